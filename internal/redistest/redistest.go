@@ -1,0 +1,293 @@
+// Package redistest starts real redis-server processes for tests: a
+// standalone server and a 3-master Cluster on free loopback ports, shared
+// by the tests of one test binary and stopped by StopAll (call it from
+// TestMain). Set REALSYNC_TEST_REDIS_URL and REALSYNC_TEST_CLUSTER_ADDRS to
+// use servers that already run instead.
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server process.
+type Server struct {
+	Addr string
+	Port int
+	Dir  string
+	args []string
+	cmd  *exec.Cmd
+}
+
+// StartServer starts redis-server on a free loopback port with extra
+// arguments (e.g. "--appendonly", "yes"). Data lives in a fresh directory.
+func StartServer(extra ...string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir,
+		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...)}
+	return s, s.Start()
+}
+
+// Start (re)starts the process with its arguments and waits until it
+// answers PING.
+func (s *Server) Start() error {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("redis-server not found (the README's test command installs it): %w", err)
+	}
+	s.cmd = exec.Command(bin, s.args...)
+	// The server dies with the test process, even when that one is killed.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	go s.cmd.Wait()
+	return waitPing(s.Addr, 10*time.Second)
+}
+
+// Kill stops the process at once with SIGKILL.
+func (s *Server) Kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		for i := 0; i < 100 && pingOK(s.Addr); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// Stop kills the process and removes its directory.
+func (s *Server) Stop() {
+	s.Kill()
+	os.RemoveAll(s.Dir)
+}
+
+func waitPing(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if pingOK(addr) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redis at %s did not answer within %s", addr, timeout)
+}
+
+func pingOK(addr string) bool {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	return c.Ping(ctx).Err() == nil
+}
+
+// freePort finds a loopback port p with p+10000 (the Cluster bus port) also
+// free.
+func freePort() (int, error) {
+	for i := 0; i < 100; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p+10000 > 65535 {
+			continue
+		}
+		if bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
+			bus.Close()
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port pair")
+}
+
+// Cluster is a Redis Cluster of masters without replicas.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// Addrs are the nodes' addresses.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// Stop stops every node.
+func (c *Cluster) Stop() {
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
+
+// StartCluster starts n masters, splits the 16384 slots evenly and waits
+// until every node reports cluster_state:ok.
+func StartCluster(n int) (*Cluster, error) {
+	c := &Cluster{}
+	for i := 0; i < n; i++ {
+		s, err := StartServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+			"--cluster-config-file", "nodes.conf")
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, s)
+	}
+	if err := c.form(); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) form() error {
+	ctx := context.Background()
+	n := len(c.Nodes)
+	for i, s := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
+		lo, hi := i*16384/n, (i+1)*16384/n-1
+		err := cl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err()
+		if err == nil && i > 0 {
+			err = cl.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(c.Nodes[0].Port)).Err()
+		}
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("forming cluster: %w", err)
+		}
+	}
+	return c.waitOK(20 * time.Second)
+}
+
+func (c *Cluster) waitOK(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if c.allOK() {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("cluster not ok within %s", timeout)
+}
+
+func (c *Cluster) allOK() bool {
+	for _, s := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
+		info, err := cl.ClusterInfo(context.Background()).Result()
+		cl.Close()
+		want := "cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))
+		if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, want) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	mu         sync.Mutex
+	standalone *Server
+	cluster    *Cluster
+)
+
+// StandaloneURL returns the redis:// URL of the shared standalone server,
+// starting it on first use.
+func StandaloneURL(tb testing.TB) string {
+	tb.Helper()
+	if u := os.Getenv("REALSYNC_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if standalone == nil {
+		s, err := StartServer()
+		if err != nil {
+			tb.Fatalf("starting redis-server: %v", err)
+		}
+		standalone = s
+	}
+	return "redis://" + standalone.Addr
+}
+
+// ClusterAddrs returns the seed addresses of the shared 3-master Cluster,
+// starting it on first use.
+func ClusterAddrs(tb testing.TB) []string {
+	tb.Helper()
+	if a := os.Getenv("REALSYNC_TEST_CLUSTER_ADDRS"); a != "" {
+		return strings.Split(a, ",")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster == nil {
+		c, err := StartCluster(3)
+		if err != nil {
+			tb.Fatalf("starting redis cluster: %v", err)
+		}
+		cluster = c
+	}
+	return cluster.Addrs()
+}
+
+// StopAll stops the shared servers. Call it from TestMain after m.Run.
+func StopAll() {
+	mu.Lock()
+	defer mu.Unlock()
+	if standalone != nil {
+		standalone.Stop()
+		standalone = nil
+	}
+	if cluster != nil {
+		cluster.Stop()
+		cluster = nil
+	}
+}
+
+// Prefix returns a key prefix unique to this test, so tests sharing a
+// server never see each other's keys.
+func Prefix(tb testing.TB) string {
+	tb.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "t" + hex.EncodeToString(b)
+}
+
+// Backend names one kind of Redis a contract suite runs against.
+type Backend struct {
+	Name         string
+	URL          string   // standalone
+	ClusterAddrs []string // cluster
+	// Neither: the embedded in-process store.
+}
+
+// Backends returns standalone, Cluster and embedded, starting the shared
+// servers as needed.
+func Backends(tb testing.TB) []Backend {
+	tb.Helper()
+	return []Backend{
+		{Name: "standalone", URL: StandaloneURL(tb)},
+		{Name: "cluster", ClusterAddrs: ClusterAddrs(tb)},
+		{Name: "embedded"},
+	}
+}

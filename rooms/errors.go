@@ -1,0 +1,66 @@
+package rooms
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors of the room domain. Stores and the service wrap them with
+// %w; the HTTP layer maps each to one status and code in a single table.
+var (
+	ErrRoomNotFound      = errors.New("room not found")
+	ErrPlayerNotFound    = errors.New("player not found")
+	ErrNotOwner          = errors.New("only the room owner may do this")
+	ErrNotMember         = errors.New("only members of the room may do this")
+	ErrStateKeyForbidden = errors.New("this state key may not be written by the caller")
+	ErrRoomFull          = errors.New("room is full")
+	ErrNotJoinable       = errors.New("room is not joinable")
+	ErrInvalidTransition = errors.New("status change not allowed")
+	ErrVersionMismatch   = errors.New("stateVersion does not match If-Match")
+	ErrTooLarge          = errors.New("payload too large")
+	ErrValidation        = errors.New("validation failed")
+	ErrUnavailable       = errors.New("store unavailable")
+)
+
+// FieldError names one field that breaks a documented constraint.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+// ValidationError lists every invalid field of a request. It matches
+// ErrValidation with errors.Is.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + " " + f.Message
+	}
+	return "validation failed: " + strings.Join(parts, "; ")
+}
+
+// Is makes errors.Is(err, ErrValidation) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrValidation }
+
+// Invalid returns a ValidationError for one field.
+func Invalid(field, format string, args ...any) error {
+	return &ValidationError{Fields: []FieldError{{Field: field, Message: fmt.Sprintf(format, args...)}}}
+}
+
+// fieldErrors collects field errors and returns nil when there are none.
+type fieldErrors []FieldError
+
+func (f *fieldErrors) add(field, format string, args ...any) {
+	*f = append(*f, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (f fieldErrors) err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return &ValidationError{Fields: f}
+}

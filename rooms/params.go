@@ -1,0 +1,73 @@
+package rooms
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// CreateParams is a create request as the client sent it; nil means absent.
+type CreateParams struct {
+	Name        string          `json:"name" validate:"min=1,max=64,nocontrol"`
+	Mode        string          `json:"mode" validate:"slug"`
+	Region      string          `json:"region" validate:"slug"`
+	MaxPlayers  *int            `json:"maxPlayers" validate:"omitnil,min=1,max=100"`
+	Visibility  *Visibility     `json:"visibility" validate:"omitnil,oneof=public private"`
+	Attributes  map[string]any  `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
+	State       State           `json:"state"`
+	StatePolicy *StatePolicy    `json:"statePolicy" validate:"omitnil,oneof=owner open"`
+}
+
+// NewRoom is a validated create request with its defaults applied and its
+// state values compacted.
+type NewRoom struct {
+	Name        string
+	Mode        string
+	Region      string
+	MaxPlayers  int
+	Visibility  Visibility
+	Attributes  map[string]any
+	State       State
+	StatePolicy StatePolicy
+}
+
+// UpdateParams are the owner's changes to a room; nil means unchanged.
+// Attributes, when present, replaces the whole map.
+type UpdateParams struct {
+	Name       *string         `json:"name" validate:"omitnil,min=1,max=64,nocontrol"`
+	Status     *Status         `json:"status" validate:"omitnil,oneof=waiting playing finished"`
+	Locked     *bool           `json:"locked"`
+	MaxPlayers *int            `json:"maxPlayers" validate:"omitnil,min=1,max=100"`
+	Visibility *Visibility     `json:"visibility" validate:"omitnil,oneof=public private"`
+	Attributes *map[string]any `json:"attributes" validate:"omitnil,max=16,dive,keys,attrkey,endkeys,attrvalue"`
+}
+
+// Empty reports whether the update changes nothing.
+func (p UpdateParams) Empty() bool {
+	return p.Name == nil && p.Status == nil && p.Locked == nil && p.MaxPlayers == nil &&
+		p.Visibility == nil && p.Attributes == nil
+}
+
+// StatePatch is a validated merge patch: Set holds compacted values to write,
+// Del the keys to delete, IfMatch the expected stateVersion or -1.
+type StatePatch struct {
+	Set     State
+	Del     []string
+	IfMatch int64
+}
+
+// Empty reports whether the patch neither sets nor deletes.
+func (p StatePatch) Empty() bool { return len(p.Set) == 0 && len(p.Del) == 0 }
+
+// compact rewrites every value of s as one-line JSON, so that events built
+// from it stay one line and sizes count the same bytes everywhere.
+func compact(s State) (State, error) {
+	out := make(State, len(s))
+	for k, v := range s {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return nil, err
+		}
+		out[k] = buf.Bytes()
+	}
+	return out, nil
+}

@@ -1,0 +1,230 @@
+package rooms
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// Service applies the room rules that need no stored data, then delegates
+// to the Store, which applies the rest atomically. Safe for concurrent use.
+type Service struct {
+	store    Store
+	validate *validator.Validate
+}
+
+// NewService returns a Service over store.
+func NewService(store Store) *Service {
+	return &Service{store: store, validate: newValidator()}
+}
+
+// Create validates p, applies the defaults (maxPlayers 8, public, owner
+// policy) and creates the room with u as owner, player 1. Returns a
+// ValidationError naming every bad field, or ErrTooLarge when the initial
+// state is over its totals.
+func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, error) {
+	errs := structErrors(s.validate, p)
+	errs = append(errs, validateState("state", p.State, false)...)
+	if err := errs.err(); err != nil {
+		return Joined{}, err
+	}
+	state, err := compact(p.State)
+	if err != nil {
+		return Joined{}, Invalid("state", "must be valid JSON")
+	}
+	if keys, size := stateTotals(state); keys > MaxStateKeys || size > MaxStateBytes {
+		return Joined{}, fmt.Errorf("state has %d keys and %d bytes, limits %d and %d: %w", keys, size, MaxStateKeys, MaxStateBytes, ErrTooLarge)
+	}
+	return s.store.Create(ctx, u, newRoom(p, state))
+}
+
+func newRoom(p CreateParams, state State) NewRoom {
+	r := NewRoom{Name: p.Name, Mode: p.Mode, Region: p.Region, MaxPlayers: DefaultMaxPlayers,
+		Visibility: Public, Attributes: p.Attributes, State: state, StatePolicy: PolicyOwner}
+	if p.MaxPlayers != nil {
+		r.MaxPlayers = *p.MaxPlayers
+	}
+	if p.Visibility != nil {
+		r.Visibility = *p.Visibility
+	}
+	if p.StatePolicy != nil {
+		r.StatePolicy = *p.StatePolicy
+	}
+	if r.Attributes == nil {
+		r.Attributes = map[string]any{}
+	}
+	return r
+}
+
+// Get returns the room as u may see it: ErrRoomNotFound for a private room
+// u is not in; the invite code only for members.
+func (s *Service) Get(ctx context.Context, u User, id string) (Room, error) {
+	if !ValidRoomID(id) {
+		return Room{}, ErrRoomNotFound
+	}
+	r, _, err := s.store.Get(ctx, id, false)
+	if err != nil {
+		return Room{}, err
+	}
+	if _, ok := r.Member(u.ID); !ok && r.Visibility == Private {
+		return Room{}, ErrRoomNotFound
+	}
+	return ViewFor(r, u), nil
+}
+
+// ViewFor returns r as u may see it: the invite code only for members.
+func ViewFor(r Room, u User) Room {
+	if _, ok := r.Member(u.ID); !ok {
+		r.InviteCode = ""
+	}
+	return r
+}
+
+// Join adds u to a public room by id (see Store.Join for the error order).
+func (s *Service) Join(ctx context.Context, u User, id string) (Joined, error) {
+	if !ValidRoomID(id) {
+		return Joined{}, ErrRoomNotFound
+	}
+	return s.store.Join(ctx, u, id)
+}
+
+// JoinByCode joins the room of an invite code. Codes are case-insensitive
+// and accept Crockford look-alikes; a malformed or unknown code is
+// ErrRoomNotFound, an empty one a validation error.
+func (s *Service) JoinByCode(ctx context.Context, u User, code string) (Joined, error) {
+	if strings.TrimSpace(code) == "" {
+		return Joined{}, Invalid("inviteCode", "is required")
+	}
+	norm, ok := NormalizeCode(code)
+	if !ok {
+		return Joined{}, ErrRoomNotFound
+	}
+	return s.store.JoinByCode(ctx, u, norm)
+}
+
+// Leave removes u from the room.
+func (s *Service) Leave(ctx context.Context, u User, id string) error {
+	if !ValidRoomID(id) {
+		return ErrRoomNotFound
+	}
+	return s.store.Leave(ctx, u, id)
+}
+
+// Kick removes the player playerID (a decimal string from the path) on
+// behalf of the owner u. A playerID that is not a positive integer is
+// ErrPlayerNotFound.
+func (s *Service) Kick(ctx context.Context, u User, id, playerID string) error {
+	if !ValidRoomID(id) {
+		return ErrRoomNotFound
+	}
+	pid, err := strconv.Atoi(playerID)
+	if err != nil || pid < 1 {
+		return ErrPlayerNotFound
+	}
+	return s.store.Kick(ctx, u, id, pid)
+}
+
+// Update validates p and applies it on behalf of the owner u.
+func (s *Service) Update(ctx context.Context, u User, id string, p UpdateParams) (Room, error) {
+	if !ValidRoomID(id) {
+		return Room{}, ErrRoomNotFound
+	}
+	if err := structErrors(s.validate, p).err(); err != nil {
+		return Room{}, err
+	}
+	r, err := s.store.Update(ctx, u, id, p)
+	return ViewFor(r, u), err
+}
+
+// Delete closes the room on behalf of its owner u.
+func (s *Service) Delete(ctx context.Context, u User, id string) error {
+	if !ValidRoomID(id) {
+		return ErrRoomNotFound
+	}
+	return s.store.Delete(ctx, u, id)
+}
+
+// State returns the room state to a member: ErrRoomNotFound for a private
+// room u is not in, ErrNotMember for a public one.
+func (s *Service) State(ctx context.Context, u User, id string) (StateView, error) {
+	if !ValidRoomID(id) {
+		return StateView{}, ErrRoomNotFound
+	}
+	r, st, err := s.store.Get(ctx, id, true)
+	if err != nil {
+		return StateView{}, err
+	}
+	if err := memberOnly(r, u); err != nil {
+		return StateView{}, err
+	}
+	return StateView{Version: r.Version, StateVersion: r.StateVersion, State: st}, nil
+}
+
+func memberOnly(r Room, u User) error {
+	if _, ok := r.Member(u.ID); ok {
+		return nil
+	}
+	if r.Visibility == Private {
+		return ErrRoomNotFound
+	}
+	return ErrNotMember
+}
+
+// PatchState validates a JSON merge patch (null deletes a key) and applies
+// it on behalf of member u. ifMatch is the raw If-Match header ("" for
+// none); one that is neither "*" nor a quoted stateVersion never matches.
+func (s *Service) PatchState(ctx context.Context, u User, id string, patch State, ifMatch string) (Versions, error) {
+	if !ValidRoomID(id) {
+		return Versions{}, ErrRoomNotFound
+	}
+	if err := validateState("", patch, true).err(); err != nil {
+		return Versions{}, err
+	}
+	p, err := statePatch(patch, ifMatch)
+	if err != nil {
+		return Versions{}, err
+	}
+	return s.store.PatchState(ctx, u, id, p)
+}
+
+func statePatch(patch State, ifMatch string) (StatePatch, error) {
+	p := StatePatch{Set: State{}, IfMatch: parseIfMatch(ifMatch)}
+	for k, v := range patch {
+		if isNull(v) {
+			p.Del = append(p.Del, k)
+		} else {
+			p.Set[k] = v
+		}
+	}
+	set, err := compact(p.Set)
+	if err != nil {
+		return StatePatch{}, Invalid("state", "must be valid JSON")
+	}
+	p.Set = set
+	return p, nil
+}
+
+// NoIfMatch is StatePatch.IfMatch when any stateVersion is accepted;
+// NeverMatches when the header cannot match any.
+const (
+	NoIfMatch    int64 = -1
+	NeverMatches int64 = -2
+)
+
+func parseIfMatch(h string) int64 {
+	h = strings.TrimSpace(h)
+	if h == "" || h == "*" {
+		return NoIfMatch
+	}
+	n, err := strconv.ParseInt(strings.Trim(h, `"`), 10, 64)
+	if err != nil || n < 0 || !strings.HasPrefix(h, `"`) || !strings.HasSuffix(h, `"`) {
+		return NeverMatches
+	}
+	return n
+}
+
+// ETag is the entity tag of a stateVersion.
+func ETag(stateVersion int64) string { return `"` + strconv.FormatInt(stateVersion, 10) + `"` }

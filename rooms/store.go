@@ -1,0 +1,37 @@
+package rooms
+
+import "context"
+
+// Store keeps rooms. Every mutation is atomic: it checks the rules that need
+// current data, writes the room and every index it appears in, bumps the
+// room version and appends and publishes the resulting events, all at once.
+// Implementations report broken rules with this package's sentinel errors
+// and an unreachable backend with ErrUnavailable.
+type Store interface {
+	// Create stores a new room with u as its owner, player 1.
+	Create(ctx context.Context, u User, p NewRoom) (Joined, error)
+	// Get returns the room with its players, and its state when withState.
+	// ErrRoomNotFound if it does not exist. It applies no visibility rule.
+	Get(ctx context.Context, id string, withState bool) (Room, State, error)
+	// Join adds u to the room; a member gets its existing playerId back.
+	// Non-members: ErrRoomNotFound (also private rooms), then ErrNotJoinable,
+	// then ErrRoomFull.
+	Join(ctx context.Context, u User, id string) (Joined, error)
+	// JoinByCode is Join for the room holding invite code; ErrRoomNotFound
+	// for an unknown code. code is already normalized.
+	JoinByCode(ctx context.Context, u User, code string) (Joined, error)
+	// Leave removes u (ErrNotMember, or ErrRoomNotFound for a private room).
+	Leave(ctx context.Context, u User, id string) error
+	// Kick removes playerID on behalf of the owner u: ErrNotMember,
+	// ErrNotOwner, ErrPlayerNotFound; kicking oneself is a validation error.
+	Kick(ctx context.Context, u User, id string, playerID int) error
+	// Update applies the owner's changes: ErrNotMember, ErrNotOwner,
+	// ErrInvalidTransition, or a validation error on maxPlayers.
+	Update(ctx context.Context, u User, id string, p UpdateParams) (Room, error)
+	// Delete closes the room on behalf of its owner.
+	Delete(ctx context.Context, u User, id string) error
+	// PatchState merge-patches the state on behalf of member u; a nil value
+	// deletes its key. ErrVersionMismatch when ifMatch >= 0 differs from the
+	// stateVersion, ErrStateKeyForbidden, ErrTooLarge past the totals.
+	PatchState(ctx context.Context, u User, id string, patch StatePatch) (Versions, error)
+}

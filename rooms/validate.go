@@ -1,0 +1,162 @@
+package rooms
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// Documented limits.
+const (
+	DefaultMaxPlayers = 8
+	MaxPlayersLimit   = 100
+	MaxAttributes     = 16
+	MaxStateValue     = 8 << 10  // bytes of JSON per state value
+	MaxStateKeys      = 256      // keys per room state
+	MaxStateBytes     = 64 << 10 // keys + values per room state
+)
+
+var (
+	slugRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	attrKeyRe  = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
+	stateKeyRe = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	roomIDRe   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+)
+
+// messages turns validator tags into the messages clients read.
+var messages = map[string]string{
+	"min":       "is too short or too small",
+	"max":       "is too long or too large",
+	"nocontrol": "must not contain control characters",
+	"slug":      "must match ^[a-z0-9][a-z0-9_-]{0,31}$",
+	"oneof":     "must be one of: ",
+	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
+	"attrvalue": "must be a string of at most 128 characters or a number",
+}
+
+// newValidator builds the validator with RealSync's custom rules and JSON
+// field names. It is built once per Service.
+func newValidator() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		return strings.Split(f.Tag.Get("json"), ",")[0]
+	})
+	must(v.RegisterValidation("nocontrol", func(fl validator.FieldLevel) bool { return !hasControl(fl.Field().String()) }))
+	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
+	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
+	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return validAttrValue(fl.Field().Interface()) }))
+	return v
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}
+
+// validAttrValue accepts a string of at most 128 characters or a number.
+func validAttrValue(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return utf8.RuneCountInString(x) <= 128
+	case json.Number, float64, int:
+		return true
+	}
+	return false
+}
+
+// structErrors runs v on s and converts its findings into field errors named
+// by JSON path, with limits spelled out.
+func structErrors(v *validator.Validate, s any) fieldErrors {
+	err := v.Struct(s)
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return nil
+	}
+	var out fieldErrors
+	for _, fe := range verrs {
+		out.add(fieldPath(fe), "%s", message(fe))
+	}
+	return out
+}
+
+// fieldPath turns "CreateParams.attributes[map]" into "attributes.map".
+func fieldPath(fe validator.FieldError) string {
+	ns := fe.Namespace()
+	if i := strings.IndexByte(ns, '.'); i >= 0 {
+		ns = ns[i+1:]
+	}
+	ns = strings.ReplaceAll(ns, "[", ".")
+	return strings.ReplaceAll(ns, "]", "")
+}
+
+func message(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "min", "max":
+		return limitMessage(fe)
+	case "oneof":
+		return messages["oneof"] + strings.ReplaceAll(fe.Param(), " ", ", ")
+	}
+	if m, ok := messages[fe.Tag()]; ok {
+		return m
+	}
+	return "is invalid"
+}
+
+func limitMessage(fe validator.FieldError) string {
+	switch fe.Kind() {
+	case reflect.String:
+		return "must be " + fe.Tag() + "imum " + fe.Param() + " characters"
+	case reflect.Map:
+		return "must have at " + map[string]string{"min": "least ", "max": "most "}[fe.Tag()] + fe.Param() + " entries"
+	}
+	return "must be " + map[string]string{"min": "at least ", "max": "at most "}[fe.Tag()] + fe.Param()
+}
+
+// ValidRoomID reports whether id has the documented form; anything else is
+// not found without asking the store.
+func ValidRoomID(id string) bool { return roomIDRe.MatchString(id) }
+
+// validateState checks keys and value sizes of a full state (nulls refused)
+// or a merge patch (nulls allowed, meaning delete), naming fields
+// "<field>.<key>".
+func validateState(field string, s State, patch bool) fieldErrors {
+	var out fieldErrors
+	for k, v := range s {
+		name := field + "." + k
+		if field == "" {
+			name = k
+		}
+		switch {
+		case !stateKeyRe.MatchString(k):
+			out.add(name, "key must match ^[A-Za-z0-9_.:-]{1,64}$")
+		case len(v) > MaxStateValue:
+			out.add(name, "value must be at most %d bytes of JSON", MaxStateValue)
+		case !patch && isNull(v):
+			out.add(name, "must not be null in a new room's state")
+		}
+	}
+	return out
+}
+
+func isNull(v json.RawMessage) bool { return string(v) == "null" }
+
+// stateTotals returns the number of keys and bytes (keys + values) a state
+// holds, as the totals limits count them.
+func stateTotals(s State) (keys, bytes int) {
+	for k, v := range s {
+		keys++
+		bytes += len(k) + len(v)
+	}
+	return keys, bytes
+}

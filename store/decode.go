@@ -1,0 +1,129 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// replyStatus splits a script reply into its status and the rest, mapping
+// error statuses to the domain's sentinel errors.
+func replyStatus(v any) ([]any, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, fmt.Errorf("store: unexpected script reply %T", v)
+	}
+	status, _ := arr[0].(string)
+	if status == "OK" {
+		return arr[1:], nil
+	}
+	if err, ok := scriptErrors[status]; ok {
+		return nil, err
+	}
+	return nil, fmt.Errorf("store: unexpected script status %q", status)
+}
+
+// scriptErrors maps script statuses to domain errors. CODE_TAKEN and
+// ID_TAKEN are retried by the caller and never reach here.
+var scriptErrors = map[string]error{
+	"ROOM_NOT_FOUND":      rooms.ErrRoomNotFound,
+	"NOT_A_MEMBER":        rooms.ErrNotMember,
+	"NOT_OWNER":           rooms.ErrNotOwner,
+	"PLAYER_NOT_FOUND":    rooms.ErrPlayerNotFound,
+	"ROOM_FULL":           rooms.ErrRoomFull,
+	"ROOM_NOT_JOINABLE":   rooms.ErrNotJoinable,
+	"INVALID_TRANSITION":  rooms.ErrInvalidTransition,
+	"VERSION_MISMATCH":    rooms.ErrVersionMismatch,
+	"STATE_KEY_FORBIDDEN": rooms.ErrStateKeyForbidden,
+	"PAYLOAD_TOO_LARGE":   fmt.Errorf("state over %d keys or %d bytes: %w", rooms.MaxStateKeys, rooms.MaxStateBytes, rooms.ErrTooLarge),
+	"KICK_SELF":           rooms.Invalid("playerId", "the owner cannot kick themself; leave instead"),
+	"MAX_BELOW_COUNT":     rooms.Invalid("maxPlayers", "must not be below the current playerCount"),
+	"CODE_TAKEN":          errCodeTaken,
+	"ID_TAKEN":            errCodeTaken,
+}
+
+// pairs turns a flat HGETALL reply into a map.
+func pairs(v any) map[string]string {
+	arr, _ := v.([]any)
+	m := make(map[string]string, len(arr)/2)
+	for i := 0; i+1 < len(arr); i += 2 {
+		k, _ := arr[i].(string)
+		val, _ := arr[i+1].(string)
+		m[k] = val
+	}
+	return m
+}
+
+// decodeRoom builds a room from the HGETALL replies of its hash, players
+// and users (userId → playerId).
+func decodeRoom(id string, room, players, users any) (rooms.Room, error) {
+	h := pairs(room)
+	r := rooms.Room{
+		ID: id, Name: h["n"], Mode: h["m"], Region: h["r"],
+		Visibility: rooms.Visibility(h["vi"]), Status: rooms.Status(h["st"]), Locked: h["lk"] == "1",
+		MaxPlayers: atoi(h["mx"]), PlayerCount: atoi(h["pc"]), OwnerPlayerID: atoi(h["ow"]),
+		StatePolicy: rooms.StatePolicy(h["po"]), InviteCode: h["cd"],
+		CreatedAt: time.UnixMicro(atoi64(h["cr"])).Truncate(time.Millisecond).UTC(),
+		UpdatedAt: time.UnixMilli(atoi64(h["up"])).UTC(),
+		Version:   atoi64(h["ver"]), StateVersion: atoi64(h["sv"]),
+	}
+	if err := decodeJSON(h["at"], &r.Attributes); err != nil {
+		return rooms.Room{}, fmt.Errorf("store: room %s attributes: %w", id, err)
+	}
+	ps, err := decodePlayers(pairs(players), pairs(users))
+	r.Players = ps
+	return r, err
+}
+
+type storedPlayer struct {
+	PlayerID int       `json:"playerId"`
+	Name     string    `json:"name"`
+	JoinedAt time.Time `json:"joinedAt"`
+}
+
+func decodePlayers(players, users map[string]string) ([]rooms.Player, error) {
+	byPID := make(map[string]string, len(users))
+	for uid, pid := range users {
+		byPID[pid] = uid
+	}
+	out := make([]rooms.Player, 0, len(players))
+	for pid, raw := range players {
+		var p storedPlayer
+		if err := json.Unmarshal([]byte(raw), &p); err != nil {
+			return nil, fmt.Errorf("store: player %s: %w", pid, err)
+		}
+		out = append(out, rooms.Player{PlayerID: p.PlayerID, UserID: byPID[pid], Name: p.Name, JoinedAt: p.JoinedAt})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PlayerID < out[j].PlayerID })
+	return out, nil
+}
+
+// decodeJSON decodes keeping numbers exact (json.Number).
+func decodeJSON(s string, v any) error {
+	if s == "" {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader([]byte(s)))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func atoi64(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+func toInt64(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}

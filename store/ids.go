@@ -1,0 +1,100 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+const (
+	base62      = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	idRandLen   = 14 // ≈ 83 random bits
+	idShardLen  = 2  // base-36 shard number, so at most 1296 shards
+	MaxShards   = 36 * 36
+	codeBits    = 5 * rooms.CodeLength
+	eventTagLen = 6
+)
+
+// homeShard is the shard of every room of a (mode, region) pair, so
+// listings and matchmaking for a pair read one slot.
+func homeShard(mode, region string, shards int) int {
+	h := fnv.New32a()
+	h.Write([]byte(mode))
+	h.Write([]byte{0})
+	h.Write([]byte(region))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// newRoomID returns "<shard base-36, 2 chars><14 random base-62 chars>".
+func newRoomID(shard int) string {
+	s := strconv.FormatInt(int64(shard), 36)
+	if len(s) < idShardLen {
+		s = "0" + s
+	}
+	return s + randomString(idRandLen, base62)
+}
+
+// roomShard decodes the shard of a room id; false for ids this deployment
+// never issued.
+func roomShard(id string, shards int) (int, bool) {
+	if len(id) != idShardLen+idRandLen {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(id[:idShardLen], 36, 32)
+	if err != nil || n < 0 || int(n) >= shards || strings.ToLower(id[:idShardLen]) != id[:idShardLen] {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// newCode returns a random invite code whose value modulo shards is shard,
+// so the code alone tells which shard's code table holds it.
+func newCode(shard, shards int) string {
+	v := randomUint64() % (1 << codeBits)
+	v = v - v%uint64(shards) + uint64(shard)
+	if v >= 1<<codeBits {
+		v -= uint64(shards)
+	}
+	b := make([]byte, rooms.CodeLength)
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = rooms.CodeAlphabet[v%32]
+		v /= 32
+	}
+	return string(b)
+}
+
+// codeShard is the shard of a normalized invite code.
+func codeShard(code string, shards int) int {
+	var v uint64
+	for i := 0; i < len(code); i++ {
+		v = v*32 + uint64(strings.IndexByte(rooms.CodeAlphabet, code[i]))
+	}
+	return int(v % uint64(shards))
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+func randomString(n int, alphabet string) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// eventTag is the short random tag of a script call's events: after a
+// failover that lost events, the same version carries a different tag.
+func eventTag() string { return randomString(eventTagLen, base62) }

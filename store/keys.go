@@ -1,0 +1,72 @@
+package store
+
+import (
+	"strconv"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// keys builds every Redis key and channel name. All keys of one room and
+// every index it appears in share the room's shard tag "{<prefix>:<shard>}",
+// so each script touches a single hash slot on a Cluster. Nothing else in
+// this package builds a key.
+type keys struct {
+	prefix string
+}
+
+func (k keys) tag(shard int) string {
+	return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}"
+}
+
+// meta holds the deployment's shard count and key-schema version.
+func (k keys) meta() string { return k.prefix + ":meta" }
+
+func (k keys) room(shard int, id string) string { return k.tag(shard) + ":room:" + id }
+
+// channel is the room's Pub/Sub channel.
+func (k keys) channel(shard int, id string) string { return k.tag(shard) + ":ch:" + id }
+
+func (k keys) userIndex(shard int) string { return k.tag(shard) + ":idx:users" }
+func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }
+func (k keys) clock(shard int) string     { return k.tag(shard) + ":clock" }
+
+// statusIndex is the sorted set (score: createdAt in µs, unique per shard)
+// of the public rooms of one status, optionally narrowed to a mode and/or a
+// region.
+func (k keys) statusIndex(shard int, st rooms.Status, mode, region string) string {
+	s := k.tag(shard) + ":idx:" + string(st)
+	if mode != "" {
+		s += ":mode:" + mode
+	}
+	if region != "" {
+		s += ":region:" + region
+	}
+	return s
+}
+
+// roomKeys are the KEYS every mutation script gets (store/lua/prelude.lua).
+func (k keys) roomKeys(shard int, id string) []string {
+	room := k.room(shard, id)
+	return []string{room, room + ":state", room + ":players", room + ":users", room + ":log",
+		k.userIndex(shard), k.codes(shard), k.clock(shard)}
+}
+
+// roomKeysWithIndexes adds the 12 status indexes of a room of mode and
+// region, for scripts that may move it between indexes.
+func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
+	out := k.roomKeys(shard, id)
+	for _, st := range rooms.Statuses {
+		out = append(out,
+			k.statusIndex(shard, st, "", ""),
+			k.statusIndex(shard, st, mode, ""),
+			k.statusIndex(shard, st, "", region),
+			k.statusIndex(shard, st, mode, region))
+	}
+	return out
+}
+
+// readKeys are the KEYS of room_read.lua.
+func (k keys) readKeys(shard int, id string) []string {
+	room := k.room(shard, id)
+	return []string{room, room + ":players", room + ":users", room + ":state"}
+}

@@ -1,0 +1,29 @@
+-- room_create: stores a new room with its creator as owner, player 1.
+-- KEYS: prelude, with the 12 status indexes.
+-- ARGV[7] name  ARGV[8] mode  ARGV[9] region  ARGV[10] visibility
+-- ARGV[11] maxPlayers  ARGV[12] statePolicy  ARGV[13] attributes JSON
+-- ARGV[14] invite code ("" for public)  ARGV[15] creator userId
+-- ARGV[16] creator name as a JSON string  ARGV[17] state bytes
+-- ARGV[18..] state key, value pairs
+-- Reply: {"OK", 1, room, players, users} | {"ID_TAKEN"} | {"CODE_TAKEN"}
+local name, mode, region, vis = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local max, policy, attrs, code = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
+local uid, name_json, state_bytes = ARGV[15], ARGV[16], ARGV[17]
+
+if redis.call('EXISTS', K_ROOM) == 1 then return {'ID_TAKEN'} end
+if code ~= '' and redis.call('HSETNX', K_CODES, code, room_id) == 0 then return {'CODE_TAKEN'} end
+
+-- createdAt in µs, strictly increasing within the shard: the index score,
+-- unique per shard so cursors can resume exactly.
+local created = now_us
+local last = tonumber(redis.call('GET', K_CLOCK) or '0')
+if created <= last then created = last + 1 end
+redis.call('SET', K_CLOCK, num(created))
+
+redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', 'waiting',
+  'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy,
+  'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
+if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
+if #ARGV > 17 then redis.call('HSET', K_STATE, unpack(ARGV, 18)) end
+if vis == 'public' then index_add('waiting', num(created)) end
+return room_reply(add_player(uid, name_json))

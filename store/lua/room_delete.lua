@@ -1,0 +1,12 @@
+-- room_delete: the owner closes the room; room_closed (reason closed).
+-- KEYS: prelude, with the 12 status indexes.
+-- ARGV[7] caller userId
+-- Reply: {"OK"} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"}
+local caller = ARGV[7]
+
+if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
+local cp = redis.call('HGET', K_USERS, caller)
+if not cp then return deny() end
+if redis.call('HGET', K_ROOM, 'ow') ~= cp then return {'NOT_OWNER'} end
+close_room('closed')
+return {'OK'}

@@ -1,0 +1,61 @@
+-- room_update: the owner changes name, status, locked, maxPlayers,
+-- visibility or attributes. Only fields whose value changes are written and
+-- reported in one room_updated event; no change, no event.
+-- KEYS: prelude, with the 12 status indexes.
+-- ARGV[7] caller userId  ARGV[8] name ("" = unchanged)  ARGV[9] name as JSON
+-- ARGV[10] status ("" = unchanged)  ARGV[11] locked ("", "0", "1")
+-- ARGV[12] maxPlayers ("" = unchanged)  ARGV[13] visibility ("" = unchanged)
+-- ARGV[14] attributes JSON ("" = unchanged)  ARGV[15] new invite code, used
+-- when the room becomes private
+-- Reply: {"OK", 0, room, players, users} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} |
+--        {"NOT_OWNER"} | {"INVALID_TRANSITION"} | {"MAX_BELOW_COUNT"} | {"CODE_TAKEN"}
+local caller, name, name_json, status = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local locked, max, vis, attrs, new_code = ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15]
+
+local ALLOWED = {waiting = {playing = true, finished = true}, playing = {waiting = true, finished = true}}
+
+if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
+local cp = redis.call('HGET', K_USERS, caller)
+if not cp then return deny() end
+local r = redis.call('HMGET', K_ROOM, 'ow', 'n', 'st', 'lk', 'mx', 'vi', 'at', 'pc', 'cd', 'cr')
+local cur = {ow = r[1], n = r[2], st = r[3], lk = r[4], mx = r[5], vi = r[6], at = r[7],
+  pc = r[8], cd = r[9], cr = r[10]}
+if cur.ow ~= cp then return {'NOT_OWNER'} end
+
+if status ~= '' and status ~= cur.st and not (ALLOWED[cur.st] and ALLOWED[cur.st][status]) then
+  return {'INVALID_TRANSITION'}
+end
+if max ~= '' and tonumber(max) < tonumber(cur.pc) then return {'MAX_BELOW_COUNT'} end
+local going_private = vis == 'private' and cur.vi ~= 'private'
+if going_private and redis.call('HSETNX', K_CODES, new_code, room_id) == 0 then
+  return {'CODE_TAKEN'}
+end
+
+local changes = {}
+local function set(field, value, json)
+  redis.call('HSET', K_ROOM, field, value)
+  changes[#changes + 1] = json
+end
+if name ~= '' and name ~= cur.n then set('n', name, '"name":' .. name_json) end
+if status ~= '' and status ~= cur.st then set('st', status, '"status":"' .. status .. '"') end
+if locked ~= '' and locked ~= cur.lk then
+  set('lk', locked, '"locked":' .. (locked == '1' and 'true' or 'false'))
+end
+if max ~= '' and max ~= cur.mx then set('mx', max, '"maxPlayers":' .. max) end
+if attrs ~= '' and attrs ~= cur.at then set('at', attrs, '"attributes":' .. attrs) end
+if vis ~= '' and vis ~= cur.vi then
+  set('vi', vis, '"visibility":"' .. vis .. '"')
+  if going_private then
+    set('cd', new_code, '"inviteCode":"' .. new_code .. '"')
+  else
+    if cur.cd then redis.call('HDEL', K_CODES, cur.cd) end
+    redis.call('HDEL', K_ROOM, 'cd')
+    changes[#changes + 1] = '"inviteCode":null'
+  end
+end
+if #changes == 0 then return room_reply(0) end
+
+local new = redis.call('HMGET', K_ROOM, 'vi', 'st')
+reindex(cur.vi, cur.st, new[1], new[2], cur.cr)
+emit('room_updated', ',"changes":{' .. table.concat(changes, ',') .. '}')
+return room_reply(0)

@@ -1,0 +1,300 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// errCodeTaken: a fresh room id or invite code collided; the caller retries
+// with new random ones.
+var errCodeTaken = errors.New("store: room id or invite code taken")
+
+const maxCollisionRetries = 5
+
+// common is the ARGV every mutation script starts with (lua/prelude.lua).
+func (s *Store) common(shard int, id string) []any {
+	return []any{id, s.keys.channel(shard, id), s.pubcmd, eventTag(), s.argv[0], s.argv[1]}
+}
+
+// Create implements rooms.Store. The room lives in the home shard of its
+// (mode, region), whatever its visibility, so it never moves.
+func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (rooms.Joined, error) {
+	attrs, err := json.Marshal(p.Attributes)
+	if err != nil {
+		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
+	}
+	shard := homeShard(p.Mode, p.Region, s.shards)
+	_, size := stateSize(p.State)
+	for range maxCollisionRetries {
+		id := newRoomID(shard)
+		code := ""
+		if p.Visibility == rooms.Private {
+			code = newCode(shard, s.shards)
+		}
+		args := append(s.common(shard, id), p.Name, p.Mode, p.Region, string(p.Visibility),
+			p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size)
+		for _, k := range sortedKeys(p.State) {
+			args = append(args, k, []byte(p.State[k]))
+		}
+		keys := s.keys.roomKeysWithIndexes(shard, id, p.Mode, p.Region)
+		j, err := s.joined(id, roomCreate.Run(ctx, s.client, keys, args...))
+		if errors.Is(err, errCodeTaken) {
+			continue
+		}
+		return j, err
+	}
+	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
+}
+
+// Get implements rooms.Store with one consistent read.
+func (s *Store) Get(ctx context.Context, id string, withState bool) (rooms.Room, rooms.State, error) {
+	shard, ok := roomShard(id, s.shards)
+	if !ok {
+		return rooms.Room{}, nil, rooms.ErrRoomNotFound
+	}
+	flag := "0"
+	if withState {
+		flag = "1"
+	}
+	res, err := roomRead.Run(ctx, s.client, s.keys.readKeys(shard, id), flag).Result()
+	if err != nil {
+		return rooms.Room{}, nil, wrap(err)
+	}
+	rest, err := replyStatus(res)
+	if err != nil {
+		return rooms.Room{}, nil, err
+	}
+	r, err := s.decodeRoom(id, rest[0], rest[1], rest[2])
+	if err != nil {
+		return rooms.Room{}, nil, err
+	}
+	state := rooms.State{}
+	for k, v := range pairs(rest[3]) {
+		state[k] = json.RawMessage(v)
+	}
+	return r, state, nil
+}
+
+// Join implements rooms.Store.
+func (s *Store) Join(ctx context.Context, u rooms.User, id string) (rooms.Joined, error) {
+	shard, ok := roomShard(id, s.shards)
+	if !ok {
+		return rooms.Joined{}, rooms.ErrRoomNotFound
+	}
+	return s.join(ctx, u, shard, id, "")
+}
+
+// JoinByCode implements rooms.Store: the code's shard holds the code table
+// and the room.
+func (s *Store) JoinByCode(ctx context.Context, u rooms.User, code string) (rooms.Joined, error) {
+	shard := codeShard(code, s.shards)
+	id, err := s.client.HGet(ctx, s.keys.codes(shard), code).Result()
+	if errors.Is(err, redis.Nil) {
+		return rooms.Joined{}, rooms.ErrRoomNotFound
+	}
+	if err != nil {
+		return rooms.Joined{}, wrap(err)
+	}
+	if got, ok := roomShard(id, s.shards); !ok || got != shard {
+		return rooms.Joined{}, fmt.Errorf("store: code %s maps to room %s of another shard", code, id)
+	}
+	return s.join(ctx, u, shard, id, code)
+}
+
+func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code string) (rooms.Joined, error) {
+	args := append(s.common(shard, id), u.ID, jsonString(u.Name), code)
+	return s.joined(id, roomJoin.Run(ctx, s.client, s.keys.roomKeys(shard, id), args...))
+}
+
+// joined decodes {"OK", playerId, room, players, users}.
+func (s *Store) joined(id string, cmd *redis.Cmd) (rooms.Joined, error) {
+	res, err := cmd.Result()
+	if err != nil {
+		return rooms.Joined{}, wrap(err)
+	}
+	rest, err := replyStatus(res)
+	if err != nil {
+		return rooms.Joined{}, err
+	}
+	r, err := s.decodeRoom(id, rest[1], rest[2], rest[3])
+	return rooms.Joined{Room: r, PlayerID: int(toInt64(rest[0]))}, err
+}
+
+// decodeRoom decodes a room and remembers its place.
+func (s *Store) decodeRoom(id string, room, players, users any) (rooms.Room, error) {
+	r, err := decodeRoom(id, room, players, users)
+	if err == nil {
+		s.places.put(id, place{mode: r.Mode, region: r.Region})
+	}
+	return r, err
+}
+
+// Leave implements rooms.Store.
+func (s *Store) Leave(ctx context.Context, u rooms.User, id string) error {
+	return s.remove(ctx, id, u.ID, "", "left")
+}
+
+// Kick implements rooms.Store.
+func (s *Store) Kick(ctx context.Context, u rooms.User, id string, playerID int) error {
+	return s.remove(ctx, id, u.ID, strconv.Itoa(playerID), "kicked")
+}
+
+func (s *Store) remove(ctx context.Context, id, caller, target, reason string) error {
+	shard, keys, err := s.indexedKeys(ctx, id)
+	if err != nil {
+		return err
+	}
+	args := append(s.common(shard, id), caller, target, reason)
+	return s.status(playerRemove.Run(ctx, s.client, keys, args...))
+}
+
+// Update implements rooms.Store.
+func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.UpdateParams) (rooms.Room, error) {
+	shard, keys, err := s.indexedKeys(ctx, id)
+	if err != nil {
+		return rooms.Room{}, err
+	}
+	fields, err := updateArgs(p)
+	if err != nil {
+		return rooms.Room{}, err
+	}
+	for range maxCollisionRetries {
+		args := append(s.common(shard, id), u.ID)
+		args = append(args, fields...)
+		args = append(args, newCode(shard, s.shards))
+		j, err := s.joined(id, roomUpdate.Run(ctx, s.client, keys, args...))
+		if errors.Is(err, errCodeTaken) {
+			continue
+		}
+		return j.Room, err
+	}
+	return rooms.Room{}, fmt.Errorf("store: %d invite code collisions in a row", maxCollisionRetries)
+}
+
+// updateArgs are ARGV[8..14] of room_update.lua: "" for unchanged fields.
+func updateArgs(p rooms.UpdateParams) ([]any, error) {
+	out := []any{"", "", "", "", "", "", ""}
+	if p.Name != nil {
+		out[0], out[1] = *p.Name, jsonString(*p.Name)
+	}
+	if p.Status != nil {
+		out[2] = string(*p.Status)
+	}
+	if p.Locked != nil {
+		out[3] = map[bool]string{false: "0", true: "1"}[*p.Locked]
+	}
+	if p.MaxPlayers != nil {
+		out[4] = strconv.Itoa(*p.MaxPlayers)
+	}
+	if p.Visibility != nil {
+		out[5] = string(*p.Visibility)
+	}
+	if p.Attributes != nil {
+		b, err := json.Marshal(*p.Attributes)
+		if err != nil {
+			return nil, fmt.Errorf("store: attributes: %w", err)
+		}
+		out[6] = string(b)
+	}
+	return out, nil
+}
+
+// Delete implements rooms.Store.
+func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
+	shard, keys, err := s.indexedKeys(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.status(roomDelete.Run(ctx, s.client, keys, append(s.common(shard, id), u.ID)...))
+}
+
+// PatchState implements rooms.Store. Keys are sent sorted, so the state
+// event lists them in a stable order.
+func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms.StatePatch) (rooms.Versions, error) {
+	shard, ok := roomShard(id, s.shards)
+	if !ok {
+		return rooms.Versions{}, rooms.ErrRoomNotFound
+	}
+	args := append(s.common(shard, id), u.ID, p.IfMatch, rooms.MaxStateKeys, rooms.MaxStateBytes, len(p.Set))
+	for _, k := range sortedKeys(p.Set) {
+		args = append(args, k, []byte(p.Set[k]))
+	}
+	del := append([]string(nil), p.Del...)
+	sort.Strings(del)
+	for _, k := range del {
+		args = append(args, k)
+	}
+	res, err := statePatch.Run(ctx, s.client, s.keys.roomKeys(shard, id), args...).Result()
+	if err != nil {
+		return rooms.Versions{}, wrap(err)
+	}
+	rest, err := replyStatus(res)
+	if err != nil {
+		return rooms.Versions{}, err
+	}
+	return rooms.Versions{Version: toInt64(rest[0]), StateVersion: toInt64(rest[1])}, nil
+}
+
+// indexedKeys returns the room's shard and the script keys including its
+// status indexes, reading its (immutable) mode and region when not cached.
+func (s *Store) indexedKeys(ctx context.Context, id string) (int, []string, error) {
+	shard, ok := roomShard(id, s.shards)
+	if !ok {
+		return 0, nil, rooms.ErrRoomNotFound
+	}
+	p, ok := s.places.get(id)
+	if !ok {
+		got, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r").Result()
+		if err != nil {
+			return 0, nil, wrap(err)
+		}
+		mode, _ := got[0].(string)
+		region, _ := got[1].(string)
+		if mode == "" {
+			return 0, nil, rooms.ErrRoomNotFound
+		}
+		p = place{mode: mode, region: region}
+		s.places.put(id, p)
+	}
+	return shard, s.keys.roomKeysWithIndexes(shard, id, p.mode, p.region), nil
+}
+
+// status decodes a reply that carries only a status.
+func (s *Store) status(cmd *redis.Cmd) error {
+	res, err := cmd.Result()
+	if err != nil {
+		return wrap(err)
+	}
+	_, err = replyStatus(res)
+	return err
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func sortedKeys(m rooms.State) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func stateSize(m rooms.State) (keys, size int) {
+	for k, v := range m {
+		keys++
+		size += len(k) + len(v)
+	}
+	return keys, size
+}

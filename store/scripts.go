@@ -1,0 +1,48 @@
+package store
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/prelude.lua
+var preludeLua string
+
+//go:embed lua/room_create.lua
+var roomCreateLua string
+
+//go:embed lua/room_join.lua
+var roomJoinLua string
+
+//go:embed lua/player_remove.lua
+var playerRemoveLua string
+
+//go:embed lua/room_update.lua
+var roomUpdateLua string
+
+//go:embed lua/room_delete.lua
+var roomDeleteLua string
+
+//go:embed lua/state_patch.lua
+var statePatchLua string
+
+//go:embed lua/room_read.lua
+var roomReadLua string
+
+// Each script is run only through Script.Run: EVALSHA, then EVAL when the
+// server does not know it (after a restart or SCRIPT FLUSH).
+var (
+	roomCreate   = mutation(roomCreateLua)
+	roomJoin     = mutation(roomJoinLua)
+	playerRemove = mutation(playerRemoveLua)
+	roomUpdate   = mutation(roomUpdateLua)
+	roomDelete   = mutation(roomDeleteLua)
+	statePatch   = mutation(statePatchLua)
+	roomRead     = redis.NewScript(roomReadLua)
+)
+
+// mutation prepends the shared prelude (KEYS/ARGV layout and helpers).
+func mutation(src string) *redis.Script {
+	return redis.NewScript(preludeLua + "\n" + src)
+}

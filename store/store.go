@@ -1,0 +1,193 @@
+// Package store implements the RealSync domain stores on Redis: the key
+// schema, the Lua scripts (one per mutation), and one client path for
+// standalone Redis, Redis Cluster and the embedded in-process store.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// SchemaVersion is the version of the key schema; an instance refuses to
+// start on data written with another.
+const SchemaVersion = 1
+
+// Config says where Redis is and how keys are laid out.
+type Config struct {
+	// RedisURL is a redis:// or rediss:// URL of a standalone Redis.
+	RedisURL string
+	// ClusterAddrs are seed nodes of a Redis Cluster; they win over RedisURL.
+	ClusterAddrs []string
+	// Neither set: an embedded in-process store (memory only).
+
+	// Prefix starts every key; default "rs".
+	Prefix string
+	// Shards is the number of hash-tag shards, fixed for a deployment's
+	// lifetime; default 16, at most 1296.
+	Shards int
+	// LogMaxLen caps each room's event log (MAXLEN ~); default 1000.
+	LogMaxLen int
+	// ClosedLogTTL keeps a closed room's log readable; default 5m.
+	ClosedLogTTL time.Duration
+}
+
+// Store is the Redis implementation of the room and lobby stores. Safe for
+// concurrent use.
+type Store struct {
+	client   redis.UniversalClient
+	embedded *miniredis.Miniredis
+	keys     keys
+	shards   int
+	pubcmd   string
+	argv     [3]string // log MAXLEN, closed log TTL (s); see common()
+	places   *placeCache
+}
+
+var _ rooms.Store = (*Store)(nil)
+
+// Open connects to the configured Redis (or starts the embedded one),
+// checks it answers, and records or checks the deployment's shard count and
+// schema version: a mismatch is an error, never a silent re-layout.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = withDefaults(cfg)
+	if cfg.Shards < 1 || cfg.Shards > MaxShards {
+		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
+	}
+	s := &Store{keys: keys{prefix: cfg.Prefix}, shards: cfg.Shards, places: newPlaceCache(100_000),
+		argv: [3]string{strconv.Itoa(cfg.LogMaxLen), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
+	if err := s.connect(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	if err := s.checkMeta(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "rs"
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 16
+	}
+	if cfg.LogMaxLen == 0 {
+		cfg.LogMaxLen = 1000
+	}
+	if cfg.ClosedLogTTL == 0 {
+		cfg.ClosedLogTTL = 5 * time.Minute
+	}
+	return cfg
+}
+
+func (s *Store) connect(cfg Config) error {
+	switch {
+	case len(cfg.ClusterAddrs) > 0:
+		// go-redis re-reads the Cluster layout every 60 s by default; after a
+		// failover commands would go to a dead master for that long.
+		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
+			ClusterStateReloadInterval: 2 * time.Second})
+		s.pubcmd = "SPUBLISH"
+	case cfg.RedisURL != "":
+		opt, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return fmt.Errorf("REALSYNC_REDIS_URL: %w", err)
+		}
+		s.client = redis.NewClient(opt)
+		s.pubcmd = "SPUBLISH"
+	default:
+		m := miniredis.NewMiniRedis()
+		m.ClockTTL(true)
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return fmt.Errorf("embedded store: %w", err)
+		}
+		s.embedded = m
+		s.client = redis.NewClient(&redis.Options{Addr: m.Addr()})
+		s.pubcmd = "PUBLISH" // miniredis has no sharded Pub/Sub
+	}
+	return nil
+}
+
+// Embedded reports whether the store runs in-process, keeping data in
+// memory only.
+func (s *Store) Embedded() bool { return s.embedded != nil }
+
+// Close releases the connections and stops the embedded store.
+func (s *Store) Close() error {
+	err := s.client.Close()
+	if s.embedded != nil {
+		s.embedded.Close()
+	}
+	return err
+}
+
+// Ping reports whether Redis answers (on a Cluster, every master).
+func (s *Store) Ping(ctx context.Context) error {
+	if c, ok := s.client.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			return n.Ping(ctx).Err()
+		})
+	}
+	return s.client.Ping(ctx).Err()
+}
+
+// Client is the underlying client, for tests and tools that read Redis
+// directly.
+func (s *Store) Client() redis.UniversalClient { return s.client }
+
+func (s *Store) checkMeta(ctx context.Context) error {
+	key := s.keys.meta()
+	if err := s.client.HSetNX(ctx, key, "shards", s.shards).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if err := s.client.HSetNX(ctx, key, "schema", SchemaVersion).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if got[0] != strconv.Itoa(s.shards) || got[1] != strconv.Itoa(SchemaVersion) {
+		return fmt.Errorf("redis holds data for %v shards, schema %v; this instance is configured for %d shards, schema %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
+			got[0], got[1], s.shards, SchemaVersion)
+	}
+	return nil
+}
+
+// wrap turns transport failures into rooms.ErrUnavailable; Redis error
+// replies (a bug, never the client's fault) pass through as they are.
+func wrap(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !isTransient(rerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", rooms.ErrUnavailable, err)
+}
+
+// isTransient recognizes error replies that mean "not now" rather than "bug":
+// loading after a restart, a Cluster moving or down.
+func isTransient(err redis.Error) bool {
+	msg := err.Error()
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY"} {
+		if len(msg) >= len(p) && msg[:len(p)] == p {
+			return true
+		}
+	}
+	return false
+}
