@@ -100,9 +100,19 @@ func fieldPath(fe validator.FieldError) string {
 	return strings.ReplaceAll(ns, "]", "")
 }
 
+// rangeMessages state a field's whole range when it breaks min or max.
+var rangeMessages = map[string]string{
+	"name":       "must be 1..64 characters",
+	"maxPlayers": "must be 1..100",
+	"attributes": "must have at most 16 entries",
+}
+
 func message(fe validator.FieldError) string {
 	switch fe.Tag() {
 	case "min", "max":
+		if m, ok := rangeMessages[fe.Field()]; ok {
+			return m
+		}
 		return limitMessage(fe)
 	case "oneof":
 		return messages["oneof"] + strings.ReplaceAll(fe.Param(), " ", ", ")

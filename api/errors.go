@@ -1,0 +1,129 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/rooms"
+)
+
+// Errors of the HTTP layer itself; domain errors come from rooms and lobby.
+var (
+	errMalformed        = errors.New("malformed request")
+	errUnsupportedMedia = errors.New("unsupported media type")
+	errUnauthenticated  = errors.New("unauthenticated")
+	errGuestDisabled    = errors.New("guest tokens are disabled")
+	errRouteNotFound    = errors.New("no such route")
+	errMethodNotAllowed = errors.New("method not allowed")
+)
+
+// problem is one row of the error table.
+type problem struct {
+	err    error
+	status int
+	code   oapi.ProblemCode
+	title  string
+}
+
+// problems maps every error a client may see to its status and code. The
+// first row whose error matches (errors.Is) wins. Anything else is a 500
+// whose detail says nothing of the cause (it is logged instead).
+var problems = []problem{
+	{errMalformed, 400, "MALFORMED_REQUEST", "Malformed request"},
+	{errUnauthenticated, 401, "UNAUTHENTICATED", "Authentication required"},
+	{rooms.ErrNotOwner, 403, "NOT_OWNER", "Only the owner may do this"},
+	{rooms.ErrNotMember, 403, "NOT_A_MEMBER", "Only members may do this"},
+	{rooms.ErrStateKeyForbidden, 403, "STATE_KEY_FORBIDDEN", "State key forbidden"},
+	{errGuestDisabled, 403, "GUEST_AUTH_DISABLED", "Guest tokens are disabled"},
+	{rooms.ErrRoomNotFound, 404, "ROOM_NOT_FOUND", "Room not found"},
+	{rooms.ErrPlayerNotFound, 404, "PLAYER_NOT_FOUND", "Player not found"},
+	{errRouteNotFound, 404, "NOT_FOUND", "Not found"},
+	{errMethodNotAllowed, 405, "METHOD_NOT_ALLOWED", "Method not allowed"},
+	{rooms.ErrRoomFull, 409, "ROOM_FULL", "Room is full"},
+	{rooms.ErrNotJoinable, 409, "ROOM_NOT_JOINABLE", "Room is not joinable"},
+	{rooms.ErrInvalidTransition, 409, "INVALID_TRANSITION", "Status change not allowed"},
+	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},
+	{rooms.ErrTooLarge, 413, "PAYLOAD_TOO_LARGE", "Payload too large"},
+	{errUnsupportedMedia, 415, "UNSUPPORTED_MEDIA_TYPE", "Unsupported media type"},
+	{rooms.ErrValidation, 422, "VALIDATION_FAILED", "Validation failed"},
+	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},
+}
+
+// writeError answers err as problem+json.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p, ok := lookup(err)
+	if !ok {
+		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeProblem(w, oapi.Problem{Type: problemType("INTERNAL"), Title: "Internal error", Status: 500,
+			Code: "INTERNAL", Detail: "Internal error."})
+		return
+	}
+	if p.status == http.StatusServiceUnavailable {
+		s.log.Warn("store unavailable", "path", r.URL.Path, "err", err)
+	}
+	if p.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="realsync"`)
+	}
+	body := oapi.Problem{Type: problemType(string(p.code)), Title: p.title, Status: p.status,
+		Code: p.code, Detail: detail(p, err)}
+	var verr *rooms.ValidationError
+	if errors.As(err, &verr) {
+		fields := make([]oapi.FieldError, len(verr.Fields))
+		for i, f := range verr.Fields {
+			fields[i] = oapi.FieldError{Field: f.Field, Message: f.Message}
+		}
+		body.Errors = &fields
+	}
+	writeProblem(w, body)
+}
+
+func lookup(err error) (problem, bool) {
+	for _, p := range problems {
+		if errors.Is(err, p.err) {
+			return p, true
+		}
+	}
+	return problem{}, false
+}
+
+// detail is the error's own text for client errors; for 503 it hides the
+// transport details.
+func detail(p problem, err error) string {
+	if p.status == http.StatusServiceUnavailable {
+		return "The store cannot be reached; retry later."
+	}
+	msg := strings.TrimSuffix(err.Error(), ": "+p.err.Error())
+	return strings.ToUpper(msg[:1]) + msg[1:] + "."
+}
+
+func problemType(code string) string {
+	return "https://realsync.dev/problems/" + strings.ReplaceAll(strings.ToLower(code), "_", "-")
+}
+
+func writeProblem(w http.ResponseWriter, p oapi.Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p)
+}
+
+// writeJSON answers v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// paramError replaces oapi-codegen's default handler, which would echo the
+// binding error's text with a 400: a query parameter of the wrong form is
+// a validation failure naming the parameter.
+func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
+	var inv *oapi.InvalidParamFormatError
+	if errors.As(err, &inv) {
+		s.writeError(w, r, rooms.Invalid(inv.ParamName, "has the wrong form"))
+		return
+	}
+	s.writeError(w, r, rooms.Invalid("query", "is invalid"))
+}

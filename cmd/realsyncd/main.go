@@ -1,0 +1,99 @@
+// Command realsyncd serves the RealSync API.
+//
+// With no Redis configured it runs on an embedded in-process store, so
+// `go run ./cmd/realsyncd` works on a fresh machine (data in memory only).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/realsync/realsync"
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo,
+	"warn": slog.LevelWarn, "error": slog.LevelError}
+
+func main() {
+	cfg, err := ParseConfig(os.Getenv, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realsyncd:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevels[cfg.LogLevel]}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, cfg, log, nil); err != nil {
+		log.Error("realsyncd stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// Run serves until ctx ends, then shuts down gracefully. When ready is not
+// nil it receives the listening address once the server accepts requests.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
+	st, err := store.Open(ctx, store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
+		Prefix: cfg.KeyPrefix, Shards: cfg.Shards})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	logStartup(log, cfg, st)
+
+	handler := api.NewHandler(api.Config{
+		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
+		Auth:  &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
+	})
+	// No WriteTimeout: it would cut the long-lived event streams; handlers
+	// that stream set per-write deadlines instead.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "addr", ln.Addr().String())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
+	switch {
+	case st.Embedded():
+		log.Warn("no Redis configured: using the embedded in-process store; data is kept in memory only and lost on exit")
+	case len(cfg.ClusterAddrs) > 0:
+		log.Info("store: Redis Cluster", "seeds", len(cfg.ClusterAddrs), "shards", cfg.Shards)
+	default:
+		log.Info("store: standalone Redis", "shards", cfg.Shards)
+	}
+	if cfg.secretGenerated {
+		log.Warn("REALSYNC_JWT_SECRET is not set: using a random secret; tokens die with this process and other instances reject them")
+	}
+}

@@ -1,0 +1,60 @@
+// Package lobby lists public rooms: filters, sort orders and cursors that
+// never repeat or skip a room that stays in the result set. It knows
+// nothing of HTTP or Redis; the Index does the reading.
+package lobby
+
+import (
+	"context"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Sort is a listing order.
+type Sort string
+
+// Newest lists by createdAt descending, Oldest ascending.
+const (
+	Newest Sort = "newest"
+	Oldest Sort = "oldest"
+)
+
+// Listing limits.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Position is a room's place in a sort order: its index score (createdAt
+// in µs, unique within a shard) and its id to break ties across shards.
+type Position struct {
+	Score int64
+	ID    string
+}
+
+// Query is a validated listing request.
+type Query struct {
+	Statuses []rooms.Status
+	Mode     string // "" for any
+	Region   string // "" for any
+	Sort     Sort
+	Limit    int
+	After    *Position // resume strictly after this position
+}
+
+// Result is one page read from the index.
+type Result struct {
+	// Rooms are the page's rooms still public and matching, without players.
+	Rooms []rooms.Room
+	// Last is the position of the page's last index entry (even if its room
+	// vanished meanwhile); the next page starts after it.
+	Last Position
+	// More reports whether entries follow Last.
+	More bool
+}
+
+// Index reads public rooms in sort order.
+type Index interface {
+	// List returns up to q.Limit rooms after q.After in q.Sort order, merged
+	// across shards, reading O(shards × statuses × Limit) index entries.
+	List(ctx context.Context, q Query) (Result, error)
+}

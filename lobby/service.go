@@ -1,0 +1,166 @@
+package lobby
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Service validates listing requests and pages through the Index.
+type Service struct {
+	index Index
+}
+
+// NewService returns a Service over index.
+func NewService(index Index) *Service { return &Service{index: index} }
+
+// ListParams are the raw query parameters; empty means absent.
+type ListParams struct {
+	Status string // comma list, default "waiting"
+	Mode   string
+	Region string
+	Sort   string // newest (default) | oldest
+	Limit  *int   // 1..100, default 20
+	Cursor string
+}
+
+// Page is a page of rooms; NextCursor is "" on the last page.
+type Page struct {
+	Rooms      []rooms.Room
+	NextCursor string
+}
+
+var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// List returns one page of public rooms. A ValidationError names each bad
+// parameter; a cursor made for other filters or sort is invalid too.
+func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
+	q, err := parse(p)
+	if err != nil {
+		return Page{}, err
+	}
+	res, err := s.index.List(ctx, q)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{Rooms: res.Rooms}
+	if res.More {
+		page.NextCursor = encodeCursor(q, res.Last)
+	}
+	return page, nil
+}
+
+func parse(p ListParams) (Query, error) {
+	var errs []rooms.FieldError
+	bad := func(field, msg string) { errs = append(errs, rooms.FieldError{Field: field, Message: msg}) }
+	q := Query{Mode: p.Mode, Region: p.Region, Sort: Newest, Limit: DefaultLimit}
+	statuses, ok := parseStatuses(p.Status)
+	if !ok {
+		bad("status", "must be a comma list of waiting, playing, finished")
+	}
+	q.Statuses = statuses
+	if p.Mode != "" && !slugRe.MatchString(p.Mode) {
+		bad("mode", "must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+	}
+	if p.Region != "" && !slugRe.MatchString(p.Region) {
+		bad("region", "must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+	}
+	switch Sort(p.Sort) {
+	case "", Newest:
+	case Oldest:
+		q.Sort = Oldest
+	default:
+		bad("sort", "must be one of: newest, oldest")
+	}
+	if p.Limit != nil {
+		if *p.Limit < 1 || *p.Limit > MaxLimit {
+			bad("limit", "must be 1..100")
+		}
+		q.Limit = *p.Limit
+	}
+	if len(errs) > 0 {
+		return Query{}, &rooms.ValidationError{Fields: errs}
+	}
+	if p.Cursor != "" {
+		after, ok := decodeCursor(q, p.Cursor)
+		if !ok {
+			return Query{}, rooms.Invalid("cursor", "is not a cursor of this listing (same filters and sort)")
+		}
+		q.After = &after
+	}
+	return q, nil
+}
+
+// parseStatuses reads a comma list; duplicates collapse, order is the
+// index order.
+func parseStatuses(s string) ([]rooms.Status, bool) {
+	if s == "" {
+		return []rooms.Status{rooms.Waiting}, true
+	}
+	seen := map[rooms.Status]bool{}
+	for _, part := range strings.Split(s, ",") {
+		st := rooms.Status(strings.TrimSpace(part))
+		if st != rooms.Waiting && st != rooms.Playing && st != rooms.Finished {
+			return nil, false
+		}
+		seen[st] = true
+	}
+	var out []rooms.Status
+	for _, st := range rooms.Statuses {
+		if seen[st] {
+			out = append(out, st)
+		}
+	}
+	return out, true
+}
+
+type cursor struct {
+	Score int64  `json:"s"`
+	ID    string `json:"i"`
+	Query uint32 `json:"q"`
+}
+
+// fingerprint ties a cursor to the filters and sort it was made for.
+func fingerprint(q Query) uint32 {
+	h := fnv.New32a()
+	for _, st := range q.Statuses {
+		h.Write([]byte(st + ","))
+	}
+	h.Write([]byte("|" + q.Mode + "|" + q.Region + "|" + string(q.Sort)))
+	return h.Sum32()
+}
+
+func encodeCursor(q Query, p Position) string {
+	b, _ := json.Marshal(cursor{Score: p.Score, ID: p.ID, Query: fingerprint(q)})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(q Query, s string) (Position, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Position{}, false
+	}
+	var c cursor
+	if json.Unmarshal(b, &c) != nil || c.Query != fingerprint(q) || c.ID == "" || !rooms.ValidRoomID(c.ID) {
+		return Position{}, false
+	}
+	return Position{Score: c.Score, ID: c.ID}, true
+}
+
+// Before reports whether a comes before b in sort order s: newest is score
+// descending then id descending; oldest is the reverse.
+func Before(s Sort, a, b Position) bool {
+	if a.Score != b.Score {
+		return (a.Score > b.Score) == (s == Newest)
+	}
+	return (a.ID > b.ID) == (s == Newest)
+}
+
+// String renders a position for logs.
+func (p Position) String() string { return strconv.FormatInt(p.Score, 10) + "/" + p.ID }

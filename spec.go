@@ -1,0 +1,10 @@
+// Package realsync holds the API contract, openapi.yaml, embedded so the
+// server serves exactly the spec it was built from.
+package realsync
+
+import _ "embed"
+
+// OpenAPI is the bytes of openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
