@@ -2,9 +2,15 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -50,4 +56,108 @@ func newRoom(mut ...func(*rooms.NewRoom)) rooms.NewRoom {
 		m(&r)
 	}
 	return r
+}
+
+// event is a log entry as clients will see it.
+type event struct {
+	Type     string          `json:"type"`
+	RoomID   string          `json:"roomId"`
+	Version  int64           `json:"version"`
+	TS       string          `json:"ts"`
+	PlayerID int             `json:"playerId"`
+	Reason   string          `json:"reason"`
+	Changes  map[string]any  `json:"changes"`
+	Player   map[string]any  `json:"player"`
+	Set      map[string]any  `json:"set"`
+	Del      []string        `json:"del"`
+	By       int             `json:"by"`
+	StateV   int64           `json:"stateVersion"`
+	Raw      json.RawMessage `json:"-"`
+}
+
+// events reads a room's log straight from Redis.
+func events(tb testing.TB, s *store.Store, id string) []event {
+	tb.Helper()
+	entries, err := s.Client().XRange(context.Background(), s.LogKey(id), "-", "+").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([]event, len(entries))
+	for i, e := range entries {
+		raw := e.Values["d"].(string)
+		if err := json.Unmarshal([]byte(raw), &out[i]); err != nil {
+			tb.Fatalf("event %s: %v: %s", e.ID, err, raw)
+		}
+		out[i].Raw = json.RawMessage(raw)
+		if want := fmt.Sprintf("%d-0", out[i].Version); e.ID != want {
+			tb.Fatalf("entry id %s carries version %d", e.ID, out[i].Version)
+		}
+	}
+	return out
+}
+
+func types(evs []event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// checkInvariants fails the test on any inconsistency in the store's keys.
+func checkInvariants(tb testing.TB, s *store.Store) {
+	tb.Helper()
+	bad, err := invariants.Check(context.Background(), s.Client(), s.Prefix())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, b := range bad {
+		tb.Error("invariant: " + b)
+	}
+}
+
+func mustCreate(tb testing.TB, s *store.Store, u rooms.User, r rooms.NewRoom) rooms.Joined {
+	tb.Helper()
+	j, err := s.Create(context.Background(), u, r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return j
+}
+
+func mustJoin(tb testing.TB, s *store.Store, u rooms.User, id string) rooms.Joined {
+	tb.Helper()
+	j, err := s.Join(context.Background(), u, id)
+	if err != nil {
+		tb.Fatalf("join %s: %v", u.ID, err)
+	}
+	return j
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func wantErr(tb testing.TB, got, want error) {
+	tb.Helper()
+	if !errors.Is(got, want) {
+		tb.Fatalf("error = %v, want %v", got, want)
+	}
+}
+
+// backendsWithFlush are the backends whose script cache can be flushed.
+func backendsWithFlush(tb testing.TB) []redistest.Backend {
+	return redistest.Backends(tb)[:2]
+}
+
+func flushScripts(tb testing.TB, s *store.Store) {
+	tb.Helper()
+	ctx := context.Background()
+	var err error
+	if c, ok := s.Client().(*redis.ClusterClient); ok {
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.ScriptFlush(ctx).Err() })
+	} else {
+		err = s.Client().ScriptFlush(ctx).Err()
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -1,0 +1,246 @@
+// Package invariants checks, by reading Redis directly, that every room
+// and index under a key prefix is consistent. It re-reads the key schema
+// documented in the README on its own, so a bug in the store code cannot
+// hide itself.
+package invariants
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Check returns every violation found under prefix (nil when consistent):
+//   - playerCount equals the players and users hashes, which agree;
+//   - the owner is a player; playerIds are unique, never reused (every
+//     player_joined in the log names a new one, none above the counter);
+//   - the log holds one entry per version, ids 1..version in order;
+//   - each public room is in exactly the four indexes of its status with
+//     its createdAt score, private rooms in none; every index entry is such
+//     a room; user index and invite codes match the rooms.
+func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
+	keys, err := scan(ctx, c, "{"+prefix+":*")
+	if err != nil {
+		return nil, err
+	}
+	ch := &checker{c: c, prefix: prefix, keys: map[string]bool{}}
+	for _, k := range keys {
+		ch.keys[k] = true
+	}
+	for _, k := range keys {
+		if m := roomKeyRe.FindStringSubmatch(k); m != nil && strings.HasPrefix(m[1], prefix+":") {
+			if err := ch.room(ctx, m[1], m[2]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, k := range keys {
+		if err := ch.index(ctx, k); err != nil {
+			return nil, err
+		}
+	}
+	return ch.bad, nil
+}
+
+var roomKeyRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+)$`)
+
+// scan lists keys matching pattern on every master.
+func scan(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var out []string
+	one := func(ctx context.Context, n redis.UniversalClient) error {
+		it := n.Scan(ctx, 0, pattern, 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			out = append(out, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return one(ctx, n) })
+		return out, err
+	}
+	return out, one(ctx, c)
+}
+
+type checker struct {
+	c      redis.UniversalClient
+	prefix string
+	keys   map[string]bool
+	bad    []string
+	rooms  map[string]map[string]string // "<tag>|<id>" → room hash
+	users  map[string]bool              // "<tag>|<id>|<userId>" of every member
+}
+
+func (ch *checker) fail(format string, args ...any) {
+	ch.bad = append(ch.bad, fmt.Sprintf(format, args...))
+}
+
+func (ch *checker) room(ctx context.Context, tag, id string) error {
+	base := "{" + tag + "}:room:" + id
+	h, err := ch.c.HGetAll(ctx, base).Result()
+	if err != nil {
+		return err
+	}
+	if ch.rooms == nil {
+		ch.rooms = map[string]map[string]string{}
+	}
+	ch.rooms[tag+"|"+id] = h
+	players, err := ch.c.HGetAll(ctx, base+":players").Result()
+	if err != nil {
+		return err
+	}
+	users, err := ch.c.HGetAll(ctx, base+":users").Result()
+	if err != nil {
+		return err
+	}
+	pc, _ := strconv.Atoi(h["pc"])
+	if pc != len(players) || pc != len(users) || pc < 1 {
+		ch.fail("room %s: playerCount %d, players %d, users %d", id, pc, len(players), len(users))
+	}
+	for uid, pid := range users {
+		if ch.users == nil {
+			ch.users = map[string]bool{}
+		}
+		ch.users[tag+"|"+id+"|"+uid] = true
+		if _, ok := players[pid]; !ok {
+			ch.fail("room %s: user %s maps to missing player %s", id, uid, pid)
+		}
+		member := uid + "\t" + id
+		if _, err := ch.c.ZScore(ctx, "{"+tag+"}:idx:users", member).Result(); err != nil {
+			ch.fail("room %s: user %s missing from the user index", id, uid)
+		}
+	}
+	if _, ok := players[h["ow"]]; !ok {
+		ch.fail("room %s: owner %s is not a player", id, h["ow"])
+	}
+	if err := ch.log(ctx, id, base, h, players); err != nil {
+		return err
+	}
+	ch.indexed(ctx, tag, id, h)
+	if h["vi"] == "private" {
+		if got, _ := ch.c.HGet(ctx, "{"+tag+"}:codes", h["cd"]).Result(); got != id {
+			ch.fail("room %s: invite code %q maps to %q", id, h["cd"], got)
+		}
+	}
+	return nil
+}
+
+// log checks one entry per version and playerIds never reused.
+func (ch *checker) log(ctx context.Context, id, base string, h map[string]string, players map[string]string) error {
+	entries, err := ch.c.XRange(ctx, base+":log", "-", "+").Result()
+	if err != nil {
+		return err
+	}
+	ver, _ := strconv.Atoi(h["ver"])
+	sq, _ := strconv.Atoi(h["sq"])
+	first := ver - len(entries) + 1
+	seen := map[int]bool{}
+	for i, e := range entries {
+		if want := strconv.Itoa(first+i) + "-0"; e.ID != want {
+			ch.fail("room %s: log entry %d has id %s, want %s", id, i, e.ID, want)
+			break
+		}
+		var ev struct {
+			Type    string `json:"type"`
+			Version int    `json:"version"`
+			Player  struct {
+				PlayerID int `json:"playerId"`
+			} `json:"player"`
+		}
+		if err := json.Unmarshal([]byte(e.Values["d"].(string)), &ev); err != nil || ev.Version != first+i {
+			ch.fail("room %s: log entry %s has version %d (%v)", id, e.ID, ev.Version, err)
+		}
+		if ev.Type == "player_joined" {
+			if seen[ev.Player.PlayerID] || ev.Player.PlayerID > sq {
+				ch.fail("room %s: playerId %d reused or above counter %d", id, ev.Player.PlayerID, sq)
+			}
+			seen[ev.Player.PlayerID] = true
+		}
+	}
+	if first != 1 && len(entries) < 900 {
+		ch.fail("room %s: log holds %d entries for version %d but was never trimmed", id, len(entries), ver)
+	}
+	for pid := range players {
+		if n, _ := strconv.Atoi(pid); n > sq || n < 1 {
+			ch.fail("room %s: playerId %s outside 1..%d", id, pid, sq)
+		}
+	}
+	return nil
+}
+
+var statuses = []string{"waiting", "playing", "finished"}
+
+// indexed checks the room sits in exactly the indexes it should.
+func (ch *checker) indexed(ctx context.Context, tag, id string, h map[string]string) {
+	for _, st := range statuses {
+		for _, k := range indexKeys(tag, st, h["m"], h["r"]) {
+			score, err := ch.c.ZScore(ctx, k, id).Result()
+			want := h["vi"] == "public" && h["st"] == st
+			switch {
+			case want && err != nil:
+				ch.fail("room %s (%s %s): missing from %s", id, h["vi"], h["st"], k)
+			case !want && err == nil:
+				ch.fail("room %s (%s %s): present in %s", id, h["vi"], h["st"], k)
+			case want && strconv.FormatFloat(score, 'f', 0, 64) != h["cr"]:
+				ch.fail("room %s: score %v in %s, createdAt %s", id, score, k, h["cr"])
+			}
+		}
+	}
+}
+
+func indexKeys(tag, st, mode, region string) []string {
+	b := "{" + tag + "}:idx:" + st
+	return []string{b, b + ":mode:" + mode, b + ":region:" + region, b + ":mode:" + mode + ":region:" + region}
+}
+
+var indexKeyRe = regexp.MustCompile(`^\{([^}]+)\}:idx:(waiting|playing|finished)(?::mode:([^:]+))?(?::region:([^:]+))?$`)
+
+// index checks every entry of a status index is a matching public room.
+func (ch *checker) index(ctx context.Context, key string) error {
+	if tag, ok := strings.CutSuffix(key, ":idx:users"); ok {
+		return ch.userIndex(ctx, strings.Trim(tag, "{}"), key)
+	}
+	m := indexKeyRe.FindStringSubmatch(key)
+	if m == nil {
+		return nil
+	}
+	ids, err := ch.c.ZRange(ctx, key, 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		h, ok := ch.rooms[m[1]+"|"+id]
+		switch {
+		case !ok:
+			ch.fail("index %s: room %s does not exist", key, id)
+		case h["vi"] != "public" || h["st"] != m[2] || (m[3] != "" && h["m"] != m[3]) || (m[4] != "" && h["r"] != m[4]):
+			ch.fail("index %s: room %s is %s %s %s/%s", key, id, h["vi"], h["st"], h["m"], h["r"])
+		}
+	}
+	return nil
+}
+
+// userIndex checks every "<userId>\t<roomId>" entry names a member.
+func (ch *checker) userIndex(ctx context.Context, tag, key string) error {
+	entries, err := ch.c.ZRange(ctx, key, 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		uid, id, _ := strings.Cut(e, "\t")
+		if !ch.users[tag+"|"+id+"|"+uid] {
+			ch.fail("user index %s: %q is not a member of room %s", key, uid, id)
+		}
+	}
+	return nil
+}

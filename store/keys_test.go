@@ -1,0 +1,57 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every key a script gets must carry the same hash tag, so it lands in one
+// slot (Redis 7.0 only rejects a cross-slot key when the slot is on another
+// node, so small clusters would hide the bug).
+func TestScriptKeysShareOneTag(t *testing.T) {
+	k := keys{prefix: "rs"}
+	for _, shard := range []int{0, 7, 1295} {
+		id := newRoomID(shard)
+		for name, ks := range map[string][]string{
+			"mutation":     k.roomKeys(shard, id),
+			"with indexes": k.roomKeysWithIndexes(shard, id, "battle", "us-west"),
+			"read":         k.readKeys(shard, id),
+		} {
+			want := k.tag(shard)
+			for _, key := range ks {
+				if tagOf(key) != want {
+					t.Errorf("%s keys of shard %d: %q has tag %q, want %q", name, shard, key, tagOf(key), want)
+				}
+			}
+		}
+	}
+}
+
+func tagOf(key string) string {
+	i := strings.IndexByte(key, '{')
+	j := strings.IndexByte(key, '}')
+	if i < 0 || j < i {
+		return ""
+	}
+	return key[i : j+1]
+}
+
+func TestRoomIDsAndCodesCarryTheirShard(t *testing.T) {
+	for _, shards := range []int{1, 16, 1296} {
+		for shard := 0; shard < shards; shard += 1 + shards/7 {
+			id := newRoomID(shard)
+			if got, ok := roomShard(id, shards); !ok || got != shard {
+				t.Errorf("roomShard(%q, %d) = %d, %v; want %d", id, shards, got, ok, shard)
+			}
+			code := newCode(shard, shards)
+			if got := codeShard(code, shards); got != shard {
+				t.Errorf("codeShard(%q, %d) = %d; want %d", code, shards, got, shard)
+			}
+		}
+	}
+	for _, bad := range []string{"", "zz", "ZZabcdefghijklmn", "0a!", "0aabcdefghijklmnop"} {
+		if _, ok := roomShard(bad, 16); ok {
+			t.Errorf("roomShard(%q) accepted", bad)
+		}
+	}
+}
