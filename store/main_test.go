@@ -161,3 +161,7 @@ func flushScripts(tb testing.TB, s *store.Store) {
 		tb.Fatal(err)
 	}
 }
+
+func invariantsCheck(s *store.Store) ([]string, error) {
+	return invariants.Check(context.Background(), s.Client(), s.Prefix())
+}

@@ -1,0 +1,216 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// twoInstances opens two stores on one backend and prefix, as two
+// realsyncd processes would.
+func twoInstances(t *testing.T, b redistest.Backend) (*store.Store, *store.Store) {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	open := func() *store.Store {
+		s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	if b.Name == "embedded" {
+		s := open()
+		return s, s
+	}
+	return open(), open()
+}
+
+func user(i int) rooms.User { return rooms.User{ID: fmt.Sprintf("u-%03d", i), Name: fmt.Sprintf("p%d", i)} }
+
+// 50 users join one 4-seat room at once: exactly 3 get in beside the owner.
+func TestConcurrentJoinsFillExactly(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s1, s2 := twoInstances(t, b)
+			r := mustCreate(t, s1, alice, newRoom()).Room
+			var ok, full, other atomic.Int32
+			pids := make(chan int, 50)
+			var wg sync.WaitGroup
+			for i := range 50 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := []*store.Store{s1, s2}[i%2]
+					j, err := s.Join(context.Background(), user(i), r.ID)
+					switch {
+					case err == nil:
+						ok.Add(1)
+						pids <- j.PlayerID
+					case errors.Is(err, rooms.ErrRoomFull):
+						full.Add(1)
+					default:
+						other.Add(1)
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			close(pids)
+			if ok.Load() != 3 || full.Load() != 47 || other.Load() != 0 {
+				t.Fatalf("joined %d, full %d, other %d; want 3, 47, 0", ok.Load(), full.Load(), other.Load())
+			}
+			seen := map[int]bool{}
+			for p := range pids {
+				if seen[p] || p < 2 || p > 4 {
+					t.Fatalf("playerIds %v plus %d", seen, p)
+				}
+				seen[p] = true
+			}
+			got, _, _ := s1.Get(context.Background(), r.ID, false)
+			if got.PlayerCount != 4 || len(got.Players) != 4 || got.Version != 4 {
+				t.Fatalf("room after the rush: count %d, players %d, version %d", got.PlayerCount, len(got.Players), got.Version)
+			}
+			checkInvariants(t, s1)
+		})
+	}
+}
+
+// Many goroutines on two instances join, leave, kick, update and patch
+// across a few rooms; afterwards every invariant holds and every room's
+// log has one entry per version.
+func TestConcurrentChurnKeepsInvariants(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s1, s2 := twoInstances(t, b)
+			ctx := context.Background()
+			var ids []string
+			for i := range 4 {
+				vis := rooms.Public
+				if i == 3 {
+					vis = rooms.Private
+				}
+				r := mustCreate(t, s1, user(i), newRoom(func(r *rooms.NewRoom) {
+					r.MaxPlayers, r.Visibility, r.Mode = 5, vis, fmt.Sprintf("m%d", i%2)
+				})).Room
+				ids = append(ids, r.ID)
+			}
+			const workers, ops = 16, 60
+			var wg sync.WaitGroup
+			var unexpected atomic.Int32
+			var done [5]atomic.Int32 // successes per operation kind
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(w), 7))
+					s := []*store.Store{s1, s2}[w%2]
+					for range ops {
+						kind, err := churnStep(ctx, s, rng, ids)
+						if err == nil {
+							done[kind].Add(1)
+						} else if !isExpected(err) {
+							unexpected.Add(1)
+							t.Error(err)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if unexpected.Load() > 0 {
+				t.Fatalf("%d unexpected errors", unexpected.Load())
+			}
+			t.Logf("successes: join %d, leave %d, kick %d, update %d, patch %d",
+				done[0].Load(), done[1].Load(), done[2].Load(), done[3].Load(), done[4].Load())
+			for kind, name := range []string{"join", "leave", "kick", "update", "patch"} {
+				if done[kind].Load() == 0 {
+					t.Errorf("no %s succeeded: the churn did not exercise it", name)
+				}
+			}
+			checkInvariants(t, s1)
+		})
+	}
+}
+
+// expected are the refusals churn may meet; anything else is a bug.
+var expected = []error{rooms.ErrRoomFull, rooms.ErrNotJoinable, rooms.ErrRoomNotFound, rooms.ErrNotMember,
+	rooms.ErrNotOwner, rooms.ErrPlayerNotFound, rooms.ErrInvalidTransition, rooms.ErrStateKeyForbidden,
+	rooms.ErrValidation}
+
+// churnStep runs one random operation and returns its kind (0 join,
+// 1 leave, 2 kick, 3 update, 4 patch) and error.
+func churnStep(ctx context.Context, s *store.Store, rng *rand.Rand, ids []string) (int, error) {
+	id := ids[rng.IntN(len(ids))]
+	u := user(rng.IntN(8))
+	switch op := rng.IntN(10); {
+	case op < 4:
+		_, err := s.Join(ctx, u, id)
+		return 0, err
+	case op < 5:
+		return 1, s.Leave(ctx, u, id)
+	case op < 7:
+		return 2, kickSomeone(ctx, s, rng, id)
+	case op < 8:
+		st := []rooms.Status{rooms.Waiting, rooms.Playing}[rng.IntN(2)]
+		vis := []rooms.Visibility{rooms.Public, rooms.Private}[rng.IntN(2)]
+		_, err := s.Update(ctx, u, id, rooms.UpdateParams{Status: &st, Visibility: &vis, Locked: ptr(rng.IntN(4) == 0)})
+		return 3, err
+	default:
+		_, err := s.PatchState(ctx, u, id, rooms.StatePatch{Set: rooms.State{"score": []byte("1")}, IfMatch: -1})
+		return 4, err
+	}
+}
+
+func isExpected(err error) bool {
+	for _, e := range expected {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// The checker itself must see drift, or the tests above prove nothing.
+func TestInvariantCheckerSeesDrift(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	s := openStore(t, b)
+	ctx := context.Background()
+	r := mustCreate(t, s, alice, newRoom()).Room
+	checkInvariants(t, s)
+	keys, err := s.Client().Keys(ctx, "{"+s.Prefix()+":*}:idx:waiting").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("index keys %v, %v", keys, err)
+	}
+	s.Client().ZRem(ctx, keys[0], r.ID)
+	tag := keys[0][:len(keys[0])-len(":idx:waiting")]
+	s.Client().HIncrBy(ctx, tag+":room:"+r.ID, "pc", 1)
+	bad, err := invariantsCheck(s)
+	if err != nil || len(bad) < 2 {
+		t.Fatalf("checker found %v (%v); want the missing index entry and the wrong count", bad, err)
+	}
+}
+
+// kickSomeone acts as the room's current owner on a random current player;
+// the room may change between the read and the kick.
+func kickSomeone(ctx context.Context, s *store.Store, rng *rand.Rand, id string) error {
+	r, _, err := s.Get(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	var owner rooms.User
+	for _, p := range r.Players {
+		if p.PlayerID == r.OwnerPlayerID {
+			owner = rooms.User{ID: p.UserID}
+		}
+	}
+	target := r.Players[rng.IntN(len(r.Players))].PlayerID
+	return s.Kick(ctx, owner, id, target)
+}
