@@ -159,6 +159,9 @@ func Before(s Sort, a, b Position) bool {
 	if a.Score != b.Score {
 		return (a.Score > b.Score) == (s == Newest)
 	}
+	if a.ID == b.ID {
+		return false
+	}
 	return (a.ID > b.ID) == (s == Newest)
 }
 

@@ -165,3 +165,7 @@ func flushScripts(tb testing.TB, s *store.Store) {
 func invariantsCheck(s *store.Store) ([]string, error) {
 	return invariants.Check(context.Background(), s.Client(), s.Prefix())
 }
+
+// backendsForChurn are all backends; a function so a slow one can be
+// singled out in one place.
+func backendsForChurn(tb testing.TB) []redistest.Backend { return redistest.Backends(tb) }

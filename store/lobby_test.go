@@ -1,0 +1,173 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// walk pages through a listing and returns the ids in order.
+func walk(tb testing.TB, svc *lobby.Service, p lobby.ListParams) []string {
+	tb.Helper()
+	var ids []string
+	for pages := 0; ; pages++ {
+		page, err := svc.List(context.Background(), p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, r := range page.Rooms {
+			ids = append(ids, r.ID)
+		}
+		if page.NextCursor == "" {
+			return ids
+		}
+		if pages > 1000 {
+			tb.Fatal("listing never ends")
+		}
+		p.Cursor = page.NextCursor
+	}
+}
+
+func TestListFiltersAndSorts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		svc := lobby.NewService(s)
+		// created in this order: ids[0] oldest
+		specs := []struct {
+			mode, region string
+			vis          rooms.Visibility
+			status       rooms.Status
+		}{
+			{"battle", "eu", rooms.Public, rooms.Waiting},
+			{"battle", "us", rooms.Public, rooms.Playing},
+			{"race", "eu", rooms.Public, rooms.Waiting},
+			{"battle", "eu", rooms.Private, rooms.Waiting},
+			{"battle", "eu", rooms.Public, rooms.Finished},
+			{"race", "us", rooms.Public, rooms.Waiting},
+		}
+		var ids []string
+		for i, sp := range specs {
+			r := mustCreate(t, s, user(i), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region, r.Visibility = sp.mode, sp.region, sp.vis })).Room
+			if sp.status != rooms.Waiting {
+				update(t, s, user(i), r.ID, rooms.UpdateParams{Status: ptr(rooms.Playing)})
+				if sp.status == rooms.Finished {
+					update(t, s, user(i), r.ID, rooms.UpdateParams{Status: ptr(rooms.Finished)})
+				}
+			}
+			ids = append(ids, r.ID)
+		}
+		tests := []struct {
+			name string
+			p    lobby.ListParams
+			want []int // indexes into ids, in order
+		}{
+			{"DefaultWaitingNewest", lobby.ListParams{}, []int{5, 2, 0}},
+			{"Oldest", lobby.ListParams{Sort: "oldest"}, []int{0, 2, 5}},
+			{"Mode", lobby.ListParams{Mode: "battle"}, []int{0}},
+			{"Region", lobby.ListParams{Region: "eu"}, []int{2, 0}},
+			{"ModeAndRegion", lobby.ListParams{Mode: "race", Region: "us"}, []int{5}},
+			{"StatusList", lobby.ListParams{Status: "playing,finished"}, []int{4, 1}},
+			{"AllStatusesBattle", lobby.ListParams{Status: "waiting,playing,finished", Mode: "battle", Sort: "oldest"}, []int{0, 1, 4}},
+			{"PagesOfOne", lobby.ListParams{Status: "waiting,playing,finished", Limit: ptr(1)}, []int{5, 4, 2, 1, 0}},
+			{"NoMatch", lobby.ListParams{Mode: "chess"}, nil},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				got := walk(t, svc, tc.p)
+				var want []string
+				for _, i := range tc.want {
+					want = append(want, ids[i])
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("got %v\nwant %v", got, want)
+				}
+			})
+		}
+		t.Run("ListedRoomsHaveNoPlayers", func(t *testing.T) {
+			page, _ := svc.List(ctx, lobby.ListParams{})
+			if len(page.Rooms) == 0 || page.Rooms[0].Players != nil && len(page.Rooms[0].Players) > 0 {
+				t.Fatalf("rooms %+v", page.Rooms)
+			}
+		})
+		t.Run("BadParameters", func(t *testing.T) {
+			page, _ := svc.List(ctx, lobby.ListParams{Limit: ptr(1)})
+			for _, p := range []lobby.ListParams{
+				{Status: "open"}, {Mode: "Battle"}, {Region: "e u"}, {Sort: "fill"}, {Limit: ptr(0)}, {Limit: ptr(101)},
+				{Cursor: "garbage"}, {Cursor: page.NextCursor, Mode: "battle"}, {Cursor: page.NextCursor, Sort: "oldest"},
+			} {
+				_, err := svc.List(ctx, p)
+				if !errors.Is(err, rooms.ErrValidation) {
+					t.Errorf("%+v: error %v, want a validation error", p, err)
+				}
+			}
+		})
+	})
+}
+
+// While two instances create and close rooms, a walk with newest or oldest
+// lists every room present for the whole walk exactly once.
+func TestListPagingUnderChurn(t *testing.T) {
+	for _, b := range backendsForChurn(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s1, s2 := twoInstances(t, b)
+			svc := lobby.NewService(s1)
+			ctx := context.Background()
+			stable := map[string]bool{}
+			for i := range 60 {
+				r := mustCreate(t, s1, user(i), newRoom(func(r *rooms.NewRoom) { r.Region = fmt.Sprintf("r%d", i%5) })).Room
+				stable[r.ID] = true
+			}
+			for _, sort := range []string{"newest", "oldest"} {
+				t.Run(sort, func(t *testing.T) {
+					stop := make(chan struct{})
+					var wg sync.WaitGroup
+					for w, s := range []*store.Store{s1, s2} {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for i := range 120 { // bounded: the walk must be able to catch up
+								select {
+								case <-stop:
+									return
+								default:
+								}
+								u := user(1000 + w*10000 + i)
+								r, err := s.Create(ctx, u, newRoom(func(r *rooms.NewRoom) { r.Region = fmt.Sprintf("r%d", i%5) }))
+								if err == nil && i%2 == 0 {
+									err = s.Leave(ctx, u, r.Room.ID)
+								}
+								if err != nil {
+									t.Error(err)
+									return
+								}
+							}
+						}()
+					}
+					seen := map[string]int{}
+					for _, id := range walk(t, svc, lobby.ListParams{Sort: sort, Limit: ptr(7)}) {
+						seen[id]++
+					}
+					close(stop)
+					wg.Wait()
+					for id := range stable {
+						if seen[id] != 1 {
+							t.Errorf("stable room %s listed %d times", id, seen[id])
+						}
+					}
+					for id, n := range seen {
+						if n > 1 {
+							t.Errorf("room %s listed %d times", id, n)
+						}
+					}
+				})
+			}
+			checkInvariants(t, s1)
+		})
+	}
+}
