@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/realsync/realsync"
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.StopAll()
+	os.Exit(code)
+}
+
+// env is a running API over one backend.
+type env struct {
+	t     *testing.T
+	url   string
+	store *store.Store
+	logs  *bytes.Buffer
+}
+
+func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+		Prefix: redistest.Prefix(t), Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	logs := &bytes.Buffer{}
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
+		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest},
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &env{t: t, url: srv.URL, store: st, logs: logs}
+}
+
+func eachBackend(t *testing.T, f func(t *testing.T, e *env)) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { f(t, newEnv(t, b, true)) })
+	}
+}
+
+// resp is a decoded answer.
+type resp struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r resp) code() string { s, _ := r.body["code"].(string); return s }
+
+// do sends a request; body may be a string (sent as is) or a value
+// (JSON-encoded). ctype "" means application/json when there is a body.
+func (e *env) do(method, path, token string, body any, hdr ...string) resp {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, e.url+path, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	json.Unmarshal(raw, &out.body)
+	return out
+}
+
+func (e *env) guest(name string) (token, userID string) {
+	e.t.Helper()
+	r := e.do("POST", "/v1/auth/guest", "", map[string]any{"name": name})
+	if r.status != 201 {
+		e.t.Fatalf("guest: %d %s", r.status, r.raw)
+	}
+	return r.body["token"].(string), r.body["userId"].(string)
+}
+
+func (e *env) create(token string, body map[string]any) map[string]any {
+	e.t.Helper()
+	r := e.do("POST", "/v1/rooms", token, body)
+	if r.status != 201 {
+		e.t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	return r.body["room"].(map[string]any)
+}
+
+func want(t *testing.T, r resp, status int, code string) {
+	t.Helper()
+	if r.status != status || r.code() != code {
+		t.Fatalf("got %d %s, want %d %s: %s", r.status, r.code(), status, code, r.raw)
+	}
+	if status >= 400 && !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("error content type %q", r.header.Get("Content-Type"))
+	}
+}
+
+var arena = map[string]any{"name": "Arena", "mode": "battle", "region": "eu", "maxPlayers": 2}
+
+var redistestEmbedded = redistest.Backend{Name: "embedded"}

@@ -1,0 +1,96 @@
+package api_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every bad request gets its precise problem and leaves the room as it was.
+func TestBadInputChangesNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		id := e.create(alice, arena)["id"].(string)
+		before := e.do("GET", "/v1/rooms/"+id, alice, nil).raw
+		huge := `{"name":"` + strings.Repeat("x", 130<<10) + `"}`
+		tests := []struct {
+			name         string
+			method, path string
+			token        string
+			body         any
+			hdr          []string
+			status       int
+			code         string
+			field        string // first errors[].field, when 422
+		}{
+			{"TooLargeBeforeAuth", "PATCH", "/v1/rooms/" + id, "", huge, nil, 413, "PAYLOAD_TOO_LARGE", ""},
+			{"TooLargeBeforeMediaType", "PATCH", "/v1/rooms/" + id, alice, huge, []string{"Content-Type", "text/plain"}, 413, "PAYLOAD_TOO_LARGE", ""},
+			{"AuthBeforeBody", "PATCH", "/v1/rooms/" + id, "", `{`, nil, 401, "UNAUTHENTICATED", ""},
+			{"MediaTypeBeforeSyntax", "PATCH", "/v1/rooms/" + id, alice, `{`, []string{"Content-Type", "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"MissingMediaType", "POST", "/v1/rooms", alice, `{}`, []string{"Content-Type", ""}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"Syntax", "PATCH", "/v1/rooms/" + id, alice, `{"name":`, nil, 400, "MALFORMED_REQUEST", ""},
+			{"NotAnObject", "PATCH", "/v1/rooms/" + id, alice, `null`, nil, 400, "MALFORMED_REQUEST", ""},
+			{"TrailingData", "PATCH", "/v1/rooms/" + id, alice, `{"name":"a"} {}`, nil, 400, "MALFORMED_REQUEST", ""},
+			{"WrongType", "PATCH", "/v1/rooms/" + id, alice, `{"locked":"yes"}`, nil, 400, "MALFORMED_REQUEST", ""},
+			{"UnknownField", "PATCH", "/v1/rooms/" + id, alice, `{"colour":"red"}`, nil, 422, "VALIDATION_FAILED", "colour"},
+			{"NameTooLong", "PATCH", "/v1/rooms/" + id, alice, `{"name":"` + strings.Repeat("é", 65) + `"}`, nil, 422, "VALIDATION_FAILED", "name"},
+			{"NameControl", "PATCH", "/v1/rooms/" + id, alice, `{"name":"a\u0007b"}`, nil, 422, "VALIDATION_FAILED", "name"},
+			{"Status", "PATCH", "/v1/rooms/" + id, alice, `{"status":"paused"}`, nil, 422, "VALIDATION_FAILED", "status"},
+			{"MaxPlayers", "PATCH", "/v1/rooms/" + id, alice, `{"maxPlayers":101}`, nil, 422, "VALIDATION_FAILED", "maxPlayers"},
+			{"Visibility", "PATCH", "/v1/rooms/" + id, alice, `{"visibility":"hidden"}`, nil, 422, "VALIDATION_FAILED", "visibility"},
+			{"AttrKey", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a-b":1}}`, nil, 422, "VALIDATION_FAILED", "attributes.a-b"},
+			{"AttrValue", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a":[1]}}`, nil, 422, "VALIDATION_FAILED", "attributes.a"},
+			{"AttrLong", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a":"` + strings.Repeat("z", 129) + `"}}`, nil, 422, "VALIDATION_FAILED", "attributes.a"},
+			{"TooManyAttrs", "PATCH", "/v1/rooms/" + id, alice, `{"attributes":{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"m":1,"n":1,"o":1,"p":1,"q":1}}`, nil, 422, "VALIDATION_FAILED", "attributes"},
+			{"ValidationBeforeNotFound", "PATCH", "/v1/rooms/00AAAAAAAAAAAAAA", alice, `{"maxPlayers":0}`, nil, 422, "VALIDATION_FAILED", "maxPlayers"},
+			{"BadRoomID", "GET", "/v1/rooms/no%20such", alice, nil, nil, 404, "ROOM_NOT_FOUND", ""},
+			{"LongRoomID", "GET", "/v1/rooms/" + strings.Repeat("a", 41), alice, nil, nil, 404, "ROOM_NOT_FOUND", ""},
+			{"CreateMissingFields", "POST", "/v1/rooms", alice, `{}`, nil, 422, "VALIDATION_FAILED", "name"},
+			{"CreateMode", "POST", "/v1/rooms", alice, `{"name":"a","mode":"-x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "mode"},
+			{"CreateStateKey", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","state":{"a b":1}}`, nil, 422, "VALIDATION_FAILED", "state.a b"},
+			{"CreatePolicy", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","statePolicy":"all"}`, nil, 422, "VALIDATION_FAILED", "statePolicy"},
+			{"ListLimitForm", "GET", "/v1/rooms?limit=abc", alice, nil, nil, 422, "VALIDATION_FAILED", "limit"},
+			{"ListLimitRange", "GET", "/v1/rooms?limit=0", alice, nil, nil, 422, "VALIDATION_FAILED", "limit"},
+			{"ListStatus", "GET", "/v1/rooms?status=open", alice, nil, nil, 422, "VALIDATION_FAILED", "status"},
+			{"ListCursor", "GET", "/v1/rooms?cursor=abc", alice, nil, nil, 422, "VALIDATION_FAILED", "cursor"},
+			{"UnknownRoute", "GET", "/v1/nothing", alice, nil, nil, 404, "NOT_FOUND", ""},
+			{"WrongMethod", "PUT", "/v1/rooms/" + id, alice, nil, nil, 405, "METHOD_NOT_ALLOWED", ""},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				r := e.do(tc.method, tc.path, tc.token, tc.body, tc.hdr...)
+				want(t, r, tc.status, tc.code)
+				if tc.field != "" {
+					errs, _ := r.body["errors"].([]any)
+					if len(errs) == 0 || errs[0].(map[string]any)["field"] != tc.field {
+						t.Fatalf("errors %v, want field %s", r.body["errors"], tc.field)
+					}
+				}
+				for _, k := range []string{"type", "title", "status", "detail", "code"} {
+					if _, ok := r.body[k]; !ok {
+						t.Fatalf("problem lacks %s: %s", k, r.raw)
+					}
+				}
+			})
+		}
+		if after := e.do("GET", "/v1/rooms/"+id, alice, nil).raw; after != before {
+			t.Fatalf("bad input changed the room:\n%s\n%s", before, after)
+		}
+		if list := e.do("GET", "/v1/rooms", alice, nil); strings.Count(list.raw, `"id"`) != 1 {
+			t.Fatalf("bad creates made rooms: %s", list.raw)
+		}
+	})
+}
+
+func TestOperations(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	want(t, e.do("GET", "/healthz", "", nil), 200, "")
+	want(t, e.do("GET", "/readyz", "", nil), 200, "")
+	spec := e.do("GET", "/openapi.yaml", "", nil)
+	if spec.status != 200 || !strings.HasPrefix(spec.raw, "openapi: 3.0") {
+		t.Fatalf("spec: %d %.40s", spec.status, spec.raw)
+	}
+	e.store.Close()
+	want(t, e.do("GET", "/readyz", "", nil), 503, "STORE_UNAVAILABLE")
+	alice, _ := e.guest("alice")
+	want(t, e.do("POST", "/v1/rooms", alice, arena), 503, "STORE_UNAVAILABLE")
+}
