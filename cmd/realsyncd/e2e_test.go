@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/invariants"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.StopAll()
+	os.Exit(code)
+}
+
+// buildBinary builds realsyncd once into the test's temp dir.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "realsyncd")
+	out, err := exec.Command("go", "build", "-race", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// instance is a running realsyncd process.
+type instance struct {
+	url  string
+	logs *bytes.Buffer
+	mu   *sync.Mutex
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs the binary with env and waits for /readyz; the process is
+// stopped with SIGTERM when the test ends, and must exit cleanly.
+func start(t *testing.T, bin string, env ...string) *instance {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			in.mu.Lock()
+			in.logs.WriteString(sc.Text() + "\n")
+			in.mu.Unlock()
+		}
+		close(copied)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { <-copied; done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("realsyncd exited with %v after SIGTERM", err)
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Error("realsyncd did not stop within 20s of SIGTERM")
+		}
+	})
+	for i := 0; i < 200; i++ {
+		if r, err := http.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
+			r.Body.Close()
+			return in
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("realsyncd did not become ready:\n%s", in.logs)
+	return nil
+}
+
+func call(t *testing.T, method, url, token string, body any) (int, map[string]any) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, nil
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+func guest(t *testing.T, in *instance, name string) string {
+	status, body := call(t, "POST", in.url+"/v1/auth/guest", "", map[string]any{"name": name})
+	if status != 201 {
+		t.Fatalf("guest: %d %v", status, body)
+	}
+	return body["token"].(string)
+}
+
+// Two instances share one Redis: 50 players join a 4-seat room through
+// both at once; exactly 3 get in, 47 get ROOM_FULL, and the data is
+// consistent afterwards. No token ever reaches a log line.
+func TestTwoInstancesShareRooms(t *testing.T) {
+	bin := buildBinary(t)
+	url := redistest.StandaloneURL(t)
+	prefix := redistest.Prefix(t)
+	env := []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret"}
+	a, b := start(t, bin, env...), start(t, bin, env...)
+
+	owner := guest(t, a, "owner")
+	status, created := call(t, "POST", a.url+"/v1/rooms", owner, map[string]any{"name": "Rush", "mode": "battle", "region": "eu", "maxPlayers": 4})
+	if status != 201 {
+		t.Fatalf("create: %d %v", status, created)
+	}
+	id := created["room"].(map[string]any)["id"].(string)
+
+	tokens := make([]string, 50)
+	for i := range tokens {
+		tokens[i] = guest(t, []*instance{a, b}[i%2], fmt.Sprintf("p%d", i))
+	}
+	var ok, full atomic.Int32
+	var wg sync.WaitGroup
+	for i, tok := range tokens {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := []*instance{b, a}[i%2] // tokens work on the other instance too
+			status, body := call(t, "POST", in.url+"/v1/rooms/"+id+"/join", tok, nil)
+			switch {
+			case status == 200:
+				ok.Add(1)
+			case status == 409 && body["code"] == "ROOM_FULL":
+				full.Add(1)
+			default:
+				t.Errorf("join: %d %v", status, body)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 3 || full.Load() != 47 {
+		t.Fatalf("joined %d, full %d; want 3 and 47", ok.Load(), full.Load())
+	}
+	_, room := call(t, "GET", b.url+"/v1/rooms/"+id, owner, nil)
+	if room["playerCount"] != float64(4) || len(room["players"].([]any)) != 4 {
+		t.Fatalf("room after the rush: %v", room)
+	}
+	c := redis.NewClient(mustParse(t, url))
+	defer c.Close()
+	bad, err := invariants.Check(t.Context(), c, prefix)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("invariants: %v %v", bad, err)
+	}
+	for _, in := range []*instance{a, b} {
+		in.mu.Lock()
+		logs := in.logs.String()
+		in.mu.Unlock()
+		if !strings.Contains(logs, "request") {
+			t.Fatalf("no request logged:\n%s", logs)
+		}
+		for _, tok := range append(tokens, owner) {
+			if strings.Contains(logs, tok) || strings.Contains(logs, tok[strings.LastIndex(tok, ".")+1:]) {
+				t.Fatal("a token appears in the logs")
+			}
+		}
+	}
+}
+
+func mustParse(t *testing.T, url string) *redis.Options {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// Bad configuration: a clear message naming the variable and exit code 2;
+// a shard count other than the one stored in Redis: refusal to start.
+func TestRefusesBadConfig(t *testing.T) {
+	bin := buildBinary(t)
+	url := redistest.StandaloneURL(t)
+	prefix := redistest.Prefix(t)
+	tests := []struct {
+		name string
+		env  []string
+		code int
+		want string
+	}{
+		{"BadShards", []string{"REALSYNC_SHARDS=0"}, 2, "REALSYNC_SHARDS"},
+		{"BadGuest", []string{"REALSYNC_GUEST_AUTH=maybe"}, 2, "REALSYNC_GUEST_AUTH"},
+		{"BadURL", []string{"REALSYNC_REDIS_URL=http://x"}, 2, "REALSYNC_REDIS_URL"},
+		{"BadHeartbeat", []string{"REALSYNC_SSE_HEARTBEAT=soon"}, 2, "REALSYNC_SSE_HEARTBEAT"},
+		{"UnreachableRedis", []string{"REALSYNC_REDIS_URL=redis://127.0.0.1:1"}, 1, "redis"},
+		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
+	}
+	// The deployment is created with 16 shards first.
+	r := redis.NewClient(mustParse(t, url))
+	defer r.Close()
+	r.HSet(t.Context(), prefix+":meta", "shards", 16, "schema", 1)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin)
+			cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + freeAddr(t)}, tc.env...)...)
+			out, err := cmd.CombinedOutput()
+			exit, _ := err.(*exec.ExitError)
+			if exit == nil || exit.ExitCode() != tc.code || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("exit %v, output:\n%s\nwant code %d mentioning %q", err, out, tc.code, tc.want)
+			}
+		})
+	}
+}
