@@ -7,14 +7,14 @@ import (
 
 // CreateParams is a create request as the client sent it; nil means absent.
 type CreateParams struct {
-	Name        string          `json:"name" validate:"min=1,max=64,nocontrol"`
-	Mode        string          `json:"mode" validate:"slug"`
-	Region      string          `json:"region" validate:"slug"`
-	MaxPlayers  *int            `json:"maxPlayers" validate:"omitnil,min=1,max=100"`
-	Visibility  *Visibility     `json:"visibility" validate:"omitnil,oneof=public private"`
-	Attributes  map[string]any  `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
-	State       State           `json:"state"`
-	StatePolicy *StatePolicy    `json:"statePolicy" validate:"omitnil,oneof=owner open"`
+	Name        string         `json:"name" validate:"min=1,max=64,nocontrol"`
+	Mode        string         `json:"mode" validate:"slug"`
+	Region      string         `json:"region" validate:"slug"`
+	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,min=1,max=100"`
+	Visibility  *Visibility    `json:"visibility" validate:"omitnil,oneof=public private"`
+	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
+	State       State          `json:"state"`
+	StatePolicy *StatePolicy   `json:"statePolicy" validate:"omitnil,oneof=owner open"`
 }
 
 // NewRoom is a validated create request with its defaults applied and its

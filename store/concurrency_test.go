@@ -34,7 +34,9 @@ func twoInstances(t *testing.T, b redistest.Backend) (*store.Store, *store.Store
 	return open(), open()
 }
 
-func user(i int) rooms.User { return rooms.User{ID: fmt.Sprintf("u-%03d", i), Name: fmt.Sprintf("p%d", i)} }
+func user(i int) rooms.User {
+	return rooms.User{ID: fmt.Sprintf("u-%03d", i), Name: fmt.Sprintf("p%d", i)}
+}
 
 // 50 users join one 4-seat room at once: exactly 3 get in beside the owner.
 func TestConcurrentJoinsFillExactly(t *testing.T) {

@@ -1,6 +1,5 @@
 package store
 
-
 // Test-only access to key names and events, so tests can read Redis
 // directly.
 
@@ -12,4 +11,3 @@ func (s *Store) LogKey(id string) string {
 
 // Prefix is the store's key prefix.
 func (s *Store) Prefix() string { return s.keys.prefix }
-

@@ -143,4 +143,3 @@ func flatten(m map[string]string) []any {
 	}
 	return out
 }
-
