@@ -141,9 +141,25 @@ func guest(t *testing.T, in *instance, name string) string {
 // consistent afterwards. No token ever reaches a log line.
 func TestTwoInstancesShareRooms(t *testing.T) {
 	bin := buildBinary(t)
-	url := redistest.StandaloneURL(t)
+	for _, backend := range []string{"standalone", "cluster"} {
+		t.Run(backend, func(t *testing.T) { twoInstancesShareRooms(t, bin, backend) })
+	}
+}
+
+func twoInstancesShareRooms(t *testing.T, bin, backend string) {
 	prefix := redistest.Prefix(t)
-	env := []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret"}
+	env := []string{"REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret"}
+	var c redis.UniversalClient
+	if backend == "cluster" {
+		addrs := redistest.ClusterAddrs(t)
+		env = append(env, "REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(addrs, ","))
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	} else {
+		url := redistest.StandaloneURL(t)
+		env = append(env, "REALSYNC_REDIS_URL="+url)
+		c = redis.NewClient(mustParse(t, url))
+	}
+	defer c.Close()
 	a, b := start(t, bin, env...), start(t, bin, env...)
 
 	owner := guest(t, a, "owner")
@@ -183,8 +199,6 @@ func TestTwoInstancesShareRooms(t *testing.T) {
 	if room["playerCount"] != float64(4) || len(room["players"].([]any)) != 4 {
 		t.Fatalf("room after the rush: %v", room)
 	}
-	c := redis.NewClient(mustParse(t, url))
-	defer c.Close()
 	bad, err := invariants.Check(t.Context(), c, prefix)
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("invariants: %v %v", bad, err)
