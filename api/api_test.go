@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
@@ -20,11 +19,7 @@ import (
 	"github.com/realsync/realsync/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopAll()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // env is a running API over one backend.
 type env struct {

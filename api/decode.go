@@ -85,9 +85,6 @@ func decodeJSONObject(body []byte, dst any) error {
 	if err := d.Decode(dst); err != nil {
 		return jsonError(err)
 	}
-	if d.More() {
-		return fmt.Errorf("body has data after the JSON object: %w", errMalformed)
-	}
 	if _, err := d.Token(); err != io.EOF {
 		return fmt.Errorf("body has data after the JSON object: %w", errMalformed)
 	}

@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -108,20 +109,11 @@ func (s *Server) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.ready(ctx); err != nil {
-		s.writeError(w, r, wrapUnavailable(err))
+		s.writeError(w, r, fmt.Errorf("%w: %v", rooms.ErrUnavailable, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, oapi.Health{Status: "ok"})
 }
-
-func wrapUnavailable(err error) error {
-	return &unavailable{err}
-}
-
-type unavailable struct{ err error }
-
-func (u *unavailable) Error() string        { return u.err.Error() }
-func (u *unavailable) Is(target error) bool { return target == rooms.ErrUnavailable }
 
 // GetSpec implements GET /openapi.yaml.
 func (s *Server) GetSpec(w http.ResponseWriter, r *http.Request) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/realsync/realsync/rooms"
@@ -164,6 +163,3 @@ func Before(s Sort, a, b Position) bool {
 	}
 	return (a.ID > b.ID) == (s == Newest)
 }
-
-// String renders a position for logs.
-func (p Position) String() string { return strconv.FormatInt(p.Score, 10) + "/" + p.ID }

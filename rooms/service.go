@@ -35,7 +35,7 @@ func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, e
 	if err != nil {
 		return Joined{}, Invalid("state", "must be valid JSON")
 	}
-	if keys, size := stateTotals(state); keys > MaxStateKeys || size > MaxStateBytes {
+	if keys, size := StateTotals(state); keys > MaxStateKeys || size > MaxStateBytes {
 		return Joined{}, fmt.Errorf("state has %d keys and %d bytes, limits %d and %d: %w", keys, size, MaxStateKeys, MaxStateBytes, ErrTooLarge)
 	}
 	return s.store.Create(ctx, u, newRoom(p, state))

@@ -161,9 +161,9 @@ func validateState(field string, s State, patch bool) fieldErrors {
 
 func isNull(v json.RawMessage) bool { return string(v) == "null" }
 
-// stateTotals returns the number of keys and bytes (keys + values) a state
+// StateTotals returns the number of keys and bytes (keys + values) a state
 // holds, as the totals limits count them.
-func stateTotals(s State) (keys, bytes int) {
+func StateTotals(s State) (keys, bytes int) {
 	for k, v := range s {
 		keys++
 		bytes += len(k) + len(v)

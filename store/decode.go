@@ -59,10 +59,9 @@ func pairs(v any) map[string]string {
 	return m
 }
 
-// decodeRoom builds a room from the HGETALL replies of its hash, players
-// and users (userId → playerId).
-func decodeRoom(id string, room, players, users any) (rooms.Room, error) {
-	h := pairs(room)
+// decodeRoom builds a room from its hash and the HGETALL replies of its
+// players and users (userId → playerId).
+func decodeRoom(id string, h map[string]string, players, users any) (rooms.Room, error) {
 	r := rooms.Room{
 		ID: id, Name: h["n"], Mode: h["m"], Region: h["r"],
 		Visibility: rooms.Visibility(h["vi"]), Status: rooms.Status(h["st"]), Locked: h["lk"] == "1",

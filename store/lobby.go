@@ -116,7 +116,7 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 		if len(h) == 0 {
 			continue
 		}
-		r, err := decodeRoom(c.pos.ID, flatten(h), nil, nil)
+		r, err := decodeRoom(c.pos.ID, h, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -134,12 +134,4 @@ func hasStatus(list []rooms.Status, st rooms.Status) bool {
 		}
 	}
 	return false
-}
-
-func flatten(m map[string]string) []any {
-	out := make([]any, 0, 2*len(m))
-	for k, v := range m {
-		out = append(out, k, v)
-	}
-	return out
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -16,11 +15,7 @@ import (
 	"github.com/realsync/realsync/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopAll()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // openStore opens a store on backend b with a key prefix of its own and a
 // small shard count, closed when the test ends.

@@ -32,7 +32,7 @@ func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (room
 		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
 	}
 	shard := homeShard(p.Mode, p.Region, s.shards)
-	_, size := stateSize(p.State)
+	_, size := rooms.StateTotals(p.State)
 	for range maxCollisionRetries {
 		id := newRoomID(shard)
 		code := ""
@@ -130,7 +130,7 @@ func (s *Store) joined(id string, cmd *redis.Cmd) (rooms.Joined, error) {
 
 // decodeRoom decodes a room and remembers its place.
 func (s *Store) decodeRoom(id string, room, players, users any) (rooms.Room, error) {
-	r, err := decodeRoom(id, room, players, users)
+	r, err := decodeRoom(id, pairs(room), players, users)
 	if err == nil {
 		s.places.put(id, place{mode: r.Mode, region: r.Region})
 	}
@@ -289,12 +289,4 @@ func sortedKeys(m rooms.State) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func stateSize(m rooms.State) (keys, size int) {
-	for k, v := range m {
-		keys++
-		size += len(k) + len(v)
-	}
-	return keys, size
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -185,7 +186,7 @@ func wrap(err error) error {
 func isTransient(err redis.Error) bool {
 	msg := err.Error()
 	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY"} {
-		if len(msg) >= len(p) && msg[:len(p)] == p {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}

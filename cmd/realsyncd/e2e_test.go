@@ -23,11 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.StopAll()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // buildBinary builds realsyncd once into the test's temp dir.
 func buildBinary(t *testing.T) string {

@@ -250,6 +250,14 @@ func ClusterAddrs(tb testing.TB) []string {
 	return cluster.Addrs()
 }
 
+// Main runs a package's tests, then stops the shared servers and exits:
+// call it as the whole body of TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	StopAll()
+	os.Exit(code)
+}
+
 // StopAll stops the shared servers. Call it from TestMain after m.Run.
 func StopAll() {
 	mu.Lock()
