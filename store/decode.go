@@ -59,9 +59,10 @@ func pairs(v any) map[string]string {
 	return m
 }
 
-// decodeRoom builds a room from its hash and the HGETALL replies of its
-// players and users (userId → playerId).
-func decodeRoom(id string, h map[string]string, players, users any) (rooms.Room, error) {
+// decodeRoom builds a room from its hash, the HGETALL replies of its
+// players and users (userId → playerId) and the HKEYS reply of its
+// connected players.
+func decodeRoom(id string, h map[string]string, players, users, conn any) (rooms.Room, error) {
 	r := rooms.Room{
 		ID: id, Name: h["n"], Mode: h["m"], Region: h["r"],
 		Visibility: rooms.Visibility(h["vi"]), Status: rooms.Status(h["st"]), Locked: h["lk"] == "1",
@@ -75,8 +76,26 @@ func decodeRoom(id string, h map[string]string, players, users any) (rooms.Room,
 		return rooms.Room{}, fmt.Errorf("store: room %s attributes: %w", id, err)
 	}
 	ps, err := decodePlayers(pairs(players), pairs(users))
+	connected := map[string]bool{}
+	for _, pid := range strs(conn) {
+		connected[pid] = true
+	}
+	for i := range ps {
+		ps[i].Connected = connected[strconv.Itoa(ps[i].PlayerID)]
+	}
 	r.Players = ps
 	return r, err
+}
+
+// strs turns an array reply of strings into a slice.
+func strs(v any) []string {
+	arr, _ := v.([]any)
+	out := make([]string, 0, len(arr))
+	for _, x := range arr {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
 }
 
 type storedPlayer struct {

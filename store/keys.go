@@ -30,6 +30,13 @@ func (k keys) userIndex(shard int) string { return k.tag(shard) + ":idx:users" }
 func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }
 func (k keys) clock(shard int) string     { return k.tag(shard) + ":clock" }
 
+// due is the shard's presence schedule: roomId scored by the earliest
+// presence deadline (ms) of the room.
+func (k keys) due(shard int) string { return k.tag(shard) + ":presence:due" }
+
+// janitor is the shard's janitor lease (SET NX PX), held by one instance.
+func (k keys) janitor(shard int) string { return k.tag(shard) + ":janitor" }
+
 // statusIndex is the sorted set (score: createdAt in µs, unique per shard)
 // of the public rooms of one status, optionally narrowed to a mode and/or a
 // region.
@@ -48,8 +55,11 @@ func (k keys) statusIndex(shard int, st rooms.Status, mode, region string) strin
 func (k keys) roomKeys(shard int, id string) []string {
 	room := k.room(shard, id)
 	return []string{room, room + ":state", room + ":players", room + ":users", room + ":log",
-		k.userIndex(shard), k.codes(shard), k.clock(shard)}
+		k.userIndex(shard), k.codes(shard), k.clock(shard),
+		room + ":conn", room + ":presence", room + ":messages", k.due(shard)}
 }
+
+func (k keys) log(shard int, id string) string { return k.room(shard, id) + ":log" }
 
 // roomKeysWithIndexes adds the 12 status indexes of a room of mode and
 // region, for scripts that may move it between indexes.
@@ -68,5 +78,11 @@ func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 // readKeys are the KEYS of room_read.lua.
 func (k keys) readKeys(shard int, id string) []string {
 	room := k.room(shard, id)
-	return []string{room, room + ":players", room + ":users", room + ":state"}
+	return []string{room, room + ":players", room + ":users", room + ":state", room + ":conn"}
+}
+
+// messageKeys are the KEYS of message_list.lua.
+func (k keys) messageKeys(shard int, id string) []string {
+	room := k.room(shard, id)
+	return []string{room, room + ":users", room + ":messages"}
 }

@@ -116,7 +116,7 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 		if len(h) == 0 {
 			continue
 		}
-		r, err := decodeRoom(c.pos.ID, h, nil, nil)
+		r, err := decodeRoom(c.pos.ID, h, nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}

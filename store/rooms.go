@@ -72,15 +72,19 @@ func (s *Store) Get(ctx context.Context, id string, withState bool) (rooms.Room,
 	if err != nil {
 		return rooms.Room{}, nil, err
 	}
-	r, err := s.decodeRoom(id, rest[0], rest[1], rest[2])
+	r, err := s.decodeRoom(id, rest[0], rest[1], rest[2], rest[3])
 	if err != nil {
 		return rooms.Room{}, nil, err
 	}
+	return r, decodeState(rest[4]), nil
+}
+
+func decodeState(v any) rooms.State {
 	state := rooms.State{}
-	for k, v := range pairs(rest[3]) {
+	for k, v := range pairs(v) {
 		state[k] = json.RawMessage(v)
 	}
-	return r, state, nil
+	return state
 }
 
 // Join implements rooms.Store.
@@ -124,13 +128,13 @@ func (s *Store) joined(id string, cmd *redis.Cmd) (rooms.Joined, error) {
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	r, err := s.decodeRoom(id, rest[1], rest[2], rest[3])
+	r, err := s.decodeRoom(id, rest[1], rest[2], rest[3], rest[4])
 	return rooms.Joined{Room: r, PlayerID: int(toInt64(rest[0]))}, err
 }
 
 // decodeRoom decodes a room and remembers its place.
-func (s *Store) decodeRoom(id string, room, players, users any) (rooms.Room, error) {
-	r, err := decodeRoom(id, pairs(room), players, users)
+func (s *Store) decodeRoom(id string, room, players, users, conn any) (rooms.Room, error) {
+	r, err := decodeRoom(id, pairs(room), players, users, conn)
 	if err == nil {
 		s.places.put(id, place{mode: r.Mode, region: r.Region})
 	}

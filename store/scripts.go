@@ -30,16 +30,36 @@ var statePatchLua string
 //go:embed lua/room_read.lua
 var roomReadLua string
 
+//go:embed lua/stream_open.lua
+var streamOpenLua string
+
+//go:embed lua/stream_close.lua
+var streamCloseLua string
+
+//go:embed lua/presence_sweep.lua
+var presenceSweepLua string
+
+//go:embed lua/message_send.lua
+var messageSendLua string
+
+//go:embed lua/message_list.lua
+var messageListLua string
+
 // Each script is run only through Script.Run: EVALSHA, then EVAL when the
 // server does not know it (after a restart or SCRIPT FLUSH).
 var (
-	roomCreate   = mutation(roomCreateLua)
-	roomJoin     = mutation(roomJoinLua)
-	playerRemove = mutation(playerRemoveLua)
-	roomUpdate   = mutation(roomUpdateLua)
-	roomDelete   = mutation(roomDeleteLua)
-	statePatch   = mutation(statePatchLua)
-	roomRead     = redis.NewScript(roomReadLua)
+	roomCreate    = mutation(roomCreateLua)
+	roomJoin      = mutation(roomJoinLua)
+	playerRemove  = mutation(playerRemoveLua)
+	roomUpdate    = mutation(roomUpdateLua)
+	roomDelete    = mutation(roomDeleteLua)
+	statePatch    = mutation(statePatchLua)
+	streamOpen    = mutation(streamOpenLua)
+	streamClose   = mutation(streamCloseLua)
+	presenceSweep = mutation(presenceSweepLua)
+	messageSend   = mutation(messageSendLua)
+	roomRead      = redis.NewScript(roomReadLua)
+	messageList   = redis.NewScript(messageListLua)
 )
 
 // mutation prepends the shared prelude (KEYS/ARGV layout and helpers).

@@ -101,14 +101,14 @@ func (s *Store) connect(cfg Config) error {
 		// failover commands would go to a dead master for that long.
 		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
 			ClusterStateReloadInterval: 2 * time.Second})
-		s.pubcmd = "SPUBLISH"
+		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
 		opt, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
 			return fmt.Errorf("REALSYNC_REDIS_URL: %w", err)
 		}
 		s.client = redis.NewClient(opt)
-		s.pubcmd = "SPUBLISH"
+		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:
 		m := miniredis.NewMiniRedis()
 		m.ClockTTL(true)

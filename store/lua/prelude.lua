@@ -6,7 +6,12 @@
 --   KEYS[2]  room state hash    KEYS[6]  shard user index (zset "<userId>\t<roomId>")
 --   KEYS[3]  players hash       KEYS[7]  shard invite codes (hash code -> roomId)
 --   KEYS[4]  users hash         KEYS[8]  shard clock (string, last createdAt in µs)
---   KEYS[9..20] status indexes: waiting, playing, finished, each as
+--   KEYS[9]  connected players (hash playerId -> "1")
+--   KEYS[10] presence (zset: "s:<playerId>:<stream>" leases and "g:<playerId>"
+--            grace deadlines, scored by expiry in ms)
+--   KEYS[11] room message log (stream, capped apart from the event log)
+--   KEYS[12] shard presence due (zset roomId -> earliest presence deadline, ms)
+--   KEYS[13..24] status indexes: waiting, playing, finished, each as
 --               (all, mode, region, mode+region); only passed to scripts that
 --               may change index membership.
 -- and the same first ARGV:
@@ -15,6 +20,7 @@
 -- Replies are arrays whose first element is "OK" or an error code.
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
 local tag, maxlen, closed_ttl = ARGV[4], ARGV[5], ARGV[6]
 
@@ -50,7 +56,8 @@ end
 
 -- emit bumps the room version, appends the event to the log (entry id
 -- "<version>-0") and publishes "<version> <tag> <json>". body holds the
--- event's own fields, each preceded by a comma. Returns the version.
+-- event's own fields, each preceded by a comma. Returns the version and the
+-- event's JSON.
 local function emit(etype, body)
   local v = redis.call('HINCRBY', K_ROOM, 'ver', 1)
   redis.call('HSET', K_ROOM, 'up', num(now))
@@ -58,10 +65,10 @@ local function emit(etype, body)
     ',"ts":"' .. iso(now) .. '"' .. body .. '}'
   redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, v .. '-0', 'g', tag, 'd', ev)
   redis.call(pubcmd, channel, v .. ' ' .. tag .. ' ' .. ev)
-  return v
+  return v, ev
 end
 
-local INDEX_BASE = {waiting = 9, playing = 13, finished = 17}
+local INDEX_BASE = {waiting = 13, playing = 17, finished = 21}
 
 local function index_add(status, score)
   local base = INDEX_BASE[status]
@@ -94,7 +101,7 @@ end
 
 local function room_reply(extra)
   return {'OK', extra, redis.call('HGETALL', K_ROOM), redis.call('HGETALL', K_PLAYERS),
-    redis.call('HGETALL', K_USERS)}
+    redis.call('HGETALL', K_USERS), redis.call('HKEYS', K_CONN)}
 end
 
 -- add_player makes uid the next player (playerIds are never reused) and
@@ -121,6 +128,90 @@ local function close_room(reason)
   for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do
     redis.call('ZREM', K_USERIDX, user_entry(uid))
   end
-  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS)
+  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES)
+  redis.call('ZREM', K_DUE, room_id)
   redis.call('EXPIRE', K_LOG, closed_ttl)
+end
+
+-- Presence. A stream holds a lease "s:<playerId>:<stream>" in K_PRESENCE,
+-- scored by its expiry; K_CONN says which players were last announced as
+-- connected. A player announced connected whose leases are all gone is
+-- announced disconnected and, with a grace, gets a deadline "g:<playerId>"
+-- after which the janitor removes them. K_DUE holds, per room, the earliest
+-- presence score, so the janitor visits only rooms with something due.
+
+local function lease_prefix(pid)
+  return 's:' .. pid .. ':'
+end
+
+local function has_lease(pid)
+  local p = lease_prefix(pid)
+  for _, m in ipairs(redis.call('ZRANGE', K_PRESENCE, 0, -1)) do
+    if string.sub(m, 1, #p) == p then return true end
+  end
+  return false
+end
+
+-- reschedule sets the room's due time to its earliest presence score.
+local function reschedule()
+  local first = redis.call('ZRANGE', K_PRESENCE, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    redis.call('ZREM', K_DUE, room_id)
+  else
+    redis.call('ZADD', K_DUE, first[2], room_id)
+  end
+end
+
+-- drop_presence forgets every lease and deadline of a removed player.
+local function drop_presence(pid)
+  local p = lease_prefix(pid)
+  for _, m in ipairs(redis.call('ZRANGE', K_PRESENCE, 0, -1)) do
+    if string.sub(m, 1, #p) == p or m == 'g:' .. pid then redis.call('ZREM', K_PRESENCE, m) end
+  end
+  redis.call('HDEL', K_CONN, pid)
+  reschedule()
+end
+
+-- mark_disconnected announces that pid has no stream left and, when grace_ms
+-- > 0, sets its removal deadline.
+local function mark_disconnected(pid, grace_ms)
+  if redis.call('HDEL', K_CONN, pid) == 0 then return end
+  emit('player_disconnected', ',"playerId":' .. pid)
+  if grace_ms > 0 then redis.call('ZADD', K_PRESENCE, now + grace_ms, 'g:' .. pid) end
+end
+
+-- remove_player removes player pid (user uid) with reason, handing
+-- ownership on or closing the room when it was the last. Needs the status
+-- indexes in KEYS. Returns true when the room closed.
+local function remove_player(pid, uid, reason)
+  redis.call('HDEL', K_PLAYERS, pid)
+  redis.call('HDEL', K_USERS, uid)
+  redis.call('ZREM', K_USERIDX, user_entry(uid))
+  drop_presence(pid)
+  local left = redis.call('HINCRBY', K_ROOM, 'pc', -1)
+  emit('player_left', ',"playerId":' .. pid .. ',"reason":"' .. reason .. '"')
+  if left == 0 then
+    close_room('empty')
+    return true
+  end
+  local owner = redis.call('HGET', K_ROOM, 'ow')
+  if tostring(pid) == owner then
+    local next_owner
+    for _, p in ipairs(redis.call('HKEYS', K_PLAYERS)) do
+      local n = tonumber(p)
+      if not next_owner or n < next_owner then next_owner = n end
+    end
+    redis.call('HSET', K_ROOM, 'ow', next_owner)
+    emit('room_updated', ',"changes":{"ownerPlayerId":' .. next_owner .. '}')
+  end
+  return false
+end
+
+-- uid_of finds the user of player pid.
+local function uid_of(pid)
+  local users = redis.call('HGETALL', K_USERS)
+  for i = 1, #users, 2 do
+    if users[i + 1] == tostring(pid) then return users[i] end
+  end
+  return nil
 end

@@ -1,0 +1,41 @@
+-- presence_sweep: the janitor's visit to a room whose presence is due.
+-- Leases past their expiry belong to streams whose instance stopped renewing
+-- them (it died or lost Redis): they are dropped, and players left without a
+-- lease are announced disconnected. Players whose removal deadline passed
+-- while still disconnected are removed (player_left, reason disconnected).
+-- KEYS: prelude, with the 12 status indexes.
+-- ARGV[7] grace (ms)
+-- Reply: {"OK", removed players}
+local grace = tonumber(ARGV[7])
+
+if redis.call('EXISTS', K_ROOM) == 0 then
+  redis.call('ZREM', K_DUE, room_id)
+  return {'OK', 0}
+end
+local due = redis.call('ZRANGEBYSCORE', K_PRESENCE, '-inf', now)
+local lapsed, seen, deadlines = {}, {}, {}
+for _, m in ipairs(due) do
+  redis.call('ZREM', K_PRESENCE, m)
+  local pid = string.match(m, '^s:(%d+):')
+  if pid and not seen[pid] then
+    seen[pid] = true
+    lapsed[#lapsed + 1] = pid
+  end
+  local gpid = string.match(m, '^g:(%d+)$')
+  if gpid then deadlines[#deadlines + 1] = gpid end
+end
+for _, pid in ipairs(lapsed) do
+  if not has_lease(pid) then mark_disconnected(pid, grace) end
+end
+local removed = 0
+for _, pid in ipairs(deadlines) do
+  if redis.call('HEXISTS', K_CONN, pid) == 0 then
+    local uid = uid_of(pid)
+    if uid then
+      removed = removed + 1
+      if remove_player(pid, uid, 'disconnected') then return {'OK', removed} end
+    end
+  end
+end
+reschedule()
+return {'OK', removed}
