@@ -12,6 +12,7 @@ func TestImportDirection(t *testing.T) {
 	forbidden := map[string][]string{
 		"./rooms": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
 		"./lobby": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
+		"./sse":   {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
 		"./store": {"/api", "chi", "net/http"},
 		"./api":   {"/store", "go-redis", "miniredis"},
 	}

@@ -96,7 +96,8 @@ func userFrom(ctx context.Context) rooms.User {
 var publicRoutes = map[string]bool{"/v1/auth/guest": true}
 
 // authenticate requires a valid bearer token on every /v1 route but the
-// public ones and puts its user in the request context.
+// public ones (on event streams, the header or access_token) and puts its
+// user in the request context.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/v1/") || publicRoutes[r.URL.Path] {
@@ -104,6 +105,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		token, ok := bearer(r)
+		if !ok && isStream(r.URL.Path) {
+			token = r.URL.Query().Get("access_token")
+			ok = token != ""
+		}
 		if !ok {
 			s.writeError(w, r, fmt.Errorf("missing bearer token: %w", errUnauthenticated))
 			return
@@ -116,6 +121,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
 }
+
+// isStream tells event-stream routes, which also take the token as the
+// query parameter access_token: EventSource cannot set headers. The query
+// is never logged.
+func isStream(path string) bool { return strings.HasSuffix(path, "/events") }
 
 func bearer(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")

@@ -15,13 +15,16 @@ import (
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 )
 
 // Config is what the server needs; cmd/realsyncd wires it.
 type Config struct {
 	Rooms *rooms.Service
 	Lobby *lobby.Service
-	Auth  *Auth
+	// Events serves the room event streams.
+	Events *sse.Hub
+	Auth   *Auth
 	// Ready reports whether the store is reachable (GET /readyz).
 	Ready func(context.Context) error
 	// Spec is served at GET /openapi.yaml.
@@ -31,19 +34,20 @@ type Config struct {
 
 // Server implements oapi.ServerInterface.
 type Server struct {
-	rooms *rooms.Service
-	lobby *lobby.Service
-	auth  *Auth
-	ready func(context.Context) error
-	spec  []byte
-	log   *slog.Logger
+	rooms  *rooms.Service
+	lobby  *lobby.Service
+	events *sse.Hub
+	auth   *Auth
+	ready  func(context.Context) error
+	spec   []byte
+	log    *slog.Logger
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log}
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -34,4 +34,6 @@ type Store interface {
 	// deletes its key. ErrVersionMismatch when ifMatch >= 0 differs from the
 	// stateVersion, ErrStateKeyForbidden, ErrTooLarge past the totals.
 	PatchState(ctx context.Context, u User, id string, patch StatePatch) (Versions, error)
+
+	MessageStore
 }

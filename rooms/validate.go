@@ -38,6 +38,7 @@ var messages = map[string]string{
 	"oneof":     "must be one of: ",
 	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
 	"attrvalue": "must be a string of at most 128 characters or a number",
+	"unique":    "must not repeat a value",
 }
 
 // newValidator builds the validator with RealSync's custom rules and JSON
@@ -105,6 +106,8 @@ var rangeMessages = map[string]string{
 	"name":       "must be 1..64 characters",
 	"maxPlayers": "must be 1..100",
 	"attributes": "must have at most 16 entries",
+	"type":       "must be 1..32 characters",
+	"to":         "must name 1..100 players",
 }
 
 func message(fe validator.FieldError) string {

@@ -141,7 +141,13 @@ func atoi64(s string) int64 {
 	return n
 }
 
+// toInt64 reads an integer reply, or a string holding one (HGET in Lua).
 func toInt64(v any) int64 {
-	n, _ := v.(int64)
-	return n
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		return atoi64(x)
+	}
+	return 0
 }

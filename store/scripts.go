@@ -42,6 +42,9 @@ var presenceSweepLua string
 //go:embed lua/message_send.lua
 var messageSendLua string
 
+//go:embed lua/presence_renew.lua
+var presenceRenewLua string
+
 //go:embed lua/message_list.lua
 var messageListLua string
 
@@ -60,6 +63,7 @@ var (
 	messageSend   = mutation(messageSendLua)
 	roomRead      = redis.NewScript(roomReadLua)
 	messageList   = redis.NewScript(messageListLua)
+	presenceRenew = redis.NewScript(presenceRenewLua)
 )
 
 // mutation prepends the shared prelude (KEYS/ARGV layout and helpers).

@@ -38,6 +38,12 @@ type Config struct {
 	LogMaxLen int
 	// ClosedLogTTL keeps a closed room's log readable; default 5m.
 	ClosedLogTTL time.Duration
+	// PresenceTTL is how long a stream's presence lease lives unless its
+	// instance renews it (every third of it); default 15s.
+	PresenceTTL time.Duration
+	// DisconnectGrace is how long a player who had a stream may stay
+	// without one before removal; 0 never removes.
+	DisconnectGrace time.Duration
 }
 
 // Store is the Redis implementation of the room and lobby stores. Safe for
@@ -50,6 +56,8 @@ type Store struct {
 	pubcmd   string
 	argv     [3]string // log MAXLEN, closed log TTL (s); see common()
 	places   *placeCache
+
+	presenceTTL, grace time.Duration
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -63,6 +71,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
 	}
 	s := &Store{keys: keys{prefix: cfg.Prefix}, shards: cfg.Shards, places: newPlaceCache(100_000),
+		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace,
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
 	if err := s.connect(cfg); err != nil {
 		return nil, err
@@ -90,6 +99,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ClosedLogTTL == 0 {
 		cfg.ClosedLogTTL = 5 * time.Minute
+	}
+	if cfg.PresenceTTL == 0 {
+		cfg.PresenceTTL = 15 * time.Second
 	}
 	return cfg
 }

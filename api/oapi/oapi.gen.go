@@ -4,6 +4,7 @@
 package oapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -228,12 +229,46 @@ type JoinByCodeRequest struct {
 	InviteCode string `json:"inviteCode"`
 }
 
+// Message defines model for Message.
+type Message struct {
+	Data json.RawMessage `json:"data"`
+
+	// From The sender's playerId.
+	From    int       `json:"from"`
+	To      *[]int    `json:"to,omitempty"`
+	Ts      time.Time `json:"ts"`
+	Type    string    `json:"type"`
+	Version int64     `json:"version"`
+}
+
+// MessageList defines model for MessageList.
+type MessageList struct {
+	Messages []Message `json:"messages"`
+}
+
+// MessageRequest defines model for MessageRequest.
+type MessageRequest struct {
+	// Data Any JSON, at most 4 KiB once compacted.
+	Data json.RawMessage `json:"data"`
+
+	// To Only these players (and the sender) get the message.
+	To *[]int `json:"to,omitempty"`
+
+	// Type Application-defined kind, e.g. `chat`; no control characters.
+	Type string `json:"type"`
+}
+
+// MessageSent defines model for MessageSent.
+type MessageSent struct {
+	Version int64 `json:"version"`
+}
+
 // Mode Example: battle
 type Mode = string
 
 // Player defines model for Player.
 type Player struct {
-	// Connected Whether the player has an open event stream (live events arrive with the SSE work).
+	// Connected Whether the player has an open event stream.
 	Connected bool      `json:"connected"`
 	JoinedAt  time.Time `json:"joinedAt"`
 
@@ -415,6 +450,24 @@ type ListRoomsParams struct {
 // ListRoomsParamsSort defines parameters for ListRooms.
 type ListRoomsParamsSort string
 
+// StreamRoomEventsParams defines parameters for StreamRoomEvents.
+type StreamRoomEventsParams struct {
+	// LastEventId Same as the `Last-Event-ID` header, which wins when both are sent.
+	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
+
+	// LastEventID The id of the last event the client received.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// ListMessagesParams defines parameters for ListMessages.
+type ListMessagesParams struct {
+	// Limit 1..100, default 50.
+	Limit *string `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Before Only messages with a version below this one.
+	Before *string `form:"before,omitempty" json:"before,omitempty"`
+}
+
 // PatchRoomStateParams defines parameters for PatchRoomState.
 type PatchRoomStateParams struct {
 	// IfMatch `"<stateVersion>"` or `*`; 412 `VERSION_MISMATCH` when it does not match.
@@ -435,6 +488,9 @@ type UpdateRoomJSONRequestBody = UpdateRoomRequest
 
 // UpdateRoomApplicationMergePatchPlusJSONRequestBody defines body for UpdateRoom for application/merge-patch+json ContentType.
 type UpdateRoomApplicationMergePatchPlusJSONRequestBody = UpdateRoomRequest
+
+// SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
+type SendMessageJSONRequestBody = MessageRequest
 
 // PatchRoomStateJSONRequestBody defines body for PatchRoomState for application/json ContentType.
 type PatchRoomStateJSONRequestBody = State
@@ -474,12 +530,21 @@ type ServerInterface interface {
 	// UpdateRoom Update a room (owner)
 	// (PATCH /v1/rooms/{roomId})
 	UpdateRoom(w http.ResponseWriter, r *http.Request, roomId RoomId)
+	// StreamRoomEvents Live room events (members), as Server-Sent Events
+	// (GET /v1/rooms/{roomId}/events)
+	StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomId RoomId, params StreamRoomEventsParams)
 	// JoinRoom Join a public room
 	// (POST /v1/rooms/{roomId}/join)
 	JoinRoom(w http.ResponseWriter, r *http.Request, roomId RoomId)
 	// LeaveRoom Leave a room
 	// (POST /v1/rooms/{roomId}/leave)
 	LeaveRoom(w http.ResponseWriter, r *http.Request, roomId RoomId)
+	// ListMessages Message history (members), newest first
+	// (GET /v1/rooms/{roomId}/messages)
+	ListMessages(w http.ResponseWriter, r *http.Request, roomId RoomId, params ListMessagesParams)
+	// SendMessage Send a message to the room (members)
+	// (POST /v1/rooms/{roomId}/messages)
+	SendMessage(w http.ResponseWriter, r *http.Request, roomId RoomId)
 	// KickPlayer Kick a player (owner)
 	// (DELETE /v1/rooms/{roomId}/players/{playerId})
 	KickPlayer(w http.ResponseWriter, r *http.Request, roomId RoomId, playerId string)
@@ -555,6 +620,12 @@ func (_ Unimplemented) UpdateRoom(w http.ResponseWriter, r *http.Request, roomId
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// StreamRoomEvents Live room events (members), as Server-Sent Events
+// (GET /v1/rooms/{roomId}/events)
+func (_ Unimplemented) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomId RoomId, params StreamRoomEventsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // JoinRoom Join a public room
 // (POST /v1/rooms/{roomId}/join)
 func (_ Unimplemented) JoinRoom(w http.ResponseWriter, r *http.Request, roomId RoomId) {
@@ -564,6 +635,18 @@ func (_ Unimplemented) JoinRoom(w http.ResponseWriter, r *http.Request, roomId R
 // LeaveRoom Leave a room
 // (POST /v1/rooms/{roomId}/leave)
 func (_ Unimplemented) LeaveRoom(w http.ResponseWriter, r *http.Request, roomId RoomId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListMessages Message history (members), newest first
+// (GET /v1/rooms/{roomId}/messages)
+func (_ Unimplemented) ListMessages(w http.ResponseWriter, r *http.Request, roomId RoomId, params ListMessagesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SendMessage Send a message to the room (members)
+// (POST /v1/rooms/{roomId}/messages)
+func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request, roomId RoomId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -854,6 +937,69 @@ func (siw *ServerInterfaceWrapper) UpdateRoom(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// StreamRoomEvents operation middleware
+func (siw *ServerInterfaceWrapper) StreamRoomEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId RoomId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", chi.URLParam(r, "roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "roomId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamRoomEventsParams
+
+	// ------------- Optional query parameter "lastEventId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lastEventId", r.URL.Query(), &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "lastEventId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "lastEventId", Err: err})
+		}
+		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StreamRoomEvents(w, r, roomId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // JoinRoom operation middleware
 func (siw *ServerInterfaceWrapper) JoinRoom(w http.ResponseWriter, r *http.Request) {
 
@@ -897,6 +1043,87 @@ func (siw *ServerInterfaceWrapper) LeaveRoom(w http.ResponseWriter, r *http.Requ
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.LeaveRoom(w, r, roomId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListMessages operation middleware
+func (siw *ServerInterfaceWrapper) ListMessages(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId RoomId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", chi.URLParam(r, "roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "roomId", Err: err})
+		return
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMessagesParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "before", r.URL.Query(), &params.Before, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "before"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "before", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListMessages(w, r, roomId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SendMessage operation middleware
+func (siw *ServerInterfaceWrapper) SendMessage(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId RoomId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", chi.URLParam(r, "roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "roomId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SendMessage(w, r, roomId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1165,6 +1392,15 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Patch(options.BaseURL+"/v1/rooms/{roomId}/state", wrapper.PatchRoomState)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/rooms/{roomId}/events", wrapper.StreamRoomEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/rooms/{roomId}/messages", wrapper.ListMessages)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/rooms/{roomId}/messages", wrapper.SendMessage)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)

@@ -24,6 +24,7 @@ type Config struct {
 	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
 	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s
 	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never
+	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
 
 	secretGenerated bool
@@ -39,7 +40,7 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 		return def
 	}
 	var c Config
-	var cluster, guest, shards, heartbeat, grace string
+	var cluster, guest, shards, heartbeat, grace, presence string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -50,6 +51,7 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("REALSYNC_KEY_PREFIX", "rs"), "prefix of every Redis key (REALSYNC_KEY_PREFIX)")
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
 	fs.StringVar(&grace, "disconnect-grace", env("REALSYNC_DISCONNECT_GRACE", "30s"), "removal delay of disconnected players, 0 never (REALSYNC_DISCONNECT_GRACE)")
+	fs.StringVar(&presence, "presence-ttl", env("REALSYNC_PRESENCE_TTL", "15s"), "lifetime of a stream's presence lease, renewed every third (REALSYNC_PRESENCE_TTL)")
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -78,6 +80,9 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	}
 	if c.DisconnectGrace, err = time.ParseDuration(grace); err != nil || c.DisconnectGrace < 0 {
 		bad("REALSYNC_DISCONNECT_GRACE", "must be a duration such as 30s, or 0")
+	}
+	if c.PresenceTTL, err = time.ParseDuration(presence); err != nil || c.PresenceTTL < 300*time.Millisecond {
+		bad("REALSYNC_PRESENCE_TTL", "must be a duration of at least 300ms such as 15s")
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")

@@ -20,6 +20,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
 
@@ -45,15 +46,22 @@ func main() {
 // nil it receives the listening address once the server accepts requests.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
 	st, err := store.Open(ctx, store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
-		Prefix: cfg.KeyPrefix, Shards: cfg.Shards})
+		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	logStartup(log, cfg, st)
 
+	hub := sse.NewHub(sse.Config{Source: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
+		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log})
+	defer hub.Close()
+	janitorCtx, stopJanitor := context.WithCancel(context.Background())
+	defer stopJanitor()
+	go st.RunJanitor(janitorCtx, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
+
 	handler := api.NewHandler(api.Config{
-		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
+		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
 	})
@@ -75,7 +83,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	log.Info("shutting down", "streams", hub.Streams())
+	// Streams never end by themselves: end them first (clients reconnect
+	// elsewhere and resume), then wait for the other requests.
+	hub.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,64 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+// StreamRoomEvents implements GET /v1/rooms/{roomId}/events: the hub
+// streams; errors before the stream opens are answered as usual.
+func (s *Server) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId, params oapi.StreamRoomEventsParams) {
+	if !rooms.ValidRoomID(roomID) {
+		s.writeError(w, r, rooms.ErrRoomNotFound)
+		return
+	}
+	id := deref(params.LastEventID) // the header wins over the query parameter
+	if id == "" {
+		id = deref(params.LastEventId)
+	}
+	c := &streamClient{w: w, rc: http.NewResponseController(w)}
+	if err := s.events.Serve(r.Context(), c, userFrom(r.Context()), roomID, sse.ParseCursor(id)); err != nil {
+		s.writeError(w, r, err)
+	}
+}
+
+// streamWriteTimeout bounds each write to a stream's client: a server-wide
+// WriteTimeout would cut every long-lived stream, and a client that stops
+// reading must not hold its stream forever.
+const streamWriteTimeout = 10 * time.Second
+
+// streamClient is an SSE response (sse.Client).
+type streamClient struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// Start sends the headers at once, so the client knows the stream is open
+// before any event.
+func (c *streamClient) Start() {
+	h := c.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.w.WriteHeader(http.StatusOK)
+}
+
+// Send writes and flushes frames within streamWriteTimeout.
+func (c *streamClient) Send(frames []byte) error {
+	if err := c.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := c.w.Write(frames); err != nil {
+		return err
+	}
+	return c.rc.Flush()
+}
+
+// RoomJSON renders a room for snapshot events exactly as GET
+// /v1/rooms/{roomId} does.
+func RoomJSON(r rooms.Room) any { return roomBody(r, true) }

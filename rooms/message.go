@@ -1,0 +1,130 @@
+package rooms
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Message limits.
+const (
+	MaxMessageData    = 4 << 10 // bytes of compacted JSON
+	MaxRecipients     = 100
+	MessageHistoryMin = 200 // messages kept at least, whatever else happens in the room
+	DefaultMessages   = 50
+	MaxMessagesPage   = 100
+)
+
+// MessageParams is a message as the client sent it.
+type MessageParams struct {
+	Type string          `json:"type" validate:"min=1,max=32,nocontrol"`
+	Data json.RawMessage `json:"data"`
+	// To limits delivery to these players (and the sender); nil: everyone.
+	To []int `json:"to" validate:"omitnil,min=1,max=100,unique,dive,min=1"`
+}
+
+// Message is one message of a room's history.
+type Message struct {
+	Version int64           `json:"version"`
+	From    int             `json:"from"`
+	Type    string          `json:"type"`
+	Data    json.RawMessage `json:"data"`
+	To      []int           `json:"to,omitempty"`
+	TS      time.Time       `json:"ts"`
+}
+
+// VisibleTo reports whether player pid may see m: everyone sees a message
+// without recipients; otherwise only the recipients and the sender.
+func (m Message) VisibleTo(pid int) bool {
+	if len(m.To) == 0 || m.From == pid {
+		return true
+	}
+	for _, to := range m.To {
+		if to == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// MessageStore keeps room messages.
+type MessageStore interface {
+	// SendMessage appends m (Version, TS and From are set by the store) on
+	// behalf of member u and returns its version. ErrRoomNotFound,
+	// ErrNotMember, or a validation error on "to" naming a non-member.
+	SendMessage(ctx context.Context, u User, room string, m Message) (int64, error)
+	// Messages returns the caller's playerId and the room's message history
+	// with versions below before (0: all), newest first, unfiltered.
+	Messages(ctx context.Context, u User, room string, before int64) (int, []Message, error)
+}
+
+// SendMessage validates p and sends it; returns the message's version.
+// Data is required JSON of at most MaxMessageData bytes once compacted.
+func (s *Service) SendMessage(ctx context.Context, u User, room string, p MessageParams) (int64, error) {
+	errs := structErrors(s.validate, p)
+	var data bytes.Buffer
+	switch {
+	case len(p.Data) == 0:
+		errs.add("data", "is required")
+	case json.Compact(&data, p.Data) != nil:
+		errs.add("data", "must be valid JSON")
+	case data.Len() > MaxMessageData:
+		errs.add("data", "must be at most %d bytes of JSON", MaxMessageData)
+	}
+	if err := errs.err(); err != nil {
+		return 0, err
+	}
+	if !ValidRoomID(room) {
+		return 0, ErrRoomNotFound
+	}
+	return s.store.SendMessage(ctx, u, room, Message{Type: p.Type, Data: data.Bytes(), To: p.To})
+}
+
+// MessageQuery is a history request as the client sent it; "" is absent.
+type MessageQuery struct {
+	Limit  string // 1..100, default 50
+	Before string // a version: only older messages
+}
+
+// Messages returns up to q.Limit messages the caller may see with versions
+// below q.Before, newest first. A validation error names a bad parameter.
+func (s *Service) Messages(ctx context.Context, u User, room string, q MessageQuery) ([]Message, error) {
+	limit, before := DefaultMessages, int64(0)
+	var errs fieldErrors
+	if q.Limit != "" {
+		n, err := strconv.Atoi(q.Limit)
+		if err != nil || n < 1 || n > MaxMessagesPage {
+			errs.add("limit", "must be an integer 1..%d", MaxMessagesPage)
+		}
+		limit = n
+	}
+	if q.Before != "" {
+		n, err := strconv.ParseInt(q.Before, 10, 64)
+		if err != nil || n < 1 {
+			errs.add("before", "must be a version (an integer of at least 1)")
+		}
+		before = n
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if !ValidRoomID(room) {
+		return nil, ErrRoomNotFound
+	}
+	pid, all, err := s.store.Messages(ctx, u, room, before)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, 0, limit)
+	for _, m := range all {
+		if len(out) == limit {
+			break
+		}
+		if m.VisibleTo(pid) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}

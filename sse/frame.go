@@ -1,0 +1,46 @@
+package sse
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// appendFrame appends one SSE event to b. Each line of data becomes its own
+// "data:" line, and CR and LF are dropped from id and type, so nothing in an
+// event can start another field or event (our JSON is one line anyway).
+func appendFrame(b []byte, id, typ string, data []byte) []byte {
+	b = append(b, "id: "...)
+	b = append(b, oneLine(id)...)
+	b = append(b, "\nevent: "...)
+	b = append(b, oneLine(typ)...)
+	b = append(b, '\n')
+	for _, line := range bytes.FieldsFunc(data, isNewline) {
+		b = append(b, "data: "...)
+		b = append(b, line...)
+		b = append(b, '\n')
+	}
+	return append(b, '\n')
+}
+
+func isNewline(r rune) bool { return r == '\n' || r == '\r' }
+
+func oneLine(s string) string {
+	if strings.ContainsAny(s, "\r\n") {
+		return strings.Map(func(r rune) rune {
+			if isNewline(r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	return s
+}
+
+// retryFrame tells EventSource how long to wait before reconnecting.
+func retryFrame(ms int) []byte {
+	return []byte("retry: " + strconv.Itoa(ms) + "\n\n")
+}
+
+// pingFrame is the heartbeat comment.
+var pingFrame = []byte(": ping\n\n")

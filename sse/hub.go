@@ -1,0 +1,275 @@
+package sse
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Config tunes a Hub. Zero durations and sizes take the defaults.
+type Config struct {
+	Source Source
+	// Feed builds the instance's subscription, delivering to the hub.
+	Feed func(Sink) Feed
+	// RoomJSON renders a room for snapshot events as the REST API does.
+	RoomJSON func(rooms.Room) any
+	// Heartbeat: a ": ping" comment after this much write-idle time;
+	// default 15s.
+	Heartbeat time.Duration
+	// PresenceTTL is the lifetime of a stream's presence lease, renewed
+	// every third of it; default 15s. It must match the store's.
+	PresenceTTL time.Duration
+	// QueueSize bounds each stream's unsent events; a stream whose queue
+	// is full is ended and its client resumes with Last-Event-ID. Default 256.
+	QueueSize int
+	// ReplayLimit is the most events a resume replays; beyond it the client
+	// gets a snapshot. Default 1000.
+	ReplayLimit int
+	// CheckInterval: how often every watched room's version is compared
+	// with the store's, to repair a subscription that went silent; default 30s.
+	CheckInterval time.Duration
+	// Instance names this instance's streams; random when empty.
+	Instance string
+	Log      *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Heartbeat, 15*time.Second)
+	def(&c.PresenceTTL, 15*time.Second)
+	def(&c.CheckInterval, 30*time.Second)
+	if c.QueueSize <= 0 {
+		c.QueueSize = 256
+	}
+	if c.ReplayLimit <= 0 {
+		c.ReplayLimit = 1000
+	}
+	if c.Instance == "" {
+		b := make([]byte, 4)
+		rand.Read(b)
+		c.Instance = hex.EncodeToString(b)
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return c
+}
+
+// Hub fans room events out to this instance's streams. Safe for concurrent
+// use; Close ends every stream.
+type Hub struct {
+	cfg     Config
+	feed    Feed
+	done    chan struct{}
+	closing sync.Once
+	loops   sync.WaitGroup
+	seq     atomic.Int64
+
+	mu      sync.Mutex
+	rooms   map[string]*room
+	streams map[*stream]struct{}
+}
+
+var _ Sink = (*Hub)(nil)
+
+// NewHub starts a hub: its feed, lease renewal and position checks.
+func NewHub(cfg Config) *Hub {
+	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}),
+		rooms: map[string]*room{}, streams: map[*stream]struct{}{}}
+	h.feed = cfg.Feed(h)
+	h.every(h.cfg.PresenceTTL/3, h.renew)
+	h.every(h.cfg.CheckInterval, h.check)
+	return h
+}
+
+// Close ends every stream and the feed. Streams end cleanly, so clients
+// reconnect (to another instance) and resume.
+func (h *Hub) Close() {
+	h.closing.Do(func() {
+		close(h.done)
+		h.loops.Wait()
+		h.feed.Close()
+	})
+}
+
+// Instance is the name of this instance's streams.
+func (h *Hub) Instance() string { return h.cfg.Instance }
+
+// Streams returns the number of open streams.
+func (h *Hub) Streams() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.streams)
+}
+
+// every runs f every d until Close.
+func (h *Hub) every(d time.Duration, f func(context.Context)) {
+	h.loops.Add(1)
+	go func() {
+		defer h.loops.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for {
+			select {
+			case <-h.done:
+				return
+			case <-t.C:
+				f(ctx)
+			}
+		}
+	}()
+}
+
+// Deliver implements Sink.
+func (h *Hub) Deliver(id string, e Event) {
+	if r := h.room(id); r != nil {
+		r.push(e)
+	}
+}
+
+// Resubscribed implements Sink: catch up from the log.
+func (h *Hub) Resubscribed(id string) {
+	if r := h.room(id); r != nil {
+		r.kick()
+	}
+}
+
+func (h *Hub) room(id string) *room {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rooms[id]
+}
+
+// attach adds st to the room's streams, subscribing the room when st is its
+// first local stream, and returns once the subscription is confirmed: from
+// then on every event published reaches st's queue.
+func (h *Hub) attach(ctx context.Context, id string, st *stream) (*room, error) {
+	h.mu.Lock()
+	r := h.rooms[id]
+	if r == nil {
+		r = newRoom(h, id)
+		h.rooms[id] = r
+		go r.setup()
+	}
+	r.refs++
+	h.mu.Unlock()
+	r.add(st)
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		h.detach(r, st)
+		return nil, ctx.Err()
+	}
+	if r.err != nil {
+		h.detach(r, st)
+		return nil, r.err
+	}
+	return r, nil
+}
+
+// detach removes st; the room's last stream unsubscribes it.
+func (h *Hub) detach(r *room, st *stream) {
+	r.remove(st)
+	h.mu.Lock()
+	r.refs--
+	last := r.refs == 0 && h.rooms[r.id] == r
+	if last {
+		delete(h.rooms, r.id)
+	}
+	h.mu.Unlock()
+	if last {
+		close(r.stop)
+		<-r.ready
+		if r.err == nil {
+			h.feed.Unsubscribe(r.id)
+		}
+	}
+}
+
+// forget drops a room whose subscription failed, so the next stream tries
+// again.
+func (h *Hub) forget(r *room) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rooms[r.id] == r {
+		delete(h.rooms, r.id)
+	}
+}
+
+func (h *Hub) streamName() string {
+	return h.cfg.Instance + "." + strconv.FormatInt(h.seq.Add(1), 36)
+}
+
+// renew extends the leases of every open stream; a lease that lapsed (this
+// instance was cut off from Redis longer than the TTL) is recorded again.
+func (h *Hub) renew(ctx context.Context) {
+	h.mu.Lock()
+	leases := make([]Lease, 0, len(h.streams))
+	for st := range h.streams {
+		leases = append(leases, st.lease)
+	}
+	h.mu.Unlock()
+	if len(leases) == 0 {
+		return
+	}
+	lost, err := h.cfg.Source.RenewStreams(ctx, leases)
+	if err != nil {
+		h.cfg.Log.Warn("sse: renewing presence", "err", err)
+	}
+	for _, l := range lost {
+		if _, err := h.cfg.Source.OpenStream(ctx, l, ReadNone, Cursor{}, 0); err != nil {
+			h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
+		}
+	}
+}
+
+// check compares every watched room's version with the store's and catches
+// up the rooms that fell behind: after a failover a subscription can go
+// silent while publishes succeed.
+func (h *Hub) check(ctx context.Context) {
+	h.mu.Lock()
+	rs := make([]*room, 0, len(h.rooms))
+	ids := make([]string, 0, len(h.rooms))
+	for id, r := range h.rooms {
+		rs = append(rs, r)
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	vs, err := h.cfg.Source.Versions(ctx, ids)
+	if err != nil {
+		return
+	}
+	for i, r := range rs {
+		if vs[i] > r.last.Load() {
+			r.kick()
+		}
+	}
+}
+
+func (h *Hub) track(st *stream) {
+	h.mu.Lock()
+	h.streams[st] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *Hub) untrack(st *stream) {
+	h.mu.Lock()
+	delete(h.streams, st)
+	h.mu.Unlock()
+}

@@ -1,0 +1,190 @@
+package sse
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// roomQueue bounds the live events waiting for a room's worker; past
+	// it events are dropped and recovered from the log.
+	roomQueue = 1024
+	// repairDelay spaces attempts to read the log while the store is down.
+	repairDelay = 500 * time.Millisecond
+	// storeTimeout bounds each store call of a room worker.
+	storeTimeout = 5 * time.Second
+)
+
+// resyncVersion marks the queue entry that tells a stream to start over
+// from a snapshot: the room's history changed under it.
+const resyncVersion = -1
+
+// room is one watched room on this instance. Its worker hands events to the
+// room's streams in version order without gaps: an event that skips
+// versions is held back until the log filled the gap.
+type room struct {
+	hub   *Hub
+	id    string
+	ready chan struct{} // closed once subscribed (err says whether it failed)
+	err   error
+	refs  int // streams attached; guarded by hub.mu
+	in    chan Event
+	wake  chan struct{}
+	stop  chan struct{}
+
+	last    atomic.Int64 // version of the last event handed to streams
+	lastTag string       // its tag; worker only
+
+	mu      sync.Mutex
+	streams map[*stream]struct{}
+}
+
+func newRoom(h *Hub, id string) *room {
+	return &room{hub: h, id: id, ready: make(chan struct{}), in: make(chan Event, roomQueue),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), streams: map[*stream]struct{}{}}
+}
+
+// setup subscribes the room, then reads its version: every later event
+// arrives live, every earlier one is in the log or a snapshot.
+func (r *room) setup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*storeTimeout)
+	defer cancel()
+	err := r.hub.feed.Subscribe(ctx, r.id)
+	if err == nil {
+		var vs []int64
+		if vs, err = r.hub.cfg.Source.Versions(ctx, []string{r.id}); err == nil {
+			r.last.Store(vs[0])
+		} else {
+			r.hub.feed.Unsubscribe(r.id)
+		}
+	}
+	r.err = err
+	if err != nil {
+		r.hub.forget(r)
+		close(r.ready)
+		return
+	}
+	close(r.ready)
+	go r.run()
+}
+
+func (r *room) run() {
+	var retry <-chan time.Time
+	for {
+		ok := true
+		select {
+		case <-r.stop:
+			return
+		case e := <-r.in:
+			ok = r.accept(e)
+		case <-r.wake:
+			ok = r.catchUp()
+		case <-retry:
+			ok = r.catchUp()
+		}
+		retry = nil
+		if !ok {
+			retry = time.After(repairDelay)
+		}
+	}
+}
+
+// push queues a live event without ever blocking the feed.
+func (r *room) push(e Event) {
+	select {
+	case r.in <- e:
+	default:
+		r.kick()
+	}
+}
+
+// kick asks the worker to catch up from the log.
+func (r *room) kick() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// accept hands a live event on. Old versions were already handed on; a
+// version jump means events were lost: the log has them, and e too.
+func (r *room) accept(e Event) bool {
+	last := r.last.Load()
+	switch {
+	case e.Version <= last:
+		return true
+	case e.Version > last+1:
+		return r.catchUp()
+	}
+	e.parse()
+	r.deliver(e)
+	return true
+}
+
+// catchUp hands on every logged event after the last one handed on. If the
+// last one is no longer in the log as it was (a failover lost it, or the
+// log moved on too far), the history changed: streams start over.
+func (r *room) catchUp() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	last := r.last.Load()
+	evs, err := r.hub.cfg.Source.Log(ctx, r.id, max(last, 1), -1)
+	if err != nil {
+		return false
+	}
+	if last > 0 {
+		if len(evs) == 0 || evs[0].Version != last || (r.lastTag != "" && evs[0].Tag != r.lastTag) {
+			return r.resync(ctx)
+		}
+		evs = evs[1:]
+	}
+	for _, e := range evs {
+		if e.Version != r.last.Load()+1 {
+			return r.resync(ctx)
+		}
+		e.parse()
+		r.deliver(e)
+	}
+	return true
+}
+
+// resync restarts the room from its current version and tells every
+// stream to send a snapshot.
+func (r *room) resync(ctx context.Context) bool {
+	vs, err := r.hub.cfg.Source.Versions(ctx, []string{r.id})
+	if err != nil {
+		return false
+	}
+	r.last.Store(vs[0])
+	r.lastTag = ""
+	r.broadcast(Event{Version: resyncVersion})
+	return true
+}
+
+func (r *room) deliver(e Event) {
+	r.last.Store(e.Version)
+	r.lastTag = e.Tag
+	r.broadcast(e)
+}
+
+func (r *room) broadcast(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for st := range r.streams {
+		st.offer(e)
+	}
+}
+
+func (r *room) add(st *stream) {
+	r.mu.Lock()
+	r.streams[st] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *room) remove(st *stream) {
+	r.mu.Lock()
+	delete(r.streams, st)
+	r.mu.Unlock()
+}

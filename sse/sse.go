@@ -1,0 +1,180 @@
+// Package sse streams room events to clients over Server-Sent Events.
+//
+// One Hub per instance fans the events of the rooms its clients watch out
+// to their streams. It subscribes a room's channel when the room's first
+// local stream opens and unsubscribes when the last closes. Each stream is
+// set up subscribe first, then read (replay or snapshot), then live, and
+// drops what it already sent, so within one history a client sees every
+// event once and in order. A version jump on the live feed is filled from
+// the room log before anything later goes out. The package knows nothing of
+// Redis: the store implements Source and Feed.
+package sse
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Event is one room event as logged and published: its version, the tag of
+// the history it belongs to, and its one-line JSON.
+type Event struct {
+	Version int64
+	Tag     string
+	Data    []byte
+
+	meta  meta
+	frame []byte // the SSE frame, encoded once for every stream
+}
+
+// meta is what the hub reads from an event's JSON, once per instance.
+type meta struct {
+	Type     string `json:"type"`
+	PlayerID int    `json:"playerId"`
+	Message  *struct {
+		From int   `json:"from"`
+		To   []int `json:"to"`
+	} `json:"message"`
+}
+
+// parse reads the event's type and addressing and encodes its frame.
+func (e *Event) parse() {
+	if e.frame == nil {
+		json.Unmarshal(e.Data, &e.meta)
+		e.frame = appendFrame(nil, e.ID(), e.meta.Type, e.Data)
+	}
+}
+
+// visibleTo reports whether player pid may see the event: messages sent to
+// some players only are seen by them and their sender.
+func (e *Event) visibleTo(pid int) bool {
+	m := e.meta.Message
+	if e.meta.Type != "message" || m == nil || len(m.To) == 0 || m.From == pid {
+		return true
+	}
+	for _, to := range m.To {
+		if to == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// ends reports whether a stream of player pid ends after this event: the
+// room closed, or the player left or was removed.
+func (e *Event) ends(pid int) bool {
+	return e.meta.Type == "room_closed" || (e.meta.Type == "player_left" && e.meta.PlayerID == pid)
+}
+
+// ID is the event's SSE id, "<version>-<tag>".
+func (e *Event) ID() string {
+	return formatID(e.Version, e.Tag)
+}
+
+func formatID(v int64, tag string) string {
+	if tag == "" {
+		return strconv.FormatInt(v, 10)
+	}
+	return strconv.FormatInt(v, 10) + "-" + tag
+}
+
+// Cursor is where a resuming client stands: the Last-Event-ID it sent.
+type Cursor struct {
+	Set     bool // false: no Last-Event-ID, start with a snapshot
+	Version int64
+	Tag     string // "" when the id carried no tag
+}
+
+// ParseCursor reads a Last-Event-ID ("<version>" or "<version>-<tag>").
+// An empty id means none; an id that is not one of ours also means none, so
+// the client starts over with a snapshot rather than an error.
+func ParseCursor(id string) Cursor {
+	v, tag, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || len(tag) > 16 {
+		return Cursor{}
+	}
+	return Cursor{Set: true, Version: n, Tag: tag}
+}
+
+// Lease is one open stream's presence: while its instance renews it, the
+// player shows as connected.
+type Lease struct {
+	Room     string
+	UserID   string
+	PlayerID int
+	Stream   string // unique per stream across instances
+}
+
+// Read says what OpenStream reads after recording the lease.
+type Read int
+
+// ReadNone only records the lease; ReadFrom reads the events after the
+// cursor, or a snapshot when the log cannot serve them.
+const (
+	ReadNone Read = iota
+	ReadFrom
+)
+
+// Opening is what a new stream sends first: the events after its cursor, or
+// a snapshot. Version is the room version the read saw.
+type Opening struct {
+	PlayerID int
+	Version  int64
+	Replay   []Event
+	Snapshot *Snapshot
+}
+
+// Snapshot is a room as of Version, tagged with the history it belongs to.
+type Snapshot struct {
+	Version int64
+	Tag     string
+	Room    rooms.Room
+	State   rooms.State
+}
+
+// Source reads and writes what streams need from the room store. Errors are
+// the rooms package's sentinels (ErrRoomNotFound, ErrNotMember,
+// ErrUnavailable).
+type Source interface {
+	// OpenStream checks that l.UserID is a member of l.Room, records the lease
+	// (player_connected when it is the player's first stream) and, with
+	// ReadFrom, reads the events after c, or a snapshot when there is no
+	// cursor, the log no longer reaches back to it, it is more than limit
+	// behind, or it belongs to another history. Returns the playerId.
+	OpenStream(ctx context.Context, l Lease, read Read, c Cursor, limit int) (Opening, error)
+	// CloseStream drops the lease; when it was the player's last stream,
+	// player_disconnected follows and the removal grace starts.
+	CloseStream(ctx context.Context, l Lease) error
+	// RenewStreams extends the leases and returns those that were no longer held.
+	RenewStreams(ctx context.Context, ls []Lease) (lost []Lease, err error)
+	// Log returns the room's logged events with versions from..to, in
+	// order (to < 0: to the end); fewer when the log no longer holds them.
+	Log(ctx context.Context, room string, from, to int64) ([]Event, error)
+	// Versions returns the current version of each room (0: gone).
+	Versions(ctx context.Context, rooms []string) ([]int64, error)
+}
+
+// Feed is the instance's live subscription to room channels.
+type Feed interface {
+	// Subscribe subscribes the room's channel and returns once the
+	// subscription is confirmed, so every event published afterwards is
+	// delivered.
+	Subscribe(ctx context.Context, room string) error
+	// Unsubscribe ends the room's subscription.
+	Unsubscribe(room string)
+	// Close ends every subscription.
+	Close() error
+}
+
+// Sink receives what a Feed delivers. Its methods must not block.
+type Sink interface {
+	// Deliver hands over an event published on the room's channel.
+	Deliver(room string, e Event)
+	// Resubscribed says the room's subscription was re-established after
+	// a reconnect: events may have been lost meanwhile.
+	Resubscribed(room string)
+}

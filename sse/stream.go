@@ -1,0 +1,197 @@
+package sse
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// stream is one client's event stream.
+type stream struct {
+	lease Lease
+	q     chan Event    // events waiting to be written, bounded
+	over  chan struct{} // closed when the client fell too far behind
+	cut   sync.Once
+}
+
+// offer queues e without blocking; a full queue ends the stream, whose
+// client resumes with Last-Event-ID.
+func (st *stream) offer(e Event) {
+	select {
+	case st.q <- e:
+	default:
+		st.cut.Do(func() { close(st.over) })
+	}
+}
+
+// Serve streams room id's events to member u: first a retry line and a
+// snapshot or the events after c, then live events, until ctx ends (the
+// client went away), the room closes, u leaves it, the client cannot keep
+// up, or the hub closes. It returns an error only when it started nothing,
+// for the caller to answer with: ErrRoomNotFound, ErrNotMember or
+// ErrUnavailable from the rooms package.
+func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string, c Cursor) error {
+	st := &stream{q: make(chan Event, h.cfg.QueueSize), over: make(chan struct{}),
+		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName()}}
+	r, err := h.attach(ctx, id, st)
+	if err != nil {
+		return err
+	}
+	defer h.detach(r, st)
+	o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, c, h.cfg.ReplayLimit)
+	if err != nil {
+		return err
+	}
+	st.lease.PlayerID = o.PlayerID
+	h.track(st)
+	defer h.release(st)
+	client.Start()
+	out := &writer{c: client}
+	out.write(retryFrame(2000 + rand.IntN(3000))) // jittered, so a restart's reconnects spread out
+	h.pump(ctx, st, out, u, o)
+	return nil
+}
+
+// release drops the stream's presence lease, even when the request is gone.
+func (h *Hub) release(st *stream) {
+	h.untrack(st)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := h.cfg.Source.CloseStream(ctx, st.lease); err != nil {
+		h.cfg.Log.Debug("sse: closing presence", "room", st.lease.Room, "err", err)
+	}
+}
+
+// pump writes the opening, then queued events, flushing once per batch,
+// with heartbeats while idle.
+func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, o Opening) {
+	pid := o.PlayerID
+	sent, more := h.opening(out, u, o)
+	if out.flush() != nil || !more {
+		return
+	}
+	idle := time.NewTimer(h.cfg.Heartbeat)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.done:
+			return
+		case <-st.over:
+			return
+		case <-idle.C:
+			out.write(pingFrame)
+		case e := <-st.q:
+			for n := 0; ; n++ {
+				if sent, more = h.next(ctx, out, u, st, e, sent, pid); !more {
+					out.flush()
+					return
+				}
+				if n == cap(st.q) || len(st.q) == 0 {
+					break
+				}
+				e = <-st.q
+			}
+		}
+		if out.flush() != nil {
+			return
+		}
+		idle.Reset(h.cfg.Heartbeat)
+	}
+}
+
+// opening writes the snapshot or the replay. Returns the version sent and
+// whether the stream goes on.
+func (h *Hub) opening(out *writer, u rooms.User, o Opening) (int64, bool) {
+	if o.Snapshot != nil {
+		out.write(h.snapshotFrame(u, o.Snapshot))
+		return o.Snapshot.Version, true
+	}
+	for _, e := range o.Replay {
+		e.parse()
+		if e.visibleTo(o.PlayerID) {
+			out.write(e.frame)
+		}
+		if e.ends(o.PlayerID) {
+			return e.Version, false
+		}
+	}
+	return o.Version, true
+}
+
+// next writes queued event e unless it was already sent or is not for this
+// player. A resync marker sends a fresh snapshot. Returns the version sent
+// and whether the stream goes on.
+func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e Event, sent int64, pid int) (int64, bool) {
+	switch {
+	case e.Version == resyncVersion:
+		o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, Cursor{}, 0)
+		if err != nil || o.Snapshot == nil {
+			return sent, false
+		}
+		out.write(h.snapshotFrame(u, o.Snapshot))
+		return o.Snapshot.Version, true
+	case e.Version <= sent:
+		return sent, true
+	}
+	if e.visibleTo(pid) {
+		out.write(e.frame)
+	}
+	return e.Version, !e.ends(pid)
+}
+
+// snapshotEvent is the payload of a snapshot event.
+type snapshotEvent struct {
+	Type         string      `json:"type"`
+	RoomID       string      `json:"roomId"`
+	Version      int64       `json:"version"`
+	TS           string      `json:"ts"`
+	Room         any         `json:"room"`
+	State        rooms.State `json:"state"`
+	StateVersion int64       `json:"stateVersion"`
+}
+
+func (h *Hub) snapshotFrame(u rooms.User, s *Snapshot) []byte {
+	state := s.State
+	if state == nil {
+		state = rooms.State{}
+	}
+	data, err := json.Marshal(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
+		TS: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
+		State: state, StateVersion: s.Room.StateVersion})
+	if err != nil {
+		h.cfg.Log.Error("sse: encoding snapshot", "room", s.Room.ID, "err", err)
+	}
+	return appendFrame(nil, formatID(s.Version, s.Tag), "snapshot", data)
+}
+
+// Client is the receiving end of a stream, an HTTP response in practice
+// (package api): Start sends the response headers; Send writes and flushes
+// one batch of frames, within a deadline of its own.
+type Client interface {
+	Start()
+	Send(frames []byte) error
+}
+
+// writer batches frames for one Send.
+type writer struct {
+	c   Client
+	buf []byte
+	err error
+}
+
+func (o *writer) write(b []byte) { o.buf = append(o.buf, b...) }
+
+func (o *writer) flush() error {
+	if o.err != nil || len(o.buf) == 0 {
+		return o.err
+	}
+	o.err = o.c.Send(o.buf)
+	o.buf = o.buf[:0]
+	return o.err
+}

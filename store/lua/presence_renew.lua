@@ -1,0 +1,16 @@
+-- presence_renew: an instance extends the leases of its open streams in one
+-- shard. Read-only of rooms; no prelude.
+-- KEYS[i] presence zset of the room of lease i (all in one shard)
+-- ARGV[1] lease TTL (ms)  ARGV[1 + i] lease member i
+-- Reply: {indexes of the leases no longer held (1-based)}
+local T = redis.call('TIME')
+local expiry = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + tonumber(ARGV[1])
+local lost = {}
+for i = 1, #KEYS do
+  if redis.call('ZSCORE', KEYS[i], ARGV[i + 1]) then
+    redis.call('ZADD', KEYS[i], expiry, ARGV[i + 1])
+  else
+    lost[#lost + 1] = i
+  end
+end
+return lost

@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+var _ sse.Source = (*Store)(nil)
+
+// OpenStream implements sse.Source with one script: membership, lease, and the
+// replay or snapshot at the same version.
+func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c sse.Cursor, limit int) (sse.Opening, error) {
+	shard, ok := roomShard(l.Room, s.shards)
+	if !ok {
+		return sse.Opening{}, rooms.ErrRoomNotFound
+	}
+	mode := "none"
+	if read == sse.ReadFrom {
+		mode = "snapshot"
+		if c.Set {
+			mode = "after"
+		}
+	}
+	args := append(s.common(shard, l.Room), l.UserID, l.Stream, s.presenceTTL.Milliseconds(),
+		mode, c.Version, c.Tag, limit)
+	res, err := streamOpen.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...).Result()
+	if err != nil {
+		return sse.Opening{}, wrap(err)
+	}
+	rest, err := replyStatus(res)
+	if err != nil {
+		return sse.Opening{}, err
+	}
+	o := sse.Opening{PlayerID: int(toInt64(rest[0])), Version: toInt64(rest[1])}
+	switch rest[2] {
+	case "replay":
+		o.Replay = events(logEntries(rest[3]))
+	case "snapshot":
+		r, err := s.decodeRoom(l.Room, rest[4], rest[5], rest[6], rest[7])
+		if err != nil {
+			return sse.Opening{}, err
+		}
+		tag, _ := rest[3].(string)
+		o.Snapshot = &sse.Snapshot{Version: o.Version, Tag: tag, Room: r, State: decodeState(rest[8])}
+	}
+	return o, nil
+}
+
+// CloseStream implements sse.Source.
+func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
+	shard, ok := roomShard(l.Room, s.shards)
+	if !ok {
+		return rooms.ErrRoomNotFound
+	}
+	args := append(s.common(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds())
+	return s.status(streamClose.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...))
+}
+
+// RenewStreams implements sse.Source: one script per shard renews that shard's
+// leases, with the expiry taken from Redis' clock like every other score.
+func (s *Store) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
+	byShard := map[int][]sse.Lease{}
+	for _, l := range ls {
+		if shard, ok := roomShard(l.Room, s.shards); ok {
+			byShard[shard] = append(byShard[shard], l)
+		}
+	}
+	var lost []sse.Lease
+	var errs []error
+	for shard, batch := range byShard {
+		keys := make([]string, len(batch))
+		args := []any{s.presenceTTL.Milliseconds()}
+		for i, l := range batch {
+			keys[i] = s.keys.room(shard, l.Room) + ":presence"
+			args = append(args, leaseMember(l))
+		}
+		res, err := presenceRenew.Run(ctx, s.client, keys, args...).Result()
+		if err != nil {
+			errs = append(errs, wrap(err))
+			continue
+		}
+		for _, i := range res.([]any) {
+			lost = append(lost, batch[toInt64(i)-1])
+		}
+	}
+	return lost, errors.Join(errs...)
+}
+
+// leaseMember is a lease's member in the presence zset (see prelude.lua).
+func leaseMember(l sse.Lease) string {
+	return "s:" + strconv.Itoa(l.PlayerID) + ":" + l.Stream
+}
+
+// Log implements sse.Source.
+func (s *Store) Log(ctx context.Context, room string, from, to int64) ([]sse.Event, error) {
+	shard, ok := roomShard(room, s.shards)
+	if !ok {
+		return nil, rooms.ErrRoomNotFound
+	}
+	end := "+"
+	if to >= 0 {
+		end = strconv.FormatInt(to, 10) + "-0"
+	}
+	res, err := s.client.Do(ctx, "XRANGE", s.keys.log(shard, room), strconv.FormatInt(from, 10)+"-0", end).Result()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return events(logEntries(res)), nil
+}
+
+// Versions implements sse.Source with one pipelined read.
+func (s *Store) Versions(ctx context.Context, ids []string) ([]int64, error) {
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			shard, _ := roomShard(id, s.shards)
+			cmds[i] = p.HGet(ctx, s.keys.room(shard, id), "ver")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	out := make([]int64, len(ids))
+	for i, c := range cmds {
+		out[i], _ = c.Int64()
+	}
+	return out, nil
+}
+
+// logEntry is one entry of a room's event or message log.
+type logEntry struct {
+	version int64
+	tag     string
+	data    string
+}
+
+// logEntries decodes an XRANGE reply: entries "<version>-0" with fields
+// g (tag, event log only) and d (the event's JSON).
+func logEntries(v any) []logEntry {
+	arr, _ := v.([]any)
+	out := make([]logEntry, 0, len(arr))
+	for _, x := range arr {
+		e, _ := x.([]any)
+		if len(e) != 2 {
+			continue
+		}
+		id, _ := e[0].(string)
+		ver, _ := strings.CutSuffix(id, "-0")
+		f := pairs(e[1])
+		out = append(out, logEntry{version: atoi64(ver), tag: f["g"], data: f["d"]})
+	}
+	return out
+}
+
+func events(es []logEntry) []sse.Event {
+	out := make([]sse.Event, len(es))
+	for i, e := range es {
+		out[i] = sse.Event{Version: e.version, Tag: e.tag, Data: []byte(e.data)}
+	}
+	return out
+}
+
+// parseFrame decodes a published message "<version> <tag> <json>".
+func parseFrame(payload string) (sse.Event, error) {
+	v, rest, ok1 := strings.Cut(payload, " ")
+	tag, data, ok2 := strings.Cut(rest, " ")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if !ok1 || !ok2 || err != nil {
+		return sse.Event{}, fmt.Errorf("store: malformed event frame %.40q", payload)
+	}
+	return sse.Event{Version: n, Tag: tag, Data: []byte(data)}, nil
+}
