@@ -1,0 +1,231 @@
+package sse_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+func version(t *testing.T, e *env, id string) int64 {
+	t.Helper()
+	r, _, err := e.st.Get(context.Background(), id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Version
+}
+
+// Streams opened while a writer keeps writing each get a snapshot (or the
+// replay after their cursor) and then every later event once, in order:
+// subscribe first, then read, then drop what was already sent.
+func TestStreamsOpenedDuringWritesMissNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		id := e.room(t, bob)
+		const writes = 150
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range writes {
+				e.patch(t, alice, id, i)
+			}
+		}()
+		var clients []*client
+		for i := range 8 {
+			cl := newClient()
+			c := sse.Cursor{}
+			if i%2 == 1 { // resume from a version the log holds
+				c = sse.Cursor{Set: true, Version: version(t, e, id) - 1}
+			}
+			e.serve(t, []rooms.User{alice, bob}[i%2], id, c, cl)
+			clients = append(clients, cl)
+			time.Sleep(5 * time.Millisecond)
+		}
+		wg.Wait()
+		final := version(t, e, id)
+		for i, cl := range clients {
+			fs := cl.waitFor(t, final)
+			if i%2 == 0 && fs[0].Type != "snapshot" {
+				t.Errorf("stream %d starts with %s, want snapshot", i, fs[0].Type)
+			}
+			if i%2 == 1 && fs[0].Type == "snapshot" {
+				t.Errorf("stream %d resumed with a snapshot", i)
+			}
+			contiguous(t, "stream", fs)
+			if l := last(fs); l.Version != final {
+				t.Errorf("stream %d ends at %d, want %d", i, l.Version, final)
+			}
+		}
+	})
+}
+
+// dropSink loses every third live event, as Pub/Sub does around a
+// reconnect.
+type dropSink struct {
+	sse.Sink
+	mu sync.Mutex
+	n  int
+}
+
+func (d *dropSink) Deliver(room string, e sse.Event) {
+	d.mu.Lock()
+	d.n++
+	drop := d.n%3 == 0
+	d.mu.Unlock()
+	if !drop {
+		d.Sink.Deliver(room, e)
+	}
+}
+
+func TestLostLiveEventsAreFilledFromTheLog(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b, func(c *sse.Config) {
+			feed := c.Feed
+			c.Feed = func(s sse.Sink) sse.Feed { return feed(&dropSink{Sink: s}) }
+		})
+		id := e.room(t)
+		cl := newClient()
+		e.serve(t, alice, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 2) // the snapshot, with alice connected
+		for i := range 60 {
+			e.patch(t, alice, id, i)
+		}
+		fs := cl.waitFor(t, version(t, e, id))
+		contiguous(t, "stream", fs)
+	})
+}
+
+// A client that stops reading is cut off once its queue is full; a reading
+// client of the same room keeps receiving everything meanwhile.
+func TestSlowClientIsCutOff(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b, func(c *sse.Config) { c.QueueSize = 4 })
+		id := e.room(t, bob)
+		slow := newClient()
+		slow.blocked = make(chan struct{})
+		_, slowDone := e.serve(t, bob, id, sse.Cursor{}, slow)
+		fast := newClient()
+		e.serve(t, alice, id, sse.Cursor{}, fast)
+		fast.waitFor(t, 4) // both connected
+		for i := range 40 {
+			e.patch(t, alice, id, i)
+		}
+		contiguous(t, "reading stream", fast.waitFor(t, version(t, e, id)))
+		close(slow.blocked) // the stuck write fails, as a write deadline would make it
+		select {
+		case <-slowDone:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream of a client that stopped reading is still open")
+		}
+	})
+}
+
+func TestStreamEndsWhenPlayerLeavesOrRoomCloses(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		ctx := context.Background()
+		id := e.room(t, bob)
+		bc, ac := newClient(), newClient()
+		_, bobDone := e.serve(t, bob, id, sse.Cursor{}, bc)
+		_, aliceDone := e.serve(t, alice, id, sse.Cursor{}, ac)
+		ac.waitFor(t, 4)
+		if err := e.st.Kick(ctx, alice, id, 2); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, bobDone, "kicked player's stream")
+		if l := last(bc.all()); l.Type != "player_left" || !strings.Contains(l.Data, `"playerId":2`) {
+			t.Errorf("kicked stream ends with %+v", l)
+		}
+		if err := e.st.Delete(ctx, alice, id); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, aliceDone, "closed room's stream")
+		if l := last(ac.all()); l.Type != "room_closed" {
+			t.Errorf("stream ends with %+v", l)
+		}
+	})
+}
+
+func wait(t *testing.T, done chan error, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not end", what)
+	}
+}
+
+func TestMessagesReachOnlyTheirRecipients(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		ctx := context.Background()
+		id := e.room(t, bob, carol)
+		cls := map[string]*client{}
+		for _, u := range []rooms.User{alice, bob, carol} {
+			cls[u.Name] = newClient()
+			e.serve(t, u, id, sse.Cursor{}, cls[u.Name])
+		}
+		cls["alice"].waitFor(t, 6)
+		private, _ := e.st.SendMessage(ctx, bob, id, rooms.Message{Type: "whisper", Data: []byte(`"psst"`), To: []int{3}})
+		public, _ := e.st.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"hi"`)})
+		for name, sees := range map[string]bool{"alice": false, "bob": true, "carol": true} {
+			fs := cls[name].waitFor(t, public)
+			got := false
+			for _, f := range fs {
+				got = got || f.Version == private
+			}
+			if got != sees {
+				t.Errorf("%s sees the message to carol: %v, want %v", name, got, sees)
+			}
+		}
+	})
+}
+
+func TestPresenceFollowsStreams(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		id := e.room(t, bob)
+		watcher := newClient()
+		e.serve(t, alice, id, sse.Cursor{}, watcher)
+		watcher.waitFor(t, 3) // its snapshot
+		stop1, _ := e.serve(t, bob, id, sse.Cursor{}, newClient())
+		stop2, _ := e.serve(t, bob, id, sse.Cursor{}, newClient())
+		watcher.waitFor(t, 4)
+		stop1()
+		e.patch(t, alice, id, 1) // a marker: nothing about bob may come before it
+		stop2()
+		fs := watcher.waitFor(t, 6)
+		var types []string
+		for _, f := range fs[1:] {
+			types = append(types, f.Type)
+		}
+		want := "player_connected state player_disconnected"
+		if strings.Join(types, " ") != want {
+			t.Errorf("events %v, want %s", types, want)
+		}
+	})
+}
+
+func TestCloseEndsEveryStream(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	e := newEnv(t, b)
+	id := e.room(t, bob)
+	var dones []chan error
+	for _, u := range []rooms.User{alice, bob} {
+		cl := newClient()
+		_, done := e.serve(t, u, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 2)
+		dones = append(dones, done)
+	}
+	e.hub.Close()
+	for _, d := range dones {
+		wait(t, d, "stream after Close")
+	}
+}
