@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/realsync/realsync"
@@ -16,6 +17,7 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
 
@@ -26,7 +28,25 @@ type env struct {
 	t     *testing.T
 	url   string
 	store *store.Store
-	logs  *bytes.Buffer
+	logs  *syncBuffer
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
@@ -37,12 +57,14 @@ func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	logs := &bytes.Buffer{}
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	hub := sse.NewHub(sse.Config{Source: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest},
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log})
 	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs}
 }
 
