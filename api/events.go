@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/realsync/realsync/api/oapi"
@@ -22,10 +23,22 @@ func (s *Server) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomID
 		id = deref(params.LastEventId)
 	}
 	c := &streamClient{w: w, rc: http.NewResponseController(w)}
-	if err := s.events.Serve(r.Context(), c, userFrom(r.Context()), roomID, sse.ParseCursor(id)); err != nil {
+	err := s.events.Serve(r.Context(), c, userFrom(r.Context()), roomID, sse.ParseCursor(id))
+	switch {
+	case errors.Is(err, rooms.ErrUnavailable):
+		// Any other status than 200 makes EventSource give up for good:
+		// ask it to come back later instead.
+		s.log.Warn("event stream refused: store unavailable", "err", err)
+		c.Start()
+		c.Send([]byte("retry: " + strconv.Itoa(unavailableRetry) + "\n: store unavailable, retry later\n\n"))
+	case err != nil:
 		s.writeError(w, r, err)
 	}
 }
+
+// unavailableRetry (ms) is when a client refused for want of the store
+// should come back.
+const unavailableRetry = 5000
 
 // streamWriteTimeout bounds each write to a stream's client: a server-wide
 // WriteTimeout would cut every long-lived stream, and a client that stops

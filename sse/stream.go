@@ -52,7 +52,8 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	client.Start()
 	out := &writer{c: client}
 	out.write(retryFrame(2000 + rand.IntN(3000))) // jittered, so a restart's reconnects spread out
-	h.pump(ctx, st, out, u, o)
+	why := h.pump(ctx, st, out, u, o)
+	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", o.PlayerID, "why", why)
 	return nil
 }
 
@@ -66,31 +67,43 @@ func (h *Hub) release(st *stream) {
 	}
 }
 
+// Why a stream ended.
+const (
+	endClient   = "client gone"
+	endShutdown = "instance shutting down"
+	endSlow     = "client too slow"
+	endWrite    = "write failed"
+	endEvent    = "room closed or player left"
+)
+
 // pump writes the opening, then queued events, flushing once per batch,
-// with heartbeats while idle.
-func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, o Opening) {
+// with heartbeats while idle. Returns why the stream ended.
+func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, o Opening) string {
 	pid := o.PlayerID
 	sent, more := h.opening(out, u, o)
-	if out.flush() != nil || !more {
-		return
+	if out.flush() != nil {
+		return endWrite
+	}
+	if !more {
+		return endEvent
 	}
 	idle := time.NewTimer(h.cfg.Heartbeat)
 	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return endClient
 		case <-h.done:
-			return
+			return endShutdown
 		case <-st.over:
-			return
+			return endSlow
 		case <-idle.C:
 			out.write(pingFrame)
 		case e := <-st.q:
 			for n := 0; ; n++ {
 				if sent, more = h.next(ctx, out, u, st, e, sent, pid); !more {
 					out.flush()
-					return
+					return endEvent
 				}
 				if n == cap(st.q) || len(st.q) == 0 {
 					break
@@ -99,7 +112,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, o
 			}
 		}
 		if out.flush() != nil {
-			return
+			return endWrite
 		}
 		idle.Reset(h.cfg.Heartbeat)
 	}

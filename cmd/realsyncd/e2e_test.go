@@ -38,9 +38,23 @@ func buildBinary(t *testing.T) string {
 
 // instance is a running realsyncd process.
 type instance struct {
-	url  string
-	logs *bytes.Buffer
-	mu   *sync.Mutex
+	url    string
+	logs   *bytes.Buffer
+	mu     *sync.Mutex
+	cmd    *exec.Cmd
+	killed bool
+}
+
+// kill ends the process with SIGKILL, as a crash would.
+func (in *instance) kill() {
+	in.killed = true
+	in.cmd.Process.Kill()
+}
+
+func (in *instance) logText() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.logs.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -60,7 +74,7 @@ func start(t *testing.T, bin string, env ...string) *instance {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -76,6 +90,11 @@ func start(t *testing.T, bin string, env ...string) *instance {
 		close(copied)
 	}()
 	t.Cleanup(func() {
+		if in.killed {
+			<-copied
+			cmd.Wait()
+			return
+		}
 		cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { <-copied; done <- cmd.Wait() }()

@@ -1,0 +1,484 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+)
+
+// sseEvent is one event as a client received it.
+type sseEvent struct {
+	id, typ string
+	version int64
+	data    map[string]any
+}
+
+// follower reads a room's event stream as EventSource does: after a drop it
+// reconnects, to the next instance, with Last-Event-ID, and it records every
+// event it receives. It stops after room_closed or its own player_left.
+type follower struct {
+	t      *testing.T
+	urls   []string
+	path   string
+	token  string
+	query  bool // send the token as access_token
+	player float64
+
+	mu      sync.Mutex
+	events  []sseEvent
+	lastID  string
+	conns   int
+	drop    context.CancelFunc
+	updated chan struct{}
+	stop    context.CancelFunc
+	ended   chan struct{}
+}
+
+func follow(t *testing.T, urls []string, room, token string, query bool) *follower {
+	ctx, stop := context.WithCancel(context.Background())
+	f := &follower{t: t, urls: urls, path: "/v1/rooms/" + room + "/events", token: token, query: query,
+		updated: make(chan struct{}, 1), stop: stop, ended: make(chan struct{})}
+	go f.run(ctx)
+	t.Cleanup(func() { stop(); <-f.ended })
+	return f
+}
+
+func (f *follower) run(ctx context.Context) {
+	defer close(f.ended)
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		if f.connect(ctx, f.urls[attempt%len(f.urls)]) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// connect reads one connection; true when the stream ended for good.
+func (f *follower) connect(ctx context.Context, base string) bool {
+	cctx, drop := context.WithCancel(ctx)
+	defer drop()
+	url := base + f.path
+	if f.query {
+		url += "?access_token=" + f.token
+	}
+	req, _ := http.NewRequestWithContext(cctx, "GET", url, nil)
+	if !f.query {
+		req.Header.Set("Authorization", "Bearer "+f.token)
+	}
+	f.mu.Lock()
+	if f.lastID != "" {
+		req.Header.Set("Last-Event-ID", f.lastID)
+	}
+	f.drop = drop
+	f.conns++
+	f.mu.Unlock()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		return false
+	}
+	return f.read(bufio.NewReader(res.Body))
+}
+
+func (f *follower) read(rd *bufio.Reader) bool {
+	var e sseEvent
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "" && e.typ != "":
+			if f.record(e) {
+				return true
+			}
+			e = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			e.id = line[4:]
+			v, _, _ := strings.Cut(e.id, "-")
+			e.version, _ = strconv.ParseInt(v, 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			e.typ = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(line[6:]), &e.data); err != nil {
+				f.t.Errorf("data is not JSON: %q", line)
+			}
+		}
+	}
+}
+
+// record keeps e; true when the stream ends with it.
+func (f *follower) record(e sseEvent) bool {
+	f.mu.Lock()
+	f.events = append(f.events, e)
+	f.lastID = e.id
+	f.mu.Unlock()
+	select {
+	case f.updated <- struct{}{}:
+	default:
+	}
+	return e.typ == "room_closed" || (e.typ == "player_left" && f.player != 0 && e.data["playerId"] == f.player)
+}
+
+// dropConn cuts the current connection; the follower resumes.
+func (f *follower) dropConn() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.drop != nil {
+		f.drop()
+	}
+}
+
+func (f *follower) all() []sseEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sseEvent(nil), f.events...)
+}
+
+// waitVersion waits until an event of version v or later arrived.
+func (f *follower) waitVersion(v int64, within time.Duration) []sseEvent {
+	f.t.Helper()
+	deadline := time.After(within)
+	for {
+		es := f.all()
+		if len(es) > 0 && es[len(es)-1].version >= v {
+			return es
+		}
+		select {
+		case <-f.updated:
+		case <-deadline:
+			f.t.Fatalf("%s: version %d never arrived; %d events, last %+v", f.path, v, len(es), lastEvent(es))
+		}
+	}
+}
+
+func lastEvent(es []sseEvent) sseEvent {
+	if len(es) == 0 {
+		return sseEvent{}
+	}
+	return es[len(es)-1]
+}
+
+// inOrder checks a snapshot first, then versions without gap or repeat.
+func inOrder(t *testing.T, who string, es []sseEvent) {
+	t.Helper()
+	if len(es) == 0 || es[0].typ != "snapshot" {
+		t.Fatalf("%s: first event %+v, want a snapshot", who, lastEvent(es[:min(1, len(es))]))
+	}
+	for i := 1; i < len(es); i++ {
+		if es[i].version != es[i-1].version+1 || es[i].typ == "snapshot" {
+			t.Fatalf("%s: event %d is %s v%d after v%d", who, i, es[i].typ, es[i].version, es[i-1].version)
+		}
+		if es[i].data["version"] != float64(es[i].version) {
+			t.Fatalf("%s: id %s and data version %v differ", who, es[i].id, es[i].data["version"])
+		}
+	}
+}
+
+// roomVersion reads the room's current version through in.
+func roomVersion(t *testing.T, in *instance, id, token string) int64 {
+	t.Helper()
+	status, room := call(t, "GET", in.url+"/v1/rooms/"+id, token, nil)
+	if status != 200 {
+		t.Fatalf("get room: %d %v", status, room)
+	}
+	return int64(room["version"].(float64))
+}
+
+func patch(t *testing.T, in *instance, id, token string, body any) bool {
+	status, _ := call(t, "PATCH", in.url+"/v1/rooms/"+id+"/state", token, body)
+	return status == 200
+}
+
+// party creates a room through in with an owner and n more players.
+func party(t *testing.T, in *instance, n int) (id string, tokens []string) {
+	t.Helper()
+	owner := guest(t, in, "owner")
+	status, body := call(t, "POST", in.url+"/v1/rooms", owner, map[string]any{"name": "r", "mode": "m", "region": "r",
+		"maxPlayers": 100, "statePolicy": "open"})
+	if status != 201 {
+		t.Fatalf("create: %d %v", status, body)
+	}
+	id = body["room"].(map[string]any)["id"].(string)
+	tokens = []string{owner}
+	for i := range n {
+		tok := guest(t, in, fmt.Sprintf("p%d", i))
+		if status, body := call(t, "POST", in.url+"/v1/rooms/"+id+"/join", tok, nil); status != 200 {
+			t.Fatalf("join: %d %v", status, body)
+		}
+		tokens = append(tokens, tok)
+	}
+	return id, tokens
+}
+
+func noTokenLogged(t *testing.T, tokens []string, ins ...*instance) {
+	t.Helper()
+	for _, in := range ins {
+		logs := in.logText()
+		for _, tok := range tokens {
+			if strings.Contains(logs, tok) || strings.Contains(logs, tok[strings.LastIndex(tok, ".")+1:]) {
+				t.Fatal("a token appears in the logs")
+			}
+		}
+	}
+}
+
+func backendEnv(t *testing.T, backend string) []string {
+	env := []string{"REALSYNC_KEY_PREFIX=" + redistest.Prefix(t), "REALSYNC_JWT_SECRET=e2e-secret"}
+	if backend == "cluster" {
+		return append(env, "REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(redistest.ClusterAddrs(t), ","))
+	}
+	return append(env, "REALSYNC_REDIS_URL="+redistest.StandaloneURL(t))
+}
+
+// Streams on one instance, writes through the other: every event reaches
+// every stream once and in order, also across a dropped connection resumed
+// on the other instance; a kicked player's stream ends; a resume from
+// before what the log holds gets a snapshot.
+func TestEventStreamsAcrossInstances(t *testing.T) {
+	bin := buildBinary(t)
+	for _, backend := range []string{"standalone", "cluster"} {
+		t.Run(backend, func(t *testing.T) {
+			env := backendEnv(t, backend)
+			a, b := start(t, bin, env...), start(t, bin, env...)
+			id, toks := party(t, a, 3)
+			owner := toks[0]
+			fs := []*follower{
+				follow(t, []string{a.url, b.url}, id, toks[1], false),
+				follow(t, []string{a.url, b.url}, id, toks[2], true),
+				follow(t, []string{b.url, a.url}, id, toks[3], true),
+			}
+			fs[2].player = 4
+			for _, f := range fs {
+				f.waitVersion(4, 10*time.Second)
+			}
+			for i := range 120 {
+				if !patch(t, []*instance{a, b}[i%2], id, owner, map[string]any{"n": i}) {
+					t.Fatal("patch failed")
+				}
+				if i == 60 {
+					fs[0].dropConn()
+				}
+			}
+			final := roomVersion(t, b, id, owner)
+			for i, f := range fs {
+				inOrder(t, fmt.Sprint("stream ", i), f.waitVersion(final, 20*time.Second))
+			}
+			if fs[0].conns < 2 {
+				t.Error("the dropped stream did not reconnect")
+			}
+
+			if status, _ := call(t, "DELETE", b.url+"/v1/rooms/"+id+"/players/4", owner, nil); status != 204 {
+				t.Fatalf("kick: %d", status)
+			}
+			select {
+			case <-fs[2].ended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the kicked player's stream did not end")
+			}
+			if e := lastEvent(fs[2].all()); e.typ != "player_left" || e.data["reason"] != "kicked" {
+				t.Errorf("kicked stream ends with %+v", e)
+			}
+
+			for i := range 1100 {
+				patch(t, b, id, owner, map[string]any{"n": i})
+			}
+			old := follow(t, []string{a.url}, id, owner, false)
+			old.lastID = fs[0].all()[1].id
+			if e := old.waitVersion(1, 10*time.Second)[0]; e.typ != "snapshot" {
+				t.Errorf("resume from %s, older than the log: first event %s", old.lastID, e.typ)
+			}
+			noTokenLogged(t, toks, a, b)
+		})
+	}
+}
+
+// Redis restarts (AOF on, so rooms survive) while streams are open and a
+// writer keeps writing through the other instance: every event written
+// reaches every stream exactly once, in order.
+func TestEventStreamsSurviveRedisRestart(t *testing.T) {
+	bin := buildBinary(t)
+	srv, err := redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	env := []string{"REALSYNC_REDIS_URL=redis://" + srv.Addr, "REALSYNC_JWT_SECRET=e2e-secret"}
+	a, b := start(t, bin, env...), start(t, bin, env...)
+	id, toks := party(t, a, 2)
+	var fs []*follower
+	for i, tok := range toks {
+		fs = append(fs, follow(t, []string{a.url, b.url}[i%2:], id, tok, false))
+	}
+	for _, f := range fs {
+		f.waitVersion(6, 10*time.Second)
+	}
+	var ok, failed int
+	restarted := make(chan error, 1)
+	for i := 0; ok < 150; i++ {
+		if i == 50 {
+			srv.Kill()
+			go func() { time.Sleep(3 * time.Second); restarted <- srv.Start() }()
+		}
+		if patch(t, b, id, toks[0], map[string]any{"n": i}) {
+			ok++
+		} else {
+			failed++
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	if failed == 0 {
+		t.Fatal("no write failed: Redis did not go away")
+	}
+	final := roomVersion(t, b, id, toks[0])
+	for i, f := range fs {
+		inOrder(t, fmt.Sprint("stream ", i), f.waitVersion(final, 60*time.Second))
+	}
+	noTokenLogged(t, toks, a, b)
+}
+
+// A client that stops reading (a small receive buffer, never read) is cut
+// off, while a reading client of the same room receives every event.
+func TestSlowReaderIsCutOff(t *testing.T) {
+	bin := buildBinary(t)
+	a := start(t, bin, backendEnv(t, "standalone")...)
+	id, toks := party(t, a, 1)
+	fast := follow(t, []string{a.url}, id, toks[0], false)
+	fast.waitVersion(3, 10*time.Second)
+
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(a.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/rooms/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", id, toks[1])
+	head := make([]byte, 12)
+	if _, err := conn.Read(head); err != nil || string(head) != "HTTP/1.1 200" {
+		t.Fatalf("slow stream: %q %v", head, err)
+	}
+	big := strings.Repeat("x", 8000)
+	for i := range 1500 {
+		if !patch(t, a, id, toks[0], map[string]any{"big": big + strconv.Itoa(i)}) {
+			t.Fatal("patch failed")
+		}
+	}
+	// The cut shows as the slow player's presence ending (it had no other
+	// stream); the reading stream got every event meanwhile.
+	deadline := time.Now().Add(60 * time.Second)
+	for !disconnected(fast.all(), 2) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow stream was not cut; logs:\n%s", grep(a.logText(), "sse"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	final := roomVersion(t, a, id, toks[0])
+	inOrder(t, "reading stream", fast.waitVersion(final, 60*time.Second))
+	if l := grep(a.logText(), "player=2"); !strings.Contains(l, `why="client too slow"`) && !strings.Contains(l, `why="write failed"`) {
+		t.Errorf("the server does not say it cut the slow stream:\n%s", l)
+	}
+}
+
+func disconnected(es []sseEvent, pid float64) bool {
+	for _, e := range es {
+		if e.typ == "player_disconnected" && e.data["playerId"] == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// 500 streams on one room, over two instances, all receive every event.
+func TestFiveHundredStreams(t *testing.T) {
+	bin := buildBinary(t)
+	env := backendEnv(t, "standalone")
+	a, b := start(t, bin, env...), start(t, bin, env...)
+	id, toks := party(t, a, 99)
+	var fs []*follower
+	for i := range 500 {
+		fs = append(fs, follow(t, []string{[]string{a.url, b.url}[i%2]}, id, toks[i%100], i%3 == 0))
+	}
+	connected := roomVersion(t, a, id, toks[0]) // settles once every player connected
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, room := call(t, "GET", a.url+"/v1/rooms/"+id, toks[0], nil)
+		n := 0
+		for _, p := range room["players"].([]any) {
+			if p.(map[string]any)["connected"] == true {
+				n++
+			}
+		}
+		if n == 100 {
+			connected = int64(room["version"].(float64))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 100 players connected", n)
+		}
+	}
+	for i := range 20 {
+		patch(t, []*instance{a, b}[i%2], id, toks[0], map[string]any{"n": i})
+	}
+	final := roomVersion(t, a, id, toks[0])
+	if final != connected+20 {
+		t.Fatalf("version %d, want %d", final, connected+20)
+	}
+	for i, f := range fs {
+		es := f.waitVersion(final, 60*time.Second)
+		inOrder(t, fmt.Sprint("stream ", i), es)
+	}
+}
+
+// The players of an instance that dies (SIGKILL) are announced
+// disconnected when their presence lapses, and removed after the grace.
+func TestKilledInstancePlayersAreRemoved(t *testing.T) {
+	bin := buildBinary(t)
+	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=1s", "REALSYNC_DISCONNECT_GRACE=1s")
+	a, c := start(t, bin, env...), start(t, bin, env...)
+	id, toks := party(t, a, 1)
+	watcher := follow(t, []string{a.url}, id, toks[0], false)
+	follow(t, []string{c.url}, id, toks[1], true)
+	watcher.waitVersion(4, 10*time.Second) // both connected
+	c.kill()
+	es := watcher.waitVersion(6, 30*time.Second)
+	got := []string{es[len(es)-2].typ, es[len(es)-1].typ}
+	if got[0] != "player_disconnected" || got[1] != "player_left" || es[len(es)-1].data["reason"] != "disconnected" || es[len(es)-1].data["playerId"] != 2.0 {
+		t.Errorf("after the kill: %v %+v", got, es[len(es)-1].data)
+	}
+	_, room := call(t, "GET", a.url+"/v1/rooms/"+id, toks[0], nil)
+	if room["playerCount"] != 1.0 {
+		t.Errorf("room after removal: %v", room)
+	}
+}
+
+func grep(text, word string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
