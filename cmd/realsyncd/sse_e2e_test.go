@@ -46,9 +46,14 @@ type follower struct {
 }
 
 func follow(t *testing.T, urls []string, room, token string, query bool) *follower {
+	return followFrom(t, urls, room, token, query, "")
+}
+
+// followFrom starts with Last-Event-ID lastID.
+func followFrom(t *testing.T, urls []string, room, token string, query bool, lastID string) *follower {
 	ctx, stop := context.WithCancel(context.Background())
 	f := &follower{t: t, urls: urls, path: "/v1/rooms/" + room + "/events", token: token, query: query,
-		updated: make(chan struct{}, 1), stop: stop, ended: make(chan struct{})}
+		lastID: lastID, updated: make(chan struct{}, 1), stop: stop, ended: make(chan struct{})}
 	go f.run(ctx)
 	t.Cleanup(func() { stop(); <-f.ended })
 	return f
@@ -301,10 +306,10 @@ func TestEventStreamsAcrossInstances(t *testing.T) {
 			for i := range 1100 {
 				patch(t, b, id, owner, map[string]any{"n": i})
 			}
-			old := follow(t, []string{a.url}, id, owner, false)
-			old.lastID = fs[0].all()[1].id
+			oldID := fs[0].all()[1].id
+			old := followFrom(t, []string{a.url}, id, owner, false, oldID)
 			if e := old.waitVersion(1, 10*time.Second)[0]; e.typ != "snapshot" {
-				t.Errorf("resume from %s, older than the log: first event %s", old.lastID, e.typ)
+				t.Errorf("resume from %s, older than the log: first event %s", oldID, e.typ)
 			}
 			noTokenLogged(t, toks, a, b)
 		})

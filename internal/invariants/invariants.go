@@ -24,7 +24,12 @@ import (
 //   - the log holds one entry per version, ids 1..version in order;
 //   - each public room is in exactly the four indexes of its status with
 //     its createdAt score, private rooms in none; every index entry is such
-//     a room; user index and invite codes match the rooms.
+//     a room; user index and invite codes match the rooms;
+//   - presence: connected players, stream leases and removal deadlines
+//     name players of the room (a deadline only for a disconnected one);
+//     a room with presence entries is in the shard's due set no later than
+//     its earliest entry; no due entry, presence or message log outlives
+//     its room.
 func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
 	keys, err := scan(ctx, c, "{"+prefix+":*")
 	if err != nil {
@@ -45,8 +50,67 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 		if err := ch.index(ctx, k); err != nil {
 			return nil, err
 		}
+		if err := ch.orphan(ctx, k); err != nil {
+			return nil, err
+		}
 	}
 	return ch.bad, nil
+}
+
+var roomPartRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+):(conn|presence|messages|state|players|users)$`)
+
+// orphan reports room keys without their room, and due entries of rooms
+// that are gone.
+func (ch *checker) orphan(ctx context.Context, k string) error {
+	if m := roomPartRe.FindStringSubmatch(k); m != nil && ch.rooms[m[1]+"|"+m[2]] == nil {
+		ch.fail("%s outlives its room", k)
+	}
+	if !strings.HasSuffix(k, ":presence:due") {
+		return nil
+	}
+	tag := strings.TrimSuffix(strings.TrimPrefix(k, "{"), "}:presence:due")
+	ids, err := ch.c.ZRange(ctx, k, 0, -1).Result()
+	for _, id := range ids {
+		if ch.rooms[tag+"|"+id] == nil {
+			ch.fail("due entry %s of shard %s: the room is gone", id, tag)
+		}
+	}
+	return err
+}
+
+// presence checks a room's connected set, leases and deadlines.
+func (ch *checker) presence(ctx context.Context, tag, id, base string, players map[string]string) error {
+	conn, err := ch.c.HKeys(ctx, base+":conn").Result()
+	if err != nil {
+		return err
+	}
+	connected := map[string]bool{}
+	for _, pid := range conn {
+		connected[pid] = true
+		if _, ok := players[pid]; !ok {
+			ch.fail("room %s: connected player %s is not a player", id, pid)
+		}
+	}
+	entries, err := ch.c.ZRangeWithScores(ctx, base+":presence", 0, -1).Result()
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	for _, e := range entries {
+		m := e.Member.(string)
+		kind, rest, _ := strings.Cut(m, ":")
+		pid, _, _ := strings.Cut(rest, ":")
+		if _, ok := players[pid]; !ok {
+			ch.fail("room %s: presence entry %s of a missing player", id, m)
+		}
+		if kind == "g" && connected[pid] {
+			ch.fail("room %s: removal deadline for connected player %s", id, pid)
+		}
+	}
+	due, err := ch.c.ZScore(ctx, "{"+tag+"}:presence:due", id).Result()
+	if err != nil || due > entries[0].Score {
+		ch.fail("room %s: due at %v (%v), earliest presence entry at %v", id, due, err, entries[0].Score)
+	}
+	return nil
 }
 
 var roomKeyRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+)$`)
@@ -123,6 +187,9 @@ func (ch *checker) room(ctx context.Context, tag, id string) error {
 		ch.fail("room %s: owner %s is not a player", id, h["ow"])
 	}
 	if err := ch.log(ctx, id, base, h, players); err != nil {
+		return err
+	}
+	if err := ch.presence(ctx, tag, id, base, players); err != nil {
 		return err
 	}
 	ch.indexed(ctx, tag, id, h)
