@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxPlayers is how many stream users a room takes besides its owner.
+const maxPlayers = 99
+
+// Report is what a run measured.
+type Report struct {
+	Streams          int     `json:"streams"`
+	Rooms            int     `json:"rooms"`
+	Patches          int64   `json:"patches"`
+	PatchErrors      int64   `json:"patchErrors"`
+	PatchesPerSecond float64 `json:"patchesPerSecond"`
+	Expected         int64   `json:"expectedDeliveries"`
+	Delivered        int64   `json:"delivered"`
+	EventsPerSecond  float64 `json:"eventsPerSecond"`
+	LatencyP50ms     float64 `json:"latencyP50ms"`
+	LatencyP99ms     float64 `json:"latencyP99ms"`
+	LatencyMaxms     float64 `json:"latencyMaxms"`
+	StreamDrops      int64   `json:"streamDrops"`
+}
+
+type room struct {
+	id, owner string
+	users     []string
+	streams   int
+	mu        sync.Mutex
+	sent      map[int64]time.Time // version → PATCH response time
+}
+
+// arrival is one state event received by a stream.
+type arrival struct {
+	room    *room
+	version int64
+	at      time.Time
+}
+
+func runSSE(ctx context.Context, c Config) (*Report, error) {
+	rooms, err := setup(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	streamCtx, stopStreams := context.WithCancel(ctx)
+	defer stopStreams()
+	var drops atomic.Int64
+	arrivals := make([][]arrival, c.Streams)
+	var ready, done sync.WaitGroup
+	for i := range c.Streams {
+		r := rooms[i%len(rooms)]
+		user := r.users[(i/len(rooms))%len(r.users)]
+		base := c.URLs[i%len(c.URLs)]
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			arrivals[i] = readStream(streamCtx, base, r, user, &ready, &drops)
+		}()
+	}
+	ready.Wait()
+	time.Sleep(500 * time.Millisecond) // let presence events settle
+	start := time.Now()
+	patches, errs := write(ctx, c, rooms)
+	elapsed := time.Since(start)
+	time.Sleep(2 * time.Second) // let the last events arrive
+	stopStreams()
+	done.Wait()
+	return report(c, rooms, arrivals, patches, errs, elapsed, drops.Load()), nil
+}
+
+// setup creates the rooms and their players.
+func setup(ctx context.Context, c Config) ([]*room, error) {
+	perRoom := min((c.Streams+c.Rooms-1)/c.Rooms, maxPlayers)
+	rooms := make([]*room, c.Rooms)
+	for i := range rooms {
+		base := c.URLs[i%len(c.URLs)]
+		owner, err := guest(ctx, base, "owner")
+		if err != nil {
+			return nil, err
+		}
+		var created struct{ Room struct{ ID string } }
+		if err := call(ctx, "POST", base+"/v1/rooms", owner, map[string]any{"name": fmt.Sprint("load ", i),
+			"mode": "load", "region": "local", "maxPlayers": 100, "statePolicy": "open"}, &created); err != nil {
+			return nil, err
+		}
+		r := &room{id: created.Room.ID, owner: owner, sent: map[int64]time.Time{}}
+		for j := range perRoom {
+			tok, err := guest(ctx, base, fmt.Sprint("p", j))
+			if err != nil {
+				return nil, err
+			}
+			if err := call(ctx, "POST", base+"/v1/rooms/"+r.id+"/join", tok, nil, nil); err != nil {
+				return nil, err
+			}
+			r.users = append(r.users, tok)
+		}
+		rooms[i] = r
+	}
+	for i := range c.Streams {
+		rooms[i%len(rooms)].streams++
+	}
+	return rooms, nil
+}
+
+// write sends patches at c.Rate for c.Duration, round-robin over rooms and
+// instances, and records when each answer arrived.
+func write(ctx context.Context, c Config, rooms []*room) (ok, failed int64) {
+	var okN, failN atomic.Int64
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(c.Rate))
+	defer tick.Stop()
+	end := time.After(c.Duration)
+	sem := make(chan struct{}, 64) // at most 64 patches in flight
+	for n := 0; ; n++ {
+		select {
+		case <-end:
+			wg.Wait()
+			return okN.Load(), failN.Load()
+		case <-ctx.Done():
+			wg.Wait()
+			return okN.Load(), failN.Load()
+		case <-tick.C:
+		}
+		r, base := rooms[n%len(rooms)], c.URLs[n%len(c.URLs)]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var v struct{ Version int64 }
+			err := call(ctx, "PATCH", base+"/v1/rooms/"+r.id+"/state", r.owner, map[string]any{"n": n}, &v)
+			if err != nil {
+				failN.Add(1)
+				return
+			}
+			at := time.Now()
+			r.mu.Lock()
+			r.sent[v.Version] = at
+			r.mu.Unlock()
+			okN.Add(1)
+		}()
+	}
+}
+
+// readStream reads one room's stream until ctx ends, reconnecting with
+// Last-Event-ID after a drop, and returns the state events' arrival times.
+func readStream(ctx context.Context, base string, r *room, token string, ready *sync.WaitGroup, drops *atomic.Int64) []arrival {
+	var out []arrival
+	var lastID string
+	first := true
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/rooms/"+r.id+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		res, err := client.Do(req)
+		if err == nil {
+			out, lastID = readEvents(res.Body, r, out, lastID, &first, ready)
+			res.Body.Close()
+		}
+		if ctx.Err() == nil {
+			drops.Add(1)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if first {
+		ready.Done()
+	}
+	return out
+}
+
+func readEvents(body io.Reader, r *room, out []arrival, lastID string, first *bool, ready *sync.WaitGroup) ([]arrival, string) {
+	rd := bufio.NewReaderSize(body, 64<<10)
+	var id, typ string
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return out, lastID
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			typ = line[7:]
+		case line == "" && id != "":
+			if typ == "state" {
+				v, _, _ := strings.Cut(id, "-")
+				n, _ := strconv.ParseInt(v, 10, 64)
+				out = append(out, arrival{room: r, version: n, at: time.Now()})
+			}
+			if *first {
+				*first = false
+				ready.Done()
+			}
+			lastID, id, typ = id, "", ""
+		}
+	}
+}
+
+func report(c Config, rooms []*room, arrivals [][]arrival, ok, failed int64, elapsed time.Duration, drops int64) *Report {
+	rep := &Report{Streams: c.Streams, Rooms: c.Rooms, Patches: ok, PatchErrors: failed,
+		PatchesPerSecond: float64(ok) / elapsed.Seconds(), StreamDrops: drops}
+	for _, r := range rooms {
+		rep.Expected += int64(len(r.sent) * r.streams)
+	}
+	var lat []time.Duration
+	for _, as := range arrivals {
+		for _, a := range as {
+			a.room.mu.Lock()
+			sent, ok := a.room.sent[a.version]
+			a.room.mu.Unlock()
+			if !ok {
+				continue
+			}
+			rep.Delivered++
+			lat = append(lat, max(0, a.at.Sub(sent)))
+		}
+	}
+	rep.EventsPerSecond = float64(rep.Delivered) / elapsed.Seconds()
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		rep.LatencyP50ms = ms(lat[len(lat)*50/100])
+		rep.LatencyP99ms = ms(lat[len(lat)*99/100])
+		rep.LatencyMaxms = ms(lat[len(lat)-1])
+	}
+	return rep
+}
+
+func (r *Report) print(w io.Writer, c Config) {
+	fmt.Fprintf(w, "sse: %d streams on %d rooms via %d instance(s), %s of writes\n", r.Streams, r.Rooms, len(c.URLs), c.Duration)
+	fmt.Fprintf(w, "  patches     %d ok, %d failed (%.0f/s)\n", r.Patches, r.PatchErrors, r.PatchesPerSecond)
+	fmt.Fprintf(w, "  delivered   %d of %d expected (%.0f events/s), %d stream reconnects\n", r.Delivered, r.Expected, r.EventsPerSecond, r.StreamDrops)
+	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
+}
