@@ -157,15 +157,10 @@ func (h *Hub) room(id string) *room {
 // first local stream, and returns once the subscription is confirmed: from
 // then on every event published reaches st's queue.
 func (h *Hub) attach(ctx context.Context, id string, st *stream) (*room, error) {
-	h.mu.Lock()
-	r := h.rooms[id]
-	if r == nil {
-		r = newRoom(h, id)
-		h.rooms[id] = r
-		go r.setup()
+	r, err := h.use(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	r.refs++
-	h.mu.Unlock()
 	r.add(st)
 	select {
 	case <-r.ready:
@@ -180,23 +175,52 @@ func (h *Hub) attach(ctx context.Context, id string, st *stream) (*room, error) 
 	return r, nil
 }
 
+// use returns the room's entry with one more reference, creating it when
+// there is none. A room being unsubscribed is waited for, so subscribing
+// and unsubscribing one room never overlap.
+func (h *Hub) use(ctx context.Context, id string) (*room, error) {
+	for {
+		h.mu.Lock()
+		r := h.rooms[id]
+		if r == nil {
+			r = newRoom(h, id)
+			h.rooms[id] = r
+			go r.setup()
+		}
+		if !r.closing {
+			r.refs++
+			h.mu.Unlock()
+			return r, nil
+		}
+		h.mu.Unlock()
+		select {
+		case <-r.closed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // detach removes st; the room's last stream unsubscribes it.
 func (h *Hub) detach(r *room, st *stream) {
 	r.remove(st)
 	h.mu.Lock()
 	r.refs--
 	last := r.refs == 0 && h.rooms[r.id] == r
-	if last {
-		delete(h.rooms, r.id)
-	}
+	r.closing = last
 	h.mu.Unlock()
-	if last {
-		close(r.stop)
-		<-r.ready
-		if r.err == nil {
-			h.feed.Unsubscribe(r.id)
-		}
+	if !last {
+		return
 	}
+	close(r.stop)
+	<-r.ready
+	if r.err == nil {
+		h.feed.Unsubscribe(r.id)
+	}
+	h.mu.Lock()
+	delete(h.rooms, r.id)
+	h.mu.Unlock()
+	close(r.closed)
 }
 
 // forget drops a room whose subscription failed, so the next stream tries

@@ -29,7 +29,11 @@ type room struct {
 	id    string
 	ready chan struct{} // closed once subscribed (err says whether it failed)
 	err   error
-	refs  int // streams attached; guarded by hub.mu
+	// refs counts the streams attached; closing is set when the last one
+	// left and closed when the room is unsubscribed. Guarded by hub.mu.
+	refs    int
+	closing bool
+	closed  chan struct{}
 	in    chan Event
 	wake  chan struct{}
 	stop  chan struct{}
@@ -42,7 +46,7 @@ type room struct {
 }
 
 func newRoom(h *Hub, id string) *room {
-	return &room{hub: h, id: id, ready: make(chan struct{}), in: make(chan Event, roomQueue),
+	return &room{hub: h, id: id, ready: make(chan struct{}), closed: make(chan struct{}), in: make(chan Event, roomQueue),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), streams: map[*stream]struct{}{}}
 }
 

@@ -106,7 +106,7 @@ func TestLostLiveEventsAreFilledFromTheLog(t *testing.T) {
 // client of the same room keeps receiving everything meanwhile.
 func TestSlowClientIsCutOff(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		e := newEnv(t, b, func(c *sse.Config) { c.QueueSize = 4 })
+		e := newEnv(t, b, func(c *sse.Config) { c.QueueSize = 32 })
 		id := e.room(t, bob)
 		slow := newClient()
 		slow.blocked = make(chan struct{})
@@ -114,7 +114,7 @@ func TestSlowClientIsCutOff(t *testing.T) {
 		fast := newClient()
 		e.serve(t, alice, id, sse.Cursor{}, fast)
 		fast.waitFor(t, 4) // both connected
-		for i := range 40 {
+		for i := range 100 { // far more than the queue holds
 			e.patch(t, alice, id, i)
 		}
 		contiguous(t, "reading stream", fast.waitFor(t, version(t, e, id)))
@@ -195,8 +195,11 @@ func TestPresenceFollowsStreams(t *testing.T) {
 		watcher := newClient()
 		e.serve(t, alice, id, sse.Cursor{}, watcher)
 		watcher.waitFor(t, 3) // its snapshot
-		stop1, _ := e.serve(t, bob, id, sse.Cursor{}, newClient())
-		stop2, _ := e.serve(t, bob, id, sse.Cursor{}, newClient())
+		b1, b2 := newClient(), newClient()
+		stop1, _ := e.serve(t, bob, id, sse.Cursor{}, b1)
+		stop2, _ := e.serve(t, bob, id, sse.Cursor{}, b2)
+		b1.waitFor(t, 1) // both of bob's streams are open
+		b2.waitFor(t, 1)
 		watcher.waitFor(t, 4)
 		stop1()
 		e.patch(t, alice, id, 1) // a marker: nothing about bob may come before it
@@ -228,4 +231,27 @@ func TestCloseEndsEveryStream(t *testing.T) {
 	for _, d := range dones {
 		wait(t, d, "stream after Close")
 	}
+}
+
+// A room's only stream closing while the next one opens: the new stream
+// still gets live events (unsubscribing the old never undoes the new
+// subscription).
+func TestReopeningARoomKeepsItsSubscription(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		id := e.room(t)
+		var stop func()
+		for i := range 25 {
+			cl := newClient()
+			next, _ := e.serve(t, alice, id, sse.Cursor{}, cl)
+			if stop != nil {
+				go stop()
+			}
+			stop = next
+			cl.waitFor(t, 1)
+			e.patch(t, alice, id, i)
+			cl.waitFor(t, version(t, e, id))
+		}
+		stop()
+	})
 }

@@ -35,6 +35,7 @@ type shardSub struct {
 	ps       *redis.PubSub
 	channels map[string]bool
 	waiters  map[string][]chan struct{}
+	unsubs   map[string]int // unsubscriptions sent and not yet confirmed
 }
 
 // Feed returns a Feed that hands what it receives to sink.
@@ -77,7 +78,7 @@ func (f *Feed) send(ctx context.Context, shard int, ch string, confirmed chan st
 	defer f.mu.Unlock()
 	sub := f.shards[shard]
 	if sub == nil {
-		sub = &shardSub{channels: map[string]bool{}, waiters: map[string][]chan struct{}{}}
+		sub = &shardSub{channels: map[string]bool{}, waiters: map[string][]chan struct{}{}, unsubs: map[string]int{}}
 		f.shards[shard] = sub
 	}
 	sub.channels[ch] = true
@@ -123,6 +124,7 @@ func (f *Feed) Unsubscribe(room string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
 	defer cancel()
+	sub.unsubs[ch]++
 	if f.sharded() {
 		sub.ps.SUnsubscribe(ctx, ch)
 	} else {
@@ -164,8 +166,10 @@ func (f *Feed) confirmed(shard int, sub *shardSub, m *redis.Subscription) {
 	switch m.Kind {
 	case "subscribe", "ssubscribe":
 		delete(sub.waiters, m.Channel)
-	case "sunsubscribe":
-		if wanted && f.shards[shard] == sub {
+	case "unsubscribe", "sunsubscribe":
+		if sub.unsubs[m.Channel] > 0 {
+			sub.unsubs[m.Channel]--
+		} else if m.Kind == "sunsubscribe" && wanted && f.shards[shard] == sub {
 			// Not ours: the slot moved. Reopen the shard's connection on
 			// the slot's new node with every channel.
 			f.reopen(shard, sub)
