@@ -42,13 +42,36 @@ type instance struct {
 	logs   *bytes.Buffer
 	mu     *sync.Mutex
 	cmd    *exec.Cmd
+	exited chan error // the process' exit, once
 	killed bool
+	once   sync.Once
 }
 
 // kill ends the process with SIGKILL, as a crash would.
 func (in *instance) kill() {
 	in.killed = true
 	in.cmd.Process.Kill()
+}
+
+// stop sends SIGTERM and waits for a clean exit; it fails the test
+// otherwise. Later calls do nothing.
+func (in *instance) stop(t *testing.T) {
+	in.once.Do(func() {
+		if in.killed {
+			<-in.exited
+			return
+		}
+		in.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-in.exited:
+			if err != nil {
+				t.Errorf("realsyncd exited with %v after SIGTERM", err)
+			}
+		case <-time.After(20 * time.Second):
+			in.cmd.Process.Kill()
+			t.Error("realsyncd did not stop within 20s of SIGTERM")
+		}
+	})
 }
 
 func (in *instance) logText() string {
@@ -74,7 +97,7 @@ func start(t *testing.T, bin string, env ...string) *instance {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd}
+	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd, exited: make(chan error, 1)}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -89,25 +112,8 @@ func start(t *testing.T, bin string, env ...string) *instance {
 		}
 		close(copied)
 	}()
-	t.Cleanup(func() {
-		if in.killed {
-			<-copied
-			cmd.Wait()
-			return
-		}
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { <-copied; done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("realsyncd exited with %v after SIGTERM", err)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Error("realsyncd did not stop within 20s of SIGTERM")
-		}
-	})
+	go func() { <-copied; in.exited <- cmd.Wait() }()
+	t.Cleanup(func() { in.stop(t) })
 	for i := 0; i < 200; i++ {
 		if r, err := http.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()

@@ -487,3 +487,21 @@ func grep(text, word string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// SIGTERM ends every open stream at once, so its clients reconnect to
+// another instance and resume, and the process exits cleanly.
+func TestShutdownEndsStreams(t *testing.T) {
+	bin := buildBinary(t)
+	env := backendEnv(t, "standalone")
+	a, b := start(t, bin, env...), start(t, bin, env...)
+	id, toks := party(t, a, 1)
+	f := follow(t, []string{a.url, b.url}, id, toks[1], false)
+	f.waitVersion(3, 10*time.Second)
+	a.stop(t) // a stream left open would hold the shutdown until its 15 s deadline: exit 1
+	patch(t, b, id, toks[0], map[string]any{"after": "shutdown"})
+	final := roomVersion(t, b, id, toks[0])
+	inOrder(t, "moved stream", f.waitVersion(final, 20*time.Second))
+	if f.conns < 2 {
+		t.Error("the stream did not move to the other instance")
+	}
+}
