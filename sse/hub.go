@@ -238,7 +238,8 @@ func (h *Hub) streamName() string {
 }
 
 // renew extends the leases of every open stream; a lease that lapsed (this
-// instance was cut off from Redis longer than the TTL) is recorded again.
+// instance was cut off from Redis longer than the TTL) is recorded again if
+// its stream is still open.
 func (h *Hub) renew(ctx context.Context) {
 	h.mu.Lock()
 	leases := make([]Lease, 0, len(h.streams))
@@ -254,10 +255,25 @@ func (h *Hub) renew(ctx context.Context) {
 		h.cfg.Log.Warn("sse: renewing presence", "err", err)
 	}
 	for _, l := range lost {
+		if !h.open(l) {
+			continue
+		}
 		if _, err := h.cfg.Source.OpenStream(ctx, l, ReadNone, Cursor{}, 0); err != nil {
 			h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
 		}
 	}
+}
+
+// open reports whether the stream holding lease l is still open.
+func (h *Hub) open(l Lease) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for st := range h.streams {
+		if st.lease.Stream == l.Stream {
+			return true
+		}
+	}
+	return false
 }
 
 // check compares every watched room's version with the store's and catches
