@@ -34,9 +34,9 @@ type room struct {
 	refs    int
 	closing bool
 	closed  chan struct{}
-	in    chan Event
-	wake  chan struct{}
-	stop  chan struct{}
+	in      chan Event
+	wake    chan struct{}
+	stop    chan struct{}
 
 	last    atomic.Int64 // version of the last event handed to streams
 	lastTag string       // its tag; worker only

@@ -113,7 +113,7 @@ func TestSlowClientIsCutOff(t *testing.T) {
 		_, slowDone := e.serve(t, bob, id, sse.Cursor{}, slow)
 		fast := newClient()
 		e.serve(t, alice, id, sse.Cursor{}, fast)
-		fast.waitFor(t, 4) // both connected
+		fast.waitFor(t, 4)   // both connected
 		for i := range 100 { // far more than the queue holds
 			e.patch(t, alice, id, i)
 		}
