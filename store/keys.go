@@ -61,11 +61,23 @@ func (k keys) roomKeys(shard int, id string) []string {
 
 func (k keys) log(shard int, id string) string { return k.room(shard, id) + ":log" }
 
-// roomKeysWithIndexes adds the 12 status indexes of a room of mode and
-// region, for scripts that may move it between indexes.
+// joinableIndex is the sorted set (score: createdAt in µs) of the joinable
+// rooms (public, waiting, unlocked, not full), optionally narrowed.
+func (k keys) joinableIndex(shard int, mode, region string) string {
+	return k.statusIndex(shard, "joinable", mode, region)
+}
+
+// fillIndex holds the same rooms as lexicographic members
+// "<100-playerCount>|<createdAt>|<id>" (score 0): fullest first, then oldest.
+func (k keys) fillIndex(shard int, mode, region string) string {
+	return k.statusIndex(shard, "fill", mode, region)
+}
+
+// roomKeysWithIndexes adds every index of a room of mode and region (12
+// status, 4 joinable, 4 fill), for scripts that may move it between them.
 func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 	out := k.roomKeys(shard, id)
-	for _, st := range rooms.Statuses {
+	for _, st := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
 		out = append(out,
 			k.statusIndex(shard, st, "", ""),
 			k.statusIndex(shard, st, mode, ""),

@@ -114,8 +114,12 @@ func (s *Store) JoinByCode(ctx context.Context, u rooms.User, code string) (room
 }
 
 func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code string) (rooms.Joined, error) {
+	_, keys, err := s.indexedKeys(ctx, id)
+	if err != nil {
+		return rooms.Joined{}, err
+	}
 	args := append(s.common(shard, id), u.ID, jsonString(u.Name), code)
-	return s.joined(id, roomJoin.Run(ctx, s.client, s.keys.roomKeys(shard, id), args...))
+	return s.joined(id, roomJoin.Run(ctx, s.client, keys, args...))
 }
 
 // joined decodes {"OK", playerId, room, players, users}.

@@ -23,7 +23,9 @@ import (
 //     player_joined in the log names a new one, none above the counter);
 //   - the log holds one entry per version, ids 1..version in order;
 //   - each public room is in exactly the four indexes of its status with
-//     its createdAt score, private rooms in none; every index entry is such
+//     its createdAt score, private rooms in none; joinable rooms (public,
+//     waiting, unlocked, not full) and only they are in the joinable
+//     indexes (createdAt) and the fill indexes (exact member); every index entry is such
 //     a room; user index and invite codes match the rooms;
 //   - presence: connected players, stream leases and removal deadlines
 //     name players of the room (a deadline only for a disconnected one);
@@ -262,6 +264,33 @@ func (ch *checker) indexed(ctx context.Context, tag, id string, h map[string]str
 			}
 		}
 	}
+	want := joinable(h)
+	for _, k := range indexKeys(tag, "joinable", h["m"], h["r"]) {
+		score, err := ch.c.ZScore(ctx, k, id).Result()
+		if want != (err == nil) || (want && strconv.FormatFloat(score, 'f', 0, 64) != h["cr"]) {
+			ch.fail("room %s (joinable %v): score %v, %v in %s", id, want, score, err, k)
+		}
+	}
+	for _, k := range indexKeys(tag, "fill", h["m"], h["r"]) {
+		_, err := ch.c.ZScore(ctx, k, fillMember(id, h)).Result()
+		if want != (err == nil) {
+			ch.fail("room %s (joinable %v): fill entry %q in %s: %v", id, want, fillMember(id, h), k, err)
+		}
+	}
+}
+
+// joinable: public, waiting, unlocked, not full.
+func joinable(h map[string]string) bool {
+	pc, _ := strconv.Atoi(h["pc"])
+	mx, _ := strconv.Atoi(h["mx"])
+	return h["vi"] == "public" && h["st"] == "waiting" && h["lk"] != "1" && pc < mx
+}
+
+// fillMember is a joinable room's entry in the fill indexes.
+func fillMember(id string, h map[string]string) string {
+	pc, _ := strconv.Atoi(h["pc"])
+	cr, _ := strconv.ParseInt(h["cr"], 10, 64)
+	return fmt.Sprintf("%03d|%017d|%s", 100-pc, cr, id)
 }
 
 func indexKeys(tag, st, mode, region string) []string {
@@ -269,7 +298,7 @@ func indexKeys(tag, st, mode, region string) []string {
 	return []string{b, b + ":mode:" + mode, b + ":region:" + region, b + ":mode:" + mode + ":region:" + region}
 }
 
-var indexKeyRe = regexp.MustCompile(`^\{([^}]+)\}:idx:(waiting|playing|finished)(?::mode:([^:]+))?(?::region:([^:]+))?$`)
+var indexKeyRe = regexp.MustCompile(`^\{([^}]+)\}:idx:(waiting|playing|finished|joinable|fill)(?::mode:([^:]+))?(?::region:([^:]+))?$`)
 
 // index checks every entry of a status index is a matching public room.
 func (ch *checker) index(ctx context.Context, key string) error {
@@ -285,12 +314,21 @@ func (ch *checker) index(ctx context.Context, key string) error {
 		return err
 	}
 	sort.Strings(ids)
-	for _, id := range ids {
+	for _, entry := range ids {
+		id := entry
+		if m[2] == "fill" {
+			id = entry[strings.LastIndexByte(entry, '|')+1:]
+		}
 		h, ok := ch.rooms[m[1]+"|"+id]
+		inPlace := ok && (m[3] == "" || h["m"] == m[3]) && (m[4] == "" || h["r"] == m[4])
 		switch {
 		case !ok:
 			ch.fail("index %s: room %s does not exist", key, id)
-		case h["vi"] != "public" || h["st"] != m[2] || (m[3] != "" && h["m"] != m[3]) || (m[4] != "" && h["r"] != m[4]):
+		case m[2] == "joinable" || m[2] == "fill":
+			if !joinable(h) || !inPlace || (m[2] == "fill" && entry != fillMember(id, h)) {
+				ch.fail("index %s: entry %s, room %v", key, entry, h)
+			}
+		case h["vi"] != "public" || h["st"] != m[2] || !inPlace:
 			ch.fail("index %s: room %s is %s %s %s/%s", key, id, h["vi"], h["st"], h["m"], h["r"])
 		}
 	}

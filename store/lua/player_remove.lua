@@ -1,7 +1,7 @@
 -- player_remove: a member leaves or the owner kicks a player. The owner
 -- leaving passes ownership to the earliest-joined remaining member; the last
 -- member leaving closes the room (see remove_player in the prelude).
--- KEYS: prelude, with the 12 status indexes.
+-- KEYS: prelude, with the indexes.
 -- ARGV[7] caller userId  ARGV[8] target playerId ("" = the caller)
 -- ARGV[9] reason: left | kicked
 -- Reply: {"OK"} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"} |

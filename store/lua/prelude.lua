@@ -12,8 +12,13 @@
 --   KEYS[11] room message log (stream, capped apart from the event log)
 --   KEYS[12] shard presence due (zset roomId -> earliest presence deadline, ms)
 --   KEYS[13..24] status indexes: waiting, playing, finished, each as
---               (all, mode, region, mode+region); only passed to scripts that
---               may change index membership.
+--               (all, mode, region, mode+region), score createdAt;
+--   KEYS[25..28] joinable indexes (public, waiting, unlocked, not full) as
+--               (all, mode, region, mode+region), score createdAt;
+--   KEYS[29..32] fill indexes of the same rooms, lexicographic members
+--               "<100 - playerCount, 3 digits>|<createdAt, 17 digits>|<id>":
+--               fullest first, then oldest.
+--   Indexes are only passed to scripts that may change index membership.
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag ARGV[5] log MAXLEN ~   ARGV[6] TTL (s) of a closed room's log
@@ -69,6 +74,7 @@ local function emit(etype, body)
 end
 
 local INDEX_BASE = {waiting = 13, playing = 17, finished = 21}
+local JOINABLE_BASE, FILL_BASE = 25, 29
 
 local function index_add(status, score)
   local base = INDEX_BASE[status]
@@ -80,12 +86,46 @@ local function index_rem(status)
   for i = 0, 3 do redis.call('ZREM', KEYS[base + i], room_id) end
 end
 
--- reindex moves the room between status indexes when its (visibility,
--- status) changed: only public rooms are indexed.
-local function reindex(old_vis, old_st, new_vis, new_st, score)
-  if old_vis == new_vis and old_st == new_st then return end
-  if old_vis == 'public' then index_rem(old_st) end
-  if new_vis == 'public' then index_add(new_st, score) end
+-- placement reads what decides a room's index entries; nil when it is gone.
+local function placement()
+  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr')
+  if not r[1] then return nil end
+  return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6]}
+end
+
+local function joinable(p)
+  return p ~= nil and p.vi == 'public' and p.st == 'waiting' and p.lk ~= '1' and p.pc < p.mx
+end
+
+local function fill_member(p)
+  return string.format('%03d', 100 - p.pc) .. '|' .. string.rep('0', 17 - #p.cr) .. p.cr .. '|' .. room_id
+end
+
+-- reindex moves the room's index entries from what placement() said
+-- before the change (nil for a new room) to what it says now (nil once the
+-- room is gone): status indexes for public rooms, joinable and fill
+-- indexes for joinable ones.
+local function reindex(old)
+  local new = placement()
+  local old_listed = old ~= nil and old.vi == 'public'
+  local new_listed = new ~= nil and new.vi == 'public'
+  if old_listed and not (new_listed and new.st == old.st) then index_rem(old.st) end
+  if new_listed and not (old_listed and new.st == old.st) then index_add(new.st, new.cr) end
+  local oj, nj = joinable(old), joinable(new)
+  if oj and not (nj and new.pc == old.pc) then
+    local m = fill_member(old)
+    for i = 0, 3 do redis.call('ZREM', KEYS[FILL_BASE + i], m) end
+  end
+  if oj and not nj then
+    for i = 0, 3 do redis.call('ZREM', KEYS[JOINABLE_BASE + i], room_id) end
+  end
+  if nj and not (oj and new.pc == old.pc) then
+    local m = fill_member(new)
+    for i = 0, 3 do
+      redis.call('ZADD', KEYS[JOINABLE_BASE + i], new.cr, room_id)
+      redis.call('ZADD', KEYS[FILL_BASE + i], 0, m)
+    end
+  end
 end
 
 local function user_entry(uid)
@@ -118,17 +158,19 @@ local function add_player(uid, name_json)
 end
 
 -- close_room emits room_closed, removes the room from every index and
--- deletes it. The log stays for closed_ttl seconds so streams can read the
+-- deletes it; before is its placement() before the change that closes it
+-- (nil: read now). The log stays for closed_ttl seconds so streams can read the
 -- final event.
-local function close_room(reason)
-  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'cd')
+local function close_room(reason, before)
+  before = before or placement()
+  local code = redis.call('HGET', K_ROOM, 'cd')
   emit('room_closed', ',"reason":"' .. reason .. '"')
-  if r[1] == 'public' then index_rem(r[2]) end
-  if r[3] then redis.call('HDEL', K_CODES, r[3]) end
+  if code then redis.call('HDEL', K_CODES, code) end
   for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do
     redis.call('ZREM', K_USERIDX, user_entry(uid))
   end
   redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES)
+  reindex(before)
   redis.call('ZREM', K_DUE, room_id)
   redis.call('EXPIRE', K_LOG, closed_ttl)
 end
@@ -184,6 +226,7 @@ end
 -- ownership on or closing the room when it was the last. Needs the status
 -- indexes in KEYS. Returns true when the room closed.
 local function remove_player(pid, uid, reason)
+  local before = placement()
   redis.call('HDEL', K_PLAYERS, pid)
   redis.call('HDEL', K_USERS, uid)
   redis.call('ZREM', K_USERIDX, user_entry(uid))
@@ -191,7 +234,7 @@ local function remove_player(pid, uid, reason)
   local left = redis.call('HINCRBY', K_ROOM, 'pc', -1)
   emit('player_left', ',"playerId":' .. pid .. ',"reason":"' .. reason .. '"')
   if left == 0 then
-    close_room('empty')
+    close_room('empty', before)
     return true
   end
   local owner = redis.call('HGET', K_ROOM, 'ow')
@@ -204,6 +247,7 @@ local function remove_player(pid, uid, reason)
     redis.call('HSET', K_ROOM, 'ow', next_owner)
     emit('room_updated', ',"changes":{"ownerPlayerId":' .. next_owner .. '}')
   end
+  reindex(before)
   return false
 end
 

@@ -3,7 +3,7 @@
 -- them (it died or lost Redis): they are dropped, and players left without a
 -- lease are announced disconnected. Players whose removal deadline passed
 -- while still disconnected are removed (player_left, reason disconnected).
--- KEYS: prelude, with the 12 status indexes.
+-- KEYS: prelude, with the indexes.
 -- ARGV[7] grace (ms)
 -- Reply: {"OK", removed players}
 local grace = tonumber(ARGV[7])

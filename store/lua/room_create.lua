@@ -1,5 +1,5 @@
 -- room_create: stores a new room with its creator as owner, player 1.
--- KEYS: prelude, with the 12 status indexes.
+-- KEYS: prelude, with the indexes.
 -- ARGV[7] name  ARGV[8] mode  ARGV[9] region  ARGV[10] visibility
 -- ARGV[11] maxPlayers  ARGV[12] statePolicy  ARGV[13] attributes JSON
 -- ARGV[14] invite code ("" for public)  ARGV[15] creator userId
@@ -25,5 +25,6 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
 if #ARGV > 17 then redis.call('HSET', K_STATE, unpack(ARGV, 18)) end
-if vis == 'public' then index_add('waiting', num(created)) end
-return room_reply(add_player(uid, name_json))
+local pid = add_player(uid, name_json)
+reindex(nil)
+return room_reply(pid)

@@ -1,5 +1,5 @@
 -- room_delete: the owner closes the room; room_closed (reason closed).
--- KEYS: prelude, with the 12 status indexes.
+-- KEYS: prelude, with the indexes.
 -- ARGV[7] caller userId
 -- Reply: {"OK"} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"}
 local caller = ARGV[7]

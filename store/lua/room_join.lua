@@ -1,5 +1,6 @@
 -- room_join: adds a user to a room, by id or by invite code.
--- KEYS: prelude, without status indexes.
+-- KEYS: prelude, with the indexes (playerCount moves the room in the fill
+-- index, and out of the joinable ones when it fills up).
 -- ARGV[7] userId  ARGV[8] name as a JSON string  ARGV[9] invite code ("" by id)
 -- Reply: {"OK", playerId, room, players, users} | {"ROOM_NOT_FOUND"} |
 --        {"ROOM_NOT_JOINABLE"} | {"ROOM_FULL"}
@@ -14,4 +15,7 @@ if code == '' and r[1] == 'private' then return {'ROOM_NOT_FOUND'} end
 if code ~= '' and r[2] ~= code then return {'ROOM_NOT_FOUND'} end
 if r[3] ~= 'waiting' or r[4] == '1' then return {'ROOM_NOT_JOINABLE'} end
 if tonumber(r[5]) >= tonumber(r[6]) then return {'ROOM_FULL'} end
-return room_reply(add_player(uid, name_json))
+local before = placement()
+local new_pid = add_player(uid, name_json)
+reindex(before)
+return room_reply(new_pid)

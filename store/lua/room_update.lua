@@ -1,7 +1,7 @@
 -- room_update: the owner changes name, status, locked, maxPlayers,
 -- visibility or attributes. Only fields whose value changes are written and
 -- reported in one room_updated event; no change, no event.
--- KEYS: prelude, with the 12 status indexes.
+-- KEYS: prelude, with the indexes.
 -- ARGV[7] caller userId  ARGV[8] name ("" = unchanged)  ARGV[9] name as JSON
 -- ARGV[10] status ("" = unchanged)  ARGV[11] locked ("", "0", "1")
 -- ARGV[12] maxPlayers ("" = unchanged)  ARGV[13] visibility ("" = unchanged)
@@ -21,6 +21,7 @@ local r = redis.call('HMGET', K_ROOM, 'ow', 'n', 'st', 'lk', 'mx', 'vi', 'at', '
 local cur = {ow = r[1], n = r[2], st = r[3], lk = r[4], mx = r[5], vi = r[6], at = r[7],
   pc = r[8], cd = r[9], cr = r[10]}
 if cur.ow ~= cp then return {'NOT_OWNER'} end
+local before = placement()
 
 if status ~= '' and status ~= cur.st and not (ALLOWED[cur.st] and ALLOWED[cur.st][status]) then
   return {'INVALID_TRANSITION'}
@@ -55,7 +56,6 @@ if vis ~= '' and vis ~= cur.vi then
 end
 if #changes == 0 then return room_reply(0) end
 
-local new = redis.call('HMGET', K_ROOM, 'vi', 'st')
-reindex(cur.vi, cur.st, new[1], new[2], cur.cr)
+reindex(before)
 emit('room_updated', ',"changes":{' .. table.concat(changes, ',') .. '}')
 return room_reply(0)
