@@ -12,10 +12,12 @@ import (
 // Sort is a listing order.
 type Sort string
 
-// Newest lists by createdAt descending, Oldest ascending.
+// Newest lists by createdAt descending, Oldest ascending; Fill (joinable
+// rooms only) by playerCount descending, then oldest first.
 const (
 	Newest Sort = "newest"
 	Oldest Sort = "oldest"
+	Fill   Sort = "fill"
 )
 
 // Listing limits.
@@ -25,15 +27,18 @@ const (
 )
 
 // Position is a room's place in a sort order: its index score (createdAt
-// in µs, unique within a shard) and its id to break ties across shards.
+// in µs, unique within a shard) and its id to break ties across shards;
+// with Fill, Key is its fill index entry, compared as a string.
 type Position struct {
 	Score int64
 	ID    string
+	Key   string
 }
 
 // Query is a validated listing request.
 type Query struct {
 	Statuses []rooms.Status
+	Joinable bool   // only waiting, unlocked, not-full rooms (Statuses is waiting)
 	Mode     string // "" for any
 	Region   string // "" for any
 	Sort     Sort

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/realsync/realsync/rooms"
@@ -21,12 +22,13 @@ func NewService(index Index) *Service { return &Service{index: index} }
 
 // ListParams are the raw query parameters; empty means absent.
 type ListParams struct {
-	Status string // comma list, default "waiting"
-	Mode   string
-	Region string
-	Sort   string // newest (default) | oldest
-	Limit  *int   // 1..100, default 20
-	Cursor string
+	Status   string // comma list, default "waiting"
+	Joinable bool
+	Mode     string
+	Region   string
+	Sort     string // newest (default) | oldest | fill (needs Joinable)
+	Limit    *int   // 1..100, default 20
+	Cursor   string
 }
 
 // Page is a page of rooms; NextCursor is "" on the last page.
@@ -58,10 +60,13 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 func parse(p ListParams) (Query, error) {
 	var errs []rooms.FieldError
 	bad := func(field, msg string) { errs = append(errs, rooms.FieldError{Field: field, Message: msg}) }
-	q := Query{Mode: p.Mode, Region: p.Region, Sort: Newest, Limit: DefaultLimit}
+	q := Query{Mode: p.Mode, Region: p.Region, Sort: Newest, Limit: DefaultLimit, Joinable: p.Joinable}
 	statuses, ok := parseStatuses(p.Status)
-	if !ok {
+	switch {
+	case !ok:
 		bad("status", "must be a comma list of waiting, playing, finished")
+	case p.Joinable && (len(statuses) != 1 || statuses[0] != rooms.Waiting):
+		bad("status", "must be absent or waiting with joinable=true")
 	}
 	q.Statuses = statuses
 	if p.Mode != "" && !slugRe.MatchString(p.Mode) {
@@ -74,8 +79,13 @@ func parse(p ListParams) (Query, error) {
 	case "", Newest:
 	case Oldest:
 		q.Sort = Oldest
+	case Fill:
+		q.Sort = Fill
+		if !p.Joinable {
+			bad("sort", "fill needs joinable=true")
+		}
 	default:
-		bad("sort", "must be one of: newest, oldest")
+		bad("sort", "must be one of: newest, oldest, fill")
 	}
 	if p.Limit != nil {
 		if *p.Limit < 1 || *p.Limit > MaxLimit {
@@ -120,8 +130,9 @@ func parseStatuses(s string) ([]rooms.Status, bool) {
 }
 
 type cursor struct {
-	Score int64  `json:"s"`
+	Score int64  `json:"s,omitempty"`
 	ID    string `json:"i"`
+	Key   string `json:"k,omitempty"`
 	Query uint32 `json:"q"`
 }
 
@@ -131,12 +142,12 @@ func fingerprint(q Query) uint32 {
 	for _, st := range q.Statuses {
 		h.Write([]byte(st + ","))
 	}
-	h.Write([]byte("|" + q.Mode + "|" + q.Region + "|" + string(q.Sort)))
+	h.Write([]byte("|" + q.Mode + "|" + q.Region + "|" + string(q.Sort) + "|" + strconv.FormatBool(q.Joinable)))
 	return h.Sum32()
 }
 
 func encodeCursor(q Query, p Position) string {
-	b, _ := json.Marshal(cursor{Score: p.Score, ID: p.ID, Query: fingerprint(q)})
+	b, _ := json.Marshal(cursor{Score: p.Score, ID: p.ID, Key: p.Key, Query: fingerprint(q)})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -146,15 +157,20 @@ func decodeCursor(q Query, s string) (Position, bool) {
 		return Position{}, false
 	}
 	var c cursor
-	if json.Unmarshal(b, &c) != nil || c.Query != fingerprint(q) || c.ID == "" || !rooms.ValidRoomID(c.ID) {
+	if json.Unmarshal(b, &c) != nil || c.Query != fingerprint(q) || c.ID == "" || !rooms.ValidRoomID(c.ID) ||
+		(q.Sort == Fill) != (c.Key != "") || len(c.Key) > 64 {
 		return Position{}, false
 	}
-	return Position{Score: c.Score, ID: c.ID}, true
+	return Position{Score: c.Score, ID: c.ID, Key: c.Key}, true
 }
 
 // Before reports whether a comes before b in sort order s: newest is score
-// descending then id descending; oldest is the reverse.
+// descending then id descending; oldest is the reverse; fill is Key
+// ascending (Keys are unique: they end with the id).
 func Before(s Sort, a, b Position) bool {
+	if s == Fill {
+		return a.Key < b.Key
+	}
 	if a.Score != b.Score {
 		return (a.Score > b.Score) == (s == Newest)
 	}

@@ -163,7 +163,8 @@ func churnStep(ctx context.Context, s *store.Store, rng *rand.Rand, ids []string
 	case op < 8:
 		st := []rooms.Status{rooms.Waiting, rooms.Playing}[rng.IntN(2)]
 		vis := []rooms.Visibility{rooms.Public, rooms.Private}[rng.IntN(2)]
-		_, err := s.Update(ctx, u, id, rooms.UpdateParams{Status: &st, Visibility: &vis, Locked: ptr(rng.IntN(4) == 0)})
+		_, err := s.Update(ctx, u, id, rooms.UpdateParams{Status: &st, Visibility: &vis, Locked: ptr(rng.IntN(4) == 0),
+			MaxPlayers: ptr(3 + rng.IntN(4))})
 		return 3, err
 	default:
 		_, err := s.PatchState(ctx, u, id, rooms.StatePatch{Set: rooms.State{"score": []byte("1")}, IfMatch: -1})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,15 +44,19 @@ func (s *Store) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 // most one entry at the cursor's score per index, filtered out here.
 func (s *Store) candidates(ctx context.Context, q lobby.Query) ([]candidate, error) {
 	type read struct {
-		shard int
-		cmd   *redis.ZSliceCmd
+		shard  int
+		scored *redis.ZSliceCmd
+		lex    *redis.StringSliceCmd // fill indexes: BYLEX takes no WITHSCORES
 	}
 	var reads []read
 	pipe := s.client.Pipeline()
 	for _, shard := range s.listShards(q) {
-		for _, st := range q.Statuses {
-			key := s.keys.statusIndex(shard, st, q.Mode, q.Region)
-			reads = append(reads, read{shard, pipe.ZRangeArgsWithScores(ctx, rangeArgs(key, q))})
+		for _, key := range s.listKeys(shard, q) {
+			if q.Sort == lobby.Fill {
+				reads = append(reads, read{shard: shard, lex: pipe.ZRangeArgs(ctx, rangeArgs(key, q))})
+			} else {
+				reads = append(reads, read{shard: shard, scored: pipe.ZRangeArgsWithScores(ctx, rangeArgs(key, q))})
+			}
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
@@ -59,14 +64,47 @@ func (s *Store) candidates(ctx context.Context, q lobby.Query) ([]candidate, err
 	}
 	var out []candidate
 	for _, r := range reads {
-		for _, z := range r.cmd.Val() {
-			c := candidate{pos: lobby.Position{Score: int64(z.Score), ID: z.Member.(string)}, shard: r.shard}
+		var zs []redis.Z
+		if r.lex != nil {
+			for _, m := range r.lex.Val() {
+				zs = append(zs, redis.Z{Member: m})
+			}
+		} else {
+			zs = r.scored.Val()
+		}
+		for _, z := range zs {
+			c := candidate{pos: position(q, z), shard: r.shard}
 			if q.After == nil || lobby.Before(q.Sort, *q.After, c.pos) {
 				out = append(out, c)
 			}
 		}
 	}
 	return out, nil
+}
+
+// listKeys are the indexes a query reads in one shard.
+func (s *Store) listKeys(shard int, q lobby.Query) []string {
+	switch {
+	case q.Sort == lobby.Fill:
+		return []string{s.keys.fillIndex(shard, q.Mode, q.Region)}
+	case q.Joinable:
+		return []string{s.keys.joinableIndex(shard, q.Mode, q.Region)}
+	}
+	out := make([]string, len(q.Statuses))
+	for i, st := range q.Statuses {
+		out[i] = s.keys.statusIndex(shard, st, q.Mode, q.Region)
+	}
+	return out
+}
+
+// position reads an index entry: a fill entry "<...>|<...>|<id>" is its
+// own key.
+func position(q lobby.Query, z redis.Z) lobby.Position {
+	m := z.Member.(string)
+	if q.Sort == lobby.Fill {
+		return lobby.Position{ID: m[strings.LastIndexByte(m, '|')+1:], Key: m}
+	}
+	return lobby.Position{Score: int64(z.Score), ID: m}
 }
 
 func (s *Store) listShards(q lobby.Query) []int {
@@ -81,6 +119,13 @@ func (s *Store) listShards(q lobby.Query) []int {
 }
 
 func rangeArgs(key string, q lobby.Query) redis.ZRangeArgs {
+	if q.Sort == lobby.Fill {
+		start := "-"
+		if q.After != nil {
+			start = "(" + q.After.Key
+		}
+		return redis.ZRangeArgs{Key: key, ByLex: true, Start: start, Stop: "+", Count: int64(q.Limit + 1)}
+	}
 	lo, hi := "-inf", "+inf"
 	if q.After != nil {
 		b := strconv.FormatInt(q.After.Score, 10)
@@ -120,11 +165,16 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 		if err != nil {
 			return nil, err
 		}
-		if r.Visibility == rooms.Public && hasStatus(q.Statuses, r.Status) {
+		if r.Visibility == rooms.Public && hasStatus(q.Statuses, r.Status) && (!q.Joinable || joinable(r)) {
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// joinable: what the joinable and fill indexes hold (lua/prelude.lua).
+func joinable(r rooms.Room) bool {
+	return r.Visibility == rooms.Public && r.Status == rooms.Waiting && !r.Locked && r.PlayerCount < r.MaxPlayers
 }
 
 func hasStatus(list []rooms.Status, st rooms.Status) bool {

@@ -110,6 +110,78 @@ func TestListFiltersAndSorts(t *testing.T) {
 	})
 }
 
+func TestListJoinableAndFill(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		svc := lobby.NewService(s)
+		// created in this order: ids[0] oldest
+		specs := []struct {
+			region  string
+			players int
+			locked  bool
+			status  rooms.Status
+		}{
+			{"eu", 1, false, rooms.Waiting},
+			{"eu", 3, false, rooms.Waiting},
+			{"eu", 4, false, rooms.Waiting}, // full
+			{"eu", 2, true, rooms.Waiting},  // locked
+			{"eu", 2, false, rooms.Waiting},
+			{"us", 3, false, rooms.Waiting},
+			{"us", 1, false, rooms.Playing},
+		}
+		var ids []string
+		for i, sp := range specs {
+			owner := user(10 * i)
+			r := mustCreate(t, s, owner, newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region = "m", sp.region })).Room
+			for j := 1; j < sp.players; j++ {
+				if _, err := s.Join(ctx, user(10*i+j), r.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sp.locked {
+				update(t, s, owner, r.ID, rooms.UpdateParams{Locked: ptr(true)})
+			}
+			if sp.status != rooms.Waiting {
+				update(t, s, owner, r.ID, rooms.UpdateParams{Status: ptr(sp.status)})
+			}
+			ids = append(ids, r.ID)
+		}
+		tests := []struct {
+			name string
+			p    lobby.ListParams
+			want []int
+		}{
+			{"JoinableNewest", lobby.ListParams{Joinable: true}, []int{5, 4, 1, 0}},
+			{"JoinableOldestMode", lobby.ListParams{Joinable: true, Sort: "oldest", Mode: "m"}, []int{0, 1, 4, 5}},
+			{"Fill", lobby.ListParams{Joinable: true, Sort: "fill"}, []int{1, 5, 4, 0}},
+			{"FillRegion", lobby.ListParams{Joinable: true, Sort: "fill", Region: "eu"}, []int{1, 4, 0}},
+			{"FillModeRegionPagesOfOne", lobby.ListParams{Joinable: true, Sort: "fill", Mode: "m", Region: "eu", Limit: ptr(1)}, []int{1, 4, 0}},
+			{"FillPagesOfTwo", lobby.ListParams{Joinable: true, Sort: "fill", Limit: ptr(2)}, []int{1, 5, 4, 0}},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				got := walk(t, svc, tc.p)
+				var want []string
+				for _, i := range tc.want {
+					want = append(want, ids[i])
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("got %v\nwant %v", got, want)
+				}
+			})
+		}
+		// Leaving the full room makes it joinable again, at its new place.
+		if err := s.Leave(ctx, user(21), ids[2]); err != nil {
+			t.Fatal(err)
+		}
+		got := walk(t, svc, lobby.ListParams{Joinable: true, Sort: "fill", Region: "eu"})
+		if want := fmt.Sprint([]string{ids[1], ids[2], ids[4], ids[0]}); fmt.Sprint(got) != want {
+			t.Fatalf("after a leave: %v, want %v", got, want)
+		}
+		checkInvariants(t, s)
+	})
+}
+
 // While two instances create and close rooms, a walk with newest or oldest
 // lists every room present for the whole walk exactly once.
 func TestListPagingUnderChurn(t *testing.T) {

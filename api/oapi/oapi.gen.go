@@ -148,6 +148,7 @@ func (e Visibility) Valid() bool {
 
 // Defines values for ListRoomsParamsSort.
 const (
+	Fill   ListRoomsParamsSort = "fill"
 	Newest ListRoomsParamsSort = "newest"
 	Oldest ListRoomsParamsSort = "oldest"
 )
@@ -155,6 +156,8 @@ const (
 // Valid indicates whether the value is a known member of the ListRoomsParamsSort enum.
 func (e ListRoomsParamsSort) Valid() bool {
 	switch e {
+	case Fill:
+		return true
 	case Newest:
 		return true
 	case Oldest:
@@ -437,11 +440,14 @@ type UnsupportedMediaType = Problem
 // ListRoomsParams defines parameters for ListRooms.
 type ListRoomsParams struct {
 	// Status Comma-separated statuses (default `waiting`).
-	Status *string              `form:"status,omitempty" json:"status,omitempty"`
-	Mode   *Mode                `form:"mode,omitempty" json:"mode,omitempty"`
-	Region *Region              `form:"region,omitempty" json:"region,omitempty"`
-	Sort   *ListRoomsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
-	Limit  *int                 `form:"limit,omitempty" json:"limit,omitempty"`
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Joinable Only waiting, unlocked, not-full rooms.
+	Joinable *bool                `form:"joinable,omitempty" json:"joinable,omitempty"`
+	Mode     *Mode                `form:"mode,omitempty" json:"mode,omitempty"`
+	Region   *Region              `form:"region,omitempty" json:"region,omitempty"`
+	Sort     *ListRoomsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+	Limit    *int                 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor `nextCursor` of the previous page; only valid with the same filters and sort.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -751,6 +757,19 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "status"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "status", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "joinable" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "joinable", r.URL.Query(), &params.Joinable, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "joinable"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "joinable", Err: err})
 		}
 		return
 	}
