@@ -40,6 +40,7 @@ var problems = []problem{
 	{errGuestDisabled, 403, "GUEST_AUTH_DISABLED", "Guest tokens are disabled"},
 	{rooms.ErrRoomNotFound, 404, "ROOM_NOT_FOUND", "Room not found"},
 	{rooms.ErrPlayerNotFound, 404, "PLAYER_NOT_FOUND", "Player not found"},
+	{rooms.ErrNoMatch, 404, "NO_MATCH", "No room matches"},
 	{errRouteNotFound, 404, "NOT_FOUND", "Not found"},
 	{errMethodNotAllowed, 405, "METHOD_NOT_ALLOWED", "Method not allowed"},
 	{rooms.ErrRoomFull, 409, "ROOM_FULL", "Room is full"},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
 )
 
 // ListRooms implements GET /v1/rooms.
@@ -32,4 +33,25 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// QuickJoin implements POST /v1/matchmaking/quick-join: 201 when it
+// created the room, 200 when it joined one.
+func (s *Server) QuickJoin(w http.ResponseWriter, r *http.Request) {
+	var p rooms.QuickJoinParams
+	if err := decodeBody(r, &p, false, jsonType); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, err := s.rooms.QuickJoin(r.Context(), userFrom(r.Context()), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if q.Created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/rooms/"+q.Room.ID)
+	}
+	writeJSON(w, status, oapi.QuickJoined{Room: roomBody(q.Room, true), PlayerId: q.PlayerID, Created: q.Created})
 }

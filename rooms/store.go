@@ -36,4 +36,5 @@ type Store interface {
 	PatchState(ctx context.Context, u User, id string, patch StatePatch) (Versions, error)
 
 	MessageStore
+	Matchmaker
 }

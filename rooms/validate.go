@@ -108,6 +108,7 @@ var rangeMessages = map[string]string{
 	"attributes": "must have at most 16 entries",
 	"type":       "must be 1..32 characters",
 	"to":         "must name 1..100 players",
+	"regions":    "must list 1..10 regions",
 }
 
 func message(fe validator.FieldError) string {

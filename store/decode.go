@@ -45,6 +45,7 @@ var scriptErrors = map[string]error{
 	"MAX_BELOW_COUNT":     rooms.Invalid("maxPlayers", "must not be below the current playerCount"),
 	"CODE_TAKEN":          errCodeTaken,
 	"ID_TAKEN":            errCodeTaken,
+	"JOINABLE_EXISTS":     errJoinableExists,
 }
 
 // pairs turns a flat HGETALL reply into a map.

@@ -17,6 +17,9 @@ import (
 // with new random ones.
 var errCodeTaken = errors.New("store: room id or invite code taken")
 
+// errJoinableExists: a quick-join create found a joinable room meanwhile.
+var errJoinableExists = errors.New("store: a joinable room exists")
+
 const maxCollisionRetries = 5
 
 // common is the ARGV every mutation script starts with (lua/prelude.lua).
@@ -27,6 +30,12 @@ func (s *Store) common(shard int, id string) []any {
 // Create implements rooms.Store. The room lives in the home shard of its
 // (mode, region), whatever its visibility, so it never moves.
 func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (rooms.Joined, error) {
+	return s.create(ctx, u, p, false)
+}
+
+// create creates p; with onlyIfNone, only when no joinable room of its mode
+// and region exists (errJoinableExists otherwise).
+func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyIfNone bool) (rooms.Joined, error) {
 	attrs, err := json.Marshal(p.Attributes)
 	if err != nil {
 		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
@@ -40,7 +49,8 @@ func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (room
 			code = newCode(shard, s.shards)
 		}
 		args := append(s.common(shard, id), p.Name, p.Mode, p.Region, string(p.Visibility),
-			p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size)
+			p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size,
+			map[bool]string{true: "1", false: ""}[onlyIfNone])
 		for _, k := range sortedKeys(p.State) {
 			args = append(args, k, []byte(p.State[k]))
 		}

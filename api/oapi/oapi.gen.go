@@ -301,6 +301,35 @@ type Problem struct {
 // ProblemCode defines model for Problem.Code.
 type ProblemCode string
 
+// QuickJoinRequest defines model for QuickJoinRequest.
+type QuickJoinRequest struct {
+	// Create The room to create when nothing can be joined (public, caller as owner).
+	Create *struct {
+		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+		// of at most 128 characters or a number.
+		//
+		//
+		// Example: {"map":"dust2","rank":1500}
+		Attributes  *Attributes  `json:"attributes,omitempty"`
+		MaxPlayers  *int         `json:"maxPlayers,omitempty"`
+		Name        string       `json:"name"`
+		StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
+	} `json:"create,omitempty"`
+
+	// Mode Example: battle
+	Mode Mode `json:"mode"`
+
+	// Regions Tried in this order; a room is created in the first.
+	Regions *[]Region `json:"regions,omitempty"`
+}
+
+// QuickJoined defines model for QuickJoined.
+type QuickJoined struct {
+	Created  bool `json:"created"`
+	PlayerId int  `json:"playerId"`
+	Room     Room `json:"room"`
+}
+
 // Region Example: us-west
 type Region = string
 
@@ -483,6 +512,9 @@ type PatchRoomStateParams struct {
 // CreateGuestTokenJSONRequestBody defines body for CreateGuestToken for application/json ContentType.
 type CreateGuestTokenJSONRequestBody = GuestRequest
 
+// QuickJoinJSONRequestBody defines body for QuickJoin for application/json ContentType.
+type QuickJoinJSONRequestBody = QuickJoinRequest
+
 // CreateRoomJSONRequestBody defines body for CreateRoom for application/json ContentType.
 type CreateRoomJSONRequestBody = CreateRoomRequest
 
@@ -518,6 +550,9 @@ type ServerInterface interface {
 	// CreateGuestToken Issue a guest token
 	// (POST /v1/auth/guest)
 	CreateGuestToken(w http.ResponseWriter, r *http.Request)
+	// QuickJoin Join the best joinable public room of a mode, or create one
+	// (POST /v1/matchmaking/quick-join)
+	QuickJoin(w http.ResponseWriter, r *http.Request)
 	// ListRooms List public rooms
 	// (GET /v1/rooms)
 	ListRooms(w http.ResponseWriter, r *http.Request, params ListRoomsParams)
@@ -587,6 +622,12 @@ func (_ Unimplemented) Readyz(w http.ResponseWriter, r *http.Request) {
 // CreateGuestToken Issue a guest token
 // (POST /v1/auth/guest)
 func (_ Unimplemented) CreateGuestToken(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// QuickJoin Join the best joinable public room of a mode, or create one
+// (POST /v1/matchmaking/quick-join)
+func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -730,6 +771,20 @@ func (siw *ServerInterfaceWrapper) CreateGuestToken(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CreateGuestToken(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// QuickJoin operation middleware
+func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.QuickJoin(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1420,6 +1475,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/rooms/{roomId}/messages", wrapper.SendMessage)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/matchmaking/quick-join", wrapper.QuickJoin)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)

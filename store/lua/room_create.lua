@@ -4,13 +4,18 @@
 -- ARGV[11] maxPlayers  ARGV[12] statePolicy  ARGV[13] attributes JSON
 -- ARGV[14] invite code ("" for public)  ARGV[15] creator userId
 -- ARGV[16] creator name as a JSON string  ARGV[17] state bytes
--- ARGV[18..] state key, value pairs
--- Reply: {"OK", 1, room, players, users} | {"ID_TAKEN"} | {"CODE_TAKEN"}
+-- ARGV[18] "1": only when no joinable room of the same mode and region
+-- exists (quick-join), else ""
+-- ARGV[19..] state key, value pairs
+-- Reply: {"OK", 1, room, players, users, conn} | {"ID_TAKEN"} | {"CODE_TAKEN"} |
+--        {"JOINABLE_EXISTS"}
 local name, mode, region, vis = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local max, policy, attrs, code = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
-local uid, name_json, state_bytes = ARGV[15], ARGV[16], ARGV[17]
+local uid, name_json, state_bytes, only_if_none = ARGV[15], ARGV[16], ARGV[17], ARGV[18]
 
 if redis.call('EXISTS', K_ROOM) == 1 then return {'ID_TAKEN'} end
+-- the fill index of this mode and region holds every joinable room of it
+if only_if_none == '1' and redis.call('ZCARD', KEYS[FILL_BASE + 3]) > 0 then return {'JOINABLE_EXISTS'} end
 if code ~= '' and redis.call('HSETNX', K_CODES, code, room_id) == 0 then return {'CODE_TAKEN'} end
 
 -- createdAt in µs, strictly increasing within the shard: the index score,
@@ -24,7 +29,7 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy,
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
-if #ARGV > 17 then redis.call('HSET', K_STATE, unpack(ARGV, 18)) end
+if #ARGV > 18 then redis.call('HSET', K_STATE, unpack(ARGV, 19)) end
 local pid = add_player(uid, name_json)
 reindex(nil)
 return room_reply(pid)
