@@ -55,3 +55,45 @@ func (s *Server) QuickJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, status, oapi.QuickJoined{Room: roomBody(q.Room, true), PlayerId: q.PlayerID, Created: q.Created})
 }
+
+// MyRooms implements GET /v1/me/rooms.
+func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request) {
+	js, err := s.rooms.MyRooms(r.Context(), userFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// myRoom is a Room with the caller's playerId (MyRoomList in openapi.yaml).
+	type myRoom struct {
+		oapi.Room
+		PlayerID int `json:"playerId"`
+	}
+	out := struct {
+		Rooms []myRoom `json:"rooms"`
+	}{Rooms: make([]myRoom, len(js))}
+	for i, j := range js {
+		out.Rooms[i] = myRoom{Room: roomBody(j.Room, false), PlayerID: j.PlayerID}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// LobbyStats implements GET /v1/lobby/stats.
+func (s *Server) LobbyStats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.lobby.Stats(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	finished := st.Rooms[rooms.Finished]
+	out := oapi.LobbyStats{Players: st.Players, Modes: counts(st.Modes), Regions: counts(st.Regions),
+		Rooms: oapi.StatusCounts{Waiting: st.Rooms[rooms.Waiting], Playing: st.Rooms[rooms.Playing], Finished: &finished}}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func counts(by map[string]map[rooms.Status]int) map[string]oapi.StatusCounts {
+	out := make(map[string]oapi.StatusCounts, len(by))
+	for k, c := range by {
+		out[k] = oapi.StatusCounts{Waiting: c[rooms.Waiting], Playing: c[rooms.Playing]}
+	}
+	return out
+}

@@ -62,4 +62,15 @@ type Index interface {
 	// List returns up to q.Limit rooms after q.After in q.Sort order, merged
 	// across shards, reading O(shards × statuses × Limit) index entries.
 	List(ctx context.Context, q Query) (Result, error)
+	// Stats returns the counts, reading O(shards) small hashes.
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Stats are live counts over every room, public or private.
+type Stats struct {
+	Rooms   map[rooms.Status]int
+	Players int
+	// Modes and Regions count waiting and playing rooms.
+	Modes   map[string]map[rooms.Status]int
+	Regions map[string]map[rooms.Status]int
 }

@@ -57,6 +57,9 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 	return page, nil
 }
 
+// Stats returns live room and player counts.
+func (s *Service) Stats(ctx context.Context) (Stats, error) { return s.index.Stats(ctx) }
+
 func parse(p ListParams) (Query, error) {
 	var errs []rooms.FieldError
 	bad := func(field, msg string) { errs = append(errs, rooms.FieldError{Field: field, Message: msg}) }

@@ -35,6 +35,9 @@ type Store interface {
 	// stateVersion, ErrStateKeyForbidden, ErrTooLarge past the totals.
 	PatchState(ctx context.Context, u User, id string, patch StatePatch) (Versions, error)
 
+	// MyRooms returns the rooms u is in, newest first, without players.
+	MyRooms(ctx context.Context, u User) ([]Joined, error)
+
 	MessageStore
 	Matchmaker
 }

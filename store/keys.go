@@ -73,8 +73,12 @@ func (k keys) fillIndex(shard int, mode, region string) string {
 	return k.statusIndex(shard, "fill", mode, region)
 }
 
+// stats is the shard's room and player counts (see lua/prelude.lua).
+func (k keys) stats(shard int) string { return k.tag(shard) + ":stats" }
+
 // roomKeysWithIndexes adds every index of a room of mode and region (12
-// status, 4 joinable, 4 fill), for scripts that may move it between them.
+// status, 4 joinable, 4 fill) and the shard stats, for scripts that may
+// move it between them.
 func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 	out := k.roomKeys(shard, id)
 	for _, st := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
@@ -84,7 +88,7 @@ func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 			k.statusIndex(shard, st, "", region),
 			k.statusIndex(shard, st, mode, region))
 	}
-	return out
+	return append(out, k.stats(shard))
 }
 
 // readKeys are the KEYS of room_read.lua.

@@ -232,6 +232,14 @@ type JoinByCodeRequest struct {
 	InviteCode string `json:"inviteCode"`
 }
 
+// LobbyStats defines model for LobbyStats.
+type LobbyStats struct {
+	Modes   map[string]StatusCounts `json:"modes"`
+	Players int                     `json:"players"`
+	Regions map[string]StatusCounts `json:"regions"`
+	Rooms   StatusCounts            `json:"rooms"`
+}
+
 // Message defines model for Message.
 type Message struct {
 	Data json.RawMessage `json:"data"`
@@ -268,6 +276,51 @@ type MessageSent struct {
 
 // Mode Example: battle
 type Mode = string
+
+// MyRoomList defines model for MyRoomList.
+type MyRoomList struct {
+	Rooms []struct {
+		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
+		// of at most 128 characters or a number.
+		//
+		//
+		// Example: {"map":"dust2","rank":1500}
+		Attributes Attributes `json:"attributes"`
+		CreatedAt  time.Time  `json:"createdAt"`
+
+		// Id Example: 0b7Kx2hQ9pLmN3vR
+		Id string `json:"id"`
+
+		// InviteCode Private rooms only, shown to members only.
+		//
+		// Example: K7Q2MX
+		InviteCode *string `json:"inviteCode,omitempty"`
+		Locked     bool    `json:"locked"`
+		MaxPlayers int     `json:"maxPlayers"`
+
+		// Mode Example: battle
+		Mode Mode `json:"mode"`
+
+		// Name Example: Epic Battle Arena
+		Name          string `json:"name"`
+		OwnerPlayerId int    `json:"ownerPlayerId"`
+		PlayerCount   int    `json:"playerCount"`
+		PlayerId      int    `json:"playerId"`
+
+		// Players On single-room responses only, in join order.
+		Players *[]Player `json:"players,omitempty"`
+
+		// Region Example: us-west
+		Region      Region      `json:"region"`
+		StatePolicy StatePolicy `json:"statePolicy"`
+		Status      Status      `json:"status"`
+		UpdatedAt   time.Time   `json:"updatedAt"`
+
+		// Version The room's event sequence; every change increments it; it is the SSE event id.
+		Version    int64      `json:"version"`
+		Visibility Visibility `json:"visibility"`
+	} `json:"rooms"`
+}
 
 // Player defines model for Player.
 type Player struct {
@@ -415,6 +468,13 @@ type StateView struct {
 // Status defines model for Status.
 type Status string
 
+// StatusCounts defines model for StatusCounts.
+type StatusCounts struct {
+	Finished *int `json:"finished,omitempty"`
+	Playing  int  `json:"playing"`
+	Waiting  int  `json:"waiting"`
+}
+
 // UpdateRoomRequest defines model for UpdateRoomRequest.
 type UpdateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -550,9 +610,15 @@ type ServerInterface interface {
 	// CreateGuestToken Issue a guest token
 	// (POST /v1/auth/guest)
 	CreateGuestToken(w http.ResponseWriter, r *http.Request)
+	// LobbyStats Live room and player counts
+	// (GET /v1/lobby/stats)
+	LobbyStats(w http.ResponseWriter, r *http.Request)
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	// (POST /v1/matchmaking/quick-join)
 	QuickJoin(w http.ResponseWriter, r *http.Request)
+	// MyRooms The rooms the caller is in
+	// (GET /v1/me/rooms)
+	MyRooms(w http.ResponseWriter, r *http.Request)
 	// ListRooms List public rooms
 	// (GET /v1/rooms)
 	ListRooms(w http.ResponseWriter, r *http.Request, params ListRoomsParams)
@@ -625,9 +691,21 @@ func (_ Unimplemented) CreateGuestToken(w http.ResponseWriter, r *http.Request) 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// LobbyStats Live room and player counts
+// (GET /v1/lobby/stats)
+func (_ Unimplemented) LobbyStats(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // QuickJoin Join the best joinable public room of a mode, or create one
 // (POST /v1/matchmaking/quick-join)
 func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// MyRooms The rooms the caller is in
+// (GET /v1/me/rooms)
+func (_ Unimplemented) MyRooms(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -780,11 +858,39 @@ func (siw *ServerInterfaceWrapper) CreateGuestToken(w http.ResponseWriter, r *ht
 	handler.ServeHTTP(w, r)
 }
 
+// LobbyStats operation middleware
+func (siw *ServerInterfaceWrapper) LobbyStats(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LobbyStats(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // QuickJoin operation middleware
 func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Request) {
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.QuickJoin(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// MyRooms operation middleware
+func (siw *ServerInterfaceWrapper) MyRooms(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.MyRooms(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1478,6 +1584,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/matchmaking/quick-join", wrapper.QuickJoin)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/me/rooms", wrapper.MyRooms)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/lobby/stats", wrapper.LobbyStats)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)

@@ -31,7 +31,8 @@ import (
 //     name players of the room (a deadline only for a disconnected one);
 //     a room with presence entries is in the shard's due set no later than
 //     its earliest entry; no due entry, presence or message log outlives
-//     its room.
+//     its room;
+//   - each shard's stats hash holds exactly the counts of its rooms.
 func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
 	keys, err := scan(ctx, c, "{"+prefix+":*")
 	if err != nil {
@@ -48,6 +49,9 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 			}
 		}
 	}
+	if err := ch.stats(ctx, keys); err != nil {
+		return nil, err
+	}
 	for _, k := range keys {
 		if err := ch.index(ctx, k); err != nil {
 			return nil, err
@@ -57,6 +61,45 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 		}
 	}
 	return ch.bad, nil
+}
+
+// stats checks each shard's stats hash against its rooms.
+func (ch *checker) stats(ctx context.Context, keys []string) error {
+	want := map[string]map[string]int{} // tag → field → count
+	for _, k := range keys {
+		if tag, ok := strings.CutSuffix(k, ":stats"); ok {
+			want[strings.Trim(tag, "{}")] = map[string]int{}
+		}
+	}
+	for key, h := range ch.rooms {
+		tag, _, _ := strings.Cut(key, "|")
+		if want[tag] == nil {
+			want[tag] = map[string]int{}
+		}
+		pc, _ := strconv.Atoi(h["pc"])
+		w := want[tag]
+		w["players"] += pc
+		w["rooms:"+h["st"]]++
+		w["m:"+h["m"]+":"+h["st"]]++
+		w["r:"+h["r"]+":"+h["st"]]++
+	}
+	for tag, w := range want {
+		got, err := ch.c.HGetAll(ctx, "{"+tag+"}:stats").Result()
+		if err != nil {
+			return err
+		}
+		for f, n := range w {
+			if n != 0 && got[f] != strconv.Itoa(n) {
+				ch.fail("stats of %s: %s is %q, rooms say %d", tag, f, got[f], n)
+			}
+		}
+		for f, v := range got {
+			if w[f] == 0 {
+				ch.fail("stats of %s: %s is %s, rooms say 0", tag, f, v)
+			}
+		}
+	}
+	return nil
 }
 
 var roomPartRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+):(conn|presence|messages|state|players|users)$`)

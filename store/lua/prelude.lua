@@ -18,7 +18,10 @@
 --   KEYS[29..32] fill indexes of the same rooms, lexicographic members
 --               "<100 - playerCount, 3 digits>|<createdAt, 17 digits>|<id>":
 --               fullest first, then oldest.
---   Indexes are only passed to scripts that may change index membership.
+--   KEYS[33]     shard stats (hash: "rooms:<status>", "players",
+--               "m:<mode>:<status>", "r:<region>:<status>" → count, over
+--               every room, public or private)
+--   Indexes and stats are only passed to scripts that may change them.
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag ARGV[5] log MAXLEN ~   ARGV[6] TTL (s) of a closed room's log
@@ -74,7 +77,7 @@ local function emit(etype, body)
 end
 
 local INDEX_BASE = {waiting = 13, playing = 17, finished = 21}
-local JOINABLE_BASE, FILL_BASE = 25, 29
+local JOINABLE_BASE, FILL_BASE, K_STATS = 25, 29, KEYS[33]
 
 local function index_add(status, score)
   local base = INDEX_BASE[status]
@@ -88,9 +91,31 @@ end
 
 -- placement reads what decides a room's index entries; nil when it is gone.
 local function placement()
-  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr')
+  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r')
   if not r[1] then return nil end
-  return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6]}
+  return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6],
+    m = r[7], r = r[8]}
+end
+
+local function count(field, delta)
+  if delta ~= 0 and redis.call('HINCRBY', K_STATS, field, delta) == 0 then
+    redis.call('HDEL', K_STATS, field)
+  end
+end
+
+-- restat moves the room's weight in the shard stats from old to new
+-- placement (either nil).
+local function restat(old, new)
+  local op, np = old and old.pc or 0, new and new.pc or 0
+  count('players', np - op)
+  if old and new and old.st == new.st then return end
+  local function weigh(p, sign)
+    count('rooms:' .. p.st, sign)
+    count('m:' .. p.m .. ':' .. p.st, sign)
+    count('r:' .. p.r .. ':' .. p.st, sign)
+  end
+  if old then weigh(old, -1) end
+  if new then weigh(new, 1) end
 end
 
 local function joinable(p)
@@ -107,6 +132,7 @@ end
 -- indexes for joinable ones.
 local function reindex(old)
   local new = placement()
+  restat(old, new)
   local old_listed = old ~= nil and old.vi == 'public'
   local new_listed = new ~= nil and new.vi == 'public'
   if old_listed and not (new_listed and new.st == old.st) then index_rem(old.st) end

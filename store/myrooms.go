@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// MyRooms implements rooms.Store: one pipelined range of every shard's user
+// index, then one pipelined read of the rooms found.
+func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, error) {
+	ranges := make([]*redis.StringSliceCmd, s.shards)
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for shard := range s.shards {
+			ranges[shard] = p.ZRangeByLex(ctx, s.keys.userIndex(shard),
+				&redis.ZRangeBy{Min: "[" + u.ID + "\t", Max: "[" + u.ID + "\t\xff"})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	type read struct {
+		id   string
+		room *redis.MapStringStringCmd
+		pid  *redis.StringCmd
+	}
+	var reads []read
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for shard, c := range ranges {
+			for _, e := range c.Val() {
+				id := e[strings.IndexByte(e, '\t')+1:]
+				reads = append(reads, read{id, p.HGetAll(ctx, s.keys.room(shard, id)),
+					p.HGet(ctx, s.keys.room(shard, id)+":users", u.ID)})
+			}
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, wrap(err)
+	}
+	out := make([]rooms.Joined, 0, len(reads))
+	for _, r := range reads {
+		pid, _ := r.pid.Int()
+		if len(r.room.Val()) == 0 || pid == 0 {
+			continue // left or closed between the two reads
+		}
+		room, err := decodeRoom(r.id, r.room.Val(), nil, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rooms.Joined{Room: room, PlayerID: pid})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Room.CreatedAt.After(out[j].Room.CreatedAt) })
+	return out, nil
+}

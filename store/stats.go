@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+)
+
+// Stats implements lobby.Index: the sum of every shard's stats hash, which
+// the scripts keep with each change (lua/prelude.lua, restat).
+func (s *Store) Stats(ctx context.Context) (lobby.Stats, error) {
+	cmds := make([]*redis.MapStringStringCmd, s.shards)
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for shard := range s.shards {
+			cmds[shard] = p.HGetAll(ctx, s.keys.stats(shard))
+		}
+		return nil
+	})
+	if err != nil {
+		return lobby.Stats{}, wrap(err)
+	}
+	st := lobby.Stats{Rooms: map[rooms.Status]int{rooms.Waiting: 0, rooms.Playing: 0, rooms.Finished: 0},
+		Modes: map[string]map[rooms.Status]int{}, Regions: map[string]map[rooms.Status]int{}}
+	for _, c := range cmds {
+		for field, v := range c.Val() {
+			addStat(&st, field, atoi(v))
+		}
+	}
+	return st, nil
+}
+
+// addStat adds one stats field: "players", "rooms:<st>", "m:<mode>:<st>",
+// "r:<region>:<st>".
+func addStat(st *lobby.Stats, field string, n int) {
+	parts := strings.Split(field, ":")
+	switch {
+	case field == "players":
+		st.Players += n
+	case len(parts) == 2 && parts[0] == "rooms":
+		st.Rooms[rooms.Status(parts[1])] += n
+	case len(parts) == 3 && parts[2] != string(rooms.Finished):
+		by := st.Modes
+		if parts[0] == "r" {
+			by = st.Regions
+		}
+		if by[parts[1]] == nil {
+			by[parts[1]] = map[rooms.Status]int{rooms.Waiting: 0, rooms.Playing: 0}
+		}
+		by[parts[1]][rooms.Status(parts[2])] += n
+	}
+}
+
