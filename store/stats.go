@@ -53,4 +53,3 @@ func addStat(st *lobby.Stats, field string, n int) {
 		by[parts[1]][rooms.Status(parts[2])] += n
 	}
 }
-
