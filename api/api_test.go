@@ -59,7 +59,7 @@ func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
 	t.Cleanup(func() { st.Close() })
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hub := sse.NewHub(sse.Config{Source: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest},
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log})

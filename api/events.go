@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 )
@@ -22,8 +23,27 @@ func (s *Server) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomID
 	if id == "" {
 		id = deref(params.LastEventId)
 	}
+	s.stream(w, r, func(c sse.Client) error {
+		return s.events.Serve(r.Context(), c, userFrom(r.Context()), roomID, sse.ParseCursor(id))
+	})
+}
+
+// StreamLobbyEvents implements GET /v1/lobby/events.
+func (s *Server) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, params oapi.StreamLobbyEventsParams) {
+	mode, region := deref(params.Mode), deref(params.Region)
+	if err := lobby.CheckFilter(mode, region); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.stream(w, r, func(c sse.Client) error { return s.events.ServeLobby(r.Context(), c, mode, region) })
+}
+
+// stream runs serve with the response as its client. An error means
+// nothing was sent yet: it is answered as usual, except that the store
+// being down is answered 200 with a retry line.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
 	c := &streamClient{w: w, rc: http.NewResponseController(w)}
-	err := s.events.Serve(r.Context(), c, userFrom(r.Context()), roomID, sse.ParseCursor(id))
+	err := serve(c)
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
 		// Any other status than 200 makes EventSource give up for good:

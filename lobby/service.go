@@ -57,6 +57,20 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 	return page, nil
 }
 
+// CheckFilter validates the mode and region of a lobby feed ("" for any).
+func CheckFilter(mode, region string) error {
+	var errs []rooms.FieldError
+	for _, f := range [][2]string{{"mode", mode}, {"region", region}} {
+		if f[1] != "" && !slugRe.MatchString(f[1]) {
+			errs = append(errs, rooms.FieldError{Field: f[0], Message: "must match ^[a-z0-9][a-z0-9_-]{0,31}$"})
+		}
+	}
+	if len(errs) > 0 {
+		return &rooms.ValidationError{Fields: errs}
+	}
+	return nil
+}
+
 // Stats returns live room and player counts.
 func (s *Service) Stats(ctx context.Context) (Stats, error) { return s.index.Stats(ctx) }
 

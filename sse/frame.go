@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -9,10 +10,15 @@ import (
 // appendFrame appends one SSE event to b. Each line of data becomes its own
 // "data:" line, and CR and LF are dropped from id and type, so nothing in an
 // event can start another field or event (our JSON is one line anyway).
+// An empty id writes no id line: an empty "id:" would reset the client's
+// last event id.
 func appendFrame(b []byte, id, typ string, data []byte) []byte {
-	b = append(b, "id: "...)
-	b = append(b, oneLine(id)...)
-	b = append(b, "\nevent: "...)
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, oneLine(id)...)
+		b = append(b, '\n')
+	}
+	b = append(b, "event: "...)
 	b = append(b, oneLine(typ)...)
 	b = append(b, '\n')
 	for _, line := range bytes.FieldsFunc(data, isNewline) {
@@ -39,6 +45,9 @@ func oneLine(s string) string {
 
 // retryFrame tells EventSource how long to wait before reconnecting.
 func retryFrame(ms int) []byte {
+	if ms == 0 {
+		ms = 2000 + rand.IntN(3000) // jittered, so a restart's reconnects spread out
+	}
 	return []byte("retry: " + strconv.Itoa(ms) + "\n\n")
 }
 

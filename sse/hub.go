@@ -16,6 +16,8 @@ import (
 // Config tunes a Hub. Zero durations and sizes take the defaults.
 type Config struct {
 	Source Source
+	// Lobby reads rooms for the lobby streams.
+	Lobby LobbySource
 	// Feed builds the instance's subscription, delivering to the hub.
 	Feed func(Sink) Feed
 	// RoomJSON renders a room for snapshot events as the REST API does.
@@ -79,6 +81,8 @@ type Hub struct {
 	mu      sync.Mutex
 	rooms   map[string]*room
 	streams map[*stream]struct{}
+
+	lobby lobbyHub
 }
 
 var _ Sink = (*Hub)(nil)
@@ -86,10 +90,12 @@ var _ Sink = (*Hub)(nil)
 // NewHub starts a hub: its feed, lease renewal and position checks.
 func NewHub(cfg Config) *Hub {
 	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}),
-		rooms: map[string]*room{}, streams: map[*stream]struct{}{}}
+		rooms: map[string]*room{}, streams: map[*stream]struct{}{},
+		lobby: lobbyHub{streams: map[*lobbyStream]struct{}{}, pending: map[string]LobbyNotice{}}}
 	h.feed = cfg.Feed(h)
 	h.every(h.cfg.PresenceTTL/3, h.renew)
 	h.every(h.cfg.CheckInterval, h.check)
+	h.every(lobbyCoalesce, h.flushLobby)
 	return h
 }
 
@@ -140,9 +146,12 @@ func (h *Hub) Deliver(id string, e Event) {
 	}
 }
 
-// Resubscribed implements Sink: catch up from the log.
+// Resubscribed implements Sink: catch up from the log, or for the lobby
+// send fresh lists.
 func (h *Hub) Resubscribed(id string) {
-	if r := h.room(id); r != nil {
+	if id == "" {
+		h.lobbyResync()
+	} else if r := h.room(id); r != nil {
 		r.kick()
 	}
 }

@@ -166,6 +166,10 @@ type Feed interface {
 	Subscribe(ctx context.Context, room string) error
 	// Unsubscribe ends the room's subscription.
 	Unsubscribe(room string)
+	// SubscribeLobby subscribes every shard's lobby channel and returns
+	// once Redis confirmed them all; UnsubscribeLobby ends them.
+	SubscribeLobby(ctx context.Context) error
+	UnsubscribeLobby()
 	// Close ends every subscription.
 	Close() error
 }
@@ -174,7 +178,30 @@ type Feed interface {
 type Sink interface {
 	// Deliver hands over an event published on the room's channel.
 	Deliver(room string, e Event)
-	// Resubscribed says the room's subscription was re-established after
-	// a reconnect: events may have been lost meanwhile.
+	// Resubscribed says the room's subscription (the lobby's when room is
+	// "") was re-established after a reconnect: events may have been lost
+	// meanwhile.
 	Resubscribed(room string)
+	// Lobby hands over a lobby notice.
+	Lobby(n LobbyNotice)
+}
+
+// LobbyNotice says a joinable room (public, waiting, unlocked, not full)
+// was added (became joinable), updated (stayed joinable) or removed
+// (stopped being joinable, or closed).
+type LobbyNotice struct {
+	Kind    string // added, updated, removed
+	Room    string
+	Version int64
+	Mode    string
+	Region  string
+}
+
+// LobbySource reads what lobby streams need.
+type LobbySource interface {
+	// Joinable returns up to limit joinable public rooms of mode and region
+	// ("" for any) in fill order: fullest first, then oldest.
+	Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error)
+	// Rooms reads rooms by id, without players; nil for a room that is gone.
+	Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error)
 }

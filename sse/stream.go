@@ -3,7 +3,6 @@ package sse
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -51,7 +50,7 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	defer h.release(st)
 	client.Start()
 	out := &writer{c: client}
-	out.write(retryFrame(2000 + rand.IntN(3000))) // jittered, so a restart's reconnects spread out
+	out.write(retryFrame(0))
 	why := h.pump(ctx, st, out, u, o)
 	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", o.PlayerID, "why", why)
 	return nil

@@ -51,19 +51,41 @@ func (f *Feed) Subscribe(ctx context.Context, room string) error {
 	if !ok {
 		return rooms.ErrRoomNotFound
 	}
-	ch := f.s.keys.channel(shard, room)
+	return f.subscribe(ctx, shard, f.s.keys.channel(shard, room))
+}
+
+// SubscribeLobby implements sse.Feed.
+func (f *Feed) SubscribeLobby(ctx context.Context) error {
+	for shard := range f.s.shards {
+		if err := f.subscribe(ctx, shard, f.s.keys.lobby(shard)); err != nil {
+			f.UnsubscribeLobby()
+			return err
+		}
+	}
+	return nil
+}
+
+// UnsubscribeLobby implements sse.Feed.
+func (f *Feed) UnsubscribeLobby() {
+	for shard := range f.s.shards {
+		f.unsubscribe(shard, f.s.keys.lobby(shard))
+	}
+}
+
+// subscribe subscribes ch of shard and waits for Redis' confirmation.
+func (f *Feed) subscribe(ctx context.Context, shard int, ch string) error {
 	confirmed := make(chan struct{})
 	ctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
 	defer cancel()
 	if err := f.send(ctx, shard, ch, confirmed); err != nil {
-		f.Unsubscribe(room)
+		f.unsubscribe(shard, ch)
 		return wrap(err)
 	}
 	select {
 	case <-confirmed:
 		return nil
 	case <-ctx.Done():
-		f.Unsubscribe(room)
+		f.unsubscribe(shard, ch)
 		if ctx.Err() == context.DeadlineExceeded {
 			return fmt.Errorf("%w: subscription to %s not confirmed", rooms.ErrUnavailable, ch)
 		}
@@ -101,14 +123,16 @@ func (f *Feed) open(ctx context.Context, channels ...string) *redis.PubSub {
 	return f.s.client.Subscribe(ctx, channels...)
 }
 
-// Unsubscribe implements sse.Feed. The shard's connection closes with its
-// last channel.
+// Unsubscribe implements sse.Feed.
 func (f *Feed) Unsubscribe(room string) {
-	shard, ok := roomShard(room, f.s.shards)
-	if !ok {
-		return
+	if shard, ok := roomShard(room, f.s.shards); ok {
+		f.unsubscribe(shard, f.s.keys.channel(shard, room))
 	}
-	ch := f.s.keys.channel(shard, room)
+}
+
+// unsubscribe drops ch of shard; the shard's connection closes with its
+// last channel.
+func (f *Feed) unsubscribe(shard int, ch string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sub := f.shards[shard]
@@ -150,7 +174,11 @@ func (f *Feed) receive(shard int, sub *shardSub, ps *redis.PubSub) {
 	for msg := range ps.ChannelWithSubscriptions(redis.WithChannelSize(4096)) {
 		switch m := msg.(type) {
 		case *redis.Message:
-			if ev, err := parseFrame(m.Payload); err == nil {
+			if strings.HasSuffix(m.Channel, lobbySuffix) {
+				if n, err := parseNotice(m.Payload); err == nil {
+					f.sink.Lobby(n)
+				}
+			} else if ev, err := parseFrame(m.Payload); err == nil {
 				f.sink.Deliver(roomOf(m.Channel), ev)
 			}
 		case *redis.Subscription:
@@ -197,7 +225,19 @@ func (f *Feed) reopen(shard int, sub *shardSub) {
 	go f.receive(shard, sub, sub.ps)
 }
 
-// roomOf returns the room id of a channel "{prefix:shard}:ch:<id>".
+const lobbySuffix = "}:lobby"
+
+// parseNotice decodes a lobby notice "<kind> <roomId> <version> <mode> <region>".
+func parseNotice(payload string) (sse.LobbyNotice, error) {
+	f := strings.Fields(payload)
+	if len(f) != 5 {
+		return sse.LobbyNotice{}, fmt.Errorf("store: malformed lobby notice %.60q", payload)
+	}
+	return sse.LobbyNotice{Kind: f[0], Room: f[1], Version: atoi64(f[2]), Mode: f[3], Region: f[4]}, nil
+}
+
+// roomOf returns the room id of a channel "{prefix:shard}:ch:<id>" ("" for
+// a lobby channel).
 func roomOf(channel string) string {
 	_, id, _ := strings.Cut(channel, "}:ch:")
 	return id

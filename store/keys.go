@@ -23,6 +23,10 @@ func (k keys) meta() string { return k.prefix + ":meta" }
 
 func (k keys) room(shard int, id string) string { return k.tag(shard) + ":room:" + id }
 
+// lobby is the shard's lobby channel: notices of joinable rooms (the
+// scripts derive it from the room channel's tag).
+func (k keys) lobby(shard int) string { return k.tag(shard) + ":lobby" }
+
 // channel is the room's Pub/Sub channel.
 func (k keys) channel(shard int, id string) string { return k.tag(shard) + ":ch:" + id }
 

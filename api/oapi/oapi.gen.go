@@ -526,6 +526,12 @@ type Unavailable = Problem
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Problem
 
+// StreamLobbyEventsParams defines parameters for StreamLobbyEvents.
+type StreamLobbyEventsParams struct {
+	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
+	Region *Region `form:"region,omitempty" json:"region,omitempty"`
+}
+
 // ListRoomsParams defines parameters for ListRooms.
 type ListRoomsParams struct {
 	// Status Comma-separated statuses (default `waiting`).
@@ -610,6 +616,9 @@ type ServerInterface interface {
 	// CreateGuestToken Issue a guest token
 	// (POST /v1/auth/guest)
 	CreateGuestToken(w http.ResponseWriter, r *http.Request)
+	// StreamLobbyEvents Live lobby of joinable rooms, as Server-Sent Events
+	// (GET /v1/lobby/events)
+	StreamLobbyEvents(w http.ResponseWriter, r *http.Request, params StreamLobbyEventsParams)
 	// LobbyStats Live room and player counts
 	// (GET /v1/lobby/stats)
 	LobbyStats(w http.ResponseWriter, r *http.Request)
@@ -688,6 +697,12 @@ func (_ Unimplemented) Readyz(w http.ResponseWriter, r *http.Request) {
 // CreateGuestToken Issue a guest token
 // (POST /v1/auth/guest)
 func (_ Unimplemented) CreateGuestToken(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// StreamLobbyEvents Live lobby of joinable rooms, as Server-Sent Events
+// (GET /v1/lobby/events)
+func (_ Unimplemented) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, params StreamLobbyEventsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -849,6 +864,52 @@ func (siw *ServerInterfaceWrapper) CreateGuestToken(w http.ResponseWriter, r *ht
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CreateGuestToken(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// StreamLobbyEvents operation middleware
+func (siw *ServerInterfaceWrapper) StreamLobbyEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamLobbyEventsParams
+
+	// ------------- Optional query parameter "mode" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mode", r.URL.Query(), &params.Mode, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "mode"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "mode", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "region" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "region", r.URL.Query(), &params.Region, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "region"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "region", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StreamLobbyEvents(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1590,6 +1651,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/lobby/stats", wrapper.LobbyStats)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/lobby/events", wrapper.StreamLobbyEvents)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)

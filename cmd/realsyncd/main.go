@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	defer st.Close()
 	logStartup(log, cfg, st)
 
-	hub := sse.NewHub(sse.Config{Source: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log})
 	defer hub.Close()
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())

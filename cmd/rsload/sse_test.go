@@ -22,7 +22,7 @@ func TestSSERunDeliversEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	hub := sse.NewHub(sse.Config{Source: st, Feed: st.Feed, RoomJSON: api.RoomJSON})
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON})
 	srv := httptest.NewServer(api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
 		Events: hub, Auth: &api.Auth{Secret: []byte("s"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI}))
 	defer srv.Close()

@@ -126,11 +126,21 @@ local function fill_member(p)
   return string.format('%03d', 100 - p.pc) .. '|' .. string.rep('0', 17 - #p.cr) .. p.cr .. '|' .. room_id
 end
 
+-- lobby_notice tells lobby feeds that a joinable room was added, updated
+-- or removed: "<kind> <roomId> <version> <mode> <region>" on the shard's
+-- lobby channel.
+local function lobby_notice(kind, p, ver)
+  local lobby = string.match(channel, '^({[^}]*})') .. ':lobby'
+  redis.call(pubcmd, lobby, kind .. ' ' .. room_id .. ' ' .. ver .. ' ' .. p.m .. ' ' .. p.r)
+end
+
 -- reindex moves the room's index entries from what placement() said
 -- before the change (nil for a new room) to what it says now (nil once the
 -- room is gone): status indexes for public rooms, joinable and fill
--- indexes for joinable ones.
-local function reindex(old)
+-- indexes for joinable ones; updates the shard stats, and notifies lobby
+-- feeds when the room is or was joinable. ver is the room's version (nil:
+-- read it).
+local function reindex(old, ver)
   local new = placement()
   restat(old, new)
   local old_listed = old ~= nil and old.vi == 'public'
@@ -151,6 +161,11 @@ local function reindex(old)
       redis.call('ZADD', KEYS[JOINABLE_BASE + i], new.cr, room_id)
       redis.call('ZADD', KEYS[FILL_BASE + i], 0, m)
     end
+  end
+  if oj or nj then
+    local kind = 'removed'
+    if oj and nj then kind = 'updated' elseif nj then kind = 'added' end
+    lobby_notice(kind, new or old, ver or redis.call('HGET', K_ROOM, 'ver'))
   end
 end
 
@@ -190,13 +205,13 @@ end
 local function close_room(reason, before)
   before = before or placement()
   local code = redis.call('HGET', K_ROOM, 'cd')
-  emit('room_closed', ',"reason":"' .. reason .. '"')
+  local v = emit('room_closed', ',"reason":"' .. reason .. '"')
   if code then redis.call('HDEL', K_CODES, code) end
   for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do
     redis.call('ZREM', K_USERIDX, user_entry(uid))
   end
   redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES)
-  reindex(before)
+  reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
   redis.call('EXPIRE', K_LOG, closed_ttl)
 end

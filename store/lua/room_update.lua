@@ -56,6 +56,6 @@ if vis ~= '' and vis ~= cur.vi then
 end
 if #changes == 0 then return room_reply(0) end
 
-reindex(before)
 emit('room_updated', ',"changes":{' .. table.concat(changes, ',') .. '}')
+reindex(before)
 return room_reply(0)

@@ -1,0 +1,263 @@
+package sse
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+const (
+	// lobbyCoalesce is how long lobby notices gather before their rooms are
+	// read: a burst of changes to one room costs one read and one event.
+	lobbyCoalesce = 100 * time.Millisecond
+	// lobbyInitial bounds the rooms of the first "rooms" event.
+	lobbyInitial = 100
+)
+
+// lobbyHub feeds the lobby streams of an instance: notices from the
+// scripts, coalesced per room, read in one batch, handed to every stream.
+type lobbyHub struct {
+	sub     sync.Mutex // held while subscribing or unsubscribing
+	mu      sync.Mutex
+	streams map[*lobbyStream]struct{}
+	pending map[string]LobbyNotice
+}
+
+// lobbyItem is one room change as every lobby stream receives it. resync
+// (no notice) tells the stream to send a fresh "rooms" list.
+type lobbyItem struct {
+	n      LobbyNotice
+	room   []byte // the room's JSON when it is joinable now, else nil
+	public []byte // the room's JSON when it exists and is public, else nil
+	resync bool
+}
+
+// lobbyStream is one client's lobby feed. seen (the version sent per room)
+// belongs to its goroutine.
+type lobbyStream struct {
+	mode, region string
+	q            chan lobbyItem
+	over         chan struct{}
+	cut          sync.Once
+	seen         map[string]int64
+}
+
+func (st *lobbyStream) offer(it lobbyItem) {
+	select {
+	case st.q <- it:
+	default:
+		st.cut.Do(func() { close(st.over) })
+	}
+}
+
+func (st *lobbyStream) matches(n LobbyNotice) bool {
+	return (st.mode == "" || st.mode == n.Mode) && (st.region == "" || st.region == n.Region)
+}
+
+// Lobby implements Sink: the notice waits for the next batch.
+func (h *Hub) Lobby(n LobbyNotice) {
+	h.lobby.mu.Lock()
+	defer h.lobby.mu.Unlock()
+	if len(h.lobby.streams) == 0 {
+		return
+	}
+	if old, ok := h.lobby.pending[n.Room]; !ok || n.Version >= old.Version {
+		h.lobby.pending[n.Room] = n
+	}
+}
+
+// lobbyResync makes every lobby stream send a fresh list: notices may have
+// been lost while the lobby subscription reconnected.
+func (h *Hub) lobbyResync() {
+	h.lobby.mu.Lock()
+	defer h.lobby.mu.Unlock()
+	for st := range h.lobby.streams {
+		st.offer(lobbyItem{resync: true})
+	}
+}
+
+// flushLobby reads the rooms of the pending notices and hands the changes
+// to every lobby stream.
+func (h *Hub) flushLobby(ctx context.Context) {
+	h.lobby.mu.Lock()
+	pending := h.lobby.pending
+	h.lobby.pending = map[string]LobbyNotice{}
+	h.lobby.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(pending))
+	for id := range pending {
+		ids = append(ids, id)
+	}
+	rs, err := h.cfg.Lobby.Rooms(ctx, ids)
+	if err != nil {
+		h.cfg.Log.Warn("sse: reading lobby rooms", "err", err)
+		h.lobbyResync()
+		return
+	}
+	items := make([]lobbyItem, len(ids))
+	for i, id := range ids {
+		items[i] = h.lobbyItem(pending[id], rs[i])
+	}
+	h.lobby.mu.Lock()
+	defer h.lobby.mu.Unlock()
+	for st := range h.lobby.streams {
+		for _, it := range items {
+			if st.matches(it.n) {
+				st.offer(it)
+			}
+		}
+	}
+}
+
+func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
+	it := lobbyItem{n: n}
+	if r == nil || r.Visibility != rooms.Public {
+		return it
+	}
+	if r.Version > it.n.Version {
+		it.n.Version = r.Version
+	}
+	it.public, _ = json.Marshal(h.cfg.RoomJSON(*r))
+	if r.Status == rooms.Waiting && !r.Locked && r.PlayerCount < r.MaxPlayers {
+		it.room = it.public
+	}
+	return it
+}
+
+// ServeLobby streams the lobby of mode and region ("" for any): a "rooms"
+// event with up to 100 joinable public rooms in fill order, then
+// room_added, room_updated and room_removed as rooms become, stay or stop
+// being joinable. It returns an error only when it started nothing.
+func (h *Hub) ServeLobby(ctx context.Context, client Client, mode, region string) error {
+	st := &lobbyStream{mode: mode, region: region, q: make(chan lobbyItem, h.cfg.QueueSize),
+		over: make(chan struct{}), seen: map[string]int64{}}
+	if err := h.joinLobby(ctx, st); err != nil {
+		return err
+	}
+	defer h.leaveLobby(st)
+	first, err := h.lobbyList(ctx, st)
+	if err != nil {
+		return err
+	}
+	client.Start()
+	out := &writer{c: client}
+	out.write(retryFrame(0))
+	out.write(first)
+	if out.flush() != nil {
+		return nil
+	}
+	idle := time.NewTimer(h.cfg.Heartbeat)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.done:
+			return nil
+		case <-st.over:
+			return nil
+		case <-idle.C:
+			out.write(pingFrame)
+		case it := <-st.q:
+			if it.resync {
+				if first, err = h.lobbyList(ctx, st); err != nil {
+					return nil
+				}
+				out.write(first)
+			} else {
+				out.write(st.change(it))
+			}
+		}
+		if out.flush() != nil {
+			return nil
+		}
+		idle.Reset(h.cfg.Heartbeat)
+	}
+}
+
+// lobbyList reads the stream's first (or a fresh) list and remembers what
+// it sent.
+func (h *Hub) lobbyList(ctx context.Context, st *lobbyStream) ([]byte, error) {
+	rs, err := h.cfg.Lobby.Joinable(ctx, st.mode, st.region, lobbyInitial)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]any, len(rs))
+	clear(st.seen)
+	for i, r := range rs {
+		list[i] = h.cfg.RoomJSON(r)
+		st.seen[r.ID] = r.Version
+	}
+	data, _ := json.Marshal(map[string]any{"type": "rooms", "rooms": list})
+	return appendFrame(nil, "", "rooms", data), nil
+}
+
+// change turns an item into the event this stream needs, if any: added
+// for a room it does not show, updated for one it does, removed when a
+// room it shows stopped being joinable. Older versions than shown are
+// dropped.
+func (st *lobbyStream) change(it lobbyItem) []byte {
+	id := it.n.Room
+	shown, ok := st.seen[id]
+	if ok && it.n.Version <= shown {
+		return nil
+	}
+	var typ string
+	room := it.room
+	switch {
+	case it.room != nil && ok:
+		typ = "room_updated"
+	case it.room != nil:
+		typ = "room_added"
+	case ok:
+		typ, room = "room_removed", it.public
+		if room == nil { // closed or private: say no more than its id
+			room, _ = json.Marshal(map[string]any{"id": id, "version": it.n.Version})
+		}
+	default:
+		return nil
+	}
+	if it.room != nil {
+		st.seen[id] = it.n.Version
+	} else {
+		delete(st.seen, id)
+	}
+	data, _ := json.Marshal(map[string]any{"type": typ, "version": it.n.Version, "room": json.RawMessage(room)})
+	return appendFrame(nil, "", typ, data)
+}
+
+// joinLobby registers st, subscribing the lobby channels for the first
+// lobby stream of the instance.
+func (h *Hub) joinLobby(ctx context.Context, st *lobbyStream) error {
+	h.lobby.sub.Lock()
+	defer h.lobby.sub.Unlock()
+	h.lobby.mu.Lock()
+	first := len(h.lobby.streams) == 0
+	h.lobby.mu.Unlock()
+	if first {
+		if err := h.feed.SubscribeLobby(ctx); err != nil {
+			return err
+		}
+	}
+	h.lobby.mu.Lock()
+	h.lobby.streams[st] = struct{}{}
+	h.lobby.mu.Unlock()
+	return nil
+}
+
+func (h *Hub) leaveLobby(st *lobbyStream) {
+	h.lobby.sub.Lock()
+	defer h.lobby.sub.Unlock()
+	h.lobby.mu.Lock()
+	delete(h.lobby.streams, st)
+	last := len(h.lobby.streams) == 0
+	h.lobby.mu.Unlock()
+	if last {
+		h.feed.UnsubscribeLobby()
+	}
+}

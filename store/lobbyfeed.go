@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+var _ sse.LobbySource = (*Store)(nil)
+
+// Joinable implements sse.LobbySource with a fill-order listing.
+func (s *Store) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
+	res, err := s.List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Joinable: true,
+		Mode: mode, Region: region, Sort: lobby.Fill, Limit: limit})
+	return res.Rooms, err
+}
+
+// Rooms implements sse.LobbySource with one pipelined read.
+func (s *Store) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			shard, _ := roomShard(id, s.shards)
+			cmds[i] = p.HGetAll(ctx, s.keys.room(shard, id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]*rooms.Room, len(ids))
+	for i, c := range cmds {
+		if len(c.Val()) == 0 {
+			continue
+		}
+		r, err := decodeRoom(ids[i], c.Val(), nil, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &r
+	}
+	return out, nil
+}
