@@ -83,8 +83,14 @@ func TestLobbyFeedFollowsJoinableRooms(t *testing.T) {
 			{func() error { _, err := e.st.Update(ctx, bob, id, rooms.UpdateParams{Name: ptr("y")}); return err }, "room_updated"},
 			{func() error { _, err := e.st.Join(ctx, carol, id); return err }, "room_removed"}, // full
 			{func() error { return e.st.Leave(ctx, carol, id) }, "room_added"},
-			{func() error { _, err := e.st.Update(ctx, bob, id, rooms.UpdateParams{Status: ptr(rooms.Playing)}); return err }, "room_removed"},
-			{func() error { _, err := e.st.Update(ctx, bob, id, rooms.UpdateParams{Status: ptr(rooms.Waiting)}); return err }, "room_added"},
+			{func() error {
+				_, err := e.st.Update(ctx, bob, id, rooms.UpdateParams{Status: ptr(rooms.Playing)})
+				return err
+			}, "room_removed"},
+			{func() error {
+				_, err := e.st.Update(ctx, bob, id, rooms.UpdateParams{Status: ptr(rooms.Waiting)})
+				return err
+			}, "room_added"},
 			{func() error { return e.st.Delete(ctx, bob, id) }, "room_removed"},
 		}
 		evs := waitLobby(t, cl, 2)
