@@ -11,7 +11,7 @@ import (
 // ListRooms implements GET /v1/rooms.
 func (s *Server) ListRooms(w http.ResponseWriter, r *http.Request, params oapi.ListRoomsParams) {
 	p := lobby.ListParams{Status: deref(params.Status), Joinable: deref(params.Joinable), Mode: deref(params.Mode), Region: deref(params.Region),
-		Sort: string(deref(params.Sort)), Limit: params.Limit, Cursor: deref(params.Cursor)}
+		Sort: string(deref(params.Sort)), Limit: params.Limit, Cursor: deref(params.Cursor), Query: r.URL.Query()}
 	page, err := s.lobby.List(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -20,10 +20,13 @@ const (
 	Fill   Sort = "fill"
 )
 
-// Listing limits.
+// Listing limits. With attribute filters a request reads at most
+// ScanBudget index entries; past it the page comes back short, with a
+// cursor to continue.
 const (
 	DefaultLimit = 20
 	MaxLimit     = 100
+	ScanBudget   = 1000
 )
 
 // Position is a room's place in a sort order: its index score (createdAt
@@ -44,6 +47,8 @@ type Query struct {
 	Sort     Sort
 	Limit    int
 	After    *Position // resume strictly after this position
+	// Attrs keep only rooms whose attributes match every filter.
+	Attrs []rooms.AttrFilter
 }
 
 // Result is one page read from the index.

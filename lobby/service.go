@@ -2,6 +2,7 @@ package lobby
 
 import (
 	"context"
+	"errors"
 	"encoding/base64"
 	"encoding/json"
 	"hash/fnv"
@@ -29,6 +30,9 @@ type ListParams struct {
 	Sort     string // newest (default) | oldest | fill (needs Joinable)
 	Limit    *int   // 1..100, default 20
 	Cursor   string
+	// Query holds the whole query string; its "attr.*" parameters are
+	// attribute filters (rooms.ParseAttrQuery).
+	Query map[string][]string
 }
 
 // Page is a page of rooms; NextCursor is "" on the last page.
@@ -110,6 +114,12 @@ func parse(p ListParams) (Query, error) {
 		}
 		q.Limit = *p.Limit
 	}
+	attrs, err := rooms.ParseAttrQuery(p.Query)
+	var verr *rooms.ValidationError
+	if errors.As(err, &verr) {
+		errs = append(errs, verr.Fields...)
+	}
+	q.Attrs = attrs
 	if len(errs) > 0 {
 		return Query{}, &rooms.ValidationError{Fields: errs}
 	}
@@ -160,6 +170,9 @@ func fingerprint(q Query) uint32 {
 		h.Write([]byte(st + ","))
 	}
 	h.Write([]byte("|" + q.Mode + "|" + q.Region + "|" + string(q.Sort) + "|" + strconv.FormatBool(q.Joinable)))
+	for _, f := range q.Attrs {
+		h.Write([]byte("|" + f.String()))
+	}
 	return h.Sum32()
 }
 

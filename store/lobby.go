@@ -22,21 +22,84 @@ type candidate struct {
 // List implements lobby.Index: one pipelined range read per (shard,
 // status) index, a merge in Go, then one pipelined read of the page's
 // rooms. With both mode and region only their home shard is read.
+// With attribute filters it scans instead (see scan).
 func (s *Store) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
-	cands, err := s.candidates(ctx, q)
+	if len(q.Attrs) > 0 {
+		return s.scan(ctx, q)
+	}
+	cands, more, err := s.sorted(ctx, q)
 	if err != nil {
 		return lobby.Result{}, err
 	}
-	sort.Slice(cands, func(i, j int) bool { return lobby.Before(q.Sort, cands[i].pos, cands[j].pos) })
-	res := lobby.Result{More: len(cands) > q.Limit}
-	if res.More {
-		cands = cands[:q.Limit]
-	}
+	res := lobby.Result{More: more}
 	if len(cands) > 0 {
 		res.Last = cands[len(cands)-1].pos
 	}
-	res.Rooms, err = s.fetchListed(ctx, q, cands)
+	rs, err := s.fetchListed(ctx, q, cands)
+	for _, r := range rs {
+		if r != nil {
+			res.Rooms = append(res.Rooms, *r)
+		}
+	}
 	return res, err
+}
+
+// Attribute filters are applied to rooms read in index order, at most
+// lobby.ScanBudget index entries per request: a page may come back short,
+// even empty, with a cursor to continue.
+const scanBatch = 100
+
+// scan pages through the index in batches, keeping the rooms whose
+// attributes match, until the page is full, the index ends, or the scan
+// budget is spent.
+func (s *Store) scan(ctx context.Context, q lobby.Query) (lobby.Result, error) {
+	var res lobby.Result
+	batch := q
+	batch.Limit = scanBatch
+	for scanned := 0; ; {
+		cands, more, err := s.sorted(ctx, batch)
+		if err != nil {
+			return lobby.Result{}, err
+		}
+		rs, err := s.fetchListed(ctx, q, cands)
+		if err != nil {
+			return lobby.Result{}, err
+		}
+		for i, r := range rs {
+			if r == nil || !rooms.MatchAll(q.Attrs, r.Attributes) {
+				continue
+			}
+			if len(res.Rooms) == q.Limit {
+				res.More = true
+				return res, nil
+			}
+			res.Rooms = append(res.Rooms, *r)
+			res.Last = cands[i].pos
+		}
+		scanned += len(cands)
+		if !more {
+			return res, nil
+		}
+		batch.After = &cands[len(cands)-1].pos
+		if scanned >= lobby.ScanBudget {
+			res.More, res.Last = true, *batch.After
+			return res, nil
+		}
+	}
+}
+
+// sorted reads the next q.Limit entries after q.After in sort order, and
+// whether more follow.
+func (s *Store) sorted(ctx context.Context, q lobby.Query) ([]candidate, bool, error) {
+	cands, err := s.candidates(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	sort.Slice(cands, func(i, j int) bool { return lobby.Before(q.Sort, cands[i].pos, cands[j].pos) })
+	if len(cands) > q.Limit {
+		return cands[:q.Limit], true, nil
+	}
+	return cands, false, nil
 }
 
 // candidates reads up to Limit+1 entries after q.After from each index.
@@ -135,16 +198,22 @@ func rangeArgs(key string, q lobby.Query) redis.ZRangeArgs {
 			lo = b
 		}
 	}
-	a := redis.ZRangeArgs{Key: key, ByScore: true, Count: int64(q.Limit + 1), Start: lo, Stop: hi}
+	// The bound is inclusive (scores are unique per shard, not per index
+	// read), so the cursor's own entry may come back: read one more.
+	count := int64(q.Limit + 1)
+	if q.After != nil {
+		count++
+	}
+	a := redis.ZRangeArgs{Key: key, ByScore: true, Count: count, Start: lo, Stop: hi}
 	if q.Sort == lobby.Newest {
 		a.Rev, a.Start, a.Stop = true, hi, lo
 	}
 	return a
 }
 
-// fetchListed reads the page's rooms in one pipeline, dropping those that
-// closed or no longer match since the index was read.
-func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]rooms.Room, error) {
+// fetchListed reads the candidates' rooms in one pipeline; nil for those
+// that closed or no longer match since the index was read.
+func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]*rooms.Room, error) {
 	pipe := s.client.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(cands))
 	for i, c := range cands {
@@ -155,7 +224,7 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 			return nil, wrap(err)
 		}
 	}
-	out := make([]rooms.Room, 0, len(cands))
+	out := make([]*rooms.Room, len(cands))
 	for i, c := range cands {
 		h := cmds[i].Val()
 		if len(h) == 0 {
@@ -166,7 +235,7 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 			return nil, err
 		}
 		if r.Visibility == rooms.Public && hasStatus(q.Statuses, r.Status) && (!q.Joinable || joinable(r)) {
-			out = append(out, r)
+			out[i] = &r
 		}
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -242,4 +243,88 @@ func TestListPagingUnderChurn(t *testing.T) {
 			checkInvariants(t, s1)
 		})
 	}
+}
+
+func TestListAttributeFilters(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		svc := lobby.NewService(s)
+		var ids []string
+		for i := range 12 {
+			attrs := map[string]any{"map": []string{"dust2", "inferno"}[i%2], "rank": 1000 + 100*i}
+			r := mustCreate(t, s, user(i), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Attributes = "attr", attrs })).Room
+			ids = append(ids, r.ID)
+		}
+		q := func(kv ...string) map[string][]string {
+			m := map[string][]string{}
+			for i := 0; i < len(kv); i += 2 {
+				m[kv[i]] = []string{kv[i+1]}
+			}
+			return m
+		}
+		tests := []struct {
+			name string
+			p    lobby.ListParams
+			want []int
+		}{
+			{"Exact", lobby.ListParams{Mode: "attr", Sort: "oldest", Query: q("attr.map", "dust2")}, []int{0, 2, 4, 6, 8, 10}},
+			{"Range", lobby.ListParams{Mode: "attr", Sort: "oldest", Query: q("attr.rank.gte", "1400", "attr.rank.lte", "1600")}, []int{4, 5, 6}},
+			{"Both", lobby.ListParams{Mode: "attr", Query: q("attr.map", "inferno", "attr.rank.gt", "1500")}, []int{11, 9, 7}},
+			{"NumberEquals", lobby.ListParams{Mode: "attr", Query: q("attr.rank", "1300")}, []int{3}},
+			{"PagesOfTwo", lobby.ListParams{Mode: "attr", Sort: "oldest", Limit: ptr(2), Query: q("attr.map", "dust2")}, []int{0, 2, 4, 6, 8, 10}},
+			{"FillOrder", lobby.ListParams{Joinable: true, Sort: "fill", Mode: "attr", Query: q("attr.rank.lt", "1200")}, []int{0, 1}},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				got := walk(t, svc, tc.p)
+				var want []string
+				for _, i := range tc.want {
+					want = append(want, ids[i])
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("got %v\nwant %v", got, want)
+				}
+			})
+		}
+		page, _ := svc.List(ctx, lobby.ListParams{Mode: "attr", Limit: ptr(1), Query: q("attr.map", "dust2")})
+		if _, err := svc.List(ctx, lobby.ListParams{Mode: "attr", Cursor: page.NextCursor, Query: q("attr.map", "inferno")}); !errors.Is(err, rooms.ErrValidation) {
+			t.Errorf("a cursor crossed to other attribute filters: %v", err)
+		}
+	})
+}
+
+// Past the scan budget a page comes back short with a cursor, and the walk
+// still reaches a match behind more than a budget of non-matching rooms.
+func TestListAttributeScanIsBounded(t *testing.T) {
+	s := openStore(t, redistest.Backends(t)[0])
+	ctx := context.Background()
+	svc := lobby.NewService(s)
+	target := mustCreate(t, s, user(0), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Attributes = "scan", map[string]any{"map": "rare"} })).Room.ID
+	for i := range lobby.ScanBudget + 100 {
+		mustCreate(t, s, user(i+1), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Attributes = "scan", map[string]any{"map": "common"} }))
+	}
+	p := lobby.ListParams{Mode: "scan", Query: map[string][]string{"attr.map": {"rare"}}}
+	first, err := svc.List(ctx, p)
+	if err != nil || len(first.Rooms) != 0 || first.NextCursor == "" {
+		t.Fatalf("first page: %d rooms, cursor %q, %v", len(first.Rooms), first.NextCursor, err)
+	}
+	if got := walk(t, svc, p); len(got) != 1 || got[0] != target {
+		t.Fatalf("walk found %v, want [%s]", got, target)
+	}
+}
+
+// Paging through a single index (mode and region given, one status): the
+// cursor's own entry must not end the walk early.
+func TestListPagesThroughOneIndex(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		svc := lobby.NewService(s)
+		for i := range 5 {
+			mustCreate(t, s, user(i), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region = "one", "idx" }))
+		}
+		for _, sort := range []string{"newest", "oldest"} {
+			if got := walk(t, svc, lobby.ListParams{Mode: "one", Region: "idx", Sort: sort, Limit: ptr(1)}); len(got) != 5 {
+				t.Errorf("%s in pages of one: %d rooms, want 5", sort, len(got))
+			}
+		}
+	})
 }

@@ -1,0 +1,163 @@
+package rooms
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// MaxAttrFilters bounds the attribute filters of one request.
+const MaxAttrFilters = 8
+
+// AttrFilter selects rooms by one attribute: equal to a value (a string
+// attribute equal to it, or a numeric one equal to it as a number), or
+// within a numeric range (bounds inclusive unless Exclusive says so).
+type AttrFilter struct {
+	Key string
+	Eq  *string // nil for a range
+	Min *float64
+	Max *float64
+	// MinExclusive and MaxExclusive turn gte/lte into gt/lt.
+	MinExclusive, MaxExclusive bool
+}
+
+// Match reports whether attribute value v (as stored: string or
+// json.Number) passes the filter. A missing attribute never matches.
+func (f AttrFilter) Match(attrs map[string]any) bool {
+	v, ok := attrs[f.Key]
+	if !ok {
+		return false
+	}
+	if s, isStr := v.(string); isStr {
+		return f.Eq != nil && s == *f.Eq
+	}
+	n, ok := number(v)
+	if !ok {
+		return false
+	}
+	if f.Eq != nil {
+		eq, err := strconv.ParseFloat(*f.Eq, 64)
+		return err == nil && n == eq
+	}
+	if f.Min != nil && (n < *f.Min || (f.MinExclusive && n == *f.Min)) {
+		return false
+	}
+	if f.Max != nil && (n > *f.Max || (f.MaxExclusive && n == *f.Max)) {
+		return false
+	}
+	return true
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// MatchAll reports whether attrs pass every filter.
+func MatchAll(fs []AttrFilter, attrs map[string]any) bool {
+	for _, f := range fs {
+		if !f.Match(attrs) {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseAttrQuery reads the query parameters "attr.<key>=<value>" (equal:
+// a number when the value is one, compared with numeric attributes, else a
+// string) and "attr.<key>.gte|gt|lte|lt=<number>" (ranges). Other
+// parameters are ignored. Errors name the parameter.
+func ParseAttrQuery(q map[string][]string) ([]AttrFilter, error) {
+	byKey := map[string]*AttrFilter{}
+	var errs fieldErrors
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, "attr.")
+		if !ok {
+			continue
+		}
+		key, op, _ := strings.Cut(rest, ".")
+		val := q[name][0]
+		if !attrKeyRe.MatchString(key) {
+			errs.add(name, "attribute key must match ^[A-Za-z0-9_]{1,32}$")
+			continue
+		}
+		f := byKey[key]
+		if f == nil {
+			f = &AttrFilter{Key: key}
+			byKey[key] = f
+		}
+		if err := f.set(op, val); err != "" {
+			errs.add(name, "%s", err)
+		}
+	}
+	if len(byKey) > MaxAttrFilters {
+		errs.add("attr", "at most %d attributes may be filtered", MaxAttrFilters)
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	out := make([]AttrFilter, 0, len(byKey))
+	for _, f := range byKey {
+		out = append(out, *f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// set applies one operator; returns a message when it is bad.
+func (f *AttrFilter) set(op, val string) string {
+	n, err := strconv.ParseFloat(val, 64)
+	isNum := err == nil
+	switch op {
+	case "":
+		if utf8Len(val) > 128 {
+			return "must be at most 128 characters"
+		}
+		f.Eq = &val
+		return ""
+	case "gte", "gt", "lte", "lt":
+		if !isNum {
+			return "must be a number"
+		}
+		if op[0] == 'g' {
+			f.Min, f.MinExclusive = &n, op == "gt"
+		} else {
+			f.Max, f.MaxExclusive = &n, op == "lt"
+		}
+		return ""
+	}
+	return "operator must be one of gte, gt, lte, lt"
+}
+
+func utf8Len(s string) int { return len([]rune(s)) }
+
+// String renders the filters canonically (for cursors bound to them).
+func (f AttrFilter) String() string {
+	eq := "-"
+	if f.Eq != nil {
+		eq = strconv.Quote(*f.Eq)
+	}
+	return fmt.Sprintf("%s=%s|%v|%v|%v|%v", f.Key, eq, deref(f.Min), deref(f.Max), f.MinExclusive, f.MaxExclusive)
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
