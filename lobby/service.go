@@ -2,9 +2,9 @@ package lobby
 
 import (
 	"context"
-	"errors"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"regexp"
 	"strconv"
