@@ -53,3 +53,44 @@ func TestQuickJoinOverHTTP(t *testing.T) {
 		want(t, r, 201, "")
 	})
 }
+
+func TestQuickJoinAttributeFiltersOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		path := "/v1/matchmaking/quick-join"
+		for _, c := range []struct {
+			name  string
+			attrs any
+			field string
+		}{
+			{"bad key", map[string]any{"ma p": "x"}, "attributes.ma p"},
+			{"bool value", map[string]any{"ranked": true}, "attributes.ranked"},
+			{"empty bounds", map[string]any{"rank": map[string]any{}}, "attributes.rank"},
+			{"bad operator", map[string]any{"rank": map[string]any{"between": 1}}, "attributes.rank"},
+			{"string bound", map[string]any{"rank": map[string]any{"gte": "a"}}, "attributes.rank"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.do("POST", path, alice, map[string]any{"mode": "m", "attributes": c.attrs})
+				want(t, r, 422, "VALIDATION_FAILED")
+				if !strings.Contains(r.raw, `"field":"`+c.field+`"`) {
+					t.Errorf("errors do not name %s: %s", c.field, r.raw)
+				}
+			})
+		}
+		body := map[string]any{"mode": "m", "regions": []string{"eu"}, "attributes": map[string]any{"map": "dust2", "rank": map[string]any{"gte": 0}},
+			"create": map[string]any{"name": "x", "attributes": map[string]any{"rank": 1500}}}
+		r := e.do("POST", path, alice, body)
+		want(t, r, 201, "")
+		attrs := r.body["room"].(map[string]any)["attributes"].(map[string]any)
+		if attrs["map"] != "dust2" || attrs["rank"] != 1500.0 {
+			t.Errorf("created room's attributes %v", attrs)
+		}
+		r = e.do("POST", path, bob, body)
+		want(t, r, 200, "")
+		if list := e.do("GET", "/v1/rooms?attr.map=dust2&attr.rank.gte=1000&mode=m", bob, nil); len(list.body["rooms"].([]any)) != 1 {
+			t.Errorf("listing by attributes: %s", list.raw)
+		}
+		want(t, e.do("GET", "/v1/rooms?attr.rank.gte=high", bob, nil), 422, "VALIDATION_FAILED")
+	})
+}

@@ -1,8 +1,11 @@
 package rooms
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"sort"
 )
 
 // ErrNoMatch: quick-join found no room to join and was not asked to create
@@ -16,9 +19,94 @@ const MaxQuickJoinRegions = 10
 type QuickJoinParams struct {
 	Mode    string   `json:"mode" validate:"slug"`
 	Regions []string `json:"regions" validate:"omitnil,min=1,max=10,unique,dive,slug"`
+	// Attributes filter the candidates: key → a string or number (equal),
+	// or {"gte","gt","lte","lt": number} (a range).
+	Attributes map[string]json.RawMessage `json:"attributes"`
 	// Create, when given, is the room to create in Regions[0] when nothing
 	// can be joined.
 	Create *QuickCreate `json:"create"`
+}
+
+// withExactFilters adds to attrs the attributes a quick-join filters on by
+// equality, so the room it creates is found by the next caller alike.
+func withExactFilters(attrs map[string]any, filters map[string]json.RawMessage) map[string]any {
+	out := map[string]any{}
+	for k, v := range attrs {
+		out[k] = v
+	}
+	for k, raw := range filters {
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if d.Decode(&v) != nil {
+			continue
+		}
+		switch v.(type) {
+		case string, json.Number:
+			if _, set := out[k]; !set {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// attrFilters turns the attributes of a quick-join into filters.
+func (p QuickJoinParams) attrFilters() ([]AttrFilter, fieldErrors) {
+	var errs fieldErrors
+	if len(p.Attributes) > MaxAttrFilters {
+		errs.add("attributes", "at most %d attributes may be filtered", MaxAttrFilters)
+	}
+	keys := make([]string, 0, len(p.Attributes))
+	for k := range p.Attributes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []AttrFilter
+	for _, k := range keys {
+		f, msg := attrFilter(k, p.Attributes[k])
+		if msg != "" {
+			errs.add("attributes."+k, "%s", msg)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, errs
+}
+
+// attrFilter reads one filter: a string or number, or an object of bounds.
+func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
+	f := AttrFilter{Key: key}
+	if !attrKeyRe.MatchString(key) {
+		return f, "key must match ^[A-Za-z0-9_]{1,32}$"
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return f, "must be a string, a number or an object of gte, gt, lte, lt"
+	}
+	switch x := v.(type) {
+	case string:
+		return f, f.set("", x)
+	case json.Number:
+		return f, f.set("", x.String())
+	case map[string]any:
+		for op, b := range x {
+			n, ok := b.(json.Number)
+			if !ok {
+				return f, op + " must be a number"
+			}
+			if msg := f.set(op, n.String()); msg != "" {
+				return f, msg
+			}
+		}
+		if f.Min == nil && f.Max == nil {
+			return f, "must give at least one of gte, gt, lte, lt"
+		}
+		return f, ""
+	}
+	return f, "must be a string, a number or an object of gte, gt, lte, lt"
 }
 
 // QuickCreate is the room quick-join creates: a create request without
@@ -44,12 +132,17 @@ type Matchmaker interface {
 	// (regions in order; fullest, then oldest), else creates create (when
 	// not nil) in regions[0], never while a joinable room of that mode and
 	// region exists. ErrNoMatch when there is nothing to join or create.
-	QuickJoin(ctx context.Context, u User, mode string, regions []string, create *NewRoom) (QuickJoined, error)
+	// Rooms must also pass every attribute filter; then creating is not
+	// held back by joinable rooms that do not match, so packing is only
+	// guaranteed without filters.
+	QuickJoin(ctx context.Context, u User, mode string, regions []string, filters []AttrFilter, create *NewRoom) (QuickJoined, error)
 }
 
 // QuickJoin validates p and quick-joins on behalf of u.
 func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (QuickJoined, error) {
 	errs := structErrors(s.validate, p)
+	filters, ferrs := p.attrFilters()
+	errs = append(errs, ferrs...)
 	if p.Create != nil && len(p.Regions) == 0 {
 		errs.add("regions", "is required with create (the room is created in regions[0])")
 	}
@@ -59,10 +152,13 @@ func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (Qui
 	var create *NewRoom
 	if c := p.Create; c != nil {
 		r := newRoom(CreateParams{Name: c.Name, Mode: p.Mode, Region: p.Regions[0], MaxPlayers: c.MaxPlayers,
-			Attributes: c.Attributes, StatePolicy: c.StatePolicy}, State{})
+			Attributes: withExactFilters(c.Attributes, p.Attributes), StatePolicy: c.StatePolicy}, State{})
+		if len(r.Attributes) > MaxAttributes {
+			return QuickJoined{}, Invalid("create.attributes", "must have at most %d entries with the filtered ones", MaxAttributes)
+		}
 		create = &r
 	}
-	q, err := s.store.QuickJoin(ctx, u, p.Mode, p.Regions, create)
+	q, err := s.store.QuickJoin(ctx, u, p.Mode, p.Regions, filters, create)
 	q.Room = ViewFor(q.Room, u)
 	return q, err
 }

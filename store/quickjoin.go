@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -24,12 +26,12 @@ var _ rooms.Matchmaker = (*Store)(nil)
 // node: the join script re-checks its pick, and the create script refuses
 // while the fill index holds a room. Concurrent callers of one bucket
 // therefore pack rooms: N callers, rooms of M seats → ceil(N/M) rooms.
-func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, create *rooms.NewRoom) (rooms.QuickJoined, error) {
-	if j, ok, err := s.memberOf(ctx, u, mode, regions); err != nil || ok {
+func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
+	if j, ok, err := s.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
 		return rooms.QuickJoined{Joined: j}, err
 	}
 	for range maxQuickJoinAttempts {
-		id, err := s.bestJoinable(ctx, mode, regions)
+		id, err := s.bestJoinable(ctx, mode, regions, filters)
 		if err != nil {
 			return rooms.QuickJoined{}, err
 		}
@@ -43,7 +45,7 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 		if create == nil {
 			return rooms.QuickJoined{}, rooms.ErrNoMatch
 		}
-		j, err := s.create(ctx, u, *create, true)
+		j, err := s.create(ctx, u, *create, len(filters) == 0)
 		if errors.Is(err, errJoinableExists) {
 			continue
 		}
@@ -57,50 +59,88 @@ func taken(err error) bool {
 	return errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound)
 }
 
+// filteredCandidates is how deep in each fill index a quick-join with
+// attribute filters looks for a match.
+const filteredCandidates = 64
+
 // bestJoinable returns the first room of the fill order of mode in the
 // first region that has one ("" when none): one pipelined read of the top
 // of each region's fill index (of every shard's mode index without
-// regions).
-func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string) (string, error) {
-	var keys []string
-	if len(regions) == 0 {
-		for shard := range s.shards {
-			keys = append(keys, s.keys.fillIndex(shard, mode, ""))
-		}
+// regions). With filters it reads the top 64 of each and the candidates'
+// attributes, and takes the first that matches.
+func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter) (string, error) {
+	type index struct {
+		shard int
+		top   *redis.StringSliceCmd
 	}
-	for _, r := range regions {
-		keys = append(keys, s.keys.fillIndex(homeShard(mode, r, s.shards), mode, r))
+	var idx []index
+	depth := int64(1)
+	if len(filters) > 0 {
+		depth = filteredCandidates
 	}
-	cmds := make([]*redis.StringSliceCmd, len(keys))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k, ByLex: true, Start: "-", Stop: "+", Count: 1})
+		read := func(shard int, region string) {
+			idx = append(idx, index{shard, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
+				ByLex: true, Start: "-", Stop: "+", Count: depth})})
+		}
+		if len(regions) == 0 {
+			for shard := range s.shards {
+				read(shard, "")
+			}
+		}
+		for _, r := range regions {
+			read(homeShard(mode, r, s.shards), r)
 		}
 		return nil
 	})
 	if err != nil {
 		return "", wrap(err)
 	}
-	var tops []string
-	for _, c := range cmds {
-		if v := c.Val(); len(v) > 0 {
-			if len(regions) > 0 {
-				return fillID(v[0]), nil
-			}
-			tops = append(tops, v[0])
+	var cands []candidate // in region order, each region in fill order
+	for _, ix := range idx {
+		for _, m := range ix.top.Val() {
+			cands = append(cands, candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: ix.shard})
 		}
 	}
-	if len(tops) == 0 {
-		return "", nil
+	if len(regions) == 0 {
+		sort.Slice(cands, func(i, j int) bool { return cands[i].pos.Key < cands[j].pos.Key })
 	}
-	return fillID(slices.Min(tops)), nil
+	if len(filters) == 0 {
+		if len(cands) == 0 {
+			return "", nil
+		}
+		return cands[0].pos.ID, nil
+	}
+	return s.firstMatching(ctx, cands, filters)
+}
+
+// firstMatching reads the candidates' attributes in one pipeline and
+// returns the first that passes the filters ("" when none).
+func (s *Store) firstMatching(ctx context.Context, cands []candidate, filters []rooms.AttrFilter) (string, error) {
+	cmds := make([]*redis.StringCmd, len(cands))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range cands {
+			cmds[i] = p.HGet(ctx, s.keys.room(c.shard, c.pos.ID), "at")
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return "", wrap(err)
+	}
+	for i, c := range cands {
+		var attrs map[string]any
+		if decodeJSON(cmds[i].Val(), &attrs) == nil && rooms.MatchAll(filters, attrs) {
+			return c.pos.ID, nil
+		}
+	}
+	return "", nil
 }
 
 func fillID(member string) string { return member[strings.LastIndexByte(member, '|')+1:] }
 
 // memberOf finds a room of mode, in one of regions (any without regions),
 // not finished, that u is already in, and returns it as a join would.
-func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string) (rooms.Joined, bool, error) {
+func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	shards := map[int]bool{}
 	for _, r := range regions {
 		shards[homeShard(mode, r, s.shards)] = true
@@ -128,11 +168,14 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 	for _, f := range fs {
 		for _, e := range f.ids.Val() {
 			id := e[strings.IndexByte(e, '\t')+1:]
-			h, err := s.client.HMGet(ctx, s.keys.room(f.shard, id), "m", "r", "st").Result()
+			h, err := s.client.HMGet(ctx, s.keys.room(f.shard, id), "m", "r", "st", "at").Result()
 			if err != nil {
 				return rooms.Joined{}, false, wrap(err)
 			}
-			if h[0] != mode || (len(regions) > 0 && !slices.Contains(regions, fmt.Sprint(h[1]))) || h[2] == string(rooms.Finished) {
+			var attrs map[string]any
+			decodeJSON(fmt.Sprint(h[3]), &attrs)
+			if h[0] != mode || (len(regions) > 0 && !slices.Contains(regions, fmt.Sprint(h[1]))) ||
+				h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
 				continue
 			}
 			j, err := s.Join(ctx, u, id) // a member gets its playerId back, nothing changes

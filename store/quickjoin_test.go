@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestQuickJoinPacksConcurrentCallers(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					s := []*store.Store{s1, s2}[i%2]
-					q, err := s.QuickJoin(ctx, user(i), "duel", []string{"eu"}, quickRoom("duel", "eu", m))
+					q, err := s.QuickJoin(ctx, user(i), "duel", []string{"eu"}, nil, quickRoom("duel", "eu", m))
 					if err != nil {
 						t.Error(err)
 						return
@@ -102,7 +103,7 @@ func TestQuickJoinChoices(t *testing.T) {
 			{"create when nothing fits", user(15), []string{"ap"}, quickRoom("ctf", "ap", 2), "new", nil},
 		}
 		for _, c := range cases {
-			q, err := s.QuickJoin(ctx, c.u, "ctf", c.regions, c.create)
+			q, err := s.QuickJoin(ctx, c.u, "ctf", c.regions, nil, c.create)
 			switch {
 			case !errors.Is(err, c.err):
 				t.Errorf("%s: error %v, want %v", c.name, err, c.err)
@@ -112,6 +113,43 @@ func TestQuickJoinChoices(t *testing.T) {
 			case c.want != "new" && (q.Created || q.Room.ID != c.want):
 				t.Errorf("%s: room %s (created %v), want %s", c.name, q.Room.ID, q.Created, c.want)
 			}
+		}
+		checkInvariants(t, s)
+	})
+}
+
+func TestQuickJoinWithAttributeFilters(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		mk := func(u rooms.User, m string, rank int, players int) string {
+			r := quickRoom("br", "eu", 8)
+			r.Attributes = map[string]any{"map": m, "rank": rank}
+			id := mustCreate(t, s, u, *r).Room.ID
+			for i := 1; i < players; i++ {
+				if _, err := s.Join(ctx, rooms.User{ID: fmt.Sprintf("%s-%d", u.ID, i)}, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return id
+		}
+		fullest := mk(user(1), "dust2", 2000, 5) // fullest, but out of range
+		want := mk(user(2), "dust2", 1500, 3)
+		mk(user(3), "inferno", 1500, 4)
+		filters, err := rooms.ParseAttrQuery(map[string][]string{"attr.map": {"dust2"}, "attr.rank.lte": {"1600"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := s.QuickJoin(ctx, user(9), "br", []string{"eu"}, filters, nil)
+		if err != nil || q.Room.ID != want {
+			t.Fatalf("joined %s (%v), want %s (not %s)", q.Room.ID, err, want, fullest)
+		}
+		none, _ := rooms.ParseAttrQuery(map[string][]string{"attr.map": {"nuke"}})
+		if _, err := s.QuickJoin(ctx, user(10), "br", []string{"eu"}, none, nil); !errors.Is(err, rooms.ErrNoMatch) {
+			t.Errorf("no room on nuke: %v", err)
+		}
+		q, err = s.QuickJoin(ctx, user(11), "br", []string{"eu"}, none, quickRoom("br", "eu", 8))
+		if err != nil || !q.Created {
+			t.Errorf("create despite other joinable rooms: %+v %v", q, err)
 		}
 		checkInvariants(t, s)
 	})

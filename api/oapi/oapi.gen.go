@@ -356,6 +356,17 @@ type ProblemCode string
 
 // QuickJoinRequest defines model for QuickJoinRequest.
 type QuickJoinRequest struct {
+	// Attributes Candidates must match every filter: a string or number (equal),
+	// or an object of numeric bounds `gte`, `gt`, `lte`, `lt`. With
+	// filters, up to 64 candidates per region are examined in fill
+	// order; a created room gets the equality-filtered attributes, but
+	// creating is not held back by joinable rooms that do not match,
+	// so packing is only guaranteed without filters.
+	//
+	//
+	// Example: {"map":"dust2","rank":{"gte":1400,"lte":1600}}
+	Attributes *map[string]interface{} `json:"attributes,omitempty"`
+
 	// Create The room to create when nothing can be joined (public, caller as owner).
 	Create *struct {
 		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -538,11 +549,14 @@ type ListRoomsParams struct {
 	Status *string `form:"status,omitempty" json:"status,omitempty"`
 
 	// Joinable Only waiting, unlocked, not-full rooms.
-	Joinable *bool                `form:"joinable,omitempty" json:"joinable,omitempty"`
-	Mode     *Mode                `form:"mode,omitempty" json:"mode,omitempty"`
-	Region   *Region              `form:"region,omitempty" json:"region,omitempty"`
-	Sort     *ListRoomsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
-	Limit    *int                 `form:"limit,omitempty" json:"limit,omitempty"`
+	Joinable *bool `form:"joinable,omitempty" json:"joinable,omitempty"`
+
+	// Attr Attribute filters, as `attr.map=dust2`, `attr.rank.gte=1400`, `attr.rank.lte=1600` (see above).
+	Attr   *map[string]string   `form:"attr,omitempty" json:"attr,omitempty"`
+	Mode   *Mode                `form:"mode,omitempty" json:"mode,omitempty"`
+	Region *Region              `form:"region,omitempty" json:"region,omitempty"`
+	Sort   *ListRoomsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+	Limit  *int                 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor `nextCursor` of the previous page; only valid with the same filters and sort.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -992,6 +1006,19 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "joinable"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "joinable", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "attr" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "attr", r.URL.Query(), &params.Attr, runtime.BindQueryParameterOptions{Type: "object", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "attr"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "attr", Err: err})
 		}
 		return
 	}
