@@ -92,6 +92,7 @@ func (c *streamClient) Send(frames []byte) error {
 	return c.rc.Flush()
 }
 
-// RoomJSON renders a room for snapshot events exactly as GET
-// /v1/rooms/{roomId} does.
-func RoomJSON(r rooms.Room) any { return roomBody(r, true) }
+// RoomJSON renders a room for events as the REST API does: with its
+// players when it was read with them (snapshots, like GET
+// /v1/rooms/{roomId}), without for lobby events (like list items).
+func RoomJSON(r rooms.Room) any { return roomBody(r, len(r.Players) > 0) }

@@ -48,3 +48,24 @@ func TestMyRoomsAndStats(t *testing.T) {
 		}
 	})
 }
+
+func TestLobbyEventsOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		want(t, e.do("GET", "/v1/lobby/events?mode=Not+A+Slug", alice, nil), 422, "VALIDATION_FAILED")
+		want(t, e.do("GET", "/v1/lobby/events", "", nil), 401, "UNAUTHENTICATED")
+		s := e.open("/v1/lobby/events?mode=m&access_token=" + alice)
+		if f := s.next(); f.event != "rooms" || len(f.data["rooms"].([]any)) != 0 {
+			t.Fatalf("first event %+v", f)
+		}
+		id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+		f := s.next()
+		if room, _ := f.data["room"].(map[string]any); f.event != "room_added" || room["id"] != id || room["players"] != nil || f.data["version"] != 1.0 {
+			t.Fatalf("after create: %+v", f)
+		}
+		e.do("DELETE", "/v1/rooms/"+id, alice, nil)
+		if f := s.next(); f.event != "room_removed" || f.data["room"].(map[string]any)["id"] != id {
+			t.Fatalf("after close: %+v", f)
+		}
+	})
+}
