@@ -6,6 +6,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"time"
@@ -29,6 +30,8 @@ type Config struct {
 	Ready func(context.Context) error
 	// Spec is served at GET /openapi.yaml.
 	Spec []byte
+	// Demo, when set, is served at /demo/ (the web demo's files).
+	Demo fs.FS
 	Log  *slog.Logger
 }
 
@@ -55,6 +58,10 @@ func NewHandler(cfg Config) http.Handler {
 	r.Use(s.logRequests, s.recoverPanics, s.limitBody, s.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
+	if cfg.Demo != nil {
+		r.Handle("/demo", http.RedirectHandler("/demo/", http.StatusMovedPermanently))
+		r.Handle("/demo/*", http.StripPrefix("/demo/", http.FileServer(http.FS(cfg.Demo))))
+	}
 	return oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError})
 }
 

@@ -5,13 +5,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+updated=""
+apt_install() {
+  [ -n "$updated" ] || { $SUDO apt-get update -qq; updated=1; }
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "== installing redis-server"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+  apt_install redis-server
   # The package starts a system service; the tests do not need it.
   $SUDO service redis-server stop >/dev/null 2>&1 || true
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing chromium (the demo's browser test)"
+  apt_install chromium
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  echo "== installing nodejs and npm (the TypeScript SDK)"
+  apt_install nodejs npm
 fi
 
 echo "== generated code matches openapi.yaml"
@@ -32,3 +44,12 @@ go vet ./...
 
 echo "== tests (race detector, real Redis: standalone, 3-master Cluster, embedded)"
 go test -race -count=1 -timeout 20m ./...
+
+echo "== TypeScript SDK: generated types and the demo's bundle match, Node and browser tests"
+(cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && npm run --silent bundle)
+if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.d.ts web/static/realsync.js)" ]; then
+  git --no-pager diff --stat -- sdk/typescript/src/schema.d.ts web/static/realsync.js
+  echo "the SDK's generated types or the demo bundle drifted: run 'npm run generate && npm run bundle' in sdk/typescript and commit" >&2
+  exit 1
+fi
+(cd sdk/typescript && npm test --silent)

@@ -22,6 +22,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/web"
 )
 
 var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo,
@@ -63,7 +64,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	handler := api.NewHandler(api.Config{
 		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
+		Ready: st.Ping, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
 	})
 	// No WriteTimeout: it would cut the long-lived event streams; handlers
 	// that stream set per-write deadlines instead.
@@ -72,7 +73,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err != nil {
 		return err
 	}
-	log.Info("listening", "addr", ln.Addr().String())
+	log.Info("listening", "addr", ln.Addr().String(), "demo", "http://"+ln.Addr().String()+"/demo/")
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

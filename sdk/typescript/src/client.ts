@@ -1,0 +1,214 @@
+// The REST client: a thin layer over the client generated from openapi.yaml
+// (openapi-fetch over the types of openapi-typescript) that adds the token
+// and turns every problem+json answer into a RealSyncError.
+import createClient, { type Client, type Middleware } from "openapi-fetch";
+import type { components, paths } from "./schema.js";
+import { LiveLobby, LiveRoom, type LiveOptions } from "./live.js";
+
+type Schemas = components["schemas"];
+export type Room = Schemas["Room"];
+export type Player = Schemas["Player"];
+export type State = Schemas["State"];
+export type Problem = Schemas["Problem"];
+export type ProblemCode = Problem["code"];
+export type FieldError = Schemas["FieldError"];
+export type RoomJoined = Schemas["RoomJoined"];
+export type QuickJoined = Schemas["QuickJoined"];
+export type GuestToken = Schemas["GuestToken"];
+export type Message = Schemas["Message"];
+export type LobbyStats = Schemas["LobbyStats"];
+export type CreateRoomRequest = Schemas["CreateRoomRequest"];
+export type UpdateRoomRequest = Schemas["UpdateRoomRequest"];
+export type QuickJoinRequest = Schemas["QuickJoinRequest"];
+export type MessageRequest = Schemas["MessageRequest"];
+export type MyRoom = Room & { playerId: number };
+
+/** ListRoomsQuery is GET /v1/rooms' query; attributes become attr.<key>[.<op>]. */
+export type ListRoomsQuery = Omit<NonNullable<paths["/v1/rooms"]["get"]["parameters"]["query"]>, "attr"> & {
+  attributes?: Record<string, string | number | { gte?: number; gt?: number; lte?: number; lt?: number }>;
+};
+
+/** RealSyncError is a problem+json answer (or a network failure: code NETWORK, status 0). */
+export class RealSyncError extends Error {
+  readonly status: number;
+  readonly code: ProblemCode | "NETWORK";
+  readonly errors: FieldError[];
+  readonly problem?: Problem;
+
+  constructor(status: number, problem?: Problem, cause?: unknown) {
+    super(problem?.detail ?? problem?.title ?? (cause instanceof Error ? cause.message : `HTTP ${status}`), { cause });
+    this.name = "RealSyncError";
+    this.status = status;
+    this.code = problem?.code ?? (status === 0 ? "NETWORK" : "INTERNAL");
+    this.errors = problem?.errors ?? [];
+    this.problem = problem;
+  }
+}
+
+export interface RealSyncOptions {
+  /** The server, e.g. "http://localhost:8080" (no trailing slash needed). */
+  baseUrl: string;
+  /** A JWT; guest() sets one. */
+  token?: string;
+  /** A fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+type Result<T> = { data?: T; error?: unknown; response: Response };
+
+/** RealSync is the REST client. Every method throws RealSyncError on an error answer. */
+export class RealSync {
+  readonly baseUrl: string;
+  token?: string;
+  /** The generated client, for anything the helpers below do not cover. */
+  readonly api: Client<paths>;
+
+  constructor(opts: RealSyncOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
+    this.token = opts.token;
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: opts.fetch });
+    const auth: Middleware = {
+      onRequest: ({ request }) => {
+        if (this.token && !request.headers.has("Authorization")) {
+          request.headers.set("Authorization", `Bearer ${this.token}`);
+        }
+        return request;
+      },
+    };
+    this.api.use(auth);
+  }
+
+  private async call<T>(p: Promise<Result<T>>): Promise<T> {
+    let r: Result<T>;
+    try {
+      r = await p;
+    } catch (e) {
+      throw new RealSyncError(0, undefined, e);
+    }
+    if (!r.response.ok) {
+      throw new RealSyncError(r.response.status, isProblem(r.error) ? r.error : undefined);
+    }
+    return r.data as T;
+  }
+
+  /** guest gets a guest token and uses it from now on. */
+  async guest(name?: string): Promise<GuestToken> {
+    const g = await this.call(this.api.POST("/v1/auth/guest", { body: name === undefined ? {} : { name } }));
+    this.token = g.token;
+    return g;
+  }
+
+  createRoom(body: CreateRoomRequest): Promise<RoomJoined> {
+    return this.call(this.api.POST("/v1/rooms", { body }));
+  }
+
+  getRoom(roomId: string): Promise<Room> {
+    return this.call(this.api.GET("/v1/rooms/{roomId}", { params: { path: { roomId } } }));
+  }
+
+  updateRoom(roomId: string, body: UpdateRoomRequest): Promise<Room> {
+    return this.call(this.api.PATCH("/v1/rooms/{roomId}", { params: { path: { roomId } }, body }));
+  }
+
+  async deleteRoom(roomId: string): Promise<void> {
+    await this.call(this.api.DELETE("/v1/rooms/{roomId}", { params: { path: { roomId } } }));
+  }
+
+  joinRoom(roomId: string): Promise<RoomJoined> {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/join", { params: { path: { roomId } } }));
+  }
+
+  joinByCode(inviteCode: string): Promise<RoomJoined> {
+    return this.call(this.api.POST("/v1/rooms/join-by-code", { body: { inviteCode } }));
+  }
+
+  async leaveRoom(roomId: string): Promise<void> {
+    await this.call(this.api.POST("/v1/rooms/{roomId}/leave", { params: { path: { roomId } } }));
+  }
+
+  async kick(roomId: string, playerId: number): Promise<void> {
+    await this.call(this.api.DELETE("/v1/rooms/{roomId}/players/{playerId}", {
+      params: { path: { roomId, playerId: String(playerId) } },
+    }));
+  }
+
+  getState(roomId: string): Promise<Schemas["StateView"]> {
+    return this.call(this.api.GET("/v1/rooms/{roomId}/state", { params: { path: { roomId } } }));
+  }
+
+  /** patchState merge-patches the state (null deletes a key); ifMatch guards against lost updates. */
+  patchState(roomId: string, patch: State, ifMatch?: number): Promise<Schemas["StateVersions"]> {
+    return this.call(this.api.PATCH("/v1/rooms/{roomId}/state", {
+      params: { path: { roomId }, header: ifMatch === undefined ? {} : { "If-Match": `"${ifMatch}"` } },
+      body: patch,
+    }));
+  }
+
+  sendMessage(roomId: string, body: MessageRequest): Promise<Schemas["MessageSent"]> {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/messages", { params: { path: { roomId } }, body }));
+  }
+
+  async messages(roomId: string, query: { limit?: number; before?: number } = {}): Promise<Message[]> {
+    const q: Record<string, string> = {};
+    if (query.limit !== undefined) q.limit = String(query.limit);
+    if (query.before !== undefined) q.before = String(query.before);
+    const r = await this.call(this.api.GET("/v1/rooms/{roomId}/messages", { params: { path: { roomId }, query: q } }));
+    return r.messages;
+  }
+
+  listRooms(query: ListRoomsQuery = {}): Promise<Schemas["RoomList"]> {
+    const { attributes, ...rest } = query;
+    return this.call(this.api.GET("/v1/rooms", {
+      params: { query: rest },
+      querySerializer: () => listQuery(rest, attributes),
+    }));
+  }
+
+  async quickJoin(body: QuickJoinRequest): Promise<QuickJoined> {
+    return this.call(this.api.POST("/v1/matchmaking/quick-join", { body }));
+  }
+
+  async myRooms(): Promise<MyRoom[]> {
+    const r = await this.call(this.api.GET("/v1/me/rooms", {}));
+    return r.rooms as MyRoom[];
+  }
+
+  lobbyStats(): Promise<LobbyStats> {
+    return this.call(this.api.GET("/v1/lobby/stats", {}));
+  }
+
+  /** live opens a room's event stream and keeps a local copy of the room and its state. */
+  live(roomId: string, opts: LiveOptions = {}): LiveRoom {
+    return new LiveRoom(this, roomId, opts);
+  }
+
+  /** lobby opens the live list of joinable rooms of a mode and region (any when absent). */
+  lobby(filter: { mode?: string; region?: string } = {}, opts: LiveOptions = {}): LiveLobby {
+    return new LiveLobby(this, filter, opts);
+  }
+
+  /** streamUrl is an event stream's URL, with the token as access_token (EventSource cannot set headers). */
+  streamUrl(path: string, query: Record<string, string | undefined> = {}): string {
+    const u = new URL(this.baseUrl + path);
+    for (const [k, v] of Object.entries(query)) if (v) u.searchParams.set(k, v);
+    if (this.token) u.searchParams.set("access_token", this.token);
+    return u.toString();
+  }
+}
+
+function isProblem(e: unknown): e is Problem {
+  return typeof e === "object" && e !== null && "code" in e && "status" in e;
+}
+
+function listQuery(q: Record<string, unknown>, attrs: ListRoomsQuery["attributes"]): string {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined) s.set(k, String(v));
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (typeof v === "object") {
+      for (const [op, n] of Object.entries(v)) if (n !== undefined) s.set(`attr.${k}.${op}`, String(n));
+    } else {
+      s.set(`attr.${k}`, String(v));
+    }
+  }
+  return s.toString();
+}

@@ -1,0 +1,83 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { RealSync, RealSyncError } from "../src/index.js";
+import { startServer, type Server } from "./server.js";
+
+let server: Server;
+before(async () => (server = await startServer()));
+after(async () => server.stop());
+
+async function player(name: string): Promise<RealSync> {
+  const c = new RealSync({ baseUrl: server.url });
+  await c.guest(name);
+  return c;
+}
+
+async function rejects(p: Promise<unknown>, status: number, code: string): Promise<RealSyncError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof RealSyncError, `not a RealSyncError: ${e}`);
+    assert.equal(e.status, status);
+    assert.equal(e.code, code);
+    return e;
+  }
+  assert.fail(`expected ${status} ${code}`);
+}
+
+describe("REST through the SDK", () => {
+  it("runs a room's whole life", async () => {
+    const alice = await player("alice");
+    const bob = await player("bob");
+    const { room, playerId } = await alice.createRoom({ name: "Arena", mode: "battle", region: "eu", maxPlayers: 2,
+      attributes: { map: "dust2", rank: 1500 } });
+    assert.equal(playerId, 1);
+    assert.equal((await bob.joinRoom(room.id)).playerId, 2);
+    await rejects((await player("carol")).joinRoom(room.id), 409, "ROOM_FULL");
+
+    const v = await alice.patchState(room.id, { score: 10, turn: 1 }, 0);
+    assert.equal(v.stateVersion, 1);
+    await rejects(alice.patchState(room.id, { score: 11 }, 0), 412, "VERSION_MISMATCH");
+    await rejects(bob.patchState(room.id, { score: 11 }), 403, "STATE_KEY_FORBIDDEN");
+    assert.deepEqual((await bob.getState(room.id)).state, { score: 10, turn: 1 });
+
+    await bob.sendMessage(room.id, { type: "chat", data: { text: "gg" } });
+    await alice.sendMessage(room.id, { type: "dm", data: "psst", to: [1] });
+    assert.equal((await bob.messages(room.id)).length, 1);
+    assert.equal((await alice.messages(room.id, { limit: 1 }))[0].type, "dm");
+
+    const updated = await alice.updateRoom(room.id, { status: "playing" });
+    assert.equal(updated.status, "playing");
+    assert.equal((await bob.myRooms())[0].playerId, 2);
+    const stats = await bob.lobbyStats();
+    assert.equal(stats.rooms.playing, 1);
+
+    await bob.leaveRoom(room.id);
+    await alice.deleteRoom(room.id);
+    await rejects(alice.getRoom(room.id), 404, "ROOM_NOT_FOUND");
+  });
+
+  it("finds rooms by filters and quick-joins them", async () => {
+    const alice = await player("alice");
+    await alice.createRoom({ name: "a", mode: "ctf", region: "us", attributes: { map: "dust2", rank: 1500 } });
+    await alice.createRoom({ name: "b", mode: "ctf", region: "us", attributes: { map: "nuke", rank: 1500 } });
+    const page = await alice.listRooms({ mode: "ctf", joinable: true, sort: "fill", attributes: { map: "dust2", rank: { gte: 1400, lte: 1600 } } });
+    assert.equal(page.rooms.length, 1);
+    assert.equal(page.rooms[0].name, "a");
+    const bob = await player("bob");
+    const q = await bob.quickJoin({ mode: "ctf", regions: ["us"], attributes: { map: "nuke" } });
+    assert.equal(q.created, false);
+    assert.equal(q.room.name, "b");
+    await rejects(bob.quickJoin({ mode: "ctf", regions: ["eu"] }), 404, "NO_MATCH");
+    const made = await bob.quickJoin({ mode: "ctf", regions: ["eu"], create: { name: "new" } });
+    assert.equal(made.created, true);
+  });
+
+  it("reports validation errors field by field", async () => {
+    const alice = await player("alice");
+    const e = await rejects(alice.createRoom({ name: "", mode: "Battle", region: "eu" }), 422, "VALIDATION_FAILED");
+    assert.deepEqual(e.errors.map((f) => f.field).sort(), ["mode", "name"]);
+    await rejects(new RealSync({ baseUrl: server.url }).myRooms(), 401, "UNAUTHENTICATED");
+    await rejects(new RealSync({ baseUrl: "http://127.0.0.1:1" }).guest(), 0, "NETWORK");
+  });
+});
