@@ -73,6 +73,20 @@ describe("REST through the SDK", () => {
     assert.equal(made.created, true);
   });
 
+  it("handles private rooms, invite codes and kicks", async () => {
+    const alice = await player("alice");
+    const bob = await player("bob");
+    const { room } = await alice.createRoom({ name: "secret", mode: "m", region: "r", visibility: "private" });
+    assert.ok(room.inviteCode);
+    await rejects(bob.getRoom(room.id), 404, "ROOM_NOT_FOUND");
+    const j = await bob.joinByCode(room.inviteCode!.toLowerCase());
+    assert.equal(j.room.id, room.id);
+    await rejects(bob.kick(room.id, 1), 403, "NOT_OWNER");
+    await alice.kick(room.id, j.playerId);
+    await rejects(bob.getRoom(room.id), 404, "ROOM_NOT_FOUND");
+    await rejects(alice.kick(room.id, 99), 404, "PLAYER_NOT_FOUND");
+  });
+
   it("reports validation errors field by field", async () => {
     const alice = await player("alice");
     const e = await rejects(alice.createRoom({ name: "", mode: "Battle", region: "eu" }), 422, "VALIDATION_FAILED");
