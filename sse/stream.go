@@ -174,7 +174,7 @@ func (h *Hub) snapshotFrame(u rooms.User, s *Snapshot) []byte {
 		state = rooms.State{}
 	}
 	data, err := json.Marshal(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
-		TS: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
+		TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
 		State: state, StateVersion: s.Room.StateVersion})
 	if err != nil {
 		h.cfg.Log.Error("sse: encoding snapshot", "room", s.Room.ID, "err", err)

@@ -44,6 +44,7 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, erro
 		return nil, wrap(err)
 	}
 	out := make([]rooms.Joined, 0, len(reads))
+	created := map[string]int64{} // µs, finer than Room.CreatedAt
 	for _, r := range reads {
 		pid, _ := r.pid.Int()
 		if len(r.room.Val()) == 0 || pid == 0 {
@@ -53,8 +54,9 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, erro
 		if err != nil {
 			return nil, err
 		}
+		created[r.id] = atoi64(r.room.Val()["cr"])
 		out = append(out, rooms.Joined{Room: room, PlayerID: pid})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Room.CreatedAt.After(out[j].Room.CreatedAt) })
+	sort.Slice(out, func(i, j int) bool { return created[out[i].Room.ID] > created[out[j].Room.ID] })
 	return out, nil
 }

@@ -41,7 +41,7 @@ local function num(n)
   return string.format('%.0f', n)
 end
 
--- iso formats epoch milliseconds as RFC 3339 UTC, e.g. 2026-11-21T20:11:06.123Z
+-- iso formats epoch milliseconds as RFC 3339 UTC, e.g. 2026-11-21T20:11:06.12Z
 -- (days to civil date after H. Hinnant's algorithm).
 local function iso(ms)
   local s = math.floor(ms / 1000)
@@ -58,8 +58,11 @@ local function iso(ms)
   local m = mp < 10 and mp + 3 or mp - 9
   local y = yoe + era * 400
   if m <= 2 then y = y + 1 end
-  return string.format('%04.0f-%02.0f-%02.0fT%02.0f:%02.0f:%02.0f.%03.0fZ', y, m, d,
-    math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60, msec)
+  -- trailing zeros of the fraction dropped, as Go's RFC 3339 encoding (the
+  -- REST API's) drops them, so one instant reads the same everywhere
+  local frac = (string.format('.%03.0f', msec):gsub('0+$', ''):gsub('%.$', ''))
+  return string.format('%04.0f-%02.0f-%02.0fT%02.0f:%02.0f:%02.0f', y, m, d,
+    math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60) .. frac .. 'Z'
 end
 
 -- emit bumps the room version, appends the event to the log (entry id
