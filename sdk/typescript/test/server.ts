@@ -26,6 +26,8 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
       REALSYNC_JWT_SECRET: "sdk-test", REALSYNC_LOG_LEVEL: "debug", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
+  // Never outlive the test process, even when it fails before stop().
+  process.on("exit", () => child.kill("SIGKILL"));
   let logs = "";
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("realsyncd did not start:\n" + logs)), 20000);
