@@ -1,11 +1,20 @@
 // Command rsload drives running realsyncd instances and measures them.
 //
+// The ops scenario runs -clients players, each doing operations drawn from
+// -mix as fast as answers come (create+delete, join+leave, state patches,
+// listings, quick-join+leave, reads), and reports per request kind the
+// throughput, latency p50/p90/p99/max and errors by code.
+//
+//	go run ./cmd/rsload -scenario ops -clients 64 -mix join=1,patch=1 -duration 10s
+//
 // The sse scenario opens N event streams spread over rooms and instances,
 // writes state patches at a set rate through the instances, and reports
 // events delivered per second and delivery latency (PATCH response to
-// arrival on a stream). Everything it does is bounded by -duration.
+// arrival on a stream).
 //
 //	go run ./cmd/rsload -urls http://127.0.0.1:8080 -streams 1000 -rooms 10 -rate 500 -duration 10s
+//
+// Everything it does is bounded by -duration.
 package main
 
 import (
@@ -22,6 +31,9 @@ import (
 
 // Config is one run's parameters.
 type Config struct {
+	Scenario string
+	Clients  int
+	Mix      string
 	URLs     []string
 	Rooms    int
 	Streams  int
@@ -34,12 +46,20 @@ func main() {
 	var c Config
 	var urls string
 	flag.StringVar(&urls, "urls", "http://127.0.0.1:8080", "comma-separated realsyncd base URLs")
+	flag.StringVar(&c.Scenario, "scenario", "sse", "sse or ops")
+	flag.IntVar(&c.Clients, "clients", 64, "ops: concurrent players")
+	flag.StringVar(&c.Mix, "mix", "create=1,join=4,patch=10,list=2,quickjoin=1,get=2", "ops: operation weights")
 	flag.IntVar(&c.Rooms, "rooms", 10, "rooms")
 	flag.IntVar(&c.Streams, "streams", 100, "SSE streams, spread over rooms and instances (up to 99 players per room, several streams each)")
 	flag.IntVar(&c.Rate, "rate", 200, "state patches per second, over all rooms")
 	flag.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to write")
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
+	if *serve != "" {
+		fmt.Fprintln(os.Stderr, serveMinimal(*serve))
+		os.Exit(1)
+	}
 	c.URLs = strings.Split(urls, ",")
 	if c.Rooms < 1 || c.Streams < 1 || c.Rate < 1 || c.Duration <= 0 || c.Duration > time.Hour {
 		fmt.Fprintln(os.Stderr, "rsload: -rooms, -streams, -rate must be positive and -duration in (0, 1h]")
@@ -47,21 +67,45 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+2*time.Minute)
 	defer cancel()
-	r, err := runSSE(ctx, c)
-	if err != nil {
+	if err := run(ctx, c); err != nil {
 		fmt.Fprintln(os.Stderr, "rsload:", err)
 		os.Exit(1)
 	}
-	if c.JSON {
-		json.NewEncoder(os.Stdout).Encode(r)
-		return
+}
+
+func run(ctx context.Context, c Config) error {
+	switch c.Scenario {
+	case "ops":
+		mix, err := ParseMix(c.Mix)
+		if err != nil {
+			return err
+		}
+		r, err := runOps(ctx, c, mix)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return json.NewEncoder(os.Stdout).Encode(r)
+		}
+		r.print(os.Stdout)
+	case "sse":
+		r, err := runSSE(ctx, c)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return json.NewEncoder(os.Stdout).Encode(r)
+		}
+		r.print(os.Stdout, c)
+	default:
+		return fmt.Errorf("-scenario must be sse or ops, got %q", c.Scenario)
 	}
-	r.print(os.Stdout, c)
+	return nil
 }
 
 // client talks to the instances; no connection limit, so every stream
 // gets its own connection.
-var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}}
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
 
 // call sends a JSON request and decodes a JSON answer into out.
 func call(ctx context.Context, method, url, token string, body, out any) error {
@@ -99,4 +143,28 @@ func guest(ctx context.Context, base, name string) (string, error) {
 	var g struct{ Token string }
 	err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": name}, &g)
 	return g.Token, err
+}
+
+// serveMinimal answers every request like the API's smallest answers do:
+// a guest token, a room, {"status":"ok"}. It is the baseline of what this
+// machine's HTTP stack does without RealSync.
+func serveMinimal(addr string) error {
+	if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
+		return fmt.Errorf("-serve-minimal listens on loopback only, got %q", addr)
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/auth/guest":
+			w.WriteHeader(201)
+			w.Write([]byte(`{"token":"t","userId":"u","name":"n","expiresAt":"2030-01-01T00:00:00Z"}`))
+		case r.Method == "POST" && r.URL.Path == "/v1/rooms":
+			w.WriteHeader(201)
+			w.Write([]byte(`{"room":{"id":"0aminimalroom00"},"playerId":1}`))
+		default:
+			w.Write([]byte(`{"status":"ok"}`))
+		}
+	})
+	return http.ListenAndServe(addr, h)
 }

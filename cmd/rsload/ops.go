@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Mix weighs the operations of the ops scenario.
+type Mix map[string]int
+
+// opNames are the operations a mix may name: create (then delete), join
+// (then leave), patch (a state patch in a room the client is in), list (a
+// joinable fill-order page of one mode), quickjoin (then leave), get.
+var opNames = []string{"create", "join", "patch", "list", "quickjoin", "get", "healthz"}
+
+// ParseMix reads "join=4,patch=10".
+func ParseMix(s string) (Mix, error) {
+	m := Mix{}
+	for _, part := range strings.Split(s, ",") {
+		name, w, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(w)
+		if !ok || err != nil || n < 0 || !slices.Contains(opNames, name) {
+			return nil, fmt.Errorf("bad mix entry %q: want <op>=<weight>, op one of %s", part, strings.Join(opNames, ", "))
+		}
+		m[name] = n
+	}
+	return m, nil
+}
+
+// OpStats is what one kind of request measured.
+type OpStats struct {
+	Count      int            `json:"count"`
+	PerSecond  float64        `json:"perSecond"`
+	P50ms      float64        `json:"p50ms"`
+	P90ms      float64        `json:"p90ms"`
+	P99ms      float64        `json:"p99ms"`
+	Maxms      float64        `json:"maxms"`
+	ErrorCodes map[string]int `json:"errors,omitempty"`
+}
+
+// OpsReport is the ops scenario's result, by request kind.
+type OpsReport struct {
+	Clients int                 `json:"clients"`
+	Seconds float64             `json:"seconds"`
+	Ops     map[string]*OpStats `json:"ops"`
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	lat  map[string][]time.Duration
+	errs map[string]map[string]int
+}
+
+func (r *recorder) add(op string, d time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.lat[op] = append(r.lat[op], d)
+		return
+	}
+	if r.errs[op] == nil {
+		r.errs[op] = map[string]int{}
+	}
+	r.errs[op][errCode(err)]++
+}
+
+// errCode is the problem+json code of an error answer, else its kind.
+func errCode(err error) string {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.code
+	}
+	return "NETWORK"
+}
+
+type httpError struct {
+	status int
+	code   string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%d %s", e.status, e.code) }
+
+// opsClient is one simulated player.
+type opsClient struct {
+	base, token string
+	home        string // a pool room it is in, for patches
+	rng         *rand.Rand
+}
+
+// do sends a request and decodes the answer into out (when not nil).
+func (c *opsClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 300 {
+		var p struct{ Code string }
+		json.NewDecoder(res.Body).Decode(&p)
+		return &httpError{res.StatusCode, p.Code}
+	}
+	if out != nil {
+		return json.NewDecoder(res.Body).Decode(out)
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	return err
+}
+
+// runOps runs c.Clients players doing the mix for c.Duration.
+func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
+	pool, err := opsPool(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var clients []*opsClient
+	for i := range c.Clients {
+		base := c.URLs[i%len(c.URLs)]
+		tok, err := guest(ctx, base, fmt.Sprint("load", i))
+		if err != nil {
+			return nil, err
+		}
+		cl := &opsClient{base: base, token: tok, home: pool[i%len(pool)], rng: rand.New(rand.NewPCG(uint64(i), 1))}
+		if err := cl.do(ctx, "POST", "/v1/rooms/"+cl.home+"/join", nil, nil); err != nil {
+			return nil, fmt.Errorf("joining the pool: %w", err)
+		}
+		clients = append(clients, cl)
+	}
+	var ops []string
+	for _, name := range opNames {
+		for range mix[name] {
+			ops = append(ops, name)
+		}
+	}
+	if len(ops) == 0 {
+		return nil, errors.New("the mix is empty")
+	}
+	rec := &recorder{lat: map[string][]time.Duration{}, errs: map[string]map[string]int{}}
+	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				cl.step(runCtx, ops[cl.rng.IntN(len(ops))], pool, rec)
+			}
+		}()
+	}
+	wg.Wait()
+	return rec.report(c.Clients, time.Since(start)), nil
+}
+
+// opsPool creates the rooms that joins and patches go to: open state, 100
+// seats.
+func opsPool(ctx context.Context, c Config) ([]string, error) {
+	var ids []string
+	for i := range c.Rooms {
+		base := c.URLs[i%len(c.URLs)]
+		owner, err := guest(ctx, base, "pool")
+		if err != nil {
+			return nil, err
+		}
+		var created struct{ Room struct{ ID string } }
+		if err := call(ctx, "POST", base+"/v1/rooms", owner, map[string]any{"name": fmt.Sprint("pool ", i),
+			"mode": "pool", "region": fmt.Sprint("r", i%4), "maxPlayers": 100, "statePolicy": "open"}, &created); err != nil {
+			return nil, err
+		}
+		ids = append(ids, created.Room.ID)
+	}
+	return ids, nil
+}
+
+// step does one operation (and its undo, timed apart) and records it.
+func (c *opsClient) step(ctx context.Context, op string, pool []string, rec *recorder) {
+	timed := func(name string, f func() error) error {
+		t := time.Now()
+		err := f()
+		if ctx.Err() == nil {
+			rec.add(name, time.Since(t), err)
+		}
+		return err
+	}
+	switch op {
+	case "create":
+		var j struct{ Room struct{ ID string } }
+		if timed("create", func() error {
+			return c.do(ctx, "POST", "/v1/rooms", map[string]any{"name": "load", "mode": "churn", "region": "r0"}, &j)
+		}) == nil {
+			timed("delete", func() error { return c.do(ctx, "DELETE", "/v1/rooms/"+j.Room.ID, nil, nil) })
+		}
+	case "join":
+		id := pool[c.rng.IntN(len(pool))]
+		if id == c.home {
+			return
+		}
+		if timed("join", func() error { return c.do(ctx, "POST", "/v1/rooms/"+id+"/join", nil, nil) }) == nil {
+			timed("leave", func() error { return c.do(ctx, "POST", "/v1/rooms/"+id+"/leave", nil, nil) })
+		}
+	case "patch":
+		timed("patch", func() error {
+			return c.do(ctx, "PATCH", "/v1/rooms/"+c.home+"/state", map[string]any{"k" + strconv.Itoa(c.rng.IntN(8)): c.rng.IntN(1000)}, nil)
+		})
+	case "list":
+		timed("list", func() error {
+			return c.do(ctx, "GET", fmt.Sprintf("/v1/rooms?joinable=true&sort=fill&mode=pool&region=r%d&limit=20", c.rng.IntN(4)), nil, nil)
+		})
+	case "get":
+		timed("get", func() error { return c.do(ctx, "GET", "/v1/rooms/"+c.home, nil, nil) })
+	case "healthz": // no Redis, no auth: the HTTP round trip alone
+		timed("healthz", func() error { return c.do(ctx, "GET", "/healthz", nil, nil) })
+	case "quickjoin":
+		var q struct{ Room struct{ ID string } }
+		if timed("quickjoin", func() error {
+			return c.do(ctx, "POST", "/v1/matchmaking/quick-join", map[string]any{"mode": "quick", "regions": []string{"r0"},
+				"create": map[string]any{"name": "quick", "maxPlayers": 8}}, &q)
+		}) == nil {
+			timed("leave", func() error { return c.do(ctx, "POST", "/v1/rooms/"+q.Room.ID+"/leave", nil, nil) })
+		}
+	}
+}
+
+func (r *recorder) report(clients int, took time.Duration) *OpsReport {
+	rep := &OpsReport{Clients: clients, Seconds: took.Seconds(), Ops: map[string]*OpStats{}}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for op, lat := range r.lat {
+		slices.Sort(lat)
+		rep.Ops[op] = &OpStats{Count: len(lat), PerSecond: float64(len(lat)) / took.Seconds(),
+			P50ms: ms(lat[len(lat)*50/100]), P90ms: ms(lat[len(lat)*90/100]), P99ms: ms(lat[len(lat)*99/100]), Maxms: ms(lat[len(lat)-1])}
+	}
+	for op, codes := range r.errs {
+		if rep.Ops[op] == nil {
+			rep.Ops[op] = &OpStats{}
+		}
+		rep.Ops[op].ErrorCodes = codes
+	}
+	return rep
+}
+
+func (r *OpsReport) print(w io.Writer) {
+	fmt.Fprintf(w, "ops: %d clients, %.1f s\n", r.Clients, r.Seconds)
+	fmt.Fprintf(w, "  %-10s %9s %9s %8s %8s %8s %8s  %s\n", "op", "count", "per s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors")
+	names := make([]string, 0, len(r.Ops))
+	for n := range r.Ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := r.Ops[n]
+		fmt.Fprintf(w, "  %-10s %9d %9.0f %8.2f %8.2f %8.2f %8.2f  %v\n", n, s.Count, s.PerSecond, s.P50ms, s.P90ms, s.P99ms, s.Maxms, s.ErrorCodes)
+	}
+}

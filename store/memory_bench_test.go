@@ -1,0 +1,63 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+)
+
+// BenchmarkRoomMemory reports the Redis memory of an idle room of 8
+// players: everything it adds to used_memory (its keys and its entries in
+// the indexes, user index and stats) without its event log, and the log's
+// bytes per event on their own. It runs on a fresh redis-server. Run:
+//
+//	go test ./store -run '^$' -bench RoomMemory -benchtime 1x
+func BenchmarkRoomMemory(b *testing.B) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	s := openStore(b, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	c := s.Client()
+	used := func() int64 {
+		info, _ := c.Info(ctx, "memory").Result()
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		b.Fatal("no used_memory")
+		return 0
+	}
+	const n = 2000
+	before := used()
+	var logBytes, events int64
+	for i := range n {
+		r := newRoom(func(r *rooms.NewRoom) {
+			r.Mode, r.Region, r.MaxPlayers = fmt.Sprint("m", i%4), fmt.Sprint("r", i%4), 8
+		})
+		j, err := s.Create(ctx, rooms.User{ID: fmt.Sprintf("owner-%05d", i), Name: "owner"}, r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for p := 1; p < 8; p++ {
+			if _, err := s.Join(ctx, rooms.User{ID: fmt.Sprintf("u-%05d-%d", i, p), Name: fmt.Sprint("player", p)}, j.Room.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+		lb, _ := c.MemoryUsage(ctx, s.LogKey(j.Room.ID)).Result()
+		logBytes += lb
+		events += 8
+	}
+	total := used() - before
+	b.ReportMetric(float64(total-logBytes)/n, "bytes/room-without-log")
+	b.ReportMetric(float64(logBytes)/float64(events), "log-bytes/event")
+}
