@@ -14,21 +14,23 @@ import (
 	"github.com/realsync/realsync/store"
 )
 
-// A short run against an in-process server on the embedded store: every
-// stream gets every patch of its room, and the report adds up.
-func TestSSERunDeliversEverything(t *testing.T) {
+// server runs the API in process on the embedded store.
+func server(t *testing.T) string {
 	st, err := store.Open(context.Background(), store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON})
 	srv := httptest.NewServer(api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
 		Events: hub, Auth: &api.Auth{Secret: []byte("s"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI}))
-	defer srv.Close()
-	defer hub.Close()
+	t.Cleanup(func() { srv.Close(); hub.Close(); st.Close() })
+	return srv.URL
+}
 
-	c := Config{URLs: []string{srv.URL}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second}
+// A short run against an in-process server on the embedded store: every
+// stream gets every patch of its room, and the report adds up.
+func TestSSERunDeliversEverything(t *testing.T) {
+	c := Config{URLs: []string{server(t)}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second}
 	r, err := runSSE(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
@@ -38,5 +40,26 @@ func TestSSERunDeliversEverything(t *testing.T) {
 	}
 	if r.LatencyMaxms < r.LatencyP99ms || r.LatencyP99ms < r.LatencyP50ms {
 		t.Errorf("percentiles out of order: %+v", r)
+	}
+}
+
+// A short ops run: every kind of the mix is measured and nothing fails.
+func TestOpsRunMeasuresEveryKind(t *testing.T) {
+	mix, err := ParseMix("create=1,join=1,patch=1,list=1,quickjoin=1,get=1,healthz=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runOps(context.Background(), Config{URLs: []string{server(t)}, Clients: 4, Rooms: 2, Duration: time.Second}, mix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"create", "delete", "join", "leave", "patch", "list", "quickjoin", "get", "healthz"} {
+		s := r.Ops[op]
+		if s == nil || s.Count == 0 || len(s.ErrorCodes) > 0 || s.P50ms > s.P99ms || s.P99ms > s.Maxms {
+			t.Errorf("%s: %+v", op, s)
+		}
+	}
+	if _, err := ParseMix("join=1,fly=2"); err == nil {
+		t.Error("an unknown operation was accepted")
 	}
 }
