@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -27,7 +28,19 @@ type Auth struct {
 	GuestEnabled bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	mu       sync.Mutex
+	verified map[string]verified // tokens already checked, until they expire
 }
+
+// verified is a checked token's user and expiry.
+type verified struct {
+	user rooms.User
+	exp  time.Time
+}
+
+// maxVerified bounds the cache of checked tokens; it is emptied when full.
+const maxVerified = 10_000
 
 type claims struct {
 	Name string `json:"name,omitempty"`
@@ -57,18 +70,41 @@ func (a *Auth) Issue(name string) (oapi.GuestToken, error) {
 
 // Verify checks a token's signature, algorithm and expiry (required) and
 // returns its user. The subject must be 1..128 characters without control
-// characters; the name is cut to 32 characters.
+// characters; the name is cut to 32 characters. A token once checked is
+// remembered until it expires: the signature check and JSON decoding cost
+// more than the rest of a small request.
 func (a *Auth) Verify(token string) (rooms.User, error) {
+	now := a.now()
+	a.mu.Lock()
+	v, ok := a.verified[token]
+	a.mu.Unlock()
+	if ok && now.Before(v.exp) {
+		return v.user, nil
+	}
+	u, exp, err := a.verify(token)
+	if err != nil {
+		return rooms.User{}, err
+	}
+	a.mu.Lock()
+	if a.verified == nil || len(a.verified) >= maxVerified {
+		a.verified = map[string]verified{}
+	}
+	a.verified[token] = verified{u, exp}
+	a.mu.Unlock()
+	return u, nil
+}
+
+func (a *Auth) verify(token string) (rooms.User, time.Time, error) {
 	var c claims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.Secret, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(a.now))
 	if err != nil {
-		return rooms.User{}, fmt.Errorf("invalid token: %w", errUnauthenticated)
+		return rooms.User{}, time.Time{}, fmt.Errorf("invalid token: %w", errUnauthenticated)
 	}
 	if n := utf8.RuneCountInString(c.Subject); n < 1 || n > 128 || strings.IndexFunc(c.Subject, unicode.IsControl) >= 0 {
-		return rooms.User{}, fmt.Errorf("token subject must be 1..128 characters without control characters: %w", errUnauthenticated)
+		return rooms.User{}, time.Time{}, fmt.Errorf("token subject must be 1..128 characters without control characters: %w", errUnauthenticated)
 	}
-	return rooms.User{ID: c.Subject, Name: displayName(c.Name)}, nil
+	return rooms.User{ID: c.Subject, Name: displayName(c.Name)}, c.ExpiresAt.Time, nil
 }
 
 func displayName(n string) string {

@@ -26,6 +26,7 @@ type Config struct {
 	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never
 	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
+	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
 
 	secretGenerated bool
 }
@@ -52,6 +53,7 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
 	fs.StringVar(&grace, "disconnect-grace", env("REALSYNC_DISCONNECT_GRACE", "30s"), "removal delay of disconnected players, 0 never (REALSYNC_DISCONNECT_GRACE)")
 	fs.StringVar(&presence, "presence-ttl", env("REALSYNC_PRESENCE_TTL", "15s"), "lifetime of a stream's presence lease, renewed every third (REALSYNC_PRESENCE_TTL)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", env("REALSYNC_PPROF_ADDR", ""), "serve net/http/pprof on this loopback address (REALSYNC_PPROF_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -86,6 +88,9 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")
+	}
+	if c.PprofAddr != "" && !strings.HasPrefix(c.PprofAddr, "127.0.0.1:") && !strings.HasPrefix(c.PprofAddr, "localhost:") {
+		bad("REALSYNC_PPROF_ADDR", "must be a loopback address such as 127.0.0.1:6060")
 	}
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		bad("REALSYNC_LOG_LEVEL", "must be debug, info, warn or error")

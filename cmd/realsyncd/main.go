@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -73,6 +74,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err != nil {
 		return err
 	}
+	if cfg.PprofAddr != "" {
+		go servePprof(cfg.PprofAddr, log)
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "demo", "http://"+ln.Addr().String()+"/demo/")
 	if ready != nil {
 		ready <- ln.Addr().String()
@@ -107,5 +111,19 @@ func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
 	}
 	if cfg.secretGenerated {
 		log.Warn("REALSYNC_JWT_SECRET is not set: using a random secret; tokens die with this process and other instances reject them")
+	}
+}
+
+// servePprof serves the profiler on its own loopback listener, apart from
+// the API.
+func servePprof(addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("pprof", "addr", addr)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		log.Error("pprof", "err", err)
 	}
 }
