@@ -263,6 +263,9 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadGuest", []string{"REALSYNC_GUEST_AUTH=maybe"}, 2, "REALSYNC_GUEST_AUTH"},
 		{"BadURL", []string{"REALSYNC_REDIS_URL=http://x"}, 2, "REALSYNC_REDIS_URL"},
 		{"BadHeartbeat", []string{"REALSYNC_SSE_HEARTBEAT=soon"}, 2, "REALSYNC_SSE_HEARTBEAT"},
+		{"ShortPresenceTTL", []string{"REALSYNC_PRESENCE_TTL=10ms"}, 2, "REALSYNC_PRESENCE_TTL"},
+		{"NegativeGrace", []string{"REALSYNC_DISCONNECT_GRACE=-1s"}, 2, "REALSYNC_DISCONNECT_GRACE"},
+		{"PprofNotLoopback", []string{"REALSYNC_PPROF_ADDR=0.0.0.0:6060"}, 2, "REALSYNC_PPROF_ADDR"},
 		{"UnreachableRedis", []string{"REALSYNC_REDIS_URL=redis://127.0.0.1:1"}, 1, "redis"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 	}
