@@ -90,11 +90,9 @@ func parse(p ListParams) (Query, error) {
 		bad("status", "must be absent or waiting with joinable=true")
 	}
 	q.Statuses = statuses
-	if p.Mode != "" && !slugRe.MatchString(p.Mode) {
-		bad("mode", "must match ^[a-z0-9][a-z0-9_-]{0,31}$")
-	}
-	if p.Region != "" && !slugRe.MatchString(p.Region) {
-		bad("region", "must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+	var verr *rooms.ValidationError
+	if errors.As(CheckFilter(p.Mode, p.Region), &verr) {
+		errs = append(errs, verr.Fields...)
 	}
 	switch Sort(p.Sort) {
 	case "", Newest:
@@ -115,7 +113,6 @@ func parse(p ListParams) (Query, error) {
 		q.Limit = *p.Limit
 	}
 	attrs, err := rooms.ParseAttrQuery(p.Query)
-	var verr *rooms.ValidationError
 	if errors.As(err, &verr) {
 		errs = append(errs, verr.Fields...)
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxAttrFilters bounds the attribute filters of one request.
@@ -125,7 +126,7 @@ func (f *AttrFilter) set(op, val string) string {
 	isNum := err == nil
 	switch op {
 	case "":
-		if utf8Len(val) > 128 {
+		if utf8.RuneCountInString(val) > 128 {
 			return "must be at most 128 characters"
 		}
 		f.Eq = &val
@@ -143,8 +144,6 @@ func (f *AttrFilter) set(op, val string) string {
 	}
 	return "operator must be one of gte, gt, lte, lt"
 }
-
-func utf8Len(s string) int { return len([]rune(s)) }
 
 // String renders the filters canonically (for cursors bound to them).
 func (f AttrFilter) String() string {

@@ -35,10 +35,8 @@ func withExactFilters(attrs map[string]any, filters map[string]json.RawMessage) 
 		out[k] = v
 	}
 	for k, raw := range filters {
-		var v any
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		if d.Decode(&v) != nil {
+		v, err := decodeValue(raw)
+		if err != nil {
 			continue
 		}
 		switch v.(type) {
@@ -80,10 +78,8 @@ func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
 	if !attrKeyRe.MatchString(key) {
 		return f, "key must match ^[A-Za-z0-9_]{1,32}$"
 	}
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if d.Decode(&v) != nil {
+	v, err := decodeValue(raw)
+	if err != nil {
 		return f, "must be a string, a number or an object of gte, gt, lte, lt"
 	}
 	switch x := v.(type) {
@@ -161,4 +157,13 @@ func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (Qui
 	q, err := s.store.QuickJoin(ctx, u, p.Mode, p.Regions, filters, create)
 	q.Room = ViewFor(q.Room, u)
 	return q, err
+}
+
+// decodeValue decodes one JSON value, numbers kept exact.
+func decodeValue(raw json.RawMessage) (any, error) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	err := d.Decode(&v)
+	return v, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -165,7 +164,7 @@ func (s *Store) listKeys(shard int, q lobby.Query) []string {
 func position(q lobby.Query, z redis.Z) lobby.Position {
 	m := z.Member.(string)
 	if q.Sort == lobby.Fill {
-		return lobby.Position{ID: m[strings.LastIndexByte(m, '|')+1:], Key: m}
+		return lobby.Position{ID: fillID(m), Key: m}
 	}
 	return lobby.Position{Score: int64(z.Score), ID: m}
 }

@@ -35,6 +35,31 @@ func walk(tb testing.TB, svc *lobby.Service, p lobby.ListParams) []string {
 	}
 }
 
+// walkCase is a listing and the rooms it must return: indexes into the
+// test's ids, in order.
+type walkCase struct {
+	name string
+	p    lobby.ListParams
+	want []int
+}
+
+// checkWalks walks each case's listing to its end as a subtest.
+func checkWalks(t *testing.T, svc *lobby.Service, ids []string, cases []walkCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := walk(t, svc, tc.p)
+			var want []string
+			for _, i := range tc.want {
+				want = append(want, ids[i])
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("got %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
 func TestListFiltersAndSorts(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
@@ -63,11 +88,7 @@ func TestListFiltersAndSorts(t *testing.T) {
 			}
 			ids = append(ids, r.ID)
 		}
-		tests := []struct {
-			name string
-			p    lobby.ListParams
-			want []int // indexes into ids, in order
-		}{
+		tests := []walkCase{
 			{"DefaultWaitingNewest", lobby.ListParams{}, []int{5, 2, 0}},
 			{"Oldest", lobby.ListParams{Sort: "oldest"}, []int{0, 2, 5}},
 			{"Mode", lobby.ListParams{Mode: "battle"}, []int{0}},
@@ -78,18 +99,7 @@ func TestListFiltersAndSorts(t *testing.T) {
 			{"PagesOfOne", lobby.ListParams{Status: "waiting,playing,finished", Limit: ptr(1)}, []int{5, 4, 2, 1, 0}},
 			{"NoMatch", lobby.ListParams{Mode: "chess"}, nil},
 		}
-		for _, tc := range tests {
-			t.Run(tc.name, func(t *testing.T) {
-				got := walk(t, svc, tc.p)
-				var want []string
-				for _, i := range tc.want {
-					want = append(want, ids[i])
-				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("got %v\nwant %v", got, want)
-				}
-			})
-		}
+		checkWalks(t, svc, ids, tests)
 		t.Run("ListedRoomsHaveNoPlayers", func(t *testing.T) {
 			page, _ := svc.List(ctx, lobby.ListParams{})
 			if len(page.Rooms) == 0 || page.Rooms[0].Players != nil && len(page.Rooms[0].Players) > 0 {
@@ -147,11 +157,7 @@ func TestListJoinableAndFill(t *testing.T) {
 			}
 			ids = append(ids, r.ID)
 		}
-		tests := []struct {
-			name string
-			p    lobby.ListParams
-			want []int
-		}{
+		tests := []walkCase{
 			{"JoinableNewest", lobby.ListParams{Joinable: true}, []int{5, 4, 1, 0}},
 			{"JoinableOldestMode", lobby.ListParams{Joinable: true, Sort: "oldest", Mode: "m"}, []int{0, 1, 4, 5}},
 			{"Fill", lobby.ListParams{Joinable: true, Sort: "fill"}, []int{1, 5, 4, 0}},
@@ -159,18 +165,7 @@ func TestListJoinableAndFill(t *testing.T) {
 			{"FillModeRegionPagesOfOne", lobby.ListParams{Joinable: true, Sort: "fill", Mode: "m", Region: "eu", Limit: ptr(1)}, []int{1, 4, 0}},
 			{"FillPagesOfTwo", lobby.ListParams{Joinable: true, Sort: "fill", Limit: ptr(2)}, []int{1, 5, 4, 0}},
 		}
-		for _, tc := range tests {
-			t.Run(tc.name, func(t *testing.T) {
-				got := walk(t, svc, tc.p)
-				var want []string
-				for _, i := range tc.want {
-					want = append(want, ids[i])
-				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("got %v\nwant %v", got, want)
-				}
-			})
-		}
+		checkWalks(t, svc, ids, tests)
 		// Leaving the full room makes it joinable again, at its new place.
 		if err := s.Leave(ctx, user(21), ids[2]); err != nil {
 			t.Fatal(err)
@@ -262,11 +257,7 @@ func TestListAttributeFilters(t *testing.T) {
 			}
 			return m
 		}
-		tests := []struct {
-			name string
-			p    lobby.ListParams
-			want []int
-		}{
+		tests := []walkCase{
 			{"Exact", lobby.ListParams{Mode: "attr", Sort: "oldest", Query: q("attr.map", "dust2")}, []int{0, 2, 4, 6, 8, 10}},
 			{"Range", lobby.ListParams{Mode: "attr", Sort: "oldest", Query: q("attr.rank.gte", "1400", "attr.rank.lte", "1600")}, []int{4, 5, 6}},
 			{"Both", lobby.ListParams{Mode: "attr", Query: q("attr.map", "inferno", "attr.rank.gt", "1500")}, []int{11, 9, 7}},
@@ -274,18 +265,7 @@ func TestListAttributeFilters(t *testing.T) {
 			{"PagesOfTwo", lobby.ListParams{Mode: "attr", Sort: "oldest", Limit: ptr(2), Query: q("attr.map", "dust2")}, []int{0, 2, 4, 6, 8, 10}},
 			{"FillOrder", lobby.ListParams{Joinable: true, Sort: "fill", Mode: "attr", Query: q("attr.rank.lt", "1200")}, []int{0, 1}},
 		}
-		for _, tc := range tests {
-			t.Run(tc.name, func(t *testing.T) {
-				got := walk(t, svc, tc.p)
-				var want []string
-				for _, i := range tc.want {
-					want = append(want, ids[i])
-				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("got %v\nwant %v", got, want)
-				}
-			})
-		}
+		checkWalks(t, svc, ids, tests)
 		page, _ := svc.List(ctx, lobby.ListParams{Mode: "attr", Limit: ptr(1), Query: q("attr.map", "dust2")})
 		if _, err := svc.List(ctx, lobby.ListParams{Mode: "attr", Cursor: page.NextCursor, Query: q("attr.map", "inferno")}); !errors.Is(err, rooms.ErrValidation) {
 			t.Errorf("a cursor crossed to other attribute filters: %v", err)

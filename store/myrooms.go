@@ -13,16 +13,13 @@ import (
 // MyRooms implements rooms.Store: one pipelined range of every shard's user
 // index, then one pipelined read of the rooms found.
 func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, error) {
-	ranges := make([]*redis.StringSliceCmd, s.shards)
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for shard := range s.shards {
-			ranges[shard] = p.ZRangeByLex(ctx, s.keys.userIndex(shard),
-				&redis.ZRangeBy{Min: "[" + u.ID + "\t", Max: "[" + u.ID + "\t\xff"})
-		}
-		return nil
-	})
+	all := make([]int, s.shards)
+	for i := range all {
+		all[i] = i
+	}
+	ids, err := s.userRooms(ctx, u, all)
 	if err != nil {
-		return nil, wrap(err)
+		return nil, err
 	}
 	type read struct {
 		id   string
@@ -31,12 +28,10 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, erro
 	}
 	var reads []read
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for shard, c := range ranges {
-			for _, e := range c.Val() {
-				id := e[strings.IndexByte(e, '\t')+1:]
-				reads = append(reads, read{id, p.HGetAll(ctx, s.keys.room(shard, id)),
-					p.HGet(ctx, s.keys.room(shard, id)+":users", u.ID)})
-			}
+		for _, id := range ids {
+			shard, _ := roomShard(id, s.shards)
+			reads = append(reads, read{id, p.HGetAll(ctx, s.keys.room(shard, id)),
+				p.HGet(ctx, s.keys.room(shard, id)+":users", u.ID)})
 		}
 		return nil
 	})
@@ -59,4 +54,27 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, erro
 	}
 	sort.Slice(out, func(i, j int) bool { return created[out[i].Room.ID] > created[out[j].Room.ID] })
 	return out, nil
+}
+
+// userRooms returns the ids of the rooms u is in within shards: one
+// pipelined range of each shard's user index ("<userId>\t<roomId>").
+func (s *Store) userRooms(ctx context.Context, u rooms.User, shards []int) ([]string, error) {
+	ranges := make([]*redis.StringSliceCmd, len(shards))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, shard := range shards {
+			ranges[i] = p.ZRangeByLex(ctx, s.keys.userIndex(shard),
+				&redis.ZRangeBy{Min: "[" + u.ID + "\t", Max: "[" + u.ID + "\t\xff"})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	var ids []string
+	for _, c := range ranges {
+		for _, e := range c.Val() {
+			ids = append(ids, e[strings.IndexByte(e, '\t')+1:])
+		}
+	}
+	return ids, nil
 }

@@ -136,55 +136,45 @@ func (s *Store) firstMatching(ctx context.Context, cands []candidate, filters []
 	return "", nil
 }
 
+// fillID is the room id of a fill index member "<...>|<...>|<id>".
 func fillID(member string) string { return member[strings.LastIndexByte(member, '|')+1:] }
 
 // memberOf finds a room of mode, in one of regions (any without regions),
 // not finished, that u is already in, and returns it as a join would.
 func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
-	shards := map[int]bool{}
+	var shards []int
 	for _, r := range regions {
-		shards[homeShard(mode, r, s.shards)] = true
+		if shard := homeShard(mode, r, s.shards); !slices.Contains(shards, shard) {
+			shards = append(shards, shard)
+		}
 	}
 	if len(regions) == 0 {
 		for shard := range s.shards {
-			shards[shard] = true
+			shards = append(shards, shard)
 		}
 	}
-	type found struct {
-		shard int
-		ids   *redis.StringSliceCmd
-	}
-	var fs []found
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for shard := range shards {
-			fs = append(fs, found{shard, p.ZRangeByLex(ctx, s.keys.userIndex(shard),
-				&redis.ZRangeBy{Min: "[" + u.ID + "\t", Max: "[" + u.ID + "\t\xff"})})
-		}
-		return nil
-	})
+	ids, err := s.userRooms(ctx, u, shards)
 	if err != nil {
-		return rooms.Joined{}, false, wrap(err)
+		return rooms.Joined{}, false, err
 	}
-	for _, f := range fs {
-		for _, e := range f.ids.Val() {
-			id := e[strings.IndexByte(e, '\t')+1:]
-			h, err := s.client.HMGet(ctx, s.keys.room(f.shard, id), "m", "r", "st", "at").Result()
-			if err != nil {
-				return rooms.Joined{}, false, wrap(err)
-			}
-			var attrs map[string]any
-			decodeJSON(fmt.Sprint(h[3]), &attrs)
-			if h[0] != mode || (len(regions) > 0 && !slices.Contains(regions, fmt.Sprint(h[1]))) ||
-				h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
-				continue
-			}
-			j, err := s.Join(ctx, u, id) // a member gets its playerId back, nothing changes
-			if err == nil {
-				return j, true, nil
-			}
-			if !taken(err) {
-				return rooms.Joined{}, false, err
-			}
+	for _, id := range ids {
+		shard, _ := roomShard(id, s.shards)
+		h, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r", "st", "at").Result()
+		if err != nil {
+			return rooms.Joined{}, false, wrap(err)
+		}
+		var attrs map[string]any
+		decodeJSON(fmt.Sprint(h[3]), &attrs)
+		if h[0] != mode || (len(regions) > 0 && !slices.Contains(regions, fmt.Sprint(h[1]))) ||
+			h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
+			continue
+		}
+		j, err := s.Join(ctx, u, id) // a member gets its playerId back, nothing changes
+		if err == nil {
+			return j, true, nil
+		}
+		if !taken(err) {
+			return rooms.Joined{}, false, err
 		}
 	}
 	return rooms.Joined{}, false, nil

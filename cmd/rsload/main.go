@@ -107,7 +107,8 @@ func run(ctx context.Context, c Config) error {
 // gets its own connection.
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
 
-// call sends a JSON request and decodes a JSON answer into out.
+// call sends a JSON request and decodes a JSON answer into out. An error
+// answer is an *httpError carrying its problem code.
 func call(ctx context.Context, method, url, token string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -130,13 +131,26 @@ func call(ctx context.Context, method, url, token string, body, out any) error {
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 300 {
-		b, _ := io.ReadAll(res.Body)
-		return fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, b)
+		var p struct{ Code string }
+		json.NewDecoder(res.Body).Decode(&p)
+		return &httpError{method: method, url: url, status: res.StatusCode, code: p.Code}
 	}
 	if out != nil {
 		return json.NewDecoder(res.Body).Decode(out)
 	}
-	return nil
+	_, err = io.Copy(io.Discard, res.Body) // keeps the connection reusable
+	return err
+}
+
+// httpError is an error answer.
+type httpError struct {
+	method, url string
+	status      int
+	code        string
+}
+
+func (e *httpError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s", e.method, e.url, e.status, e.code)
 }
 
 func guest(ctx context.Context, base, name string) (string, error) {

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -84,13 +82,6 @@ func errCode(err error) string {
 	return "NETWORK"
 }
 
-type httpError struct {
-	status int
-	code   string
-}
-
-func (e *httpError) Error() string { return fmt.Sprintf("%d %s", e.status, e.code) }
-
 // opsClient is one simulated player.
 type opsClient struct {
 	base, token string
@@ -98,36 +89,9 @@ type opsClient struct {
 	rng         *rand.Rand
 }
 
-// do sends a request and decodes the answer into out (when not nil).
+// do sends a request as this player.
 func (c *opsClient) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = strings.NewReader(string(b))
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	res, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	if res.StatusCode >= 300 {
-		var p struct{ Code string }
-		json.NewDecoder(res.Body).Decode(&p)
-		return &httpError{res.StatusCode, p.Code}
-	}
-	if out != nil {
-		return json.NewDecoder(res.Body).Decode(out)
-	}
-	_, err = io.Copy(io.Discard, res.Body)
-	return err
+	return call(ctx, method, c.base+path, c.token, body, out)
 }
 
 // runOps runs c.Clients players doing the mix for c.Duration.
