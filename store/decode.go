@@ -60,10 +60,9 @@ func pairs(v any) map[string]string {
 	return m
 }
 
-// decodeRoom builds a room from its hash, the HGETALL replies of its
-// players and users (userId → playerId) and the HKEYS reply of its
-// connected players.
-func decodeRoom(id string, h map[string]string, players, users, conn any) (rooms.Room, error) {
+// decodeRoom builds a room from its hash, its players and users (userId →
+// playerId) hashes and its connected players.
+func decodeRoom(id string, h, players, users map[string]string, conn []string) (rooms.Room, error) {
 	r := rooms.Room{
 		ID: id, Name: h["n"], Mode: h["m"], Region: h["r"],
 		Visibility: rooms.Visibility(h["vi"]), Status: rooms.Status(h["st"]), Locked: h["lk"] == "1",
@@ -76,9 +75,9 @@ func decodeRoom(id string, h map[string]string, players, users, conn any) (rooms
 	if err := decodeJSON(h["at"], &r.Attributes); err != nil {
 		return rooms.Room{}, fmt.Errorf("store: room %s attributes: %w", id, err)
 	}
-	ps, err := decodePlayers(pairs(players), pairs(users))
+	ps, err := decodePlayers(players, users)
 	connected := map[string]bool{}
-	for _, pid := range strs(conn) {
+	for _, pid := range conn {
 		connected[pid] = true
 	}
 	for i := range ps {

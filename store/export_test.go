@@ -1,5 +1,13 @@
 package store
 
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/realsync/realsync/rooms"
+)
+
 // Test-only access to key names and events, so tests can read Redis
 // directly.
 
@@ -11,3 +19,34 @@ func (s *Store) LogKey(id string) string {
 
 // Prefix is the store's key prefix.
 func (s *Store) Prefix() string { return s.keys.prefix }
+
+// RoomKey is the hash key of room id.
+func (s *Store) RoomKey(id string) string {
+	shard, _ := roomShard(id, s.shards)
+	return s.keys.room(shard, id)
+}
+
+// EvalShaArgs is the argument vector of the EVALSHA the store sends for a
+// join of user uid into room id ("join", replying with the playerId only)
+// or a one-key state patch by uid ("patch"), with the script loaded; uid
+// may hold redis-benchmark's __rand_int__ placeholder.
+func (s *Store) EvalShaArgs(ctx context.Context, script, id, uid string) ([]string, error) {
+	shard, keys, err := s.indexedKeys(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	sc, args := roomJoin, append(s.common(shard, id), uid, `"bench"`, "")
+	if script == "patch" {
+		keys = s.keys.roomKeys(shard, id)
+		sc, args = statePatch, append(s.common(shard, id), uid, -1, rooms.MaxStateKeys, rooms.MaxStateBytes, 1, "k", "1")
+	}
+	if err := sc.Load(ctx, s.client).Err(); err != nil {
+		return nil, err
+	}
+	out := []string{"EVALSHA", sc.Hash(), strconv.Itoa(len(keys))}
+	out = append(out, keys...)
+	for _, a := range args {
+		out = append(out, fmt.Sprint(a))
+	}
+	return out, nil
+}

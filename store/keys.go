@@ -95,7 +95,8 @@ func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 	return append(out, k.stats(shard))
 }
 
-// readKeys are the KEYS of room_read.lua.
+// readKeys are the room, players, users, state and connected-players
+// hashes, as queueRoomRead reads them.
 func (k keys) readKeys(shard int, id string) []string {
 	room := k.room(shard, id)
 	return []string{room, room + ":players", room + ":users", room + ":state", room + ":conn"}

@@ -55,7 +55,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 			args = append(args, k, []byte(p.State[k]))
 		}
 		keys := s.keys.roomKeysWithIndexes(shard, id, p.Mode, p.Region)
-		j, err := s.joined(id, roomCreate.Run(ctx, s.client, keys, args...))
+		j, err := s.joined(s.runThenRead(ctx, roomCreate, shard, id, keys, args))
 		if errors.Is(err, errCodeTaken) {
 			continue
 		}
@@ -70,23 +70,7 @@ func (s *Store) Get(ctx context.Context, id string, withState bool) (rooms.Room,
 	if !ok {
 		return rooms.Room{}, nil, rooms.ErrRoomNotFound
 	}
-	flag := "0"
-	if withState {
-		flag = "1"
-	}
-	res, err := roomRead.Run(ctx, s.client, s.keys.readKeys(shard, id), flag).Result()
-	if err != nil {
-		return rooms.Room{}, nil, wrap(err)
-	}
-	rest, err := replyStatus(res)
-	if err != nil {
-		return rooms.Room{}, nil, err
-	}
-	r, err := s.decodeRoom(id, rest[0], rest[1], rest[2], rest[3])
-	if err != nil {
-		return rooms.Room{}, nil, err
-	}
-	return r, decodeState(rest[4]), nil
+	return s.readRoom(ctx, shard, id, withState)
 }
 
 func decodeState(v any) rooms.State {
@@ -129,12 +113,16 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 		return rooms.Joined{}, err
 	}
 	args := append(s.common(shard, id), u.ID, jsonString(u.Name), code)
-	return s.joined(id, roomJoin.Run(ctx, s.client, keys, args...))
+	return s.joined(s.runThenRead(ctx, roomJoin, shard, id, keys, args))
 }
 
-// joined decodes {"OK", playerId, room, players, users}.
-func (s *Store) joined(id string, cmd *redis.Cmd) (rooms.Joined, error) {
-	res, err := cmd.Result()
+// joined decodes the reply {"OK", playerId} of a script run by runThenRead
+// and the room read after it.
+func (s *Store) joined(r ran, err error) (rooms.Joined, error) {
+	if err != nil {
+		return rooms.Joined{}, err
+	}
+	res, err := r.cmd.Result()
 	if err != nil {
 		return rooms.Joined{}, wrap(err)
 	}
@@ -142,17 +130,8 @@ func (s *Store) joined(id string, cmd *redis.Cmd) (rooms.Joined, error) {
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	r, err := s.decodeRoom(id, rest[1], rest[2], rest[3], rest[4])
-	return rooms.Joined{Room: r, PlayerID: int(toInt64(rest[0]))}, err
-}
-
-// decodeRoom decodes a room and remembers its place.
-func (s *Store) decodeRoom(id string, room, players, users, conn any) (rooms.Room, error) {
-	r, err := decodeRoom(id, pairs(room), players, users, conn)
-	if err == nil {
-		s.places.put(id, place{mode: r.Mode, region: r.Region})
-	}
-	return r, err
+	room, _, err := s.decodeRead(r.id, r.read)
+	return rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, err
 }
 
 // Leave implements rooms.Store.
@@ -188,7 +167,7 @@ func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.Upd
 		args := append(s.common(shard, id), u.ID)
 		args = append(args, fields...)
 		args = append(args, newCode(shard, s.shards))
-		j, err := s.joined(id, roomUpdate.Run(ctx, s.client, keys, args...))
+		j, err := s.joined(s.runThenRead(ctx, roomUpdate, shard, id, keys, args))
 		if errors.Is(err, errCodeTaken) {
 			continue
 		}

@@ -27,9 +27,6 @@ var roomDeleteLua string
 //go:embed lua/state_patch.lua
 var statePatchLua string
 
-//go:embed lua/room_read.lua
-var roomReadLua string
-
 //go:embed lua/stream_open.lua
 var streamOpenLua string
 
@@ -61,7 +58,6 @@ var (
 	streamClose   = mutation(streamCloseLua)
 	presenceSweep = mutation(presenceSweepLua)
 	messageSend   = mutation(messageSendLua)
-	roomRead      = redis.NewScript(roomReadLua)
 	messageList   = redis.NewScript(messageListLua)
 	presenceRenew = redis.NewScript(presenceRenewLua)
 )

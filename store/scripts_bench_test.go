@@ -89,7 +89,7 @@ func BenchmarkScripts(b *testing.B) {
 			return err
 		})
 	})
-	b.Run("room_read", func(b *testing.B) {
+	b.Run("room read (MULTI/EXEC, no script)", func(b *testing.B) {
 		id, _ := room()
 		parallel(b, func(int) error {
 			_, _, err := s.Get(ctx, id, true)

@@ -112,12 +112,15 @@ func (s *Store) connect(cfg Config) error {
 		// go-redis re-reads the Cluster layout every 60 s by default; after a
 		// failover commands would go to a dead master for that long.
 		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
-			ClusterStateReloadInterval: 2 * time.Second})
+			ClusterStateReloadInterval: 2 * time.Second, Protocol: 2})
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
 		opt, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
 			return fmt.Errorf("REALSYNC_REDIS_URL: %w", err)
+		}
+		if opt.Protocol == 0 {
+			opt.Protocol = 2
 		}
 		s.client = redis.NewClient(opt)
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
@@ -128,7 +131,7 @@ func (s *Store) connect(cfg Config) error {
 			return fmt.Errorf("embedded store: %w", err)
 		}
 		s.embedded = m
-		s.client = redis.NewClient(&redis.Options{Addr: m.Addr()})
+		s.client = redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
 		s.pubcmd = "PUBLISH" // miniredis has no sharded Pub/Sub
 	}
 	return nil

@@ -44,7 +44,7 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	case "replay":
 		o.Replay = events(logEntries(rest[3]))
 	case "snapshot":
-		r, err := s.decodeRoom(l.Room, rest[4], rest[5], rest[6], rest[7])
+		r, err := decodeRoom(l.Room, pairs(rest[4]), pairs(rest[5]), pairs(rest[6]), strs(rest[7]))
 		if err != nil {
 			return sse.Opening{}, err
 		}

@@ -9,9 +9,11 @@
 --        {"TO_NOT_MEMBER", playerId}
 local uid, type_json, data, mlen = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
-if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
+local r = redis.call('HMGET', K_ROOM, 'vi', 'ver')
+if not r[1] then return {'ROOM_NOT_FOUND'} end
 local pid = redis.call('HGET', K_USERS, uid)
-if not pid then return deny() end
+if not pid then return deny(r[1]) end
+known_ver = tonumber(r[2])
 local to = {}
 for i = 11, #ARGV do
   if redis.call('HEXISTS', K_PLAYERS, ARGV[i]) == 0 then return {'TO_NOT_MEMBER', ARGV[i]} end

@@ -8,11 +8,12 @@
 --        {"KICK_SELF"} | {"PLAYER_NOT_FOUND"}
 local caller, target_arg, reason = ARGV[7], ARGV[8], ARGV[9]
 
-if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
-local owner = redis.call('HGET', K_ROOM, 'ow')
+local p = placement()
+if not p then return {'ROOM_NOT_FOUND'} end
+local owner = p.ow
 local target, target_uid = target_arg, nil
 local cp = redis.call('HGET', K_USERS, caller)
-if not cp then return deny() end
+if not cp then return deny(p.vi) end
 if target_arg == '' then
   target, target_uid = cp, caller
 elseif owner ~= cp then
@@ -23,5 +24,5 @@ else
   if redis.call('HEXISTS', K_PLAYERS, target) == 0 then return {'PLAYER_NOT_FOUND'} end
   target_uid = uid_of(target)
 end
-remove_player(target, target_uid, reason)
+remove_player(target, target_uid, reason, p)
 return {'OK'}

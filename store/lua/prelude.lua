@@ -60,20 +60,45 @@ local function iso(ms)
   if m <= 2 then y = y + 1 end
   -- trailing zeros of the fraction dropped, as Go's RFC 3339 encoding (the
   -- REST API's) drops them, so one instant reads the same everywhere
-  local frac = (string.format('.%03.0f', msec):gsub('0+$', ''):gsub('%.$', ''))
+  local frac = ''
+  if msec % 100 == 0 then
+    if msec > 0 then frac = string.format('.%.0f', msec / 100) end
+  elseif msec % 10 == 0 then
+    frac = string.format('.%02.0f', msec / 10)
+  else
+    frac = string.format('.%03.0f', msec)
+  end
   return string.format('%04.0f-%02.0f-%02.0fT%02.0f:%02.0f:%02.0f', y, m, d,
     math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60) .. frac .. 'Z'
 end
 
--- emit bumps the room version, appends the event to the log (entry id
--- "<version>-0") and publishes "<version> <tag> <json>". body holds the
+local now_iso
+local function iso_now()
+  if not now_iso then now_iso = iso(now) end
+  return now_iso
+end
+
+-- known_ver is the room's version once this script has read or written it,
+-- so that emit can write it with the other fields in one HSET.
+local known_ver
+
+-- emit bumps the room version and writes it, updatedAt and the given
+-- field, value pairs to the room hash; appends the event to the log (entry
+-- id "<version>-0") and publishes "<version> <tag> <json>". body holds the
 -- event's own fields, each preceded by a comma. Returns the version and the
 -- event's JSON.
-local function emit(etype, body)
-  local v = redis.call('HINCRBY', K_ROOM, 'ver', 1)
-  redis.call('HSET', K_ROOM, 'up', num(now))
+local function emit(etype, body, ...)
+  local v
+  if known_ver then
+    v = known_ver + 1
+    redis.call('HSET', K_ROOM, 'ver', v, 'up', num(now), ...)
+  else
+    v = redis.call('HINCRBY', K_ROOM, 'ver', 1)
+    redis.call('HSET', K_ROOM, 'up', num(now), ...)
+  end
+  known_ver = v
   local ev = '{"type":"' .. etype .. '","roomId":"' .. room_id .. '","version":' .. v ..
-    ',"ts":"' .. iso(now) .. '"' .. body .. '}'
+    ',"ts":"' .. iso_now() .. '"' .. body .. '}'
   redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, v .. '-0', 'g', tag, 'd', ev)
   redis.call(pubcmd, channel, v .. ' ' .. tag .. ' ' .. ev)
   return v, ev
@@ -92,12 +117,22 @@ local function index_rem(status)
   for i = 0, 3 do redis.call('ZREM', KEYS[base + i], room_id) end
 end
 
--- placement reads what decides a room's index entries; nil when it is gone.
+-- placement reads what decides a room's index entries, and what joins and
+-- leaves check (invite code, owner, player sequence); nil when it is gone.
 local function placement()
-  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r')
+  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver')
   if not r[1] then return nil end
+  known_ver = tonumber(r[12])
   return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6],
-    m = r[7], r = r[8]}
+    m = r[7], r = r[8], cd = r[9], ow = r[10], sq = tonumber(r[11])}
+end
+
+-- with_count is placement p with playerCount pc.
+local function with_count(p, pc)
+  local c = {}
+  for k, v in pairs(p) do c[k] = v end
+  c.pc = pc
+  return c
 end
 
 local function count(field, delta)
@@ -138,13 +173,13 @@ local function lobby_notice(kind, p, ver)
 end
 
 -- reindex moves the room's index entries from what placement() said
--- before the change (nil for a new room) to what it says now (nil once the
--- room is gone): status indexes for public rooms, joinable and fill
--- indexes for joinable ones; updates the shard stats, and notifies lobby
--- feeds when the room is or was joinable. ver is the room's version (nil:
--- read it).
-local function reindex(old, ver)
-  local new = placement()
+-- before the change (nil for a new room) to new, what it says now (nil:
+-- read it; nil once the room is gone): status indexes for public rooms,
+-- joinable and fill indexes for joinable ones; updates the shard stats, and
+-- notifies lobby feeds when the room is or was joinable. ver is the room's
+-- version (nil: the last one emitted or read).
+local function reindex(old, ver, new)
+  new = new or placement()
   restat(old, new)
   local old_listed = old ~= nil and old.vi == 'public'
   local new_listed = new ~= nil and new.vi == 'public'
@@ -158,17 +193,17 @@ local function reindex(old, ver)
   if oj and not nj then
     for i = 0, 3 do redis.call('ZREM', KEYS[JOINABLE_BASE + i], room_id) end
   end
+  if nj and not oj then
+    for i = 0, 3 do redis.call('ZADD', KEYS[JOINABLE_BASE + i], new.cr, room_id) end
+  end
   if nj and not (oj and new.pc == old.pc) then
     local m = fill_member(new)
-    for i = 0, 3 do
-      redis.call('ZADD', KEYS[JOINABLE_BASE + i], new.cr, room_id)
-      redis.call('ZADD', KEYS[FILL_BASE + i], 0, m)
-    end
+    for i = 0, 3 do redis.call('ZADD', KEYS[FILL_BASE + i], 0, m) end
   end
   if oj or nj then
     local kind = 'removed'
     if oj and nj then kind = 'updated' elseif nj then kind = 'added' end
-    lobby_notice(kind, new or old, ver or redis.call('HGET', K_ROOM, 'ver'))
+    lobby_notice(kind, new or old, ver or known_ver or redis.call('HGET', K_ROOM, 'ver'))
   end
 end
 
@@ -177,27 +212,21 @@ local function user_entry(uid)
 end
 
 -- deny is the answer to a caller who is not a member: private rooms do not
--- exist for them.
-local function deny()
-  if redis.call('HGET', K_ROOM, 'vi') == 'private' then return {'ROOM_NOT_FOUND'} end
+-- exist for them. vi is the room's visibility (nil: read it).
+local function deny(vi)
+  if (vi or redis.call('HGET', K_ROOM, 'vi')) == 'private' then return {'ROOM_NOT_FOUND'} end
   return {'NOT_A_MEMBER'}
 end
 
-local function room_reply(extra)
-  return {'OK', extra, redis.call('HGETALL', K_ROOM), redis.call('HGETALL', K_PLAYERS),
-    redis.call('HGETALL', K_USERS), redis.call('HKEYS', K_CONN)}
-end
-
--- add_player makes uid the next player (playerIds are never reused) and
--- emits player_joined. Returns the playerId.
-local function add_player(uid, name_json)
-  local pid = redis.call('HINCRBY', K_ROOM, 'sq', 1)
-  local p = '{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' .. iso(now) .. '"}'
-  redis.call('HSET', K_PLAYERS, pid, p)
+-- add_player makes uid the next player of the room placed at p (playerIds
+-- are never reused) and emits player_joined. Returns the playerId.
+local function add_player(uid, name_json, p)
+  local pid = p.sq + 1
+  local pj = '{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' .. iso_now() .. '"}'
+  redis.call('HSET', K_PLAYERS, pid, pj)
   redis.call('HSET', K_USERS, uid, pid)
-  redis.call('HINCRBY', K_ROOM, 'pc', 1)
   redis.call('ZADD', K_USERIDX, 0, user_entry(uid))
-  emit('player_joined', ',"player":' .. string.sub(p, 1, -2) .. ',"connected":false}')
+  emit('player_joined', ',"player":' .. string.sub(pj, 1, -2) .. ',"connected":false}', 'sq', pid, 'pc', p.pc + 1)
   return pid
 end
 
@@ -250,11 +279,13 @@ end
 
 -- drop_presence forgets every lease and deadline of a removed player.
 local function drop_presence(pid)
+  redis.call('HDEL', K_CONN, pid)
+  local all = redis.call('ZRANGE', K_PRESENCE, 0, -1)
+  if #all == 0 then return end -- nothing scheduled either
   local p = lease_prefix(pid)
-  for _, m in ipairs(redis.call('ZRANGE', K_PRESENCE, 0, -1)) do
+  for _, m in ipairs(all) do
     if string.sub(m, 1, #p) == p or m == 'g:' .. pid then redis.call('ZREM', K_PRESENCE, m) end
   end
-  redis.call('HDEL', K_CONN, pid)
   reschedule()
 end
 
@@ -267,31 +298,30 @@ local function mark_disconnected(pid, grace_ms)
 end
 
 -- remove_player removes player pid (user uid) with reason, handing
--- ownership on or closing the room when it was the last. Needs the status
--- indexes in KEYS. Returns true when the room closed.
-local function remove_player(pid, uid, reason)
-  local before = placement()
+-- ownership on or closing the room when it was the last; before is the
+-- room's placement() (nil: read it). Needs the status indexes in KEYS.
+-- Returns true when the room closed.
+local function remove_player(pid, uid, reason, before)
+  before = before or placement()
   redis.call('HDEL', K_PLAYERS, pid)
   redis.call('HDEL', K_USERS, uid)
   redis.call('ZREM', K_USERIDX, user_entry(uid))
   drop_presence(pid)
-  local left = redis.call('HINCRBY', K_ROOM, 'pc', -1)
-  emit('player_left', ',"playerId":' .. pid .. ',"reason":"' .. reason .. '"')
+  local left = before.pc - 1
+  emit('player_left', ',"playerId":' .. pid .. ',"reason":"' .. reason .. '"', 'pc', left)
   if left == 0 then
     close_room('empty', before)
     return true
   end
-  local owner = redis.call('HGET', K_ROOM, 'ow')
-  if tostring(pid) == owner then
+  if tostring(pid) == before.ow then
     local next_owner
     for _, p in ipairs(redis.call('HKEYS', K_PLAYERS)) do
       local n = tonumber(p)
       if not next_owner or n < next_owner then next_owner = n end
     end
-    redis.call('HSET', K_ROOM, 'ow', next_owner)
-    emit('room_updated', ',"changes":{"ownerPlayerId":' .. next_owner .. '}')
+    emit('room_updated', ',"changes":{"ownerPlayerId":' .. next_owner .. '}', 'ow', next_owner)
   end
-  reindex(before)
+  reindex(before, nil, with_count(before, left))
   return false
 end
 

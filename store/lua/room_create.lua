@@ -7,7 +7,7 @@
 -- ARGV[18] "1": only when no joinable room of the same mode and region
 -- exists (quick-join), else ""
 -- ARGV[19..] state key, value pairs
--- Reply: {"OK", 1, room, players, users, conn} | {"ID_TAKEN"} | {"CODE_TAKEN"} |
+-- Reply: {"OK", 1} | {"ID_TAKEN"} | {"CODE_TAKEN"} |
 --        {"JOINABLE_EXISTS"}
 local name, mode, region, vis = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local max, policy, attrs, code = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
@@ -30,6 +30,6 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
 if #ARGV > 18 then redis.call('HSET', K_STATE, unpack(ARGV, 19)) end
-local pid = add_player(uid, name_json)
+local pid = add_player(uid, name_json, {sq = 0, pc = 0})
 reindex(nil)
-return room_reply(pid)
+return {'OK', pid}

@@ -7,7 +7,7 @@
 -- ARGV[12] maxPlayers ("" = unchanged)  ARGV[13] visibility ("" = unchanged)
 -- ARGV[14] attributes JSON ("" = unchanged)  ARGV[15] new invite code, used
 -- when the room becomes private
--- Reply: {"OK", 0, room, players, users} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} |
+-- Reply: {"OK", 0} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} |
 --        {"NOT_OWNER"} | {"INVALID_TRANSITION"} | {"MAX_BELOW_COUNT"} | {"CODE_TAKEN"}
 local caller, name, name_json, status = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local locked, max, vis, attrs, new_code = ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15]
@@ -54,8 +54,8 @@ if vis ~= '' and vis ~= cur.vi then
     changes[#changes + 1] = '"inviteCode":null'
   end
 end
-if #changes == 0 then return room_reply(0) end
+if #changes == 0 then return {'OK', 0} end
 
 emit('room_updated', ',"changes":{' .. table.concat(changes, ',') .. '}')
 reindex(before)
-return room_reply(0)
+return {'OK', 0}

@@ -9,10 +9,11 @@ local caller, if_match = ARGV[7], tonumber(ARGV[8])
 local max_keys, max_bytes, nset = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local first_del = 12 + 2 * nset
 
-if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
+local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi')
+if not r[6] then return {'ROOM_NOT_FOUND'} end
 local pid = redis.call('HGET', K_USERS, caller)
-if not pid then return deny() end
-local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb')
+if not pid then return deny(r[6]) end
+known_ver = tonumber(r[1])
 
 if r[3] == 'owner' and r[4] ~= pid then
   local prefix = 'player_' .. pid .. '_'
@@ -44,8 +45,7 @@ if keys > max_keys or bytes > max_bytes then return {'PAYLOAD_TOO_LARGE'} end
 
 if #set > 0 then redis.call('HSET', K_STATE, unpack(set)) end
 if first_del <= #ARGV then redis.call('HDEL', K_STATE, unpack(ARGV, first_del)) end
-redis.call('HSET', K_ROOM, 'sb', bytes)
-local sv = redis.call('HINCRBY', K_ROOM, 'sv', 1)
+local sv = tonumber(r[2]) + 1
 local v = emit('state', ',"by":' .. pid .. ',"set":{' .. table.concat(sets, ',') ..
-  '},"del":[' .. table.concat(dels, ',') .. '],"stateVersion":' .. sv)
+  '},"del":[' .. table.concat(dels, ',') .. '],"stateVersion":' .. sv, 'sb', bytes, 'sv', sv)
 return {'OK', v, sv}

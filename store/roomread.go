@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// roomRead is a room's hashes as queued in a transaction: the room, its
+// players, its users (userId → playerId), who is connected and, when
+// asked, its state. Reading them with plain commands in the transaction
+// that runs a script costs Redis far less than building the same reply in
+// Lua, where every field becomes an interned string twice.
+type roomRead struct {
+	room, players, users, state *redis.MapStringStringCmd
+	conn                        *redis.StringSliceCmd
+}
+
+// queueRoomRead queues the reads of room id on p.
+func (s *Store) queueRoomRead(ctx context.Context, p redis.Pipeliner, shard int, id string, withState bool) roomRead {
+	k := s.keys.readKeys(shard, id)
+	rr := roomRead{room: p.HGetAll(ctx, k[0]), players: p.HGetAll(ctx, k[1]),
+		users: p.HGetAll(ctx, k[2]), conn: p.HKeys(ctx, k[4])}
+	if withState {
+		rr.state = p.HGetAll(ctx, k[3])
+	}
+	return rr
+}
+
+// decodeRead builds the room; ErrRoomNotFound when its hash is gone. It
+// remembers the room's place.
+func (s *Store) decodeRead(id string, rr roomRead) (rooms.Room, rooms.State, error) {
+	h := rr.room.Val()
+	if len(h) == 0 {
+		return rooms.Room{}, nil, rooms.ErrRoomNotFound
+	}
+	r, err := decodeRoom(id, h, rr.players.Val(), rr.users.Val(), rr.conn.Val())
+	if err != nil {
+		return rooms.Room{}, nil, err
+	}
+	s.places.put(id, place{mode: r.Mode, region: r.Region})
+	state := rooms.State{}
+	if rr.state != nil {
+		for k, v := range rr.state.Val() {
+			state[k] = json.RawMessage(v)
+		}
+	}
+	return r, state, nil
+}
+
+// readRoom reads room id in one transaction.
+func (s *Store) readRoom(ctx context.Context, shard int, id string, withState bool) (rooms.Room, rooms.State, error) {
+	var rr roomRead
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		rr = s.queueRoomRead(ctx, p, shard, id, withState)
+		return nil
+	})
+	if err != nil {
+		return rooms.Room{}, nil, wrap(err)
+	}
+	return s.decodeRead(id, rr)
+}
+
+// ran is a script run by runThenRead with the room read after it.
+type ran struct {
+	id   string
+	cmd  *redis.Cmd
+	read roomRead
+}
+
+// runThenRead runs script sc and reads room id right after it, in one
+// MULTI/EXEC: the room as the script left it, in one round trip. A server
+// that does not know the script (restart, SCRIPT FLUSH) gets it loaded and
+// the transaction runs again.
+func (s *Store) runThenRead(ctx context.Context, sc *redis.Script, shard int, id string, keys []string, args []any) (ran, error) {
+	for attempt := 0; ; attempt++ {
+		r := ran{id: id}
+		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			r.cmd = sc.EvalSha(ctx, p, keys, args...)
+			r.read = s.queueRoomRead(ctx, p, shard, id, false)
+			return nil
+		})
+		if redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
+			if err := sc.Load(ctx, s.client).Err(); err != nil {
+				return ran{}, wrap(err)
+			}
+			continue
+		}
+		if err != nil && r.cmd.Err() == nil {
+			return ran{}, wrap(err)
+		}
+		return r, nil
+	}
+}
