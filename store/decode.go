@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/realsync/realsync/rooms"
@@ -98,27 +99,43 @@ func strs(v any) []string {
 	return out
 }
 
-type storedPlayer struct {
-	PlayerID int       `json:"playerId"`
-	Name     string    `json:"name"`
-	JoinedAt time.Time `json:"joinedAt"`
-}
-
+// decodePlayers builds the players from the players hash (playerId →
+// "<joinedAt epoch ms>|<name as a JSON string>") and the users hash
+// (userId → playerId), ordered by playerId.
 func decodePlayers(players, users map[string]string) ([]rooms.Player, error) {
 	byPID := make(map[string]string, len(users))
 	for uid, pid := range users {
 		byPID[pid] = uid
 	}
 	out := make([]rooms.Player, 0, len(players))
-	for pid, raw := range players {
-		var p storedPlayer
-		if err := json.Unmarshal([]byte(raw), &p); err != nil {
-			return nil, fmt.Errorf("store: player %s: %w", pid, err)
+	for pid, rec := range players {
+		p, err := decodePlayer(pid, rec)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, rooms.Player{PlayerID: p.PlayerID, UserID: byPID[pid], Name: p.Name, JoinedAt: p.JoinedAt})
+		p.UserID = byPID[pid]
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PlayerID < out[j].PlayerID })
 	return out, nil
+}
+
+func decodePlayer(pid, rec string) (rooms.Player, error) {
+	id, err := strconv.Atoi(pid)
+	ms, name, ok := strings.Cut(rec, "|")
+	joined, err2 := strconv.ParseInt(ms, 10, 64)
+	if err != nil || !ok || err2 != nil {
+		return rooms.Player{}, fmt.Errorf("store: player %s: record %q", pid, rec)
+	}
+	p := rooms.Player{PlayerID: id, JoinedAt: time.UnixMilli(joined).UTC()}
+	if len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"' && !strings.ContainsRune(name, '\\') {
+		p.Name = name[1 : len(name)-1] // no escapes: the JSON string is the name quoted
+		return p, nil
+	}
+	if err := json.Unmarshal([]byte(name), &p.Name); err != nil {
+		return rooms.Player{}, fmt.Errorf("store: player %s name: %w", pid, err)
+	}
+	return p, nil
 }
 
 // decodeJSON decodes keeping numbers exact (json.Number).

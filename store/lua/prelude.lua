@@ -4,7 +4,8 @@
 -- room's shard tag, so every key shares one hash slot:
 --   KEYS[1]  room hash          KEYS[5]  room event log (stream)
 --   KEYS[2]  room state hash    KEYS[6]  shard user index (zset "<userId>\t<roomId>")
---   KEYS[3]  players hash       KEYS[7]  shard invite codes (hash code -> roomId)
+--   KEYS[3]  players hash: playerId -> "<joinedAt epoch ms>|<name as a JSON string>"
+--                               KEYS[7]  shard invite codes (hash code -> roomId)
 --   KEYS[4]  users hash         KEYS[8]  shard clock (string, last createdAt in µs)
 --   KEYS[9]  connected players (hash playerId -> "1")
 --   KEYS[10] presence (zset: "s:<playerId>:<stream>" leases and "g:<playerId>"
@@ -222,11 +223,11 @@ end
 -- are never reused) and emits player_joined. Returns the playerId.
 local function add_player(uid, name_json, p)
   local pid = p.sq + 1
-  local pj = '{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' .. iso_now() .. '"}'
-  redis.call('HSET', K_PLAYERS, pid, pj)
+  redis.call('HSET', K_PLAYERS, pid, num(now) .. '|' .. name_json)
   redis.call('HSET', K_USERS, uid, pid)
   redis.call('ZADD', K_USERIDX, 0, user_entry(uid))
-  emit('player_joined', ',"player":' .. string.sub(pj, 1, -2) .. ',"connected":false}', 'sq', pid, 'pc', p.pc + 1)
+  emit('player_joined', ',"player":{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' ..
+    iso_now() .. '","connected":false}', 'sq', pid, 'pc', p.pc + 1)
   return pid
 end
 

@@ -1,0 +1,25 @@
+package store
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDecodePlayer(t *testing.T) {
+	at := time.UnixMilli(1795298493182).UTC()
+	for _, name := range []string{"bob", "", `a"b`, `back\slash`, "<b>&", "żółw 🐢", "a|b"} {
+		rec := "1795298493182|" + jsonString(name)
+		p, err := decodePlayer("7", rec)
+		if err != nil || p.PlayerID != 7 || p.Name != name || !p.JoinedAt.Equal(at) {
+			t.Errorf("decodePlayer(%q) = %+v, %v; want name %q", rec, p, err, name)
+		}
+	}
+	for _, rec := range []string{"", "1795298493182", "x|\"bob\"", "1795298493182|bob", `{"playerId":1}`} {
+		if _, err := decodePlayer("1", rec); err == nil {
+			t.Errorf("decodePlayer(%q): no error", rec)
+		}
+	}
+	if _, err := decodePlayer("one", `1|"bob"`); err == nil {
+		t.Error("decodePlayer with playerId \"one\": no error")
+	}
+}
