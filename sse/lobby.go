@@ -39,13 +39,13 @@ type lobbyItem struct {
 // belongs to its goroutine.
 type lobbyStream struct {
 	mode, region string
-	q            chan lobbyItem
+	q            chan *lobbyItem // shared, read-only
 	over         chan struct{}
 	cut          sync.Once
 	seen         map[string]int64
 }
 
-func (st *lobbyStream) offer(it lobbyItem) {
+func (st *lobbyStream) offer(it *lobbyItem) {
 	select {
 	case st.q <- it:
 	default:
@@ -75,7 +75,7 @@ func (h *Hub) lobbyResync() {
 	h.lobby.mu.Lock()
 	defer h.lobby.mu.Unlock()
 	for st := range h.lobby.streams {
-		st.offer(lobbyItem{resync: true})
+		st.offer(&lobbyItem{resync: true})
 	}
 }
 
@@ -106,9 +106,9 @@ func (h *Hub) flushLobby(ctx context.Context) {
 	h.lobby.mu.Lock()
 	defer h.lobby.mu.Unlock()
 	for st := range h.lobby.streams {
-		for _, it := range items {
-			if st.matches(it.n) {
-				st.offer(it)
+		for i := range items {
+			if st.matches(items[i].n) {
+				st.offer(&items[i])
 			}
 		}
 	}
@@ -134,7 +134,7 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 // room_added, room_updated and room_removed as rooms become, stay or stop
 // being joinable. It returns an error only when it started nothing.
 func (h *Hub) ServeLobby(ctx context.Context, client Client, mode, region string) error {
-	st := &lobbyStream{mode: mode, region: region, q: make(chan lobbyItem, h.cfg.QueueSize),
+	st := &lobbyStream{mode: mode, region: region, q: make(chan *lobbyItem, h.cfg.QueueSize),
 		over: make(chan struct{}), seen: map[string]int64{}}
 	if err := h.joinLobby(ctx, st); err != nil {
 		return err
@@ -201,7 +201,7 @@ func (h *Hub) lobbyList(ctx context.Context, st *lobbyStream) ([]byte, error) {
 // for a room it does not show, updated for one it does, removed when a
 // room it shows stopped being joinable. Older versions than shown are
 // dropped.
-func (st *lobbyStream) change(it lobbyItem) []byte {
+func (st *lobbyStream) change(it *lobbyItem) []byte {
 	id := it.n.Room
 	shown, ok := st.seen[id]
 	if ok && it.n.Version <= shown {

@@ -173,11 +173,12 @@ func (r *room) deliver(e Event) {
 	r.broadcast(e)
 }
 
+// broadcast offers e to every stream: one copy, shared read-only.
 func (r *room) broadcast(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for st := range r.streams {
-		st.offer(e)
+		st.offer(&e)
 	}
 }
 

@@ -12,14 +12,14 @@ import (
 // stream is one client's event stream.
 type stream struct {
 	lease Lease
-	q     chan Event    // events waiting to be written, bounded
+	q     chan *Event   // events waiting to be written, bounded; shared, read-only
 	over  chan struct{} // closed when the client fell too far behind
 	cut   sync.Once
 }
 
 // offer queues e without blocking; a full queue ends the stream, whose
 // client resumes with Last-Event-ID.
-func (st *stream) offer(e Event) {
+func (st *stream) offer(e *Event) {
 	select {
 	case st.q <- e:
 	default:
@@ -34,7 +34,7 @@ func (st *stream) offer(e Event) {
 // for the caller to answer with: ErrRoomNotFound, ErrNotMember or
 // ErrUnavailable from the rooms package.
 func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string, c Cursor) error {
-	st := &stream{q: make(chan Event, h.cfg.QueueSize), over: make(chan struct{}),
+	st := &stream{q: make(chan *Event, h.cfg.QueueSize), over: make(chan struct{}),
 		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName()}}
 	r, err := h.attach(ctx, id, st)
 	if err != nil {
@@ -51,8 +51,9 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	client.Start()
 	out := &writer{c: client}
 	out.write(retryFrame(0))
-	why := h.pump(ctx, st, out, u, o)
-	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", o.PlayerID, "why", why)
+	sent, more := h.opening(out, u, o)
+	why := h.pump(ctx, st, out, u, sent, more)
+	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
 	return nil
 }
 
@@ -75,11 +76,11 @@ const (
 	endEvent    = "room closed or player left"
 )
 
-// pump writes the opening, then queued events, flushing once per batch,
-// with heartbeats while idle. Returns why the stream ended.
-func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, o Opening) string {
-	pid := o.PlayerID
-	sent, more := h.opening(out, u, o)
+// pump flushes the opening (up to version sent; more: the stream goes on),
+// then writes queued events, flushing once per batch, with heartbeats while
+// idle. Returns why the stream ended.
+func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, more bool) string {
+	pid := st.lease.PlayerID
 	if out.flush() != nil {
 		return endWrite
 	}
@@ -139,7 +140,7 @@ func (h *Hub) opening(out *writer, u rooms.User, o Opening) (int64, bool) {
 // next writes queued event e unless it was already sent or is not for this
 // player. A resync marker sends a fresh snapshot. Returns the version sent
 // and whether the stream goes on.
-func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e Event, sent int64, pid int) (int64, bool) {
+func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e *Event, sent int64, pid int) (int64, bool) {
 	switch {
 	case e.Version == resyncVersion:
 		o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, Cursor{}, 0)
@@ -190,6 +191,9 @@ type Client interface {
 	Send(frames []byte) error
 }
 
+// maxKeptBuffer is the largest batch buffer a stream keeps between batches.
+const maxKeptBuffer = 4 << 10
+
 // writer batches frames for one Send.
 type writer struct {
 	c   Client
@@ -204,6 +208,10 @@ func (o *writer) flush() error {
 		return o.err
 	}
 	o.err = o.c.Send(o.buf)
-	o.buf = o.buf[:0]
+	if cap(o.buf) > maxKeptBuffer {
+		o.buf = nil // a snapshot's buffer is not kept for an idle stream
+	} else {
+		o.buf = o.buf[:0]
+	}
 	return o.err
 }

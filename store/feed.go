@@ -190,9 +190,13 @@ func (f *Feed) receive(shard int, sub *shardSub, ps *redis.PubSub) {
 func (f *Feed) confirmed(shard int, sub *shardSub, m *redis.Subscription) {
 	f.mu.Lock()
 	wanted := sub.channels[m.Channel]
-	waiters := sub.waiters[m.Channel]
+	var waiters []chan struct{}
 	switch m.Kind {
 	case "subscribe", "ssubscribe":
+		// only a subscription's confirmation releases its waiters: an
+		// unsubscription confirmed after the channel was subscribed again
+		// says nothing about the new subscription
+		waiters = sub.waiters[m.Channel]
 		delete(sub.waiters, m.Channel)
 	case "unsubscribe", "sunsubscribe":
 		if sub.unsubs[m.Channel] > 0 {

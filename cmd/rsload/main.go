@@ -40,6 +40,7 @@ type Config struct {
 	Rate     int // patches per second, over all rooms
 	Duration time.Duration
 	JSON     bool
+	RSSPid   int // sse: a local server process whose resident memory to report
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.IntVar(&c.Rate, "rate", 200, "state patches per second, over all rooms")
 	flag.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to write")
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse: pid of a realsyncd on this machine; reports its resident memory per idle stream")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *serve != "" {
@@ -65,7 +67,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rsload: -rooms, -streams, -rate must be positive and -duration in (0, 1h]")
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+5*time.Minute)
 	defer cancel()
 	if err := run(ctx, c); err != nil {
 		fmt.Fprintln(os.Stderr, "rsload:", err)

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // maxPlayers is how many stream users a room takes besides its owner.
@@ -31,6 +34,11 @@ type Report struct {
 	LatencyP99ms     float64 `json:"latencyP99ms"`
 	LatencyMaxms     float64 `json:"latencyMaxms"`
 	StreamDrops      int64   `json:"streamDrops"`
+	// with -rss-pid: the server's resident memory before the streams
+	// opened and with them open and idle, and the difference per stream
+	RSSBeforeKiB    int64   `json:"rssBeforeKiB,omitempty"`
+	RSSStreamsKiB   int64   `json:"rssStreamsKiB,omitempty"`
+	RSSPerStreamKiB float64 `json:"rssPerStreamKiB,omitempty"`
 }
 
 type room struct {
@@ -53,6 +61,12 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rss [2]int64
+	if c.RSSPid != 0 {
+		if rss[0], err = residentKiB(c.RSSPid); err != nil {
+			return nil, err
+		}
+	}
 	streamCtx, stopStreams := context.WithCancel(ctx)
 	defer stopStreams()
 	var drops atomic.Int64
@@ -71,13 +85,38 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 	}
 	ready.Wait()
 	time.Sleep(500 * time.Millisecond) // let presence events settle
+	if c.RSSPid != 0 {
+		time.Sleep(2 * time.Second) // idle streams
+		if rss[1], err = residentKiB(c.RSSPid); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	patches, errs := write(ctx, c, rooms)
 	elapsed := time.Since(start)
 	time.Sleep(2 * time.Second) // let the last events arrive
 	stopStreams()
 	done.Wait()
-	return report(c, rooms, arrivals, patches, errs, elapsed, drops.Load()), nil
+	rep := report(c, rooms, arrivals, patches, errs, elapsed, drops.Load())
+	if c.RSSPid != 0 {
+		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
+		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
+	}
+	return rep, nil
+}
+
+// residentKiB reads VmRSS of a process on this machine.
+func residentKiB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("-rss-pid: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("-rss-pid: no VmRSS for process %d", pid)
 }
 
 // setup creates the rooms and their players.
@@ -95,16 +134,9 @@ func setup(ctx context.Context, c Config) ([]*room, error) {
 			"mode": "load", "region": "local", "maxPlayers": 100, "statePolicy": "open"}, &created); err != nil {
 			return nil, err
 		}
-		r := &room{id: created.Room.ID, owner: owner, sent: map[int64]time.Time{}}
-		for j := range perRoom {
-			tok, err := guest(ctx, base, fmt.Sprint("p", j))
-			if err != nil {
-				return nil, err
-			}
-			if err := call(ctx, "POST", base+"/v1/rooms/"+r.id+"/join", tok, nil, nil); err != nil {
-				return nil, err
-			}
-			r.users = append(r.users, tok)
+		r := &room{id: created.Room.ID, owner: owner, sent: map[int64]time.Time{}, users: make([]string, perRoom)}
+		if err := joinAll(ctx, base, r); err != nil {
+			return nil, err
 		}
 		rooms[i] = r
 	}
@@ -112,6 +144,23 @@ func setup(ctx context.Context, c Config) ([]*room, error) {
 		rooms[i%len(rooms)].streams++
 	}
 	return rooms, nil
+}
+
+// joinAll makes len(r.users) new guests join r, 16 at a time.
+func joinAll(ctx context.Context, base string, r *room) error {
+	var g errgroup.Group
+	g.SetLimit(16)
+	for j := range r.users {
+		g.Go(func() error {
+			tok, err := guest(ctx, base, fmt.Sprint("p", j))
+			if err != nil {
+				return err
+			}
+			r.users[j] = tok
+			return call(ctx, "POST", base+"/v1/rooms/"+r.id+"/join", tok, nil, nil)
+		})
+	}
+	return g.Wait()
 }
 
 // write sends patches at c.Rate for c.Duration, round-robin over rooms and
@@ -182,7 +231,7 @@ func readStream(ctx context.Context, base string, r *room, token string, ready *
 }
 
 func readEvents(body io.Reader, r *room, out []arrival, lastID string, first *bool, ready *sync.WaitGroup) ([]arrival, string) {
-	rd := bufio.NewReaderSize(body, 64<<10)
+	rd := bufio.NewReaderSize(body, 8<<10)
 	var id, typ string
 	for {
 		line, err := rd.ReadString('\n')
@@ -245,4 +294,7 @@ func (r *Report) print(w io.Writer, c Config) {
 	fmt.Fprintf(w, "  patches     %d ok, %d failed (%.0f/s)\n", r.Patches, r.PatchErrors, r.PatchesPerSecond)
 	fmt.Fprintf(w, "  delivered   %d of %d expected (%.0f events/s), %d stream reconnects\n", r.Delivered, r.Expected, r.EventsPerSecond, r.StreamDrops)
 	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
+	if r.RSSStreamsKiB != 0 {
+		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream\n", r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB)
+	}
 }

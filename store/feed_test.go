@@ -1,0 +1,79 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// versionSink records the versions delivered per room.
+type versionSink struct {
+	mu   sync.Mutex
+	got  map[string]map[int64]bool
+	more chan struct{}
+}
+
+func (s *versionSink) Deliver(room string, e sse.Event) {
+	s.mu.Lock()
+	if s.got[room] == nil {
+		s.got[room] = map[int64]bool{}
+	}
+	s.got[room][e.Version] = true
+	s.mu.Unlock()
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+func (s *versionSink) Resubscribed(string)   {}
+func (s *versionSink) Lobby(sse.LobbyNotice) {}
+func (s *versionSink) has(room string, v int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got[room][v]
+}
+
+// A room's channel unsubscribed and at once subscribed again: the
+// unsubscription's confirmation, arriving after the new subscription was
+// sent, must not count as the new one's (it once did, and the real
+// confirmation then closed the waiter a second time: a panic under stream
+// churn). Every Subscribe returns only once events reach the feed.
+func TestFeedResubscribeRightAfterUnsubscribe(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		sink := &versionSink{got: map[string]map[int64]bool{}, more: make(chan struct{}, 1)}
+		feed := s.Feed(sink)
+		defer feed.Close()
+		r := mustCreate(t, s, alice, newRoom()).Room
+		other := mustCreate(t, s, bob, newRoom()).Room
+		// another channel keeps the shard's connection open, so unsubscribing
+		// the room sends UNSUBSCRIBE instead of closing the connection
+		if err := feed.Subscribe(ctx, other.ID); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 100 {
+			if err := feed.Subscribe(ctx, r.ID); err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+			v, err := s.PatchState(ctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"i": []byte("1")}, IfMatch: rooms.NoIfMatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.After(5 * time.Second)
+			for !sink.has(r.ID, v.Version) {
+				select {
+				case <-sink.more:
+				case <-deadline:
+					t.Fatalf("round %d: version %d not delivered after Subscribe returned", i, v.Version)
+				}
+			}
+			feed.Unsubscribe(r.ID)
+		}
+	})
+}
