@@ -67,8 +67,9 @@ const streamWriteTimeout = 10 * time.Second
 
 // streamClient is an SSE response (sse.Client).
 type streamClient struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	deadline time.Time // of writes, moved at most once a second
 }
 
 // Start sends the headers at once, so the client knows the stream is open
@@ -81,10 +82,15 @@ func (c *streamClient) Start() {
 	c.w.WriteHeader(http.StatusOK)
 }
 
-// Send writes and flushes frames within streamWriteTimeout.
+// Send writes and flushes frames, each Send within 9 to 10 s
+// (streamWriteTimeout, moved forward at most once a second: setting a
+// deadline costs about as much as the write of a small event).
 func (c *streamClient) Send(frames []byte) error {
-	if err := c.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
+	if now := time.Now(); c.deadline.Sub(now) < streamWriteTimeout-time.Second {
+		c.deadline = now.Add(streamWriteTimeout)
+		if err := c.rc.SetWriteDeadline(c.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
 	}
 	if _, err := c.w.Write(frames); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -64,8 +65,14 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 	return s.status(streamClose.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...))
 }
 
-// RenewStreams implements sse.Source: one script per shard renews that shard's
-// leases, with the expiry taken from Redis' clock like every other score.
+// renewBatch is the most leases one renewal script extends: a script
+// blocks Redis while it runs, and 10 000 leases in one would hold every
+// other client (and the events they publish) for tens of milliseconds.
+const renewBatch = 256
+
+// RenewStreams implements sse.Source: scripts of up to renewBatch leases of
+// one shard, one after the other, renew the leases, with the expiry taken
+// from Redis' clock like every other score.
 func (s *Store) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
 	byShard := map[int][]sse.Lease{}
 	for _, l := range ls {
@@ -75,20 +82,22 @@ func (s *Store) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, 
 	}
 	var lost []sse.Lease
 	var errs []error
-	for shard, batch := range byShard {
-		keys := make([]string, len(batch))
-		args := []any{s.presenceTTL.Milliseconds()}
-		for i, l := range batch {
-			keys[i] = s.keys.room(shard, l.Room) + ":presence"
-			args = append(args, leaseMember(l))
-		}
-		res, err := presenceRenew.Run(ctx, s.client, keys, args...).Result()
-		if err != nil {
-			errs = append(errs, wrap(err))
-			continue
-		}
-		for _, i := range res.([]any) {
-			lost = append(lost, batch[toInt64(i)-1])
+	for shard, all := range byShard {
+		for batch := range slices.Chunk(all, renewBatch) {
+			keys := make([]string, len(batch))
+			args := []any{s.presenceTTL.Milliseconds()}
+			for i, l := range batch {
+				keys[i] = s.keys.room(shard, l.Room) + ":presence"
+				args = append(args, leaseMember(l))
+			}
+			res, err := presenceRenew.Run(ctx, s.client, keys, args...).Result()
+			if err != nil {
+				errs = append(errs, wrap(err))
+				continue
+			}
+			for _, i := range res.([]any) {
+				lost = append(lost, batch[toInt64(i)-1])
+			}
 		}
 	}
 	return lost, errors.Join(errs...)

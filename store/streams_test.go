@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -191,11 +193,22 @@ func TestRenewReportsLapsedLeases(t *testing.T) {
 		j, _ := s.Create(ctx, alice, newRoom())
 		l := lease(j.Room.ID, alice, "x")
 		l.PlayerID = open(t, s, l, sse.Cursor{}).PlayerID
-		ghost := l
-		ghost.Stream = "never-opened"
-		lost, err := s.RenewStreams(ctx, []sse.Lease{l, ghost})
-		if err != nil || len(lost) != 1 || lost[0] != ghost {
-			t.Fatalf("lost %v, err %v", lost, err)
+		// more leases than one renewal script takes: ghosts (never opened)
+		// in the first, a middle and the last batch are each reported
+		var all, ghosts []sse.Lease
+		for i := range 600 {
+			if i == 3 || i == 300 || i == 599 {
+				g := l
+				g.Stream = fmt.Sprint("never-opened-", i)
+				ghosts = append(ghosts, g)
+				all = append(all, g)
+			} else {
+				all = append(all, l)
+			}
+		}
+		lost, err := s.RenewStreams(ctx, all)
+		if err != nil || !slices.Equal(lost, ghosts) {
+			t.Fatalf("lost %v, err %v; want %v", lost, err, ghosts)
 		}
 	})
 }

@@ -14,6 +14,12 @@
 //
 //	go run ./cmd/rsload -urls http://127.0.0.1:8080 -streams 1000 -rooms 10 -rate 500 -duration 10s
 //
+// The fanout scenario is the SSE baseline: the same streams and rate
+// against the minimal server's SSE fan-out (no realsyncd, no Redis).
+//
+//	go run ./cmd/rsload -serve-minimal 127.0.0.1:8090 &
+//	go run ./cmd/rsload -scenario fanout -urls http://127.0.0.1:8090 -streams 10000 -rooms 100 -rate 500 -duration 10s
+//
 // Everything it does is bounded by -duration.
 package main
 
@@ -47,7 +53,7 @@ func main() {
 	var c Config
 	var urls string
 	flag.StringVar(&urls, "urls", "http://127.0.0.1:8080", "comma-separated realsyncd base URLs")
-	flag.StringVar(&c.Scenario, "scenario", "sse", "sse or ops")
+	flag.StringVar(&c.Scenario, "scenario", "sse", "sse, ops, or fanout (the machine's SSE baseline, against -serve-minimal)")
 	flag.IntVar(&c.Clients, "clients", 64, "ops: concurrent players")
 	flag.StringVar(&c.Mix, "mix", "create=1,join=4,patch=10,list=2,quickjoin=1,get=2", "ops: operation weights")
 	flag.IntVar(&c.Rooms, "rooms", 10, "rooms")
@@ -90,8 +96,12 @@ func run(ctx context.Context, c Config) error {
 			return json.NewEncoder(os.Stdout).Encode(r)
 		}
 		r.print(os.Stdout)
-	case "sse":
-		r, err := runSSE(ctx, c)
+	case "sse", "fanout":
+		run := runSSE
+		if c.Scenario == "fanout" {
+			run = runFanout
+		}
+		r, err := run(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -100,7 +110,7 @@ func run(ctx context.Context, c Config) error {
 		}
 		r.print(os.Stdout, c)
 	default:
-		return fmt.Errorf("-scenario must be sse or ops, got %q", c.Scenario)
+		return fmt.Errorf("-scenario must be sse, ops or fanout, got %q", c.Scenario)
 	}
 	return nil
 }
@@ -168,8 +178,17 @@ func serveMinimal(addr string) error {
 	if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
 		return fmt.Errorf("-serve-minimal listens on loopback only, got %q", addr)
 	}
+	fan := &fanoutHub{rooms: map[string]map[chan []byte]bool{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/fanout/events":
+			fan.serveEvents(w, r)
+			return
+		case "/fanout/publish":
+			fan.servePublish(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.URL.Path == "/v1/auth/guest":

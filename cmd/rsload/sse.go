@@ -69,7 +69,7 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 	}
 	streamCtx, stopStreams := context.WithCancel(ctx)
 	defer stopStreams()
-	var drops atomic.Int64
+	var drops, frames atomic.Int64
 	arrivals := make([][]arrival, c.Streams)
 	var ready, done sync.WaitGroup
 	for i := range c.Streams {
@@ -80,11 +80,11 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			arrivals[i] = readStream(streamCtx, base, r, user, &ready, &drops)
+			arrivals[i] = readStream(streamCtx, base, r, user, &ready, &drops, &frames)
 		}()
 	}
 	ready.Wait()
-	time.Sleep(500 * time.Millisecond) // let presence events settle
+	settle(&frames) // every stream's player_connected went to every stream of its room
 	if c.RSSPid != 0 {
 		time.Sleep(2 * time.Second) // idle streams
 		if rss[1], err = residentKiB(c.RSSPid); err != nil {
@@ -146,6 +146,21 @@ func setup(ctx context.Context, c Config) ([]*room, error) {
 	return rooms, nil
 }
 
+// settle waits until no stream received anything for a second (at most a
+// minute): the presence events of 10 000 opening streams take a while to
+// reach every stream, and must not be counted in the measured window.
+func settle(frames *atomic.Int64) {
+	last, quiet := frames.Load(), 0
+	for deadline := time.Now().Add(time.Minute); quiet < 4 && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		if n := frames.Load(); n != last {
+			last, quiet = n, 0
+		} else {
+			quiet++
+		}
+	}
+}
+
 // joinAll makes len(r.users) new guests join r, 16 at a time.
 func joinAll(ctx context.Context, base string, r *room) error {
 	var g errgroup.Group
@@ -204,7 +219,7 @@ func write(ctx context.Context, c Config, rooms []*room) (ok, failed int64) {
 
 // readStream reads one room's stream until ctx ends, reconnecting with
 // Last-Event-ID after a drop, and returns the state events' arrival times.
-func readStream(ctx context.Context, base string, r *room, token string, ready *sync.WaitGroup, drops *atomic.Int64) []arrival {
+func readStream(ctx context.Context, base string, r *room, token string, ready *sync.WaitGroup, drops, frames *atomic.Int64) []arrival {
 	var out []arrival
 	var lastID string
 	first := true
@@ -216,7 +231,7 @@ func readStream(ctx context.Context, base string, r *room, token string, ready *
 		}
 		res, err := client.Do(req)
 		if err == nil {
-			out, lastID = readEvents(res.Body, r, out, lastID, &first, ready)
+			out, lastID = readEvents(res.Body, r, out, lastID, &first, ready, frames)
 			res.Body.Close()
 		}
 		if ctx.Err() == nil {
@@ -230,7 +245,7 @@ func readStream(ctx context.Context, base string, r *room, token string, ready *
 	return out
 }
 
-func readEvents(body io.Reader, r *room, out []arrival, lastID string, first *bool, ready *sync.WaitGroup) ([]arrival, string) {
+func readEvents(body io.Reader, r *room, out []arrival, lastID string, first *bool, ready *sync.WaitGroup, frames *atomic.Int64) ([]arrival, string) {
 	rd := bufio.NewReaderSize(body, 8<<10)
 	var id, typ string
 	for {
@@ -245,6 +260,7 @@ func readEvents(body io.Reader, r *room, out []arrival, lastID string, first *bo
 		case strings.HasPrefix(line, "event: "):
 			typ = line[7:]
 		case line == "" && id != "":
+			frames.Add(1)
 			if typ == "state" {
 				v, _, _ := strings.Cut(id, "-")
 				n, _ := strconv.ParseInt(v, 10, 64)
