@@ -171,15 +171,21 @@ func guest(ctx context.Context, base, name string) (string, error) {
 	return g.Token, err
 }
 
-// serveMinimal answers every request like the API's smallest answers do:
-// a guest token, a room, {"status":"ok"}. It is the baseline of what this
-// machine's HTTP stack does without RealSync.
+// serveMinimal serves minimalHandler on a loopback address.
 func serveMinimal(addr string) error {
 	if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
 		return fmt.Errorf("-serve-minimal listens on loopback only, got %q", addr)
 	}
+	return http.ListenAndServe(addr, minimalHandler())
+}
+
+// minimalHandler answers every request like the API's smallest answers do:
+// a guest token, a room, {"status":"ok"}, and serves the fanout scenario's
+// streams. It is the baseline of what this machine's HTTP stack does
+// without RealSync.
+func minimalHandler() http.Handler {
 	fan := &fanoutHub{rooms: map[string]map[chan []byte]bool{}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		switch r.URL.Path {
 		case "/fanout/events":
@@ -201,5 +207,4 @@ func serveMinimal(addr string) error {
 			w.Write([]byte(`{"status":"ok"}`))
 		}
 	})
-	return http.ListenAndServe(addr, h)
 }

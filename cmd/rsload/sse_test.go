@@ -43,6 +43,20 @@ func TestSSERunDeliversEverything(t *testing.T) {
 	}
 }
 
+// A short fanout run against the minimal handler: every stream gets every
+// frame of its room.
+func TestFanoutRunDeliversEverything(t *testing.T) {
+	srv := httptest.NewServer(minimalHandler())
+	t.Cleanup(srv.Close)
+	r, err := runFanout(context.Background(), Config{URLs: []string{srv.URL}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Patches == 0 || r.PatchErrors != 0 || r.Expected != r.Patches*3 || r.Delivered != r.Expected {
+		t.Fatalf("report %+v", r)
+	}
+}
+
 // A short ops run: every kind of the mix is measured and nothing fails.
 func TestOpsRunMeasuresEveryKind(t *testing.T) {
 	mix, err := ParseMix("create=1,join=1,patch=1,list=1,quickjoin=1,get=1,healthz=1")
