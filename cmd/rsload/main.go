@@ -47,6 +47,7 @@ type Config struct {
 	Duration time.Duration
 	JSON     bool
 	RSSPid   int // sse: a local server process whose resident memory to report
+	Seed     int // ops: rooms to create before the run
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.IntVar(&c.Rate, "rate", 200, "state patches per second, over all rooms")
 	flag.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to write")
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	flag.IntVar(&c.Seed, "seed", 0, "ops: public rooms of 8 seats to create first (the lobby's size; modes pool and quick, regions r0..r3)")
 	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse: pid of a realsyncd on this machine; reports its resident memory per idle stream")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()

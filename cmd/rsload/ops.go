@@ -11,7 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Mix weighs the operations of the ops scenario.
@@ -96,6 +99,9 @@ func (c *opsClient) do(ctx context.Context, method, path string, body, out any) 
 
 // runOps runs c.Clients players doing the mix for c.Duration.
 func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
+	if err := seedRooms(ctx, c); err != nil {
+		return nil, fmt.Errorf("seeding rooms: %w", err)
+	}
 	pool, err := opsPool(ctx, c)
 	if err != nil {
 		return nil, err
@@ -138,6 +144,33 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 	}
 	wg.Wait()
 	return rec.report(c.Clients, time.Since(start)), nil
+}
+
+// seedRooms creates c.Seed public rooms of 8 seats with their owner in
+// them, half of mode "pool" (what list pages read), half of mode "quick"
+// (what quick-join picks from), over regions r0..r3, 32 at a time: the
+// lobby's size for a run.
+func seedRooms(ctx context.Context, c Config) error {
+	var g errgroup.Group
+	var next atomic.Int64
+	for w := range 32 {
+		base := c.URLs[w%len(c.URLs)]
+		g.Go(func() error {
+			tok, err := guest(ctx, base, "seeder")
+			if err != nil {
+				return err
+			}
+			for i := next.Add(1); i <= int64(c.Seed); i = next.Add(1) {
+				mode := [2]string{"pool", "quick"}[i%2]
+				if err := call(ctx, "POST", base+"/v1/rooms", tok, map[string]any{"name": fmt.Sprint("seed ", i),
+					"mode": mode, "region": fmt.Sprint("r", (i/2)%4), "maxPlayers": 8}, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // opsPool creates the rooms that joins and patches go to: open state, 100
