@@ -76,7 +76,7 @@ func decodeRoom(id string, h, players, users map[string]string, conn []string) (
 	if err := decodeJSON(h["at"], &r.Attributes); err != nil {
 		return rooms.Room{}, fmt.Errorf("store: room %s attributes: %w", id, err)
 	}
-	ps, err := decodePlayers(players, users)
+	ps, err := decodePlayers(players, users, atoi64(h["cr"])/1000)
 	connected := map[string]bool{}
 	for _, pid := range conn {
 		connected[pid] = true
@@ -100,16 +100,17 @@ func strs(v any) []string {
 }
 
 // decodePlayers builds the players from the players hash (playerId →
-// "<joinedAt epoch ms>|<name as a JSON string>") and the users hash
-// (userId → playerId), ordered by playerId.
-func decodePlayers(players, users map[string]string) ([]rooms.Player, error) {
+// "<joinedAt, ms after the room's creation>|<name as a JSON string>"), the
+// users hash (userId → playerId) and the room's creation (epoch ms),
+// ordered by playerId.
+func decodePlayers(players, users map[string]string, created int64) ([]rooms.Player, error) {
 	byPID := make(map[string]string, len(users))
 	for uid, pid := range users {
 		byPID[pid] = uid
 	}
 	out := make([]rooms.Player, 0, len(players))
 	for pid, rec := range players {
-		p, err := decodePlayer(pid, rec)
+		p, err := decodePlayer(pid, rec, created)
 		if err != nil {
 			return nil, err
 		}
@@ -120,14 +121,14 @@ func decodePlayers(players, users map[string]string) ([]rooms.Player, error) {
 	return out, nil
 }
 
-func decodePlayer(pid, rec string) (rooms.Player, error) {
+func decodePlayer(pid, rec string, created int64) (rooms.Player, error) {
 	id, err := strconv.Atoi(pid)
 	ms, name, ok := strings.Cut(rec, "|")
 	joined, err2 := strconv.ParseInt(ms, 10, 64)
 	if err != nil || !ok || err2 != nil {
 		return rooms.Player{}, fmt.Errorf("store: player %s: record %q", pid, rec)
 	}
-	p := rooms.Player{PlayerID: id, JoinedAt: time.UnixMilli(joined).UTC()}
+	p := rooms.Player{PlayerID: id, JoinedAt: time.UnixMilli(created + joined).UTC()}
 	if len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"' && !strings.ContainsRune(name, '\\') {
 		p.Name = name[1 : len(name)-1] // no escapes: the JSON string is the name quoted
 		return p, nil

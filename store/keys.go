@@ -30,7 +30,7 @@ func (k keys) lobby(shard int) string { return k.tag(shard) + ":lobby" }
 // channel is the room's Pub/Sub channel.
 func (k keys) channel(shard int, id string) string { return k.tag(shard) + ":ch:" + id }
 
-func (k keys) userIndex(shard int) string { return k.tag(shard) + ":idx:users" }
+func (k keys) userIndex(shard int) string { return k.tag(shard) + ":users" }
 func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }
 func (k keys) clock(shard int) string     { return k.tag(shard) + ":clock" }
 

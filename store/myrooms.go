@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 
@@ -57,24 +58,21 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, erro
 }
 
 // userRooms returns the ids of the rooms u is in within shards: one
-// pipelined range of each shard's user index ("<userId>\t<roomId>").
+// pipelined read of each shard's user index (userId → "<roomId> ...").
 func (s *Store) userRooms(ctx context.Context, u rooms.User, shards []int) ([]string, error) {
-	ranges := make([]*redis.StringSliceCmd, len(shards))
+	reads := make([]*redis.StringCmd, len(shards))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, shard := range shards {
-			ranges[i] = p.ZRangeByLex(ctx, s.keys.userIndex(shard),
-				&redis.ZRangeBy{Min: "[" + u.ID + "\t", Max: "[" + u.ID + "\t\xff"})
+			reads[i] = p.HGet(ctx, s.keys.userIndex(shard), u.ID)
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrap(err)
 	}
 	var ids []string
-	for _, c := range ranges {
-		for _, e := range c.Val() {
-			ids = append(ids, e[strings.IndexByte(e, '\t')+1:])
-		}
+	for _, c := range reads {
+		ids = append(ids, strings.Fields(c.Val())...)
 	}
 	return ids, nil
 }

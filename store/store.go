@@ -18,8 +18,9 @@ import (
 )
 
 // SchemaVersion is the version of the key schema; an instance refuses to
-// start on data written with another.
-const SchemaVersion = 1
+// start on data written with another. 2: player records
+// "<joinedAt offset>|<name>", the user index a hash.
+const SchemaVersion = 2
 
 // Config says where Redis is and how keys are laid out.
 type Config struct {

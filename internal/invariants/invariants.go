@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -223,8 +224,8 @@ func (ch *checker) room(ctx context.Context, tag, id string) error {
 		if _, ok := players[pid]; !ok {
 			ch.fail("room %s: user %s maps to missing player %s", id, uid, pid)
 		}
-		member := uid + "\t" + id
-		if _, err := ch.c.ZScore(ctx, "{"+tag+"}:idx:users", member).Result(); err != nil {
+		indexed, _ := ch.c.HGet(ctx, "{"+tag+"}:users", uid).Result()
+		if !slices.Contains(strings.Fields(indexed), id) {
 			ch.fail("room %s: user %s missing from the user index", id, uid)
 		}
 	}
@@ -341,13 +342,16 @@ func indexKeys(tag, st, mode, region string) []string {
 	return []string{b, b + ":mode:" + mode, b + ":region:" + region, b + ":mode:" + mode + ":region:" + region}
 }
 
+var userIndexRe = regexp.MustCompile(`^\{([^}]+)\}:users$`)
+
 var indexKeyRe = regexp.MustCompile(`^\{([^}]+)\}:idx:(waiting|playing|finished|joinable|fill)(?::mode:([^:]+))?(?::region:([^:]+))?$`)
 
 // index checks every entry of a status index is a matching public room.
 func (ch *checker) index(ctx context.Context, key string) error {
-	if tag, ok := strings.CutSuffix(key, ":idx:users"); ok {
-		return ch.userIndex(ctx, strings.Trim(tag, "{}"), key)
+	if m := userIndexRe.FindStringSubmatch(key); m != nil {
+		return ch.userIndex(ctx, m[1], key)
 	}
+
 	m := indexKeyRe.FindStringSubmatch(key)
 	if m == nil {
 		return nil
@@ -378,16 +382,24 @@ func (ch *checker) index(ctx context.Context, key string) error {
 	return nil
 }
 
-// userIndex checks every "<userId>\t<roomId>" entry names a member.
+// userIndex checks every room of every user in the user index (userId →
+// "<roomId> ...") has that user as a member, each room listed once.
 func (ch *checker) userIndex(ctx context.Context, tag, key string) error {
-	entries, err := ch.c.ZRange(ctx, key, 0, -1).Result()
+	entries, err := ch.c.HGetAll(ctx, key).Result()
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		uid, id, _ := strings.Cut(e, "\t")
-		if !ch.users[tag+"|"+id+"|"+uid] {
-			ch.fail("user index %s: %q is not a member of room %s", key, uid, id)
+	for uid, ids := range entries {
+		f := strings.Fields(ids)
+		if len(f) == 0 {
+			ch.fail("user index %s: user %q with no rooms", key, uid)
+		}
+		seen := map[string]bool{}
+		for _, id := range f {
+			if seen[id] || !ch.users[tag+"|"+id+"|"+uid] {
+				ch.fail("user index %s: %q is not a member of room %s, or listed twice", key, uid, id)
+			}
+			seen[id] = true
 		}
 	}
 	return nil

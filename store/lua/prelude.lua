@@ -3,8 +3,8 @@
 -- Every mutation script gets the same KEYS, all built by keys.go from the
 -- room's shard tag, so every key shares one hash slot:
 --   KEYS[1]  room hash          KEYS[5]  room event log (stream)
---   KEYS[2]  room state hash    KEYS[6]  shard user index (zset "<userId>\t<roomId>")
---   KEYS[3]  players hash: playerId -> "<joinedAt epoch ms>|<name as a JSON string>"
+--   KEYS[2]  room state hash    KEYS[6]  shard user index (hash userId -> "<roomId> <roomId> ...")
+--   KEYS[3]  players hash: playerId -> "<joinedAt, ms after the room's createdAt>|<name as a JSON string>"
 --                               KEYS[7]  shard invite codes (hash code -> roomId)
 --   KEYS[4]  users hash         KEYS[8]  shard clock (string, last createdAt in µs)
 --   KEYS[9]  connected players (hash playerId -> "1")
@@ -208,8 +208,26 @@ local function reindex(old, ver, new)
   end
 end
 
-local function user_entry(uid)
-  return uid .. '\t' .. room_id
+-- index_user adds the room to user uid's rooms in the shard user index
+-- (a hash: cheaper per entry than a zset of "<user> <room>" members).
+local function index_user(uid)
+  local cur = redis.call('HGET', K_USERIDX, uid)
+  redis.call('HSET', K_USERIDX, uid, cur and (cur .. ' ' .. room_id) or room_id)
+end
+
+-- unindex_user removes the room from user uid's rooms.
+local function unindex_user(uid)
+  local cur = redis.call('HGET', K_USERIDX, uid)
+  if not cur then return end
+  local rest = {}
+  for id in string.gmatch(cur, '%S+') do
+    if id ~= room_id then rest[#rest + 1] = id end
+  end
+  if #rest == 0 then
+    redis.call('HDEL', K_USERIDX, uid)
+  else
+    redis.call('HSET', K_USERIDX, uid, table.concat(rest, ' '))
+  end
 end
 
 -- deny is the answer to a caller who is not a member: private rooms do not
@@ -223,9 +241,10 @@ end
 -- are never reused) and emits player_joined. Returns the playerId.
 local function add_player(uid, name_json, p)
   local pid = p.sq + 1
-  redis.call('HSET', K_PLAYERS, pid, num(now) .. '|' .. name_json)
+  local after = math.max(0, now - math.floor(tonumber(p.cr) / 1000))
+  redis.call('HSET', K_PLAYERS, pid, num(after) .. '|' .. name_json)
   redis.call('HSET', K_USERS, uid, pid)
-  redis.call('ZADD', K_USERIDX, 0, user_entry(uid))
+  index_user(uid)
   emit('player_joined', ',"player":{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' ..
     iso_now() .. '","connected":false}', 'sq', pid, 'pc', p.pc + 1)
   return pid
@@ -240,9 +259,7 @@ local function close_room(reason, before)
   local code = redis.call('HGET', K_ROOM, 'cd')
   local v = emit('room_closed', ',"reason":"' .. reason .. '"')
   if code then redis.call('HDEL', K_CODES, code) end
-  for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do
-    redis.call('ZREM', K_USERIDX, user_entry(uid))
-  end
+  for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do unindex_user(uid) end
   redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES)
   reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
@@ -306,7 +323,7 @@ local function remove_player(pid, uid, reason, before)
   before = before or placement()
   redis.call('HDEL', K_PLAYERS, pid)
   redis.call('HDEL', K_USERS, uid)
-  redis.call('ZREM', K_USERIDX, user_entry(uid))
+  unindex_user(uid)
   drop_presence(pid)
   local left = before.pc - 1
   emit('player_left', ',"playerId":' .. pid .. ',"reason":"' .. reason .. '"', 'pc', left)

@@ -30,6 +30,6 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
 if #ARGV > 18 then redis.call('HSET', K_STATE, unpack(ARGV, 19)) end
-local pid = add_player(uid, name_json, {sq = 0, pc = 0})
+local pid = add_player(uid, name_json, {sq = 0, pc = 0, cr = num(created)})
 reindex(nil)
 return {'OK', pid}
