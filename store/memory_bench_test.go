@@ -13,8 +13,9 @@ import (
 
 // BenchmarkRoomMemory reports the Redis memory of an idle room of 8
 // players: everything it adds to used_memory (its keys and its entries in
-// the indexes, user index and stats) without its event log, and the log's
-// bytes per event on their own. It runs on a fresh redis-server. Run:
+// the indexes, user index and stats) without its event log; the log's
+// bytes at 8 events (Redis allocates a stream's first node whole), and the
+// log's bytes per event past that. It runs on a fresh redis-server. Run:
 //
 //	go test ./store -run '^$' -bench RoomMemory -benchtime 1x
 func BenchmarkRoomMemory(b *testing.B) {
@@ -39,7 +40,7 @@ func BenchmarkRoomMemory(b *testing.B) {
 	}
 	const n = 2000
 	before := used()
-	var logBytes, events int64
+	var logBytes int64
 	for i := range n {
 		r := newRoom(func(r *rooms.NewRoom) {
 			r.Mode, r.Region, r.MaxPlayers = fmt.Sprint("m", i%4), fmt.Sprint("r", i%4), 8
@@ -55,9 +56,31 @@ func BenchmarkRoomMemory(b *testing.B) {
 		}
 		lb, _ := c.MemoryUsage(ctx, s.LogKey(j.Room.ID)).Result()
 		logBytes += lb
-		events += 8
 	}
 	total := used() - before
 	b.ReportMetric(float64(total-logBytes)/n, "bytes/room-without-log")
-	b.ReportMetric(float64(logBytes)/float64(events), "log-bytes/event")
+	b.ReportMetric(float64(logBytes)/n, "log-bytes/room(8-events)")
+
+	// a log's cost per event once it is past its first node: 900 one-key
+	// state events (the log keeps about 1000)
+	j, err := s.Create(ctx, rooms.User{ID: "log-owner"}, newRoom())
+	if err != nil {
+		b.Fatal(err)
+	}
+	logUsage := func() int64 {
+		n, err := c.MemoryUsage(ctx, s.LogKey(j.Room.ID), 0).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	start := logUsage()
+	const patches = 900
+	for i := range patches {
+		p := rooms.StatePatch{Set: rooms.State{"score": []byte(strconv.Itoa(i))}, IfMatch: rooms.NoIfMatch}
+		if _, err := s.PatchState(ctx, rooms.User{ID: "log-owner"}, j.Room.ID, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(logUsage()-start)/patches, "log-bytes/event")
 }
