@@ -88,17 +88,6 @@ func decodeRoom(id string, h, players, users map[string]string, conn []string) (
 	return r, err
 }
 
-// strs turns an array reply of strings into a slice.
-func strs(v any) []string {
-	arr, _ := v.([]any)
-	out := make([]string, 0, len(arr))
-	for _, x := range arr {
-		s, _ := x.(string)
-		out = append(out, s)
-	}
-	return out
-}
-
 // decodePlayers builds the players from the players hash (playerId →
 // "<joinedAt, ms after the room's creation>|<name as a JSON string>"), the
 // users hash (userId → playerId) and the room's creation (epoch ms),

@@ -55,7 +55,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 			args = append(args, k, []byte(p.State[k]))
 		}
 		keys := s.keys.roomKeysWithIndexes(shard, id, p.Mode, p.Region)
-		j, err := s.joined(s.runThenRead(ctx, roomCreate, shard, id, keys, args))
+		j, err := s.joined(s.runThenRead(ctx, roomCreate, shard, id, keys, args, false))
 		if errors.Is(err, errCodeTaken) {
 			continue
 		}
@@ -71,14 +71,6 @@ func (s *Store) Get(ctx context.Context, id string, withState bool) (rooms.Room,
 		return rooms.Room{}, nil, rooms.ErrRoomNotFound
 	}
 	return s.readRoom(ctx, shard, id, withState)
-}
-
-func decodeState(v any) rooms.State {
-	state := rooms.State{}
-	for k, v := range pairs(v) {
-		state[k] = json.RawMessage(v)
-	}
-	return state
 }
 
 // Join implements rooms.Store.
@@ -113,7 +105,7 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 		return rooms.Joined{}, err
 	}
 	args := append(s.common(shard, id), u.ID, jsonString(u.Name), code)
-	return s.joined(s.runThenRead(ctx, roomJoin, shard, id, keys, args))
+	return s.joined(s.runThenRead(ctx, roomJoin, shard, id, keys, args, false))
 }
 
 // joined decodes the reply {"OK", playerId} of a script run by runThenRead
@@ -167,7 +159,7 @@ func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.Upd
 		args := append(s.common(shard, id), u.ID)
 		args = append(args, fields...)
 		args = append(args, newCode(shard, s.shards))
-		j, err := s.joined(s.runThenRead(ctx, roomUpdate, shard, id, keys, args))
+		j, err := s.joined(s.runThenRead(ctx, roomUpdate, shard, id, keys, args, false))
 		if errors.Is(err, errCodeTaken) {
 			continue
 		}

@@ -16,8 +16,9 @@ import (
 
 var _ sse.Source = (*Store)(nil)
 
-// OpenStream implements sse.Source with one script: membership, lease, and the
-// replay or snapshot at the same version.
+// OpenStream implements sse.Source with one script (membership, lease, and
+// the replay, or the version of a snapshot) and, when it reads, the room and
+// state in the same transaction.
 func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c sse.Cursor, limit int) (sse.Opening, error) {
 	shard, ok := roomShard(l.Room, s.shards)
 	if !ok {
@@ -32,9 +33,21 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	}
 	args := append(s.common(shard, l.Room), l.UserID, l.Stream, s.presenceTTL.Milliseconds(),
 		mode, c.Version, c.Tag, limit)
-	res, err := streamOpen.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...).Result()
+	keys := s.keys.roomKeys(shard, l.Room)
+	var res any
+	var err error
+	var snap roomRead
+	if mode == "none" {
+		res, err = streamOpen.Run(ctx, s.client, keys, args...).Result()
+		err = wrap(err)
+	} else if r, rerr := s.runThenRead(ctx, streamOpen, shard, l.Room, keys, args, true); rerr != nil {
+		err = rerr
+	} else {
+		res, err = r.cmd.Result()
+		err, snap = wrap(err), r.read
+	}
 	if err != nil {
-		return sse.Opening{}, wrap(err)
+		return sse.Opening{}, err
 	}
 	rest, err := replyStatus(res)
 	if err != nil {
@@ -45,12 +58,12 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	case "replay":
 		o.Replay = events(logEntries(rest[3]))
 	case "snapshot":
-		r, err := decodeRoom(l.Room, pairs(rest[4]), pairs(rest[5]), pairs(rest[6]), strs(rest[7]))
+		r, state, err := s.decodeRead(l.Room, snap)
 		if err != nil {
 			return sse.Opening{}, err
 		}
 		tag, _ := rest[3].(string)
-		o.Snapshot = &sse.Snapshot{Version: o.Version, Tag: tag, Room: r, State: decodeState(rest[8])}
+		o.Snapshot = &sse.Snapshot{Version: o.Version, Tag: tag, Room: r, State: state}
 	}
 	return o, nil
 }

@@ -2,15 +2,16 @@
 -- lease (player_connected when it is the player's first stream, and any
 -- removal deadline cancelled), then reads what the stream sends first: the
 -- logged events after the client's cursor when the log still holds them and
--- the cursor belongs to this history, else a snapshot. Doing both in one
--- script makes the snapshot and the replay consistent with the version.
+-- the cursor belongs to this history, else a snapshot, whose room and state
+-- the store reads in the same transaction right after this script. Doing it
+-- at once makes the snapshot and the replay consistent with the version.
 -- KEYS: prelude, without status indexes.
 -- ARGV[7] userId  ARGV[8] stream name  ARGV[9] lease TTL (ms)
 -- ARGV[10] read: "none" (renew only), "snapshot", or "after"
 -- ARGV[11] cursor version  ARGV[12] cursor tag ("" unknown)  ARGV[13] replay limit
 -- Reply: {"OK", playerId, version, "none"} |
 --        {"OK", playerId, version, "replay", entries} |
---        {"OK", playerId, version, "snapshot", tag, room, players, users, conn, state} |
+--        {"OK", playerId, version, "snapshot", tag} |
 --        {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"}
 local uid, stream, ttl, read = ARGV[7], ARGV[8], tonumber(ARGV[9]), ARGV[10]
 local after, after_tag, limit = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
@@ -53,5 +54,4 @@ if entries then return {'OK', pid, ver, 'replay', entries} end
 local last = redis.call('XRANGE', K_LOG, ver .. '-0', ver .. '-0')
 local vtag = ''
 if last[1] then vtag = last[1][2][2] end
-return {'OK', pid, ver, 'snapshot', vtag, redis.call('HGETALL', K_ROOM), redis.call('HGETALL', K_PLAYERS),
-  redis.call('HGETALL', K_USERS), redis.call('HKEYS', K_CONN), redis.call('HGETALL', K_STATE)}
+return {'OK', pid, ver, 'snapshot', vtag}
