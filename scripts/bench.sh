@@ -58,6 +58,8 @@ if want http; then
   say "join + leave churn" ops -urls "$rsd" -mix join=1
   say "state patches" ops -urls "$rsd" -mix patch=1
   say "the default mix" ops -urls "$rsd"
+  start_rsd
+  say "the default mix with 2 000 streams of its players open" ops -urls "$rsd" -streams 2000
 fi
 
 if want ceiling; then

@@ -7,6 +7,9 @@
 //
 //	go run ./cmd/rsload -scenario ops -clients 64 -mix join=1,patch=1 -duration 10s
 //
+// With -streams N it also keeps N event streams of its players open during
+// the run and reports what they received of the patches.
+//
 // The sse scenario opens N event streams spread over rooms and instances,
 // writes state patches at a set rate through the instances, and reports
 // events delivered per second and delivery latency (PATCH response to
@@ -58,7 +61,7 @@ func main() {
 	flag.IntVar(&c.Clients, "clients", 64, "ops: concurrent players")
 	flag.StringVar(&c.Mix, "mix", "create=1,join=4,patch=10,list=2,quickjoin=1,get=2", "ops: operation weights")
 	flag.IntVar(&c.Rooms, "rooms", 10, "rooms")
-	flag.IntVar(&c.Streams, "streams", 100, "SSE streams, spread over rooms and instances (up to 99 players per room, several streams each)")
+	flag.IntVar(&c.Streams, "streams", 0, "SSE streams, spread over rooms and instances (sse, fanout: default 100, up to 99 players per room, several streams each; ops: streams of the clients, in their pool rooms, open during the run)")
 	flag.IntVar(&c.Rate, "rate", 200, "state patches per second, over all rooms")
 	flag.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to write")
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
@@ -71,8 +74,11 @@ func main() {
 		os.Exit(1)
 	}
 	c.URLs = strings.Split(urls, ",")
-	if c.Rooms < 1 || c.Streams < 1 || c.Rate < 1 || c.Duration <= 0 || c.Duration > time.Hour {
-		fmt.Fprintln(os.Stderr, "rsload: -rooms, -streams, -rate must be positive and -duration in (0, 1h]")
+	if c.Streams == 0 && c.Scenario != "ops" {
+		c.Streams = 100
+	}
+	if c.Rooms < 1 || c.Streams < 0 || c.Rate < 1 || c.Duration <= 0 || c.Duration > time.Hour {
+		fmt.Fprintln(os.Stderr, "rsload: -rooms, -rate must be positive, -streams not negative and -duration in (0, 1h]")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+5*time.Minute)

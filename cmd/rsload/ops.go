@@ -50,11 +50,13 @@ type OpStats struct {
 	ErrorCodes map[string]int `json:"errors,omitempty"`
 }
 
-// OpsReport is the ops scenario's result, by request kind.
+// OpsReport is the ops scenario's result, by request kind, and with
+// -streams what the open streams received of the patches.
 type OpsReport struct {
 	Clients int                 `json:"clients"`
 	Seconds float64             `json:"seconds"`
 	Ops     map[string]*OpStats `json:"ops"`
+	Streams *Report             `json:"streams,omitempty"`
 }
 
 type recorder struct {
@@ -88,7 +90,7 @@ func errCode(err error) string {
 // opsClient is one simulated player.
 type opsClient struct {
 	base, token string
-	home        string // a pool room it is in, for patches
+	home        *room // a pool room it is in, for patches
 	rng         *rand.Rand
 }
 
@@ -114,11 +116,13 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 			return nil, err
 		}
 		cl := &opsClient{base: base, token: tok, home: pool[i%len(pool)], rng: rand.New(rand.NewPCG(uint64(i), 1))}
-		if err := cl.do(ctx, "POST", "/v1/rooms/"+cl.home+"/join", nil, nil); err != nil {
+		if err := cl.do(ctx, "POST", "/v1/rooms/"+cl.home.id+"/join", nil, nil); err != nil {
 			return nil, fmt.Errorf("joining the pool: %w", err)
 		}
 		clients = append(clients, cl)
 	}
+	streams := openOpsStreams(ctx, c, clients)
+	defer streams.stop()
 	var ops []string
 	for _, name := range opNames {
 		for range mix[name] {
@@ -143,7 +147,57 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 		}()
 	}
 	wg.Wait()
-	return rec.report(c.Clients, time.Since(start)), nil
+	took := time.Since(start)
+	rep := rec.report(c.Clients, took)
+	if c.Streams > 0 {
+		rep.Streams = streams.report(c, pool, took)
+	}
+	return rep, nil
+}
+
+// opsStreams are the streams open during an ops run: stream i is client
+// i's (round-robin), in its pool room.
+type opsStreams struct {
+	stop     context.CancelFunc
+	done     sync.WaitGroup
+	arrivals [][]arrival
+	drops    atomic.Int64
+}
+
+func openOpsStreams(ctx context.Context, c Config, clients []*opsClient) *opsStreams {
+	streamCtx, stop := context.WithCancel(ctx)
+	s := &opsStreams{stop: stop, arrivals: make([][]arrival, c.Streams)}
+	if c.Streams == 0 {
+		return s
+	}
+	var ready sync.WaitGroup
+	var frames atomic.Int64
+	for i := range c.Streams {
+		cl := clients[i%len(clients)]
+		cl.home.streams++
+		ready.Add(1)
+		s.done.Add(1)
+		go func() {
+			defer s.done.Done()
+			s.arrivals[i] = readStream(streamCtx, cl.base, cl.home, cl.token, &ready, &s.drops, &frames)
+		}()
+	}
+	ready.Wait()
+	settle(&frames)
+	return s
+}
+
+// report waits for the last events, ends the streams and reports what
+// they received of the patches.
+func (s *opsStreams) report(c Config, pool []*room, took time.Duration) *Report {
+	time.Sleep(2 * time.Second)
+	s.stop()
+	s.done.Wait()
+	var ok int64
+	for _, r := range pool {
+		ok += int64(len(r.sent))
+	}
+	return report(c, pool, s.arrivals, ok, 0, took, s.drops.Load())
 }
 
 // seedRooms creates c.Seed public rooms of 8 seats with their owner in
@@ -175,8 +229,8 @@ func seedRooms(ctx context.Context, c Config) error {
 
 // opsPool creates the rooms that joins and patches go to: open state, 100
 // seats.
-func opsPool(ctx context.Context, c Config) ([]string, error) {
-	var ids []string
+func opsPool(ctx context.Context, c Config) ([]*room, error) {
+	var out []*room
 	for i := range c.Rooms {
 		base := c.URLs[i%len(c.URLs)]
 		owner, err := guest(ctx, base, "pool")
@@ -188,13 +242,13 @@ func opsPool(ctx context.Context, c Config) ([]string, error) {
 			"mode": "pool", "region": fmt.Sprint("r", i%4), "maxPlayers": 100, "statePolicy": "open"}, &created); err != nil {
 			return nil, err
 		}
-		ids = append(ids, created.Room.ID)
+		out = append(out, &room{id: created.Room.ID, sent: map[int64]time.Time{}})
 	}
-	return ids, nil
+	return out, nil
 }
 
 // step does one operation (and its undo, timed apart) and records it.
-func (c *opsClient) step(ctx context.Context, op string, pool []string, rec *recorder) {
+func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *recorder) {
 	timed := func(name string, f func() error) error {
 		t := time.Now()
 		err := f()
@@ -212,23 +266,28 @@ func (c *opsClient) step(ctx context.Context, op string, pool []string, rec *rec
 			timed("delete", func() error { return c.do(ctx, "DELETE", "/v1/rooms/"+j.Room.ID, nil, nil) })
 		}
 	case "join":
-		id := pool[c.rng.IntN(len(pool))]
-		if id == c.home {
+		id := pool[c.rng.IntN(len(pool))].id
+		if id == c.home.id {
 			return
 		}
 		if timed("join", func() error { return c.do(ctx, "POST", "/v1/rooms/"+id+"/join", nil, nil) }) == nil {
 			timed("leave", func() error { return c.do(ctx, "POST", "/v1/rooms/"+id+"/leave", nil, nil) })
 		}
 	case "patch":
-		timed("patch", func() error {
-			return c.do(ctx, "PATCH", "/v1/rooms/"+c.home+"/state", map[string]any{"k" + strconv.Itoa(c.rng.IntN(8)): c.rng.IntN(1000)}, nil)
-		})
+		var v struct{ Version int64 }
+		if timed("patch", func() error {
+			return c.do(ctx, "PATCH", "/v1/rooms/"+c.home.id+"/state", map[string]any{"k" + strconv.Itoa(c.rng.IntN(8)): c.rng.IntN(1000)}, &v)
+		}) == nil {
+			c.home.mu.Lock()
+			c.home.sent[v.Version] = time.Now()
+			c.home.mu.Unlock()
+		}
 	case "list":
 		timed("list", func() error {
 			return c.do(ctx, "GET", fmt.Sprintf("/v1/rooms?joinable=true&sort=fill&mode=pool&region=r%d&limit=20", c.rng.IntN(4)), nil, nil)
 		})
 	case "get":
-		timed("get", func() error { return c.do(ctx, "GET", "/v1/rooms/"+c.home, nil, nil) })
+		timed("get", func() error { return c.do(ctx, "GET", "/v1/rooms/"+c.home.id, nil, nil) })
 	case "healthz": // no Redis, no auth: the HTTP round trip alone
 		timed("healthz", func() error { return c.do(ctx, "GET", "/healthz", nil, nil) })
 	case "quickjoin":
@@ -270,5 +329,9 @@ func (r *OpsReport) print(w io.Writer) {
 	for _, n := range names {
 		s := r.Ops[n]
 		fmt.Fprintf(w, "  %-10s %9d %9.0f %8.2f %8.2f %8.2f %8.2f  %v\n", n, s.Count, s.PerSecond, s.P50ms, s.P90ms, s.P99ms, s.Maxms, s.ErrorCodes)
+	}
+	if st := r.Streams; st != nil {
+		fmt.Fprintf(w, "  streams    %d open: %d of %d patch events delivered (%.0f events/s), %d reconnects; p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n",
+			st.Streams, st.Delivered, st.Expected, st.EventsPerSecond, st.StreamDrops, st.LatencyP50ms, st.LatencyP99ms, st.LatencyMaxms)
 	}
 }

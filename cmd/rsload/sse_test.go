@@ -57,13 +57,14 @@ func TestFanoutRunDeliversEverything(t *testing.T) {
 	}
 }
 
-// A short ops run: every kind of the mix is measured and nothing fails.
+// A short ops run with streams open: every kind of the mix is measured,
+// nothing fails, and the streams get every patch of their rooms.
 func TestOpsRunMeasuresEveryKind(t *testing.T) {
 	mix, err := ParseMix("create=1,join=1,patch=1,list=1,quickjoin=1,get=1,healthz=1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runOps(context.Background(), Config{URLs: []string{server(t)}, Clients: 4, Rooms: 2, Duration: time.Second}, mix)
+	r, err := runOps(context.Background(), Config{URLs: []string{server(t)}, Clients: 4, Rooms: 2, Streams: 6, Duration: time.Second}, mix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +73,9 @@ func TestOpsRunMeasuresEveryKind(t *testing.T) {
 		if s == nil || s.Count == 0 || len(s.ErrorCodes) > 0 || s.P50ms > s.P99ms || s.P99ms > s.Maxms {
 			t.Errorf("%s: %+v", op, s)
 		}
+	}
+	if st := r.Streams; st == nil || st.Streams != 6 || st.Expected == 0 || st.Delivered != st.Expected || st.StreamDrops != 0 {
+		t.Errorf("streams: %+v", st)
 	}
 	if _, err := ParseMix("join=1,fly=2"); err == nil {
 		t.Error("an unknown operation was accepted")
