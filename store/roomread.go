@@ -72,9 +72,9 @@ type ran struct {
 }
 
 // runThenRead runs script sc and reads room id (and its state, withState)
-// right after it, in one MULTI/EXEC: the room as the script left it, in one round trip. A server
-// that does not know the script (restart, SCRIPT FLUSH) gets it loaded and
-// the transaction runs again.
+// right after it, in one MULTI/EXEC: the room as the script left it, in
+// one round trip. A server that does not know the script (restart, SCRIPT
+// FLUSH) gets it loaded and the transaction runs again.
 func (s *Store) runThenRead(ctx context.Context, sc *redis.Script, shard int, id string, keys []string, args []any, withState bool) (ran, error) {
 	for attempt := 0; ; attempt++ {
 		r := ran{id: id}

@@ -34,20 +34,16 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	args := append(s.common(shard, l.Room), l.UserID, l.Stream, s.presenceTTL.Milliseconds(),
 		mode, c.Version, c.Tag, limit)
 	keys := s.keys.roomKeys(shard, l.Room)
-	var res any
+	var r ran
 	var err error
-	var snap roomRead
 	if mode == "none" {
-		res, err = streamOpen.Run(ctx, s.client, keys, args...).Result()
-		err = wrap(err)
-	} else if r, rerr := s.runThenRead(ctx, streamOpen, shard, l.Room, keys, args, true); rerr != nil {
-		err = rerr
-	} else {
-		res, err = r.cmd.Result()
-		err, snap = wrap(err), r.read
-	}
-	if err != nil {
+		r.cmd = streamOpen.Run(ctx, s.client, keys, args...)
+	} else if r, err = s.runThenRead(ctx, streamOpen, shard, l.Room, keys, args, true); err != nil {
 		return sse.Opening{}, err
+	}
+	res, err := r.cmd.Result()
+	if err != nil {
+		return sse.Opening{}, wrap(err)
 	}
 	rest, err := replyStatus(res)
 	if err != nil {
@@ -58,12 +54,12 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	case "replay":
 		o.Replay = events(logEntries(rest[3]))
 	case "snapshot":
-		r, state, err := s.decodeRead(l.Room, snap)
+		room, state, err := s.decodeRead(l.Room, r.read)
 		if err != nil {
 			return sse.Opening{}, err
 		}
 		tag, _ := rest[3].(string)
-		o.Snapshot = &sse.Snapshot{Version: o.Version, Tag: tag, Room: r, State: state}
+		o.Snapshot = &sse.Snapshot{Version: o.Version, Tag: tag, Room: room, State: state}
 	}
 	return o, nil
 }
