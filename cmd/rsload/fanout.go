@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +14,9 @@ import (
 // (-serve-minimal) holds streams as realsyncd does, one goroutine and a
 // bounded queue each, and fans every published frame (the size of a state
 // event) out to its room's streams, flushing each; no Redis, no API, no
-// auth. The load is the sse scenario's: -streams readers over -rooms, a
-// publish (POST) -rate times a second round-robin over rooms, latency from
-// the POST's response to the frame's arrival.
+// auth. The load is the sse scenario's (measureStreams): -streams readers
+// over -rooms, a publish (POST) -rate times a second round-robin over
+// rooms, latency from the POST's response to the frame's arrival.
 
 // fanoutHub is the minimal server's streams by room.
 type fanoutHub struct {
@@ -44,7 +41,7 @@ func (h *fanoutHub) serveEvents(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 	}()
 	w.Header().Set("Content-Type", "text/event-stream")
-	w.Write([]byte("retry: 3000\n\n"))
+	w.Write([]byte("retry: 3000\n\nid: 0-open\nevent: open\ndata: {}\n\n")) // readers start counting at the first event
 	rc := http.NewResponseController(w)
 	rc.Flush()
 	for {
@@ -78,121 +75,19 @@ func (h *fanoutHub) servePublish(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"version":%d}`, n)
 }
 
-// runFanout drives a -serve-minimal server's fan-out.
+// runFanout drives a -serve-minimal server's fan-out the way runSSE drives
+// realsyncd: the same streams, rate, settling and report.
 func runFanout(ctx context.Context, c Config) (*Report, error) {
-	base := c.URLs[0]
-	streamCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var ready, done sync.WaitGroup
-	got := make([][]fanoutArrival, c.Streams)
-	for i := range c.Streams {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			got[i] = readFanout(streamCtx, fmt.Sprintf("%s/fanout/events?room=%d", base, i%c.Rooms), &ready)
-		}()
+	rooms := make([]*room, c.Rooms)
+	for i := range rooms {
+		rooms[i] = &room{id: strconv.Itoa(i), sent: map[int64]time.Time{}}
 	}
-	ready.Wait()
-	start := time.Now()
-	var mu sync.Mutex
-	sent := map[int64]time.Time{}
-	perRoom := make([]int64, c.Rooms)
-	var failed atomic.Int64
-	tick := time.NewTicker(time.Second / time.Duration(c.Rate))
-	end := time.After(c.Duration)
-	sem := make(chan struct{}, 64)
-	var wg sync.WaitGroup
-loop:
-	for n := 0; ; n++ {
-		select {
-		case <-end:
-			break loop
-		case <-ctx.Done():
-			break loop
-		case <-tick.C:
-		}
-		room := n % c.Rooms
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var v struct{ Version int64 }
-			if err := call(ctx, "POST", fmt.Sprintf("%s/fanout/publish?room=%d", base, room), "", nil, &v); err != nil {
-				failed.Add(1)
-				return
-			}
-			at := time.Now()
-			mu.Lock()
-			sent[v.Version] = at
-			perRoom[room]++
-			mu.Unlock()
-		}()
-	}
-	tick.Stop()
-	wg.Wait()
-	elapsed := time.Since(start)
-	time.Sleep(2 * time.Second) // let the last frames arrive
-	stop()
-	done.Wait()
-
-	rep := &Report{Streams: c.Streams, Rooms: c.Rooms, Patches: int64(len(sent)), PatchErrors: failed.Load()}
-	rep.PatchesPerSecond = float64(rep.Patches) / elapsed.Seconds()
-	for i := range c.Streams {
-		rep.Expected += perRoom[i%c.Rooms]
-	}
-	var lat []time.Duration
-	for _, as := range got {
-		for _, a := range as {
-			if at, ok := sent[a.version]; ok {
-				rep.Delivered++
-				lat = append(lat, max(0, a.at.Sub(at)))
-			}
-		}
-	}
-	rep.EventsPerSecond = float64(rep.Delivered) / elapsed.Seconds()
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		rep.LatencyP50ms, rep.LatencyP99ms, rep.LatencyMaxms = ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), ms(lat[len(lat)-1])
-	}
-	return rep, nil
-}
-
-type fanoutArrival struct {
-	version int64
-	at      time.Time
-}
-
-// readFanout reads one stream until ctx ends.
-func readFanout(ctx context.Context, url string, ready *sync.WaitGroup) []fanoutArrival {
-	var out []fanoutArrival
-	first := true
-	defer func() {
-		if first {
-			ready.Done()
-		}
-	}()
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	res, err := client.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer res.Body.Close()
-	rd := bufio.NewReaderSize(res.Body, 8<<10)
-	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return out
-		}
-		if first && line == "\n" {
-			first = false
-			ready.Done()
-		}
-		if id, ok := strings.CutPrefix(line, "id: "); ok {
-			v, _, _ := strings.Cut(id, "-")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			out = append(out, fanoutArrival{version: n, at: time.Now()})
-		}
-	}
+	return measureStreams(ctx, c, rooms, func(i int) (url, token string, r *room) {
+		r = rooms[i%len(rooms)]
+		return c.URLs[i%len(c.URLs)] + "/fanout/events?room=" + r.id, "", r
+	}, func(ctx context.Context, base string, r *room, n int) (int64, error) {
+		var v struct{ Version int64 }
+		err := call(ctx, "POST", base+"/fanout/publish?room="+r.id, "", nil, &v)
+		return v.Version, err
+	})
 }

@@ -179,7 +179,7 @@ func openOpsStreams(ctx context.Context, c Config, clients []*opsClient) *opsStr
 		s.done.Add(1)
 		go func() {
 			defer s.done.Done()
-			s.arrivals[i] = readStream(streamCtx, cl.base, cl.home, cl.token, &ready, &s.drops, &frames)
+			s.arrivals[i] = readStream(streamCtx, cl.base+"/v1/rooms/"+cl.home.id+"/events", cl.token, cl.home, &ready, &s.drops, &frames)
 		}()
 	}
 	ready.Wait()
@@ -278,9 +278,7 @@ func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *reco
 		if timed("patch", func() error {
 			return c.do(ctx, "PATCH", "/v1/rooms/"+c.home.id+"/state", map[string]any{"k" + strconv.Itoa(c.rng.IntN(8)): c.rng.IntN(1000)}, &v)
 		}) == nil {
-			c.home.mu.Lock()
-			c.home.sent[v.Version] = time.Now()
-			c.home.mu.Unlock()
+			c.home.record(v.Version)
 		}
 	case "list":
 		timed("list", func() error {
@@ -303,11 +301,10 @@ func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *reco
 
 func (r *recorder) report(clients int, took time.Duration) *OpsReport {
 	rep := &OpsReport{Clients: clients, Seconds: took.Seconds(), Ops: map[string]*OpStats{}}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for op, lat := range r.lat {
 		slices.Sort(lat)
 		rep.Ops[op] = &OpStats{Count: len(lat), PerSecond: float64(len(lat)) / took.Seconds(),
-			P50ms: ms(lat[len(lat)*50/100]), P90ms: ms(lat[len(lat)*90/100]), P99ms: ms(lat[len(lat)*99/100]), Maxms: ms(lat[len(lat)-1])}
+			P50ms: percentile(lat, 50), P90ms: percentile(lat, 90), P99ms: percentile(lat, 99), Maxms: percentile(lat, 100)}
 	}
 	for op, codes := range r.errs {
 		if rep.Ops[op] == nil {

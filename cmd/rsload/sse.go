@@ -61,7 +61,29 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return measureStreams(ctx, c, rooms, func(i int) (url, token string, r *room) {
+		r = rooms[i%len(rooms)]
+		return c.URLs[i%len(c.URLs)] + "/v1/rooms/" + r.id + "/events", r.users[(i/len(rooms))%len(r.users)], r
+	}, func(ctx context.Context, base string, r *room, n int) (int64, error) {
+		var v struct{ Version int64 }
+		err := call(ctx, "PATCH", base+"/v1/rooms/"+r.id+"/state", r.owner, map[string]any{"n": n}, &v)
+		return v.Version, err
+	})
+}
+
+// A stream opener gives stream i's URL, token and room; a sender writes
+// the n-th change to room r through base and returns its version.
+type (
+	opener func(i int) (url, token string, r *room)
+	sender func(ctx context.Context, base string, r *room, n int) (int64, error)
+)
+
+// measureStreams opens c.Streams streams, waits until they are quiet,
+// sends changes at c.Rate for c.Duration, and reports what the streams
+// received of them (and, with c.RSSPid, the server's memory per stream).
+func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, send sender) (*Report, error) {
 	var rss [2]int64
+	var err error
 	if c.RSSPid != 0 {
 		if rss[0], err = residentKiB(c.RSSPid); err != nil {
 			return nil, err
@@ -73,14 +95,13 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 	arrivals := make([][]arrival, c.Streams)
 	var ready, done sync.WaitGroup
 	for i := range c.Streams {
-		r := rooms[i%len(rooms)]
-		user := r.users[(i/len(rooms))%len(r.users)]
-		base := c.URLs[i%len(c.URLs)]
+		url, token, r := open(i)
+		r.streams++
 		ready.Add(1)
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			arrivals[i] = readStream(streamCtx, base, r, user, &ready, &drops, &frames)
+			arrivals[i] = readStream(streamCtx, url, token, r, &ready, &drops, &frames)
 		}()
 	}
 	ready.Wait()
@@ -92,7 +113,7 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	start := time.Now()
-	patches, errs := write(ctx, c, rooms)
+	patches, errs := write(ctx, c, rooms, send)
 	elapsed := time.Since(start)
 	time.Sleep(2 * time.Second) // let the last events arrive
 	stopStreams()
@@ -103,6 +124,12 @@ func runSSE(ctx context.Context, c Config) (*Report, error) {
 		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
 	}
 	return rep, nil
+}
+
+// percentile is the pct-th percentile of sorted latencies (100: the
+// largest), in milliseconds.
+func percentile(sorted []time.Duration, pct int) float64 {
+	return float64(sorted[min(len(sorted)*pct/100, len(sorted)-1)].Microseconds()) / 1000
 }
 
 // residentKiB reads VmRSS of a process on this machine.
@@ -140,9 +167,6 @@ func setup(ctx context.Context, c Config) ([]*room, error) {
 		}
 		rooms[i] = r
 	}
-	for i := range c.Streams {
-		rooms[i%len(rooms)].streams++
-	}
 	return rooms, nil
 }
 
@@ -178,15 +202,15 @@ func joinAll(ctx context.Context, base string, r *room) error {
 	return g.Wait()
 }
 
-// write sends patches at c.Rate for c.Duration, round-robin over rooms and
-// instances, and records when each answer arrived.
-func write(ctx context.Context, c Config, rooms []*room) (ok, failed int64) {
+// write sends changes at c.Rate for c.Duration, round-robin over rooms and
+// instances, at most 64 in flight, and records when each answer arrived.
+func write(ctx context.Context, c Config, rooms []*room, send sender) (ok, failed int64) {
 	var okN, failN atomic.Int64
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(c.Rate))
 	defer tick.Stop()
 	end := time.After(c.Duration)
-	sem := make(chan struct{}, 64) // at most 64 patches in flight
+	sem := make(chan struct{}, 64)
 	for n := 0; ; n++ {
 		select {
 		case <-end:
@@ -202,30 +226,37 @@ func write(ctx context.Context, c Config, rooms []*room) (ok, failed int64) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			var v struct{ Version int64 }
-			err := call(ctx, "PATCH", base+"/v1/rooms/"+r.id+"/state", r.owner, map[string]any{"n": n}, &v)
+			v, err := send(ctx, base, r, n)
 			if err != nil {
 				failN.Add(1)
 				return
 			}
-			at := time.Now()
-			r.mu.Lock()
-			r.sent[v.Version] = at
-			r.mu.Unlock()
+			r.record(v)
 			okN.Add(1)
 		}()
 	}
 }
 
-// readStream reads one room's stream until ctx ends, reconnecting with
-// Last-Event-ID after a drop, and returns the state events' arrival times.
-func readStream(ctx context.Context, base string, r *room, token string, ready *sync.WaitGroup, drops, frames *atomic.Int64) []arrival {
+// record notes that the change of version v was answered now.
+func (r *room) record(v int64) {
+	at := time.Now()
+	r.mu.Lock()
+	r.sent[v] = at
+	r.mu.Unlock()
+}
+
+// readStream reads room r's stream at url until ctx ends, reconnecting
+// with Last-Event-ID after a drop, and returns the state events' arrival
+// times.
+func readStream(ctx context.Context, url, token string, r *room, ready *sync.WaitGroup, drops, frames *atomic.Int64) []arrival {
 	var out []arrival
 	var lastID string
 	first := true
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/rooms/"+r.id+"/events", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
@@ -297,10 +328,7 @@ func report(c Config, rooms []*room, arrivals [][]arrival, ok, failed int64, ela
 	rep.EventsPerSecond = float64(rep.Delivered) / elapsed.Seconds()
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		rep.LatencyP50ms = ms(lat[len(lat)*50/100])
-		rep.LatencyP99ms = ms(lat[len(lat)*99/100])
-		rep.LatencyMaxms = ms(lat[len(lat)-1])
+		rep.LatencyP50ms, rep.LatencyP99ms, rep.LatencyMaxms = percentile(lat, 50), percentile(lat, 99), percentile(lat, 100)
 	}
 	return rep
 }
