@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -27,12 +26,7 @@ func BenchmarkRedisCeiling(b *testing.B) {
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		b.Fatal("redis-benchmark not found: install redis-tools (scripts/test.sh does)")
 	}
-	srv, err := redistest.StartServer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop()
-	s := openStore(b, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr})
+	s, addr := freshStore(b)
 	ctx := context.Background()
 	owner := rooms.User{ID: "owner", Name: "owner"}
 	j, err := s.Create(ctx, owner, newRoom(func(r *rooms.NewRoom) { r.MaxPlayers, r.StatePolicy = 100, rooms.PolicyOpen }))
@@ -42,7 +36,7 @@ func BenchmarkRedisCeiling(b *testing.B) {
 	if err := s.Client().HSet(ctx, s.RoomKey(j.Room.ID), "mx", 1<<30).Err(); err != nil {
 		b.Fatal(err)
 	}
-	host, port, _ := strings.Cut(srv.Addr, ":")
+	host, port, _ := strings.Cut(addr, ":")
 	for _, c := range []struct{ name, uid string }{{"join", "u-__rand_int__"}, {"patch", owner.ID}} {
 		b.Run(c.name, func(b *testing.B) {
 			args, err := s.EvalShaArgs(ctx, c.name, j.Room.ID, c.uid)

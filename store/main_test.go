@@ -30,6 +30,19 @@ func openStore(tb testing.TB, b redistest.Backend) *store.Store {
 	return s
 }
 
+// freshStore opens a store on a redis-server of its own (no other data,
+// for figures that read the server's totals), stopped when tb ends; and
+// returns the server's address.
+func freshStore(tb testing.TB) (*store.Store, string) {
+	tb.Helper()
+	srv, err := redistest.StartServer()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(srv.Stop)
+	return openStore(tb, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}), srv.Addr
+}
+
 // eachBackend runs f as a subtest on standalone, Cluster and embedded.
 func eachBackend(t *testing.T, f func(t *testing.T, s *store.Store)) {
 	for _, b := range redistest.Backends(t) {

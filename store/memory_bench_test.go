@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -19,12 +18,7 @@ import (
 //
 //	go test ./store -run '^$' -bench RoomMemory -benchtime 1x
 func BenchmarkRoomMemory(b *testing.B) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Stop()
-	s := openStore(b, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr})
+	s, _ := freshStore(b)
 	ctx := context.Background()
 	c := s.Client()
 	used := func() int64 {
