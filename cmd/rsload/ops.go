@@ -121,7 +121,11 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 		}
 		clients = append(clients, cl)
 	}
-	streams := openOpsStreams(ctx, c, clients)
+	// stream i is client i's (round-robin), in its pool room
+	streams := openStreams(ctx, c.Streams, func(i int) (url, token string, r *room) {
+		cl := clients[i%len(clients)]
+		return cl.base + "/v1/rooms/" + cl.home.id + "/events", cl.token, cl.home
+	})
 	defer streams.stop()
 	var ops []string
 	for _, name := range opNames {
@@ -150,54 +154,13 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 	took := time.Since(start)
 	rep := rec.report(c.Clients, took)
 	if c.Streams > 0 {
-		rep.Streams = streams.report(c, pool, took)
+		var ok int64
+		for _, r := range pool {
+			ok += int64(len(r.sent))
+		}
+		rep.Streams = streams.close(c, pool, ok, 0, took)
 	}
 	return rep, nil
-}
-
-// opsStreams are the streams open during an ops run: stream i is client
-// i's (round-robin), in its pool room.
-type opsStreams struct {
-	stop     context.CancelFunc
-	done     sync.WaitGroup
-	arrivals [][]arrival
-	drops    atomic.Int64
-}
-
-func openOpsStreams(ctx context.Context, c Config, clients []*opsClient) *opsStreams {
-	streamCtx, stop := context.WithCancel(ctx)
-	s := &opsStreams{stop: stop, arrivals: make([][]arrival, c.Streams)}
-	if c.Streams == 0 {
-		return s
-	}
-	var ready sync.WaitGroup
-	var frames atomic.Int64
-	for i := range c.Streams {
-		cl := clients[i%len(clients)]
-		cl.home.streams++
-		ready.Add(1)
-		s.done.Add(1)
-		go func() {
-			defer s.done.Done()
-			s.arrivals[i] = readStream(streamCtx, cl.base+"/v1/rooms/"+cl.home.id+"/events", cl.token, cl.home, &ready, &s.drops, &frames)
-		}()
-	}
-	ready.Wait()
-	settle(&frames)
-	return s
-}
-
-// report waits for the last events, ends the streams and reports what
-// they received of the patches.
-func (s *opsStreams) report(c Config, pool []*room, took time.Duration) *Report {
-	time.Sleep(2 * time.Second)
-	s.stop()
-	s.done.Wait()
-	var ok int64
-	for _, r := range pool {
-		ok += int64(len(r.sent))
-	}
-	return report(c, pool, s.arrivals, ok, 0, took, s.drops.Load())
 }
 
 // seedRooms creates c.Seed public rooms of 8 seats with their owner in

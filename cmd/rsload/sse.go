@@ -89,23 +89,8 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 			return nil, err
 		}
 	}
-	streamCtx, stopStreams := context.WithCancel(ctx)
-	defer stopStreams()
-	var drops, frames atomic.Int64
-	arrivals := make([][]arrival, c.Streams)
-	var ready, done sync.WaitGroup
-	for i := range c.Streams {
-		url, token, r := open(i)
-		r.streams++
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			arrivals[i] = readStream(streamCtx, url, token, r, &ready, &drops, &frames)
-		}()
-	}
-	ready.Wait()
-	settle(&frames) // every stream's player_connected went to every stream of its room
+	streams := openStreams(ctx, c.Streams, open)
+	defer streams.stop()
 	if c.RSSPid != 0 {
 		time.Sleep(2 * time.Second) // idle streams
 		if rss[1], err = residentKiB(c.RSSPid); err != nil {
@@ -114,11 +99,7 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 	}
 	start := time.Now()
 	patches, errs := write(ctx, c, rooms, send)
-	elapsed := time.Since(start)
-	time.Sleep(2 * time.Second) // let the last events arrive
-	stopStreams()
-	done.Wait()
-	rep := report(c, rooms, arrivals, patches, errs, elapsed, drops.Load())
+	rep := streams.close(c, rooms, patches, errs, time.Since(start))
 	if c.RSSPid != 0 {
 		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
 		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
@@ -130,6 +111,49 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 // largest), in milliseconds.
 func percentile(sorted []time.Duration, pct int) float64 {
 	return float64(sorted[min(len(sorted)*pct/100, len(sorted)-1)].Microseconds()) / 1000
+}
+
+// streamSet is streams being read.
+type streamSet struct {
+	stop     context.CancelFunc
+	done     sync.WaitGroup
+	arrivals [][]arrival
+	drops    atomic.Int64
+}
+
+// openStreams opens n streams and returns once each has had its first
+// event and all have been quiet for a second (the presence events of
+// opening streams reach every stream of their room).
+func openStreams(ctx context.Context, n int, open opener) *streamSet {
+	streamCtx, stop := context.WithCancel(ctx)
+	s := &streamSet{stop: stop, arrivals: make([][]arrival, n)}
+	if n == 0 {
+		return s
+	}
+	var ready sync.WaitGroup
+	var frames atomic.Int64
+	for i := range n {
+		url, token, r := open(i)
+		r.streams++
+		ready.Add(1)
+		s.done.Add(1)
+		go func() {
+			defer s.done.Done()
+			s.arrivals[i] = readStream(streamCtx, url, token, r, &ready, &s.drops, &frames)
+		}()
+	}
+	ready.Wait()
+	settle(&frames)
+	return s
+}
+
+// close waits for the last events, ends the streams and reports what they
+// received of the ok changes recorded in rooms, sent over took.
+func (s *streamSet) close(c Config, rooms []*room, ok, failed int64, took time.Duration) *Report {
+	time.Sleep(2 * time.Second)
+	s.stop()
+	s.done.Wait()
+	return report(c, rooms, s.arrivals, ok, failed, took, s.drops.Load())
 }
 
 // residentKiB reads VmRSS of a process on this machine.
