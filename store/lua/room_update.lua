@@ -14,14 +14,14 @@ local locked, max, vis, attrs, new_code = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
 
 local ALLOWED = {waiting = {playing = true, finished = true}, playing = {waiting = true, finished = true}}
 
-if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
-local cp = redis.call('HGET', K_USERS, caller)
-if not cp then return deny() end
-local r = redis.call('HMGET', K_ROOM, 'ow', 'n', 'st', 'lk', 'mx', 'vi', 'at', 'pc', 'cd', 'cr')
-local cur = {ow = r[1], n = r[2], st = r[3], lk = r[4], mx = r[5], vi = r[6], at = r[7],
-  pc = r[8], cd = r[9], cr = r[10]}
-if cur.ow ~= cp then return {'NOT_OWNER'} end
 local before = placement()
+if not before then return {'ROOM_NOT_FOUND'} end
+local cp = redis.call('HGET', K_USERS, caller)
+if not cp then return deny(before.vi) end
+if before.ow ~= cp then return {'NOT_OWNER'} end
+local r = redis.call('HMGET', K_ROOM, 'n', 'at', 'mx')
+local cur = {n = r[1], at = r[2], mx = r[3], st = before.st, lk = before.lk, vi = before.vi,
+  pc = before.pc, cd = before.cd}
 
 if status ~= '' and status ~= cur.st and not (ALLOWED[cur.st] and ALLOWED[cur.st][status]) then
   return {'INVALID_TRANSITION'}
