@@ -21,8 +21,15 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // small shard count, closed when the test ends.
 func openStore(tb testing.TB, b redistest.Backend) *store.Store {
 	tb.Helper()
-	s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(tb), Shards: 8})
+	return openStoreWith(tb, b, func(*store.Config) {})
+}
+
+// openStoreWith is openStore with the configuration changed by mut.
+func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) *store.Store {
+	tb.Helper()
+	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(tb), Shards: 8}
+	mut(&cfg)
+	s, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		tb.Fatalf("open store on %s: %v", b.Name, err)
 	}
