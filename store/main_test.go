@@ -40,14 +40,18 @@ func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) 
 // freshStore opens a store on a redis-server of its own (no other data,
 // for figures that read the server's totals), stopped when tb ends; and
 // returns the server's address.
-func freshStore(tb testing.TB) (*store.Store, string) {
+func freshStore(tb testing.TB, mut ...func(*store.Config)) (*store.Store, string) {
 	tb.Helper()
 	srv, err := redistest.StartServer()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(srv.Stop)
-	return openStore(tb, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}), srv.Addr
+	return openStoreWith(tb, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}, func(c *store.Config) {
+		for _, m := range mut {
+			m(c)
+		}
+	}), srv.Addr
 }
 
 // eachBackend runs f as a subtest on standalone, Cluster and embedded.
