@@ -14,7 +14,7 @@ import (
 
 // repairBudget bounds the entries one janitor visit of a shard checks: one
 // SCAN-family page of at most this many entries, then one script over them.
-const repairBudget = 50
+const repairBudget = 20
 
 // statsCheckMax is the largest shard whose stats the repair walk checks: the
 // check reads every room of the shard in one transaction.
@@ -134,22 +134,24 @@ func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep R
 	if err != nil {
 		return 0, wrap(err)
 	}
+	keys := []string{s.keys.userIndex(shard), s.keys.roomsDue(shard)}
+	var args []any
 	for i := 0; i+1 < len(page); i += 2 {
-		ids := strings.Fields(page[i+1])
-		keys := []string{s.keys.userIndex(shard), s.keys.roomsDue(shard)}
-		args := []any{page[i]}
-		for _, id := range ids {
+		for _, id := range strings.Fields(page[i+1]) {
 			room := s.keys.room(shard, id)
 			keys = append(keys, room, room+":users")
-			args = append(args, id)
+			args = append(args, page[i], id)
 		}
-		res, err := userRepair.Run(ctx, s.client, keys, args...).Int64Slice()
-		if err != nil {
-			return 0, wrap(err)
-		}
-		rep.add("repair_user_index", int(res[0]))
-		rep.add("repair_schedule", int(res[1]))
 	}
+	if len(args) == 0 {
+		return next, nil
+	}
+	res, err := userRepair.Run(ctx, s.client, keys, args...).Int64Slice()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	rep.add("repair_user_index", int(res[0]))
+	rep.add("repair_schedule", int(res[1]))
 	return next, nil
 }
 
