@@ -24,7 +24,8 @@
 #                       realsyncd on that Cluster, haproxy.cfg in front (with
 #                       3 s timeouts and a 1 s heartbeat): a room's event
 #                       stream through the proxy outlives the timeouts, gets
-#                       its events unbuffered, and /metrics is refused
+#                       its events unbuffered; /metrics is refused; the
+#                       proxy's access log holds the path, not the token
 #
 # Not run here (no engine, no cluster): docker build, docker compose up, a
 # kubectl apply. docs/OPERATIONS.md, "What is validated", says so.
@@ -172,7 +173,7 @@ for p in "$api1" "$api2"; do
 done
 # haproxy.cfg with loopback addresses, no Docker DNS, short timeouts.
 sed -e "s/bind :8080/bind 127.0.0.1:$proxy/" -e "s/realsync-1:8080/127.0.0.1:$api1/" -e "s/realsync-2:8080/127.0.0.1:$api2/" \
-  -e 's/ resolvers docker//' -e '/^resolvers docker/,/^  hold valid/d' -e 's/^  log stdout.*//' \
+  -e 's/ resolvers docker//' -e '/^resolvers docker/,/^  hold valid/d' \
   -e 's/timeout client 60s/timeout client 3s/' -e 's/timeout server 60s/timeout server 3s/' -e 's/maxconn 20000/maxconn 1000/' \
   haproxy/haproxy.cfg > "$tmp/haproxy.cfg"
 for want in "127.0.0.1:$api1" "127.0.0.1:$api2" "timeout client 3s" "timeout server 3s" "bind 127.0.0.1:$proxy"; do
@@ -206,5 +207,9 @@ pings=$(grep -c '^: ping' "$tmp/stream.txt" || true)
 [ "$pings" -ge 5 ] || { echo "the stream was cut before 8 s ($pings heartbeats)" >&2; exit 1; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base/metrics")
 [ "$code" = 404 ] || { echo "the proxy serves /metrics ($code)" >&2; exit 1; }
-echo "stream through HAProxy: snapshot, live state event, $pings heartbeats over 8 s; /metrics refused"
+# HAProxy logs the stream's line once it has seen the client go.
+for _ in $(seq 1 50); do grep -qF "/v1/rooms/$room/events" "$tmp/haproxy.log" && break; sleep 0.1; done
+grep -qF "/v1/rooms/$room/events" "$tmp/haproxy.log" || { echo "HAProxy logged no access line for the stream" >&2; exit 1; }
+if grep -qF "$token" "$tmp/haproxy.log"; then echo "HAProxy's access log holds a token" >&2; exit 1; fi
+echo "stream through HAProxy: snapshot, live state event, $pings heartbeats over 8 s; /metrics refused; no token in its log"
 step "ok"
