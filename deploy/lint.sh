@@ -11,14 +11,19 @@
 #                       run on the context the .dockerignore leaves gives a
 #                       static (CGO_ENABLED=0) binary
 #   compose.yaml        dclint: the Compose specification's JSON schema and
-#                       its rules (deploy/lint/dclint.yaml)
+#                       its rules (deploy/lint/dclint.yaml); then loaded by
+#                       compose-go, the loader of `docker compose config`
+#                       (deploy/lint/composeconfig), and checked against the
+#                       files it names (lint/check_compose.py)
 #   haproxy.cfg         haproxy -c
 #   Prometheus          promtool check config; promtool test rules (the alert
 #                       unit tests of prometheus/alerts_test.yml)
 #   Grafana dashboard   JSON, layout, every query parsed by promtool, every
 #                       metric and label known (deploy/lint/check_queries.py)
 #   Kubernetes          kubectl kustomize, then kubectl-validate against the
-#                       Kubernetes 1.30 schemas (unknown fields, types)
+#                       Kubernetes 1.30 schemas (unknown fields, types), then
+#                       grace period, probes, resources, selectors
+#                       (lint/check_k8s.py)
 #   the stack, small    on loopback: 6 redis-server nodes from
 #                       redis/redis.conf joined by redis/cluster-init.sh, two
 #                       realsyncd on that Cluster, haproxy.cfg in front (with
@@ -115,6 +120,14 @@ echo "context of $(find "$tmp/context" -type f | wc -l) files builds a static bi
 step "compose.yaml (dclint)"
 lint/node_modules/.bin/dclint -c lint/dclint.yaml compose.yaml
 
+step "compose.yaml as Docker Compose resolves it (compose-go, as docker compose config)"
+(cd lint/composeconfig && timeout 600 go build -o "$tmp/composeconfig" .)
+if env -u REALSYNC_JWT_SECRET "$tmp/composeconfig" compose.yaml >/dev/null 2>&1; then
+  echo "compose.yaml must refuse to start without REALSYNC_JWT_SECRET" >&2; exit 1
+fi
+REALSYNC_JWT_SECRET=lint "$tmp/composeconfig" compose.yaml > "$tmp/compose.json"
+python3 lint/check_compose.py "$tmp/compose.json" haproxy/haproxy.cfg prometheus/prometheus.yml
+
 step "haproxy -c"
 haproxy -c -q -f haproxy/haproxy.cfg
 
@@ -133,6 +146,9 @@ else
   (cd "$tmp" && timeout 600 go run sigs.k8s.io/kustomize/kustomize/v5@v5.5.0 build "$deploy/k8s") > "$tmp/k8s.yaml"
 fi
 timeout 60 "$kv" --version "$K8S_VERSION" "$tmp/k8s.yaml" k8s/secret.example.yaml
+# PyYAML comes with Debian's yamllint, for /usr/bin/python3.
+py=python3; python3 -c 'import yaml' 2>/dev/null || py=/usr/bin/python3
+"$py" lint/check_k8s.py "$tmp/k8s.yaml"
 
 step "the stack in small on loopback: Redis Cluster, two realsyncd, HAProxy"
 # Free loopback ports; a Redis node also needs its port + 10000 (cluster bus).
