@@ -438,3 +438,23 @@ func TestStreamsPerPlayerAreBounded(t *testing.T) {
 		checkInvariants(t, s)
 	})
 }
+
+// A Redis out of memory (maxmemory, noeviction) refuses writes: the store
+// says unavailable (503), not an internal error, and writes nothing half.
+func TestFullRedisIsUnavailable(t *testing.T) {
+	srv, err := redistest.StartServer("--maxmemory", "3mb", "--maxmemory-policy", "noeviction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	var last error
+	for i := range 5000 {
+		if _, last = s.Create(ctx, user(i), newRoom()); last != nil {
+			break
+		}
+	}
+	wantErr(t, last, rooms.ErrUnavailable)
+	checkInvariants(t, s)
+}

@@ -225,10 +225,11 @@ func wrap(err error) error {
 }
 
 // isTransient recognizes error replies that mean "not now" rather than "bug":
-// loading after a restart, a Cluster moving or down.
+// loading after a restart, a Cluster moving or down, a Redis out of memory
+// (maxmemory with noeviction refuses writes; no script starts half done).
 func isTransient(err redis.Error) bool {
 	msg := err.Error()
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY"} {
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
