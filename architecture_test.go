@@ -13,6 +13,7 @@ func TestImportDirection(t *testing.T) {
 		"./rooms": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
 		"./lobby": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
 		"./sse":   {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
+		"./fleet": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
 		"./store": {"/api", "chi", "net/http"},
 		"./api":   {"/store", "go-redis", "miniredis"},
 	}
