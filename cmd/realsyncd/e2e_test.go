@@ -266,6 +266,8 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"ShortPresenceTTL", []string{"REALSYNC_PRESENCE_TTL=10ms"}, 2, "REALSYNC_PRESENCE_TTL"},
 		{"NegativeGrace", []string{"REALSYNC_DISCONNECT_GRACE=-1s"}, 2, "REALSYNC_DISCONNECT_GRACE"},
 		{"PprofNotLoopback", []string{"REALSYNC_PPROF_ADDR=0.0.0.0:6060"}, 2, "REALSYNC_PPROF_ADDR"},
+		{"ShortAdminToken", []string{"REALSYNC_ADMIN_TOKEN=only-31-characters-long-secret!"}, 2, "REALSYNC_ADMIN_TOKEN"},
+		{"BadAdvertiseAddr", []string{"REALSYNC_ADVERTISE_ADDR=no-port"}, 2, "REALSYNC_ADVERTISE_ADDR"},
 		{"UnreachableRedis", []string{"REALSYNC_REDIS_URL=redis://127.0.0.1:1"}, 1, "redis"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 	}
