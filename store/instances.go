@@ -82,14 +82,27 @@ func (s *Store) ReapInstances(ctx context.Context) ([]string, error) {
 }
 
 // releaseJanitorLeases deletes every shard's janitor lease held by one of
-// ids.
+// ids: one pipelined read of every lease, then the compare-and-delete
+// script only on the shards one of ids held when read (it checks again).
 func (s *Store) releaseJanitorLeases(ctx context.Context, ids []string) error {
+	holders := make([]*redis.StringCmd, s.shards)
+	if _, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for shard := range s.shards {
+			holders[shard] = p.Get(ctx, s.keys.janitor(shard))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return wrap(err)
+	}
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
 	var errs []error
-	for shard := range s.shards {
+	for shard, h := range holders {
+		if !slices.Contains(ids, h.Val()) {
+			continue
+		}
 		if err := s.status(janitorRelease.Run(ctx, s.client, []string{s.keys.janitor(shard)}, args...)); err != nil {
 			errs = append(errs, err)
 		}

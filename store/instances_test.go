@@ -326,8 +326,12 @@ func TestInstanceScriptsAfterFlush(t *testing.T) {
 				t.Fatal(err)
 			}
 			flushScripts(t, s)
+			s.Client().Set(context.Background(), s.JanitorKey(2), "x", time.Minute)
 			if err := s.DeregisterInstance(context.Background(), "x"); err != nil {
 				t.Fatal(err)
+			}
+			if s.Client().Exists(context.Background(), s.JanitorKey(2)).Val() != 0 {
+				t.Fatal("janitor lease not released after SCRIPT FLUSH")
 			}
 		})
 	}
