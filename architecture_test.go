@@ -10,11 +10,12 @@ import (
 // Redis, store knows nothing of HTTP, and only cmd/ wires things together.
 func TestImportDirection(t *testing.T) {
 	forbidden := map[string][]string{
-		"./rooms": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
-		"./lobby": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
-		"./sse":   {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
-		"./store": {"/api", "chi", "net/http"},
-		"./api":   {"/store", "go-redis", "miniredis"},
+		"./rooms":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
+		"./lobby":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
+		"./sse":            {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
+		"./internal/fleet": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
+		"./store":          {"/api", "chi", "net/http"},
+		"./api":            {"/store", "go-redis", "miniredis"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()

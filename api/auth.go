@@ -140,6 +140,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if isAdmin(r.URL.Path) {
+			s.serveAdmin(next, w, r)
+			return
+		}
 		token, ok := bearer(r)
 		if !ok && isStream(r.URL.Path) {
 			token = r.URL.Query().Get("access_token")

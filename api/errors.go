@@ -18,6 +18,7 @@ var (
 	errGuestDisabled    = errors.New("guest tokens are disabled")
 	errRouteNotFound    = errors.New("no such route")
 	errMethodNotAllowed = errors.New("method not allowed")
+	errAdminRequired    = errors.New("admin credential required")
 )
 
 // problem is one row of the error table.
@@ -38,6 +39,7 @@ var problems = []problem{
 	{rooms.ErrNotMember, 403, "NOT_A_MEMBER", "Only members may do this"},
 	{rooms.ErrStateKeyForbidden, 403, "STATE_KEY_FORBIDDEN", "State key forbidden"},
 	{errGuestDisabled, 403, "GUEST_AUTH_DISABLED", "Guest tokens are disabled"},
+	{errAdminRequired, 403, "ADMIN_REQUIRED", "Admin credential required"},
 	{rooms.ErrRoomNotFound, 404, "ROOM_NOT_FOUND", "Room not found"},
 	{rooms.ErrPlayerNotFound, 404, "PLAYER_NOT_FOUND", "Player not found"},
 	{rooms.ErrNoMatch, 404, "NO_MATCH", "No room matches"},

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -33,6 +34,12 @@ type Config struct {
 	// Demo, when set, is served at /demo/ (the web demo's files).
 	Demo fs.FS
 	Log  *slog.Logger
+	// AdminToken is the bearer token of the /v1/admin routes (cmd/realsyncd
+	// requires at least 32 characters); empty: those routes answer 404.
+	AdminToken string
+	// Instances lists the live instances (GET /v1/admin/instances);
+	// required with an AdminToken.
+	Instances func(context.Context) ([]fleet.Instance, error)
 }
 
 // Server implements oapi.ServerInterface.
@@ -44,6 +51,7 @@ type Server struct {
 	ready  func(context.Context) error
 	spec   []byte
 	log    *slog.Logger
+	admin  admin
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -54,6 +62,7 @@ func NewHandler(cfg Config) http.Handler {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.admin = newAdmin(cfg.AdminToken, cfg.Instances)
 	r := chi.NewRouter()
 	r.Use(s.logRequests, s.recoverPanics, s.limitBody, s.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })

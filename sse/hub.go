@@ -112,11 +112,14 @@ func (h *Hub) Close() {
 // Instance is the name of this instance's streams.
 func (h *Hub) Instance() string { return h.cfg.Instance }
 
-// Streams returns the number of open streams.
+// Streams returns the number of open room and lobby streams.
 func (h *Hub) Streams() int {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.streams)
+	n := len(h.streams)
+	h.mu.Unlock()
+	h.lobby.mu.Lock()
+	defer h.lobby.mu.Unlock()
+	return n + len(h.lobby.streams)
 }
 
 // every runs f every d until Close.

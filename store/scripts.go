@@ -86,3 +86,20 @@ var (
 func mutation(src string) *redis.Script {
 	return redis.NewScript(preludeLua + "\n" + src)
 }
+
+// The instance registry's scripts (instances.go).
+
+//go:embed lua/instance_heartbeat.lua
+var instanceHeartbeatLua string
+
+//go:embed lua/instance_reap.lua
+var instanceReapLua string
+
+//go:embed lua/janitor_release.lua
+var janitorReleaseLua string
+
+var (
+	instanceHeartbeat = redis.NewScript(instanceHeartbeatLua)
+	instanceReap      = redis.NewScript(instanceReapLua)
+	janitorRelease    = redis.NewScript(janitorReleaseLua)
+)

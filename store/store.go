@@ -47,7 +47,8 @@ type Config struct {
 	// ClosedLogTTL keeps a closed room's log readable; default 5m.
 	ClosedLogTTL time.Duration
 	// PresenceTTL is how long a stream's presence lease lives unless its
-	// instance renews it (every third of it); default 15s.
+	// instance renews it (every third of it); default 15s. It is also the
+	// lifetime of an instance's registration (instances.go).
 	PresenceTTL time.Duration
 	// DisconnectGrace is how long a player who had a stream may stay
 	// without one before removal; 0 never removes.

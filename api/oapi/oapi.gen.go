@@ -16,6 +16,7 @@ import (
 
 // Defines values for ProblemCode.
 const (
+	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
@@ -44,6 +45,8 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case ADMINREQUIRED:
+		return true
 	case GUESTAUTHDISABLED:
 		return true
 	case INTERNAL:
@@ -230,6 +233,40 @@ type GuestToken struct {
 type Health struct {
 	// Status Example: ok
 	Status string `json:"status"`
+}
+
+// Instance defines model for Instance.
+type Instance struct {
+	// Addr host:port the instance is reached at: `REALSYNC_ADVERTISE_ADDR`, or
+	// the listen address with the host name in place of an unspecified IP.
+	//
+	//
+	// Example: rs-1:8080
+	Addr string `json:"addr"`
+
+	// HeartbeatAt Its last heartbeat (Redis' clock).
+	HeartbeatAt time.Time `json:"heartbeatAt"`
+
+	// Id The instance's id; its streams' presence leases carry it.
+	//
+	// Example: 3f9a1c2e
+	Id string `json:"id"`
+
+	// StartedAt When the instance started (its clock).
+	StartedAt time.Time `json:"startedAt"`
+
+	// Streams Open room and lobby event streams at its last heartbeat.
+	Streams int `json:"streams"`
+
+	// Version Build version (module version, else VCS revision, `-dirty` when modified; `devel` when unknown).
+	//
+	// Example: 4a8a7512c0de
+	Version string `json:"version"`
+}
+
+// InstanceList defines model for InstanceList.
+type InstanceList struct {
+	Instances []Instance `json:"instances"`
 }
 
 // JoinByCodeRequest defines model for JoinByCodeRequest.
@@ -513,6 +550,9 @@ type Visibility string
 // RoomId defines model for RoomId.
 type RoomId = string
 
+// AdminDisabled defines model for AdminDisabled.
+type AdminDisabled = Problem
+
 // Conflict defines model for Conflict.
 type Conflict = Problem
 
@@ -633,6 +673,9 @@ type ServerInterface interface {
 	// Readyz Redis is reachable
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
+	// ListInstances The live realsyncd instances
+	// (GET /v1/admin/instances)
+	ListInstances(w http.ResponseWriter, r *http.Request)
 	// CreateGuestToken Issue a guest token
 	// (POST /v1/auth/guest)
 	CreateGuestToken(w http.ResponseWriter, r *http.Request)
@@ -711,6 +754,12 @@ func (_ Unimplemented) GetSpec(w http.ResponseWriter, r *http.Request) {
 // Readyz Redis is reachable
 // (GET /readyz)
 func (_ Unimplemented) Readyz(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListInstances The live realsyncd instances
+// (GET /v1/admin/instances)
+func (_ Unimplemented) ListInstances(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -870,6 +919,20 @@ func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Readyz(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListInstances operation middleware
+func (siw *ServerInterfaceWrapper) ListInstances(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListInstances(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1687,6 +1750,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/lobby/events", wrapper.StreamLobbyEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/instances", wrapper.ListInstances)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,8 @@ type Config struct {
 	RoomIdleTimeout   time.Duration // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
 	FinishedRetention time.Duration // REALSYNC_FINISHED_RETENTION, default 10m
 	RoomMaxLifetime   time.Duration // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
+	AdminToken        string        // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
+	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
 
 	secretGenerated bool
 }
@@ -61,6 +64,8 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&retention, "finished-retention", env("REALSYNC_FINISHED_RETENTION", "10m"), "close finished rooms this long after they finished, 0 never (REALSYNC_FINISHED_RETENTION)")
 	fs.StringVar(&lifetime, "room-max-lifetime", env("REALSYNC_ROOM_MAX_LIFETIME", "0"), "close rooms this long after their creation, 0 never (REALSYNC_ROOM_MAX_LIFETIME)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("REALSYNC_PPROF_ADDR", ""), "serve net/http/pprof on this loopback address (REALSYNC_PPROF_ADDR)")
+	fs.StringVar(&c.AdminToken, "admin-token", env("REALSYNC_ADMIN_TOKEN", ""), "bearer token of the /v1/admin routes, at least 32 characters; unset: no admin routes (REALSYNC_ADMIN_TOKEN)")
+	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", env("REALSYNC_ADVERTISE_ADDR", ""), "host:port this instance is reached at, shown in the instance registry (REALSYNC_ADVERTISE_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -109,6 +114,13 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	if c.PprofAddr != "" && !strings.HasPrefix(c.PprofAddr, "127.0.0.1:") && !strings.HasPrefix(c.PprofAddr, "localhost:") {
 		bad("REALSYNC_PPROF_ADDR", "must be a loopback address such as 127.0.0.1:6060")
 	}
+	if c.AdminToken != "" && !validAdminToken(c.AdminToken) {
+		// never echo the value: it is a secret
+		bad("REALSYNC_ADMIN_TOKEN", fmt.Sprintf("must be at least %d visible ASCII characters without spaces (e.g. openssl rand -hex 32)", minAdminToken))
+	}
+	if c.AdvertiseAddr != "" && !validHostPort(c.AdvertiseAddr) {
+		bad("REALSYNC_ADVERTISE_ADDR", "must be host:port such as rs-1.internal:8080")
+	}
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		bad("REALSYNC_LOG_LEVEL", "must be debug, info, warn or error")
 	}
@@ -121,4 +133,29 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 		c.JWTSecret, c.secretGenerated = hex.EncodeToString(b), true
 	}
 	return c, nil
+}
+
+// minAdminToken is the shortest admin token accepted: 32 characters of a
+// random hex string are 128 bits.
+const minAdminToken = 32
+
+// validAdminToken: at least minAdminToken visible ASCII characters (a
+// bearer token's spaces would be trimmed, and other bytes garbled by
+// proxies).
+func validAdminToken(t string) bool {
+	if len(t) < minAdminToken {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] <= ' ' || t[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func validHostPort(a string) bool {
+	host, port, err := net.SplitHostPort(a)
+	n, perr := strconv.Atoi(port)
+	return err == nil && host != "" && perr == nil && n >= 1 && n <= 65535
 }

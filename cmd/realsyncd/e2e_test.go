@@ -269,6 +269,8 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadRetention", []string{"REALSYNC_FINISHED_RETENTION=later"}, 2, "REALSYNC_FINISHED_RETENTION"},
 		{"BadLifetime", []string{"REALSYNC_ROOM_MAX_LIFETIME=1"}, 2, "REALSYNC_ROOM_MAX_LIFETIME"},
 		{"PprofNotLoopback", []string{"REALSYNC_PPROF_ADDR=0.0.0.0:6060"}, 2, "REALSYNC_PPROF_ADDR"},
+		{"ShortAdminToken", []string{"REALSYNC_ADMIN_TOKEN=only-31-characters-long-secret!"}, 2, "REALSYNC_ADMIN_TOKEN"},
+		{"BadAdvertiseAddr", []string{"REALSYNC_ADVERTISE_ADDR=no-port"}, 2, "REALSYNC_ADVERTISE_ADDR"},
 		{"UnreachableRedis", []string{"REALSYNC_REDIS_URL=redis://127.0.0.1:1"}, 1, "redis"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 	}

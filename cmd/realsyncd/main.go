@@ -62,12 +62,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	defer hub.Close()
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())
 	defer stopJanitor()
-	go st.RunJanitor(janitorCtx, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
+	janitorDone := make(chan struct{})
+	go func() {
+		defer close(janitorDone)
+		st.RunJanitor(janitorCtx, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
+	}()
 
 	handler := api.NewHandler(api.Config{
 		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
 		Ready: st.Ping, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
+		AdminToken: cfg.AdminToken, Instances: st.Instances,
 	})
 	// No WriteTimeout: it would cut the long-lived event streams; handlers
 	// that stream set per-write deadlines instead.
@@ -76,6 +81,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err != nil {
 		return err
 	}
+	member, err := joinFleet(ctx, cfg, st, hub, ln, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	leave := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := member.Leave(ctx); err != nil {
+			log.Warn("leaving the instance registry", "err", err)
+		}
+	}
+	defer leave() // when serving fails; a no-op after the shutdown's
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}
@@ -91,6 +109,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "streams", hub.Streams())
+	// Leave the registry at once (the instance list drops it now), after
+	// the janitor stopped so it takes no lease again.
+	stopJanitor()
+	<-janitorDone
+	leave()
 	// Streams never end by themselves: end them first (clients reconnect
 	// elsewhere and resume), then wait for the other requests.
 	hub.Close()

@@ -460,6 +460,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The live realsyncd instances
+         * @description Every instance registers itself in Redis when it starts and renews
+         *     the registration every third of `REALSYNC_PRESENCE_TTL`; the
+         *     registration lapses one TTL after the last renewal. Lists the
+         *     instances registered now, oldest start first. An instance that
+         *     stops cleanly is gone at once; one that dies (or loses Redis) is
+         *     gone within one TTL of its death. `streams` is its number of open
+         *     room and lobby event streams at its last heartbeat.
+         */
+        get: operations["listInstances"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -524,7 +550,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -745,6 +771,39 @@ export interface components {
             /** @example ok */
             status: string;
         };
+        InstanceList: {
+            instances: components["schemas"]["Instance"][];
+        };
+        Instance: {
+            /**
+             * @description The instance's id; its streams' presence leases carry it.
+             * @example 3f9a1c2e
+             */
+            id: string;
+            /**
+             * @description host:port the instance is reached at: `REALSYNC_ADVERTISE_ADDR`, or
+             *     the listen address with the host name in place of an unspecified IP.
+             * @example rs-1:8080
+             */
+            addr: string;
+            /**
+             * @description Build version (module version, else VCS revision, `-dirty` when modified; `devel` when unknown).
+             * @example 4a8a7512c0de
+             */
+            version: string;
+            /**
+             * Format: date-time
+             * @description When the instance started (its clock).
+             */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description Its last heartbeat (Redis' clock).
+             */
+            heartbeatAt: string;
+            /** @description Open room and lobby event streams at its last heartbeat. */
+            streams: number;
+        };
     };
     responses: {
         /** @description `MALFORMED_REQUEST`: the body is not valid JSON or has wrong types. */
@@ -766,7 +825,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN` or `GUEST_AUTH_DISABLED`. */
+        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, or `ADMIN_REQUIRED` (a player token on an admin route). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -777,6 +836,15 @@ export interface components {
         };
         /** @description `ROOM_NOT_FOUND` or `PLAYER_NOT_FOUND`. */
         NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `NOT_FOUND`: the server runs without `REALSYNC_ADMIN_TOKEN`, so admin routes do not exist. */
+        AdminDisabled: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1518,6 +1586,30 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             422: components["responses"]["Invalid"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listInstances: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The live instances. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstanceList"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AdminDisabled"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/realsync/realsync/internal/fleet"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// joinFleet registers this instance (the hub's id) in the instance
+// registry, renewed every third of the presence TTL (the registration's
+// lifetime) until Leave.
+func joinFleet(ctx context.Context, cfg Config, st *store.Store, hub *sse.Hub, ln net.Listener, log *slog.Logger) (*fleet.Member, error) {
+	self := fleet.Instance{ID: hub.Instance(), Addr: advertiseAddr(cfg.AdvertiseAddr, ln.Addr()),
+		Version: buildVersion(), StartedAt: time.Now()}
+	m, err := fleet.Join(ctx, fleet.Config{Registry: st, Self: self, Streams: hub.Streams,
+		Every: cfg.PresenceTTL / 3, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("registered", "instance", self.ID, "addr", self.Addr, "version", self.Version,
+		"admin_routes", cfg.AdminToken != "")
+	return m, nil
+}
+
+// advertiseAddr is the configured address, else the listener's, with this
+// host's name in place of an unspecified IP (":8080" listens on every
+// interface; "<hostname>:8080" is where to reach it).
+func advertiseAddr(configured string, l net.Addr) string {
+	if configured != "" {
+		return configured
+	}
+	tcp, ok := l.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return l.String()
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}
+
+// buildVersion is the main module's version when the go command set one
+// (go install …@v1.2.3; since Go 1.24 go build in a checkout also stamps a
+// tag or pseudo-version), else the VCS revision (12 characters, "-dirty"
+// when the tree had changes), else "devel" (built with -buildvcs=false).
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return rev[:min(12, len(rev))] + dirty
+}

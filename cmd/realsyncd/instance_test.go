@@ -1,0 +1,105 @@
+package main
+
+import (
+	"net"
+	"os"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestAdminAndAdvertiseConfig(t *testing.T) {
+	const good = "0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		bad  string // variable named in the error; "" none
+	}{
+		{name: "Unset", env: map[string]string{}},
+		{name: "AdminToken32", env: map[string]string{"REALSYNC_ADMIN_TOKEN": good}},
+		{name: "AdminTokenFlag", args: []string{"-admin-token", good}},
+		{name: "AdminToken31", env: map[string]string{"REALSYNC_ADMIN_TOKEN": good[:31]}, bad: "REALSYNC_ADMIN_TOKEN"},
+		{name: "AdminTokenSpace", env: map[string]string{"REALSYNC_ADMIN_TOKEN": good + " x"}, bad: "REALSYNC_ADMIN_TOKEN"},
+		{name: "AdminTokenNonASCII", env: map[string]string{"REALSYNC_ADMIN_TOKEN": good + "é"}, bad: "REALSYNC_ADMIN_TOKEN"},
+		{name: "Advertise", env: map[string]string{"REALSYNC_ADVERTISE_ADDR": "rs-1.internal:8080"}},
+		{name: "AdvertiseIPv6", env: map[string]string{"REALSYNC_ADVERTISE_ADDR": "[fd00::1]:8080"}},
+		{name: "AdvertiseFlag", args: []string{"-advertise-addr", "10.0.0.1:80"}},
+		{name: "AdvertiseNoPort", env: map[string]string{"REALSYNC_ADVERTISE_ADDR": "rs-1"}, bad: "REALSYNC_ADVERTISE_ADDR"},
+		{name: "AdvertiseNoHost", env: map[string]string{"REALSYNC_ADVERTISE_ADDR": ":8080"}, bad: "REALSYNC_ADVERTISE_ADDR"},
+		{name: "AdvertisePortZero", env: map[string]string{"REALSYNC_ADVERTISE_ADDR": "rs-1:0"}, bad: "REALSYNC_ADVERTISE_ADDR"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			if tc.bad == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tok := tc.env["REALSYNC_ADMIN_TOKEN"]; tok != "" && c.AdminToken != tok {
+					t.Fatalf("admin token %q", c.AdminToken)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Fatalf("error %v, want one naming %s", err, tc.bad)
+			}
+			if tok := tc.env["REALSYNC_ADMIN_TOKEN"]; tok != "" && strings.Contains(err.Error(), tok[:16]) {
+				t.Fatalf("the error shows the token: %v", err)
+			}
+		})
+	}
+}
+
+func TestAdvertiseAddr(t *testing.T) {
+	host, _ := os.Hostname()
+	tests := []struct {
+		name, configured string
+		listener         net.Addr
+		want             string
+	}{
+		{"Configured", "rs-1:9000", &net.TCPAddr{IP: net.IPv4zero, Port: 8080}, "rs-1:9000"},
+		{"Loopback", "", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, "127.0.0.1:8080"},
+		{"AllIPv4", "", &net.TCPAddr{IP: net.IPv4zero, Port: 8080}, net.JoinHostPort(host, "8080")},
+		{"AllIPv6", "", &net.TCPAddr{IP: net.IPv6unspecified, Port: 8081}, net.JoinHostPort(host, "8081")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := advertiseAddr(tc.configured, tc.listener); got != tc.want {
+				t.Fatalf("advertiseAddr = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVersionOf(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var out []debug.BuildSetting
+		for i := 0; i+1 < len(kv); i += 2 {
+			out = append(out, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	rev := "4a8a7512c0de99aabbccddeeff00112233445566"
+	tests := []struct {
+		name     string
+		version  string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"ModuleVersion", "v1.2.3", vcs("vcs.revision", rev), "v1.2.3"},
+		{"PseudoVersion", "v0.0.0-20261123101254-4a8a7512c0de+dirty", nil, "v0.0.0-20261123101254-4a8a7512c0de+dirty"},
+		{"Revision", "(devel)", vcs("vcs.revision", rev, "vcs.modified", "false"), "4a8a7512c0de"},
+		{"DirtyRevision", "(devel)", vcs("vcs.revision", rev, "vcs.modified", "true"), "4a8a7512c0de-dirty"},
+		{"Nothing", "(devel)", nil, "devel"},
+		{"Empty", "", nil, "devel"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bi := &debug.BuildInfo{Main: debug.Module{Version: tc.version}, Settings: tc.settings}
+			if got := versionOf(bi); got != tc.want {
+				t.Fatalf("versionOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Config is what Join needs.
+type Config struct {
+	Registry Registry
+	// Self describes this instance; its Streams and HeartbeatAt are ignored.
+	Self Instance
+	// Streams counts this instance's open streams at each heartbeat; nil
+	// reports 0.
+	Streams func() int
+	// Every is the heartbeat interval: a third of the registry's TTL, so
+	// two heartbeats may fail before the registration lapses.
+	Every time.Duration
+	Log   *slog.Logger
+}
+
+// Member keeps one instance registered until Leave.
+type Member struct {
+	cfg   Config
+	stop  chan struct{}
+	done  chan struct{}
+	leave sync.Once
+}
+
+// Join registers cfg.Self at once, returning the registry's error if that
+// fails, then renews the registration every cfg.Every until Leave. Each
+// heartbeat also reaps the registrations of other instances that lapsed,
+// so a dead instance's leftovers are released within one interval of its
+// lapse while any instance runs.
+func Join(ctx context.Context, cfg Config) (*Member, error) {
+	if cfg.Every <= 0 {
+		return nil, errors.New("fleet: heartbeat interval must be positive")
+	}
+	if cfg.Streams == nil {
+		cfg.Streams = func() int { return 0 }
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	m := &Member{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	if _, err := cfg.Registry.HeartbeatInstance(ctx, m.self()); err != nil {
+		return nil, err
+	}
+	go m.run()
+	return m, nil
+}
+
+func (m *Member) self() Instance {
+	in := m.cfg.Self
+	in.Streams = m.cfg.Streams()
+	in.HeartbeatAt = time.Time{}
+	return in
+}
+
+func (m *Member) run() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.Every)
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-m.stop
+		cancel() // a heartbeat stuck on an unreachable Redis ends with Leave
+	}()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		m.beat(ctx)
+	}
+}
+
+// beat renews this instance and reaps the lapsed ones.
+func (m *Member) beat(ctx context.Context) {
+	log := m.cfg.Log
+	renewed, err := m.cfg.Registry.HeartbeatInstance(ctx, m.self())
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Warn("fleet: heartbeat", "err", err)
+	case err == nil && !renewed:
+		// Redis was unreachable for longer than the TTL, or a slow heartbeat
+		// came too late: others may already have reaped this instance.
+		log.Warn("fleet: this instance's registration had lapsed; registered again", "instance", m.cfg.Self.ID)
+	}
+	reaped, err := m.cfg.Registry.ReapInstances(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Warn("fleet: reaping lapsed instances", "err", err)
+	}
+	for _, id := range reaped {
+		log.Info("fleet: an instance's registration lapsed; released what it held", "instance", id)
+	}
+}
+
+// Leave stops the heartbeat and removes the registration at once, within
+// ctx. Later calls do nothing and return nil.
+func (m *Member) Leave(ctx context.Context) error {
+	var err error
+	m.leave.Do(func() {
+		close(m.stop)
+		<-m.done
+		err = m.cfg.Registry.DeregisterInstance(ctx, m.cfg.Self.ID)
+	})
+	return err
+}

@@ -1,0 +1,12 @@
+package store
+
+// Test-only access to the registry's and janitor's keys.
+
+// JanitorKey is shard's janitor lease.
+func (s *Store) JanitorKey(shard int) string { return s.keys.janitor(shard) }
+
+// Shards is the store's shard count.
+func (s *Store) Shards() int { return s.shards }
+
+// InstancesPattern matches every key of the instance registry (SCAN MATCH).
+func (s *Store) InstancesPattern() string { return s.keys.instancesTag() + "*" }
