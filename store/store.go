@@ -45,6 +45,9 @@ type Config struct {
 	// DisconnectGrace is how long a player who had a stream may stay
 	// without one before removal; 0 never removes.
 	DisconnectGrace time.Duration
+	// Metrics observes script runs, Redis failures and janitor actions;
+	// none when nil.
+	Metrics Metrics
 }
 
 // Store is the Redis implementation of the room and lobby stores. Safe for
@@ -57,6 +60,7 @@ type Store struct {
 	pubcmd   string
 	argv     [3]string // log MAXLEN, closed log TTL (s); see common()
 	places   *placeCache
+	metrics  Metrics
 
 	presenceTTL, grace time.Duration
 }
@@ -77,6 +81,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.connect(cfg); err != nil {
 		return nil, err
 	}
+	s.observe(cfg.Metrics)
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("redis: %w", err)
