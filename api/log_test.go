@@ -59,10 +59,11 @@ func TestAccessLog(t *testing.T) {
 	if track(mine.header) != "trace-1.A_b" {
 		t.Errorf("a sane X-Request-Id came back as %q", mine.header.Get("X-Request-Id"))
 	}
+	var probe string
 	for _, bad := range []string{strings.Repeat("a", 129), "a/b", "a b", "tok\u00e9n"} {
 		r := e.do("GET", "/healthz", "", nil, "X-Request-Id", bad)
-		if got := track(r.header); got == bad || len(got) > 128 || strings.ContainsAny(got, "/ ") {
-			t.Errorf("X-Request-Id %q came back as %q, want a new one", bad, got)
+		if probe = track(r.header); probe == bad || len(probe) > 128 || strings.ContainsAny(probe, "/ ") {
+			t.Errorf("X-Request-Id %q came back as %q, want a new one", bad, probe)
 		}
 	}
 	want(t, e.do("GET", "/v1/rooms?access_token="+bob, "", nil), 401, "UNAUTHENTICATED") // only streams take it
@@ -94,6 +95,9 @@ func TestAccessLog(t *testing.T) {
 	if l["route"] != "/v1/me/rooms" || l["method"] != "GET" || l["path"] != "/v1/me/rooms" || l["status"] != 200.0 ||
 		l["user"] != aliceID || l["level"] != "INFO" || l["stream"] != false {
 		t.Errorf("access line %v", l)
+	}
+	if p := lines[probe]; p["route"] != "/healthz" || p["level"] != "DEBUG" {
+		t.Errorf("a probe's access line %v, want one at debug", p)
 	}
 	if d, ok := l["duration_ms"].(float64); !ok || d < 0 {
 		t.Errorf("duration_ms %v", l["duration_ms"])

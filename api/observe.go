@@ -33,6 +33,10 @@ func (noMetrics) Request(string, string, int, time.Duration, bool) {}
 // label, whatever the path, so made-up paths cannot make up series.
 const unmatchedRoute = "unmatched"
 
+// quietRoutes are polled by machines (probes, scrapers) every few
+// seconds: their access lines are debug, unless they failed.
+var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
 // requestIDHeader carries a request's id, taken from the client when sane
 // and echoed in the answer.
 const requestIDHeader = "X-Request-Id"
@@ -115,10 +119,10 @@ func saneRequestID(id string) bool {
 }
 
 // observe gives each request its id (X-Request-Id, echoed), then after the
-// answer records it in the metrics and writes its access log line: route
-// pattern, method, path (never the query: it may carry access_token),
-// status, duration, user id and request id. An event stream is logged and
-// counted when it ends.
+// answer records it in the metrics and writes its access log line (info;
+// debug for the quiet routes): route pattern, method, path (never the
+// query: it may carry access_token), status, duration, user id and request
+// id. An event stream is logged and counted when it ends.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -133,7 +137,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		streamed := x.status == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream"
 		s.metrics.Request(route, r.Method, x.status, d, streamed)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("route", route),
+		level := slog.LevelInfo
+		if quietRoutes[route] && x.status < 500 {
+			level = slog.LevelDebug
+		}
+		s.log.LogAttrs(r.Context(), level, "request", slog.String("route", route),
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", x.status),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Bool("stream", streamed),
 			slog.String("user", x.user), slog.String("request_id", x.id))

@@ -23,11 +23,18 @@ import (
 // (repair_<what> kinds appear when first counted).
 var janitorKinds = []string{"expired", "finished", "lifetime", "trimmed", "presence_disconnect", "presence_removal"}
 
+// The starts and end reasons each stream kind can have.
 var (
-	sseKinds   = []string{sse.KindRoom, sse.KindLobby}
-	sseStarts  = []string{sse.StartFresh, sse.StartReplay, sse.StartSnapshot}
-	sseReasons = []string{sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError,
-		sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError}
+	sseKinds  = []string{sse.KindRoom, sse.KindLobby}
+	sseStarts = map[string][]string{
+		sse.KindRoom:  {sse.StartFresh, sse.StartReplay, sse.StartSnapshot},
+		sse.KindLobby: {sse.StartFresh},
+	}
+	sseReasons = map[string][]string{
+		sse.KindRoom: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError,
+			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError},
+		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError},
+	}
 )
 
 // Metrics holds the metrics of one instance. Safe for concurrent use.
@@ -130,10 +137,10 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		m.streams[k] = m.sseStreams.WithLabelValues(k)
 		m.delivered[k] = m.sseEvents.WithLabelValues(k, "delivered")
 		m.dropped[k] = m.sseEvents.WithLabelValues(k, "dropped")
-		for _, s := range sseStarts {
+		for _, s := range sseStarts[k] {
 			m.opens[[2]string{k, s}] = m.sseOpens.WithLabelValues(k, s)
 		}
-		for _, r := range sseReasons {
+		for _, r := range sseReasons[k] {
 			m.ends[[2]string{k, r}] = m.sseEnds.WithLabelValues(k, r)
 		}
 	}
