@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ type Config struct {
 	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
 	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
+	MetricsAddr     string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
+	LogFormat       string        // REALSYNC_LOG_FORMAT: text (default) or json
 
 	secretGenerated bool
 }
@@ -55,6 +58,8 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&presence, "presence-ttl", env("REALSYNC_PRESENCE_TTL", "15s"), "lifetime of a stream's presence lease, renewed every third (REALSYNC_PRESENCE_TTL)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("REALSYNC_PPROF_ADDR", ""), "serve net/http/pprof on this loopback address (REALSYNC_PPROF_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
+	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -95,6 +100,12 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		bad("REALSYNC_LOG_LEVEL", "must be debug, info, warn or error")
 	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("REALSYNC_LOG_FORMAT", "must be text or json")
+	}
+	if c.MetricsAddr != "" && !validAddr(c.MetricsAddr) {
+		bad("REALSYNC_METRICS_ADDR", "must be host:port or :port, such as :9090")
+	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}
@@ -104,4 +115,14 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 		c.JWTSecret, c.secretGenerated = hex.EncodeToString(b), true
 	}
 	return c, nil
+}
+
+// validAddr reports whether addr is a listen address: [host]:port.
+func validAddr(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535
 }
