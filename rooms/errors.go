@@ -17,6 +17,8 @@ var (
 	ErrRoomFull          = errors.New("room is full")
 	ErrNotJoinable       = errors.New("room is not joinable")
 	ErrInvalidTransition = errors.New("status change not allowed")
+	ErrRoomFinished      = errors.New("room is finished and read-only until it is closed")
+	ErrTooManyStreams    = fmt.Errorf("a player may hold at most %d event streams of one room", MaxStreamsPerPlayer)
 	ErrVersionMismatch   = errors.New("stateVersion does not match If-Match")
 	ErrTooLarge          = errors.New("payload too large")
 	ErrValidation        = errors.New("validation failed")

@@ -20,6 +20,9 @@ const (
 	MaxStateValue     = 8 << 10  // bytes of JSON per state value
 	MaxStateKeys      = 256      // keys per room state
 	MaxStateBytes     = 64 << 10 // keys + values per room state
+	// MaxStreamsPerPlayer bounds the event streams one player holds open
+	// in one room at once (each is a presence lease in the room).
+	MaxStreamsPerPlayer = 8
 )
 
 var (

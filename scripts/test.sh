@@ -42,6 +42,9 @@ unformatted="$(gofmt -l $(git ls-files '*.go'))"
 if [ -n "$unformatted" ]; then echo "not gofmt-ed: $unformatted" >&2; exit 1; fi
 go vet ./...
 
+echo "== deploy/: Dockerfile, compose file, HAProxy, Prometheus alerts, Grafana dashboard, Kubernetes manifests"
+deploy/lint.sh
+
 echo "== tests (race detector, real Redis: standalone, 3-master Cluster, embedded)"
 go test -race -count=1 -timeout 20m ./...
 

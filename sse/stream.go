@@ -34,8 +34,8 @@ func (st *stream) offer(e *Event) bool {
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
 // up, or the hub closes. It returns an error only when it started nothing,
-// for the caller to answer with: ErrRoomNotFound, ErrNotMember or
-// ErrUnavailable from the rooms package.
+// for the caller to answer with: ErrRoomNotFound, ErrNotMember,
+// ErrTooManyStreams or ErrUnavailable from the rooms package.
 func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string, c Cursor) error {
 	st := &stream{q: make(chan *Event, h.cfg.QueueSize), over: make(chan struct{}),
 		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName()}}

@@ -39,6 +39,8 @@ var scriptErrors = map[string]error{
 	"ROOM_FULL":           rooms.ErrRoomFull,
 	"ROOM_NOT_JOINABLE":   rooms.ErrNotJoinable,
 	"INVALID_TRANSITION":  rooms.ErrInvalidTransition,
+	"ROOM_FINISHED":       rooms.ErrRoomFinished,
+	"TOO_MANY_STREAMS":    rooms.ErrTooManyStreams,
 	"VERSION_MISMATCH":    rooms.ErrVersionMismatch,
 	"STATE_KEY_FORBIDDEN": rooms.ErrStateKeyForbidden,
 	"PAYLOAD_TOO_LARGE":   fmt.Errorf("state over %d keys or %d bytes: %w", rooms.MaxStateKeys, rooms.MaxStateBytes, rooms.ErrTooLarge),

@@ -12,16 +12,31 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// sweepBatch bounds the rooms one shard visit handles; the rest wait for
-// the next tick.
+// sweepBatch bounds the rooms of each schedule one shard visit handles; the
+// rest wait for the next tick.
 const sweepBatch = 100
+
+// Report counts what a janitor visit did, by kind: "presence_disconnect"
+// (a dead instance's lease lapsed), "presence_removal" (a player removed
+// after the grace), "expired", "finished", "lifetime" (rooms closed),
+// "trimmed" (idle logs dropped), "repair_<what>" (index drift repaired).
+type Report map[string]int
+
+func (r Report) add(kind string, n int) {
+	if n > 0 {
+		r[kind] += n
+	}
+}
 
 // RunJanitor visits, every interval until ctx ends, each shard whose
 // janitor lease it wins (SET NX PX, so one instance per shard per
-// interval), and there every room whose presence is due: leases of streams
-// whose instance stopped renewing them lapse (player_disconnected), and
-// players still disconnected after the grace are removed (player_left,
-// reason disconnected). instance names the lease holder.
+// interval): rooms whose presence is due (leases of streams whose instance
+// stopped renewing them lapse: player_disconnected; players still
+// disconnected after the grace are removed: player_left, reason
+// disconnected), rooms whose lifecycle check is due (closed when idle,
+// finished or too old; idle logs dropped), and a bounded slice of the
+// repair walk. instance names the lease holder. Every action is reported
+// to Config.JanitorActions.
 func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -32,54 +47,99 @@ func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.D
 		case <-t.C:
 		}
 		for shard := range s.shards {
-			if _, err := s.Sweep(ctx, shard, instance, interval); err != nil && ctx.Err() == nil {
+			rep, err := s.Sweep(ctx, shard, instance, interval)
+			if err != nil && ctx.Err() == nil {
 				log.Warn("janitor", "shard", shard, "err", err)
+			}
+			if s.janitorActions != nil {
+				for kind, n := range rep {
+					s.janitorActions(kind, n)
+				}
 			}
 		}
 	}
 }
 
 // Sweep does one janitor visit of shard if instance wins its lease for
-// lease; returns the number of players removed.
-func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease time.Duration) (int, error) {
+// lease, and reports what it did (also when it stops at an error).
+func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
+	rep := Report{}
 	won, err := s.client.SetNX(ctx, s.keys.janitor(shard), instance, lease).Result()
 	if err != nil || !won {
-		return 0, wrap(err)
+		return rep, wrap(err)
 	}
-	// Scores are Redis' clock in ms; an instance's clock is close enough to
-	// pick the rooms, and the script decides with Redis' own.
-	due, err := s.client.ZRangeByScore(ctx, s.keys.due(shard), &redis.ZRangeBy{
-		Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: sweepBatch}).Result()
-	if err != nil {
-		return 0, wrap(err)
+	if err := s.sweepPresence(ctx, shard, rep); err != nil {
+		return rep, err
 	}
-	removed := 0
-	for _, id := range due {
-		n, err := s.sweepRoom(ctx, shard, id)
-		if err != nil {
-			return removed, err
-		}
-		removed += n
+	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
+		return rep, err
 	}
-	return removed, nil
+	return rep, s.repair(ctx, shard, rep)
 }
 
-func (s *Store) sweepRoom(ctx context.Context, shard int, id string) (int, error) {
+// due lists up to sweepBatch rooms of the schedule key whose time has come.
+// Scores are Redis' clock in ms; an instance's clock is close enough to
+// pick the rooms, and the scripts decide with Redis' own.
+func (s *Store) due(ctx context.Context, key string) ([]string, error) {
+	ids, err := s.client.ZRangeByScore(ctx, key, &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: sweepBatch}).Result()
+	return ids, wrap(err)
+}
+
+func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report) error {
+	due, err := s.due(ctx, s.keys.due(shard))
+	if err != nil {
+		return err
+	}
+	for _, id := range due {
+		if err := s.sweepRoom(ctx, shard, id, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report) error {
 	_, keys, err := s.indexedKeys(ctx, id)
 	if errors.Is(err, rooms.ErrRoomNotFound) {
-		return 0, wrap(s.client.ZRem(ctx, s.keys.due(shard), id).Err())
+		return wrap(s.client.ZRem(ctx, s.keys.due(shard), id).Err())
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
 	args := append(s.common(shard, id), s.grace.Milliseconds())
 	res, err := presenceSweep.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
-		return 0, wrap(err)
+		return wrap(err)
 	}
 	rest, err := replyStatus(res)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return int(toInt64(rest[0])), nil
+	rep.add("presence_removal", int(toInt64(rest[0])))
+	rep.add("presence_disconnect", int(toInt64(rest[1])))
+	return nil
+}
+
+func (s *Store) sweepLifecycle(ctx context.Context, shard int, rep Report) error {
+	due, err := s.due(ctx, s.keys.roomsDue(shard))
+	if err != nil {
+		return err
+	}
+	for _, id := range due {
+		action, err := s.lifecycleRoom(ctx, shard, id)
+		if errors.Is(err, rooms.ErrRoomNotFound) {
+			if err := s.client.ZRem(ctx, s.keys.roomsDue(shard), id).Err(); err != nil {
+				return wrap(err)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if action != "none" && action != "gone" {
+			rep.add(action, 1)
+		}
+	}
+	return nil
 }

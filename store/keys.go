@@ -38,6 +38,11 @@ func (k keys) clock(shard int) string     { return k.tag(shard) + ":clock" }
 // presence deadline (ms) of the room.
 func (k keys) due(shard int) string { return k.tag(shard) + ":presence:due" }
 
+// roomsDue is the shard's lifecycle schedule: every room of the shard,
+// scored by when the janitor must next look at it (ms, Redis clock; +inf:
+// never). It doubles as the shard's list of rooms for the repair sweep.
+func (k keys) roomsDue(shard int) string { return k.tag(shard) + ":rooms:due" }
+
 // janitor is the shard's janitor lease (SET NX PX), held by one instance.
 func (k keys) janitor(shard int) string { return k.tag(shard) + ":janitor" }
 
@@ -81,8 +86,8 @@ func (k keys) fillIndex(shard int, mode, region string) string {
 func (k keys) stats(shard int) string { return k.tag(shard) + ":stats" }
 
 // roomKeysWithIndexes adds every index of a room of mode and region (12
-// status, 4 joinable, 4 fill) and the shard stats, for scripts that may
-// move it between them.
+// status, 4 joinable, 4 fill), the shard stats and the lifecycle schedule,
+// for scripts that may move it between them or close it.
 func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 	out := k.roomKeys(shard, id)
 	for _, st := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
@@ -92,7 +97,7 @@ func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 			k.statusIndex(shard, st, "", region),
 			k.statusIndex(shard, st, mode, region))
 	}
-	return append(out, k.stats(shard))
+	return append(out, k.stats(shard), k.roomsDue(shard))
 }
 
 // readKeys are the room, players, users, state and connected-players

@@ -21,8 +21,15 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // small shard count, closed when the test ends.
 func openStore(tb testing.TB, b redistest.Backend) *store.Store {
 	tb.Helper()
-	s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(tb), Shards: 8})
+	return openStoreWith(tb, b, func(*store.Config) {})
+}
+
+// openStoreWith is openStore with the configuration changed by mut.
+func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) *store.Store {
+	tb.Helper()
+	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(tb), Shards: 8}
+	mut(&cfg)
+	s, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		tb.Fatalf("open store on %s: %v", b.Name, err)
 	}
@@ -33,14 +40,18 @@ func openStore(tb testing.TB, b redistest.Backend) *store.Store {
 // freshStore opens a store on a redis-server of its own (no other data,
 // for figures that read the server's totals), stopped when tb ends; and
 // returns the server's address.
-func freshStore(tb testing.TB) (*store.Store, string) {
+func freshStore(tb testing.TB, mut ...func(*store.Config)) (*store.Store, string) {
 	tb.Helper()
 	srv, err := redistest.StartServer()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(srv.Stop)
-	return openStore(tb, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}), srv.Addr
+	return openStoreWith(tb, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}, func(c *store.Config) {
+		for _, m := range mut {
+			m(c)
+		}
+	}), srv.Addr
 }
 
 // eachBackend runs f as a subtest on standalone, Cluster and embedded.

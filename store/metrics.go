@@ -13,10 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Metrics observes the store's Redis traffic. internal/metrics implements
-// it with Prometheus; a store opened without one observes nothing. Methods
-// are called on every Redis call's goroutine, so they must be safe for
-// concurrent use and must not block.
+// Metrics observes the store's Redis traffic; internal/metrics implements
+// it with Prometheus (janitor actions go to Config.JanitorActions). A store
+// opened without one observes nothing. Methods are called on every Redis
+// call's goroutine, so they must be safe for concurrent use and must not
+// block.
 type Metrics interface {
 	// ScriptCall records one run of a Lua script: script is its file name
 	// in lua/ without ".lua" (room_join), d the time of its round trip (of
@@ -32,10 +33,6 @@ type Metrics interface {
 	// case (evalsha, hgetall, …), or "pipeline" or "multi" for commands
 	// sent together (counted once).
 	RedisError(op string)
-	// JanitorAction records n janitor actions of kind: expired, finished,
-	// lifetime, trimmed, presence_disconnect, presence_removal,
-	// repair_<what>.
-	JanitorAction(kind string, n int)
 }
 
 // noMetrics is the Metrics of a store opened without one.
@@ -43,7 +40,6 @@ type noMetrics struct{}
 
 func (noMetrics) ScriptCall(string, string, time.Duration) {}
 func (noMetrics) RedisError(string)                        {}
-func (noMetrics) JanitorAction(string, int)                {}
 
 // observe installs m as a go-redis hook on the store's client, so every
 // script run (Script.Run: EVALSHA, then EVAL) and every transaction that

@@ -43,8 +43,6 @@ func (r *recorder) RedisError(op string) {
 	r.errors[op]++
 }
 
-func (r *recorder) JanitorAction(string, int) {}
-
 // take returns what was recorded since the last take.
 func (r *recorder) take() (scripts, errors map[string]int, zero int) {
 	r.mu.Lock()

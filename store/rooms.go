@@ -50,7 +50,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		}
 		args := append(s.common(shard, id), p.Name, p.Mode, p.Region, string(p.Visibility),
 			p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size,
-			map[bool]string{true: "1", false: ""}[onlyIfNone])
+			map[bool]string{true: "1", false: ""}[onlyIfNone], s.life.firstCheck())
 		for _, k := range sortedKeys(p.State) {
 			args = append(args, k, []byte(p.State[k]))
 		}

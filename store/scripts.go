@@ -45,6 +45,21 @@ var presenceRenewLua string
 //go:embed lua/message_list.lua
 var messageListLua string
 
+//go:embed lua/room_lifecycle.lua
+var roomLifecycleLua string
+
+//go:embed lua/room_repair.lua
+var roomRepairLua string
+
+//go:embed lua/index_repair.lua
+var indexRepairLua string
+
+//go:embed lua/user_repair.lua
+var userRepairLua string
+
+//go:embed lua/code_repair.lua
+var codeRepairLua string
+
 // Each script is run only through Script.Run: EVALSHA, then EVAL when the
 // server does not know it (after a restart or SCRIPT FLUSH).
 var (
@@ -58,6 +73,11 @@ var (
 	streamClose   = mutation(streamCloseLua)
 	presenceSweep = mutation(presenceSweepLua)
 	messageSend   = mutation(messageSendLua)
+	roomLifecycle = mutation(roomLifecycleLua)
+	roomRepair    = mutation(roomRepairLua)
+	indexRepair   = redis.NewScript(indexRepairLua)
+	userRepair    = redis.NewScript(userRepairLua)
+	codeRepair    = redis.NewScript(codeRepairLua)
 	messageList   = redis.NewScript(messageListLua)
 	presenceRenew = redis.NewScript(presenceRenewLua)
 )

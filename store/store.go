@@ -22,6 +22,9 @@ import (
 // "<joinedAt offset>|<name>", the user index a hash.
 const SchemaVersion = 2
 
+// DefaultLogMaxBytes is the default byte cap of a room's event log.
+const DefaultLogMaxBytes = 256 << 10
+
 // Config says where Redis is and how keys are laid out.
 type Config struct {
 	// RedisURL is a redis:// or rediss:// URL of a standalone Redis.
@@ -37,6 +40,10 @@ type Config struct {
 	Shards int
 	// LogMaxLen caps each room's event log (MAXLEN ~); default 1000.
 	LogMaxLen int
+	// LogMaxBytes caps each room's event log in bytes (ids, tags and event
+	// JSON); default 256 KiB. Past it the oldest events are dropped down to
+	// 3/4 of it, so a room of large patches keeps fewer events.
+	LogMaxBytes int
 	// ClosedLogTTL keeps a closed room's log readable; default 5m.
 	ClosedLogTTL time.Duration
 	// PresenceTTL is how long a stream's presence lease lives unless its
@@ -45,8 +52,14 @@ type Config struct {
 	// DisconnectGrace is how long a player who had a stream may stay
 	// without one before removal; 0 never removes.
 	DisconnectGrace time.Duration
-	// Metrics observes script runs, Redis failures and janitor actions;
-	// none when nil.
+	// Lifecycle closes idle, finished and old rooms; zero values switch
+	// each rule off, except LogIdleTrim, which defaults to 1m (negative:
+	// never).
+	Lifecycle Lifecycle
+	// JanitorActions, when set, is told what each janitor visit did (kind
+	// as in Report, count), for metrics.
+	JanitorActions func(kind string, n int)
+	// Metrics observes script runs and Redis failures; none when nil.
 	Metrics Metrics
 }
 
@@ -58,11 +71,14 @@ type Store struct {
 	keys     keys
 	shards   int
 	pubcmd   string
-	argv     [3]string // log MAXLEN, closed log TTL (s); see common()
+	argv     [3]string // "<log MAXLEN> <log bytes>", closed log TTL (s); see common()
 	places   *placeCache
 	metrics  Metrics
 
 	presenceTTL, grace time.Duration
+	life               Lifecycle
+	janitorActions     func(kind string, n int)
+	repairs            *repairWalks
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -76,8 +92,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
 	}
 	s := &Store{keys: keys{prefix: cfg.Prefix}, shards: cfg.Shards, places: newPlaceCache(100_000),
-		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace,
-		argv: [3]string{strconv.Itoa(cfg.LogMaxLen), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
+		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, life: cfg.Lifecycle,
+		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(),
+		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
 	if err := s.connect(cfg); err != nil {
 		return nil, err
 	}
@@ -103,11 +120,20 @@ func withDefaults(cfg Config) Config {
 	if cfg.LogMaxLen == 0 {
 		cfg.LogMaxLen = 1000
 	}
+	if cfg.LogMaxBytes == 0 {
+		cfg.LogMaxBytes = DefaultLogMaxBytes
+	}
 	if cfg.ClosedLogTTL == 0 {
 		cfg.ClosedLogTTL = 5 * time.Minute
 	}
 	if cfg.PresenceTTL == 0 {
 		cfg.PresenceTTL = 15 * time.Second
+	}
+	switch {
+	case cfg.Lifecycle.LogIdleTrim == 0:
+		cfg.Lifecycle.LogIdleTrim = DefaultLogIdleTrim
+	case cfg.Lifecycle.LogIdleTrim < 0:
+		cfg.Lifecycle.LogIdleTrim = 0
 	}
 	return cfg
 }
@@ -203,10 +229,11 @@ func wrap(err error) error {
 }
 
 // isTransient recognizes error replies that mean "not now" rather than "bug":
-// loading after a restart, a Cluster moving or down.
+// loading after a restart, a Cluster moving or down, a Redis out of memory
+// (maxmemory with noeviction refuses writes; no script starts half done).
 func isTransient(err redis.Error) bool {
 	msg := err.Error()
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY"} {
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}

@@ -32,7 +32,7 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 		}
 	}
 	args := append(s.common(shard, l.Room), l.UserID, l.Stream, s.presenceTTL.Milliseconds(),
-		mode, c.Version, c.Tag, limit)
+		mode, c.Version, c.Tag, limit, rooms.MaxStreamsPerPlayer)
 	keys := s.keys.roomKeys(shard, l.Room)
 	var r ran
 	var err error

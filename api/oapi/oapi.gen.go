@@ -28,11 +28,13 @@ const (
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
+	ROOMFINISHED         ProblemCode = "ROOM_FINISHED"
 	ROOMFULL             ProblemCode = "ROOM_FULL"
 	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
 	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
+	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
 	VALIDATIONFAILED     ProblemCode = "VALIDATION_FAILED"
@@ -66,6 +68,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case RATELIMITED:
 		return true
+	case ROOMFINISHED:
+		return true
 	case ROOMFULL:
 		return true
 	case ROOMNOTFOUND:
@@ -75,6 +79,8 @@ func (e ProblemCode) Valid() bool {
 	case STATEKEYFORBIDDEN:
 		return true
 	case STOREUNAVAILABLE:
+		return true
+	case TOOMANYSTREAMS:
 		return true
 	case UNAUTHENTICATED:
 		return true

@@ -30,6 +30,10 @@ type Config struct {
 	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
 	MetricsAddr     string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
 	LogFormat       string        // REALSYNC_LOG_FORMAT: text (default) or json
+	// Room lifecycle (the janitor closes rooms; 0 switches a rule off).
+	RoomIdleTimeout   time.Duration // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
+	FinishedRetention time.Duration // REALSYNC_FINISHED_RETENTION, default 10m
+	RoomMaxLifetime   time.Duration // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
 
 	secretGenerated bool
 }
@@ -44,7 +48,7 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 		return def
 	}
 	var c Config
-	var cluster, guest, shards, heartbeat, grace, presence string
+	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -56,6 +60,9 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
 	fs.StringVar(&grace, "disconnect-grace", env("REALSYNC_DISCONNECT_GRACE", "30s"), "removal delay of disconnected players, 0 never (REALSYNC_DISCONNECT_GRACE)")
 	fs.StringVar(&presence, "presence-ttl", env("REALSYNC_PRESENCE_TTL", "15s"), "lifetime of a stream's presence lease, renewed every third (REALSYNC_PRESENCE_TTL)")
+	fs.StringVar(&idle, "room-idle-timeout", env("REALSYNC_ROOM_IDLE_TIMEOUT", "30m"), "close rooms with no mutation and no stream for this long, 0 never (REALSYNC_ROOM_IDLE_TIMEOUT)")
+	fs.StringVar(&retention, "finished-retention", env("REALSYNC_FINISHED_RETENTION", "10m"), "close finished rooms this long after they finished, 0 never (REALSYNC_FINISHED_RETENTION)")
+	fs.StringVar(&lifetime, "room-max-lifetime", env("REALSYNC_ROOM_MAX_LIFETIME", "0"), "close rooms this long after their creation, 0 never (REALSYNC_ROOM_MAX_LIFETIME)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("REALSYNC_PPROF_ADDR", ""), "serve net/http/pprof on this loopback address (REALSYNC_PPROF_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
@@ -90,6 +97,16 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	}
 	if c.PresenceTTL, err = time.ParseDuration(presence); err != nil || c.PresenceTTL < 300*time.Millisecond {
 		bad("REALSYNC_PRESENCE_TTL", "must be a duration of at least 300ms such as 15s")
+	}
+	for _, d := range []struct {
+		name string
+		in   string
+		out  *time.Duration
+	}{{"REALSYNC_ROOM_IDLE_TIMEOUT", idle, &c.RoomIdleTimeout}, {"REALSYNC_FINISHED_RETENTION", retention, &c.FinishedRetention},
+		{"REALSYNC_ROOM_MAX_LIFETIME", lifetime, &c.RoomMaxLifetime}} {
+		if *d.out, err = time.ParseDuration(d.in); err != nil || *d.out < 0 {
+			bad(d.name, "must be a duration such as 30m, or 0 (never)")
+		}
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")

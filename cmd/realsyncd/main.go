@@ -54,7 +54,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	reg, m := newRegistry()
 	st, err := store.Open(ctx, store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
-		Metrics: m})
+		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
+			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)},
+		Metrics: m, JanitorActions: m.JanitorAction})
 	if err != nil {
 		return err
 	}
@@ -116,6 +118,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		return err
 	}
 	return nil
+}
+
+// logIdleTrim is when an idle room's event log is dropped: after a minute,
+// or half the idle timeout when that is shorter.
+func logIdleTrim(idle time.Duration) time.Duration {
+	if idle > 0 && idle/2 < store.DefaultLogIdleTrim {
+		return max(idle/2, time.Millisecond)
+	}
+	return store.DefaultLogIdleTrim
 }
 
 func logStartup(log *slog.Logger, cfg Config, st *store.Store) {

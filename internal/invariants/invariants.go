@@ -32,7 +32,10 @@ import (
 //     name players of the room (a deadline only for a disconnected one);
 //     a room with presence entries is in the shard's due set no later than
 //     its earliest entry; no due entry, presence or message log outlives
-//     its room;
+//     its room; every room is in its shard's lifecycle schedule, and no
+//     room that is gone;
+//   - a room's log stays within its byte cap, and is whole unless trimmed
+//     by count, by bytes, or dropped while the room idled;
 //   - each shard's stats hash holds exactly the counts of its rooms.
 func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
 	keys, err := scan(ctx, c, "{"+prefix+":*")
@@ -111,14 +114,17 @@ func (ch *checker) orphan(ctx context.Context, k string) error {
 	if m := roomPartRe.FindStringSubmatch(k); m != nil && ch.rooms[m[1]+"|"+m[2]] == nil {
 		ch.fail("%s outlives its room", k)
 	}
-	if !strings.HasSuffix(k, ":presence:due") {
+	suffix := ":presence:due"
+	if strings.HasSuffix(k, ":rooms:due") {
+		suffix = ":rooms:due"
+	} else if !strings.HasSuffix(k, suffix) {
 		return nil
 	}
-	tag := strings.TrimSuffix(strings.TrimPrefix(k, "{"), "}:presence:due")
+	tag := strings.TrimSuffix(strings.TrimPrefix(k, "{"), "}"+suffix)
 	ids, err := ch.c.ZRange(ctx, k, 0, -1).Result()
 	for _, id := range ids {
 		if ch.rooms[tag+"|"+id] == nil {
-			ch.fail("due entry %s of shard %s: the room is gone", id, tag)
+			ch.fail("%s entry %s of shard %s: the room is gone", suffix, id, tag)
 		}
 	}
 	return err
@@ -279,8 +285,21 @@ func (ch *checker) log(ctx context.Context, id, base string, h map[string]string
 			seen[ev.Player.PlayerID] = true
 		}
 	}
-	if first != 1 && len(entries) < 900 {
-		ch.fail("room %s: log holds %d entries for version %d but was never trimmed", id, len(entries), ver)
+	// The log is whole, or trimmed by count (~1000 kept), or by bytes (it
+	// still holds over half its cap), or dropped whole while the room idled.
+	bytes := 0
+	for _, e := range entries {
+		bytes += len(e.ID) + len(e.Values["g"].(string)) + len(e.Values["d"].(string))
+	}
+	dropped := h["lt"] != "" && first == atoi(h["lt"])+1
+	if first != 1 && !dropped && len(entries) > 0 && len(entries) < 900 && bytes < logBytesTrimmed {
+		ch.fail("room %s: log holds %d entries (%d bytes) for version %d but was never trimmed", id, len(entries), bytes, ver)
+	}
+	if bytes > logBytesCap {
+		ch.fail("room %s: log holds %d bytes, over the cap %d", id, bytes, logBytesCap)
+	}
+	if _, err := ch.c.ZScore(ctx, base[:strings.Index(base, "}")+1]+":rooms:due", id).Result(); err != nil {
+		ch.fail("room %s: not in its shard's lifecycle schedule (%v)", id, err)
 	}
 	for pid := range players {
 		if n, _ := strconv.Atoi(pid); n > sq || n < 1 {
@@ -289,6 +308,19 @@ func (ch *checker) log(ctx context.Context, id, base string, h map[string]string
 	}
 	return nil
 }
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// The default byte cap of a room's event log (store.DefaultLogMaxBytes),
+// and what a log trimmed by bytes still holds (3/4 of the cap, less one
+// event of at most ~80 KB).
+const (
+	logBytesCap     = 256 << 10
+	logBytesTrimmed = logBytesCap/2 - 1
+)
 
 var statuses = []string{"waiting", "playing", "finished"}
 

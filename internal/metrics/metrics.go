@@ -202,7 +202,7 @@ func (m *Metrics) ScriptCall(script, outcome string, d time.Duration) {
 // (store.Metrics).
 func (m *Metrics) RedisError(op string) { m.redisErrors.WithLabelValues(op).Inc() }
 
-// JanitorAction adds n janitor actions of kind (store.Metrics).
+// JanitorAction adds n janitor actions of kind (store.Config.JanitorActions).
 func (m *Metrics) JanitorAction(kind string, n int) {
 	if n > 0 {
 		m.janitor.WithLabelValues(kind).Add(float64(n))

@@ -5,14 +5,15 @@
 -- KEYS: prelude, without status indexes.
 -- ARGV[7] userId  ARGV[8] type as a JSON string  ARGV[9] data (JSON)
 -- ARGV[10] message log MAXLEN ~  ARGV[11..] recipient playerIds (none = all)
--- Reply: {"OK", version} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} |
+-- Reply: {"OK", version} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"ROOM_FINISHED"} |
 --        {"TO_NOT_MEMBER", playerId}
 local uid, type_json, data, mlen = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
-local r = redis.call('HMGET', K_ROOM, 'vi', 'ver')
+local r = redis.call('HMGET', K_ROOM, 'vi', 'ver', 'st')
 if not r[1] then return {'ROOM_NOT_FOUND'} end
 local pid = redis.call('HGET', K_USERS, uid)
 if not pid then return deny(r[1]) end
+if r[3] == 'finished' then return {'ROOM_FINISHED'} end
 known_ver = tonumber(r[2])
 local to = {}
 for i = 11, #ARGV do

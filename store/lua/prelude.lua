@@ -22,16 +22,25 @@
 --   KEYS[33]     shard stats (hash: "rooms:<status>", "players",
 --               "m:<mode>:<status>", "r:<region>:<status>" → count, over
 --               every room, public or private)
---   Indexes and stats are only passed to scripts that may change them.
+--   KEYS[34]     shard lifecycle schedule (zset roomId -> when the janitor
+--               next looks at the room, ms; "+inf": never)
+--   Indexes, stats and the schedule are only passed to scripts that may
+--   change them.
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
---   ARGV[4] event tag ARGV[5] log MAXLEN ~   ARGV[6] TTL (s) of a closed room's log
+--   ARGV[4] event tag
+--   ARGV[5] "<log MAXLEN ~> <log byte cap>": the event log keeps about the
+--           last MAXLEN events and never more than the byte cap (see cap_log)
+--   ARGV[6] TTL (s) of a closed room's log
 -- Replies are arrays whose first element is "OK" or an error code.
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
-local tag, maxlen, closed_ttl = ARGV[4], ARGV[5], ARGV[6]
+local tag, closed_ttl = ARGV[4], ARGV[6]
+local maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
+log_cap = tonumber(log_cap)
+local K_ROOMS_DUE = KEYS[34]
 
 local T = redis.call('TIME')
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
@@ -79,6 +88,34 @@ local function iso_now()
   return now_iso
 end
 
+-- entry_bytes is what a log entry {id, {"g", tag, "d", event}} counts
+-- against the log's byte cap.
+local function entry_bytes(e)
+  return #e[1] + #e[2][2] + #e[2][4]
+end
+
+-- cap_log keeps the event log within log_cap bytes. The room's "lb" field
+-- counts the bytes appended since the last count; MAXLEN ~ trims without
+-- telling, so "lb" only ever overestimates. Past the cap, the log is counted
+-- exactly, and only if it really is over the cap, its oldest entries are
+-- dropped down to 3/4 of it (never the newest entry), so a room of fat
+-- events counts its log once every quarter of the cap, not on every event.
+local function cap_log(lb)
+  if lb <= log_cap then return end
+  local entries = redis.call('XRANGE', K_LOG, '-', '+')
+  local total = 0
+  for _, e in ipairs(entries) do total = total + entry_bytes(e) end
+  if total > log_cap then
+    local i = 1
+    while total > log_cap * 3 / 4 and i < #entries do
+      total = total - entry_bytes(entries[i])
+      i = i + 1
+    end
+    redis.call('XTRIM', K_LOG, 'MINID', entries[i][1])
+  end
+  redis.call('HSET', K_ROOM, 'lb', total)
+end
+
 -- known_ver is the room's version once this script has read or written it,
 -- so that emit can write it with the other fields in one HSET.
 local known_ver
@@ -100,7 +137,9 @@ local function emit(etype, body, ...)
   known_ver = v
   local ev = '{"type":"' .. etype .. '","roomId":"' .. room_id .. '","version":' .. v ..
     ',"ts":"' .. iso_now() .. '"' .. body .. '}'
-  redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, v .. '-0', 'g', tag, 'd', ev)
+  local id = v .. '-0'
+  redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, id, 'g', tag, 'd', ev)
+  cap_log(redis.call('HINCRBY', K_ROOM, 'lb', #id + #tag + #ev))
   redis.call(pubcmd, channel, v .. ' ' .. tag .. ' ' .. ev)
   return v, ev
 end
@@ -263,6 +302,7 @@ local function close_room(reason, before)
   redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES)
   reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
+  redis.call('ZREM', K_ROOMS_DUE, room_id)
   redis.call('EXPIRE', K_LOG, closed_ttl)
 end
 
@@ -308,11 +348,12 @@ local function drop_presence(pid)
 end
 
 -- mark_disconnected announces that pid has no stream left and, when grace_ms
--- > 0, sets its removal deadline.
+-- > 0, sets its removal deadline. Returns whether it announced anything.
 local function mark_disconnected(pid, grace_ms)
-  if redis.call('HDEL', K_CONN, pid) == 0 then return end
+  if redis.call('HDEL', K_CONN, pid) == 0 then return false end
   emit('player_disconnected', ',"playerId":' .. pid)
   if grace_ms > 0 then redis.call('ZADD', K_PRESENCE, now + grace_ms, 'g:' .. pid) end
+  return true
 end
 
 -- remove_player removes player pid (user uid) with reason, handing

@@ -5,12 +5,12 @@
 -- while still disconnected are removed (player_left, reason disconnected).
 -- KEYS: prelude, with the indexes.
 -- ARGV[7] grace (ms)
--- Reply: {"OK", removed players}
+-- Reply: {"OK", removed players, players announced disconnected}
 local grace = tonumber(ARGV[7])
 
 if redis.call('EXISTS', K_ROOM) == 0 then
   redis.call('ZREM', K_DUE, room_id)
-  return {'OK', 0}
+  return {'OK', 0, 0}
 end
 local due = redis.call('ZRANGEBYSCORE', K_PRESENCE, '-inf', now)
 local lapsed, seen, deadlines = {}, {}, {}
@@ -24,8 +24,9 @@ for _, m in ipairs(due) do
   local gpid = string.match(m, '^g:(%d+)$')
   if gpid then deadlines[#deadlines + 1] = gpid end
 end
+local disconnected = 0
 for _, pid in ipairs(lapsed) do
-  if not has_lease(pid) then mark_disconnected(pid, grace) end
+  if not has_lease(pid) and mark_disconnected(pid, grace) then disconnected = disconnected + 1 end
 end
 local removed = 0
 for _, pid in ipairs(deadlines) do
@@ -33,9 +34,9 @@ for _, pid in ipairs(deadlines) do
     local uid = uid_of(pid)
     if uid then
       removed = removed + 1
-      if remove_player(pid, uid, 'disconnected') then return {'OK', removed} end
+      if remove_player(pid, uid, 'disconnected') then return {'OK', removed, disconnected} end
     end
   end
 end
 reschedule()
-return {'OK', removed}
+return {'OK', removed, disconnected}

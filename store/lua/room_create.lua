@@ -6,12 +6,14 @@
 -- ARGV[16] creator name as a JSON string  ARGV[17] state bytes
 -- ARGV[18] "1": only when no joinable room of the same mode and region
 -- exists (quick-join), else ""
--- ARGV[19..] state key, value pairs
+-- ARGV[19] when the janitor first looks at the room: ms from now, or "inf"
+-- ARGV[20..] state key, value pairs
 -- Reply: {"OK", 1} | {"ID_TAKEN"} | {"CODE_TAKEN"} |
 --        {"JOINABLE_EXISTS"}
 local name, mode, region, vis = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local max, policy, attrs, code = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
 local uid, name_json, state_bytes, only_if_none = ARGV[15], ARGV[16], ARGV[17], ARGV[18]
+local first_check = ARGV[19]
 
 if redis.call('EXISTS', K_ROOM) == 1 then return {'ID_TAKEN'} end
 -- the fill index of this mode and region holds every joinable room of it
@@ -29,7 +31,12 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy,
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
-if #ARGV > 18 then redis.call('HSET', K_STATE, unpack(ARGV, 19)) end
+if #ARGV > 19 then redis.call('HSET', K_STATE, unpack(ARGV, 20)) end
 local pid = add_player(uid, name_json, {sq = 0, pc = 0, cr = num(created)})
 reindex(nil)
+if first_check == 'inf' then
+  redis.call('ZADD', K_ROOMS_DUE, '+inf', room_id)
+else
+  redis.call('ZADD', K_ROOMS_DUE, now + tonumber(first_check), room_id)
+end
 return {'OK', pid}

@@ -7,8 +7,13 @@
 -- ARGV[12] maxPlayers ("" = unchanged)  ARGV[13] visibility ("" = unchanged)
 -- ARGV[14] attributes JSON ("" = unchanged)  ARGV[15] new invite code, used
 -- when the room becomes private
+-- A finished room is read-only until the janitor closes it: any change but
+-- a status change (INVALID_TRANSITION) is ROOM_FINISHED. Finishing records
+-- when ("fa", ms) and asks the janitor to look at the room now, so it
+-- schedules the close after the retention.
 -- Reply: {"OK", 0} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} |
---        {"NOT_OWNER"} | {"INVALID_TRANSITION"} | {"MAX_BELOW_COUNT"} | {"CODE_TAKEN"}
+--        {"NOT_OWNER"} | {"INVALID_TRANSITION"} | {"MAX_BELOW_COUNT"} |
+--        {"ROOM_FINISHED"} | {"CODE_TAKEN"}
 local caller, name, name_json, status = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local locked, max, vis, attrs, new_code = ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15]
 
@@ -26,6 +31,13 @@ local cur = {n = r[1], at = r[2], mx = r[3], st = before.st, lk = before.lk, vi 
 if status ~= '' and status ~= cur.st and not (ALLOWED[cur.st] and ALLOWED[cur.st][status]) then
   return {'INVALID_TRANSITION'}
 end
+if cur.st == 'finished' then
+  if (name ~= '' and name ~= cur.n) or (locked ~= '' and locked ~= cur.lk) or
+      (max ~= '' and max ~= cur.mx) or (vis ~= '' and vis ~= cur.vi) or (attrs ~= '' and attrs ~= cur.at) then
+    return {'ROOM_FINISHED'}
+  end
+  return {'OK', 0}
+end
 if max ~= '' and tonumber(max) < tonumber(cur.pc) then return {'MAX_BELOW_COUNT'} end
 local going_private = vis == 'private' and cur.vi ~= 'private'
 if going_private and redis.call('HSETNX', K_CODES, new_code, room_id) == 0 then
@@ -38,7 +50,13 @@ local function set(field, value, json)
   changes[#changes + 1] = json
 end
 if name ~= '' and name ~= cur.n then set('n', name, '"name":' .. name_json) end
-if status ~= '' and status ~= cur.st then set('st', status, '"status":"' .. status .. '"') end
+if status ~= '' and status ~= cur.st then
+  set('st', status, '"status":"' .. status .. '"')
+  if status == 'finished' then
+    redis.call('HSET', K_ROOM, 'fa', num(now))
+    redis.call('ZADD', K_ROOMS_DUE, now, room_id)
+  end
+end
 if locked ~= '' and locked ~= cur.lk then
   set('lk', locked, '"locked":' .. (locked == '1' and 'true' or 'false'))
 end

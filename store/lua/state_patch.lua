@@ -3,16 +3,17 @@
 -- ARGV[7] caller userId  ARGV[8] If-Match stateVersion (-1 any, -2 never)
 -- ARGV[9] max keys  ARGV[10] max bytes (keys + values)  ARGV[11] n, the number of sets
 -- ARGV[12 .. 11+2n] key, JSON value pairs to set; the rest: keys to delete
--- Reply: {"OK", version, stateVersion} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} |
+-- Reply: {"OK", version, stateVersion} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"ROOM_FINISHED"} |
 --        {"STATE_KEY_FORBIDDEN"} | {"VERSION_MISMATCH"} | {"PAYLOAD_TOO_LARGE"}
 local caller, if_match = ARGV[7], tonumber(ARGV[8])
 local max_keys, max_bytes, nset = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local first_del = 12 + 2 * nset
 
-local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi')
+local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi', 'st')
 if not r[6] then return {'ROOM_NOT_FOUND'} end
 local pid = redis.call('HGET', K_USERS, caller)
 if not pid then return deny(r[6]) end
+if r[7] == 'finished' then return {'ROOM_FINISHED'} end
 known_ver = tonumber(r[1])
 
 if r[3] == 'owner' and r[4] ~= pid then

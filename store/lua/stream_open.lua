@@ -9,18 +9,29 @@
 -- ARGV[7] userId  ARGV[8] stream name  ARGV[9] lease TTL (ms)
 -- ARGV[10] read: "none" (renew only), "snapshot", or "after"
 -- ARGV[11] cursor version  ARGV[12] cursor tag ("" unknown)  ARGV[13] replay limit
+-- ARGV[14] most streams one player may hold in the room (a further one is
+-- refused, so the presence set of a room stays bounded)
 -- Reply: {"OK", playerId, version, "none"} |
 --        {"OK", playerId, version, "replay", entries} |
 --        {"OK", playerId, version, "snapshot", tag} |
---        {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"}
+--        {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"TOO_MANY_STREAMS"}
 local uid, stream, ttl, read = ARGV[7], ARGV[8], tonumber(ARGV[9]), ARGV[10]
 local after, after_tag, limit = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
+local max_streams = tonumber(ARGV[14])
 
 if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
 local pid = redis.call('HGET', K_USERS, uid)
 if not pid then return deny() end
 
-redis.call('ZADD', K_PRESENCE, now + ttl, lease_prefix(pid) .. stream)
+local lease = lease_prefix(pid) .. stream
+if not redis.call('ZSCORE', K_PRESENCE, lease) then
+  local held, prefix = 0, lease_prefix(pid)
+  for _, m in ipairs(redis.call('ZRANGE', K_PRESENCE, 0, -1)) do
+    if string.sub(m, 1, #prefix) == prefix then held = held + 1 end
+  end
+  if held >= max_streams then return {'TOO_MANY_STREAMS'} end
+end
+redis.call('ZADD', K_PRESENCE, now + ttl, lease)
 redis.call('ZREM', K_PRESENCE, 'g:' .. pid)
 reschedule()
 if redis.call('HSETNX', K_CONN, pid, '1') == 1 then

@@ -119,7 +119,10 @@ export interface paths {
          * Update a room (owner)
          * @description Any subset of the fields. `attributes` replaces the whole map.
          *     Status moves waiting⇄playing and waiting|playing→finished; finished is
-         *     terminal (409 `INVALID_TRANSITION`). `maxPlayers` below the current
+         *     terminal (409 `INVALID_TRANSITION`). A finished room is read-only until
+         *     the janitor closes it (`REALSYNC_FINISHED_RETENTION` after it
+         *     finished): any other change is 409 `ROOM_FINISHED`; leaving, kicking
+         *     and deleting still work. `maxPlayers` below the current
          *     player count is 422. Making a room private gives it a new invite
          *     code; making it public revokes the code. Only fields whose value
          *     really changes are applied and reported in the `room_updated` event;
@@ -278,7 +281,7 @@ export interface paths {
          *     | player_connected, player_disconnected | `playerId` |
          *     | room_updated | `changes` {field: new value}, including `ownerPlayerId` |
          *     | message | `message` {from, type, data, to?} |
-         *     | room_closed | `reason`: closed, empty; then the stream ends |
+         *     | room_closed | `reason`: closed (the owner deleted it), empty (the last player left), expired (no mutation and no connected player for `REALSYNC_ROOM_IDLE_TIMEOUT`, or older than `REALSYNC_ROOM_MAX_LIFETIME`), finished (`REALSYNC_FINISHED_RETENTION` after it finished); then the stream ends |
          *
          *     Within one history a stream never skips, repeats or reorders an
          *     event. Ids increase but skip the versions of messages addressed to
@@ -288,6 +291,13 @@ export interface paths {
          *     `player_left` for the subscriber's own player, when the client
          *     cannot keep up (more than 256 events queued: it resumes with
          *     `Last-Event-ID`), and when the instance shuts down.
+         *
+         *     Resume window: a room's event log keeps about its last 1000 events
+         *     and never more than 256 KiB of them (fewer when events are large),
+         *     and is dropped while the room idles (no mutation and no connected
+         *     player for a minute, or half `REALSYNC_ROOM_IDLE_TIMEOUT` when that
+         *     is shorter). A resume from an id the log no longer holds gets a
+         *     `snapshot`.
          *
          *     Presence: while a player has an open stream they are `connected`
          *     (`player_connected` / `player_disconnected` only on real change;
@@ -538,7 +548,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -798,7 +808,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `ROOM_FULL`, `ROOM_NOT_JOINABLE` or `INVALID_TRANSITION`. */
+        /** @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, `INVALID_TRANSITION`, or `ROOM_FINISHED` (a write to a finished room: state, messages, room fields). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -1275,6 +1285,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1319,6 +1330,15 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description `TOO_MANY_STREAMS`: the player already holds 8 event streams of this room. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1395,6 +1415,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];

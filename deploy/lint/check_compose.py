@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Checks deploy/compose.yaml as Docker Compose resolves it against the
+files it names.
+
+Usage: check_compose.py RESOLVED.json HAPROXY_CFG PROMETHEUS_YML
+
+RESOLVED.json is composeconfig's output (the project after interpolation
+and merges). Checks: the realsyncd services share one environment; every
+bind-mounted file exists; each realsyncd service's stop_grace_period
+exceeds its REALSYNC_SHUTDOWN_TIMEOUT; HAProxy's servers and Prometheus'
+targets are exactly the realsyncd services, on their API and metrics
+ports. Exits 1 with one line per problem.
+"""
+import json
+import os
+import re
+import sys
+
+
+def seconds(d):
+    total = 0.0
+    for n, unit in re.findall(r"([\d.]+)(ms|s|m|h)", d):
+        total += float(n) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return total
+
+
+def port(addr, default):
+    return int(addr.rsplit(":", 1)[1]) if addr else default
+
+
+def main():
+    resolved, haproxy_cfg, prometheus_yml = sys.argv[1:4]
+    project = json.load(open(resolved, encoding="utf-8"))
+    services = project["services"]
+    problems = []
+    realsyncd = {n: s for n, s in services.items() if "realsyncd" in s.get("image", "")}
+    if len(realsyncd) < 2:
+        problems.append(f"fewer than two realsyncd services: {sorted(realsyncd)}")
+    envs = {n: s.get("environment", {}) for n, s in realsyncd.items()}
+    first = next(iter(envs.values()), {})
+    for n, env in envs.items():
+        if env != first:
+            problems.append(f"{n}: environment differs from the other instances'")
+        grace = seconds(realsyncd[n].get("stop_grace_period", "10s"))
+        shutdown = seconds(env.get("REALSYNC_SHUTDOWN_TIMEOUT") or "15s")
+        if grace <= shutdown:
+            problems.append(f"{n}: stop_grace_period ({grace:g}s) must exceed REALSYNC_SHUTDOWN_TIMEOUT ({shutdown:g}s)")
+    for n, s in services.items():
+        for v in s.get("volumes", []):
+            if v.get("type") == "bind" and not os.path.exists(v["source"]):
+                problems.append(f"{n}: bind-mounted {v['source']} does not exist")
+    api = {f"{n}:{port(e.get('REALSYNC_ADDR'), 8080)}" for n, e in envs.items()}
+    metrics = {f"{n}:{port(e.get('REALSYNC_METRICS_ADDR') or e.get('REALSYNC_ADDR'), 8080)}" for n, e in envs.items()}
+    servers = set(re.findall(r"^\s*server\s+\S+\s+(\S+)", open(haproxy_cfg, encoding="utf-8").read(), re.M))
+    if servers != api:
+        problems.append(f"haproxy.cfg servers {sorted(servers)} are not the instances {sorted(api)}")
+    prom = open(prometheus_yml, encoding="utf-8").read()
+    job = re.search(r"job_name:\s*realsync\b(.*?)(?:\n\s*- job_name:|\Z)", prom, re.S)
+    targets = set(re.findall(r"^\s*-\s*([\w.-]+:\d+)\s*$", job.group(1), re.M)) if job else set()
+    if targets != metrics:
+        problems.append(f"prometheus.yml realsync targets {sorted(targets)} are not the metrics addresses {sorted(metrics)}")
+    for p in problems:
+        print(p)
+    print(f"{len(services)} services, {len(realsyncd)} realsyncd instances behind {len(servers)} proxy servers, {len(targets)} scrape targets")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Lifecycle says when the janitor closes rooms and drops idle event logs.
+// Zero durations switch a rule off. Use the same values on every instance.
+type Lifecycle struct {
+	// IdleTimeout closes a room (room_closed, reason expired) with no
+	// mutation and no connected player for that long.
+	IdleTimeout time.Duration
+	// FinishedRetention closes a finished room (reason finished) that long
+	// after it finished.
+	FinishedRetention time.Duration
+	// MaxLifetime closes a room (reason expired) that long after its
+	// creation, however active.
+	MaxLifetime time.Duration
+	// LogIdleTrim drops the event log of a room with no mutation and no
+	// connected player for that long (a later resume gets a snapshot).
+	LogIdleTrim time.Duration
+}
+
+// DefaultLogIdleTrim is when an idle room's event log is dropped.
+const DefaultLogIdleTrim = time.Minute
+
+// firstCheck is when the janitor first looks at a new room: ms from its
+// creation, or "inf" when no rule applies.
+func (l Lifecycle) firstCheck() string {
+	first := time.Duration(0)
+	for _, d := range []time.Duration{l.IdleTimeout, l.MaxLifetime, l.LogIdleTrim} {
+		if d > 0 && (first == 0 || d < first) {
+			first = d
+		}
+	}
+	if first == 0 {
+		return "inf"
+	}
+	return strconv.FormatInt(first.Milliseconds(), 10)
+}
+
+func (l Lifecycle) argv() []any {
+	return []any{l.IdleTimeout.Milliseconds(), l.FinishedRetention.Milliseconds(),
+		l.MaxLifetime.Milliseconds(), l.LogIdleTrim.Milliseconds()}
+}
+
+// lifecycleRoom runs room_lifecycle for room id of shard; returns what it
+// did: "lifetime", "finished" or "expired" (closed), "trimmed" (log
+// dropped), "none" or "gone".
+func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string, error) {
+	_, keys, err := s.indexedKeys(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	res, err := roomLifecycle.Run(ctx, s.client, keys, append(s.common(shard, id), s.life.argv()...)...).Result()
+	if err != nil {
+		return "", wrap(err)
+	}
+	rest, err := replyStatus(res)
+	if err != nil {
+		return "", err
+	}
+	action, _ := rest[0].(string)
+	return action, nil
+}

@@ -1,0 +1,460 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// sweepAll runs one janitor visit of every shard (lease 1 ms, so each call
+// wins it) and adds up the reports.
+func sweepAll(tb testing.TB, s *store.Store, total store.Report) {
+	tb.Helper()
+	for shard := range 8 {
+		rep, err := s.Sweep(context.Background(), shard, "test", time.Millisecond)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for k, n := range rep {
+			total[k] += n
+		}
+		time.Sleep(time.Millisecond) // the lease lapses
+	}
+}
+
+// sweepUntil sweeps until done says so, for at most 10 s.
+func sweepUntil(tb testing.TB, s *store.Store, total store.Report, done func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !done(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			bad, _ := invariantsCheck(s)
+			tb.Fatalf("not done after 10 s of janitor visits (did %v; invariants: %v)", total, bad)
+		}
+		sweepAll(tb, s, total)
+	}
+}
+
+func gone(s *store.Store, id string) func() bool {
+	return func() bool {
+		_, _, err := s.Get(context.Background(), id, false)
+		return err != nil
+	}
+}
+
+// closedWith checks the room's log ends with room_closed for reason.
+func closedWith(tb testing.TB, s *store.Store, id, reason string) {
+	tb.Helper()
+	evs := events(tb, s, id)
+	if len(evs) == 0 || evs[len(evs)-1].Type != "room_closed" || evs[len(evs)-1].Reason != reason {
+		tb.Fatalf("log ends with %v, want room_closed %s", types(evs), reason)
+	}
+}
+
+func TestLifecycleClosesRooms(t *testing.T) {
+	const short = 300 * time.Millisecond
+	cases := []struct {
+		name   string
+		life   store.Lifecycle
+		setup  func(t *testing.T, s *store.Store, id string)
+		reason string // the room_closed reason; "" = stays open
+		action string // the janitor report's kind
+	}{
+		{name: "IdleRoomExpires", life: store.Lifecycle{IdleTimeout: short},
+			reason: "expired", action: "expired"},
+		{name: "ActivityPostponesExpiry", life: store.Lifecycle{IdleTimeout: time.Second},
+			setup: func(t *testing.T, s *store.Store, id string) {
+				// a patch every 200 ms for 1.6 s: never idle for 1 s
+				for range 8 {
+					time.Sleep(200 * time.Millisecond)
+					sweepAll(t, s, store.Report{})
+					if _, err := s.PatchState(context.Background(), alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte("1")}}); err != nil {
+						t.Fatalf("patch while active: %v", err)
+					}
+				}
+			},
+			reason: "expired", action: "expired"},
+		{name: "ConnectedRoomStaysOpen", life: store.Lifecycle{IdleTimeout: short},
+			setup: func(t *testing.T, s *store.Store, id string) {
+				open(t, s, lease(id, alice, "st"), sse.Cursor{})
+			}},
+		{name: "FinishedRoomClosesAfterRetention", life: store.Lifecycle{FinishedRetention: short},
+			setup: func(t *testing.T, s *store.Store, id string) {
+				update(t, s, alice, id, rooms.UpdateParams{Status: ptr(rooms.Finished)})
+			},
+			reason: "finished", action: "finished"},
+		{name: "MaxLifetimeClosesActiveRoom", life: store.Lifecycle{MaxLifetime: short, IdleTimeout: time.Hour},
+			setup: func(t *testing.T, s *store.Store, id string) {
+				open(t, s, lease(id, alice, "st"), sse.Cursor{})
+			},
+			reason: "expired", action: "lifetime"},
+		{name: "NoRuleNoClose", life: store.Lifecycle{LogIdleTrim: -1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, b := range redistest.Backends(t) {
+				t.Run(b.Name, func(t *testing.T) {
+					s := openStoreWith(t, b, func(c *store.Config) { c.Lifecycle = tc.life })
+					id := mustCreate(t, s, alice, newRoom()).Room.ID
+					mustJoin(t, s, bob, id)
+					if tc.setup != nil {
+						tc.setup(t, s, id)
+					}
+					rep := store.Report{}
+					if tc.reason == "" {
+						time.Sleep(2 * short)
+						for range 3 {
+							sweepAll(t, s, rep)
+						}
+						if gone(s, id)() {
+							t.Fatalf("room closed (%v); want it open", rep)
+						}
+						checkInvariants(t, s)
+						return
+					}
+					sweepUntil(t, s, rep, gone(s, id))
+					closedWith(t, s, id, tc.reason)
+					if rep[tc.action] != 1 {
+						t.Errorf("janitor report %v, want %s: 1", rep, tc.action)
+					}
+					if rooms, err := s.MyRooms(context.Background(), bob); err != nil || len(rooms) != 0 {
+						t.Errorf("bob's rooms after the close: %v, %v", rooms, err)
+					}
+					checkInvariants(t, s)
+				})
+			}
+		})
+	}
+}
+
+func TestFinishedRoomIsReadOnly(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		mustJoin(t, s, bob, id)
+		mustJoin(t, s, carol, id)
+		update(t, s, alice, id, rooms.UpdateParams{Status: ptr(rooms.Finished)})
+		before, _, _ := s.Get(ctx, id, false)
+
+		_, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte("1")}})
+		wantErr(t, err, rooms.ErrRoomFinished)
+		_, err = s.SendMessage(ctx, bob, id, rooms.Message{Type: "chat", Data: []byte(`"hi"`)})
+		wantErr(t, err, rooms.ErrRoomFinished)
+		for _, p := range []rooms.UpdateParams{{Name: ptr("New")}, {Locked: ptr(true)}, {MaxPlayers: ptr(9)},
+			{Visibility: ptr(rooms.Private)}, {Attributes: &map[string]any{"map": "x"}}} {
+			_, err = s.Update(ctx, alice, id, p)
+			wantErr(t, err, rooms.ErrRoomFinished)
+		}
+		_, err = s.Update(ctx, alice, id, rooms.UpdateParams{Status: ptr(rooms.Waiting)})
+		wantErr(t, err, rooms.ErrInvalidTransition)
+		// a patch that changes nothing is still fine
+		update(t, s, alice, id, rooms.UpdateParams{Name: ptr(before.Name), Status: ptr(rooms.Finished)})
+		after, _, _ := s.Get(ctx, id, false)
+		if after.Version != before.Version {
+			t.Fatalf("refused writes moved the version %d → %d", before.Version, after.Version)
+		}
+		// leaving and kicking still work
+		if err := s.Leave(ctx, bob, id); err != nil {
+			t.Fatalf("leave a finished room: %v", err)
+		}
+		if err := s.Kick(ctx, alice, id, 3); err != nil {
+			t.Fatalf("kick from a finished room: %v", err)
+		}
+		checkInvariants(t, s)
+	})
+}
+
+// logBytes is what a room's log holds: entry ids, tags and event JSON.
+func logBytes(tb testing.TB, s *store.Store, id string) (int, int) {
+	tb.Helper()
+	entries, err := s.Client().XRange(context.Background(), s.LogKey(id), "-", "+").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		n += len(e.ID) + len(e.Values["g"].(string)) + len(e.Values["d"].(string))
+	}
+	return n, len(entries)
+}
+
+func TestEventLogIsBoundedInBytes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		big := []byte(`"` + strings.Repeat("x", 7000) + `"`) // 8 keys of ~7 KB: a 56 KB patch
+		set := rooms.State{}
+		for i := range 8 {
+			set["k"+string(rune('a'+i))] = big
+		}
+		most := 0
+		for i := range 40 { // 2.2 MB of patches, 9 × the cap
+			if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: set}); err != nil {
+				t.Fatalf("patch %d: %v", i, err)
+			}
+			n, _ := logBytes(t, s, id)
+			most = max(most, n)
+		}
+		if most > store.DefaultLogMaxBytes {
+			t.Fatalf("log reached %d bytes, cap %d", most, store.DefaultLogMaxBytes)
+		}
+		n, entries := logBytes(t, s, id)
+		if n < store.DefaultLogMaxBytes/2 || entries < 3 {
+			t.Fatalf("log holds %d bytes in %d entries: trimmed far below the cap", n, entries)
+		}
+		// a resume from before the kept log gets a snapshot; from the last
+		// kept event a replay
+		o := open(t, s, lease(id, alice, "a"), sse.Cursor{Set: true, Version: 2})
+		if o.Snapshot == nil {
+			t.Fatalf("resume from version 2 replayed %d events; want a snapshot", len(o.Replay))
+		}
+		evs := events(t, s, id)
+		o = open(t, s, lease(id, alice, "b"), sse.Cursor{Set: true, Version: evs[0].Version})
+		if o.Snapshot != nil || len(o.Replay) != len(evs)-1 {
+			t.Fatalf("resume from the oldest kept event: snapshot %v, %d events; want a replay of %d", o.Snapshot != nil, len(o.Replay), len(evs)-1)
+		}
+		checkInvariants(t, s)
+	})
+}
+
+func TestIdleLogIsDropped(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openStoreWith(t, b, func(c *store.Config) { c.Lifecycle.LogIdleTrim = 200 * time.Millisecond })
+			ctx := context.Background()
+			id := mustCreate(t, s, alice, newRoom()).Room.ID
+			mustJoin(t, s, bob, id)
+			rep := store.Report{}
+			sweepUntil(t, s, rep, func() bool { return s.Client().Exists(ctx, s.LogKey(id)).Val() == 0 })
+			if rep["trimmed"] != 1 {
+				t.Fatalf("report %v, want trimmed: 1", rep)
+			}
+			checkInvariants(t, s)
+			o := open(t, s, lease(id, bob, "b"), sse.Cursor{Set: true, Version: 2})
+			if o.Snapshot == nil || o.Snapshot.Version != 3 {
+				t.Fatalf("resume after the drop: %+v; want a snapshot at version 3 (the connect)", o)
+			}
+			// the log starts again with the next event and stays checkable
+			if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte("1")}}); err != nil {
+				t.Fatal(err)
+			}
+			if evs := events(t, s, id); len(evs) != 2 || evs[0].Type != "player_connected" || evs[1].Type != "state" {
+				t.Fatalf("log after the drop: %v", types(evs))
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// countKeys counts the keys under the store's prefix on every master.
+func countKeys(tb testing.TB, s *store.Store) []string {
+	tb.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var out []string
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		it := c.Scan(ctx, 0, "*"+s.Prefix()+"*", 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			out = append(out, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	if cc, ok := s.Client().(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
+	} else {
+		err = scan(ctx, s.Client())
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+func TestRepairWalkFixesDrift(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		c := s.Client()
+		pub := mustCreate(t, s, alice, newRoom()).Room
+		mustJoin(t, s, bob, pub.ID)
+		priv := mustCreate(t, s, carol, newRoom(func(r *rooms.NewRoom) { r.Visibility = rooms.Private })).Room
+		other := mustCreate(t, s, bob, newRoom(func(r *rooms.NewRoom) { r.Mode = "duel"; r.Region = "eu" })).Room
+		checkInvariants(t, s)
+
+		tagOf := func(id string) string { k := s.RoomKey(id); return k[:strings.IndexByte(k, '}')+1] }
+		pt, ot := tagOf(pub.ID), tagOf(other.ID)
+		ghost := "zz" + strings.Repeat("G", 14) // no such room
+		// index entries of a room that is gone, and a room missing from one
+		c.ZAdd(ctx, pt+":idx:waiting", redis.Z{Score: 1, Member: ghost})
+		c.ZAdd(ctx, pt+":idx:joinable:mode:battle", redis.Z{Score: 1, Member: ghost})
+		c.ZRem(ctx, pt+":idx:waiting:mode:battle:region:us-west", pub.ID)
+		// a stale fill member (a player count the room no longer has)
+		c.ZAdd(ctx, pt+":idx:fill", redis.Z{Member: "099|00000000000000001|" + pub.ID})
+		// the user index: bob lost a room, alice got one she is not in
+		c.HSet(ctx, pt+":users", "u-bob-x", ghost)
+		c.HDel(ctx, pt+":users", bob.ID)
+		c.HSet(ctx, ot+":users", alice.ID, other.ID)
+		// a code of a room that is gone, and a private room's code lost
+		c.HSet(ctx, pt+":codes", "ZZZZZZ", ghost)
+		privCode, _ := c.HGet(ctx, s.RoomKey(priv.ID), "cd").Result()
+		c.HDel(ctx, tagOf(priv.ID)+":codes", privCode)
+		// stats that drifted, and a room missing from its schedule
+		c.HIncrBy(ctx, pt+":stats", "players", 5)
+		c.HSet(ctx, ot+":stats", "m:ghost:waiting", 2)
+		c.ZRem(ctx, ot+":rooms:due", other.ID)
+		if bad, _ := invariantsCheck(s); len(bad) < 8 {
+			t.Fatalf("the checker sees only %d problems: %v", len(bad), bad)
+		}
+
+		rep := store.Report{}
+		sweepUntil(t, s, rep, func() bool {
+			bad, err := invariantsCheck(s)
+			return err == nil && len(bad) == 0
+		})
+		for _, kind := range []string{"repair_index", "repair_user_index", "repair_code", "repair_schedule", "repair_stats"} {
+			if rep[kind] == 0 {
+				t.Errorf("no %s in the report %v", kind, rep)
+			}
+		}
+		// nothing is repaired twice: a further full round finds nothing
+		again := store.Report{}
+		for range 40 {
+			sweepAll(t, s, again)
+		}
+		if len(again) != 0 {
+			t.Errorf("a clean store was repaired again: %v", again)
+		}
+		j, err := s.JoinByCode(ctx, alice, privCode)
+		if err != nil || j.Room.ID != priv.ID {
+			t.Fatalf("join by the restored code: %v, %v", j.Room.ID, err)
+		}
+	})
+}
+
+func TestChurnLeavesNoKeys(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openStoreWith(t, b, func(c *store.Config) {
+				c.Lifecycle = store.Lifecycle{IdleTimeout: 400 * time.Millisecond, FinishedRetention: 200 * time.Millisecond,
+					LogIdleTrim: 200 * time.Millisecond}
+				c.ClosedLogTTL = time.Second
+				c.DisconnectGrace = 200 * time.Millisecond
+				c.PresenceTTL = 300 * time.Millisecond
+			})
+			ctx := context.Background()
+			before := countKeys(t, s)
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 6 {
+						owner, guest := user(w*100+i), user(w*100+i+50)
+						r := newRoom(func(r *rooms.NewRoom) {
+							r.Mode = []string{"battle", "duel"}[i%2]
+							if i%3 == 0 {
+								r.Visibility = rooms.Private
+							}
+						})
+						j, err := s.Create(ctx, owner, r)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						id := j.Room.ID
+						s.Join(ctx, guest, id)
+						s.SendMessage(ctx, guest, id, rooms.Message{Type: "chat", Data: []byte(`1`)})
+						switch i % 6 {
+						case 0: // everyone leaves
+							s.Leave(ctx, guest, id)
+							s.Leave(ctx, owner, id)
+						case 1: // the owner closes it
+							s.Delete(ctx, owner, id)
+						case 2: // finished, then abandoned
+							s.Update(ctx, owner, id, rooms.UpdateParams{Status: ptr(rooms.Finished)})
+						case 3: // a stream opens and its instance dies (no close)
+							s.OpenStream(ctx, lease(id, guest, "dead"), sse.ReadFrom, sse.Cursor{}, 1000)
+						case 4: // a stream opens and closes
+							o, _ := s.OpenStream(ctx, lease(id, owner, "st"), sse.ReadFrom, sse.Cursor{}, 1000)
+							l := lease(id, owner, "st")
+							l.PlayerID = o.PlayerID
+							s.CloseStream(ctx, l)
+						case 5: // simply abandoned
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if len(countKeys(t, s)) <= len(before) {
+				t.Fatal("the churn wrote no keys")
+			}
+			rep := store.Report{}
+			fixed := func(k string) bool { return strings.HasSuffix(k, ":meta") || strings.HasSuffix(k, ":clock") }
+			sweepUntil(t, s, rep, func() bool {
+				for _, k := range countKeys(t, s) {
+					if !fixed(k) {
+						return false
+					}
+				}
+				return true
+			})
+			after := countKeys(t, s)
+			clocks := 0
+			for _, k := range after {
+				if strings.HasSuffix(k, ":clock") {
+					clocks++
+				}
+			}
+			if len(after)-clocks != len(before) {
+				t.Fatalf("keys before %v, after %v", before, after)
+			}
+			t.Logf("janitor: %v; left: %d clock keys and %v", rep, clocks, before)
+		})
+	}
+}
+
+func TestStreamsPerPlayerAreBounded(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		mustJoin(t, s, bob, id)
+		for i := range rooms.MaxStreamsPerPlayer {
+			open(t, s, lease(id, alice, "a"+string(rune('0'+i))), sse.Cursor{})
+		}
+		_, err := s.OpenStream(ctx, lease(id, alice, "one-more"), sse.ReadFrom, sse.Cursor{}, 1000)
+		wantErr(t, err, rooms.ErrTooManyStreams)
+		open(t, s, lease(id, alice, "a0"), sse.Cursor{}) // a held stream reopens (a resync)
+		open(t, s, lease(id, bob, "b"), sse.Cursor{})    // other players are not limited by it
+		checkInvariants(t, s)
+	})
+}
+
+// A Redis out of memory (maxmemory, noeviction) refuses writes: the store
+// says unavailable (503), not an internal error, and writes nothing half.
+func TestFullRedisIsUnavailable(t *testing.T) {
+	srv, err := redistest.StartServer("--maxmemory", "3mb", "--maxmemory-policy", "noeviction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	var last error
+	for i := range 5000 {
+		if _, last = s.Create(ctx, user(i), newRoom()); last != nil {
+			break
+		}
+	}
+	wantErr(t, last, rooms.ErrUnavailable)
+	checkInvariants(t, s)
+}

@@ -1,0 +1,329 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// repairBudget bounds the entries one janitor visit of a shard checks: one
+// SCAN-family page of at most this many entries, then one script over them.
+const repairBudget = 20
+
+// statsCheckMax is the largest shard whose stats the repair walk checks: the
+// check reads every room of the shard in one transaction.
+const statsCheckMax = 5000
+
+// The repair walk goes round each shard's structures in phases, one page per
+// janitor visit, so its cost per tick is bounded whatever the data:
+// rooms (the lifecycle schedule: each room's own index entries, user index,
+// code and presence schedule), users (the user index: rooms gone or left),
+// codes (invite codes of rooms gone), indexes (every index key of the
+// shard: entries of rooms gone or misplaced), stats (recounted from the
+// rooms, small shards only).
+const (
+	phaseRooms = iota
+	phaseUsers
+	phaseCodes
+	phaseIndexes
+	phaseStats
+	phases
+)
+
+// repairWalk is one shard's place in the walk. Each instance keeps its own;
+// an instance that wins a shard's lease after another goes round from where
+// it last was, so a pass may take longer, never less.
+type repairWalk struct {
+	mu     sync.Mutex
+	phase  int
+	cursor uint64
+	keys   []indexKey // phaseIndexes: the shard's index keys, and which
+	key    int
+}
+
+type indexKey struct{ key, kind, mode, region string }
+
+type repairWalks struct {
+	mu sync.Mutex
+	m  map[int]*repairWalk
+}
+
+func newRepairWalks() *repairWalks { return &repairWalks{m: map[int]*repairWalk{}} }
+
+func (r *repairWalks) get(shard int) *repairWalk {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m[shard] == nil {
+		r.m[shard] = &repairWalk{}
+	}
+	return r.m[shard]
+}
+
+// repair does one step of shard's repair walk, adding what it repaired to
+// rep as "repair_<what>": index, user_index, code, schedule, stats.
+func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
+	w := s.repairs.get(shard)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var next uint64
+	var err error
+	switch w.phase {
+	case phaseRooms:
+		next, err = s.repairRooms(ctx, shard, w.cursor, rep)
+	case phaseUsers:
+		next, err = s.repairUsers(ctx, shard, w.cursor, rep)
+	case phaseCodes:
+		next, err = s.repairCodes(ctx, shard, w.cursor, rep)
+	case phaseIndexes:
+		next, err = s.repairIndexes(ctx, shard, w, rep)
+	case phaseStats:
+		err = s.repairStats(ctx, shard, rep)
+	}
+	if err != nil {
+		return err
+	}
+	w.cursor = next
+	if next == 0 && (w.phase != phaseIndexes || w.key >= len(w.keys)) {
+		w.phase, w.keys, w.key = (w.phase+1)%phases, nil, 0
+	}
+	return nil
+}
+
+func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
+	page, next, err := s.client.ZScan(ctx, s.keys.roomsDue(shard), cursor, "", repairBudget).Result()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	for i := 0; i < len(page); i += 2 {
+		id := page[i]
+		_, keys, err := s.indexedKeys(ctx, id)
+		if errors.Is(err, rooms.ErrRoomNotFound) {
+			n, err := s.client.ZRem(ctx, s.keys.roomsDue(shard), id).Result()
+			if err != nil {
+				return 0, wrap(err)
+			}
+			rep.add("repair_schedule", int(n))
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		res, err := roomRepair.Run(ctx, s.client, keys, s.common(shard, id)...).Result()
+		if err != nil {
+			return 0, wrap(err)
+		}
+		rest, err := replyStatus(res)
+		if err != nil {
+			return 0, err
+		}
+		for _, kind := range rest {
+			rep.add("repair_"+kind.(string), 1)
+		}
+	}
+	return next, nil
+}
+
+func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
+	page, next, err := s.client.HScan(ctx, s.keys.userIndex(shard), cursor, "", repairBudget).Result()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	keys := []string{s.keys.userIndex(shard), s.keys.roomsDue(shard)}
+	var args []any
+	for i := 0; i+1 < len(page); i += 2 {
+		for _, id := range strings.Fields(page[i+1]) {
+			room := s.keys.room(shard, id)
+			keys = append(keys, room, room+":users")
+			args = append(args, page[i], id)
+		}
+	}
+	if len(args) == 0 {
+		return next, nil
+	}
+	res, err := userRepair.Run(ctx, s.client, keys, args...).Int64Slice()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	rep.add("repair_user_index", int(res[0]))
+	rep.add("repair_schedule", int(res[1]))
+	return next, nil
+}
+
+func (s *Store) repairCodes(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
+	page, next, err := s.client.HScan(ctx, s.keys.codes(shard), cursor, "", repairBudget).Result()
+	if err != nil || len(page) == 0 {
+		return next, wrap(err)
+	}
+	keys := []string{s.keys.codes(shard), s.keys.roomsDue(shard)}
+	args := make([]any, 0, len(page))
+	for i := 0; i+1 < len(page); i += 2 {
+		keys = append(keys, s.keys.room(shard, page[i+1]))
+		args = append(args, page[i], page[i+1])
+	}
+	n, err := codeRepair.Run(ctx, s.client, keys, args...).Int64Slice()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	rep.add("repair_code", int(n[0]))
+	rep.add("repair_schedule", int(n[1]))
+	return next, nil
+}
+
+// repairIndexes checks one page of the current index key, moving to the
+// next key when that one is done.
+func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep Report) (uint64, error) {
+	if w.keys == nil {
+		keys, err := s.indexKeysOf(ctx, shard)
+		if err != nil {
+			return 0, err
+		}
+		w.keys, w.key = keys, 0
+	}
+	if w.key >= len(w.keys) {
+		return 0, nil
+	}
+	k := w.keys[w.key]
+	page, next, err := s.client.ZScan(ctx, k.key, w.cursor, "", repairBudget).Result()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	if next == 0 {
+		w.key++
+	}
+	if len(page) == 0 {
+		return next, nil
+	}
+	keys := []string{k.key, s.keys.roomsDue(shard)}
+	args := []any{k.kind, k.mode, k.region}
+	for i := 0; i < len(page); i += 2 {
+		id := page[i]
+		if k.kind == "fill" {
+			id = id[strings.LastIndexByte(id, '|')+1:]
+		}
+		keys = append(keys, s.keys.room(shard, id))
+		args = append(args, page[i])
+	}
+	n, err := indexRepair.Run(ctx, s.client, keys, args...).Int64Slice()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	rep.add("repair_index", int(n[0]))
+	rep.add("repair_schedule", int(n[1]))
+	return next, nil
+}
+
+// indexKeysOf lists shard's index keys: the shard-wide ones, and those of
+// each mode and region the shard's stats name (a pair's keys only in its
+// home shard).
+func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) {
+	fields, err := s.client.HKeys(ctx, s.keys.stats(shard)).Result()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	modes, regions := map[string]bool{}, map[string]bool{}
+	for _, f := range fields {
+		parts := strings.Split(f, ":")
+		if len(parts) == 3 && parts[0] == "m" {
+			modes[parts[1]] = true
+		}
+		if len(parts) == 3 && parts[0] == "r" {
+			regions[parts[1]] = true
+		}
+	}
+	var out []indexKey
+	add := func(mode, region string) {
+		for _, kind := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
+			out = append(out, indexKey{key: s.keys.statusIndex(shard, kind, mode, region), kind: string(kind), mode: mode, region: region})
+		}
+	}
+	add("", "")
+	for m := range modes {
+		add(m, "")
+		for r := range regions {
+			if homeShard(m, r, s.shards) == shard {
+				add(m, r)
+			}
+		}
+	}
+	for r := range regions {
+		add("", r)
+	}
+	return out, nil
+}
+
+// repairStats recounts the shard's stats from its rooms and corrects the
+// fields that differ, in one optimistic transaction: any change to the
+// stats or to the set of rooms meanwhile aborts it (tried again next pass).
+func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
+	statsKey, dueKey := s.keys.stats(shard), s.keys.roomsDue(shard)
+	err := s.client.Watch(ctx, func(tx *redis.Tx) error {
+		ids, err := tx.ZRange(ctx, dueKey, 0, statsCheckMax).Result()
+		if err != nil || len(ids) > statsCheckMax {
+			return err
+		}
+		cmds := make([]*redis.SliceCmd, len(ids))
+		var have *redis.MapStringStringCmd
+		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HMGet(ctx, s.keys.room(shard, id), "st", "m", "r", "pc")
+			}
+			have = p.HGetAll(ctx, statsKey)
+			return nil
+		}); err != nil {
+			return err
+		}
+		want := map[string]int{}
+		for _, c := range cmds {
+			v := c.Val()
+			st, _ := v[0].(string)
+			if st == "" {
+				continue // closed since the schedule was read: WATCH catches it
+			}
+			mode, _ := v[1].(string)
+			region, _ := v[2].(string)
+			pc, _ := v[3].(string)
+			want["players"] += atoi(pc)
+			want["rooms:"+st]++
+			want["m:"+mode+":"+st]++
+			want["r:"+region+":"+st]++
+		}
+		fix := map[string]int{}
+		for f, n := range want {
+			if n != 0 && strconv.Itoa(n) != have.Val()[f] {
+				fix[f] = n
+			}
+		}
+		for f := range have.Val() {
+			if want[f] == 0 {
+				fix[f] = 0
+			}
+		}
+		if len(fix) == 0 {
+			return nil
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for f, n := range fix {
+				if n == 0 {
+					p.HDel(ctx, statsKey, f)
+				} else {
+					p.HSet(ctx, statsKey, f, n)
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			rep.add("repair_stats", len(fix))
+		}
+		return err
+	}, statsKey, dueKey)
+	if errors.Is(err, redis.TxFailedErr) {
+		return nil
+	}
+	return wrap(err)
+}
