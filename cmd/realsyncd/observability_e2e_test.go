@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -59,10 +60,11 @@ func metricValue(mfs map[string]*dto.MetricFamily, name string, labels ...string
 
 // One instance serves /metrics on an address of its own (and 404 on the
 // API's) and logs JSON lines; another serves them on the API's address.
-// Both see the same rooms in Redis; each counts its own requests.
+// Both see the same rooms in Redis; each counts its own requests, and the
+// janitors' actions.
 func TestMetricsAndJSONLogs(t *testing.T) {
 	bin := buildBinary(t)
-	env := backendEnv(t, "standalone")
+	env := append(backendEnv(t, "standalone"), "REALSYNC_ROOM_IDLE_TIMEOUT=5s")
 	metricsAddr := freeAddr(t)
 	a := start(t, bin, append(env, "REALSYNC_METRICS_ADDR="+metricsAddr, "REALSYNC_LOG_FORMAT=json")...)
 	b := start(t, bin, env...)
@@ -111,6 +113,22 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 		if ma[name] == nil {
 			t.Errorf("%s is not served", name)
 		}
+	}
+
+	// The room expires once idle (no stream ever opened): one of the two
+	// janitors counts it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ma, mb = scrapeMetrics(t, "http://"+metricsAddr+"/metrics"), scrapeMetrics(t, b.url+"/metrics")
+		expired := max(0, metricValue(ma, "realsync_janitor_actions_total", "kind", "expired")) +
+			max(0, metricValue(mb, "realsync_janitor_actions_total", "kind", "expired"))
+		if expired == 1 {
+			break
+		}
+		if expired > 1 || time.Now().After(deadline) {
+			t.Fatalf("%v rooms expired by the janitors, want 1", expired)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 
 	a.stop(t)
