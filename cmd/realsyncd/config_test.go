@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -41,5 +44,19 @@ func TestParseConfigObservability(t *testing.T) {
 				t.Errorf("metrics %q, format %q; want %q and %q", c.MetricsAddr, c.LogFormat, tc.metrics, tc.format)
 			}
 		})
+	}
+}
+
+// go-redis' own lines come out as structured warnings of the process'
+// logger, JSON included.
+func TestRedisLinesThroughSlog(t *testing.T) {
+	var buf bytes.Buffer
+	redisLogger{newLogger(&buf, "json", "info")}.Printf(context.Background(), "redis: %s: %d", "Unexpected conn state", 3)
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", buf.String(), err)
+	}
+	if line["level"] != "WARN" || line["component"] != "go-redis" || line["msg"] != "redis: Unexpected conn state: 3" {
+		t.Errorf("line %v", line)
 	}
 }
