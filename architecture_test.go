@@ -10,11 +10,11 @@ import (
 // Redis, store knows nothing of HTTP, and only cmd/ wires things together.
 func TestImportDirection(t *testing.T) {
 	forbidden := map[string][]string{
-		"./rooms":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
-		"./lobby":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
-		"./sse":            {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
-		"./internal/fleet": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis"},
-		"./store":          {"/api", "chi", "net/http"},
+		"./rooms":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./lobby":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./sse":            {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./internal/fleet": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./store":          {"/api", "chi", "net/http", "prometheus"},
 		"./api":            {"/store", "go-redis", "miniredis"},
 	}
 	for pkg, bad := range forbidden {

@@ -12,8 +12,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
@@ -23,7 +27,8 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// env is a running API over one backend.
+// env is a running API over one backend, with its metrics served at
+// /metrics and its logs as JSON lines.
 type env struct {
 	t     *testing.T
 	url   string
@@ -51,18 +56,22 @@ func (b *syncBuffer) String() string {
 
 func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
 	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "test")
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(t), Shards: 4})
+		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	reg.MustRegister(metrics.NewShardStats(st.Stats, statsTTL, 0))
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest},
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log})
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
+		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs}

@@ -158,6 +158,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
+		if x := exchangeFrom(r.Context()); x != nil {
+			x.user = u.ID // for the access log
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 	})
 }

@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
@@ -22,25 +25,27 @@ import (
 )
 
 // BenchmarkHTTP sends the hot requests through the real router, middlewares,
-// authentication, decoding and store to a standalone Redis, with 64
-// goroutines; only the network between client and server is left out
-// (httptest.ResponseRecorder), so the figures are the server's own cost.
+// authentication, decoding, metrics (as realsyncd wires them) and store to a
+// standalone Redis, with 64 goroutines; only the network between client and
+// server is left out (httptest.ResponseRecorder), so the figures are the
+// server's own cost. Access lines are not written (the log level is warn).
 // Run:
 //
 //	go test ./api -run '^$' -bench HTTP -benchtime 3s
 func BenchmarkHTTP(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16})
+	m := metrics.New(prometheus.NewRegistry(), "bench")
+	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16, Metrics: m})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	defer hub.Close()
 	auth := &api.Auth{Secret: []byte("bench-secret"), GuestEnabled: true}
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log})
+		Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
 
 	var seq atomic.Int64
 	token := func() string {

@@ -48,7 +48,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.C
 	case errors.Is(err, rooms.ErrUnavailable):
 		// Any other status than 200 makes EventSource give up for good:
 		// ask it to come back later instead.
-		s.log.Warn("event stream refused: store unavailable", "err", err)
+		s.log.Warn("event stream refused: store unavailable", "err", err, "request_id", requestID(r.Context()))
 		c.Start()
 		c.Send([]byte("retry: " + strconv.Itoa(unavailableRetry) + "\n: store unavailable, retry later\n\n"))
 	case err != nil:

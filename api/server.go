@@ -33,13 +33,19 @@ type Config struct {
 	Spec []byte
 	// Demo, when set, is served at /demo/ (the web demo's files).
 	Demo fs.FS
-	Log  *slog.Logger
 	// AdminToken is the bearer token of the /v1/admin routes (cmd/realsyncd
 	// requires at least 32 characters); empty: those routes answer 404.
 	AdminToken string
 	// Instances lists the live instances (GET /v1/admin/instances);
 	// required with an AdminToken.
 	Instances func(context.Context) ([]fleet.Instance, error)
+	// Log receives one access line per request (info) and the errors.
+	Log *slog.Logger
+	// Metrics observes every request; none when nil.
+	Metrics Metrics
+	// MetricsHandler, when set, serves GET /metrics (when the metrics have
+	// a listener of their own it is nil, and /metrics is 404 here).
+	MetricsHandler http.Handler
 }
 
 // Server implements oapi.ServerInterface.
@@ -52,19 +58,27 @@ type Server struct {
 	spec   []byte
 	log    *slog.Logger
 	admin  admin
+
+	metrics        Metrics
+	metricsHandler http.Handler
+	ids            *requestIDs
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log}
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
+		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.admin = newAdmin(cfg.AdminToken, cfg.Instances)
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.recoverPanics, s.limitBody, s.authenticate)
+	r.Use(s.observe, s.recoverPanics, s.limitBody, s.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
 	if cfg.Demo != nil {
@@ -74,32 +88,6 @@ func NewHandler(cfg Config) http.Handler {
 	return oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError})
 }
 
-// logRequests logs method, path (never the query: it may carry a token),
-// status and duration.
-func (s *Server) logRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"ms", float64(time.Since(start).Microseconds())/1000)
-	})
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
-	r.ResponseWriter.WriteHeader(code)
-}
-
-// Unwrap lets http.ResponseController reach the real writer (flushes,
-// deadlines).
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
 func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -107,7 +95,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic", "path", r.URL.Path, "panic", v)
+				s.log.Error("panic", "path", r.URL.Path, "panic", v, "request_id", requestID(r.Context()))
 				s.writeError(w, r, panicError{v})
 			}
 		}()
@@ -133,6 +121,16 @@ func (s *Server) Readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, oapi.Health{Status: "ok"})
+}
+
+// GetMetrics implements GET /metrics: the Prometheus metrics, unless they
+// have a listener of their own.
+func (s *Server) GetMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.metricsHandler == nil {
+		s.writeError(w, r, errRouteNotFound)
+		return
+	}
+	s.metricsHandler.ServeHTTP(w, r)
 }
 
 // GetSpec implements GET /openapi.yaml.

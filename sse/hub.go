@@ -40,6 +40,8 @@ type Config struct {
 	// Instance names this instance's streams; random when empty.
 	Instance string
 	Log      *slog.Logger
+	// Metrics observes streams and events; none when nil.
+	Metrics Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -64,6 +66,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
 	}
 	return c
 }

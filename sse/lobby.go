@@ -45,11 +45,15 @@ type lobbyStream struct {
 	seen         map[string]int64
 }
 
-func (st *lobbyStream) offer(it *lobbyItem) {
+// offer queues it without blocking and reports whether it did; a full
+// queue ends the stream.
+func (st *lobbyStream) offer(it *lobbyItem) bool {
 	select {
 	case st.q <- it:
+		return true
 	default:
 		st.cut.Do(func() { close(st.over) })
+		return false
 	}
 }
 
@@ -103,14 +107,18 @@ func (h *Hub) flushLobby(ctx context.Context) {
 	for i, id := range ids {
 		items[i] = h.lobbyItem(pending[id], rs[i])
 	}
+	dropped := 0
 	h.lobby.mu.Lock()
-	defer h.lobby.mu.Unlock()
 	for st := range h.lobby.streams {
 		for i := range items {
-			if st.matches(items[i].n) {
-				st.offer(&items[i])
+			if st.matches(items[i].n) && !st.offer(&items[i]) {
+				dropped++
 			}
 		}
+	}
+	h.lobby.mu.Unlock()
+	if dropped > 0 {
+		h.cfg.Metrics.Events(KindLobby, 0, dropped)
 	}
 }
 
@@ -144,37 +152,49 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, mode, region string
 	if err != nil {
 		return err
 	}
+	h.cfg.Metrics.StreamOpened(KindLobby, StartFresh)
 	client.Start()
-	out := &writer{c: client}
+	out := &writer{c: client, m: h.cfg.Metrics, kind: KindLobby}
 	out.write(retryFrame(0))
-	out.write(first)
+	out.writeEvent(first)
+	why := h.pumpLobby(ctx, st, out)
+	h.cfg.Metrics.StreamEnded(KindLobby, why)
+	return nil
+}
+
+// pumpLobby flushes the first list, then writes the stream's changes,
+// with heartbeats while idle. Returns why the stream ended (End…).
+func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) string {
 	if out.flush() != nil {
-		return nil
+		return EndWriteError
 	}
 	idle := time.NewTimer(h.cfg.Heartbeat)
 	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return EndClientGone
 		case <-h.done:
-			return nil
+			return EndShutdown
 		case <-st.over:
-			return nil
+			return EndSlow
 		case <-idle.C:
 			out.write(pingFrame)
 		case it := <-st.q:
-			if it.resync {
-				if first, err = h.lobbyList(ctx, st); err != nil {
-					return nil
+			if !it.resync {
+				if ev := st.change(it); ev != nil {
+					out.writeEvent(ev)
 				}
-				out.write(first)
+			} else if list, err := h.lobbyList(ctx, st); err == nil {
+				out.writeEvent(list)
+			} else if ctx.Err() != nil {
+				return EndClientGone
 			} else {
-				out.write(st.change(it))
+				return EndStoreError
 			}
 		}
 		if out.flush() != nil {
-			return nil
+			return EndWriteError
 		}
 		idle.Reset(h.cfg.Heartbeat)
 	}

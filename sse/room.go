@@ -173,12 +173,19 @@ func (r *room) deliver(e Event) {
 	r.broadcast(e)
 }
 
-// broadcast offers e to every stream: one copy, shared read-only.
+// broadcast offers e to every stream: one copy, shared read-only. Streams
+// whose queue is full drop it (and end).
 func (r *room) broadcast(e Event) {
+	dropped := 0
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for st := range r.streams {
-		st.offer(&e)
+		if !st.offer(&e) {
+			dropped++
+		}
+	}
+	r.mu.Unlock()
+	if dropped > 0 {
+		r.hub.cfg.Metrics.Events(KindRoom, 0, dropped)
 	}
 }
 

@@ -63,10 +63,17 @@ func (e *Event) visibleTo(pid int) bool {
 	return false
 }
 
-// ends reports whether a stream of player pid ends after this event: the
-// room closed, or the player left or was removed.
-func (e *Event) ends(pid int) bool {
-	return e.meta.Type == "room_closed" || (e.meta.Type == "player_left" && e.meta.PlayerID == pid)
+// ends says why a stream of player pid ends after this event, "" when it
+// goes on: the room closed (EndRoomClosed), or the player left, was kicked
+// or removed (EndLeft).
+func (e *Event) ends(pid int) string {
+	switch {
+	case e.meta.Type == "room_closed":
+		return EndRoomClosed
+	case e.meta.Type == "player_left" && e.meta.PlayerID == pid:
+		return EndLeft
+	}
+	return ""
 }
 
 // ID is the event's SSE id, "<version>-<tag>".

@@ -3,6 +3,7 @@ package sse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -17,13 +18,15 @@ type stream struct {
 	cut   sync.Once
 }
 
-// offer queues e without blocking; a full queue ends the stream, whose
-// client resumes with Last-Event-ID.
-func (st *stream) offer(e *Event) {
+// offer queues e without blocking and reports whether it did; a full queue
+// ends the stream, whose client resumes with Last-Event-ID.
+func (st *stream) offer(e *Event) bool {
 	select {
 	case st.q <- e:
+		return true
 	default:
 		st.cut.Do(func() { close(st.over) })
+		return false
 	}
 }
 
@@ -48,13 +51,26 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	st.lease.PlayerID = o.PlayerID
 	h.track(st)
 	defer h.release(st)
+	h.cfg.Metrics.StreamOpened(KindRoom, startOf(c, o))
 	client.Start()
-	out := &writer{c: client}
+	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom}
 	out.write(retryFrame(0))
-	sent, more := h.opening(out, u, o)
-	why := h.pump(ctx, st, out, u, sent, more)
+	sent, end := h.opening(out, u, o)
+	why := h.pump(ctx, st, out, u, sent, end)
+	h.cfg.Metrics.StreamEnded(KindRoom, why)
 	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
 	return nil
+}
+
+// startOf tells how a stream opened with cursor c and opening o starts.
+func startOf(c Cursor, o Opening) string {
+	switch {
+	case !c.Set:
+		return StartFresh
+	case o.Snapshot != nil:
+		return StartSnapshot
+	}
+	return StartReplay
 }
 
 // release drops the stream's presence lease, even when the request is gone.
@@ -67,43 +83,34 @@ func (h *Hub) release(st *stream) {
 	}
 }
 
-// Why a stream ended.
-const (
-	endClient   = "client gone"
-	endShutdown = "instance shutting down"
-	endSlow     = "client too slow"
-	endWrite    = "write failed"
-	endEvent    = "room closed or player left"
-)
-
-// pump flushes the opening (up to version sent; more: the stream goes on),
-// then writes queued events, flushing once per batch, with heartbeats while
-// idle. Returns why the stream ended.
-func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, more bool) string {
+// pump flushes the opening (up to version sent; end: why the stream ends
+// after it, "" when it goes on), then writes queued events, flushing once
+// per batch, with heartbeats while idle. Returns why the stream ended (End…).
+func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, end string) string {
 	pid := st.lease.PlayerID
 	if out.flush() != nil {
-		return endWrite
+		return EndWriteError
 	}
-	if !more {
-		return endEvent
+	if end != "" {
+		return end
 	}
 	idle := time.NewTimer(h.cfg.Heartbeat)
 	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return endClient
+			return EndClientGone
 		case <-h.done:
-			return endShutdown
+			return EndShutdown
 		case <-st.over:
-			return endSlow
+			return EndSlow
 		case <-idle.C:
 			out.write(pingFrame)
 		case e := <-st.q:
 			for n := 0; ; n++ {
-				if sent, more = h.next(ctx, out, u, st, e, sent, pid); !more {
+				if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
 					out.flush()
-					return endEvent
+					return end
 				}
 				if n == cap(st.q) || len(st.q) == 0 {
 					break
@@ -112,50 +119,57 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 			}
 		}
 		if out.flush() != nil {
-			return endWrite
+			return EndWriteError
 		}
 		idle.Reset(h.cfg.Heartbeat)
 	}
 }
 
 // opening writes the snapshot or the replay. Returns the version sent and
-// whether the stream goes on.
-func (h *Hub) opening(out *writer, u rooms.User, o Opening) (int64, bool) {
+// why the stream ends after it ("" when it goes on).
+func (h *Hub) opening(out *writer, u rooms.User, o Opening) (int64, string) {
 	if o.Snapshot != nil {
-		out.write(h.snapshotFrame(u, o.Snapshot))
-		return o.Snapshot.Version, true
+		out.writeEvent(h.snapshotFrame(u, o.Snapshot))
+		return o.Snapshot.Version, ""
 	}
 	for _, e := range o.Replay {
 		e.parse()
 		if e.visibleTo(o.PlayerID) {
-			out.write(e.frame)
+			out.writeEvent(e.frame)
 		}
-		if e.ends(o.PlayerID) {
-			return e.Version, false
+		if end := e.ends(o.PlayerID); end != "" {
+			return e.Version, end
 		}
 	}
-	return o.Version, true
+	return o.Version, ""
 }
 
 // next writes queued event e unless it was already sent or is not for this
 // player. A resync marker sends a fresh snapshot. Returns the version sent
-// and whether the stream goes on.
-func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e *Event, sent int64, pid int) (int64, bool) {
+// and why the stream ends after e ("" when it goes on).
+func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e *Event, sent int64, pid int) (int64, string) {
 	switch {
 	case e.Version == resyncVersion:
 		o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, Cursor{}, 0)
-		if err != nil || o.Snapshot == nil {
-			return sent, false
+		switch {
+		case errors.Is(err, rooms.ErrNotMember):
+			return sent, EndLeft
+		case errors.Is(err, rooms.ErrRoomNotFound):
+			return sent, EndRoomClosed
+		case ctx.Err() != nil:
+			return sent, EndClientGone
+		case err != nil || o.Snapshot == nil:
+			return sent, EndStoreError
 		}
-		out.write(h.snapshotFrame(u, o.Snapshot))
-		return o.Snapshot.Version, true
+		out.writeEvent(h.snapshotFrame(u, o.Snapshot))
+		return o.Snapshot.Version, ""
 	case e.Version <= sent:
-		return sent, true
+		return sent, ""
 	}
 	if e.visibleTo(pid) {
-		out.write(e.frame)
+		out.writeEvent(e.frame)
 	}
-	return e.Version, !e.ends(pid)
+	return e.Version, e.ends(pid)
 }
 
 // snapshotEvent is the payload of a snapshot event.
@@ -194,20 +208,34 @@ type Client interface {
 // maxKeptBuffer is the largest batch buffer a stream keeps between batches.
 const maxKeptBuffer = 4 << 10
 
-// writer batches frames for one Send.
+// writer batches frames for one Send and counts the events delivered.
 type writer struct {
-	c   Client
-	buf []byte
-	err error
+	c      Client
+	m      Metrics
+	kind   string
+	buf    []byte
+	events int // event frames in buf
+	err    error
 }
 
+// write adds a frame that is no event (retry, heartbeat).
 func (o *writer) write(b []byte) { o.buf = append(o.buf, b...) }
+
+// writeEvent adds an event's frame.
+func (o *writer) writeEvent(b []byte) {
+	o.buf = append(o.buf, b...)
+	o.events++
+}
 
 func (o *writer) flush() error {
 	if o.err != nil || len(o.buf) == 0 {
 		return o.err
 	}
 	o.err = o.c.Send(o.buf)
+	if o.err == nil && o.events > 0 {
+		o.m.Events(o.kind, o.events, 0)
+	}
+	o.events = 0
 	if cap(o.buf) > maxKeptBuffer {
 		o.buf = nil // a snapshot's buffer is not kept for an idle stream
 	} else {

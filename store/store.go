@@ -60,6 +60,8 @@ type Config struct {
 	// JanitorActions, when set, is told what each janitor visit did (kind
 	// as in Report, count), for metrics.
 	JanitorActions func(kind string, n int)
+	// Metrics observes script runs and Redis failures; none when nil.
+	Metrics Metrics
 }
 
 // Store is the Redis implementation of the room and lobby stores. Safe for
@@ -72,6 +74,7 @@ type Store struct {
 	pubcmd   string
 	argv     [3]string // "<log MAXLEN> <log bytes>", closed log TTL (s); see common()
 	places   *placeCache
+	metrics  Metrics
 
 	presenceTTL, grace time.Duration
 	life               Lifecycle
@@ -96,6 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.connect(cfg); err != nil {
 		return nil, err
 	}
+	s.observe(cfg.Metrics)
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("redis: %w", err)

@@ -28,6 +28,8 @@ type Config struct {
 	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
 	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
+	MetricsAddr     string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
+	LogFormat       string        // REALSYNC_LOG_FORMAT: text (default) or json
 	// Room lifecycle (the janitor closes rooms; 0 switches a rule off).
 	RoomIdleTimeout   time.Duration // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
 	FinishedRetention time.Duration // REALSYNC_FINISHED_RETENTION, default 10m
@@ -67,6 +69,8 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&c.AdminToken, "admin-token", env("REALSYNC_ADMIN_TOKEN", ""), "bearer token of the /v1/admin routes, at least 32 characters; unset: no admin routes (REALSYNC_ADMIN_TOKEN)")
 	fs.StringVar(&c.AdvertiseAddr, "advertise-addr", env("REALSYNC_ADVERTISE_ADDR", ""), "host:port this instance is reached at, shown in the instance registry (REALSYNC_ADVERTISE_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
+	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -124,6 +128,12 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		bad("REALSYNC_LOG_LEVEL", "must be debug, info, warn or error")
 	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("REALSYNC_LOG_FORMAT", "must be text or json")
+	}
+	if c.MetricsAddr != "" && !validAddr(c.MetricsAddr) {
+		bad("REALSYNC_METRICS_ADDR", "must be host:port or :port, such as :9090")
+	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}
@@ -158,4 +168,14 @@ func validHostPort(a string) bool {
 	host, port, err := net.SplitHostPort(a)
 	n, perr := strconv.Atoi(port)
 	return err == nil && host != "" && perr == nil && n >= 1 && n <= 65535
+}
+
+// validAddr reports whether addr is a listen address: [host]:port.
+func validAddr(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535
 }

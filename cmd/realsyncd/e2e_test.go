@@ -253,6 +253,11 @@ func TestRefusesBadConfig(t *testing.T) {
 	bin := buildBinary(t)
 	url := redistest.StandaloneURL(t)
 	prefix := redistest.Prefix(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	tests := []struct {
 		name string
 		env  []string
@@ -271,6 +276,9 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"PprofNotLoopback", []string{"REALSYNC_PPROF_ADDR=0.0.0.0:6060"}, 2, "REALSYNC_PPROF_ADDR"},
 		{"ShortAdminToken", []string{"REALSYNC_ADMIN_TOKEN=only-31-characters-long-secret!"}, 2, "REALSYNC_ADMIN_TOKEN"},
 		{"BadAdvertiseAddr", []string{"REALSYNC_ADVERTISE_ADDR=no-port"}, 2, "REALSYNC_ADVERTISE_ADDR"},
+		{"BadLogFormat", []string{"REALSYNC_LOG_FORMAT=yaml"}, 2, "REALSYNC_LOG_FORMAT"},
+		{"BadMetricsAddr", []string{"REALSYNC_METRICS_ADDR=9090"}, 2, "REALSYNC_METRICS_ADDR"},
+		{"MetricsAddrInUse", []string{"REALSYNC_METRICS_ADDR=" + busy.Addr().String()}, 1, "REALSYNC_METRICS_ADDR"},
 		{"UnreachableRedis", []string{"REALSYNC_REDIS_URL=redis://127.0.0.1:1"}, 1, "redis"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 	}

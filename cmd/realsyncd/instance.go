@@ -48,11 +48,19 @@ func advertiseAddr(configured string, l net.Addr) string {
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
-// buildVersion is the main module's version when the go command set one
-// (go install …@v1.2.3; since Go 1.24 go build in a checkout also stamps a
-// tag or pseudo-version), else the VCS revision (12 characters, "-dirty"
-// when the tree had changes), else "devel" (built with -buildvcs=false).
+// version, when set at link time (go build -ldflags "-X main.version=v1.2.0"),
+// is the version the instance list and realsync_build_info report.
+var version string
+
+// buildVersion is the version set at link time, else the main module's
+// version when the go command set one (go install …@v1.2.3; since Go 1.24
+// go build in a checkout also stamps a tag or pseudo-version), else the VCS
+// revision (12 characters, "-dirty" when the tree had changes), else
+// "devel" (built with -buildvcs=false).
 func buildVersion() string {
+	if version != "" {
+		return version
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"

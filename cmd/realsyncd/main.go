@@ -17,8 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -35,7 +38,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "realsyncd:", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevels[cfg.LogLevel]}))
+	log := newLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
+	redis.SetLogger(redisLogger{log}) // go-redis' global logger: set here only
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Run(ctx, cfg, log, nil); err != nil {
@@ -47,18 +51,34 @@ func main() {
 // Run serves until ctx ends, then shuts down gracefully. When ready is not
 // nil it receives the listening address once the server accepts requests.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
+	reg, m := newRegistry()
 	st, err := store.Open(ctx, store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
 		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
-			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)}})
+			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)},
+		Metrics: m, JanitorActions: m.JanitorAction})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	logStartup(log, cfg, st)
+	reg.MustRegister(metrics.NewShardStats(st.Stats, 0, 0).WithInstances(func(ctx context.Context) (int, error) {
+		live, err := st.Instances(ctx)
+		return len(live), err
+	}))
+	var apiMetrics http.Handler // /metrics on the API's address, unless it has its own
+	if cfg.MetricsAddr == "" {
+		apiMetrics = metricsHandler(reg, log)
+	} else {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, metricsHandler(reg, log), log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
-		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log})
+		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	janitorCtx, stopJanitor := context.WithCancel(context.Background())
 	defer stopJanitor()
@@ -73,6 +93,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		Auth:  &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
 		Ready: st.Ping, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
 		AdminToken: cfg.AdminToken, Instances: st.Instances,
+		Metrics: m, MetricsHandler: apiMetrics,
 	})
 	// No WriteTimeout: it would cut the long-lived event streams; handlers
 	// that stream set per-write deadlines instead.

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Metrics observes HTTP requests; internal/metrics implements it with
+// Prometheus. Request is called once per request, when it was answered (an
+// event stream: when it ended), from the request's goroutine: it must be
+// safe for concurrent use and cheap.
+type Metrics interface {
+	// Request records a request: route is the router's pattern
+	// ("/v1/rooms/{roomId}/join", never the raw path) or "unmatched",
+	// method as sent, status as answered, d the time to answer. streamed
+	// says the answer was an event stream, and d its whole life.
+	Request(route, method string, status int, d time.Duration, streamed bool)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Request(string, string, int, time.Duration, bool) {}
+
+// unmatchedRoute is the route of a request that matched no route: one
+// label, whatever the path, so made-up paths cannot make up series.
+const unmatchedRoute = "unmatched"
+
+// quietRoutes are polled by machines (probes, scrapers) every few
+// seconds: their access lines are debug, unless they failed.
+var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// requestIDHeader carries a request's id, taken from the client when sane
+// and echoed in the answer.
+const requestIDHeader = "X-Request-Id"
+
+// maxRequestID bounds a client's request id.
+const maxRequestID = 128
+
+// exchange is one request as the middlewares see it: its id, the
+// authenticated user, and the answer's status. It wraps the response
+// writer and sits in the request's context, one allocation for both.
+type exchange struct {
+	http.ResponseWriter
+	id     string
+	user   string // the authenticated user's id, once known
+	status int
+	wrote  bool
+}
+
+func (x *exchange) WriteHeader(code int) {
+	if !x.wrote && code >= 200 {
+		x.status, x.wrote = code, true
+	}
+	x.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flushes,
+// deadlines).
+func (x *exchange) Unwrap() http.ResponseWriter { return x.ResponseWriter }
+
+type exchangeKey struct{}
+
+func exchangeFrom(ctx context.Context) *exchange {
+	x, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return x
+}
+
+// requestID returns the id of the request of ctx ("" outside a request).
+func requestID(ctx context.Context) string {
+	if x := exchangeFrom(ctx); x != nil {
+		return x.id
+	}
+	return ""
+}
+
+// requestIDs makes up request ids: a random prefix per server and a
+// counter, unique enough across instances and cheaper than random bytes
+// per request.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return &requestIDs{prefix: hex.EncodeToString(b) + "-"}
+}
+
+// of returns the client's id when it is 1..128 characters of
+// [A-Za-z0-9._-], else a new one.
+func (g *requestIDs) of(client string) string {
+	if saneRequestID(client) {
+		return client
+	}
+	var buf [32]byte
+	return string(strconv.AppendUint(append(buf[:0], g.prefix...), g.n.Add(1), 36))
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// observe gives each request its id (X-Request-Id, echoed), then after the
+// answer records it in the metrics and writes its access log line (info;
+// debug for the quiet routes): route pattern, method, path (never the
+// query: it may carry access_token), status, duration, user id and request
+// id. An event stream is logged and counted when it ends.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		x := &exchange{ResponseWriter: w, id: s.ids.of(r.Header.Get(requestIDHeader)), status: http.StatusOK}
+		w.Header()[requestIDHeader] = []string{x.id}
+		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
+		next.ServeHTTP(x, r)
+		d := time.Since(start)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = unmatchedRoute
+		}
+		streamed := x.status == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream"
+		s.metrics.Request(route, r.Method, x.status, d, streamed)
+		level := slog.LevelInfo
+		if quietRoutes[route] && x.status < 500 {
+			level = slog.LevelDebug
+		}
+		s.log.LogAttrs(r.Context(), level, "request", slog.String("route", route),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", x.status),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Bool("stream", streamed),
+			slog.String("user", x.user), slog.String("request_id", x.id))
+	})
+}

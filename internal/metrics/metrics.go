@@ -1,0 +1,254 @@
+// Package metrics defines RealSync's Prometheus metrics and implements the
+// observers the other packages declare: api.Metrics (HTTP requests),
+// store.Metrics (scripts, Redis failures, janitor actions) and sse.Metrics
+// (streams and events). cmd/realsyncd creates the registry and wires it;
+// nothing here registers on Prometheus' global default registry.
+//
+// The names are fixed for the whole project (dashboards use them); README
+// lists every metric with its labels and meaning.
+package metrics
+
+import (
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/realsync/realsync/sse"
+)
+
+// Janitor action kinds known in advance; their series exist from the start
+// (repair_<what> kinds appear when first counted).
+var janitorKinds = []string{"expired", "finished", "lifetime", "trimmed", "presence_disconnect", "presence_removal"}
+
+// The starts and end reasons each stream kind can have.
+var (
+	sseKinds  = []string{sse.KindRoom, sse.KindLobby}
+	sseStarts = map[string][]string{
+		sse.KindRoom:  {sse.StartFresh, sse.StartReplay, sse.StartSnapshot},
+		sse.KindLobby: {sse.StartFresh},
+	}
+	sseReasons = map[string][]string{
+		sse.KindRoom: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError,
+			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError},
+		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError},
+	}
+)
+
+// Metrics holds the metrics of one instance. Safe for concurrent use.
+type Metrics struct {
+	httpRequests   *prometheus.CounterVec
+	httpDuration   *prometheus.HistogramVec
+	scriptCalls    *prometheus.CounterVec
+	scriptDuration *prometheus.HistogramVec
+	redisErrors    *prometheus.CounterVec
+	sseStreams     *prometheus.GaugeVec
+	sseEvents      *prometheus.CounterVec
+	sseOpens       *prometheus.CounterVec
+	sseEnds        *prometheus.CounterVec
+	janitor        *prometheus.CounterVec
+
+	// The series of the hot paths, resolved once: a lookup here costs no
+	// allocation, where WithLabelValues allocates its label slice.
+	httpMu   sync.RWMutex
+	http     map[httpKey]httpSeries
+	scriptMu sync.RWMutex
+	scripts  map[scriptKey]scriptSeries
+	// Fixed at New, read-only after.
+	streams   map[string]prometheus.Gauge
+	opens     map[[2]string]prometheus.Counter // kind, start
+	ends      map[[2]string]prometheus.Counter // kind, reason
+	delivered map[string]prometheus.Counter
+	dropped   map[string]prometheus.Counter
+}
+
+type httpKey struct {
+	route, method string
+	status        int
+}
+
+type httpSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+type scriptKey struct{ script, outcome string }
+
+type scriptSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+var _ sse.Metrics = (*Metrics)(nil)
+
+// httpBuckets (s) reach from a cached GET (≈ 0.5 ms) to a request stuck
+// behind a Redis failover.
+var httpBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// scriptBuckets (s): a script's round trip is usually 0.1–1 ms.
+var scriptBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+
+// New creates the metrics and registers them, with
+// realsync_build_info{version,goversion}, on reg.
+func New(reg prometheus.Registerer, version string) *Metrics {
+	m := &Metrics{
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_http_requests_total",
+			Help: "HTTP requests answered, by route pattern, method and status; event streams when they end."},
+			[]string{"route", "method", "status"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_http_request_duration_seconds",
+			Help: "Time to answer HTTP requests, by route pattern and method; event streams are left out.", Buckets: httpBuckets},
+			[]string{"route", "method"}),
+		scriptCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_script_calls_total",
+			Help: "Lua script runs, by script and outcome (the reply's status, or unavailable, redis_error, canceled)."},
+			[]string{"script", "outcome"}),
+		scriptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_script_duration_seconds",
+			Help: "Round trip of Lua script runs (of the whole MULTI/EXEC when the room is read with it), by script.", Buckets: scriptBuckets},
+			[]string{"script"}),
+		redisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_redis_errors_total",
+			Help: "Redis calls that failed for want of Redis, by command (pipeline, multi for commands sent together)."},
+			[]string{"op"}),
+		sseStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "realsync_sse_streams",
+			Help: "Open event streams, by kind (room, lobby)."}, []string{"kind"}),
+		sseEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_sse_events_total",
+			Help: "Events written to stream clients (delivered) or not queued because a stream's queue was full (dropped)."},
+			[]string{"kind", "result"}),
+		sseOpens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_sse_opens_total",
+			Help: "Event streams opened, by kind and start: fresh (no Last-Event-ID), replay (resumed from the log), snapshot (a resume the log could not serve)."},
+			[]string{"kind", "start"}),
+		sseEnds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_sse_stream_ends_total",
+			Help: "Event streams ended, by kind and reason."}, []string{"kind", "reason"}),
+		janitor: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_janitor_actions_total",
+			Help: "Janitor actions, by kind."}, []string{"kind"}),
+		http: map[httpKey]httpSeries{}, scripts: map[scriptKey]scriptSeries{},
+		streams: map[string]prometheus.Gauge{}, opens: map[[2]string]prometheus.Counter{},
+		ends: map[[2]string]prometheus.Counter{}, delivered: map[string]prometheus.Counter{}, dropped: map[string]prometheus.Counter{},
+	}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_build_info",
+		Help:        "Always 1; the labels say which build runs.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
+	build.Set(1)
+	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
+		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, build)
+	// Series known in advance exist from the start, at 0, so rates and
+	// dashboards need not wait for the first occurrence.
+	for _, k := range sseKinds {
+		m.streams[k] = m.sseStreams.WithLabelValues(k)
+		m.delivered[k] = m.sseEvents.WithLabelValues(k, "delivered")
+		m.dropped[k] = m.sseEvents.WithLabelValues(k, "dropped")
+		for _, s := range sseStarts[k] {
+			m.opens[[2]string{k, s}] = m.sseOpens.WithLabelValues(k, s)
+		}
+		for _, r := range sseReasons[k] {
+			m.ends[[2]string{k, r}] = m.sseEnds.WithLabelValues(k, r)
+		}
+	}
+	for _, k := range janitorKinds {
+		m.janitor.WithLabelValues(k)
+	}
+	return m
+}
+
+// Request records one HTTP request (api.Metrics): route is the router's
+// pattern or "unmatched", status the answer's. A streamed
+// answer (an event stream, counted when it ends) is left out of the
+// duration histogram: its duration is the stream's life, not a latency.
+// Methods other than the standard ones are labelled "other", so clients
+// cannot make up series.
+func (m *Metrics) Request(route, method string, status int, d time.Duration, streamed bool) {
+	k := httpKey{route: route, method: methodLabel(method), status: status}
+	m.httpMu.RLock()
+	s, ok := m.http[k]
+	m.httpMu.RUnlock()
+	if !ok {
+		s = httpSeries{count: m.httpRequests.WithLabelValues(k.route, k.method, strconv.Itoa(status)),
+			duration: m.httpDuration.WithLabelValues(k.route, k.method)}
+		m.httpMu.Lock()
+		m.http[k] = s
+		m.httpMu.Unlock()
+	}
+	s.count.Inc()
+	if !streamed {
+		s.duration.Observe(d.Seconds())
+	}
+}
+
+func methodLabel(method string) string {
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
+		return method
+	}
+	return "other"
+}
+
+// ScriptCall records one script run (store.Metrics).
+func (m *Metrics) ScriptCall(script, outcome string, d time.Duration) {
+	k := scriptKey{script, outcome}
+	m.scriptMu.RLock()
+	s, ok := m.scripts[k]
+	m.scriptMu.RUnlock()
+	if !ok {
+		s = scriptSeries{count: m.scriptCalls.WithLabelValues(script, outcome), duration: m.scriptDuration.WithLabelValues(script)}
+		m.scriptMu.Lock()
+		m.scripts[k] = s
+		m.scriptMu.Unlock()
+	}
+	s.count.Inc()
+	s.duration.Observe(d.Seconds())
+}
+
+// RedisError records a Redis call that failed for want of Redis
+// (store.Metrics).
+func (m *Metrics) RedisError(op string) { m.redisErrors.WithLabelValues(op).Inc() }
+
+// JanitorAction adds n janitor actions of kind (store.Config.JanitorActions).
+func (m *Metrics) JanitorAction(kind string, n int) {
+	if n > 0 {
+		m.janitor.WithLabelValues(kind).Add(float64(n))
+	}
+}
+
+// StreamOpened implements sse.Metrics.
+func (m *Metrics) StreamOpened(kind, start string) {
+	m.gauge(kind).Inc()
+	if c, ok := m.opens[[2]string{kind, start}]; ok {
+		c.Inc()
+	} else {
+		m.sseOpens.WithLabelValues(kind, start).Inc()
+	}
+}
+
+// StreamEnded implements sse.Metrics.
+func (m *Metrics) StreamEnded(kind, reason string) {
+	m.gauge(kind).Dec()
+	if c, ok := m.ends[[2]string{kind, reason}]; ok {
+		c.Inc()
+	} else {
+		m.sseEnds.WithLabelValues(kind, reason).Inc()
+	}
+}
+
+func (m *Metrics) gauge(kind string) prometheus.Gauge {
+	if g, ok := m.streams[kind]; ok {
+		return g
+	}
+	return m.sseStreams.WithLabelValues(kind)
+}
+
+// Events implements sse.Metrics.
+func (m *Metrics) Events(kind string, delivered, dropped int) {
+	if delivered > 0 {
+		m.counter(m.delivered, kind, "delivered").Add(float64(delivered))
+	}
+	if dropped > 0 {
+		m.counter(m.dropped, kind, "dropped").Add(float64(dropped))
+	}
+}
+
+func (m *Metrics) counter(by map[string]prometheus.Counter, kind, result string) prometheus.Counter {
+	if c, ok := by[kind]; ok {
+		return c
+	}
+	return m.sseEvents.WithLabelValues(kind, result)
+}

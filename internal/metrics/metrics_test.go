@@ -1,0 +1,151 @@
+package metrics_test
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/metrics"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// Metrics implements every observer; these packages cannot import it (it
+// would import them back in their tests), so the assertions live here.
+var (
+	_ api.Metrics   = (*metrics.Metrics)(nil)
+	_ store.Metrics = (*metrics.Metrics)(nil)
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// Methods a client makes up share one label; known ones keep theirs.
+func TestRequestLabels(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "v1")
+	for _, method := range []string{"GET", "BREW", "get", "PROPFIND", "DELETE"} {
+		m.Request("/v1/rooms", method, 200, time.Millisecond, false)
+	}
+	m.Request("/v1/rooms/{roomId}/events", "GET", 200, time.Hour, true)
+	want := `
+# HELP realsync_http_requests_total HTTP requests answered, by route pattern, method and status; event streams when they end.
+# TYPE realsync_http_requests_total counter
+realsync_http_requests_total{method="DELETE",route="/v1/rooms",status="200"} 1
+realsync_http_requests_total{method="GET",route="/v1/rooms",status="200"} 1
+realsync_http_requests_total{method="GET",route="/v1/rooms/{roomId}/events",status="200"} 1
+realsync_http_requests_total{method="other",route="/v1/rooms",status="200"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "realsync_http_requests_total"); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "realsync_http_request_duration_seconds" {
+			for _, m := range mf.GetMetric() {
+				observed[m.GetLabel()[0].GetValue()+" "+m.GetLabel()[1].GetValue()] = m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if want := map[string]uint64{"GET /v1/rooms": 1, "other /v1/rooms": 3, "DELETE /v1/rooms": 1, "GET /v1/rooms/{roomId}/events": 0}; !maps.Equal(observed, want) {
+		t.Errorf("durations observed %v, want %v (none of the stream)", observed, want)
+	}
+}
+
+// The shard stats are read once per TTL however many scrapes come, and a
+// Redis that went away makes a scrape say realsync_redis_up 0 within the
+// read's timeout, without rooms or players.
+func TestShardStats(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: redistest.Prefix(t), Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	owner := rooms.User{ID: "u-owner", Name: "owner"}
+	for range 2 {
+		if _, err := st.Create(ctx, owner, rooms.NewRoom{Name: "r", Mode: "m", Region: "r", MaxPlayers: 4, Visibility: rooms.Public,
+			Attributes: map[string]any{}, State: rooms.State{}, StatePolicy: rooms.PolicyOpen}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var reads atomic.Int64
+	read := func(ctx context.Context) (lobby.Stats, error) { reads.Add(1); return st.Stats(ctx) }
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewShardStats(read, time.Hour, 500*time.Millisecond))
+	want := `
+# HELP realsync_players Players in rooms in Redis (from the shard stats; every instance reports the same).
+# TYPE realsync_players gauge
+realsync_players 2
+# HELP realsync_redis_up 1 when the last read of the shard stats succeeded, 0 when Redis could not be read.
+# TYPE realsync_redis_up gauge
+realsync_redis_up 1
+`
+	for range 5 {
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "realsync_players", "realsync_redis_up"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := gauge(t, reg, "realsync_rooms", "waiting"); v != 2 || reads.Load() != 1 {
+		t.Errorf("rooms waiting %v after %d reads; want 2 after 1", v, reads.Load())
+	}
+
+	// A Redis that answers nothing for 3 s: the read gives up after its
+	// timeout (without one the scrape would wait and then say 1).
+	if err := st.Client().Do(ctx, "CLIENT", "PAUSE", 3000, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	down := `
+# HELP realsync_redis_up 1 when the last read of the shard stats succeeded, 0 when Redis could not be read.
+# TYPE realsync_redis_up gauge
+realsync_redis_up 0
+`
+	reg = prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewShardStats(st.Stats, time.Hour, 300*time.Millisecond))
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(down), "realsync_redis_up", "realsync_players", "realsync_rooms"); err != nil {
+		t.Errorf("Redis paused: %v", err)
+	}
+	srv.Stop()
+	reg = prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewShardStats(st.Stats, time.Hour, 300*time.Millisecond))
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(down), "realsync_redis_up", "realsync_players", "realsync_rooms"); err != nil {
+		t.Errorf("Redis stopped: %v", err)
+	}
+}
+
+// gauge returns the value of the gauge name with the one label value lv.
+func gauge(t *testing.T, reg *prometheus.Registry, name, lv string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == lv {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
