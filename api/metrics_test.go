@@ -185,6 +185,10 @@ func TestMetricsAfterTraffic(t *testing.T) {
 				t.Errorf("route label %q is no route pattern", r)
 			}
 		}
+		// the gauges come from a read of the shard stats reused for statsTTL:
+		// wait for one made after the traffic
+		time.Sleep(statsTTL)
+		after = e.scrape()
 		gauges := []struct {
 			name   string
 			labels []string
