@@ -158,6 +158,8 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, mode, region string
 		case <-ctx.Done():
 			return nil
 		case <-h.done:
+			out.write(retryFrame(shutdownRetry()))
+			out.flush()
 			return nil
 		case <-st.over:
 			return nil

@@ -3,6 +3,7 @@ package sse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -94,6 +95,8 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 		case <-ctx.Done():
 			return endClient
 		case <-h.done:
+			out.write(retryFrame(shutdownRetry()))
+			out.flush()
 			return endShutdown
 		case <-st.over:
 			return endSlow
@@ -144,6 +147,10 @@ func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e
 	switch {
 	case e.Version == resyncVersion:
 		o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, Cursor{}, 0)
+		if errors.Is(err, rooms.ErrRoomNotFound) {
+			out.write(goneEvent(st.lease.Room, sent+1).frame)
+			return sent + 1, false
+		}
 		if err != nil || o.Snapshot == nil {
 			return sent, false
 		}
