@@ -28,6 +28,10 @@ type Config struct {
 	Auth   *Auth
 	// Ready reports whether the store is reachable (GET /readyz).
 	Ready func(context.Context) error
+	// Available reports whether the store may be used: false until the
+	// instance connected to Redis at start. While false, every route that
+	// needs the store is refused (see requireStore). nil: always.
+	Available func() bool
 	// Spec is served at GET /openapi.yaml.
 	Spec []byte
 	// Demo, when set, is served at /demo/ (the web demo's files).
@@ -44,18 +48,21 @@ type Server struct {
 	ready  func(context.Context) error
 	spec   []byte
 	log    *slog.Logger
+
+	available func() bool // see Config.Available
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log}
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
+		available: cfg.Available}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.recoverPanics, s.limitBody, s.authenticate)
+	r.Use(s.logRequests, s.recoverPanics, s.limitBody, s.authenticate, s.requireStore)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
 	if cfg.Demo != nil {
