@@ -27,6 +27,7 @@ type Config struct {
 	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
 	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
+	ShutdownTimeout time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
 
 	secretGenerated bool
 }
@@ -34,6 +35,11 @@ type Config struct {
 // ParseConfig reads the environment through getenv and the flags in args.
 // Every bad value is reported, naming its variable.
 func ParseConfig(getenv func(string) string, args []string) (Config, error) {
+	return parseConfig(getenv, args, nil)
+}
+
+// parseConfig is ParseConfig; more, when set, adds a subcommand's own flags.
+func parseConfig(getenv func(string) string, args []string, more func(*flag.FlagSet)) (Config, error) {
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
 			return v
@@ -41,7 +47,7 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 		return def
 	}
 	var c Config
-	var cluster, guest, shards, heartbeat, grace, presence string
+	var cluster, guest, shards, heartbeat, grace, presence, shutdown string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -55,6 +61,10 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&presence, "presence-ttl", env("REALSYNC_PRESENCE_TTL", "15s"), "lifetime of a stream's presence lease, renewed every third (REALSYNC_PRESENCE_TTL)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("REALSYNC_PPROF_ADDR", ""), "serve net/http/pprof on this loopback address (REALSYNC_PPROF_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
+	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
+	if more != nil {
+		more(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -85,6 +95,9 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	}
 	if c.PresenceTTL, err = time.ParseDuration(presence); err != nil || c.PresenceTTL < 300*time.Millisecond {
 		bad("REALSYNC_PRESENCE_TTL", "must be a duration of at least 300ms such as 15s")
+	}
+	if c.ShutdownTimeout, err = time.ParseDuration(shutdown); err != nil || c.ShutdownTimeout <= 0 {
+		bad("REALSYNC_SHUTDOWN_TIMEOUT", "must be a positive duration such as 30s")
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")

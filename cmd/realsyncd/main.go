@@ -14,8 +14,11 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
@@ -30,12 +33,17 @@ var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.Lev
 	"warn": slog.LevelWarn, "error": slog.LevelError}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		os.Exit(migrateMain(os.Getenv, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := ParseConfig(os.Getenv, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "realsyncd:", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevels[cfg.LogLevel]}))
+	log := slog.New(newDedupHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevels[cfg.LogLevel]}),
+		slog.LevelWarn, logDedupInterval))
+	redis.SetLogger(redisLog{log})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Run(ctx, cfg, log, nil); err != nil {
@@ -44,11 +52,20 @@ func main() {
 	}
 }
 
+// logDedupInterval: a warning or error logged again within it is only
+// counted (see dedupHandler).
+const logDedupInterval = 10 * time.Second
+
+// errConnecting is /readyz's answer until the instance connected to Redis.
+var errConnecting = errors.New("connecting to redis")
+
 // Run serves until ctx ends, then shuts down gracefully. When ready is not
 // nil it receives the listening address once the server accepts requests.
+// The server starts at once; it is ready (GET /readyz 200, routes served)
+// once it connected to Redis and checked the data's layout, retrying while
+// Redis is unreachable. A layout mismatch ends Run with store.ErrLayout.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
-	st, err := store.Open(ctx, store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
-		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace})
+	st, err := store.New(storeConfig(cfg))
 	if err != nil {
 		return err
 	}
@@ -58,14 +75,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log})
 	defer hub.Close()
-	janitorCtx, stopJanitor := context.WithCancel(context.Background())
-	defer stopJanitor()
-	go st.RunJanitor(janitorCtx, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
-
+	var up atomic.Bool // connected to Redis, layout checked
 	handler := api.NewHandler(api.Config{
 		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth:  &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
-		Ready: st.Ping, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
+		Auth: &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
+		Ready: func(ctx context.Context) error {
+			if !up.Load() {
+				return errConnecting
+			}
+			return st.Ping(ctx)
+		},
+		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
 	})
 	// No WriteTimeout: it would cut the long-lived event streams; handlers
 	// that stream set per-write deadlines instead.
@@ -81,23 +101,59 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	background, stopBackground := context.WithCancel(context.Background())
+	defer stopBackground()
+	connected := make(chan error, 1)
+	go func() { connected <- connect(background, st, log) }()
+wait:
+	for {
+		select {
+		case err := <-served:
+			return err
+		case err := <-connected:
+			if err != nil {
+				srv.Close()
+				return err
+			}
+			connected = nil // a nil channel never delivers
+			up.Store(true)
+			go st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
+		case <-ctx.Done():
+			break wait
+		}
 	}
-	log.Info("shutting down", "streams", hub.Streams())
-	// Streams never end by themselves: end them first (clients reconnect
-	// elsewhere and resume), then wait for the other requests.
-	hub.Close()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	log.Info("shutting down", "streams", hub.Streams(), "timeout", cfg.ShutdownTimeout)
+	return shutdown(srv, served, hub, stopBackground, cfg.ShutdownTimeout)
+}
+
+// shutdown stops accepting connections, ends every event stream (each with
+// a short jittered retry line, so its client resumes on another instance
+// with Last-Event-ID, and its presence lease released, so the others see
+// player_disconnected at once), stops the background loops, and waits for
+// the requests in flight: all within timeout. Past it the remaining
+// connections are cut and an error says so.
+func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(), timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	<-served // Serve returns once the listener is closed
+	hub.Close()
+	stopBackground()
+	if err := <-done; err != nil {
+		srv.Close()
+		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w", timeout, err)
 	}
 	return nil
+}
+
+// storeConfig is the store's part of the configuration.
+func storeConfig(cfg Config) store.Config {
+	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
+		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace}
 }
 
 func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
