@@ -137,6 +137,9 @@ func (s *Store) migrateSteps(ctx context.Context, m Migration, opt MigrateOption
 		}
 		m.To = to
 	}
+	if !opt.DryRun && m.To != SchemaVersion {
+		return m, fmt.Errorf("store: no migration step from schema %d to %d", m.To, SchemaVersion)
+	}
 	return m, nil
 }
 
