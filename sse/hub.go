@@ -294,8 +294,9 @@ func (h *Hub) open(l Lease) bool {
 
 // check compares every watched room's version with the store's and catches
 // up the rooms that fell behind: after a failover a subscription can go
-// silent while publishes succeed. The streams of a room that no longer
-// exists end within the interval too (room.confirmGone).
+// silent while publishes succeed. Within the interval, the streams of a
+// room that no longer exists end (room.confirmGone), and those of a room
+// restored to an older version get a snapshot of it.
 func (h *Hub) check(ctx context.Context) {
 	h.mu.Lock()
 	rs := make([]*room, 0, len(h.rooms))
@@ -316,7 +317,10 @@ func (h *Hub) check(ctx context.Context) {
 		switch last := r.last.Load(); {
 		case vs[i] == 0 && last > 0:
 			r.vanished()
-		case vs[i] > last:
+		case vs[i] != last:
+			// ahead: events were missed; behind: events may have arrived
+			// since the read, or a restore brought back an older history,
+			// which the catch-up finds in the log
 			r.kick()
 		}
 	}

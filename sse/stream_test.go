@@ -301,6 +301,50 @@ func TestVanishedRoomEndsStreams(t *testing.T) {
 	})
 }
 
+// A room restored to an older version under its streams (a backup brought
+// back) gives them a snapshot of that version within the position check
+// interval, then the events written after it.
+func TestRestoredRoomResyncsStreams(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		if b.Name == "embedded" {
+			t.Skip("miniredis cannot DUMP a hash")
+		}
+		e := newEnv(t, b, func(c *sse.Config) { c.CheckInterval = 200 * time.Millisecond })
+		ctx := context.Background()
+		id := e.room(t, bob)
+		cl := newClient()
+		e.serve(t, bob, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 3)
+		backup := map[string]string{}
+		for _, k := range e.st.RoomKeys(id) {
+			if v, err := e.st.Client().Dump(ctx, k).Result(); err == nil {
+				backup[k] = v
+			}
+		}
+		for i := range 5 {
+			e.patch(t, alice, id, i)
+		}
+		cl.waitFor(t, 8)
+		for k, v := range backup {
+			if err := e.st.Client().RestoreReplace(ctx, k, 0, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for l := last(cl.all()); l.Type != "snapshot" || l.Version != 3; l = last(cl.all()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no snapshot of the restored version 3; last frame %+v", l)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		e.patch(t, alice, id, 99)
+		fs := cl.waitFor(t, 4)
+		if l := last(fs); l.Type != "state" || l.Version != 4 || !strings.Contains(l.Data, `"n":99`) {
+			t.Errorf("after the restore: %+v", l)
+		}
+	})
+}
+
 // A room's only stream closing while the next one opens: the new stream
 // still gets live events (unsubscribing the old never undoes the new
 // subscription).
