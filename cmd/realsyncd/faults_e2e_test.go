@@ -59,7 +59,12 @@ func TestStartsBeforeRedis(t *testing.T) {
 		t.Fatalf("lobby stream before Redis: %d %q", status, body)
 	}
 
-	time.Sleep(2 * time.Second) // a few failed attempts first
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(in.logText(), "redis unreachable"); {
+		if time.Now().After(deadline) { // a failed attempt first
+			t.Fatalf("no attempt to reach Redis failed:\n%s", in.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
