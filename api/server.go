@@ -29,6 +29,10 @@ type Config struct {
 	Auth   *Auth
 	// Ready reports whether the store is reachable (GET /readyz).
 	Ready func(context.Context) error
+	// Available reports whether the store may be used: false until the
+	// instance connected to Redis at start. While false, every route that
+	// needs the store is refused (see requireStore). nil: always.
+	Available func() bool
 	// Spec is served at GET /openapi.yaml.
 	Spec []byte
 	// Demo, when set, is served at /demo/ (the web demo's files).
@@ -62,6 +66,7 @@ type Server struct {
 	metrics        Metrics
 	metricsHandler http.Handler
 	ids            *requestIDs
+	available      func() bool // see Config.Available
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -69,7 +74,7 @@ var _ oapi.ServerInterface = (*Server)(nil)
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
-		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs()}
+		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -78,7 +83,7 @@ func NewHandler(cfg Config) http.Handler {
 		s.metrics = noMetrics{}
 	}
 	r := chi.NewRouter()
-	r.Use(s.observe, s.recoverPanics, s.limitBody, s.authenticate)
+	r.Use(s.observe, s.recoverPanics, s.limitBody, s.authenticate, s.requireStore)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
 	if cfg.Demo != nil {

@@ -45,7 +45,7 @@ start_rsd() {
   rsd_pid=$!
   pids+=("$rsd_pid")
   rsd=http://127.0.0.1:$port
-  for _ in $(seq 50); do curl -sf "$rsd/healthz" >/dev/null && return; sleep 0.1; done
+  for _ in $(seq 50); do curl -sf "$rsd/readyz" >/dev/null && return; sleep 0.1; done
   echo "realsyncd did not start" >&2; cat "$tmp/realsyncd.log" >&2; exit 1
 }
 say() { printf '\n== %s\n$ %s\n' "$1" "${*:2}"; "${@:2}"; }

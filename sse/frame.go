@@ -51,5 +51,11 @@ func retryFrame(ms int) []byte {
 	return []byte("retry: " + strconv.Itoa(ms) + "\n\n")
 }
 
+// shutdownRetry is the retry (ms) a stream gets when its instance shuts
+// down: short, since another instance can take the client at once, and
+// jittered over 0.5–2 s so the clients of an instance do not all reconnect
+// in the same moment.
+func shutdownRetry() int { return 500 + rand.IntN(1500) }
+
 // pingFrame is the heartbeat comment.
 var pingFrame = []byte(": ping\n\n")

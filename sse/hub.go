@@ -35,7 +35,9 @@ type Config struct {
 	// gets a snapshot. Default 1000.
 	ReplayLimit int
 	// CheckInterval: how often every watched room's version is compared
-	// with the store's, to repair a subscription that went silent; default 30s.
+	// with the store's, to repair a subscription that went silent, and to
+	// end the streams of a room whose data vanished (room_closed, reason
+	// gone); default 30s.
 	CheckInterval time.Duration
 	// Instance names this instance's streams; random when empty.
 	Instance string
@@ -79,6 +81,8 @@ type Hub struct {
 	cfg     Config
 	feed    Feed
 	done    chan struct{}
+	ctx     context.Context // of the background loops, cancelled by Close
+	cancel  context.CancelFunc
 	closing sync.Once
 	loops   sync.WaitGroup
 	seq     atomic.Int64
@@ -94,7 +98,8 @@ var _ Sink = (*Hub)(nil)
 
 // NewHub starts a hub: its feed, lease renewal and position checks.
 func NewHub(cfg Config) *Hub {
-	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}),
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}), ctx: ctx, cancel: cancel,
 		rooms: map[string]*room{}, streams: map[*stream]struct{}{},
 		lobby: lobbyHub{streams: map[*lobbyStream]struct{}{}, pending: map[string]LobbyNotice{}}}
 	h.feed = cfg.Feed(h)
@@ -104,10 +109,14 @@ func NewHub(cfg Config) *Hub {
 	return h
 }
 
-// Close ends every stream and the feed. Streams end cleanly, so clients
-// reconnect (to another instance) and resume.
+// Close ends every stream and the feed, and stops the background loops
+// (their store calls are cancelled). Each stream ends with a retry line of
+// 0.5 to 2 s, jittered so its clients do not all reconnect at once, then
+// resumes (on another instance) with Last-Event-ID. Close returns without
+// waiting for the streams' handlers to return.
 func (h *Hub) Close() {
 	h.closing.Do(func() {
+		h.cancel()
 		close(h.done)
 		h.loops.Wait()
 		h.feed.Close()
@@ -134,14 +143,12 @@ func (h *Hub) every(d time.Duration, f func(context.Context)) {
 		defer h.loops.Done()
 		t := time.NewTicker(d)
 		defer t.Stop()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
 		for {
 			select {
 			case <-h.done:
 				return
 			case <-t.C:
-				f(ctx)
+				f(h.ctx)
 			}
 		}
 	}()
@@ -295,7 +302,9 @@ func (h *Hub) open(l Lease) bool {
 
 // check compares every watched room's version with the store's and catches
 // up the rooms that fell behind: after a failover a subscription can go
-// silent while publishes succeed.
+// silent while publishes succeed. Within the interval, the streams of a
+// room that no longer exists end (room.confirmGone), and those of a room
+// restored to an older version get a snapshot of it.
 func (h *Hub) check(ctx context.Context) {
 	h.mu.Lock()
 	rs := make([]*room, 0, len(h.rooms))
@@ -313,7 +322,13 @@ func (h *Hub) check(ctx context.Context) {
 		return
 	}
 	for i, r := range rs {
-		if vs[i] > r.last.Load() {
+		switch last := r.last.Load(); {
+		case vs[i] == 0 && last > 0:
+			r.vanished()
+		case vs[i] != last:
+			// ahead: events were missed; behind: events may have arrived
+			// since the read, or a restore brought back an older history,
+			// which the catch-up finds in the log
 			r.kick()
 		}
 	}

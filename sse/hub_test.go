@@ -94,6 +94,7 @@ type frame struct {
 type client struct {
 	mu      sync.Mutex
 	frames  []frame
+	raw     []byte // everything sent
 	started bool
 	blocked chan struct{}
 	got     chan struct{}
@@ -111,6 +112,7 @@ func (c *client) Send(b []byte) error {
 	fs := parse(b)
 	c.mu.Lock()
 	c.frames = append(c.frames, fs...)
+	c.raw = append(c.raw, b...)
 	c.mu.Unlock()
 	select {
 	case c.got <- struct{}{}:

@@ -175,6 +175,8 @@ func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) strin
 		case <-ctx.Done():
 			return EndClientGone
 		case <-h.done:
+			out.write(retryFrame(shutdownRetry()))
+			out.flush()
 			return EndShutdown
 		case <-st.over:
 			return EndSlow

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,10 +37,12 @@ type room struct {
 	closed  chan struct{}
 	in      chan Event
 	wake    chan struct{}
+	lost    chan struct{} // the store no longer has the room
 	stop    chan struct{}
 
 	last    atomic.Int64 // version of the last event handed to streams
 	lastTag string       // its tag; worker only
+	ended   bool         // room_closed was handed on; worker only
 
 	mu      sync.Mutex
 	streams map[*stream]struct{}
@@ -47,7 +50,7 @@ type room struct {
 
 func newRoom(h *Hub, id string) *room {
 	return &room{hub: h, id: id, ready: make(chan struct{}), closed: make(chan struct{}), in: make(chan Event, roomQueue),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), streams: map[*stream]struct{}{}}
+		wake: make(chan struct{}, 1), lost: make(chan struct{}, 1), stop: make(chan struct{}), streams: map[*stream]struct{}{}}
 }
 
 // setup subscribes the room, then reads its version: every later event
@@ -85,6 +88,8 @@ func (r *room) run() {
 			ok = r.accept(e)
 		case <-r.wake:
 			ok = r.catchUp()
+		case <-r.lost:
+			ok = r.confirmGone()
 		case <-retry:
 			ok = r.catchUp()
 		}
@@ -110,6 +115,30 @@ func (r *room) kick() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// vanished tells the worker the store no longer has the room.
+func (r *room) vanished() {
+	select {
+	case r.lost <- struct{}{}:
+	default:
+	}
+}
+
+// confirmGone runs when the store no longer has the room: a close the feed
+// missed is still in the log, and is handed on; otherwise the room's data
+// vanished (a flush, a restore without it) and its streams end with
+// room_closed, reason gone.
+func (r *room) confirmGone() bool {
+	if !r.catchUp() {
+		return false
+	}
+	if r.ended {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return r.resync(ctx)
 }
 
 // accept hands a live event on. Old versions were already handed on; a
@@ -155,11 +184,16 @@ func (r *room) catchUp() bool {
 }
 
 // resync restarts the room from its current version and tells every
-// stream to send a snapshot.
+// stream to send a snapshot; a room that is gone ends its streams.
 func (r *room) resync(ctx context.Context) bool {
 	vs, err := r.hub.cfg.Source.Versions(ctx, []string{r.id})
 	if err != nil {
 		return false
+	}
+	if vs[0] == 0 {
+		e := goneEvent(r.id, r.last.Load()+1)
+		r.deliver(e)
+		return true
 	}
 	r.last.Store(vs[0])
 	r.lastTag = ""
@@ -167,9 +201,24 @@ func (r *room) resync(ctx context.Context) bool {
 	return true
 }
 
+// goneEvent is the room_closed event (reason gone) that ends the streams
+// of a room whose data vanished from the store: one version above the last
+// one sent, without a tag (no history holds it).
+func goneEvent(id string, version int64) Event {
+	data, _ := json.Marshal(map[string]any{"type": "room_closed", "roomId": id, "version": version,
+		"ts": time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), "reason": reasonGone})
+	e := Event{Version: version, Data: data}
+	e.parse()
+	return e
+}
+
+// reasonGone is room_closed's reason for a room whose data vanished.
+const reasonGone = "gone"
+
 func (r *room) deliver(e Event) {
 	r.last.Store(e.Version)
 	r.lastTag = e.Tag
+	r.ended = r.ended || e.meta.Type == "room_closed"
 	r.broadcast(e)
 }
 

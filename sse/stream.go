@@ -101,6 +101,8 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 		case <-ctx.Done():
 			return EndClientGone
 		case <-h.done:
+			out.write(retryFrame(shutdownRetry()))
+			out.flush()
 			return EndShutdown
 		case <-st.over:
 			return EndSlow
@@ -155,7 +157,8 @@ func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e
 		case errors.Is(err, rooms.ErrNotMember):
 			return sent, EndLeft
 		case errors.Is(err, rooms.ErrRoomNotFound):
-			return sent, EndRoomClosed
+			out.writeEvent(goneEvent(st.lease.Room, sent+1).frame)
+			return sent + 1, EndRoomClosed
 		case ctx.Err() != nil:
 			return sent, EndClientGone
 		case err != nil || o.Snapshot == nil:

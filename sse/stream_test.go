@@ -2,6 +2,8 @@ package sse_test
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -216,21 +218,131 @@ func TestPresenceFollowsStreams(t *testing.T) {
 	})
 }
 
+// Close ends every room and lobby stream, the last thing sent being a
+// retry line of 0.5 to 2 s: the client comes back soon, to another
+// instance.
 func TestCloseEndsEveryStream(t *testing.T) {
 	b := redistest.Backends(t)[0]
 	e := newEnv(t, b)
 	id := e.room(t, bob)
 	var dones []chan error
+	var cls []*client
 	for _, u := range []rooms.User{alice, bob} {
 		cl := newClient()
 		_, done := e.serve(t, u, id, sse.Cursor{}, cl)
 		cl.waitFor(t, 2)
-		dones = append(dones, done)
+		dones, cls = append(dones, done), append(cls, cl)
+	}
+	lc, ldone := newClient(), make(chan error, 1)
+	go func() { ldone <- e.hub.ServeLobby(context.Background(), lc, "", "") }()
+	for len(lc.all()) == 0 {
+		<-lc.got
 	}
 	e.hub.Close()
-	for _, d := range dones {
+	for i, d := range append(dones, ldone) {
 		wait(t, d, "stream after Close")
+		raw := string(append(cls, lc)[i].raw)
+		m := regexp.MustCompile(`\n\nretry: (\d+)\n\n$`).FindStringSubmatch(raw)
+		if m == nil {
+			t.Errorf("stream %d does not end with a retry line: %q", i, raw[max(0, len(raw)-40):])
+			continue
+		}
+		if ms, _ := strconv.Atoi(m[1]); ms < 500 || ms >= 2000 {
+			t.Errorf("stream %d ends with retry %d ms, want 500..1999", i, ms)
+		}
 	}
+}
+
+// A room whose data vanishes under its streams (a flush, a restore of a
+// backup without it) ends them within the position check interval with
+// room_closed, reason gone, one version above the last event sent; also
+// when its event log survived.
+func TestVanishedRoomEndsStreams(t *testing.T) {
+	tests := []struct {
+		name    string
+		keepLog bool // delete every key of the room but its event log
+	}{
+		{"Flushed", false},
+		{"LogKept", true},
+	}
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newEnv(t, b, func(c *sse.Config) { c.CheckInterval = 200 * time.Millisecond })
+				id := e.room(t, bob)
+				var dones []chan error
+				var cls []*client
+				for _, u := range []rooms.User{alice, bob} {
+					cl := newClient()
+					_, done := e.serve(t, u, id, sse.Cursor{}, cl)
+					dones, cls = append(dones, done), append(cls, cl)
+				}
+				cls[0].waitFor(t, 4) // both connected
+				cls[1].waitFor(t, 4)
+				var del []string
+				for _, k := range e.st.RoomKeys(id) {
+					if !tc.keepLog || !strings.HasSuffix(k, ":log") {
+						del = append(del, k)
+					}
+				}
+				if err := e.st.Client().Del(context.Background(), del...).Err(); err != nil {
+					t.Fatal(err)
+				}
+				for i, d := range dones {
+					wait(t, d, "stream of a vanished room")
+					l := last(cls[i].all())
+					if l.Type != "room_closed" || l.Version != 5 || !strings.Contains(l.Data, `"reason":"gone"`) ||
+						!strings.Contains(l.Data, `"version":5`) {
+						t.Errorf("stream %d ends with %+v", i, l)
+					}
+				}
+			})
+		}
+	})
+}
+
+// A room restored to an older version under its streams (a backup brought
+// back) gives them a snapshot of that version within the position check
+// interval, then the events written after it.
+func TestRestoredRoomResyncsStreams(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		if b.Name == "embedded" {
+			t.Skip("miniredis cannot DUMP a hash")
+		}
+		e := newEnv(t, b, func(c *sse.Config) { c.CheckInterval = 200 * time.Millisecond })
+		ctx := context.Background()
+		id := e.room(t, bob)
+		cl := newClient()
+		e.serve(t, bob, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 3)
+		backup := map[string]string{}
+		for _, k := range e.st.RoomKeys(id) {
+			if v, err := e.st.Client().Dump(ctx, k).Result(); err == nil {
+				backup[k] = v
+			}
+		}
+		for i := range 5 {
+			e.patch(t, alice, id, i)
+		}
+		cl.waitFor(t, 8)
+		for k, v := range backup {
+			if err := e.st.Client().RestoreReplace(ctx, k, 0, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for l := last(cl.all()); l.Type != "snapshot" || l.Version != 3; l = last(cl.all()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no snapshot of the restored version 3; last frame %+v", l)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		e.patch(t, alice, id, 99)
+		fs := cl.waitFor(t, 4)
+		if l := last(fs); l.Type != "state" || l.Version != 4 || !strings.Contains(l.Data, `"n":99`) {
+			t.Errorf("after the restore: %+v", l)
+		}
+	})
 }
 
 // A room's only stream closing while the next one opens: the new stream

@@ -84,10 +84,29 @@ type Store struct {
 
 var _ rooms.Store = (*Store)(nil)
 
-// Open connects to the configured Redis (or starts the embedded one),
-// checks it answers, and records or checks the deployment's shard count and
-// schema version: a mismatch is an error, never a silent re-layout.
+// ErrLayout says Redis holds data laid out for another deployment: another
+// shard count or key-schema version. It is a configuration error, never an
+// outage: retrying cannot help.
+var ErrLayout = errors.New("redis holds data of another layout")
+
+// Open is New then Init: a store connected to Redis whose layout was
+// checked. Errors: as New and Init.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Init(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds a store without reaching Redis (the embedded store is started
+// in-process). Errors are configuration errors: a bad shard count or URL.
+// Call Init before anything else.
+func New(cfg Config) (*Store, error) {
 	cfg = withDefaults(cfg)
 	if cfg.Shards < 1 || cfg.Shards > MaxShards {
 		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
@@ -100,15 +119,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.observe(cfg.Metrics)
-	if err := s.client.Ping(ctx).Err(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	if err := s.checkMeta(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
 	return s, nil
+}
+
+// Init checks that Redis answers, and records (first start) or checks the
+// deployment's shard count and schema version. Errors: rooms.ErrUnavailable
+// when Redis cannot be reached (try again later), ErrLayout when its data
+// belongs to another layout (a mismatch is never a silent re-layout).
+// Init may be called again after an error.
+func (s *Store) Init(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return wrap(err)
+	}
+	return s.checkMeta(ctx)
 }
 
 func withDefaults(cfg Config) Config {
@@ -200,18 +223,22 @@ func (s *Store) Client() redis.UniversalClient { return s.client }
 func (s *Store) checkMeta(ctx context.Context) error {
 	key := s.keys.meta()
 	if err := s.client.HSetNX(ctx, key, "shards", s.shards).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
+		return wrap(err)
 	}
 	if err := s.client.HSetNX(ctx, key, "schema", SchemaVersion).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
+		return wrap(err)
 	}
 	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
 	if err != nil {
-		return fmt.Errorf("redis: %w", err)
+		return wrap(err)
 	}
-	if got[0] != strconv.Itoa(s.shards) || got[1] != strconv.Itoa(SchemaVersion) {
-		return fmt.Errorf("redis holds data for %v shards, schema %v; this instance is configured for %d shards, schema %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
-			got[0], got[1], s.shards, SchemaVersion)
+	if got[0] != strconv.Itoa(s.shards) {
+		return fmt.Errorf("%w: redis holds data for %v shards; this instance is configured for %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
+			ErrLayout, got[0], s.shards)
+	}
+	if got[1] != strconv.Itoa(SchemaVersion) {
+		return fmt.Errorf("%w: redis holds data of key schema %v; this instance uses schema %d%s",
+			ErrLayout, got[1], SchemaVersion, schemaHint(fmt.Sprint(got[1])))
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type Config struct {
 	RoomMaxLifetime   time.Duration // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
 	AdminToken        string        // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
 	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
+	ShutdownTimeout   time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
 
 	secretGenerated bool
 }
@@ -43,6 +44,11 @@ type Config struct {
 // ParseConfig reads the environment through getenv and the flags in args.
 // Every bad value is reported, naming its variable.
 func ParseConfig(getenv func(string) string, args []string) (Config, error) {
+	return parseConfig(getenv, args, nil)
+}
+
+// parseConfig is ParseConfig; more, when set, adds a subcommand's own flags.
+func parseConfig(getenv func(string) string, args []string, more func(*flag.FlagSet)) (Config, error) {
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
 			return v
@@ -50,7 +56,7 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 		return def
 	}
 	var c Config
-	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime string
+	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -71,6 +77,10 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
+	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
+	if more != nil {
+		more(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -109,8 +119,11 @@ func ParseConfig(getenv func(string) string, args []string) (Config, error) {
 	}{{"REALSYNC_ROOM_IDLE_TIMEOUT", idle, &c.RoomIdleTimeout}, {"REALSYNC_FINISHED_RETENTION", retention, &c.FinishedRetention},
 		{"REALSYNC_ROOM_MAX_LIFETIME", lifetime, &c.RoomMaxLifetime}} {
 		if *d.out, err = time.ParseDuration(d.in); err != nil || *d.out < 0 {
-			bad(d.name, "must be a duration such as 30m, or 0 (never)")
+			bad(d.name, "must be a duration such as 30s, or 0 (never)")
 		}
+	}
+	if c.ShutdownTimeout, err = time.ParseDuration(shutdown); err != nil || c.ShutdownTimeout <= 0 {
+		bad("REALSYNC_SHUTDOWN_TIMEOUT", "must be a positive duration such as 30s")
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")

@@ -56,7 +56,8 @@ func TestRedisLinesThroughSlog(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("%q: %v", buf.String(), err)
 	}
-	if line["level"] != "WARN" || line["component"] != "go-redis" || line["msg"] != "redis: Unexpected conn state: 3" {
+	if line["level"] != "WARN" || line["component"] != "go-redis" || line["msg"] != "redis client" ||
+		line["detail"] != "redis: Unexpected conn state: 3" {
 		t.Errorf("line %v", line)
 	}
 }

@@ -93,6 +93,23 @@ func freeAddr(t *testing.T) string {
 // stopped with SIGTERM when the test ends, and must exit cleanly.
 func start(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
+	in := launch(t, bin, env...)
+	for i := 0; i < 200; i++ {
+		if r, err := http.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
+			r.Body.Close()
+			return in
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("realsyncd did not become ready:\n%s", in.logText())
+	return nil
+}
+
+// launch runs the binary with env and waits until it serves /healthz
+// (ready or not); the process is stopped with SIGTERM when the test ends,
+// and must exit cleanly.
+func launch(t *testing.T, bin string, env ...string) *instance {
+	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
@@ -115,13 +132,13 @@ func start(t *testing.T, bin string, env ...string) *instance {
 	go func() { <-copied; in.exited <- cmd.Wait() }()
 	t.Cleanup(func() { in.stop(t) })
 	for i := 0; i < 200; i++ {
-		if r, err := http.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
+		if r, err := http.Get(in.url + "/healthz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
 			return in
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("realsyncd did not become ready:\n%s", in.logs)
+	t.Fatalf("realsyncd did not start:\n%s", in.logText())
 	return nil
 }
 
@@ -248,7 +265,8 @@ func mustParse(t *testing.T, url string) *redis.Options {
 }
 
 // Bad configuration: a clear message naming the variable and exit code 2;
-// a shard count other than the one stored in Redis: refusal to start.
+// a shard count or key schema other than the one stored in Redis: refusal
+// to start (exit 1), saying what to do.
 func TestRefusesBadConfig(t *testing.T) {
 	bin := buildBinary(t)
 	url := redistest.StandaloneURL(t)
@@ -279,8 +297,11 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadLogFormat", []string{"REALSYNC_LOG_FORMAT=yaml"}, 2, "REALSYNC_LOG_FORMAT"},
 		{"BadMetricsAddr", []string{"REALSYNC_METRICS_ADDR=9090"}, 2, "REALSYNC_METRICS_ADDR"},
 		{"MetricsAddrInUse", []string{"REALSYNC_METRICS_ADDR=" + busy.Addr().String()}, 1, "REALSYNC_METRICS_ADDR"},
-		{"UnreachableRedis", []string{"REALSYNC_REDIS_URL=redis://127.0.0.1:1"}, 1, "redis"},
+		{"BadShutdownTimeout", []string{"REALSYNC_SHUTDOWN_TIMEOUT=0s"}, 2, "REALSYNC_SHUTDOWN_TIMEOUT"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
+		{"OldSchema", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix}, 1, "realsyncd migrate"},
+		{"MigrateEmbedded", []string{"migrate"}, 2, "REALSYNC_REDIS_URL"},
+		{"MigrateBadFlag", []string{"migrate", "-dry-runn"}, 2, "dry-runn"},
 	}
 	// The deployment is created with 16 shards first.
 	r := redis.NewClient(mustParse(t, url))
@@ -288,8 +309,16 @@ func TestRefusesBadConfig(t *testing.T) {
 	r.HSet(t.Context(), prefix+":meta", "shards", 16, "schema", 1)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(bin)
-			cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + freeAddr(t)}, tc.env...)...)
+			var args, env []string
+			for _, e := range tc.env { // words without "=" are arguments
+				if strings.Contains(e, "=") {
+					env = append(env, e)
+				} else {
+					args = append(args, e)
+				}
+			}
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + freeAddr(t)}, env...)...)
 			out, err := cmd.CombinedOutput()
 			exit, _ := err.(*exec.ExitError)
 			if exit == nil || exit.ExitCode() != tc.code || !strings.Contains(string(out), tc.want) {

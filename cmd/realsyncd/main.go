@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
@@ -33,6 +35,9 @@ var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.Lev
 	"warn": slog.LevelWarn, "error": slog.LevelError}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		os.Exit(migrateMain(os.Getenv, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := ParseConfig(os.Getenv, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "realsyncd:", err)
@@ -48,15 +53,24 @@ func main() {
 	}
 }
 
+// logDedupInterval: a warning or error logged again within it is only
+// counted (see dedupHandler).
+const logDedupInterval = 10 * time.Second
+
+// errConnecting is /readyz's answer until the instance connected to Redis.
+var errConnecting = errors.New("connecting to redis")
+
 // Run serves until ctx ends, then shuts down gracefully. When ready is not
 // nil it receives the listening address once the server accepts requests.
+// The server starts at once; it is ready (GET /readyz 200, routes served)
+// once it connected to Redis and checked the data's layout, retrying while
+// Redis is unreachable; then it joins the instance registry and starts the
+// janitor. A layout mismatch ends Run with store.ErrLayout.
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
 	reg, m := newRegistry()
-	st, err := store.Open(ctx, store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
-		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
-		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
-			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)},
-		Metrics: m, JanitorActions: m.JanitorAction})
+	sc := storeConfig(cfg)
+	sc.Metrics, sc.JanitorActions = m, m.JanitorAction
+	st, err := store.New(sc)
 	if err != nil {
 		return err
 	}
@@ -80,18 +94,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
-	janitorCtx, stopJanitor := context.WithCancel(context.Background())
-	defer stopJanitor()
-	janitorDone := make(chan struct{})
-	go func() {
-		defer close(janitorDone)
-		st.RunJanitor(janitorCtx, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
-	}()
-
+	var up atomic.Bool // connected to Redis, layout checked
 	handler := api.NewHandler(api.Config{
 		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth:  &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
-		Ready: st.Ping, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
+		Auth: &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
+		Ready: func(ctx context.Context) error {
+			if !up.Load() {
+				return errConnecting
+			}
+			return st.Ping(ctx)
+		},
+		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
 		AdminToken: cfg.AdminToken, Instances: st.Instances,
 		Metrics: m, MetricsHandler: apiMetrics,
 	})
@@ -102,19 +115,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err != nil {
 		return err
 	}
-	member, err := joinFleet(ctx, cfg, st, hub, ln, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	leave := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := member.Leave(ctx); err != nil {
-			log.Warn("leaving the instance registry", "err", err)
-		}
-	}
-	defer leave() // when serving fails; a no-op after the shutdown's
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}
@@ -122,28 +122,82 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	background, stopBackground := context.WithCancel(context.Background())
+	defer stopBackground()
+	janitorDone := make(chan struct{})
+	var member *fleet.Member
+	connected := make(chan error, 1)
+	go func() { connected <- connect(background, st, log) }()
+wait:
+	for {
+		select {
+		case err := <-served:
+			return err
+		case err := <-connected:
+			if err == nil {
+				member, err = joinFleet(background, cfg, st, hub, ln, log)
+			}
+			if err != nil {
+				srv.Close()
+				return err
+			}
+			connected = nil // a nil channel never delivers
+			up.Store(true)
+			go func() {
+				defer close(janitorDone)
+				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
+			}()
+		case <-ctx.Done():
+			break wait
+		}
 	}
-	log.Info("shutting down", "streams", hub.Streams())
-	// Leave the registry at once (the instance list drops it now), after
-	// the janitor stopped so it takes no lease again.
-	stopJanitor()
-	<-janitorDone
-	leave()
-	// Streams never end by themselves: end them first (clients reconnect
-	// elsewhere and resume), then wait for the other requests.
-	hub.Close()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	log.Info("shutting down", "streams", hub.Streams(), "timeout", cfg.ShutdownTimeout)
+	stop := func() {
+		// The janitor stops first, so it takes no lease again; then the
+		// instance leaves the registry (the instance list drops it now).
+		stopBackground()
+		if member != nil {
+			<-janitorDone
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := member.Leave(ctx); err != nil {
+				log.Warn("leaving the instance registry", "err", err)
+			}
+		}
+	}
+	return shutdown(srv, served, hub, stop, cfg.ShutdownTimeout)
+}
+
+// shutdown stops accepting connections, ends every event stream (each with
+// a short jittered retry line, so its client resumes on another instance
+// with Last-Event-ID, and its presence lease released, so the others see
+// player_disconnected at once), stops the background loops, and waits for
+// the requests in flight: all within timeout. Past it the remaining
+// connections are cut and an error says so.
+func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(), timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	<-served // Serve returns once the listener is closed
+	hub.Close()
+	stopBackground()
+	if err := <-done; err != nil {
+		srv.Close()
+		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w", timeout, err)
 	}
 	return nil
+}
+
+// storeConfig is the store's part of the configuration.
+func storeConfig(cfg Config) store.Config {
+	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
+		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
+		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
+			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)}}
 }
 
 // logIdleTrim is when an idle room's event log is dropped: after a minute,

@@ -21,19 +21,21 @@ import (
 // level up.
 func newLogger(w io.Writer, format, level string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: logLevels[level]}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(newDedupHandler(h, slog.LevelWarn, logDedupInterval))
 }
 
 // redisLogger routes go-redis' own log lines (reconnects, "Unexpected conn
-// state", dial failures) through the structured logger at warn, instead
+// state", dial failures) through the structured logger as warnings of one
+// message, so that the dedupHandler bounds them during an outage, instead
 // of its plain lines on stderr. They name addresses, never credentials.
 type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
+	l.log.WarnContext(ctx, "redis client", "component", "go-redis", "detail", fmt.Sprintf(format, v...))
 }
 
 // newRegistry returns the instance's metric registry (Go runtime, process,

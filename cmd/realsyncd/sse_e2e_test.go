@@ -39,6 +39,7 @@ type follower struct {
 	events  []sseEvent
 	lastID  string
 	conns   int
+	retries []int // per connection that ended, the last retry hint it sent (0: none)
 	drop    context.CancelFunc
 	updated chan struct{}
 	stop    context.CancelFunc
@@ -104,9 +105,13 @@ func (f *follower) connect(ctx context.Context, base string) bool {
 
 func (f *follower) read(rd *bufio.Reader) bool {
 	var e sseEvent
+	retry := 0
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
+			f.mu.Lock()
+			f.retries = append(f.retries, retry)
+			f.mu.Unlock()
 			return false
 		}
 		line = strings.TrimSuffix(line, "\n")
@@ -116,6 +121,8 @@ func (f *follower) read(rd *bufio.Reader) bool {
 				return true
 			}
 			e = sseEvent{}
+		case strings.HasPrefix(line, "retry: "):
+			retry, _ = strconv.Atoi(line[7:])
 		case strings.HasPrefix(line, "id: "):
 			e.id = line[4:]
 			v, _, _ := strings.Cut(e.id, "-")
@@ -396,7 +403,7 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for !disconnected(fast.all(), 2) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the slow stream was not cut; logs:\n%s", grep(a.logText(), "sse"))
+			t.Fatalf("the slow stream was not cut; logs:\n%s", a.logText())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -488,20 +495,36 @@ func grep(text, word string) string {
 	return strings.Join(out, "\n")
 }
 
-// SIGTERM ends every open stream at once, so its clients reconnect to
-// another instance and resume, and the process exits cleanly.
+// SIGTERM ends every open stream with a short retry hint (0.5–2 s), so its
+// client reconnects to another instance and resumes with Last-Event-ID, no
+// event missed; the stream's presence is released at once (the TTL here is
+// a minute), and the process exits cleanly.
 func TestShutdownEndsStreams(t *testing.T) {
 	bin := buildBinary(t)
-	env := backendEnv(t, "standalone")
+	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	id, toks := party(t, a, 1)
 	f := follow(t, []string{a.url, b.url}, id, toks[1], false)
 	f.waitVersion(3, 10*time.Second)
-	a.stop(t) // a stream left open would hold the shutdown until its 15 s deadline: exit 1
+	a.stop(t) // a stream left open would hold the shutdown until its timeout: exit 1
 	patch(t, b, id, toks[0], map[string]any{"after": "shutdown"})
 	final := roomVersion(t, b, id, toks[0])
-	inOrder(t, "moved stream", f.waitVersion(final, 20*time.Second))
+	es := f.waitVersion(final, 20*time.Second)
+	inOrder(t, "moved stream", es) // one snapshot, then a replay from Last-Event-ID
 	if f.conns < 2 {
 		t.Error("the stream did not move to the other instance")
+	}
+	f.mu.Lock()
+	hint := f.retries[0]
+	f.mu.Unlock()
+	if hint < 500 || hint >= 2000 {
+		t.Errorf("the stream ended with retry %d ms, want 500..1999", hint)
+	}
+	var types []string
+	for _, e := range es[1:] { // after the snapshot (v3, player 2 connected)
+		types = append(types, fmt.Sprint(e.typ, " ", e.data["playerId"]))
+	}
+	if got := strings.Join(types, ", "); got != "player_disconnected 2, player_connected 2, state <nil>" {
+		t.Errorf("after the shutdown: %s", got)
 	}
 }

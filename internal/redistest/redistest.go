@@ -36,18 +36,29 @@ type Server struct {
 // StartServer starts redis-server on a free loopback port with extra
 // arguments (e.g. "--appendonly", "yes"). Data lives in a fresh directory.
 func StartServer(extra ...string) (*Server, error) {
+	s, err := NewServer(extra...)
+	if err != nil {
+		return nil, err
+	}
+	return s, s.Start()
+}
+
+// NewServer is StartServer without the start: the port and directory are
+// chosen, nothing listens until Start (for tests of a Redis that comes up
+// late). Stop removes the directory.
+func NewServer(extra ...string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir,
+	return &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir,
 		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...)}
-	return s, s.Start()
+			"--save", "", "--appendonly", "no", "--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...)}, nil
 }
 
 // Start (re)starts the process with its arguments and waits until it

@@ -19,7 +19,7 @@ export interface RoomEvents {
   player_disconnected: EventBase & { type: "player_disconnected"; playerId: number };
   room_updated: EventBase & { type: "room_updated"; changes: Partial<Room> & { inviteCode?: string | null } };
   message: EventBase & { type: "message"; message: { from: number; type: string; data: unknown; to?: number[] } };
-  room_closed: EventBase & { type: "room_closed"; reason: "closed" | "empty" | "expired" };
+  room_closed: EventBase & { type: "room_closed"; reason: "closed" | "empty" | "expired" | "gone" };
 }
 export type RoomEvent = RoomEvents[keyof RoomEvents];
 

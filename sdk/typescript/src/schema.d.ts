@@ -290,7 +290,14 @@ export interface paths {
          *     on the live stream too. The stream ends after `room_closed`, after
          *     `player_left` for the subscriber's own player, when the client
          *     cannot keep up (more than 256 events queued: it resumes with
-         *     `Last-Event-ID`), and when the instance shuts down.
+         *     `Last-Event-ID`), and when the instance shuts down (last a `retry:`
+         *     line of 500 to 2000 ms, jittered: the client resumes on another
+         *     instance).
+         *
+         *     A room whose data vanished from Redis under open streams (a flush, a
+         *     restore of a backup without it) ends them within 30 s (the position
+         *     check) with `room_closed`, reason `gone`, id one version above the
+         *     last event sent and without a tag; the room is 404 afterwards.
          *
          *     Resume window: a room's event log keeps about its last 1000 events
          *     and never more than 256 KiB of them (fewer when events are large),
@@ -510,7 +517,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Redis is reachable */
+        /**
+         * Redis is reachable
+         * @description 503 `STORE_UNAVAILABLE` while Redis is unreachable, and from the
+         *     start until the instance connected to Redis and checked the data's
+         *     layout (it retries by itself; meanwhile every route that needs
+         *     Redis answers 503, event streams a 200 with a `retry:` line).
+         */
         get: operations["readyz"];
         put?: never;
         post?: never;

@@ -34,7 +34,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     child.stderr.on("data", (b: Buffer) => {
       logs += b.toString();
       const m = /msg=listening addr=(\S+)/.exec(logs);
-      if (m) {
+      if (m && /msg=ready/.test(logs)) { // connected to its store
         clearTimeout(timer);
         resolve(`http://${m[1]}`);
       }

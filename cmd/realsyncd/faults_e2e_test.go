@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/invariants"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/schema1"
+)
+
+// get answers GET url with its status and body.
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// An instance started while Redis is down serves /healthz, is not ready,
+// refuses the API with 503 STORE_UNAVAILABLE and event streams with a 200
+// and a retry line; once Redis comes up it connects by itself and serves.
+func TestStartsBeforeRedis(t *testing.T) {
+	bin := buildBinary(t)
+	srv, err := redistest.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	in := launch(t, bin, "REALSYNC_REDIS_URL=redis://"+srv.Addr, "REALSYNC_JWT_SECRET=e2e-secret")
+	if status, body := get(t, in.url+"/readyz", ""); status != 503 || !strings.Contains(body, "STORE_UNAVAILABLE") {
+		t.Fatalf("readyz before Redis: %d %s", status, body)
+	}
+	tok := guest(t, in, "early")
+	if status, body := call(t, "POST", in.url+"/v1/rooms", tok, map[string]any{"name": "r", "mode": "m", "region": "r"}); status != 503 || body["code"] != "STORE_UNAVAILABLE" {
+		t.Fatalf("create before Redis: %d %v", status, body)
+	}
+	if status, body := get(t, in.url+"/v1/lobby/events?access_token="+tok, ""); status != 200 || !strings.HasPrefix(body, "retry: ") {
+		t.Fatalf("lobby stream before Redis: %d %q", status, body)
+	}
+
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(in.logText(), "redis unreachable"); {
+		if time.Now().After(deadline) { // a failed attempt first
+			t.Fatalf("no attempt to reach Redis failed:\n%s", in.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second) // the retries are at most 5 s apart
+	for {
+		status, _ := get(t, in.url+"/readyz", "")
+		if status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 15 s after Redis came up:\n%s", in.logText())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status, body := call(t, "POST", in.url+"/v1/rooms", tok, map[string]any{"name": "r", "mode": "m", "region": "r"}); status != 201 {
+		t.Fatalf("create once ready: %d %v", status, body)
+	}
+	if n := strings.Count(in.logText(), "redis unreachable"); n != 1 || !strings.Contains(in.logText(), "msg=ready") {
+		t.Errorf("the wait for Redis logged %d lines, want 1, then ready:\n%s", n, in.logText())
+	}
+}
+
+// outageLogBound is the most lines an instance may log (at the default
+// level) from the moment its Redis dies, through a 8 s outage while
+// clients keep calling and streaming, to 4 s after Redis is back.
+const outageLogBound = 50
+
+// Redis dies for 8 s under an instance with open streams and clients that
+// keep calling it: the instance logs a bounded number of lines (warnings
+// repeat once per 10 s at most, then a count), and serves again afterwards.
+func TestOutageLogsAreBounded(t *testing.T) {
+	bin := buildBinary(t)
+	srv, err := redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	in := start(t, bin, "REALSYNC_REDIS_URL=redis://"+srv.Addr, "REALSYNC_JWT_SECRET=e2e-secret",
+		"REALSYNC_LOG_LEVEL=info", "REALSYNC_PRESENCE_TTL=900ms")
+	id, toks := party(t, in, 2)
+	var fs []*follower
+	for _, tok := range toks {
+		fs = append(fs, follow(t, []string{in.url}, id, tok, false))
+	}
+	for _, f := range fs {
+		f.waitVersion(6, 10*time.Second)
+	}
+	before := len(in.logText())
+
+	srv.Kill()
+	ctx, stop := context.WithTimeout(context.Background(), 8*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				status, _ := call(t, []string{"GET", "PATCH"}[i%2], in.url+"/v1/rooms/"+id+[]string{"", "/state"}[i%2],
+					toks[w%len(toks)], map[string]any{"n": i})
+				if status == 503 {
+					failed.Store(w, true)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	window := in.logText()[before:]
+	lines := strings.Count(window, "\n")
+	t.Logf("%d lines logged during the outage:\n%s", lines, window)
+	if _, ok := failed.Load(0); !ok {
+		t.Fatal("no request failed: Redis did not go away")
+	}
+	if lines > outageLogBound || !strings.Contains(window, "store unavailable") {
+		t.Fatalf("%d lines logged during the outage, want 1..%d naming it", lines, outageLogBound)
+	}
+	if !patch(t, in, id, toks[0], map[string]any{"after": "outage"}) {
+		t.Fatal("patch after the outage failed")
+	}
+	final := roomVersion(t, in, id, toks[0])
+	for i, f := range fs {
+		inOrder(t, fmt.Sprint("stream ", i), f.waitVersion(final, 30*time.Second))
+	}
+}
+
+// SIGTERM while a request hangs (its body never comes): the instance still
+// exits within REALSYNC_SHUTDOWN_TIMEOUT, saying it cut the request.
+func TestShutdownTimeoutBoundsExit(t *testing.T) {
+	bin := buildBinary(t)
+	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_SHUTDOWN_TIMEOUT=2s")...)
+	tok := guest(t, in, "slow")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", tok)
+	time.Sleep(300 * time.Millisecond) // the request is being read
+	began := time.Now()
+	in.once.Do(func() {}) // this test stops the process itself
+	in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-in.exited:
+		took := time.Since(began)
+		if took > 5*time.Second {
+			t.Errorf("exit %s after SIGTERM, want about 2 s", took)
+		}
+		if err == nil || !strings.Contains(in.logText(), "REALSYNC_SHUTDOWN_TIMEOUT") {
+			t.Errorf("exit %v; logs:\n%s", err, in.logText())
+		}
+	case <-time.After(15 * time.Second):
+		in.cmd.Process.Kill()
+		t.Fatal("realsyncd still running 15 s after SIGTERM")
+	}
+}
+
+// The upgrade procedure of the README: data written by the schema-1
+// release is refused; `realsyncd migrate -dry-run` counts, `realsyncd
+// migrate` converts it; the new instance then serves the rooms.
+func TestMigrateCommand(t *testing.T) {
+	bin := buildBinary(t)
+	for _, backend := range []string{"standalone", "cluster"} {
+		t.Run(backend, func(t *testing.T) {
+			env := backendEnv(t, backend)
+			prefix := strings.TrimPrefix(env[0], "REALSYNC_KEY_PREFIX=")
+			a := start(t, bin, env...)
+			id, toks := party(t, a, 2)
+			_, want := call(t, "GET", a.url+"/v1/rooms/"+id, toks[1], nil)
+			a.stop(t)
+
+			c := client(t, env)
+			if err := schema1.Downgrade(context.Background(), c, prefix); err != nil {
+				t.Fatal(err)
+			}
+			refused := exec.Command(bin)
+			refused.Env = append(os.Environ(), append(env, "REALSYNC_ADDR="+freeAddr(t))...)
+			if out, err := refused.CombinedOutput(); err == nil || !strings.Contains(string(out), "realsyncd migrate") {
+				t.Fatalf("start on schema 1: %v\n%s", err, out)
+			}
+			for _, args := range [][]string{{"migrate", "-dry-run"}, {"migrate"}, {"migrate"}} {
+				cmd := exec.Command(bin, args...)
+				cmd.Env = append(os.Environ(), env...)
+				out, err := cmd.CombinedOutput()
+				t.Logf("%v:\n%s", args, out)
+				if err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+			}
+			if s := c.HGet(context.Background(), prefix+":meta", "schema").Val(); s != "2" {
+				t.Fatalf("schema after migrate: %q", s)
+			}
+
+			b := start(t, bin, env...)
+			if _, got := call(t, "GET", b.url+"/v1/rooms/"+id, toks[1], nil); fmt.Sprint(got["players"]) != fmt.Sprint(want["players"]) {
+				t.Errorf("players after migrate:\n got %v\nwant %v", got["players"], want["players"])
+			}
+			if status, mine := call(t, "GET", b.url+"/v1/me/rooms", toks[2], nil); status != 200 || !strings.Contains(fmt.Sprint(mine), id) {
+				t.Errorf("my rooms after migrate: %d %v", status, mine)
+			}
+			if status, _ := call(t, "POST", b.url+"/v1/rooms/"+id+"/leave", toks[2], nil); status != 204 {
+				t.Errorf("leave after migrate: %d", status)
+			}
+			if bad, err := invariants.Check(context.Background(), c, prefix); err != nil || len(bad) > 0 {
+				t.Fatalf("invariants: %v %v", bad, err)
+			}
+		})
+	}
+}
+
+// client reads the Redis that env points at.
+func client(t *testing.T, env []string) redis.UniversalClient {
+	var c redis.UniversalClient
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "REALSYNC_REDIS_URL="); ok {
+			c = redis.NewClient(mustParse(t, v))
+		}
+		if v, ok := strings.CutPrefix(e, "REALSYNC_REDIS_CLUSTER_ADDRS="); ok {
+			c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(v, ",")})
+		}
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A warning repeated 1000 times within the interval is written once, then
+// one line counts the other 999; other messages, and lines below the
+// minimum level, are not held back.
+func TestDedupHandler(t *testing.T) {
+	var out lockedBuffer
+	log := slog.New(newDedupHandler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}),
+		slog.LevelWarn, time.Second)).With("component", "test")
+	for i := range 1000 {
+		log.Warn("store unavailable", "i", i)
+		log.Debug("request", "i", i)
+	}
+	log.Error("janitor", "shard", 1)
+	log.Warn("store unavailable", "i", 1000)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "suppressed="); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no count of the suppressed lines:\n%s", out.String())
+		}
+	}
+	text := out.String()
+	if n := strings.Count(text, `msg="store unavailable"`); n != 2 {
+		t.Errorf("%d store unavailable lines, want the first and the count:\n%s", n, text)
+	}
+	if !strings.Contains(text, `level=WARN msg="store unavailable" component=test suppressed=1000`) {
+		t.Errorf("the count line is missing or wrong:\n%s", text)
+	}
+	if n := strings.Count(text, "msg=request"); n != 1000 {
+		t.Errorf("%d debug lines, want all 1000", n)
+	}
+	if n := strings.Count(text, "msg=janitor"); n != 1 {
+		t.Errorf("%d janitor lines, want 1", n)
+	}
+}

@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/invariants"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/schema1"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// Data written by the schema-1 release (both of its player record formats,
+// the zset user index) is refused by Open; Migrate upgrades it, resumes an
+// interrupted run, does nothing the second time; then the store serves the
+// rooms as before (players, joinedAt, my rooms) and keeps working on them,
+// and every invariant holds.
+func TestMigrateFromSchema1(t *testing.T) {
+	for _, b := range redistest.Backends(t)[:2] { // the embedded store keeps no data to upgrade
+		t.Run(b.Name, func(t *testing.T) { migrateFromSchema1(t, b) })
+	}
+}
+
+func migrateFromSchema1(t *testing.T, b redistest.Backend) {
+	ctx := context.Background()
+	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 8}
+	s, err := store.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := s.Client()
+	dave := rooms.User{ID: "u-dave", Name: `dave "the <brave>"`}
+	r1 := create(t, s, alice, newRoom(), bob, dave)
+	r2 := create(t, s, carol, newRoom(func(r *rooms.NewRoom) { r.Visibility = rooms.Private; r.Mode = "duel" }), alice)
+	r3 := create(t, s, bob, newRoom(func(r *rooms.NewRoom) { r.Region = "eu" }), alice, carol)
+	ids := []string{r1, r2, r3}
+	before := map[string]rooms.Room{}
+	for _, id := range ids {
+		before[id], _, err = s.Get(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := c.HGet(ctx, s.RoomKey(r3)+":players", "1").Val()
+	if err := schema1.Downgrade(ctx, c, cfg.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	// An interrupted run left one record and one user converted already.
+	tag := s.RoomKey(r3)[:strings.Index(s.RoomKey(r3), "}")+1]
+	c.HSet(ctx, s.RoomKey(r3)+":players", "1", rec)
+	c.HSet(ctx, tag+":users", bob.ID, r3)
+	c.ZRem(ctx, tag+":idx:users", bob.ID+"\t"+r3)
+	const records, entries = 3 + 2 + 3 - 1, 3 + 2 + 3 - 1
+
+	if _, err := store.Open(ctx, cfg); !errors.Is(err, store.ErrLayout) || !strings.Contains(err.Error(), "realsyncd migrate") {
+		t.Fatalf("open on schema 1: %v, want ErrLayout saying to migrate", err)
+	}
+	m, err := newStore(t, cfg).Migrate(ctx, store.MigrateOptions{DryRun: true, Log: quiet})
+	if err != nil || m.From != 1 || m.To != 1 || len(m.Steps) != 1 || m.Steps[0].Changed != records+entries {
+		t.Fatalf("dry run: %+v %v, want 1→1 counting %d changes", m, err, records+entries)
+	}
+	if got := c.HGet(ctx, cfg.Prefix+":meta", "schema").Val(); got != "1" {
+		t.Fatalf("the dry run wrote schema %q", got)
+	}
+
+	// A running instance holds a janitor lease: nothing is written.
+	c.Set(ctx, tag+":janitor", "inst-1", 2*time.Second)
+	short := store.MigrateOptions{LeaseWatch: 300 * time.Millisecond, Log: quiet}
+	if _, err := newStore(t, cfg).Migrate(ctx, short); !errors.Is(err, store.ErrInstancesRunning) {
+		t.Fatalf("migrate beside an instance: %v", err)
+	}
+	c.Del(ctx, tag+":janitor")
+
+	c.HSet(ctx, cfg.Prefix+":meta", "schema", "1to2") // as an interrupted run leaves it
+	if _, err := store.Open(ctx, cfg); err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("open during a migration: %v", err)
+	}
+	m, err = newStore(t, cfg).Migrate(ctx, short)
+	if err != nil || m.From != 1 || m.To != store.SchemaVersion || m.Steps[0].Changed != records+entries {
+		t.Fatalf("migrate: %+v %v", m, err)
+	}
+	if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || m.From != 2 || len(m.Steps) != 0 {
+		t.Fatalf("second run: %+v %v, want nothing to do", m, err)
+	}
+
+	s2, err := store.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open after migrating: %v", err)
+	}
+	defer s2.Close()
+	for _, id := range ids {
+		got, _, err := s2.Get(ctx, id, false)
+		if err != nil || !reflect.DeepEqual(got.Players, before[id].Players) {
+			t.Errorf("room %s after migrating: %v\n got %+v\nwant %+v", id, err, got.Players, before[id].Players)
+		}
+	}
+	wantMine := map[rooms.User][]string{alice: {r1, r2, r3}, bob: {r1, r3}, carol: {r2, r3}, dave: {r1}}
+	for u, want := range wantMine {
+		mine, err := s2.MyRooms(ctx, u)
+		var got []string
+		for _, j := range mine {
+			got = append(got, j.Room.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s's rooms: %v %v, want %v", u.ID, got, err, want)
+		}
+	}
+	if _, err := s2.Join(ctx, rooms.User{ID: "u-erin", Name: "erin"}, r1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Leave(ctx, bob, r1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Leave(ctx, alice, r2); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := s2.Get(ctx, r1, false); err != nil || r.PlayerCount != 3 || r.Players[2].Name != "erin" {
+		t.Errorf("room after join and leave: %+v %v", r, err)
+	}
+	if n, err := c.Exists(ctx, tag+":idx:users").Result(); err != nil || n != 0 {
+		t.Errorf("schema 1's user index is still there (%d, %v)", n, err)
+	}
+	bad, err := invariants.Check(ctx, c, cfg.Prefix)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("invariants: %v %v", bad, err)
+	}
+}
+
+// create makes a room of owner with members joined (by code to a private
+// room), and returns its id.
+func create(t *testing.T, s *store.Store, owner rooms.User, p rooms.NewRoom, members ...rooms.User) string {
+	t.Helper()
+	j, err := s.Create(context.Background(), owner, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range members {
+		var err error
+		if p.Visibility == rooms.Private {
+			_, err = s.JoinByCode(context.Background(), u, j.Room.InviteCode)
+		} else {
+			_, err = s.Join(context.Background(), u, j.Room.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j.Room.ID
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// newStore is a store that has not checked the data (for Migrate).
+func newStore(t *testing.T, cfg store.Config) *store.Store {
+	t.Helper()
+	s, err := store.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Migrate on a prefix with no data does nothing and writes nothing.
+func TestMigrateNothing(t *testing.T) {
+	cfg := store.Config{RedisURL: redistest.StandaloneURL(t), Prefix: redistest.Prefix(t), Shards: 4}
+	m, err := newStore(t, cfg).Migrate(context.Background(), store.MigrateOptions{Log: quiet})
+	if err != nil || m.From != 0 || len(m.Steps) != 0 {
+		t.Fatalf("%+v %v", m, err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(cfg.RedisURL, "redis://")})
+	defer c.Close()
+	if n := c.Exists(context.Background(), cfg.Prefix+":meta").Val(); n != 0 {
+		t.Fatal("migrate created the meta hash")
+	}
+}

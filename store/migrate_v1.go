@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Schema 1 → 2 (the release before it wrote schema 1):
+//   - a player record "<joinedAt epoch ms>|<name JSON>" (or, written by
+//     still older builds, JSON {"playerId","name","joinedAt"}) becomes
+//     "<joinedAt, ms after the room's createdAt>|<name JSON>";
+//   - the shard user index, a zset "{p:s}:idx:users" of "<userId>\t<roomId>"
+//     members, becomes the hash "{p:s}:users" of userId → room ids.
+
+// userIndexV1 is schema 1's user index of shard.
+func (k keys) userIndexV1(shard int) string { return k.tag(shard) + ":idx:users" }
+
+// absoluteMs: a joinedAt at or above it (2001-09-09) is epoch ms, below it
+// an offset from the room's creation (a room would have to live 31 years).
+const absoluteMs = 1_000_000_000_000
+
+// migrateBatch bounds the user index entries one round trip moves.
+const migrateBatch = 512
+
+func migrateV1(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, error) {
+	keys, err := s.scanKeys(ctx, "{"+globEscape(s.keys.prefix)+":*}:room:*:players")
+	if err != nil {
+		return 0, err
+	}
+	byShard := map[int][]string{}
+	for _, k := range keys {
+		if shard, ok := s.shardOfKey(k); ok {
+			byShard[shard] = append(byShard[shard], k)
+		}
+	}
+	total := 0
+	for shard := range s.shards {
+		players := 0
+		for _, k := range byShard[shard] {
+			n, err := s.migratePlayersV1(ctx, k, dry)
+			if err != nil {
+				return total, err
+			}
+			players += n
+		}
+		entries, err := s.migrateUserIndexV1(ctx, shard, dry)
+		if err != nil {
+			return total, err
+		}
+		if players+entries > 0 {
+			log.Info("migrate: shard", "shard", shard, "rooms", len(byShard[shard]), "playerRecords", players, "userIndexEntries", entries)
+		}
+		total += players + entries
+	}
+	return total, nil
+}
+
+// shardOfKey reads the shard of a key "{<prefix>:<shard>}:...".
+func (s *Store) shardOfKey(k string) (int, bool) {
+	rest, ok := strings.CutPrefix(k, "{"+s.keys.prefix+":")
+	if !ok {
+		return 0, false
+	}
+	n, _, ok := strings.Cut(rest, "}")
+	shard, err := strconv.Atoi(n)
+	return shard, ok && err == nil && shard >= 0 && shard < s.shards
+}
+
+// migratePlayersV1 converts the records of one players hash; records
+// already converted are left alone. Returns how many it converted.
+func (s *Store) migratePlayersV1(ctx context.Context, key string, dry bool) (int, error) {
+	room := strings.TrimSuffix(key, ":players")
+	var cr *redis.StringCmd
+	var recs *redis.MapStringStringCmd
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cr = p.HGet(ctx, room, "cr")
+		recs = p.HGetAll(ctx, key)
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return 0, wrap(err)
+	}
+	created, err := strconv.ParseInt(cr.Val(), 10, 64)
+	if err != nil {
+		return 0, nil // no room hash: a leftover the janitor's index repair owns
+	}
+	var set []any
+	for pid, rec := range recs.Val() {
+		nr, changed, err := playerRecordV2(rec, created/1000)
+		if err != nil {
+			return 0, fmt.Errorf("%s player %s: %w", key, pid, err)
+		}
+		if changed {
+			set = append(set, pid, nr)
+		}
+	}
+	if dry || len(set) == 0 {
+		return len(set) / 2, nil
+	}
+	return len(set) / 2, wrap(s.client.HSet(ctx, key, set...).Err())
+}
+
+// playerRecordV2 converts a schema-1 player record of a room created at
+// createdMs; changed is false for a record already in schema 2.
+func playerRecordV2(rec string, createdMs int64) (string, bool, error) {
+	if strings.HasPrefix(rec, "{") {
+		var p struct {
+			Name     string    `json:"name"`
+			JoinedAt time.Time `json:"joinedAt"`
+		}
+		if err := json.Unmarshal([]byte(rec), &p); err != nil {
+			return "", false, fmt.Errorf("record %q: %w", rec, err)
+		}
+		return strconv.FormatInt(max(0, p.JoinedAt.UnixMilli()-createdMs), 10) + "|" + jsonString(p.Name), true, nil
+	}
+	ms, name, ok := strings.Cut(rec, "|")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil {
+		return "", false, fmt.Errorf("record %q is neither schema 1 nor 2", rec)
+	}
+	if n < absoluteMs {
+		return rec, false, nil
+	}
+	return strconv.FormatInt(max(0, n-createdMs), 10) + "|" + name, true, nil
+}
+
+// migrateUserIndexV1 moves the shard's schema-1 user index into the hash,
+// a batch at a time: each batch adds its rooms to the users' lists (a
+// room already listed is not added twice) and then removes its entries,
+// so a run interrupted anywhere resumes. Returns the entries moved.
+func (s *Store) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (int, error) {
+	old, idx := s.keys.userIndexV1(shard), s.keys.userIndex(shard)
+	if dry {
+		n, err := s.client.ZCard(ctx, old).Result()
+		return int(n), wrap(err)
+	}
+	moved := 0
+	for {
+		members, err := s.client.ZRange(ctx, old, 0, migrateBatch-1).Result()
+		if err != nil || len(members) == 0 {
+			return moved, wrap(err)
+		}
+		byUser := map[string][]string{}
+		var users []string
+		for _, m := range members {
+			uid, rid, ok := strings.Cut(m, "\t")
+			if !ok {
+				return moved, fmt.Errorf("%s: entry %q is not \"<user>\\t<room>\"", old, m)
+			}
+			if byUser[uid] == nil {
+				users = append(users, uid)
+			}
+			byUser[uid] = append(byUser[uid], rid)
+		}
+		cur, err := s.client.HMGet(ctx, idx, users...).Result()
+		if err != nil {
+			return moved, wrap(err)
+		}
+		_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			set := make([]any, 0, 2*len(users))
+			for i, uid := range users {
+				ids, _ := cur[i].(string)
+				list := strings.Fields(ids)
+				for _, rid := range byUser[uid] {
+					if !slices.Contains(list, rid) {
+						list = append(list, rid)
+					}
+				}
+				set = append(set, uid, strings.Join(list, " "))
+			}
+			p.HSet(ctx, idx, set...)
+			rm := make([]any, len(members))
+			for i, m := range members {
+				rm[i] = m
+			}
+			p.ZRem(ctx, old, rm...)
+			return nil
+		})
+		if err != nil {
+			return moved, wrap(err)
+		}
+		moved += len(members)
+	}
+}
