@@ -259,9 +259,11 @@ func wrap(err error) error {
 // isTransient recognizes error replies that mean "not now" rather than "bug":
 // loading after a restart, a Cluster moving or down, a Redis out of memory
 // (maxmemory with noeviction refuses writes; no script starts half done).
+// EXECABORT too: the store's transactions queue fixed, valid commands, so a
+// transaction refused at queue time is Redis refusing writes (out of memory).
 func isTransient(err redis.Error) bool {
 	msg := err.Error()
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM"} {
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM", "EXECABORT"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
