@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -254,31 +255,14 @@ func TestIdleLogIsDropped(t *testing.T) {
 	}
 }
 
-// countKeys counts the keys under the store's prefix on every master.
+// countKeys lists the keys under the store's prefix on every master.
 func countKeys(tb testing.TB, s *store.Store) []string {
 	tb.Helper()
-	ctx := context.Background()
-	var mu sync.Mutex
-	var out []string
-	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		it := c.Scan(ctx, 0, "*"+s.Prefix()+"*", 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			out = append(out, it.Val())
-			mu.Unlock()
-		}
-		return it.Err()
-	}
-	var err error
-	if cc, ok := s.Client().(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
-	} else {
-		err = scan(ctx, s.Client())
-	}
+	keys, err := rediskeys.Scan(context.Background(), s.Client(), "*"+s.Prefix()+"*")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return out
+	return keys
 }
 
 func TestRepairWalkFixesDrift(t *testing.T) {

@@ -9,10 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/rediskeys"
 )
 
 // A key-schema change ships with a migration step from the schema before
@@ -203,26 +204,10 @@ func (s *Store) checkNoInstances(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// scanKeys returns every key matching pattern, on every master of a
-// Cluster.
+// scanKeys returns every key matching pattern, sorted, on every master of
+// a Cluster.
 func (s *Store) scanKeys(ctx context.Context, pattern string) ([]string, error) {
-	var mu sync.Mutex
-	var out []string
-	one := func(ctx context.Context, c redis.UniversalClient) error {
-		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			out = append(out, it.Val())
-			mu.Unlock()
-		}
-		return it.Err()
-	}
-	var err error
-	if cc, ok := s.client.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return one(ctx, n) })
-	} else {
-		err = one(ctx, s.client)
-	}
+	out, err := rediskeys.Scan(ctx, s.client, pattern)
 	slices.Sort(out)
 	return out, wrap(err)
 }

@@ -13,9 +13,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/rediskeys"
 )
 
 // Check returns every violation found under prefix (nil when consistent):
@@ -38,7 +39,7 @@ import (
 //     by count, by bytes, or dropped while the room idled;
 //   - each shard's stats hash holds exactly the counts of its rooms.
 func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
-	keys, err := scan(ctx, c, "{"+prefix+":*")
+	keys, err := rediskeys.Scan(ctx, c, "{"+prefix+":*")
 	if err != nil {
 		return nil, err
 	}
@@ -166,26 +167,6 @@ func (ch *checker) presence(ctx context.Context, tag, id, base string, players m
 }
 
 var roomKeyRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+)$`)
-
-// scan lists keys matching pattern on every master.
-func scan(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
-	var mu sync.Mutex
-	var out []string
-	one := func(ctx context.Context, n redis.UniversalClient) error {
-		it := n.Scan(ctx, 0, pattern, 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			out = append(out, it.Val())
-			mu.Unlock()
-		}
-		return it.Err()
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return one(ctx, n) })
-		return out, err
-	}
-	return out, one(ctx, c)
-}
 
 type checker struct {
 	c      redis.UniversalClient

@@ -10,10 +10,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/rediskeys"
 )
 
 // Downgrade rewrites the data under prefix into schema 1 and records schema
@@ -24,7 +25,7 @@ import (
 //   - each shard's user index hash "{p:s}:users" becomes the zset
 //     "{p:s}:idx:users" of "<userId>\t<roomId>" members.
 func Downgrade(ctx context.Context, c redis.UniversalClient, prefix string) error {
-	players, err := scan(ctx, c, "{"+prefix+":*}:room:*:players")
+	players, err := rediskeys.Scan(ctx, c, "{"+prefix+":*}:room:*:players")
 	if err != nil {
 		return err
 	}
@@ -33,7 +34,7 @@ func Downgrade(ctx context.Context, c redis.UniversalClient, prefix string) erro
 			return err
 		}
 	}
-	indexes, err := scan(ctx, c, "{"+prefix+":*}:users")
+	indexes, err := rediskeys.Scan(ctx, c, "{"+prefix+":*}:users")
 	if err != nil {
 		return err
 	}
@@ -94,20 +95,3 @@ func downgradeUserIndex(ctx context.Context, c redis.UniversalClient, key string
 	return c.Del(ctx, key).Err()
 }
 
-func scan(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
-	var mu sync.Mutex
-	var out []string
-	one := func(ctx context.Context, n redis.UniversalClient) error {
-		it := n.Scan(ctx, 0, pattern, 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			out = append(out, it.Val())
-			mu.Unlock()
-		}
-		return it.Err()
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return out, cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return one(ctx, n) })
-	}
-	return out, one(ctx, c)
-}
