@@ -94,4 +94,3 @@ func downgradeUserIndex(ctx context.Context, c redis.UniversalClient, key string
 	}
 	return c.Del(ctx, key).Err()
 }
-
