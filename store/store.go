@@ -107,13 +107,35 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
+// How long a Redis connection may take to open, a command to answer, and
+// how often a failed command is tried again. go-redis' defaults (a dial of
+// 5 s tried 5 times, for each of a command's 4 tries, and 5 s for a reply)
+// suit a server that is slow, not one that is gone: behind a network
+// partition, where packets vanish, a request would hang for minutes. With
+// these a store call fails within about 3 s (a reply that never comes, then
+// a dial that gets no answer) with rooms.ErrUnavailable (503), and the calls
+// to a failed-over Cluster master fail at once until its replica is
+// promoted. Redis answers a RealSync script
+// in well under a millisecond. In REALSYNC_REDIS_URL, the dial_timeout,
+// read_timeout and max_retries parameters win over these.
+const (
+	dialTimeout = time.Second
+	readTimeout = 2 * time.Second
+	// maxRetries: one more try, for a pooled connection that Redis closed
+	// (a restart); maxRedirects: a Cluster's tries after the first, which
+	// also follow MOVED and ASK.
+	maxRetries   = 1
+	maxRedirects = 2
+)
+
 func (s *Store) connect(cfg Config) error {
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
 		// go-redis re-reads the Cluster layout every 60 s by default; after a
 		// failover commands would go to a dead master for that long.
 		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
-			ClusterStateReloadInterval: 2 * time.Second, Protocol: 2})
+			ClusterStateReloadInterval: 2 * time.Second, Protocol: 2,
+			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, MaxRedirects: maxRedirects})
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
 		opt, err := redis.ParseURL(cfg.RedisURL)
@@ -123,6 +145,16 @@ func (s *Store) connect(cfg Config) error {
 		if opt.Protocol == 0 {
 			opt.Protocol = 2
 		}
+		if opt.DialTimeout == 0 {
+			opt.DialTimeout = dialTimeout
+		}
+		if opt.ReadTimeout == 0 {
+			opt.ReadTimeout = readTimeout
+		}
+		if opt.MaxRetries == 0 {
+			opt.MaxRetries = maxRetries
+		}
+		opt.DialerRetries = 1
 		s.client = redis.NewClient(opt)
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:
