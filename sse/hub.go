@@ -248,18 +248,37 @@ func (h *Hub) streamName() string {
 
 // renew extends the leases of every open stream; a lease that lapsed (this
 // instance was cut off from Redis longer than the TTL) is recorded again if
-// its stream is still open.
-func (h *Hub) renew(ctx context.Context) {
+// its stream is still open. A round takes at most a third of the TTL. A
+// stream whose lease went a whole TTL without a renewal ends: the lease has
+// lapsed, the other instances already show its player disconnected, and the
+// room's events may not be reaching this instance either, so the stream
+// cannot vouch for being live. Its client reconnects, to an instance that
+// reaches Redis, and resumes with Last-Event-ID.
+func (h *Hub) renew(base context.Context) {
 	h.mu.Lock()
-	leases := make([]Lease, 0, len(h.streams))
+	sts := make([]*stream, 0, len(h.streams))
 	for st := range h.streams {
-		leases = append(leases, st.lease)
+		sts = append(sts, st)
 	}
 	h.mu.Unlock()
-	if len(leases) == 0 {
+	if len(sts) == 0 {
 		return
 	}
+	leases := make([]Lease, len(sts))
+	for i, st := range sts {
+		leases[i] = st.lease
+	}
+	ctx, cancel := context.WithTimeout(base, h.cfg.PresenceTTL/3)
 	lost, err := h.cfg.Source.RenewStreams(ctx, leases)
+	cancel()
+	now := time.Now()
+	for _, st := range sts {
+		if err == nil {
+			st.renewed.Store(now.UnixNano())
+		} else if now.Sub(time.Unix(0, st.renewed.Load())) >= h.cfg.PresenceTTL {
+			st.end(endLapsed)
+		}
+	}
 	if err != nil {
 		h.cfg.Log.Warn("sse: renewing presence", "err", err)
 	}
@@ -267,7 +286,7 @@ func (h *Hub) renew(ctx context.Context) {
 		if !h.open(l) {
 			continue
 		}
-		if _, err := h.cfg.Source.OpenStream(ctx, l, ReadNone, Cursor{}, 0); err != nil {
+		if _, err := h.cfg.Source.OpenStream(base, l, ReadNone, Cursor{}, 0); err != nil {
 			h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/realsync/realsync/rooms"
@@ -13,8 +14,11 @@ import (
 type stream struct {
 	lease Lease
 	q     chan *Event   // events waiting to be written, bounded; shared, read-only
-	over  chan struct{} // closed when the client fell too far behind
+	over  chan struct{} // closed when the stream must end; why says why
+	why   string
 	cut   sync.Once
+	// renewed is when the lease was last recorded or renewed (Unix ns).
+	renewed atomic.Int64
 }
 
 // offer queues e without blocking; a full queue ends the stream, whose
@@ -23,16 +27,24 @@ func (st *stream) offer(e *Event) {
 	select {
 	case st.q <- e:
 	default:
-		st.cut.Do(func() { close(st.over) })
+		st.end(endSlow)
 	}
+}
+
+// end ends the stream for reason why; the first reason given wins.
+func (st *stream) end(why string) {
+	st.cut.Do(func() {
+		st.why = why
+		close(st.over)
+	})
 }
 
 // Serve streams room id's events to member u: first a retry line and a
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
-// up, or the hub closes. It returns an error only when it started nothing,
-// for the caller to answer with: ErrRoomNotFound, ErrNotMember or
-// ErrUnavailable from the rooms package.
+// up, its presence lease lapsed (see renew), or the hub closes. It returns
+// an error only when it started nothing, for the caller to answer with:
+// ErrRoomNotFound, ErrNotMember or ErrUnavailable from the rooms package.
 func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string, c Cursor) error {
 	st := &stream{q: make(chan *Event, h.cfg.QueueSize), over: make(chan struct{}),
 		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName()}}
@@ -40,21 +52,38 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	if err != nil {
 		return err
 	}
-	defer h.detach(r, st)
 	o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, c, h.cfg.ReplayLimit)
 	if err != nil {
+		h.detach(r, st)
 		return err
 	}
 	st.lease.PlayerID = o.PlayerID
+	st.renewed.Store(time.Now().UnixNano())
 	h.track(st)
-	defer h.release(st)
+	why := endClient
+	defer func() {
+		// A lapsed stream's cleanup waits for a Redis that does not answer:
+		// it must not hold up the end of the response, which is what tells
+		// the client to reconnect elsewhere.
+		if why == endLapsed {
+			go h.finish(r, st)
+		} else {
+			h.finish(r, st)
+		}
+	}()
 	client.Start()
 	out := &writer{c: client}
 	out.write(retryFrame(0))
 	sent, more := h.opening(out, u, o)
-	why := h.pump(ctx, st, out, u, sent, more)
+	why = h.pump(ctx, st, out, u, sent, more)
 	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
 	return nil
+}
+
+// finish releases an ended stream's lease, then detaches it from its room.
+func (h *Hub) finish(r *room, st *stream) {
+	h.release(st)
+	h.detach(r, st)
 }
 
 // release drops the stream's presence lease, even when the request is gone.
@@ -74,6 +103,7 @@ const (
 	endSlow     = "client too slow"
 	endWrite    = "write failed"
 	endEvent    = "room closed or player left"
+	endLapsed   = "presence lapsed: store unreachable"
 )
 
 // pump flushes the opening (up to version sent; more: the stream goes on),
@@ -96,7 +126,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 		case <-h.done:
 			return endShutdown
 		case <-st.over:
-			return endSlow
+			return st.why
 		case <-idle.C:
 			out.write(pingFrame)
 		case e := <-st.q:
