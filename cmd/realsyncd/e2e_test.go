@@ -93,8 +93,13 @@ func freeAddr(t *testing.T) string {
 // stopped with SIGTERM when the test ends, and must exit cleanly.
 func start(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(bin)
+	return launch(t, exec.Command(bin), freeAddr(t), env...)
+}
+
+// launch is start for a command that runs the binary (in a network
+// namespace, say) and the address it is to listen on.
+func launch(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instance {
+	t.Helper()
 	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd, exited: make(chan error, 1)}
