@@ -115,9 +115,9 @@ func withDefaults(cfg Config) Config {
 // these a store call fails within about 3 s (a reply that never comes, then
 // a dial that gets no answer) with rooms.ErrUnavailable (503), and the calls
 // to a failed-over Cluster master fail at once until its replica is
-// promoted. Redis answers a RealSync script
-// in well under a millisecond. In REALSYNC_REDIS_URL, the dial_timeout,
-// read_timeout and max_retries parameters win over these.
+// promoted. Redis answers a RealSync script in well under a millisecond. In
+// REALSYNC_REDIS_URL, the dial_timeout, read_timeout and max_retries
+// parameters win over these.
 const (
 	dialTimeout = time.Second
 	readTimeout = 2 * time.Second
