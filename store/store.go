@@ -115,12 +115,17 @@ func withDefaults(cfg Config) Config {
 // these a store call fails within about 3 s (a reply that never comes, then
 // a dial that gets no answer) with rooms.ErrUnavailable (503), and the calls
 // to a failed-over Cluster master fail at once until its replica is
-// promoted. Redis answers a RealSync script in well under a millisecond. In
-// REALSYNC_REDIS_URL, the dial_timeout, read_timeout and max_retries
-// parameters win over these.
+// promoted. Redis answers a RealSync script in well under a millisecond.
+// The wait for a free connection keeps its former total (go-redis: 6 s,
+// tried 4 times): 10 000 streams opening at once queue about that long for
+// the pool, and behind a partition the pool empties within seconds anyway,
+// as replies time out and dials fail. In REALSYNC_REDIS_URL, the
+// dial_timeout, read_timeout, max_retries and pool_timeout parameters win
+// over these.
 const (
 	dialTimeout = time.Second
 	readTimeout = 2 * time.Second
+	poolTimeout = 12 * time.Second // tried twice
 	// maxRetries: one more try, for a pooled connection that Redis closed
 	// (a restart); maxRedirects: a Cluster's tries after the first, which
 	// also follow MOVED and ASK.
@@ -135,7 +140,8 @@ func (s *Store) connect(cfg Config) error {
 		// failover commands would go to a dead master for that long.
 		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
 			ClusterStateReloadInterval: 2 * time.Second, Protocol: 2,
-			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, MaxRedirects: maxRedirects})
+			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, PoolTimeout: poolTimeout,
+			MaxRedirects: maxRedirects})
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
 		opt, err := redis.ParseURL(cfg.RedisURL)
@@ -153,6 +159,9 @@ func (s *Store) connect(cfg Config) error {
 		}
 		if opt.MaxRetries == 0 {
 			opt.MaxRetries = maxRetries
+		}
+		if opt.PoolTimeout == 0 {
+			opt.PoolTimeout = poolTimeout
 		}
 		opt.DialerRetries = 1
 		s.client = redis.NewClient(opt)
