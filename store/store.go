@@ -136,10 +136,13 @@ const (
 func (s *Store) connect(cfg Config) error {
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
-		// go-redis re-reads the Cluster layout every 60 s by default; after a
-		// failover commands would go to a dead master for that long.
+		// go-redis re-reads the Cluster layout every 60 s by default (while
+		// commands flow; a dead master refuses connections, which triggers
+		// no re-read); after a failover commands would go to the dead master
+		// for that long. Every second: a shard serves again within about a
+		// second of its replica's promotion.
 		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
-			ClusterStateReloadInterval: 2 * time.Second, Protocol: 2,
+			ClusterStateReloadInterval: time.Second, Protocol: 2,
 			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, PoolTimeout: poolTimeout,
 			MaxRedirects: maxRedirects})
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
