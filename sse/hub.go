@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -261,30 +263,61 @@ func (h *Hub) streamName() string {
 	return h.cfg.Instance + "." + strconv.FormatInt(h.seq.Add(1), 36)
 }
 
-// renew extends the leases of every open stream; a lease that lapsed (this
-// instance was cut off from Redis longer than the TTL) is recorded again if
-// its stream is still open.
+// renewChunk is the most leases one renewal call extends; each call's
+// success or failure counts for its own streams only.
+const renewChunk = 256
+
+// renew extends the leases of every open stream, a chunk at a time; a
+// lease that lapsed (this instance was cut off from Redis longer than the
+// TTL) is recorded again if its stream is still open. A stream whose lease
+// went a whole TTL without a renewal ends: the lease has lapsed, the other
+// instances already show its player disconnected, and the room's events may
+// not be reaching this instance either, so the stream cannot vouch for
+// being live. Its client reconnects, to an instance that reaches Redis, and
+// resumes with Last-Event-ID. A slow renewal (Redis busy with a burst of
+// streams opening) only counts once it fails, so it ends nothing by itself.
 func (h *Hub) renew(ctx context.Context) {
 	h.mu.Lock()
-	leases := make([]Lease, 0, len(h.streams))
+	sts := make([]*stream, 0, len(h.streams))
 	for st := range h.streams {
-		leases = append(leases, st.lease)
+		sts = append(sts, st)
 	}
 	h.mu.Unlock()
-	if len(leases) == 0 {
-		return
-	}
-	lost, err := h.cfg.Source.RenewStreams(ctx, leases)
-	if err != nil {
-		h.cfg.Log.Warn("sse: renewing presence", "err", err)
-	}
-	for _, l := range lost {
-		if !h.open(l) {
-			continue
+	// A room's leases together: a chunk spans few rooms.
+	slices.SortFunc(sts, func(a, b *stream) int { return strings.Compare(a.lease.Room, b.lease.Room) })
+	var failed int
+	var lastErr error
+	for chunk := range slices.Chunk(sts, renewChunk) {
+		leases := make([]Lease, len(chunk))
+		for i, st := range chunk {
+			leases[i] = st.lease
 		}
-		if _, err := h.cfg.Source.OpenStream(ctx, l, ReadNone, Cursor{}, 0); err != nil {
-			h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
+		// A renewal that takes longer than the TTL comes too late anyway.
+		cctx, cancel := context.WithTimeout(ctx, h.cfg.PresenceTTL)
+		lost, err := h.cfg.Source.RenewStreams(cctx, leases)
+		cancel()
+		now := time.Now()
+		for _, st := range chunk {
+			if err == nil {
+				st.renewed.Store(now.UnixNano())
+			} else if now.Sub(time.Unix(0, st.renewed.Load())) >= h.cfg.PresenceTTL {
+				st.end(EndLapsed)
+			}
 		}
+		if err != nil {
+			failed, lastErr = failed+len(chunk), err
+		}
+		for _, l := range lost {
+			if !h.open(l) {
+				continue
+			}
+			if _, err := h.cfg.Source.OpenStream(ctx, l, ReadNone, Cursor{}, 0); err != nil {
+				h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
+			}
+		}
+	}
+	if lastErr != nil {
+		h.cfg.Log.Warn("sse: renewing presence", "leases", failed, "of", len(sts), "err", lastErr)
 	}
 }
 

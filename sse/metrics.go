@@ -28,6 +28,7 @@ const (
 	EndRoomClosed = "room_closed" // the room closed
 	EndLeft       = "left"        // the player left, was kicked or removed
 	EndStoreError = "store_error" // a fresh snapshot or lobby list could not be read
+	EndLapsed     = "lapsed"      // its presence lease went a whole TTL unrenewed: the store is unreachable
 )
 
 // Metrics observes the hub's streams. The hub's default does nothing;

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/realsync/realsync/rooms"
@@ -14,8 +15,11 @@ import (
 type stream struct {
 	lease Lease
 	q     chan *Event   // events waiting to be written, bounded; shared, read-only
-	over  chan struct{} // closed when the client fell too far behind
+	over  chan struct{} // closed when the stream must end; why says why
+	why   string        // an End… reason, set before over is closed
 	cut   sync.Once
+	// renewed is when the lease was last recorded or renewed (Unix ns).
+	renewed atomic.Int64
 }
 
 // offer queues e without blocking and reports whether it did; a full queue
@@ -25,17 +29,26 @@ func (st *stream) offer(e *Event) bool {
 	case st.q <- e:
 		return true
 	default:
-		st.cut.Do(func() { close(st.over) })
+		st.end(EndSlow)
 		return false
 	}
+}
+
+// end ends the stream for reason why; the first reason given wins.
+func (st *stream) end(why string) {
+	st.cut.Do(func() {
+		st.why = why
+		close(st.over)
+	})
 }
 
 // Serve streams room id's events to member u: first a retry line and a
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
-// up, or the hub closes. It returns an error only when it started nothing,
-// for the caller to answer with: ErrRoomNotFound, ErrNotMember,
-// ErrTooManyStreams or ErrUnavailable from the rooms package.
+// up, its presence lease lapsed (see renew), or the hub closes. It returns
+// an error only when it started nothing, for the caller to answer with:
+// ErrRoomNotFound, ErrNotMember, ErrTooManyStreams or ErrUnavailable from
+// the rooms package.
 func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string, c Cursor) error {
 	st := &stream{q: make(chan *Event, h.cfg.QueueSize), over: make(chan struct{}),
 		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName()}}
@@ -43,20 +56,31 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	if err != nil {
 		return err
 	}
-	defer h.detach(r, st)
 	o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, c, h.cfg.ReplayLimit)
 	if err != nil {
+		h.detach(r, st)
 		return err
 	}
 	st.lease.PlayerID = o.PlayerID
+	st.renewed.Store(time.Now().UnixNano())
 	h.track(st)
-	defer h.release(st)
+	why := EndClientGone
+	defer func() {
+		// A lapsed stream's cleanup waits for a Redis that does not answer:
+		// it must not hold up the end of the response, which is what tells
+		// the client to reconnect elsewhere.
+		if why == EndLapsed {
+			go h.finish(r, st)
+		} else {
+			h.finish(r, st)
+		}
+	}()
 	h.cfg.Metrics.StreamOpened(KindRoom, startOf(c, o))
 	client.Start()
 	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom}
 	out.write(retryFrame(0))
 	sent, end := h.opening(out, u, o)
-	why := h.pump(ctx, st, out, u, sent, end)
+	why = h.pump(ctx, st, out, u, sent, end)
 	h.cfg.Metrics.StreamEnded(KindRoom, why)
 	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
 	return nil
@@ -71,6 +95,12 @@ func startOf(c Cursor, o Opening) string {
 		return StartSnapshot
 	}
 	return StartReplay
+}
+
+// finish releases an ended stream's lease, then detaches it from its room.
+func (h *Hub) finish(r *room, st *stream) {
+	h.release(st)
+	h.detach(r, st)
 }
 
 // release drops the stream's presence lease, even when the request is gone.
@@ -105,7 +135,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 			out.flush()
 			return EndShutdown
 		case <-st.over:
-			return EndSlow
+			return st.why
 		case <-idle.C:
 			out.write(pingFrame)
 		case e := <-st.q:

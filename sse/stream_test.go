@@ -1,11 +1,14 @@
 package sse_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,4 +369,65 @@ func TestReopeningARoomKeepsItsSubscription(t *testing.T) {
 		}
 		stop()
 	})
+}
+
+// renewFails is a Source whose renewals hang until their deadline and fail
+// while fail is set, as when Redis is out of reach.
+type renewFails struct {
+	sse.Source
+	fail atomic.Bool
+}
+
+func (s *renewFails) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
+	if s.fail.Load() {
+		<-ctx.Done()
+		return nil, rooms.ErrUnavailable
+	}
+	return s.Source.RenewStreams(ctx, ls)
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A stream whose presence lease goes a whole TTL without a renewal (Redis
+// out of reach, renewals hanging) ends, so that its client reconnects to an
+// instance that reaches Redis; while its lease is renewed it stays open.
+func TestStreamEndsWhenItsLeaseLapses(t *testing.T) {
+	src := &renewFails{}
+	var logs lockedBuffer
+	e := newEnv(t, redistest.Backend{Name: "embedded"}, func(c *sse.Config) {
+		src.Source, c.Source = c.Source, src
+		c.PresenceTTL = 600 * time.Millisecond
+		c.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	id := e.room(t, bob)
+	cl := newClient()
+	_, done := e.serve(t, bob, id, sse.Cursor{}, cl)
+	cl.waitFor(t, 3)
+	time.Sleep(2 * time.Second) // ten renewals
+	select {
+	case <-done:
+		t.Fatalf("the stream ended while its lease was renewed:\n%s", logs.String())
+	default:
+	}
+	src.fail.Store(true)
+	wait(t, done, "a stream whose lease lapsed")
+	if !strings.Contains(logs.String(), `why="presence lapsed: store unreachable"`) {
+		t.Errorf("the hub does not say why the stream ended:\n%s", logs.String())
+	}
 }

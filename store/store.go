@@ -162,13 +162,44 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
+// How long a Redis connection may take to open, a command to answer, and
+// how often a failed command is tried again. go-redis' defaults (a dial of
+// 5 s tried 5 times, for each of a command's 4 tries, and 5 s for a reply)
+// suit a server that is slow, not one that is gone: behind a network
+// partition, where packets vanish, a request would hang for minutes. With
+// these a store call fails within about 3 s (a reply that never comes, then
+// a dial that gets no answer) with rooms.ErrUnavailable (503), and the calls
+// to a failed-over Cluster master fail at once until its replica is
+// promoted. Redis answers a RealSync script in well under a millisecond.
+// The wait for a free connection keeps its former total (go-redis: 6 s,
+// tried 4 times): 10 000 streams opening at once queue about that long for
+// the pool, and behind a partition the pool empties within seconds anyway,
+// as replies time out and dials fail. In REALSYNC_REDIS_URL, the
+// dial_timeout, read_timeout, max_retries and pool_timeout parameters win
+// over these.
+const (
+	dialTimeout = time.Second
+	readTimeout = 2 * time.Second
+	poolTimeout = 12 * time.Second // tried twice
+	// maxRetries: one more try, for a pooled connection that Redis closed
+	// (a restart); maxRedirects: a Cluster's tries after the first, which
+	// also follow MOVED and ASK.
+	maxRetries   = 1
+	maxRedirects = 2
+)
+
 func (s *Store) connect(cfg Config) error {
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
-		// go-redis re-reads the Cluster layout every 60 s by default; after a
-		// failover commands would go to a dead master for that long.
+		// go-redis re-reads the Cluster layout every 60 s by default (while
+		// commands flow; a dead master refuses connections, which triggers
+		// no re-read); after a failover commands would go to the dead master
+		// for that long. Every second: a shard serves again within about a
+		// second of its replica's promotion.
 		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
-			ClusterStateReloadInterval: 2 * time.Second, Protocol: 2})
+			ClusterStateReloadInterval: time.Second, Protocol: 2,
+			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, PoolTimeout: poolTimeout,
+			MaxRedirects: maxRedirects})
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
 		opt, err := redis.ParseURL(cfg.RedisURL)
@@ -178,6 +209,19 @@ func (s *Store) connect(cfg Config) error {
 		if opt.Protocol == 0 {
 			opt.Protocol = 2
 		}
+		if opt.DialTimeout == 0 {
+			opt.DialTimeout = dialTimeout
+		}
+		if opt.ReadTimeout == 0 {
+			opt.ReadTimeout = readTimeout
+		}
+		if opt.MaxRetries == 0 {
+			opt.MaxRetries = maxRetries
+		}
+		if opt.PoolTimeout == 0 {
+			opt.PoolTimeout = poolTimeout
+		}
+		opt.DialerRetries = 1
 		s.client = redis.NewClient(opt)
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:

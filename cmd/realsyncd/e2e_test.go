@@ -93,7 +93,12 @@ func freeAddr(t *testing.T) string {
 // stopped with SIGTERM when the test ends, and must exit cleanly.
 func start(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
-	in := launch(t, bin, env...)
+	return ready(t, launchCmd(t, exec.Command(bin), freeAddr(t), env...))
+}
+
+// ready waits until in answers /readyz with 200.
+func ready(t *testing.T, in *instance) *instance {
+	t.Helper()
 	for i := 0; i < 200; i++ {
 		if r, err := http.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
@@ -106,12 +111,17 @@ func start(t *testing.T, bin string, env ...string) *instance {
 }
 
 // launch runs the binary with env and waits until it serves /healthz
-// (ready or not); the process is stopped with SIGTERM when the test ends,
-// and must exit cleanly.
+// (ready or not).
 func launch(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(bin)
+	return launchCmd(t, exec.Command(bin), freeAddr(t), env...)
+}
+
+// launchCmd is launch for a command that runs the binary (in a network
+// namespace, say) and the address it is to listen on; the process is
+// stopped with SIGTERM when the test ends, and must exit cleanly.
+func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instance {
+	t.Helper()
 	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd, exited: make(chan error, 1)}

@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server processes for tests: a
 // standalone server and a 3-master Cluster on free loopback ports, shared
 // by the tests of one test binary and stopped by StopAll (call it from
-// TestMain). Set REALSYNC_TEST_REDIS_URL and REALSYNC_TEST_CLUSTER_ADDRS to
+// TestMain); and, for a test of its own, a Cluster with replicas to fail
+// over (StartClusterWithReplicas). Set REALSYNC_TEST_REDIS_URL and REALSYNC_TEST_CLUSTER_ADDRS to
 // use servers that already run instead.
 package redistest
 
@@ -29,6 +30,7 @@ type Server struct {
 	Addr string
 	Port int
 	Dir  string
+	ID   string // Cluster node ID; empty outside a Cluster
 	args []string
 	cmd  *exec.Cmd
 }
@@ -134,7 +136,8 @@ func freePort() (int, error) {
 	return 0, fmt.Errorf("no free port pair")
 }
 
-// Cluster is a Redis Cluster of masters without replicas.
+// Cluster is a Redis Cluster: masters, and replicas when it was started
+// by StartClusterWithReplicas.
 type Cluster struct {
 	Nodes []*Server
 }
@@ -158,9 +161,26 @@ func (c *Cluster) Stop() {
 // StartCluster starts n masters, splits the 16384 slots evenly and waits
 // until every node reports cluster_state:ok.
 func StartCluster(n int) (*Cluster, error) {
+	c, err := startNodes(n, 2000)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.form(n); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	if err := c.waitOK(20 * time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startNodes starts n cluster-enabled servers, not yet a cluster.
+func startNodes(n, nodeTimeoutMs int) (*Cluster, error) {
 	c := &Cluster{}
 	for i := 0; i < n; i++ {
-		s, err := StartServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+		s, err := StartServer("--cluster-enabled", "yes", "--cluster-node-timeout", strconv.Itoa(nodeTimeoutMs),
 			"--cluster-config-file", "nodes.conf")
 		if err != nil {
 			c.Stop()
@@ -168,29 +188,32 @@ func StartCluster(n int) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, s)
 	}
-	if err := c.form(); err != nil {
-		c.Stop()
-		return nil, err
-	}
 	return c, nil
 }
 
-func (c *Cluster) form() error {
+// form splits the slots evenly over the first masters nodes, has every node
+// meet the first one, and records each node's ID.
+func (c *Cluster) form(masters int) error {
 	ctx := context.Background()
-	n := len(c.Nodes)
 	for i, s := range c.Nodes {
 		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
-		lo, hi := i*16384/n, (i+1)*16384/n-1
-		err := cl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err()
+		var err error
+		if i < masters {
+			lo, hi := i*16384/masters, (i+1)*16384/masters-1
+			err = cl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err()
+		}
 		if err == nil && i > 0 {
 			err = cl.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(c.Nodes[0].Port)).Err()
+		}
+		if err == nil {
+			s.ID, err = cl.ClusterMyID(ctx).Result()
 		}
 		cl.Close()
 		if err != nil {
 			return fmt.Errorf("forming cluster: %w", err)
 		}
 	}
-	return c.waitOK(20 * time.Second)
+	return nil
 }
 
 func (c *Cluster) waitOK(timeout time.Duration) error {
