@@ -427,7 +427,7 @@ func TestStreamEndsWhenItsLeaseLapses(t *testing.T) {
 	}
 	src.fail.Store(true)
 	wait(t, done, "a stream whose lease lapsed")
-	if !strings.Contains(logs.String(), `why="presence lapsed: store unreachable"`) {
+	if !strings.Contains(logs.String(), `why=lapsed`) {
 		t.Errorf("the hub does not say why the stream ended:\n%s", logs.String())
 	}
 }
