@@ -1,9 +1,11 @@
 // Command k8svalidate validates Kubernetes manifests against the API types of
 // Kubernetes 1.30 (k8s.io/api v0.30), without a cluster. deploy/lint.sh runs
 // it on the output of `kubectl kustomize deploy/k8s`, in place of
-// kubectl-validate, which catches no more on these manifests and takes
-// minutes to build where this takes seconds (it needs only k8s.io/api and
-// k8s.io/apimachinery, not the API server's packages).
+// kubectl-validate v0.0.4: on errors planted in these manifests it refuses
+// all that kubectl-validate refuses, and builds from empty Go caches in about
+// a minute where kubectl-validate took six (it needs only k8s.io/api and
+// k8s.io/apimachinery, not the API server's packages). Neither checks what
+// only the API server's own validation sees (enumerated values, ranges).
 //
 // Each YAML document is decoded by apimachinery's strict serializer, the one
 // the API server uses for fieldValidation=Strict, into the Go type its
