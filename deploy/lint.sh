@@ -2,7 +2,7 @@
 # Validates deploy/ with everything that runs without a Docker engine or a
 # Kubernetes cluster, and installs the tools it needs when they are missing
 # (apt-get: yamllint shellcheck haproxy prometheus redis-server; npm:
-# deploy/lint/package-lock.json; go install: kubectl-validate):
+# deploy/lint/package-lock.json; Go modules: deploy/lint/*/go.mod):
 #
 #   shell scripts       shellcheck
 #   YAML files          yamllint (deploy/.yamllint.yaml)
@@ -20,9 +20,12 @@
 #                       unit tests of prometheus/alerts_test.yml)
 #   Grafana dashboard   JSON, layout, every query parsed by promtool, every
 #                       metric and label known (deploy/lint/check_queries.py)
-#   Kubernetes          kubectl kustomize, then kubectl-validate against the
-#                       Kubernetes 1.30 schemas (unknown fields, types), then
-#                       grace period, probes, resources, selectors
+#   Kubernetes          kubectl kustomize, then lint/k8svalidate: each object
+#                       decoded strictly into its Kubernetes 1.30 API type
+#                       (k8s.io/api: unknown apiVersion, kind or field, wrong
+#                       types), required fields, unique list keys, metadata,
+#                       selectors; errors planted in a copy must each fail;
+#                       then grace period, probes, resources, selectors
 #                       (lint/check_k8s.py)
 #   the stack, small    on loopback: 6 redis-server nodes from
 #                       redis/redis.conf joined by redis/cluster-init.sh, two
@@ -38,9 +41,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 deploy=$(pwd)
 root=$(cd .. && pwd)
-
-KUBECTL_VALIDATE_VERSION=v0.0.4
-K8S_VERSION=1.30
 
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 updated=""
@@ -71,12 +71,6 @@ step() { echo "== deploy: $*"; }
 
 step "npm tools (deploy/lint)"
 (cd lint && timeout 300 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-
-kv="$(go env GOPATH)/bin/kubectl-validate"
-if ! go version -m "$kv" 2>/dev/null | grep -q "sigs.k8s.io/kubectl-validate[[:space:]]*$KUBECTL_VALIDATE_VERSION"; then
-  step "installing kubectl-validate $KUBECTL_VALIDATE_VERSION (a few minutes, once)"
-  (cd "$tmp" && timeout 900 go install "sigs.k8s.io/kubectl-validate@$KUBECTL_VALIDATE_VERSION")
-fi
 
 step "shellcheck"
 shellcheck lint.sh redis/cluster-init.sh
@@ -139,13 +133,44 @@ step "Grafana dashboard"
 python3 lint/check_queries.py grafana/realsync.json prometheus/alerts.yml lint/metrics.txt "$tmp/dashboard-rules.json"
 promtool check rules "$tmp/dashboard-rules.json"
 
-step "Kubernetes manifests (kubectl-validate, Kubernetes $K8S_VERSION)"
+step "Kubernetes manifests (k8svalidate: the Kubernetes 1.30 API types)"
 if command -v kubectl >/dev/null 2>&1; then
   kubectl kustomize k8s > "$tmp/k8s.yaml"
 else
   (cd "$tmp" && timeout 600 go run sigs.k8s.io/kustomize/kustomize/v5@v5.5.0 build "$deploy/k8s") > "$tmp/k8s.yaml"
 fi
-timeout 60 "$kv" --version "$K8S_VERSION" "$tmp/k8s.yaml" k8s/secret.example.yaml
+(cd lint/k8svalidate && timeout 600 go build -o "$tmp/k8svalidate" .)
+timeout 60 "$tmp/k8svalidate" "$tmp/k8s.yaml" k8s/secret.example.yaml
+# Self-test: each error planted in a copy of the rendered manifests is refused,
+# for that error.
+planted=0
+plant() { # what sed-script expected-message
+  sed -e "$2" "$tmp/k8s.yaml" > "$tmp/planted.yaml"
+  if cmp -s "$tmp/k8s.yaml" "$tmp/planted.yaml"; then
+    echo "lint.sh: the planted error '$1' no longer applies to the rendered manifests; update it" >&2; exit 1
+  fi
+  if timeout 60 "$tmp/k8svalidate" "$tmp/planted.yaml" >/dev/null 2>"$tmp/planted.err"; then
+    echo "k8svalidate accepted manifests with $1" >&2; exit 1
+  fi
+  if ! grep -qF -- "$3" "$tmp/planted.err"; then
+    echo "k8svalidate refused manifests with $1, but not for it:" >&2; cat "$tmp/planted.err" >&2; exit 1
+  fi
+  planted=$((planted + 1))
+}
+plant "an unknown field in a container" 's/^        imagePullPolicy: /        imagePullPolcy: /' \
+  'unknown field "spec.template.spec.containers[0].imagePullPolcy"'
+plant 'replicas: "3"' 's/^  replicas: 3$/  replicas: "3"/' 'DeploymentSpec.spec.replicas of type int32'
+plant "a misspelled kind" 's/^kind: Deployment$/kind: Deploymnet/' 'no kind "Deploymnet" is registered for version "apps/v1"'
+plant "PodDisruptionBudget in policy/v1beta1" 's|^apiVersion: policy/v1$|apiVersion: policy/v1beta1|' \
+  'no kind "PodDisruptionBudget" is registered for version "policy/v1beta1"'
+plant "a field in the wrong case" 's/^  revisionHistoryLimit: /  RevisionHistoryLimit: /' 'unknown field "spec.RevisionHistoryLimit"'
+plant "a duplicate field" 's/^  revisionHistoryLimit: \(.*\)$/&\n  revisionHistoryLimit: \1/' 'key "revisionHistoryLimit" already set'
+plant "two container ports alike" 's/containerPort: 9090$/containerPort: 8080/' 'ports[1]: Duplicate value: "containerPort=8080, protocol=TCP"'
+plant "a required field missing" '/^ *maxSkew: /d' 'topologySpreadConstraints[0].maxSkew: Required value'
+plant "a quantity that does not parse" 's/^\( *memory: \)1Gi$/\11 GB/' 'quantities must match'
+plant "an invalid namespace" 's/^  namespace: realsync$/  namespace: RealSync/' 'metadata.namespace: Invalid value: "RealSync"'
+plant "an invalid label value" 's|^\( *app.kubernetes.io/name: \)realsyncd$|\1realsyncd!|' 'labels: Invalid value: "realsyncd!"'
+echo "k8svalidate refused each of $planted planted errors"
 # PyYAML comes with Debian's yamllint, for /usr/bin/python3.
 py=python3; python3 -c 'import yaml' 2>/dev/null || py=/usr/bin/python3
 "$py" lint/check_k8s.py "$tmp/k8s.yaml"
