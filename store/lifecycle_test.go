@@ -251,6 +251,18 @@ func TestIdleLogIsDropped(t *testing.T) {
 				t.Fatalf("log after the drop: %v", types(evs))
 			}
 			checkInvariants(t, s)
+			// the new log is dropped in turn once the room idles again, with
+			// no idle timeout to bring the room back to the janitor
+			l := lease(id, bob, "b")
+			l.PlayerID = o.PlayerID
+			if err := s.CloseStream(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			sweepUntil(t, s, rep, func() bool { return s.Client().Exists(ctx, s.LogKey(id)).Val() == 0 })
+			if rep["trimmed"] != 2 {
+				t.Fatalf("report %v, want trimmed: 2", rep)
+			}
+			checkInvariants(t, s)
 		})
 	}
 }

@@ -76,7 +76,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	}
 	defer st.Close()
 	logStartup(log, cfg, st)
-	reg.MustRegister(metrics.NewShardStats(st.Stats, 0, 0).WithInstances(func(ctx context.Context) (int, error) {
+	// connected to Redis, layout checked: until then nothing reads or
+	// writes Redis, /metrics included (realsync_redis_up 0)
+	var up atomic.Bool
+	stats := func(ctx context.Context) (lobby.Stats, error) {
+		if !up.Load() {
+			return lobby.Stats{}, errConnecting
+		}
+		return st.Stats(ctx)
+	}
+	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(ctx context.Context) (int, error) {
 		live, err := st.Instances(ctx)
 		return len(live), err
 	}))
@@ -94,7 +103,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
-	var up atomic.Bool // connected to Redis, layout checked
 	handler := api.NewHandler(api.Config{
 		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth: &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
@@ -155,17 +163,21 @@ wait:
 		}
 	}
 	log.Info("shutting down", "streams", hub.Streams(), "timeout", cfg.ShutdownTimeout)
-	stop := func() {
+	stop := func(ctx context.Context) {
 		// The janitor stops first, so it takes no lease again; then the
 		// instance leaves the registry (the instance list drops it now).
+		// Both within what is left of the shutdown's time.
 		stopBackground()
-		if member != nil {
-			<-janitorDone
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := member.Leave(ctx); err != nil {
-				log.Warn("leaving the instance registry", "err", err)
-			}
+		if member == nil {
+			return
+		}
+		select {
+		case <-janitorDone:
+		case <-ctx.Done():
+			return
+		}
+		if err := member.Leave(ctx); err != nil {
+			log.Warn("leaving the instance registry", "err", err)
 		}
 	}
 	return shutdown(srv, served, hub, stop, cfg.ShutdownTimeout)
@@ -177,14 +189,14 @@ wait:
 // player_disconnected at once), stops the background loops, and waits for
 // the requests in flight: all within timeout. Past it the remaining
 // connections are cut and an error says so.
-func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(), timeout time.Duration) error {
+func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(ctx) }()
 	<-served // Serve returns once the listener is closed
 	hub.Close()
-	stopBackground()
+	stopBackground(ctx)
 	if err := <-done; err != nil {
 		srv.Close()
 		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w", timeout, err)

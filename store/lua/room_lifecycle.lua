@@ -64,5 +64,8 @@ if lifetime > 0 then at(born + lifetime) end
 if finished and retention > 0 then at(finished_at + retention) end
 if idle > 0 then at(quiet_since + idle) end
 if logged and trim > 0 then at(quiet_since + trim) end
+-- a dropped log comes back with the next event, which does not touch the
+-- schedule: with no idle timeout to bring the room back, look again later
+if not logged and trim > 0 and idle == 0 then at(now + 10 * trim) end
 redis.call('ZADD', K_ROOMS_DUE, next_at and math.max(next_at, now + 1) or '+inf', room_id)
 return {'OK', action}
