@@ -12,6 +12,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -28,7 +29,7 @@ func adminEnv(t *testing.T, b redistest.Backend, token string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},

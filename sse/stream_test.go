@@ -1,7 +1,6 @@
 package sse_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 )
@@ -386,30 +386,12 @@ func (s *renewFails) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Le
 	return s.Source.RenewStreams(ctx, ls)
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A stream whose presence lease goes a whole TTL without a renewal (Redis
 // out of reach, renewals hanging) ends, so that its client reconnects to an
 // instance that reaches Redis; while its lease is renewed it stays open.
 func TestStreamEndsWhenItsLeaseLapses(t *testing.T) {
 	src := &renewFails{}
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	e := newEnv(t, redistest.Backend{Name: "embedded"}, func(c *sse.Config) {
 		src.Source, c.Source = c.Source, src
 		c.PresenceTTL = 600 * time.Millisecond

@@ -1,36 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/realsync/realsync/internal/testlog"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A warning repeated 1000 times within the interval is written once, then
 // one line counts the other 999; other messages, and lines below the
 // minimum level, are not held back.
 func TestDedupHandler(t *testing.T) {
-	var out lockedBuffer
+	var out testlog.Buffer
 	log := slog.New(newDedupHandler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}),
 		slog.LevelWarn, time.Second)).With("component", "test")
 	for i := range 1000 {
