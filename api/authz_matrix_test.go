@@ -121,7 +121,8 @@ GET    /v1/rooms/{roomId}/messages           priv U    U         U       U      
 POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U
 GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U
 GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/lobby/events                      -    U    U         U       U        U       200   200    200   200    200  200   U
+GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U
+GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U
 GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200
 GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200
 GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200
@@ -201,7 +202,8 @@ type call struct {
 	// stream: an event stream, checked for 200 text/event-stream and
 	// closed at once.
 	stream bool
-	// check, when set, checks a successful answer's body.
+	// check, when set, checks a successful answer's body (a stream's
+	// first data line).
 	check func(f *fixture, private bool, body []byte) error
 }
 
@@ -222,18 +224,10 @@ var routeCalls = map[string]call{
 	"POST /v1/rooms": {req: func(*matrixEnv, *fixture, string) (string, any) {
 		return "/v1/rooms", map[string]any{"name": "Made", "mode": "made", "region": "eu"}
 	}},
-	// The fixture's rooms are the newest of mode arena: the public one is
+	// The fixture's rooms are alone in their mode: the public one is
 	// listed, the private one never.
-	"GET /v1/rooms": {req: fixed("/v1/rooms?mode=arena&sort=newest"), check: func(f *fixture, private bool, body []byte) error {
-		var l struct{ Rooms []struct{ ID string } }
-		if err := json.Unmarshal(body, &l); err != nil {
-			return err
-		}
-		listed := slices.ContainsFunc(l.Rooms, func(r struct{ ID string }) bool { return r.ID == f.room })
-		if listed == private {
-			return fmt.Errorf("room listed %v, private %v: %s", listed, private, body)
-		}
-		return nil
+	"GET /v1/rooms": {check: listsRoomIfPublic, req: func(_ *matrixEnv, f *fixture, _ string) (string, any) {
+		return "/v1/rooms?mode=" + f.mode, nil
 	}},
 	"POST /v1/rooms/join-by-code": {consumes: true, req: func(_ *matrixEnv, f *fixture, _ string) (string, any) {
 		return "/v1/rooms/join-by-code", map[string]any{"inviteCode": f.code}
@@ -258,9 +252,12 @@ var routeCalls = map[string]call{
 		return "/v1/matchmaking/quick-join", map[string]any{"mode": fmt.Sprintf("qj%d", m.seq), "regions": []string{"eu"},
 			"create": map[string]any{"name": "Quick"}}
 	}},
-	"GET /v1/me/rooms":        {req: fixed("/v1/me/rooms")},
-	"GET /v1/lobby/stats":     {req: fixed("/v1/lobby/stats")},
-	"GET /v1/lobby/events":    {req: fixed("/v1/lobby/events?mode=arena"), stream: true},
+	"GET /v1/me/rooms":    {req: fixed("/v1/me/rooms")},
+	"GET /v1/lobby/stats": {req: fixed("/v1/lobby/stats")},
+	// The first event, "rooms", lists the public room, never the private one.
+	"GET /v1/lobby/events": {stream: true, check: listsRoomIfPublic, req: func(_ *matrixEnv, f *fixture, _ string) (string, any) {
+		return "/v1/lobby/events?mode=" + f.mode, nil
+	}},
 	"GET /v1/admin/instances": {req: fixed("/v1/admin/instances")},
 	"GET /healthz":            {req: fixed("/healthz")},
 	"GET /readyz":             {req: fixed("/readyz")},
@@ -449,6 +446,7 @@ type fixture struct {
 	room      string // the room under test
 	otherRoom string // another public room, owned by other
 	code      string // the room's invite code when private
+	mode      string // of both rooms, used by no other fixture
 	memberPID int
 	ownerID   string // the owner's userId
 	// Tokens of the callers.
@@ -470,7 +468,8 @@ func (a answer) code() string {
 
 // send makes one request; cred puts the caller's credential on it. A
 // stream answered 200 is closed as soon as its headers arrived.
-func (m *matrixEnv) send(t *testing.T, method, path string, body any, ctype string, stream bool, cred func(*http.Request)) answer {
+// With firstData, the first data line of a stream is read (a.body).
+func (m *matrixEnv) send(t *testing.T, method, path string, body any, ctype string, stream, firstData bool, cred func(*http.Request)) answer {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -504,7 +503,10 @@ func (m *matrixEnv) send(t *testing.T, method, path string, body any, ctype stri
 	defer res.Body.Close()
 	a := answer{status: res.StatusCode, ctype: res.Header.Get("Content-Type")}
 	if stream && res.StatusCode == http.StatusOK {
-		return a // closed by cancel: the headers are the answer
+		if firstData {
+			a.body = firstDataLine(t, res.Body)
+		}
+		return a // closed by cancel
 	}
 	if a.body, err = io.ReadAll(res.Body); err != nil {
 		t.Fatalf("%s %s: reading the body: %v", method, path, err)
@@ -515,7 +517,7 @@ func (m *matrixEnv) send(t *testing.T, method, path string, body any, ctype stri
 // must makes a set-up request with token and requires status.
 func (m *matrixEnv) must(t *testing.T, method, path, token string, body any, status int) []byte {
 	t.Helper()
-	a := m.send(t, method, path, body, "", false, func(r *http.Request) { bearerOf(token, r) })
+	a := m.send(t, method, path, body, "", false, false, func(r *http.Request) { bearerOf(token, r) })
 	if a.status != status {
 		t.Fatalf("set-up %s %s: %d, want %d: %s", method, path, a.status, status, a.body)
 	}
@@ -537,7 +539,8 @@ func (m *matrixEnv) token(t *testing.T, name string) (token, userID string) {
 // another room: six new users, so per-user quotas never bite.
 func (m *matrixEnv) fixture(t *testing.T, private bool) *fixture {
 	t.Helper()
-	f := &fixture{}
+	m.seq++
+	f := &fixture{mode: fmt.Sprintf("fx%d", m.seq)}
 	f.owner, f.ownerID = m.token(t, "owner")
 	f.member, _ = m.token(t, "member")
 	f.kicked, _ = m.token(t, "kicked")
@@ -554,7 +557,7 @@ func (m *matrixEnv) fixture(t *testing.T, private bool) *fixture {
 			InviteCode string `json:"inviteCode"`
 		} `json:"room"`
 	}
-	json.Unmarshal(m.must(t, "POST", "/v1/rooms", f.owner, map[string]any{"name": "Room", "mode": "arena", "region": "eu",
+	json.Unmarshal(m.must(t, "POST", "/v1/rooms", f.owner, map[string]any{"name": "Room", "mode": f.mode, "region": "eu",
 		"visibility": vis, "state": map[string]any{"score": 0}, "statePolicy": "owner"}, 201), &created)
 	f.room, f.code = created.Room.ID, created.Room.InviteCode
 	if private == (f.code == "") {
@@ -574,7 +577,7 @@ func (m *matrixEnv) fixture(t *testing.T, private bool) *fixture {
 	m.must(t, "DELETE", "/v1/rooms/"+f.room+"/players/"+strconv.Itoa(kickedPID), f.owner, nil, 204)
 	join(f.left)
 	m.must(t, "POST", "/v1/rooms/"+f.room+"/leave", f.left, nil, 204)
-	json.Unmarshal(m.must(t, "POST", "/v1/rooms", f.other, map[string]any{"name": "Other", "mode": "arena", "region": "eu"}, 201), &created)
+	json.Unmarshal(m.must(t, "POST", "/v1/rooms", f.other, map[string]any{"name": "Other", "mode": f.mode, "region": "eu"}, 201), &created)
 	f.otherRoom = created.Room.ID
 	if f.memberPID != 2 || f.room == "" || f.otherRoom == "" {
 		t.Fatalf("set-up: member is player %d, rooms %q %q", f.memberPID, f.room, f.otherRoom)
@@ -654,7 +657,7 @@ func (m *matrixEnv) cell(t *testing.T, r matrixRow, c call, id identity, want ex
 	if refused {
 		before = m.snapshot(t, f)
 	}
-	a := m.send(t, r.method, path, body, c.ctype, c.stream, cred)
+	a := m.send(t, r.method, path, body, c.ctype, c.stream, c.check != nil && !refused, cred)
 	if a.status != want.status || a.code() != want.code {
 		t.Errorf("%s %s as %s: got %d %s, want %s: %s", r.method, path, id.name, a.status, a.code(), want, a.body)
 	}
@@ -666,19 +669,17 @@ func (m *matrixEnv) cell(t *testing.T, r matrixRow, c call, id identity, want ex
 		if after := m.snapshot(t, f); !reflect.DeepEqual(before, after) {
 			t.Errorf("a refused call changed something:\nbefore %+v\nafter  %+v", before, after)
 		}
-	case c.stream:
-		if !strings.HasPrefix(a.ctype, "text/event-stream") {
-			t.Errorf("stream's Content-Type %q, want text/event-stream", a.ctype)
-		}
+	case c.stream && !strings.HasPrefix(a.ctype, "text/event-stream"):
+		t.Errorf("stream's Content-Type %q, want text/event-stream", a.ctype)
 	case c.check != nil && a.status == want.status:
 		if err := c.check(f, r.room == "priv", a.body); err != nil {
-			t.Error(err)
+			t.Errorf("%s %s as %s: %v", r.method, path, id.name, err)
 		}
 	}
 	// Not found must look exactly like a room that never existed.
 	if want.code == "ROOM_NOT_FOUND" && strings.Contains(r.path, "{roomId}") {
 		upath, ubody := c.req(m, f, unknownRoom(f))
-		u := m.send(t, r.method, upath, ubody, c.ctype, c.stream, cred)
+		u := m.send(t, r.method, upath, ubody, c.ctype, c.stream, false, cred)
 		if u.status != a.status || !bytes.Equal(u.body, a.body) || u.ctype != a.ctype {
 			t.Errorf("the answer for this room differs from a room never issued's, revealing it exists:\nthis    %d %s\nunknown %d %s",
 				a.status, a.body, u.status, u.body)
@@ -762,4 +763,34 @@ func rawGet(t *testing.T, host, path, token string) (int, string) {
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	return res.StatusCode, answer{body: body}.code()
+}
+
+// listsRoomIfPublic checks a list of rooms ({"rooms":[...]}, a page or a
+// lobby's first event) of the fixture's mode: its room is in it when
+// public, never when private.
+func listsRoomIfPublic(f *fixture, private bool, body []byte) error {
+	var l struct{ Rooms []struct{ ID string } }
+	if err := json.Unmarshal(body, &l); err != nil {
+		return fmt.Errorf("%v: %s", err, body)
+	}
+	listed := slices.ContainsFunc(l.Rooms, func(r struct{ ID string }) bool { return r.ID == f.room })
+	if listed == private {
+		return fmt.Errorf("room listed %v, private %v: %s", listed, private, body)
+	}
+	return nil
+}
+
+// firstDataLine reads a stream up to its first data line and returns the
+// line's data.
+func firstDataLine(t *testing.T, r io.Reader) []byte {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			return []byte(d)
+		}
+	}
+	t.Errorf("stream ended without a data line: %v", sc.Err())
+	return nil
 }
