@@ -86,48 +86,50 @@ var cellAliases = map[string]string{
 //	left      joined, then left
 //	other     owner of another (public) room
 //	admin     REALSYNC_ADMIN_TOKEN
+//	memberq   the member's token as the query parameter access_token (no
+//	          header): taken on event streams only (EventSource)
 //
 // On room routes, the room's statePolicy is owner, so a member writing the
 // key "score" is STATE_KEY_FORBIDDEN; kick's target is the member.
 const authzMatrix = `
-method path                                  room anon malformed expired wrongkey algnone guest member owner kicked left other admin
-POST   /v1/auth/guest                        -    201  201       201     201      201     201   201    201   201    201  201   201
-POST   /v1/rooms                             -    U    U         U       U        U       201   201    201   201    201  201   U
-GET    /v1/rooms                             pub  U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/rooms                             priv U    U         U       U        U       200   200    200   200    200  200   U
-POST   /v1/rooms/join-by-code                priv U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/rooms/{roomId}                    pub  U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    200    200   NF     NF   NF    U
-PATCH  /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     200   NM     NM   NM    U
-PATCH  /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     200   NF     NF   NF    U
-DELETE /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U
-DELETE /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U
-POST   /v1/rooms/{roomId}/join               pub  U    U         U       U        U       200   200    200   200    200  200   U
-POST   /v1/rooms/{roomId}/join               priv U    U         U       U        U       NF    200    200   NF     NF   NF    U
-POST   /v1/rooms/{roomId}/leave              pub  U    U         U       U        U       NM    204    204   NM     NM   NM    U
-POST   /v1/rooms/{roomId}/leave              priv U    U         U       U        U       NF    204    204   NF     NF   NF    U
-DELETE /v1/rooms/{roomId}/players/{playerId} pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U
-DELETE /v1/rooms/{roomId}/players/{playerId} priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U
-GET    /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U
-GET    /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    200    200   NF     NF   NF    U
-PATCH  /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    SK     200   NM     NM   NM    U
-PATCH  /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    SK     200   NF     NF   NF    U
-GET    /v1/rooms/{roomId}/events             pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U
-GET    /v1/rooms/{roomId}/events             priv U    U         U       U        U       NF    200    200   NF     NF   NF    U
-POST   /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U
-POST   /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    202    202   NF     NF   NF    U
-GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U
-GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U
-POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U
-GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U
-GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200
-GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200
-GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200
-GET    /metrics                              -    200  200       200     200      200     200   200    200   200    200  200   200
-GET    /openapi.yaml                         -    200  200       200     200      200     200   200    200   200    200  200   200
+method path                                  room anon malformed expired wrongkey algnone guest member owner kicked left other admin memberq
+POST   /v1/auth/guest                        -    201  201       201     201      201     201   201    201   201    201  201   201   201
+POST   /v1/rooms                             -    U    U         U       U        U       201   201    201   201    201  201   U     U
+GET    /v1/rooms                             pub  U    U         U       U        U       200   200    200   200    200  200   U     U
+GET    /v1/rooms                             priv U    U         U       U        U       200   200    200   200    200  200   U     U
+POST   /v1/rooms/join-by-code                priv U    U         U       U        U       200   200    200   200    200  200   U     U
+GET    /v1/rooms/{roomId}                    pub  U    U         U       U        U       200   200    200   200    200  200   U     U
+GET    /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
+PATCH  /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     200   NM     NM   NM    U     U
+PATCH  /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     200   NF     NF   NF    U     U
+DELETE /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U
+DELETE /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U
+POST   /v1/rooms/{roomId}/join               pub  U    U         U       U        U       200   200    200   200    200  200   U     U
+POST   /v1/rooms/{roomId}/join               priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
+POST   /v1/rooms/{roomId}/leave              pub  U    U         U       U        U       NM    204    204   NM     NM   NM    U     U
+POST   /v1/rooms/{roomId}/leave              priv U    U         U       U        U       NF    204    204   NF     NF   NF    U     U
+DELETE /v1/rooms/{roomId}/players/{playerId} pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U
+DELETE /v1/rooms/{roomId}/players/{playerId} priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U
+GET    /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U
+GET    /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
+PATCH  /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    SK     200   NM     NM   NM    U     U
+PATCH  /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    SK     200   NF     NF   NF    U     U
+GET    /v1/rooms/{roomId}/events             pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     200
+GET    /v1/rooms/{roomId}/events             priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     200
+POST   /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U     U
+POST   /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    202    202   NF     NF   NF    U     U
+GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U
+GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
+POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U     U
+GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U     U
+GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U     U
+GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U     200
+GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U     200
+GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U
+GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200
+GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200
+GET    /metrics                              -    200  200       200     200      200     200   200    200   200    200  200   200   200
+GET    /openapi.yaml                         -    200  200       200     200      200     200   200    200   200    200  200   200   200
 `
 
 // matrixSecret is the server's HS256 secret; matrixAdminToken its admin
@@ -186,6 +188,11 @@ var identities = []identity{
 	{"left", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) { bearerOf(f.left, req) }},
 	{"other", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) { bearerOf(f.other, req) }},
 	{"admin", func(_ *testing.T, _ *matrixEnv, _ *fixture, req *http.Request) { bearerOf(matrixAdminToken, req) }},
+	{"memberq", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) {
+		q := req.URL.Query()
+		q.Set("access_token", f.member)
+		req.URL.RawQuery = q.Encode()
+	}},
 }
 
 // call is how a route is called.
