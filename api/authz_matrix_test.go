@@ -55,8 +55,13 @@ import (
 //
 // Adding an identity (after the merges of issue 13): add an entry to
 // identities, then a column with its name to authzMatrix's header and a
-// cell in every row. Adding a route: openapi.yaml, then a routeCalls entry
-// and its rows.
+// cell in every row; a caller that must exist in the room first (say, a
+// banned user) gets a token field in fixture and its steps in
+// matrixEnv.fixture; a credential the server must be configured with (API
+// keys) goes into newMatrixEnv. Adding a route: openapi.yaml, then a
+// routeCalls entry and its rows. newMatrixEnv wires the server as
+// cmd/realsyncd does, but with request-rate limits off: the matrix sends
+// over a thousand requests per backend from one address.
 
 // Cell aliases of authzMatrix; any other cell is "<status>" or
 // "<status>:<CODE>".
