@@ -50,3 +50,17 @@ func (s *Store) EvalShaArgs(ctx context.Context, script, id, uid string) ([]stri
 	}
 	return out, nil
 }
+
+// CodesKey is the invite-code table of the shard that holds code.
+func (s *Store) CodesKey(code string) string { return s.keys.codes(codeShard(code, s.shards)) }
+
+// LegacyCode is a 6-character code (the length issued before) of the same
+// shard as room id, as a room created then holds.
+func (s *Store) LegacyCode(id string) string {
+	shard, _ := roomShard(id, s.shards)
+	for {
+		if c := randomString(rooms.LegacyCodeLength, rooms.CodeAlphabet); codeShard(c, s.shards) == shard {
+			return c
+		}
+	}
+}

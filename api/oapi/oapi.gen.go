@@ -271,7 +271,12 @@ type InstanceList struct {
 
 // JoinByCodeRequest defines model for JoinByCodeRequest.
 type JoinByCodeRequest struct {
-	// InviteCode Example: K7Q2MX
+	// InviteCode Case-insensitive; dashes and spaces are ignored, I and L read
+	// as 1, O as 0. 12 characters (6 for rooms created before codes
+	// grew); any other length is 404 ROOM_NOT_FOUND.
+	//
+	//
+	// Example: K7Q2-MX9P-4HRT
 	InviteCode string `json:"inviteCode"`
 }
 
@@ -334,9 +339,13 @@ type MyRoomList struct {
 		// Id Example: 0b7Kx2hQ9pLmN3vR
 		Id string `json:"id"`
 
-		// InviteCode Private rooms only, shown to members only.
+		// InviteCode Private rooms only, shown to members only. 12 Crockford base32
+		// characters in groups of 4 joined by dashes (60 random bits);
+		// rooms created before codes grew keep their 6-character code
+		// (no dashes), which still resolves.
 		//
-		// Example: K7Q2MX
+		//
+		// Example: K7Q2-MX9P-4HRT
 		InviteCode *string `json:"inviteCode,omitempty"`
 		Locked     bool    `json:"locked"`
 		MaxPlayers int     `json:"maxPlayers"`
@@ -453,9 +462,13 @@ type Room struct {
 	// Id Example: 0b7Kx2hQ9pLmN3vR
 	Id string `json:"id"`
 
-	// InviteCode Private rooms only, shown to members only.
+	// InviteCode Private rooms only, shown to members only. 12 Crockford base32
+	// characters in groups of 4 joined by dashes (60 random bits);
+	// rooms created before codes grew keep their 6-character code
+	// (no dashes), which still resolves.
 	//
-	// Example: K7Q2MX
+	//
+	// Example: K7Q2-MX9P-4HRT
 	InviteCode *string `json:"inviteCode,omitempty"`
 	Locked     bool    `json:"locked"`
 	MaxPlayers int     `json:"maxPlayers"`
