@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -63,4 +65,39 @@ func (s *Store) LegacyCode(id string) string {
 			return c
 		}
 	}
+}
+
+// Holdings is user uid's holdings hash: roomId → "o" or "m" (stamps cut
+// off), without the "#" marker; nil when the key is missing.
+func (s *Store) Holdings(ctx context.Context, uid string) (map[string]string, error) {
+	h, err := s.client.HGetAll(ctx, s.keys.holdings(userShard(uid, s.shards), uid)).Result()
+	if err != nil || len(h) == 0 {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range h {
+		if k != "#" {
+			out[k] = v[:1]
+		}
+	}
+	return out, nil
+}
+
+// AgeHoldings moves every reservation of user uid back by d, as if made
+// that long ago.
+func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) error {
+	key := s.keys.holdings(userShard(uid, s.shards), uid)
+	h, err := s.client.HGetAll(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	for k, v := range h {
+		if role, stamp, ok := strings.Cut(v, ":"); ok {
+			n, _ := strconv.ParseInt(stamp, 10, 64)
+			if err := s.client.HSet(ctx, key, k, role+":"+strconv.FormatInt(n-d.Microseconds(), 10)).Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -20,12 +20,14 @@ const (
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
+	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
 	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
 	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
 	NOMATCH              ProblemCode = "NO_MATCH"
 	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
 	NOTFOUND             ProblemCode = "NOT_FOUND"
 	NOTOWNER             ProblemCode = "NOT_OWNER"
+	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
@@ -53,6 +55,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case INVALIDTRANSITION:
 		return true
+	case JOINEDROOMSLIMIT:
+		return true
 	case MALFORMEDREQUEST:
 		return true
 	case METHODNOTALLOWED:
@@ -64,6 +68,8 @@ func (e ProblemCode) Valid() bool {
 	case NOTFOUND:
 		return true
 	case NOTOWNER:
+		return true
+	case OWNEDROOMSLIMIT:
 		return true
 	case PAYLOADTOOLARGE:
 		return true
@@ -575,6 +581,9 @@ type Forbidden = Problem
 // Invalid defines model for Invalid.
 type Invalid = Problem
 
+// JoinConflict defines model for JoinConflict.
+type JoinConflict = Problem
+
 // Malformed defines model for Malformed.
 type Malformed = Problem
 
@@ -583,6 +592,9 @@ type NotFound = Problem
 
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed = Problem
+
+// RoomsLimit defines model for RoomsLimit.
+type RoomsLimit = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
