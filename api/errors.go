@@ -49,6 +49,8 @@ var problems = []problem{
 	{rooms.ErrNotJoinable, 409, "ROOM_NOT_JOINABLE", "Room is not joinable"},
 	{rooms.ErrInvalidTransition, 409, "INVALID_TRANSITION", "Status change not allowed"},
 	{rooms.ErrRoomFinished, 409, "ROOM_FINISHED", "Room is finished"},
+	{rooms.ErrOwnedRoomsLimit, 409, "OWNED_ROOMS_LIMIT", "Too many rooms owned at once"},
+	{rooms.ErrJoinedRoomsLimit, 409, "JOINED_ROOMS_LIMIT", "In too many rooms at once"},
 	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},
 	{rooms.ErrTooLarge, 413, "PAYLOAD_TOO_LARGE", "Payload too large"},
 	{rooms.ErrTooManyStreams, 429, "TOO_MANY_STREAMS", "Too many event streams"},

@@ -20,6 +20,8 @@ var (
 	ErrRoomFinished      = errors.New("room is finished and read-only until it is closed")
 	ErrTooManyStreams    = fmt.Errorf("a player may hold at most %d event streams of one room", MaxStreamsPerPlayer)
 	ErrVersionMismatch   = errors.New("stateVersion does not match If-Match")
+	ErrOwnedRoomsLimit   = errors.New("the user owns as many rooms at once as allowed")
+	ErrJoinedRoomsLimit  = errors.New("the user is in as many rooms at once as allowed")
 	ErrTooLarge          = errors.New("payload too large")
 	ErrValidation        = errors.New("validation failed")
 	ErrUnavailable       = errors.New("store unavailable")

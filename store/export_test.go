@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -49,4 +51,53 @@ func (s *Store) EvalShaArgs(ctx context.Context, script, id, uid string) ([]stri
 		out = append(out, fmt.Sprint(a))
 	}
 	return out, nil
+}
+
+// CodesKey is the invite-code table of the shard that holds code.
+func (s *Store) CodesKey(code string) string { return s.keys.codes(codeShard(code, s.shards)) }
+
+// LegacyCode is a 6-character code (the length issued before) of the same
+// shard as room id, as a room created then holds.
+func (s *Store) LegacyCode(id string) string {
+	shard, _ := roomShard(id, s.shards)
+	for {
+		if c := randomString(rooms.LegacyCodeLength, rooms.CodeAlphabet); codeShard(c, s.shards) == shard {
+			return c
+		}
+	}
+}
+
+// Holdings is user uid's holdings hash: roomId → "o" or "m" (stamps cut
+// off), without the "#" marker; nil when the key is missing.
+func (s *Store) Holdings(ctx context.Context, uid string) (map[string]string, error) {
+	h, err := s.client.HGetAll(ctx, s.keys.holdings(userShard(uid, s.shards), uid)).Result()
+	if err != nil || len(h) == 0 {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range h {
+		if k != "#" {
+			out[k] = v[:1]
+		}
+	}
+	return out, nil
+}
+
+// AgeHoldings moves every reservation of user uid back by d, as if made
+// that long ago.
+func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) error {
+	key := s.keys.holdings(userShard(uid, s.shards), uid)
+	h, err := s.client.HGetAll(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	for k, v := range h {
+		if role, stamp, ok := strings.Cut(v, ":"); ok {
+			n, _ := strconv.ParseInt(stamp, 10, 64)
+			if err := s.client.HSet(ctx, key, k, role+":"+strconv.FormatInt(n-d.Microseconds(), 10)).Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -51,8 +51,9 @@ func roomShard(id string, shards int) (int, bool) {
 	return int(n), true
 }
 
-// newCode returns a random invite code whose value modulo shards is shard,
-// so the code alone tells which shard's code table holds it.
+// newCode returns a random invite code in its canonical form (see
+// rooms.NormalizeCode) whose value modulo shards is shard, so the code alone
+// tells which shard's code table holds it.
 func newCode(shard, shards int) string {
 	v := randomUint64() % (1 << codeBits)
 	v = v - v%uint64(shards) + uint64(shard)
@@ -64,14 +65,17 @@ func newCode(shard, shards int) string {
 		b[i] = rooms.CodeAlphabet[v%32]
 		v /= 32
 	}
-	return string(b)
+	return rooms.FormatCode(string(b))
 }
 
-// codeShard is the shard of a normalized invite code.
+// codeShard is the shard of a normalized invite code of either length
+// (dashes skipped).
 func codeShard(code string, shards int) int {
 	var v uint64
 	for i := 0; i < len(code); i++ {
-		v = v*32 + uint64(strings.IndexByte(rooms.CodeAlphabet, code[i]))
+		if code[i] != '-' {
+			v = v*32 + uint64(strings.IndexByte(rooms.CodeAlphabet, code[i]))
+		}
 	}
 	return int(v % uint64(shards))
 }

@@ -30,6 +30,10 @@ func (k keys) lobby(shard int) string { return k.tag(shard) + ":lobby" }
 // channel is the room's Pub/Sub channel.
 func (k keys) channel(shard int, id string) string { return k.tag(shard) + ":ch:" + id }
 
+// holdings is user uid's rooms in every shard (holdings.go), in the slot
+// of the user's shard (userShard).
+func (k keys) holdings(shard int, uid string) string { return k.tag(shard) + ":held:" + uid }
+
 func (k keys) userIndex(shard int) string { return k.tag(shard) + ":users" }
 func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }
 func (k keys) clock(shard int) string     { return k.tag(shard) + ":clock" }

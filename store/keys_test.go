@@ -3,6 +3,8 @@ package store
 import (
 	"strings"
 	"testing"
+
+	"github.com/realsync/realsync/rooms"
 )
 
 // Every key a script gets must carry the same hash tag, so it lands in one
@@ -46,6 +48,9 @@ func TestRoomIDsAndCodesCarryTheirShard(t *testing.T) {
 			code := newCode(shard, shards)
 			if got := codeShard(code, shards); got != shard {
 				t.Errorf("codeShard(%q, %d) = %d; want %d", code, shards, got, shard)
+			}
+			if norm, ok := rooms.NormalizeCode(code); !ok || norm != code {
+				t.Errorf("newCode = %q, not canonical (%q, %v)", code, norm, ok)
 			}
 		}
 	}

@@ -55,7 +55,14 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 			args = append(args, k, []byte(p.State[k]))
 		}
 		keys := s.keys.roomKeysWithIndexes(shard, id, p.Mode, p.Region)
+		h, err := s.reserve(ctx, u.ID, id, true)
+		if err != nil {
+			return rooms.Joined{}, err
+		}
 		j, err := s.joined(s.runThenRead(ctx, roomCreate, shard, id, keys, args, false))
+		if err != nil {
+			s.release(ctx, h)
+		}
 		if errors.Is(err, errCodeTaken) {
 			continue
 		}
@@ -105,7 +112,15 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 		return rooms.Joined{}, err
 	}
 	args := append(s.common(shard, id), u.ID, jsonString(u.Name), code)
-	return s.joined(s.runThenRead(ctx, roomJoin, shard, id, keys, args, false))
+	h, err := s.reserve(ctx, u.ID, id, false)
+	if err != nil {
+		return rooms.Joined{}, err
+	}
+	j, err := s.joined(s.runThenRead(ctx, roomJoin, shard, id, keys, args, false))
+	if err != nil {
+		s.release(ctx, h)
+	}
+	return j, err
 }
 
 // joined decodes the reply {"OK", playerId} of a script run by runThenRead
@@ -142,7 +157,21 @@ func (s *Store) remove(ctx context.Context, id, caller, target, reason string) e
 		return err
 	}
 	args := append(s.common(shard, id), caller, target, reason)
-	return s.status(playerRemove.Run(ctx, s.client, keys, args...))
+	before := ""
+	if target == "" {
+		before = s.heldValue(ctx, caller, id)
+	}
+	res, err := playerRemove.Run(ctx, s.client, keys, args...).Result()
+	if err != nil {
+		return wrap(err)
+	}
+	rest, err := replyStatus(res)
+	if err != nil {
+		return err
+	}
+	newOwner, _ := rest[0].(string)
+	s.left(ctx, caller, id, before, newOwner)
+	return nil
 }
 
 // Update implements rooms.Store.

@@ -39,8 +39,8 @@ func TestCreate(t *testing.T) {
 		})
 		t.Run("PrivateGetsCode", func(t *testing.T) {
 			r := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.Visibility = rooms.Private })).Room
-			if len(r.InviteCode) != rooms.CodeLength {
-				t.Fatalf("invite code %q", r.InviteCode)
+			if norm, ok := rooms.NormalizeCode(r.InviteCode); !ok || norm != r.InviteCode || len(r.InviteCode) != rooms.CodeLength+2 {
+				t.Fatalf("invite code %q is not canonical", r.InviteCode)
 			}
 		})
 		t.Run("UnknownIDs", func(t *testing.T) {
@@ -109,9 +109,9 @@ func TestJoinByCode(t *testing.T) {
 		if j, err := s.JoinByCode(ctx, bob, r.InviteCode); err != nil || j.PlayerID != 2 {
 			t.Fatalf("rejoin = %+v, %v", j, err)
 		}
-		other := "000000"
+		other := "0000-0000-0000"
 		if r.InviteCode == other {
-			other = "000001"
+			other = "0000-0000-0001"
 		}
 		_, err = s.JoinByCode(ctx, carol, other)
 		wantErr(t, err, rooms.ErrRoomNotFound)
@@ -129,6 +129,36 @@ func TestJoinByCode(t *testing.T) {
 		}
 		if _, err := s.JoinByCode(ctx, carol, priv.InviteCode); err != nil {
 			t.Fatal(err)
+		}
+		checkInvariants(t, s)
+	})
+}
+
+// A room created before codes grew to 12 characters keeps its 6-character
+// code, and the code still resolves, typed in either case.
+func TestJoinByLegacyCode(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		r := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.Visibility = rooms.Private })).Room
+		legacy := s.LegacyCode(r.ID)
+		c := s.Client()
+		// what the former release wrote: the code in the room and the shard's table
+		if err := c.HDel(ctx, s.CodesKey(r.InviteCode), r.InviteCode).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.HSet(ctx, s.CodesKey(legacy), legacy, r.ID).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.HSet(ctx, s.RoomKey(r.ID), "cd", legacy).Err(); err != nil {
+			t.Fatal(err)
+		}
+		norm, ok := rooms.NormalizeCode(strings.ToLower(legacy))
+		if !ok {
+			t.Fatalf("legacy code %q not accepted", legacy)
+		}
+		j, err := s.JoinByCode(ctx, bob, norm)
+		if err != nil || j.PlayerID != 2 || j.Room.InviteCode != legacy {
+			t.Fatalf("JoinByCode(%q) = %+v, %v", norm, j, err)
 		}
 		checkInvariants(t, s)
 	})

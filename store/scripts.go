@@ -60,6 +60,12 @@ var userRepairLua string
 //go:embed lua/code_repair.lua
 var codeRepairLua string
 
+//go:embed lua/holdings_reserve.lua
+var holdingsReserveLua string
+
+//go:embed lua/holdings_release.lua
+var holdingsReleaseLua string
+
 // Each script is run only through Script.Run: EVALSHA, then EVAL when the
 // server does not know it (after a restart or SCRIPT FLUSH).
 var (
@@ -80,6 +86,9 @@ var (
 	codeRepair    = redis.NewScript(codeRepairLua)
 	messageList   = redis.NewScript(messageListLua)
 	presenceRenew = redis.NewScript(presenceRenewLua)
+	// per user, in the user's own slot (holdings.go)
+	holdingsReserve = redis.NewScript(holdingsReserveLua)
+	holdingsRelease = redis.NewScript(holdingsReleaseLua)
 )
 
 // mutation prepends the shared prelude (KEYS/ARGV layout and helpers).

@@ -53,6 +53,14 @@ type Config struct {
 	// DisconnectGrace is how long a player who had a stream may stay
 	// without one before removal; 0 never removes.
 	DisconnectGrace time.Duration
+	// PresenceDebounce delays player_disconnected after a player's last
+	// stream closes: a stream opened within it cancels the announcement, so
+	// a reconnect or a flapping client emits no presence events. The
+	// janitor announces it once the window passed (within a janitor pass
+	// after). 0 (the zero value) announces at once.
+	PresenceDebounce time.Duration
+	// Quotas bound the rooms and streams one user holds; zero: no limits.
+	Quotas Quotas
 	// Lifecycle closes idle, finished and old rooms; zero values switch
 	// each rule off, except LogIdleTrim, which defaults to 1m (negative:
 	// never).
@@ -77,6 +85,8 @@ type Store struct {
 	metrics  Metrics
 
 	presenceTTL, grace time.Duration
+	debounce           time.Duration
+	quotas             Quotas
 	life               Lifecycle
 	janitorActions     func(kind string, n int)
 	repairs            *repairWalks
@@ -112,7 +122,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
 	}
 	s := &Store{keys: keys{prefix: cfg.Prefix}, shards: cfg.Shards, places: newPlaceCache(100_000),
-		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, life: cfg.Lifecycle,
+		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(),
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
 	if err := s.connect(cfg); err != nil {

@@ -70,7 +70,7 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 	if !ok {
 		return rooms.ErrRoomNotFound
 	}
-	args := append(s.common(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds())
+	args := append(s.common(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds(), s.debounce.Milliseconds())
 	return s.status(streamClose.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...))
 }
 

@@ -20,12 +20,14 @@ const (
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
+	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
 	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
 	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
 	NOMATCH              ProblemCode = "NO_MATCH"
 	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
 	NOTFOUND             ProblemCode = "NOT_FOUND"
 	NOTOWNER             ProblemCode = "NOT_OWNER"
+	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
@@ -53,6 +55,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case INVALIDTRANSITION:
 		return true
+	case JOINEDROOMSLIMIT:
+		return true
 	case MALFORMEDREQUEST:
 		return true
 	case METHODNOTALLOWED:
@@ -64,6 +68,8 @@ func (e ProblemCode) Valid() bool {
 	case NOTFOUND:
 		return true
 	case NOTOWNER:
+		return true
+	case OWNEDROOMSLIMIT:
 		return true
 	case PAYLOADTOOLARGE:
 		return true
@@ -271,7 +277,12 @@ type InstanceList struct {
 
 // JoinByCodeRequest defines model for JoinByCodeRequest.
 type JoinByCodeRequest struct {
-	// InviteCode Example: K7Q2MX
+	// InviteCode Case-insensitive; dashes and spaces are ignored, I and L read
+	// as 1, O as 0. 12 characters (6 for rooms created before codes
+	// grew); any other length is 404 ROOM_NOT_FOUND.
+	//
+	//
+	// Example: K7Q2-MX9P-4HRT
 	InviteCode string `json:"inviteCode"`
 }
 
@@ -334,9 +345,13 @@ type MyRoomList struct {
 		// Id Example: 0b7Kx2hQ9pLmN3vR
 		Id string `json:"id"`
 
-		// InviteCode Private rooms only, shown to members only.
+		// InviteCode Private rooms only, shown to members only. 12 Crockford base32
+		// characters in groups of 4 joined by dashes (60 random bits);
+		// rooms created before codes grew keep their 6-character code
+		// (no dashes), which still resolves.
 		//
-		// Example: K7Q2MX
+		//
+		// Example: K7Q2-MX9P-4HRT
 		InviteCode *string `json:"inviteCode,omitempty"`
 		Locked     bool    `json:"locked"`
 		MaxPlayers int     `json:"maxPlayers"`
@@ -453,9 +468,13 @@ type Room struct {
 	// Id Example: 0b7Kx2hQ9pLmN3vR
 	Id string `json:"id"`
 
-	// InviteCode Private rooms only, shown to members only.
+	// InviteCode Private rooms only, shown to members only. 12 Crockford base32
+	// characters in groups of 4 joined by dashes (60 random bits);
+	// rooms created before codes grew keep their 6-character code
+	// (no dashes), which still resolves.
 	//
-	// Example: K7Q2MX
+	//
+	// Example: K7Q2-MX9P-4HRT
 	InviteCode *string `json:"inviteCode,omitempty"`
 	Locked     bool    `json:"locked"`
 	MaxPlayers int     `json:"maxPlayers"`
@@ -562,6 +581,9 @@ type Forbidden = Problem
 // Invalid defines model for Invalid.
 type Invalid = Problem
 
+// JoinConflict defines model for JoinConflict.
+type JoinConflict = Problem
+
 // Malformed defines model for Malformed.
 type Malformed = Problem
 
@@ -570,6 +592,9 @@ type NotFound = Problem
 
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed = Problem
+
+// RoomsLimit defines model for RoomsLimit.
+type RoomsLimit = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem

@@ -37,6 +37,7 @@ type Config struct {
 	AdminToken        string        // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
 	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
 	ShutdownTimeout   time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
+	quotaSettings                   // per-user limits and the presence debounce (config_quotas.go)
 
 	secretGenerated bool
 }
@@ -78,6 +79,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
+	quotas := quotaFlags(fs, env)
 	if more != nil {
 		more(fs)
 	}
@@ -86,6 +88,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	var errs []string
 	bad := func(name, msg string) { errs = append(errs, name+": "+msg) }
+	c.quotaSettings = quotas(bad)
 	if cluster != "" {
 		for _, a := range strings.Split(cluster, ",") {
 			if a = strings.TrimSpace(a); a != "" {

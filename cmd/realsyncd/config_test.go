@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Good values of the observability settings parse, flags win over
@@ -59,5 +60,43 @@ func TestRedisLinesThroughSlog(t *testing.T) {
 	if line["level"] != "WARN" || line["component"] != "go-redis" || line["msg"] != "redis client" ||
 		line["detail"] != "redis: Unexpected conn state: 3" {
 		t.Errorf("line %v", line)
+	}
+}
+
+// The room quotas and the presence debounce: defaults, flags over
+// variables, 0 switches off, and every bad value named.
+func TestParseConfigQuotas(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want quotaSettings // when err is ""
+		err  string        // want an error naming this, "" for none
+	}{
+		{name: "Defaults", want: quotaSettings{PresenceDebounce: 3 * time.Second, MaxRoomsOwned: 5, MaxRoomsJoined: 20}},
+		{name: "Off", env: map[string]string{"REALSYNC_PRESENCE_DEBOUNCE": "0", "REALSYNC_MAX_ROOMS_OWNED": "0", "REALSYNC_MAX_ROOMS_JOINED": "0"}},
+		{name: "FlagsWin", env: map[string]string{"REALSYNC_MAX_ROOMS_OWNED": "2"},
+			args: []string{"-max-rooms-owned", "7", "-max-rooms-joined", "9", "-presence-debounce", "500ms"},
+			want: quotaSettings{PresenceDebounce: 500 * time.Millisecond, MaxRoomsOwned: 7, MaxRoomsJoined: 9}},
+		{name: "NegativeOwned", env: map[string]string{"REALSYNC_MAX_ROOMS_OWNED": "-1"}, err: "REALSYNC_MAX_ROOMS_OWNED"},
+		{name: "WordJoined", env: map[string]string{"REALSYNC_MAX_ROOMS_JOINED": "many"}, err: "REALSYNC_MAX_ROOMS_JOINED"},
+		{name: "HugeJoined", env: map[string]string{"REALSYNC_MAX_ROOMS_JOINED": "10001"}, err: "REALSYNC_MAX_ROOMS_JOINED"},
+		{name: "DebounceNoUnit", env: map[string]string{"REALSYNC_PRESENCE_DEBOUNCE": "3"}, err: "REALSYNC_PRESENCE_DEBOUNCE"},
+		{name: "DebounceTooLong", env: map[string]string{"REALSYNC_PRESENCE_DEBOUNCE": "2m"}, err: "REALSYNC_PRESENCE_DEBOUNCE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case c.quotaSettings != tc.want:
+				t.Errorf("got %+v, want %+v", c.quotaSettings, tc.want)
+			}
+		})
 	}
 }

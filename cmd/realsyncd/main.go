@@ -208,6 +208,8 @@ func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackgroun
 func storeConfig(cfg Config) store.Config {
 	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
+		PresenceDebounce: cfg.PresenceDebounce,
+		Quotas:           store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined},
 		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
 			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)}}
 }

@@ -498,7 +498,8 @@ func grep(text, word string) string {
 // SIGTERM ends every open stream with a short retry hint (0.5–2 s), so its
 // client reconnects to another instance and resumes with Last-Event-ID, no
 // event missed; the stream's presence is released at once (the TTL here is
-// a minute), and the process exits cleanly.
+// a minute), so other members would see the player disconnected after the
+// debounce, had it not come back meanwhile; the process exits cleanly.
 func TestShutdownEndsStreams(t *testing.T) {
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
@@ -524,7 +525,11 @@ func TestShutdownEndsStreams(t *testing.T) {
 	for _, e := range es[1:] { // after the snapshot (v3, player 2 connected)
 		types = append(types, fmt.Sprint(e.typ, " ", e.data["playerId"]))
 	}
-	if got := strings.Join(types, ", "); got != "player_disconnected 2, player_connected 2, state <nil>" {
+	// The stream is back on b within the retry hint (0.5–2 s), inside the
+	// presence debounce (REALSYNC_PRESENCE_DEBOUNCE, 3 s): the move shows
+	// no player_disconnected / player_connected (before the debounce it
+	// showed both).
+	if got := strings.Join(types, ", "); got != "state <nil>" {
 		t.Errorf("after the shutdown: %s", got)
 	}
 }

@@ -30,7 +30,8 @@ import (
 //     indexes (createdAt) and the fill indexes (exact member); every index entry is such
 //     a room; user index and invite codes match the rooms;
 //   - presence: connected players, stream leases and removal deadlines
-//     name players of the room (a deadline only for a disconnected one);
+//     name players of the room (a deadline only for a disconnected one,
+//     a debounced disconnect only for a connected one);
 //     a room with presence entries is in the shard's due set no later than
 //     its earliest entry; no due entry, presence or message log outlives
 //     its room; every room is in its shard's lifecycle schedule, and no
@@ -55,6 +56,9 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 		}
 	}
 	if err := ch.stats(ctx, keys); err != nil {
+		return nil, err
+	}
+	if err := ch.holdings(ctx, keys); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -157,6 +161,9 @@ func (ch *checker) presence(ctx context.Context, tag, id, base string, players m
 		}
 		if kind == "g" && connected[pid] {
 			ch.fail("room %s: removal deadline for connected player %s", id, pid)
+		}
+		if kind == "d" && !connected[pid] {
+			ch.fail("room %s: debounced disconnect of player %s, who is not shown connected", id, pid)
 		}
 	}
 	due, err := ch.c.ZScore(ctx, "{"+tag+"}:presence:due", id).Result()
@@ -413,6 +420,56 @@ func (ch *checker) userIndex(ctx context.Context, tag, key string) error {
 				ch.fail("user index %s: %q is not a member of room %s, or listed twice", key, uid, id)
 			}
 			seen[id] = true
+		}
+	}
+	return nil
+}
+
+var holdingsRe = regexp.MustCompile(`^\{[^}]+\}:held:(.+)$`)
+var holdingRe = regexp.MustCompile(`^[om]:[0-9]+$`)
+
+// holdings checks the users' holdings (store/holdings.go): each expires,
+// its entries are well-formed, and it lists every room its user is in
+// (it may list more: rooms left otherwise than by a leave are dropped
+// when the user next reaches a limit).
+func (ch *checker) holdings(ctx context.Context, keys []string) error {
+	byUser := map[string]string{}
+	for _, k := range keys {
+		m := holdingsRe.FindStringSubmatch(k)
+		if m == nil {
+			continue
+		}
+		byUser[m[1]] = k
+		ttl, err := ch.c.PTTL(ctx, k).Result()
+		if err != nil {
+			return err
+		}
+		if ttl <= 0 {
+			ch.fail("holdings %s: no expiry (%v)", k, ttl)
+		}
+		h, err := ch.c.HGetAll(ctx, k).Result()
+		if err != nil {
+			return err
+		}
+		if h["#"] != "1" {
+			ch.fail("holdings %s: no built marker", k)
+		}
+		for id, v := range h {
+			if id != "#" && !holdingRe.MatchString(v) {
+				ch.fail("holdings %s: room %s holds %q", k, id, v)
+			}
+		}
+	}
+	for member := range ch.users {
+		parts := strings.SplitN(member, "|", 3)
+		key, ok := byUser[parts[2]]
+		if !ok {
+			continue // not built yet: built from the rooms on the user's next create or join
+		}
+		if ok, err := ch.c.HExists(ctx, key, parts[1]).Result(); err != nil {
+			return err
+		} else if !ok {
+			ch.fail("holdings %s: misses room %s the user is in", key, parts[1])
 		}
 	}
 	return nil

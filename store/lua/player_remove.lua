@@ -4,7 +4,8 @@
 -- KEYS: prelude, with the indexes.
 -- ARGV[7] caller userId  ARGV[8] target playerId ("" = the caller)
 -- ARGV[9] reason: left | kicked
--- Reply: {"OK"} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"} |
+-- Reply: {"OK", userId of the new owner when ownership passed on, else ""} |
+--        {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"} |
 --        {"KICK_SELF"} | {"PLAYER_NOT_FOUND"}
 local caller, target_arg, reason = ARGV[7], ARGV[8], ARGV[9]
 
@@ -24,5 +25,5 @@ else
   if redis.call('HEXISTS', K_PLAYERS, target) == 0 then return {'PLAYER_NOT_FOUND'} end
   target_uid = uid_of(target)
 end
-remove_player(target, target_uid, reason, p)
-return {'OK'}
+if remove_player(target, target_uid, reason, p) or tostring(target) ~= owner then return {'OK', ''} end
+return {'OK', uid_of(redis.call('HGET', K_ROOM, 'ow')) or ''}

@@ -8,8 +8,9 @@
 --                               KEYS[7]  shard invite codes (hash code -> roomId)
 --   KEYS[4]  users hash         KEYS[8]  shard clock (string, last createdAt in µs)
 --   KEYS[9]  connected players (hash playerId -> "1")
---   KEYS[10] presence (zset: "s:<playerId>:<stream>" leases and "g:<playerId>"
---            grace deadlines, scored by expiry in ms)
+--   KEYS[10] presence (zset: "s:<playerId>:<stream>" leases, "d:<playerId>"
+--            debounced disconnects and "g:<playerId>" grace deadlines, scored
+--            by expiry in ms)
 --   KEYS[11] room message log (stream, capped apart from the event log)
 --   KEYS[12] shard presence due (zset roomId -> earliest presence deadline, ms)
 --   KEYS[13..24] status indexes: waiting, playing, finished, each as
@@ -310,7 +311,11 @@ end
 -- scored by its expiry; K_CONN says which players were last announced as
 -- connected. A player announced connected whose leases are all gone is
 -- announced disconnected and, with a grace, gets a deadline "g:<playerId>"
--- after which the janitor removes them. K_DUE holds, per room, the earliest
+-- after which the janitor removes them. A player whose last stream closed
+-- is not announced at once: "d:<playerId>" holds the end of a short window
+-- (the debounce) within which a new stream cancels it silently, so a
+-- client that reconnects, or flaps, emits no presence events; the janitor
+-- announces the disconnect when the window passes without a stream. K_DUE holds, per room, the earliest
 -- presence score, so the janitor visits only rooms with something due.
 
 local function lease_prefix(pid)
@@ -342,7 +347,7 @@ local function drop_presence(pid)
   if #all == 0 then return end -- nothing scheduled either
   local p = lease_prefix(pid)
   for _, m in ipairs(all) do
-    if string.sub(m, 1, #p) == p or m == 'g:' .. pid then redis.call('ZREM', K_PRESENCE, m) end
+    if string.sub(m, 1, #p) == p or m == 'g:' .. pid or m == 'd:' .. pid then redis.call('ZREM', K_PRESENCE, m) end
   end
   reschedule()
 end
@@ -351,9 +356,22 @@ end
 -- > 0, sets its removal deadline. Returns whether it announced anything.
 local function mark_disconnected(pid, grace_ms)
   if redis.call('HDEL', K_CONN, pid) == 0 then return false end
+  redis.call('ZREM', K_PRESENCE, 'd:' .. pid)
   emit('player_disconnected', ',"playerId":' .. pid)
   if grace_ms > 0 then redis.call('ZADD', K_PRESENCE, now + grace_ms, 'g:' .. pid) end
   return true
+end
+
+-- stream_gone handles the end of pid's stream (its lease already dropped):
+-- when it was the player's last, either announces the disconnect at once
+-- (debounce_ms 0) or opens the debounce window "d:<pid>" for the janitor.
+local function stream_gone(pid, grace_ms, debounce_ms)
+  if has_lease(pid) then return end
+  if debounce_ms > 0 and redis.call('HEXISTS', K_CONN, pid) == 1 then
+    redis.call('ZADD', K_PRESENCE, now + debounce_ms, 'd:' .. pid)
+  else
+    mark_disconnected(pid, grace_ms)
+  end
 end
 
 -- remove_player removes player pid (user uid) with reason, handing

@@ -1,7 +1,9 @@
 -- presence_sweep: the janitor's visit to a room whose presence is due.
 -- Leases past their expiry belong to streams whose instance stopped renewing
 -- them (it died or lost Redis): they are dropped, and players left without a
--- lease are announced disconnected. Players whose removal deadline passed
+-- lease are announced disconnected, as are players whose debounce window
+-- ("d:<playerId>", see stream_close) passed without a new stream. Players
+-- whose removal deadline passed
 -- while still disconnected are removed (player_left, reason disconnected).
 -- KEYS: prelude, with the indexes.
 -- ARGV[7] grace (ms)
@@ -20,6 +22,11 @@ for _, m in ipairs(due) do
   if pid and not seen[pid] then
     seen[pid] = true
     lapsed[#lapsed + 1] = pid
+  end
+  local dpid = string.match(m, '^d:(%d+)$')
+  if dpid and not seen[dpid] then
+    seen[dpid] = true
+    lapsed[#lapsed + 1] = dpid
   end
   local gpid = string.match(m, '^g:(%d+)$')
   if gpid then deadlines[#deadlines + 1] = gpid end

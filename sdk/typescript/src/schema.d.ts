@@ -587,7 +587,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -672,8 +672,11 @@ export interface components {
             /** @description On single-room responses only, in join order. */
             players?: components["schemas"]["Player"][];
             /**
-             * @description Private rooms only, shown to members only.
-             * @example K7Q2MX
+             * @description Private rooms only, shown to members only. 12 Crockford base32
+             *     characters in groups of 4 joined by dashes (60 random bits);
+             *     rooms created before codes grew keep their 6-character code
+             *     (no dashes), which still resolves.
+             * @example K7Q2-MX9P-4HRT
              */
             inviteCode?: string;
         };
@@ -788,7 +791,12 @@ export interface components {
             attributes?: components["schemas"]["Attributes"];
         };
         JoinByCodeRequest: {
-            /** @example K7Q2MX */
+            /**
+             * @description Case-insensitive; dashes and spaces are ignored, I and L read
+             *     as 1, O as 0. 12 characters (6 for rooms created before codes
+             *     grew); any other length is 404 ROOM_NOT_FOUND.
+             * @example K7Q2-MX9P-4HRT
+             */
             inviteCode: string;
         };
         StateView: {
@@ -891,6 +899,36 @@ export interface components {
         };
         /** @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, `INVALID_TRANSITION`, or `ROOM_FINISHED` (a write to a finished room: state, messages, room fields). */
         Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `OWNED_ROOMS_LIMIT`: the caller owns `REALSYNC_MAX_ROOMS_OWNED` rooms
+         *     (default 5) already (a create); `JOINED_ROOMS_LIMIT`: the caller is in
+         *     `REALSYNC_MAX_ROOMS_JOINED` rooms (default 20) already, owned ones
+         *     included. Counted across every instance; leave a room first. Rooms
+         *     the caller was removed from otherwise (kicked, closed) stop counting
+         *     by the time the limit is reached. Ownership passed on when an owner
+         *     leaves counts for the new owner, even past the limit.
+         */
+        RoomsLimit: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, or `JOINED_ROOMS_LIMIT`: the caller
+         *     is in `REALSYNC_MAX_ROOMS_JOINED` rooms (default 20) already (a
+         *     member's rejoin of the same room is never refused).
+         */
+        JoinConflict: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1083,6 +1121,7 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["RoomsLimit"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
@@ -1114,7 +1153,7 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["JoinConflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
@@ -1238,7 +1277,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["JoinConflict"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1550,6 +1589,7 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["RoomsLimit"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];

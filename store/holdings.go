@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Quotas bound the rooms one user holds at once, across every shard and
+// instance; 0 switches a limit off.
+type Quotas struct {
+	// RoomsOwned: rooms one user owns at once (create and quick-join's
+	// create refuse past it with rooms.ErrOwnedRoomsLimit).
+	RoomsOwned int
+	// RoomsJoined: rooms one user is in at once, owned ones included
+	// (create, join, join-by-code, quick-join refuse past it with
+	// rooms.ErrJoinedRoomsLimit).
+	RoomsJoined int
+}
+
+// A user's rooms span shards, so no room script sees them all. The room
+// quotas are kept in a holdings hash per user, in the user's own slot
+// (keys.holdings): every create and join first reserves the room there
+// (holdings_reserve.lua, atomic, so N concurrent requests of one user on
+// any number of instances never take more than the quota), then runs the
+// room script, and drops the reservation when that fails. A leave drops
+// the entry after the room script, an owner's leave marks the new owner.
+//
+// Entries of rooms the user left otherwise (kicked, removed by the janitor,
+// the room closed) are not dropped at once: the holdings only ever
+// over-count, and a user who reaches a limit gets the entries older than
+// holdingsInFlight checked against the rooms and corrected (dropped,
+// ownership fixed) before being refused. A missing key (new user, or
+// expired after holdingsTTL without a reservation) is rebuilt from the
+// shard user indexes. The one under-count: ownership the janitor passed on
+// (a disconnected owner removed) is recorded only when the new owner's
+// holdings are next checked or rebuilt, so a user may own more than
+// RoomsOwned by such rooms, never more than RoomsJoined rooms in all.
+const (
+	// holdingsTTL: a user's holdings key expires this long after the
+	// user's last create or join; the next one rebuilds it from the rooms.
+	holdingsTTL = time.Hour
+	// holdingsInFlight: a reservation younger than this may belong to a
+	// room script still running, so a check never drops it.
+	holdingsInFlight = 10 * time.Second
+)
+
+// userShard is the shard of the slot that holds a user's own keys.
+func userShard(uid string, shards int) int {
+	h := fnv.New32a()
+	h.Write([]byte(uid))
+	return int(h.Sum32() % uint32(shards))
+}
+
+func (s *Store) holdsRooms() bool { return s.quotas.RoomsOwned > 0 || s.quotas.RoomsJoined > 0 }
+
+// hold is a reservation made by reserve; release undoes it.
+type hold struct {
+	key, room, value string
+	fresh            bool // the room was not held before
+}
+
+// reserve records that uid is about to be in room (as its owner when
+// owner) and returns the reservation; rooms.ErrOwnedRoomsLimit or
+// rooms.ErrJoinedRoomsLimit when that would exceed a quota even after the
+// holdings were checked against the rooms. A no-op without quotas.
+func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold, error) {
+	if !s.holdsRooms() {
+		return hold{}, nil
+	}
+	key := s.keys.holdings(userShard(uid, s.shards), uid)
+	role := map[bool]string{true: "o", false: "m"}[owner]
+	var seed []any
+	checked := false
+	for range 3 {
+		args := []any{room, role, s.quotas.RoomsOwned, s.quotas.RoomsJoined, holdingsTTL.Milliseconds(), ""}
+		if seed != nil {
+			args[5] = "seed"
+			args = append(args, seed...)
+		}
+		res, err := holdingsReserve.Run(ctx, s.client, []string{key}, args...).Result()
+		if err != nil {
+			return hold{}, wrap(err)
+		}
+		arr, _ := res.([]any)
+		status, _ := arr[0].(string)
+		switch status {
+		case "OK":
+			v, _ := arr[1].(string)
+			return hold{key: key, room: room, value: v, fresh: arr[2] == "1"}, nil
+		case "COLD":
+			if seed, err = s.userHoldings(ctx, uid); err != nil {
+				return hold{}, err
+			}
+		case "OWNED_ROOMS_LIMIT", "JOINED_ROOMS_LIMIT":
+			limit := map[string]error{"OWNED_ROOMS_LIMIT": fmt.Errorf("%w (%d)", rooms.ErrOwnedRoomsLimit, s.quotas.RoomsOwned),
+				"JOINED_ROOMS_LIMIT": fmt.Errorf("%w (%d)", rooms.ErrJoinedRoomsLimit, s.quotas.RoomsJoined)}[status]
+			if checked {
+				return hold{}, limit
+			}
+			checked = true
+			now, _ := arr[1].(string)
+			n, err := s.recheck(ctx, uid, key, atoi64(now), arr[2:])
+			if err != nil {
+				return hold{}, err
+			}
+			if n == 0 {
+				return hold{}, limit
+			}
+		default:
+			return hold{}, fmt.Errorf("store: unexpected holdings reply %v", arr)
+		}
+	}
+	return hold{}, fmt.Errorf("%w: holdings of a user changed three times in a row", rooms.ErrUnavailable)
+}
+
+// release drops a fresh reservation whose room script failed. Best effort:
+// an entry left behind only over-counts until the next check.
+func (s *Store) release(ctx context.Context, h hold) {
+	if h.key != "" && h.fresh {
+		holdingsRelease.Run(context.WithoutCancel(ctx), s.client, []string{h.key}, h.room, h.value, "")
+	}
+}
+
+// heldValue reads uid's entry for room before a leave ("" without quotas
+// or entry), so that dropping it afterwards cannot drop a reservation made
+// meanwhile.
+func (s *Store) heldValue(ctx context.Context, uid, room string) string {
+	if !s.holdsRooms() {
+		return ""
+	}
+	v, _ := s.client.HGet(ctx, s.keys.holdings(userShard(uid, s.shards), uid), room).Result()
+	return v
+}
+
+// left corrects the holdings after uid left room: its entry (as read
+// before, by heldValue) dropped, and room marked owned by newOwner when
+// ownership passed on. Best effort, as release.
+func (s *Store) left(ctx context.Context, uid, room, before, newOwner string) {
+	if !s.holdsRooms() {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if before != "" {
+		holdingsRelease.Run(ctx, s.client, []string{s.keys.holdings(userShard(uid, s.shards), uid)}, room, before, "")
+	}
+	if newOwner != "" {
+		holdingsRelease.Run(ctx, s.client, []string{s.keys.holdings(userShard(newOwner, s.shards), newOwner)}, room, "*", "o")
+	}
+}
+
+// userHoldings reads, from the shard user indexes and the rooms, the rooms
+// uid is in: roomId, role pairs as holdings_reserve's seed.
+func (s *Store) userHoldings(ctx context.Context, uid string) ([]any, error) {
+	all := make([]int, s.shards)
+	for i := range all {
+		all[i] = i
+	}
+	ids, err := s.userRooms(ctx, rooms.User{ID: uid}, all)
+	if err != nil {
+		return nil, err
+	}
+	member, owner, err := s.membership(ctx, uid, ids)
+	if err != nil {
+		return nil, err
+	}
+	seed := []any{}
+	for i, id := range ids {
+		if member[i] {
+			seed = append(seed, id, map[bool]string{true: "o", false: "m"}[owner[i]])
+		}
+	}
+	return seed, nil
+}
+
+// membership reads, in one pipeline, whether uid is in each room and owns
+// it.
+func (s *Store) membership(ctx context.Context, uid string, ids []string) (member, owner []bool, err error) {
+	pids := make([]*redis.StringCmd, len(ids))
+	owners := make([]*redis.StringCmd, len(ids))
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			shard, _ := roomShard(id, s.shards)
+			pids[i] = p.HGet(ctx, s.keys.room(shard, id)+":users", uid)
+			owners[i] = p.HGet(ctx, s.keys.room(shard, id), "ow")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, wrap(err)
+	}
+	member, owner = make([]bool, len(ids)), make([]bool, len(ids))
+	for i := range ids {
+		pid := pids[i].Val()
+		member[i] = pid != ""
+		owner[i] = member[i] && pid == owners[i].Val()
+	}
+	return member, owner, nil
+}
+
+// recheck checks uid's held entries (roomId, value pairs of a limit reply;
+// now in µs of the same node) older than holdingsInFlight against the
+// rooms and corrects them; returns how many changed.
+func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries []any) (int, error) {
+	var ids, values []string
+	for i := 0; i+1 < len(entries); i += 2 {
+		id, _ := entries[i].(string)
+		v, _ := entries[i+1].(string)
+		_, stamp, ok := strings.Cut(v, ":")
+		if id == "#" || !ok || atoi64(stamp) > now-holdingsInFlight.Microseconds() {
+			continue
+		}
+		if _, ok := roomShard(id, s.shards); !ok {
+			continue
+		}
+		ids, values = append(ids, id), append(values, v)
+	}
+	member, owner, err := s.membership(ctx, uid, ids)
+	if err != nil {
+		return 0, err
+	}
+	var args []any
+	for i, id := range ids {
+		role := map[bool]string{true: "o", false: "m"}[owner[i]]
+		switch {
+		case !member[i]:
+			args = append(args, id, values[i], "")
+		case values[i][:1] != role:
+			args = append(args, id, values[i], role)
+		}
+	}
+	if len(args) == 0 {
+		return 0, nil
+	}
+	res, err := holdingsRelease.Run(ctx, s.client, []string{key}, args...).Result()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	arr, _ := res.([]any)
+	return int(toInt64(arr[1])), nil
+}

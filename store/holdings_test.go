@@ -1,0 +1,203 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// quotaInstances opens two stores with quotas on one backend and prefix,
+// as two realsyncd processes would.
+func quotaInstances(t *testing.T, b redistest.Backend, q store.Quotas) (*store.Store, *store.Store) {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	open := func() *store.Store {
+		s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+			Prefix: prefix, Shards: 8, Quotas: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	if b.Name == "embedded" { // one in-process store per instance: share it
+		s := open()
+		return s, s
+	}
+	return open(), open()
+}
+
+// spread is a room of its own (mode, region), so rooms land on many shards.
+func spread(i int) rooms.NewRoom {
+	return newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region = fmt.Sprintf("m%d", i), fmt.Sprintf("r%d", i%3) })
+}
+
+// reality is what u really holds: roomId → "o" (owner) or "m".
+func reality(t *testing.T, s *store.Store, u rooms.User) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	mine, err := s.MyRooms(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, j := range mine {
+		r, _, err := s.Get(ctx, j.Room.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[r.ID] = map[bool]string{true: "o", false: "m"}[r.OwnerPlayerID == j.PlayerID]
+	}
+	return out
+}
+
+func holdings(t *testing.T, s *store.Store, u rooms.User) map[string]string {
+	t.Helper()
+	h, err := s.Holdings(context.Background(), u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// One user creates 12 rooms and joins 12 others at once through two
+// instances, with quotas of 3 owned and 5 joined: it ends in exactly 5
+// rooms, owning at most 3, every other request refused with the limit's
+// error, and its holdings match the rooms exactly.
+func TestRoomQuotasHoldUnderConcurrency(t *testing.T) {
+	const owned, joined, n = 3, 5, 12
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: owned, RoomsJoined: joined})
+			ctx := context.Background()
+			var others []string
+			for i := range n {
+				others = append(others, mustCreate(t, s1, user(100+i), spread(i)).Room.ID)
+			}
+			var created, joinedOK, ownedLimit, joinedLimit atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 2 * n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := []*store.Store{s1, s2}[i%2]
+					var err error
+					if i < n {
+						_, err = s.Create(ctx, alice, spread(50+i))
+					} else {
+						_, err = s.Join(ctx, alice, others[i-n])
+					}
+					switch {
+					case err == nil && i < n:
+						created.Add(1)
+					case err == nil:
+						joinedOK.Add(1)
+					case errors.Is(err, rooms.ErrOwnedRoomsLimit):
+						ownedLimit.Add(1)
+					case errors.Is(err, rooms.ErrJoinedRoomsLimit):
+						joinedLimit.Add(1)
+					default:
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if c, j := created.Load(), joinedOK.Load(); c > owned || c+j != joined {
+				t.Errorf("created %d, joined %d; want at most %d created and %d in all", c, j, owned, joined)
+			}
+			if r := ownedLimit.Load() + joinedLimit.Load(); int(r) != 2*n-joined {
+				t.Errorf("%d refused (%d owned, %d joined limit), want %d", r, ownedLimit.Load(), joinedLimit.Load(), 2*n-joined)
+			}
+			real := reality(t, s1, alice)
+			if len(real) != joined {
+				t.Errorf("alice is in %d rooms, want %d", len(real), joined)
+			}
+			if h := holdings(t, s1, alice); !maps.Equal(h, real) {
+				t.Errorf("holdings %v, rooms %v", h, real)
+			}
+			checkInvariants(t, s1)
+		})
+	}
+}
+
+// Leaving frees a place at once; rooms left otherwise (kicked, closed)
+// are found out when the user reaches the limit; ownership passed on by a
+// leave counts for the new owner, and may exceed the quota.
+func TestRoomQuotasFollowTheRooms(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2})
+			ctx := context.Background()
+			mine := mustCreate(t, s, alice, spread(1)).Room.ID
+			_, err := s.Create(ctx, alice, spread(2))
+			wantErr(t, err, rooms.ErrOwnedRoomsLimit)
+
+			bobs := mustCreate(t, s, bob, spread(3)).Room.ID
+			if _, err := s.Join(ctx, alice, bobs); err != nil {
+				t.Fatal(err)
+			}
+			carols := mustCreate(t, s, carol, spread(4)).Room.ID
+			_, err = s.Join(ctx, alice, carols)
+			wantErr(t, err, rooms.ErrJoinedRoomsLimit)
+			if _, err := s.Join(ctx, alice, bobs); err != nil { // a member's rejoin is no new room
+				t.Fatal(err)
+			}
+
+			// a leave frees its place at once
+			if err := s.Leave(ctx, alice, bobs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Join(ctx, alice, carols); err != nil {
+				t.Fatal(err)
+			}
+			// a room closed by someone else is found out when the user
+			// reaches a limit, once its entry is older than a reservation
+			// in flight can be
+			if err := s.Delete(ctx, carol, carols); err != nil {
+				t.Fatal(err)
+			}
+			if h := holdings(t, s, alice); len(h) != 2 {
+				t.Fatalf("holdings %v: the closed room is still counted until checked", h)
+			}
+			daves := mustCreate(t, s, user(7), spread(5)).Room.ID
+			_, err = s.Join(ctx, alice, daves) // the entry may be a reservation in flight
+			wantErr(t, err, rooms.ErrJoinedRoomsLimit)
+			if err := s.AgeHoldings(ctx, alice.ID, 11*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Join(ctx, alice, daves); err != nil { // checked, and the closed room dropped
+				t.Fatal(err)
+			}
+			if real := reality(t, s, alice); !maps.Equal(real, holdings(t, s, alice)) {
+				t.Errorf("alice holds %v, holdings %v", real, holdings(t, s, alice))
+			}
+			if err := s.Leave(ctx, alice, daves); err != nil {
+				t.Fatal(err)
+			}
+
+			// ownership passed on by bob's leave counts for alice, beyond the quota
+			if _, err := s.Join(ctx, bob, mine); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Leave(ctx, alice, mine); err != nil {
+				t.Fatal(err)
+			}
+			if got := holdings(t, s, bob); got[mine] != "o" || got[bobs] != "o" {
+				t.Errorf("bob's holdings %v: both rooms owned", got)
+			}
+			if real := reality(t, s, bob); !maps.Equal(real, holdings(t, s, bob)) {
+				t.Errorf("bob holds %v, holdings %v", real, holdings(t, s, bob))
+			}
+			checkInvariants(t, s)
+		})
+	}
+}

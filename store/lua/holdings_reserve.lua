@@ -1,0 +1,61 @@
+-- holdings_reserve: reserves a room in a user's holdings before the room
+-- script that makes the user a member (create, join), so the rooms one user
+-- owns and is in at once stay within their quotas however many of the
+-- user's requests run at once, on however many instances: every reservation
+-- of the user goes through this one key, in the user's own slot.
+-- No prelude.
+-- KEYS[1] the user's holdings (hash: "#" -> "1" marks the key as built;
+--         roomId -> "<o|m>:<µs of the last reservation>", o: owned)
+-- ARGV[1] room id  ARGV[2] role: "o" (the user creates it) or "m"
+-- ARGV[3] rooms owned at most (0: no limit)  ARGV[4] rooms joined at most
+-- ARGV[5] the key's TTL (ms)  ARGV[6] "seed" when ARGV[7..] follow, else ""
+-- ARGV[7..] roomId, role pairs the user holds, read from the rooms, to
+--           build a missing key from (only when it is still missing)
+-- Reply: {"OK", value written, "1" new | "0" held before} | {"COLD"} (no key:
+--        read the user's rooms and call again with the seed) |
+--        {"OWNED_ROOMS_LIMIT", now µs, roomId, value, ...} |
+--        {"JOINED_ROOMS_LIMIT", now µs, roomId, value, ...}
+local key, room, role = KEYS[1], ARGV[1], ARGV[2]
+local max_owned, max_joined, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local T = redis.call('TIME')
+local now = T[1] .. string.format('%06d', tonumber(T[2]))
+
+if redis.call('EXISTS', key) == 0 then
+  if ARGV[6] ~= 'seed' then return {'COLD'} end
+  redis.call('HSET', key, '#', '1')
+  for i = 7, #ARGV - 1, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
+end
+
+local cur = redis.call('HGET', key, room)
+if cur then
+  local r = string.sub(cur, 1, 1)
+  if role == 'o' then r = 'o' end
+  local v = r .. ':' .. now
+  redis.call('HSET', key, room, v)
+  redis.call('PEXPIRE', key, ttl)
+  return {'OK', v, '0'}
+end
+
+local all = redis.call('HGETALL', key)
+local joined, owned = 0, 0
+for i = 1, #all, 2 do
+  if all[i] ~= '#' then
+    joined = joined + 1
+    if string.sub(all[i + 1], 1, 1) == 'o' then owned = owned + 1 end
+  end
+end
+local over
+if role == 'o' and max_owned > 0 and owned >= max_owned then
+  over = 'OWNED_ROOMS_LIMIT'
+elseif max_joined > 0 and joined >= max_joined then
+  over = 'JOINED_ROOMS_LIMIT'
+end
+if over then
+  local out = {over, now}
+  for i = 1, #all do out[#out + 1] = all[i] end
+  return out
+end
+local v = role .. ':' .. now
+redis.call('HSET', key, room, v)
+redis.call('PEXPIRE', key, ttl)
+return {'OK', v, '1'}
