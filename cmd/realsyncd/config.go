@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/store"
 )
 
@@ -37,6 +39,7 @@ type Config struct {
 	AdminToken        string        // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
 	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
 	ShutdownTimeout   time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
+	APIKeysFile       string        // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
 
 	secretGenerated bool
 }
@@ -78,6 +81,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	if more != nil {
 		more(fs)
 	}
@@ -146,6 +150,13 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	if c.MetricsAddr != "" && !validAddr(c.MetricsAddr) {
 		bad("REALSYNC_METRICS_ADDR", "must be host:port or :port, such as :9090")
+	}
+	if c.APIKeysFile != "" {
+		if data, err := os.ReadFile(c.APIKeysFile); err != nil {
+			bad("REALSYNC_API_KEYS_FILE", err.Error())
+		} else if _, err := api.ParseAPIKeys(data); err != nil {
+			bad("REALSYNC_API_KEYS_FILE", c.APIKeysFile+": "+err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
