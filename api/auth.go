@@ -132,8 +132,8 @@ func userFrom(ctx context.Context) rooms.User {
 var publicRoutes = map[string]bool{"/v1/auth/guest": true}
 
 // authenticate requires a valid bearer token on every /v1 route but the
-// public ones (on event streams, the header or access_token) and puts its
-// user in the request context.
+// public ones (on event streams, the header or access_token), or an API key
+// (see serverCredential), and puts its user in the request context.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/v1/") || publicRoutes[r.URL.Path] {
@@ -142,6 +142,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		if isAdmin(r.URL.Path) {
 			s.serveAdmin(next, w, r)
+			return
+		}
+		u, found, err := s.serverCredential(r)
+		if found || err != nil {
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			s.asUser(next, w, r, u)
 			return
 		}
 		token, ok := bearer(r)
@@ -153,16 +162,21 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, fmt.Errorf("missing bearer token: %w", errUnauthenticated))
 			return
 		}
-		u, err := s.auth.Verify(token)
+		u, err = s.auth.Verify(token)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if x := exchangeFrom(r.Context()); x != nil {
-			x.user = u.ID // for the access log
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+		s.asUser(next, w, r, u)
 	})
+}
+
+// asUser serves the request as u: the access log's user, userFrom.
+func (s *Server) asUser(next http.Handler, w http.ResponseWriter, r *http.Request, u rooms.User) {
+	if x := exchangeFrom(r.Context()); x != nil {
+		x.user = u.ID // for the access log
+	}
+	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 }
 
 // isStream tells event-stream routes, which also take the token as the

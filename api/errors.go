@@ -40,6 +40,8 @@ var problems = []problem{
 	{rooms.ErrStateKeyForbidden, 403, "STATE_KEY_FORBIDDEN", "State key forbidden"},
 	{errGuestDisabled, 403, "GUEST_AUTH_DISABLED", "Guest tokens are disabled"},
 	{errAdminRequired, 403, "ADMIN_REQUIRED", "Admin credential required"},
+	{rooms.ErrBanned, 403, "BANNED", "Banned from this room"},
+	{rooms.ErrScopeRequired, 403, "SCOPE_REQUIRED", "Scope required"},
 	{rooms.ErrRoomNotFound, 404, "ROOM_NOT_FOUND", "Room not found"},
 	{rooms.ErrPlayerNotFound, 404, "PLAYER_NOT_FOUND", "Player not found"},
 	{rooms.ErrNoMatch, 404, "NO_MATCH", "No room matches"},

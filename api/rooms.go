@@ -87,9 +87,10 @@ func (s *Server) LeaveRoom(w http.ResponseWriter, r *http.Request, roomID oapi.R
 	s.noContent(w, r, s.rooms.Leave(r.Context(), userFrom(r.Context()), roomID))
 }
 
-// KickPlayer implements DELETE /v1/rooms/{roomId}/players/{playerId}.
-func (s *Server) KickPlayer(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId, playerID string) {
-	s.noContent(w, r, s.rooms.Kick(r.Context(), userFrom(r.Context()), roomID, playerID))
+// KickPlayer implements DELETE /v1/rooms/{roomId}/players/{playerId}
+// (?ban=true also bans).
+func (s *Server) KickPlayer(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId, playerID string, params oapi.KickPlayerParams) {
+	s.noContent(w, r, s.rooms.Kick(r.Context(), userFrom(r.Context()), roomID, playerID, deref(params.Ban)))
 }
 
 // GetRoomState implements GET /v1/rooms/{roomId}/state.

@@ -27,6 +27,8 @@ type Config struct {
 	// Events serves the room event streams.
 	Events *sse.Hub
 	Auth   *Auth
+	// APIKeys are the server credentials (REALSYNC_API_KEYS_FILE); nil: none.
+	APIKeys *APIKeys
 	// Ready reports whether the store is reachable (GET /readyz).
 	Ready func(context.Context) error
 	// Available reports whether the store may be used: false until the
@@ -58,6 +60,7 @@ type Server struct {
 	lobby  *lobby.Service
 	events *sse.Hub
 	auth   *Auth
+	keys   *APIKeys
 	ready  func(context.Context) error
 	spec   []byte
 	log    *slog.Logger
@@ -73,7 +76,7 @@ var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -90,7 +93,8 @@ func NewHandler(cfg Config) http.Handler {
 		r.Handle("/demo", http.RedirectHandler("/demo/", http.StatusMovedPermanently))
 		r.Handle("/demo/*", http.StripPrefix("/demo/", http.FileServer(http.FS(cfg.Demo))))
 	}
-	return oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError})
+	return oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError,
+		Middlewares: []oapi.MiddlewareFunc{s.checkScope}})
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {

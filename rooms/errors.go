@@ -25,6 +25,12 @@ var (
 	ErrTooLarge          = errors.New("payload too large")
 	ErrValidation        = errors.New("validation failed")
 	ErrUnavailable       = errors.New("store unavailable")
+	// ErrBanned: the caller was kicked from the room with a ban and may not
+	// join it again.
+	ErrBanned = errors.New("you are banned from this room")
+	// ErrScopeRequired: an API key without the scope the action needs, or
+	// an API key on an action only players may do.
+	ErrScopeRequired = errors.New("scope required")
 )
 
 // FieldError names one field that breaks a documented constraint.

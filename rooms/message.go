@@ -36,9 +36,10 @@ type Message struct {
 }
 
 // VisibleTo reports whether player pid may see m: everyone sees a message
-// without recipients; otherwise only the recipients and the sender.
+// without recipients; otherwise only the recipients and the sender. pid 0
+// is the server, which sees every message.
 func (m Message) VisibleTo(pid int) bool {
-	if len(m.To) == 0 || m.From == pid {
+	if len(m.To) == 0 || m.From == pid || pid == 0 {
 		return true
 	}
 	for _, to := range m.To {
@@ -52,17 +53,22 @@ func (m Message) VisibleTo(pid int) bool {
 // MessageStore keeps room messages.
 type MessageStore interface {
 	// SendMessage appends m (Version, TS and From are set by the store) on
-	// behalf of member u and returns its version. ErrRoomNotFound,
+	// behalf of member u (or the server: From 0) and returns its version. ErrRoomNotFound,
 	// ErrNotMember, or a validation error on "to" naming a non-member.
 	SendMessage(ctx context.Context, u User, room string, m Message) (int64, error)
-	// Messages returns the caller's playerId and the room's message history
+	// Messages returns the caller's playerId (0 for the server, which needs
+	// no membership) and the room's message history
 	// with versions below before (0: all), newest first, unfiltered.
 	Messages(ctx context.Context, u User, room string, before int64) (int, []Message, error)
 }
 
 // SendMessage validates p and sends it; returns the message's version.
-// Data is required JSON of at most MaxMessageData bytes once compacted.
+// Data is required JSON of at most MaxMessageData bytes once compacted. The
+// server (ScopeWrite) sends as player 0 and needs no membership.
 func (s *Service) SendMessage(ctx context.Context, u User, room string, p MessageParams) (int64, error) {
+	if err := RequireScope(u, ScopeWrite); err != nil {
+		return 0, err
+	}
 	errs := structErrors(s.validate, p)
 	var data bytes.Buffer
 	switch {
@@ -90,7 +96,11 @@ type MessageQuery struct {
 
 // Messages returns up to q.Limit messages the caller may see with versions
 // below q.Before, newest first. A validation error names a bad parameter.
+// The server (ScopeRead) sees every message.
 func (s *Service) Messages(ctx context.Context, u User, room string, q MessageQuery) ([]Message, error) {
+	if err := RequireScope(u, ScopeRead); err != nil {
+		return nil, err
+	}
 	limit, before := DefaultMessages, int64(0)
 	var errs fieldErrors
 	if q.Limit != "" {

@@ -130,12 +130,16 @@ type Matchmaker interface {
 	// region exists. ErrNoMatch when there is nothing to join or create.
 	// Rooms must also pass every attribute filter; then creating is not
 	// held back by joinable rooms that do not match, so packing is only
-	// guaranteed without filters.
+	// guaranteed without filters. Rooms that banned u are skipped: u is
+	// never placed in one, and creating is not held back by them.
 	QuickJoin(ctx context.Context, u User, mode string, regions []string, filters []AttrFilter, create *NewRoom) (QuickJoined, error)
 }
 
 // QuickJoin validates p and quick-joins on behalf of u.
 func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (QuickJoined, error) {
+	if err := PlayersOnly(u); err != nil {
+		return QuickJoined{}, err
+	}
 	errs := structErrors(s.validate, p)
 	filters, ferrs := p.attrFilters()
 	errs = append(errs, ferrs...)

@@ -44,9 +44,15 @@ const (
 )
 
 // User is the authenticated caller. ID is never shown to other players.
+// A player's user has Server false; the server (an API key) has Server
+// true, an ID that no player can have ("key:<key id>", for rate limits and
+// logs), and its Scopes. The server is never a member of a room: in events
+// it is player 0, which is never a player.
 type User struct {
-	ID   string
-	Name string
+	ID     string
+	Name   string
+	Server bool
+	Scopes Scope
 }
 
 // Player is a member of a room. PlayerIDs are unique within a room and

@@ -26,6 +26,9 @@ func NewService(store Store) *Service {
 // ValidationError naming every bad field, or ErrTooLarge when the initial
 // state is over its totals.
 func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, error) {
+	if err := PlayersOnly(u); err != nil {
+		return Joined{}, err
+	}
 	errs := structErrors(s.validate, p)
 	errs = append(errs, validateState("state", p.State, false)...)
 	if err := errs.err(); err != nil {
@@ -60,8 +63,12 @@ func newRoom(p CreateParams, state State) NewRoom {
 }
 
 // Get returns the room as u may see it: ErrRoomNotFound for a private room
-// u is not in; the invite code only for members.
+// u is not in; the invite code only for members. The server (ScopeRead)
+// sees every room whole.
 func (s *Service) Get(ctx context.Context, u User, id string) (Room, error) {
+	if err := RequireScope(u, ScopeRead); err != nil {
+		return Room{}, err
+	}
 	if !ValidRoomID(id) {
 		return Room{}, ErrRoomNotFound
 	}
@@ -69,15 +76,16 @@ func (s *Service) Get(ctx context.Context, u User, id string) (Room, error) {
 	if err != nil {
 		return Room{}, err
 	}
-	if _, ok := r.Member(u.ID); !ok && r.Visibility == Private {
+	if _, ok := r.Member(u.ID); !ok && r.Visibility == Private && !u.Server {
 		return Room{}, ErrRoomNotFound
 	}
 	return ViewFor(r, u), nil
 }
 
-// ViewFor returns r as u may see it: the invite code only for members.
+// ViewFor returns r as u may see it: the invite code only for members and
+// the server.
 func ViewFor(r Room, u User) Room {
-	if _, ok := r.Member(u.ID); !ok {
+	if _, ok := r.Member(u.ID); !ok && !u.Server {
 		r.InviteCode = ""
 	}
 	return r
@@ -86,11 +94,17 @@ func ViewFor(r Room, u User) Room {
 // MyRooms returns the rooms u is in, newest first, without players; u is a
 // member of each, so invite codes show.
 func (s *Service) MyRooms(ctx context.Context, u User) ([]Joined, error) {
+	if err := PlayersOnly(u); err != nil {
+		return nil, err
+	}
 	return s.store.MyRooms(ctx, u)
 }
 
 // Join adds u to a public room by id (see Store.Join for the error order).
 func (s *Service) Join(ctx context.Context, u User, id string) (Joined, error) {
+	if err := PlayersOnly(u); err != nil {
+		return Joined{}, err
+	}
 	if !ValidRoomID(id) {
 		return Joined{}, ErrRoomNotFound
 	}
@@ -101,6 +115,9 @@ func (s *Service) Join(ctx context.Context, u User, id string) (Joined, error) {
 // and accept Crockford look-alikes; a malformed or unknown code is
 // ErrRoomNotFound, an empty one a validation error.
 func (s *Service) JoinByCode(ctx context.Context, u User, code string) (Joined, error) {
+	if err := PlayersOnly(u); err != nil {
+		return Joined{}, err
+	}
 	if strings.TrimSpace(code) == "" {
 		return Joined{}, Invalid("inviteCode", "is required")
 	}
@@ -113,6 +130,9 @@ func (s *Service) JoinByCode(ctx context.Context, u User, code string) (Joined, 
 
 // Leave removes u from the room.
 func (s *Service) Leave(ctx context.Context, u User, id string) error {
+	if err := PlayersOnly(u); err != nil {
+		return err
+	}
 	if !ValidRoomID(id) {
 		return ErrRoomNotFound
 	}
@@ -120,9 +140,13 @@ func (s *Service) Leave(ctx context.Context, u User, id string) error {
 }
 
 // Kick removes the player playerID (a decimal string from the path) on
-// behalf of the owner u. A playerID that is not a positive integer is
-// ErrPlayerNotFound.
-func (s *Service) Kick(ctx context.Context, u User, id, playerID string) error {
+// behalf of the owner u, or of the server (ScopeAdmin); with ban, that
+// player's user may not join the room again (ErrBanned) for as long as it
+// lives. A playerID that is not a positive integer is ErrPlayerNotFound.
+func (s *Service) Kick(ctx context.Context, u User, id, playerID string, ban bool) error {
+	if err := RequireScope(u, ScopeAdmin); err != nil {
+		return err
+	}
 	if !ValidRoomID(id) {
 		return ErrRoomNotFound
 	}
@@ -130,11 +154,18 @@ func (s *Service) Kick(ctx context.Context, u User, id, playerID string) error {
 	if err != nil || pid < 1 {
 		return ErrPlayerNotFound
 	}
+	if ban {
+		return s.store.Ban(ctx, u, id, pid)
+	}
 	return s.store.Kick(ctx, u, id, pid)
 }
 
-// Update validates p and applies it on behalf of the owner u.
+// Update validates p and applies it on behalf of the owner u, or of the
+// server (ScopeWrite).
 func (s *Service) Update(ctx context.Context, u User, id string, p UpdateParams) (Room, error) {
+	if err := RequireScope(u, ScopeWrite); err != nil {
+		return Room{}, err
+	}
 	if !ValidRoomID(id) {
 		return Room{}, ErrRoomNotFound
 	}
@@ -145,17 +176,25 @@ func (s *Service) Update(ctx context.Context, u User, id string, p UpdateParams)
 	return ViewFor(r, u), err
 }
 
-// Delete closes the room on behalf of its owner u.
+// Delete closes the room on behalf of its owner u, or of the server
+// (ScopeAdmin).
 func (s *Service) Delete(ctx context.Context, u User, id string) error {
+	if err := RequireScope(u, ScopeAdmin); err != nil {
+		return err
+	}
 	if !ValidRoomID(id) {
 		return ErrRoomNotFound
 	}
 	return s.store.Delete(ctx, u, id)
 }
 
-// State returns the room state to a member: ErrRoomNotFound for a private
-// room u is not in, ErrNotMember for a public one.
+// State returns the room state to a member, or to the server
+// (ScopeRead): ErrRoomNotFound for a private room u is not in, ErrNotMember
+// for a public one.
 func (s *Service) State(ctx context.Context, u User, id string) (StateView, error) {
+	if err := RequireScope(u, ScopeRead); err != nil {
+		return StateView{}, err
+	}
 	if !ValidRoomID(id) {
 		return StateView{}, ErrRoomNotFound
 	}
@@ -170,7 +209,7 @@ func (s *Service) State(ctx context.Context, u User, id string) (StateView, erro
 }
 
 func memberOnly(r Room, u User) error {
-	if _, ok := r.Member(u.ID); ok {
+	if _, ok := r.Member(u.ID); ok || u.Server {
 		return nil
 	}
 	if r.Visibility == Private {
@@ -180,9 +219,13 @@ func memberOnly(r Room, u User) error {
 }
 
 // PatchState validates a JSON merge patch (null deletes a key) and applies
-// it on behalf of member u. ifMatch is the raw If-Match header ("" for
-// none); one that is neither "*" nor a quoted stateVersion never matches.
+// it on behalf of member u, or of the server (ScopeWrite: any key, the
+// event says by 0). ifMatch is the raw If-Match header ("" for none); one
+// that is neither "*" nor a quoted stateVersion never matches.
 func (s *Service) PatchState(ctx context.Context, u User, id string, patch State, ifMatch string) (Versions, error) {
+	if err := RequireScope(u, ScopeWrite); err != nil {
+		return Versions{}, err
+	}
 	if !ValidRoomID(id) {
 		return Versions{}, ErrRoomNotFound
 	}

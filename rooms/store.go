@@ -6,7 +6,9 @@ import "context"
 // current data, writes the room and every index it appears in, bumps the
 // room version and appends and publishes the resulting events, all at once.
 // Implementations report broken rules with this package's sentinel errors
-// and an unreachable backend with ErrUnavailable.
+// and an unreachable backend with ErrUnavailable. A User with Server set is
+// the server: it is no member, and the owner, membership and state-policy
+// rules do not apply to it (the service checks its scopes first).
 type Store interface {
 	// Create stores a new room with u as its owner, player 1.
 	Create(ctx context.Context, u User, p NewRoom) (Joined, error)
@@ -25,6 +27,10 @@ type Store interface {
 	// Kick removes playerID on behalf of the owner u: ErrNotMember,
 	// ErrNotOwner, ErrPlayerNotFound; kicking oneself is a validation error.
 	Kick(ctx context.Context, u User, id string, playerID int) error
+	// Ban is Kick that also bans the player's user from the room: a later
+	// join of the room by that user is ErrBanned. The room holds at most
+	// MaxBans bans (then a validation error on "ban"); they go with it.
+	Ban(ctx context.Context, u User, id string, playerID int) error
 	// Update applies the owner's changes: ErrNotMember, ErrNotOwner,
 	// ErrInvalidTransition, or a validation error on maxPlayers.
 	Update(ctx context.Context, u User, id string, p UpdateParams) (Room, error)

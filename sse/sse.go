@@ -49,10 +49,11 @@ func (e *Event) parse() {
 }
 
 // visibleTo reports whether player pid may see the event: messages sent to
-// some players only are seen by them and their sender.
+// some players only are seen by them and their sender. pid 0 is the server,
+// which sees every event.
 func (e *Event) visibleTo(pid int) bool {
 	m := e.meta.Message
-	if e.meta.Type != "message" || m == nil || len(m.To) == 0 || m.From == pid {
+	if e.meta.Type != "message" || m == nil || len(m.To) == 0 || m.From == pid || pid == 0 {
 		return true
 	}
 	for _, to := range m.To {
@@ -108,12 +109,15 @@ func ParseCursor(id string) Cursor {
 }
 
 // Lease is one open stream's presence: while its instance renews it, the
-// player shows as connected.
+// player shows as connected. A Server lease is the server's (an API key
+// with rooms:read) watching the room: no membership, no presence, nothing
+// recorded, never renewed; its PlayerID is 0.
 type Lease struct {
 	Room     string
 	UserID   string
 	PlayerID int
 	Stream   string // unique per stream across instances
+	Server   bool
 }
 
 // Read says what OpenStream reads after recording the lease.
@@ -148,7 +152,8 @@ type Snapshot struct {
 // ErrUnavailable).
 type Source interface {
 	// OpenStream checks that l.UserID is a member of l.Room, records the lease
-	// (player_connected when it is the player's first stream) and, with
+	// (player_connected when it is the player's first stream; neither for a
+	// Server lease) and, with
 	// ReadFrom, reads the events after c, or a snapshot when there is no
 	// cursor, the log no longer reaches back to it, it is more than limit
 	// behind, or it belongs to another history. Returns the playerId.

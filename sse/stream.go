@@ -42,16 +42,20 @@ func (st *stream) end(why string) {
 	})
 }
 
-// Serve streams room id's events to member u: first a retry line and a
+// Serve streams room id's events to member u, or to the server (an API key
+// with rooms:read: every event, no presence, no membership): first a retry line and a
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
 // up, its presence lease lapsed (see renew), or the hub closes. It returns
 // an error only when it started nothing, for the caller to answer with:
 // ErrRoomNotFound, ErrNotMember, ErrTooManyStreams or ErrUnavailable from
-// the rooms package.
+// the rooms package, or ErrScopeRequired for an API key without rooms:read.
 func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string, c Cursor) error {
+	if err := rooms.RequireScope(u, rooms.ScopeRead); err != nil {
+		return err
+	}
 	st := &stream{q: make(chan *Event, h.cfg.QueueSize), over: make(chan struct{}),
-		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName()}}
+		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server}}
 	r, err := h.attach(ctx, id, st)
 	if err != nil {
 		return err
@@ -63,7 +67,9 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	}
 	st.lease.PlayerID = o.PlayerID
 	st.renewed.Store(time.Now().UnixNano())
-	h.track(st)
+	if !st.lease.Server {
+		h.track(st) // the server's stream holds no lease to renew
+	}
 	why := EndClientGone
 	defer func() {
 		// A lapsed stream's cleanup waits for a Redis that does not answer:
@@ -106,6 +112,9 @@ func (h *Hub) finish(r *room, st *stream) {
 // release drops the stream's presence lease, even when the request is gone.
 func (h *Hub) release(st *stream) {
 	h.untrack(st)
+	if st.lease.Server {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := h.cfg.Source.CloseStream(ctx, st.lease); err != nil {

@@ -49,6 +49,8 @@ var scriptErrors = map[string]error{
 	"CODE_TAKEN":          errCodeTaken,
 	"ID_TAKEN":            errCodeTaken,
 	"JOINABLE_EXISTS":     errJoinableExists,
+	"BANNED":              rooms.ErrBanned,
+	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),
 }
 
 // pairs turns a flat HGETALL reply into a map.

@@ -90,8 +90,9 @@ func (k keys) fillIndex(shard int, mode, region string) string {
 func (k keys) stats(shard int) string { return k.tag(shard) + ":stats" }
 
 // roomKeysWithIndexes adds every index of a room of mode and region (12
-// status, 4 joinable, 4 fill), the shard stats and the lifecycle schedule,
-// for scripts that may move it between them or close it.
+// status, 4 joinable, 4 fill), the shard stats, the lifecycle schedule and
+// the room's bans, for scripts that may move it between them, close it
+// (which deletes the bans), join or kick.
 func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 	out := k.roomKeys(shard, id)
 	for _, st := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
@@ -101,8 +102,11 @@ func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 			k.statusIndex(shard, st, "", region),
 			k.statusIndex(shard, st, mode, region))
 	}
-	return append(out, k.stats(shard), k.roomsDue(shard))
+	return append(out, k.stats(shard), k.roomsDue(shard), k.bans(shard, id))
 }
+
+// bans is the set of the userIds banned from the room.
+func (k keys) bans(shard int, id string) string { return k.room(shard, id) + ":bans" }
 
 // readKeys are the room, players, users, state and connected-players
 // hashes, as queueRoomRead reads them.

@@ -14,11 +14,15 @@ const messageLogLen = rooms.MessageHistoryMin
 
 // SendMessage implements rooms.MessageStore.
 func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m rooms.Message) (int64, error) {
+	c, err := caller(u)
+	if err != nil {
+		return 0, err
+	}
 	shard, ok := roomShard(id, s.shards)
 	if !ok {
 		return 0, rooms.ErrRoomNotFound
 	}
-	args := append(s.common(shard, id), u.ID, jsonString(m.Type), []byte(m.Data), messageLogLen)
+	args := append(s.common(shard, id), c, jsonString(m.Type), []byte(m.Data), messageLogLen)
 	for _, to := range m.To {
 		args = append(args, to)
 	}
@@ -39,6 +43,10 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 // Messages implements rooms.MessageStore. The log is capped, so one read
 // returns it all.
 func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before int64) (int, []rooms.Message, error) {
+	c, err := caller(u)
+	if err != nil {
+		return 0, nil, err
+	}
 	shard, ok := roomShard(id, s.shards)
 	if !ok {
 		return 0, nil, rooms.ErrRoomNotFound
@@ -47,7 +55,7 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 	if before > 0 {
 		end = strconv.FormatInt(before-1, 10) + "-0" // "0-0" holds nothing
 	}
-	res, err := messageList.Run(ctx, s.client, s.keys.messageKeys(shard, id), u.ID, end, 4*messageLogLen).Result()
+	res, err := messageList.Run(ctx, s.client, s.keys.messageKeys(shard, id), c, end, 4*messageLogLen).Result()
 	if err != nil {
 		return 0, nil, wrap(err)
 	}

@@ -26,17 +26,28 @@ var _ rooms.Matchmaker = (*Store)(nil)
 // node: the join script re-checks its pick, and the create script refuses
 // while the fill index holds a room. Concurrent callers of one bucket
 // therefore pack rooms: N callers, rooms of M seats → ceil(N/M) rooms.
+// A room that banned u (its join says so) is skipped for the rest of the
+// quick-join, and then creating is not held back by joinable rooms: a
+// banned user is never placed in the room, and packing holds for the others.
 func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return rooms.QuickJoined{}, err
+	}
 	if j, ok, err := s.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
 		return rooms.QuickJoined{Joined: j}, err
 	}
+	banned := map[string]bool{}
 	for range maxQuickJoinAttempts {
-		id, err := s.bestJoinable(ctx, mode, regions, filters)
+		id, err := s.bestJoinable(ctx, mode, regions, filters, banned)
 		if err != nil {
 			return rooms.QuickJoined{}, err
 		}
 		if id != "" {
 			j, err := s.Join(ctx, u, id)
+			if errors.Is(err, rooms.ErrBanned) {
+				banned[id] = true
+				continue
+			}
 			if taken(err) {
 				continue
 			}
@@ -45,7 +56,7 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 		if create == nil {
 			return rooms.QuickJoined{}, rooms.ErrNoMatch
 		}
-		j, err := s.create(ctx, u, *create, len(filters) == 0)
+		j, err := s.create(ctx, u, *create, len(filters) == 0 && len(banned) == 0)
 		if errors.Is(err, errJoinableExists) {
 			continue
 		}
@@ -67,8 +78,9 @@ const filteredCandidates = 64
 // first region that has one ("" when none): one pipelined read of the top
 // of each region's fill index (of every shard's mode index without
 // regions). With filters it reads the top 64 of each and the candidates'
-// attributes, and takes the first that matches.
-func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter) (string, error) {
+// attributes, and takes the first that matches. The rooms in skip are
+// passed over (the top of each index is read that much deeper).
+func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (string, error) {
 	type index struct {
 		shard int
 		top   *redis.StringSliceCmd
@@ -78,6 +90,7 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 	if len(filters) > 0 {
 		depth = filteredCandidates
 	}
+	depth += int64(len(skip))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read := func(shard int, region string) {
 			idx = append(idx, index{shard, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
@@ -99,7 +112,9 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 	var cands []candidate // in region order, each region in fill order
 	for _, ix := range idx {
 		for _, m := range ix.top.Val() {
-			cands = append(cands, candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: ix.shard})
+			if !skip[fillID(m)] {
+				cands = append(cands, candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: ix.shard})
+			}
 		}
 	}
 	if len(regions) == 0 {

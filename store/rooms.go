@@ -36,6 +36,9 @@ func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (room
 // create creates p; with onlyIfNone, only when no joinable room of its mode
 // and region exists (errJoinableExists otherwise).
 func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyIfNone bool) (rooms.Joined, error) {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return rooms.Joined{}, err
+	}
 	attrs, err := json.Marshal(p.Attributes)
 	if err != nil {
 		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
@@ -107,6 +110,9 @@ func (s *Store) JoinByCode(ctx context.Context, u rooms.User, code string) (room
 }
 
 func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code string) (rooms.Joined, error) {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return rooms.Joined{}, err
+	}
 	_, keys, err := s.indexedKeys(ctx, id)
 	if err != nil {
 		return rooms.Joined{}, err
@@ -143,23 +149,36 @@ func (s *Store) joined(r ran, err error) (rooms.Joined, error) {
 
 // Leave implements rooms.Store.
 func (s *Store) Leave(ctx context.Context, u rooms.User, id string) error {
-	return s.remove(ctx, id, u.ID, "", "left")
+	if u.Server {
+		return rooms.PlayersOnly(u)
+	}
+	return s.remove(ctx, id, u, "", "left", false)
 }
 
 // Kick implements rooms.Store.
 func (s *Store) Kick(ctx context.Context, u rooms.User, id string, playerID int) error {
-	return s.remove(ctx, id, u.ID, strconv.Itoa(playerID), "kicked")
+	return s.remove(ctx, id, u, strconv.Itoa(playerID), "kicked", false)
 }
 
-func (s *Store) remove(ctx context.Context, id, caller, target, reason string) error {
+// Ban implements rooms.Store: one script kicks and bans. The player_left
+// event says reason "kicked" as for any kick; the ban is never shown.
+func (s *Store) Ban(ctx context.Context, u rooms.User, id string, playerID int) error {
+	return s.remove(ctx, id, u, strconv.Itoa(playerID), "kicked", true)
+}
+
+func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, reason string, ban bool) error {
+	c, err := caller(u)
+	if err != nil {
+		return err
+	}
 	shard, keys, err := s.indexedKeys(ctx, id)
 	if err != nil {
 		return err
 	}
-	args := append(s.common(shard, id), caller, target, reason)
+	args := append(s.common(shard, id), c, target, reason, map[bool]string{true: "1", false: ""}[ban], rooms.MaxBans)
 	before := ""
 	if target == "" {
-		before = s.heldValue(ctx, caller, id)
+		before = s.heldValue(ctx, c, id)
 	}
 	res, err := playerRemove.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
@@ -170,8 +189,21 @@ func (s *Store) remove(ctx context.Context, id, caller, target, reason string) e
 		return err
 	}
 	newOwner, _ := rest[0].(string)
-	s.left(ctx, caller, id, before, newOwner)
+	s.left(ctx, c, id, before, newOwner)
 	return nil
+}
+
+// caller is the caller's userId as the scripts take it: "" for the server
+// (rooms.User.Server), which skips the membership, owner and state-policy
+// checks. A player without a userId would pass for the server: refused.
+func caller(u rooms.User) (string, error) {
+	switch {
+	case u.Server:
+		return "", nil
+	case u.ID == "":
+		return "", errors.New("store: a player without a userId")
+	}
+	return u.ID, nil
 }
 
 // Update implements rooms.Store.
@@ -184,8 +216,12 @@ func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.Upd
 	if err != nil {
 		return rooms.Room{}, err
 	}
+	c, err := caller(u)
+	if err != nil {
+		return rooms.Room{}, err
+	}
 	for range maxCollisionRetries {
-		args := append(s.common(shard, id), u.ID)
+		args := append(s.common(shard, id), c)
 		args = append(args, fields...)
 		args = append(args, newCode(shard, s.shards))
 		j, err := s.joined(s.runThenRead(ctx, roomUpdate, shard, id, keys, args, false))
@@ -227,21 +263,29 @@ func updateArgs(p rooms.UpdateParams) ([]any, error) {
 
 // Delete implements rooms.Store.
 func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
+	c, err := caller(u)
+	if err != nil {
+		return err
+	}
 	shard, keys, err := s.indexedKeys(ctx, id)
 	if err != nil {
 		return err
 	}
-	return s.status(roomDelete.Run(ctx, s.client, keys, append(s.common(shard, id), u.ID)...))
+	return s.status(roomDelete.Run(ctx, s.client, keys, append(s.common(shard, id), c)...))
 }
 
 // PatchState implements rooms.Store. Keys are sent sorted, so the state
 // event lists them in a stable order.
 func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms.StatePatch) (rooms.Versions, error) {
+	c, err := caller(u)
+	if err != nil {
+		return rooms.Versions{}, err
+	}
 	shard, ok := roomShard(id, s.shards)
 	if !ok {
 		return rooms.Versions{}, rooms.ErrRoomNotFound
 	}
-	args := append(s.common(shard, id), u.ID, p.IfMatch, rooms.MaxStateKeys, rooms.MaxStateBytes, len(p.Set))
+	args := append(s.common(shard, id), c, p.IfMatch, rooms.MaxStateKeys, rooms.MaxStateBytes, len(p.Set))
 	for _, k := range sortedKeys(p.Set) {
 		args = append(args, k, []byte(p.Set[k]))
 	}

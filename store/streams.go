@@ -31,7 +31,13 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 			mode = "after"
 		}
 	}
-	args := append(s.common(shard, l.Room), l.UserID, l.Stream, s.presenceTTL.Milliseconds(),
+	uid := l.UserID
+	if l.Server {
+		uid = "" // the server: see lua/stream_open.lua
+	} else if uid == "" {
+		return sse.Opening{}, errors.New("store: a stream without a userId")
+	}
+	args := append(s.common(shard, l.Room), uid, l.Stream, s.presenceTTL.Milliseconds(),
 		mode, c.Version, c.Tag, limit, rooms.MaxStreamsPerPlayer)
 	keys := s.keys.roomKeys(shard, l.Room)
 	var r ran
@@ -64,8 +70,11 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	return o, nil
 }
 
-// CloseStream implements sse.Source.
+// CloseStream implements sse.Source; a Server lease holds nothing to drop.
 func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
+	if l.Server {
+		return nil
+	}
 	shard, ok := roomShard(l.Room, s.shards)
 	if !ok {
 		return rooms.ErrRoomNotFound

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/store"
 )
 
@@ -38,6 +40,7 @@ type Config struct {
 	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
 	ShutdownTimeout   time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
 	quotaSettings                   // per-user limits and the presence debounce (config_quotas.go)
+	APIKeysFile       string        // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
 
 	secretGenerated bool
 }
@@ -80,6 +83,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
 	quotas := quotaFlags(fs, env)
+	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	if more != nil {
 		more(fs)
 	}
@@ -149,6 +153,13 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	if c.MetricsAddr != "" && !validAddr(c.MetricsAddr) {
 		bad("REALSYNC_METRICS_ADDR", "must be host:port or :port, such as :9090")
+	}
+	if c.APIKeysFile != "" {
+		if data, err := os.ReadFile(c.APIKeysFile); err != nil {
+			bad("REALSYNC_API_KEYS_FILE", err.Error())
+		} else if _, err := api.ParseAPIKeys(data); err != nil {
+			bad("REALSYNC_API_KEYS_FILE", c.APIKeysFile+": "+err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))

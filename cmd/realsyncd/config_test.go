@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,55 @@ func TestParseConfigQuotas(t *testing.T) {
 				t.Errorf("got %+v, want %+v", c.quotaSettings, tc.want)
 			}
 		})
+	}
+}
+
+// REALSYNC_API_KEYS_FILE must name a readable, valid keys file; the
+// apikey subcommand prints a key and a line that file accepts.
+func TestAPIKeysFileConfigAndSubcommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := apikeyMain([]string{"-id", "gs-eu-1", "-scopes", "rooms:read,rooms:write"}, &out, &errOut); code != 0 {
+		t.Fatalf("apikey: exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "rsk_") || !strings.HasPrefix(lines[1], "gs-eu-1 sha256:") ||
+		strings.Contains(lines[1], lines[0]) {
+		t.Fatalf("apikey printed %q", out.String())
+	}
+	dir := t.TempDir()
+	good, bad := dir+"/keys", dir+"/bad"
+	os.WriteFile(good, []byte(lines[1]+"\n"), 0o600)
+	os.WriteFile(bad, []byte(lines[0]+"\n"), 0o600) // the key itself, not its line
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		err  string // in the error, "" for none
+	}{
+		{name: "Unset"},
+		{name: "Good", env: map[string]string{"REALSYNC_API_KEYS_FILE": good}},
+		{name: "Flag", args: []string{"-api-keys-file", good}},
+		{name: "Missing", env: map[string]string{"REALSYNC_API_KEYS_FILE": dir + "/none"}, err: "REALSYNC_API_KEYS_FILE"},
+		{name: "Bad", env: map[string]string{"REALSYNC_API_KEYS_FILE": bad}, err: "REALSYNC_API_KEYS_FILE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "rsk_") {
+					t.Fatalf("error %v, want one naming %s without the key", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case tc.env["REALSYNC_API_KEYS_FILE"] == "" && len(tc.args) == 0 && c.APIKeysFile != "":
+				t.Fatalf("APIKeysFile %q", c.APIKeysFile)
+			}
+		})
+	}
+	for _, args := range [][]string{{"-id", "x"}, {"-id", "x", "-scopes", "rooms:root"}, {"-scopes", "rooms:read"}, {"-id", "a b", "-scopes", "rooms:read"}} {
+		if code := apikeyMain(args, &out, &errOut); code != 2 {
+			t.Errorf("apikey %v: exit %d, want 2", args, code)
+		}
 	}
 }

@@ -38,6 +38,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "migrate" {
 		os.Exit(migrateMain(os.Getenv, os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "apikey" {
+		os.Exit(apikeyMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	cfg, err := ParseConfig(os.Getenv, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "realsyncd:", err)
@@ -100,12 +103,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		defer stopMetrics()
 	}
 
+	var keys *api.APIKeys
+	if cfg.APIKeysFile != "" {
+		if keys, err = api.LoadAPIKeys(cfg.APIKeysFile, log, m); err != nil {
+			return err
+		}
+		go keys.Watch(ctx, api.APIKeysReload)
+	}
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	handler := api.NewHandler(api.Config{
 		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth: &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth},
+		Auth: &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth}, APIKeys: keys,
 		Ready: func(ctx context.Context) error {
 			if !up.Load() {
 				return errConnecting

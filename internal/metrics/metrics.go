@@ -49,6 +49,8 @@ type Metrics struct {
 	sseOpens       *prometheus.CounterVec
 	sseEnds        *prometheus.CounterVec
 	janitor        *prometheus.CounterVec
+	apiKeys        prometheus.Gauge
+	apiKeysBad     prometheus.Counter
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -125,12 +127,16 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		streams: map[string]prometheus.Gauge{}, opens: map[[2]string]prometheus.Counter{},
 		ends: map[[2]string]prometheus.Counter{}, delivered: map[string]prometheus.Counter{}, dropped: map[string]prometheus.Counter{},
 	}
+	m.apiKeys = prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_api_keys",
+		Help: "API keys in force, from REALSYNC_API_KEYS_FILE."})
+	m.apiKeysBad = prometheus.NewCounter(prometheus.CounterOpts{Name: "realsync_api_keys_reload_errors_total",
+		Help: "Changes of REALSYNC_API_KEYS_FILE that could not be used (unreadable or bad); the keys in force stayed."})
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_build_info",
 		Help:        "Always 1; the labels say which build runs.",
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
 	build.Set(1)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
-		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, build)
+		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, build)
 	// Series known in advance exist from the start, at 0, so rates and
 	// dashboards need not wait for the first occurrence.
 	for _, k := range sseKinds {
@@ -252,3 +258,9 @@ func (m *Metrics) counter(by map[string]prometheus.Counter, kind, result string)
 	}
 	return m.sseEvents.WithLabelValues(kind, result)
 }
+
+// APIKeysLoaded sets the number of API keys in force (api.APIKeysMetrics).
+func (m *Metrics) APIKeysLoaded(n int) { m.apiKeys.Set(float64(n)) }
+
+// APIKeysReloadFailed counts a keys file that could not be used.
+func (m *Metrics) APIKeysReloadFailed() { m.apiKeysBad.Inc() }

@@ -1,9 +1,10 @@
--- message_send: a member sends a message to the room, or only to the players
--- in "to" (the sender always sees it too). The message event goes to the
+-- message_send: a member (or the server, as player 0) sends a message to the
+-- room, or only to the players in "to" (the sender always sees it too). The message event goes to the
 -- event log like every event, and to the room's message log, capped apart
 -- so history keeps the last messages whatever else happened.
 -- KEYS: prelude, without status indexes.
--- ARGV[7] userId  ARGV[8] type as a JSON string  ARGV[9] data (JSON)
+-- ARGV[7] userId ("" = the server: no membership check, "from" is 0)
+-- ARGV[8] type as a JSON string  ARGV[9] data (JSON)
 -- ARGV[10] message log MAXLEN ~  ARGV[11..] recipient playerIds (none = all)
 -- Reply: {"OK", version} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"ROOM_FINISHED"} |
 --        {"TO_NOT_MEMBER", playerId}
@@ -11,8 +12,11 @@ local uid, type_json, data, mlen = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
 local r = redis.call('HMGET', K_ROOM, 'vi', 'ver', 'st')
 if not r[1] then return {'ROOM_NOT_FOUND'} end
-local pid = redis.call('HGET', K_USERS, uid)
-if not pid then return deny(r[1]) end
+local pid = '0'
+if uid ~= '' then
+  pid = redis.call('HGET', K_USERS, uid)
+  if not pid then return deny(r[1]) end
+end
 if r[3] == 'finished' then return {'ROOM_FINISHED'} end
 known_ver = tonumber(r[2])
 local to = {}

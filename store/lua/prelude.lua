@@ -25,14 +25,19 @@
 --               every room, public or private)
 --   KEYS[34]     shard lifecycle schedule (zset roomId -> when the janitor
 --               next looks at the room, ms; "+inf": never)
---   Indexes, stats and the schedule are only passed to scripts that may
---   change them.
+--   KEYS[35]     room bans (set of the userIds banned from the room; at most
+--               rooms.MaxBans; deleted with the room)
+--   Indexes, stats, the schedule and the bans are only passed to scripts
+--   that may change them (KEYS[13..35] all together).
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag
 --   ARGV[5] "<log MAXLEN ~> <log byte cap>": the event log keeps about the
 --           last MAXLEN events and never more than the byte cap (see cap_log)
 --   ARGV[6] TTL (s) of a closed room's log
+-- A caller userId of "" is the server (an API key; rooms.User.Server): no
+-- player has an empty userId. The scripts that take it skip the membership,
+-- owner and state-policy checks for it, and it is player 0 in events.
 -- Replies are arrays whose first element is "OK" or an error code.
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -41,7 +46,7 @@ local room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
 local tag, closed_ttl = ARGV[4], ARGV[6]
 local maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
 log_cap = tonumber(log_cap)
-local K_ROOMS_DUE = KEYS[34]
+local K_ROOMS_DUE, K_BANS = KEYS[34], KEYS[35]
 
 local T = redis.call('TIME')
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
@@ -300,7 +305,7 @@ local function close_room(reason, before)
   local v = emit('room_closed', ',"reason":"' .. reason .. '"')
   if code then redis.call('HDEL', K_CODES, code) end
   for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do unindex_user(uid) end
-  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES)
+  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES, K_BANS)
   reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
   redis.call('ZREM', K_ROOMS_DUE, room_id)

@@ -1,8 +1,9 @@
--- room_update: the owner changes name, status, locked, maxPlayers,
+-- room_update: the owner (or the server) changes name, status, locked, maxPlayers,
 -- visibility or attributes. Only fields whose value changes are written and
 -- reported in one room_updated event; no change, no event.
 -- KEYS: prelude, with the indexes.
--- ARGV[7] caller userId  ARGV[8] name ("" = unchanged)  ARGV[9] name as JSON
+-- ARGV[7] caller userId ("" = the server: no membership or owner check)
+-- ARGV[8] name ("" = unchanged)  ARGV[9] name as JSON
 -- ARGV[10] status ("" = unchanged)  ARGV[11] locked ("", "0", "1")
 -- ARGV[12] maxPlayers ("" = unchanged)  ARGV[13] visibility ("" = unchanged)
 -- ARGV[14] attributes JSON ("" = unchanged)  ARGV[15] new invite code, used
@@ -21,9 +22,11 @@ local ALLOWED = {waiting = {playing = true, finished = true}, playing = {waiting
 
 local before = placement()
 if not before then return {'ROOM_NOT_FOUND'} end
-local cp = redis.call('HGET', K_USERS, caller)
-if not cp then return deny(before.vi) end
-if before.ow ~= cp then return {'NOT_OWNER'} end
+if caller ~= '' then
+  local cp = redis.call('HGET', K_USERS, caller)
+  if not cp then return deny(before.vi) end
+  if before.ow ~= cp then return {'NOT_OWNER'} end
+end
 local r = redis.call('HMGET', K_ROOM, 'n', 'at', 'mx')
 local cur = {n = r[1], at = r[2], mx = r[3], st = before.st, lk = before.lk, vi = before.vi,
   pc = before.pc, cd = before.cd}

@@ -1,6 +1,8 @@
--- state_patch: a member merge-patches the room state; one state event.
+-- state_patch: a member (or the server) merge-patches the room state; one
+-- state event ("by": the member's playerId, 0 for the server).
 -- KEYS: prelude, without status indexes.
--- ARGV[7] caller userId  ARGV[8] If-Match stateVersion (-1 any, -2 never)
+-- ARGV[7] caller userId ("" = the server: no membership check, any key)
+-- ARGV[8] If-Match stateVersion (-1 any, -2 never)
 -- ARGV[9] max keys  ARGV[10] max bytes (keys + values)  ARGV[11] n, the number of sets
 -- ARGV[12 .. 11+2n] key, JSON value pairs to set; the rest: keys to delete
 -- Reply: {"OK", version, stateVersion} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"ROOM_FINISHED"} |
@@ -11,12 +13,15 @@ local first_del = 12 + 2 * nset
 
 local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi', 'st')
 if not r[6] then return {'ROOM_NOT_FOUND'} end
-local pid = redis.call('HGET', K_USERS, caller)
-if not pid then return deny(r[6]) end
+local pid = '0'
+if caller ~= '' then
+  pid = redis.call('HGET', K_USERS, caller)
+  if not pid then return deny(r[6]) end
+end
 if r[7] == 'finished' then return {'ROOM_FINISHED'} end
 known_ver = tonumber(r[1])
 
-if r[3] == 'owner' and r[4] ~= pid then
+if caller ~= '' and r[3] == 'owner' and r[4] ~= pid then
   local prefix = 'player_' .. pid .. '_'
   for i = 12, #ARGV, 1 do
     local is_key = i >= first_del or (i - 12) % 2 == 0

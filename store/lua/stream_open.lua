@@ -1,13 +1,15 @@
 -- stream_open: a member opens an event stream. Records the stream's presence
 -- lease (player_connected when it is the player's first stream, and any
 -- removal deadline cancelled; a stream within the debounce window of the
--- player's last one emits nothing: the player never showed disconnected), then reads what the stream sends first: the
+-- player's last one emits nothing: the player never showed disconnected),
+-- then reads what the stream sends first: the
 -- logged events after the client's cursor when the log still holds them and
 -- the cursor belongs to this history, else a snapshot, whose room and state
 -- the store reads in the same transaction right after this script. Doing it
 -- at once makes the snapshot and the replay consistent with the version.
 -- KEYS: prelude, without status indexes.
--- ARGV[7] userId  ARGV[8] stream name  ARGV[9] lease TTL (ms)
+-- ARGV[7] userId ("" = the server, an observer: no membership check, no
+-- lease, no presence; playerId 0)  ARGV[8] stream name  ARGV[9] lease TTL (ms)
 -- ARGV[10] read: "none" (renew only), "snapshot", or "after"
 -- ARGV[11] cursor version  ARGV[12] cursor tag ("" unknown)  ARGV[13] replay limit
 -- ARGV[14] most streams one player may hold in the room (a further one is
@@ -21,22 +23,25 @@ local after, after_tag, limit = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local max_streams = tonumber(ARGV[14])
 
 if redis.call('EXISTS', K_ROOM) == 0 then return {'ROOM_NOT_FOUND'} end
-local pid = redis.call('HGET', K_USERS, uid)
-if not pid then return deny() end
+local pid = 0
+if uid ~= '' then
+  pid = redis.call('HGET', K_USERS, uid)
+  if not pid then return deny() end
 
-local lease = lease_prefix(pid) .. stream
-if not redis.call('ZSCORE', K_PRESENCE, lease) then
-  local held, prefix = 0, lease_prefix(pid)
-  for _, m in ipairs(redis.call('ZRANGE', K_PRESENCE, 0, -1)) do
-    if string.sub(m, 1, #prefix) == prefix then held = held + 1 end
+  local lease = lease_prefix(pid) .. stream
+  if not redis.call('ZSCORE', K_PRESENCE, lease) then
+    local held, prefix = 0, lease_prefix(pid)
+    for _, m in ipairs(redis.call('ZRANGE', K_PRESENCE, 0, -1)) do
+      if string.sub(m, 1, #prefix) == prefix then held = held + 1 end
+    end
+    if held >= max_streams then return {'TOO_MANY_STREAMS'} end
   end
-  if held >= max_streams then return {'TOO_MANY_STREAMS'} end
-end
-redis.call('ZADD', K_PRESENCE, now + ttl, lease)
-redis.call('ZREM', K_PRESENCE, 'g:' .. pid, 'd:' .. pid)
-reschedule()
-if redis.call('HSETNX', K_CONN, pid, '1') == 1 then
-  emit('player_connected', ',"playerId":' .. pid)
+  redis.call('ZADD', K_PRESENCE, now + ttl, lease)
+  redis.call('ZREM', K_PRESENCE, 'g:' .. pid, 'd:' .. pid)
+  reschedule()
+  if redis.call('HSETNX', K_CONN, pid, '1') == 1 then
+    emit('player_connected', ',"playerId":' .. pid)
+  end
 end
 local ver = tonumber(redis.call('HGET', K_ROOM, 'ver'))
 if read == 'none' then return {'OK', pid, ver, 'none'} end

@@ -57,6 +57,8 @@ export interface paths {
          *     1000 index entries per request: past that budget a page comes back
          *     short (possibly empty) with a `nextCursor` to continue, so the cost
          *     of a request stays bounded however rare the matches are.
+         *
+         *     API keys: scope `rooms:read` (lists the public rooms as players see them); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["listRooms"];
         put?: never;
@@ -64,6 +66,8 @@ export interface paths {
          * Create a room
          * @description Creates a room; the caller joins at once as its owner, player 1.
          *     A private room gets an invite code, shown to its members only.
+         *
+         *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          */
         post: operations["createRoom"];
         delete?: never;
@@ -86,6 +90,10 @@ export interface paths {
          * @description Joins the room the code belongs to, with the same rules as join.
          *     Codes are case-insensitive; Crockford look-alikes (I, L → 1; O → 0)
          *     are accepted. A wrong code is 404 `ROOM_NOT_FOUND`.
+         *
+         *     Players only: an API key is 403 `SCOPE_REQUIRED`.
+         *
+         *     403 `BANNED` when the caller was kicked from the room with `ban=true`.
          */
         post: operations["joinRoomByCode"];
         delete?: never;
@@ -104,13 +112,18 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a room with its players */
+        /**
+         * Get a room with its players
+         * @description API keys: scope `rooms:read` (any room, public or private, with its players and invite code); without it 403 `SCOPE_REQUIRED`.
+         */
         get: operations["getRoom"];
         put?: never;
         post?: never;
         /**
          * Close and delete a room (owner)
          * @description Emits `room_closed` (reason `closed`); the room is gone (404) afterwards.
+         *
+         *     API keys: scope `rooms:admin` (closes any room); without it 403 `SCOPE_REQUIRED`.
          */
         delete: operations["deleteRoom"];
         options?: never;
@@ -127,6 +140,8 @@ export interface paths {
          *     code; making it public revokes the code. Only fields whose value
          *     really changes are applied and reported in the `room_updated` event;
          *     a patch that changes nothing emits nothing and returns the room.
+         *
+         *     API keys: scope `rooms:write` (changes any room as its owner could); without it 403 `SCOPE_REQUIRED`.
          */
         patch: operations["updateRoom"];
         trace?: never;
@@ -150,6 +165,10 @@ export interface paths {
          *     checks run in this order: 404 `ROOM_NOT_FOUND` (also for private
          *     rooms: use join-by-code), 409 `ROOM_NOT_JOINABLE` (status is not
          *     waiting, or the room is locked), 409 `ROOM_FULL`.
+         *
+         *     Players only: an API key is 403 `SCOPE_REQUIRED`.
+         *
+         *     403 `BANNED` when the caller was kicked from the room with `ban=true` (after the 404 checks: a private room stays 404 to those without its code).
          */
         post: operations["joinRoom"];
         delete?: never;
@@ -176,6 +195,8 @@ export interface paths {
          *     passes to the earliest-joined remaining member (`room_updated` with
          *     `ownerPlayerId`). When the last member leaves, the room is closed
          *     (`room_closed`, reason `empty`) and gone.
+         *
+         *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          */
         post: operations["leaveRoom"];
         delete?: never;
@@ -200,9 +221,11 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Kick a player (owner)
+         * Kick (and optionally ban) a player (owner)
          * @description Emits `player_left` (reason `kicked`). The owner cannot kick
          *     themself (422; use leave).
+         *
+         *     API keys: scope `rooms:admin` (kicks (and with `ban=true` bans) any player); without it 403 `SCOPE_REQUIRED`.
          */
         delete: operations["kickPlayer"];
         options?: never;
@@ -220,7 +243,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Read the room state (members) */
+        /**
+         * Read the room state (members)
+         * @description API keys: scope `rooms:read` (reads the state of any room); without it 403 `SCOPE_REQUIRED`.
+         */
         get: operations["getRoomState"];
         put?: never;
         post?: never;
@@ -239,6 +265,8 @@ export interface paths {
          *     Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
          *     JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
          *     the patch (413 `PAYLOAD_TOO_LARGE`).
+         *
+         *     API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
          */
         patch: operations["patchRoomState"];
         trace?: never;
@@ -311,6 +339,8 @@ export interface paths {
          *     several streams count once). A player who had a stream and stays
          *     without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
          *     it off) is removed: `player_left` with reason `disconnected`.
+         *
+         *     API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["streamRoomEvents"];
         put?: never;
@@ -336,6 +366,8 @@ export interface paths {
          * @description Only the messages the caller may see. The room keeps at least its
          *     last 200 messages, in a log of their own, whatever else happens in
          *     the room. Page back with `before` = the smallest `version` received.
+         *
+         *     API keys: scope `rooms:read` (every message of any room, those sent to some players included); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["listMessages"];
         put?: never;
@@ -344,6 +376,8 @@ export interface paths {
          * @description Delivered as the `message` event, to everyone or only to the players
          *     in `to` (the sender always sees its own). Each message takes a room
          *     version. `to` naming a player who is not in the room is 422.
+         *
+         *     API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -379,6 +413,10 @@ export interface paths {
          *     its pick, and a room is created only while that index is empty. So
          *     N concurrent callers of one mode and region, with rooms of M seats,
          *     end in exactly ceil(N/M) rooms, all full but the last.
+         *
+         *     Players only: an API key is 403 `SCOPE_REQUIRED`.
+         *
+         *     A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
          */
         post: operations["quickJoin"];
         delete?: never;
@@ -397,6 +435,8 @@ export interface paths {
         /**
          * The rooms the caller is in
          * @description Newest first, without players, each with the caller's playerId; invite codes of private rooms show. Reads one index range per shard.
+         *
+         *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          */
         get: operations["myRooms"];
         put?: never;
@@ -420,6 +460,8 @@ export interface paths {
          *     rooms, and waiting/playing rooms per mode and per region. Kept by
          *     the same scripts that change rooms, so always exact; reads one small
          *     hash per shard.
+         *
+         *     API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["lobbyStats"];
         put?: never;
@@ -457,6 +499,8 @@ export interface paths {
          *     carry no id: a reconnecting client gets a fresh `rooms` list.
          *     Heartbeat `: ping` as on room streams; the token may be passed as
          *     `access_token`.
+         *
+         *     API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["streamLobbyEvents"];
         put?: never;
@@ -587,7 +631,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -870,7 +914,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, or `ADMIN_REQUIRED` (a player token on an admin route). */
+        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), `BANNED` (a join of a room that banned the caller), or `SCOPE_REQUIRED` (an API key without the route's scope, or on a route for players only). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -1079,6 +1123,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["Invalid"];
             503: components["responses"]["Unavailable"];
         };
@@ -1121,6 +1166,7 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["RoomsLimit"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1152,6 +1198,7 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["JoinConflict"];
             413: components["responses"]["TooLarge"];
@@ -1182,6 +1229,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -1276,6 +1324,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["JoinConflict"];
             503: components["responses"]["Unavailable"];
@@ -1308,7 +1357,18 @@ export interface operations {
     };
     kickPlayer: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `true`: also ban the player's user from the room: a later join,
+                 *     join-by-code or quick-join of it by that user is 403 `BANNED` (quick-join
+                 *     skips the room). The ban lasts as long as the room, is never shown to
+                 *     players, and the `player_left` event says reason `kicked` as for any
+                 *     kick. A room holds at most 1000 bans; one more is 422
+                 *     `VALIDATION_FAILED` on `ban` and kicks nobody. `false` or absent: a
+                 *     plain kick. Anything else is 422.
+                 */
+                ban?: boolean;
+            };
             header?: never;
             path: {
                 /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
@@ -1588,6 +1648,7 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["RoomsLimit"];
             413: components["responses"]["TooLarge"];
@@ -1615,6 +1676,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1637,6 +1699,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1662,6 +1725,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["Invalid"];
             503: components["responses"]["Unavailable"];
         };

@@ -1,0 +1,42 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// apiKeyHeader carries an API key; `Authorization: Bearer rsk_...` too.
+const apiKeyHeader = "X-API-Key"
+
+// serverCredential reads an API key off the request: the X-API-Key
+// header, or a bearer token starting with rsk_. found is false when the
+// request carries none (then the player token rules apply). Errors, all
+// 401 UNAUTHENTICATED: both an X-API-Key and an Authorization header (one
+// credential per request), an unknown or revoked key, and a key in an
+// event stream's query string (a URL ends up in proxy logs and browser
+// history; servers set headers).
+func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
+	key := r.Header.Get(apiKeyHeader)
+	if key != "" && r.Header.Get("Authorization") != "" {
+		return rooms.User{}, true, fmt.Errorf("send one credential, X-API-Key or Authorization, not both: %w", errUnauthenticated)
+	}
+	if key == "" {
+		if t, ok := bearer(r); ok && strings.HasPrefix(t, APIKeyPrefix) {
+			key = t
+		}
+	}
+	if key == "" {
+		if isStream(r.URL.Path) && strings.HasPrefix(r.URL.Query().Get("access_token"), APIKeyPrefix) {
+			return rooms.User{}, true, fmt.Errorf("an API key is sent in the Authorization or X-API-Key header, never in the URL: %w", errUnauthenticated)
+		}
+		return rooms.User{}, false, nil
+	}
+	k, ok := s.keys.find(strings.TrimSpace(key))
+	if !ok {
+		return rooms.User{}, true, fmt.Errorf("unknown or revoked API key: %w", errUnauthenticated)
+	}
+	return k.user(), true, nil
+}

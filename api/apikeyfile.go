@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// APIKeysReload is how often an APIKeys watching its file reads it again.
+const APIKeysReload = 5 * time.Second
+
+// APIKeysMetrics observes the keys file; internal/metrics implements it.
+type APIKeysMetrics interface {
+	// APIKeysLoaded says the file was read and n keys are in force.
+	APIKeysLoaded(n int)
+	// APIKeysReloadFailed counts a changed file that could not be used
+	// (the keys in force stay).
+	APIKeysReloadFailed()
+}
+
+type noKeyMetrics struct{}
+
+func (noKeyMetrics) APIKeysLoaded(int)    {}
+func (noKeyMetrics) APIKeysReloadFailed() {}
+
+// APIKeys holds the server credentials of a keys file (see ParseAPIKeys)
+// and reloads them when the file changes. Safe for concurrent use; a nil
+// *APIKeys knows no key.
+type APIKeys struct {
+	path    string
+	log     *slog.Logger
+	metrics APIKeysMetrics
+
+	set atomic.Pointer[keySet]
+	mu  sync.Mutex        // serializes reloads
+	sum [sha256.Size]byte // of the file content in force
+}
+
+// LoadAPIKeys reads the keys file at path; an unreadable or bad file is an
+// error (at start, a configuration error). log and m may be nil.
+func LoadAPIKeys(path string, log *slog.Logger, m APIKeysMetrics) (*APIKeys, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if m == nil {
+		m = noKeyMetrics{}
+	}
+	k := &APIKeys{path: path, log: log, metrics: m}
+	if _, err := k.Reload(); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Reload reads the file again and, when its content changed, puts its keys
+// in force at once: a key gone from the file is refused from the next
+// request on. It reports whether the keys changed. A file that cannot be
+// read or parsed leaves the keys in force as they were and is an error.
+func (k *APIKeys) Reload() (bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	data, err := os.ReadFile(k.path)
+	if err != nil {
+		return false, fmt.Errorf("API keys file: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	if k.set.Load() != nil && sum == k.sum {
+		return false, nil
+	}
+	keys, err := ParseAPIKeys(data)
+	if err != nil {
+		return false, fmt.Errorf("API keys file %s: %w", k.path, err)
+	}
+	set := newKeySet(keys)
+	k.set.Store(&set)
+	k.sum = sum
+	k.metrics.APIKeysLoaded(len(keys))
+	return true, nil
+}
+
+// Watch reloads the file every interval until ctx ends. A failed reload
+// is logged and counted once for as long as it fails the same way; the keys
+// in force stay until a good file replaces them.
+func (k *APIKeys) Watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := k.Reload()
+		switch {
+		case err != nil:
+			if err.Error() != lastErr { // once per bad content, not every poll
+				k.metrics.APIKeysReloadFailed()
+				k.log.Error("API keys file not reloaded; the keys in force stay", "err", err)
+			}
+			lastErr = err.Error()
+		case changed:
+			lastErr = ""
+			k.log.Info("API keys reloaded", "keys", len(*k.set.Load()))
+		default:
+			lastErr = ""
+		}
+	}
+}
+
+// find returns the key in force whose hash is key's.
+func (k *APIKeys) find(key string) (APIKey, bool) {
+	if k == nil {
+		return APIKey{}, false
+	}
+	set := k.set.Load()
+	if set == nil {
+		return APIKey{}, false
+	}
+	return set.find(key)
+}

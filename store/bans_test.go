@@ -1,0 +1,240 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// server is the server as an API key with every scope.
+var server = rooms.User{ID: "key:gs-1", Name: "gs-1", Server: true, Scopes: rooms.ScopeRead | rooms.ScopeWrite | rooms.ScopeAdmin}
+
+// bansKey is the set of room id's bans (KEYS[35] of the mutation scripts).
+func bansKey(s *store.Store, id string) string { return s.RoomKey(id) + ":bans" }
+
+// A ban kicks and bars the user from the room: join by id and by code are
+// BANNED, quick-join never places them there; the event says "kicked";
+// the ban goes with the room.
+func TestBanFlow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		pub := mustCreate(t, s, alice, newRoom()).Room
+		bobPID := mustJoin(t, s, bob, pub.ID).PlayerID
+		if err := s.Ban(ctx, alice, pub.ID, bobPID); err != nil {
+			t.Fatal(err)
+		}
+		evs := events(t, s, pub.ID)
+		last := evs[len(evs)-1]
+		if last.Type != "player_left" || last.Reason != "kicked" {
+			t.Fatalf("last event %+v, want player_left kicked", last)
+		}
+		_, err := s.Join(ctx, bob, pub.ID)
+		wantErr(t, err, rooms.ErrBanned)
+		mustJoin(t, s, carol, pub.ID) // others still join
+
+		// quick-join: the only joinable room of the bucket banned bob
+		_, err = s.QuickJoin(ctx, bob, "battle", []string{"us-west"}, nil, nil)
+		wantErr(t, err, rooms.ErrNoMatch)
+		create := newRoom()
+		q, err := s.QuickJoin(ctx, bob, "battle", []string{"us-west"}, nil, &create)
+		if err != nil || !q.Created || q.Room.ID == pub.ID {
+			t.Fatalf("quick-join with create: %+v, %v; want a new room", q, err)
+		}
+
+		// private room: join-by-code is BANNED, by id stays not found
+		priv := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.Visibility = rooms.Private })).Room
+		pid := mustJoinCode(t, s, bob, priv.InviteCode)
+		if err := s.Ban(ctx, server, priv.ID, pid); err != nil { // the server bans too
+			t.Fatal(err)
+		}
+		_, err = s.JoinByCode(ctx, bob, priv.InviteCode)
+		wantErr(t, err, rooms.ErrBanned)
+		_, err = s.Join(ctx, bob, priv.ID)
+		wantErr(t, err, rooms.ErrRoomNotFound)
+
+		// the room's players never show bans; closing it deletes them
+		r, _, err := s.Get(ctx, pub.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, in := r.Member(bob.ID); in {
+			t.Fatal("bob still a member")
+		}
+		if err := s.Delete(ctx, alice, pub.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, server, priv.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, bob, q.Room.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range countKeys(t, s) {
+			for _, id := range []string{pub.ID, priv.ID} {
+				if k == bansKey(s, id) || k == s.RoomKey(id) {
+					t.Errorf("key %s left after the room closed", k)
+				}
+			}
+		}
+		checkInvariants(t, s)
+	})
+}
+
+func mustJoinCode(tb testing.TB, s *store.Store, u rooms.User, code string) int {
+	tb.Helper()
+	j, err := s.JoinByCode(context.Background(), u, code)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return j.PlayerID
+}
+
+// A room holds at most MaxBans bans: one more is refused and kicks nobody;
+// a plain kick still works.
+func TestBanLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		pid := mustJoin(t, s, bob, id).PlayerID
+		fill := make([]any, rooms.MaxBans)
+		for i := range fill {
+			fill[i] = fmt.Sprintf("u-%d", i)
+		}
+		if err := s.Client().SAdd(ctx, bansKey(s, id), fill...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Ban(ctx, alice, id, pid)
+		wantErr(t, err, rooms.ErrValidation)
+		if r, _, _ := s.Get(ctx, id, false); r.PlayerCount != 2 {
+			t.Fatalf("playerCount %d after a refused ban, want 2", r.PlayerCount)
+		}
+		if err := s.Kick(ctx, alice, id, pid); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := s.Client().SCard(ctx, bansKey(s, id)).Result(); n != rooms.MaxBans {
+			t.Fatalf("%d bans, want %d", n, rooms.MaxBans)
+		}
+	})
+}
+
+// The server acts on any room without being in it: it writes any state
+// key (by 0), sends messages as player 0 to chosen players, changes and
+// closes the room, kicks; it never joins, leaves or creates.
+func TestServerActions(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		mustJoin(t, s, bob, id)
+		if _, err := s.PatchState(ctx, server, id, rooms.StatePatch{Set: rooms.State{"score": []byte("7")}, IfMatch: rooms.NoIfMatch}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SendMessage(ctx, server, id, rooms.Message{Type: "t", Data: []byte(`{}`), To: []int{2}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.SendMessage(ctx, server, id, rooms.Message{Type: "t", Data: []byte(`{}`), To: []int{9}})
+		wantErr(t, err, rooms.ErrValidation)
+		pid, ms, err := s.Messages(ctx, server, id, 0)
+		if err != nil || pid != 0 || len(ms) != 1 || ms[0].From != 0 {
+			t.Fatalf("messages as the server: %d %+v %v", pid, ms, err)
+		}
+		locked := true
+		if _, err := s.Update(ctx, server, id, rooms.UpdateParams{Locked: &locked}); err != nil {
+			t.Fatal(err)
+		}
+		evs := events(t, s, id)
+		var by []string
+		for _, e := range evs {
+			switch e.Type {
+			case "state":
+				by = append(by, fmt.Sprint("state by ", e.By))
+			case "message":
+				by = append(by, "message") // from 0: see Messages above
+			}
+		}
+		if !slices.Equal(by, []string{"state by 0", "message"}) {
+			t.Fatalf("events %v", by)
+		}
+		for name, err := range map[string]error{
+			"create": func() error { _, err := s.Create(ctx, server, newRoom()); return err }(),
+			"join":   func() error { _, err := s.Join(ctx, server, id); return err }(),
+			"leave":  s.Leave(ctx, server, id),
+		} {
+			if !errors.Is(err, rooms.ErrScopeRequired) {
+				t.Errorf("%s as the server: %v, want ErrScopeRequired", name, err)
+			}
+		}
+		if err := s.Kick(ctx, server, id, 1); err != nil { // even the owner
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, server, id); err != nil {
+			t.Fatal(err)
+		}
+		// a player without a user id would pass for the server: refused
+		if _, err := s.PatchState(ctx, rooms.User{}, "x", rooms.StatePatch{IfMatch: rooms.NoIfMatch}); err == nil {
+			t.Fatal("a player with an empty userId was served")
+		}
+		checkInvariants(t, s)
+	})
+}
+
+// A ban racing the user's own leave and rejoin: whatever the order, a
+// banned user is never left in the room, and a user in the room at the
+// end was not banned.
+func TestBanRacesJoin(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for round := range 20 {
+			id := mustCreate(t, s, alice, newRoom()).Room.ID
+			pid := mustJoin(t, s, bob, id).PlayerID
+			var wg sync.WaitGroup
+			var banErr error
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				banErr = s.Ban(ctx, alice, id, pid)
+			}()
+			go func() {
+				defer wg.Done()
+				for range 3 { // bob leaves and comes back, under a new playerId
+					if err := s.Leave(ctx, bob, id); err != nil && !errors.Is(err, rooms.ErrNotMember) {
+						t.Error(err)
+					}
+					if _, err := s.Join(ctx, bob, id); errors.Is(err, rooms.ErrBanned) {
+						return
+					} else if err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+			wg.Wait()
+			if banErr != nil && !errors.Is(banErr, rooms.ErrPlayerNotFound) {
+				t.Fatalf("round %d: ban: %v", round, banErr)
+			}
+			banned, err := s.Client().SIsMember(ctx, bansKey(s, id), bob.ID).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, _, err := s.Get(ctx, id, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, member := r.Member(bob.ID)
+			switch {
+			case banned && member:
+				t.Fatalf("round %d: bob is banned and still in the room", round)
+			case banErr == nil && !banned:
+				t.Fatalf("round %d: the ban succeeded but bob is not banned", round)
+			}
+			if _, err := s.Join(ctx, bob, id); banned != errors.Is(err, rooms.ErrBanned) {
+				t.Fatalf("round %d: banned %v, rejoin: %v", round, banned, err)
+			}
+		}
+		checkInvariants(t, s)
+	})
+}
