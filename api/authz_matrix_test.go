@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -72,6 +74,7 @@ var cellAliases = map[string]string{
 	"SK": "403:STATE_KEY_FORBIDDEN",
 	"AR": "403:ADMIN_REQUIRED",
 	"NF": "404:ROOM_NOT_FOUND",
+	"SR": "403:SCOPE_REQUIRED",
 }
 
 // authzMatrix is route × identity → expected answer. Columns: method, path
@@ -91,50 +94,55 @@ var cellAliases = map[string]string{
 //	left      joined, then left
 //	other     owner of another (public) room
 //	admin     REALSYNC_ADMIN_TOKEN
+//	banned    joined, then kicked by the owner with ban=true
+//	kread     API key with the scope rooms:read only (Authorization: Bearer)
+//	kwrite    API key with the scope rooms:write only
+//	kadmin    API key with the scope rooms:admin only
+//	xkread    the rooms:read key as X-API-Key
 //	memberq   the member's token as the query parameter access_token (no
 //	          header): taken on event streams only (EventSource)
 //
 // On room routes, the room's statePolicy is owner, so a member writing the
 // key "score" is STATE_KEY_FORBIDDEN; kick's target is the member.
 const authzMatrix = `
-method path                                  room anon malformed expired wrongkey algnone guest member owner kicked left other admin memberq
-POST   /v1/auth/guest                        -    201  201       201     201      201     201   201    201   201    201  201   201   201
-POST   /v1/rooms                             -    U    U         U       U        U       201   201    201   201    201  201   U     U
-GET    /v1/rooms                             pub  U    U         U       U        U       200   200    200   200    200  200   U     U
-GET    /v1/rooms                             priv U    U         U       U        U       200   200    200   200    200  200   U     U
-POST   /v1/rooms/join-by-code                priv U    U         U       U        U       200   200    200   200    200  200   U     U
-GET    /v1/rooms/{roomId}                    pub  U    U         U       U        U       200   200    200   200    200  200   U     U
-GET    /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
-PATCH  /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     200   NM     NM   NM    U     U
-PATCH  /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     200   NF     NF   NF    U     U
-DELETE /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U
-DELETE /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U
-POST   /v1/rooms/{roomId}/join               pub  U    U         U       U        U       200   200    200   200    200  200   U     U
-POST   /v1/rooms/{roomId}/join               priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
-POST   /v1/rooms/{roomId}/leave              pub  U    U         U       U        U       NM    204    204   NM     NM   NM    U     U
-POST   /v1/rooms/{roomId}/leave              priv U    U         U       U        U       NF    204    204   NF     NF   NF    U     U
-DELETE /v1/rooms/{roomId}/players/{playerId} pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U
-DELETE /v1/rooms/{roomId}/players/{playerId} priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U
-GET    /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U
-GET    /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
-PATCH  /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    SK     200   NM     NM   NM    U     U
-PATCH  /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    SK     200   NF     NF   NF    U     U
-GET    /v1/rooms/{roomId}/events             pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     200
-GET    /v1/rooms/{roomId}/events             priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     200
-POST   /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U     U
-POST   /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    202    202   NF     NF   NF    U     U
-GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U
-GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U
-POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U     U
-GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U     U
-GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U     U
-GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U     200
-GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U     200
-GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U
-GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200
-GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200
-GET    /metrics                              -    200  200       200     200      200     200   200    200   200    200  200   200   200
-GET    /openapi.yaml                         -    200  200       200     200      200     200   200    200   200    200  200   200   200
+method path                                  room anon malformed expired wrongkey algnone guest member owner kicked left other admin memberq banned     kread kwrite kadmin xkread
+POST   /v1/auth/guest                        -    201  201       201     201      201     201   201    201   201    201  201   201   201     201        201   201    201    201
+POST   /v1/rooms                             -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR
+GET    /v1/rooms                             pub  U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
+GET    /v1/rooms                             priv U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
+POST   /v1/rooms/join-by-code                priv U    U         U       U        U       200   200    200   200    200  200   U     U       403:BANNED SR    SR     SR     SR
+GET    /v1/rooms/{roomId}                    pub  U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
+GET    /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200
+PATCH  /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     200   NM     NM   NM    U     U       NM         SR    200    SR     SR
+PATCH  /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     200   NF     NF   NF    U     U       NF         SR    200    SR     SR
+DELETE /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U       NM         SR    SR     204    SR
+DELETE /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U       NF         SR    SR     204    SR
+POST   /v1/rooms/{roomId}/join               pub  U    U         U       U        U       200   200    200   200    200  200   U     U       403:BANNED SR    SR     SR     SR
+POST   /v1/rooms/{roomId}/join               priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         SR    SR     SR     SR
+POST   /v1/rooms/{roomId}/leave              pub  U    U         U       U        U       NM    204    204   NM     NM   NM    U     U       NM         SR    SR     SR     SR
+POST   /v1/rooms/{roomId}/leave              priv U    U         U       U        U       NF    204    204   NF     NF   NF    U     U       NF         SR    SR     SR     SR
+DELETE /v1/rooms/{roomId}/players/{playerId} pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U       NM         SR    SR     204    SR
+DELETE /v1/rooms/{roomId}/players/{playerId} priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U       NF         SR    SR     204    SR
+GET    /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200
+GET    /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200
+PATCH  /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    SK     200   NM     NM   NM    U     U       NM         SR    200    SR     SR
+PATCH  /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    SK     200   NF     NF   NF    U     U       NF         SR    200    SR     SR
+GET    /v1/rooms/{roomId}/events             pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     200     NM         200   SR     SR     200
+GET    /v1/rooms/{roomId}/events             priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     200     NF         200   SR     SR     200
+POST   /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U     U       NM         SR    202    SR     SR
+POST   /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    202    202   NF     NF   NF    U     U       NF         SR    202    SR     SR
+GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200
+GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200
+POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR
+GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR
+GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
+GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U     200     200        200   SR     SR     200
+GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U     200     200        200   SR     SR     200
+GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U
+GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
+GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
+GET    /metrics                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
+GET    /openapi.yaml                         -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
 `
 
 // matrixSecret is the server's HS256 secret; matrixAdminToken its admin
@@ -193,6 +201,13 @@ var identities = []identity{
 	{"left", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) { bearerOf(f.left, req) }},
 	{"other", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) { bearerOf(f.other, req) }},
 	{"admin", func(_ *testing.T, _ *matrixEnv, _ *fixture, req *http.Request) { bearerOf(matrixAdminToken, req) }},
+	{"banned", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) { bearerOf(f.banned, req) }},
+	{"kread", func(_ *testing.T, m *matrixEnv, _ *fixture, req *http.Request) { bearerOf(m.keys["read"], req) }},
+	{"kwrite", func(_ *testing.T, m *matrixEnv, _ *fixture, req *http.Request) { bearerOf(m.keys["write"], req) }},
+	{"kadmin", func(_ *testing.T, m *matrixEnv, _ *fixture, req *http.Request) { bearerOf(m.keys["admin"], req) }},
+	{"xkread", func(_ *testing.T, m *matrixEnv, _ *fixture, req *http.Request) {
+		req.Header.Set("X-API-Key", m.keys["read"])
+	}},
 	{"memberq", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) {
 		q := req.URL.Query()
 		q.Set("access_token", f.member)
@@ -428,7 +443,8 @@ type matrixEnv struct {
 	url   string
 	store *store.Store
 	auth  *api.Auth
-	seq   int // for unique modes
+	seq   int               // for unique modes
+	keys  map[string]string // API keys by scope: read, write, admin
 }
 
 func newMatrixEnv(t *testing.T, b redistest.Backend) *matrixEnv {
@@ -444,12 +460,38 @@ func newMatrixEnv(t *testing.T, b redistest.Backend) *matrixEnv {
 	log := slog.New(slog.NewJSONHandler(&testlog.Buffer{}, nil))
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	auth := &api.Auth{Secret: []byte(matrixSecret), GuestEnabled: true}
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Auth: auth,
+	keys, apiKeys := matrixKeys(t)
+	h := api.NewHandler(api.Config{APIKeys: apiKeys, Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Auth: auth,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, AdminToken: matrixAdminToken, Instances: st.Instances,
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { hub.Close(); srv.Close() })
-	return &matrixEnv{url: srv.URL, store: st, auth: auth}
+	return &matrixEnv{url: srv.URL, store: st, auth: auth, keys: keys}
+}
+
+// matrixKeys makes one API key per scope, and the keys file that holds
+// them.
+func matrixKeys(t *testing.T) (map[string]string, *api.APIKeys) {
+	t.Helper()
+	keys := map[string]string{}
+	var lines []string
+	for name, scope := range map[string]rooms.Scope{"read": rooms.ScopeRead, "write": rooms.ScopeWrite, "admin": rooms.ScopeAdmin} {
+		key, rec, err := api.NewAPIKey("matrix-"+name, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[name] = key
+		lines = append(lines, rec.Line())
+	}
+	path := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := api.LoadAPIKeys(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, loaded
 }
 
 // fixture is a room under test with a caller of every kind, and another
@@ -462,7 +504,7 @@ type fixture struct {
 	memberPID int
 	ownerID   string // the owner's userId
 	// Tokens of the callers.
-	owner, member, kicked, left, guest, other string
+	owner, member, kicked, left, guest, other, banned string
 }
 
 // answer is a response, its body read unless it is an open stream.
@@ -547,8 +589,8 @@ func (m *matrixEnv) token(t *testing.T, name string) (token, userID string) {
 
 // fixture makes a room (private or public, statePolicy owner, 8 seats,
 // state {"score":0}) owned by a new user, with a member (player 2), a
-// kicked player, a player who left, a guest in no room, and the owner of
-// another room: six new users, so per-user quotas never bite.
+// kicked player, a player who left, a player kicked with a ban, a guest in
+// no room, and the owner of another room: seven new users, so per-user quotas never bite.
 func (m *matrixEnv) fixture(t *testing.T, private bool) *fixture {
 	t.Helper()
 	m.seq++
@@ -559,6 +601,7 @@ func (m *matrixEnv) fixture(t *testing.T, private bool) *fixture {
 	f.left, _ = m.token(t, "left")
 	f.guest, _ = m.token(t, "guest")
 	f.other, _ = m.token(t, "other")
+	f.banned, _ = m.token(t, "banned")
 	vis := "public"
 	if private {
 		vis = "private"
@@ -589,6 +632,8 @@ func (m *matrixEnv) fixture(t *testing.T, private bool) *fixture {
 	m.must(t, "DELETE", "/v1/rooms/"+f.room+"/players/"+strconv.Itoa(kickedPID), f.owner, nil, 204)
 	join(f.left)
 	m.must(t, "POST", "/v1/rooms/"+f.room+"/leave", f.left, nil, 204)
+	bannedPID := join(f.banned)
+	m.must(t, "DELETE", "/v1/rooms/"+f.room+"/players/"+strconv.Itoa(bannedPID)+"?ban=true", f.owner, nil, 204)
 	json.Unmarshal(m.must(t, "POST", "/v1/rooms", f.other, map[string]any{"name": "Other", "mode": f.mode, "region": "eu"}, 201), &created)
 	f.otherRoom = created.Room.ID
 	if f.memberPID != 2 || f.room == "" || f.otherRoom == "" {
