@@ -176,6 +176,9 @@ func parseCount(s string) (int, error) {
 	return n, nil
 }
 
+// Scopes lists the scopes of limit name (none for an unknown name).
+func Scopes(name string) []Scope { return slices.Clone(known[name]) }
+
 // Names lists the limit names, sorted.
 func Names() []string {
 	names := make([]string, 0, len(known))
