@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/realsync/realsync/limits"
 	"github.com/realsync/realsync/store"
 )
 
@@ -31,12 +33,14 @@ type Config struct {
 	MetricsAddr     string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
 	LogFormat       string        // REALSYNC_LOG_FORMAT: text (default) or json
 	// Room lifecycle (the janitor closes rooms; 0 switches a rule off).
-	RoomIdleTimeout   time.Duration // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
-	FinishedRetention time.Duration // REALSYNC_FINISHED_RETENTION, default 10m
-	RoomMaxLifetime   time.Duration // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
-	AdminToken        string        // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
-	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
-	ShutdownTimeout   time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
+	RoomIdleTimeout   time.Duration  // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
+	FinishedRetention time.Duration  // REALSYNC_FINISHED_RETENTION, default 10m
+	RoomMaxLifetime   time.Duration  // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
+	AdminToken        string         // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
+	AdvertiseAddr     string         // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
+	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
+	RateLimits        limits.Set     // REALSYNC_RATE_LIMITS: off, or overrides of limits.Defaults
+	TrustedProxies    []netip.Prefix // REALSYNC_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client
 
 	secretGenerated bool
 }
@@ -56,7 +60,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		return def
 	}
 	var c Config
-	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown string
+	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -78,6 +82,8 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
+	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
 	if more != nil {
 		more(fs)
 	}
@@ -147,6 +153,12 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.MetricsAddr != "" && !validAddr(c.MetricsAddr) {
 		bad("REALSYNC_METRICS_ADDR", "must be host:port or :port, such as :9090")
 	}
+	if c.RateLimits, err = limits.Parse(rateLimits); err != nil {
+		bad("REALSYNC_RATE_LIMITS", err.Error())
+	}
+	if c.TrustedProxies, err = parseProxies(proxies); err != nil {
+		bad("REALSYNC_TRUSTED_PROXIES", err.Error())
+	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}
@@ -156,6 +168,27 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		c.JWTSecret, c.secretGenerated = hex.EncodeToString(b), true
 	}
 	return c, nil
+}
+
+// parseProxies reads comma-separated CIDRs ("10.0.0.0/8") or addresses
+// (one host: /32, /128).
+func parseProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			a, aerr := netip.ParseAddr(item)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an address", item)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // minAdminToken is the shortest admin token accepted: 32 characters of a
