@@ -17,6 +17,7 @@ import (
 // Defines values for ProblemCode.
 const (
 	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
+	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
@@ -33,8 +34,10 @@ const (
 	ROOMFULL             ProblemCode = "ROOM_FULL"
 	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
 	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
+	ROOMRATELIMITED      ProblemCode = "ROOM_RATE_LIMITED"
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
+	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
@@ -46,6 +49,8 @@ const (
 func (e ProblemCode) Valid() bool {
 	switch e {
 	case ADMINREQUIRED:
+		return true
+	case CODEGUESSESLIMITED:
 		return true
 	case GUESTAUTHDISABLED:
 		return true
@@ -79,9 +84,13 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ROOMNOTJOINABLE:
 		return true
+	case ROOMRATELIMITED:
+		return true
 	case STATEKEYFORBIDDEN:
 		return true
 	case STOREUNAVAILABLE:
+		return true
+	case STREAMOPENSLIMITED:
 		return true
 	case TOOMANYSTREAMS:
 		return true
@@ -573,6 +582,9 @@ type PreconditionFailed = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
+
+// TooManyRequests defines model for TooManyRequests.
+type TooManyRequests = Problem
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Problem

@@ -587,7 +587,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -953,6 +953,26 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description `RATE_LIMITED` (the route class's limit per user or per client
+         *     address), `ROOM_RATE_LIMITED` (the room's message or state-patch cap;
+         *     a member may use half of it), `STREAM_OPENS_LIMITED` (event streams
+         *     opened per user), `CODE_GUESSES_LIMITED` (wrong invite codes per user
+         *     or address), or `TOO_MANY_STREAMS` (the player already holds 8 event streams of
+         *     this room). Rate-limited answers carry
+         *     `Retry-After` and the RateLimit headers.
+         */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `STORE_UNAVAILABLE`: Redis is unreachable. */
         Unavailable: {
             headers: {
@@ -968,7 +988,23 @@ export interface components {
         RoomId: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Seconds (an integer, at least 1) until the refused request would be allowed. */
+        RetryAfter: number;
+        /**
+         * @description The limits the request was counted on (draft-ietf-httpapi-ratelimit-headers-10):
+         *     one member per limit, named `<limit>.<scope>` (scope `user`, `ip` or
+         *     `room`), with `q` requests per `w` seconds, e.g.
+         *     `"create.user";q=10;w=30, "create.ip";q=60;w=30`. Sent on every
+         *     answer of a rate-limited route.
+         */
+        RateLimitPolicy: string;
+        /**
+         * @description Each limit's state after the request: `r` requests left now, `t`
+         *     seconds until the whole quota is back, e.g. `"create.user";r=0;t=30`.
+         */
+        RateLimit: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1005,6 +1041,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listRooms: {
@@ -1042,6 +1079,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1086,6 +1124,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1118,6 +1157,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1144,6 +1184,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1169,6 +1210,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1212,6 +1254,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1239,6 +1282,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1264,6 +1308,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1292,6 +1337,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1321,6 +1367,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1371,6 +1418,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1411,15 +1459,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description `TOO_MANY_STREAMS`: the player already holds 8 event streams of this room. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1453,6 +1493,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1500,6 +1541,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1553,6 +1595,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1575,6 +1618,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1597,6 +1641,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1623,6 +1668,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1647,6 +1693,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["AdminDisabled"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
