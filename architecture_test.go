@@ -13,6 +13,7 @@ func TestImportDirection(t *testing.T) {
 		"./rooms":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
 		"./lobby":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
 		"./sse":            {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./limits":         {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
 		"./internal/fleet": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
 		"./store":          {"/api", "chi", "net/http", "prometheus"},
 		"./api":            {"/store", "go-redis", "miniredis"},
