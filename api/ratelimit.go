@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -35,7 +36,18 @@ var (
 type rateLimits struct {
 	limiter RateLimiter
 	set     limits.Set
+	// pausedUntil (Unix ns): after a failed check, requests go through
+	// unchecked for limiterPause, so an outage costs one limiter timeout
+	// per pause rather than one per request, on top of the request's own.
+	pausedUntil *atomic.Int64
 }
+
+const (
+	// limiterTimeout bounds a check: a round trip is well under a
+	// millisecond; past this much the request goes through unchecked.
+	limiterTimeout = 300 * time.Millisecond
+	limiterPause   = time.Second
+)
 
 func (rl rateLimits) on() bool { return rl.limiter != nil && !rl.set.Off }
 
@@ -124,9 +136,16 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, checks []limits.C
 	if len(checks) == 0 {
 		return nil, true
 	}
-	decisions, err := s.limits.limiter.Do(r.Context(), limits.Take, checks)
+	now := time.Now().UnixNano()
+	if now < s.limits.pausedUntil.Load() {
+		return nil, true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), limiterTimeout)
+	decisions, err := s.limits.limiter.Do(ctx, limits.Take, checks)
+	cancel()
 	if err != nil {
-		s.log.Debug("rate limit check failed; request let through", "err", err, "request_id", requestID(r.Context()))
+		s.limits.pausedUntil.Store(now + int64(limiterPause))
+		s.log.Debug("rate limit check failed; requests go through unchecked for a second", "err", err, "request_id", requestID(r.Context()))
 		return nil, true
 	}
 	setRateLimitHeaders(w.Header(), checks, decisions)

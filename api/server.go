@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -86,7 +87,7 @@ var _ oapi.ServerInterface = (*Server)(nil)
 func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
-		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits}, trustedProxies: cfg.TrustedProxies}
+		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -18,6 +18,13 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 )
 
+// loadTestLimits raise the limits a load test's single client would meet
+// (it sends hundreds of patches back to back, or opens hundreds of streams
+// from one address): those tests measure delivery and failover, not the
+// limits, which stay on.
+const loadTestLimits = "REALSYNC_RATE_LIMITS=write=5000/s,write.ip=5000/s,patches=5000/s,messages=5000/s,read=5000/s,read.ip=5000/s," +
+	"stream=5000/s,stream.ip=5000/s,opens=5000/s,join=5000/s,join.ip=5000/s,auth=5000/s"
+
 // hammerLimits: per-hour rates, so during the test (well under a minute)
 // at most one more request than the burst comes back per class; the
 // per-address limits stay the defaults except auth's, which is hammered.
