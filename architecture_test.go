@@ -10,12 +10,13 @@ import (
 // Redis, store knows nothing of HTTP, and only cmd/ wires things together.
 func TestImportDirection(t *testing.T) {
 	forbidden := map[string][]string{
-		"./rooms":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
-		"./lobby":          {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
-		"./sse":            {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
-		"./internal/fleet": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
-		"./store":          {"/api", "chi", "net/http", "prometheus"},
-		"./api":            {"/store", "go-redis", "miniredis"},
+		"./rooms":           {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./lobby":           {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./sse":             {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./internal/limits": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./internal/fleet":  {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./store":           {"/api", "chi", "net/http", "prometheus"},
+		"./api":             {"/store", "go-redis", "miniredis"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()

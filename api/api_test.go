@@ -36,12 +36,15 @@ type env struct {
 	logs  *testlog.Buffer
 }
 
-func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
+// newEnv starts the API on backend b; mut, when given, changes its
+// configuration (rate limits, say).
+func newEnv(t *testing.T, b redistest.Backend, guest bool, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
+	prefix := redistest.Prefix(t)
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m})
+		Prefix: prefix, Shards: 4, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +53,14 @@ func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest},
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
-		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	for _, f := range mut {
+		f(&cfg, st, prefix)
+	}
+	h := api.NewHandler(cfg)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs}

@@ -159,12 +159,16 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			ok = token != ""
 		}
 		if !ok {
-			s.writeError(w, r, fmt.Errorf("missing bearer token: %w", errUnauthenticated))
+			if s.limitUnauthenticated(w, r) {
+				s.writeError(w, r, fmt.Errorf("missing bearer token: %w", errUnauthenticated))
+			}
 			return
 		}
 		u, err = s.auth.Verify(token)
 		if err != nil {
-			s.writeError(w, r, err)
+			if s.limitUnauthenticated(w, r) {
+				s.writeError(w, r, err)
+			}
 			return
 		}
 		s.asUser(next, w, r, u)

@@ -23,11 +23,15 @@ type Metrics interface {
 	// method as sent, status as answered, d the time to answer. streamed
 	// says the answer was an event stream, and d its whole life.
 	Request(route, method string, status int, d time.Duration, streamed bool)
+	// RateLimited records a request refused by the limit name ("create",
+	// "opens", "messages", …) in scope ("user", "ip", "room").
+	RateLimited(name, scope string)
 }
 
 type noMetrics struct{}
 
 func (noMetrics) Request(string, string, int, time.Duration, bool) {}
+func (noMetrics) RateLimited(string, string)                       {}
 
 // unmatchedRoute is the route of a request that matched no route: one
 // label, whatever the path, so made-up paths cannot make up series.

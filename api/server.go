@@ -9,12 +9,15 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/internal/fleet"
+	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -52,6 +55,13 @@ type Config struct {
 	// MetricsHandler, when set, serves GET /metrics (when the metrics have
 	// a listener of their own it is nil, and /metrics is 404 here).
 	MetricsHandler http.Handler
+	// RateLimiter counts requests on RateLimits (ratelimit.go); nil: no
+	// limits.
+	RateLimiter RateLimiter
+	RateLimits  limits.Set
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// address (clientip.go); none: the peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Server implements oapi.ServerInterface.
@@ -70,6 +80,8 @@ type Server struct {
 	metricsHandler http.Handler
 	ids            *requestIDs
 	available      func() bool // see Config.Available
+	limits         rateLimits
+	trustedProxies []netip.Prefix
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -77,7 +89,8 @@ var _ oapi.ServerInterface = (*Server)(nil)
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
-		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available}
+		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
+		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -94,7 +107,7 @@ func NewHandler(cfg Config) http.Handler {
 		r.Handle("/demo/*", http.StripPrefix("/demo/", http.FileServer(http.FS(cfg.Demo))))
 	}
 	return oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError,
-		Middlewares: []oapi.MiddlewareFunc{s.checkScope}})
+		Middlewares: []oapi.MiddlewareFunc{s.checkScope, s.rateLimit}})
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {

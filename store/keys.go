@@ -120,3 +120,14 @@ func (k keys) messageKeys(shard int, id string) []string {
 	room := k.room(shard, id)
 	return []string{room, room + ":users", room + ":messages"}
 }
+
+// RoomTag returns the hash tag of the keys of room id ("{<prefix>:<shard>}")
+// in a deployment of shards shards, so an adapter of its own can keep keys
+// in the room's slot; false for an id the deployment never issued.
+func RoomTag(prefix string, shards int, id string) (string, bool) {
+	shard, ok := roomShard(id, shards)
+	if !ok {
+		return "", false
+	}
+	return keys{prefix: prefix}.tag(shard), true
+}

@@ -18,6 +18,7 @@ import (
 const (
 	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
 	BANNED               ProblemCode = "BANNED"
+	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
@@ -36,9 +37,11 @@ const (
 	ROOMFULL             ProblemCode = "ROOM_FULL"
 	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
 	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
+	ROOMRATELIMITED      ProblemCode = "ROOM_RATE_LIMITED"
 	SCOPEREQUIRED        ProblemCode = "SCOPE_REQUIRED"
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
+	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
@@ -52,6 +55,8 @@ func (e ProblemCode) Valid() bool {
 	case ADMINREQUIRED:
 		return true
 	case BANNED:
+		return true
+	case CODEGUESSESLIMITED:
 		return true
 	case GUESTAUTHDISABLED:
 		return true
@@ -89,11 +94,15 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case ROOMNOTJOINABLE:
 		return true
+	case ROOMRATELIMITED:
+		return true
 	case SCOPEREQUIRED:
 		return true
 	case STATEKEYFORBIDDEN:
 		return true
 	case STOREUNAVAILABLE:
+		return true
+	case STREAMOPENSLIMITED:
 		return true
 	case TOOMANYSTREAMS:
 		return true
@@ -604,6 +613,9 @@ type RoomsLimit = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
+
+// TooManyRequests defines model for TooManyRequests.
+type TooManyRequests = Problem
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Problem

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/store"
 )
 
@@ -33,14 +35,16 @@ type Config struct {
 	MetricsAddr     string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
 	LogFormat       string        // REALSYNC_LOG_FORMAT: text (default) or json
 	// Room lifecycle (the janitor closes rooms; 0 switches a rule off).
-	RoomIdleTimeout   time.Duration // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
-	FinishedRetention time.Duration // REALSYNC_FINISHED_RETENTION, default 10m
-	RoomMaxLifetime   time.Duration // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
-	AdminToken        string        // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
-	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
-	ShutdownTimeout   time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
-	quotaSettings                   // per-user limits and the presence debounce (config_quotas.go)
-	APIKeysFile       string        // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
+	RoomIdleTimeout   time.Duration  // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
+	FinishedRetention time.Duration  // REALSYNC_FINISHED_RETENTION, default 10m
+	RoomMaxLifetime   time.Duration  // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
+	AdminToken        string         // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
+	AdvertiseAddr     string         // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
+	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
+	quotaSettings                    // per-user limits and the presence debounce (config_quotas.go)
+	APIKeysFile       string         // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
+	RateLimits        limits.Set     // REALSYNC_RATE_LIMITS: off, or overrides of limits.Defaults
+	TrustedProxies    []netip.Prefix // REALSYNC_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client
 
 	secretGenerated bool
 }
@@ -60,7 +64,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		return def
 	}
 	var c Config
-	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown string
+	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -84,6 +88,8 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
 	quotas := quotaFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
+	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
+	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
 	if more != nil {
 		more(fs)
 	}
@@ -161,6 +167,12 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 			bad("REALSYNC_API_KEYS_FILE", c.APIKeysFile+": "+err.Error())
 		}
 	}
+	if c.RateLimits, err = limits.Parse(rateLimits); err != nil {
+		bad("REALSYNC_RATE_LIMITS", err.Error())
+	}
+	if c.TrustedProxies, err = parseProxies(proxies); err != nil {
+		bad("REALSYNC_TRUSTED_PROXIES", err.Error())
+	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}
@@ -170,6 +182,27 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		c.JWTSecret, c.secretGenerated = hex.EncodeToString(b), true
 	}
 	return c, nil
+}
+
+// parseProxies reads comma-separated CIDRs ("10.0.0.0/8") or addresses
+// (one host: /32, /128).
+func parseProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			a, aerr := netip.ParseAddr(item)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an address", item)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // minAdminToken is the shortest admin token accepted: 32 characters of a

@@ -49,6 +49,55 @@ func TestParseConfigObservability(t *testing.T) {
 	}
 }
 
+// REALSYNC_RATE_LIMITS and REALSYNC_TRUSTED_PROXIES: good values parse,
+// flags win, bad ones are reported naming the variable.
+func TestParseConfigRateLimits(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		limits  string // want RateLimits.String() to contain this
+		off     bool
+		proxies string // want TrustedProxies, joined with ","
+		err     string // want an error naming this, "" for none
+	}{
+		{name: "Defaults", limits: "create.user=20/m:burst=10"},
+		{name: "Off", env: map[string]string{"REALSYNC_RATE_LIMITS": "off"}, off: true},
+		{name: "Override", env: map[string]string{"REALSYNC_RATE_LIMITS": "create=10/m,join.ip=5/s:burst=9"}, limits: "join.ip=5/s:burst=9"},
+		{name: "FlagWins", env: map[string]string{"REALSYNC_RATE_LIMITS": "off"}, args: []string{"-rate-limits", "read=1/s"}, limits: "read.user=1/s:burst=1"},
+		{name: "BadLimit", env: map[string]string{"REALSYNC_RATE_LIMITS": "create=ten/m"}, err: "REALSYNC_RATE_LIMITS"},
+		{name: "UnknownLimit", env: map[string]string{"REALSYNC_RATE_LIMITS": "chat=1/s"}, err: "REALSYNC_RATE_LIMITS"},
+		{name: "Proxies", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7,fd00::/8"}, limits: "create", proxies: "10.0.0.0/8,192.0.2.7/32,fd00::/8"},
+		{name: "ProxyHostBitsMasked", args: []string{"-trusted-proxies", "10.1.2.3/16"}, limits: "create", proxies: "10.1.0.0/16"},
+		{name: "BadProxy", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/33"}, err: "REALSYNC_TRUSTED_PROXIES"},
+		{name: "ProxyName", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "lb.internal"}, err: "REALSYNC_TRUSTED_PROXIES"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.RateLimits.Off != tc.off || !strings.Contains(c.RateLimits.String(), tc.limits) {
+				t.Errorf("limits %s, want off=%v containing %q", c.RateLimits, tc.off, tc.limits)
+			}
+			var ps []string
+			for _, p := range c.TrustedProxies {
+				ps = append(ps, p.String())
+			}
+			if got := strings.Join(ps, ","); got != tc.proxies {
+				t.Errorf("proxies %q, want %q", got, tc.proxies)
+			}
+		})
+	}
+}
+
 // go-redis' own lines come out as structured warnings of the process'
 // logger, JSON included.
 func TestRedisLinesThroughSlog(t *testing.T) {

@@ -259,7 +259,7 @@ func TestClusterMasterFailover(t *testing.T) {
 	ctx := t.Context()
 	prefix := redistest.Prefix(t)
 	env := []string{"REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret",
-		"REALSYNC_REDIS_CLUSTER_ADDRS=" + strings.Join(cluster.Addrs(), ","), "REALSYNC_LOG_LEVEL=info"}
+		"REALSYNC_REDIS_CLUSTER_ADDRS=" + strings.Join(cluster.Addrs(), ","), "REALSYNC_LOG_LEVEL=info", loadTestLimits}
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	ins := []*instance{a, b}
 	urls := []string{a.url, b.url}

@@ -28,6 +28,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/ratelimit"
 	"github.com/realsync/realsync/web"
 )
 
@@ -125,6 +126,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
 		AdminToken: cfg.AdminToken, Instances: st.Instances,
 		Metrics: m, MetricsHandler: apiMetrics,
+		RateLimiter: ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: cfg.KeyPrefix,
+			RoomTag: func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) }}),
+		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 	})
 	// No WriteTimeout: it would cut the long-lived event streams; handlers
 	// that stream set per-write deadlines instead.

@@ -269,7 +269,7 @@ func TestEventStreamsAcrossInstances(t *testing.T) {
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
-			env := backendEnv(t, backend)
+			env := append(backendEnv(t, backend), loadTestLimits)
 			a, b := start(t, bin, env...), start(t, bin, env...)
 			id, toks := party(t, a, 3)
 			owner := toks[0]
@@ -374,7 +374,7 @@ func TestEventStreamsSurviveRedisRestart(t *testing.T) {
 // off, while a reading client of the same room receives every event.
 func TestSlowReaderIsCutOff(t *testing.T) {
 	bin := buildBinary(t)
-	a := start(t, bin, backendEnv(t, "standalone")...)
+	a := start(t, bin, append(backendEnv(t, "standalone"), loadTestLimits)...)
 	id, toks := party(t, a, 1)
 	fast := follow(t, []string{a.url}, id, toks[0], false)
 	fast.waitVersion(3, 10*time.Second)
@@ -426,7 +426,7 @@ func disconnected(es []sseEvent, pid float64) bool {
 // 500 streams on one room, over two instances, all receive every event.
 func TestFiveHundredStreams(t *testing.T) {
 	bin := buildBinary(t)
-	env := backendEnv(t, "standalone")
+	env := append(backendEnv(t, "standalone"), loadTestLimits)
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	id, toks := party(t, a, 99)
 	var fs []*follower

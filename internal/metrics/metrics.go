@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/sse"
 )
 
@@ -51,6 +52,7 @@ type Metrics struct {
 	janitor        *prometheus.CounterVec
 	apiKeys        prometheus.Gauge
 	apiKeysBad     prometheus.Counter
+	rateLimited    *prometheus.CounterVec
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -123,6 +125,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			Help: "Event streams ended, by kind and reason."}, []string{"kind", "reason"}),
 		janitor: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_janitor_actions_total",
 			Help: "Janitor actions, by kind."}, []string{"kind"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_rate_limited_total",
+			Help: "Requests refused by a rate limit (429), by limit (route class, opens, guess, messages, patches) and scope (user, ip, room)."},
+			[]string{"class", "scope"}),
 		http: map[httpKey]httpSeries{}, scripts: map[scriptKey]scriptSeries{},
 		streams: map[string]prometheus.Gauge{}, opens: map[[2]string]prometheus.Counter{},
 		ends: map[[2]string]prometheus.Counter{}, delivered: map[string]prometheus.Counter{}, dropped: map[string]prometheus.Counter{},
@@ -136,7 +141,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
 	build.Set(1)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
-		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, build)
+		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, build)
 	// Series known in advance exist from the start, at 0, so rates and
 	// dashboards need not wait for the first occurrence.
 	for _, k := range sseKinds {
@@ -152,6 +157,11 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	}
 	for _, k := range janitorKinds {
 		m.janitor.WithLabelValues(k)
+	}
+	for _, name := range limits.Names() {
+		for _, sc := range limits.Scopes(name) {
+			m.rateLimited.WithLabelValues(name, string(sc))
+		}
 	}
 	return m
 }
@@ -178,6 +188,13 @@ func (m *Metrics) Request(route, method string, status int, d time.Duration, str
 	if !streamed {
 		s.duration.Observe(d.Seconds())
 	}
+}
+
+// RateLimited counts a request refused by limit name in scope
+// (api.Metrics). Both come from a fixed set (package limits), so clients
+// cannot make up series.
+func (m *Metrics) RateLimited(name, scope string) {
+	m.rateLimited.WithLabelValues(name, scope).Inc()
 }
 
 func methodLabel(method string) string {

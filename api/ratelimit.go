@@ -1,0 +1,266 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/realsync/realsync/internal/limits"
+)
+
+// RateLimiter counts requests on counters shared by every instance;
+// store/ratelimit implements it on Redis.
+type RateLimiter interface {
+	// Do applies mode to every check in one round trip and returns one
+	// decision per check, in order; checks are independent of each other.
+	// Errors: the store's.
+	Do(ctx context.Context, mode limits.Mode, checks []limits.Check) ([]limits.Decision, error)
+}
+
+// The 429 answers, one code per kind of limit.
+var (
+	errRateLimited        = fmt.Errorf("rate limited")
+	errRoomRateLimited    = fmt.Errorf("room rate limited")
+	errStreamOpensLimited = fmt.Errorf("stream opens limited")
+	errCodeGuessesLimited = fmt.Errorf("code guesses limited")
+)
+
+// rateLimits is the server's rate limiting: nil limiter, no limits.
+type rateLimits struct {
+	limiter RateLimiter
+	set     limits.Set
+	// pausedUntil (Unix ns): after a failed check, requests go through
+	// unchecked for limiterPause, so an outage costs one limiter timeout
+	// per pause rather than one per request, on top of the request's own.
+	pausedUntil *atomic.Int64
+}
+
+const (
+	// limiterTimeout bounds a check: a round trip is well under a
+	// millisecond; past this much the request goes through unchecked.
+	limiterTimeout = 300 * time.Millisecond
+	limiterPause   = time.Second
+)
+
+func (rl rateLimits) on() bool { return rl.limiter != nil && !rl.set.Off }
+
+// rateLimit is the handler middleware (it runs once the route is matched,
+// after authentication) that counts each /v1 request on its route class's
+// limits: the user's (when authenticated) and the client address's, plus
+// the route's extra limit (routeExtras), all in one round trip. Over a
+// limit it answers 429 with Retry-After and the RateLimit headers; under
+// them it sends the RateLimit headers too (the numbers come with the same
+// round trip, so they cost a few bytes, and let a client pace itself).
+// A failed check lets the request through (the store's own errors answer
+// for an outage), logged at debug.
+func (s *Server) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
+		class, ok := routeClasses[route]
+		if !s.limits.on() || !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		checks := s.checksOf(r, route, class)
+		decisions, ok := s.count(w, r, checks)
+		if routeExtras[route] == "guess" && decisions != nil {
+			defer s.keepGuesses(r, checks, decisions) // also when refused here: a 429 is no wrong code
+		}
+		if ok {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// checksOf lists a request's checks: the route's extra limit first (its
+// code wins when several refuse), then the class's per user and per
+// address. Unauthenticated requests count per address only.
+func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
+	user := userFrom(r.Context()).ID
+	addr := clientAddr(r, s.trustedProxies)
+	checks := make([]limits.Check, 0, 5)
+	switch extra := routeExtras[route]; extra {
+	case "opens":
+		if user != "" {
+			checks = append(checks, limits.Check{Name: extra, Scope: limits.User, Subject: user, Limit: s.limits.set.Get(extra, limits.User)})
+		}
+	case "guess":
+		if user != "" {
+			checks = append(checks, limits.Check{Name: extra, Scope: limits.User, Subject: user, Limit: s.limits.set.Get(extra, limits.User)})
+		}
+		checks = append(checks, limits.Check{Name: extra, Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get(extra, limits.IP)})
+	case "messages", "patches":
+		checks = append(checks, limits.Check{Name: extra, Scope: limits.Room, Subject: chi.URLParam(r, "roomId"),
+			Member: user, Limit: s.limits.set.Get(extra, limits.Room)})
+	}
+	if user != "" {
+		checks = append(checks, limits.Check{Name: class, Scope: limits.User, Subject: user, Limit: s.limits.set.Get(class, limits.User)})
+	}
+	checks = append(checks, limits.Check{Name: class, Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get(class, limits.IP)})
+	// limits switched off one by one are no checks (and no headers)
+	kept := checks[:0]
+	for _, c := range checks {
+		if !c.Limit.Zero() {
+			kept = append(kept, c)
+		}
+	}
+	return kept
+}
+
+// limitUnauthenticated counts a request whose credentials were refused on
+// the client address's auth limit (a token guesser is an unauthenticated
+// client): false when it answered 429.
+func (s *Server) limitUnauthenticated(w http.ResponseWriter, r *http.Request) bool {
+	if !s.limits.on() || (s.available != nil && !s.available()) {
+		return true
+	}
+	c := limits.Check{Name: "auth", Scope: limits.IP, Subject: clientAddr(r, s.trustedProxies), Limit: s.limits.set.Get("auth", limits.IP)}
+	if c.Limit.Zero() {
+		return true
+	}
+	_, ok := s.count(w, r, []limits.Check{c})
+	return ok
+}
+
+// count takes one request on checks and sets the RateLimit headers; false
+// when a check refused it and the 429 was written. The decisions are nil
+// when the check failed (the request goes through).
+func (s *Server) count(w http.ResponseWriter, r *http.Request, checks []limits.Check) ([]limits.Decision, bool) {
+	if len(checks) == 0 {
+		return nil, true
+	}
+	now := time.Now().UnixNano()
+	if now < s.limits.pausedUntil.Load() {
+		return nil, true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), limiterTimeout)
+	decisions, err := s.limits.limiter.Do(ctx, limits.Take, checks)
+	cancel()
+	if err != nil {
+		s.limits.pausedUntil.Store(now + int64(limiterPause))
+		s.log.Debug("rate limit check failed; requests go through unchecked for a second", "err", err, "request_id", requestID(r.Context()))
+		return nil, true
+	}
+	setRateLimitHeaders(w.Header(), checks, decisions)
+	refused := -1
+	var wait time.Duration
+	for i, d := range decisions {
+		if d.Allowed {
+			continue
+		}
+		s.metrics.RateLimited(checks[i].Name, string(checks[i].Scope))
+		if refused < 0 {
+			refused = i
+		}
+		wait = max(wait, d.Retry)
+	}
+	if refused < 0 {
+		return decisions, true
+	}
+	c := checks[refused]
+	secs := retryAfter(wait)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	s.log.Debug("rate limited", "limit", c.Name, "scope", c.Scope, "retry_after", secs, "request_id", requestID(r.Context()))
+	s.writeError(w, r, fmt.Errorf("%s; retry in %d s: %w", refusal(c), secs, codeOf(c)))
+	return decisions, false
+}
+
+// keepGuesses, after a join-by-code was answered, hands the guess back
+// unless the answer was 404: only wrong codes stay counted. That costs a
+// second round trip on right codes (about once per game), none on wrong
+// ones.
+func (s *Server) keepGuesses(r *http.Request, checks []limits.Check, decisions []limits.Decision) {
+	x := exchangeFrom(r.Context())
+	if x == nil || x.status == http.StatusNotFound {
+		return
+	}
+	var back []limits.Check
+	for i, c := range checks {
+		if c.Name == "guess" && decisions[i].Allowed {
+			back = append(back, c)
+		}
+	}
+	if len(back) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	if _, err := s.limits.limiter.Do(ctx, limits.Give, back); err != nil {
+		s.log.Debug("handing a guess back failed", "err", err, "request_id", requestID(r.Context()))
+	}
+}
+
+func codeOf(c limits.Check) error {
+	switch {
+	case c.Scope == limits.Room:
+		return errRoomRateLimited
+	case c.Name == "opens":
+		return errStreamOpensLimited
+	case c.Name == "guess":
+		return errCodeGuessesLimited
+	}
+	return errRateLimited
+}
+
+func refusal(c limits.Check) string {
+	switch {
+	case c.Scope == limits.Room:
+		return "too many " + c.Name + " in this room (a member may use half of the room's rate)"
+	case c.Name == "opens":
+		return "too many event streams opened by this user"
+	case c.Name == "guess" && c.Scope == limits.User:
+		return "too many wrong invite codes from this user"
+	case c.Name == "guess":
+		return "too many wrong invite codes from this address"
+	case c.Scope == limits.User:
+		return "too many " + c.Name + " requests from this user"
+	}
+	return "too many " + c.Name + " requests from this address"
+}
+
+// retryAfter is a wait in whole seconds, at least 1 (Retry-After has no
+// fractions, and 0 would invite an immediate retry).
+func retryAfter(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// setRateLimitHeaders sets RateLimit-Policy and RateLimit as in
+// draft-ietf-httpapi-ratelimit-headers-10 (September 2025; unchanged in
+// -11): one list member per check, named "<limit>.<scope>";
+// RateLimit-Policy: "join.user";q=10;w=5 (q requests per w seconds: the
+// burst and the time it takes to come back) and RateLimit:
+// "join.user";r=9;t=1 (r requests left now, t seconds until the whole
+// quota is back).
+func setRateLimitHeaders(h http.Header, checks []limits.Check, decisions []limits.Decision) {
+	var policy, state strings.Builder
+	for i, c := range checks {
+		if i > 0 {
+			policy.WriteString(", ")
+			state.WriteString(", ")
+		}
+		name := `"` + c.Name + "." + string(c.Scope) + `"`
+		q, w := quota(c.Limit)
+		policy.WriteString(name + ";q=" + strconv.Itoa(q) + ";w=" + strconv.Itoa(w))
+		state.WriteString(name + ";r=" + strconv.Itoa(decisions[i].Remaining) + ";t=" + strconv.Itoa(int(math.Ceil(decisions[i].Reset.Seconds()))))
+	}
+	h["Ratelimit-Policy"] = []string{policy.String()}
+	h["Ratelimit"] = []string{state.String()}
+}
+
+// quota describes a GCRA limit as a quota per window: the burst per the
+// time the burst takes to come back, or, when that is under a second, the
+// requests per second.
+func quota(l limits.Limit) (q, w int) {
+	refill := l.Interval() * time.Duration(l.Burst)
+	if refill < time.Second {
+		return int(time.Second / l.Interval()), 1
+	}
+	return l.Burst, int(math.Round(refill.Seconds()))
+}

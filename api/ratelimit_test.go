@@ -1,0 +1,200 @@
+package api_test
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/ratelimit"
+)
+
+// limitedEnv is the API on backend b with the limits of spec
+// (REALSYNC_RATE_LIMITS grammar) over the defaults.
+func limitedEnv(t *testing.T, b redistest.Backend, spec string) *env {
+	t.Helper()
+	set, err := limits.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnv(t, b, true, func(c *api.Config, st *store.Store, prefix string) {
+		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
+			RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, 4, id) }})
+		c.RateLimits = set
+	})
+}
+
+var retryAfterRe = regexp.MustCompile(`^[1-9][0-9]*$`)
+
+// want429 checks a refusal's whole shape: status, code, problem+json,
+// Retry-After (whole seconds ≥ 1, at most max), and the RateLimit headers
+// naming the refusing policy with r=0.
+func want429(t *testing.T, r resp, code, policy string, q, w, maxRetry int) {
+	t.Helper()
+	want(t, r, 429, code)
+	ra := r.header.Get("Retry-After")
+	if !retryAfterRe.MatchString(ra) {
+		t.Fatalf("Retry-After %q", ra)
+	}
+	if n, _ := strconv.Atoi(ra); n > maxRetry {
+		t.Fatalf("Retry-After %d, want ≤ %d", n, maxRetry)
+	}
+	wantPolicy := `"` + policy + `";q=` + strconv.Itoa(q) + ";w=" + strconv.Itoa(w)
+	if p := r.header.Get("RateLimit-Policy"); !strings.Contains(p, wantPolicy) {
+		t.Fatalf("RateLimit-Policy %q, want it to hold %s", p, wantPolicy)
+	}
+	if s := r.header.Get("RateLimit"); !regexp.MustCompile(`"` + regexp.QuoteMeta(policy) + `";r=0;t=[1-9][0-9]*`).MatchString(s) {
+		t.Fatalf("RateLimit %q, want %q with r=0", s, policy)
+	}
+	if r.body["status"] != float64(429) || r.body["detail"] == "" || !strings.Contains(r.body["detail"].(string), "retry in "+ra+" s") {
+		t.Fatalf("problem %v", r.body)
+	}
+}
+
+func TestRateLimitPerUser(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := limitedEnv(t, b, "create=3/h")
+			alice, _ := e.guest("alice")
+			for i := range 3 {
+				r := e.do("POST", "/v1/rooms", alice, arena)
+				want(t, r, 201, "")
+				if got, wantRL := r.header.Get("RateLimit"), `"create.user";r=`+strconv.Itoa(2-i)+";t="; !strings.HasPrefix(got, wantRL) {
+					t.Fatalf("create %d: RateLimit %q, want it to start %s", i+1, got, wantRL)
+				}
+				if p := r.header.Get("RateLimit-Policy"); p != `"create.user";q=3;w=3600, "create.ip";q=60;w=30` {
+					t.Fatalf("RateLimit-Policy %q", p)
+				}
+			}
+			want429(t, e.do("POST", "/v1/rooms", alice, arena), "RATE_LIMITED", "create.user", 3, 3600, 1200)
+			// another user from the same address has a budget of its own
+			bob, _ := e.guest("bob")
+			want(t, e.do("POST", "/v1/rooms", bob, arena), 201, "")
+			// other classes are not touched
+			want(t, e.do("GET", "/v1/rooms", alice, nil), 200, "")
+			if v := e.scrape().value("realsync_rate_limited_total", "class", "create", "scope", "user"); v != 1 {
+				t.Fatalf("realsync_rate_limited_total{create,user} = %v, want 1", v)
+			}
+		})
+	}
+}
+
+// Several users behind one address share its budget.
+func TestRateLimitPerAddress(t *testing.T) {
+	e := limitedEnv(t, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(t)}, "read.ip=4/h")
+	tokens := []string{}
+	for _, n := range []string{"a", "b", "c"} {
+		tok, _ := e.guest(n)
+		tokens = append(tokens, tok)
+	}
+	for i := range 4 {
+		want(t, e.do("GET", "/v1/lobby/stats", tokens[i%3], nil), 200, "")
+	}
+	want429(t, e.do("GET", "/v1/lobby/stats", tokens[1], nil), "RATE_LIMITED", "read.ip", 4, 3600, 900)
+	if v := e.scrape().value("realsync_rate_limited_total", "class", "read", "scope", "ip"); v != 1 {
+		t.Fatalf("metric = %v", v)
+	}
+}
+
+// Requests without a valid token count on the address's auth limit: a
+// token guesser gets 429, and so does the guest route from that address.
+func TestRateLimitUnauthenticated(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "auth=3/h")
+	want(t, e.do("GET", "/v1/rooms", "", nil), 401, "UNAUTHENTICATED")
+	want(t, e.do("GET", "/v1/rooms", "not-a-jwt", nil), 401, "UNAUTHENTICATED")
+	e.guest("alice")
+	want429(t, e.do("GET", "/v1/rooms", "forged.jwt.token", nil), "RATE_LIMITED", "auth.ip", 3, 3600, 1200)
+	want429(t, e.do("POST", "/v1/auth/guest", "", map[string]any{}), "RATE_LIMITED", "auth.ip", 3, 3600, 1200)
+}
+
+// A room's message cap is shared by its members; one member gets at most
+// half of it, and its refused messages do not use up the others' part.
+func TestRoomRateLimit(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := limitedEnv(t, b, "messages=6/h")
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			id := e.create(alice, arena)["id"].(string)
+			want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
+			msg := map[string]any{"type": "chat", "data": "hi"}
+			for range 3 {
+				want(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), 202, "")
+			}
+			for range 5 {
+				want429(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
+			}
+			for range 3 {
+				want(t, e.do("POST", "/v1/rooms/"+id+"/messages", bob, msg), 202, "")
+			}
+			want429(t, e.do("POST", "/v1/rooms/"+id+"/messages", bob, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
+			// state patches have a cap of their own
+			r := e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"a":1}`, "Content-Type", "application/merge-patch+json")
+			want(t, r, 200, "")
+			if v := e.scrape().value("realsync_rate_limited_total", "class", "messages", "scope", "room"); v != 6 {
+				t.Fatalf("metric = %v, want 6", v)
+			}
+		})
+	}
+}
+
+// Stream opens per user per minute: STREAM_OPENS_LIMITED, for the room's
+// and the lobby's streams alike.
+func TestStreamOpensLimited(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "opens=3/h")
+	alice, _ := e.guest("alice")
+	id := e.create(alice, arena)["id"].(string)
+	for _, p := range []string{"/v1/lobby/events", "/v1/rooms/" + id + "/events", "/v1/lobby/events"} {
+		e.open(p + "?access_token=" + alice).close()
+	}
+	for _, p := range []string{"/v1/lobby/events", "/v1/rooms/" + id + "/events"} {
+		want429(t, e.do("GET", p+"?access_token="+alice, "", nil), "STREAM_OPENS_LIMITED", "opens.user", 3, 3600, 1200)
+	}
+	bob, _ := e.guest("bob")
+	e.open("/v1/lobby/events?access_token=" + bob).close()
+}
+
+// Only wrong invite codes count as guesses: a right code never uses the
+// budget; once it is used, even a right code waits.
+func TestCodeGuessesLimited(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := limitedEnv(t, b, "guess=2/h")
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			code := e.create(alice, map[string]any{"name": "Secret", "mode": "battle", "region": "eu", "maxPlayers": 4, "visibility": "private"})["inviteCode"].(string)
+			for range 4 {
+				want(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": code}), 200, "")
+			}
+			for range 2 {
+				want(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": "ZZZZZZ"}), 404, "ROOM_NOT_FOUND")
+			}
+			want429(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": "ZZZZZZ"}), "CODE_GUESSES_LIMITED", "guess.user", 2, 3600, 1800)
+			want429(t, e.do("POST", "/v1/rooms/join-by-code", bob, map[string]any{"inviteCode": code}), "CODE_GUESSES_LIMITED", "guess.user", 2, 3600, 1800)
+			// the address' guesses: 2 wrong ones so far of its 30 (the refused
+			// ones were handed back)
+			carol, _ := e.guest("carol")
+			want(t, e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": "ZZZZZZ"}), 404, "ROOM_NOT_FOUND")
+			if s := e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": "ZZZZZZ"}).header.Get("RateLimit"); !strings.Contains(s, `"guess.ip";r=26;`) {
+				t.Fatalf("RateLimit %q, want guess.ip r=26 (30 less 4 wrong codes)", s)
+			}
+		})
+	}
+}
+
+// REALSYNC_RATE_LIMITS=off: no limit, no header.
+func TestRateLimitsOff(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "off")
+	alice, _ := e.guest("alice")
+	for range 30 {
+		r := e.do("POST", "/v1/rooms", alice, arena)
+		want(t, r, 201, "")
+		if r.header.Get("RateLimit") != "" || r.header.Get("RateLimit-Policy") != "" {
+			t.Fatalf("headers with limits off: %v", r.header)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package api
+
+// routeClasses puts every /v1 route ("METHOD pattern", the pattern as in
+// openapi.yaml) in the rate-limit class it is counted in. A /v1 route of
+// openapi.yaml without a row fails TestEveryRouteClassified, so a new route
+// is classified on purpose. Routes outside /v1 (probes, metrics, the spec)
+// are not limited.
+var routeClasses = map[string]string{
+	"POST /v1/auth/guest":   "auth",
+	"POST /v1/auth/refresh": "auth",
+
+	"POST /v1/rooms": "create",
+
+	"POST /v1/rooms/{roomId}/join":    "join",
+	"POST /v1/rooms/join-by-code":     "join",
+	"POST /v1/matchmaking/quick-join": "join",
+
+	"PATCH /v1/rooms/{roomId}/state":               "write",
+	"POST /v1/rooms/{roomId}/messages":             "write",
+	"PATCH /v1/rooms/{roomId}":                     "write",
+	"POST /v1/rooms/{roomId}/leave":                "write",
+	"DELETE /v1/rooms/{roomId}/players/{playerId}": "write",
+	"DELETE /v1/rooms/{roomId}":                    "write",
+
+	"GET /v1/rooms":                   "read",
+	"GET /v1/rooms/{roomId}":          "read",
+	"GET /v1/rooms/{roomId}/state":    "read",
+	"GET /v1/rooms/{roomId}/messages": "read",
+	"GET /v1/me/rooms":                "read",
+	"GET /v1/lobby/stats":             "read",
+	"GET /v1/admin/instances":         "read",
+
+	"GET /v1/rooms/{roomId}/events":        "stream",
+	"GET /v1/lobby/events":                 "stream",
+	"POST /v1/rooms/{roomId}/stream-token": "stream",
+	"POST /v1/lobby/stream-token":          "stream",
+}
+
+// routeExtras are the limits some routes are counted on besides their
+// class's: stream opens per user (STREAM_OPENS_LIMITED), invite-code guesses
+// (CODE_GUESSES_LIMITED, only failed ones stay counted), and the room's
+// message and state-patch caps (ROOM_RATE_LIMITED).
+var routeExtras = map[string]string{
+	"GET /v1/rooms/{roomId}/events":    "opens",
+	"GET /v1/lobby/events":             "opens",
+	"POST /v1/rooms/join-by-code":      "guess",
+	"POST /v1/rooms/{roomId}/messages": "messages",
+	"PATCH /v1/rooms/{roomId}/state":   "patches",
+}

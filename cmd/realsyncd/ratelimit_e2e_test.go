@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/redistest"
+)
+
+// loadTestLimits raise the limits a load test's single client would meet
+// (it sends hundreds of patches back to back, or opens hundreds of streams
+// from one address): those tests measure delivery and failover, not the
+// limits, which stay on.
+const loadTestLimits = "REALSYNC_RATE_LIMITS=write=5000/s,write.ip=5000/s,patches=5000/s,messages=5000/s,read=5000/s,read.ip=5000/s," +
+	"stream=5000/s,stream.ip=5000/s,opens=5000/s,join=5000/s,join.ip=5000/s,auth=5000/s"
+
+// hammerLimits: per-hour rates, so during the test (well under a minute)
+// at most one more request than the burst comes back per class; the
+// per-address limits stay the defaults except auth's, which is hammered.
+const hammerLimits = "auth=60/h:burst=12,create=60/h:burst=5,join=60/h:burst=8,write=60/h:burst=10,read=60/h:burst=12," +
+	"opens=60/h:burst=4,stream=600/h:burst=100,messages=60/h:burst=10,guess=60/h:burst=3"
+
+// Two instances share one Redis; one client hammers each route class,
+// alternating between the instances, 40 requests per class from 8 workers.
+// Cluster-wide, each class lets through its burst (plus what refilled, at
+// most one here) and refuses the rest with 429, its own code, Retry-After
+// and the RateLimit headers. Afterwards no counter outlives its drain time.
+func TestRateLimitsHoldAcrossInstances(t *testing.T) {
+	bin := buildBinary(t)
+	for _, backend := range []string{"standalone", "cluster"} {
+		t.Run(backend, func(t *testing.T) { hammer(t, bin, backend) })
+	}
+}
+
+// hammered is one route class under attack.
+type hammered struct {
+	class  string
+	method string
+	path   func(i int) string
+	body   string
+	token  string
+	ok     int    // the status of an allowed request
+	code   string // the 429's code
+	policy string // the refusing policy, with its q and w
+	burst  int
+	every  time.Duration // one more request allowed per this much time
+}
+
+func hammer(t *testing.T, bin, backend string) {
+	prefix := redistest.Prefix(t)
+	env := []string{"REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret", "REALSYNC_RATE_LIMITS=" + hammerLimits,
+		"REALSYNC_LOG_LEVEL=info"}
+	var c redis.UniversalClient
+	if backend == "cluster" {
+		addrs := redistest.ClusterAddrs(t)
+		env = append(env, "REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(addrs, ","))
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	} else {
+		url := redistest.StandaloneURL(t)
+		env = append(env, "REALSYNC_REDIS_URL="+url)
+		c = redis.NewClient(mustParse(t, url))
+	}
+	defer c.Close()
+	a, b := start(t, bin, env...), start(t, bin, env...)
+	both := []*instance{a, b}
+
+	tok := map[string]string{}
+	for _, n := range []string{"owner", "creator", "joiner", "writer", "reader", "streamer", "chatter", "guesser"} {
+		tok[n] = guest(t, a, n)
+	}
+	_, created := call(t, "POST", a.url+"/v1/rooms", tok["owner"], map[string]any{"name": "R", "mode": "m", "region": "eu", "maxPlayers": 8})
+	id := created["room"].(map[string]any)["id"].(string)
+	for _, n := range []string{"chatter"} {
+		if s, body := call(t, "POST", b.url+"/v1/rooms/"+id+"/join", tok[n], nil); s != 200 {
+			t.Fatalf("join: %d %v", s, body)
+		}
+	}
+	const hour = time.Hour
+	classes := []hammered{
+		{class: "create", method: "POST", path: fixed("/v1/rooms"), body: `{"name":"R","mode":"m","region":"eu","maxPlayers":2}`,
+			token: tok["creator"], ok: 201, code: "RATE_LIMITED", policy: `"create.user";q=5;w=300`, burst: 5, every: hour / 60},
+		{class: "join", method: "POST", path: fixed("/v1/rooms/" + id + "/join"), token: tok["joiner"], ok: 200,
+			code: "RATE_LIMITED", policy: `"join.user";q=8;w=480`, burst: 8, every: hour / 60},
+		{class: "write", method: "PATCH", path: fixed("/v1/rooms/" + id), body: `{"locked":false}`, token: tok["owner"], ok: 200,
+			code: "RATE_LIMITED", policy: `"write.user";q=10;w=600`, burst: 10, every: hour / 60},
+		{class: "read", method: "GET", path: fixed("/v1/rooms/" + id), token: tok["reader"], ok: 200,
+			code: "RATE_LIMITED", policy: `"read.user";q=12;w=720`, burst: 12, every: hour / 60},
+		{class: "opens", method: "GET", path: fixed("/v1/lobby/events"), token: tok["streamer"], ok: 200,
+			code: "STREAM_OPENS_LIMITED", policy: `"opens.user";q=4;w=240`, burst: 4, every: hour / 60},
+		{class: "messages", method: "POST", path: fixed("/v1/rooms/" + id + "/messages"), body: `{"type":"chat","data":1}`,
+			token: tok["chatter"], ok: 202, code: "ROOM_RATE_LIMITED", policy: `"messages.room";q=10;w=600`, burst: 5, every: hour / 30},
+		{class: "guess", method: "POST", path: fixed("/v1/rooms/join-by-code"), body: `{"inviteCode":"ZZZZZZ"}`,
+			token: tok["guesser"], ok: 404, code: "CODE_GUESSES_LIMITED", policy: `"guess.user";q=3;w=180`, burst: 3, every: hour / 60},
+		// last: it uses up the address' auth budget (9 of 12 went on tokens)
+		{class: "auth", method: "POST", path: fixed("/v1/auth/guest"), body: `{}`, ok: 201,
+			code: "RATE_LIMITED", policy: `"auth.ip";q=12;w=720`, burst: 12 - len(tok), every: hour / 60},
+	}
+	for _, h := range classes {
+		t.Run(h.class, func(t *testing.T) {
+			start := time.Now()
+			allowed, refused := hammerClass(t, both, h, 40)
+			most := h.burst + int(time.Since(start)/h.every) + 1
+			if allowed < h.burst || allowed > most || allowed+refused != 40 {
+				t.Fatalf("%s: %d allowed and %d refused of 40 across both instances, want %d..%d allowed and the rest refused",
+					h.class, allowed, refused, h.burst, most)
+			}
+		})
+	}
+	// every counter expires: none without a TTL, none longer than its drain
+	keys, err := rediskeys.Scan(t.Context(), c, prefix+":rl:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	room, _ := rediskeys.Scan(t.Context(), c, "{"+prefix+":*}:rl:*")
+	keys = append(keys, room...)
+	if len(keys) < 10 {
+		t.Fatalf("%d rate-limit keys: %v", len(keys), keys)
+	}
+	for _, k := range keys {
+		ttl := c.PTTL(t.Context(), k).Val()
+		if ttl <= 0 || ttl > 13*time.Minute {
+			t.Errorf("%s: TTL %v, want one within its drain time", k, ttl)
+		}
+	}
+}
+
+func fixed(p string) func(int) string { return func(int) string { return p } }
+
+var rlState = regexp.MustCompile(`;r=0;t=[1-9][0-9]*`)
+
+// hammerClass sends n requests of h from 8 workers, alternating between
+// the instances, each with a 10 s timeout; it checks every answer and
+// returns how many were allowed and refused.
+func hammerClass(t *testing.T, ins []*instance, h hammered, n int) (allowed, refused int) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				in := ins[i%len(ins)]
+				req, _ := http.NewRequest(h.method, in.url+h.path(i), strings.NewReader(h.body))
+				if h.body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				if h.token != "" {
+					req.Header.Set("Authorization", "Bearer "+h.token)
+				}
+				res, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				var body []byte
+				if res.Header.Get("Content-Type") != "text/event-stream" {
+					body, _ = io.ReadAll(res.Body)
+				}
+				res.Body.Close() // an allowed stream ends here
+				mu.Lock()
+				switch res.StatusCode {
+				case h.ok:
+					allowed++
+				case 429:
+					refused++
+					checkRefusal(t, h, res, body)
+				default:
+					t.Errorf("%s: %d %s", h.class, res.StatusCode, body)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return allowed, refused
+}
+
+func checkRefusal(t *testing.T, h hammered, res *http.Response, body []byte) {
+	var p struct {
+		Code   string `json:"code"`
+		Status int    `json:"status"`
+	}
+	json.NewDecoder(bytes.NewReader(body)).Decode(&p)
+	ra, err := strconv.Atoi(res.Header.Get("Retry-After"))
+	pol, state := res.Header.Get("RateLimit-Policy"), res.Header.Get("RateLimit")
+	name := h.policy[:strings.Index(h.policy, ";")]
+	i := strings.Index(state, name)
+	switch {
+	case p.Code != h.code || p.Status != 429 || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json"):
+		t.Errorf("%s: refused with %s %d (%s), want %s", h.class, p.Code, p.Status, res.Header.Get("Content-Type"), h.code)
+	case err != nil || ra < 1 || time.Duration(ra)*time.Second > 2*h.every:
+		t.Errorf("%s: Retry-After %q", h.class, res.Header.Get("Retry-After"))
+	case !strings.Contains(pol, h.policy):
+		t.Errorf("%s: RateLimit-Policy %q, want %s", h.class, pol, h.policy)
+	case i < 0 || !rlState.MatchString(state[i:]):
+		t.Errorf("%s: RateLimit %q, want %s with r=0", h.class, state, name)
+	}
+}

@@ -1,0 +1,215 @@
+// Package ratelimit keeps RealSync's rate-limit counters in Redis: one GCRA
+// script (lua/gcra_check.lua) per counter group, every group of a request
+// sent in one pipeline, so a request costs one round trip however many
+// counters it is checked on (on a Cluster, the pipeline's commands go to
+// their nodes in parallel). It works on standalone Redis, Redis Cluster
+// and the embedded store (miniredis runs the script: TIME, SET PX).
+//
+// Why not github.com/go-redis/redis_rate: it checks one key per call (a
+// user's and an address's limit would be two round trips), cannot be
+// pipelined (it reads each reply at once), and puts its keys under its own
+// "rate:" prefix instead of the deployment's.
+package ratelimit
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/limits"
+)
+
+//go:embed lua/gcra_check.lua
+var gcraCheckLua string
+
+// gcraCheck is run only through run: EVALSHA, EVAL on NOSCRIPT.
+var gcraCheck = redis.NewScript(gcraCheckLua)
+
+// Config is what a Limiter needs.
+type Config struct {
+	Client redis.UniversalClient
+	// Prefix is the deployment's key prefix (REALSYNC_KEY_PREFIX).
+	Prefix string
+	// RoomTag returns the hash tag of a room's keys ("{<prefix>:<shard>}"),
+	// false for an id the deployment never issued: a room's counters live
+	// beside the room. nil: a tag of the room id's own.
+	RoomTag func(roomID string) (string, bool)
+}
+
+// Limiter implements the api's rate limiter on Redis. Safe for concurrent
+// use.
+type Limiter struct {
+	client  redis.UniversalClient
+	prefix  string
+	roomTag func(string) (string, bool)
+}
+
+// New returns a limiter on cfg.Client.
+func New(cfg Config) *Limiter {
+	tag := cfg.RoomTag
+	if tag == nil {
+		tag = func(id string) (string, bool) { return "{" + cfg.Prefix + ":rl:" + id + "}", true }
+	}
+	return &Limiter{client: cfg.Client, prefix: cfg.Prefix, roomTag: tag}
+}
+
+// Keys:
+//
+//	<prefix>:rl:{u:<userId>}:<name>          a user's counter
+//	<prefix>:rl:{ip:<address>}:<name>        a client address's counter
+//	{<prefix>:<shard>}:rl:<roomId>:<name>    a room's counter, in the room's slot
+//	{<prefix>:<shard>}:rl:<roomId>:<name>:m:<userId>   a member's share of it
+//
+// Each holds the counter's TAT (µs) and expires when it has drained.
+func (l *Limiter) keys(c limits.Check) ([]string, []any, bool) {
+	var keys []string
+	var args []any
+	add := func(key string, lim limits.Limit) {
+		keys = append(keys, key)
+		args = append(args, lim.Interval().Microseconds(), lim.Burst)
+	}
+	switch c.Scope {
+	case limits.User:
+		add(l.prefix+":rl:{u:"+c.Subject+"}:"+c.Name, c.Limit)
+	case limits.IP:
+		add(l.prefix+":rl:{ip:"+c.Subject+"}:"+c.Name, c.Limit)
+	case limits.Room:
+		tag, ok := l.roomTag(c.Subject)
+		if !ok {
+			return nil, nil, false
+		}
+		room := tag + ":rl:" + c.Subject + ":" + c.Name
+		add(room, c.Limit)
+		if c.Member != "" {
+			add(room+":m:"+c.Member, limits.MemberShare(c.Limit))
+		}
+	default:
+		return nil, nil, false
+	}
+	return keys, args, true
+}
+
+// Do applies mode to every check in one pipeline and returns one decision
+// per check, in order. A Room check with a Member is decided on both
+// counters at once: allowed when both allow, the smaller remaining, the
+// longer waits. A check whose room id the deployment never issued, or of an
+// unknown scope, or with a zero limit, is allowed without a counter.
+// Errors: Redis failures (nothing is known then).
+func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Check) ([]limits.Decision, error) {
+	out := make([]limits.Decision, len(checks))
+	type sent struct {
+		i    int
+		keys []string
+		args []any
+	}
+	var calls []sent
+	for i, c := range checks {
+		out[i] = limits.Decision{Allowed: true}
+		if c.Limit.Zero() {
+			continue
+		}
+		keys, args, ok := l.keys(c)
+		if !ok {
+			continue
+		}
+		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...)})
+	}
+	if len(calls) == 0 {
+		return out, nil
+	}
+	cmds, err := l.run(ctx, len(calls), func(p redis.Pipeliner, i int, eval bool) *redis.Cmd {
+		if eval {
+			return gcraCheck.Eval(ctx, p, calls[i].keys, calls[i].args...)
+		}
+		return gcraCheck.EvalSha(ctx, p, calls[i].keys, calls[i].args...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for j, cmd := range cmds {
+		d, err := decode(cmd)
+		if err != nil {
+			return nil, err
+		}
+		out[calls[j].i] = d
+	}
+	return out, nil
+}
+
+// run sends n script calls in one pipeline with EVALSHA; the calls Redis
+// answered NOSCRIPT (after a restart or SCRIPT FLUSH; on a Cluster, a node
+// that never ran it) go again with EVAL, which loads the script. A NOSCRIPT
+// call changed nothing, and only those are sent again, so nothing is
+// counted twice.
+func (l *Limiter) run(ctx context.Context, n int, call func(p redis.Pipeliner, i int, eval bool) *redis.Cmd) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, n)
+	p := l.client.Pipeline()
+	for i := range n {
+		cmds[i] = call(p, i, false)
+	}
+	p.Exec(ctx) // each command's own error is looked at below
+	var again []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil {
+			if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+				return nil, fmt.Errorf("rate limit check: %w", err)
+			}
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return cmds, nil
+	}
+	p = l.client.Pipeline()
+	for _, i := range again {
+		cmds[i] = call(p, i, true)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("rate limit check: %w", err)
+	}
+	return cmds, nil
+}
+
+// decode reads {"OK"|"LIMITED", then per counter: allowed, remaining,
+// retry µs, reset µs} into one decision (the worst of the counters).
+func decode(cmd *redis.Cmd) (limits.Decision, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return limits.Decision{}, err
+	}
+	if len(v) < 5 || (len(v)-1)%4 != 0 {
+		return limits.Decision{}, errors.New("rate limit check: malformed reply")
+	}
+	d := limits.Decision{Allowed: true, Remaining: -1}
+	for i := 1; i < len(v); i += 4 {
+		n := [4]int64{}
+		for j := range n {
+			n[j], err = toInt(v[i+j])
+			if err != nil {
+				return limits.Decision{}, err
+			}
+		}
+		d.Allowed = d.Allowed && n[0] == 1
+		if d.Remaining < 0 || int(n[1]) < d.Remaining {
+			d.Remaining = int(n[1])
+		}
+		d.Retry = max(d.Retry, time.Duration(n[2])*time.Microsecond)
+		d.Reset = max(d.Reset, time.Duration(n[3])*time.Microsecond)
+	}
+	return d, nil
+}
+
+func toInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case string:
+		return strconv.ParseInt(x, 10, 64)
+	}
+	return 0, fmt.Errorf("rate limit check: unexpected %T in reply", v)
+}

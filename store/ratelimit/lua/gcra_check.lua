@@ -1,0 +1,61 @@
+-- gcra_check: GCRA (the generic cell rate algorithm) over one or more keys
+-- of one hash slot, all or nothing: a request is counted against every key
+-- when every key allows it, and against none when one refuses it. Each key
+-- holds its theoretical arrival time (TAT, µs on the Redis clock) and
+-- expires when it would have drained, so an idle counter leaves no key.
+-- KEYS[i]     one counter per limit
+-- ARGV[1]     mode: "take" (count the request when allowed), "peek" (only
+--             tell whether it would be allowed) or "give" (hand one request
+--             back: the TAT moves one interval earlier, never before now)
+-- ARGV[2i]    the key's emission interval T (µs per request)
+-- ARGV[2i+1]  the key's burst B (requests allowed at once from idle)
+-- Reply: {"OK"|"LIMITED", then per key: allowed (0|1), remaining,
+--         retry after (µs, 0 when allowed), reset after (µs until the key
+--         is back to its full burst)}
+local mode = ARGV[1]
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+local reply = {'OK'}
+local tats = {}
+local limited = false
+for i = 1, #KEYS do
+  local interval = tonumber(ARGV[2 * i])
+  local burst = tonumber(ARGV[2 * i + 1])
+  local tat = tonumber(redis.call('GET', KEYS[i]) or now)
+  if tat < now then tat = now end
+  local new_tat
+  if mode == 'give' then
+    new_tat = math.max(tat - interval, now)
+  else
+    new_tat = tat + interval
+  end
+  local allow_at = new_tat - interval * burst
+  local allowed, remaining, retry, reset = 1, 0, 0, new_tat - now
+  if mode ~= 'give' and now < allow_at then
+    allowed, limited = 0, true
+    retry, reset = allow_at - now, tat - now
+  else
+    remaining = math.floor((now - allow_at) / interval)
+  end
+  tats[i] = new_tat
+  reply[#reply + 1] = allowed
+  reply[#reply + 1] = remaining
+  reply[#reply + 1] = retry
+  reply[#reply + 1] = reset
+end
+if limited then
+  reply[1] = 'LIMITED'
+  return reply
+end
+if mode == 'peek' then return reply end
+for i = 1, #KEYS do
+  local ttl = math.ceil((tats[i] - now) / 1000)
+  if ttl > 0 then
+    redis.call('SET', KEYS[i], string.format('%d', tats[i]), 'PX', ttl)
+  else
+    redis.call('DEL', KEYS[i])
+  end
+end
+return reply
