@@ -45,7 +45,8 @@ func (st *stream) end(why string) {
 // Serve streams room id's events to member u: first a retry line and a
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
-// up, its presence lease lapsed (see renew), or the hub closes. It returns
+// up, its presence lease lapsed (see renew), the hub closes, or the
+// token expiry set with WithTokenExpiry on ctx comes. It returns
 // an error only when it started nothing, for the caller to answer with:
 // ErrRoomNotFound, ErrNotMember, ErrTooManyStreams or ErrUnavailable from
 // the rooms package.
@@ -126,6 +127,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 	}
 	idle := time.NewTimer(h.cfg.Heartbeat)
 	defer idle.Stop()
+	expiring, last := expiryOf(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,6 +136,10 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 			out.write(retryFrame(shutdownRetry()))
 			out.flush()
 			return EndShutdown
+		case <-expiring:
+			out.write(last)
+			out.flush()
+			return EndTokenExpiry
 		case <-st.over:
 			return st.why
 		case <-idle.C:
