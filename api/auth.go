@@ -130,12 +130,12 @@ func (a *Auth) verify(token string) (Identity, error) {
 	t, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) { return a.pick(t, &key) },
 		jwt.WithValidMethods(verifyingAlgs), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
 		jwt.WithLeeway(a.Leeway), jwt.WithTimeFunc(a.now))
-	if err != nil {
-		return Identity{}, fmt.Errorf("invalid token (%s): %w", reason(err), errUnauthenticated)
-	}
-	if isStreamToken(t, c.Audience) {
+	if err == nil && isStreamToken(t, c.Audience) || err != nil && a.isStream(token) {
 		return Identity{}, fmt.Errorf("a stream token only opens the event stream it was issued for; send the identity token: %w",
 			errStreamTokenRequired)
+	}
+	if err != nil {
+		return Identity{}, fmt.Errorf("invalid token (%s): %w", reason(err), errUnauthenticated)
 	}
 	if !key.server {
 		if a.Issuer != "" && c.Issuer != a.Issuer {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,7 +15,7 @@ type KeysFile struct {
 	Path string
 	// Auth receives the keys.
 	Auth *Auth
-	// Interval between checks of the file's modification time and size;
+	// Interval between reads of the file;
 	// default 2s.
 	Interval time.Duration
 	Log      *slog.Logger
@@ -22,26 +23,22 @@ type KeysFile struct {
 	// replaced, false when the file was refused (realsync_jwt_keys_reloads_total).
 	Reloaded func(ok bool)
 
-	mod  time.Time
-	size int64
+	last    []byte // the content last read
+	missing bool   // the file could not be read at the last check
 }
 
 // Load reads the file and installs its keys; an error leaves the keys as
 // they were. At start, an error stops the server: a typo in the file must
 // not leave every studio token refused.
 func (f *KeysFile) Load() error {
-	st, err := os.Stat(f.Path)
-	if err != nil {
-		f.mod, f.size = time.Time{}, -1 // missing: reported once
-		return f.loaded(fmt.Errorf("%w: %v", errKeys, err))
-	}
 	data, err := os.ReadFile(f.Path)
 	if err != nil {
+		f.missing = true
 		return f.loaded(fmt.Errorf("%w: %v", errKeys, err))
 	}
 	// Remember what was read even when it is refused, so a bad file is
 	// reported once, not at every check.
-	f.mod, f.size = st.ModTime(), st.Size()
+	f.last, f.missing = data, false
 	keys, err := ParseJWKS(data)
 	if err != nil {
 		return f.loaded(err)
@@ -57,12 +54,12 @@ func (f *KeysFile) loaded(err error) error {
 	return err
 }
 
-// Watch checks the file every Interval until ctx ends and reloads it when
-// its modification time or size changed (a rename over it included, the
-// way configuration managers and Kubernetes update files). A file that is
-// refused (unreadable, not JSON, a key against the rules of ParseJWKS)
-// keeps the keys in use and logs an error; fixing the file loads it.
-// Call Load first.
+// Watch reads the file every Interval until ctx ends and reloads it when
+// its content changed (whether it was written in place or renamed over,
+// the way configuration managers and Kubernetes update files; a JWKS file
+// is a few KiB). A file that is refused (unreadable, not JSON, a key
+// against the rules of ParseJWKS) keeps the keys in use and logs one
+// error; fixing the file loads it. Call Load first.
 func (f *KeysFile) Watch(ctx context.Context) {
 	d := f.Interval
 	if d <= 0 {
@@ -80,9 +77,9 @@ func (f *KeysFile) Watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		st, err := os.Stat(f.Path)
-		if err == nil && st.ModTime().Equal(f.mod) && st.Size() == f.size || err != nil && f.size == -1 {
-			continue // unchanged, or still missing (already reported)
+		data, err := os.ReadFile(f.Path)
+		if err != nil && f.missing || err == nil && !f.missing && bytes.Equal(data, f.last) {
+			continue // still missing (already reported), or unchanged
 		}
 		if err := f.Load(); err != nil {
 			log.Error("JWT keys file refused; the keys loaded before stay in use", "path", f.Path, "err", err)

@@ -57,6 +57,12 @@ func isStreamToken(t *jwt.Token, aud jwt.ClaimStrings) bool {
 	return t.Header["typ"] == streamTokenType || slices.Contains(aud, streamAudience)
 }
 
+// isStream reports whether token is a valid stream token.
+func (a *Auth) isStream(token string) bool {
+	_, err := a.parseStream(token)
+	return err == nil
+}
+
 // IssueStream returns a stream token for id opening scope's stream: valid
 // StreamTokenTTL, never past id's own expiry.
 func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) {
@@ -81,15 +87,8 @@ func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) 
 // number of times until it expires (reconnects): it is bound to one user
 // and one stream, so a leaked one gives at most a minute of that stream.
 func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
-	var c streamClaims
-	t, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
-		if t.Header["kid"] != streamKeyID || t.Header["typ"] != streamTokenType {
-			return nil, errors.New("not a stream token")
-		}
-		return a.Secret, nil
-	}, jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
-		jwt.WithAudience(streamAudience), jwt.WithLeeway(streamLeeway), jwt.WithTimeFunc(a.now))
-	if err != nil || t == nil {
+	c, err := a.parseStream(token)
+	if err != nil {
 		if _, idErr := a.verify(token); idErr == nil {
 			return Identity{}, fmt.Errorf("an identity token is not accepted in a URL: fetch a stream token (POST /v1/rooms/{roomId}/stream-token or /v1/lobby/stream-token) and pass it as token, or send the identity token in the Authorization header: %w",
 				errStreamTokenRequired)
@@ -104,6 +103,20 @@ func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 		return Identity{}, fmt.Errorf("stream token without subject: %w", errUnauthenticated)
 	}
 	return Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope}, nil
+}
+
+// parseStream checks a stream token's signature (the server's secret),
+// typ, kid, audience and times.
+func (a *Auth) parseStream(token string) (streamClaims, error) {
+	var c streamClaims
+	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		if t.Header["kid"] != streamKeyID || t.Header["typ"] != streamTokenType {
+			return nil, errors.New("not a stream token")
+		}
+		return a.Secret, nil
+	}, jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
+		jwt.WithAudience(streamAudience), jwt.WithLeeway(streamLeeway), jwt.WithTimeFunc(a.now))
+	return c, err
 }
 
 // roomScope and lobbyScope name the stream a stream token opens.
