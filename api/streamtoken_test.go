@@ -123,7 +123,7 @@ func TestStreamEndsBeforeTokenExpiry(t *testing.T) {
 
 	s := e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(shortToken, "/v1/rooms/"+id))
 	lobby := e.open("/v1/lobby/events", "Authorization", "Bearer "+shortToken) // header: the same end
-	last := s.next() // the last event before the end: the client resumes after it
+	last := s.next()                                                           // the last event before the end: the client resumes after it
 	if last.event != "snapshot" {
 		t.Fatalf("first event %+v", last)
 	}

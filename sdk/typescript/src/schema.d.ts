@@ -26,6 +26,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renew the caller's token
+         * @description Issues a new token for the caller (same `userId` and `name`), valid
+         *     24 hours, signed with `REALSYNC_JWT_SECRET`; call it before the
+         *     current token expires (an expired token is 401). Guests keep their
+         *     identity, so their rooms stay theirs. Only tokens the server signed
+         *     itself (guest and refreshed tokens, and HS256 tokens signed with
+         *     `REALSYNC_JWT_SECRET`) are renewed: a token signed by a studio key
+         *     of `REALSYNC_JWT_KEYS_FILE` is 403 `REFRESH_NOT_ALLOWED` (the
+         *     studio's own login renews it, so a studio decides how long its
+         *     players stay signed in), and a guest token while guest tokens are
+         *     off is 403 `GUEST_AUTH_DISABLED`.
+         */
+        post: operations["refreshToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rooms": {
         parameters: {
             query?: never;
@@ -243,6 +272,36 @@ export interface paths {
         patch: operations["patchRoomState"];
         trace?: never;
     };
+    "/v1/rooms/{roomId}/stream-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived token to open the room's event stream (members)
+         * @description Returns a stream token for `GET /v1/rooms/{roomId}/events?token=…`:
+         *     an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
+         *     to the caller and this room, valid 60 s (never past the caller's own
+         *     token). It may open the stream several times within that minute
+         *     (reconnects); the stream it opens lives on after it expires, until
+         *     30 s before the identity token does (see `token_expiring`). It is
+         *     refused by every other route and stream. Non-members: 403
+         *     `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
+         */
+        post: operations["createRoomStreamToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rooms/{roomId}/events": {
         parameters: {
             query?: never;
@@ -293,6 +352,16 @@ export interface paths {
          *     `Last-Event-ID`), and when the instance shuts down (last a `retry:`
          *     line of 500 to 2000 ms, jittered: the client resumes on another
          *     instance).
+         *
+         *     Token expiry: a stream ends 30 s before the identity token it was
+         *     opened with expires (the bearer token's, or the one the stream
+         *     token was issued for; half the time left when that is under a
+         *     minute), with a last event `token_expiring`
+         *     (`{"type":"token_expiring","expiresAt":"…"}`, no id, so
+         *     `Last-Event-ID` stays that of the last room event). The client
+         *     renews its token (`POST /v1/auth/refresh`, or the studio's login),
+         *     fetches a stream token and resumes with `Last-Event-ID`: nothing is
+         *     missed.
          *
          *     A room whose data vanished from Redis under open streams (a flush, a
          *     restore of a backup without it) ends them within 30 s (the position
@@ -430,6 +499,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/lobby/stream-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived token to open the lobby stream
+         * @description As `POST /v1/rooms/{roomId}/stream-token`, for `GET
+         *     /v1/lobby/events?token=…` (any `mode` and `region`).
+         */
+        post: operations["createLobbyStreamToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/lobby/events": {
         parameters: {
             query?: never;
@@ -455,8 +545,9 @@ export interface paths {
          *     coalesced into one event carrying the latest state; the final state
          *     always arrives. Keep, per room, the highest `version` seen. Events
          *     carry no id: a reconnecting client gets a fresh `rooms` list.
-         *     Heartbeat `: ping` as on room streams; the token may be passed as
-         *     `access_token`.
+         *     Heartbeat `: ping` as on room streams. Authentication and the end
+         *     before the token expires (`token_expiring`) as on room streams,
+         *     with a stream token from `POST /v1/lobby/stream-token`.
          */
         get: operations["streamLobbyEvents"];
         put?: never;
@@ -587,7 +678,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -603,6 +694,12 @@ export interface components {
             token: string;
             userId: string;
             name: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        StreamToken: {
+            /** @description Pass as the `token` query parameter of the event stream. */
+            token: string;
             /** Format: date-time */
             expiresAt: string;
         };
@@ -852,7 +949,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `UNAUTHENTICATED`: missing, bad or expired token. Sent with `WWW-Authenticate: Bearer`. */
+        /** @description `UNAUTHENTICATED`: missing, bad or expired token; `STREAM_TOKEN_REQUIRED`: an identity token in an event stream's URL, or a stream token on another route or stream. Sent with `WWW-Authenticate: Bearer`. */
         Unauthenticated: {
             headers: {
                 "WWW-Authenticate"?: string;
@@ -862,7 +959,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, or `ADMIN_REQUIRED` (a player token on an admin route). */
+        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), or `REFRESH_NOT_ALLOWED` (a studio's token on `POST /v1/auth/refresh`). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -1005,6 +1102,28 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+        };
+    };
+    refreshToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token issued. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GuestToken"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
         };
     };
     listRooms: {
@@ -1374,6 +1493,34 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    createRoomStreamToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token issued. */
+            201: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamToken"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     streamRoomEvents: {
         parameters: {
             query?: {
@@ -1598,6 +1745,28 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    createLobbyStreamToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token issued. */
+            201: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamToken"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
         };
     };
     streamLobbyEvents: {
