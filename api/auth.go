@@ -48,6 +48,7 @@ type Auth struct {
 
 	mu       sync.Mutex
 	verified map[string]Identity // tokens already checked, until they expire
+	gen      uint64              // of the keys: a token checked with older keys is not remembered
 }
 
 // Identity is a verified identity token: its user, when it expires, and
@@ -80,9 +81,10 @@ func (a *Auth) now() time.Time {
 // SetKeys replaces the studio keys and forgets every token checked so far,
 // so a removed key stops verifying at once.
 func (a *Auth) SetKeys(keys []Key) {
-	a.keys.Store(&keys)
 	a.mu.Lock()
+	a.keys.Store(&keys)
 	a.verified = nil
+	a.gen++
 	a.mu.Unlock()
 }
 
@@ -107,6 +109,7 @@ func (a *Auth) Verify(token string) (Identity, error) {
 	now := a.now()
 	a.mu.Lock()
 	v, ok := a.verified[token]
+	gen := a.gen
 	a.mu.Unlock()
 	if ok && now.Before(v.Expires.Add(a.Leeway)) {
 		return v, nil
@@ -116,10 +119,12 @@ func (a *Auth) Verify(token string) (Identity, error) {
 		return Identity{}, err
 	}
 	a.mu.Lock()
-	if a.verified == nil || len(a.verified) >= maxVerified {
-		a.verified = map[string]Identity{}
+	if a.gen == gen { // else the keys changed meanwhile: verify again next time
+		if a.verified == nil || len(a.verified) >= maxVerified {
+			a.verified = map[string]Identity{}
+		}
+		a.verified[token] = id
 	}
-	a.verified[token] = id
 	a.mu.Unlock()
 	return id, nil
 }
