@@ -77,6 +77,11 @@ func (f *follower) run(ctx context.Context) {
 func (f *follower) connect(ctx context.Context, base string) bool {
 	cctx, drop := context.WithCancel(ctx)
 	defer drop()
+	f.mu.Lock()
+	lastID := f.lastID
+	f.drop = drop
+	f.conns++ // an attempt, counted whether or not it gets a stream token
+	f.mu.Unlock()
 	url := base + f.path
 	if f.query { // as EventSource: a fresh stream token for each connection
 		st, ok := streamToken(cctx, base, strings.TrimSuffix(f.path, "/events")+"/stream-token", f.token)
@@ -89,13 +94,9 @@ func (f *follower) connect(ctx context.Context, base string) bool {
 	if !f.query {
 		req.Header.Set("Authorization", "Bearer "+f.token)
 	}
-	f.mu.Lock()
-	if f.lastID != "" {
-		req.Header.Set("Last-Event-ID", f.lastID)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
 	}
-	f.drop = drop
-	f.conns++
-	f.mu.Unlock()
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
