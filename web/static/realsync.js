@@ -1198,6 +1198,7 @@ var RealSyncError = class extends Error {
   }
 };
 var RealSync = class {
+  // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
   constructor(opts) {
     __publicField(this, "baseUrl");
     __publicField(this, "token");
@@ -1205,13 +1206,14 @@ var RealSync = class {
     __publicField(this, "api");
     __publicField(this, "opts");
     __publicField(this, "renewing");
+    __publicField(this, "unrenewable");
     this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
     this.api = createClient({ baseUrl: this.baseUrl, fetch: opts.fetch });
     const auth = {
       onRequest: async ({ request, schemaPath }) => {
-        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken();
+        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken().catch(() => void 0);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
         }
@@ -1233,7 +1235,7 @@ var RealSync = class {
     const exp = this.tokenExpiresAt();
     if (exp === void 0) return;
     const due = exp - Date.now() < (this.opts.refreshMarginMs ?? 12e4) || before !== void 0 && exp <= before;
-    if (!due) return;
+    if (!due || this.token === this.unrenewable && !this.opts.refreshToken) return;
     this.renewing ?? (this.renewing = this.renew().finally(() => this.renewing = void 0));
     await this.renewing;
   }
@@ -1242,7 +1244,12 @@ var RealSync = class {
       this.setToken(await this.opts.refreshToken());
       return;
     }
-    await this.refresh();
+    try {
+      await this.refresh();
+    } catch (e) {
+      if (e instanceof RealSyncError && e.code === "REFRESH_NOT_ALLOWED") this.unrenewable = this.token;
+      throw e;
+    }
   }
   setToken(token) {
     this.token = token;

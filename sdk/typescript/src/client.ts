@@ -76,6 +76,7 @@ export class RealSync {
   readonly api: Client<paths>;
   private readonly opts: RealSyncOptions;
   private renewing?: Promise<void>;
+  private unrenewable?: string; // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
 
   constructor(opts: RealSyncOptions) {
     this.opts = opts;
@@ -84,7 +85,9 @@ export class RealSync {
     this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: opts.fetch });
     const auth: Middleware = {
       onRequest: async ({ request, schemaPath }) => {
-        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken();
+        // A failed renewal leaves the request to the token it has (still
+        // valid, or the answer says 401); streams report it as an error.
+        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken().catch(() => undefined);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
         }
@@ -108,7 +111,7 @@ export class RealSync {
     const exp = this.tokenExpiresAt();
     if (exp === undefined) return;
     const due = exp - Date.now() < (this.opts.refreshMarginMs ?? 120000) || (before !== undefined && exp <= before);
-    if (!due) return;
+    if (!due || (this.token === this.unrenewable && !this.opts.refreshToken)) return;
     this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
     await this.renewing;
   }
@@ -118,7 +121,13 @@ export class RealSync {
       this.setToken(await this.opts.refreshToken());
       return;
     }
-    await this.refresh();
+    try {
+      await this.refresh();
+    } catch (e) {
+      // A studio's token: only its login renews it (pass refreshToken).
+      if (e instanceof RealSyncError && e.code === "REFRESH_NOT_ALLOWED") this.unrenewable = this.token;
+      throw e;
+    }
   }
 
   private setToken(token: string): void {

@@ -127,6 +127,11 @@ describe("identity and stream tokens", () => {
       },
     });
     await assert.rejects(c.refresh(), (e) => e instanceof RealSyncError && e.status === 403 && e.code === "REFRESH_NOT_ALLOWED");
+    // Without the callback, a studio's token near its expiry still serves
+    // until it expires (the server will not renew it).
+    const bare = new RealSync({ baseUrl: studioServer.url, token: studioToken("player-8", 60) });
+    assert.deepEqual(await bare.myRooms(), []);
+    assert.deepEqual(await bare.myRooms(), []);
     const lobby = c.lobby();
     let lists = 0;
     lobby.on("rooms", () => lists++);
