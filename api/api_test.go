@@ -40,6 +40,12 @@ type env struct {
 // configuration (rate limits, say).
 func newEnv(t *testing.T, b redistest.Backend, guest bool, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
 	t.Helper()
+	return newEnvAuth(t, b, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest}, mut...)
+}
+
+// newEnvAuth is newEnv with the given authentication.
+func newEnvAuth(t *testing.T, b redistest.Backend, auth *api.Auth, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
 	prefix := redistest.Prefix(t)
@@ -54,7 +60,7 @@ func newEnv(t *testing.T, b redistest.Backend, guest bool, mut ...func(c *api.Co
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest},
+		Auth:  auth,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	for _, f := range mut {
@@ -123,6 +129,22 @@ func (e *env) guest(name string) (token, userID string) {
 		e.t.Fatalf("guest: %d %s", r.status, r.raw)
 	}
 	return r.body["token"].(string), r.body["userId"].(string)
+}
+
+// streamToken fetches a stream token for path's stream (a room's events,
+// or the lobby's) with identity token token.
+func (e *env) streamToken(token, path string) string {
+	e.t.Helper()
+	route := "/v1/lobby/stream-token"
+	if id, ok := strings.CutPrefix(path, "/v1/rooms/"); ok {
+		id, _, _ = strings.Cut(id, "/")
+		route = "/v1/rooms/" + id + "/stream-token"
+	}
+	r := e.do("POST", route, token, nil)
+	if r.status != 201 {
+		e.t.Fatalf("stream token: %d %s", r.status, r.raw)
+	}
+	return r.body["token"].(string)
 }
 
 func (e *env) create(token string, body map[string]any) map[string]any {

@@ -4,39 +4,63 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/rooms"
 )
 
-// GuestTokenTTL is how long a guest token is valid.
+// GuestTokenTTL is how long a token the server issues (a guest token, a
+// refreshed token) is valid.
 const GuestTokenTTL = 24 * time.Hour
 
-// Auth issues and verifies HS256 JWTs.
+// Auth issues and verifies JWTs. Identity tokens are verified with
+// REALSYNC_JWT_SECRET (HS256, kid "realsync" or none: the tokens the server
+// issues itself) or with a studio's keys from the JWKS file (SetKeys); see
+// Verify. Safe for concurrent use once configured.
 type Auth struct {
+	// Secret signs and verifies the server's own tokens (HS256).
 	Secret []byte
-	// GuestEnabled allows POST /v1/auth/guest.
+	// GuestEnabled allows POST /v1/auth/guest, and the refresh of guest
+	// tokens.
 	GuestEnabled bool
+	// Issuer and Audience, when set, must be the iss and one of the aud of
+	// every token signed by a studio key (REALSYNC_JWT_ISSUER,
+	// REALSYNC_JWT_AUDIENCE). The server's own tokens carry neither.
+	Issuer, Audience string
+	// Leeway is the clock skew tolerated on exp, nbf and iat
+	// (REALSYNC_JWT_LEEWAY; cmd/realsyncd defaults it to 30s).
+	Leeway time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
+	keys atomic.Pointer[[]Key] // the studio keys (JWKS file)
+
 	mu       sync.Mutex
-	verified map[string]verified // tokens already checked, until they expire
+	verified map[string]Identity // tokens already checked, until they expire
+	gen      uint64              // of the keys: a token checked with older keys is not remembered
 }
 
-// verified is a checked token's user and expiry.
-type verified struct {
-	user rooms.User
-	exp  time.Time
+// Identity is a verified identity token: its user, when it expires, and
+// whether the server signed it (only those are refreshed by
+// POST /v1/auth/refresh; a studio's tokens are renewed by its own login).
+type Identity struct {
+	User         rooms.User
+	Expires      time.Time
+	ServerIssued bool
+	// Stream is the one stream a stream token opens ("room:<id>",
+	// "lobby"); "" for an identity token.
+	Stream string
 }
 
 // maxVerified bounds the cache of checked tokens; it is emptied when full.
@@ -54,57 +78,103 @@ func (a *Auth) now() time.Time {
 	return time.Now()
 }
 
-// Issue returns a token for a new guest user named name ("" for a
-// generated name).
-func (a *Auth) Issue(name string) (oapi.GuestToken, error) {
-	if name == "" {
-		name = "guest-" + randomHex(2)
-	}
-	exp := a.now().Add(GuestTokenTTL).Truncate(time.Second)
-	userID := "g_" + randomHex(12)
-	c := claims{Name: name, RegisteredClaims: jwt.RegisteredClaims{Subject: userID, ExpiresAt: jwt.NewNumericDate(exp),
-		IssuedAt: jwt.NewNumericDate(a.now())}}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.Secret)
-	return oapi.GuestToken{Token: tok, UserId: userID, Name: name, ExpiresAt: exp.UTC()}, err
+// SetKeys replaces the studio keys and forgets every token checked so far,
+// so a removed key stops verifying at once.
+func (a *Auth) SetKeys(keys []Key) {
+	a.mu.Lock()
+	a.keys.Store(&keys)
+	a.verified = nil
+	a.gen++
+	a.mu.Unlock()
 }
 
-// Verify checks a token's signature, algorithm and expiry (required) and
-// returns its user. The subject must be 1..128 characters without control
-// characters; the name is cut to 32 characters. A token once checked is
-// remembered until it expires: the signature check and JSON decoding cost
-// more than the rest of a small request.
-func (a *Auth) Verify(token string) (rooms.User, error) {
+// Keys returns the studio keys in use.
+func (a *Auth) Keys() []Key {
+	if ks := a.keys.Load(); ks != nil {
+		return *ks
+	}
+	return nil
+}
+
+// Verify checks an identity token and returns its identity. The key is
+// chosen by the token's kid (see pick), the algorithm is the key's own; exp
+// is required, nbf and iat are honoured, each within Leeway; a studio
+// token must carry Issuer and Audience when they are set. The subject must
+// be 1..128 characters without control characters; the name is cut to 32
+// characters. A stream token is refused (errStreamTokenRequired): it opens one
+// event stream only. Other failures are errUnauthenticated. A token once
+// checked is remembered until it expires or the keys change: the signature
+// check and JSON decoding cost more than the rest of a small request.
+func (a *Auth) Verify(token string) (Identity, error) {
 	now := a.now()
 	a.mu.Lock()
 	v, ok := a.verified[token]
+	gen := a.gen
 	a.mu.Unlock()
-	if ok && now.Before(v.exp) {
-		return v.user, nil
+	if ok && now.Before(v.Expires.Add(a.Leeway)) {
+		return v, nil
 	}
-	u, exp, err := a.verify(token)
+	id, err := a.verify(token)
 	if err != nil {
-		return rooms.User{}, err
+		return Identity{}, err
 	}
 	a.mu.Lock()
-	if a.verified == nil || len(a.verified) >= maxVerified {
-		a.verified = map[string]verified{}
+	if a.gen == gen { // else the keys changed meanwhile: verify again next time
+		if a.verified == nil || len(a.verified) >= maxVerified {
+			a.verified = map[string]Identity{}
+		}
+		a.verified[token] = id
 	}
-	a.verified[token] = verified{u, exp}
 	a.mu.Unlock()
-	return u, nil
+	return id, nil
 }
 
-func (a *Auth) verify(token string) (rooms.User, time.Time, error) {
+func (a *Auth) verify(token string) (Identity, error) {
 	var c claims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return a.Secret, nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(a.now))
+	var key chosenKey
+	t, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) { return a.pick(t, &key) },
+		jwt.WithValidMethods(verifyingAlgs), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
+		jwt.WithLeeway(a.Leeway), jwt.WithTimeFunc(a.now))
+	if err == nil && isStreamToken(t, c.Audience) || err != nil && a.isStream(token) {
+		return Identity{}, fmt.Errorf("a stream token only opens the event stream it was issued for; send the identity token: %w",
+			errStreamTokenRequired)
+	}
 	if err != nil {
-		return rooms.User{}, time.Time{}, fmt.Errorf("invalid token: %w", errUnauthenticated)
+		return Identity{}, fmt.Errorf("invalid token (%s): %w", reason(err), errUnauthenticated)
+	}
+	if !key.server {
+		if a.Issuer != "" && c.Issuer != a.Issuer {
+			return Identity{}, fmt.Errorf("token issuer must be %q: %w", a.Issuer, errUnauthenticated)
+		}
+		if a.Audience != "" && !slices.Contains(c.Audience, a.Audience) {
+			return Identity{}, fmt.Errorf("token audience must include %q: %w", a.Audience, errUnauthenticated)
+		}
 	}
 	if n := utf8.RuneCountInString(c.Subject); n < 1 || n > 128 || strings.IndexFunc(c.Subject, unicode.IsControl) >= 0 {
-		return rooms.User{}, time.Time{}, fmt.Errorf("token subject must be 1..128 characters without control characters: %w", errUnauthenticated)
+		return Identity{}, fmt.Errorf("token subject must be 1..128 characters without control characters: %w", errUnauthenticated)
 	}
-	return rooms.User{ID: c.Subject, Name: displayName(c.Name)}, c.ExpiresAt.Time, nil
+	return Identity{User: rooms.User{ID: c.Subject, Name: displayName(c.Name)}, Expires: c.ExpiresAt.Time,
+		ServerIssued: key.server}, nil
+}
+
+// reason says in a few words why golang-jwt refused a token, without
+// echoing any of it.
+func reason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "not valid yet"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "exp missing"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed"
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "no key verifies it"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "bad signature"
+	}
+	return "rejected"
 }
 
 func displayName(n string) string {
@@ -124,16 +194,24 @@ type userKey struct{}
 
 // userFrom returns the authenticated caller of a /v1 request.
 func userFrom(ctx context.Context) rooms.User {
-	u, _ := ctx.Value(userKey{}).(rooms.User)
-	return u
+	return identityFrom(ctx).User
+}
+
+// identityFrom returns the verified token of a /v1 request.
+func identityFrom(ctx context.Context) Identity {
+	id, _ := ctx.Value(userKey{}).(Identity)
+	return id
 }
 
 // publicRoutes need no token.
 var publicRoutes = map[string]bool{"/v1/auth/guest": true}
 
 // authenticate requires a valid bearer token on every /v1 route but the
-// public ones (on event streams, the header or access_token), or an API key
-// (see serverCredential), and puts its user in the request context.
+// public ones and puts its identity in the request context: an API key
+// (see serverCredential), or an identity token in the Authorization
+// header; event streams also take a stream token as the query parameter
+// token (see streamIdentity); an identity token in the query string is
+// refused. A refused credential counts on the address's auth limit.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/v1/") || publicRoutes[r.URL.Path] {
@@ -150,42 +228,46 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			s.asUser(next, w, r, u)
+			s.asIdentity(next, w, r, Identity{User: u})
 			return
 		}
-		token, ok := bearer(r)
-		if !ok && isStream(r.URL.Path) {
-			token = r.URL.Query().Get("access_token")
-			ok = token != ""
-		}
-		if !ok {
-			if s.limitUnauthenticated(w, r) {
-				s.writeError(w, r, fmt.Errorf("missing bearer token: %w", errUnauthenticated))
-			}
-			return
-		}
-		u, err = s.auth.Verify(token)
+		id, err := s.identity(r)
 		if err != nil {
 			if s.limitUnauthenticated(w, r) {
 				s.writeError(w, r, err)
 			}
 			return
 		}
-		s.asUser(next, w, r, u)
+		s.asIdentity(next, w, r, id)
 	})
 }
 
-// asUser serves the request as u: the access log's user, userFrom.
-func (s *Server) asUser(next http.Handler, w http.ResponseWriter, r *http.Request, u rooms.User) {
+// asIdentity serves the request as id: the access log's user, userFrom,
+// identityFrom.
+func (s *Server) asIdentity(next http.Handler, w http.ResponseWriter, r *http.Request, id Identity) {
 	if x := exchangeFrom(r.Context()); x != nil {
-		x.user = u.ID // for the access log
+		x.user = id.User.ID // for the access log
 	}
-	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, id)))
 }
 
-// isStream tells event-stream routes, which also take the token as the
-// query parameter access_token: EventSource cannot set headers. The query
-// is never logged.
+// identity verifies the request's credentials.
+func (s *Server) identity(r *http.Request) (Identity, error) {
+	if scope, ok := streamScope(r.URL.Path); ok {
+		if id, done, err := s.streamIdentity(r, scope); done {
+			return id, err
+		}
+	}
+	token, ok := bearer(r)
+	if !ok {
+		return Identity{}, fmt.Errorf("missing bearer token: %w", errUnauthenticated)
+	}
+	return s.auth.Verify(token)
+}
+
+// isStream tells event-stream routes, which also take a stream token as
+// the query parameter token: EventSource cannot set headers. The query is
+// never logged.
 func isStream(path string) bool { return strings.HasSuffix(path, "/events") }
 
 func bearer(r *http.Request) (string, bool) {
@@ -200,35 +282,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-type guestRequest struct {
-	Name *string `json:"name"`
-}
-
-// CreateGuestToken implements POST /v1/auth/guest.
-func (s *Server) CreateGuestToken(w http.ResponseWriter, r *http.Request) {
-	if !s.auth.GuestEnabled {
-		s.writeError(w, r, fmt.Errorf("guest tokens are turned off on this server: %w", errGuestDisabled))
-		return
-	}
-	var req guestRequest
-	if err := decodeBody(r, &req, true, jsonType); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	name := ""
-	if req.Name != nil {
-		name = *req.Name
-		if n := utf8.RuneCountInString(name); n < 1 || n > 32 || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-			s.writeError(w, r, rooms.Invalid("name", "must be 1..32 characters without control characters"))
-			return
-		}
-	}
-	tok, err := s.auth.Issue(name)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, tok)
 }

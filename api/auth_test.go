@@ -15,8 +15,8 @@ func TestVerifiedTokensStillExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // checked, then remembered
-		if u, err := a.Verify(g.Token); err != nil || u.ID != g.UserId || u.Name != "alice" {
-			t.Fatalf("verify: %+v %v", u, err)
+		if id, err := a.Verify(g.Token); err != nil || id.User.ID != g.UserId || id.User.Name != "alice" || !id.ServerIssued {
+			t.Fatalf("verify: %+v %v", id, err)
 		}
 	}
 	if _, err := a.Verify(g.Token + "x"); !errors.Is(err, errUnauthenticated) {

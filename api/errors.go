@@ -19,6 +19,11 @@ var (
 	errRouteNotFound    = errors.New("no such route")
 	errMethodNotAllowed = errors.New("method not allowed")
 	errAdminRequired    = errors.New("admin credential required")
+	// errStreamTokenRequired: an identity token in an event stream's URL,
+	// or a stream token used for another stream or as a bearer token.
+	errStreamTokenRequired = errors.New("stream token required")
+	// errRefreshNotAllowed: a studio's token is renewed by the studio's login.
+	errRefreshNotAllowed = errors.New("refresh not allowed")
 )
 
 // problem is one row of the error table.
@@ -35,6 +40,7 @@ type problem struct {
 var problems = []problem{
 	{errMalformed, 400, "MALFORMED_REQUEST", "Malformed request"},
 	{errUnauthenticated, 401, "UNAUTHENTICATED", "Authentication required"},
+	{errStreamTokenRequired, 401, "STREAM_TOKEN_REQUIRED", "Stream token required"},
 	{rooms.ErrNotOwner, 403, "NOT_OWNER", "Only the owner may do this"},
 	{rooms.ErrNotMember, 403, "NOT_A_MEMBER", "Only members may do this"},
 	{rooms.ErrStateKeyForbidden, 403, "STATE_KEY_FORBIDDEN", "State key forbidden"},
@@ -42,6 +48,7 @@ var problems = []problem{
 	{errAdminRequired, 403, "ADMIN_REQUIRED", "Admin credential required"},
 	{rooms.ErrBanned, 403, "BANNED", "Banned from this room"},
 	{rooms.ErrScopeRequired, 403, "SCOPE_REQUIRED", "Scope required"},
+	{errRefreshNotAllowed, 403, "REFRESH_NOT_ALLOWED", "Refresh not allowed"},
 	{rooms.ErrRoomNotFound, 404, "ROOM_NOT_FOUND", "Room not found"},
 	{rooms.ErrPlayerNotFound, 404, "PLAYER_NOT_FOUND", "Player not found"},
 	{rooms.ErrNoMatch, 404, "NO_MATCH", "No room matches"},

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,18 +15,24 @@ import (
 )
 
 // StreamRoomEvents implements GET /v1/rooms/{roomId}/events: the hub
-// streams; errors before the stream opens are answered as usual.
+// streams, until streamEndLead before the caller's token expires; errors
+// before the stream opens are answered as usual.
 func (s *Server) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId, params oapi.StreamRoomEventsParams) {
 	if !rooms.ValidRoomID(roomID) {
 		s.writeError(w, r, rooms.ErrRoomNotFound)
+		return
+	}
+	if err := streamFor(r.Context(), roomScope(roomID)); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	id := deref(params.LastEventID) // the header wins over the query parameter
 	if id == "" {
 		id = deref(params.LastEventId)
 	}
+	ctx := s.untilTokenExpiry(r.Context())
 	s.stream(w, r, func(c sse.Client) error {
-		return s.events.Serve(r.Context(), c, userFrom(r.Context()), roomID, sse.ParseCursor(id))
+		return s.events.Serve(ctx, c, userFrom(ctx), roomID, sse.ParseCursor(id))
 	})
 }
 
@@ -35,7 +43,22 @@ func (s *Server) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, param
 		s.writeError(w, r, err)
 		return
 	}
-	s.stream(w, r, func(c sse.Client) error { return s.events.ServeLobby(r.Context(), c, mode, region) })
+	if err := streamFor(r.Context(), lobbyScope); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := s.untilTokenExpiry(r.Context())
+	s.stream(w, r, func(c sse.Client) error { return s.events.ServeLobby(ctx, c, mode, region) })
+}
+
+// streamFor checks that a stream token, when the request came with one,
+// opens this stream (authenticate checked it against the path already;
+// this checks it against the parameters the handler got).
+func streamFor(ctx context.Context, scope string) error {
+	if id := identityFrom(ctx); id.Stream != "" && id.Stream != scope {
+		return fmt.Errorf("this stream token opens another stream; fetch one for this stream: %w", errStreamTokenRequired)
+	}
+	return nil
 }
 
 // stream runs serve with the response as its client. An error means

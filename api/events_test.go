@@ -96,7 +96,7 @@ func TestEventStreamOverHTTP(t *testing.T) {
 		id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
 		e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
 
-		s := e.open("/v1/rooms/" + id + "/events?access_token=" + alice)
+		s := e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(alice, "/v1/rooms/"+id))
 		if ct := s.res.Header.Get("Content-Type"); ct != "text/event-stream" || s.res.Header.Get("Cache-Control") != "no-cache" || s.res.Header.Get("X-Accel-Buffering") != "no" {
 			t.Errorf("headers %v", s.res.Header)
 		}
@@ -124,7 +124,7 @@ func TestEventStreamOverHTTP(t *testing.T) {
 
 		// Resume: the header wins over the query parameter.
 		s.close()
-		resumed := e.open("/v1/rooms/"+id+"/events?lastEventId=1&access_token="+alice, "Last-Event-ID", st.id)
+		resumed := e.open("/v1/rooms/"+id+"/events?lastEventId=1&token="+e.streamToken(alice, "/v1/rooms/"+id), "Last-Event-ID", st.id)
 		if f := resumed.next(); f.version() != st.version()+1 {
 			t.Errorf("resumed after %s with %+v", st.id, f)
 		}
@@ -148,12 +148,16 @@ func TestEventStreamRefusals(t *testing.T) {
 			code   string
 		}{
 			{"no token", "/v1/rooms/" + pub + "/events", "", 401, "UNAUTHENTICATED"},
-			{"bad query token", "/v1/rooms/" + pub + "/events?access_token=x.y.z", "", 401, "UNAUTHENTICATED"},
+			{"bad query token", "/v1/rooms/" + pub + "/events?token=x.y.z", "", 401, "UNAUTHENTICATED"},
+			{"identity token as access_token", "/v1/rooms/" + pub + "/events?access_token=" + alice, "", 401, "STREAM_TOKEN_REQUIRED"},
+			{"identity token as token", "/v1/rooms/" + pub + "/events?token=" + alice, "", 401, "STREAM_TOKEN_REQUIRED"},
+			{"access_token beside a header", "/v1/rooms/" + pub + "/events?access_token=" + alice, alice, 401, "STREAM_TOKEN_REQUIRED"},
 			{"non-member", "/v1/rooms/" + pub + "/events", eve, 403, "NOT_A_MEMBER"},
 			{"private room", "/v1/rooms/" + priv + "/events", eve, 404, "ROOM_NOT_FOUND"},
 			{"unknown room", "/v1/rooms/00nothing0000000/events", eve, 404, "ROOM_NOT_FOUND"},
 			{"bad room id", "/v1/rooms/a.b/events", eve, 404, "ROOM_NOT_FOUND"},
 			{"query token off the stream routes", "/v1/rooms/" + pub + "?access_token=" + alice, "", 401, "UNAUTHENTICATED"},
+			{"stream token off the stream routes", "/v1/rooms/" + pub + "?token=" + e.streamToken(alice, "/v1/rooms/"+pub), "", 401, "UNAUTHENTICATED"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -54,7 +54,7 @@ func TestLobbyEventsOverHTTP(t *testing.T) {
 		alice, _ := e.guest("alice")
 		want(t, e.do("GET", "/v1/lobby/events?mode=Not+A+Slug", alice, nil), 422, "VALIDATION_FAILED")
 		want(t, e.do("GET", "/v1/lobby/events", "", nil), 401, "UNAUTHENTICATED")
-		s := e.open("/v1/lobby/events?mode=m&access_token=" + alice)
+		s := e.open("/v1/lobby/events?mode=m&token=" + e.streamToken(alice, "/v1/lobby/events"))
 		if f := s.next(); f.event != "rooms" || len(f.data["rooms"].([]any)) != 0 {
 			t.Fatalf("first event %+v", f)
 		}

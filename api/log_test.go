@@ -39,7 +39,7 @@ func (e *env) accessLines() map[string]map[string]any {
 // Every request, event streams included (when they end), gets one access
 // line with its route pattern, path without the query, status, duration,
 // user and the X-Request-Id it was answered with; no token appears in any
-// log line, whether it came as a bearer header or as ?access_token=.
+// log line, whether it came as a bearer header or a stream token as ?token=.
 func TestAccessLog(t *testing.T) {
 	e := newEnv(t, redistestEmbedded, true)
 	alice, aliceID := e.guest("alice")
@@ -69,22 +69,23 @@ func TestAccessLog(t *testing.T) {
 	want(t, e.do("GET", "/v1/rooms?access_token="+bob, "", nil), 401, "UNAUTHENTICATED") // only streams take it
 	want(t, e.do("GET", "/v1/me/rooms", alice+"x", nil), 401, "UNAUTHENTICATED")
 	want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
-	room := e.open("/v1/rooms/" + id + "/events?access_token=" + bob + "&lastEventId=1")
+	roomToken, lobbyToken := e.streamToken(bob, "/v1/rooms/"+id), e.streamToken(alice, "/v1/lobby/events")
+	room := e.open("/v1/rooms/" + id + "/events?token=" + roomToken + "&lastEventId=1")
 	room.next()
 	track(room.res.Header)
-	lobby := e.open("/v1/lobby/events?access_token=" + alice)
+	lobby := e.open("/v1/lobby/events?token=" + lobbyToken)
 	lobby.next()
 	track(lobby.res.Header)
 	room.close()
 	lobby.close()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(e.accessLines()) < 13 && time.Now().Before(deadline) {
+	for len(e.accessLines()) < 15 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond) // the streams' lines come when they end
 	}
 
 	lines := e.accessLines()
-	if len(lines) != 13 { // 2 guests, create, 5 GETs with ids, 2 refused, join, 2 streams
-		t.Errorf("%d access lines for 13 requests", len(lines))
+	if len(lines) != 15 { // 2 guests, create, 5 GETs with ids, 2 refused, join, 2 stream tokens, 2 streams
+		t.Errorf("%d access lines for 15 requests", len(lines))
 	}
 	for _, rid := range seen {
 		if lines[rid] == nil {
@@ -107,7 +108,7 @@ func TestAccessLog(t *testing.T) {
 		t.Errorf("event stream's access line %v", s)
 	}
 	logs := e.logs.String()
-	for _, tok := range []string{alice, bob} {
+	for _, tok := range []string{alice, bob, roomToken, lobbyToken} {
 		if strings.Contains(logs, tok) || strings.Contains(logs, tok[strings.LastIndex(tok, ".")+1:]) {
 			t.Fatal("a token appears in the logs")
 		}

@@ -138,7 +138,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		want(t, e.do("GET", "/v1/rooms/"+ids[1]+"/nothing", owner, nil), 404, "NOT_FOUND")
 		want(t, e.do("BREW", "/v1/rooms", owner, nil), 405, "METHOD_NOT_ALLOWED")
 
-		s := e.open("/v1/rooms/" + ids[2] + "/events?access_token=" + owner)
+		s := e.open("/v1/rooms/" + ids[2] + "/events?token=" + e.streamToken(owner, "/v1/rooms/"+ids[2]))
 		s.next() // the snapshot
 		during := e.waitMetric("the open stream", func(m scrape) bool { return m.value("realsync_sse_streams", "kind", "room") == 1 })
 		if v := during.value("realsync_http_requests_total", "route", eventsRoute); v != -1 {

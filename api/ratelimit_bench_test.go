@@ -12,9 +12,9 @@ import (
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
-	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/realsync/realsync/api"
-	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/ratelimit"
 )

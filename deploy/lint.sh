@@ -236,7 +236,8 @@ token=$(curl -sf -XPOST "$base/v1/auth/guest" -H 'Content-Type: application/json
 room=$(curl -sf -XPOST "$base/v1/rooms" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"name":"lint","mode":"lint","region":"lo","maxPlayers":2}' | json '["room"]["id"]')
 # Held 8 s, past the proxy's 3 s timeouts: the heartbeat keeps it open.
-curl -sN --max-time 8 "$base/v1/rooms/$room/events?access_token=$token" > "$tmp/stream.txt" || true &
+st=$(curl -sf -XPOST "$base/v1/rooms/$room/stream-token" -H "Authorization: Bearer $token" | json '["token"]')
+curl -sN --max-time 8 "$base/v1/rooms/$room/events?token=$st" > "$tmp/stream.txt" || true &
 stream=$!
 sleep 5
 curl -sf -o /dev/null -XPATCH "$base/v1/rooms/$room/state" -H "Authorization: Bearer $token" \

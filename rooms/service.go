@@ -277,3 +277,20 @@ func parseIfMatch(h string) int64 {
 
 // ETag is the entity tag of a stateVersion.
 func ETag(stateVersion int64) string { return `"` + strconv.FormatInt(stateVersion, 10) + `"` }
+
+// CheckMember returns u's playerId in the room: ErrRoomNotFound for a
+// private room u is not in (as Get), ErrNotMember for a public one.
+func (s *Service) CheckMember(ctx context.Context, u User, id string) (int, error) {
+	if !ValidRoomID(id) {
+		return 0, ErrRoomNotFound
+	}
+	r, _, err := s.store.Get(ctx, id, false)
+	if err != nil {
+		return 0, err
+	}
+	if err := memberOnly(r, u); err != nil {
+		return 0, err
+	}
+	p, _ := r.Member(u.ID)
+	return p.PlayerID, nil
+}

@@ -48,6 +48,9 @@ deploy/lint.sh
 echo "== tests (race detector, real Redis: standalone, 3-master Cluster, embedded)"
 go test -race -count=1 -timeout 20m ./...
 
+echo "== fuzz: token verification, 10 s (the seeds ran above)"
+go test -run '^$' -fuzz '^FuzzVerifyToken$' -fuzztime 10s -parallel 1 ./api
+
 echo "== TypeScript SDK: generated types and the demo's bundle match, Node and browser tests"
 (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && npm run --silent bundle)
 if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.d.ts web/static/realsync.js)" ]; then

@@ -140,7 +140,9 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 // ServeLobby streams the lobby of mode and region ("" for any): a "rooms"
 // event with up to 100 joinable public rooms in fill order, then
 // room_added, room_updated and room_removed as rooms become, stay or stop
-// being joinable. It returns an error only when it started nothing.
+// being joinable, until ctx ends, the client cannot keep up, the hub
+// closes or the token expiry set with WithTokenExpiry comes. It returns an
+// error only when it started nothing.
 func (h *Hub) ServeLobby(ctx context.Context, client Client, mode, region string) error {
 	st := &lobbyStream{mode: mode, region: region, q: make(chan *lobbyItem, h.cfg.QueueSize),
 		over: make(chan struct{}), seen: map[string]int64{}}
@@ -170,6 +172,7 @@ func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) strin
 	}
 	idle := time.NewTimer(h.cfg.Heartbeat)
 	defer idle.Stop()
+	expiring, last := expiryOf(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,6 +181,10 @@ func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) strin
 			out.write(retryFrame(shutdownRetry()))
 			out.flush()
 			return EndShutdown
+		case <-expiring:
+			out.write(last)
+			out.flush()
+			return EndTokenExpiry
 		case <-st.over:
 			return EndSlow
 		case <-idle.C:

@@ -46,7 +46,8 @@ func (st *stream) end(why string) {
 // with rooms:read: every event, no presence, no membership): first a retry line and a
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
-// up, its presence lease lapsed (see renew), or the hub closes. It returns
+// up, its presence lease lapsed (see renew), the hub closes, or the
+// token expiry set with WithTokenExpiry on ctx comes. It returns
 // an error only when it started nothing, for the caller to answer with:
 // ErrRoomNotFound, ErrNotMember, ErrTooManyStreams or ErrUnavailable from
 // the rooms package, or ErrScopeRequired for an API key without rooms:read.
@@ -135,6 +136,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 	}
 	idle := time.NewTimer(h.cfg.Heartbeat)
 	defer idle.Stop()
+	expiring, last := expiryOf(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -143,6 +145,10 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 			out.write(retryFrame(shutdownRetry()))
 			out.flush()
 			return EndShutdown
+		case <-expiring:
+			out.write(last)
+			out.flush()
+			return EndTokenExpiry
 		case <-st.over:
 			return st.why
 		case <-idle.C:

@@ -33,6 +33,7 @@ const (
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
+	REFRESHNOTALLOWED    ProblemCode = "REFRESH_NOT_ALLOWED"
 	ROOMFINISHED         ProblemCode = "ROOM_FINISHED"
 	ROOMFULL             ProblemCode = "ROOM_FULL"
 	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
@@ -42,6 +43,7 @@ const (
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
 	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
+	STREAMTOKENREQUIRED  ProblemCode = "STREAM_TOKEN_REQUIRED"
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
@@ -86,6 +88,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case RATELIMITED:
 		return true
+	case REFRESHNOTALLOWED:
+		return true
 	case ROOMFINISHED:
 		return true
 	case ROOMFULL:
@@ -103,6 +107,8 @@ func (e ProblemCode) Valid() bool {
 	case STOREUNAVAILABLE:
 		return true
 	case STREAMOPENSLIMITED:
+		return true
+	case STREAMTOKENREQUIRED:
 		return true
 	case TOOMANYSTREAMS:
 		return true
@@ -563,6 +569,14 @@ type StatusCounts struct {
 	Waiting  int  `json:"waiting"`
 }
 
+// StreamToken defines model for StreamToken.
+type StreamToken struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// Token Pass as the `token` query parameter of the event stream.
+	Token string `json:"token"`
+}
+
 // UpdateRoomRequest defines model for UpdateRoomRequest.
 type UpdateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -737,12 +751,18 @@ type ServerInterface interface {
 	// CreateGuestToken Issue a guest token
 	// (POST /v1/auth/guest)
 	CreateGuestToken(w http.ResponseWriter, r *http.Request)
+	// RefreshToken Renew the caller's token
+	// (POST /v1/auth/refresh)
+	RefreshToken(w http.ResponseWriter, r *http.Request)
 	// StreamLobbyEvents Live lobby of joinable rooms, as Server-Sent Events
 	// (GET /v1/lobby/events)
 	StreamLobbyEvents(w http.ResponseWriter, r *http.Request, params StreamLobbyEventsParams)
 	// LobbyStats Live room and player counts
 	// (GET /v1/lobby/stats)
 	LobbyStats(w http.ResponseWriter, r *http.Request)
+	// CreateLobbyStreamToken A short-lived token to open the lobby stream
+	// (POST /v1/lobby/stream-token)
+	CreateLobbyStreamToken(w http.ResponseWriter, r *http.Request)
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	// (POST /v1/matchmaking/quick-join)
 	QuickJoin(w http.ResponseWriter, r *http.Request)
@@ -791,6 +811,9 @@ type ServerInterface interface {
 	// PatchRoomState Merge-patch the room state (members)
 	// (PATCH /v1/rooms/{roomId}/state)
 	PatchRoomState(w http.ResponseWriter, r *http.Request, roomId RoomId, params PatchRoomStateParams)
+	// CreateRoomStreamToken A short-lived token to open the room's event stream (members)
+	// (POST /v1/rooms/{roomId}/stream-token)
+	CreateRoomStreamToken(w http.ResponseWriter, r *http.Request, roomId RoomId)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -833,6 +856,12 @@ func (_ Unimplemented) CreateGuestToken(w http.ResponseWriter, r *http.Request) 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// RefreshToken Renew the caller's token
+// (POST /v1/auth/refresh)
+func (_ Unimplemented) RefreshToken(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // StreamLobbyEvents Live lobby of joinable rooms, as Server-Sent Events
 // (GET /v1/lobby/events)
 func (_ Unimplemented) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, params StreamLobbyEventsParams) {
@@ -842,6 +871,12 @@ func (_ Unimplemented) StreamLobbyEvents(w http.ResponseWriter, r *http.Request,
 // LobbyStats Live room and player counts
 // (GET /v1/lobby/stats)
 func (_ Unimplemented) LobbyStats(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateLobbyStreamToken A short-lived token to open the lobby stream
+// (POST /v1/lobby/stream-token)
+func (_ Unimplemented) CreateLobbyStreamToken(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -941,6 +976,12 @@ func (_ Unimplemented) PatchRoomState(w http.ResponseWriter, r *http.Request, ro
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// CreateRoomStreamToken A short-lived token to open the room's event stream (members)
+// (POST /v1/rooms/{roomId}/stream-token)
+func (_ Unimplemented) CreateRoomStreamToken(w http.ResponseWriter, r *http.Request, roomId RoomId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // ServerInterfaceWrapper converts contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler            ServerInterface
@@ -1034,6 +1075,20 @@ func (siw *ServerInterfaceWrapper) CreateGuestToken(w http.ResponseWriter, r *ht
 	handler.ServeHTTP(w, r)
 }
 
+// RefreshToken operation middleware
+func (siw *ServerInterfaceWrapper) RefreshToken(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.RefreshToken(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // StreamLobbyEvents operation middleware
 func (siw *ServerInterfaceWrapper) StreamLobbyEvents(w http.ResponseWriter, r *http.Request) {
 
@@ -1085,6 +1140,20 @@ func (siw *ServerInterfaceWrapper) LobbyStats(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.LobbyStats(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateLobbyStreamToken operation middleware
+func (siw *ServerInterfaceWrapper) CreateLobbyStreamToken(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateLobbyStreamToken(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1675,6 +1744,32 @@ func (siw *ServerInterfaceWrapper) PatchRoomState(w http.ResponseWriter, r *http
 	handler.ServeHTTP(w, r)
 }
 
+// CreateRoomStreamToken operation middleware
+func (siw *ServerInterfaceWrapper) CreateRoomStreamToken(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId RoomId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", chi.URLParam(r, "roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "roomId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateRoomStreamToken(w, r, roomId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -1792,6 +1887,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/v1/auth/guest", wrapper.CreateGuestToken)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/auth/refresh", wrapper.RefreshToken)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/rooms", wrapper.ListRooms)
 	})
 	r.Group(func(r chi.Router) {
@@ -1825,6 +1923,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Patch(options.BaseURL+"/v1/rooms/{roomId}/state", wrapper.PatchRoomState)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/rooms/{roomId}/stream-token", wrapper.CreateRoomStreamToken)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/rooms/{roomId}/events", wrapper.StreamRoomEvents)
 	})
 	r.Group(func(r chi.Router) {
@@ -1841,6 +1942,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/lobby/stats", wrapper.LobbyStats)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/lobby/stream-token", wrapper.CreateLobbyStreamToken)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/lobby/events", wrapper.StreamLobbyEvents)

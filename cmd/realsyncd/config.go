@@ -24,7 +24,12 @@ type Config struct {
 	RedisURL        string        // REALSYNC_REDIS_URL
 	ClusterAddrs    []string      // REALSYNC_REDIS_CLUSTER_ADDRS, comma-separated
 	JWTSecret       string        // REALSYNC_JWT_SECRET; random per start when empty
-	GuestAuth       bool          // REALSYNC_GUEST_AUTH, default true
+	GuestAuth       bool          // REALSYNC_GUEST_AUTH, default true (false in production)
+	Env             string        // REALSYNC_ENV: development (default) or production
+	JWTKeysFile     string        // REALSYNC_JWT_KEYS_FILE: a JWKS file of studio keys; unset: none
+	JWTIssuer       string        // REALSYNC_JWT_ISSUER: iss required of studio tokens; unset: not checked
+	JWTAudience     string        // REALSYNC_JWT_AUDIENCE: aud required of studio tokens; unset: not checked
+	JWTLeeway       time.Duration // REALSYNC_JWT_LEEWAY, default 30s: clock skew allowed on exp, nbf, iat
 	Shards          int           // REALSYNC_SHARDS, default 16
 	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
 	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s
@@ -47,7 +52,18 @@ type Config struct {
 	TrustedProxies    []netip.Prefix // REALSYNC_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client
 
 	secretGenerated bool
+	guestForced     bool // REALSYNC_GUEST_AUTH=true in production
 }
+
+// Deployment environments (REALSYNC_ENV).
+const (
+	envDevelopment = "development"
+	envProduction  = "production"
+)
+
+// minProductionSecret is the shortest REALSYNC_JWT_SECRET accepted in
+// production: 32 characters of a random hex string are 128 bits.
+const minProductionSecret = 32
 
 // ParseConfig reads the environment through getenv and the flags in args.
 // Every bad value is reported, naming its variable.
@@ -64,13 +80,19 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		return def
 	}
 	var c Config
-	var cluster, guest, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, proxies string
+	var envName, guest, leeway string
+	var cluster, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
 	fs.StringVar(&cluster, "redis-cluster-addrs", env("REALSYNC_REDIS_CLUSTER_ADDRS", ""), "Cluster seed nodes, comma-separated (REALSYNC_REDIS_CLUSTER_ADDRS)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env("REALSYNC_JWT_SECRET", ""), "HS256 secret shared by all instances (REALSYNC_JWT_SECRET)")
-	fs.StringVar(&guest, "guest-auth", env("REALSYNC_GUEST_AUTH", "true"), "allow guest tokens (REALSYNC_GUEST_AUTH)")
+	fs.StringVar(&guest, "guest-auth", env("REALSYNC_GUEST_AUTH", ""), "allow guest tokens (REALSYNC_GUEST_AUTH); default true, false in production")
+	fs.StringVar(&envName, "env", env("REALSYNC_ENV", envDevelopment), "development or production (REALSYNC_ENV)")
+	fs.StringVar(&c.JWTKeysFile, "jwt-keys-file", env("REALSYNC_JWT_KEYS_FILE", ""), "JWKS file of the keys verifying studio tokens, reloaded on change (REALSYNC_JWT_KEYS_FILE)")
+	fs.StringVar(&c.JWTIssuer, "jwt-issuer", env("REALSYNC_JWT_ISSUER", ""), "iss required of studio tokens (REALSYNC_JWT_ISSUER)")
+	fs.StringVar(&c.JWTAudience, "jwt-audience", env("REALSYNC_JWT_AUDIENCE", ""), "aud required of studio tokens (REALSYNC_JWT_AUDIENCE)")
+	fs.StringVar(&leeway, "jwt-leeway", env("REALSYNC_JWT_LEEWAY", "30s"), "clock skew allowed on token times (REALSYNC_JWT_LEEWAY)")
 	fs.StringVar(&shards, "shards", env("REALSYNC_SHARDS", "16"), "hash-tag shards, fixed for a deployment (REALSYNC_SHARDS)")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("REALSYNC_KEY_PREFIX", "rs"), "prefix of every Redis key (REALSYNC_KEY_PREFIX)")
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
@@ -110,8 +132,27 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		bad("REALSYNC_REDIS_URL", "must start with redis:// or rediss://")
 	}
 	var err error
-	if c.GuestAuth, err = strconv.ParseBool(guest); err != nil {
+	c.Env = envName
+	if c.Env != envDevelopment && c.Env != envProduction {
+		bad("REALSYNC_ENV", "must be development or production")
+	}
+	switch c.GuestAuth, err = strconv.ParseBool(guest); {
+	case guest == "":
+		c.GuestAuth = c.Env != envProduction
+	case err != nil:
 		bad("REALSYNC_GUEST_AUTH", "must be true or false")
+	default:
+		c.guestForced = c.GuestAuth && c.Env == envProduction
+	}
+	if c.Env == envProduction && len(c.JWTSecret) < minProductionSecret {
+		// never echo the value: it is a secret
+		bad("REALSYNC_JWT_SECRET", fmt.Sprintf("is required in production, at least %d characters, the same on every instance (e.g. openssl rand -hex 32)", minProductionSecret))
+	}
+	if c.JWTLeeway, err = time.ParseDuration(leeway); err != nil || c.JWTLeeway < 0 || c.JWTLeeway > 5*time.Minute {
+		bad("REALSYNC_JWT_LEEWAY", "must be a duration from 0 to 5m such as 30s")
+	}
+	if c.JWTKeysFile == "" && (c.JWTIssuer != "" || c.JWTAudience != "") {
+		bad("REALSYNC_JWT_KEYS_FILE", "is required with REALSYNC_JWT_ISSUER or REALSYNC_JWT_AUDIENCE (they apply to studio tokens)")
 	}
 	if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > store.MaxShards {
 		bad("REALSYNC_SHARDS", fmt.Sprintf("must be an integer 1..%d", store.MaxShards))

@@ -98,6 +98,56 @@ func TestParseConfigRateLimits(t *testing.T) {
 	}
 }
 
+// REALSYNC_ENV sets the guest default and requires a secret in
+// production; the JWT settings parse, and bad values name their variable.
+func TestParseConfigIdentity(t *testing.T) {
+	secret := strings.Repeat("s", 32)
+	tests := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		guest  bool          // want GuestAuth
+		forced bool          // want the production guest warning
+		leeway time.Duration // want JWTLeeway
+		err    string        // want an error naming this, "" for none
+	}{
+		{name: "Defaults", guest: true, leeway: 30 * time.Second},
+		{name: "DevelopmentGuestOff", env: map[string]string{"REALSYNC_GUEST_AUTH": "false"}, leeway: 30 * time.Second},
+		{name: "Production", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret}, leeway: 30 * time.Second},
+		{name: "ProductionGuestForced", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret, "REALSYNC_GUEST_AUTH": "true"},
+			guest: true, forced: true, leeway: 30 * time.Second},
+		{name: "ProductionFlag", args: []string{"-env", "production", "-jwt-secret", secret}, leeway: 30 * time.Second},
+		{name: "Leeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "5s"}, guest: true, leeway: 5 * time.Second},
+		{name: "NoLeeway", args: []string{"-jwt-leeway", "0"}, guest: true},
+		{name: "KeysFile", env: map[string]string{"REALSYNC_JWT_KEYS_FILE": "/etc/realsync/jwks.json", "REALSYNC_JWT_ISSUER": "https://login.example",
+			"REALSYNC_JWT_AUDIENCE": "realsync"}, guest: true, leeway: 30 * time.Second},
+		{name: "BadEnv", env: map[string]string{"REALSYNC_ENV": "prod"}, err: "REALSYNC_ENV"},
+		{name: "ProductionNoSecret", env: map[string]string{"REALSYNC_ENV": "production"}, err: "REALSYNC_JWT_SECRET"},
+		{name: "ProductionShortSecret", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": "short"}, err: "REALSYNC_JWT_SECRET"},
+		{name: "BadLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "-1s"}, err: "REALSYNC_JWT_LEEWAY"},
+		{name: "HugeLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "1h"}, err: "REALSYNC_JWT_LEEWAY"},
+		{name: "IssuerWithoutKeys", env: map[string]string{"REALSYNC_JWT_ISSUER": "https://login.example"}, err: "REALSYNC_JWT_KEYS_FILE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+				if strings.Contains(err.Error(), "short") {
+					t.Error("the error echoes the secret")
+				}
+			case err != nil:
+				t.Fatal(err)
+			case c.GuestAuth != tc.guest || c.guestForced != tc.forced || c.JWTLeeway != tc.leeway:
+				t.Errorf("guest %v forced %v leeway %v; want %v %v %v", c.GuestAuth, c.guestForced, c.JWTLeeway, tc.guest, tc.forced, tc.leeway)
+			}
+		})
+	}
+}
+
 // go-redis' own lines come out as structured warnings of the process'
 // logger, JSON included.
 func TestRedisLinesThroughSlog(t *testing.T) {

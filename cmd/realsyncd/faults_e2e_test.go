@@ -55,7 +55,11 @@ func TestStartsBeforeRedis(t *testing.T) {
 	if status, body := call(t, "POST", in.url+"/v1/rooms", tok, map[string]any{"name": "r", "mode": "m", "region": "r"}); status != 503 || body["code"] != "STORE_UNAVAILABLE" {
 		t.Fatalf("create before Redis: %d %v", status, body)
 	}
-	if status, body := get(t, in.url+"/v1/lobby/events?access_token="+tok, ""); status != 200 || !strings.HasPrefix(body, "retry: ") {
+	status, lt := call(t, "POST", in.url+"/v1/lobby/stream-token", tok, nil) // needs no store
+	if status != 201 {
+		t.Fatalf("lobby stream token before Redis: %d %v", status, lt)
+	}
+	if status, body := get(t, in.url+"/v1/lobby/events?token="+lt["token"].(string), ""); status != 200 || !strings.HasPrefix(body, "retry: ") {
 		t.Fatalf("lobby stream before Redis: %d %q", status, body)
 	}
 

@@ -111,12 +111,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		}
 		go keys.Watch(ctx, api.APIKeysReload)
 	}
+	auth := &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth, Issuer: cfg.JWTIssuer,
+		Audience: cfg.JWTAudience, Leeway: cfg.JWTLeeway}
+	if cfg.JWTKeysFile != "" {
+		keys := &api.KeysFile{Path: cfg.JWTKeysFile, Auth: auth, Log: log, Reloaded: m.KeysReloaded}
+		if err := keys.Load(); err != nil {
+			return err
+		}
+		log.Info("JWT keys loaded", "path", cfg.JWTKeysFile, "keys", len(auth.Keys()))
+		watch, stop := context.WithCancel(context.Background())
+		defer stop()
+		go keys.Watch(watch)
+	}
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	handler := api.NewHandler(api.Config{
 		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth: &api.Auth{Secret: []byte(cfg.JWTSecret), GuestEnabled: cfg.GuestAuth}, APIKeys: keys,
+		Auth: auth, APIKeys: keys,
 		Ready: func(ctx context.Context) error {
 			if !up.Load() {
 				return errConnecting
@@ -245,6 +257,9 @@ func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
 		log.Info("store: Redis Cluster", "seeds", len(cfg.ClusterAddrs), "shards", cfg.Shards)
 	default:
 		log.Info("store: standalone Redis", "shards", cfg.Shards)
+	}
+	if cfg.guestForced {
+		log.Warn("REALSYNC_GUEST_AUTH=true in production: anyone can get a token and create rooms")
 	}
 	if cfg.secretGenerated {
 		log.Warn("REALSYNC_JWT_SECRET is not set: using a random secret; tokens die with this process and other instances reject them")

@@ -32,7 +32,7 @@ type follower struct {
 	urls   []string
 	path   string
 	token  string
-	query  bool // send the token as access_token
+	query  bool // send a stream token as token, as EventSource does
 	player float64
 
 	mu      sync.Mutex
@@ -77,21 +77,26 @@ func (f *follower) run(ctx context.Context) {
 func (f *follower) connect(ctx context.Context, base string) bool {
 	cctx, drop := context.WithCancel(ctx)
 	defer drop()
+	f.mu.Lock()
+	lastID := f.lastID
+	f.drop = drop
+	f.conns++ // an attempt, counted whether or not it gets a stream token
+	f.mu.Unlock()
 	url := base + f.path
-	if f.query {
-		url += "?access_token=" + f.token
+	if f.query { // as EventSource: a fresh stream token for each connection
+		st, ok := streamToken(cctx, base, strings.TrimSuffix(f.path, "/events")+"/stream-token", f.token)
+		if !ok {
+			return false
+		}
+		url += "?token=" + st
 	}
 	req, _ := http.NewRequestWithContext(cctx, "GET", url, nil)
 	if !f.query {
 		req.Header.Set("Authorization", "Bearer "+f.token)
 	}
-	f.mu.Lock()
-	if f.lastID != "" {
-		req.Header.Set("Last-Event-ID", f.lastID)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
 	}
-	f.drop = drop
-	f.conns++
-	f.mu.Unlock()
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
@@ -532,4 +537,23 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if got := strings.Join(types, ", "); got != "state <nil>" {
 		t.Errorf("after the shutdown: %s", got)
 	}
+}
+
+// streamToken fetches a stream token from base's route with identity
+// token; false when the instance does not give one.
+func streamToken(ctx context.Context, base, route, token string) (string, bool) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+route, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", false
+	}
+	defer res.Body.Close()
+	var body struct {
+		Token string `json:"token"`
+	}
+	if res.StatusCode != 201 || json.NewDecoder(res.Body).Decode(&body) != nil {
+		return "", false
+	}
+	return body.Token, true
 }

@@ -33,8 +33,8 @@ var (
 	}
 	sseReasons = map[string][]string{
 		sse.KindRoom: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError,
-			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError},
-		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError},
+			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError, sse.EndTokenExpiry},
+		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry},
 	}
 )
 
@@ -53,6 +53,7 @@ type Metrics struct {
 	apiKeys        prometheus.Gauge
 	apiKeysBad     prometheus.Counter
 	rateLimited    *prometheus.CounterVec
+	jwtReloads     *prometheus.CounterVec
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -128,6 +129,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_rate_limited_total",
 			Help: "Requests refused by a rate limit (429), by limit (route class, opens, guess, messages, patches) and scope (user, ip, room)."},
 			[]string{"class", "scope"}),
+		jwtReloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_jwt_keys_reloads_total",
+			Help: "Loads of the JWKS file (REALSYNC_JWT_KEYS_FILE), by result: ok (keys replaced), error (file refused, old keys kept)."},
+			[]string{"result"}),
 		http: map[httpKey]httpSeries{}, scripts: map[scriptKey]scriptSeries{},
 		streams: map[string]prometheus.Gauge{}, opens: map[[2]string]prometheus.Counter{},
 		ends: map[[2]string]prometheus.Counter{}, delivered: map[string]prometheus.Counter{}, dropped: map[string]prometheus.Counter{},
@@ -141,7 +145,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
 	build.Set(1)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
-		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, build)
+		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and
 	// dashboards need not wait for the first occurrence.
 	for _, k := range sseKinds {
@@ -155,6 +159,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			m.ends[[2]string{k, r}] = m.sseEnds.WithLabelValues(k, r)
 		}
 	}
+	m.jwtReloads.WithLabelValues("ok")
+	m.jwtReloads.WithLabelValues("error")
 	for _, k := range janitorKinds {
 		m.janitor.WithLabelValues(k)
 	}
@@ -230,6 +236,15 @@ func (m *Metrics) JanitorAction(kind string, n int) {
 	if n > 0 {
 		m.janitor.WithLabelValues(kind).Add(float64(n))
 	}
+}
+
+// KeysReloaded counts a load of the JWKS file (api.KeysFile.Reloaded).
+func (m *Metrics) KeysReloaded(ok bool) {
+	result := "ok"
+	if !ok {
+		result = "error"
+	}
+	m.jwtReloads.WithLabelValues(result).Inc()
 }
 
 // StreamOpened implements sse.Metrics.

@@ -1,13 +1,16 @@
 // Shared by the demo pages: one guest per browser tab (sessionStorage), so
-// two tabs play as two players.
-import { RealSync } from "./realsync.js";
+// two tabs play as two players. The SDK renews the guest token before it
+// expires (kept here for the next page) and opens event streams with
+// short-lived stream tokens, never the guest token itself.
+import { RealSync, tokenExpiry } from "./realsync.js";
 
 export async function client() {
-  const c = new RealSync({ baseUrl: location.origin, token: sessionStorage.getItem("token") ?? undefined });
+  let token = sessionStorage.getItem("token") ?? undefined;
+  if (token && (tokenExpiry(token) ?? 0) <= Date.now()) token = undefined; // expired: a new guest
+  const c = new RealSync({ baseUrl: location.origin, token, onToken: (t) => sessionStorage.setItem("token", t) });
   if (!c.token) {
     const name = prompt("Your name?", "player") || "player";
-    const g = await c.guest(name);
-    sessionStorage.setItem("token", g.token);
+    const g = await c.guest(name); // onToken stores the token
     sessionStorage.setItem("name", g.name);
   }
   document.querySelector(".who").textContent = sessionStorage.getItem("name") ?? "";

@@ -959,6 +959,7 @@ function getBaseURL() {
 
 // src/live.ts
 var CLOSED = 2;
+var streamTokenReuseMs = 45e3;
 var defaultEventSource = (url) => {
   const ES = globalThis.EventSource;
   return ES ? new ES(url) : new EventSource(url);
@@ -979,12 +980,14 @@ var Emitter = class {
   }
 };
 var LiveStream = class extends Emitter {
-  constructor(client, path, types, opts, query = {}) {
+  // when the current connection's stream token was issued (ms)
+  constructor(client, path, types, opts, streamToken, query = {}) {
     super();
     __publicField(this, "client", client);
     __publicField(this, "path", path);
     __publicField(this, "types", types);
     __publicField(this, "opts", opts);
+    __publicField(this, "streamToken", streamToken);
     __publicField(this, "query", query);
     /** The id of the last event received. */
     __publicField(this, "lastEventId", "");
@@ -992,9 +995,27 @@ var LiveStream = class extends Emitter {
     __publicField(this, "closed", false);
     __publicField(this, "es");
     __publicField(this, "timer");
+    __publicField(this, "opening", 0);
+    // counts open() calls: a late stream token of an older one is dropped
+    __publicField(this, "tokenAt", 0);
   }
   open() {
-    const url = this.client.streamUrl(this.path, { ...this.query, lastEventId: this.lastEventId || void 0 });
+    const n = ++this.opening;
+    this.streamToken().then(
+      (st) => {
+        if (this.closed || n !== this.opening) return;
+        this.tokenAt = Date.now();
+        this.connect(this.client.streamUrl(this.path, st.token, { ...this.query, lastEventId: this.lastEventId || void 0 }));
+      },
+      (err) => {
+        if (this.closed || n !== this.opening) return;
+        this.emit("error", err);
+        if (err instanceof RealSyncError && (err.status === 403 || err.status === 404)) this.close();
+        else this.later(this.opts.reopenDelayMs ?? 2e3);
+      }
+    );
+  }
+  connect(url) {
     const es = (this.opts.eventSource ?? defaultEventSource)(url);
     for (const t of this.types) {
       es.addEventListener(t, (e) => {
@@ -1003,16 +1024,39 @@ var LiveStream = class extends Emitter {
         this.receive(t, JSON.parse(e.data));
       });
     }
+    es.addEventListener("token_expiring", (e) => {
+      if (this.es !== es || this.closed) return;
+      es.close();
+      const data = JSON.parse(e.data);
+      this.emit("token_expiring", data);
+      this.client.freshToken(Date.parse(data.expiresAt)).then(
+        () => this.reconnect(),
+        (err) => {
+          this.emit("error", err);
+          this.later(this.opts.reopenDelayMs ?? 2e3);
+        }
+      );
+    });
     es.onerror = (err) => {
       if (this.es !== es || this.closed) return;
       this.emit("error", err);
-      if (es.readyState === CLOSED) this.timer = setTimeout(() => this.reconnect(), this.opts.reopenDelayMs ?? 2e3);
+      if (es.readyState === CLOSED) {
+        this.later(this.opts.reopenDelayMs ?? 2e3);
+      } else if (Date.now() - this.tokenAt > streamTokenReuseMs) {
+        es.close();
+        this.later(500 + Math.random() * 1500);
+      }
     };
     this.es = es;
   }
-  /** reconnect drops the connection and resumes after the last event received. */
+  later(ms) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.reconnect(), ms);
+  }
+  /** reconnect drops the connection and resumes after the last event received, with a new stream token. */
   reconnect() {
     if (this.closed) return;
+    clearTimeout(this.timer);
     this.es?.close();
     this.open();
   }
@@ -1041,7 +1085,8 @@ var LiveRoom = class extends LiveStream {
         "message",
         "room_closed"
       ],
-      opts
+      opts,
+      () => client.roomStreamToken(roomId)
     );
     __publicField(this, "roomId", roomId);
     __publicField(this, "room");
@@ -1105,7 +1150,14 @@ var LiveRoom = class extends LiveStream {
 };
 var LiveLobby = class extends LiveStream {
   constructor(client, filter, opts = {}) {
-    super(client, "/v1/lobby/events", ["rooms", "room_added", "room_updated", "room_removed"], opts, filter);
+    super(
+      client,
+      "/v1/lobby/events",
+      ["rooms", "room_added", "room_updated", "room_removed"],
+      opts,
+      () => client.lobbyStreamToken(),
+      filter
+    );
     /** The joinable rooms by id. */
     __publicField(this, "rooms", /* @__PURE__ */ new Map());
     this.open();
@@ -1146,16 +1198,22 @@ var RealSyncError = class extends Error {
   }
 };
 var RealSync = class {
+  // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
   constructor(opts) {
     __publicField(this, "baseUrl");
     __publicField(this, "token");
     /** The generated client, for anything the helpers below do not cover. */
     __publicField(this, "api");
+    __publicField(this, "opts");
+    __publicField(this, "renewing");
+    __publicField(this, "unrenewable");
+    this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
     this.api = createClient({ baseUrl: this.baseUrl, fetch: opts.fetch });
     const auth = {
-      onRequest: ({ request }) => {
+      onRequest: async ({ request, schemaPath }) => {
+        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken().catch(() => void 0);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
         }
@@ -1163,6 +1221,53 @@ var RealSync = class {
       }
     };
     this.api.use(auth);
+  }
+  /** tokenExpiresAt is when the current token expires (ms since the epoch), if it says. */
+  tokenExpiresAt() {
+    return tokenExpiry(this.token);
+  }
+  /**
+   * freshToken renews the token when it expires within refreshMarginMs, or
+   * at or before `before` (ms since the epoch: a stream said its token is
+   * expiring). One renewal at a time; a failed renewal throws.
+   */
+  async freshToken(before) {
+    const exp = this.tokenExpiresAt();
+    if (exp === void 0) return;
+    const due = exp - Date.now() < (this.opts.refreshMarginMs ?? 12e4) || before !== void 0 && exp <= before;
+    if (!due || this.token === this.unrenewable && !this.opts.refreshToken) return;
+    this.renewing ?? (this.renewing = this.renew().finally(() => this.renewing = void 0));
+    await this.renewing;
+  }
+  async renew() {
+    if (this.opts.refreshToken) {
+      this.setToken(await this.opts.refreshToken());
+      return;
+    }
+    try {
+      await this.refresh();
+    } catch (e) {
+      if (e instanceof RealSyncError && e.code === "REFRESH_NOT_ALLOWED") this.unrenewable = this.token;
+      throw e;
+    }
+  }
+  setToken(token) {
+    this.token = token;
+    this.opts.onToken?.(token);
+  }
+  /** refresh renews the token with POST /v1/auth/refresh (same user) and uses the new one. */
+  async refresh() {
+    const g = await this.call(this.api.POST("/v1/auth/refresh", {}));
+    this.setToken(g.token);
+    return g;
+  }
+  /** roomStreamToken gets a token that opens the room's event stream for 60 s (members). */
+  roomStreamToken(roomId) {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/stream-token", { params: { path: { roomId } } }));
+  }
+  /** lobbyStreamToken gets a token that opens the lobby stream for 60 s. */
+  lobbyStreamToken() {
+    return this.call(this.api.POST("/v1/lobby/stream-token", {}));
   }
   async call(p) {
     let r;
@@ -1179,7 +1284,7 @@ var RealSync = class {
   /** guest gets a guest token and uses it from now on. */
   async guest(name) {
     const g = await this.call(this.api.POST("/v1/auth/guest", { body: name === void 0 ? {} : { name } }));
-    this.token = g.token;
+    this.setToken(g.token);
     return g;
   }
   createRoom(body) {
@@ -1253,14 +1358,28 @@ var RealSync = class {
   lobby(filter = {}, opts = {}) {
     return new LiveLobby(this, filter, opts);
   }
-  /** streamUrl is an event stream's URL, with the token as access_token (EventSource cannot set headers). */
-  streamUrl(path, query = {}) {
+  /**
+   * streamUrl is an event stream's URL with a stream token as token
+   * (EventSource cannot set headers; the server refuses identity tokens in URLs).
+   */
+  streamUrl(path, streamToken, query = {}) {
     const u = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(query)) if (v) u.searchParams.set(k, v);
-    if (this.token) u.searchParams.set("access_token", this.token);
+    u.searchParams.set("token", streamToken);
     return u.toString();
   }
 };
+function tokenExpiry(token) {
+  const payload = token?.split(".")[1];
+  if (!payload) return void 0;
+  try {
+    const b64 = payload.replace(/-/g, "+").replace(/_/g, "/");
+    const exp = JSON.parse(atob(b64 + "=".repeat((4 - b64.length % 4) % 4))).exp;
+    return typeof exp === "number" ? exp * 1e3 : void 0;
+  } catch {
+    return void 0;
+  }
+}
 function isProblem(e) {
   return typeof e === "object" && e !== null && "code" in e && "status" in e;
 }
@@ -1280,5 +1399,6 @@ export {
   LiveLobby,
   LiveRoom,
   RealSync,
-  RealSyncError
+  RealSyncError,
+  tokenExpiry
 };

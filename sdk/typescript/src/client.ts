@@ -15,6 +15,7 @@ export type FieldError = Schemas["FieldError"];
 export type RoomJoined = Schemas["RoomJoined"];
 export type QuickJoined = Schemas["QuickJoined"];
 export type GuestToken = Schemas["GuestToken"];
+export type StreamToken = Schemas["StreamToken"];
 export type Message = Schemas["Message"];
 export type LobbyStats = Schemas["LobbyStats"];
 export type CreateRoomRequest = Schemas["CreateRoomRequest"];
@@ -48,10 +49,21 @@ export class RealSyncError extends Error {
 export interface RealSyncOptions {
   /** The server, e.g. "http://localhost:8080" (no trailing slash needed). */
   baseUrl: string;
-  /** A JWT; guest() sets one. */
+  /** An identity JWT (a guest's, or one your login signed); guest() sets one. */
   token?: string;
   /** A fetch implementation (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * Renews a token your own login signed (the server cannot: it answers
+   * REFRESH_NOT_ALLOWED): called shortly before the token expires, it returns
+   * a new one. Without it, tokens are renewed with POST /v1/auth/refresh
+   * (guest tokens and tokens signed with the server's secret).
+   */
+  refreshToken?: () => Promise<string>;
+  /** Called with every new token (guest(), renewals), e.g. to store it. */
+  onToken?: (token: string) => void;
+  /** Renew the token when it expires within this many ms; default 120000. */
+  refreshMarginMs?: number;
 }
 
 type Result<T> = { data?: T; error?: unknown; response: Response };
@@ -62,13 +74,20 @@ export class RealSync {
   token?: string;
   /** The generated client, for anything the helpers below do not cover. */
   readonly api: Client<paths>;
+  private readonly opts: RealSyncOptions;
+  private renewing?: Promise<void>;
+  private unrenewable?: string; // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
 
   constructor(opts: RealSyncOptions) {
+    this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
     this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: opts.fetch });
     const auth: Middleware = {
-      onRequest: ({ request }) => {
+      onRequest: async ({ request, schemaPath }) => {
+        // A failed renewal leaves the request to the token it has (still
+        // valid, or the answer says 401); streams report it as an error.
+        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken().catch(() => undefined);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
         }
@@ -76,6 +95,61 @@ export class RealSync {
       },
     };
     this.api.use(auth);
+  }
+
+  /** tokenExpiresAt is when the current token expires (ms since the epoch), if it says. */
+  tokenExpiresAt(): number | undefined {
+    return tokenExpiry(this.token);
+  }
+
+  /**
+   * freshToken renews the token when it expires within refreshMarginMs, or
+   * at or before `before` (ms since the epoch: a stream said its token is
+   * expiring). One renewal at a time; a failed renewal throws.
+   */
+  async freshToken(before?: number): Promise<void> {
+    const exp = this.tokenExpiresAt();
+    if (exp === undefined) return;
+    const due = exp - Date.now() < (this.opts.refreshMarginMs ?? 120000) || (before !== undefined && exp <= before);
+    if (!due || (this.token === this.unrenewable && !this.opts.refreshToken)) return;
+    this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
+    await this.renewing;
+  }
+
+  private async renew(): Promise<void> {
+    if (this.opts.refreshToken) {
+      this.setToken(await this.opts.refreshToken());
+      return;
+    }
+    try {
+      await this.refresh();
+    } catch (e) {
+      // A studio's token: only its login renews it (pass refreshToken).
+      if (e instanceof RealSyncError && e.code === "REFRESH_NOT_ALLOWED") this.unrenewable = this.token;
+      throw e;
+    }
+  }
+
+  private setToken(token: string): void {
+    this.token = token;
+    this.opts.onToken?.(token);
+  }
+
+  /** refresh renews the token with POST /v1/auth/refresh (same user) and uses the new one. */
+  async refresh(): Promise<GuestToken> {
+    const g = await this.call(this.api.POST("/v1/auth/refresh", {}));
+    this.setToken(g.token);
+    return g;
+  }
+
+  /** roomStreamToken gets a token that opens the room's event stream for 60 s (members). */
+  roomStreamToken(roomId: string): Promise<StreamToken> {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/stream-token", { params: { path: { roomId } } }));
+  }
+
+  /** lobbyStreamToken gets a token that opens the lobby stream for 60 s. */
+  lobbyStreamToken(): Promise<StreamToken> {
+    return this.call(this.api.POST("/v1/lobby/stream-token", {}));
   }
 
   private async call<T>(p: Promise<Result<T>>): Promise<T> {
@@ -94,7 +168,7 @@ export class RealSync {
   /** guest gets a guest token and uses it from now on. */
   async guest(name?: string): Promise<GuestToken> {
     const g = await this.call(this.api.POST("/v1/auth/guest", { body: name === undefined ? {} : { name } }));
-    this.token = g.token;
+    this.setToken(g.token);
     return g;
   }
 
@@ -187,12 +261,28 @@ export class RealSync {
     return new LiveLobby(this, filter, opts);
   }
 
-  /** streamUrl is an event stream's URL, with the token as access_token (EventSource cannot set headers). */
-  streamUrl(path: string, query: Record<string, string | undefined> = {}): string {
+  /**
+   * streamUrl is an event stream's URL with a stream token as token
+   * (EventSource cannot set headers; the server refuses identity tokens in URLs).
+   */
+  streamUrl(path: string, streamToken: string, query: Record<string, string | undefined> = {}): string {
     const u = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(query)) if (v) u.searchParams.set(k, v);
-    if (this.token) u.searchParams.set("access_token", this.token);
+    u.searchParams.set("token", streamToken);
     return u.toString();
+  }
+}
+
+/** tokenExpiry reads a JWT's exp (ms since the epoch) without checking it. */
+export function tokenExpiry(token?: string): number | undefined {
+  const payload = token?.split(".")[1];
+  if (!payload) return undefined;
+  try {
+    const b64 = payload.replace(/-/g, "+").replace(/_/g, "/");
+    const exp = JSON.parse(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4))).exp;
+    return typeof exp === "number" ? exp * 1000 : undefined;
+  } catch {
+    return undefined;
   }
 }
 

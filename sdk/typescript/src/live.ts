@@ -1,7 +1,7 @@
 // Live clients over Server-Sent Events: a room kept in sync with its event
 // stream, and the lobby's list of joinable rooms.
 import { EventSource as NodeEventSource } from "eventsource";
-import type { RealSync, Room, Player, State } from "./client.js";
+import { RealSyncError, type RealSync, type Room, type Player, type State } from "./client.js";
 
 interface EventBase {
   roomId: string;
@@ -19,7 +19,7 @@ export interface RoomEvents {
   player_disconnected: EventBase & { type: "player_disconnected"; playerId: number };
   room_updated: EventBase & { type: "room_updated"; changes: Partial<Room> & { inviteCode?: string | null } };
   message: EventBase & { type: "message"; message: { from: number; type: string; data: unknown; to?: number[] } };
-  room_closed: EventBase & { type: "room_closed"; reason: "closed" | "empty" | "expired" | "gone" };
+  room_closed: EventBase & { type: "room_closed"; reason: "closed" | "empty" | "expired" | "finished" | "gone" };
 }
 export type RoomEvent = RoomEvents[keyof RoomEvents];
 
@@ -29,6 +29,13 @@ export interface LobbyEvents {
   room_added: { type: "room_added"; version: number; room: Room };
   room_updated: { type: "room_updated"; version: number; room: Room };
   room_removed: { type: "room_removed"; version: number; room: Partial<Room> & { id: string } };
+}
+
+/** The last event of a stream whose identity token expires soon: the SDK
+ * renews the token and resumes by itself; listen to it to know. */
+export interface TokenExpiring {
+  type: "token_expiring";
+  expiresAt: string;
 }
 
 /** The part of EventSource the live clients use (browsers' and the eventsource package's). */
@@ -50,6 +57,9 @@ export interface LiveOptions {
 }
 
 const CLOSED = 2;
+
+/** How long EventSource may retry with the stream token it has (they last 60 s). */
+const streamTokenReuseMs = 45000;
 
 const defaultEventSource: EventSourceFactory = (url) => {
   const ES = (globalThis as { EventSource?: new (url: string) => EventSourceLike }).EventSource;
@@ -75,29 +85,52 @@ class Emitter<E> {
   }
 }
 
-/** A stream that resumes: the EventSource reconnects by itself with
- * Last-Event-ID; when it gives up (closed), the stream is reopened with the
- * last id as lastEventId. */
-abstract class LiveStream<E> extends Emitter<E & { change: unknown; error: unknown; closed: unknown }> {
+/** A stream that resumes. Each connection opens with a fresh stream token
+ * (valid 60 s, for this stream only). The EventSource reconnects by itself
+ * with Last-Event-ID while its stream token is young; when it gives up
+ * (closed), or its token has aged, the stream is reopened with a new stream
+ * token and the last id as lastEventId. A token_expiring event (the identity
+ * token expires soon) renews the identity token first, then resumes. */
+abstract class LiveStream<E> extends Emitter<E & { change: unknown; error: unknown; closed: unknown; token_expiring: TokenExpiring }> {
   /** The id of the last event received. */
   lastEventId = "";
   /** True once closed by close(), room_closed or the caller's own player_left. */
   closed = false;
   private es?: EventSourceLike;
   private timer?: ReturnType<typeof setTimeout>;
+  private opening = 0; // counts open() calls: a late stream token of an older one is dropped
+  private tokenAt = 0; // when the current connection's stream token was issued (ms)
 
   constructor(
     protected readonly client: RealSync,
     private readonly path: string,
     private readonly types: string[],
     protected readonly opts: LiveOptions,
+    private readonly streamToken: () => Promise<{ token: string }>,
     private readonly query: Record<string, string | undefined> = {},
   ) {
     super();
   }
 
   protected open(): void {
-    const url = this.client.streamUrl(this.path, { ...this.query, lastEventId: this.lastEventId || undefined });
+    const n = ++this.opening;
+    this.streamToken().then(
+      (st) => {
+        if (this.closed || n !== this.opening) return;
+        this.tokenAt = Date.now();
+        this.connect(this.client.streamUrl(this.path, st.token, { ...this.query, lastEventId: this.lastEventId || undefined }));
+      },
+      (err) => {
+        if (this.closed || n !== this.opening) return;
+        this.emit("error", err as never);
+        // Not a member (any more), or the room is gone: the stream is over.
+        if (err instanceof RealSyncError && (err.status === 403 || err.status === 404)) this.close();
+        else this.later(this.opts.reopenDelayMs ?? 2000);
+      },
+    );
+  }
+
+  private connect(url: string): void {
     const es = (this.opts.eventSource ?? defaultEventSource)(url);
     for (const t of this.types) {
       es.addEventListener(t, (e) => {
@@ -106,17 +139,42 @@ abstract class LiveStream<E> extends Emitter<E & { change: unknown; error: unkno
         this.receive(t, JSON.parse(e.data));
       });
     }
+    es.addEventListener("token_expiring", (e) => {
+      if (this.es !== es || this.closed) return;
+      es.close();
+      const data = JSON.parse(e.data) as TokenExpiring;
+      this.emit("token_expiring", data as never);
+      this.client.freshToken(Date.parse(data.expiresAt)).then(
+        () => this.reconnect(),
+        (err) => {
+          this.emit("error", err as never);
+          this.later(this.opts.reopenDelayMs ?? 2000);
+        },
+      );
+    });
     es.onerror = (err) => {
       if (this.es !== es || this.closed) return;
       this.emit("error", err as never);
-      if (es.readyState === CLOSED) this.timer = setTimeout(() => this.reconnect(), this.opts.reopenDelayMs ?? 2000);
+      if (es.readyState === CLOSED) {
+        this.later(this.opts.reopenDelayMs ?? 2000);
+      } else if (Date.now() - this.tokenAt > streamTokenReuseMs) {
+        // EventSource would retry with a stream token about to expire.
+        es.close();
+        this.later(500 + Math.random() * 1500);
+      }
     };
     this.es = es;
   }
 
-  /** reconnect drops the connection and resumes after the last event received. */
+  private later(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.reconnect(), ms);
+  }
+
+  /** reconnect drops the connection and resumes after the last event received, with a new stream token. */
   reconnect(): void {
     if (this.closed) return;
+    clearTimeout(this.timer);
     this.es?.close();
     this.open();
   }
@@ -146,7 +204,7 @@ export class LiveRoom extends LiveStream<RoomEvents> {
   constructor(client: RealSync, readonly roomId: string, opts: LiveOptions = {}) {
     super(client, `/v1/rooms/${encodeURIComponent(roomId)}/events`,
       ["snapshot", "state", "player_joined", "player_left", "player_connected", "player_disconnected",
-        "room_updated", "message", "room_closed"], opts);
+        "room_updated", "message", "room_closed"], opts, () => client.roomStreamToken(roomId));
     this.open();
   }
 
@@ -210,7 +268,8 @@ export class LiveLobby extends LiveStream<LobbyEvents> {
   readonly rooms = new Map<string, Room>();
 
   constructor(client: RealSync, filter: { mode?: string; region?: string }, opts: LiveOptions = {}) {
-    super(client, "/v1/lobby/events", ["rooms", "room_added", "room_updated", "room_removed"], opts, filter);
+    super(client, "/v1/lobby/events", ["rooms", "room_added", "room_updated", "room_removed"], opts,
+      () => client.lobbyStreamToken(), filter);
     this.open();
   }
 

@@ -26,6 +26,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Renew the caller's token
+         * @description Issues a new token for the caller (same `userId` and `name`), valid
+         *     24 hours, signed with `REALSYNC_JWT_SECRET`; call it before the
+         *     current token expires (an expired token is 401). Guests keep their
+         *     identity, so their rooms stay theirs. Only tokens the server signed
+         *     itself (guest and refreshed tokens, and HS256 tokens signed with
+         *     `REALSYNC_JWT_SECRET`) are renewed: a token signed by a studio key
+         *     of `REALSYNC_JWT_KEYS_FILE` is 403 `REFRESH_NOT_ALLOWED` (the
+         *     studio's own login renews it, so a studio decides how long its
+         *     players stay signed in), and a guest token while guest tokens are
+         *     off is 403 `GUEST_AUTH_DISABLED`.
+         */
+        post: operations["refreshToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rooms": {
         parameters: {
             query?: never;
@@ -271,6 +300,36 @@ export interface paths {
         patch: operations["patchRoomState"];
         trace?: never;
     };
+    "/v1/rooms/{roomId}/stream-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived token to open the room's event stream (members)
+         * @description Returns a stream token for `GET /v1/rooms/{roomId}/events?token=…`:
+         *     an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
+         *     to the caller and this room, valid 60 s (never past the caller's own
+         *     token). It may open the stream several times within that minute
+         *     (reconnects); the stream it opens lives on after it expires, until
+         *     30 s before the identity token does (see `token_expiring`). It is
+         *     refused by every other route and stream. Non-members: 403
+         *     `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
+         */
+        post: operations["createRoomStreamToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rooms/{roomId}/events": {
         parameters: {
             query?: never;
@@ -321,6 +380,16 @@ export interface paths {
          *     `Last-Event-ID`), and when the instance shuts down (last a `retry:`
          *     line of 500 to 2000 ms, jittered: the client resumes on another
          *     instance).
+         *
+         *     Token expiry: a stream ends 30 s before the identity token it was
+         *     opened with expires (the bearer token's, or the one the stream
+         *     token was issued for; half the time left when that is under a
+         *     minute), with a last event `token_expiring`
+         *     (`{"type":"token_expiring","expiresAt":"…"}`, no id, so
+         *     `Last-Event-ID` stays that of the last room event). The client
+         *     renews its token (`POST /v1/auth/refresh`, or the studio's login),
+         *     fetches a stream token and resumes with `Last-Event-ID`: nothing is
+         *     missed.
          *
          *     A room whose data vanished from Redis under open streams (a flush, a
          *     restore of a backup without it) ends them within 30 s (the position
@@ -472,6 +541,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/lobby/stream-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived token to open the lobby stream
+         * @description As `POST /v1/rooms/{roomId}/stream-token`, for `GET
+         *     /v1/lobby/events?token=…` (any `mode` and `region`).
+         */
+        post: operations["createLobbyStreamToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/lobby/events": {
         parameters: {
             query?: never;
@@ -497,8 +587,9 @@ export interface paths {
          *     coalesced into one event carrying the latest state; the final state
          *     always arrives. Keep, per room, the highest `version` seen. Events
          *     carry no id: a reconnecting client gets a fresh `rooms` list.
-         *     Heartbeat `: ping` as on room streams; the token may be passed as
-         *     `access_token`.
+         *     Heartbeat `: ping` as on room streams. Authentication and the end
+         *     before the token expires (`token_expiring`) as on room streams,
+         *     with a stream token from `POST /v1/lobby/stream-token`.
          *
          *     API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
          */
@@ -631,7 +722,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -647,6 +738,12 @@ export interface components {
             token: string;
             userId: string;
             name: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        StreamToken: {
+            /** @description Pass as the `token` query parameter of the event stream. */
+            token: string;
             /** Format: date-time */
             expiresAt: string;
         };
@@ -904,7 +1001,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `UNAUTHENTICATED`: missing, bad or expired token. Sent with `WWW-Authenticate: Bearer`. */
+        /** @description `UNAUTHENTICATED`: missing, bad or expired token; `STREAM_TOKEN_REQUIRED`: an identity token in an event stream's URL, or a stream token on another route or stream. Sent with `WWW-Authenticate: Bearer`. */
         Unauthenticated: {
             headers: {
                 "WWW-Authenticate"?: string;
@@ -914,7 +1011,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), `BANNED` (a join of a room that banned the caller), or `SCOPE_REQUIRED` (an API key without the route's scope, or on a route for players only). */
+        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), `BANNED` (a join of a room that banned the caller), `SCOPE_REQUIRED` (an API key without the route's scope, or on a route for players only), or `REFRESH_NOT_ALLOWED` (a studio's token on `POST /v1/auth/refresh`). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -1123,6 +1220,29 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    refreshToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token issued. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GuestToken"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
         };
     };
@@ -1521,6 +1641,35 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    createRoomStreamToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token issued. */
+            201: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamToken"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     streamRoomEvents: {
         parameters: {
             query?: {
@@ -1746,6 +1895,30 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    createLobbyStreamToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token issued. */
+            201: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamToken"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     streamLobbyEvents: {

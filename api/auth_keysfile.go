@@ -1,0 +1,90 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// KeysFile keeps an Auth's studio keys in step with a JWKS file.
+type KeysFile struct {
+	// Path is the JWKS file (REALSYNC_JWT_KEYS_FILE).
+	Path string
+	// Auth receives the keys.
+	Auth *Auth
+	// Interval between reads of the file;
+	// default 2s.
+	Interval time.Duration
+	Log      *slog.Logger
+	// Reloaded, when set, counts each load: ok true when the keys were
+	// replaced, false when the file was refused (realsync_jwt_keys_reloads_total).
+	Reloaded func(ok bool)
+
+	last    []byte // the content last read
+	missing bool   // the file could not be read at the last check
+}
+
+// Load reads the file and installs its keys; an error leaves the keys as
+// they were. At start, an error stops the server: a typo in the file must
+// not leave every studio token refused.
+func (f *KeysFile) Load() error {
+	data, err := os.ReadFile(f.Path)
+	if err != nil {
+		f.missing = true
+		return f.loaded(fmt.Errorf("%w: %v", errKeys, err))
+	}
+	// Remember what was read even when it is refused, so a bad file is
+	// reported once, not at every check.
+	f.last, f.missing = data, false
+	keys, err := ParseJWKS(data)
+	if err != nil {
+		return f.loaded(err)
+	}
+	f.Auth.SetKeys(keys)
+	return f.loaded(nil)
+}
+
+func (f *KeysFile) loaded(err error) error {
+	if f.Reloaded != nil {
+		f.Reloaded(err == nil)
+	}
+	return err
+}
+
+// Watch reads the file every Interval until ctx ends and reloads it when
+// its content changed (whether it was written in place or renamed over,
+// the way configuration managers and Kubernetes update files; a JWKS file
+// is a few KiB). A file that is refused (unreadable, not JSON, a key
+// against the rules of ParseJWKS) keeps the keys in use and logs one
+// error; fixing the file loads it. Call Load first.
+func (f *KeysFile) Watch(ctx context.Context) {
+	d := f.Interval
+	if d <= 0 {
+		d = 2 * time.Second
+	}
+	log := f.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		data, err := os.ReadFile(f.Path)
+		if err != nil && f.missing || err == nil && !f.missing && bytes.Equal(data, f.last) {
+			continue // still missing (already reported), or unchanged
+		}
+		if err := f.Load(); err != nil {
+			log.Error("JWT keys file refused; the keys loaded before stay in use", "path", f.Path, "err", err)
+			continue
+		}
+		log.Info("JWT keys reloaded", "path", f.Path, "keys", len(f.Auth.Keys()))
+	}
+}

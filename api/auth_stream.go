@@ -1,0 +1,191 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+const (
+	// StreamTokenTTL is the longest a stream token opens its stream: long
+	// enough for a client to open (and reopen after a drop) the stream,
+	// short enough that a token leaked from a URL (proxy logs, browser
+	// history) is of little use.
+	StreamTokenTTL = 60 * time.Second
+	// streamTokenType is the JWT typ of stream tokens, and streamAudience
+	// their aud: identity verification refuses both, so a stream token is
+	// never a bearer token.
+	streamTokenType = "rs-stream+jwt"
+	streamAudience  = "realsync:stream"
+	// streamKeyID is the kid of stream tokens (signed with the server's
+	// secret).
+	streamKeyID = "realsync-stream"
+	// streamLeeway tolerates the clock skew between instances on a stream
+	// token's exp and iat: one instance issues it, another may check it.
+	streamLeeway = 5 * time.Second
+	// streamEndLead is how long before its identity token expires a stream
+	// ends (with a token_expiring event): time for the client to refresh
+	// its token, fetch a stream token and resume before the old token
+	// expires. A token with less than twice that left gets half of what is
+	// left.
+	streamEndLead = 30 * time.Second
+)
+
+// streamClaims are a stream token's claims: the user, the one stream it
+// opens (Scope: "room:<id>" or "lobby") and the expiry of the identity
+// token it was issued for (ParentExp, Unix seconds), which bounds the
+// stream's life.
+type streamClaims struct {
+	Name      string `json:"name,omitempty"`
+	Scope     string `json:"scope"`
+	ParentExp int64  `json:"pexp"`
+	jwt.RegisteredClaims
+}
+
+// isStreamToken tells a stream token by its typ or audience.
+func isStreamToken(t *jwt.Token, aud jwt.ClaimStrings) bool {
+	return t.Header["typ"] == streamTokenType || slices.Contains(aud, streamAudience)
+}
+
+// isStream reports whether token is a valid stream token.
+func (a *Auth) isStream(token string) bool {
+	_, err := a.parseStream(token)
+	return err == nil
+}
+
+// IssueStream returns a stream token for id opening scope's stream: valid
+// StreamTokenTTL, never past id's own expiry.
+func (a *Auth) IssueStream(id Identity, scope string) (oapi.StreamToken, error) {
+	now := a.now()
+	exp := now.Add(StreamTokenTTL).Truncate(time.Second)
+	if id.Expires.Before(exp) {
+		exp = id.Expires.Truncate(time.Second)
+	}
+	c := streamClaims{Name: id.User.Name, Scope: scope, ParentExp: id.Expires.Unix(),
+		RegisteredClaims: jwt.RegisteredClaims{Subject: id.User.ID, Audience: jwt.ClaimStrings{streamAudience},
+			ExpiresAt: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(now)}}
+	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+	t.Header["typ"], t.Header["kid"] = streamTokenType, streamKeyID
+	tok, err := t.SignedString(a.Secret)
+	return oapi.StreamToken{Token: tok, ExpiresAt: exp.UTC()}, err
+}
+
+// VerifyStream checks a stream token for scope's stream and returns its
+// identity, whose Expires is the identity token's. A valid stream token
+// for another stream, or an identity token, is errStreamTokenRequired;
+// anything else errUnauthenticated. A stream token may open its stream any
+// number of times until it expires (reconnects): it is bound to one user
+// and one stream, so a leaked one gives at most a minute of that stream.
+func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
+	c, err := a.parseStream(token)
+	if err != nil {
+		if _, idErr := a.verify(token); idErr == nil {
+			return Identity{}, fmt.Errorf("an identity token is not accepted in a URL: fetch a stream token (POST /v1/rooms/{roomId}/stream-token or /v1/lobby/stream-token) and pass it as token, or send the identity token in the Authorization header: %w",
+				errStreamTokenRequired)
+		}
+		return Identity{}, fmt.Errorf("invalid stream token (%s): %w", reason(err), errUnauthenticated)
+	}
+	if c.Scope != scope {
+		return Identity{}, fmt.Errorf("this stream token opens another stream (%s); fetch one for this stream: %w",
+			c.Scope, errStreamTokenRequired)
+	}
+	if c.Subject == "" {
+		return Identity{}, fmt.Errorf("stream token without subject: %w", errUnauthenticated)
+	}
+	return Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope}, nil
+}
+
+// parseStream checks a stream token's signature (the server's secret),
+// typ, kid, audience and times.
+func (a *Auth) parseStream(token string) (streamClaims, error) {
+	var c streamClaims
+	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		if t.Header["kid"] != streamKeyID || t.Header["typ"] != streamTokenType {
+			return nil, errors.New("not a stream token")
+		}
+		return a.Secret, nil
+	}, jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
+		jwt.WithAudience(streamAudience), jwt.WithLeeway(streamLeeway), jwt.WithTimeFunc(a.now))
+	return c, err
+}
+
+// roomScope and lobbyScope name the stream a stream token opens.
+func roomScope(id string) string { return "room:" + id }
+
+const lobbyScope = "lobby"
+
+// streamScope returns the scope of an event-stream path.
+func streamScope(path string) (string, bool) {
+	if path == "/v1/lobby/events" {
+		return lobbyScope, true
+	}
+	id, ok := strings.CutPrefix(path, "/v1/rooms/")
+	if id, ok2 := strings.CutSuffix(id, "/events"); ok && ok2 && id != "" && !strings.Contains(id, "/") {
+		return roomScope(id), true
+	}
+	return "", false
+}
+
+// streamIdentity authenticates an event-stream request by its query: a
+// stream token as token; an identity token as access_token is refused with
+// errStreamTokenRequired. done is false when the query carries neither: the
+// Authorization header decides.
+func (s *Server) streamIdentity(r *http.Request, scope string) (id Identity, done bool, err error) {
+	q := r.URL.Query()
+	if q.Has("access_token") {
+		return Identity{}, true, fmt.Errorf("an identity token is not accepted in a URL (access_token): fetch a stream token (POST /v1/rooms/{roomId}/stream-token or /v1/lobby/stream-token) and pass it as token, or send the identity token in the Authorization header: %w",
+			errStreamTokenRequired)
+	}
+	if !q.Has("token") {
+		return Identity{}, false, nil
+	}
+	id, err = s.auth.VerifyStream(q.Get("token"), scope)
+	return id, true, err
+}
+
+// CreateRoomStreamToken implements POST /v1/rooms/{roomId}/stream-token:
+// members only (a private room's non-member gets 404, as from GET).
+func (s *Server) CreateRoomStreamToken(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId) {
+	id := identityFrom(r.Context())
+	if _, err := s.rooms.CheckMember(r.Context(), id.User, roomID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeStreamToken(w, r, id, roomScope(roomID))
+}
+
+// CreateLobbyStreamToken implements POST /v1/lobby/stream-token.
+func (s *Server) CreateLobbyStreamToken(w http.ResponseWriter, r *http.Request) {
+	s.writeStreamToken(w, r, identityFrom(r.Context()), lobbyScope)
+}
+
+func (s *Server) writeStreamToken(w http.ResponseWriter, r *http.Request, id Identity, scope string) {
+	tok, err := s.auth.IssueStream(id, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, tok)
+}
+
+// untilTokenExpiry arranges for the request's stream to end
+// streamEndLead before its identity token expires (sse.WithTokenExpiry).
+func (s *Server) untilTokenExpiry(ctx context.Context) context.Context {
+	exp := identityFrom(ctx).Expires
+	if exp.IsZero() {
+		return ctx
+	}
+	left := exp.Sub(s.auth.now())
+	return sse.WithTokenExpiry(ctx, time.After(left-min(streamEndLead, left/2)), exp)
+}

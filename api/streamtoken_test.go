@@ -1,0 +1,168 @@
+package api_test
+
+import (
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/realsync/realsync/api"
+)
+
+// Stream tokens: members only, one stream each, never a bearer token,
+// reusable within their minute (reconnects), no way around membership.
+func TestStreamTokens(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, aliceID := e.guest("alice")
+		bob, _ := e.guest("bob")
+		eve, _ := e.guest("eve")
+		pub := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+		priv := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r", "visibility": "private"})["id"].(string)
+		want(t, e.do("POST", "/v1/rooms/"+pub+"/join", bob, nil), 200, "")
+
+		r := e.do("POST", "/v1/rooms/"+pub+"/stream-token", alice, nil)
+		want(t, r, 201, "")
+		exp, err := time.Parse(time.RFC3339, r.body["expiresAt"].(string))
+		if err != nil || time.Until(exp) > api.StreamTokenTTL || time.Until(exp) < api.StreamTokenTTL-5*time.Second {
+			t.Errorf("expiresAt %v (%v)", r.body["expiresAt"], err)
+		}
+		if r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("Cache-Control %q", r.header.Get("Cache-Control"))
+		}
+		pubToken := r.body["token"].(string)
+		lobbyToken := e.streamToken(eve, "/v1/lobby/events")
+		bobToken := e.streamToken(bob, "/v1/rooms/"+pub)
+
+		refusals := []struct {
+			name   string
+			method string
+			path   string
+			bearer string
+			status int
+			code   string
+		}{
+			{"NoToken", "POST", "/v1/rooms/" + pub + "/stream-token", "", 401, "UNAUTHENTICATED"},
+			{"NonMember", "POST", "/v1/rooms/" + pub + "/stream-token", eve, 403, "NOT_A_MEMBER"},
+			{"NonMemberPrivate", "POST", "/v1/rooms/" + priv + "/stream-token", eve, 404, "ROOM_NOT_FOUND"},
+			{"UnknownRoom", "POST", "/v1/rooms/00nothing0000000/stream-token", alice, 404, "ROOM_NOT_FOUND"},
+			{"BadRoomID", "POST", "/v1/rooms/a.b/stream-token", alice, 404, "ROOM_NOT_FOUND"},
+			{"LobbyNoToken", "POST", "/v1/lobby/stream-token", "", 401, "UNAUTHENTICATED"},
+			{"AnotherRoom", "GET", "/v1/rooms/" + priv + "/events?token=" + pubToken, "", 401, "STREAM_TOKEN_REQUIRED"},
+			{"RoomTokenOnLobby", "GET", "/v1/lobby/events?token=" + pubToken, "", 401, "STREAM_TOKEN_REQUIRED"},
+			{"LobbyTokenOnRoom", "GET", "/v1/rooms/" + pub + "/events?token=" + lobbyToken, "", 401, "STREAM_TOKEN_REQUIRED"},
+			{"AsBearer", "GET", "/v1/rooms/" + pub, pubToken, 401, "STREAM_TOKEN_REQUIRED"},
+			{"AsBearerOnItsStream", "GET", "/v1/rooms/" + pub + "/events", pubToken, 401, "STREAM_TOKEN_REQUIRED"},
+			{"AsBearerForAnother", "POST", "/v1/rooms/" + pub + "/stream-token", pubToken, 401, "STREAM_TOKEN_REQUIRED"},
+			{"AsBearerToRefresh", "POST", "/v1/auth/refresh", lobbyToken, 401, "STREAM_TOKEN_REQUIRED"},
+			{"Tampered", "GET", "/v1/rooms/" + pub + "/events?token=" + pubToken[:len(pubToken)-2] + "xx", "", 401, "UNAUTHENTICATED"},
+			{"RefreshNoToken", "POST", "/v1/auth/refresh", "", 401, "UNAUTHENTICATED"},
+		}
+		for _, c := range refusals {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.do(c.method, c.path, c.bearer, nil)
+				want(t, r, c.status, c.code)
+				if c.status == 401 && r.header.Get("WWW-Authenticate") == "" {
+					t.Error("401 without WWW-Authenticate")
+				}
+			})
+		}
+		if r := e.do("GET", "/v1/rooms/"+pub+"/events?access_token="+alice, "", nil); !strings.Contains(r.body["detail"].(string), "stream-token") {
+			t.Errorf("the refusal of an identity token in the URL does not say what to do: %s", r.raw)
+		}
+
+		// Reconnects within the minute reuse the token.
+		for range 2 {
+			s := e.open("/v1/rooms/" + pub + "/events?token=" + pubToken)
+			if f := s.next(); f.event != "snapshot" {
+				t.Fatalf("first event %+v", f)
+			}
+			s.close()
+		}
+		lobby := e.open("/v1/lobby/events?token=" + lobbyToken)
+		if f := lobby.next(); f.event != "rooms" {
+			t.Fatalf("lobby's first event %+v", f)
+		}
+		// A stream token is no way around membership: kicked, bob's is refused.
+		want(t, e.do("DELETE", "/v1/rooms/"+pub+"/players/2", alice, nil), 204, "")
+		want(t, e.do("GET", "/v1/rooms/"+pub+"/events?token="+bobToken, "", nil), 403, "NOT_A_MEMBER")
+
+		// Refresh keeps the user.
+		r = e.do("POST", "/v1/auth/refresh", alice, nil)
+		want(t, r, 201, "")
+		if r.body["userId"] != aliceID || r.body["name"] != "alice" {
+			t.Errorf("refreshed %v", r.body)
+		}
+		want(t, e.do("GET", "/v1/rooms/"+priv, r.body["token"].(string), nil), 200, "")
+	})
+}
+
+// A stream ends before its identity token expires, with a token_expiring
+// event; the client refreshes, fetches a stream token and resumes with
+// Last-Event-ID, missing nothing. The server's clock is moved, not waited
+// for: a token expiring in 40 s is checked 39 s later.
+func TestStreamEndsBeforeTokenExpiry(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	auth := &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true, Leeway: 30 * time.Second, Now: now}
+	e := newEnvAuth(t, redistestEmbedded, auth)
+	alice, aliceID := e.guest("alice")
+	id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r", "statePolicy": "open"})["id"].(string)
+	exp := now().Add(40 * time.Second).Truncate(time.Second)
+	short := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: aliceID,
+		ExpiresAt: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(now())})
+	short.Header["kid"] = "realsync"
+	shortToken, err := short.SignedString(auth.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(int64(39 * time.Second)) // 1 s left: the stream ends within 0.5 s
+
+	s := e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(shortToken, "/v1/rooms/"+id))
+	lobby := e.open("/v1/lobby/events", "Authorization", "Bearer "+shortToken) // header: the same end
+	last := s.next()                                                           // the last event before the end: the client resumes after it
+	if last.event != "snapshot" {
+		t.Fatalf("first event %+v", last)
+	}
+	for _, st := range []*stream{s, lobby} {
+		f := st.next()
+		for f.event != "token_expiring" && f.id != "" || f.event == "rooms" {
+			if st == s {
+				last = f
+			}
+			f = st.next()
+		}
+		if f.event != "token_expiring" || f.id != "" || f.data["expiresAt"] != exp.UTC().Format("2006-01-02T15:04:05Z") {
+			t.Fatalf("want token_expiring without id, got %+v", f)
+		}
+		if _, err := io.ReadAll(st.rd); err != nil {
+			t.Fatalf("the stream did not end cleanly: %v", err)
+		}
+	}
+	if now().After(exp) {
+		t.Fatal("the clock passed the expiry")
+	}
+	// Meanwhile, a change the client has not seen.
+	want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, map[string]any{"b": 2}), 200, "")
+	r := e.do("POST", "/v1/auth/refresh", shortToken, nil)
+	want(t, r, 201, "")
+	fresh := r.body["token"].(string)
+	resumed := e.open("/v1/rooms/"+id+"/events?token="+e.streamToken(fresh, "/v1/rooms/"+id), "Last-Event-ID", last.id)
+	// what happened between, in order: the stream's own presence
+	// change, the patch
+	for v := last.version() + 1; ; v++ {
+		f := resumed.next()
+		if f.version() != v {
+			t.Fatalf("resumed with %+v, want version %d (after %s)", f, v, last.id)
+		}
+		if set, _ := f.data["set"].(map[string]any); f.event == "state" && set["b"] == 2.0 {
+			break
+		}
+	}
+	// Once the token has expired, it is refused, stream token or not.
+	clock.Add(int64(32 * time.Second))
+	want(t, e.do("POST", "/v1/rooms/"+id+"/stream-token", shortToken, nil), 401, "UNAUTHENTICATED")
+}

@@ -1,0 +1,147 @@
+// Identity and stream tokens through the SDK, against a real realsyncd:
+// stream URLs carry stream tokens only, and a stream whose identity token
+// expires soon ends with token_expiring, after which the SDK renews the
+// token (POST /v1/auth/refresh, or the game's callback for a studio's
+// token) and resumes with no gap.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createHmac, generateKeyPairSync, sign } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { EventSource } from "eventsource";
+import { RealSync, RealSyncError, type EventSourceLike } from "../src/index.js";
+import { eventually, startServer, type Server } from "./server.js";
+
+const b64u = (b: Buffer | string) => Buffer.from(b).toString("base64url");
+
+/** jwt signs header.claims with signer. */
+function jwt(header: object, claims: object, signer: (data: Buffer) => Buffer): string {
+  const data = `${b64u(JSON.stringify(header))}.${b64u(JSON.stringify(claims))}`;
+  return `${data}.${b64u(signer(Buffer.from(data)))}`;
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/** serverToken is a token signed with the test server's secret (as its own are), expiring in ttl s. */
+function serverToken(sub: string, name: string, ttl: number): string {
+  return jwt({ alg: "HS256", typ: "JWT", kid: "realsync" }, { sub, name, exp: now() + ttl, iat: now() },
+    (d) => createHmac("sha256", "sdk-test").update(d).digest());
+}
+
+// A studio's login: an Ed25519 key pair, the public half in the server's JWKS file.
+const studio = generateKeyPairSync("ed25519");
+function studioToken(sub: string, ttl: number): string {
+  return jwt({ alg: "EdDSA", typ: "JWT", kid: "studio-1" },
+    { sub, name: "stu", exp: now() + ttl, iat: now(), iss: "https://login.studio.test", aud: "realsync" },
+    (d) => sign(null, d, studio.privateKey));
+}
+
+let server: Server;
+let studioServer: Server;
+before(async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "realsync-jwks-"));
+  const file = path.join(dir, "jwks.json");
+  writeFileSync(file, JSON.stringify({ keys: [{ ...studio.publicKey.export({ format: "jwk" }), kid: "studio-1", use: "sig" }] }));
+  [server, studioServer] = await Promise.all([
+    startServer(),
+    startServer({ REALSYNC_JWT_KEYS_FILE: file, REALSYNC_JWT_ISSUER: "https://login.studio.test", REALSYNC_JWT_AUDIENCE: "realsync" }),
+  ]);
+});
+after(async () => Promise.all([server.stop(), studioServer.stop()]));
+
+/** recording is an EventSource factory that remembers the URLs it opened. */
+function recording(urls: string[]) {
+  return (url: string) => {
+    urls.push(url);
+    return new EventSource(url) as unknown as EventSourceLike;
+  };
+}
+
+describe("identity and stream tokens", () => {
+  it("opens event streams with stream tokens only", async () => {
+    const alice = new RealSync({ baseUrl: server.url });
+    await alice.guest("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    const urls: string[] = [];
+    const live = alice.live(room.id, { playerId: 1, eventSource: recording(urls) });
+    const lobby = alice.lobby({}, { eventSource: recording(urls) });
+    try {
+      await eventually(() => live.room !== undefined && lobby.rooms.size > 0, "snapshot and lobby list");
+      assert.equal(urls.length, 2);
+      for (const u of urls) {
+        const q = new URL(u).searchParams;
+        assert.ok(q.get("token") && q.get("token") !== alice.token, `no stream token in ${u}`);
+        assert.equal(q.get("access_token"), null);
+      }
+      const res = await fetch(`${server.url}/v1/rooms/${room.id}/events?access_token=${alice.token}`);
+      assert.equal(res.status, 401);
+      assert.equal((await res.json()).code, "STREAM_TOKEN_REQUIRED");
+    } finally {
+      live.close();
+      lobby.close();
+    }
+  });
+
+  it("renews a guest's token before it expires and resumes without a gap", async () => {
+    const owner = new RealSync({ baseUrl: server.url });
+    const g = await owner.guest("alice");
+    const { room } = await owner.createRoom({ name: "r", mode: "m", region: "r" });
+    // The same user with a token expiring in 6 s: its stream ends about 3 s in.
+    const tokens: string[] = [];
+    const c = new RealSync({ baseUrl: server.url, token: serverToken(g.userId, "alice", 6), refreshMarginMs: 1000,
+      onToken: (t) => tokens.push(t) });
+    const live = c.live(room.id, { playerId: 1 });
+    const seen: number[] = [];
+    let expiring = 0;
+    live.on("change", (e) => seen.push((e as { version: number }).version));
+    live.on("token_expiring", () => expiring++);
+    try {
+      await eventually(() => live.room !== undefined, "snapshot");
+      // Changes keep coming while the stream ends and resumes.
+      let n = 0;
+      while (tokens.length === 0 || n < 10) {
+        await owner.patchState(room.id, { n: ++n });
+        await new Promise((r) => setTimeout(r, 100));
+        assert.ok(n < 150, "no renewal within 15 s");
+      }
+      const last = (await owner.getRoom(room.id)).version;
+      await eventually(() => live.version >= last, "the last version after the resume");
+      assert.equal(expiring, 1);
+      assert.equal(tokens.length, 1);
+      assert.ok((c.tokenExpiresAt() ?? 0) > Date.now() + 23 * 3600 * 1000, "the renewed token lasts a day");
+      for (let i = 1; i < seen.length; i++) assert.equal(seen[i], seen[i - 1] + 1, `gap or repeat at ${seen}`);
+      assert.equal(live.state.n, n);
+    } finally {
+      live.close();
+    }
+  });
+
+  it("renews a studio's token through the game's callback", async () => {
+    let renewals = 0;
+    const c = new RealSync({
+      baseUrl: studioServer.url, token: studioToken("player-7", 6), refreshMarginMs: 1000,
+      refreshToken: async () => {
+        renewals++;
+        return studioToken("player-7", 3600);
+      },
+    });
+    await assert.rejects(c.refresh(), (e) => e instanceof RealSyncError && e.status === 403 && e.code === "REFRESH_NOT_ALLOWED");
+    // Without the callback, a studio's token near its expiry still serves
+    // until it expires (the server will not renew it).
+    const bare = new RealSync({ baseUrl: studioServer.url, token: studioToken("player-8", 60) });
+    assert.deepEqual(await bare.myRooms(), []);
+    assert.deepEqual(await bare.myRooms(), []);
+    const lobby = c.lobby();
+    let lists = 0;
+    lobby.on("rooms", () => lists++);
+    try {
+      await eventually(() => lists >= 1, "the first list");
+      await eventually(() => renewals === 1 && lists >= 2, "the renewal and the list after the resume");
+      const { room } = await c.createRoom({ name: "studio room", mode: "m", region: "r" });
+      await eventually(() => lobby.rooms.has(room.id), "the new room in the resumed lobby");
+    } finally {
+      lobby.close();
+    }
+  });
+});
