@@ -75,6 +75,7 @@ var cellAliases = map[string]string{
 	"AR": "403:ADMIN_REQUIRED",
 	"NF": "404:ROOM_NOT_FOUND",
 	"SR": "403:SCOPE_REQUIRED",
+	"ST": "401:STREAM_TOKEN_REQUIRED",
 }
 
 // authzMatrix is route × identity → expected answer. Columns: method, path
@@ -99,50 +100,61 @@ var cellAliases = map[string]string{
 //	kwrite    API key with the scope rooms:write only
 //	kadmin    API key with the scope rooms:admin only
 //	xkread    the rooms:read key as X-API-Key
-//	memberq   the member's token as the query parameter access_token (no
-//	          header): taken on event streams only (EventSource)
+//	memberq   the member's identity token as the query parameter
+//	          access_token (no header): refused on event streams (an
+//	          identity token never goes in a URL), ignored elsewhere
+//	stoken    a stream token of the room's member for this room, as the
+//	          query parameter token (as EventSource sends it)
+//	stokenb   that stream token as a bearer token (never an identity)
+//	stokenother a stream token of the other room's owner for the other
+//	          room, as token
+//	stokenlobby a stream token of the member for the lobby feed, as token
 //
 // On room routes, the room's statePolicy is owner, so a member writing the
 // key "score" is STATE_KEY_FORBIDDEN; kick's target is the member.
 const authzMatrix = `
-method path                                  room anon malformed expired wrongkey algnone guest member owner kicked left other admin memberq banned     kread kwrite kadmin xkread
-POST   /v1/auth/guest                        -    201  201       201     201      201     201   201    201   201    201  201   201   201     201        201   201    201    201
-POST   /v1/rooms                             -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR
-GET    /v1/rooms                             pub  U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
-GET    /v1/rooms                             priv U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
-POST   /v1/rooms/join-by-code                priv U    U         U       U        U       200   200    200   200    200  200   U     U       403:BANNED SR    SR     SR     SR
-GET    /v1/rooms/{roomId}                    pub  U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
-GET    /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200
-PATCH  /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     200   NM     NM   NM    U     U       NM         SR    200    SR     SR
-PATCH  /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     200   NF     NF   NF    U     U       NF         SR    200    SR     SR
-DELETE /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U       NM         SR    SR     204    SR
-DELETE /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U       NF         SR    SR     204    SR
-POST   /v1/rooms/{roomId}/join               pub  U    U         U       U        U       200   200    200   200    200  200   U     U       403:BANNED SR    SR     SR     SR
-POST   /v1/rooms/{roomId}/join               priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         SR    SR     SR     SR
-POST   /v1/rooms/{roomId}/leave              pub  U    U         U       U        U       NM    204    204   NM     NM   NM    U     U       NM         SR    SR     SR     SR
-POST   /v1/rooms/{roomId}/leave              priv U    U         U       U        U       NF    204    204   NF     NF   NF    U     U       NF         SR    SR     SR     SR
-DELETE /v1/rooms/{roomId}/players/{playerId} pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U       NM         SR    SR     204    SR
-DELETE /v1/rooms/{roomId}/players/{playerId} priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U       NF         SR    SR     204    SR
-GET    /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200
-GET    /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200
-PATCH  /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    SK     200   NM     NM   NM    U     U       NM         SR    200    SR     SR
-PATCH  /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    SK     200   NF     NF   NF    U     U       NF         SR    200    SR     SR
-GET    /v1/rooms/{roomId}/events             pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     200     NM         200   SR     SR     200
-GET    /v1/rooms/{roomId}/events             priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     200     NF         200   SR     SR     200
-POST   /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U     U       NM         SR    202    SR     SR
-POST   /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    202    202   NF     NF   NF    U     U       NF         SR    202    SR     SR
-GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200
-GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200
-POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR
-GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR
-GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200
-GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U     200     200        200   SR     SR     200
-GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U     200     200        200   SR     SR     200
-GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U
-GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
-GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
-GET    /metrics                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
-GET    /openapi.yaml                         -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200
+method path                                  room anon malformed expired wrongkey algnone guest member owner kicked left other admin memberq banned     kread kwrite kadmin xkread stoken stokenb stokenother stokenlobby
+POST   /v1/auth/guest                        -    201  201       201     201      201     201   201    201   201    201  201   201   201     201        201   201    201    201    201    201     201         201
+POST   /v1/auth/refresh                      -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
+POST   /v1/rooms                             -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/rooms                             pub  U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
+GET    /v1/rooms                             priv U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
+POST   /v1/rooms/join-by-code                priv U    U         U       U        U       200   200    200   200    200  200   U     U       403:BANNED SR    SR     SR     SR     U      ST      U           U
+GET    /v1/rooms/{roomId}                    pub  U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
+GET    /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200    U      ST      U           U
+PATCH  /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     200   NM     NM   NM    U     U       NM         SR    200    SR     SR     U      ST      U           U
+PATCH  /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     200   NF     NF   NF    U     U       NF         SR    200    SR     SR     U      ST      U           U
+DELETE /v1/rooms/{roomId}                    pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U       NM         SR    SR     204    SR     U      ST      U           U
+DELETE /v1/rooms/{roomId}                    priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U       NF         SR    SR     204    SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/join               pub  U    U         U       U        U       200   200    200   200    200  200   U     U       403:BANNED SR    SR     SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/join               priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         SR    SR     SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/leave              pub  U    U         U       U        U       NM    204    204   NM     NM   NM    U     U       NM         SR    SR     SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/leave              priv U    U         U       U        U       NF    204    204   NF     NF   NF    U     U       NF         SR    SR     SR     SR     U      ST      U           U
+DELETE /v1/rooms/{roomId}/players/{playerId} pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U       NM         SR    SR     204    SR     U      ST      U           U
+DELETE /v1/rooms/{roomId}/players/{playerId} priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U       NF         SR    SR     204    SR     U      ST      U           U
+GET    /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200    U      ST      U           U
+GET    /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200    U      ST      U           U
+PATCH  /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    SK     200   NM     NM   NM    U     U       NM         SR    200    SR     SR     U      ST      U           U
+PATCH  /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    SK     200   NF     NF   NF    U     U       NF         SR    200    SR     SR     U      ST      U           U
+GET    /v1/rooms/{roomId}/events             pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     ST      NM         200   SR     SR     200    200    ST      ST          ST
+GET    /v1/rooms/{roomId}/events             priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     ST      NF         200   SR     SR     200    200    ST      ST          ST
+POST   /v1/rooms/{roomId}/stream-token       pub  U    U         U       U        U       NM    201    201   NM     NM   NM    U     U       NM         SR    SR     SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/stream-token       priv U    U         U       U        U       NF    201    201   NF     NF   NF    U     U       NF         SR    SR     SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U     U       NM         SR    202    SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    202    202   NF     NF   NF    U     U       NF         SR    202    SR     SR     U      ST      U           U
+GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200    U      ST      U           U
+GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200    U      ST      U           U
+POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
+POST   /v1/lobby/stream-token                -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U     ST      200        200   SR     SR     200    ST     ST      ST          200
+GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U     ST      200        200   SR     SR     200    ST     ST      ST          200
+GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
+GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
+GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
+GET    /metrics                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
+GET    /openapi.yaml                         -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 `
 
 // matrixSecret is the server's HS256 secret; matrixAdminToken its admin
@@ -159,6 +171,14 @@ const (
 type identity struct {
 	name string
 	cred func(t *testing.T, m *matrixEnv, f *fixture, req *http.Request)
+}
+
+// tokenQuery sends a stream token as EventSource does: the query
+// parameter token.
+func tokenQuery(req *http.Request, token string) {
+	q := req.URL.Query()
+	q.Set("token", token)
+	req.URL.RawQuery = q.Encode()
 }
 
 // bearerOf sends token as a bearer token.
@@ -207,6 +227,18 @@ var identities = []identity{
 	{"kadmin", func(_ *testing.T, m *matrixEnv, _ *fixture, req *http.Request) { bearerOf(m.keys["admin"], req) }},
 	{"xkread", func(_ *testing.T, m *matrixEnv, _ *fixture, req *http.Request) {
 		req.Header.Set("X-API-Key", m.keys["read"])
+	}},
+	{"stoken", func(t *testing.T, m *matrixEnv, f *fixture, req *http.Request) {
+		tokenQuery(req, m.streamToken(t, f.member, "/v1/rooms/"+f.room+"/stream-token"))
+	}},
+	{"stokenb", func(t *testing.T, m *matrixEnv, f *fixture, req *http.Request) {
+		bearerOf(m.streamToken(t, f.member, "/v1/rooms/"+f.room+"/stream-token"), req)
+	}},
+	{"stokenother", func(t *testing.T, m *matrixEnv, f *fixture, req *http.Request) {
+		tokenQuery(req, m.streamToken(t, f.other, "/v1/rooms/"+f.otherRoom+"/stream-token"))
+	}},
+	{"stokenlobby", func(t *testing.T, m *matrixEnv, f *fixture, req *http.Request) {
+		tokenQuery(req, m.streamToken(t, f.member, "/v1/lobby/stream-token"))
 	}},
 	{"memberq", func(_ *testing.T, _ *matrixEnv, f *fixture, req *http.Request) {
 		q := req.URL.Query()
@@ -281,6 +313,10 @@ var routeCalls = map[string]call{
 	}},
 	"GET /v1/me/rooms":    {req: fixed("/v1/me/rooms")},
 	"GET /v1/lobby/stats": {req: fixed("/v1/lobby/stats")},
+	// Issuing a token changes nothing.
+	"POST /v1/auth/refresh":                {req: fixed("/v1/auth/refresh")},
+	"POST /v1/rooms/{roomId}/stream-token": {req: onRoom("/stream-token", nil)},
+	"POST /v1/lobby/stream-token":          {req: fixed("/v1/lobby/stream-token")},
 	// The first event, "rooms", lists the public room, never the private one.
 	"GET /v1/lobby/events": {stream: true, check: listsRoomIfPublic, req: func(_ *matrixEnv, f *fixture, _ string) (string, any) {
 		return "/v1/lobby/events?mode=" + f.mode, nil
@@ -576,6 +612,18 @@ func (m *matrixEnv) must(t *testing.T, method, path, token string, body any, sta
 		t.Fatalf("set-up %s %s: %d, want %d: %s", method, path, a.status, status, a.body)
 	}
 	return a.body
+}
+
+// streamToken fetches a stream token with the identity token from route
+// (POST /v1/rooms/{roomId}/stream-token or /v1/lobby/stream-token).
+func (m *matrixEnv) streamToken(t *testing.T, identity, route string) string {
+	t.Helper()
+	var st struct{ Token string }
+	json.Unmarshal(m.must(t, "POST", route, identity, nil, 201), &st)
+	if st.Token == "" {
+		t.Fatalf("set-up: no stream token from %s", route)
+	}
+	return st.Token
 }
 
 func (m *matrixEnv) token(t *testing.T, name string) (token, userID string) {
