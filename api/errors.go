@@ -54,6 +54,7 @@ var problems = []problem{
 	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},
 	{rooms.ErrTooLarge, 413, "PAYLOAD_TOO_LARGE", "Payload too large"},
 	{rooms.ErrTooManyStreams, 429, "TOO_MANY_STREAMS", "Too many event streams"},
+	{rooms.ErrStreamLimit, 429, "STREAM_LIMIT", "Too many open event streams"},
 	{errUnsupportedMedia, 415, "UNSUPPORTED_MEDIA_TYPE", "Unsupported media type"},
 	{rooms.ErrValidation, 422, "VALIDATION_FAILED", "Validation failed"},
 	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},

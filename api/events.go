@@ -35,7 +35,9 @@ func (s *Server) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, param
 		s.writeError(w, r, err)
 		return
 	}
-	s.stream(w, r, func(c sse.Client) error { return s.events.ServeLobby(r.Context(), c, mode, region) })
+	s.stream(w, r, func(c sse.Client) error {
+		return s.events.ServeLobby(r.Context(), c, userFrom(r.Context()), mode, region)
+	})
 }
 
 // stream runs serve with the response as its client. An error means

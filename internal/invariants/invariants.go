@@ -38,7 +38,10 @@ import (
 //     room that is gone;
 //   - a room's log stays within its byte cap, and is whole unless trimmed
 //     by count, by bytes, or dropped while the room idled;
-//   - each shard's stats hash holds exactly the counts of its rooms.
+//   - each shard's stats hash holds exactly the counts of its rooms;
+//   - a user's open streams (store/userstreams.go): members
+//     "<roomId>/<stream>" or "/<stream>", and the key expires, not before
+//     its longest lease.
 func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
 	keys, err := rediskeys.Scan(ctx, c, "{"+prefix+":*")
 	if err != nil {
@@ -59,6 +62,9 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 		return nil, err
 	}
 	if err := ch.holdings(ctx, keys); err != nil {
+		return nil, err
+	}
+	if err := ch.userStreams(ctx, keys); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -470,6 +476,45 @@ func (ch *checker) holdings(ctx context.Context, keys []string) error {
 			return err
 		} else if !ok {
 			ch.fail("holdings %s: misses room %s the user is in", key, parts[1])
+		}
+	}
+	return nil
+}
+
+var userStreamsRe = regexp.MustCompile(`^\{[^}]+\}:streams:(.+)$`)
+var userStreamRe = regexp.MustCompile(`^([A-Za-z0-9_-]{1,40})?/[^/\s]+$`)
+
+// userStreams checks the users' open streams (store/userstreams.go): each
+// key expires, not before its longest lease, and its members are
+// well-formed.
+func (ch *checker) userStreams(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if userStreamsRe.FindStringSubmatch(k) == nil {
+			continue
+		}
+		var pttl *redis.DurationCmd
+		var zs *redis.ZSliceCmd
+		var now *redis.TimeCmd
+		_, err := ch.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			now, pttl, zs = p.Time(ctx), p.PTTL(ctx, k), p.ZRangeWithScores(ctx, k, 0, -1)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if pttl.Val() <= 0 {
+			ch.fail("user streams %s: no expiry (%v)", k, pttl.Val())
+			continue
+		}
+		expiry := float64(now.Val().Add(pttl.Val()).UnixMilli())
+		for _, z := range zs.Val() {
+			m, _ := z.Member.(string)
+			if !userStreamRe.MatchString(m) {
+				ch.fail("user streams %s: malformed member %q", k, m)
+			}
+			if z.Score > expiry+5 { // ms: the clock read apart from the TTL
+				ch.fail("user streams %s: lease %s lives until %.0f, the key until %.0f", k, m, z.Score, expiry)
+			}
 		}
 	}
 	return nil
