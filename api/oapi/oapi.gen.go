@@ -37,6 +37,7 @@ const (
 	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
+	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
@@ -88,6 +89,8 @@ func (e ProblemCode) Valid() bool {
 	case STATEKEYFORBIDDEN:
 		return true
 	case STOREUNAVAILABLE:
+		return true
+	case STREAMLIMIT:
 		return true
 	case TOOMANYSTREAMS:
 		return true
@@ -595,6 +598,9 @@ type PreconditionFailed = Problem
 
 // RoomsLimit defines model for RoomsLimit.
 type RoomsLimit = Problem
+
+// StreamLimit defines model for StreamLimit.
+type StreamLimit = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem

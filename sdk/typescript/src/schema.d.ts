@@ -587,7 +587,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -916,6 +916,27 @@ export interface components {
          *     leaves counts for the new owner, even past the limit.
          */
         RoomsLimit: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `STREAM_LIMIT`: the caller holds `REALSYNC_MAX_STREAMS_PER_USER`
+         *     event streams (default 16; `0`: no limit) open at once already,
+         *     room and lobby streams together, counted across every instance.
+         *     The new stream is refused; none of the open ones is closed for it:
+         *     a refusal needs no message between instances, so the cap holds on
+         *     any number of them. Close a stream to open another. A stream whose
+         *     connection died without the server seeing its end (a lost network,
+         *     an instance killed) keeps its place until its lease lapses, within
+         *     `REALSYNC_PRESENCE_TTL` (default 15 s): a client that lost all its
+         *     connections at once is refused for at most that long, and should
+         *     retry after a few seconds.
+         */
+        StreamLimit: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1450,7 +1471,13 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description `TOO_MANY_STREAMS`: the player already holds 8 event streams of this room. */
+            /**
+             * @description `TOO_MANY_STREAMS`: the player already holds 8 event streams of
+             *     this room. `STREAM_LIMIT`: the caller holds
+             *     `REALSYNC_MAX_STREAMS_PER_USER` event streams (default 16) open
+             *     already, of all rooms and the lobby, on every instance (see
+             *     `StreamLimit`); the room is untouched (no `player_connected`).
+             */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1663,6 +1690,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["StreamLimit"];
             503: components["responses"]["Unavailable"];
         };
     };
