@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -301,4 +305,46 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// The invariants see a user's streams key that would outlive its leases
+// or holds a malformed member.
+func TestInvariantsCheckUserStreams(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := streamInstances(t, b, 4, time.Minute)
+			if _, err := openAny(ctx, s, alice, "", "ok.1"); err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, s)
+			keys, err := rediskeys.Scan(ctx, s.Client(), "{"+s.Prefix()+":*}:streams:"+alice.ID)
+			if err != nil || len(keys) != 1 {
+				t.Fatalf("keys %v, err %v", keys, err)
+			}
+			c := s.Client()
+			c.ZAdd(ctx, keys[0], redis.Z{Score: 1, Member: "no slash"})
+			c.Persist(ctx, keys[0])
+			bad, err := invariantsCheck(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(bad, "\n")
+			for _, want := range []string{"no expiry"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("violations %q, want one with %q", got, want)
+				}
+			}
+			c.PExpire(ctx, keys[0], time.Minute)
+			c.ZAdd(ctx, keys[0], redis.Z{Score: 1, Member: "no slash"}, redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: "/late.1"})
+			bad, _ = invariantsCheck(s)
+			got = strings.Join(bad, "\n")
+			for _, want := range []string{`malformed member "no slash"`, "lease /late.1 lives until"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("violations %q, want one with %q", got, want)
+				}
+			}
+			c.Del(ctx, keys[0])
+		})
+	}
 }
