@@ -67,6 +67,7 @@ var problems = []problem{
 	{errRoomRateLimited, 429, "ROOM_RATE_LIMITED", "Too many requests to this room"},
 	{errStreamOpensLimited, 429, "STREAM_OPENS_LIMITED", "Too many event streams opened"},
 	{errCodeGuessesLimited, 429, "CODE_GUESSES_LIMITED", "Too many wrong invite codes"},
+	{rooms.ErrStreamLimit, 429, "STREAM_LIMIT", "Too many open event streams"},
 	{errUnsupportedMedia, 415, "UNSUPPORTED_MEDIA_TYPE", "Unsupported media type"},
 	{rooms.ErrValidation, 422, "VALIDATION_FAILED", "Validation failed"},
 	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},

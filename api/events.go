@@ -48,7 +48,7 @@ func (s *Server) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, param
 		return
 	}
 	ctx := s.untilTokenExpiry(r.Context())
-	s.stream(w, r, func(c sse.Client) error { return s.events.ServeLobby(ctx, c, mode, region) })
+	s.stream(w, r, func(c sse.Client) error { return s.events.ServeLobby(ctx, c, userFrom(ctx), mode, region) })
 }
 
 // streamFor checks that a stream token, when the request came with one,

@@ -22,6 +22,7 @@ var (
 	ErrVersionMismatch   = errors.New("stateVersion does not match If-Match")
 	ErrOwnedRoomsLimit   = errors.New("the user owns as many rooms at once as allowed")
 	ErrJoinedRoomsLimit  = errors.New("the user is in as many rooms at once as allowed")
+	ErrStreamLimit       = errors.New("the user holds as many event streams open at once as allowed")
 	ErrTooLarge          = errors.New("payload too large")
 	ErrValidation        = errors.New("validation failed")
 	ErrUnavailable       = errors.New("store unavailable")

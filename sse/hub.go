@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -267,30 +268,30 @@ func (h *Hub) streamName() string {
 // success or failure counts for its own streams only.
 const renewChunk = 256
 
-// renew extends the leases of every open stream, a chunk at a time; a
-// lease that lapsed (this instance was cut off from Redis longer than the
-// TTL) is recorded again if its stream is still open. A stream whose lease
-// went a whole TTL without a renewal ends: the lease has lapsed, the other
-// instances already show its player disconnected, and the room's events may
-// not be reaching this instance either, so the stream cannot vouch for
-// being live. Its client reconnects, to an instance that reaches Redis, and
-// resumes with Last-Event-ID. A slow renewal (Redis busy with a burst of
-// streams opening) only counts once it fails, so it ends nothing by itself.
+// renew extends the leases of every open stream, of rooms and of the
+// lobby, a chunk at a time; a lease that lapsed (this instance was cut off
+// from Redis longer than the TTL) is recorded again if its stream is still
+// open, and the stream ends (EndLapsed) when its user's streams were
+// filled up meanwhile (ErrStreamLimit). A stream whose lease went a whole
+// TTL without a renewal ends: the lease has lapsed, the other instances
+// already show its player disconnected (and no longer count the stream
+// among its user's), and the room's events may not be reaching this
+// instance either, so the stream cannot vouch for being live. Its client
+// reconnects, to an instance that reaches Redis, and resumes with
+// Last-Event-ID. A slow renewal (Redis busy with a burst of streams
+// opening) only counts once it fails, so it ends nothing by itself.
 func (h *Hub) renew(ctx context.Context) {
-	h.mu.Lock()
-	sts := make([]*stream, 0, len(h.streams))
-	for st := range h.streams {
-		sts = append(sts, st)
-	}
-	h.mu.Unlock()
+	sts := h.leased()
 	// A room's leases together: a chunk spans few rooms.
-	slices.SortFunc(sts, func(a, b *stream) int { return strings.Compare(a.lease.Room, b.lease.Room) })
+	slices.SortFunc(sts, func(a, b leased) int { return strings.Compare(a.holding().lease.Room, b.holding().lease.Room) })
 	var failed int
 	var lastErr error
 	for chunk := range slices.Chunk(sts, renewChunk) {
 		leases := make([]Lease, len(chunk))
+		byName := make(map[string]leased, len(chunk))
 		for i, st := range chunk {
-			leases[i] = st.lease
+			leases[i] = st.holding().lease
+			byName[leases[i].Stream] = st
 		}
 		// A renewal that takes longer than the TTL comes too late anyway.
 		cctx, cancel := context.WithTimeout(ctx, h.cfg.PresenceTTL)
@@ -299,8 +300,8 @@ func (h *Hub) renew(ctx context.Context) {
 		now := time.Now()
 		for _, st := range chunk {
 			if err == nil {
-				st.renewed.Store(now.UnixNano())
-			} else if now.Sub(time.Unix(0, st.renewed.Load())) >= h.cfg.PresenceTTL {
+				st.holding().renewed.Store(now.UnixNano())
+			} else if now.Sub(time.Unix(0, st.holding().renewed.Load())) >= h.cfg.PresenceTTL {
 				st.end(EndLapsed)
 			}
 		}
@@ -308,11 +309,8 @@ func (h *Hub) renew(ctx context.Context) {
 			failed, lastErr = failed+len(chunk), err
 		}
 		for _, l := range lost {
-			if !h.open(l) {
-				continue
-			}
-			if _, err := h.cfg.Source.OpenStream(ctx, l, ReadNone, Cursor{}, 0); err != nil {
-				h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
+			if st := byName[l.Stream]; st != nil && h.open(st) {
+				h.record(ctx, st, l)
 			}
 		}
 	}
@@ -321,16 +319,53 @@ func (h *Hub) renew(ctx context.Context) {
 	}
 }
 
-// open reports whether the stream holding lease l is still open.
-func (h *Hub) open(l Lease) bool {
+// leased returns every open stream whose lease the hub renews.
+func (h *Hub) leased() []leased {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	sts := make([]leased, 0, len(h.streams))
 	for st := range h.streams {
-		if st.lease.Stream == l.Stream {
-			return true
+		sts = append(sts, st)
+	}
+	h.mu.Unlock()
+	h.lobby.mu.Lock()
+	for st := range h.lobby.streams {
+		if !st.lease.Server { // the server's lobby stream holds no lease
+			sts = append(sts, st)
 		}
 	}
-	return false
+	h.lobby.mu.Unlock()
+	return sts
+}
+
+// record records lost lease l of open stream st again; st ends when its
+// user holds the most streams allowed by now.
+func (h *Hub) record(ctx context.Context, st leased, l Lease) {
+	var err error
+	if l.Room == "" {
+		err = h.cfg.Source.OpenLobby(ctx, l)
+	} else {
+		_, err = h.cfg.Source.OpenStream(ctx, l, ReadNone, Cursor{}, 0)
+	}
+	switch {
+	case errors.Is(err, rooms.ErrStreamLimit):
+		st.end(EndLapsed)
+	case err != nil:
+		h.cfg.Log.Debug("sse: re-recording presence", "room", l.Room, "err", err)
+	}
+}
+
+// open reports whether stream st is still open.
+func (h *Hub) open(st leased) bool {
+	if ls, ok := st.(*lobbyStream); ok {
+		h.lobby.mu.Lock()
+		defer h.lobby.mu.Unlock()
+		_, ok := h.lobby.streams[ls]
+		return ok
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.streams[st.(*stream)]
+	return ok
 }
 
 // check compares every watched room's version with the store's and catches

@@ -38,9 +38,11 @@ type lobbyItem struct {
 // lobbyStream is one client's lobby feed. seen (the version sent per room)
 // belongs to its goroutine.
 type lobbyStream struct {
+	held         // its lease among its user's open streams
 	mode, region string
 	q            chan *lobbyItem // shared, read-only
-	over         chan struct{}
+	over         chan struct{}   // closed when the stream must end; why says why
+	why          string
 	cut          sync.Once
 	seen         map[string]int64
 }
@@ -52,9 +54,17 @@ func (st *lobbyStream) offer(it *lobbyItem) bool {
 	case st.q <- it:
 		return true
 	default:
-		st.cut.Do(func() { close(st.over) })
+		st.end(EndSlow)
 		return false
 	}
+}
+
+// end ends the stream for reason why; the first reason given wins.
+func (st *lobbyStream) end(why string) {
+	st.cut.Do(func() {
+		st.why = why
+		close(st.over)
+	})
 }
 
 func (st *lobbyStream) matches(n LobbyNotice) bool {
@@ -137,15 +147,24 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 	return it
 }
 
-// ServeLobby streams the lobby of mode and region ("" for any): a "rooms"
-// event with up to 100 joinable public rooms in fill order, then
+// ServeLobby streams the lobby of mode and region ("" for any) to user u:
+// a "rooms" event with up to 100 joinable public rooms in fill order, then
 // room_added, room_updated and room_removed as rooms become, stay or stop
 // being joinable, until ctx ends, the client cannot keep up, the hub
-// closes or the token expiry set with WithTokenExpiry comes. It returns an
-// error only when it started nothing.
-func (h *Hub) ServeLobby(ctx context.Context, client Client, mode, region string) error {
+// closes or the token expiry set with WithTokenExpiry comes. A player's
+// stream holds a lease among u's open streams, renewed with the room
+// streams' leases (the server's, an API key's, holds none). It returns an
+// error only when it started nothing: rooms.ErrStreamLimit when u holds the
+// most streams allowed (see Source.OpenLobby), or rooms.ErrUnavailable.
+func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode, region string) error {
 	st := &lobbyStream{mode: mode, region: region, q: make(chan *lobbyItem, h.cfg.QueueSize),
-		over: make(chan struct{}), seen: map[string]int64{}}
+		over: make(chan struct{}), seen: map[string]int64{},
+		held: held{lease: Lease{UserID: u.ID, Stream: h.streamName(), Server: u.Server}}}
+	if err := h.cfg.Source.OpenLobby(ctx, st.lease); err != nil {
+		return err
+	}
+	st.renewed.Store(time.Now().UnixNano())
+	defer h.closeLobby(st)
 	if err := h.joinLobby(ctx, st); err != nil {
 		return err
 	}
@@ -186,7 +205,7 @@ func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) strin
 			out.flush()
 			return EndTokenExpiry
 		case <-st.over:
-			return EndSlow
+			return st.why
 		case <-idle.C:
 			out.write(pingFrame)
 		case it := <-st.q:
@@ -277,6 +296,15 @@ func (h *Hub) joinLobby(ctx context.Context, st *lobbyStream) error {
 	h.lobby.streams[st] = struct{}{}
 	h.lobby.mu.Unlock()
 	return nil
+}
+
+// closeLobby drops the lobby stream's lease, even when the request is gone.
+func (h *Hub) closeLobby(st *lobbyStream) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := h.cfg.Source.CloseLobby(ctx, st.lease); err != nil {
+		h.cfg.Log.Debug("sse: closing lobby lease", "err", err)
+	}
 }
 
 func (h *Hub) leaveLobby(st *lobbyStream) {

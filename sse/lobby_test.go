@@ -60,7 +60,7 @@ func TestLobbyFeedFollowsJoinableRooms(t *testing.T) {
 		cl := newClient()
 		ctxS, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go e.hub.ServeLobby(ctxS, cl, "m", "")
+		go e.hub.ServeLobby(ctxS, cl, alice, "m", "")
 		first := waitLobby(t, cl, 1)[0]
 		if first.Type != "rooms" || len(first.Rooms) != 1 || !strings.Contains(string(first.Rooms[0]), before) {
 			t.Fatalf("first event %+v", first)
@@ -119,7 +119,7 @@ func TestLobbyFeedCoalescesBursts(t *testing.T) {
 	cl := newClient()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go e.hub.ServeLobby(ctx, cl, "", "")
+	go e.hub.ServeLobby(ctx, cl, alice, "", "")
 	waitLobby(t, cl, 1)
 	id := e.room(t)
 	for i := range 30 {

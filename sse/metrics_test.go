@@ -91,7 +91,7 @@ func TestStreamMetrics(t *testing.T) {
 		lobbyCtx, endLobby := context.WithCancel(ctx)
 		defer endLobby()
 		lobbyDone := make(chan error, 1)
-		go func() { lobbyDone <- e.hub.ServeLobby(lobbyCtx, lobby, "", "") }()
+		go func() { lobbyDone <- e.hub.ServeLobby(lobbyCtx, lobby, alice, "", "") }()
 		waitLobby(t, lobby, 1)
 
 		if err := e.st.Kick(ctx, alice, id, 2); err != nil {

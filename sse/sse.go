@@ -109,11 +109,13 @@ func ParseCursor(id string) Cursor {
 }
 
 // Lease is one open stream's presence: while its instance renews it, the
-// player shows as connected. A Server lease is the server's (an API key
-// with rooms:read) watching the room: no membership, no presence, nothing
+// player shows as connected, and the stream counts among its user's open
+// streams. A lobby stream's lease (Room "") has no presence, only the
+// latter. A Server lease is the server's (an API key with rooms:read)
+// watching the room or the lobby: no membership, no presence, nothing
 // recorded, never renewed; its PlayerID is 0.
 type Lease struct {
-	Room     string
+	Room     string // "" for a lobby stream
 	UserID   string
 	PlayerID int
 	Stream   string // unique per stream across instances
@@ -149,11 +151,14 @@ type Snapshot struct {
 
 // Source reads and writes what streams need from the room store. Errors are
 // the rooms package's sentinels (ErrRoomNotFound, ErrNotMember,
-// ErrUnavailable).
+// ErrStreamLimit, ErrUnavailable).
 type Source interface {
-	// OpenStream checks that l.UserID is a member of l.Room, records the lease
-	// (player_connected when it is the player's first stream; neither for a
-	// Server lease) and, with
+	// OpenStream records the lease among l.UserID's open streams (not a
+	// Server lease), refusing it with ErrStreamLimit (the room untouched)
+	// when the user holds the most allowed; then it checks that l.UserID is
+	// a member of l.Room, records the lease (player_connected when it is the
+	// player's first stream; neither for a Server lease; the user's lease
+	// dropped again when this fails) and, with
 	// ReadFrom, reads the events after c, or a snapshot when there is no
 	// cursor, the log no longer reaches back to it, it is more than limit
 	// behind, or it belongs to another history. Returns the playerId.
@@ -161,7 +166,14 @@ type Source interface {
 	// CloseStream drops the lease; when it was the player's last stream,
 	// player_disconnected follows and the removal grace starts.
 	CloseStream(ctx context.Context, l Lease) error
-	// RenewStreams extends the leases and returns those that were no longer held.
+	// OpenLobby records lobby stream l (Room "") among l.UserID's open
+	// streams; ErrStreamLimit when the user holds the most allowed.
+	// Recording a lease held already renews it.
+	OpenLobby(ctx context.Context, l Lease) error
+	// CloseLobby drops lobby stream l's lease.
+	CloseLobby(ctx context.Context, l Lease) error
+	// RenewStreams extends the leases (of room and lobby streams) and
+	// returns those that were no longer held.
 	RenewStreams(ctx context.Context, ls []Lease) (lost []Lease, err error)
 	// Log returns the room's logged events with versions from..to, in
 	// order (to < 0: to the end); fewer when the log no longer holds them.

@@ -11,15 +11,28 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// stream is one client's event stream.
-type stream struct {
+// held is an open stream's lease, which the hub renews.
+type held struct {
 	lease Lease
-	q     chan *Event   // events waiting to be written, bounded; shared, read-only
-	over  chan struct{} // closed when the stream must end; why says why
-	why   string        // an End… reason, set before over is closed
-	cut   sync.Once
 	// renewed is when the lease was last recorded or renewed (Unix ns).
 	renewed atomic.Int64
+}
+
+func (h *held) holding() *held { return h }
+
+// leased is an open stream of either kind, as the lease renewal sees it.
+type leased interface {
+	holding() *held
+	end(why string)
+}
+
+// stream is one client's event stream.
+type stream struct {
+	held
+	q    chan *Event   // events waiting to be written, bounded; shared, read-only
+	over chan struct{} // closed when the stream must end; why says why
+	why  string        // an End… reason, set before over is closed
+	cut  sync.Once
 }
 
 // offer queues e without blocking and reports whether it did; a full queue
@@ -49,14 +62,15 @@ func (st *stream) end(why string) {
 // up, its presence lease lapsed (see renew), the hub closes, or the
 // token expiry set with WithTokenExpiry on ctx comes. It returns
 // an error only when it started nothing, for the caller to answer with:
-// ErrRoomNotFound, ErrNotMember, ErrTooManyStreams or ErrUnavailable from
-// the rooms package, or ErrScopeRequired for an API key without rooms:read.
+// ErrRoomNotFound, ErrNotMember, ErrTooManyStreams, ErrStreamLimit or
+// ErrUnavailable from the rooms package, or ErrScopeRequired for an API key
+// without rooms:read.
 func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string, c Cursor) error {
 	if err := rooms.RequireScope(u, rooms.ScopeRead); err != nil {
 		return err
 	}
 	st := &stream{q: make(chan *Event, h.cfg.QueueSize), over: make(chan struct{}),
-		lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server}}
+		held: held{lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server}}}
 	r, err := h.attach(ctx, id, st)
 	if err != nil {
 		return err

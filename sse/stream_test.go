@@ -237,7 +237,7 @@ func TestCloseEndsEveryStream(t *testing.T) {
 		dones, cls = append(dones, done), append(cls, cl)
 	}
 	lc, ldone := newClient(), make(chan error, 1)
-	go func() { ldone <- e.hub.ServeLobby(context.Background(), lc, "", "") }()
+	go func() { ldone <- e.hub.ServeLobby(context.Background(), lc, alice, "", "") }()
 	for len(lc.all()) == 0 {
 		<-lc.got
 	}

@@ -20,7 +20,7 @@ func TestStreamsCountsRoomAndLobbyStreams(t *testing.T) {
 	lobby := newClient()
 	ctx, stopLobby := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { e.hub.ServeLobby(ctx, lobby, "", ""); close(done) }()
+	go func() { e.hub.ServeLobby(ctx, lobby, alice, "", ""); close(done) }()
 	waitStreams(t, e.hub, 2, func() bool { return len(lobby.all()) > 0 })
 	stopLobby()
 	<-done

@@ -23,6 +23,10 @@ type Quotas struct {
 	// (create, join, join-by-code, quick-join refuse past it with
 	// rooms.ErrJoinedRoomsLimit).
 	RoomsJoined int
+	// StreamsPerUser: event streams one user holds open at once, of all
+	// rooms and the lobby, on every instance (OpenStream and OpenLobby
+	// refuse past it with rooms.ErrStreamLimit; see userstreams.go).
+	StreamsPerUser int
 }
 
 // A user's rooms span shards, so no room script sees them all. The room

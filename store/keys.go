@@ -34,6 +34,10 @@ func (k keys) channel(shard int, id string) string { return k.tag(shard) + ":ch:
 // of the user's shard (userShard).
 func (k keys) holdings(shard int, uid string) string { return k.tag(shard) + ":held:" + uid }
 
+// userStreams is user uid's open event streams on every room, the lobby
+// and every instance (userstreams.go), in the slot of the user's shard.
+func (k keys) userStreams(shard int, uid string) string { return k.tag(shard) + ":streams:" + uid }
+
 func (k keys) userIndex(shard int) string { return k.tag(shard) + ":users" }
 func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }
 func (k keys) clock(shard int) string     { return k.tag(shard) + ":clock" }

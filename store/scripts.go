@@ -66,6 +66,12 @@ var holdingsReserveLua string
 //go:embed lua/holdings_release.lua
 var holdingsReleaseLua string
 
+//go:embed lua/userstreams_open.lua
+var userStreamsOpenLua string
+
+//go:embed lua/userstreams_renew.lua
+var userStreamsRenewLua string
+
 // Each script is run only through Script.Run: EVALSHA, then EVAL when the
 // server does not know it (after a restart or SCRIPT FLUSH).
 var (
@@ -87,8 +93,10 @@ var (
 	messageList   = redis.NewScript(messageListLua)
 	presenceRenew = redis.NewScript(presenceRenewLua)
 	// per user, in the user's own slot (holdings.go)
-	holdingsReserve = redis.NewScript(holdingsReserveLua)
-	holdingsRelease = redis.NewScript(holdingsReleaseLua)
+	holdingsReserve  = redis.NewScript(holdingsReserveLua)
+	holdingsRelease  = redis.NewScript(holdingsReleaseLua)
+	userStreamsOpen  = redis.NewScript(userStreamsOpenLua)
+	userStreamsRenew = redis.NewScript(userStreamsRenewLua)
 )
 
 // mutation prepends the shared prelude (KEYS/ARGV layout and helpers).

@@ -16,14 +16,30 @@ import (
 
 var _ sse.Source = (*Store)(nil)
 
-// OpenStream implements sse.Source with one script (membership, lease, and
-// the replay, or the version of a snapshot) and, when it reads, the room and
-// state in the same transaction.
+// OpenStream implements sse.Source: the lease in the user's open streams
+// first (userstreams.go: rooms.ErrStreamLimit past the quota, and the room
+// untouched), then one script (membership, lease, and the replay, or the
+// version of a snapshot) and, when it reads, the room and state in the
+// same transaction. A fresh user lease is dropped again when the room
+// refuses or fails.
 func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c sse.Cursor, limit int) (sse.Opening, error) {
 	shard, ok := roomShard(l.Room, s.shards)
 	if !ok {
 		return sse.Opening{}, rooms.ErrRoomNotFound
 	}
+	fresh, err := s.takeStream(ctx, l)
+	if err != nil {
+		return sse.Opening{}, err
+	}
+	o, err := s.openRoomStream(ctx, shard, l, read, c, limit)
+	if err != nil && fresh {
+		s.dropStream(ctx, l)
+	}
+	return o, err
+}
+
+// openRoomStream runs stream_open for l in the room of shard.
+func (s *Store) openRoomStream(ctx context.Context, shard int, l sse.Lease, read sse.Read, c sse.Cursor, limit int) (sse.Opening, error) {
 	mode := "none"
 	if read == sse.ReadFrom {
 		mode = "snapshot"
@@ -70,7 +86,9 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	return o, nil
 }
 
-// CloseStream implements sse.Source; a Server lease holds nothing to drop.
+// CloseStream implements sse.Source: the room's lease, then the lease in
+// the user's open streams (dropped even when the room's close failed); a
+// Server lease holds neither.
 func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 	if l.Server {
 		return nil
@@ -80,7 +98,8 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 		return rooms.ErrRoomNotFound
 	}
 	args := append(s.common(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds(), s.debounce.Milliseconds())
-	return s.status(streamClose.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...))
+	err := s.status(streamClose.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...))
+	return errors.Join(err, s.dropStream(ctx, l))
 }
 
 // renewBatch is the most leases one renewal script extends: a script
@@ -89,9 +108,23 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 const renewBatch = 256
 
 // RenewStreams implements sse.Source: scripts of up to renewBatch leases of
-// one shard, one after the other, renew the leases, with the expiry taken
-// from Redis' clock like every other score.
+// one shard, one after the other, renew the room leases, with the expiry
+// taken from Redis' clock like every other score; then one pipeline renews
+// the leases of every stream (lobby ones included) in their users' open
+// streams. A lease lost in either is returned once.
 func (s *Store) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
+	lost, err := s.renewRoomStreams(ctx, ls)
+	ulost, uerr := s.renewUserStreams(ctx, ls)
+	for _, l := range ulost {
+		if !slices.ContainsFunc(lost, func(x sse.Lease) bool { return x.Stream == l.Stream }) {
+			lost = append(lost, l)
+		}
+	}
+	return lost, errors.Join(err, uerr)
+}
+
+// renewRoomStreams renews the presence leases of the room streams of ls.
+func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
 	byShard := map[int][]sse.Lease{}
 	for _, l := range ls {
 		if shard, ok := roomShard(l.Room, s.shards); ok {

@@ -42,6 +42,7 @@ const (
 	SCOPEREQUIRED        ProblemCode = "SCOPE_REQUIRED"
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
+	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
 	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
 	STREAMTOKENREQUIRED  ProblemCode = "STREAM_TOKEN_REQUIRED"
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
@@ -105,6 +106,8 @@ func (e ProblemCode) Valid() bool {
 	case STATEKEYFORBIDDEN:
 		return true
 	case STOREUNAVAILABLE:
+		return true
+	case STREAMLIMIT:
 		return true
 	case STREAMOPENSLIMITED:
 		return true

@@ -173,11 +173,19 @@ func TestParseConfigQuotas(t *testing.T) {
 		want quotaSettings // when err is ""
 		err  string        // want an error naming this, "" for none
 	}{
-		{name: "Defaults", want: quotaSettings{PresenceDebounce: 3 * time.Second, MaxRoomsOwned: 5, MaxRoomsJoined: 20}},
-		{name: "Off", env: map[string]string{"REALSYNC_PRESENCE_DEBOUNCE": "0", "REALSYNC_MAX_ROOMS_OWNED": "0", "REALSYNC_MAX_ROOMS_JOINED": "0"}},
+		{name: "Defaults", want: quotaSettings{PresenceDebounce: 3 * time.Second, MaxRoomsOwned: 5, MaxRoomsJoined: 20, MaxStreamsPerUser: 16}},
+		{name: "Off", env: map[string]string{"REALSYNC_PRESENCE_DEBOUNCE": "0", "REALSYNC_MAX_ROOMS_OWNED": "0", "REALSYNC_MAX_ROOMS_JOINED": "0",
+			"REALSYNC_MAX_STREAMS_PER_USER": "0"}},
 		{name: "FlagsWin", env: map[string]string{"REALSYNC_MAX_ROOMS_OWNED": "2"},
 			args: []string{"-max-rooms-owned", "7", "-max-rooms-joined", "9", "-presence-debounce", "500ms"},
-			want: quotaSettings{PresenceDebounce: 500 * time.Millisecond, MaxRoomsOwned: 7, MaxRoomsJoined: 9}},
+			want: quotaSettings{PresenceDebounce: 500 * time.Millisecond, MaxRoomsOwned: 7, MaxRoomsJoined: 9, MaxStreamsPerUser: 16}},
+		{name: "StreamsFlagWins", env: map[string]string{"REALSYNC_MAX_STREAMS_PER_USER": "4"}, args: []string{"-max-streams-per-user", "3"},
+			want: quotaSettings{PresenceDebounce: 3 * time.Second, MaxRoomsOwned: 5, MaxRoomsJoined: 20, MaxStreamsPerUser: 3}},
+		{name: "StreamsFromEnv", env: map[string]string{"REALSYNC_MAX_STREAMS_PER_USER": "64"},
+			want: quotaSettings{PresenceDebounce: 3 * time.Second, MaxRoomsOwned: 5, MaxRoomsJoined: 20, MaxStreamsPerUser: 64}},
+		{name: "NegativeStreams", env: map[string]string{"REALSYNC_MAX_STREAMS_PER_USER": "-1"}, err: "REALSYNC_MAX_STREAMS_PER_USER"},
+		{name: "WordStreams", env: map[string]string{"REALSYNC_MAX_STREAMS_PER_USER": "lots"}, err: "REALSYNC_MAX_STREAMS_PER_USER"},
+		{name: "HugeStreams", env: map[string]string{"REALSYNC_MAX_STREAMS_PER_USER": "10001"}, err: "REALSYNC_MAX_STREAMS_PER_USER"},
 		{name: "NegativeOwned", env: map[string]string{"REALSYNC_MAX_ROOMS_OWNED": "-1"}, err: "REALSYNC_MAX_ROOMS_OWNED"},
 		{name: "WordJoined", env: map[string]string{"REALSYNC_MAX_ROOMS_JOINED": "many"}, err: "REALSYNC_MAX_ROOMS_JOINED"},
 		{name: "HugeJoined", env: map[string]string{"REALSYNC_MAX_ROOMS_JOINED": "10001"}, err: "REALSYNC_MAX_ROOMS_JOINED"},

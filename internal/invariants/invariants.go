@@ -38,7 +38,10 @@ import (
 //     room that is gone;
 //   - a room's log stays within its byte cap, and is whole unless trimmed
 //     by count, by bytes, or dropped while the room idled;
-//   - each shard's stats hash holds exactly the counts of its rooms.
+//   - each shard's stats hash holds exactly the counts of its rooms;
+//   - a user's open streams (store/userstreams.go): members
+//     "<roomId>/<stream>" or "/<stream>", and the key expires, not before
+//     its longest lease.
 func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
 	keys, err := rediskeys.Scan(ctx, c, "{"+prefix+":*")
 	if err != nil {
@@ -59,6 +62,9 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 		return nil, err
 	}
 	if err := ch.holdings(ctx, keys); err != nil {
+		return nil, err
+	}
+	if err := ch.userStreams(ctx, keys); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -470,6 +476,50 @@ func (ch *checker) holdings(ctx context.Context, keys []string) error {
 			return err
 		} else if !ok {
 			ch.fail("holdings %s: misses room %s the user is in", key, parts[1])
+		}
+	}
+	return nil
+}
+
+var userStreamsRe = regexp.MustCompile(`^\{[^}]+\}:streams:(.+)$`)
+var userStreamRe = regexp.MustCompile(`^([A-Za-z0-9_-]{1,40})?/[^/\s]+$`)
+
+// userStreams checks the users' open streams (store/userstreams.go): each
+// key expires, not before its longest lease, and its members are
+// well-formed.
+func (ch *checker) userStreams(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if userStreamsRe.FindStringSubmatch(k) == nil {
+			continue
+		}
+		// the clock, TTL and leases read at one instant on the key's node
+		res, err := ch.c.Eval(ctx, `local t = redis.call('TIME')
+return {t[1] * 1000 + math.floor(t[2] / 1000), redis.call('PTTL', KEYS[1]), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}`,
+			[]string{k}).Slice()
+		if err != nil {
+			return err
+		}
+		now, pttl := res[0].(int64), res[1].(int64)
+		if pttl <= 0 {
+			ch.fail("user streams %s: no expiry (%v)", k, pttl)
+			continue
+		}
+		expiry := float64(now + pttl)
+		flat, _ := res[2].([]any)
+		var zs []redis.Z
+		for i := 0; i+1 < len(flat); i += 2 {
+			score, _ := strconv.ParseFloat(fmt.Sprint(flat[i+1]), 64)
+			zs = append(zs, redis.Z{Member: flat[i], Score: score})
+		}
+		for _, z := range zs {
+			m, _ := z.Member.(string)
+			if !userStreamRe.MatchString(m) {
+				ch.fail("user streams %s: malformed member %q", k, m)
+			}
+			// slack: the embedded store's clock runs on within a script
+			if z.Score > expiry+10 {
+				ch.fail("user streams %s: lease %s lives until %.0f, the key until %.0f", k, m, z.Score, expiry)
+			}
 		}
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/ratelimit"
 )

@@ -722,7 +722,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -1137,9 +1137,21 @@ export interface components {
          *     address), `ROOM_RATE_LIMITED` (the room's message or state-patch cap;
          *     a member may use half of it), `STREAM_OPENS_LIMITED` (event streams
          *     opened per user), `CODE_GUESSES_LIMITED` (wrong invite codes per user
-         *     or address), or `TOO_MANY_STREAMS` (the player already holds 8 event streams of
-         *     this room). Rate-limited answers carry
-         *     `Retry-After` and the RateLimit headers.
+         *     or address), `TOO_MANY_STREAMS` (the player already holds 8 event
+         *     streams of this room), or `STREAM_LIMIT` (the caller holds
+         *     `REALSYNC_MAX_STREAMS_PER_USER` event streams, default 16, `0`: no
+         *     limit, open at once already, room and lobby streams together,
+         *     counted across every instance; the server's, an API key's, are not
+         *     counted). A stream refused for either changes nothing in the room
+         *     (no `player_connected`). The new stream is refused; none of the
+         *     open ones is closed for it: a refusal needs no message between
+         *     instances, so the cap holds on any number of them. Close a stream
+         *     to open another. A stream whose connection died without the server
+         *     seeing its end (a lost network, an instance killed) keeps its place
+         *     until its lease lapses, within `REALSYNC_PRESENCE_TTL` (default
+         *     15 s): a client that lost all its connections at once is refused for
+         *     at most that long, and should retry after a few seconds.
+         *     Rate-limited answers carry `Retry-After` and the RateLimit headers.
          */
         TooManyRequests: {
             headers: {

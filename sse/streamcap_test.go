@@ -1,0 +1,127 @@
+package sse_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+const capTTL = 600 * time.Millisecond
+
+// newCapEnv is a store capping each user at max open streams and a hub
+// over it, both with a short lease TTL (renewals every 200 ms).
+func newCapEnv(t *testing.T, b redistest.Backend, max int, logs *testlog.Buffer) (*env, string) {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+		Prefix: prefix, Shards: 4, PresenceTTL: capTTL, Quotas: store.Quotas{StreamsPerUser: max}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, PresenceTTL: capTTL,
+		RoomJSON: func(r rooms.Room) any { return map[string]any{"id": r.ID} },
+		Log:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	t.Cleanup(func() { hub.Close(); st.Close() })
+	return &env{st: st, hub: hub}, prefix
+}
+
+// serveLobby runs u's lobby stream until the test ends or stop.
+func (e *env) serveLobby(t *testing.T, u rooms.User, cl *client) (stop func(), done chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- e.hub.ServeLobby(ctx, cl, u, "", "") }()
+	t.Cleanup(cancel)
+	return func() { cancel(); <-done }, done
+}
+
+// streamsKey is u's open streams key under prefix.
+func (e *env) streamsKey(t *testing.T, prefix string, u rooms.User) string {
+	t.Helper()
+	keys, err := rediskeys.Scan(context.Background(), e.st.Client(), "{"+prefix+":*}:streams:"+u.ID)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("streams keys of %s: %v, %v", u.ID, keys, err)
+	}
+	return keys[0]
+}
+
+// A room stream and a lobby stream of one user hold its 2 places while
+// the hub renews their leases (well past the TTL); a third of either kind
+// is refused with ErrStreamLimit; a stream's end frees its place.
+func TestHubCapsStreamsPerUser(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		var logs testlog.Buffer
+		e, _ := newCapEnv(t, b, 2, &logs)
+		id := e.room(t)
+		cl, lc := newClient(), newClient()
+		e.serve(t, alice, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 2)
+		stopLobby, _ := e.serveLobby(t, alice, lc)
+		for len(lc.all()) == 0 {
+			<-lc.got
+		}
+		time.Sleep(3 * capTTL) // leases renewed, not lapsed: the places stay taken
+		// (a stream served by mistake ends with the context, answering nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := e.hub.Serve(ctx, newClient(), alice, id, sse.Cursor{}); !errors.Is(err, rooms.ErrStreamLimit) {
+			t.Errorf("a third room stream: %v, want ErrStreamLimit", err)
+		}
+		if err := e.hub.ServeLobby(ctx, newClient(), alice, "", ""); !errors.Is(err, rooms.ErrStreamLimit) {
+			t.Errorf("a third lobby stream: %v, want ErrStreamLimit", err)
+		}
+		stopLobby()
+		_, done := e.serveLobby(t, alice, newClient())
+		select {
+		case err := <-done:
+			t.Fatalf("a lobby stream after one ended: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}
+
+// A lease lost from its user's streams (a failover that lost writes) is
+// recorded again by the next renewal; when the user's places were taken
+// meanwhile, the streams whose leases cannot be recorded end (lapsed).
+func TestLostUserLeasesRecordedOrStreamsEnd(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		var logs testlog.Buffer
+		e, prefix := newCapEnv(t, b, 2, &logs)
+		ctx := context.Background()
+		id := e.room(t)
+		cl := newClient()
+		_, done := e.serve(t, alice, id, sse.Cursor{}, cl)
+		cl.waitFor(t, 2)
+		_, ldone := e.serveLobby(t, alice, newClient())
+		key := e.streamsKey(t, prefix, alice)
+		c := e.st.Client()
+		c.Del(ctx, key)
+		deadline := time.Now().Add(10 * time.Second)
+		for n := int64(0); n != 2; n = c.ZCard(ctx, key).Val() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the lost leases were not recorded again: %d of 2", n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.Del(ctx, key)
+		for _, name := range []string{"elsewhere.1", "elsewhere.2"} {
+			if err := e.st.OpenLobby(ctx, sse.Lease{UserID: alice.ID, Stream: name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wait(t, done, "a room stream whose lease could not be recorded again")
+		wait(t, ldone, "a lobby stream whose lease could not be recorded again")
+		if got := strings.Count(logs.String(), "why=lapsed"); got != 1 { // the room stream's; the lobby's ends unlogged
+			t.Errorf("%d room streams ended lapsed, want 1:\n%s", got, logs.String())
+		}
+	})
+}

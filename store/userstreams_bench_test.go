@@ -1,0 +1,93 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// BenchmarkRenewalRound measures one instance's lease renewal round with
+// 1 000 open streams (1 000 users, one stream each, in 50 rooms over 16
+// shards: every lease in a user key of its own, the worst case), as the
+// hub runs it (sorted by room, 256 leases a call), with the per-user
+// stream cap off and on: Redis' own time per round (INFO commandstats)
+// and the round's wall time, on a redis-server of its own. Run:
+//
+//	go test ./store -run '^$' -bench RenewalRound -benchtime 200x
+func BenchmarkRenewalRound(b *testing.B) {
+	const streams, roomsN = 1000, 50
+	for _, cap := range []int{0, 16} {
+		b.Run(fmt.Sprintf("cap=%d", cap), func(b *testing.B) {
+			s, _ := freshStore(b, func(c *store.Config) {
+				c.Shards, c.PresenceTTL, c.Quotas = 16, time.Minute, store.Quotas{StreamsPerUser: cap}
+			})
+			ctx := context.Background()
+			var ids []string
+			for i := range roomsN {
+				j := mustCreate(b, s, rooms.User{ID: fmt.Sprint("owner-", i)},
+					newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 100; r.Mode = fmt.Sprint("m", i) }))
+				ids = append(ids, j.Room.ID)
+			}
+			var ls []sse.Lease
+			for i := range streams {
+				u := rooms.User{ID: fmt.Sprint("user-", i), Name: "u"}
+				id := ids[i%roomsN]
+				mustJoin(b, s, u, id)
+				l := sse.Lease{Room: id, UserID: u.ID, Stream: fmt.Sprint("bench.", i)}
+				o, err := s.OpenStream(ctx, l, sse.ReadNone, sse.Cursor{}, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.PlayerID = o.PlayerID
+				ls = append(ls, l)
+			}
+			slices.SortFunc(ls, func(a, b sse.Lease) int { return strings.Compare(a.Room, b.Room) })
+			if err := s.Client().ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				for chunk := range slices.Chunk(ls, 256) {
+					if lost, err := s.RenewStreams(ctx, chunk); err != nil || len(lost) > 0 {
+						b.Fatalf("lost %d, err %v", len(lost), err)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(scriptTotalMicros(b, s.Client())/float64(b.N), "redis-µs/round")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "wall-µs/round")
+		})
+	}
+}
+
+// scriptTotalMicros is Redis' own time in scripts (EVALSHA, EVAL) since the
+// last CONFIG RESETSTAT: the commands they ran included, counted once.
+func scriptTotalMicros(b *testing.B, c redis.UniversalClient) float64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, l := range strings.Split(info, "\r\n") {
+		if !strings.HasPrefix(l, "cmdstat_evalsha:") && !strings.HasPrefix(l, "cmdstat_eval:") {
+			continue
+		}
+		for _, f := range strings.Split(l, ",") {
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}
