@@ -101,3 +101,30 @@ func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) er
 	}
 	return nil
 }
+
+// Reserve makes the reservation a create (owner) or join of uid into room
+// makes before its room script, and leaves it there, as a request whose
+// room script has not run yet.
+func (s *Store) Reserve(ctx context.Context, uid, room string, owner bool) error {
+	_, err := s.reserve(ctx, uid, room, owner)
+	return err
+}
+
+// Unheld is every entry of every shard's unheld list.
+func (s *Store) Unheld(ctx context.Context) ([]string, error) {
+	var out []string
+	for shard := range s.shards {
+		l, err := s.client.LRange(ctx, s.keys.unheld(shard), 0, -1).Result()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l...)
+	}
+	return out, nil
+}
+
+// HoldingsExist says whether user uid's holdings key exists.
+func (s *Store) HoldingsExist(ctx context.Context, uid string) (bool, error) {
+	n, err := s.client.Exists(ctx, s.keys.holdings(userShard(uid, s.shards), uid)).Result()
+	return n == 1, err
+}

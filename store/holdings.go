@@ -37,16 +37,16 @@ type Quotas struct {
 // room script, and drops the reservation when that fails. A leave drops
 // the entry after the room script, an owner's leave marks the new owner.
 //
-// Entries of rooms the user left otherwise (kicked, removed by the janitor,
-// the room closed) are not dropped at once: the holdings only ever
+// Entries of rooms the user left otherwise (kicked, banned, removed by the
+// janitor, the room closed) are listed by the room script in the room's
+// shard and dropped by the janitor's next visit (unheld.go), as is a key
+// left with no room. Should that list be lost, the holdings only ever
 // over-count, and a user who reaches a limit gets the entries older than
 // holdingsInFlight checked against the rooms and corrected (dropped,
-// ownership fixed) before being refused. A missing key (new user, or
-// expired after holdingsTTL without a reservation) is rebuilt from the
-// shard user indexes. The one under-count: ownership the janitor passed on
-// (a disconnected owner removed) is recorded only when the new owner's
-// holdings are next checked or rebuilt, so a user may own more than
-// RoomsOwned by such rooms, never more than RoomsJoined rooms in all.
+// ownership fixed) before being refused. A missing key (new user, deleted
+// empty, or expired after holdingsTTL without a reservation) is rebuilt
+// from the shard user indexes. Ownership the janitor passed on (a
+// disconnected owner removed) is recorded by the same visit.
 const (
 	// holdingsTTL: a user's holdings key expires this long after the
 	// user's last create or join; the next one rebuilds it from the rooms.

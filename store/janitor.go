@@ -34,7 +34,8 @@ func (r Report) add(kind string, n int) {
 // stopped renewing them lapse: player_disconnected; players still
 // disconnected after the grace are removed: player_left, reason
 // disconnected), rooms whose lifecycle check is due (closed when idle,
-// finished or too old; idle logs dropped), and a bounded slice of the
+// finished or too old; idle logs dropped), the holdings those and other
+// room scripts left stale (unheld.go), and a bounded slice of the
 // repair walk. instance names the lease holder. Every action is reported
 // to Config.JanitorActions.
 func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
@@ -72,6 +73,9 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 		return rep, err
 	}
 	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
+		return rep, err
+	}
+	if err := s.sweepUnheld(ctx, shard); err != nil {
 		return rep, err
 	}
 	return rep, s.repair(ctx, shard, rep)

@@ -12,6 +12,9 @@ import (
 // this package builds a key.
 type keys struct {
 	prefix string
+	// held: a room quota is on, so the scripts that remove players get the
+	// shard's unheld list (roomKeysWithIndexes).
+	held bool
 }
 
 func (k keys) tag(shard int) string {
@@ -37,6 +40,10 @@ func (k keys) holdings(shard int, uid string) string { return k.tag(shard) + ":h
 // userStreams is user uid's open event streams on every room, the lobby
 // and every instance (userstreams.go), in the slot of the user's shard.
 func (k keys) userStreams(shard int, uid string) string { return k.tag(shard) + ":streams:" + uid }
+
+// unheld is the shard's list of "<roomId> <c|r|o> <userId>": holdings
+// entries that a room script made stale, for the janitor (unheld.go).
+func (k keys) unheld(shard int) string { return k.tag(shard) + ":unheld" }
 
 func (k keys) userIndex(shard int) string { return k.tag(shard) + ":users" }
 func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }
@@ -94,9 +101,10 @@ func (k keys) fillIndex(shard int, mode, region string) string {
 func (k keys) stats(shard int) string { return k.tag(shard) + ":stats" }
 
 // roomKeysWithIndexes adds every index of a room of mode and region (12
-// status, 4 joinable, 4 fill), the shard stats, the lifecycle schedule and
-// the room's bans, for scripts that may move it between them, close it
-// (which deletes the bans), join or kick.
+// status, 4 joinable, 4 fill), the shard stats, the lifecycle schedule,
+// the room's bans and, with the quotas on, the shard's unheld list, for
+// scripts that may move it between them, close it (which deletes the bans),
+// join or kick.
 func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 	out := k.roomKeys(shard, id)
 	for _, st := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
@@ -106,7 +114,11 @@ func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
 			k.statusIndex(shard, st, "", region),
 			k.statusIndex(shard, st, mode, region))
 	}
-	return append(out, k.stats(shard), k.roomsDue(shard), k.bans(shard, id))
+	out = append(out, k.stats(shard), k.roomsDue(shard), k.bans(shard, id))
+	if k.held {
+		out = append(out, k.unheld(shard))
+	}
+	return out
 }
 
 // bans is the set of the userIds banned from the room.

@@ -11,7 +11,7 @@ import (
 // slot (Redis 7.0 only rejects a cross-slot key when the slot is on another
 // node, so small clusters would hide the bug).
 func TestScriptKeysShareOneTag(t *testing.T) {
-	k := keys{prefix: "rs"}
+	k := keys{prefix: "rs", held: true}
 	for _, shard := range []int{0, 7, 1295} {
 		id := newRoomID(shard)
 		for name, ks := range map[string][]string{

@@ -42,6 +42,8 @@ import (
 //   - a user's open streams (store/userstreams.go): members
 //     "<roomId>/<stream>" or "/<stream>", and the key expires, not before
 //     its longest lease.
+//   - holdings and unheld lists expire and are well-formed, and the
+//     holdings list every room their user is in.
 func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
 	keys, err := rediskeys.Scan(ctx, c, "{"+prefix+":*")
 	if err != nil {
@@ -65,6 +67,9 @@ func Check(ctx context.Context, c redis.UniversalClient, prefix string) ([]strin
 		return nil, err
 	}
 	if err := ch.userStreams(ctx, keys); err != nil {
+		return nil, err
+	}
+	if err := ch.unheld(ctx, keys); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -436,8 +441,8 @@ var holdingRe = regexp.MustCompile(`^[om]:[0-9]+$`)
 
 // holdings checks the users' holdings (store/holdings.go): each expires,
 // its entries are well-formed, and it lists every room its user is in
-// (it may list more: rooms left otherwise than by a leave are dropped
-// when the user next reaches a limit).
+// (it may list more: rooms left otherwise than by a leave are dropped by
+// the janitor's next visit of the room's shard, store/unheld.go).
 func (ch *checker) holdings(ctx context.Context, keys []string) error {
 	byUser := map[string]string{}
 	for _, k := range keys {
@@ -519,6 +524,39 @@ return {t[1] * 1000 + math.floor(t[2] / 1000), redis.call('PTTL', KEYS[1]), redi
 			// slack: the embedded store's clock runs on within a script
 			if z.Score > expiry+10 {
 				ch.fail("user streams %s: lease %s lives until %.0f, the key until %.0f", k, m, z.Score, expiry)
+			}
+		}
+	}
+	return nil
+}
+
+var unheldRe = regexp.MustCompile(`^\{[^}]+\}:unheld$`)
+var unheldEntryRe = regexp.MustCompile(`^[A-Za-z0-9]+ [cro] .+$`)
+
+// unheld checks the shards' unheld lists (store/unheld.go): each expires,
+// holds at most 10 000 well-formed entries.
+func (ch *checker) unheld(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if !unheldRe.MatchString(k) {
+			continue
+		}
+		ttl, err := ch.c.PTTL(ctx, k).Result()
+		if err != nil {
+			return err
+		}
+		if ttl <= 0 {
+			ch.fail("unheld %s: no expiry (%v)", k, ttl)
+		}
+		l, err := ch.c.LRange(ctx, k, 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		if len(l) > 10000 {
+			ch.fail("unheld %s: %d entries", k, len(l))
+		}
+		for _, e := range l {
+			if !unheldEntryRe.MatchString(e) {
+				ch.fail("unheld %s: entry %q", k, e)
 			}
 		}
 	}

@@ -2,18 +2,31 @@
 -- the rooms were read: drops rooms the user is no longer in, or a
 -- reservation whose room script failed, and sets the role of rooms whose
 -- ownership changed. An entry is only changed when it still holds the value
--- the caller read, so a reservation made meanwhile is never lost.
+-- the caller read, so a reservation made meanwhile is never lost. A key left
+-- with no room (only the "#" marker) is deleted: nothing of the user stays
+-- behind, and the next reservation rebuilds it from the rooms.
 -- No prelude.
 -- KEYS[1] the user's holdings
 -- ARGV[3i-2] room id  ARGV[3i-1] the value read ("*": any)
--- ARGV[3i] "" to drop the entry, or the role to set ("o" or "m")
--- Reply: {"OK", entries changed}
-local key, changed = KEYS[1], 0
+-- ARGV[3i] "" to drop the entry, the role to set ("o" or "m"), or "-<µs>"
+--         to drop it only if its last reservation is at least that old by
+--         this node's clock (older than any room script in flight)
+-- Reply: {"OK", entries changed, entries kept for being too young}
+local key, changed, young, T = KEYS[1], 0, 0, nil
 for i = 1, #ARGV - 2, 3 do
   local room, seen, to = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local cur = redis.call('HGET', key, room)
+  local min_age = string.match(to, '^%-(%d+)$')
+  if min_age and cur then
+    if not T then T = redis.call('TIME') end
+    local stamp = tonumber(string.match(cur, ':(%d+)$') or '0')
+    if stamp > tonumber(T[1]) * 1000000 + tonumber(T[2]) - tonumber(min_age) then
+      cur = nil
+      young = young + 1
+    end
+  end
   if cur and (seen == '*' or cur == seen) then
-    if to == '' then
+    if to == '' or min_age then
       redis.call('HDEL', key, room)
     else
       redis.call('HSET', key, room, to .. string.sub(cur, 2))
@@ -21,4 +34,7 @@ for i = 1, #ARGV - 2, 3 do
     changed = changed + 1
   end
 end
-return {'OK', changed}
+if changed > 0 and redis.call('HLEN', key) <= 1 and redis.call('HEXISTS', key, '#') == 1 then
+  redis.call('DEL', key)
+end
+return {'OK', changed, young}

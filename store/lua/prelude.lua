@@ -27,8 +27,10 @@
 --               next looks at the room, ms; "+inf": never)
 --   KEYS[35]     room bans (set of the userIds banned from the room; at most
 --               rooms.MaxBans; deleted with the room)
+--   KEYS[36]     shard unheld list (list of "<roomId> <c|r|o> <userId>"),
+--               only when a room quota is on (see unhold)
 --   Indexes, stats, the schedule and the bans are only passed to scripts
---   that may change them (KEYS[13..35] all together).
+--   that may change them (KEYS[13..35] or KEYS[13..36] all together).
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag
@@ -46,7 +48,7 @@ local room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
 local tag, closed_ttl = ARGV[4], ARGV[6]
 local maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
 log_cap = tonumber(log_cap)
-local K_ROOMS_DUE, K_BANS = KEYS[34], KEYS[35]
+local K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[34], KEYS[35], KEYS[36]
 
 local T = redis.call('TIME')
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
@@ -295,6 +297,23 @@ local function add_player(uid, name_json, p)
   return pid
 end
 
+-- unhold tells the janitor (store/unheld.go) that user uid's holdings entry
+-- for this room may be stale: kind "c" the room closed (the entry is stale
+-- whatever it holds: room ids are never reused), "r" the user was removed
+-- from it (stale unless the user is back in or joining), "o" the user was
+-- handed its ownership. The list is in the room's slot, bounded to its
+-- newest UNHELD_MAX entries and expires with the holdings (1 h, holdingsTTL)
+-- after its last entry; the janitor pops it. A no-op with the quotas off
+-- (no KEYS[36]).
+local UNHELD_MAX = 10000
+local function unhold(kind, uid)
+  if not K_UNHELD then return end
+  if redis.call('RPUSH', K_UNHELD, room_id .. ' ' .. kind .. ' ' .. uid) > UNHELD_MAX then
+    redis.call('LTRIM', K_UNHELD, -UNHELD_MAX, -1)
+  end
+  redis.call('PEXPIRE', K_UNHELD, 3600000)
+end
+
 -- close_room emits room_closed, removes the room from every index and
 -- deletes it; before is its placement() before the change that closes it
 -- (nil: read now). The log stays for closed_ttl seconds so streams can read the
@@ -304,7 +323,10 @@ local function close_room(reason, before)
   local code = redis.call('HGET', K_ROOM, 'cd')
   local v = emit('room_closed', ',"reason":"' .. reason .. '"')
   if code then redis.call('HDEL', K_CODES, code) end
-  for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do unindex_user(uid) end
+  for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do
+    unindex_user(uid)
+    unhold('c', uid)
+  end
   redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES, K_BANS)
   reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
@@ -379,9 +401,20 @@ local function stream_gone(pid, grace_ms, debounce_ms)
   end
 end
 
+-- uid_of finds the user of player pid.
+local function uid_of(pid)
+  local users = redis.call('HGETALL', K_USERS)
+  for i = 1, #users, 2 do
+    if users[i + 1] == tostring(pid) then return users[i] end
+  end
+  return nil
+end
+
 -- remove_player removes player pid (user uid) with reason, handing
 -- ownership on or closing the room when it was the last; before is the
 -- room's placement() (nil: read it). Needs the status indexes in KEYS.
+-- The holdings of a removal other than a leave (which the store corrects
+-- itself, store.left) are left to the janitor (unhold).
 -- Returns true when the room closed.
 local function remove_player(pid, uid, reason, before)
   before = before or placement()
@@ -391,10 +424,13 @@ local function remove_player(pid, uid, reason, before)
   drop_presence(pid)
   local left = before.pc - 1
   emit('player_left', ',"playerId":' .. pid .. ',"reason":"' .. reason .. '"', 'pc', left)
+  local by_leave = reason == 'left'
   if left == 0 then
+    if not by_leave then unhold('c', uid) end
     close_room('empty', before)
     return true
   end
+  if not by_leave then unhold('r', uid) end
   if tostring(pid) == before.ow then
     local next_owner
     for _, p in ipairs(redis.call('HKEYS', K_PLAYERS)) do
@@ -402,16 +438,8 @@ local function remove_player(pid, uid, reason, before)
       if not next_owner or n < next_owner then next_owner = n end
     end
     emit('room_updated', ',"changes":{"ownerPlayerId":' .. next_owner .. '}', 'ow', next_owner)
+    if not by_leave then unhold('o', uid_of(next_owner)) end
   end
   reindex(before, nil, with_count(before, left))
   return false
-end
-
--- uid_of finds the user of player pid.
-local function uid_of(pid)
-  local users = redis.call('HGETALL', K_USERS)
-  for i = 1, #users, 2 do
-    if users[i + 1] == tostring(pid) then return users[i] end
-  end
-  return nil
 end

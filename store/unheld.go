@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// unheldBatch bounds the unheld entries one shard visit handles; the rest
+// wait for the next visit.
+const unheldBatch = 1000
+
+// A room script that removes a player otherwise than by a leave (a kick, a
+// ban, the janitor's removal after a disconnect) or closes a room (owner or
+// server delete, the lifecycle, the last player removed) cannot reach its
+// users' holdings, which are in their own slots. It lists them instead, in
+// the shard's unheld list (keys.unheld, in the room's slot: unhold in
+// lua/prelude.lua), and every janitor visit of the shard pops a batch and
+// corrects each user's holdings (holdings_release.lua; a key left with no
+// room is deleted):
+//   - "c", the room closed: the entry is dropped whatever it holds (room
+//     ids are never reused, and a join of the closed room fails and would
+//     drop its reservation anyway);
+//   - "r", the user was removed: the entry is dropped unless the user is in
+//     the room again, only if it still holds the value read, and only if
+//     that value is older than holdingsInFlight by its own node's clock (as
+//     recheck: a younger one may be a rejoin's reservation whose join has
+//     not run yet). An entry kept for being too young goes back to the end
+//     of the list for a later visit;
+//   - "o", the user was handed the room's ownership: the entry marked owned.
+//
+// A leave corrects the holdings at once (Store.left), so a user at a limit
+// may leave and join again at once; it lists nothing.
+func (s *Store) sweepUnheld(ctx context.Context, shard int) error {
+	if !s.holdsRooms() {
+		return nil
+	}
+	list := s.keys.unheld(shard)
+	raw, err := s.client.LPopCount(ctx, list, unheldBatch).Result()
+	if errors.Is(err, redis.Nil) || (err == nil && len(raw) == 0) {
+		return nil
+	}
+	if err != nil {
+		return wrap(err)
+	}
+	type entry struct {
+		raw, room, kind, uid, key string
+		value                     *redis.StringCmd
+		member                    *redis.BoolCmd
+	}
+	entries := make([]*entry, 0, len(raw))
+	for _, r := range raw {
+		f := strings.SplitN(r, " ", 3)
+		if len(f) != 3 {
+			continue
+		}
+		entries = append(entries, &entry{raw: r, room: f[0], kind: f[1], uid: f[2],
+			key: s.keys.holdings(userShard(f[2], s.shards), f[2])})
+	}
+	// requeue puts entries back for a later visit; best effort: one lost
+	// only over-counts until its user's next check at a limit.
+	requeue := func(rs []any) {
+		if len(rs) > 0 {
+			s.client.RPush(context.WithoutCancel(ctx), list, rs...)
+		}
+	}
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, e := range entries {
+			if e.kind == "r" {
+				e.value = p.HGet(ctx, e.key, e.room)
+				e.member = p.HExists(ctx, s.keys.room(shard, e.room)+":users", e.uid)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		requeue(toAny(raw))
+		return wrap(err)
+	}
+	type release struct {
+		key, requeue string // requeue: the entry, if it may have to wait
+		args         []any
+	}
+	var releases []release
+	inFlight := "-" + strconv.FormatInt(holdingsInFlight.Microseconds(), 10)
+	for _, e := range entries {
+		switch e.kind {
+		case "c":
+			releases = append(releases, release{key: e.key, args: []any{e.room, "*", ""}})
+		case "o":
+			releases = append(releases, release{key: e.key, args: []any{e.room, "*", "o"}})
+		case "r":
+			if v := e.value.Val(); v != "" && !e.member.Val() {
+				releases = append(releases, release{key: e.key, requeue: e.raw, args: []any{e.room, v, inFlight}})
+			} // else gone already, or the user is back in the room
+		}
+	}
+	if len(releases) == 0 {
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		cmds := make([]*redis.Cmd, len(releases))
+		_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, r := range releases {
+				cmds[i] = holdingsRelease.EvalSha(ctx, p, []string{r.key}, r.args...)
+			}
+			return nil
+		})
+		if redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
+			// every release compares or is idempotent: run them all again
+			if err := holdingsRelease.Load(ctx, s.client).Err(); err != nil {
+				requeue(toAny(raw))
+				return wrap(err)
+			}
+			continue
+		}
+		if err != nil {
+			requeue(toAny(raw))
+			return wrap(err)
+		}
+		// an "r" entry kept for being too young: looked at again later
+		var later []any
+		for i, r := range releases {
+			if arr, _ := cmds[i].Val().([]any); r.requeue != "" && len(arr) == 3 && toInt64(arr[2]) > 0 {
+				later = append(later, r.requeue)
+			}
+		}
+		requeue(later)
+		return nil
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
