@@ -149,13 +149,13 @@ func TestStreamOpensLimited(t *testing.T) {
 	alice, _ := e.guest("alice")
 	id := e.create(alice, arena)["id"].(string)
 	for _, p := range []string{"/v1/lobby/events", "/v1/rooms/" + id + "/events", "/v1/lobby/events"} {
-		e.open(p + "?access_token=" + alice).close()
+		e.open(p, "Authorization", "Bearer "+alice).close()
 	}
 	for _, p := range []string{"/v1/lobby/events", "/v1/rooms/" + id + "/events"} {
-		want429(t, e.do("GET", p+"?access_token="+alice, "", nil), "STREAM_OPENS_LIMITED", "opens.user", 3, 3600, 1200)
+		want429(t, e.do("GET", p, alice, nil), "STREAM_OPENS_LIMITED", "opens.user", 3, 3600, 1200)
 	}
 	bob, _ := e.guest("bob")
-	e.open("/v1/lobby/events?access_token=" + bob).close()
+	e.open("/v1/lobby/events", "Authorization", "Bearer "+bob).close()
 }
 
 // Only wrong invite codes count as guesses: a right code never uses the
