@@ -31,7 +31,9 @@ type keyEnv struct {
 	read, write, admin, all string
 }
 
-func newKeyEnv(t *testing.T, b redistest.Backend) *keyEnv {
+// newKeyEnv starts the API with the keys on backend b, with the store's
+// quotas q when given.
+func newKeyEnv(t *testing.T, b redistest.Backend, q ...store.Quotas) *keyEnv {
 	t.Helper()
 	ke := &keyEnv{}
 	var lines []string
@@ -58,8 +60,11 @@ func newKeyEnv(t *testing.T, b redistest.Backend) *keyEnv {
 	}
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m})
+	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4, Metrics: m}
+	if len(q) > 0 {
+		cfg.Quotas = q[0]
+	}
+	st, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +265,25 @@ func fmtNum(v any) string {
 // Kick with ban over HTTP: by the owner or a rooms:admin key; rejoin,
 // join-by-code BANNED; quick-join never places the user there; the ban is
 // never shown; a bad ban value is 422.
+// The server's streams (an API key's) hold no place among a user's open
+// streams: a dedicated server may watch any number of rooms and the lobby,
+// while a player stays held to REALSYNC_MAX_STREAMS_PER_USER.
+func TestServerStreamsHoldNoPlace(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newKeyEnv(t, b, store.Quotas{StreamsPerUser: 1})
+			alice, _ := e.guest("alice")
+			id := e.create(alice, map[string]any{"name": "Den", "mode": "battle", "region": "eu"})["id"].(string)
+			for range 3 {
+				e.open("/v1/rooms/"+id+"/events", "X-API-Key", e.read).next()
+				e.open("/v1/lobby/events", "X-API-Key", e.read).next()
+			}
+			e.open("/v1/rooms/"+id+"/events", "Authorization", "Bearer "+alice).next()
+			want(t, e.do("GET", "/v1/lobby/events", alice, nil), 429, "STREAM_LIMIT")
+		})
+	}
+}
+
 func TestBanOverHTTP(t *testing.T) {
 	eachKeyBackend(t, func(t *testing.T, e *keyEnv) {
 		alice, _ := e.guest("alice")
