@@ -16,8 +16,8 @@ const CodeAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 // some room with probability R / 32^n, so the expected time to the first hit
 // on any room is 32^n / (R × 500/s):
 //
-//	n = 6  (the former length, 30 bits):  32^6  ≈ 1.07e9  → 2.1 ms
-//	n = 8  (40 bits):                      32^8  ≈ 1.10e12 → 2.2 s
+//	n = 6  (the former length, 30 bits):  32^6  ≈ 1.07e9  → 2.1 s
+//	n = 8  (40 bits):                      32^8  ≈ 1.10e12 → 37 min
 //	n = 10 (50 bits):                      32^10 ≈ 1.13e15 → 26 days
 //	n = 12 (60 bits):                      32^12 ≈ 1.15e18 → 73 years
 //
