@@ -178,8 +178,15 @@ func encodeCursor(q Query, p Position) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// decodeCursor reads a cursor of query q. Only the exact text
+// encodeCursor makes for its position is accepted (canonical: one position
+// has one cursor), so no hand-edited variant (other padding, case of
+// member names, repeated members) reaches the index.
 func decodeCursor(q Query, s string) (Position, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	if len(s) > maxCursorLen {
+		return Position{}, false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return Position{}, false
 	}
@@ -188,8 +195,16 @@ func decodeCursor(q Query, s string) (Position, bool) {
 		(q.Sort == Fill) != (c.Key != "") || len(c.Key) > 64 {
 		return Position{}, false
 	}
-	return Position{Score: c.Score, ID: c.ID, Key: c.Key}, true
+	p := Position{Score: c.Score, ID: c.ID, Key: c.Key}
+	if encodeCursor(q, p) != s {
+		return Position{}, false
+	}
+	return p, true
 }
+
+// maxCursorLen bounds a cursor's text: the longest encodeCursor makes (a
+// 64-byte key, a 40-byte id, a 19-digit score) is under 256.
+const maxCursorLen = 256
 
 // Before reports whether a comes before b in sort order s: newest is score
 // descending then id descending; oldest is the reverse; fill is Key

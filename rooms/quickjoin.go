@@ -86,6 +86,9 @@ func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
 	case string:
 		return f, f.set("", x)
 	case json.Number:
+		if _, ok := FiniteNumber(x.String()); !ok {
+			return f, "must be a finite number"
+		}
 		return f, f.set("", x.String())
 	case map[string]any:
 		for op, b := range x {

@@ -120,17 +120,18 @@ func (s *Service) Leave(ctx context.Context, u User, id string) error {
 }
 
 // Kick removes the player playerID (a decimal string from the path) on
-// behalf of the owner u. A playerID that is not a positive integer is
+// behalf of the owner u. A playerID that is not a positive integer in
+// canonical form (ParseCanonical: "02" and "+2" are not player 2) is
 // ErrPlayerNotFound.
 func (s *Service) Kick(ctx context.Context, u User, id, playerID string) error {
 	if !ValidRoomID(id) {
 		return ErrRoomNotFound
 	}
-	pid, err := strconv.Atoi(playerID)
-	if err != nil || pid < 1 {
+	pid, ok := ParseCanonical(playerID)
+	if !ok || pid < 1 {
 		return ErrPlayerNotFound
 	}
-	return s.store.Kick(ctx, u, id, pid)
+	return s.store.Kick(ctx, u, id, int(pid))
 }
 
 // Update validates p and applies it on behalf of the owner u.

@@ -1,0 +1,75 @@
+package api_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Bodies, filters, ids and cursors are read strictly: one spelling per
+// value, no repeated keys, no non-finite numbers; each refusal is precise.
+func TestStrictInput(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		room := e.create(alice, map[string]any{"name": "Arena", "mode": "battle", "region": "eu", "maxPlayers": 4,
+			"attributes": map[string]any{"rank": 1500}})
+		id := room["id"].(string)
+		want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
+		before := e.do("GET", "/v1/rooms/"+id, alice, nil).raw
+		tests := []struct {
+			name         string
+			method, path string
+			body         any
+			hdr          []string
+			status       int
+			code         string
+			field        string // first errors[].field, when 422
+			detail       string // in the detail, when set
+		}{
+			{"CaseFoldedName", "PATCH", "/v1/rooms/" + id, `{"NAME":"x"}`, nil, 422, "VALIDATION_FAILED", "NAME", ""},
+			{"CaseFoldedNested", "POST", "/v1/matchmaking/quick-join", `{"mode":"battle","regions":["eu"],"create":{"Name":"x"}}`, nil, 422, "VALIDATION_FAILED", "create.Name", ""},
+			{"DuplicateKey", "PATCH", "/v1/rooms/" + id, `{"name":"a","name":"b"}`, nil, 400, "MALFORMED_REQUEST", "", `"name"`},
+			{"DuplicateAttr", "PATCH", "/v1/rooms/" + id, `{"attributes":{"a":1,"a":2}}`, nil, 400, "MALFORMED_REQUEST", "", `"a"`},
+			{"DuplicateInStateValue", "PATCH", "/v1/rooms/" + id + "/state", `{"k":{"x":1,"x":2}}`, []string{"Content-Type", "application/merge-patch+json"}, 400, "MALFORMED_REQUEST", "", `"x"`},
+			{"DuplicateStateKey", "PATCH", "/v1/rooms/" + id + "/state", `{"k":1,"k":null}`, []string{"Content-Type", "application/merge-patch+json"}, 400, "MALFORMED_REQUEST", "", `"k"`},
+			{"DuplicateInMessageData", "POST", "/v1/rooms/" + id + "/messages", `{"type":"chat","data":{"t":"a","t":"b"}}`, nil, 400, "MALFORMED_REQUEST", "", `"t"`},
+			{"InvalidUTF8", "PATCH", "/v1/rooms/" + id, "{\"name\":\"a\xffb\"}", nil, 400, "MALFORMED_REQUEST", "", ""},
+			{"AttrOverflow", "PATCH", "/v1/rooms/" + id, `{"attributes":{"rank":1e400}}`, nil, 422, "VALIDATION_FAILED", "attributes.rank", ""},
+			{"CreateAttrOverflow", "POST", "/v1/rooms", `{"name":"a","mode":"battle","region":"eu","attributes":{"r":-1e999}}`, nil, 422, "VALIDATION_FAILED", "attributes.r", ""},
+			{"QuickJoinFilterOverflow", "POST", "/v1/matchmaking/quick-join", `{"mode":"battle","attributes":{"rank":1e400}}`, nil, 422, "VALIDATION_FAILED", "attributes.rank", ""},
+			{"QuickJoinBoundOverflow", "POST", "/v1/matchmaking/quick-join", `{"mode":"battle","attributes":{"rank":{"gte":1e400}}}`, nil, 422, "VALIDATION_FAILED", "attributes.rank", ""},
+			{"FilterNaN", "GET", "/v1/rooms?attr.rank.gte=NaN", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.gte", ""},
+			{"FilterInf", "GET", "/v1/rooms?attr.rank.lte=Inf", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.lte", ""},
+			{"FilterOverflow", "GET", "/v1/rooms?attr.rank.lt=1e400", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.lt", ""},
+			{"FilterHex", "GET", "/v1/rooms?attr.rank.gt=0x10", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.gt", ""},
+			{"KickLeadingZero", "DELETE", "/v1/rooms/" + id + "/players/02", nil, nil, 404, "PLAYER_NOT_FOUND", "", ""},
+			{"KickPlus", "DELETE", "/v1/rooms/" + id + "/players/+2", nil, nil, 404, "PLAYER_NOT_FOUND", "", ""},
+			{"KickTooLong", "DELETE", "/v1/rooms/" + id + "/players/00000000002", nil, nil, 404, "PLAYER_NOT_FOUND", "", ""},
+			{"MessagesBeforeLeadingZero", "GET", "/v1/rooms/" + id + "/messages?before=07", nil, nil, 422, "VALIDATION_FAILED", "before", ""},
+			{"MessagesLimitLeadingZero", "GET", "/v1/rooms/" + id + "/messages?limit=010", nil, nil, 422, "VALIDATION_FAILED", "limit", ""},
+			{"RoomsLimitLeadingZero", "GET", "/v1/rooms?limit=020", nil, nil, 422, "VALIDATION_FAILED", "limit", ""},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				r := e.do(tc.method, tc.path, alice, tc.body, tc.hdr...)
+				want(t, r, tc.status, tc.code)
+				if tc.field != "" {
+					errs, _ := r.body["errors"].([]any)
+					if len(errs) == 0 || errs[0].(map[string]any)["field"] != tc.field {
+						t.Fatalf("errors %v, want field %s", r.body["errors"], tc.field)
+					}
+				}
+				if d, _ := r.body["detail"].(string); !strings.Contains(d, tc.detail) {
+					t.Fatalf("detail %q does not say %s", d, tc.detail)
+				}
+			})
+		}
+		if after := e.do("GET", "/v1/rooms/"+id, alice, nil).raw; after != before {
+			t.Fatalf("refused input changed the room:\n%s\n%s", before, after)
+		}
+		// The canonical spellings work.
+		want(t, e.do("GET", "/v1/rooms?attr.rank.gte=1400&attr.rank.lte=1.6e3", alice, nil), 200, "")
+		want(t, e.do("GET", "/v1/rooms/"+id+"/messages?before=7&limit=10", alice, nil), 200, "")
+		want(t, e.do("DELETE", "/v1/rooms/"+id+"/players/2", alice, nil), 204, "")
+	})
+}
