@@ -36,7 +36,8 @@ type env struct {
 	logs  *testlog.Buffer
 }
 
-func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
+// newEnv starts the API; each option may change its configuration.
+func newEnv(t *testing.T, b redistest.Backend, guest bool, options ...func(*api.Config, *store.Store)) *env {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
@@ -50,10 +51,14 @@ func newEnv(t *testing.T, b redistest.Backend, guest bool) *env {
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: guest},
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
-		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	for _, o := range options {
+		o(&cfg, st)
+	}
+	h := api.NewHandler(cfg)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs}

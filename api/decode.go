@@ -16,33 +16,6 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// MaxBodyBytes is the largest request body accepted (413 past it).
-const MaxBodyBytes = 128 << 10
-
-// limitBody answers 413 to a body over MaxBodyBytes before any other check
-// (authentication included), and buffers smaller bodies for the handlers.
-func (s *Server) limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBodyBytes {
-			s.tooLarge(w, r)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.tooLarge(w, r)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
-	s.writeError(w, r, fmt.Errorf("request body over %d bytes: %w", MaxBodyBytes, rooms.ErrTooLarge))
-}
-
 const (
 	jsonType       = "application/json"
 	mergePatchType = "application/merge-patch+json"

@@ -50,6 +50,12 @@ type Config struct {
 	// MetricsHandler, when set, serves GET /metrics (when the metrics have
 	// a listener of their own it is nil, and /metrics is 404 here).
 	MetricsHandler http.Handler
+	// CORSOrigins are the origins browsers may call the API and open
+	// streams from ("*": any); none: no CORS headers (see newCORS).
+	CORSOrigins []string
+	// RequestTimeout bounds reading each request's body and answering each
+	// request but event streams (408, 503); 0: DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
 
 // Server implements oapi.ServerInterface.
@@ -67,6 +73,7 @@ type Server struct {
 	metricsHandler http.Handler
 	ids            *requestIDs
 	available      func() bool // see Config.Available
+	requestTimeout time.Duration
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -82,8 +89,16 @@ func NewHandler(cfg Config) http.Handler {
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}
+	s.requestTimeout = cfg.RequestTimeout
+	if s.requestTimeout <= 0 {
+		s.requestTimeout = DefaultRequestTimeout
+	}
 	r := chi.NewRouter()
-	r.Use(s.observe, s.recoverPanics, s.limitBody, s.authenticate, s.requireStore)
+	r.Use(s.observe, s.recoverPanics)
+	if c := newCORS(cfg.CORSOrigins); c != nil {
+		r.Use(c)
+	}
+	r.Use(s.limitBody, s.limitTime, s.authenticate, s.requireStore)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
 	if cfg.Demo != nil {

@@ -3,6 +3,11 @@ package api_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
 )
 
 // Bodies, filters, ids and cursors are read strictly: one spelling per
@@ -72,4 +77,40 @@ func TestStrictInput(t *testing.T) {
 		want(t, e.do("GET", "/v1/rooms/"+id+"/messages?before=7&limit=10", alice, nil), 200, "")
 		want(t, e.do("DELETE", "/v1/rooms/"+id+"/players/2", alice, nil), 204, "")
 	})
+}
+
+// With REALSYNC_MODES and REALSYNC_REGIONS set, every route taking a mode
+// or region refuses others with 422 naming the field and the allowed names.
+func TestAllowedNamesOverHTTP(t *testing.T) {
+	names := rooms.Names{Modes: []string{"battle"}, Regions: []string{"eu", "us-west"}}
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store) {
+		c.Rooms = rooms.New(rooms.Config{Store: st, Names: names})
+		c.Lobby = lobby.New(lobby.Config{Index: st, Names: names})
+	})
+	alice, _ := e.guest("alice")
+	cases := []struct {
+		name, method, path string
+		body               any
+		field, message     string
+	}{
+		{"Create", "POST", "/v1/rooms", `{"name":"a","mode":"race","region":"eu"}`, "mode", "must be one of: battle"},
+		{"CreateRegion", "POST", "/v1/rooms", `{"name":"a","mode":"battle","region":"mars"}`, "region", "must be one of: eu, us-west"},
+		{"QuickJoin", "POST", "/v1/matchmaking/quick-join", `{"mode":"race"}`, "mode", "must be one of: battle"},
+		{"QuickJoinRegion", "POST", "/v1/matchmaking/quick-join", `{"mode":"battle","regions":["eu","mars"]}`, "regions.1", "must be one of: eu, us-west"},
+		{"List", "GET", "/v1/rooms?mode=race", nil, "mode", "must be one of: battle"},
+		{"ListRegion", "GET", "/v1/rooms?region=mars", nil, "region", "must be one of: eu, us-west"},
+		{"LobbyFeed", "GET", "/v1/lobby/events?region=mars", nil, "region", "must be one of: eu, us-west"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(tc.method, tc.path, alice, tc.body)
+			want(t, r, 422, "VALIDATION_FAILED")
+			errs, _ := r.body["errors"].([]any)
+			if len(errs) != 1 || errs[0].(map[string]any)["field"] != tc.field || errs[0].(map[string]any)["message"] != tc.message {
+				t.Fatalf("errors %v, want %s %s", r.body["errors"], tc.field, tc.message)
+			}
+		})
+	}
+	want(t, e.do("POST", "/v1/rooms", alice, `{"name":"a","mode":"battle","region":"us-west"}`), 201, "")
+	want(t, e.do("GET", "/v1/rooms?mode=battle&region=eu", alice, nil), 200, "")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 )
 
 // ErrNoMatch: quick-join found no room to join and was not asked to create
@@ -137,9 +138,14 @@ type Matchmaker interface {
 	QuickJoin(ctx context.Context, u User, mode string, regions []string, filters []AttrFilter, create *NewRoom) (QuickJoined, error)
 }
 
-// QuickJoin validates p and quick-joins on behalf of u.
+// QuickJoin validates p (the mode and every region also against the
+// allowed Names) and quick-joins on behalf of u.
 func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (QuickJoined, error) {
 	errs := structErrors(s.validate, p)
+	errs = append(errs, s.names.CheckMode("mode", p.Mode)...)
+	for i, r := range p.Regions {
+		errs = append(errs, s.names.CheckRegion("regions."+strconv.Itoa(i), r)...)
+	}
 	filters, ferrs := p.attrFilters()
 	errs = append(errs, ferrs...)
 	if p.Create != nil && len(p.Regions) == 0 {

@@ -14,19 +14,34 @@ import (
 type Service struct {
 	store    Store
 	validate *validator.Validate
+	names    Names
 }
 
-// NewService returns a Service over store.
-func NewService(store Store) *Service {
-	return &Service{store: store, validate: newValidator()}
+// Config is what a Service needs; cmd/realsyncd wires it.
+type Config struct {
+	Store Store
+	// Names restrict the modes and regions of rooms and quick-joins
+	// (a validation error naming the field); empty: any of their form.
+	Names Names
 }
 
-// Create validates p, applies the defaults (maxPlayers 8, public, owner
+// New returns a Service as cfg says.
+func New(cfg Config) *Service {
+	return &Service{store: cfg.Store, validate: newValidator(), names: cfg.Names}
+}
+
+// NewService returns a Service over store accepting any mode and region.
+func NewService(store Store) *Service { return New(Config{Store: store}) }
+
+// Create validates p (mode and region also against the allowed Names),
+// applies the defaults (maxPlayers 8, public, owner
 // policy) and creates the room with u as owner, player 1. Returns a
 // ValidationError naming every bad field, or ErrTooLarge when the initial
 // state is over its totals.
 func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, error) {
 	errs := structErrors(s.validate, p)
+	errs = append(errs, s.names.CheckMode("mode", p.Mode)...)
+	errs = append(errs, s.names.CheckRegion("region", p.Region)...)
 	errs = append(errs, validateState("state", p.State, false)...)
 	if err := errs.err(); err != nil {
 		return Joined{}, err

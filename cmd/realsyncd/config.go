@@ -37,6 +37,11 @@ type Config struct {
 	AdminToken        string        // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
 	AdvertiseAddr     string        // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
 	ShutdownTimeout   time.Duration // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
+	// Hardening (hardening.go).
+	Modes          []string      // REALSYNC_MODES: allowed modes; unset: any name of the documented form
+	Regions        []string      // REALSYNC_REGIONS: allowed regions; unset: any name of the documented form
+	CORSOrigins    []string      // REALSYNC_CORS_ORIGINS: origins allowed by CORS ("*" alone: any); unset: no CORS headers
+	RequestTimeout time.Duration // REALSYNC_REQUEST_TIMEOUT, default 10s: body read and answer of every request but streams
 
 	secretGenerated bool
 }
@@ -78,6 +83,11 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
+	var h hardening
+	fs.StringVar(&h.modes, "modes", env("REALSYNC_MODES", ""), "allowed modes, comma-separated; unset: any (REALSYNC_MODES)")
+	fs.StringVar(&h.regions, "regions", env("REALSYNC_REGIONS", ""), "allowed regions, comma-separated; unset: any (REALSYNC_REGIONS)")
+	fs.StringVar(&h.cors, "cors-origins", env("REALSYNC_CORS_ORIGINS", ""), "origins allowed by CORS, comma-separated, or *; unset: no CORS (REALSYNC_CORS_ORIGINS)")
+	fs.StringVar(&h.requestTimeout, "request-timeout", env("REALSYNC_REQUEST_TIMEOUT", "10s"), "deadline of a request's body and answer, streams excepted (REALSYNC_REQUEST_TIMEOUT)")
 	if more != nil {
 		more(fs)
 	}
@@ -147,6 +157,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.MetricsAddr != "" && !validAddr(c.MetricsAddr) {
 		bad("REALSYNC_METRICS_ADDR", "must be host:port or :port, such as :9090")
 	}
+	parseHardening(h, &c, bad)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}
