@@ -75,9 +75,13 @@ func (s *Server) QuickJoin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, oapi.QuickJoined{Room: roomBody(q.Room, true), PlayerId: q.PlayerID, Created: q.Created})
 }
 
-// MyRooms implements GET /v1/me/rooms.
-func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request) {
-	js, err := s.rooms.MyRooms(r.Context(), userFrom(r.Context()))
+// MyRooms implements GET /v1/me/rooms: a page of the caller's rooms.
+func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request, params oapi.MyRoomsParams) {
+	if err := canonicalInts(r, "limit"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.rooms.MyRooms(r.Context(), userFrom(r.Context()), rooms.MyRoomsQuery{Limit: params.Limit, Cursor: deref(params.Cursor)})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -88,10 +92,14 @@ func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request) {
 		PlayerID int `json:"playerId"`
 	}
 	out := struct {
-		Rooms []myRoom `json:"rooms"`
-	}{Rooms: make([]myRoom, len(js))}
-	for i, j := range js {
+		Rooms      []myRoom `json:"rooms"`
+		NextCursor *string  `json:"nextCursor"`
+	}{Rooms: make([]myRoom, len(page.Rooms))}
+	for i, j := range page.Rooms {
 		out.Rooms[i] = myRoom{Room: roomBody(j.Room, false), PlayerID: j.PlayerID}
+	}
+	if page.NextCursor != "" {
+		out.NextCursor = &page.NextCursor
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -114,3 +114,49 @@ func TestAllowedNamesOverHTTP(t *testing.T) {
 	want(t, e.do("POST", "/v1/rooms", alice, `{"name":"a","mode":"battle","region":"us-west"}`), 201, "")
 	want(t, e.do("GET", "/v1/rooms?mode=battle&region=eu", alice, nil), 200, "")
 }
+
+// GET /v1/me/rooms is paged: limit rooms a page, nextCursor to the next,
+// null on the last; a bad limit or cursor is 422 naming it.
+func TestMyRoomsPaged(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	alice, _ := e.guest("alice")
+	var ids []string
+	for range 5 {
+		ids = append([]string{e.create(alice, arena)["id"].(string)}, ids...)
+	}
+	var got []string
+	path := "/v1/me/rooms?limit=2"
+	for pages := 0; pages < 5; pages++ {
+		r := e.do("GET", path, alice, nil)
+		want(t, r, 200, "")
+		list := r.body["rooms"].([]any)
+		if len(list) > 2 {
+			t.Fatalf("page of %d rooms", len(list))
+		}
+		for _, room := range list {
+			got = append(got, room.(map[string]any)["id"].(string))
+		}
+		next, isNext := r.body["nextCursor"].(string)
+		if !isNext {
+			if _, present := r.body["nextCursor"]; !present {
+				t.Fatalf("no nextCursor member: %s", r.raw)
+			}
+			break
+		}
+		path = "/v1/me/rooms?limit=2&cursor=" + next
+	}
+	if strings.Join(got, ",") != strings.Join(ids, ",") {
+		t.Fatalf("pages gave %v, want %v", got, ids)
+	}
+	first := e.do("GET", "/v1/me/rooms", alice, nil)
+	if n := len(first.body["rooms"].([]any)); n != 5 {
+		t.Fatalf("default page has %d rooms, want all 5", n)
+	}
+	for _, bad := range []struct{ query, field string }{{"limit=0", "limit"}, {"limit=101", "limit"}, {"limit=020", "limit"}, {"cursor=abc", "cursor"}} {
+		r := e.do("GET", "/v1/me/rooms?"+bad.query, alice, nil)
+		want(t, r, 422, "VALIDATION_FAILED")
+		if !strings.Contains(r.raw, `"field":"`+bad.field+`"`) {
+			t.Fatalf("%s: %s", bad.query, r.raw)
+		}
+	}
+}

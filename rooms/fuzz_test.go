@@ -94,3 +94,23 @@ func FuzzStatePatch(f *testing.F) {
 		}
 	})
 }
+
+// Whatever the text, a /v1/me/rooms cursor is refused, or it is exactly
+// the cursor of the position it decodes to.
+func FuzzMyRoomsCursor(f *testing.F) {
+	f.Add(encodeMyCursor(RoomPosition{Created: 1700000000000000, ID: "0aABCDEFGHIJKLMN"}))
+	f.Add("MTcwMDAwMDAwMDAwMDAwMC4wYUFCQw")
+	f.Add("MDE3LjBh")   // "017.0a": a leading zero
+	f.Add("LTEuMGE")    // "-1.0a"
+	f.Add("MTcuMGEuYg") // "17.0a.b"
+	f.Add("MTcuMGE=")   // padded
+	f.Fuzz(func(t *testing.T, s string) {
+		p, ok := decodeMyCursor(s)
+		if !ok {
+			return
+		}
+		if encodeMyCursor(p) != s || p.Created < 0 || !ValidRoomID(p.ID) {
+			t.Fatalf("cursor %q decodes to %+v, which encodes as %q", s, p, encodeMyCursor(p))
+		}
+	})
+}

@@ -98,12 +98,6 @@ func ViewFor(r Room, u User) Room {
 	return r
 }
 
-// MyRooms returns the rooms u is in, newest first, without players; u is a
-// member of each, so invite codes show.
-func (s *Service) MyRooms(ctx context.Context, u User) ([]Joined, error) {
-	return s.store.MyRooms(ctx, u)
-}
-
 // Join adds u to a public room by id (see Store.Join for the error order).
 func (s *Service) Join(ctx context.Context, u User, id string) (Joined, error) {
 	if !ValidRoomID(id) {

@@ -29,6 +29,7 @@ const (
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
+	REQUESTTIMEOUT       ProblemCode = "REQUEST_TIMEOUT"
 	ROOMFINISHED         ProblemCode = "ROOM_FINISHED"
 	ROOMFULL             ProblemCode = "ROOM_FULL"
 	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
@@ -70,6 +71,8 @@ func (e ProblemCode) Valid() bool {
 	case PLAYERNOTFOUND:
 		return true
 	case RATELIMITED:
+		return true
+	case REQUESTTIMEOUT:
 		return true
 	case ROOMFINISHED:
 		return true
@@ -322,7 +325,8 @@ type Mode = string
 
 // MyRoomList defines model for MyRoomList.
 type MyRoomList struct {
-	Rooms []struct {
+	NextCursor *string `json:"nextCursor"`
+	Rooms      []struct {
 		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
 		// of at most 128 characters or a number.
 		//
@@ -571,6 +575,9 @@ type NotFound = Problem
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed = Problem
 
+// RequestTimeout defines model for RequestTimeout.
+type RequestTimeout = Problem
+
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
 
@@ -589,6 +596,14 @@ type StreamLobbyEventsParams struct {
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
 }
 
+// MyRoomsParams defines parameters for MyRooms.
+type MyRoomsParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor `nextCursor` of the previous page, exactly as sent.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListRoomsParams defines parameters for ListRooms.
 type ListRoomsParams struct {
 	// Status Comma-separated statuses (default `waiting`).
@@ -604,7 +619,7 @@ type ListRoomsParams struct {
 	Sort   *ListRoomsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 	Limit  *int                 `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor `nextCursor` of the previous page; only valid with the same filters and sort.
+	// Cursor `nextCursor` of the previous page, exactly as sent; only valid with the same filters and sort.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -693,7 +708,7 @@ type ServerInterface interface {
 	QuickJoin(w http.ResponseWriter, r *http.Request)
 	// MyRooms The rooms the caller is in
 	// (GET /v1/me/rooms)
-	MyRooms(w http.ResponseWriter, r *http.Request)
+	MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams)
 	// ListRooms List public rooms
 	// (GET /v1/rooms)
 	ListRooms(w http.ResponseWriter, r *http.Request, params ListRoomsParams)
@@ -798,7 +813,7 @@ func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request) {
 
 // MyRooms The rooms the caller is in
 // (GET /v1/me/rooms)
-func (_ Unimplemented) MyRooms(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1056,8 +1071,40 @@ func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Requ
 // MyRooms operation middleware
 func (siw *ServerInterfaceWrapper) MyRooms(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params MyRoomsParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.MyRooms(w, r)
+		siw.Handler.MyRooms(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {

@@ -262,7 +262,10 @@ export interface paths {
          *     - with `Last-Event-ID` (header, or the `lastEventId` query parameter;
          *       the header wins): every later event the player may see, in order,
          *       when the room log still holds them (the last 1000 or more events)
-         *       and the id belongs to this history; otherwise a `snapshot`.
+         *       and the id belongs to this history; otherwise a `snapshot`. Send
+         *       the whole id back as received: an id without its tag
+         *       (`<version>` alone) cannot be checked against the history and
+         *       gets a `snapshot`, as does any id not in the server's form.
          *     Then live events. A comment `: ping` follows every
          *     `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
          *
@@ -396,7 +399,13 @@ export interface paths {
         };
         /**
          * The rooms the caller is in
-         * @description Newest first, without players, each with the caller's playerId; invite codes of private rooms show. Reads one index range per shard.
+         * @description Newest first (by creation, then id), without players, each with the
+         *     caller's playerId; invite codes of private rooms show. Paged like
+         *     `GET /v1/rooms`: `limit` rooms (1..100, default 20), then
+         *     `nextCursor` (null on the last page) for the next. Reads one index
+         *     entry per shard and the creation time of each of the caller's
+         *     rooms, then only the page's rooms. A page may hold fewer than
+         *     `limit` rooms when rooms closed while it was read.
          */
         get: operations["myRooms"];
         put?: never;
@@ -587,7 +596,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "REQUEST_TIMEOUT";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -740,6 +749,7 @@ export interface components {
             created: boolean;
         };
         MyRoomList: {
+            nextCursor: string | null;
             rooms: (components["schemas"]["Room"] & {
                 playerId: number;
             })[];
@@ -907,8 +917,17 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `PAYLOAD_TOO_LARGE`: body over 128 KiB, or state over 256 keys / 64 KiB. */
+        /** @description `PAYLOAD_TOO_LARGE`: body over the route's cap (see the conventions), or state over 256 keys / 64 KiB. */
         TooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `REQUEST_TIMEOUT`: the body did not arrive within the request timeout of the headers; the connection is closed. */
+        RequestTimeout: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1002,6 +1021,7 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
@@ -1022,7 +1042,7 @@ export interface operations {
                 region?: components["schemas"]["Region"];
                 sort?: "newest" | "oldest" | "fill";
                 limit?: number;
-                /** @description `nextCursor` of the previous page; only valid with the same filters and sort. */
+                /** @description `nextCursor` of the previous page, exactly as sent; only valid with the same filters and sort. */
                 cursor?: string;
             };
             header?: never;
@@ -1083,6 +1103,7 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
@@ -1114,6 +1135,7 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1208,6 +1230,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1366,6 +1389,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["TooLarge"];
@@ -1496,6 +1520,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1550,6 +1575,7 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
@@ -1558,14 +1584,18 @@ export interface operations {
     };
     myRooms: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description `nextCursor` of the previous page, exactly as sent. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The caller's rooms. */
+            /** @description A page of the caller's rooms. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1575,6 +1605,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            422: components["responses"]["Invalid"];
             503: components["responses"]["Unavailable"];
         };
     };
