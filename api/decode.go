@@ -10,35 +10,11 @@ import (
 	"net/http"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/realsync/realsync/rooms"
 )
-
-// MaxBodyBytes is the largest request body accepted (413 past it).
-const MaxBodyBytes = 128 << 10
-
-// limitBody answers 413 to a body over MaxBodyBytes before any other check
-// (authentication included), and buffers smaller bodies for the handlers.
-func (s *Server) limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBodyBytes {
-			s.tooLarge(w, r)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.tooLarge(w, r)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
-	s.writeError(w, r, fmt.Errorf("request body over %d bytes: %w", MaxBodyBytes, rooms.ErrTooLarge))
-}
 
 const (
 	jsonType       = "application/json"
@@ -73,37 +49,122 @@ func checkContentType(r *http.Request, types []string) error {
 	return fmt.Errorf("content-Type must be %s: %w", strings.Join(types, " or "), errUnsupportedMedia)
 }
 
-// decodeJSONObject is decodeBody's JSON part, exposed for fuzzing.
+// decodeJSONObject is decodeBody's JSON part, exposed for fuzzing. It
+// decodes strictly (github.com/go-json-experiment/json, the maintained
+// module of encoding/json/v2): member names match the struct's JSON names
+// exactly (encoding/json would let {"NAME":..} set name), a name repeated
+// anywhere in the body, state values and message data included, is
+// refused (400 naming it), invalid UTF-8 is refused rather than replaced,
+// and numbers decoded into interface values stay json.Number (exact, as
+// encoding/json's UseNumber kept them). An unknown member is a validation
+// failure naming it (422), as before.
 func decodeJSONObject(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return fmt.Errorf("body must be a JSON object: %w", errMalformed)
 	}
-	d := json.NewDecoder(bytes.NewReader(trimmed))
-	d.DisallowUnknownFields()
-	d.UseNumber()
-	if err := d.Decode(dst); err != nil {
+	if err := jsonv2.Unmarshal(trimmed, dst, strictJSON); err != nil {
+		// Decoding stops at the first error; a body that is malformed
+		// further on (a repeated name after an unknown one) is malformed.
+		if _, synErr := jsontext.NewDecoder(bytes.NewReader(trimmed)).ReadValue(); synErr != nil {
+			return jsonError(synErr)
+		}
 		return jsonError(err)
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return fmt.Errorf("body has data after the JSON object: %w", errMalformed)
 	}
 	return nil
 }
 
-func jsonError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return fmt.Errorf("%s must be %s, not %s: %w", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value, errMalformed)
+// strictJSON are the options of decodeJSONObject. Duplicate names and
+// case-sensitive matching are jsonv2's defaults; they are not repeated.
+var strictJSON = jsonv2.JoinOptions(jsonv2.RejectUnknownMembers(true), jsonv2.WithUnmarshalers(exactNumbers))
+
+// exactNumbers decodes a JSON number into an interface value as the
+// json.Number of its text (jsonv2 would make it a float64, rounding large
+// integers); anything else is left to the default.
+var exactNumbers = jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, v *any) error {
+	if d.PeekKind() != '0' {
+		return errors.ErrUnsupported
 	}
-	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return rooms.Invalid(strings.Trim(f, `"`), "is not a known field")
+	tok, err := d.ReadToken()
+	if err != nil {
+		return err
+	}
+	*v = json.Number(tok.String())
+	return nil
+})
+
+// jsonError turns a decoding error into the client's error: a duplicate
+// name, bad syntax or a value of the wrong type is malformed (400), an
+// unknown member a validation failure (422); each names where it is.
+func jsonError(err error) error {
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
+			return fmt.Errorf("body repeats the key %q (at %s): %w", lastToken(syn.JSONPointer), pointer(syn.JSONPointer), errMalformed)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("body is not valid JSON: it ends too early: %w", errMalformed)
+		}
+		return fmt.Errorf("body is not valid JSON at byte %d (%s): %w", syn.ByteOffset, pointer(syn.JSONPointer), errMalformed)
+	}
+	var sem *jsonv2.SemanticError
+	if errors.As(err, &sem) {
+		field := fieldName(sem.JSONPointer)
+		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
+			return rooms.Invalid(field, "is not a known field")
+		}
+		if sem.GoType != nil {
+			return fmt.Errorf("%s must be %s, not %s: %w", field, jsonKind(sem.GoType.Kind().String()), jsonValueKind(sem.JSONKind), errMalformed)
+		}
 	}
 	return fmt.Errorf("body is not valid JSON: %w", errMalformed)
+}
+
+// fieldName is a JSON pointer in the dotted form of field errors
+// ("/attributes/rank" is "attributes.rank"; the root is "body").
+func fieldName(p jsontext.Pointer) string {
+	if p == "" {
+		return "body"
+	}
+	var parts []string
+	for tok := range p.Tokens() {
+		parts = append(parts, tok)
+	}
+	return strings.Join(parts, ".")
+}
+
+func pointer(p jsontext.Pointer) string {
+	if p == "" {
+		return "the top level"
+	}
+	return fieldName(p)
+}
+
+func lastToken(p jsontext.Pointer) string {
+	last := ""
+	for tok := range p.Tokens() {
+		last = tok
+	}
+	return last
+}
+
+// jsonValueKind names the JSON value a client sent.
+func jsonValueKind(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string"
+	case '0':
+		return "a number out of range or of the wrong form"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "another value"
 }
 
 // jsonKind names a Go kind the way a JSON client thinks of it.

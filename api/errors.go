@@ -24,6 +24,7 @@ var (
 	errStreamTokenRequired = errors.New("stream token required")
 	// errRefreshNotAllowed: a studio's token is renewed by the studio's login.
 	errRefreshNotAllowed = errors.New("refresh not allowed")
+	errRequestTimeout    = errors.New("request timeout")
 )
 
 // problem is one row of the error table.
@@ -54,6 +55,7 @@ var problems = []problem{
 	{rooms.ErrNoMatch, 404, "NO_MATCH", "No room matches"},
 	{errRouteNotFound, 404, "NOT_FOUND", "Not found"},
 	{errMethodNotAllowed, 405, "METHOD_NOT_ALLOWED", "Method not allowed"},
+	{errRequestTimeout, 408, "REQUEST_TIMEOUT", "Request timeout"},
 	{rooms.ErrRoomFull, 409, "ROOM_FULL", "Room is full"},
 	{rooms.ErrNotJoinable, 409, "ROOM_NOT_JOINABLE", "Room is not joinable"},
 	{rooms.ErrInvalidTransition, 409, "INVALID_TRANSITION", "Status change not allowed"},

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/api/oapi"
-	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 )
@@ -39,7 +38,7 @@ func (s *Server) StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomID
 // StreamLobbyEvents implements GET /v1/lobby/events.
 func (s *Server) StreamLobbyEvents(w http.ResponseWriter, r *http.Request, params oapi.StreamLobbyEventsParams) {
 	mode, region := deref(params.Mode), deref(params.Region)
-	if err := lobby.CheckFilter(mode, region); err != nil {
+	if err := s.lobby.CheckFilter(mode, region); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

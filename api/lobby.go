@@ -10,6 +10,10 @@ import (
 
 // ListRooms implements GET /v1/rooms.
 func (s *Server) ListRooms(w http.ResponseWriter, r *http.Request, params oapi.ListRoomsParams) {
+	if err := canonicalInts(r, "limit"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	p := lobby.ListParams{Status: deref(params.Status), Joinable: deref(params.Joinable), Mode: deref(params.Mode), Region: deref(params.Region),
 		Sort: string(deref(params.Sort)), Limit: params.Limit, Cursor: deref(params.Cursor), Query: r.URL.Query()}
 	page, err := s.lobby.List(r.Context(), p)
@@ -25,6 +29,21 @@ func (s *Server) ListRooms(w http.ResponseWriter, r *http.Request, params oapi.L
 		out.NextCursor = &page.NextCursor
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// canonicalInts refuses an integer query parameter that is not in
+// canonical form (rooms.ParseCanonical: "020" is not 20), naming it; the
+// generated binding would accept it.
+func canonicalInts(r *http.Request, names ...string) error {
+	q := r.URL.Query()
+	for _, name := range names {
+		if v, ok := q[name]; ok {
+			if _, ok := rooms.ParseCanonical(v[0]); !ok {
+				return rooms.Invalid(name, "must be an integer in canonical form (no sign or leading zero)")
+			}
+		}
+	}
+	return nil
 }
 
 func deref[T any](p *T) T {
@@ -56,9 +75,13 @@ func (s *Server) QuickJoin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, oapi.QuickJoined{Room: roomBody(q.Room, true), PlayerId: q.PlayerID, Created: q.Created})
 }
 
-// MyRooms implements GET /v1/me/rooms.
-func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request) {
-	js, err := s.rooms.MyRooms(r.Context(), userFrom(r.Context()))
+// MyRooms implements GET /v1/me/rooms: a page of the caller's rooms.
+func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request, params oapi.MyRoomsParams) {
+	if err := canonicalInts(r, "limit"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.rooms.MyRooms(r.Context(), userFrom(r.Context()), rooms.MyRoomsQuery{Limit: params.Limit, Cursor: deref(params.Cursor)})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -69,10 +92,14 @@ func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request) {
 		PlayerID int `json:"playerId"`
 	}
 	out := struct {
-		Rooms []myRoom `json:"rooms"`
-	}{Rooms: make([]myRoom, len(js))}
-	for i, j := range js {
+		Rooms      []myRoom `json:"rooms"`
+		NextCursor *string  `json:"nextCursor"`
+	}{Rooms: make([]myRoom, len(page.Rooms))}
+	for i, j := range page.Rooms {
 		out.Rooms[i] = myRoom{Room: roomBody(j.Room, false), PlayerID: j.PlayerID}
+	}
+	if page.NextCursor != "" {
+		out.NextCursor = &page.NextCursor
 	}
 	writeJSON(w, http.StatusOK, out)
 }

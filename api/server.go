@@ -62,6 +62,12 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// address (clientip.go); none: the peer is the client.
 	TrustedProxies []netip.Prefix
+	// CORSOrigins are the origins browsers may call the API and open
+	// streams from ("*": any); none: no CORS headers (see newCORS).
+	CORSOrigins []string
+	// RequestTimeout bounds reading each request's body and answering each
+	// request but event streams (408, 503); 0: DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
 
 // Server implements oapi.ServerInterface.
@@ -82,6 +88,7 @@ type Server struct {
 	available      func() bool // see Config.Available
 	limits         rateLimits
 	trustedProxies []netip.Prefix
+	requestTimeout time.Duration
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -98,8 +105,16 @@ func NewHandler(cfg Config) http.Handler {
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}
+	s.requestTimeout = cfg.RequestTimeout
+	if s.requestTimeout <= 0 {
+		s.requestTimeout = DefaultRequestTimeout
+	}
 	r := chi.NewRouter()
-	r.Use(s.observe, s.recoverPanics, s.limitBody, s.authenticate, s.requireStore)
+	r.Use(s.observe, s.recoverPanics)
+	if c := newCORS(cfg.CORSOrigins); c != nil {
+		r.Use(c)
+	}
+	r.Use(s.limitBody, s.limitTime, s.authenticate, s.requireStore)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
 	if cfg.Demo != nil {

@@ -16,10 +16,22 @@ import (
 // Service validates listing requests and pages through the Index.
 type Service struct {
 	index Index
+	names rooms.Names
 }
 
-// NewService returns a Service over index.
-func NewService(index Index) *Service { return &Service{index: index} }
+// Config is what a Service needs; cmd/realsyncd wires it.
+type Config struct {
+	Index Index
+	// Names restrict the mode and region filters (a validation error
+	// naming the parameter); empty: any of their form.
+	Names rooms.Names
+}
+
+// New returns a Service as cfg says.
+func New(cfg Config) *Service { return &Service{index: cfg.Index, names: cfg.Names} }
+
+// NewService returns a Service over index accepting any mode and region.
+func NewService(index Index) *Service { return New(Config{Index: index}) }
 
 // ListParams are the raw query parameters; empty means absent.
 type ListParams struct {
@@ -46,7 +58,7 @@ var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // List returns one page of public rooms. A ValidationError names each bad
 // parameter; a cursor made for other filters or sort is invalid too.
 func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
-	q, err := parse(p)
+	q, err := s.parse(p)
 	if err != nil {
 		return Page{}, err
 	}
@@ -61,13 +73,20 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 	return page, nil
 }
 
-// CheckFilter validates the mode and region of a lobby feed ("" for any).
-func CheckFilter(mode, region string) error {
+// CheckFilter validates the mode and region of a lobby feed ("" for any):
+// their form, and that they are among the allowed Names.
+func (s *Service) CheckFilter(mode, region string) error {
 	var errs []rooms.FieldError
 	for _, f := range [][2]string{{"mode", mode}, {"region", region}} {
 		if f[1] != "" && !slugRe.MatchString(f[1]) {
 			errs = append(errs, rooms.FieldError{Field: f[0], Message: "must match ^[a-z0-9][a-z0-9_-]{0,31}$"})
 		}
+	}
+	if mode != "" {
+		errs = append(errs, s.names.CheckMode("mode", mode)...)
+	}
+	if region != "" {
+		errs = append(errs, s.names.CheckRegion("region", region)...)
 	}
 	if len(errs) > 0 {
 		return &rooms.ValidationError{Fields: errs}
@@ -78,7 +97,7 @@ func CheckFilter(mode, region string) error {
 // Stats returns live room and player counts.
 func (s *Service) Stats(ctx context.Context) (Stats, error) { return s.index.Stats(ctx) }
 
-func parse(p ListParams) (Query, error) {
+func (s *Service) parse(p ListParams) (Query, error) {
 	var errs []rooms.FieldError
 	bad := func(field, msg string) { errs = append(errs, rooms.FieldError{Field: field, Message: msg}) }
 	q := Query{Mode: p.Mode, Region: p.Region, Sort: Newest, Limit: DefaultLimit, Joinable: p.Joinable}
@@ -91,7 +110,7 @@ func parse(p ListParams) (Query, error) {
 	}
 	q.Statuses = statuses
 	var verr *rooms.ValidationError
-	if errors.As(CheckFilter(p.Mode, p.Region), &verr) {
+	if errors.As(s.CheckFilter(p.Mode, p.Region), &verr) {
 		errs = append(errs, verr.Fields...)
 	}
 	switch Sort(p.Sort) {
@@ -178,8 +197,15 @@ func encodeCursor(q Query, p Position) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// decodeCursor reads a cursor of query q. Only the exact text
+// encodeCursor makes for its position is accepted (canonical: one position
+// has one cursor), so no hand-edited variant (other padding, case of
+// member names, repeated members) reaches the index.
 func decodeCursor(q Query, s string) (Position, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	if len(s) > maxCursorLen {
+		return Position{}, false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return Position{}, false
 	}
@@ -188,8 +214,16 @@ func decodeCursor(q Query, s string) (Position, bool) {
 		(q.Sort == Fill) != (c.Key != "") || len(c.Key) > 64 {
 		return Position{}, false
 	}
-	return Position{Score: c.Score, ID: c.ID, Key: c.Key}, true
+	p := Position{Score: c.Score, ID: c.ID, Key: c.Key}
+	if encodeCursor(q, p) != s {
+		return Position{}, false
+	}
+	return p, true
 }
+
+// maxCursorLen bounds a cursor's text: the longest encodeCursor makes (a
+// 64-byte key, a 40-byte id, a 19-digit score) is under 256.
+const maxCursorLen = 256
 
 // Before reports whether a comes before b in sort order s: newest is score
 // descending then id descending; oldest is the reverse; fill is Key

@@ -67,7 +67,7 @@ func TestParseFillAndJoinable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := parse(c.p)
+			_, err := (&Service{}).parse(c.p)
 			var verr *rooms.ValidationError
 			switch {
 			case c.field == "" && err != nil:
@@ -77,13 +77,75 @@ func TestParseFillAndJoinable(t *testing.T) {
 			}
 		})
 	}
-	q, _ := parse(ListParams{Sort: "fill", Joinable: true})
+	q, _ := (&Service{}).parse(ListParams{Sort: "fill", Joinable: true})
 	c := encodeCursor(q, Position{ID: "0aABC", Key: "098|00000000000000001|0aABC"})
 	if p, ok := decodeCursor(q, c); !ok || p.Key == "" {
 		t.Fatalf("fill cursor round trip = %v, %v", p, ok)
 	}
-	newest, _ := parse(ListParams{Joinable: true})
+	newest, _ := (&Service{}).parse(ListParams{Joinable: true})
 	if _, ok := decodeCursor(newest, c); ok {
 		t.Fatal("a fill cursor was accepted for newest")
 	}
+}
+
+// With allow-lists, a mode or region filter outside them is a validation
+// error naming the parameter and listing the allowed names, on the lobby
+// listing and the lobby feed alike.
+func TestAllowedNames(t *testing.T) {
+	s := New(Config{Names: rooms.Names{Modes: []string{"duel", "battle"}, Regions: []string{"eu"}}})
+	cases := []struct {
+		name          string
+		mode, region  string
+		field, reason string // "" when valid
+	}{
+		{"Allowed", "duel", "eu", "", ""},
+		{"Any", "", "", "", ""},
+		{"ModeNotAllowed", "race", "eu", "mode", "must be one of: duel, battle"},
+		{"RegionNotAllowed", "duel", "us", "region", "must be one of: eu"},
+		{"BadFormFirst", "Duel", "", "mode", "must match ^[a-z0-9][a-z0-9_-]{0,31}$"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for what, err := range map[string]error{
+				"feed": s.CheckFilter(c.mode, c.region),
+				"list": func() error { _, err := s.parse(ListParams{Mode: c.mode, Region: c.region}); return err }(),
+			} {
+				var verr *rooms.ValidationError
+				switch {
+				case c.field == "" && err != nil:
+					t.Fatalf("%s refused: %v", what, err)
+				case c.field != "" && (!errors.As(err, &verr) || len(verr.Fields) != 1 || verr.Fields[0] != rooms.FieldError{Field: c.field, Message: c.reason}):
+					t.Fatalf("%s: got %v, want %s %s", what, err, c.field, c.reason)
+				}
+			}
+		})
+	}
+}
+
+// Whatever the text, a cursor is refused, or it is exactly the cursor
+// encodeCursor makes for the position it decodes to (one spelling per
+// position), for the query it was made for.
+func FuzzDecodeCursor(f *testing.F) {
+	s := &Service{}
+	newest, _ := s.parse(ListParams{})
+	fill, _ := s.parse(ListParams{Sort: "fill", Joinable: true})
+	f.Add(encodeCursor(newest, Position{Score: 1700000000000000, ID: "0aABC"}))
+	f.Add(encodeCursor(fill, Position{ID: "0aABC", Key: "098|00000000000000001|0aABC"}))
+	f.Add("eyJpIjoiMGFBQkMiLCJxIjoxfQ")
+	f.Add("eyJpIjoiMGFBQkMiLCJJIjoiMGFBQkMiLCJxIjoxfQ==")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, c string) {
+		for _, q := range []Query{newest, fill} {
+			p, ok := decodeCursor(q, c)
+			if !ok {
+				continue
+			}
+			if again := encodeCursor(q, p); again != c {
+				t.Fatalf("cursor %q decodes to %+v, which encodes as %q", c, p, again)
+			}
+			if !rooms.ValidRoomID(p.ID) || (q.Sort == Fill) != (p.Key != "") {
+				t.Fatalf("cursor %q decodes to an impossible position %+v", c, p)
+			}
+		}
+	})
 }

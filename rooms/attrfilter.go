@@ -3,6 +3,8 @@ package rooms
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +51,19 @@ func (f AttrFilter) Match(attrs map[string]any) bool {
 		return false
 	}
 	return true
+}
+
+// jsonNumberRe is the JSON grammar of a number (RFC 8259, section 6).
+var jsonNumberRe = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// FiniteNumber parses s when it is a JSON number whose value is a finite
+// float64; anything else (NaN, Inf, "1e400", "0x10", "+1", "") is false.
+func FiniteNumber(s string) (float64, bool) {
+	if len(s) > 64 || !jsonNumberRe.MatchString(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	return n, err == nil && !math.IsInf(n, 0) && !math.IsNaN(n)
 }
 
 func number(v any) (float64, bool) {
@@ -120,10 +135,12 @@ func ParseAttrQuery(q map[string][]string) ([]AttrFilter, error) {
 	return out, nil
 }
 
-// set applies one operator; returns a message when it is bad.
+// set applies one operator; returns a message when it is bad. A bound
+// must be a finite number written as JSON writes numbers: NaN (which
+// compares false with everything, so "gte=NaN" would match every room),
+// Inf, overflow ("1e400"), hex and the like are refused.
 func (f *AttrFilter) set(op, val string) string {
-	n, err := strconv.ParseFloat(val, 64)
-	isNum := err == nil
+	n, isNum := FiniteNumber(val)
 	switch op {
 	case "":
 		if utf8.RuneCountInString(val) > 128 {
@@ -133,7 +150,7 @@ func (f *AttrFilter) set(op, val string) string {
 		return ""
 	case "gte", "gt", "lte", "lt":
 		if !isNum {
-			return "must be a number"
+			return "must be a finite number (JSON number syntax, within ±1.8e308)"
 		}
 		if op[0] == 'g' {
 			f.Min, f.MinExclusive = &n, op == "gt"

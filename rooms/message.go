@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strconv"
 	"time"
 )
 
@@ -89,6 +88,7 @@ func (s *Service) SendMessage(ctx context.Context, u User, room string, p Messag
 }
 
 // MessageQuery is a history request as the client sent it; "" is absent.
+// Both are decimals in canonical form (ParseCanonical).
 type MessageQuery struct {
 	Limit  string // 1..100, default 50
 	Before string // a version: only older messages
@@ -104,16 +104,16 @@ func (s *Service) Messages(ctx context.Context, u User, room string, q MessageQu
 	limit, before := DefaultMessages, int64(0)
 	var errs fieldErrors
 	if q.Limit != "" {
-		n, err := strconv.Atoi(q.Limit)
-		if err != nil || n < 1 || n > MaxMessagesPage {
+		n, ok := ParseCanonical(q.Limit)
+		if !ok || n < 1 || n > MaxMessagesPage {
 			errs.add("limit", "must be an integer 1..%d", MaxMessagesPage)
 		}
-		limit = n
+		limit = int(n)
 	}
 	if q.Before != "" {
-		n, err := strconv.ParseInt(q.Before, 10, 64)
-		if err != nil || n < 1 {
-			errs.add("before", "must be a version (an integer of at least 1)")
+		n, ok := ParseCanonical(q.Before)
+		if !ok || n < 1 {
+			errs.add("before", "must be a version (an integer of at least 1, in canonical form)")
 		}
 		before = n
 	}

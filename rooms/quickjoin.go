@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 )
 
 // ErrNoMatch: quick-join found no room to join and was not asked to create
@@ -86,6 +87,9 @@ func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
 	case string:
 		return f, f.set("", x)
 	case json.Number:
+		if _, ok := FiniteNumber(x.String()); !ok {
+			return f, "must be a finite number"
+		}
 		return f, f.set("", x.String())
 	case map[string]any:
 		for op, b := range x {
@@ -135,12 +139,17 @@ type Matchmaker interface {
 	QuickJoin(ctx context.Context, u User, mode string, regions []string, filters []AttrFilter, create *NewRoom) (QuickJoined, error)
 }
 
-// QuickJoin validates p and quick-joins on behalf of u.
+// QuickJoin validates p (the mode and every region also against the
+// allowed Names) and quick-joins on behalf of u.
 func (s *Service) QuickJoin(ctx context.Context, u User, p QuickJoinParams) (QuickJoined, error) {
 	if err := PlayersOnly(u); err != nil {
 		return QuickJoined{}, err
 	}
 	errs := structErrors(s.validate, p)
+	errs = append(errs, s.names.CheckMode("mode", p.Mode)...)
+	for i, r := range p.Regions {
+		errs = append(errs, s.names.CheckRegion("regions."+strconv.Itoa(i), r)...)
+	}
 	filters, ferrs := p.attrFilters()
 	errs = append(errs, ferrs...)
 	if p.Create != nil && len(p.Regions) == 0 {

@@ -14,14 +14,27 @@ import (
 type Service struct {
 	store    Store
 	validate *validator.Validate
+	names    Names
 }
 
-// NewService returns a Service over store.
-func NewService(store Store) *Service {
-	return &Service{store: store, validate: newValidator()}
+// Config is what a Service needs; cmd/realsyncd wires it.
+type Config struct {
+	Store Store
+	// Names restrict the modes and regions of rooms and quick-joins
+	// (a validation error naming the field); empty: any of their form.
+	Names Names
 }
 
-// Create validates p, applies the defaults (maxPlayers 8, public, owner
+// New returns a Service as cfg says.
+func New(cfg Config) *Service {
+	return &Service{store: cfg.Store, validate: newValidator(), names: cfg.Names}
+}
+
+// NewService returns a Service over store accepting any mode and region.
+func NewService(store Store) *Service { return New(Config{Store: store}) }
+
+// Create validates p (mode and region also against the allowed Names),
+// applies the defaults (maxPlayers 8, public, owner
 // policy) and creates the room with u as owner, player 1. Returns a
 // ValidationError naming every bad field, or ErrTooLarge when the initial
 // state is over its totals.
@@ -30,6 +43,8 @@ func (s *Service) Create(ctx context.Context, u User, p CreateParams) (Joined, e
 		return Joined{}, err
 	}
 	errs := structErrors(s.validate, p)
+	errs = append(errs, s.names.CheckMode("mode", p.Mode)...)
+	errs = append(errs, s.names.CheckRegion("region", p.Region)...)
 	errs = append(errs, validateState("state", p.State, false)...)
 	if err := errs.err(); err != nil {
 		return Joined{}, err
@@ -91,15 +106,6 @@ func ViewFor(r Room, u User) Room {
 	return r
 }
 
-// MyRooms returns the rooms u is in, newest first, without players; u is a
-// member of each, so invite codes show.
-func (s *Service) MyRooms(ctx context.Context, u User) ([]Joined, error) {
-	if err := PlayersOnly(u); err != nil {
-		return nil, err
-	}
-	return s.store.MyRooms(ctx, u)
-}
-
 // Join adds u to a public room by id (see Store.Join for the error order).
 func (s *Service) Join(ctx context.Context, u User, id string) (Joined, error) {
 	if err := PlayersOnly(u); err != nil {
@@ -142,7 +148,8 @@ func (s *Service) Leave(ctx context.Context, u User, id string) error {
 // Kick removes the player playerID (a decimal string from the path) on
 // behalf of the owner u, or of the server (ScopeAdmin); with ban, that
 // player's user may not join the room again (ErrBanned) for as long as it
-// lives. A playerID that is not a positive integer is ErrPlayerNotFound.
+// lives. A playerID that is not a positive integer in canonical form
+// (ParseCanonical: "02" and "+2" are not player 2) is ErrPlayerNotFound.
 func (s *Service) Kick(ctx context.Context, u User, id, playerID string, ban bool) error {
 	if err := RequireScope(u, ScopeAdmin); err != nil {
 		return err
@@ -150,14 +157,14 @@ func (s *Service) Kick(ctx context.Context, u User, id, playerID string, ban boo
 	if !ValidRoomID(id) {
 		return ErrRoomNotFound
 	}
-	pid, err := strconv.Atoi(playerID)
-	if err != nil || pid < 1 {
+	pid, ok := ParseCanonical(playerID)
+	if !ok || pid < 1 {
 		return ErrPlayerNotFound
 	}
 	if ban {
-		return s.store.Ban(ctx, u, id, pid)
+		return s.store.Ban(ctx, u, id, int(pid))
 	}
-	return s.store.Kick(ctx, u, id, pid)
+	return s.store.Kick(ctx, u, id, int(pid))
 }
 
 // Update validates p and applies it on behalf of the owner u, or of the

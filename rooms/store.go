@@ -41,8 +41,12 @@ type Store interface {
 	// stateVersion, ErrStateKeyForbidden, ErrTooLarge past the totals.
 	PatchState(ctx context.Context, u User, id string, patch StatePatch) (Versions, error)
 
-	// MyRooms returns the rooms u is in, newest first, without players.
-	MyRooms(ctx context.Context, u User) ([]Joined, error)
+	// MyRooms returns up to limit of the rooms u is in after position
+	// after (nil: from the newest), newest first, without players, and
+	// the position of the page's last room when more follow (nil on the
+	// last page). It reads the creation time of each of u's rooms, and
+	// only the page's rooms whole.
+	MyRooms(ctx context.Context, u User, after *RoomPosition, limit int) ([]Joined, *RoomPosition, error)
 
 	MessageStore
 	Matchmaker

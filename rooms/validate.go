@@ -3,6 +3,7 @@ package rooms
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -40,7 +41,7 @@ var messages = map[string]string{
 	"slug":      "must match ^[a-z0-9][a-z0-9_-]{0,31}$",
 	"oneof":     "must be one of: ",
 	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
-	"attrvalue": "must be a string of at most 128 characters or a number",
+	"attrvalue": "must be a string of at most 128 characters or a finite number",
 	"unique":    "must not repeat a value",
 }
 
@@ -68,12 +69,18 @@ func hasControl(s string) bool {
 	return strings.IndexFunc(s, unicode.IsControl) >= 0
 }
 
-// validAttrValue accepts a string of at most 128 characters or a number.
+// validAttrValue accepts a string of at most 128 characters or a finite
+// number (1e400 would be stored as text no client could read back).
 func validAttrValue(v any) bool {
 	switch x := v.(type) {
 	case string:
 		return utf8.RuneCountInString(x) <= 128
-	case json.Number, float64, int:
+	case json.Number:
+		_, ok := FiniteNumber(x.String())
+		return ok
+	case float64:
+		return !math.IsInf(x, 0) && !math.IsNaN(x)
+	case int:
 		return true
 	}
 	return false

@@ -80,7 +80,7 @@ func TestStreamMetrics(t *testing.T) {
 		v := version(t, e, id)
 		fresh.waitFor(t, v)
 		replay, other := newClient(), newClient()
-		_, replayDone := e.serve(t, bob, id, sse.Cursor{Set: true, Version: v - 2}, replay)
+		_, replayDone := e.serve(t, bob, id, cursorOf(t, fresh, v-2), replay)
 		_, otherDone := e.serve(t, bob, id, sse.Cursor{Set: true, Version: v, Tag: "zzzzzz"}, other)
 		replay.waitFor(t, v)
 		other.waitFor(t, v)

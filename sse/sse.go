@@ -98,15 +98,48 @@ type Cursor struct {
 
 // ParseCursor reads a Last-Event-ID ("<version>" or "<version>-<tag>").
 // An empty id means none; an id that is not one of ours also means none, so
-// the client starts over with a snapshot rather than an error.
+// the client starts over with a snapshot rather than an error. Ours means
+// canonical: the version a decimal without sign or leading zero (at most
+// 19 digits), the tag 1..16 characters of [A-Za-z0-9].
 func ParseCursor(id string) Cursor {
-	v, tag, _ := strings.Cut(id, "-")
+	v, tag, hasTag := strings.Cut(id, "-")
+	if v == "" || len(v) > 19 || (v[0] == '0' && len(v) > 1) || (hasTag && !validTag(tag)) {
+		return Cursor{}
+	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || len(tag) > 16 {
+	if err != nil || n < 0 || v[0] == '+' {
 		return Cursor{}
 	}
 	return Cursor{Set: true, Version: n, Tag: tag}
 }
+
+func validTag(tag string) bool {
+	if tag == "" || len(tag) > 16 {
+		return false
+	}
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// String is the Last-Event-ID c was read from ("" when not set).
+func (c Cursor) String() string {
+	if !c.Set {
+		return ""
+	}
+	return formatID(c.Version, c.Tag)
+}
+
+// Verifiable reports whether a resume from c can be checked against the
+// room's log: the server tags every event's id, and only the tag tells a
+// version of this history from the same number in another (a room
+// restored from a backup, a client that made an id up). A bare version
+// is not verifiable: the stream starts with a snapshot.
+func (c Cursor) Verifiable() bool { return c.Set && c.Tag != "" }
 
 // Lease is one open stream's presence: while its instance renews it, the
 // player shows as connected, and the stream counts among its user's open

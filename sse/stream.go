@@ -75,7 +75,11 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	if err != nil {
 		return err
 	}
-	o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, c, h.cfg.ReplayLimit)
+	from := c
+	if !c.Verifiable() {
+		from = Cursor{} // a snapshot (counted as a resume's snapshot when c is set)
+	}
+	o, err := h.cfg.Source.OpenStream(ctx, st.lease, ReadFrom, from, h.cfg.ReplayLimit)
 	if err != nil {
 		h.detach(r, st)
 		return err

@@ -26,6 +26,22 @@ func version(t *testing.T, e *env, id string) int64 {
 	return r.Version
 }
 
+// cursorOf is the Last-Event-ID of the event of version v cl received.
+func cursorOf(t *testing.T, cl *client, v int64) sse.Cursor {
+	t.Helper()
+	for _, f := range cl.waitFor(t, v) {
+		if f.Version == v {
+			c := sse.ParseCursor(f.ID)
+			if !c.Verifiable() {
+				t.Fatalf("event %d has the untagged id %q", v, f.ID)
+			}
+			return c
+		}
+	}
+	t.Fatalf("no event of version %d in %v", v, cl.all())
+	return sse.Cursor{}
+}
+
 // Streams opened while a writer keeps writing each get a snapshot (or the
 // replay after their cursor) and then every later event once, in order:
 // subscribe first, then read, then drop what was already sent.
@@ -33,6 +49,9 @@ func TestStreamsOpenedDuringWritesMissNothing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		e := newEnv(t, b)
 		id := e.room(t, bob)
+		tracker := newClient() // its ids are the cursors resumed from
+		e.serve(t, alice, id, sse.Cursor{}, tracker)
+		tracker.waitFor(t, version(t, e, id))
 		const writes = 150
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -47,7 +66,7 @@ func TestStreamsOpenedDuringWritesMissNothing(t *testing.T) {
 			cl := newClient()
 			c := sse.Cursor{}
 			if i%2 == 1 { // resume from a version the log holds
-				c = sse.Cursor{Set: true, Version: version(t, e, id) - 1}
+				c = sse.ParseCursor(last(tracker.all()).ID)
 			}
 			e.serve(t, []rooms.User{alice, bob}[i%2], id, c, cl)
 			clients = append(clients, cl)
@@ -412,4 +431,40 @@ func TestStreamEndsWhenItsLeaseLapses(t *testing.T) {
 	if !strings.Contains(logs.String(), `why=lapsed`) {
 		t.Errorf("the hub does not say why the stream ended:\n%s", logs.String())
 	}
+}
+
+// A Last-Event-ID without its tag cannot be checked against the room's
+// history, so the stream starts with a snapshot; the same version with its
+// tag resumes from the log.
+func TestUntaggedLastEventIDStartsWithSnapshot(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := newEnv(t, b)
+		id := e.room(t, bob)
+		tracker := newClient()
+		e.serve(t, alice, id, sse.Cursor{}, tracker)
+		tracker.waitFor(t, version(t, e, id))
+		for i := range 3 {
+			e.patch(t, alice, id, i)
+		}
+		v := version(t, e, id)
+		tagged := cursorOf(t, tracker, v-1)
+		cases := []struct {
+			name     string
+			c        sse.Cursor
+			snapshot bool
+		}{
+			{"Tagged", tagged, false},
+			{"Bare", sse.Cursor{Set: true, Version: tagged.Version}, true},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				cl := newClient()
+				e.serve(t, bob, id, tc.c, cl)
+				fs := cl.waitFor(t, v)
+				if got := fs[0].Type == "snapshot"; got != tc.snapshot {
+					t.Fatalf("resume from %q starts with %s (%d frames)", tc.c, fs[0].Type, len(fs))
+				}
+			})
+		}
+	})
 }

@@ -45,9 +45,18 @@ func spread(i int) rooms.NewRoom {
 func reality(t *testing.T, s *store.Store, u rooms.User) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	mine, err := s.MyRooms(ctx, u)
-	if err != nil {
-		t.Fatal(err)
+	var mine []rooms.Joined
+	var after *rooms.RoomPosition
+	for {
+		page, next, err := s.MyRooms(ctx, u, after, rooms.MaxMyRooms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, page...)
+		if next == nil {
+			break
+		}
+		after = next
 	}
 	out := map[string]string{}
 	for _, j := range mine {

@@ -126,8 +126,8 @@ func TestLifecycleClosesRooms(t *testing.T) {
 					if rep[tc.action] != 1 {
 						t.Errorf("janitor report %v, want %s: 1", rep, tc.action)
 					}
-					if rooms, err := s.MyRooms(context.Background(), bob); err != nil || len(rooms) != 0 {
-						t.Errorf("bob's rooms after the close: %v, %v", rooms, err)
+					if mine, _, err := s.MyRooms(context.Background(), bob, nil, rooms.MaxMyRooms); err != nil || len(mine) != 0 {
+						t.Errorf("bob's rooms after the close: %v, %v", mine, err)
 					}
 					checkInvariants(t, s)
 				})

@@ -106,7 +106,7 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 	}
 	wantMine := map[rooms.User][]string{alice: {r1, r2, r3}, bob: {r1, r3}, carol: {r2, r3}, dave: {r1}}
 	for u, want := range wantMine {
-		mine, err := s2.MyRooms(ctx, u)
+		mine, _, err := s2.MyRooms(ctx, u, nil, rooms.MaxMyRooms)
 		var got []string
 		for _, j := range mine {
 			got = append(got, j.Room.ID)

@@ -11,28 +11,63 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// MyRooms implements rooms.Store: one pipelined range of every shard's user
-// index, then one pipelined read of the rooms found.
-func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, error) {
+// MyRooms implements rooms.Store: one pipelined read of every shard's user
+// index, one pipelined read of the creation time of each room found, then
+// one pipelined read of the page's rooms.
+func (s *Store) MyRooms(ctx context.Context, u rooms.User, after *rooms.RoomPosition, limit int) ([]rooms.Joined, *rooms.RoomPosition, error) {
 	all := make([]int, s.shards)
 	for i := range all {
 		all[i] = i
 	}
 	ids, err := s.userRooms(ctx, u, all)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	created := make([]*redis.StringCmd, len(ids))
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			shard, _ := roomShard(id, s.shards)
+			created[i] = p.HGet(ctx, s.keys.room(shard, id), "cr")
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, nil, wrap(err)
+	}
+	var order []rooms.RoomPosition
+	for i, id := range ids {
+		cr, err := created[i].Int64()
+		if err != nil {
+			continue // closed since the index was read
+		}
+		if p := (rooms.RoomPosition{Created: cr, ID: id}); after == nil || after.Before(p) {
+			order = append(order, p)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].Before(order[j]) })
+	var next *rooms.RoomPosition
+	if len(order) > limit {
+		order = order[:limit]
+		next = &order[limit-1]
+	}
+	out, err := s.readMine(ctx, u, order)
+	return out, next, err
+}
+
+// readMine reads the rooms at positions (in that order) with u's playerId
+// in each, leaving out those u left or that closed meanwhile.
+func (s *Store) readMine(ctx context.Context, u rooms.User, positions []rooms.RoomPosition) ([]rooms.Joined, error) {
 	type read struct {
 		id   string
 		room *redis.MapStringStringCmd
 		pid  *redis.StringCmd
 	}
-	var reads []read
-	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, id := range ids {
-			shard, _ := roomShard(id, s.shards)
-			reads = append(reads, read{id, p.HGetAll(ctx, s.keys.room(shard, id)),
-				p.HGet(ctx, s.keys.room(shard, id)+":users", u.ID)})
+	reads := make([]read, len(positions))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, pos := range positions {
+			shard, _ := roomShard(pos.ID, s.shards)
+			reads[i] = read{pos.ID, p.HGetAll(ctx, s.keys.room(shard, pos.ID)),
+				p.HGet(ctx, s.keys.room(shard, pos.ID)+":users", u.ID)}
 		}
 		return nil
 	})
@@ -40,20 +75,17 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User) ([]rooms.Joined, erro
 		return nil, wrap(err)
 	}
 	out := make([]rooms.Joined, 0, len(reads))
-	created := map[string]int64{} // µs, finer than Room.CreatedAt
 	for _, r := range reads {
 		pid, _ := r.pid.Int()
 		if len(r.room.Val()) == 0 || pid == 0 {
-			continue // left or closed between the two reads
+			continue // left or closed between the reads
 		}
 		room, err := decodeRoom(r.id, r.room.Val(), nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		created[r.id] = atoi64(r.room.Val()["cr"])
 		out = append(out, rooms.Joined{Room: room, PlayerID: pid})
 	}
-	sort.Slice(out, func(i, j int) bool { return created[out[i].Room.ID] > created[out[j].Room.ID] })
 	return out, nil
 }
 

@@ -34,6 +34,7 @@ const (
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
 	REFRESHNOTALLOWED    ProblemCode = "REFRESH_NOT_ALLOWED"
+	REQUESTTIMEOUT       ProblemCode = "REQUEST_TIMEOUT"
 	ROOMFINISHED         ProblemCode = "ROOM_FINISHED"
 	ROOMFULL             ProblemCode = "ROOM_FULL"
 	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
@@ -90,6 +91,8 @@ func (e ProblemCode) Valid() bool {
 	case RATELIMITED:
 		return true
 	case REFRESHNOTALLOWED:
+		return true
+	case REQUESTTIMEOUT:
 		return true
 	case ROOMFINISHED:
 		return true
@@ -357,7 +360,8 @@ type Mode = string
 
 // MyRoomList defines model for MyRoomList.
 type MyRoomList struct {
-	Rooms []struct {
+	NextCursor *string `json:"nextCursor"`
+	Rooms      []struct {
 		// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
 		// of at most 128 characters or a number.
 		//
@@ -625,6 +629,9 @@ type NotFound = Problem
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed = Problem
 
+// RequestTimeout defines model for RequestTimeout.
+type RequestTimeout = Problem
+
 // RoomsLimit defines model for RoomsLimit.
 type RoomsLimit = Problem
 
@@ -649,6 +656,14 @@ type StreamLobbyEventsParams struct {
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
 }
 
+// MyRoomsParams defines parameters for MyRooms.
+type MyRoomsParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor `nextCursor` of the previous page, exactly as sent.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListRoomsParams defines parameters for ListRooms.
 type ListRoomsParams struct {
 	// Status Comma-separated statuses (default `waiting`).
@@ -664,7 +679,7 @@ type ListRoomsParams struct {
 	Sort   *ListRoomsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 	Limit  *int                 `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor `nextCursor` of the previous page; only valid with the same filters and sort.
+	// Cursor `nextCursor` of the previous page, exactly as sent; only valid with the same filters and sort.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -771,7 +786,7 @@ type ServerInterface interface {
 	QuickJoin(w http.ResponseWriter, r *http.Request)
 	// MyRooms The rooms the caller is in
 	// (GET /v1/me/rooms)
-	MyRooms(w http.ResponseWriter, r *http.Request)
+	MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams)
 	// ListRooms List public rooms
 	// (GET /v1/rooms)
 	ListRooms(w http.ResponseWriter, r *http.Request, params ListRoomsParams)
@@ -891,7 +906,7 @@ func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request) {
 
 // MyRooms The rooms the caller is in
 // (GET /v1/me/rooms)
-func (_ Unimplemented) MyRooms(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1183,8 +1198,40 @@ func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Requ
 // MyRooms operation middleware
 func (siw *ServerInterfaceWrapper) MyRooms(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params MyRoomsParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.MyRooms(w, r)
+		siw.Handler.MyRooms(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {

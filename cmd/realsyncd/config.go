@@ -50,6 +50,11 @@ type Config struct {
 	APIKeysFile       string         // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
 	RateLimits        limits.Set     // REALSYNC_RATE_LIMITS: off, or overrides of limits.Defaults
 	TrustedProxies    []netip.Prefix // REALSYNC_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client
+	// Hardening (hardening.go).
+	Modes          []string      // REALSYNC_MODES: allowed modes; unset: any name of the documented form
+	Regions        []string      // REALSYNC_REGIONS: allowed regions; unset: any name of the documented form
+	CORSOrigins    []string      // REALSYNC_CORS_ORIGINS: origins allowed by CORS ("*" alone: any); unset: no CORS headers
+	RequestTimeout time.Duration // REALSYNC_REQUEST_TIMEOUT, default 10s: body read and answer of every request but streams
 
 	secretGenerated bool
 	guestForced     bool // REALSYNC_GUEST_AUTH=true in production
@@ -112,6 +117,11 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
+	var h hardening
+	fs.StringVar(&h.modes, "modes", env("REALSYNC_MODES", ""), "allowed modes, comma-separated; unset: any (REALSYNC_MODES)")
+	fs.StringVar(&h.regions, "regions", env("REALSYNC_REGIONS", ""), "allowed regions, comma-separated; unset: any (REALSYNC_REGIONS)")
+	fs.StringVar(&h.cors, "cors-origins", env("REALSYNC_CORS_ORIGINS", ""), "origins allowed by CORS, comma-separated, or *; unset: no CORS (REALSYNC_CORS_ORIGINS)")
+	fs.StringVar(&h.requestTimeout, "request-timeout", env("REALSYNC_REQUEST_TIMEOUT", "10s"), "deadline of a request's body and answer, streams excepted (REALSYNC_REQUEST_TIMEOUT)")
 	if more != nil {
 		more(fs)
 	}
@@ -214,6 +224,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.TrustedProxies, err = parseProxies(proxies); err != nil {
 		bad("REALSYNC_TRUSTED_PROXIES", err.Error())
 	}
+	parseHardening(h, &c, bad)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}

@@ -127,8 +127,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	handler := api.NewHandler(api.Config{
-		Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth: auth, APIKeys: keys,
+		Rooms:  rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
+		Lobby:  lobby.New(lobby.Config{Index: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
+		Events: hub,
+		Auth:   auth, APIKeys: keys,
 		Ready: func(ctx context.Context) error {
 			if !up.Load() {
 				return errConnecting
@@ -141,10 +143,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		RateLimiter: ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: cfg.KeyPrefix,
 			RoomTag: func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) }}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
+		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout,
 	})
-	// No WriteTimeout: it would cut the long-lived event streams; handlers
-	// that stream set per-write deadlines instead.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
+	// event streams (see api's limitBody); the API sets a read deadline on
+	// each body, a context and write deadline on each request but streams,
+	// and streams a deadline per write instead.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		MaxHeaderBytes: maxHeaderBytes}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

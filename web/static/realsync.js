@@ -1343,9 +1343,22 @@ var RealSync = class {
   async quickJoin(body) {
     return this.call(this.api.POST("/v1/matchmaking/quick-join", { body }));
   }
+  /** myRooms returns every room the caller is in, newest first: it follows
+   * the server's pages (100 rooms each) to the last. myRoomsPage reads one. */
   async myRooms() {
-    const r = await this.call(this.api.GET("/v1/me/rooms", {}));
-    return r.rooms;
+    const all = [];
+    let cursor;
+    do {
+      const page = await this.myRoomsPage({ limit: 100, cursor });
+      all.push(...page.rooms);
+      cursor = page.nextCursor ?? void 0;
+    } while (cursor);
+    return all;
+  }
+  /** myRoomsPage reads one page of the caller's rooms (limit 1..100, default 20). */
+  async myRoomsPage(query = {}) {
+    const r = await this.call(this.api.GET("/v1/me/rooms", { params: { query } }));
+    return { rooms: r.rooms, nextCursor: r.nextCursor };
   }
   lobbyStats() {
     return this.call(this.api.GET("/v1/lobby/stats", {}));

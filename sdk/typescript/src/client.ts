@@ -242,9 +242,23 @@ export class RealSync {
     return this.call(this.api.POST("/v1/matchmaking/quick-join", { body }));
   }
 
+  /** myRooms returns every room the caller is in, newest first: it follows
+   * the server's pages (100 rooms each) to the last. myRoomsPage reads one. */
   async myRooms(): Promise<MyRoom[]> {
-    const r = await this.call(this.api.GET("/v1/me/rooms", {}));
-    return r.rooms as MyRoom[];
+    const all: MyRoom[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.myRoomsPage({ limit: 100, cursor });
+      all.push(...page.rooms);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return all;
+  }
+
+  /** myRoomsPage reads one page of the caller's rooms (limit 1..100, default 20). */
+  async myRoomsPage(query: { limit?: number; cursor?: string } = {}): Promise<{ rooms: MyRoom[]; nextCursor: string | null }> {
+    const r = await this.call(this.api.GET("/v1/me/rooms", { params: { query } }));
+    return { rooms: r.rooms as MyRoom[], nextCursor: r.nextCursor };
   }
 
   lobbyStats(): Promise<LobbyStats> {

@@ -349,7 +349,10 @@ export interface paths {
          *     - with `Last-Event-ID` (header, or the `lastEventId` query parameter;
          *       the header wins): every later event the player may see, in order,
          *       when the room log still holds them (the last 1000 or more events)
-         *       and the id belongs to this history; otherwise a `snapshot`.
+         *       and the id belongs to this history; otherwise a `snapshot`. Send
+         *       the whole id back as received: an id without its tag
+         *       (`<version>` alone) cannot be checked against the history and
+         *       gets a `snapshot`, as does any id not in the server's form.
          *     Then live events. A comment `: ping` follows every
          *     `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
          *
@@ -503,7 +506,13 @@ export interface paths {
         };
         /**
          * The rooms the caller is in
-         * @description Newest first, without players, each with the caller's playerId; invite codes of private rooms show. Reads one index range per shard.
+         * @description Newest first (by creation, then id), without players, each with the
+         *     caller's playerId; invite codes of private rooms show. Paged like
+         *     `GET /v1/rooms`: `limit` rooms (1..100, default 20), then
+         *     `nextCursor` (null on the last page) for the next. Reads one index
+         *     entry per shard and the creation time of each of the caller's
+         *     rooms, then only the page's rooms. A page may hold fewer than
+         *     `limit` rooms when rooms closed while it was read.
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          */
@@ -722,7 +731,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -884,6 +893,7 @@ export interface components {
             created: boolean;
         };
         MyRoomList: {
+            nextCursor: string | null;
             rooms: (components["schemas"]["Room"] & {
                 playerId: number;
             })[];
@@ -1086,8 +1096,17 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `PAYLOAD_TOO_LARGE`: body over 128 KiB, or state over 256 keys / 64 KiB. */
+        /** @description `PAYLOAD_TOO_LARGE`: body over the route's cap (see the conventions), or state over 256 keys / 64 KiB. */
         TooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `REQUEST_TIMEOUT`: the body did not arrive within the request timeout of the headers; the connection is closed. */
+        RequestTimeout: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1229,6 +1248,7 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
@@ -1273,7 +1293,7 @@ export interface operations {
                 region?: components["schemas"]["Region"];
                 sort?: "newest" | "oldest" | "fill";
                 limit?: number;
-                /** @description `nextCursor` of the previous page; only valid with the same filters and sort. */
+                /** @description `nextCursor` of the previous page, exactly as sent; only valid with the same filters and sort. */
                 cursor?: string;
             };
             header?: never;
@@ -1337,6 +1357,7 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["RoomsLimit"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1371,6 +1392,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["JoinConflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1469,6 +1491,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1644,6 +1667,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["TooLarge"];
@@ -1797,6 +1821,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1853,6 +1878,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["RoomsLimit"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1863,14 +1889,18 @@ export interface operations {
     };
     myRooms: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description `nextCursor` of the previous page, exactly as sent. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The caller's rooms. */
+            /** @description A page of the caller's rooms. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1881,6 +1911,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

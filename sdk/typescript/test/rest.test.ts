@@ -57,6 +57,22 @@ describe("REST through the SDK", () => {
     await rejects(alice.getRoom(room.id), 404, "ROOM_NOT_FOUND");
   });
 
+  it("pages the caller's rooms, and myRooms follows the pages", async () => {
+    const dana = await player("dana");
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.unshift((await dana.createRoom({ name: `R${i}`, mode: "paging", region: "eu" })).room.id);
+    }
+    const first = await dana.myRoomsPage({ limit: 2 });
+    assert.deepEqual(first.rooms.map((r) => r.id), ids.slice(0, 2));
+    assert.ok(first.nextCursor);
+    const second = await dana.myRoomsPage({ limit: 2, cursor: first.nextCursor! });
+    assert.deepEqual(second.rooms.map((r) => r.id), ids.slice(2));
+    assert.equal(second.nextCursor, null);
+    assert.deepEqual((await dana.myRooms()).map((r) => r.id), ids);
+    await rejects(dana.myRoomsPage({ limit: 2, cursor: "nope" }), 422, "VALIDATION_FAILED");
+  });
+
   it("finds rooms by filters and quick-joins them", async () => {
     const alice = await player("alice");
     await alice.createRoom({ name: "a", mode: "ctf", region: "us", attributes: { map: "dust2", rank: 1500 } });

@@ -1,0 +1,163 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// MaxBodyBytes is the largest request body of any route (413 past it).
+const MaxBodyBytes = 128 << 10
+
+// Body caps per route, each just above the largest valid request of the
+// route as a JSON encoder writes it: keys and names ASCII, every other
+// character of free text (names, attribute values, message types) as a
+// 6-byte \u escape (Go's encoder writes <, > and & so), numbers at their
+// longest accepted form, no spaces. TestLargestValidBodies builds each
+// such body, sends it, and sees it accepted; the sizes it measured are in
+// the comments.
+var bodyLimits = map[string]int64{
+	// {"name": 32 characters}: 0.2 KiB.
+	"POST /v1/auth/guest": 1 << 10,
+	// name, mode, region, 16 attributes of 128 characters and a state at
+	// its totals (256 keys, 64 KiB): 78.5 KiB.
+	"POST /v1/rooms": 96 << 10,
+	// {"inviteCode": a code}: well under 1 KiB.
+	"POST /v1/rooms/join-by-code": 1 << 10,
+	// name, status, locked, maxPlayers, visibility, 16 attributes: 12.9 KiB.
+	"PATCH /v1/rooms/{roomId}": 16 << 10,
+	// a full state's 256 keys deleted and 256 others set up to the 64 KiB
+	// total: 83.3 KiB.
+	"PATCH /v1/rooms/{roomId}/state": 96 << 10,
+	// type, 4 KiB of compact data, 100 recipients: 6.1 KiB.
+	"POST /v1/rooms/{roomId}/messages": 8 << 10,
+	// mode, 10 regions, 8 range filters with bounds of 63 characters, a
+	// create with 16 attributes (or 8 string filters and a create with 8
+	// more, whose 16 attributes the created room gets): 15 KiB.
+	"POST /v1/matchmaking/quick-join": 16 << 10,
+	// no body
+	"POST /v1/rooms/{roomId}/join":         noBodyBytes,
+	"POST /v1/rooms/{roomId}/leave":        noBodyBytes,
+	"POST /v1/auth/refresh":                noBodyBytes,
+	"POST /v1/rooms/{roomId}/stream-token": noBodyBytes,
+	"POST /v1/lobby/stream-token":          noBodyBytes,
+}
+
+// Caps of the routes bodyLimits does not list: a route that reads no body
+// (GET, HEAD, DELETE, OPTIONS) takes at most noBodyBytes, any other at
+// most otherBodyBytes.
+const (
+	noBodyBytes    = 1 << 10
+	otherBodyBytes = 16 << 10
+)
+
+// bodyLimit is the cap of a request to the route pattern (chi's, "" when
+// none matched).
+func bodyLimit(method, pattern string) int64 {
+	if n, ok := bodyLimits[method+" "+pattern]; ok {
+		return n
+	}
+	switch method {
+	case http.MethodPost, http.MethodPatch, http.MethodPut:
+		if pattern != "" {
+			return otherBodyBytes
+		}
+	}
+	return noBodyBytes
+}
+
+// DefaultRequestTimeout bounds reading a request's body and answering it
+// (REALSYNC_REQUEST_TIMEOUT); event streams have their own deadlines.
+const DefaultRequestTimeout = 10 * time.Second
+
+// limitBody reads the whole body, before any other check (authentication
+// included), within the request timeout of the headers' arrival: 413
+// past the route's cap (bodyLimit), 408 when the body is not all there in
+// time; then it hands the handlers the buffered body.
+//
+// The deadline is the connection's read deadline, set through
+// http.ResponseController and cleared once the body is read. Not
+// http.Server.ReadTimeout: net/http leaves that deadline on the connection
+// while the handler runs, where its background read (which watches for the
+// client going away) hits it and cancels the request's context, so every
+// event stream would end ReadTimeout after it opened.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := bodyLimit(r.Method, routePattern(r))
+		if r.ContentLength > limit {
+			s.tooLarge(w, r, limit)
+			return
+		}
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		deadlineSet := rc.SetReadDeadline(time.Now().Add(s.requestTimeout)) == nil
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		if deadlineSet {
+			rc.SetReadDeadline(time.Time{})
+		}
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			s.tooLarge(w, r, limit)
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			s.writeError(w, r, fmt.Errorf("the request body did not arrive within %s of its headers: %w", s.requestTimeout, errRequestTimeout))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
+	w.Header().Set("Connection", "close")
+	s.writeError(w, r, fmt.Errorf("request body over %d bytes: %w", limit, rooms.ErrTooLarge))
+}
+
+// routePattern is the pattern of the route r will reach ("" for none).
+// The middlewares run before routing; this asks the router.
+func routePattern(r *http.Request) string {
+	rctx := chi.RouteContext(r.Context())
+	if rctx == nil || rctx.Routes == nil {
+		return ""
+	}
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	return rctx.Routes.Find(chi.NewRouteContext(), r.Method, path)
+}
+
+// limitTime gives every request but event streams the request timeout:
+// its context ends then (store calls give up, 503), and its answer must be
+// written within a few seconds more. Event streams keep their own
+// deadlines (a write deadline per event, see streamClient).
+func (s *Server) limitTime(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isStream(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.requestTimeout)
+		defer cancel()
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.requestTimeout + writeGrace))
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// writeGrace is how long past its request timeout an answer may take to
+// write (the answer of a request that timed out among them).
+const writeGrace = 5 * time.Second

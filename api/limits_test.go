@@ -1,0 +1,185 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/store"
+)
+
+// esc is n characters of free text as a JSON encoder may write them at
+// their longest: each '<' as the 6-byte escape \u003c.
+func esc(n int) string { return strings.Repeat(`\u003c`, n) }
+
+// attrs16 are 16 attributes with 32-character keys and 128-character values.
+func attrs16() string {
+	var b strings.Builder
+	for i := range 16 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%s":"%s"`, fmt.Sprintf("k%031d", i), esc(128))
+	}
+	return "{" + b.String() + "}"
+}
+
+// fullState is a state at its totals: 256 keys of 64 characters, each with
+// a 192-byte value, 64 KiB in all; prefix tells the keys apart.
+func fullState(prefix string) string {
+	var b strings.Builder
+	for i := range 256 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%s%0*d":"%s%s"`, prefix, 64-len(prefix), i, esc(31), "aaaa")
+	}
+	return "{" + b.String() + "}"
+}
+
+// The largest valid request of each route with a body is accepted, and
+// its cap is just above it (under a third more); a body one byte over
+// the cap is 413 before authentication.
+func TestLargestValidBodies(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	alice, _ := e.guest("alice")
+	bob, _ := e.guest("bob")
+	names := `"name":"` + esc(64) + `","mode":"` + strings.Repeat("m", 32) + `","region":"` + strings.Repeat("r", 32) + `"`
+	create := `{` + names + `,"maxPlayers":100,"visibility":"public","statePolicy":"open","attributes":` + attrs16() + `,"state":` + fullState("a") + `}`
+	r := e.do("POST", "/v1/rooms", alice, create)
+	want(t, r, 201, "")
+	id := r.body["room"].(map[string]any)["id"].(string)
+	want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
+	var dels strings.Builder
+	for i := range 256 {
+		fmt.Fprintf(&dels, `"a%063d":null,`, i)
+	}
+	patch := "{" + dels.String() + fullState("b")[1:]
+	msg := `{"type":"` + esc(32) + `","data":"` + esc(681) + `aaaa","to":[` + strings.Repeat("1234567890123456789,", 99) + `2]}`
+	var filters, ranges, regions []string
+	for i := range 8 {
+		filters = append(filters, fmt.Sprintf(`"f%031d":"%s"`, i, esc(128)))
+		long := "-1." + strings.Repeat("1", 55) + "e+100" // 63 characters
+		ranges = append(ranges, fmt.Sprintf(`"g%031d":{"gte":%s,"lte":%s}`, i, long, long))
+	}
+	for i := range 10 {
+		regions = append(regions, fmt.Sprintf(`"%s%02d"`, strings.Repeat("r", 30), i))
+	}
+	quick := `{"mode":"` + strings.Repeat("q", 32) + `","regions":[` + strings.Join(regions, ",") + `],"attributes":{` + strings.Join(ranges, ",") +
+		`},"create":{"name":"` + esc(64) + `","maxPlayers":100,"statePolicy":"open","attributes":` + attrs16() + `}}`
+	// 8 string filters and a create of 8 more attributes: smaller.
+	quickFiltered := `{"mode":"` + strings.Repeat("q", 32) + `","regions":[` + strings.Join(regions, ",") + `],"attributes":{` + strings.Join(filters, ",") + `}}`
+	if len(quickFiltered)+8*810 > len(quick) {
+		t.Fatalf("the quick-join with string filters is the larger")
+	}
+	cases := []struct {
+		name, method, route, path, token, body string
+		status                                 int
+		hdr                                    []string
+	}{
+		{"Guest", "POST", "/v1/auth/guest", "/v1/auth/guest", "", `{"name":"` + esc(32) + `"}`, 201, nil},
+		{"Create", "POST", "/v1/rooms", "/v1/rooms", alice, create, 201, nil},
+		{"Update", "PATCH", "/v1/rooms/{roomId}", "/v1/rooms/" + id, alice, `{"name":"` + esc(64) + `","status":"waiting","locked":false,"maxPlayers":100,"visibility":"public","attributes":` + attrs16() + `}`, 200, nil},
+		{"State", "PATCH", "/v1/rooms/{roomId}/state", "/v1/rooms/" + id + "/state", alice, patch, 200, []string{"Content-Type", "application/merge-patch+json"}},
+		{"Message", "POST", "/v1/rooms/{roomId}/messages", "/v1/rooms/" + id + "/messages", alice, msg, 422, nil}, // recipients not in the room: past the size checks
+		{"QuickJoinCreate", "POST", "/v1/matchmaking/quick-join", "/v1/matchmaking/quick-join", bob, quick, 201, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			limit := api.BodyLimit(tc.method, tc.route)
+			size := int64(len(tc.body))
+			if size > limit || limit*3 > size*4 && limit > 1<<10 {
+				t.Fatalf("largest valid body %d bytes, cap %d: not just above", size, limit)
+			}
+			r := e.do(tc.method, tc.path, tc.token, tc.body, tc.hdr...)
+			if r.status != tc.status {
+				t.Fatalf("largest valid body (%d bytes, cap %d): %d %s", size, limit, r.status, r.raw)
+			}
+			t.Logf("%s: largest valid body %.1f KiB, cap %d KiB", tc.name, float64(size)/1024, limit>>10)
+			over := `{"name":"` + strings.Repeat("x", int(limit)-11+1) + `"}`
+			want(t, e.do(tc.method, tc.path, "", over), 413, "PAYLOAD_TOO_LARGE")
+		})
+	}
+	// Routes that read no body take at most 1 KiB.
+	want(t, e.do("POST", "/v1/rooms/"+id+"/leave", "", strings.Repeat(" ", 1025)), 413, "PAYLOAD_TOO_LARGE")
+	want(t, e.do("GET", "/v1/rooms", "", strings.Repeat(" ", 1025)), 413, "PAYLOAD_TOO_LARGE")
+}
+
+// A client that sends its headers and then withholds its body gets 408
+// REQUEST_TIMEOUT and a closed connection once the request timeout passed,
+// without a token; an event stream outlives that timeout.
+func TestBodyDeadline(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, _ *store.Store, _ string) { c.RequestTimeout = 300 * time.Millisecond })
+	u, _ := url.Parse(e.url)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounded wait for the outcome
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a withheld body: %v", err)
+	}
+	if res.StatusCode != 408 || !res.Close {
+		t.Fatalf("withheld body: %d, connection closed %v", res.StatusCode, res.Close)
+	}
+
+	alice, _ := e.guest("alice")
+	id := e.create(alice, arena)["id"].(string)
+	req, _ := http.NewRequest("GET", e.url+"/v1/rooms/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	go func() { // a bounded wait: a stream that never delivers fails the test
+		time.Sleep(20 * time.Second)
+		stream.Body.Close()
+	}()
+	lines := bufio.NewScanner(stream.Body)
+	readUntil := func(s string) {
+		t.Helper()
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), s) {
+				return
+			}
+		}
+		t.Fatalf("stream ended before %q: %v", s, lines.Err())
+	}
+	readUntil("snapshot")
+	time.Sleep(3 * 300 * time.Millisecond) // past the request timeout
+	want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"late":true}`, "Content-Type", "application/merge-patch+json"), 200, "")
+	readUntil(`"late":true`)
+}
+
+// Requests but event streams run with the request timeout as their
+// context's deadline (GET /readyz would allow its check 2 s).
+func TestRequestDeadline(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	left := make(chan time.Duration, 1)
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, _ *store.Store, _ string) {
+		c.RequestTimeout = timeout
+		c.Ready = func(ctx context.Context) error {
+			d, ok := ctx.Deadline()
+			if !ok {
+				d = time.Now().Add(time.Hour)
+			}
+			left <- time.Until(d)
+			return nil
+		}
+	})
+	want(t, e.do("GET", "/readyz", "", nil), 200, "")
+	if l := <-left; l > timeout {
+		t.Fatalf("the request's context has %s left, more than the request timeout %s", l, timeout)
+	}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// hardening holds the raw values of the hardening settings until they are
+// checked (parseHardening).
+type hardening struct {
+	modes, regions, cors, requestTimeout string
+}
+
+// parseHardening checks the hardening settings into c, reporting each bad
+// value through bad, naming its variable.
+func parseHardening(h hardening, c *Config, bad func(name, msg string)) {
+	var ok bool
+	if c.Modes, ok = nameList(h.modes); !ok {
+		bad("REALSYNC_MODES", "must be a comma list of names matching ^[a-z0-9][a-z0-9_-]{0,31}$ (unset: any such name)")
+	}
+	if c.Regions, ok = nameList(h.regions); !ok {
+		bad("REALSYNC_REGIONS", "must be a comma list of names matching ^[a-z0-9][a-z0-9_-]{0,31}$ (unset: any such name)")
+	}
+	if c.CORSOrigins, ok = originList(h.cors); !ok {
+		bad("REALSYNC_CORS_ORIGINS", "must be a comma list of origins such as https://game.example or http://localhost:5173 (scheme, host, optional port; no path), or * alone")
+	}
+	var err error
+	if c.RequestTimeout, err = time.ParseDuration(h.requestTimeout); err != nil || c.RequestTimeout < 100*time.Millisecond || c.RequestTimeout > 10*time.Minute {
+		bad("REALSYNC_REQUEST_TIMEOUT", "must be a duration from 100ms to 10m such as 10s")
+	}
+}
+
+// nameList reads a comma list of mode or region names, without repeats;
+// "" is none (any name).
+func nameList(s string) ([]string, bool) {
+	if strings.TrimSpace(s) == "" {
+		return nil, true
+	}
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if !rooms.ValidName(n) || slices.Contains(out, n) {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
+}
+
+// originList reads a comma list of origins (scheme://host[:port], as a
+// browser sends them in Origin), or "*" alone; "" is none (no CORS).
+func originList(s string) ([]string, bool) {
+	if strings.TrimSpace(s) == "" {
+		return nil, true
+	}
+	var out []string
+	for _, o := range strings.Split(s, ",") {
+		o = strings.TrimSpace(o)
+		if o == "*" {
+			out = append(out, o)
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" ||
+			u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "/") || o != strings.ToLower(u.Scheme)+"://"+u.Host {
+			return nil, false
+		}
+		out = append(out, o)
+	}
+	if len(out) > 1 && slices.Contains(out, "*") {
+		return nil, false
+	}
+	return out, true
+}
+
+// maxHeaderBytes bounds a request's header block (431 past it, from
+// net/http): 16 KiB holds a 4 KiB JWT, cookies a proxy adds and the rest
+// many times over (net/http's default is 1 MiB).
+const maxHeaderBytes = 16 << 10

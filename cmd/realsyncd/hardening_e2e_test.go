@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The hardening settings reach the server: mode allow-list, CORS,
+// the request timeout on a withheld body, and the header cap.
+func TestHardeningSettings(t *testing.T) {
+	in := start(t, buildBinary(t), "REALSYNC_MODES=battle", "REALSYNC_CORS_ORIGINS=https://game.example",
+		"REALSYNC_REQUEST_TIMEOUT=500ms")
+	token := guest(t, in, "alice")
+	if status, body := call(t, "POST", in.url+"/v1/rooms", token, map[string]any{"name": "a", "mode": "race", "region": "eu"}); status != 422 {
+		t.Fatalf("mode outside REALSYNC_MODES: %d %v", status, body)
+	}
+	if status, body := call(t, "POST", in.url+"/v1/rooms", token, map[string]any{"name": "a", "mode": "battle", "region": "eu"}); status != 201 {
+		t.Fatalf("allowed mode: %d %v", status, body)
+	}
+
+	req, _ := http.NewRequest("OPTIONS", in.url+"/v1/rooms", nil)
+	req.Header.Set("Origin", "https://game.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 204 || res.Header.Get("Access-Control-Allow-Origin") != "https://game.example" {
+		t.Fatalf("preflight: %d %v", res.StatusCode, res.Header)
+	}
+
+	req, _ = http.NewRequest("GET", in.url+"/v1/rooms", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Padding", strings.Repeat("p", 24<<10))
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("24 KiB header: %d", res.StatusCode)
+	}
+
+	u, _ := url.Parse(in.url)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/rooms HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bounded wait for the outcome
+	res, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != 408 {
+		t.Fatalf("withheld body: %v %v", res, err)
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The hardening settings parse, flags win over variables, and every bad
+// value is reported naming its variable.
+func TestParseConfigHardening(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		modes   []string
+		regions []string
+		cors    []string
+		timeout time.Duration
+		err     string // want an error naming this, "" for none
+	}{
+		{name: "Defaults", timeout: 10 * time.Second},
+		{name: "Lists", env: map[string]string{"REALSYNC_MODES": "battle, duel", "REALSYNC_REGIONS": "eu,us-west"},
+			modes: []string{"battle", "duel"}, regions: []string{"eu", "us-west"}, timeout: 10 * time.Second},
+		{name: "FlagWins", env: map[string]string{"REALSYNC_MODES": "battle"}, args: []string{"-modes", "race", "-request-timeout", "3s"},
+			modes: []string{"race"}, timeout: 3 * time.Second},
+		{name: "Origins", env: map[string]string{"REALSYNC_CORS_ORIGINS": "https://game.example,http://localhost:5173"},
+			cors: []string{"https://game.example", "http://localhost:5173"}, timeout: 10 * time.Second},
+		{name: "AnyOrigin", env: map[string]string{"REALSYNC_CORS_ORIGINS": "*"}, cors: []string{"*"}, timeout: 10 * time.Second},
+		{name: "BadMode", env: map[string]string{"REALSYNC_MODES": "Battle"}, err: "REALSYNC_MODES"},
+		{name: "EmptyMode", env: map[string]string{"REALSYNC_MODES": "battle,,duel"}, err: "REALSYNC_MODES"},
+		{name: "RepeatedRegion", env: map[string]string{"REALSYNC_REGIONS": "eu,eu"}, err: "REALSYNC_REGIONS"},
+		{name: "OriginPath", env: map[string]string{"REALSYNC_CORS_ORIGINS": "https://game.example/"}, err: "REALSYNC_CORS_ORIGINS"},
+		{name: "OriginScheme", env: map[string]string{"REALSYNC_CORS_ORIGINS": "game.example"}, err: "REALSYNC_CORS_ORIGINS"},
+		{name: "OriginUpper", env: map[string]string{"REALSYNC_CORS_ORIGINS": "HTTPS://game.example"}, err: "REALSYNC_CORS_ORIGINS"},
+		{name: "StarAmongOthers", env: map[string]string{"REALSYNC_CORS_ORIGINS": "*,https://game.example"}, err: "REALSYNC_CORS_ORIGINS"},
+		{name: "TimeoutForm", env: map[string]string{"REALSYNC_REQUEST_TIMEOUT": "10"}, err: "REALSYNC_REQUEST_TIMEOUT"},
+		{name: "TimeoutShort", env: map[string]string{"REALSYNC_REQUEST_TIMEOUT": "10ms"}, err: "REALSYNC_REQUEST_TIMEOUT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			switch {
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !slices.Equal(c.Modes, tc.modes) || !slices.Equal(c.Regions, tc.regions) || !slices.Equal(c.CORSOrigins, tc.cors) ||
+				c.RequestTimeout != tc.timeout:
+				t.Errorf("modes %q regions %q cors %q timeout %s", c.Modes, c.Regions, c.CORSOrigins, c.RequestTimeout)
+			}
+		})
+	}
+}
