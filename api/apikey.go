@@ -48,11 +48,16 @@ func (k APIKey) Line() string {
 	return k.ID + " sha256:" + hex.EncodeToString(k.Hash[:]) + " " + k.Scopes.String()
 }
 
+// keyUserPrefix starts the user id of every API key ("key:<id>"); Verify
+// refuses a token whose subject starts with it, so no player shares a key's
+// rate limits or log lines.
+const keyUserPrefix = "key:"
+
 // user is the caller a request with this key acts as: the server, with an
 // identity no player can have ("key:<id>"; user ids of guests start "g_",
-// and a JWT's subject is never taken for a key's).
+// and a JWT whose subject starts "key:" is refused).
 func (k APIKey) user() rooms.User {
-	return rooms.User{ID: "key:" + k.ID, Name: k.ID, Server: true, Scopes: k.Scopes}
+	return rooms.User{ID: keyUserPrefix + k.ID, Name: k.ID, Server: true, Scopes: k.Scopes}
 }
 
 // NewAPIKey makes a new random key for id with scopes: the key, to hand to

@@ -100,7 +100,8 @@ func (a *Auth) Keys() []Key {
 // chosen by the token's kid (see pick), the algorithm is the key's own; exp
 // is required, nbf and iat are honoured, each within Leeway; a studio
 // token must carry Issuer and Audience when they are set. The subject must
-// be 1..128 characters without control characters; the name is cut to 32
+// be 1..128 characters without control characters, not starting "key:" (the
+// API keys' user ids, see APIKey.user); the name is cut to 32
 // characters. A stream token is refused (errStreamTokenRequired): it opens one
 // event stream only. Other failures are errUnauthenticated. A token once
 // checked is remembered until it expires or the keys change: the signature
@@ -152,6 +153,9 @@ func (a *Auth) verify(token string) (Identity, error) {
 	}
 	if n := utf8.RuneCountInString(c.Subject); n < 1 || n > 128 || strings.IndexFunc(c.Subject, unicode.IsControl) >= 0 {
 		return Identity{}, fmt.Errorf("token subject must be 1..128 characters without control characters: %w", errUnauthenticated)
+	}
+	if strings.HasPrefix(c.Subject, keyUserPrefix) {
+		return Identity{}, fmt.Errorf("token subject must not start with %q (the API keys' user ids): %w", keyUserPrefix, errUnauthenticated)
 	}
 	return Identity{User: rooms.User{ID: c.Subject, Name: displayName(c.Name)}, Expires: c.ExpiresAt.Time,
 		ServerIssued: key.server}, nil

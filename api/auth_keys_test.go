@@ -290,6 +290,9 @@ func TestVerifyClaims(t *testing.T) {
 		{"ServerTokenNeedsNeither", rc(now, time.Hour), true, true},
 		{"EmptySubject", good(func(c *jwt.RegisteredClaims) { c.Subject = "" }), false, false},
 		{"ControlInSubject", good(func(c *jwt.RegisteredClaims) { c.Subject = "a\nb" }), false, false},
+		{"KeySubject", good(func(c *jwt.RegisteredClaims) { c.Subject = "key:gs-1" }), false, false},
+		{"KeySubjectServerSigned", func() jwt.RegisteredClaims { c := rc(now, time.Hour); c.Subject = "key:gs-1"; return c }(), true, false},
+		{"KeyLikeSubject", good(func(c *jwt.RegisteredClaims) { c.Subject = "keys:gs-1" }), false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
