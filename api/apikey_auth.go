@@ -20,6 +20,10 @@ const apiKeyHeader = "X-API-Key"
 // history; servers set headers).
 func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
 	key := r.Header.Get(apiKeyHeader)
+	if len(r.Header.Values("Authorization")) > 1 || len(r.Header.Values(apiKeyHeader)) > 1 {
+		// which one counts would depend on the proxies on the way
+		return rooms.User{}, true, fmt.Errorf("send one credential, in one header: %w", errUnauthenticated)
+	}
 	if key != "" && r.Header.Get("Authorization") != "" {
 		return rooms.User{}, true, fmt.Errorf("send one credential, X-API-Key or Authorization, not both: %w", errUnauthenticated)
 	}

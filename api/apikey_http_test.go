@@ -3,7 +3,9 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -279,7 +281,45 @@ func TestServerStreamsHoldNoPlace(t *testing.T) {
 				e.open("/v1/lobby/events", "X-API-Key", e.read).next()
 			}
 			e.open("/v1/rooms/"+id+"/events", "Authorization", "Bearer "+alice).next()
-			want(t, e.do("GET", "/v1/lobby/events", alice, nil), 429, "STREAM_LIMIT")
+			r := e.do("GET", "/v1/lobby/events", alice, nil)
+			want(t, r, 429, "STREAM_LIMIT")
+			if got := r.header.Get("Retry-After"); got != "5" {
+				t.Errorf("STREAM_LIMIT Retry-After %q, want 5", got)
+			}
+		})
+	}
+}
+
+// Two Authorization (or X-API-Key) headers are refused, whichever comes
+// first: which one a server uses would depend on the proxies on the way.
+func TestOneCredentialHeader(t *testing.T) {
+	e := newKeyEnv(t, redistestEmbedded)
+	alice, _ := e.guest("alice")
+	for _, tc := range []struct {
+		name   string
+		header string
+		values []string
+	}{
+		{"PlayerThenJunk", "Authorization", []string{"Bearer " + alice, "Bearer junk"}},
+		{"JunkThenPlayer", "Authorization", []string{"Bearer junk", "Bearer " + alice}},
+		{"PlayerTwice", "Authorization", []string{"Bearer " + alice, "Bearer " + alice}},
+		{"TwoKeys", "X-API-Key", []string{e.read, e.all}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", e.url+"/v1/lobby/stats", nil)
+			for _, v := range tc.values {
+				req.Header.Add(tc.header, v)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p struct{ Code string }
+			json.NewDecoder(res.Body).Decode(&p)
+			res.Body.Close()
+			if res.StatusCode != 401 || p.Code != "UNAUTHENTICATED" {
+				t.Fatalf("%d %s, want 401 UNAUTHENTICATED", res.StatusCode, p.Code)
+			}
 		})
 	}
 }

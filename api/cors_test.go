@@ -63,8 +63,10 @@ func TestCORS(t *testing.T) {
 			}
 		})
 	}
-	// An event stream from an allowed origin carries the header too.
-	req, _ := http.NewRequest("GET", allowed.url+"/v1/rooms/"+id+"/events?access_token="+alice, nil)
+	// An event stream from an allowed origin carries the header too (as a
+	// browser opens it: EventSource with a stream token).
+	st := allowed.streamToken(alice, "/v1/rooms/"+id+"/stream-token")
+	req, _ := http.NewRequest("GET", allowed.url+"/v1/rooms/"+id+"/events?token="+st, nil)
 	req.Header.Set("Origin", game)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/realsync/realsync/api/oapi"
@@ -75,6 +76,10 @@ var problems = []problem{
 	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},
 }
 
+// streamRetryAfter is the Retry-After, in seconds, of a stream refused for
+// the streams a user or a player already holds.
+const streamRetryAfter = 5
+
 // writeError answers err as problem+json.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p, ok := lookup(err)
@@ -89,6 +94,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if p.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="realsync"`)
+	}
+	if (p.code == "STREAM_LIMIT" || p.code == "TOO_MANY_STREAMS") && w.Header().Get("Retry-After") == "" {
+		// a place frees when a stream ends, or when a dead one's lease
+		// lapses (REALSYNC_PRESENCE_TTL): worth a try a few seconds on
+		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
 	}
 	body := oapi.Problem{Type: problemType(string(p.code)), Title: p.title, Status: p.status,
 		Code: p.code, Detail: detail(p, err)}
