@@ -114,7 +114,12 @@ func jsonError(err error) error {
 			return rooms.Invalid(field, "is not a known field")
 		}
 		if sem.GoType != nil {
-			return fmt.Errorf("%s must be %s, not %s: %w", field, jsonKind(sem.GoType.Kind().String()), jsonValueKind(sem.JSONKind), errMalformed)
+			want := jsonKind(sem.GoType.Kind().String())
+			if sem.JSONKind == '0' && (want == "a number" || want == "an integer") {
+				// the right kind, but 3.0, 1e3 or out of range
+				return fmt.Errorf("%s must be %s written in digits, in range: %w", field, want, errMalformed)
+			}
+			return fmt.Errorf("%s must be %s, not %s: %w", field, want, jsonValueKind(sem.JSONKind), errMalformed)
 		}
 	}
 	return fmt.Errorf("body is not valid JSON: %w", errMalformed)
@@ -154,7 +159,7 @@ func jsonValueKind(k jsontext.Kind) string {
 	case '"':
 		return "a string"
 	case '0':
-		return "a number out of range or of the wrong form"
+		return "a number"
 	case 't', 'f':
 		return "a boolean"
 	case 'n':
@@ -170,7 +175,9 @@ func jsonValueKind(k jsontext.Kind) string {
 // jsonKind names a Go kind the way a JSON client thinks of it.
 func jsonKind(kind string) string {
 	switch kind {
-	case "int", "int64", "float64":
+	case "int", "int64":
+		return "an integer"
+	case "float64":
 		return "a number"
 	case "string":
 		return "a string"

@@ -1170,7 +1170,10 @@ export interface components {
          *     until its lease lapses, within `REALSYNC_PRESENCE_TTL` (default
          *     15 s): a client that lost all its connections at once is refused for
          *     at most that long, and should retry after a few seconds.
-         *     Rate-limited answers carry `Retry-After` and the RateLimit headers.
+         *     Rate-limited answers (`RATE_LIMITED`, `ROOM_RATE_LIMITED`,
+         *     `STREAM_OPENS_LIMITED`, `CODE_GUESSES_LIMITED`) carry `Retry-After`
+         *     and the RateLimit headers; `TOO_MANY_STREAMS` and `STREAM_LIMIT`
+         *     carry `Retry-After: 5`.
          */
         TooManyRequests: {
             headers: {
