@@ -34,15 +34,7 @@ func TestParseConfigObservability(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
-			switch {
-			case tc.err != "":
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one naming %s", err, tc.err)
-				}
-			case err != nil:
-				t.Fatal(err)
-			case c.MetricsAddr != tc.metrics || c.LogFormat != tc.format:
+			if c, ok := parseCase(t, tc.env, tc.args, tc.err); ok && (c.MetricsAddr != tc.metrics || c.LogFormat != tc.format) {
 				t.Errorf("metrics %q, format %q; want %q and %q", c.MetricsAddr, c.LogFormat, tc.metrics, tc.format)
 			}
 		})
@@ -74,15 +66,9 @@ func TestParseConfigRateLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one naming %s", err, tc.err)
-				}
+			c, ok := parseCase(t, tc.env, tc.args, tc.err)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if c.RateLimits.Off != tc.off || !strings.Contains(c.RateLimits.String(), tc.limits) {
 				t.Errorf("limits %s, want off=%v containing %q", c.RateLimits, tc.off, tc.limits)
@@ -130,17 +116,9 @@ func TestParseConfigIdentity(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			c, ok := parseCase(t, tc.env, tc.args, tc.err, "short")
 			switch {
-			case tc.err != "":
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one naming %s", err, tc.err)
-				}
-				if strings.Contains(err.Error(), "short") {
-					t.Error("the error echoes the secret")
-				}
-			case err != nil:
-				t.Fatal(err)
+			case !ok:
 			case c.GuestAuth != tc.guest || c.guestForced != tc.forced || c.JWTLeeway != tc.leeway:
 				t.Errorf("guest %v forced %v leeway %v; want %v %v %v", c.GuestAuth, c.guestForced, c.JWTLeeway, tc.guest, tc.forced, tc.leeway)
 			}
@@ -194,15 +172,7 @@ func TestParseConfigQuotas(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
-			switch {
-			case tc.err != "":
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one naming %s", err, tc.err)
-				}
-			case err != nil:
-				t.Fatal(err)
-			case c.quotaSettings != tc.want:
+			if c, ok := parseCase(t, tc.env, tc.args, tc.err); ok && (c.quotaSettings != tc.want) {
 				t.Errorf("got %+v, want %+v", c.quotaSettings, tc.want)
 			}
 		})
@@ -239,14 +209,9 @@ func TestAPIKeysFileConfigAndSubcommand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseConfig(func(k string) string { return tc.env[k] }, tc.args)
+			c, ok := parseCase(t, tc.env, tc.args, tc.err, "rsk_")
 			switch {
-			case tc.err != "":
-				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "rsk_") {
-					t.Fatalf("error %v, want one naming %s without the key", err, tc.err)
-				}
-			case err != nil:
-				t.Fatal(err)
+			case !ok:
 			case tc.env["REALSYNC_API_KEYS_FILE"] == "" && len(tc.args) == 0 && c.APIKeysFile != "":
 				t.Fatalf("APIKeysFile %q", c.APIKeysFile)
 			}
@@ -257,4 +222,27 @@ func TestAPIKeysFileConfigAndSubcommand(t *testing.T) {
 			t.Errorf("apikey %v: exit %d, want 2", args, code)
 		}
 	}
+}
+
+// parseCase parses env and args as one row of a configuration table: with
+// wantErr set, the error must name it (a variable) and show none of
+// secrets, and there is no configuration to check (false).
+func parseCase(t *testing.T, env map[string]string, args []string, wantErr string, secrets ...string) (Config, bool) {
+	t.Helper()
+	c, err := ParseConfig(func(k string) string { return env[k] }, args)
+	switch {
+	case wantErr != "":
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one naming %s", err, wantErr)
+		}
+		for _, secret := range secrets {
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("the error shows a secret (%s): %v", secret, err)
+			}
+		}
+		return Config{}, false
+	case err != nil:
+		t.Fatal(err)
+	}
+	return c, true
 }
