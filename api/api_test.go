@@ -46,11 +46,17 @@ func newEnv(t *testing.T, b redistest.Backend, guest bool, mut ...func(c *api.Co
 // newEnvAuth is newEnv with the given authentication.
 func newEnvAuth(t *testing.T, b redistest.Backend, auth *api.Auth, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
 	t.Helper()
+	return newEnvStore(t, b, store.Quotas{}, auth, mut...)
+}
+
+// newEnvStore is newEnvAuth on a store with the quotas q.
+func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Auth, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
 	prefix := redistest.Prefix(t)
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: prefix, Shards: 4, Metrics: m})
+		Prefix: prefix, Shards: 4, Metrics: m, Quotas: q})
 	if err != nil {
 		t.Fatal(err)
 	}

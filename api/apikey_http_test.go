@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,16 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
-	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
-	"github.com/realsync/realsync/internal/testlog"
-	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
-	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
 
@@ -60,26 +52,12 @@ func newKeyEnv(t *testing.T, b redistest.Backend, q ...store.Quotas) *keyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg, "test")
-	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4, Metrics: m}
+	var quotas store.Quotas
 	if len(q) > 0 {
-		cfg.Quotas = q[0]
+		quotas = q[0]
 	}
-	st, err := store.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	logs := &testlog.Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth: &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}, APIKeys: keys,
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() { hub.Close(); srv.Close() })
-	ke.env = &env{t: t, url: srv.URL, store: st, logs: logs}
+	ke.env = newEnvStore(t, b, quotas, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
+		func(c *api.Config, _ *store.Store, _ string) { c.APIKeys = keys })
 	return ke
 }
 

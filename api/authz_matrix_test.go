@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,18 +19,13 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
-	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/redistest"
-	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
-	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
 
@@ -485,24 +478,12 @@ type matrixEnv struct {
 
 func newMatrixEnv(t *testing.T, b redistest.Backend) *matrixEnv {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg, "test")
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	log := slog.New(slog.NewJSONHandler(&testlog.Buffer{}, nil))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	auth := &api.Auth{Secret: []byte(matrixSecret), GuestEnabled: true}
 	keys, apiKeys := matrixKeys(t)
-	h := api.NewHandler(api.Config{APIKeys: apiKeys, Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Auth: auth,
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, AdminToken: matrixAdminToken, Instances: st.Instances,
-		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() { hub.Close(); srv.Close() })
-	return &matrixEnv{url: srv.URL, store: st, auth: auth, keys: keys}
+	e := newEnvAuth(t, b, auth, func(c *api.Config, st *store.Store, _ string) {
+		c.APIKeys, c.AdminToken, c.Instances = apiKeys, matrixAdminToken, st.Instances
+	})
+	return &matrixEnv{url: e.url, store: e.store, auth: auth, keys: keys}
 }
 
 // matrixKeys makes one API key per scope, and the keys file that holds
