@@ -9,8 +9,11 @@ and merges). Checks: the realsyncd services share one environment; every
 bind-mounted file exists; each realsyncd service's stop_grace_period
 exceeds its REALSYNC_SHUTDOWN_TIMEOUT; HAProxy's servers and Prometheus'
 targets are exactly the realsyncd services, on their API and metrics
-ports. Exits 1 with one line per problem.
+ports; REALSYNC_ENV is set, and REALSYNC_TRUSTED_PROXIES covers the
+subnets of the proxy's networks, to which haproxy.cfg sends
+X-Forwarded-For (option forwardfor). Exits 1 with one line per problem.
 """
+import ipaddress
 import json
 import os
 import re
@@ -59,6 +62,25 @@ def main():
     targets = set(re.findall(r"^\s*-\s*([\w.-]+:\d+)\s*$", job.group(1), re.M)) if job else set()
     if targets != metrics:
         problems.append(f"prometheus.yml realsync targets {sorted(targets)} are not the metrics addresses {sorted(metrics)}")
+    if first.get("REALSYNC_ENV") not in ("development", "production"):
+        problems.append("REALSYNC_ENV must be set, to development or production")
+    trusted = []
+    for cidr in (first.get("REALSYNC_TRUSTED_PROXIES") or "").split(","):
+        try:
+            trusted.append(ipaddress.ip_network(cidr.strip()))
+        except ValueError:
+            problems.append(f"REALSYNC_TRUSTED_PROXIES: {cidr!r} is not a CIDR")
+    proxies = [n for n, s in services.items() if "haproxy" in s.get("image", "")]
+    for n in proxies:
+        for net in services[n].get("networks") or {"default": None}:
+            subnets = [c.get("subnet") for c in project.get("networks", {}).get(net, {}).get("ipam", {}).get("config", [])]
+            if not subnets:
+                problems.append(f"{n}: network {net} has no fixed subnet for REALSYNC_TRUSTED_PROXIES to name")
+            for sn in filter(None, subnets):
+                if not any(ipaddress.ip_network(sn).subnet_of(t) for t in trusted if t.version == ipaddress.ip_network(sn).version):
+                    problems.append(f"{n}: its network {net} ({sn}) is not in REALSYNC_TRUSTED_PROXIES; every client would share one per-address limit")
+    if not re.search(r"^\s*option\s+forwardfor\b", open(haproxy_cfg, encoding="utf-8").read(), re.M):
+        problems.append("haproxy.cfg: no option forwardfor; realsyncd would see every client as the proxy")
     for p in problems:
         print(p)
     print(f"{len(services)} services, {len(realsyncd)} realsyncd instances behind {len(servers)} proxy servers, {len(targets)} scrape targets")

@@ -9,8 +9,12 @@ REALSYNC_SHUTDOWN_TIMEOUT; liveness probes /healthz and readiness /readyz;
 requests and a memory limit are set, with GOMEMLIMIT below the limit; the
 Prometheus annotations name the metrics port of REALSYNC_METRICS_ADDR; the
 PodDisruptionBudget, the Service and the Deployment select the pods; the
-container runs as non-root. Exits 1 with one line per problem.
+container runs as non-root; REALSYNC_ENV is production, REALSYNC_JWT_SECRET
+comes from a Secret (never a ConfigMap or a literal), REALSYNC_TRUSTED_PROXIES
+is set, a keys file set lies on a mounted volume. Exits 1 with one line per
+problem.
 """
+import posixpath
 import re
 import sys
 
@@ -73,6 +77,19 @@ def main():
         sc = {**spec.get("securityContext", {}), **c.get("securityContext", {})}
         if not sc.get("runAsNonRoot") or not sc.get("runAsUser"):
             problems.append("the pod must run as a numeric non-root user")
+        if env.get("REALSYNC_ENV") != "production":
+            problems.append(f"REALSYNC_ENV is {env.get('REALSYNC_ENV')!r}, not production")
+        if "REALSYNC_JWT_SECRET" in env:
+            problems.append("REALSYNC_JWT_SECRET is in a ConfigMap or a literal: it belongs in the Secret")
+        if not any(r.get("secretRef") for r in c.get("envFrom", [])):
+            problems.append("no Secret in envFrom: REALSYNC_JWT_SECRET is required in production")
+        if not env.get("REALSYNC_TRUSTED_PROXIES"):
+            problems.append("REALSYNC_TRUSTED_PROXIES is unset: behind the Ingress every client would share one per-address limit")
+        mounts = [m["mountPath"] for m in c.get("volumeMounts", [])]
+        for var in ("REALSYNC_JWT_KEYS_FILE", "REALSYNC_API_KEYS_FILE"):
+            f = env.get(var)
+            if f and not any(posixpath.dirname(f) == m.rstrip("/") for m in mounts):
+                problems.append(f"{var} {f} is not in a mounted volume's directory")
         for kind in ("Service", "PodDisruptionBudget"):
             for obj in by_kind.get(kind, []):
                 sel = obj["spec"]["selector"]

@@ -33,8 +33,8 @@ var (
 	}
 	sseReasons = map[string][]string{
 		sse.KindRoom: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError,
-			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError, sse.EndTokenExpiry},
-		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry},
+			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError, sse.EndTokenExpiry, sse.EndLapsed},
+		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry, sse.EndLapsed},
 	}
 )
 
