@@ -62,7 +62,7 @@ func BenchmarkUnheld(b *testing.B) {
 			s.Client().ConfigResetStat(ctx)
 			const visits = 400
 			for v := range visits {
-				if _, err := s.Sweep(ctx, v%8, "bench", time.Microsecond); err != nil {
+				if _, err := s.Sweep(ctx, v%8, "bench", time.Millisecond); err != nil {
 					b.Fatal(err)
 				}
 				time.Sleep(10 * time.Microsecond)

@@ -273,7 +273,7 @@ func TestKicksRacingRejoinsAndTheJanitor(t *testing.T) {
 						return
 					default:
 					}
-					if _, err := []*store.Store{s1, s2}[i%2].Sweep(ctx, i%8, "test", time.Microsecond); err != nil {
+					if _, err := []*store.Store{s1, s2}[i%2].Sweep(ctx, i%8, "test", time.Millisecond); err != nil {
 						t.Error(err)
 						return
 					}
