@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -51,6 +52,18 @@ var scriptErrors = map[string]error{
 	"JOINABLE_EXISTS":     errJoinableExists,
 	"BANNED":              rooms.ErrBanned,
 	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),
+}
+
+// refused reports whether err is a refusal a script answered (one of
+// scriptErrors): the script changed nothing. Any other error (a timeout, a
+// lost connection, a failover) may have come after the script ran.
+func refused(err error) bool {
+	for _, e := range scriptErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // pairs turns a flat HGETALL reply into a map.

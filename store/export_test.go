@@ -128,3 +128,6 @@ func (s *Store) HoldingsExist(ctx context.Context, uid string) (bool, error) {
 	n, err := s.client.Exists(ctx, s.keys.holdings(userShard(uid, s.shards), uid)).Result()
 	return n == 1, err
 }
+
+// HoldingsKey is the key of user uid's holdings hash.
+func (s *Store) HoldingsKey(uid string) string { return s.keys.holdings(userShard(uid, s.shards), uid) }

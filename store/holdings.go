@@ -125,7 +125,7 @@ func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold
 	return hold{}, fmt.Errorf("%w: holdings of a user changed three times in a row", rooms.ErrUnavailable)
 }
 
-// release drops a fresh reservation whose room script failed. Best effort:
+// release drops a fresh reservation whose room script refused. Best effort:
 // an entry left behind only over-counts until the next check.
 func (s *Store) release(ctx context.Context, h hold) {
 	if h.key != "" && h.fresh {

@@ -63,7 +63,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 			return rooms.Joined{}, err
 		}
 		j, err := s.joined(s.runThenRead(ctx, roomCreate, shard, id, keys, args, false))
-		if err != nil {
+		if refused(err) {
 			s.release(ctx, h)
 		}
 		if errors.Is(err, errCodeTaken) {
@@ -123,7 +123,7 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 		return rooms.Joined{}, err
 	}
 	j, err := s.joined(s.runThenRead(ctx, roomJoin, shard, id, keys, args, false))
-	if err != nil {
+	if refused(err) {
 		s.release(ctx, h)
 	}
 	return j, err

@@ -64,7 +64,13 @@ func (s *Store) sweepUnheld(ctx context.Context, shard int) error {
 	// only over-counts until its user's next check at a limit.
 	requeue := func(rs []any) {
 		if len(rs) > 0 {
-			s.client.RPush(context.WithoutCancel(ctx), list, rs...)
+			// the pop may have deleted the list: the new one expires too
+			c := context.WithoutCancel(ctx)
+			s.client.Pipelined(c, func(p redis.Pipeliner) error {
+				p.RPush(c, list, rs...)
+				p.PExpire(c, list, holdingsTTL)
+				return nil
+			})
 		}
 	}
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {

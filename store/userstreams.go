@@ -99,6 +99,9 @@ func (s *Store) renewUserStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 	}
 	byShard := map[int][]sse.Lease{}
 	for _, l := range ls {
+		if l.Server { // holds no place (see takeStream)
+			continue
+		}
 		shard := userShard(l.UserID, s.shards)
 		byShard[shard] = append(byShard[shard], l)
 	}

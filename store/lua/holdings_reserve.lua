@@ -24,6 +24,8 @@ if redis.call('EXISTS', key) == 0 then
   if ARGV[6] ~= 'seed' then return {'COLD'} end
   redis.call('HSET', key, '#', '1')
   for i = 7, #ARGV - 1, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1] .. ':' .. now) end
+  -- at once: a refusal below returns before the other PEXPIREs
+  redis.call('PEXPIRE', key, ttl)
 end
 
 local cur = redis.call('HGET', key, room)

@@ -438,7 +438,9 @@ local function remove_player(pid, uid, reason, before)
       if not next_owner or n < next_owner then next_owner = n end
     end
     emit('room_updated', ',"changes":{"ownerPlayerId":' .. next_owner .. '}', 'ow', next_owner)
-    if not by_leave then unhold('o', uid_of(next_owner)) end
+    -- on a leave too: the caller's own mark after the script is best
+    -- effort, and marking twice changes nothing
+    unhold('o', uid_of(next_owner))
   end
   reindex(before, nil, with_count(before, left))
   return false
