@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -74,7 +75,11 @@ func (s *Server) ListInstances(w http.ResponseWriter, r *http.Request) {
 // serveAdmin passes an admin request on once its token is the admin token.
 func (s *Server) serveAdmin(next http.Handler, w http.ResponseWriter, r *http.Request) {
 	if err := s.authorizeAdmin(r); err != nil {
-		s.writeError(w, r, err)
+		// a refused admin token counts on the address's auth limit, as
+		// any refused credential
+		if !errors.Is(err, errUnauthenticated) || s.limitUnauthenticated(w, r) {
+			s.writeError(w, r, err)
+		}
 		return
 	}
 	next.ServeHTTP(w, r)

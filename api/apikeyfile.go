@@ -113,6 +113,43 @@ func (k *APIKeys) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// revoked returns a channel that fires once the key named id is no longer
+// in force (its line removed from the file; looked at every second), and
+// never after ctx ends: an open stream of a revoked key ends with it.
+func (k *APIKeys) revoked(ctx context.Context, id string) <-chan time.Time {
+	fire := make(chan time.Time, 1)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if !k.holds(id) {
+					fire <- now
+					return
+				}
+			}
+		}
+	}()
+	return fire
+}
+
+// holds reports whether a key named id is in force.
+func (k *APIKeys) holds(id string) bool {
+	set := k.set.Load()
+	if set == nil {
+		return false
+	}
+	for _, key := range *set {
+		if key.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // find returns the key in force whose hash is key's.
 func (k *APIKeys) find(key string) (APIKey, bool) {
 	if k == nil {

@@ -229,7 +229,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		u, found, err := s.serverCredential(r)
 		if found || err != nil {
 			if err != nil {
-				s.writeError(w, r, err)
+				if s.limitUnauthenticated(w, r) {
+					s.writeError(w, r, err)
+				}
 				return
 			}
 			s.asIdentity(next, w, r, Identity{User: u})

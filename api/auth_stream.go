@@ -180,8 +180,13 @@ func (s *Server) writeStreamToken(w http.ResponseWriter, r *http.Request, id Ide
 }
 
 // untilTokenExpiry arranges for the request's stream to end
-// streamEndLead before its identity token expires (sse.WithTokenExpiry).
+// streamEndLead before its identity token expires, or, for an API key, once
+// the key is revoked (sse.WithTokenExpiry).
 func (s *Server) untilTokenExpiry(ctx context.Context) context.Context {
+	if u := identityFrom(ctx).User; u.Server && s.keys != nil {
+		// an API key has no expiry, but may be revoked
+		return sse.WithTokenExpiry(ctx, s.keys.revoked(ctx, strings.TrimPrefix(u.ID, keyUserPrefix)), s.auth.now())
+	}
 	exp := identityFrom(ctx).Expires
 	if exp.IsZero() {
 		return ctx

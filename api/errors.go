@@ -153,6 +153,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // binding error's text with a 400: a query parameter of the wrong form is
 // a validation failure naming the parameter.
 func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
+	if !s.limitMalformed(w, r) {
+		return
+	}
 	var inv *oapi.InvalidParamFormatError
 	if errors.As(err, &inv) {
 		s.writeError(w, r, rooms.Invalid(inv.ParamName, "has the wrong form"))

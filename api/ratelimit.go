@@ -79,6 +79,20 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	})
 }
 
+// limitMalformed counts a request whose path or query parameters could
+// not be read (the generated router answers those before the route's
+// middlewares run) on its route's limits, as any other; false when a limit
+// refused it and the 429 was written.
+func (s *Server) limitMalformed(w http.ResponseWriter, r *http.Request) bool {
+	route := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
+	class, ok := routeClasses[route]
+	if !s.limits.on() || !ok {
+		return true
+	}
+	_, ok = s.count(w, r, s.checksOf(r, route, class))
+	return ok
+}
+
 // checksOf lists a request's checks: the route's extra limit first (its
 // code wins when several refuse), then the class's per user and per
 // address. Unauthenticated requests count per address only.
@@ -140,7 +154,10 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, checks []limits.C
 	if now < s.limits.pausedUntil.Load() {
 		return nil, true
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), limiterTimeout)
+	// Not the request's context: a client that hangs up cancels it, and a
+	// cancelled check would pause the limits for everyone (a stranger could
+	// switch them off by dropping connections).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), limiterTimeout)
 	decisions, err := s.limits.limiter.Do(ctx, limits.Take, checks)
 	cancel()
 	if err != nil {

@@ -1,0 +1,70 @@
+package api_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// Removing a key's line revokes it: REST calls at once after the reload,
+// and an event stream opened with it before ends within a second, with a
+// token_expiring event, so a leaked key stops reading the room's events.
+func TestRevokedAPIKeyStreamEnds(t *testing.T) {
+	key, rec, err := api.NewAPIKey("leaked", rooms.ScopeRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(path, []byte(rec.Line()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := api.LoadAPIKeys(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvStore(t, redistestEmbedded, store.Quotas{}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
+		func(c *api.Config, _ *store.Store, _ string) { c.APIKeys = keys })
+	alice, _ := e.guest("alice")
+	id := e.create(alice, map[string]any{"name": "Den", "mode": "battle", "region": "eu", "maxPlayers": 4, "visibility": "private"})["id"].(string)
+
+	s := e.open("/v1/rooms/"+id+"/events", "X-API-Key", key)
+	if f := s.next(); f.event != "snapshot" {
+		t.Fatalf("first event %+v", f)
+	}
+
+	// the key is revoked
+	if err := os.WriteFile(path, []byte("# no keys\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := keys.Reload(); err != nil || !changed {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	want(t, e.do("GET", "/v1/rooms/"+id, "", nil, "X-API-Key", key), 401, "UNAUTHENTICATED")
+
+	// the stream ends within a second or two: its last event says the
+	// credential expired, and nothing after it reaches the revoked key
+	timer := time.AfterFunc(5*time.Second, s.close)
+	defer timer.Stop()
+	var last string
+	for {
+		line, err := s.rd.ReadString('\n')
+		if err != nil {
+			break
+		}
+		if strings.HasPrefix(line, "event: ") {
+			last = strings.TrimSpace(strings.TrimPrefix(line, "event: "))
+		}
+	}
+	if !timer.Stop() {
+		t.Fatal("a revoked API key's stream was still open 5 s after the revocation")
+	}
+	if last != "token_expiring" {
+		t.Fatalf("last event %q, want token_expiring", last)
+	}
+}
