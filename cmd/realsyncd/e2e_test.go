@@ -194,10 +194,13 @@ func TestTwoInstancesShareRooms(t *testing.T) {
 	}
 }
 
-func twoInstancesShareRooms(t *testing.T, bin, backend string) {
-	prefix := redistest.Prefix(t)
-	env := []string{"REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret"}
-	var c redis.UniversalClient
+// sharedBackend is the environment of instances sharing backend
+// ("standalone" or "cluster") under a key prefix of their own, and a client
+// of that backend, closed when the test ends.
+func sharedBackend(t *testing.T, backend string) (env []string, prefix string, c redis.UniversalClient) {
+	t.Helper()
+	prefix = redistest.Prefix(t)
+	env = []string{"REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret"}
 	if backend == "cluster" {
 		addrs := redistest.ClusterAddrs(t)
 		env = append(env, "REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(addrs, ","))
@@ -207,7 +210,12 @@ func twoInstancesShareRooms(t *testing.T, bin, backend string) {
 		env = append(env, "REALSYNC_REDIS_URL="+url)
 		c = redis.NewClient(mustParse(t, url))
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return env, prefix, c
+}
+
+func twoInstancesShareRooms(t *testing.T, bin, backend string) {
+	env, prefix, c := sharedBackend(t, backend)
 	a, b := start(t, bin, env...), start(t, bin, env...)
 
 	owner := guest(t, a, "owner")

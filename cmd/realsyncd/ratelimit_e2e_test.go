@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/realsync/realsync/internal/rediskeys"
-	"github.com/realsync/realsync/internal/redistest"
 )
 
 // loadTestLimits raise the limits a load test's single client would meet
@@ -58,20 +55,8 @@ type hammered struct {
 }
 
 func hammer(t *testing.T, bin, backend string) {
-	prefix := redistest.Prefix(t)
-	env := []string{"REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_JWT_SECRET=e2e-secret", "REALSYNC_RATE_LIMITS=" + hammerLimits,
-		"REALSYNC_LOG_LEVEL=info"}
-	var c redis.UniversalClient
-	if backend == "cluster" {
-		addrs := redistest.ClusterAddrs(t)
-		env = append(env, "REALSYNC_REDIS_CLUSTER_ADDRS="+strings.Join(addrs, ","))
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	} else {
-		url := redistest.StandaloneURL(t)
-		env = append(env, "REALSYNC_REDIS_URL="+url)
-		c = redis.NewClient(mustParse(t, url))
-	}
-	defer c.Close()
+	env, prefix, c := sharedBackend(t, backend)
+	env = append(env, "REALSYNC_RATE_LIMITS="+hammerLimits, "REALSYNC_LOG_LEVEL=info")
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	both := []*instance{a, b}
 
