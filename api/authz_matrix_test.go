@@ -145,7 +145,9 @@ GET    /v1/lobby/events                      pub  U    U         U       U      
 GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U     ST      200        200   SR     SR     200    ST     ST      ST          200
 GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
 GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
+HEAD   /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
+HEAD   /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 GET    /metrics                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 GET    /openapi.yaml                         -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 `
@@ -316,6 +318,8 @@ var routeCalls = map[string]call{
 	}},
 	"GET /v1/admin/instances": {req: fixed("/v1/admin/instances")},
 	"GET /healthz":            {req: fixed("/healthz")},
+	"HEAD /healthz":           {req: fixed("/healthz")},
+	"HEAD /readyz":            {req: fixed("/readyz")},
 	"GET /readyz":             {req: fixed("/readyz")},
 	"GET /metrics":            {req: fixed("/metrics")},
 	"GET /openapi.yaml":       {req: fixed("/openapi.yaml")},

@@ -149,6 +149,13 @@ func (s *Server) Healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, oapi.Health{Status: "ok"})
 }
 
+// HealthzHead implements HEAD /healthz: GET's status and headers (net/http
+// writes no body for HEAD).
+func (s *Server) HealthzHead(w http.ResponseWriter, r *http.Request) { s.Healthz(w, r) }
+
+// ReadyzHead implements HEAD /readyz, as HealthzHead.
+func (s *Server) ReadyzHead(w http.ResponseWriter, r *http.Request) { s.Readyz(w, r) }
+
 // Readyz implements GET /readyz: 503 while the store is unreachable.
 func (s *Server) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -754,6 +754,9 @@ type ServerInterface interface {
 	// Healthz Process is up
 	// (GET /healthz)
 	Healthz(w http.ResponseWriter, r *http.Request)
+	// HealthzHead Process is up (headers only, for probes and load balancers)
+	// (HEAD /healthz)
+	HealthzHead(w http.ResponseWriter, r *http.Request)
 	// GetMetrics Prometheus metrics of this instance
 	// (GET /metrics)
 	GetMetrics(w http.ResponseWriter, r *http.Request)
@@ -763,6 +766,9 @@ type ServerInterface interface {
 	// Readyz Redis is reachable
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
+	// ReadyzHead Redis is reachable (headers only)
+	// (HEAD /readyz)
+	ReadyzHead(w http.ResponseWriter, r *http.Request)
 	// ListInstances The live realsyncd instances
 	// (GET /v1/admin/instances)
 	ListInstances(w http.ResponseWriter, r *http.Request)
@@ -844,6 +850,12 @@ func (_ Unimplemented) Healthz(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// HealthzHead Process is up (headers only, for probes and load balancers)
+// (HEAD /healthz)
+func (_ Unimplemented) HealthzHead(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // GetMetrics Prometheus metrics of this instance
 // (GET /metrics)
 func (_ Unimplemented) GetMetrics(w http.ResponseWriter, r *http.Request) {
@@ -859,6 +871,12 @@ func (_ Unimplemented) GetSpec(w http.ResponseWriter, r *http.Request) {
 // Readyz Redis is reachable
 // (GET /readyz)
 func (_ Unimplemented) Readyz(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ReadyzHead Redis is reachable (headers only)
+// (HEAD /readyz)
+func (_ Unimplemented) ReadyzHead(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1023,6 +1041,20 @@ func (siw *ServerInterfaceWrapper) Healthz(w http.ResponseWriter, r *http.Reques
 	handler.ServeHTTP(w, r)
 }
 
+// HealthzHead operation middleware
+func (siw *ServerInterfaceWrapper) HealthzHead(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.HealthzHead(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetMetrics operation middleware
 func (siw *ServerInterfaceWrapper) GetMetrics(w http.ResponseWriter, r *http.Request) {
 
@@ -1056,6 +1088,20 @@ func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Readyz(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ReadyzHead operation middleware
+func (siw *ServerInterfaceWrapper) ReadyzHead(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ReadyzHead(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2006,7 +2052,13 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)
 	})
 	r.Group(func(r chi.Router) {
+		r.Head(options.BaseURL+"/healthz", wrapper.HealthzHead)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/readyz", wrapper.Readyz)
+	})
+	r.Group(func(r chi.Router) {
+		r.Head(options.BaseURL+"/readyz", wrapper.ReadyzHead)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/metrics", wrapper.GetMetrics)

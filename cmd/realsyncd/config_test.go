@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -245,4 +246,22 @@ func parseCase(t *testing.T, env map[string]string, args []string, wantErr strin
 		t.Fatal(err)
 	}
 	return c, true
+}
+
+// The demo link printed at start is one a browser opens.
+func TestDemoURL(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"[::]:8080", "http://localhost:8080/demo/"},
+		{"0.0.0.0:8080", "http://localhost:8080/demo/"},
+		{"127.0.0.1:9000", "http://127.0.0.1:9000/demo/"},
+		{"[::1]:8080", "http://[::1]:8080/demo/"},
+	} {
+		a, err := net.ResolveTCPAddr("tcp", tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := demoURL(a); got != tc.want {
+			t.Errorf("demoURL(%s) = %s, want %s", tc.addr, got, tc.want)
+		}
+	}
 }

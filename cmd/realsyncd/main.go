@@ -158,7 +158,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "demo", "http://"+ln.Addr().String()+"/demo/")
+	log.Info("listening", "addr", ln.Addr().String(), "demo", demoURL(ln.Addr()))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -284,4 +284,18 @@ func servePprof(addr string, log *slog.Logger) {
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		log.Error("pprof", "err", err)
 	}
+}
+
+// demoURL is the demo's address to print for a listener on addr: one a
+// browser can open, so a listener on every interface ([::] or 0.0.0.0) is
+// shown as localhost.
+func demoURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/demo/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/demo/"
 }

@@ -650,7 +650,8 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /** Process is up (headers only, for probes and load balancers) */
+        head: operations["healthzHead"];
         patch?: never;
         trace?: never;
     };
@@ -673,7 +674,8 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /** Redis is reachable (headers only) */
+        head: operations["readyzHead"];
         patch?: never;
         trace?: never;
     };
@@ -2040,6 +2042,24 @@ export interface operations {
             };
         };
     };
+    healthzHead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Up. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     readyz: {
         parameters: {
             query?: never;
@@ -2059,6 +2079,31 @@ export interface operations {
                 };
             };
             503: components["responses"]["Unavailable"];
+        };
+    };
+    readyzHead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `STORE_UNAVAILABLE`, as `GET /readyz` (no body). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     getMetrics: {
