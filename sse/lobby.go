@@ -38,12 +38,9 @@ type lobbyItem struct {
 // lobbyStream is one client's lobby feed. seen (the version sent per room)
 // belongs to its goroutine.
 type lobbyStream struct {
-	held         // its lease among its user's open streams
+	held         // its lease among its user's open streams, and its end
 	mode, region string
 	q            chan *lobbyItem // shared, read-only
-	over         chan struct{}   // closed when the stream must end; why says why
-	why          string
-	cut          sync.Once
 	seen         map[string]int64
 }
 
@@ -57,14 +54,6 @@ func (st *lobbyStream) offer(it *lobbyItem) bool {
 		st.end(EndSlow)
 		return false
 	}
-}
-
-// end ends the stream for reason why; the first reason given wins.
-func (st *lobbyStream) end(why string) {
-	st.cut.Do(func() {
-		st.why = why
-		close(st.over)
-	})
 }
 
 func (st *lobbyStream) matches(n LobbyNotice) bool {
@@ -158,8 +147,8 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 // most streams allowed (see Source.OpenLobby), or rooms.ErrUnavailable.
 func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode, region string) error {
 	st := &lobbyStream{mode: mode, region: region, q: make(chan *lobbyItem, h.cfg.QueueSize),
-		over: make(chan struct{}), seen: map[string]int64{},
-		held: held{lease: Lease{UserID: u.ID, Stream: h.streamName(), Server: u.Server}}}
+		seen: map[string]int64{},
+		held: newHeld(Lease{UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
 	if err := h.cfg.Source.OpenLobby(ctx, st.lease); err != nil {
 		return err
 	}

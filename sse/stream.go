@@ -11,11 +11,26 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// held is an open stream's lease, which the hub renews.
+// held is what the hub holds of an open stream of either kind: its lease,
+// which the hub renews, and its end.
 type held struct {
 	lease Lease
 	// renewed is when the lease was last recorded or renewed (Unix ns).
 	renewed atomic.Int64
+	over    chan struct{} // closed when the stream must end; why says why
+	why     string        // an End… reason, set before over is closed
+	cut     sync.Once
+}
+
+// newHeld is the holding of a new stream with lease l.
+func newHeld(l Lease) held { return held{lease: l, over: make(chan struct{})} }
+
+// end ends the stream for reason why; the first reason given wins.
+func (h *held) end(why string) {
+	h.cut.Do(func() {
+		h.why = why
+		close(h.over)
+	})
 }
 
 func (h *held) holding() *held { return h }
@@ -29,10 +44,7 @@ type leased interface {
 // stream is one client's event stream.
 type stream struct {
 	held
-	q    chan *Event   // events waiting to be written, bounded; shared, read-only
-	over chan struct{} // closed when the stream must end; why says why
-	why  string        // an End… reason, set before over is closed
-	cut  sync.Once
+	q chan *Event // events waiting to be written, bounded; shared, read-only
 }
 
 // offer queues e without blocking and reports whether it did; a full queue
@@ -45,14 +57,6 @@ func (st *stream) offer(e *Event) bool {
 		st.end(EndSlow)
 		return false
 	}
-}
-
-// end ends the stream for reason why; the first reason given wins.
-func (st *stream) end(why string) {
-	st.cut.Do(func() {
-		st.why = why
-		close(st.over)
-	})
 }
 
 // Serve streams room id's events to member u, or to the server (an API key
@@ -69,8 +73,8 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	if err := rooms.RequireScope(u, rooms.ScopeRead); err != nil {
 		return err
 	}
-	st := &stream{q: make(chan *Event, h.cfg.QueueSize), over: make(chan struct{}),
-		held: held{lease: Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server}}}
+	st := &stream{q: make(chan *Event, h.cfg.QueueSize),
+		held: newHeld(Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
 	r, err := h.attach(ctx, id, st)
 	if err != nil {
 		return err
