@@ -15,19 +15,24 @@ import (
 )
 
 // twoInstances opens two stores on one backend and prefix, as two
-// realsyncd processes would.
-func twoInstances(t *testing.T, b redistest.Backend) (*store.Store, *store.Store) {
+// realsyncd processes would, with cfg's settings when given (its backend,
+// prefix and shards are set here).
+func twoInstances(t *testing.T, b redistest.Backend, cfg ...store.Config) (*store.Store, *store.Store) {
 	t.Helper()
-	prefix := redistest.Prefix(t)
+	var c store.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.RedisURL, c.ClusterAddrs, c.Prefix, c.Shards = b.URL, b.ClusterAddrs, redistest.Prefix(t), 8
 	open := func() *store.Store {
-		s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 8})
+		s, err := store.Open(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	if b.Name == "embedded" {
+	if b.Name == "embedded" { // one in-process store per instance: share it
 		s := open()
 		return s, s
 	}

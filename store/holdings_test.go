@@ -19,21 +19,7 @@ import (
 // as two realsyncd processes would.
 func quotaInstances(t *testing.T, b redistest.Backend, q store.Quotas) (*store.Store, *store.Store) {
 	t.Helper()
-	prefix := redistest.Prefix(t)
-	open := func() *store.Store {
-		s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-			Prefix: prefix, Shards: 8, Quotas: q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	if b.Name == "embedded" { // one in-process store per instance: share it
-		s := open()
-		return s, s
-	}
-	return open(), open()
+	return twoInstances(t, b, store.Config{Quotas: q})
 }
 
 // spread is a room of its own (mode, region), so rooms land on many shards.

@@ -23,21 +23,7 @@ import (
 // presence TTL ttl on one backend and prefix, as two realsyncd processes.
 func streamInstances(t *testing.T, b redistest.Backend, max int, ttl time.Duration) (*store.Store, *store.Store) {
 	t.Helper()
-	prefix := redistest.Prefix(t)
-	open := func() *store.Store {
-		s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-			Prefix: prefix, Shards: 8, PresenceTTL: ttl, Quotas: store.Quotas{StreamsPerUser: max}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	if b.Name == "embedded" { // one in-process store per instance: share it
-		s := open()
-		return s, s
-	}
-	return open(), open()
+	return twoInstances(t, b, store.Config{PresenceTTL: ttl, Quotas: store.Quotas{StreamsPerUser: max}})
 }
 
 func userStreams(t *testing.T, s *store.Store, u rooms.User) []string {
