@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -68,26 +65,4 @@ func BenchmarkRenewalRound(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "wall-µs/round")
 		})
 	}
-}
-
-// scriptTotalMicros is Redis' own time in scripts (EVALSHA, EVAL) since the
-// last CONFIG RESETSTAT: the commands they ran included, counted once.
-func scriptTotalMicros(b *testing.B, c redis.UniversalClient) float64 {
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	total := 0.0
-	for _, l := range strings.Split(info, "\r\n") {
-		if !strings.HasPrefix(l, "cmdstat_evalsha:") && !strings.HasPrefix(l, "cmdstat_eval:") {
-			continue
-		}
-		for _, f := range strings.Split(l, ",") {
-			if v, ok := strings.CutPrefix(f, "usec="); ok {
-				n, _ := strconv.ParseFloat(v, 64)
-				total += n
-			}
-		}
-	}
-	return total
 }
