@@ -63,7 +63,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 				return ""
 			}
 			lobby := last(func(s step) bool { return s.background && strings.Contains(s.code, "/v1/lobby/events") })
-			room := last(func(s step) bool { return s.background && strings.Contains(s.code, "/events?token=") && !strings.Contains(s.code, "lobby") })
+			room := last(func(s step) bool {
+				return s.background && strings.Contains(s.code, "/events?token=") && !strings.Contains(s.code, "lobby")
+			})
 			if !strings.Contains(lobby, "event: room_removed") {
 				t.Errorf("the lobby stream did not print room_removed when the room started:\n%s", lobby)
 			}
