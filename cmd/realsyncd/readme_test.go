@@ -180,8 +180,17 @@ func runWalkthrough(t *testing.T, steps []step, addr string) []string {
 	cmd.Env = append(os.Environ(), "RS_OUT="+dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out, err := cmd.CombinedOutput()
+	// Its output goes to a file, not a pipe: a stream left running in the
+	// background must not keep Wait waiting.
+	log, err := os.Create(filepath.Join(dir, "bash.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	err = cmd.Run()
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	out, _ := os.ReadFile(log.Name())
 	outs := make([]string, len(steps))
 	for i := range steps {
 		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out%d", i)))
