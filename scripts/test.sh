@@ -62,3 +62,6 @@ if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.ts web/static/rea
   exit 1
 fi
 (cd sdk/typescript && npm test --silent)
+
+echo "== TypeScript SDK as published: npm publish --dry-run, the packed tarball in a strict consumer (Node and browser)"
+sdk/typescript/scripts/consumer-test.sh
