@@ -175,9 +175,11 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     return this.client.transport;
   }
 
-  /** open starts the first connection (subclasses call it once constructed). */
+  /** open starts the first connection (subclasses call it once constructed),
+   * after the caller's synchronous code: listeners added right after
+   * live()/lobby() see the first connecting. */
   protected open(): void {
-    void this.connect();
+    queueMicrotask(() => !this.closed && this.gen === 0 && void this.connect());
   }
 
   private async connect(): Promise<void> {
