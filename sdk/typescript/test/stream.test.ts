@@ -208,6 +208,32 @@ describe("transient errors reconnect", () => {
   });
 });
 
+describe("resumed", () => {
+  it("says snapshot when the server could not replay", async () => {
+    const alice = await player("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    const live = alice.live(room.id, { playerId: 1 });
+    const log = record(live);
+    try {
+      await live.ready;
+      await alice.patchState(room.id, { n: 1 });
+      await eventually(() => live.state.n === 1, "the patch");
+      live.reconnect(); // nothing missed: replayed from the log
+      await alice.patchState(room.id, { n: 2 });
+      await eventually(() => log.resumed.length === 1, "resumed");
+      assert.deepEqual(log.resumed, [{ snapshot: false }]);
+      live.lastEventId = "999999"; // a history the server does not have: it must start over
+      live.reconnect();
+      await eventually(() => log.resumed.length === 2, "resumed again");
+      assert.deepEqual(log.resumed[1], { snapshot: true });
+      assert.equal(live.state.n, 2);
+      assert.deepEqual(log.reconnecting, [], "a reconnect() is not a failure");
+    } finally {
+      live.close();
+    }
+  });
+});
+
 describe("a killed server", () => {
   let redis: Redis;
   before(async () => (redis = await startRedis()));
