@@ -242,12 +242,18 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   }
 
   private event(type: string, data: string, id: string): void {
+    let e: { type: string };
+    try {
+      e = JSON.parse(data) as { type: string };
+    } catch (err) {
+      this.signal("error", new RealSyncError(0, undefined, err, { message: `a ${type} event that is not JSON` }));
+      return;
+    }
     if (type === "token_expiring") {
-      void this.tokenExpiring(JSON.parse(data) as TokenExpiring);
+      void this.tokenExpiring(e as TokenExpiring);
       return;
     }
     if (id) this.lastEventId = id;
-    const e = JSON.parse(data) as { type: string };
     if (this.resuming) {
       this.resuming = false;
       this.signal("resumed", { snapshot: e.type === "snapshot" || e.type === "rooms" });
