@@ -587,9 +587,11 @@ var LiveStream = class extends Emitter {
     if (this.opts.eventSource) return eventSourceTransport(this.opts.eventSource);
     return this.client.transport;
   }
-  /** open starts the first connection (subclasses call it once constructed). */
+  /** open starts the first connection (subclasses call it once constructed),
+   * after the caller's synchronous code: listeners added right after
+   * live()/lobby() see the first connecting. */
   open() {
-    void this.connect();
+    queueMicrotask(() => !this.closed && this.gen === 0 && void this.connect());
   }
   async connect() {
     const gen = ++this.gen;
@@ -654,12 +656,18 @@ var LiveStream = class extends Emitter {
     this.signal("open", {});
   }
   event(type, data, id) {
+    let e;
+    try {
+      e = JSON.parse(data);
+    } catch (err) {
+      this.signal("error", new RealSyncError(0, void 0, err, { message: `a ${type} event that is not JSON` }));
+      return;
+    }
     if (type === "token_expiring") {
-      void this.tokenExpiring(JSON.parse(data));
+      void this.tokenExpiring(e);
       return;
     }
     if (id) this.lastEventId = id;
-    const e = JSON.parse(data);
     if (this.resuming) {
       this.resuming = false;
       this.signal("resumed", { snapshot: e.type === "snapshot" || e.type === "rooms" });
