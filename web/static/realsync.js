@@ -708,7 +708,7 @@ var LiveStream = class extends Emitter {
   /** fail handles the failure of the current connection (or of its authentication). */
   fail(err) {
     this.signal("error", err);
-    const openFor = this.openedAt ? Date.now() - this.openedAt : 0;
+    const openFor = this.openedAt ? Date.now() - this.openedAt : -1;
     this.openedAt = 0;
     if (err.status === 401 && !this.renewedFor401) {
       this.renewedFor401 = true;
@@ -727,7 +727,7 @@ var LiveStream = class extends Emitter {
       this.end("error", err);
       return;
     }
-    if (openFor >= (this.opts.backoff?.stableMs ?? 3e4)) this.failures = 0;
+    if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 3e4)) this.failures = 0;
     this.failures++;
     this.retry(err, Math.max(err.retryAfterMs ?? 0, backoffDelay(this.failures, this.opts.backoff)));
   }

@@ -297,7 +297,7 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   /** fail handles the failure of the current connection (or of its authentication). */
   private fail(err: RealSyncError): void {
     this.signal("error", err);
-    const openFor = this.openedAt ? Date.now() - this.openedAt : 0;
+    const openFor = this.openedAt ? Date.now() - this.openedAt : -1; // -1: it never opened
     this.openedAt = 0;
     if (err.status === 401 && !this.renewedFor401) {
       this.renewedFor401 = true;
@@ -316,7 +316,7 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
       this.end("error", err);
       return;
     }
-    if (openFor >= (this.opts.backoff?.stableMs ?? 30000)) this.failures = 0;
+    if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 30000)) this.failures = 0;
     this.failures++;
     this.retry(err, Math.max(err.retryAfterMs ?? 0, backoffDelay(this.failures, this.opts.backoff)));
   }

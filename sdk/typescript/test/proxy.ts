@@ -23,12 +23,14 @@ export interface Proxy {
   seen: Seen[];
   /** Answers a request itself when it returns a response. */
   intercept?: (req: Seen) => Canned | undefined;
+  /** drop cuts every connection through the proxy (open streams end). */
+  drop(): void;
   stop(): Promise<void>;
 }
 
 export async function startProxy(target: string): Promise<Proxy> {
   const to = new URL(target);
-  const proxy: Proxy = { url: "", seen: [], stop: async () => undefined };
+  const proxy: Proxy = { url: "", seen: [], drop: () => undefined, stop: async () => undefined };
   const server = http.createServer((req, res) => {
     const seen: Seen = { method: req.method ?? "", url: req.url ?? "", headers: req.headers };
     proxy.seen.push(seen);
@@ -49,6 +51,7 @@ export async function startProxy(target: string): Promise<Proxy> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   proxy.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  proxy.drop = () => server.closeAllConnections();
   proxy.stop = () => new Promise<void>((resolve) => {
     server.closeAllConnections();
     server.close(() => resolve());

@@ -99,9 +99,9 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   return { url, logs: () => logs, stop: () => end("SIGTERM"), kill: () => end("SIGKILL") };
 }
 
-/** eventually polls cond until it holds (or fails after 10 s). */
-export async function eventually(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10000;
+/** eventually polls cond until it holds (or fails after timeoutMs, default 10 s). */
+export async function eventually(cond: () => boolean, what: string, timeoutMs = 10000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
