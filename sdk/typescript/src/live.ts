@@ -126,7 +126,7 @@ class Emitter<E> {
  * ends the stream (401 UNAUTHENTICATED) instead of reopening ever shorter
  * streams.
  */
-export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change: unknown }> {
+export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change: E[keyof E] }> {
   /** The id of the last event received. */
   lastEventId = "";
   /** True once the stream ended (see closed). */
