@@ -177,6 +177,27 @@ describe("transient errors reconnect", () => {
     }
   });
 
+  it("url: a caller-supplied stream token is asked for before every connection", async () => {
+    const alice = await player("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    const issued: string[] = [];
+    const streamToken = async () => {
+      const t = (await alice.roomStreamToken(room.id)).token; // as a game's backend would hand it out
+      issued.push(t);
+      return t;
+    };
+    const from = proxy.seen.length;
+    const live = alice.live(room.id, { ...urlMode, playerId: 1, streamToken });
+    try {
+      await live.ready;
+      live.reconnect();
+      await eventually(() => issued.length === 2 && requests("/events", from).length === 2, "the second connection");
+      assert.deepEqual(requests("/events", from).map((s) => new URL(s.url, "http://x").searchParams.get("token")), issued);
+    } finally {
+      live.close();
+    }
+  });
+
   for (const [stableMs, after] of [[0, 10], [60000, 80]]) {
     it(`backoff starts over after a stream stayed open stableMs (${stableMs}): ${after} ms after the drop`, async () => {
       const alice = await player("alice");
