@@ -56,9 +56,12 @@ scripts/fuzz.sh
 
 echo "== TypeScript SDK: generated types and the demo's bundle match, Node and browser tests"
 (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && npm run --silent bundle)
-if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.d.ts web/static/realsync.js)" ]; then
-  git --no-pager diff --stat -- sdk/typescript/src/schema.d.ts web/static/realsync.js
+if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.ts web/static/realsync.js)" ]; then
+  git --no-pager diff --stat -- sdk/typescript/src/schema.ts web/static/realsync.js
   echo "the SDK's generated types or the demo bundle drifted: run 'npm run generate && npm run bundle' in sdk/typescript and commit" >&2
   exit 1
 fi
 (cd sdk/typescript && npm test --silent)
+
+echo "== TypeScript SDK as published: npm publish --dry-run, the packed tarball in a strict consumer (Node and browser)"
+sdk/typescript/scripts/consumer-test.sh

@@ -478,492 +478,51 @@ function removeTrailingSlash(url) {
   return url;
 }
 
-// node_modules/eventsource-parser/dist/index.js
-var ParseError = class extends Error {
-  constructor(message, options) {
-    super(message), this.name = "ParseError", this.type = options.type, this.field = options.field, this.value = options.value, this.line = options.line;
-  }
-};
-var LF = 10;
-var CR = 13;
-var SPACE = 32;
-function noop(_arg) {
-}
-function createParser(config) {
-  if (typeof config == "function")
-    throw new TypeError(
-      "`config` must be an object, got a function instead. Did you mean `createParser({onEvent: fn})`?"
-    );
-  const { onEvent = noop, onError = noop, onRetry = noop, onComment, maxBufferSize } = config, pendingFragments = [];
-  let pendingFragmentsLength = 0, isFirstChunk = true, id, data = "", dataLines = 0, eventType, terminated = false;
-  function feed(chunk) {
-    if (terminated)
-      throw new Error(
-        "Cannot feed parser: it was terminated after exceeding the configured max buffer size. Call `reset()` to resume parsing."
-      );
-    if (isFirstChunk && (isFirstChunk = false, chunk.charCodeAt(0) === 239 && chunk.charCodeAt(1) === 187 && chunk.charCodeAt(2) === 191 && (chunk = chunk.slice(3))), pendingFragments.length === 0) {
-      const trailing2 = processLines(chunk);
-      trailing2 !== "" && (pendingFragments.push(trailing2), pendingFragmentsLength = trailing2.length), checkBufferSize();
-      return;
-    }
-    if (chunk.indexOf(`
-`) === -1 && chunk.indexOf("\r") === -1) {
-      pendingFragments.push(chunk), pendingFragmentsLength += chunk.length, checkBufferSize();
-      return;
-    }
-    pendingFragments.push(chunk);
-    const input = pendingFragments.join("");
-    pendingFragments.length = 0, pendingFragmentsLength = 0;
-    const trailing = processLines(input);
-    trailing !== "" && (pendingFragments.push(trailing), pendingFragmentsLength = trailing.length), checkBufferSize();
-  }
-  function checkBufferSize() {
-    maxBufferSize !== void 0 && (pendingFragmentsLength + data.length <= maxBufferSize || (terminated = true, pendingFragments.length = 0, pendingFragmentsLength = 0, id = void 0, data = "", dataLines = 0, eventType = void 0, onError(
-      new ParseError(`Buffered data exceeded max buffer size of ${maxBufferSize} characters`, {
-        type: "max-buffer-size-exceeded"
-      })
-    )));
-  }
-  function processLines(chunk) {
-    let searchIndex = 0;
-    if (chunk.indexOf("\r") === -1) {
-      let lfIndex = chunk.indexOf(`
-`, searchIndex);
-      for (; lfIndex !== -1; ) {
-        if (searchIndex === lfIndex) {
-          dataLines > 0 && onEvent({ id, event: eventType, data }), id = void 0, data = "", dataLines = 0, eventType = void 0, searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
-`, searchIndex);
-          continue;
-        }
-        const firstCharCode = chunk.charCodeAt(searchIndex);
-        if (isDataPrefix(chunk, searchIndex, firstCharCode)) {
-          const valueStart = chunk.charCodeAt(searchIndex + 5) === SPACE ? searchIndex + 6 : searchIndex + 5, value = chunk.slice(valueStart, lfIndex);
-          if (dataLines === 0 && chunk.charCodeAt(lfIndex + 1) === LF) {
-            onEvent({ id, event: eventType, data: value }), id = void 0, data = "", eventType = void 0, searchIndex = lfIndex + 2, lfIndex = chunk.indexOf(`
-`, searchIndex);
-            continue;
-          }
-          data = dataLines === 0 ? value : `${data}
-${value}`, dataLines++;
-        } else isEventPrefix(chunk, searchIndex, firstCharCode) ? eventType = chunk.slice(
-          chunk.charCodeAt(searchIndex + 6) === SPACE ? searchIndex + 7 : searchIndex + 6,
-          lfIndex
-        ) || void 0 : parseLine(chunk, searchIndex, lfIndex);
-        searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
-`, searchIndex);
-      }
-      return chunk.slice(searchIndex);
-    }
-    for (; searchIndex < chunk.length; ) {
-      const crIndex = chunk.indexOf("\r", searchIndex), lfIndex = chunk.indexOf(`
-`, searchIndex);
-      let lineEnd = -1;
-      if (crIndex !== -1 && lfIndex !== -1 ? lineEnd = crIndex < lfIndex ? crIndex : lfIndex : crIndex !== -1 ? crIndex === chunk.length - 1 ? lineEnd = -1 : lineEnd = crIndex : lfIndex !== -1 && (lineEnd = lfIndex), lineEnd === -1)
-        break;
-      parseLine(chunk, searchIndex, lineEnd), searchIndex = lineEnd + 1, chunk.charCodeAt(searchIndex - 1) === CR && chunk.charCodeAt(searchIndex) === LF && searchIndex++;
-    }
-    return chunk.slice(searchIndex);
-  }
-  function parseLine(chunk, start, end) {
-    if (start === end) {
-      dispatchEvent();
-      return;
-    }
-    const firstCharCode = chunk.charCodeAt(start);
-    if (isDataPrefix(chunk, start, firstCharCode)) {
-      const valueStart = chunk.charCodeAt(start + 5) === SPACE ? start + 6 : start + 5, value2 = chunk.slice(valueStart, end);
-      data = dataLines === 0 ? value2 : `${data}
-${value2}`, dataLines++;
-      return;
-    }
-    if (isEventPrefix(chunk, start, firstCharCode)) {
-      eventType = chunk.slice(chunk.charCodeAt(start + 6) === SPACE ? start + 7 : start + 6, end) || void 0;
-      return;
-    }
-    if (firstCharCode === 105 && chunk.charCodeAt(start + 1) === 100 && chunk.charCodeAt(start + 2) === 58) {
-      const value2 = chunk.slice(chunk.charCodeAt(start + 3) === SPACE ? start + 4 : start + 3, end);
-      value2.includes("\0") || (id = value2);
-      return;
-    }
-    if (firstCharCode === 58) {
-      if (onComment) {
-        const line2 = chunk.slice(start, end);
-        onComment(line2.slice(chunk.charCodeAt(start + 1) === SPACE ? 2 : 1));
-      }
-      return;
-    }
-    const line = chunk.slice(start, end), fieldSeparatorIndex = line.indexOf(":");
-    if (fieldSeparatorIndex === -1) {
-      processField(line, "", line);
-      return;
-    }
-    const field = line.slice(0, fieldSeparatorIndex), offset = line.charCodeAt(fieldSeparatorIndex + 1) === SPACE ? 2 : 1, value = line.slice(fieldSeparatorIndex + offset);
-    processField(field, value, line);
-  }
-  function processField(field, value, line) {
-    switch (field) {
-      case "event":
-        eventType = value || void 0;
-        break;
-      case "data":
-        data = dataLines === 0 ? value : `${data}
-${value}`, dataLines++;
-        break;
-      case "id":
-        value.includes("\0") || (id = value);
-        break;
-      case "retry":
-        /^\d+$/.test(value) ? onRetry(parseInt(value, 10)) : onError(
-          new ParseError(`Invalid \`retry\` value: "${value}"`, {
-            type: "invalid-retry",
-            value,
-            line
-          })
-        );
-        break;
-      default:
-        onError(
-          new ParseError(
-            `Unknown field "${field.length > 20 ? `${field.slice(0, 20)}\u2026` : field}"`,
-            { type: "unknown-field", field, value, line }
-          )
-        );
-        break;
-    }
-  }
-  function dispatchEvent() {
-    dataLines > 0 && onEvent({
-      id,
-      event: eventType,
-      data
-    }), id = void 0, data = "", dataLines = 0, eventType = void 0;
-  }
-  function reset(options = {}) {
-    if (options.consume && pendingFragments.length > 0) {
-      const incompleteLine = pendingFragments.join("");
-      parseLine(incompleteLine, 0, incompleteLine.length);
-    }
-    isFirstChunk = true, id = void 0, data = "", dataLines = 0, eventType = void 0, pendingFragments.length = 0, pendingFragmentsLength = 0, terminated = false;
-  }
-  return { feed, reset };
-}
-function isDataPrefix(chunk, i, firstCharCode) {
-  return firstCharCode === 100 && chunk.charCodeAt(i + 1) === 97 && chunk.charCodeAt(i + 2) === 116 && chunk.charCodeAt(i + 3) === 97 && chunk.charCodeAt(i + 4) === 58;
-}
-function isEventPrefix(chunk, i, firstCharCode) {
-  return firstCharCode === 101 && chunk.charCodeAt(i + 1) === 118 && chunk.charCodeAt(i + 2) === 101 && chunk.charCodeAt(i + 3) === 110 && chunk.charCodeAt(i + 4) === 116 && chunk.charCodeAt(i + 5) === 58;
+// src/backoff.ts
+function backoffDelay(failures, o = {}) {
+  const cap = Math.min(o.maxMs ?? 3e4, (o.initialMs ?? 500) * 2 ** Math.max(0, failures - 1));
+  return Math.round((o.random ?? Math.random)() * cap);
 }
 
-// node_modules/eventsource/dist/index.js
-var ErrorEvent = class extends Event {
-  /**
-   * Constructs a new `ErrorEvent` instance. This is typically not called directly,
-   * but rather emitted by the `EventSource` object when an error occurs.
-   *
-   * @param type - The type of the event (should be "error")
-   * @param errorEventInitDict - Optional properties to include in the error event
-   */
-  constructor(type, errorEventInitDict) {
-    var _a, _b;
-    super(type), this.code = (_a = errorEventInitDict == null ? void 0 : errorEventInitDict.code) != null ? _a : void 0, this.message = (_b = errorEventInitDict == null ? void 0 : errorEventInitDict.message) != null ? _b : void 0;
-  }
-  /**
-   * Node.js "hides" the `message` and `code` properties of the `ErrorEvent` instance,
-   * when it is `console.log`'ed. This makes it harder to debug errors. To ease debugging,
-   * we explicitly include the properties in the `inspect` method.
-   *
-   * This is automatically called by Node.js when you `console.log` an instance of this class.
-   *
-   * @param _depth - The current depth
-   * @param options - The options passed to `util.inspect`
-   * @param inspect - The inspect function to use (prevents having to import it from `util`)
-   * @returns A string representation of the error
-   */
-  [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")](_depth, options, inspect) {
-    return inspect(inspectableError(this), options);
-  }
-  /**
-   * Deno "hides" the `message` and `code` properties of the `ErrorEvent` instance,
-   * when it is `console.log`'ed. This makes it harder to debug errors. To ease debugging,
-   * we explicitly include the properties in the `inspect` method.
-   *
-   * This is automatically called by Deno when you `console.log` an instance of this class.
-   *
-   * @param inspect - The inspect function to use (prevents having to import it from `util`)
-   * @param options - The options passed to `Deno.inspect`
-   * @returns A string representation of the error
-   */
-  [/* @__PURE__ */ Symbol.for("Deno.customInspect")](inspect, options) {
-    return inspect(inspectableError(this), options);
-  }
-};
-function syntaxError(message) {
-  const DomException = globalThis.DOMException;
-  return typeof DomException == "function" ? new DomException(message, "SyntaxError") : new SyntaxError(message);
-}
-function flattenError(err) {
-  return err instanceof Error ? "errors" in err && Array.isArray(err.errors) ? err.errors.map(flattenError).join(", ") : "cause" in err && err.cause instanceof Error ? `${err}: ${flattenError(err.cause)}` : err.message : `${err}`;
-}
-function inspectableError(err) {
+// src/transport.ts
+function eventSourceTransport(factory) {
   return {
-    type: err.type,
-    message: err.message,
-    code: err.code,
-    defaultPrevented: err.defaultPrevented,
-    cancelable: err.cancelable,
-    timeStamp: err.timeStamp
-  };
-}
-var __typeError = (msg) => {
-  throw TypeError(msg);
-};
-var __accessCheck = (obj, member, msg) => member.has(obj) || __typeError("Cannot " + msg);
-var __privateGet = (obj, member, getter) => (__accessCheck(obj, member, "read from private field"), getter ? getter.call(obj) : member.get(obj));
-var __privateAdd = (obj, member, value) => member.has(obj) ? __typeError("Cannot add the same private member more than once") : member instanceof WeakSet ? member.add(obj) : member.set(obj, value);
-var __privateSet = (obj, member, value, setter) => (__accessCheck(obj, member, "write to private field"), member.set(obj, value), value);
-var __privateMethod = (obj, member, method) => (__accessCheck(obj, member, "access private method"), method);
-var _readyState;
-var _url;
-var _redirectUrl;
-var _withCredentials;
-var _fetch;
-var _reconnectInterval;
-var _reconnectTimer;
-var _lastEventId;
-var _controller;
-var _parser;
-var _onError;
-var _onMessage;
-var _onOpen;
-var _EventSource_instances;
-var connect_fn;
-var _onFetchResponse;
-var _onFetchError;
-var getRequestOptions_fn;
-var _onEvent;
-var _onRetryChange;
-var failConnection_fn;
-var scheduleReconnect_fn;
-var _reconnect;
-var EventSource = class extends EventTarget {
-  constructor(url, eventSourceInitDict) {
-    var _a, _b;
-    super(), __privateAdd(this, _EventSource_instances), this.CONNECTING = 0, this.OPEN = 1, this.CLOSED = 2, __privateAdd(this, _readyState), __privateAdd(this, _url), __privateAdd(this, _redirectUrl), __privateAdd(this, _withCredentials), __privateAdd(this, _fetch), __privateAdd(this, _reconnectInterval), __privateAdd(this, _reconnectTimer), __privateAdd(this, _lastEventId, null), __privateAdd(this, _controller), __privateAdd(this, _parser), __privateAdd(this, _onError, null), __privateAdd(this, _onMessage, null), __privateAdd(this, _onOpen, null), __privateAdd(this, _onFetchResponse, async (response) => {
-      var _a2;
-      __privateGet(this, _parser).reset();
-      const { body, redirected, status, headers } = response;
-      if (status === 204) {
-        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, "Server sent HTTP 204, not reconnecting", 204), this.close();
-        return;
+    auth: "url",
+    connect(req, on) {
+      const es = factory(req.url);
+      let done = false;
+      const finish = (f) => {
+        if (done) return;
+        done = true;
+        es.close();
+        on.error(f);
+      };
+      es.onopen = () => !done && on.open();
+      for (const t of req.types) {
+        es.addEventListener(t, (e) => !done && on.event(t, e.data, e.lastEventId));
       }
-      if (redirected ? __privateSet(this, _redirectUrl, new URL(response.url)) : __privateSet(this, _redirectUrl, void 0), status !== 200) {
-        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, `Non-200 status code (${status})`, status);
-        return;
-      }
-      if (!(headers.get("content-type") || "").startsWith("text/event-stream")) {
-        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, 'Invalid content type, expected "text/event-stream"', status);
-        return;
-      }
-      if (__privateGet(this, _readyState) === this.CLOSED)
-        return;
-      __privateSet(this, _readyState, this.OPEN);
-      const openEvent = new Event("open");
-      if ((_a2 = __privateGet(this, _onOpen)) == null || _a2.call(this, openEvent), this.dispatchEvent(openEvent), typeof body != "object" || !body || !("getReader" in body)) {
-        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, "Invalid response body, expected a web ReadableStream", status), this.close();
-        return;
-      }
-      const decoder = new TextDecoder(), reader = body.getReader();
-      let open = true;
-      do {
-        const { done, value } = await reader.read();
-        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
-      } while (open);
-    }), __privateAdd(this, _onFetchError, (err) => {
-      __privateSet(this, _controller, void 0), !(err.name === "AbortError" || err.type === "aborted") && __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this, flattenError(err));
-    }), __privateAdd(this, _onEvent, (event) => {
-      typeof event.id == "string" && __privateSet(this, _lastEventId, event.id);
-      const messageEvent = new MessageEvent(event.event || "message", {
-        data: event.data,
-        origin: __privateGet(this, _redirectUrl) ? __privateGet(this, _redirectUrl).origin : __privateGet(this, _url).origin,
-        lastEventId: event.id || ""
-      });
-      __privateGet(this, _onMessage) && (!event.event || event.event === "message") && __privateGet(this, _onMessage).call(this, messageEvent), this.dispatchEvent(messageEvent);
-    }), __privateAdd(this, _onRetryChange, (value) => {
-      __privateSet(this, _reconnectInterval, value);
-    }), __privateAdd(this, _reconnect, () => {
-      __privateSet(this, _reconnectTimer, void 0), __privateGet(this, _readyState) === this.CONNECTING && __privateMethod(this, _EventSource_instances, connect_fn).call(this);
-    });
-    try {
-      if (url instanceof URL)
-        __privateSet(this, _url, url);
-      else if (typeof url == "string")
-        __privateSet(this, _url, new URL(url, getBaseURL()));
-      else
-        throw new Error("Invalid URL");
-    } catch {
-      throw syntaxError("An invalid or illegal string was specified");
+      es.onerror = (e) => finish({ status: 0, cause: e });
+      return {
+        close() {
+          done = true;
+          es.close();
+        }
+      };
     }
-    __privateSet(this, _parser, createParser({
-      onEvent: __privateGet(this, _onEvent),
-      onRetry: __privateGet(this, _onRetryChange)
-    })), __privateSet(this, _readyState, this.CONNECTING), __privateSet(this, _reconnectInterval, 3e3), __privateSet(this, _fetch, (_a = eventSourceInitDict == null ? void 0 : eventSourceInitDict.fetch) != null ? _a : globalThis.fetch), __privateSet(this, _withCredentials, (_b = eventSourceInitDict == null ? void 0 : eventSourceInitDict.withCredentials) != null ? _b : false), __privateMethod(this, _EventSource_instances, connect_fn).call(this);
-  }
-  /**
-   * Returns the state of this EventSource object's connection. It can have the values described below.
-   *
-   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/readyState)
-   *
-   * Note: typed as `number` instead of `0 | 1 | 2` for compatibility with the `EventSource` interface,
-   * defined in the TypeScript `dom` library.
-   *
-   * @public
-   */
-  get readyState() {
-    return __privateGet(this, _readyState);
-  }
-  /**
-   * Returns the URL providing the event stream.
-   *
-   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/url)
-   *
-   * @public
-   */
-  get url() {
-    return __privateGet(this, _url).href;
-  }
-  /**
-   * Returns true if the credentials mode for connection requests to the URL providing the event stream is set to "include", and false otherwise.
-   *
-   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/withCredentials)
-   */
-  get withCredentials() {
-    return __privateGet(this, _withCredentials);
-  }
-  /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/error_event) */
-  get onerror() {
-    return __privateGet(this, _onError);
-  }
-  set onerror(value) {
-    __privateSet(this, _onError, value);
-  }
-  /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/message_event) */
-  get onmessage() {
-    return __privateGet(this, _onMessage);
-  }
-  set onmessage(value) {
-    __privateSet(this, _onMessage, value);
-  }
-  /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/open_event) */
-  get onopen() {
-    return __privateGet(this, _onOpen);
-  }
-  set onopen(value) {
-    __privateSet(this, _onOpen, value);
-  }
-  addEventListener(type, listener, options) {
-    const listen = listener;
-    super.addEventListener(type, listen, options);
-  }
-  removeEventListener(type, listener, options) {
-    const listen = listener;
-    super.removeEventListener(type, listen, options);
-  }
-  /**
-   * Aborts any instances of the fetch algorithm started for this EventSource object, and sets the readyState attribute to CLOSED.
-   *
-   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/close)
-   *
-   * @public
-   */
-  close() {
-    __privateGet(this, _reconnectTimer) && clearTimeout(__privateGet(this, _reconnectTimer)), __privateGet(this, _readyState) !== this.CLOSED && (__privateGet(this, _controller) && __privateGet(this, _controller).abort(), __privateSet(this, _readyState, this.CLOSED), __privateSet(this, _controller, void 0));
+  };
+}
+var browserTransport = {
+  auth: "url",
+  connect(req, on) {
+    const ES = globalThis.EventSource;
+    if (!ES) {
+      throw new Error("no global EventSource: in Node import @realsync/sdk (not /browser), or pass a transport");
+    }
+    return eventSourceTransport((url) => new ES(url)).connect(req, on);
   }
 };
-_readyState = /* @__PURE__ */ new WeakMap(), _url = /* @__PURE__ */ new WeakMap(), _redirectUrl = /* @__PURE__ */ new WeakMap(), _withCredentials = /* @__PURE__ */ new WeakMap(), _fetch = /* @__PURE__ */ new WeakMap(), _reconnectInterval = /* @__PURE__ */ new WeakMap(), _reconnectTimer = /* @__PURE__ */ new WeakMap(), _lastEventId = /* @__PURE__ */ new WeakMap(), _controller = /* @__PURE__ */ new WeakMap(), _parser = /* @__PURE__ */ new WeakMap(), _onError = /* @__PURE__ */ new WeakMap(), _onMessage = /* @__PURE__ */ new WeakMap(), _onOpen = /* @__PURE__ */ new WeakMap(), _EventSource_instances = /* @__PURE__ */ new WeakSet(), /**
-* Connect to the given URL and start receiving events
-*
-* @internal
-*/
-connect_fn = function() {
-  __privateSet(this, _readyState, this.CONNECTING), __privateSet(this, _controller, new AbortController()), __privateGet(this, _fetch)(__privateGet(this, _url), __privateMethod(this, _EventSource_instances, getRequestOptions_fn).call(this)).then(__privateGet(this, _onFetchResponse)).catch(__privateGet(this, _onFetchError));
-}, _onFetchResponse = /* @__PURE__ */ new WeakMap(), _onFetchError = /* @__PURE__ */ new WeakMap(), /**
-* Get request options for the `fetch()` request
-*
-* @returns The request options
-* @internal
-*/
-getRequestOptions_fn = function() {
-  var _a;
-  const init = {
-    // [spec] Let `corsAttributeState` be `Anonymous`…
-    // [spec] …will have their mode set to "cors"…
-    mode: "cors",
-    redirect: "follow",
-    headers: { Accept: "text/event-stream", ...__privateGet(this, _lastEventId) ? { "Last-Event-ID": __privateGet(this, _lastEventId) } : void 0 },
-    cache: "no-store",
-    signal: (_a = __privateGet(this, _controller)) == null ? void 0 : _a.signal
-  };
-  return "window" in globalThis && (init.credentials = this.withCredentials ? "include" : "same-origin"), init;
-}, _onEvent = /* @__PURE__ */ new WeakMap(), _onRetryChange = /* @__PURE__ */ new WeakMap(), /**
-* Handles the process referred to in the EventSource specification as "failing a connection".
-*
-* @param error - The error causing the connection to fail
-* @param code - The HTTP status code, if available
-* @internal
-*/
-failConnection_fn = function(message, code) {
-  var _a;
-  __privateGet(this, _readyState) !== this.CLOSED && __privateSet(this, _readyState, this.CLOSED);
-  const errorEvent = new ErrorEvent("error", { code, message });
-  (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent);
-}, /**
-* Schedules a reconnection attempt against the EventSource endpoint.
-*
-* @param message - The error causing the connection to fail
-* @param code - The HTTP status code, if available
-* @internal
-*/
-scheduleReconnect_fn = function(message, code) {
-  var _a;
-  if (__privateGet(this, _readyState) === this.CLOSED)
-    return;
-  __privateSet(this, _readyState, this.CONNECTING);
-  const errorEvent = new ErrorEvent("error", { code, message });
-  (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent), __privateSet(this, _reconnectTimer, setTimeout(__privateGet(this, _reconnect), __privateGet(this, _reconnectInterval)));
-}, _reconnect = /* @__PURE__ */ new WeakMap(), /**
-* ReadyState representing an EventSource currently trying to connect
-*
-* @public
-*/
-EventSource.CONNECTING = 0, /**
-* ReadyState representing an EventSource connection that is open (eg connected)
-*
-* @public
-*/
-EventSource.OPEN = 1, /**
-* ReadyState representing an EventSource connection that is closed (eg disconnected)
-*
-* @public
-*/
-EventSource.CLOSED = 2;
-Object.defineProperty(EventSource, /* @__PURE__ */ Symbol.for("eventsource.supports-fetch-override"), {
-  value: true,
-  writable: false,
-  configurable: false,
-  enumerable: false
-});
-function getBaseURL() {
-  const doc = "document" in globalThis ? globalThis.document : void 0;
-  return doc && typeof doc == "object" && "baseURI" in doc && typeof doc.baseURI == "string" ? doc.baseURI : void 0;
-}
 
 // src/live.ts
-var CLOSED = 2;
-var streamTokenReuseMs = 45e3;
-var defaultEventSource = (url) => {
-  const ES = globalThis.EventSource;
-  return ES ? new ES(url) : new EventSource(url);
-};
 var Emitter = class {
   constructor() {
     __publicField(this, "listeners", /* @__PURE__ */ new Map());
@@ -976,99 +535,248 @@ var Emitter = class {
     return () => set.delete(fn);
   }
   emit(type, e) {
-    for (const fn of this.listeners.get(type) ?? []) fn(e);
+    for (const fn of [...this.listeners.get(type) ?? []]) fn(e);
   }
 };
 var LiveStream = class extends Emitter {
-  // when the current connection's stream token was issued (ms)
-  constructor(client, path, types, opts, streamToken, query = {}) {
+  constructor(client, path, types, opts, fetchStreamToken, query = {}) {
     super();
     __publicField(this, "client", client);
     __publicField(this, "path", path);
     __publicField(this, "types", types);
     __publicField(this, "opts", opts);
-    __publicField(this, "streamToken", streamToken);
+    __publicField(this, "fetchStreamToken", fetchStreamToken);
     __publicField(this, "query", query);
     /** The id of the last event received. */
     __publicField(this, "lastEventId", "");
-    /** True once closed by close(), room_closed or the caller's own player_left. */
+    /** True once the stream ended (see closed). */
     __publicField(this, "closed", false);
-    __publicField(this, "es");
+    /** Resolves when the first snapshot (room) or list (lobby) was applied; rejects
+     * with the RealSyncError if the stream ends before that. */
+    __publicField(this, "ready");
+    __publicField(this, "resolveReady");
+    __publicField(this, "rejectReady");
+    __publicField(this, "isReady", false);
+    __publicField(this, "conn");
     __publicField(this, "timer");
-    __publicField(this, "opening", 0);
-    // counts open() calls: a late stream token of an older one is dropped
-    __publicField(this, "tokenAt", 0);
+    __publicField(this, "gen", 0);
+    // counts connections: the handlers of an older one are ignored
+    __publicField(this, "attempt", 0);
+    // connection attempts since the stream was last open
+    __publicField(this, "failures", 0);
+    // transient failures in a row (the backoff's exponent)
+    __publicField(this, "openedAt", 0);
+    // when the current connection opened (ms), 0 while not open
+    __publicField(this, "everOpen", false);
+    __publicField(this, "resuming", false);
+    // the next event is the first after a reconnect
+    __publicField(this, "renewedFor401", false);
+    __publicField(this, "lastExpiring", "");
+    this.ready = new Promise((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
+    });
+    this.ready.catch(() => void 0);
   }
+  /** signal emits a connection event (StreamEvents). */
+  signal(type, e) {
+    this.emit(type, e);
+  }
+  get transport() {
+    if (this.opts.transport) return this.opts.transport;
+    if (this.opts.eventSource) return eventSourceTransport(this.opts.eventSource);
+    return this.client.transport;
+  }
+  /** open starts the first connection (subclasses call it once constructed),
+   * after the caller's synchronous code: listeners added right after
+   * live()/lobby() see the first connecting. */
   open() {
-    const n = ++this.opening;
-    this.streamToken().then(
-      (st) => {
-        if (this.closed || n !== this.opening) return;
-        this.tokenAt = Date.now();
-        this.connect(this.client.streamUrl(this.path, st.token, { ...this.query, lastEventId: this.lastEventId || void 0 }));
-      },
-      (err) => {
-        if (this.closed || n !== this.opening) return;
-        this.emit("error", err);
-        if (err instanceof RealSyncError && (err.status === 403 || err.status === 404)) this.close();
-        else this.later(this.opts.reopenDelayMs ?? 2e3);
-      }
-    );
+    queueMicrotask(() => !this.closed && this.gen === 0 && void this.connect());
   }
-  connect(url) {
-    const es = (this.opts.eventSource ?? defaultEventSource)(url);
-    for (const t of this.types) {
-      es.addEventListener(t, (e) => {
-        if (this.es !== es || this.closed) return;
-        if (e.lastEventId) this.lastEventId = e.lastEventId;
-        this.receive(t, JSON.parse(e.data));
-      });
+  async connect() {
+    const gen = ++this.gen;
+    this.conn?.close();
+    this.conn = void 0;
+    this.openedAt = 0;
+    this.signal("connecting", { attempt: ++this.attempt });
+    const transport = this.transport;
+    let req;
+    try {
+      req = await this.request(transport);
+    } catch (e) {
+      if (gen === this.gen && !this.closed) this.fail(asError(e));
+      return;
     }
-    es.addEventListener("token_expiring", (e) => {
-      if (this.es !== es || this.closed) return;
-      es.close();
-      const data = JSON.parse(e.data);
-      this.emit("token_expiring", data);
-      this.client.freshToken(Date.parse(data.expiresAt)).then(
-        () => this.reconnect(),
-        (err) => {
-          this.emit("error", err);
-          this.later(this.opts.reopenDelayMs ?? 2e3);
+    if (gen !== this.gen || this.closed) return;
+    const live = () => gen === this.gen && !this.closed;
+    try {
+      this.conn = transport.connect(req, {
+        open: () => live() && this.opened(),
+        event: (type, data, id) => live() && this.event(type, data, id),
+        error: (f) => {
+          if (!live()) return;
+          this.conn = void 0;
+          this.fail(new RealSyncError(
+            f.status,
+            f.problem,
+            f.cause,
+            { retryAfterMs: f.retryAfterMs, message: f.status ? void 0 : "the event stream dropped" }
+          ));
+        }
+      });
+    } catch (e) {
+      this.end("error", asError(e));
+    }
+  }
+  /** request authenticates one connection. */
+  async request(transport) {
+    const types = [...this.types, "token_expiring"];
+    const lastEventId = this.resumable ? this.lastEventId || void 0 : void 0;
+    if (transport.auth === "header") {
+      const token2 = await this.client.identityToken();
+      const headers = {};
+      if (token2) headers.Authorization = `Bearer ${token2}`;
+      if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+      return { url: this.client.streamUrl(this.path, void 0, this.query), headers, types, fetch: this.client.fetchImpl };
+    }
+    const token = this.opts.streamToken ? await this.opts.streamToken() : (await this.fetchStreamToken()).token;
+    return {
+      url: this.client.streamUrl(this.path, token, { ...this.query, lastEventId }),
+      headers: {},
+      types,
+      fetch: this.client.fetchImpl
+    };
+  }
+  opened() {
+    this.openedAt = Date.now();
+    this.attempt = 0;
+    this.renewedFor401 = false;
+    this.resuming = this.everOpen;
+    this.everOpen = true;
+    this.signal("open", {});
+  }
+  event(type, data, id) {
+    let e;
+    try {
+      e = JSON.parse(data);
+    } catch (err) {
+      this.signal("error", new RealSyncError(0, void 0, err, { message: `a ${type} event that is not JSON` }));
+      return;
+    }
+    if (type === "token_expiring") {
+      void this.tokenExpiring(e);
+      return;
+    }
+    if (id) this.lastEventId = id;
+    if (this.resuming) {
+      this.resuming = false;
+      this.signal("resumed", { snapshot: e.type === "snapshot" || e.type === "rooms" });
+    }
+    this.receive(type, e);
+  }
+  /** tokenExpiring renews the identity token and resumes, or ends the stream
+   * when the token cannot be renewed. */
+  async tokenExpiring(data) {
+    const gen = ++this.gen;
+    this.conn?.close();
+    this.conn = void 0;
+    this.signal("token_expiring", data);
+    const expiresAt = Date.parse(data.expiresAt);
+    const again = data.expiresAt === this.lastExpiring;
+    this.lastExpiring = data.expiresAt;
+    let cause;
+    let renewed = false;
+    if (!again) {
+      try {
+        const token = await this.client.identityToken(expiresAt);
+        const exp = tokenExpiry(token);
+        renewed = exp === void 0 ? this.opts.streamToken !== void 0 : exp > expiresAt;
+      } catch (e) {
+        cause = e;
+      }
+    }
+    if (gen !== this.gen || this.closed) return;
+    if (!renewed) {
+      if (cause) this.signal("error", asError(cause));
+      this.end("error", new RealSyncError(401, void 0, cause, {
+        message: `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`
+      }));
+      return;
+    }
+    void this.connect();
+  }
+  /** fail handles the failure of the current connection (or of its authentication). */
+  fail(err) {
+    this.signal("error", err);
+    const openFor = this.openedAt ? Date.now() - this.openedAt : -1;
+    this.openedAt = 0;
+    if (err.status === 401 && !this.renewedFor401) {
+      this.renewedFor401 = true;
+      const gen = this.gen;
+      this.client.renewToken().then(
+        () => gen === this.gen && !this.closed && this.retry(err, 0),
+        (e) => {
+          if (gen !== this.gen || this.closed) return;
+          this.signal("error", asError(e));
+          this.end("error", err);
         }
       );
-    });
-    es.onerror = (err) => {
-      if (this.es !== es || this.closed) return;
-      this.emit("error", err);
-      if (es.readyState === CLOSED) {
-        this.later(this.opts.reopenDelayMs ?? 2e3);
-      } else if (Date.now() - this.tokenAt > streamTokenReuseMs) {
-        es.close();
-        this.later(500 + Math.random() * 1500);
-      }
-    };
-    this.es = es;
+      return;
+    }
+    if (!transient(err)) {
+      this.end("error", err);
+      return;
+    }
+    if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 3e4)) this.failures = 0;
+    this.failures++;
+    this.retry(err, Math.max(err.retryAfterMs ?? 0, backoffDelay(this.failures, this.opts.backoff)));
   }
-  later(ms) {
+  retry(err, delayMs) {
+    this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.reconnect(), ms);
+    const gen = this.gen;
+    this.timer = setTimeout(() => gen === this.gen && !this.closed && void this.connect(), delayMs);
   }
-  /** reconnect drops the connection and resumes after the last event received, with a new stream token. */
+  /** markReady resolves ready (subclasses: once the first snapshot or list is applied). */
+  markReady() {
+    if (this.isReady) return;
+    this.isReady = true;
+    this.resolveReady();
+  }
+  /** reconnect drops the connection and resumes after the last event received. */
   reconnect() {
     if (this.closed) return;
     clearTimeout(this.timer);
-    this.es?.close();
-    this.open();
+    void this.connect();
   }
-  /** close ends the stream for good. */
+  /** close ends the stream for good (closed, reason "closed"). */
   close() {
+    this.end("closed");
+  }
+  end(reason, error) {
     if (this.closed) return;
     this.closed = true;
+    this.gen++;
     clearTimeout(this.timer);
-    this.es?.close();
-    this.emit("closed", void 0);
+    this.conn?.close();
+    this.conn = void 0;
+    if (!this.isReady) {
+      this.rejectReady(error ?? new RealSyncError(
+        0,
+        void 0,
+        void 0,
+        { code: "CLOSED", message: `the stream ended (${reason}) before it was ready` }
+      ));
+    }
+    this.signal("closed", error ? { reason, error } : { reason });
   }
 };
+function transient(e) {
+  return e.status === 0 || e.status === 408 || e.status === 429 || e.status >= 500;
+}
+function asError(e) {
+  return e instanceof RealSyncError ? e : new RealSyncError(0, void 0, e);
+}
 var LiveRoom = class extends LiveStream {
   constructor(client, roomId, opts = {}) {
     super(
@@ -1089,6 +797,7 @@ var LiveRoom = class extends LiveStream {
       () => client.roomStreamToken(roomId)
     );
     __publicField(this, "roomId", roomId);
+    __publicField(this, "resumable", true);
     __publicField(this, "room");
     __publicField(this, "state", {});
     __publicField(this, "stateVersion", 0);
@@ -1105,9 +814,11 @@ var LiveRoom = class extends LiveStream {
       this.room.version = e.version;
       this.room.updatedAt = e.ts;
     }
+    if (e.type === "snapshot") this.markReady();
     this.emit(e.type, e);
     this.emit("change", e);
-    if (e.type === "room_closed" || e.type === "player_left" && e.playerId === this.opts.playerId) this.close();
+    if (e.type === "room_closed") this.end("room_closed");
+    else if (e.type === "player_left" && e.playerId === this.opts.playerId) this.end("left");
   }
   apply(e) {
     if (e.type === "snapshot") {
@@ -1158,6 +869,7 @@ var LiveLobby = class extends LiveStream {
       () => client.lobbyStreamToken(),
       filter
     );
+    __publicField(this, "resumable", false);
     /** The joinable rooms by id. */
     __publicField(this, "rooms", /* @__PURE__ */ new Map());
     this.open();
@@ -1177,6 +889,7 @@ var LiveLobby = class extends LiveStream {
       if (e.type === "room_removed") this.rooms.delete(e.room.id);
       else this.rooms.set(e.room.id, { ...e.room, version: e.version });
     }
+    if (e.type === "rooms") this.markReady();
     this.emit(e.type, e);
     this.emit("change", e);
   }
@@ -1184,19 +897,32 @@ var LiveLobby = class extends LiveStream {
 
 // src/client.ts
 var RealSyncError = class extends Error {
-  constructor(status, problem, cause) {
-    super(problem?.detail ?? problem?.title ?? (cause instanceof Error ? cause.message : `HTTP ${status}`), { cause });
+  constructor(status, problem, cause, opts = {}) {
+    super(
+      opts.message ?? problem?.detail ?? problem?.title ?? (cause instanceof Error ? cause.message : `HTTP ${status}`),
+      { cause }
+    );
     __publicField(this, "status");
     __publicField(this, "code");
     __publicField(this, "errors");
     __publicField(this, "problem");
+    /** How long the server asked to wait (its Retry-After, in ms), when it said. */
+    __publicField(this, "retryAfterMs");
     this.name = "RealSyncError";
     this.status = status;
-    this.code = problem?.code ?? (status === 0 ? "NETWORK" : "INTERNAL");
+    this.code = problem?.code ?? opts.code ?? (status === 0 ? "NETWORK" : "INTERNAL");
     this.errors = problem?.errors ?? [];
     this.problem = problem;
+    this.retryAfterMs = opts.retryAfterMs;
   }
 };
+function retryAfterMs(header) {
+  if (!header) return void 0;
+  const secs = Number(header);
+  if (Number.isFinite(secs) && header.trim() !== "") return Math.max(0, secs * 1e3);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? void 0 : Math.max(0, at - Date.now());
+}
 var RealSync = class {
   // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
   constructor(opts) {
@@ -1213,7 +939,7 @@ var RealSync = class {
     this.api = createClient({ baseUrl: this.baseUrl, fetch: opts.fetch });
     const auth = {
       onRequest: async ({ request, schemaPath }) => {
-        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken().catch(() => void 0);
+        if (!schemaPath.startsWith("/v1/auth/")) await this.identityToken().catch(() => void 0);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
         }
@@ -1238,6 +964,37 @@ var RealSync = class {
     if (!due || this.token === this.unrenewable && !this.opts.refreshToken) return;
     this.renewing ?? (this.renewing = this.renew().finally(() => this.renewing = void 0));
     await this.renewing;
+  }
+  /**
+   * identityToken returns the identity token to send now: the token
+   * provider's (getToken) when there is one, else the current token, renewed
+   * first when due (see freshToken). A failed renewal throws.
+   */
+  async identityToken(before) {
+    if (this.opts.getToken) {
+      const t = await this.opts.getToken();
+      if (t !== void 0 && t !== this.token) this.setToken(t);
+      return this.token;
+    }
+    await this.freshToken(before);
+    return this.token;
+  }
+  /**
+   * renewToken gets a new identity token whether or not the current one is
+   * due (after a 401): from getToken, the refreshToken callback, or
+   * POST /v1/auth/refresh. Throws when none can.
+   */
+  async renewToken() {
+    if (this.opts.getToken) {
+      await this.identityToken();
+      return;
+    }
+    this.renewing ?? (this.renewing = this.renew().finally(() => this.renewing = void 0));
+    await this.renewing;
+  }
+  /** transport is how this client's live streams connect. */
+  get transport() {
+    return this.opts.transport ?? browserTransport;
   }
   async renew() {
     if (this.opts.refreshToken) {
@@ -1277,7 +1034,12 @@ var RealSync = class {
       throw new RealSyncError(0, void 0, e);
     }
     if (!r.response.ok) {
-      throw new RealSyncError(r.response.status, isProblem(r.error) ? r.error : void 0);
+      throw new RealSyncError(
+        r.response.status,
+        isProblem(r.error) ? r.error : void 0,
+        void 0,
+        { retryAfterMs: retryAfterMs(r.response.headers.get("Retry-After")) }
+      );
     }
     return r.data;
   }
@@ -1372,14 +1134,19 @@ var RealSync = class {
     return new LiveLobby(this, filter, opts);
   }
   /**
-   * streamUrl is an event stream's URL with a stream token as token
-   * (EventSource cannot set headers; the server refuses identity tokens in URLs).
+   * streamUrl is an event stream's URL with its query, and a stream token as
+   * token when given (the browser's EventSource cannot set headers; the
+   * server refuses identity tokens in URLs).
    */
   streamUrl(path, streamToken, query = {}) {
     const u = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(query)) if (v) u.searchParams.set(k, v);
-    u.searchParams.set("token", streamToken);
+    if (streamToken) u.searchParams.set("token", streamToken);
     return u.toString();
+  }
+  /** fetchImpl is the fetch this client calls (RealSyncOptions.fetch, else the global one). */
+  get fetchImpl() {
+    return this.opts.fetch ?? globalThis.fetch;
   }
 };
 function tokenExpiry(token) {
@@ -1411,7 +1178,13 @@ function listQuery(q, attrs) {
 export {
   LiveLobby,
   LiveRoom,
+  LiveStream,
   RealSync,
   RealSyncError,
+  backoffDelay,
+  browserTransport,
+  eventSourceTransport,
+  isProblem,
+  retryAfterMs,
   tokenExpiry
 };

@@ -4,6 +4,7 @@
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { components, paths } from "./schema.js";
 import { LiveLobby, LiveRoom, type LiveOptions } from "./live.js";
+import { browserTransport, type Transport } from "./transport.js";
 
 type Schemas = components["schemas"];
 export type Room = Schemas["Room"];
@@ -29,21 +30,40 @@ export type ListRoomsQuery = Omit<NonNullable<paths["/v1/rooms"]["get"]["paramet
   attributes?: Record<string, string | number | { gte?: number; gt?: number; lte?: number; lt?: number }>;
 };
 
-/** RealSyncError is a problem+json answer (or a network failure: code NETWORK, status 0). */
+/**
+ * RealSyncError is a problem+json answer, with its `code`; a network failure
+ * (or a stream the browser's EventSource dropped without saying why) is code
+ * NETWORK with status 0; a live stream closed before it was ready rejects
+ * `ready` with code CLOSED (status 0).
+ */
 export class RealSyncError extends Error {
   readonly status: number;
-  readonly code: ProblemCode | "NETWORK";
+  readonly code: ProblemCode | "NETWORK" | "CLOSED";
   readonly errors: FieldError[];
   readonly problem?: Problem;
+  /** How long the server asked to wait (its Retry-After, in ms), when it said. */
+  readonly retryAfterMs?: number;
 
-  constructor(status: number, problem?: Problem, cause?: unknown) {
-    super(problem?.detail ?? problem?.title ?? (cause instanceof Error ? cause.message : `HTTP ${status}`), { cause });
+  constructor(status: number, problem?: Problem, cause?: unknown,
+    opts: { code?: "NETWORK" | "CLOSED"; message?: string; retryAfterMs?: number } = {}) {
+    super(opts.message ?? problem?.detail ?? problem?.title ?? (cause instanceof Error ? cause.message : `HTTP ${status}`),
+      { cause });
     this.name = "RealSyncError";
     this.status = status;
-    this.code = problem?.code ?? (status === 0 ? "NETWORK" : "INTERNAL");
+    this.code = problem?.code ?? opts.code ?? (status === 0 ? "NETWORK" : "INTERNAL");
     this.errors = problem?.errors ?? [];
     this.problem = problem;
+    this.retryAfterMs = opts.retryAfterMs;
   }
+}
+
+/** retryAfterMs reads a Retry-After header (seconds, or an HTTP date) as ms from now. */
+export function retryAfterMs(header: string | null | undefined): number | undefined {
+  if (!header) return undefined;
+  const secs = Number(header);
+  if (Number.isFinite(secs) && header.trim() !== "") return Math.max(0, secs * 1000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
 export interface RealSyncOptions {
@@ -51,6 +71,20 @@ export interface RealSyncOptions {
   baseUrl: string;
   /** An identity JWT (a guest's, or one your login signed); guest() sets one. */
   token?: string;
+  /**
+   * A token provider: called before every request and every (re)connection
+   * of a live stream, it returns the identity token to use (cache it on your
+   * side; return a new one when yours is about to expire). It wins over
+   * `token` and over the renewals below.
+   */
+  getToken?: () => Promise<string | undefined> | string | undefined;
+  /**
+   * How live streams connect. The Node entry (`@realsync/sdk`) sends the
+   * identity token in an Authorization header (the eventsource package); the
+   * browser entry (`@realsync/sdk/browser`) uses the browser's EventSource
+   * with a stream token in the URL.
+   */
+  transport?: Transport;
   /** A fetch implementation (default: the global one). */
   fetch?: typeof fetch;
   /**
@@ -87,7 +121,7 @@ export class RealSync {
       onRequest: async ({ request, schemaPath }) => {
         // A failed renewal leaves the request to the token it has (still
         // valid, or the answer says 401); streams report it as an error.
-        if (!schemaPath.startsWith("/v1/auth/")) await this.freshToken().catch(() => undefined);
+        if (!schemaPath.startsWith("/v1/auth/")) await this.identityToken().catch(() => undefined);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
         }
@@ -114,6 +148,40 @@ export class RealSync {
     if (!due || (this.token === this.unrenewable && !this.opts.refreshToken)) return;
     this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
     await this.renewing;
+  }
+
+  /**
+   * identityToken returns the identity token to send now: the token
+   * provider's (getToken) when there is one, else the current token, renewed
+   * first when due (see freshToken). A failed renewal throws.
+   */
+  async identityToken(before?: number): Promise<string | undefined> {
+    if (this.opts.getToken) {
+      const t = await this.opts.getToken();
+      if (t !== undefined && t !== this.token) this.setToken(t);
+      return this.token;
+    }
+    await this.freshToken(before);
+    return this.token;
+  }
+
+  /**
+   * renewToken gets a new identity token whether or not the current one is
+   * due (after a 401): from getToken, the refreshToken callback, or
+   * POST /v1/auth/refresh. Throws when none can.
+   */
+  async renewToken(): Promise<void> {
+    if (this.opts.getToken) {
+      await this.identityToken();
+      return;
+    }
+    this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
+    await this.renewing;
+  }
+
+  /** transport is how this client's live streams connect. */
+  get transport(): Transport {
+    return this.opts.transport ?? browserTransport;
   }
 
   private async renew(): Promise<void> {
@@ -160,7 +228,8 @@ export class RealSync {
       throw new RealSyncError(0, undefined, e);
     }
     if (!r.response.ok) {
-      throw new RealSyncError(r.response.status, isProblem(r.error) ? r.error : undefined);
+      throw new RealSyncError(r.response.status, isProblem(r.error) ? r.error : undefined, undefined,
+        { retryAfterMs: retryAfterMs(r.response.headers.get("Retry-After")) });
     }
     return r.data as T;
   }
@@ -276,14 +345,20 @@ export class RealSync {
   }
 
   /**
-   * streamUrl is an event stream's URL with a stream token as token
-   * (EventSource cannot set headers; the server refuses identity tokens in URLs).
+   * streamUrl is an event stream's URL with its query, and a stream token as
+   * token when given (the browser's EventSource cannot set headers; the
+   * server refuses identity tokens in URLs).
    */
-  streamUrl(path: string, streamToken: string, query: Record<string, string | undefined> = {}): string {
+  streamUrl(path: string, streamToken?: string, query: Record<string, string | undefined> = {}): string {
     const u = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(query)) if (v) u.searchParams.set(k, v);
-    u.searchParams.set("token", streamToken);
+    if (streamToken) u.searchParams.set("token", streamToken);
     return u.toString();
+  }
+
+  /** fetchImpl is the fetch this client calls (RealSyncOptions.fetch, else the global one). */
+  get fetchImpl(): typeof fetch {
+    return this.opts.fetch ?? globalThis.fetch;
   }
 }
 
@@ -300,7 +375,8 @@ export function tokenExpiry(token?: string): number | undefined {
   }
 }
 
-function isProblem(e: unknown): e is Problem {
+/** isProblem tells a problem+json body. */
+export function isProblem(e: unknown): e is Problem {
   return typeof e === "object" && e !== null && "code" in e && "status" in e;
 }
 

@@ -1,7 +1,10 @@
 // Live clients over Server-Sent Events: a room kept in sync with its event
 // stream, and the lobby's list of joinable rooms.
-import { EventSource as NodeEventSource } from "eventsource";
-import { RealSyncError, type RealSync, type Room, type Player, type State } from "./client.js";
+import { RealSyncError, tokenExpiry, type RealSync, type Room, type Player, type State } from "./client.js";
+import { backoffDelay, type BackoffOptions } from "./backoff.js";
+import {
+  eventSourceTransport, type EventSourceFactory, type StreamConnection, type StreamRequest, type Transport,
+} from "./transport.js";
 
 interface EventBase {
   roomId: string;
@@ -38,33 +41,51 @@ export interface TokenExpiring {
   expiresAt: string;
 }
 
-/** The part of EventSource the live clients use (browsers' and the eventsource package's). */
-export interface EventSourceLike {
-  readonly readyState: number;
-  addEventListener(type: string, listener: (e: { data: string; lastEventId: string }) => void): void;
-  onerror: ((e: unknown) => void) | null;
-  close(): void;
+export type { EventSourceFactory, EventSourceLike } from "./transport.js";
+
+/** Why a live stream ended: closed by the caller (close()), the room closed
+ * (room_closed), the caller's own player_left (left or kicked), or a
+ * permanent error (see LiveStream). */
+export interface Closed {
+  reason: "closed" | "room_closed" | "left" | "error";
+  error?: RealSyncError;
 }
-export type EventSourceFactory = (url: string) => EventSourceLike;
+
+/** The connection events of every live stream. */
+export interface StreamEvents {
+  /** A connection attempt starts: attempt 1 is the first since the stream was last open. */
+  connecting: { attempt: number };
+  /** The server accepted the connection. */
+  open: Record<string, never>;
+  /** A connection failed with a transient error; the next attempt starts after delayMs. */
+  reconnecting: { attempt: number; delayMs: number; error: RealSyncError };
+  /** The first event after a reconnect: snapshot is true when the server had to send a
+   * snapshot (a lobby's list) instead of replaying the events missed. */
+  resumed: { snapshot: boolean };
+  /** The stream is over; nothing reconnects. */
+  closed: Closed;
+  /** Every error, transient or not. */
+  error: RealSyncError;
+  /** The server ended the stream because the identity token expires soon: the SDK renews it and resumes. */
+  token_expiring: TokenExpiring;
+}
 
 export interface LiveOptions {
-  /** Opens an EventSource; default: the browser's, else the eventsource package's. */
+  /** How to connect; default: the client's transport (see RealSyncOptions.transport). */
+  transport?: Transport;
+  /** Opens an EventSource (a "url" transport with stream tokens): for tests and other runtimes. */
   eventSource?: EventSourceFactory;
-  /** The caller's playerId in the room: its own player_left ends the stream. */
+  /**
+   * Supplies the stream token of every (re)connection of a "url" transport,
+   * e.g. from your own backend; default: POST …/stream-token with the
+   * client's identity token.
+   */
+  streamToken?: () => Promise<string>;
+  /** The caller's playerId in the room: its own player_left ends the stream (closed, reason "left"). */
   playerId?: number;
-  /** Delay before reopening a stream the EventSource gave up on; default 2000 ms. */
-  reopenDelayMs?: number;
+  /** The reconnect delays. */
+  backoff?: BackoffOptions;
 }
-
-const CLOSED = 2;
-
-/** How long EventSource may retry with the stream token it has (they last 60 s). */
-const streamTokenReuseMs = 45000;
-
-const defaultEventSource: EventSourceFactory = (url) => {
-  const ES = (globalThis as { EventSource?: new (url: string) => EventSourceLike }).EventSource;
-  return ES ? new ES(url) : (new NodeEventSource(url) as unknown as EventSourceLike);
-};
 
 type Listener<T> = (e: T) => void;
 
@@ -81,120 +102,284 @@ class Emitter<E> {
   }
 
   protected emit<K extends keyof E>(type: K, e: E[K]): void {
-    for (const fn of this.listeners.get(type) ?? []) (fn as Listener<E[K]>)(e);
+    for (const fn of [...(this.listeners.get(type) ?? [])]) (fn as Listener<E[K]>)(e);
   }
 }
 
-/** A stream that resumes. Each connection opens with a fresh stream token
- * (valid 60 s, for this stream only). The EventSource reconnects by itself
- * with Last-Event-ID while its stream token is young; when it gives up
- * (closed), or its token has aged, the stream is reopened with a new stream
- * token and the last id as lastEventId. A token_expiring event (the identity
- * token expires soon) renews the identity token first, then resumes. */
-abstract class LiveStream<E> extends Emitter<E & { change: unknown; error: unknown; closed: unknown; token_expiring: TokenExpiring }> {
+/**
+ * LiveStream is a stream that resumes, and ends only for good reasons.
+ *
+ * Each connection is authenticated afresh: with a "header" transport (Node)
+ * the identity token (RealSyncOptions.getToken, or the token renewed when
+ * due) goes in Authorization; with a "url" transport (browsers) a new stream
+ * token goes in the URL. It resumes after the last event received
+ * (Last-Event-ID).
+ *
+ * Errors: a 401 makes it renew the identity token once and retry; a 401
+ * again, a 403, 404, 410 or any other 4xx but 408 and 429 is permanent: the
+ * stream ends with closed {reason: "error", error} and `ready` rejects if it
+ * had not resolved. A network error, a dropped stream, a 5xx, 408 or 429 is
+ * transient: it reconnects after a delay (exponential backoff from 500 ms to
+ * 30 s with full jitter, at least the server's Retry-After; the backoff
+ * starts over once a stream stayed open 30 s). A token_expiring event renews
+ * the identity token and resumes at once; a token that cannot be renewed
+ * ends the stream (401 UNAUTHENTICATED) instead of reopening ever shorter
+ * streams.
+ */
+export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change: E[keyof E] }> {
   /** The id of the last event received. */
   lastEventId = "";
-  /** True once closed by close(), room_closed or the caller's own player_left. */
+  /** True once the stream ended (see closed). */
   closed = false;
-  private es?: EventSourceLike;
+  /** Resolves when the first snapshot (room) or list (lobby) was applied; rejects
+   * with the RealSyncError if the stream ends before that. */
+  readonly ready: Promise<void>;
+  private resolveReady!: () => void;
+  private rejectReady!: (e: RealSyncError) => void;
+  private isReady = false;
+  private conn?: StreamConnection;
   private timer?: ReturnType<typeof setTimeout>;
-  private opening = 0; // counts open() calls: a late stream token of an older one is dropped
-  private tokenAt = 0; // when the current connection's stream token was issued (ms)
+  private gen = 0; // counts connections: the handlers of an older one are ignored
+  private attempt = 0; // connection attempts since the stream was last open
+  private failures = 0; // transient failures in a row (the backoff's exponent)
+  private openedAt = 0; // when the current connection opened (ms), 0 while not open
+  private everOpen = false;
+  private resuming = false; // the next event is the first after a reconnect
+  private renewedFor401 = false;
+  private lastExpiring = "";
 
   constructor(
     protected readonly client: RealSync,
     private readonly path: string,
     private readonly types: string[],
     protected readonly opts: LiveOptions,
-    private readonly streamToken: () => Promise<{ token: string }>,
+    private readonly fetchStreamToken: () => Promise<{ token: string }>,
     private readonly query: Record<string, string | undefined> = {},
   ) {
     super();
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
+    });
+    this.ready.catch(() => undefined); // a rejection nobody awaits is not an unhandled one
   }
 
+  /** signal emits a connection event (StreamEvents). */
+  private signal<K extends keyof StreamEvents>(type: K, e: StreamEvents[K]): void {
+    (this.emit as (type: K, e: StreamEvents[K]) => void)(type, e);
+  }
+
+  private get transport(): Transport {
+    if (this.opts.transport) return this.opts.transport;
+    if (this.opts.eventSource) return eventSourceTransport(this.opts.eventSource);
+    return this.client.transport;
+  }
+
+  /** open starts the first connection (subclasses call it once constructed),
+   * after the caller's synchronous code: listeners added right after
+   * live()/lobby() see the first connecting. */
   protected open(): void {
-    const n = ++this.opening;
-    this.streamToken().then(
-      (st) => {
-        if (this.closed || n !== this.opening) return;
-        this.tokenAt = Date.now();
-        this.connect(this.client.streamUrl(this.path, st.token, { ...this.query, lastEventId: this.lastEventId || undefined }));
-      },
-      (err) => {
-        if (this.closed || n !== this.opening) return;
-        this.emit("error", err as never);
-        // Not a member (any more), or the room is gone: the stream is over.
-        if (err instanceof RealSyncError && (err.status === 403 || err.status === 404)) this.close();
-        else this.later(this.opts.reopenDelayMs ?? 2000);
-      },
-    );
+    queueMicrotask(() => !this.closed && this.gen === 0 && void this.connect());
   }
 
-  private connect(url: string): void {
-    const es = (this.opts.eventSource ?? defaultEventSource)(url);
-    for (const t of this.types) {
-      es.addEventListener(t, (e) => {
-        if (this.es !== es || this.closed) return;
-        if (e.lastEventId) this.lastEventId = e.lastEventId;
-        this.receive(t, JSON.parse(e.data));
-      });
+  private async connect(): Promise<void> {
+    const gen = ++this.gen;
+    this.conn?.close();
+    this.conn = undefined;
+    this.openedAt = 0;
+    this.signal("connecting", { attempt: ++this.attempt });
+    const transport = this.transport;
+    let req: StreamRequest;
+    try {
+      req = await this.request(transport);
+    } catch (e) {
+      if (gen === this.gen && !this.closed) this.fail(asError(e));
+      return;
     }
-    es.addEventListener("token_expiring", (e) => {
-      if (this.es !== es || this.closed) return;
-      es.close();
-      const data = JSON.parse(e.data) as TokenExpiring;
-      this.emit("token_expiring", data as never);
-      this.client.freshToken(Date.parse(data.expiresAt)).then(
-        () => this.reconnect(),
-        (err) => {
-          this.emit("error", err as never);
-          this.later(this.opts.reopenDelayMs ?? 2000);
+    if (gen !== this.gen || this.closed) return;
+    const live = () => gen === this.gen && !this.closed;
+    try {
+      this.conn = transport.connect(req, {
+        open: () => live() && this.opened(),
+        event: (type, data, id) => live() && this.event(type, data, id),
+        error: (f) => {
+          if (!live()) return;
+          this.conn = undefined;
+          this.fail(new RealSyncError(f.status, f.problem, f.cause,
+            { retryAfterMs: f.retryAfterMs, message: f.status ? undefined : "the event stream dropped" }));
+        },
+      });
+    } catch (e) {
+      this.end("error", asError(e));
+    }
+  }
+
+  /** request authenticates one connection. */
+  private async request(transport: Transport): Promise<StreamRequest> {
+    const types = [...this.types, "token_expiring"];
+    const lastEventId = this.resumable ? this.lastEventId || undefined : undefined;
+    if (transport.auth === "header") {
+      const token = await this.client.identityToken();
+      const headers: Record<string, string> = {};
+      if (token) headers.Authorization = `Bearer ${token}`;
+      if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+      return { url: this.client.streamUrl(this.path, undefined, this.query), headers, types, fetch: this.client.fetchImpl };
+    }
+    const token = this.opts.streamToken ? await this.opts.streamToken() : (await this.fetchStreamToken()).token;
+    return {
+      url: this.client.streamUrl(this.path, token, { ...this.query, lastEventId }),
+      headers: {}, types, fetch: this.client.fetchImpl,
+    };
+  }
+
+  private opened(): void {
+    this.openedAt = Date.now();
+    this.attempt = 0;
+    this.renewedFor401 = false;
+    this.resuming = this.everOpen;
+    this.everOpen = true;
+    this.signal("open", {});
+  }
+
+  private event(type: string, data: string, id: string): void {
+    let e: { type: string };
+    try {
+      e = JSON.parse(data) as { type: string };
+    } catch (err) {
+      this.signal("error", new RealSyncError(0, undefined, err, { message: `a ${type} event that is not JSON` }));
+      return;
+    }
+    if (type === "token_expiring") {
+      void this.tokenExpiring(e as TokenExpiring);
+      return;
+    }
+    if (id) this.lastEventId = id;
+    if (this.resuming) {
+      this.resuming = false;
+      this.signal("resumed", { snapshot: e.type === "snapshot" || e.type === "rooms" });
+    }
+    this.receive(type, e);
+  }
+
+  /** tokenExpiring renews the identity token and resumes, or ends the stream
+   * when the token cannot be renewed. */
+  private async tokenExpiring(data: TokenExpiring): Promise<void> {
+    const gen = ++this.gen; // the old connection is over
+    this.conn?.close();
+    this.conn = undefined;
+    this.signal("token_expiring", data);
+    const expiresAt = Date.parse(data.expiresAt);
+    const again = data.expiresAt === this.lastExpiring;
+    this.lastExpiring = data.expiresAt;
+    let cause: unknown;
+    let renewed = false;
+    if (!again) {
+      try {
+        const token = await this.client.identityToken(expiresAt);
+        const exp = tokenExpiry(token);
+        // A caller-supplied stream token: the next one is the caller's to renew.
+        renewed = exp === undefined ? this.opts.streamToken !== undefined : exp > expiresAt;
+      } catch (e) {
+        cause = e;
+      }
+    }
+    if (gen !== this.gen || this.closed) return;
+    if (!renewed) {
+      if (cause) this.signal("error", asError(cause));
+      this.end("error", new RealSyncError(401, undefined, cause, {
+        message: `the identity token expires at ${data.expiresAt} and could not be renewed: pass getToken or refreshToken`,
+      }));
+      return;
+    }
+    void this.connect();
+  }
+
+  /** fail handles the failure of the current connection (or of its authentication). */
+  private fail(err: RealSyncError): void {
+    this.signal("error", err);
+    const openFor = this.openedAt ? Date.now() - this.openedAt : -1; // -1: it never opened
+    this.openedAt = 0;
+    if (err.status === 401 && !this.renewedFor401) {
+      this.renewedFor401 = true;
+      const gen = this.gen;
+      this.client.renewToken().then(
+        () => gen === this.gen && !this.closed && this.retry(err, 0),
+        (e) => {
+          if (gen !== this.gen || this.closed) return;
+          this.signal("error", asError(e));
+          this.end("error", err);
         },
       );
-    });
-    es.onerror = (err) => {
-      if (this.es !== es || this.closed) return;
-      this.emit("error", err as never);
-      if (es.readyState === CLOSED) {
-        this.later(this.opts.reopenDelayMs ?? 2000);
-      } else if (Date.now() - this.tokenAt > streamTokenReuseMs) {
-        // EventSource would retry with a stream token about to expire.
-        es.close();
-        this.later(500 + Math.random() * 1500);
-      }
-    };
-    this.es = es;
+      return;
+    }
+    if (!transient(err)) {
+      this.end("error", err);
+      return;
+    }
+    if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 30000)) this.failures = 0;
+    this.failures++;
+    this.retry(err, Math.max(err.retryAfterMs ?? 0, backoffDelay(this.failures, this.opts.backoff)));
   }
 
-  private later(ms: number): void {
+  private retry(err: RealSyncError, delayMs: number): void {
+    this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.reconnect(), ms);
+    const gen = this.gen;
+    this.timer = setTimeout(() => gen === this.gen && !this.closed && void this.connect(), delayMs);
   }
 
-  /** reconnect drops the connection and resumes after the last event received, with a new stream token. */
+  /** markReady resolves ready (subclasses: once the first snapshot or list is applied). */
+  protected markReady(): void {
+    if (this.isReady) return;
+    this.isReady = true;
+    this.resolveReady();
+  }
+
+  /** reconnect drops the connection and resumes after the last event received. */
   reconnect(): void {
     if (this.closed) return;
     clearTimeout(this.timer);
-    this.es?.close();
-    this.open();
+    void this.connect();
   }
 
-  /** close ends the stream for good. */
+  /** close ends the stream for good (closed, reason "closed"). */
   close(): void {
+    this.end("closed");
+  }
+
+  protected end(reason: Closed["reason"], error?: RealSyncError): void {
     if (this.closed) return;
     this.closed = true;
+    this.gen++;
     clearTimeout(this.timer);
-    this.es?.close();
-    this.emit("closed", undefined as never);
+    this.conn?.close();
+    this.conn = undefined;
+    if (!this.isReady) {
+      this.rejectReady(error ?? new RealSyncError(0, undefined, undefined,
+        { code: "CLOSED", message: `the stream ended (${reason}) before it was ready` }));
+    }
+    this.signal("closed", error ? { reason, error } : { reason });
   }
 
+  /** resumable: whether the stream resumes after its last event id (rooms; the lobby starts over). */
+  protected abstract readonly resumable: boolean;
   protected abstract receive(type: string, data: unknown): void;
+}
+
+/** transient tells the errors worth a retry: network, 408, 429 and 5xx. */
+function transient(e: RealSyncError): boolean {
+  return e.status === 0 || e.status === 408 || e.status === 429 || e.status >= 500;
+}
+
+function asError(e: unknown): RealSyncError {
+  return e instanceof RealSyncError ? e : new RealSyncError(0, undefined, e);
 }
 
 /** LiveRoom keeps a local copy of a room, its players and its state, applying
  * the snapshot and every event of its stream. Listen with on("state", …),
  * on("player_joined", …), …, or on("change", …) for any applied event. */
 export class LiveRoom extends LiveStream<RoomEvents> {
+  protected readonly resumable = true;
   room?: Room;
   state: State = {};
   stateVersion = 0;
@@ -217,9 +402,11 @@ export class LiveRoom extends LiveStream<RoomEvents> {
       this.room.version = e.version;
       this.room.updatedAt = e.ts; // every event stamps the room
     }
+    if (e.type === "snapshot") this.markReady();
     this.emit(e.type, e as never);
-    this.emit("change", e);
-    if (e.type === "room_closed" || (e.type === "player_left" && e.playerId === this.opts.playerId)) this.close();
+    this.emit("change", e as never);
+    if (e.type === "room_closed") this.end("room_closed");
+    else if (e.type === "player_left" && e.playerId === this.opts.playerId) this.end("left");
   }
 
   private apply(e: RoomEvent): void {
@@ -264,6 +451,7 @@ export class LiveRoom extends LiveStream<RoomEvents> {
 
 /** LiveLobby keeps the list of joinable rooms of a mode and region. */
 export class LiveLobby extends LiveStream<LobbyEvents> {
+  protected readonly resumable = false;
   /** The joinable rooms by id. */
   readonly rooms = new Map<string, Room>();
 
@@ -289,7 +477,8 @@ export class LiveLobby extends LiveStream<LobbyEvents> {
       if (e.type === "room_removed") this.rooms.delete(e.room.id);
       else this.rooms.set(e.room.id, { ...(e.room as Room), version: e.version });
     }
+    if (e.type === "rooms") this.markReady();
     this.emit(e.type, e as never);
-    this.emit("change", e);
+    this.emit("change", e as never);
   }
 }

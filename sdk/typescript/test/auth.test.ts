@@ -58,6 +58,15 @@ function recording(urls: string[]) {
   };
 }
 
+/** counting is a fetch that records "METHOD path Authorization" of every request. */
+function counting(log: string[]): typeof fetch {
+  return (input, init) => {
+    const req = new Request(input, init);
+    log.push(`${req.method} ${new URL(req.url).pathname} ${req.headers.get("Authorization") ?? ""}`);
+    return fetch(req);
+  };
+}
+
 describe("identity and stream tokens", () => {
   it("opens event streams with stream tokens only", async () => {
     const alice = new RealSync({ baseUrl: server.url });
@@ -114,6 +123,53 @@ describe("identity and stream tokens", () => {
       assert.equal(live.state.n, n);
     } finally {
       live.close();
+    }
+  });
+
+  it("ends a stream whose studio token cannot be renewed, instead of reopening ever shorter streams", async () => {
+    const log: string[] = [];
+    const c = new RealSync({ baseUrl: studioServer.url, token: studioToken("player-9", 6), refreshMarginMs: 1000,
+      fetch: counting(log) });
+    const lobby = c.lobby();
+    let expiring = 0;
+    const errors: RealSyncError[] = [];
+    const closed: { reason: string; error?: RealSyncError }[] = [];
+    lobby.on("token_expiring", () => expiring++);
+    lobby.on("error", (e) => errors.push(e));
+    lobby.on("closed", (e) => closed.push(e));
+    await lobby.ready;
+    await eventually(() => lobby.closed, "the stream ended"); // about 3 s in, with token_expiring
+    assert.equal(expiring, 1);
+    assert.equal(closed.length, 1);
+    assert.equal(closed[0].reason, "error");
+    assert.equal(closed[0].error?.status, 401);
+    assert.ok(errors.some((e) => e.code === "REFRESH_NOT_ALLOWED"), `errors: ${errors.map((e) => e.code)}`);
+    assert.deepEqual(log.map((l) => l.split(" ").slice(0, 2).join(" ")), ["GET /v1/lobby/events", "POST /v1/auth/refresh"]);
+  });
+
+  it("asks the token provider before every connection", async () => {
+    const a = await new RealSync({ baseUrl: server.url }).guest("first");
+    const b = await new RealSync({ baseUrl: server.url }).guest("second");
+    let current = a.token;
+    let calls = 0;
+    const log: string[] = [];
+    const c = new RealSync({ baseUrl: server.url, fetch: counting(log), getToken: async () => (calls++, current) });
+    const lobby = c.lobby();
+    const resumed: boolean[] = [];
+    lobby.on("resumed", (e) => resumed.push(e.snapshot));
+    try {
+      await lobby.ready;
+      const before = calls;
+      current = b.token;
+      lobby.reconnect();
+      await eventually(() => resumed.length === 1, "resumed");
+      assert.equal(calls, before + 1);
+      assert.deepEqual(resumed, [true], "a lobby starts over from its list");
+      const opens = log.filter((l) => l.startsWith("GET /v1/lobby/events"));
+      assert.deepEqual(opens, [`GET /v1/lobby/events Bearer ${a.token}`, `GET /v1/lobby/events Bearer ${b.token}`]);
+      assert.equal(c.token, b.token);
+    } finally {
+      lobby.close();
     }
   });
 

@@ -1,6 +1,8 @@
-// Starts a real realsyncd (embedded store) for the tests, built once from
-// this repository, on a free loopback port.
+// Starts a real realsyncd (embedded store, or the redis-server of
+// startRedis) for the tests, built from this repository, on a free loopback
+// port (or the REALSYNC_ADDR given).
 import { execFileSync, spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
@@ -18,6 +20,54 @@ export interface Server {
   url: string;
   logs(): string;
   stop(): Promise<void>;
+  /** kill ends the server with SIGKILL (no graceful shutdown) and waits for it. */
+  kill(): Promise<void>;
+}
+
+/** freePort returns a loopback port free at the time of asking. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const l = createServer();
+    l.on("error", reject);
+    l.listen(0, "127.0.0.1", () => {
+      const port = (l.address() as { port: number }).port;
+      l.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Redis {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** startRedis starts a redis-server on a free loopback port, without persistence. */
+export async function startRedis(): Promise<Redis> {
+  const port = await freePort();
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    { stdio: ["ignore", "pipe", "inherit"] });
+  process.on("exit", () => child.kill("SIGKILL"));
+  let out = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("redis-server did not start:\n" + out)), 10000);
+    child.stdout.on("data", (b: Buffer) => {
+      out += b.toString();
+      if (/Ready to accept connections/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`redis-server exited with ${code}:\n${out}`)));
+  });
+  child.stdout.resume();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.on("exit", () => resolve());
+      child.kill("SIGTERM");
+    }),
+  };
 }
 
 export async function startServer(env: Record<string, string> = {}): Promise<Server> {
@@ -41,20 +91,17 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     });
     child.on("exit", (code) => reject(new Error(`realsyncd exited with ${code}:\n${logs}`)));
   });
-  return {
-    url,
-    logs: () => logs,
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.on("exit", () => resolve());
-      child.kill("SIGTERM");
-    }),
-  };
+  const end = (signal: NodeJS.Signals) => new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.on("exit", () => resolve());
+    child.kill(signal);
+  });
+  return { url, logs: () => logs, stop: () => end("SIGTERM"), kill: () => end("SIGKILL") };
 }
 
-/** eventually polls cond until it holds (or fails after 10 s). */
-export async function eventually(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10000;
+/** eventually polls cond until it holds (or fails after timeoutMs, default 10 s). */
+export async function eventually(cond: () => boolean, what: string, timeoutMs = 10000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));

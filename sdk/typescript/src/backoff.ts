@@ -1,0 +1,24 @@
+// The reconnect delay of live streams: exponential backoff with full jitter.
+
+/** BackoffOptions tune the reconnect delays of a live stream. */
+export interface BackoffOptions {
+  /** The cap of the first delay; doubled on every failure in a row. Default 500 ms. */
+  initialMs?: number;
+  /** The largest cap. Default 30000 ms. */
+  maxMs?: number;
+  /** A stream that stayed open this long starts over from initialMs when it drops. Default 30000 ms. */
+  stableMs?: number;
+  /** The random source of the jitter, [0, 1). Default Math.random. */
+  random?: () => number;
+}
+
+/**
+ * backoffDelay is the wait before the next attempt after `failures` (≥ 1)
+ * failures in a row: a uniformly random delay in [0, cap], cap =
+ * min(maxMs, initialMs · 2^(failures−1)) ("full jitter", so that clients
+ * dropped together do not come back together).
+ */
+export function backoffDelay(failures: number, o: BackoffOptions = {}): number {
+  const cap = Math.min(o.maxMs ?? 30000, (o.initialMs ?? 500) * 2 ** Math.max(0, failures - 1));
+  return Math.round((o.random ?? Math.random)() * cap);
+}

@@ -1,0 +1,333 @@
+// Live streams that behave, against a real realsyncd behind a recording
+// proxy: permanent errors end a stream with a typed error and no more
+// requests; transient ones reconnect with growing, jittered delays (at
+// least Retry-After) and resume without losing or repeating an event, also
+// across a killed and restarted server on a real Redis; in Node the identity
+// token travels in a header, never in the URL.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { EventSource } from "eventsource";
+import {
+  backoffDelay, RealSync, RealSyncError, type EventSourceLike, type LiveOptions, type LiveStream, type StreamEvents,
+} from "../src/index.js";
+import { startProxy, problem, type Proxy, type Seen } from "./proxy.js";
+import { eventually, freePort, startRedis, startServer, type Redis, type Server } from "./server.js";
+
+let server: Server;
+let proxy: Proxy;
+before(async () => {
+  server = await startServer();
+  proxy = await startProxy(server.url);
+});
+after(async () => {
+  await proxy.stop();
+  await server.stop();
+});
+
+/** A "url" transport (as in browsers: stream tokens in the URL) over the eventsource package. */
+const urlMode: LiveOptions = { eventSource: (url) => new EventSource(url) as unknown as EventSourceLike };
+
+async function player(name: string, baseUrl = proxy.url): Promise<RealSync> {
+  const c = new RealSync({ baseUrl });
+  await c.guest(name);
+  return c;
+}
+
+/** Log records a stream's connection events in order. */
+type Log = { [K in keyof StreamEvents]: StreamEvents[K][] };
+function record<E>(s: LiveStream<E>): Log {
+  const log: Log = { connecting: [], open: [], reconnecting: [], resumed: [], closed: [], error: [], token_expiring: [] };
+  for (const k of Object.keys(log) as (keyof StreamEvents)[]) {
+    (s as unknown as LiveStream<object>).on(k, (e) => (log[k] as unknown[]).push(e));
+  }
+  return log;
+}
+
+/** requests counts the proxy's requests on paths that end with suffix, from index from. */
+function requests(suffix: string, from = 0): Seen[] {
+  return proxy.seen.slice(from).filter((s) => new URL(s.url, "http://x").pathname.endsWith(suffix));
+}
+
+/** quiet waits past the delays a retry would take (bounded; then the test looks at what happened). */
+const quiet = () => new Promise((r) => setTimeout(r, 1500));
+
+describe("permanent errors end the stream", () => {
+  for (const [mode, opts] of [["Node", {}], ["url", urlMode]] as const) {
+    it(`${mode}: a room deleted before the stream opens: 404 ROOM_NOT_FOUND, ready rejects, no retry`, async () => {
+      const alice = await player("alice");
+      const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+      await alice.deleteRoom(room.id);
+      const from = proxy.seen.length;
+      const live = alice.live(room.id, { playerId: 1, ...opts });
+      const log = record(live);
+      await assert.rejects(live.ready, (e) => e instanceof RealSyncError && e.status === 404 && e.code === "ROOM_NOT_FOUND");
+      assert.equal(live.closed, true);
+      assert.equal(log.closed.length, 1);
+      assert.equal(log.closed[0].reason, "error");
+      assert.equal(log.closed[0].error?.code, "ROOM_NOT_FOUND");
+      assert.deepEqual(log.reconnecting, []);
+      await quiet();
+      const path = mode === "Node" ? "/events" : "/stream-token";
+      assert.equal(requests(path, from).length, 1, `requests after the 404: ${JSON.stringify(proxy.seen.slice(from))}`);
+    });
+
+    it(`${mode}: a kicked player's stream ends with its own player_left, or 403 NOT_A_MEMBER when it did not say who it is`, async () => {
+      const alice = await player("alice");
+      const bob = await player("bob");
+      const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+      const { playerId } = await bob.joinRoom(room.id);
+      const knows = bob.live(room.id, { playerId, ...opts });
+      const anon = bob.live(room.id, opts); // no playerId: its own player_left is just an event
+      const kl = record(knows);
+      const al = record(anon);
+      await Promise.all([knows.ready, anon.ready]);
+      const from = proxy.seen.length;
+      await alice.kick(room.id, playerId);
+      await eventually(() => knows.closed && anon.closed, "both streams closed");
+      assert.deepEqual(kl.closed, [{ reason: "left" }]);
+      assert.equal(al.closed.length, 1);
+      assert.equal(al.closed[0].reason, "error");
+      assert.equal(al.closed[0].error?.status, 403);
+      assert.equal(al.closed[0].error?.code, "NOT_A_MEMBER");
+      assert.ok(al.error.some((e) => e.code === "NOT_A_MEMBER"));
+      await quiet();
+      // The anonymous stream reconnected once and was refused; nothing after.
+      const path = mode === "Node" ? "/events" : "/stream-token";
+      assert.equal(requests(path, from).length, 1, `requests after the kick: ${JSON.stringify(proxy.seen.slice(from))}`);
+    });
+  }
+
+  it("a 401 renews the token once, then ends the stream (401 UNAUTHENTICATED)", async () => {
+    const c = new RealSync({ baseUrl: proxy.url, token: "not-a-token" });
+    const from = proxy.seen.length;
+    const lobby = c.lobby();
+    const log = record(lobby);
+    await assert.rejects(lobby.ready, (e) => e instanceof RealSyncError && e.status === 401 && e.code === "UNAUTHENTICATED");
+    await quiet();
+    assert.deepEqual(proxy.seen.slice(from).map((s) => `${s.method} ${new URL(s.url, "http://x").pathname}`),
+      ["GET /v1/lobby/events", "POST /v1/auth/refresh"]);
+    assert.equal(log.closed[0].reason, "error");
+  });
+});
+
+describe("transient errors reconnect", () => {
+  it("Node: 429 waits Retry-After, then opens; the token goes in a header, never in the URL", async () => {
+    const alice = await player("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    let refused = 0;
+    proxy.intercept = (s) => s.url.includes(`/v1/rooms/${room.id}/events`) && refused++ === 0
+      ? { status: 429, headers: { "Retry-After": "1" }, body: problem(429, "STREAM_OPENS_LIMITED", "Slow down.") }
+      : undefined;
+    const from = proxy.seen.length;
+    const live = alice.live(room.id, { playerId: 1, backoff: { random: () => 0 } });
+    const log = record(live);
+    try {
+      await live.ready;
+      assert.equal(log.reconnecting.length, 1);
+      const r = log.reconnecting[0];
+      assert.equal(r.delayMs, 1000); // the jitter alone would have said 0
+      assert.equal(r.attempt, 2);
+      assert.equal(r.error.status, 429);
+      assert.equal(r.error.code, "STREAM_OPENS_LIMITED");
+      assert.deepEqual(log.connecting, [{ attempt: 1 }, { attempt: 2 }]);
+      assert.deepEqual(log.open, [{}]);
+
+      await alice.patchState(room.id, { n: 1 });
+      await eventually(() => live.state.n === 1, "the patch");
+      const seenId = live.lastEventId;
+      live.reconnect();
+      await alice.patchState(room.id, { n: 2 });
+      await eventually(() => live.state.n === 2, "the patch after the reconnect");
+
+      const opens = requests("/events", from);
+      assert.equal(opens.length, 3);
+      for (const o of opens) {
+        const q = new URL(o.url, "http://x").searchParams;
+        assert.equal(q.get("token"), null, `a token in ${o.url}`);
+        assert.equal(q.get("access_token"), null, `a token in ${o.url}`);
+        assert.equal(o.headers.authorization, `Bearer ${alice.token}`);
+      }
+      assert.equal(opens[2].headers["last-event-id"], seenId);
+      assert.equal(requests("/stream-token", from).length, 0, "Node needs no stream token");
+    } finally {
+      proxy.intercept = undefined;
+      live.close();
+    }
+  });
+
+  it("url: 429 on the stream token waits Retry-After; the stream token goes in the URL", async () => {
+    const alice = await player("alice");
+    let refused = 0;
+    proxy.intercept = (s) => s.url.startsWith("/v1/lobby/stream-token") && refused++ === 0
+      ? { status: 429, headers: { "Retry-After": "1" }, body: problem(429, "RATE_LIMITED", "Slow down.") }
+      : undefined;
+    const from = proxy.seen.length;
+    const lobby = alice.lobby({}, { ...urlMode, backoff: { random: () => 0 } });
+    const log = record(lobby);
+    try {
+      await lobby.ready;
+      assert.deepEqual(log.reconnecting.map((r) => [r.delayMs, r.error.code]), [[1000, "RATE_LIMITED"]]);
+      const [open] = requests("/events", from);
+      const token = new URL(open.url, "http://x").searchParams.get("token");
+      assert.ok(token && token !== alice.token, "a stream token in the URL");
+      assert.equal(open.headers.authorization, undefined);
+    } finally {
+      proxy.intercept = undefined;
+      lobby.close();
+    }
+  });
+
+  it("url: a caller-supplied stream token is asked for before every connection", async () => {
+    const alice = await player("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    const issued: string[] = [];
+    const streamToken = async () => {
+      const t = (await alice.roomStreamToken(room.id)).token; // as a game's backend would hand it out
+      issued.push(t);
+      return t;
+    };
+    const from = proxy.seen.length;
+    const live = alice.live(room.id, { ...urlMode, playerId: 1, streamToken });
+    try {
+      await live.ready;
+      live.reconnect();
+      await eventually(() => issued.length === 2 && requests("/events", from).length === 2, "the second connection");
+      assert.deepEqual(requests("/events", from).map((s) => new URL(s.url, "http://x").searchParams.get("token")), issued);
+    } finally {
+      live.close();
+    }
+  });
+
+  for (const [stableMs, after] of [[0, 10], [60000, 80]]) {
+    it(`backoff starts over after a stream stayed open stableMs (${stableMs}): ${after} ms after the drop`, async () => {
+      const alice = await player("alice");
+      let refused = 0;
+      proxy.intercept = (s) => s.url.startsWith("/v1/lobby/events") && refused++ < 3
+        ? { status: 503, body: problem(503, "STORE_UNAVAILABLE", "The store cannot be reached; retry later.") }
+        : undefined;
+      const lobby = alice.lobby({}, { backoff: { initialMs: 10, maxMs: 1000, stableMs, random: () => 1 } });
+      const log = record(lobby);
+      try {
+        await lobby.ready;
+        proxy.drop(); // the stream ends under the client: a transient error
+        await eventually(() => log.open.length === 2, "open again");
+        // 503 three times (10, 20, 40), open, dropped: 10 when the open
+        // stream counted as stable, else the next doubling (80).
+        assert.deepEqual(log.reconnecting.map((r) => r.delayMs), [10, 20, 40, after]);
+        assert.deepEqual(log.reconnecting.map((r) => r.error.status), [503, 503, 503, 0]);
+        assert.deepEqual(log.resumed, [{ snapshot: true }]);
+      } finally {
+        proxy.intercept = undefined;
+        lobby.close();
+      }
+    });
+  }
+
+  it("backoff delays double to the cap, with full jitter", async () => {
+    // The table: cap = min(max, initial·2^(n−1)), the delay random·cap.
+    const o = { initialMs: 500, maxMs: 30000 };
+    for (const [n, random, want] of [[1, 1, 500], [2, 1, 1000], [3, 0.5, 1000], [7, 1, 30000], [20, 1, 30000], [4, 0, 0]]) {
+      assert.equal(backoffDelay(n, { ...o, random: () => random }), want, `failure ${n}, random ${random}`);
+    }
+    // A server that is not there: the delays a stream reports.
+    const c = new RealSync({ baseUrl: `http://127.0.0.1:${await freePort()}` });
+    const caps = [10, 20, 40, 80, 80, 80, 80, 80];
+    const top = c.lobby({}, { backoff: { initialMs: 10, maxMs: 80, random: () => 1 } });
+    const jittered = c.lobby({}, { backoff: { initialMs: 10, maxMs: 80 } });
+    const tl = record(top);
+    const jl = record(jittered);
+    try {
+      await eventually(() => tl.reconnecting.length >= caps.length && jl.reconnecting.length >= caps.length, "reconnects");
+      assert.deepEqual(tl.reconnecting.slice(0, caps.length).map((r) => r.delayMs), caps);
+      assert.deepEqual(tl.reconnecting.slice(0, 3).map((r) => r.attempt), [2, 3, 4]);
+      assert.ok(tl.reconnecting.every((r) => r.error.code === "NETWORK" && r.error.status === 0));
+      const delays = jl.reconnecting.slice(0, caps.length).map((r) => r.delayMs);
+      delays.forEach((d, i) => assert.ok(d >= 0 && d <= caps[i], `delay ${i} ${d} over its cap ${caps[i]}`));
+      assert.notDeepEqual(delays, caps, "no jitter");
+      assert.equal(top.closed, false);
+    } finally {
+      top.close();
+      jittered.close();
+    }
+    assert.deepEqual(tl.closed, [{ reason: "closed" }]);
+    await assert.rejects(top.ready, (e) => e instanceof RealSyncError && e.code === "CLOSED");
+  });
+});
+
+describe("resumed", () => {
+  it("says snapshot when the server could not replay", async () => {
+    const alice = await player("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    const live = alice.live(room.id, { playerId: 1 });
+    const log = record(live);
+    try {
+      await live.ready;
+      await alice.patchState(room.id, { n: 1 });
+      await eventually(() => live.state.n === 1, "the patch");
+      live.reconnect(); // nothing missed: replayed from the log
+      await alice.patchState(room.id, { n: 2 });
+      await eventually(() => log.resumed.length === 1, "resumed");
+      assert.deepEqual(log.resumed, [{ snapshot: false }]);
+      live.lastEventId = "999999"; // a history the server does not have: it must start over
+      live.reconnect();
+      await eventually(() => log.resumed.length === 2, "resumed again");
+      assert.deepEqual(log.resumed[1], { snapshot: true });
+      assert.equal(live.state.n, 2);
+      assert.deepEqual(log.reconnecting, [], "a reconnect() is not a failure");
+    } finally {
+      live.close();
+    }
+  });
+});
+
+describe("a killed server", () => {
+  let redis: Redis;
+  before(async () => (redis = await startRedis()));
+  after(async () => redis.stop());
+
+  it("reconnects with growing delays, resumes from the log, loses and repeats nothing", async () => {
+    const addr = `127.0.0.1:${await freePort()}`;
+    const env = { REALSYNC_REDIS_URL: redis.url, REALSYNC_ADDR: addr };
+    let srv = await startServer(env);
+    try {
+      const alice = await player("alice", srv.url);
+      const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r", statePolicy: "open" });
+      const live = alice.live(room.id, { playerId: 1, backoff: { random: () => 1 } });
+      const log = record(live);
+      const versions: number[] = [];
+      const types: string[] = [];
+      live.on("change", (e) => {
+        versions.push((e as { version: number }).version);
+        types.push((e as { type: string }).type);
+      });
+      await live.ready;
+      for (let i = 1; i <= 5; i++) await alice.patchState(room.id, { n: i });
+      await eventually(() => live.state.n === 5, "the patches");
+
+      await srv.kill();
+      await eventually(() => log.reconnecting.length >= 3, "three reconnects");
+      srv = await startServer(env);
+      // Missed while away: replayed on resume, not a snapshot.
+      for (let i = 6; i <= 10; i++) await alice.patchState(room.id, { n: i, [`k${i}`]: i });
+      const last = (await alice.getRoom(room.id)).version;
+      // The next attempt may be 8 s away when the restart was slow.
+      await eventually(() => live.version >= last, "the last version after the restart", 40000);
+
+      const delays = log.reconnecting.map((r) => r.delayMs);
+      assert.deepEqual(delays.slice(0, 3), [500, 1000, 2000], `delays ${delays}`);
+      for (let i = 1; i < delays.length; i++) assert.ok(delays[i] >= delays[i - 1], `delays ${delays}`);
+      assert.deepEqual(log.resumed, [{ snapshot: false }]);
+      assert.equal(log.open.length, 2);
+      assert.deepEqual(log.closed, []);
+      assert.deepEqual(types.filter((t) => t === "snapshot"), ["snapshot"]);
+      assert.equal(types[0], "snapshot");
+      for (let i = 1; i < versions.length; i++) assert.equal(versions[i], versions[i - 1] + 1, `gap or repeat: ${versions}`);
+      const got = await alice.getState(room.id);
+      assert.deepEqual(live.state, got.state);
+      assert.equal(live.stateVersion, got.stateVersion);
+      live.close();
+    } finally {
+      await srv.stop();
+    }
+  });
+});
