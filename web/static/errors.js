@@ -39,6 +39,7 @@ const byContext = {
   joinByCode: { ROOM_NOT_FOUND: "No room has that invite code. Check it and try again." },
   join: { ROOM_NOT_FOUND: "That room is gone, or it is private (ask for its invite code)." },
   kick: { PLAYER_NOT_FOUND: "That player has already left." },
+  patch: { STATE_KEY_FORBIDDEN: "That key isn't yours: players set only their own keys (see below), the owner any key." },
 };
 
 /** Hints by field, shown instead of the server's wording (which may hold a regex). */

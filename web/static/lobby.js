@@ -6,7 +6,7 @@ import { session } from "./session.js";
 import { $, Badge, bindForm, el } from "./ui.js";
 import { friendly } from "./errors.js";
 
-const c = await session();
+const { client: c, rooms: myRooms } = await session();
 const badge = new Badge($("#badge"));
 $("#badge").hidden = false;
 
@@ -76,16 +76,6 @@ function renderMine() {
   $("#mine-panel").hidden = mine.size === 0;
 }
 
-async function loadMine() {
-  try {
-    mine = new Map((await c.myRooms()).map((r) => [r.id, r]));
-    renderMine();
-    render();
-  } catch (err) {
-    $("#rooms-error").textContent = friendly(err);
-  }
-}
-
 /** refresh lists the public waiting and playing rooms of the filter (only joinable off). */
 async function refresh() {
   if (joinableOnly) return;
@@ -151,5 +141,6 @@ bindForm($("#quick"), async (f) => {
   enter(q.room.id);
 });
 
+mine = new Map(myRooms.map((r) => [r.id, r]));
+renderMine();
 watch();
-loadMine();

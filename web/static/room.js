@@ -10,7 +10,7 @@ import { $, Badge, bindForm, copy, el } from "./ui.js";
 import { friendly } from "./errors.js";
 
 const roomId = new URLSearchParams(location.search).get("id") ?? "";
-const c = await session();
+const { client: c, rooms: myRooms } = await session();
 const badge = new Badge($("#badge"));
 
 let live; // the LiveRoom, once a member
@@ -41,12 +41,7 @@ const isReady = (playerId) => live.state[readyKey(playerId)] === true;
 
 async function start() {
   if (!roomId) return ended("No room in this link", "Open a room from the lobby, or ask your friend for the link again.");
-  let mine;
-  try {
-    mine = (await c.myRooms()).find((r) => r.id === roomId);
-  } catch (err) {
-    return ended("Can't load the room", friendly(err));
-  }
+  const mine = myRooms.find((r) => r.id === roomId);
   if (mine) enterLive(mine.playerId);
   else await visit();
 }

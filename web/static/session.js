@@ -5,21 +5,36 @@
 // page) and opens event streams with short-lived stream tokens, never the
 // guest token itself.
 import { RealSync, tokenExpiry } from "./realsync.js";
-import { $, bindForm } from "./ui.js";
+import { $, bindForm, el } from "./ui.js";
+import { friendly } from "./errors.js";
 
 /**
- * session returns the tab's client, signed in as its guest. Without a
- * (still valid) guest token it shows the name form and waits for it; the
- * page's #app is shown once the player is known.
+ * session returns the tab's client, signed in as its guest, and the rooms
+ * the player is in (newest first). Without a guest token, or with one the
+ * server refuses (it was restarted with another secret), it shows the name
+ * form and waits for it; the page's #app is shown once the player is known.
  */
 export async function session() {
   let token = sessionStorage.getItem("token") ?? undefined;
   if (token && (tokenExpiry(token) ?? 0) <= Date.now()) token = undefined; // expired: a new guest
   const c = new RealSync({ baseUrl: location.origin, token, onToken: (t) => sessionStorage.setItem("token", t) });
-  if (!c.token) await askName(c);
+  let rooms;
+  if (c.token) {
+    try {
+      rooms = await c.myRooms();
+    } catch (err) {
+      if (err.code !== "UNAUTHENTICATED") return halt(err);
+      c.token = undefined;
+      sessionStorage.removeItem("token");
+    }
+  }
+  if (!c.token) {
+    await askName(c);
+    rooms = [];
+  }
   showPlayer(sessionStorage.getItem("name") ?? "");
   $("#app").hidden = false;
-  return c;
+  return { client: c, rooms };
 }
 
 /** askName shows the name form until a guest token is issued for the name. */
@@ -52,4 +67,11 @@ function showPlayer(name) {
     sessionStorage.removeItem("name");
     location.reload();
   });
+}
+
+/** halt says the page cannot start (the server is unreachable) and never settles. */
+function halt(err) {
+  document.body.append(el("section", { class: "panel narrow welcome", role: "alert" },
+    el("h1", {}, "Can't start"), el("p", {}, `${friendly(err)} Reload the page to try again.`)));
+  return new Promise(() => {});
 }

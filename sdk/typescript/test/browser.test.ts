@@ -189,6 +189,7 @@ describe("the demo in a browser", () => {
     await bob.page.locator("#patch").getByLabel("Value").fill("7");
     await bob.page.locator("#patch").getByRole("button", { name: "Set" }).click();
     await alice.page.locator("#state tr").filter({ hasText: "player_2_score" }).filter({ hasText: "7" }).waitFor();
+    await bob.page.evaluate(() => scrollTo(0, 0));
     await bob.page.screenshot({ path: `${out}guide-phone.png` });
     await shoot(alice, "07-chat");
     await shoot(bob, "07-chat");
@@ -263,7 +264,7 @@ describe("the demo in a browser", () => {
 
   it("errors the server sends are sentences, by field where they have one", async () => {
     // A deployment that accepts only some modes: the server's field error names them.
-    const strict = await startServer({ REALSYNC_MODES: "battle,coop" });
+    const strict = await startServer({ REALSYNC_MODES: "battle,coop", REALSYNC_JWT_SECRET: "another-secret" });
     try {
       const hana = await player("hana", phone, strict.url);
       const create = hana.page.locator("#create");
@@ -291,15 +292,24 @@ describe("the demo in a browser", () => {
       await hana.page.locator("#patch").getByLabel("Key").fill("score");
       await hana.page.locator("#patch").getByLabel("Value").fill("1");
       await hana.page.locator("#patch").getByRole("button", { name: "Set" }).click();
-      await hana.page.locator("#patch .form-error").filter({ hasText: "You can only change your own keys" }).waitFor();
+      await hana.page.locator("#patch .form-error").filter({ hasText: "That key isn't yours" }).waitFor();
       await shoot(hana, "22-state-forbidden");
+
+      // A token this server does not know (its secret changed, as a dev
+      // server's does at each start): the page asks for a name again.
+      const foreign = (await guest("old", server.url)).token ?? "";
+      await hana.page.evaluate((t) => sessionStorage.setItem("token", t), foreign);
+      await hana.page.goto(`${strict.url}/demo/`);
+      await hana.page.getByRole("heading", { name: "Welcome!" }).waitFor();
+      await signIn(hana);
 
       // The browser logs each refused request; nothing else may appear.
       const refused = hana.problems.map((m) => {
         const hit = /^console error: Failed to load resource: the server responded with a status of (\d+) .*\((.+)\)$/.exec(m);
         return hit ? `${hit[1]} ${new URL(hit[2]).pathname.replace(made.room.id, "ID")}` : m;
       });
-      assert.deepEqual(refused, ["422 /v1/rooms", "404 /v1/rooms/join-by-code", "404 /v1/rooms/ID", "403 /v1/rooms/ID/state"]);
+      assert.deepEqual(refused, ["422 /v1/rooms", "404 /v1/rooms/join-by-code", "404 /v1/rooms/ID", "403 /v1/rooms/ID/state",
+        "401 /v1/me/rooms"]);
     } finally {
       await strict.stop();
     }
