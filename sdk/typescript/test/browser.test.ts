@@ -259,6 +259,16 @@ describe("the demo in a browser", () => {
     await erin.page.getByRole("heading", { name: "You were removed from the room" }).waitFor();
     await row(dana, "erin").waitFor({ state: "detached" });
     await shoot(erin, "15-kicked");
+
+    // Quick join: the only battle room in eu is playing, so a new one is made.
+    await erin.page.getByRole("link", { name: "Back to the lobby" }).click();
+    const quick = erin.page.locator("#quick");
+    await quick.getByLabel("Mode").fill("battle");
+    await quick.getByLabel("Region").fill("eu");
+    await quick.getByRole("button", { name: "Quick join" }).click();
+    await erin.page.locator("#room-title").filter({ hasText: "battle match" }).waitFor();
+    await row(erin, "erin").filter({ hasText: "owner" }).waitFor();
+    await shoot(erin, "16-quick-join");
     clean(dana, frank, erin);
   });
 
