@@ -69,7 +69,7 @@ async function visit(note = "") {
   $("#visitor-title").textContent = room.name;
   $("#visitor-meta").textContent = `${room.mode} · ${room.region} · ${room.playerCount} / ${room.maxPlayers} players · ${room.status}`;
   $("#visitor-players").replaceChildren(...(room.players ?? []).map((p) =>
-    el("li", {}, el("span", { class: p.connected ? "dot on" : "dot", title: p.connected ? "online" : "away" }), p.name,
+    el("li", {}, presence(p), p.name,
       p.playerId === room.ownerPlayerId ? el("span", { class: "chip owner" }, "owner") : null)));
   const join = $("#join");
   join.hidden = false;
@@ -191,6 +191,7 @@ function renderInvite(r) {
   $("#invite").hidden = false;
   $("#invite-label").textContent = code ? "Invite code" : "Room link";
   $("#invite-value").textContent = code ?? location.href;
+  $("#copy").setAttribute("aria-label", code ? "Copy invite code" : "Copy room link");
 }
 
 function renderActions(r, owner, players) {
@@ -214,10 +215,16 @@ function renderActions(r, owner, players) {
       : `${readyCount} of ${players.length} players ready.`;
 }
 
+/** presence is a player's online dot, named for screen readers. */
+function presence(p) {
+  const state = p.connected ? "online" : "away";
+  return el("span", { class: p.connected ? "dot on" : "dot", role: "img", "aria-label": state, title: state });
+}
+
 function playerItem(r, p, owner) {
   const ready = isReady(p.playerId);
   return el("li", { "data-player": p.playerId },
-    el("span", { class: p.connected ? "dot on" : "dot", title: p.connected ? "online" : "away" }),
+    presence(p),
     el("span", { class: "name" }, p.name),
     p.playerId === r.ownerPlayerId ? el("span", { class: "chip owner" }, "owner") : null,
     p.playerId === me ? el("span", { class: "chip you" }, "you") : null,

@@ -41,6 +41,7 @@ interface Player {
 /** open starts a player in a fresh browser context (its own guest) at url, without naming it yet. */
 async function open(name: string, url: string, viewport = desktop): Promise<Player> {
   const context = await browser.newContext({ viewport });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
   const page = await context.newPage();
   page.setDefaultTimeout(10000);
   const p: Player = { name, page, problems: [] };
@@ -142,6 +143,9 @@ describe("the demo in a browser", () => {
     assert.match(code, /^[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}$/, "a member of a private room sees its invite code");
     assert.equal(await alice.page.locator("#invite-label").textContent(), "Invite code");
     assert.ok(await alice.page.locator("#start").isDisabled(), "no start alone");
+    await alice.page.getByRole("button", { name: "Copy invite code" }).click();
+    await alice.page.locator("#copy").filter({ hasText: "Copied!" }).waitFor();
+    assert.equal(await alice.page.evaluate(() => navigator.clipboard.readText()), code);
     await shoot(alice, "03-created");
 
     // The code, typed in lower case: codes are case-insensitive.
