@@ -276,6 +276,39 @@ describe("the demo in a browser", () => {
     clean(dana, frank, erin);
   });
 
+  it("a server restart: the badge says reconnecting, then a room that is gone ends the page's stream", async () => {
+    let flaky = await startServer();
+    try {
+      const kim = await player("kim", phone, flaky.url);
+      await kim.page.locator("#create").getByRole("button", { name: "Create room" }).click();
+      await row(kim, "kim").waitFor();
+      await kim.page.locator("#badge[data-state=live]").waitFor();
+
+      const addr = new URL(flaky.url).host;
+      await flaky.stop();
+      await kim.page.locator("#badge[data-state=reconnecting]").waitFor();
+      await shoot(kim, "31-reconnecting");
+      // The same address, an empty embedded store: the room is gone.
+      flaky = await startServer({ REALSYNC_ADDR: addr });
+      await kim.page.getByRole("heading", { name: "This room is gone" }).waitFor();
+      await shoot(kim, "32-gone");
+
+      // The stream stays ended: no more stream tokens asked for (the SDK
+      // reopens after 2 s when it retries).
+      let asked = 0;
+      kim.page.on("request", (r) => { if (r.url().includes("/stream-token")) asked++; });
+      await new Promise((r) => setTimeout(r, 3000));
+      assert.equal(asked, 0, "the page asked for stream tokens after the room was gone");
+      const unexpected = kim.problems.filter((m) =>
+        !/Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(m) && // while the server was down
+        !/Failed to load resource: the server responded with a status of 404 .*\/v1\/rooms\/[^/]+\/(stream-token|events)/.test(m));
+      assert.deepEqual(unexpected, []);
+      assert.ok(kim.problems.some((m) => /status of 404 .*\/stream-token/.test(m)), "the room's stream token was refused");
+    } finally {
+      await flaky.stop();
+    }
+  });
+
   it("errors the server sends are sentences, by field where they have one", async () => {
     // A deployment that accepts only some modes: the server's field error names them.
     const strict = await startServer({ REALSYNC_MODES: "battle,coop", REALSYNC_JWT_SECRET: "another-secret" });
