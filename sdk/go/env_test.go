@@ -1,0 +1,138 @@
+package realsync_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/realsync/realsync"
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/metrics"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	rs "github.com/realsync/realsync/sdk/go"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// jwtSecret signs the server's tokens in these tests.
+const jwtSecret = "sdk-go-test-secret"
+
+// server is a RealSync API in process (httptest) on a real backend, with
+// guest tokens on and three API keys.
+type server struct {
+	url  string
+	srv  *httptest.Server
+	keys struct {
+		all    string // rooms:read, rooms:write, rooms:admin
+		reader string // rooms:read
+	}
+}
+
+// serverOpts changes a server's store or hub settings.
+type serverOpts struct {
+	heartbeat   time.Duration // the hub's; 15 s when 0
+	logMaxBytes int           // the store's room log cap; default when 0
+}
+
+// newServer starts the API on backend b; the test's cleanup stops it.
+func newServer(t *testing.T, b redistest.Backend, o serverOpts) *server {
+	t.Helper()
+	s := &server{}
+	var lines []string
+	for _, k := range []struct {
+		out    *string
+		id     string
+		scopes rooms.Scope
+	}{{&s.keys.all, "gs-1", rooms.ScopeRead | rooms.ScopeWrite | rooms.ScopeAdmin}, {&s.keys.reader, "reader", rooms.ScopeRead}} {
+		key, rec, err := api.NewAPIKey(k.id, k.scopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*k.out = key
+		lines = append(lines, rec.Line())
+	}
+	path := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := api.LoadAPIKeys(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(prometheus.NewRegistry(), "test")
+	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m, LogMaxBytes: o.logMaxBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	log := slog.New(slog.DiscardHandler)
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log,
+		Metrics: m, Heartbeat: o.heartbeat})
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+		Auth: &api.Auth{Secret: []byte(jwtSecret), GuestEnabled: true}, APIKeys: keys,
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
+	s.srv = httptest.NewServer(h)
+	s.url = s.srv.URL
+	t.Cleanup(func() { hub.Close(); s.srv.Close() })
+	return s
+}
+
+// eachBackend runs f on a server over standalone Redis, Cluster and the
+// embedded store.
+func eachBackend(t *testing.T, o serverOpts, f func(t *testing.T, s *server)) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { f(t, newServer(t, b, o)) })
+	}
+}
+
+// guest returns a client authenticated as a new guest.
+func (s *server) guest(t *testing.T, name string) *rs.Client {
+	t.Helper()
+	c := rs.New(s.url)
+	if _, err := c.Guest(ctx(t), name); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ctx is a context bounded for one test: nothing in these tests waits
+// longer than this for an outcome.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// arena is a room to create.
+func arena(name string) rs.CreateRoomRequest {
+	return rs.CreateRoomRequest{Name: name, Mode: "battle", Region: "eu", MaxPlayers: ptr(4),
+		Attributes: &rs.Attributes{"map": "dust2", "rank": 1500}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// redistestEmbedded is the embedded store, for tests whose subject is not
+// the backend.
+var redistestEmbedded = redistest.Backend{Name: "embedded"}
+
+// newFake starts an HTTP server answering with h (a stand-in server for
+// answers a real one gives only under faults).
+func newFake(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
