@@ -69,14 +69,19 @@ func (p *sseParser) readLine() ([]byte, error) {
 			return nil, err
 		}
 		buf, _ := p.r.Peek(p.r.Buffered())
-		if i := bytes.IndexAny(buf, "\r\n"); i >= 0 {
+		i := bytes.IndexAny(buf, "\r\n")
+		n := i // the bytes of buf that belong to the line
+		if i < 0 {
+			n = len(buf)
+		}
+		if len(p.line)+n > maxLineBytes {
+			return nil, errLineTooLong
+		}
+		if i >= 0 {
 			p.line = append(p.line, buf[:i]...)
 			p.skipLF = buf[i] == '\r'
 			p.r.Discard(i + 1)
 			return p.line, nil
-		}
-		if len(p.line)+len(buf) > maxLineBytes {
-			return nil, errLineTooLong
 		}
 		p.line = append(p.line, buf...)
 		p.r.Discard(len(buf))
