@@ -3,11 +3,13 @@ package realsync_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,9 +34,12 @@ const jwtSecret = "sdk-go-test-secret"
 // server is a RealSync API in process (httptest) on a real backend, with
 // guest tokens on and three API keys.
 type server struct {
-	url  string
-	srv  *httptest.Server
-	keys struct {
+	url string
+	srv *httptest.Server
+	// streams are the connections serving an event stream now.
+	mu      sync.Mutex
+	streams map[net.Conn]bool
+	keys    struct {
 		all    string // rooms:read, rooms:write, rooms:admin
 		reader string // rooms:read
 	}
@@ -49,7 +54,7 @@ type serverOpts struct {
 // newServer starts the API on backend b; the test's cleanup stops it.
 func newServer(t *testing.T, b redistest.Backend, o serverOpts) *server {
 	t.Helper()
-	s := &server{}
+	s := &server{streams: map[net.Conn]bool{}}
 	var lines []string
 	for _, k := range []struct {
 		out    *string
@@ -84,10 +89,52 @@ func newServer(t *testing.T, b redistest.Backend, o serverOpts) *server {
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
 		Auth: &api.Auth{Secret: []byte(jwtSecret), GuestEnabled: true}, APIKeys: keys,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
-	s.srv = httptest.NewServer(h)
+	s.srv = httptest.NewUnstartedServer(s.trackStreams(h))
+	s.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	s.srv.Start()
 	s.url = s.srv.URL
 	t.Cleanup(func() { hub.Close(); s.srv.Close() })
 	return s
+}
+
+// connKey holds a request's connection in its context.
+type connKey struct{}
+
+// trackStreams notes the connections of the event streams h serves.
+func (s *server) trackStreams(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/events") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		c := r.Context().Value(connKey{}).(net.Conn)
+		s.mu.Lock()
+		s.streams[c] = true
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.streams, c)
+			s.mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// dropStreams closes the TCP connections of the open event streams (and
+// only those: the REST calls of the test go on), as a network failure
+// would.
+func (s *server) dropStreams(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.streams) == 0 {
+		t.Fatal("no event stream to drop")
+	}
+	for c := range s.streams {
+		c.Close()
+	}
 }
 
 // eachBackend runs f on a server over standalone Redis, Cluster and the
