@@ -19,7 +19,7 @@ type Reconnecting struct {
 	Err     error
 }
 
-// Resumed: a connection after the first one opened. Snapshot tells
+// Resumed: a connection after one that brought events opened. Snapshot tells
 // whether the server had to send a snapshot (the events missed were no
 // longer in its log, or the history changed) instead of replaying what
 // was missed; a lobby stream always starts over with a rooms list.

@@ -108,7 +108,7 @@ type Stream struct {
 
 	lastID    string
 	attempt   int       // connection attempts since the stream was last open long enough
-	opens     int       // connections opened
+	started   bool      // a connection brought an event: later ones resume
 	openedAt  time.Time // of the open connection
 	delivered bool      // the open connection brought an event
 	resuming  bool      // a reopened connection's first event or ping is still due
@@ -260,8 +260,7 @@ func (s *Stream) dial() {
 		s.conn = cancel
 		s.p = newSSEParser(res.Body)
 		s.watchdog = time.AfterFunc(s.idle, cancel)
-		s.openedAt, s.delivered, s.resuming = time.Now(), false, s.opens > 0
-		s.opens++
+		s.openedAt, s.delivered, s.resuming = time.Now(), false, s.started
 		s.phase = phaseRead
 		s.emit(&Opened{})
 		return
@@ -314,7 +313,7 @@ func (s *Stream) read() {
 	if err != nil {
 		ev = &UnknownEvent{Header: Header{Type: f.event, ID: f.id, Raw: f.data}, Err: err}
 	}
-	s.delivered = true
+	s.delivered, s.started = true, true
 	if f.hasID {
 		s.lastID = f.id
 	}
