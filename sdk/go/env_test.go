@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -54,7 +55,29 @@ type serverOpts struct {
 // newServer starts the API on backend b; the test's cleanup stops it.
 func newServer(t *testing.T, b redistest.Backend, o serverOpts) *server {
 	t.Helper()
-	s := &server{streams: map[net.Conn]bool{}}
+	s, stop, err := startServer(b, redistest.Prefix(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return s
+}
+
+// startServer starts the API on backend b with key prefix prefix; stop
+// stops it. For tests (newServer) and examples (which have no T).
+func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range slices.Backward(stops) {
+			f()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	s = &server{streams: map[net.Conn]bool{}}
 	var lines []string
 	for _, k := range []struct {
 		out    *string
@@ -63,26 +86,31 @@ func newServer(t *testing.T, b redistest.Backend, o serverOpts) *server {
 	}{{&s.keys.all, "gs-1", rooms.ScopeRead | rooms.ScopeWrite | rooms.ScopeAdmin}, {&s.keys.reader, "reader", rooms.ScopeRead}} {
 		key, rec, err := api.NewAPIKey(k.id, k.scopes)
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 		*k.out = key
 		lines = append(lines, rec.Line())
 	}
-	path := filepath.Join(t.TempDir(), "keys")
+	dir, err := os.MkdirTemp("", "sdk-go-keys-")
+	if err != nil {
+		return nil, nil, err
+	}
+	stops = append(stops, func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "keys")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	keys, err := api.LoadAPIKeys(path, nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	m := metrics.New(prometheus.NewRegistry(), "test")
 	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m, LogMaxBytes: o.logMaxBytes})
+		Prefix: prefix, Shards: 4, Metrics: m, LogMaxBytes: o.logMaxBytes})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	t.Cleanup(func() { st.Close() })
+	stops = append(stops, func() { st.Close() })
 	log := slog.New(slog.DiscardHandler)
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log,
 		Metrics: m, Heartbeat: o.heartbeat})
@@ -95,8 +123,8 @@ func newServer(t *testing.T, b redistest.Backend, o serverOpts) *server {
 	}
 	s.srv.Start()
 	s.url = s.srv.URL
-	t.Cleanup(func() { hub.Close(); s.srv.Close() })
-	return s
+	stops = append(stops, func() { hub.Close(); s.srv.Close() })
+	return s, stop, nil
 }
 
 // connKey holds a request's connection in its context.
@@ -182,4 +210,14 @@ func newFake(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// exampleServer starts a server on the embedded store for an Example (it
+// has no T: a failure to start panics); stop stops it.
+func exampleServer() (url, apiKey string, stop func()) {
+	s, stop, err := startServer(redistestEmbedded, "example", serverOpts{})
+	if err != nil {
+		panic(err)
+	}
+	return s.url, s.keys.all, stop
 }

@@ -45,7 +45,7 @@ func (e *Error) Error() string {
 	if e.Title != "" {
 		b.WriteString(": " + e.Title)
 	}
-	if e.Detail != "" && e.Detail != e.Title {
+	if e.Detail != "" && strings.TrimSuffix(e.Detail, ".") != e.Title { // a detail that only repeats the title
 		b.WriteString(": " + e.Detail)
 	}
 	for _, f := range e.Errors {
