@@ -18,8 +18,10 @@ type TokenSource func(ctx context.Context, refused string) (string, error)
 
 // WithToken authenticates as a player with an identity token (a guest
 // token, a refreshed token, or a studio's JWT), sent as
-// `Authorization: Bearer`. A 401 is final: use WithTokenSource for tokens
-// that must be renewed.
+// `Authorization: Bearer`. A 401 is final, and an event stream opened
+// with it ends 30 s before the token expires (token_expiring, then 401
+// on reconnecting): use WithTokenSource (or Guest) for tokens that must
+// be renewed.
 func WithToken(token string) Option {
 	return func(c *Client) { c.cred.Store(&credential{token: token}) }
 }
@@ -96,4 +98,11 @@ func (d authDoer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return d.c.hc.Do(again)
+}
+
+// server reports whether the client authenticates with an API key (a
+// server, never a player of the rooms it watches).
+func (c *Client) server() bool {
+	cr := c.cred.Load()
+	return cr != nil && cr.apiKey != ""
 }

@@ -332,7 +332,7 @@ func (s *Stream) read() {
 	case *PlayerLeft:
 		if s.playerID != 0 && ev.PlayerID == s.playerID {
 			s.finish(ClosedLeft, nil)
-		} else if s.playerID == 0 && ev.Reason != "disconnected" {
+		} else if s.playerID == 0 && ev.Reason != "disconnected" && !s.c.server() {
 			s.left = true
 		}
 	case *TokenExpiring:
