@@ -17,7 +17,8 @@ const maxLineBytes = 8 << 20
 // maxLineBytes.
 var errLineTooLong = errors.New("realsync: event stream line over 8 MiB")
 
-// frame is what the parser hands on: a dispatched event, or a comment.
+// frame is what the parser hands on: a dispatched event, or a comment
+// (its text in data, valid until the next read).
 type frame struct {
 	comment bool
 	// id is the event's id ("" when it carried none); event its type
@@ -114,7 +115,7 @@ func (p *sseParser) next() (frame, error) {
 		}
 		if line[0] == ':' {
 			if !hasData && f.event == "" && !f.hasID {
-				return frame{comment: true}, nil
+				return frame{comment: true, data: bytes.TrimSpace(line[1:])}, nil
 			}
 			continue // a comment inside an event: ignored
 		}

@@ -32,7 +32,7 @@ func TestSSEParser(t *testing.T) {
 		{name: "only one leading space stripped", in: "data:  two\n\n",
 			want: []frame{{event: "message", data: []byte(" two")}}},
 		{name: "heartbeats", in: ": ping\n\ndata: 1\n\n: ping\n\n",
-			want: []frame{{comment: true}, {event: "message", data: []byte("1")}, {comment: true}}},
+			want: []frame{{comment: true, data: []byte("ping")}, {event: "message", data: []byte("1")}, {comment: true, data: []byte("ping")}}},
 		{name: "comment inside an event", in: "event: x\n: note\ndata: 1\n\n",
 			want: []frame{{event: "x", data: []byte("1")}}},
 		{name: "retry and no data", in: "retry: 2500\n\nid: 7\n\ndata: 1\n\n", retry: 2500 * time.Millisecond,

@@ -301,7 +301,7 @@ func (s *Stream) read() {
 	}
 	s.watchdog.Reset(s.idle)
 	if f.comment {
-		if s.resuming && !s.lobby {
+		if s.resuming && !s.lobby && string(f.data) == "ping" {
 			// the server writes the snapshot or replay before any
 			// heartbeat: a heartbeat first means nothing had to be sent
 			s.resuming = false

@@ -51,6 +51,7 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 		problem(429, "STREAM_OPENS_LIMITED", "Retry-After", "1"),
 		events("retry: 200\n: store unavailable, retry later\n\n", false), // 503 as a stream: come back in 200 ms
 		events(snapshotFrame, true),                                       // then silent: the idle timeout replaces it
+		events("retry: 200\n: store unavailable, retry later\n\n", false), // after a drop: not a resume yet
 		events(": ping\n\nid: 6-abc\nevent: state\ndata: {\"type\":\"state\",\"roomId\":\"r1\",\"version\":6,\"by\":0,\"set\":{\"n\":1},\"del\":[],\"stateVersion\":1}\n\n", false),
 		problem(404, "ROOM_NOT_FOUND"),
 	}
@@ -79,7 +80,7 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 		items = append(items, ev)
 	}
 	want := "connecting reconnecting connecting reconnecting connecting open reconnecting connecting open snapshot " +
-		"reconnecting connecting open resumed(snapshot=false) state reconnecting connecting closed(error)"
+		"reconnecting connecting open reconnecting connecting open resumed(snapshot=false) state reconnecting connecting closed(error)"
 	if k := kinds(items); k != want {
 		t.Fatalf("items:\n%s\nwant:\n%s", k, want)
 	}
@@ -90,7 +91,8 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 		}
 	}
 	if rs.StatusOf(rec[0].Err) != 500 || !rs.IsCode(rec[1].Err, "STREAM_OPENS_LIMITED") || rec[1].Delay < time.Second ||
-		rec[2].Delay < 200*time.Millisecond || !strings.Contains(rec[3].Err.Error(), "no data") || rec[3].Delay >= time.Second {
+		rec[2].Delay < 200*time.Millisecond || !strings.Contains(rec[3].Err.Error(), "no data") || rec[3].Delay >= time.Second ||
+		rec[4].Delay < 200*time.Millisecond {
 		t.Fatalf("reconnections: %+v %+v %+v %+v", rec[0], rec[1], rec[2], rec[3])
 	}
 	last := items[len(items)-1].(*rs.Closed)
@@ -99,7 +101,7 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got := strings.Join(seen, ","); got != ",,,,5-abc,6-abc" {
+	if got := strings.Join(seen, ","); got != ",,,,5-abc,5-abc,6-abc" {
 		t.Fatalf("Last-Event-ID per request: %s", got)
 	}
 	if st.LastEventID() != "6-abc" {
