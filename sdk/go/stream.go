@@ -199,7 +199,8 @@ func (s *Stream) Events() iter.Seq2[Event, error] {
 }
 
 // Ready reads the stream until its first snapshot (room) or rooms list
-// (lobby) was read, and returns nil; or the error that ended the stream
+// (lobby) was read (with AfterEventID: until the server accepted the
+// connection), and returns nil; or the error that ended the stream
 // before that (ErrStreamEnded wrapped with the context's error after
 // Close). What it reads stays queued for Next: nothing is skipped.
 func (s *Stream) Ready() error {
@@ -261,6 +262,9 @@ func (s *Stream) dial() {
 		s.p = newSSEParser(res.Body)
 		s.watchdog = time.AfterFunc(s.idle, cancel)
 		s.openedAt, s.delivered, s.resuming = time.Now(), false, s.started
+		if !s.started && s.lastID != "" {
+			s.ready = true // AfterEventID: the caller has the room; a replay follows
+		}
 		s.phase = phaseRead
 		s.emit(&Opened{})
 		return

@@ -124,6 +124,46 @@ func TestStreamResumesAfterDrop(t *testing.T) {
 	})
 }
 
+// A stream opened with AfterEventID replays what came after that event,
+// without a snapshot.
+func TestStreamAfterEventID(t *testing.T) {
+	s := newServer(t, redistestEmbedded, serverOpts{})
+	c := ctx(t)
+	host := s.guest(t, "host")
+	room, err := host.CreateRoom(c, arena("Arena"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := room.Room.Id
+	gs := rs.New(s.url, rs.WithAPIKey(s.keys.reader))
+	first := gs.Stream(c, id)
+	if err := first.Ready(); err != nil { // connected: the patches come as events
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if _, err := host.PatchState(c, id, rs.State{"n": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until(t, first, func(ev rs.Event) bool { return stateN(ev) == 2 })
+	last := first.LastEventID()
+	first.Close()
+	for i := 3; i <= 4; i++ {
+		if _, err := host.PatchState(c, id, rs.State{"n": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := gs.Stream(c, id, rs.AfterEventID(last))
+	defer second.Close()
+	if err := second.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	got := until(t, second, func(ev rs.Event) bool { return stateN(ev) == 4 })
+	if k := kinds(got); k != "connecting open state state" || stateN(got[2]) != 3 {
+		t.Fatalf("items after %s: %s", last, k)
+	}
+}
+
 // A resume the server's log cannot serve (the events missed were trimmed)
 // gets a snapshot, reported by Resumed{Snapshot: true}.
 func TestStreamResumeNeedsSnapshot(t *testing.T) {
