@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	rs "github.com/realsync/realsync/sdk/go"
 )
@@ -249,5 +250,34 @@ func TestErrorFromNonProblem(t *testing.T) {
 	}
 	if b, _ := json.Marshal(e.Errors); string(b) != "null" {
 		t.Fatalf("errors %s", b)
+	}
+}
+
+// Guest renews its token with POST /v1/auth/refresh once it has less than
+// five minutes left, and the user (so its rooms) stays the same.
+func TestGuestRenewsItsToken(t *testing.T) {
+	// the server's clock runs 24 h minus 4 min behind: the tokens it
+	// issues (valid 24 h by its clock) have 4 minutes left by ours
+	late := func() time.Time { return time.Now().Add(-24*time.Hour + 4*time.Minute) }
+	s := newServer(t, redistestEmbedded, serverOpts{clock: late})
+	c := ctx(t)
+	alice := rs.New(s.url)
+	g, err := alice.Guest(c, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.refreshes.Load() != 0 {
+		t.Fatalf("%d refreshes before any call", s.refreshes.Load())
+	}
+	room, err := alice.CreateRoom(c, arena("Alice's"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.refreshes.Load(); n != 1 {
+		t.Fatalf("%d refreshes for one call", n)
+	}
+	mine, err := alice.API.MyRoomsWithResponse(c, nil)
+	if err != nil || mine.JSON200 == nil || len(mine.JSON200.Rooms) != 1 || mine.JSON200.Rooms[0].Id != room.Room.Id {
+		t.Fatalf("the renewed token's user has rooms %s (%v); guest %s", mine.Body, err, g.UserId)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,7 +41,9 @@ type server struct {
 	// streams are the connections serving an event stream now.
 	mu      sync.Mutex
 	streams map[net.Conn]bool
-	keys    struct {
+	// refreshes counts the requests to POST /v1/auth/refresh.
+	refreshes atomic.Int32
+	keys      struct {
 		all    string // rooms:read, rooms:write, rooms:admin
 		reader string // rooms:read
 	}
@@ -48,8 +51,9 @@ type server struct {
 
 // serverOpts changes a server's store or hub settings.
 type serverOpts struct {
-	heartbeat   time.Duration // the hub's; 15 s when 0
-	logMaxBytes int           // the store's room log cap; default when 0
+	heartbeat   time.Duration    // the hub's; 15 s when 0
+	clock       func() time.Time // the server's clock for tokens; time.Now when nil
+	logMaxBytes int              // the store's room log cap; default when 0
 }
 
 // newServer starts the API on backend b; the test's cleanup stops it.
@@ -115,7 +119,7 @@ func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, s
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log,
 		Metrics: m, Heartbeat: o.heartbeat})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth: &api.Auth{Secret: []byte(jwtSecret), GuestEnabled: true}, APIKeys: keys,
+		Auth: &api.Auth{Secret: []byte(jwtSecret), GuestEnabled: true, Now: o.clock}, APIKeys: keys,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
 	s.srv = httptest.NewUnstartedServer(s.trackStreams(h))
 	s.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -130,9 +134,13 @@ func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, s
 // connKey holds a request's connection in its context.
 type connKey struct{}
 
-// trackStreams notes the connections of the event streams h serves.
+// trackStreams notes the connections of the event streams h serves, and
+// counts token refreshes.
 func (s *server) trackStreams(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/auth/refresh" {
+			s.refreshes.Add(1)
+		}
 		if !strings.HasSuffix(r.URL.Path, "/events") {
 			h.ServeHTTP(w, r)
 			return
