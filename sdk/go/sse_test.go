@@ -108,3 +108,34 @@ func TestBackoffDelay(t *testing.T) {
 		}
 	}
 }
+
+// Any text framed as data lines comes back whole, its line endings made
+// \n; and no input makes the parser fail but by its end or a line over
+// the cap.
+func FuzzSSEParser(f *testing.F) {
+	f.Add("hello", "id: 1\r\ndata: x\r\r: c\n\n")
+	f.Add("a\r\nb\rc\nd", "data\ndata:\n\n")
+	f.Add("", "retry: 10\n\nevent: e\r\n\r\n")
+	f.Fuzz(func(t *testing.T, text, raw string) {
+		body := strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
+		var in strings.Builder
+		for _, l := range strings.Split(body, "\n") {
+			in.WriteString("data: " + l + "\n")
+		}
+		in.WriteString("\n")
+		p := newSSEParser(strings.NewReader(in.String()))
+		fr, err := p.next()
+		if err != nil || string(fr.data) != body || fr.event != "message" {
+			t.Fatalf("%q: got %q %v", text, fr.data, err)
+		}
+		p = newSSEParser(strings.NewReader(raw))
+		for {
+			if _, err := p.next(); err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, errLineTooLong) {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	})
+}
