@@ -8,7 +8,7 @@ generate:
 	go generate ./...
 
 check-generate: generate
-	git diff --exit-code -- api/oapi
+	git diff --exit-code -- api/oapi sdk/go/client.gen.go
 
 test:
 	./scripts/test.sh

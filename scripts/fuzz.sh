@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for a bounded time each (FUZZTIME, default 4s: all eight in about a minute on 2 cores),
+# Runs every fuzz target for a bounded time each (FUZZTIME, default 4s: all nine in about a minute on 2 cores),
 # after its seed corpus (the f.Add seeds and testdata/fuzz, which plain
 # `go test` also runs). A failure leaves the failing input in the package's
 # testdata/fuzz directory: commit it with the fix, so it is replayed forever.
@@ -15,6 +15,7 @@ targets=(
   "./lobby FuzzDecodeCursor"
   "./sse FuzzParseCursor"
   "./sse FuzzAppendFrame"
+  "./sdk/go FuzzSSEParser"
 )
 for t in "${targets[@]}"; do
   read -r pkg name <<<"$t"

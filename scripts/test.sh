@@ -28,9 +28,9 @@ fi
 
 echo "== generated code matches openapi.yaml"
 go generate ./...
-if [ -n "$(git status --porcelain -- api/oapi)" ]; then
-  git --no-pager diff --stat -- api/oapi
-  echo "api/oapi drifted from openapi.yaml: run 'go generate ./...' and commit" >&2
+if [ -n "$(git status --porcelain -- api/oapi sdk/go/client.gen.go)" ]; then
+  git --no-pager diff --stat -- api/oapi sdk/go/client.gen.go
+  echo "api/oapi or sdk/go/client.gen.go drifted from openapi.yaml: run 'go generate ./...' and commit" >&2
   exit 1
 fi
 

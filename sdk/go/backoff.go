@@ -1,0 +1,32 @@
+package realsync
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff is how an event stream waits before reconnecting: attempt n
+// (from 1) waits a random time in [0, min(Max, Base·2^(n-1))) ("full
+// jitter", so the clients of a restarted server spread out), at least a
+// refusal's Retry-After. The count starts over once a connection stayed
+// open for Reset.
+type Backoff struct {
+	Base, Max, Reset time.Duration
+}
+
+// DefaultBackoff waits from 500 ms, doubling to 30 s at most, and starts
+// over after a connection open for 30 s.
+var DefaultBackoff = Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Reset: 30 * time.Second}
+
+// delay is the wait before attempt n (n ≥ 1).
+func (b Backoff) delay(n int) time.Duration {
+	ceil := b.Base
+	for i := 1; i < n && ceil < b.Max; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, b.Max)
+	if ceil <= 0 {
+		return 0
+	}
+	return rand.N(ceil)
+}

@@ -1,0 +1,53 @@
+package realsync
+
+import "time"
+
+// Connecting: a connection attempt starts. Attempt counts from 1 since
+// the stream was last open (or since the backoff started over).
+type Connecting struct{ Attempt int }
+
+// Opened: the server accepted the connection; events follow.
+type Opened struct{}
+
+// Reconnecting: the connection failed or dropped for a transient reason
+// (Err: a network error, a 5xx, 408 or 429 *Error, the end of the
+// response); the stream reconnects after Delay (Backoff, at least a
+// Retry-After).
+type Reconnecting struct {
+	Attempt int
+	Delay   time.Duration
+	Err     error
+}
+
+// Resumed: a connection after one that brought events opened. Snapshot tells
+// whether the server had to send a snapshot (the events missed were no
+// longer in its log, or the history changed) instead of replaying what
+// was missed; a lobby stream always starts over with a rooms list.
+type Resumed struct{ Snapshot bool }
+
+// The reasons a stream ends (Closed.Reason).
+const (
+	// ClosedByCaller: Close was called, or the stream's context ended.
+	ClosedByCaller = "closed"
+	// ClosedRoomClosed: the room closed (a RoomClosed event came first).
+	ClosedRoomClosed = "room_closed"
+	// ClosedLeft: the stream's own player left or was kicked.
+	ClosedLeft = "left"
+	// ClosedError: a permanent error (Err): 401 (after the token source
+	// was asked for a new token), 403, 404, 410, another 4xx, or an
+	// answer that is no event stream.
+	ClosedError = "error"
+)
+
+// Closed is the last item of a stream. Err is the *Error (or other error)
+// that ended it when Reason is ClosedError, else nil.
+type Closed struct {
+	Reason string
+	Err    error
+}
+
+func (*Connecting) EventType() string   { return "connecting" }
+func (*Opened) EventType() string       { return "open" }
+func (*Reconnecting) EventType() string { return "reconnecting" }
+func (*Resumed) EventType() string      { return "resumed" }
+func (*Closed) EventType() string       { return "closed" }

@@ -1,0 +1,409 @@
+package realsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ErrStreamEnded is what Next returns after the stream's Closed event.
+var ErrStreamEnded = errors.New("realsync: stream ended")
+
+// defaultIdleTimeout: a connection that brings no byte (no event, no
+// heartbeat) for this long is taken for dead and replaced. The server
+// sends a heartbeat every 15 s of silence; a half-open TCP connection
+// would otherwise wait forever.
+const defaultIdleTimeout = 45 * time.Second
+
+// StreamOption configures a stream (Client.Stream, Client.LobbyStream).
+type StreamOption func(*Stream)
+
+// AfterEventID resumes the stream after the event with this id (an
+// Header.ID kept from an earlier stream) instead of starting with a
+// snapshot.
+func AfterEventID(id string) StreamOption { return func(s *Stream) { s.lastID = id } }
+
+// AsPlayer tells the stream its own playerId, so that the player_left of
+// that player ends it at once with ClosedLeft. Without it the stream
+// learns it from the answer to its reconnection (403 NOT_A_MEMBER or
+// 404 right after a player_left ends it with ClosedLeft).
+func AsPlayer(playerID int) StreamOption { return func(s *Stream) { s.playerID = playerID } }
+
+// IdleTimeout replaces a connection silent for d (45 s by default; the
+// server's heartbeat is 15 s).
+func IdleTimeout(d time.Duration) StreamOption { return func(s *Stream) { s.idle = d } }
+
+// LobbyFilter selects the rooms of a lobby stream ("" for any).
+type LobbyFilter struct {
+	Mode, Region string
+}
+
+// Stream reads a room's events (GET /v1/rooms/{roomId}/events) as the
+// client's credential, in the Authorization or X-API-Key header (never in
+// the URL). It connects on the first Next, and reconnects by itself after
+// a drop, sending Last-Event-ID so the server replays exactly what was
+// missed (or sends a new snapshot, reported by Resumed). It ends with a
+// Closed item: after Close or the end of ctx, after room_closed or the
+// own player's player_left, or on a permanent error.
+func (c *Client) Stream(ctx context.Context, roomID string, opts ...StreamOption) *Stream {
+	s := c.newStream(ctx, roomEventTypes, func(ctx context.Context, last string) (*http.Request, error) {
+		var p StreamRoomEventsParams
+		if last != "" {
+			p.LastEventID = &last
+		}
+		req, err := NewStreamRoomEventsRequest(c.base, roomID, &p)
+		if err != nil {
+			return nil, err
+		}
+		return req.WithContext(ctx), nil
+	}, opts)
+	return s
+}
+
+// LobbyStream reads the lobby (GET /v1/lobby/events): a LobbyRooms list,
+// then a LobbyChange for each room that becomes, stays or stops being
+// joinable. A reconnection starts over with a new list (Resumed with
+// Snapshot true). It ends as Stream does, but for room_closed and left.
+func (c *Client) LobbyStream(ctx context.Context, f LobbyFilter, opts ...StreamOption) *Stream {
+	return c.newStream(ctx, lobbyEventTypes, func(ctx context.Context, _ string) (*http.Request, error) {
+		var p StreamLobbyEventsParams
+		if f.Mode != "" {
+			p.Mode = &f.Mode
+		}
+		if f.Region != "" {
+			p.Region = &f.Region
+		}
+		req, err := NewStreamLobbyEventsRequest(c.base, &p)
+		if err != nil {
+			return nil, err
+		}
+		return req.WithContext(ctx), nil
+	}, opts)
+}
+
+// Stream is a live event stream (Client.Stream, Client.LobbyStream). Read
+// it with Events or Next from one goroutine; Close may be called from any.
+type Stream struct {
+	c     *Client
+	types map[string]func() headed
+	build func(ctx context.Context, lastID string) (*http.Request, error)
+	lobby bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	playerID int
+	idle     time.Duration
+
+	phase    phase
+	p        *sseParser         // the open connection's reader; nil when none
+	conn     context.CancelFunc // ends the open connection
+	watchdog *time.Timer        // ends it when it stays silent for idle
+	wait     time.Duration      // the next phaseWait's delay
+
+	lastID    string
+	attempt   int       // connection attempts since the stream was last open long enough
+	started   bool      // a connection brought an event: later ones resume
+	openedAt  time.Time // of the open connection
+	delivered bool      // the open connection brought an event
+	resuming  bool      // a reopened connection's first event or ping is still due
+	expiring  bool      // the last event was token_expiring: reconnect at once
+	left      bool      // the last event was a player_left that may be the own one
+	ready     bool      // the first snapshot (rooms list) was read
+
+	pending []item
+	ended   bool
+	endErr  error
+}
+
+type item struct {
+	ev  Event
+	err error
+}
+
+type phase int
+
+const (
+	phaseConnect phase = iota // announce an attempt
+	phaseDial                 // send the request
+	phaseRead                 // read the open connection
+	phaseWait                 // wait before the next attempt
+)
+
+func (c *Client) newStream(ctx context.Context, types map[string]func() headed,
+	build func(context.Context, string) (*http.Request, error), opts []StreamOption) *Stream {
+	s := &Stream{c: c, types: types, build: build, lobby: types["rooms"] != nil, idle: defaultIdleTimeout}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Close ends the stream: the item being waited for, if any, and the next
+// one are the Closed event with ClosedByCaller. Safe to call more than
+// once, from any goroutine.
+func (s *Stream) Close() error {
+	s.cancel()
+	return nil
+}
+
+// LastEventID is the id of the last room event read ("" before one, and
+// on lobby streams): pass it to AfterEventID to resume elsewhere.
+func (s *Stream) LastEventID() string { return s.lastID }
+
+// Next returns the next item: a server event or a lifecycle notice. The
+// last item is a *Closed; err is nil but with it, where it is Closed.Err
+// (a permanent error). After it, Next returns (nil, ErrStreamEnded).
+// Next blocks until an item is ready; Close unblocks it.
+func (s *Stream) Next() (Event, error) {
+	for len(s.pending) == 0 {
+		if s.ended {
+			return nil, ErrStreamEnded
+		}
+		s.step()
+	}
+	it := s.pending[0]
+	s.pending = s.pending[1:]
+	return it.ev, it.err
+}
+
+// Events iterates over the items of Next up to and with the Closed one
+// (paired with its error, if any). Breaking out of the loop closes the
+// stream.
+//
+//	for ev, err := range s.Events() {
+//		if err != nil {
+//			return err
+//		}
+//		...
+//	}
+func (s *Stream) Events() iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for {
+			ev, err := s.Next()
+			if errors.Is(err, ErrStreamEnded) {
+				return
+			}
+			if !yield(ev, err) {
+				s.Close()
+				return
+			}
+		}
+	}
+}
+
+// Ready reads the stream until its first snapshot (room) or rooms list
+// (lobby) was read (with AfterEventID: until the server accepted the
+// connection), and returns nil; or the error that ended the stream
+// before that (ErrStreamEnded wrapped with the context's error after
+// Close). What it reads stays queued for Next: nothing is skipped.
+func (s *Stream) Ready() error {
+	for !s.ready {
+		if s.ended {
+			return s.endErr
+		}
+		s.step()
+	}
+	return nil
+}
+
+func (s *Stream) emit(ev Event) { s.pending = append(s.pending, item{ev: ev}) }
+
+// step advances the stream by one phase, queueing what it produced.
+func (s *Stream) step() {
+	if s.ctx.Err() != nil {
+		s.finish(ClosedByCaller, nil)
+		return
+	}
+	switch s.phase {
+	case phaseConnect:
+		s.attempt++
+		s.emit(&Connecting{Attempt: s.attempt})
+		s.phase = phaseDial
+	case phaseDial:
+		s.dial()
+	case phaseWait:
+		t := time.NewTimer(s.wait)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+		}
+		s.phase = phaseConnect
+	case phaseRead:
+		s.read()
+	}
+}
+
+// dial opens a connection, or decides what a refusal means.
+func (s *Stream) dial() {
+	ctx, cancel := context.WithCancel(s.ctx)
+	req, err := s.build(ctx, s.lastID)
+	if err != nil {
+		cancel()
+		s.finish(ClosedError, err)
+		return
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := authDoer{s.c}.Do(req)
+	if err != nil {
+		cancel()
+		s.retry(err, 0)
+		return
+	}
+	if res.StatusCode == http.StatusOK && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		s.conn = cancel
+		s.p = newSSEParser(res.Body)
+		s.watchdog = time.AfterFunc(s.idle, cancel)
+		s.openedAt, s.delivered, s.resuming = time.Now(), false, s.started
+		if !s.started && s.lastID != "" {
+			s.ready = true // AfterEventID: the caller has the room; a replay follows
+		}
+		s.phase = phaseRead
+		s.emit(&Opened{})
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	cancel()
+	e := newError(res, body)
+	switch {
+	case s.left && (e.Code == "NOT_A_MEMBER" || e.Status == http.StatusNotFound):
+		// the player_left just read was the own player's
+		s.finish(ClosedLeft, nil)
+	case permanent(e):
+		s.finish(ClosedError, e)
+	default:
+		s.retry(e, e.RetryAfter)
+	}
+}
+
+// permanent tells the refusals that reconnecting cannot cure: every 4xx
+// but 408 and 429, and an answer that is no event stream.
+func permanent(e *Error) bool {
+	switch {
+	case e.Status == http.StatusRequestTimeout, e.Status == http.StatusTooManyRequests:
+		return false
+	case e.Status >= 500:
+		return false
+	}
+	return true
+}
+
+// read reads one frame of the open connection.
+func (s *Stream) read() {
+	f, err := s.p.next()
+	if err != nil {
+		s.drop(err)
+		return
+	}
+	s.watchdog.Reset(s.idle)
+	if f.comment {
+		if s.resuming && !s.lobby && string(f.data) == "ping" {
+			// the server writes the snapshot or replay before any
+			// heartbeat: a heartbeat first means nothing had to be sent
+			s.resuming = false
+			s.emit(&Resumed{Snapshot: false})
+		}
+		return
+	}
+	ev, err := decodeEvent(s.types, f)
+	if err != nil {
+		ev = &UnknownEvent{Header: Header{Type: f.event, ID: f.id, Raw: f.data}, Err: err}
+	}
+	s.delivered, s.started = true, true
+	if f.hasID {
+		s.lastID = f.id
+	}
+	if s.resuming {
+		s.resuming = false
+		_, snap := ev.(*Snapshot)
+		s.emit(&Resumed{Snapshot: snap || s.lobby})
+	}
+	s.left = false
+	s.emit(ev)
+	switch ev := ev.(type) {
+	case *Snapshot, *LobbyRooms:
+		s.ready = true
+	case *RoomClosed:
+		s.finish(ClosedRoomClosed, nil)
+	case *PlayerLeft:
+		if s.playerID != 0 && ev.PlayerID == s.playerID {
+			s.finish(ClosedLeft, nil)
+		} else if s.playerID == 0 && ev.Reason != "disconnected" && !s.c.server() {
+			s.left = true
+		}
+	case *TokenExpiring:
+		s.expiring = true
+	}
+}
+
+// errServerEnded is a Reconnecting error: the server ended the response.
+var errServerEnded = errors.New("realsync: the server ended the event stream")
+
+// drop closes the connection that failed with err and schedules the next.
+func (s *Stream) drop(err error) {
+	s.closeConn()
+	if s.ctx.Err() != nil {
+		s.finish(ClosedByCaller, nil)
+		return
+	}
+	if time.Since(s.openedAt) >= s.c.backoff.Reset {
+		s.attempt = 0
+	}
+	if s.expiring {
+		// not an outage: renew the token (the source does) and resume
+		s.expiring, s.attempt = false, 0
+		s.phase = phaseConnect
+		return
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		err = errServerEnded
+	case errors.Is(err, context.Canceled):
+		err = fmt.Errorf("realsync: no data for %s: %w", s.idle, err)
+	}
+	var floor time.Duration
+	if !s.delivered {
+		floor = s.p.retry // e.g. the store is down: the server says when to come back
+	}
+	s.retry(err, floor)
+}
+
+// retry queues Reconnecting and waits before the next attempt.
+func (s *Stream) retry(err error, floor time.Duration) {
+	if s.ctx.Err() != nil {
+		s.finish(ClosedByCaller, nil)
+		return
+	}
+	d := max(s.c.backoff.delay(s.attempt+1), floor)
+	s.emit(&Reconnecting{Attempt: s.attempt + 1, Delay: d, Err: err})
+	s.wait, s.phase = d, phaseWait
+}
+
+func (s *Stream) closeConn() {
+	if s.conn != nil {
+		s.watchdog.Stop()
+		s.conn()
+		s.conn = nil
+	}
+}
+
+// finish ends the stream with its Closed item.
+func (s *Stream) finish(reason string, err error) {
+	s.closeConn()
+	s.p = nil
+	s.cancel()
+	s.ended = true
+	s.endErr = err
+	if err == nil && !s.ready {
+		s.endErr = fmt.Errorf("%w before it was ready: %s", ErrStreamEnded, reason)
+	}
+	s.pending = append(s.pending, item{ev: &Closed{Reason: reason, Err: err}, err: err})
+}

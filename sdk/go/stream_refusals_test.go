@@ -1,0 +1,139 @@
+package realsync_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rs "github.com/realsync/realsync/sdk/go"
+)
+
+// answer is one connection's answer from a stand-in server.
+type answer func(w http.ResponseWriter, r *http.Request)
+
+func problem(status int, code string, hdr ...string) answer {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i+1 < len(hdr); i += 2 {
+			w.Header().Set(hdr[i], hdr[i+1])
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		io.WriteString(w, `{"type":"about:blank","title":"t","status":`+strconv.Itoa(status)+`,"detail":"d","code":"`+code+`"}`)
+	}
+}
+
+// events answers with an event stream of body, then ends it (or, hold,
+// keeps it open silently until the client goes).
+func events(body string, hold bool) answer {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
+		w.(http.Flusher).Flush()
+		if hold {
+			<-r.Context().Done()
+		}
+	}
+}
+
+const snapshotFrame = "retry: 3000\n\nid: 5-abc\nevent: snapshot\ndata: {\"type\":\"snapshot\",\"roomId\":\"r1\",\"version\":5,\"ts\":\"2026-11-21T20:11:06.123Z\",\"room\":{\"id\":\"r1\"},\"state\":{},\"stateVersion\":0}\n\n"
+
+// Transient refusals (5xx, 429 with Retry-After, a store-unavailable
+// stream, a silent connection) are retried with backoff; the request
+// carries the token in its header and the last id; a 404 ends it.
+func TestStreamRetriesTransientRefusals(t *testing.T) {
+	answers := []answer{
+		problem(500, "INTERNAL"),
+		problem(429, "STREAM_OPENS_LIMITED", "Retry-After", "1"),
+		events("retry: 200\n: store unavailable, retry later\n\n", false), // 503 as a stream: come back in 200 ms
+		events(snapshotFrame, true),                                       // then silent: the idle timeout replaces it
+		events("retry: 200\n: store unavailable, retry later\n\n", false), // after a drop: not a resume yet
+		events(": ping\n\nid: 6-abc\nevent: state\ndata: {\"type\":\"state\",\"roomId\":\"r1\",\"version\":6,\"by\":0,\"set\":{\"n\":1},\"del\":[],\"stateVersion\":1}\n\n", false),
+		problem(404, "ROOM_NOT_FOUND"),
+	}
+	var mu sync.Mutex
+	var seen []string // per request: its Last-Event-ID
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n := len(seen)
+		seen = append(seen, r.Header.Get("Last-Event-ID"))
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer tok" || r.URL.RawQuery != "" || r.URL.Path != "/v1/rooms/r1/events" ||
+			r.Header.Get("Accept") != "text/event-stream" {
+			t.Errorf("request %d: %s %v", n, r.URL, r.Header)
+		}
+		if n < len(answers) {
+			answers[n](w, r)
+			return
+		}
+		t.Errorf("request %d after the end", n)
+	})
+	c := rs.New(srv.URL, rs.WithToken("tok"), fastBackoff)
+	st := c.Stream(ctx(t), "r1", rs.IdleTimeout(300*time.Millisecond))
+	defer st.Close()
+	var items []rs.Event
+	for ev := range st.Events() {
+		items = append(items, ev)
+	}
+	want := "connecting reconnecting connecting reconnecting connecting open reconnecting connecting open snapshot " +
+		"reconnecting connecting open reconnecting connecting open resumed(snapshot=false) state reconnecting connecting closed(error)"
+	if k := kinds(items); k != want {
+		t.Fatalf("items:\n%s\nwant:\n%s", k, want)
+	}
+	var rec []*rs.Reconnecting
+	for _, ev := range items {
+		if r, ok := ev.(*rs.Reconnecting); ok {
+			rec = append(rec, r)
+		}
+	}
+	if rs.StatusOf(rec[0].Err) != 500 || !rs.IsCode(rec[1].Err, "STREAM_OPENS_LIMITED") || rec[1].Delay < time.Second ||
+		rec[2].Delay < 200*time.Millisecond || !strings.Contains(rec[3].Err.Error(), "no data") || rec[3].Delay >= time.Second ||
+		rec[4].Delay < 200*time.Millisecond {
+		t.Fatalf("reconnections: %+v %+v %+v %+v", rec[0], rec[1], rec[2], rec[3])
+	}
+	last := items[len(items)-1].(*rs.Closed)
+	if !rs.IsCode(last.Err, "ROOM_NOT_FOUND") {
+		t.Fatalf("closed: %+v", last)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(seen, ","); got != ",,,,5-abc,5-abc,6-abc" {
+		t.Fatalf("Last-Event-ID per request: %s", got)
+	}
+	if st.LastEventID() != "6-abc" {
+		t.Fatalf("last id %s", st.LastEventID())
+	}
+}
+
+// An answer that is no event stream, or a 4xx other than 408 and 429,
+// is permanent.
+func TestStreamPermanentRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer answer
+		status int
+	}{
+		{"410", problem(410, "ROOM_NOT_FOUND"), 410},
+		{"422", problem(422, "VALIDATION_FAILED"), 422},
+		{"not an event stream", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>") }, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFake(t, http.HandlerFunc(tc.answer))
+			st := rs.New(srv.URL, fastBackoff).Stream(ctx(t), "r1")
+			err := st.Ready()
+			if rs.StatusOf(err) != tc.status {
+				t.Fatalf("got %v", err)
+			}
+			if ev, err2 := st.Next(); kinds([]rs.Event{ev}) != "connecting" || err2 != nil {
+				t.Fatalf("first item %v %v", ev, err2)
+			}
+			if ev, err2 := st.Next(); !errors.Is(err2, err) || ev.(*rs.Closed).Reason != rs.ClosedError {
+				t.Fatalf("second item %v %v", ev, err2)
+			}
+		})
+	}
+}
