@@ -33,6 +33,9 @@ M=/usr/lib/mono/4.5
 NS="$M/Facades/netstandard.dll"
 CECIL="$(ls /usr/lib/mono/gac/Mono.Cecil/0.11.*/Mono.Cecil.dll | head -1)"
 
+echo "== C# SDK: Unity .meta files"
+"$here/meta.sh"
+
 echo "== C# SDK: compile (mcs, C# 7.2, warnings are errors)"
 mcs -langversion:7.2 -target:library -noconfig -nostdlib -warnaserror -debug- \
   -r:"$M/mscorlib.dll" -r:"$M/System.dll" -r:"$M/System.Core.dll" -r:"$M/System.Net.Http.dll" -r:"$NS" \
