@@ -261,6 +261,16 @@ namespace RealSync
                             EndWith(CloseReason.Error, e);
                             return;
                         }
+                        var renewed = RealSyncClient.TokenExpiry(Client.Token);
+                        if (!renewed.HasValue || renewed.Value <= exp)
+                        {
+                            // Resuming with the same token would end the same way at once.
+                            var e = new RealSyncException(401, "UNAUTHENTICATED", detail: "the identity token expires at " +
+                                exp.ToString("o") + " and was not renewed: set RealSyncOptions.RefreshToken for tokens your login signs");
+                            Fail(e);
+                            EndWith(CloseReason.Error, e);
+                            return;
+                        }
                         continue; // resume at once with the renewed token
                     }
                     err = new RealSyncException(0, "NETWORK", detail: "the event stream ended");

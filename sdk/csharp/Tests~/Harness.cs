@@ -160,3 +160,107 @@ static class Runner
         }
     }
 }
+
+/// <summary>FakeHandler answers requests from a script of responses, and records them (for cases a real server cannot be made to produce on cue).</summary>
+sealed class FakeHandler : System.Net.Http.HttpMessageHandler
+{
+    readonly Queue<Func<System.Net.Http.HttpRequestMessage, System.Net.Http.HttpResponseMessage>> script =
+        new Queue<Func<System.Net.Http.HttpRequestMessage, System.Net.Http.HttpResponseMessage>>();
+    readonly List<string> seen = new List<string>();
+
+    /// <summary>Then adds the next response.</summary>
+    public FakeHandler Then(Func<System.Net.Http.HttpRequestMessage, System.Net.Http.HttpResponseMessage> f)
+    {
+        lock (script) script.Enqueue(f);
+        return this;
+    }
+
+    public FakeHandler Then(System.Net.Http.HttpResponseMessage r) { return Then(_ => r); }
+
+    /// <summary>Requests lists "METHOD /path?query auth=... last=..." per request.</summary>
+    public List<string> Requests { get { lock (seen) return new List<string>(seen); } }
+
+    protected override Task<System.Net.Http.HttpResponseMessage> SendAsync(System.Net.Http.HttpRequestMessage req, System.Threading.CancellationToken ct)
+    {
+        IEnumerable<string> last;
+        var l = req.Headers.TryGetValues("Last-Event-ID", out last) ? string.Join(",", last) : "";
+        var auth = req.Headers.Authorization == null ? "" : req.Headers.Authorization.Parameter;
+        lock (seen) seen.Add(req.Method + " " + req.RequestUri.PathAndQuery + " auth=" + auth + " last=" + l);
+        Func<System.Net.Http.HttpRequestMessage, System.Net.Http.HttpResponseMessage> f = null;
+        lock (script) if (script.Count > 0) f = script.Dequeue();
+        return Task.FromResult(f != null ? f(req) : Problem(404, "ROOM_NOT_FOUND"));
+    }
+
+    /// <summary>Sse answers an event stream with body; with hang, the stream then stays open until the client drops it.</summary>
+    public static System.Net.Http.HttpResponseMessage Sse(string body, bool hang = false)
+    {
+        var bytes = System.Text.Encoding.UTF8.GetBytes(body);
+        System.Net.Http.HttpContent content = hang
+            ? (System.Net.Http.HttpContent)new System.Net.Http.StreamContent(new HangingStream(bytes))
+            : new System.Net.Http.ByteArrayContent(bytes);
+        var r = new System.Net.Http.HttpResponseMessage(HttpStatusCode.OK) { Content = content };
+        r.Content.Headers.ContentType = new System.Net.Http.Headers.MediaTypeHeaderValue("text/event-stream");
+        return r;
+    }
+
+    public static System.Net.Http.HttpResponseMessage Answer(int status, string json)
+    {
+        var r = new System.Net.Http.HttpResponseMessage((HttpStatusCode)status) { Content = new System.Net.Http.StringContent(json) };
+        r.Content.Headers.ContentType = new System.Net.Http.Headers.MediaTypeHeaderValue("application/json");
+        return r;
+    }
+
+    public static System.Net.Http.HttpResponseMessage Problem(int status, string code, int? retryAfter = null)
+    {
+        var r = new System.Net.Http.HttpResponseMessage((HttpStatusCode)status)
+        {
+            Content = new System.Net.Http.StringContent("{\"type\":\"about:blank\",\"title\":\"t\",\"status\":" + status + ",\"detail\":\"d\",\"code\":\"" + code + "\"}"),
+        };
+        r.Content.Headers.ContentType = new System.Net.Http.Headers.MediaTypeHeaderValue("application/problem+json");
+        if (retryAfter.HasValue) r.Headers.RetryAfter = new System.Net.Http.Headers.RetryConditionHeaderValue(TimeSpan.FromSeconds(retryAfter.Value));
+        return r;
+    }
+
+    /// <summary>Jwt makes an unsigned token whose payload has this exp (the SDK reads exp, the server checks).</summary>
+    public static string Jwt(DateTime exp)
+    {
+        var secs = (long)(exp - new DateTime(1970, 1, 1, 0, 0, 0, DateTimeKind.Utc)).TotalSeconds;
+        var payload = Convert.ToBase64String(System.Text.Encoding.UTF8.GetBytes("{\"sub\":\"u1\",\"exp\":" + secs + "}")).TrimEnd('=').Replace('+', '-').Replace('/', '_');
+        return "eyJhbGciOiJIUzI1NiJ9." + payload + ".sig";
+    }
+}
+
+/// <summary>HangingStream reads its bytes, then blocks until cancelled or disposed (an open event stream).</summary>
+sealed class HangingStream : Stream
+{
+    readonly byte[] data;
+    int pos;
+    readonly TaskCompletionSource<int> disposed = new TaskCompletionSource<int>();
+
+    public HangingStream(byte[] data) { this.data = data; }
+
+    public override async Task<int> ReadAsync(byte[] buffer, int offset, int count, System.Threading.CancellationToken ct)
+    {
+        if (pos < data.Length)
+        {
+            var n = Math.Min(count, data.Length - pos);
+            Array.Copy(data, pos, buffer, offset, n);
+            pos += n;
+            return n;
+        }
+        using (ct.Register(() => disposed.TrySetCanceled()))
+            return await disposed.Task;
+    }
+
+    public override int Read(byte[] buffer, int offset, int count) { return ReadAsync(buffer, offset, count, System.Threading.CancellationToken.None).GetAwaiter().GetResult(); }
+    protected override void Dispose(bool disposing) { disposed.TrySetException(new ObjectDisposedException("stream")); base.Dispose(disposing); }
+    public override bool CanRead { get { return true; } }
+    public override bool CanSeek { get { return false; } }
+    public override bool CanWrite { get { return false; } }
+    public override long Length { get { throw new NotSupportedException(); } }
+    public override long Position { get { throw new NotSupportedException(); } set { throw new NotSupportedException(); } }
+    public override void Flush() { }
+    public override long Seek(long offset, SeekOrigin origin) { throw new NotSupportedException(); }
+    public override void SetLength(long value) { throw new NotSupportedException(); }
+    public override void Write(byte[] buffer, int offset, int count) { throw new NotSupportedException(); }
+}

@@ -31,6 +31,11 @@ static class Tests
             T("Sse_ParserTable", SseParserTable),
             T("Sse_ParserSplitsAnywhere", SseParserSplitsAnywhere),
             T("Backoff_Caps", BackoffCaps),
+            T("Fake_SkipsAppliedVersionsAndResumesFromLastId", FakeSkipsApplied),
+            T("Fake_TokenExpiringRenewsAndResumes", FakeTokenExpiring),
+            T("Fake_TokenExpiringWithoutRenewalEnds", FakeTokenNotRenewed),
+            T("Fake_TransientThenRetryAfter", FakeTransient),
+            T("Fake_PermanentStatuses", FakePermanent),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -163,6 +168,149 @@ static class Tests
         {
             var d = b.Delay(3);
             Check.True(d >= 0 && d <= 2000, "delay within [0, cap]: " + d);
+        }
+    }
+
+    // ---- scripted answers ----
+
+    const string Ts = "2026-11-23T10:00:00.000Z";
+
+    static string Snapshot(long version, string tag)
+    {
+        return "id: " + version + "-" + tag + "\nevent: snapshot\ndata: {\"type\":\"snapshot\",\"roomId\":\"r1\",\"version\":" + version + ",\"ts\":\"" + Ts +
+            "\",\"room\":{\"id\":\"r1\",\"name\":\"n\",\"playerCount\":1,\"maxPlayers\":4,\"version\":" + version +
+            ",\"players\":[{\"playerId\":1,\"name\":\"alice\",\"joinedAt\":\"" + Ts + "\",\"connected\":true}]},\"state\":{\"a\":1},\"stateVersion\":2}\n\n";
+    }
+
+    static string StateEvent(long version, string tag, string set, string del, long stateVersion)
+    {
+        return "id: " + version + "-" + tag + "\nevent: state\ndata: {\"type\":\"state\",\"roomId\":\"r1\",\"version\":" + version + ",\"ts\":\"" + Ts +
+            "\",\"by\":1,\"set\":" + set + ",\"del\":" + del + ",\"stateVersion\":" + stateVersion + "}\n\n";
+    }
+
+    static RealSyncClient FakeClient(FakeHandler h, string token)
+    {
+        return new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = token, Handler = h });
+    }
+
+    static LiveOptions Fast()
+    {
+        var o = Queue(1);
+        o.Backoff = new Backoff { InitialMs = 10, MaxMs = 20 };
+        return o;
+    }
+
+    static async Task FakeSkipsApplied()
+    {
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse("retry: 1000\n: hello\n\n" + Snapshot(5, "t") +
+                StateEvent(6, "t", "{\"b\":2}", "[]", 3) +
+                StateEvent(6, "t", "{\"b\":99}", "[]", 3) + // a duplicate
+                "id: 4-t\nevent: player_joined\ndata: {\"type\":\"player_joined\",\"roomId\":\"r1\",\"version\":4,\"ts\":\"" + Ts +
+                "\",\"player\":{\"playerId\":2,\"name\":\"old\",\"joinedAt\":\"" + Ts + "\",\"connected\":false}}\n\n" + // older
+                StateEvent(7, "t", "{}", "[\"a\"]", 4)));
+        var live = FakeClient(h, token).Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        var states = 0;
+        live.StateChanged += e => states++;
+        live.Start();
+        await Check.WaitFor(() => live.IsClosed && rec.Has("closed error ROOM_NOT_FOUND"), "the scripted stream, then a 404", live);
+        Check.Eq("{\"b\":2}", Json.Write(live.State), "state: duplicate and older events skipped");
+        Check.Eq(7L, live.Version, "version");
+        Check.Eq(4L, live.StateVersion, "stateVersion");
+        Check.Eq(2, states, "two state events applied");
+        Check.Eq(1, live.Players.Count, "the older player_joined skipped");
+        Check.Eq(7L, live.Room.Version, "room version follows events");
+        var reqs = h.Requests;
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=", reqs[0], "first request: bearer token, no Last-Event-ID");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=7-t", reqs[1], "resume with the last id");
+        Check.True(rec.Has("reconnecting NETWORK"), "the end of the stream is transient");
+    }
+
+    static async Task FakeTokenExpiring()
+    {
+        var exp = DateTime.UtcNow.AddMinutes(1);
+        var t1 = FakeHandler.Jwt(exp);
+        var t2 = FakeHandler.Jwt(DateTime.UtcNow.AddHours(24));
+        var expiresAt = exp.ToString("yyyy-MM-dd'T'HH:mm:ss'Z'");
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse(Snapshot(1, "t") + "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" + expiresAt + "\"}\n\n" +
+                StateEvent(9, "t", "{\"never\":1}", "[]", 9))) // after token_expiring: not read
+            .Then(FakeHandler.Answer(201, "{\"token\":\"" + t2 + "\",\"userId\":\"u1\",\"name\":\"a\",\"expiresAt\":\"" + Ts + "\"}"))
+            .Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3), hang: true));
+        // RefreshMargin 0: only the stream's token_expiring renews the token.
+        var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = t1, Handler = h, RefreshMargin = TimeSpan.Zero });
+        var live = client.Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        var expiring = 0;
+        live.TokenExpiring += e => expiring++;
+        live.Start();
+        await Check.WaitFor(() => live.State.ContainsKey("x"), "the event after the renewal", live);
+        var reqs = h.Requests;
+        Check.Eq("POST /v1/auth/refresh auth=" + t1 + " last=", reqs[1], "the token renewed with the old one");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + t2 + " last=1-t", reqs[2], "resumed with the new token and the last id");
+        Check.Eq(t2, client.Token, "the client keeps the new token");
+        Check.Eq(1, expiring, "TokenExpiring raised");
+        Check.True(!live.State.ContainsKey("never"), "nothing read after token_expiring");
+        Check.True(rec.Has("resumed snapshot=False"), "resumed without a snapshot");
+        Check.Eq(0, rec.Count(x => x.StartsWith("reconnecting") || x.StartsWith("error")), "no error, no backoff");
+        live.Close();
+    }
+
+    static async Task FakeTokenNotRenewed()
+    {
+        // A studio's token: the server refuses to refresh it, and no RefreshToken callback is set.
+        var exp = DateTime.UtcNow.AddMinutes(1);
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse(Snapshot(1, "t") + "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" +
+                exp.ToString("yyyy-MM-dd'T'HH:mm:ss'Z'") + "\"}\n\n"))
+            .Then(FakeHandler.Problem(403, "REFRESH_NOT_ALLOWED"));
+        var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = FakeHandler.Jwt(exp), Handler = h, RefreshMargin = TimeSpan.Zero });
+        var live = client.Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        live.Start();
+        await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, "the end", live);
+        Check.True(rec.Has("closed error REFRESH_NOT_ALLOWED"), "ends with the refusal: " + string.Join(",", rec.Items));
+        Check.Eq(2, h.Requests.Count, "no reconnection with a token that expires");
+    }
+
+    static async Task FakeTransient()
+    {
+        var h = new FakeHandler()
+            .Then(FakeHandler.Problem(503, "STORE_UNAVAILABLE"))
+            .Then(FakeHandler.Problem(429, "STREAM_OPENS_LIMITED", retryAfter: 1))
+            .Then(FakeHandler.Sse(Snapshot(3, "t"), hang: true));
+        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+        var delays = new List<ReconnectingEvent>();
+        live.Reconnecting += e => delays.Add(e);
+        live.Start();
+        await Check.WaitFor(() => live.Ready.IsCompleted, "ready after two transient refusals", live);
+        Check.True(live.Ready.Status == TaskStatus.RanToCompletion, "ready");
+        Check.Eq("STORE_UNAVAILABLE,STREAM_OPENS_LIMITED", string.Join(",", delays.Select(d => d.Error.Code)), "both retried");
+        Check.Eq("2,3", string.Join(",", delays.Select(d => d.Attempt)), "attempt numbers");
+        Check.True(delays[0].DelayMs <= 10, "backoff: first cap: " + delays[0].DelayMs);
+        Check.True(delays[1].DelayMs >= 1000, "Retry-After honoured: " + delays[1].DelayMs);
+        live.Close();
+    }
+
+    static async Task FakePermanent()
+    {
+        foreach (var c in new[] { new { Status = 410, Code = "NOT_FOUND" }, new { Status = 400, Code = "MALFORMED_REQUEST" }, new { Status = 422, Code = "VALIDATION_FAILED" }, new { Status = 403, Code = "BANNED" } })
+        {
+            var h = new FakeHandler().Then(FakeHandler.Problem(c.Status, c.Code));
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Status + " ends the stream", live);
+            Check.Eq("connecting 1,error " + c.Code + ",closed error " + c.Code, string.Join(",", rec.Items), c.Status + ": no retry");
+            Check.Eq(1, h.Requests.Count, c.Status + ": one request");
+            var e = live.Ready.Exception.InnerException as RealSyncException;
+            Check.Eq(c.Status, e.Status, "status");
         }
     }
 
