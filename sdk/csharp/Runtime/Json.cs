@@ -93,6 +93,22 @@ namespace RealSync
                 sb.Append('}');
                 return;
             }
+            var pairs = v as IEnumerable<KeyValuePair<string, object>>; // IDictionary<string, object> without IDictionary, e.g. ExpandoObject
+            if (pairs != null)
+            {
+                sb.Append('{');
+                var first = true;
+                foreach (var kv in pairs)
+                {
+                    if (!first) sb.Append(',');
+                    first = false;
+                    WriteString(sb, kv.Key);
+                    sb.Append(':');
+                    WriteValue(sb, kv.Value, depth + 1);
+                }
+                sb.Append('}');
+                return;
+            }
             var list = v as IEnumerable;
             if (list != null)
             {

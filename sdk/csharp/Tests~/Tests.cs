@@ -80,6 +80,12 @@ static class Tests
         var req = new CreateRoomRequest { Name = "n", Mode = "m", Region = "r", MaxPlayers = 4, State = new Dictionary<string, object> { { "x", null } } };
         Check.Eq("{\"name\":\"n\",\"mode\":\"m\",\"region\":\"r\",\"maxPlayers\":4,\"state\":{\"x\":null}}", Json.Write(req), "request model, nulls left out but null values kept");
         Check.Eq("{\"type\":\"chat\",\"data\":null}", Json.Write(new MessageRequest { Type = "chat" }), "message data is always sent");
+        IDictionary<string, object> expando = new System.Dynamic.ExpandoObject();
+        expando["hp"] = 3;
+        Check.Eq("{\"list\":[1,2.5,\"x\"],\"e\":{\"hp\":3},\"d\":{\"k\":7}}", Json.Write(new Dictionary<string, object>
+        {
+            { "list", new object[] { 1, 2.5f, 'x' } }, { "e", (object)expando }, { "d", new SortedDictionary<string, int> { { "k", 7 } } },
+        }), "arrays, ExpandoObject, generic dictionaries");
     }
 
     static void JsonRejectsBadInput()

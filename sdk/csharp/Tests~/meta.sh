@@ -40,9 +40,9 @@ while IFS= read -r p; do
   } >"$m"
   echo "wrote $m"
 done < <(find . -mindepth 1 \( -name 'Tests~' -o -name '.*' \) -prune -o ! -name '*.meta' -print | sort)
-for m in $(find . -name 'Tests~' -prune -o -name '*.meta' -print); do
+while IFS= read -r m; do
   [ -e "${m%.meta}" ] || { echo "stale $m" >&2; bad=1; }
-done
+done < <(find . -name 'Tests~' -prune -o -name '*.meta' -print)
 if [ "$bad" -ne 0 ]; then
   echo "Unity .meta files out of date: run sdk/csharp/Tests~/meta.sh --write and commit" >&2
   exit 1

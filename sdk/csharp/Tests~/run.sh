@@ -20,6 +20,7 @@ fi
 
 tmp="$(mktemp -d)"
 redis_pid=""
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
   if [ -f "$tmp/pids" ]; then
     while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$tmp/pids"
@@ -31,7 +32,7 @@ trap cleanup EXIT
 
 M=/usr/lib/mono/4.5
 NS="$M/Facades/netstandard.dll"
-CECIL="$(ls /usr/lib/mono/gac/Mono.Cecil/0.11.*/Mono.Cecil.dll | head -1)"
+CECIL="$(find /usr/lib/mono/gac/Mono.Cecil -path '*/0.11.*/Mono.Cecil.dll' | head -1)"
 
 echo "== C# SDK: Unity .meta files"
 "$here/meta.sh"
