@@ -44,6 +44,7 @@ static class Tests
             T("Rest_Operations", () => Operations(s)),
             T("Live_JoinThenStateInOrder", () => LiveJoinThenState(s)),
             T("Live_SynchronizationContext", () => LiveSynchronizationContext(s)),
+            T("Live_ImmediateDispatch", () => LiveImmediate(s)),
             T("Live_StreamTokenAndMessages", () => LiveStreamToken(s)),
             T("Live_Permanent403And404End", () => LivePermanent(s)),
             T("Live_401AfterRefreshEnds", () => LiveUnauthenticated(s)),
@@ -586,6 +587,22 @@ static class Tests
         live.Close();
         ctx.Stop();
         Check.Eq(0, Volatile.Read(ref wrongThread), "every event raised on the context's thread");
+    }
+
+    static async Task LiveImmediate(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("i")))).Room.Id;
+        var seen = new System.Collections.Concurrent.ConcurrentQueue<string>();
+        using (var live = alice.Live(id, new LiveOptions { Dispatch = LiveDispatch.Immediate, PlayerId = 1 }))
+        {
+            live.StateChanged += e => seen.Enqueue(e.Set.Keys.Single() + "=" + live.State.Get("n") + "@" + (Check.Pumping ? "pump" : "stream"));
+            live.Start();
+            await live.Ready; // completes on the stream's thread, no pumping needed
+            for (var i = 1; i <= 3; i++) await alice.PatchStateAsync(id, new Dictionary<string, object> { { "n", i } });
+            await Check.WaitFor(() => seen.Count == 3, "three state events, raised by the stream itself");
+            Check.Eq("n=1@stream,n=2@stream,n=3@stream", string.Join(",", seen), "in order, model updated before each event");
+        }
     }
 
     static async Task LiveStreamToken(Server s)
