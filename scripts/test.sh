@@ -54,6 +54,9 @@ go test -race -count=1 -timeout 20m ./...
 echo "== fuzz targets, a few seconds each"
 scripts/fuzz.sh
 
+echo "== C# SDK (Unity): .NET Standard 2.1 build with Mono, tests against realsyncd (installs mono when missing)"
+"sdk/csharp/Tests~/run.sh"
+
 echo "== TypeScript SDK: generated types and the demo's bundle match, Node and browser tests"
 (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent generate && npm run --silent bundle)
 if [ -n "$(git status --porcelain -- sdk/typescript/src/schema.ts web/static/realsync.js)" ]; then

@@ -1,0 +1,431 @@
+using System;
+using System.Net.Http;
+using System.Net.Http.Headers;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace RealSync
+{
+    /// <summary>LiveOptions configure a live room or lobby.</summary>
+    public class LiveOptions
+    {
+        /// <summary>The caller's playerId in the room: its own player_left ends the stream (reason "left").</summary>
+        public int? PlayerId;
+        /// <summary>
+        /// Open the stream with a stream token in the URL (POST .../stream-token before
+        /// each connection) instead of the identity token in the Authorization header.
+        /// </summary>
+        public bool UseStreamToken;
+        /// <summary>Where events are applied and raised (default Auto: the creating thread's SynchronizationContext, else Immediate).</summary>
+        public LiveDispatch Dispatch = LiveDispatch.Auto;
+        /// <summary>The context of LiveDispatch.Context.</summary>
+        public SynchronizationContext Context;
+        /// <summary>The reconnect delays.</summary>
+        public Backoff Backoff = new Backoff();
+        /// <summary>A connection that delivers no byte (event or heartbeat) this long is dropped and resumed (default 45 s; heartbeats come every 15 s).</summary>
+        public TimeSpan IdleTimeout = TimeSpan.FromSeconds(45);
+        /// <summary>Called with an exception thrown by an event handler in LiveDispatch.Immediate (the stream goes on).</summary>
+        public Action<Exception> HandlerError;
+    }
+
+    /// <summary>ConnectingEvent: a connection attempt starts (Attempt 1 after an open stream, then 2, 3, ... while failing).</summary>
+    public struct ConnectingEvent
+    {
+        /// <summary>The attempt number.</summary>
+        public int Attempt;
+    }
+
+    /// <summary>OpenEvent: the server accepted the stream.</summary>
+    public struct OpenEvent { }
+
+    /// <summary>ReconnectingEvent: a transient failure; the next attempt starts after DelayMs.</summary>
+    public struct ReconnectingEvent
+    {
+        /// <summary>The next attempt's number.</summary>
+        public int Attempt;
+        /// <summary>The wait before it (ms).</summary>
+        public int DelayMs;
+        /// <summary>What failed.</summary>
+        public RealSyncException Error;
+    }
+
+    /// <summary>ResumedEvent: the first event after a reconnection arrived.</summary>
+    public struct ResumedEvent
+    {
+        /// <summary>True when the server sent a snapshot (room) or a fresh list (lobby) instead of replaying the missed events.</summary>
+        public bool Snapshot;
+    }
+
+    /// <summary>Why a live stream ended.</summary>
+    public enum CloseReason
+    {
+        /// <summary>"closed": by the caller (Close or Dispose).</summary>
+        Closed,
+        /// <summary>"room_closed": the room was closed.</summary>
+        RoomClosed,
+        /// <summary>"left": the caller's own player left or was kicked.</summary>
+        Left,
+        /// <summary>"error": a permanent error (ClosedEvent.Error).</summary>
+        Error,
+    }
+
+    /// <summary>ClosedEvent: the stream ended for good.</summary>
+    public struct ClosedEvent
+    {
+        /// <summary>Why.</summary>
+        public CloseReason Reason;
+        /// <summary>The permanent error (Reason Error), else null.</summary>
+        public RealSyncException Error;
+
+        /// <summary>ReasonName is the reason as the TypeScript SDK names it: closed, room_closed, left, error.</summary>
+        public string ReasonName
+        {
+            get
+            {
+                switch (Reason)
+                {
+                    case CloseReason.RoomClosed: return "room_closed";
+                    case CloseReason.Left: return "left";
+                    case CloseReason.Error: return "error";
+                    default: return "closed";
+                }
+            }
+        }
+    }
+
+    /// <summary>TokenExpiringEvent: the stream ends because the identity token expires soon; the SDK renews it and resumes.</summary>
+    public struct TokenExpiringEvent
+    {
+        /// <summary>When the token expires.</summary>
+        public DateTime ExpiresAt;
+    }
+
+    /// <summary>
+    /// LiveStream is an event stream that resumes. Each connection is a GET
+    /// with the identity token in the Authorization header (or a fresh stream
+    /// token in the URL) and the last event id in Last-Event-ID. Transient
+    /// failures (no answer, a dropped connection, 408, 429, 5xx) reconnect
+    /// after Backoff (at least Retry-After); a 401 renews the token once and
+    /// retries; any other refusal (403, 404, 410, ...) ends the stream with
+    /// the problem. A token_expiring event renews the token and resumes at
+    /// once. All C# events are raised where LiveOptions.Dispatch says, in order.
+    /// </summary>
+    public abstract class LiveStream : IDisposable
+    {
+        /// <summary>A connection attempt starts.</summary>
+        public event Action<ConnectingEvent> Connecting;
+        /// <summary>The server accepted the stream.</summary>
+        public event Action<OpenEvent> Open;
+        /// <summary>A transient failure: the stream reconnects after a delay.</summary>
+        public event Action<ReconnectingEvent> Reconnecting;
+        /// <summary>The first event after a reconnection arrived.</summary>
+        public event Action<ResumedEvent> Resumed;
+        /// <summary>The stream ended for good.</summary>
+        public event Action<ClosedEvent> Closed;
+        /// <summary>Every error, transient or not.</summary>
+        public event Action<RealSyncException> Error;
+        /// <summary>The identity token expires soon: the SDK renews it and resumes.</summary>
+        public event Action<TokenExpiringEvent> TokenExpiring;
+
+        /// <summary>The client the stream authenticates with.</summary>
+        protected readonly RealSyncClient Client;
+        /// <summary>The options.</summary>
+        protected readonly LiveOptions Options;
+        readonly Dispatcher dispatcher;
+        readonly string path;
+        readonly CancellationTokenSource stop = new CancellationTokenSource();
+        readonly TaskCompletionSource<bool> ready = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        int started;
+        int ended; // 1 once the end was decided (by the loop or Close)
+        volatile string lastEventId = "";
+
+
+        internal LiveStream(RealSyncClient client, string path, LiveOptions options)
+        {
+            Client = client;
+            this.path = path;
+            Options = options;
+            dispatcher = new Dispatcher(options.Dispatch, options.Context, options.HandlerError);
+        }
+
+        /// <summary>The id of the last event received (sent as Last-Event-ID on reconnection).</summary>
+        public string LastEventId { get { return lastEventId; } }
+
+        /// <summary>True once the stream ended (the Closed event is raised where events are).</summary>
+        public bool IsClosed { get { return Volatile.Read(ref ended) == 1; } }
+
+        /// <summary>
+        /// Ready completes once the first snapshot (room) or rooms list (lobby)
+        /// has been applied, and fails with the RealSyncException when the
+        /// stream ends permanently before that (cancelled by Close).
+        /// With LiveDispatch.Queue it completes within DispatchPending().
+        /// </summary>
+        public Task Ready { get { return ready.Task; } }
+
+        /// <summary>Start opens the stream (once; later calls do nothing). Subscribe to the events first.</summary>
+        public void Start()
+        {
+            if (Interlocked.Exchange(ref started, 1) == 1) return;
+            Task.Run(() => Run());
+        }
+
+        /// <summary>DispatchPending applies the queued events and raises their C# events on the caller's thread (LiveDispatch.Queue); returns how many.</summary>
+        public int DispatchPending() { return dispatcher.DispatchPending(); }
+
+        /// <summary>Close ends the stream (Closed with reason Closed).</summary>
+        public void Close()
+        {
+            if (Interlocked.Exchange(ref ended, 1) == 1) return;
+            stop.Cancel();
+            Post(() => { ready.TrySetCanceled(); Raise(Closed, new ClosedEvent { Reason = CloseReason.Closed }); });
+        }
+
+        /// <summary>Dispose closes the stream.</summary>
+        public void Dispose() { Close(); }
+
+        /// <summary>Post runs work where events are raised, after everything posted before.</summary>
+        protected void Post(Action work) { dispatcher.Post(work); }
+
+        /// <summary>Raise calls an event's handlers.</summary>
+        protected static void Raise<T>(Action<T> handlers, T e) { if (handlers != null) handlers(e); }
+
+        /// <summary>MarkReady completes Ready (call where events are raised).</summary>
+        protected void MarkReady() { ready.TrySetResult(true); }
+
+        /// <summary>Query is the stream URL's query (without the token), e.g. "?mode=x"; "" for none.</summary>
+        protected virtual string Query() { return ""; }
+
+        /// <summary>StreamToken fetches a stream token for this stream.</summary>
+        protected abstract Task<StreamToken> StreamToken(CancellationToken ct);
+
+        /// <summary>
+        /// Receive handles one event of the stream on the stream's thread: it
+        /// posts the work that applies it. It returns the reason the stream
+        /// ends with after this event (room_closed, own player_left), or null.
+        /// </summary>
+        protected abstract CloseReason? Receive(string type, JsonObject data);
+
+        /// <summary>EndWith ends the stream for a reason other than Close (once).</summary>
+        void EndWith(CloseReason reason, RealSyncException error)
+        {
+            if (Interlocked.Exchange(ref ended, 1) == 1) return;
+            stop.Cancel();
+            Post(() =>
+            {
+                if (error != null) ready.TrySetException(error);
+                else ready.TrySetCanceled();
+                Raise(Closed, new ClosedEvent { Reason = reason, Error = error });
+            });
+        }
+
+        void Fail(RealSyncException e) { Post(() => Raise(Error, e)); }
+
+        async Task Run()
+        {
+            var attempt = 0;
+            var failures = 0;
+            var everOpen = false;
+            var renewedFor401 = false;
+            var ct = stop.Token;
+            while (!ct.IsCancellationRequested)
+            {
+                attempt++;
+                var a = attempt;
+                Post(() => Raise(Connecting, new ConnectingEvent { Attempt = a }));
+                RealSyncException err = null;
+                var openedAt = DateTime.MinValue;
+                var outcome = new Outcome();
+                try
+                {
+                    await Connect(ct, () =>
+                    {
+                        openedAt = DateTime.UtcNow;
+                        attempt = 0;
+                        renewedFor401 = false;
+                        outcome.Resuming = everOpen;
+                        everOpen = true;
+                        Post(() => Raise(Open, new OpenEvent()));
+                    }, outcome).ConfigureAwait(false);
+                    if (outcome.End.HasValue) { EndWith(outcome.End.Value, null); return; }
+                    if (outcome.Expiring.HasValue)
+                    {
+                        var exp = outcome.Expiring.Value;
+                        Post(() => Raise(TokenExpiring, new TokenExpiringEvent { ExpiresAt = exp }));
+                        try
+                        {
+                            await Client.FreshTokenAsync(exp, ct).ConfigureAwait(false);
+                        }
+                        catch (RealSyncException e)
+                        {
+                            Fail(e);
+                            EndWith(CloseReason.Error, e);
+                            return;
+                        }
+                        var renewed = RealSyncClient.TokenExpiry(Client.Token);
+                        if (!renewed.HasValue || renewed.Value <= exp)
+                        {
+                            // Resuming with the same token would end the same way at once.
+                            var e = new RealSyncException(401, "UNAUTHENTICATED", detail: "the identity token expires at " +
+                                exp.ToString("o") + " and was not renewed: set RealSyncOptions.RefreshToken for tokens your login signs");
+                            Fail(e);
+                            EndWith(CloseReason.Error, e);
+                            return;
+                        }
+                        continue; // resume at once with the renewed token
+                    }
+                    err = new RealSyncException(0, "NETWORK", detail: "the event stream ended");
+                }
+                catch (OperationCanceledException) when (ct.IsCancellationRequested)
+                {
+                    return;
+                }
+                catch (RealSyncException e)
+                {
+                    err = e;
+                }
+                catch (Exception e)
+                {
+                    if (ct.IsCancellationRequested) return;
+                    err = new RealSyncException(0, "NETWORK", detail: "event stream: " + e.Message, inner: e);
+                }
+                if (ct.IsCancellationRequested) return;
+                Fail(err);
+                if (err.Status == 401 && !renewedFor401)
+                {
+                    renewedFor401 = true;
+                    try
+                    {
+                        await Client.RenewTokenAsync(ct).ConfigureAwait(false);
+                    }
+                    catch (RealSyncException e)
+                    {
+                        Fail(e);
+                        EndWith(CloseReason.Error, err);
+                        return;
+                    }
+                    catch (OperationCanceledException) { return; }
+                    var next = attempt + 1;
+                    Post(() => Raise(Reconnecting, new ReconnectingEvent { Attempt = next, DelayMs = 0, Error = err }));
+                    continue;
+                }
+                if (!err.Transient)
+                {
+                    EndWith(CloseReason.Error, err);
+                    return;
+                }
+                if (openedAt != DateTime.MinValue && (DateTime.UtcNow - openedAt).TotalMilliseconds >= Options.Backoff.StableMs) failures = 0;
+                failures++;
+                var delay = Options.Backoff.Delay(failures);
+                if (err.RetryAfter.HasValue) delay = Math.Max(delay, (int)Math.Min(err.RetryAfter.Value.TotalMilliseconds, int.MaxValue));
+                var nextAttempt = attempt + 1;
+                var d = delay;
+                var e2 = err;
+                Post(() => Raise(Reconnecting, new ReconnectingEvent { Attempt = nextAttempt, DelayMs = d, Error = e2 }));
+                try { await Task.Delay(delay, ct).ConfigureAwait(false); }
+                catch (OperationCanceledException) { return; }
+            }
+        }
+
+        sealed class Outcome
+        {
+            public bool Resuming;
+            public CloseReason? End;
+            public DateTime? Expiring;
+        }
+
+        /// <summary>Connect runs one connection until it ends; it throws RealSyncException for a refusal.</summary>
+        async Task Connect(CancellationToken ct, Action opened, Outcome outcome)
+        {
+            var url = Client.BaseUrl + path + Query();
+            string bearer = null;
+            if (Options.UseStreamToken)
+            {
+                var st = await StreamToken(ct).ConfigureAwait(false);
+                url += (url.IndexOf('?') < 0 ? "?" : "&") + "token=" + Uri.EscapeDataString(st.Token);
+            }
+            else
+            {
+                try { await Client.FreshTokenAsync(null, ct).ConfigureAwait(false); }
+                catch (RealSyncException e) { Fail(e); } // the token it has may still do
+                bearer = Client.Token;
+            }
+            using (var conn = CancellationTokenSource.CreateLinkedTokenSource(ct))
+            using (var req = new HttpRequestMessage(HttpMethod.Get, url))
+            {
+                req.Headers.Accept.ParseAdd("text/event-stream");
+                if (bearer != null) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", bearer);
+                var last = lastEventId;
+                if (last.Length > 0) req.Headers.TryAddWithoutValidation("Last-Event-ID", last);
+                conn.CancelAfter(Options.IdleTimeout);
+                HttpResponseMessage resp;
+                try
+                {
+                    resp = await Client.StreamHttp.SendAsync(req, HttpCompletionOption.ResponseHeadersRead, conn.Token).ConfigureAwait(false);
+                }
+                catch (OperationCanceledException) when (!ct.IsCancellationRequested)
+                {
+                    throw new RealSyncException(0, "NETWORK", detail: "no answer within " + Options.IdleTimeout);
+                }
+                using (resp)
+                using (conn.Token.Register(() => resp.Dispose())) // unblocks a read that ignores the token
+                {
+                    var status = (int)resp.StatusCode;
+                    if (status != 200)
+                    {
+                        var body = resp.Content == null ? "" : await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
+                        throw RealSyncException.FromProblem(status, body, RealSyncClient.RetryAfterOf(resp));
+                    }
+                    var media = resp.Content.Headers.ContentType == null ? null : resp.Content.Headers.ContentType.MediaType;
+                    if (media != "text/event-stream")
+                        throw new RealSyncException(status, "INTERNAL", detail: "not an event stream: " + (media ?? "no Content-Type"));
+                    opened();
+                    var parser = new SseParser { LastEventId = last };
+                    parser.OnEvent = e => OnEvent(e, outcome);
+                    var stream = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);
+                    var buf = new byte[8192];
+                    while (true)
+                    {
+                        conn.CancelAfter(Options.IdleTimeout);
+                        int n;
+                        try
+                        {
+                            n = await stream.ReadAsync(buf, 0, buf.Length, conn.Token).ConfigureAwait(false);
+                        }
+                        catch (Exception) when (conn.IsCancellationRequested && !ct.IsCancellationRequested)
+                        {
+                            throw new RealSyncException(0, "NETWORK", detail: "no event or heartbeat within " + Options.IdleTimeout);
+                        }
+                        if (n == 0) return; // the server ended the stream
+                        parser.Feed(buf, 0, n);
+                        if (outcome.End.HasValue || outcome.Expiring.HasValue) return;
+                    }
+                }
+            }
+        }
+
+        void OnEvent(SseEvent e, Outcome outcome)
+        {
+            if (outcome.End.HasValue || outcome.Expiring.HasValue) return;
+            JsonObject data;
+            try { data = Json.ParseObject(e.Data); }
+            catch (FormatException ex)
+            {
+                Fail(new RealSyncException(200, "INTERNAL", detail: "event " + e.Type + " is not a JSON object: " + ex.Message));
+                return;
+            }
+            if (e.Type == "token_expiring")
+            {
+                outcome.Expiring = data.Time("expiresAt");
+                return;
+            }
+            lastEventId = e.LastEventId;
+            if (outcome.Resuming)
+            {
+                outcome.Resuming = false;
+                var snapshot = e.Type == "snapshot" || e.Type == "rooms";
+                Post(() => Raise(Resumed, new ResumedEvent { Snapshot = snapshot }));
+            }
+            outcome.End = Receive(e.Type, data);
+        }
+    }
+}

@@ -1,0 +1,522 @@
+using System;
+using System.Collections.Generic;
+using System.Globalization;
+using System.Net.Http;
+using System.Net.Http.Headers;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace RealSync
+{
+    /// <summary>RealSyncOptions configure a <see cref="RealSyncClient"/>.</summary>
+    public class RealSyncOptions
+    {
+        /// <summary>The server, e.g. "http://localhost:8080" (required).</summary>
+        public string BaseUrl;
+        /// <summary>An identity JWT (a guest's, or one your login signed); GuestAsync sets one.</summary>
+        public string Token;
+        /// <summary>The HttpMessageHandler to send with (default: a new HttpClientHandler, owned by the client).</summary>
+        public HttpMessageHandler Handler;
+        /// <summary>
+        /// Renews a token your own login signed (the server answers REFRESH_NOT_ALLOWED
+        /// for those): called shortly before it expires, it returns a new one.
+        /// Without it, tokens are renewed with POST /v1/auth/refresh.
+        /// </summary>
+        public Func<CancellationToken, Task<string>> RefreshToken;
+        /// <summary>Called with every new token (GuestAsync, renewals), e.g. to store it.</summary>
+        public Action<string> OnToken;
+        /// <summary>Renew the token when it expires within this long (default 2 minutes).</summary>
+        public TimeSpan RefreshMargin = TimeSpan.FromMinutes(2);
+        /// <summary>Timeout of each REST request (default 30 s; event streams have none).</summary>
+        public TimeSpan RequestTimeout = TimeSpan.FromSeconds(30);
+    }
+
+    /// <summary>
+    /// RealSyncClient is the REST client of every route of openapi.yaml, and
+    /// the factory of live rooms and lobbies. Every method throws
+    /// <see cref="RealSyncException"/> on an error answer or when the server
+    /// cannot be reached, and OperationCanceledException when its
+    /// CancellationToken is cancelled. Thread-safe.
+    /// </summary>
+    public class RealSyncClient : IDisposable
+    {
+        /// <summary>The server's base URL, without a trailing slash.</summary>
+        public string BaseUrl { get; }
+
+        readonly RealSyncOptions opts;
+        readonly HttpMessageHandler handler;
+        readonly bool ownsHandler;
+        readonly HttpClient http;
+        internal readonly HttpClient StreamHttp; // no timeout: event streams last
+        readonly object tokenGate = new object();
+        string token;
+        Task renewing;
+        string unrenewable; // a token the server refused to renew (REFRESH_NOT_ALLOWED)
+
+        /// <summary>A client of the server at opts.BaseUrl.</summary>
+        public RealSyncClient(RealSyncOptions opts)
+        {
+            if (opts == null || string.IsNullOrEmpty(opts.BaseUrl)) throw new ArgumentException("RealSyncOptions.BaseUrl is required");
+            this.opts = opts;
+            BaseUrl = opts.BaseUrl.TrimEnd('/');
+            token = opts.Token;
+            ownsHandler = opts.Handler == null;
+            handler = opts.Handler ?? new HttpClientHandler();
+            http = new HttpClient(handler, false) { Timeout = opts.RequestTimeout };
+            StreamHttp = new HttpClient(handler, false) { Timeout = Timeout.InfiniteTimeSpan };
+        }
+
+        /// <summary>A client of the server at baseUrl, with an optional token.</summary>
+        public RealSyncClient(string baseUrl, string token = null) : this(new RealSyncOptions { BaseUrl = baseUrl, Token = token }) { }
+
+        /// <summary>The identity token sent as Authorization: Bearer (null: none).</summary>
+        public string Token
+        {
+            get { lock (tokenGate) return token; }
+            set { lock (tokenGate) token = value; }
+        }
+
+        /// <summary>TokenExpiresAt is the current token's exp (UTC), when it says.</summary>
+        public DateTime? TokenExpiresAt { get { return TokenExpiry(Token); } }
+
+        void SetToken(string t)
+        {
+            Token = t;
+            if (opts.OnToken != null) opts.OnToken(t);
+        }
+
+        /// <summary>
+        /// FreshTokenAsync renews the token when it expires within RefreshMargin,
+        /// or at or before `before` (a stream said its token is expiring). One
+        /// renewal at a time; a failed renewal throws.
+        /// </summary>
+        public async Task FreshTokenAsync(DateTime? before = null, CancellationToken ct = default(CancellationToken))
+        {
+            var t = Token;
+            var exp = TokenExpiry(t);
+            if (exp == null) return;
+            var due = exp.Value - DateTime.UtcNow < opts.RefreshMargin || (before.HasValue && exp.Value <= before.Value);
+            if (!due || (t == unrenewable && opts.RefreshToken == null)) return;
+            await RenewTokenAsync(ct).ConfigureAwait(false);
+        }
+
+        /// <summary>RenewTokenAsync renews the token now: RealSyncOptions.RefreshToken, else POST /v1/auth/refresh.</summary>
+        public Task RenewTokenAsync(CancellationToken ct = default(CancellationToken))
+        {
+            lock (tokenGate)
+            {
+                if (renewing == null || renewing.IsCompleted) renewing = Renew(ct);
+                return renewing;
+            }
+        }
+
+        async Task Renew(CancellationToken ct)
+        {
+            if (opts.RefreshToken != null)
+            {
+                SetToken(await opts.RefreshToken(ct).ConfigureAwait(false));
+                return;
+            }
+            var t = Token;
+            try
+            {
+                await RefreshAsync(ct).ConfigureAwait(false);
+            }
+            catch (RealSyncException e) when (e.Code == "REFRESH_NOT_ALLOWED")
+            {
+                unrenewable = t; // a studio's token: only its login renews it
+                throw;
+            }
+        }
+
+        // ---- auth ----
+
+        /// <summary>GuestAsync gets a guest token (name optional, 1..32 characters) and uses it from now on.</summary>
+        [Operation("POST", "/v1/auth/guest", "createGuestToken")]
+        public async Task<GuestToken> GuestAsync(string name = null, CancellationToken ct = default(CancellationToken))
+        {
+            var body = new Dictionary<string, object>();
+            if (name != null) body["name"] = name;
+            var g = GuestToken.FromJson(await Call(HttpMethod.Post, "/v1/auth/guest", body, ct, auth: false).ConfigureAwait(false));
+            SetToken(g.Token);
+            return g;
+        }
+
+        /// <summary>RefreshAsync renews the token with POST /v1/auth/refresh (same user) and uses the new one.</summary>
+        [Operation("POST", "/v1/auth/refresh", "refreshToken")]
+        public async Task<GuestToken> RefreshAsync(CancellationToken ct = default(CancellationToken))
+        {
+            var g = GuestToken.FromJson(await Call(HttpMethod.Post, "/v1/auth/refresh", null, ct, fresh: false).ConfigureAwait(false));
+            SetToken(g.Token);
+            return g;
+        }
+
+        // ---- rooms ----
+
+        /// <summary>CreateRoomAsync creates a room; the caller is its owner, player 1.</summary>
+        [Operation("POST", "/v1/rooms", "createRoom")]
+        public async Task<RoomJoined> CreateRoomAsync(CreateRoomRequest body, CancellationToken ct = default(CancellationToken))
+        {
+            return RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>ListRoomsAsync reads a page of public rooms.</summary>
+        [Operation("GET", "/v1/rooms", "listRooms")]
+        public async Task<Page<Room>> ListRoomsAsync(ListRoomsQuery query = null, CancellationToken ct = default(CancellationToken))
+        {
+            var o = await Call(HttpMethod.Get, "/v1/rooms" + (query ?? new ListRoomsQuery()).ToQuery(), null, ct).ConfigureAwait(false);
+            return ReadPage(o, Room.FromJson);
+        }
+
+        /// <summary>JoinByCodeAsync joins the room of an invite code (private rooms).</summary>
+        [Operation("POST", "/v1/rooms/join-by-code", "joinRoomByCode")]
+        public async Task<RoomJoined> JoinByCodeAsync(string inviteCode, CancellationToken ct = default(CancellationToken))
+        {
+            var body = new Dictionary<string, object> { { "inviteCode", inviteCode } };
+            return RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms/join-by-code", body, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>GetRoomAsync reads a room with its players.</summary>
+        [Operation("GET", "/v1/rooms/{roomId}", "getRoom")]
+        public async Task<Room> GetRoomAsync(string roomId, CancellationToken ct = default(CancellationToken))
+        {
+            return Room.FromJson(await Call(HttpMethod.Get, RoomPath(roomId), null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>UpdateRoomAsync changes a room's fields (owner).</summary>
+        [Operation("PATCH", "/v1/rooms/{roomId}", "updateRoom")]
+        public async Task<Room> UpdateRoomAsync(string roomId, UpdateRoomRequest body, CancellationToken ct = default(CancellationToken))
+        {
+            return Room.FromJson(await Call(Patch, RoomPath(roomId), body, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>DeleteRoomAsync closes and deletes a room (owner).</summary>
+        [Operation("DELETE", "/v1/rooms/{roomId}", "deleteRoom")]
+        public Task DeleteRoomAsync(string roomId, CancellationToken ct = default(CancellationToken))
+        {
+            return Call(HttpMethod.Delete, RoomPath(roomId), null, ct);
+        }
+
+        /// <summary>JoinRoomAsync joins a public room (idempotent for members).</summary>
+        [Operation("POST", "/v1/rooms/{roomId}/join", "joinRoom")]
+        public async Task<RoomJoined> JoinRoomAsync(string roomId, CancellationToken ct = default(CancellationToken))
+        {
+            return RoomJoined.FromJson(await Call(HttpMethod.Post, RoomPath(roomId) + "/join", null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>LeaveRoomAsync leaves a room.</summary>
+        [Operation("POST", "/v1/rooms/{roomId}/leave", "leaveRoom")]
+        public Task LeaveRoomAsync(string roomId, CancellationToken ct = default(CancellationToken))
+        {
+            return Call(HttpMethod.Post, RoomPath(roomId) + "/leave", null, ct);
+        }
+
+        /// <summary>KickAsync removes a player (owner); ban also bars the player's user from the room.</summary>
+        [Operation("DELETE", "/v1/rooms/{roomId}/players/{playerId}", "kickPlayer")]
+        public Task KickAsync(string roomId, int playerId, bool ban = false, CancellationToken ct = default(CancellationToken))
+        {
+            var path = RoomPath(roomId) + "/players/" + playerId.ToString(CultureInfo.InvariantCulture) + (ban ? "?ban=true" : "");
+            return Call(HttpMethod.Delete, path, null, ct);
+        }
+
+        // ---- state ----
+
+        /// <summary>GetStateAsync reads the room state and its versions (members).</summary>
+        [Operation("GET", "/v1/rooms/{roomId}/state", "getRoomState")]
+        public async Task<StateView> GetStateAsync(string roomId, CancellationToken ct = default(CancellationToken))
+        {
+            return StateView.FromJson(await Call(HttpMethod.Get, RoomPath(roomId) + "/state", null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>
+        /// PatchStateAsync merge-patches the state (a null value deletes its key).
+        /// With ifMatch, the patch applies only at that stateVersion (else 412 VERSION_MISMATCH).
+        /// </summary>
+        [Operation("PATCH", "/v1/rooms/{roomId}/state", "patchRoomState")]
+        public async Task<StateVersions> PatchStateAsync(string roomId, IDictionary<string, object> patch, long? ifMatch = null, CancellationToken ct = default(CancellationToken))
+        {
+            var headers = ifMatch.HasValue ? new Dictionary<string, string> { { "If-Match", "\"" + ifMatch.Value.ToString(CultureInfo.InvariantCulture) + "\"" } } : null;
+            return StateVersions.FromJson(await Call(Patch, RoomPath(roomId) + "/state", patch, ct, headers: headers, contentType: "application/merge-patch+json").ConfigureAwait(false));
+        }
+
+        // ---- events ----
+
+        /// <summary>RoomStreamTokenAsync gets a token that opens the room's event stream for 60 s (members).</summary>
+        [Operation("POST", "/v1/rooms/{roomId}/stream-token", "createRoomStreamToken")]
+        public async Task<StreamToken> RoomStreamTokenAsync(string roomId, CancellationToken ct = default(CancellationToken))
+        {
+            return StreamToken.FromJson(await Call(HttpMethod.Post, RoomPath(roomId) + "/stream-token", null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>
+        /// Live makes a live copy of a room over its event stream; subscribe to
+        /// its events, then call Start().
+        /// </summary>
+        [Operation("GET", "/v1/rooms/{roomId}/events", "streamRoomEvents")]
+        public LiveRoom Live(string roomId, LiveOptions options = null)
+        {
+            return new LiveRoom(this, roomId, options ?? new LiveOptions());
+        }
+
+        /// <summary>LobbyStreamTokenAsync gets a token that opens the lobby stream for 60 s.</summary>
+        [Operation("POST", "/v1/lobby/stream-token", "createLobbyStreamToken")]
+        public async Task<StreamToken> LobbyStreamTokenAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return StreamToken.FromJson(await Call(HttpMethod.Post, "/v1/lobby/stream-token", null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>
+        /// Lobby makes the live list of joinable public rooms of a mode and
+        /// region (any when null); subscribe to its events, then call Start().
+        /// </summary>
+        [Operation("GET", "/v1/lobby/events", "streamLobbyEvents")]
+        public LiveLobby Lobby(string mode = null, string region = null, LiveOptions options = null)
+        {
+            return new LiveLobby(this, mode, region, options ?? new LiveOptions());
+        }
+
+        // ---- messages ----
+
+        /// <summary>SendMessageAsync sends a message to the room (members); returns the room version it took.</summary>
+        [Operation("POST", "/v1/rooms/{roomId}/messages", "sendMessage")]
+        public async Task<long> SendMessageAsync(string roomId, MessageRequest body, CancellationToken ct = default(CancellationToken))
+        {
+            return (await Call(HttpMethod.Post, RoomPath(roomId) + "/messages", body, ct).ConfigureAwait(false)).Long("version");
+        }
+
+        /// <summary>MessagesAsync reads the message history, newest first (limit 1..100; before: only older versions).</summary>
+        [Operation("GET", "/v1/rooms/{roomId}/messages", "listMessages")]
+        public async Task<List<Message>> MessagesAsync(string roomId, int? limit = null, long? before = null, CancellationToken ct = default(CancellationToken))
+        {
+            var q = new QueryBuilder()
+                .Add("limit", limit.HasValue ? limit.Value.ToString(CultureInfo.InvariantCulture) : null)
+                .Add("before", before.HasValue ? before.Value.ToString(CultureInfo.InvariantCulture) : null);
+            var o = await Call(HttpMethod.Get, RoomPath(roomId) + "/messages" + q, null, ct).ConfigureAwait(false);
+            var list = new List<Message>();
+            foreach (var m in o.Array("messages") ?? new List<object>()) list.Add(Message.FromJson(m as JsonObject));
+            return list;
+        }
+
+        // ---- lobby ----
+
+        /// <summary>QuickJoinAsync joins the best joinable public room of a mode, or creates one (Create given).</summary>
+        [Operation("POST", "/v1/matchmaking/quick-join", "quickJoin")]
+        public async Task<QuickJoined> QuickJoinAsync(QuickJoinRequest body, CancellationToken ct = default(CancellationToken))
+        {
+            return QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>MyRoomsPageAsync reads one page of the rooms the caller is in (limit 1..100, default 20).</summary>
+        [Operation("GET", "/v1/me/rooms", "myRooms")]
+        public async Task<Page<MyRoom>> MyRoomsPageAsync(int? limit = null, string cursor = null, CancellationToken ct = default(CancellationToken))
+        {
+            var q = new QueryBuilder().Add("limit", limit.HasValue ? limit.Value.ToString(CultureInfo.InvariantCulture) : null).Add("cursor", cursor);
+            return ReadPage(await Call(HttpMethod.Get, "/v1/me/rooms" + q, null, ct).ConfigureAwait(false), MyRoom.FromJson);
+        }
+
+        /// <summary>MyRoomsAsync returns every room the caller is in, newest first, following the pages to the last.</summary>
+        public async Task<List<MyRoom>> MyRoomsAsync(CancellationToken ct = default(CancellationToken))
+        {
+            var all = new List<MyRoom>();
+            string cursor = null;
+            do
+            {
+                var page = await MyRoomsPageAsync(100, cursor, ct).ConfigureAwait(false);
+                all.AddRange(page.Items);
+                cursor = page.NextCursor;
+            } while (cursor != null);
+            return all;
+        }
+
+        /// <summary>LobbyStatsAsync reads the live room and player counts.</summary>
+        [Operation("GET", "/v1/lobby/stats", "lobbyStats")]
+        public async Task<LobbyStats> LobbyStatsAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return LobbyStats.FromJson(await Call(HttpMethod.Get, "/v1/lobby/stats", null, ct).ConfigureAwait(false));
+        }
+
+        // ---- operations ----
+
+        /// <summary>ListInstancesAsync lists the live server instances (the operator's admin token, not a player token).</summary>
+        [Operation("GET", "/v1/admin/instances", "listInstances")]
+        public async Task<List<Instance>> ListInstancesAsync(string adminToken, CancellationToken ct = default(CancellationToken))
+        {
+            var o = await Call(HttpMethod.Get, "/v1/admin/instances", null, ct, auth: false,
+                headers: new Dictionary<string, string> { { "Authorization", "Bearer " + adminToken } }).ConfigureAwait(false);
+            var list = new List<Instance>();
+            foreach (var i in o.Array("instances") ?? new List<object>()) list.Add(Instance.FromJson(i as JsonObject));
+            return list;
+        }
+
+        /// <summary>HealthzAsync is true when the server process is up (GET /healthz; HEAD with head: true).</summary>
+        [Operation("GET", "/healthz", "healthz")]
+        [Operation("HEAD", "/healthz", "healthzHead")]
+        public Task<bool> HealthzAsync(bool head = false, CancellationToken ct = default(CancellationToken))
+        {
+            return Probe("/healthz", head, ct);
+        }
+
+        /// <summary>ReadyzAsync is true when the server reaches Redis (GET /readyz; HEAD with head: true); false on 503.</summary>
+        [Operation("GET", "/readyz", "readyz")]
+        [Operation("HEAD", "/readyz", "readyzHead")]
+        public Task<bool> ReadyzAsync(bool head = false, CancellationToken ct = default(CancellationToken))
+        {
+            return Probe("/readyz", head, ct);
+        }
+
+        /// <summary>MetricsAsync reads the instance's Prometheus metrics (text format).</summary>
+        [Operation("GET", "/metrics", "getMetrics")]
+        public Task<string> MetricsAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return Text("/metrics", ct);
+        }
+
+        /// <summary>SpecAsync reads the server's openapi.yaml.</summary>
+        [Operation("GET", "/openapi.yaml", "getSpec")]
+        public Task<string> SpecAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return Text("/openapi.yaml", ct);
+        }
+
+        async Task<bool> Probe(string path, bool head, CancellationToken ct)
+        {
+            var r = await Send(head ? HttpMethod.Head : HttpMethod.Get, path, null, null, null, false, false, ct).ConfigureAwait(false);
+            if (r.Status == 200) return true;
+            if (r.Status == 503) return false;
+            throw r.Error();
+        }
+
+        async Task<string> Text(string path, CancellationToken ct)
+        {
+            var r = await Send(HttpMethod.Get, path, null, null, null, false, false, ct).ConfigureAwait(false);
+            if (r.Status != 200) throw r.Error();
+            return r.Body;
+        }
+
+        // ---- plumbing ----
+
+        static readonly HttpMethod Patch = new HttpMethod("PATCH");
+
+        static string RoomPath(string roomId)
+        {
+            if (roomId == null) throw new ArgumentNullException(nameof(roomId));
+            return "/v1/rooms/" + Uri.EscapeDataString(roomId);
+        }
+
+        static Page<T> ReadPage<T>(JsonObject o, Func<JsonObject, T> read)
+        {
+            var page = new Page<T> { NextCursor = o.String("nextCursor") };
+            foreach (var r in o.Array("rooms") ?? new List<object>()) page.Items.Add(read(r as JsonObject));
+            return page;
+        }
+
+        /// <summary>Call sends a JSON request and returns the JSON object answered (empty for 204).</summary>
+        async Task<JsonObject> Call(HttpMethod method, string path, object body, CancellationToken ct, bool auth = true, bool fresh = true,
+            Dictionary<string, string> headers = null, string contentType = "application/json")
+        {
+            var r = await Send(method, path, body, contentType, headers, auth, fresh, ct).ConfigureAwait(false);
+            if (r.Status < 200 || r.Status > 299) throw r.Error();
+            if (string.IsNullOrEmpty(r.Body)) return new JsonObject();
+            try
+            {
+                return Json.ParseObject(r.Body);
+            }
+            catch (FormatException e)
+            {
+                throw new RealSyncException(r.Status, "INTERNAL", detail: "the answer is not a JSON object: " + e.Message);
+            }
+        }
+
+        internal sealed class Answer
+        {
+            public int Status;
+            public string Body;
+            public TimeSpan? RetryAfter;
+
+            public RealSyncException Error() { return RealSyncException.FromProblem(Status, Body, RetryAfter); }
+        }
+
+        async Task<Answer> Send(HttpMethod method, string path, object body, string contentType, Dictionary<string, string> headers,
+            bool auth, bool fresh, CancellationToken ct)
+        {
+            if (auth && fresh)
+            {
+                // A failed renewal leaves the request to the token it has (still valid, or the answer is 401).
+                try { await FreshTokenAsync(null, ct).ConfigureAwait(false); }
+                catch (RealSyncException) { }
+            }
+            using (var req = new HttpRequestMessage(method, BaseUrl + path))
+            {
+                var t = Token;
+                if (auth && t != null) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", t);
+                if (headers != null) foreach (var h in headers) req.Headers.TryAddWithoutValidation(h.Key, h.Value);
+                req.Headers.Accept.ParseAdd("application/json");
+                if (body != null)
+                {
+                    req.Content = new StringContent(Json.Write(body), Encoding.UTF8);
+                    req.Content.Headers.ContentType = new MediaTypeHeaderValue(contentType);
+                }
+                try
+                {
+                    using (var resp = await http.SendAsync(req, HttpCompletionOption.ResponseContentRead, ct).ConfigureAwait(false))
+                    {
+                        var text = resp.Content == null ? "" : await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
+                        return new Answer { Status = (int)resp.StatusCode, Body = text, RetryAfter = RetryAfterOf(resp) };
+                    }
+                }
+                catch (OperationCanceledException) when (ct.IsCancellationRequested)
+                {
+                    throw;
+                }
+                catch (Exception e) when (e is HttpRequestException || e is System.IO.IOException || e is OperationCanceledException)
+                {
+                    throw new RealSyncException(0, "NETWORK", detail: "cannot reach " + BaseUrl + ": " + e.Message, inner: e);
+                }
+            }
+        }
+
+        internal static TimeSpan? RetryAfterOf(HttpResponseMessage resp)
+        {
+            var ra = resp.Headers.RetryAfter;
+            if (ra == null) return null;
+            if (ra.Delta.HasValue) return ra.Delta;
+            if (ra.Date.HasValue)
+            {
+                var d = ra.Date.Value.UtcDateTime - DateTime.UtcNow;
+                return d < TimeSpan.Zero ? TimeSpan.Zero : d;
+            }
+            return null;
+        }
+
+        /// <summary>TokenExpiry reads a JWT's exp (UTC) without checking the token; null when it has none.</summary>
+        public static DateTime? TokenExpiry(string jwt)
+        {
+            if (string.IsNullOrEmpty(jwt)) return null;
+            var parts = jwt.Split('.');
+            if (parts.Length < 2) return null;
+            try
+            {
+                var b64 = parts[1].Replace('-', '+').Replace('_', '/');
+                b64 += new string('=', (4 - b64.Length % 4) % 4);
+                var payload = Json.Parse(Encoding.UTF8.GetString(Convert.FromBase64String(b64))) as JsonObject;
+                var exp = payload == null ? null : payload.Get("exp");
+                if (exp is long l) return new DateTime(1970, 1, 1, 0, 0, 0, DateTimeKind.Utc).AddSeconds(l);
+                if (exp is double d) return new DateTime(1970, 1, 1, 0, 0, 0, DateTimeKind.Utc).AddSeconds(d);
+                return null;
+            }
+            catch (FormatException)
+            {
+                return null;
+            }
+        }
+
+        /// <summary>Dispose releases the HTTP handler when the client made it.</summary>
+        public void Dispose()
+        {
+            http.Dispose();
+            StreamHttp.Dispose();
+            if (ownsHandler) handler.Dispose();
+        }
+    }
+}

@@ -1,0 +1,761 @@
+// The C# SDK's tests: unit tables for the JSON reader, the SSE parser and
+// the backoff, then the REST client and the live room/lobby against a real
+// realsyncd (with Redis, so that the resume test can kill and restart it).
+using System;
+using System.Collections.Generic;
+using System.Linq;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+using RealSync;
+
+static class Tests
+{
+    static readonly Random rnd = new Random();
+
+    /// <summary>Unique names a run of the tests uses (modes, regions).</summary>
+    static string Unique(string prefix)
+    {
+        const string letters = "abcdefghijklmnopqrstuvwxyz0123456789";
+        var sb = new StringBuilder(prefix);
+        lock (rnd) for (var i = 0; i < 8; i++) sb.Append(letters[rnd.Next(letters.Length)]);
+        return sb.ToString();
+    }
+
+    public static IEnumerable<KeyValuePair<string, Func<Task>>> All(Server s)
+    {
+        var list = new List<KeyValuePair<string, Func<Task>>>
+        {
+            T("Json_ParseAndWrite", JsonParseAndWrite),
+            T("Json_RejectsBadInput", JsonRejectsBadInput),
+            T("Sse_ParserTable", SseParserTable),
+            T("Sse_ParserSplitsAnywhere", SseParserSplitsAnywhere),
+            T("Backoff_Caps", BackoffCaps),
+            T("Fake_SkipsAppliedVersionsAndResumesFromLastId", FakeSkipsApplied),
+            T("Fake_TokenExpiringRenewsAndResumes", FakeTokenExpiring),
+            T("Fake_TokenExpiringWithoutRenewalEnds", FakeTokenNotRenewed),
+            T("Fake_TransientThenRetryAfter", FakeTransient),
+            T("Fake_PermanentStatuses", FakePermanent),
+            T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
+            T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
+            T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
+            T("Rest_StateIfMatchAndMessages", () => StateAndMessages(s)),
+            T("Rest_ValidationErrors", () => ValidationErrors(s)),
+            T("Rest_Operations", () => Operations(s)),
+            T("Live_JoinThenStateInOrder", () => LiveJoinThenState(s)),
+            T("Live_SynchronizationContext", () => LiveSynchronizationContext(s)),
+            T("Live_ImmediateDispatch", () => LiveImmediate(s)),
+            T("Live_StreamTokenAndMessages", () => LiveStreamToken(s)),
+            T("Live_Permanent403And404End", () => LivePermanent(s)),
+            T("Live_401AfterRefreshEnds", () => LiveUnauthenticated(s)),
+            T("Live_KickedEndsLeftAndDeleteEndsRoomClosed", () => LiveEnds(s)),
+            T("Live_Lobby", () => LiveLobbyTest(s)),
+            T("Live_ResumeAfterServerRestart", () => LiveResume(s)), // last: restarts the server
+        };
+        return list;
+    }
+
+    static KeyValuePair<string, Func<Task>> T(string name, Func<Task> f) { return new KeyValuePair<string, Func<Task>>(name, f); }
+    static KeyValuePair<string, Func<Task>> T(string name, Action f) { return new KeyValuePair<string, Func<Task>>(name, () => { f(); return Task.CompletedTask; }); }
+
+    // ---- unit tables ----
+
+    static void JsonParseAndWrite()
+    {
+        var cases = new[]
+        {
+            new[] { "{\"a\":1,\"b\":[true,false,null],\"c\":\"x\"}", "{\"a\":1,\"b\":[true,false,null],\"c\":\"x\"}" },
+            new[] { " { \"n\" : -12.5e1 , \"big\":12345678901234567890 } ", "{\"n\":-125,\"big\":1.2345678901234567E+19}" },
+            new[] { "\"\\u00e9\\ud83d\\ude00\\n\\\"\\\\\\/\"", "\"\u00e9\ud83d\ude00\\n\\\"\\\\/\"" },
+            new[] { "[]", "[]" },
+            new[] { "{}", "{}" },
+            new[] { "\"\\u0001\u2028\"", "\"\\u0001\\u2028\"" },
+            new[] { "9223372036854775807", "9223372036854775807" },
+            new[] { "0.1", "0.1" },
+        };
+        foreach (var c in cases) Check.Eq(c[1], Json.Write(Json.Parse(c[0])), "round trip of " + c[0]);
+        var o = Json.ParseObject("{\"i\":3,\"d\":2.5,\"s\":\"t\",\"o\":{\"k\":[1]}}");
+        Check.Eq(3L, o.Get("i"), "integer as long");
+        Check.Eq(2.5, o.Get("d"), "fraction as double");
+        Check.Eq(1L, o.Object("o").Array("k")[0], "nested");
+        var req = new CreateRoomRequest { Name = "n", Mode = "m", Region = "r", MaxPlayers = 4, State = new Dictionary<string, object> { { "x", null } } };
+        Check.Eq("{\"name\":\"n\",\"mode\":\"m\",\"region\":\"r\",\"maxPlayers\":4,\"state\":{\"x\":null}}", Json.Write(req), "request model, nulls left out but null values kept");
+        Check.Eq("{\"type\":\"chat\",\"data\":null}", Json.Write(new MessageRequest { Type = "chat" }), "message data is always sent");
+        IDictionary<string, object> expando = new System.Dynamic.ExpandoObject();
+        expando["hp"] = 3;
+        Check.Eq("{\"list\":[1,2.5,\"x\"],\"e\":{\"hp\":3},\"d\":{\"k\":7}}", Json.Write(new Dictionary<string, object>
+        {
+            { "list", new object[] { 1, 2.5f, 'x' } }, { "e", (object)expando }, { "d", new SortedDictionary<string, int> { { "k", 7 } } },
+        }), "arrays, ExpandoObject, generic dictionaries");
+    }
+
+    static void JsonRejectsBadInput()
+    {
+        foreach (var bad in new[] { "", "{", "[1,]", "{\"a\":}", "01", "1.", "-", "\"abc", "\"\\x\"", "tru", "{\"a\" 1}", "1 2", "\"a\u0001\"", "{'a':1}", "[1 2]", "1e" })
+        {
+            try
+            {
+                Json.Parse(bad);
+                throw new Check.CheckFailed("parsed bad JSON: " + bad);
+            }
+            catch (FormatException) { }
+        }
+    }
+
+    sealed class SseCase
+    {
+        public string Name;
+        public string[] Chunks;
+        public string[] Want; // type|data|id
+        public int? Retry;
+    }
+
+    static List<string> Parse(IEnumerable<byte[]> chunks, out SseParser p)
+    {
+        var got = new List<string>();
+        p = new SseParser();
+        p.OnEvent = e => got.Add(e.Type + "|" + e.Data + "|" + e.LastEventId);
+        foreach (var c in chunks) p.Feed(c, 0, c.Length);
+        return got;
+    }
+
+    static void SseParserTable()
+    {
+        var cases = new[]
+        {
+            new SseCase { Name = "one event", Chunks = new[] { "id: 7-k2\nevent: state\ndata: {\"a\":1}\n\n" }, Want = new[] { "state|{\"a\":1}|7-k2" } },
+            new SseCase { Name = "multi-line data", Chunks = new[] { "data: a\ndata: b\ndata\n\n" }, Want = new[] { "message|a\nb\n|" } },
+            new SseCase { Name = "CRLF and CR", Chunks = new[] { "data: x\r\n\r\ndata: y\r\rdata: z\r\n\n" }, Want = new[] { "message|x|", "message|y|", "message|z|" } },
+            new SseCase { Name = "comments and retry", Chunks = new[] { "retry: 3000\n: ping\n\n: ok\nevent: e\ndata:1\n\n" }, Want = new[] { "e|1|" }, Retry = 3000 },
+            new SseCase { Name = "bad retry ignored", Chunks = new[] { "retry: 3s\ndata: q\n\n" }, Want = new[] { "message|q|" }, Retry = null },
+            new SseCase { Name = "id persists, NUL id ignored", Chunks = new[] { "id: 1\ndata: a\n\nid: 2\u0000\ndata: b\n\ndata: c\n\n" }, Want = new[] { "message|a|1", "message|b|1", "message|c|1" } },
+            new SseCase { Name = "no data: no event, type reset", Chunks = new[] { "event: x\n\ndata: d\n\n" }, Want = new[] { "message|d|" } },
+            new SseCase { Name = "BOM and unknown fields", Chunks = new[] { "\uFEFFfoo: bar\ndata:  two spaces\n\n" }, Want = new[] { "message| two spaces|" } },
+            new SseCase { Name = "unfinished event not dispatched", Chunks = new[] { "data: a\n\ndata: b\n" }, Want = new[] { "message|a|" } },
+            new SseCase { Name = "empty id resets", Chunks = new[] { "id: 5\ndata: a\n\nid\ndata: b\n\n" }, Want = new[] { "message|a|5", "message|b|" } },
+        };
+        foreach (var c in cases)
+        {
+            SseParser p;
+            var got = Parse(c.Chunks.Select(x => Encoding.UTF8.GetBytes(x)), out p);
+            Check.Eq(string.Join(" ; ", c.Want), string.Join(" ; ", got), c.Name);
+            Check.Eq(c.Retry, p.Retry, c.Name + ": retry");
+        }
+    }
+
+    static void SseParserSplitsAnywhere()
+    {
+        // Every split of the bytes (inside CRLF, inside a UTF-8 sequence) gives the same events.
+        var text = "id: 3-t\r\nevent: message\r\ndata: {\"t\":\"h\u00e9llo \ud83d\ude00\"}\r\n\r\n: ping\r\n\r\ndata: 2\r\n\r\n";
+        var bytes = Encoding.UTF8.GetBytes(text);
+        SseParser p;
+        var want = string.Join(" ; ", Parse(new[] { bytes }, out p));
+        Check.Eq("message|{\"t\":\"h\u00e9llo \ud83d\ude00\"}|3-t ; message|2|3-t", want, "whole");
+        for (var i = 1; i < bytes.Length; i++)
+        {
+            var a = bytes.Take(i).ToArray();
+            var b = bytes.Skip(i).ToArray();
+            Check.Eq(want, string.Join(" ; ", Parse(new[] { a, b }, out p)), "split at " + i);
+        }
+        Check.Eq(want, string.Join(" ; ", Parse(bytes.Select(x => new[] { x }), out p)), "byte by byte");
+    }
+
+    static void BackoffCaps()
+    {
+        var b = new Backoff();
+        var caps = Enumerable.Range(1, 9).Select(b.Cap).ToArray();
+        Check.Eq("500,1000,2000,4000,8000,16000,30000,30000,30000", string.Join(",", caps), "caps");
+        Check.Eq(30000, b.Cap(1000), "no overflow");
+        b.Random = () => 0.0;
+        Check.Eq(0, b.Delay(5), "full jitter reaches 0");
+        b.Random = () => 0.999999;
+        Check.Eq(8000, b.Delay(5), "and the cap");
+        b.Random = null;
+        for (var i = 1; i < 50; i++)
+        {
+            var d = b.Delay(3);
+            Check.True(d >= 0 && d <= 2000, "delay within [0, cap]: " + d);
+        }
+    }
+
+    // ---- scripted answers ----
+
+    const string Ts = "2026-11-23T10:00:00.000Z";
+
+    static string Snapshot(long version, string tag)
+    {
+        return "id: " + version + "-" + tag + "\nevent: snapshot\ndata: {\"type\":\"snapshot\",\"roomId\":\"r1\",\"version\":" + version + ",\"ts\":\"" + Ts +
+            "\",\"room\":{\"id\":\"r1\",\"name\":\"n\",\"playerCount\":1,\"maxPlayers\":4,\"version\":" + version +
+            ",\"players\":[{\"playerId\":1,\"name\":\"alice\",\"joinedAt\":\"" + Ts + "\",\"connected\":true}]},\"state\":{\"a\":1},\"stateVersion\":2}\n\n";
+    }
+
+    static string StateEvent(long version, string tag, string set, string del, long stateVersion)
+    {
+        return "id: " + version + "-" + tag + "\nevent: state\ndata: {\"type\":\"state\",\"roomId\":\"r1\",\"version\":" + version + ",\"ts\":\"" + Ts +
+            "\",\"by\":1,\"set\":" + set + ",\"del\":" + del + ",\"stateVersion\":" + stateVersion + "}\n\n";
+    }
+
+    static RealSyncClient FakeClient(FakeHandler h, string token)
+    {
+        return new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = token, Handler = h });
+    }
+
+    static LiveOptions Fast()
+    {
+        var o = Queue(1);
+        o.Backoff = new Backoff { InitialMs = 10, MaxMs = 20 };
+        return o;
+    }
+
+    static async Task FakeSkipsApplied()
+    {
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse("retry: 1000\n: hello\n\n" + Snapshot(5, "t") +
+                StateEvent(6, "t", "{\"b\":2}", "[]", 3) +
+                StateEvent(6, "t", "{\"b\":99}", "[]", 3) + // a duplicate
+                "id: 4-t\nevent: player_joined\ndata: {\"type\":\"player_joined\",\"roomId\":\"r1\",\"version\":4,\"ts\":\"" + Ts +
+                "\",\"player\":{\"playerId\":2,\"name\":\"old\",\"joinedAt\":\"" + Ts + "\",\"connected\":false}}\n\n" + // older
+                StateEvent(7, "t", "{}", "[\"a\"]", 4)));
+        var live = FakeClient(h, token).Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        var states = 0;
+        live.StateChanged += e => states++;
+        live.Start();
+        await Check.WaitFor(() => live.IsClosed && rec.Has("closed error ROOM_NOT_FOUND"), "the scripted stream, then a 404", live);
+        Check.Eq("{\"b\":2}", Json.Write(live.State), "state: duplicate and older events skipped");
+        Check.Eq(7L, live.Version, "version");
+        Check.Eq(4L, live.StateVersion, "stateVersion");
+        Check.Eq(2, states, "two state events applied");
+        Check.Eq(1, live.Players.Count, "the older player_joined skipped");
+        Check.Eq(7L, live.Room.Version, "room version follows events");
+        var reqs = h.Requests;
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=", reqs[0], "first request: bearer token, no Last-Event-ID");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=7-t", reqs[1], "resume with the last id");
+        Check.True(rec.Has("reconnecting NETWORK"), "the end of the stream is transient");
+    }
+
+    static async Task FakeTokenExpiring()
+    {
+        var exp = DateTime.UtcNow.AddMinutes(1);
+        var t1 = FakeHandler.Jwt(exp);
+        var t2 = FakeHandler.Jwt(DateTime.UtcNow.AddHours(24));
+        var expiresAt = exp.ToString("yyyy-MM-dd'T'HH:mm:ss'Z'");
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse(Snapshot(1, "t") + "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" + expiresAt + "\"}\n\n" +
+                StateEvent(9, "t", "{\"never\":1}", "[]", 9))) // after token_expiring: not read
+            .Then(FakeHandler.Answer(201, "{\"token\":\"" + t2 + "\",\"userId\":\"u1\",\"name\":\"a\",\"expiresAt\":\"" + Ts + "\"}"))
+            .Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3), hang: true));
+        // RefreshMargin 0: only the stream's token_expiring renews the token.
+        var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = t1, Handler = h, RefreshMargin = TimeSpan.Zero });
+        var live = client.Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        var expiring = 0;
+        live.TokenExpiring += e => expiring++;
+        live.Start();
+        await Check.WaitFor(() => live.State.ContainsKey("x"), "the event after the renewal", live);
+        var reqs = h.Requests;
+        Check.Eq("POST /v1/auth/refresh auth=" + t1 + " last=", reqs[1], "the token renewed with the old one");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + t2 + " last=1-t", reqs[2], "resumed with the new token and the last id");
+        Check.Eq(t2, client.Token, "the client keeps the new token");
+        Check.Eq(1, expiring, "TokenExpiring raised");
+        Check.True(!live.State.ContainsKey("never"), "nothing read after token_expiring");
+        Check.True(rec.Has("resumed snapshot=False"), "resumed without a snapshot");
+        Check.Eq(0, rec.Count(x => x.StartsWith("reconnecting") || x.StartsWith("error")), "no error, no backoff");
+        live.Close();
+    }
+
+    static async Task FakeTokenNotRenewed()
+    {
+        // A studio's token: the server refuses to refresh it, and no RefreshToken callback is set.
+        var exp = DateTime.UtcNow.AddMinutes(1);
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse(Snapshot(1, "t") + "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" +
+                exp.ToString("yyyy-MM-dd'T'HH:mm:ss'Z'") + "\"}\n\n"))
+            .Then(FakeHandler.Problem(403, "REFRESH_NOT_ALLOWED"));
+        var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = FakeHandler.Jwt(exp), Handler = h, RefreshMargin = TimeSpan.Zero });
+        var live = client.Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        live.Start();
+        await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, "the end", live);
+        Check.True(rec.Has("closed error REFRESH_NOT_ALLOWED"), "ends with the refusal: " + string.Join(",", rec.Items));
+        Check.Eq(2, h.Requests.Count, "no reconnection with a token that expires");
+    }
+
+    static async Task FakeTransient()
+    {
+        var h = new FakeHandler()
+            .Then(FakeHandler.Problem(503, "STORE_UNAVAILABLE"))
+            .Then(FakeHandler.Problem(429, "STREAM_OPENS_LIMITED", retryAfter: 1))
+            .Then(FakeHandler.Sse(Snapshot(3, "t"), hang: true));
+        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+        var delays = new List<ReconnectingEvent>();
+        live.Reconnecting += e => delays.Add(e);
+        live.Start();
+        await Check.WaitFor(() => live.Ready.IsCompleted, "ready after two transient refusals", live);
+        Check.True(live.Ready.Status == TaskStatus.RanToCompletion, "ready");
+        Check.Eq("STORE_UNAVAILABLE,STREAM_OPENS_LIMITED", string.Join(",", delays.Select(d => d.Error.Code)), "both retried");
+        Check.Eq("2,3", string.Join(",", delays.Select(d => d.Attempt)), "attempt numbers");
+        Check.True(delays[0].DelayMs <= 10, "backoff: first cap: " + delays[0].DelayMs);
+        Check.True(delays[1].DelayMs >= 1000, "Retry-After honoured: " + delays[1].DelayMs);
+        live.Close();
+    }
+
+    static async Task FakePermanent()
+    {
+        foreach (var c in new[] { new { Status = 410, Code = "NOT_FOUND" }, new { Status = 400, Code = "MALFORMED_REQUEST" }, new { Status = 422, Code = "VALIDATION_FAILED" }, new { Status = 403, Code = "BANNED" } })
+        {
+            var h = new FakeHandler().Then(FakeHandler.Problem(c.Status, c.Code));
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Status + " ends the stream", live);
+            Check.Eq("connecting 1,error " + c.Code + ",closed error " + c.Code, string.Join(",", rec.Items), c.Status + ": no retry");
+            Check.Eq(1, h.Requests.Count, c.Status + ": one request");
+            var e = live.Ready.Exception.InnerException as RealSyncException;
+            Check.Eq(c.Status, e.Status, "status");
+        }
+    }
+
+    // ---- REST ----
+
+    static async Task<RealSyncClient> Guest(Server s, string name)
+    {
+        var c = new RealSyncClient(s.BaseUrl);
+        await c.GuestAsync(name);
+        return c;
+    }
+
+    static CreateRoomRequest NewRoom(string mode, string visibility = null, string policy = null)
+    {
+        return new CreateRoomRequest { Name = "Room " + mode, Mode = mode, Region = "eu", MaxPlayers = 4, Visibility = visibility, StatePolicy = policy };
+    }
+
+    static async Task GuestAuthAndRefresh(Server s)
+    {
+        var c = new RealSyncClient(s.BaseUrl);
+        string seen = null;
+        var g = await c.GuestAsync("alice");
+        Check.Eq("alice", g.Name, "name");
+        Check.True(!string.IsNullOrEmpty(g.UserId), "userId");
+        Check.Eq(g.Token, c.Token, "the client uses the token");
+        var exp = c.TokenExpiresAt;
+        Check.True(exp.HasValue && exp.Value > DateTime.UtcNow.AddHours(23) && exp.Value < DateTime.UtcNow.AddHours(25), "exp read from the JWT: " + exp);
+        Check.True(Math.Abs((g.ExpiresAt - exp.Value).TotalSeconds) < 2, "expiresAt matches exp");
+        var c2 = new RealSyncClient(new RealSyncOptions { BaseUrl = s.BaseUrl, Token = g.Token, OnToken = t => seen = t });
+        var r = await c2.RefreshAsync();
+        Check.Eq(g.UserId, r.UserId, "same user after refresh");
+        Check.Eq(r.Token, c2.Token, "refreshed token in use");
+        Check.Eq(r.Token, seen, "OnToken called");
+        var anon = new RealSyncClient(s.BaseUrl);
+        await Check.Throws(401, "UNAUTHENTICATED", () => anon.LobbyStatsAsync(), "no token");
+        var badName = await Check.Throws(422, "VALIDATION_FAILED", () => anon.GuestAsync(new string('x', 33)), "name too long");
+        Check.True(badName.Errors.Any(e => e.Field == "name"), "errors name the field");
+    }
+
+    static async Task RoomsFlow(Server s)
+    {
+        var mode = Unique("m");
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var created = await alice.CreateRoomAsync(NewRoom(mode));
+        var id = created.Room.Id;
+        Check.Eq(1, created.PlayerId, "owner is player 1");
+        Check.Eq(mode, created.Room.Mode, "mode");
+        Check.Eq(4, created.Room.MaxPlayers, "maxPlayers");
+        Check.Eq("waiting", created.Room.Status, "status");
+        Check.True(created.Room.CreatedAt > DateTime.UtcNow.AddMinutes(-5), "createdAt parsed");
+
+        var list = await bob.ListRoomsAsync(new ListRoomsQuery { Mode = mode, Joinable = true, Sort = "fill" });
+        Check.Eq(1, list.Items.Count, "listed");
+        Check.Eq(id, list.Items[0].Id, "listed id");
+        Check.True(list.Items[0].Players == null, "no players in list items");
+
+        var joined = await bob.JoinRoomAsync(id);
+        Check.Eq(2, joined.PlayerId, "bob is player 2");
+        var again = await bob.JoinRoomAsync(id);
+        Check.Eq(2, again.PlayerId, "join is idempotent");
+        var room = await alice.GetRoomAsync(id);
+        Check.Eq("alice,bob", string.Join(",", room.Players.Select(p => p.Name)), "players in join order");
+        var mine = await bob.MyRoomsAsync();
+        Check.True(mine.Any(r => r.Id == id && r.PlayerId == 2), "my rooms");
+        var stats = await bob.LobbyStatsAsync();
+        Check.True(stats.Modes.ContainsKey(mode) && stats.Modes[mode].Waiting == 1, "lobby stats count the room");
+
+        await Check.Throws(403, "NOT_OWNER", () => bob.UpdateRoomAsync(id, new UpdateRoomRequest { Name = "mine" }), "a member's update");
+        await Check.Throws(403, "NOT_OWNER", () => bob.DeleteRoomAsync(id), "a member's delete");
+        await bob.LeaveRoomAsync(id);
+        await Check.Throws(403, "NOT_A_MEMBER", () => bob.LeaveRoomAsync(id), "leave twice");
+        Check.Eq(1, (await alice.GetRoomAsync(id)).PlayerCount, "one player left");
+
+        var updated = await alice.UpdateRoomAsync(id, new UpdateRoomRequest { Status = "playing", Locked = true });
+        Check.Eq("playing", updated.Status, "status updated");
+        Check.True(updated.Locked, "locked");
+        await Check.Throws(409, "ROOM_NOT_JOINABLE", () => bob.JoinRoomAsync(id), "join a playing room");
+        await alice.UpdateRoomAsync(id, new UpdateRoomRequest { Status = "finished" });
+        await Check.Throws(409, "INVALID_TRANSITION", () => alice.UpdateRoomAsync(id, new UpdateRoomRequest { Status = "waiting" }), "finished is terminal");
+        await alice.DeleteRoomAsync(id);
+        await Check.Throws(404, "ROOM_NOT_FOUND", () => alice.GetRoomAsync(id), "gone after delete");
+    }
+
+    static async Task JoinByCodeAndQuickJoin(Server s)
+    {
+        var mode = Unique("q");
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var priv = await alice.CreateRoomAsync(NewRoom(mode, "private"));
+        Check.True(!string.IsNullOrEmpty(priv.Room.InviteCode), "invite code shown to the owner");
+        await Check.Throws(404, "ROOM_NOT_FOUND", () => bob.GetRoomAsync(priv.Room.Id), "private room hidden");
+        var byCode = await bob.JoinByCodeAsync(priv.Room.InviteCode.ToLowerInvariant());
+        Check.Eq(priv.Room.Id, byCode.Room.Id, "joined by code");
+        Check.Eq(2, byCode.PlayerId, "player 2");
+        await Check.Throws(404, "ROOM_NOT_FOUND", () => bob.JoinByCodeAsync("0000-0000-0000"), "wrong code");
+
+        var qmode = Unique("qj");
+        var carol = await Guest(s, "carol");
+        var dave = await Guest(s, "dave");
+        await Check.Throws(404, "NO_MATCH", () => carol.QuickJoinAsync(new QuickJoinRequest { Mode = qmode }), "nothing to join");
+        var q1 = await carol.QuickJoinAsync(new QuickJoinRequest { Mode = qmode, Regions = new[] { "eu" }, Create = new QuickJoinCreate { Name = "Quick", MaxPlayers = 2 } });
+        Check.True(q1.Created, "created");
+        var q2 = await dave.QuickJoinAsync(new QuickJoinRequest { Mode = qmode, Regions = new[] { "eu" }, Create = new QuickJoinCreate { Name = "Quick" } });
+        Check.True(!q2.Created, "joined, not created");
+        Check.Eq(q1.Room.Id, q2.Room.Id, "the same room");
+        Check.Eq(2, q2.PlayerId, "second player");
+    }
+
+    static async Task StateAndMessages(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("s")))).Room.Id;
+        await bob.JoinRoomAsync(id);
+        var v0 = await alice.GetStateAsync(id);
+        var v1 = await alice.PatchStateAsync(id, new Dictionary<string, object> { { "score", 10 }, { "map", new Dictionary<string, object> { { "w", 3 } } } }, v0.StateVersion);
+        Check.Eq(v0.StateVersion + 1, v1.StateVersion, "stateVersion bumped");
+        var stale = await Check.Throws(412, "VERSION_MISMATCH", () => alice.PatchStateAsync(id, new Dictionary<string, object> { { "score", 11 } }, v0.StateVersion), "stale If-Match");
+        Check.True(!string.IsNullOrEmpty(stale.Title), "problem title");
+        await Check.Throws(403, "STATE_KEY_FORBIDDEN", () => bob.PatchStateAsync(id, new Dictionary<string, object> { { "score", 1 } }), "owner policy");
+        await bob.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_ready", true } });
+        await alice.PatchStateAsync(id, new Dictionary<string, object> { { "map", null } });
+        var st = await bob.GetStateAsync(id);
+        Check.Eq(10L, st.State.Get("score"), "score");
+        Check.Eq(true, st.State.Get("player_2_ready"), "bob's key");
+        Check.True(!st.State.ContainsKey("map"), "null deleted the key");
+
+        var m1 = await alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = new Dictionary<string, object> { { "text", "gg" } } });
+        var m2 = await bob.SendMessageAsync(id, new MessageRequest { Type = "whisper", Data = "psst", To = new[] { 1 } });
+        Check.True(m2 > m1, "message versions increase");
+        var msgs = await alice.MessagesAsync(id, limit: 10);
+        Check.Eq("whisper,chat", string.Join(",", msgs.Select(m => m.Type)), "newest first");
+        Check.Eq("gg", ((JsonObject)msgs[1].Data).String("text"), "data");
+        Check.Eq(1, msgs[0].To.Single(), "to");
+        Check.Eq(2, msgs[0].From, "from");
+        var older = await alice.MessagesAsync(id, before: m2);
+        Check.Eq("chat", string.Join(",", older.Select(m => m.Type)), "before");
+        await Check.Throws(422, "VALIDATION_FAILED", () => alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = 1, To = new[] { 9 } }), "to a non-member");
+    }
+
+    static async Task ValidationErrors(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var e = await Check.Throws(422, "VALIDATION_FAILED", () => alice.CreateRoomAsync(new CreateRoomRequest { Name = "", Mode = "Bad Mode", Region = "eu", MaxPlayers = 500 }), "bad room");
+        var fields = string.Join(",", e.Errors.Select(f => f.Field).OrderBy(f => f));
+        Check.Eq("maxPlayers,mode,name", fields, "each bad field named");
+        Check.True(e.Errors.All(f => !string.IsNullOrEmpty(f.Message)), "messages");
+        await Check.Throws(404, "ROOM_NOT_FOUND", () => alice.GetRoomAsync("no-such-room"), "unknown room");
+        await Check.Throws(422, "VALIDATION_FAILED", () => alice.ListRoomsAsync(new ListRoomsQuery { Limit = 0 }), "limit 0");
+        var down = new RealSyncClient("http://127.0.0.1:1");
+        var n = await Check.Throws(0, "NETWORK", () => down.HealthzAsync(), "no server");
+        Check.True(n.Transient, "network errors are transient");
+    }
+
+    static async Task Operations(Server s)
+    {
+        var c = await Guest(s, "ops");
+        Check.True(await c.HealthzAsync(), "GET /healthz");
+        Check.True(await c.HealthzAsync(head: true), "HEAD /healthz");
+        Check.True(await c.ReadyzAsync(), "GET /readyz");
+        Check.True(await c.ReadyzAsync(head: true), "HEAD /readyz");
+        Check.True((await c.SpecAsync()).Contains("operationId: streamRoomEvents"), "openapi.yaml");
+        Check.True((await c.MetricsAsync()).Contains("realsync_http_requests_total"), "metrics");
+        var inst = await c.ListInstancesAsync(Server.AdminToken);
+        Check.True(inst.Count >= 1 && !string.IsNullOrEmpty(inst[0].Id), "instances");
+        await Check.Throws(403, "ADMIN_REQUIRED", () => c.ListInstancesAsync(c.Token), "player token on an admin route");
+    }
+
+    // ---- live ----
+
+    /// <summary>Recorder keeps what a live stream raised, in order, as text.</summary>
+    sealed class Recorder
+    {
+        readonly List<string> items = new List<string>();
+        public List<string> Items { get { lock (items) return items.ToList(); } }
+        public void Add(string s) { lock (items) items.Add(s); }
+        public bool Has(string s) { lock (items) return items.Contains(s); }
+        public int Count(Func<string, bool> f) { lock (items) return items.Count(f); }
+
+        public void Watch(LiveStream l)
+        {
+            l.Connecting += e => Add("connecting " + e.Attempt);
+            l.Open += e => Add("open");
+            l.Reconnecting += e => Add("reconnecting " + e.Error.Code);
+            l.Resumed += e => Add("resumed snapshot=" + e.Snapshot);
+            l.Closed += e => Add("closed " + e.ReasonName + (e.Error != null ? " " + e.Error.Code : ""));
+            l.Error += e => Add("error " + e.Code);
+        }
+    }
+
+    static LiveOptions Queue(int? playerId = null)
+    {
+        return new LiveOptions { Dispatch = LiveDispatch.Queue, PlayerId = playerId };
+    }
+
+    static async Task LiveJoinThenState(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("l")))).Room.Id;
+        using (var live = alice.Live(id, Queue(1)))
+        {
+            var rec = new Recorder();
+            rec.Watch(live);
+            var offThread = 0;
+            live.Change += e =>
+            {
+                rec.Add(e.Type + " v" + e.Version);
+                if (!Check.Pumping) offThread++; // not inside DispatchPending on this thread
+            };
+            live.Start();
+            await Task.Delay(300);
+            Check.True(live.Room == null && !live.Ready.IsCompleted, "nothing applied before DispatchPending (Queue)");
+            await Check.WaitFor(() => live.Ready.IsCompleted, "ready", live);
+            Check.Eq(id, live.Room.Id, "snapshot applied");
+            var v0 = live.Version;
+            await bob.JoinRoomAsync(id);
+            var patched = await alice.PatchStateAsync(id, new Dictionary<string, object> { { "score", 10 } });
+            await Check.WaitFor(() => live.StateVersion == patched.StateVersion, "the state event", live);
+            var changes = rec.Items.Where(x => x.Contains(" v")).ToList();
+            var joinedAt = changes.FindIndex(x => x.StartsWith("player_joined"));
+            var stateAt = changes.FindIndex(x => x.StartsWith("state"));
+            Check.True(joinedAt > 0 && stateAt > joinedAt, "snapshot, then player_joined, then state: " + string.Join("; ", changes));
+            Check.Eq("alice,bob", string.Join(",", live.Players.Select(p => p.Name)), "bob in the live room");
+            Check.Eq(2, live.Room.PlayerCount, "player count");
+            Check.Eq(10L, live.State.Get("score"), "state applied");
+            Check.Eq(patched.Version, live.Version, "room version");
+            Check.True(live.Version > v0, "version moved");
+            Check.Eq(0, offThread, "events raised on the thread that called DispatchPending");
+            Check.Eq("connecting 1,open", string.Join(",", rec.Items.Take(2)), "connecting, then open");
+        }
+    }
+
+    /// <summary>PumpContext is a SynchronizationContext like Unity's: posts run on one thread, in order.</summary>
+    sealed class PumpContext : SynchronizationContext
+    {
+        readonly System.Collections.Concurrent.BlockingCollection<Action> work = new System.Collections.Concurrent.BlockingCollection<Action>();
+        public readonly Thread Thread;
+        public PumpContext()
+        {
+            Thread = new Thread(() => { foreach (var w in work.GetConsumingEnumerable()) w(); }) { IsBackground = true };
+            Thread.Start();
+        }
+        public override void Post(SendOrPostCallback d, object state) { work.Add(() => d(state)); }
+        public void Stop() { work.CompleteAdding(); }
+    }
+
+    static async Task LiveSynchronizationContext(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("c")))).Room.Id;
+        var ctx = new PumpContext();
+        var previous = SynchronizationContext.Current;
+        SynchronizationContext.SetSynchronizationContext(ctx);
+        LiveRoom live;
+        try { live = alice.Live(id); } // Auto: captures the current context, as in a MonoBehaviour
+        finally { SynchronizationContext.SetSynchronizationContext(previous); }
+        var wrongThread = 0;
+        var states = 0;
+        live.Change += e => { if (Thread.CurrentThread != ctx.Thread) Interlocked.Increment(ref wrongThread); };
+        live.StateChanged += e => Interlocked.Increment(ref states);
+        live.Start();
+        await live.Ready;
+        await alice.PatchStateAsync(id, new Dictionary<string, object> { { "k", 1 } });
+        await Check.WaitFor(() => Volatile.Read(ref states) == 1, "state event on the context");
+        live.Close();
+        ctx.Stop();
+        Check.Eq(0, Volatile.Read(ref wrongThread), "every event raised on the context's thread");
+    }
+
+    static async Task LiveImmediate(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("i")))).Room.Id;
+        var seen = new System.Collections.Concurrent.ConcurrentQueue<string>();
+        using (var live = alice.Live(id, new LiveOptions { Dispatch = LiveDispatch.Immediate, PlayerId = 1 }))
+        {
+            live.StateChanged += e => seen.Enqueue(e.Set.Keys.Single() + "=" + live.State.Get("n") + "@" + (Check.Pumping ? "pump" : "stream"));
+            live.Start();
+            await live.Ready; // completes on the stream's thread, no pumping needed
+            for (var i = 1; i <= 3; i++) await alice.PatchStateAsync(id, new Dictionary<string, object> { { "n", i } });
+            await Check.WaitFor(() => seen.Count == 3, "three state events, raised by the stream itself");
+            Check.Eq("n=1@stream,n=2@stream,n=3@stream", string.Join(",", seen), "in order, model updated before each event");
+        }
+    }
+
+    static async Task LiveStreamToken(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("t")))).Room.Id;
+        await bob.JoinRoomAsync(id);
+        var opts = Queue(1);
+        opts.UseStreamToken = true;
+        using (var live = alice.Live(id, opts))
+        {
+            var got = new List<Message>();
+            live.MessageReceived += e => got.Add(e.Message);
+            live.Start();
+            await Check.WaitFor(() => live.Ready.IsCompleted, "ready with a stream token", live);
+            Check.True(live.Ready.Status == TaskStatus.RanToCompletion, "ready succeeded");
+            await bob.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = new Dictionary<string, object> { { "text", "hi" } } });
+            await Check.WaitFor(() => got.Count == 1, "the message", live);
+            Check.Eq(2, got[0].From, "from bob");
+            Check.Eq("hi", ((JsonObject)got[0].Data).String("text"), "data");
+            Check.True(got[0].Version > 0, "version");
+        }
+    }
+
+    static async Task LivePermanent(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var carol = await Guest(s, "carol");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("p")))).Room.Id;
+        var cases = new[] { new { Room = id, Status = 403, Code = "NOT_A_MEMBER" }, new { Room = "no-such-room", Status = 404, Code = "ROOM_NOT_FOUND" } };
+        foreach (var c in cases)
+        {
+            foreach (var streamToken in new[] { false, true })
+            {
+                var opts = Queue();
+                opts.UseStreamToken = streamToken;
+                var live = carol.Live(c.Room, opts);
+                var rec = new Recorder();
+                rec.Watch(live);
+                live.Start();
+                await Check.WaitFor(() => live.Ready.IsCompleted && rec.Count(x => x.StartsWith("closed")) > 0, c.Code + " ends the stream", live);
+                var name = c.Code + (streamToken ? " (stream token)" : "");
+                Check.True(live.Ready.IsFaulted, name + ": ready fails");
+                var err = live.Ready.Exception.InnerException as RealSyncException;
+                Check.True(err != null && err.Code == c.Code && err.Status == c.Status, name + ": ready fails with the problem: " + live.Ready.Exception.InnerException);
+                Check.Eq("connecting 1,error " + c.Code + ",closed error " + c.Code, string.Join(",", rec.Items), name + ": one attempt, no retry");
+                Check.True(live.IsClosed, name + ": closed");
+            }
+        }
+    }
+
+    static async Task LiveUnauthenticated(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("u")))).Room.Id;
+        var bad = new RealSyncClient(s.BaseUrl, "not.a.token");
+        var live = bad.Live(id, Queue());
+        var rec = new Recorder();
+        rec.Watch(live);
+        live.Start();
+        await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) > 0, "the end", live);
+        // 401, a refresh tried (401 too), then the end: never a loop.
+        Check.Eq("connecting 1,error UNAUTHENTICATED,error UNAUTHENTICATED,closed error UNAUTHENTICATED", string.Join(",", rec.Items), "401 after a refresh was tried is permanent");
+    }
+
+    static async Task LiveEnds(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("e")))).Room.Id;
+        await bob.JoinRoomAsync(id);
+        var bobLive = bob.Live(id, Queue(2));
+        var aliceLive = alice.Live(id, Queue(1));
+        var bobRec = new Recorder();
+        var aliceRec = new Recorder();
+        bobRec.Watch(bobLive);
+        aliceRec.Watch(aliceLive);
+        string closedReason = null;
+        aliceLive.RoomClosed += e => closedReason = e.Reason;
+        bobLive.Start();
+        aliceLive.Start();
+        await Check.WaitFor(() => bobLive.Ready.IsCompleted && aliceLive.Ready.IsCompleted, "both ready", bobLive, aliceLive);
+        await alice.KickAsync(id, 2);
+        await Check.WaitFor(() => bobLive.IsClosed && bobRec.Has("closed left"), "bob's stream ends (left)", bobLive);
+        await Check.WaitFor(() => aliceLive.Players.Count == 1, "alice sees bob gone", aliceLive);
+        await alice.DeleteRoomAsync(id);
+        await Check.WaitFor(() => aliceRec.Has("closed room_closed"), "alice's stream ends (room_closed)", aliceLive);
+        Check.Eq("closed", closedReason, "room_closed reason");
+        Check.Eq(0, aliceRec.Count(x => x.StartsWith("reconnecting")) + bobRec.Count(x => x.StartsWith("reconnecting")), "no reconnection");
+        Check.Eq(0, aliceRec.Count(x => x.StartsWith("error")), "no error");
+    }
+
+    static async Task LiveLobbyTest(Server s)
+    {
+        var mode = Unique("lb");
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var carol = await Guest(s, "carol");
+        var first = (await alice.CreateRoomAsync(NewRoom(mode))).Room.Id;
+        using (var lobby = carol.Lobby(mode, null, Queue()))
+        {
+            var types = new List<string>();
+            lobby.Change += e => types.Add(e.Type);
+            lobby.Start();
+            await Check.WaitFor(() => lobby.Ready.IsCompleted, "the rooms list", lobby);
+            Check.Eq(first, lobby.List().Single().Id, "the first room listed");
+            var second = (await bob.CreateRoomAsync(NewRoom(mode))).Room.Id;
+            await Check.WaitFor(() => lobby.Rooms.ContainsKey(second), "room_added", lobby);
+            await carol.JoinRoomAsync(second);
+            await Check.WaitFor(() => lobby.Rooms[second].PlayerCount == 2, "room_updated", lobby);
+            Check.Eq(second + "," + first, string.Join(",", lobby.List().Select(r => r.Id)), "fullest first");
+            await alice.UpdateRoomAsync(first, new UpdateRoomRequest { Status = "playing" });
+            await Check.WaitFor(() => !lobby.Rooms.ContainsKey(first), "room_removed", lobby);
+            Check.True(types.Contains("room_added") && types.Contains("room_updated") && types.Contains("room_removed"), "events: " + string.Join(",", types));
+        }
+    }
+
+    static async Task LiveResume(Server s)
+    {
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("r")))).Room.Id;
+        await bob.JoinRoomAsync(id);
+        var opts = Queue(1);
+        opts.Backoff = new Backoff { InitialMs = 200, MaxMs = 1000 };
+        using (var live = alice.Live(id, opts))
+        {
+            var rec = new Recorder();
+            rec.Watch(live);
+            var snapshots = 0;
+            var stateEvents = new List<long>();
+            live.Snapshot += e => snapshots++;
+            live.StateChanged += e => stateEvents.Add(e.Version);
+            live.Start();
+            await Check.WaitFor(() => live.Ready.IsCompleted, "ready", live);
+            var before = await bob.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 100 } });
+            await Check.WaitFor(() => live.StateVersion == before.StateVersion, "the first patch", live);
+
+            s.Kill();
+            await Check.WaitFor(() => rec.Has("reconnecting NETWORK"), "a reconnection after the crash", live);
+            await s.Start();
+            var after = await bob.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 90 } });
+            await Check.WaitFor(() => live.StateVersion == after.StateVersion, "the patch made after the restart", live);
+            await Check.WaitFor(() => rec.Has("resumed snapshot=False"), "resumed without a snapshot", live);
+
+            Check.Eq(90L, live.State.Get("player_2_hp"), "state after resume");
+            Check.Eq(1, snapshots, "one snapshot only: the missed events were replayed with Last-Event-ID");
+            Check.Eq(stateEvents.Distinct().Count(), stateEvents.Count, "no event applied twice");
+            Check.Eq(2, stateEvents.Count, "both patches applied");
+            Check.True(rec.Count(x => x == "open") >= 2, "opened again");
+            Check.True(!live.IsClosed, "still live");
+            Check.True(live.LastEventId.StartsWith(after.Version + "-"), "Last-Event-ID is the last event's id: " + live.LastEventId);
+        }
+    }
+}
