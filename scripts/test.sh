@@ -17,6 +17,10 @@ if ! command -v redis-server >/dev/null 2>&1; then
   # The package starts a system service; the tests do not need it.
   $SUDO service redis-server stop >/dev/null 2>&1 || true
 fi
+if ! command -v jq >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  echo "== installing curl and jq (the README walkthrough's test runs it as written)"
+  apt_install curl jq
+fi
 if ! command -v chromium >/dev/null 2>&1; then
   echo "== installing chromium (the demo's browser test)"
   apt_install chromium
