@@ -39,10 +39,10 @@ while IFS= read -r p; do
     echo "  assetBundleVariant: "
   } >"$m"
   echo "wrote $m"
-done < <(find . -mindepth 1 \( -name 'Tests~' -o -name '.*' \) -prune -o ! -name '*.meta' -print | sort)
+done < <(find . -mindepth 1 \( -name '*~' -o -name '.*' \) -prune -o ! -name '*.meta' -print | sort)
 while IFS= read -r m; do
   [ -e "${m%.meta}" ] || { echo "stale $m" >&2; bad=1; }
-done < <(find . -name 'Tests~' -prune -o -name '*.meta' -print)
+done < <(find . -name '*~' -prune -o -name '*.meta' -print)
 if [ "$bad" -ne 0 ]; then
   echo "Unity .meta files out of date: run sdk/csharp/Tests~/meta.sh --write and commit" >&2
   exit 1

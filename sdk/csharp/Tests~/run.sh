@@ -37,10 +37,8 @@ CECIL="$(find /usr/lib/mono/gac/Mono.Cecil -path '*/0.11.*/Mono.Cecil.dll' | hea
 echo "== C# SDK: Unity .meta files"
 "$here/meta.sh"
 
-echo "== C# SDK: compile (mcs, C# 7.2, warnings are errors)"
-mcs -langversion:7.2 -target:library -noconfig -nostdlib -warnaserror -debug- \
-  -r:"$M/mscorlib.dll" -r:"$M/System.dll" -r:"$M/System.Core.dll" -r:"$M/System.Net.Http.dll" -r:"$NS" \
-  -doc:"$tmp/RealSync.xml" -out:"$tmp/RealSync.dll" "$sdk"/Runtime/*.cs
+echo "== C# SDK: build RealSync.dll (build.sh: mcs, C# 7.2, warnings are errors)"
+"$sdk/build.sh" "$tmp" >/dev/null
 
 echo "== C# SDK: only .NET Standard 2.1 types"
 mcs -out:"$tmp/ProfileCheck.exe" -r:"$CECIL" -r:System.Core.dll "$here/ProfileCheck.cs"
@@ -51,12 +49,17 @@ echo "== C# SDK: tests against realsyncd"
 mcs -langversion:7.2 -warnaserror -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/tests.exe" "$here/Harness.cs" "$here/Tests.cs"
 (cd "$root" && go build -o "$tmp/realsyncd" ./cmd/realsyncd)
 
-port=""
-for _ in $(seq 1 50); do
-  p=$((20000 + RANDOM % 30000))
-  if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port="$p"; break; fi
-done
-[ -n "$port" ] || { echo "no free port for redis-server" >&2; exit 1; }
+# free_port prints a loopback port nothing listens on.
+free_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$((20000 + RANDOM % 30000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  echo "no free loopback port" >&2
+  return 1
+}
+port="$(free_port)"
 mkdir -p "$tmp/redis"
 redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp/redis" --save "" --appendonly no \
   --protected-mode no --logfile "$tmp/redis/redis.log" &
@@ -65,6 +68,27 @@ for _ in $(seq 1 100); do
   redis-cli -p "$port" ping >/dev/null 2>&1 && break
   sleep 0.05
 done
+
+echo "== C# SDK: a console program compiled against RealSync.dll alone, run against realsyncd"
+mkdir -p "$tmp/consumer"
+cp "$tmp/RealSync.dll" "$tmp/consumer/"
+(cd "$tmp/consumer" && mcs -langversion:7.2 -warnaserror -r:RealSync.dll -out:Program.exe "$here/Consumer/Program.cs")
+cport="$(free_port)"
+REALSYNC_ADDR="127.0.0.1:$cport" REALSYNC_REDIS_URL="redis://127.0.0.1:$port" REALSYNC_RATE_LIMITS=off \
+  REALSYNC_JWT_SECRET="csharp-consumer-secret-0123456789abcdef" "$tmp/realsyncd" >"$tmp/consumer/realsyncd.log" 2>&1 &
+consumer_pid=$!
+echo "$consumer_pid" >>"$tmp/pids"
+for _ in $(seq 1 200); do
+  curl -sf "http://127.0.0.1:$cport/readyz" >/dev/null 2>&1 && break
+  sleep 0.05
+done
+if ! (cd "$tmp/consumer" && mono Program.exe "http://127.0.0.1:$cport"); then
+  echo "--- realsyncd log (last 40 lines)"
+  tail -n 40 "$tmp/consumer/realsyncd.log" || true
+  exit 1
+fi
+kill "$consumer_pid" 2>/dev/null || true
+wait "$consumer_pid" 2>/dev/null || true
 
 status=0
 REALSYNC_BIN="$tmp/realsyncd" REDIS_URL="redis://127.0.0.1:$port" REALSYNC_PIDFILE="$tmp/pids" \
