@@ -1,6 +1,7 @@
 // The README's TypeScript SDK example is true: its code block, taken from
 // README.md as written, type-checks strictly against the built package and
-// runs against a real realsyncd, printing what its comments say.
+// runs against a real realsyncd, printing what its comments say, twice in a
+// row (the second run joins the first one's room as a player who is not the owner).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -36,9 +37,15 @@ describe("the README's TypeScript SDK example", () => {
     // "@realsync/sdk" resolves to this package (its exports: dist/src), as for a game that installed it.
     execFileSync(process.execPath, [path.join(sdk, "node_modules/typescript/bin/tsc"), "--strict", "--target", "es2022",
       "--module", "nodenext", "--moduleResolution", "nodenext", "--types", "node", "--rootDir", dir, "--outDir", dir, file], { stdio: "inherit" });
-    const out = execFileSync(process.execPath, [path.join(dir, "example.js")], { encoding: "utf8", timeout: 30000 });
-    for (const want of ["Quick match 1", "404 ROOM_NOT_FOUND", "[ 'Quick match' ]", "closed: closed"]) {
-      assert.ok(out.includes(want), `no ${JSON.stringify(want)} in the output:\n${out}`);
+    // Run twice, as a newcomer does: the second run quick-joins the first run's
+    // room as player 2, a player who is not the owner (its state patch must
+    // still be allowed by the default state policy).
+    // (execFileSync throws when the example fails, e.g. a 403 on that patch.)
+    for (const run of [1, 2]) {
+      const out = execFileSync(process.execPath, [path.join(dir, "example.js")], { encoding: "utf8", timeout: 30000 });
+      for (const want of [`Quick match ${run}`, "404 ROOM_NOT_FOUND", "[ 'Quick match' ]", "closed: closed"]) {
+        assert.ok(out.includes(want), `run ${run}: no ${JSON.stringify(want)} in the output:\n${out}`);
+      }
     }
   });
 });
