@@ -94,7 +94,8 @@ type frame struct {
 type client struct {
 	mu      sync.Mutex
 	frames  []frame
-	raw     []byte // everything sent
+	resumed []frame // the resumed events (no id), with the version of the room event each followed
+	raw     []byte  // everything sent
 	started bool
 	blocked chan struct{}
 	got     chan struct{}
@@ -111,7 +112,14 @@ func (c *client) Send(b []byte) error {
 	}
 	fs := parse(b)
 	c.mu.Lock()
-	c.frames = append(c.frames, fs...)
+	for _, f := range fs {
+		if f.Type == sse.ResumedEvent {
+			f.Version = last(c.frames).Version // the room event it followed
+			c.resumed = append(c.resumed, f)
+		} else {
+			c.frames = append(c.frames, f)
+		}
+	}
 	c.raw = append(c.raw, b...)
 	c.mu.Unlock()
 	select {
@@ -119,6 +127,13 @@ func (c *client) Send(b []byte) error {
 	default:
 	}
 	return nil
+}
+
+// resumes returns the resumed events received.
+func (c *client) resumes() []frame {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]frame(nil), c.resumed...)
 }
 
 func (c *client) all() []frame {

@@ -109,10 +109,32 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom}
 	out.write(retryFrame(0))
 	sent, end := h.opening(out, u, o)
+	if c.Set && o.Snapshot == nil && end == "" {
+		out.write(resumedFrame(id, sent))
+	}
 	why = h.pump(ctx, st, out, u, sent, end)
 	h.cfg.Metrics.StreamEnded(KindRoom, why)
 	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
 	return nil
+}
+
+// ResumedEvent is the type of the event that follows a replay: the client
+// resumed from its Last-Event-ID and missed nothing (zero or more events
+// were replayed before it). It carries no id, so Last-Event-ID stays that
+// of the last room event; a resume that needed a snapshot gets none (the
+// snapshot says so). Clients learn at once, even in a quiet room, that a
+// reconnection lost nothing.
+const ResumedEvent = "resumed"
+
+// resumedFrame is the resumed event of room id after a replay up to version.
+func resumedFrame(id string, version int64) []byte {
+	data, _ := json.Marshal(struct {
+		Type    string `json:"type"`
+		RoomID  string `json:"roomId"`
+		Version int64  `json:"version"`
+		TS      string `json:"ts"`
+	}{ResumedEvent, id, version, time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)})
+	return appendFrame(nil, "", ResumedEvent, data)
 }
 
 // startOf tells how a stream opened with cursor c and opening o starts.

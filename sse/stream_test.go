@@ -2,6 +2,7 @@ package sse_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
@@ -81,6 +82,9 @@ func TestStreamsOpenedDuringWritesMissNothing(t *testing.T) {
 			}
 			if i%2 == 1 && fs[0].Type == "snapshot" {
 				t.Errorf("stream %d resumed with a snapshot", i)
+			}
+			if rs := cl.resumes(); len(rs) != i%2 {
+				t.Errorf("stream %d got %d resumed events, want %d (one after a replay, none after a snapshot)", i, len(rs), i%2)
 			}
 			contiguous(t, "stream", fs)
 			if l := last(fs); l.Version != final {
@@ -463,6 +467,16 @@ func TestUntaggedLastEventIDStartsWithSnapshot(t *testing.T) {
 				fs := cl.waitFor(t, v)
 				if got := fs[0].Type == "snapshot"; got != tc.snapshot {
 					t.Fatalf("resume from %q starts with %s (%d frames)", tc.c, fs[0].Type, len(fs))
+				}
+				// A replay is followed by one resumed event, without an id,
+				// at the version of the last event replayed; a snapshot by none.
+				rs := cl.resumes()
+				switch {
+				case tc.snapshot && len(rs) != 0:
+					t.Errorf("a snapshot was followed by %d resumed events", len(rs))
+				case !tc.snapshot && (len(rs) != 1 || rs[0].ID != "" || rs[0].Version <= tagged.Version ||
+					!strings.Contains(rs[0].Data, fmt.Sprintf(`"version":%d,`, rs[0].Version))):
+					t.Errorf("after a replay from %d: resumed events %+v, want one at the last version replayed, without an id", tagged.Version, rs)
 				}
 			})
 		}

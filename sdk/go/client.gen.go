@@ -1207,9 +1207,14 @@ type ClientInterface interface {
 	// - with `Last-Event-ID` (header, or the `lastEventId` query parameter;
 	//   the header wins): every later event the player may see, in order,
 	//   when the room log still holds them (the last 1000 or more events)
-	//   and the id belongs to this history; otherwise a `snapshot`. Send
-	//   the whole id back as received: an id without its tag
-	//   (`<version>` alone) cannot be checked against the history and
+	//   and the id belongs to this history, then a `resumed` event
+	//   (`{"type":"resumed","roomId","version","ts"}`, `version` that of
+	//   the last event replayed, or of the id sent when nothing was
+	//   missed; no id, so `Last-Event-ID` stays that of the last room
+	//   event): the client knows at once, even in a quiet room, that the
+	//   reconnection lost nothing; otherwise a `snapshot` (and no
+	//   `resumed`). Send the whole id back as received: an id without its
+	//   tag (`<version>` alone) cannot be checked against the history and
 	//   gets a `snapshot`, as does any id not in the server's form.
 	// Then live events. A comment `: ping` follows every
 	// `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
@@ -2070,9 +2075,14 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 //   - with `Last-Event-ID` (header, or the `lastEventId` query parameter;
 //     the header wins): every later event the player may see, in order,
 //     when the room log still holds them (the last 1000 or more events)
-//     and the id belongs to this history; otherwise a `snapshot`. Send
-//     the whole id back as received: an id without its tag
-//     (`<version>` alone) cannot be checked against the history and
+//     and the id belongs to this history, then a `resumed` event
+//     (`{"type":"resumed","roomId","version","ts"}`, `version` that of
+//     the last event replayed, or of the id sent when nothing was
+//     missed; no id, so `Last-Event-ID` stays that of the last room
+//     event): the client knows at once, even in a quiet room, that the
+//     reconnection lost nothing; otherwise a `snapshot` (and no
+//     `resumed`). Send the whole id back as received: an id without its
+//     tag (`<version>` alone) cannot be checked against the history and
 //     gets a `snapshot`, as does any id not in the server's form.
 //
 // Then live events. A comment `: ping` follows every
@@ -4166,9 +4176,14 @@ type ClientWithResponsesInterface interface {
 	// - with `Last-Event-ID` (header, or the `lastEventId` query parameter;
 	//   the header wins): every later event the player may see, in order,
 	//   when the room log still holds them (the last 1000 or more events)
-	//   and the id belongs to this history; otherwise a `snapshot`. Send
-	//   the whole id back as received: an id without its tag
-	//   (`<version>` alone) cannot be checked against the history and
+	//   and the id belongs to this history, then a `resumed` event
+	//   (`{"type":"resumed","roomId","version","ts"}`, `version` that of
+	//   the last event replayed, or of the id sent when nothing was
+	//   missed; no id, so `Last-Event-ID` stays that of the last room
+	//   event): the client knows at once, even in a quiet room, that the
+	//   reconnection lost nothing; otherwise a `snapshot` (and no
+	//   `resumed`). Send the whole id back as received: an id without its
+	//   tag (`<version>` alone) cannot be checked against the history and
 	//   gets a `snapshot`, as does any id not in the server's form.
 	// Then live events. A comment `: ping` follows every
 	// `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
@@ -7576,9 +7591,14 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 //   - with `Last-Event-ID` (header, or the `lastEventId` query parameter;
 //     the header wins): every later event the player may see, in order,
 //     when the room log still holds them (the last 1000 or more events)
-//     and the id belongs to this history; otherwise a `snapshot`. Send
-//     the whole id back as received: an id without its tag
-//     (`<version>` alone) cannot be checked against the history and
+//     and the id belongs to this history, then a `resumed` event
+//     (`{"type":"resumed","roomId","version","ts"}`, `version` that of
+//     the last event replayed, or of the id sent when nothing was
+//     missed; no id, so `Last-Event-ID` stays that of the last room
+//     event): the client knows at once, even in a quiet room, that the
+//     reconnection lost nothing; otherwise a `snapshot` (and no
+//     `resumed`). Send the whole id back as received: an id without its
+//     tag (`<version>` alone) cannot be checked against the history and
 //     gets a `snapshot`, as does any id not in the server's form.
 //
 // Then live events. A comment `: ping` follows every

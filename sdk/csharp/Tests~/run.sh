@@ -46,7 +46,11 @@ cp "$CECIL" "$tmp/"
 mono "$tmp/ProfileCheck.exe" "$NS" "$tmp/RealSync.dll"
 
 echo "== C# SDK: tests against realsyncd"
-mcs -langversion:7.2 -warnaserror -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/tests.exe" "$here/Harness.cs" "$here/Tests.cs"
+# docs/GUIDE.md's TicTacToe class, as written, played by GuideTest.cs.
+awk '/^```csharp file=TicTacToe.cs$/{f=1;next} f&&/^```$/{exit} f' "$root/docs/GUIDE.md" >"$tmp/TicTacToe.cs"
+[ -s "$tmp/TicTacToe.cs" ] || { echo "no csharp file=TicTacToe.cs block in docs/GUIDE.md" >&2; exit 1; }
+mcs -langversion:7.2 -warnaserror -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/tests.exe" \
+  "$here/Harness.cs" "$here/Tests.cs" "$here/GuideTest.cs" "$tmp/TicTacToe.cs"
 (cd "$root" && go build -o "$tmp/realsyncd" ./cmd/realsyncd)
 
 # free_port prints a loopback port nothing listens on.
