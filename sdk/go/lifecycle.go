@@ -3,7 +3,9 @@ package realsync
 import "time"
 
 // Connecting: a connection attempt starts. Attempt counts from 1 since
-// the stream was last open (or since the backoff started over).
+// the stream was last open, as in every RealSync SDK; the backoff's delay
+// does not start over with it, only after a stream stayed open
+// Backoff.Reset.
 type Connecting struct{ Attempt int }
 
 // Opened: the server accepted the connection; events follow.

@@ -107,7 +107,8 @@ type Stream struct {
 	wait     time.Duration      // the next phaseWait's delay
 
 	lastID    string
-	attempt   int       // connection attempts since the stream was last open long enough
+	attempt   int       // connection attempts since the stream was last open
+	failures  int       // transient failures since the backoff last started over (a stream open Backoff.Reset)
 	started   bool      // a connection brought an event: later ones resume
 	openedAt  time.Time // of the open connection
 	delivered bool      // the open connection brought an event
@@ -262,6 +263,7 @@ func (s *Stream) dial() {
 		s.p = newSSEParser(res.Body)
 		s.watchdog = time.AfterFunc(s.idle, cancel)
 		s.openedAt, s.delivered, s.resuming = time.Now(), false, s.started
+		s.attempt = 0
 		if !s.started && s.lastID != "" {
 			s.ready = true // AfterEventID: the caller has the room; a replay follows
 		}
@@ -355,11 +357,11 @@ func (s *Stream) drop(err error) {
 		return
 	}
 	if time.Since(s.openedAt) >= s.c.backoff.Reset {
-		s.attempt = 0
+		s.failures = 0
 	}
 	if s.expiring {
 		// not an outage: renew the token (the source does) and resume
-		s.expiring, s.attempt = false, 0
+		s.expiring, s.attempt, s.failures = false, 0, 0
 		s.phase = phaseConnect
 		return
 	}
@@ -382,7 +384,8 @@ func (s *Stream) retry(err error, floor time.Duration) {
 		s.finish(ClosedByCaller, nil)
 		return
 	}
-	d := max(s.c.backoff.delay(s.attempt+1), floor)
+	s.failures++
+	d := max(s.c.backoff.delay(s.failures), floor)
 	s.emit(&Reconnecting{Attempt: s.attempt + 1, Delay: d, Err: err})
 	s.wait, s.phase = d, phaseWait
 }

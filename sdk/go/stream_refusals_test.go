@@ -84,11 +84,21 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 	if k := kinds(items); k != want {
 		t.Fatalf("items:\n%s\nwant:\n%s", k, want)
 	}
+	// Attempts count from 1 since the stream was last open, as in every
+	// SDK; the backoff does not start over with them (Reset is an hour here).
 	var rec []*rs.Reconnecting
+	var attempts []string
 	for _, ev := range items {
-		if r, ok := ev.(*rs.Reconnecting); ok {
-			rec = append(rec, r)
+		switch e := ev.(type) {
+		case *rs.Reconnecting:
+			rec = append(rec, e)
+			attempts = append(attempts, "r"+strconv.Itoa(e.Attempt))
+		case *rs.Connecting:
+			attempts = append(attempts, "c"+strconv.Itoa(e.Attempt))
 		}
+	}
+	if got, want := strings.Join(attempts, " "), "c1 r2 c2 r3 c3 r1 c1 r1 c1 r1 c1 r1 c1"; got != want {
+		t.Fatalf("attempts %s, want %s", got, want)
 	}
 	if rs.StatusOf(rec[0].Err) != 500 || !rs.IsCode(rec[1].Err, "STREAM_OPENS_LIMITED") || rec[1].Delay < time.Second ||
 		rec[2].Delay < 200*time.Millisecond || !strings.Contains(rec[3].Err.Error(), "no data") || rec[3].Delay >= time.Second ||
