@@ -91,6 +91,20 @@ if ! (cd "$tmp/consumer" && mono Program.exe "http://127.0.0.1:$cport"); then
   tail -n 40 "$tmp/consumer/realsyncd.log" || true
   exit 1
 fi
+# the README's console program, as written (its first csharp block under "Use from a console program")
+mkdir -p "$tmp/readme-console"
+cp "$tmp/RealSync.dll" "$tmp/readme-console/"
+awk '/^## Use from a console program/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md" >"$tmp/readme-console/Program.cs"
+[ -s "$tmp/readme-console/Program.cs" ] || { echo "no csharp block under 'Use from a console program' in sdk/csharp/README.md" >&2; exit 1; }
+(cd "$tmp/readme-console" && mcs -langversion:7.2 -warnaserror -r:RealSync.dll -out:Program.exe Program.cs)
+if ! (cd "$tmp/readme-console" && timeout 30 mono Program.exe "http://127.0.0.1:$cport" >out.txt); then
+  cat "$tmp/readme-console/out.txt"; echo "the README's console program failed" >&2; exit 1
+fi
+if ! grep -q '^bob joined$' "$tmp/readme-console/out.txt" ||
+  ! grep -q '^2 players, state {"player_2_ready":true}$' "$tmp/readme-console/out.txt"; then
+  cat "$tmp/readme-console/out.txt"; echo "the README's console program printed something else" >&2; exit 1
+fi
+cat "$tmp/readme-console/out.txt"
 kill "$consumer_pid" 2>/dev/null || true
 wait "$consumer_pid" 2>/dev/null || true
 
