@@ -1,6 +1,7 @@
 package realsync_test
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net"
@@ -54,6 +55,7 @@ type serverOpts struct {
 	heartbeat   time.Duration    // the hub's; 15 s when 0
 	clock       func() time.Time // the server's clock for tokens; time.Now when nil
 	logMaxBytes int              // the store's room log cap; default when 0
+	secret      string           // the secret that signs its tokens; jwtSecret when ""
 }
 
 // newServer starts the API on backend b; the test's cleanup stops it.
@@ -119,7 +121,7 @@ func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, s
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log,
 		Metrics: m, Heartbeat: o.heartbeat})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-		Auth: &api.Auth{Secret: []byte(jwtSecret), GuestEnabled: true, Now: o.clock}, APIKeys: keys,
+		Auth: &api.Auth{Secret: []byte(cmp.Or(o.secret, jwtSecret)), GuestEnabled: true, Now: o.clock}, APIKeys: keys,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
 	s.srv = httptest.NewUnstartedServer(s.trackStreams(h))
 	s.srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {

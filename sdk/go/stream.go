@@ -255,6 +255,13 @@ func (s *Stream) dial() {
 	res, err := authDoer{s.c}.Do(req)
 	if err != nil {
 		cancel()
+		var e *Error
+		if errors.As(err, &e) && permanent(e) {
+			// the credential was refused for good: a token source's
+			// renewal answered 401 (e.g. the server's secret changed)
+			s.finish(ClosedError, e)
+			return
+		}
 		s.retry(err, 0)
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -217,6 +219,7 @@ func TestStreamPermanentErrors(t *testing.T) {
 		{"not a member", s.guest(t, "eve"), room.Room.Id, 403, "NOT_A_MEMBER"},
 		{"unknown API key", rs.New(s.url, rs.WithAPIKey("rsk_unknown")), room.Room.Id, 401, "UNAUTHENTICATED"},
 		{"bad token", rs.New(s.url, rs.WithToken("junk")), room.Room.Id, 401, "UNAUTHENTICATED"},
+		{"a guest the server no longer knows", staleGuest(t, s), room.Room.Id, 401, "UNAUTHENTICATED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.client.Stream(c, tc.room)
@@ -240,6 +243,35 @@ func TestStreamPermanentErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// staleGuest is a Guest client of s whose token s refuses and cannot
+// renew, as after a server restart with a new secret (realsyncd without
+// REALSYNC_JWT_SECRET): its guest token comes from a server with another
+// secret, every other request goes to s.
+func staleGuest(t *testing.T, s *server) *rs.Client {
+	t.Helper()
+	other := newServer(t, redistestEmbedded, serverOpts{secret: "another-secret"})
+	to, err := url.Parse(other.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rs.New(s.url, rs.WithHTTP(&http.Client{Transport: guestFrom{to}}))
+	if _, err := c.Guest(ctx(t), "stale"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// guestFrom sends POST /v1/auth/guest to another server.
+type guestFrom struct{ to *url.URL }
+
+func (g guestFrom) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/v1/auth/guest" {
+		req = req.Clone(req.Context())
+		req.URL.Scheme, req.URL.Host, req.Host = g.to.Scheme, g.to.Host, g.to.Host
+	}
+	return http.DefaultTransport.RoundTrip(req)
 }
 
 // A stream ends cleanly after room_closed, and after its own player's
