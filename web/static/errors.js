@@ -5,7 +5,7 @@
 /** Sentences by problem code; `context` picks a more precise one where it helps. */
 const sentences = {
   NETWORK: "Can't reach the server. Check your connection and try again.",
-  UNAUTHENTICATED: "Your session has expired. Reload the page to play again.",
+  UNAUTHENTICATED: "Your session has ended (it expired, or the server restarted). Reload the page to play again.",
   GUEST_AUTH_DISABLED: "This server doesn't accept guest players.",
   ROOM_NOT_FOUND: "That room doesn't exist any more.",
   PLAYER_NOT_FOUND: "That player isn't in the room any more.",
@@ -84,4 +84,11 @@ export function friendly(err, context) {
   if (code && sentences[code]) return sentences[code];
   if (code) return `Something went wrong (${code}).`;
   return "Something went wrong. Try again.";
+}
+
+/** withReload is friendly(err) followed by hint, a sentence asking to
+ * reload, unless friendly(err) already asks for that (never twice). */
+export function withReload(err, hint = "Reload the page to try again.") {
+  const sentence = friendly(err);
+  return /\breload\b/i.test(sentence) ? sentence : `${sentence} ${hint}`;
 }

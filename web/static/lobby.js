@@ -4,7 +4,7 @@
 // create, join by invite code and quick join.
 import { session } from "./session.js";
 import { $, Badge, bindForm, el } from "./ui.js";
-import { friendly } from "./errors.js";
+import { friendly, withReload } from "./errors.js";
 
 const { client: c, rooms: myRooms } = await session();
 const badge = new Badge($("#badge"));
@@ -103,7 +103,7 @@ function watch() {
     lobby.on("change", () => (joinableOnly ? render() : refreshSoon())),
     lobby.on("closed", (e) => {
       const err = e?.error;
-      if (err) $("#rooms-error").textContent = `${friendly(err)} Reload the page to see live rooms again.`;
+      if (err) $("#rooms-error").textContent = withReload(err, "Reload the page to see live rooms again.");
     })];
   unfollow = () => stops.forEach((stop) => stop());
   lobby.ready?.catch(() => {}); // shown by the closed handler

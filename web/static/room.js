@@ -7,7 +7,7 @@
 // the page never opens a stream the server would refuse.
 import { session } from "./session.js";
 import { $, Badge, bindForm, copy, el } from "./ui.js";
-import { friendly } from "./errors.js";
+import { friendly, withReload } from "./errors.js";
 
 const roomId = new URLSearchParams(location.search).get("id") ?? "";
 const { client: c, rooms: myRooms } = await session();
@@ -144,7 +144,7 @@ function onClosed(e) {
   }
   if (err?.code === "NOT_A_MEMBER") return visit("You're not a member of this room any more.");
   if (err?.status === 404) return ended("This room is gone", "It closed, or it never existed.");
-  if (err) return ended("Live updates stopped", `${friendly(err)} Reload the page to try again.`);
+  if (err) return ended("Live updates stopped", withReload(err));
 }
 
 function addMessage(m) {

@@ -6,7 +6,7 @@
 // guest token itself.
 import { RealSync, tokenExpiry } from "./realsync.js";
 import { $, bindForm, el } from "./ui.js";
-import { friendly } from "./errors.js";
+import { withReload } from "./errors.js";
 
 /**
  * session returns the tab's client, signed in as its guest, and the rooms
@@ -72,6 +72,6 @@ function showPlayer(name) {
 /** halt says the page cannot start (the server is unreachable) and never settles. */
 function halt(err) {
   document.body.append(el("section", { class: "panel narrow welcome", role: "alert" },
-    el("h1", {}, "Can't start"), el("p", {}, `${friendly(err)} Reload the page to try again.`)));
+    el("h1", {}, "Can't start"), el("p", {}, withReload(err))));
   return new Promise(() => {});
 }

@@ -309,6 +309,37 @@ describe("the demo in a browser", () => {
     }
   });
 
+  it("a restart with a new secret (a dev server without REALSYNC_JWT_SECRET): the room page says so once, no loop", async () => {
+    let flaky = await startServer();
+    try {
+      const lou = await player("lou", phone, flaky.url);
+      await lou.page.locator("#create").getByRole("button", { name: "Create room" }).click();
+      await row(lou, "lou").waitFor();
+      await lou.page.locator("#badge[data-state=live]").waitFor();
+      const addr = new URL(flaky.url).host;
+      await flaky.stop();
+      await lou.page.locator("#badge[data-state=reconnecting]").waitFor();
+      flaky = await startServer({ REALSYNC_ADDR: addr, REALSYNC_JWT_SECRET: "a-new-secret" });
+      await lou.page.getByRole("heading", { name: "Live updates stopped" }).waitFor();
+      const said = (await lou.page.locator("#ended-text").textContent()) ?? "";
+      assert.equal(said, "Your session has ended (it expired, or the server restarted). Reload the page to play again.");
+      await shoot(lou, "33-new-secret");
+      let asked = 0;
+      lou.page.on("request", (r) => { if (r.url().includes("/stream-token")) asked++; });
+      await new Promise((r) => setTimeout(r, 3000));
+      assert.equal(asked, 0, "the page asked for stream tokens after its token was refused");
+      // Reloading asks for a name again (a new guest on this server).
+      await lou.page.goto(`${flaky.url}/demo/`);
+      await lou.page.getByRole("heading", { name: "Welcome!" }).waitFor();
+      const unexpected = lou.problems.filter((m) =>
+        !/Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(m) && // while the server was down
+        !/Failed to load resource: the server responded with a status of 401 /.test(m));
+      assert.deepEqual(unexpected, []);
+    } finally {
+      await flaky.stop();
+    }
+  });
+
   it("errors the server sends are sentences, by field where they have one", async () => {
     // A deployment that accepts only some modes: the server's field error names them.
     const strict = await startServer({ REALSYNC_MODES: "battle,coop", REALSYNC_JWT_SECRET: "another-secret" });
