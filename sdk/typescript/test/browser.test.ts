@@ -276,6 +276,32 @@ describe("the demo in a browser", () => {
     clean(dana, frank, erin);
   });
 
+  it("the owner leaves: the next player owns the room, and both pages follow (Start, Kick, the state note)", async () => {
+    const olga = await guest("olga");
+    const made = await olga.createRoom({ name: "Handover", mode: "battle", region: "eu", maxPlayers: 4 });
+    const link = `${server.url}/demo/room.html?id=${made.room.id}`;
+    const [pia, quin] = [await open("pia", link, phone), await open("quin", link)];
+    for (const p of [pia, quin]) {
+      await signIn(p, "Continue");
+      await p.page.getByRole("button", { name: "Join this room" }).click();
+      await row(p, p.name).filter({ hasText: "you" }).waitFor();
+    }
+    await row(pia, "quin").waitFor();
+    assert.equal(await row(pia, "quin").getByRole("button", { name: "Kick quin" }).count(), 0, "pia does not own it yet");
+
+    await olga.leaveRoom(made.room.id);
+    await row(pia, "olga").waitFor({ state: "detached" });
+    await row(pia, "pia").filter({ hasText: "owner" }).waitFor(); // the first to join after olga
+    await row(pia, "quin").getByRole("button", { name: "Kick quin" }).waitFor();
+    assert.ok(await pia.page.locator("#start").isVisible(), "the new owner has Start");
+    await pia.page.locator("#state-note").filter({ hasText: "You may set any key." }).waitFor();
+    await row(quin, "pia").filter({ hasText: "owner" }).waitFor();
+    assert.equal(await quin.page.locator("#start").isVisible(), false, "quin does not own it");
+    assert.equal(await row(quin, "pia").getByRole("button", { name: /Kick/ }).count(), 0, "quin kicks nobody");
+    await shoot(pia, "25-owner-left");
+    clean(pia, quin);
+  });
+
   it("a server restart: the badge says reconnecting, then a room that is gone ends the page's stream", async () => {
     let flaky = await startServer();
     try {
