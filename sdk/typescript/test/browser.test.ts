@@ -302,6 +302,39 @@ describe("the demo in a browser", () => {
     clean(pia, quin);
   });
 
+  it("keyboard only: name, create, ready, chat and leave with Tab and Enter", async () => {
+    const kai = await open("kai", `${server.url}/demo/`, phone);
+    const k = kai.page.keyboard;
+    /** tabTo presses Tab until the element of selector has the focus (at most 40 times). */
+    const tabTo = async (selector: string) => {
+      for (let i = 0; i < 40; i++) {
+        if (await kai.page.evaluate((sel) => document.activeElement === document.querySelector(sel), selector)) return;
+        await k.press("Tab");
+      }
+      assert.fail(`Tab never reached ${selector}`);
+    };
+    await tabTo("#name-form input");
+    await k.type("kai");
+    await k.press("Enter");
+    await kai.page.locator(".who").filter({ hasText: "kai" }).waitFor();
+    await tabTo("#create button");
+    await k.press("Enter"); // the form's defaults: kai's room, battle, eu, 4
+    await kai.page.waitForURL(/room\.html\?id=/);
+    await row(kai, "kai").waitFor();
+    await tabTo("#ready");
+    await k.press("Enter");
+    await kai.page.locator("#ready[aria-pressed=true]").waitFor();
+    await tabTo("#say input");
+    await k.type("typed, not clicked");
+    await k.press("Enter");
+    await kai.page.locator("#chat li").filter({ hasText: "you: typed, not clicked" }).waitFor();
+    await shoot(kai, "26-keyboard");
+    await tabTo("#leave");
+    await k.press("Enter");
+    await kai.page.waitForURL(/\/demo\/$/);
+    clean(kai);
+  });
+
   it("a server restart: the badge says reconnecting, then a room that is gone ends the page's stream", async () => {
     let flaky = await startServer();
     try {
