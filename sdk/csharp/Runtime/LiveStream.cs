@@ -220,7 +220,30 @@ namespace RealSync
 
         void Fail(RealSyncException e) { Post(() => Raise(Error, e)); }
 
+        /// <summary>RefreshFailure is the error a failed token renewal is reported with.</summary>
+        static RealSyncException RefreshFailure(Exception e)
+        {
+            return e as RealSyncException ?? new RealSyncException(0, "TOKEN_REFRESH_FAILED",
+                detail: "renewing the identity token failed: " + e.Message, inner: e);
+        }
+
+        /// <summary>Run runs the stream to its end: whatever fails, the stream ends with Closed.</summary>
         async Task Run()
+        {
+            try
+            {
+                await Loop().ConfigureAwait(false);
+            }
+            catch (Exception e)
+            {
+                if (Volatile.Read(ref ended) == 1) return;
+                var err = e as RealSyncException ?? new RealSyncException(0, "INTERNAL", detail: "the live stream failed: " + e.Message, inner: e);
+                Fail(err);
+                EndWith(CloseReason.Error, err);
+            }
+        }
+
+        async Task Loop()
         {
             var attempt = 0;
             var failures = 0;
@@ -255,8 +278,13 @@ namespace RealSync
                         {
                             await Client.FreshTokenAsync(exp, ct).ConfigureAwait(false);
                         }
-                        catch (RealSyncException e)
+                        catch (OperationCanceledException) when (ct.IsCancellationRequested)
                         {
+                            return;
+                        }
+                        catch (Exception x)
+                        {
+                            var e = RefreshFailure(x);
                             Fail(e);
                             EndWith(CloseReason.Error, e);
                             return;
@@ -297,13 +325,16 @@ namespace RealSync
                     {
                         await Client.RenewTokenAsync(ct).ConfigureAwait(false);
                     }
-                    catch (RealSyncException e)
+                    catch (OperationCanceledException) when (ct.IsCancellationRequested)
                     {
-                        Fail(e);
+                        return;
+                    }
+                    catch (Exception x)
+                    {
+                        Fail(RefreshFailure(x));
                         EndWith(CloseReason.Error, err);
                         return;
                     }
-                    catch (OperationCanceledException) { return; }
                     var next = attempt + 1;
                     Post(() => Raise(Reconnecting, new ReconnectingEvent { Attempt = next, DelayMs = 0, Error = err }));
                     continue;
@@ -346,7 +377,7 @@ namespace RealSync
             else
             {
                 try { await Client.FreshTokenAsync(null, ct).ConfigureAwait(false); }
-                catch (RealSyncException e) { Fail(e); } // the token it has may still do
+                catch (Exception e) when (!ct.IsCancellationRequested) { Fail(RefreshFailure(e)); } // the token it has may still do
                 bearer = Client.Token;
             }
             using (var conn = CancellationTokenSource.CreateLinkedTokenSource(ct))

@@ -101,14 +101,36 @@ namespace RealSync
             await RenewTokenAsync(ct).ConfigureAwait(false);
         }
 
-        /// <summary>RenewTokenAsync renews the token now: RealSyncOptions.RefreshToken, else POST /v1/auth/refresh.</summary>
+        /// <summary>
+        /// RenewTokenAsync renews the token now: RealSyncOptions.RefreshToken, else
+        /// POST /v1/auth/refresh. One renewal at a time, shared by every caller
+        /// (live streams included): ct cancels this caller's wait only, never the
+        /// renewal the others wait for. It throws what the renewal threw.
+        /// </summary>
         public Task RenewTokenAsync(CancellationToken ct = default(CancellationToken))
         {
+            Task shared;
             lock (tokenGate)
             {
-                if (renewing == null || renewing.IsCompleted) renewing = Renew(ct);
-                return renewing;
+                if (renewing == null || renewing.IsCompleted) renewing = Renew(CancellationToken.None);
+                shared = renewing;
             }
+            return WaitFor(shared, ct);
+        }
+
+        /// <summary>WaitFor waits for a task, or throws OperationCanceledException once ct is cancelled (the task goes on).</summary>
+        static async Task WaitFor(Task task, CancellationToken ct)
+        {
+            if (ct.CanBeCanceled && !task.IsCompleted)
+            {
+                var cancelled = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+                using (ct.Register(() => cancelled.TrySetResult(true)))
+                {
+                    if (await Task.WhenAny(task, cancelled.Task).ConfigureAwait(false) != task)
+                        throw new OperationCanceledException(ct);
+                }
+            }
+            await task.ConfigureAwait(false);
         }
 
         async Task Renew(CancellationToken ct)

@@ -48,6 +48,8 @@ static class Tests
             T("Live_StreamTokenAndMessages", () => LiveStreamToken(s)),
             T("Live_Permanent403And404End", () => LivePermanent(s)),
             T("Live_401AfterRefreshEnds", () => LiveUnauthenticated(s)),
+            T("Live_RefreshCallbackThrowsEnds", () => LiveRefreshThrows(s)),
+            T("Live_SharedRenewalOutlivesTheStreamThatStartedIt", () => LiveSharedRenewal(s)),
             T("Live_KickedEndsLeftAndDeleteEndsRoomClosed", () => LiveEnds(s)),
             T("Live_Lobby", () => LiveLobbyTest(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
@@ -668,6 +670,72 @@ static class Tests
         await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) > 0, "the end", live);
         // 401, a refresh tried (401 too), then the end: never a loop.
         Check.Eq("connecting 1,error UNAUTHENTICATED,error UNAUTHENTICATED,closed error UNAUTHENTICATED", string.Join(",", rec.Items), "401 after a refresh was tried is permanent");
+    }
+
+    static async Task LiveRefreshThrows(Server s)
+    {
+        // Review finding 1 (C1): the game's RefreshToken callback throws after a 401.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("x")))).Room.Id;
+        var client = new RealSyncClient(new RealSyncOptions
+        {
+            BaseUrl = s.BaseUrl, Token = "not.a.token",
+            RefreshToken = ct => { throw new InvalidOperationException("login server offline"); },
+        });
+        foreach (var dispatch in new[] { LiveDispatch.Queue, LiveDispatch.Immediate })
+        {
+            var opts = Queue();
+            opts.Dispatch = dispatch;
+            var live = client.Live(id, opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && live.Ready.IsCompleted && rec.Count(x => x.StartsWith("closed")) == 1, dispatch + ": the end", live);
+            Check.Eq("connecting 1,error UNAUTHENTICATED,error TOKEN_REFRESH_FAILED,closed error UNAUTHENTICATED", string.Join(",", rec.Items), dispatch + ": events");
+            Check.True(live.Ready.IsFaulted && ((RealSyncException)live.Ready.Exception.InnerException).Code == "UNAUTHENTICATED", dispatch + ": ready fails with the 401");
+        }
+    }
+
+    static async Task LiveSharedRenewal(Server s)
+    {
+        // Review finding 1 (C3): two streams wait for one renewal; closing the
+        // stream that started it must not end the other.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("w")))).Room.Id;
+        var entered = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var release = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var calls = 0;
+        var client = new RealSyncClient(new RealSyncOptions
+        {
+            BaseUrl = s.BaseUrl, Token = "not.a.token",
+            RefreshToken = async ct =>
+            {
+                Interlocked.Increment(ref calls);
+                entered.TrySetResult(true);
+                var cancelled = new TaskCompletionSource<bool>();
+                using (ct.Register(() => cancelled.TrySetResult(true)))
+                    await Task.WhenAny(release.Task, cancelled.Task);
+                ct.ThrowIfCancellationRequested();
+                return alice.Token; // the login answers: a valid token of a member
+            },
+        });
+        var a = client.Live(id, Queue());
+        var b = client.Live(id, Queue());
+        var recB = new Recorder();
+        recB.Watch(b);
+        a.Start();
+        await entered.Task; // a started the renewal
+        b.Start();
+        await Check.WaitFor(() => recB.Has("error UNAUTHENTICATED"), "b refused too", b);
+        await Task.Delay(200); // b now waits for the renewal a started
+        a.Close();
+        await Task.Delay(100);
+        release.TrySetResult(true);
+        await Check.WaitFor(() => b.Ready.IsCompleted, "b ready or ended", a, b);
+        Check.True(b.Ready.Status == TaskStatus.RanToCompletion, "b opened with the renewed token: " + string.Join(",", recB.Items));
+        Check.True(!b.IsClosed, "b still live");
+        Check.Eq(1, Volatile.Read(ref calls), "one renewal for both");
+        b.Close();
     }
 
     static async Task LiveEnds(Server s)
