@@ -137,6 +137,7 @@ namespace RealSync
         readonly TaskCompletionSource<bool> ready = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
         int started;
         int ended; // 1 once the end was decided (by the loop or Close)
+        volatile bool silenced; // set by Close, and once Closed was raised: posted work is skipped
         volatile string lastEventId = "";
 
 
@@ -172,19 +173,27 @@ namespace RealSync
         /// <summary>DispatchPending applies the queued events and raises their C# events on the caller's thread (LiveDispatch.Queue); returns how many.</summary>
         public int DispatchPending() { return dispatcher.DispatchPending(); }
 
-        /// <summary>Close ends the stream (Closed with reason Closed).</summary>
+        /// <summary>
+        /// Close ends the stream: Closed (reason Closed) is the last C# event it
+        /// raises; events received but not yet raised are dropped, and the
+        /// model (room, state, version, rooms) no longer changes.
+        /// </summary>
         public void Close()
         {
             if (Interlocked.Exchange(ref ended, 1) == 1) return;
+            silenced = true;
             stop.Cancel();
-            Post(() => { ready.TrySetCanceled(); Raise(Closed, new ClosedEvent { Reason = CloseReason.Closed }); });
+            dispatcher.Post(() => { ready.TrySetCanceled(); Raise(Closed, new ClosedEvent { Reason = CloseReason.Closed }); });
         }
 
         /// <summary>Dispose closes the stream.</summary>
         public void Dispose() { Close(); }
 
-        /// <summary>Post runs work where events are raised, after everything posted before.</summary>
-        protected void Post(Action work) { dispatcher.Post(work); }
+        /// <summary>
+        /// Post runs work where events are raised, after everything posted
+        /// before; work that would run after Close() or after Closed is skipped.
+        /// </summary>
+        protected void Post(Action work) { dispatcher.Post(() => { if (!silenced) work(); }); }
 
         /// <summary>Raise calls an event's handlers.</summary>
         protected static void Raise<T>(Action<T> handlers, T e) { if (handlers != null) handlers(e); }
@@ -210,8 +219,9 @@ namespace RealSync
         {
             if (Interlocked.Exchange(ref ended, 1) == 1) return;
             stop.Cancel();
-            Post(() =>
+            dispatcher.Post(() =>
             {
+                silenced = true; // nothing after Closed
                 if (error != null) ready.TrySetException(error);
                 else ready.TrySetCanceled();
                 Raise(Closed, new ClosedEvent { Reason = reason, Error = error });
@@ -428,7 +438,7 @@ namespace RealSync
                         }
                         if (n == 0) return; // the server ended the stream
                         parser.Feed(buf, 0, n);
-                        if (outcome.End.HasValue || outcome.Expiring.HasValue) return;
+                        if (outcome.End.HasValue || outcome.Expiring.HasValue || ct.IsCancellationRequested) return;
                     }
                 }
             }
@@ -436,7 +446,9 @@ namespace RealSync
 
         void OnEvent(SseEvent e, Outcome outcome)
         {
-            if (outcome.End.HasValue || outcome.Expiring.HasValue) return;
+            // After the end (Close, room_closed, own player_left, token_expiring)
+            // the rest of the buffer is not read.
+            if (outcome.End.HasValue || outcome.Expiring.HasValue || Volatile.Read(ref ended) == 1) return;
             JsonObject data;
             try { data = Json.ParseObject(e.Data); }
             catch (FormatException ex)

@@ -36,6 +36,7 @@ static class Tests
             T("Fake_TokenExpiringWithoutRenewalEnds", FakeTokenNotRenewed),
             T("Fake_TransientThenRetryAfter", FakeTransient),
             T("Fake_PermanentStatuses", FakePermanent),
+            T("Fake_NothingRaisedAfterClosed", FakeNothingAfterClosed),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -322,6 +323,60 @@ static class Tests
             var e = live.Ready.Exception.InnerException as RealSyncException;
             Check.Eq(c.Status, e.Status, "status");
         }
+    }
+
+    static string Event(long version, string tag, string type, string fields)
+    {
+        return "id: " + version + "-" + tag + "\nevent: " + type + "\ndata: {\"type\":\"" + type + "\",\"roomId\":\"r1\",\"version\":" + version +
+            ",\"ts\":\"" + Ts + "\"" + fields + "}\n\n";
+    }
+
+    static string ResumedEvent(long version)
+    {
+        // as the server writes it: no id line
+        return "event: resumed\ndata: {\"type\":\"resumed\",\"roomId\":\"r1\",\"version\":" + version + ",\"ts\":\"" + Ts + "\"}\n\n";
+    }
+
+    static async Task FakeNothingAfterClosed()
+    {
+        // Review finding 5: Close() from a handler, with more events in the same read.
+        var events = new StringBuilder(Snapshot(1, "t"));
+        for (var v = 2; v <= 21; v++) events.Append(StateEvent(v, "t", "{\"n\":" + v + "}", "[]", v));
+        foreach (var dispatch in new[] { LiveDispatch.Immediate, LiveDispatch.Queue })
+        {
+            var h = new FakeHandler().Then(FakeHandler.Sse(events.ToString(), hang: true));
+            var opts = Fast();
+            opts.Dispatch = dispatch;
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.StateChanged += e => { rec.Add("state v" + e.Version); if (e.Version == 2) live.Close(); };
+            live.Start();
+            await Check.WaitFor(() => rec.Has("closed closed"), dispatch + ": closed", live);
+            await Task.Delay(100); // anything the stream would still raise
+            for (var i = 0; i < 3; i++) live.DispatchPending();
+            var items = rec.Items;
+            Check.Eq("closed closed", items.Last(), dispatch + ": Closed is the last event: " + string.Join(",", items));
+            Check.Eq(1, items.Count(x => x.StartsWith("state")), dispatch + ": one state event");
+            Check.Eq(2L, live.Version, dispatch + ": the version stays that of the last event raised");
+            Check.Eq(2L, live.State.Get("n"), dispatch + ": the state stays that of the last event raised");
+        }
+
+        // Close() by the game while events wait in the queue: only Closed is raised.
+        var h2 = new FakeHandler().Then(FakeHandler.Sse(events.ToString(), hang: true));
+        var queued = FakeClient(h2, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+        var rec2 = new Recorder();
+        rec2.Watch(queued);
+        queued.Change += e => rec2.Add("change " + e.Type);
+        queued.Start();
+        var sw = System.Diagnostics.Stopwatch.StartNew();
+        while (queued.LastEventId != "21-t" && sw.Elapsed < TimeSpan.FromSeconds(15)) await Task.Delay(10); // received, not yet dispatched
+        Check.Eq("21-t", queued.LastEventId, "all events received");
+        queued.Close();
+        queued.DispatchPending();
+        Check.Eq("closed closed", string.Join(",", rec2.Items), "queued work dropped by Close()");
+        Check.True(queued.Room == null && queued.Version == 0, "the model did not change after Close()");
+        Check.True(queued.Ready.IsCanceled, "ready cancelled");
     }
 
     // ---- REST ----
