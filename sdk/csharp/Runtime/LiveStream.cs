@@ -49,7 +49,12 @@ namespace RealSync
         public RealSyncException Error;
     }
 
-    /// <summary>ResumedEvent: the first event after a reconnection arrived.</summary>
+    /// <summary>
+    /// ResumedEvent: the stream caught up after a reconnection. Snapshot false:
+    /// the server replayed the missed events from Last-Event-ID (zero or more,
+    /// applied before this) and said so with its resumed event; Snapshot true:
+    /// it sent a snapshot (room) or a fresh list (lobby) instead, applied after this.
+    /// </summary>
     public struct ResumedEvent
     {
         /// <summary>True when the server sent a snapshot (room) or a fresh list (lobby) instead of replaying the missed events.</summary>
@@ -118,7 +123,7 @@ namespace RealSync
         public event Action<OpenEvent> Open;
         /// <summary>A transient failure: the stream reconnects after a delay.</summary>
         public event Action<ReconnectingEvent> Reconnecting;
-        /// <summary>The first event after a reconnection arrived.</summary>
+        /// <summary>The stream caught up after a reconnection (see ResumedEvent).</summary>
         public event Action<ResumedEvent> Resumed;
         /// <summary>The stream ended for good.</summary>
         public event Action<ClosedEvent> Closed;
@@ -461,12 +466,24 @@ namespace RealSync
                 outcome.Expiring = data.Time("expiresAt");
                 return;
             }
-            lastEventId = e.LastEventId;
-            if (outcome.Resuming)
+            if (e.Type == "resumed")
             {
+                // The server replayed what was missed since Last-Event-ID (zero or
+                // more events, received already). It has no id and is no room event.
+                if (outcome.Resuming)
+                {
+                    outcome.Resuming = false;
+                    Post(() => Raise(Resumed, new ResumedEvent { Snapshot = false }));
+                }
+                return;
+            }
+            lastEventId = e.LastEventId;
+            if (outcome.Resuming && (e.Type == "snapshot" || e.Type == "rooms"))
+            {
+                // a snapshot (room) or a fresh list (lobby) replaces what was missed;
+                // a replayed event leaves Resuming set: the resumed event follows the replay
                 outcome.Resuming = false;
-                var snapshot = e.Type == "snapshot" || e.Type == "rooms";
-                Post(() => Raise(Resumed, new ResumedEvent { Snapshot = snapshot }));
+                Post(() => Raise(Resumed, new ResumedEvent { Snapshot = true }));
             }
             outcome.End = Receive(e.Type, data);
         }

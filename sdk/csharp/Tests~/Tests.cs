@@ -37,6 +37,7 @@ static class Tests
             T("Fake_TransientThenRetryAfter", FakeTransient),
             T("Fake_PermanentStatuses", FakePermanent),
             T("Fake_NothingRaisedAfterClosed", FakeNothingAfterClosed),
+            T("Fake_ResumedEventAndSnapshot", FakeResumed),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -51,6 +52,7 @@ static class Tests
             T("Live_401AfterRefreshEnds", () => LiveUnauthenticated(s)),
             T("Live_RefreshCallbackThrowsEnds", () => LiveRefreshThrows(s)),
             T("Live_SharedRenewalOutlivesTheStreamThatStartedIt", () => LiveSharedRenewal(s)),
+            T("Live_QuietRoomResumesAtOnce", () => LiveQuietResume(s)),
             T("Live_KickedEndsLeftAndDeleteEndsRoomClosed", () => LiveEnds(s)),
             T("Live_Lobby", () => LiveLobbyTest(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
@@ -250,7 +252,7 @@ static class Tests
             .Then(FakeHandler.Sse(Snapshot(1, "t") + "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" + expiresAt + "\"}\n\n" +
                 StateEvent(9, "t", "{\"never\":1}", "[]", 9))) // after token_expiring: not read
             .Then(FakeHandler.Answer(201, "{\"token\":\"" + t2 + "\",\"userId\":\"u1\",\"name\":\"a\",\"expiresAt\":\"" + Ts + "\"}"))
-            .Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3), hang: true));
+            .Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3) + ResumedEvent(2), hang: true)); // the replay, as the server ends it
         // RefreshMargin 0: only the stream's token_expiring renews the token.
         var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = t1, Handler = h, RefreshMargin = TimeSpan.Zero });
         var live = client.Live("r1", Fast());
@@ -377,6 +379,34 @@ static class Tests
         Check.Eq("closed closed", string.Join(",", rec2.Items), "queued work dropped by Close()");
         Check.True(queued.Room == null && queued.Version == 0, "the model did not change after Close()");
         Check.True(queued.Ready.IsCanceled, "ready cancelled");
+    }
+
+    static async Task FakeResumed()
+    {
+        // Review finding 8: the server's resumed event (no id) after a replay;
+        // a snapshot instead of a replay.
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse(Snapshot(5, "t") + StateEvent(6, "t", "{\"b\":1}", "[]", 3)))
+            .Then(FakeHandler.Sse(ResumedEvent(6))) // nothing was missed
+            .Then(FakeHandler.Sse(StateEvent(7, "t", "{\"b\":2}", "[]", 4) + StateEvent(8, "t", "{\"b\":3}", "[]", 5) + ResumedEvent(8)))
+            .Then(FakeHandler.Sse(Snapshot(20, "u"), hang: true)); // too far behind: a snapshot, no resumed event
+        var live = FakeClient(h, token).Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        live.Change += e => rec.Add("change " + e.Type + " v" + e.Version);
+        live.Resumed += e => rec.Add("at v" + live.Version);
+        live.Start();
+        await Check.WaitFor(() => live.Version == 20, "the snapshot after the third reconnection", live);
+        var got = string.Join(",", rec.Items.Where(x => !x.StartsWith("connecting") && !x.StartsWith("error") && !x.StartsWith("reconnecting")));
+        Check.Eq("open,change snapshot v5,change state v6," +
+            "open,resumed snapshot=False,at v6," +
+            "open,change state v7,change state v8,resumed snapshot=False,at v8," +
+            "open,resumed snapshot=True,at v8,change snapshot v20", got, "events");
+        var reqs = h.Requests;
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=6-t", reqs[2], "the resumed event left Last-Event-ID alone");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=8-t", reqs[3], "resume from the last room event");
+        live.Close();
     }
 
     // ---- REST ----
@@ -793,6 +823,39 @@ static class Tests
         b.Close();
     }
 
+    static async Task LiveQuietResume(Server s)
+    {
+        // Review finding 8: a reconnection to a quiet room resumes at once (the
+        // server's resumed event), without changing the room's version or id.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("q")))).Room.Id;
+        await alice.PatchStateAsync(id, new Dictionary<string, object> { { "hp", 3 } });
+        var opts = Queue(1);
+        opts.IdleTimeout = TimeSpan.FromMilliseconds(700); // drops the quiet connection (heartbeats come every 15 s)
+        opts.Backoff = new Backoff { InitialMs = 10, MaxMs = 20 };
+        using (var live = alice.Live(id, opts))
+        {
+            var rec = new Recorder();
+            rec.Watch(live);
+            var changes = new List<string>();
+            live.Change += e => changes.Add(e.Type);
+            // Raised in order: the version when the connection dropped, and when it resumed.
+            long atDrop = -1, atResume = -1;
+            string idAtResume = null;
+            live.Reconnecting += e => { if (atResume < 0) atDrop = live.Version; };
+            live.Resumed += e => { if (atResume < 0) { atResume = live.Version; idAtResume = live.LastEventId; } };
+            live.Start();
+            await Check.WaitFor(() => live.Ready.IsCompleted, "ready", live);
+            await Check.WaitFor(() => rec.Has("resumed snapshot=False"), "resumed after a dropped connection, nothing happening", live);
+            live.Close();
+            Check.True(rec.Has("reconnecting NETWORK"), "the quiet connection was dropped");
+            Check.True(atDrop > 0, "dropped after the snapshot");
+            Check.Eq(atDrop, atResume, "resumed with nothing replayed: the version did not change");
+            Check.Eq(atResume + "-", idAtResume.Substring(0, idAtResume.IndexOf('-') + 1), "Last-Event-ID is still that of the last room event: " + idAtResume);
+            Check.True(!changes.Contains("resumed"), "the resumed event is no room event: " + string.Join(",", changes));
+        }
+    }
+
     static async Task LiveEnds(Server s)
     {
         var alice = await Guest(s, "alice");
@@ -860,7 +923,7 @@ static class Tests
             var snapshots = 0;
             var stateEvents = new List<long>();
             live.Snapshot += e => snapshots++;
-            live.StateChanged += e => stateEvents.Add(e.Version);
+            live.StateChanged += e => { stateEvents.Add(e.Version); rec.Add("state v" + e.Version); };
             live.Start();
             await Check.WaitFor(() => live.Ready.IsCompleted, "ready", live);
             var before = await bob.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 100 } });
@@ -868,10 +931,23 @@ static class Tests
 
             s.Kill();
             await Check.WaitFor(() => rec.Has("reconnecting NETWORK"), "a reconnection after the crash", live);
+            // While this instance is down, another instance (same Redis) takes
+            // the patch: alice's stream misses it for sure, and gets it replayed.
+            StateVersions after;
+            using (var other = new Server(Environment.GetEnvironmentVariable("REALSYNC_BIN"), Environment.GetEnvironmentVariable("REDIS_URL"),
+                Environment.GetEnvironmentVariable("REALSYNC_LOG") ?? System.IO.Path.Combine(System.IO.Path.GetTempPath(), "realsyncd-csharp-tests.log"),
+                Environment.GetEnvironmentVariable("REALSYNC_PIDFILE")))
+            {
+                await other.Start();
+                var bobElsewhere = new RealSyncClient(other.BaseUrl, bob.Token);
+                after = await bobElsewhere.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 90 } });
+            }
             await s.Start();
-            var after = await bob.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 90 } });
-            await Check.WaitFor(() => live.StateVersion == after.StateVersion, "the patch made after the restart", live);
+            await Check.WaitFor(() => live.StateVersion == after.StateVersion, "the patch made while the instance was down", live);
             await Check.WaitFor(() => rec.Has("resumed snapshot=False"), "resumed without a snapshot", live);
+            var items = rec.Items;
+            Check.True(items.IndexOf("state v" + after.Version) < items.IndexOf("resumed snapshot=False"),
+                "Resumed comes after the replayed events (the server's resumed event): " + string.Join(",", items));
 
             Check.Eq(90L, live.State.Get("player_2_hp"), "state after resume");
             Check.Eq(1, snapshots, "one snapshot only: the missed events were replayed with Last-Event-ID");
