@@ -9,7 +9,10 @@ namespace RealSync
     /// <summary>LiveOptions configure a live room or lobby.</summary>
     public class LiveOptions
     {
-        /// <summary>The caller's playerId in the room: its own player_left ends the stream (reason "left").</summary>
+        /// <summary>
+        /// The caller's playerId in the room: its own player_left ends the stream (reason "left").
+        /// Default: the playerId the client got in the room (RealSyncClient.PlayerIdIn).
+        /// </summary>
         public int? PlayerId;
         /// <summary>
         /// Open the stream with a stream token in the URL (POST .../stream-token before
@@ -144,6 +147,7 @@ namespace RealSync
         int ended; // 1 once the end was decided (by the loop or Close)
         volatile bool silenced; // set by Close, and once Closed was raised: posted work is skipped
         volatile string lastEventId = "";
+        volatile bool maybeLeft; // the last event was a player_left that may be the caller's own
 
 
         internal LiveStream(RealSyncClient client, string path, LiveOptions options)
@@ -234,6 +238,14 @@ namespace RealSync
         }
 
         void Fail(RealSyncException e) { Post(() => Raise(Error, e)); }
+
+        /// <summary>
+        /// MaybeLeft marks the event being received as a player_left that may be
+        /// the caller's own (its playerId is not known): if the next connection is
+        /// refused with 403 NOT_A_MEMBER or 404, the stream ends with reason Left.
+        /// Any later event clears the mark.
+        /// </summary>
+        protected void MaybeLeft() { maybeLeft = true; }
 
         /// <summary>RefreshFailure is the error a failed token renewal is reported with.</summary>
         static RealSyncException RefreshFailure(Exception e)
@@ -332,6 +344,12 @@ namespace RealSync
                     err = new RealSyncException(0, "NETWORK", detail: "event stream: " + e.Message, inner: e);
                 }
                 if (ct.IsCancellationRequested) return;
+                if (maybeLeft && (err.Code == "NOT_A_MEMBER" || err.Status == 404))
+                {
+                    // the player_left just received was the caller's own
+                    EndWith(CloseReason.Left, null);
+                    return;
+                }
                 Fail(err);
                 if (err.Status == 401 && !renewedFor401)
                 {
@@ -478,6 +496,7 @@ namespace RealSync
                 return;
             }
             lastEventId = e.LastEventId;
+            maybeLeft = false;
             if (outcome.Resuming && (e.Type == "snapshot" || e.Type == "rooms"))
             {
                 // a snapshot (room) or a fresh list (lobby) replaces what was missed;

@@ -53,6 +53,7 @@ namespace RealSync
         string token;
         Task renewing;
         string unrenewable; // a token the server refused to renew (REFRESH_NOT_ALLOWED)
+        readonly Dictionary<string, int> playerIds = new Dictionary<string, int>(); // room id -> the caller's playerId
 
         /// <summary>A client of the server at opts.BaseUrl.</summary>
         public RealSyncClient(RealSyncOptions opts)
@@ -133,6 +134,27 @@ namespace RealSync
             await task.ConfigureAwait(false);
         }
 
+        /// <summary>
+        /// PlayerIdIn is the playerId this client got in a room (create, join,
+        /// join by code, quick-join), or null. Live rooms use it to recognise
+        /// the caller's own player_left.
+        /// </summary>
+        public int? PlayerIdIn(string roomId)
+        {
+            lock (playerIds)
+            {
+                int id;
+                return roomId != null && playerIds.TryGetValue(roomId, out id) ? id : (int?)null;
+            }
+        }
+
+        T Joined<T>(T j) where T : RoomJoined
+        {
+            if (j != null && j.Room != null && j.Room.Id != null && j.PlayerId > 0)
+                lock (playerIds) playerIds[j.Room.Id] = j.PlayerId;
+            return j;
+        }
+
         async Task Renew(CancellationToken ct)
         {
             if (opts.RefreshToken != null)
@@ -180,7 +202,7 @@ namespace RealSync
         [Operation("POST", "/v1/rooms", "createRoom")]
         public async Task<RoomJoined> CreateRoomAsync(CreateRoomRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct).ConfigureAwait(false));
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct).ConfigureAwait(false)));
         }
 
         /// <summary>ListRoomsAsync reads a page of public rooms.</summary>
@@ -196,7 +218,7 @@ namespace RealSync
         public async Task<RoomJoined> JoinByCodeAsync(string inviteCode, CancellationToken ct = default(CancellationToken))
         {
             var body = new Dictionary<string, object> { { "inviteCode", inviteCode } };
-            return RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms/join-by-code", body, ct).ConfigureAwait(false));
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms/join-by-code", body, ct).ConfigureAwait(false)));
         }
 
         /// <summary>GetRoomAsync reads a room with its players.</summary>
@@ -224,7 +246,7 @@ namespace RealSync
         [Operation("POST", "/v1/rooms/{roomId}/join", "joinRoom")]
         public async Task<RoomJoined> JoinRoomAsync(string roomId, CancellationToken ct = default(CancellationToken))
         {
-            return RoomJoined.FromJson(await Call(HttpMethod.Post, RoomPath(roomId) + "/join", null, ct).ConfigureAwait(false));
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, RoomPath(roomId) + "/join", null, ct).ConfigureAwait(false)));
         }
 
         /// <summary>LeaveRoomAsync leaves a room.</summary>
@@ -326,7 +348,7 @@ namespace RealSync
         [Operation("POST", "/v1/matchmaking/quick-join", "quickJoin")]
         public async Task<QuickJoined> QuickJoinAsync(QuickJoinRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct).ConfigureAwait(false));
+            return Joined(QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct).ConfigureAwait(false)));
         }
 
         /// <summary>MyRoomsPageAsync reads one page of the rooms the caller is in (limit 1..100, default 20).</summary>

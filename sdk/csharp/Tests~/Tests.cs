@@ -38,6 +38,7 @@ static class Tests
             T("Fake_PermanentStatuses", FakePermanent),
             T("Fake_NothingRaisedAfterClosed", FakeNothingAfterClosed),
             T("Fake_ResumedEventAndSnapshot", FakeResumed),
+            T("Fake_PlayerLeftThenRefusedEndsLeft", FakePlayerLeftThenRefused),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -52,6 +53,7 @@ static class Tests
             T("Live_401AfterRefreshEnds", () => LiveUnauthenticated(s)),
             T("Live_RefreshCallbackThrowsEnds", () => LiveRefreshThrows(s)),
             T("Live_SharedRenewalOutlivesTheStreamThatStartedIt", () => LiveSharedRenewal(s)),
+            T("Live_OwnLeaveWithoutPlayerIdEndsLeft", () => LiveOwnLeaveWithoutPlayerId(s)),
             T("Live_QuietRoomResumesAtOnce", () => LiveQuietResume(s)),
             T("Live_KickedEndsLeftAndDeleteEndsRoomClosed", () => LiveEnds(s)),
             T("Live_Lobby", () => LiveLobbyTest(s)),
@@ -407,6 +409,38 @@ static class Tests
         Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=6-t", reqs[2], "the resumed event left Last-Event-ID alone");
         Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=8-t", reqs[3], "resume from the last room event");
         live.Close();
+    }
+
+    static async Task FakePlayerLeftThenRefused()
+    {
+        // Review finding 6: without a known playerId, a player_left followed by a
+        // refused reconnection was the caller's own leave; anything else is an error.
+        var left = Event(2, "t", "player_left", ",\"playerId\":2,\"reason\":\"kicked\"");
+        var disconnected = Event(2, "t", "player_left", ",\"playerId\":2,\"reason\":\"disconnected\"");
+        var cases = new[]
+        {
+            new { Name = "kicked, then 403 NOT_A_MEMBER", Body = left, Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed left" },
+            new { Name = "kicked, then 404", Body = left, Status = 404, Code = "ROOM_NOT_FOUND", StreamToken = false, Want = "closed left" },
+            new { Name = "kicked, then the stream-token POST 403", Body = left, Status = 403, Code = "NOT_A_MEMBER", StreamToken = true, Want = "closed left" },
+            new { Name = "disconnected, then 403", Body = disconnected, Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed error NOT_A_MEMBER" },
+            new { Name = "kicked, another event, then 403", Body = left + StateEvent(3, "t", "{}", "[]", 3), Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed error NOT_A_MEMBER" },
+            new { Name = "kicked, then 403 BANNED", Body = left, Status = 403, Code = "BANNED", StreamToken = false, Want = "closed error BANNED" },
+        };
+        foreach (var c in cases)
+        {
+            var h = new FakeHandler();
+            if (c.StreamToken) h.Then(FakeHandler.Answer(201, "{\"token\":\"st1\",\"expiresAt\":\"" + Ts + "\"}"));
+            h.Then(FakeHandler.Sse(Snapshot(1, "t") + c.Body)).Then(FakeHandler.Problem(c.Status, c.Code));
+            var opts = Fast();
+            opts.PlayerId = null;
+            opts.UseStreamToken = c.StreamToken;
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Name + ": the end", live);
+            Check.True(rec.Has(c.Want), c.Name + ": want " + c.Want + ", got " + string.Join(",", rec.Items));
+        }
     }
 
     // ---- REST ----
@@ -821,6 +855,34 @@ static class Tests
         Check.True(!b.IsClosed, "b still live");
         Check.Eq(1, Volatile.Read(ref calls), "one renewal for both");
         b.Close();
+    }
+
+    static async Task LiveOwnLeaveWithoutPlayerId(Server s)
+    {
+        // Review finding 6: no LiveOptions.PlayerId. Bob's client knows his
+        // playerId from the join; a client that never joined learns it was its
+        // own player_left when the reconnection is refused.
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        foreach (var how in new[] { "joined by this client", "unknown playerId", "unknown playerId, stream token" })
+        {
+            var id = (await alice.CreateRoomAsync(NewRoom(Unique("k")))).Room.Id;
+            var joined = await bob.JoinRoomAsync(id);
+            Check.Eq((int?)joined.PlayerId, bob.PlayerIdIn(id), "the client remembers its playerId");
+            var client = how == "joined by this client" ? bob : new RealSyncClient(s.BaseUrl, bob.Token);
+            var opts = Fast();
+            opts.PlayerId = null;
+            opts.UseStreamToken = how.EndsWith("stream token");
+            var live = client.Live(id, opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.Ready.IsCompleted, how + ": ready", live);
+            await alice.KickAsync(id, joined.PlayerId);
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, how + ": the end", live);
+            Check.True(rec.Has("closed left"), how + ": ends left: " + string.Join(",", rec.Items));
+            if (how == "joined by this client") Check.Eq(0, rec.Count(x => x.StartsWith("reconnecting")), how + ": no reconnection");
+        }
     }
 
     static async Task LiveQuietResume(Server s)
