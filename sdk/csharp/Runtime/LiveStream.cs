@@ -240,6 +240,12 @@ namespace RealSync
         void Fail(RealSyncException e) { Post(() => Raise(Error, e)); }
 
         /// <summary>
+        /// ResumesFromLastEventId tells whether a reconnection sends Last-Event-ID
+        /// (a room's log replays from it; the lobby always starts over from its list).
+        /// </summary>
+        protected virtual bool ResumesFromLastEventId { get { return true; } }
+
+        /// <summary>
         /// MaybeLeft marks the event being received as a player_left that may be
         /// the caller's own (its playerId is not known): if the next connection is
         /// refused with 403 NOT_A_MEMBER or 404, the stream ends with reason Left.
@@ -418,7 +424,7 @@ namespace RealSync
             {
                 req.Headers.Accept.ParseAdd("text/event-stream");
                 if (bearer != null) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", bearer);
-                var last = lastEventId;
+                var last = ResumesFromLastEventId ? lastEventId : "";
                 if (last.Length > 0) req.Headers.TryAddWithoutValidation("Last-Event-ID", last);
                 conn.CancelAfter(Options.IdleTimeout);
                 HttpResponseMessage resp;
@@ -484,7 +490,7 @@ namespace RealSync
                 outcome.Expiring = data.Time("expiresAt");
                 return;
             }
-            if (e.Type == "resumed")
+            if (e.Type == "resumed" && ResumesFromLastEventId)
             {
                 // The server replayed what was missed since Last-Event-ID (zero or
                 // more events, received already). It has no id and is no room event.

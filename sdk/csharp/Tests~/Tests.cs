@@ -39,6 +39,7 @@ static class Tests
             T("Fake_NothingRaisedAfterClosed", FakeNothingAfterClosed),
             T("Fake_ResumedEventAndSnapshot", FakeResumed),
             T("Fake_PlayerLeftThenRefusedEndsLeft", FakePlayerLeftThenRefused),
+            T("Fake_LobbySendsNoLastEventId", FakeLobbyNoLastEventId),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -441,6 +442,21 @@ static class Tests
             await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Name + ": the end", live);
             Check.True(rec.Has(c.Want), c.Name + ": want " + c.Want + ", got " + string.Join(",", rec.Items));
         }
+    }
+
+    static async Task FakeLobbyNoLastEventId()
+    {
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var rooms = "id: 9-l\nevent: rooms\ndata: {\"type\":\"rooms\",\"rooms\":[]}\n\n";
+        var h = new FakeHandler().Then(FakeHandler.Sse(rooms)).Then(FakeHandler.Sse(rooms, hang: true));
+        var lobby = FakeClient(h, token).Lobby("m", null, Fast());
+        var rec = new Recorder();
+        rec.Watch(lobby);
+        lobby.Start();
+        await Check.WaitFor(() => rec.Has("resumed snapshot=True"), "the list again after the reconnection", lobby);
+        var reqs = h.Requests;
+        Check.Eq("GET /v1/lobby/events?mode=m auth=" + token + " last=", reqs[1], "a lobby reconnection sends no Last-Event-ID");
+        lobby.Close();
     }
 
     // ---- REST ----
