@@ -99,7 +99,8 @@ func TestStreamResumesAfterDrop(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			all = append(all, until(t, st, func(ev rs.Event) bool { return stateN(ev) == round*10+10 })...)
+			// the replay (and live events) up to n, and the server's resumed
+			all = append(all, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == round*10+10 }, isResumed))...)
 		}
 		var ns []int
 		for _, ev := range all {
@@ -117,9 +118,51 @@ func TestStreamResumesAfterDrop(t *testing.T) {
 				t.Fatalf("state events %v: want 1..30 once each", ns)
 			}
 		}
-		if len(ns) != 30 || count[*rs.Snapshot](all) != 1 || count[*rs.Reconnecting](all) < 3 ||
-			count[*rs.Resumed](all) < 3 || strings.Contains(kinds(all), "resumed(snapshot=true)") {
+		if len(ns) != 30 || count[*rs.Snapshot](all) != 1 || count[*rs.Reconnecting](all) != 3 ||
+			count[*rs.Resumed](all) != 3 || strings.Contains(kinds(all), "resumed(snapshot=true)") || count[*rs.UnknownEvent](all) != 0 {
 			t.Fatalf("items: %s", kinds(all))
+		}
+	})
+}
+
+// After a reconnection to a quiet room the server's resumed event reports
+// at once that nothing was lost (without waiting for a room event or a
+// heartbeat): Resumed, not a room event, and LastEventID and the room's
+// Version stay.
+func TestStreamResumedInQuietRoom(t *testing.T) {
+	eachBackend(t, serverOpts{}, func(t *testing.T, s *server) {
+		c := ctx(t)
+		host := s.guest(t, "host")
+		room, err := host.CreateRoom(c, arena("Quiet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := room.Room.Id
+		gs := rs.New(s.url, rs.WithAPIKey(s.keys.all), fastBackoff)
+		st := gs.Stream(c, id)
+		defer st.Close()
+		live := &rs.LiveRoom{}
+		apply := func(evs []rs.Event) {
+			for _, ev := range evs {
+				if err := live.Apply(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		apply(until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.Snapshot); return ok }))
+		last, version := st.LastEventID(), live.Version
+		s.dropStreams(t)
+		// the heartbeat is 15 s: ctx(t) would end first without the resumed event
+		got := until(t, st, isResumed)
+		apply(got)
+		if k := kinds(got); k != "reconnecting connecting open resumed(snapshot=false)" || st.LastEventID() != last || live.Version != version {
+			t.Fatalf("items %s, last id %s (was %s), version %d (was %d)", k, st.LastEventID(), last, live.Version, version)
+		}
+		if _, err := gs.PatchState(c, id, rs.State{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := st.Next(); err != nil || stateN(ev) != 1 {
+			t.Fatalf("after resumed: %s %v", kinds([]rs.Event{ev}), err)
 		}
 	})
 }
@@ -325,6 +368,18 @@ func TestStreamEnds(t *testing.T) {
 	})
 }
 
+func isResumed(ev rs.Event) bool { _, ok := ev.(*rs.Resumed); return ok }
+
+// both is a stop function for until: true once a and b have each been
+// true for an item (of the same until call).
+func both(a, b func(rs.Event) bool) func(rs.Event) bool {
+	var sawA, sawB bool
+	return func(ev rs.Event) bool {
+		sawA, sawB = sawA || a(ev), sawB || b(ev)
+		return sawA && sawB
+	}
+}
+
 func isLifecycle(ev rs.Event) bool {
 	switch ev.(type) {
 	case *rs.Connecting, *rs.Opened, *rs.Reconnecting, *rs.Resumed, *rs.Closed:
@@ -402,11 +457,12 @@ func TestStreamTokenExpiring(t *testing.T) {
 	if _, err := long.PatchState(c, room.Room.Id, rs.State{"n": 1}); err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, until(t, st, func(ev rs.Event) bool { return stateN(ev) == 1 })...)
+	got = append(got, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == 1 }, isResumed))...)
 	k := kinds(got)
-	// (the replay may hold the player's own player_disconnected first)
-	if !strings.Contains(k, "token_expiring connecting open resumed(snapshot=false) ") || strings.Contains(k, "reconnecting") ||
-		count[*rs.Snapshot](got) != 1 {
+	// (the replay may hold the player's own player_disconnected and the
+	// state, before resumed, or the state may come live after it)
+	if !strings.Contains(k, "token_expiring connecting open ") || strings.Contains(k, "reconnecting") ||
+		count[*rs.Resumed](got) != 1 || count[*rs.Snapshot](got) != 1 || count[*rs.UnknownEvent](got) != 0 {
 		t.Fatalf("items: %s", k)
 	}
 	if calls.Load() != 2 {
