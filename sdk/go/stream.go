@@ -116,9 +116,9 @@ type Stream struct {
 	delivered bool           // the open connection brought an event
 	resuming  bool           // a reopened connection's resumed event or snapshot is still due
 	token     string         // the identity token the open (or last) connection was sent with
+	expiring  *TokenExpiring // the last event was this token_expiring: renew, and reconnect at once
 	renewed   string         // the token to send next, just renewed after token_expiring
-	expiring  *TokenExpiring // the last event was this token_expiring: renew and reconnect at once
-	lastExp   time.Time      // the expiresAt of the last token_expiring
+	lastExp   time.Time      // the expiresAt of the last token_expiring whose token was renewed
 	left      bool           // the last event was a player_left that may be the own one
 	ready     bool           // the first snapshot (rooms list) was read
 
@@ -229,6 +229,23 @@ func (s *Stream) step() {
 	}
 	switch s.phase {
 	case phaseConnect:
+		if ev := s.expiring; ev != nil {
+			// not an outage: renew the token and resume at once
+			t, err := s.renew(ev)
+			var te *TokenError
+			switch {
+			case err != nil && s.ctx.Err() != nil:
+				s.finish(ClosedByCaller, nil)
+				return
+			case errors.As(err, &te) && te.transient():
+				s.retry(err, 0) // renew again before the next attempt
+				return
+			case err != nil:
+				s.finish(ClosedError, err)
+				return
+			}
+			s.expiring, s.renewed = nil, t
+		}
 		s.attempt++
 		s.emit(&Connecting{Attempt: s.attempt})
 		s.phase = phaseDial
@@ -262,7 +279,7 @@ func (s *Stream) dial() {
 	if err != nil {
 		cancel()
 		var te *TokenError
-		if errors.As(err, &te) && !te.transient() {
+		if errors.As(err, &te) && !te.transient() && s.ctx.Err() == nil {
 			// the source cannot give a token: retrying cannot cure it
 			s.finish(ClosedError, err)
 			return
@@ -387,14 +404,8 @@ func (s *Stream) drop(err error) {
 	if time.Since(s.openedAt) >= s.c.backoff.Reset {
 		s.failures = 0
 	}
-	if ev := s.expiring; ev != nil {
-		// not an outage: renew the token and resume at once
-		s.expiring = nil
-		if err := s.renew(ev); err != nil {
-			s.finish(ClosedError, err)
-			return
-		}
-		s.phase = phaseConnect
+	if s.expiring != nil {
+		s.phase = phaseConnect // which renews the token first
 		return
 	}
 	switch {
@@ -443,13 +454,14 @@ func (s *Stream) finish(reason string, err error) {
 	s.pending = append(s.pending, item{ev: &Closed{Reason: reason, Err: err}, err: err})
 }
 
-// renew gets a new identity token after token_expiring ev: the token
-// source is asked as if the server had refused the stream's token, and
-// the token it gives must expire after ev.ExpiresAt (when it says, as a
-// JWT does; else it must differ). Otherwise it returns the 401
-// UNAUTHENTICATED the next connection would meet: reconnecting with that
-// token would only open ever shorter streams.
-func (s *Stream) renew(ev *TokenExpiring) error {
+// renew returns a new identity token after token_expiring ev ("" for a
+// credential without one): the token source is asked as if the server had
+// refused the stream's token, and the token it gives must expire after
+// ev.ExpiresAt (when it says, as a JWT does; else it must differ).
+// Otherwise it returns the 401 UNAUTHENTICATED the next connection would
+// meet (a *TokenError with the source's error when it failed):
+// reconnecting with that token would only open ever shorter streams.
+func (s *Stream) renew(ev *TokenExpiring) (string, error) {
 	fail := func(why string, cause error) error {
 		e := &Error{Status: http.StatusUnauthorized, Code: "UNAUTHENTICATED", Title: "Unauthenticated",
 			Detail: fmt.Sprintf("the identity token expires at %s and %s", ev.ExpiresAt.Format(time.RFC3339), why)}
@@ -458,29 +470,24 @@ func (s *Stream) renew(ev *TokenExpiring) error {
 		}
 		return e
 	}
-	again := !s.lastExp.IsZero() && ev.ExpiresAt.Equal(s.lastExp)
-	s.lastExp = ev.ExpiresAt
 	cr := s.c.cred.Load()
 	switch {
 	case cr == nil || cr.apiKey != "":
-		return nil // no identity token (a server's stream never expires)
+		return "", nil // no identity token (a server's stream never expires)
 	case cr.source == nil:
-		return fail("cannot be renewed: use WithTokenSource or Guest", nil)
-	case again:
-		return fail("was not renewed", nil)
+		return "", fail("cannot be renewed: use WithTokenSource or Guest", nil)
+	case ev.ExpiresAt.Equal(s.lastExp):
+		return "", fail("was not renewed", nil) // the renewed token expires as the last one
 	}
 	t, err := cr.source(s.ctx, s.token)
 	if err != nil {
-		if s.ctx.Err() != nil {
-			return nil // Close: the next step ends the stream
-		}
-		return fail("the token source failed", err)
+		return "", fail("the token source failed", err)
 	}
 	if exp, ok := tokenExpiry(t); ok && !exp.After(ev.ExpiresAt) || !ok && t == s.token {
-		return fail("the token source gave no later one", nil)
+		return "", fail("the token source gave no later one", nil)
 	}
-	s.renewed = t
-	return nil
+	s.lastExp = ev.ExpiresAt
+	return t, nil
 }
 
 // tokenExpiry reads the exp claim of a JWT without checking the token

@@ -157,6 +157,35 @@ func TestStreamTokenExpiringRenewal(t *testing.T) {
 			t.Fatalf("items %s, %d refreshes", kinds(got), s.refreshes.Load()-before)
 		}
 	})
+	t.Run("renewal fails on the network once", func(t *testing.T) {
+		c := ctx(t)
+		var renewals atomic.Int32
+		short, long := sign("u_host3", 3*time.Second), sign("u_host3", time.Hour)
+		cl := rs.New(s.url, fastBackoff, rs.WithTokenSource(func(_ context.Context, refused string) (string, error) {
+			switch {
+			case refused == "" && renewals.Load() < 2:
+				return short, nil // for JoinRoom and the first connection
+			case refused != "" && renewals.Add(1) == 1:
+				return "", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+			}
+			return long, nil
+		}))
+		if _, err := cl.JoinRoom(c, id); err != nil {
+			t.Fatal(err)
+		}
+		st := cl.Stream(c, id)
+		defer st.Close()
+		got := until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.TokenExpiring); return ok })
+		if _, err := gs.PatchState(c, id, rs.State{"n": 3}); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == 3 }, isResumed))...)
+		k := kinds(got)
+		if !strings.Contains(k, "token_expiring reconnecting connecting open") ||
+			count[*rs.TokenExpiring](got) != 1 || count[*rs.Reconnecting](got) != 1 || renewals.Load() != 2 {
+			t.Fatalf("items %s", k)
+		}
+	})
 	for _, tc := range []struct {
 		name string
 		cred func() rs.Option
