@@ -31,7 +31,9 @@ type StreamOption func(*Stream)
 func AfterEventID(id string) StreamOption { return func(s *Stream) { s.lastID = id } }
 
 // AsPlayer tells the stream its own playerId, so that the player_left of
-// that player ends it at once with ClosedLeft. Without it the stream
+// that player ends it at once with ClosedLeft. It is needed only when the
+// room was not created or joined with this Client (CreateRoom, JoinRoom,
+// JoinByCode and QuickJoin note the playerId); without it the stream
 // learns it from the answer to its reconnection (403 NOT_A_MEMBER or
 // 404 right after a player_left ends it with ClosedLeft).
 func AsPlayer(playerID int) StreamOption { return func(s *Stream) { s.playerID = playerID } }
@@ -64,6 +66,9 @@ func (c *Client) Stream(ctx context.Context, roomID string, opts ...StreamOption
 		}
 		return req.WithContext(ctx), nil
 	}, opts)
+	if id, ok := c.players.Load(roomID); ok && s.playerID == 0 && !c.server() {
+		s.playerID = id.(int)
+	}
 	return s
 }
 

@@ -286,25 +286,38 @@ func TestStreamPermanentErrors(t *testing.T) {
 }
 
 // A stream ends cleanly after room_closed, and after its own player's
-// player_left (known by AsPlayer, or learnt from the refused
-// reconnection); another player's leave does not end it.
+// player_left: at once when it knows its playerId (AsPlayer, or the
+// client joined the room), else after the refused reconnection; another
+// player's leave does not end it.
 func TestStreamEnds(t *testing.T) {
 	s := newServer(t, redistestEmbedded, serverOpts{})
 	c := ctx(t)
-	host, bob, carol := s.guest(t, "host"), s.guest(t, "bob"), s.guest(t, "carol")
+	host, carol := s.guest(t, "host"), s.guest(t, "carol")
+	bob := rs.New(s.url, fastBackoff)
+	tok, err := bob.Guest(c, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobElsewhere := rs.New(s.url, rs.WithToken(tok.Token), fastBackoff) // did not join: does not know bob's playerId
 	gs := rs.New(s.url, rs.WithAPIKey(s.keys.all))
 	closed := func(ev rs.Event) bool { _, ok := ev.(*rs.Closed); return ok }
 	for _, tc := range []struct {
 		name   string
+		reader *rs.Client // bob's client reading the stream
 		opts   []rs.StreamOption
 		end    func(id string) error // what ends bob's stream
 		reason string
-		last   string // the event before Closed
+		tail   string // the items from the last event on
 	}{
-		{"room closed", nil, func(id string) error { return gs.DeleteRoom(c, id) }, rs.ClosedRoomClosed, "room_closed"},
-		{"left", nil, func(id string) error { return bob.LeaveRoom(c, id) }, rs.ClosedLeft, "player_left"},
-		{"kicked, as player 2", []rs.StreamOption{rs.AsPlayer(2)}, func(id string) error { return gs.Kick(c, id, 2, false) }, rs.ClosedLeft, "player_left"},
-		{"kicked", nil, func(id string) error { return host.Kick(c, id, 2, false) }, rs.ClosedLeft, "player_left"},
+		{"room closed", bob, nil, func(id string) error { return gs.DeleteRoom(c, id) }, rs.ClosedRoomClosed, "room_closed closed(room_closed)"},
+		{"left", bob, nil, func(id string) error { return bob.LeaveRoom(c, id) }, rs.ClosedLeft, "player_left closed(left)"},
+		{"kicked", bob, nil, func(id string) error { return host.Kick(c, id, 2, false) }, rs.ClosedLeft, "player_left closed(left)"},
+		{"kicked, as player 2", bobElsewhere, []rs.StreamOption{rs.AsPlayer(2)}, func(id string) error { return gs.Kick(c, id, 2, false) },
+			rs.ClosedLeft, "player_left closed(left)"},
+		{"left, learnt", bobElsewhere, nil, func(id string) error { return bob.LeaveRoom(c, id) }, rs.ClosedLeft,
+			"player_left reconnecting connecting closed(left)"},
+		{"kicked, learnt", bobElsewhere, nil, func(id string) error { return host.Kick(c, id, 2, false) }, rs.ClosedLeft,
+			"player_left reconnecting connecting closed(left)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			room, err := host.CreateRoom(c, arena(tc.name))
@@ -317,7 +330,7 @@ func TestStreamEnds(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st := bob.Stream(c, id, tc.opts...)
+			st := tc.reader.Stream(c, id, tc.opts...)
 			defer st.Close()
 			if err := st.Ready(); err != nil {
 				t.Fatal(err)
@@ -333,14 +346,14 @@ func TestStreamEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := until(t, st, closed)
-			var lastEvent string
-			for _, ev := range got {
-				if _, ok := ev.(interface{ EventType() string }); ok && !isLifecycle(ev) {
-					lastEvent = ev.EventType()
+			last := 0
+			for i, ev := range got {
+				if !isLifecycle(ev) {
+					last = i
 				}
 			}
 			cl := got[len(got)-1].(*rs.Closed)
-			if cl.Reason != tc.reason || cl.Err != nil || lastEvent != tc.last {
+			if cl.Reason != tc.reason || cl.Err != nil || kinds(got[last:]) != tc.tail {
 				t.Fatalf("closed %+v after %s", cl, kinds(got))
 			}
 		})
