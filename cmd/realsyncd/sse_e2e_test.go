@@ -37,6 +37,7 @@ type follower struct {
 
 	mu      sync.Mutex
 	events  []sseEvent
+	resumes int // resumed events: a reconnection replayed what it missed
 	lastID  string
 	conns   int
 	retries []int // per connection that ended, the last retry hint it sent (0: none)
@@ -142,11 +143,18 @@ func (f *follower) read(rd *bufio.Reader) bool {
 	}
 }
 
-// record keeps e; true when the stream ends with it.
+// record keeps e (a resumed event only counted); true when the stream
+// ends with it. As EventSource, an event without an id leaves the last id.
 func (f *follower) record(e sseEvent) bool {
 	f.mu.Lock()
-	f.events = append(f.events, e)
-	f.lastID = e.id
+	if e.typ == "resumed" {
+		f.resumes++
+	} else {
+		f.events = append(f.events, e)
+	}
+	if e.id != "" {
+		f.lastID = e.id
+	}
 	f.mu.Unlock()
 	select {
 	case f.updated <- struct{}{}:
@@ -521,8 +529,11 @@ func TestShutdownEndsStreams(t *testing.T) {
 		t.Error("the stream did not move to the other instance")
 	}
 	f.mu.Lock()
-	hint := f.retries[0]
+	hint, resumes, conns := f.retries[0], f.resumes, f.conns
 	f.mu.Unlock()
+	if resumes != conns-1 {
+		t.Errorf("%d connections, %d resumed events: want one per reconnection (each replayed)", conns, resumes)
+	}
 	if hint < 500 || hint >= 2000 {
 		t.Errorf("the stream ended with retry %d ms, want 500..1999", hint)
 	}

@@ -12,8 +12,10 @@ const guestRenewBefore = 5 * time.Minute
 
 // Guest fetches a guest token (POST /v1/auth/guest; name "" lets the server
 // pick one) and makes it the client's credential, renewed with
-// POST /v1/auth/refresh when it has less than five minutes left (the
-// user, and so the rooms, stay the same). For bots, tests and tools; game
+// POST /v1/auth/refresh when it has less than five minutes left by the
+// client's clock, or when the server refused it or a stream's
+// token_expiring says it expires soon by the server's (the user, and so
+// the rooms, stay the same). For bots, tests and tools; game
 // servers use an API key. Errors: *Error 403 GUEST_AUTH_DISABLED when the
 // server has guests off, 422 VALIDATION_FAILED for a bad name.
 func (c *Client) Guest(ctx context.Context, name string) (*GuestToken, error) {

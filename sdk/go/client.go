@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -16,6 +17,10 @@ type Client struct {
 	hc      *http.Client
 	cred    atomic.Pointer[credential]
 	backoff Backoff
+	// players holds the caller's own playerId per room id, as
+	// CreateRoom, JoinRoom, JoinByCode and QuickJoin answered: a Stream
+	// of that room knows its player without AsPlayer.
+	players sync.Map
 
 	// API is the client generated from openapi.yaml, for every route
 	// (the methods of Client are built on it). It sends this client's
@@ -51,6 +56,13 @@ func New(baseURL string, opts ...Option) *Client {
 	// WithHTTPClient cannot.
 	c.API, _ = NewClientWithResponses(c.base, WithHTTPClient(authDoer{c}))
 	return c
+}
+
+// joined notes the caller's playerId in room roomID (see players) and
+// returns v.
+func joined[T any](c *Client, v *T, roomID string, playerID int) *T {
+	c.players.Store(roomID, playerID)
+	return v
 }
 
 // BaseURL returns the server's URL as given to New, without a trailing

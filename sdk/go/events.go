@@ -111,8 +111,12 @@ type RoomClosed struct {
 }
 
 // TokenExpiring: the stream ends because the identity token it was opened
-// with expires soon. The reader reconnects at once with the credential's
-// current token (a TokenSource renews it) and resumes: nothing is missed.
+// with expires soon (at ExpiresAt, by the server's clock). The reader asks
+// the token source for a new token as if the server had refused the
+// current one (Guest's refreshes it), reconnects at once with it and
+// resumes: nothing is missed. A token that cannot be renewed (WithToken,
+// or the source gives none that expires after ExpiresAt) ends the stream
+// with a 401 UNAUTHENTICATED *Error instead.
 type TokenExpiring struct {
 	Header
 	ExpiresAt time.Time `json:"expiresAt"`

@@ -3,9 +3,8 @@ package realsync
 import "time"
 
 // Connecting: a connection attempt starts. Attempt counts from 1 since
-// the stream was last open, as in every RealSync SDK; the backoff's delay
-// does not start over with it, only after a stream stayed open
-// Backoff.Reset.
+// the stream was last open (every connection the server accepted starts
+// it over; the backoff's delays start over only after Backoff.Reset).
 type Connecting struct{ Attempt int }
 
 // Opened: the server accepted the connection; events follow.
@@ -13,18 +12,23 @@ type Opened struct{}
 
 // Reconnecting: the connection failed or dropped for a transient reason
 // (Err: a network error, a 5xx, 408 or 429 *Error, the end of the
-// response); the stream reconnects after Delay (Backoff, at least a
-// Retry-After).
+// response, a *TokenError of a network failure); the stream reconnects
+// after Delay (Backoff, at least a Retry-After). Attempt is the coming
+// Connecting's.
 type Reconnecting struct {
 	Attempt int
 	Delay   time.Duration
 	Err     error
 }
 
-// Resumed: a connection after one that brought events opened. Snapshot tells
-// whether the server had to send a snapshot (the events missed were no
-// longer in its log, or the history changed) instead of replaying what
-// was missed; a lobby stream always starts over with a rooms list.
+// Resumed: a connection after one that brought events has caught up.
+// Snapshot false: the server replayed what was missed (zero or more
+// events, read before Resumed) and said so with its resumed event, at
+// once even in a quiet room; LastEventID and the room's Version do not
+// change with it. Snapshot true: the server had to send a snapshot (the
+// events missed were no longer in its log, or the history changed),
+// which follows Resumed; a lobby stream always starts over with a rooms
+// list.
 type Resumed struct{ Snapshot bool }
 
 // The reasons a stream ends (Closed.Reason).
@@ -36,8 +40,9 @@ const (
 	// ClosedLeft: the stream's own player left or was kicked.
 	ClosedLeft = "left"
 	// ClosedError: a permanent error (Err): 401 (after the token source
-	// was asked for a new token), 403, 404, 410, another 4xx, or an
-	// answer that is no event stream.
+	// was asked for a new token, or a token_expiring whose token could
+	// not be renewed), 403, 404, 410, another 4xx, a *TokenError that is
+	// no network failure, or an answer that is no event stream.
 	ClosedError = "error"
 )
 

@@ -42,10 +42,14 @@ func (c *Client) QuickJoin(ctx context.Context, q QuickJoinRequest) (*QuickJoine
 	if err := expect(r.HTTPResponse, r.Body, http.StatusOK, http.StatusCreated); err != nil {
 		return nil, err
 	}
-	if r.JSON201 != nil {
-		return r.JSON201, nil
+	j := r.JSON201
+	if j == nil {
+		j = r.JSON200
 	}
-	return decoded(r.JSON200)
+	if j == nil {
+		return nil, errNoBody
+	}
+	return joined(c, j, j.Room.Id, j.PlayerId), nil
 }
 
 // LobbyStats returns the live room and player counts (GET

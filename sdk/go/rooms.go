@@ -31,7 +31,16 @@ func (c *Client) CreateRoom(ctx context.Context, room CreateRoomRequest) (*RoomJ
 	if err := expect(r.HTTPResponse, r.Body, http.StatusCreated); err != nil {
 		return nil, err
 	}
-	return decoded(r.JSON201)
+	return c.roomJoined(r.JSON201)
+}
+
+// roomJoined notes the playerId of a create or join answer (see
+// Client.players).
+func (c *Client) roomJoined(j *RoomJoined) (*RoomJoined, error) {
+	if j == nil {
+		return nil, errNoBody
+	}
+	return joined(c, j, j.Room.Id, j.PlayerId), nil
 }
 
 // GetRoom returns the room with its players (GET /v1/rooms/{roomId}).
@@ -88,7 +97,7 @@ func (c *Client) JoinRoom(ctx context.Context, roomID string) (*RoomJoined, erro
 	if err := expect(r.HTTPResponse, r.Body, http.StatusOK); err != nil {
 		return nil, err
 	}
-	return decoded(r.JSON200)
+	return c.roomJoined(r.JSON200)
 }
 
 // JoinByCode joins the room of an invite code (POST
@@ -101,7 +110,7 @@ func (c *Client) JoinByCode(ctx context.Context, code string) (*RoomJoined, erro
 	if err := expect(r.HTTPResponse, r.Body, http.StatusOK); err != nil {
 		return nil, err
 	}
-	return decoded(r.JSON200)
+	return c.roomJoined(r.JSON200)
 }
 
 // LeaveRoom leaves the room (POST /v1/rooms/{roomId}/leave). Players only.

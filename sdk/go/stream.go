@@ -2,6 +2,8 @@ package realsync
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +31,9 @@ type StreamOption func(*Stream)
 func AfterEventID(id string) StreamOption { return func(s *Stream) { s.lastID = id } }
 
 // AsPlayer tells the stream its own playerId, so that the player_left of
-// that player ends it at once with ClosedLeft. Without it the stream
+// that player ends it at once with ClosedLeft. It is needed only when the
+// room was not created or joined with this Client (CreateRoom, JoinRoom,
+// JoinByCode and QuickJoin note the playerId); without it the stream
 // learns it from the answer to its reconnection (403 NOT_A_MEMBER or
 // 404 right after a player_left ends it with ClosedLeft).
 func AsPlayer(playerID int) StreamOption { return func(s *Stream) { s.playerID = playerID } }
@@ -62,6 +66,9 @@ func (c *Client) Stream(ctx context.Context, roomID string, opts ...StreamOption
 		}
 		return req.WithContext(ctx), nil
 	}, opts)
+	if id, ok := c.players.Load(roomID); ok && s.playerID == 0 && !c.server() {
+		s.playerID = id.(int)
+	}
 	return s
 }
 
@@ -107,15 +114,18 @@ type Stream struct {
 	wait     time.Duration      // the next phaseWait's delay
 
 	lastID    string
-	attempt   int       // connection attempts since the stream was last open
-	failures  int       // transient failures since the backoff last started over (a stream open Backoff.Reset)
-	started   bool      // a connection brought an event: later ones resume
-	openedAt  time.Time // of the open connection
-	delivered bool      // the open connection brought an event
-	resuming  bool      // a reopened connection's first event or ping is still due
-	expiring  bool      // the last event was token_expiring: reconnect at once
-	left      bool      // the last event was a player_left that may be the own one
-	ready     bool      // the first snapshot (rooms list) was read
+	attempt   int            // connection attempts since the stream was last open
+	failures  int            // transient failures since a connection stayed open for Backoff.Reset
+	started   bool           // a connection brought an event: later ones resume
+	openedAt  time.Time      // of the open connection
+	delivered bool           // the open connection brought an event
+	resuming  bool           // a reopened connection's resumed event or snapshot is still due
+	token     string         // the identity token the open (or last) connection was sent with
+	expiring  *TokenExpiring // the last event was this token_expiring: renew, and reconnect at once
+	renewed   string         // the token to send next, just renewed after token_expiring
+	lastExp   time.Time      // the expiresAt of the last token_expiring whose token was renewed
+	left      bool           // the last event was a player_left that may be the own one
+	ready     bool           // the first snapshot (rooms list) was read
 
 	pending []item
 	ended   bool
@@ -224,6 +234,23 @@ func (s *Stream) step() {
 	}
 	switch s.phase {
 	case phaseConnect:
+		if ev := s.expiring; ev != nil {
+			// not an outage: renew the token and resume at once
+			t, err := s.renew(ev)
+			var te *TokenError
+			switch {
+			case err != nil && s.ctx.Err() != nil:
+				s.finish(ClosedByCaller, nil)
+				return
+			case errors.As(err, &te) && te.transient():
+				s.retry(err, 0) // renew again before the next attempt
+				return
+			case err != nil:
+				s.finish(ClosedError, err)
+				return
+			}
+			s.expiring, s.renewed = nil, t
+		}
 		s.attempt++
 		s.emit(&Connecting{Attempt: s.attempt})
 		s.phase = phaseDial
@@ -245,32 +272,31 @@ func (s *Stream) step() {
 // dial opens a connection, or decides what a refusal means.
 func (s *Stream) dial() {
 	ctx, cancel := context.WithCancel(s.ctx)
-	req, err := s.build(ctx, s.lastID)
+	req, err := s.build(withToken(ctx, s.renewed), s.lastID)
+	s.renewed = ""
 	if err != nil {
 		cancel()
 		s.finish(ClosedError, err)
 		return
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	res, err := authDoer{s.c}.Do(req)
+	res, token, err := authDoer{s.c}.send(req)
 	if err != nil {
 		cancel()
-		var e *Error
-		if errors.As(err, &e) && permanent(e) {
-			// the credential was refused for good: a token source's
-			// renewal answered 401 (e.g. the server's secret changed)
-			s.finish(ClosedError, e)
+		var te *TokenError
+		if errors.As(err, &te) && !te.transient() && s.ctx.Err() == nil {
+			// the source cannot give a token: retrying cannot cure it
+			s.finish(ClosedError, err)
 			return
 		}
 		s.retry(err, 0)
 		return
 	}
 	if res.StatusCode == http.StatusOK && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		s.conn = cancel
+		s.conn, s.token, s.attempt = cancel, token, 0
 		s.p = newSSEParser(res.Body)
 		s.watchdog = time.AfterFunc(s.idle, cancel)
 		s.openedAt, s.delivered, s.resuming = time.Now(), false, s.started
-		s.attempt = 0
 		if !s.started && s.lastID != "" {
 			s.ready = true // AfterEventID: the caller has the room; a replay follows
 		}
@@ -282,6 +308,9 @@ func (s *Stream) dial() {
 	res.Body.Close()
 	cancel()
 	e := newError(res, body)
+	if e.Status == http.StatusOK {
+		e.Detail = fmt.Sprintf("the answer is %q, not an event stream (text/event-stream): %s", res.Header.Get("Content-Type"), e.Detail)
+	}
 	switch {
 	case s.left && (e.Code == "NOT_A_MEMBER" || e.Status == http.StatusNotFound):
 		// the player_left just read was the own player's
@@ -315,8 +344,19 @@ func (s *Stream) read() {
 	s.watchdog.Reset(s.idle)
 	if f.comment {
 		if s.resuming && !s.lobby && string(f.data) == "ping" {
-			// the server writes the snapshot or replay before any
-			// heartbeat: a heartbeat first means nothing had to be sent
+			// a server older than the resumed event: it writes the
+			// snapshot or replay before any heartbeat, so a heartbeat
+			// still resuming means the replay is over
+			s.resuming = false
+			s.emit(&Resumed{Snapshot: false})
+		}
+		return
+	}
+	if f.event == resumedEvent && !s.lobby {
+		// the end of a replay from Last-Event-ID (none after a
+		// snapshot): no room event, no id, Version unchanged
+		s.delivered, s.started = true, true
+		if s.resuming {
 			s.resuming = false
 			s.emit(&Resumed{Snapshot: false})
 		}
@@ -330,10 +370,9 @@ func (s *Stream) read() {
 	if f.hasID {
 		s.lastID = f.id
 	}
-	if s.resuming {
+	if _, snap := ev.(*Snapshot); s.resuming && (snap || s.lobby) {
 		s.resuming = false
-		_, snap := ev.(*Snapshot)
-		s.emit(&Resumed{Snapshot: snap || s.lobby})
+		s.emit(&Resumed{Snapshot: true})
 	}
 	s.left = false
 	s.emit(ev)
@@ -349,9 +388,13 @@ func (s *Stream) read() {
 			s.left = true
 		}
 	case *TokenExpiring:
-		s.expiring = true
+		s.expiring = ev
 	}
 }
+
+// resumedEvent is the type of the event that ends a replay from
+// Last-Event-ID (room streams).
+const resumedEvent = "resumed"
 
 // errServerEnded is a Reconnecting error: the server ended the response.
 var errServerEnded = errors.New("realsync: the server ended the event stream")
@@ -366,10 +409,8 @@ func (s *Stream) drop(err error) {
 	if time.Since(s.openedAt) >= s.c.backoff.Reset {
 		s.failures = 0
 	}
-	if s.expiring {
-		// not an outage: renew the token (the source does) and resume
-		s.expiring, s.attempt, s.failures = false, 0, 0
-		s.phase = phaseConnect
+	if s.expiring != nil {
+		s.phase = phaseConnect // which renews the token first
 		return
 	}
 	switch {
@@ -416,4 +457,60 @@ func (s *Stream) finish(reason string, err error) {
 		s.endErr = fmt.Errorf("%w before it was ready: %s", ErrStreamEnded, reason)
 	}
 	s.pending = append(s.pending, item{ev: &Closed{Reason: reason, Err: err}, err: err})
+}
+
+// renew returns a new identity token after token_expiring ev ("" for a
+// credential without one): the token source is asked as if the server had
+// refused the stream's token, and the token it gives must expire after
+// ev.ExpiresAt (when it says, as a JWT does; else it must differ).
+// Otherwise it returns the 401 UNAUTHENTICATED the next connection would
+// meet (a *TokenError with the source's error when it failed):
+// reconnecting with that token would only open ever shorter streams.
+func (s *Stream) renew(ev *TokenExpiring) (string, error) {
+	fail := func(why string, cause error) error {
+		e := &Error{Status: http.StatusUnauthorized, Code: "UNAUTHENTICATED", Title: "Unauthenticated",
+			Detail: fmt.Sprintf("the identity token expires at %s and %s", ev.ExpiresAt.Format(time.RFC3339), why)}
+		if cause != nil {
+			return &TokenError{Err: cause, Refused: e}
+		}
+		return e
+	}
+	cr := s.c.cred.Load()
+	switch {
+	case cr == nil || cr.apiKey != "":
+		return "", nil // no identity token (a server's stream never expires)
+	case cr.source == nil:
+		return "", fail("cannot be renewed: use WithTokenSource or Guest", nil)
+	case ev.ExpiresAt.Equal(s.lastExp):
+		return "", fail("was not renewed", nil) // the renewed token expires as the last one
+	}
+	t, err := cr.source(s.ctx, s.token)
+	if err != nil {
+		return "", fail("the token source failed", err)
+	}
+	if exp, ok := tokenExpiry(t); ok && !exp.After(ev.ExpiresAt) || !ok && t == s.token {
+		return "", fail("the token source gave no later one", nil)
+	}
+	s.lastExp = ev.ExpiresAt
+	return t, nil
+}
+
+// tokenExpiry reads the exp claim of a JWT without checking the token
+// (the server does); ok is false when t is no JWT or has no exp.
+func tokenExpiry(t string) (exp time.Time, ok bool) {
+	parts := strings.Split(t, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp *float64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(*claims.Exp), 0), true
 }

@@ -144,6 +144,48 @@ func TestStreamPermanentRefusals(t *testing.T) {
 			if ev, err2 := st.Next(); !errors.Is(err2, err) || ev.(*rs.Closed).Reason != rs.ClosedError {
 				t.Fatalf("second item %v %v", ev, err2)
 			}
+			if tc.status == 200 && !strings.Contains(err.Error(), `"text/html; charset=utf-8", not an event stream`) {
+				t.Fatalf("error %q does not name the content type", err)
+			}
 		})
+	}
+}
+
+// Connecting.Attempt and Reconnecting.Attempt count from 1 again after
+// every connection that opened, even one dropped at once (the backoff
+// still grows over such drops).
+func TestStreamAttemptsRestartOnOpen(t *testing.T) {
+	answers := []answer{
+		problem(503, "STORE_UNAVAILABLE"),
+		events(snapshotFrame, false), // opens, then ends at once
+		events("", false),
+		events("", false),
+		problem(404, "ROOM_NOT_FOUND"),
+	}
+	var mu sync.Mutex
+	n := 0
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		i := n
+		n++
+		mu.Unlock()
+		answers[min(i, len(answers)-1)](w, r)
+	})
+	st := rs.New(srv.URL, fastBackoff).Stream(ctx(t), "r1")
+	var got []string
+	for ev := range st.Events() {
+		switch ev := ev.(type) {
+		case *rs.Connecting:
+			got = append(got, "connecting"+strconv.Itoa(ev.Attempt))
+		case *rs.Reconnecting:
+			got = append(got, "reconnecting"+strconv.Itoa(ev.Attempt))
+		default:
+			got = append(got, ev.EventType())
+		}
+	}
+	want := "connecting1 reconnecting2 connecting2 open snapshot reconnecting1 connecting1 open reconnecting1 connecting1 open " +
+		"reconnecting1 connecting1 closed"
+	if k := strings.Join(got, " "); k != want {
+		t.Fatalf("items:\n%s\nwant:\n%s", k, want)
 	}
 }

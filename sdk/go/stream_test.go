@@ -101,7 +101,8 @@ func TestStreamResumesAfterDrop(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			all = append(all, until(t, st, func(ev rs.Event) bool { return stateN(ev) == round*10+10 })...)
+			// the replay (and live events) up to n, and the server's resumed
+			all = append(all, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == round*10+10 }, isResumed))...)
 		}
 		var ns []int
 		for _, ev := range all {
@@ -119,9 +120,51 @@ func TestStreamResumesAfterDrop(t *testing.T) {
 				t.Fatalf("state events %v: want 1..30 once each", ns)
 			}
 		}
-		if len(ns) != 30 || count[*rs.Snapshot](all) != 1 || count[*rs.Reconnecting](all) < 3 ||
-			count[*rs.Resumed](all) < 3 || strings.Contains(kinds(all), "resumed(snapshot=true)") {
+		if len(ns) != 30 || count[*rs.Snapshot](all) != 1 || count[*rs.Reconnecting](all) != 3 ||
+			count[*rs.Resumed](all) != 3 || strings.Contains(kinds(all), "resumed(snapshot=true)") || count[*rs.UnknownEvent](all) != 0 {
 			t.Fatalf("items: %s", kinds(all))
+		}
+	})
+}
+
+// After a reconnection to a quiet room the server's resumed event reports
+// at once that nothing was lost (without waiting for a room event or a
+// heartbeat): Resumed, not a room event, and LastEventID and the room's
+// Version stay.
+func TestStreamResumedInQuietRoom(t *testing.T) {
+	eachBackend(t, serverOpts{}, func(t *testing.T, s *server) {
+		c := ctx(t)
+		host := s.guest(t, "host")
+		room, err := host.CreateRoom(c, arena("Quiet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := room.Room.Id
+		gs := rs.New(s.url, rs.WithAPIKey(s.keys.all), fastBackoff)
+		st := gs.Stream(c, id)
+		defer st.Close()
+		live := &rs.LiveRoom{}
+		apply := func(evs []rs.Event) {
+			for _, ev := range evs {
+				if err := live.Apply(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		apply(until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.Snapshot); return ok }))
+		last, version := st.LastEventID(), live.Version
+		s.dropStreams(t)
+		// the heartbeat is 15 s: ctx(t) would end first without the resumed event
+		got := until(t, st, isResumed)
+		apply(got)
+		if k := kinds(got); k != "reconnecting connecting open resumed(snapshot=false)" || st.LastEventID() != last || live.Version != version {
+			t.Fatalf("items %s, last id %s (was %s), version %d (was %d)", k, st.LastEventID(), last, live.Version, version)
+		}
+		if _, err := gs.PatchState(c, id, rs.State{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := st.Next(); err != nil || stateN(ev) != 1 {
+			t.Fatalf("after resumed: %s %v", kinds([]rs.Event{ev}), err)
 		}
 	})
 }
@@ -275,25 +318,38 @@ func (g guestFrom) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // A stream ends cleanly after room_closed, and after its own player's
-// player_left (known by AsPlayer, or learnt from the refused
-// reconnection); another player's leave does not end it.
+// player_left: at once when it knows its playerId (AsPlayer, or the
+// client joined the room), else after the refused reconnection; another
+// player's leave does not end it.
 func TestStreamEnds(t *testing.T) {
 	s := newServer(t, redistestEmbedded, serverOpts{})
 	c := ctx(t)
-	host, bob, carol := s.guest(t, "host"), s.guest(t, "bob"), s.guest(t, "carol")
+	host, carol := s.guest(t, "host"), s.guest(t, "carol")
+	bob := rs.New(s.url, fastBackoff)
+	tok, err := bob.Guest(c, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobElsewhere := rs.New(s.url, rs.WithToken(tok.Token), fastBackoff) // did not join: does not know bob's playerId
 	gs := rs.New(s.url, rs.WithAPIKey(s.keys.all))
 	closed := func(ev rs.Event) bool { _, ok := ev.(*rs.Closed); return ok }
 	for _, tc := range []struct {
 		name   string
+		reader *rs.Client // bob's client reading the stream
 		opts   []rs.StreamOption
 		end    func(id string) error // what ends bob's stream
 		reason string
-		last   string // the event before Closed
+		tail   string // the items from the last event on
 	}{
-		{"room closed", nil, func(id string) error { return gs.DeleteRoom(c, id) }, rs.ClosedRoomClosed, "room_closed"},
-		{"left", nil, func(id string) error { return bob.LeaveRoom(c, id) }, rs.ClosedLeft, "player_left"},
-		{"kicked, as player 2", []rs.StreamOption{rs.AsPlayer(2)}, func(id string) error { return gs.Kick(c, id, 2, false) }, rs.ClosedLeft, "player_left"},
-		{"kicked", nil, func(id string) error { return host.Kick(c, id, 2, false) }, rs.ClosedLeft, "player_left"},
+		{"room closed", bob, nil, func(id string) error { return gs.DeleteRoom(c, id) }, rs.ClosedRoomClosed, "room_closed closed(room_closed)"},
+		{"left", bob, nil, func(id string) error { return bob.LeaveRoom(c, id) }, rs.ClosedLeft, "player_left closed(left)"},
+		{"kicked", bob, nil, func(id string) error { return host.Kick(c, id, 2, false) }, rs.ClosedLeft, "player_left closed(left)"},
+		{"kicked, as player 2", bobElsewhere, []rs.StreamOption{rs.AsPlayer(2)}, func(id string) error { return gs.Kick(c, id, 2, false) },
+			rs.ClosedLeft, "player_left closed(left)"},
+		{"left, learnt", bobElsewhere, nil, func(id string) error { return bob.LeaveRoom(c, id) }, rs.ClosedLeft,
+			"player_left reconnecting connecting closed(left)"},
+		{"kicked, learnt", bobElsewhere, nil, func(id string) error { return host.Kick(c, id, 2, false) }, rs.ClosedLeft,
+			"player_left reconnecting connecting closed(left)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			room, err := host.CreateRoom(c, arena(tc.name))
@@ -306,7 +362,7 @@ func TestStreamEnds(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st := bob.Stream(c, id, tc.opts...)
+			st := tc.reader.Stream(c, id, tc.opts...)
 			defer st.Close()
 			if err := st.Ready(); err != nil {
 				t.Fatal(err)
@@ -322,14 +378,14 @@ func TestStreamEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := until(t, st, closed)
-			var lastEvent string
-			for _, ev := range got {
-				if _, ok := ev.(interface{ EventType() string }); ok && !isLifecycle(ev) {
-					lastEvent = ev.EventType()
+			last := 0
+			for i, ev := range got {
+				if !isLifecycle(ev) {
+					last = i
 				}
 			}
 			cl := got[len(got)-1].(*rs.Closed)
-			if cl.Reason != tc.reason || cl.Err != nil || lastEvent != tc.last {
+			if cl.Reason != tc.reason || cl.Err != nil || kinds(got[last:]) != tc.tail {
 				t.Fatalf("closed %+v after %s", cl, kinds(got))
 			}
 		})
@@ -355,6 +411,18 @@ func TestStreamEnds(t *testing.T) {
 			t.Fatalf("after break: %v %v", ev, err)
 		}
 	})
+}
+
+func isResumed(ev rs.Event) bool { _, ok := ev.(*rs.Resumed); return ok }
+
+// both is a stop function for until: true once a and b have each been
+// true for an item (of the same until call).
+func both(a, b func(rs.Event) bool) func(rs.Event) bool {
+	var sawA, sawB bool
+	return func(ev rs.Event) bool {
+		sawA, sawB = sawA || a(ev), sawB || b(ev)
+		return sawA && sawB
+	}
 }
 
 func isLifecycle(ev rs.Event) bool {
@@ -434,11 +502,12 @@ func TestStreamTokenExpiring(t *testing.T) {
 	if _, err := long.PatchState(c, room.Room.Id, rs.State{"n": 1}); err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, until(t, st, func(ev rs.Event) bool { return stateN(ev) == 1 })...)
+	got = append(got, until(t, st, both(func(ev rs.Event) bool { return stateN(ev) == 1 }, isResumed))...)
 	k := kinds(got)
-	// (the replay may hold the player's own player_disconnected first)
-	if !strings.Contains(k, "token_expiring connecting open resumed(snapshot=false) ") || strings.Contains(k, "reconnecting") ||
-		count[*rs.Snapshot](got) != 1 {
+	// (the replay may hold the player's own player_disconnected and the
+	// state, before resumed, or the state may come live after it)
+	if !strings.Contains(k, "token_expiring connecting open ") || strings.Contains(k, "reconnecting") ||
+		count[*rs.Resumed](got) != 1 || count[*rs.Snapshot](got) != 1 || count[*rs.UnknownEvent](got) != 0 {
 		t.Fatalf("items: %s", k)
 	}
 	if calls.Load() != 2 {

@@ -74,6 +74,9 @@ namespace RealSync
         }
 
         /// <inheritdoc/>
+        protected override bool ResumesFromLastEventId { get { return false; } } // every connection starts with the whole list
+
+        /// <inheritdoc/>
         protected override Task<StreamToken> StreamToken(CancellationToken ct) { return Client.LobbyStreamTokenAsync(ct); }
 
         /// <inheritdoc/>

@@ -84,7 +84,11 @@ namespace RealSync
     /// whose version was applied already is skipped). Room, State,
     /// StateVersion and Version change only where events are raised
     /// (LiveOptions.Dispatch), just before the event's C# events: read them
-    /// there. Own player_left (LiveOptions.PlayerId) and room_closed end it.
+    /// there. room_closed ends it, and so does the caller's own player_left
+    /// (left or kicked): its playerId is LiveOptions.PlayerId, else the one
+    /// this client got in the room (RealSyncClient.PlayerIdIn); when neither
+    /// is known, a player_left (not a disconnection) followed by a refused
+    /// reconnection (403 NOT_A_MEMBER or 404) ends it with reason Left too.
     /// </summary>
     public sealed class LiveRoom : LiveStream
     {
@@ -142,7 +146,12 @@ namespace RealSync
             if (string.IsNullOrEmpty(e.Type)) e.Type = type;
             Post(() => Apply(e));
             if (e.Type == "room_closed") return CloseReason.RoomClosed;
-            if (e.Type == "player_left" && Options.PlayerId.HasValue && e.PlayerId == Options.PlayerId.Value) return CloseReason.Left;
+            if (e.Type == "player_left")
+            {
+                var own = Options.PlayerId ?? Client.PlayerIdIn(RoomId);
+                if (own.HasValue && e.PlayerId == own.Value) return CloseReason.Left;
+                if (!own.HasValue && e.Reason != "disconnected") MaybeLeft();
+            }
             return null;
         }
 

@@ -9,7 +9,10 @@ namespace RealSync
     /// <summary>LiveOptions configure a live room or lobby.</summary>
     public class LiveOptions
     {
-        /// <summary>The caller's playerId in the room: its own player_left ends the stream (reason "left").</summary>
+        /// <summary>
+        /// The caller's playerId in the room: its own player_left ends the stream (reason "left").
+        /// Default: the playerId the client got in the room (RealSyncClient.PlayerIdIn).
+        /// </summary>
         public int? PlayerId;
         /// <summary>
         /// Open the stream with a stream token in the URL (POST .../stream-token before
@@ -49,7 +52,12 @@ namespace RealSync
         public RealSyncException Error;
     }
 
-    /// <summary>ResumedEvent: the first event after a reconnection arrived.</summary>
+    /// <summary>
+    /// ResumedEvent: the stream caught up after a reconnection. Snapshot false:
+    /// the server replayed the missed events from Last-Event-ID (zero or more,
+    /// applied before this) and said so with its resumed event; Snapshot true:
+    /// it sent a snapshot (room) or a fresh list (lobby) instead, applied after this.
+    /// </summary>
     public struct ResumedEvent
     {
         /// <summary>True when the server sent a snapshot (room) or a fresh list (lobby) instead of replaying the missed events.</summary>
@@ -118,7 +126,7 @@ namespace RealSync
         public event Action<OpenEvent> Open;
         /// <summary>A transient failure: the stream reconnects after a delay.</summary>
         public event Action<ReconnectingEvent> Reconnecting;
-        /// <summary>The first event after a reconnection arrived.</summary>
+        /// <summary>The stream caught up after a reconnection (see ResumedEvent).</summary>
         public event Action<ResumedEvent> Resumed;
         /// <summary>The stream ended for good.</summary>
         public event Action<ClosedEvent> Closed;
@@ -137,7 +145,9 @@ namespace RealSync
         readonly TaskCompletionSource<bool> ready = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
         int started;
         int ended; // 1 once the end was decided (by the loop or Close)
+        volatile bool silenced; // set by Close, and once Closed was raised: posted work is skipped
         volatile string lastEventId = "";
+        volatile bool maybeLeft; // the last event was a player_left that may be the caller's own
 
 
         internal LiveStream(RealSyncClient client, string path, LiveOptions options)
@@ -172,19 +182,27 @@ namespace RealSync
         /// <summary>DispatchPending applies the queued events and raises their C# events on the caller's thread (LiveDispatch.Queue); returns how many.</summary>
         public int DispatchPending() { return dispatcher.DispatchPending(); }
 
-        /// <summary>Close ends the stream (Closed with reason Closed).</summary>
+        /// <summary>
+        /// Close ends the stream: Closed (reason Closed) is the last C# event it
+        /// raises; events received but not yet raised are dropped, and the
+        /// model (room, state, version, rooms) no longer changes.
+        /// </summary>
         public void Close()
         {
             if (Interlocked.Exchange(ref ended, 1) == 1) return;
+            silenced = true;
             stop.Cancel();
-            Post(() => { ready.TrySetCanceled(); Raise(Closed, new ClosedEvent { Reason = CloseReason.Closed }); });
+            dispatcher.Post(() => { ready.TrySetCanceled(); Raise(Closed, new ClosedEvent { Reason = CloseReason.Closed }); });
         }
 
         /// <summary>Dispose closes the stream.</summary>
         public void Dispose() { Close(); }
 
-        /// <summary>Post runs work where events are raised, after everything posted before.</summary>
-        protected void Post(Action work) { dispatcher.Post(work); }
+        /// <summary>
+        /// Post runs work where events are raised, after everything posted
+        /// before; work that would run after Close() or after Closed is skipped.
+        /// </summary>
+        protected void Post(Action work) { dispatcher.Post(() => { if (!silenced) work(); }); }
 
         /// <summary>Raise calls an event's handlers.</summary>
         protected static void Raise<T>(Action<T> handlers, T e) { if (handlers != null) handlers(e); }
@@ -210,8 +228,9 @@ namespace RealSync
         {
             if (Interlocked.Exchange(ref ended, 1) == 1) return;
             stop.Cancel();
-            Post(() =>
+            dispatcher.Post(() =>
             {
+                silenced = true; // nothing after Closed
                 if (error != null) ready.TrySetException(error);
                 else ready.TrySetCanceled();
                 Raise(Closed, new ClosedEvent { Reason = reason, Error = error });
@@ -220,7 +239,44 @@ namespace RealSync
 
         void Fail(RealSyncException e) { Post(() => Raise(Error, e)); }
 
+        /// <summary>
+        /// ResumesFromLastEventId tells whether a reconnection sends Last-Event-ID
+        /// (a room's log replays from it; the lobby always starts over from its list).
+        /// </summary>
+        protected virtual bool ResumesFromLastEventId { get { return true; } }
+
+        /// <summary>
+        /// MaybeLeft marks the event being received as a player_left that may be
+        /// the caller's own (its playerId is not known): if the next connection is
+        /// refused with 403 NOT_A_MEMBER or 404, the stream ends with reason Left.
+        /// Any later event clears the mark.
+        /// </summary>
+        protected void MaybeLeft() { maybeLeft = true; }
+
+        /// <summary>RefreshFailure is the error a failed token renewal is reported with.</summary>
+        static RealSyncException RefreshFailure(Exception e)
+        {
+            return e as RealSyncException ?? new RealSyncException(0, "TOKEN_REFRESH_FAILED",
+                detail: "renewing the identity token failed: " + e.Message, inner: e);
+        }
+
+        /// <summary>Run runs the stream to its end: whatever fails, the stream ends with Closed.</summary>
         async Task Run()
+        {
+            try
+            {
+                await Loop().ConfigureAwait(false);
+            }
+            catch (Exception e)
+            {
+                if (Volatile.Read(ref ended) == 1) return;
+                var err = e as RealSyncException ?? new RealSyncException(0, "INTERNAL", detail: "the live stream failed: " + e.Message, inner: e);
+                Fail(err);
+                EndWith(CloseReason.Error, err);
+            }
+        }
+
+        async Task Loop()
         {
             var attempt = 0;
             var failures = 0;
@@ -255,8 +311,13 @@ namespace RealSync
                         {
                             await Client.FreshTokenAsync(exp, ct).ConfigureAwait(false);
                         }
-                        catch (RealSyncException e)
+                        catch (OperationCanceledException) when (ct.IsCancellationRequested)
                         {
+                            return;
+                        }
+                        catch (Exception x)
+                        {
+                            var e = RefreshFailure(x);
                             Fail(e);
                             EndWith(CloseReason.Error, e);
                             return;
@@ -289,6 +350,12 @@ namespace RealSync
                     err = new RealSyncException(0, "NETWORK", detail: "event stream: " + e.Message, inner: e);
                 }
                 if (ct.IsCancellationRequested) return;
+                if (maybeLeft && (err.Code == "NOT_A_MEMBER" || err.Status == 404))
+                {
+                    // the player_left just received was the caller's own
+                    EndWith(CloseReason.Left, null);
+                    return;
+                }
                 Fail(err);
                 if (err.Status == 401 && !renewedFor401)
                 {
@@ -297,13 +364,16 @@ namespace RealSync
                     {
                         await Client.RenewTokenAsync(ct).ConfigureAwait(false);
                     }
-                    catch (RealSyncException e)
+                    catch (OperationCanceledException) when (ct.IsCancellationRequested)
                     {
-                        Fail(e);
+                        return;
+                    }
+                    catch (Exception x)
+                    {
+                        Fail(RefreshFailure(x));
                         EndWith(CloseReason.Error, err);
                         return;
                     }
-                    catch (OperationCanceledException) { return; }
                     var next = attempt + 1;
                     Post(() => Raise(Reconnecting, new ReconnectingEvent { Attempt = next, DelayMs = 0, Error = err }));
                     continue;
@@ -346,7 +416,7 @@ namespace RealSync
             else
             {
                 try { await Client.FreshTokenAsync(null, ct).ConfigureAwait(false); }
-                catch (RealSyncException e) { Fail(e); } // the token it has may still do
+                catch (Exception e) when (!ct.IsCancellationRequested) { Fail(RefreshFailure(e)); } // the token it has may still do
                 bearer = Client.Token;
             }
             using (var conn = CancellationTokenSource.CreateLinkedTokenSource(ct))
@@ -354,7 +424,7 @@ namespace RealSync
             {
                 req.Headers.Accept.ParseAdd("text/event-stream");
                 if (bearer != null) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", bearer);
-                var last = lastEventId;
+                var last = ResumesFromLastEventId ? lastEventId : "";
                 if (last.Length > 0) req.Headers.TryAddWithoutValidation("Last-Event-ID", last);
                 conn.CancelAfter(Options.IdleTimeout);
                 HttpResponseMessage resp;
@@ -397,7 +467,7 @@ namespace RealSync
                         }
                         if (n == 0) return; // the server ended the stream
                         parser.Feed(buf, 0, n);
-                        if (outcome.End.HasValue || outcome.Expiring.HasValue) return;
+                        if (outcome.End.HasValue || outcome.Expiring.HasValue || ct.IsCancellationRequested) return;
                     }
                 }
             }
@@ -405,7 +475,9 @@ namespace RealSync
 
         void OnEvent(SseEvent e, Outcome outcome)
         {
-            if (outcome.End.HasValue || outcome.Expiring.HasValue) return;
+            // After the end (Close, room_closed, own player_left, token_expiring)
+            // the rest of the buffer is not read.
+            if (outcome.End.HasValue || outcome.Expiring.HasValue || Volatile.Read(ref ended) == 1) return;
             JsonObject data;
             try { data = Json.ParseObject(e.Data); }
             catch (FormatException ex)
@@ -418,12 +490,25 @@ namespace RealSync
                 outcome.Expiring = data.Time("expiresAt");
                 return;
             }
-            lastEventId = e.LastEventId;
-            if (outcome.Resuming)
+            if (e.Type == "resumed" && ResumesFromLastEventId)
             {
+                // The server replayed what was missed since Last-Event-ID (zero or
+                // more events, received already). It has no id and is no room event.
+                if (outcome.Resuming)
+                {
+                    outcome.Resuming = false;
+                    Post(() => Raise(Resumed, new ResumedEvent { Snapshot = false }));
+                }
+                return;
+            }
+            lastEventId = e.LastEventId;
+            maybeLeft = false;
+            if (outcome.Resuming && (e.Type == "snapshot" || e.Type == "rooms"))
+            {
+                // a snapshot (room) or a fresh list (lobby) replaces what was missed;
+                // a replayed event leaves Resuming set: the resumed event follows the replay
                 outcome.Resuming = false;
-                var snapshot = e.Type == "snapshot" || e.Type == "rooms";
-                Post(() => Raise(Resumed, new ResumedEvent { Snapshot = snapshot }));
+                Post(() => Raise(Resumed, new ResumedEvent { Snapshot = true }));
             }
             outcome.End = Receive(e.Type, data);
         }

@@ -53,6 +53,7 @@ namespace RealSync
         string token;
         Task renewing;
         string unrenewable; // a token the server refused to renew (REFRESH_NOT_ALLOWED)
+        readonly Dictionary<string, int> playerIds = new Dictionary<string, int>(); // room id -> the caller's playerId
 
         /// <summary>A client of the server at opts.BaseUrl.</summary>
         public RealSyncClient(RealSyncOptions opts)
@@ -101,14 +102,57 @@ namespace RealSync
             await RenewTokenAsync(ct).ConfigureAwait(false);
         }
 
-        /// <summary>RenewTokenAsync renews the token now: RealSyncOptions.RefreshToken, else POST /v1/auth/refresh.</summary>
+        /// <summary>
+        /// RenewTokenAsync renews the token now: RealSyncOptions.RefreshToken, else
+        /// POST /v1/auth/refresh. One renewal at a time, shared by every caller
+        /// (live streams included): ct cancels this caller's wait only, never the
+        /// renewal the others wait for. It throws what the renewal threw.
+        /// </summary>
         public Task RenewTokenAsync(CancellationToken ct = default(CancellationToken))
         {
+            Task shared;
             lock (tokenGate)
             {
-                if (renewing == null || renewing.IsCompleted) renewing = Renew(ct);
-                return renewing;
+                if (renewing == null || renewing.IsCompleted) renewing = Renew(CancellationToken.None);
+                shared = renewing;
             }
+            return WaitFor(shared, ct);
+        }
+
+        /// <summary>WaitFor waits for a task, or throws OperationCanceledException once ct is cancelled (the task goes on).</summary>
+        static async Task WaitFor(Task task, CancellationToken ct)
+        {
+            if (ct.CanBeCanceled && !task.IsCompleted)
+            {
+                var cancelled = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+                using (ct.Register(() => cancelled.TrySetResult(true)))
+                {
+                    if (await Task.WhenAny(task, cancelled.Task).ConfigureAwait(false) != task)
+                        throw new OperationCanceledException(ct);
+                }
+            }
+            await task.ConfigureAwait(false);
+        }
+
+        /// <summary>
+        /// PlayerIdIn is the playerId this client got in a room (create, join,
+        /// join by code, quick-join), or null. Live rooms use it to recognise
+        /// the caller's own player_left.
+        /// </summary>
+        public int? PlayerIdIn(string roomId)
+        {
+            lock (playerIds)
+            {
+                int id;
+                return roomId != null && playerIds.TryGetValue(roomId, out id) ? id : (int?)null;
+            }
+        }
+
+        T Joined<T>(T j) where T : RoomJoined
+        {
+            if (j != null && j.Room != null && j.Room.Id != null && j.PlayerId > 0)
+                lock (playerIds) playerIds[j.Room.Id] = j.PlayerId;
+            return j;
         }
 
         async Task Renew(CancellationToken ct)
@@ -158,7 +202,7 @@ namespace RealSync
         [Operation("POST", "/v1/rooms", "createRoom")]
         public async Task<RoomJoined> CreateRoomAsync(CreateRoomRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct).ConfigureAwait(false));
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct).ConfigureAwait(false)));
         }
 
         /// <summary>ListRoomsAsync reads a page of public rooms.</summary>
@@ -174,7 +218,7 @@ namespace RealSync
         public async Task<RoomJoined> JoinByCodeAsync(string inviteCode, CancellationToken ct = default(CancellationToken))
         {
             var body = new Dictionary<string, object> { { "inviteCode", inviteCode } };
-            return RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms/join-by-code", body, ct).ConfigureAwait(false));
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms/join-by-code", body, ct).ConfigureAwait(false)));
         }
 
         /// <summary>GetRoomAsync reads a room with its players.</summary>
@@ -202,7 +246,7 @@ namespace RealSync
         [Operation("POST", "/v1/rooms/{roomId}/join", "joinRoom")]
         public async Task<RoomJoined> JoinRoomAsync(string roomId, CancellationToken ct = default(CancellationToken))
         {
-            return RoomJoined.FromJson(await Call(HttpMethod.Post, RoomPath(roomId) + "/join", null, ct).ConfigureAwait(false));
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, RoomPath(roomId) + "/join", null, ct).ConfigureAwait(false)));
         }
 
         /// <summary>LeaveRoomAsync leaves a room.</summary>
@@ -304,7 +348,7 @@ namespace RealSync
         [Operation("POST", "/v1/matchmaking/quick-join", "quickJoin")]
         public async Task<QuickJoined> QuickJoinAsync(QuickJoinRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct).ConfigureAwait(false));
+            return Joined(QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct).ConfigureAwait(false)));
         }
 
         /// <summary>MyRoomsPageAsync reads one page of the rooms the caller is in (limit 1..100, default 20).</summary>

@@ -13,7 +13,7 @@ namespace RealSync
     {
         /// <summary>The HTTP status; 0 when no answer arrived.</summary>
         public int Status { get; }
-        /// <summary>The problem code, e.g. "ROOM_FULL"; "NETWORK" when no answer arrived; "INTERNAL" for an answer without one.</summary>
+        /// <summary>The problem code, e.g. "ROOM_FULL"; "NETWORK" when no answer arrived; "INTERNAL" for an answer without one; "TOKEN_REFRESH_FAILED" when RealSyncOptions.RefreshToken threw something else than a RealSyncException.</summary>
         public string Code { get; }
         /// <summary>The problem's title, or null.</summary>
         public string Title { get; }

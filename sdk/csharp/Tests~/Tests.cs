@@ -36,6 +36,10 @@ static class Tests
             T("Fake_TokenExpiringWithoutRenewalEnds", FakeTokenNotRenewed),
             T("Fake_TransientThenRetryAfter", FakeTransient),
             T("Fake_PermanentStatuses", FakePermanent),
+            T("Fake_NothingRaisedAfterClosed", FakeNothingAfterClosed),
+            T("Fake_ResumedEventAndSnapshot", FakeResumed),
+            T("Fake_PlayerLeftThenRefusedEndsLeft", FakePlayerLeftThenRefused),
+            T("Fake_LobbySendsNoLastEventId", FakeLobbyNoLastEventId),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -48,6 +52,10 @@ static class Tests
             T("Live_StreamTokenAndMessages", () => LiveStreamToken(s)),
             T("Live_Permanent403And404End", () => LivePermanent(s)),
             T("Live_401AfterRefreshEnds", () => LiveUnauthenticated(s)),
+            T("Live_RefreshCallbackThrowsEnds", () => LiveRefreshThrows(s)),
+            T("Live_SharedRenewalOutlivesTheStreamThatStartedIt", () => LiveSharedRenewal(s)),
+            T("Live_OwnLeaveWithoutPlayerIdEndsLeft", () => LiveOwnLeaveWithoutPlayerId(s)),
+            T("Live_QuietRoomResumesAtOnce", () => LiveQuietResume(s)),
             T("Live_KickedEndsLeftAndDeleteEndsRoomClosed", () => LiveEnds(s)),
             T("Live_Lobby", () => LiveLobbyTest(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
@@ -247,7 +255,7 @@ static class Tests
             .Then(FakeHandler.Sse(Snapshot(1, "t") + "event: token_expiring\ndata: {\"type\":\"token_expiring\",\"expiresAt\":\"" + expiresAt + "\"}\n\n" +
                 StateEvent(9, "t", "{\"never\":1}", "[]", 9))) // after token_expiring: not read
             .Then(FakeHandler.Answer(201, "{\"token\":\"" + t2 + "\",\"userId\":\"u1\",\"name\":\"a\",\"expiresAt\":\"" + Ts + "\"}"))
-            .Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3), hang: true));
+            .Then(FakeHandler.Sse(StateEvent(2, "t", "{\"x\":1}", "[]", 3) + ResumedEvent(2), hang: true)); // the replay, as the server ends it
         // RefreshMargin 0: only the stream's token_expiring renews the token.
         var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = t1, Handler = h, RefreshMargin = TimeSpan.Zero });
         var live = client.Live("r1", Fast());
@@ -320,6 +328,135 @@ static class Tests
             var e = live.Ready.Exception.InnerException as RealSyncException;
             Check.Eq(c.Status, e.Status, "status");
         }
+    }
+
+    static string Event(long version, string tag, string type, string fields)
+    {
+        return "id: " + version + "-" + tag + "\nevent: " + type + "\ndata: {\"type\":\"" + type + "\",\"roomId\":\"r1\",\"version\":" + version +
+            ",\"ts\":\"" + Ts + "\"" + fields + "}\n\n";
+    }
+
+    static string ResumedEvent(long version)
+    {
+        // as the server writes it: no id line
+        return "event: resumed\ndata: {\"type\":\"resumed\",\"roomId\":\"r1\",\"version\":" + version + ",\"ts\":\"" + Ts + "\"}\n\n";
+    }
+
+    static async Task FakeNothingAfterClosed()
+    {
+        // Review finding 5: Close() from a handler, with more events in the same read.
+        var events = new StringBuilder(Snapshot(1, "t"));
+        for (var v = 2; v <= 21; v++) events.Append(StateEvent(v, "t", "{\"n\":" + v + "}", "[]", v));
+        foreach (var dispatch in new[] { LiveDispatch.Immediate, LiveDispatch.Queue })
+        {
+            var h = new FakeHandler().Then(FakeHandler.Sse(events.ToString(), hang: true));
+            var opts = Fast();
+            opts.Dispatch = dispatch;
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.StateChanged += e => { rec.Add("state v" + e.Version); if (e.Version == 2) live.Close(); };
+            live.Start();
+            await Check.WaitFor(() => rec.Has("closed closed"), dispatch + ": closed", live);
+            await Task.Delay(100); // anything the stream would still raise
+            for (var i = 0; i < 3; i++) live.DispatchPending();
+            var items = rec.Items;
+            Check.Eq("closed closed", items.Last(), dispatch + ": Closed is the last event: " + string.Join(",", items));
+            Check.Eq(1, items.Count(x => x.StartsWith("state")), dispatch + ": one state event");
+            Check.Eq(2L, live.Version, dispatch + ": the version stays that of the last event raised");
+            Check.Eq(2L, live.State.Get("n"), dispatch + ": the state stays that of the last event raised");
+        }
+
+        // Close() by the game while events wait in the queue: only Closed is raised.
+        var h2 = new FakeHandler().Then(FakeHandler.Sse(events.ToString(), hang: true));
+        var queued = FakeClient(h2, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+        var rec2 = new Recorder();
+        rec2.Watch(queued);
+        queued.Change += e => rec2.Add("change " + e.Type);
+        queued.Start();
+        var sw = System.Diagnostics.Stopwatch.StartNew();
+        while (queued.LastEventId != "21-t" && sw.Elapsed < TimeSpan.FromSeconds(15)) await Task.Delay(10); // received, not yet dispatched
+        Check.Eq("21-t", queued.LastEventId, "all events received");
+        queued.Close();
+        queued.DispatchPending();
+        Check.Eq("closed closed", string.Join(",", rec2.Items), "queued work dropped by Close()");
+        Check.True(queued.Room == null && queued.Version == 0, "the model did not change after Close()");
+        Check.True(queued.Ready.IsCanceled, "ready cancelled");
+    }
+
+    static async Task FakeResumed()
+    {
+        // Review finding 8: the server's resumed event (no id) after a replay;
+        // a snapshot instead of a replay.
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse(Snapshot(5, "t") + StateEvent(6, "t", "{\"b\":1}", "[]", 3)))
+            .Then(FakeHandler.Sse(ResumedEvent(6))) // nothing was missed
+            .Then(FakeHandler.Sse(StateEvent(7, "t", "{\"b\":2}", "[]", 4) + StateEvent(8, "t", "{\"b\":3}", "[]", 5) + ResumedEvent(8)))
+            .Then(FakeHandler.Sse(Snapshot(20, "u"), hang: true)); // too far behind: a snapshot, no resumed event
+        var live = FakeClient(h, token).Live("r1", Fast());
+        var rec = new Recorder();
+        rec.Watch(live);
+        live.Change += e => rec.Add("change " + e.Type + " v" + e.Version);
+        live.Resumed += e => rec.Add("at v" + live.Version);
+        live.Start();
+        await Check.WaitFor(() => live.Version == 20, "the snapshot after the third reconnection", live);
+        var got = string.Join(",", rec.Items.Where(x => !x.StartsWith("connecting") && !x.StartsWith("error") && !x.StartsWith("reconnecting")));
+        Check.Eq("open,change snapshot v5,change state v6," +
+            "open,resumed snapshot=False,at v6," +
+            "open,change state v7,change state v8,resumed snapshot=False,at v8," +
+            "open,resumed snapshot=True,at v8,change snapshot v20", got, "events");
+        var reqs = h.Requests;
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=6-t", reqs[2], "the resumed event left Last-Event-ID alone");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=8-t", reqs[3], "resume from the last room event");
+        live.Close();
+    }
+
+    static async Task FakePlayerLeftThenRefused()
+    {
+        // Review finding 6: without a known playerId, a player_left followed by a
+        // refused reconnection was the caller's own leave; anything else is an error.
+        var left = Event(2, "t", "player_left", ",\"playerId\":2,\"reason\":\"kicked\"");
+        var disconnected = Event(2, "t", "player_left", ",\"playerId\":2,\"reason\":\"disconnected\"");
+        var cases = new[]
+        {
+            new { Name = "kicked, then 403 NOT_A_MEMBER", Body = left, Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed left" },
+            new { Name = "kicked, then 404", Body = left, Status = 404, Code = "ROOM_NOT_FOUND", StreamToken = false, Want = "closed left" },
+            new { Name = "kicked, then the stream-token POST 403", Body = left, Status = 403, Code = "NOT_A_MEMBER", StreamToken = true, Want = "closed left" },
+            new { Name = "disconnected, then 403", Body = disconnected, Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed error NOT_A_MEMBER" },
+            new { Name = "kicked, another event, then 403", Body = left + StateEvent(3, "t", "{}", "[]", 3), Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed error NOT_A_MEMBER" },
+            new { Name = "kicked, then 403 BANNED", Body = left, Status = 403, Code = "BANNED", StreamToken = false, Want = "closed error BANNED" },
+        };
+        foreach (var c in cases)
+        {
+            var h = new FakeHandler();
+            if (c.StreamToken) h.Then(FakeHandler.Answer(201, "{\"token\":\"st1\",\"expiresAt\":\"" + Ts + "\"}"));
+            h.Then(FakeHandler.Sse(Snapshot(1, "t") + c.Body)).Then(FakeHandler.Problem(c.Status, c.Code));
+            var opts = Fast();
+            opts.PlayerId = null;
+            opts.UseStreamToken = c.StreamToken;
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Name + ": the end", live);
+            Check.True(rec.Has(c.Want), c.Name + ": want " + c.Want + ", got " + string.Join(",", rec.Items));
+        }
+    }
+
+    static async Task FakeLobbyNoLastEventId()
+    {
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var rooms = "id: 9-l\nevent: rooms\ndata: {\"type\":\"rooms\",\"rooms\":[]}\n\n";
+        var h = new FakeHandler().Then(FakeHandler.Sse(rooms)).Then(FakeHandler.Sse(rooms, hang: true));
+        var lobby = FakeClient(h, token).Lobby("m", null, Fast());
+        var rec = new Recorder();
+        rec.Watch(lobby);
+        lobby.Start();
+        await Check.WaitFor(() => rec.Has("resumed snapshot=True"), "the list again after the reconnection", lobby);
+        var reqs = h.Requests;
+        Check.Eq("GET /v1/lobby/events?mode=m auth=" + token + " last=", reqs[1], "a lobby reconnection sends no Last-Event-ID");
+        lobby.Close();
     }
 
     // ---- REST ----
@@ -670,6 +807,133 @@ static class Tests
         Check.Eq("connecting 1,error UNAUTHENTICATED,error UNAUTHENTICATED,closed error UNAUTHENTICATED", string.Join(",", rec.Items), "401 after a refresh was tried is permanent");
     }
 
+    static async Task LiveRefreshThrows(Server s)
+    {
+        // Review finding 1 (C1): the game's RefreshToken callback throws after a 401.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("x")))).Room.Id;
+        var client = new RealSyncClient(new RealSyncOptions
+        {
+            BaseUrl = s.BaseUrl, Token = "not.a.token",
+            RefreshToken = ct => { throw new InvalidOperationException("login server offline"); },
+        });
+        foreach (var dispatch in new[] { LiveDispatch.Queue, LiveDispatch.Immediate })
+        {
+            var opts = Queue();
+            opts.Dispatch = dispatch;
+            var live = client.Live(id, opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && live.Ready.IsCompleted && rec.Count(x => x.StartsWith("closed")) == 1, dispatch + ": the end", live);
+            Check.Eq("connecting 1,error UNAUTHENTICATED,error TOKEN_REFRESH_FAILED,closed error UNAUTHENTICATED", string.Join(",", rec.Items), dispatch + ": events");
+            Check.True(live.Ready.IsFaulted && ((RealSyncException)live.Ready.Exception.InnerException).Code == "UNAUTHENTICATED", dispatch + ": ready fails with the 401");
+        }
+    }
+
+    static async Task LiveSharedRenewal(Server s)
+    {
+        // Review finding 1 (C3): two streams wait for one renewal; closing the
+        // stream that started it must not end the other.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("w")))).Room.Id;
+        var entered = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var release = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var calls = 0;
+        var client = new RealSyncClient(new RealSyncOptions
+        {
+            BaseUrl = s.BaseUrl, Token = "not.a.token",
+            RefreshToken = async ct =>
+            {
+                Interlocked.Increment(ref calls);
+                entered.TrySetResult(true);
+                var cancelled = new TaskCompletionSource<bool>();
+                using (ct.Register(() => cancelled.TrySetResult(true)))
+                    await Task.WhenAny(release.Task, cancelled.Task);
+                ct.ThrowIfCancellationRequested();
+                return alice.Token; // the login answers: a valid token of a member
+            },
+        });
+        var a = client.Live(id, Queue());
+        var b = client.Live(id, Queue());
+        var recB = new Recorder();
+        recB.Watch(b);
+        a.Start();
+        await entered.Task; // a started the renewal
+        b.Start();
+        await Check.WaitFor(() => recB.Has("error UNAUTHENTICATED"), "b refused too", b);
+        await Task.Delay(200); // b now waits for the renewal a started
+        a.Close();
+        await Task.Delay(100);
+        release.TrySetResult(true);
+        await Check.WaitFor(() => b.Ready.IsCompleted, "b ready or ended", a, b);
+        Check.True(b.Ready.Status == TaskStatus.RanToCompletion, "b opened with the renewed token: " + string.Join(",", recB.Items));
+        Check.True(!b.IsClosed, "b still live");
+        Check.Eq(1, Volatile.Read(ref calls), "one renewal for both");
+        b.Close();
+    }
+
+    static async Task LiveOwnLeaveWithoutPlayerId(Server s)
+    {
+        // Review finding 6: no LiveOptions.PlayerId. Bob's client knows his
+        // playerId from the join; a client that never joined learns it was its
+        // own player_left when the reconnection is refused.
+        var alice = await Guest(s, "alice");
+        var bob = await Guest(s, "bob");
+        foreach (var how in new[] { "joined by this client", "unknown playerId", "unknown playerId, stream token" })
+        {
+            var id = (await alice.CreateRoomAsync(NewRoom(Unique("k")))).Room.Id;
+            var joined = await bob.JoinRoomAsync(id);
+            Check.Eq((int?)joined.PlayerId, bob.PlayerIdIn(id), "the client remembers its playerId");
+            var client = how == "joined by this client" ? bob : new RealSyncClient(s.BaseUrl, bob.Token);
+            var opts = Fast();
+            opts.PlayerId = null;
+            opts.UseStreamToken = how.EndsWith("stream token");
+            var live = client.Live(id, opts);
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.Ready.IsCompleted, how + ": ready", live);
+            await alice.KickAsync(id, joined.PlayerId);
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, how + ": the end", live);
+            Check.True(rec.Has("closed left"), how + ": ends left: " + string.Join(",", rec.Items));
+            if (how == "joined by this client") Check.Eq(0, rec.Count(x => x.StartsWith("reconnecting")), how + ": no reconnection");
+        }
+    }
+
+    static async Task LiveQuietResume(Server s)
+    {
+        // Review finding 8: a reconnection to a quiet room resumes at once (the
+        // server's resumed event), without changing the room's version or id.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("q")))).Room.Id;
+        await alice.PatchStateAsync(id, new Dictionary<string, object> { { "hp", 3 } });
+        var opts = Queue(1);
+        opts.IdleTimeout = TimeSpan.FromMilliseconds(700); // drops the quiet connection (heartbeats come every 15 s)
+        opts.Backoff = new Backoff { InitialMs = 10, MaxMs = 20 };
+        using (var live = alice.Live(id, opts))
+        {
+            var rec = new Recorder();
+            rec.Watch(live);
+            var changes = new List<string>();
+            live.Change += e => changes.Add(e.Type);
+            // Raised in order: the version when the connection dropped, and when it resumed.
+            long atDrop = -1, atResume = -1;
+            string idAtResume = null;
+            live.Reconnecting += e => { if (atResume < 0) atDrop = live.Version; };
+            live.Resumed += e => { if (atResume < 0) { atResume = live.Version; idAtResume = live.LastEventId; } };
+            live.Start();
+            await Check.WaitFor(() => live.Ready.IsCompleted, "ready", live);
+            await Check.WaitFor(() => rec.Has("resumed snapshot=False"), "resumed after a dropped connection, nothing happening", live);
+            live.Close();
+            Check.True(rec.Has("reconnecting NETWORK"), "the quiet connection was dropped");
+            Check.True(atDrop > 0, "dropped after the snapshot");
+            Check.Eq(atDrop, atResume, "resumed with nothing replayed: the version did not change");
+            Check.Eq(atResume + "-", idAtResume.Substring(0, idAtResume.IndexOf('-') + 1), "Last-Event-ID is still that of the last room event: " + idAtResume);
+            Check.True(!changes.Contains("resumed"), "the resumed event is no room event: " + string.Join(",", changes));
+        }
+    }
+
     static async Task LiveEnds(Server s)
     {
         var alice = await Guest(s, "alice");
@@ -737,7 +1001,7 @@ static class Tests
             var snapshots = 0;
             var stateEvents = new List<long>();
             live.Snapshot += e => snapshots++;
-            live.StateChanged += e => stateEvents.Add(e.Version);
+            live.StateChanged += e => { stateEvents.Add(e.Version); rec.Add("state v" + e.Version); };
             live.Start();
             await Check.WaitFor(() => live.Ready.IsCompleted, "ready", live);
             var before = await bob.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 100 } });
@@ -745,10 +1009,23 @@ static class Tests
 
             s.Kill();
             await Check.WaitFor(() => rec.Has("reconnecting NETWORK"), "a reconnection after the crash", live);
+            // While this instance is down, another instance (same Redis) takes
+            // the patch: alice's stream misses it for sure, and gets it replayed.
+            StateVersions after;
+            using (var other = new Server(Environment.GetEnvironmentVariable("REALSYNC_BIN"), Environment.GetEnvironmentVariable("REDIS_URL"),
+                Environment.GetEnvironmentVariable("REALSYNC_LOG") ?? System.IO.Path.Combine(System.IO.Path.GetTempPath(), "realsyncd-csharp-tests.log"),
+                Environment.GetEnvironmentVariable("REALSYNC_PIDFILE")))
+            {
+                await other.Start();
+                var bobElsewhere = new RealSyncClient(other.BaseUrl, bob.Token);
+                after = await bobElsewhere.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 90 } });
+            }
             await s.Start();
-            var after = await bob.PatchStateAsync(id, new Dictionary<string, object> { { "player_2_hp", 90 } });
-            await Check.WaitFor(() => live.StateVersion == after.StateVersion, "the patch made after the restart", live);
+            await Check.WaitFor(() => live.StateVersion == after.StateVersion, "the patch made while the instance was down", live);
             await Check.WaitFor(() => rec.Has("resumed snapshot=False"), "resumed without a snapshot", live);
+            var items = rec.Items;
+            Check.True(items.IndexOf("state v" + after.Version) < items.IndexOf("resumed snapshot=False"),
+                "Resumed comes after the replayed events (the server's resumed event): " + string.Join(",", items));
 
             Check.Eq(90L, live.State.Get("player_2_hp"), "state after resume");
             Check.Eq(1, snapshots, "one snapshot only: the missed events were replayed with Last-Event-ID");
