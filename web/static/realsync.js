@@ -534,8 +534,23 @@ var Emitter = class {
     set.add(fn);
     return () => set.delete(fn);
   }
+  /** emit calls every listener of type; one that throws is reported to thrown. */
   emit(type, e) {
-    for (const fn of [...this.listeners.get(type) ?? []]) fn(e);
+    for (const fn of [...this.listeners.get(type) ?? []]) {
+      try {
+        fn(e);
+      } catch (err) {
+        this.thrown(type, err);
+      }
+    }
+  }
+  /** listening tells whether type has a listener. */
+  listening(type) {
+    return (this.listeners.get(type)?.size ?? 0) > 0;
+  }
+  /** thrown is told of the exception err a listener of type threw. */
+  thrown(type, err) {
+    console.error(`realsync: a "${String(type)}" listener threw:`, err);
   }
 };
 var LiveStream = class extends Emitter {
@@ -572,11 +587,26 @@ var LiveStream = class extends Emitter {
     // the next event is the first after a reconnect
     __publicField(this, "renewedFor401", false);
     __publicField(this, "lastExpiring", "");
+    /** The last event was a player_left (left or kicked) of a player the stream
+     * could not tell from the caller's: a refusal to reconnect (403
+     * NOT_A_MEMBER, 404) means it was the caller's own. */
+    __publicField(this, "leftUnknown", false);
     this.ready = new Promise((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;
     });
     this.ready.catch(() => void 0);
+  }
+  /** thrown reports a listener's exception as an error event (see LiveStream). */
+  thrown(type, err) {
+    if (type === "error" || !this.listening("error")) {
+      super.thrown(type, err);
+      return;
+    }
+    this.signal("error", new RealSyncError(0, void 0, err, {
+      code: "LISTENER",
+      message: `a "${String(type)}" listener threw: ${err instanceof Error ? err.message : String(err)}`
+    }));
   }
   /** signal emits a connection event (StreamEvents). */
   signal(type, e) {
@@ -616,11 +646,12 @@ var LiveStream = class extends Emitter {
         error: (f) => {
           if (!live()) return;
           this.conn = void 0;
+          const dropped = f.status === 0 && !f.problem && !(f.cause instanceof Error);
           this.fail(new RealSyncError(
             f.status,
             f.problem,
             f.cause,
-            { retryAfterMs: f.retryAfterMs, message: f.status ? void 0 : "the event stream dropped" }
+            { retryAfterMs: f.retryAfterMs, message: dropped ? "the event stream dropped" : void 0 }
           ));
         }
       });
@@ -667,11 +698,19 @@ var LiveStream = class extends Emitter {
       void this.tokenExpiring(e);
       return;
     }
-    if (id) this.lastEventId = id;
-    if (this.resuming) {
-      this.resuming = false;
-      this.signal("resumed", { snapshot: e.type === "snapshot" || e.type === "rooms" });
+    if (type === "resumed") {
+      if (this.resuming) {
+        this.resuming = false;
+        this.signal("resumed", { snapshot: false });
+      }
+      return;
     }
+    if (id) this.lastEventId = id;
+    if (this.resuming && (e.type === "snapshot" || e.type === "rooms")) {
+      this.resuming = false;
+      this.signal("resumed", { snapshot: true });
+    }
+    this.leftUnknown = false;
     this.receive(type, e);
   }
   /** tokenExpiring renews the identity token and resumes, or ends the stream
@@ -707,6 +746,10 @@ var LiveStream = class extends Emitter {
   }
   /** fail handles the failure of the current connection (or of its authentication). */
   fail(err) {
+    if (this.leftUnknown && (err.code === "NOT_A_MEMBER" || err.status === 404)) {
+      this.end("left");
+      return;
+    }
     this.signal("error", err);
     const openFor = this.openedAt ? Date.now() - this.openedAt : -1;
     this.openedAt = 0;
@@ -791,7 +834,8 @@ var LiveRoom = class extends LiveStream {
         "player_disconnected",
         "room_updated",
         "message",
-        "room_closed"
+        "room_closed",
+        "resumed"
       ],
       opts,
       () => client.roomStreamToken(roomId)
@@ -805,6 +849,10 @@ var LiveRoom = class extends LiveStream {
     __publicField(this, "version", 0);
     this.open();
   }
+  /** playerId is the caller's player in the room, when known (LiveOptions.playerId). */
+  get playerId() {
+    return this.opts.playerId ?? this.client.playerIdIn(this.roomId);
+  }
   receive(type, data) {
     const e = data;
     if (e.type !== "snapshot" && e.version <= this.version) return;
@@ -815,10 +863,12 @@ var LiveRoom = class extends LiveStream {
       this.room.updatedAt = e.ts;
     }
     if (e.type === "snapshot") this.markReady();
+    const me = this.playerId;
     this.emit(e.type, e);
     this.emit("change", e);
     if (e.type === "room_closed") this.end("room_closed");
-    else if (e.type === "player_left" && e.playerId === this.opts.playerId) this.end("left");
+    else if (e.type === "player_left" && me !== void 0 && e.playerId === me) this.end("left");
+    else if (e.type === "player_left" && me === void 0 && e.reason !== "disconnected") this.leftUnknown = true;
   }
   apply(e) {
     if (e.type === "snapshot") {
@@ -924,7 +974,7 @@ function retryAfterMs(header) {
   return Number.isNaN(at) ? void 0 : Math.max(0, at - Date.now());
 }
 var RealSync = class {
-  // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
+  // the caller's playerId by room, from the answers that say
   constructor(opts) {
     __publicField(this, "baseUrl");
     __publicField(this, "token");
@@ -933,6 +983,8 @@ var RealSync = class {
     __publicField(this, "opts");
     __publicField(this, "renewing");
     __publicField(this, "unrenewable");
+    // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
+    __publicField(this, "players", /* @__PURE__ */ new Map());
     this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
@@ -1049,8 +1101,21 @@ var RealSync = class {
     this.setToken(g.token);
     return g;
   }
-  createRoom(body) {
-    return this.call(this.api.POST("/v1/rooms", { body }));
+  /**
+   * playerIdIn is the caller's playerId in a room, as this client last
+   * learned it (createRoom, joinRoom, joinByCode, quickJoin, myRooms): live
+   * streams use it to tell the caller's own player_left.
+   */
+  playerIdIn(roomId) {
+    return this.players.get(roomId);
+  }
+  /** joined remembers the caller's playerId in a room. */
+  joined(r) {
+    this.players.set(r.room.id, r.playerId);
+    return r;
+  }
+  async createRoom(body) {
+    return this.joined(await this.call(this.api.POST("/v1/rooms", { body })));
   }
   getRoom(roomId) {
     return this.call(this.api.GET("/v1/rooms/{roomId}", { params: { path: { roomId } } }));
@@ -1061,11 +1126,11 @@ var RealSync = class {
   async deleteRoom(roomId) {
     await this.call(this.api.DELETE("/v1/rooms/{roomId}", { params: { path: { roomId } } }));
   }
-  joinRoom(roomId) {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/join", { params: { path: { roomId } } }));
+  async joinRoom(roomId) {
+    return this.joined(await this.call(this.api.POST("/v1/rooms/{roomId}/join", { params: { path: { roomId } } })));
   }
-  joinByCode(inviteCode) {
-    return this.call(this.api.POST("/v1/rooms/join-by-code", { body: { inviteCode } }));
+  async joinByCode(inviteCode) {
+    return this.joined(await this.call(this.api.POST("/v1/rooms/join-by-code", { body: { inviteCode } })));
   }
   async leaveRoom(roomId) {
     await this.call(this.api.POST("/v1/rooms/{roomId}/leave", { params: { path: { roomId } } }));
@@ -1103,7 +1168,7 @@ var RealSync = class {
     }));
   }
   async quickJoin(body) {
-    return this.call(this.api.POST("/v1/matchmaking/quick-join", { body }));
+    return this.joined(await this.call(this.api.POST("/v1/matchmaking/quick-join", { body })));
   }
   /** myRooms returns every room the caller is in, newest first: it follows
    * the server's pages (100 rooms each) to the last. myRoomsPage reads one. */
@@ -1120,6 +1185,7 @@ var RealSync = class {
   /** myRoomsPage reads one page of the caller's rooms (limit 1..100, default 20). */
   async myRoomsPage(query = {}) {
     const r = await this.call(this.api.GET("/v1/me/rooms", { params: { query } }));
+    for (const room of r.rooms) this.players.set(room.id, room.playerId);
     return { rooms: r.rooms, nextCursor: r.nextCursor };
   }
   lobbyStats() {

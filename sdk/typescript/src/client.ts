@@ -34,18 +34,19 @@ export type ListRoomsQuery = Omit<NonNullable<paths["/v1/rooms"]["get"]["paramet
  * RealSyncError is a problem+json answer, with its `code`; a network failure
  * (or a stream the browser's EventSource dropped without saying why) is code
  * NETWORK with status 0; a live stream closed before it was ready rejects
- * `ready` with code CLOSED (status 0).
+ * `ready` with code CLOSED (status 0); an exception a live stream's listener
+ * threw is reported as code LISTENER (status 0, the exception as cause).
  */
 export class RealSyncError extends Error {
   readonly status: number;
-  readonly code: ProblemCode | "NETWORK" | "CLOSED";
+  readonly code: ProblemCode | "NETWORK" | "CLOSED" | "LISTENER";
   readonly errors: FieldError[];
   readonly problem?: Problem;
   /** How long the server asked to wait (its Retry-After, in ms), when it said. */
   readonly retryAfterMs?: number;
 
   constructor(status: number, problem?: Problem, cause?: unknown,
-    opts: { code?: "NETWORK" | "CLOSED"; message?: string; retryAfterMs?: number } = {}) {
+    opts: { code?: "NETWORK" | "CLOSED" | "LISTENER"; message?: string; retryAfterMs?: number } = {}) {
     super(opts.message ?? problem?.detail ?? problem?.title ?? (cause instanceof Error ? cause.message : `HTTP ${status}`),
       { cause });
     this.name = "RealSyncError";
@@ -111,6 +112,7 @@ export class RealSync {
   private readonly opts: RealSyncOptions;
   private renewing?: Promise<void>;
   private unrenewable?: string; // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
+  private players = new Map<string, number>(); // the caller's playerId by room, from the answers that say
 
   constructor(opts: RealSyncOptions) {
     this.opts = opts;
@@ -241,8 +243,23 @@ export class RealSync {
     return g;
   }
 
-  createRoom(body: CreateRoomRequest): Promise<RoomJoined> {
-    return this.call(this.api.POST("/v1/rooms", { body }));
+  /**
+   * playerIdIn is the caller's playerId in a room, as this client last
+   * learned it (createRoom, joinRoom, joinByCode, quickJoin, myRooms): live
+   * streams use it to tell the caller's own player_left.
+   */
+  playerIdIn(roomId: string): number | undefined {
+    return this.players.get(roomId);
+  }
+
+  /** joined remembers the caller's playerId in a room. */
+  private joined<T extends { room: { id: string }; playerId: number }>(r: T): T {
+    this.players.set(r.room.id, r.playerId);
+    return r;
+  }
+
+  async createRoom(body: CreateRoomRequest): Promise<RoomJoined> {
+    return this.joined(await this.call(this.api.POST("/v1/rooms", { body })));
   }
 
   getRoom(roomId: string): Promise<Room> {
@@ -257,12 +274,12 @@ export class RealSync {
     await this.call(this.api.DELETE("/v1/rooms/{roomId}", { params: { path: { roomId } } }));
   }
 
-  joinRoom(roomId: string): Promise<RoomJoined> {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/join", { params: { path: { roomId } } }));
+  async joinRoom(roomId: string): Promise<RoomJoined> {
+    return this.joined(await this.call(this.api.POST("/v1/rooms/{roomId}/join", { params: { path: { roomId } } })));
   }
 
-  joinByCode(inviteCode: string): Promise<RoomJoined> {
-    return this.call(this.api.POST("/v1/rooms/join-by-code", { body: { inviteCode } }));
+  async joinByCode(inviteCode: string): Promise<RoomJoined> {
+    return this.joined(await this.call(this.api.POST("/v1/rooms/join-by-code", { body: { inviteCode } })));
   }
 
   async leaveRoom(roomId: string): Promise<void> {
@@ -308,7 +325,7 @@ export class RealSync {
   }
 
   async quickJoin(body: QuickJoinRequest): Promise<QuickJoined> {
-    return this.call(this.api.POST("/v1/matchmaking/quick-join", { body }));
+    return this.joined(await this.call(this.api.POST("/v1/matchmaking/quick-join", { body })));
   }
 
   /** myRooms returns every room the caller is in, newest first: it follows
@@ -327,6 +344,7 @@ export class RealSync {
   /** myRoomsPage reads one page of the caller's rooms (limit 1..100, default 20). */
   async myRoomsPage(query: { limit?: number; cursor?: string } = {}): Promise<{ rooms: MyRoom[]; nextCursor: string | null }> {
     const r = await this.call(this.api.GET("/v1/me/rooms", { params: { query } }));
+    for (const room of r.rooms as MyRoom[]) this.players.set(room.id, room.playerId);
     return { rooms: r.rooms as MyRoom[], nextCursor: r.nextCursor };
   }
 

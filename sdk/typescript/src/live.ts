@@ -59,12 +59,13 @@ export interface StreamEvents {
   open: Record<string, never>;
   /** A connection failed with a transient error; the next attempt starts after delayMs. */
   reconnecting: { attempt: number; delayMs: number; error: RealSyncError };
-  /** The first event after a reconnect: snapshot is true when the server had to send a
-   * snapshot (a lobby's list) instead of replaying the events missed. */
+  /** A reconnect caught up: snapshot is false when the server replayed every event
+   * missed (its resumed event, at once even in a quiet room), true when it had to send a
+   * snapshot (a lobby: its list) instead. */
   resumed: { snapshot: boolean };
   /** The stream is over; nothing reconnects. */
   closed: Closed;
-  /** Every error, transient or not. */
+  /** Every error, transient or not, and every exception a listener threw (code LISTENER). */
   error: RealSyncError;
   /** The server ended the stream because the identity token expires soon: the SDK renews it and resumes. */
   token_expiring: TokenExpiring;
@@ -81,7 +82,13 @@ export interface LiveOptions {
    * client's identity token.
    */
   streamToken?: () => Promise<string>;
-  /** The caller's playerId in the room: its own player_left ends the stream (closed, reason "left"). */
+  /**
+   * The caller's playerId in the room: its own player_left ends the stream
+   * (closed, reason "left"). Default: the playerId this client got from
+   * createRoom, joinRoom, joinByCode, quickJoin or myRooms for the room.
+   * Without either, a player_left (left or kicked) followed by a refused
+   * reconnection (403 NOT_A_MEMBER or 404) ends it with "left" too.
+   */
   playerId?: number;
   /** The reconnect delays. */
   backoff?: BackoffOptions;
@@ -89,7 +96,8 @@ export interface LiveOptions {
 
 type Listener<T> = (e: T) => void;
 
-/** Emitter is a tiny typed event emitter. */
+/** Emitter is a tiny typed event emitter: a listener that throws does not
+ * keep the others, or the emitter, from going on (see thrown). */
 class Emitter<E> {
   private listeners = new Map<keyof E, Set<Listener<never>>>();
 
@@ -101,8 +109,25 @@ class Emitter<E> {
     return () => set.delete(fn as Listener<never>);
   }
 
+  /** emit calls every listener of type; one that throws is reported to thrown. */
   protected emit<K extends keyof E>(type: K, e: E[K]): void {
-    for (const fn of [...(this.listeners.get(type) ?? [])]) (fn as Listener<E[K]>)(e);
+    for (const fn of [...(this.listeners.get(type) ?? [])]) {
+      try {
+        (fn as Listener<E[K]>)(e);
+      } catch (err) {
+        this.thrown(type, err);
+      }
+    }
+  }
+
+  /** listening tells whether type has a listener. */
+  protected listening(type: keyof E): boolean {
+    return (this.listeners.get(type)?.size ?? 0) > 0;
+  }
+
+  /** thrown is told of the exception err a listener of type threw. */
+  protected thrown(type: keyof E, err: unknown): void {
+    console.error(`realsync: a "${String(type)}" listener threw:`, err);
   }
 }
 
@@ -114,6 +139,12 @@ class Emitter<E> {
  * due) goes in Authorization; with a "url" transport (browsers) a new stream
  * token goes in the URL. It resumes after the last event received
  * (Last-Event-ID).
+ *
+ * Listeners: an exception a listener throws is reported as an `error` event
+ * (code LISTENER, the exception as cause; to console.error when it is an
+ * `error` listener's, or nobody listens to `error`), and the stream goes on:
+ * the other listeners still run, a room_closed or own player_left still ends
+ * the stream.
  *
  * Errors: a 401 makes it renew the identity token once and retry; a 401
  * again, a 403, 404, 410 or any other 4xx but 408 and 429 is permanent: the
@@ -147,6 +178,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   private resuming = false; // the next event is the first after a reconnect
   private renewedFor401 = false;
   private lastExpiring = "";
+  /** The last event was a player_left (left or kicked) of a player the stream
+   * could not tell from the caller's: a refusal to reconnect (403
+   * NOT_A_MEMBER, 404) means it was the caller's own. */
+  protected leftUnknown = false;
 
   constructor(
     protected readonly client: RealSync,
@@ -162,6 +197,18 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
       this.rejectReady = reject;
     });
     this.ready.catch(() => undefined); // a rejection nobody awaits is not an unhandled one
+  }
+
+  /** thrown reports a listener's exception as an error event (see LiveStream). */
+  protected override thrown(type: keyof (E & StreamEvents & { change: E[keyof E] }), err: unknown): void {
+    if (type === "error" || !this.listening("error")) {
+      super.thrown(type, err);
+      return;
+    }
+    this.signal("error", new RealSyncError(0, undefined, err, {
+      code: "LISTENER",
+      message: `a "${String(type)}" listener threw: ${err instanceof Error ? err.message : String(err)}`,
+    }));
   }
 
   /** signal emits a connection event (StreamEvents). */
@@ -205,8 +252,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
         error: (f) => {
           if (!live()) return;
           this.conn = undefined;
+          // The cause's message when it has one (a 200 that is not an event stream, a network error).
+          const dropped = f.status === 0 && !f.problem && !(f.cause instanceof Error);
           this.fail(new RealSyncError(f.status, f.problem, f.cause,
-            { retryAfterMs: f.retryAfterMs, message: f.status ? undefined : "the event stream dropped" }));
+            { retryAfterMs: f.retryAfterMs, message: dropped ? "the event stream dropped" : undefined }));
         },
       });
     } catch (e) {
@@ -253,11 +302,21 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
       void this.tokenExpiring(e as TokenExpiring);
       return;
     }
-    if (id) this.lastEventId = id;
-    if (this.resuming) {
-      this.resuming = false;
-      this.signal("resumed", { snapshot: e.type === "snapshot" || e.type === "rooms" });
+    if (type === "resumed") {
+      // The server replayed every event missed (zero or more, already
+      // received): no id, no room event, nothing to apply.
+      if (this.resuming) {
+        this.resuming = false;
+        this.signal("resumed", { snapshot: false });
+      }
+      return;
     }
+    if (id) this.lastEventId = id;
+    if (this.resuming && (e.type === "snapshot" || e.type === "rooms")) {
+      this.resuming = false;
+      this.signal("resumed", { snapshot: true });
+    }
+    this.leftUnknown = false;
     this.receive(type, e);
   }
 
@@ -296,6 +355,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
 
   /** fail handles the failure of the current connection (or of its authentication). */
   private fail(err: RealSyncError): void {
+    if (this.leftUnknown && (err.code === "NOT_A_MEMBER" || err.status === 404)) {
+      this.end("left"); // the player_left just received was the caller's own
+      return;
+    }
     this.signal("error", err);
     const openFor = this.openedAt ? Date.now() - this.openedAt : -1; // -1: it never opened
     this.openedAt = 0;
@@ -389,8 +452,13 @@ export class LiveRoom extends LiveStream<RoomEvents> {
   constructor(client: RealSync, readonly roomId: string, opts: LiveOptions = {}) {
     super(client, `/v1/rooms/${encodeURIComponent(roomId)}/events`,
       ["snapshot", "state", "player_joined", "player_left", "player_connected", "player_disconnected",
-        "room_updated", "message", "room_closed"], opts, () => client.roomStreamToken(roomId));
+        "room_updated", "message", "room_closed", "resumed"], opts, () => client.roomStreamToken(roomId));
     this.open();
+  }
+
+  /** playerId is the caller's player in the room, when known (LiveOptions.playerId). */
+  get playerId(): number | undefined {
+    return this.opts.playerId ?? this.client.playerIdIn(this.roomId);
   }
 
   protected receive(type: string, data: unknown): void {
@@ -403,10 +471,12 @@ export class LiveRoom extends LiveStream<RoomEvents> {
       this.room.updatedAt = e.ts; // every event stamps the room
     }
     if (e.type === "snapshot") this.markReady();
+    const me = this.playerId;
     this.emit(e.type, e as never);
     this.emit("change", e as never);
     if (e.type === "room_closed") this.end("room_closed");
-    else if (e.type === "player_left" && e.playerId === this.opts.playerId) this.end("left");
+    else if (e.type === "player_left" && me !== undefined && e.playerId === me) this.end("left");
+    else if (e.type === "player_left" && me === undefined && e.reason !== "disconnected") this.leftUnknown = true;
   }
 
   private apply(e: RoomEvent): void {

@@ -1,7 +1,8 @@
 // The Node transport: the eventsource package over fetch, with the identity
 // token in an Authorization header (never in the URL) and the resume point
 // in Last-Event-ID. It reads a refused stream's status, problem+json and
-// Retry-After, so permanent errors carry their problem code.
+// Retry-After, so permanent errors carry their problem code; a 200 that is
+// not text/event-stream is refused too (permanent, naming its content type).
 import { EventSource } from "eventsource";
 import { isProblem, retryAfterMs } from "./client.js";
 import type { StreamFailure, Transport } from "./transport.js";
@@ -22,6 +23,17 @@ export const nodeTransport: Transport = {
             problem: isProblem(body) ? body : undefined,
             retryAfterMs: retryAfterMs(res.headers.get("Retry-After")),
           };
+        } else {
+          // A 200 that is no event stream (a captive portal, a proxy's page):
+          // the eventsource package gives up on it, and so does the stream.
+          const type = res.headers.get("Content-Type") ?? "";
+          if (!type.startsWith("text/event-stream")) { // the eventsource package's own test
+            refused = {
+              status: 200,
+              cause: new Error(`the server answered 200 with ${type ? `content type ${type}` : "no content type"}, ` +
+                "not an event stream (text/event-stream)"),
+            };
+          }
         }
         return res;
       },

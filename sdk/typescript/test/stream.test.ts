@@ -71,29 +71,51 @@ describe("permanent errors end the stream", () => {
       assert.equal(requests(path, from).length, 1, `requests after the 404: ${JSON.stringify(proxy.seen.slice(from))}`);
     });
 
-    it(`${mode}: a kicked player's stream ends with its own player_left, or 403 NOT_A_MEMBER when it did not say who it is`, async () => {
+    it(`${mode}: a kicked player's stream ends with its own player_left (left), whether or not it knows who it is`, async () => {
       const alice = await player("alice");
       const bob = await player("bob");
       const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
       const { playerId } = await bob.joinRoom(room.id);
       const knows = bob.live(room.id, { playerId, ...opts });
-      const anon = bob.live(room.id, opts); // no playerId: its own player_left is just an event
-      const kl = record(knows);
-      const al = record(anon);
-      await Promise.all([knows.ready, anon.ready]);
+      const remembered = bob.live(room.id, opts); // bob's client remembers its playerId from joinRoom
+      // Clients that never joined (the same identities): they cannot tell whose player_left it is.
+      const anon = new RealSync({ baseUrl: proxy.url, token: bob.token }).live(room.id, opts);
+      const owner = new RealSync({ baseUrl: proxy.url, token: alice.token }).live(room.id, opts);
+      const [kl, rl, al, ol] = [knows, remembered, anon, owner].map((s) => record(s));
+      await Promise.all([knows.ready, remembered.ready, anon.ready, owner.ready]);
+      assert.equal(remembered.playerId, playerId);
+      assert.equal(anon.playerId, undefined);
       const from = proxy.seen.length;
       await alice.kick(room.id, playerId);
-      await eventually(() => knows.closed && anon.closed, "both streams closed");
+      await eventually(() => knows.closed && remembered.closed && anon.closed, "bob's streams closed");
       assert.deepEqual(kl.closed, [{ reason: "left" }]);
-      assert.equal(al.closed.length, 1);
-      assert.equal(al.closed[0].reason, "error");
-      assert.equal(al.closed[0].error?.status, 403);
-      assert.equal(al.closed[0].error?.code, "NOT_A_MEMBER");
-      assert.ok(al.error.some((e) => e.code === "NOT_A_MEMBER"));
+      assert.deepEqual(rl.closed, [{ reason: "left" }]);
+      // The anonymous stream reconnected once, was refused (403 NOT_A_MEMBER): its own player_left.
+      assert.deepEqual(al.closed, [{ reason: "left" }]);
+      assert.deepEqual(kl.reconnecting.concat(rl.reconnecting), []);
       await quiet();
-      // The anonymous stream reconnected once and was refused; nothing after.
       const path = mode === "Node" ? "/events" : "/stream-token";
       assert.equal(requests(path, from).length, 1, `requests after the kick: ${JSON.stringify(proxy.seen.slice(from))}`);
+      // Someone else's player_left followed by a reconnection that is not refused: the owner's stream goes on.
+      owner.reconnect();
+      await alice.patchState(room.id, { after: 1 });
+      await eventually(() => owner.state.after === 1, "the owner's stream after the kick");
+      assert.equal(owner.closed, false);
+      assert.deepEqual(ol.closed, []);
+      owner.close();
+    });
+
+    it(`${mode}: a player that leaves ends its stream (left) without saying its playerId`, async () => {
+      const bob = await player("bob");
+      const { room } = await bob.quickJoin({ mode: `leave-${mode.toLowerCase()}`, regions: ["r"], create: { name: "q", maxPlayers: 2 } });
+      const live = bob.live(room.id, opts);
+      const log = record(live);
+      await live.ready;
+      await bob.leaveRoom(room.id);
+      await eventually(() => live.closed, "closed");
+      assert.deepEqual(log.closed, [{ reason: "left" }]);
+      assert.deepEqual(log.reconnecting, []);
+      assert.deepEqual(log.error, []);
     });
   }
 
@@ -108,6 +130,71 @@ describe("permanent errors end the stream", () => {
       ["GET /v1/lobby/events", "POST /v1/auth/refresh"]);
     assert.equal(log.closed[0].reason, "error");
   });
+});
+
+it("Node: a 200 that is not an event stream is permanent, naming its content type", async () => {
+  const alice = await player("alice");
+  const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+  proxy.intercept = (s) => s.url.includes(`/v1/rooms/${room.id}/events`)
+    ? { status: 200, headers: { "Content-Type": "text/html; charset=utf-8" }, body: "<html>captive portal</html>" }
+    : undefined;
+  const from = proxy.seen.length;
+  const live = alice.live(room.id, { backoff: { initialMs: 5, maxMs: 50 } });
+  const log = record(live);
+  try {
+    await eventually(() => live.closed, "the stream's end", 5000);
+    await assert.rejects(live.ready, (e) => e instanceof RealSyncError && e.status === 200 &&
+      /200 with content type text\/html; charset=utf-8, not an event stream/.test(e.message));
+    assert.equal(log.closed.length, 1);
+    assert.equal(log.closed[0].reason, "error");
+    assert.equal(log.closed[0].error?.status, 200);
+    assert.deepEqual(log.reconnecting, []);
+    await quiet();
+    assert.equal(requests("/events", from).length, 1);
+  } finally {
+    proxy.intercept = undefined;
+    live.close();
+  }
+});
+
+describe("listeners that throw", () => {
+  for (const [mode, opts] of [["Node", {}], ["url", urlMode]] as const) {
+    it(`${mode}: are reported as error events (LISTENER); the other listeners run, the stream goes on and ends`, async () => {
+      const alice = await player("alice");
+      const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+      const live = alice.live(room.id, opts);
+      const log = record(live);
+      const seen: unknown[] = [];
+      live.on("state", () => {
+        throw new Error("a bug in a state listener");
+      });
+      live.on("state", () => seen.push(live.state.n));
+      live.on("room_closed", () => {
+        throw new Error("a bug in a room_closed listener");
+      });
+      live.on("room_closed", (e) => seen.push(e.reason));
+      try {
+        await live.ready;
+        await alice.patchState(room.id, { n: 1 });
+        await alice.patchState(room.id, { n: 2 });
+        await eventually(() => seen.length === 2, "both patches");
+        await alice.deleteRoom(room.id);
+        await eventually(() => live.closed, "closed on room_closed");
+      } finally {
+        live.close(); // a no-op once closed
+      }
+      assert.deepEqual(seen, [1, 2, "closed"]);
+      assert.deepEqual(log.closed, [{ reason: "room_closed" }]);
+      const thrown = log.error.filter((e) => e.code === "LISTENER");
+      assert.deepEqual(thrown.map((e) => e.message), [
+        'a "state" listener threw: a bug in a state listener',
+        'a "state" listener threw: a bug in a state listener',
+        'a "room_closed" listener threw: a bug in a room_closed listener',
+      ]);
+      assert.ok(thrown.every((e) => e.cause instanceof Error && e.status === 0));
+      assert.equal(log.error.length, thrown.length, "no other error");
+    });
+  }
 });
 
 describe("transient errors reconnect", () => {
@@ -255,6 +342,47 @@ describe("transient errors reconnect", () => {
 });
 
 describe("resumed", () => {
+  for (const [mode, opts] of [["Node", {}], ["url", urlMode]] as const) {
+    it(`${mode}: comes at once after a reconnect that missed nothing (the server's resumed event), and changes nothing`, async () => {
+      const alice = await player("alice");
+      const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+      const live = alice.live(room.id, opts);
+      const log = record(live);
+      const seq: string[] = [];
+      live.on("change", (e) => seq.push((e as { type: string }).type));
+      live.on("resumed", (r) => seq.push(`resumed(${r.snapshot})`));
+      try {
+        await live.ready;
+        await alice.patchState(room.id, { n: 1 });
+        await eventually(() => live.state.n === 1, "the patch");
+        const [id, version] = [live.lastEventId, live.version];
+        live.reconnect();
+        // No room event follows: the resumed event alone says the reconnection lost nothing.
+        await eventually(() => log.resumed.length === 1, "resumed");
+        assert.deepEqual(log.resumed, [{ snapshot: false }]);
+        assert.deepEqual(seq, ["snapshot", "state", "resumed(false)"]);
+        assert.equal(live.lastEventId, id);
+        assert.equal(live.version, version);
+        await alice.patchState(room.id, { n: 2 });
+        await eventually(() => live.state.n === 2, "the patch after the reconnect");
+        assert.deepEqual(seq, ["snapshot", "state", "resumed(false)", "state"]);
+        assert.notEqual(live.lastEventId, id);
+        // The next reconnect resumes from the last room event, not from the resumed event.
+        const from = proxy.seen.length;
+        const last = live.lastEventId;
+        live.reconnect();
+        await eventually(() => log.resumed.length === 2, "resumed again");
+        assert.deepEqual(log.resumed[1], { snapshot: false });
+        const [again] = requests("/events", from);
+        const sent = mode === "Node" ? again.headers["last-event-id"] : new URL(again.url, "http://x").searchParams.get("lastEventId");
+        assert.equal(sent, last);
+        assert.deepEqual(log.error, []);
+      } finally {
+        live.close();
+      }
+    });
+  }
+
   it("says snapshot when the server could not replay", async () => {
     const alice = await player("alice");
     const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });

@@ -1,0 +1,61 @@
+// The SDK's browser entry in headless Chromium (the demo's bundle,
+// web/static/realsync.js, as realsyncd serves it), with the browser's own
+// EventSource: what only a real browser can show about live streams.
+import { after, before, it } from "node:test";
+import assert from "node:assert/strict";
+import { chromium, type Browser } from "playwright-core";
+import { startServer, type Server } from "./server.js";
+
+let server: Server;
+let browser: Browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+it("a reconnect that missed nothing says resumed at once (the server's resumed event), and changes nothing", async () => {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(10000);
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(e.message));
+  await page.goto(`${server.url}/demo/`);
+  const got = await page.evaluate(async () => {
+    const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
+    const rs = new RealSync({ baseUrl: location.origin });
+    await rs.guest("chromium");
+    const { room } = await rs.createRoom({ name: "r", mode: "m", region: "r" });
+    const live = rs.live(room.id);
+    const seq: string[] = [];
+    live.on("change", (e: { type: string }) => seq.push(e.type));
+    live.on("resumed", (r: { snapshot: boolean }) => seq.push(`resumed(${r.snapshot})`));
+    live.on("error", (e: Error) => seq.push(`error(${e.message})`));
+    const until = async (cond: () => boolean, what: string) => {
+      for (const deadline = Date.now() + 8000; !cond();) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${seq.join(" ")}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    await live.ready;
+    await rs.patchState(room.id, { n: 1 });
+    await until(() => live.state.n === 1, "the patch");
+    const before = { id: live.lastEventId, version: live.version };
+    live.reconnect();
+    await until(() => seq.includes("resumed(false)"), "resumed"); // no room event follows
+    const after = { id: live.lastEventId, version: live.version };
+    live.close();
+    return { seq, before, after };
+  });
+  assert.deepEqual(got.seq, ["snapshot", "state", "resumed(false)"]);
+  assert.deepEqual(got.after, got.before);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
