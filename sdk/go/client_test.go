@@ -135,12 +135,7 @@ func TestClientMethods(t *testing.T) {
 func TestErrors(t *testing.T) {
 	s := newServer(t, redistestEmbedded, serverOpts{})
 	c := ctx(t)
-	host := s.guest(t, "host")
-	room, err := host.CreateRoom(c, arena("Arena"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := room.Room.Id
+	host, id := s.hostRoom(t, "Arena")
 	bob := s.guest(t, "bob")
 	if _, err := bob.JoinRoom(c, id); err != nil {
 		t.Fatal(err)

@@ -193,6 +193,18 @@ func (s *server) guest(t *testing.T, name string) *rs.Client {
 	return c
 }
 
+// hostRoom signs in a guest "host" who creates a room named name: the
+// host's client and the room's id.
+func (s *server) hostRoom(t *testing.T, name string) (*rs.Client, string) {
+	t.Helper()
+	host := s.guest(t, "host")
+	room, err := host.CreateRoom(ctx(t), arena(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, room.Room.Id
+}
+
 // ctx is a context bounded for one test: nothing in these tests waits
 // longer than this for an outcome.
 func ctx(t *testing.T) context.Context {

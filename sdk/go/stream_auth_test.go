@@ -126,15 +126,9 @@ func TestStreamTokenSourceErrors(t *testing.T) {
 func TestStreamTokenExpiringRenewal(t *testing.T) {
 	var offset atomic.Int64
 	s := newServer(t, redistestEmbedded, serverOpts{clock: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
-	c := ctx(t)
 	sign := signer(t)
 	gs := rs.New(s.url, rs.WithAPIKey(s.keys.all))
-	host := s.guest(t, "host")
-	room, err := host.CreateRoom(c, arena("Expiring"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := room.Room.Id
+	host, id := s.hostRoom(t, "Expiring")
 	t.Run("guest with a lagging clock", func(t *testing.T) {
 		c := ctx(t)
 		offset.Store(int64(24*time.Hour - 4*time.Second)) // the server sees 4 s left on host's token

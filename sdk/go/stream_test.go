@@ -80,12 +80,7 @@ func stateN(ev rs.Event) int {
 func TestStreamResumesAfterDrop(t *testing.T) {
 	eachBackend(t, serverOpts{}, func(t *testing.T, s *server) {
 		c := ctx(t)
-		host := s.guest(t, "host")
-		room, err := host.CreateRoom(c, arena("Arena"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := room.Room.Id
+		_, id := s.hostRoom(t, "Arena")
 		gs := rs.New(s.url, rs.WithAPIKey(s.keys.all), fastBackoff)
 		st := gs.Stream(c, id)
 		defer st.Close()
@@ -134,12 +129,7 @@ func TestStreamResumesAfterDrop(t *testing.T) {
 func TestStreamResumedInQuietRoom(t *testing.T) {
 	eachBackend(t, serverOpts{}, func(t *testing.T, s *server) {
 		c := ctx(t)
-		host := s.guest(t, "host")
-		room, err := host.CreateRoom(c, arena("Quiet"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := room.Room.Id
+		_, id := s.hostRoom(t, "Quiet")
 		gs := rs.New(s.url, rs.WithAPIKey(s.keys.all), fastBackoff)
 		st := gs.Stream(c, id)
 		defer st.Close()
@@ -174,12 +164,7 @@ func TestStreamResumedInQuietRoom(t *testing.T) {
 func TestStreamAfterEventID(t *testing.T) {
 	s := newServer(t, redistestEmbedded, serverOpts{})
 	c := ctx(t)
-	host := s.guest(t, "host")
-	room, err := host.CreateRoom(c, arena("Arena"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := room.Room.Id
+	host, id := s.hostRoom(t, "Arena")
 	gs := rs.New(s.url, rs.WithAPIKey(s.keys.reader))
 	first := gs.Stream(c, id)
 	if err := first.Ready(); err != nil { // connected: the patches come as events
@@ -214,12 +199,7 @@ func TestStreamAfterEventID(t *testing.T) {
 func TestStreamResumeNeedsSnapshot(t *testing.T) {
 	eachBackend(t, serverOpts{logMaxBytes: 4096}, func(t *testing.T, s *server) {
 		c := ctx(t)
-		host := s.guest(t, "host")
-		room, err := host.CreateRoom(c, arena("Arena"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := room.Room.Id
+		host, id := s.hostRoom(t, "Arena")
 		st := rs.New(s.url, rs.WithAPIKey(s.keys.reader), fastBackoff).Stream(c, id)
 		defer st.Close()
 		until(t, st, func(ev rs.Event) bool { _, ok := ev.(*rs.Snapshot); return ok })

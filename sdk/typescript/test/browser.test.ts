@@ -7,9 +7,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { RealSync } from "../src/index.js";
-import { startServer, type Server } from "./server.js";
+import { launchChromium, startServer, type Server } from "./server.js";
 
 let server: Server;
 let browser: Browser;
@@ -19,11 +19,7 @@ const desktop = { width: 1280, height: 860 };
 
 before(async () => {
   server = await startServer();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
   mkdirSync(out, { recursive: true });
 });
 after(async () => {

@@ -3,19 +3,15 @@
 // EventSource: what only a real browser can show about live streams.
 import { after, before, it } from "node:test";
 import assert from "node:assert/strict";
-import { chromium, type Browser } from "playwright-core";
-import { startServer, type Server } from "./server.js";
+import type { Browser } from "playwright-core";
+import { launchChromium, startServer, type Server } from "./server.js";
 
 let server: Server;
 let browser: Browser;
 
 before(async () => {
   server = await startServer();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

@@ -13,8 +13,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { freePort, startServer, type Server } from "./server.js";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, freePort, startServer, type Server } from "./server.js";
 
 const sdk = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const root = path.resolve(sdk, "../..");
@@ -110,11 +110,7 @@ describe("docs/GUIDE.md, the browser game", () => {
       await new Promise((r) => setTimeout(r, 100));
     }
 
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     const problems: string[] = [];
     const player = async (name: string): Promise<Page> => {
       const page = await (await browser.newContext({ viewport: { width: 420, height: 560 } })).newPage();
