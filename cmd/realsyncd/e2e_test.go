@@ -326,6 +326,8 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadMetricsAddr", []string{"REALSYNC_METRICS_ADDR=9090"}, 2, "REALSYNC_METRICS_ADDR"},
 		{"MetricsAddrInUse", []string{"REALSYNC_METRICS_ADDR=" + busy.Addr().String()}, 1, "REALSYNC_METRICS_ADDR"},
 		{"BadShutdownTimeout", []string{"REALSYNC_SHUTDOWN_TIMEOUT=0s"}, 2, "REALSYNC_SHUTDOWN_TIMEOUT"},
+		{"TLSCertWithoutKey", []string{"REALSYNC_TLS_CERT=/nonexistent/cert.pem"}, 2, "REALSYNC_TLS_KEY"},
+		{"BadH2C", []string{"REALSYNC_H2C=on"}, 2, "REALSYNC_H2C"},
 		{"ProductionWithoutSecret", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET="}, 2, "REALSYNC_JWT_SECRET"},
 		{"MissingKeysFile", []string{"REALSYNC_JWT_KEYS_FILE=/nonexistent/jwks.json"}, 1, "JWKS"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
