@@ -47,6 +47,7 @@ type Config struct {
 	AdvertiseAddr     string         // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
 	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
 	quotaSettings                    // per-user limits and the presence debounce (config_quotas.go)
+	protocolSettings                 // REALSYNC_TLS_CERT, REALSYNC_TLS_KEY, REALSYNC_H2C: TLS and HTTP/2 (tls.go)
 	APIKeysFile       string         // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
 	RateLimits        limits.Set     // REALSYNC_RATE_LIMITS: off, or overrides of limits.Defaults
 	TrustedProxies    []netip.Prefix // REALSYNC_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client
@@ -114,6 +115,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
 	quotas := quotaFlags(fs, env)
+	protocols := protocolFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
@@ -131,6 +133,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var errs []string
 	bad := func(name, msg string) { errs = append(errs, name+": "+msg) }
 	c.quotaSettings = quotas(bad)
+	c.protocolSettings = protocols(bad)
 	if cluster != "" {
 		for _, a := range strings.Split(cluster, ",") {
 			if a = strings.TrimSpace(a); a != "" {

@@ -250,17 +250,18 @@ func parseCase(t *testing.T, env map[string]string, args []string, wantErr strin
 
 // The demo link printed at start is one a browser opens.
 func TestDemoURL(t *testing.T) {
-	for _, tc := range []struct{ addr, want string }{
-		{"[::]:8080", "http://localhost:8080/demo/"},
-		{"0.0.0.0:8080", "http://localhost:8080/demo/"},
-		{"127.0.0.1:9000", "http://127.0.0.1:9000/demo/"},
-		{"[::1]:8080", "http://[::1]:8080/demo/"},
+	for _, tc := range []struct{ scheme, addr, want string }{
+		{"http", "[::]:8080", "http://localhost:8080/demo/"},
+		{"http", "0.0.0.0:8080", "http://localhost:8080/demo/"},
+		{"http", "127.0.0.1:9000", "http://127.0.0.1:9000/demo/"},
+		{"http", "[::1]:8080", "http://[::1]:8080/demo/"},
+		{"https", "[::]:8443", "https://localhost:8443/demo/"},
 	} {
 		a, err := net.ResolveTCPAddr("tcp", tc.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := demoURL(a); got != tc.want {
+		if got := demoURL(tc.scheme, a); got != tc.want {
 			t.Errorf("demoURL(%s) = %s, want %s", tc.addr, got, tc.want)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,6 +46,7 @@ type instance struct {
 	exited chan error // the process' exit, once
 	killed bool
 	once   sync.Once
+	probe  *http.Client // of /healthz and /readyz: trusts any certificate on https
 }
 
 // kill ends the process with SIGKILL, as a crash would.
@@ -100,7 +102,7 @@ func start(t *testing.T, bin string, env ...string) *instance {
 func ready(t *testing.T, in *instance) *instance {
 	t.Helper()
 	for i := 0; i < 200; i++ {
-		if r, err := http.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
+		if r, err := in.probe.Get(in.url + "/readyz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
 			return in
 		}
@@ -119,12 +121,20 @@ func launch(t *testing.T, bin string, env ...string) *instance {
 
 // launchCmd is launch for a command that runs the binary (in a network
 // namespace, say) and the address it is to listen on; the process is
-// stopped with SIGTERM when the test ends, and must exit cleanly.
+// stopped with SIGTERM when the test ends, and must exit cleanly. With
+// REALSYNC_TLS_CERT in env its url is https.
 func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instance {
 	t.Helper()
 	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd, exited: make(chan error, 1)}
+	in := &instance{url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, cmd: cmd, exited: make(chan error, 1),
+		probe: http.DefaultClient}
+	for _, e := range env {
+		if strings.HasPrefix(e, "REALSYNC_TLS_CERT=") {
+			in.url = "https://" + addr
+			in.probe = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		}
+	}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -142,7 +152,7 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instanc
 	go func() { <-copied; in.exited <- cmd.Wait() }()
 	t.Cleanup(func() { in.stop(t) })
 	for i := 0; i < 200; i++ {
-		if r, err := http.Get(in.url + "/healthz"); err == nil && r.StatusCode == 200 {
+		if r, err := in.probe.Get(in.url + "/healthz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
 			return in
 		}
@@ -316,6 +326,8 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadMetricsAddr", []string{"REALSYNC_METRICS_ADDR=9090"}, 2, "REALSYNC_METRICS_ADDR"},
 		{"MetricsAddrInUse", []string{"REALSYNC_METRICS_ADDR=" + busy.Addr().String()}, 1, "REALSYNC_METRICS_ADDR"},
 		{"BadShutdownTimeout", []string{"REALSYNC_SHUTDOWN_TIMEOUT=0s"}, 2, "REALSYNC_SHUTDOWN_TIMEOUT"},
+		{"TLSCertWithoutKey", []string{"REALSYNC_TLS_CERT=/nonexistent/cert.pem"}, 2, "REALSYNC_TLS_KEY"},
+		{"BadH2C", []string{"REALSYNC_H2C=on"}, 2, "REALSYNC_H2C"},
 		{"ProductionWithoutSecret", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET="}, 2, "REALSYNC_JWT_SECRET"},
 		{"MissingKeysFile", []string{"REALSYNC_JWT_KEYS_FILE=/nonexistent/jwks.json"}, 1, "JWKS"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},

@@ -151,6 +151,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// and streams a deadline per write instead.
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		MaxHeaderBytes: maxHeaderBytes}
+	if err := cfg.protocolSettings.configure(srv); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -158,12 +161,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "demo", demoURL(ln.Addr()))
+	log.Info("listening", "addr", ln.Addr().String(), "tls", cfg.TLS(), "h2c", cfg.H2C, "demo", demoURL(cfg.scheme(), ln.Addr()))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- cfg.serve(srv, ln) }()
 
 	background, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
@@ -286,16 +289,16 @@ func servePprof(addr string, log *slog.Logger) {
 	}
 }
 
-// demoURL is the demo's address to print for a listener on addr: one a
-// browser can open, so a listener on every interface ([::] or 0.0.0.0) is
-// shown as localhost.
-func demoURL(addr net.Addr) string {
+// demoURL is the demo's address to print for a listener on addr serving
+// scheme (http or https): one a browser can open, so a listener on every
+// interface ([::] or 0.0.0.0) is shown as localhost.
+func demoURL(scheme string, addr net.Addr) string {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
-		return "http://" + addr.String() + "/demo/"
+		return scheme + "://" + addr.String() + "/demo/"
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/demo/"
+	return scheme + "://" + net.JoinHostPort(host, port) + "/demo/"
 }

@@ -87,7 +87,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
       const m = /msg=listening addr=(\S+)/.exec(logs);
       if (m && /msg=ready/.test(logs)) { // connected to its store
         clearTimeout(timer);
-        resolve(`http://${m[1]}`);
+        resolve(`${env.REALSYNC_TLS_CERT ? "https" : "http"}://${m[1]}`);
       }
     });
     child.on("exit", (code) => reject(new Error(`realsyncd exited with ${code}:\n${logs}`)));
@@ -111,11 +111,11 @@ export async function eventually(cond: () => boolean, what: string, timeoutMs = 
 
 /** launchChromium starts Debian's headless Chromium (CHROMIUM overrides the
  * path) with the flags this machine's closed network needs: no background
- * networking, no component updates, no sync. */
-export function launchChromium(): Promise<Browser> {
+ * networking, no component updates, no sync; and the extra flags given. */
+export function launchChromium(...extra: string[]): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      "--disable-background-networking", "--disable-component-update", "--disable-sync", ...extra],
   });
 }

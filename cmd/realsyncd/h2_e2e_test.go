@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// h2Client is an HTTP client of one protocol that counts the connections
+// it dials and checks the protocol of every response.
+type h2Client struct {
+	*http.Client
+	dials atomic.Int32
+	major int // every response's ProtoMajor must be this
+}
+
+// newH2Client: over https, HTTP/2 by ALPN when http2 (else HTTP/1.1 only),
+// trusting pool; over http, h2c with prior knowledge when http2 (else
+// HTTP/1.1).
+func newH2Client(t *testing.T, pool *x509.CertPool, http2 bool) *h2Client {
+	c := &h2Client{major: 1}
+	var dialer net.Dialer
+	var protocols http.Protocols
+	if http2 {
+		c.major = 2
+		protocols.SetHTTP2(true)
+		protocols.SetUnencryptedHTTP2(true)
+	} else {
+		protocols.SetHTTP1(true)
+	}
+	tr := &http.Transport{Protocols: &protocols, TLSClientConfig: &tls.Config{RootCAs: pool},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c.dials.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c.Client = &http.Client{Transport: tr}
+	return c
+}
+
+// do sends a request with a JSON body (when not nil) and token (when not
+// ""), and checks the answer's protocol.
+func (c *h2Client) do(t *testing.T, ctx context.Context, method, url, token string, body any) *http.Response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	if res.ProtoMajor != c.major {
+		t.Errorf("%s %s answered over %s, want HTTP/%d", method, url, res.Proto, c.major)
+	}
+	return res
+}
+
+// call is do for a JSON answer with status want.
+func (c *h2Client) call(t *testing.T, method, url, token string, body any, want int) map[string]any {
+	t.Helper()
+	res := c.do(t, t.Context(), method, url, token, body)
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	if res.StatusCode != want {
+		t.Fatalf("%s %s: %d %v, want %d", method, url, res.StatusCode, out, want)
+	}
+	return out
+}
+
+// stream is an open event stream, read in the background.
+type stream struct {
+	path   string
+	mu     sync.Mutex
+	events []string // event types, in order
+	pings  int      // heartbeat comments
+	retry  int      // the last retry hint (ms)
+	ended  chan struct{}
+	update chan struct{}
+}
+
+// open opens an event stream at path with token; the stream is read until
+// it ends or the test does.
+func (c *h2Client) open(t *testing.T, base, path, token string) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	res := c.do(t, ctx, "GET", base+path, token, nil)
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		cancel()
+		t.Fatalf("GET %s: %d %s", path, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	s := &stream{path: path, ended: make(chan struct{}), update: make(chan struct{}, 1)}
+	go func() {
+		defer close(s.ended)
+		defer res.Body.Close()
+		rd := bufio.NewReader(res.Body)
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			s.mu.Lock()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				s.events = append(s.events, line[7:])
+			case strings.HasPrefix(line, ": ping"):
+				s.pings++
+			case strings.HasPrefix(line, "retry: "):
+				s.retry, _ = strconv.Atoi(line[7:])
+			}
+			s.mu.Unlock()
+			select {
+			case s.update <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-s.ended })
+	return s
+}
+
+// wait waits up to within for ok to hold of the stream's events and pings.
+func (s *stream) wait(t *testing.T, what string, within time.Duration, ok func(events []string, pings int) bool) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		s.mu.Lock()
+		events, pings := append([]string(nil), s.events...), s.pings
+		s.mu.Unlock()
+		if ok(events, pings) {
+			return
+		}
+		select {
+		case <-s.update:
+		case <-s.ended:
+			t.Fatalf("%s ended before %s; events %v", s.path, what, events)
+		case <-deadline:
+			t.Fatalf("%s: no %s within %s; events %v, %d pings", s.path, what, within, events, pings)
+		}
+	}
+}
+
+// Over HTTP/2, with TLS and with h2c: one client opens 20 event streams
+// (10 room, 10 lobby) and makes its REST calls all over ONE connection;
+// every stream gets its first event (snapshot, rooms), heartbeats and a
+// later event as it happens; HTTP/1.1 clients are still served on the same
+// port; SIGTERM ends every HTTP/2 stream with its retry hint and the
+// process exits cleanly.
+func TestHTTP2StreamsShareOneConnection(t *testing.T) {
+	bin := buildBinary(t)
+	cert, key, pool := selfSigned(t)
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"tls", []string{"REALSYNC_TLS_CERT=" + cert, "REALSYNC_TLS_KEY=" + key}},
+		{"h2c", []string{"REALSYNC_H2C=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append(backendEnv(t, "standalone"), loadTestLimits, "REALSYNC_SSE_HEARTBEAT=1s")
+			in := start(t, bin, append(env, tc.env...)...)
+			if want := map[string]string{"tls": "https://", "h2c": "http://"}[tc.name]; !strings.HasPrefix(in.url, want) {
+				t.Fatalf("url %s, want %s", in.url, want)
+			}
+			c := newH2Client(t, pool, true)
+			tokens := make([]string, 10)
+			for i := range tokens {
+				tokens[i] = c.call(t, "POST", in.url+"/v1/auth/guest", "", map[string]any{"name": fmt.Sprint("p", i)}, 201)["token"].(string)
+			}
+			created := c.call(t, "POST", in.url+"/v1/rooms", tokens[0], map[string]any{"name": "r", "mode": "h2", "region": "eu",
+				"maxPlayers": 100, "statePolicy": "open"}, 201)
+			id := created["room"].(map[string]any)["id"].(string)
+			for _, tok := range tokens[1:] {
+				c.call(t, "POST", in.url+"/v1/rooms/"+id+"/join", tok, nil, 200)
+			}
+			var rooms, lobbies []*stream
+			for _, tok := range tokens {
+				rooms = append(rooms, c.open(t, in.url, "/v1/rooms/"+id+"/events", tok))
+				lobbies = append(lobbies, c.open(t, in.url, "/v1/lobby/events?mode=h2&region=eu", tok))
+			}
+			all := append(append([]*stream(nil), rooms...), lobbies...)
+			for i, s := range all {
+				first := "snapshot"
+				if i >= len(rooms) {
+					first = "rooms"
+				}
+				s.wait(t, first, 10*time.Second, func(es []string, _ int) bool { return len(es) > 0 && es[0] == first })
+			}
+			// Later events: a state change for the room streams, a new room
+			// of the mode for the lobby streams.
+			c.call(t, "PATCH", in.url+"/v1/rooms/"+id+"/state", tokens[0], map[string]any{"over": "h2"}, 200)
+			c.call(t, "POST", in.url+"/v1/rooms", tokens[1], map[string]any{"name": "r2", "mode": "h2", "region": "eu", "maxPlayers": 4}, 201)
+			for i, s := range all {
+				later := "state"
+				if i >= len(rooms) {
+					later = "room_added"
+				}
+				s.wait(t, later+" and a heartbeat", 10*time.Second, func(es []string, pings int) bool {
+					return pings > 0 && strings.Contains(strings.Join(es, " "), later)
+				})
+			}
+			if n := c.dials.Load(); n != 1 {
+				t.Errorf("%d connections dialed for 20 streams and 22 REST calls, want 1", n)
+			}
+			if got := in.metric(t, "realsync_sse_streams", `kind="room"`); got != "10" {
+				t.Errorf("realsync_sse_streams{kind=room} %s, want 10", got)
+			}
+
+			// HTTP/1.1 still works on the same port, streams included.
+			h1 := newH2Client(t, pool, false)
+			h1.call(t, "GET", in.url+"/v1/rooms/"+id, tokens[2], nil, 200)
+			old := h1.open(t, in.url, "/v1/rooms/"+id+"/events", tokens[2])
+			old.wait(t, "snapshot", 10*time.Second, func(es []string, _ int) bool { return len(es) > 0 && es[0] == "snapshot" })
+
+			// SIGTERM ends every stream, each with a retry hint, and the
+			// process exits 0 (stop fails the test otherwise: a stream
+			// left open would hold the shutdown until its timeout).
+			in.stop(t)
+			for _, s := range append(all, old) {
+				select {
+				case <-s.ended:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s still open after the shutdown", s.path)
+				}
+				s.mu.Lock()
+				retry := s.retry
+				s.mu.Unlock()
+				if retry < 500 || retry >= 2000 {
+					t.Errorf("%s ended with retry %d ms, want 500..1999", s.path, retry)
+				}
+			}
+		})
+	}
+}
+
+// metric reads one sample of name whose labels contain label from the
+// instance's /metrics ("" when absent).
+func (in *instance) metric(t *testing.T, name, label string) string {
+	t.Helper()
+	res, err := in.probe.Get(in.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+"{") && strings.Contains(line, label) {
+			return line[strings.LastIndex(line, " ")+1:]
+		}
+	}
+	return ""
+}

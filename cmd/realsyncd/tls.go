@@ -1,0 +1,94 @@
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"net"
+	"net/http"
+	"strconv"
+)
+
+// protocolSettings choose how the API listener speaks (issue 15, item 6):
+// plain HTTP/1.1 (the default); TLS with HTTP/2 by ALPN (HTTP/1.1 still
+// accepted), so a browser's event streams share one connection instead of
+// six per origin; or h2c, unencrypted HTTP/2 with prior knowledge, for a
+// proxy that ends TLS and speaks HTTP/2 to the instances (HTTP/1.1 is still
+// accepted on the same port). The metrics and pprof listeners stay plain
+// HTTP/1.1.
+type protocolSettings struct {
+	// TLSCert and TLSKey: REALSYNC_TLS_CERT and REALSYNC_TLS_KEY, PEM files
+	// of the certificate (chain) and its private key; both or neither. They
+	// are read once at start: a renewed certificate takes a restart (a
+	// rolling one loses no event, clients resume with Last-Event-ID).
+	TLSCert, TLSKey string
+	// H2C: REALSYNC_H2C, default false; plain-text listeners only.
+	H2C bool
+}
+
+// TLS reports whether the API listener serves TLS.
+func (p protocolSettings) TLS() bool { return p.TLSCert != "" }
+
+// scheme is the API's URL scheme: https with TLS, else http.
+func (p protocolSettings) scheme() string {
+	if p.TLS() {
+		return "https"
+	}
+	return "http"
+}
+
+// protocolFlags declares the settings' flags on fs, with env's values as
+// defaults; the returned function checks them after fs.Parse (the key pair
+// loads), reporting each bad value through bad.
+func protocolFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) protocolSettings {
+	var p protocolSettings
+	var h2c string
+	fs.StringVar(&p.TLSCert, "tls-cert", env("REALSYNC_TLS_CERT", ""), "PEM certificate (chain) of the API listener, with -tls-key: HTTPS and HTTP/2 (REALSYNC_TLS_CERT)")
+	fs.StringVar(&p.TLSKey, "tls-key", env("REALSYNC_TLS_KEY", ""), "PEM private key of -tls-cert (REALSYNC_TLS_KEY)")
+	fs.StringVar(&h2c, "h2c", env("REALSYNC_H2C", "false"), "accept unencrypted HTTP/2 with prior knowledge besides HTTP/1.1, for a proxy speaking h2c (REALSYNC_H2C)")
+	return func(bad func(name, msg string)) protocolSettings {
+		var err error
+		if p.H2C, err = strconv.ParseBool(h2c); err != nil {
+			bad("REALSYNC_H2C", "must be true or false")
+		}
+		switch {
+		case (p.TLSCert == "") != (p.TLSKey == ""):
+			bad("REALSYNC_TLS_CERT, REALSYNC_TLS_KEY", "set both (PEM certificate and its private key) or neither")
+		case p.TLSCert != "":
+			// the error names files and PEM blocks, never key material
+			if _, err := tls.LoadX509KeyPair(p.TLSCert, p.TLSKey); err != nil {
+				bad("REALSYNC_TLS_CERT, REALSYNC_TLS_KEY", err.Error())
+			}
+			if p.H2C {
+				bad("REALSYNC_H2C", "is for a plain-text listener; with REALSYNC_TLS_CERT HTTP/2 is negotiated by TLS already")
+			}
+		}
+		return p
+	}
+}
+
+// configure sets srv's protocols, and its certificate with TLS.
+func (p protocolSettings) configure(srv *http.Server) error {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	switch {
+	case p.TLS():
+		cert, err := tls.LoadX509KeyPair(p.TLSCert, p.TLSKey)
+		if err != nil {
+			return err
+		}
+		protocols.SetHTTP2(true)
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	case p.H2C:
+		protocols.SetUnencryptedHTTP2(true)
+	}
+	srv.Protocols = &protocols
+	return nil
+}
+
+// serve serves srv on ln, with TLS when configured (configure ran).
+func (p protocolSettings) serve(srv *http.Server, ln net.Listener) error {
+	if p.TLS() {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
+}
