@@ -166,7 +166,9 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitSlotsListReplicas(t, c)
+	if err := c.WaitSlotsListReplicas(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	s, err := store.Open(ctx, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: store.ReplicasOn})
 	if err != nil {
 		t.Fatal(err)
@@ -295,33 +297,6 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 		}
 		browseAll(t, s, 10, 12)
 	})
-}
-
-// waitSlotsListReplicas waits until every node's CLUSTER SLOTS lists a
-// replica beside the master of every slot range.
-func waitSlotsListReplicas(t *testing.T, c *redistest.Cluster) {
-	t.Helper()
-	listed := func() bool {
-		for _, n := range c.Nodes {
-			cl := redis.NewClient(&redis.Options{Addr: n.Addr})
-			slots, err := cl.ClusterSlots(t.Context()).Result()
-			cl.Close()
-			if err != nil || len(slots) == 0 {
-				return false
-			}
-			for _, r := range slots {
-				if len(r.Nodes) < 2 {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	for deadline := time.Now().Add(10 * time.Second); !listed(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("CLUSTER SLOTS lists no replica of some slots within 10s")
-		}
-	}
 }
 
 // waitMasterDown waits until replica r refuses reads with MASTERDOWN.
