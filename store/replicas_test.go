@@ -252,6 +252,35 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 		browseAll(t, s, 9, 11)
 	})
 
+	t.Run("random and latency read right", func(t *testing.T) {
+		for _, mode := range []store.ReplicaReads{store.ReplicasRandom, store.ReplicasLatency} {
+			o, err := store.Open(ctx, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resetStats(t, c.Nodes)
+			for range 10 {
+				browseAll(t, o, 9, 11)
+			}
+			o.Close()
+			if mode != store.ReplicasRandom {
+				continue
+			}
+			// about half the reads each: none on either side is as likely as
+			// a fair coin landing the same way over a hundred throws
+			onMasters, onReplicas := 0, 0
+			for _, m := range masters {
+				onMasters += sum(calls(t, m.Addr), browsingCmds...)
+			}
+			for _, r := range replicas {
+				onReplicas += sum(calls(t, r.Addr), browsingCmds...)
+			}
+			if onMasters == 0 || onReplicas == 0 {
+				t.Errorf("random: %d browsing reads on masters, %d on replicas; want some on each", onMasters, onReplicas)
+			}
+		}
+	})
+
 	t.Run("a dead replica's reads go to its master", func(t *testing.T) {
 		var dead, its *redistest.Server
 		for m, rs := range held {
