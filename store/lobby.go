@@ -20,7 +20,7 @@ type candidate struct {
 
 // List implements lobby.Index: one pipelined range read per (shard,
 // status) index, a merge in Go, then one pipelined read of the page's
-// rooms. With both mode and region only their home shard is read.
+// rooms, both browsing reads (replicas when configured, see ReplicaReads). With both mode and region only their home shard is read.
 // With attribute filters it scans instead (see scan).
 func (s *Store) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 	if len(q.Attrs) > 0 {
@@ -111,17 +111,22 @@ func (s *Store) candidates(ctx context.Context, q lobby.Query) ([]candidate, err
 		lex    *redis.StringSliceCmd // fill indexes: BYLEX takes no WITHSCORES
 	}
 	var reads []read
-	pipe := s.client.Pipeline()
-	for _, shard := range s.listShards(q) {
-		for _, key := range s.listKeys(shard, q) {
-			if q.Sort == lobby.Fill {
-				reads = append(reads, read{shard: shard, lex: pipe.ZRangeArgs(ctx, rangeArgs(key, q))})
-			} else {
-				reads = append(reads, read{shard: shard, scored: pipe.ZRangeArgsWithScores(ctx, rangeArgs(key, q))})
+	err := s.browse(ctx, func(c redis.UniversalClient) error {
+		reads = reads[:0]
+		pipe := c.Pipeline()
+		for _, shard := range s.listShards(q) {
+			for _, key := range s.listKeys(shard, q) {
+				if q.Sort == lobby.Fill {
+					reads = append(reads, read{shard: shard, lex: pipe.ZRangeArgs(ctx, rangeArgs(key, q))})
+				} else {
+					reads = append(reads, read{shard: shard, scored: pipe.ZRangeArgsWithScores(ctx, rangeArgs(key, q))})
+				}
 			}
 		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		_, err := pipe.Exec(ctx)
+		return err
+	})
+	if err != nil && err != redis.Nil {
 		return nil, wrap(err)
 	}
 	var out []candidate
@@ -213,13 +218,17 @@ func rangeArgs(key string, q lobby.Query) redis.ZRangeArgs {
 // fetchListed reads the candidates' rooms in one pipeline; nil for those
 // that closed or no longer match since the index was read.
 func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]*rooms.Room, error) {
-	pipe := s.client.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(cands))
-	for i, c := range cands {
-		cmds[i] = pipe.HGetAll(ctx, s.keys.room(c.shard, c.pos.ID))
-	}
 	if len(cands) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		err := s.browse(ctx, func(cl redis.UniversalClient) error {
+			pipe := cl.Pipeline()
+			for i, c := range cands {
+				cmds[i] = pipe.HGetAll(ctx, s.keys.room(c.shard, c.pos.ID))
+			}
+			_, err := pipe.Exec(ctx)
+			return err
+		})
+		if err != nil && err != redis.Nil {
 			return nil, wrap(err)
 		}
 	}

@@ -12,14 +12,17 @@ import (
 
 var _ sse.LobbySource = (*Store)(nil)
 
-// Joinable implements sse.LobbySource with a fill-order listing.
+// Joinable implements sse.LobbySource with a fill-order listing, a
+// browsing read (replicas when configured, see ReplicaReads).
 func (s *Store) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
 	res, err := s.List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Joinable: true,
 		Mode: mode, Region: region, Sort: lobby.Fill, Limit: limit})
 	return res.Rooms, err
 }
 
-// Rooms implements sse.LobbySource with one pipelined read.
+// Rooms implements sse.LobbySource with one pipelined read, always from
+// the masters: it follows a change's notice, which a replica may not have
+// applied yet, and a stale room sent then would stay until its next change.
 func (s *Store) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {

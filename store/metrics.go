@@ -51,6 +51,9 @@ func (s *Store) observe(m Metrics) {
 	}
 	s.metrics = m
 	s.client.AddHook(metricsHook{m})
+	if s.reads != nil {
+		s.reads.AddHook(metricsHook{m})
+	}
 }
 
 //go:embed lua/*.lua

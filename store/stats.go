@@ -11,14 +11,18 @@ import (
 )
 
 // Stats implements lobby.Index: the sum of every shard's stats hash, which
-// the scripts keep with each change (lua/prelude.lua, restat).
+// the scripts keep with each change (lua/prelude.lua, restat). A browsing
+// read: from replicas when configured (ReplicaReads).
 func (s *Store) Stats(ctx context.Context) (lobby.Stats, error) {
 	cmds := make([]*redis.MapStringStringCmd, s.shards)
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for shard := range s.shards {
-			cmds[shard] = p.HGetAll(ctx, s.keys.stats(shard))
-		}
-		return nil
+	err := s.browse(ctx, func(c redis.UniversalClient) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for shard := range s.shards {
+				cmds[shard] = p.HGetAll(ctx, s.keys.stats(shard))
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return lobby.Stats{}, wrap(err)

@@ -33,6 +33,11 @@ type Config struct {
 	ClusterAddrs []string
 	// Neither set: an embedded in-process store (memory only).
 
+	// ReadFromReplicas routes a Cluster's browsing reads (lists, lobby
+	// lists, stats) to replicas; see ReplicaReads. Only with ClusterAddrs;
+	// "" is off.
+	ReadFromReplicas ReplicaReads
+
 	// Prefix starts every key; default "rs".
 	Prefix string
 	// Shards is the number of hash-tag shards, fixed for a deployment's
@@ -76,6 +81,7 @@ type Config struct {
 // concurrent use.
 type Store struct {
 	client   redis.UniversalClient
+	reads    redis.UniversalClient // browsing reads (replicas.go); nil: client
 	embedded *miniredis.Miniredis
 	keys     keys
 	shards   int
@@ -199,6 +205,12 @@ const (
 )
 
 func (s *Store) connect(cfg Config) error {
+	if _, err := ParseReplicaReads(string(cfg.ReadFromReplicas)); err != nil {
+		return fmt.Errorf("REALSYNC_REDIS_READ_FROM_REPLICAS: %w", err)
+	}
+	if len(cfg.ClusterAddrs) == 0 && cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
+		return fmt.Errorf("REALSYNC_REDIS_READ_FROM_REPLICAS: replicas are read only on a Redis Cluster (REALSYNC_REDIS_CLUSTER_ADDRS)")
+	}
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
 		// go-redis re-reads the Cluster layout every 60 s by default (while
@@ -206,10 +218,14 @@ func (s *Store) connect(cfg Config) error {
 		// no re-read); after a failover commands would go to the dead master
 		// for that long. Every second: a shard serves again within about a
 		// second of its replica's promotion.
-		s.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
+		opt := redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
 			ClusterStateReloadInterval: time.Second, Protocol: 2,
 			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, PoolTimeout: poolTimeout,
-			MaxRedirects: maxRedirects})
+			MaxRedirects: maxRedirects}
+		s.client = redis.NewClusterClient(&opt)
+		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
+			s.reads = readerClient(opt, cfg.ReadFromReplicas)
+		}
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
 		opt, err := redis.ParseURL(cfg.RedisURL)
@@ -254,6 +270,9 @@ func (s *Store) Embedded() bool { return s.embedded != nil }
 // Close releases the connections and stops the embedded store.
 func (s *Store) Close() error {
 	err := s.client.Close()
+	if s.reads != nil {
+		err = errors.Join(err, s.reads.Close())
+	}
 	if s.embedded != nil {
 		s.embedded.Close()
 	}

@@ -57,6 +57,9 @@ type Config struct {
 	CORSOrigins    []string      // REALSYNC_CORS_ORIGINS: origins allowed by CORS ("*" alone: any); unset: no CORS headers
 	RequestTimeout time.Duration // REALSYNC_REQUEST_TIMEOUT, default 10s: body read and answer of every request but streams
 
+	// ReplicaReads: where a Cluster's browsing reads go (store.ReplicaReads).
+	ReplicaReads store.ReplicaReads // REALSYNC_REDIS_READ_FROM_REPLICAS: off (default), on, random or latency
+
 	secretGenerated bool
 	guestForced     bool // REALSYNC_GUEST_AUTH=true in production
 }
@@ -87,11 +90,13 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	var c Config
 	var envName, guest, leeway string
+	var replicaReads string
 	var cluster, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
 	fs.StringVar(&cluster, "redis-cluster-addrs", env("REALSYNC_REDIS_CLUSTER_ADDRS", ""), "Cluster seed nodes, comma-separated (REALSYNC_REDIS_CLUSTER_ADDRS)")
+	fs.StringVar(&replicaReads, "redis-read-from-replicas", env("REALSYNC_REDIS_READ_FROM_REPLICAS", "off"), "Cluster only: off, on (replicas), random (master or replicas) or latency (nearest node) for list, stats and lobby-list reads (REALSYNC_REDIS_READ_FROM_REPLICAS)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env("REALSYNC_JWT_SECRET", ""), "HS256 secret shared by all instances (REALSYNC_JWT_SECRET)")
 	fs.StringVar(&guest, "guest-auth", env("REALSYNC_GUEST_AUTH", ""), "allow guest tokens (REALSYNC_GUEST_AUTH); default true, false in production")
 	fs.StringVar(&envName, "env", env("REALSYNC_ENV", envDevelopment), "development or production (REALSYNC_ENV)")
@@ -145,6 +150,11 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		bad("REALSYNC_REDIS_URL", "must start with redis:// or rediss://")
 	}
 	var err error
+	if c.ReplicaReads, err = store.ParseReplicaReads(replicaReads); err != nil {
+		bad("REALSYNC_REDIS_READ_FROM_REPLICAS", err.Error())
+	} else if c.ReplicaReads != store.ReplicasOff && len(c.ClusterAddrs) == 0 {
+		bad("REALSYNC_REDIS_READ_FROM_REPLICAS", "needs REALSYNC_REDIS_CLUSTER_ADDRS: replicas are read on a Redis Cluster only")
+	}
 	c.Env = envName
 	if c.Env != envDevelopment && c.Env != envProduction {
 		bad("REALSYNC_ENV", "must be development or production")

@@ -241,7 +241,7 @@ func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackgroun
 
 // storeConfig is the store's part of the configuration.
 func storeConfig(cfg Config) store.Config {
-	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs,
+	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReplicaReads,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
 		PresenceDebounce: cfg.PresenceDebounce,
 		Quotas:           store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
@@ -263,7 +263,7 @@ func logStartup(log *slog.Logger, cfg Config, st *store.Store) {
 	case st.Embedded():
 		log.Warn("no Redis configured: using the embedded in-process store; data is kept in memory only and lost on exit")
 	case len(cfg.ClusterAddrs) > 0:
-		log.Info("store: Redis Cluster", "seeds", len(cfg.ClusterAddrs), "shards", cfg.Shards)
+		log.Info("store: Redis Cluster", "seeds", len(cfg.ClusterAddrs), "shards", cfg.Shards, "readFromReplicas", cfg.ReplicaReads)
 	default:
 		log.Info("store: standalone Redis", "shards", cfg.Shards)
 	}

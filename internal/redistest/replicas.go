@@ -268,3 +268,34 @@ func WaitMaster(s *Server, timeout time.Duration) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("%s did not become master within %s", s.Addr, timeout)
 }
+
+// WaitSlotsListReplicas waits until every node's CLUSTER SLOTS lists at
+// least one replica beside the master of every slot range: where clients
+// (go-redis) learn which replicas to read. Redis lists a replica only once
+// it gossiped a non-zero replication offset, so the replicas' masters must
+// have written something since the replicas synced.
+func (c *Cluster) WaitSlotsListReplicas(timeout time.Duration) error {
+	ctx := context.Background()
+	listed := func() bool {
+		for _, n := range c.Nodes {
+			cl := redis.NewClient(&redis.Options{Addr: n.Addr})
+			slots, err := cl.ClusterSlots(ctx).Result()
+			cl.Close()
+			if err != nil || len(slots) == 0 {
+				return false
+			}
+			for _, r := range slots {
+				if len(r.Nodes) < 2 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(timeout); !listed(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CLUSTER SLOTS lists no replica of some slots within %s", timeout)
+		}
+	}
+	return nil
+}

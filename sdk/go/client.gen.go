@@ -942,6 +942,10 @@ type ClientInterface interface {
 	// before the token expires (`token_expiring`) as on room streams,
 	// with a stream token from `POST /v1/lobby/stream-token`.
 	//
+	// The `rooms` list may be read from replicas
+	// (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
+	// replication lag; the changes after it are read from masters.
+	//
 	// API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Corresponds with GET /v1/lobby/events (the `StreamLobbyEvents` operationId).
@@ -952,7 +956,8 @@ type ClientInterface interface {
 	// Over every room, public or private: rooms per status, players in
 	// rooms, and waiting/playing rooms per mode and per region. Kept by
 	// the same scripts that change rooms, so always exact; reads one small
-	// hash per shard.
+	// hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
+	// on a Cluster: as of the replication lag, typically under a millisecond).
 	//
 	// API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -1045,6 +1050,11 @@ type ClientInterface interface {
 	// number of rooms. Cursor pages never repeat or skip a room that stayed
 	// in the result set. A page may hold fewer than `limit` rooms when rooms
 	// closed while it was read; `nextCursor` is null only on the last page.
+	// With `REALSYNC_REDIS_READ_FROM_REPLICAS` on a Redis Cluster the list
+	// is read from replicas: a room created or changed within the
+	// replication lag (typically under a millisecond) may be missing or
+	// shown as it was; its join re-checks on the master. A room, its
+	// state, joins and `/v1/me/rooms` always read masters.
 	//
 	// `joinable=true` keeps the rooms a player could join now: waiting,
 	// unlocked, not full (its own indexes, so full or locked rooms cost
@@ -1650,6 +1660,10 @@ func (c *APIClient) RefreshToken(ctx context.Context, reqEditors ...RequestEdito
 // before the token expires (`token_expiring`) as on room streams,
 // with a stream token from `POST /v1/lobby/stream-token`.
 //
+// The `rooms` list may be read from replicas
+// (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
+// replication lag; the changes after it are read from masters.
+//
 // API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 //
 // Corresponds with GET /v1/lobby/events (the `StreamLobbyEvents` operationId).
@@ -1670,7 +1684,8 @@ func (c *APIClient) StreamLobbyEvents(ctx context.Context, params *StreamLobbyEv
 // Over every room, public or private: rooms per status, players in
 // rooms, and waiting/playing rooms per mode and per region. Kept by
 // the same scripts that change rooms, so always exact; reads one small
-// hash per shard.
+// hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
+// on a Cluster: as of the replication lag, typically under a millisecond).
 //
 // API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 //
@@ -1813,6 +1828,11 @@ func (c *APIClient) MyRooms(ctx context.Context, params *MyRoomsParams, reqEdito
 // number of rooms. Cursor pages never repeat or skip a room that stayed
 // in the result set. A page may hold fewer than `limit` rooms when rooms
 // closed while it was read; `nextCursor` is null only on the last page.
+// With `REALSYNC_REDIS_READ_FROM_REPLICAS` on a Redis Cluster the list
+// is read from replicas: a room created or changed within the
+// replication lag (typically under a millisecond) may be missing or
+// shown as it was; its join re-checks on the master. A room, its
+// state, joins and `/v1/me/rooms` always read masters.
 //
 // `joinable=true` keeps the rooms a player could join now: waiting,
 // unlocked, not full (its own indexes, so full or locked rooms cost
@@ -3897,6 +3917,10 @@ type ClientWithResponsesInterface interface {
 	// before the token expires (`token_expiring`) as on room streams,
 	// with a stream token from `POST /v1/lobby/stream-token`.
 	//
+	// The `rooms` list may be read from replicas
+	// (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
+	// replication lag; the changes after it are read from masters.
+	//
 	// API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -3909,7 +3933,8 @@ type ClientWithResponsesInterface interface {
 	// Over every room, public or private: rooms per status, players in
 	// rooms, and waiting/playing rooms per mode and per region. Kept by
 	// the same scripts that change rooms, so always exact; reads one small
-	// hash per shard.
+	// hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
+	// on a Cluster: as of the replication lag, typically under a millisecond).
 	//
 	// API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -4008,6 +4033,11 @@ type ClientWithResponsesInterface interface {
 	// number of rooms. Cursor pages never repeat or skip a room that stayed
 	// in the result set. A page may hold fewer than `limit` rooms when rooms
 	// closed while it was read; `nextCursor` is null only on the last page.
+	// With `REALSYNC_REDIS_READ_FROM_REPLICAS` on a Redis Cluster the list
+	// is read from replicas: a room created or changed within the
+	// replication lag (typically under a millisecond) may be missing or
+	// shown as it was; its join re-checks on the master. A room, its
+	// state, joins and `/v1/me/rooms` always read masters.
 	//
 	// `joinable=true` keeps the rooms a player could join now: waiting,
 	// unlocked, not full (its own indexes, so full or locked rooms cost
@@ -7216,6 +7246,10 @@ func (c *ClientWithResponses) RefreshTokenWithResponse(ctx context.Context, reqE
 // before the token expires (`token_expiring`) as on room streams,
 // with a stream token from `POST /v1/lobby/stream-token`.
 //
+// The `rooms` list may be read from replicas
+// (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
+// replication lag; the changes after it are read from masters.
+//
 // API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -7234,7 +7268,8 @@ func (c *ClientWithResponses) StreamLobbyEventsWithResponse(ctx context.Context,
 // Over every room, public or private: rooms per status, players in
 // rooms, and waiting/playing rooms per mode and per region. Kept by
 // the same scripts that change rooms, so always exact; reads one small
-// hash per shard.
+// hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
+// on a Cluster: as of the replication lag, typically under a millisecond).
 //
 // API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 //
@@ -7363,6 +7398,11 @@ func (c *ClientWithResponses) MyRoomsWithResponse(ctx context.Context, params *M
 // number of rooms. Cursor pages never repeat or skip a room that stayed
 // in the result set. A page may hold fewer than `limit` rooms when rooms
 // closed while it was read; `nextCursor` is null only on the last page.
+// With `REALSYNC_REDIS_READ_FROM_REPLICAS` on a Redis Cluster the list
+// is read from replicas: a room created or changed within the
+// replication lag (typically under a millisecond) may be missing or
+// shown as it was; its join re-checks on the master. A room, its
+// state, joins and `/v1/me/rooms` always read masters.
 //
 // `joinable=true` keeps the rooms a player could join now: waiting,
 // unlocked, not full (its own indexes, so full or locked rooms cost

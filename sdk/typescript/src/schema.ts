@@ -69,6 +69,11 @@ export interface paths {
          *     number of rooms. Cursor pages never repeat or skip a room that stayed
          *     in the result set. A page may hold fewer than `limit` rooms when rooms
          *     closed while it was read; `nextCursor` is null only on the last page.
+         *     With `REALSYNC_REDIS_READ_FROM_REPLICAS` on a Redis Cluster the list
+         *     is read from replicas: a room created or changed within the
+         *     replication lag (typically under a millisecond) may be missing or
+         *     shown as it was; its join re-checks on the master. A room, its
+         *     state, joins and `/v1/me/rooms` always read masters.
          *
          *     `joinable=true` keeps the rooms a player could join now: waiting,
          *     unlocked, not full (its own indexes, so full or locked rooms cost
@@ -542,7 +547,8 @@ export interface paths {
          * @description Over every room, public or private: rooms per status, players in
          *     rooms, and waiting/playing rooms per mode and per region. Kept by
          *     the same scripts that change rooms, so always exact; reads one small
-         *     hash per shard.
+         *     hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
+         *     on a Cluster: as of the replication lag, typically under a millisecond).
          *
          *     API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
          */
@@ -604,6 +610,10 @@ export interface paths {
          *     Heartbeat `: ping` as on room streams. Authentication and the end
          *     before the token expires (`token_expiring`) as on room streams,
          *     with a stream token from `POST /v1/lobby/stream-token`.
+         *
+         *     The `rooms` list may be read from replicas
+         *     (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
+         *     replication lag; the changes after it are read from masters.
          *
          *     API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
          */

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ReplicaReads says where a Cluster's browsing reads go
+// (REALSYNC_REDIS_READ_FROM_REPLICAS). Browsing reads are exactly: the room
+// list (List, and the lobby stream's list, Joinable) and the lobby stats
+// (Stats). Everything else, joins, quick-join, a room and its state, my
+// rooms, messages, the lobby stream's per-change reads (Rooms) and every
+// script, always reads the shard's master: a client reads those back right
+// after writing them.
+//
+// A replica applies a master's writes after a replication lag (well under a
+// millisecond on a LAN), so a browsing read may miss the latest changes: a
+// room just created may be missing from a list, a full one may still be
+// listed (its join then says ROOM_FULL), and stats may lag. A replica whose
+// link to its master broke keeps answering with its last data unless it runs
+// with replica-serve-stale-data no: then it refuses reads (MASTERDOWN) and
+// they go to the master (browse), which bounds the staleness by the time a
+// replica takes to notice a silent link loss, its repl-timeout (60 s by
+// default).
+type ReplicaReads string
+
+const (
+	// ReplicasOff reads everything from masters (the default).
+	ReplicasOff ReplicaReads = "off"
+	// ReplicasOn reads browsing reads from a random replica of the shard,
+	// from its master while every replica of the shard is failing.
+	ReplicasOn ReplicaReads = "on"
+	// ReplicasRandom spreads browsing reads over the shard's master and
+	// replicas at random (skipping failing nodes).
+	ReplicasRandom ReplicaReads = "random"
+	// ReplicasLatency reads browsing reads from the shard's node (master or
+	// replica) of the lowest measured latency.
+	ReplicasLatency ReplicaReads = "latency"
+)
+
+// ParseReplicaReads reads a REALSYNC_REDIS_READ_FROM_REPLICAS value; ""
+// is off.
+func ParseReplicaReads(s string) (ReplicaReads, error) {
+	switch r := ReplicaReads(s); r {
+	case "":
+		return ReplicasOff, nil
+	case ReplicasOff, ReplicasOn, ReplicasRandom, ReplicasLatency:
+		return r, nil
+	}
+	return "", fmt.Errorf("must be off, on, random or latency")
+}
+
+// readerClient is the Cluster client of browsing reads: the options of the
+// main one with read-only commands (ZRANGE, HGETALL) routed per mode.
+// go-redis sends READONLY on every replica connection, marks a node that
+// fails (refused, timed out, LOADING) as failing for a while and routes the
+// failed commands again, so a dead replica's reads go to its master within
+// the same call. A second client, not ReadOnly on the main one: that would
+// send every read-only command of the store to replicas, joins' and room
+// reads' included.
+func readerClient(opt redis.ClusterOptions, mode ReplicaReads) redis.UniversalClient {
+	opt.ReadOnly = true
+	switch mode {
+	case ReplicasRandom:
+		opt.RouteRandomly = true
+	case ReplicasLatency:
+		opt.RouteByLatency = true
+	}
+	return redis.NewClusterClient(&opt)
+}
+
+// browse runs a browsing read f on the reader client and, when that fails
+// for any reason but the caller's end (a replica dead, refusing reads while
+// its link is down, or loading), once more on the main client: a browsing
+// read never fails for a replica's sake. f queues its commands afresh on
+// each call. Without a reader client f runs once on the main one.
+func (s *Store) browse(ctx context.Context, f func(c redis.UniversalClient) error) error {
+	if s.reads == nil {
+		return f(s.client)
+	}
+	err := f(s.reads)
+	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil {
+		return err
+	}
+	return f(s.client)
+}
