@@ -274,3 +274,51 @@ func (in *instance) metric(t *testing.T, name, label string) string {
 	}
 	return ""
 }
+
+// Over HTTP/2 a stalled stream shares its connection with others: a client
+// that stops reading one stream (its flow-control window fills, the
+// server's writes to it block) must lose only that stream, cut off as a
+// slow reader, while the stream beside it on the same connection gets
+// every event in order and the connection stays usable.
+func TestHTTP2StalledStreamIsCutOffAlone(t *testing.T) {
+	bin := buildBinary(t)
+	in := start(t, bin, append(backendEnv(t, "standalone"), loadTestLimits, "REALSYNC_H2C=true")...)
+	id, toks := party(t, in, 1)
+	c := newH2Client(t, nil, true)
+	reading := c.open(t, in.url, "/v1/rooms/"+id+"/events", toks[0])
+	reading.wait(t, "snapshot", 10*time.Second, func(es []string, _ int) bool { return len(es) > 0 && es[0] == "snapshot" })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	stalled := c.do(t, ctx, "GET", in.url+"/v1/rooms/"+id+"/events", toks[1], nil)
+	defer stalled.Body.Close() // never read
+	if stalled.StatusCode != 200 {
+		t.Fatalf("stalled stream: %d", stalled.StatusCode)
+	}
+	// 1 500 events of 8 KB: 12 MB, three times the client's 4 MB window of
+	// one HTTP/2 stream.
+	big := strings.Repeat("x", 8000)
+	for i := range 1500 {
+		if !patch(t, in, id, toks[0], map[string]any{"big": big + strconv.Itoa(i)}) {
+			t.Fatal("patch failed")
+		}
+	}
+	final := roomVersion(t, in, id, toks[0])
+	reading.wait(t, "every state event and player 2's disconnection", 60*time.Second, func(es []string, _ int) bool {
+		states, gone := 0, false
+		for _, e := range es {
+			states += btoi(e == "state")
+			gone = gone || e == "player_disconnected"
+		}
+		return states == 1500 && gone
+	})
+	if l := grep(in.logText(), "player=2"); !strings.Contains(l, "why=slow") && !strings.Contains(l, "why=write_error") {
+		t.Errorf("the server does not say it cut the stalled stream:\n%s", l)
+	}
+	// The connection is still the only one, and still serves.
+	if got := int64(c.call(t, "GET", in.url+"/v1/rooms/"+id, toks[0], nil, 200)["version"].(float64)); got < final {
+		t.Errorf("room version %d after the stall, want ≥ %d", got, final)
+	}
+	if n := c.dials.Load(); n != 1 {
+		t.Errorf("%d connections dialed, want 1", n)
+	}
+}
