@@ -64,7 +64,7 @@ func streamFor(ctx context.Context, scope string) error {
 // nothing was sent yet: it is answered as usual, except that the store
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
-	c := &streamClient{w: w, rc: http.NewResponseController(w)}
+	c := &streamClient{w: w, rc: http.NewResponseController(w), timer: r.ProtoMajor >= 2}
 	err := serve(c)
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
@@ -92,6 +92,12 @@ type streamClient struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	deadline time.Time // of writes, moved at most once a second
+	// timer: an HTTP/2 stream, whose write deadline is a timer that resets
+	// the stream when it fires, write or no write (HTTP/1.1's applies only
+	// to writes under way). A deadline left set would kill an idle stream
+	// streamWriteTimeout after its last event (the heartbeat comes later):
+	// each Send sets it and clears it once written.
+	timer bool
 }
 
 // Start sends the headers at once, so the client knows the stream is open
@@ -105,10 +111,11 @@ func (c *streamClient) Start() {
 }
 
 // Send writes and flushes frames, each Send within 9 to 10 s
-// (streamWriteTimeout, moved forward at most once a second: setting a
-// deadline costs about as much as the write of a small event).
+// (streamWriteTimeout; over HTTP/1.1 moved forward at most once a second,
+// since setting a deadline costs about as much as the write of a small
+// event; over HTTP/2 set for each Send and cleared after it).
 func (c *streamClient) Send(frames []byte) error {
-	if now := time.Now(); c.deadline.Sub(now) < streamWriteTimeout-time.Second {
+	if now := time.Now(); c.timer || c.deadline.Sub(now) < streamWriteTimeout-time.Second {
 		c.deadline = now.Add(streamWriteTimeout)
 		if err := c.rc.SetWriteDeadline(c.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
@@ -117,7 +124,10 @@ func (c *streamClient) Send(frames []byte) error {
 	if _, err := c.w.Write(frames); err != nil {
 		return err
 	}
-	return c.rc.Flush()
+	if err := c.rc.Flush(); err != nil || !c.timer {
+		return err
+	}
+	return c.rc.SetWriteDeadline(time.Time{})
 }
 
 // RoomJSON renders a room for events as the REST API does: with its

@@ -97,6 +97,7 @@ type stream struct {
 	events []string // event types, in order
 	pings  int      // heartbeat comments
 	retry  int      // the last retry hint (ms)
+	err    error    // why reading ended, once ended
 	ended  chan struct{}
 	update chan struct{}
 }
@@ -119,6 +120,9 @@ func (c *h2Client) open(t *testing.T, base, path, token string) *stream {
 		for {
 			line, err := rd.ReadString('\n')
 			if err != nil {
+				s.mu.Lock()
+				s.err = err
+				s.mu.Unlock()
 				return
 			}
 			line = strings.TrimSuffix(line, "\n")
@@ -156,7 +160,10 @@ func (s *stream) wait(t *testing.T, what string, within time.Duration, ok func(e
 		select {
 		case <-s.update:
 		case <-s.ended:
-			t.Fatalf("%s ended before %s; events %v", s.path, what, events)
+			s.mu.Lock()
+			err := s.err
+			s.mu.Unlock()
+			t.Fatalf("%s ended (%v) before %s; events %v", s.path, err, what, events)
 		case <-deadline:
 			t.Fatalf("%s: no %s within %s; events %v, %d pings", s.path, what, within, events, pings)
 		}
@@ -295,20 +302,31 @@ func TestHTTP2StalledStreamIsCutOffAlone(t *testing.T) {
 		t.Fatalf("stalled stream: %d", stalled.StatusCode)
 	}
 	// 1 500 events of 8 KB: 12 MB, three times the client's 4 MB window of
-	// one HTTP/2 stream.
+	// one HTTP/2 stream. They go in batches of 100 that the reading stream
+	// has received before the next: a reader that keeps up is never a slow
+	// one, however loaded the machine, so only the stall can cut a stream.
 	big := strings.Repeat("x", 8000)
-	for i := range 1500 {
-		if !patch(t, in, id, toks[0], map[string]any{"big": big + strconv.Itoa(i)}) {
-			t.Fatal("patch failed")
-		}
-	}
-	final := roomVersion(t, in, id, toks[0])
-	reading.wait(t, "every state event and player 2's disconnection", 60*time.Second, func(es []string, _ int) bool {
-		states, gone := 0, false
+	count := func(es []string) (states int, gone bool) {
 		for _, e := range es {
 			states += btoi(e == "state")
 			gone = gone || e == "player_disconnected"
 		}
+		return states, gone
+	}
+	for batch := range 15 {
+		for i := range 100 {
+			if !patch(t, in, id, toks[0], map[string]any{"big": big + strconv.Itoa(batch*100+i)}) {
+				t.Fatal("patch failed")
+			}
+		}
+		reading.wait(t, fmt.Sprint((batch+1)*100, " state events"), 30*time.Second, func(es []string, _ int) bool {
+			states, _ := count(es)
+			return states >= (batch+1)*100
+		})
+	}
+	final := roomVersion(t, in, id, toks[0])
+	reading.wait(t, "every state event and player 2's disconnection", 60*time.Second, func(es []string, _ int) bool {
+		states, gone := count(es)
 		return states == 1500 && gone
 	})
 	if l := grep(in.logText(), "player=2"); !strings.Contains(l, "why=slow") && !strings.Contains(l, "why=write_error") {
@@ -321,4 +339,25 @@ func TestHTTP2StalledStreamIsCutOffAlone(t *testing.T) {
 	if n := c.dials.Load(); n != 1 {
 		t.Errorf("%d connections dialed, want 1", n)
 	}
+}
+
+// Over HTTP/2 a write deadline is a timer that resets the stream when it
+// fires, write or no write: an event stream that stays quiet longer than
+// the server's per-write timeout (10 s) between heartbeats must not be
+// reset by a deadline left from its last write (it was, before Send
+// cleared it: every quiet h2 stream died 10 s after its last event).
+func TestHTTP2QuietStreamOutlivesWriteTimeout(t *testing.T) {
+	bin := buildBinary(t)
+	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_H2C=true", "REALSYNC_SSE_HEARTBEAT=60s")...)
+	id, toks := party(t, in, 0)
+	c := newH2Client(t, nil, true)
+	s := c.open(t, in.url, "/v1/rooms/"+id+"/events", toks[0])
+	s.wait(t, "snapshot", 10*time.Second, func(es []string, _ int) bool { return len(es) > 0 && es[0] == "snapshot" })
+	time.Sleep(12 * time.Second) // quiet: no event, no heartbeat, past the 10 s write timeout
+	if !patch(t, in, id, toks[0], map[string]any{"after": "quiet"}) {
+		t.Fatal("patch failed")
+	}
+	s.wait(t, "the state event after 12 s of quiet", 10*time.Second, func(es []string, _ int) bool {
+		return strings.Contains(strings.Join(es, " "), "state")
+	})
 }
