@@ -43,6 +43,6 @@ func expiryOf(ctx context.Context) (<-chan time.Time, []byte) {
 		return nil, nil
 	}
 	data, _ := json.Marshal(map[string]string{"type": TokenExpiringEvent,
-		"expiresAt": e.at.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)})
+		"expiresAt": stamp(e.at)})
 	return e.fire, appendFrame(nil, "", TokenExpiringEvent, data)
 }

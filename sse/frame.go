@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // appendFrame appends one SSE event to b. Each line of data becomes its own
@@ -59,3 +60,9 @@ func shutdownRetry() int { return 500 + rand.IntN(1500) }
 
 // pingFrame is the heartbeat comment.
 var pingFrame = []byte(": ping\n\n")
+
+// stamp is t as the events' times are written: UTC, RFC 3339, to the
+// millisecond.
+func stamp(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+}

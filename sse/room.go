@@ -206,7 +206,7 @@ func (r *room) resync(ctx context.Context) bool {
 // one sent, without a tag (no history holds it).
 func goneEvent(id string, version int64) Event {
 	data, _ := json.Marshal(map[string]any{"type": "room_closed", "roomId": id, "version": version,
-		"ts": time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), "reason": reasonGone})
+		"ts": stamp(time.Now()), "reason": reasonGone})
 	e := Event{Version: version, Data: data}
 	e.parse()
 	return e

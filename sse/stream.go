@@ -133,7 +133,7 @@ func resumedFrame(id string, version int64) []byte {
 		RoomID  string `json:"roomId"`
 		Version int64  `json:"version"`
 		TS      string `json:"ts"`
-	}{ResumedEvent, id, version, time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)})
+	}{ResumedEvent, id, version, stamp(time.Now())})
 	return appendFrame(nil, "", ResumedEvent, data)
 }
 
@@ -281,7 +281,7 @@ func (h *Hub) snapshotFrame(u rooms.User, s *Snapshot) []byte {
 		state = rooms.State{}
 	}
 	data, err := json.Marshal(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
-		TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
+		TS: stamp(time.Now()), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
 		State: state, StateVersion: s.Room.StateVersion})
 	if err != nil {
 		h.cfg.Log.Error("sse: encoding snapshot", "room", s.Room.ID, "err", err)
