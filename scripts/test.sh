@@ -30,11 +30,11 @@ if ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
 
-echo "== generated code matches openapi.yaml"
+echo "== generated code matches openapi.yaml, and its event schemas the event types"
 go generate ./...
-if [ -n "$(git status --porcelain -- api/oapi sdk/go/client.gen.go)" ]; then
-  git --no-pager diff --stat -- api/oapi sdk/go/client.gen.go
-  echo "api/oapi or sdk/go/client.gen.go drifted from openapi.yaml: run 'go generate ./...' and commit" >&2
+if [ -n "$(git status --porcelain -- api/oapi sdk/go/client.gen.go openapi.yaml)" ]; then
+  git --no-pager diff --stat -- api/oapi sdk/go/client.gen.go openapi.yaml
+  echo "api/oapi, sdk/go/client.gen.go or openapi.yaml's event schemas drifted (from openapi.yaml, rooms/events.go, lobby/events.go): run 'go generate ./...' and commit" >&2
   exit 1
 fi
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"testing"
 
@@ -15,7 +16,30 @@ import (
 	"github.com/realsync/realsync/store"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+// TestMain runs the suite and, when it ran whole, requires that the
+// scripts published every room event and reason they can emit on the
+// shared standalone server, each valid under the event contract
+// (redistest.Main checks each): the contract test covers every emitter.
+func TestMain(m *testing.M) {
+	redistest.Main(m, func() error {
+		if f := flag.Lookup("test.run"); f == nil || f.Value.String() != "" || testing.Short() {
+			return nil
+		}
+		seen := redistest.EventsSeen()
+		var missing []string
+		for _, k := range []string{"state", "player_joined", "player_left/left", "player_left/kicked",
+			"player_left/disconnected", "player_connected", "player_disconnected", "room_updated", "message",
+			"room_closed/closed", "room_closed/empty", "room_closed/expired", "room_closed/finished"} {
+			if seen[k] == 0 {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("the store suite never saw these scripts' events on standalone Redis: %v (seen: %v)", missing, seen)
+		}
+		return nil
+	})
+}
 
 // openStore opens a store on backend b with a key prefix of its own and a
 // small shard count, closed when the test ends.

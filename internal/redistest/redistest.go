@@ -260,6 +260,10 @@ func StandaloneURL(tb testing.TB) string {
 		if err != nil {
 			tb.Fatalf("starting redis-server: %v", err)
 		}
+		if err := watchEvents(s.Addr); err != nil {
+			s.Stop()
+			tb.Fatalf("event contract: %v", err)
+		}
 		standalone = s
 	}
 	return "redis://" + standalone.Addr
@@ -285,9 +289,25 @@ func ClusterAddrs(tb testing.TB) []string {
 }
 
 // Main runs a package's tests, then stops the shared servers and exits:
-// call it as the whole body of TestMain.
-func Main(m *testing.M) {
+// call it as the whole body of TestMain. The package fails when an event
+// published on the shared standalone server broke the event contract
+// (events.go), or when one of after, run after the tests, returns an error.
+func Main(m *testing.M, after ...func() error) {
 	code := m.Run()
+	for _, f := range after {
+		if err := f(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	mu.Lock()
+	ok := finishEvents()
+	mu.Unlock()
+	if !ok && code == 0 {
+		code = 1
+	}
 	StopAll()
 	os.Exit(code)
 }
@@ -296,6 +316,10 @@ func Main(m *testing.M) {
 func StopAll() {
 	mu.Lock()
 	defer mu.Unlock()
+	if events != nil {
+		events.stop()
+		events = nil
+	}
 	if standalone != nil {
 		standalone.Stop()
 		standalone = nil

@@ -934,7 +934,8 @@ type ClientInterface interface {
 	// | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 	// | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 	//
-	// Rooms carry no players. Changes to one room within 100 ms are
+	// The data of every event is the schema `LobbyEvent`. Rooms carry
+	// no players. Changes to one room within 100 ms are
 	// coalesced into one event carrying the latest state; the final state
 	// always arrives. Keep, per room, the highest `version` seen. Events
 	// carry no id: a reconnecting client gets a fresh `rooms` list.
@@ -1229,11 +1230,14 @@ type ClientInterface interface {
 	// Then live events. A comment `: ping` follows every
 	// `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
 	//
-	// Every event has `id: <version>-<tag>` (opaque to clients, starting
-	// with the room version; the tag identifies the history, so a resume
-	// after a Redis failover that lost events gets a snapshot), `event:
-	// <type>` and `data: <one-line JSON>` with at least `type`, `roomId`,
-	// `version`, `ts`:
+	// Every room event has `id: <version>-<tag>` (opaque to clients,
+	// starting with the room version; the tag identifies the history, so
+	// a resume after a Redis failover that lost events gets a snapshot),
+	// `event: <type>` and `data: <one-line JSON>` with at least `type`,
+	// `roomId`, `version`, `ts` (`resumed` and `token_expiring` have no
+	// id). The data of every event is the schema `RoomEvent` (one schema
+	// per type, generated from the server's event types; no other field
+	// is ever sent):
 	//
 	// | type | payload |
 	// |---|---|
@@ -1652,7 +1656,8 @@ func (c *APIClient) RefreshToken(ctx context.Context, reqEditors ...RequestEdito
 // | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 // | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 //
-// Rooms carry no players. Changes to one room within 100 ms are
+// The data of every event is the schema `LobbyEvent`. Rooms carry
+// no players. Changes to one room within 100 ms are
 // coalesced into one event carrying the latest state; the final state
 // always arrives. Keep, per room, the highest `version` seen. Events
 // carry no id: a reconnecting client gets a fresh `rooms` list.
@@ -2108,11 +2113,14 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // Then live events. A comment `: ping` follows every
 // `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
 //
-// Every event has `id: <version>-<tag>` (opaque to clients, starting
-// with the room version; the tag identifies the history, so a resume
-// after a Redis failover that lost events gets a snapshot), `event:
-// <type>` and `data: <one-line JSON>` with at least `type`, `roomId`,
-// `version`, `ts`:
+// Every room event has `id: <version>-<tag>` (opaque to clients,
+// starting with the room version; the tag identifies the history, so
+// a resume after a Redis failover that lost events gets a snapshot),
+// `event: <type>` and `data: <one-line JSON>` with at least `type`,
+// `roomId`, `version`, `ts` (`resumed` and `token_expiring` have no
+// id). The data of every event is the schema `RoomEvent` (one schema
+// per type, generated from the server's event types; no other field
+// is ever sent):
 //
 // | type | payload |
 // |---|---|
@@ -3909,7 +3917,8 @@ type ClientWithResponsesInterface interface {
 	// | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 	// | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 	//
-	// Rooms carry no players. Changes to one room within 100 ms are
+	// The data of every event is the schema `LobbyEvent`. Rooms carry
+	// no players. Changes to one room within 100 ms are
 	// coalesced into one event carrying the latest state; the final state
 	// always arrives. Keep, per room, the highest `version` seen. Events
 	// carry no id: a reconnecting client gets a fresh `rooms` list.
@@ -4218,11 +4227,14 @@ type ClientWithResponsesInterface interface {
 	// Then live events. A comment `: ping` follows every
 	// `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
 	//
-	// Every event has `id: <version>-<tag>` (opaque to clients, starting
-	// with the room version; the tag identifies the history, so a resume
-	// after a Redis failover that lost events gets a snapshot), `event:
-	// <type>` and `data: <one-line JSON>` with at least `type`, `roomId`,
-	// `version`, `ts`:
+	// Every room event has `id: <version>-<tag>` (opaque to clients,
+	// starting with the room version; the tag identifies the history, so
+	// a resume after a Redis failover that lost events gets a snapshot),
+	// `event: <type>` and `data: <one-line JSON>` with at least `type`,
+	// `roomId`, `version`, `ts` (`resumed` and `token_expiring` have no
+	// id). The data of every event is the schema `RoomEvent` (one schema
+	// per type, generated from the server's event types; no other field
+	// is ever sent):
 	//
 	// | type | payload |
 	// |---|---|
@@ -7238,7 +7250,8 @@ func (c *ClientWithResponses) RefreshTokenWithResponse(ctx context.Context, reqE
 // | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
 // | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
 //
-// Rooms carry no players. Changes to one room within 100 ms are
+// The data of every event is the schema `LobbyEvent`. Rooms carry
+// no players. Changes to one room within 100 ms are
 // coalesced into one event carrying the latest state; the final state
 // always arrives. Keep, per room, the highest `version` seen. Events
 // carry no id: a reconnecting client gets a fresh `rooms` list.
@@ -7644,11 +7657,14 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // Then live events. A comment `: ping` follows every
 // `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
 //
-// Every event has `id: <version>-<tag>` (opaque to clients, starting
-// with the room version; the tag identifies the history, so a resume
-// after a Redis failover that lost events gets a snapshot), `event:
-// <type>` and `data: <one-line JSON>` with at least `type`, `roomId`,
-// `version`, `ts`:
+// Every room event has `id: <version>-<tag>` (opaque to clients,
+// starting with the room version; the tag identifies the history, so
+// a resume after a Redis failover that lost events gets a snapshot),
+// `event: <type>` and `data: <one-line JSON>` with at least `type`,
+// `roomId`, `version`, `ts` (`resumed` and `token_expiring` have no
+// id). The data of every event is the schema `RoomEvent` (one schema
+// per type, generated from the server's event types; no other field
+// is ever sent):
 //
 // | type | payload |
 // |---|---|

@@ -1,45 +1,40 @@
 // Live clients over Server-Sent Events: a room kept in sync with its event
 // stream, and the lobby's list of joinable rooms.
 import { RealSyncError, tokenExpiry, type RealSync, type Room, type Player, type State } from "./client.js";
+import type { components } from "./schema.js";
 import { backoffDelay, type BackoffOptions } from "./backoff.js";
 import {
   eventSourceTransport, type EventSourceFactory, type StreamConnection, type StreamRequest, type Transport,
 } from "./transport.js";
 
-interface EventBase {
-  roomId: string;
-  version: number;
-  ts: string;
-}
+type Schemas = components["schemas"];
 
-/** The events of a room stream, by type (see openapi.yaml, streamRoomEvents). */
+/** The events of a room stream, by type: openapi.yaml's RoomEvent, whose
+ * schemas are generated from the server's event types. */
 export interface RoomEvents {
-  snapshot: EventBase & { type: "snapshot"; room: Room; state: State; stateVersion: number };
-  state: EventBase & { type: "state"; by: number; set: State; del: string[]; stateVersion: number };
-  player_joined: EventBase & { type: "player_joined"; player: Player };
-  player_left: EventBase & { type: "player_left"; playerId: number; reason: "left" | "kicked" | "disconnected" };
-  player_connected: EventBase & { type: "player_connected"; playerId: number };
-  player_disconnected: EventBase & { type: "player_disconnected"; playerId: number };
-  room_updated: EventBase & { type: "room_updated"; changes: Partial<Room> & { inviteCode?: string | null } };
-  message: EventBase & { type: "message"; message: { from: number; type: string; data: unknown; to?: number[] } };
-  room_closed: EventBase & { type: "room_closed"; reason: "closed" | "empty" | "expired" | "finished" | "gone" };
+  snapshot: Schemas["SnapshotEvent"];
+  state: Schemas["StateEvent"];
+  player_joined: Schemas["PlayerJoinedEvent"];
+  player_left: Schemas["PlayerLeftEvent"];
+  player_connected: Schemas["PlayerConnectedEvent"];
+  player_disconnected: Schemas["PlayerDisconnectedEvent"];
+  room_updated: Schemas["RoomUpdatedEvent"];
+  message: Schemas["MessageEvent"];
+  room_closed: Schemas["RoomClosedEvent"];
 }
 export type RoomEvent = RoomEvents[keyof RoomEvents];
 
-/** The events of the lobby stream. */
+/** The events of the lobby stream (openapi.yaml's LobbyEvent). */
 export interface LobbyEvents {
-  rooms: { type: "rooms"; rooms: Room[] };
-  room_added: { type: "room_added"; version: number; room: Room };
-  room_updated: { type: "room_updated"; version: number; room: Room };
-  room_removed: { type: "room_removed"; version: number; room: Partial<Room> & { id: string } };
+  rooms: Schemas["LobbyRoomsEvent"];
+  room_added: Schemas["LobbyRoomAddedEvent"];
+  room_updated: Schemas["LobbyRoomUpdatedEvent"];
+  room_removed: Schemas["LobbyRoomRemovedEvent"];
 }
 
 /** The last event of a stream whose identity token expires soon: the SDK
  * renews the token and resumes by itself; listen to it to know. */
-export interface TokenExpiring {
-  type: "token_expiring";
-  expiresAt: string;
-}
+export type TokenExpiring = Schemas["TokenExpiringEvent"];
 
 export type { EventSourceFactory, EventSourceLike } from "./transport.js";
 

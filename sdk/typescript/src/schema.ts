@@ -366,11 +366,14 @@ export interface paths {
          *     Then live events. A comment `: ping` follows every
          *     `REALSYNC_SSE_HEARTBEAT` (15 s) without events.
          *
-         *     Every event has `id: <version>-<tag>` (opaque to clients, starting
-         *     with the room version; the tag identifies the history, so a resume
-         *     after a Redis failover that lost events gets a snapshot), `event:
-         *     <type>` and `data: <one-line JSON>` with at least `type`, `roomId`,
-         *     `version`, `ts`:
+         *     Every room event has `id: <version>-<tag>` (opaque to clients,
+         *     starting with the room version; the tag identifies the history, so
+         *     a resume after a Redis failover that lost events gets a snapshot),
+         *     `event: <type>` and `data: <one-line JSON>` with at least `type`,
+         *     `roomId`, `version`, `ts` (`resumed` and `token_expiring` have no
+         *     id). The data of every event is the schema `RoomEvent` (one schema
+         *     per type, generated from the server's event types; no other field
+         *     is ever sent):
          *
          *     | type | payload |
          *     |---|---|
@@ -603,7 +606,8 @@ export interface paths {
          *     | room_updated | a listed room changed and is still joinable | `{"type","version","room":Room}` |
          *     | room_removed | a listed room filled up, locked, started, closed or went private | `{"type","version","room"}`: the Room while it is public, else only `{"id","version"}` |
          *
-         *     Rooms carry no players. Changes to one room within 100 ms are
+         *     The data of every event is the schema `LobbyEvent`. Rooms carry
+         *     no players. Changes to one room within 100 ms are
          *     coalesced into one event carrying the latest state; the final state
          *     always arrives. Keep, per room, the highest `version` seen. Events
          *     carry no id: a reconnecting client gets a fresh `rooms` list.
@@ -1016,6 +1020,237 @@ export interface components {
             heartbeatAt: string;
             /** @description Open room and lobby event streams at its last heartbeat. */
             streams: number;
+        };
+        /** @description An event of a room stream (GET /v1/rooms/{id}/events): the data of one SSE frame, whose `event:` line is its `type`. */
+        RoomEvent: components["schemas"]["SnapshotEvent"] | components["schemas"]["StateEvent"] | components["schemas"]["PlayerJoinedEvent"] | components["schemas"]["PlayerLeftEvent"] | components["schemas"]["PlayerConnectedEvent"] | components["schemas"]["PlayerDisconnectedEvent"] | components["schemas"]["RoomUpdatedEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["RoomClosedEvent"] | components["schemas"]["ResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
+        /** @description An event of the lobby stream (GET /v1/lobby/events): the data of one SSE frame, whose `event:` line is its `type`. */
+        LobbyEvent: components["schemas"]["LobbyRoomsEvent"] | components["schemas"]["LobbyRoomAddedEvent"] | components["schemas"]["LobbyRoomUpdatedEvent"] | components["schemas"]["LobbyRoomRemovedEvent"] | components["schemas"]["TokenExpiringEvent"];
+        SnapshotEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "snapshot";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            /** @description The room as GET /v1/rooms/{id} returns it, players included. */
+            room: components["schemas"]["Room"];
+            state: components["schemas"]["State"];
+            /** Format: int64 */
+            stateVersion: number;
+        };
+        StateEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "state";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            /** @description The playerId who patched (0: the server). */
+            by: number;
+            /** @description The keys set, with their new values. */
+            set: components["schemas"]["State"];
+            /** @description The keys deleted. */
+            del: string[];
+            /** Format: int64 */
+            stateVersion: number;
+        };
+        PlayerJoinedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "player_joined";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            player: components["schemas"]["EventPlayer"];
+        };
+        EventPlayer: {
+            playerId: number;
+            name: string;
+            /** Format: date-time */
+            joinedAt: string;
+            connected: boolean;
+        };
+        PlayerLeftEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "player_left";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            playerId: number;
+            /** @enum {string} */
+            reason: "left" | "kicked" | "disconnected";
+        };
+        PlayerConnectedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "player_connected";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            playerId: number;
+        };
+        PlayerDisconnectedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "player_disconnected";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            playerId: number;
+        };
+        RoomUpdatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "room_updated";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            changes: components["schemas"]["RoomChanges"];
+        };
+        RoomChanges: {
+            name?: string;
+            status?: components["schemas"]["Status"];
+            locked?: boolean;
+            maxPlayers?: number;
+            attributes?: components["schemas"]["Attributes"];
+            visibility?: components["schemas"]["Visibility"];
+            /** @description The new invite code when the room turned private (members only); null when it turned public. */
+            inviteCode?: string | null;
+            /** @description The new owner, after the owner left. */
+            ownerPlayerId?: number;
+        };
+        MessageEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            message: components["schemas"]["MessageEventBody"];
+        };
+        MessageEventBody: {
+            /** @description The sender's playerId (0: the server). */
+            from: number;
+            type: string;
+            /** @description Any JSON. */
+            data: unknown;
+            /** @description Only these players (and the sender) get the message. */
+            to?: number[];
+        };
+        RoomClosedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "room_closed";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            /** @enum {string} */
+            reason: "closed" | "empty" | "expired" | "finished" | "gone";
+        };
+        ResumedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "resumed";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+        };
+        TokenExpiringEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "token_expiring";
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        LobbyRoomsEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rooms";
+            /** @description Rooms as GET /v1/rooms lists them, without players. */
+            rooms: components["schemas"]["Room"][];
+        };
+        LobbyRoomAddedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "room_added";
+            /** Format: int64 */
+            version: number;
+            /** @description The room as GET /v1/rooms lists it, without players. */
+            room: components["schemas"]["Room"];
+        };
+        LobbyRoomUpdatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "room_updated";
+            /** Format: int64 */
+            version: number;
+            /** @description The room as GET /v1/rooms lists it, without players. */
+            room: components["schemas"]["Room"];
+        };
+        LobbyRoomRemovedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "room_removed";
+            /** Format: int64 */
+            version: number;
+            /** @description The room as listed when it is still public; only id and version when it closed or turned private. */
+            room: components["schemas"]["LobbyRemovedRoom"];
+        };
+        LobbyRemovedRoom: {
+            id: string;
+            /** Format: int64 */
+            version: number;
         };
     };
     responses: {
