@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -21,7 +22,7 @@ type MessageParams struct {
 	Type string          `json:"type" validate:"min=1,max=32,nocontrol"`
 	Data json.RawMessage `json:"data"`
 	// To limits delivery to these players (and the sender); nil: everyone.
-	To []int `json:"to" validate:"omitnil,min=1,max=100,unique,dive,min=1"`
+	To []int `json:"to" validate:"omitnil,recipients,unique,dive,min=1"`
 }
 
 // Message is one message of a room's history.
@@ -34,19 +35,15 @@ type Message struct {
 	TS      time.Time       `json:"ts"`
 }
 
-// VisibleTo reports whether player pid may see m: everyone sees a message
-// without recipients; otherwise only the recipients and the sender. pid 0
-// is the server, which sees every message.
-func (m Message) VisibleTo(pid int) bool {
-	if len(m.To) == 0 || m.From == pid || pid == 0 {
-		return true
-	}
-	for _, to := range m.To {
-		if to == pid {
-			return true
-		}
-	}
-	return false
+// VisibleTo reports whether player pid may see m (see Visible).
+func (m Message) VisibleTo(pid int) bool { return Visible(m.From, m.To, pid) }
+
+// Visible is the one rule of who sees a message from player from to the
+// players to: everyone when to is empty; otherwise only the recipients and
+// the sender. pid 0 is the server, which sees every message. The message
+// history and the live streams both apply it.
+func Visible(from int, to []int, pid int) bool {
+	return len(to) == 0 || from == pid || pid == 0 || slices.Contains(to, pid)
 }
 
 // MessageStore keeps room messages.

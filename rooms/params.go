@@ -10,7 +10,7 @@ type CreateParams struct {
 	Name        string         `json:"name" validate:"min=1,max=64,nocontrol"`
 	Mode        string         `json:"mode" validate:"slug"`
 	Region      string         `json:"region" validate:"slug"`
-	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,min=1,max=100"`
+	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,seats"`
 	Visibility  *Visibility    `json:"visibility" validate:"omitnil,oneof=public private"`
 	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
 	State       State          `json:"state"`
@@ -36,7 +36,7 @@ type UpdateParams struct {
 	Name       *string         `json:"name" validate:"omitnil,min=1,max=64,nocontrol"`
 	Status     *Status         `json:"status" validate:"omitnil,oneof=waiting playing finished"`
 	Locked     *bool           `json:"locked"`
-	MaxPlayers *int            `json:"maxPlayers" validate:"omitnil,min=1,max=100"`
+	MaxPlayers *int            `json:"maxPlayers" validate:"omitnil,seats"`
 	Visibility *Visibility     `json:"visibility" validate:"omitnil,oneof=public private"`
 	Attributes *map[string]any `json:"attributes" validate:"omitnil,max=16,dive,keys,attrkey,endkeys,attrvalue"`
 }

@@ -114,7 +114,7 @@ func attrFilter(key string, raw json.RawMessage) (AttrFilter, string) {
 // state.
 type QuickCreate struct {
 	Name        string         `json:"name" validate:"min=1,max=64,nocontrol"`
-	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,min=1,max=100"`
+	MaxPlayers  *int           `json:"maxPlayers" validate:"omitnil,seats"`
 	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
 	StatePolicy *StatePolicy   `json:"statePolicy" validate:"omitnil,oneof=owner open"`
 }

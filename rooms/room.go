@@ -88,6 +88,29 @@ type Room struct {
 	Players       []Player
 }
 
+// Joinable reports whether anyone may join r without an invite code: it
+// is public, waiting, unlocked and not full. The one rule of what the
+// lobby shows, quick-join picks and the joinable and fill indexes hold
+// (store/lua/prelude.lua places rooms by the same four fields).
+func (r *Room) Joinable() bool {
+	return r.Visibility == Public && r.Status == Waiting && !r.Locked && r.PlayerCount < r.MaxPlayers
+}
+
+// Refusal is the one rule of what a caller who is not in r may learn of
+// it: nothing of a private room (ErrRoomNotFound, the answer for a room
+// that does not exist, so ids and codes cannot be probed), and that they
+// are not a member of a public one (ErrNotMember); nil for members and the
+// server. The scripts' deny() (store/lua/prelude.lua) answers the same.
+func (r *Room) Refusal(u User) error {
+	if _, ok := r.Member(u.ID); ok || u.Server {
+		return nil
+	}
+	if r.Visibility == Private {
+		return ErrRoomNotFound
+	}
+	return ErrNotMember
+}
+
 // Member returns the caller's player in the room, if the caller is a member.
 func (r *Room) Member(userID string) (Player, bool) {
 	for _, p := range r.Players {

@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -91,8 +92,8 @@ func (s *Service) Get(ctx context.Context, u User, id string) (Room, error) {
 	if err != nil {
 		return Room{}, err
 	}
-	if _, ok := r.Member(u.ID); !ok && r.Visibility == Private && !u.Server {
-		return Room{}, ErrRoomNotFound
+	if err := r.Refusal(u); errors.Is(err, ErrRoomNotFound) { // a public room shows to anyone
+		return Room{}, err
 	}
 	return ViewFor(r, u), nil
 }
@@ -209,20 +210,10 @@ func (s *Service) State(ctx context.Context, u User, id string) (StateView, erro
 	if err != nil {
 		return StateView{}, err
 	}
-	if err := memberOnly(r, u); err != nil {
+	if err := r.Refusal(u); err != nil {
 		return StateView{}, err
 	}
 	return StateView{Version: r.Version, StateVersion: r.StateVersion, State: st}, nil
-}
-
-func memberOnly(r Room, u User) error {
-	if _, ok := r.Member(u.ID); ok || u.Server {
-		return nil
-	}
-	if r.Visibility == Private {
-		return ErrRoomNotFound
-	}
-	return ErrNotMember
 }
 
 // PatchState validates a JSON merge patch (null deletes a key) and applies
@@ -295,7 +286,7 @@ func (s *Service) CheckMember(ctx context.Context, u User, id string) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	if err := memberOnly(r, u); err != nil {
+	if err := r.Refusal(u); err != nil {
 		return 0, err
 	}
 	p, _ := r.Member(u.ID)

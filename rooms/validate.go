@@ -3,6 +3,7 @@ package rooms
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"regexp"
@@ -56,6 +57,9 @@ func newValidator() *validator.Validate {
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return validAttrValue(fl.Field().Interface()) }))
+	// the ranges of seats and recipients, from their one source above
+	v.RegisterAlias("seats", fmt.Sprintf("min=1,max=%d", MaxPlayersLimit))
+	v.RegisterAlias("recipients", fmt.Sprintf("min=1,max=%d", MaxRecipients))
 	return v
 }
 
@@ -114,15 +118,15 @@ func fieldPath(fe validator.FieldError) string {
 // rangeMessages state a field's whole range when it breaks min or max.
 var rangeMessages = map[string]string{
 	"name":       "must be 1..64 characters",
-	"maxPlayers": "must be 1..100",
+	"maxPlayers": fmt.Sprintf("must be 1..%d", MaxPlayersLimit),
 	"attributes": "must have at most 16 entries",
 	"type":       "must be 1..32 characters",
-	"to":         "must name 1..100 players",
+	"to":         fmt.Sprintf("must name 1..%d players", MaxRecipients),
 	"regions":    "must list 1..10 regions",
 }
 
 func message(fe validator.FieldError) string {
-	switch fe.Tag() {
+	switch fe.ActualTag() {
 	case "min", "max":
 		if m, ok := rangeMessages[fe.Field()]; ok {
 			return m
@@ -131,7 +135,7 @@ func message(fe validator.FieldError) string {
 	case "oneof":
 		return messages["oneof"] + strings.ReplaceAll(fe.Param(), " ", ", ")
 	}
-	if m, ok := messages[fe.Tag()]; ok {
+	if m, ok := messages[fe.ActualTag()]; ok {
 		return m
 	}
 	return "is invalid"
@@ -140,11 +144,11 @@ func message(fe validator.FieldError) string {
 func limitMessage(fe validator.FieldError) string {
 	switch fe.Kind() {
 	case reflect.String:
-		return "must be " + fe.Tag() + "imum " + fe.Param() + " characters"
+		return "must be " + fe.ActualTag() + "imum " + fe.Param() + " characters"
 	case reflect.Map:
-		return "must have at " + map[string]string{"min": "least ", "max": "most "}[fe.Tag()] + fe.Param() + " entries"
+		return "must have at " + map[string]string{"min": "least ", "max": "most "}[fe.ActualTag()] + fe.Param() + " entries"
 	}
-	return "must be " + map[string]string{"min": "at least ", "max": "at most "}[fe.Tag()] + fe.Param()
+	return "must be " + map[string]string{"min": "at least ", "max": "at most "}[fe.ActualTag()] + fe.Param()
 }
 
 // ValidRoomID reports whether id has the documented form; anything else is

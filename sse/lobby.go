@@ -130,7 +130,7 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 		it.n.Version = r.Version
 	}
 	it.public, _ = json.Marshal(h.cfg.RoomJSON(*r))
-	if r.Status == rooms.Waiting && !r.Locked && r.PlayerCount < r.MaxPlayers {
+	if r.Joinable() {
 		it.room = it.public
 	}
 	return it

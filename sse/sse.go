@@ -48,20 +48,11 @@ func (e *Event) parse() {
 	}
 }
 
-// visibleTo reports whether player pid may see the event: messages sent to
-// some players only are seen by them and their sender. pid 0 is the server,
-// which sees every event.
+// visibleTo reports whether player pid may see the event: every event but
+// a message to some players only (rooms.Visible).
 func (e *Event) visibleTo(pid int) bool {
 	m := e.meta.Message
-	if e.meta.Type != "message" || m == nil || len(m.To) == 0 || m.From == pid || pid == 0 {
-		return true
-	}
-	for _, to := range m.To {
-		if to == pid {
-			return true
-		}
-	}
-	return false
+	return e.meta.Type != "message" || m == nil || rooms.Visible(m.From, m.To, pid)
 }
 
 // ends says why a stream of player pid ends after this event, "" when it

@@ -242,16 +242,11 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 		if err != nil {
 			return nil, err
 		}
-		if r.Visibility == rooms.Public && hasStatus(q.Statuses, r.Status) && (!q.Joinable || joinable(r)) {
+		if r.Visibility == rooms.Public && hasStatus(q.Statuses, r.Status) && (!q.Joinable || r.Joinable()) {
 			out[i] = &r
 		}
 	}
 	return out, nil
-}
-
-// joinable: what the joinable and fill indexes hold (lua/prelude.lua).
-func joinable(r rooms.Room) bool {
-	return r.Visibility == rooms.Public && r.Status == rooms.Waiting && !r.Locked && r.PlayerCount < r.MaxPlayers
 }
 
 func hasStatus(list []rooms.Status, st rooms.Status) bool {
