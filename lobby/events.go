@@ -15,7 +15,7 @@ import (
 // resync): up to 100 joinable public rooms in fill order.
 type RoomsEvent struct {
 	Type  string            `json:"type"`
-	Rooms []json.RawMessage `json:"rooms" schema:"ref=Room,desc=Rooms as GET /v1/rooms lists them, without players."`
+	Rooms []any `json:"rooms" schema:"ref=Room,desc=Rooms as GET /v1/rooms lists them, without players."`
 }
 
 // RoomChangeEvent is room_added (a room became joinable) or room_updated

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -230,8 +231,8 @@ func (h *Hub) lobbyList(ctx context.Context, st *lobbyStream) ([]byte, error) {
 		list[i] = h.cfg.RoomJSON(r)
 		st.seen[r.ID] = r.Version
 	}
-	data, _ := json.Marshal(map[string]any{"type": "rooms", "rooms": list})
-	return appendFrame(nil, "", "rooms", data), nil
+	data, _ := json.Marshal(lobby.RoomsEvent{Type: lobby.EventRooms, Rooms: list})
+	return appendFrame(nil, "", lobby.EventRooms, data), nil
 }
 
 // change turns an item into the event this stream needs, if any: added
@@ -248,13 +249,13 @@ func (st *lobbyStream) change(it *lobbyItem) []byte {
 	room := it.room
 	switch {
 	case it.room != nil && ok:
-		typ = "room_updated"
+		typ = lobby.EventRoomUpdated
 	case it.room != nil:
-		typ = "room_added"
+		typ = lobby.EventRoomAdded
 	case ok:
-		typ, room = "room_removed", it.public
+		typ, room = lobby.EventRoomRemoved, it.public
 		if room == nil { // closed or private: say no more than its id
-			room, _ = json.Marshal(map[string]any{"id": id, "version": it.n.Version})
+			room, _ = json.Marshal(lobby.RemovedRoom{ID: id, Version: it.n.Version})
 		}
 	default:
 		return nil
@@ -264,7 +265,7 @@ func (st *lobbyStream) change(it *lobbyItem) []byte {
 	} else {
 		delete(st.seen, id)
 	}
-	data, _ := json.Marshal(map[string]any{"type": typ, "version": it.n.Version, "room": json.RawMessage(room)})
+	data, _ := json.Marshal(lobby.RoomChangeEvent{Type: typ, Version: it.n.Version, Room: room})
 	return appendFrame(nil, "", typ, data)
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/realsync/realsync/rooms"
 )
 
 const (
@@ -205,15 +207,12 @@ func (r *room) resync(ctx context.Context) bool {
 // of a room whose data vanished from the store: one version above the last
 // one sent, without a tag (no history holds it).
 func goneEvent(id string, version int64) Event {
-	data, _ := json.Marshal(map[string]any{"type": "room_closed", "roomId": id, "version": version,
-		"ts": stamp(time.Now()), "reason": reasonGone})
+	data, _ := json.Marshal(rooms.RoomClosedEvent{EventHeader: rooms.EventHeader{Type: rooms.EventRoomClosed,
+		RoomID: id, Version: version, TS: stamp(time.Now())}, Reason: rooms.ClosedGone})
 	e := Event{Version: version, Data: data}
 	e.parse()
 	return e
 }
-
-// reasonGone is room_closed's reason for a room whose data vanished.
-const reasonGone = "gone"
 
 func (r *room) deliver(e Event) {
 	r.last.Store(e.Version)
