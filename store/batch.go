@@ -328,9 +328,19 @@ func (b *batcher) close() {
 
 // newCall makes the call of cmds when they can be batched: one script run,
 // or a transaction's commands of which one runs a script and the others
-// read hashes (HGETALL, HKEYS). key is the first key of its first script.
+// read hashes (HGETALL, HKEYS), every key of one hash tag (a transaction
+// over several slots would fail the whole batch on a Cluster). key is the
+// first key of its first script.
 func newCall(cmds []redis.Cmder) (c *call, key string, ok bool) {
 	c = &call{orig: cmds, sent: make([]*redis.Cmd, len(cmds)), done: make(chan struct{})}
+	tag, tagged := "", false
+	sameTag := func(k any) bool {
+		t := hashTag(fmt.Sprint(k))
+		if !tagged {
+			tag, tagged = t, true
+		}
+		return t == tag
+	}
 	for i, cmd := range cmds {
 		args := cmd.Args()
 		switch name := cmd.Name(); name {
@@ -339,10 +349,19 @@ func newCall(cmds []redis.Cmder) (c *call, key string, ok bool) {
 				return nil, "", false
 			}
 			c.sent[i] = redis.NewCmd(context.Background(), args...)
-			if n, _ := strconv.Atoi(fmt.Sprint(args[2])); n > 0 && len(args) > 3 {
+			n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+			if n > len(args)-3 {
+				return nil, "", false
+			}
+			if n > 0 {
 				c.sent[i].SetFirstKeyPos(3)
 				if key == "" {
 					key = fmt.Sprint(args[3])
+				}
+			}
+			for _, k := range args[3 : 3+n] {
+				if len(cmds) > 1 && !sameTag(k) {
+					return nil, "", false
 				}
 			}
 			ok = true
@@ -353,6 +372,9 @@ func newCall(cmds []redis.Cmder) (c *call, key string, ok bool) {
 			switch cmd.(type) {
 			case *redis.MapStringStringCmd, *redis.StringSliceCmd:
 			default:
+				return nil, "", false
+			}
+			if !sameTag(args[1]) {
 				return nil, "", false
 			}
 			c.sent[i] = redis.NewCmd(context.Background(), args...)

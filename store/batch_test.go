@@ -527,3 +527,36 @@ func TestBatchClusterSlotMove(t *testing.T) {
 	}
 	t.Logf("%d script runs, %d failed", total, len(fails))
 }
+
+// A transaction over two hash tags is not batched (on a Cluster it would
+// fail its whole batch with CROSSSLOT): it goes alone, and the batch of
+// the others is theirs.
+func TestBatchCrossSlotTransactionAlone(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s, rec := openBatched(t, b, store.Batching{Window: time.Hour, MaxSize: 2})
+			ctx, p := context.Background(), s.Prefix()
+			if err := echo.Load(ctx, s.Client()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			tx := func(scriptKey, readKey string) error {
+				_, err := s.Client().TxPipelined(ctx, func(pl redis.Pipeliner) error {
+					echo.EvalSha(ctx, pl, []string{scriptKey}, "x")
+					pl.HGetAll(ctx, readKey)
+					return nil
+				})
+				return err
+			}
+			cross := tx(tagKey(p, 0, 2), tagKey(p, 1, 2)) // returns before the batch: it is not queued
+			if b.ClusterAddrs != nil && !errors.Is(cross, redis.ErrCrossSlot) {
+				t.Errorf("cross-slot transaction on a Cluster: %v, want CROSSSLOT", cross)
+			} else if b.ClusterAddrs == nil && cross != nil {
+				t.Errorf("two-tag transaction on one node: %v", cross)
+			}
+			runAll(t, s, 2, func(int) (string, error) { return "", tx(tagKey(p, 0, 2), tagKey(p, 0, 2)+":h") })
+			if sizes, _ := rec.sizes("transaction"); len(sizes) != 1 || sizes[0] != 2 {
+				t.Errorf("transaction batches %v, want one of 2", sizes)
+			}
+		})
+	}
+}
