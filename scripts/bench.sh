@@ -76,7 +76,7 @@ redis_cpu() { redis-cli -p "$redis_port" info cpu | tr -d '\r' | awk -F: '/^used
 if want batch; then
   for round in 1 2 3; do
     say "batching, round $round: join-shaped scripts from 64 callers (off, natural, 200us window) and redis-benchmark -P 1 / -P 16 of the same EVALSHA" \
-      go test ./store -run '^$' -bench Batching -benchtime 20000x -count 1
+      env REALSYNC_BENCH_ROUND="$round" go test ./store -run '^$' -bench Batching -benchtime 20000x -count 1
   done
   for round in 1 2 3; do
     for window in off 0; do

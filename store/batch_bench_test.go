@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -34,10 +35,12 @@ import (
 // CPU per operation (INFO cpu, used_cpu_sys + used_cpu_user), its time per
 // EVALSHA (INFO commandstats usec_per_call) and the EVALSHA calls per
 // read system call it served, plus this process' CPU per operation
-// (getrusage: the Go client and the callers). Use -count 3 for three
-// alternated runs of each. Run:
+// (getrusage: the Go client and the callers). Use three
+// alternated rounds (REALSYNC_BENCH_ROUND=1, 2, 3 rotate the order of
+// the three store variants; -count would run each variant thrice in a
+// row). Run:
 //
-//	go test ./store -run '^$' -bench Batching -benchtime 20000x -count 3
+//	for r in 1 2 3; do REALSYNC_BENCH_ROUND=$r go test ./store -run '^$' -bench Batching -benchtime 20000x; done
 func BenchmarkBatching(b *testing.B) {
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
 		b.Fatal("redis-benchmark not found: install redis-tools (scripts/test.sh does)")
@@ -46,6 +49,10 @@ func BenchmarkBatching(b *testing.B) {
 		name  string
 		batch *store.Batching
 	}{{"off", nil}, {"natural", &store.Batching{}}, {"window=200us", &store.Batching{Window: 200 * time.Microsecond}}}
+	// REALSYNC_BENCH_ROUND (scripts/bench.sh) rotates the order, so that
+	// over three rounds each variant runs first, second and third once.
+	round, _ := strconv.Atoi(os.Getenv("REALSYNC_BENCH_ROUND"))
+	variants = append(variants[round%len(variants):], variants[:round%len(variants)]...)
 	_, addr := freshStore(b)
 	for _, v := range variants {
 		s := openStoreWith(b, redisAt(addr), func(c *store.Config) { c.Batch = v.batch })
