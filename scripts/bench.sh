@@ -4,13 +4,13 @@
 # fan-out, redis-benchmark on the join and patch scripts) and RealSync's
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
-# them). Usage: scripts/bench.sh [section...]; sections: http ceiling sse
-# lobby go (default: all).
+# them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
+# sse lobby go (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling sse lobby go)
+[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
 tmp=$(mktemp -d)
@@ -68,6 +68,24 @@ fi
 if want ceiling; then
   say "redis-benchmark: EVALSHA of the join and state patch scripts, 64 clients, -P 1" \
     go test ./store -run '^$' -bench RedisCeiling -benchtime 1x
+fi
+
+# Batching script runs per Redis node (issue 15, item 2): three alternated
+# rounds of each comparison. redis_cpu is Redis' CPU time so far (s).
+redis_cpu() { redis-cli -p "$redis_port" info cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.3f", s }'; }
+if want batch; then
+  for round in 1 2 3; do
+    say "batching, round $round: join-shaped scripts from 64 callers (off, natural, 200us window) and redis-benchmark -P 1 / -P 16 of the same EVALSHA" \
+      env REALSYNC_BENCH_ROUND="$round" go test ./store -run '^$' -bench Batching -benchtime 20000x -count 1
+  done
+  for round in 1 2 3; do
+    for window in off 0; do
+      REALSYNC_REDIS_BATCH_WINDOW=$window start_rsd
+      before=$(redis_cpu)
+      say "join + leave churn, REALSYNC_REDIS_BATCH_WINDOW=$window, round $round" ops -urls "$rsd" -mix join=1 -duration 4s
+      echo "Redis CPU during the run: $(awk -v a="$before" -v b="$(redis_cpu)" 'BEGIN { printf "%.3f", b - a }') s"
+    done
+  done
 fi
 
 if want sse; then

@@ -131,3 +131,20 @@ func (s *Store) HoldingsExist(ctx context.Context, uid string) (bool, error) {
 
 // HoldingsKey is the key of user uid's holdings hash.
 func (s *Store) HoldingsKey(uid string) string { return s.keys.holdings(userShard(uid, s.shards), uid) }
+
+// BatchLanesBusy is how many batch lanes have a goroutine sending (0 once
+// idle or closed).
+func (s *Store) BatchLanesBusy() int {
+	if s.batch == nil {
+		return 0
+	}
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	n := 0
+	for _, l := range s.batch.lanes {
+		if l.busy {
+			n++
+		}
+	}
+	return n
+}

@@ -28,6 +28,9 @@ func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		hasScript := false
+		if len(cmds) == 0 || cmds[0].Name() != "multi" {
+			return err // a pipeline, such as a batch of single script runs (REALSYNC_TEST_REDIS_BATCH)
+		}
 		for _, c := range cmds {
 			if strings.EqualFold(c.Name(), "evalsha") || strings.EqualFold(c.Name(), "eval") {
 				hasScript = true

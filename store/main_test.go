@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -52,6 +53,9 @@ func openStore(tb testing.TB, b redistest.Backend) *store.Store {
 func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) *store.Store {
 	tb.Helper()
 	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(tb), Shards: 8}
+	if os.Getenv("REALSYNC_TEST_REDIS_BATCH") != "" { // the whole suite with batching: REALSYNC_TEST_REDIS_BATCH=1 go test ./store
+		cfg.Batch = &store.Batching{}
+	}
 	mut(&cfg)
 	s, err := store.Open(context.Background(), cfg)
 	if err != nil {

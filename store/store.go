@@ -73,8 +73,13 @@ type Config struct {
 	// JanitorActions, when set, is told what each janitor visit did (kind
 	// as in Report, count), for metrics.
 	JanitorActions func(kind string, n int)
-	// Metrics observes script runs and Redis failures; none when nil.
+	// Metrics observes script runs and Redis failures; none when nil. One
+	// that implements BatchMetrics also observes batches.
 	Metrics Metrics
+
+	// Batch, when set, sends concurrent script runs bound for the same node
+	// in one pipeline (batch.go); nil: each its own round trip.
+	Batch *Batching
 }
 
 // Store is the Redis implementation of the room and lobby stores. Safe for
@@ -96,6 +101,7 @@ type Store struct {
 	life               Lifecycle
 	janitorActions     func(kind string, n int)
 	repairs            *repairWalks
+	batch              *batcher // nil: no batching
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -133,6 +139,14 @@ func New(cfg Config) (*Store, error) {
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
 	if err := s.connect(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.Batch != nil { // first hook: the others see a batch once, as a pipeline
+		var observe func(string, int)
+		if m, ok := cfg.Metrics.(BatchMetrics); ok {
+			observe = m.RedisBatch
+		}
+		s.batch = newBatcher(s.client, *cfg.Batch, observe)
+		s.client.AddHook(s.batch)
 	}
 	s.observe(cfg.Metrics)
 	return s, nil
@@ -267,8 +281,12 @@ func (s *Store) connect(cfg Config) error {
 // memory only.
 func (s *Store) Embedded() bool { return s.embedded != nil }
 
-// Close releases the connections and stops the embedded store.
+// Close releases the connections and stops the embedded store. Script
+// runs already queued for a batch are sent and answered first.
 func (s *Store) Close() error {
+	if s.batch != nil {
+		s.batch.close()
+	}
 	err := s.client.Close()
 	if s.reads != nil {
 		err = errors.Join(err, s.reads.Close())

@@ -60,6 +60,8 @@ type Config struct {
 	// ReplicaReads: where a Cluster's browsing reads go (store.ReplicaReads).
 	ReplicaReads store.ReplicaReads // REALSYNC_REDIS_READ_FROM_REPLICAS: off (default), on, random or latency
 
+	batchSettings // REALSYNC_REDIS_BATCH_WINDOW: script runs per node in one pipeline (config_batch.go)
+
 	secretGenerated bool
 	guestForced     bool // REALSYNC_GUEST_AUTH=true in production
 }
@@ -121,6 +123,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
 	quotas := quotaFlags(fs, env)
 	protocols := protocolFlags(fs, env)
+	batching := batchFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
@@ -139,6 +142,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	bad := func(name, msg string) { errs = append(errs, name+": "+msg) }
 	c.quotaSettings = quotas(bad)
 	c.protocolSettings = protocols(bad)
+	c.batchSettings = batching(bad)
 	if cluster != "" {
 		for _, a := range strings.Split(cluster, ",") {
 			if a = strings.TrimSpace(a); a != "" {

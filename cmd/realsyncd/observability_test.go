@@ -69,6 +69,7 @@ func TestDeployMetricsList(t *testing.T) {
 	m.RateLimited("read", "user")
 	m.ScriptCall("room_join", "OK", time.Millisecond)
 	m.RedisError("pipeline")
+	m.RedisBatch("script", 3)
 	m.JanitorAction("expired", 1)
 	m.KeysReloaded(true)
 	m.StreamOpened(sse.KindRoom, sse.StartFresh)

@@ -54,6 +54,7 @@ type Metrics struct {
 	apiKeysBad     prometheus.Counter
 	rateLimited    *prometheus.CounterVec
 	jwtReloads     *prometheus.CounterVec
+	batch          batchMetrics // realsync_redis_batch_size (batch.go)
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -144,6 +145,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		Help:        "Always 1; the labels say which build runs.",
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
 	build.Set(1)
+	m.batch = newBatchMetrics(reg)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
 		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and

@@ -22,8 +22,9 @@ import (
 // Metrics implements every observer; these packages cannot import it (it
 // would import them back in their tests), so the assertions live here.
 var (
-	_ api.Metrics   = (*metrics.Metrics)(nil)
-	_ store.Metrics = (*metrics.Metrics)(nil)
+	_ api.Metrics        = (*metrics.Metrics)(nil)
+	_ store.Metrics      = (*metrics.Metrics)(nil)
+	_ store.BatchMetrics = (*metrics.Metrics)(nil)
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

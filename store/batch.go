@@ -1,0 +1,452 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Batching sends concurrent script runs bound for the same Redis node in
+// one pipeline, so that under load a node reads and answers many scripts
+// per round trip (one read and one write system call each side) instead of
+// one: the server approaches Redis' pipelined rate rather than its
+// one-command-per-round-trip rate (docs/BENCHMARKS.md, "Pipelining scripts
+// per node").
+//
+// It is a go-redis hook on the store's client, so every caller (Script.Run,
+// TxPipelined, a runner handed s.client) is batched without knowing it.
+// Batched are single script runs (EVAL, EVALSHA, their _RO forms, FCALL,
+// FCALL_RO) and transactions that run a script (a script with the room read
+// after it, runThenRead) whose other commands are HGETALL or HKEYS. Every
+// other command and pipeline goes to Redis as before.
+//
+// A lane holds the calls bound for one place: the script runs for one node
+// (standalone and embedded: the one server; Cluster: the master of the
+// first key's slot), or the transactions for one slot (a Cluster refuses a
+// transaction over several slots; standalone and embedded: one lane). A
+// lane sends one batch at a time: a call that finds its lane idle leaves at
+// once (after Window, when set); calls that arrive while a batch is out
+// wait for it to return and then leave together, up to MaxSize per batch.
+// Script runs leave in one pipeline, each with its own reply and error (a
+// NOSCRIPT is that command's alone, so Script.Run's EVAL fallback works per
+// caller); the transactions of a batch leave as one MULTI/EXEC, which keeps
+// each of them atomic, and each caller gets its own commands' replies and
+// first error. A batch that fails in transport fails the callers whose
+// commands had no reply yet; a command's error reply is its caller's only.
+// On a Cluster the pipelines are go-redis' own, which follow MOVED and ASK
+// and retry a failed node as an unbatched call would.
+//
+// A caller whose context ends is answered at once with its error. Its
+// command is dropped when it has not left yet, and may still run when it
+// has: the same as a command already written to a connection today.
+//
+// A script run inside Watch (an optimistic transaction on a connection of
+// its own) must not be batched: it would leave on another connection. The
+// store runs none; pass unbatched(ctx) to one that would.
+type Batching struct {
+	// Window is how long a call that finds its lane idle waits for others
+	// before leaving: 0 (natural batching) sends it at once, and batches
+	// form only from the calls that arrive while a batch is out.
+	Window time.Duration
+	// MaxSize bounds the calls (script runs or transactions) of one batch;
+	// default DefaultBatchMaxSize.
+	MaxSize int
+}
+
+// DefaultBatchMaxSize bounds a batch: 128 joins take Redis about 10 ms, so
+// a larger batch would only lengthen the wait of its first caller.
+const DefaultBatchMaxSize = 128
+
+// BatchMetrics is implemented by a Config.Metrics that observes batches.
+type BatchMetrics interface {
+	// RedisBatch records one batch sent: kind "script" (script runs in one
+	// pipeline) or "transaction" (transactions in one MULTI/EXEC), size the
+	// calls in it.
+	RedisBatch(kind string, size int)
+}
+
+// errBatcherClosed answers a call that arrives after Close.
+var errBatcherClosed = fmt.Errorf("store: closed: %w", redis.ErrClosed)
+
+// batchCtx marks the context of a batch's own pipeline, and of calls that
+// must not be batched.
+type batchCtx struct{}
+
+// unbatched returns ctx with batching off for the calls made with it.
+func unbatched(ctx context.Context) context.Context {
+	return context.WithValue(ctx, batchCtx{}, true)
+}
+
+// batcher is the go-redis hook that batches; see Batching.
+type batcher struct {
+	client  redis.UniversalClient
+	cluster *redis.ClusterClient // nil: one node
+	window  time.Duration
+	max     int
+	observe func(kind string, size int)
+
+	mu      sync.Mutex
+	lanes   map[string]*lane
+	closed  bool
+	closing chan struct{} // closed by close: cuts a Window short
+	running sync.WaitGroup
+}
+
+var _ redis.Hook = (*batcher)(nil)
+
+// lane is the queue of one node's script runs or one slot's transactions.
+type lane struct {
+	tx      bool
+	pending []*call // guarded by batcher.mu
+	busy    bool    // a flush goroutine serves the lane
+	full    chan struct{}
+}
+
+// call is one caller's command, or the commands of one transaction.
+type call struct {
+	orig  []redis.Cmder // the caller's commands, answered from sent
+	sent  []*redis.Cmd  // what the batch sends, so a caller who gave up is never written to
+	state atomic.Int32  // callWaiting, callAnswered or callAbandoned
+	done  chan struct{} // closed once answered
+	err   error         // the first error of orig, for the hook to return
+}
+
+const (
+	callWaiting int32 = iota
+	callAnswered
+	callAbandoned
+)
+
+// newBatcher batches the script runs of client; install it with AddHook
+// before any other hook, so a batch's pipeline is observed by them once.
+func newBatcher(client redis.UniversalClient, cfg Batching, observe func(string, int)) *batcher {
+	if cfg.MaxSize <= 0 {
+		cfg.MaxSize = DefaultBatchMaxSize
+	}
+	if observe == nil {
+		observe = func(string, int) {}
+	}
+	b := &batcher{client: client, window: cfg.Window, max: cfg.MaxSize, observe: observe,
+		lanes: map[string]*lane{}, closing: make(chan struct{})}
+	b.cluster, _ = client.(*redis.ClusterClient)
+	return b
+}
+
+func (b *batcher) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook batches single script runs.
+func (b *batcher) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if ctx.Value(batchCtx{}) != nil {
+			return next(ctx, cmd)
+		}
+		c, key, ok := newCall([]redis.Cmder{cmd})
+		if !ok {
+			return next(ctx, cmd)
+		}
+		return b.run(ctx, b.scriptLane(ctx, key), c)
+	}
+}
+
+// ProcessPipelineHook batches transactions that run a script; go-redis
+// hands a transaction over with its MULTI and EXEC.
+func (b *batcher) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if ctx.Value(batchCtx{}) != nil || len(cmds) < 3 || cmds[0].Name() != "multi" || cmds[len(cmds)-1].Name() != "exec" {
+			return next(ctx, cmds)
+		}
+		c, key, ok := newCall(cmds[1 : len(cmds)-1])
+		if !ok {
+			return next(ctx, cmds)
+		}
+		return b.run(ctx, b.txLane(key), c)
+	}
+}
+
+// scriptLane is the lane of the node that serves key.
+func (b *batcher) scriptLane(ctx context.Context, key string) *lane {
+	name := "s"
+	if b.cluster != nil && key != "" {
+		if n, err := b.cluster.MasterForKey(ctx, key); err == nil {
+			name = "s" + n.Options().Addr
+		}
+	}
+	return b.lane(name, false)
+}
+
+// txLane is the lane of key's slot (of its hash tag, which decides it).
+func (b *batcher) txLane(key string) *lane {
+	if b.cluster == nil {
+		return b.lane("t", true)
+	}
+	return b.lane("t"+hashTag(key), true)
+}
+
+func (b *batcher) lane(name string, tx bool) *lane {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.lanes[name]
+	if l == nil {
+		l = &lane{tx: tx, full: make(chan struct{}, 1)}
+		b.lanes[name] = l
+	}
+	return l
+}
+
+// hashTag is the part of key that decides its Cluster slot.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+// run queues c on l and waits for its answer or for ctx to end.
+func (b *batcher) run(ctx context.Context, l *lane, c *call) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return c.fail(errBatcherClosed)
+	}
+	l.pending = append(l.pending, c)
+	start, full := !l.busy, len(l.pending) >= b.max
+	if start {
+		l.busy = true
+		b.running.Add(1)
+	}
+	b.mu.Unlock()
+	if start {
+		go b.flush(l)
+	} else if full {
+		select {
+		case l.full <- struct{}{}:
+		default:
+		}
+	}
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		if c.state.CompareAndSwap(callWaiting, callAbandoned) {
+			return c.fail(ctx.Err())
+		}
+		<-c.done // answered meanwhile: its replies are in place
+		return c.err
+	}
+}
+
+// flush sends l's batches until l is empty; one goroutine per busy lane.
+func (b *batcher) flush(l *lane) {
+	defer b.running.Done()
+	if b.window > 0 {
+		b.linger(l)
+	}
+	for {
+		b.mu.Lock()
+		n := min(len(l.pending), b.max)
+		if n == 0 {
+			l.busy = false
+			b.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(l.pending[:n])
+		l.pending = slices.Delete(l.pending, 0, n)
+		b.mu.Unlock()
+		b.send(l, batch)
+	}
+}
+
+// linger waits Window for more calls, less when the batch fills or the
+// batcher closes.
+func (b *batcher) linger(l *lane) {
+	b.mu.Lock()
+	full := len(l.pending) >= b.max
+	b.mu.Unlock()
+	if full {
+		return
+	}
+	t := time.NewTimer(b.window)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.full:
+	case <-b.closing:
+	}
+}
+
+// send sends the calls of batch that still wait, and answers them.
+func (b *batcher) send(l *lane, batch []*call) {
+	live := batch[:0]
+	for _, c := range batch {
+		if c.state.Load() == callWaiting {
+			live = append(live, c)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx := unbatched(context.Background())
+	var p redis.Pipeliner
+	kind := "script"
+	if l.tx {
+		p, kind = b.client.TxPipeline(), "transaction"
+	} else {
+		p = b.client.Pipeline()
+	}
+	for _, c := range live {
+		for _, cmd := range c.sent {
+			_ = p.Process(ctx, cmd)
+		}
+	}
+	_, err := p.Exec(ctx)
+	b.observe(kind, len(live))
+	for _, c := range live {
+		c.answer(err)
+	}
+}
+
+// close stops taking calls, sends the ones queued, and returns once every
+// batch has been answered. Calls after it fail with redis.ErrClosed.
+func (b *batcher) close() {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.closing)
+	}
+	b.mu.Unlock()
+	b.running.Wait()
+}
+
+// newCall makes the call of cmds when they can be batched: one script run,
+// or a transaction's commands of which one runs a script and the others
+// read hashes (HGETALL, HKEYS), every key of one hash tag (a transaction
+// over several slots would fail the whole batch on a Cluster). key is the
+// first key of its first script.
+func newCall(cmds []redis.Cmder) (c *call, key string, ok bool) {
+	c = &call{orig: cmds, sent: make([]*redis.Cmd, len(cmds)), done: make(chan struct{})}
+	tag, tagged := "", false
+	sameTag := func(k any) bool {
+		t := hashTag(fmt.Sprint(k))
+		if !tagged {
+			tag, tagged = t, true
+		}
+		return t == tag
+	}
+	for i, cmd := range cmds {
+		args := cmd.Args()
+		switch name := cmd.Name(); name {
+		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+			if _, isCmd := cmd.(*redis.Cmd); !isCmd || len(args) < 3 {
+				return nil, "", false
+			}
+			c.sent[i] = redis.NewCmd(context.Background(), args...)
+			n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+			if n > len(args)-3 {
+				return nil, "", false
+			}
+			if n > 0 {
+				c.sent[i].SetFirstKeyPos(3)
+				if key == "" {
+					key = fmt.Sprint(args[3])
+				}
+			}
+			for _, k := range args[3 : 3+n] {
+				if len(cmds) > 1 && !sameTag(k) {
+					return nil, "", false
+				}
+			}
+			ok = true
+		case "hgetall", "hkeys":
+			if len(cmds) == 1 || len(args) != 2 {
+				return nil, "", false
+			}
+			switch cmd.(type) {
+			case *redis.MapStringStringCmd, *redis.StringSliceCmd:
+			default:
+				return nil, "", false
+			}
+			if !sameTag(args[1]) {
+				return nil, "", false
+			}
+			c.sent[i] = redis.NewCmd(context.Background(), args...)
+			c.sent[i].SetFirstKeyPos(1)
+		default:
+			return nil, "", false
+		}
+	}
+	return c, key, ok
+}
+
+// answer gives the caller the replies of its commands (batchErr: what the
+// batch's Exec returned), unless it gave up.
+func (c *call) answer(batchErr error) {
+	if !c.state.CompareAndSwap(callWaiting, callAnswered) {
+		return
+	}
+	for i, s := range c.sent {
+		err := cmdErr(s, batchErr)
+		setReply(c.orig[i], s.Val(), err)
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+	}
+	close(c.done)
+}
+
+// fail answers the caller with err alone; only its own goroutine calls it,
+// once no batch will write to its commands.
+func (c *call) fail(err error) error {
+	for _, cmd := range c.orig {
+		cmd.SetErr(err)
+	}
+	return err
+}
+
+// setReply puts a generic reply v (RESP2 or RESP3) into cmd's own type.
+func setReply(cmd redis.Cmder, v any, err error) {
+	cmd.SetErr(err)
+	if err != nil {
+		return
+	}
+	switch cmd := cmd.(type) {
+	case *redis.Cmd:
+		cmd.SetVal(v)
+	case *redis.MapStringStringCmd:
+		m := map[string]string{}
+		switch v := v.(type) {
+		case []any: // RESP2: field, value, …
+			for i := 0; i+1 < len(v); i += 2 {
+				m[str(v[i])] = str(v[i+1])
+			}
+		case map[any]any: // RESP3
+			for k, x := range v {
+				m[str(k)] = str(x)
+			}
+		}
+		cmd.SetVal(m)
+	case *redis.StringSliceCmd:
+		arr, _ := v.([]any)
+		out := make([]string, len(arr))
+		for i, x := range arr {
+			out[i] = str(x)
+		}
+		cmd.SetVal(out)
+	}
+}
+
+// str is a reply element as a string (RESP2 bulk strings already are).
+func str(x any) string {
+	if s, ok := x.(string); ok {
+		return s
+	}
+	return fmt.Sprint(x)
+}
