@@ -201,8 +201,13 @@ func userFrom(ctx context.Context) rooms.User {
 	return identityFrom(ctx).User
 }
 
-// identityFrom returns the verified token of a /v1 request.
+// identityFrom returns the verified token of a /v1 request: the request's
+// exchange holds it (see asIdentity); a context without one may carry it
+// as a value.
 func identityFrom(ctx context.Context) Identity {
+	if x := exchangeFrom(ctx); x != nil && x.authenticated {
+		return x.identity
+	}
 	id, _ := ctx.Value(userKey{}).(Identity)
 	return id
 }
@@ -249,10 +254,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // asIdentity serves the request as id: the access log's user, userFrom,
-// identityFrom.
+// identityFrom. The identity goes into the request's exchange, already in
+// its context (observe), rather than a new context value: a context value
+// copies the whole request (WithContext) on every authenticated request.
 func (s *Server) asIdentity(next http.Handler, w http.ResponseWriter, r *http.Request, id Identity) {
 	if x := exchangeFrom(r.Context()); x != nil {
 		x.user = id.User.ID // for the access log
+		x.identity, x.authenticated = id, true
+		next.ServeHTTP(w, r)
+		return
 	}
 	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, id)))
 }

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/rooms"
@@ -142,12 +145,40 @@ func writeProblem(w http.ResponseWriter, p oapi.Problem) {
 	json.NewEncoder(w).Encode(p)
 }
 
-// writeJSON answers v with status.
+// writeJSON answers v with status: the body is built in a pooled buffer
+// (the hot answers without reflection, see appendHot; the rest by
+// encoding/json, a newline after either) and sent with its Content-Length
+// in one write, rather than encoded piecewise into the response, chunked
+// once past net/http's 2 KiB buffer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	buf := bodyBuffers.Get().(*[]byte)
+	b, ok := appendHot((*buf)[:0], v)
+	if ok {
+		b = append(b, '\n')
+	} else {
+		out := bytes.NewBuffer(b)
+		if err := json.NewEncoder(out).Encode(v); err != nil {
+			// a value encoding/json cannot write is a bug of ours
+			panic(fmt.Sprintf("api: encoding a %T answer: %v", v, err))
+		}
+		b = out.Bytes()
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(b)
+	if cap(b) <= maxPooledBody {
+		*buf = b
+		bodyBuffers.Put(buf)
+	}
 }
+
+// bodyBuffers hold answer bodies being built (writeJSON); a buffer that
+// grew past maxPooledBody is left to the collector.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledBody = 64 << 10
 
 // paramError replaces oapi-codegen's default handler, which would echo the
 // binding error's text with a 400: a query parameter of the wrong form is

@@ -92,6 +92,10 @@ const DefaultRequestTimeout = 10 * time.Second
 // event stream would end ReadTimeout after it opened.
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody) {
+			next.ServeHTTP(w, r) // no body: no cap to look up (a router walk)
+			return
+		}
 		limit := bodyLimit(r.Method, routePattern(r))
 		if r.ContentLength > limit {
 			s.tooLarge(w, r, limit)

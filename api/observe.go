@@ -57,6 +57,9 @@ type exchange struct {
 	user   string // the authenticated user's id, once known
 	status int
 	wrote  bool
+	// identity is the verified credential (asIdentity), once authenticated.
+	identity      Identity
+	authenticated bool
 }
 
 func (x *exchange) WriteHeader(code int) {
@@ -144,6 +147,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		level := slog.LevelInfo
 		if quietRoutes[route] && x.status < 500 {
 			level = slog.LevelDebug
+		}
+		if !s.log.Enabled(r.Context(), level) {
+			return // no attributes built for a line not written
 		}
 		s.log.LogAttrs(r.Context(), level, "request", slog.String("route", route),
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", x.status),

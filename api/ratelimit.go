@@ -62,9 +62,13 @@ func (rl rateLimits) on() bool { return rl.limiter != nil && !rl.set.Off }
 // for an outage), logged at debug.
 func (s *Server) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.limits.on() {
+			next.ServeHTTP(w, r)
+			return
+		}
 		route := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
 		class, ok := routeClasses[route]
-		if !s.limits.on() || !ok {
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -32,7 +32,8 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --d
   --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" >/dev/null
 minimal=127.0.0.1:$(free_port)
 "$tmp/rsload" -serve-minimal "$minimal" 2>/dev/null &
-pids+=($!)
+minimal_pid=$!
+pids+=("$minimal_pid")
 
 rsd_pid=""
 # start_rsd restarts realsyncd on an empty Redis; sets rsd and rsd_pid.
@@ -63,6 +64,16 @@ if want http; then
   say "the default mix" ops -urls "$rsd"
   start_rsd
   say "the default mix with 2 000 streams of its players open" ops -urls "$rsd" -streams 2000
+  # Server CPU per request (issue 15 item 4): each server's utime+stime from
+  # /proc over the run divided by the requests it answered, 3 alternating
+  # rounds of 4 s; the list pages hold 20 rooms (80 pool rooms, 20 per region).
+  start_rsd
+  for round in 1 2 3; do
+    say "server CPU, round $round: minimal handler" ops -duration 4s -urls "http://$minimal" -mix get=1 -cpu-pid "$minimal_pid"
+    say "server CPU, round $round: GET room" ops -duration 4s -urls "$rsd" -mix get=1 -cpu-pid "$rsd_pid"
+    say "server CPU, round $round: list page of 20" ops -duration 4s -urls "$rsd" -rooms 80 -mix list=1 -cpu-pid "$rsd_pid"
+    say "server CPU, round $round: join + leave" ops -duration 4s -urls "$rsd" -mix join=1 -cpu-pid "$rsd_pid"
+  done
 fi
 
 if want ceiling; then

@@ -2,13 +2,16 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -78,52 +81,158 @@ func pairs(v any) map[string]string {
 	return m
 }
 
+// roomFields are the fields of a room's hash a room is built from, in the
+// order of roomHash: a room read reads these (HMGET) rather than the whole
+// hash (HGETALL), which costs a map and a string per field name and the
+// fields no answer shows.
+var roomFields = []string{"n", "m", "r", "vi", "st", "lk", "mx", "pc", "ow", "po", "cd", "cr", "up", "ver", "sv", "at"}
+
+// The index of each of roomFields in a roomHash.
+const (
+	fName = iota
+	fMode
+	fRegion
+	fVisibility
+	fStatus
+	fLocked
+	fMax
+	fCount
+	fOwner
+	fPolicy
+	fCode
+	fCreated
+	fUpdated
+	fVersion
+	fStateVersion
+	fAttributes
+	nRoomFields
+)
+
+// roomHash is a room's hash as its values of roomFields, "" for a field
+// not set; nil for a room that is gone.
+type roomHash []string
+
+// roomHashArgs are roomFields as command arguments, converted to
+// interfaces once: go-redis's HMGet converts (allocates) every field name
+// on every call.
+var roomHashArgs = func() []any {
+	a := make([]any, len(roomFields))
+	for i, f := range roomFields {
+		a[i] = f
+	}
+	return a
+}()
+
+// queueRoomHash queues the read of a room's hash (key) on p: HMGET of
+// roomFields, read as strings ("" for a field not set: a StringSliceCmd
+// holds each value once, where HMGet's SliceCmd boxes each again).
+func queueRoomHash(ctx context.Context, p redis.Pipeliner, key string) *redis.StringSliceCmd {
+	args := make([]any, 2, 2+len(roomHashArgs))
+	args[0], args[1] = "hmget", key
+	cmd := redis.NewStringSliceCmd(ctx, append(args, roomHashArgs...)...)
+	_ = p.Process(ctx, cmd) // a pipeline only queues it; its error is the command's
+	return cmd
+}
+
+// roomHashOf reads a queueRoomHash: nil when no field is set (the room is
+// gone).
+func roomHashOf(c *redis.StringSliceCmd) roomHash {
+	vals := c.Val()
+	if len(vals) != nRoomFields {
+		return nil
+	}
+	for _, v := range vals {
+		if v != "" {
+			return roomHash(vals)
+		}
+	}
+	return nil
+}
+
+// roomHashFrom picks roomFields out of a whole hash (HGETALL): nil when it
+// is empty.
+func roomHashFrom(m map[string]string) roomHash {
+	if len(m) == 0 {
+		return nil
+	}
+	h := make(roomHash, nRoomFields)
+	for i, f := range roomFields {
+		h[i] = m[f]
+	}
+	return h
+}
+
 // decodeRoom builds a room from its hash, its players and users (userId →
 // playerId) hashes and its connected players.
-func decodeRoom(id string, h, players, users map[string]string, conn []string) (rooms.Room, error) {
+func decodeRoom(id string, h roomHash, players, users map[string]string, conn []string) (rooms.Room, error) {
+	created := atoi64(h[fCreated])
 	r := rooms.Room{
-		ID: id, Name: h["n"], Mode: h["m"], Region: h["r"],
-		Visibility: rooms.Visibility(h["vi"]), Status: rooms.Status(h["st"]), Locked: h["lk"] == "1",
-		MaxPlayers: atoi(h["mx"]), PlayerCount: atoi(h["pc"]), OwnerPlayerID: atoi(h["ow"]),
-		StatePolicy: rooms.StatePolicy(h["po"]), InviteCode: h["cd"],
-		CreatedAt: time.UnixMicro(atoi64(h["cr"])).Truncate(time.Millisecond).UTC(),
-		UpdatedAt: time.UnixMilli(atoi64(h["up"])).UTC(),
-		Version:   atoi64(h["ver"]), StateVersion: atoi64(h["sv"]),
+		ID: id, Name: h[fName], Mode: h[fMode], Region: h[fRegion],
+		Visibility: rooms.Visibility(h[fVisibility]), Status: rooms.Status(h[fStatus]), Locked: h[fLocked] == "1",
+		MaxPlayers: atoi(h[fMax]), PlayerCount: atoi(h[fCount]), OwnerPlayerID: atoi(h[fOwner]),
+		StatePolicy: rooms.StatePolicy(h[fPolicy]), InviteCode: h[fCode],
+		CreatedAt: time.UnixMicro(created).Truncate(time.Millisecond).UTC(),
+		UpdatedAt: time.UnixMilli(atoi64(h[fUpdated])).UTC(),
+		Version:   atoi64(h[fVersion]), StateVersion: atoi64(h[fStateVersion]),
 	}
-	if err := decodeJSON(h["at"], &r.Attributes); err != nil {
+	if err := decodeAttributes(h[fAttributes], &r.Attributes); err != nil {
 		return rooms.Room{}, fmt.Errorf("store: room %s attributes: %w", id, err)
 	}
-	ps, err := decodePlayers(players, users, atoi64(h["cr"])/1000)
-	connected := map[string]bool{}
-	for _, pid := range conn {
-		connected[pid] = true
+	if len(players) == 0 {
+		r.Players = []rooms.Player{} // a listing's room (no allocation)
+		return r, nil
 	}
-	for i := range ps {
-		ps[i].Connected = connected[strconv.Itoa(ps[i].PlayerID)]
-	}
+	ps, err := decodePlayers(players, users, conn, created/1000)
 	r.Players = ps
 	return r, err
 }
 
+// decodeAttributes decodes a room's attributes; "{}" (most rooms) without
+// a decoder.
+func decodeAttributes(s string, attrs *map[string]any) error {
+	if s == "{}" {
+		*attrs = map[string]any{}
+		return nil
+	}
+	return decodeJSON(s, attrs)
+}
+
 // decodePlayers builds the players from the players hash (playerId →
 // "<joinedAt, ms after the room's creation>|<name as a JSON string>"), the
-// users hash (userId → playerId) and the room's creation (epoch ms),
-// ordered by playerId.
-func decodePlayers(players, users map[string]string, created int64) ([]rooms.Player, error) {
-	byPID := make(map[string]string, len(users))
-	for uid, pid := range users {
-		byPID[pid] = uid
-	}
+// users hash (userId → playerId), the connected playerIds and the room's
+// creation (epoch ms), ordered by playerId. Users and connections are
+// matched by binary search over the sorted players: no map per read.
+func decodePlayers(players, users map[string]string, conn []string, created int64) ([]rooms.Player, error) {
 	out := make([]rooms.Player, 0, len(players))
 	for pid, rec := range players {
 		p, err := decodePlayer(pid, rec, created)
 		if err != nil {
 			return nil, err
 		}
-		p.UserID = byPID[pid]
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PlayerID < out[j].PlayerID })
+	slices.SortFunc(out, func(a, b rooms.Player) int { return a.PlayerID - b.PlayerID })
+	find := func(pid string) *rooms.Player {
+		id, err := strconv.Atoi(pid)
+		if err != nil {
+			return nil
+		}
+		i, ok := slices.BinarySearchFunc(out, id, func(p rooms.Player, id int) int { return p.PlayerID - id })
+		if !ok {
+			return nil
+		}
+		return &out[i]
+	}
+	for uid, pid := range users {
+		if p := find(pid); p != nil {
+			p.UserID = uid
+		}
+	}
+	for _, pid := range conn {
+		if p := find(pid); p != nil {
+			p.Connected = true
+		}
+	}
 	return out, nil
 }
 

@@ -1,8 +1,14 @@
 package store
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/rooms"
 )
 
 func TestDecodePlayer(t *testing.T) {
@@ -23,4 +29,68 @@ func TestDecodePlayer(t *testing.T) {
 	if _, err := decodePlayer("one", `1|"bob"`, created); err == nil {
 		t.Error("decodePlayer with playerId \"one\": no error")
 	}
+}
+
+// TestDecodeRoom: a room from its fields (as HMGET or HGETALL read them),
+// players in playerId order with their users and connections, attributes.
+func TestDecodeRoom(t *testing.T) {
+	full := map[string]string{"n": "arena", "m": "battle", "r": "eu", "vi": "private", "st": "waiting", "lk": "1", "mx": "8",
+		"pc": "3", "ow": "2", "po": "open", "cd": "K7Q2MX9P4HRT", "cr": "1795298493000123", "up": "1795298494000", "ver": "9",
+		"sv": "4", "at": `{"rank":1500,"map":"dust2"}`, "sq": "12", "sb": "0"}
+	players := map[string]string{"10": `5|"c"`, "2": `1|"a"`, "3": `2|"b"`}
+	users := map[string]string{"ua": "2", "ub": "3", "uc": "10", "ghost": "99"}
+	conn := []string{"3", "10", "42", "x"}
+
+	vals := make([]string, len(roomFields))
+	for i, f := range roomFields {
+		vals[i] = full[f]
+	}
+	tests := []struct {
+		name string
+		h    roomHash
+	}{
+		{"from HMGET", roomHashOf(redis.NewStringSliceResult(vals, nil))},
+		{"from HGETALL", roomHashFrom(full)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := decodeRoom("id1", tt.h, players, users, conn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			created := time.UnixMilli(1795298493000).UTC()
+			want := rooms.Room{ID: "id1", Name: "arena", Mode: "battle", Region: "eu", Visibility: rooms.Private, Status: rooms.Waiting,
+				Locked: true, MaxPlayers: 8, PlayerCount: 3, OwnerPlayerID: 2, StatePolicy: rooms.StatePolicy("open"), InviteCode: "K7Q2MX9P4HRT",
+				CreatedAt: created, UpdatedAt: time.UnixMilli(1795298494000).UTC(), Version: 9, StateVersion: 4,
+				Attributes: map[string]any{"rank": json.Number("1500"), "map": "dust2"},
+				Players: []rooms.Player{
+					{PlayerID: 2, UserID: "ua", Name: "a", JoinedAt: created.Add(time.Millisecond)},
+					{PlayerID: 3, UserID: "ub", Name: "b", JoinedAt: created.Add(2 * time.Millisecond), Connected: true},
+					{PlayerID: 10, UserID: "uc", Name: "c", JoinedAt: created.Add(5 * time.Millisecond), Connected: true},
+				}}
+			if !reflect.DeepEqual(r, want) {
+				t.Fatalf("got  %+v\nwant %+v", r, want)
+			}
+		})
+	}
+	t.Run("empty attributes, no players", func(t *testing.T) {
+		h := roomHashFrom(map[string]string{"n": "x", "at": "{}"})
+		r, err := decodeRoom("id2", h, nil, nil, nil)
+		if err != nil || r.Attributes == nil || len(r.Attributes) != 0 || r.Players == nil || len(r.Players) != 0 {
+			t.Fatalf("%+v %v", r, err)
+		}
+	})
+	t.Run("gone", func(t *testing.T) {
+		if h := roomHashOf(redis.NewStringSliceResult(make([]string, len(roomFields)), nil)); h != nil {
+			t.Fatalf("a room without fields: %v", h)
+		}
+		if h := roomHashFrom(map[string]string{}); h != nil {
+			t.Fatalf("an empty hash: %v", h)
+		}
+	})
+	t.Run("bad player", func(t *testing.T) {
+		if _, err := decodeRoom("id3", roomHashFrom(full), map[string]string{"1": "bad"}, nil, nil); err == nil {
+			t.Fatal("no error")
+		}
+	})
 }

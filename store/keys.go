@@ -65,14 +65,17 @@ func (k keys) janitor(shard int) string { return k.tag(shard) + ":janitor" }
 // of the public rooms of one status, optionally narrowed to a mode and/or a
 // region.
 func (k keys) statusIndex(shard int, st rooms.Status, mode, region string) string {
-	s := k.tag(shard) + ":idx:" + string(st)
+	// one allocation (a script of a room names 20 of these per call)
+	var buf [128]byte
+	b := append(append(append(buf[:0], '{'), k.prefix...), ':')
+	b = append(append(strconv.AppendInt(b, int64(shard), 10), "}:idx:"...), st...)
 	if mode != "" {
-		s += ":mode:" + mode
+		b = append(append(b, ":mode:"...), mode...)
 	}
 	if region != "" {
-		s += ":region:" + region
+		b = append(append(b, ":region:"...), region...)
 	}
-	return s
+	return string(b)
 }
 
 // roomKeys are the KEYS every mutation script gets (store/lua/prelude.lua).

@@ -60,3 +60,30 @@ func TestRoomIDsAndCodesCarryTheirShard(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusIndexNames: the index names the scripts and the migrations
+// know, written in one allocation.
+func TestStatusIndexNames(t *testing.T) {
+	k := keys{prefix: "rs"}
+	long := strings.Repeat("m", 200) // past the stack buffer
+	tests := []struct {
+		shard        int
+		st           rooms.Status
+		mode, region string
+		want         string
+	}{
+		{0, rooms.Waiting, "", "", "{rs:0}:idx:waiting"},
+		{15, "joinable", "battle", "", "{rs:15}:idx:joinable:mode:battle"},
+		{3, "fill", "", "eu", "{rs:3}:idx:fill:region:eu"},
+		{127, rooms.Playing, "battle", "us-west", "{rs:127}:idx:playing:mode:battle:region:us-west"},
+		{1, rooms.Finished, long, "eu", "{rs:1}:idx:finished:mode:" + long + ":region:eu"},
+	}
+	for _, tt := range tests {
+		if got := k.statusIndex(tt.shard, tt.st, tt.mode, tt.region); got != tt.want {
+			t.Errorf("statusIndex(%d, %s, %q, %q) = %q, want %q", tt.shard, tt.st, tt.mode, tt.region, got, tt.want)
+		}
+		if got := k.statusIndex(tt.shard, tt.st, tt.mode, tt.region); !strings.HasPrefix(got, k.tag(tt.shard)+":idx:") {
+			t.Errorf("%q is not in the shard's slot", got)
+		}
+	}
+}

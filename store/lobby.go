@@ -218,12 +218,12 @@ func rangeArgs(key string, q lobby.Query) redis.ZRangeArgs {
 // fetchListed reads the candidates' rooms in one pipeline; nil for those
 // that closed or no longer match since the index was read.
 func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]*rooms.Room, error) {
-	cmds := make([]*redis.MapStringStringCmd, len(cands))
+	cmds := make([]*redis.StringSliceCmd, len(cands))
 	if len(cands) > 0 {
 		err := s.browse(ctx, func(cl redis.UniversalClient) error {
 			pipe := cl.Pipeline()
 			for i, c := range cands {
-				cmds[i] = pipe.HGetAll(ctx, s.keys.room(c.shard, c.pos.ID))
+				cmds[i] = queueRoomHash(ctx, pipe, s.keys.room(c.shard, c.pos.ID))
 			}
 			_, err := pipe.Exec(ctx)
 			return err
@@ -234,8 +234,8 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 	}
 	out := make([]*rooms.Room, len(cands))
 	for i, c := range cands {
-		h := cmds[i].Val()
-		if len(h) == 0 {
+		h := roomHashOf(cmds[i])
+		if h == nil {
 			continue
 		}
 		r, err := decodeRoom(c.pos.ID, h, nil, nil, nil)

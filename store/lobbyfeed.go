@@ -40,7 +40,7 @@ func (s *Store) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) 
 		if len(c.Val()) == 0 {
 			continue
 		}
-		r, err := decodeRoom(ids[i], c.Val(), nil, nil, nil)
+		r, err := decodeRoom(ids[i], roomHashFrom(c.Val()), nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -80,7 +80,7 @@ func (s *Store) readMine(ctx context.Context, u rooms.User, positions []rooms.Ro
 		if len(r.room.Val()) == 0 || pid == 0 {
 			continue // left or closed between the reads
 		}
-		room, err := decodeRoom(r.id, r.room.Val(), nil, nil, nil)
+		room, err := decodeRoom(r.id, roomHashFrom(r.room.Val()), nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}

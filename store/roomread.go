@@ -9,20 +9,21 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// roomRead is a room's hashes as queued in a transaction: the room, its
-// players, its users (userId → playerId), who is connected and, when
-// asked, its state. Reading them with plain commands in the transaction
+// roomRead is a room's hashes as queued in a transaction: the room (its
+// roomFields), its players, its users (userId → playerId), who is
+// connected and, when asked, its state. Reading them with plain commands in the transaction
 // that runs a script costs Redis far less than building the same reply in
 // Lua, where every field becomes an interned string twice.
 type roomRead struct {
-	room, players, users, state *redis.MapStringStringCmd
-	conn                        *redis.StringSliceCmd
+	room                  *redis.StringSliceCmd // roomFields (roomHash)
+	players, users, state *redis.MapStringStringCmd
+	conn                  *redis.StringSliceCmd
 }
 
 // queueRoomRead queues the reads of room id on p.
 func (s *Store) queueRoomRead(ctx context.Context, p redis.Pipeliner, shard int, id string, withState bool) roomRead {
 	k := s.keys.readKeys(shard, id)
-	rr := roomRead{room: p.HGetAll(ctx, k[0]), players: p.HGetAll(ctx, k[1]),
+	rr := roomRead{room: queueRoomHash(ctx, p, k[0]), players: p.HGetAll(ctx, k[1]),
 		users: p.HGetAll(ctx, k[2]), conn: p.HKeys(ctx, k[4])}
 	if withState {
 		rr.state = p.HGetAll(ctx, k[3])
@@ -33,8 +34,8 @@ func (s *Store) queueRoomRead(ctx context.Context, p redis.Pipeliner, shard int,
 // decodeRead builds the room; ErrRoomNotFound when its hash is gone. It
 // remembers the room's place.
 func (s *Store) decodeRead(id string, rr roomRead) (rooms.Room, rooms.State, error) {
-	h := rr.room.Val()
-	if len(h) == 0 {
+	h := roomHashOf(rr.room)
+	if h == nil {
 		return rooms.Room{}, nil, rooms.ErrRoomNotFound
 	}
 	r, err := decodeRoom(id, h, rr.players.Val(), rr.users.Val(), rr.conn.Val())

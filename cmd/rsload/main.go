@@ -8,7 +8,9 @@
 //	go run ./cmd/rsload -scenario ops -clients 64 -mix join=1,patch=1 -duration 10s
 //
 // With -streams N it also keeps N event streams of its players open during
-// the run and reports what they received of the patches.
+// the run and reports what they received of the patches. With -cpu-pid P
+// it reports the CPU time process P (a server on this machine) used per
+// request during the run (cpu.go).
 //
 // The sse scenario opens N event streams spread over rooms and instances,
 // writes state patches at a set rate through the instances, and reports
@@ -51,6 +53,7 @@ type Config struct {
 	JSON     bool
 	RSSPid   int // sse: a local server process whose resident memory to report
 	Seed     int // ops: rooms to create before the run
+	CPUPid   int // ops: a local server process whose CPU per request to report
 }
 
 func main() {
@@ -67,6 +70,7 @@ func main() {
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	flag.IntVar(&c.Seed, "seed", 0, "ops: public rooms of 8 seats to create first (the lobby's size; modes pool and quick, regions r0..r3)")
 	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse: pid of a realsyncd on this machine; reports its resident memory per idle stream")
+	flag.IntVar(&c.CPUPid, "cpu-pid", 0, "ops: pid of the server on this machine (realsyncd or -serve-minimal); reports its CPU time per request")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *serve != "" {

@@ -57,6 +57,8 @@ type OpsReport struct {
 	Seconds float64             `json:"seconds"`
 	Ops     map[string]*OpStats `json:"ops"`
 	Streams *Report             `json:"streams,omitempty"`
+	// ServerCPU, with -cpu-pid: the server's CPU per request (cpu.go).
+	ServerCPU *ServerCPU `json:"serverCPU,omitempty"`
 }
 
 type recorder struct {
@@ -139,6 +141,10 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 	rec := &recorder{lat: map[string][]time.Duration{}, errs: map[string]map[string]int{}}
 	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
 	defer cancel()
+	cpu, err := startCPU(c.CPUPid)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, cl := range clients {
@@ -153,6 +159,9 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 	wg.Wait()
 	took := time.Since(start)
 	rep := rec.report(c.Clients, took)
+	if rep.ServerCPU, err = cpu.stop(rep.requests(), took.Seconds()); err != nil {
+		return nil, err
+	}
 	if c.Streams > 0 {
 		var ok int64
 		for _, r := range pool {
@@ -278,6 +287,18 @@ func (r *recorder) report(clients int, took time.Duration) *OpsReport {
 	return rep
 }
 
+// requests counts the requests answered in the run, errors included.
+func (r *OpsReport) requests() int {
+	n := 0
+	for _, s := range r.Ops {
+		n += s.Count
+		for _, e := range s.ErrorCodes {
+			n += e
+		}
+	}
+	return n
+}
+
 func (r *OpsReport) print(w io.Writer) {
 	fmt.Fprintf(w, "ops: %d clients, %.1f s\n", r.Clients, r.Seconds)
 	fmt.Fprintf(w, "  %-10s %9s %9s %8s %8s %8s %8s  %s\n", "op", "count", "per s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors")
@@ -293,5 +314,8 @@ func (r *OpsReport) print(w io.Writer) {
 	if st := r.Streams; st != nil {
 		fmt.Fprintf(w, "  streams    %d open: %d of %d patch events delivered (%.0f events/s), %d reconnects; p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n",
 			st.Streams, st.Delivered, st.Expected, st.EventsPerSecond, st.StreamDrops, st.LatencyP50ms, st.LatencyP99ms, st.LatencyMaxms)
+	}
+	if r.ServerCPU != nil {
+		r.ServerCPU.print(w)
 	}
 }
