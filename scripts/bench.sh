@@ -39,13 +39,14 @@ rsd_pid=""
 # start_rsd restarts realsyncd on an empty Redis; sets rsd and rsd_pid.
 # Rate limits are off: one load generator on one address is the flood they
 # refuse; their own cost is measured apart (docs/BENCHMARKS.md, "Security
-# costs").
+# costs"). Room quotas are off too: -seed creates thousands of rooms as one
+# user.
 start_rsd() {
   [ -z "$rsd_pid" ] || { kill "$rsd_pid"; wait "$rsd_pid" 2>/dev/null || true; }
   redis-cli -p "$redis_port" flushall >/dev/null
   local port; port=$(free_port)
   REALSYNC_ADDR=127.0.0.1:$port REALSYNC_REDIS_URL=redis://127.0.0.1:$redis_port \
-    REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
+    REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 REALSYNC_MAX_ROOMS_JOINED=0 "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
   rsd_pid=$!
   pids+=("$rsd_pid")
   rsd=http://127.0.0.1:$port
