@@ -114,6 +114,9 @@ func hammer(t *testing.T, bin, backend string) {
 	}
 	for _, k := range keys {
 		ttl := c.PTTL(t.Context(), k).Val()
+		if ttl == -2 { // gone since the scan: it expired, as it should
+			continue
+		}
 		if ttl <= 0 || ttl > 13*time.Minute {
 			t.Errorf("%s: TTL %v, want one within its drain time", k, ttl)
 		}

@@ -237,7 +237,9 @@ func TestConcurrentExact(t *testing.T) {
 // gone once it has drained (bounded wait, no timing assertion).
 func TestKeysExpire(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		fast := limits.Limit{Rate: 20, Period: time.Second, Burst: 4} // drains in 200 ms
+		// drains in 2 s: long enough that no key expires between the burst
+		// and the reads below on a loaded machine (200 ms did)
+		fast := limits.Limit{Rate: 2, Period: time.Second, Burst: 4}
 		if n := len(b.rlKeys(t)); n != 0 {
 			t.Fatalf("%d keys before", n)
 		}
@@ -255,11 +257,11 @@ func TestKeysExpire(t *testing.T) {
 			} else {
 				ttl = b.client.PTTL(context.Background(), k).Val()
 			}
-			if ttl <= 0 || ttl > 250*time.Millisecond {
-				t.Errorf("%s: TTL %v, want (0, 250ms]", k, ttl)
+			if ttl <= 0 || ttl > 2100*time.Millisecond {
+				t.Errorf("%s: TTL %v, want (0, 2.1s]", k, ttl)
 			}
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(10 * time.Second)
 		for len(b.rlKeys(t)) > 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("keys left behind: %v", b.rlKeys(t))
