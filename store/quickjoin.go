@@ -2,6 +2,7 @@ package store
 
 import (
 	_ "embed"
+	"encoding/json"
 
 	"context"
 	"errors"
@@ -75,11 +76,12 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 }
 
 // quickJoinOne is QuickJoin into one region: pickAndJoin on the (mode,
-// region)'s home shard, and a create when it finds nothing. Only a create
-// that found a joinable room meanwhile, or filter candidates that all
-// stopped being joinable before the script ran, go round again.
+// region)'s home shard, which also creates the room when it finds nothing
+// to join. Only filter candidates that all stopped being joinable before
+// the script ran, and a fresh room id or invite code that collided, go
+// round again. With filters that no room of the fill order's top matches,
+// the room is created as before (create).
 func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
-	banned := false
 	for range maxQuickJoinAttempts {
 		var cands []string
 		if len(filters) > 0 {
@@ -89,25 +91,22 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 			}
 		}
 		if len(filters) == 0 || len(cands) > 0 {
-			j, outcome, err := s.pickAndJoin(ctx, u, mode, region, cands)
+			q, outcome, err := s.pickAndJoin(ctx, u, mode, region, cands, create)
 			switch {
 			case err != nil:
 				return rooms.QuickJoined{}, err
 			case outcome == picked:
-				return rooms.QuickJoined{Joined: j}, nil
+				return q, nil
 			case outcome == pickTaken:
 				continue
-			case outcome == noneBanned:
-				banned = true
 			}
 		}
 		if create == nil {
 			return rooms.QuickJoined{}, rooms.ErrNoMatch
 		}
-		j, err := s.create(ctx, u, *create, len(filters) == 0 && !banned)
-		if errors.Is(err, errJoinableExists) {
-			continue
-		}
+		// filters no room matched, or the script was not offered the
+		// create (u owns all it may: create says so)
+		j, err := s.create(ctx, u, *create, false)
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
 	}
 	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
@@ -117,58 +116,85 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 type pickOutcome int
 
 const (
-	picked     pickOutcome = iota // joined a room
-	none                          // no joinable room (to create one)
-	noneBanned                    // none, but one was passed over for a ban
-	pickTaken                     // every candidate stopped being joinable
+	picked    pickOutcome = iota // joined or created a room
+	none                         // no joinable room, none created
+	pickTaken                    // every candidate stopped being joinable
 )
 
 // pickAndJoin runs quick_join.lua: u joins the first room of the fill
 // order of (mode, region) (of cands, in order, when given) that did not ban
-// u. With the room quotas on, the reservation is made before the script
-// under a placeholder id (the room is not known yet) and turned into the
-// room's entry after it (holdings_rebind.lua), or dropped. The joined room
-// is read right after the script (not in its transaction: its id comes
-// from the script), so it may show changes made in between.
-func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, mode, region string, cands []string) (rooms.Joined, pickOutcome, error) {
-	ph := placeholderPrefix + randomString(idRandLen, base62)
-	h, err := s.reserve(ctx, u.ID, ph, false)
-	if err != nil {
-		return rooms.Joined{}, none, err
-	}
-	call := quickJoinCall{keys: s.keys, shard: homeShard(mode, region, s.shards), mode: mode, region: region,
+// u, or, when there is none and create is given, creates it. With the room
+// quotas on, the reservation is made before the script under a placeholder
+// id (the room is not known yet), as owner when the script may create
+// (as a member, with no create offered, when u owns all it may), and
+// turned into the room's entry after it (holdings_rebind.lua), or dropped.
+// The room is read right after the script (not in its transaction: its id
+// comes from the script), so it may show changes made in between.
+func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
+	shard := homeShard(mode, region, s.shards)
+	call := quickJoinCall{keys: s.keys, shard: shard, mode: mode, region: region,
 		pubcmd: s.pubcmd, logArgs: s.argv, user: u.ID, nameJSON: jsonString(u.Name), candidates: cands}
-	res, err := runScript(ctx, s.client, call).Slice()
+	ph := placeholderPrefix + randomString(idRandLen, base62)
+	h, err := s.reserve(ctx, u.ID, ph, create != nil)
+	if errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+		create = nil // it may still join: as a member
+		h, err = s.reserve(ctx, u.ID, ph, false)
+	}
 	if err != nil {
-		s.release(ctx, h)
-		return rooms.Joined{}, none, wrap(err)
+		return rooms.QuickJoined{}, none, err
 	}
-	switch status, _ := res[0].(string); status {
-	case "NONE":
-		s.release(ctx, h)
-		if len(res) > 1 && res[1] == "1" {
-			return rooms.Joined{}, noneBanned, nil
+	for range maxCollisionRetries {
+		if create != nil {
+			p := *create
+			attrs, err := json.Marshal(p.Attributes)
+			if err != nil {
+				s.release(ctx, h)
+				return rooms.QuickJoined{}, none, fmt.Errorf("store: attributes: %w", err)
+			}
+			_, size := rooms.StateTotals(p.State)
+			code := ""
+			if p.Visibility == rooms.Private {
+				code = newCode(shard, s.shards)
+			}
+			call.create = append([]any{newRoomID(shard)}, s.createArgs(u, p, attrs, size, code, false)...)
 		}
-		return rooms.Joined{}, none, nil
-	case "TAKEN":
-		s.release(ctx, h)
-		return rooms.Joined{}, pickTaken, nil
-	}
-	rest, err := replyStatus(res)
-	if err != nil || len(rest) < 2 {
-		s.release(ctx, h)
-		if err == nil {
-			err = fmt.Errorf("store: unexpected quick_join reply %v", res)
+		res, err := runScript(ctx, s.client, call).Slice()
+		if err != nil {
+			s.release(ctx, h)
+			return rooms.QuickJoined{}, none, wrap(err)
 		}
-		return rooms.Joined{}, none, err
+		switch status, _ := res[0].(string); status {
+		case "NONE":
+			s.release(ctx, h)
+			return rooms.QuickJoined{}, none, nil
+		case "TAKEN":
+			s.release(ctx, h)
+			return rooms.QuickJoined{}, pickTaken, nil
+		case "ID_TAKEN", "CODE_TAKEN":
+			continue
+		}
+		rest, err := replyStatus(res)
+		if err != nil || len(rest) < 2 {
+			s.release(ctx, h)
+			if err == nil {
+				err = fmt.Errorf("store: unexpected quick_join reply %v", res)
+			}
+			return rooms.QuickJoined{}, none, err
+		}
+		id, _ := rest[1].(string)
+		created := len(rest) > 2 && rest[2] == "created"
+		if h.key != "" {
+			role := "m"
+			if created {
+				role = "o"
+			}
+			holdingsRebind.Run(context.WithoutCancel(ctx), s.client, []string{h.key}, ph, id, role)
+		}
+		room, _, err := s.readRoom(ctx, shard, id, false)
+		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, Created: created}, picked, err
 	}
-	id, _ := rest[1].(string)
-	if h.key != "" {
-		holdingsRebind.Run(context.WithoutCancel(ctx), s.client, []string{h.key}, ph, id)
-	}
-	shard, _ := roomShard(id, s.shards)
-	room, _, err := s.readRoom(ctx, shard, id, false)
-	return rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, picked, err
+	s.release(ctx, h)
+	return rooms.QuickJoined{}, none, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
 }
 
 // placeholderPrefix starts the id under which a quick-join reserves its
@@ -342,10 +368,14 @@ var quickJoinLua string
 //go:embed lua/holdings_rebind.lua
 var holdingsRebindLua string
 
-// quickJoin picks in front of the prelude, then joins as room_join does
-// (see lua/quick_join.lua).
+// quickJoin picks in front of the prelude, then joins as room_join does,
+// or creates as room_create does (see lua/quick_join.lua); each body in a
+// function of its own.
 var (
-	quickJoin      = redis.NewScript(quickJoinLua + "\n" + preludeLua + "\n" + roomJoinLua)
+	quickJoin = redis.NewScript(quickJoinLua + "\n" + preludeLua +
+		"\nlocal function qj_join()\n" + roomJoinLua + "\nend\nlocal function qj_make()\n" + roomCreateLua + "\nend\n" +
+		"if not qj_create then return qj_join() end\n" +
+		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")
 	holdingsRebind = redis.NewScript(holdingsRebindLua)
 )
 
@@ -364,17 +394,25 @@ type quickJoinCall struct {
 	user         string
 	nameJSON     string
 	candidates   []string
+	// create: "" to never create, else the new room's id and room_create's
+	// ARGV[7..] (Store.createArgs)
+	create []any
 }
 
 func (quickJoinCall) script() *redis.Script { return quickJoin }
 
 // keysArgs: the prelude's KEYS and ARGV of a join, built for a room id of
-// "" (the script appends the id it picks), then the candidates.
+// "" (the script appends the id it picks), then the candidates, then what
+// to create.
 func (c quickJoinCall) keysArgs() ([]string, []any) {
 	args := []any{"", c.keys.channel(c.shard, ""), c.pubcmd, eventTag(), c.logArgs[0], c.logArgs[1],
 		c.user, c.nameJSON, "", len(c.candidates)}
 	for _, id := range c.candidates {
 		args = append(args, id)
 	}
+	if len(c.create) == 0 {
+		args = append(args, "")
+	}
+	args = append(args, c.create...)
 	return c.keys.roomKeysWithIndexes(c.shard, "", c.mode, c.region), args
 }

@@ -175,10 +175,11 @@ func (c *scriptCounter) get(key string) int {
 }
 
 // Concurrent quick-joins into one (mode, region) with the quotas on never
-// lose a race: no caller's pick is taken by another, no room_join runs
-// (the pick and the join are one script), exactly N-ceil(N/M) callers join
-// by the script and ceil(N/M) create, every caller holds exactly its room
-// (no placeholder left in the holdings), and the rooms pack.
+// lose a race: each caller runs quick_join once, which joins or creates
+// (ceil(N/M) of them create), no caller's pick is taken by another, no
+// room_join or room_create runs apart, every caller holds exactly its room
+// (as its owner when it created it; no placeholder left in the holdings),
+// and the rooms pack.
 func TestQuickJoinOneRegionNeverLosesARace(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -209,7 +210,7 @@ func TestQuickJoinOneRegionNeverLosesARace(t *testing.T) {
 					t.Fatalf("caller %d: %+v", i, q)
 				}
 				h, err := s1.Holdings(ctx, user(i).ID)
-				if err != nil || len(h) != 1 || h[q.Room.ID] == "" {
+				if role := map[bool]string{true: "o", false: "m"}[q.Created]; err != nil || len(h) != 1 || h[q.Room.ID] != role {
 					t.Errorf("caller %d in %s holds %v (%v)", i, q.Room.ID, h, err)
 				}
 			}
@@ -221,10 +222,17 @@ func TestQuickJoinOneRegionNeverLosesARace(t *testing.T) {
 					t.Errorf("room %s: %d players of %d seats", id, k, m)
 				}
 			}
-			if j, ok := count.get("quick_join OK"), count.get("room_create OK"); j != n-wantRooms || ok != wantRooms {
-				t.Errorf("%d joined by quick_join, %d created; want %d, %d", j, ok, n-wantRooms, wantRooms)
+			created := 0
+			for _, q := range got {
+				if q.Created {
+					created++
+				}
 			}
-			for _, k := range []string{"quick_join TAKEN", "room_join OK", "room_join ROOM_FULL", "room_join ROOM_NOT_JOINABLE"} {
+			if j := count.get("quick_join OK"); j != n || created != wantRooms {
+				t.Errorf("%d quick_join runs placed a caller, %d created a room; want %d, %d", j, created, n, wantRooms)
+			}
+			for _, k := range []string{"quick_join TAKEN", "quick_join NONE", "room_create OK", "room_create JOINABLE_EXISTS",
+				"room_join OK", "room_join ROOM_FULL", "room_join ROOM_NOT_JOINABLE"} {
 				if c := count.get(k); c != 0 {
 					t.Errorf("%s: %d runs, want none", k, c)
 				}
@@ -314,6 +322,41 @@ func TestQuickJoinOneRegionBansFiltersAndPlaceholders(t *testing.T) {
 			}
 			if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 || h[q.Room.ID] != "m" {
 				t.Errorf("holdings %v, want only %s", h, q.Room.ID)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// A user who owns all the rooms it may still quick-joins a room of others
+// (as a member); with nothing to join it gets the owned-rooms limit, as a
+// create would, and nothing is created.
+func TestQuickJoinOneRegionOwnedLimit(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s, _ := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsOwned: 1}})
+			ctx := context.Background()
+			u := user(1)
+			mustCreate(t, s, u, *quickRoom("other", "eu", 4))
+			theirs := mustCreate(t, s, user(2), *quickRoom("ffa", "eu", 4)).Room.ID
+			q, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4))
+			if err != nil || q.Room.ID != theirs || q.Created {
+				t.Fatalf("joined %+v (%v), want %s", q, err, theirs)
+			}
+			if h, _ := s.Holdings(ctx, u.ID); len(h) != 2 || h[theirs] != "m" {
+				t.Errorf("holdings %v", h)
+			}
+			if err := s.Leave(ctx, u, theirs); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Leave(ctx, user(2), theirs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+				t.Fatalf("nothing to join, owning all it may: %v, want the owned-rooms limit", err)
+			}
+			if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 {
+				t.Errorf("holdings after the refusal %v", h)
 			}
 			checkInvariants(t, s)
 		})

@@ -51,12 +51,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		if p.Visibility == rooms.Private {
 			code = newCode(shard, s.shards)
 		}
-		args := append(s.common(shard, id), p.Name, p.Mode, p.Region, string(p.Visibility),
-			p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size,
-			map[bool]string{true: "1", false: ""}[onlyIfNone], s.life.firstCheck())
-		for _, k := range sortedKeys(p.State) {
-			args = append(args, k, []byte(p.State[k]))
-		}
+		args := append(s.common(shard, id), s.createArgs(u, p, attrs, size, code, onlyIfNone)...)
 		keys := s.keys.roomKeysWithIndexes(shard, id, p.Mode, p.Region)
 		h, err := s.reserve(ctx, u.ID, id, true)
 		if err != nil {
@@ -72,6 +67,19 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		return j, err
 	}
 	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
+}
+
+// createArgs is room_create.lua's ARGV from ARGV[7] on: room p with the
+// encoded attributes and the state's size, its invite code ("" public),
+// created by u.
+func (s *Store) createArgs(u rooms.User, p rooms.NewRoom, attrs []byte, size int, code string, onlyIfNone bool) []any {
+	args := []any{p.Name, p.Mode, p.Region, string(p.Visibility),
+		p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size,
+		map[bool]string{true: "1", false: ""}[onlyIfNone], s.life.firstCheck()}
+	for _, k := range sortedKeys(p.State) {
+		args = append(args, k, []byte(p.State[k]))
+	}
+	return args
 }
 
 // Get implements rooms.Store with one consistent read.

@@ -14,14 +14,22 @@
 --   (room_join's); ARGV[10] n: 0 to take the fill order (fullest first,
 --   then oldest), else ARGV[11 .. 10+n] the candidates to try in order
 --   (the rooms of the fill order's top that match the caller's attribute
---   filters, read by the store beforehand).
+--   filters, read by the store beforehand);
+--   ARGV[11+n] "" (never create), or the id of the room to create when
+--   nothing is joined, followed by room_create's ARGV[7..] for it.
 -- A room that banned the user is passed over; the walk of the fill order
--- stops after QJ_SCAN entries.
--- Reply: room_join's {"OK", playerId, roomId} | {"NONE", "1" when a room
---   was passed over for a ban, else ""} (nothing to join: create) |
---   {"TAKEN"} (every candidate stopped being joinable: read them again)
+-- stops after QJ_SCAN entries. When nothing is joined and ARGV[11+n] names a
+-- room, that room is created (room_create.lua, the caller its owner) in the
+-- same script: concurrent callers that found the last room full do not all
+-- create rooms only to be refused but one.
+-- Reply: room_join's {"OK", playerId, roomId} | room_create's {"OK",
+--   playerId, roomId, "created"} or {"ID_TAKEN"} or {"CODE_TAKEN"} |
+--   {"NONE", "1" when a room was passed over for a ban, else ""} (nothing
+--   to join, nothing to create) | {"TAKEN"} (every candidate stopped being
+--   joinable: read them again)
 local QJ_SCAN = 256
 local qj_base, qj_uid, qj_n = KEYS[1], ARGV[7], tonumber(ARGV[10])
+local qj_new = ARGV[11 + qj_n]
 local qj_bans = string.sub(KEYS[35], #qj_base + 1)
 local qj_pick, qj_banned = nil, false
 
@@ -47,7 +55,6 @@ if qj_n == 0 then
     if #top < 16 then break end
     off = off + 16
   end
-  if not qj_pick then return {'NONE', qj_banned and '1' or ''} end
 else
   for i = 11, 10 + qj_n do
     if redis.call('ZSCORE', KEYS[28], ARGV[i]) and qj_allowed(ARGV[i]) then
@@ -55,10 +62,16 @@ else
       break
     end
   end
-  if not qj_pick then
-    if qj_banned then return {'NONE', '1'} end
-    return {'TAKEN'}
-  end
+  if not qj_pick and not qj_banned then return {'TAKEN'} end
+end
+local qj_create = false
+if not qj_pick then
+  if qj_new == '' then return {'NONE', qj_banned and '1' or ''} end
+  -- room_create's layout: the prelude's ARGV, then its own from ARGV[12+n]
+  qj_create, qj_pick = true, qj_new
+  local from, len = 12 + qj_n, #ARGV
+  for i = from, len do ARGV[7 + i - from] = ARGV[i] end
+  for i = len, 7 + len - from + 1, -1 do ARGV[i] = nil end
 end
 
 for i = 1, #KEYS do
