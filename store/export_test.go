@@ -131,3 +131,9 @@ func (s *Store) HoldingsExist(ctx context.Context, uid string) (bool, error) {
 
 // HoldingsKey is the key of user uid's holdings hash.
 func (s *Store) HoldingsKey(uid string) string { return s.keys.holdings(userShard(uid, s.shards), uid) }
+
+// LibraryName is the name of the store's Functions library.
+func LibraryName() string { return libraryName }
+
+// UsesFunctions says whether the mutations run as FCALL of the library.
+func (s *Store) UsesFunctions() bool { return s.functions }

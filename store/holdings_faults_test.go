@@ -29,7 +29,7 @@ func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		err := next(ctx, cmds)
 		hasScript := false
 		for _, c := range cmds {
-			if strings.EqualFold(c.Name(), "evalsha") || strings.EqualFold(c.Name(), "eval") {
+			if strings.EqualFold(c.Name(), "evalsha") || strings.EqualFold(c.Name(), "eval") || strings.EqualFold(c.Name(), "fcall") {
 				hasScript = true
 			}
 		}

@@ -372,7 +372,7 @@ var holdingsRebindLua string
 // or creates as room_create does (see lua/quick_join.lua); each body in a
 // function of its own.
 var (
-	quickJoin = redis.NewScript(quickJoinLua + "\n" + preludeLua +
+	quickJoin = redis.NewScript(quickJoinLua + "\n" + preludeLua + "\nbegin()\n" +
 		"\nlocal function qj_join()\n" + roomJoinLua + "\nend\nlocal function qj_make()\n" + roomCreateLua + "\nend\n" +
 		"if not qj_create then return qj_join() end\n" +
 		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")

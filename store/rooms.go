@@ -188,7 +188,7 @@ func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, rea
 	if target == "" {
 		before = s.heldValue(ctx, c, id)
 	}
-	res, err := playerRemove.Run(ctx, s.client, keys, args...).Result()
+	res, err := s.runMutation(ctx, playerRemove, keys, args...).Result()
 	if err != nil {
 		return wrap(err)
 	}
@@ -279,7 +279,7 @@ func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.status(roomDelete.Run(ctx, s.client, keys, append(s.common(shard, id), c)...))
+	return s.status(s.runMutation(ctx, roomDelete, keys, append(s.common(shard, id), c)...))
 }
 
 // PatchState implements rooms.Store. Keys are sent sorted, so the state
@@ -302,7 +302,7 @@ func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms
 	for _, k := range del {
 		args = append(args, k)
 	}
-	res, err := statePatch.Run(ctx, s.client, s.keys.roomKeys(shard, id), args...).Result()
+	res, err := s.runMutation(ctx, statePatch, s.keys.roomKeys(shard, id), args...).Result()
 	if err != nil {
 		return rooms.Versions{}, wrap(err)
 	}

@@ -41,18 +41,33 @@
 -- player has an empty userId. The scripts that take it skip the membership,
 -- owner and state-policy checks for it, and it is player 0 in events.
 -- Replies are arrays whose first element is "OK" or an error code.
-local K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
-local tag, closed_ttl = ARGV[4], ARGV[6]
-local maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
-log_cap = tonumber(log_cap)
-local K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[34], KEYS[35], KEYS[36]
+local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
+local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD
+local room_id, channel, pubcmd, tag, closed_ttl, maxlen, log_cap
+local now_us, now
+-- now_iso: now as RFC 3339 once formatted (iso_now); known_ver: the room's
+-- version once this script has read or written it, so that emit can write
+-- it with the other fields in one HSET.
+local now_iso, known_ver
 
-local T = redis.call('TIME')
-local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
-local now = math.floor(now_us / 1000)
+-- begin binds the call's KEYS and ARGV and reads the clock; every script
+-- calls it first (scripts.go: as "begin()" right after the prelude, or
+-- first thing in its function of the Functions library), so that nothing
+-- of one call outlives it when the prelude is loaded once as a library.
+local function begin()
+  K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+  K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+  K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[33], KEYS[34], KEYS[35], KEYS[36]
+  room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
+  tag, closed_ttl = ARGV[4], ARGV[6]
+  maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
+  log_cap = tonumber(log_cap)
+  local T = redis.call('TIME')
+  now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
+  now = math.floor(now_us / 1000)
+  now_iso, known_ver = nil, nil
+end
 
 -- num formats an integer-valued number without exponent, whatever the Lua.
 local function num(n)
@@ -90,7 +105,6 @@ local function iso(ms)
     math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60) .. frac .. 'Z'
 end
 
-local now_iso
 local function iso_now()
   if not now_iso then now_iso = iso(now) end
   return now_iso
@@ -124,10 +138,6 @@ local function cap_log(lb)
   redis.call('HSET', K_ROOM, 'lb', total)
 end
 
--- known_ver is the room's version once this script has read or written it,
--- so that emit can write it with the other fields in one HSET.
-local known_ver
-
 -- emit bumps the room version and writes it, updatedAt and the given
 -- field, value pairs to the room hash; appends the event to the log (entry
 -- id "<version>-0") and publishes "<version> <tag> <json>". body holds the
@@ -153,7 +163,7 @@ local function emit(etype, body, ...)
 end
 
 local INDEX_BASE = {waiting = 13, playing = 17, finished = 21}
-local JOINABLE_BASE, FILL_BASE, K_STATS = 25, 29, KEYS[33]
+local JOINABLE_BASE, FILL_BASE = 25, 29
 
 local function index_add(status, score)
   local base = INDEX_BASE[status]
