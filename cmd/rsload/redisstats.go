@@ -25,7 +25,7 @@ import (
 //     request;
 //   - with -redis-sample, SLOWLOG at threshold 0 over the run's last
 //     quarter (its last sampleEntries commands): the script runs by script
-//     name (EVALSHA's SHA1 named by store.ScriptNames, FCALL by function)
+//     name (EVALSHA's SHA1 and FCALL's function named by store.ScriptNames)
 //     and the Redis calls each made. Logging every command inflates the
 //     durations of that quarter (a script's by about 1 to 8 µs per command
 //     it calls), so no duration is read from the sample, and the CPU and
@@ -206,8 +206,10 @@ func (p *redisProbe) attribute(log []redis.SlowLog) (stats []ScriptRuns, n int) 
 			}
 		case "eval", "eval_ro":
 			name = "eval (script text)"
-		case "fcall", "fcall_ro":
-			name = e.Args[1]
+		case "fcall", "fcall_ro": // a function of the store's library: named as its script
+			if name = p.names[e.Args[1]]; name == "" {
+				name = e.Args[1]
+			}
 		default:
 			inner = 0
 			continue

@@ -14,12 +14,13 @@ func TestParseCommandstats(t *testing.T) {
 }
 
 // A script's commands are logged before it, with no client: they count
-// for it; a plain command in between resets the count.
+// for it; a plain command in between resets the count. A function of the
+// store's library counts as its script.
 func TestAttributeScriptRuns(t *testing.T) {
-	p := &redisProbe{names: map[string]string{"sha1": "room_join"}}
+	p := &redisProbe{names: map[string]string{"sha1": "room_join", "room_join_abc": "room_join"}}
 	cmd := func(addr string, args ...string) redis.SlowLog { return redis.SlowLog{ClientAddr: addr, Args: args} }
 	log := []redis.SlowLog{ // newest first, as SLOWLOG GET answers
-		cmd("127.0.0.1:1", "evalsha", "sha1", "1"),
+		cmd("127.0.0.1:1", "fcall", "room_join_abc", "1"),
 		cmd("?:0", "hset"),
 		cmd("127.0.0.1:1", "hgetall", "k"),
 		cmd("127.0.0.1:1", "evalsha", "sha1", "1"),
