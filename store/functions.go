@@ -68,7 +68,8 @@ func library(ms ...*mutationScript) (string, string) {
 }
 
 // loadLibrary loads the library on every master; false when Redis has no
-// Functions (unknown command), so the store runs the scripts with EVALSHA.
+// Functions (unknown command) or the user may not load them (NOPERM), so
+// the store runs the scripts with EVALSHA.
 func (s *Store) loadLibrary(ctx context.Context) (bool, error) {
 	load := func(ctx context.Context, c *redis.Client) error {
 		return c.FunctionLoadReplace(ctx, libraryCode).Err()
@@ -82,7 +83,9 @@ func (s *Store) loadLibrary(ctx context.Context) (bool, error) {
 	default:
 		return false, nil
 	}
-	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+	// no Functions (miniredis, Redis < 7), or an ACL that forbids loading
+	// them: the scripts run with EVALSHA, as before
+	if err != nil && (strings.Contains(strings.ToLower(err.Error()), "unknown command") || redis.HasErrorPrefix(err, "NOPERM")) {
 		return false, nil
 	}
 	return err == nil, err
