@@ -5,12 +5,12 @@
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
 # them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
-# sse lobby go (default: all).
+# sse lobby go redistime (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go)
+[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
 tmp=$(mktemp -d)
@@ -128,4 +128,29 @@ if want go; then
   say "every script through its Go wrapper" go test ./store -run '^$' -bench Scripts -benchtime 2s
   say "Redis memory per idle 8-player room" go test ./store -run '^$' -bench RoomMemory -benchtime 1x
   say "lobby at 1k / 10k / 100k rooms, store level" go test ./store -run '^$' -bench LobbyScale -benchtime 2000x -timeout 30m
+fi
+
+# Redis time per mutation (issue 15 items 1 and 5): Redis' own CPU and
+# command time per request (rsload -redis reads INFO cpu and commandstats
+# around each run), one kind of request per run, alternating with the
+# anchor (one EVALSHA of internal/anchor's join-shaped script per request,
+# served by a second minimal server that has Redis) twice; then per script,
+# one call at a time (BenchmarkRedisTime); then quick-join at 256 clients
+# into one mode and region.
+if want redistime; then
+  anchor_srv=127.0.0.1:$(free_port)
+  "$tmp/rsload" -serve-minimal "$anchor_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  pids+=($!)
+  start_rsd
+  rt() { "$tmp/rsload" -scenario ops -clients 64 -rooms 10 -duration 5s -redis "redis://127.0.0.1:$redis_port" "$@"; }
+  for round in 1 2; do
+    say "anchor: one EVALSHA of the join-shaped script per request (round $round)" rt -urls "http://$anchor_srv" -mix anchor=1
+    say "join + leave churn, Redis' figures (round $round)" rt -urls "$rsd" -mix join=1
+    say "state patches, Redis' figures (round $round)" rt -urls "$rsd" -mix patch=1
+  done
+  say "script runs and their Redis calls (SLOWLOG sample)" rt -urls "$rsd" -mix join=1,patch=1 -redis-sample
+  say "Redis time per script, one at a time, against the anchor" \
+    env REALSYNC_TEST_REDIS_URL=redis://127.0.0.1:$redis_port go test ./store -run '^$' -bench RedisTime -benchtime 20x
+  start_rsd
+  say "quick-join + leave, 256 clients into one mode and region" rt -urls "$rsd" -clients 256 -mix quickjoin=1 -duration 8s
 fi

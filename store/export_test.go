@@ -148,3 +148,9 @@ func (s *Store) BatchLanesBusy() int {
 	}
 	return n
 }
+
+// LibraryName is the name of the store's Functions library.
+func LibraryName() string { return libraryName }
+
+// UsesFunctions says whether the mutations run as FCALL of the library.
+func (s *Store) UsesFunctions() bool { return s.functions }

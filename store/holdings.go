@@ -214,11 +214,16 @@ func (s *Store) membership(ctx context.Context, uid string, ids []string) (membe
 // rooms and corrects them; returns how many changed.
 func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries []any) (int, error) {
 	var ids, values []string
+	var gone []any
 	for i := 0; i+1 < len(entries); i += 2 {
 		id, _ := entries[i].(string)
 		v, _ := entries[i+1].(string)
 		_, stamp, ok := strings.Cut(v, ":")
 		if id == "#" || !ok || atoi64(stamp) > now-holdingsInFlight.Microseconds() {
+			continue
+		}
+		if isPlaceholder(id) { // a quick-join's reservation it never turned into its room's
+			gone = append(gone, id, v, "")
 			continue
 		}
 		if _, ok := roomShard(id, s.shards); !ok {
@@ -230,7 +235,7 @@ func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries
 	if err != nil {
 		return 0, err
 	}
-	var args []any
+	args := gone
 	for i, id := range ids {
 		role := map[bool]string{true: "o", false: "m"}[owner[i]]
 		switch {

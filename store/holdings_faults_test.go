@@ -32,7 +32,7 @@ func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			return err // a pipeline, such as a batch of single script runs (REALSYNC_TEST_REDIS_BATCH)
 		}
 		for _, c := range cmds {
-			if strings.EqualFold(c.Name(), "evalsha") || strings.EqualFold(c.Name(), "eval") {
+			if strings.EqualFold(c.Name(), "evalsha") || strings.EqualFold(c.Name(), "eval") || strings.EqualFold(c.Name(), "fcall") {
 				hasScript = true
 			}
 		}

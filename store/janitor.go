@@ -112,7 +112,7 @@ func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report)
 		return err
 	}
 	args := append(s.common(shard, id), s.grace.Milliseconds())
-	res, err := presenceSweep.Run(ctx, s.client, keys, args...).Result()
+	res, err := s.runMutation(ctx, presenceSweep, keys, args...).Result()
 	if err != nil {
 		return wrap(err)
 	}

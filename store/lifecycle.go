@@ -54,7 +54,7 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 	if err != nil {
 		return "", err
 	}
-	res, err := roomLifecycle.Run(ctx, s.client, keys, append(s.common(shard, id), s.life.argv()...)...).Result()
+	res, err := s.runMutation(ctx, roomLifecycle, keys, append(s.common(shard, id), s.life.argv()...)...).Result()
 	if err != nil {
 		return "", wrap(err)
 	}

@@ -26,7 +26,7 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	for _, to := range m.To {
 		args = append(args, to)
 	}
-	res, err := messageSend.Run(ctx, s.client, s.keys.roomKeys(shard, id), args...).Result()
+	res, err := s.runMutation(ctx, messageSend, s.keys.roomKeys(shard, id), args...).Result()
 	if err != nil {
 		return 0, wrap(err)
 	}

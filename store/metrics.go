@@ -73,7 +73,7 @@ var scriptNames = func() map[string]string {
 		}
 		src, _ := luaFiles.ReadFile(path.Join("lua", f.Name()))
 		names[redis.NewScript(string(src)).Hash()] = name
-		names[mutation(string(src)).Hash()] = name
+		names[mutation(name, string(src)).Hash()] = name
 	}
 	return names
 }()
@@ -88,6 +88,8 @@ func scriptOf(cmd redis.Cmder) string {
 	var sha string
 	switch name, _ := args[0].(string); name {
 	case "evalsha", "evalsha_ro":
+		sha, _ = args[1].(string)
+	case "fcall", "fcall_ro": // a mutation of the library: its function's name
 		sha, _ = args[1].(string)
 	case "eval", "eval_ro": // the fallback after NOSCRIPT: rare, so hashing is fine
 		body, _ := args[1].(string)
@@ -165,9 +167,10 @@ func cmdErr(cmd redis.Cmder, err error) error {
 }
 
 // script records a run of script name by cmd that answered err, unless
-// Redis did not know the script (NOSCRIPT): the caller runs it again.
+// Redis did not know the script (NOSCRIPT, or "Function not found" for a
+// function of the library): the caller runs it again.
 func (h metricsHook) script(cmd redis.Cmder, name string, err error, d time.Duration) {
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if missingCode(err) {
 		return
 	}
 	h.m.ScriptCall(name, outcome(cmd, err), d)

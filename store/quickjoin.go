@@ -1,6 +1,9 @@
 package store
 
 import (
+	_ "embed"
+	"encoding/json"
+
 	"context"
 	"errors"
 	"fmt"
@@ -23,18 +26,25 @@ var _ rooms.Matchmaker = (*Store)(nil)
 // QuickJoin implements rooms.Matchmaker. Every joinable room of a (mode,
 // region) is in that pair's fill index in its home shard, so picking the
 // best room and creating one only when none is joinable are decided on one
-// node: the join script re-checks its pick, and the create script refuses
-// while the fill index holds a room. Concurrent callers of one bucket
-// therefore pack rooms: N callers, rooms of M seats → ceil(N/M) rooms.
-// A room that banned u (its join says so) is skipped for the rest of the
-// quick-join, and then creating is not held back by joinable rooms: a
-// banned user is never placed in the room, and packing holds for the others.
+// node. With one region, picking and joining are one script there
+// (quick_join.lua, pickAndJoin): concurrent callers never lose a race for
+// the same room, so none retries. With several regions or none, the best
+// room is read first and joined after (the join script re-checks it; a
+// caller that lost it reads again, up to maxQuickJoinAttempts times). The
+// create script refuses while the fill index holds a room. Concurrent
+// callers of one bucket therefore pack rooms: N callers, rooms of M seats
+// → ceil(N/M) rooms. A room that banned u is passed over, and then
+// creating is not held back by joinable rooms: a banned user is never
+// placed in the room, and packing holds for the others.
 func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.QuickJoined{}, err
 	}
 	if j, ok, err := s.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
 		return rooms.QuickJoined{Joined: j}, err
+	}
+	if len(regions) == 1 {
+		return s.quickJoinOne(ctx, u, mode, regions[0], filters, create)
 	}
 	banned := map[string]bool{}
 	for range maxQuickJoinAttempts {
@@ -63,6 +73,152 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
 	}
 	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
+}
+
+// quickJoinOne is QuickJoin into one region: pickAndJoin on the (mode,
+// region)'s home shard, which also creates the room when it finds nothing
+// to join. Only filter candidates that all stopped being joinable before
+// the script ran, and a fresh room id or invite code that collided, go
+// round again. With filters that no room of the fill order's top matches,
+// the room is created as before (create).
+func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
+	for range maxQuickJoinAttempts {
+		var cands []string
+		if len(filters) > 0 {
+			var err error
+			if cands, err = s.matching(ctx, mode, region, filters); err != nil {
+				return rooms.QuickJoined{}, err
+			}
+		}
+		if len(filters) == 0 || len(cands) > 0 {
+			q, outcome, err := s.pickAndJoin(ctx, u, mode, region, cands, create)
+			switch {
+			case err != nil:
+				return rooms.QuickJoined{}, err
+			case outcome == picked:
+				return q, nil
+			case outcome == pickTaken:
+				continue
+			}
+		}
+		if create == nil {
+			return rooms.QuickJoined{}, rooms.ErrNoMatch
+		}
+		// filters no room matched, or the script was not offered the
+		// create (u owns all it may: create says so)
+		j, err := s.create(ctx, u, *create, false)
+		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
+	}
+	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
+}
+
+// pickOutcome is what quick_join.lua did.
+type pickOutcome int
+
+const (
+	picked    pickOutcome = iota // joined or created a room
+	none                         // no joinable room, none created
+	pickTaken                    // every candidate stopped being joinable
+)
+
+// pickAndJoin runs quick_join.lua: u joins the first room of the fill
+// order of (mode, region) (of cands, in order, when given) that did not ban
+// u, or, when there is none and create is given, creates it. With the room
+// quotas on, the reservation is made before the script under a placeholder
+// id (the room is not known yet), as owner when the script may create
+// (as a member, with no create offered, when u owns all it may), and
+// turned into the room's entry after it (holdings_rebind.lua), or dropped.
+// The room is read right after the script (not in its transaction: its id
+// comes from the script), so it may show changes made in between.
+func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
+	shard := homeShard(mode, region, s.shards)
+	call := quickJoinCall{keys: s.keys, shard: shard, mode: mode, region: region,
+		pubcmd: s.pubcmd, logArgs: s.argv, user: u.ID, nameJSON: jsonString(u.Name), candidates: cands}
+	ph := placeholderPrefix + randomString(idRandLen, base62)
+	h, err := s.reserve(ctx, u.ID, ph, create != nil)
+	if errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+		create = nil // it may still join: as a member
+		h, err = s.reserve(ctx, u.ID, ph, false)
+	}
+	if err != nil {
+		return rooms.QuickJoined{}, none, err
+	}
+	for range maxCollisionRetries {
+		if create != nil {
+			p := *create
+			attrs, err := json.Marshal(p.Attributes)
+			if err != nil {
+				s.release(ctx, h)
+				return rooms.QuickJoined{}, none, fmt.Errorf("store: attributes: %w", err)
+			}
+			_, size := rooms.StateTotals(p.State)
+			code := ""
+			if p.Visibility == rooms.Private {
+				code = newCode(shard, s.shards)
+			}
+			call.create = append([]any{newRoomID(shard)}, s.createArgs(u, p, attrs, size, code, false)...)
+		}
+		res, err := runScript(ctx, s.client, call).Slice()
+		if err != nil {
+			s.release(ctx, h)
+			return rooms.QuickJoined{}, none, wrap(err)
+		}
+		switch status, _ := res[0].(string); status {
+		case "NONE":
+			s.release(ctx, h)
+			return rooms.QuickJoined{}, none, nil
+		case "TAKEN":
+			s.release(ctx, h)
+			return rooms.QuickJoined{}, pickTaken, nil
+		case "ID_TAKEN", "CODE_TAKEN":
+			continue
+		}
+		rest, err := replyStatus(res)
+		if err != nil || len(rest) < 2 {
+			s.release(ctx, h)
+			if err == nil {
+				err = fmt.Errorf("store: unexpected quick_join reply %v", res)
+			}
+			return rooms.QuickJoined{}, none, err
+		}
+		id, _ := rest[1].(string)
+		created := len(rest) > 2 && rest[2] == "created"
+		if h.key != "" {
+			role := "m"
+			if created {
+				role = "o"
+			}
+			holdingsRebind.Run(context.WithoutCancel(ctx), s.client, []string{h.key}, ph, id, role)
+		}
+		room, _, err := s.readRoom(ctx, shard, id, false)
+		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, Created: created}, picked, err
+	}
+	s.release(ctx, h)
+	return rooms.QuickJoined{}, none, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
+}
+
+// placeholderPrefix starts the id under which a quick-join reserves its
+// room in the holdings before its script picks the room; no room id has
+// it. One left behind (a crash between the script and the rebind) is
+// dropped by the next check of the holdings (recheck).
+const placeholderPrefix = "qj:"
+
+func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPrefix) }
+
+// matching returns the rooms among the top filteredCandidates of (mode,
+// region)'s fill order whose attributes pass filters, in fill order.
+func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) ([]string, error) {
+	shard := homeShard(mode, region, s.shards)
+	top, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
+		ByLex: true, Start: "-", Stop: "+", Count: filteredCandidates}).Result()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	cands := make([]candidate, len(top))
+	for i, m := range top {
+		cands[i] = candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: shard}
+	}
+	return s.allMatching(ctx, cands, filters)
 }
 
 // taken: the picked room stopped being joinable before the join.
@@ -132,6 +288,16 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 // firstMatching reads the candidates' attributes in one pipeline and
 // returns the first that passes the filters ("" when none).
 func (s *Store) firstMatching(ctx context.Context, cands []candidate, filters []rooms.AttrFilter) (string, error) {
+	ids, err := s.allMatching(ctx, cands, filters)
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// allMatching reads the candidates' attributes in one pipeline and returns
+// those that pass the filters, in order.
+func (s *Store) allMatching(ctx context.Context, cands []candidate, filters []rooms.AttrFilter) ([]string, error) {
 	cmds := make([]*redis.StringCmd, len(cands))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range cands {
@@ -140,15 +306,16 @@ func (s *Store) firstMatching(ctx context.Context, cands []candidate, filters []
 		return nil
 	})
 	if err != nil && err != redis.Nil {
-		return "", wrap(err)
+		return nil, wrap(err)
 	}
+	var out []string
 	for i, c := range cands {
 		var attrs map[string]any
 		if decodeJSON(cmds[i].Val(), &attrs) == nil && rooms.MatchAll(filters, attrs) {
-			return c.pos.ID, nil
+			out = append(out, c.pos.ID)
 		}
 	}
-	return "", nil
+	return out, nil
 }
 
 // fillID is the room id of a fill index member "<...>|<...>|<id>".
@@ -193,4 +360,59 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 		}
 	}
 	return rooms.Joined{}, false, nil
+}
+
+//go:embed lua/quick_join.lua
+var quickJoinLua string
+
+//go:embed lua/holdings_rebind.lua
+var holdingsRebindLua string
+
+// quickJoin picks in front of the prelude, then joins as room_join does,
+// or creates as room_create does (see lua/quick_join.lua); each body in a
+// function of its own.
+var (
+	quickJoin = redis.NewScript(quickJoinLua + "\n" + preludeLua + "\nbegin()\n" +
+		"\nlocal function qj_join()\n" + roomJoinLua + "\nend\nlocal function qj_make()\n" + roomCreateLua + "\nend\n" +
+		"if not qj_create then return qj_join() end\n" +
+		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")
+	holdingsRebind = redis.NewScript(holdingsRebindLua)
+)
+
+func init() { scriptNames[quickJoin.Hash()] = "quick_join" }
+
+// quickJoinCall is quick_join.lua's descriptor: user (the caller's userId,
+// a player) with nameJSON (the name as a JSON string) joins the best room
+// of (mode, region), in the pair's home shard, or the first of candidates
+// that is still joinable when given.
+type quickJoinCall struct {
+	keys         keys
+	shard        int
+	mode, region string
+	pubcmd       string    // PUBLISH or SPUBLISH
+	logArgs      [3]string // Store.argv: log bounds, closed log TTL
+	user         string
+	nameJSON     string
+	candidates   []string
+	// create: "" to never create, else the new room's id and room_create's
+	// ARGV[7..] (Store.createArgs)
+	create []any
+}
+
+func (quickJoinCall) script() *redis.Script { return quickJoin }
+
+// keysArgs: the prelude's KEYS and ARGV of a join, built for a room id of
+// "" (the script appends the id it picks), then the candidates, then what
+// to create.
+func (c quickJoinCall) keysArgs() ([]string, []any) {
+	args := []any{"", c.keys.channel(c.shard, ""), c.pubcmd, eventTag(), c.logArgs[0], c.logArgs[1],
+		c.user, c.nameJSON, "", len(c.candidates)}
+	for _, id := range c.candidates {
+		args = append(args, id)
+	}
+	if len(c.create) == 0 {
+		args = append(args, "")
+	}
+	args = append(args, c.create...)
+	return c.keys.roomKeysWithIndexes(c.shard, "", c.mode, c.region), args
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
@@ -153,4 +154,211 @@ func TestQuickJoinWithAttributeFilters(t *testing.T) {
 		}
 		checkInvariants(t, s)
 	})
+}
+
+// scriptCounter counts script runs by script and outcome.
+type scriptCounter struct {
+	mu   sync.Mutex
+	runs map[string]int // "<script> <outcome>"
+}
+
+func (c *scriptCounter) ScriptCall(script, outcome string, _ time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.runs[script+" "+outcome]++
+}
+func (c *scriptCounter) RedisError(string) {}
+func (c *scriptCounter) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[key]
+}
+
+// Concurrent quick-joins into one (mode, region) with the quotas on never
+// lose a race: each caller runs quick_join once, which joins or creates
+// (ceil(N/M) of them create), no caller's pick is taken by another, no
+// room_join or room_create runs apart, every caller holds exactly its room
+// (as its owner when it created it; no placeholder left in the holdings),
+// and the rooms pack.
+func TestQuickJoinOneRegionNeverLosesARace(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			count := &scriptCounter{runs: map[string]int{}}
+			s1, s2 := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsOwned: 1, RoomsJoined: 2}, Metrics: count})
+			ctx := context.Background()
+			const n, m = 48, 4
+			var wg sync.WaitGroup
+			got := make([]rooms.QuickJoined, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := []*store.Store{s1, s2}[i%2]
+					q, err := s.QuickJoin(ctx, user(i), "duel", []string{"eu"}, nil, quickRoom("duel", "eu", m))
+					if err != nil {
+						t.Error(err)
+					}
+					got[i] = q
+				}()
+			}
+			wg.Wait()
+			wantRooms := (n + m - 1) / m
+			inRoom := map[string]int{}
+			for i, q := range got {
+				inRoom[q.Room.ID]++
+				if q.Room.ID == "" || q.PlayerID == 0 {
+					t.Fatalf("caller %d: %+v", i, q)
+				}
+				h, err := s1.Holdings(ctx, user(i).ID)
+				if role := map[bool]string{true: "o", false: "m"}[q.Created]; err != nil || len(h) != 1 || h[q.Room.ID] != role {
+					t.Errorf("caller %d in %s holds %v (%v)", i, q.Room.ID, h, err)
+				}
+			}
+			if len(inRoom) != wantRooms {
+				t.Fatalf("%d rooms for %d callers of %d seats, want %d", len(inRoom), n, m, wantRooms)
+			}
+			for id, k := range inRoom {
+				if k > m {
+					t.Errorf("room %s: %d players of %d seats", id, k, m)
+				}
+			}
+			created := 0
+			for _, q := range got {
+				if q.Created {
+					created++
+				}
+			}
+			if j := count.get("quick_join OK"); j != n || created != wantRooms {
+				t.Errorf("%d quick_join runs placed a caller, %d created a room; want %d, %d", j, created, n, wantRooms)
+			}
+			for _, k := range []string{"quick_join TAKEN", "quick_join NONE", "room_create OK", "room_create JOINABLE_EXISTS",
+				"room_join OK", "room_join ROOM_FULL", "room_join ROOM_NOT_JOINABLE"} {
+				if c := count.get(k); c != 0 {
+					t.Errorf("%s: %d runs, want none", k, c)
+				}
+			}
+			checkInvariants(t, s1)
+		})
+	}
+}
+
+// A user banned from the fullest room of the bucket is put into the next
+// one by the script, and gets a room of its own when every joinable room
+// banned it, even though joinable rooms exist; filters choose among the
+// candidates in fill order, and a quick-join's placeholder reservation
+// left behind (a crash between the script and the rebind) is dropped by
+// the next check of the holdings.
+func TestQuickJoinOneRegionBansFiltersAndPlaceholders(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s, _ := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsJoined: 8}})
+			ctx := context.Background()
+			mk := func(owner rooms.User, m string, players int) string {
+				r := quickRoom("ffa", "eu", 8)
+				r.Attributes = map[string]any{"map": m}
+				id := mustCreate(t, s, owner, *r).Room.ID
+				for i := 1; i < players; i++ {
+					if _, err := s.Join(ctx, rooms.User{ID: fmt.Sprintf("%s-%d", owner.ID, i)}, id); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return id
+			}
+			fullest := mk(user(1), "dust2", 5)
+			next := mk(user(2), "inferno", 3)
+			victim := user(9)
+			for i, id := range []string{fullest, next} {
+				j, err := s.Join(ctx, victim, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Ban(ctx, user(i+1), id, j.PlayerID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			free := mk(user(3), "inferno", 1)
+			q, err := s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, nil)
+			if err != nil || q.Room.ID != free {
+				t.Fatalf("banned from %s and %s: joined %s (%v), want %s", fullest, next, q.Room.ID, err, free)
+			}
+			if err := s.Leave(ctx, victim, free); err != nil {
+				t.Fatal(err)
+			}
+			// without free (now closed: its owner alone), every joinable room banned victim
+			if err := s.Leave(ctx, user(3), free); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, nil); !errors.Is(err, rooms.ErrNoMatch) {
+				t.Fatalf("every room banned the caller: %v, want no match", err)
+			}
+			q, err = s.QuickJoin(ctx, victim, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 8))
+			if err != nil || !q.Created {
+				t.Fatalf("create past the rooms that banned the caller: %+v %v", q, err)
+			}
+			// filters: inferno rooms only; the fullest inferno room is next
+			filters, _ := rooms.ParseAttrQuery(map[string][]string{"attr.map": {"inferno"}})
+			q, err = s.QuickJoin(ctx, user(20), "ffa", []string{"eu"}, filters, nil)
+			if err != nil || q.Room.ID != next {
+				t.Fatalf("filtered: joined %s (%v), want %s", q.Room.ID, err, next)
+			}
+			checkInvariants(t, s)
+
+			// a placeholder left behind counts until the holdings are checked
+			s, _ = twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsJoined: 2}})
+			mustCreate(t, s, user(31), *quickRoom("ffa", "eu", 8))
+			u := user(30)
+			if err := s.Reserve(ctx, u.ID, "qj:leftbehind", false); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Reserve(ctx, u.ID, "qj:leftbehind2", false); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AgeHoldings(ctx, u.ID, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			q, err = s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, nil)
+			if err != nil {
+				t.Fatalf("quota full of stale placeholders: %v", err)
+			}
+			if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 || h[q.Room.ID] != "m" {
+				t.Errorf("holdings %v, want only %s", h, q.Room.ID)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// A user who owns all the rooms it may still quick-joins a room of others
+// (as a member); with nothing to join it gets the owned-rooms limit, as a
+// create would, and nothing is created.
+func TestQuickJoinOneRegionOwnedLimit(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s, _ := twoInstances(t, b, store.Config{Quotas: store.Quotas{RoomsOwned: 1}})
+			ctx := context.Background()
+			u := user(1)
+			mustCreate(t, s, u, *quickRoom("other", "eu", 4))
+			theirs := mustCreate(t, s, user(2), *quickRoom("ffa", "eu", 4)).Room.ID
+			q, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4))
+			if err != nil || q.Room.ID != theirs || q.Created {
+				t.Fatalf("joined %+v (%v), want %s", q, err, theirs)
+			}
+			if h, _ := s.Holdings(ctx, u.ID); len(h) != 2 || h[theirs] != "m" {
+				t.Errorf("holdings %v", h)
+			}
+			if err := s.Leave(ctx, u, theirs); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Leave(ctx, user(2), theirs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, quickRoom("ffa", "eu", 4)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+				t.Fatalf("nothing to join, owning all it may: %v, want the owned-rooms limit", err)
+			}
+			if h, _ := s.Holdings(ctx, u.ID); len(h) != 1 {
+				t.Errorf("holdings after the refusal %v", h)
+			}
+			checkInvariants(t, s)
+		})
+	}
 }

@@ -114,7 +114,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 		if err != nil {
 			return 0, err
 		}
-		res, err := roomRepair.Run(ctx, s.client, keys, s.common(shard, id)...).Result()
+		res, err := s.runMutation(ctx, roomRepair, keys, s.common(shard, id)...).Result()
 		if err != nil {
 			return 0, wrap(err)
 		}

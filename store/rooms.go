@@ -51,12 +51,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		if p.Visibility == rooms.Private {
 			code = newCode(shard, s.shards)
 		}
-		args := append(s.common(shard, id), p.Name, p.Mode, p.Region, string(p.Visibility),
-			p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size,
-			map[bool]string{true: "1", false: ""}[onlyIfNone], s.life.firstCheck())
-		for _, k := range sortedKeys(p.State) {
-			args = append(args, k, []byte(p.State[k]))
-		}
+		args := append(s.common(shard, id), s.createArgs(u, p, attrs, size, code, onlyIfNone)...)
 		keys := s.keys.roomKeysWithIndexes(shard, id, p.Mode, p.Region)
 		h, err := s.reserve(ctx, u.ID, id, true)
 		if err != nil {
@@ -72,6 +67,19 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		return j, err
 	}
 	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
+}
+
+// createArgs is room_create.lua's ARGV from ARGV[7] on: room p with the
+// encoded attributes and the state's size, its invite code ("" public),
+// created by u.
+func (s *Store) createArgs(u rooms.User, p rooms.NewRoom, attrs []byte, size int, code string, onlyIfNone bool) []any {
+	args := []any{p.Name, p.Mode, p.Region, string(p.Visibility),
+		p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size,
+		map[bool]string{true: "1", false: ""}[onlyIfNone], s.life.firstCheck()}
+	for _, k := range sortedKeys(p.State) {
+		args = append(args, k, []byte(p.State[k]))
+	}
+	return args
 }
 
 // Get implements rooms.Store with one consistent read.
@@ -180,7 +188,7 @@ func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, rea
 	if target == "" {
 		before = s.heldValue(ctx, c, id)
 	}
-	res, err := playerRemove.Run(ctx, s.client, keys, args...).Result()
+	res, err := s.runMutation(ctx, playerRemove, keys, args...).Result()
 	if err != nil {
 		return wrap(err)
 	}
@@ -271,7 +279,7 @@ func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
 	if err != nil {
 		return err
 	}
-	return s.status(roomDelete.Run(ctx, s.client, keys, append(s.common(shard, id), c)...))
+	return s.status(s.runMutation(ctx, roomDelete, keys, append(s.common(shard, id), c)...))
 }
 
 // PatchState implements rooms.Store. Keys are sent sorted, so the state
@@ -294,7 +302,7 @@ func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms
 	for _, k := range del {
 		args = append(args, k)
 	}
-	res, err := statePatch.Run(ctx, s.client, s.keys.roomKeys(shard, id), args...).Result()
+	res, err := s.runMutation(ctx, statePatch, s.keys.roomKeys(shard, id), args...).Result()
 	if err != nil {
 		return rooms.Versions{}, wrap(err)
 	}

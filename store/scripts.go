@@ -72,21 +72,23 @@ var userStreamsOpenLua string
 //go:embed lua/userstreams_renew.lua
 var userStreamsRenewLua string
 
-// Each script is run only through Script.Run: EVALSHA, then EVAL when the
-// server does not know it (after a restart or SCRIPT FLUSH).
+// Each script is run only through Script.Run (EVALSHA, then EVAL when the
+// server does not know it: after a restart or SCRIPT FLUSH), and each
+// mutation through Store.runMutation or queueMutation (functions.go: FCALL
+// of the library's function where Redis has Functions, else as a script).
 var (
-	roomCreate    = mutation(roomCreateLua)
-	roomJoin      = mutation(roomJoinLua)
-	playerRemove  = mutation(playerRemoveLua)
-	roomUpdate    = mutation(roomUpdateLua)
-	roomDelete    = mutation(roomDeleteLua)
-	statePatch    = mutation(statePatchLua)
-	streamOpen    = mutation(streamOpenLua)
-	streamClose   = mutation(streamCloseLua)
-	presenceSweep = mutation(presenceSweepLua)
-	messageSend   = mutation(messageSendLua)
-	roomLifecycle = mutation(roomLifecycleLua)
-	roomRepair    = mutation(roomRepairLua)
+	roomCreate    = mutation("room_create", roomCreateLua)
+	roomJoin      = mutation("room_join", roomJoinLua)
+	playerRemove  = mutation("player_remove", playerRemoveLua)
+	roomUpdate    = mutation("room_update", roomUpdateLua)
+	roomDelete    = mutation("room_delete", roomDeleteLua)
+	statePatch    = mutation("state_patch", statePatchLua)
+	streamOpen    = mutation("stream_open", streamOpenLua)
+	streamClose   = mutation("stream_close", streamCloseLua)
+	presenceSweep = mutation("presence_sweep", presenceSweepLua)
+	messageSend   = mutation("message_send", messageSendLua)
+	roomLifecycle = mutation("room_lifecycle", roomLifecycleLua)
+	roomRepair    = mutation("room_repair", roomRepairLua)
 	indexRepair   = redis.NewScript(indexRepairLua)
 	userRepair    = redis.NewScript(userRepairLua)
 	codeRepair    = redis.NewScript(codeRepairLua)
@@ -98,11 +100,6 @@ var (
 	userStreamsOpen  = redis.NewScript(userStreamsOpenLua)
 	userStreamsRenew = redis.NewScript(userStreamsRenewLua)
 )
-
-// mutation prepends the shared prelude (KEYS/ARGV layout and helpers).
-func mutation(src string) *redis.Script {
-	return redis.NewScript(preludeLua + "\n" + src)
-}
 
 // The instance registry's scripts (instances.go).
 

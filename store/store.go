@@ -80,6 +80,10 @@ type Config struct {
 	// Batch, when set, sends concurrent script runs bound for the same node
 	// in one pipeline (batch.go); nil: each its own round trip.
 	Batch *Batching
+
+	// ScriptsOnly runs the mutation scripts with EVALSHA even where Redis
+	// has Functions (functions.go): for measuring one against the other.
+	ScriptsOnly bool
 }
 
 // Store is the Redis implementation of the room and lobby stores. Safe for
@@ -91,9 +95,12 @@ type Store struct {
 	keys     keys
 	shards   int
 	pubcmd   string
-	argv     [3]string // "<log MAXLEN> <log bytes>", closed log TTL (s); see common()
-	places   *placeCache
-	metrics  Metrics
+	// functions: the mutations run as FCALL of the library (functions.go)
+	functions   bool
+	scriptsOnly bool
+	argv        [3]string // "<log MAXLEN> <log bytes>", closed log TTL (s); see common()
+	places      *placeCache
+	metrics     Metrics
 
 	presenceTTL, grace time.Duration
 	debounce           time.Duration
@@ -135,7 +142,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0}, shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
-		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(),
+		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
 	if err := s.connect(cfg); err != nil {
 		return nil, err
@@ -160,6 +167,13 @@ func New(cfg Config) (*Store, error) {
 func (s *Store) Init(ctx context.Context) error {
 	if err := s.Ping(ctx); err != nil {
 		return wrap(err)
+	}
+	if !s.scriptsOnly {
+		ok, err := s.loadLibrary(ctx)
+		if err != nil {
+			return wrap(err)
+		}
+		s.functions = ok
 	}
 	return s.checkMeta(ctx)
 }

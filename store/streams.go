@@ -59,7 +59,7 @@ func (s *Store) openRoomStream(ctx context.Context, shard int, l sse.Lease, read
 	var r ran
 	var err error
 	if mode == "none" {
-		r.cmd = streamOpen.Run(ctx, s.client, keys, args...)
+		r.cmd = s.runMutation(ctx, streamOpen, keys, args...)
 	} else if r, err = s.runThenRead(ctx, streamOpen, shard, l.Room, keys, args, true); err != nil {
 		return sse.Opening{}, err
 	}
@@ -98,7 +98,7 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 		return rooms.ErrRoomNotFound
 	}
 	args := append(s.common(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds(), s.debounce.Milliseconds())
-	err := s.status(streamClose.Run(ctx, s.client, s.keys.roomKeys(shard, l.Room), args...))
+	err := s.status(s.runMutation(ctx, streamClose, s.keys.roomKeys(shard, l.Room), args...))
 	return errors.Join(err, s.dropStream(ctx, l))
 }
 

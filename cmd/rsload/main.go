@@ -38,6 +38,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Config is one run's parameters.
@@ -54,6 +56,11 @@ type Config struct {
 	RSSPid   int // sse: a local server process whose resident memory to report
 	Seed     int // ops: rooms to create before the run
 	CPUPid   int // ops: a local server process whose CPU per request to report
+	// RedisURL: the standalone Redis behind the servers (ops) or the
+	// minimal server's (-serve-minimal: serves POST /anchor); ops reports
+	// Redis' own figures for the run (redisstats.go).
+	RedisURL    string
+	RedisSample bool // -redis-sample: SLOWLOG sample of script runs
 }
 
 func main() {
@@ -71,10 +78,12 @@ func main() {
 	flag.IntVar(&c.Seed, "seed", 0, "ops: public rooms of 8 seats to create first (the lobby's size; modes pool and quick, regions r0..r3)")
 	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse: pid of a realsyncd on this machine; reports its resident memory per idle stream")
 	flag.IntVar(&c.CPUPid, "cpu-pid", 0, "ops: pid of the server on this machine (realsyncd or -serve-minimal); reports its CPU time per request")
+	flag.StringVar(&c.RedisURL, "redis", "", "redis://host:port of the standalone Redis behind the servers: ops reports Redis' own CPU and time per request and per script; with -serve-minimal, POST /anchor runs the anchor script there")
+	flag.BoolVar(&c.RedisSample, "redis-sample", false, "ops with -redis: also count script runs and the Redis calls of each from a SLOWLOG sample of the run's last quarter (inflates that quarter's Redis time)")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *serve != "" {
-		fmt.Fprintln(os.Stderr, serveMinimal(*serve))
+		fmt.Fprintln(os.Stderr, serveMinimal(*serve, c.RedisURL))
 		os.Exit(1)
 	}
 	c.URLs = strings.Split(urls, ",")
@@ -184,11 +193,24 @@ func guest(ctx context.Context, base, name string) (string, error) {
 }
 
 // serveMinimal serves minimalHandler on a loopback address.
-func serveMinimal(addr string) error {
+// With redisURL it also serves POST /anchor (anchor.go).
+func serveMinimal(addr, redisURL string) error {
 	if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
 		return fmt.Errorf("-serve-minimal listens on loopback only, got %q", addr)
 	}
-	return http.ListenAndServe(addr, minimalHandler())
+	h := minimalHandler()
+	if redisURL != "" {
+		o, err := redis.ParseURL(redisURL)
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		o.Protocol = 2
+		mux := http.NewServeMux()
+		mux.Handle("POST /anchor", anchorHandler(redis.NewClient(o)))
+		mux.Handle("/", h)
+		h = mux
+	}
+	return http.ListenAndServe(addr, h)
 }
 
 // minimalHandler answers every request like the API's smallest answers do:

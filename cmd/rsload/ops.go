@@ -22,8 +22,10 @@ type Mix map[string]int
 
 // opNames are the operations a mix may name: create (then delete), join
 // (then leave), patch (a state patch in a room the client is in), list (a
-// joinable fill-order page of one mode), quickjoin (then leave), get.
-var opNames = []string{"create", "join", "patch", "list", "quickjoin", "get", "healthz"}
+// joinable fill-order page of one mode), quickjoin (then leave), get,
+// anchor (POST /anchor of the minimal server with -redis: one run of the
+// anchor script).
+var opNames = []string{"create", "join", "patch", "list", "quickjoin", "get", "healthz", "anchor"}
 
 // ParseMix reads "join=4,patch=10".
 func ParseMix(s string) (Mix, error) {
@@ -58,7 +60,8 @@ type OpsReport struct {
 	Ops     map[string]*OpStats `json:"ops"`
 	Streams *Report             `json:"streams,omitempty"`
 	// ServerCPU, with -cpu-pid: the server's CPU per request (cpu.go).
-	ServerCPU *ServerCPU `json:"serverCPU,omitempty"`
+	ServerCPU *ServerCPU   `json:"serverCPU,omitempty"`
+	Redis     *RedisReport `json:"redis,omitempty"`
 }
 
 type recorder struct {
@@ -139,11 +142,37 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 		return nil, errors.New("the mix is empty")
 	}
 	rec := &recorder{lat: map[string][]time.Duration{}, errs: map[string]map[string]int{}}
+	var probe *redisProbe
+	sampled := make(chan struct{})
+	if c.RedisURL == "" || !c.RedisSample {
+		close(sampled)
+	}
+	if c.RedisURL != "" {
+		if probe, err = newRedisProbe(c.RedisURL); err != nil {
+			return nil, err
+		}
+		defer probe.Close()
+		if err := probe.start(ctx); err != nil {
+			return nil, fmt.Errorf("-redis: %w", err)
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
 	defer cancel()
 	cpu, err := startCPU(c.CPUPid)
 	if err != nil {
 		return nil, err
+	}
+	if probe != nil && c.RedisSample {
+		// the SLOWLOG sample over the last quarter only: logging every
+		// command costs Redis time
+		go func() {
+			defer close(sampled)
+			select {
+			case <-time.After(c.Duration * 3 / 4):
+				probe.startSample(ctx)
+			case <-runCtx.Done():
+			}
+		}()
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -161,6 +190,16 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 	rep := rec.report(c.Clients, took)
 	if rep.ServerCPU, err = cpu.stop(rep.requests(), took.Seconds()); err != nil {
 		return nil, err
+	}
+	<-sampled
+	if probe != nil {
+		n := 0
+		for _, s := range rep.Ops {
+			n += s.Count
+		}
+		if rep.Redis, err = probe.stop(ctx, n); err != nil {
+			return nil, fmt.Errorf("-redis: %w", err)
+		}
 	}
 	if c.Streams > 0 {
 		var ok int64
@@ -258,6 +297,8 @@ func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *reco
 		})
 	case "get":
 		timed("get", func() error { return c.do(ctx, "GET", "/v1/rooms/"+c.home.id, nil, nil) })
+	case "anchor": // the minimal server's anchor script (-serve-minimal with -redis)
+		timed("anchor", func() error { return c.do(ctx, "POST", "/anchor", nil, nil) })
 	case "healthz": // no Redis, no auth: the HTTP round trip alone
 		timed("healthz", func() error { return c.do(ctx, "GET", "/healthz", nil, nil) })
 	case "quickjoin":
@@ -310,6 +351,9 @@ func (r *OpsReport) print(w io.Writer) {
 	for _, n := range names {
 		s := r.Ops[n]
 		fmt.Fprintf(w, "  %-10s %9d %9.0f %8.2f %8.2f %8.2f %8.2f  %v\n", n, s.Count, s.PerSecond, s.P50ms, s.P90ms, s.P99ms, s.Maxms, s.ErrorCodes)
+	}
+	if r.Redis != nil {
+		r.Redis.print(w)
 	}
 	if st := r.Streams; st != nil {
 		fmt.Fprintf(w, "  streams    %d open: %d of %d patch events delivered (%.0f events/s), %d reconnects; p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n",

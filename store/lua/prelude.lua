@@ -41,18 +41,34 @@
 -- player has an empty userId. The scripts that take it skip the membership,
 -- owner and state-policy checks for it, and it is player 0 in events.
 -- Replies are arrays whose first element is "OK" or an error code.
-local K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
-local tag, closed_ttl = ARGV[4], ARGV[6]
-local maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
-log_cap = tonumber(log_cap)
-local K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[34], KEYS[35], KEYS[36]
+local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
+local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD
+local room_id, channel, pubcmd, tag, closed_ttl, maxlen, log_cap
+local now_us, now
+-- now_iso: now as RFC 3339 once formatted (iso_now); known_ver and
+-- known_lb: the room's version and "lb" once this script has read or
+-- written them, so that emit can write them with the other fields in one
+-- HSET.
+local now_iso, known_ver, known_lb
 
-local T = redis.call('TIME')
-local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
-local now = math.floor(now_us / 1000)
+-- begin binds the call's KEYS and ARGV and reads the clock; every script
+-- calls it first (scripts.go: as "begin()" right after the prelude, or
+-- first thing in its function of the Functions library), so that nothing
+-- of one call outlives it when the prelude is loaded once as a library.
+local function begin()
+  K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+  K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+  K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[33], KEYS[34], KEYS[35], KEYS[36]
+  room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
+  tag, closed_ttl = ARGV[4], ARGV[6]
+  maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
+  log_cap = tonumber(log_cap)
+  local T = redis.call('TIME')
+  now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
+  now = math.floor(now_us / 1000)
+  now_iso, known_ver, known_lb = nil, nil, nil
+end
 
 -- num formats an integer-valued number without exponent, whatever the Lua.
 local function num(n)
@@ -61,21 +77,29 @@ end
 
 -- iso formats epoch milliseconds as RFC 3339 UTC, e.g. 2026-11-21T20:11:06.12Z
 -- (days to civil date after H. Hinnant's algorithm).
+-- iso_sec is the last second iso formatted and its text: as a function of
+-- the library (functions.go) it outlives the call, so the events of one
+-- second share the date arithmetic; a script's lasts one call.
+local iso_sec, iso_text
 local function iso(ms)
   local s = math.floor(ms / 1000)
   local msec = ms - s * 1000
-  local days = math.floor(s / 86400)
-  local rem = s - days * 86400
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local d = doy - math.floor((153 * mp + 2) / 5) + 1
-  local m = mp < 10 and mp + 3 or mp - 9
-  local y = yoe + era * 400
-  if m <= 2 then y = y + 1 end
+  if s ~= iso_sec then
+    local days = math.floor(s / 86400)
+    local rem = s - days * 86400
+    local z = days + 719468
+    local era = math.floor(z / 146097)
+    local doe = z - era * 146097
+    local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+    local mp = math.floor((5 * doy + 2) / 153)
+    local d = doy - math.floor((153 * mp + 2) / 5) + 1
+    local m = mp < 10 and mp + 3 or mp - 9
+    local y = yoe + era * 400
+    if m <= 2 then y = y + 1 end
+    iso_sec, iso_text = s, string.format('%04.0f-%02.0f-%02.0fT%02.0f:%02.0f:%02.0f', y, m, d,
+      math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60)
+  end
   -- trailing zeros of the fraction dropped, as Go's RFC 3339 encoding (the
   -- REST API's) drops them, so one instant reads the same everywhere
   local frac = ''
@@ -86,11 +110,9 @@ local function iso(ms)
   else
     frac = string.format('.%03.0f', msec)
   end
-  return string.format('%04.0f-%02.0f-%02.0fT%02.0f:%02.0f:%02.0f', y, m, d,
-    math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60) .. frac .. 'Z'
+  return iso_text .. frac .. 'Z'
 end
 
-local now_iso
 local function iso_now()
   if not now_iso then now_iso = iso(now) end
   return now_iso
@@ -122,11 +144,8 @@ local function cap_log(lb)
     redis.call('XTRIM', K_LOG, 'MINID', entries[i][1])
   end
   redis.call('HSET', K_ROOM, 'lb', total)
+  known_lb = total
 end
-
--- known_ver is the room's version once this script has read or written it,
--- so that emit can write it with the other fields in one HSET.
-local known_ver
 
 -- emit bumps the room version and writes it, updatedAt and the given
 -- field, value pairs to the room hash; appends the event to the log (entry
@@ -134,26 +153,37 @@ local known_ver
 -- event's own fields, each preceded by a comma. Returns the version and the
 -- event's JSON.
 local function emit(etype, body, ...)
-  local v
-  if known_ver then
+  local v, ev, id, lb
+  local function event()
+    ev = '{"type":"' .. etype .. '","roomId":"' .. room_id .. '","version":' .. v ..
+      ',"ts":"' .. iso_now() .. '"' .. body .. '}'
+    id = v .. '-0'
+  end
+  if known_ver and known_lb then -- one HSET with the log's byte count
+    v = known_ver + 1
+    event()
+    lb = known_lb + #id + #tag + #ev
+    redis.call('HSET', K_ROOM, 'ver', v, 'lb', lb, 'up', num(now), ...)
+  elseif known_ver then
     v = known_ver + 1
     redis.call('HSET', K_ROOM, 'ver', v, 'up', num(now), ...)
+    event()
   else
     v = redis.call('HINCRBY', K_ROOM, 'ver', 1)
     redis.call('HSET', K_ROOM, 'up', num(now), ...)
+    event()
   end
   known_ver = v
-  local ev = '{"type":"' .. etype .. '","roomId":"' .. room_id .. '","version":' .. v ..
-    ',"ts":"' .. iso_now() .. '"' .. body .. '}'
-  local id = v .. '-0'
   redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, id, 'g', tag, 'd', ev)
-  cap_log(redis.call('HINCRBY', K_ROOM, 'lb', #id + #tag + #ev))
+  if not lb then lb = redis.call('HINCRBY', K_ROOM, 'lb', #id + #tag + #ev) end
+  known_lb = lb
+  cap_log(lb)
   redis.call(pubcmd, channel, v .. ' ' .. tag .. ' ' .. ev)
   return v, ev
 end
 
 local INDEX_BASE = {waiting = 13, playing = 17, finished = 21}
-local JOINABLE_BASE, FILL_BASE, K_STATS = 25, 29, KEYS[33]
+local JOINABLE_BASE, FILL_BASE = 25, 29
 
 local function index_add(status, score)
   local base = INDEX_BASE[status]
@@ -168,9 +198,9 @@ end
 -- placement reads what decides a room's index entries, and what joins and
 -- leaves check (invite code, owner, player sequence); nil when it is gone.
 local function placement()
-  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver')
+  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver', 'lb')
   if not r[1] then return nil end
-  known_ver = tonumber(r[12])
+  known_ver, known_lb = tonumber(r[12]), tonumber(r[13]) or 0
   return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6],
     m = r[7], r = r[8], cd = r[9], ow = r[10], sq = tonumber(r[11])}
 end

@@ -1,0 +1,122 @@
+package store_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// onMasters runs f on every master of c (c itself when standalone), at
+// once.
+func onMasters(t *testing.T, c redis.UniversalClient, f func(c *redis.Client) error) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return f(c) })
+	case *redis.Client:
+		err = f(c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The mutations run as functions of the library on Redis 7 (standalone and
+// every Cluster master) and as scripts on the embedded store; a node that
+// lost the library (a node added later, a flush) gets it back from the
+// first mutation that runs there, in a transaction (join) or not (patch,
+// leave), and everything keeps its invariants. With ScriptsOnly the
+// scripts run everywhere.
+func TestMutationsRunAsFunctions(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, scriptsOnly := range []bool{false, true} {
+			name := b.Name
+			if scriptsOnly {
+				name += "/scripts-only"
+			}
+			t.Run(name, func(t *testing.T) {
+				s := openStoreWith(t, b, func(c *store.Config) { c.ScriptsOnly = scriptsOnly })
+				want := b.Name != "embedded" && !scriptsOnly
+				if s.UsesFunctions() != want {
+					t.Fatalf("functions %v, want %v", s.UsesFunctions(), want)
+				}
+				ctx := context.Background()
+				r := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.StatePolicy = rooms.PolicyOpen })).Room
+				if want {
+					onMasters(t, s.Client(), func(c *redis.Client) error {
+						if err := c.FunctionDelete(ctx, store.LibraryName()).Err(); err != nil && err.Error() != "ERR Library not found" {
+							return err
+						}
+						return nil
+					})
+				}
+				if _, err := s.Join(ctx, bob, r.ID); err != nil {
+					t.Fatalf("join on a node without the library: %v", err)
+				}
+				if want {
+					onMasters(t, s.Client(), func(c *redis.Client) error {
+						if err := c.FunctionDelete(ctx, store.LibraryName()).Err(); err != nil && err.Error() != "ERR Library not found" {
+							return err
+						}
+						return nil
+					})
+				}
+				if _, err := s.PatchState(ctx, bob, r.ID, rooms.StatePatch{Set: rooms.State{"a": []byte("1")}, IfMatch: rooms.NoIfMatch}); err != nil {
+					t.Fatalf("patch on a node without the library: %v", err)
+				}
+				if err := s.Leave(ctx, bob, r.ID); err != nil {
+					t.Fatal(err)
+				}
+				got, st, err := s.Get(ctx, r.ID, true)
+				if err != nil || len(got.Players) != 1 || string(st["a"]) != "1" || got.Version != 4 {
+					t.Fatalf("room after join, patch, leave: %+v %v (%v)", got, st, err)
+				}
+				if want {
+					var loaded atomic.Int64
+					onMasters(t, s.Client(), func(c *redis.Client) error {
+						libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: store.LibraryName()}).Result()
+						loaded.Add(int64(len(libs)))
+						return err
+					})
+					if loaded.Load() == 0 {
+						t.Fatal("the library was not loaded again")
+					}
+				}
+				checkInvariants(t, s)
+			})
+		}
+	}
+}
+
+// A Redis user that may not load functions (ACL -function) gets the
+// scripts with EVALSHA: the store opens and works as before.
+func TestFunctionsRefusedByACL(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-function").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, redistest.Backend{Name: "acl", URL: "redis://app:pw@" + srv.Addr})
+	if s.UsesFunctions() {
+		t.Fatal("functions in use without the right to load them")
+	}
+	r := mustCreate(t, s, alice, newRoom()).Room
+	if _, err := s.Join(ctx, bob, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, s)
+}

@@ -1,0 +1,82 @@
+-- quick_join: picks the room a quick-join of one (mode, region) goes into
+-- and joins it, in one script on the pair's home shard, so concurrent
+-- callers never lose a race for the same room and never retry. Runs BEFORE
+-- the prelude: the script is quick_join.lua + prelude.lua + room_join.lua
+-- (quickjoin.go), and this part fills in the picked room's keys and id, so
+-- the prelude and room_join then run as for a join of that room by id.
+-- KEYS: the prelude's, with the indexes of the (mode, region), built for a
+--   room id of "" (quickJoinCall): every key that starts with KEYS[1] (the
+--   room hash's name up to the id) is the picked room's once the id is
+--   appended there. KEYS[28] the (mode, region)'s joinable index, KEYS[32]
+--   its fill index, KEYS[35] the bans (all in the pair's home shard).
+-- ARGV: the prelude's, with ARGV[1] "" and ARGV[2] the room channel's name
+--   up to the id; ARGV[7] userId  ARGV[8] name as a JSON string  ARGV[9] ""
+--   (room_join's); ARGV[10] n: 0 to take the fill order (fullest first,
+--   then oldest), else ARGV[11 .. 10+n] the candidates to try in order
+--   (the rooms of the fill order's top that match the caller's attribute
+--   filters, read by the store beforehand);
+--   ARGV[11+n] "" (never create), or the id of the room to create when
+--   nothing is joined, followed by room_create's ARGV[7..] for it.
+-- A room that banned the user is passed over; the walk of the fill order
+-- stops after QJ_SCAN entries. When nothing is joined and ARGV[11+n] names a
+-- room, that room is created (room_create.lua, the caller its owner) in the
+-- same script: concurrent callers that found the last room full do not all
+-- create rooms only to be refused but one.
+-- Reply: room_join's {"OK", playerId, roomId} | room_create's {"OK",
+--   playerId, roomId, "created"} or {"ID_TAKEN"} or {"CODE_TAKEN"} |
+--   {"NONE", "1" when a room was passed over for a ban, else ""} (nothing
+--   to join, nothing to create) | {"TAKEN"} (every candidate stopped being
+--   joinable: read them again)
+local QJ_SCAN = 256
+local qj_base, qj_uid, qj_n = KEYS[1], ARGV[7], tonumber(ARGV[10])
+local qj_new = ARGV[11 + qj_n]
+local qj_bans = string.sub(KEYS[35], #qj_base + 1)
+local qj_pick, qj_banned = nil, false
+
+local function qj_allowed(id)
+  if redis.call('SISMEMBER', qj_base .. id .. qj_bans, qj_uid) == 1 then
+    qj_banned = true
+    return false
+  end
+  return true
+end
+
+if qj_n == 0 then
+  local off = 0
+  while not qj_pick and off < QJ_SCAN do
+    local top = redis.call('ZRANGE', KEYS[32], '-', '+', 'BYLEX', 'LIMIT', off, 16)
+    for _, m in ipairs(top) do
+      local id = string.match(m, '([^|]*)$')
+      if qj_allowed(id) then
+        qj_pick = id
+        break
+      end
+    end
+    if #top < 16 then break end
+    off = off + 16
+  end
+else
+  for i = 11, 10 + qj_n do
+    if redis.call('ZSCORE', KEYS[28], ARGV[i]) and qj_allowed(ARGV[i]) then
+      qj_pick = ARGV[i]
+      break
+    end
+  end
+  if not qj_pick and not qj_banned then return {'TAKEN'} end
+end
+local qj_create = false
+if not qj_pick then
+  if qj_new == '' then return {'NONE', qj_banned and '1' or ''} end
+  -- room_create's layout: the prelude's ARGV, then its own from ARGV[12+n]
+  qj_create, qj_pick = true, qj_new
+  local from, len = 12 + qj_n, #ARGV
+  for i = from, len do ARGV[7 + i - from] = ARGV[i] end
+  for i = len, 7 + len - from + 1, -1 do ARGV[i] = nil end
+end
+
+for i = 1, #KEYS do
+  if string.sub(KEYS[i], 1, #qj_base) == qj_base then
+    KEYS[i] = qj_base .. qj_pick .. string.sub(KEYS[i], #qj_base + 1)
+  end
+end
+ARGV[1], ARGV[2] = qj_pick, ARGV[2] .. qj_pick
