@@ -24,7 +24,7 @@ import (
 // TxPipelined, a runner handed s.client) is batched without knowing it.
 // Batched are single script runs (EVAL, EVALSHA, their _RO forms, FCALL,
 // FCALL_RO) and transactions that run a script (a script with the room read
-// after it, runThenRead) whose other commands are HGETALL or HKEYS. Every
+// after it, runThenRead) whose other commands are HGETALL, HKEYS or HMGET. Every
 // other command and pipeline goes to Redis as before.
 //
 // A lane holds the calls bound for one place: the script runs for one node
@@ -365,8 +365,8 @@ func newCall(cmds []redis.Cmder) (c *call, key string, ok bool) {
 				}
 			}
 			ok = true
-		case "hgetall", "hkeys":
-			if len(cmds) == 1 || len(args) != 2 {
+		case "hgetall", "hkeys", "hmget": // the room read after a script
+			if len(cmds) == 1 || len(args) < 2 || (name == "hmget") != (len(args) > 2) {
 				return nil, "", false
 			}
 			switch cmd.(type) {
@@ -445,8 +445,11 @@ func setReply(cmd redis.Cmder, v any, err error) {
 
 // str is a reply element as a string (RESP2 bulk strings already are).
 func str(x any) string {
-	if s, ok := x.(string); ok {
-		return s
+	switch x := x.(type) {
+	case string:
+		return x
+	case nil: // HMGET of a field that is not set: go-redis reads it as ""
+		return ""
 	}
 	return fmt.Sprint(x)
 }

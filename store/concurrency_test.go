@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,8 +24,8 @@ func twoInstances(t *testing.T, b redistest.Backend, cfg ...store.Config) (*stor
 		c = cfg[0]
 	}
 	c.RedisURL, c.ClusterAddrs, c.Prefix, c.Shards = b.URL, b.ClusterAddrs, redistest.Prefix(t), 8
-	if os.Getenv("REALSYNC_TEST_REDIS_BATCH") != "" && c.Batch == nil { // as openStoreWith
-		c.Batch = &store.Batching{}
+	if c.Batch == nil { // as openStoreWith
+		c.Batch = testBatch()
 	}
 	open := func() *store.Store {
 		s, err := store.Open(context.Background(), c)

@@ -49,13 +49,21 @@ func openStore(tb testing.TB, b redistest.Backend) *store.Store {
 	return openStoreWith(tb, b, func(*store.Config) {})
 }
 
+// testBatch is the batching the suite runs with: natural batching, as
+// realsyncd runs by default; REALSYNC_TEST_REDIS_BATCH=off runs the suite
+// with every script its own round trip.
+func testBatch() *store.Batching {
+	if os.Getenv("REALSYNC_TEST_REDIS_BATCH") == "off" {
+		return nil
+	}
+	return &store.Batching{}
+}
+
 // openStoreWith is openStore with the configuration changed by mut.
 func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) *store.Store {
 	tb.Helper()
 	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(tb), Shards: 8}
-	if os.Getenv("REALSYNC_TEST_REDIS_BATCH") != "" { // the whole suite with batching: REALSYNC_TEST_REDIS_BATCH=1 go test ./store
-		cfg.Batch = &store.Batching{}
-	}
+	cfg.Batch = testBatch()
 	mut(&cfg)
 	s, err := store.Open(context.Background(), cfg)
 	if err != nil {
