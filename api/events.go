@@ -64,7 +64,8 @@ func streamFor(ctx context.Context, scope string) error {
 // nothing was sent yet: it is answered as usual, except that the store
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
-	c := &streamClient{w: w, rc: http.NewResponseController(w), timer: r.ProtoMajor >= 2}
+	c := &streamClient{w: w, rc: http.NewResponseController(w), timer: r.ProtoMajor >= 2,
+		takeable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && r.Method == http.MethodGet}
 	err := serve(c)
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
@@ -98,6 +99,26 @@ type streamClient struct {
 	// streamWriteTimeout after its last event (the heartbeat comes later):
 	// each Send sets it and clears it once written.
 	timer bool
+	// takeable: a plain HTTP/1.1 GET, whose connection the hub may take
+	// over (Detach); its response says Connection: close, since the
+	// connection ends with the stream.
+	takeable bool
+}
+
+// Detach implements sse.Detacher: a plain HTTP/1.1 stream's connection is
+// hijacked, after its headers and opening were flushed as chunks, and
+// becomes an eventLine writing the rest of the chunked body itself;
+// net/http's reader goroutine and buffers go away with the handler. nil
+// for HTTP/2 and TLS (their streams stay with their handler).
+func (c *streamClient) Detach() sse.Line {
+	if !c.takeable {
+		return nil
+	}
+	conn, _, err := c.rc.Hijack()
+	if err != nil {
+		return nil
+	}
+	return &eventLine{conn: conn}
 }
 
 // Start sends the headers at once, so the client knows the stream is open
@@ -107,6 +128,9 @@ func (c *streamClient) Start() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	if c.takeable {
+		h.Set("Connection", "close")
+	}
 	c.w.WriteHeader(http.StatusOK)
 }
 
