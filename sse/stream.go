@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -208,7 +209,8 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	}()
 	h.cfg.Metrics.StreamOpened(KindRoom, startOf(c, o))
 	client.Start()
-	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom}
+	bp := linePool.Get().(*[]byte)
+	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom, buf: (*bp)[:0]}
 	out.write(retryFrame(0))
 	sent, end := h.opening(out, u, o)
 	if c.Set && o.Snapshot == nil && end == "" {
@@ -216,6 +218,10 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	}
 	if end == "" && h.takeOver(ctx, client, st, out, sent) {
 		why = ""
+		if cap(out.buf) <= maxPooledBuffer {
+			*bp = out.buf[:0]
+			linePool.Put(bp)
+		}
 		return nil
 	}
 	why = h.pump(ctx, st, out, u, sent, end)
@@ -324,7 +330,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 // why the stream ends after it ("" when it goes on).
 func (h *Hub) opening(out *writer, u rooms.User, o Opening) (int64, string) {
 	if o.Snapshot != nil {
-		out.writeEvent(h.snapshotFrame(u, o.Snapshot))
+		h.writeSnapshot(out, u, o.Snapshot)
 		return o.Snapshot.Version, ""
 	}
 	for _, e := range o.Replay {
@@ -357,7 +363,7 @@ func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e
 		case err != nil || o.Snapshot == nil:
 			return sent, EndStoreError
 		}
-		out.writeEvent(h.snapshotFrame(u, o.Snapshot))
+		h.writeSnapshot(out, u, o.Snapshot)
 		return o.Snapshot.Version, ""
 	case e.Version <= sent:
 		return sent, ""
@@ -379,18 +385,28 @@ type snapshotEvent struct {
 	StateVersion int64       `json:"stateVersion"`
 }
 
-func (h *Hub) snapshotFrame(u rooms.User, s *Snapshot) []byte {
+// writeSnapshot adds a snapshot event's frame to out, its JSON encoded
+// straight into out's buffer (one line: no newline inside compact JSON).
+func (h *Hub) writeSnapshot(out *writer, u rooms.User, s *Snapshot) {
 	state := s.State
 	if state == nil {
 		state = rooms.State{}
 	}
-	data, err := json.Marshal(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
+	start := len(out.buf)
+	out.buf = append(out.buf, "id: "...)
+	out.buf = append(out.buf, oneLine(formatID(s.Version, s.Tag))...)
+	out.buf = append(out.buf, "\nevent: snapshot\ndata: "...)
+	b := bytes.NewBuffer(out.buf)
+	err := json.NewEncoder(b).Encode(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
 		TS: stamp(time.Now()), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
 		State: state, StateVersion: s.Room.StateVersion})
 	if err != nil {
 		h.cfg.Log.Error("sse: encoding snapshot", "room", s.Room.ID, "err", err)
+		out.buf = out.buf[:start]
+		return
 	}
-	return appendFrame(nil, formatID(s.Version, s.Tag), "snapshot", data)
+	out.buf = append(b.Bytes(), '\n') // Encode ended the data line
+	out.events++
 }
 
 // Client is the receiving end of a stream, an HTTP response in practice

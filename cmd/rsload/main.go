@@ -50,7 +50,10 @@ type Config struct {
 	Duration time.Duration
 	JSON     bool
 	RSSPid   int // sse: a local server process whose resident memory to report
-	Seed     int // ops: rooms to create before the run
+	// RSSSettle (sse, with RSSPid): how long to watch the RSS, streams
+	// idle, while the server gives back the memory their opening used
+	RSSSettle time.Duration
+	Seed      int // ops: rooms to create before the run
 }
 
 func main() {
@@ -67,6 +70,7 @@ func main() {
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	flag.IntVar(&c.Seed, "seed", 0, "ops: public rooms of 8 seats to create first (the lobby's size; modes pool and quick, regions r0..r3)")
 	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse: pid of a realsyncd on this machine; reports its resident memory per idle stream")
+	flag.DurationVar(&c.RSSSettle, "rss-settle", 0, "sse, with -rss-pid: also watch the server's RSS this long, streams idle, and report the lowest (the runtime gives back what the opening burst used after a GC; an idle server is forced to one every 2 minutes)")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *serve != "" {

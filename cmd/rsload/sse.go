@@ -39,6 +39,14 @@ type Report struct {
 	RSSBeforeKiB    int64   `json:"rssBeforeKiB,omitempty"`
 	RSSStreamsKiB   int64   `json:"rssStreamsKiB,omitempty"`
 	RSSPerStreamKiB float64 `json:"rssPerStreamKiB,omitempty"`
+	// with -rss-settle: the lowest RSS within it, and when it was read
+	RSSSettledKiB          int64   `json:"rssSettledKiB,omitempty"`
+	RSSSettledPerStreamKiB float64 `json:"rssSettledPerStreamKiB,omitempty"`
+	RSSSettledAfterS       float64 `json:"rssSettledAfterS,omitempty"`
+	// the server's goroutines (go_goroutines of the first URL's /metrics,
+	// when it serves them) before the streams and with them idle
+	GoroutinesBefore  int64 `json:"goroutinesBefore,omitempty"`
+	GoroutinesStreams int64 `json:"goroutinesStreams,omitempty"`
 }
 
 type room struct {
@@ -84,6 +92,7 @@ type (
 func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, send sender) (*Report, error) {
 	var rss [2]int64
 	var err error
+	goroutines := [2]int64{serverGoroutines(c.URLs[0]), 0}
 	if c.RSSPid != 0 {
 		if rss[0], err = residentKiB(c.RSSPid); err != nil {
 			return nil, err
@@ -91,12 +100,20 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 	}
 	streams := openStreams(ctx, c.Streams, open)
 	defer streams.stop()
+	var settled int64
+	var settledAfter time.Duration
 	if c.RSSPid != 0 {
 		time.Sleep(2 * time.Second) // idle streams
 		if rss[1], err = residentKiB(c.RSSPid); err != nil {
 			return nil, err
 		}
+		if c.RSSSettle > 0 {
+			if settled, settledAfter, err = settleRSS(c.RSSPid, c.RSSSettle); err != nil {
+				return nil, err
+			}
+		}
 	}
+	goroutines[1] = serverGoroutines(c.URLs[0])
 	start := time.Now()
 	patches, errs := write(ctx, c, rooms, send)
 	rep := streams.close(c, rooms, patches, errs, time.Since(start))
@@ -104,7 +121,56 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
 		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
 	}
+	if settled != 0 {
+		rep.RSSSettledKiB, rep.RSSSettledAfterS = settled, settledAfter.Seconds()
+		rep.RSSSettledPerStreamKiB = float64(settled-rss[0]) / float64(c.Streams)
+	}
+	if goroutines[0] > 0 && goroutines[1] > 0 {
+		rep.GoroutinesBefore, rep.GoroutinesStreams = goroutines[0], goroutines[1]
+	}
 	return rep, nil
+}
+
+// settleRSS reads the resident memory of process pid every second for
+// limit, streams idle, and returns the lowest reading and when it was
+// taken. An idle Go server runs a GC only when forced (every 2 minutes):
+// until then the garbage of the streams' opening stays, and only after it
+// does the runtime give the freed memory back, a few MB a second; so
+// limit should exceed 2 minutes.
+func settleRSS(pid int, limit time.Duration) (int64, time.Duration, error) {
+	start := time.Now()
+	var low int64
+	var at time.Duration
+	for time.Since(start) < limit {
+		kib, err := residentKiB(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		if low == 0 || kib < low {
+			low, at = kib, time.Since(start)
+		}
+		time.Sleep(time.Second)
+	}
+	return low, at, nil
+}
+
+// serverGoroutines reads go_goroutines from base's /metrics; 0 when it has
+// none.
+func serverGoroutines(base string) int64 {
+	res, err := client.Get(base + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int64(n)
+		}
+	}
+	return 0
 }
 
 // percentile is the pct-th percentile of sorted latencies (100: the
@@ -364,5 +430,12 @@ func (r *Report) print(w io.Writer, c Config) {
 	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
 	if r.RSSStreamsKiB != 0 {
 		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream\n", r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB)
+	}
+	if r.RSSSettledKiB != 0 {
+		fmt.Fprintf(w, "  settled RSS %d KiB, the lowest within -rss-settle (after %.0f s more idle): %.1f KiB per stream\n", r.RSSSettledKiB, r.RSSSettledAfterS, r.RSSSettledPerStreamKiB)
+	}
+	if r.GoroutinesStreams != 0 {
+		fmt.Fprintf(w, "  goroutines  %d before the streams, %d with them idle: %.2f per stream\n", r.GoroutinesBefore, r.GoroutinesStreams,
+			float64(r.GoroutinesStreams-r.GoroutinesBefore)/float64(r.Streams))
 	}
 }
