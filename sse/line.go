@@ -59,14 +59,16 @@ func (h *Hub) takeOver(ctx context.Context, c Client, st *stream, out *writer, s
 	}
 	st.sent, st.endAt, st.last = sent, endAt, last
 	st.lastWrite.Store(time.Now().UnixNano())
+	// Both under h.mu, so that no drain hangs up (leaving h.lines) before
+	// st is among the lines, and the sweep finds st.line set.
 	h.mu.Lock()
-	h.lines[st] = struct{}{}
-	h.mu.Unlock()
 	st.mu.Lock()
 	st.line = line
 	run := len(st.pend) > 0 || st.ended()
 	st.busy = run
 	st.mu.Unlock()
+	h.lines[st] = struct{}{}
+	h.mu.Unlock()
 	if run {
 		go h.drain(st)
 	}

@@ -69,7 +69,7 @@ func main() {
 	flag.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to write")
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	flag.IntVar(&c.Seed, "seed", 0, "ops: public rooms of 8 seats to create first (the lobby's size; modes pool and quick, regions r0..r3)")
-	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse: pid of a realsyncd on this machine; reports its resident memory per idle stream")
+	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse, fanout: pid of the server (realsyncd, or -serve-minimal) on this machine; reports its resident memory per idle stream and its CPU time per event delivered")
 	flag.DurationVar(&c.RSSSettle, "rss-settle", 0, "sse, with -rss-pid: also watch the server's RSS this long, streams idle, and report the lowest (the runtime gives back what the opening burst used after a GC; an idle server is forced to one every 2 minutes)")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()

@@ -47,6 +47,10 @@ type Report struct {
 	// when it serves them) before the streams and with them idle
 	GoroutinesBefore  int64 `json:"goroutinesBefore,omitempty"`
 	GoroutinesStreams int64 `json:"goroutinesStreams,omitempty"`
+	// with -rss-pid: the server's CPU time (user + system) from the first
+	// write to the end of the delivery, and per event delivered
+	ServerCPUSeconds  float64 `json:"serverCPUSeconds,omitempty"`
+	ServerCPUPerEvent float64 `json:"serverCPUPerEventMicros,omitempty"`
 }
 
 type room struct {
@@ -114,9 +118,20 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 		}
 	}
 	goroutines[1] = serverGoroutines(c.URLs[0])
+	var cpu [2]time.Duration
+	if c.RSSPid != 0 {
+		cpu[0] = cpuTime(c.RSSPid)
+	}
 	start := time.Now()
 	patches, errs := write(ctx, c, rooms, send)
 	rep := streams.close(c, rooms, patches, errs, time.Since(start))
+	if c.RSSPid != 0 {
+		cpu[1] = cpuTime(c.RSSPid)
+		rep.ServerCPUSeconds = (cpu[1] - cpu[0]).Seconds()
+		if rep.Delivered > 0 {
+			rep.ServerCPUPerEvent = float64((cpu[1] - cpu[0]).Microseconds()) / float64(rep.Delivered)
+		}
+	}
 	if c.RSSPid != 0 {
 		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
 		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
@@ -152,6 +167,25 @@ func settleRSS(pid int, limit time.Duration) (int64, time.Duration, error) {
 		time.Sleep(time.Second)
 	}
 	return low, at, nil
+}
+
+// cpuTime is the user + system CPU time process pid used so far (0 when
+// it cannot be read), from /proc at the kernel's clock ticks (100 Hz).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// the fields after the command's closing parenthesis; utime and
+	// stime are the 14th and 15th of the line
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // serverGoroutines reads go_goroutines from base's /metrics; 0 when it has
@@ -433,6 +467,9 @@ func (r *Report) print(w io.Writer, c Config) {
 	}
 	if r.RSSSettledKiB != 0 {
 		fmt.Fprintf(w, "  settled RSS %d KiB, the lowest within -rss-settle (after %.0f s more idle): %.1f KiB per stream\n", r.RSSSettledKiB, r.RSSSettledAfterS, r.RSSSettledPerStreamKiB)
+	}
+	if r.ServerCPUSeconds != 0 {
+		fmt.Fprintf(w, "  server CPU  %.2f s from the first write to the last delivery: %.1f µs per event delivered\n", r.ServerCPUSeconds, r.ServerCPUPerEvent)
 	}
 	if r.GoroutinesStreams != 0 {
 		fmt.Fprintf(w, "  goroutines  %d before the streams, %d with them idle: %.2f per stream\n", r.GoroutinesBefore, r.GoroutinesStreams,
