@@ -3,6 +3,7 @@ package api
 import (
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/realsync/realsync/sse"
@@ -28,6 +29,23 @@ type eventLine struct {
 	size     [18]byte    // the chunk's size line
 	bufs     net.Buffers // size line, frames, CRLF
 	parts    [3][]byte
+
+	mu    sync.Mutex
+	ended bool
+	after func() // the request's metrics and access line (observe)
+}
+
+// onEnd runs f once the line has ended: now if it has.
+func (l *eventLine) onEnd(f func()) {
+	l.mu.Lock()
+	ended := l.ended
+	if !ended {
+		l.after = f
+	}
+	l.mu.Unlock()
+	if ended {
+		f()
+	}
 }
 
 var _ sse.Line = (*eventLine)(nil)
@@ -67,4 +85,12 @@ func (l *eventLine) End(final []byte) {
 	l.conn.SetWriteDeadline(time.Now().Add(endWriteTimeout))
 	l.conn.Write(b)
 	l.conn.Close()
+	l.mu.Lock()
+	l.ended = true
+	f := l.after
+	l.after = nil
+	l.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }

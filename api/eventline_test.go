@@ -28,8 +28,8 @@ import (
 	"github.com/realsync/realsync/store"
 )
 
-// lineHeartbeat is the heartbeat of newLineEnv's hub: a client that went
-// away is noticed within it and a sweep (half of it).
+// lineHeartbeat is the heartbeat of newLineEnv's hub, which sweeps its
+// taken-over streams every half of it.
 const lineHeartbeat = 300 * time.Millisecond
 
 // newLineEnv is newEnvStore with a hub heartbeat of lineHeartbeat and the
@@ -151,8 +151,8 @@ func TestTakenOverStreamSpeaksChunkedSSE(t *testing.T) {
 	}
 }
 
-// A client that goes away without a word is noticed within a heartbeat
-// (and a sweep): its stream ends (client_gone), its presence closes (the
+// A client that closes its connection without a word is noticed within
+// a sweep of the hub (half a heartbeat here): its stream ends (client_gone), its presence closes (the
 // player shows disconnected) and its place among the user's streams is
 // free again (the cap of one stream lets the next one open).
 func TestTakenOverStreamNoticesGoneClient(t *testing.T) {

@@ -64,7 +64,7 @@ func streamFor(ctx context.Context, scope string) error {
 // nothing was sent yet: it is answered as usual, except that the store
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
-	c := &streamClient{w: w, rc: http.NewResponseController(w), timer: r.ProtoMajor >= 2,
+	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(), timer: r.ProtoMajor >= 2,
 		takeable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && r.Method == http.MethodGet}
 	err := serve(c)
 	switch {
@@ -92,7 +92,8 @@ const streamWriteTimeout = 10 * time.Second
 type streamClient struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
-	deadline time.Time // of writes, moved at most once a second
+	ctx      context.Context // the request's (its exchange: see Detach)
+	deadline time.Time       // of writes, moved at most once a second
 	// timer: an HTTP/2 stream, whose write deadline is a timer that resets
 	// the stream when it fires, write or no write (HTTP/1.1's applies only
 	// to writes under way). A deadline left set would kill an idle stream
@@ -118,7 +119,11 @@ func (c *streamClient) Detach() sse.Line {
 	if err != nil {
 		return nil
 	}
-	return &eventLine{conn: conn}
+	l := &eventLine{conn: conn}
+	if x := exchangeFrom(c.ctx); x != nil {
+		x.line = l // the request is counted and logged when the stream ends
+	}
+	return l
 }
 
 // Start sends the headers at once, so the client knows the stream is open

@@ -160,11 +160,11 @@ func (h *Hub) hangUp(st *stream, out *writer) {
 	h.mu.Unlock()
 }
 
-// sweep is the shared clock of the taken-over streams: a stream past its
-// token's end ends (EndTokenExpiry); one that wrote nothing for a
-// heartbeat is checked for a gone client (EndClientGone) and else sent a
-// heartbeat. A client that went away is thus noticed within a heartbeat
-// and a tick, by a read that does not block, without a goroutine or a
+// sweep is the shared clock of the taken-over streams, every lineTick: a
+// stream past its token's end ends (EndTokenExpiry); one whose client
+// closed its connection ends (EndClientGone), seen by a read that does not
+// block (one system call per stream and tick); one that wrote nothing for a heartbeat is sent one. A client
+// that went away is thus noticed within a tick, without a goroutine or a
 // timer per stream.
 func (h *Hub) sweep(context.Context) {
 	h.mu.Lock()
@@ -179,10 +179,9 @@ func (h *Hub) sweep(context.Context) {
 		switch {
 		case !st.endAt.IsZero() && !now.Before(st.endAt):
 			st.end(EndTokenExpiry)
-		case st.lastWrite.Load() > idle:
 		case !st.line.Alive():
 			st.end(EndClientGone)
-		default:
+		case st.lastWrite.Load() <= idle:
 			st.kick(true)
 		}
 	}
