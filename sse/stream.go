@@ -164,7 +164,11 @@ func (st *stream) ended() bool {
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
 // up, its presence lease lapsed (see renew), the hub closes, or the
-// token expiry set with WithTokenExpiry on ctx comes. It returns
+// token expiry set with WithTokenExpiry on ctx comes. When client is a
+// Detacher whose connection can be taken over and the expiry is a time
+// (WithTokenDeadline) or none, Serve returns once the opening is flushed
+// and the hub writes the rest (takeOver); the stream then ends as above,
+// a client gone being seen by the hub's sweep instead of ctx. It returns
 // an error only when it started nothing, for the caller to answer with:
 // ErrRoomNotFound, ErrNotMember, ErrTooManyStreams, ErrStreamLimit or
 // ErrUnavailable from the rooms package, or ErrScopeRequired for an API key
