@@ -192,5 +192,5 @@ func (s *Server) untilTokenExpiry(ctx context.Context) context.Context {
 		return ctx
 	}
 	left := exp.Sub(s.auth.now())
-	return sse.WithTokenExpiry(ctx, time.After(left-min(streamEndLead, left/2)), exp)
+	return sse.WithTokenDeadline(ctx, time.Now().Add(left-min(streamEndLead, left/2)), exp)
 }

@@ -64,7 +64,8 @@ func streamFor(ctx context.Context, scope string) error {
 // nothing was sent yet: it is answered as usual, except that the store
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
-	c := &streamClient{w: w, rc: http.NewResponseController(w), timer: r.ProtoMajor >= 2}
+	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(), timer: r.ProtoMajor >= 2,
+		takeable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && r.Method == http.MethodGet}
 	err := serve(c)
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
@@ -91,13 +92,38 @@ const streamWriteTimeout = 10 * time.Second
 type streamClient struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
-	deadline time.Time // of writes, moved at most once a second
+	ctx      context.Context // the request's (its exchange: see Detach)
+	deadline time.Time       // of writes, moved at most once a second
 	// timer: an HTTP/2 stream, whose write deadline is a timer that resets
 	// the stream when it fires, write or no write (HTTP/1.1's applies only
 	// to writes under way). A deadline left set would kill an idle stream
 	// streamWriteTimeout after its last event (the heartbeat comes later):
 	// each Send sets it and clears it once written.
 	timer bool
+	// takeable: a plain HTTP/1.1 GET, whose connection the hub may take
+	// over (Detach); its response says Connection: close, since the
+	// connection ends with the stream.
+	takeable bool
+}
+
+// Detach implements sse.Detacher: a plain HTTP/1.1 stream's connection is
+// hijacked, after its headers and opening were flushed as chunks, and
+// becomes an eventLine writing the rest of the chunked body itself;
+// net/http's reader goroutine and buffers go away with the handler. nil
+// for HTTP/2 and TLS (their streams stay with their handler).
+func (c *streamClient) Detach() sse.Line {
+	if !c.takeable {
+		return nil
+	}
+	conn, _, err := c.rc.Hijack()
+	if err != nil {
+		return nil
+	}
+	l := &eventLine{conn: conn}
+	if x := exchangeFrom(c.ctx); x != nil {
+		x.line = l // the request is counted and logged when the stream ends
+	}
+	return l
 }
 
 // Start sends the headers at once, so the client knows the stream is open
@@ -107,6 +133,9 @@ func (c *streamClient) Start() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	if c.takeable {
+		h.Set("Connection", "close")
+	}
 	c.w.WriteHeader(http.StatusOK)
 }
 

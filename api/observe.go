@@ -60,6 +60,7 @@ type exchange struct {
 	// identity is the verified credential (asIdentity), once authenticated.
 	identity      Identity
 	authenticated bool
+	line          *eventLine // the stream's connection, once the hub took it over
 }
 
 func (x *exchange) WriteHeader(code int) {
@@ -137,23 +138,45 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		w.Header()[requestIDHeader] = []string{x.id}
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
 		next.ServeHTTP(x, r)
-		d := time.Since(start)
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
 			route = unmatchedRoute
 		}
 		streamed := x.status == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream"
-		s.metrics.Request(route, r.Method, x.status, d, streamed)
-		level := slog.LevelInfo
-		if quietRoutes[route] && x.status < 500 {
-			level = slog.LevelDebug
+		a := access{route: route, method: r.Method, path: r.URL.Path, status: x.status, streamed: streamed,
+			user: x.user, id: x.id, start: start}
+		if x.line != nil {
+			// taken over by the hub (eventLine): counted and logged when
+			// the stream ends, with only what the line needs kept
+			x.line.onEnd(func() { s.record(context.Background(), a) })
+			return
 		}
-		if !s.log.Enabled(r.Context(), level) {
-			return // no attributes built for a line not written
-		}
-		s.log.LogAttrs(r.Context(), level, "request", slog.String("route", route),
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", x.status),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Bool("stream", streamed),
-			slog.String("user", x.user), slog.String("request_id", x.id))
+		s.record(r.Context(), a)
 	})
+}
+
+// access is what a request's metrics and access log line say.
+type access struct {
+	route, method, path string
+	status              int
+	streamed            bool
+	user, id            string
+	start               time.Time
+}
+
+// record counts request a in the metrics and writes its access line.
+func (s *Server) record(ctx context.Context, a access) {
+	d := time.Since(a.start)
+	s.metrics.Request(a.route, a.method, a.status, d, a.streamed)
+	level := slog.LevelInfo
+	if quietRoutes[a.route] && a.status < 500 {
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(ctx, level) {
+		return // no attributes built for a line not written
+	}
+	s.log.LogAttrs(ctx, level, "request", slog.String("route", a.route),
+		slog.String("method", a.method), slog.String("path", a.path), slog.Int("status", a.status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Bool("stream", a.streamed),
+		slog.String("user", a.user), slog.String("request_id", a.id))
 }

@@ -18,7 +18,8 @@ const TokenExpiringEvent = "token_expiring"
 
 // expiry is when a stream must end because its credentials run out.
 type expiry struct {
-	fire <-chan time.Time // fires when the stream must end
+	fire <-chan time.Time // fires when the stream must end; or
+	end  time.Time        // when it must end
 	at   time.Time        // when the identity token expires (for the event)
 }
 
@@ -30,9 +31,18 @@ type expiryKey struct{}
 // {"type":"token_expiring","expiresAt":"<RFC 3339>"} without an id. A
 // stream that would otherwise outlive its token thus never serves a user
 // whose credentials expired, and the client knows to refresh rather than
-// to treat the end as an outage.
+// to treat the end as an outage. A stream whose end is a channel keeps its
+// handler's goroutine (it is never taken over: see Detacher); one whose
+// end is a time (WithTokenDeadline) need not.
 func WithTokenExpiry(ctx context.Context, end <-chan time.Time, expiresAt time.Time) context.Context {
 	return context.WithValue(ctx, expiryKey{}, expiry{fire: end, at: expiresAt})
+}
+
+// WithTokenDeadline is WithTokenExpiry with the stream's end at a known
+// time: a stream the hub took over ends at the hub's first tick from end
+// (within a second), without a timer of its own.
+func WithTokenDeadline(ctx context.Context, end, expiresAt time.Time) context.Context {
+	return context.WithValue(ctx, expiryKey{}, expiry{end: end, at: expiresAt})
 }
 
 // expiryOf returns the stream's expiry channel (nil, which never fires,
@@ -42,7 +52,27 @@ func expiryOf(ctx context.Context) (<-chan time.Time, []byte) {
 	if !ok {
 		return nil, nil
 	}
-	data, _ := json.Marshal(map[string]string{"type": TokenExpiringEvent,
-		"expiresAt": stamp(e.at)})
-	return e.fire, appendFrame(nil, "", TokenExpiringEvent, data)
+	if e.fire == nil {
+		e.fire = time.After(time.Until(e.end))
+	}
+	return e.fire, expiringFrame(e.at)
+}
+
+// deadlineOf returns when the stream must end (zero: never) and the frame
+// to send then; ok is false when its end is a channel, not a time.
+func deadlineOf(ctx context.Context) (end time.Time, last []byte, ok bool) {
+	e, set := ctx.Value(expiryKey{}).(expiry)
+	switch {
+	case !set:
+		return time.Time{}, nil, true
+	case e.fire != nil:
+		return time.Time{}, nil, false
+	}
+	return e.end, expiringFrame(e.at), true
+}
+
+// expiringFrame is the token_expiring event for a token expiring at.
+func expiringFrame(at time.Time) []byte {
+	data, _ := json.Marshal(map[string]string{"type": TokenExpiringEvent, "expiresAt": stamp(at)})
+	return appendFrame(nil, "", TokenExpiringEvent, data)
 }

@@ -93,6 +93,7 @@ type Hub struct {
 	mu      sync.Mutex
 	rooms   map[string]*room
 	streams map[*stream]struct{}
+	lines   map[*stream]struct{} // the streams taken over (line.go)
 
 	lobby lobbyHub
 }
@@ -103,12 +104,13 @@ var _ Sink = (*Hub)(nil)
 func NewHub(cfg Config) *Hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}), ctx: ctx, cancel: cancel,
-		rooms: map[string]*room{}, streams: map[*stream]struct{}{},
+		rooms: map[string]*room{}, streams: map[*stream]struct{}{}, lines: map[*stream]struct{}{},
 		lobby: lobbyHub{streams: map[*lobbyStream]struct{}{}, pending: map[string]LobbyNotice{}}}
 	h.feed = cfg.Feed(h)
 	h.every(h.cfg.PresenceTTL/3, h.renew)
 	h.every(h.cfg.CheckInterval, h.check)
 	h.every(lobbyCoalesce, h.flushLobby)
+	h.every(min(lineTick, h.cfg.Heartbeat/2), h.sweep)
 	return h
 }
 
@@ -116,15 +118,23 @@ func NewHub(cfg Config) *Hub {
 // (their store calls are cancelled). Each stream ends with a retry line of
 // 0.5 to 2 s, jittered so its clients do not all reconnect at once, then
 // resumes (on another instance) with Last-Event-ID. Close returns without
-// waiting for the streams' handlers to return.
+// waiting for the streams' handlers to return; it waits (a few seconds at
+// most) for the streams it took over (Detacher) to be ended and their
+// leases released, since the HTTP server no longer knows of them.
 func (h *Hub) Close() {
 	h.closing.Do(func() {
-		h.cancel()
 		close(h.done)
+		h.endLines(closeWait)
+		h.cancel()
 		h.loops.Wait()
 		h.feed.Close()
 	})
 }
+
+// closeWait bounds how long Close waits for the taken-over streams: their
+// last write has a short deadline of its own, their lease release
+// storeTimeout.
+const closeWait = storeTimeout + 2*time.Second
 
 // Instance is the name of this instance's streams.
 func (h *Hub) Instance() string { return h.cfg.Instance }

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,20 +42,119 @@ type leased interface {
 	end(why string)
 }
 
-// stream is one client's event stream.
+// stream is one client's event stream. Until its opening is written it is
+// its handler's; then either the handler keeps it (pump: a goroutine per
+// stream, HTTP/2 and any Client that cannot be taken over) or the hub takes
+// its connection over (a Line: no goroutine while it is idle, see line.go).
 type stream struct {
 	held
-	q chan *Event // events waiting to be written, bounded; shared, read-only
+	hub  *Hub
+	user rooms.User
+	room *room
+
+	mu    sync.Mutex
+	pend  []*Event      // events waiting to be written, bounded; shared, read-only
+	spare []*Event      // the last batch's array, for the next one
+	wake  chan struct{} // a pumped stream's signal that pend has events
+	// Once taken over (line set): busy while a drain runs or is due (it
+	// alone writes), ping asks it for a heartbeat.
+	line Line
+	busy bool
+	ping bool
+
+	sent      int64        // version written last; the drain's
+	lastWrite atomic.Int64 // Unix ns of the last write of a taken-over stream
+	endAt     time.Time    // when the token expiry ends a taken-over stream
+	last      []byte       // its token_expiring frame
 }
+
+// keptQueue is the largest array a stream keeps between batches: an idle
+// stream holds none larger, however large its last burst.
+const keptQueue = 32
 
 // offer queues e without blocking and reports whether it did; a full queue
 // ends the stream, whose client resumes with Last-Event-ID.
 func (st *stream) offer(e *Event) bool {
+	st.mu.Lock()
+	if len(st.pend) >= st.hub.cfg.QueueSize {
+		st.mu.Unlock()
+		st.end(EndSlow)
+		return false
+	}
+	st.pend = append(st.pend, e)
+	pumped := st.line == nil
+	run := !pumped && !st.busy
+	st.busy = st.busy || run
+	st.mu.Unlock()
+	switch {
+	case run:
+		go st.hub.drain(st)
+	case pumped:
+		select {
+		case st.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// take returns the queued events (nil when none), the pending heartbeat
+// request, and whether a drain must go on; a drain that finds nothing to do
+// stops being busy.
+func (st *stream) take() (batch []*Event, ping bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	batch, ping = st.pend, st.ping
+	st.pend, st.spare, st.ping = st.spare[:0], nil, false
+	if len(batch) == 0 {
+		st.spare, batch = batch, nil
+	}
+	return batch, ping
+}
+
+// recycle gives a written batch's array back for the next one.
+func (st *stream) recycle(batch []*Event) {
+	if cap(batch) > keptQueue {
+		return
+	}
+	clear(batch)
+	st.mu.Lock()
+	if st.spare == nil {
+		st.spare = batch[:0]
+	}
+	st.mu.Unlock()
+}
+
+// end ends the stream for reason why (the first reason given wins); a
+// taken-over stream's drain then hangs up.
+func (st *stream) end(why string) {
+	st.held.end(why)
+	st.kick(false)
+}
+
+// kick starts a taken-over stream's drain unless one runs; ping asks it to
+// write a heartbeat when it has nothing else to write.
+func (st *stream) kick(ping bool) {
+	st.mu.Lock()
+	if st.line == nil {
+		st.mu.Unlock()
+		return
+	}
+	st.ping = st.ping || ping
+	run := !st.busy
+	st.busy = true
+	st.mu.Unlock()
+	if run {
+		go st.hub.drain(st)
+	}
+}
+
+// ended reports whether the stream must end.
+func (st *stream) ended() bool {
 	select {
-	case st.q <- e:
+	case <-st.over:
 		return true
 	default:
-		st.end(EndSlow)
 		return false
 	}
 }
@@ -64,7 +164,11 @@ func (st *stream) offer(e *Event) bool {
 // snapshot or the events after c, then live events, until ctx ends (the
 // client went away), the room closes, u leaves it, the client cannot keep
 // up, its presence lease lapsed (see renew), the hub closes, or the
-// token expiry set with WithTokenExpiry on ctx comes. It returns
+// token expiry set with WithTokenExpiry on ctx comes. When client is a
+// Detacher whose connection can be taken over and the expiry is a time
+// (WithTokenDeadline) or none, Serve returns once the opening is flushed
+// and the hub writes the rest (takeOver); the stream then ends as above,
+// a client gone being seen by the hub's sweep instead of ctx. It returns
 // an error only when it started nothing, for the caller to answer with:
 // ErrRoomNotFound, ErrNotMember, ErrTooManyStreams, ErrStreamLimit or
 // ErrUnavailable from the rooms package, or ErrScopeRequired for an API key
@@ -73,7 +177,7 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	if err := rooms.RequireScope(u, rooms.ScopeRead); err != nil {
 		return err
 	}
-	st := &stream{q: make(chan *Event, h.cfg.QueueSize),
+	st := &stream{hub: h, user: u, wake: make(chan struct{}, 1),
 		held: newHeld(Lease{Room: id, UserID: u.ID, Stream: h.streamName(), Server: u.Server})}
 	r, err := h.attach(ctx, id, st)
 	if err != nil {
@@ -89,6 +193,7 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 		return err
 	}
 	st.lease.PlayerID = o.PlayerID
+	st.room = r
 	st.renewed.Store(time.Now().UnixNano())
 	if !st.lease.Server {
 		h.track(st) // the server's stream holds no lease to renew
@@ -98,19 +203,30 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 		// A lapsed stream's cleanup waits for a Redis that does not answer:
 		// it must not hold up the end of the response, which is what tells
 		// the client to reconnect elsewhere.
-		if why == EndLapsed {
+		switch why {
+		case "": // taken over: the hub ends it
+		case EndLapsed:
 			go h.finish(r, st)
-		} else {
+		default:
 			h.finish(r, st)
 		}
 	}()
 	h.cfg.Metrics.StreamOpened(KindRoom, startOf(c, o))
 	client.Start()
-	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom}
+	bp := linePool.Get().(*[]byte)
+	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom, buf: (*bp)[:0]}
 	out.write(retryFrame(0))
 	sent, end := h.opening(out, u, o)
 	if c.Set && o.Snapshot == nil && end == "" {
 		out.write(resumedFrame(id, sent))
+	}
+	if end == "" && h.takeOver(ctx, client, st, out, sent) {
+		why = ""
+		if cap(out.buf) <= maxPooledBuffer {
+			*bp = out.buf[:0]
+			linePool.Put(bp)
+		}
+		return nil
 	}
 	why = h.pump(ctx, st, out, u, sent, end)
 	h.cfg.Metrics.StreamEnded(KindRoom, why)
@@ -197,17 +313,15 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 			return st.why
 		case <-idle.C:
 			out.write(pingFrame)
-		case e := <-st.q:
-			for n := 0; ; n++ {
+		case <-st.wake:
+			batch, _ := st.take()
+			for _, e := range batch {
 				if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
 					out.flush()
 					return end
 				}
-				if n == cap(st.q) || len(st.q) == 0 {
-					break
-				}
-				e = <-st.q
 			}
+			st.recycle(batch)
 		}
 		if out.flush() != nil {
 			return EndWriteError
@@ -220,7 +334,7 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 // why the stream ends after it ("" when it goes on).
 func (h *Hub) opening(out *writer, u rooms.User, o Opening) (int64, string) {
 	if o.Snapshot != nil {
-		out.writeEvent(h.snapshotFrame(u, o.Snapshot))
+		h.writeSnapshot(out, u, o.Snapshot)
 		return o.Snapshot.Version, ""
 	}
 	for _, e := range o.Replay {
@@ -253,7 +367,7 @@ func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e
 		case err != nil || o.Snapshot == nil:
 			return sent, EndStoreError
 		}
-		out.writeEvent(h.snapshotFrame(u, o.Snapshot))
+		h.writeSnapshot(out, u, o.Snapshot)
 		return o.Snapshot.Version, ""
 	case e.Version <= sent:
 		return sent, ""
@@ -275,25 +389,41 @@ type snapshotEvent struct {
 	StateVersion int64       `json:"stateVersion"`
 }
 
-func (h *Hub) snapshotFrame(u rooms.User, s *Snapshot) []byte {
+// writeSnapshot adds a snapshot event's frame to out, its JSON encoded
+// straight into out's buffer (one line: no newline inside compact JSON).
+func (h *Hub) writeSnapshot(out *writer, u rooms.User, s *Snapshot) {
 	state := s.State
 	if state == nil {
 		state = rooms.State{}
 	}
-	data, err := json.Marshal(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
+	start := len(out.buf)
+	out.buf = append(out.buf, "id: "...)
+	out.buf = append(out.buf, oneLine(formatID(s.Version, s.Tag))...)
+	out.buf = append(out.buf, "\nevent: snapshot\ndata: "...)
+	b := bytes.NewBuffer(out.buf)
+	err := json.NewEncoder(b).Encode(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
 		TS: stamp(time.Now()), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
 		State: state, StateVersion: s.Room.StateVersion})
 	if err != nil {
 		h.cfg.Log.Error("sse: encoding snapshot", "room", s.Room.ID, "err", err)
+		out.buf = out.buf[:start]
+		return
 	}
-	return appendFrame(nil, formatID(s.Version, s.Tag), "snapshot", data)
+	out.buf = append(b.Bytes(), '\n') // Encode ended the data line
+	out.events++
 }
 
 // Client is the receiving end of a stream, an HTTP response in practice
 // (package api): Start sends the response headers; Send writes and flushes
-// one batch of frames, within a deadline of its own.
+// one batch of frames, within a deadline of its own. A Client that is also
+// a Detacher may have its connection taken over once the opening is sent.
 type Client interface {
 	Start()
+	Send(frames []byte) error
+}
+
+// sender is what a writer sends its batches to: a Client or a Line.
+type sender interface {
 	Send(frames []byte) error
 }
 
@@ -302,7 +432,7 @@ const maxKeptBuffer = 4 << 10
 
 // writer batches frames for one Send and counts the events delivered.
 type writer struct {
-	c      Client
+	c      sender
 	m      Metrics
 	kind   string
 	buf    []byte

@@ -54,8 +54,11 @@ type Config struct {
 	Duration time.Duration
 	JSON     bool
 	RSSPid   int // sse: a local server process whose resident memory to report
-	Seed     int // ops: rooms to create before the run
-	CPUPid   int // ops: a local server process whose CPU per request to report
+	// RSSSettle (sse, with RSSPid): how long to watch the RSS, streams
+	// idle, while the server gives back the memory their opening used
+	RSSSettle time.Duration
+	Seed      int // ops: rooms to create before the run
+	CPUPid    int // ops: a local server process whose CPU per request to report
 	// RedisURL: the standalone Redis behind the servers (ops) or the
 	// minimal server's (-serve-minimal: serves POST /anchor); ops reports
 	// Redis' own figures for the run (redisstats.go).
@@ -76,7 +79,8 @@ func main() {
 	flag.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to write")
 	flag.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	flag.IntVar(&c.Seed, "seed", 0, "ops: public rooms of 8 seats to create first (the lobby's size; modes pool and quick, regions r0..r3)")
-	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse: pid of a realsyncd on this machine; reports its resident memory per idle stream")
+	flag.IntVar(&c.RSSPid, "rss-pid", 0, "sse, fanout: pid of the server (realsyncd, or -serve-minimal) on this machine; reports its resident memory per idle stream and its CPU time per event delivered")
+	flag.DurationVar(&c.RSSSettle, "rss-settle", 0, "sse, with -rss-pid: also watch the server's RSS this long, streams idle, and report the lowest (the runtime gives back what the opening burst used after a GC; an idle server is forced to one every 2 minutes)")
 	flag.IntVar(&c.CPUPid, "cpu-pid", 0, "ops: pid of the server on this machine (realsyncd or -serve-minimal); reports its CPU time per request")
 	flag.StringVar(&c.RedisURL, "redis", "", "redis://host:port of the standalone Redis behind the servers: ops reports Redis' own CPU and time per request and per script; with -serve-minimal, POST /anchor runs the anchor script there")
 	flag.BoolVar(&c.RedisSample, "redis-sample", false, "ops with -redis: also count script runs and the Redis calls of each from a SLOWLOG sample of the run's last quarter (inflates that quarter's Redis time)")

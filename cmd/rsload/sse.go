@@ -39,6 +39,18 @@ type Report struct {
 	RSSBeforeKiB    int64   `json:"rssBeforeKiB,omitempty"`
 	RSSStreamsKiB   int64   `json:"rssStreamsKiB,omitempty"`
 	RSSPerStreamKiB float64 `json:"rssPerStreamKiB,omitempty"`
+	// with -rss-settle: the lowest RSS within it, and when it was read
+	RSSSettledKiB          int64   `json:"rssSettledKiB,omitempty"`
+	RSSSettledPerStreamKiB float64 `json:"rssSettledPerStreamKiB,omitempty"`
+	RSSSettledAfterS       float64 `json:"rssSettledAfterS,omitempty"`
+	// the server's goroutines (go_goroutines of the first URL's /metrics,
+	// when it serves them) before the streams and with them idle
+	GoroutinesBefore  int64 `json:"goroutinesBefore,omitempty"`
+	GoroutinesStreams int64 `json:"goroutinesStreams,omitempty"`
+	// with -rss-pid: the server's CPU time (user + system) from the first
+	// write to the end of the delivery, and per event delivered
+	ServerCPUSeconds  float64 `json:"serverCPUSeconds,omitempty"`
+	ServerCPUPerEvent float64 `json:"serverCPUPerEventMicros,omitempty"`
 }
 
 type room struct {
@@ -84,6 +96,7 @@ type (
 func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, send sender) (*Report, error) {
 	var rss [2]int64
 	var err error
+	goroutines := [2]int64{serverGoroutines(c.URLs[0]), 0}
 	if c.RSSPid != 0 {
 		if rss[0], err = residentKiB(c.RSSPid); err != nil {
 			return nil, err
@@ -91,20 +104,107 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 	}
 	streams := openStreams(ctx, c.Streams, open)
 	defer streams.stop()
+	var settled int64
+	var settledAfter time.Duration
 	if c.RSSPid != 0 {
 		time.Sleep(2 * time.Second) // idle streams
 		if rss[1], err = residentKiB(c.RSSPid); err != nil {
 			return nil, err
 		}
+		if c.RSSSettle > 0 {
+			if settled, settledAfter, err = settleRSS(c.RSSPid, c.RSSSettle); err != nil {
+				return nil, err
+			}
+		}
+	}
+	goroutines[1] = serverGoroutines(c.URLs[0])
+	var cpu [2]time.Duration
+	if c.RSSPid != 0 {
+		cpu[0] = cpuTime(c.RSSPid)
 	}
 	start := time.Now()
 	patches, errs := write(ctx, c, rooms, send)
 	rep := streams.close(c, rooms, patches, errs, time.Since(start))
 	if c.RSSPid != 0 {
+		cpu[1] = cpuTime(c.RSSPid)
+		rep.ServerCPUSeconds = (cpu[1] - cpu[0]).Seconds()
+		if rep.Delivered > 0 {
+			rep.ServerCPUPerEvent = float64((cpu[1] - cpu[0]).Microseconds()) / float64(rep.Delivered)
+		}
+	}
+	if c.RSSPid != 0 {
 		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
 		rep.RSSPerStreamKiB = float64(rss[1]-rss[0]) / float64(c.Streams)
 	}
+	if settled != 0 {
+		rep.RSSSettledKiB, rep.RSSSettledAfterS = settled, settledAfter.Seconds()
+		rep.RSSSettledPerStreamKiB = float64(settled-rss[0]) / float64(c.Streams)
+	}
+	if goroutines[0] > 0 && goroutines[1] > 0 {
+		rep.GoroutinesBefore, rep.GoroutinesStreams = goroutines[0], goroutines[1]
+	}
 	return rep, nil
+}
+
+// settleRSS reads the resident memory of process pid every second for
+// limit, streams idle, and returns the lowest reading and when it was
+// taken. An idle Go server runs a GC only when forced (every 2 minutes):
+// until then the garbage of the streams' opening stays, and only after it
+// does the runtime give the freed memory back, a few MB a second; so
+// limit should exceed 2 minutes.
+func settleRSS(pid int, limit time.Duration) (int64, time.Duration, error) {
+	start := time.Now()
+	var low int64
+	var at time.Duration
+	for time.Since(start) < limit {
+		kib, err := residentKiB(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		if low == 0 || kib < low {
+			low, at = kib, time.Since(start)
+		}
+		time.Sleep(time.Second)
+	}
+	return low, at, nil
+}
+
+// cpuTime is the user + system CPU time process pid used so far (0 when
+// it cannot be read), from /proc at the kernel's clock ticks (100 Hz).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// the fields after the command's closing parenthesis; utime and
+	// stime are the 14th and 15th of the line
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// serverGoroutines reads go_goroutines from base's /metrics; 0 when it has
+// none.
+func serverGoroutines(base string) int64 {
+	res, err := client.Get(base + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int64(n)
+		}
+	}
+	return 0
 }
 
 // percentile is the pct-th percentile of sorted latencies (100: the
@@ -364,5 +464,15 @@ func (r *Report) print(w io.Writer, c Config) {
 	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
 	if r.RSSStreamsKiB != 0 {
 		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream\n", r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB)
+	}
+	if r.RSSSettledKiB != 0 {
+		fmt.Fprintf(w, "  settled RSS %d KiB, the lowest within -rss-settle (after %.0f s more idle): %.1f KiB per stream\n", r.RSSSettledKiB, r.RSSSettledAfterS, r.RSSSettledPerStreamKiB)
+	}
+	if r.ServerCPUSeconds != 0 {
+		fmt.Fprintf(w, "  server CPU  %.2f s from the first write to the last delivery: %.1f µs per event delivered\n", r.ServerCPUSeconds, r.ServerCPUPerEvent)
+	}
+	if r.GoroutinesStreams != 0 {
+		fmt.Fprintf(w, "  goroutines  %d before the streams, %d with them idle: %.2f per stream\n", r.GoroutinesBefore, r.GoroutinesStreams,
+			float64(r.GoroutinesStreams-r.GoroutinesBefore)/float64(r.Streams))
 	}
 }

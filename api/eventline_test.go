@@ -1,0 +1,263 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/realsync/realsync"
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/metrics"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// lineHeartbeat is the heartbeat of newLineEnv's hub, which sweeps its
+// taken-over streams every half of it.
+const lineHeartbeat = 300 * time.Millisecond
+
+// newLineEnv is newEnvStore with a hub heartbeat of lineHeartbeat and the
+// hub returned, for the tests of HTTP/1.1 streams taken over (eventLine).
+func newLineEnv(t *testing.T, b redistest.Backend, q store.Quotas) (*env, *sse.Hub) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "test")
+	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+		Prefix: redistest.Prefix(t), Shards: 4, Metrics: m, Quotas: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	logs := &testlog.Buffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m,
+		Heartbeat: lineHeartbeat})
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+		Auth: &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI,
+		Log: log, Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { hub.Close(); srv.Close() })
+	return &env{t: t, url: srv.URL, store: st, logs: logs}, hub
+}
+
+// rawStream is an event stream read from a bare TCP connection, by the
+// test's goroutine only: it adds no goroutine to the process.
+type rawStream struct {
+	conn net.Conn
+	rd   *bufio.Reader
+}
+
+// openRaw sends GET path over a new connection and reads the response up
+// to the end of its first event (the snapshot); status is the response's.
+func (e *env) openRaw(path string) (s *rawStream, status int) {
+	e.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n", path)
+	s = &rawStream{conn: conn, rd: bufio.NewReader(conn)}
+	res, err := http.ReadResponse(s.rd, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if res.StatusCode != 200 {
+		return s, res.StatusCode
+	}
+	// The body as chunks, read by net/http's strict chunked reader.
+	body := bufio.NewReader(res.Body)
+	for {
+		line, err := body.ReadString('\n')
+		if err != nil {
+			e.t.Fatalf("stream ended before its snapshot: %v", err)
+		}
+		if line == "event: snapshot\n" {
+			break
+		}
+	}
+	conn.SetDeadline(time.Time{})
+	return s, 200
+}
+
+// eventually waits up to limit for ok, failing with what otherwise.
+func eventually(t *testing.T, limit time.Duration, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+	}
+}
+
+// A plain HTTP/1.1 stream, whose connection the hub takes over after the
+// snapshot, still speaks chunked SSE that Go's strict client reads: its
+// headers, the snapshot, live events written by the hub, heartbeats, and
+// a clean end of the body (the terminating chunk) when the player leaves.
+func TestTakenOverStreamSpeaksChunkedSSE(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e, _ := newLineEnv(t, b, store.Quotas{})
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+			e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
+
+			s := e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id))
+			if s.res.ProtoMajor != 1 || len(s.res.TransferEncoding) != 1 || s.res.TransferEncoding[0] != "chunked" || !s.res.Close {
+				t.Fatalf("%s, transfer encoding %v, close %v", s.res.Proto, s.res.TransferEncoding, s.res.Close)
+			}
+			if f := s.next(); f.event != "snapshot" {
+				t.Fatalf("first event %+v", f)
+			}
+			for i := range 3 {
+				e.do("PATCH", "/v1/rooms/"+id+"/state", alice, map[string]any{"n": i})
+				if f := s.next(); f.event != "state" || f.data["set"].(map[string]any)["n"] != float64(i) {
+					t.Fatalf("event %d: %+v", i, f)
+				}
+			}
+			// Quiet: heartbeats keep coming from the hub's sweep.
+			for range 2 {
+				if line, err := s.rd.ReadString('\n'); err != nil || line != ": ping\n" {
+					t.Fatalf("want a heartbeat, got %q, %v", line, err)
+				}
+				s.rd.ReadString('\n')
+			}
+			want(t, e.do("POST", "/v1/rooms/"+id+"/leave", bob, nil), 204, "")
+			if f := s.next(); f.event != "player_left" {
+				t.Fatalf("want player_left, got %+v", f)
+			}
+			if rest, err := io.ReadAll(s.rd); err != nil || len(rest) != 0 {
+				t.Fatalf("the body must end cleanly after player_left: %q, %v", rest, err)
+			}
+		})
+	}
+}
+
+// A client that closes its connection without a word is noticed within
+// a sweep of the hub (half a heartbeat here): its stream ends (client_gone), its presence closes (the
+// player shows disconnected) and its place among the user's streams is
+// free again (the cap of one stream lets the next one open).
+func TestTakenOverStreamNoticesGoneClient(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e, _ := newLineEnv(t, b, store.Quotas{StreamsPerUser: 1})
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+			e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
+			path := "/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id)
+
+			s, status := e.openRaw(path)
+			if status != 200 {
+				t.Fatalf("open: %d", status)
+			}
+			connected := func() bool {
+				r := e.do("GET", "/v1/rooms/"+id, alice, nil)
+				for _, p := range r.body["players"].([]any) {
+					if p := p.(map[string]any); p["name"] == "bob" {
+						return p["connected"] == true
+					}
+				}
+				t.Fatalf("bob is not in %s", r.raw)
+				return false
+			}
+			if !connected() {
+				t.Fatal("bob does not show connected while his stream is open")
+			}
+			if _, status := e.openRaw(path); status != http.StatusTooManyRequests {
+				t.Fatalf("a second stream past the cap of one: %d, want 429", status)
+			}
+
+			s.conn.Close()
+			limit := 2*lineHeartbeat + time.Second // the heartbeat, a sweep, and the store's calls
+			eventually(t, limit, "bob's stream closed", func() bool { return !connected() })
+			eventually(t, limit, "the cap's place released", func() bool {
+				_, status := e.openRaw(path)
+				return status == 200
+			})
+			m := e.do("GET", "/metrics", "", nil).raw
+			if !strings.Contains(m, `realsync_sse_stream_ends_total{kind="room",reason="client_gone"} 1`) {
+				t.Errorf("no client_gone end counted:\n%s", grepLines(m, "realsync_sse_stream_ends_total"))
+			}
+		})
+	}
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Idle HTTP/1.1 streams hold no goroutine: n streams opened (and idle)
+// leave the process's goroutines where they were, within a margin for the
+// runtime's and the drains still writing presence events; streams kept by
+// their handler would add two each (the handler and net/http's reader).
+func TestIdleTakenOverStreamsHoldNoGoroutine(t *testing.T) {
+	const n = 40
+	e, hub := newLineEnv(t, redistest.Backends(t)[0], store.Quotas{})
+	owner, _ := e.guest("owner")
+	id := e.create(owner, map[string]any{"name": "r", "mode": "m", "region": "r", "maxPlayers": 100})["id"].(string)
+	paths := make([]string, n)
+	for i := range paths {
+		tok, _ := e.guest(fmt.Sprintf("p%d", i))
+		want(t, e.do("POST", "/v1/rooms/"+id+"/join", tok, nil), 200, "")
+		paths[i] = "/v1/rooms/" + id + "/events?token=" + e.streamToken(tok, "/v1/rooms/"+id)
+	}
+	// The room's subscription and worker exist before the count.
+	first, _ := e.openRaw("/v1/rooms/" + id + "/events?token=" + e.streamToken(owner, "/v1/rooms/"+id))
+	defer first.conn.Close()
+	http.DefaultClient.CloseIdleConnections()
+	settle := func() int {
+		// Bounded: until two counts a while apart agree.
+		prev := -1
+		for range 50 {
+			time.Sleep(100 * time.Millisecond)
+			if g := runtime.NumGoroutine(); g == prev {
+				return g
+			} else {
+				prev = g
+			}
+		}
+		return prev
+	}
+	before := settle()
+	for _, p := range paths {
+		if _, status := e.openRaw(p); status != 200 {
+			t.Fatalf("open: %d", status)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	after := settle()
+	if hub.Streams() != n+1 {
+		t.Fatalf("%d streams open, want %d", hub.Streams(), n+1)
+	}
+	const margin = 5
+	if after-before > margin {
+		t.Fatalf("%d idle streams added %d goroutines (from %d to %d), want at most %d", n, after-before, before, after, margin)
+	}
+	t.Logf("%d idle streams: %d goroutines before, %d after", n, before, after)
+}

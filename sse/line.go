@@ -1,0 +1,210 @@
+package sse
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Line is a stream's connection once the hub took it over from the HTTP
+// server: the adapter frames the response body (HTTP/1.1's chunks) and
+// bounds each write; the hub decides what to write and when. Send and End
+// are called by one goroutine at a time; Alive may be called meanwhile.
+type Line interface {
+	// Send writes frames as one piece of the response body, within the
+	// stream write timeout.
+	Send(frames []byte) error
+	// Alive reports, without blocking, whether the client may still be
+	// there: false once it closed its end of the connection or the
+	// connection failed.
+	Alive() bool
+	// End writes final (none when empty) and the end of the body, within a
+	// short deadline, then closes the connection.
+	End(final []byte)
+}
+
+// Detacher is a Client whose connection the hub may take over once the
+// opening of a room stream is written and flushed, so that an idle stream
+// holds no goroutine and no buffer: Detach returns the Line, or nil when
+// the connection cannot be taken over (HTTP/2, TLS), and the stream stays
+// with its handler. After a Line was returned the handler must return
+// without writing anything more.
+type Detacher interface {
+	Detach() Line
+}
+
+// lineTick is the most time between two sweeps of the taken-over streams
+// (heartbeats, gone clients, token expiry); a shorter heartbeat sweeps
+// twice per heartbeat.
+const lineTick = time.Second
+
+// takeOver hands stream st to the hub when its client can be taken over
+// and its end is a time (not a channel): the opening in out is flushed,
+// the connection becomes a Line, and the stream lives on as st alone,
+// written by a drain goroutine that runs only while it has something to
+// write (drain), its heartbeats, gone client and token expiry seen by the
+// hub's sweep. Reports whether it did; false leaves st to the handler.
+func (h *Hub) takeOver(ctx context.Context, c Client, st *stream, out *writer, sent int64) bool {
+	d, ok := c.(Detacher)
+	if !ok {
+		return false
+	}
+	endAt, last, ok := deadlineOf(ctx)
+	if !ok || ctx.Err() != nil || out.flush() != nil {
+		return false
+	}
+	line := d.Detach()
+	if line == nil {
+		return false
+	}
+	st.sent, st.endAt, st.last = sent, endAt, last
+	st.lastWrite.Store(time.Now().UnixNano())
+	// Both under h.mu, so that no drain hangs up (leaving h.lines) before
+	// st is among the lines, and the sweep finds st.line set.
+	h.mu.Lock()
+	st.mu.Lock()
+	st.line = line
+	run := len(st.pend) > 0 || st.ended()
+	st.busy = run
+	st.mu.Unlock()
+	h.lines[st] = struct{}{}
+	h.mu.Unlock()
+	if run {
+		go h.drain(st)
+	}
+	select {
+	case <-h.done: // Close may have swept the lines before st was among them
+		st.end(EndShutdown)
+	default:
+	}
+	return true
+}
+
+// linePool holds the batch buffers of drains: an idle stream holds none.
+var linePool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuffer is the largest buffer given back to linePool.
+const maxPooledBuffer = 64 << 10
+
+// drain writes a taken-over stream's queued events (and the heartbeat
+// asked for), batch after batch, until there is nothing left; it hangs up
+// when the stream ends. One drain at most runs per stream (st.busy).
+func (h *Hub) drain(st *stream) {
+	bp := linePool.Get().(*[]byte)
+	out := writer{c: st.line, m: h.cfg.Metrics, kind: KindRoom, buf: (*bp)[:0]}
+	defer func() {
+		if cap(out.buf) <= maxPooledBuffer {
+			*bp = out.buf[:0]
+			linePool.Put(bp)
+		}
+	}()
+	pid := st.lease.PlayerID
+	for {
+		if st.ended() {
+			h.hangUp(st, &out)
+			return
+		}
+		batch, ping := st.take()
+		if batch == nil && !ping {
+			st.mu.Lock()
+			idle := len(st.pend) == 0 && !st.ping
+			if idle && !st.ended() {
+				st.busy = false
+				st.mu.Unlock()
+				return
+			}
+			st.mu.Unlock()
+			continue
+		}
+		end := ""
+		for _, e := range batch {
+			if st.sent, end = h.next(h.ctx, &out, st.user, st, e, st.sent, pid); end != "" {
+				break
+			}
+		}
+		st.recycle(batch)
+		if ping && len(out.buf) == 0 {
+			out.write(pingFrame)
+		}
+		if len(out.buf) > 0 {
+			if out.flush() != nil && end == "" {
+				end = EndWriteError
+			}
+			st.lastWrite.Store(time.Now().UnixNano())
+		}
+		if end != "" {
+			st.held.end(end)
+		}
+	}
+}
+
+// hangUp ends a taken-over stream: its last frame (the shutdown's retry,
+// the token_expiring event), the end of the body, the metrics, then its
+// presence lease and its room. The drain stays busy: nothing is written
+// after.
+func (h *Hub) hangUp(st *stream, out *writer) {
+	why := st.why
+	var final []byte
+	switch why {
+	case EndShutdown:
+		final = retryFrame(shutdownRetry())
+	case EndTokenExpiry:
+		final = st.last
+	}
+	st.line.End(final)
+	h.cfg.Metrics.StreamEnded(KindRoom, why)
+	h.cfg.Log.Debug("sse: stream ended", "room", st.lease.Room, "player", st.lease.PlayerID, "why", why)
+	h.finish(st.room, st)
+	h.mu.Lock()
+	delete(h.lines, st)
+	h.mu.Unlock()
+}
+
+// sweep is the shared clock of the taken-over streams, every lineTick: a
+// stream past its token's end ends (EndTokenExpiry); one whose client
+// closed its connection ends (EndClientGone), seen by a read that does not
+// block (one system call per stream and tick); one that wrote nothing for a heartbeat is sent one. A client
+// that went away is thus noticed within a tick, without a goroutine or a
+// timer per stream.
+func (h *Hub) sweep(context.Context) {
+	h.mu.Lock()
+	sts := make([]*stream, 0, len(h.lines))
+	for st := range h.lines {
+		sts = append(sts, st)
+	}
+	h.mu.Unlock()
+	now := time.Now()
+	idle := now.Add(-h.cfg.Heartbeat).UnixNano()
+	for _, st := range sts {
+		switch {
+		case !st.endAt.IsZero() && !now.Before(st.endAt):
+			st.end(EndTokenExpiry)
+		case !st.line.Alive():
+			st.end(EndClientGone)
+		case st.lastWrite.Load() <= idle:
+			st.kick(true)
+		}
+	}
+}
+
+// endLines ends every taken-over stream (EndShutdown) and waits, at most
+// wait, until they have hung up and released their leases.
+func (h *Hub) endLines(wait time.Duration) {
+	h.mu.Lock()
+	sts := make([]*stream, 0, len(h.lines))
+	for st := range h.lines {
+		sts = append(sts, st)
+	}
+	h.mu.Unlock()
+	for _, st := range sts {
+		st.end(EndShutdown)
+	}
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		h.mu.Lock()
+		n := len(h.lines)
+		h.mu.Unlock()
+		if n == 0 {
+			return
+		}
+	}
+}
