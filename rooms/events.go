@@ -31,9 +31,10 @@ type EventHeader struct {
 // of a resume the log could not serve.
 type SnapshotEvent struct {
 	EventHeader
-	Room         json.RawMessage `json:"room" schema:"ref=Room,desc=The room as GET /v1/rooms/{id} returns it, players included."`
-	State        json.RawMessage `json:"state" schema:"ref=State"`
-	StateVersion int64           `json:"stateVersion"`
+	// Room is the room as the REST API renders it (api.RoomJSON).
+	Room         any   `json:"room" schema:"ref=Room,desc=The room as GET /v1/rooms/{id} returns it, players included."`
+	State        State `json:"state" schema:"ref=State"`
+	StateVersion int64 `json:"stateVersion"`
 }
 
 // StateEvent is a state patch.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/realsync/realsync/rooms"
 )
 
 // EndTokenExpiry is why a stream ended just before its identity token
@@ -14,7 +16,7 @@ const EndTokenExpiry = "token_expiry"
 // TokenExpiringEvent is the type of the last event of a stream whose
 // identity token is about to expire. It carries no id, so the client's
 // Last-Event-ID stays that of the last room event.
-const TokenExpiringEvent = "token_expiring"
+const TokenExpiringEvent = rooms.EventTokenExpiring
 
 // expiry is when a stream must end because its credentials run out.
 type expiry struct {
@@ -73,6 +75,6 @@ func deadlineOf(ctx context.Context) (end time.Time, last []byte, ok bool) {
 
 // expiringFrame is the token_expiring event for a token expiring at.
 func expiringFrame(at time.Time) []byte {
-	data, _ := json.Marshal(map[string]string{"type": TokenExpiringEvent, "expiresAt": stamp(at)})
+	data, _ := json.Marshal(rooms.TokenExpiringEvent{Type: TokenExpiringEvent, ExpiresAt: stamp(at)})
 	return appendFrame(nil, "", TokenExpiringEvent, data)
 }

@@ -240,16 +240,12 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 // of the last room event; a resume that needed a snapshot gets none (the
 // snapshot says so). Clients learn at once, even in a quiet room, that a
 // reconnection lost nothing.
-const ResumedEvent = "resumed"
+const ResumedEvent = rooms.EventResumed
 
 // resumedFrame is the resumed event of room id after a replay up to version.
 func resumedFrame(id string, version int64) []byte {
-	data, _ := json.Marshal(struct {
-		Type    string `json:"type"`
-		RoomID  string `json:"roomId"`
-		Version int64  `json:"version"`
-		TS      string `json:"ts"`
-	}{ResumedEvent, id, version, stamp(time.Now())})
+	data, _ := json.Marshal(rooms.ResumedEvent{EventHeader: rooms.EventHeader{Type: rooms.EventResumed,
+		RoomID: id, Version: version, TS: stamp(time.Now())}})
 	return appendFrame(nil, "", ResumedEvent, data)
 }
 
@@ -378,17 +374,6 @@ func (h *Hub) next(ctx context.Context, out *writer, u rooms.User, st *stream, e
 	return e.Version, e.ends(pid)
 }
 
-// snapshotEvent is the payload of a snapshot event.
-type snapshotEvent struct {
-	Type         string      `json:"type"`
-	RoomID       string      `json:"roomId"`
-	Version      int64       `json:"version"`
-	TS           string      `json:"ts"`
-	Room         any         `json:"room"`
-	State        rooms.State `json:"state"`
-	StateVersion int64       `json:"stateVersion"`
-}
-
 // writeSnapshot adds a snapshot event's frame to out, its JSON encoded
 // straight into out's buffer (one line: no newline inside compact JSON).
 func (h *Hub) writeSnapshot(out *writer, u rooms.User, s *Snapshot) {
@@ -401,8 +386,8 @@ func (h *Hub) writeSnapshot(out *writer, u rooms.User, s *Snapshot) {
 	out.buf = append(out.buf, oneLine(formatID(s.Version, s.Tag))...)
 	out.buf = append(out.buf, "\nevent: snapshot\ndata: "...)
 	b := bytes.NewBuffer(out.buf)
-	err := json.NewEncoder(b).Encode(snapshotEvent{Type: "snapshot", RoomID: s.Room.ID, Version: s.Version,
-		TS: stamp(time.Now()), Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
+	err := json.NewEncoder(b).Encode(rooms.SnapshotEvent{EventHeader: rooms.EventHeader{Type: rooms.EventSnapshot,
+		RoomID: s.Room.ID, Version: s.Version, TS: stamp(time.Now())}, Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
 		State: state, StateVersion: s.Room.StateVersion})
 	if err != nil {
 		h.cfg.Log.Error("sse: encoding snapshot", "room", s.Room.ID, "err", err)

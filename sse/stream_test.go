@@ -56,11 +56,17 @@ func TestStreamsOpenedDuringWritesMissNothing(t *testing.T) {
 		const writes = 150
 		var wg sync.WaitGroup
 		wg.Add(1)
+		opened := make(chan struct{})
 		go func() {
 			defer wg.Done()
 			for i := range writes {
 				e.patch(t, alice, id, i)
 			}
+			// one more once every stream is open: the writes may all be
+			// done before the last stream opens, and each stream must see
+			// at least one live event
+			<-opened
+			e.patch(t, alice, id, writes)
 		}()
 		var clients []*client
 		for i := range 8 {
@@ -73,6 +79,7 @@ func TestStreamsOpenedDuringWritesMissNothing(t *testing.T) {
 			clients = append(clients, cl)
 			time.Sleep(5 * time.Millisecond)
 		}
+		close(opened)
 		wg.Wait()
 		final := version(t, e, id)
 		for i, cl := range clients {
