@@ -5,12 +5,12 @@
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
 # them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
-# sse lobby go redistime (default: all).
+# sse lobby go redistime capacity (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime)
+[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
 tmp=$(mktemp -d)
@@ -156,4 +156,22 @@ if want redistime; then
     env REALSYNC_TEST_REDIS_URL=redis://127.0.0.1:$redis_port go test ./store -run '^$' -bench RedisTime -benchtime 20x
   start_rsd
   say "quick-join + leave, 256 clients into one mode and region" rt -urls "$rsd" -clients 256 -mix quickjoin=1 -duration 8s
+fi
+
+# The inputs of docs/CAPACITY.md (scripts/capacity.py): per kind of request
+# alone, realsyncd's CPU (-cpu-pid) and Redis' CPU (-redis) per request,
+# with realsyncd's defaults (batching, the Functions library) but rate
+# limits and quotas off; then the anchor and the minimal handler alike.
+if want capacity; then
+  anchor_srv=127.0.0.1:$(free_port)
+  "$tmp/rsload" -serve-minimal "$anchor_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  anchor_pid=$!
+  pids+=("$anchor_pid")
+  start_rsd
+  cap() { "$tmp/rsload" -scenario ops -clients 32 -rooms 10 -duration 5s -redis "redis://127.0.0.1:$redis_port" "$@"; }
+  for mix in healthz=1 get=1 list=1 join=1 patch=1 create=1; do
+    say "capacity input: $mix" cap -urls "$rsd" -mix "$mix" -cpu-pid "$rsd_pid"
+  done
+  say "capacity input: the minimal handler" cap -urls "http://$minimal" -mix healthz=1 -cpu-pid "$minimal_pid"
+  say "capacity input: the anchor" cap -urls "http://$anchor_srv" -mix anchor=1 -cpu-pid "$anchor_pid"
 fi
