@@ -14,8 +14,8 @@ import (
 // RoomsEvent is the lobby stream's first event (and the one after a
 // resync): up to 100 joinable public rooms in fill order.
 type RoomsEvent struct {
-	Type  string            `json:"type"`
-	Rooms []any `json:"rooms" schema:"ref=Room,desc=Rooms as GET /v1/rooms lists them, without players."`
+	Type  string `json:"type"`
+	Rooms []any  `json:"rooms" schema:"ref=Room,desc=Rooms as GET /v1/rooms lists them, without players."`
 }
 
 // RoomChangeEvent is room_added (a room became joinable) or room_updated
