@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"github.com/realsync/realsync/internal/redisinfo"
+
 	"context"
 	"fmt"
 	"os"
@@ -181,25 +183,12 @@ func redisFigures(b *testing.B, c redis.UniversalClient) figures {
 		b.Fatal(err)
 	}
 	var f figures
+	f.cpu, _ = redisinfo.CPU(info)
+	ev := redisinfo.Commandstats(info)["evalsha"]
+	f.calls, f.usec = float64(ev.Calls), float64(ev.Usec)
 	for _, l := range strings.Split(info, "\r\n") {
-		k, v, _ := strings.Cut(l, ":")
-		switch k {
-		case "used_cpu_sys", "used_cpu_user":
-			x, _ := strconv.ParseFloat(v, 64)
-			f.cpu += x
-		case "total_reads_processed":
+		if v, ok := strings.CutPrefix(l, "total_reads_processed:"); ok {
 			f.reads, _ = strconv.ParseFloat(v, 64)
-		case "cmdstat_evalsha":
-			for _, kv := range strings.Split(v, ",") {
-				name, x, _ := strings.Cut(kv, "=")
-				n, _ := strconv.ParseFloat(x, 64)
-				switch name {
-				case "calls":
-					f.calls = n
-				case "usec":
-					f.usec = n
-				}
-			}
 		}
 	}
 	return f

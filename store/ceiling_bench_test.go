@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"github.com/realsync/realsync/internal/redisinfo"
+
 	"context"
 	"os/exec"
 	"strconv"
@@ -82,15 +84,8 @@ func scriptMicros(b *testing.B, c redis.UniversalClient) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, l := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(l, "cmdstat_evalsha:"); ok {
-			for _, f := range strings.Split(rest, ",") {
-				if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
-					n, _ := strconv.ParseFloat(v, 64)
-					return n
-				}
-			}
-		}
+	if st, ok := redisinfo.Commandstats(info)["evalsha"]; ok {
+		return st.PerCall()
 	}
 	b.Fatalf("no evalsha in INFO commandstats: %q", info)
 	return 0

@@ -1,10 +1,11 @@
 package store_test
 
 import (
+	"github.com/realsync/realsync/internal/redisinfo"
+
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -73,8 +74,8 @@ func BenchmarkRedisTime(b *testing.B) {
 		a.ops += phaseOps
 		a.cpuUs += (cpu1 - cpu0) * 1e6
 		for name, s1 := range st1 {
-			d := s1.calls - st0[name].calls
-			us := float64(s1.usec - st0[name].usec)
+			d := s1.Calls - st0[name].Calls
+			us := float64(s1.Usec - st0[name].Usec)
 			switch {
 			case name == "evalsha" || name == "eval" || name == "fcall":
 				a.scriptUs += us
@@ -149,35 +150,13 @@ func benchPool(b *testing.B, s *store.Store) (pool []string, owners []rooms.User
 	return pool, owners
 }
 
-type cmdstat struct{ calls, usec int64 }
-
 // commandstats reads INFO commandstats: command → calls, µs.
-func commandstats(b *testing.B, c redis.UniversalClient) map[string]cmdstat {
+func commandstats(b *testing.B, c redis.UniversalClient) map[string]redisinfo.Stat {
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := map[string]cmdstat{}
-	for _, l := range strings.Split(info, "\r\n") {
-		rest, ok := strings.CutPrefix(l, "cmdstat_")
-		if !ok {
-			continue
-		}
-		name, fields, _ := strings.Cut(rest, ":")
-		var s cmdstat
-		for _, f := range strings.Split(fields, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				s.calls = n
-			case "usec":
-				s.usec = n
-			}
-		}
-		out[name] = s
-	}
-	return out
+	return redisinfo.Commandstats(info)
 }
 
 // redisCPU is the redis-server's used_cpu_user + used_cpu_sys, seconds.
@@ -186,12 +165,9 @@ func redisCPU(b *testing.B, c redis.UniversalClient) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sum float64
-	for _, l := range strings.Split(info, "\r\n") {
-		if k, v, _ := strings.Cut(l, ":"); k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, _ := strconv.ParseFloat(v, 64)
-			sum += f
-		}
+	cpu, ok := redisinfo.CPU(info)
+	if !ok {
+		b.Fatalf("INFO cpu: %q", info)
 	}
-	return sum
+	return cpu
 }

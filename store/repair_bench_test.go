@@ -1,10 +1,10 @@
 package store_test
 
 import (
+	"github.com/realsync/realsync/internal/redisinfo"
+
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,17 +75,9 @@ func commandMicros(b *testing.B, c redis.UniversalClient, keep func(cmd string) 
 		b.Fatal(err)
 	}
 	total := 0.0
-	for _, l := range strings.Split(info, "\r\n") {
-		stat, ok := strings.CutPrefix(l, "cmdstat_")
-		cmd, fields, _ := strings.Cut(stat, ":")
-		if !ok || !keep(cmd) {
-			continue
-		}
-		for _, f := range strings.Split(fields, ",") {
-			if v, ok := strings.CutPrefix(f, "usec="); ok {
-				n, _ := strconv.ParseFloat(v, 64)
-				total += n
-			}
+	for cmd, st := range redisinfo.Commandstats(info) {
+		if keep(cmd) {
+			total += float64(st.Usec)
 		}
 	}
 	return total

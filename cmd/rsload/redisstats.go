@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/realsync/realsync/internal/redisinfo"
+
 	"context"
 	"fmt"
 	"io"
@@ -237,18 +239,11 @@ func (p *redisProbe) cpu(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var sum float64
-	for _, l := range strings.Split(info, "\r\n") {
-		k, v, _ := strings.Cut(l, ":")
-		if k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, fmt.Errorf("INFO cpu %s: %w", l, err)
-			}
-			sum += f
-		}
+	cpu, ok := redisinfo.CPU(info)
+	if !ok {
+		return 0, fmt.Errorf("INFO cpu has no used_cpu_user or used_cpu_sys: %q", info)
 	}
-	return sum, nil
+	return cpu, nil
 }
 
 // commandstats reads INFO commandstats: name → calls, usec.
@@ -260,27 +255,11 @@ func (p *redisProbe) commandstats(ctx context.Context) (map[string]RedisStat, er
 	return parseCommandstats(info), nil
 }
 
-// parseCommandstats reads "cmdstat_<name>:calls=N,usec=N,..." lines.
+// parseCommandstats reads INFO commandstats as the report shows it.
 func parseCommandstats(info string) map[string]RedisStat {
 	out := map[string]RedisStat{}
-	for _, l := range strings.Split(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(l), "cmdstat_")
-		if !ok {
-			continue
-		}
-		name, fields, _ := strings.Cut(rest, ":")
-		s := RedisStat{Name: name}
-		for _, f := range strings.Split(fields, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				s.Calls = n
-			case "usec":
-				s.Usec = n
-			}
-		}
-		out[name] = s
+	for name, st := range redisinfo.Commandstats(info) {
+		out[name] = RedisStat{Name: name, Calls: st.Calls, Usec: st.Usec}
 	}
 	return out
 }

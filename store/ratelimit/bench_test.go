@@ -1,9 +1,10 @@
 package ratelimit_test
 
 import (
+	"github.com/realsync/realsync/internal/redisinfo"
+
 	"context"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,21 +86,10 @@ func scriptStats(b *testing.B, c redis.UniversalClient) (calls int64, usec float
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
-			continue
-		}
-		for _, kv := range strings.Split(strings.TrimSpace(line[strings.Index(line, ":")+1:]), ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "calls":
-				n, _ := strconv.ParseInt(v, 10, 64)
-				calls += n
-			case "usec":
-				f, _ := strconv.ParseFloat(v, 64)
-				usec += f
-			}
-		}
+	st := redisinfo.Commandstats(info)
+	for _, name := range []string{"evalsha", "eval"} {
+		calls += st[name].Calls
+		usec += float64(st[name].Usec)
 	}
 	return calls, usec
 }
