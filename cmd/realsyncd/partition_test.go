@@ -91,9 +91,12 @@ func TestPartitionedInstance(t *testing.T) {
 	toRedis.Heal()
 	healed := time.Now()
 	within(t, "a: /readyz 200 after the heal", func() bool { return ta.timed("GET", a.url+"/readyz", "", nil).status == 200 })
-	if !patch(t, a, id, toks[1], map[string]any{"after": true}) {
-		t.Fatal("patch through a after the heal failed")
-	}
+	// go-redis answers new connections with its last dial error until its
+	// background dial gets through (about a second), so the first writes
+	// after the heal may still be 503: within the bound, one must pass.
+	within(t, "a: a patch through a after the heal", func() bool {
+		return patch(t, a, id, toks[1], map[string]any{"after": true})
+	})
 	within(t, "a: its stream is back", func() bool { return connected(watcher.all(), 2) })
 	final := roomVersion(t, b, id, toks[0])
 	es := cutoff.waitVersion(final, 20*time.Second)
