@@ -110,7 +110,7 @@ func NewHub(cfg Config) *Hub {
 	h.every(h.cfg.PresenceTTL/3, h.renew)
 	h.every(h.cfg.CheckInterval, h.check)
 	h.every(lobbyCoalesce, h.flushLobby)
-	h.every(min(lineTick, h.cfg.Heartbeat/2), h.sweep)
+	h.every(sweepEvery(h.cfg.Heartbeat), h.sweep)
 	return h
 }
 

@@ -38,6 +38,9 @@ type Detacher interface {
 // twice per heartbeat.
 const lineTick = time.Second
 
+// sweepEvery is the time between two sweeps for a heartbeat of hb.
+func sweepEvery(hb time.Duration) time.Duration { return min(lineTick, hb/2) }
+
 // takeOver hands stream st to the hub when its client can be taken over
 // and its end is a time (not a channel): the opening in out is flushed,
 // the connection becomes a Line, and the stream lives on as st alone,
@@ -163,7 +166,7 @@ func (h *Hub) hangUp(st *stream, out *writer) {
 // sweep is the shared clock of the taken-over streams, every lineTick: a
 // stream past its token's end ends (EndTokenExpiry); one whose client
 // closed its connection ends (EndClientGone), seen by a read that does not
-// block (one system call per stream and tick); one that wrote nothing for a heartbeat is sent one. A client
+// block (one system call per stream and tick); one that would write nothing for a heartbeat is sent one (so a ping follows the last write within the heartbeat, at least a tick before it). A client
 // that went away is thus noticed within a tick, without a goroutine or a
 // timer per stream.
 func (h *Hub) sweep(context.Context) {
@@ -174,7 +177,10 @@ func (h *Hub) sweep(context.Context) {
 	}
 	h.mu.Unlock()
 	now := time.Now()
-	idle := now.Add(-h.cfg.Heartbeat).UnixNano()
+	// a stream quiet for a heartbeat less one sweep gets its ping now: the
+	// next sweep would be past the heartbeat (proxies' idle timeouts are
+	// set from it)
+	idle := now.Add(-(h.cfg.Heartbeat - sweepEvery(h.cfg.Heartbeat))).UnixNano()
 	for _, st := range sts {
 		switch {
 		case !st.endAt.IsZero() && !now.Before(st.endAt):
