@@ -30,6 +30,9 @@ func replyStatus(v any) ([]any, error) {
 	if err, ok := scriptErrors[status]; ok {
 		return nil, err
 	}
+	if status == "TO_NOT_MEMBER" && len(arr) == 2 {
+		return nil, rooms.Invalid("to", "player %v is not in the room", arr[1])
+	}
 	return nil, fmt.Errorf("store: unexpected script status %q", status)
 }
 
@@ -55,7 +58,17 @@ var scriptErrors = map[string]error{
 	"JOINABLE_EXISTS":     errJoinableExists,
 	"BANNED":              rooms.ErrBanned,
 	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),
+	"NONE":                errNothingPicked,
+	"TAKEN":               errPickTaken,
 }
+
+// quick_join.lua's refusals, turned into outcomes by pickAndJoin: no
+// joinable room and none to create, or every candidate taken before the
+// script ran.
+var (
+	errNothingPicked = errors.New("store: no room to join and none to create")
+	errPickTaken     = errors.New("store: every candidate was taken")
+)
 
 // refused reports whether err is a refusal a script answered (one of
 // scriptErrors): the script changed nothing. Any other error (a timeout, a
