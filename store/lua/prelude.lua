@@ -196,13 +196,15 @@ local function index_rem(status)
 end
 
 -- placement reads what decides a room's index entries, and what joins and
--- leaves check (invite code, owner, player sequence); nil when it is gone.
+-- leaves check (invite code, owner, player sequence, whether it ever
+-- banned: bn "0" never, nil for a room created before the field); nil when
+-- it is gone.
 local function placement()
-  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver', 'lb')
+  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver', 'lb', 'bn')
   if not r[1] then return nil end
   known_ver, known_lb = tonumber(r[12]), tonumber(r[13]) or 0
   return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6],
-    m = r[7], r = r[8], cd = r[9], ow = r[10], sq = tonumber(r[11])}
+    m = r[7], r = r[8], cd = r[9], ow = r[10], sq = tonumber(r[11]), bn = r[14]}
 end
 
 -- with_count is placement p with playerCount pc.
@@ -286,10 +288,12 @@ local function reindex(old, ver, new)
 end
 
 -- index_user adds the room to user uid's rooms in the shard user index
--- (a hash: cheaper per entry than a zset of "<user> <room>" members).
+-- (a hash: cheaper per entry than a zset of "<user> <room>" members); one
+-- call when the user is in no other room of the shard, the usual case.
 local function index_user(uid)
+  if redis.call('HSETNX', K_USERIDX, uid, room_id) == 1 then return end
   local cur = redis.call('HGET', K_USERIDX, uid)
-  redis.call('HSET', K_USERIDX, uid, cur and (cur .. ' ' .. room_id) or room_id)
+  redis.call('HSET', K_USERIDX, uid, cur .. ' ' .. room_id)
 end
 
 -- unindex_user removes the room from user uid's rooms.
@@ -315,12 +319,13 @@ local function deny(vi)
 end
 
 -- add_player makes uid the next player of the room placed at p (playerIds
--- are never reused) and emits player_joined. Returns the playerId.
-local function add_player(uid, name_json, p)
+-- are never reused) and emits player_joined; seated: the users hash holds
+-- uid already (take_seat). Returns the playerId.
+local function add_player(uid, name_json, p, seated)
   local pid = p.sq + 1
   local after = math.max(0, now - math.floor(tonumber(p.cr) / 1000))
   redis.call('HSET', K_PLAYERS, pid, num(after) .. '|' .. name_json)
-  redis.call('HSET', K_USERS, uid, pid)
+  if not seated then redis.call('HSET', K_USERS, uid, pid) end
   index_user(uid)
   emit('player_joined', ',"player":{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' ..
     iso_now() .. '","connected":false}', 'sq', pid, 'pc', p.pc + 1)
