@@ -7,8 +7,12 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// CreateRoom implements POST /v1/rooms.
-func (s *Server) CreateRoom(w http.ResponseWriter, r *http.Request) {
+// CreateRoom implements POST /v1/rooms, honouring an Idempotency-Key.
+func (s *Server) CreateRoom(w http.ResponseWriter, r *http.Request, params oapi.CreateRoomParams) {
+	s.idempotent(w, r, params.IdempotencyKey, s.createRoom)
+}
+
+func (s *Server) createRoom(w http.ResponseWriter, r *http.Request) {
 	var p rooms.CreateParams
 	if err := decodeBody(r, &p, false, jsonType); err != nil {
 		s.writeError(w, r, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/fleet"
+	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 )
@@ -61,6 +62,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		userRepairCall{index: "i", schedule: "s", entries: []userEntry{{"u1", id, "r"}}},
 		codeRepairCall{codes: "c", schedule: "s", entries: []codeEntry{{"CODE", id, "r"}}},
 		indexRepairCall{index: indexKey{key: "k", kind: "waiting"}, schedule: "s", entries: []string{id}, roomHashes: []string{"r"}},
+		idempotencyCall{key: "k", op: "record", token: "t", ms: 1000, answer: idempotency.Answer{Status: 201, Body: []byte("{}")}},
 		quickJoinCall{keys: s.keys, shard: 1, mode: "pool", region: "eu", pubcmd: "PUBLISH", logArgs: s.argv,
 			user: "u1", nameJSON: `"Ann"`, candidates: []string{id}, createID: id, create: nr},
 	}

@@ -20,6 +20,8 @@ const (
 	BANNED               ProblemCode = "BANNED"
 	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
+	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
+	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
 	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
@@ -63,6 +65,10 @@ func (e ProblemCode) Valid() bool {
 	case CODEGUESSESLIMITED:
 		return true
 	case GUESTAUTHDISABLED:
+		return true
+	case IDEMPOTENCYKEYINUSE:
+		return true
+	case IDEMPOTENCYKEYREUSED:
 		return true
 	case INTERNAL:
 		return true
@@ -602,6 +608,9 @@ type UpdateRoomRequest struct {
 // Visibility defines model for Visibility.
 type Visibility string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // RoomId defines model for RoomId.
 type RoomId = string
 
@@ -616,6 +625,9 @@ type Forbidden = Problem
 
 // Invalid defines model for Invalid.
 type Invalid = Problem
+
+// InvalidOrKeyReused defines model for InvalidOrKeyReused.
+type InvalidOrKeyReused = Problem
 
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
@@ -632,8 +644,8 @@ type PreconditionFailed = Problem
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Problem
 
-// RoomsLimit defines model for RoomsLimit.
-type RoomsLimit = Problem
+// RoomsLimitOrKeyInUse defines model for RoomsLimitOrKeyInUse.
+type RoomsLimitOrKeyInUse = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
@@ -654,6 +666,26 @@ type UnsupportedMediaType = Problem
 type StreamLobbyEventsParams struct {
 	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
+}
+
+// QuickJoinParams defines parameters for QuickJoin.
+type QuickJoinParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // MyRoomsParams defines parameters for MyRooms.
@@ -685,6 +717,26 @@ type ListRoomsParams struct {
 
 // ListRoomsParamsSort defines parameters for ListRooms.
 type ListRoomsParamsSort string
+
+// CreateRoomParams defines parameters for CreateRoom.
+type CreateRoomParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // StreamRoomEventsParams defines parameters for StreamRoomEvents.
 type StreamRoomEventsParams struct {
@@ -789,7 +841,7 @@ type ServerInterface interface {
 	CreateLobbyStreamToken(w http.ResponseWriter, r *http.Request)
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	// (POST /v1/matchmaking/quick-join)
-	QuickJoin(w http.ResponseWriter, r *http.Request)
+	QuickJoin(w http.ResponseWriter, r *http.Request, params QuickJoinParams)
 	// MyRooms The rooms the caller is in
 	// (GET /v1/me/rooms)
 	MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams)
@@ -798,7 +850,7 @@ type ServerInterface interface {
 	ListRooms(w http.ResponseWriter, r *http.Request, params ListRoomsParams)
 	// CreateRoom Create a room
 	// (POST /v1/rooms)
-	CreateRoom(w http.ResponseWriter, r *http.Request)
+	CreateRoom(w http.ResponseWriter, r *http.Request, params CreateRoomParams)
 	// JoinRoomByCode Join a room by its invite code
 	// (POST /v1/rooms/join-by-code)
 	JoinRoomByCode(w http.ResponseWriter, r *http.Request)
@@ -918,7 +970,7 @@ func (_ Unimplemented) CreateLobbyStreamToken(w http.ResponseWriter, r *http.Req
 
 // QuickJoin Join the best joinable public room of a mode, or create one
 // (POST /v1/matchmaking/quick-join)
-func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request, params QuickJoinParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -936,7 +988,7 @@ func (_ Unimplemented) ListRooms(w http.ResponseWriter, r *http.Request, params 
 
 // CreateRoom Create a room
 // (POST /v1/rooms)
-func (_ Unimplemented) CreateRoom(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) CreateRoom(w http.ResponseWriter, r *http.Request, params CreateRoomParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1230,8 +1282,35 @@ func (siw *ServerInterfaceWrapper) CreateLobbyStreamToken(w http.ResponseWriter,
 // QuickJoin operation middleware
 func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params QuickJoinParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.QuickJoin(w, r)
+		siw.Handler.QuickJoin(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1414,8 +1493,35 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 // CreateRoom operation middleware
 func (siw *ServerInterfaceWrapper) CreateRoom(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRoomParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateRoom(w, r)
+		siw.Handler.CreateRoom(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {

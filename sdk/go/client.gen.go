@@ -25,6 +25,8 @@ const (
 	BANNED               ProblemCode = "BANNED"
 	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
+	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
+	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
 	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
@@ -68,6 +70,10 @@ func (e ProblemCode) Valid() bool {
 	case CODEGUESSESLIMITED:
 		return true
 	case GUESTAUTHDISABLED:
+		return true
+	case IDEMPOTENCYKEYINUSE:
+		return true
+	case IDEMPOTENCYKEYREUSED:
 		return true
 	case INTERNAL:
 		return true
@@ -607,6 +613,9 @@ type UpdateRoomRequest struct {
 // Visibility defines model for Visibility.
 type Visibility string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // RoomId defines model for RoomId.
 type RoomId = string
 
@@ -621,6 +630,9 @@ type Forbidden = Problem
 
 // Invalid defines model for Invalid.
 type Invalid = Problem
+
+// InvalidOrKeyReused defines model for InvalidOrKeyReused.
+type InvalidOrKeyReused = Problem
 
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
@@ -637,8 +649,8 @@ type PreconditionFailed = Problem
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Problem
 
-// RoomsLimit defines model for RoomsLimit.
-type RoomsLimit = Problem
+// RoomsLimitOrKeyInUse defines model for RoomsLimitOrKeyInUse.
+type RoomsLimitOrKeyInUse = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
@@ -659,6 +671,26 @@ type UnsupportedMediaType = Problem
 type StreamLobbyEventsParams struct {
 	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
+}
+
+// QuickJoinParams defines parameters for QuickJoin.
+type QuickJoinParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // MyRoomsParams defines parameters for MyRooms.
@@ -690,6 +722,26 @@ type ListRoomsParams struct {
 
 // ListRoomsParamsSort defines parameters for ListRooms.
 type ListRoomsParamsSort string
+
+// CreateRoomParams defines parameters for CreateRoom.
+type CreateRoomParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // StreamRoomEventsParams defines parameters for StreamRoomEvents.
 type StreamRoomEventsParams struct {
@@ -996,10 +1048,12 @@ type ClientInterface interface {
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	QuickJoinWithBody(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	//
@@ -1024,10 +1078,12 @@ type ClientInterface interface {
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoin(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	QuickJoin(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// MyRooms The rooms the caller is in
 	//
@@ -1086,10 +1142,12 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoomWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRoomWithBody(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRoom Create a room
 	//
@@ -1098,10 +1156,12 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoom(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRoom(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// JoinRoomByCodeWithBody Join a room by its invite code
 	//
@@ -1748,11 +1808,13 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *APIClient) QuickJoinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewQuickJoinRequestWithBody(c.Server, contentType, body)
+func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQuickJoinRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1786,11 +1848,13 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, contentType string, b
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *APIClient) QuickJoin(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewQuickJoinRequest(c.Server, body)
+func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQuickJoinRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1878,11 +1942,13 @@ func (c *APIClient) ListRooms(ctx context.Context, params *ListRoomsParams, reqE
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *APIClient) CreateRoomWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRoomRequestWithBody(c.Server, contentType, body)
+func (c *APIClient) CreateRoomWithBody(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRoomRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1900,11 +1966,13 @@ func (c *APIClient) CreateRoomWithBody(ctx context.Context, contentType string, 
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *APIClient) CreateRoom(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRoomRequest(c.Server, body)
+func (c *APIClient) CreateRoom(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRoomRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2829,18 +2897,18 @@ func NewCreateLobbyStreamTokenRequest(server string) (*http.Request, error) {
 }
 
 // NewQuickJoinRequest calls the generic QuickJoin builder with application/json body
-func NewQuickJoinRequest(server string, body QuickJoinJSONRequestBody) (*http.Request, error) {
+func NewQuickJoinRequest(server string, params *QuickJoinParams, body QuickJoinJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewQuickJoinRequestWithBody(server, "application/json", bodyReader)
+	return NewQuickJoinRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewQuickJoinRequestWithBody constructs an http.Request for the QuickJoin method, with any body, and a specified content type
-func NewQuickJoinRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewQuickJoinRequestWithBody(server string, params *QuickJoinParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2864,6 +2932,21 @@ func NewQuickJoinRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3073,18 +3156,18 @@ func NewListRoomsRequest(server string, params *ListRoomsParams) (*http.Request,
 }
 
 // NewCreateRoomRequest calls the generic CreateRoom builder with application/json body
-func NewCreateRoomRequest(server string, body CreateRoomJSONRequestBody) (*http.Request, error) {
+func NewCreateRoomRequest(server string, params *CreateRoomParams, body CreateRoomJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateRoomRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateRoomRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateRoomRequestWithBody constructs an http.Request for the CreateRoom method, with any body, and a specified content type
-func NewCreateRoomRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateRoomRequestWithBody(server string, params *CreateRoomParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3108,6 +3191,21 @@ func NewCreateRoomRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3985,10 +4083,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
+	QuickJoinWithBodyWithResponse(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
 
 	// QuickJoinWithResponse Join the best joinable public room of a mode, or create one
 	//
@@ -4013,10 +4113,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoinWithResponse(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
+	QuickJoinWithResponse(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
 
 	// MyRoomsWithResponse The rooms the caller is in
 	//
@@ -4079,10 +4181,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoomWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
+	CreateRoomWithBodyWithResponse(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
 
 	// CreateRoomWithResponse Create a room
 	//
@@ -4091,10 +4195,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoomWithResponse(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
+	CreateRoomWithResponse(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
 
 	// JoinRoomByCodeWithBodyWithResponse Join a room by its invite code
 	//
@@ -5224,9 +5330,25 @@ func (r CreateLobbyStreamTokenResponse) ContentType() string {
 	return ""
 }
 
+// QuickJoinResponse200Headers the declared response headers of an HTTP 200 response for QuickJoin
+type QuickJoinResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// QuickJoinResponse201Headers the declared response headers of an HTTP 201 response for QuickJoin
+type QuickJoinResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
 // QuickJoinResponse401Headers the declared response headers of an HTTP 401 response for QuickJoin
 type QuickJoinResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// QuickJoinResponse409Headers the declared response headers of an HTTP 409 response for QuickJoin
+type QuickJoinResponse409Headers struct {
+	RetryAfter *int
 }
 
 // QuickJoinResponse429Headers the declared response headers of an HTTP 429 response for QuickJoin
@@ -5254,19 +5376,25 @@ type QuickJoinResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *RoomsLimit
+	ApplicationproblemJSON409 *RoomsLimitOrKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Invalid
+	ApplicationproblemJSON422 *InvalidOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *QuickJoinResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *QuickJoinResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *QuickJoinResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *QuickJoinResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *QuickJoinResponse429Headers
 }
@@ -5307,7 +5435,7 @@ func (r QuickJoinResponse) GetApplicationproblemJSON408() *RequestTimeout {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r QuickJoinResponse) GetApplicationproblemJSON409() *RoomsLimit {
+func (r QuickJoinResponse) GetApplicationproblemJSON409() *RoomsLimitOrKeyInUse {
 	return r.ApplicationproblemJSON409
 }
 
@@ -5322,7 +5450,7 @@ func (r QuickJoinResponse) GetApplicationproblemJSON415() *UnsupportedMediaType 
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r QuickJoinResponse) GetApplicationproblemJSON422() *Invalid {
+func (r QuickJoinResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -5551,12 +5679,18 @@ func (r ListRoomsResponse) ContentType() string {
 
 // CreateRoomResponse201Headers the declared response headers of an HTTP 201 response for CreateRoom
 type CreateRoomResponse201Headers struct {
-	Location *string
+	IdempotentReplayed *string
+	Location           *string
 }
 
 // CreateRoomResponse401Headers the declared response headers of an HTTP 401 response for CreateRoom
 type CreateRoomResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// CreateRoomResponse409Headers the declared response headers of an HTTP 409 response for CreateRoom
+type CreateRoomResponse409Headers struct {
+	RetryAfter *int
 }
 
 // CreateRoomResponse429Headers the declared response headers of an HTTP 429 response for CreateRoom
@@ -5580,13 +5714,13 @@ type CreateRoomResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *RoomsLimit
+	ApplicationproblemJSON409 *RoomsLimitOrKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Invalid
+	ApplicationproblemJSON422 *InvalidOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5595,6 +5729,8 @@ type CreateRoomResponse struct {
 	Headers201 *CreateRoomResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateRoomResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateRoomResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateRoomResponse429Headers
 }
@@ -5625,7 +5761,7 @@ func (r CreateRoomResponse) GetApplicationproblemJSON408() *RequestTimeout {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CreateRoomResponse) GetApplicationproblemJSON409() *RoomsLimit {
+func (r CreateRoomResponse) GetApplicationproblemJSON409() *RoomsLimitOrKeyInUse {
 	return r.ApplicationproblemJSON409
 }
 
@@ -5640,7 +5776,7 @@ func (r CreateRoomResponse) GetApplicationproblemJSON415() *UnsupportedMediaType
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CreateRoomResponse) GetApplicationproblemJSON422() *Invalid {
+func (r CreateRoomResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -7336,11 +7472,13 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
-	rsp, err := c.QuickJoinWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
+	rsp, err := c.QuickJoinWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7370,11 +7508,13 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
-	rsp, err := c.QuickJoin(ctx, body, reqEditors...)
+func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
+	rsp, err := c.QuickJoin(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7454,11 +7594,13 @@ func (c *ClientWithResponses) ListRoomsWithResponse(ctx context.Context, params 
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
-	rsp, err := c.CreateRoomWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
+	rsp, err := c.CreateRoomWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7472,11 +7614,13 @@ func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *ClientWithResponses) CreateRoomWithResponse(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
-	rsp, err := c.CreateRoom(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateRoomWithResponse(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
+	rsp, err := c.CreateRoom(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8729,7 +8873,7 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest RoomsLimit
+		var dest RoomsLimitOrKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -8750,7 +8894,7 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest InvalidOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -8773,6 +8917,33 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers QuickJoinResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers QuickJoinResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers QuickJoinResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -8783,6 +8954,16 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers QuickJoinResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers QuickJoinResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -9058,7 +9239,7 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest RoomsLimit
+		var dest RoomsLimitOrKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9079,7 +9260,7 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest InvalidOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9104,6 +9285,13 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateRoomResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -9122,6 +9310,16 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateRoomResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateRoomResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

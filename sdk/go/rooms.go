@@ -24,7 +24,7 @@ func decoded[T any](v *T) (*T, error) {
 // examples/dedicated-server). Errors: 422 VALIDATION_FAILED naming each
 // bad field, 409 OWNED_ROOMS_LIMIT or JOINED_ROOMS_LIMIT.
 func (c *Client) CreateRoom(ctx context.Context, room CreateRoomRequest) (*RoomJoined, error) {
-	r, err := c.API.CreateRoomWithResponse(ctx, room)
+	r, err := c.API.CreateRoomWithResponse(ctx, &CreateRoomParams{}, room)
 	if err != nil {
 		return nil, err
 	}

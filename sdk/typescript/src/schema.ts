@@ -102,6 +102,8 @@ export interface paths {
          *     A private room gets an invite code, shown to its members only.
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
+         *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
         post: operations["createRoom"];
         delete?: never;
@@ -502,6 +504,8 @@ export interface paths {
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          *
          *     A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+         *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
         post: operations["quickJoin"];
         delete?: never;
@@ -752,7 +756,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -1327,6 +1331,29 @@ export interface components {
             };
         };
         /**
+         * @description `OWNED_ROOMS_LIMIT` or `JOINED_ROOMS_LIMIT` (see `RoomsLimit`), or
+         *     `IDEMPOTENCY_KEY_IN_USE`: a request with the same `Idempotency-Key`
+         *     is still running (with `Retry-After`).
+         */
+        RoomsLimitOrKeyInUse: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `VALIDATION_FAILED` (`errors[]` names each field that breaks a constraint, or the `Idempotency-Key` header), or `IDEMPOTENCY_KEY_REUSED`: the key was used with another body or route. */
+        InvalidOrKeyReused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, or `JOINED_ROOMS_LIMIT`: the caller
          *     is in `REALSYNC_MAX_ROOMS_JOINED` rooms (default 20) already (a
          *     member's rejoin of the same room is never refused).
@@ -1449,11 +1476,31 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+         *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+         *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+         *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+         *     meets another's). The first request with a key runs; its successful
+         *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+         *     key with the same method, route and body, byte for byte, gets that
+         *     answer again with `Idempotent-Replayed: true`, without running. An
+         *     error answer is not kept (the request changed nothing), so the key may
+         *     be used again. The same key with another body or route is 422
+         *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+         *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+         *     request whose instance died before answering holds its key for twice
+         *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+         *     again. Checked after authentication and rate limits, before the body.
+         */
+        IdempotencyKey: string;
         /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
         RoomId: string;
     };
     requestBodies: never;
     headers: {
+        /** @description `true` on an answer replayed for a request sent again with the same `Idempotency-Key` (the request did not run again). */
+        IdempotentReplayed: "true";
         /** @description Seconds (an integer, at least 1) until the refused request would be allowed. */
         RetryAfter: number;
         /**
@@ -1576,7 +1623,26 @@ export interface operations {
     createRoom: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept (the request changed nothing), so the key may
+                 *     be used again. The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1603,6 +1669,7 @@ export interface operations {
                 headers: {
                     /** @description `/v1/rooms/{roomId}` */
                     Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1613,10 +1680,10 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["RoomsLimit"];
+            409: components["responses"]["RoomsLimitOrKeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["Invalid"];
+            422: components["responses"]["InvalidOrKeyReused"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -2088,7 +2155,26 @@ export interface operations {
     quickJoin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept (the request changed nothing), so the key may
+                 *     be used again. The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2114,6 +2200,7 @@ export interface operations {
             /** @description Joined an existing room. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2123,6 +2210,9 @@ export interface operations {
             /** @description Created a room. */
             201: {
                 headers: {
+                    /** @description `/v1/rooms/{roomId}` */
+                    Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2134,10 +2224,10 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["RoomsLimit"];
+            409: components["responses"]["RoomsLimitOrKeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["Invalid"];
+            422: components["responses"]["InvalidOrKeyReused"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
