@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,6 +41,11 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.QuickJoined{}, err
 	}
+	unlock, err := s.lockQuickJoin(ctx, u.ID)
+	if err != nil {
+		return rooms.QuickJoined{}, err
+	}
+	defer unlock()
 	if j, ok, err := s.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
 		return rooms.QuickJoined{Joined: j}, err
 	}
@@ -73,6 +79,40 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
 	}
 	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
+}
+
+// quickJoinLockTTL bounds how long one quick-join of a user holds back
+// the user's next (lockQuickJoin), should its instance die holding it.
+const quickJoinLockTTL = 5 * time.Second
+
+// quickJoinLockPoll is how often a waiting quick-join tries the lock.
+const quickJoinLockPoll = 10 * time.Millisecond
+
+// lockQuickJoin takes user uid's quick-join lock (SET NX in the user's
+// slot, expiring after quickJoinLockTTL), waiting while another
+// quick-join of uid holds it, and returns its release (compare and
+// delete). So quick-joins of one user at once (two tabs, a client's
+// retry) run one after the other and the later finds the earlier's room
+// (memberOf) instead of joining or creating another; quick-joins of
+// different users never wait for each other.
+func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
+	key, token := s.keys.quickJoinLock(userShard(uid, s.shards), uid), randomString(idRandLen, base62)
+	for {
+		ok, err := s.client.SetNX(ctx, key, token, quickJoinLockTTL).Result()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if ok {
+			return func() {
+				s.run(context.WithoutCancel(ctx), leaseReleaseCall{lease: key, ids: []string{token}})
+			}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, wrap(ctx.Err())
+		case <-time.After(quickJoinLockPoll):
+		}
+	}
 }
 
 // quickJoinOne is QuickJoin into one region: pickAndJoin on the (mode,

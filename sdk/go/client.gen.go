@@ -1028,7 +1028,9 @@ type ClientInterface interface {
 	// QuickJoinWithBody Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -1058,7 +1060,9 @@ type ClientInterface interface {
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -1788,7 +1792,9 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // QuickJoinWithBody Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -1828,7 +1834,9 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // QuickJoin Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -4063,7 +4071,9 @@ type ClientWithResponsesInterface interface {
 	// QuickJoinWithBodyWithResponse Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -4093,7 +4103,9 @@ type ClientWithResponsesInterface interface {
 	// QuickJoinWithResponse Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -7452,7 +7464,9 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // QuickJoinWithBodyWithResponse Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -7488,7 +7502,9 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // QuickJoinWithResponse Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
