@@ -38,7 +38,7 @@ func mutation(name, src string) *luaScript {
 
 // libraryName and libraryCode are the library of every mutation script.
 var libraryName, libraryCode = library(roomCreate, roomJoin, playerRemove, roomUpdate, roomDelete, statePatch,
-	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair)
+	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair, seatsReserve)
 
 func library(ms ...*luaScript) (string, string) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -292,4 +293,21 @@ func sortedKeys(m rooms.State) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ReserveSeats implements rooms.SeatReserver with one script.
+func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration) (rooms.Reservation, error) {
+	c, err := caller(u)
+	if err != nil {
+		return rooms.Reservation{}, err
+	}
+	_, scope, err := s.scopeOf(ctx, id)
+	if err != nil {
+		return rooms.Reservation{}, err
+	}
+	rest, err := s.result(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), userIDs})
+	if err != nil {
+		return rooms.Reservation{}, err
+	}
+	return rooms.Reservation{ReservedSeats: int(toInt64(rest[0])), ExpiresAt: time.UnixMilli(toInt64(rest[1])).UTC()}, nil
 }

@@ -217,6 +217,24 @@ func (c streamCloseCall) keysArgs() ([]string, []any) {
 	return c.with(c.player, c.stream, c.graceMs, c.debounce)
 }
 
+// reserveSeatsCall is seats_reserve.lua, in an indexed scope: caller
+// ("" the server) holds seats for users for ttlMs.
+type reserveSeatsCall struct {
+	roomScope
+	caller string
+	ttlMs  int64
+	users  []string
+}
+
+func (reserveSeatsCall) script() *luaScript { return seatsReserve }
+func (c reserveSeatsCall) keysArgs() ([]string, []any) {
+	args := []any{c.caller, c.ttlMs}
+	for _, u := range c.users {
+		args = append(args, u)
+	}
+	return c.with(args...)
+}
+
 // sweepCall is presence_sweep.lua, in an indexed scope.
 type sweepCall struct {
 	roomScope

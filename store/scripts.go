@@ -64,6 +64,9 @@ var holdingsReserveLua string
 //go:embed lua/holdings_release.lua
 var holdingsReleaseLua string
 
+//go:embed lua/seats_reserve.lua
+var seatsReserveLua string
+
 //go:embed lua/userstreams_open.lua
 var userStreamsOpenLua string
 
@@ -88,6 +91,7 @@ var (
 	messageSend   = mutation("message_send", messageSendLua)
 	roomLifecycle = mutation("room_lifecycle", roomLifecycleLua)
 	roomRepair    = mutation("room_repair", roomRepairLua)
+	seatsReserve  = mutation("seats_reserve", seatsReserveLua)
 	indexRepair   = plain("index_repair", indexRepairLua)
 	userRepair    = plain("user_repair", userRepairLua)
 	codeRepair    = plain("code_repair", codeRepairLua)

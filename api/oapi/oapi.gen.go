@@ -403,10 +403,16 @@ type MyRoomList struct {
 		Players *[]Player `json:"players,omitempty"`
 
 		// Region Example: us-west
-		Region      Region      `json:"region"`
-		StatePolicy StatePolicy `json:"statePolicy"`
-		Status      Status      `json:"status"`
-		UpdatedAt   time.Time   `json:"updatedAt"`
+		Region Region `json:"region"`
+
+		// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+		// until they join or the hold expires. They count toward `maxPlayers`
+		// for everyone else: a room is joinable while `playerCount +
+		// reservedSeats < maxPlayers`.
+		ReservedSeats int         `json:"reservedSeats"`
+		StatePolicy   StatePolicy `json:"statePolicy"`
+		Status        Status      `json:"status"`
+		UpdatedAt     time.Time   `json:"updatedAt"`
 
 		// Version The room's event sequence; every change increments it; it is the SSE event id.
 		Version    int64      `json:"version"`
@@ -489,6 +495,14 @@ type QuickJoined struct {
 // Region Example: us-west
 type Region = string
 
+// ReserveSeatsRequest defines model for ReserveSeatsRequest.
+type ReserveSeatsRequest struct {
+	TtlSeconds *int `json:"ttlSeconds,omitempty"`
+
+	// UserIds The users to hold seats for (players' userIds, 1..128 characters each).
+	UserIds []string `json:"userIds"`
+}
+
 // Room defines model for Room.
 type Room struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -525,10 +539,16 @@ type Room struct {
 	Players *[]Player `json:"players,omitempty"`
 
 	// Region Example: us-west
-	Region      Region      `json:"region"`
-	StatePolicy StatePolicy `json:"statePolicy"`
-	Status      Status      `json:"status"`
-	UpdatedAt   time.Time   `json:"updatedAt"`
+	Region Region `json:"region"`
+
+	// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+	// until they join or the hold expires. They count toward `maxPlayers`
+	// for everyone else: a room is joinable while `playerCount +
+	// reservedSeats < maxPlayers`.
+	ReservedSeats int         `json:"reservedSeats"`
+	StatePolicy   StatePolicy `json:"statePolicy"`
+	Status        Status      `json:"status"`
+	UpdatedAt     time.Time   `json:"updatedAt"`
 
 	// Version The room's event sequence; every change increments it; it is the SSE event id.
 	Version    int64      `json:"version"`
@@ -546,6 +566,15 @@ type RoomJoined struct {
 type RoomList struct {
 	NextCursor *string `json:"nextCursor"`
 	Rooms      []Room  `json:"rooms"`
+}
+
+// SeatReservation defines model for SeatReservation.
+type SeatReservation struct {
+	// ExpiresAt When the seats just held are released unless taken.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ReservedSeats The room's held seats in all, after.
+	ReservedSeats int `json:"reservedSeats"`
 }
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
@@ -795,6 +824,9 @@ type UpdateRoomApplicationMergePatchPlusJSONRequestBody = UpdateRoomRequest
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageRequest
 
+// ReserveSeatsJSONRequestBody defines body for ReserveSeats for application/json ContentType.
+type ReserveSeatsJSONRequestBody = ReserveSeatsRequest
+
 // PatchRoomStateJSONRequestBody defines body for PatchRoomState for application/json ContentType.
 type PatchRoomStateJSONRequestBody = State
 
@@ -881,6 +913,9 @@ type ServerInterface interface {
 	// KickPlayer Kick (and optionally ban) a player (owner)
 	// (DELETE /v1/rooms/{roomId}/players/{playerId})
 	KickPlayer(w http.ResponseWriter, r *http.Request, roomId RoomId, playerId string, params KickPlayerParams)
+	// ReserveSeats Hold seats for named users (owner)
+	// (POST /v1/rooms/{roomId}/reservations)
+	ReserveSeats(w http.ResponseWriter, r *http.Request, roomId RoomId)
 	// GetRoomState Read the room state (members)
 	// (GET /v1/rooms/{roomId}/state)
 	GetRoomState(w http.ResponseWriter, r *http.Request, roomId RoomId)
@@ -1049,6 +1084,12 @@ func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request, roomI
 // KickPlayer Kick (and optionally ban) a player (owner)
 // (DELETE /v1/rooms/{roomId}/players/{playerId})
 func (_ Unimplemented) KickPlayer(w http.ResponseWriter, r *http.Request, roomId RoomId, playerId string, params KickPlayerParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ReserveSeats Hold seats for named users (owner)
+// (POST /v1/rooms/{roomId}/reservations)
+func (_ Unimplemented) ReserveSeats(w http.ResponseWriter, r *http.Request, roomId RoomId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1870,6 +1911,32 @@ func (siw *ServerInterfaceWrapper) KickPlayer(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// ReserveSeats operation middleware
+func (siw *ServerInterfaceWrapper) ReserveSeats(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId RoomId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", chi.URLParam(r, "roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "roomId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ReserveSeats(w, r, roomId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRoomState operation middleware
 func (siw *ServerInterfaceWrapper) GetRoomState(w http.ResponseWriter, r *http.Request) {
 
@@ -2117,6 +2184,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/rooms/{roomId}/players/{playerId}", wrapper.KickPlayer)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/rooms/{roomId}/reservations", wrapper.ReserveSeats)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/rooms/{roomId}/state", wrapper.GetRoomState)

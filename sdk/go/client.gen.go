@@ -408,10 +408,16 @@ type MyRoomList struct {
 		Players *[]Player `json:"players,omitempty"`
 
 		// Region Example: us-west
-		Region      Region      `json:"region"`
-		StatePolicy StatePolicy `json:"statePolicy"`
-		Status      Status      `json:"status"`
-		UpdatedAt   time.Time   `json:"updatedAt"`
+		Region Region `json:"region"`
+
+		// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+		// until they join or the hold expires. They count toward `maxPlayers`
+		// for everyone else: a room is joinable while `playerCount +
+		// reservedSeats < maxPlayers`.
+		ReservedSeats int         `json:"reservedSeats"`
+		StatePolicy   StatePolicy `json:"statePolicy"`
+		Status        Status      `json:"status"`
+		UpdatedAt     time.Time   `json:"updatedAt"`
 
 		// Version The room's event sequence; every change increments it; it is the SSE event id.
 		Version    int64      `json:"version"`
@@ -494,6 +500,14 @@ type QuickJoined struct {
 // Region Example: us-west
 type Region = string
 
+// ReserveSeatsRequest defines model for ReserveSeatsRequest.
+type ReserveSeatsRequest struct {
+	TtlSeconds *int `json:"ttlSeconds,omitempty"`
+
+	// UserIds The users to hold seats for (players' userIds, 1..128 characters each).
+	UserIds []string `json:"userIds"`
+}
+
 // Room defines model for Room.
 type Room struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -530,10 +544,16 @@ type Room struct {
 	Players *[]Player `json:"players,omitempty"`
 
 	// Region Example: us-west
-	Region      Region      `json:"region"`
-	StatePolicy StatePolicy `json:"statePolicy"`
-	Status      Status      `json:"status"`
-	UpdatedAt   time.Time   `json:"updatedAt"`
+	Region Region `json:"region"`
+
+	// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+	// until they join or the hold expires. They count toward `maxPlayers`
+	// for everyone else: a room is joinable while `playerCount +
+	// reservedSeats < maxPlayers`.
+	ReservedSeats int         `json:"reservedSeats"`
+	StatePolicy   StatePolicy `json:"statePolicy"`
+	Status        Status      `json:"status"`
+	UpdatedAt     time.Time   `json:"updatedAt"`
 
 	// Version The room's event sequence; every change increments it; it is the SSE event id.
 	Version    int64      `json:"version"`
@@ -551,6 +571,15 @@ type RoomJoined struct {
 type RoomList struct {
 	NextCursor *string `json:"nextCursor"`
 	Rooms      []Room  `json:"rooms"`
+}
+
+// SeatReservation defines model for SeatReservation.
+type SeatReservation struct {
+	// ExpiresAt When the seats just held are released unless taken.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ReservedSeats The room's held seats in all, after.
+	ReservedSeats int `json:"reservedSeats"`
 }
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
@@ -799,6 +828,9 @@ type UpdateRoomApplicationMergePatchPlusJSONRequestBody = UpdateRoomRequest
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageRequest
+
+// ReserveSeatsJSONRequestBody defines body for ReserveSeats for application/json ContentType.
+type ReserveSeatsJSONRequestBody = ReserveSeatsRequest
 
 // PatchRoomStateJSONRequestBody defines body for PatchRoomState for application/json ContentType.
 type PatchRoomStateJSONRequestBody = State
@@ -1431,6 +1463,52 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/rooms/{roomId}/players/{playerId} (the `KickPlayer` operationId).
 	KickPlayer(ctx context.Context, roomId RoomId, playerId string, params *KickPlayerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReserveSeatsWithBody Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeatsWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReserveSeats Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeats(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRoomState Read the room state (members)
 	//
@@ -2387,6 +2465,72 @@ func (c *APIClient) SendMessage(ctx context.Context, roomId RoomId, body SendMes
 // Corresponds with DELETE /v1/rooms/{roomId}/players/{playerId} (the `KickPlayer` operationId).
 func (c *APIClient) KickPlayer(ctx context.Context, roomId RoomId, playerId string, params *KickPlayerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewKickPlayerRequest(c.Server, roomId, playerId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReserveSeatsWithBody Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *APIClient) ReserveSeatsWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReserveSeatsRequestWithBody(c.Server, roomId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReserveSeats Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *APIClient) ReserveSeats(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReserveSeatsRequest(c.Server, roomId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3716,6 +3860,53 @@ func NewKickPlayerRequest(server string, roomId RoomId, playerId string, params 
 	return req, nil
 }
 
+// NewReserveSeatsRequest calls the generic ReserveSeats builder with application/json body
+func NewReserveSeatsRequest(server string, roomId RoomId, body ReserveSeatsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReserveSeatsRequestWithBody(server, roomId, "application/json", bodyReader)
+}
+
+// NewReserveSeatsRequestWithBody constructs an http.Request for the ReserveSeats method, with any body, and a specified content type
+func NewReserveSeatsRequestWithBody(server string, roomId RoomId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "roomId", roomId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rooms/%s/reservations", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetRoomStateRequest constructs an http.Request for the GetRoomState method
 func NewGetRoomStateRequest(server string, roomId RoomId) (*http.Request, error) {
 	var err error
@@ -4492,6 +4683,52 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/rooms/{roomId}/players/{playerId} (the `KickPlayer` operationId).
 	KickPlayerWithResponse(ctx context.Context, roomId RoomId, playerId string, params *KickPlayerParams, reqEditors ...RequestEditorFn) (*KickPlayerResponse, error)
+
+	// ReserveSeatsWithBodyWithResponse Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeatsWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error)
+
+	// ReserveSeatsWithResponse Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeatsWithResponse(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error)
 
 	// GetRoomStateWithResponse Read the room state (members)
 	//
@@ -6870,6 +7107,140 @@ func (r KickPlayerResponse) ContentType() string {
 	return ""
 }
 
+// ReserveSeatsResponse401Headers the declared response headers of an HTTP 401 response for ReserveSeats
+type ReserveSeatsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReserveSeatsResponse429Headers the declared response headers of an HTTP 429 response for ReserveSeats
+type ReserveSeatsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ReserveSeatsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SeatReservation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Malformed
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReserveSeatsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReserveSeatsResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ReserveSeatsResponse) GetJSON201() *SeatReservation {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON400() *Malformed {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReserveSeatsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReserveSeatsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReserveSeatsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReserveSeatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetRoomStateResponse200Headers the declared response headers of an HTTP 200 response for GetRoomState
 type GetRoomStateResponse200Headers struct {
 	ETag *string
@@ -8005,6 +8376,64 @@ func (c *ClientWithResponses) KickPlayerWithResponse(ctx context.Context, roomId
 		return nil, err
 	}
 	return ParseKickPlayerResponse(rsp)
+}
+
+// ReserveSeatsWithBodyWithResponse Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *ClientWithResponses) ReserveSeatsWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error) {
+	rsp, err := c.ReserveSeatsWithBody(ctx, roomId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReserveSeatsResponse(rsp)
+}
+
+// ReserveSeatsWithResponse Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *ClientWithResponses) ReserveSeatsWithResponse(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error) {
+	rsp, err := c.ReserveSeats(ctx, roomId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReserveSeatsResponse(rsp)
 }
 
 // GetRoomStateWithResponse Read the room state (members)
@@ -10446,6 +10875,146 @@ func ParseKickPlayerResponse(rsp *http.Response) (*KickPlayerResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers KickPlayerResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReserveSeatsResponse parses an HTTP response from a ReserveSeatsWithResponse call
+func ParseReserveSeatsResponse(rsp *http.Response) (*ReserveSeatsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReserveSeatsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SeatReservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReserveSeatsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReserveSeatsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

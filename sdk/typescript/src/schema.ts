@@ -269,6 +269,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rooms/{roomId}/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hold seats for named users (owner)
+         * @description Holds a seat of a waiting room for each user of `userIds` until they
+         *     join or `ttlSeconds` pass (default 15, at most 300). A held seat
+         *     counts toward `maxPlayers` for everyone else (joins are 409
+         *     `ROOM_FULL` once every seat is taken or held; the lobby and
+         *     quick-join pass the room over), and only its user may take it: by
+         *     id, even in a private room (no invite code needed). A member already
+         *     in is skipped; a user who holds a seat gets the new expiry. Emits
+         *     `seats_reserved` (how many seats, never who: a player's userId is
+         *     theirs); a hold that expires is released by the janitor within a
+         *     second or so, with `reservation_expired`. Refused with 409
+         *     `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+         *     409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+         *
+         *     API keys: scope `rooms:write` (holds seats in any room, as a
+         *     matchmaker does); without it 403 `SCOPE_REQUIRED`.
+         */
+        post: operations["reserveSeats"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rooms/{roomId}/state": {
         parameters: {
             query?: never;
@@ -834,6 +871,13 @@ export interface components {
             locked: boolean;
             maxPlayers: number;
             playerCount: number;
+            /**
+             * @description Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+             *     until they join or the hold expires. They count toward `maxPlayers`
+             *     for everyone else: a room is joinable while `playerCount +
+             *     reservedSeats < maxPlayers`.
+             */
+            reservedSeats: number;
             ownerPlayerId: number;
             attributes: components["schemas"]["Attributes"];
             statePolicy: components["schemas"]["StatePolicy"];
@@ -856,6 +900,21 @@ export interface components {
              * @example K7Q2-MX9P-4HRT
              */
             inviteCode?: string;
+        };
+        ReserveSeatsRequest: {
+            /** @description The users to hold seats for (players' userIds, 1..128 characters each). */
+            userIds: string[];
+            /** @default 15 */
+            ttlSeconds?: number;
+        };
+        SeatReservation: {
+            /** @description The room's held seats in all, after. */
+            reservedSeats: number;
+            /**
+             * Format: date-time
+             * @description When the seats just held are released unless taken.
+             */
+            expiresAt: string;
         };
         MessageRequest: {
             /** @description Application-defined kind, e.g. `chat`; no control characters. */
@@ -1028,7 +1087,7 @@ export interface components {
             streams: number;
         };
         /** @description An event of a room stream (GET /v1/rooms/{id}/events): the data of one SSE frame, whose `event:` line is its `type`. */
-        RoomEvent: components["schemas"]["SnapshotEvent"] | components["schemas"]["StateEvent"] | components["schemas"]["PlayerJoinedEvent"] | components["schemas"]["PlayerLeftEvent"] | components["schemas"]["PlayerConnectedEvent"] | components["schemas"]["PlayerDisconnectedEvent"] | components["schemas"]["RoomUpdatedEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["RoomClosedEvent"] | components["schemas"]["ResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
+        RoomEvent: components["schemas"]["SnapshotEvent"] | components["schemas"]["StateEvent"] | components["schemas"]["PlayerJoinedEvent"] | components["schemas"]["PlayerLeftEvent"] | components["schemas"]["PlayerConnectedEvent"] | components["schemas"]["PlayerDisconnectedEvent"] | components["schemas"]["RoomUpdatedEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["RoomClosedEvent"] | components["schemas"]["SeatsReservedEvent"] | components["schemas"]["ReservationExpiredEvent"] | components["schemas"]["ResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
         /** @description An event of the lobby stream (GET /v1/lobby/events): the data of one SSE frame, whose `event:` line is its `type`. */
         LobbyEvent: components["schemas"]["LobbyRoomsEvent"] | components["schemas"]["LobbyRoomAddedEvent"] | components["schemas"]["LobbyRoomUpdatedEvent"] | components["schemas"]["LobbyRoomRemovedEvent"] | components["schemas"]["TokenExpiringEvent"];
         SnapshotEvent: {
@@ -1080,6 +1139,8 @@ export interface components {
             /** Format: date-time */
             ts: string;
             player: components["schemas"]["EventPlayer"];
+            /** @description Set when the player took a seat held for them: the room's reserved seats left. */
+            reservedSeats?: number;
         };
         EventPlayer: {
             playerId: number;
@@ -1189,6 +1250,43 @@ export interface components {
             ts: string;
             /** @enum {string} */
             reason: "closed" | "empty" | "expired" | "finished" | "gone";
+        };
+        SeatsReservedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "seats_reserved";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            /** @description The users whose seats this reservation holds (new or renewed). */
+            seats: number;
+            /** @description The room's reserved seats in all, after. */
+            reservedSeats: number;
+            /**
+             * Format: date-time
+             * @description When these seats are released unless taken.
+             */
+            expiresAt: string;
+        };
+        ReservationExpiredEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "reservation_expired";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            /** @description The seats released. */
+            seats: number;
+            /** @description The room's reserved seats left. */
+            reservedSeats: number;
         };
         ResumedEvent: {
             /**
@@ -1914,6 +2012,53 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    reserveSeats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "userIds": [
+                 *         "u-bob",
+                 *         "u-carol"
+                 *       ],
+                 *       "ttlSeconds": 15
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReserveSeatsRequest"];
+            };
+        };
+        responses: {
+            /** @description Seats held. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeatReservation"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
