@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,4 +261,70 @@ func TestIdleTakenOverStreamsHoldNoGoroutine(t *testing.T) {
 		t.Fatalf("%d idle streams added %d goroutines (from %d to %d), want at most %d", n, after-before, before, after, margin)
 	}
 	t.Logf("%d idle streams: %d goroutines before, %d after", n, before, after)
+}
+
+// A taken-over stream whose client reads nothing while 5.6 MB of events
+// come fills its connection: a write of the room's worker that does not
+// wait stops short and the stream's drain finishes it (sse.TrySender),
+// then writes the rest. The client, reading at last, gets every
+// event once, in version order, with consecutive ids, in a well-formed
+// chunked body.
+func TestTakenOverStreamSlowReaderGetsEveryEventInOrder(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e, _ := newLineEnv(t, b, store.Quotas{})
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+			e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
+
+			conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			conn.(*net.TCPConn).SetReadBuffer(16384)
+			conn.SetDeadline(time.Now().Add(30 * time.Second))
+			path := "/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id)
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n", path)
+			rd := bufio.NewReader(conn)
+			res, err := http.ReadResponse(rd, nil)
+			if err != nil || res.StatusCode != 200 {
+				t.Fatalf("%v %v", res, err)
+			}
+			const patches = 100
+			// 56 KB an event: 5.6 MB in all, more than a loopback socket's
+			// largest send buffer (4 MB) and the client's receive buffer
+			pad := strings.Repeat("x", 7900)
+			for i := range patches {
+				set := map[string]any{"n": i}
+				for k := range 7 {
+					set["pad"+strconv.Itoa(k)] = pad[:len(pad)-i] // a change every time
+				}
+				want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, set), 200, "")
+			}
+			body := bufio.NewReader(res.Body) // net/http's strict chunked reader
+			var last int64
+			for n := 0; n < patches; {
+				line, err := body.ReadString('\n')
+				if err != nil {
+					t.Fatalf("after %d state events: %v", n, err)
+				}
+				v, ok := strings.CutPrefix(line, "id: ")
+				if !ok {
+					continue
+				}
+				version, _, _ := strings.Cut(strings.TrimSpace(v), "-")
+				var got int64
+				fmt.Sscan(version, &got)
+				if last != 0 && got != last+1 {
+					t.Fatalf("event id %q after version %d", v, last)
+				}
+				last = got
+				if typ, _ := body.ReadString('\n'); typ == "event: state\n" {
+					n++
+				}
+			}
+		})
+	}
 }
