@@ -328,3 +328,47 @@ func TestTakenOverStreamSlowReaderGetsEveryEventInOrder(t *testing.T) {
 		})
 	}
 }
+
+// A room with more taken-over streams than one goroutine writes an event
+// to (the room's worker takes the first 128, a goroutine each further 128):
+// every stream gets every event, once, in order.
+func TestTakenOverStreamsOfABigRoomGetEveryEvent(t *testing.T) {
+	const n = 300
+	e, _ := newLineEnv(t, redistest.Backends(t)[0], store.Quotas{})
+	owner, _ := e.guest("owner")
+	id := e.create(owner, map[string]any{"name": "r", "mode": "m", "region": "r", "maxPlayers": 100})["id"].(string)
+	var paths []string // 4 streams a player: within the streams a user may hold
+	for i := range n / 4 {
+		tok, _ := e.guest(fmt.Sprintf("p%d", i))
+		want(t, e.do("POST", "/v1/rooms/"+id+"/join", tok, nil), 200, "")
+		paths = append(paths, "/v1/rooms/"+id+"/events?token="+e.streamToken(tok, "/v1/rooms/"+id))
+	}
+	streams := make([]*rawStream, n)
+	for i := range streams {
+		s, status := e.openRaw(paths[i%len(paths)])
+		if status != 200 {
+			t.Fatalf("open %d: %d", i, status)
+		}
+		streams[i] = s
+	}
+	const patches = 3
+	for i := range patches {
+		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", owner, map[string]any{"n": i}), 200, "")
+	}
+	for k, s := range streams {
+		s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for i := 0; i < patches; {
+			line, err := s.rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream %d, after %d state events: %v", k, i, err)
+			}
+			if !strings.HasPrefix(line, `data: {"type":"state"`) {
+				continue
+			}
+			if !strings.Contains(line, fmt.Sprintf(`"set":{"n":%d}`, i)) {
+				t.Fatalf("stream %d: state event %d is %s", k, i, line)
+			}
+			i++
+		}
+	}
+}
