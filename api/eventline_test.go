@@ -264,7 +264,7 @@ func TestIdleTakenOverStreamsHoldNoGoroutine(t *testing.T) {
 }
 
 // A taken-over stream whose client reads nothing while 5.6 MB of events
-// come fills its connection: a write of the room's worker that does not
+// come (or for 3 s of them) fills its connection: a write of the room's worker that does not
 // wait stops short and the stream's drain finishes it (sse.TrySender),
 // then writes the rest. The client, reading at last, gets every
 // event once, in version order, with consecutive ids, in a well-formed
@@ -293,6 +293,18 @@ func TestTakenOverStreamSlowReaderGetsEveryEventInOrder(t *testing.T) {
 				t.Fatalf("%v %v", res, err)
 			}
 			const patches = 100
+			// The client starts reading once the patches are written, or
+			// after 3 s of them (a loaded machine): before the stream's
+			// write timeout (10 s) ends a client that reads nothing.
+			written := make(chan struct{})
+			read := make(chan error, 1)
+			go func() {
+				select {
+				case <-written:
+				case <-time.After(3 * time.Second):
+				}
+				read <- readStates(bufio.NewReader(res.Body), patches) // net/http's strict chunked reader
+			}()
 			// 56 KB an event: 5.6 MB in all, more than a loopback socket's
 			// largest send buffer (4 MB) and the client's receive buffer
 			pad := strings.Repeat("x", 7900)
@@ -303,30 +315,39 @@ func TestTakenOverStreamSlowReaderGetsEveryEventInOrder(t *testing.T) {
 				}
 				want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, set), 200, "")
 			}
-			body := bufio.NewReader(res.Body) // net/http's strict chunked reader
-			var last int64
-			for n := 0; n < patches; {
-				line, err := body.ReadString('\n')
-				if err != nil {
-					t.Fatalf("after %d state events: %v", n, err)
-				}
-				v, ok := strings.CutPrefix(line, "id: ")
-				if !ok {
-					continue
-				}
-				version, _, _ := strings.Cut(strings.TrimSpace(v), "-")
-				var got int64
-				fmt.Sscan(version, &got)
-				if last != 0 && got != last+1 {
-					t.Fatalf("event id %q after version %d", v, last)
-				}
-				last = got
-				if typ, _ := body.ReadString('\n'); typ == "event: state\n" {
-					n++
-				}
+			close(written)
+			if err := <-read; err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
+}
+
+// readStates reads n state events from body, checking that their ids'
+// versions are consecutive.
+func readStates(body *bufio.Reader, n int) error {
+	var last int64
+	for got := 0; got < n; {
+		line, err := body.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("after %d state events: %w", got, err)
+		}
+		v, ok := strings.CutPrefix(line, "id: ")
+		if !ok {
+			continue
+		}
+		version, _, _ := strings.Cut(strings.TrimSpace(v), "-")
+		var ver int64
+		fmt.Sscan(version, &ver)
+		if last != 0 && ver != last+1 {
+			return fmt.Errorf("event id %q after version %d", v, last)
+		}
+		last = ver
+		if typ, _ := body.ReadString('\n'); typ == "event: state\n" {
+			got++
+		}
+	}
+	return nil
 }
 
 // A room with more taken-over streams than one goroutine writes an event
