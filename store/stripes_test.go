@@ -22,7 +22,7 @@ import (
 func TestParseStripes(t *testing.T) {
 	tests := []struct {
 		in, want string // want "" for an error
-		k            map[string]int
+		k        map[string]int
 	}{
 		{in: "", want: "1", k: map[string]int{"any": 1}},
 		{in: "3", want: "3", k: map[string]int{"any": 3}},
