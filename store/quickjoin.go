@@ -35,9 +35,10 @@ var _ rooms.Matchmaker = (*Store)(nil)
 // caller that lost it reads again, up to maxQuickJoinAttempts times). The
 // create script refuses while the fill index holds a room. Concurrent
 // callers of one bucket therefore pack rooms: N callers, rooms of M seats
-// → ceil(N/M) rooms with K = 1, at most ceil(N/M) + K − 1 over K stripes. A room that banned u is passed over, and then
-// creating is not held back by joinable rooms: a banned user is never
-// placed in the room, and packing holds for the others.
+// → ceil(N/M) rooms with K = 1, at most ceil(N/M) + K − 1 over K stripes.
+// A room that banned u is passed over, and then creating is not held back
+// by joinable rooms: a banned user is never placed in the room, and
+// packing holds for the others.
 func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.QuickJoined{}, err
