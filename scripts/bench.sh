@@ -5,12 +5,12 @@
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
 # them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
-# sse lobby go redistime capacity (default: all).
+# sse lobby go redistime capacity stripes (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity)
+[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity stripes)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
 tmp=$(mktemp -d)
@@ -18,6 +18,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   [ -z "${redis_port:-}" ] || redis-cli -p "$redis_port" shutdown nosave >/dev/null 2>&1 || true
+  for p in ${cluster_ports:-}; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
   wait 2>/dev/null || true
   rm -rf "$tmp"
 }
@@ -189,4 +190,67 @@ if want capacity; then
   done
   say "capacity input: the minimal handler" cap -urls "http://$minimal" -mix healthz=1 -cpu-pid "$minimal_pid"
   say "capacity input: the anchor" cap -urls "http://$anchor_srv" -mix anchor=1 -cpu-pid "$anchor_pid"
+fi
+
+# A hot (mode, region) over K stripes (issue 15 item 3): a 3-master Cluster
+# (slots split in 3 equal ranges, as redis-cli --cluster create does),
+# realsyncd with REALSYNC_MODE_STRIPES=1,quick=K, quick-join + leave churn
+# into mode "quick", region r0, each master's CPU share from its own INFO
+# (-redis-cluster); K=1 and K=3 alternated, 2 rounds of 4 s.
+if want stripes; then
+  cluster_ports=""
+  masters=""
+  # a Cluster node's bus listens 10000 above its port: both free, ≤ 55535
+  cluster_port() { python3 -c '
+import random, socket
+while True:
+    p = random.randint(20000, 45000)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+        print(p); break
+    except OSError: pass'; }
+  for i in 0 1 2; do
+    p=$(cluster_port)
+    mkdir -p "$tmp/cluster$i"
+    (cd "$tmp/cluster$i" && redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+      --cluster-enabled yes --cluster-config-file nodes.conf --pidfile "$tmp/cluster$i/redis.pid" --logfile "$tmp/cluster$i/redis.log" >/dev/null)
+    cluster_ports="$cluster_ports $p"
+    masters="$masters${masters:+,}127.0.0.1:$p"
+  done
+  set -- $cluster_ports
+  for _ in $(seq 50); do redis-cli -p "$1" ping >/dev/null 2>&1 && redis-cli -p "$3" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  i=0
+  for p in $cluster_ports; do
+    redis-cli -p "$p" cluster addslotsrange $((i * 16384 / 3)) $(((i + 1) * 16384 / 3 - 1)) >/dev/null
+    [ "$p" = "$1" ] || redis-cli -p "$p" cluster meet 127.0.0.1 "$1" >/dev/null
+    i=$((i + 1))
+  done
+  for _ in $(seq 100); do
+    ok=0
+    for p in $cluster_ports; do redis-cli -p "$p" cluster info | grep -q cluster_state:ok && ok=$((ok + 1)); done
+    [ "$ok" = 3 ] && break
+    sleep 0.2
+  done
+  start_cluster_rsd() { # $1: K of mode quick
+    [ -z "$rsd_pid" ] || { kill "$rsd_pid"; wait "$rsd_pid" 2>/dev/null || true; }
+    for p in $cluster_ports; do redis-cli -p "$p" flushall >/dev/null; done
+    local port; port=$(free_port)
+    REALSYNC_ADDR=127.0.0.1:$port REALSYNC_REDIS_CLUSTER_ADDRS=$masters REALSYNC_MODE_STRIPES=1,quick=$1 \
+      REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 REALSYNC_MAX_ROOMS_JOINED=0 "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
+    rsd_pid=$!
+    pids+=("$rsd_pid")
+    rsd=http://127.0.0.1:$port
+    for _ in $(seq 50); do curl -sf "$rsd/readyz" >/dev/null && return; sleep 0.1; done
+    echo "realsyncd did not start" >&2; cat "$tmp/realsyncd.log" >&2; exit 1
+  }
+  for round in 1 2; do
+    for k in 1 3; do
+      start_cluster_rsd "$k"
+      say "quick-join + leave into one mode and region, 3-master Cluster, K=$k, round $round" \
+        "$tmp/rsload" -scenario ops -clients 64 -rooms 10 -duration 4s -urls "$rsd" -mix quickjoin=1 -redis-cluster "$masters"
+    done
+  done
+  say "packing: concurrent quick-joins into one (mode, region), K=1 (exact) and K=3 (bound)" \
+    go test ./store -count 1 -run 'TestQuickJoinPacksConcurrentCallers|TestStripesQuickJoinPacking' -v
 fi

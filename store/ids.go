@@ -19,8 +19,9 @@ const (
 	eventTagLen = 6
 )
 
-// homeShard is the shard of every room of a (mode, region) pair, so
-// listings and matchmaking for a pair read one slot.
+// homeShard is stripe 0 of a (mode, region) pair (stripes.go): with K = 1
+// the shard of every room of the pair, so listings and matchmaking for a
+// pair read one slot.
 func homeShard(mode, region string, shards int) int {
 	h := fnv.New32a()
 	h.Write([]byte(mode))

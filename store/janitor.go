@@ -36,7 +36,8 @@ func (r Report) add(kind string, n int) {
 // disconnected), rooms whose lifecycle check is due (closed when idle,
 // finished or too old; idle logs dropped), the holdings those and other
 // room scripts left stale (unheld.go), and a bounded slice of the
-// repair walk. instance names the lease holder. Every action is reported
+// repair walk. Each tick first rereads the stripe configurations recorded
+// by every instance (RefreshStripes). instance names the lease holder. Every action is reported
 // to Config.JanitorActions.
 func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
@@ -46,6 +47,9 @@ func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.D
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if err := s.RefreshStripes(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("janitor: stripe configurations", "err", err)
 		}
 		for shard := range s.shards {
 			rep, err := s.Sweep(ctx, shard, instance, interval)

@@ -20,7 +20,8 @@ type candidate struct {
 
 // List implements lobby.Index: one pipelined range read per (shard,
 // status) index, a merge in Go, then one pipelined read of the page's
-// rooms, both browsing reads (replicas when configured, see ReplicaReads). With both mode and region only their home shard is read.
+// rooms, both browsing reads (replicas when configured, see ReplicaReads). With both mode and region only the pair's stripes are read (its home shard
+// with K = 1; stripes.go), merged like shards.
 // With attribute filters it scans instead (see scan).
 func (s *Store) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 	if len(q.Attrs) > 0 {
@@ -176,7 +177,7 @@ func position(q lobby.Query, z redis.Z) lobby.Position {
 
 func (s *Store) listShards(q lobby.Query) []int {
 	if q.Mode != "" && q.Region != "" {
-		return []int{homeShard(q.Mode, q.Region, s.shards)}
+		return s.stripes.readShards(q.Mode, q.Region)
 	}
 	out := make([]int, s.shards)
 	for i := range out {

@@ -59,11 +59,23 @@ func testBatch() *store.Batching {
 	return &store.Batching{}
 }
 
+// testStripes is the stripe configuration the suite runs with: K = 1
+// (one shard per (mode, region)) unless REALSYNC_TEST_MODE_STRIPES gives
+// one (e.g. 3), which runs the suite with every pair over K stripes.
+func testStripes(tb testing.TB) store.Stripes {
+	st, err := store.ParseStripes(os.Getenv("REALSYNC_TEST_MODE_STRIPES"))
+	if err != nil {
+		tb.Fatalf("REALSYNC_TEST_MODE_STRIPES: %v", err)
+	}
+	return st
+}
+
 // openStoreWith is openStore with the configuration changed by mut.
 func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) *store.Store {
 	tb.Helper()
 	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(tb), Shards: 8}
 	cfg.Batch = testBatch()
+	cfg.Stripes = testStripes(tb)
 	mut(&cfg)
 	s, err := store.Open(context.Background(), cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	_ "embed"
 	"encoding/json"
+	"math/rand/v2"
 
 	"context"
 	"errors"
@@ -25,18 +26,20 @@ const maxQuickJoinAttempts = 32
 var _ rooms.Matchmaker = (*Store)(nil)
 
 // QuickJoin implements rooms.Matchmaker. Every joinable room of a (mode,
-// region) is in that pair's fill index in its home shard, so picking the
-// best room and creating one only when none is joinable are decided on one
-// node. With one region, picking and joining are one script there
+// region) is in that pair's fill index in its stripe (stripes.go; with
+// K = 1 the home shard, the only one), so picking the best room of a
+// stripe and creating one only when none is joinable there are decided on
+// one node. With one region, picking and joining are one script there
 // (quick_join.lua, pickAndJoin): concurrent callers never lose a race for
 // the same room, so none retries. With several regions or none, the best
 // room is read first and joined after (the join script re-checks it; a
 // caller that lost it reads again, up to maxQuickJoinAttempts times). The
 // create script refuses while the fill index holds a room. Concurrent
 // callers of one bucket therefore pack rooms: N callers, rooms of M seats
-// → ceil(N/M) rooms. A room that banned u is passed over, and then
-// creating is not held back by joinable rooms: a banned user is never
-// placed in the room, and packing holds for the others.
+// → ceil(N/M) rooms with K = 1, at most ceil(N/M) + K − 1 over K stripes.
+// A room that banned u is passed over, and then creating is not held back
+// by joinable rooms: a banned user is never placed in the room, and
+// packing holds for the others.
 func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.QuickJoined{}, err
@@ -115,23 +118,39 @@ func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
 	}
 }
 
-// quickJoinOne is QuickJoin into one region: pickAndJoin on the (mode,
-// region)'s home shard, which also creates the room when it finds nothing
-// to join. Only filter candidates that all stopped being joinable before
-// the script ran, and a fresh room id or invite code that collided, go
-// round again. With filters that no room of the fill order's top matches,
-// the room is created as before (create).
+// quickJoinOne is QuickJoin into one region: pickAndJoin on one stripe of
+// the (mode, region) (stripes.go; the home shard with K = 1), which also
+// creates the room when it finds nothing to join there. Without filters
+// the stripe is one of the current configuration's, at random (a stripe
+// no longer configured that still holds a joinable room goes first, so it
+// drains): quick-joins spread evenly over the stripes' masters, and each
+// stripe packs its own rooms, so at most K rooms of the pair are partly
+// filled by quick-join at a time, and the room joined is the fullest of
+// its stripe, not always the fullest of the pair (the tolerance: one of
+// the K stripes' fullest rooms). With filters, the fullest matching room
+// of all stripes is tried first. Only filter candidates that all stopped
+// being joinable before the script ran, and a fresh room id or invite
+// code that collided, go round again. With filters that no room of the
+// fill order's top matches, the room is created as before (create).
 func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	for range maxQuickJoinAttempts {
 		var cands []string
+		var shard int
+		var err error
 		if len(filters) > 0 {
-			var err error
-			if cands, err = s.matching(ctx, mode, region, filters); err != nil {
-				return rooms.QuickJoined{}, err
-			}
+			shard, cands, err = s.matching(ctx, mode, region, filters)
+		} else {
+			shard, err = s.quickJoinShard(ctx, mode, region)
+		}
+		if err != nil {
+			return rooms.QuickJoined{}, err
 		}
 		if len(filters) == 0 || len(cands) > 0 {
-			q, outcome, err := s.pickAndJoin(ctx, u, mode, region, cands, create)
+			offer := create
+			if s.stripes.drained(mode, region, shard) {
+				offer = nil // drained: join only
+			}
+			q, outcome, err := s.pickAndJoin(ctx, u, shard, mode, region, cands, offer)
 			switch {
 			case err != nil:
 				return rooms.QuickJoined{}, err
@@ -139,6 +158,16 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 				return q, nil
 			case outcome == pickTaken:
 				continue
+			case offer == nil && create != nil && len(filters) == 0:
+				// the drained stripe's rooms went meanwhile (or banned u):
+				// a current stripe, which creates when it has none
+				q, outcome, err = s.pickAndJoin(ctx, u, s.stripes.randomCreateShard(mode, region), mode, region, nil, create)
+				switch {
+				case err != nil:
+					return rooms.QuickJoined{}, err
+				case outcome == picked:
+					return q, nil
+				}
 			}
 		}
 		if create == nil {
@@ -152,6 +181,45 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
 }
 
+// quickJoinShard is the stripe an unfiltered quick-join into (mode,
+// region) runs on: with one configuration recorded, one of its stripes at
+// random (no read); else the stripe no longer configured whose fill
+// index's head is fullest (one pipelined read of each such head), when any
+// holds a joinable room, or one of the current stripes at random.
+func (s *Store) quickJoinShard(ctx context.Context, mode, region string) (int, error) {
+	cur, all := s.stripes.createShards(mode, region), s.stripes.readShards(mode, region)
+	if len(all) == len(cur) { // cur ⊆ all
+		return cur[rand.IntN(len(cur))], nil
+	}
+	var old []int
+	for _, sh := range all {
+		if !slices.Contains(cur, sh) {
+			old = append(old, sh)
+		}
+	}
+	heads := make([]*redis.StringSliceCmd, len(old))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sh := range old {
+			heads[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(sh, mode, region),
+				ByLex: true, Start: "-", Stop: "+", Count: 1})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrap(err)
+	}
+	best, bestKey := -1, ""
+	for i, h := range heads {
+		if v := h.Val(); len(v) > 0 && (best < 0 || v[0] < bestKey) {
+			best, bestKey = old[i], v[0]
+		}
+	}
+	if best >= 0 {
+		return best, nil
+	}
+	return cur[rand.IntN(len(cur))], nil
+}
+
 // pickOutcome is what quick_join.lua did.
 type pickOutcome int
 
@@ -161,8 +229,9 @@ const (
 	pickTaken                    // every candidate stopped being joinable
 )
 
-// pickAndJoin runs quick_join.lua: u joins the first room of the fill
-// order of (mode, region) (of cands, in order, when given) that did not ban
+// pickAndJoin runs quick_join.lua on shard, a stripe of (mode, region):
+// u joins the first room of the stripe's fill order of the pair (of cands,
+// rooms of that stripe, in order, when given) that did not ban
 // u, or, when there is none and create is given, creates it. With the room
 // quotas on, the reservation is made before the script under a placeholder
 // id (the room is not known yet), as owner when the script may create
@@ -170,8 +239,7 @@ const (
 // turned into the room's entry after it (holdings_rebind.lua), or dropped.
 // The room is read right after the script (not in its transaction: its id
 // comes from the script), so it may show changes made in between.
-func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
-	shard := homeShard(mode, region, s.shards)
+func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
 	call := quickJoinCall{keys: s.keys, shard: shard, mode: mode, region: region,
 		pubcmd: s.pubcmd, logArgs: s.argv, user: u.ID, nameJSON: jsonString(u.Name), candidates: cands}
 	ph := placeholderPrefix + randomString(idRandLen, base62)
@@ -239,20 +307,42 @@ const placeholderPrefix = "qj:"
 
 func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPrefix) }
 
-// matching returns the rooms among the top filteredCandidates of (mode,
-// region)'s fill order whose attributes pass filters, in fill order.
-func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) ([]string, error) {
-	shard := homeShard(mode, region, s.shards)
-	top, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
-		ByLex: true, Start: "-", Stop: "+", Count: filteredCandidates}).Result()
+// matching returns the stripe of the first room, in fill order, among the
+// top filteredCandidates of each of (mode, region)'s stripes' fill indexes
+// whose attributes pass filters, and the matching rooms of that stripe in
+// fill order (none: no room matched).
+func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (int, []string, error) {
+	shards := s.stripes.readShards(mode, region)
+	tops := make([]*redis.StringSliceCmd, len(shards))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sh := range shards {
+			tops[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(sh, mode, region),
+				ByLex: true, Start: "-", Stop: "+", Count: filteredCandidates})
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, wrap(err)
+		return 0, nil, wrap(err)
 	}
-	cands := make([]candidate, len(top))
-	for i, m := range top {
-		cands[i] = candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: shard}
+	var cands []candidate
+	for i, top := range tops {
+		for _, m := range top.Val() {
+			cands = append(cands, candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: shards[i]})
+		}
 	}
-	return s.allMatching(ctx, cands, filters)
+	sort.Slice(cands, func(i, j int) bool { return cands[i].pos.Key < cands[j].pos.Key })
+	ids, err := s.allMatching(ctx, cands, filters)
+	if err != nil || len(ids) == 0 {
+		return shards[0], nil, err
+	}
+	shard, _ := roomShard(ids[0], s.shards)
+	var out []string
+	for _, id := range ids {
+		if sh, _ := roomShard(id, s.shards); sh == shard {
+			out = append(out, id)
+		}
+	}
+	return shard, out, nil
 }
 
 // taken: the picked room stopped being joinable before the join.
@@ -266,14 +356,14 @@ const filteredCandidates = 64
 
 // bestJoinable returns the first room of the fill order of mode in the
 // first region that has one ("" when none): one pipelined read of the top
-// of each region's fill index (of every shard's mode index without
-// regions). With filters it reads the top 64 of each and the candidates'
+// of each region's fill index in each of its stripes (of every shard's mode
+// index without regions). With filters it reads the top 64 of each and the candidates'
 // attributes, and takes the first that matches. The rooms in skip are
 // passed over (the top of each index is read that much deeper).
 func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (string, error) {
 	type index struct {
-		shard int
-		top   *redis.StringSliceCmd
+		shard, region int
+		top           *redis.StringSliceCmd
 	}
 	var idx []index
 	depth := int64(1)
@@ -282,34 +372,51 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 	}
 	depth += int64(len(skip))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		read := func(shard int, region string) {
-			idx = append(idx, index{shard, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
+		read := func(shard int, region string, ri int) {
+			idx = append(idx, index{shard, ri, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: depth})})
 		}
 		if len(regions) == 0 {
 			for shard := range s.shards {
-				read(shard, "")
+				read(shard, "", 0)
 			}
 		}
-		for _, r := range regions {
-			read(homeShard(mode, r, s.shards), r)
+		for ri, r := range regions {
+			for _, sh := range s.stripes.readShards(mode, r) {
+				read(sh, r, ri)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return "", wrap(err)
 	}
-	var cands []candidate // in region order, each region in fill order
+	var cands []candidate // in region order, each region (its stripes merged) in fill order
+	var region []int
 	for _, ix := range idx {
 		for _, m := range ix.top.Val() {
 			if !skip[fillID(m)] {
 				cands = append(cands, candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: ix.shard})
+				region = append(region, ix.region)
 			}
 		}
 	}
-	if len(regions) == 0 {
-		sort.Slice(cands, func(i, j int) bool { return cands[i].pos.Key < cands[j].pos.Key })
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
 	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if region[a] != region[b] {
+			return region[a] < region[b]
+		}
+		return cands[a].pos.Key < cands[b].pos.Key
+	})
+	sorted := make([]candidate, len(cands))
+	for i, o := range order {
+		sorted[i] = cands[o]
+	}
+	cands = sorted
 	if len(filters) == 0 {
 		if len(cands) == 0 {
 			return "", nil
@@ -360,8 +467,10 @@ func fillID(member string) string { return member[strings.LastIndexByte(member, 
 func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	var shards []int
 	for _, r := range regions {
-		if shard := homeShard(mode, r, s.shards); !slices.Contains(shards, shard) {
-			shards = append(shards, shard)
+		for _, shard := range s.stripes.readShards(mode, r) {
+			if !slices.Contains(shards, shard) {
+				shards = append(shards, shard)
+			}
 		}
 	}
 	if len(regions) == 0 {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,7 +211,7 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 
 // indexKeysOf lists shard's index keys: the shard-wide ones, and those of
 // each mode and region the shard's stats name (a pair's keys only in its
-// home shard).
+// stripes, every recorded configuration's).
 func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) {
 	fields, err := s.client.HKeys(ctx, s.keys.stats(shard)).Result()
 	if err != nil {
@@ -236,7 +237,7 @@ func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) 
 	for m := range modes {
 		add(m, "")
 		for r := range regions {
-			if homeShard(m, r, s.shards) == shard {
+			if slices.Contains(s.stripes.readShards(m, r), shard) {
 				add(m, r)
 			}
 		}

@@ -28,8 +28,9 @@ func (s *Store) common(shard int, id string) []any {
 	return []any{id, s.keys.channel(shard, id), s.pubcmd, eventTag(), s.argv[0], s.argv[1]}
 }
 
-// Create implements rooms.Store. The room lives in the home shard of its
-// (mode, region), whatever its visibility, so it never moves.
+// Create implements rooms.Store. The room lives in a stripe of its (mode,
+// region) (stripes.go: the home shard with K = 1), chosen at random among
+// the current configuration's, whatever its visibility, so it never moves.
 func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (rooms.Joined, error) {
 	return s.create(ctx, u, p, false)
 }
@@ -44,7 +45,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 	if err != nil {
 		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
 	}
-	shard := homeShard(p.Mode, p.Region, s.shards)
+	shard := s.stripes.randomCreateShard(p.Mode, p.Region)
 	_, size := rooms.StateTotals(p.State)
 	for range maxCollisionRetries {
 		id := newRoomID(shard)

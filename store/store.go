@@ -81,6 +81,10 @@ type Config struct {
 	// in one pipeline (batch.go); nil: each its own round trip.
 	Batch *Batching
 
+	// Stripes spreads the rooms of a (mode, region) over K shards
+	// (stripes.go); zero value: K = 1, one shard per pair.
+	Stripes Stripes
+
 	// ScriptsOnly runs the mutation scripts with EVALSHA even where Redis
 	// has Functions (functions.go): for measuring one against the other.
 	ScriptsOnly bool
@@ -109,6 +113,7 @@ type Store struct {
 	janitorActions     func(kind string, n int)
 	repairs            *repairWalks
 	batch              *batcher // nil: no batching
+	stripes            *stripes
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -140,10 +145,14 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Shards < 1 || cfg.Shards > MaxShards {
 		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
 	}
+	if k := cfg.Stripes.Max(); k > cfg.Shards {
+		return nil, fmt.Errorf("mode stripes must be 1..shards (%d), got %d", cfg.Shards, k)
+	}
 	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0}, shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
+	s.stripes = newStripes(s.keys, s.shards, cfg.Stripes)
 	if err := s.connect(cfg); err != nil {
 		return nil, err
 	}
@@ -160,7 +169,8 @@ func New(cfg Config) (*Store, error) {
 }
 
 // Init checks that Redis answers, and records (first start) or checks the
-// deployment's shard count and schema version. Errors: rooms.ErrUnavailable
+// deployment's shard count and schema version, then records its stripe
+// configuration and reads every recorded one (RefreshStripes). Errors: rooms.ErrUnavailable
 // when Redis cannot be reached (try again later), ErrLayout when its data
 // belongs to another layout (a mismatch is never a silent re-layout).
 // Init may be called again after an error.
@@ -175,7 +185,10 @@ func (s *Store) Init(ctx context.Context) error {
 		}
 		s.functions = ok
 	}
-	return s.checkMeta(ctx)
+	if err := s.checkMeta(ctx); err != nil {
+		return err
+	}
+	return s.RefreshStripes(ctx)
 }
 
 func withDefaults(cfg Config) Config {

@@ -62,6 +62,8 @@ type Config struct {
 
 	batchSettings // REALSYNC_REDIS_BATCH_WINDOW: script runs per node in one pipeline (config_batch.go)
 
+	stripeSettings // REALSYNC_MODE_STRIPES: a (mode, region) over K shards (config_stripes.go)
+
 	secretGenerated bool
 	guestForced     bool // REALSYNC_GUEST_AUTH=true in production
 }
@@ -124,6 +126,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	quotas := quotaFlags(fs, env)
 	protocols := protocolFlags(fs, env)
 	batching := batchFlags(fs, env)
+	striping := stripeFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
@@ -184,6 +187,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > store.MaxShards {
 		bad("REALSYNC_SHARDS", fmt.Sprintf("must be an integer 1..%d", store.MaxShards))
 	}
+	c.stripeSettings = striping(c.Shards, bad)
 	if c.SSEHeartbeat, err = time.ParseDuration(heartbeat); err != nil || c.SSEHeartbeat <= 0 {
 		bad("REALSYNC_SSE_HEARTBEAT", "must be a positive duration such as 15s")
 	}

@@ -64,6 +64,9 @@ type Config struct {
 	// Redis' own figures for the run (redisstats.go).
 	RedisURL    string
 	RedisSample bool // -redis-sample: SLOWLOG sample of script runs
+	// RedisCluster: the Cluster masters behind the servers (ops): each
+	// one's CPU and share of the run (clustercpu.go).
+	RedisCluster string
 }
 
 func main() {
@@ -84,6 +87,7 @@ func main() {
 	flag.IntVar(&c.CPUPid, "cpu-pid", 0, "ops: pid of the server on this machine (realsyncd or -serve-minimal); reports its CPU time per request")
 	flag.StringVar(&c.RedisURL, "redis", "", "redis://host:port of the standalone Redis behind the servers: ops reports Redis' own CPU and time per request and per script; with -serve-minimal, POST /anchor runs the anchor script there")
 	flag.BoolVar(&c.RedisSample, "redis-sample", false, "ops with -redis: also count script runs and the Redis calls of each from a SLOWLOG sample of the run's last quarter (inflates that quarter's Redis time)")
+	flag.StringVar(&c.RedisCluster, "redis-cluster", "", "ops: host:port of every master of the Redis Cluster behind the servers, comma-separated: reports each master's CPU and share of the run (how evenly the load spreads)")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *serve != "" {

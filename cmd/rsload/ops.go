@@ -62,6 +62,8 @@ type OpsReport struct {
 	// ServerCPU, with -cpu-pid: the server's CPU per request (cpu.go).
 	ServerCPU *ServerCPU   `json:"serverCPU,omitempty"`
 	Redis     *RedisReport `json:"redis,omitempty"`
+	// Cluster, with -redis-cluster: each master's CPU and share.
+	Cluster *ClusterReport `json:"cluster,omitempty"`
 }
 
 type recorder struct {
@@ -156,6 +158,16 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 			return nil, fmt.Errorf("-redis: %w", err)
 		}
 	}
+	var masters *clusterProbe
+	if c.RedisCluster != "" {
+		if masters, err = newClusterProbe(c.RedisCluster); err != nil {
+			return nil, err
+		}
+		defer masters.Close()
+		if err := masters.start(ctx); err != nil {
+			return nil, err
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
 	defer cancel()
 	cpu, err := startCPU(c.CPUPid)
@@ -199,6 +211,15 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 		}
 		if rep.Redis, err = probe.stop(ctx, n); err != nil {
 			return nil, fmt.Errorf("-redis: %w", err)
+		}
+	}
+	if masters != nil {
+		n := 0
+		for _, s := range rep.Ops {
+			n += s.Count
+		}
+		if rep.Cluster, err = masters.stop(ctx, n); err != nil {
+			return nil, err
 		}
 	}
 	if c.Streams > 0 {
@@ -354,6 +375,9 @@ func (r *OpsReport) print(w io.Writer) {
 	}
 	if r.Redis != nil {
 		r.Redis.print(w)
+	}
+	if r.Cluster != nil {
+		r.Cluster.print(w)
 	}
 	if st := r.Streams; st != nil {
 		fmt.Fprintf(w, "  streams    %d open: %d of %d patch events delivered (%.0f events/s), %d reconnects; p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n",

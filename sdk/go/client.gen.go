@@ -1076,7 +1076,11 @@ type ClientInterface interface {
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
 	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last.
+	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+	// of them partly filled, and the room joined is the fullest of one
+	// stripe, not always of the whole mode and region.
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
@@ -1108,7 +1112,11 @@ type ClientInterface interface {
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
 	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last.
+	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+	// of them partly filled, and the room joined is the fullest of one
+	// stripe, not always of the whole mode and region.
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
@@ -1886,7 +1894,11 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
 // N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last.
+// end in exactly ceil(N/M) rooms, all full but the last. A server
+// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+// of them partly filled, and the room joined is the fullest of one
+// stripe, not always of the whole mode and region.
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
@@ -1928,7 +1940,11 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
 // N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last.
+// end in exactly ceil(N/M) rooms, all full but the last. A server
+// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+// of them partly filled, and the room joined is the fullest of one
+// stripe, not always of the whole mode and region.
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
@@ -4278,7 +4294,11 @@ type ClientWithResponsesInterface interface {
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
 	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last.
+	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+	// of them partly filled, and the room joined is the fullest of one
+	// stripe, not always of the whole mode and region.
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
@@ -4310,7 +4330,11 @@ type ClientWithResponsesInterface interface {
 	// (mode, region) sits in one index on one Redis node, a join re-checks
 	// its pick, and a room is created only while that index is empty. So
 	// N concurrent callers of one mode and region, with rooms of M seats,
-	// end in exactly ceil(N/M) rooms, all full but the last.
+	// end in exactly ceil(N/M) rooms, all full but the last. A server
+	// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+	// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+	// of them partly filled, and the room joined is the fullest of one
+	// stripe, not always of the whole mode and region.
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
@@ -7851,7 +7875,11 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
 // N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last.
+// end in exactly ceil(N/M) rooms, all full but the last. A server
+// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+// of them partly filled, and the room joined is the fullest of one
+// stripe, not always of the whole mode and region.
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
@@ -7889,7 +7917,11 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // (mode, region) sits in one index on one Redis node, a join re-checks
 // its pick, and a room is created only while that index is empty. So
 // N concurrent callers of one mode and region, with rooms of M seats,
-// end in exactly ceil(N/M) rooms, all full but the last.
+// end in exactly ceil(N/M) rooms, all full but the last. A server
+// that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+// packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+// of them partly filled, and the room joined is the fullest of one
+// stripe, not always of the whole mode and region.
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //

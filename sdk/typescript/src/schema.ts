@@ -538,7 +538,11 @@ export interface paths {
          *     (mode, region) sits in one index on one Redis node, a join re-checks
          *     its pick, and a room is created only while that index is empty. So
          *     N concurrent callers of one mode and region, with rooms of M seats,
-         *     end in exactly ceil(N/M) rooms, all full but the last.
+         *     end in exactly ceil(N/M) rooms, all full but the last. A server
+         *     that spreads a hot mode over K stripes (`REALSYNC_MODE_STRIPES`)
+         *     packs each stripe so: at most ceil(N/M) + K − 1 rooms, at most K
+         *     of them partly filled, and the room joined is the fullest of one
+         *     stripe, not always of the whole mode and region.
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          *

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"testing"
+)
+
+// REALSYNC_MODE_STRIPES: 1 by default, K or K,mode=K,... parse, the flag
+// wins, and every bad value (not a number, below 1, above the shard count,
+// a mode without a count, an item twice) is reported naming the variable;
+// the store gets what was parsed.
+func TestParseConfigModeStripes(t *testing.T) {
+	const v = "REALSYNC_MODE_STRIPES"
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string // store.Stripes.String()
+		err  string // want an error naming this, "" for none
+	}{
+		{name: "Default", want: "1"},
+		{name: "Every", env: map[string]string{v: "3"}, want: "3"},
+		{name: "Overrides", env: map[string]string{v: "1,ranked=3,casual=2"}, want: "1,casual=2,ranked=3"},
+		{name: "OverridesOnly", env: map[string]string{v: "ranked=4"}, want: "1,ranked=4"},
+		{name: "UpToShards", env: map[string]string{v: "8", "REALSYNC_SHARDS": "8"}, want: "8"},
+		{name: "FlagWins", env: map[string]string{v: "3"}, args: []string{"-mode-stripes", "2"}, want: "2"},
+		{name: "Zero", env: map[string]string{v: "0"}, err: v},
+		{name: "NotANumber", env: map[string]string{v: "three"}, err: v},
+		{name: "ModeZero", env: map[string]string{v: "ranked=0"}, err: v},
+		{name: "NoMode", env: map[string]string{v: "=3"}, err: v},
+		{name: "DefaultTwice", env: map[string]string{v: "2,3"}, err: v},
+		{name: "ModeTwice", env: map[string]string{v: "ranked=2,ranked=3"}, err: v},
+		{name: "AboveShards", env: map[string]string{v: "9", "REALSYNC_SHARDS": "8"}, err: v},
+		{name: "ModeAboveShards", env: map[string]string{v: "1,ranked=17"}, err: v},
+		{name: "FlagBad", args: []string{"-mode-stripes", "-1"}, err: v},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseCase(t, tc.env, tc.args, tc.err)
+			if !ok {
+				return
+			}
+			if got := c.ModeStripes.String(); got != tc.want {
+				t.Errorf("ModeStripes %q, want %q", got, tc.want)
+			}
+			if got := storeConfig(c).Stripes.String(); got != tc.want {
+				t.Errorf("store gets Stripes %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
