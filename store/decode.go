@@ -59,6 +59,7 @@ var scriptErrors = map[string]error{
 	"BANNED":              rooms.ErrBanned,
 	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),
 	"NONE":                errNothingPicked,
+	"NONE_BANNED":         errAllBanned,
 	"TAKEN":               errPickTaken,
 }
 
@@ -67,6 +68,7 @@ var scriptErrors = map[string]error{
 // script ran.
 var (
 	errNothingPicked = errors.New("store: no room to join and none to create")
+	errAllBanned     = errors.New("store: no room to join but rooms that banned the caller")
 	errPickTaken     = errors.New("store: every candidate was taken")
 )
 

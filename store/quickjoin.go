@@ -57,7 +57,7 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 	}
 	banned := map[string]bool{}
 	for range maxQuickJoinAttempts {
-		id, err := s.bestJoinable(ctx, mode, regions, filters, banned)
+		id, seen, err := s.bestJoinable(ctx, mode, regions, filters, banned)
 		if err != nil {
 			return rooms.QuickJoined{}, err
 		}
@@ -73,7 +73,14 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 			return rooms.QuickJoined{Joined: j}, err
 		}
 		if create == nil {
-			return rooms.QuickJoined{}, rooms.ErrNoMatch
+			stage := stageNoRoom
+			switch {
+			case seen > 0:
+				stage = stageFilters
+			case len(banned) > 0:
+				stage = stageBanned
+			}
+			return rooms.QuickJoined{}, noMatch(mode, regions, stage)
 		}
 		j, err := s.create(ctx, u, *create, len(filters) == 0 && len(banned) == 0)
 		if errors.Is(err, errJoinableExists) {
@@ -82,6 +89,41 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
 	}
 	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
+}
+
+// joinOtherStripe runs a join-only pickAndJoin on each stripe of (mode,
+// region) but tried, until one joins; outcome is tried's (none or
+// noneBanned), worsened to noneBanned when a stripe passed over a ban.
+func (s *Store) joinOtherStripe(ctx context.Context, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
+	for _, sh := range s.stripes.readShards(mode, region) {
+		if sh == tried {
+			continue
+		}
+		q, o, err := s.pickAndJoin(ctx, u, sh, mode, region, nil, nil)
+		if err != nil || o == picked {
+			return q, o, err
+		}
+		if o == noneBanned {
+			outcome = noneBanned
+		}
+	}
+	return rooms.QuickJoined{}, outcome, nil
+}
+
+// The stages at which a quick-join found nothing, for NO_MATCH's detail.
+const (
+	stageNoRoom  = "no joinable room"
+	stageBanned  = "no joinable room that did not ban you"
+	stageFilters = "no joinable room matching the attribute filters (among the first 64 in fill order)"
+)
+
+// noMatch is rooms.ErrNoMatch saying which stage emptied the candidates.
+func noMatch(mode string, regions []string, stage string) error {
+	where := "any region"
+	if len(regions) > 0 {
+		where = strings.Join(regions, ", ")
+	}
+	return fmt.Errorf("%s of mode %s in %s: %w", stage, mode, where, rooms.ErrNoMatch)
 }
 
 // quickJoinLockTTL bounds how long one quick-join of a user holds back
@@ -135,10 +177,14 @@ func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
 func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	for range maxQuickJoinAttempts {
 		var cands []string
-		var shard int
+		var shard, seen int
 		var err error
+		stage := stageNoRoom
 		if len(filters) > 0 {
-			shard, cands, err = s.matching(ctx, mode, region, filters)
+			shard, cands, seen, err = s.matching(ctx, mode, region, filters)
+			if seen > 0 {
+				stage = stageFilters
+			}
 		} else {
 			shard, err = s.quickJoinShard(ctx, mode, region)
 		}
@@ -151,6 +197,13 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 				offer = nil // drained: join only
 			}
 			q, outcome, err := s.pickAndJoin(ctx, u, shard, mode, region, cands, offer)
+			if err == nil && offer == nil && len(filters) == 0 && (outcome == none || outcome == noneBanned) {
+				// nothing to join on that stripe: the others may have
+				q, outcome, err = s.joinOtherStripe(ctx, u, shard, mode, region, outcome)
+			}
+			if outcome == noneBanned {
+				stage = stageBanned
+			}
 			switch {
 			case err != nil:
 				return rooms.QuickJoined{}, err
@@ -171,7 +224,7 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 			}
 		}
 		if create == nil {
-			return rooms.QuickJoined{}, rooms.ErrNoMatch
+			return rooms.QuickJoined{}, noMatch(mode, []string{region}, stage)
 		}
 		// filters no room matched, or the script was not offered the
 		// create (u owns all it may: create says so)
@@ -224,8 +277,9 @@ func (s *Store) quickJoinShard(ctx context.Context, mode, region string) (int, e
 type pickOutcome int
 
 const (
-	picked    pickOutcome = iota // joined or created a room
-	none                         // no joinable room, none created
+	picked     pickOutcome = iota // joined or created a room
+	none                          // no joinable room, none created
+	noneBanned                    // none, a room that banned the caller passed over
 	pickTaken                    // every candidate stopped being joinable
 )
 
@@ -273,6 +327,9 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 		case errors.Is(err, errNothingPicked):
 			s.release(ctx, h)
 			return rooms.QuickJoined{}, none, nil
+		case errors.Is(err, errAllBanned):
+			s.release(ctx, h)
+			return rooms.QuickJoined{}, noneBanned, nil
 		case errors.Is(err, errPickTaken):
 			s.release(ctx, h)
 			return rooms.QuickJoined{}, pickTaken, nil
@@ -311,10 +368,10 @@ func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPre
 // top filteredCandidates of each of (mode, region)'s stripes' fill indexes
 // whose attributes pass filters, and the matching rooms of that stripe in
 // fill order (none: no room matched).
-func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (int, []string, error) {
+func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen int, err error) {
 	shards := s.stripes.readShards(mode, region)
 	tops := make([]*redis.StringSliceCmd, len(shards))
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range shards {
 			tops[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(sh, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: filteredCandidates})
@@ -322,7 +379,7 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 		return nil
 	})
 	if err != nil {
-		return 0, nil, wrap(err)
+		return 0, nil, 0, wrap(err)
 	}
 	var cands []candidate
 	for i, top := range tops {
@@ -331,18 +388,18 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].pos.Key < cands[j].pos.Key })
-	ids, err := s.allMatching(ctx, cands, filters)
+	ids, err = s.allMatching(ctx, cands, filters)
 	if err != nil || len(ids) == 0 {
-		return shards[0], nil, err
+		return shards[0], nil, len(cands), err
 	}
-	shard, _ := roomShard(ids[0], s.shards)
+	shard, _ = roomShard(ids[0], s.shards)
 	var out []string
 	for _, id := range ids {
 		if sh, _ := roomShard(id, s.shards); sh == shard {
 			out = append(out, id)
 		}
 	}
-	return shard, out, nil
+	return shard, out, len(cands), nil
 }
 
 // taken: the picked room stopped being joinable before the join.
@@ -360,7 +417,7 @@ const filteredCandidates = 64
 // index without regions). With filters it reads the top 64 of each and the candidates'
 // attributes, and takes the first that matches. The rooms in skip are
 // passed over (the top of each index is read that much deeper).
-func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (string, error) {
+func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (id string, seen int, err error) {
 	type index struct {
 		shard, region int
 		top           *redis.StringSliceCmd
@@ -371,7 +428,7 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 		depth = filteredCandidates
 	}
 	depth += int64(len(skip))
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read := func(shard int, region string, ri int) {
 			idx = append(idx, index{shard, ri, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: depth})})
@@ -389,7 +446,7 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 		return nil
 	})
 	if err != nil {
-		return "", wrap(err)
+		return "", 0, wrap(err)
 	}
 	var cands []candidate // in region order, each region (its stripes merged) in fill order
 	var region []int
@@ -419,11 +476,12 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 	cands = sorted
 	if len(filters) == 0 {
 		if len(cands) == 0 {
-			return "", nil
+			return "", 0, nil
 		}
-		return cands[0].pos.ID, nil
+		return cands[0].pos.ID, len(cands), nil
 	}
-	return s.firstMatching(ctx, cands, filters)
+	id, err = s.firstMatching(ctx, cands, filters)
+	return id, len(cands), err
 }
 
 // firstMatching reads the candidates' attributes in one pipeline and

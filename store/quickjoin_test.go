@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -409,6 +410,56 @@ func TestQuickJoinOneUserAtOnceEndsInOneRoom(t *testing.T) {
 				}
 				if len(mine) != 1 {
 					t.Fatalf("round %d: the user is in %d rooms", round, len(mine))
+				}
+			}
+		})
+	}
+}
+
+// NO_MATCH says which stage emptied the candidates: no joinable room, only
+// rooms that banned the caller, or none matching the attribute filters;
+// over one region and several.
+func TestQuickJoinNoMatchSaysWhy(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for _, regions := range [][]string{{"eu"}, {"eu", "us"}} {
+			mode := fmt.Sprintf("why%d", len(regions))
+			_, err := s.QuickJoin(ctx, bob, mode, regions, nil, nil)
+			wantNoMatch(t, err, "no joinable room of mode "+mode)
+			id := mustCreate(t, s, alice, *quickRoom(mode, "eu", 4)).Room.ID
+			pid := mustJoin(t, s, bob, id).PlayerID
+			if err := s.Ban(ctx, alice, id, pid); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.QuickJoin(ctx, bob, mode, regions, nil, nil)
+			wantNoMatch(t, err, "no joinable room that did not ban you")
+			nowhere := "nowhere"
+			filters := []rooms.AttrFilter{{Key: "map", Eq: &nowhere}}
+			_, err = s.QuickJoin(ctx, carol, mode, regions, filters, nil)
+			wantNoMatch(t, err, "matching the attribute filters")
+		}
+	})
+}
+
+func wantNoMatch(t *testing.T, err error, detail string) {
+	t.Helper()
+	if !errors.Is(err, rooms.ErrNoMatch) || !strings.Contains(err.Error(), detail) {
+		t.Fatalf("error %v, want NO_MATCH saying %q", err, detail)
+	}
+}
+
+// A join-only quick-join (no create) over K stripes finds the room on
+// whichever stripe holds it, not only on the stripe it drew.
+func TestQuickJoinWithoutCreateSearchesEveryStripe(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := stripedStore(t, b, 3)
+			ctx := context.Background()
+			id := mustCreate(t, s, alice, *quickRoom("lonely", "eu", 64)).Room.ID
+			for i := range 12 { // every draw of the stripe
+				q, err := s.QuickJoin(ctx, user(3000+i), "lonely", []string{"eu"}, nil, nil)
+				if err != nil || q.Room.ID != id {
+					t.Fatalf("quick-join %d: %+v, %v; want room %s", i, q.Room.ID, err, id)
 				}
 			}
 		})

@@ -1070,7 +1070,10 @@ type ClientInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`.
+	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// nothing to join: no joinable room of the mode in those regions, only
+	// rooms that banned the caller, or none of the first 64 in fill order
+	// matching the attribute filters.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -1106,7 +1109,10 @@ type ClientInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`.
+	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// nothing to join: no joinable room of the mode in those regions, only
+	// rooms that banned the caller, or none of the first 64 in fill order
+	// matching the attribute filters.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -1888,7 +1894,10 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`.
+// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// nothing to join: no joinable room of the mode in those regions, only
+// rooms that banned the caller, or none of the first 64 in fill order
+// matching the attribute filters.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -1934,7 +1943,10 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`.
+// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// nothing to join: no joinable room of the mode in those regions, only
+// rooms that banned the caller, or none of the first 64 in fill order
+// matching the attribute filters.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -4288,7 +4300,10 @@ type ClientWithResponsesInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`.
+	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// nothing to join: no joinable room of the mode in those regions, only
+	// rooms that banned the caller, or none of the first 64 in fill order
+	// matching the attribute filters.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -4324,7 +4339,10 @@ type ClientWithResponsesInterface interface {
 	// `POST /v1/rooms` are candidates too. When nothing can be joined and
 	// `create` is given, a public room is created in `regions[0]` with the
 	// caller as owner (201, `created: true`); `create` without `regions`
-	// is 422. Otherwise 404 `NO_MATCH`.
+	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+	// nothing to join: no joinable room of the mode in those regions, only
+	// rooms that banned the caller, or none of the first 64 in fill order
+	// matching the attribute filters.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7869,7 +7887,10 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`.
+// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// nothing to join: no joinable room of the mode in those regions, only
+// rooms that banned the caller, or none of the first 64 in fill order
+// matching the attribute filters.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7911,7 +7932,10 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // `POST /v1/rooms` are candidates too. When nothing can be joined and
 // `create` is given, a public room is created in `regions[0]` with the
 // caller as owner (201, `created: true`); `create` without `regions`
-// is 422. Otherwise 404 `NO_MATCH`.
+// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+// nothing to join: no joinable room of the mode in those regions, only
+// rooms that banned the caller, or none of the first 64 in fill order
+// matching the attribute filters.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks

@@ -24,9 +24,9 @@
 -- create rooms only to be refused but one.
 -- Reply: room_join's {"OK", playerId, roomId} | room_create's {"OK",
 --   playerId, roomId, "created"} or {"ID_TAKEN"} or {"CODE_TAKEN"} |
---   {"NONE", "1" when a room was passed over for a ban, else ""} (nothing
---   to join, nothing to create) | {"TAKEN"} (every candidate stopped being
---   joinable: read them again)
+--   {"NONE"} (nothing to join, nothing to create) | {"NONE_BANNED"} (the
+--   same, a room having been passed over for a ban) | {"TAKEN"} (every
+--   candidate stopped being joinable: read them again)
 local QJ_SCAN = 256
 local qj_base, qj_uid, qj_n = KEYS[1], ARGV[7], tonumber(ARGV[10])
 local qj_new = ARGV[11 + qj_n]
@@ -66,7 +66,7 @@ else
 end
 local qj_create = false
 if not qj_pick then
-  if qj_new == '' then return {'NONE', qj_banned and '1' or ''} end
+  if qj_new == '' then return {qj_banned and 'NONE_BANNED' or 'NONE'} end
   -- room_create's layout: the prelude's ARGV, then its own from ARGV[12+n]
   qj_create, qj_pick = true, qj_new
   local from, len = 12 + qj_n, #ARGV

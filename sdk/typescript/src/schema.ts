@@ -532,7 +532,10 @@ export interface paths {
          *     `POST /v1/rooms` are candidates too. When nothing can be joined and
          *     `create` is given, a public room is created in `regions[0]` with the
          *     caller as owner (201, `created: true`); `create` without `regions`
-         *     is 422. Otherwise 404 `NO_MATCH`.
+         *     is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
+         *     nothing to join: no joinable room of the mode in those regions, only
+         *     rooms that banned the caller, or none of the first 64 in fill order
+         *     matching the attribute filters.
          *
          *     Picking and joining are atomic per region: every joinable room of a
          *     (mode, region) sits in one index on one Redis node, a join re-checks
