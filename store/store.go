@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -81,6 +82,11 @@ type Config struct {
 	// in one pipeline (batch.go); nil: each its own round trip.
 	Batch *Batching
 
+	// SessionPolicy says what a personal stream's new session does to an
+	// open one of the same user and platform (sessions.go); default
+	// players.PolicyReplace.
+	SessionPolicy players.Policy
+
 	// ScriptsOnly runs the mutation scripts with EVALSHA even where Redis
 	// has Functions (functions.go): for measuring one against the other.
 	ScriptsOnly bool
@@ -109,6 +115,7 @@ type Store struct {
 	janitorActions     func(kind string, n int)
 	repairs            *repairWalks
 	batch              *batcher // nil: no batching
+	sessionPolicy      players.Policy
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -141,7 +148,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
 	}
 	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0}, shards: cfg.Shards, places: newPlaceCache(100_000),
-		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
+		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle, sessionPolicy: cfg.SessionPolicy,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
 	if err := s.connect(cfg); err != nil {
@@ -181,6 +188,9 @@ func (s *Store) Init(ctx context.Context) error {
 func withDefaults(cfg Config) Config {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "rs"
+	}
+	if cfg.SessionPolicy == "" {
+		cfg.SessionPolicy = players.PolicyReplace
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = 16
