@@ -25,9 +25,15 @@ func (s *Server) StreamMeEvents(w http.ResponseWriter, r *http.Request, params o
 	if id == "" {
 		id = deref(params.LastEventId)
 	}
+	c := sse.ParseCursor(id)
+	if id != "" && !c.Set {
+		// an id not of the server's form: a resume all the same, which
+		// the log cannot serve (a snapshot with resync true)
+		c = sse.Cursor{Set: true}
+	}
 	ctx := s.untilTokenExpiry(r.Context())
-	s.stream(w, r, func(c sse.Client) error {
-		return s.events.ServeMe(ctx, c, userFrom(ctx), string(params.Platform), sse.ParseCursor(id))
+	s.stream(w, r, func(client sse.Client) error {
+		return s.events.ServeMe(ctx, client, userFrom(ctx), string(params.Platform), c)
 	})
 }
 

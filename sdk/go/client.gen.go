@@ -1138,7 +1138,8 @@ type ClientInterface interface {
 	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
 	//   events after it, then `resumed` (no id), when the user's log
 	//   still holds them (the last 100, kept 24 h after the last event)
-	//   and the id is of this log's history; otherwise a `snapshot` with
+	//   and the id is of this log's history; otherwise (another history,
+	//   too far behind, an id not of the server's form) a `snapshot` with
 	//   `resync: true`: logged events may have been missed.
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
@@ -2015,7 +2016,8 @@ func (c *APIClient) QuickJoin(ctx context.Context, body QuickJoinJSONRequestBody
 //   - with `Last-Event-ID` (header, or `lastEventId`): the logged
 //     events after it, then `resumed` (no id), when the user's log
 //     still holds them (the last 100, kept 24 h after the last event)
-//     and the id is of this log's history; otherwise a `snapshot` with
+//     and the id is of this log's history; otherwise (another history,
+//     too far behind, an id not of the server's form) a `snapshot` with
 //     `resync: true`: logged events may have been missed.
 //
 // Then the current status of every user the caller follows (`PUT
@@ -4586,7 +4588,8 @@ type ClientWithResponsesInterface interface {
 	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
 	//   events after it, then `resumed` (no id), when the user's log
 	//   still holds them (the last 100, kept 24 h after the last event)
-	//   and the id is of this log's history; otherwise a `snapshot` with
+	//   and the id is of this log's history; otherwise (another history,
+	//   too far behind, an id not of the server's form) a `snapshot` with
 	//   `resync: true`: logged events may have been missed.
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
@@ -8435,7 +8438,8 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, body Qu
 //   - with `Last-Event-ID` (header, or `lastEventId`): the logged
 //     events after it, then `resumed` (no id), when the user's log
 //     still holds them (the last 100, kept 24 h after the last event)
-//     and the id is of this log's history; otherwise a `snapshot` with
+//     and the id is of this log's history; otherwise (another history,
+//     too far behind, an id not of the server's form) a `snapshot` with
 //     `resync: true`: logged events may have been missed.
 //
 // Then the current status of every user the caller follows (`PUT
