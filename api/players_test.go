@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/eventschema"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/players"
@@ -54,6 +56,25 @@ func playerEnvs(t *testing.T, b redistest.Backend, policy players.Policy, n int)
 		out = append(out, &env{t: t, url: srv.URL, store: st})
 	}
 	return out
+}
+
+// userChecker validates the personal stream's events against openapi.yaml.
+var userChecker = func() *eventschema.Checker {
+	c, err := eventschema.NewChecker(realsync.OpenAPI)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// checkUserEvent fails unless f's data is a UserEvent of the spec whose
+// type is the frame's event.
+func checkUserEvent(t *testing.T, f sseFrame) {
+	t.Helper()
+	data, _ := json.Marshal(f.data)
+	if err := userChecker.User(data); err != nil || f.data["type"] != f.event {
+		t.Errorf("%s event %s: %v", f.event, data, err)
+	}
 }
 
 // me opens token's personal stream on platform through e.
@@ -112,6 +133,7 @@ func TestMeStreamReplacedAcrossInstances(t *testing.T) {
 			alice, aliceID := a.guest("alice")
 			pc := a.me(alice, "pc")
 			snap := pc.next()
+			checkUserEvent(t, snap)
 			if snap.event != "snapshot" || snap.id == "" || snap.data["platform"] != "pc" || snap.data["userId"] != aliceID || snap.data["resync"] != false {
 				t.Fatalf("first event %+v", snap)
 			}
@@ -125,6 +147,7 @@ func TestMeStreamReplacedAcrossInstances(t *testing.T) {
 				t.Fatalf("new pc session %+v", f)
 			}
 			f := pc.next()
+			checkUserEvent(t, f)
 			if f.event != "session_replaced" || f.data["session"] != snap.data["session"] || f.data["by"] == "" || f.id == "" {
 				t.Fatalf("old pc stream got %+v", f)
 			}
@@ -211,6 +234,7 @@ func TestMeFollowPresence(t *testing.T) {
 			got := map[string]sseFrame{}
 			for range 2 {
 				f := watch.next()
+				checkUserEvent(t, f)
 				if f.event != "presence" || f.id != "" {
 					t.Fatalf("event %+v", f)
 				}
@@ -356,7 +380,9 @@ func TestMeStreamResume(t *testing.T) {
 			want(t, r, 201, "")
 			tok := r.body["token"].(string)
 			res := e.open("/v1/me/events?platform=web&token="+tok, "Last-Event-ID", snap.id)
-			if f := res.next(); f.event != "resumed" || f.data["seq"] != 1.0 {
+			f := res.next()
+			checkUserEvent(t, f)
+			if f.event != "resumed" || f.data["seq"] != 1.0 {
 				t.Fatalf("resume from %s: %+v", snap.id, f)
 			}
 			seq, tag, _ := strings.Cut(snap.id, "-")

@@ -216,6 +216,7 @@ func TestSessionLapsesOffline(t *testing.T) {
 			const ttl = 600 * time.Millisecond
 			s, _ := sessionStore(t, b, players.PolicyReplace, ttl)
 			uid := "u-" + redistest.Prefix(t)
+			before := countKeys(t, s)
 			sink := watchUser(t, s, uid)
 			if _, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "dead.1"}, sse.Cursor{}, 100); err != nil {
 				t.Fatal(err)
@@ -223,7 +224,11 @@ func TestSessionLapsesOffline(t *testing.T) {
 			if n, _ := s.OnlineUsers(ctx); n != 1 {
 				t.Errorf("online users %d, want 1", n)
 			}
-			// no renewal: the instance is dead
+			// no renewal: the instance is dead; until the TTL passes the
+			// user is online
+			if got, _ := s.Statuses(ctx, []string{uid}); !got[0].Online {
+				t.Fatalf("not online: %+v", got[0])
+			}
 			start := time.Now()
 			waitUntil(t, "offline", func() bool {
 				for shard := range 8 {
@@ -240,14 +245,20 @@ func TestSessionLapsesOffline(t *testing.T) {
 			if n, _ := s.OnlineUsers(ctx); n != 0 {
 				t.Errorf("online users %d, want 0", n)
 			}
+			// what is left: the log's meta, expiring (the sessions and the
+			// open streams expired with their lease, the status and the
+			// online entry went with the sweep)
+			var left []string
 			for _, k := range countKeys(t, s) {
-				if !strings.Contains(k, uid) {
-					continue
+				if !slices.Contains(before, k) {
+					left = append(left, k)
 				}
-				ttl, err := s.Client().PTTL(ctx, k).Result()
-				if err != nil || ttl < 0 {
-					t.Errorf("key %s has no expiry (%v, %v)", k, ttl, err)
-				}
+			}
+			if len(left) != 1 || !strings.HasSuffix(left[0], ":ulog:"+uid+":meta") {
+				t.Fatalf("keys left %q", left)
+			}
+			if ttl, err := s.Client().PTTL(ctx, left[0]).Result(); err != nil || ttl <= 0 {
+				t.Errorf("key %s has no expiry (%v, %v)", left[0], ttl, err)
 			}
 		})
 	}
