@@ -452,3 +452,34 @@ func TestMePlayersBadInput(t *testing.T) {
 		})
 	}
 }
+
+// The sessions' metrics: realsync_sessions{platform} counts the open
+// sessions of the instance, realsync_sessions_replaced_total the
+// replacements, and the personal streams count as kind "me".
+func TestMeStreamMetrics(t *testing.T) {
+	e := newEnv(t, redistest.Backends(t)[0], true)
+	alice, _ := e.guest("alice")
+	s1 := e.me(alice, "mobile")
+	s1.next()
+	s2 := e.me(alice, "mobile")
+	s2.next()
+	s1.ends()
+	m := e.scrape()
+	if v := m.value("realsync_sessions", "platform", "mobile"); v != 1 {
+		t.Errorf("realsync_sessions{mobile} %v, want 1", v)
+	}
+	if v := m.value("realsync_sessions", "platform", "pc"); v != 0 {
+		t.Errorf("realsync_sessions{pc} %v, want 0", v)
+	}
+	if v := m.value("realsync_sessions_replaced_total", "platform", "mobile"); v != 1 {
+		t.Errorf("realsync_sessions_replaced_total{mobile} %v, want 1", v)
+	}
+	if v := m.value("realsync_sse_stream_ends_total", "kind", "me", "reason", "replaced"); v != 1 {
+		t.Errorf("ends{me,replaced} %v, want 1", v)
+	}
+	if v := m.value("realsync_sse_opens_total", "kind", "me", "start", "fresh"); v != 2 {
+		t.Errorf("opens{me,fresh} %v, want 2", v)
+	}
+	s2.close()
+	waitUntil(t, "the session's end", func() bool { return e.scrape().value("realsync_sessions", "platform", "mobile") == 0 })
+}
