@@ -273,6 +273,20 @@ func TestMeFollowPresence(t *testing.T) {
 			if f := watch.next(); f.data["userId"] != aliceID || f.data["online"] != true {
 				t.Fatalf("after unfollowing carol: %+v", f)
 			}
+			if b.Name == "standalone" { // classic Pub/Sub: one PUBSUB CHANNELS sees all
+				subscribed := func(uid string) int {
+					chs, err := a.store.Client().PubSubChannels(context.Background(), "*:st:"+uid).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					return len(chs)
+				}
+				if subscribed(carolID) != 0 || subscribed(aliceID) != 1 {
+					t.Errorf("status channels subscribed: carol %d (unfollowed), alice %d", subscribed(carolID), subscribed(aliceID))
+				}
+				watch.close() // its end drops its subscriptions
+				waitUntil(t, "the follower's subscriptions gone", func() bool { return subscribed(aliceID) == 0 })
+			}
 		})
 	}
 }

@@ -159,7 +159,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	h.me.streams[st] = struct{}{}
 	h.me.mu.Unlock()
 	defer h.closeSession(st)
-	defer h.unfollow(feed, st, st.follows)
+	defer func() { h.unfollow(feed, st, st.follows) }() // the follows of its end
 	ids, err := h.cfg.Users.Following(ctx, u.ID)
 	if err != nil {
 		return err
