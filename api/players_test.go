@@ -497,3 +497,26 @@ func TestMeStreamMetrics(t *testing.T) {
 	s2.close()
 	waitUntil(t, "the session's end", func() bool { return e.scrape().value("realsync_sessions", "platform", "mobile") == 0 })
 }
+
+// A session replaced while its instance's Pub/Sub connection was cut
+// still ends with session_replaced: whichever comes first, the message
+// (when the connection was back in time), the resubscription's catch-up
+// from the user's log, or the next lease renewal's (it finds the lease
+// gone).
+func TestMeStreamReplacedWhileFeedCut(t *testing.T) {
+	b := redistest.Backends(t)[0] // standalone: CLIENT KILL TYPE pubsub reaches every subscriber
+	es := playerEnvs(t, b, players.PolicyReplace, 2)
+	alice, _ := es[0].guest("alice")
+	old := es[0].me(alice, "console")
+	first := old.next()
+	if err := es[0].store.Client().Do(context.Background(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	repl := es[1].me(alice, "console")
+	repl.next()
+	f := old.next()
+	if f.event != "session_replaced" || f.data["session"] != first.data["session"] {
+		t.Fatalf("old session got %+v", f)
+	}
+	old.ends()
+}

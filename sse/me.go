@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/realsync/realsync/players"
@@ -56,6 +57,8 @@ type meStream struct {
 	q       chan meItem
 	seen    map[string]int64
 	follows []string
+	// lost: a renewal found the session's lease gone (see renewSessions)
+	lost atomic.Bool
 }
 
 func (st *meStream) offer(it meItem) bool {
@@ -390,10 +393,12 @@ func (h *Hub) closeSession(st *meStream) {
 	}
 }
 
-// renewSessions extends the leases of the personal streams sts (leased
-// streams whose lease has a Platform); a stream whose session is no longer
-// held (replaced, its session_replaced missed, or lapsed) ends, and one
-// whose lease went a whole TTL without a renewal ends (see renew).
+// renewSessions extends the leases of the personal streams sts; a stream
+// whose session is no longer held first catches up from its user's log
+// (replaced: its session_replaced, missed on the live feed, is there, and
+// ends it), and ends (EndLapsed) when the next renewal still finds it
+// gone; one whose lease went a whole TTL without a renewal ends (see
+// renew).
 func (h *Hub) renewSessions(ctx context.Context, sts []leased) {
 	for chunk := range slices.Chunk(sts, renewChunk) {
 		ss := make([]Session, len(chunk))
@@ -415,7 +420,15 @@ func (h *Hub) renewSessions(ctx context.Context, sts []leased) {
 			}
 		}
 		for _, s := range lost {
-			if st := byID[s.ID]; st != nil {
+			st, _ := byID[s.ID].(*meStream)
+			switch {
+			case st == nil:
+			case st.lost.CompareAndSwap(false, true):
+				// replaced, its session_replaced not received (a lost
+				// Pub/Sub message): the log has it, and the catch-up
+				// writes it and ends the stream
+				st.offer(meItem{catchUp: true})
+			default: // lost twice: lapsed (or its catch-up failed)
 				st.end(EndLapsed)
 			}
 		}
