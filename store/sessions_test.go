@@ -250,7 +250,8 @@ func TestSessionLapsesOffline(t *testing.T) {
 			// online entry went with the sweep)
 			var left []string
 			for _, k := range countKeys(t, s) {
-				if !slices.Contains(before, k) {
+				// the janitor's leases of the sweeps above expire by themselves
+				if !slices.Contains(before, k) && !strings.HasSuffix(k, ":janitor") {
 					left = append(left, k)
 				}
 			}
