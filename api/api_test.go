@@ -35,6 +35,8 @@ type env struct {
 	url   string
 	store *store.Store
 	logs  *testlog.Buffer
+	// prefix is the store's key prefix
+	prefix string
 }
 
 // newEnv starts the API on backend b; mut, when given, changes its
@@ -68,7 +70,7 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st),
 		Auth:  auth,
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log,
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: st,
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	for _, f := range mut {
 		f(&cfg, st, prefix)
@@ -76,7 +78,7 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	h := api.NewHandler(cfg)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { hub.Close(); srv.Close() })
-	return &env{t: t, url: srv.URL, store: st, logs: logs}
+	return &env{t: t, url: srv.URL, store: st, logs: logs, prefix: prefix}
 }
 
 func eachBackend(t *testing.T, f func(t *testing.T, e *env)) {

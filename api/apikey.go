@@ -51,7 +51,7 @@ func (k APIKey) Line() string {
 // keyUserPrefix starts the user id of every API key ("key:<id>"); Verify
 // refuses a token whose subject starts with it, so no player shares a key's
 // rate limits or log lines.
-const keyUserPrefix = "key:"
+const keyUserPrefix = rooms.ServerUserPrefix
 
 // user is the caller a request with this key acts as: the server, with an
 // identity no player can have ("key:<id>"; user ids of guests start "g_",

@@ -18,6 +18,7 @@ var keyRoutes = map[string]rooms.Scope{
 	"GET /v1/rooms":                                rooms.ScopeRead,
 	"GET /v1/rooms/{roomId}":                       rooms.ScopeRead,
 	"PATCH /v1/rooms/{roomId}":                     rooms.ScopeWrite,
+	"POST /v1/rooms/{roomId}/reservations":         rooms.ScopeWrite,
 	"DELETE /v1/rooms/{roomId}":                    rooms.ScopeAdmin,
 	"DELETE /v1/rooms/{roomId}/players/{playerId}": rooms.ScopeAdmin,
 	"GET /v1/rooms/{roomId}/state":                 rooms.ScopeRead,

@@ -125,6 +125,8 @@ POST   /v1/rooms/{roomId}/leave              pub  U    U         U       U      
 POST   /v1/rooms/{roomId}/leave              priv U    U         U       U        U       NF    204    204   NF     NF   NF    U     U       NF         SR    SR     SR     SR     U      ST      U           U
 DELETE /v1/rooms/{roomId}/players/{playerId} pub  U    U         U       U        U       NM    NO     204   NM     NM   NM    U     U       NM         SR    SR     204    SR     U      ST      U           U
 DELETE /v1/rooms/{roomId}/players/{playerId} priv U    U         U       U        U       NF    NO     204   NF     NF   NF    U     U       NF         SR    SR     204    SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/reservations       pub  U    U         U       U        U       NM    NO     201   NM     NM   NM    U     U       NM         SR    201    SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/reservations       priv U    U         U       U        U       NF    NO     201   NF     NF   NF    U     U       NF         SR    201    SR     SR     U      ST      U           U
 GET    /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200    U      ST      U           U
 GET    /v1/rooms/{roomId}/state              priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200    U      ST      U           U
 PATCH  /v1/rooms/{roomId}/state              pub  U    U         U       U        U       NM    SK     200   NM     NM   NM    U     U       NM         SR    200    SR     SR     U      ST      U           U
@@ -299,8 +301,10 @@ var routeCalls = map[string]call{
 	"DELETE /v1/rooms/{roomId}/players/{playerId}": {consumes: true, req: func(_ *matrixEnv, f *fixture, room string) (string, any) {
 		return "/v1/rooms/" + room + "/players/" + strconv.Itoa(f.memberPID), nil
 	}},
-	"GET /v1/rooms/{roomId}/state":   {req: onRoom("/state", nil)},
-	"PATCH /v1/rooms/{roomId}/state": {req: onRoom("/state", map[string]any{"score": 1}), ctype: "application/merge-patch+json", consumes: true},
+	// a seat held for a user of no fixture: the fixture's joins still fit
+	"POST /v1/rooms/{roomId}/reservations": {req: onRoom("/reservations", map[string]any{"userIds": []string{"u-held"}}), consumes: true},
+	"GET /v1/rooms/{roomId}/state":         {req: onRoom("/state", nil)},
+	"PATCH /v1/rooms/{roomId}/state":       {req: onRoom("/state", map[string]any{"score": 1}), ctype: "application/merge-patch+json", consumes: true},
 	// Opening a stream connects the player (player_connected).
 	"GET /v1/rooms/{roomId}/events":    {req: onRoom("/events", nil), stream: true, consumes: true},
 	"POST /v1/rooms/{roomId}/messages": {req: onRoom("/messages", map[string]any{"type": "chat", "data": "hi"}), consumes: true},

@@ -70,6 +70,7 @@ var problems = []problem{
 	{rooms.ErrRoomFinished, 409, "ROOM_FINISHED", "Room is finished"},
 	{rooms.ErrOwnedRoomsLimit, 409, "OWNED_ROOMS_LIMIT", "Too many rooms owned at once"},
 	{rooms.ErrJoinedRoomsLimit, 409, "JOINED_ROOMS_LIMIT", "In too many rooms at once"},
+	{errKeyInUse, 409, "IDEMPOTENCY_KEY_IN_USE", "Idempotency key in use"},
 	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},
 	{rooms.ErrTooLarge, 413, "PAYLOAD_TOO_LARGE", "Payload too large"},
 	{rooms.ErrTooManyStreams, 429, "TOO_MANY_STREAMS", "Too many event streams"},
@@ -80,6 +81,7 @@ var problems = []problem{
 	{rooms.ErrStreamLimit, 429, "STREAM_LIMIT", "Too many open event streams"},
 	{errUnsupportedMedia, 415, "UNSUPPORTED_MEDIA_TYPE", "Unsupported media type"},
 	{rooms.ErrValidation, 422, "VALIDATION_FAILED", "Validation failed"},
+	{errKeyReused, 422, "IDEMPOTENCY_KEY_REUSED", "Idempotency key reused"},
 	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},
 }
 

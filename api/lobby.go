@@ -56,7 +56,11 @@ func deref[T any](p *T) T {
 
 // QuickJoin implements POST /v1/matchmaking/quick-join: 201 when it
 // created the room, 200 when it joined one.
-func (s *Server) QuickJoin(w http.ResponseWriter, r *http.Request) {
+func (s *Server) QuickJoin(w http.ResponseWriter, r *http.Request, params oapi.QuickJoinParams) {
+	s.idempotent(w, r, params.IdempotencyKey, s.quickJoin)
+}
+
+func (s *Server) quickJoin(w http.ResponseWriter, r *http.Request) {
 	var p rooms.QuickJoinParams
 	if err := decodeBody(r, &p, false, jsonType); err != nil {
 		s.writeError(w, r, err)

@@ -81,6 +81,8 @@ func appendRoom(b []byte, r *oapi.Room) []byte {
 	}
 	b = append(b, `,"region":`...)
 	b = appendString(b, r.Region)
+	b = append(b, `,"reservedSeats":`...)
+	b = strconv.AppendInt(b, int64(r.ReservedSeats), 10)
 	b = append(b, `,"statePolicy":`...)
 	b = appendString(b, string(r.StatePolicy))
 	b = append(b, `,"status":`...)

@@ -7,8 +7,12 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// CreateRoom implements POST /v1/rooms.
-func (s *Server) CreateRoom(w http.ResponseWriter, r *http.Request) {
+// CreateRoom implements POST /v1/rooms, honouring an Idempotency-Key.
+func (s *Server) CreateRoom(w http.ResponseWriter, r *http.Request, params oapi.CreateRoomParams) {
+	s.idempotent(w, r, params.IdempotencyKey, s.createRoom)
+}
+
+func (s *Server) createRoom(w http.ResponseWriter, r *http.Request) {
 	var p rooms.CreateParams
 	if err := decodeBody(r, &p, false, jsonType); err != nil {
 		s.writeError(w, r, err)
@@ -145,7 +149,7 @@ func (s *Server) noContent(w http.ResponseWriter, r *http.Request, err error) {
 func roomBody(r rooms.Room, withPlayers bool) oapi.Room {
 	out := oapi.Room{Id: r.ID, Name: r.Name, Mode: r.Mode, Region: r.Region,
 		Visibility: oapi.Visibility(r.Visibility), Status: oapi.Status(r.Status), Locked: r.Locked,
-		MaxPlayers: r.MaxPlayers, PlayerCount: r.PlayerCount, OwnerPlayerId: r.OwnerPlayerID,
+		MaxPlayers: r.MaxPlayers, PlayerCount: r.PlayerCount, ReservedSeats: r.ReservedSeats, OwnerPlayerId: r.OwnerPlayerID,
 		Attributes: r.Attributes, StatePolicy: oapi.StatePolicy(r.StatePolicy),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version}
 	if out.Attributes == nil {
@@ -167,4 +171,19 @@ func roomBody(r rooms.Room, withPlayers bool) oapi.Room {
 
 func joinedBody(j rooms.Joined) oapi.RoomJoined {
 	return oapi.RoomJoined{Room: roomBody(j.Room, true), PlayerId: j.PlayerID}
+}
+
+// ReserveSeats implements POST /v1/rooms/{roomId}/reservations.
+func (s *Server) ReserveSeats(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId) {
+	var p rooms.ReserveParams
+	if err := decodeBody(r, &p, false, jsonType); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.rooms.ReserveSeats(r.Context(), userFrom(r.Context()), roomID, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, oapi.SeatReservation{ReservedSeats: res.ReservedSeats, ExpiresAt: res.ExpiresAt})
 }

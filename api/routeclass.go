@@ -21,6 +21,7 @@ var routeClasses = map[string]string{
 	"POST /v1/rooms/{roomId}/leave":                "write",
 	"DELETE /v1/rooms/{roomId}/players/{playerId}": "write",
 	"DELETE /v1/rooms/{roomId}":                    "write",
+	"POST /v1/rooms/{roomId}/reservations":         "write",
 
 	"GET /v1/rooms":                   "read",
 	"GET /v1/rooms/{roomId}":          "read",

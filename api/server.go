@@ -17,6 +17,7 @@ import (
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/internal/fleet"
+	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/players"
@@ -72,6 +73,9 @@ type Config struct {
 	// RequestTimeout bounds reading each request's body and answering each
 	// request but event streams (408, 503); 0: DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Idempotency keeps the answers of requests sent with an
+	// Idempotency-Key (idempotency.go); nil: the header is ignored.
+	Idempotency idempotency.Store
 }
 
 // Server implements oapi.ServerInterface.
@@ -94,6 +98,7 @@ type Server struct {
 	limits         rateLimits
 	trustedProxies []netip.Prefix
 	requestTimeout time.Duration
+	idem           idempotency.Store
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -102,7 +107,7 @@ var _ oapi.ServerInterface = (*Server)(nil)
 func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
-		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies}
+		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

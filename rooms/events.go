@@ -58,6 +58,8 @@ type EventPlayer struct {
 type PlayerJoinedEvent struct {
 	EventHeader
 	Player EventPlayer `json:"player"`
+	// ReservedSeats is set when the player took a seat held for them.
+	ReservedSeats *int `json:"reservedSeats,omitempty" schema:"desc=Set when the player took a seat held for them: the room's reserved seats left."`
 }
 
 // LeaveReason says why a player left.
@@ -157,6 +159,23 @@ type RoomClosedEvent struct {
 	Reason CloseReason `json:"reason"`
 }
 
+// SeatsReservedEvent: seats were reserved for named users (not named
+// here: a player's userId is private to them), or their hold renewed.
+type SeatsReservedEvent struct {
+	EventHeader
+	Seats         int    `json:"seats" schema:"desc=The users whose seats this reservation holds (new or renewed)."`
+	ReservedSeats int    `json:"reservedSeats" schema:"desc=The room's reserved seats in all, after."`
+	ExpiresAt     string `json:"expiresAt" schema:"format=date-time,desc=When these seats are released unless taken."`
+}
+
+// ReservationExpiredEvent: reserved seats were released, their users
+// having not joined in time.
+type ReservationExpiredEvent struct {
+	EventHeader
+	Seats         int `json:"seats" schema:"desc=The seats released."`
+	ReservedSeats int `json:"reservedSeats" schema:"desc=The room's reserved seats left."`
+}
+
 // ResumedEvent follows a replay from Last-Event-ID: nothing was missed.
 // Its frame has no id.
 type ResumedEvent struct {
@@ -181,6 +200,8 @@ const (
 	EventRoomUpdated        = "room_updated"
 	EventMessage            = "message"
 	EventRoomClosed         = "room_closed"
+	EventSeatsReserved      = "seats_reserved"
+	EventReservationExpired = "reservation_expired"
 	EventResumed            = "resumed"
 	EventTokenExpiring      = "token_expiring"
 )
@@ -204,6 +225,8 @@ var RoomEvents = []EventKind{
 	{EventRoomUpdated, func() any { return new(RoomUpdatedEvent) }},
 	{EventMessage, func() any { return new(MessageEvent) }},
 	{EventRoomClosed, func() any { return new(RoomClosedEvent) }},
+	{EventSeatsReserved, func() any { return new(SeatsReservedEvent) }},
+	{EventReservationExpired, func() any { return new(ReservationExpiredEvent) }},
 	{EventResumed, func() any { return new(ResumedEvent) }},
 	{EventTokenExpiring, func() any { return new(TokenExpiringEvent) }},
 }

@@ -49,11 +49,15 @@ const (
 // logs), and its Scopes. The server is never a member of a room: in events
 // it is player 0, which is never a player.
 type User struct {
-	ID     string
+	ID     string // ServerUserPrefix + the key's id for the server
 	Name   string
 	Server bool
 	Scopes Scope
 }
+
+// ServerUserPrefix starts the user id of every API key ("key:<id>"): no
+// player's userId has it (tokens with such a subject are refused).
+const ServerUserPrefix = "key:"
 
 // Player is a member of a room. PlayerIDs are unique within a room and
 // never reused; UserID is private to the player.
@@ -68,15 +72,19 @@ type Player struct {
 // Room is a room as stored. Players is in join (playerId) order and empty in
 // list results. InviteCode is set for private rooms; View decides who sees it.
 type Room struct {
-	ID            string
-	Name          string
-	Mode          string
-	Region        string
-	Visibility    Visibility
-	Status        Status
-	Locked        bool
-	MaxPlayers    int
-	PlayerCount   int
+	ID          string
+	Name        string
+	Mode        string
+	Region      string
+	Visibility  Visibility
+	Status      Status
+	Locked      bool
+	MaxPlayers  int
+	PlayerCount int
+	// ReservedSeats are seats held for named users (Store.ReserveSeats)
+	// until they join or the reservation expires; they count toward
+	// MaxPlayers for everyone else.
+	ReservedSeats int
 	OwnerPlayerID int
 	Attributes    map[string]any
 	StatePolicy   StatePolicy
@@ -89,11 +97,12 @@ type Room struct {
 }
 
 // Joinable reports whether anyone may join r without an invite code: it
-// is public, waiting, unlocked and not full. The one rule of what the
-// lobby shows, quick-join picks and the joinable and fill indexes hold
-// (store/lua/prelude.lua places rooms by the same four fields).
+// is public, waiting, unlocked and has a seat neither taken nor reserved.
+// The one rule of what the lobby shows, quick-join picks and the joinable
+// and fill indexes hold (store/lua/prelude.lua places rooms by the same
+// fields).
 func (r *Room) Joinable() bool {
-	return r.Visibility == Public && r.Status == Waiting && !r.Locked && r.PlayerCount < r.MaxPlayers
+	return r.Visibility == Public && r.Status == Waiting && !r.Locked && r.PlayerCount+r.ReservedSeats < r.MaxPlayers
 }
 
 // Refusal is the one rule of what a caller who is not in r may learn of

@@ -50,4 +50,5 @@ type Store interface {
 
 	MessageStore
 	Matchmaker
+	SeatReserver
 }

@@ -238,3 +238,47 @@ func TestBanRacesJoin(t *testing.T) {
 		checkInvariants(t, s)
 	})
 }
+
+// A join skips the bans set of a room that never banned (its hash says
+// bn "0"), reads it once the room has banned, and always reads it for a
+// room created before the field (none in its hash). A refused join leaves
+// nothing of the user in the room.
+func TestBansCheckedOnceARoomBanned(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		c := s.Client()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		if bn, _ := c.HGet(ctx, s.RoomKey(id), "bn").Result(); bn != "0" {
+			t.Fatalf("a new room's bn %q, want \"0\"", bn)
+		}
+		bobPID := mustJoin(t, s, bob, id).PlayerID
+		if err := s.Ban(ctx, alice, id, bobPID); err != nil {
+			t.Fatal(err)
+		}
+		if bn, _ := c.HGet(ctx, s.RoomKey(id), "bn").Result(); bn != "1" {
+			t.Fatalf("bn %q after a ban, want \"1\"", bn)
+		}
+		_, err := s.Join(ctx, bob, id)
+		wantErr(t, err, rooms.ErrBanned)
+
+		// a room of the release before: banned users in the set, no bn
+		old := mustCreate(t, s, alice, newRoom()).Room.ID
+		if err := c.HDel(ctx, s.RoomKey(old), "bn").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SAdd(ctx, bansKey(s, old), carol.ID).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Join(ctx, carol, old)
+		wantErr(t, err, rooms.ErrBanned)
+		for _, room := range []string{id, old} {
+			if in, _ := c.HExists(ctx, s.RoomKey(room)+":users", carol.ID).Result(); in && room == old {
+				t.Fatal("the refused user stayed in the users hash")
+			}
+			if in, _ := c.HExists(ctx, s.RoomKey(room)+":users", bob.ID).Result(); in {
+				t.Fatal("the banned user is in the users hash")
+			}
+		}
+		mustJoin(t, s, carol, id) // others still join
+	})
+}

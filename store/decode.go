@@ -30,6 +30,9 @@ func replyStatus(v any) ([]any, error) {
 	if err, ok := scriptErrors[status]; ok {
 		return nil, err
 	}
+	if status == "TO_NOT_MEMBER" && len(arr) == 2 {
+		return nil, rooms.Invalid("to", "player %v is not in the room", arr[1])
+	}
 	return nil, fmt.Errorf("store: unexpected script status %q", status)
 }
 
@@ -49,13 +52,23 @@ var scriptErrors = map[string]error{
 	"STATE_KEY_FORBIDDEN": rooms.ErrStateKeyForbidden,
 	"PAYLOAD_TOO_LARGE":   fmt.Errorf("state over %d keys or %d bytes: %w", rooms.MaxStateKeys, rooms.MaxStateBytes, rooms.ErrTooLarge),
 	"KICK_SELF":           rooms.Invalid("playerId", "the owner cannot kick themself; leave instead"),
-	"MAX_BELOW_COUNT":     rooms.Invalid("maxPlayers", "must not be below the current playerCount"),
+	"MAX_BELOW_COUNT":     rooms.Invalid("maxPlayers", "must not be below the current playerCount plus the seats reserved"),
 	"CODE_TAKEN":          errCodeTaken,
 	"ID_TAKEN":            errCodeTaken,
 	"JOINABLE_EXISTS":     errJoinableExists,
 	"BANNED":              rooms.ErrBanned,
 	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),
+	"NONE":                errNothingPicked,
+	"TAKEN":               errPickTaken,
 }
+
+// quick_join.lua's refusals, turned into outcomes by pickAndJoin: no
+// joinable room and none to create, or every candidate taken before the
+// script ran.
+var (
+	errNothingPicked = errors.New("store: no room to join and none to create")
+	errPickTaken     = errors.New("store: every candidate was taken")
+)
 
 // refused reports whether err is a refusal a script answered (one of
 // scriptErrors): the script changed nothing. Any other error (a timeout, a
@@ -85,7 +98,7 @@ func pairs(v any) map[string]string {
 // order of roomHash: a room read reads these (HMGET) rather than the whole
 // hash (HGETALL), which costs a map and a string per field name and the
 // fields no answer shows.
-var roomFields = []string{"n", "m", "r", "vi", "st", "lk", "mx", "pc", "ow", "po", "cd", "cr", "up", "ver", "sv", "at"}
+var roomFields = []string{"n", "m", "r", "vi", "st", "lk", "mx", "pc", "ow", "po", "cd", "cr", "up", "ver", "sv", "at", "rv"}
 
 // The index of each of roomFields in a roomHash.
 const (
@@ -105,6 +118,7 @@ const (
 	fVersion
 	fStateVersion
 	fAttributes
+	fReserved
 	nRoomFields
 )
 
@@ -169,7 +183,7 @@ func decodeRoom(id string, h roomHash, players, users map[string]string, conn []
 	r := rooms.Room{
 		ID: id, Name: h[fName], Mode: h[fMode], Region: h[fRegion],
 		Visibility: rooms.Visibility(h[fVisibility]), Status: rooms.Status(h[fStatus]), Locked: h[fLocked] == "1",
-		MaxPlayers: atoi(h[fMax]), PlayerCount: atoi(h[fCount]), OwnerPlayerID: atoi(h[fOwner]),
+		MaxPlayers: atoi(h[fMax]), PlayerCount: atoi(h[fCount]), ReservedSeats: atoi(h[fReserved]), OwnerPlayerID: atoi(h[fOwner]),
 		StatePolicy: rooms.StatePolicy(h[fPolicy]), InviteCode: h[fCode],
 		CreatedAt: time.UnixMicro(created).Truncate(time.Millisecond).UTC(),
 		UpdatedAt: time.UnixMilli(atoi64(h[fUpdated])).UTC(),

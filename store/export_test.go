@@ -33,15 +33,16 @@ func (s *Store) RoomKey(id string) string {
 // or a one-key state patch by uid ("patch"), with the script loaded; uid
 // may hold redis-benchmark's __rand_int__ placeholder.
 func (s *Store) EvalShaArgs(ctx context.Context, script, id, uid string) ([]string, error) {
-	shard, keys, err := s.indexedKeys(ctx, id)
+	shard, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	sc, args := roomJoin, append(s.common(shard, id), uid, `"bench"`, "")
+	var call scriptCall = joinCall{scope, uid, `"bench"`, ""}
 	if script == "patch" {
-		keys = s.keys.roomKeys(shard, id)
-		sc, args = statePatch, append(s.common(shard, id), uid, -1, rooms.MaxStateKeys, rooms.MaxStateBytes, 1, "k", "1")
+		call = patchCall{s.scope(shard, id), uid, -1, rooms.State{"k": []byte("1")}, nil}
 	}
+	sc := call.script()
+	keys, args := call.keysArgs()
 	if err := sc.Load(ctx, s.client).Err(); err != nil {
 		return nil, err
 	}

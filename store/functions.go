@@ -30,26 +30,17 @@ import (
 // Script.Run does with EVALSHA on NOSCRIPT. Replicas get it by
 // replication, so a promoted replica has it.
 
-// mutationScript is a mutation script: its EVALSHA form and its function
-// in the library.
-type mutationScript struct {
-	*redis.Script        // prelude + "begin()" + body, for EVALSHA
-	name          string // the file's base name: room_join
-	body          string
-	fname         string // its function in the library
-}
-
 // mutation is a mutation script of the library, with the prelude
 // prepended for EVALSHA.
-func mutation(name, src string) *mutationScript {
-	return &mutationScript{Script: redis.NewScript(preludeLua + "\nbegin()\n" + src), name: name, body: src}
+func mutation(name, src string) *luaScript {
+	return &luaScript{Script: redis.NewScript(preludeLua + "\nbegin()\n" + src), name: name, body: src}
 }
 
 // libraryName and libraryCode are the library of every mutation script.
 var libraryName, libraryCode = library(roomCreate, roomJoin, playerRemove, roomUpdate, roomDelete, statePatch,
-	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair)
+	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair, seatsReserve)
 
-func library(ms ...*mutationScript) (string, string) {
+func library(ms ...*luaScript) (string, string) {
 	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
 	var b strings.Builder
 	b.WriteString("local KEYS, ARGV\n")
@@ -111,39 +102,8 @@ func functionMissing(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "Function not found")
 }
 
-// runMutation runs mutation m on the store's client: FCALL of its function
-// when the library is loaded (loading it on the key's node and calling
-// again when that node lacks it), else EVALSHA (EVAL on NOSCRIPT).
-func (s *Store) runMutation(ctx context.Context, m *mutationScript, keys []string, args ...any) *redis.Cmd {
-	if !s.functions {
-		return m.Run(ctx, s.client, keys, args...)
-	}
-	cmd := s.client.FCall(ctx, m.fname, keys, args...)
-	if functionMissing(cmd.Err()) && s.loadLibraryFor(ctx, keys[0]) == nil {
-		cmd = s.client.FCall(ctx, m.fname, keys, args...)
-	}
-	return cmd
-}
-
-// queueMutation queues m on a pipeline or transaction p, as runMutation
-// runs it: the caller loads what is missing (missingCode) and sends again.
-func (s *Store) queueMutation(ctx context.Context, p redis.Pipeliner, m *mutationScript, keys []string, args ...any) *redis.Cmd {
-	if !s.functions {
-		return m.EvalSha(ctx, p, keys, args...)
-	}
-	return p.FCall(ctx, m.fname, keys, args...)
-}
-
 // missingCode: a queued mutation failed because the node lacks its code
 // (NOSCRIPT for EVALSHA, "Function not found" for FCALL).
 func missingCode(err error) bool {
 	return redis.HasErrorPrefix(err, "NOSCRIPT") || functionMissing(err)
-}
-
-// loadCode loads what a queued mutation lacked on the node of key.
-func (s *Store) loadCode(ctx context.Context, m *mutationScript, key string) error {
-	if s.functions {
-		return s.loadLibraryFor(ctx, key)
-	}
-	return m.Load(ctx, s.client).Err()
 }

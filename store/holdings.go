@@ -84,12 +84,8 @@ func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold
 	var seed []any
 	checked := false
 	for range 3 {
-		args := []any{room, role, s.quotas.RoomsOwned, s.quotas.RoomsJoined, holdingsTTL.Milliseconds(), ""}
-		if seed != nil {
-			args[5] = "seed"
-			args = append(args, seed...)
-		}
-		res, err := holdingsReserve.Run(ctx, s.client, []string{key}, args...).Result()
+		res, err := s.run(ctx, reserveCall{key: key, room: room, role: role, owned: s.quotas.RoomsOwned,
+			joined: s.quotas.RoomsJoined, ttlMs: holdingsTTL.Milliseconds(), seed: seed}).Result()
 		if err != nil {
 			return hold{}, wrap(err)
 		}
@@ -129,7 +125,7 @@ func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold
 // an entry left behind only over-counts until the next check.
 func (s *Store) release(ctx context.Context, h hold) {
 	if h.key != "" && h.fresh {
-		holdingsRelease.Run(context.WithoutCancel(ctx), s.client, []string{h.key}, h.room, h.value, "")
+		s.run(context.WithoutCancel(ctx), releaseCall{h.key, []heldChange{{h.room, h.value, ""}}})
 	}
 }
 
@@ -153,10 +149,10 @@ func (s *Store) left(ctx context.Context, uid, room, before, newOwner string) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if before != "" {
-		holdingsRelease.Run(ctx, s.client, []string{s.keys.holdings(userShard(uid, s.shards), uid)}, room, before, "")
+		s.run(ctx, releaseCall{s.keys.holdings(userShard(uid, s.shards), uid), []heldChange{{room, before, ""}}})
 	}
 	if newOwner != "" {
-		holdingsRelease.Run(ctx, s.client, []string{s.keys.holdings(userShard(newOwner, s.shards), newOwner)}, room, "*", "o")
+		s.run(ctx, releaseCall{s.keys.holdings(userShard(newOwner, s.shards), newOwner), []heldChange{{room, "*", "o"}}})
 	}
 }
 
@@ -214,7 +210,7 @@ func (s *Store) membership(ctx context.Context, uid string, ids []string) (membe
 // rooms and corrects them; returns how many changed.
 func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries []any) (int, error) {
 	var ids, values []string
-	var gone []any
+	var gone []heldChange
 	for i := 0; i+1 < len(entries); i += 2 {
 		id, _ := entries[i].(string)
 		v, _ := entries[i+1].(string)
@@ -223,7 +219,7 @@ func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries
 			continue
 		}
 		if isPlaceholder(id) { // a quick-join's reservation it never turned into its room's
-			gone = append(gone, id, v, "")
+			gone = append(gone, heldChange{id, v, ""})
 			continue
 		}
 		if _, ok := roomShard(id, s.shards); !ok {
@@ -235,20 +231,20 @@ func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries
 	if err != nil {
 		return 0, err
 	}
-	args := gone
+	changes := gone
 	for i, id := range ids {
 		role := map[bool]string{true: "o", false: "m"}[owner[i]]
 		switch {
 		case !member[i]:
-			args = append(args, id, values[i], "")
+			changes = append(changes, heldChange{id, values[i], ""})
 		case values[i][:1] != role:
-			args = append(args, id, values[i], role)
+			changes = append(changes, heldChange{id, values[i], role})
 		}
 	}
-	if len(args) == 0 {
+	if len(changes) == 0 {
 		return 0, nil
 	}
-	res, err := holdingsRelease.Run(ctx, s.client, []string{key}, args...).Result()
+	res, err := s.run(ctx, releaseCall{key, changes}).Result()
 	if err != nil {
 		return 0, wrap(err)
 	}

@@ -26,13 +26,8 @@ const reapBatch = 100
 // HeartbeatInstance implements fleet.Registry: one script registers or
 // renews the instance for the presence TTL, by Redis' clock.
 func (s *Store) HeartbeatInstance(ctx context.Context, in fleet.Instance) (bool, error) {
-	keys := []string{s.keys.liveInstances(), s.keys.instance(in.ID)}
-	res, err := instanceHeartbeat.Run(ctx, s.client, keys, in.ID, s.presenceTTL.Milliseconds(),
-		in.Addr, in.Version, in.StartedAt.UnixMilli(), in.Streams).Result()
-	if err != nil {
-		return false, wrap(err)
-	}
-	rest, err := replyStatus(res)
+	rest, err := s.result(ctx, heartbeatCall{live: s.keys.liveInstances(), hash: s.keys.instance(in.ID),
+		in: in, ttlMs: s.presenceTTL.Milliseconds()})
 	if err != nil {
 		return false, err
 	}
@@ -61,11 +56,7 @@ func (s *Store) DeregisterInstance(ctx context.Context, id string) error {
 func (s *Store) ReapInstances(ctx context.Context) ([]string, error) {
 	var reaped []string
 	for {
-		res, err := instanceReap.Run(ctx, s.client, []string{s.keys.liveInstances()}, reapBatch).Result()
-		if err != nil {
-			return reaped, wrap(err)
-		}
-		rest, err := replyStatus(res)
+		rest, err := s.result(ctx, reapCall{live: s.keys.liveInstances(), batch: reapBatch})
 		if err != nil {
 			return reaped, err
 		}
@@ -94,16 +85,12 @@ func (s *Store) releaseJanitorLeases(ctx context.Context, ids []string) error {
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return wrap(err)
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
 	var errs []error
 	for shard, h := range holders {
 		if !slices.Contains(ids, h.Val()) {
 			continue
 		}
-		if err := s.status(janitorRelease.Run(ctx, s.client, []string{s.keys.janitor(shard)}, args...)); err != nil {
+		if _, err := s.result(ctx, leaseReleaseCall{lease: s.keys.janitor(shard), ids: ids}); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -107,19 +107,14 @@ func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report) error 
 }
 
 func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report) error {
-	_, keys, err := s.indexedKeys(ctx, id)
+	_, scope, err := s.scopeOf(ctx, id)
 	if errors.Is(err, rooms.ErrRoomNotFound) {
 		return wrap(s.client.ZRem(ctx, s.keys.due(shard), id).Err())
 	}
 	if err != nil {
 		return err
 	}
-	args := append(s.common(shard, id), s.grace.Milliseconds())
-	res, err := s.runMutation(ctx, presenceSweep, keys, args...).Result()
-	if err != nil {
-		return wrap(err)
-	}
-	rest, err := replyStatus(res)
+	rest, err := s.result(ctx, sweepCall{scope, s.grace.Milliseconds()})
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,10 @@ func (k keys) userStreams(shard int, uid string) string { return k.tag(shard) + 
 // entries that a room script made stale, for the janitor (unheld.go).
 func (k keys) unheld(shard int) string { return k.tag(shard) + ":unheld" }
 
+// quickJoinLock is user uid's quick-join lock (Store.lockQuickJoin), in
+// the slot of the user's shard.
+func (k keys) quickJoinLock(shard int, uid string) string { return k.tag(shard) + ":qjlock:" + uid }
+
 func (k keys) userIndex(shard int) string { return k.tag(shard) + ":users" }
 func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }
 func (k keys) clock(shard int) string     { return k.tag(shard) + ":clock" }

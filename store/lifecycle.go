@@ -50,15 +50,11 @@ func (l Lifecycle) argv() []any {
 // did: "lifetime", "finished" or "expired" (closed), "trimmed" (log
 // dropped), "none" or "gone".
 func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string, error) {
-	_, keys, err := s.indexedKeys(ctx, id)
+	_, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
 		return "", err
 	}
-	res, err := s.runMutation(ctx, roomLifecycle, keys, append(s.common(shard, id), s.life.argv()...)...).Result()
-	if err != nil {
-		return "", wrap(err)
-	}
-	rest, err := replyStatus(res)
+	rest, err := s.result(ctx, lifecycleCall{scope, s.life})
 	if err != nil {
 		return "", err
 	}

@@ -22,18 +22,7 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	if !ok {
 		return 0, rooms.ErrRoomNotFound
 	}
-	args := append(s.common(shard, id), c, jsonString(m.Type), []byte(m.Data), messageLogLen)
-	for _, to := range m.To {
-		args = append(args, to)
-	}
-	res, err := s.runMutation(ctx, messageSend, s.keys.roomKeys(shard, id), args...).Result()
-	if err != nil {
-		return 0, wrap(err)
-	}
-	if arr, ok := res.([]any); ok && len(arr) == 2 && arr[0] == "TO_NOT_MEMBER" {
-		return 0, rooms.Invalid("to", "player %v is not in the room", arr[1])
-	}
-	rest, err := replyStatus(res)
+	rest, err := s.result(ctx, messageSendCall{s.scope(shard, id), c, jsonString(m.Type), []byte(m.Data), m.To})
 	if err != nil {
 		return 0, err
 	}
@@ -55,11 +44,8 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 	if before > 0 {
 		end = strconv.FormatInt(before-1, 10) + "-0" // "0-0" holds nothing
 	}
-	res, err := messageList.Run(ctx, s.client, s.keys.messageKeys(shard, id), c, end, 4*messageLogLen).Result()
-	if err != nil {
-		return 0, nil, wrap(err)
-	}
-	rest, err := replyStatus(res)
+	k := s.keys.messageKeys(shard, id)
+	rest, err := s.result(ctx, messageListCall{room: k[0], users: k[1], messages: k[2], caller: c, end: end, count: 4 * messageLogLen})
 	if err != nil {
 		return 0, nil, err
 	}

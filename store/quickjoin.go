@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,6 +41,11 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.QuickJoined{}, err
 	}
+	unlock, err := s.lockQuickJoin(ctx, u.ID)
+	if err != nil {
+		return rooms.QuickJoined{}, err
+	}
+	defer unlock()
 	if j, ok, err := s.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
 		return rooms.QuickJoined{Joined: j}, err
 	}
@@ -73,6 +79,40 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
 	}
 	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
+}
+
+// quickJoinLockTTL bounds how long one quick-join of a user holds back
+// the user's next (lockQuickJoin), should its instance die holding it.
+const quickJoinLockTTL = 5 * time.Second
+
+// quickJoinLockPoll is how often a waiting quick-join tries the lock.
+const quickJoinLockPoll = 10 * time.Millisecond
+
+// lockQuickJoin takes user uid's quick-join lock (SET NX in the user's
+// slot, expiring after quickJoinLockTTL), waiting while another
+// quick-join of uid holds it, and returns its release (compare and
+// delete). So quick-joins of one user at once (two tabs, a client's
+// retry) run one after the other and the later finds the earlier's room
+// (memberOf) instead of joining or creating another; quick-joins of
+// different users never wait for each other.
+func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
+	key, token := s.keys.quickJoinLock(userShard(uid, s.shards), uid), randomString(idRandLen, base62)
+	for {
+		ok, err := s.client.SetNX(ctx, key, token, quickJoinLockTTL).Result()
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if ok {
+			return func() {
+				s.run(context.WithoutCancel(ctx), leaseReleaseCall{lease: key, ids: []string{token}})
+			}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, wrap(ctx.Err())
+		case <-time.After(quickJoinLockPoll):
+		}
+	}
 }
 
 // quickJoinOne is QuickJoin into one region: pickAndJoin on the (mode,
@@ -156,29 +196,23 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, mode, region stri
 			if p.Visibility == rooms.Private {
 				code = newCode(shard, s.shards)
 			}
-			call.create = append([]any{newRoomID(shard)}, s.createArgs(u, p, attrs, size, code, false)...)
+			call.createID, call.create = newRoomID(shard), s.newRoom(u, p, attrs, size, code, false)
 		}
-		res, err := runScript(ctx, s.client, call).Slice()
-		if err != nil {
-			s.release(ctx, h)
-			return rooms.QuickJoined{}, none, wrap(err)
-		}
-		switch status, _ := res[0].(string); status {
-		case "NONE":
+		rest, err := s.result(ctx, call)
+		switch {
+		case errors.Is(err, errCodeTaken):
+			continue
+		case errors.Is(err, errNothingPicked):
 			s.release(ctx, h)
 			return rooms.QuickJoined{}, none, nil
-		case "TAKEN":
+		case errors.Is(err, errPickTaken):
 			s.release(ctx, h)
 			return rooms.QuickJoined{}, pickTaken, nil
-		case "ID_TAKEN", "CODE_TAKEN":
-			continue
+		case err == nil && len(rest) < 2:
+			err = fmt.Errorf("store: unexpected quick_join reply %v", rest)
 		}
-		rest, err := replyStatus(res)
-		if err != nil || len(rest) < 2 {
+		if err != nil {
 			s.release(ctx, h)
-			if err == nil {
-				err = fmt.Errorf("store: unexpected quick_join reply %v", res)
-			}
 			return rooms.QuickJoined{}, none, err
 		}
 		id, _ := rest[1].(string)
@@ -188,7 +222,7 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, mode, region stri
 			if created {
 				role = "o"
 			}
-			holdingsRebind.Run(context.WithoutCancel(ctx), s.client, []string{h.key}, ph, id, role)
+			s.run(context.WithoutCancel(ctx), rebindCall{key: h.key, placeholder: ph, room: id, role: role})
 		}
 		room, _, err := s.readRoom(ctx, shard, id, false)
 		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, Created: created}, picked, err
@@ -372,11 +406,11 @@ var holdingsRebindLua string
 // or creates as room_create does (see lua/quick_join.lua); each body in a
 // function of its own.
 var (
-	quickJoin = redis.NewScript(quickJoinLua + "\n" + preludeLua + "\nbegin()\n" +
-		"\nlocal function qj_join()\n" + roomJoinLua + "\nend\nlocal function qj_make()\n" + roomCreateLua + "\nend\n" +
-		"if not qj_create then return qj_join() end\n" +
+	quickJoin = plain("quick_join", quickJoinLua+"\n"+preludeLua+"\nbegin()\n"+
+		"\nlocal function qj_join()\n"+roomJoinLua+"\nend\nlocal function qj_make()\n"+roomCreateLua+"\nend\n"+
+		"if not qj_create then return qj_join() end\n"+
 		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")
-	holdingsRebind = redis.NewScript(holdingsRebindLua)
+	holdingsRebind = plain("holdings_rebind", holdingsRebindLua)
 )
 
 func init() { scriptNames[quickJoin.Hash()] = "quick_join" }
@@ -394,12 +428,13 @@ type quickJoinCall struct {
 	user         string
 	nameJSON     string
 	candidates   []string
-	// create: "" to never create, else the new room's id and room_create's
-	// ARGV[7..] (Store.createArgs)
-	create []any
+	// createID, create: the room to create when there is none to join
+	// (createID "": never create)
+	createID string
+	create   newRoom
 }
 
-func (quickJoinCall) script() *redis.Script { return quickJoin }
+func (quickJoinCall) script() *luaScript { return quickJoin }
 
 // keysArgs: the prelude's KEYS and ARGV of a join, built for a room id of
 // "" (the script appends the id it picks), then the candidates, then what
@@ -410,9 +445,9 @@ func (c quickJoinCall) keysArgs() ([]string, []any) {
 	for _, id := range c.candidates {
 		args = append(args, id)
 	}
-	if len(c.create) == 0 {
-		args = append(args, "")
+	args = append(args, c.createID)
+	if c.createID != "" {
+		args = append(args, c.create.args()...)
 	}
-	args = append(args, c.create...)
 	return c.keys.roomKeysWithIndexes(c.shard, "", c.mode, c.region), args
 }

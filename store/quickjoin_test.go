@@ -362,3 +362,55 @@ func TestQuickJoinOneRegionOwnedLimit(t *testing.T) {
 		})
 	}
 }
+
+// One user's quick-joins at once, through two instances, end in one room,
+// even when the first fills the room the others would have picked (so
+// running them side by side would create a second room): each answer is
+// that room, and the user is in no other. Rounds over one region (one
+// script) and over two (read, then join).
+func TestQuickJoinOneUserAtOnceEndsInOneRoom(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s1, s2 := twoInstances(t, b)
+			ctx := context.Background()
+			for round := range 6 {
+				mode := fmt.Sprintf("solo%d", round)
+				regions := []string{"eu"}
+				if round%2 == 1 {
+					regions = []string{"eu", "us"}
+				}
+				// one seat left in the only room: the first quick-join fills it
+				owner := user(1000 + round)
+				mustCreate(t, s1, owner, *quickRoom(mode, "eu", 2))
+				u := user(2000 + round)
+				const n = 8
+				got := make([]string, n)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() {
+						s := []*store.Store{s1, s2}[i%2]
+						q, err := s.QuickJoin(ctx, u, mode, regions, nil, quickRoom(mode, "eu", 2))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						got[i] = q.Room.ID
+					})
+				}
+				wg.Wait()
+				for _, id := range got {
+					if id != got[0] {
+						t.Fatalf("round %d: one user's quick-joins ended in rooms %v", round, got)
+					}
+				}
+				mine, _, err := s1.MyRooms(ctx, u, nil, rooms.MaxMyRooms)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(mine) != 1 {
+					t.Fatalf("round %d: the user is in %d rooms", round, len(mine))
+				}
+			}
+		})
+	}
+}

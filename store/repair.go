@@ -102,7 +102,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 	}
 	for i := 0; i < len(page); i += 2 {
 		id := page[i]
-		_, keys, err := s.indexedKeys(ctx, id)
+		_, scope, err := s.scopeOf(ctx, id)
 		if errors.Is(err, rooms.ErrRoomNotFound) {
 			n, err := s.client.ZRem(ctx, s.keys.roomsDue(shard), id).Result()
 			if err != nil {
@@ -114,11 +114,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 		if err != nil {
 			return 0, err
 		}
-		res, err := s.runMutation(ctx, roomRepair, keys, s.common(shard, id)...).Result()
-		if err != nil {
-			return 0, wrap(err)
-		}
-		rest, err := replyStatus(res)
+		rest, err := s.result(ctx, roomRepairCall{scope})
 		if err != nil {
 			return 0, err
 		}
@@ -134,19 +130,16 @@ func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep R
 	if err != nil {
 		return 0, wrap(err)
 	}
-	keys := []string{s.keys.userIndex(shard), s.keys.roomsDue(shard)}
-	var args []any
+	call := userRepairCall{index: s.keys.userIndex(shard), schedule: s.keys.roomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
 		for _, id := range strings.Fields(page[i+1]) {
-			room := s.keys.room(shard, id)
-			keys = append(keys, room, room+":users")
-			args = append(args, page[i], id)
+			call.entries = append(call.entries, userEntry{user: page[i], room: id, roomHash: s.keys.room(shard, id)})
 		}
 	}
-	if len(args) == 0 {
+	if len(call.entries) == 0 {
 		return next, nil
 	}
-	res, err := userRepair.Run(ctx, s.client, keys, args...).Int64Slice()
+	res, err := s.run(ctx, call).Int64Slice()
 	if err != nil {
 		return 0, wrap(err)
 	}
@@ -160,13 +153,11 @@ func (s *Store) repairCodes(ctx context.Context, shard int, cursor uint64, rep R
 	if err != nil || len(page) == 0 {
 		return next, wrap(err)
 	}
-	keys := []string{s.keys.codes(shard), s.keys.roomsDue(shard)}
-	args := make([]any, 0, len(page))
+	call := codeRepairCall{codes: s.keys.codes(shard), schedule: s.keys.roomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
-		keys = append(keys, s.keys.room(shard, page[i+1]))
-		args = append(args, page[i], page[i+1])
+		call.entries = append(call.entries, codeEntry{code: page[i], room: page[i+1], roomHash: s.keys.room(shard, page[i+1])})
 	}
-	n, err := codeRepair.Run(ctx, s.client, keys, args...).Int64Slice()
+	n, err := s.run(ctx, call).Int64Slice()
 	if err != nil {
 		return 0, wrap(err)
 	}
@@ -199,17 +190,16 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	if len(page) == 0 {
 		return next, nil
 	}
-	keys := []string{k.key, s.keys.roomsDue(shard)}
-	args := []any{k.kind, k.mode, k.region}
+	call := indexRepairCall{index: k, schedule: s.keys.roomsDue(shard)}
 	for i := 0; i < len(page); i += 2 {
 		id := page[i]
 		if k.kind == "fill" {
 			id = id[strings.LastIndexByte(id, '|')+1:]
 		}
-		keys = append(keys, s.keys.room(shard, id))
-		args = append(args, page[i])
+		call.entries = append(call.entries, page[i])
+		call.roomHashes = append(call.roomHashes, s.keys.room(shard, id))
 	}
-	n, err := indexRepair.Run(ctx, s.client, keys, args...).Int64Slice()
+	n, err := s.run(ctx, call).Int64Slice()
 	if err != nil {
 		return 0, wrap(err)
 	}

@@ -1,7 +1,8 @@
 package store
 
 // RoomKeys returns every key that holds room id's own data (hash, state,
-// players, users, event log, connected players, presence, messages, bans), for
+// players, users, event log, connected players, presence, messages, bans,
+// seat reservations), for
 // tools and tests that read or remove a room directly; nil for an id of the
 // wrong form.
 func (s *Store) RoomKeys(id string) []string {
@@ -11,5 +12,5 @@ func (s *Store) RoomKeys(id string) []string {
 	}
 	room := s.keys.room(shard, id)
 	return []string{room, room + ":state", room + ":players", room + ":users", room + ":log",
-		room + ":conn", room + ":presence", room + ":messages", room + ":bans"}
+		room + ":conn", room + ":presence", room + ":messages", room + ":bans", room + ":reserved"}
 }

@@ -72,20 +72,20 @@ type ran struct {
 	read roomRead
 }
 
-// runThenRead runs script sc and reads room id (and its state, withState)
+// runThenRead runs call and reads room id (and its state, withState)
 // right after it, in one MULTI/EXEC: the room as the script left it, in
 // one round trip. A server that does not know the script (restart, SCRIPT
 // FLUSH) gets it loaded and the transaction runs again.
-func (s *Store) runThenRead(ctx context.Context, sc *mutationScript, shard int, id string, keys []string, args []any, withState bool) (ran, error) {
+func (s *Store) runThenRead(ctx context.Context, call scriptCall, shard int, id string, withState bool) (ran, error) {
 	for attempt := 0; ; attempt++ {
 		r := ran{id: id}
 		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			r.cmd = s.queueMutation(ctx, p, sc, keys, args...)
+			r.cmd = s.queue(ctx, p, call)
 			r.read = s.queueRoomRead(ctx, p, shard, id, withState)
 			return nil
 		})
 		if missingCode(err) && attempt == 0 {
-			if err := s.loadCode(ctx, sc, keys[0]); err != nil {
+			if err := s.loadCode(ctx, call); err != nil {
 				return ran{}, wrap(err)
 			}
 			continue

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,13 +52,12 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		if p.Visibility == rooms.Private {
 			code = newCode(shard, s.shards)
 		}
-		args := append(s.common(shard, id), s.createArgs(u, p, attrs, size, code, onlyIfNone)...)
-		keys := s.keys.roomKeysWithIndexes(shard, id, p.Mode, p.Region)
+		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, size, code, onlyIfNone)}
 		h, err := s.reserve(ctx, u.ID, id, true)
 		if err != nil {
 			return rooms.Joined{}, err
 		}
-		j, err := s.joined(s.runThenRead(ctx, roomCreate, shard, id, keys, args, false))
+		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
 		if refused(err) {
 			s.release(ctx, h)
 		}
@@ -69,17 +69,10 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
 }
 
-// createArgs is room_create.lua's ARGV from ARGV[7] on: room p with the
-// encoded attributes and the state's size, its invite code ("" public),
-// created by u.
-func (s *Store) createArgs(u rooms.User, p rooms.NewRoom, attrs []byte, size int, code string, onlyIfNone bool) []any {
-	args := []any{p.Name, p.Mode, p.Region, string(p.Visibility),
-		p.MaxPlayers, string(p.StatePolicy), attrs, code, u.ID, jsonString(u.Name), size,
-		map[bool]string{true: "1", false: ""}[onlyIfNone], s.life.firstCheck()}
-	for _, k := range sortedKeys(p.State) {
-		args = append(args, k, []byte(p.State[k]))
-	}
-	return args
+// newRoom is room p created by u, with the encoded attributes and the
+// state's size, its invite code ("" public), as room_create takes it.
+func (s *Store) newRoom(u rooms.User, p rooms.NewRoom, attrs []byte, size int, code string, onlyIfNone bool) newRoom {
+	return newRoom{p: p, owner: u, attrs: attrs, code: code, stateSize: size, onlyIfNone: onlyIfNone, firstCheck: s.life.firstCheck()}
 }
 
 // Get implements rooms.Store with one consistent read.
@@ -121,16 +114,15 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.Joined{}, err
 	}
-	_, keys, err := s.indexedKeys(ctx, id)
+	_, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	args := append(s.common(shard, id), u.ID, jsonString(u.Name), code)
 	h, err := s.reserve(ctx, u.ID, id, false)
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	j, err := s.joined(s.runThenRead(ctx, roomJoin, shard, id, keys, args, false))
+	j, err := s.joined(s.runThenRead(ctx, joinCall{scope, u.ID, jsonString(u.Name), code}, shard, id, false))
 	if refused(err) {
 		s.release(ctx, h)
 	}
@@ -143,11 +135,7 @@ func (s *Store) joined(r ran, err error) (rooms.Joined, error) {
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	res, err := r.cmd.Result()
-	if err != nil {
-		return rooms.Joined{}, wrap(err)
-	}
-	rest, err := replyStatus(res)
+	rest, err := reply(r.cmd)
 	if err != nil {
 		return rooms.Joined{}, err
 	}
@@ -179,20 +167,15 @@ func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, rea
 	if err != nil {
 		return err
 	}
-	shard, keys, err := s.indexedKeys(ctx, id)
+	_, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
 		return err
 	}
-	args := append(s.common(shard, id), c, target, reason, map[bool]string{true: "1", false: ""}[ban], rooms.MaxBans)
 	before := ""
 	if target == "" {
 		before = s.heldValue(ctx, c, id)
 	}
-	res, err := s.runMutation(ctx, playerRemove, keys, args...).Result()
-	if err != nil {
-		return wrap(err)
-	}
-	rest, err := replyStatus(res)
+	rest, err := s.result(ctx, removeCall{scope, c, target, reason, ban})
 	if err != nil {
 		return err
 	}
@@ -216,11 +199,11 @@ func caller(u rooms.User) (string, error) {
 
 // Update implements rooms.Store.
 func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.UpdateParams) (rooms.Room, error) {
-	shard, keys, err := s.indexedKeys(ctx, id)
+	shard, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
 		return rooms.Room{}, err
 	}
-	fields, err := updateArgs(p)
+	changes, err := changesOf(p)
 	if err != nil {
 		return rooms.Room{}, err
 	}
@@ -229,10 +212,8 @@ func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.Upd
 		return rooms.Room{}, err
 	}
 	for range maxCollisionRetries {
-		args := append(s.common(shard, id), c)
-		args = append(args, fields...)
-		args = append(args, newCode(shard, s.shards))
-		j, err := s.joined(s.runThenRead(ctx, roomUpdate, shard, id, keys, args, false))
+		call := updateCall{scope, c, changes, newCode(shard, s.shards)}
+		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
 		if errors.Is(err, errCodeTaken) {
 			continue
 		}
@@ -241,30 +222,30 @@ func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.Upd
 	return rooms.Room{}, fmt.Errorf("store: %d invite code collisions in a row", maxCollisionRetries)
 }
 
-// updateArgs are ARGV[8..14] of room_update.lua: "" for unchanged fields.
-func updateArgs(p rooms.UpdateParams) ([]any, error) {
-	out := []any{"", "", "", "", "", "", ""}
+// changesOf is p as room_update takes it.
+func changesOf(p rooms.UpdateParams) (roomChanges, error) {
+	var out roomChanges
 	if p.Name != nil {
-		out[0], out[1] = *p.Name, jsonString(*p.Name)
+		out.name, out.nameJSON = *p.Name, jsonString(*p.Name)
 	}
 	if p.Status != nil {
-		out[2] = string(*p.Status)
+		out.status = string(*p.Status)
 	}
 	if p.Locked != nil {
-		out[3] = map[bool]string{false: "0", true: "1"}[*p.Locked]
+		out.locked = map[bool]string{false: "0", true: "1"}[*p.Locked]
 	}
 	if p.MaxPlayers != nil {
-		out[4] = strconv.Itoa(*p.MaxPlayers)
+		out.maxPlayers = strconv.Itoa(*p.MaxPlayers)
 	}
 	if p.Visibility != nil {
-		out[5] = string(*p.Visibility)
+		out.visibility = string(*p.Visibility)
 	}
 	if p.Attributes != nil {
 		b, err := json.Marshal(*p.Attributes)
 		if err != nil {
-			return nil, fmt.Errorf("store: attributes: %w", err)
+			return roomChanges{}, fmt.Errorf("store: attributes: %w", err)
 		}
-		out[6] = string(b)
+		out.attributes = string(b)
 	}
 	return out, nil
 }
@@ -275,15 +256,15 @@ func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
 	if err != nil {
 		return err
 	}
-	shard, keys, err := s.indexedKeys(ctx, id)
+	_, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
 		return err
 	}
-	return s.status(s.runMutation(ctx, roomDelete, keys, append(s.common(shard, id), c)...))
+	_, err = s.result(ctx, deleteCall{scope, c})
+	return err
 }
 
-// PatchState implements rooms.Store. Keys are sent sorted, so the state
-// event lists them in a stable order.
+// PatchState implements rooms.Store.
 func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms.StatePatch) (rooms.Versions, error) {
 	c, err := caller(u)
 	if err != nil {
@@ -293,58 +274,11 @@ func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms
 	if !ok {
 		return rooms.Versions{}, rooms.ErrRoomNotFound
 	}
-	args := append(s.common(shard, id), c, p.IfMatch, rooms.MaxStateKeys, rooms.MaxStateBytes, len(p.Set))
-	for _, k := range sortedKeys(p.Set) {
-		args = append(args, k, []byte(p.Set[k]))
-	}
-	del := append([]string(nil), p.Del...)
-	sort.Strings(del)
-	for _, k := range del {
-		args = append(args, k)
-	}
-	res, err := s.runMutation(ctx, statePatch, s.keys.roomKeys(shard, id), args...).Result()
-	if err != nil {
-		return rooms.Versions{}, wrap(err)
-	}
-	rest, err := replyStatus(res)
+	rest, err := s.result(ctx, patchCall{s.scope(shard, id), c, p.IfMatch, p.Set, p.Del})
 	if err != nil {
 		return rooms.Versions{}, err
 	}
 	return rooms.Versions{Version: toInt64(rest[0]), StateVersion: toInt64(rest[1])}, nil
-}
-
-// indexedKeys returns the room's shard and the script keys including its
-// status indexes, reading its (immutable) mode and region when not cached.
-func (s *Store) indexedKeys(ctx context.Context, id string) (int, []string, error) {
-	shard, ok := roomShard(id, s.shards)
-	if !ok {
-		return 0, nil, rooms.ErrRoomNotFound
-	}
-	p, ok := s.places.get(id)
-	if !ok {
-		got, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r").Result()
-		if err != nil {
-			return 0, nil, wrap(err)
-		}
-		mode, _ := got[0].(string)
-		region, _ := got[1].(string)
-		if mode == "" {
-			return 0, nil, rooms.ErrRoomNotFound
-		}
-		p = place{mode: mode, region: region}
-		s.places.put(id, p)
-	}
-	return shard, s.keys.roomKeysWithIndexes(shard, id, p.mode, p.region), nil
-}
-
-// status decodes a reply that carries only a status.
-func (s *Store) status(cmd *redis.Cmd) error {
-	res, err := cmd.Result()
-	if err != nil {
-		return wrap(err)
-	}
-	_, err = replyStatus(res)
-	return err
 }
 
 func jsonString(s string) string {
@@ -359,4 +293,21 @@ func sortedKeys(m rooms.State) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ReserveSeats implements rooms.SeatReserver with one script.
+func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration) (rooms.Reservation, error) {
+	c, err := caller(u)
+	if err != nil {
+		return rooms.Reservation{}, err
+	}
+	_, scope, err := s.scopeOf(ctx, id)
+	if err != nil {
+		return rooms.Reservation{}, err
+	}
+	rest, err := s.result(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), userIDs})
+	if err != nil {
+		return rooms.Reservation{}, err
+	}
+	return rooms.Reservation{ReservedSeats: int(toInt64(rest[0])), ExpiresAt: time.UnixMilli(toInt64(rest[1])).UTC()}, nil
 }

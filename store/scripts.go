@@ -2,8 +2,6 @@ package store
 
 import (
 	_ "embed"
-
-	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/prelude.lua
@@ -66,16 +64,20 @@ var holdingsReserveLua string
 //go:embed lua/holdings_release.lua
 var holdingsReleaseLua string
 
+//go:embed lua/seats_reserve.lua
+var seatsReserveLua string
+
 //go:embed lua/userstreams_open.lua
 var userStreamsOpenLua string
 
 //go:embed lua/userstreams_renew.lua
 var userStreamsRenewLua string
 
-// Each script is run only through Script.Run (EVALSHA, then EVAL when the
-// server does not know it: after a restart or SCRIPT FLUSH), and each
-// mutation through Store.runMutation or queueMutation (functions.go: FCALL
-// of the library's function where Redis has Functions, else as a script).
+// Each script is run only through its descriptor (scriptcalls.go) by
+// Store.run, result, queue or runAll (scriptcall.go): a mutation as FCALL
+// of its function in the library where Redis has Functions
+// (functions.go), anything else, and a mutation elsewhere, as EVALSHA
+// (EVAL when the node does not know it: after a restart or SCRIPT FLUSH).
 var (
 	roomCreate    = mutation("room_create", roomCreateLua)
 	roomJoin      = mutation("room_join", roomJoinLua)
@@ -89,16 +91,17 @@ var (
 	messageSend   = mutation("message_send", messageSendLua)
 	roomLifecycle = mutation("room_lifecycle", roomLifecycleLua)
 	roomRepair    = mutation("room_repair", roomRepairLua)
-	indexRepair   = redis.NewScript(indexRepairLua)
-	userRepair    = redis.NewScript(userRepairLua)
-	codeRepair    = redis.NewScript(codeRepairLua)
-	messageList   = redis.NewScript(messageListLua)
-	presenceRenew = redis.NewScript(presenceRenewLua)
+	seatsReserve  = mutation("seats_reserve", seatsReserveLua)
+	indexRepair   = plain("index_repair", indexRepairLua)
+	userRepair    = plain("user_repair", userRepairLua)
+	codeRepair    = plain("code_repair", codeRepairLua)
+	messageList   = plain("message_list", messageListLua)
+	presenceRenew = plain("presence_renew", presenceRenewLua)
 	// per user, in the user's own slot (holdings.go)
-	holdingsReserve  = redis.NewScript(holdingsReserveLua)
-	holdingsRelease  = redis.NewScript(holdingsReleaseLua)
-	userStreamsOpen  = redis.NewScript(userStreamsOpenLua)
-	userStreamsRenew = redis.NewScript(userStreamsRenewLua)
+	holdingsReserve  = plain("holdings_reserve", holdingsReserveLua)
+	holdingsRelease  = plain("holdings_release", holdingsReleaseLua)
+	userStreamsOpen  = plain("userstreams_open", userStreamsOpenLua)
+	userStreamsRenew = plain("userstreams_renew", userStreamsRenewLua)
 )
 
 // The instance registry's scripts (instances.go).
@@ -113,7 +116,7 @@ var instanceReapLua string
 var janitorReleaseLua string
 
 var (
-	instanceHeartbeat = redis.NewScript(instanceHeartbeatLua)
-	instanceReap      = redis.NewScript(instanceReapLua)
-	janitorRelease    = redis.NewScript(janitorReleaseLua)
+	instanceHeartbeat = plain("instance_heartbeat", instanceHeartbeatLua)
+	instanceReap      = plain("instance_reap", instanceReapLua)
+	janitorRelease    = plain("janitor_release", janitorReleaseLua)
 )

@@ -55,10 +55,10 @@ var sessionRenewLua string
 var followingSetLua string
 
 var (
-	sessionOpen  = redis.NewScript(sessionOpenLua)
-	sessionClose = redis.NewScript(sessionCloseLua)
-	sessionRenew = redis.NewScript(sessionRenewLua)
-	followingSet = redis.NewScript(followingSetLua)
+	sessionOpen  = plain("session_open", sessionOpenLua)
+	sessionClose = plain("session_close", sessionCloseLua)
+	sessionRenew = plain("session_renew", sessionRenewLua)
+	followingSet = plain("following_set", followingSetLua)
 )
 
 const (
@@ -119,7 +119,7 @@ type sessionOpenCall struct {
 	follows time.Duration
 }
 
-func (sessionOpenCall) script() *redis.Script { return sessionOpen }
+func (sessionOpenCall) script() *luaScript { return sessionOpen }
 
 func (c sessionOpenCall) keysArgs() ([]string, []any) {
 	k, sh, u := c.keys, c.shard, c.s.UserID
@@ -143,7 +143,7 @@ func (s *Store) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, l
 	call := sessionOpenCall{keys: s.keys, shard: userShard(ss.UserID, s.shards), s: ss, policy: s.sessionPolicy,
 		ttl: s.presenceTTL, quota: s.quotas.StreamsPerUser, pubcmd: s.pubcmd, cursor: c, limit: limit,
 		now: time.Now(), newTag: eventTag(), logTTL: userLogTTL, maxLen: userLogMaxLen, follows: followingTTL}
-	res, err := runScript(ctx, s.client, call).Result()
+	res, err := s.run(ctx, call).Result()
 	if err != nil {
 		return sse.UserOpening{}, wrap(err)
 	}
@@ -177,19 +177,74 @@ func (s *Store) CloseSession(ctx context.Context, ss sse.Session) error {
 // closeSession runs session_close for member ("" only purges the lapsed
 // leases); reports whether the status changed.
 func (s *Store) closeSession(ctx context.Context, uid, member string) (bool, error) {
-	sh := userShard(uid, s.shards)
-	k := s.keys
-	res, err := sessionClose.Run(ctx, s.client,
-		[]string{k.sessions(sh, uid), k.status(sh, uid), k.online(sh), k.userStreams(sh, uid)},
-		uid, member, k.statusChannel(sh, uid), s.pubcmd).Result()
-	if err != nil {
-		return false, wrap(err)
-	}
-	arr, err := replyStatus(res)
+	arr, err := s.result(ctx, sessionCloseCall{keys: s.keys, shard: userShard(uid, s.shards), user: uid,
+		member: member, pubcmd: s.pubcmd})
 	if err != nil {
 		return false, err
 	}
 	return arr[0] == "1", nil
+}
+
+// sessionCloseCall is session_close.lua's descriptor: member
+// "<platform>/<session>" of user, or "" to purge the lapsed leases only.
+type sessionCloseCall struct {
+	keys         keys
+	shard        int
+	user, member string
+	pubcmd       string
+}
+
+func (sessionCloseCall) script() *luaScript { return sessionClose }
+
+func (c sessionCloseCall) keysArgs() ([]string, []any) {
+	k, sh, u := c.keys, c.shard, c.user
+	return []string{k.sessions(sh, u), k.status(sh, u), k.online(sh), k.userStreams(sh, u)},
+		[]any{u, c.member, k.statusChannel(sh, u), c.pubcmd}
+}
+
+// sessionRenewCall is session_renew.lua's descriptor: the sessions ss of
+// one user shard.
+type sessionRenewCall struct {
+	keys        keys
+	shard       int
+	ss          []sse.Session
+	ttl, linger time.Duration
+	quota       bool
+}
+
+func (sessionRenewCall) script() *luaScript { return sessionRenew }
+
+func (c sessionRenewCall) keysArgs() ([]string, []any) {
+	quota := "0"
+	if c.quota {
+		quota = "1"
+	}
+	keys := []string{c.keys.online(c.shard)}
+	args := []any{c.ttl.Milliseconds(), quota, c.linger.Milliseconds()}
+	for _, x := range c.ss {
+		keys = append(keys, c.keys.sessions(c.shard, x.UserID), c.keys.status(c.shard, x.UserID), c.keys.userStreams(c.shard, x.UserID))
+		args = append(args, x.UserID, sessionMember(x))
+	}
+	return keys, args
+}
+
+// followingSetCall is following_set.lua's descriptor.
+type followingSetCall struct {
+	keys   keys
+	shard  int
+	user   string
+	ids    []string
+	pubcmd string
+}
+
+func (followingSetCall) script() *luaScript { return followingSet }
+
+func (c followingSetCall) keysArgs() ([]string, []any) {
+	args := []any{followingTTL.Milliseconds(), c.keys.userChannel(c.shard, c.user), c.pubcmd}
+	for _, id := range c.ids {
+		args = append(args, id)
+	}
+	return []string{c.keys.following(c.shard, c.user)}, args
 }
 
 // RenewSessions implements sse.UserSource: one script per user shard and
@@ -203,52 +258,26 @@ func (s *Store) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Sess
 		sh := userShard(x.UserID, s.shards)
 		byShard[sh] = append(byShard[sh], x)
 	}
-	quota := "0"
-	if s.capsStreams() {
-		quota = "1"
-	}
-	type call struct {
-		ss   []sse.Session
-		keys []string
-		args []any
-		cmd  *redis.Cmd
-	}
-	var calls []*call
+	var calls []scriptCall
+	var batches [][]sse.Session
 	for sh, all := range byShard {
 		for batch := range slices.Chunk(all, renewBatch) {
-			c := &call{ss: batch, keys: []string{s.keys.online(sh)}, args: []any{s.presenceTTL.Milliseconds(), quota, statusLinger.Milliseconds()}}
-			for _, x := range batch {
-				c.keys = append(c.keys, s.keys.sessions(sh, x.UserID), s.keys.status(sh, x.UserID), s.keys.userStreams(sh, x.UserID))
-				c.args = append(c.args, x.UserID, sessionMember(x))
-			}
-			calls = append(calls, c)
+			calls = append(calls, sessionRenewCall{keys: s.keys, shard: sh, ss: batch, ttl: s.presenceTTL,
+				linger: statusLinger, quota: s.capsStreams()})
+			batches = append(batches, batch)
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, c := range calls {
-				c.cmd = sessionRenew.EvalSha(ctx, p, c.keys, c.args...)
-			}
-			return nil
-		})
-		if !redis.HasErrorPrefix(err, "NOSCRIPT") || attempt > 0 {
-			break // each command's own error counts
-		}
-		// a node that does not know the script yet (a restart, a new node)
-		if err := sessionRenew.Load(ctx, s.client).Err(); err != nil {
-			return nil, wrap(err)
-		}
-	}
+	cmds, _ := s.runAll(ctx, calls) // each command's own error counts
 	var lost []sse.Session
 	var errs []error
-	for _, c := range calls {
-		res, err := c.cmd.Result()
+	for i, cmd := range cmds {
+		res, err := cmd.Result()
 		if err != nil {
 			errs = append(errs, wrap(err))
 			continue
 		}
-		for _, i := range res.([]any) {
-			lost = append(lost, c.ss[toInt64(i)-1])
+		for _, j := range res.([]any) {
+			lost = append(lost, batches[i][toInt64(j)-1])
 		}
 	}
 	if len(errs) > 0 {
@@ -293,12 +322,8 @@ func (s *Store) Following(ctx context.Context, uid string) ([]string, error) {
 // SetFollowing replaces the users uid follows (checked by the caller) and
 // tells uid's personal streams, which then load them again.
 func (s *Store) SetFollowing(ctx context.Context, uid string, ids []string) error {
-	sh := userShard(uid, s.shards)
-	args := []any{followingTTL.Milliseconds(), s.keys.userChannel(sh, uid), s.pubcmd}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	return wrap(followingSet.Run(ctx, s.client, []string{s.keys.following(sh, uid)}, args...).Err())
+	return wrap(s.run(ctx, followingSetCall{keys: s.keys, shard: userShard(uid, s.shards), user: uid, ids: ids,
+		pubcmd: s.pubcmd}).Err())
 }
 
 // Statuses implements sse.UserSource: one HMGET per user, in one pipeline.

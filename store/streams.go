@@ -53,21 +53,16 @@ func (s *Store) openRoomStream(ctx context.Context, shard int, l sse.Lease, read
 	} else if uid == "" {
 		return sse.Opening{}, errors.New("store: a stream without a userId")
 	}
-	args := append(s.common(shard, l.Room), uid, l.Stream, s.presenceTTL.Milliseconds(),
-		mode, c.Version, c.Tag, limit, rooms.MaxStreamsPerPlayer)
-	keys := s.keys.roomKeys(shard, l.Room)
+	call := streamOpenCall{roomScope: s.scope(shard, l.Room), user: uid, stream: l.Stream,
+		ttlMs: s.presenceTTL.Milliseconds(), read: mode, cursor: c, limit: limit}
 	var r ran
 	var err error
 	if mode == "none" {
-		r.cmd = s.runMutation(ctx, streamOpen, keys, args...)
-	} else if r, err = s.runThenRead(ctx, streamOpen, shard, l.Room, keys, args, true); err != nil {
+		r.cmd = s.run(ctx, call)
+	} else if r, err = s.runThenRead(ctx, call, shard, l.Room, true); err != nil {
 		return sse.Opening{}, err
 	}
-	res, err := r.cmd.Result()
-	if err != nil {
-		return sse.Opening{}, wrap(err)
-	}
-	rest, err := replyStatus(res)
+	rest, err := reply(r.cmd)
 	if err != nil {
 		return sse.Opening{}, err
 	}
@@ -97,8 +92,7 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 	if !ok {
 		return rooms.ErrRoomNotFound
 	}
-	args := append(s.common(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds(), s.debounce.Milliseconds())
-	err := s.status(s.runMutation(ctx, streamClose, s.keys.roomKeys(shard, l.Room), args...))
+	_, err := s.result(ctx, streamCloseCall{s.scope(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds(), s.debounce.Milliseconds()})
 	return errors.Join(err, s.dropStream(ctx, l))
 }
 
@@ -135,13 +129,12 @@ func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 	var errs []error
 	for shard, all := range byShard {
 		for batch := range slices.Chunk(all, renewBatch) {
-			keys := make([]string, len(batch))
-			args := []any{s.presenceTTL.Milliseconds()}
-			for i, l := range batch {
-				keys[i] = s.keys.room(shard, l.Room) + ":presence"
-				args = append(args, leaseMember(l))
+			call := renewCall{sc: presenceRenew, ttlMs: s.presenceTTL.Milliseconds()}
+			for _, l := range batch {
+				call.keys = append(call.keys, s.keys.room(shard, l.Room)+":presence")
+				call.members = append(call.members, leaseMember(l))
 			}
-			res, err := presenceRenew.Run(ctx, s.client, keys, args...).Result()
+			res, err := s.run(ctx, call).Result()
 			if err != nil {
 				errs = append(errs, wrap(err))
 				continue

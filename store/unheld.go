@@ -86,57 +86,39 @@ func (s *Store) sweepUnheld(ctx context.Context, shard int) error {
 		requeue(toAny(raw))
 		return wrap(err)
 	}
-	type release struct {
-		key, requeue string // requeue: the entry, if it may have to wait
-		args         []any
-	}
-	var releases []release
+	// every release compares or is idempotent: runAll may run them twice
+	var releases []scriptCall
+	var waits []string // the entry, if it may have to wait
 	inFlight := "-" + strconv.FormatInt(holdingsInFlight.Microseconds(), 10)
 	for _, e := range entries {
 		switch e.kind {
 		case "c":
-			releases = append(releases, release{key: e.key, args: []any{e.room, "*", ""}})
+			releases, waits = append(releases, releaseCall{e.key, []heldChange{{e.room, "*", ""}}}), append(waits, "")
 		case "o":
-			releases = append(releases, release{key: e.key, args: []any{e.room, "*", "o"}})
+			releases, waits = append(releases, releaseCall{e.key, []heldChange{{e.room, "*", "o"}}}), append(waits, "")
 		case "r":
 			if v := e.value.Val(); v != "" && !e.member.Val() {
-				releases = append(releases, release{key: e.key, requeue: e.raw, args: []any{e.room, v, inFlight}})
+				releases, waits = append(releases, releaseCall{e.key, []heldChange{{e.room, v, inFlight}}}), append(waits, e.raw)
 			} // else gone already, or the user is back in the room
 		}
 	}
 	if len(releases) == 0 {
 		return nil
 	}
-	for attempt := 0; ; attempt++ {
-		cmds := make([]*redis.Cmd, len(releases))
-		_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, r := range releases {
-				cmds[i] = holdingsRelease.EvalSha(ctx, p, []string{r.key}, r.args...)
-			}
-			return nil
-		})
-		if redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-			// every release compares or is idempotent: run them all again
-			if err := holdingsRelease.Load(ctx, s.client).Err(); err != nil {
-				requeue(toAny(raw))
-				return wrap(err)
-			}
-			continue
-		}
-		if err != nil {
-			requeue(toAny(raw))
-			return wrap(err)
-		}
-		// an "r" entry kept for being too young: looked at again later
-		var later []any
-		for i, r := range releases {
-			if arr, _ := cmds[i].Val().([]any); r.requeue != "" && len(arr) == 3 && toInt64(arr[2]) > 0 {
-				later = append(later, r.requeue)
-			}
-		}
-		requeue(later)
-		return nil
+	cmds, err := s.runAll(ctx, releases)
+	if err != nil {
+		requeue(toAny(raw))
+		return wrap(err)
 	}
+	// an "r" entry kept for being too young: looked at again later
+	var later []any
+	for i, w := range waits {
+		if arr, _ := cmds[i].Val().([]any); w != "" && len(arr) == 3 && toInt64(arr[2]) > 0 {
+			later = append(later, w)
+		}
+	}
+	requeue(later)
+	return nil
 }
 
 func toAny(ss []string) []any {

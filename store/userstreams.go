@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 )
@@ -53,8 +51,8 @@ func (s *Store) takeStream(ctx context.Context, l sse.Lease) (fresh bool, err er
 	if !s.capsStreams() || l.Server {
 		return false, nil
 	}
-	res, err := userStreamsOpen.Run(ctx, s.client, []string{s.userStreamsKey(l)},
-		userStreamMember(l), s.quotas.StreamsPerUser, s.presenceTTL.Milliseconds()).Result()
+	res, err := s.run(ctx, streamTakeCall{key: s.userStreamsKey(l), member: userStreamMember(l),
+		limit: s.quotas.StreamsPerUser, ttlMs: s.presenceTTL.Milliseconds()}).Result()
 	if err != nil {
 		return false, wrap(err)
 	}
@@ -105,51 +103,33 @@ func (s *Store) renewUserStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 		shard := userShard(l.UserID, s.shards)
 		byShard[shard] = append(byShard[shard], l)
 	}
-	type call struct {
-		leases []sse.Lease
-		keys   []string
-		args   []any
-		cmd    *redis.Cmd
-	}
-	var calls []*call
+	var calls []scriptCall // renewing twice is harmless: runAll may
+	var leases [][]sse.Lease
 	for _, all := range byShard {
 		for batch := range slices.Chunk(all, renewBatch) {
-			c := &call{leases: batch, args: []any{s.presenceTTL.Milliseconds()}}
+			c := renewCall{sc: userStreamsRenew, ttlMs: s.presenceTTL.Milliseconds()}
 			for _, l := range batch {
 				c.keys = append(c.keys, s.userStreamsKey(l))
-				c.args = append(c.args, userStreamMember(l))
+				c.members = append(c.members, userStreamMember(l))
 			}
-			calls = append(calls, c)
+			calls, leases = append(calls, c), append(leases, batch)
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, c := range calls {
-				c.cmd = userStreamsRenew.EvalSha(ctx, p, c.keys, c.args...)
-			}
-			return nil
-		})
-		if redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0 {
-			if err := userStreamsRenew.Load(ctx, s.client).Err(); err != nil {
-				return nil, wrap(err)
-			}
+	cmds, _ := s.runAll(ctx, calls) // each command holds its error
+	var lost []sse.Lease
+	var errs []error
+	for i, cmd := range cmds {
+		res, err := cmd.Result()
+		if err != nil {
+			errs = append(errs, wrap(err))
 			continue
 		}
-		var lost []sse.Lease
-		var errs []error
-		for _, c := range calls {
-			res, err := c.cmd.Result()
-			if err != nil {
-				errs = append(errs, wrap(err))
-				continue
-			}
-			for _, i := range res.([]any) {
-				lost = append(lost, c.leases[toInt64(i)-1])
-			}
+		for _, j := range res.([]any) {
+			lost = append(lost, leases[i][toInt64(j)-1])
 		}
-		if len(errs) > 0 {
-			return lost, errs[0]
-		}
-		return lost, nil
 	}
+	if len(errs) > 0 {
+		return lost, errs[0]
+	}
+	return lost, nil
 }

@@ -44,6 +44,8 @@ const (
 	BANNED               ProblemCode = "BANNED"
 	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
+	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
+	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDPLATFORM      ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
@@ -90,6 +92,10 @@ func (e ProblemCode) Valid() bool {
 	case CODEGUESSESLIMITED:
 		return true
 	case GUESTAUTHDISABLED:
+		return true
+	case IDEMPOTENCYKEYINUSE:
+		return true
+	case IDEMPOTENCYKEYREUSED:
 		return true
 	case INTERNAL:
 		return true
@@ -435,10 +441,16 @@ type MyRoomList struct {
 		Players *[]Player `json:"players,omitempty"`
 
 		// Region Example: us-west
-		Region      Region      `json:"region"`
-		StatePolicy StatePolicy `json:"statePolicy"`
-		Status      Status      `json:"status"`
-		UpdatedAt   time.Time   `json:"updatedAt"`
+		Region Region `json:"region"`
+
+		// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+		// until they join or the hold expires. They count toward `maxPlayers`
+		// for everyone else: a room is joinable while `playerCount +
+		// reservedSeats < maxPlayers`.
+		ReservedSeats int         `json:"reservedSeats"`
+		StatePolicy   StatePolicy `json:"statePolicy"`
+		Status        Status      `json:"status"`
+		UpdatedAt     time.Time   `json:"updatedAt"`
 
 		// Version The room's event sequence; every change increments it; it is the SSE event id.
 		Version    int64      `json:"version"`
@@ -541,6 +553,14 @@ type QuickJoined struct {
 // Region Example: us-west
 type Region = string
 
+// ReserveSeatsRequest defines model for ReserveSeatsRequest.
+type ReserveSeatsRequest struct {
+	TtlSeconds *int `json:"ttlSeconds,omitempty"`
+
+	// UserIds The users to hold seats for (players' userIds, 1..128 characters each).
+	UserIds []string `json:"userIds"`
+}
+
 // Room defines model for Room.
 type Room struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -577,10 +597,16 @@ type Room struct {
 	Players *[]Player `json:"players,omitempty"`
 
 	// Region Example: us-west
-	Region      Region      `json:"region"`
-	StatePolicy StatePolicy `json:"statePolicy"`
-	Status      Status      `json:"status"`
-	UpdatedAt   time.Time   `json:"updatedAt"`
+	Region Region `json:"region"`
+
+	// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+	// until they join or the hold expires. They count toward `maxPlayers`
+	// for everyone else: a room is joinable while `playerCount +
+	// reservedSeats < maxPlayers`.
+	ReservedSeats int         `json:"reservedSeats"`
+	StatePolicy   StatePolicy `json:"statePolicy"`
+	Status        Status      `json:"status"`
+	UpdatedAt     time.Time   `json:"updatedAt"`
 
 	// Version The room's event sequence; every change increments it; it is the SSE event id.
 	Version    int64      `json:"version"`
@@ -598,6 +624,15 @@ type RoomJoined struct {
 type RoomList struct {
 	NextCursor *string `json:"nextCursor"`
 	Rooms      []Room  `json:"rooms"`
+}
+
+// SeatReservation defines model for SeatReservation.
+type SeatReservation struct {
+	// ExpiresAt When the seats just held are released unless taken.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ReservedSeats The room's held seats in all, after.
+	ReservedSeats int `json:"reservedSeats"`
 }
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
@@ -660,6 +695,9 @@ type UpdateRoomRequest struct {
 // Visibility defines model for Visibility.
 type Visibility string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // RoomId defines model for RoomId.
 type RoomId = string
 
@@ -678,6 +716,9 @@ type Forbidden = Problem
 // Invalid defines model for Invalid.
 type Invalid = Problem
 
+// InvalidOrKeyReused defines model for InvalidOrKeyReused.
+type InvalidOrKeyReused = Problem
+
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
 
@@ -693,8 +734,8 @@ type PreconditionFailed = Problem
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Problem
 
-// RoomsLimit defines model for RoomsLimit.
-type RoomsLimit = Problem
+// RoomsLimitOrKeyInUse defines model for RoomsLimitOrKeyInUse.
+type RoomsLimitOrKeyInUse = Problem
 
 // SessionExists defines model for SessionExists.
 type SessionExists = Problem
@@ -718,6 +759,26 @@ type UnsupportedMediaType = Problem
 type StreamLobbyEventsParams struct {
 	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
+}
+
+// QuickJoinParams defines parameters for QuickJoin.
+type QuickJoinParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // StreamMeEventsParams defines parameters for StreamMeEvents.
@@ -765,6 +826,26 @@ type ListRoomsParams struct {
 
 // ListRoomsParamsSort defines parameters for ListRooms.
 type ListRoomsParamsSort string
+
+// CreateRoomParams defines parameters for CreateRoom.
+type CreateRoomParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // StreamRoomEventsParams defines parameters for StreamRoomEvents.
 type StreamRoomEventsParams struct {
@@ -826,6 +907,9 @@ type UpdateRoomApplicationMergePatchPlusJSONRequestBody = UpdateRoomRequest
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageRequest
 
+// ReserveSeatsJSONRequestBody defines body for ReserveSeats for application/json ContentType.
+type ReserveSeatsJSONRequestBody = ReserveSeatsRequest
+
 // PatchRoomStateJSONRequestBody defines body for PatchRoomState for application/json ContentType.
 type PatchRoomStateJSONRequestBody = State
 
@@ -872,7 +956,7 @@ type ServerInterface interface {
 	CreateLobbyStreamToken(w http.ResponseWriter, r *http.Request)
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	// (POST /v1/matchmaking/quick-join)
-	QuickJoin(w http.ResponseWriter, r *http.Request)
+	QuickJoin(w http.ResponseWriter, r *http.Request, params QuickJoinParams)
 	// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
 	// (GET /v1/me/events)
 	StreamMeEvents(w http.ResponseWriter, r *http.Request, params StreamMeEventsParams)
@@ -893,7 +977,7 @@ type ServerInterface interface {
 	ListRooms(w http.ResponseWriter, r *http.Request, params ListRoomsParams)
 	// CreateRoom Create a room
 	// (POST /v1/rooms)
-	CreateRoom(w http.ResponseWriter, r *http.Request)
+	CreateRoom(w http.ResponseWriter, r *http.Request, params CreateRoomParams)
 	// JoinRoomByCode Join a room by its invite code
 	// (POST /v1/rooms/join-by-code)
 	JoinRoomByCode(w http.ResponseWriter, r *http.Request)
@@ -924,6 +1008,9 @@ type ServerInterface interface {
 	// KickPlayer Kick (and optionally ban) a player (owner)
 	// (DELETE /v1/rooms/{roomId}/players/{playerId})
 	KickPlayer(w http.ResponseWriter, r *http.Request, roomId RoomId, playerId string, params KickPlayerParams)
+	// ReserveSeats Hold seats for named users (owner)
+	// (POST /v1/rooms/{roomId}/reservations)
+	ReserveSeats(w http.ResponseWriter, r *http.Request, roomId RoomId)
 	// GetRoomState Read the room state (members)
 	// (GET /v1/rooms/{roomId}/state)
 	GetRoomState(w http.ResponseWriter, r *http.Request, roomId RoomId)
@@ -1013,7 +1100,7 @@ func (_ Unimplemented) CreateLobbyStreamToken(w http.ResponseWriter, r *http.Req
 
 // QuickJoin Join the best joinable public room of a mode, or create one
 // (POST /v1/matchmaking/quick-join)
-func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request, params QuickJoinParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1055,7 +1142,7 @@ func (_ Unimplemented) ListRooms(w http.ResponseWriter, r *http.Request, params 
 
 // CreateRoom Create a room
 // (POST /v1/rooms)
-func (_ Unimplemented) CreateRoom(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) CreateRoom(w http.ResponseWriter, r *http.Request, params CreateRoomParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1116,6 +1203,12 @@ func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request, roomI
 // KickPlayer Kick (and optionally ban) a player (owner)
 // (DELETE /v1/rooms/{roomId}/players/{playerId})
 func (_ Unimplemented) KickPlayer(w http.ResponseWriter, r *http.Request, roomId RoomId, playerId string, params KickPlayerParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ReserveSeats Hold seats for named users (owner)
+// (POST /v1/rooms/{roomId}/reservations)
+func (_ Unimplemented) ReserveSeats(w http.ResponseWriter, r *http.Request, roomId RoomId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1349,8 +1442,35 @@ func (siw *ServerInterfaceWrapper) CreateLobbyStreamToken(w http.ResponseWriter,
 // QuickJoin operation middleware
 func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params QuickJoinParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.QuickJoin(w, r)
+		siw.Handler.QuickJoin(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1661,8 +1781,35 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 // CreateRoom operation middleware
 func (siw *ServerInterfaceWrapper) CreateRoom(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRoomParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateRoom(w, r)
+		siw.Handler.CreateRoom(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2011,6 +2158,32 @@ func (siw *ServerInterfaceWrapper) KickPlayer(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// ReserveSeats operation middleware
+func (siw *ServerInterfaceWrapper) ReserveSeats(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId RoomId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", chi.URLParam(r, "roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "roomId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ReserveSeats(w, r, roomId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // GetRoomState operation middleware
 func (siw *ServerInterfaceWrapper) GetRoomState(w http.ResponseWriter, r *http.Request) {
 
@@ -2258,6 +2431,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Delete(options.BaseURL+"/v1/rooms/{roomId}/players/{playerId}", wrapper.KickPlayer)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/rooms/{roomId}/reservations", wrapper.ReserveSeats)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/rooms/{roomId}/state", wrapper.GetRoomState)

@@ -152,6 +152,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			RoomTag: func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) }}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout,
+		Idempotency: st,
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on

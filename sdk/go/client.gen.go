@@ -49,6 +49,8 @@ const (
 	BANNED               ProblemCode = "BANNED"
 	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
+	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
+	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	INTERNAL             ProblemCode = "INTERNAL"
 	INVALIDPLATFORM      ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
@@ -95,6 +97,10 @@ func (e ProblemCode) Valid() bool {
 	case CODEGUESSESLIMITED:
 		return true
 	case GUESTAUTHDISABLED:
+		return true
+	case IDEMPOTENCYKEYINUSE:
+		return true
+	case IDEMPOTENCYKEYREUSED:
 		return true
 	case INTERNAL:
 		return true
@@ -440,10 +446,16 @@ type MyRoomList struct {
 		Players *[]Player `json:"players,omitempty"`
 
 		// Region Example: us-west
-		Region      Region      `json:"region"`
-		StatePolicy StatePolicy `json:"statePolicy"`
-		Status      Status      `json:"status"`
-		UpdatedAt   time.Time   `json:"updatedAt"`
+		Region Region `json:"region"`
+
+		// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+		// until they join or the hold expires. They count toward `maxPlayers`
+		// for everyone else: a room is joinable while `playerCount +
+		// reservedSeats < maxPlayers`.
+		ReservedSeats int         `json:"reservedSeats"`
+		StatePolicy   StatePolicy `json:"statePolicy"`
+		Status        Status      `json:"status"`
+		UpdatedAt     time.Time   `json:"updatedAt"`
 
 		// Version The room's event sequence; every change increments it; it is the SSE event id.
 		Version    int64      `json:"version"`
@@ -546,6 +558,14 @@ type QuickJoined struct {
 // Region Example: us-west
 type Region = string
 
+// ReserveSeatsRequest defines model for ReserveSeatsRequest.
+type ReserveSeatsRequest struct {
+	TtlSeconds *int `json:"ttlSeconds,omitempty"`
+
+	// UserIds The users to hold seats for (players' userIds, 1..128 characters each).
+	UserIds []string `json:"userIds"`
+}
+
 // Room defines model for Room.
 type Room struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -582,10 +602,16 @@ type Room struct {
 	Players *[]Player `json:"players,omitempty"`
 
 	// Region Example: us-west
-	Region      Region      `json:"region"`
-	StatePolicy StatePolicy `json:"statePolicy"`
-	Status      Status      `json:"status"`
-	UpdatedAt   time.Time   `json:"updatedAt"`
+	Region Region `json:"region"`
+
+	// ReservedSeats Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+	// until they join or the hold expires. They count toward `maxPlayers`
+	// for everyone else: a room is joinable while `playerCount +
+	// reservedSeats < maxPlayers`.
+	ReservedSeats int         `json:"reservedSeats"`
+	StatePolicy   StatePolicy `json:"statePolicy"`
+	Status        Status      `json:"status"`
+	UpdatedAt     time.Time   `json:"updatedAt"`
 
 	// Version The room's event sequence; every change increments it; it is the SSE event id.
 	Version    int64      `json:"version"`
@@ -603,6 +629,15 @@ type RoomJoined struct {
 type RoomList struct {
 	NextCursor *string `json:"nextCursor"`
 	Rooms      []Room  `json:"rooms"`
+}
+
+// SeatReservation defines model for SeatReservation.
+type SeatReservation struct {
+	// ExpiresAt When the seats just held are released unless taken.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// ReservedSeats The room's held seats in all, after.
+	ReservedSeats int `json:"reservedSeats"`
 }
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
@@ -665,6 +700,9 @@ type UpdateRoomRequest struct {
 // Visibility defines model for Visibility.
 type Visibility string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // RoomId defines model for RoomId.
 type RoomId = string
 
@@ -683,6 +721,9 @@ type Forbidden = Problem
 // Invalid defines model for Invalid.
 type Invalid = Problem
 
+// InvalidOrKeyReused defines model for InvalidOrKeyReused.
+type InvalidOrKeyReused = Problem
+
 // JoinConflict defines model for JoinConflict.
 type JoinConflict = Problem
 
@@ -698,8 +739,8 @@ type PreconditionFailed = Problem
 // RequestTimeout defines model for RequestTimeout.
 type RequestTimeout = Problem
 
-// RoomsLimit defines model for RoomsLimit.
-type RoomsLimit = Problem
+// RoomsLimitOrKeyInUse defines model for RoomsLimitOrKeyInUse.
+type RoomsLimitOrKeyInUse = Problem
 
 // SessionExists defines model for SessionExists.
 type SessionExists = Problem
@@ -723,6 +764,26 @@ type UnsupportedMediaType = Problem
 type StreamLobbyEventsParams struct {
 	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
 	Region *Region `form:"region,omitempty" json:"region,omitempty"`
+}
+
+// QuickJoinParams defines parameters for QuickJoin.
+type QuickJoinParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // StreamMeEventsParams defines parameters for StreamMeEvents.
@@ -770,6 +831,26 @@ type ListRoomsParams struct {
 
 // ListRoomsParamsSort defines parameters for ListRooms.
 type ListRoomsParamsSort string
+
+// CreateRoomParams defines parameters for CreateRoom.
+type CreateRoomParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // StreamRoomEventsParams defines parameters for StreamRoomEvents.
 type StreamRoomEventsParams struct {
@@ -830,6 +911,9 @@ type UpdateRoomApplicationMergePatchPlusJSONRequestBody = UpdateRoomRequest
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageRequest
+
+// ReserveSeatsJSONRequestBody defines body for ReserveSeats for application/json ContentType.
+type ReserveSeatsJSONRequestBody = ReserveSeatsRequest
 
 // PatchRoomStateJSONRequestBody defines body for PatchRoomState for application/json ContentType.
 type PatchRoomStateJSONRequestBody = State
@@ -1059,7 +1143,9 @@ type ClientInterface interface {
 	// QuickJoinWithBody Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -1078,16 +1164,20 @@ type ClientInterface interface {
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	QuickJoinWithBody(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -1107,10 +1197,12 @@ type ClientInterface interface {
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoin(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	QuickJoin(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
 	//
@@ -1275,10 +1367,12 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoomWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRoomWithBody(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateRoom Create a room
 	//
@@ -1287,10 +1381,12 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoom(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateRoom(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// JoinRoomByCodeWithBody Join a room by its invite code
 	//
@@ -1556,6 +1652,52 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/rooms/{roomId}/players/{playerId} (the `KickPlayer` operationId).
 	KickPlayer(ctx context.Context, roomId RoomId, playerId string, params *KickPlayerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReserveSeatsWithBody Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeatsWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReserveSeats Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeats(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRoomState Read the room state (members)
 	//
@@ -1917,7 +2059,9 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // QuickJoinWithBody Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -1937,11 +2081,13 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *APIClient) QuickJoinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewQuickJoinRequestWithBody(c.Server, contentType, body)
+func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQuickJoinRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1955,7 +2101,9 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, contentType string, b
 // QuickJoin Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -1975,11 +2123,13 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, contentType string, b
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *APIClient) QuickJoin(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewQuickJoinRequest(c.Server, body)
+func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQuickJoinRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2224,11 +2374,13 @@ func (c *APIClient) ListRooms(ctx context.Context, params *ListRoomsParams, reqE
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *APIClient) CreateRoomWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRoomRequestWithBody(c.Server, contentType, body)
+func (c *APIClient) CreateRoomWithBody(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRoomRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2246,11 +2398,13 @@ func (c *APIClient) CreateRoomWithBody(ctx context.Context, contentType string, 
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *APIClient) CreateRoom(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateRoomRequest(c.Server, body)
+func (c *APIClient) CreateRoom(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRoomRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2657,6 +2811,72 @@ func (c *APIClient) SendMessage(ctx context.Context, roomId RoomId, body SendMes
 // Corresponds with DELETE /v1/rooms/{roomId}/players/{playerId} (the `KickPlayer` operationId).
 func (c *APIClient) KickPlayer(ctx context.Context, roomId RoomId, playerId string, params *KickPlayerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewKickPlayerRequest(c.Server, roomId, playerId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReserveSeatsWithBody Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *APIClient) ReserveSeatsWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReserveSeatsRequestWithBody(c.Server, roomId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReserveSeats Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *APIClient) ReserveSeats(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReserveSeatsRequest(c.Server, roomId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3175,18 +3395,18 @@ func NewCreateLobbyStreamTokenRequest(server string) (*http.Request, error) {
 }
 
 // NewQuickJoinRequest calls the generic QuickJoin builder with application/json body
-func NewQuickJoinRequest(server string, body QuickJoinJSONRequestBody) (*http.Request, error) {
+func NewQuickJoinRequest(server string, params *QuickJoinParams, body QuickJoinJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewQuickJoinRequestWithBody(server, "application/json", bodyReader)
+	return NewQuickJoinRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewQuickJoinRequestWithBody constructs an http.Request for the QuickJoin method, with any body, and a specified content type
-func NewQuickJoinRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewQuickJoinRequestWithBody(server string, params *QuickJoinParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3210,6 +3430,21 @@ func NewQuickJoinRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3617,18 +3852,18 @@ func NewListRoomsRequest(server string, params *ListRoomsParams) (*http.Request,
 }
 
 // NewCreateRoomRequest calls the generic CreateRoom builder with application/json body
-func NewCreateRoomRequest(server string, body CreateRoomJSONRequestBody) (*http.Request, error) {
+func NewCreateRoomRequest(server string, params *CreateRoomParams, body CreateRoomJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateRoomRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateRoomRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateRoomRequestWithBody constructs an http.Request for the CreateRoom method, with any body, and a specified content type
-func NewCreateRoomRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateRoomRequestWithBody(server string, params *CreateRoomParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3652,6 +3887,21 @@ func NewCreateRoomRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -4154,6 +4404,53 @@ func NewKickPlayerRequest(server string, roomId RoomId, playerId string, params 
 	return req, nil
 }
 
+// NewReserveSeatsRequest calls the generic ReserveSeats builder with application/json body
+func NewReserveSeatsRequest(server string, roomId RoomId, body ReserveSeatsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReserveSeatsRequestWithBody(server, roomId, "application/json", bodyReader)
+}
+
+// NewReserveSeatsRequestWithBody constructs an http.Request for the ReserveSeats method, with any body, and a specified content type
+func NewReserveSeatsRequestWithBody(server string, roomId RoomId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "roomId", roomId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rooms/%s/reservations", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetRoomStateRequest constructs an http.Request for the GetRoomState method
 func NewGetRoomStateRequest(server string, roomId RoomId) (*http.Request, error) {
 	var err error
@@ -4509,7 +4806,9 @@ type ClientWithResponsesInterface interface {
 	// QuickJoinWithBodyWithResponse Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -4528,16 +4827,20 @@ type ClientWithResponsesInterface interface {
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
+	QuickJoinWithBodyWithResponse(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
 
 	// QuickJoinWithResponse Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Otherwise the best
+	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// caller at once (two tabs, a retry) run one after the other, so they
+	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
 	// joined: regions in the given order, and within a region fullest
 	// first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -4557,10 +4860,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-	QuickJoinWithResponse(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
+	QuickJoinWithResponse(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
 
 	// StreamMeEventsWithResponse The caller's personal stream (a session), as Server-Sent Events
 	//
@@ -4735,10 +5040,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoomWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
+	CreateRoomWithBodyWithResponse(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
 
 	// CreateRoomWithResponse Create a room
 	//
@@ -4747,10 +5054,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-	CreateRoomWithResponse(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
+	CreateRoomWithResponse(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error)
 
 	// JoinRoomByCodeWithBodyWithResponse Join a room by its invite code
 	//
@@ -5030,6 +5339,52 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/rooms/{roomId}/players/{playerId} (the `KickPlayer` operationId).
 	KickPlayerWithResponse(ctx context.Context, roomId RoomId, playerId string, params *KickPlayerParams, reqEditors ...RequestEditorFn) (*KickPlayerResponse, error)
+
+	// ReserveSeatsWithBodyWithResponse Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeatsWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error)
+
+	// ReserveSeatsWithResponse Hold seats for named users (owner)
+	//
+	// Holds a seat of a waiting room for each user of `userIds` until they
+	// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+	// counts toward `maxPlayers` for everyone else (joins are 409
+	// `ROOM_FULL` once every seat is taken or held; the lobby and
+	// quick-join pass the room over), and only its user may take it: by
+	// id, even in a private room (no invite code needed). A member already
+	// in is skipped; a user who holds a seat gets the new expiry. Emits
+	// `seats_reserved` (how many seats, never who: a player's userId is
+	// theirs); a hold that expires is released by the janitor within a
+	// second or so, with `reservation_expired`. Refused with 409
+	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	//
+	// API keys: scope `rooms:write` (holds seats in any room, as a
+	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+	ReserveSeatsWithResponse(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error)
 
 	// GetRoomStateWithResponse Read the room state (members)
 	//
@@ -5880,9 +6235,25 @@ func (r CreateLobbyStreamTokenResponse) ContentType() string {
 	return ""
 }
 
+// QuickJoinResponse200Headers the declared response headers of an HTTP 200 response for QuickJoin
+type QuickJoinResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// QuickJoinResponse201Headers the declared response headers of an HTTP 201 response for QuickJoin
+type QuickJoinResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
 // QuickJoinResponse401Headers the declared response headers of an HTTP 401 response for QuickJoin
 type QuickJoinResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// QuickJoinResponse409Headers the declared response headers of an HTTP 409 response for QuickJoin
+type QuickJoinResponse409Headers struct {
+	RetryAfter *int
 }
 
 // QuickJoinResponse429Headers the declared response headers of an HTTP 429 response for QuickJoin
@@ -5910,19 +6281,25 @@ type QuickJoinResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *RoomsLimit
+	ApplicationproblemJSON409 *RoomsLimitOrKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Invalid
+	ApplicationproblemJSON422 *InvalidOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *QuickJoinResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *QuickJoinResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *QuickJoinResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *QuickJoinResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *QuickJoinResponse429Headers
 }
@@ -5963,7 +6340,7 @@ func (r QuickJoinResponse) GetApplicationproblemJSON408() *RequestTimeout {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r QuickJoinResponse) GetApplicationproblemJSON409() *RoomsLimit {
+func (r QuickJoinResponse) GetApplicationproblemJSON409() *RoomsLimitOrKeyInUse {
 	return r.ApplicationproblemJSON409
 }
 
@@ -5978,7 +6355,7 @@ func (r QuickJoinResponse) GetApplicationproblemJSON415() *UnsupportedMediaType 
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r QuickJoinResponse) GetApplicationproblemJSON422() *Invalid {
+func (r QuickJoinResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -6582,12 +6959,18 @@ func (r ListRoomsResponse) ContentType() string {
 
 // CreateRoomResponse201Headers the declared response headers of an HTTP 201 response for CreateRoom
 type CreateRoomResponse201Headers struct {
-	Location *string
+	IdempotentReplayed *string
+	Location           *string
 }
 
 // CreateRoomResponse401Headers the declared response headers of an HTTP 401 response for CreateRoom
 type CreateRoomResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// CreateRoomResponse409Headers the declared response headers of an HTTP 409 response for CreateRoom
+type CreateRoomResponse409Headers struct {
+	RetryAfter *int
 }
 
 // CreateRoomResponse429Headers the declared response headers of an HTTP 429 response for CreateRoom
@@ -6611,13 +6994,13 @@ type CreateRoomResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *RoomsLimit
+	ApplicationproblemJSON409 *RoomsLimitOrKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Invalid
+	ApplicationproblemJSON422 *InvalidOrKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6626,6 +7009,8 @@ type CreateRoomResponse struct {
 	Headers201 *CreateRoomResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateRoomResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateRoomResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateRoomResponse429Headers
 }
@@ -6656,7 +7041,7 @@ func (r CreateRoomResponse) GetApplicationproblemJSON408() *RequestTimeout {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CreateRoomResponse) GetApplicationproblemJSON409() *RoomsLimit {
+func (r CreateRoomResponse) GetApplicationproblemJSON409() *RoomsLimitOrKeyInUse {
 	return r.ApplicationproblemJSON409
 }
 
@@ -6671,7 +7056,7 @@ func (r CreateRoomResponse) GetApplicationproblemJSON415() *UnsupportedMediaType
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CreateRoomResponse) GetApplicationproblemJSON422() *Invalid {
+func (r CreateRoomResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
 	return r.ApplicationproblemJSON422
 }
 
@@ -7753,6 +8138,140 @@ func (r KickPlayerResponse) ContentType() string {
 	return ""
 }
 
+// ReserveSeatsResponse401Headers the declared response headers of an HTTP 401 response for ReserveSeats
+type ReserveSeatsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReserveSeatsResponse429Headers the declared response headers of an HTTP 429 response for ReserveSeats
+type ReserveSeatsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ReserveSeatsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SeatReservation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Malformed
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReserveSeatsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReserveSeatsResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ReserveSeatsResponse) GetJSON201() *SeatReservation {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON400() *Malformed {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReserveSeatsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReserveSeatsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReserveSeatsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReserveSeatsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReserveSeatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetRoomStateResponse200Headers the declared response headers of an HTTP 200 response for GetRoomState
 type GetRoomStateResponse200Headers struct {
 	ETag *string
@@ -8347,7 +8866,9 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // QuickJoinWithBodyWithResponse Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -8367,11 +8888,13 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
-	rsp, err := c.QuickJoinWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context, params *QuickJoinParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
+	rsp, err := c.QuickJoinWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8381,7 +8904,9 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // QuickJoinWithResponse Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Otherwise the best
+// finished) gets it back (200, `created: false`). Quick-joins of one
+// caller at once (two tabs, a retry) run one after the other, so they
+// end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
 // joined: regions in the given order, and within a region fullest
 // first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -8401,11 +8926,13 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 //
 // A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
-func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
-	rsp, err := c.QuickJoin(ctx, body, reqEditors...)
+func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error) {
+	rsp, err := c.QuickJoin(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8628,11 +9155,13 @@ func (c *ClientWithResponses) ListRoomsWithResponse(ctx context.Context, params 
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
-	rsp, err := c.CreateRoomWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context, params *CreateRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
+	rsp, err := c.CreateRoomWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8646,11 +9175,13 @@ func (c *ClientWithResponses) CreateRoomWithBodyWithResponse(ctx context.Context
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms (the `CreateRoom` operationId).
-func (c *ClientWithResponses) CreateRoomWithResponse(ctx context.Context, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
-	rsp, err := c.CreateRoom(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateRoomWithResponse(ctx context.Context, params *CreateRoomParams, body CreateRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRoomResponse, error) {
+	rsp, err := c.CreateRoom(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9019,6 +9550,64 @@ func (c *ClientWithResponses) KickPlayerWithResponse(ctx context.Context, roomId
 		return nil, err
 	}
 	return ParseKickPlayerResponse(rsp)
+}
+
+// ReserveSeatsWithBodyWithResponse Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *ClientWithResponses) ReserveSeatsWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error) {
+	rsp, err := c.ReserveSeatsWithBody(ctx, roomId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReserveSeatsResponse(rsp)
+}
+
+// ReserveSeatsWithResponse Hold seats for named users (owner)
+//
+// Holds a seat of a waiting room for each user of `userIds` until they
+// join or `ttlSeconds` pass (default 15, at most 300). A held seat
+// counts toward `maxPlayers` for everyone else (joins are 409
+// `ROOM_FULL` once every seat is taken or held; the lobby and
+// quick-join pass the room over), and only its user may take it: by
+// id, even in a private room (no invite code needed). A member already
+// in is skipped; a user who holds a seat gets the new expiry. Emits
+// `seats_reserved` (how many seats, never who: a player's userId is
+// theirs); a hold that expires is released by the janitor within a
+// second or so, with `reservation_expired`. Refused with 409
+// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+//
+// API keys: scope `rooms:write` (holds seats in any room, as a
+// matchmaker does); without it 403 `SCOPE_REQUIRED`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rooms/{roomId}/reservations (the `ReserveSeats` operationId).
+func (c *ClientWithResponses) ReserveSeatsWithResponse(ctx context.Context, roomId RoomId, body ReserveSeatsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReserveSeatsResponse, error) {
+	rsp, err := c.ReserveSeats(ctx, roomId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReserveSeatsResponse(rsp)
 }
 
 // GetRoomStateWithResponse Read the room state (members)
@@ -9903,7 +10492,7 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest RoomsLimit
+		var dest RoomsLimitOrKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9924,7 +10513,7 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest InvalidOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9947,6 +10536,33 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers QuickJoinResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers QuickJoinResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers QuickJoinResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -9957,6 +10573,16 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers QuickJoinResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers QuickJoinResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -10634,7 +11260,7 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest RoomsLimit
+		var dest RoomsLimitOrKeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -10655,7 +11281,7 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Invalid
+		var dest InvalidOrKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -10680,6 +11306,13 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 	switch {
 	case rsp.StatusCode == 201:
 		var headers CreateRoomResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10698,6 +11331,16 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateRoomResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateRoomResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -11808,6 +12451,146 @@ func ParseKickPlayerResponse(rsp *http.Response) (*KickPlayerResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers KickPlayerResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReserveSeatsResponse parses an HTTP response from a ReserveSeatsWithResponse call
+func ParseReserveSeatsResponse(rsp *http.Response) (*ReserveSeatsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReserveSeatsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SeatReservation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReserveSeatsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReserveSeatsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

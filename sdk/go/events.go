@@ -9,7 +9,7 @@ import (
 // Event is one item of an event stream: an event the server sent (room
 // streams: *Snapshot, *StateChanged, *PlayerJoined, *PlayerLeft,
 // *PlayerConnected, *PlayerDisconnected, *RoomUpdated, *MessageReceived,
-// *RoomClosed, *TokenExpiring; lobby streams: *LobbyRooms, *LobbyChange;
+// *RoomClosed, *SeatsReserved, *ReservationExpired, *TokenExpiring; lobby streams: *LobbyRooms, *LobbyChange;
 // *UnknownEvent for a type this package does not know), or a notice of
 // the stream's own life (*Connecting, *Opened, *Reconnecting, *Resumed,
 // *Closed). Switch on the concrete type.
@@ -59,10 +59,30 @@ type StateChanged struct {
 	StateVersion int64    `json:"stateVersion"`
 }
 
-// PlayerJoined: a player joined the room.
+// PlayerJoined: a player joined the room. ReservedSeats is set when the
+// player took a seat held for them: the room's held seats left.
 type PlayerJoined struct {
 	Header
-	Player Player `json:"player"`
+	Player        Player `json:"player"`
+	ReservedSeats *int   `json:"reservedSeats,omitempty"`
+}
+
+// SeatsReserved: Seats seats were held for named users (never named
+// here) until ExpiresAt, or their hold renewed; ReservedSeats is the
+// room's held seats in all.
+type SeatsReserved struct {
+	Header
+	Seats         int       `json:"seats"`
+	ReservedSeats int       `json:"reservedSeats"`
+	ExpiresAt     time.Time `json:"expiresAt"`
+}
+
+// ReservationExpired: Seats held seats were released, their users having
+// not joined in time; ReservedSeats are left.
+type ReservationExpired struct {
+	Header
+	Seats         int `json:"seats"`
+	ReservedSeats int `json:"reservedSeats"`
 }
 
 // PlayerLeft: a player left; Reason is "left", "kicked" or
@@ -161,6 +181,8 @@ var roomEventTypes = map[string]func() headed{
 	"room_updated":        func() headed { return new(RoomUpdated) },
 	"message":             func() headed { return new(MessageReceived) },
 	"room_closed":         func() headed { return new(RoomClosed) },
+	"seats_reserved":      func() headed { return new(SeatsReserved) },
+	"reservation_expired": func() headed { return new(ReservationExpired) },
 	"token_expiring":      func() headed { return new(TokenExpiring) },
 }
 

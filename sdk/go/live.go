@@ -58,6 +58,13 @@ func (l *LiveRoom) Apply(ev Event) error {
 		l.StateVersion = ev.StateVersion
 	case *PlayerJoined:
 		l.setPlayers(append(slices.DeleteFunc(l.players(), func(p Player) bool { return p.PlayerId == ev.Player.PlayerId }), ev.Player))
+		if ev.ReservedSeats != nil {
+			l.Room.ReservedSeats = *ev.ReservedSeats
+		}
+	case *SeatsReserved:
+		l.Room.ReservedSeats = ev.ReservedSeats
+	case *ReservationExpired:
+		l.Room.ReservedSeats = ev.ReservedSeats
 	case *PlayerLeft:
 		l.setPlayers(slices.DeleteFunc(l.players(), func(p Player) bool { return p.PlayerId == ev.PlayerID }))
 	case *PlayerConnected:

@@ -35,7 +35,7 @@ func (c *Client) ListRooms(ctx context.Context, p *ListRoomsParams) (*RoomList, 
 // when q.Create is set (POST /v1/matchmaking/quick-join; players only).
 // Created tells which. Errors: 404 NO_MATCH.
 func (c *Client) QuickJoin(ctx context.Context, q QuickJoinRequest) (*QuickJoined, error) {
-	r, err := c.API.QuickJoinWithResponse(ctx, q)
+	r, err := c.API.QuickJoinWithResponse(ctx, &QuickJoinParams{}, q)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func decoded[T any](v *T) (*T, error) {
 // examples/dedicated-server). Errors: 422 VALIDATION_FAILED naming each
 // bad field, 409 OWNED_ROOMS_LIMIT or JOINED_ROOMS_LIMIT.
 func (c *Client) CreateRoom(ctx context.Context, room CreateRoomRequest) (*RoomJoined, error) {
-	r, err := c.API.CreateRoomWithResponse(ctx, room)
+	r, err := c.API.CreateRoomWithResponse(ctx, &CreateRoomParams{}, room)
 	if err != nil {
 		return nil, err
 	}
@@ -138,4 +138,24 @@ func (c *Client) Kick(ctx context.Context, roomID string, playerID int, ban bool
 		return err
 	}
 	return expect(r.HTTPResponse, r.Body, http.StatusNoContent)
+}
+
+// ReserveSeats holds a seat of a waiting room for each of userIDs until
+// they join or ttlSeconds pass (0: the server's default, 15; at most 300)
+// (POST /v1/rooms/{roomId}/reservations): the owner, or an API key with
+// rooms:write, as a matchmaker. Errors: 409 ROOM_FULL when the seats taken
+// and held would pass maxPlayers, 409 ROOM_NOT_JOINABLE unless waiting.
+func (c *Client) ReserveSeats(ctx context.Context, roomID string, userIDs []string, ttlSeconds int) (*SeatReservation, error) {
+	body := ReserveSeatsRequest{UserIds: userIDs}
+	if ttlSeconds > 0 {
+		body.TtlSeconds = &ttlSeconds
+	}
+	r, err := c.API.ReserveSeatsWithResponse(ctx, roomID, body)
+	if err != nil {
+		return nil, err
+	}
+	if err := expect(r.HTTPResponse, r.Body, http.StatusCreated); err != nil {
+		return nil, err
+	}
+	return decoded(r.JSON201)
 }

@@ -41,6 +41,7 @@ if ban and target_arg ~= '' then
     return {'BANS_FULL'}
   end
   redis.call('SADD', K_BANS, target_uid)
+  redis.call('HSET', K_ROOM, 'bn', '1') -- joins check the bans from now on
 end
 if remove_player(target, target_uid, reason, p) or tostring(target) ~= owner then return {'OK', ''} end
 return {'OK', uid_of(redis.call('HGET', K_ROOM, 'ow')) or ''}

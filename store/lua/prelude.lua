@@ -31,6 +31,9 @@
 --               only when a room quota is on (see unhold)
 --   Indexes, stats, the schedule and the bans are only passed to scripts
 --   that may change them (KEYS[13..35] or KEYS[13..36] all together).
+--   K_RESERVED, the room's seat reservations (hash userId -> expiry, ms),
+--   is the room hash's name + ":reserved", in the room's slot; the room
+--   hash's "rv" counts them.
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag
@@ -42,7 +45,7 @@
 -- owner and state-policy checks for it, and it is player 0 in events.
 -- Replies are arrays whose first element is "OK" or an error code.
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
-local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD
+local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED
 local room_id, channel, pubcmd, tag, closed_ttl, maxlen, log_cap
 local now_us, now
 -- now_iso: now as RFC 3339 once formatted (iso_now); known_ver and
@@ -60,6 +63,7 @@ local function begin()
   K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
   K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
   K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[33], KEYS[34], KEYS[35], KEYS[36]
+  K_RESERVED = K_ROOM .. ':reserved'
   room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
   tag, closed_ttl = ARGV[4], ARGV[6]
   maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
@@ -196,20 +200,24 @@ local function index_rem(status)
 end
 
 -- placement reads what decides a room's index entries, and what joins and
--- leaves check (invite code, owner, player sequence); nil when it is gone.
+-- leaves check (invite code, owner, player sequence, whether it ever
+-- banned: bn "0" never, nil for a room created before the field, the
+-- seats reserved: rv); nil when it is gone.
 local function placement()
-  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver', 'lb')
+  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver', 'lb', 'bn', 'rv')
   if not r[1] then return nil end
   known_ver, known_lb = tonumber(r[12]), tonumber(r[13]) or 0
   return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6],
-    m = r[7], r = r[8], cd = r[9], ow = r[10], sq = tonumber(r[11])}
+    m = r[7], r = r[8], cd = r[9], ow = r[10], sq = tonumber(r[11]), bn = r[14], rv = tonumber(r[15]) or 0}
 end
 
--- with_count is placement p with playerCount pc.
-local function with_count(p, pc)
+-- with_count is placement p with playerCount pc (and rv seats reserved,
+-- when given).
+local function with_count(p, pc, rv)
   local c = {}
   for k, v in pairs(p) do c[k] = v end
   c.pc = pc
+  if rv then c.rv = rv end
   return c
 end
 
@@ -234,12 +242,15 @@ local function restat(old, new)
   if new then weigh(new, 1) end
 end
 
+-- joinable: public, waiting, unlocked, and a seat neither taken nor
+-- reserved (rooms.Room.Joinable is the same rule).
 local function joinable(p)
-  return p ~= nil and p.vi == 'public' and p.st == 'waiting' and p.lk ~= '1' and p.pc < p.mx
+  return p ~= nil and p.vi == 'public' and p.st == 'waiting' and p.lk ~= '1' and p.pc + p.rv < p.mx
 end
 
+-- fill_member orders the fill index by seats taken or reserved.
 local function fill_member(p)
-  return string.format('%03d', 100 - p.pc) .. '|' .. string.rep('0', 17 - #p.cr) .. p.cr .. '|' .. room_id
+  return string.format('%03d', 100 - p.pc - p.rv) .. '|' .. string.rep('0', 17 - #p.cr) .. p.cr .. '|' .. room_id
 end
 
 -- lobby_notice tells lobby feeds that a joinable room was added, updated
@@ -286,10 +297,12 @@ local function reindex(old, ver, new)
 end
 
 -- index_user adds the room to user uid's rooms in the shard user index
--- (a hash: cheaper per entry than a zset of "<user> <room>" members).
+-- (a hash: cheaper per entry than a zset of "<user> <room>" members); one
+-- call when the user is in no other room of the shard, the usual case.
 local function index_user(uid)
+  if redis.call('HSETNX', K_USERIDX, uid, room_id) == 1 then return end
   local cur = redis.call('HGET', K_USERIDX, uid)
-  redis.call('HSET', K_USERIDX, uid, cur and (cur .. ' ' .. room_id) or room_id)
+  redis.call('HSET', K_USERIDX, uid, cur .. ' ' .. room_id)
 end
 
 -- unindex_user removes the room from user uid's rooms.
@@ -315,15 +328,22 @@ local function deny(vi)
 end
 
 -- add_player makes uid the next player of the room placed at p (playerIds
--- are never reused) and emits player_joined. Returns the playerId.
-local function add_player(uid, name_json, p)
+-- are never reused) and emits player_joined; seated: the users hash holds
+-- uid already (room_join); rv: the seats still reserved after (when uid
+-- took a reserved seat, else nil). Returns the playerId.
+local function add_player(uid, name_json, p, seated, rv)
   local pid = p.sq + 1
   local after = math.max(0, now - math.floor(tonumber(p.cr) / 1000))
   redis.call('HSET', K_PLAYERS, pid, num(after) .. '|' .. name_json)
-  redis.call('HSET', K_USERS, uid, pid)
+  if not seated then redis.call('HSET', K_USERS, uid, pid) end
   index_user(uid)
-  emit('player_joined', ',"player":{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' ..
-    iso_now() .. '","connected":false}', 'sq', pid, 'pc', p.pc + 1)
+  local body = ',"player":{"playerId":' .. pid .. ',"name":' .. name_json .. ',"joinedAt":"' ..
+    iso_now() .. '","connected":false}'
+  if rv then
+    emit('player_joined', body .. ',"reservedSeats":' .. rv, 'sq', pid, 'pc', p.pc + 1, 'rv', rv)
+  else
+    emit('player_joined', body, 'sq', pid, 'pc', p.pc + 1)
+  end
   return pid
 end
 
@@ -357,7 +377,7 @@ local function close_room(reason, before)
     unindex_user(uid)
     unhold('c', uid)
   end
-  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES, K_BANS)
+  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES, K_BANS, K_RESERVED)
   reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
   redis.call('ZREM', K_ROOMS_DUE, room_id)

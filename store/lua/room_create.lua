@@ -28,7 +28,7 @@ if created <= last then created = last + 1 end
 redis.call('SET', K_CLOCK, num(created))
 
 redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', 'waiting',
-  'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy,
+  'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy, 'bn', '0',
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
 if #ARGV > 19 then redis.call('HSET', K_STATE, unpack(ARGV, 20)) end

@@ -3,21 +3,38 @@
 -- index, and out of the joinable ones when it fills up).
 -- ARGV[7] userId  ARGV[8] name as a JSON string  ARGV[9] invite code ("" by id)
 -- A user the room banned gets BANNED (after the checks that hide a
--- private room from those without its code).
+-- private room from those without its code). A user with a seat reserved
+-- (seats_reserve.lua) takes it: the room is never full for them, and a
+-- private room needs no code.
 -- Reply: {"OK", playerId, roomId} | {"ROOM_NOT_FOUND"} | {"BANNED"} |
 --        {"ROOM_NOT_JOINABLE"} | {"ROOM_FULL"}
 local uid, name_json, code = ARGV[7], ARGV[8], ARGV[9]
 
 local p = placement()
 if not p then return {'ROOM_NOT_FOUND'} end
-local pid = redis.call('HGET', K_USERS, uid)
-if pid then return {'OK', tonumber(pid), room_id} end
-
-if code == '' and p.vi == 'private' then return {'ROOM_NOT_FOUND'} end
-if code ~= '' and p.cd ~= code then return {'ROOM_NOT_FOUND'} end
-if redis.call('SISMEMBER', K_BANS, uid) == 1 then return {'BANNED'} end
-if p.st ~= 'waiting' or p.lk == '1' then return {'ROOM_NOT_JOINABLE'} end
-if p.pc >= p.mx then return {'ROOM_FULL'} end
-local new_pid = add_player(uid, name_json, p)
-reindex(p, nil, with_count(p, p.pc + 1))
+-- the seat is taken first, one call for a newcomer (the usual case), and
+-- given back when the join is refused; a member gets its own playerId
+if redis.call('HSETNX', K_USERS, uid, p.sq + 1) == 0 then
+  return {'OK', tonumber(redis.call('HGET', K_USERS, uid)), room_id}
+end
+-- a reservation counts until it is taken or the janitor drops it expired
+local reserved = p.rv > 0 and redis.call('HEXISTS', K_RESERVED, uid) == 1
+local refusal
+if code == '' and p.vi == 'private' and not reserved then refusal = 'ROOM_NOT_FOUND'
+elseif code ~= '' and p.cd ~= code then refusal = 'ROOM_NOT_FOUND'
+elseif p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1 then refusal = 'BANNED'
+elseif p.st ~= 'waiting' or p.lk == '1' then refusal = 'ROOM_NOT_JOINABLE'
+elseif not reserved and p.pc + p.rv >= p.mx then refusal = 'ROOM_FULL'
+end
+if refusal then
+  redis.call('HDEL', K_USERS, uid)
+  return {refusal}
+end
+local rv = nil
+if reserved then
+  redis.call('HDEL', K_RESERVED, uid)
+  rv = p.rv - 1
+end
+local new_pid = add_player(uid, name_json, p, true, rv)
+reindex(p, nil, with_count(p, p.pc + 1, rv))
 return {'OK', new_pid, room_id}

@@ -1,5 +1,6 @@
 -- room_lifecycle: the janitor's look at a room whose lifecycle check is due
--- (KEYS[34]). In this order: a room older than its maximum lifetime closes
+-- (KEYS[34]). In this order: seat reservations past their expiry are
+-- dropped (reservation_expired, the seats free); a room older than its maximum lifetime closes
 -- (room_closed, reason expired); a finished room closes once the retention
 -- has passed since it finished (reason finished); a room with no mutation
 -- ("up", which every event moves) and no connected player for the idle
@@ -23,6 +24,27 @@ local p = placement()
 if not p then
   redis.call('ZREM', K_ROOMS_DUE, room_id)
   return {'OK', 'gone'}
+end
+local held_until -- the earliest expiry of a reservation still held
+if p.rv > 0 then
+  local r = redis.call('HGETALL', K_RESERVED)
+  local gone, left = 0, 0
+  for i = 1, #r, 2 do
+    local exp = tonumber(r[i + 1])
+    if exp <= now then
+      gone = gone + 1
+      redis.call('HDEL', K_RESERVED, r[i])
+    else
+      left = left + 1
+      if not held_until or exp < held_until then held_until = exp end
+    end
+  end
+  if gone > 0 then
+    emit('reservation_expired', ',"seats":' .. gone .. ',"reservedSeats":' .. left, 'rv', left)
+    local after = with_count(p, p.pc, left)
+    reindex(p, nil, after)
+    p = after
+  end
 end
 local r = redis.call('HMGET', K_ROOM, 'up', 'fa')
 local up = tonumber(r[1])
@@ -65,6 +87,7 @@ if lifetime > 0 then at(born + lifetime) end
 if finished and retention > 0 then at(finished_at + retention) end
 if idle > 0 then at(quiet_since + idle) end
 if logged and trim > 0 then at(quiet_since + trim) end
+if held_until then at(held_until) end
 -- a dropped log comes back with the next event, which does not touch the
 -- schedule: with no idle timeout to bring the room back, look again later
 if not logged and trim > 0 and idle == 0 then at(now + 10 * trim) end

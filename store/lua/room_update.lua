@@ -41,7 +41,7 @@ if cur.st == 'finished' then
   end
   return {'OK', 0}
 end
-if max ~= '' and tonumber(max) < tonumber(cur.pc) then return {'MAX_BELOW_COUNT'} end
+if max ~= '' and tonumber(max) < tonumber(cur.pc) + before.rv then return {'MAX_BELOW_COUNT'} end
 local going_private = vis == 'private' and cur.vi ~= 'private'
 if going_private and redis.call('HSETNX', K_CODES, new_code, room_id) == 0 then
   return {'CODE_TAKEN'}

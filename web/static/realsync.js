@@ -835,6 +835,8 @@ var LiveRoom = class extends LiveStream {
         "room_updated",
         "message",
         "room_closed",
+        "seats_reserved",
+        "reservation_expired",
         "resumed"
       ],
       opts,
@@ -891,6 +893,11 @@ var LiveRoom = class extends LiveStream {
           players.push(e.player);
           room.playerCount = players.length;
         }
+        if (e.reservedSeats !== void 0) room.reservedSeats = e.reservedSeats;
+        break;
+      case "seats_reserved":
+      case "reservation_expired":
+        room.reservedSeats = e.reservedSeats;
         break;
       case "player_left":
         room.players = players.filter((p) => p.playerId !== e.playerId);
@@ -1138,6 +1145,14 @@ var RealSync = class {
   async kick(roomId, playerId) {
     await this.call(this.api.DELETE("/v1/rooms/{roomId}/players/{playerId}", {
       params: { path: { roomId, playerId: String(playerId) } }
+    }));
+  }
+  /** reserveSeats holds a seat of a waiting room for each user until they join or ttlSeconds
+   * pass (default 15, at most 300): the owner, or an API key with rooms:write (a matchmaker). */
+  reserveSeats(roomId, userIds, ttlSeconds) {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/reservations", {
+      params: { path: { roomId } },
+      body: { userIds, ttlSeconds }
     }));
   }
   getState(roomId) {

@@ -12,7 +12,10 @@ namespace RealSync
     /// player_left (PlayerId, Reason: left, kicked, disconnected),
     /// player_connected and player_disconnected (PlayerId), room_updated
     /// (Changes), message (Message), room_closed (Reason: closed, empty,
-    /// expired, finished, gone). Data is the whole JSON payload.
+    /// expired, finished, gone), seats_reserved (Seats, ReservedSeats,
+    /// ExpiresAt), reservation_expired (Seats, ReservedSeats); player_joined
+    /// sets ReservedSeats (else -1) when the player took a held seat. Data is
+    /// the whole JSON payload.
     /// </summary>
     public class RoomEvent
     {
@@ -46,6 +49,12 @@ namespace RealSync
         public JsonObject Changes;
         /// <summary>message: the message (Version and Ts are the event's).</summary>
         public Message Message;
+        /// <summary>seats_reserved, reservation_expired: how many seats.</summary>
+        public int Seats;
+        /// <summary>seats_reserved, reservation_expired, and player_joined into a held seat: the room's held seats after; else -1.</summary>
+        public int ReservedSeats = -1;
+        /// <summary>seats_reserved: when the seats are released unless taken.</summary>
+        public DateTime ExpiresAt;
         /// <summary>The whole payload.</summary>
         public JsonObject Data;
 
@@ -56,8 +65,10 @@ namespace RealSync
             {
                 Type = o.String("type"), RoomId = o.String("roomId"), Version = o.Long("version"), Ts = o.Time("ts"), Data = o,
                 StateVersion = o.Long("stateVersion"), By = o.Int("by"), PlayerId = o.Int("playerId"), Reason = o.String("reason"),
-                Changes = o.Object("changes"), Set = o.Object("set"),
+                Changes = o.Object("changes"), Set = o.Object("set"), Seats = o.Int("seats"),
             };
+            if (o.ContainsKey("reservedSeats")) e.ReservedSeats = o.Int("reservedSeats");
+            if (o.ContainsKey("expiresAt")) e.ExpiresAt = o.Time("expiresAt");
             if (o.Object("room") != null) e.Room = Room.FromJson(o.Object("room"));
             if (o.Object("state") != null) e.State = new State(o.Object("state"));
             if (o.Object("player") != null) e.Player = Player.FromJson(o.Object("player"));
@@ -195,7 +206,11 @@ namespace RealSync
                 case "room_updated":
                     if (room != null && e.Changes != null) room.Apply(e.Changes);
                     break;
+                case "seats_reserved":
+                case "reservation_expired":
+                    break; // ReservedSeats below
             }
+            if (room != null && e.ReservedSeats >= 0) room.ReservedSeats = e.ReservedSeats;
             Version = e.Version;
             if (Room != null && e.Type != "snapshot")
             {

@@ -59,6 +59,8 @@ namespace RealSync
         public int MaxPlayers;
         /// <summary>Players in the room.</summary>
         public int PlayerCount;
+        /// <summary>Seats held for named users; they count toward MaxPlayers for everyone else.</summary>
+        public int ReservedSeats;
         /// <summary>The owner's playerId.</summary>
         public int OwnerPlayerId;
         /// <summary>Searchable attributes: string or number values.</summary>
@@ -105,6 +107,7 @@ namespace RealSync
                     case "locked": Locked = o.Bool("locked"); break;
                     case "maxPlayers": MaxPlayers = o.Int("maxPlayers"); break;
                     case "playerCount": PlayerCount = o.Int("playerCount"); break;
+                    case "reservedSeats": ReservedSeats = o.Int("reservedSeats"); break;
                     case "ownerPlayerId": OwnerPlayerId = o.Int("ownerPlayerId"); break;
                     case "attributes": Attributes = o.Object("attributes") ?? new JsonObject(); break;
                     case "statePolicy": StatePolicy = v as string; break;
@@ -181,6 +184,20 @@ namespace RealSync
         internal static StreamToken FromJson(JsonObject o)
         {
             return new StreamToken { Token = o.String("token"), ExpiresAt = o.Time("expiresAt") };
+        }
+    }
+
+    /// <summary>SeatReservation is the answer of ReserveSeatsAsync.</summary>
+    public class SeatReservation
+    {
+        /// <summary>The room's held seats in all, after.</summary>
+        public int ReservedSeats;
+        /// <summary>When the seats just held are released unless taken.</summary>
+        public DateTime ExpiresAt;
+
+        internal static SeatReservation FromJson(JsonObject o)
+        {
+            return new SeatReservation { ReservedSeats = o.Int("reservedSeats"), ExpiresAt = o.Time("expiresAt") };
         }
     }
 

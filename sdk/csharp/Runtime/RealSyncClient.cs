@@ -264,6 +264,19 @@ namespace RealSync
             return Call(HttpMethod.Delete, path, null, ct);
         }
 
+        /// <summary>
+        /// ReserveSeatsAsync holds a seat of a waiting room for each user until they
+        /// join or ttlSeconds pass (default 15, at most 300): owner, or an API key
+        /// with rooms:write (a matchmaker). Only those users may take the seats.
+        /// </summary>
+        [Operation("POST", "/v1/rooms/{roomId}/reservations", "reserveSeats")]
+        public async Task<SeatReservation> ReserveSeatsAsync(string roomId, IList<string> userIds, int? ttlSeconds = null, CancellationToken ct = default(CancellationToken))
+        {
+            var body = new Dictionary<string, object> { { "userIds", userIds } };
+            if (ttlSeconds.HasValue) body["ttlSeconds"] = ttlSeconds.Value;
+            return SeatReservation.FromJson(await Call(HttpMethod.Post, RoomPath(roomId) + "/reservations", body, ct).ConfigureAwait(false));
+        }
+
         // ---- state ----
 
         /// <summary>GetStateAsync reads the room state and its versions (members).</summary>

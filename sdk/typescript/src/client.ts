@@ -292,6 +292,14 @@ export class RealSync {
     }));
   }
 
+  /** reserveSeats holds a seat of a waiting room for each user until they join or ttlSeconds
+   * pass (default 15, at most 300): the owner, or an API key with rooms:write (a matchmaker). */
+  reserveSeats(roomId: string, userIds: string[], ttlSeconds?: number): Promise<Schemas["SeatReservation"]> {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/reservations", {
+      params: { path: { roomId } }, body: { userIds, ttlSeconds },
+    }));
+  }
+
   getState(roomId: string): Promise<Schemas["StateView"]> {
     return this.call(this.api.GET("/v1/rooms/{roomId}/state", { params: { path: { roomId } } }));
   }

@@ -21,6 +21,8 @@ export interface RoomEvents {
   room_updated: Schemas["RoomUpdatedEvent"];
   message: Schemas["MessageEvent"];
   room_closed: Schemas["RoomClosedEvent"];
+  seats_reserved: Schemas["SeatsReservedEvent"];
+  reservation_expired: Schemas["ReservationExpiredEvent"];
 }
 export type RoomEvent = RoomEvents[keyof RoomEvents];
 
@@ -447,7 +449,8 @@ export class LiveRoom extends LiveStream<RoomEvents> {
   constructor(client: RealSync, readonly roomId: string, opts: LiveOptions = {}) {
     super(client, `/v1/rooms/${encodeURIComponent(roomId)}/events`,
       ["snapshot", "state", "player_joined", "player_left", "player_connected", "player_disconnected",
-        "room_updated", "message", "room_closed", "resumed"], opts, () => client.roomStreamToken(roomId));
+        "room_updated", "message", "room_closed", "seats_reserved", "reservation_expired", "resumed"], opts,
+      () => client.roomStreamToken(roomId));
     this.open();
   }
 
@@ -495,6 +498,11 @@ export class LiveRoom extends LiveStream<RoomEvents> {
           players.push(e.player);
           room.playerCount = players.length;
         }
+        if (e.reservedSeats !== undefined) room.reservedSeats = e.reservedSeats;
+        break;
+      case "seats_reserved":
+      case "reservation_expired":
+        room.reservedSeats = e.reservedSeats;
         break;
       case "player_left":
         room.players = players.filter((p) => p.playerId !== e.playerId);

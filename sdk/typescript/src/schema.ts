@@ -102,6 +102,8 @@ export interface paths {
          *     A private room gets an invite code, shown to its members only.
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
+         *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
         post: operations["createRoom"];
         delete?: never;
@@ -262,6 +264,43 @@ export interface paths {
          *     API keys: scope `rooms:admin` (kicks (and with `ban=true` bans) any player); without it 403 `SCOPE_REQUIRED`.
          */
         delete: operations["kickPlayer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rooms/{roomId}/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hold seats for named users (owner)
+         * @description Holds a seat of a waiting room for each user of `userIds` until they
+         *     join or `ttlSeconds` pass (default 15, at most 300). A held seat
+         *     counts toward `maxPlayers` for everyone else (joins are 409
+         *     `ROOM_FULL` once every seat is taken or held; the lobby and
+         *     quick-join pass the room over), and only its user may take it: by
+         *     id, even in a private room (no invite code needed). A member already
+         *     in is skipped; a user who holds a seat gets the new expiry. Emits
+         *     `seats_reserved` (how many seats, never who: a player's userId is
+         *     theirs); a hold that expires is released by the janitor within a
+         *     second or so, with `reservation_expired`. Refused with 409
+         *     `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
+         *     409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+         *
+         *     API keys: scope `rooms:write` (holds seats in any room, as a
+         *     matchmaker does); without it 403 `SCOPE_REQUIRED`.
+         */
+        post: operations["reserveSeats"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -483,7 +522,9 @@ export interface paths {
         /**
          * Join the best joinable public room of a mode, or create one
          * @description A caller already in a room of that mode (in one of `regions`; not
-         *     finished) gets it back (200, `created: false`). Otherwise the best
+         *     finished) gets it back (200, `created: false`). Quick-joins of one
+         *     caller at once (two tabs, a retry) run one after the other, so they
+         *     end in one room: the later ones get the first's. Otherwise the best
          *     joinable public room (waiting, unlocked, not full) of the mode is
          *     joined: regions in the given order, and within a region fullest
          *     first, then oldest (the `fill` order of `GET /v1/rooms`). Without
@@ -502,6 +543,8 @@ export interface paths {
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          *
          *     A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+         *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
         post: operations["quickJoin"];
         delete?: never;
@@ -916,7 +959,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -992,6 +1035,13 @@ export interface components {
             locked: boolean;
             maxPlayers: number;
             playerCount: number;
+            /**
+             * @description Seats held for named users (`POST /v1/rooms/{roomId}/reservations`)
+             *     until they join or the hold expires. They count toward `maxPlayers`
+             *     for everyone else: a room is joinable while `playerCount +
+             *     reservedSeats < maxPlayers`.
+             */
+            reservedSeats: number;
             ownerPlayerId: number;
             attributes: components["schemas"]["Attributes"];
             statePolicy: components["schemas"]["StatePolicy"];
@@ -1014,6 +1064,21 @@ export interface components {
              * @example K7Q2-MX9P-4HRT
              */
             inviteCode?: string;
+        };
+        ReserveSeatsRequest: {
+            /** @description The users to hold seats for (players' userIds, 1..128 characters each). */
+            userIds: string[];
+            /** @default 15 */
+            ttlSeconds?: number;
+        };
+        SeatReservation: {
+            /** @description The room's held seats in all, after. */
+            reservedSeats: number;
+            /**
+             * Format: date-time
+             * @description When the seats just held are released unless taken.
+             */
+            expiresAt: string;
         };
         MessageRequest: {
             /** @description Application-defined kind, e.g. `chat`; no control characters. */
@@ -1186,7 +1251,7 @@ export interface components {
             streams: number;
         };
         /** @description An event of a room stream (GET /v1/rooms/{id}/events): the data of one SSE frame, whose `event:` line is its `type`. */
-        RoomEvent: components["schemas"]["SnapshotEvent"] | components["schemas"]["StateEvent"] | components["schemas"]["PlayerJoinedEvent"] | components["schemas"]["PlayerLeftEvent"] | components["schemas"]["PlayerConnectedEvent"] | components["schemas"]["PlayerDisconnectedEvent"] | components["schemas"]["RoomUpdatedEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["RoomClosedEvent"] | components["schemas"]["ResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
+        RoomEvent: components["schemas"]["SnapshotEvent"] | components["schemas"]["StateEvent"] | components["schemas"]["PlayerJoinedEvent"] | components["schemas"]["PlayerLeftEvent"] | components["schemas"]["PlayerConnectedEvent"] | components["schemas"]["PlayerDisconnectedEvent"] | components["schemas"]["RoomUpdatedEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["RoomClosedEvent"] | components["schemas"]["SeatsReservedEvent"] | components["schemas"]["ReservationExpiredEvent"] | components["schemas"]["ResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
         /** @description An event of the lobby stream (GET /v1/lobby/events): the data of one SSE frame, whose `event:` line is its `type`. */
         LobbyEvent: components["schemas"]["LobbyRoomsEvent"] | components["schemas"]["LobbyRoomAddedEvent"] | components["schemas"]["LobbyRoomUpdatedEvent"] | components["schemas"]["LobbyRoomRemovedEvent"] | components["schemas"]["TokenExpiringEvent"];
         /** @description An event of the personal stream (GET /v1/me/events): the data of one SSE frame, whose `event:` line is its `type`. */
@@ -1240,6 +1305,8 @@ export interface components {
             /** Format: date-time */
             ts: string;
             player: components["schemas"]["EventPlayer"];
+            /** @description Set when the player took a seat held for them: the room's reserved seats left. */
+            reservedSeats?: number;
         };
         EventPlayer: {
             playerId: number;
@@ -1349,6 +1416,43 @@ export interface components {
             ts: string;
             /** @enum {string} */
             reason: "closed" | "empty" | "expired" | "finished" | "gone";
+        };
+        SeatsReservedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "seats_reserved";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            /** @description The users whose seats this reservation holds (new or renewed). */
+            seats: number;
+            /** @description The room's reserved seats in all, after. */
+            reservedSeats: number;
+            /**
+             * Format: date-time
+             * @description When these seats are released unless taken.
+             */
+            expiresAt: string;
+        };
+        ReservationExpiredEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "reservation_expired";
+            roomId: string;
+            /** Format: int64 */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+            /** @description The seats released. */
+            seats: number;
+            /** @description The room's reserved seats left. */
+            reservedSeats: number;
         };
         ResumedEvent: {
             /**
@@ -1555,6 +1659,29 @@ export interface components {
             };
         };
         /**
+         * @description `OWNED_ROOMS_LIMIT` or `JOINED_ROOMS_LIMIT` (see `RoomsLimit`), or
+         *     `IDEMPOTENCY_KEY_IN_USE`: a request with the same `Idempotency-Key`
+         *     is still running (with `Retry-After`).
+         */
+        RoomsLimitOrKeyInUse: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `VALIDATION_FAILED` (`errors[]` names each field that breaks a constraint, or the `Idempotency-Key` header), or `IDEMPOTENCY_KEY_REUSED`: the key was used with another body or route. */
+        InvalidOrKeyReused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, or `JOINED_ROOMS_LIMIT`: the caller
          *     is in `REALSYNC_MAX_ROOMS_JOINED` rooms (default 20) already (a
          *     member's rejoin of the same room is never refused).
@@ -1701,11 +1828,31 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+         *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+         *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+         *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+         *     meets another's). The first request with a key runs; its successful
+         *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+         *     key with the same method, route and body, byte for byte, gets that
+         *     answer again with `Idempotent-Replayed: true`, without running. An
+         *     error answer is not kept (the request changed nothing), so the key may
+         *     be used again. The same key with another body or route is 422
+         *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+         *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+         *     request whose instance died before answering holds its key for twice
+         *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+         *     again. Checked after authentication and rate limits, before the body.
+         */
+        IdempotencyKey: string;
         /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
         RoomId: string;
     };
     requestBodies: never;
     headers: {
+        /** @description `true` on an answer replayed for a request sent again with the same `Idempotency-Key` (the request did not run again). */
+        IdempotentReplayed: "true";
         /** @description Seconds (an integer, at least 1) until the refused request would be allowed. */
         RetryAfter: number;
         /**
@@ -1828,7 +1975,26 @@ export interface operations {
     createRoom: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept (the request changed nothing), so the key may
+                 *     be used again. The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1855,6 +2021,7 @@ export interface operations {
                 headers: {
                     /** @description `/v1/rooms/{roomId}` */
                     Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1865,10 +2032,10 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["RoomsLimit"];
+            409: components["responses"]["RoomsLimitOrKeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["Invalid"];
+            422: components["responses"]["InvalidOrKeyReused"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -2097,6 +2264,53 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    reserveSeats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "userIds": [
+                 *         "u-bob",
+                 *         "u-carol"
+                 *       ],
+                 *       "ttlSeconds": 15
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReserveSeatsRequest"];
+            };
+        };
+        responses: {
+            /** @description Seats held. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeatReservation"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -2340,7 +2554,26 @@ export interface operations {
     quickJoin: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept (the request changed nothing), so the key may
+                 *     be used again. The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2366,6 +2599,7 @@ export interface operations {
             /** @description Joined an existing room. */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2375,6 +2609,9 @@ export interface operations {
             /** @description Created a room. */
             201: {
                 headers: {
+                    /** @description `/v1/rooms/{roomId}` */
+                    Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2386,10 +2623,10 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["RoomsLimit"];
+            409: components["responses"]["RoomsLimitOrKeyInUse"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["Invalid"];
+            422: components["responses"]["InvalidOrKeyReused"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

@@ -1,0 +1,142 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/realsync/realsync/internal/idempotency"
+	"github.com/realsync/realsync/rooms"
+)
+
+// maxIdempotencyKey is the longest Idempotency-Key accepted.
+const maxIdempotencyKey = 255
+
+var (
+	// errKeyReused: the key was used with another body or route.
+	errKeyReused = errors.New("idempotency key used with another request")
+	// errKeyInUse: the same request with the key is still running.
+	errKeyInUse = errors.New("a request with this idempotency key is still running")
+)
+
+// idempotent serves r with h, honouring its Idempotency-Key (key, nil
+// when the header is absent; see openapi.yaml's IdempotencyKey): a
+// successful answer is recorded and replayed to the same request sent
+// again; a request whose key was used otherwise, or is in use, is refused;
+// an error answer frees the key (the request changed nothing). Without a
+// store of answers (Config.Idempotency) the header is ignored.
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc) {
+	if key == nil || s.idem == nil {
+		h(w, r)
+		return
+	}
+	if !validIdempotencyKey(*key) {
+		s.writeError(w, r, rooms.Invalid("Idempotency-Key", "must be 1..%d visible ASCII characters", maxIdempotencyKey))
+		return
+	}
+	body, err := io.ReadAll(r.Body) // read whole and capped by limitBody already
+	if err != nil {
+		s.writeError(w, r, errMalformed)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	ctx := r.Context()
+	c, err := s.idem.Claim(ctx, userFrom(ctx).ID, *key, fingerprint(r.Method, routePattern(r), body), 2*s.requestTimeout)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch c.Outcome {
+	case idempotency.Replay:
+		replay(w, c.Answer)
+		return
+	case idempotency.InUse:
+		w.Header().Set("Retry-After", "1")
+		s.writeError(w, r, errKeyInUse)
+		return
+	case idempotency.Mismatch:
+		s.writeError(w, r, errKeyReused)
+		return
+	}
+	rec := &answerRecorder{header: http.Header{}}
+	h(rec, r)
+	ctx = context.WithoutCancel(ctx) // the answer is kept even if the client left
+	if rec.status >= 200 && rec.status < 300 {
+		a := idempotency.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"),
+			Location: rec.header.Get("Location"), Body: rec.body.Bytes()}
+		if ok, err := s.idem.Record(ctx, c, a); err != nil || !ok {
+			s.log.Warn("idempotency: answer not recorded", "err", err, "lost", !ok, "request_id", requestID(ctx))
+		}
+	} else if err := s.idem.Release(ctx, c); err != nil {
+		s.log.Warn("idempotency: key not released", "err", err, "request_id", requestID(ctx))
+	}
+	rec.writeTo(w)
+}
+
+// validIdempotencyKey: 1..maxIdempotencyKey visible ASCII characters.
+func validIdempotencyKey(k string) bool {
+	if k == "" || len(k) > maxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// fingerprint identifies a request for its key: method, route and body.
+func fingerprint(method, route string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(method + " " + route + "\n"))
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// replay writes a recorded answer.
+func replay(w http.ResponseWriter, a idempotency.Answer) {
+	h := w.Header()
+	h.Set("Content-Type", a.ContentType)
+	if a.Location != "" {
+		h.Set("Location", a.Location)
+	}
+	h.Set("Idempotent-Replayed", "true")
+	h.Set("Content-Length", strconv.Itoa(len(a.Body)))
+	w.WriteHeader(a.Status)
+	w.Write(a.Body)
+}
+
+// answerRecorder keeps a handler's answer to record it before it is sent.
+type answerRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *answerRecorder) Header() http.Header { return a.header }
+
+func (a *answerRecorder) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+}
+
+func (a *answerRecorder) Write(b []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return a.body.Write(b)
+}
+
+// writeTo sends the recorded answer on w.
+func (a *answerRecorder) writeTo(w http.ResponseWriter) {
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(a.status)
+	w.Write(a.body.Bytes())
+}

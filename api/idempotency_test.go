@@ -1,0 +1,141 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/idempotency"
+	"github.com/realsync/realsync/internal/rediskeys"
+)
+
+// idemKeys counts the Idempotency-Key records of the store under test.
+func (e *env) idemKeys() []string {
+	e.t.Helper()
+	keys, err := rediskeys.Scan(context.Background(), e.store.Client(), "*"+e.prefix+"*:idem:*")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return keys
+}
+
+// A create sent again with its Idempotency-Key gets the first answer
+// (replayed, no second room); the key with another body or route is
+// refused; another user's same key is theirs; an error answer frees the
+// key; a quick-join's replay is its first answer (201 created), not what
+// running it again would say (200, already a member); every record
+// expires within 24 hours.
+func TestIdempotencyKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		bob, _ := e.guest("bob")
+		first := e.do("POST", "/v1/rooms", alice, arena, "Idempotency-Key", "create-1")
+		want(t, first, 201, "")
+		if first.header.Get("Idempotent-Replayed") != "" {
+			t.Fatal("a first answer marked replayed")
+		}
+		again := e.do("POST", "/v1/rooms", alice, arena, "Idempotency-Key", "create-1")
+		want(t, again, 201, "")
+		if again.raw != first.raw || again.header.Get("Location") != first.header.Get("Location") ||
+			again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("Content-Type") != first.header.Get("Content-Type") {
+			t.Fatalf("replay %s %v, want %s %v replayed", again.raw, again.header, first.raw, first.header)
+		}
+		other := map[string]any{"name": "Other", "mode": "battle", "region": "eu", "maxPlayers": 2}
+		want(t, e.do("POST", "/v1/rooms", alice, other, "Idempotency-Key", "create-1"), 422, "IDEMPOTENCY_KEY_REUSED")
+		want(t, e.do("POST", "/v1/matchmaking/quick-join", alice, arena, "Idempotency-Key", "create-1"), 422, "IDEMPOTENCY_KEY_REUSED")
+		want(t, e.do("POST", "/v1/rooms", bob, arena, "Idempotency-Key", "create-1"), 201, "") // bob's own key
+		mine := e.do("GET", "/v1/me/rooms", alice, nil)
+		if n := len(mine.body["rooms"].([]any)); n != 1 {
+			t.Fatalf("alice is in %d rooms, want 1: %s", n, mine.raw)
+		}
+
+		// an error frees the key: the request changed nothing
+		bad := map[string]any{"name": "Bad", "mode": "battle", "region": "eu", "maxPlayers": 0}
+		want(t, e.do("POST", "/v1/rooms", alice, bad, "Idempotency-Key", "create-2"), 422, "VALIDATION_FAILED")
+		want(t, e.do("POST", "/v1/rooms", alice, other, "Idempotency-Key", "create-2"), 201, "")
+
+		// quick-join: the replay is the first answer
+		carol, _ := e.guest("carol")
+		qj := map[string]any{"mode": "duel", "regions": []string{"eu"}, "create": map[string]any{"name": "Duel", "maxPlayers": 2}}
+		q1 := e.do("POST", "/v1/matchmaking/quick-join", carol, qj, "Idempotency-Key", "qj-1")
+		want(t, q1, 201, "")
+		q2 := e.do("POST", "/v1/matchmaking/quick-join", carol, qj, "Idempotency-Key", "qj-1")
+		if q2.status != 201 || q2.raw != q1.raw || q2.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("quick-join replay %d %s, want 201 %s", q2.status, q2.raw, q1.raw)
+		}
+		want(t, e.do("POST", "/v1/matchmaking/quick-join", carol, qj), 200, "") // run again: a member
+
+		keys := e.idemKeys()
+		if len(keys) != 4 { // alice's create-1 and create-2, bob's create-1, carol's qj-1
+			t.Fatalf("%d records, want 4: %v", len(keys), keys)
+		}
+		for _, k := range keys {
+			ttl, err := e.store.Client().PTTL(context.Background(), k).Result()
+			if err != nil || ttl <= idempotency.TTL-time.Hour || ttl > idempotency.TTL {
+				t.Fatalf("record %s expires in %v (%v), want within 24 h", k, ttl, err)
+			}
+		}
+	})
+}
+
+// A key that is not 1..255 visible ASCII characters is refused naming
+// the header, and nothing is created or recorded.
+func TestIdempotencyKeyForm(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	alice, _ := e.guest("alice")
+	for _, k := range []string{strings.Repeat("k", 256), "with space", "tab\tkey", "caf\u00e9"} {
+		r := e.do("POST", "/v1/rooms", alice, arena, "Idempotency-Key", k)
+		want(t, r, 422, "VALIDATION_FAILED")
+		if !strings.Contains(r.raw, `"field":"Idempotency-Key"`) {
+			t.Fatalf("%q: %s does not name the header", k, r.raw)
+		}
+	}
+	want(t, e.do("POST", "/v1/rooms", alice, arena, "Idempotency-Key", strings.Repeat("k", 255)), 201, "")
+	if mine := e.do("GET", "/v1/me/rooms", alice, nil); len(mine.body["rooms"].([]any)) != 1 {
+		t.Fatalf("rooms after refused keys: %s", mine.raw)
+	}
+	if n := len(e.idemKeys()); n != 1 {
+		t.Fatalf("%d records, want 1", n)
+	}
+}
+
+// Many copies of one request with one key at once create one room: each
+// answer is that room's 201 (run or replayed) or 409
+// IDEMPOTENCY_KEY_IN_USE with Retry-After while the first runs.
+func TestIdempotencyKeyConcurrent(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		const n = 24
+		answers := make([]resp, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { answers[i] = e.do("POST", "/v1/rooms", alice, arena, "Idempotency-Key", "race") })
+		}
+		wg.Wait()
+		created := ""
+		for _, a := range answers {
+			switch a.status {
+			case 201:
+				if created != "" && a.raw != created {
+					t.Fatalf("two different rooms: %s and %s", created, a.raw)
+				}
+				created = a.raw
+			case 409:
+				want(t, a, 409, "IDEMPOTENCY_KEY_IN_USE")
+				if a.header.Get("Retry-After") == "" {
+					t.Fatal("409 without Retry-After")
+				}
+			default:
+				t.Fatalf("answer %d %s", a.status, a.raw)
+			}
+		}
+		if created == "" {
+			t.Fatal("no answer created the room")
+		}
+		if mine := e.do("GET", "/v1/me/rooms", alice, nil); len(mine.body["rooms"].([]any)) != 1 {
+			t.Fatalf("rooms: %s", mine.raw)
+		}
+	})
+}

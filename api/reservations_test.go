@@ -1,0 +1,53 @@
+package api_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Seats held over HTTP: the owner holds one for a user, who then joins a
+// full room; a stranger is ROOM_FULL; the room shows reservedSeats; bad
+// bodies are 422 naming the field and hold nothing.
+func TestReserveSeatsRoute(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		owner, _ := e.guest("owner")
+		held, heldID := e.guest("held")
+		other, _ := e.guest("other")
+		room := e.create(owner, map[string]any{"name": "Held", "mode": "battle", "region": "eu", "maxPlayers": 2})
+		path := "/v1/rooms/" + room["id"].(string)
+		for _, bad := range []struct {
+			body  any
+			field string
+		}{
+			{map[string]any{"userIds": []string{}}, "userIds"},
+			{map[string]any{"userIds": []string{"a", "a"}}, "userIds"},
+			{map[string]any{"userIds": []string{strings.Repeat("u", 129)}}, "userIds.0"},
+			{map[string]any{"userIds": []string{"key:gs"}}, "userIds.0"},
+			{map[string]any{"userIds": []string{"a"}, "ttlSeconds": 301}, "ttlSeconds"},
+			{map[string]any{"userIds": []string{"a"}, "extra": 1}, "extra"},
+		} {
+			r := e.do("POST", path+"/reservations", owner, bad.body)
+			want(t, r, 422, "VALIDATION_FAILED")
+			if !strings.Contains(r.raw, fmt.Sprintf(`"field":%q`, bad.field)) {
+				t.Fatalf("%v: %s does not name %s", bad.body, r.raw, bad.field)
+			}
+		}
+		want(t, e.do("POST", path+"/reservations", held, map[string]any{"userIds": []string{heldID}}), 403, "NOT_A_MEMBER")
+		r := e.do("POST", path+"/reservations", owner, map[string]any{"userIds": []string{heldID}, "ttlSeconds": 60})
+		want(t, r, 201, "")
+		if r.body["reservedSeats"] != float64(1) || r.body["expiresAt"] == nil {
+			t.Fatalf("reservation %s", r.raw)
+		}
+		got := e.do("GET", path, owner, nil)
+		if got.body["reservedSeats"] != float64(1) {
+			t.Fatalf("room %s, want reservedSeats 1", got.raw)
+		}
+		want(t, e.do("POST", path+"/join", other, nil), 409, "ROOM_FULL")
+		want(t, e.do("POST", path+"/join", held, nil), 200, "")
+		got = e.do("GET", path, owner, nil)
+		if got.body["reservedSeats"] != float64(0) || got.body["playerCount"] != float64(2) {
+			t.Fatalf("room %s after the holder joined", got.raw)
+		}
+	})
+}

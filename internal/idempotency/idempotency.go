@@ -1,0 +1,64 @@
+// Package idempotency is the contract between the HTTP layer, which
+// honours the Idempotency-Key header (api/idempotency.go), and the store
+// that keeps the answers (store/idempotency.go): a request sent again with
+// the same key and the same body gets the first one's answer instead of
+// running again.
+package idempotency
+
+import (
+	"context"
+	"time"
+)
+
+// TTL is how long an answer is kept: the same key and body get the same
+// answer for 24 hours.
+const TTL = 24 * time.Hour
+
+// Outcome is what claiming a key found.
+type Outcome int
+
+const (
+	// New: the key was free; the caller runs the request and then records
+	// its answer or releases the key.
+	New Outcome = iota
+	// Replay: the key holds the answer of the same request, in Answer.
+	Replay
+	// InUse: the same request holds the key and is still running.
+	InUse
+	// Mismatch: the key was used with another request (another body or
+	// route).
+	Mismatch
+)
+
+// Answer is a recorded response.
+type Answer struct {
+	Status      int
+	ContentType string
+	Location    string
+	Body        []byte
+}
+
+// Claim is the result of Store.Claim; a New one is the caller's to record
+// or release.
+type Claim struct {
+	Outcome Outcome
+	// Answer: the recorded answer of a Replay.
+	Answer Answer
+	// Key and Token identify a New claim to Record and Release.
+	Key, Token string
+}
+
+// Store keeps claims and answers per caller (scope: the user's or API
+// key's id) and key. Every record expires: a running claim after its hold,
+// an answer after TTL.
+type Store interface {
+	// Claim claims key of scope for the request whose fingerprint is given
+	// (its method, route and body hashed), held for hold while it runs.
+	Claim(ctx context.Context, scope, key, fingerprint string, hold time.Duration) (Claim, error)
+	// Record stores the answer of a New claim for TTL; false when the
+	// claim was lost meanwhile (its hold passed).
+	Record(ctx context.Context, c Claim, a Answer) (bool, error)
+	// Release frees a New claim whose request failed (it changed nothing),
+	// so the key may be used again.
+	Release(ctx context.Context, c Claim) error
+}

@@ -1,0 +1,73 @@
+package rooms
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Seat reservations hold seats of a waiting room for named users: a
+// reserved seat counts toward MaxPlayers for everyone else (joins, the
+// lobby, quick-join), only its user may take it (by id, even in a private
+// room), and it is released when that user joins or when it expires (the
+// room gets reservation_expired). A matchmaker reserves the seats of the
+// users it matched into the room it creates.
+const (
+	// DefaultReservationTTL is how long seats are held when the caller
+	// does not say.
+	DefaultReservationTTL = 15 * time.Second
+	// MaxReservationTTL is the longest hold.
+	MaxReservationTTL = 5 * time.Minute
+)
+
+// ReserveParams is a reservation's request: the users (1..MaxPlayersLimit,
+// distinct userIds of 1..128 characters) and how long their seats are
+// held (1..300 s; DefaultReservationTTL when nil).
+type ReserveParams struct {
+	UserIDs    []string `json:"userIds" validate:"seats,unique,dive,min=1,max=128,nocontrol"`
+	TTLSeconds *int     `json:"ttlSeconds" validate:"omitnil,min=1,max=300"`
+}
+
+// Reservation is what reserving left: the room's reserved seats in all
+// and when the seats just reserved expire.
+type Reservation struct {
+	ReservedSeats int
+	ExpiresAt     time.Time
+}
+
+// SeatReserver holds seats for users.
+type SeatReserver interface {
+	// ReserveSeats holds seats of room id for userIDs (distinct) for ttl,
+	// on behalf of its owner u or the server: members already in are
+	// skipped, a user who holds a seat gets the new expiry. ErrNotMember
+	// (ErrRoomNotFound for a private room), ErrNotOwner, ErrNotJoinable
+	// unless waiting, ErrRoomFull when the seats taken and reserved would
+	// pass MaxPlayers.
+	ReserveSeats(ctx context.Context, u User, id string, userIDs []string, ttl time.Duration) (Reservation, error)
+}
+
+// ReserveSeats validates p and holds the seats on behalf of the owner u,
+// or of the server (ScopeWrite).
+func (s *Service) ReserveSeats(ctx context.Context, u User, id string, p ReserveParams) (Reservation, error) {
+	if err := RequireScope(u, ScopeWrite); err != nil {
+		return Reservation{}, err
+	}
+	if !ValidRoomID(id) {
+		return Reservation{}, ErrRoomNotFound
+	}
+	errs := structErrors(s.validate, p)
+	for i, uid := range p.UserIDs {
+		if strings.HasPrefix(uid, ServerUserPrefix) {
+			errs.add("userIds."+strconv.Itoa(i), "must be a player's userId, not an API key's")
+		}
+	}
+	if err := errs.err(); err != nil {
+		return Reservation{}, err
+	}
+	ttl := DefaultReservationTTL
+	if p.TTLSeconds != nil {
+		ttl = time.Duration(*p.TTLSeconds) * time.Second
+	}
+	return s.store.ReserveSeats(ctx, u, id, p.UserIDs, ttl)
+}

@@ -1,0 +1,45 @@
+-- seats_reserve: holds seats of a waiting room for named users until they
+-- join or the reservation expires (room_lifecycle.lua drops it, with
+-- reservation_expired). A reserved seat counts toward maxPlayers for
+-- everyone else (joins, the joinable and fill indexes, quick-join); only
+-- its user may take it, by id even in a private room (room_join.lua).
+-- KEYS: prelude, with the indexes and the schedule.
+-- ARGV[7] caller userId ("" = the server: no owner check)
+-- ARGV[8] how long the seats are held (ms)
+-- ARGV[9..] the userIds (distinct); members already in are skipped, a user
+--   already holding a seat gets the new expiry. The event names no user
+--   (a player's userId is private to them): it counts.
+-- Reply: {"OK", seats reserved in all, expiresAt (ms)} | {"ROOM_NOT_FOUND"} |
+--        {"NOT_A_MEMBER"} | {"NOT_OWNER"} | {"ROOM_NOT_JOINABLE"} | {"ROOM_FULL"}
+local caller, ttl = ARGV[7], tonumber(ARGV[8])
+
+local p = placement()
+if not p then return {'ROOM_NOT_FOUND'} end
+if caller ~= '' then
+  local cp = redis.call('HGET', K_USERS, caller)
+  if not cp then return deny(p.vi) end
+  if p.ow ~= cp then return {'NOT_OWNER'} end
+end
+if p.st ~= 'waiting' then return {'ROOM_NOT_JOINABLE'} end
+
+local expires = now + ttl
+local fresh, held, pairs_ = 0, 0, {}
+for i = 9, #ARGV do
+  local uid = ARGV[i]
+  if redis.call('HEXISTS', K_USERS, uid) == 0 then
+    if redis.call('HEXISTS', K_RESERVED, uid) == 0 then fresh = fresh + 1 end
+    held = held + 1
+    pairs_[#pairs_ + 1] = uid
+    pairs_[#pairs_ + 1] = num(expires)
+  end
+end
+if p.pc + p.rv + fresh > p.mx then return {'ROOM_FULL'} end
+if held == 0 then return {'OK', p.rv, num(expires)} end
+
+redis.call('HSET', K_RESERVED, unpack(pairs_))
+local rv = p.rv + fresh
+emit('seats_reserved', ',"seats":' .. held .. ',"reservedSeats":' .. rv .. ',"expiresAt":"' .. iso(expires) .. '"', 'rv', rv)
+reindex(p, nil, with_count(p, p.pc, rv))
+-- the janitor looks at the room when the seats expire, or earlier
+redis.call('ZADD', K_ROOMS_DUE, 'LT', expires, room_id)
+return {'OK', rv, num(expires)}

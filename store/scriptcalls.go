@@ -1,0 +1,475 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/realsync/realsync/internal/fleet"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+// The descriptors of every script of store/lua: one struct per script,
+// its fields the script's keys and arguments by name, laid out as KEYS and
+// ARGV by its keysArgs in the order the Lua's header documents. A new
+// script gets one here; scriptcalls_test.go checks that every script has
+// exactly one.
+
+// roomScope is what every mutation script gets first (lua/prelude.lua):
+// the room's KEYS[1..12] — and KEYS[13..36], its indexes, the shard stats,
+// the lifecycle schedule, its bans and the unheld list, for a script that
+// may move the room between indexes — and ARGV[1..6] (Store.common).
+type roomScope struct {
+	keys []string
+	argv []any
+}
+
+// scope is room id's scope for a script that moves it between no index.
+func (s *Store) scope(shard int, id string) roomScope {
+	return roomScope{keys: s.keys.roomKeys(shard, id), argv: s.common(shard, id)}
+}
+
+// indexedScope is the scope of room id of mode and region with its indexes.
+func (s *Store) indexedScope(shard int, id, mode, region string) roomScope {
+	return roomScope{keys: s.keys.roomKeysWithIndexes(shard, id, mode, region), argv: s.common(shard, id)}
+}
+
+// scopeOf returns room id's shard and indexed scope, reading its
+// (immutable) mode and region when not cached; rooms.ErrRoomNotFound for
+// an id this deployment never issued or a room that is gone.
+func (s *Store) scopeOf(ctx context.Context, id string) (int, roomScope, error) {
+	shard, ok := roomShard(id, s.shards)
+	if !ok {
+		return 0, roomScope{}, rooms.ErrRoomNotFound
+	}
+	p, ok := s.places.get(id)
+	if !ok {
+		got, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r").Result()
+		if err != nil {
+			return 0, roomScope{}, wrap(err)
+		}
+		mode, _ := got[0].(string)
+		region, _ := got[1].(string)
+		if mode == "" {
+			return 0, roomScope{}, rooms.ErrRoomNotFound
+		}
+		p = place{mode: mode, region: region}
+		s.places.put(id, p)
+	}
+	return shard, s.indexedScope(shard, id, p.mode, p.region), nil
+}
+
+// with lays the scope out with the script's own ARGV after ARGV[6].
+func (r roomScope) with(args ...any) ([]string, []any) {
+	return r.keys, slices.Concat(r.argv, args)
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return ""
+}
+
+// createCall is room_create.lua, in an indexed scope.
+type createCall struct {
+	roomScope
+	newRoom
+}
+
+// newRoom is room_create.lua's ARGV[7..]: the room p, created by owner,
+// with its attributes encoded, its invite code ("" public), the state's
+// size, onlyIfNone (refused with JOINABLE_EXISTS when a joinable room of
+// its mode and region exists) and firstCheck (Lifecycle.firstCheck).
+type newRoom struct {
+	p          rooms.NewRoom
+	owner      rooms.User
+	attrs      []byte
+	code       string
+	stateSize  int
+	onlyIfNone bool
+	firstCheck string
+}
+
+func (n newRoom) args() []any {
+	args := []any{n.p.Name, n.p.Mode, n.p.Region, string(n.p.Visibility),
+		n.p.MaxPlayers, string(n.p.StatePolicy), n.attrs, n.code, n.owner.ID, jsonString(n.owner.Name), n.stateSize,
+		flag(n.onlyIfNone), n.firstCheck}
+	for _, k := range sortedKeys(n.p.State) {
+		args = append(args, k, []byte(n.p.State[k]))
+	}
+	return args
+}
+
+func (createCall) script() *luaScript            { return roomCreate }
+func (c createCall) keysArgs() ([]string, []any) { return c.with(c.newRoom.args()...) }
+
+// joinCall is room_join.lua, in an indexed scope: user (nameJSON: the name
+// as a JSON string) joins by id, or by invite code when code is given.
+type joinCall struct {
+	roomScope
+	user, nameJSON, code string
+}
+
+func (joinCall) script() *luaScript { return roomJoin }
+func (c joinCall) keysArgs() ([]string, []any) {
+	return c.with(c.user, c.nameJSON, c.code)
+}
+
+// removeCall is player_remove.lua, in an indexed scope: caller ("" the
+// server) removes target (a playerId; "" itself) for reason (left,
+// kicked), banning target's user when ban.
+type removeCall struct {
+	roomScope
+	caller, target, reason string
+	ban                    bool
+}
+
+func (removeCall) script() *luaScript { return playerRemove }
+func (c removeCall) keysArgs() ([]string, []any) {
+	return c.with(c.caller, c.target, c.reason, flag(c.ban), rooms.MaxBans)
+}
+
+// updateCall is room_update.lua, in an indexed scope: caller changes what
+// changes names; newCode is the invite code a room made private gets.
+type updateCall struct {
+	roomScope
+	caller  string
+	changes roomChanges
+	newCode string
+}
+
+// roomChanges are room_update.lua's ARGV[8..14]: "" for unchanged fields.
+type roomChanges struct {
+	name, nameJSON, status, locked, maxPlayers, visibility, attributes string
+}
+
+func (updateCall) script() *luaScript { return roomUpdate }
+func (c updateCall) keysArgs() ([]string, []any) {
+	ch := c.changes
+	return c.with(c.caller, ch.name, ch.nameJSON, ch.status, ch.locked, ch.maxPlayers, ch.visibility, ch.attributes, c.newCode)
+}
+
+// deleteCall is room_delete.lua, in an indexed scope.
+type deleteCall struct {
+	roomScope
+	caller string
+}
+
+func (deleteCall) script() *luaScript            { return roomDelete }
+func (c deleteCall) keysArgs() ([]string, []any) { return c.with(c.caller) }
+
+// patchCall is state_patch.lua: caller sets set and deletes del if the
+// state's version is ifMatch (-1 any). Keys go sorted, so the state event
+// lists them in a stable order.
+type patchCall struct {
+	roomScope
+	caller  string
+	ifMatch int64
+	set     rooms.State
+	del     []string
+}
+
+func (patchCall) script() *luaScript { return statePatch }
+func (c patchCall) keysArgs() ([]string, []any) {
+	args := []any{c.caller, c.ifMatch, rooms.MaxStateKeys, rooms.MaxStateBytes, len(c.set)}
+	for _, k := range sortedKeys(c.set) {
+		args = append(args, k, []byte(c.set[k]))
+	}
+	del := slices.Clone(c.del)
+	sort.Strings(del)
+	for _, k := range del {
+		args = append(args, k)
+	}
+	return c.with(args...)
+}
+
+// streamOpenCall is stream_open.lua: user ("" the server) opens or renews
+// stream with a lease of ttlMs, reading "none", a "snapshot" or "after"
+// cursor (at most limit events replayed).
+type streamOpenCall struct {
+	roomScope
+	user, stream string
+	ttlMs        int64
+	read         string
+	cursor       sse.Cursor
+	limit        int
+}
+
+func (streamOpenCall) script() *luaScript { return streamOpen }
+func (c streamOpenCall) keysArgs() ([]string, []any) {
+	return c.with(c.user, c.stream, c.ttlMs, c.read, c.cursor.Version, c.cursor.Tag, c.limit, rooms.MaxStreamsPerPlayer)
+}
+
+// streamCloseCall is stream_close.lua: player's stream closes; the
+// player is marked disconnected after graceMs, announced after
+// debounceMs.
+type streamCloseCall struct {
+	roomScope
+	player            int
+	stream            string
+	graceMs, debounce int64
+}
+
+func (streamCloseCall) script() *luaScript { return streamClose }
+func (c streamCloseCall) keysArgs() ([]string, []any) {
+	return c.with(c.player, c.stream, c.graceMs, c.debounce)
+}
+
+// reserveSeatsCall is seats_reserve.lua, in an indexed scope: caller
+// ("" the server) holds seats for users for ttlMs.
+type reserveSeatsCall struct {
+	roomScope
+	caller string
+	ttlMs  int64
+	users  []string
+}
+
+func (reserveSeatsCall) script() *luaScript { return seatsReserve }
+func (c reserveSeatsCall) keysArgs() ([]string, []any) {
+	args := []any{c.caller, c.ttlMs}
+	for _, u := range c.users {
+		args = append(args, u)
+	}
+	return c.with(args...)
+}
+
+// sweepCall is presence_sweep.lua, in an indexed scope.
+type sweepCall struct {
+	roomScope
+	graceMs int64
+}
+
+func (sweepCall) script() *luaScript            { return presenceSweep }
+func (c sweepCall) keysArgs() ([]string, []any) { return c.with(c.graceMs) }
+
+// messageSendCall is message_send.lua: caller sends a message of type
+// (typeJSON, as a JSON string) with data to the players to (none: all).
+type messageSendCall struct {
+	roomScope
+	caller, typeJSON string
+	data             []byte
+	to               []int
+}
+
+func (messageSendCall) script() *luaScript { return messageSend }
+func (c messageSendCall) keysArgs() ([]string, []any) {
+	args := []any{c.caller, c.typeJSON, c.data, messageLogLen}
+	for _, to := range c.to {
+		args = append(args, to)
+	}
+	return c.with(args...)
+}
+
+// lifecycleCall is room_lifecycle.lua, in an indexed scope, under life.
+type lifecycleCall struct {
+	roomScope
+	life Lifecycle
+}
+
+func (lifecycleCall) script() *luaScript            { return roomLifecycle }
+func (c lifecycleCall) keysArgs() ([]string, []any) { return c.with(c.life.argv()...) }
+
+// roomRepairCall is room_repair.lua, in an indexed scope.
+type roomRepairCall struct{ roomScope }
+
+func (roomRepairCall) script() *luaScript            { return roomRepair }
+func (c roomRepairCall) keysArgs() ([]string, []any) { return c.with() }
+
+// messageListCall is message_list.lua: caller reads the room's messages
+// up to the version end ("+" all), at most count.
+type messageListCall struct {
+	room, users, messages string
+	caller, end           string
+	count                 int
+}
+
+func (messageListCall) script() *luaScript { return messageList }
+func (c messageListCall) keysArgs() ([]string, []any) {
+	return []string{c.room, c.users, c.messages}, []any{c.caller, c.end, c.count}
+}
+
+// renewCall is presence_renew.lua (room leases: keys[i] the presence zset
+// of the room of members[i], one shard) or userstreams_renew.lua (keys[i]
+// the streams zset of the user of members[i], one slot): each lease still
+// held gets ttlMs more.
+type renewCall struct {
+	sc      *luaScript
+	keys    []string
+	members []string
+	ttlMs   int64
+}
+
+func (c renewCall) script() *luaScript { return c.sc }
+func (c renewCall) keysArgs() ([]string, []any) {
+	args := make([]any, 0, 1+len(c.members))
+	args = append(args, c.ttlMs)
+	for _, m := range c.members {
+		args = append(args, m)
+	}
+	return c.keys, args
+}
+
+// reserveCall is holdings_reserve.lua: the user of key is about to be in
+// room as role ("o" owner, "m" member), within owned and joined (0 no
+// limit); seed (roomId, role pairs) rebuilds a cold key.
+type reserveCall struct {
+	key, room, role string
+	owned, joined   int
+	ttlMs           int64
+	seed            []any
+}
+
+func (reserveCall) script() *luaScript { return holdingsReserve }
+func (c reserveCall) keysArgs() ([]string, []any) {
+	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, ""}
+	if c.seed != nil {
+		args[5] = "seed"
+		args = append(args, c.seed...)
+	}
+	return []string{c.key}, args
+}
+
+// releaseCall is holdings_release.lua: changes to one user's holdings.
+type releaseCall struct {
+	key     string
+	changes []heldChange
+}
+
+// heldChange changes the entry of room if it still reads value ("*" any):
+// to "" drops it, "o" or "m" sets the role, "-<µs>" keeps an entry younger
+// than that.
+type heldChange struct{ room, value, to string }
+
+func (releaseCall) script() *luaScript { return holdingsRelease }
+func (c releaseCall) keysArgs() ([]string, []any) {
+	args := make([]any, 0, 3*len(c.changes))
+	for _, ch := range c.changes {
+		args = append(args, ch.room, ch.value, ch.to)
+	}
+	return []string{c.key}, args
+}
+
+// rebindCall is holdings_rebind.lua: the placeholder entry becomes room's,
+// as role.
+type rebindCall struct{ key, placeholder, room, role string }
+
+func (rebindCall) script() *luaScript { return holdingsRebind }
+func (c rebindCall) keysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.placeholder, c.room, c.role}
+}
+
+// streamTakeCall is userstreams_open.lua: member joins the user's open
+// streams (key), at most limit at once, with a lease of ttlMs.
+type streamTakeCall struct {
+	key, member string
+	limit       int
+	ttlMs       int64
+}
+
+func (streamTakeCall) script() *luaScript { return userStreamsOpen }
+func (c streamTakeCall) keysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.member, c.limit, c.ttlMs}
+}
+
+// heartbeatCall is instance_heartbeat.lua: in registers or renews its
+// registration (hash) in live for ttlMs.
+type heartbeatCall struct {
+	live, hash string
+	in         fleet.Instance
+	ttlMs      int64
+}
+
+func (heartbeatCall) script() *luaScript { return instanceHeartbeat }
+func (c heartbeatCall) keysArgs() ([]string, []any) {
+	return []string{c.live, c.hash}, []any{c.in.ID, c.ttlMs, c.in.Addr, c.in.Version, c.in.StartedAt.UnixMilli(), c.in.Streams}
+}
+
+// reapCall is instance_reap.lua: at most batch lapsed ids leave live.
+type reapCall struct {
+	live  string
+	batch int
+}
+
+func (reapCall) script() *luaScript { return instanceReap }
+func (c reapCall) keysArgs() ([]string, []any) {
+	return []string{c.live}, []any{c.batch}
+}
+
+// leaseReleaseCall is janitor_release.lua: the shard's janitor lease goes
+// if one of ids holds it.
+type leaseReleaseCall struct {
+	lease string
+	ids   []string
+}
+
+func (leaseReleaseCall) script() *luaScript { return janitorRelease }
+func (c leaseReleaseCall) keysArgs() ([]string, []any) {
+	args := make([]any, len(c.ids))
+	for i, id := range c.ids {
+		args[i] = id
+	}
+	return []string{c.lease}, args
+}
+
+// userRepairCall is user_repair.lua: the shard user index's entries
+// checked against their rooms.
+type userRepairCall struct {
+	index, schedule string
+	entries         []userEntry
+}
+
+// userEntry is one room id of a user index entry and the room's hash.
+type userEntry struct{ user, room, roomHash string }
+
+func (userRepairCall) script() *luaScript { return userRepair }
+func (c userRepairCall) keysArgs() ([]string, []any) {
+	keys := []string{c.index, c.schedule}
+	args := make([]any, 0, 2*len(c.entries))
+	for _, e := range c.entries {
+		keys = append(keys, e.roomHash, e.roomHash+":users")
+		args = append(args, e.user, e.room)
+	}
+	return keys, args
+}
+
+// codeRepairCall is code_repair.lua: the shard's invite codes checked
+// against their rooms.
+type codeRepairCall struct {
+	codes, schedule string
+	entries         []codeEntry
+}
+
+// codeEntry is an invite code, its room's id and hash.
+type codeEntry struct{ code, room, roomHash string }
+
+func (codeRepairCall) script() *luaScript { return codeRepair }
+func (c codeRepairCall) keysArgs() ([]string, []any) {
+	keys := []string{c.codes, c.schedule}
+	args := make([]any, 0, 2*len(c.entries))
+	for _, e := range c.entries {
+		keys = append(keys, e.roomHash)
+		args = append(args, e.code, e.room)
+	}
+	return keys, args
+}
+
+// indexRepairCall is index_repair.lua: entries of index checked against
+// their rooms (roomHashes[i] is the hash of entries[i]'s room).
+type indexRepairCall struct {
+	index      indexKey
+	schedule   string
+	entries    []string
+	roomHashes []string
+}
+
+func (indexRepairCall) script() *luaScript { return indexRepair }
+func (c indexRepairCall) keysArgs() ([]string, []any) {
+	keys := append([]string{c.index.key, c.schedule}, c.roomHashes...)
+	args := []any{c.index.kind, c.index.mode, c.index.region}
+	for _, e := range c.entries {
+		args = append(args, e)
+	}
+	return keys, args
+}
