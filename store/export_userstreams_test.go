@@ -1,6 +1,11 @@
 package store
 
-import "context"
+import (
+	"context"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Test-only access to the users' open streams (userstreams.go).
 
@@ -13,4 +18,15 @@ func (s *Store) UserStreams(ctx context.Context, uid string) ([]string, error) {
 		return nil, err
 	}
 	return m, err
+}
+
+// LiveUserStreams is UserStreams without the lapsed leases (expired by
+// Redis' clock, not yet purged by an open).
+func (s *Store) LiveUserStreams(ctx context.Context, uid string) ([]string, error) {
+	now, err := s.client.Time(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	return s.client.ZRangeByScore(ctx, s.keys.userStreams(userShard(uid, s.shards), uid),
+		&redis.ZRangeBy{Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
 }

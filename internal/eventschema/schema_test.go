@@ -24,7 +24,7 @@ func TestSpecHoldsTheGeneratedSchemas(t *testing.T) {
 }
 
 const room = `{"id":"r1","name":"Arena","mode":"battle","region":"eu","visibility":"public","status":"waiting","locked":false,` +
-	`"maxPlayers":4,"playerCount":1,"ownerPlayerId":1,"attributes":{},"statePolicy":"owner","createdAt":"2026-11-23T18:00:00Z",` +
+	`"maxPlayers":4,"playerCount":1,"reservedSeats":0,"ownerPlayerId":1,"attributes":{},"statePolicy":"owner","createdAt":"2026-11-23T18:00:00Z",` +
 	`"updatedAt":"2026-11-23T18:00:00Z","version":3}`
 
 const head = `"roomId":"r1","version":7,"ts":"2026-11-23T18:00:00.12Z"`

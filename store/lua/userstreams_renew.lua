@@ -5,17 +5,20 @@
 -- its leases ends later. No prelude.
 -- KEYS[i] the streams zset of the user of lease i (all in one slot)
 -- ARGV[1] lease TTL (ms)  ARGV[1 + i] lease member i
--- Reply: {indexes of the leases no longer held (1-based)}
+-- Reply: {indexes of the leases no longer held (1-based): gone, or lapsed}
 local T = redis.call('TIME')
-local expiry = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + tonumber(ARGV[1])
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+local expiry = now + tonumber(ARGV[1])
 local lost, renewed = {}, {}
 for i = 1, #KEYS do
-  -- XX CH: 1 when an existing lease moved; 0 when there is none, or (rare:
-  -- renewed twice within a millisecond) it already had this expiry
-  if redis.call('ZADD', KEYS[i], 'XX', 'CH', expiry, ARGV[i + 1]) == 1
-      or redis.call('ZSCORE', KEYS[i], ARGV[i + 1]) then
+  -- a lease past its expiry lapsed, even if no open purged it yet: lost
+  -- (and dropped), never revived by a late renewal
+  local held = tonumber(redis.call('ZSCORE', KEYS[i], ARGV[i + 1]) or '0')
+  if held > now then
+    redis.call('ZADD', KEYS[i], 'XX', expiry, ARGV[i + 1])
     renewed[KEYS[i]] = true
   else
+    if held > 0 then redis.call('ZREM', KEYS[i], ARGV[i + 1]) end
     lost[#lost + 1] = i
   end
 end
