@@ -30,6 +30,10 @@ type eventLine struct {
 	bufs     net.Buffers // size line, frames, CRLF
 	parts    [3][]byte
 
+	// rest is what a TrySend could not write at once (a copy): the next
+	// write starts with it.
+	rest []byte
+
 	mu    sync.Mutex
 	ended bool
 	after func() // the request's metrics and access line (observe)
@@ -48,24 +52,79 @@ func (l *eventLine) onEnd(f func()) {
 	}
 }
 
-var _ sse.Line = (*eventLine)(nil)
+var (
+	_ sse.Line      = (*eventLine)(nil)
+	_ sse.TrySender = (*eventLine)(nil)
+)
 
-// Send writes frames as one chunk within 9 to 10 s (streamWriteTimeout).
+// Send writes what a TrySend left, then frames as one chunk, within 9 to
+// 10 s (streamWriteTimeout).
 func (l *eventLine) Send(frames []byte) error {
-	if len(frames) == 0 {
+	if len(frames) == 0 && len(l.rest) == 0 {
 		return nil // an empty chunk would end the body
 	}
-	if now := time.Now(); l.deadline.Sub(now) < streamWriteTimeout-time.Second {
-		l.deadline = now.Add(streamWriteTimeout)
-		if err := l.conn.SetWriteDeadline(l.deadline); err != nil {
+	if err := l.extend(); err != nil {
+		return err
+	}
+	if len(l.rest) > 0 {
+		if _, err := l.conn.Write(l.rest); err != nil {
 			return err
 		}
+		l.rest = nil
 	}
-	size := append(strconv.AppendInt(l.size[:0], int64(len(frames)), 16), crlf...)
-	l.bufs = append(net.Buffers(l.parts[:0]), size, frames, crlf)
+	if len(frames) == 0 {
+		return nil
+	}
+	l.bufs = append(net.Buffers(l.parts[:0]), l.sizeLine(frames), frames, crlf)
 	_, err := l.bufs.WriteTo(l.conn)
 	l.parts = [3][]byte{}
 	return err
+}
+
+// extend moves the write deadline streamWriteTimeout ahead, at most once a
+// second: every write, blocking or not, must find it in the future (a
+// deadline past fails even a write that would not wait).
+func (l *eventLine) extend() error {
+	if now := time.Now(); l.deadline.Sub(now) < streamWriteTimeout-time.Second {
+		l.deadline = now.Add(streamWriteTimeout)
+		return l.conn.SetWriteDeadline(l.deadline)
+	}
+	return nil
+}
+
+// sizeLine is the size line of a chunk of frames.
+func (l *eventLine) sizeLine(frames []byte) []byte {
+	return append(strconv.AppendInt(l.size[:0], int64(len(frames)), 16), crlf...)
+}
+
+// TrySend writes frames as one chunk without waiting for the connection
+// (one writev that does not block); what the connection did not take is
+// kept in rest for the next Send. With a rest already kept it writes
+// nothing and keeps frames too.
+func (l *eventLine) TrySend(frames []byte) (bool, error) {
+	if len(frames) == 0 {
+		return len(l.rest) == 0, nil
+	}
+	size := l.sizeLine(frames)
+	n := 0
+	if len(l.rest) == 0 {
+		err := l.extend()
+		if err == nil {
+			n, err = writeNow(l.conn, size, frames, crlf)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	if n == len(size)+len(frames)+len(crlf) {
+		return true, nil
+	}
+	for _, p := range [][]byte{size, frames, crlf} {
+		k := min(n, len(p))
+		l.rest = append(l.rest, p[k:]...)
+		n -= k
+	}
+	return false, nil
 }
 
 // Alive reports whether the client has not closed its end.
@@ -74,7 +133,8 @@ func (l *eventLine) Alive() bool { return !peerClosed(l.conn) }
 // End writes final as a last chunk, then the end of the body, within
 // endWriteTimeout, and closes the connection.
 func (l *eventLine) End(final []byte) {
-	var b []byte
+	b := l.rest // the end of a chunk begun
+	l.rest = nil
 	if len(final) > 0 {
 		b = strconv.AppendInt(b, int64(len(final)), 16)
 		b = append(b, crlf...)

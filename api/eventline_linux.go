@@ -1,9 +1,44 @@
 package api
 
 import (
+	"errors"
 	"net"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
+
+// writeNow writes bufs to c with one writev that does not wait for the
+// connection, and returns how many bytes went out: fewer than all (none
+// included) when the socket's send buffer is full.
+func writeNow(c net.Conn, bufs ...[]byte) (int, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0, nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = unix.Writev(int(fd), bufs)
+			if werr != unix.EINTR {
+				break
+			}
+		}
+		if errors.Is(werr, unix.EAGAIN) {
+			n, werr = 0, nil
+		}
+		return true // never wait: the caller's drain does
+	})
+	if err == nil {
+		err = werr
+	}
+	return max(n, 0), err
+}
 
 // peerClosed reports whether the peer of c closed its end (or the
 // connection failed), by peeking at one byte without blocking: a

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,4 +261,135 @@ func TestIdleTakenOverStreamsHoldNoGoroutine(t *testing.T) {
 		t.Fatalf("%d idle streams added %d goroutines (from %d to %d), want at most %d", n, after-before, before, after, margin)
 	}
 	t.Logf("%d idle streams: %d goroutines before, %d after", n, before, after)
+}
+
+// A taken-over stream whose client reads nothing while 5.6 MB of events
+// come (or for 3 s of them) fills its connection: a write of the room's worker that does not
+// wait stops short and the stream's drain finishes it (sse.TrySender),
+// then writes the rest. The client, reading at last, gets every
+// event once, in version order, with consecutive ids, in a well-formed
+// chunked body.
+func TestTakenOverStreamSlowReaderGetsEveryEventInOrder(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e, _ := newLineEnv(t, b, store.Quotas{})
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+			e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
+
+			conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			conn.(*net.TCPConn).SetReadBuffer(16384)
+			conn.SetDeadline(time.Now().Add(30 * time.Second))
+			path := "/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id)
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n", path)
+			rd := bufio.NewReader(conn)
+			res, err := http.ReadResponse(rd, nil)
+			if err != nil || res.StatusCode != 200 {
+				t.Fatalf("%v %v", res, err)
+			}
+			const patches = 100
+			// The client starts reading once the patches are written, or
+			// after 3 s of them (a loaded machine): before the stream's
+			// write timeout (10 s) ends a client that reads nothing.
+			written := make(chan struct{})
+			read := make(chan error, 1)
+			go func() {
+				select {
+				case <-written:
+				case <-time.After(3 * time.Second):
+				}
+				read <- readStates(bufio.NewReader(res.Body), patches) // net/http's strict chunked reader
+			}()
+			// 56 KB an event: 5.6 MB in all, more than a loopback socket's
+			// largest send buffer (4 MB) and the client's receive buffer
+			pad := strings.Repeat("x", 7900)
+			for i := range patches {
+				set := map[string]any{"n": i}
+				for k := range 7 {
+					set["pad"+strconv.Itoa(k)] = pad[:len(pad)-i] // a change every time
+				}
+				want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, set), 200, "")
+			}
+			close(written)
+			if err := <-read; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// readStates reads n state events from body, checking that their ids'
+// versions are consecutive.
+func readStates(body *bufio.Reader, n int) error {
+	var last int64
+	for got := 0; got < n; {
+		line, err := body.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("after %d state events: %w", got, err)
+		}
+		v, ok := strings.CutPrefix(line, "id: ")
+		if !ok {
+			continue
+		}
+		version, _, _ := strings.Cut(strings.TrimSpace(v), "-")
+		var ver int64
+		fmt.Sscan(version, &ver)
+		if last != 0 && ver != last+1 {
+			return fmt.Errorf("event id %q after version %d", v, last)
+		}
+		last = ver
+		if typ, _ := body.ReadString('\n'); typ == "event: state\n" {
+			got++
+		}
+	}
+	return nil
+}
+
+// A room with more taken-over streams than one goroutine writes an event
+// to (the room's worker takes the first 128, a goroutine each further 128):
+// every stream gets every event, once, in order.
+func TestTakenOverStreamsOfABigRoomGetEveryEvent(t *testing.T) {
+	const n = 300
+	e, _ := newLineEnv(t, redistest.Backends(t)[0], store.Quotas{})
+	owner, _ := e.guest("owner")
+	id := e.create(owner, map[string]any{"name": "r", "mode": "m", "region": "r", "maxPlayers": 100})["id"].(string)
+	var paths []string // 4 streams a player: within the streams a user may hold
+	for i := range n / 4 {
+		tok, _ := e.guest(fmt.Sprintf("p%d", i))
+		want(t, e.do("POST", "/v1/rooms/"+id+"/join", tok, nil), 200, "")
+		paths = append(paths, "/v1/rooms/"+id+"/events?token="+e.streamToken(tok, "/v1/rooms/"+id))
+	}
+	streams := make([]*rawStream, n)
+	for i := range streams {
+		s, status := e.openRaw(paths[i%len(paths)])
+		if status != 200 {
+			t.Fatalf("open %d: %d", i, status)
+		}
+		streams[i] = s
+	}
+	const patches = 3
+	for i := range patches {
+		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", owner, map[string]any{"n": i}), 200, "")
+	}
+	for k, s := range streams {
+		s.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for i := 0; i < patches; {
+			line, err := s.rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream %d, after %d state events: %v", k, i, err)
+			}
+			if !strings.HasPrefix(line, `data: {"type":"state"`) {
+				continue
+			}
+			if !strings.Contains(line, fmt.Sprintf(`"set":{"n":%d}`, i)) {
+				t.Fatalf("stream %d: state event %d is %s", k, i, line)
+			}
+			i++
+		}
+	}
 }

@@ -100,10 +100,25 @@ if want batch; then
   done
 fi
 
+# SSE: the baseline is a minimal server whose events come through the same
+# Redis' Pub/Sub (-redis), as realsyncd's do. Then the fan-out's server CPU
+# per event delivered (issue 15 item 6), baseline and realsyncd alternating.
 if want sse; then
+  fan_srv=127.0.0.1:$(free_port)
+  "$tmp/rsload" -serve-minimal "$fan_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  fan_pid=$!
+  pids+=("$fan_pid")
+  sleep 0.5
+  for round in 1 2 3; do
+    say "SSE baseline: CPU per event, 2 000 streams, 100 publishes/s (round $round)" \
+      "$tmp/rsload" -scenario fanout -urls "http://$fan_srv" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$fan_pid"
+    start_rsd
+    say "realsyncd: CPU per event, 2 000 streams, 100 patches/s (round $round)" \
+      "$tmp/rsload" -urls "$rsd" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$rsd_pid"
+  done
   for rate in 200 1000; do
     say "SSE baseline: minimal fan-out, 10 000 streams, $rate publishes/s" \
-      "$tmp/rsload" -scenario fanout -urls "http://$minimal" -streams 10000 -rooms 100 -rate "$rate" -duration 10s
+      "$tmp/rsload" -scenario fanout -urls "http://$fan_srv" -streams 10000 -rooms 100 -rate "$rate" -duration 10s -rss-pid "$fan_pid"
     start_rsd
     # at 200/s also the RSS once the runtime gave back what the opening
     # burst used (an idle server's forced GC comes within 2 minutes)

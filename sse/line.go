@@ -23,6 +23,19 @@ type Line interface {
 	End(final []byte)
 }
 
+// TrySender is a Line that can also write without blocking, so that the
+// room's worker writes an event to its idle streams itself instead of
+// starting a goroutine per stream (room.broadcast). Called by the one
+// goroutine that may write, like Send.
+type TrySender interface {
+	// TrySend writes frames as one piece of the response body without
+	// waiting for the connection; it reports whether all of it went out.
+	// When not (the client's receive window is full), the line keeps what
+	// did not go out (a copy) and the next Send writes it first; Send(nil)
+	// writes just that. An error is the connection's.
+	TrySend(frames []byte) (bool, error)
+}
+
 // Detacher is a Client whose connection the hub may take over once the
 // opening of a room stream is written and flushed, so that an idle stream
 // holds no goroutine and no buffer: Detach returns the Line, or nil when
@@ -107,6 +120,15 @@ func (h *Hub) drain(st *stream) {
 			h.hangUp(st, &out)
 			return
 		}
+		if st.owed {
+			// the rest of a write the room's worker began (tryDrain)
+			st.owed = false
+			if st.line.Send(nil) != nil {
+				st.held.end(EndWriteError)
+				continue
+			}
+			st.lastWrite.Store(time.Now().UnixNano())
+		}
 		batch, ping := st.take()
 		if batch == nil && !ping {
 			st.mu.Lock()
@@ -139,6 +161,83 @@ func (h *Hub) drain(st *stream) {
 			st.held.end(end)
 		}
 	}
+}
+
+// lineChunk is the most streams of a room one goroutine writes an event to
+// (room.broadcast): the room's worker writes the first chunk, one goroutine
+// each the others, so that a room of many streams still uses every core.
+const lineChunk = 128
+
+// writeLines writes what each of sts (taken-over streams whose drain is
+// due: busy) has queued, on this goroutine where that cannot block
+// (tryDrain), starting a drain for the others.
+func (h *Hub) writeLines(sts []*stream) {
+	bp := linePool.Get().(*[]byte)
+	out := writer{m: h.cfg.Metrics, kind: KindRoom, buf: (*bp)[:0]}
+	for _, st := range sts {
+		if !h.tryDrain(st, &out) {
+			go h.drain(st)
+		}
+	}
+	if cap(out.buf) <= maxPooledBuffer {
+		*bp = out.buf[:0]
+		linePool.Put(bp)
+	}
+}
+
+// tryDrain writes busy stream st's queued events (or the heartbeat asked
+// for) without blocking, using out's buffer, when that needs no store call
+// (no resync) and ends nothing (no room_closed, not its player's
+// player_left): the work of one round of drain, minus its goroutine.
+// Reports whether st is done (no longer busy); false leaves it busy for a
+// drain to take over: the stream ended, it has such an event, its line
+// cannot write without blocking, or the connection took only part of the
+// write (st.owed: the line keeps the rest, the drain writes it first).
+func (h *Hub) tryDrain(st *stream, out *writer) bool {
+	ts, ok := st.line.(TrySender)
+	if !ok || st.ended() {
+		return false
+	}
+	pid := st.lease.PlayerID
+	st.mu.Lock()
+	for _, e := range st.pend {
+		if e.Version == resyncVersion || e.ends(pid) != "" {
+			st.mu.Unlock()
+			return false
+		}
+	}
+	batch, ping := st.takeLocked()
+	st.mu.Unlock()
+	for _, e := range batch {
+		st.sent, _ = h.next(h.ctx, out, st.user, st, e, st.sent, pid)
+	}
+	st.recycle(batch)
+	if ping && len(out.buf) == 0 {
+		out.write(pingFrame)
+	}
+	if len(out.buf) > 0 {
+		all, err := ts.TrySend(out.buf)
+		if events := out.events; err == nil && events > 0 {
+			h.cfg.Metrics.Events(KindRoom, events, 0) // written, or kept by the line to write first
+		}
+		out.buf, out.events = out.buf[:0], 0
+		if err != nil {
+			st.held.end(EndWriteError)
+			return false
+		}
+		st.lastWrite.Store(time.Now().UnixNano())
+		if !all {
+			st.owed = true
+			return false
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.pend) > 0 || st.ping || st.ended() {
+		return false
+	}
+	st.busy = false
+	return true
 }
 
 // hangUp ends a taken-over stream: its last frame (the shutdown's retry,

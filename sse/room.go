@@ -3,6 +3,7 @@ package sse
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,7 @@ type room struct {
 
 	mu      sync.Mutex
 	streams map[*stream]struct{}
+	runs    []*stream // broadcast's streams to write; worker only
 }
 
 func newRoom(h *Hub, id string) *room {
@@ -222,18 +224,36 @@ func (r *room) deliver(e Event) {
 }
 
 // broadcast offers e to every stream: one copy, shared read-only. Streams
-// whose queue is full drop it (and end).
+// whose queue is full drop it (and end). The taken-over streams that were
+// idle are written here, lineChunk at a time: the first chunk by the
+// worker itself, each other by a goroutine (Hub.writeLines), not a
+// goroutine per stream.
 func (r *room) broadcast(e Event) {
 	dropped := 0
+	runs := r.runs[:0]
 	r.mu.Lock()
 	for st := range r.streams {
-		if !st.offer(&e) {
+		ok, run := st.offer(&e)
+		if !ok {
 			dropped++
+		} else if run {
+			runs = append(runs, st)
 		}
 	}
 	r.mu.Unlock()
 	if dropped > 0 {
 		r.hub.cfg.Metrics.Events(KindRoom, 0, dropped)
+	}
+	if len(runs) > lineChunk {
+		for chunk := range slices.Chunk(runs[lineChunk:], lineChunk) {
+			go r.hub.writeLines(slices.Clone(chunk))
+		}
+		runs = runs[:lineChunk]
+	}
+	r.hub.writeLines(runs)
+	clear(runs)
+	if cap(runs) <= 4*lineChunk { // a burst of openings keeps no large array
+		r.runs = runs[:0]
 	}
 }
 

@@ -62,6 +62,7 @@ type stream struct {
 	busy bool
 	ping bool
 
+	owed      bool         // the line keeps part of a write (TrySend): the drain's first Send finishes it
 	sent      int64        // version written last; the drain's
 	lastWrite atomic.Int64 // Unix ns of the last write of a taken-over stream
 	endAt     time.Time    // when the token expiry ends a taken-over stream
@@ -73,29 +74,28 @@ type stream struct {
 const keptQueue = 32
 
 // offer queues e without blocking and reports whether it did; a full queue
-// ends the stream, whose client resumes with Last-Event-ID.
-func (st *stream) offer(e *Event) bool {
+// ends the stream, whose client resumes with Last-Event-ID. run says that
+// the stream was taken over and idle: it is now busy, and the caller must
+// write it (Hub.writeLines) or start its drain.
+func (st *stream) offer(e *Event) (ok, run bool) {
 	st.mu.Lock()
 	if len(st.pend) >= st.hub.cfg.QueueSize {
 		st.mu.Unlock()
 		st.end(EndSlow)
-		return false
+		return false, false
 	}
 	st.pend = append(st.pend, e)
 	pumped := st.line == nil
-	run := !pumped && !st.busy
+	run = !pumped && !st.busy
 	st.busy = st.busy || run
 	st.mu.Unlock()
-	switch {
-	case run:
-		go st.hub.drain(st)
-	case pumped:
+	if pumped {
 		select {
 		case st.wake <- struct{}{}:
 		default:
 		}
 	}
-	return true
+	return true, run
 }
 
 // take returns the queued events (nil when none), the pending heartbeat
@@ -104,6 +104,11 @@ func (st *stream) offer(e *Event) bool {
 func (st *stream) take() (batch []*Event, ping bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	return st.takeLocked()
+}
+
+// takeLocked is take with st.mu held.
+func (st *stream) takeLocked() (batch []*Event, ping bool) {
 	batch, ping = st.pend, st.ping
 	st.pend, st.spare, st.ping = st.spare[:0], nil, false
 	if len(batch) == 0 {

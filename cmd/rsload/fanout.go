@@ -5,24 +5,78 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The fanout scenario is the machine's SSE baseline: the minimal server
 // (-serve-minimal) holds streams as realsyncd does, one goroutine and a
 // bounded queue each, and fans every published frame (the size of a state
-// event) out to its room's streams, flushing each; no Redis, no API, no
-// auth. The load is the sse scenario's (measureStreams): -streams readers
-// over -rooms, a publish (POST) -rate times a second round-robin over
-// rooms, latency from the POST's response to the frame's arrival.
+// event) out to its room's streams, flushing each; no API, no auth. With
+// -redis (the same Redis as realsyncd's) an event reaches the fan-out as
+// realsyncd's do: the POST publishes the event's JSON to the room's channel
+// ("<version> <tag> <json>", as the store's scripts do), one Pub/Sub
+// connection (go-redis, as store/feed.go) receives it, and the frame is
+// built once per event and shared by the room's streams. Without -redis
+// the POST hands its frame to the streams itself. The load is the sse
+// scenario's (measureStreams): -streams readers over -rooms, a publish
+// (POST) -rate times a second round-robin over rooms, latency from the
+// POST's response to the frame's arrival.
 
 // fanoutHub is the minimal server's streams by room.
 type fanoutHub struct {
 	mu    sync.Mutex
 	rooms map[string]map[chan []byte]bool
 	seq   atomic.Int64
+	// rdb, when set, carries the events: publish to it, fan out what its
+	// subscription receives (subscribe).
+	rdb redis.UniversalClient
+}
+
+// fanoutChannels is the prefix of the baseline's room channels in Redis.
+const fanoutChannels = "rsload:fanout:"
+
+// subscribe receives every room's events from Redis (one pattern
+// subscription) and fans them out until ctx ends; the subscription is
+// confirmed before it returns.
+func (h *fanoutHub) subscribe(ctx context.Context) error {
+	ps := h.rdb.PSubscribe(ctx, fanoutChannels+"*")
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		ps.Close()
+	}()
+	go func() {
+		for m := range ps.Channel(redis.WithChannelSize(4096)) {
+			v, rest, _ := strings.Cut(m.Payload, " ")
+			tag, data, _ := strings.Cut(rest, " ")
+			f := make([]byte, 0, len(v)+len(tag)+len(data)+32)
+			f = append(append(append(append(f, "id: "...), v...), '-'), tag...)
+			f = append(append(append(f, "\nevent: state\ndata: "...), data...), "\n\n"...)
+			h.fan(strings.TrimPrefix(m.Channel, fanoutChannels), f)
+		}
+	}()
+	return nil
+}
+
+// fan offers frame f to every stream of room (dropped for a stream whose
+// queue is full).
+func (h *fanoutHub) fan(room string, f []byte) {
+	h.mu.Lock()
+	for q := range h.rooms[room] {
+		select {
+		case q <- f:
+		default:
+		}
+	}
+	h.mu.Unlock()
 }
 
 // serveEvents is GET /fanout/events?room=r.
@@ -56,22 +110,22 @@ func (h *fanoutHub) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// servePublish is POST /fanout/publish?room=r: one frame to every stream
-// of the room (dropped for a stream whose queue is full); answers the
-// frame's sequence number.
+// servePublish is POST /fanout/publish?room=r: one state event to every
+// stream of the room, through Redis when the hub has it; answers the
+// event's sequence number.
 func (h *fanoutHub) servePublish(w http.ResponseWriter, r *http.Request) {
 	room := r.URL.Query().Get("room")
 	n := h.seq.Add(1)
-	f := []byte(fmt.Sprintf("id: %d-abcd\nevent: state\ndata: {\"type\":\"state\",\"roomId\":%q,\"version\":%d,\"ts\":\"2026-11-21T22:13:28.123Z\",\"by\":1,\"set\":{\"n\":%d},\"del\":[],\"stateVersion\":%d}\n\n",
-		n, room, n, n, n))
-	h.mu.Lock()
-	for q := range h.rooms[room] {
-		select {
-		case q <- f:
-		default:
+	data := fmt.Sprintf("{\"type\":\"state\",\"roomId\":%q,\"version\":%d,\"ts\":\"2026-11-21T22:13:28.123Z\",\"by\":1,\"set\":{\"n\":%d},\"del\":[],\"stateVersion\":%d}", room, n, n, n)
+	if h.rdb != nil {
+		if err := h.rdb.Publish(r.Context(), fanoutChannels+room, strconv.FormatInt(n, 10)+" abcd "+data).Err(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"code":"REDIS"}`)
+			return
 		}
+	} else {
+		h.fan(room, []byte(fmt.Sprintf("id: %d-abcd\nevent: state\ndata: %s\n\n", n, data)))
 	}
-	h.mu.Unlock()
 	fmt.Fprintf(w, `{"version":%d}`, n)
 }
 

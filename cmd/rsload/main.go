@@ -202,15 +202,22 @@ func serveMinimal(addr, redisURL string) error {
 	if !strings.HasPrefix(addr, "127.0.0.1:") && !strings.HasPrefix(addr, "localhost:") {
 		return fmt.Errorf("-serve-minimal listens on loopback only, got %q", addr)
 	}
-	h := minimalHandler()
+	var rdb *redis.Client
 	if redisURL != "" {
 		o, err := redis.ParseURL(redisURL)
 		if err != nil {
 			return fmt.Errorf("-redis: %w", err)
 		}
 		o.Protocol = 2
+		rdb = redis.NewClient(o)
+	}
+	h, err := minimalHandler(context.Background(), rdb)
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	if rdb != nil {
 		mux := http.NewServeMux()
-		mux.Handle("POST /anchor", anchorHandler(redis.NewClient(o)))
+		mux.Handle("POST /anchor", anchorHandler(rdb))
 		mux.Handle("/", h)
 		h = mux
 	}
@@ -220,9 +227,16 @@ func serveMinimal(addr, redisURL string) error {
 // minimalHandler answers every request like the API's smallest answers do:
 // a guest token, a room, {"status":"ok"}, and serves the fanout scenario's
 // streams. It is the baseline of what this machine's HTTP stack does
-// without RealSync.
-func minimalHandler() http.Handler {
+// without RealSync. With rdb the fanout scenario's events go through its
+// Pub/Sub (fanout.go), subscribed until ctx ends.
+func minimalHandler(ctx context.Context, rdb *redis.Client) (http.Handler, error) {
 	fan := &fanoutHub{rooms: map[string]map[chan []byte]bool{}}
+	if rdb != nil {
+		fan.rdb = rdb
+		if err := fan.subscribe(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		switch r.URL.Path {
@@ -244,5 +258,5 @@ func minimalHandler() http.Handler {
 		default:
 			w.Write([]byte(`{"status":"ok"}`))
 		}
-	})
+	}), nil
 }

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -43,17 +47,44 @@ func TestSSERunDeliversEverything(t *testing.T) {
 	}
 }
 
-// A short fanout run against the minimal handler: every stream gets every
-// frame of its room.
+// A short fanout run against the minimal handler, its events handed over
+// in process and through Redis Pub/Sub: every stream gets every frame of
+// its room.
 func TestFanoutRunDeliversEverything(t *testing.T) {
-	srv := httptest.NewServer(minimalHandler())
-	t.Cleanup(srv.Close)
-	r, err := runFanout(context.Background(), Config{URLs: []string{srv.URL}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Patches == 0 || r.PatchErrors != 0 || r.Expected != r.Patches*3 || r.Delivered != r.Expected {
-		t.Fatalf("report %+v", r)
+	for _, viaRedis := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "redis"}[viaRedis], func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			var rdb *redis.Client
+			if viaRedis {
+				s, err := redistest.StartServer()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(s.Stop)
+				rdb = redis.NewClient(&redis.Options{Addr: s.Addr})
+				t.Cleanup(func() { rdb.Close() })
+			}
+			h, err := minimalHandler(ctx, rdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			r, err := runFanout(context.Background(), Config{URLs: []string{srv.URL}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Patches == 0 || r.PatchErrors != 0 || r.Expected != r.Patches*3 || r.Delivered != r.Expected {
+				t.Fatalf("report %+v", r)
+			}
+			if viaRedis {
+				n, err := rdb.Do(ctx, "INFO", "stats").Text()
+				if err != nil || !strings.Contains(n, "pubsub_patterns:1") {
+					t.Errorf("the events did not go through the pattern subscription: %v %q", err, n)
+				}
+			}
+		})
 	}
 }
 
