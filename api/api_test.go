@@ -20,6 +20,7 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -66,8 +67,8 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	reg.MustRegister(metrics.NewShardStats(st.Stats, statsTTL, 0))
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
-	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
+	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st),
 		Auth:  auth,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: st,
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}

@@ -28,11 +28,13 @@ var keyRoutes = map[string]rooms.Scope{
 	"POST /v1/rooms/{roomId}/messages":             rooms.ScopeWrite,
 	"GET /v1/lobby/stats":                          rooms.ScopeRead,
 	"GET /v1/lobby/events":                         rooms.ScopeRead,
+	"GET /v1/presence":                             rooms.ScopeRead,
 }
 
 // streamRoutes are the event-stream routes, the only ones a stream token
 // opens.
-var streamRoutes = map[string]bool{"GET /v1/rooms/{roomId}/events": true, "GET /v1/lobby/events": true}
+var streamRoutes = map[string]bool{"GET /v1/rooms/{roomId}/events": true, "GET /v1/lobby/events": true,
+	"GET /v1/me/events": true}
 
 // KeyRouteScopes returns a copy of the routes that take an API key ("GET
 // /v1/rooms/{roomId}") and the scope each needs, for tests built from

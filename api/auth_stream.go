@@ -124,10 +124,16 @@ func roomScope(id string) string { return "room:" + id }
 
 const lobbyScope = "lobby"
 
+// meScope names the personal stream (any platform).
+const meScope = "me"
+
 // streamScope returns the scope of an event-stream path.
 func streamScope(path string) (string, bool) {
-	if path == "/v1/lobby/events" {
+	switch path {
+	case "/v1/lobby/events":
 		return lobbyScope, true
+	case "/v1/me/events":
+		return meScope, true
 	}
 	id, ok := strings.CutPrefix(path, "/v1/rooms/")
 	if id, ok2 := strings.CutSuffix(id, "/events"); ok && ok2 && id != "" && !strings.Contains(id, "/") {

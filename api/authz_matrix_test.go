@@ -145,6 +145,10 @@ GET    /v1/lobby/stats                       -    U    U         U       U      
 POST   /v1/lobby/stream-token                -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
 GET    /v1/lobby/events                      pub  U    U         U       U        U       200   200    200   200    200  200   U     ST      200        200   SR     SR     200    ST     ST      ST          200
 GET    /v1/lobby/events                      priv U    U         U       U        U       200   200    200   200    200  200   U     ST      200        200   SR     SR     200    ST     ST      ST          200
+POST   /v1/me/stream-token                   -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/me/events                         -    U    U         U       U        U       200   200    200   200    200  200   U     ST      200        SR    SR     SR     SR     ST     ST      ST          ST
+PUT    /v1/me/following                      -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/presence                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
 GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
 GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 HEAD   /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
@@ -320,6 +324,14 @@ var routeCalls = map[string]call{
 	"GET /v1/lobby/events": {stream: true, check: listsRoomIfPublic, req: func(_ *matrixEnv, f *fixture, _ string) (string, any) {
 		return "/v1/lobby/events?mode=" + f.mode, nil
 	}},
+	// players (issue 16): a session opened and closed at once; following
+	// and presence change no room
+	"POST /v1/me/stream-token": {req: fixed("/v1/me/stream-token")},
+	"GET /v1/me/events":        {stream: true, req: fixed("/v1/me/events?platform=web")},
+	"PUT /v1/me/following": {req: func(*matrixEnv, *fixture, string) (string, any) {
+		return "/v1/me/following", map[string]any{"userIds": []string{"someone"}}
+	}},
+	"GET /v1/presence":        {req: fixed("/v1/presence?userIds=someone,else")},
 	"GET /v1/admin/instances": {req: fixed("/v1/admin/instances")},
 	"GET /healthz":            {req: fixed("/healthz")},
 	"HEAD /healthz":           {req: fixed("/healthz")},

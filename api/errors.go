@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -44,6 +45,9 @@ type problem struct {
 // whose detail says nothing of the cause (it is logged instead).
 var problems = []problem{
 	{errMalformed, 400, "MALFORMED_REQUEST", "Malformed request"},
+	{players.ErrInvalidPlatform, 400, "INVALID_PLATFORM", "Invalid platform"},
+	{players.ErrInvalidUserIDs, 400, "INVALID_USER_IDS", "Invalid user ids"},
+	{players.ErrSessionExists, 409, "SESSION_EXISTS", "A session on this platform is open"},
 	{errUnauthenticated, 401, "UNAUTHENTICATED", "Authentication required"},
 	{errStreamTokenRequired, 401, "STREAM_TOKEN_REQUIRED", "Stream token required"},
 	{rooms.ErrNotOwner, 403, "NOT_OWNER", "Only the owner may do this"},
@@ -187,6 +191,10 @@ const maxPooledBody = 64 << 10
 // a validation failure naming the parameter.
 func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
 	if !s.limitMalformed(w, r) {
+		return
+	}
+	if perr := playersParamError(err); perr != nil {
+		s.writeError(w, r, perr)
 		return
 	}
 	var inv *oapi.InvalidParamFormatError

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,18 +58,28 @@ func (s *stream) close() { s.cancel(); s.res.Body.Close() }
 // next reads the next event, skipping comments and retry lines.
 func (s *stream) next() sseFrame {
 	s.t.Helper()
-	var f sseFrame
 	timer := time.AfterFunc(10*time.Second, s.close)
 	defer timer.Stop()
+	f, err := s.read()
+	if err != nil {
+		s.t.Fatalf("stream ended: %v", err)
+	}
+	return f
+}
+
+// read reads the next event, skipping comments and retry lines; an error
+// when the stream ends first or an event's data is not one line of JSON.
+func (s *stream) read() (sseFrame, error) {
+	var f sseFrame
 	for {
 		line, err := s.rd.ReadString('\n')
 		if err != nil {
-			s.t.Fatalf("stream ended: %v", err)
+			return f, err
 		}
 		line = strings.TrimSuffix(line, "\n")
 		switch {
 		case line == "" && f.event != "":
-			return f
+			return f, nil
 		case strings.HasPrefix(line, "retry: "):
 			s.retry = line[7:]
 		case strings.HasPrefix(line, "id: "):
@@ -77,7 +88,7 @@ func (s *stream) next() sseFrame {
 			f.event = line[7:]
 		case strings.HasPrefix(line, "data: "):
 			if err := json.Unmarshal([]byte(line[6:]), &f.data); err != nil {
-				s.t.Fatalf("data is not one line of JSON: %q", line)
+				return f, fmt.Errorf("data is not one line of JSON: %q", line)
 			}
 		}
 	}

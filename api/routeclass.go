@@ -35,6 +35,12 @@ var routeClasses = map[string]string{
 	"GET /v1/lobby/events":                 "stream",
 	"POST /v1/rooms/{roomId}/stream-token": "stream",
 	"POST /v1/lobby/stream-token":          "stream",
+
+	// players (issue 16)
+	"GET /v1/me/events":        "stream",
+	"POST /v1/me/stream-token": "stream",
+	"PUT /v1/me/following":     "write",
+	"GET /v1/presence":         "read",
 }
 
 // routeExtras are the limits some routes are counted on besides their
@@ -44,6 +50,7 @@ var routeClasses = map[string]string{
 var routeExtras = map[string]string{
 	"GET /v1/rooms/{roomId}/events":    "opens",
 	"GET /v1/lobby/events":             "opens",
+	"GET /v1/me/events":                "opens",
 	"POST /v1/rooms/join-by-code":      "guess",
 	"POST /v1/rooms/{roomId}/messages": "messages",
 	"PATCH /v1/rooms/{roomId}/state":   "patches",

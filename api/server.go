@@ -20,6 +20,7 @@ import (
 	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 )
@@ -30,7 +31,10 @@ type Config struct {
 	Lobby *lobby.Service
 	// Events serves the room event streams.
 	Events *sse.Hub
-	Auth   *Auth
+	// Players serves presence and following (the personal stream is
+	// Events'); nil: those routes answer 503.
+	Players *players.Service
+	Auth    *Auth
 	// APIKeys are the server credentials (REALSYNC_API_KEYS_FILE); nil: none.
 	APIKeys *APIKeys
 	// Ready reports whether the store is reachable (GET /readyz).
@@ -76,15 +80,16 @@ type Config struct {
 
 // Server implements oapi.ServerInterface.
 type Server struct {
-	rooms  *rooms.Service
-	lobby  *lobby.Service
-	events *sse.Hub
-	auth   *Auth
-	keys   *APIKeys
-	ready  func(context.Context) error
-	spec   []byte
-	log    *slog.Logger
-	admin  admin
+	rooms   *rooms.Service
+	lobby   *lobby.Service
+	events  *sse.Hub
+	players *players.Service
+	auth    *Auth
+	keys    *APIKeys
+	ready   func(context.Context) error
+	spec    []byte
+	log     *slog.Logger
+	admin   admin
 
 	metrics        Metrics
 	metricsHandler http.Handler
@@ -100,7 +105,7 @@ var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency}
 	if s.log == nil {

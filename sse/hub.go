@@ -21,6 +21,8 @@ type Config struct {
 	Source Source
 	// Lobby reads rooms for the lobby streams.
 	Lobby LobbySource
+	// Users serves the personal streams (ServeMe); none when nil.
+	Users UserSource
 	// Feed builds the instance's subscription, delivering to the hub.
 	Feed func(Sink) Feed
 	// RoomJSON renders a room for snapshot events as the REST API does.
@@ -96,6 +98,7 @@ type Hub struct {
 	lines   map[*stream]struct{} // the streams taken over (line.go)
 
 	lobby lobbyHub
+	me    meHub
 }
 
 var _ Sink = (*Hub)(nil)
@@ -105,7 +108,9 @@ func NewHub(cfg Config) *Hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}), ctx: ctx, cancel: cancel,
 		rooms: map[string]*room{}, streams: map[*stream]struct{}{}, lines: map[*stream]struct{}{},
-		lobby: lobbyHub{streams: map[*lobbyStream]struct{}{}, pending: map[string]LobbyNotice{}}}
+		lobby: lobbyHub{streams: map[*lobbyStream]struct{}{}, pending: map[string]LobbyNotice{}},
+		me: meHub{users: map[string]map[*meStream]struct{}{}, follows: map[string]map[*meStream]struct{}{},
+			streams: map[*meStream]struct{}{}}}
 	h.feed = cfg.Feed(h)
 	h.every(h.cfg.PresenceTTL/3, h.renew)
 	h.every(h.cfg.CheckInterval, h.check)
@@ -139,14 +144,17 @@ const closeWait = storeTimeout + 2*time.Second
 // Instance is the name of this instance's streams.
 func (h *Hub) Instance() string { return h.cfg.Instance }
 
-// Streams returns the number of open room and lobby streams.
+// Streams returns the number of open room, lobby and personal streams.
 func (h *Hub) Streams() int {
 	h.mu.Lock()
 	n := len(h.streams)
 	h.mu.Unlock()
 	h.lobby.mu.Lock()
-	defer h.lobby.mu.Unlock()
-	return n + len(h.lobby.streams)
+	n += len(h.lobby.streams)
+	h.lobby.mu.Unlock()
+	h.me.mu.Lock()
+	defer h.me.mu.Unlock()
+	return n + len(h.me.streams)
 }
 
 // every runs f every d until Close.
@@ -291,6 +299,9 @@ const renewChunk = 256
 // Last-Event-ID. A slow renewal (Redis busy with a burst of streams
 // opening) only counts once it fails, so it ends nothing by itself.
 func (h *Hub) renew(ctx context.Context) {
+	if mine := h.meLeased(); len(mine) > 0 {
+		h.renewSessions(ctx, mine)
+	}
 	sts := h.leased()
 	// A room's leases together: a chunk spans few rooms.
 	slices.SortFunc(sts, func(a, b leased) int { return strings.Compare(a.holding().lease.Room, b.holding().lease.Room) })

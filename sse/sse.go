@@ -144,6 +144,9 @@ type Lease struct {
 	PlayerID int
 	Stream   string // unique per stream across instances
 	Server   bool
+	// Platform is set for a personal stream's session lease (Room "",
+	// ServeMe): renewed through UserSource.RenewSessions.
+	Platform string
 }
 
 // Read says what OpenStream reads after recording the lease.

@@ -174,6 +174,9 @@ func (f *Feed) receive(shard int, sub *shardSub, ps *redis.PubSub) {
 	for msg := range ps.ChannelWithSubscriptions(redis.WithChannelSize(4096)) {
 		switch m := msg.(type) {
 		case *redis.Message:
+			if f.userMessage(m.Channel, m.Payload) {
+				continue
+			}
 			if strings.HasSuffix(m.Channel, lobbySuffix) {
 				if n, err := parseNotice(m.Payload); err == nil {
 					f.sink.Lobby(n)
@@ -213,7 +216,7 @@ func (f *Feed) confirmed(shard int, sub *shardSub, m *redis.Subscription) {
 		for _, w := range waiters {
 			close(w)
 		}
-	} else if wanted {
+	} else if wanted && !f.userResubscribed(m.Channel) {
 		f.sink.Resubscribed(roomOf(m.Channel))
 	}
 }

@@ -79,6 +79,9 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
 		return rep, err
 	}
+	if err := s.sweepSessions(ctx, shard, rep); err != nil {
+		return rep, err
+	}
 	if err := s.sweepUnheld(ctx, shard); err != nil {
 		return rep, err
 	}

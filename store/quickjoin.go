@@ -280,7 +280,7 @@ const (
 	picked     pickOutcome = iota // joined or created a room
 	none                          // no joinable room, none created
 	noneBanned                    // none, a room that banned the caller passed over
-	pickTaken                    // every candidate stopped being joinable
+	pickTaken                     // every candidate stopped being joinable
 )
 
 // pickAndJoin runs quick_join.lua on shard, a stripe of (mode, region):

@@ -64,6 +64,12 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		codeRepairCall{codes: "c", schedule: "s", entries: []codeEntry{{"CODE", id, "r"}}},
 		indexRepairCall{index: indexKey{key: "k", kind: "waiting"}, schedule: "s", entries: []string{id}, roomHashes: []string{"r"}},
 		idempotencyCall{key: "k", op: "record", token: "t", ms: 1000, answer: idempotency.Answer{Status: 201, Body: []byte("{}")}},
+		// players (issue 16): sessions.go
+		sessionOpenCall{keys: s.keys, shard: 1, s: sse.Session{UserID: "u1", Platform: "pc", ID: "s1"}, policy: "replace",
+			ttl: time.Second, pubcmd: "PUBLISH", cursor: sse.Cursor{Set: true, Version: 1, Tag: "t"}, limit: 10, newTag: "t"},
+		sessionCloseCall{keys: s.keys, shard: 1, user: "u1", member: "pc/s1", pubcmd: "PUBLISH"},
+		sessionRenewCall{keys: s.keys, shard: 1, ss: []sse.Session{{UserID: "u1", Platform: "pc", ID: "s1"}}, ttl: time.Second},
+		followingSetCall{keys: s.keys, shard: 1, user: "u1", pubcmd: "PUBLISH"},
 		quickJoinCall{keys: s.keys, shard: 1, mode: "pool", region: "eu", pubcmd: "PUBLISH", logArgs: s.argv,
 			user: "u1", nameJSON: `"Ann"`, candidates: []string{id}, createID: id, create: nr},
 	}

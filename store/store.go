@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -84,6 +85,10 @@ type Config struct {
 	// Stripes spreads the rooms of a (mode, region) over K shards
 	// (stripes.go); zero value: K = 1, one shard per pair.
 	Stripes Stripes
+	// SessionPolicy says what a personal stream's new session does to an
+	// open one of the same user and platform (sessions.go); default
+	// players.PolicyReplace.
+	SessionPolicy players.Policy
 
 	// ScriptsOnly runs the mutation scripts with EVALSHA even where Redis
 	// has Functions (functions.go): for measuring one against the other.
@@ -114,6 +119,7 @@ type Store struct {
 	repairs            *repairWalks
 	batch              *batcher // nil: no batching
 	stripes            *stripes
+	sessionPolicy      players.Policy
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -149,7 +155,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("mode stripes must be 1..shards (%d), got %d", cfg.Shards, k)
 	}
 	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0}, shards: cfg.Shards, places: newPlaceCache(100_000),
-		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
+		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle, sessionPolicy: cfg.SessionPolicy,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
 	s.stripes = newStripes(s.keys, s.shards, cfg.Stripes)
@@ -194,6 +200,9 @@ func (s *Store) Init(ctx context.Context) error {
 func withDefaults(cfg Config) Config {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "rs"
+	}
+	if cfg.SessionPolicy == "" {
+		cfg.SessionPolicy = players.PolicyReplace
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = 16

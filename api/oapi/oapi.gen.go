@@ -14,6 +14,30 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for Platform.
+const (
+	Console Platform = "console"
+	Mobile  Platform = "mobile"
+	Pc      Platform = "pc"
+	Web     Platform = "web"
+)
+
+// Valid indicates whether the value is a known member of the Platform enum.
+func (e Platform) Valid() bool {
+	switch e {
+	case Console:
+		return true
+	case Mobile:
+		return true
+	case Pc:
+		return true
+	case Web:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
@@ -23,7 +47,9 @@ const (
 	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	INTERNAL             ProblemCode = "INTERNAL"
+	INVALIDPLATFORM      ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
+	INVALIDUSERIDS       ProblemCode = "INVALID_USER_IDS"
 	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
 	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
 	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
@@ -43,6 +69,7 @@ const (
 	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
 	ROOMRATELIMITED      ProblemCode = "ROOM_RATE_LIMITED"
 	SCOPEREQUIRED        ProblemCode = "SCOPE_REQUIRED"
+	SESSIONEXISTS        ProblemCode = "SESSION_EXISTS"
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
 	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
@@ -72,7 +99,11 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case INTERNAL:
 		return true
+	case INVALIDPLATFORM:
+		return true
 	case INVALIDTRANSITION:
+		return true
+	case INVALIDUSERIDS:
 		return true
 	case JOINEDROOMSLIMIT:
 		return true
@@ -111,6 +142,8 @@ func (e ProblemCode) Valid() bool {
 	case ROOMRATELIMITED:
 		return true
 	case SCOPEREQUIRED:
+		return true
+	case SESSIONEXISTS:
 		return true
 	case STATEKEYFORBIDDEN:
 		return true
@@ -253,6 +286,11 @@ type FieldError struct {
 
 	// Message Example: must be 1..100
 	Message string `json:"message"`
+}
+
+// Following defines model for Following.
+type Following struct {
+	UserIds []string `json:"userIds"`
 }
 
 // GuestRequest defines model for GuestRequest.
@@ -420,6 +458,9 @@ type MyRoomList struct {
 	} `json:"rooms"`
 }
 
+// Platform A session's platform; one session per user and platform by default.
+type Platform string
+
 // Player defines model for Player.
 type Player struct {
 	// Connected Whether the player has an open event stream.
@@ -431,6 +472,23 @@ type Player struct {
 
 	// PlayerId Example: 1
 	PlayerId int `json:"playerId"`
+}
+
+// Presence defines model for Presence.
+type Presence struct {
+	Online bool `json:"online"`
+
+	// Platforms The platforms of the user's open sessions, in the order pc, console, mobile, web.
+	Platforms []Platform `json:"platforms"`
+	UserId    string     `json:"userId"`
+
+	// Version Orders the user's statuses: a larger one is later; 0: never seen.
+	Version int64 `json:"version"`
+}
+
+// PresenceList defines model for PresenceList.
+type PresenceList struct {
+	Users []Presence `json:"users"`
 }
 
 // Problem defines model for Problem.
@@ -646,6 +704,9 @@ type RoomId = string
 // AdminDisabled defines model for AdminDisabled.
 type AdminDisabled = Problem
 
+// BadPlayersInput defines model for BadPlayersInput.
+type BadPlayersInput = Problem
+
 // Conflict defines model for Conflict.
 type Conflict = Problem
 
@@ -675,6 +736,9 @@ type RequestTimeout = Problem
 
 // RoomsLimitOrKeyInUse defines model for RoomsLimitOrKeyInUse.
 type RoomsLimitOrKeyInUse = Problem
+
+// SessionExists defines model for SessionExists.
+type SessionExists = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
@@ -717,12 +781,28 @@ type QuickJoinParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// StreamMeEventsParams defines parameters for StreamMeEvents.
+type StreamMeEventsParams struct {
+	Platform Platform `form:"platform" json:"platform"`
+
+	// LastEventId The `Last-Event-ID`, for clients that cannot set the header.
+	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
+
+	// LastEventID The id of the last logged event the client received.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
 // MyRoomsParams defines parameters for MyRooms.
 type MyRoomsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor `nextCursor` of the previous page, exactly as sent.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetPresenceParams defines parameters for GetPresence.
+type GetPresenceParams struct {
+	UserIds []string `form:"userIds" json:"userIds"`
 }
 
 // ListRoomsParams defines parameters for ListRooms.
@@ -809,6 +889,9 @@ type CreateGuestTokenJSONRequestBody = GuestRequest
 // QuickJoinJSONRequestBody defines body for QuickJoin for application/json ContentType.
 type QuickJoinJSONRequestBody = QuickJoinRequest
 
+// SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
+type SetFollowingJSONRequestBody = Following
+
 // CreateRoomJSONRequestBody defines body for CreateRoom for application/json ContentType.
 type CreateRoomJSONRequestBody = CreateRoomRequest
 
@@ -874,9 +957,21 @@ type ServerInterface interface {
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	// (POST /v1/matchmaking/quick-join)
 	QuickJoin(w http.ResponseWriter, r *http.Request, params QuickJoinParams)
+	// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
+	// (GET /v1/me/events)
+	StreamMeEvents(w http.ResponseWriter, r *http.Request, params StreamMeEventsParams)
+	// SetFollowing Choose whose status changes reach the personal stream
+	// (PUT /v1/me/following)
+	SetFollowing(w http.ResponseWriter, r *http.Request)
 	// MyRooms The rooms the caller is in
 	// (GET /v1/me/rooms)
 	MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams)
+	// CreateMeStreamToken A short-lived token to open the personal stream
+	// (POST /v1/me/stream-token)
+	CreateMeStreamToken(w http.ResponseWriter, r *http.Request)
+	// GetPresence The online status of users
+	// (GET /v1/presence)
+	GetPresence(w http.ResponseWriter, r *http.Request, params GetPresenceParams)
 	// ListRooms List public rooms
 	// (GET /v1/rooms)
 	ListRooms(w http.ResponseWriter, r *http.Request, params ListRoomsParams)
@@ -1009,9 +1104,33 @@ func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request, params 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
+// (GET /v1/me/events)
+func (_ Unimplemented) StreamMeEvents(w http.ResponseWriter, r *http.Request, params StreamMeEventsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SetFollowing Choose whose status changes reach the personal stream
+// (PUT /v1/me/following)
+func (_ Unimplemented) SetFollowing(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // MyRooms The rooms the caller is in
 // (GET /v1/me/rooms)
 func (_ Unimplemented) MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateMeStreamToken A short-lived token to open the personal stream
+// (POST /v1/me/stream-token)
+func (_ Unimplemented) CreateMeStreamToken(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetPresence The online status of users
+// (GET /v1/presence)
+func (_ Unimplemented) GetPresence(w http.ResponseWriter, r *http.Request, params GetPresenceParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1361,6 +1480,87 @@ func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Requ
 	handler.ServeHTTP(w, r)
 }
 
+// StreamMeEvents operation middleware
+func (siw *ServerInterfaceWrapper) StreamMeEvents(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamMeEventsParams
+
+	// ------------- Required query parameter "platform" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "platform", r.URL.Query(), &params.Platform, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "platform"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "platform", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "lastEventId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lastEventId", r.URL.Query(), &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "lastEventId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "lastEventId", Err: err})
+		}
+		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Last-Event-ID", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Last-Event-ID", Err: err})
+			return
+		}
+
+		params.LastEventID = &LastEventID
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StreamMeEvents(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SetFollowing operation middleware
+func (siw *ServerInterfaceWrapper) SetFollowing(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SetFollowing(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // MyRooms operation middleware
 func (siw *ServerInterfaceWrapper) MyRooms(w http.ResponseWriter, r *http.Request) {
 
@@ -1398,6 +1598,53 @@ func (siw *ServerInterfaceWrapper) MyRooms(w http.ResponseWriter, r *http.Reques
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.MyRooms(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateMeStreamToken operation middleware
+func (siw *ServerInterfaceWrapper) CreateMeStreamToken(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateMeStreamToken(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetPresence operation middleware
+func (siw *ServerInterfaceWrapper) GetPresence(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetPresenceParams
+
+	// ------------- Required query parameter "userIds" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, true, "userIds", r.URL.Query(), &params.UserIds, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "userIds"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "userIds", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetPresence(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2220,6 +2467,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/lobby/events", wrapper.StreamLobbyEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/me/stream-token", wrapper.CreateMeStreamToken)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/me/events", wrapper.StreamMeEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/v1/me/following", wrapper.SetFollowing)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/presence", wrapper.GetPresence)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/instances", wrapper.ListInstances)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/realsync/realsync/players"
 )
 
 // Good values of the observability settings parse, flags win over
@@ -264,5 +266,34 @@ func TestDemoURL(t *testing.T) {
 		if got := demoURL(tc.scheme, a); got != tc.want {
 			t.Errorf("demoURL(%s) = %s, want %s", tc.addr, got, tc.want)
 		}
+	}
+}
+
+// REALSYNC_SESSION_POLICY: replace by default, each policy by variable or
+// flag (the flag wins), anything else named.
+func TestParseConfigSessionPolicy(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want players.Policy // when err is ""
+		err  string
+	}{
+		{name: "Default", want: players.PolicyReplace},
+		{name: "RejectNew", env: map[string]string{"REALSYNC_SESSION_POLICY": "reject-new"}, want: players.PolicyRejectNew},
+		{name: "AllowMultiple", env: map[string]string{"REALSYNC_SESSION_POLICY": "allow-multiple"}, want: players.PolicyAllowMultiple},
+		{name: "FlagWins", env: map[string]string{"REALSYNC_SESSION_POLICY": "reject-new"}, args: []string{"-session-policy", "replace"},
+			want: players.PolicyReplace},
+		{name: "Unknown", env: map[string]string{"REALSYNC_SESSION_POLICY": "kick-old"}, err: "REALSYNC_SESSION_POLICY"},
+		{name: "EmptyIsUnset", env: map[string]string{"REALSYNC_SESSION_POLICY": ""}, want: players.PolicyReplace},
+		{name: "EmptyFlag", args: []string{"-session-policy", ""}, err: "REALSYNC_SESSION_POLICY"},
+		{name: "Case", args: []string{"-session-policy", "Replace"}, err: "REALSYNC_SESSION_POLICY"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, ok := parseCase(t, tc.env, tc.args, tc.err); ok && c.SessionPolicy != tc.want {
+				t.Errorf("got %q, want %q", c.SessionPolicy, tc.want)
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -93,6 +94,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		live, err := st.Instances(ctx)
 		return len(live), err
 	}))
+	reg.MustRegister(metrics.NewOnlineUsers(func(ctx context.Context) (int64, error) {
+		if !up.Load() {
+			return 0, errConnecting
+		}
+		return st.OnlineUsers(ctx)
+	}))
 	var apiMetrics http.Handler // /metrics on the API's address, unless it has its own
 	if cfg.MetricsAddr == "" {
 		apiMetrics = metricsHandler(reg, log)
@@ -123,14 +130,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		defer stop()
 		go keys.Watch(watch)
 	}
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	handler := api.NewHandler(api.Config{
-		Rooms:  rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
-		Lobby:  lobby.New(lobby.Config{Index: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
-		Events: hub,
-		Auth:   auth, APIKeys: keys,
+		Rooms:   rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
+		Lobby:   lobby.New(lobby.Config{Index: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
+		Events:  hub,
+		Players: players.NewService(st),
+		Auth:    auth, APIKeys: keys,
 		Ready: func(ctx context.Context) error {
 			if !up.Load() {
 				return errConnecting
@@ -244,8 +252,8 @@ func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackgroun
 func storeConfig(cfg Config) store.Config {
 	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReplicaReads, Batch: cfg.RedisBatch,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, Stripes: cfg.ModeStripes, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
-		PresenceDebounce: cfg.PresenceDebounce,
-		Quotas:           store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
+		PresenceDebounce: cfg.PresenceDebounce, SessionPolicy: cfg.SessionPolicy,
+		Quotas: store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
 		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
 			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)}}
 }

@@ -65,6 +65,7 @@ func TestDeployMetricsList(t *testing.T) {
 		return lobby.Stats{Rooms: map[rooms.Status]int{rooms.Waiting: 1}, Players: 1}, nil
 	}
 	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(context.Context) (int, error) { return 1, nil }))
+	reg.MustRegister(metrics.NewOnlineUsers(func(context.Context) (int64, error) { return 1, nil })) // as Run
 	m.Request("/v1/rooms", "GET", 200, time.Millisecond, false)
 	m.RateLimited("read", "user")
 	m.ScriptCall("room_join", "OK", time.Millisecond)

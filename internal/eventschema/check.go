@@ -12,7 +12,7 @@ import (
 // (with the schemas they refer to: Room, State, ...), so a payload that
 // passes is one every SDK generated from the spec can read.
 type Checker struct {
-	room, lobby *openapi3.Schema
+	room, lobby, user *openapi3.Schema
 }
 
 // NewChecker loads the spec (the bytes of openapi.yaml).
@@ -25,7 +25,7 @@ func NewChecker(spec []byte) (*Checker, error) {
 		return nil, fmt.Errorf("eventschema: the spec: %w", err)
 	}
 	c := &Checker{}
-	for name, dst := range map[string]**openapi3.Schema{RoomUnion: &c.room, LobbyUnion: &c.lobby} {
+	for name, dst := range map[string]**openapi3.Schema{RoomUnion: &c.room, LobbyUnion: &c.lobby, UserUnion: &c.user} {
 		ref := doc.Components.Schemas[name]
 		if ref == nil || ref.Value == nil {
 			return nil, fmt.Errorf("eventschema: the spec has no schema %s", name)
@@ -40,6 +40,9 @@ func (c *Checker) Room(data []byte) error { return visit(c.room, data) }
 
 // Lobby checks the data of a lobby stream's event.
 func (c *Checker) Lobby(data []byte) error { return visit(c.lobby, data) }
+
+// User checks the data of a personal stream's event.
+func (c *Checker) User(data []byte) error { return visit(c.user, data) }
 
 func visit(s *openapi3.Schema, data []byte) error {
 	var v any

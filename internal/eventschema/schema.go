@@ -21,13 +21,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 )
 
 // Begin and End mark the generated block in openapi.yaml's
 // components.schemas.
 const (
-	Begin = "    # BEGIN event schemas, generated from rooms/events.go and lobby/events.go by `go generate`; do not edit\n"
+	Begin = "    # BEGIN event schemas, generated from rooms/events.go, lobby/events.go and players/events.go by `go generate`; do not edit\n"
 	End   = "    # END event schemas\n"
 )
 
@@ -35,6 +36,7 @@ const (
 const (
 	RoomUnion  = "RoomEvent"
 	LobbyUnion = "LobbyEvent"
+	UserUnion  = "UserEvent"
 )
 
 // stream is one event stream's union: its schema name, the prefix of its
@@ -48,6 +50,7 @@ type stream struct {
 var streams = []stream{
 	{RoomUnion, "", "An event of a room stream (GET /v1/rooms/{id}/events): the data of one SSE frame, whose `event:` line is its `type`.", rooms.RoomEvents, nil},
 	{LobbyUnion, "Lobby", "An event of the lobby stream (GET /v1/lobby/events): the data of one SSE frame, whose `event:` line is its `type`.", lobby.Events, lobby.EventParts},
+	{UserUnion, "User", "An event of the personal stream (GET /v1/me/events): the data of one SSE frame, whose `event:` line is its `type`.", players.UserEvents, nil},
 }
 
 // SchemaName is the schema of an event type in a stream: "player_joined"
@@ -98,9 +101,9 @@ func Block() ([]byte, error) {
 		g.add(s.union, union)
 	}
 	// unions first, then events and their parts in order of first use
-	order := []string{RoomUnion, LobbyUnion}
+	order := []string{RoomUnion, LobbyUnion, UserUnion}
 	for _, n := range g.names {
-		if n != RoomUnion && n != LobbyUnion {
+		if n != RoomUnion && n != LobbyUnion && n != UserUnion {
 			order = append(order, n)
 		}
 	}

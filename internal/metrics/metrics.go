@@ -22,19 +22,22 @@ import (
 
 // Janitor action kinds known in advance; their series exist from the start
 // (repair_<what> kinds appear when first counted).
-var janitorKinds = []string{"expired", "finished", "lifetime", "trimmed", "presence_disconnect", "presence_removal"}
+var janitorKinds = []string{"expired", "finished", "lifetime", "trimmed", "presence_disconnect", "presence_removal", "session_lapsed"}
 
 // The starts and end reasons each stream kind can have.
 var (
-	sseKinds  = []string{sse.KindRoom, sse.KindLobby}
+	sseKinds  = []string{sse.KindRoom, sse.KindLobby, sse.KindMe}
 	sseStarts = map[string][]string{
 		sse.KindRoom:  {sse.StartFresh, sse.StartReplay, sse.StartSnapshot},
 		sse.KindLobby: {sse.StartFresh},
+		sse.KindMe:    {sse.StartFresh, sse.StartReplay, sse.StartSnapshot},
 	}
 	sseReasons = map[string][]string{
 		sse.KindRoom: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError,
 			sse.EndRoomClosed, sse.EndLeft, sse.EndStoreError, sse.EndTokenExpiry, sse.EndLapsed},
 		sse.KindLobby: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry, sse.EndLapsed},
+		sse.KindMe: {sse.EndClientGone, sse.EndShutdown, sse.EndSlow, sse.EndWriteError, sse.EndStoreError, sse.EndTokenExpiry,
+			sse.EndLapsed, sse.EndReplaced, sse.EndGap},
 	}
 )
 
@@ -54,7 +57,8 @@ type Metrics struct {
 	apiKeysBad     prometheus.Counter
 	rateLimited    *prometheus.CounterVec
 	jwtReloads     *prometheus.CounterVec
-	batch          batchMetrics // realsync_redis_batch_size (batch.go)
+	batch          batchMetrics  // realsync_redis_batch_size (batch.go)
+	players        playerMetrics // realsync_sessions… (players.go)
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -146,6 +150,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
 	build.Set(1)
 	m.batch = newBatchMetrics(reg)
+	m.players = newPlayerMetrics(reg)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
 		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and

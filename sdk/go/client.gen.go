@@ -19,6 +19,30 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for Platform.
+const (
+	Console Platform = "console"
+	Mobile  Platform = "mobile"
+	Pc      Platform = "pc"
+	Web     Platform = "web"
+)
+
+// Valid indicates whether the value is a known member of the Platform enum.
+func (e Platform) Valid() bool {
+	switch e {
+	case Console:
+		return true
+	case Mobile:
+		return true
+	case Pc:
+		return true
+	case Web:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
@@ -28,7 +52,9 @@ const (
 	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	INTERNAL             ProblemCode = "INTERNAL"
+	INVALIDPLATFORM      ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
+	INVALIDUSERIDS       ProblemCode = "INVALID_USER_IDS"
 	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
 	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
 	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
@@ -48,6 +74,7 @@ const (
 	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
 	ROOMRATELIMITED      ProblemCode = "ROOM_RATE_LIMITED"
 	SCOPEREQUIRED        ProblemCode = "SCOPE_REQUIRED"
+	SESSIONEXISTS        ProblemCode = "SESSION_EXISTS"
 	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
 	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
 	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
@@ -77,7 +104,11 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case INTERNAL:
 		return true
+	case INVALIDPLATFORM:
+		return true
 	case INVALIDTRANSITION:
+		return true
+	case INVALIDUSERIDS:
 		return true
 	case JOINEDROOMSLIMIT:
 		return true
@@ -116,6 +147,8 @@ func (e ProblemCode) Valid() bool {
 	case ROOMRATELIMITED:
 		return true
 	case SCOPEREQUIRED:
+		return true
+	case SESSIONEXISTS:
 		return true
 	case STATEKEYFORBIDDEN:
 		return true
@@ -258,6 +291,11 @@ type FieldError struct {
 
 	// Message Example: must be 1..100
 	Message string `json:"message"`
+}
+
+// Following defines model for Following.
+type Following struct {
+	UserIds []string `json:"userIds"`
 }
 
 // GuestRequest defines model for GuestRequest.
@@ -425,6 +463,9 @@ type MyRoomList struct {
 	} `json:"rooms"`
 }
 
+// Platform A session's platform; one session per user and platform by default.
+type Platform string
+
 // Player defines model for Player.
 type Player struct {
 	// Connected Whether the player has an open event stream.
@@ -436,6 +477,23 @@ type Player struct {
 
 	// PlayerId Example: 1
 	PlayerId int `json:"playerId"`
+}
+
+// Presence defines model for Presence.
+type Presence struct {
+	Online bool `json:"online"`
+
+	// Platforms The platforms of the user's open sessions, in the order pc, console, mobile, web.
+	Platforms []Platform `json:"platforms"`
+	UserId    string     `json:"userId"`
+
+	// Version Orders the user's statuses: a larger one is later; 0: never seen.
+	Version int64 `json:"version"`
+}
+
+// PresenceList defines model for PresenceList.
+type PresenceList struct {
+	Users []Presence `json:"users"`
 }
 
 // Problem defines model for Problem.
@@ -651,6 +709,9 @@ type RoomId = string
 // AdminDisabled defines model for AdminDisabled.
 type AdminDisabled = Problem
 
+// BadPlayersInput defines model for BadPlayersInput.
+type BadPlayersInput = Problem
+
 // Conflict defines model for Conflict.
 type Conflict = Problem
 
@@ -680,6 +741,9 @@ type RequestTimeout = Problem
 
 // RoomsLimitOrKeyInUse defines model for RoomsLimitOrKeyInUse.
 type RoomsLimitOrKeyInUse = Problem
+
+// SessionExists defines model for SessionExists.
+type SessionExists = Problem
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
@@ -722,12 +786,28 @@ type QuickJoinParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// StreamMeEventsParams defines parameters for StreamMeEvents.
+type StreamMeEventsParams struct {
+	Platform Platform `form:"platform" json:"platform"`
+
+	// LastEventId The `Last-Event-ID`, for clients that cannot set the header.
+	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
+
+	// LastEventID The id of the last logged event the client received.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
 // MyRoomsParams defines parameters for MyRooms.
 type MyRoomsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor `nextCursor` of the previous page, exactly as sent.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetPresenceParams defines parameters for GetPresence.
+type GetPresenceParams struct {
+	UserIds []string `form:"userIds" json:"userIds"`
 }
 
 // ListRoomsParams defines parameters for ListRooms.
@@ -813,6 +893,9 @@ type CreateGuestTokenJSONRequestBody = GuestRequest
 
 // QuickJoinJSONRequestBody defines body for QuickJoin for application/json ContentType.
 type QuickJoinJSONRequestBody = QuickJoinRequest
+
+// SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
+type SetFollowingJSONRequestBody = Following
 
 // CreateRoomJSONRequestBody defines body for CreateRoom for application/json ContentType.
 type CreateRoomJSONRequestBody = CreateRoomRequest
@@ -1135,6 +1218,90 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
 	QuickJoin(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
+	//
+	// A `text/event-stream` of what concerns the caller beyond rooms. The
+	// stream is a session of the caller on `platform` (required: `pc`,
+	// `console`, `mobile` or `web`; anything else is 400
+	// `INVALID_PLATFORM`). While any session of a user holds its lease
+	// (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
+	// 15 s by default), the user is online on the platforms of its
+	// sessions.
+	//
+	// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
+	// default): a new session of the same user and platform replaces the
+	// open one, on whatever instance it is, which gets `session_replaced`
+	// as its last event and ends (don't reconnect after it: that would
+	// replace the new one); `reject-new`: the new one is 409
+	// `SESSION_EXISTS` while the old one holds its lease (a session whose
+	// client vanished holds it for at most the TTL); `allow-multiple`.
+	// A session counts among the caller's open event streams
+	// (`STREAM_LIMIT`, 429).
+	//
+	// It starts with a `retry:` line, then:
+	// - without `Last-Event-ID`: a `snapshot` event (the session, the
+	//   log's position as its id);
+	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
+	//   events after it, then `resumed` (no id), when the user's log
+	//   still holds them (the last 100, kept 24 h after the last event)
+	//   and the id is of this log's history; otherwise (another history,
+	//   too far behind, an id not of the server's form) a `snapshot` with
+	//   `resync: true`: logged events may have been missed.
+	// Then the current status of every user the caller follows (`PUT
+	// /v1/me/following`), one `presence` event each (no id), then live:
+	// logged events and the followed users' status changes. A change of
+	// the followed users while the stream is open sends the newly
+	// followed users' current status first, then their changes.
+	//
+	// | event | logged (has an id) | data |
+	// |---|---|---|
+	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+	// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
+	// | resumed | no | `{"type","userId","seq","ts"}` |
+	// | token_expiring | no | as on room streams |
+	//
+	// The data of every event is the schema `UserEvent`. Logged events
+	// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+	// Presence is not logged: after any reconnect the stream sends every
+	// followed user's current status again, so a client keeps, per user,
+	// the status of the highest `version` and needs nothing else.
+	// Heartbeat `: ping` as on room streams; the end before the token
+	// expires (`token_expiring`) as on room streams, with a stream token
+	// from `POST /v1/me/stream-token`. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
+	//
+	// Corresponds with GET /v1/me/events (the `StreamMeEvents` operationId).
+	StreamMeEvents(ctx context.Context, params *StreamMeEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetFollowingWithBody Choose whose status changes reach the personal stream
+	//
+	// Replaces the users the caller follows (0..500 user ids, duplicates
+	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+	// and nothing changes). The caller's open personal streams, on every
+	// instance, send the newly followed users' current status, then
+	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// the last set or the last personal stream opened. Players only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+	SetFollowingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetFollowing Choose whose status changes reach the personal stream
+	//
+	// Replaces the users the caller follows (0..500 user ids, duplicates
+	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+	// and nothing changes). The caller's open personal streams, on every
+	// instance, send the newly followed users' current status, then
+	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// the last set or the last personal stream opened. Players only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+	SetFollowing(ctx context.Context, body SetFollowingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MyRooms The rooms the caller is in
 	//
 	// Newest first (by creation, then id), without players, each with the
@@ -1149,6 +1316,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/me/rooms (the `MyRooms` operationId).
 	MyRooms(ctx context.Context, params *MyRoomsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMeStreamToken A short-lived token to open the personal stream
+	//
+	// As `POST /v1/rooms/{roomId}/stream-token`, for `GET
+	// /v1/me/events?token=…` (any `platform`). Players only: an API key
+	// is 403 `SCOPE_REQUIRED`.
+	//
+	// Corresponds with POST /v1/me/stream-token (the `CreateMeStreamToken` operationId).
+	CreateMeStreamToken(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPresence The online status of users
+	//
+	// The status of each of `userIds` (1..100, comma-separated, in the
+	// order given, duplicates included; none or more: 400
+	// `INVALID_USER_IDS`): online while a personal stream session of the
+	// user holds its lease, with the platforms of those sessions. A user
+	// never seen is offline with `version` 0. An instance that dies takes
+	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
+	// interval. API keys: scope `rooms:read`.
+	//
+	// Corresponds with GET /v1/presence (the `GetPresence` operationId).
+	GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRooms List public rooms
 	//
@@ -1979,6 +2168,121 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 	return c.Client.Do(req)
 }
 
+// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
+//
+// A `text/event-stream` of what concerns the caller beyond rooms. The
+// stream is a session of the caller on `platform` (required: `pc`,
+// `console`, `mobile` or `web`; anything else is 400
+// `INVALID_PLATFORM`). While any session of a user holds its lease
+// (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
+// 15 s by default), the user is online on the platforms of its
+// sessions.
+//
+// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
+// default): a new session of the same user and platform replaces the
+// open one, on whatever instance it is, which gets `session_replaced`
+// as its last event and ends (don't reconnect after it: that would
+// replace the new one); `reject-new`: the new one is 409
+// `SESSION_EXISTS` while the old one holds its lease (a session whose
+// client vanished holds it for at most the TTL); `allow-multiple`.
+// A session counts among the caller's open event streams
+// (`STREAM_LIMIT`, 429).
+//
+// It starts with a `retry:` line, then:
+//   - without `Last-Event-ID`: a `snapshot` event (the session, the
+//     log's position as its id);
+//   - with `Last-Event-ID` (header, or `lastEventId`): the logged
+//     events after it, then `resumed` (no id), when the user's log
+//     still holds them (the last 100, kept 24 h after the last event)
+//     and the id is of this log's history; otherwise (another history,
+//     too far behind, an id not of the server's form) a `snapshot` with
+//     `resync: true`: logged events may have been missed.
+//
+// Then the current status of every user the caller follows (`PUT
+// /v1/me/following`), one `presence` event each (no id), then live:
+// logged events and the followed users' status changes. A change of
+// the followed users while the stream is open sends the newly
+// followed users' current status first, then their changes.
+//
+// | event | logged (has an id) | data |
+// |---|---|---|
+// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
+// | resumed | no | `{"type","userId","seq","ts"}` |
+// | token_expiring | no | as on room streams |
+//
+// The data of every event is the schema `UserEvent`. Logged events
+// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+// Presence is not logged: after any reconnect the stream sends every
+// followed user's current status again, so a client keeps, per user,
+// the status of the highest `version` and needs nothing else.
+// Heartbeat `: ping` as on room streams; the end before the token
+// expires (`token_expiring`) as on room streams, with a stream token
+// from `POST /v1/me/stream-token`. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
+//
+// Corresponds with GET /v1/me/events (the `StreamMeEvents` operationId).
+func (c *APIClient) StreamMeEvents(ctx context.Context, params *StreamMeEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStreamMeEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetFollowingWithBody Choose whose status changes reach the personal stream
+//
+// Replaces the users the caller follows (0..500 user ids, duplicates
+// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+// and nothing changes). The caller's open personal streams, on every
+// instance, send the newly followed users' current status, then
+// their changes; unfollowed users' changes stop. Kept 30 days after
+// the last set or the last personal stream opened. Players only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+func (c *APIClient) SetFollowingWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetFollowingRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetFollowing Choose whose status changes reach the personal stream
+//
+// Replaces the users the caller follows (0..500 user ids, duplicates
+// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+// and nothing changes). The caller's open personal streams, on every
+// instance, send the newly followed users' current status, then
+// their changes; unfollowed users' changes stop. Kept 30 days after
+// the last set or the last personal stream opened. Players only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+func (c *APIClient) SetFollowing(ctx context.Context, body SetFollowingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetFollowingRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // MyRooms The rooms the caller is in
 //
 // Newest first (by creation, then id), without players, each with the
@@ -1994,6 +2298,48 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // Corresponds with GET /v1/me/rooms (the `MyRooms` operationId).
 func (c *APIClient) MyRooms(ctx context.Context, params *MyRoomsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMyRoomsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMeStreamToken A short-lived token to open the personal stream
+//
+// As `POST /v1/rooms/{roomId}/stream-token`, for `GET
+// /v1/me/events?token=…` (any `platform`). Players only: an API key
+// is 403 `SCOPE_REQUIRED`.
+//
+// Corresponds with POST /v1/me/stream-token (the `CreateMeStreamToken` operationId).
+func (c *APIClient) CreateMeStreamToken(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMeStreamTokenRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPresence The online status of users
+//
+// The status of each of `userIds` (1..100, comma-separated, in the
+// order given, duplicates included; none or more: 400
+// `INVALID_USER_IDS`): online while a personal stream session of the
+// user holds its lease, with the platforms of those sessions. A user
+// never seen is offline with `version` 0. An instance that dies takes
+// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
+// interval. API keys: scope `rooms:read`.
+//
+// Corresponds with GET /v1/presence (the `GetPresence` operationId).
+func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPresenceRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3131,6 +3477,123 @@ func NewQuickJoinRequestWithBody(server string, params *QuickJoinParams, content
 	return req, nil
 }
 
+// NewStreamMeEventsRequest constructs an http.Request for the StreamMeEvents method
+func NewStreamMeEventsRequest(server string, params *StreamMeEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "platform", params.Platform, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.LastEventId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "lastEventId", *params.LastEventId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSetFollowingRequest calls the generic SetFollowing builder with application/json body
+func NewSetFollowingRequest(server string, body SetFollowingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetFollowingRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetFollowingRequestWithBody constructs an http.Request for the SetFollowing method, with any body, and a specified content type
+func NewSetFollowingRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/following")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewMyRoomsRequest constructs an http.Request for the MyRooms method
 func NewMyRoomsRequest(server string, params *MyRoomsParams) (*http.Request, error) {
 	var err error
@@ -3174,6 +3637,87 @@ func NewMyRoomsRequest(server string, params *MyRoomsParams) (*http.Request, err
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateMeStreamTokenRequest constructs an http.Request for the CreateMeStreamToken method
+func NewCreateMeStreamTokenRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/stream-token")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPresenceRequest constructs an http.Request for the GetPresence method
+func NewGetPresenceRequest(server string, params *GetPresenceParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/presence")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UserIds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "userIds", params.UserIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4365,6 +4909,92 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
 	QuickJoinWithResponse(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
 
+	// StreamMeEventsWithResponse The caller's personal stream (a session), as Server-Sent Events
+	//
+	// A `text/event-stream` of what concerns the caller beyond rooms. The
+	// stream is a session of the caller on `platform` (required: `pc`,
+	// `console`, `mobile` or `web`; anything else is 400
+	// `INVALID_PLATFORM`). While any session of a user holds its lease
+	// (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
+	// 15 s by default), the user is online on the platforms of its
+	// sessions.
+	//
+	// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
+	// default): a new session of the same user and platform replaces the
+	// open one, on whatever instance it is, which gets `session_replaced`
+	// as its last event and ends (don't reconnect after it: that would
+	// replace the new one); `reject-new`: the new one is 409
+	// `SESSION_EXISTS` while the old one holds its lease (a session whose
+	// client vanished holds it for at most the TTL); `allow-multiple`.
+	// A session counts among the caller's open event streams
+	// (`STREAM_LIMIT`, 429).
+	//
+	// It starts with a `retry:` line, then:
+	// - without `Last-Event-ID`: a `snapshot` event (the session, the
+	//   log's position as its id);
+	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
+	//   events after it, then `resumed` (no id), when the user's log
+	//   still holds them (the last 100, kept 24 h after the last event)
+	//   and the id is of this log's history; otherwise (another history,
+	//   too far behind, an id not of the server's form) a `snapshot` with
+	//   `resync: true`: logged events may have been missed.
+	// Then the current status of every user the caller follows (`PUT
+	// /v1/me/following`), one `presence` event each (no id), then live:
+	// logged events and the followed users' status changes. A change of
+	// the followed users while the stream is open sends the newly
+	// followed users' current status first, then their changes.
+	//
+	// | event | logged (has an id) | data |
+	// |---|---|---|
+	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+	// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
+	// | resumed | no | `{"type","userId","seq","ts"}` |
+	// | token_expiring | no | as on room streams |
+	//
+	// The data of every event is the schema `UserEvent`. Logged events
+	// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+	// Presence is not logged: after any reconnect the stream sends every
+	// followed user's current status again, so a client keeps, per user,
+	// the status of the highest `version` and needs nothing else.
+	// Heartbeat `: ping` as on room streams; the end before the token
+	// expires (`token_expiring`) as on room streams, with a stream token
+	// from `POST /v1/me/stream-token`. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/me/events (the `StreamMeEvents` operationId).
+	StreamMeEventsWithResponse(ctx context.Context, params *StreamMeEventsParams, reqEditors ...RequestEditorFn) (*StreamMeEventsResponse, error)
+
+	// SetFollowingWithBodyWithResponse Choose whose status changes reach the personal stream
+	//
+	// Replaces the users the caller follows (0..500 user ids, duplicates
+	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+	// and nothing changes). The caller's open personal streams, on every
+	// instance, send the newly followed users' current status, then
+	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// the last set or the last personal stream opened. Players only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+	SetFollowingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetFollowingResponse, error)
+
+	// SetFollowingWithResponse Choose whose status changes reach the personal stream
+	//
+	// Replaces the users the caller follows (0..500 user ids, duplicates
+	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+	// and nothing changes). The caller's open personal streams, on every
+	// instance, send the newly followed users' current status, then
+	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// the last set or the last personal stream opened. Players only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+	SetFollowingWithResponse(ctx context.Context, body SetFollowingJSONRequestBody, reqEditors ...RequestEditorFn) (*SetFollowingResponse, error)
+
 	// MyRoomsWithResponse The rooms the caller is in
 	//
 	// Newest first (by creation, then id), without players, each with the
@@ -4381,6 +5011,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/me/rooms (the `MyRooms` operationId).
 	MyRoomsWithResponse(ctx context.Context, params *MyRoomsParams, reqEditors ...RequestEditorFn) (*MyRoomsResponse, error)
+
+	// CreateMeStreamTokenWithResponse A short-lived token to open the personal stream
+	//
+	// As `POST /v1/rooms/{roomId}/stream-token`, for `GET
+	// /v1/me/events?token=…` (any `platform`). Players only: an API key
+	// is 403 `SCOPE_REQUIRED`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/me/stream-token (the `CreateMeStreamToken` operationId).
+	CreateMeStreamTokenWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateMeStreamTokenResponse, error)
+
+	// GetPresenceWithResponse The online status of users
+	//
+	// The status of each of `userIds` (1..100, comma-separated, in the
+	// order given, duplicates included; none or more: 400
+	// `INVALID_USER_IDS`): online while a personal stream session of the
+	// user holds its lease, with the platforms of those sessions. A user
+	// never seen is offline with `version` 0. An instance that dies takes
+	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
+	// interval. API keys: scope `rooms:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/presence (the `GetPresence` operationId).
+	GetPresenceWithResponse(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*GetPresenceResponse, error)
 
 	// ListRoomsWithResponse List public rooms
 	//
@@ -5784,6 +6440,204 @@ func (r QuickJoinResponse) ContentType() string {
 	return ""
 }
 
+// StreamMeEventsResponse401Headers the declared response headers of an HTTP 401 response for StreamMeEvents
+type StreamMeEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// StreamMeEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamMeEvents
+type StreamMeEventsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type StreamMeEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadPlayersInput
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *SessionExists
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamMeEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamMeEventsResponse429Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r StreamMeEventsResponse) GetApplicationproblemJSON400() *BadPlayersInput {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r StreamMeEventsResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r StreamMeEventsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r StreamMeEventsResponse) GetApplicationproblemJSON409() *SessionExists {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StreamMeEventsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StreamMeEventsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StreamMeEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StreamMeEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StreamMeEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StreamMeEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetFollowingResponse401Headers the declared response headers of an HTTP 401 response for SetFollowing
+type SetFollowingResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetFollowingResponse429Headers the declared response headers of an HTTP 429 response for SetFollowing
+type SetFollowingResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SetFollowingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Following
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadPlayersInput
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetFollowingResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetFollowingResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetFollowingResponse) GetJSON200() *Following {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON400() *BadPlayersInput {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetFollowingResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetFollowingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetFollowingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetFollowingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetFollowingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MyRoomsResponse401Headers the declared response headers of an HTTP 401 response for MyRooms
 type MyRoomsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5870,6 +6724,183 @@ func (r MyRoomsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r MyRoomsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateMeStreamTokenResponse201Headers the declared response headers of an HTTP 201 response for CreateMeStreamToken
+type CreateMeStreamTokenResponse201Headers struct {
+	CacheControl *string
+}
+
+// CreateMeStreamTokenResponse401Headers the declared response headers of an HTTP 401 response for CreateMeStreamToken
+type CreateMeStreamTokenResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateMeStreamTokenResponse429Headers the declared response headers of an HTTP 429 response for CreateMeStreamToken
+type CreateMeStreamTokenResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type CreateMeStreamTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *StreamToken
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateMeStreamTokenResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateMeStreamTokenResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateMeStreamTokenResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateMeStreamTokenResponse) GetJSON201() *StreamToken {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateMeStreamTokenResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateMeStreamTokenResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateMeStreamTokenResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateMeStreamTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateMeStreamTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateMeStreamTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateMeStreamTokenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPresenceResponse401Headers the declared response headers of an HTTP 401 response for GetPresence
+type GetPresenceResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetPresenceResponse429Headers the declared response headers of an HTTP 429 response for GetPresence
+type GetPresenceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetPresenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PresenceList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadPlayersInput
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPresenceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPresenceResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPresenceResponse) GetJSON200() *PresenceList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetPresenceResponse) GetApplicationproblemJSON400() *BadPlayersInput {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPresenceResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPresenceResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetPresenceResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetPresenceResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPresenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPresenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPresenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPresenceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7964,6 +8995,111 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 	return ParseQuickJoinResponse(rsp)
 }
 
+// StreamMeEventsWithResponse The caller's personal stream (a session), as Server-Sent Events
+//
+// A `text/event-stream` of what concerns the caller beyond rooms. The
+// stream is a session of the caller on `platform` (required: `pc`,
+// `console`, `mobile` or `web`; anything else is 400
+// `INVALID_PLATFORM`). While any session of a user holds its lease
+// (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
+// 15 s by default), the user is online on the platforms of its
+// sessions.
+//
+// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
+// default): a new session of the same user and platform replaces the
+// open one, on whatever instance it is, which gets `session_replaced`
+// as its last event and ends (don't reconnect after it: that would
+// replace the new one); `reject-new`: the new one is 409
+// `SESSION_EXISTS` while the old one holds its lease (a session whose
+// client vanished holds it for at most the TTL); `allow-multiple`.
+// A session counts among the caller's open event streams
+// (`STREAM_LIMIT`, 429).
+//
+// It starts with a `retry:` line, then:
+//   - without `Last-Event-ID`: a `snapshot` event (the session, the
+//     log's position as its id);
+//   - with `Last-Event-ID` (header, or `lastEventId`): the logged
+//     events after it, then `resumed` (no id), when the user's log
+//     still holds them (the last 100, kept 24 h after the last event)
+//     and the id is of this log's history; otherwise (another history,
+//     too far behind, an id not of the server's form) a `snapshot` with
+//     `resync: true`: logged events may have been missed.
+//
+// Then the current status of every user the caller follows (`PUT
+// /v1/me/following`), one `presence` event each (no id), then live:
+// logged events and the followed users' status changes. A change of
+// the followed users while the stream is open sends the newly
+// followed users' current status first, then their changes.
+//
+// | event | logged (has an id) | data |
+// |---|---|---|
+// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
+// | resumed | no | `{"type","userId","seq","ts"}` |
+// | token_expiring | no | as on room streams |
+//
+// The data of every event is the schema `UserEvent`. Logged events
+// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+// Presence is not logged: after any reconnect the stream sends every
+// followed user's current status again, so a client keeps, per user,
+// the status of the highest `version` and needs nothing else.
+// Heartbeat `: ping` as on room streams; the end before the token
+// expires (`token_expiring`) as on room streams, with a stream token
+// from `POST /v1/me/stream-token`. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/me/events (the `StreamMeEvents` operationId).
+func (c *ClientWithResponses) StreamMeEventsWithResponse(ctx context.Context, params *StreamMeEventsParams, reqEditors ...RequestEditorFn) (*StreamMeEventsResponse, error) {
+	rsp, err := c.StreamMeEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStreamMeEventsResponse(rsp)
+}
+
+// SetFollowingWithBodyWithResponse Choose whose status changes reach the personal stream
+//
+// Replaces the users the caller follows (0..500 user ids, duplicates
+// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+// and nothing changes). The caller's open personal streams, on every
+// instance, send the newly followed users' current status, then
+// their changes; unfollowed users' changes stop. Kept 30 days after
+// the last set or the last personal stream opened. Players only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+func (c *ClientWithResponses) SetFollowingWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetFollowingResponse, error) {
+	rsp, err := c.SetFollowingWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetFollowingResponse(rsp)
+}
+
+// SetFollowingWithResponse Choose whose status changes reach the personal stream
+//
+// Replaces the users the caller follows (0..500 user ids, duplicates
+// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+// and nothing changes). The caller's open personal streams, on every
+// instance, send the newly followed users' current status, then
+// their changes; unfollowed users' changes stop. Kept 30 days after
+// the last set or the last personal stream opened. Players only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
+func (c *ClientWithResponses) SetFollowingWithResponse(ctx context.Context, body SetFollowingJSONRequestBody, reqEditors ...RequestEditorFn) (*SetFollowingResponse, error) {
+	rsp, err := c.SetFollowing(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetFollowingResponse(rsp)
+}
+
 // MyRoomsWithResponse The rooms the caller is in
 //
 // Newest first (by creation, then id), without players, each with the
@@ -7985,6 +9121,44 @@ func (c *ClientWithResponses) MyRoomsWithResponse(ctx context.Context, params *M
 		return nil, err
 	}
 	return ParseMyRoomsResponse(rsp)
+}
+
+// CreateMeStreamTokenWithResponse A short-lived token to open the personal stream
+//
+// As `POST /v1/rooms/{roomId}/stream-token`, for `GET
+// /v1/me/events?token=…` (any `platform`). Players only: an API key
+// is 403 `SCOPE_REQUIRED`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/me/stream-token (the `CreateMeStreamToken` operationId).
+func (c *ClientWithResponses) CreateMeStreamTokenWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateMeStreamTokenResponse, error) {
+	rsp, err := c.CreateMeStreamToken(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMeStreamTokenResponse(rsp)
+}
+
+// GetPresenceWithResponse The online status of users
+//
+// The status of each of `userIds` (1..100, comma-separated, in the
+// order given, duplicates included; none or more: 400
+// `INVALID_USER_IDS`): online while a personal stream session of the
+// user holds its lease, with the platforms of those sessions. A user
+// never seen is offline with `version` 0. An instance that dies takes
+// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
+// interval. API keys: scope `rooms:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/presence (the `GetPresence` operationId).
+func (c *ClientWithResponses) GetPresenceWithResponse(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*GetPresenceResponse, error) {
+	rsp, err := c.GetPresence(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPresenceResponse(rsp)
 }
 
 // ListRoomsWithResponse List public rooms
@@ -9494,6 +10668,216 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 	return response, nil
 }
 
+// ParseStreamMeEventsResponse parses an HTTP response from a StreamMeEventsWithResponse call
+func ParseStreamMeEventsResponse(rsp *http.Response) (*StreamMeEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StreamMeEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadPlayersInput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SessionExists
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StreamMeEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamMeEventsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetFollowingResponse parses an HTTP response from a SetFollowingWithResponse call
+func ParseSetFollowingResponse(rsp *http.Response) (*SetFollowingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetFollowingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Following
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadPlayersInput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetFollowingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetFollowingResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseMyRoomsResponse parses an HTTP response from a MyRoomsWithResponse call
 func ParseMyRoomsResponse(rsp *http.Response) (*MyRoomsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9565,6 +10949,198 @@ func ParseMyRoomsResponse(rsp *http.Response) (*MyRoomsResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers MyRoomsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateMeStreamTokenResponse parses an HTTP response from a CreateMeStreamTokenWithResponse call
+func ParseCreateMeStreamTokenResponse(rsp *http.Response) (*CreateMeStreamTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateMeStreamTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest StreamToken
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateMeStreamTokenResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateMeStreamTokenResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateMeStreamTokenResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPresenceResponse parses an HTTP response from a GetPresenceWithResponse call
+func ParseGetPresenceResponse(rsp *http.Response) (*GetPresenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPresenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PresenceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadPlayersInput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPresenceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPresenceResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

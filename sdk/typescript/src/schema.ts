@@ -680,6 +680,148 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/stream-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived token to open the personal stream
+         * @description As `POST /v1/rooms/{roomId}/stream-token`, for `GET
+         *     /v1/me/events?token=…` (any `platform`). Players only: an API key
+         *     is 403 `SCOPE_REQUIRED`.
+         */
+        post: operations["createMeStreamToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's personal stream (a session), as Server-Sent Events
+         * @description A `text/event-stream` of what concerns the caller beyond rooms. The
+         *     stream is a session of the caller on `platform` (required: `pc`,
+         *     `console`, `mobile` or `web`; anything else is 400
+         *     `INVALID_PLATFORM`). While any session of a user holds its lease
+         *     (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
+         *     15 s by default), the user is online on the platforms of its
+         *     sessions.
+         *
+         *     Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
+         *     default): a new session of the same user and platform replaces the
+         *     open one, on whatever instance it is, which gets `session_replaced`
+         *     as its last event and ends (don't reconnect after it: that would
+         *     replace the new one); `reject-new`: the new one is 409
+         *     `SESSION_EXISTS` while the old one holds its lease (a session whose
+         *     client vanished holds it for at most the TTL); `allow-multiple`.
+         *     A session counts among the caller's open event streams
+         *     (`STREAM_LIMIT`, 429).
+         *
+         *     It starts with a `retry:` line, then:
+         *     - without `Last-Event-ID`: a `snapshot` event (the session, the
+         *       log's position as its id);
+         *     - with `Last-Event-ID` (header, or `lastEventId`): the logged
+         *       events after it, then `resumed` (no id), when the user's log
+         *       still holds them (the last 100, kept 24 h after the last event)
+         *       and the id is of this log's history; otherwise (another history,
+         *       too far behind, an id not of the server's form) a `snapshot` with
+         *       `resync: true`: logged events may have been missed.
+         *     Then the current status of every user the caller follows (`PUT
+         *     /v1/me/following`), one `presence` event each (no id), then live:
+         *     logged events and the followed users' status changes. A change of
+         *     the followed users while the stream is open sends the newly
+         *     followed users' current status first, then their changes.
+         *
+         *     | event | logged (has an id) | data |
+         *     |---|---|---|
+         *     | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+         *     | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+         *     | presence | no | `{"type","userId","online","platforms","version","ts"}` |
+         *     | resumed | no | `{"type","userId","seq","ts"}` |
+         *     | token_expiring | no | as on room streams |
+         *
+         *     The data of every event is the schema `UserEvent`. Logged events
+         *     have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+         *     Presence is not logged: after any reconnect the stream sends every
+         *     followed user's current status again, so a client keeps, per user,
+         *     the status of the highest `version` and needs nothing else.
+         *     Heartbeat `: ping` as on room streams; the end before the token
+         *     expires (`token_expiring`) as on room streams, with a stream token
+         *     from `POST /v1/me/stream-token`. Players only: an API key is 403
+         *     `SCOPE_REQUIRED`.
+         */
+        get: operations["streamMeEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/following": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Choose whose status changes reach the personal stream
+         * @description Replaces the users the caller follows (0..500 user ids, duplicates
+         *     dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
+         *     and nothing changes). The caller's open personal streams, on every
+         *     instance, send the newly followed users' current status, then
+         *     their changes; unfollowed users' changes stop. Kept 30 days after
+         *     the last set or the last personal stream opened. Players only.
+         */
+        put: operations["setFollowing"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/presence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The online status of users
+         * @description The status of each of `userIds` (1..100, comma-separated, in the
+         *     order given, duplicates included; none or more: 400
+         *     `INVALID_USER_IDS`): online while a personal stream session of the
+         *     user holds its lease, with the platforms of those sessions. A user
+         *     never seen is offline with `version` 0. An instance that dies takes
+         *     its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
+         *     interval. API keys: scope `rooms:read`.
+         */
+        get: operations["getPresence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/instances": {
         parameters: {
             query?: never;
@@ -793,6 +935,28 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A session's platform; one session per user and platform by default.
+         * @enum {string}
+         */
+        Platform: "pc" | "console" | "mobile" | "web";
+        Presence: {
+            userId: string;
+            online: boolean;
+            /** @description The platforms of the user's open sessions, in the order pc, console, mobile, web. */
+            platforms: components["schemas"]["Platform"][];
+            /**
+             * Format: int64
+             * @description Orders the user's statuses: a larger one is later; 0: never seen.
+             */
+            version: number;
+        };
+        PresenceList: {
+            users: components["schemas"]["Presence"][];
+        };
+        Following: {
+            userIds: string[];
+        };
         Problem: {
             /** @example https://realsync.dev/problems/room-full */
             type: string;
@@ -802,7 +966,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -1097,6 +1261,8 @@ export interface components {
         RoomEvent: components["schemas"]["SnapshotEvent"] | components["schemas"]["StateEvent"] | components["schemas"]["PlayerJoinedEvent"] | components["schemas"]["PlayerLeftEvent"] | components["schemas"]["PlayerConnectedEvent"] | components["schemas"]["PlayerDisconnectedEvent"] | components["schemas"]["RoomUpdatedEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["RoomClosedEvent"] | components["schemas"]["SeatsReservedEvent"] | components["schemas"]["ReservationExpiredEvent"] | components["schemas"]["ResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
         /** @description An event of the lobby stream (GET /v1/lobby/events): the data of one SSE frame, whose `event:` line is its `type`. */
         LobbyEvent: components["schemas"]["LobbyRoomsEvent"] | components["schemas"]["LobbyRoomAddedEvent"] | components["schemas"]["LobbyRoomUpdatedEvent"] | components["schemas"]["LobbyRoomRemovedEvent"] | components["schemas"]["TokenExpiringEvent"];
+        /** @description An event of the personal stream (GET /v1/me/events): the data of one SSE frame, whose `event:` line is its `type`. */
+        UserEvent: components["schemas"]["UserSnapshotEvent"] | components["schemas"]["UserPresenceEvent"] | components["schemas"]["UserSessionReplacedEvent"] | components["schemas"]["UserResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
         SnapshotEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1363,6 +1529,68 @@ export interface components {
             /** Format: int64 */
             version: number;
         };
+        UserSnapshotEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "snapshot";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            platform: string;
+            /** @description This stream's session id (session_replaced names the session it ends). */
+            session: string;
+            resync: boolean;
+        };
+        UserPresenceEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "presence";
+            userId: string;
+            online: boolean;
+            /** @description The platforms of the user's open sessions, in the order pc, console, mobile, web. */
+            platforms: string[];
+            /**
+             * Format: int64
+             * @description Orders the user's statuses: a larger one is later.
+             */
+            version: number;
+            /** Format: date-time */
+            ts: string;
+        };
+        UserSessionReplacedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "session_replaced";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            platform: string;
+            /** @description The session replaced (the snapshot's session of the stream that ends). */
+            session: string;
+            by: string;
+        };
+        UserResumedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "resumed";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+        };
     };
     responses: {
         /** @description `MALFORMED_REQUEST`: the body is not valid JSON or has wrong types. */
@@ -1566,6 +1794,30 @@ export interface components {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `INVALID_PLATFORM`: `platform` is missing or not one of `pc`,
+         *     `console`, `mobile`, `web`; `INVALID_USER_IDS`: the list of user ids
+         *     is empty where one is needed, too long (presence: 100, following:
+         *     500), or holds an empty id, one over 128 bytes or one with a space,
+         *     comma or control character.
+         */
+        BadPlayersInput: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `SESSION_EXISTS`: `REALSYNC_SESSION_POLICY` is `reject-new` and the caller has a session on this platform. */
+        SessionExists: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -2487,6 +2739,121 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createMeStreamToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token issued. */
+            201: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamToken"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    streamMeEvents: {
+        parameters: {
+            query: {
+                platform: components["schemas"]["Platform"];
+                /** @description The `Last-Event-ID`, for clients that cannot set the header. */
+                lastEventId?: string;
+            };
+            header?: {
+                /** @description The id of the last logged event the client received. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The personal stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadPlayersInput"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["SessionExists"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setFollowing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Following"];
+            };
+        };
+        responses: {
+            /** @description The users followed now, sorted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Following"];
+                };
+            };
+            400: components["responses"]["BadPlayersInput"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPresence: {
+        parameters: {
+            query: {
+                userIds: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The statuses. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PresenceList"];
+                };
+            };
+            400: components["responses"]["BadPlayersInput"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

@@ -1,0 +1,111 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+// StreamMeEvents implements GET /v1/me/events: the caller's personal
+// stream, a session on the platform given (sse.Hub.ServeMe).
+func (s *Server) StreamMeEvents(w http.ResponseWriter, r *http.Request, params oapi.StreamMeEventsParams) {
+	if err := players.CheckPlatform(string(params.Platform)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := streamFor(r.Context(), meScope); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := deref(params.LastEventID) // the header wins over the query parameter
+	if id == "" {
+		id = deref(params.LastEventId)
+	}
+	c := sse.ParseCursor(id)
+	if id != "" && !c.Set {
+		// an id not of the server's form: a resume all the same, which
+		// the log cannot serve (a snapshot with resync true)
+		c = sse.Cursor{Set: true}
+	}
+	ctx := s.untilTokenExpiry(r.Context())
+	s.stream(w, r, func(client sse.Client) error {
+		return s.events.ServeMe(ctx, client, userFrom(ctx), string(params.Platform), c)
+	})
+}
+
+// CreateMeStreamToken implements POST /v1/me/stream-token.
+func (s *Server) CreateMeStreamToken(w http.ResponseWriter, r *http.Request) {
+	s.writeStreamToken(w, r, identityFrom(r.Context()), meScope)
+}
+
+// SetFollowing implements PUT /v1/me/following.
+func (s *Server) SetFollowing(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		UserIDs *[]string `json:"userIds"`
+	}
+	if err := decodeBody(r, &body, false, jsonType); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.UserIDs == nil {
+		s.writeError(w, r, rooms.Invalid("userIds", "is required"))
+		return
+	}
+	if s.players == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	ids, err := s.players.SetFollowing(r.Context(), userFrom(r.Context()), *body.UserIDs)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, oapi.Following{UserIds: ids})
+}
+
+// GetPresence implements GET /v1/presence.
+func (s *Server) GetPresence(w http.ResponseWriter, r *http.Request, params oapi.GetPresenceParams) {
+	if s.players == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	ss, err := s.players.Presence(r.Context(), params.UserIds)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := oapi.PresenceList{Users: make([]oapi.Presence, len(ss))}
+	for i, st := range ss {
+		ps := make([]oapi.Platform, len(st.Platforms))
+		for j, p := range st.Platforms {
+			ps[j] = oapi.Platform(p)
+		}
+		out.Users[i] = oapi.Presence{UserId: st.UserID, Online: st.Online, Platforms: ps, Version: st.Version}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// playersParamError is the precise problem of a parameter of the players
+// routes that the generated binding refused (nil: not one of those).
+func playersParamError(err error) error {
+	var req *oapi.RequiredParamError
+	var inv *oapi.InvalidParamFormatError
+	name := ""
+	switch {
+	case errors.As(err, &req):
+		name = req.ParamName
+	case errors.As(err, &inv):
+		name = inv.ParamName
+	}
+	switch name {
+	case "platform":
+		return players.CheckPlatform("")
+	case "userIds":
+		return players.CheckUserIDs(nil, 1, players.MaxPresenceIDs)
+	}
+	return nil
+}

@@ -1,0 +1,522 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync"
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/eventschema"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// playerEnvs starts n API instances on backend b sharing one key prefix
+// (as n realsyncd processes on one Redis), with the session policy given.
+// The embedded backend's instances share one in-process store, each with a
+// hub of its own.
+func playerEnvs(t *testing.T, b redistest.Backend, policy players.Policy, n int) []*env {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	auth := &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}
+	var shared *store.Store
+	var out []*env
+	for range n {
+		st := shared
+		if st == nil {
+			var err error
+			st, err = store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+				Prefix: prefix, Shards: 4, SessionPolicy: policy, Quotas: store.Quotas{StreamsPerUser: 8}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			if b.Name == "embedded" {
+				shared = st
+			}
+		}
+		log := slog.New(slog.DiscardHandler)
+		hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+		h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+			Players: players.NewService(st), Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log})
+		srv := httptest.NewServer(h)
+		t.Cleanup(func() { hub.Close(); srv.Close() })
+		out = append(out, &env{t: t, url: srv.URL, store: st})
+	}
+	return out
+}
+
+// userChecker validates the personal stream's events against openapi.yaml.
+var userChecker = func() *eventschema.Checker {
+	c, err := eventschema.NewChecker(realsync.OpenAPI)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// checkUserEvent fails unless f's data is a UserEvent of the spec whose
+// type is the frame's event.
+func checkUserEvent(t *testing.T, f sseFrame) {
+	t.Helper()
+	data, _ := json.Marshal(f.data)
+	if err := userChecker.User(data); err != nil || f.data["type"] != f.event {
+		t.Errorf("%s event %s: %v", f.event, data, err)
+	}
+}
+
+// me opens token's personal stream on platform through e.
+func (e *env) me(token, platform string, hdr ...string) *stream {
+	e.t.Helper()
+	return e.open("/v1/me/events?platform="+platform, append([]string{"Authorization", "Bearer " + token}, hdr...)...)
+}
+
+// ends reads what is left of the stream and fails unless it ends within
+// 10 s; it returns the events read before the end.
+func (s *stream) ends() []string {
+	s.t.Helper()
+	timer := time.AfterFunc(10*time.Second, s.close)
+	defer timer.Stop()
+	rest, err := io.ReadAll(s.rd)
+	if !timer.Stop() {
+		s.t.Fatalf("stream still open after 10 s")
+	}
+	if err != nil {
+		s.t.Fatalf("stream: %v", err)
+	}
+	var evs []string
+	for _, line := range strings.Split(string(rest), "\n") {
+		if ev, ok := strings.CutPrefix(line, "event: "); ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// presence reads uid's status through GET /v1/presence.
+func (e *env) presence(token, uid string) map[string]any {
+	e.t.Helper()
+	r := e.do("GET", "/v1/presence?userIds="+uid, token, nil)
+	want(e.t, r, 200, "")
+	return r.body["users"].([]any)[0].(map[string]any)
+}
+
+func platformsOf(m map[string]any) string {
+	var ps []string
+	for _, p := range m["platforms"].([]any) {
+		ps = append(ps, p.(string))
+	}
+	return strings.Join(ps, ",")
+}
+
+// One user online on two platforms at once through two instances; a
+// second login on one platform, through the other instance, replaces the
+// first: the old stream's last event is session_replaced (naming it), then
+// it ends; the other platform's stream goes on.
+func TestMeStreamReplacedAcrossInstances(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			es := playerEnvs(t, b, players.PolicyReplace, 2)
+			a, bb := es[0], es[1]
+			alice, aliceID := a.guest("alice")
+			pc := a.me(alice, "pc")
+			snap := pc.next()
+			checkUserEvent(t, snap)
+			if snap.event != "snapshot" || snap.id == "" || snap.data["platform"] != "pc" || snap.data["userId"] != aliceID || snap.data["resync"] != false {
+				t.Fatalf("first event %+v", snap)
+			}
+			mobile := a.me(alice, "mobile")
+			mobile.next()
+			if p := bb.presence(alice, aliceID); p["online"] != true || platformsOf(p) != "pc,mobile" {
+				t.Fatalf("presence with two platforms: %v", p)
+			}
+			pc2 := bb.me(alice, "pc")
+			if f := pc2.next(); f.event != "snapshot" || f.data["session"] == snap.data["session"] {
+				t.Fatalf("new pc session %+v", f)
+			}
+			f := pc.next()
+			checkUserEvent(t, f)
+			if f.event != "session_replaced" || f.data["session"] != snap.data["session"] || f.data["by"] == "" || f.id == "" {
+				t.Fatalf("old pc stream got %+v", f)
+			}
+			if rest := pc.ends(); len(rest) != 0 {
+				t.Errorf("events after session_replaced: %v", rest)
+			}
+			if p := a.presence(alice, aliceID); platformsOf(p) != "pc,mobile" {
+				t.Errorf("presence after the replacement: %v", p)
+			}
+			// the mobile stream saw nothing of it and is still open
+			mobile.close()
+			pc2.close()
+			waitUntil(t, "offline", func() bool { return a.presence(alice, aliceID)["online"] == false })
+		})
+	}
+}
+
+// waitUntil polls cond for up to 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// reject-new: a second session of a platform is 409 SESSION_EXISTS and
+// the first goes on; allow-multiple: both are open.
+func TestMeStreamPolicies(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			rj := playerEnvs(t, b, players.PolicyRejectNew, 2)
+			alice, aliceID := rj[0].guest("alice")
+			first := rj[0].me(alice, "console")
+			first.next()
+			_, res := rj[1].tryOpen("/v1/me/events?platform=console", "Authorization", "Bearer "+alice)
+			body, _ := io.ReadAll(res.Body)
+			if res.StatusCode != 409 || !strings.Contains(string(body), `"code":"SESSION_EXISTS"`) {
+				t.Fatalf("second console session: %d %s", res.StatusCode, body)
+			}
+			if p := rj[1].presence(alice, aliceID); platformsOf(p) != "console" {
+				t.Errorf("presence %v", p)
+			}
+			other := rj[1].me(alice, "web")
+			other.next()
+
+			am := playerEnvs(t, b, players.PolicyAllowMultiple, 2)
+			bob, bobID := am[0].guest("bob")
+			s1, s2 := am[0].me(bob, "web"), am[1].me(bob, "web")
+			if a, b := s1.next(), s2.next(); a.event != "snapshot" || b.event != "snapshot" {
+				t.Fatalf("first events %v %v", a, b)
+			}
+			s1.close()
+			time.Sleep(50 * time.Millisecond)
+			if p := am[0].presence(bob, bobID); platformsOf(p) != "web" {
+				t.Errorf("one of two web sessions closed: %v", p)
+			}
+		})
+	}
+}
+
+// A follower's stream gets the current status of each user it starts
+// following (through another instance's PUT), then only changes: a second
+// login replacing the first on the same platform changes nothing and
+// publishes nothing.
+func TestMeFollowPresence(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			es := playerEnvs(t, b, players.PolicyReplace, 2)
+			a, bb := es[0], es[1]
+			alice, aliceID := a.guest("alice")
+			carol, carolID := a.guest("carol")
+			bob, _ := a.guest("bob")
+			watch := a.me(bob, "web")
+			watch.next()
+			cs := a.me(carol, "mobile")
+			cs.next()
+			r := bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID, aliceID, aliceID}})
+			want(t, r, 200, "")
+			if ids := r.body["userIds"].([]any); len(ids) != 2 {
+				t.Fatalf("following %v", ids)
+			}
+			got := map[string]sseFrame{}
+			for range 2 {
+				f := watch.next()
+				checkUserEvent(t, f)
+				if f.event != "presence" || f.id != "" {
+					t.Fatalf("event %+v", f)
+				}
+				got[f.data["userId"].(string)] = f
+			}
+			if got[aliceID].data["online"] != false || got[aliceID].data["version"] != 0.0 ||
+				got[carolID].data["online"] != true || fmt.Sprint(got[carolID].data["platforms"]) != "[mobile]" {
+				t.Fatalf("current statuses %v", got)
+			}
+			pc := bb.me(alice, "pc")
+			pc.next()
+			f := watch.next()
+			if f.event != "presence" || f.data["userId"] != aliceID || fmt.Sprint(f.data["platforms"]) != "[pc]" {
+				t.Fatalf("alice online: %+v", f)
+			}
+			v1 := f.data["version"].(float64)
+			pc2 := a.me(alice, "pc") // replaces pc: no change
+			pc2.next()
+			pc.ends()
+			cs.close() // carol offline: the next event
+			f = watch.next()
+			if f.data["userId"] != carolID || f.data["online"] != false {
+				t.Fatalf("after a replacement and carol's close: %+v", f)
+			}
+			pc2.close()
+			f = watch.next()
+			if f.data["userId"] != aliceID || f.data["online"] != false || f.data["version"].(float64) <= v1 {
+				t.Fatalf("alice offline: %+v", f)
+			}
+			// unfollowed: no more of carol
+			want(t, bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}), 200, "")
+			c2 := a.me(carol, "pc")
+			c2.next()
+			al := a.me(alice, "console")
+			al.next()
+			if f := watch.next(); f.data["userId"] != aliceID || f.data["online"] != true {
+				t.Fatalf("after unfollowing carol: %+v", f)
+			}
+			if b.Name == "standalone" { // classic Pub/Sub: one PUBSUB CHANNELS sees all
+				subscribed := func(uid string) int {
+					chs, err := a.store.Client().PubSubChannels(context.Background(), "*:st:"+uid).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					return len(chs)
+				}
+				if subscribed(carolID) != 0 || subscribed(aliceID) != 1 {
+					t.Errorf("status channels subscribed: carol %d (unfollowed), alice %d", subscribed(carolID), subscribed(aliceID))
+				}
+				watch.close() // its end drops its subscriptions
+				waitUntil(t, "the follower's subscriptions gone", func() bool { return subscribed(aliceID) == 0 })
+			}
+		})
+	}
+}
+
+// While a followed user's sessions come and go on two instances, the
+// follower unfollows and follows again through both: no status the stream
+// shows is older than one it showed before (versions never go down; a
+// status loaded for an offline user whose status is gone has version 0),
+// and the last it shows is the one GET /v1/presence reads.
+func TestMeFollowUnderConcurrentChanges(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			es := playerEnvs(t, b, players.PolicyReplace, 2)
+			alice, aliceID := es[0].guest("alice")
+			bob, _ := es[0].guest("bob")
+			watch := es[1].me(bob, "web")
+			watch.next()
+			frames := make(chan sseFrame, 1000)
+			go func() {
+				defer close(frames)
+				for {
+					f, err := watch.read()
+					if err != nil {
+						return
+					}
+					frames <- f
+				}
+			}()
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // alice's sessions come and go
+				defer wg.Done()
+				platforms := []string{"pc", "console", "mobile"}
+				var open []*stream
+				for i := range 12 {
+					s, res := es[i%2].tryOpen("/v1/me/events?platform="+platforms[i%3], "Authorization", "Bearer "+alice)
+					if res.StatusCode == 200 {
+						s.rd.ReadString('\n') // the retry line: the session is open
+					}
+					open = append(open, s)
+					if i%3 == 2 {
+						open[0].close()
+						open = open[1:]
+					}
+				}
+			}()
+			for i := range 6 {
+				ids := []string{aliceID}
+				if i%2 == 1 {
+					ids = []string{}
+				}
+				want(t, es[i%2].do("PUT", "/v1/me/following", bob, map[string]any{"userIds": ids}), 200, "")
+				time.Sleep(10 * time.Millisecond)
+			}
+			want(t, es[0].do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}), 200, "")
+			wg.Wait()
+			var last sseFrame
+			var lastV float64 = -1
+			n := 0
+			deadline := time.After(10 * time.Second)
+			for {
+				cur := es[0].presence(bob, aliceID)
+				if last.data != nil && last.data["version"] == cur["version"] && fmt.Sprint(last.data["platforms"]) == fmt.Sprint(cur["platforms"]) {
+					break
+				}
+				select {
+				case f, ok := <-frames:
+					if !ok {
+						t.Fatal("stream ended")
+					}
+					if f.event != "presence" || f.data["userId"] != aliceID {
+						t.Fatalf("event %+v", f)
+					}
+					v := f.data["version"].(float64)
+					if v < lastV && !(v == 0 && f.data["online"] == false) {
+						t.Fatalf("status of version %v after %v: %+v", v, lastV, f)
+					}
+					last, lastV, n = f, max(lastV, v), n+1
+				case <-deadline:
+					t.Fatalf("last status shown %v, GET reads %v", last.data, cur)
+				}
+			}
+			t.Logf("%d presence events", n)
+		})
+	}
+}
+
+// A personal stream resumes with Last-Event-ID: the logged events after
+// it (only the session's own), then resumed; an id of another history, or
+// one not of the server's form, gets a snapshot with resync true. A stream
+// token for the personal stream opens it; one for another stream does not.
+func TestMeStreamResume(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
+			alice, _ := e.guest("alice")
+			web := e.me(alice, "web")
+			snap := web.next()
+			web.close()
+			for range 2 { // logged events of other sessions
+				s := e.me(alice, "pc")
+				s.next()
+			}
+			r := e.do("POST", "/v1/me/stream-token", alice, nil)
+			want(t, r, 201, "")
+			tok := r.body["token"].(string)
+			res := e.open("/v1/me/events?platform=web&token="+tok, "Last-Event-ID", snap.id)
+			f := res.next()
+			checkUserEvent(t, f)
+			if f.event != "resumed" || f.data["seq"] != 1.0 {
+				t.Fatalf("resume from %s: %+v", snap.id, f)
+			}
+			seq, tag, _ := strings.Cut(snap.id, "-")
+			for _, id := range []string{seq + "-other", "7", "x"} {
+				s := e.open("/v1/me/events?platform=web&token="+tok, "Last-Event-ID", id)
+				if f := s.next(); f.event != "snapshot" || f.data["resync"] != true || !strings.HasSuffix(f.id, "-"+tag) {
+					t.Errorf("resume from %q: %+v", id, f)
+				}
+				s.close()
+			}
+			lobbyTok := e.streamToken(alice, "/v1/lobby/events")
+			_, resp := e.tryOpen("/v1/me/events?platform=web&token=" + lobbyTok)
+			if resp.StatusCode != 401 {
+				t.Errorf("a lobby stream token opened the personal stream: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// Bad input is a precise problem and changes nothing: the platform
+// (missing, unknown), the ids of GET /v1/presence (none, empty, 101), the
+// following (501 ids, a bad id, no userIds); an API key has no personal
+// stream.
+func TestMePlayersBadInput(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
+			alice, aliceID := e.guest("alice")
+			for _, p := range []string{"", "?platform=", "?platform=tv", "?platform=PC", "?platform=pc&platform=web"} {
+				r := e.do("GET", "/v1/me/events"+p, alice, nil)
+				want(t, r, 400, "INVALID_PLATFORM")
+				if !strings.Contains(r.body["detail"].(string), "pc, console, mobile, web") {
+					t.Errorf("detail %q", r.body["detail"])
+				}
+			}
+			if p := e.presence(alice, aliceID); p["online"] != false {
+				t.Errorf("a refused stream made alice online: %v", p)
+			}
+			many := make([]string, 101)
+			for i := range many {
+				many[i] = fmt.Sprintf("u%d", i)
+			}
+			for _, q := range []string{"", "?userIds=", "?userIds=a,,b", "?userIds=" + strings.Join(many, ",")} {
+				want(t, e.do("GET", "/v1/presence"+q, alice, nil), 400, "INVALID_USER_IDS")
+			}
+			r := e.do("GET", "/v1/presence?userIds="+strings.Join(many[:100], ","), alice, nil)
+			want(t, r, 200, "")
+			if n := len(r.body["users"].([]any)); n != 100 {
+				t.Errorf("100 ids: %d statuses", n)
+			}
+			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": []string{"keep"}}), 200, "")
+			tooMany := make([]string, 501)
+			for i := range tooMany {
+				tooMany[i] = fmt.Sprintf("u%d", i)
+			}
+			for _, body := range []any{map[string]any{"userIds": tooMany}, map[string]any{"userIds": []string{"a b"}},
+				map[string]any{"userIds": []string{""}}} {
+				want(t, e.do("PUT", "/v1/me/following", alice, body), 400, "INVALID_USER_IDS")
+			}
+			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{}), 422, "VALIDATION_FAILED")
+			want(t, e.do("PUT", "/v1/me/following", alice, `{"userIds": "x"}`), 400, "MALFORMED_REQUEST")
+			if got, err := e.store.Following(context.Background(), aliceID); err != nil || len(got) != 1 || got[0] != "keep" {
+				t.Errorf("following after refused changes: %v %v", got, err)
+			}
+			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": tooMany[:500]})
+			want(t, r, 200, "")
+		})
+	}
+}
+
+// The sessions' metrics: realsync_sessions{platform} counts the open
+// sessions of the instance, realsync_sessions_replaced_total the
+// replacements, and the personal streams count as kind "me".
+func TestMeStreamMetrics(t *testing.T) {
+	e := newEnv(t, redistest.Backends(t)[0], true)
+	alice, _ := e.guest("alice")
+	s1 := e.me(alice, "mobile")
+	s1.next()
+	s2 := e.me(alice, "mobile")
+	s2.next()
+	s1.ends()
+	m := e.scrape()
+	if v := m.value("realsync_sessions", "platform", "mobile"); v != 1 {
+		t.Errorf("realsync_sessions{mobile} %v, want 1", v)
+	}
+	if v := m.value("realsync_sessions", "platform", "pc"); v != 0 {
+		t.Errorf("realsync_sessions{pc} %v, want 0", v)
+	}
+	if v := m.value("realsync_sessions_replaced_total", "platform", "mobile"); v != 1 {
+		t.Errorf("realsync_sessions_replaced_total{mobile} %v, want 1", v)
+	}
+	if v := m.value("realsync_sse_stream_ends_total", "kind", "me", "reason", "replaced"); v != 1 {
+		t.Errorf("ends{me,replaced} %v, want 1", v)
+	}
+	if v := m.value("realsync_sse_opens_total", "kind", "me", "start", "fresh"); v != 2 {
+		t.Errorf("opens{me,fresh} %v, want 2", v)
+	}
+	s2.close()
+	waitUntil(t, "the session's end", func() bool { return e.scrape().value("realsync_sessions", "platform", "mobile") == 0 })
+}
+
+// A session replaced while its instance's Pub/Sub connection was cut
+// still ends with session_replaced: whichever comes first, the message
+// (when the connection was back in time), the resubscription's catch-up
+// from the user's log, or the next lease renewal's (it finds the lease
+// gone).
+func TestMeStreamReplacedWhileFeedCut(t *testing.T) {
+	b := redistest.Backends(t)[0] // standalone: CLIENT KILL TYPE pubsub reaches every subscriber
+	es := playerEnvs(t, b, players.PolicyReplace, 2)
+	alice, _ := es[0].guest("alice")
+	old := es[0].me(alice, "console")
+	first := old.next()
+	if err := es[0].store.Client().Do(context.Background(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	repl := es[1].me(alice, "console")
+	repl.next()
+	f := old.next()
+	if f.event != "session_replaced" || f.data["session"] != first.data["session"] {
+		t.Fatalf("old session got %+v", f)
+	}
+	old.ends()
+}

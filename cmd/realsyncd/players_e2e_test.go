@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// meEvent is one event of a personal stream.
+type meEvent struct {
+	typ  string
+	data map[string]any
+}
+
+// meStream is an open personal stream whose events a goroutine reads into
+// events (closed when the stream ends).
+type meStream struct {
+	events chan meEvent
+	close  func()
+}
+
+// openMe opens token's personal stream on platform at base, failing
+// unless 200.
+func openMe(t *testing.T, base, token, platform string) *meStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/me/events?platform="+platform, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		cancel()
+		t.Fatalf("open %s: %v %v", platform, res, err)
+	}
+	s := &meStream{events: make(chan meEvent, 100), close: func() { cancel(); res.Body.Close() }}
+	t.Cleanup(s.close)
+	go func() {
+		defer close(s.events)
+		rd := bufio.NewReader(res.Body)
+		var e meEvent
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "" && e.typ != "":
+				s.events <- e
+				e = meEvent{}
+			case strings.HasPrefix(line, "event: "):
+				e.typ = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				json.Unmarshal([]byte(line[6:]), &e.data)
+			}
+		}
+	}()
+	return s
+}
+
+// next returns the stream's next event within d; ok false when it ended.
+func (s *meStream) next(t *testing.T, d time.Duration) (meEvent, bool) {
+	t.Helper()
+	select {
+	case e, ok := <-s.events:
+		return e, ok
+	case <-time.After(d):
+		t.Fatalf("no event within %v", d)
+		return meEvent{}, false
+	}
+}
+
+func guestWithID(t *testing.T, in *instance, name string) (token, id string) {
+	t.Helper()
+	status, body := call(t, "POST", in.url+"/v1/auth/guest", "", map[string]any{"name": name})
+	if status != 201 {
+		t.Fatalf("guest: %d %v", status, body)
+	}
+	return body["token"].(string), body["userId"].(string)
+}
+
+// Two realsyncd processes: a follower's stream on one sees a user come
+// online on the other; a second login on pc through the first instance
+// replaces the pc session on the second (session_replaced, then the end);
+// the second instance killed with a console session open, the follower
+// sees the user lose console within the TTL (1 s) plus the janitor's
+// sweep, and GET /v1/presence agrees.
+func TestPersonalStreamsAcrossInstances(t *testing.T) {
+	bin := buildBinary(t)
+	for _, backend := range []string{"standalone", "cluster"} {
+		t.Run(backend, func(t *testing.T) {
+			env := append(backendEnv(t, backend), "REALSYNC_PRESENCE_TTL=1s")
+			a, b := start(t, bin, env...), start(t, bin, env...)
+			alice, aliceID := guestWithID(t, a, "alice")
+			bob, _ := guestWithID(t, a, "bob")
+			watch := openMe(t, a.url, bob, "web")
+			if e, _ := watch.next(t, 10*time.Second); e.typ != "snapshot" {
+				t.Fatalf("first event %+v", e)
+			}
+			if status, body := call(t, "PUT", b.url+"/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}); status != 200 {
+				t.Fatalf("follow: %d %v", status, body)
+			}
+			if e, _ := watch.next(t, 10*time.Second); e.typ != "presence" || e.data["online"] != false {
+				t.Fatalf("current status %+v", e)
+			}
+			pcB := openMe(t, b.url, alice, "pc")
+			pcB.next(t, 10*time.Second)
+			if e, _ := watch.next(t, 10*time.Second); e.data["online"] != true || len(e.data["platforms"].([]any)) != 1 {
+				t.Fatalf("alice on pc: %+v", e)
+			}
+			pcA := openMe(t, a.url, alice, "pc")
+			pcA.next(t, 10*time.Second)
+			if e, _ := pcB.next(t, 10*time.Second); e.typ != "session_replaced" {
+				t.Fatalf("the old pc session got %+v", e)
+			}
+			if e, ok := pcB.next(t, 10*time.Second); ok {
+				t.Fatalf("the old pc session goes on: %+v", e)
+			}
+			console := openMe(t, b.url, alice, "console")
+			console.next(t, 10*time.Second)
+			if e, _ := watch.next(t, 10*time.Second); strings.Join(platforms(e), ",") != "pc,console" {
+				t.Fatalf("alice on pc and console: %+v", e)
+			}
+			killed := time.Now()
+			b.kill()
+			e, _ := watch.next(t, 15*time.Second)
+			if strings.Join(platforms(e), ",") != "pc" || e.data["online"] != true {
+				t.Fatalf("after the kill: %+v", e)
+			}
+			t.Logf("console offline %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+			_, body := call(t, "GET", a.url+"/v1/presence?userIds="+aliceID, bob, nil)
+			if p := body["users"].([]any)[0].(map[string]any); p["version"] != e.data["version"] {
+				t.Errorf("GET /v1/presence %v, stream %v", p, e.data)
+			}
+		})
+	}
+}
+
+func platforms(e meEvent) []string {
+	var out []string
+	ps, _ := e.data["platforms"].([]any)
+	for _, p := range ps {
+		out = append(out, p.(string))
+	}
+	return out
+}

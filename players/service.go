@@ -1,0 +1,55 @@
+package players
+
+import (
+	"context"
+	"slices"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Store is what the presence routes need from storage (the store package
+// implements it): statuses by user, and each user's following.
+type Store interface {
+	// Statuses returns the status of each user, in order (offline,
+	// Version 0, for a user never seen).
+	Statuses(ctx context.Context, users []string) ([]Status, error)
+	// SetFollowing replaces the users user follows and tells user's
+	// personal streams on every instance.
+	SetFollowing(ctx context.Context, user string, ids []string) error
+}
+
+// Service checks and serves the presence routes.
+type Service struct{ store Store }
+
+// NewService returns a Service on store.
+func NewService(store Store) *Service { return &Service{store: store} }
+
+// Presence returns the status of each of ids (1..MaxPresenceIDs, in order,
+// duplicates kept). Errors: ErrInvalidUserIDs, rooms.ErrUnavailable.
+func (s *Service) Presence(ctx context.Context, ids []string) ([]Status, error) {
+	if err := CheckUserIDs(ids, 1, MaxPresenceIDs); err != nil {
+		return nil, err
+	}
+	return s.store.Statuses(ctx, ids)
+}
+
+// SetFollowing makes player u follow ids (0..MaxFollowing, duplicates
+// dropped) and returns them sorted. A user following themself is allowed
+// (their own status then reaches their stream). Errors: ErrInvalidUserIDs
+// (nothing changed), rooms.ErrScopeRequired for an API key,
+// rooms.ErrUnavailable.
+func (s *Service) SetFollowing(ctx context.Context, u rooms.User, ids []string) ([]string, error) {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return nil, err
+	}
+	if err := CheckUserIDs(ids, 0, MaxFollowing); err != nil {
+		return nil, err
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if err := s.store.SetFollowing(ctx, u.ID, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}

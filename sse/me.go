@@ -1,0 +1,490 @@
+package sse
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+)
+
+// EndGap is why a personal stream ended when its live feed skipped events
+// its user's log no longer holds: the client resumes with Last-Event-ID
+// and gets a snapshot (resync).
+const EndGap = "gap"
+
+// SessionMetrics, when the hub's Metrics implement it too, observes the
+// personal streams' sessions.
+type SessionMetrics interface {
+	// SessionOpened and SessionEnded bracket a session of platform on this
+	// instance.
+	SessionOpened(platform string)
+	SessionEnded(platform string)
+	// SessionsReplaced counts sessions of platform that a new one replaced.
+	SessionsReplaced(platform string, n int)
+}
+
+// meHub feeds the personal streams of an instance: each user's channel is
+// subscribed while a stream of the user is open here, each followed user's
+// status channel while a stream here follows the user.
+type meHub struct {
+	sub     sync.Mutex // held while subscribing or unsubscribing
+	mu      sync.Mutex
+	users   map[string]map[*meStream]struct{} // by the stream's user
+	follows map[string]map[*meStream]struct{} // by followed user
+	streams map[*meStream]struct{}
+}
+
+// meItem is one thing a personal stream's goroutine handles: a logged
+// event (or a following change: ev.Control), a followed user's status, a
+// status to load again (reload), or a catch-up from the log (catchUp).
+type meItem struct {
+	ev      *UserEvent
+	status  *players.Status
+	reload  string
+	catchUp bool
+}
+
+// meStream is one client's personal stream. seen (the status version sent
+// per followed user) and follows belong to its goroutine.
+type meStream struct {
+	held
+	session Session
+	q       chan meItem
+	seen    map[string]int64
+	follows []string
+	// lost: a renewal found the session's lease gone (see renewSessions)
+	lost atomic.Bool
+}
+
+func (st *meStream) offer(it meItem) bool {
+	select {
+	case st.q <- it:
+		return true
+	default:
+		st.end(EndSlow)
+		return false
+	}
+}
+
+// DeliverUser implements UserSink.
+func (h *Hub) DeliverUser(uid string, e UserEvent) {
+	if !e.Control {
+		e.parse()
+	}
+	h.me.mu.Lock()
+	defer h.me.mu.Unlock()
+	for st := range h.me.users[uid] {
+		st.offer(meItem{ev: &e})
+	}
+}
+
+// DeliverStatus implements UserSink.
+func (h *Hub) DeliverStatus(s players.Status) {
+	h.me.mu.Lock()
+	defer h.me.mu.Unlock()
+	for st := range h.me.follows[s.UserID] {
+		st.offer(meItem{status: &s})
+	}
+}
+
+// ResubscribedUser implements UserSink: the streams of uid catch up from
+// the log, and load their following again.
+func (h *Hub) ResubscribedUser(uid string) {
+	h.me.mu.Lock()
+	defer h.me.mu.Unlock()
+	for st := range h.me.users[uid] {
+		st.offer(meItem{catchUp: true})
+	}
+}
+
+// ResubscribedStatus implements UserSink: the streams following uid load
+// its status again.
+func (h *Hub) ResubscribedStatus(uid string) {
+	h.me.mu.Lock()
+	defer h.me.mu.Unlock()
+	for st := range h.me.follows[uid] {
+		st.offer(meItem{reload: uid})
+	}
+}
+
+// ServeMe streams user u's personal events to a session of platform,
+// resuming after c: first a retry line; then a snapshot event (a fresh
+// stream, or a resume the log could not serve) or the logged events after
+// c and a resumed event; then the current status of every followed user
+// (presence, no id); then live: logged events, and followed users'
+// statuses when they change, until ctx ends, the session is replaced
+// (session_replaced is its last event), the client cannot keep up, its
+// lease lapsed, the hub closes or the token expiry set with
+// WithTokenExpiry comes. The session holds a lease, renewed with the
+// hub's other leases: while any session of u holds one, u is online.
+// Errors, when nothing was started: players.ErrInvalidPlatform,
+// players.ErrPlayersOnly (a server credential), players.ErrSessionExists,
+// rooms.ErrStreamLimit, rooms.ErrUnavailable.
+func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform string, c Cursor) error {
+	if u.Server {
+		return players.ErrPlayersOnly
+	}
+	if err := players.CheckPlatform(platform); err != nil {
+		return err
+	}
+	feed, ok := h.feed.(UserFeed)
+	if !ok || h.cfg.Users == nil {
+		return rooms.ErrUnavailable
+	}
+	sess := Session{UserID: u.ID, Platform: platform, ID: h.streamName()}
+	st := &meStream{session: sess, q: make(chan meItem, h.cfg.QueueSize), seen: map[string]int64{},
+		held: newHeld(Lease{UserID: u.ID, Stream: sess.ID, Platform: platform})}
+	// subscribe first, then open (which reads the log's position): an
+	// event published in between is queued and dropped as already sent
+	if err := h.meJoin(ctx, h.me.users, u.ID, st, feed.SubscribeUser); err != nil {
+		return err
+	}
+	defer h.meLeave(h.me.users, u.ID, st, feed.UnsubscribeUser)
+	o, err := h.cfg.Users.OpenSession(ctx, sess, c, h.cfg.ReplayLimit)
+	if err != nil {
+		return err
+	}
+	sm, _ := h.cfg.Metrics.(SessionMetrics)
+	if sm != nil {
+		sm.SessionOpened(platform)
+		defer sm.SessionEnded(platform)
+		if o.Replaced > 0 {
+			sm.SessionsReplaced(platform, o.Replaced)
+		}
+	}
+	st.renewed.Store(time.Now().UnixNano())
+	h.me.mu.Lock()
+	h.me.streams[st] = struct{}{}
+	h.me.mu.Unlock()
+	defer h.closeSession(st)
+	defer func() { h.unfollow(feed, st, st.follows) }() // the follows of its end
+	ids, err := h.cfg.Users.Following(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	first, err := h.follow(ctx, feed, st, ids)
+	if err != nil {
+		return err
+	}
+	start := StartFresh
+	switch {
+	case c.Set && (o.Gap || !c.Verifiable()):
+		start = StartSnapshot
+	case c.Set:
+		start = StartReplay
+	}
+	h.cfg.Metrics.StreamOpened(KindMe, start)
+	client.Start()
+	out := &writer{c: client, m: h.cfg.Metrics, kind: KindMe}
+	out.write(retryFrame(0))
+	tag, sent := o.Tag, o.Seq
+	end := ""
+	if start == StartReplay {
+		for i := range o.Replay {
+			if end = st.writeLogged(out, &o.Replay[i]); end != "" {
+				break
+			}
+		}
+		st.writeResumed(out, sent)
+	} else {
+		st.writeSnapshot(out, tag, sent, c.Set)
+	}
+	for _, s := range first {
+		st.writeStatus(out, s)
+	}
+	why := end
+	if why == "" {
+		why = h.pumpMe(ctx, feed, st, out, tag, sent)
+	} else {
+		out.flush()
+	}
+	h.cfg.Metrics.StreamEnded(KindMe, why)
+	return nil
+}
+
+// pumpMe flushes the opening, then writes the stream's events, with
+// heartbeats while idle. Returns why the stream ended (End…).
+func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, tag string, sent int64) string {
+	if out.flush() != nil {
+		return EndWriteError
+	}
+	idle := time.NewTimer(h.cfg.Heartbeat)
+	defer idle.Stop()
+	expiring, last := expiryOf(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return EndClientGone
+		case <-h.done:
+			out.write(retryFrame(shutdownRetry()))
+			out.flush()
+			return EndShutdown
+		case <-expiring:
+			out.write(last)
+			out.flush()
+			return EndTokenExpiry
+		case <-st.over:
+			return st.why
+		case <-idle.C:
+			out.write(pingFrame)
+		case it := <-st.q:
+			var why string
+			sent, why = h.meItem(ctx, feed, st, out, it, tag, sent)
+			if why != "" {
+				out.flush()
+				return why
+			}
+		}
+		if out.flush() != nil {
+			return EndWriteError
+		}
+		idle.Reset(h.cfg.Heartbeat)
+	}
+}
+
+// meItem writes what item it calls for; returns the log position sent and
+// why the stream ends ("" when it goes on).
+func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writer, it meItem, tag string, sent int64) (int64, string) {
+	switch {
+	case it.status != nil:
+		st.writeStatus(out, *it.status)
+	case it.reload != "":
+		if !slices.Contains(st.follows, it.reload) {
+			return sent, ""
+		}
+		ss, err := h.cfg.Users.Statuses(ctx, []string{it.reload})
+		if err != nil {
+			return sent, storeEnd(ctx)
+		}
+		st.writeStatus(out, ss[0])
+	case it.catchUp, it.ev != nil && it.ev.Control:
+		if it.catchUp {
+			evs, gap, err := h.cfg.Users.UserLog(ctx, st.session.UserID, sent, tag, h.cfg.ReplayLimit)
+			switch {
+			case err != nil:
+				return sent, storeEnd(ctx)
+			case gap:
+				return sent, EndGap
+			}
+			for i := range evs {
+				evs[i].parse()
+				if end := st.writeLogged(out, &evs[i]); end != "" {
+					return evs[i].Seq, end
+				}
+				sent = evs[i].Seq
+			}
+		}
+		ids, err := h.cfg.Users.Following(ctx, st.session.UserID)
+		if err != nil {
+			return sent, storeEnd(ctx)
+		}
+		var added, dropped []string
+		for _, id := range ids {
+			if !slices.Contains(st.follows, id) {
+				added = append(added, id)
+			}
+		}
+		for _, id := range st.follows {
+			if !slices.Contains(ids, id) {
+				dropped = append(dropped, id)
+			}
+		}
+		h.unfollow(feed, st, dropped)
+		for _, id := range dropped {
+			delete(st.seen, id)
+		}
+		st.follows = slices.DeleteFunc(st.follows, func(id string) bool { return slices.Contains(dropped, id) })
+		ss, err := h.follow(ctx, feed, st, added)
+		if err != nil {
+			return sent, storeEnd(ctx)
+		}
+		for _, s := range ss {
+			st.writeStatus(out, s)
+		}
+	case it.ev.Seq <= sent && it.ev.Tag == tag:
+	case it.ev.Tag != tag || it.ev.Seq > sent+1:
+		// missed events: catch up from the log
+		return h.meItem(ctx, feed, st, out, meItem{catchUp: true}, tag, sent)
+	default:
+		return it.ev.Seq, st.writeLogged(out, it.ev)
+	}
+	return sent, ""
+}
+
+func storeEnd(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return EndClientGone
+	}
+	return EndStoreError
+}
+
+// follow subscribes the status channels of ids for st, then loads their
+// statuses: every change after the load reaches st's queue, and those not
+// newer than the status loaded are dropped (writeStatus).
+func (h *Hub) follow(ctx context.Context, feed UserFeed, st *meStream, ids []string) ([]players.Status, error) {
+	for _, id := range ids {
+		if err := h.meJoin(ctx, h.me.follows, id, st, feed.SubscribeStatus); err != nil {
+			return nil, err
+		}
+		st.follows = append(st.follows, id)
+		st.seen[id] = -1 // the current status goes out, whatever it is
+	}
+	return h.cfg.Users.Statuses(ctx, ids)
+}
+
+func (h *Hub) unfollow(feed UserFeed, st *meStream, ids []string) {
+	for _, id := range ids {
+		h.meLeave(h.me.follows, id, st, feed.UnsubscribeStatus)
+	}
+}
+
+// meJoin registers st under key in index, subscribing the key's channel
+// (subscribe) for its first stream on this instance.
+func (h *Hub) meJoin(ctx context.Context, index map[string]map[*meStream]struct{}, key string, st *meStream, subscribe func(context.Context, string) error) error {
+	h.me.sub.Lock()
+	defer h.me.sub.Unlock()
+	h.me.mu.Lock()
+	first := len(index[key]) == 0
+	h.me.mu.Unlock()
+	if first {
+		if err := subscribe(ctx, key); err != nil {
+			return err
+		}
+	}
+	h.me.mu.Lock()
+	if index[key] == nil {
+		index[key] = map[*meStream]struct{}{}
+	}
+	index[key][st] = struct{}{}
+	h.me.mu.Unlock()
+	return nil
+}
+
+// meLeave drops st from index under key, unsubscribing the last.
+func (h *Hub) meLeave(index map[string]map[*meStream]struct{}, key string, st *meStream, unsubscribe func(string)) {
+	h.me.sub.Lock()
+	defer h.me.sub.Unlock()
+	h.me.mu.Lock()
+	delete(index[key], st)
+	last := len(index[key]) == 0
+	if last {
+		delete(index, key)
+	}
+	h.me.mu.Unlock()
+	if last {
+		unsubscribe(key)
+	}
+}
+
+// closeSession ends st's session, even when the request is gone.
+func (h *Hub) closeSession(st *meStream) {
+	h.me.mu.Lock()
+	delete(h.me.streams, st)
+	h.me.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := h.cfg.Users.CloseSession(ctx, st.session); err != nil {
+		h.cfg.Log.Debug("sse: closing session", "user", st.session.UserID, "err", err)
+	}
+}
+
+// renewSessions extends the leases of the personal streams sts; a stream
+// whose session is no longer held first catches up from its user's log
+// (replaced: its session_replaced, missed on the live feed, is there, and
+// ends it), and ends (EndLapsed) when the next renewal still finds it
+// gone; one whose lease went a whole TTL without a renewal ends (see
+// renew).
+func (h *Hub) renewSessions(ctx context.Context, sts []leased) {
+	for chunk := range slices.Chunk(sts, renewChunk) {
+		ss := make([]Session, len(chunk))
+		byID := make(map[string]leased, len(chunk))
+		for i, st := range chunk {
+			l := st.holding().lease
+			ss[i] = Session{UserID: l.UserID, Platform: l.Platform, ID: l.Stream}
+			byID[l.Stream] = st
+		}
+		cctx, cancel := context.WithTimeout(ctx, h.cfg.PresenceTTL)
+		lost, err := h.cfg.Users.RenewSessions(cctx, ss)
+		cancel()
+		now := time.Now()
+		for _, st := range chunk {
+			if err == nil {
+				st.holding().renewed.Store(now.UnixNano())
+			} else if now.Sub(time.Unix(0, st.holding().renewed.Load())) >= h.cfg.PresenceTTL {
+				st.end(EndLapsed)
+			}
+		}
+		for _, s := range lost {
+			st, _ := byID[s.ID].(*meStream)
+			switch {
+			case st == nil:
+			case st.lost.CompareAndSwap(false, true):
+				// replaced, its session_replaced not received (a lost
+				// Pub/Sub message): the log has it, and the catch-up
+				// writes it and ends the stream
+				st.offer(meItem{catchUp: true})
+			default: // lost twice: lapsed (or its catch-up failed)
+				st.end(EndLapsed)
+			}
+		}
+		if err != nil {
+			h.cfg.Log.Warn("sse: renewing sessions", "sessions", len(chunk), "err", err)
+		}
+	}
+}
+
+// meLeased returns the open personal streams.
+func (h *Hub) meLeased() []leased {
+	h.me.mu.Lock()
+	defer h.me.mu.Unlock()
+	out := make([]leased, 0, len(h.me.streams))
+	for st := range h.me.streams {
+		out = append(out, st)
+	}
+	return out
+}
+
+// writeLogged writes logged event e unless it is another session's
+// session_replaced; returns EndReplaced when it ends this session.
+func (st *meStream) writeLogged(out *writer, e *UserEvent) string {
+	e.parse()
+	if e.meta.Type == players.EventSessionReplaced {
+		if e.meta.Session != st.session.ID {
+			return ""
+		}
+		out.writeEvent(e.frame)
+		return EndReplaced
+	}
+	out.writeEvent(e.frame)
+	return ""
+}
+
+// writeStatus writes s when st follows its user and it is newer than the
+// status sent.
+func (st *meStream) writeStatus(out *writer, s players.Status) {
+	seen, ok := st.seen[s.UserID]
+	if !ok || s.Version <= seen {
+		return
+	}
+	st.seen[s.UserID] = s.Version
+	data, _ := json.Marshal(s.Event(stamp(time.Now())))
+	out.writeEvent(appendFrame(nil, "", players.EventPresence, data))
+}
+
+func (st *meStream) writeSnapshot(out *writer, tag string, seq int64, resync bool) {
+	data, _ := json.Marshal(players.SnapshotEvent{UserEventHeader: players.UserEventHeader{Type: players.EventSnapshot,
+		UserID: st.session.UserID, Seq: seq, TS: stamp(time.Now())}, Platform: st.session.Platform,
+		Session: st.session.ID, Resync: resync})
+	out.writeEvent(appendFrame(nil, formatID(seq, tag), players.EventSnapshot, data))
+}
+
+func (st *meStream) writeResumed(out *writer, seq int64) {
+	data, _ := json.Marshal(players.ResumedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventResumed,
+		UserID: st.session.UserID, Seq: seq, TS: stamp(time.Now())}})
+	out.write(appendFrame(nil, "", players.EventResumed, data))
+}

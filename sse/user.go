@@ -1,0 +1,109 @@
+package sse
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/realsync/realsync/players"
+)
+
+// KindMe is the personal stream's kind, as Metrics receives it.
+const KindMe = "me"
+
+// EndReplaced is why a personal stream ended after session_replaced: a new
+// session of its user on its platform replaced it.
+const EndReplaced = "replaced"
+
+// Session is one personal stream's session: its user, its platform and
+// its id (the stream's name, unique across instances).
+type Session struct {
+	UserID   string
+	Platform string
+	ID       string
+}
+
+// UserEvent is one logged event of a user's personal stream as logged and
+// published: its place in the user's log, the tag of the log's history and
+// its one-line JSON. A control message (Control set) is no event: the
+// user's following changed.
+type UserEvent struct {
+	Seq     int64
+	Tag     string
+	Data    []byte
+	Control bool
+
+	meta struct {
+		Type    string `json:"type"`
+		Session string `json:"session"`
+	}
+	frame []byte
+}
+
+// parse reads the event's type and session and encodes its frame once.
+func (e *UserEvent) parse() {
+	if e.frame == nil {
+		json.Unmarshal(e.Data, &e.meta)
+		e.frame = appendFrame(nil, formatID(e.Seq, e.Tag), e.meta.Type, e.Data)
+	}
+}
+
+// UserOpening is what a new personal stream starts from: the log's
+// position (Seq, Tag) after the session was recorded and, for a cursor,
+// the events after it (Replay) or Gap when the log could not serve them.
+// Replaced counts the sessions the open replaced.
+type UserOpening struct {
+	Seq      int64
+	Tag      string
+	Replay   []UserEvent
+	Gap      bool
+	Replaced int
+}
+
+// UserSource reads and writes what personal streams need. Errors:
+// players.ErrSessionExists (policy reject-new), rooms.ErrStreamLimit,
+// rooms.ErrUnavailable.
+type UserSource interface {
+	// OpenSession records session s under the deployment's session policy
+	// (replacing, refusing or keeping a session of the same platform),
+	// publishes the user's status when it changed, and reads the user's
+	// log position, with c set the events after c (at most limit) or a gap.
+	OpenSession(ctx context.Context, s Session, c Cursor, limit int) (UserOpening, error)
+	// CloseSession drops s; the status follows (published when changed).
+	CloseSession(ctx context.Context, s Session) error
+	// RenewSessions extends the sessions' leases and returns those no
+	// longer held (replaced, or lapsed while the instance was cut off).
+	RenewSessions(ctx context.Context, ss []Session) (lost []Session, err error)
+	// UserLog returns the user's logged events after seq of history tag,
+	// gap when the log no longer holds them all (or is another history).
+	UserLog(ctx context.Context, user string, seq int64, tag string, limit int) (evs []UserEvent, gap bool, err error)
+	// Following returns the users user follows.
+	Following(ctx context.Context, user string) ([]string, error)
+	// Statuses returns the status of each user (offline, Version 0, when
+	// none is recorded).
+	Statuses(ctx context.Context, users []string) ([]players.Status, error)
+}
+
+// UserFeed is the part of a Feed that carries personal streams: each
+// user's channel (logged events and control messages) and each user's
+// status channel. Subscribe… return once Redis confirmed.
+type UserFeed interface {
+	SubscribeUser(ctx context.Context, user string) error
+	UnsubscribeUser(user string)
+	SubscribeStatus(ctx context.Context, user string) error
+	UnsubscribeStatus(user string)
+}
+
+// UserSink receives what a UserFeed delivers (the Hub). Its methods must
+// not block.
+type UserSink interface {
+	// DeliverUser hands over a logged event or control message published
+	// on user's channel.
+	DeliverUser(user string, e UserEvent)
+	// DeliverStatus hands over a status published on its user's status
+	// channel.
+	DeliverStatus(s players.Status)
+	// ResubscribedUser and ResubscribedStatus say the subscription was
+	// re-established after a reconnect: messages may have been lost.
+	ResubscribedUser(user string)
+	ResubscribedStatus(user string)
+}

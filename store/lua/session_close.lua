@@ -1,0 +1,50 @@
+-- session_close: drops a personal stream's session (member given), or
+-- (member "") only purges the user's lapsed leases: the janitor's sweep of
+-- the users whose earliest lease is due (an instance died, or lost Redis
+-- for a TTL). Either way the status is recomputed and published on the
+-- status channel only when it changed; offline deletes it; the shard's
+-- online index follows. No prelude.
+-- KEYS[1] sessions  KEYS[2] status  KEYS[3] shard online index
+-- KEYS[4] user's open streams
+-- ARGV[1] userId  ARGV[2] member "<platform>/<session>" or ""
+-- ARGV[3] status channel  ARGV[4] PUBLISH|SPUBLISH
+-- Reply: {"OK", "1" when the status changed | "0", lapsed leases purged}
+local K_SESS, K_STATUS, K_ONLINE, K_STREAMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local uid, member, sch, pubcmd = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local T = redis.call('TIME')
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
+
+local lapsed = redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
+if member ~= '' then
+  redis.call('ZREM', K_SESS, member)
+  local sid = string.match(member, '/(.*)$')
+  if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
+end
+local order = {'pc', 'console', 'mobile', 'web'}
+local on = {}
+for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
+  on[string.match(m, '^([^/]*)/')] = true
+end
+local ps = {}
+for _, p in ipairs(order) do if on[p] then ps[#ps + 1] = p end end
+local p = table.concat(ps, ',')
+local cur = redis.call('HMGET', K_STATUS, 'v', 'p')
+local changed = '0'
+if (cur[2] or '') ~= p then
+  changed = '1'
+  local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
+  if p == '' then
+    redis.call('DEL', K_STATUS)
+  else
+    redis.call('HSET', K_STATUS, 'v', string.format('%d', v), 'p', p)
+  end
+  redis.call(pubcmd, sch, string.format('%d', v) .. ' ' .. p)
+end
+local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
+if #first == 0 then
+  redis.call('ZREM', K_ONLINE, uid)
+else
+  redis.call('ZADD', K_ONLINE, first[2], uid)
+end
+return {'OK', changed, lapsed}

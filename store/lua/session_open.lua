@@ -1,0 +1,122 @@
+-- session_open: opens a personal stream's session (sessions.go) of one
+-- user on one platform, in the user's slot. Leases that lapsed are purged
+-- first. By the policy, a session of the same platform still held makes
+-- the open fail (reject-new), or is replaced (replace: its lease dropped,
+-- session_replaced appended to the user's log and published on the user's
+-- channel, for the instance that holds it to end it), or stays
+-- (allow-multiple). The new lease counts among the user's open streams
+-- (userstreams_open) when a stream quota is on. The status (online,
+-- platforms) is recomputed and published on the status channel only when
+-- it changed. Then the user's log position is read and, given a cursor,
+-- the events after it (or a gap: the log no longer serves it). No prelude.
+-- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
+-- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
+--         expires the linger after the last lease)
+-- KEYS[3] user log (stream, ids "<seq>-0", field d: event JSON)
+-- KEYS[4] log meta (hash seq, tag)
+-- KEYS[5] shard online index (zset userId → earliest lease expiry, ms)
+-- KEYS[6] user's open streams (zset, see userstreams_open)
+-- KEYS[7] following (set; its expiry is refreshed)
+-- ARGV[1] userId  ARGV[2] platform  ARGV[3] session  ARGV[4] policy
+-- ARGV[5] lease TTL (ms)  ARGV[6] stream quota (0: none)
+-- ARGV[7] user channel  ARGV[8] status channel  ARGV[9] PUBLISH|SPUBLISH
+-- ARGV[10] log MAXLEN  ARGV[11] log TTL (ms)  ARGV[12] new log tag
+-- ARGV[13] cursor seq ("": none)  ARGV[14] cursor tag  ARGV[15] replay limit
+-- ARGV[16] now as RFC 3339 (for events)  ARGV[17] following TTL (ms)
+-- ARGV[18] status linger (ms): the status outlives the last lease by it, so
+--          the janitor's sweep still sees it to publish "offline"
+-- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, json...} |
+--        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
+local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local uid, platform, sid, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ttl, quota = tonumber(ARGV[5]), tonumber(ARGV[6])
+local uch, sch, pubcmd = ARGV[7], ARGV[8], ARGV[9]
+local maxlen, logttl, newtag = ARGV[10], tonumber(ARGV[11]), ARGV[12]
+local T = redis.call('TIME')
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
+
+redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
+local same = {}
+for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
+  if string.sub(m, 1, #platform + 1) == platform .. '/' then same[#same + 1] = m end
+end
+if policy == 'reject-new' and #same > 0 then return {'SESSION_EXISTS'} end
+if policy ~= 'replace' then same = {} end
+if quota > 0 then
+  redis.call('ZREMRANGEBYSCORE', K_STREAMS, '-inf', now)
+  local held = redis.call('ZCARD', K_STREAMS) - #same
+  if not redis.call('ZSCORE', K_STREAMS, '/' .. sid) and held >= quota then
+    return {'STREAM_LIMIT', held}
+  end
+end
+
+-- the log position (a new history when the log expired)
+local seq = tonumber(redis.call('HGET', K_META, 'seq') or '-1')
+local tag = redis.call('HGET', K_META, 'tag')
+if seq < 0 or not tag then
+  seq, tag = 0, newtag
+  redis.call('DEL', K_LOG)
+  redis.call('HSET', K_META, 'seq', 0, 'tag', tag)
+end
+local cseq = tonumber(ARGV[13])
+
+for _, m in ipairs(same) do
+  redis.call('ZREM', K_SESS, m)
+  local old = string.sub(m, #platform + 2)
+  if quota > 0 then redis.call('ZREM', K_STREAMS, '/' .. old) end
+  seq = redis.call('HINCRBY', K_META, 'seq', 1)
+  local ev = cjson.encode({type = 'session_replaced', userId = uid, seq = seq, ts = ARGV[16],
+    platform = platform, session = old, by = sid})
+  redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, seq .. '-0', 'd', ev)
+  redis.call(pubcmd, uch, 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
+end
+if #same > 0 or redis.call('EXISTS', K_LOG) == 1 then
+  redis.call('PEXPIRE', K_LOG, logttl)
+end
+redis.call('PEXPIRE', K_META, logttl)
+
+redis.call('ZADD', K_SESS, now + ttl, platform .. '/' .. sid)
+redis.call('PEXPIRE', K_SESS, ttl)
+if quota > 0 then
+  redis.call('ZADD', K_STREAMS, now + ttl, '/' .. sid)
+  local last = redis.call('ZRANGE', K_STREAMS, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', K_STREAMS, last[2])
+end
+redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
+
+-- the status: published when it changed
+local order = {'pc', 'console', 'mobile', 'web'}
+local on = {}
+for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
+  on[string.match(m, '^([^/]*)/')] = true
+end
+local ps = {}
+for _, p in ipairs(order) do if on[p] then ps[#ps + 1] = p end end
+local p = table.concat(ps, ',')
+local cur = redis.call('HMGET', K_STATUS, 'v', 'p')
+if cur[2] ~= p then
+  local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
+  redis.call('HSET', K_STATUS, 'v', string.format('%d', v), 'p', p)
+  redis.call(pubcmd, sch, string.format('%d', v) .. ' ' .. p)
+end
+redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
+local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
+redis.call('ZADD', K_ONLINE, first[2], uid)
+
+local reply = {'OK', tostring(seq), tag, '0', tostring(#same)}
+if cseq and ARGV[14] ~= '' then
+  local limit = tonumber(ARGV[15])
+  if ARGV[14] ~= tag or cseq > seq or seq - cseq > limit then
+    reply[4] = '1'
+  elseif cseq < seq then
+    local evs = redis.call('XRANGE', K_LOG, '(' .. cseq .. '-0', '+', 'COUNT', limit)
+    if #evs == 0 or evs[1][1] ~= (cseq + 1) .. '-0' then
+      reply[4] = '1'
+    else
+      for _, e in ipairs(evs) do reply[#reply + 1] = e[2][2] end
+    end
+  end
+end
+return reply

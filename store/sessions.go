@@ -1,0 +1,473 @@
+package store
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+)
+
+// Personal streams (GET /v1/me/events) and online status. Everything of a
+// user lives in the slot of the user's shard (userShard), so each script
+// touches one slot:
+//   - sessions: zset "<platform>/<session>" scored by lease expiry (ms),
+//     renewed by the hub with its other leases (session_renew, batched per
+//     user shard at a third of the TTL); expires with its last lease;
+//   - status: hash v (version, µs of the Redis clock, kept increasing) and
+//     p (the platforms, "pc,web"); derived from the sessions by every
+//     script that changes them and published on the user's status channel
+//     only when p changed; deleted when the user goes offline; expires
+//     statusLinger after the last lease (the janitor's sweep publishes
+//     "offline" before that);
+//   - the user's log: a stream of logged personal events (ids "<seq>-0"),
+//     capped at userLogMaxLen, with a meta hash (seq, tag): both expire
+//     userLogTTL after the last event or open; an expired log starts a new
+//     history (a new tag), so a resume from the old one is a gap;
+//   - following: a set of user ids, replaced by PUT /v1/me/following,
+//     expiring followingTTL after the last PUT or stream open;
+//   - the shard's online index: zset userId → the user's earliest lease
+//     expiry. The janitor of the shard sweeps the users whose earliest
+//     lease is due (session_close without a member): a dead instance's
+//     sessions lapse and their users go offline (published) within the TTL
+//     plus a janitor interval. Its size is the shard's online users.
+// The user's channel carries the logged events ("E <seq> <tag> <json>")
+// and control messages ("F": the following changed); the status channel
+// "<version> <platforms>".
+
+//go:embed lua/session_open.lua
+var sessionOpenLua string
+
+//go:embed lua/session_close.lua
+var sessionCloseLua string
+
+//go:embed lua/session_renew.lua
+var sessionRenewLua string
+
+//go:embed lua/following_set.lua
+var followingSetLua string
+
+var (
+	sessionOpen  = plain("session_open", sessionOpenLua)
+	sessionClose = plain("session_close", sessionCloseLua)
+	sessionRenew = plain("session_renew", sessionRenewLua)
+	followingSet = plain("following_set", followingSetLua)
+)
+
+const (
+	// userLogMaxLen caps a user's log (MAXLEN ~): the most events a resume
+	// may replay.
+	userLogMaxLen = 100
+	// userLogTTL: a user's log expires this long after its last event or
+	// stream open.
+	userLogTTL = 24 * time.Hour
+	// followingTTL: a user's following expires this long after it was last
+	// set or a personal stream of the user opened.
+	followingTTL = 30 * 24 * time.Hour
+	// statusLinger: a status outlives its user's last lease by this much,
+	// so that the janitor's sweep of a dead instance's sessions still finds
+	// it and publishes "offline" (then deletes it).
+	statusLinger = 10 * time.Minute
+)
+
+var (
+	_ sse.UserSource = (*Store)(nil)
+	_ sse.UserFeed   = (*Feed)(nil)
+)
+
+func (k keys) sessions(shard int, uid string) string  { return k.tag(shard) + ":sess:" + uid }
+func (k keys) status(shard int, uid string) string    { return k.tag(shard) + ":status:" + uid }
+func (k keys) userLog(shard int, uid string) string   { return k.tag(shard) + ":ulog:" + uid }
+func (k keys) userMeta(shard int, uid string) string  { return k.tag(shard) + ":ulog:" + uid + ":meta" }
+func (k keys) following(shard int, uid string) string { return k.tag(shard) + ":follow:" + uid }
+func (k keys) online(shard int) string                { return k.tag(shard) + ":online" }
+
+// userChannel carries a user's logged events and control messages;
+// statusChannel a user's status changes.
+func (k keys) userChannel(shard int, uid string) string   { return k.tag(shard) + ":uch:" + uid }
+func (k keys) statusChannel(shard int, uid string) string { return k.tag(shard) + ":st:" + uid }
+
+const (
+	userChannelInfix   = "}:uch:"
+	statusChannelInfix = "}:st:"
+)
+
+func sessionMember(s sse.Session) string { return s.Platform + "/" + s.ID }
+
+// sessionOpenCall is session_open.lua's descriptor.
+type sessionOpenCall struct {
+	keys    keys
+	shard   int
+	s       sse.Session
+	policy  players.Policy
+	ttl     time.Duration
+	quota   int
+	pubcmd  string
+	cursor  sse.Cursor
+	limit   int
+	now     time.Time
+	newTag  string
+	logTTL  time.Duration
+	maxLen  int
+	follows time.Duration
+}
+
+func (sessionOpenCall) script() *luaScript { return sessionOpen }
+
+func (c sessionOpenCall) keysArgs() ([]string, []any) {
+	k, sh, u := c.keys, c.shard, c.s.UserID
+	keys := []string{k.sessions(sh, u), k.status(sh, u), k.userLog(sh, u), k.userMeta(sh, u), k.online(sh),
+		k.userStreams(sh, u), k.following(sh, u)}
+	cseq, ctag := "", ""
+	if c.cursor.Verifiable() {
+		cseq, ctag = fmt.Sprint(c.cursor.Version), c.cursor.Tag
+	}
+	return keys, []any{u, c.s.Platform, c.s.ID, string(c.policy), c.ttl.Milliseconds(), c.quota,
+		k.userChannel(sh, u), k.statusChannel(sh, u), c.pubcmd, c.maxLen, c.logTTL.Milliseconds(), c.newTag,
+		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), c.follows.Milliseconds(),
+		statusLinger.Milliseconds()}
+}
+
+// OpenSession implements sse.UserSource.
+func (s *Store) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, limit int) (sse.UserOpening, error) {
+	if err := players.CheckPlatform(ss.Platform); err != nil {
+		return sse.UserOpening{}, err
+	}
+	call := sessionOpenCall{keys: s.keys, shard: userShard(ss.UserID, s.shards), s: ss, policy: s.sessionPolicy,
+		ttl: s.presenceTTL, quota: s.quotas.StreamsPerUser, pubcmd: s.pubcmd, cursor: c, limit: limit,
+		now: time.Now(), newTag: eventTag(), logTTL: userLogTTL, maxLen: userLogMaxLen, follows: followingTTL}
+	res, err := s.run(ctx, call).Result()
+	if err != nil {
+		return sse.UserOpening{}, wrap(err)
+	}
+	arr, _ := res.([]any)
+	if len(arr) == 0 {
+		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", res)
+	}
+	switch st, _ := arr[0].(string); st {
+	case "OK":
+	case "SESSION_EXISTS":
+		return sse.UserOpening{}, fmt.Errorf("%w (platform %s)", players.ErrSessionExists, ss.Platform)
+	case "STREAM_LIMIT":
+		return sse.UserOpening{}, fmt.Errorf("%w (%d)", rooms.ErrStreamLimit, s.quotas.StreamsPerUser)
+	default:
+		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
+	}
+	o := sse.UserOpening{Seq: atoi64(arr[1].(string)), Tag: arr[2].(string), Gap: arr[3] == "1",
+		Replaced: int(atoi64(arr[4].(string)))}
+	for i, d := range arr[5:] {
+		o.Replay = append(o.Replay, sse.UserEvent{Seq: c.Version + 1 + int64(i), Tag: o.Tag, Data: []byte(d.(string))})
+	}
+	return o, nil
+}
+
+// CloseSession implements sse.UserSource, even when ctx is done.
+func (s *Store) CloseSession(ctx context.Context, ss sse.Session) error {
+	_, err := s.closeSession(context.WithoutCancel(ctx), ss.UserID, sessionMember(ss))
+	return err
+}
+
+// closeSession runs session_close for member ("" only purges the lapsed
+// leases); reports whether the status changed.
+func (s *Store) closeSession(ctx context.Context, uid, member string) (bool, error) {
+	arr, err := s.result(ctx, sessionCloseCall{keys: s.keys, shard: userShard(uid, s.shards), user: uid,
+		member: member, pubcmd: s.pubcmd})
+	if err != nil {
+		return false, err
+	}
+	return arr[0] == "1", nil
+}
+
+// sessionCloseCall is session_close.lua's descriptor: member
+// "<platform>/<session>" of user, or "" to purge the lapsed leases only.
+type sessionCloseCall struct {
+	keys         keys
+	shard        int
+	user, member string
+	pubcmd       string
+}
+
+func (sessionCloseCall) script() *luaScript { return sessionClose }
+
+func (c sessionCloseCall) keysArgs() ([]string, []any) {
+	k, sh, u := c.keys, c.shard, c.user
+	return []string{k.sessions(sh, u), k.status(sh, u), k.online(sh), k.userStreams(sh, u)},
+		[]any{u, c.member, k.statusChannel(sh, u), c.pubcmd}
+}
+
+// sessionRenewCall is session_renew.lua's descriptor: the sessions ss of
+// one user shard.
+type sessionRenewCall struct {
+	keys        keys
+	shard       int
+	ss          []sse.Session
+	ttl, linger time.Duration
+	quota       bool
+}
+
+func (sessionRenewCall) script() *luaScript { return sessionRenew }
+
+func (c sessionRenewCall) keysArgs() ([]string, []any) {
+	quota := "0"
+	if c.quota {
+		quota = "1"
+	}
+	keys := []string{c.keys.online(c.shard)}
+	args := []any{c.ttl.Milliseconds(), quota, c.linger.Milliseconds()}
+	for _, x := range c.ss {
+		keys = append(keys, c.keys.sessions(c.shard, x.UserID), c.keys.status(c.shard, x.UserID), c.keys.userStreams(c.shard, x.UserID))
+		args = append(args, x.UserID, sessionMember(x))
+	}
+	return keys, args
+}
+
+// followingSetCall is following_set.lua's descriptor.
+type followingSetCall struct {
+	keys   keys
+	shard  int
+	user   string
+	ids    []string
+	pubcmd string
+}
+
+func (followingSetCall) script() *luaScript { return followingSet }
+
+func (c followingSetCall) keysArgs() ([]string, []any) {
+	args := []any{followingTTL.Milliseconds(), c.keys.userChannel(c.shard, c.user), c.pubcmd}
+	for _, id := range c.ids {
+		args = append(args, id)
+	}
+	return []string{c.keys.following(c.shard, c.user)}, args
+}
+
+// RenewSessions implements sse.UserSource: one script per user shard and
+// renewBatch sessions, all in one pipeline.
+func (s *Store) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Session, error) {
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	byShard := map[int][]sse.Session{}
+	for _, x := range ss {
+		sh := userShard(x.UserID, s.shards)
+		byShard[sh] = append(byShard[sh], x)
+	}
+	var calls []scriptCall
+	var batches [][]sse.Session
+	for sh, all := range byShard {
+		for batch := range slices.Chunk(all, renewBatch) {
+			calls = append(calls, sessionRenewCall{keys: s.keys, shard: sh, ss: batch, ttl: s.presenceTTL,
+				linger: statusLinger, quota: s.capsStreams()})
+			batches = append(batches, batch)
+		}
+	}
+	cmds, _ := s.runAll(ctx, calls) // each command's own error counts
+	var lost []sse.Session
+	var errs []error
+	for i, cmd := range cmds {
+		res, err := cmd.Result()
+		if err != nil {
+			errs = append(errs, wrap(err))
+			continue
+		}
+		for _, j := range res.([]any) {
+			lost = append(lost, batches[i][toInt64(j)-1])
+		}
+	}
+	if len(errs) > 0 {
+		return lost, errs[0]
+	}
+	return lost, nil
+}
+
+// UserLog implements sse.UserSource.
+func (s *Store) UserLog(ctx context.Context, uid string, seq int64, tag string, limit int) ([]sse.UserEvent, bool, error) {
+	sh := userShard(uid, s.shards)
+	p := s.client.Pipeline()
+	meta := p.HMGet(ctx, s.keys.userMeta(sh, uid), "seq", "tag")
+	evs := p.XRangeN(ctx, s.keys.userLog(sh, uid), fmt.Sprintf("(%d-0", seq), "+", int64(limit))
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, false, wrap(err)
+	}
+	m := meta.Val()
+	cur, _ := m[0].(string)
+	t, _ := m[1].(string)
+	if t != tag || atoi64(cur) < seq || atoi64(cur)-seq > int64(limit) {
+		return nil, true, nil
+	}
+	var out []sse.UserEvent
+	for i, x := range evs.Val() {
+		if x.ID != fmt.Sprintf("%d-0", seq+1+int64(i)) {
+			return nil, true, nil
+		}
+		d, _ := x.Values["d"].(string)
+		out = append(out, sse.UserEvent{Seq: seq + 1 + int64(i), Tag: t, Data: []byte(d)})
+	}
+	return out, false, nil
+}
+
+// Following implements sse.UserSource.
+func (s *Store) Following(ctx context.Context, uid string) ([]string, error) {
+	ids, err := s.client.SMembers(ctx, s.keys.following(userShard(uid, s.shards), uid)).Result()
+	slices.Sort(ids)
+	return ids, wrap(err)
+}
+
+// SetFollowing replaces the users uid follows (checked by the caller) and
+// tells uid's personal streams, which then load them again.
+func (s *Store) SetFollowing(ctx context.Context, uid string, ids []string) error {
+	return wrap(s.run(ctx, followingSetCall{keys: s.keys, shard: userShard(uid, s.shards), user: uid, ids: ids,
+		pubcmd: s.pubcmd}).Err())
+}
+
+// Statuses implements sse.UserSource: one HMGET per user, in one pipeline.
+func (s *Store) Statuses(ctx context.Context, uids []string) ([]players.Status, error) {
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	p := s.client.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(uids))
+	for i, uid := range uids {
+		cmds[i] = p.HMGet(ctx, s.keys.status(userShard(uid, s.shards), uid), "v", "p")
+	}
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, wrap(err)
+	}
+	out := make([]players.Status, len(uids))
+	for i, uid := range uids {
+		v := cmds[i].Val()
+		ver, _ := v[0].(string)
+		ps, _ := v[1].(string)
+		out[i] = parseStatus(uid, ver+" "+ps)
+	}
+	return out, nil
+}
+
+// parseStatus reads a status "<version> <platforms>" of uid.
+func parseStatus(uid, payload string) players.Status {
+	v, p, _ := strings.Cut(payload, " ")
+	st := players.Status{UserID: uid, Version: atoi64(v), Platforms: []string{}}
+	if p != "" {
+		st.Platforms = strings.Split(p, ",")
+		st.Online = true
+	}
+	return st
+}
+
+// OnlineUsers counts the users with a session, over every shard.
+func (s *Store) OnlineUsers(ctx context.Context) (int64, error) {
+	p := s.client.Pipeline()
+	cmds := make([]*redis.IntCmd, s.shards)
+	for sh := range s.shards {
+		cmds[sh] = p.ZCard(ctx, s.keys.online(sh))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return 0, wrap(err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// sweepSessions purges the lapsed sessions of the shard's users whose
+// earliest lease is due (up to sweepBatch): their status follows,
+// published when it changed ("presence_offline" counts the changes).
+func (s *Store) sweepSessions(ctx context.Context, shard int, rep Report) error {
+	due, err := s.due(ctx, s.keys.online(shard))
+	if err != nil {
+		return err
+	}
+	for _, uid := range due {
+		changed, err := s.closeSession(ctx, uid, "")
+		if err != nil {
+			return err
+		}
+		if changed {
+			rep.add("session_lapsed", 1)
+		}
+	}
+	return nil
+}
+
+// SubscribeUser implements sse.UserFeed.
+func (f *Feed) SubscribeUser(ctx context.Context, uid string) error {
+	sh := userShard(uid, f.s.shards)
+	return f.subscribe(ctx, sh, f.s.keys.userChannel(sh, uid))
+}
+
+// UnsubscribeUser implements sse.UserFeed.
+func (f *Feed) UnsubscribeUser(uid string) {
+	sh := userShard(uid, f.s.shards)
+	f.unsubscribe(sh, f.s.keys.userChannel(sh, uid))
+}
+
+// SubscribeStatus implements sse.UserFeed.
+func (f *Feed) SubscribeStatus(ctx context.Context, uid string) error {
+	sh := userShard(uid, f.s.shards)
+	return f.subscribe(ctx, sh, f.s.keys.statusChannel(sh, uid))
+}
+
+// UnsubscribeStatus implements sse.UserFeed.
+func (f *Feed) UnsubscribeStatus(uid string) {
+	sh := userShard(uid, f.s.shards)
+	f.unsubscribe(sh, f.s.keys.statusChannel(sh, uid))
+}
+
+// userMessage hands a message of a user or status channel to the sink;
+// reports whether channel was one.
+func (f *Feed) userMessage(channel, payload string) bool {
+	us, ok := f.sink.(sse.UserSink)
+	if _, uid, found := strings.Cut(channel, userChannelInfix); found {
+		if ok {
+			if payload == "F" {
+				us.DeliverUser(uid, sse.UserEvent{Control: true})
+			} else if e, err := parseUserEvent(payload); err == nil {
+				us.DeliverUser(uid, e)
+			}
+		}
+		return true
+	}
+	if _, uid, found := strings.Cut(channel, statusChannelInfix); found {
+		if ok {
+			us.DeliverStatus(parseStatus(uid, payload))
+		}
+		return true
+	}
+	return false
+}
+
+// userResubscribed tells the sink a user or status channel was
+// resubscribed; reports whether channel was one.
+func (f *Feed) userResubscribed(channel string) bool {
+	us, ok := f.sink.(sse.UserSink)
+	if _, uid, found := strings.Cut(channel, userChannelInfix); found {
+		if ok {
+			us.ResubscribedUser(uid)
+		}
+		return true
+	}
+	if _, uid, found := strings.Cut(channel, statusChannelInfix); found {
+		if ok {
+			us.ResubscribedStatus(uid)
+		}
+		return true
+	}
+	return false
+}
+
+// parseUserEvent decodes "E <seq> <tag> <json>".
+func parseUserEvent(payload string) (sse.UserEvent, error) {
+	f := strings.SplitN(payload, " ", 4)
+	if len(f) != 4 || f[0] != "E" {
+		return sse.UserEvent{}, fmt.Errorf("store: malformed user event %.60q", payload)
+	}
+	return sse.UserEvent{Seq: atoi64(f[1]), Tag: f[2], Data: []byte(f[3])}, nil
+}

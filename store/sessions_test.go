@@ -1,0 +1,312 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// userSink records what a Feed delivers on user and status channels.
+type userSink struct {
+	mu       sync.Mutex
+	statuses []players.Status
+	events   []sse.UserEvent
+}
+
+func (s *userSink) Deliver(string, sse.Event) {}
+func (s *userSink) Resubscribed(string)       {}
+func (s *userSink) Lobby(sse.LobbyNotice)     {}
+func (s *userSink) ResubscribedUser(string)   {}
+func (s *userSink) ResubscribedStatus(string) {}
+func (s *userSink) DeliverUser(_ string, e sse.UserEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, e)
+}
+func (s *userSink) DeliverStatus(st players.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses = append(s.statuses, st)
+}
+
+func (s *userSink) snapshot() ([]players.Status, []sse.UserEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.statuses), slices.Clone(s.events)
+}
+
+// watchUser subscribes uid's user and status channels on st's feed.
+func watchUser(t *testing.T, st *store.Store, uid string) *userSink {
+	t.Helper()
+	sink := &userSink{}
+	f := st.Feed(sink)
+	t.Cleanup(func() { f.Close() })
+	uf := f.(sse.UserFeed)
+	if err := uf.SubscribeUser(context.Background(), uid); err != nil {
+		t.Fatal(err)
+	}
+	if err := uf.SubscribeStatus(context.Background(), uid); err != nil {
+		t.Fatal(err)
+	}
+	return sink
+}
+
+// waitUntil polls cond for up to 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func platformsOf(ss []players.Status) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, strings.Join(s.Platforms, ","))
+	}
+	return out
+}
+
+func sessionStore(t *testing.T, b redistest.Backend, policy players.Policy, ttl time.Duration) (*store.Store, *store.Store) {
+	t.Helper()
+	return twoInstances(t, b, store.Config{PresenceTTL: ttl, SessionPolicy: policy, Quotas: store.Quotas{StreamsPerUser: 4}})
+}
+
+// Two platforms of one user are online at once; the status is published
+// only when the platforms change (a renewal, a replacement on the same
+// platform publish nothing), its version grows with each change, and
+// GET-style reads agree. The replaced session gets session_replaced on the
+// user's channel (through the other instance) and loses its lease.
+func TestSessionsStatusPublishedOnChange(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s1, s2 := sessionStore(t, b, players.PolicyReplace, time.Minute)
+			uid := "u-" + redistest.Prefix(t)
+			sink := watchUser(t, s2, uid)
+			pc := sse.Session{UserID: uid, Platform: "pc", ID: "a.1"}
+			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "b.1"}
+			pc2 := sse.Session{UserID: uid, Platform: "pc", ID: "b.2"}
+			if _, err := s1.OpenSession(ctx, pc, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s2.OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			if lost, err := s1.RenewSessions(ctx, []sse.Session{pc, mobile}); err != nil || len(lost) != 0 {
+				t.Fatalf("renew: lost %v, %v", lost, err)
+			}
+			o, err := s2.OpenSession(ctx, pc2, sse.Cursor{}, 100)
+			if err != nil || o.Replaced != 1 || o.Seq != 1 {
+				t.Fatalf("replacing open: %+v, %v", o, err)
+			}
+			if lost, _ := s1.RenewSessions(ctx, []sse.Session{pc, mobile}); len(lost) != 1 || lost[0] != pc {
+				t.Fatalf("the replaced session's renewal: lost %v", lost)
+			}
+			got, err := s1.Statuses(ctx, []string{uid, "nobody-" + uid})
+			if err != nil || !got[0].Online || !slices.Equal(got[0].Platforms, []string{"pc", "mobile"}) || got[1].Online || got[1].Version != 0 {
+				t.Fatalf("statuses %+v, %v", got, err)
+			}
+			if err := s1.CloseSession(ctx, mobile); err != nil {
+				t.Fatal(err)
+			}
+			if err := s1.CloseSession(ctx, pc); err != nil { // replaced already: nothing changes
+				t.Fatal(err)
+			}
+			if err := s2.CloseSession(ctx, pc2); err != nil {
+				t.Fatal(err)
+			}
+			wantPs := []string{"pc", "pc,mobile", "pc", ""}
+			waitUntil(t, "4 status changes", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 4 })
+			time.Sleep(100 * time.Millisecond) // nothing more may come
+			ss, evs := sink.snapshot()
+			if !slices.Equal(platformsOf(ss), wantPs) {
+				t.Fatalf("published %q, want %q", platformsOf(ss), wantPs)
+			}
+			for i := 1; i < len(ss); i++ {
+				if ss[i].Version <= ss[i-1].Version {
+					t.Errorf("version %d after %d", ss[i].Version, ss[i-1].Version)
+				}
+			}
+			if len(evs) != 1 || evs[0].Seq != 1 || !strings.Contains(string(evs[0].Data), `"session":"a.1"`) ||
+				!strings.Contains(string(evs[0].Data), `"type":"session_replaced"`) {
+				t.Fatalf("user channel %d events: %+v", len(evs), evs)
+			}
+			if got, _ := s1.Statuses(ctx, []string{uid}); got[0].Online || got[0].Version != 0 {
+				t.Errorf("after the last close: %+v", got[0])
+			}
+		})
+	}
+}
+
+// reject-new refuses a second session of a platform (and changes
+// nothing); allow-multiple keeps both; a refused or counted session
+// respects the per-user stream quota.
+func TestSessionPolicies(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			uid := "u-" + redistest.Prefix(t)
+			rj, _ := sessionStore(t, b, players.PolicyRejectNew, time.Minute)
+			first := sse.Session{UserID: uid, Platform: "web", ID: "r.1"}
+			if _, err := rj.OpenSession(ctx, first, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := rj.Statuses(ctx, []string{uid})
+			_, err := rj.OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "r.2"}, sse.Cursor{}, 100)
+			if !errors.Is(err, players.ErrSessionExists) {
+				t.Fatalf("second web session: %v", err)
+			}
+			after, _ := rj.Statuses(ctx, []string{uid})
+			if before[0].Version != after[0].Version {
+				t.Errorf("a refused open changed the status: %+v → %+v", before[0], after[0])
+			}
+			if lost, _ := rj.RenewSessions(ctx, []sse.Session{first}); len(lost) != 0 {
+				t.Errorf("the first session lost its lease")
+			}
+			if _, err := rj.OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "r.3"}, sse.Cursor{}, 100); err != nil {
+				t.Errorf("another platform: %v", err)
+			}
+
+			uid2 := uid + "-m"
+			am, _ := sessionStore(t, b, players.PolicyAllowMultiple, time.Minute)
+			var ss []sse.Session
+			for i := range 4 {
+				s := sse.Session{UserID: uid2, Platform: "pc", ID: fmt.Sprintf("m.%d", i)}
+				if o, err := am.OpenSession(ctx, s, sse.Cursor{}, 100); err != nil || o.Replaced != 0 {
+					t.Fatalf("session %d: %+v %v", i, o, err)
+				}
+				ss = append(ss, s)
+			}
+			if _, err := am.OpenSession(ctx, sse.Session{UserID: uid2, Platform: "pc", ID: "m.9"}, sse.Cursor{}, 100); !errors.Is(err, rooms.ErrStreamLimit) {
+				t.Fatalf("past the stream quota: %v", err)
+			}
+			if lost, _ := am.RenewSessions(ctx, ss); len(lost) != 0 {
+				t.Errorf("allow-multiple lost %v", lost)
+			}
+			if _, err := am.OpenSession(ctx, sse.Session{UserID: uid2, Platform: "tv", ID: "m.8"}, sse.Cursor{}, 100); !errors.Is(err, players.ErrInvalidPlatform) {
+				t.Errorf("platform tv: %v", err)
+			}
+		})
+	}
+}
+
+// A session whose instance stops renewing it (killed) lapses: the
+// janitor's sweep takes its user offline, published once, within the TTL
+// plus a sweep; the keys left all expire (the log, its meta), and the
+// shard's online index no longer holds the user.
+func TestSessionLapsesOffline(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			const ttl = 600 * time.Millisecond
+			s, _ := sessionStore(t, b, players.PolicyReplace, ttl)
+			uid := "u-" + redistest.Prefix(t)
+			before := countKeys(t, s)
+			sink := watchUser(t, s, uid)
+			if _, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "dead.1"}, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := s.OnlineUsers(ctx); n != 1 {
+				t.Errorf("online users %d, want 1", n)
+			}
+			// no renewal: the instance is dead; until the TTL passes the
+			// user is online
+			if got, _ := s.Statuses(ctx, []string{uid}); !got[0].Online {
+				t.Fatalf("not online: %+v", got[0])
+			}
+			start := time.Now()
+			waitUntil(t, "offline", func() bool {
+				for shard := range 8 {
+					if _, err := s.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ss, _ := sink.snapshot()
+				return len(ss) == 2 && !ss[1].Online
+			})
+			if took := time.Since(start); took < ttl-100*time.Millisecond {
+				t.Errorf("offline after %v, before the TTL %v", took, ttl)
+			}
+			if n, _ := s.OnlineUsers(ctx); n != 0 {
+				t.Errorf("online users %d, want 0", n)
+			}
+			// what is left: the log's meta, expiring (the sessions and the
+			// open streams expired with their lease, the status and the
+			// online entry went with the sweep)
+			var left []string
+			for _, k := range countKeys(t, s) {
+				// the janitor's leases of the sweeps above expire by themselves
+				if !slices.Contains(before, k) && !strings.HasSuffix(k, ":janitor") {
+					left = append(left, k)
+				}
+			}
+			if len(left) != 1 || !strings.HasSuffix(left[0], ":ulog:"+uid+":meta") {
+				t.Fatalf("keys left %q", left)
+			}
+			if ttl, err := s.Client().PTTL(ctx, left[0]).Result(); err != nil || ttl <= 0 {
+				t.Errorf("key %s has no expiry (%v, %v)", left[0], ttl, err)
+			}
+		})
+	}
+}
+
+// A resume with the last id of the user's log replays the events after
+// it; an id of another history, or one the log no longer reaches, is a
+// gap.
+func TestSessionResume(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := sessionStore(t, b, players.PolicyReplace, time.Minute)
+			uid := "u-" + redistest.Prefix(t)
+			o, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.0"}, sse.Cursor{}, 100)
+			if err != nil || o.Seq != 0 || o.Tag == "" {
+				t.Fatalf("first open %+v %v", o, err)
+			}
+			for i := range 4 { // three replacements: three logged events
+				if _, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i)}, sse.Cursor{}, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := sse.Cursor{Set: true, Version: 1, Tag: o.Tag}
+			r, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}, c, 100)
+			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Seq != 2 || r.Seq != 3 {
+				t.Fatalf("resume from 1: %+v %v", r, err)
+			}
+			if !strings.Contains(string(r.Replay[1].Data), `"session":"p.2"`) || !strings.Contains(string(r.Replay[1].Data), `"by":"p.3"`) {
+				t.Errorf("replayed %s", r.Replay[1].Data)
+			}
+			r, err = s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "c.1"}, sse.Cursor{Set: true, Version: 1, Tag: "other"}, 100)
+			if err != nil || !r.Gap || len(r.Replay) != 0 || r.Seq != 3 {
+				t.Errorf("resume from another history: %+v %v", r, err)
+			}
+			for _, tc := range []struct {
+				seq   int64
+				tag   string
+				limit int
+				gap   bool
+				n     int
+			}{{1, o.Tag, 100, false, 2}, {3, o.Tag, 100, false, 0}, {0, o.Tag, 2, true, 0}, {9, o.Tag, 100, true, 0}, {1, "other", 100, true, 0}} {
+				evs, gap, err := s.UserLog(ctx, uid, tc.seq, tc.tag, tc.limit)
+				if err != nil || gap != tc.gap || len(evs) != tc.n {
+					t.Errorf("user log after %d-%s (limit %d): %d events, gap %v, %v", tc.seq, tc.tag, tc.limit, len(evs), gap, err)
+				}
+			}
+		})
+	}
+}
