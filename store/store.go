@@ -109,6 +109,7 @@ type Store struct {
 	janitorActions     func(kind string, n int)
 	repairs            *repairWalks
 	batch              *batcher // nil: no batching
+	readBatch          *batcher // the reader client's; nil: no batching or no reader client
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -154,6 +155,10 @@ func New(cfg Config) (*Store, error) {
 		}
 		s.batch = newBatcher(s.client, *cfg.Batch, observe)
 		s.client.AddHook(s.batch)
+		if s.reads != nil { // browsing reads batch apart: their batches go where they would
+			s.readBatch = newBatcher(s.reads, *cfg.Batch, observe)
+			s.reads.AddHook(s.readBatch)
+		}
 	}
 	s.observe(cfg.Metrics)
 	return s, nil
@@ -300,6 +305,9 @@ func (s *Store) Embedded() bool { return s.embedded != nil }
 func (s *Store) Close() error {
 	if s.batch != nil {
 		s.batch.close()
+	}
+	if s.readBatch != nil {
+		s.readBatch.close()
 	}
 	err := s.client.Close()
 	if s.reads != nil {
