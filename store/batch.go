@@ -74,8 +74,8 @@ const DefaultBatchMaxSize = 128
 // BatchMetrics is implemented by a Config.Metrics that observes batches.
 type BatchMetrics interface {
 	// RedisBatch records one batch sent: kind "script" (script runs in one
-	// pipeline) or "transaction" (transactions in one MULTI/EXEC), size the
-	// calls in it.
+	// pipeline), "read" (pipelines of reads in one pipeline) or
+	// "transaction" (transactions in one MULTI/EXEC), size the calls in it.
 	RedisBatch(kind string, size int)
 }
 
