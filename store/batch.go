@@ -37,7 +37,8 @@ import (
 // routes each command of the batch's pipeline to its own slot's node, or a
 // replica of it on the reader client), or the transactions for one slot (a
 // Cluster refuses a transaction over several slots; standalone and
-// embedded: one lane). A
+// embedded: one lane; transactions that only read have lanes of their
+// own). A
 // lane sends one batch at a time: a call that finds its lane idle leaves at
 // once (after Window, when set); calls that arrive while a batch is out
 // wait for it to return and then leave together, up to MaxSize per batch.
@@ -176,7 +177,7 @@ func (b *batcher) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			if !ok {
 				return next(ctx, cmds)
 			}
-			return b.run(ctx, b.txLane(key), c)
+			return b.run(ctx, b.txLane(key, c.runsScript()), c)
 		}
 		c, key, ok := newCall(cmds, callReads)
 		if !ok {
@@ -205,12 +206,18 @@ func (b *batcher) nodeLane(ctx context.Context, kind, key string) *lane {
 	return b.lane(kind, "")
 }
 
-// txLane is the lane of key's slot (of its hash tag, which decides it).
-func (b *batcher) txLane(key string) *lane {
-	if b.cluster == nil {
-		return b.lane(laneTx, "")
+// txLane is the lane of key's slot (of its hash tag, which decides it),
+// for transactions that run a script, or for those that only read: a room
+// read never waits for a batch of scripts to come back.
+func (b *batcher) txLane(key string, script bool) *lane {
+	place := "r"
+	if script {
+		place = "s"
 	}
-	return b.lane(laneTx, hashTag(key))
+	if b.cluster != nil {
+		place += hashTag(key)
+	}
+	return b.lane(laneTx, place)
 }
 
 // laneName names a lane in batcher.lanes.
@@ -438,6 +445,16 @@ func readArity(name string, n int) int {
 		return max(n, 3)
 	}
 	return max(n, 4) // zrange key start stop [options]
+}
+
+// runsScript reports whether one of c's commands runs a script.
+func (c *call) runsScript() bool {
+	for _, cmd := range c.sent {
+		if _, ok := cmd.(*redis.Cmd); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // keyString is a command argument as a string (keys and numbers are passed

@@ -588,7 +588,22 @@ func TestBatchReads(t *testing.T) {
 				_ = p.Process(ctx, cmd)
 				return cmd
 			}
+			scriptTx := func() error {
+				_, err := s.Client().TxPipelined(ctx, func(pl redis.Pipeliner) error {
+					echo.EvalSha(ctx, pl, []string{base}, "x")
+					pl.HGetAll(ctx, hash(0))
+					return nil
+				})
+				return err
+			}
+			if err := echo.Load(ctx, s.Client()).Err(); err != nil {
+				t.Fatal(err)
+			}
 			t.Run("Transactions", func(t *testing.T) {
+				// a transaction that runs a script waits (an hour's window)
+				// for three more; the room reads do not wait for it
+				scripted := make(chan error, 1)
+				go func() { scripted <- scriptTx() }()
 				got := runAll(t, s, 4, func(i int) (string, error) {
 					var fields *redis.StringSliceCmd
 					var all *redis.MapStringStringCmd
@@ -606,7 +621,19 @@ func TestBatchReads(t *testing.T) {
 					}
 				}
 				if sizes, _ := rec.sizes("transaction"); len(sizes) != 1 || sizes[0] != 4 {
-					t.Errorf("transaction batches %v, want one of 4", sizes)
+					t.Errorf("transaction batches %v, want one of 4 (the reads)", sizes)
+				}
+				select {
+				case err := <-scripted:
+					t.Fatalf("the script's transaction left before its batch filled: %v", err)
+				default:
+				}
+				runAll(t, s, 3, func(int) (string, error) { return "", scriptTx() })
+				if err := <-scripted; err != nil {
+					t.Fatal(err)
+				}
+				if sizes, _ := rec.sizes("transaction"); len(sizes) != 2 || sizes[1] != 4 {
+					t.Errorf("transaction batches %v, want the reads' 4, then the scripts' 4", sizes)
 				}
 			})
 			t.Run("Pipelines", func(t *testing.T) {
