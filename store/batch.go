@@ -38,8 +38,7 @@ import (
 // replica of it on the reader client), or the transactions for one slot (a
 // Cluster refuses a transaction over several slots; standalone and
 // embedded: one lane; transactions that only read have lanes of their
-// own). A
-// lane sends one batch at a time: a call that finds its lane idle leaves at
+// own). A lane sends one batch at a time: a call that finds its lane idle leaves at
 // once (after Window, when set); calls that arrive while a batch is out
 // wait for it to return and then leave together, up to MaxSize per batch.
 // Script runs leave in one pipeline, each with its own reply and error (a
