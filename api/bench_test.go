@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,13 +32,19 @@ import (
 // standalone Redis, with 64 goroutines; only the network between client and
 // server is left out (httptest.ResponseRecorder), so the figures are the
 // server's own cost. Access lines are not written (the log level is warn).
+// Concurrent Redis calls are batched per node as realsyncd's default
+// (REALSYNC_REDIS_BATCH_WINDOW=0); REALSYNC_BENCH_BATCH=off sends each alone.
 // Run:
 //
 //	go test ./api -run '^$' -bench HTTP -benchtime 3s
 func BenchmarkHTTP(b *testing.B) {
 	ctx := context.Background()
 	m := metrics.New(prometheus.NewRegistry(), "bench")
-	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16, Metrics: m})
+	batch := &store.Batching{}
+	if os.Getenv("REALSYNC_BENCH_BATCH") == "off" {
+		batch = nil
+	}
+	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(b), Prefix: redistest.Prefix(b), Shards: 16, Metrics: m, Batch: batch})
 	if err != nil {
 		b.Fatal(err)
 	}

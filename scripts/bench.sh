@@ -69,12 +69,19 @@ if want http; then
   # Server CPU per request (issue 15 item 4): each server's utime+stime from
   # /proc over the run divided by the requests it answered, 3 alternating
   # rounds of 4 s; the list pages hold 20 rooms (80 pool rooms, 20 per region).
+  # The anchor (one EVALSHA per request) is the floor of a request that
+  # needs Redis; -redis adds Redis' own CPU per request.
+  cpu_anchor=127.0.0.1:$(free_port)
+  "$tmp/rsload" -serve-minimal "$cpu_anchor" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  cpu_anchor_pid=$!
+  pids+=("$cpu_anchor_pid")
   start_rsd
   for round in 1 2 3; do
     say "server CPU, round $round: minimal handler" ops -duration 4s -urls "http://$minimal" -mix get=1 -cpu-pid "$minimal_pid"
-    say "server CPU, round $round: GET room" ops -duration 4s -urls "$rsd" -mix get=1 -cpu-pid "$rsd_pid"
-    say "server CPU, round $round: list page of 20" ops -duration 4s -urls "$rsd" -rooms 80 -mix list=1 -cpu-pid "$rsd_pid"
-    say "server CPU, round $round: join + leave" ops -duration 4s -urls "$rsd" -mix join=1 -cpu-pid "$rsd_pid"
+    say "server CPU, round $round: anchor" ops -duration 4s -urls "http://$cpu_anchor" -mix anchor=1 -cpu-pid "$cpu_anchor_pid" -redis "redis://127.0.0.1:$redis_port"
+    say "server CPU, round $round: GET room" ops -duration 4s -urls "$rsd" -mix get=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
+    say "server CPU, round $round: list page of 20" ops -duration 4s -urls "$rsd" -rooms 80 -mix list=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
+    say "server CPU, round $round: join + leave" ops -duration 4s -urls "$rsd" -mix join=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
   done
 fi
 

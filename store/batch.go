@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -23,15 +24,22 @@ import (
 // It is a go-redis hook on the store's client, so every caller (Script.Run,
 // TxPipelined, a runner handed s.client) is batched without knowing it.
 // Batched are single script runs (EVAL, EVALSHA, their _RO forms, FCALL,
-// FCALL_RO) and transactions that run a script (a script with the room read
-// after it, runThenRead) whose other commands are HGETALL, HKEYS or HMGET. Every
-// other command and pipeline goes to Redis as before.
+// FCALL_RO); transactions made of script runs and the hash reads a room
+// read sends (HGETALL, HKEYS, HMGET): a script with the room read after it
+// (runThenRead), or a room read alone (readRoom, GET room); and pipelines
+// of reads alone (those and ZRANGE: a list's index ranges, then its rooms).
+// Every other command and pipeline goes to Redis as before. The reader
+// client of browsing reads (replicas.go) has a batcher of its own, so its
+// batches go where its reads would (replicas when so configured).
 //
 // A lane holds the calls bound for one place: the script runs for one node
 // (standalone and embedded: the one server; Cluster: the master of the
-// first key's slot), or the transactions for one slot (a Cluster refuses a
-// transaction over several slots; standalone and embedded: one lane). A
-// lane sends one batch at a time: a call that finds its lane idle leaves at
+// first key's slot), the read pipelines for one node (the same; go-redis
+// routes each command of the batch's pipeline to its own slot's node, or a
+// replica of it on the reader client), or the transactions for one slot (a
+// Cluster refuses a transaction over several slots; standalone and
+// embedded: one lane; transactions that only read have lanes of their
+// own). A lane sends one batch at a time: a call that finds its lane idle leaves at
 // once (after Window, when set); calls that arrive while a batch is out
 // wait for it to return and then leave together, up to MaxSize per batch.
 // Script runs leave in one pipeline, each with its own reply and error (a
@@ -67,8 +75,8 @@ const DefaultBatchMaxSize = 128
 // BatchMetrics is implemented by a Config.Metrics that observes batches.
 type BatchMetrics interface {
 	// RedisBatch records one batch sent: kind "script" (script runs in one
-	// pipeline) or "transaction" (transactions in one MULTI/EXEC), size the
-	// calls in it.
+	// pipeline), "read" (pipelines of reads in one pipeline) or
+	// "transaction" (transactions in one MULTI/EXEC), size the calls in it.
 	RedisBatch(kind string, size int)
 }
 
@@ -93,7 +101,7 @@ type batcher struct {
 	observe func(kind string, size int)
 
 	mu      sync.Mutex
-	lanes   map[string]*lane
+	lanes   map[laneName]*lane
 	closed  bool
 	closing chan struct{} // closed by close: cuts a Window short
 	running sync.WaitGroup
@@ -101,18 +109,31 @@ type batcher struct {
 
 var _ redis.Hook = (*batcher)(nil)
 
-// lane is the queue of one node's script runs or one slot's transactions.
+// lane is the queue of one node's script runs or read pipelines, or of one
+// slot's transactions.
 type lane struct {
-	tx      bool
+	kind    string  // laneScript, laneRead or laneTx
 	pending []*call // guarded by batcher.mu
 	busy    bool    // a flush goroutine serves the lane
 	full    chan struct{}
+	// sentAt is when the batch out was sent (zero: none out); guarded by
+	// batcher.mu. A batch out for longer than stalledBatch has met a node
+	// that does not answer: calls then go alone rather than queue behind
+	// it (see run).
+	sentAt time.Time
 }
+
+// stalledBatch is how long a batch may be out before the calls that come
+// after it stop waiting for it: far longer than a healthy batch takes
+// (128 joins, about 10 ms of Redis time), far shorter than a read
+// timeout, so a call to a node that stopped answering waits for its own
+// timeout only, not for the batch's first.
+const stalledBatch = 500 * time.Millisecond
 
 // call is one caller's command, or the commands of one transaction.
 type call struct {
 	orig  []redis.Cmder // the caller's commands, answered from sent
-	sent  []*redis.Cmd  // what the batch sends, so a caller who gave up is never written to
+	sent  []redis.Cmder // what the batch sends (copies of orig, of their types), so a caller who gave up is never written to
 	state atomic.Int32  // callWaiting, callAnswered or callAbandoned
 	done  chan struct{} // closed once answered
 	err   error         // the first error of orig, for the hook to return
@@ -134,7 +155,7 @@ func newBatcher(client redis.UniversalClient, cfg Batching, observe func(string,
 		observe = func(string, int) {}
 	}
 	b := &batcher{client: client, window: cfg.Window, max: cfg.MaxSize, observe: observe,
-		lanes: map[string]*lane{}, closing: make(chan struct{})}
+		lanes: map[laneName]*lane{}, closing: make(chan struct{})}
 	b.cluster, _ = client.(*redis.ClusterClient)
 	return b
 }
@@ -147,55 +168,89 @@ func (b *batcher) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if ctx.Value(batchCtx{}) != nil {
 			return next(ctx, cmd)
 		}
-		c, key, ok := newCall([]redis.Cmder{cmd})
+		c, key, ok := newCall([]redis.Cmder{cmd}, callScript)
 		if !ok {
 			return next(ctx, cmd)
 		}
-		return b.run(ctx, b.scriptLane(ctx, key), c)
+		if err := b.run(ctx, b.nodeLane(ctx, laneScript, key), c); err != errStalled {
+			return err
+		}
+		return next(ctx, cmd)
 	}
 }
 
-// ProcessPipelineHook batches transactions that run a script; go-redis
-// hands a transaction over with its MULTI and EXEC.
+// ProcessPipelineHook batches transactions of script runs and room reads
+// (go-redis hands a transaction over with its MULTI and EXEC), and
+// pipelines of reads alone.
 func (b *batcher) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if ctx.Value(batchCtx{}) != nil || len(cmds) < 3 || cmds[0].Name() != "multi" || cmds[len(cmds)-1].Name() != "exec" {
+		if ctx.Value(batchCtx{}) != nil || len(cmds) == 0 {
 			return next(ctx, cmds)
 		}
-		c, key, ok := newCall(cmds[1 : len(cmds)-1])
+		if len(cmds) >= 3 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec" {
+			c, key, ok := newCall(cmds[1:len(cmds)-1], callTx)
+			if !ok {
+				return next(ctx, cmds)
+			}
+			if err := b.run(ctx, b.txLane(key, c.runsScript()), c); err != errStalled {
+				return err
+			}
+			return next(ctx, cmds)
+		}
+		c, key, ok := newCall(cmds, callReads)
 		if !ok {
 			return next(ctx, cmds)
 		}
-		return b.run(ctx, b.txLane(key), c)
+		if err := b.run(ctx, b.nodeLane(ctx, laneRead, key), c); err != errStalled {
+			return err
+		}
+		return next(ctx, cmds)
 	}
 }
 
-// scriptLane is the lane of the node that serves key.
-func (b *batcher) scriptLane(ctx context.Context, key string) *lane {
-	name := "s"
+// The kinds of lanes, as BatchMetrics names their batches.
+const (
+	laneScript = "script"      // script runs in one pipeline, to one node
+	laneRead   = "read"        // pipelines of reads in one pipeline, led to one node
+	laneTx     = "transaction" // transactions in one MULTI/EXEC, on one slot
+)
+
+// nodeLane is the lane of kind for the node that serves key (the master
+// of its slot: on the reader client go-redis still sends each read of the
+// batch to a replica of it when so configured).
+func (b *batcher) nodeLane(ctx context.Context, kind, key string) *lane {
 	if b.cluster != nil && key != "" {
 		if n, err := b.cluster.MasterForKey(ctx, key); err == nil {
-			name = "s" + n.Options().Addr
+			return b.lane(kind, n.Options().Addr)
 		}
 	}
-	return b.lane(name, false)
+	return b.lane(kind, "")
 }
 
-// txLane is the lane of key's slot (of its hash tag, which decides it).
-func (b *batcher) txLane(key string) *lane {
-	if b.cluster == nil {
-		return b.lane("t", true)
+// txLane is the lane of key's slot (of its hash tag, which decides it),
+// for transactions that run a script, or for those that only read: a room
+// read never waits for a batch of scripts to come back.
+func (b *batcher) txLane(key string, script bool) *lane {
+	place := "r"
+	if script {
+		place = "s"
 	}
-	return b.lane("t"+hashTag(key), true)
+	if b.cluster != nil {
+		place += hashTag(key)
+	}
+	return b.lane(laneTx, place)
 }
 
-func (b *batcher) lane(name string, tx bool) *lane {
+// laneName names a lane in batcher.lanes.
+type laneName struct{ kind, place string }
+
+func (b *batcher) lane(kind, place string) *lane {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	l := b.lanes[name]
+	l := b.lanes[laneName{kind, place}]
 	if l == nil {
-		l = &lane{tx: tx, full: make(chan struct{}, 1)}
-		b.lanes[name] = l
+		l = &lane{kind: kind, full: make(chan struct{}, 1)}
+		b.lanes[laneName{kind, place}] = l
 	}
 	return l
 }
@@ -210,12 +265,21 @@ func hashTag(key string) string {
 	return key
 }
 
-// run queues c on l and waits for its answer or for ctx to end.
+// errStalled: the lane's batch out has stalled; the call goes alone.
+var errStalled = errors.New("store: batch stalled")
+
+// run queues c on l and waits for its answer or for ctx to end;
+// errStalled, with c untouched, when the lane's batch out has been out
+// longer than stalledBatch (the caller sends c alone).
 func (b *batcher) run(ctx context.Context, l *lane, c *call) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return c.fail(errBatcherClosed)
+	}
+	if !l.sentAt.IsZero() && time.Since(l.sentAt) > stalledBatch {
+		b.mu.Unlock()
+		return errStalled
 	}
 	l.pending = append(l.pending, c)
 	start, full := !l.busy, len(l.pending) >= b.max
@@ -260,8 +324,12 @@ func (b *batcher) flush(l *lane) {
 		}
 		batch := slices.Clone(l.pending[:n])
 		l.pending = slices.Delete(l.pending, 0, n)
+		l.sentAt = time.Now()
 		b.mu.Unlock()
 		b.send(l, batch)
+		b.mu.Lock()
+		l.sentAt = time.Time{}
+		b.mu.Unlock()
 	}
 }
 
@@ -296,9 +364,8 @@ func (b *batcher) send(l *lane, batch []*call) {
 	}
 	ctx := unbatched(context.Background())
 	var p redis.Pipeliner
-	kind := "script"
-	if l.tx {
-		p, kind = b.client.TxPipeline(), "transaction"
+	if l.kind == laneTx {
+		p = b.client.TxPipeline()
 	} else {
 		p = b.client.Pipeline()
 	}
@@ -308,7 +375,7 @@ func (b *batcher) send(l *lane, batch []*call) {
 		}
 	}
 	_, err := p.Exec(ctx)
-	b.observe(kind, len(live))
+	b.observe(l.kind, len(live))
 	for _, c := range live {
 		c.answer(err)
 	}
@@ -326,64 +393,131 @@ func (b *batcher) close() {
 	b.running.Wait()
 }
 
-// newCall makes the call of cmds when they can be batched: one script run,
-// or a transaction's commands of which one runs a script and the others
-// read hashes (HGETALL, HKEYS), every key of one hash tag (a transaction
-// over several slots would fail the whole batch on a Cluster). key is the
-// first key of its first script.
-func newCall(cmds []redis.Cmder) (c *call, key string, ok bool) {
-	c = &call{orig: cmds, sent: make([]*redis.Cmd, len(cmds)), done: make(chan struct{})}
+// What newCall is asked to make a call of.
+type callShape int
+
+const (
+	callScript callShape = iota // one command, batched when it runs a script
+	callTx                      // a transaction's commands: script runs and hash reads
+	callReads                   // a plain pipeline's commands: reads alone
+)
+
+// newCall makes the call of cmds when they can be batched as shape says:
+// one script run; a transaction's script runs and hash reads (HGETALL,
+// HKEYS, HMGET), every key of one hash tag (a transaction over several
+// slots would fail the whole batch on a Cluster); or a pipeline of reads
+// (those and ZRANGE), of any keys. key is the first key of the first
+// command (of its first script in a transaction), which names the lane.
+func newCall(cmds []redis.Cmder, shape callShape) (c *call, key string, ok bool) {
+	c = &call{orig: cmds, sent: make([]redis.Cmder, len(cmds)), done: make(chan struct{})}
 	tag, tagged := "", false
 	sameTag := func(k any) bool {
-		t := hashTag(fmt.Sprint(k))
+		if shape != callTx {
+			return true
+		}
+		t := hashTag(keyString(k))
 		if !tagged {
 			tag, tagged = t, true
 		}
 		return t == tag
 	}
+	readKey := ""
 	for i, cmd := range cmds {
 		args := cmd.Args()
 		switch name := cmd.Name(); name {
 		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-			if _, isCmd := cmd.(*redis.Cmd); !isCmd || len(args) < 3 {
+			if _, isCmd := cmd.(*redis.Cmd); !isCmd || len(args) < 3 || shape == callReads {
 				return nil, "", false
 			}
-			c.sent[i] = redis.NewCmd(context.Background(), args...)
-			n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+			sent := redis.NewCmd(context.Background(), args...)
+			n, _ := strconv.Atoi(keyString(args[2]))
 			if n > len(args)-3 {
 				return nil, "", false
 			}
 			if n > 0 {
-				c.sent[i].SetFirstKeyPos(3)
+				sent.SetFirstKeyPos(3)
 				if key == "" {
-					key = fmt.Sprint(args[3])
+					key = keyString(args[3])
 				}
 			}
 			for _, k := range args[3 : 3+n] {
-				if len(cmds) > 1 && !sameTag(k) {
+				if !sameTag(k) {
 					return nil, "", false
 				}
 			}
+			c.sent[i] = sent
 			ok = true
-		case "hgetall", "hkeys", "hmget": // the room read after a script
-			if len(cmds) == 1 || len(args) < 2 || (name == "hmget") != (len(args) > 2) {
+		case "hgetall", "hkeys", "hmget", "zrange":
+			if shape == callScript || len(args) != readArity(name, len(args)) ||
+				(name == "zrange" && shape != callReads) || !sameTag(args[1]) {
 				return nil, "", false
 			}
-			switch cmd.(type) {
-			case *redis.MapStringStringCmd, *redis.StringSliceCmd:
-			default:
+			if c.sent[i] = copyCmd(cmd); c.sent[i] == nil {
 				return nil, "", false
 			}
-			if !sameTag(args[1]) {
-				return nil, "", false
+			if readKey == "" {
+				readKey = keyString(args[1])
 			}
-			c.sent[i] = redis.NewCmd(context.Background(), args...)
-			c.sent[i].SetFirstKeyPos(1)
+			ok = ok || shape != callScript
 		default:
 			return nil, "", false
 		}
 	}
+	if key == "" {
+		key = readKey
+	}
 	return c, key, ok
+}
+
+// readArity is the argument count a read of name with n arguments must
+// have to be batched (its key, then its fields or range), n when any is fine.
+func readArity(name string, n int) int {
+	switch name {
+	case "hgetall", "hkeys":
+		return 2
+	case "hmget":
+		return max(n, 3)
+	}
+	return max(n, 4) // zrange key start stop [options]
+}
+
+// runsScript reports whether one of c's commands runs a script.
+func (c *call) runsScript() bool {
+	for _, cmd := range c.sent {
+		if _, ok := cmd.(*redis.Cmd); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// keyString is a command argument as a string (keys and numbers are passed
+// as strings).
+func keyString(a any) string {
+	if s, ok := a.(string); ok {
+		return s
+	}
+	return fmt.Sprint(a)
+}
+
+// copyCmd is a fresh command of cmd's type with its arguments, for the
+// read types the batcher takes; nil for any other type. A reply keeps its
+// type on the way: no generic reply to convert.
+func copyCmd(cmd redis.Cmder) redis.Cmder {
+	bg, args := context.Background(), cmd.Args()
+	var sent redis.Cmder
+	switch cmd.(type) {
+	case *redis.StringSliceCmd:
+		sent = redis.NewStringSliceCmd(bg, args...)
+	case *redis.MapStringStringCmd:
+		sent = redis.NewMapStringStringCmd(bg, args...)
+	case *redis.ZSliceCmd:
+		sent = redis.NewZSliceCmd(bg, args...)
+	default:
+		return nil
+	}
+	sent.SetFirstKeyPos(1)
+	return sent
 }
 
 // answer gives the caller the replies of its commands (batchErr: what the
@@ -394,7 +528,7 @@ func (c *call) answer(batchErr error) {
 	}
 	for i, s := range c.sent {
 		err := cmdErr(s, batchErr)
-		setReply(c.orig[i], s.Val(), err)
+		setReply(c.orig[i], s, err)
 		if err != nil && c.err == nil {
 			c.err = err
 		}
@@ -411,45 +545,20 @@ func (c *call) fail(err error) error {
 	return err
 }
 
-// setReply puts a generic reply v (RESP2 or RESP3) into cmd's own type.
-func setReply(cmd redis.Cmder, v any, err error) {
+// setReply puts sent's reply into cmd, a command of the same type.
+func setReply(cmd, sent redis.Cmder, err error) {
 	cmd.SetErr(err)
 	if err != nil {
 		return
 	}
 	switch cmd := cmd.(type) {
 	case *redis.Cmd:
-		cmd.SetVal(v)
-	case *redis.MapStringStringCmd:
-		m := map[string]string{}
-		switch v := v.(type) {
-		case []any: // RESP2: field, value, …
-			for i := 0; i+1 < len(v); i += 2 {
-				m[str(v[i])] = str(v[i+1])
-			}
-		case map[any]any: // RESP3
-			for k, x := range v {
-				m[str(k)] = str(x)
-			}
-		}
-		cmd.SetVal(m)
+		cmd.SetVal(sent.(*redis.Cmd).Val())
 	case *redis.StringSliceCmd:
-		arr, _ := v.([]any)
-		out := make([]string, len(arr))
-		for i, x := range arr {
-			out[i] = str(x)
-		}
-		cmd.SetVal(out)
+		cmd.SetVal(sent.(*redis.StringSliceCmd).Val())
+	case *redis.MapStringStringCmd:
+		cmd.SetVal(sent.(*redis.MapStringStringCmd).Val())
+	case *redis.ZSliceCmd:
+		cmd.SetVal(sent.(*redis.ZSliceCmd).Val())
 	}
-}
-
-// str is a reply element as a string (RESP2 bulk strings already are).
-func str(x any) string {
-	switch x := x.(type) {
-	case string:
-		return x
-	case nil: // HMGET of a field that is not set: go-redis reads it as ""
-		return ""
-	}
-	return fmt.Sprint(x)
 }

@@ -15,6 +15,9 @@ type keys struct {
 	// held: a room quota is on, so the scripts that remove players get the
 	// shard's unheld list (roomKeysWithIndexes).
 	held bool
+	// idx caches the index keys per (shard, mode, region); nil: built on
+	// every call.
+	idx *indexKeyCache
 }
 
 func (k keys) tag(shard int) string {
@@ -84,10 +87,18 @@ func (k keys) statusIndex(shard int, st rooms.Status, mode, region string) strin
 
 // roomKeys are the KEYS every mutation script gets (store/lua/prelude.lua).
 func (k keys) roomKeys(shard int, id string) []string {
+	return k.appendRoomKeys(make([]string, 0, nRoomKeys), shard, id)
+}
+
+// nRoomKeys is the length of roomKeys.
+const nRoomKeys = 12
+
+// appendRoomKeys appends roomKeys to dst.
+func (k keys) appendRoomKeys(dst []string, shard int, id string) []string {
 	room := k.room(shard, id)
-	return []string{room, room + ":state", room + ":players", room + ":users", room + ":log",
+	return append(dst, room, room+":state", room+":players", room+":users", room+":log",
 		k.userIndex(shard), k.codes(shard), k.clock(shard),
-		room + ":conn", room + ":presence", room + ":messages", k.due(shard)}
+		room+":conn", room+":presence", room+":messages", k.due(shard))
 }
 
 func (k keys) log(shard int, id string) string { return k.room(shard, id) + ":log" }
@@ -113,14 +124,8 @@ func (k keys) stats(shard int) string { return k.tag(shard) + ":stats" }
 // scripts that may move it between them, close it (which deletes the bans),
 // join or kick.
 func (k keys) roomKeysWithIndexes(shard int, id, mode, region string) []string {
-	out := k.roomKeys(shard, id)
-	for _, st := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
-		out = append(out,
-			k.statusIndex(shard, st, "", ""),
-			k.statusIndex(shard, st, mode, ""),
-			k.statusIndex(shard, st, "", region),
-			k.statusIndex(shard, st, mode, region))
-	}
+	out := k.appendRoomKeys(make([]string, 0, nRoomKeys+4*len(indexStatuses)+4), shard, id)
+	out = append(out, k.idx.indexKeys(k, shard, mode, region)...)
 	out = append(out, k.stats(shard), k.roomsDue(shard), k.bans(shard, id))
 	if k.held {
 		out = append(out, k.unheld(shard))

@@ -52,7 +52,7 @@ func TestReplicaReadsNeedACluster(t *testing.T) {
 // browsingCmds are the commands of the browsing reads (and of every other
 // plain read of a room): a master that answers none of them served no
 // browsing read.
-var browsingCmds = []string{"zrange", "hgetall"}
+var browsingCmds = []string{"zrange", "hgetall", "hmget"}
 
 // calls reads INFO commandstats of addr: calls per command.
 func calls(t *testing.T, addr string) map[string]int {
@@ -169,7 +169,8 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 	if err := c.WaitSlotsListReplicas(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(ctx, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: store.ReplicasOn})
+	rec := newBatchRecorder()
+	s, err := store.Open(ctx, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: store.ReplicasOn, Batch: testBatch(), Metrics: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,11 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 
 	t.Run("browsing reads hit replicas only", func(t *testing.T) {
 		resetStats(t, c.Nodes)
+		_, before := rec.sizes("read")
 		browseAll(t, s, 9, 9)
+		if _, after := rec.sizes("read"); testBatch() != nil && after == before {
+			t.Error("no browsing read went out in a batch of reads")
+		}
 		for _, m := range masters {
 			if n := sum(calls(t, m.Addr), browsingCmds...); n != 0 {
 				t.Errorf("master %s answered %d browsing reads, want 0", m.Addr, n)
@@ -244,7 +249,7 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 		for _, r := range replicas {
 			// replicas apply the masters' writes (hset, zadd, exec...) but
 			// answer no script and no read of ours
-			if n := sum(calls(t, r.Addr), "evalsha", "eval", "evalsha_ro", "eval_ro", "hgetall", "hkeys", "zrange"); n != 0 {
+			if n := sum(calls(t, r.Addr), "evalsha", "eval", "evalsha_ro", "eval_ro", "hgetall", "hkeys", "hmget", "zrange"); n != 0 {
 				t.Errorf("replica %s answered %d scripts or reads of a join, want 0: %v", r.Addr, n, calls(t, r.Addr))
 			}
 		}
@@ -254,7 +259,7 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 
 	t.Run("random and latency read right", func(t *testing.T) {
 		for _, mode := range []store.ReplicaReads{store.ReplicasRandom, store.ReplicasLatency} {
-			o, err := store.Open(ctx, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: mode})
+			o, err := store.Open(ctx, store.Config{ClusterAddrs: c.Addrs(), Prefix: prefix, Shards: shards, ReadFromReplicas: mode, Batch: testBatch()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -120,6 +120,7 @@ type Store struct {
 	batch              *batcher // nil: no batching
 	stripes            *stripes
 	sessionPolicy      players.Policy
+	readBatch          *batcher // the reader client's; nil: no batching or no reader client
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -154,7 +155,7 @@ func New(cfg Config) (*Store, error) {
 	if k := cfg.Stripes.Max(); k > cfg.Shards {
 		return nil, fmt.Errorf("mode stripes must be 1..shards (%d), got %d", cfg.Shards, k)
 	}
-	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0}, shards: cfg.Shards, places: newPlaceCache(100_000),
+	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, idx: newIndexKeyCache()}, shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle, sessionPolicy: cfg.SessionPolicy,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
 		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
@@ -169,6 +170,10 @@ func New(cfg Config) (*Store, error) {
 		}
 		s.batch = newBatcher(s.client, *cfg.Batch, observe)
 		s.client.AddHook(s.batch)
+		if s.reads != nil { // browsing reads batch apart: their batches go where they would
+			s.readBatch = newBatcher(s.reads, *cfg.Batch, observe)
+			s.reads.AddHook(s.readBatch)
+		}
 	}
 	s.observe(cfg.Metrics)
 	return s, nil
@@ -322,6 +327,9 @@ func (s *Store) Embedded() bool { return s.embedded != nil }
 func (s *Store) Close() error {
 	if s.batch != nil {
 		s.batch.close()
+	}
+	if s.readBatch != nil {
+		s.readBatch.close()
 	}
 	err := s.client.Close()
 	if s.reads != nil {

@@ -3,7 +3,7 @@ package metrics
 import "github.com/prometheus/client_golang/prometheus"
 
 // batchKinds are the kinds of store batches (store.BatchMetrics).
-var batchKinds = []string{"script", "transaction"}
+var batchKinds = []string{"script", "read", "transaction"}
 
 // batchBuckets (calls per batch): 1 is a call that found its node idle; the
 // store sends at most store.DefaultBatchMaxSize (128) calls in one batch.
@@ -18,7 +18,7 @@ type batchMetrics struct {
 // newBatchMetrics creates realsync_redis_batch_size and registers it on reg.
 func newBatchMetrics(reg prometheus.Registerer) batchMetrics {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_redis_batch_size",
-		Help:    "Calls sent to Redis together in one batch (REALSYNC_REDIS_BATCH_WINDOW), by kind: script (script runs in one pipeline), transaction (transactions that run a script, in one MULTI/EXEC).",
+		Help:    "Calls sent to Redis together in one batch (REALSYNC_REDIS_BATCH_WINDOW), by kind: script (script runs in one pipeline), read (pipelines of reads alone, in one pipeline), transaction (transactions that run a script or read a room, in one MULTI/EXEC).",
 		Buckets: batchBuckets}, []string{"kind"})
 	reg.MustRegister(h)
 	b := batchMetrics{sizes: map[string]prometheus.Observer{}}

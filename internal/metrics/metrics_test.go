@@ -150,3 +150,28 @@ func gauge(t *testing.T, reg *prometheus.Registry, name, lv string) float64 {
 	}
 	return -1
 }
+
+// Every kind of batch the store sends is counted under its own kind; a
+// kind the store does not name is dropped.
+func TestBatchKinds(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "v1")
+	for kind, size := range map[string]int{"script": 3, "read": 5, "transaction": 7, "made-up": 9} {
+		m.RedisBatch(kind, size)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "realsync_redis_batch_size" {
+			for _, m := range mf.GetMetric() {
+				sums[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	if want := map[string]float64{"script": 3, "read": 5, "transaction": 7}; !maps.Equal(sums, want) {
+		t.Errorf("batch sizes by kind %v, want %v", sums, want)
+	}
+}
