@@ -187,6 +187,26 @@ namespace RealSync
         }
     }
 
+    /// <summary>Presence is a user's status: online while a personal stream session holds its lease.</summary>
+    public class Presence
+    {
+        /// <summary>The user.</summary>
+        public string UserId;
+        /// <summary>Whether any session is open.</summary>
+        public bool Online;
+        /// <summary>The platforms of the open sessions.</summary>
+        public List<string> Platforms = new List<string>();
+        /// <summary>Orders the user's statuses: a larger one is later; 0: never seen.</summary>
+        public long Version;
+
+        internal static Presence FromJson(JsonObject o)
+        {
+            var p = new Presence { UserId = o.String("userId"), Online = o.Bool("online"), Version = o.Long("version") };
+            foreach (var x in o.Array("platforms") ?? new List<object>()) p.Platforms.Add(x as string);
+            return p;
+        }
+    }
+
     /// <summary>SeatReservation is the answer of ReserveSeatsAsync.</summary>
     public class SeatReservation
     {

@@ -333,6 +333,45 @@ namespace RealSync
             return new LiveLobby(this, mode, region, options ?? new LiveOptions());
         }
 
+        // ---- players: the personal stream, status, follows ----
+
+        /// <summary>MeStreamTokenAsync gets a token that opens the caller's personal stream for 60 s.</summary>
+        [Operation("POST", "/v1/me/stream-token", "createMeStreamToken")]
+        public async Task<StreamToken> MeStreamTokenAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return StreamToken.FromJson(await Call(HttpMethod.Post, "/v1/me/stream-token", null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>
+        /// Me makes the caller's personal stream on platform ("pc", "console", "mobile" or
+        /// "web"): followed users' statuses; subscribe to its events, then call Start().
+        /// </summary>
+        [Operation("GET", "/v1/me/events", "streamMeEvents")]
+        public LiveMe Me(string platform, LiveOptions options = null)
+        {
+            return new LiveMe(this, platform, options ?? new LiveOptions());
+        }
+
+        /// <summary>GetPresenceAsync reads the status of each of userIds (1..100), in their order.</summary>
+        [Operation("GET", "/v1/presence", "getPresence")]
+        public async Task<List<Presence>> GetPresenceAsync(IList<string> userIds, CancellationToken ct = default(CancellationToken))
+        {
+            var o = await Call(HttpMethod.Get, "/v1/presence" + new QueryBuilder().Add("userIds", string.Join(",", userIds)), null, ct).ConfigureAwait(false);
+            var list = new List<Presence>();
+            foreach (var u in o.Array("users") ?? new List<object>()) list.Add(Presence.FromJson(u as JsonObject));
+            return list;
+        }
+
+        /// <summary>SetFollowingAsync replaces the users whose status changes reach the personal stream (0..500).</summary>
+        [Operation("PUT", "/v1/me/following", "setFollowing")]
+        public async Task<List<string>> SetFollowingAsync(IList<string> userIds, CancellationToken ct = default(CancellationToken))
+        {
+            var o = await Call(HttpMethod.Put, "/v1/me/following", new Dictionary<string, object> { { "userIds", userIds } }, ct).ConfigureAwait(false);
+            var list = new List<string>();
+            foreach (var u in o.Array("userIds") ?? new List<object>()) list.Add(u as string);
+            return list;
+        }
+
         // ---- messages ----
 
         /// <summary>SendMessageAsync sends a message to the room (members); returns the room version it took.</summary>

@@ -1,0 +1,95 @@
+using System;
+using System.Collections.Generic;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace RealSync
+{
+    /// <summary>UserEvent is one event of the personal stream: snapshot (Platform, Session, Resync),
+    /// presence (UserId, Presence), session_replaced (Session, By: this session ended), resumed.</summary>
+    public class UserEvent
+    {
+        /// <summary>The event type.</summary>
+        public string Type;
+        /// <summary>The user whose log holds a logged event, or whose status a presence event is.</summary>
+        public string UserId;
+        /// <summary>snapshot, session_replaced: the platform; snapshot: this stream's.</summary>
+        public string Platform;
+        /// <summary>snapshot: this stream's session; session_replaced: the session replaced.</summary>
+        public string Session;
+        /// <summary>session_replaced: the session that replaced it.</summary>
+        public string By;
+        /// <summary>snapshot: the resume could not be served from the log (events may have been missed).</summary>
+        public bool Resync;
+        /// <summary>presence: the followed user's status.</summary>
+        public Presence Presence;
+        /// <summary>The whole payload.</summary>
+        public JsonObject Data;
+    }
+
+    /// <summary>
+    /// LiveMe is the caller's personal stream (GET /v1/me/events) on one platform: the
+    /// statuses of the users it follows (SetFollowingAsync), kept in Presence, and the
+    /// end of this session when a new one of the same platform replaces it (ends as Left).
+    /// Subscribe to its events, then call Start().
+    /// </summary>
+    public sealed class LiveMe : LiveStream
+    {
+        /// <summary>A followed user's status arrived (current, then each change).</summary>
+        public event Action<UserEvent> PresenceChanged;
+        /// <summary>A new session of this platform replaced this one; the stream ends after it.</summary>
+        public event Action<UserEvent> SessionReplaced;
+        /// <summary>Any event, after its own C# event.</summary>
+        public event Action<UserEvent> Change;
+
+        readonly string platform;
+
+        /// <summary>The latest status of each followed user, by userId.</summary>
+        public Dictionary<string, Presence> Presence { get; } = new Dictionary<string, Presence>();
+
+        internal LiveMe(RealSyncClient client, string platform, LiveOptions options)
+            : base(client, "/v1/me/events", options)
+        {
+            this.platform = platform;
+        }
+
+        /// <inheritdoc/>
+        protected override string Query() { return new QueryBuilder().Add("platform", platform).ToString(); }
+
+        /// <inheritdoc/>
+        protected override Task<StreamToken> StreamToken(CancellationToken ct) { return Client.MeStreamTokenAsync(ct); }
+
+        /// <inheritdoc/>
+        protected override CloseReason? Receive(string type, JsonObject data)
+        {
+            var e = new UserEvent
+            {
+                Type = data.String("type") ?? type, UserId = data.String("userId"), Platform = data.String("platform"),
+                Session = data.String("session"), By = data.String("by"), Resync = data.Bool("resync"), Data = data,
+            };
+            if (e.Type == "presence") e.Presence = RealSync.Presence.FromJson(data);
+            Post(() => Apply(e));
+            return e.Type == "session_replaced" ? CloseReason.Left : (CloseReason?)null;
+        }
+
+        void Apply(UserEvent e)
+        {
+            switch (e.Type)
+            {
+                case "snapshot":
+                    MarkReady();
+                    break;
+                case "presence":
+                    Presence known;
+                    if (Presence.TryGetValue(e.UserId, out known) && known.Version > e.Presence.Version) return; // older
+                    Presence[e.UserId] = e.Presence;
+                    Raise(PresenceChanged, e);
+                    break;
+                case "session_replaced":
+                    Raise(SessionReplaced, e);
+                    break;
+            }
+            Raise(Change, e);
+        }
+    }
+}
