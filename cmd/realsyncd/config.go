@@ -47,6 +47,7 @@ type Config struct {
 	AdvertiseAddr     string         // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
 	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
 	quotaSettings                    // per-user limits and the presence debounce (config_quotas.go)
+	webhookSettings                  // REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS (config_webhooks.go)
 	protocolSettings                 // REALSYNC_TLS_CERT, REALSYNC_TLS_KEY, REALSYNC_H2C: TLS and HTTP/2 (tls.go)
 	APIKeysFile       string         // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
 	RateLimits        limits.Set     // REALSYNC_RATE_LIMITS: off, or overrides of limits.Defaults
@@ -124,6 +125,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	quotas := quotaFlags(fs, env)
 	protocols := protocolFlags(fs, env)
 	batching := batchFlags(fs, env)
+	webhooks := webhookFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
@@ -143,6 +145,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	c.quotaSettings = quotas(bad)
 	c.protocolSettings = protocols(bad)
 	c.batchSettings = batching(bad)
+	c.webhookSettings = webhooks(bad)
 	if cluster != "" {
 		for _, a := range strings.Split(cluster, ",") {
 			if a = strings.TrimSpace(a); a != "" {

@@ -194,6 +194,7 @@ wait:
 				defer close(janitorDone)
 				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
 			}()
+			go runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), log)
 		case <-ctx.Done():
 			break wait
 		}
@@ -244,8 +245,8 @@ func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackgroun
 func storeConfig(cfg Config) store.Config {
 	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReplicaReads, Batch: cfg.RedisBatch,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
-		PresenceDebounce: cfg.PresenceDebounce,
-		Quotas:           store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
+		PresenceDebounce: cfg.PresenceDebounce, WebhookOutboxLen: cfg.outboxLen(),
+		Quotas: store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
 		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
 			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)}}
 }
