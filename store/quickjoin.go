@@ -296,6 +296,9 @@ const (
 func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
 	call := quickJoinCall{keys: s.keys, shard: shard, mode: mode, region: region,
 		pubcmd: s.pubcmd, logArgs: s.argv, user: u.ID, nameJSON: jsonString(u.Name), candidates: cands}
+	if s.outboxLen > 0 { // webhooks on: logArgs say so, the outbox is the last key
+		call.outbox = s.keys.webhookOutbox(shard)
+	}
 	ph := placeholderPrefix + randomString(idRandLen, base62)
 	h, err := s.reserve(ctx, u.ID, ph, create != nil)
 	if errors.Is(err, rooms.ErrOwnedRoomsLimit) {
@@ -595,6 +598,7 @@ type quickJoinCall struct {
 	user         string
 	nameJSON     string
 	candidates   []string
+	outbox       string // the shard's webhook outbox, when webhooks are on
 	// createID, create: the room to create when there is none to join
 	// (createID "": never create)
 	createID string
@@ -616,5 +620,9 @@ func (c quickJoinCall) keysArgs() ([]string, []any) {
 	if c.createID != "" {
 		args = append(args, c.create.args()...)
 	}
-	return c.keys.roomKeysWithIndexes(c.shard, "", c.mode, c.region), args
+	keys := c.keys.roomKeysWithIndexes(c.shard, "", c.mode, c.region)
+	if c.outbox != "" {
+		keys = append(keys, c.outbox)
+	}
+	return keys, args
 }

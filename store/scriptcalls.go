@@ -27,12 +27,21 @@ type roomScope struct {
 
 // scope is room id's scope for a script that moves it between no index.
 func (s *Store) scope(shard int, id string) roomScope {
-	return roomScope{keys: s.keys.roomKeys(shard, id), argv: s.common(shard, id)}
+	return roomScope{keys: s.withOutbox(shard, s.keys.roomKeys(shard, id)), argv: s.common(shard, id)}
 }
 
 // indexedScope is the scope of room id of mode and region with its indexes.
 func (s *Store) indexedScope(shard int, id, mode, region string) roomScope {
-	return roomScope{keys: s.keys.roomKeysWithIndexes(shard, id, mode, region), argv: s.common(shard, id)}
+	return roomScope{keys: s.withOutbox(shard, s.keys.roomKeysWithIndexes(shard, id, mode, region)), argv: s.common(shard, id)}
+}
+
+// withOutbox appends the shard's webhook outbox to a scope's keys when
+// webhooks are on (ARGV[5] then says so, see lua/prelude.lua).
+func (s *Store) withOutbox(shard int, keys []string) []string {
+	if s.outboxLen > 0 {
+		keys = append(keys, s.keys.webhookOutbox(shard))
+	}
+	return keys
 }
 
 // scopeOf returns room id's shard and indexed scope, reading its
@@ -472,4 +481,61 @@ func (c indexRepairCall) keysArgs() ([]string, []any) {
 		args = append(args, e)
 	}
 	return keys, args
+}
+
+// webhookFanoutCall is webhook_fanout.lua: outbox entry becomes message's
+// delivery to each of endpoints (webhooks.go).
+type webhookFanoutCall struct {
+	outbox, deliveries string
+	entry, message     string
+	endpoints          []string
+}
+
+func (webhookFanoutCall) script() *luaScript { return webhookFanout }
+func (c webhookFanoutCall) keysArgs() ([]string, []any) {
+	args := []any{webhookGroup, c.entry, c.message}
+	for _, e := range c.endpoints {
+		args = append(args, e)
+	}
+	return []string{c.outbox, c.deliveries}, args
+}
+
+// webhookFailCall is webhook_fail.lua: delivery entry failed a try.
+type webhookFailCall struct {
+	deliveries, retries, dead string
+	entry                     string
+	dueMs                     int64
+	maxAttempts, deadMaxLen   int
+	nowMs                     int64
+	lastErr                   string
+}
+
+func (webhookFailCall) script() *luaScript { return webhookFail }
+func (c webhookFailCall) keysArgs() ([]string, []any) {
+	return []string{c.deliveries, c.retries, c.dead},
+		[]any{webhookGroup, c.entry, c.dueMs, c.maxAttempts, c.deadMaxLen, c.nowMs, c.lastErr}
+}
+
+// webhookDueCall is webhook_due.lua: at most limit retries due by nowMs
+// go back into the deliveries.
+type webhookDueCall struct {
+	retries, deliveries string
+	nowMs               int64
+	limit               int
+}
+
+func (webhookDueCall) script() *luaScript { return webhookDue }
+func (c webhookDueCall) keysArgs() ([]string, []any) {
+	return []string{c.retries, c.deliveries}, []any{c.nowMs, c.limit}
+}
+
+// webhookReplayCall is webhook_replay.lua: dead letter entry goes back
+// into the deliveries.
+type webhookReplayCall struct {
+	dead, deliveries, entry string
+}
+
+func (webhookReplayCall) script() *luaScript { return webhookReplay }
+func (c webhookReplayCall) keysArgs() ([]string, []any) {
+	return []string{c.dead, c.deliveries}, []any{c.entry}
 }

@@ -46,6 +46,10 @@ type Config struct {
 	Shards int
 	// LogMaxLen caps each room's event log (MAXLEN ~); default 1000.
 	LogMaxLen int
+	// WebhookOutboxLen, when > 0, turns webhooks on: every room event also
+	// enters its shard's webhook outbox (a stream capped near this length,
+	// MAXLEN ~) in the script that makes it (webhooks.go). 0: off, no cost.
+	WebhookOutboxLen int
 	// LogMaxBytes caps each room's event log in bytes (ids, tags and event
 	// JSON); default 256 KiB. Past it the oldest events are dropped down to
 	// 3/4 of it, so a room of large patches keeps fewer events.
@@ -107,7 +111,8 @@ type Store struct {
 	// functions: the mutations run as FCALL of the library (functions.go)
 	functions   bool
 	scriptsOnly bool
-	argv        [3]string // "<log MAXLEN> <log bytes>", closed log TTL (s); see common()
+	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", closed log TTL (s); see common()
+	outboxLen   int       // webhook outbox MAXLEN ~; 0: webhooks off
 	places      *placeCache
 	metrics     Metrics
 
@@ -158,7 +163,11 @@ func New(cfg Config) (*Store, error) {
 	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, idx: newIndexKeyCache()}, shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle, sessionPolicy: cfg.SessionPolicy,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
-		argv: [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}}
+		argv:      [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))},
+		outboxLen: cfg.WebhookOutboxLen}
+	if s.outboxLen > 0 {
+		s.argv[0] += " " + strconv.Itoa(s.outboxLen)
+	}
 	s.stripes = newStripes(s.keys, s.shards, cfg.Stripes)
 	if err := s.connect(cfg); err != nil {
 		return nil, err

@@ -202,6 +202,7 @@ wait:
 				defer close(janitorDone)
 				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
 			}()
+			go runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), log)
 		case <-ctx.Done():
 			break wait
 		}
@@ -252,7 +253,7 @@ func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackgroun
 func storeConfig(cfg Config) store.Config {
 	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReplicaReads, Batch: cfg.RedisBatch,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, Stripes: cfg.ModeStripes, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
-		PresenceDebounce: cfg.PresenceDebounce, SessionPolicy: cfg.SessionPolicy,
+		PresenceDebounce: cfg.PresenceDebounce, SessionPolicy: cfg.SessionPolicy, WebhookOutboxLen: cfg.outboxLen(),
 		Quotas: store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
 		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
 			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)}}

@@ -37,8 +37,11 @@
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag
---   ARGV[5] "<log MAXLEN ~> <log byte cap>": the event log keeps about the
---           last MAXLEN events and never more than the byte cap (see cap_log)
+--   ARGV[5] "<log MAXLEN ~> <log byte cap>[ <outbox MAXLEN ~>]": the event
+--           log keeps about the last MAXLEN events and never more than the
+--           byte cap (see cap_log); the third number is only there when
+--           webhooks are on, and then the last of KEYS is the shard's
+--           webhook outbox (a stream, see outbox)
 --   ARGV[6] TTL (s) of a closed room's log
 -- A caller userId of "" is the server (an API key; rooms.User.Server): no
 -- player has an empty userId. The scripts that take it skip the membership,
@@ -46,6 +49,7 @@
 -- Replies are arrays whose first element is "OK" or an error code.
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
 local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED
+local K_OUTBOX, outbox_len
 local room_id, channel, pubcmd, tag, closed_ttl, maxlen, log_cap
 local now_us, now
 -- now_iso: now as RFC 3339 once formatted (iso_now); known_ver and
@@ -66,8 +70,13 @@ local function begin()
   K_RESERVED = K_ROOM .. ':reserved'
   room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
   tag, closed_ttl = ARGV[4], ARGV[6]
-  maxlen, log_cap = string.match(ARGV[5], '^(%d+) (%d+)$')
+  maxlen, log_cap, outbox_len = string.match(ARGV[5], '^(%d+) (%d+) ?(%d*)$')
   log_cap = tonumber(log_cap)
+  K_OUTBOX = nil
+  if outbox_len ~= '' then -- webhooks on: the outbox is the last key
+    K_OUTBOX = KEYS[#KEYS]
+    if #KEYS == 36 then K_UNHELD = nil end -- 35 indexed keys and the outbox
+  end
   local T = redis.call('TIME')
   now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
   now = math.floor(now_us / 1000)
@@ -183,6 +192,9 @@ local function emit(etype, body, ...)
   known_lb = lb
   cap_log(lb)
   redis.call(pubcmd, channel, v .. ' ' .. tag .. ' ' .. ev)
+  if K_OUTBOX then
+    redis.call('XADD', K_OUTBOX, 'MAXLEN', '~', outbox_len, '*', 't', etype, 'd', ev)
+  end
   return v, ev
 end
 

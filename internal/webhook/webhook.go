@@ -1,0 +1,219 @@
+// Package webhook is the HTTP side of RealSync's webhooks (issue 16 item
+// 6): the endpoints file (REALSYNC_WEBHOOKS_FILE) and the signed POST of
+// one delivery. The outbox, retries and dead letters are the store's
+// (store/webhooks.go).
+//
+// A delivery is a POST of {"type", "timestamp", "data": the room event}
+// with the Standard Webhooks headers webhook-id (the event's message id,
+// the same on every try and endpoint), webhook-timestamp (Unix seconds of
+// the try) and webhook-signature ("v1,<base64 HMAC-SHA256 of
+// id.timestamp.body under the endpoint's whsec_ secret>"), and
+// webhook-retry-count (failed tries before this one). Any 2xx is success;
+// anything else, a timeout or a network error is a failed try.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.yaml.in/yaml/v3"
+)
+
+// Endpoint is one configured receiver.
+type Endpoint struct {
+	// ID names the endpoint in deliveries, dead letters and metrics.
+	ID string `yaml:"id" json:"id"`
+	// URL is where deliveries are POSTed (http or https).
+	URL string `yaml:"url" json:"url"`
+	// Secret is the Standard Webhooks signing secret, "whsec_<base64>".
+	Secret string `yaml:"secret" json:"secret"`
+	// Events are the event types it receives; "*" is every type.
+	Events []string `yaml:"events" json:"events"`
+}
+
+// File is the endpoints file: {"endpoints": [...]}, YAML or JSON (YAML
+// reads both).
+type File struct {
+	Endpoints []Endpoint `yaml:"endpoints" json:"endpoints"`
+}
+
+// Load reads and checks the endpoints file at path; an error names the
+// file and the field at fault.
+func Load(path string) ([]Endpoint, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks file: %w", err)
+	}
+	eps, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks file %s: %w", path, err)
+	}
+	return eps, nil
+}
+
+// Parse decodes and checks an endpoints file's content: every endpoint
+// has a unique id, an absolute http(s) url, a whsec_ base64 secret and at
+// least one event type; unknown fields are errors.
+func Parse(raw []byte) ([]Endpoint, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("endpoints: none configured")
+		}
+		return nil, err
+	}
+	if len(f.Endpoints) == 0 {
+		return nil, errors.New("endpoints: none configured")
+	}
+	seen := map[string]bool{}
+	for i, ep := range f.Endpoints {
+		at := fmt.Sprintf("endpoints[%d]", i)
+		if ep.ID == "" {
+			return nil, fmt.Errorf("%s.id: required", at)
+		}
+		if seen[ep.ID] {
+			return nil, fmt.Errorf("%s.id: %q appears twice", at, ep.ID)
+		}
+		seen[ep.ID] = true
+		u, err := url.Parse(ep.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%s.url: %q is not an absolute http(s) URL", at, ep.URL)
+		}
+		if _, err := NewSigner(ep.Secret); err != nil {
+			return nil, fmt.Errorf("%s.secret: %w", at, err)
+		}
+		if len(ep.Events) == 0 {
+			return nil, fmt.Errorf("%s.events: at least one event type (or \"*\") required", at)
+		}
+		for j, e := range ep.Events {
+			if e == "" {
+				return nil, fmt.Errorf("%s.events[%d]: empty", at, j)
+			}
+		}
+	}
+	return f.Endpoints, nil
+}
+
+// NewSigner checks a whsec_ secret and returns its Standard Webhooks
+// signer (the specification's reference library).
+func NewSigner(secret string) (*standardwebhooks.Webhook, error) {
+	const prefix = "whsec_"
+	if len(secret) <= len(prefix) || secret[:len(prefix)] != prefix {
+		return nil, errors.New(`must be "whsec_" followed by the base64 key`)
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return nil, errors.New("the key after whsec_ is not base64")
+	}
+	return wh, nil
+}
+
+// Delivery is one try to send: the message id, the event's type and JSON,
+// and the failed tries before it.
+type Delivery struct {
+	MessageID  string
+	Endpoint   string
+	Type       string
+	Event      []byte
+	RetryCount int
+}
+
+// Sender POSTs deliveries to the configured endpoints with a client of its
+// own (bounded by Timeout), never on an API request's path.
+type Sender struct {
+	client  *http.Client
+	eps     map[string]endpoint
+	now     func() time.Time
+	timeout time.Duration
+}
+
+type endpoint struct {
+	Endpoint
+	signer *standardwebhooks.Webhook
+}
+
+// NewSender builds a sender for eps (checked by Parse); timeout bounds a
+// whole try (connect, send, answer); now is the clock of webhook-timestamp
+// (nil: time.Now).
+func NewSender(eps []Endpoint, timeout time.Duration, now func() time.Time) (*Sender, error) {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Sender{client: &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse // a redirect is not a delivery
+	}}, eps: map[string]endpoint{}, now: now, timeout: timeout}
+	for _, ep := range eps {
+		sg, err := NewSigner(ep.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("webhook endpoint %s: %w", ep.ID, err)
+		}
+		s.eps[ep.ID] = endpoint{ep, sg}
+	}
+	return s, nil
+}
+
+// Payload is the body of a delivery.
+func Payload(d Delivery) ([]byte, error) {
+	var ev struct {
+		TS string `json:"ts"`
+	}
+	if err := json.Unmarshal(d.Event, &ev); err != nil {
+		return nil, fmt.Errorf("webhook: event %s is not JSON: %w", d.MessageID, err)
+	}
+	return json.Marshal(struct {
+		Type      string          `json:"type"`
+		Timestamp string          `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}{d.Type, ev.TS, d.Event})
+}
+
+// Send makes one try of d: nil on a 2xx answer.
+func (s *Sender) Send(ctx context.Context, d Delivery) error {
+	ep, ok := s.eps[d.Endpoint]
+	if !ok {
+		return fmt.Errorf("webhook endpoint %q is not configured", d.Endpoint)
+	}
+	body, err := Payload(d)
+	if err != nil {
+		return err
+	}
+	ts := s.now()
+	sig, err := ep.signer.Sign(d.MessageID, ts, body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "realsync-webhooks")
+	req.Header.Set("webhook-id", d.MessageID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	req.Header.Set("webhook-retry-count", strconv.Itoa(d.RetryCount))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // draining for reuse only
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("webhook endpoint %s answered %d", d.Endpoint, resp.StatusCode)
+	}
+	return nil
+}

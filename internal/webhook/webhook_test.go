@@ -1,0 +1,129 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/realsync/realsync/internal/webhook"
+)
+
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, err string
+	}{
+		{"yaml", "endpoints:\n- id: a\n  url: https://x.example/h\n  secret: " + secret + "\n  events: ['*']\n", ""},
+		{"json", `{"endpoints":[{"id":"a","url":"http://127.0.0.1:9/h","secret":"` + secret + `","events":["room_closed"]}]}`, ""},
+		{"empty", "", "endpoints: none configured"},
+		{"no id", "endpoints:\n- url: https://x/h\n  secret: " + secret + "\n  events: ['*']\n", "endpoints[0].id: required"},
+		{"twice", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[1].id: "a" appears twice`},
+		{"bad url", "endpoints:\n- {id: a, url: 'ftp://x/h', secret: " + secret + ", events: ['*']}\n", "endpoints[0].url"},
+		{"bad secret", "endpoints:\n- {id: a, url: 'https://x/h', secret: abc, events: ['*']}\n", "endpoints[0].secret"},
+		{"secret not base64", "endpoints:\n- {id: a, url: 'https://x/h', secret: 'whsec_!!', events: ['*']}\n", "endpoints[0].secret: the key after whsec_ is not base64"},
+		{"no events", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + "}\n", "endpoints[0].events"},
+		{"unknown field", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*'], retries: 3}\n", "retries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eps, err := webhook.Parse([]byte(tc.file))
+			if tc.err == "" {
+				if err != nil || len(eps) != 1 {
+					t.Fatalf("Parse: %v, %v", eps, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("Parse error %v, want one containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestSendSignsTheStandardWebhooksWay: a receiver checks the headers and
+// signature with the specification's reference library and by hand.
+func TestSendSignsTheStandardWebhooksWay(t *testing.T) {
+	type got struct {
+		h    http.Header
+		body []byte
+	}
+	recv := make(chan got, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		recv <- got{r.Header.Clone(), b}
+	}))
+	t.Cleanup(srv.Close)
+	now := time.Now()
+	s, err := webhook.NewSender([]webhook.Endpoint{{ID: "a", URL: srv.URL, Secret: secret, Events: []string{"*"}}}, 5*time.Second,
+		func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := `{"type":"room_closed","roomId":"r1","version":4,"ts":"2026-11-23T22:00:00.5Z","reason":"closed"}`
+	if err := s.Send(context.Background(), webhook.Delivery{MessageID: "msg_1_5-0", Endpoint: "a", Type: "room_closed",
+		Event: []byte(ev), RetryCount: 2}); err != nil {
+		t.Fatal(err)
+	}
+	g := <-recv
+	want := `{"type":"room_closed","timestamp":"2026-11-23T22:00:00.5Z","data":` + ev + `}`
+	if string(g.body) != want {
+		t.Fatalf("body %s, want %s", g.body, want)
+	}
+	if g.h.Get("webhook-id") != "msg_1_5-0" || g.h.Get("webhook-retry-count") != "2" || g.h.Get("Content-Type") != "application/json" {
+		t.Fatalf("headers %v", g.h)
+	}
+	wh, _ := standardwebhooks.NewWebhook(secret)
+	if err := wh.Verify(g.body, g.h); err != nil {
+		t.Fatalf("reference library: %v", err)
+	}
+	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("msg_1_5-0." + g.h.Get("webhook-timestamp") + "." + string(g.body)))
+	if sig := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)); g.h.Get("webhook-signature") != sig {
+		t.Fatalf("signature %q, want %q", g.h.Get("webhook-signature"), sig)
+	}
+}
+
+// TestSendFailures: a non-2xx answer, a redirect and an endpoint that never
+// answers (bounded by the timeout) are failed tries.
+func TestSendFailures(t *testing.T) {
+	hang := make(chan struct{}) // closed before each server's Close
+	for _, tc := range []struct {
+		name string
+		h    http.HandlerFunc
+	}{
+		{"500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }},
+		{"redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/x", http.StatusFound) }},
+		{"never answers", func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.h)
+			t.Cleanup(srv.Close)
+			if tc.name == "never answers" {
+				t.Cleanup(func() { close(hang) }) // runs first
+			}
+			s, err := webhook.NewSender([]webhook.Endpoint{{ID: "a", URL: srv.URL, Secret: secret, Events: []string{"*"}}}, 200*time.Millisecond, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Send(context.Background(), webhook.Delivery{MessageID: "m", Endpoint: "a", Type: "x", Event: []byte(`{"ts":"t"}`)})
+			if err == nil {
+				t.Fatal("a failed try reported success")
+			}
+		})
+	}
+}

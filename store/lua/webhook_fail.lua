@@ -1,0 +1,29 @@
+-- webhook_fail: a delivery's try failed. It leaves the deliveries stream
+-- and waits in the retry zset until due (scored by due time, ms), with its
+-- retry count one higher, or, once it has been tried max times, goes to
+-- the dead-letter stream (capped MAXLEN ~). One shard's keys:
+--   KEYS[1] deliveries   KEYS[2] retries (zset)   KEYS[3] dead letters
+--   ARGV[1] consumer group   ARGV[2] delivery entry id   ARGV[3] due (ms)
+--   ARGV[4] max tries   ARGV[5] dead-letter MAXLEN ~   ARGV[6] now (ms)
+--   ARGV[7] the last error
+-- Returns "retry", "dead" or "gone" (another consumer settled it).
+local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
+local out = 'gone'
+if e[1] then
+  local d = {}
+  local f = e[1][2]
+  for i = 1, #f, 2 do d[f[i]] = f[i + 1] end
+  local tries = tonumber(d.n) + 1
+  if tries >= tonumber(ARGV[4]) then
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d,
+      'n', tries, 'at', ARGV[6], 'err', ARGV[7])
+    out = 'dead'
+  else
+    -- the delivery's own id makes the member unique
+    redis.call('ZADD', KEYS[2], ARGV[3], cjson.encode({id = ARGV[2], e = d.e, m = d.m, t = d.t, d = d.d, n = tries}))
+    out = 'retry'
+  end
+end
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+return out

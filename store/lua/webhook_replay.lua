@@ -1,0 +1,13 @@
+-- webhook_replay: a dead letter goes back into the deliveries stream with
+-- its retry count reset, and leaves the dead-letter stream. One shard's keys:
+--   KEYS[1] dead letters   KEYS[2] deliveries
+--   ARGV[1] the dead letter's entry id
+-- Returns 1, or 0 when there is no such dead letter.
+local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if not e[1] then return 0 end
+local d = {}
+local f = e[1][2]
+for i = 1, #f, 2 do d[f[i]] = f[i + 1] end
+redis.call('XADD', KEYS[2], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d, 'n', 0)
+redis.call('XDEL', KEYS[1], ARGV[1])
+return 1

@@ -1,0 +1,464 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Webhooks (issue 16 item 6). With Config.WebhookOutboxLen > 0 every room
+// event enters its shard's outbox stream in the script that makes it
+// (lua/prelude.lua emit), so nothing committed is lost. A Dispatcher on
+// every instance reads each shard's outbox and deliveries streams through
+// the consumer group "wh" (consumer: the instance id), so each entry goes
+// to one instance at a time:
+//
+//   - outbox → deliveries: webhook_fanout.lua turns an outbox entry into one
+//     delivery per endpoint that wants its type and acknowledges and
+//     deletes the entry, in one script: one endpoint's failure never
+//     re-sends to another.
+//   - deliveries → the endpoint: a bounded pool of workers sends each
+//     (WebhookSend); success acknowledges and deletes it; a failure moves it
+//     (webhook_fail.lua) to the retry zset, due after an exponential backoff
+//     with full jitter, its retry count one higher, or after MaxAttempts
+//     tries to the dead-letter stream (capped MAXLEN ~ DeadMaxLen).
+//   - retry zset → deliveries: webhook_due.lua, when due.
+//   - an entry another consumer read and never settled (it crashed) is
+//     taken over with XAUTOCLAIM after ClaimIdle: delivery is at least once.
+//
+// Keys (all of a shard's slot): {p:s}:webhooks (outbox, MAXLEN ~
+// WebhookOutboxLen, entries deleted once fanned out: the cap only bounds a
+// backlog no instance dispatches), {p:s}:webhooks:deliveries (entries
+// deleted once settled), {p:s}:webhooks:retries (members leave when due),
+// {p:s}:webhooks:dead (MAXLEN ~ DeadMaxLen).
+
+// webhookGroup is the consumer group of every instance on the outbox and
+// deliveries streams.
+const webhookGroup = "wh"
+
+// WebhookEndpoint is one configured endpoint as the dispatcher sees it:
+// its id and the event types it wants ("*": all).
+type WebhookEndpoint struct {
+	ID     string
+	Events []string
+}
+
+// wants says whether ep receives events of type t.
+func (ep WebhookEndpoint) wants(t string) bool {
+	for _, e := range ep.Events {
+		if e == "*" || e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// WebhookDelivery is one try of one event to one endpoint.
+type WebhookDelivery struct {
+	// MessageID is the event's id, the same for every endpoint and every
+	// try (the Standard Webhooks webhook-id): "msg_<shard>_<outbox id>".
+	MessageID string
+	Endpoint  string
+	Type      string
+	// Event is the room event's JSON (what the SSE stream carries).
+	Event []byte
+	// RetryCount is the number of failed tries before this one.
+	RetryCount int
+}
+
+// WebhookMetrics counts what the dispatcher does; nil methods are fine
+// through a nil interface (no metrics).
+type WebhookMetrics interface {
+	// WebhookDelivered counts a try by outcome: "delivered", "retry", "dead".
+	WebhookDelivered(endpoint, outcome string)
+	// WebhookLag is the age of the oldest outbox entry read in a round.
+	WebhookLag(d time.Duration)
+}
+
+// WebhookConfig configures a Dispatcher. Zero values take the defaults
+// documented on each field.
+type WebhookConfig struct {
+	Endpoints []WebhookEndpoint
+	// Send delivers one try; an error (or a panic-free timeout inside it)
+	// is a failed try. It must bound its own time (an HTTP client timeout).
+	Send func(ctx context.Context, d WebhookDelivery) error
+	// Consumer names this instance in the consumer groups (instance id).
+	Consumer string
+	// MaxAttempts tries before a delivery is dead-lettered; default 8.
+	MaxAttempts int
+	// BackoffBase and BackoffMax: the n-th retry waits a uniform random
+	// time in [0, min(BackoffBase·2^(n-1), BackoffMax)); defaults 1 s, 10 min.
+	BackoffBase, BackoffMax time.Duration
+	// Workers bounds the concurrent sends of this instance; default 8.
+	Workers int
+	// ClaimIdle: an entry read by a consumer and unsettled for this long is
+	// taken over by another (XAUTOCLAIM); default 1 min. Must exceed the
+	// sender's timeout.
+	ClaimIdle time.Duration
+	// DeadMaxLen caps each shard's dead-letter stream (MAXLEN ~); default 10000.
+	DeadMaxLen int
+	// Poll is the pause between rounds that found nothing; default 250 ms.
+	Poll time.Duration
+	// Now is the clock of backoff and due times; default time.Now. Tests
+	// inject one to run hours of failures without sleeping.
+	Now func() time.Time
+	// Jitter returns a uniform value in [0, 1); default math/rand/v2.
+	Jitter  func() float64
+	Metrics WebhookMetrics
+}
+
+func (c WebhookConfig) withDefaults() WebhookConfig {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 8
+	}
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = time.Second
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = 10 * time.Minute
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.ClaimIdle <= 0 {
+		c.ClaimIdle = time.Minute
+	}
+	if c.DeadMaxLen <= 0 {
+		c.DeadMaxLen = 10000
+	}
+	if c.Poll <= 0 {
+		c.Poll = 250 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Jitter == nil {
+		c.Jitter = rand.Float64
+	}
+	return c
+}
+
+// Dispatcher delivers the webhook outbox of every shard. Safe for
+// concurrent use; Run it once per instance.
+type Dispatcher struct {
+	s     *Store
+	cfg   WebhookConfig
+	eps   map[string]WebhookEndpoint
+	mu    sync.Mutex
+	group map[string]bool // streams whose group exists
+}
+
+// ErrWebhooksOff: the store was opened without a webhook outbox.
+var ErrWebhooksOff = errors.New("webhooks are off (no outbox)")
+
+// Webhooks returns the store's webhook dispatcher.
+func (s *Store) Webhooks(cfg WebhookConfig) (*Dispatcher, error) {
+	if s.outboxLen <= 0 {
+		return nil, ErrWebhooksOff
+	}
+	if cfg.Send == nil || cfg.Consumer == "" {
+		return nil, errors.New("webhooks: Send and Consumer are required")
+	}
+	cfg = cfg.withDefaults()
+	d := &Dispatcher{s: s, cfg: cfg, eps: map[string]WebhookEndpoint{}, group: map[string]bool{}}
+	for _, ep := range cfg.Endpoints {
+		d.eps[ep.ID] = ep
+	}
+	return d, nil
+}
+
+// Run dispatches until ctx ends, pausing Poll after a round with nothing
+// to do or an error (reported to onErr, which may be nil).
+func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
+	for ctx.Err() == nil {
+		n, err := d.Step(ctx)
+		if err != nil && onErr != nil && ctx.Err() == nil {
+			onErr(err)
+		}
+		if n == 0 || err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d.cfg.Poll):
+			}
+		}
+	}
+}
+
+// Step runs one round over every shard: due retries back into deliveries,
+// the outbox fanned out (its abandoned entries claimed first), then the
+// deliveries read (abandoned ones claimed) and sent by at most Workers at a
+// time, each settled. It returns the number of entries it handled.
+func (d *Dispatcher) Step(ctx context.Context) (int, error) {
+	total := 0
+	var errs []error
+	for shard := range d.s.shards {
+		n, err := d.stepShard(ctx, shard)
+		total += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("webhooks shard %d: %w", shard, err))
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
+	k := d.s.keys
+	outbox, dels := k.webhookOutbox(shard), k.webhookDeliveries(shard)
+	now := d.cfg.Now()
+	moved, err := d.s.run(ctx, webhookDueCall{retries: k.webhookRetries(shard), deliveries: dels,
+		nowMs: now.UnixMilli(), limit: 256}).Int()
+	if err != nil {
+		return 0, wrap(err)
+	}
+	handled := moved
+	entries, err := d.read(ctx, outbox, 256)
+	if err != nil {
+		return handled, err
+	}
+	if len(entries) > 0 && d.cfg.Metrics != nil {
+		if ms, _, ok := strings.Cut(entries[0].ID, "-"); ok {
+			if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
+				d.cfg.Metrics.WebhookLag(time.Since(time.UnixMilli(t)))
+			}
+		}
+	}
+	for _, e := range entries {
+		t, _ := e.Values["t"].(string)
+		var want []string
+		for _, ep := range d.cfg.Endpoints {
+			if ep.wants(t) {
+				want = append(want, ep.ID)
+			}
+		}
+		call := webhookFanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
+			message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, endpoints: want}
+		if err := d.s.run(ctx, call).Err(); err != nil {
+			return handled, wrap(err)
+		}
+		handled++
+	}
+	todo, err := d.read(ctx, dels, int64(d.cfg.Workers)*4)
+	if err != nil {
+		return handled, err
+	}
+	sem := make(chan struct{}, d.cfg.Workers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, e := range todo {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := d.deliver(ctx, shard, e); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return handled + len(todo), errors.Join(errs...)
+}
+
+// read returns up to count entries of stream for this consumer: first those
+// other consumers left unsettled past ClaimIdle (XAUTOCLAIM), then new ones.
+func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]redis.XMessage, error) {
+	if err := d.ensureGroup(ctx, stream); err != nil {
+		return nil, err
+	}
+	c := d.s.client
+	claimed, _, err := c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: webhookGroup,
+		MinIdle: d.cfg.ClaimIdle, Start: "0-0", Count: count, Consumer: d.cfg.Consumer}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap(err)
+	}
+	if int64(len(claimed)) >= count {
+		return claimed, nil
+	}
+	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: webhookGroup, Consumer: d.cfg.Consumer,
+		Streams: []string{stream, ">"}, Count: count - int64(len(claimed)), Block: -1}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return claimed, wrap(err)
+	}
+	for _, r := range res {
+		claimed = append(claimed, r.Messages...)
+	}
+	return claimed, nil
+}
+
+// ensureGroup creates the group of stream (and the stream) once.
+func (d *Dispatcher) ensureGroup(ctx context.Context, stream string) error {
+	d.mu.Lock()
+	ok := d.group[stream]
+	d.mu.Unlock()
+	if ok {
+		return nil
+	}
+	err := d.s.client.XGroupCreateMkStream(ctx, stream, webhookGroup, "0").Err()
+	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+		return wrap(err)
+	}
+	d.mu.Lock()
+	d.group[stream] = true
+	d.mu.Unlock()
+	return nil
+}
+
+// deliver sends one delivery entry and settles it.
+func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) error {
+	str := func(f string) string { v, _ := e.Values[f].(string); return v }
+	n, _ := strconv.Atoi(str("n"))
+	wd := WebhookDelivery{MessageID: str("m"), Endpoint: str("e"), Type: str("t"), Event: []byte(str("d")), RetryCount: n}
+	k := d.s.keys
+	dels := k.webhookDeliveries(shard)
+	var sendErr error
+	if _, ok := d.eps[wd.Endpoint]; !ok {
+		sendErr = fmt.Errorf("endpoint %q is no longer configured", wd.Endpoint)
+	} else {
+		sendErr = d.cfg.Send(ctx, wd)
+	}
+	if sendErr == nil {
+		_, err := d.s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.XAck(ctx, dels, webhookGroup, e.ID)
+			p.XDel(ctx, dels, e.ID)
+			return nil
+		})
+		if err == nil && d.cfg.Metrics != nil {
+			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
+		}
+		return wrap(err)
+	}
+	if ctx.Err() != nil { // shutting down: leave it pending for XAUTOCLAIM
+		return nil
+	}
+	due := d.cfg.Now().Add(d.backoff(n + 1))
+	out, err := d.s.run(ctx, webhookFailCall{deliveries: dels, retries: k.webhookRetries(shard), dead: k.webhookDead(shard),
+		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
+		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
+	if err != nil {
+		return wrap(err)
+	}
+	if d.cfg.Metrics != nil && out != "gone" {
+		d.cfg.Metrics.WebhookDelivered(wd.Endpoint, out)
+	}
+	return nil
+}
+
+// backoff is the wait before the retry-th retry: full jitter over an
+// exponential ceiling, min(BackoffBase·2^(retry-1), BackoffMax).
+func (d *Dispatcher) backoff(retry int) time.Duration {
+	ceil := d.cfg.BackoffMax
+	if retry-1 < 40 {
+		if c := d.cfg.BackoffBase << (retry - 1); c > 0 && c < ceil {
+			ceil = c
+		}
+	}
+	return time.Duration(d.cfg.Jitter() * float64(ceil))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// DeadLetter is one delivery that failed MaxAttempts tries.
+type DeadLetter struct {
+	// ID names it for Replay: "<shard>.<stream entry id>".
+	ID        string
+	MessageID string
+	Endpoint  string
+	Type      string
+	Event     []byte
+	Attempts  int
+	FailedAt  time.Time
+	LastError string
+}
+
+// ErrDeadLetterNotFound: no dead letter has that id (replayed, trimmed, or
+// never was).
+var ErrDeadLetterNotFound = errors.New("dead letter not found")
+
+// DeadLetters lists up to limit dead letters, shard by shard, oldest first,
+// after the cursor (a DeadLetter.ID; "" from the start); next is the cursor
+// of the following page, "" at the end.
+func (s *Store) DeadLetters(ctx context.Context, after string, limit int) (list []DeadLetter, next string, err error) {
+	shard, start := 0, "-"
+	if after != "" {
+		sh, id, ok := parseDeadID(after, s.shards)
+		if !ok {
+			return nil, "", ErrDeadLetterNotFound
+		}
+		shard, start = sh, "("+id
+	}
+	for ; shard < s.shards; shard, start = shard+1, "-" {
+		msgs, err := s.client.XRangeN(ctx, s.keys.webhookDead(shard), start, "+", int64(limit-len(list))).Result()
+		if err != nil {
+			return nil, "", wrap(err)
+		}
+		for _, m := range msgs {
+			list = append(list, deadLetter(shard, m))
+		}
+		if len(list) >= limit {
+			return list, list[len(list)-1].ID, nil
+		}
+	}
+	return list, "", nil
+}
+
+func deadLetter(shard int, m redis.XMessage) DeadLetter {
+	str := func(f string) string { v, _ := m.Values[f].(string); return v }
+	n, _ := strconv.Atoi(str("n"))
+	at, _ := strconv.ParseInt(str("at"), 10, 64)
+	return DeadLetter{ID: strconv.Itoa(shard) + "." + m.ID, MessageID: str("m"), Endpoint: str("e"), Type: str("t"),
+		Event: []byte(str("d")), Attempts: n, FailedAt: time.UnixMilli(at).UTC(), LastError: str("err")}
+}
+
+// parseDeadID splits "<shard>.<ms>-<seq>".
+func parseDeadID(id string, shards int) (int, string, bool) {
+	sh, rest, ok := strings.Cut(id, ".")
+	if !ok {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(sh)
+	if err != nil || n < 0 || n >= shards {
+		return 0, "", false
+	}
+	ms, seq, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, "", false
+	}
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return 0, "", false
+	}
+	if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+		return 0, "", false
+	}
+	return n, rest, true
+}
+
+// ReplayDeadLetter puts dead letter id back into its shard's deliveries,
+// retry count reset; ErrDeadLetterNotFound when there is no such one.
+func (s *Store) ReplayDeadLetter(ctx context.Context, id string) error {
+	shard, entry, ok := parseDeadID(id, s.shards)
+	if !ok {
+		return ErrDeadLetterNotFound
+	}
+	n, err := s.run(ctx, webhookReplayCall{dead: s.keys.webhookDead(shard), deliveries: s.keys.webhookDeliveries(shard), entry: entry}).Int()
+	if err != nil {
+		return wrap(err)
+	}
+	if n == 0 {
+		return ErrDeadLetterNotFound
+	}
+	return nil
+}
