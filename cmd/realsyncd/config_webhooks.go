@@ -64,7 +64,7 @@ func (w webhookSettings) outboxLen() int {
 
 // runWebhooks delivers the webhook outbox until ctx ends (a no-op with
 // webhooks off), as consumer instance.
-func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, log *slog.Logger) {
+func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m store.WebhookMetrics, log *slog.Logger) {
 	if len(w.WebhookEndpoints) == 0 {
 		return
 	}
@@ -77,7 +77,7 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 	for i, ep := range w.WebhookEndpoints {
 		eps[i] = store.WebhookEndpoint{ID: ep.ID, Events: ep.Events}
 	}
-	d, err := st.Webhooks(store.WebhookConfig{Endpoints: eps, Consumer: instance, MaxAttempts: w.WebhookMaxAttempts,
+	d, err := st.Webhooks(store.WebhookConfig{Endpoints: eps, Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Metrics: m,
 		Send: func(ctx context.Context, d store.WebhookDelivery) error {
 			return sender.Send(ctx, webhook.Delivery(d))
 		}})

@@ -202,7 +202,7 @@ wait:
 				defer close(janitorDone)
 				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
 			}()
-			go runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), log)
+			go runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), m, log)
 		case <-ctx.Done():
 			break wait
 		}

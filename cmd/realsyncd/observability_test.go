@@ -78,6 +78,8 @@ func TestDeployMetricsList(t *testing.T) {
 	m.StreamEnded(sse.KindRoom, sse.EndTokenExpiry)
 	m.APIKeysLoaded(2)
 	m.APIKeysReloadFailed()
+	m.WebhookDelivered("crm", "delivered")
+	m.WebhookLag(time.Second)
 
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -57,8 +57,9 @@ type Metrics struct {
 	apiKeysBad     prometheus.Counter
 	rateLimited    *prometheus.CounterVec
 	jwtReloads     *prometheus.CounterVec
-	batch          batchMetrics  // realsync_redis_batch_size (batch.go)
-	players        playerMetrics // realsync_sessions… (players.go)
+	batch          batchMetrics   // realsync_redis_batch_size (batch.go)
+	players        playerMetrics  // realsync_sessions… (players.go)
+	webhooks       webhookMetrics // realsync_webhook_… (webhooks.go)
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -151,6 +152,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	build.Set(1)
 	m.batch = newBatchMetrics(reg)
 	m.players = newPlayerMetrics(reg)
+	m.webhooks = newWebhookMetrics(reg)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
 		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and

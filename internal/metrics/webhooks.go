@@ -1,0 +1,39 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/realsync/realsync/store"
+)
+
+// webhookMetrics are the webhook dispatcher's (issue 16 item 6):
+// realsync_webhook_deliveries_total{endpoint,outcome} and
+// realsync_webhook_outbox_lag_seconds.
+type webhookMetrics struct {
+	tries *prometheus.CounterVec
+	lag   prometheus.Gauge
+}
+
+var _ store.WebhookMetrics = (*Metrics)(nil)
+
+func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
+	w := webhookMetrics{
+		tries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhook_deliveries_total",
+			Help: "Webhook delivery tries by endpoint id (REALSYNC_WEBHOOKS_FILE) and outcome: delivered, retry (failed, retried later), dead (failed its last try: dead-lettered)."},
+			[]string{"endpoint", "outcome"}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_outbox_lag_seconds",
+			Help: "Age of the oldest room event this instance last read from a webhook outbox: how far delivery runs behind the rooms."}),
+	}
+	reg.MustRegister(w.tries, w.lag)
+	return w
+}
+
+// WebhookDelivered implements store.WebhookMetrics.
+func (m *Metrics) WebhookDelivered(endpoint, outcome string) {
+	m.webhooks.tries.WithLabelValues(endpoint, outcome).Inc()
+}
+
+// WebhookLag implements store.WebhookMetrics.
+func (m *Metrics) WebhookLag(d time.Duration) { m.webhooks.lag.Set(d.Seconds()) }
