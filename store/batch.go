@@ -326,10 +326,19 @@ func (b *batcher) flush(l *lane) {
 		l.pending = slices.Delete(l.pending, 0, n)
 		l.sentAt = time.Now()
 		b.mu.Unlock()
-		b.send(l, batch)
+		err := b.send(l, batch)
 		b.mu.Lock()
 		l.sentAt = time.Time{}
+		var behind []*call
+		if unavailable(err) {
+			// the node did not answer: the calls queued behind the batch
+			// would wait as long again for the same answer; they get it now
+			behind, l.pending = l.pending, nil
+		}
 		b.mu.Unlock()
+		for _, c := range behind {
+			c.answer(err)
+		}
 	}
 }
 
@@ -351,8 +360,9 @@ func (b *batcher) linger(l *lane) {
 	}
 }
 
-// send sends the calls of batch that still wait, and answers them.
-func (b *batcher) send(l *lane, batch []*call) {
+// send sends the calls of batch that still wait, and answers them;
+// returns the pipeline's error.
+func (b *batcher) send(l *lane, batch []*call) error {
 	live := batch[:0]
 	for _, c := range batch {
 		if c.state.Load() == callWaiting {
@@ -360,7 +370,7 @@ func (b *batcher) send(l *lane, batch []*call) {
 		}
 	}
 	if len(live) == 0 {
-		return
+		return nil
 	}
 	ctx := unbatched(context.Background())
 	var p redis.Pipeliner
@@ -379,6 +389,7 @@ func (b *batcher) send(l *lane, batch []*call) {
 	for _, c := range live {
 		c.answer(err)
 	}
+	return err
 }
 
 // close stops taking calls, sends the ones queued, and returns once every
