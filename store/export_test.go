@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Test-only access to key names and events, so tests can read Redis
@@ -37,12 +39,12 @@ func (s *Store) EvalShaArgs(ctx context.Context, script, id, uid string) ([]stri
 	if err != nil {
 		return nil, err
 	}
-	var call scriptCall = joinCall{scope, uid, `"bench"`, ""}
+	var call redisx.Call = joinCall{scope, uid, `"bench"`, ""}
 	if script == "patch" {
 		call = patchCall{s.scope(shard, id), uid, -1, rooms.State{"k": []byte("1")}, nil}
 	}
-	sc := call.script()
-	keys, args := call.keysArgs()
+	sc := call.Script()
+	keys, args := call.KeysArgs()
 	if err := sc.Load(ctx, s.client).Err(); err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func (s *Store) LegacyCode(id string) string {
 // Holdings is user uid's holdings hash: roomId → "o" or "m" (stamps cut
 // off), without the "#" marker; nil when the key is missing.
 func (s *Store) Holdings(ctx context.Context, uid string) (map[string]string, error) {
-	h, err := s.client.HGetAll(ctx, s.keys.holdings(userShard(uid, s.shards), uid)).Result()
+	h, err := s.client.HGetAll(ctx, s.keys.holdings(redisx.UserShard(uid, s.shards), uid)).Result()
 	if err != nil || len(h) == 0 {
 		return nil, err
 	}
@@ -87,7 +89,7 @@ func (s *Store) Holdings(ctx context.Context, uid string) (map[string]string, er
 // AgeHoldings moves every reservation of user uid back by d, as if made
 // that long ago.
 func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) error {
-	key := s.keys.holdings(userShard(uid, s.shards), uid)
+	key := s.keys.holdings(redisx.UserShard(uid, s.shards), uid)
 	h, err := s.client.HGetAll(ctx, key).Result()
 	if err != nil {
 		return err
@@ -126,12 +128,14 @@ func (s *Store) Unheld(ctx context.Context) ([]string, error) {
 
 // HoldingsExist says whether user uid's holdings key exists.
 func (s *Store) HoldingsExist(ctx context.Context, uid string) (bool, error) {
-	n, err := s.client.Exists(ctx, s.keys.holdings(userShard(uid, s.shards), uid)).Result()
+	n, err := s.client.Exists(ctx, s.keys.holdings(redisx.UserShard(uid, s.shards), uid)).Result()
 	return n == 1, err
 }
 
 // HoldingsKey is the key of user uid's holdings hash.
-func (s *Store) HoldingsKey(uid string) string { return s.keys.holdings(userShard(uid, s.shards), uid) }
+func (s *Store) HoldingsKey(uid string) string {
+	return s.keys.holdings(redisx.UserShard(uid, s.shards), uid)
+}
 
 // BatchLanesBusy is how many batch lanes have a goroutine sending (0 once
 // idle or closed).
@@ -139,19 +143,11 @@ func (s *Store) BatchLanesBusy() int {
 	if s.batch == nil {
 		return 0
 	}
-	s.batch.mu.Lock()
-	defer s.batch.mu.Unlock()
-	n := 0
-	for _, l := range s.batch.lanes {
-		if l.busy {
-			n++
-		}
-	}
-	return n
+	return s.batch.BusyLanes()
 }
 
 // LibraryName is the name of the store's Functions library.
-func LibraryName() string { return libraryName }
+func LibraryName() string { return library.Name }
 
 // UsesFunctions says whether the mutations run as FCALL of the library.
-func (s *Store) UsesFunctions() bool { return s.functions }
+func (s *Store) UsesFunctions() bool { return s.runner.Functions() }

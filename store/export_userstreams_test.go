@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Test-only access to the users' open streams (userstreams.go).
@@ -13,7 +15,7 @@ import (
 // members ("/<stream>" for the lobby), lapsed ones included until purged;
 // nil when the key is missing.
 func (s *Store) UserStreams(ctx context.Context, uid string) ([]string, error) {
-	m, err := s.client.ZRange(ctx, s.keys.userStreams(userShard(uid, s.shards), uid), 0, -1).Result()
+	m, err := s.client.ZRange(ctx, s.keys.userStreams(redisx.UserShard(uid, s.shards), uid), 0, -1).Result()
 	if len(m) == 0 {
 		return nil, err
 	}
@@ -27,6 +29,6 @@ func (s *Store) LiveUserStreams(ctx context.Context, uid string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	return s.client.ZRangeByScore(ctx, s.keys.userStreams(userShard(uid, s.shards), uid),
+	return s.client.ZRangeByScore(ctx, s.keys.userStreams(redisx.UserShard(uid, s.shards), uid),
 		&redis.ZRangeBy{Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
 }

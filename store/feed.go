@@ -11,6 +11,8 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // subscribeTimeout bounds the wait for Redis to confirm a subscription.
@@ -79,7 +81,7 @@ func (f *Feed) subscribe(ctx context.Context, shard int, ch string) error {
 	defer cancel()
 	if err := f.send(ctx, shard, ch, confirmed); err != nil {
 		f.unsubscribe(shard, ch)
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	select {
 	case <-confirmed:

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Quotas bound the rooms one user holds at once, across every shard and
@@ -56,13 +57,6 @@ const (
 	holdingsInFlight = 10 * time.Second
 )
 
-// userShard is the shard of the slot that holds a user's own keys.
-func userShard(uid string, shards int) int {
-	h := fnv.New32a()
-	h.Write([]byte(uid))
-	return int(h.Sum32() % uint32(shards))
-}
-
 func (s *Store) holdsRooms() bool { return s.quotas.RoomsOwned > 0 || s.quotas.RoomsJoined > 0 }
 
 // hold is a reservation made by reserve; release undoes it.
@@ -79,15 +73,15 @@ func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold
 	if !s.holdsRooms() {
 		return hold{}, nil
 	}
-	key := s.keys.holdings(userShard(uid, s.shards), uid)
+	key := s.keys.holdings(redisx.UserShard(uid, s.shards), uid)
 	role := map[bool]string{true: "o", false: "m"}[owner]
 	var seed []any
 	checked := false
 	for range 3 {
-		res, err := s.run(ctx, reserveCall{key: key, room: room, role: role, owned: s.quotas.RoomsOwned,
+		res, err := s.runner.Run(ctx, reserveCall{key: key, room: room, role: role, owned: s.quotas.RoomsOwned,
 			joined: s.quotas.RoomsJoined, ttlMs: holdingsTTL.Milliseconds(), seed: seed}).Result()
 		if err != nil {
-			return hold{}, wrap(err)
+			return hold{}, redisx.Wrap(err)
 		}
 		arr, _ := res.([]any)
 		status, _ := arr[0].(string)
@@ -125,7 +119,7 @@ func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold
 // an entry left behind only over-counts until the next check.
 func (s *Store) release(ctx context.Context, h hold) {
 	if h.key != "" && h.fresh {
-		s.run(context.WithoutCancel(ctx), releaseCall{h.key, []heldChange{{h.room, h.value, ""}}})
+		s.runner.Run(context.WithoutCancel(ctx), releaseCall{h.key, []heldChange{{h.room, h.value, ""}}})
 	}
 }
 
@@ -136,7 +130,7 @@ func (s *Store) heldValue(ctx context.Context, uid, room string) string {
 	if !s.holdsRooms() {
 		return ""
 	}
-	v, _ := s.client.HGet(ctx, s.keys.holdings(userShard(uid, s.shards), uid), room).Result()
+	v, _ := s.client.HGet(ctx, s.keys.holdings(redisx.UserShard(uid, s.shards), uid), room).Result()
 	return v
 }
 
@@ -149,10 +143,10 @@ func (s *Store) left(ctx context.Context, uid, room, before, newOwner string) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if before != "" {
-		s.run(ctx, releaseCall{s.keys.holdings(userShard(uid, s.shards), uid), []heldChange{{room, before, ""}}})
+		s.runner.Run(ctx, releaseCall{s.keys.holdings(redisx.UserShard(uid, s.shards), uid), []heldChange{{room, before, ""}}})
 	}
 	if newOwner != "" {
-		s.run(ctx, releaseCall{s.keys.holdings(userShard(newOwner, s.shards), newOwner), []heldChange{{room, "*", "o"}}})
+		s.runner.Run(ctx, releaseCall{s.keys.holdings(redisx.UserShard(newOwner, s.shards), newOwner), []heldChange{{room, "*", "o"}}})
 	}
 }
 
@@ -194,7 +188,7 @@ func (s *Store) membership(ctx context.Context, uid string, ids []string) (membe
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, wrap(err)
+		return nil, nil, redisx.Wrap(err)
 	}
 	member, owner = make([]bool, len(ids)), make([]bool, len(ids))
 	for i := range ids {
@@ -244,9 +238,9 @@ func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries
 	if len(changes) == 0 {
 		return 0, nil
 	}
-	res, err := s.run(ctx, releaseCall{key, changes}).Result()
+	res, err := s.runner.Run(ctx, releaseCall{key, changes}).Result()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	arr, _ := res.([]any)
 	return int(toInt64(arr[1])), nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/idempotency"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 var _ idempotency.Store = (*Store)(nil)
@@ -27,8 +29,8 @@ type idempotencyCall struct {
 	answer                      idempotency.Answer
 }
 
-func (idempotencyCall) script() *luaScript { return idempotencyScript }
-func (c idempotencyCall) keysArgs() ([]string, []any) {
+func (idempotencyCall) Script() *redisx.Script { return idempotencyScript }
+func (c idempotencyCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.op, c.token, c.fingerprint, c.ms,
 		c.answer.Status, c.answer.ContentType, c.answer.Location, c.answer.Body}
 }
@@ -38,16 +40,16 @@ func (c idempotencyCall) keysArgs() ([]string, []any) {
 // contain anything that reads as the other.
 func (s *Store) idempotencyKey(scope, key string) string {
 	sum := sha256.Sum256([]byte(scope + "\x00" + key))
-	return s.keys.tag(userShard(scope, s.shards)) + ":idem:" + hex.EncodeToString(sum[:16])
+	return s.keys.tag(redisx.UserShard(scope, s.shards)) + ":idem:" + hex.EncodeToString(sum[:16])
 }
 
 // Claim implements idempotency.Store with one script.
 func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold time.Duration) (idempotency.Claim, error) {
 	c := idempotencyCall{key: s.idempotencyKey(scope, key), op: "claim", token: randomString(16, base62),
 		fingerprint: fingerprint, ms: max(hold.Milliseconds(), 1)}
-	res, err := s.run(ctx, c).Slice()
+	res, err := s.runner.Run(ctx, c).Slice()
 	if err != nil {
-		return idempotency.Claim{}, wrap(err)
+		return idempotency.Claim{}, redisx.Wrap(err)
 	}
 	status, _ := res[0].(string)
 	switch {
@@ -74,15 +76,15 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold 
 
 // Record implements idempotency.Store.
 func (s *Store) Record(ctx context.Context, c idempotency.Claim, a idempotency.Answer) (bool, error) {
-	res, err := s.run(ctx, idempotencyCall{key: c.Key, op: "record", token: c.Token,
+	res, err := s.runner.Run(ctx, idempotencyCall{key: c.Key, op: "record", token: c.Token,
 		ms: idempotency.TTL.Milliseconds(), answer: a}).Slice()
 	if err != nil {
-		return false, wrap(err)
+		return false, redisx.Wrap(err)
 	}
 	return res[0] == "OK", nil
 }
 
 // Release implements idempotency.Store.
 func (s *Store) Release(ctx context.Context, c idempotency.Claim) error {
-	return wrap(s.run(ctx, idempotencyCall{key: c.Key, op: "release", token: c.Token}).Err())
+	return redisx.Wrap(s.runner.Run(ctx, idempotencyCall{key: c.Key, op: "release", token: c.Token}).Err())
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/fleet"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // The instance registry (package fleet) on Redis: keys in
@@ -43,7 +45,7 @@ func (s *Store) DeregisterInstance(ctx context.Context, id string) error {
 		return nil
 	})
 	if err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	return s.releaseJanitorLeases(ctx, []string{id})
 }
@@ -83,7 +85,7 @@ func (s *Store) releaseJanitorLeases(ctx context.Context, ids []string) error {
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	var errs []error
 	for shard, h := range holders {
@@ -106,7 +108,7 @@ func (s *Store) Instances(ctx context.Context) ([]fleet.Instance, error) {
 	}
 	ids, err := s.client.ZRange(ctx, s.keys.liveInstances(), 0, -1).Result()
 	if err != nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	if _, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -115,7 +117,7 @@ func (s *Store) Instances(ctx context.Context) ([]fleet.Instance, error) {
 		}
 		return nil
 	}); err != nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	out := make([]fleet.Instance, 0, len(ids))
 	for _, c := range cmds {

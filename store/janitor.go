@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // sweepBatch bounds the rooms of each schedule one shard visit handles; the
@@ -71,7 +73,7 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 	rep := Report{}
 	won, err := s.client.SetNX(ctx, s.keys.janitor(shard), instance, lease).Result()
 	if err != nil || !won {
-		return rep, wrap(err)
+		return rep, redisx.Wrap(err)
 	}
 	if err := s.sweepPresence(ctx, shard, rep); err != nil {
 		return rep, err
@@ -94,7 +96,7 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 func (s *Store) due(ctx context.Context, key string) ([]string, error) {
 	ids, err := s.client.ZRangeByScore(ctx, key, &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: sweepBatch}).Result()
-	return ids, wrap(err)
+	return ids, redisx.Wrap(err)
 }
 
 func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report) error {
@@ -113,7 +115,7 @@ func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report) error 
 func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report) error {
 	_, scope, err := s.scopeOf(ctx, id)
 	if errors.Is(err, rooms.ErrRoomNotFound) {
-		return wrap(s.client.ZRem(ctx, s.keys.due(shard), id).Err())
+		return redisx.Wrap(s.client.ZRem(ctx, s.keys.due(shard), id).Err())
 	}
 	if err != nil {
 		return err
@@ -136,7 +138,7 @@ func (s *Store) sweepLifecycle(ctx context.Context, shard int, rep Report) error
 		action, err := s.lifecycleRoom(ctx, shard, id)
 		if errors.Is(err, rooms.ErrRoomNotFound) {
 			if err := s.client.ZRem(ctx, s.keys.roomsDue(shard), id).Err(); err != nil {
-				return wrap(err)
+				return redisx.Wrap(err)
 			}
 			continue
 		}

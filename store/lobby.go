@@ -9,6 +9,8 @@ import (
 
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 var _ lobby.Index = (*Store)(nil)
@@ -128,7 +130,7 @@ func (s *Store) candidates(ctx context.Context, q lobby.Query) ([]candidate, err
 		return err
 	})
 	if err != nil && err != redis.Nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	var out []candidate
 	for _, r := range reads {
@@ -230,7 +232,7 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 			return err
 		})
 		if err != nil && err != redis.Nil {
-			return nil, wrap(err)
+			return nil, redisx.Wrap(err)
 		}
 	}
 	out := make([]*rooms.Room, len(cands))

@@ -8,6 +8,8 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 var _ sse.LobbySource = (*Store)(nil)
@@ -33,7 +35,7 @@ func (s *Store) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	out := make([]*rooms.Room, len(ids))
 	for i, c := range cmds {

@@ -3,14 +3,14 @@ package store
 import (
 	"context"
 	"crypto/sha1"
-	"embed"
 	"encoding/hex"
 	"errors"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/batch"
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Metrics observes the store's Redis traffic; internal/metrics implements
@@ -56,28 +56,6 @@ func (s *Store) observe(m Metrics) {
 	}
 }
 
-//go:embed lua/*.lua
-var luaFiles embed.FS
-
-// scriptNames maps the SHA1 of every script as the store runs it (a
-// mutation with the prelude in front, see mutation) to its file name
-// without ".lua". Read from the files themselves, so a new script is named
-// without a line here.
-var scriptNames = func() map[string]string {
-	files, _ := luaFiles.ReadDir("lua")
-	names := make(map[string]string, 2*len(files))
-	for _, f := range files {
-		name := strings.TrimSuffix(f.Name(), ".lua")
-		if name == "prelude" {
-			continue
-		}
-		src, _ := luaFiles.ReadFile(path.Join("lua", f.Name()))
-		names[redis.NewScript(string(src)).Hash()] = name
-		names[mutation(name, string(src)).Hash()] = name
-	}
-	return names
-}()
-
 // scriptOf returns the name of the script cmd runs, "" when cmd runs none.
 // An unknown script (none of lua/) is "unknown".
 func scriptOf(cmd redis.Cmder) string {
@@ -98,7 +76,7 @@ func scriptOf(cmd redis.Cmder) string {
 	default:
 		return ""
 	}
-	if name, ok := scriptNames[sha]; ok {
+	if name, ok := redisx.ScriptName(sha); ok {
 		return name
 	}
 	return "unknown"
@@ -116,7 +94,7 @@ func (h metricsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		script := scriptOf(cmd)
 		if script == "" {
 			err := next(ctx, cmd)
-			if unavailable(err) {
+			if redisx.Unavailable(err) {
 				h.m.RedisError(cmd.Name())
 			}
 			return err
@@ -124,7 +102,7 @@ func (h metricsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		start := time.Now()
 		err := next(ctx, cmd) // cmd.Err() is set only after the hooks
 		h.script(cmd, script, err, time.Since(start))
-		if unavailable(err) {
+		if redisx.Unavailable(err) {
 			h.m.RedisError(cmd.Name())
 		}
 		return err
@@ -138,12 +116,12 @@ func (h metricsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		start := time.Now()
 		err := next(ctx, cmds)
 		d := time.Since(start)
-		failed := unavailable(err)
+		failed := redisx.Unavailable(err)
 		for _, cmd := range cmds {
 			if script := scriptOf(cmd); script != "" {
-				h.script(cmd, script, cmdErr(cmd, err), d)
+				h.script(cmd, script, redisx.CmdErr(cmd, err), d)
 			}
-			failed = failed || unavailable(cmdErr(cmd, err))
+			failed = failed || redisx.Unavailable(redisx.CmdErr(cmd, err))
 		}
 		if failed {
 			op := "pipeline"
@@ -156,21 +134,11 @@ func (h metricsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// cmdErr is the error of cmd of a pipeline that answered err: its own, or
-// the pipeline's when Redis could not serve the pipeline before cmd had
-// one. (Another command's error reply is not cmd's.)
-func cmdErr(cmd redis.Cmder, err error) error {
-	if e := cmd.Err(); e != nil || !unavailable(err) {
-		return e
-	}
-	return err
-}
-
 // script records a run of script name by cmd that answered err, unless
 // Redis did not know the script (NOSCRIPT, or "Function not found" for a
 // function of the library): the caller runs it again.
 func (h metricsHook) script(cmd redis.Cmder, name string, err error, d time.Duration) {
-	if missingCode(err) {
+	if redisx.MissingCode(err) {
 		return
 	}
 	h.m.ScriptCall(name, outcome(cmd, err), d)
@@ -191,19 +159,23 @@ func outcome(cmd redis.Cmder, err error) string {
 		return "OK"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
-	case unavailable(err):
+	case redisx.Unavailable(err):
 		return "unavailable"
 	}
 	return "redis_error"
 }
 
-// unavailable reports whether err means Redis could not serve the call:
-// what wrap turns into rooms.ErrUnavailable. A caller that gave up
-// (context.Canceled) is not Redis' failure.
-func unavailable(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var rerr redis.Error
-	return !errors.As(err, &rerr) || isTransient(rerr)
+// Batching sends concurrent script runs bound for the same node in one
+// pipeline: see batch.Config.
+type Batching = batch.Config
+
+// DefaultBatchMaxSize bounds a batch (batch.DefaultMaxSize).
+const DefaultBatchMaxSize = batch.DefaultMaxSize
+
+// BatchMetrics is implemented by a Config.Metrics that observes batches.
+type BatchMetrics interface {
+	// RedisBatch records one batch sent: kind "script" (script runs in one
+	// pipeline), "read" (pipelines of reads in one pipeline) or
+	// "transaction" (transactions in one MULTI/EXEC), size the calls in it.
+	RedisBatch(kind string, size int)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/rediskeys"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // A key-schema change ships with a migration step from the schema before
@@ -90,7 +92,7 @@ func (s *Store) Migrate(ctx context.Context, opt MigrateOptions) (Migration, err
 	}
 	meta, err := s.client.HMGet(ctx, s.keys.meta(), "shards", "schema").Result()
 	if err != nil {
-		return Migration{}, wrap(err)
+		return Migration{}, redisx.Wrap(err)
 	}
 	if meta[0] == nil && meta[1] == nil {
 		return Migration{}, nil
@@ -122,7 +124,7 @@ func (s *Store) migrateSteps(ctx context.Context, m Migration, opt MigrateOption
 		opt.Log.Info("migrate: step", "from", st.from, "to", to, "what", st.what, "dryRun", opt.DryRun)
 		if !opt.DryRun {
 			if err := s.client.HSet(ctx, s.keys.meta(), "schema", fmt.Sprintf("%dto%d", st.from, to)).Err(); err != nil {
-				return m, wrap(err)
+				return m, redisx.Wrap(err)
 			}
 		}
 		n, err := st.run(ctx, s, opt.DryRun, opt.Log)
@@ -134,7 +136,7 @@ func (s *Store) migrateSteps(ctx context.Context, m Migration, opt MigrateOption
 			continue
 		}
 		if err := s.client.HSet(ctx, s.keys.meta(), "schema", to).Err(); err != nil {
-			return m, wrap(err)
+			return m, redisx.Wrap(err)
 		}
 		m.To = to
 	}
@@ -185,7 +187,7 @@ func (s *Store) checkNoInstances(ctx context.Context, d time.Duration) error {
 			return nil
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return wrap(err)
+			return redisx.Wrap(err)
 		}
 		for shard, c := range cmds {
 			if c.Err() == nil {
@@ -209,7 +211,7 @@ func (s *Store) checkNoInstances(ctx context.Context, d time.Duration) error {
 func (s *Store) scanKeys(ctx context.Context, pattern string) ([]string, error) {
 	out, err := rediskeys.Scan(ctx, s.client, pattern)
 	slices.Sort(out)
-	return out, wrap(err)
+	return out, redisx.Wrap(err)
 }
 
 // globEscape quotes the glob characters of s for SCAN MATCH.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Schema 1 → 2 (the release before it wrote schema 1):
@@ -86,7 +88,7 @@ func (s *Store) migratePlayersV1(ctx context.Context, key string, dry bool) (int
 		return nil
 	})
 	if err != nil && err != redis.Nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	created, err := strconv.ParseInt(cr.Val(), 10, 64)
 	if err != nil {
@@ -105,7 +107,7 @@ func (s *Store) migratePlayersV1(ctx context.Context, key string, dry bool) (int
 	if dry || len(set) == 0 {
 		return len(set) / 2, nil
 	}
-	return len(set) / 2, wrap(s.client.HSet(ctx, key, set...).Err())
+	return len(set) / 2, redisx.Wrap(s.client.HSet(ctx, key, set...).Err())
 }
 
 // playerRecordV2 converts a schema-1 player record of a room created at
@@ -140,13 +142,13 @@ func (s *Store) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (in
 	old, idx := s.keys.userIndexV1(shard), s.keys.userIndex(shard)
 	if dry {
 		n, err := s.client.ZCard(ctx, old).Result()
-		return int(n), wrap(err)
+		return int(n), redisx.Wrap(err)
 	}
 	moved := 0
 	for {
 		members, err := s.client.ZRange(ctx, old, 0, migrateBatch-1).Result()
 		if err != nil || len(members) == 0 {
-			return moved, wrap(err)
+			return moved, redisx.Wrap(err)
 		}
 		byUser := map[string][]string{}
 		var users []string
@@ -162,7 +164,7 @@ func (s *Store) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (in
 		}
 		cur, err := s.client.HMGet(ctx, idx, users...).Result()
 		if err != nil {
-			return moved, wrap(err)
+			return moved, redisx.Wrap(err)
 		}
 		_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			set := make([]any, 0, 2*len(users))
@@ -185,7 +187,7 @@ func (s *Store) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (in
 			return nil
 		})
 		if err != nil {
-			return moved, wrap(err)
+			return moved, redisx.Wrap(err)
 		}
 		moved += len(members)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // MyRooms implements rooms.Store: one pipelined read of every shard's user
@@ -32,7 +34,7 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User, after *rooms.RoomPosi
 		return nil
 	})
 	if err != nil && err != redis.Nil {
-		return nil, nil, wrap(err)
+		return nil, nil, redisx.Wrap(err)
 	}
 	var order []rooms.RoomPosition
 	for i, id := range ids {
@@ -72,7 +74,7 @@ func (s *Store) readMine(ctx context.Context, u rooms.User, positions []rooms.Ro
 		return nil
 	})
 	if err != nil && err != redis.Nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	out := make([]rooms.Joined, 0, len(reads))
 	for _, r := range reads {
@@ -100,7 +102,7 @@ func (s *Store) userRooms(ctx context.Context, u rooms.User, shards []int) ([]st
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	var ids []string
 	for _, c := range reads {

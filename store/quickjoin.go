@@ -17,6 +17,8 @@ import (
 
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // maxQuickJoinAttempts bounds the retries of a quick-join whose pick was
@@ -141,20 +143,20 @@ const quickJoinLockPoll = 10 * time.Millisecond
 // (memberOf) instead of joining or creating another; quick-joins of
 // different users never wait for each other.
 func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
-	key, token := s.keys.quickJoinLock(userShard(uid, s.shards), uid), randomString(idRandLen, base62)
+	key, token := s.keys.quickJoinLock(redisx.UserShard(uid, s.shards), uid), randomString(idRandLen, base62)
 	for {
 		ok, err := s.client.SetNX(ctx, key, token, quickJoinLockTTL).Result()
 		if err != nil {
-			return nil, wrap(err)
+			return nil, redisx.Wrap(err)
 		}
 		if ok {
 			return func() {
-				s.run(context.WithoutCancel(ctx), leaseReleaseCall{lease: key, ids: []string{token}})
+				s.runner.Run(context.WithoutCancel(ctx), leaseReleaseCall{lease: key, ids: []string{token}})
 			}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, wrap(ctx.Err())
+			return nil, redisx.Wrap(ctx.Err())
 		case <-time.After(quickJoinLockPoll):
 		}
 	}
@@ -259,7 +261,7 @@ func (s *Store) quickJoinShard(ctx context.Context, mode, region string) (int, e
 		return nil
 	})
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	best, bestKey := -1, ""
 	for i, h := range heads {
@@ -350,7 +352,7 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 			if created {
 				role = "o"
 			}
-			s.run(context.WithoutCancel(ctx), rebindCall{key: h.key, placeholder: ph, room: id, role: role})
+			s.runner.Run(context.WithoutCancel(ctx), rebindCall{key: h.key, placeholder: ph, room: id, role: role})
 		}
 		room, _, err := s.readRoom(ctx, shard, id, false)
 		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, Created: created}, picked, err
@@ -382,7 +384,7 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 		return nil
 	})
 	if err != nil {
-		return 0, nil, 0, wrap(err)
+		return 0, nil, 0, redisx.Wrap(err)
 	}
 	var cands []candidate
 	for i, top := range tops {
@@ -449,7 +451,7 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 		return nil
 	})
 	if err != nil {
-		return "", 0, wrap(err)
+		return "", 0, redisx.Wrap(err)
 	}
 	var cands []candidate // in region order, each region (its stripes merged) in fill order
 	var region []int
@@ -508,7 +510,7 @@ func (s *Store) allMatching(ctx context.Context, cands []candidate, filters []ro
 		return nil
 	})
 	if err != nil && err != redis.Nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	var out []string
 	for i, c := range cands {
@@ -547,7 +549,7 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 		shard, _ := roomShard(id, s.shards)
 		h, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r", "st", "at").Result()
 		if err != nil {
-			return rooms.Joined{}, false, wrap(err)
+			return rooms.Joined{}, false, redisx.Wrap(err)
 		}
 		var attrs map[string]any
 		decodeJSON(fmt.Sprint(h[3]), &attrs)
@@ -583,8 +585,6 @@ var (
 	holdingsRebind = plain("holdings_rebind", holdingsRebindLua)
 )
 
-func init() { scriptNames[quickJoin.Hash()] = "quick_join" }
-
 // quickJoinCall is quick_join.lua's descriptor: user (the caller's userId,
 // a player) with nameJSON (the name as a JSON string) joins the best room
 // of (mode, region), in the pair's home shard, or the first of candidates
@@ -605,12 +605,12 @@ type quickJoinCall struct {
 	create   newRoom
 }
 
-func (quickJoinCall) script() *luaScript { return quickJoin }
+func (quickJoinCall) Script() *redisx.Script { return quickJoin }
 
-// keysArgs: the prelude's KEYS and ARGV of a join, built for a room id of
+// KeysArgs: the prelude's KEYS and ARGV of a join, built for a room id of
 // "" (the script appends the id it picks), then the candidates, then what
 // to create.
-func (c quickJoinCall) keysArgs() ([]string, []any) {
+func (c quickJoinCall) KeysArgs() ([]string, []any) {
 	args := []any{"", c.keys.channel(c.shard, ""), c.pubcmd, eventTag(), c.logArgs[0], c.logArgs[1],
 		c.user, c.nameJSON, "", len(c.candidates)}
 	for _, id := range c.candidates {

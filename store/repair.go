@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // repairBudget bounds the entries one janitor visit of a shard checks: one
@@ -99,7 +101,7 @@ func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
 func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
 	page, next, err := s.client.ZScan(ctx, s.keys.roomsDue(shard), cursor, "", repairBudget).Result()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	for i := 0; i < len(page); i += 2 {
 		id := page[i]
@@ -107,7 +109,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 		if errors.Is(err, rooms.ErrRoomNotFound) {
 			n, err := s.client.ZRem(ctx, s.keys.roomsDue(shard), id).Result()
 			if err != nil {
-				return 0, wrap(err)
+				return 0, redisx.Wrap(err)
 			}
 			rep.add("repair_schedule", int(n))
 			continue
@@ -129,7 +131,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
 	page, next, err := s.client.HScan(ctx, s.keys.userIndex(shard), cursor, "", repairBudget).Result()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	call := userRepairCall{index: s.keys.userIndex(shard), schedule: s.keys.roomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
@@ -140,9 +142,9 @@ func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep R
 	if len(call.entries) == 0 {
 		return next, nil
 	}
-	res, err := s.run(ctx, call).Int64Slice()
+	res, err := s.runner.Run(ctx, call).Int64Slice()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	rep.add("repair_user_index", int(res[0]))
 	rep.add("repair_schedule", int(res[1]))
@@ -152,15 +154,15 @@ func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep R
 func (s *Store) repairCodes(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
 	page, next, err := s.client.HScan(ctx, s.keys.codes(shard), cursor, "", repairBudget).Result()
 	if err != nil || len(page) == 0 {
-		return next, wrap(err)
+		return next, redisx.Wrap(err)
 	}
 	call := codeRepairCall{codes: s.keys.codes(shard), schedule: s.keys.roomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
 		call.entries = append(call.entries, codeEntry{code: page[i], room: page[i+1], roomHash: s.keys.room(shard, page[i+1])})
 	}
-	n, err := s.run(ctx, call).Int64Slice()
+	n, err := s.runner.Run(ctx, call).Int64Slice()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	rep.add("repair_code", int(n[0]))
 	rep.add("repair_schedule", int(n[1]))
@@ -183,7 +185,7 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	k := w.keys[w.key]
 	page, next, err := s.client.ZScan(ctx, k.key, w.cursor, "", repairBudget).Result()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	if next == 0 {
 		w.key++
@@ -200,9 +202,9 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 		call.entries = append(call.entries, page[i])
 		call.roomHashes = append(call.roomHashes, s.keys.room(shard, id))
 	}
-	n, err := s.run(ctx, call).Int64Slice()
+	n, err := s.runner.Run(ctx, call).Int64Slice()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	rep.add("repair_index", int(n[0]))
 	rep.add("repair_schedule", int(n[1]))
@@ -215,7 +217,7 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) {
 	fields, err := s.client.HKeys(ctx, s.keys.stats(shard)).Result()
 	if err != nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	modes, regions := map[string]bool{}, map[string]bool{}
 	for _, f := range fields {
@@ -316,5 +318,5 @@ func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil
 	}
-	return wrap(err)
+	return redisx.Wrap(err)
 }

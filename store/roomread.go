@@ -7,6 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // roomRead is a room's hashes as queued in a transaction: the room (its
@@ -60,7 +62,7 @@ func (s *Store) readRoom(ctx context.Context, shard int, id string, withState bo
 		return nil
 	})
 	if err != nil {
-		return rooms.Room{}, nil, wrap(err)
+		return rooms.Room{}, nil, redisx.Wrap(err)
 	}
 	return s.decodeRead(id, rr)
 }
@@ -76,22 +78,22 @@ type ran struct {
 // right after it, in one MULTI/EXEC: the room as the script left it, in
 // one round trip. A server that does not know the script (restart, SCRIPT
 // FLUSH) gets it loaded and the transaction runs again.
-func (s *Store) runThenRead(ctx context.Context, call scriptCall, shard int, id string, withState bool) (ran, error) {
+func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id string, withState bool) (ran, error) {
 	for attempt := 0; ; attempt++ {
 		r := ran{id: id}
 		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			r.cmd = s.queue(ctx, p, call)
+			r.cmd = s.runner.Queue(ctx, p, call)
 			r.read = s.queueRoomRead(ctx, p, shard, id, withState)
 			return nil
 		})
-		if missingCode(err) && attempt == 0 {
-			if err := s.loadCode(ctx, call); err != nil {
-				return ran{}, wrap(err)
+		if redisx.MissingCode(err) && attempt == 0 {
+			if err := s.runner.LoadCode(ctx, call); err != nil {
+				return ran{}, redisx.Wrap(err)
 			}
 			continue
 		}
 		if err != nil && r.cmd.Err() == nil {
-			return ran{}, wrap(err)
+			return ran{}, redisx.Wrap(err)
 		}
 		return r, nil
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // errCodeTaken: a fresh room id or invite code collided; the caller retries
@@ -103,7 +105,7 @@ func (s *Store) JoinByCode(ctx context.Context, u rooms.User, code string) (room
 		return rooms.Joined{}, rooms.ErrRoomNotFound
 	}
 	if err != nil {
-		return rooms.Joined{}, wrap(err)
+		return rooms.Joined{}, redisx.Wrap(err)
 	}
 	if got, ok := roomShard(id, s.shards); !ok || got != shard {
 		return rooms.Joined{}, fmt.Errorf("store: code %s maps to room %s of another shard", code, id)

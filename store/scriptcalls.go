@@ -8,11 +8,13 @@ import (
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // The descriptors of every script of store/lua: one struct per script,
 // its fields the script's keys and arguments by name, laid out as KEYS and
-// ARGV by its keysArgs in the order the Lua's header documents. A new
+// ARGV by its KeysArgs in the order the Lua's header documents. A new
 // script gets one here; scriptcalls_test.go checks that every script has
 // exactly one.
 
@@ -56,7 +58,7 @@ func (s *Store) scopeOf(ctx context.Context, id string) (int, roomScope, error) 
 	if !ok {
 		got, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r").Result()
 		if err != nil {
-			return 0, roomScope{}, wrap(err)
+			return 0, roomScope{}, redisx.Wrap(err)
 		}
 		mode, _ := got[0].(string)
 		region, _ := got[1].(string)
@@ -111,8 +113,8 @@ func (n newRoom) args() []any {
 	return args
 }
 
-func (createCall) script() *luaScript            { return roomCreate }
-func (c createCall) keysArgs() ([]string, []any) { return c.with(c.newRoom.args()...) }
+func (createCall) Script() *redisx.Script        { return roomCreate }
+func (c createCall) KeysArgs() ([]string, []any) { return c.with(c.newRoom.args()...) }
 
 // joinCall is room_join.lua, in an indexed scope: user (nameJSON: the name
 // as a JSON string) joins by id, or by invite code when code is given.
@@ -121,8 +123,8 @@ type joinCall struct {
 	user, nameJSON, code string
 }
 
-func (joinCall) script() *luaScript { return roomJoin }
-func (c joinCall) keysArgs() ([]string, []any) {
+func (joinCall) Script() *redisx.Script { return roomJoin }
+func (c joinCall) KeysArgs() ([]string, []any) {
 	return c.with(c.user, c.nameJSON, c.code)
 }
 
@@ -135,8 +137,8 @@ type removeCall struct {
 	ban                    bool
 }
 
-func (removeCall) script() *luaScript { return playerRemove }
-func (c removeCall) keysArgs() ([]string, []any) {
+func (removeCall) Script() *redisx.Script { return playerRemove }
+func (c removeCall) KeysArgs() ([]string, []any) {
 	return c.with(c.caller, c.target, c.reason, flag(c.ban), rooms.MaxBans)
 }
 
@@ -154,8 +156,8 @@ type roomChanges struct {
 	name, nameJSON, status, locked, maxPlayers, visibility, attributes string
 }
 
-func (updateCall) script() *luaScript { return roomUpdate }
-func (c updateCall) keysArgs() ([]string, []any) {
+func (updateCall) Script() *redisx.Script { return roomUpdate }
+func (c updateCall) KeysArgs() ([]string, []any) {
 	ch := c.changes
 	return c.with(c.caller, ch.name, ch.nameJSON, ch.status, ch.locked, ch.maxPlayers, ch.visibility, ch.attributes, c.newCode)
 }
@@ -166,8 +168,8 @@ type deleteCall struct {
 	caller string
 }
 
-func (deleteCall) script() *luaScript            { return roomDelete }
-func (c deleteCall) keysArgs() ([]string, []any) { return c.with(c.caller) }
+func (deleteCall) Script() *redisx.Script        { return roomDelete }
+func (c deleteCall) KeysArgs() ([]string, []any) { return c.with(c.caller) }
 
 // patchCall is state_patch.lua: caller sets set and deletes del if the
 // state's version is ifMatch (-1 any). Keys go sorted, so the state event
@@ -180,8 +182,8 @@ type patchCall struct {
 	del     []string
 }
 
-func (patchCall) script() *luaScript { return statePatch }
-func (c patchCall) keysArgs() ([]string, []any) {
+func (patchCall) Script() *redisx.Script { return statePatch }
+func (c patchCall) KeysArgs() ([]string, []any) {
 	args := []any{c.caller, c.ifMatch, rooms.MaxStateKeys, rooms.MaxStateBytes, len(c.set)}
 	for _, k := range sortedKeys(c.set) {
 		args = append(args, k, []byte(c.set[k]))
@@ -206,8 +208,8 @@ type streamOpenCall struct {
 	limit        int
 }
 
-func (streamOpenCall) script() *luaScript { return streamOpen }
-func (c streamOpenCall) keysArgs() ([]string, []any) {
+func (streamOpenCall) Script() *redisx.Script { return streamOpen }
+func (c streamOpenCall) KeysArgs() ([]string, []any) {
 	return c.with(c.user, c.stream, c.ttlMs, c.read, c.cursor.Version, c.cursor.Tag, c.limit, rooms.MaxStreamsPerPlayer)
 }
 
@@ -221,8 +223,8 @@ type streamCloseCall struct {
 	graceMs, debounce int64
 }
 
-func (streamCloseCall) script() *luaScript { return streamClose }
-func (c streamCloseCall) keysArgs() ([]string, []any) {
+func (streamCloseCall) Script() *redisx.Script { return streamClose }
+func (c streamCloseCall) KeysArgs() ([]string, []any) {
 	return c.with(c.player, c.stream, c.graceMs, c.debounce)
 }
 
@@ -235,8 +237,8 @@ type reserveSeatsCall struct {
 	users  []string
 }
 
-func (reserveSeatsCall) script() *luaScript { return seatsReserve }
-func (c reserveSeatsCall) keysArgs() ([]string, []any) {
+func (reserveSeatsCall) Script() *redisx.Script { return seatsReserve }
+func (c reserveSeatsCall) KeysArgs() ([]string, []any) {
 	args := []any{c.caller, c.ttlMs}
 	for _, u := range c.users {
 		args = append(args, u)
@@ -250,8 +252,8 @@ type sweepCall struct {
 	graceMs int64
 }
 
-func (sweepCall) script() *luaScript            { return presenceSweep }
-func (c sweepCall) keysArgs() ([]string, []any) { return c.with(c.graceMs) }
+func (sweepCall) Script() *redisx.Script        { return presenceSweep }
+func (c sweepCall) KeysArgs() ([]string, []any) { return c.with(c.graceMs) }
 
 // messageSendCall is message_send.lua: caller sends a message of type
 // (typeJSON, as a JSON string) with data to the players to (none: all).
@@ -262,8 +264,8 @@ type messageSendCall struct {
 	to               []int
 }
 
-func (messageSendCall) script() *luaScript { return messageSend }
-func (c messageSendCall) keysArgs() ([]string, []any) {
+func (messageSendCall) Script() *redisx.Script { return messageSend }
+func (c messageSendCall) KeysArgs() ([]string, []any) {
 	args := []any{c.caller, c.typeJSON, c.data, messageLogLen}
 	for _, to := range c.to {
 		args = append(args, to)
@@ -277,14 +279,14 @@ type lifecycleCall struct {
 	life Lifecycle
 }
 
-func (lifecycleCall) script() *luaScript            { return roomLifecycle }
-func (c lifecycleCall) keysArgs() ([]string, []any) { return c.with(c.life.argv()...) }
+func (lifecycleCall) Script() *redisx.Script        { return roomLifecycle }
+func (c lifecycleCall) KeysArgs() ([]string, []any) { return c.with(c.life.argv()...) }
 
 // roomRepairCall is room_repair.lua, in an indexed scope.
 type roomRepairCall struct{ roomScope }
 
-func (roomRepairCall) script() *luaScript            { return roomRepair }
-func (c roomRepairCall) keysArgs() ([]string, []any) { return c.with() }
+func (roomRepairCall) Script() *redisx.Script        { return roomRepair }
+func (c roomRepairCall) KeysArgs() ([]string, []any) { return c.with() }
 
 // messageListCall is message_list.lua: caller reads the room's messages
 // up to the version end ("+" all), at most count.
@@ -294,8 +296,8 @@ type messageListCall struct {
 	count                 int
 }
 
-func (messageListCall) script() *luaScript { return messageList }
-func (c messageListCall) keysArgs() ([]string, []any) {
+func (messageListCall) Script() *redisx.Script { return messageList }
+func (c messageListCall) KeysArgs() ([]string, []any) {
 	return []string{c.room, c.users, c.messages}, []any{c.caller, c.end, c.count}
 }
 
@@ -304,14 +306,14 @@ func (c messageListCall) keysArgs() ([]string, []any) {
 // the streams zset of the user of members[i], one slot): each lease still
 // held gets ttlMs more.
 type renewCall struct {
-	sc      *luaScript
+	sc      *redisx.Script
 	keys    []string
 	members []string
 	ttlMs   int64
 }
 
-func (c renewCall) script() *luaScript { return c.sc }
-func (c renewCall) keysArgs() ([]string, []any) {
+func (c renewCall) Script() *redisx.Script { return c.sc }
+func (c renewCall) KeysArgs() ([]string, []any) {
 	args := make([]any, 0, 1+len(c.members))
 	args = append(args, c.ttlMs)
 	for _, m := range c.members {
@@ -330,8 +332,8 @@ type reserveCall struct {
 	seed            []any
 }
 
-func (reserveCall) script() *luaScript { return holdingsReserve }
-func (c reserveCall) keysArgs() ([]string, []any) {
+func (reserveCall) Script() *redisx.Script { return holdingsReserve }
+func (c reserveCall) KeysArgs() ([]string, []any) {
 	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, ""}
 	if c.seed != nil {
 		args[5] = "seed"
@@ -351,8 +353,8 @@ type releaseCall struct {
 // than that.
 type heldChange struct{ room, value, to string }
 
-func (releaseCall) script() *luaScript { return holdingsRelease }
-func (c releaseCall) keysArgs() ([]string, []any) {
+func (releaseCall) Script() *redisx.Script { return holdingsRelease }
+func (c releaseCall) KeysArgs() ([]string, []any) {
 	args := make([]any, 0, 3*len(c.changes))
 	for _, ch := range c.changes {
 		args = append(args, ch.room, ch.value, ch.to)
@@ -364,8 +366,8 @@ func (c releaseCall) keysArgs() ([]string, []any) {
 // as role.
 type rebindCall struct{ key, placeholder, room, role string }
 
-func (rebindCall) script() *luaScript { return holdingsRebind }
-func (c rebindCall) keysArgs() ([]string, []any) {
+func (rebindCall) Script() *redisx.Script { return holdingsRebind }
+func (c rebindCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.placeholder, c.room, c.role}
 }
 
@@ -377,8 +379,8 @@ type streamTakeCall struct {
 	ttlMs       int64
 }
 
-func (streamTakeCall) script() *luaScript { return userStreamsOpen }
-func (c streamTakeCall) keysArgs() ([]string, []any) {
+func (streamTakeCall) Script() *redisx.Script { return userStreamsOpen }
+func (c streamTakeCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.member, c.limit, c.ttlMs}
 }
 
@@ -390,8 +392,8 @@ type heartbeatCall struct {
 	ttlMs      int64
 }
 
-func (heartbeatCall) script() *luaScript { return instanceHeartbeat }
-func (c heartbeatCall) keysArgs() ([]string, []any) {
+func (heartbeatCall) Script() *redisx.Script { return instanceHeartbeat }
+func (c heartbeatCall) KeysArgs() ([]string, []any) {
 	return []string{c.live, c.hash}, []any{c.in.ID, c.ttlMs, c.in.Addr, c.in.Version, c.in.StartedAt.UnixMilli(), c.in.Streams}
 }
 
@@ -401,8 +403,8 @@ type reapCall struct {
 	batch int
 }
 
-func (reapCall) script() *luaScript { return instanceReap }
-func (c reapCall) keysArgs() ([]string, []any) {
+func (reapCall) Script() *redisx.Script { return instanceReap }
+func (c reapCall) KeysArgs() ([]string, []any) {
 	return []string{c.live}, []any{c.batch}
 }
 
@@ -413,8 +415,8 @@ type leaseReleaseCall struct {
 	ids   []string
 }
 
-func (leaseReleaseCall) script() *luaScript { return janitorRelease }
-func (c leaseReleaseCall) keysArgs() ([]string, []any) {
+func (leaseReleaseCall) Script() *redisx.Script { return janitorRelease }
+func (c leaseReleaseCall) KeysArgs() ([]string, []any) {
 	args := make([]any, len(c.ids))
 	for i, id := range c.ids {
 		args[i] = id
@@ -432,8 +434,8 @@ type userRepairCall struct {
 // userEntry is one room id of a user index entry and the room's hash.
 type userEntry struct{ user, room, roomHash string }
 
-func (userRepairCall) script() *luaScript { return userRepair }
-func (c userRepairCall) keysArgs() ([]string, []any) {
+func (userRepairCall) Script() *redisx.Script { return userRepair }
+func (c userRepairCall) KeysArgs() ([]string, []any) {
 	keys := []string{c.index, c.schedule}
 	args := make([]any, 0, 2*len(c.entries))
 	for _, e := range c.entries {
@@ -453,8 +455,8 @@ type codeRepairCall struct {
 // codeEntry is an invite code, its room's id and hash.
 type codeEntry struct{ code, room, roomHash string }
 
-func (codeRepairCall) script() *luaScript { return codeRepair }
-func (c codeRepairCall) keysArgs() ([]string, []any) {
+func (codeRepairCall) Script() *redisx.Script { return codeRepair }
+func (c codeRepairCall) KeysArgs() ([]string, []any) {
 	keys := []string{c.codes, c.schedule}
 	args := make([]any, 0, 2*len(c.entries))
 	for _, e := range c.entries {
@@ -473,8 +475,8 @@ type indexRepairCall struct {
 	roomHashes []string
 }
 
-func (indexRepairCall) script() *luaScript { return indexRepair }
-func (c indexRepairCall) keysArgs() ([]string, []any) {
+func (indexRepairCall) Script() *redisx.Script { return indexRepair }
+func (c indexRepairCall) KeysArgs() ([]string, []any) {
 	keys := append([]string{c.index.key, c.schedule}, c.roomHashes...)
 	args := []any{c.index.kind, c.index.mode, c.index.region}
 	for _, e := range c.entries {
@@ -491,8 +493,8 @@ type webhookFanoutCall struct {
 	endpoints          []string
 }
 
-func (webhookFanoutCall) script() *luaScript { return webhookFanout }
-func (c webhookFanoutCall) keysArgs() ([]string, []any) {
+func (webhookFanoutCall) Script() *redisx.Script { return webhookFanout }
+func (c webhookFanoutCall) KeysArgs() ([]string, []any) {
 	args := []any{webhookGroup, c.entry, c.message}
 	for _, e := range c.endpoints {
 		args = append(args, e)
@@ -510,8 +512,8 @@ type webhookFailCall struct {
 	lastErr                   string
 }
 
-func (webhookFailCall) script() *luaScript { return webhookFail }
-func (c webhookFailCall) keysArgs() ([]string, []any) {
+func (webhookFailCall) Script() *redisx.Script { return webhookFail }
+func (c webhookFailCall) KeysArgs() ([]string, []any) {
 	return []string{c.deliveries, c.retries, c.dead},
 		[]any{webhookGroup, c.entry, c.dueMs, c.maxAttempts, c.deadMaxLen, c.nowMs, c.lastErr}
 }
@@ -524,8 +526,8 @@ type webhookDueCall struct {
 	limit               int
 }
 
-func (webhookDueCall) script() *luaScript { return webhookDue }
-func (c webhookDueCall) keysArgs() ([]string, []any) {
+func (webhookDueCall) Script() *redisx.Script { return webhookDue }
+func (c webhookDueCall) KeysArgs() ([]string, []any) {
 	return []string{c.retries, c.deliveries}, []any{c.nowMs, c.limit}
 }
 
@@ -535,7 +537,7 @@ type webhookReplayCall struct {
 	dead, deliveries, entry string
 }
 
-func (webhookReplayCall) script() *luaScript { return webhookReplay }
-func (c webhookReplayCall) keysArgs() ([]string, []any) {
+func (webhookReplayCall) Script() *redisx.Script { return webhookReplay }
+func (c webhookReplayCall) KeysArgs() ([]string, []any) {
 	return []string{c.dead, c.deliveries}, []any{c.entry}
 }

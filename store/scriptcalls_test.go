@@ -1,12 +1,7 @@
 package store
 
 import (
-	"io/fs"
-	"maps"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
+	"embed"
 	"testing"
 	"time"
 
@@ -14,15 +9,13 @@ import (
 	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/redisx/scripttest"
 )
 
-// every use of KEYS or ARGV in a script, and the literal indexes among
-// them ("ARGV[9]"); any other use ("ARGV[2 * i]", "#ARGV", "ipairs(ARGV)")
-// computes its index.
-var (
-	anyUse       = regexp.MustCompile(`\b(KEYS|ARGV)\b(\[\d+\])?`)
-	literalIndex = regexp.MustCompile(`^(KEYS|ARGV)\[(\d+)\]$`)
-)
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
 // TestScriptCallsMatchTheirLua holds every descriptor to the Lua it runs:
 // each script of store/lua has exactly one, and the KEYS and ARGV a
@@ -36,7 +29,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 	scope, indexed := s.scope(1, id), s.indexedScope(1, id, "pool", "eu")
 	nr := s.newRoom(rooms.User{ID: "u1", Name: "Ann"}, rooms.NewRoom{Name: "r", Mode: "pool", Region: "eu",
 		Visibility: rooms.Public, MaxPlayers: 4, State: rooms.State{"a": []byte("1")}}, []byte("{}"), 3, "", false)
-	calls := []scriptCall{
+	calls := []redisx.Call{
 		createCall{indexed, nr},
 		joinCall{indexed, "u1", `"Ann"`, ""},
 		removeCall{indexed, "u1", "", "left", false},
@@ -77,77 +70,6 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		quickJoinCall{keys: s.keys, shard: 1, mode: "pool", region: "eu", pubcmd: "PUBLISH", logArgs: s.argv,
 			user: "u1", nameJSON: `"Ann"`, candidates: []string{id}, createID: id, create: nr},
 	}
-	files, err := fs.Glob(luaFiles, "lua/*.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]bool{}
-	for _, f := range files {
-		if name := strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua"); name != "prelude" {
-			want[name] = true
-		}
-	}
-	got := map[string]bool{}
-	for _, c := range calls {
-		sc := c.script()
-		if got[sc.name] {
-			t.Errorf("%s: two descriptors", sc.name)
-		}
-		got[sc.name] = true
-		t.Run(sc.name, func(t *testing.T) {
-			src, err := luaFiles.ReadFile("lua/" + sc.name + ".lua")
-			if err != nil {
-				t.Fatal(err)
-			}
-			code := stripComments(string(src))
-			if sc.body != "" || sc.name == "quick_join" { // the prelude binds ARGV[1..6] and the room's keys
-				code += stripComments(preludeLua)
-			}
-			keys, args := c.keysArgs()
-			for _, kind := range []struct {
-				name string
-				n    int
-			}{{"KEYS", len(keys)}, {"ARGV", len(args)}} {
-				most, computed := 0, false
-				for _, u := range anyUse.FindAllString(code, -1) {
-					if !strings.HasPrefix(u, kind.name) {
-						continue
-					}
-					m := literalIndex.FindStringSubmatch(u)
-					if m == nil {
-						computed = true
-					} else if i, _ := strconv.Atoi(m[2]); i > most {
-						most = i
-					}
-				}
-				if kind.name == "KEYS" && (sc.body != "" || sc.name == "quick_join") {
-					// the prelude names KEYS[33..36] for every mutation; a
-					// script that moves no index gets the first 12 only
-					computed, most = true, min(most, 12)
-				}
-				switch {
-				case kind.n < most:
-					t.Errorf("%s: %d laid out, the script reads %s[%d]", kind.name, kind.n, kind.name, most)
-				case !computed && kind.n != most:
-					t.Errorf("%s: %d laid out, the script reads %d", kind.name, kind.n, most)
-				}
-			}
-		})
-	}
-	if !maps.Equal(want, got) {
-		t.Errorf("scripts without a descriptor or descriptors without a script: lua/ has %v, descriptors %v",
-			slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)))
-	}
-}
-
-// stripComments drops Lua's line comments ("--" to the end of the line).
-func stripComments(src string) string {
-	var b strings.Builder
-	for line := range strings.Lines(src) {
-		if i := strings.Index(line, "--"); i >= 0 {
-			line = line[:i] + "\n"
-		}
-		b.WriteString(line)
-	}
-	return b.String()
+	scripttest.CheckCalls(t, luaFiles, "lua", calls, scripttest.Prelude{Src: preludeLua, Keys: 12,
+		Runs: func(sc *redisx.Script) bool { return sc.Body != "" || sc.Name == "quick_join" }})
 }

@@ -1,9 +1,9 @@
 package store
 
-import "maps"
+import "github.com/realsync/realsync/store/internal/redisx"
 
 // ScriptNames maps the SHA1 of every script the store runs (what EVALSHA
-// names it by, what SLOWLOG shows) to its name, the base name of its file
-// in store/lua: for tools that attribute Redis' own per-call figures to
-// scripts (cmd/rsload -redis). A copy of what the metrics use.
-func ScriptNames() map[string]string { return maps.Clone(scriptNames) }
+// names it by, what SLOWLOG shows) and every function of the library to
+// its name, the base name of its file in store/lua: for tools that
+// attribute Redis' own per-call figures to scripts (cmd/rsload -redis).
+func ScriptNames() map[string]string { return redisx.ScriptNames() }

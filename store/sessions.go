@@ -13,6 +13,8 @@ import (
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Personal streams (GET /v1/me/events) and online status. Everything of a
@@ -119,9 +121,9 @@ type sessionOpenCall struct {
 	follows time.Duration
 }
 
-func (sessionOpenCall) script() *luaScript { return sessionOpen }
+func (sessionOpenCall) Script() *redisx.Script { return sessionOpen }
 
-func (c sessionOpenCall) keysArgs() ([]string, []any) {
+func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	k, sh, u := c.keys, c.shard, c.s.UserID
 	keys := []string{k.sessions(sh, u), k.status(sh, u), k.userLog(sh, u), k.userMeta(sh, u), k.online(sh),
 		k.userStreams(sh, u), k.following(sh, u)}
@@ -140,12 +142,12 @@ func (s *Store) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, l
 	if err := players.CheckPlatform(ss.Platform); err != nil {
 		return sse.UserOpening{}, err
 	}
-	call := sessionOpenCall{keys: s.keys, shard: userShard(ss.UserID, s.shards), s: ss, policy: s.sessionPolicy,
+	call := sessionOpenCall{keys: s.keys, shard: redisx.UserShard(ss.UserID, s.shards), s: ss, policy: s.sessionPolicy,
 		ttl: s.presenceTTL, quota: s.quotas.StreamsPerUser, pubcmd: s.pubcmd, cursor: c, limit: limit,
 		now: time.Now(), newTag: eventTag(), logTTL: userLogTTL, maxLen: userLogMaxLen, follows: followingTTL}
-	res, err := s.run(ctx, call).Result()
+	res, err := s.runner.Run(ctx, call).Result()
 	if err != nil {
-		return sse.UserOpening{}, wrap(err)
+		return sse.UserOpening{}, redisx.Wrap(err)
 	}
 	arr, _ := res.([]any)
 	if len(arr) == 0 {
@@ -177,7 +179,7 @@ func (s *Store) CloseSession(ctx context.Context, ss sse.Session) error {
 // closeSession runs session_close for member ("" only purges the lapsed
 // leases); reports whether the status changed.
 func (s *Store) closeSession(ctx context.Context, uid, member string) (bool, error) {
-	arr, err := s.result(ctx, sessionCloseCall{keys: s.keys, shard: userShard(uid, s.shards), user: uid,
+	arr, err := s.result(ctx, sessionCloseCall{keys: s.keys, shard: redisx.UserShard(uid, s.shards), user: uid,
 		member: member, pubcmd: s.pubcmd})
 	if err != nil {
 		return false, err
@@ -194,9 +196,9 @@ type sessionCloseCall struct {
 	pubcmd       string
 }
 
-func (sessionCloseCall) script() *luaScript { return sessionClose }
+func (sessionCloseCall) Script() *redisx.Script { return sessionClose }
 
-func (c sessionCloseCall) keysArgs() ([]string, []any) {
+func (c sessionCloseCall) KeysArgs() ([]string, []any) {
 	k, sh, u := c.keys, c.shard, c.user
 	return []string{k.sessions(sh, u), k.status(sh, u), k.online(sh), k.userStreams(sh, u)},
 		[]any{u, c.member, k.statusChannel(sh, u), c.pubcmd}
@@ -212,9 +214,9 @@ type sessionRenewCall struct {
 	quota       bool
 }
 
-func (sessionRenewCall) script() *luaScript { return sessionRenew }
+func (sessionRenewCall) Script() *redisx.Script { return sessionRenew }
 
-func (c sessionRenewCall) keysArgs() ([]string, []any) {
+func (c sessionRenewCall) KeysArgs() ([]string, []any) {
 	quota := "0"
 	if c.quota {
 		quota = "1"
@@ -237,9 +239,9 @@ type followingSetCall struct {
 	pubcmd string
 }
 
-func (followingSetCall) script() *luaScript { return followingSet }
+func (followingSetCall) Script() *redisx.Script { return followingSet }
 
-func (c followingSetCall) keysArgs() ([]string, []any) {
+func (c followingSetCall) KeysArgs() ([]string, []any) {
 	args := []any{followingTTL.Milliseconds(), c.keys.userChannel(c.shard, c.user), c.pubcmd}
 	for _, id := range c.ids {
 		args = append(args, id)
@@ -255,10 +257,10 @@ func (s *Store) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Sess
 	}
 	byShard := map[int][]sse.Session{}
 	for _, x := range ss {
-		sh := userShard(x.UserID, s.shards)
+		sh := redisx.UserShard(x.UserID, s.shards)
 		byShard[sh] = append(byShard[sh], x)
 	}
-	var calls []scriptCall
+	var calls []redisx.Call
 	var batches [][]sse.Session
 	for sh, all := range byShard {
 		for batch := range slices.Chunk(all, renewBatch) {
@@ -267,13 +269,13 @@ func (s *Store) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Sess
 			batches = append(batches, batch)
 		}
 	}
-	cmds, _ := s.runAll(ctx, calls) // each command's own error counts
+	cmds, _ := s.runner.RunAll(ctx, calls) // each command's own error counts
 	var lost []sse.Session
 	var errs []error
 	for i, cmd := range cmds {
 		res, err := cmd.Result()
 		if err != nil {
-			errs = append(errs, wrap(err))
+			errs = append(errs, redisx.Wrap(err))
 			continue
 		}
 		for _, j := range res.([]any) {
@@ -288,12 +290,12 @@ func (s *Store) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Sess
 
 // UserLog implements sse.UserSource.
 func (s *Store) UserLog(ctx context.Context, uid string, seq int64, tag string, limit int) ([]sse.UserEvent, bool, error) {
-	sh := userShard(uid, s.shards)
+	sh := redisx.UserShard(uid, s.shards)
 	p := s.client.Pipeline()
 	meta := p.HMGet(ctx, s.keys.userMeta(sh, uid), "seq", "tag")
 	evs := p.XRangeN(ctx, s.keys.userLog(sh, uid), fmt.Sprintf("(%d-0", seq), "+", int64(limit))
 	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, false, wrap(err)
+		return nil, false, redisx.Wrap(err)
 	}
 	m := meta.Val()
 	cur, _ := m[0].(string)
@@ -314,15 +316,15 @@ func (s *Store) UserLog(ctx context.Context, uid string, seq int64, tag string, 
 
 // Following implements sse.UserSource.
 func (s *Store) Following(ctx context.Context, uid string) ([]string, error) {
-	ids, err := s.client.SMembers(ctx, s.keys.following(userShard(uid, s.shards), uid)).Result()
+	ids, err := s.client.SMembers(ctx, s.keys.following(redisx.UserShard(uid, s.shards), uid)).Result()
 	slices.Sort(ids)
-	return ids, wrap(err)
+	return ids, redisx.Wrap(err)
 }
 
 // SetFollowing replaces the users uid follows (checked by the caller) and
 // tells uid's personal streams, which then load them again.
 func (s *Store) SetFollowing(ctx context.Context, uid string, ids []string) error {
-	return wrap(s.run(ctx, followingSetCall{keys: s.keys, shard: userShard(uid, s.shards), user: uid, ids: ids,
+	return redisx.Wrap(s.runner.Run(ctx, followingSetCall{keys: s.keys, shard: redisx.UserShard(uid, s.shards), user: uid, ids: ids,
 		pubcmd: s.pubcmd}).Err())
 }
 
@@ -334,10 +336,10 @@ func (s *Store) Statuses(ctx context.Context, uids []string) ([]players.Status, 
 	p := s.client.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(uids))
 	for i, uid := range uids {
-		cmds[i] = p.HMGet(ctx, s.keys.status(userShard(uid, s.shards), uid), "v", "p")
+		cmds[i] = p.HMGet(ctx, s.keys.status(redisx.UserShard(uid, s.shards), uid), "v", "p")
 	}
 	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	out := make([]players.Status, len(uids))
 	for i, uid := range uids {
@@ -368,7 +370,7 @@ func (s *Store) OnlineUsers(ctx context.Context) (int64, error) {
 		cmds[sh] = p.ZCard(ctx, s.keys.online(sh))
 	}
 	if _, err := p.Exec(ctx); err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	var n int64
 	for _, c := range cmds {
@@ -399,25 +401,25 @@ func (s *Store) sweepSessions(ctx context.Context, shard int, rep Report) error 
 
 // SubscribeUser implements sse.UserFeed.
 func (f *Feed) SubscribeUser(ctx context.Context, uid string) error {
-	sh := userShard(uid, f.s.shards)
+	sh := redisx.UserShard(uid, f.s.shards)
 	return f.subscribe(ctx, sh, f.s.keys.userChannel(sh, uid))
 }
 
 // UnsubscribeUser implements sse.UserFeed.
 func (f *Feed) UnsubscribeUser(uid string) {
-	sh := userShard(uid, f.s.shards)
+	sh := redisx.UserShard(uid, f.s.shards)
 	f.unsubscribe(sh, f.s.keys.userChannel(sh, uid))
 }
 
 // SubscribeStatus implements sse.UserFeed.
 func (f *Feed) SubscribeStatus(ctx context.Context, uid string) error {
-	sh := userShard(uid, f.s.shards)
+	sh := redisx.UserShard(uid, f.s.shards)
 	return f.subscribe(ctx, sh, f.s.keys.statusChannel(sh, uid))
 }
 
 // UnsubscribeStatus implements sse.UserFeed.
 func (f *Feed) UnsubscribeStatus(uid string) {
-	sh := userShard(uid, f.s.shards)
+	sh := redisx.UserShard(uid, f.s.shards)
 	f.unsubscribe(sh, f.s.keys.statusChannel(sh, uid))
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Stats implements lobby.Index: the sum of every shard's stats hash, which
@@ -25,7 +27,7 @@ func (s *Store) Stats(ctx context.Context) (lobby.Stats, error) {
 		return err
 	})
 	if err != nil {
-		return lobby.Stats{}, wrap(err)
+		return lobby.Stats{}, redisx.Wrap(err)
 	}
 	st := lobby.Stats{Rooms: map[rooms.Status]int{rooms.Waiting: 0, rooms.Playing: 0, rooms.Finished: 0},
 		Modes: map[string]map[rooms.Status]int{}, Regions: map[string]map[rooms.Status]int{}}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -16,6 +15,9 @@ import (
 
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/batch"
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // SchemaVersion is the version of the key schema; an instance refuses to
@@ -108,8 +110,10 @@ type Store struct {
 	keys     keys
 	shards   int
 	pubcmd   string
-	// functions: the mutations run as FCALL of the library (functions.go)
-	functions   bool
+	// runner runs every script (FCALL of the library's mutations where
+	// loaded, functions.go)
+	runner      *redisx.Runner
+	base        *redisx.Base // what the store's concept packages share
 	scriptsOnly bool
 	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", closed log TTL (s); see common()
 	outboxLen   int       // webhook outbox MAXLEN ~; 0: webhooks off
@@ -122,10 +126,10 @@ type Store struct {
 	life               Lifecycle
 	janitorActions     func(kind string, n int)
 	repairs            *repairWalks
-	batch              *batcher // nil: no batching
+	batch              *batch.Batcher // nil: no batching
 	stripes            *stripes
 	sessionPolicy      players.Policy
-	readBatch          *batcher // the reader client's; nil: no batching or no reader client
+	readBatch          *batch.Batcher // the reader client's; nil: no batching or no reader client
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -172,15 +176,17 @@ func New(cfg Config) (*Store, error) {
 	if err := s.connect(cfg); err != nil {
 		return nil, err
 	}
+	s.runner = redisx.NewRunner(s.client, library)
+	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	if cfg.Batch != nil { // first hook: the others see a batch once, as a pipeline
 		var observe func(string, int)
 		if m, ok := cfg.Metrics.(BatchMetrics); ok {
 			observe = m.RedisBatch
 		}
-		s.batch = newBatcher(s.client, *cfg.Batch, observe)
+		s.batch = batch.New(s.client, *cfg.Batch, observe)
 		s.client.AddHook(s.batch)
 		if s.reads != nil { // browsing reads batch apart: their batches go where they would
-			s.readBatch = newBatcher(s.reads, *cfg.Batch, observe)
+			s.readBatch = batch.New(s.reads, *cfg.Batch, observe)
 			s.reads.AddHook(s.readBatch)
 		}
 	}
@@ -196,14 +202,12 @@ func New(cfg Config) (*Store, error) {
 // Init may be called again after an error.
 func (s *Store) Init(ctx context.Context) error {
 	if err := s.Ping(ctx); err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	if !s.scriptsOnly {
-		ok, err := s.loadLibrary(ctx)
-		if err != nil {
-			return wrap(err)
+		if err := s.runner.LoadLibrary(ctx); err != nil {
+			return redisx.Wrap(err)
 		}
-		s.functions = ok
 	}
 	if err := s.checkMeta(ctx); err != nil {
 		return err
@@ -335,10 +339,10 @@ func (s *Store) Embedded() bool { return s.embedded != nil }
 // runs already queued for a batch are sent and answered first.
 func (s *Store) Close() error {
 	if s.batch != nil {
-		s.batch.close()
+		s.batch.Close()
 	}
 	if s.readBatch != nil {
-		s.readBatch.close()
+		s.readBatch.Close()
 	}
 	err := s.client.Close()
 	if s.reads != nil {
@@ -360,6 +364,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.client.Ping(ctx).Err()
 }
 
+// Base is the client, script runner and key layout the store's concept
+// packages (store/...) are built on.
+func (s *Store) Base() *redisx.Base { return s.base }
+
 // Client is the underlying client, for tests and tools that read Redis
 // directly.
 func (s *Store) Client() redis.UniversalClient { return s.client }
@@ -367,14 +375,14 @@ func (s *Store) Client() redis.UniversalClient { return s.client }
 func (s *Store) checkMeta(ctx context.Context) error {
 	key := s.keys.meta()
 	if err := s.client.HSetNX(ctx, key, "shards", s.shards).Err(); err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	if err := s.client.HSetNX(ctx, key, "schema", SchemaVersion).Err(); err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
 	if err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	if got[0] != strconv.Itoa(s.shards) {
 		return fmt.Errorf("%w: redis holds data for %v shards; this instance is configured for %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
@@ -385,32 +393,4 @@ func (s *Store) checkMeta(ctx context.Context) error {
 			ErrLayout, got[1], SchemaVersion, schemaHint(fmt.Sprint(got[1])))
 	}
 	return nil
-}
-
-// wrap turns transport failures into rooms.ErrUnavailable; Redis error
-// replies (a bug, never the client's fault) pass through as they are.
-func wrap(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return err
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) && !isTransient(rerr) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", rooms.ErrUnavailable, err)
-}
-
-// isTransient recognizes error replies that mean "not now" rather than "bug":
-// loading after a restart, a Cluster moving or down, a Redis out of memory
-// (maxmemory with noeviction refuses writes; no script starts half done).
-// EXECABORT too: the store's transactions queue fixed, valid commands, so a
-// transaction refused at queue time is Redis refusing writes (out of memory).
-func isTransient(err redis.Error) bool {
-	msg := err.Error()
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM", "EXECABORT"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 var _ sse.Source = (*Store)(nil)
@@ -58,7 +60,7 @@ func (s *Store) openRoomStream(ctx context.Context, shard int, l sse.Lease, read
 	var r ran
 	var err error
 	if mode == "none" {
-		r.cmd = s.run(ctx, call)
+		r.cmd = s.runner.Run(ctx, call)
 	} else if r, err = s.runThenRead(ctx, call, shard, l.Room, true); err != nil {
 		return sse.Opening{}, err
 	}
@@ -134,9 +136,9 @@ func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 				call.keys = append(call.keys, s.keys.room(shard, l.Room)+":presence")
 				call.members = append(call.members, leaseMember(l))
 			}
-			res, err := s.run(ctx, call).Result()
+			res, err := s.runner.Run(ctx, call).Result()
 			if err != nil {
-				errs = append(errs, wrap(err))
+				errs = append(errs, redisx.Wrap(err))
 				continue
 			}
 			for _, i := range res.([]any) {
@@ -164,7 +166,7 @@ func (s *Store) Log(ctx context.Context, room string, from, to int64) ([]sse.Eve
 	}
 	res, err := s.client.Do(ctx, "XRANGE", s.keys.log(shard, room), strconv.FormatInt(from, 10)+"-0", end).Result()
 	if err != nil {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	return events(logEntries(res)), nil
 }
@@ -180,7 +182,7 @@ func (s *Store) Versions(ctx context.Context, ids []string) ([]int64, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	out := make([]int64, len(ids))
 	for i, c := range cmds {

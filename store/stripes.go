@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Stripes says over how many shards ("stripes") the rooms of one (mode,
@@ -231,11 +233,11 @@ func (s *Store) RefreshStripes(ctx context.Context) error {
 	st := s.stripes.state.Load()
 	key := s.keys.meta()
 	if err := s.client.HSetNX(ctx, key, stripeMetaField+st.current.String(), "1").Err(); err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	fields, err := s.client.HKeys(ctx, key).Result()
 	if err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	used := []Stripes{st.current}
 	for _, f := range fields {

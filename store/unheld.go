@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // unheldBatch bounds the unheld entries one shard visit handles; the rest
@@ -44,7 +46,7 @@ func (s *Store) sweepUnheld(ctx context.Context, shard int) error {
 		return nil
 	}
 	if err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	type entry struct {
 		raw, room, kind, uid, key string
@@ -58,7 +60,7 @@ func (s *Store) sweepUnheld(ctx context.Context, shard int) error {
 			continue
 		}
 		entries = append(entries, &entry{raw: r, room: f[0], kind: f[1], uid: f[2],
-			key: s.keys.holdings(userShard(f[2], s.shards), f[2])})
+			key: s.keys.holdings(redisx.UserShard(f[2], s.shards), f[2])})
 	}
 	// requeue puts entries back for a later visit; best effort: one lost
 	// only over-counts until its user's next check at a limit.
@@ -84,10 +86,10 @@ func (s *Store) sweepUnheld(ctx context.Context, shard int) error {
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		requeue(toAny(raw))
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	// every release compares or is idempotent: runAll may run them twice
-	var releases []scriptCall
+	var releases []redisx.Call
 	var waits []string // the entry, if it may have to wait
 	inFlight := "-" + strconv.FormatInt(holdingsInFlight.Microseconds(), 10)
 	for _, e := range entries {
@@ -105,10 +107,10 @@ func (s *Store) sweepUnheld(ctx context.Context, shard int) error {
 	if len(releases) == 0 {
 		return nil
 	}
-	cmds, err := s.runAll(ctx, releases)
+	cmds, err := s.runner.RunAll(ctx, releases)
 	if err != nil {
 		requeue(toAny(raw))
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	// an "r" entry kept for being too young: looked at again later
 	var later []any

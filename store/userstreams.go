@@ -7,6 +7,8 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // A user's streams span rooms, shards and instances, so no room script
@@ -36,7 +38,7 @@ func (s *Store) capsStreams() bool { return s.quotas.StreamsPerUser > 0 }
 
 // userStreamsKey is the streams zset of l's user.
 func (s *Store) userStreamsKey(l sse.Lease) string {
-	return s.keys.userStreams(userShard(l.UserID, s.shards), l.UserID)
+	return s.keys.userStreams(redisx.UserShard(l.UserID, s.shards), l.UserID)
 }
 
 // userStreamMember is l's member in its user's streams zset.
@@ -51,10 +53,10 @@ func (s *Store) takeStream(ctx context.Context, l sse.Lease) (fresh bool, err er
 	if !s.capsStreams() || l.Server {
 		return false, nil
 	}
-	res, err := s.run(ctx, streamTakeCall{key: s.userStreamsKey(l), member: userStreamMember(l),
+	res, err := s.runner.Run(ctx, streamTakeCall{key: s.userStreamsKey(l), member: userStreamMember(l),
 		limit: s.quotas.StreamsPerUser, ttlMs: s.presenceTTL.Milliseconds()}).Result()
 	if err != nil {
-		return false, wrap(err)
+		return false, redisx.Wrap(err)
 	}
 	arr, _ := res.([]any)
 	switch status, _ := arr[0].(string); status {
@@ -73,7 +75,7 @@ func (s *Store) dropStream(ctx context.Context, l sse.Lease) error {
 	if !s.capsStreams() || l.Server {
 		return nil
 	}
-	return wrap(s.client.ZRem(context.WithoutCancel(ctx), s.userStreamsKey(l), userStreamMember(l)).Err())
+	return redisx.Wrap(s.client.ZRem(context.WithoutCancel(ctx), s.userStreamsKey(l), userStreamMember(l)).Err())
 }
 
 // OpenLobby implements sse.Source: the lobby stream's lease in its user's
@@ -100,10 +102,10 @@ func (s *Store) renewUserStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 		if l.Server { // holds no place (see takeStream)
 			continue
 		}
-		shard := userShard(l.UserID, s.shards)
+		shard := redisx.UserShard(l.UserID, s.shards)
 		byShard[shard] = append(byShard[shard], l)
 	}
-	var calls []scriptCall // renewing twice is harmless: runAll may
+	var calls []redisx.Call // renewing twice is harmless: runAll may
 	var leases [][]sse.Lease
 	for _, all := range byShard {
 		for batch := range slices.Chunk(all, renewBatch) {
@@ -115,13 +117,13 @@ func (s *Store) renewUserStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 			calls, leases = append(calls, c), append(leases, batch)
 		}
 	}
-	cmds, _ := s.runAll(ctx, calls) // each command holds its error
+	cmds, _ := s.runner.RunAll(ctx, calls) // each command holds its error
 	var lost []sse.Lease
 	var errs []error
 	for i, cmd := range cmds {
 		res, err := cmd.Result()
 		if err != nil {
-			errs = append(errs, wrap(err))
+			errs = append(errs, redisx.Wrap(err))
 			continue
 		}
 		for _, j := range res.([]any) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Webhooks (issue 16 item 6). With Config.WebhookOutboxLen > 0 every room
@@ -212,10 +214,10 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
 	k := d.s.keys
 	outbox, dels := k.webhookOutbox(shard), k.webhookDeliveries(shard)
 	now := d.cfg.Now()
-	moved, err := d.s.run(ctx, webhookDueCall{retries: k.webhookRetries(shard), deliveries: dels,
+	moved, err := d.s.runner.Run(ctx, webhookDueCall{retries: k.webhookRetries(shard), deliveries: dels,
 		nowMs: now.UnixMilli(), limit: 256}).Int()
 	if err != nil {
-		return 0, wrap(err)
+		return 0, redisx.Wrap(err)
 	}
 	handled := moved
 	entries, err := d.read(ctx, outbox, 256)
@@ -239,8 +241,8 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
 		}
 		call := webhookFanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
 			message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, endpoints: want}
-		if err := d.s.run(ctx, call).Err(); err != nil {
-			return handled, wrap(err)
+		if err := d.s.runner.Run(ctx, call).Err(); err != nil {
+			return handled, redisx.Wrap(err)
 		}
 		handled++
 	}
@@ -278,7 +280,7 @@ func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]re
 	claimed, _, err := c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: webhookGroup,
 		MinIdle: d.cfg.ClaimIdle, Start: "0-0", Count: count, Consumer: d.cfg.Consumer}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, wrap(err)
+		return nil, redisx.Wrap(err)
 	}
 	if int64(len(claimed)) >= count {
 		return claimed, nil
@@ -286,7 +288,7 @@ func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]re
 	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: webhookGroup, Consumer: d.cfg.Consumer,
 		Streams: []string{stream, ">"}, Count: count - int64(len(claimed)), Block: -1}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return claimed, wrap(err)
+		return claimed, redisx.Wrap(err)
 	}
 	for _, r := range res {
 		claimed = append(claimed, r.Messages...)
@@ -304,7 +306,7 @@ func (d *Dispatcher) ensureGroup(ctx context.Context, stream string) error {
 	}
 	err := d.s.client.XGroupCreateMkStream(ctx, stream, webhookGroup, "0").Err()
 	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	d.mu.Lock()
 	d.group[stream] = true
@@ -334,17 +336,17 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 		if err == nil && d.cfg.Metrics != nil {
 			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
 		}
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	if ctx.Err() != nil { // shutting down: leave it pending for XAUTOCLAIM
 		return nil
 	}
 	due := d.cfg.Now().Add(d.backoff(n + 1))
-	out, err := d.s.run(ctx, webhookFailCall{deliveries: dels, retries: k.webhookRetries(shard), dead: k.webhookDead(shard),
+	out, err := d.s.runner.Run(ctx, webhookFailCall{deliveries: dels, retries: k.webhookRetries(shard), dead: k.webhookDead(shard),
 		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
 		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
 	if err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	if d.cfg.Metrics != nil && out != "gone" {
 		d.cfg.Metrics.WebhookDelivered(wd.Endpoint, out)
@@ -403,7 +405,7 @@ func (s *Store) DeadLetters(ctx context.Context, after string, limit int) (list 
 	for ; shard < s.shards; shard, start = shard+1, "-" {
 		msgs, err := s.client.XRangeN(ctx, s.keys.webhookDead(shard), start, "+", int64(limit-len(list))).Result()
 		if err != nil {
-			return nil, "", wrap(err)
+			return nil, "", redisx.Wrap(err)
 		}
 		for _, m := range msgs {
 			list = append(list, deadLetter(shard, m))
@@ -453,9 +455,9 @@ func (s *Store) ReplayDeadLetter(ctx context.Context, id string) error {
 	if !ok {
 		return ErrDeadLetterNotFound
 	}
-	n, err := s.run(ctx, webhookReplayCall{dead: s.keys.webhookDead(shard), deliveries: s.keys.webhookDeliveries(shard), entry: entry}).Int()
+	n, err := s.runner.Run(ctx, webhookReplayCall{dead: s.keys.webhookDead(shard), deliveries: s.keys.webhookDeliveries(shard), entry: entry}).Int()
 	if err != nil {
-		return wrap(err)
+		return redisx.Wrap(err)
 	}
 	if n == 0 {
 		return ErrDeadLetterNotFound

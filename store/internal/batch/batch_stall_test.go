@@ -1,4 +1,4 @@
-package store
+package batch
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // stalledBatch (a node that stopped answering): run says errStalled and
 // leaves the call to go alone; behind a batch out a moment, it queues.
 func TestBatchStalledLaneLetsCallsGoAlone(t *testing.T) {
-	b := newBatcher(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), Batching{}, nil)
+	b := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), Config{}, nil)
 	l := b.lane(laneScript, "n")
 	c, _, ok := newCall([]redis.Cmder{redis.NewCmd(context.Background(), "evalsha", "x", 0)}, callScript)
 	if !ok {

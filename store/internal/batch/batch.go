@@ -1,4 +1,7 @@
-package store
+// Package batch is a go-redis hook that sends concurrent script runs,
+// room reads and their transactions bound for the same Redis node in one
+// pipeline (issue 15 item 2).
+package batch
 
 import (
 	"context"
@@ -12,9 +15,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-// Batching sends concurrent script runs bound for the same Redis node in
+// Config sends concurrent script runs bound for the same Redis node in
 // one pipeline, so that under load a node reads and answers many scripts
 // per round trip (one read and one write system call each side) instead of
 // one: the server approaches Redis' pipelined rate rather than its
@@ -29,7 +34,7 @@ import (
 // (runThenRead), or a room read alone (readRoom, GET room); and pipelines
 // of reads alone (those and ZRANGE: a list's index ranges, then its rooms).
 // Every other command and pipeline goes to Redis as before. The reader
-// client of browsing reads (replicas.go) has a batcher of its own, so its
+// client of browsing reads (replicas.go) has a Batcher of its own, so its
 // batches go where its reads would (replicas when so configured).
 //
 // A lane holds the calls bound for one place: the script runs for one node
@@ -57,43 +62,35 @@ import (
 //
 // A script run inside Watch (an optimistic transaction on a connection of
 // its own) must not be batched: it would leave on another connection. The
-// store runs none; pass unbatched(ctx) to one that would.
-type Batching struct {
+// store runs none; pass Unbatched(ctx) to one that would.
+type Config struct {
 	// Window is how long a call that finds its lane idle waits for others
 	// before leaving: 0 (natural batching) sends it at once, and batches
 	// form only from the calls that arrive while a batch is out.
 	Window time.Duration
 	// MaxSize bounds the calls (script runs or transactions) of one batch;
-	// default DefaultBatchMaxSize.
+	// default DefaultMaxSize.
 	MaxSize int
 }
 
-// DefaultBatchMaxSize bounds a batch: 128 joins take Redis about 10 ms, so
+// DefaultMaxSize bounds a batch: 128 joins take Redis about 10 ms, so
 // a larger batch would only lengthen the wait of its first caller.
-const DefaultBatchMaxSize = 128
-
-// BatchMetrics is implemented by a Config.Metrics that observes batches.
-type BatchMetrics interface {
-	// RedisBatch records one batch sent: kind "script" (script runs in one
-	// pipeline), "read" (pipelines of reads in one pipeline) or
-	// "transaction" (transactions in one MULTI/EXEC), size the calls in it.
-	RedisBatch(kind string, size int)
-}
+const DefaultMaxSize = 128
 
 // errBatcherClosed answers a call that arrives after Close.
-var errBatcherClosed = fmt.Errorf("store: closed: %w", redis.ErrClosed)
+var errBatcherClosed = fmt.Errorf("batch: closed: %w", redis.ErrClosed)
 
 // batchCtx marks the context of a batch's own pipeline, and of calls that
 // must not be batched.
 type batchCtx struct{}
 
-// unbatched returns ctx with batching off for the calls made with it.
-func unbatched(ctx context.Context) context.Context {
+// Unbatched returns ctx with batching off for the calls made with it.
+func Unbatched(ctx context.Context) context.Context {
 	return context.WithValue(ctx, batchCtx{}, true)
 }
 
-// batcher is the go-redis hook that batches; see Batching.
-type batcher struct {
+// Batcher is the go-redis hook that batches; see Config.
+type Batcher struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // nil: one node
 	window  time.Duration
@@ -103,21 +100,21 @@ type batcher struct {
 	mu      sync.Mutex
 	lanes   map[laneName]*lane
 	closed  bool
-	closing chan struct{} // closed by close: cuts a Window short
+	closing chan struct{} // closed by Close: cuts a Window short
 	running sync.WaitGroup
 }
 
-var _ redis.Hook = (*batcher)(nil)
+var _ redis.Hook = (*Batcher)(nil)
 
 // lane is the queue of one node's script runs or read pipelines, or of one
 // slot's transactions.
 type lane struct {
 	kind    string  // laneScript, laneRead or laneTx
-	pending []*call // guarded by batcher.mu
+	pending []*call // guarded by Batcher.mu
 	busy    bool    // a flush goroutine serves the lane
 	full    chan struct{}
 	// sentAt is when the batch out was sent (zero: none out); guarded by
-	// batcher.mu. A batch out for longer than stalledBatch has met a node
+	// Batcher.mu. A batch out for longer than stalledBatch has met a node
 	// that does not answer: calls then go alone rather than queue behind
 	// it (see run).
 	sentAt time.Time
@@ -145,25 +142,25 @@ const (
 	callAbandoned
 )
 
-// newBatcher batches the script runs of client; install it with AddHook
+// New batches the script runs of client; install it with AddHook
 // before any other hook, so a batch's pipeline is observed by them once.
-func newBatcher(client redis.UniversalClient, cfg Batching, observe func(string, int)) *batcher {
+func New(client redis.UniversalClient, cfg Config, observe func(string, int)) *Batcher {
 	if cfg.MaxSize <= 0 {
-		cfg.MaxSize = DefaultBatchMaxSize
+		cfg.MaxSize = DefaultMaxSize
 	}
 	if observe == nil {
 		observe = func(string, int) {}
 	}
-	b := &batcher{client: client, window: cfg.Window, max: cfg.MaxSize, observe: observe,
+	b := &Batcher{client: client, window: cfg.Window, max: cfg.MaxSize, observe: observe,
 		lanes: map[laneName]*lane{}, closing: make(chan struct{})}
 	b.cluster, _ = client.(*redis.ClusterClient)
 	return b
 }
 
-func (b *batcher) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (b *Batcher) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 // ProcessHook batches single script runs.
-func (b *batcher) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (b *Batcher) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if ctx.Value(batchCtx{}) != nil {
 			return next(ctx, cmd)
@@ -182,7 +179,7 @@ func (b *batcher) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook batches transactions of script runs and room reads
 // (go-redis hands a transaction over with its MULTI and EXEC), and
 // pipelines of reads alone.
-func (b *batcher) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (b *Batcher) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if ctx.Value(batchCtx{}) != nil || len(cmds) == 0 {
 			return next(ctx, cmds)
@@ -218,7 +215,7 @@ const (
 // nodeLane is the lane of kind for the node that serves key (the master
 // of its slot: on the reader client go-redis still sends each read of the
 // batch to a replica of it when so configured).
-func (b *batcher) nodeLane(ctx context.Context, kind, key string) *lane {
+func (b *Batcher) nodeLane(ctx context.Context, kind, key string) *lane {
 	if b.cluster != nil && key != "" {
 		if n, err := b.cluster.MasterForKey(ctx, key); err == nil {
 			return b.lane(kind, n.Options().Addr)
@@ -230,7 +227,7 @@ func (b *batcher) nodeLane(ctx context.Context, kind, key string) *lane {
 // txLane is the lane of key's slot (of its hash tag, which decides it),
 // for transactions that run a script, or for those that only read: a room
 // read never waits for a batch of scripts to come back.
-func (b *batcher) txLane(key string, script bool) *lane {
+func (b *Batcher) txLane(key string, script bool) *lane {
 	place := "r"
 	if script {
 		place = "s"
@@ -241,10 +238,10 @@ func (b *batcher) txLane(key string, script bool) *lane {
 	return b.lane(laneTx, place)
 }
 
-// laneName names a lane in batcher.lanes.
+// laneName names a lane in Batcher.lanes.
 type laneName struct{ kind, place string }
 
-func (b *batcher) lane(kind, place string) *lane {
+func (b *Batcher) lane(kind, place string) *lane {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l := b.lanes[laneName{kind, place}]
@@ -266,12 +263,12 @@ func hashTag(key string) string {
 }
 
 // errStalled: the lane's batch out has stalled; the call goes alone.
-var errStalled = errors.New("store: batch stalled")
+var errStalled = errors.New("batch: stalled")
 
 // run queues c on l and waits for its answer or for ctx to end;
 // errStalled, with c untouched, when the lane's batch out has been out
 // longer than stalledBatch (the caller sends c alone).
-func (b *batcher) run(ctx context.Context, l *lane, c *call) error {
+func (b *Batcher) run(ctx context.Context, l *lane, c *call) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -309,7 +306,7 @@ func (b *batcher) run(ctx context.Context, l *lane, c *call) error {
 }
 
 // flush sends l's batches until l is empty; one goroutine per busy lane.
-func (b *batcher) flush(l *lane) {
+func (b *Batcher) flush(l *lane) {
 	defer b.running.Done()
 	if b.window > 0 {
 		b.linger(l)
@@ -330,7 +327,7 @@ func (b *batcher) flush(l *lane) {
 		b.mu.Lock()
 		l.sentAt = time.Time{}
 		var behind []*call
-		if unavailable(err) {
+		if redisx.Unavailable(err) {
 			// the node did not answer: the calls queued behind the batch
 			// would wait as long again for the same answer; they get it now
 			behind, l.pending = l.pending, nil
@@ -343,8 +340,8 @@ func (b *batcher) flush(l *lane) {
 }
 
 // linger waits Window for more calls, less when the batch fills or the
-// batcher closes.
-func (b *batcher) linger(l *lane) {
+// Batcher closes.
+func (b *Batcher) linger(l *lane) {
 	b.mu.Lock()
 	full := len(l.pending) >= b.max
 	b.mu.Unlock()
@@ -362,7 +359,7 @@ func (b *batcher) linger(l *lane) {
 
 // send sends the calls of batch that still wait, and answers them;
 // returns the pipeline's error.
-func (b *batcher) send(l *lane, batch []*call) error {
+func (b *Batcher) send(l *lane, batch []*call) error {
 	live := batch[:0]
 	for _, c := range batch {
 		if c.state.Load() == callWaiting {
@@ -372,7 +369,7 @@ func (b *batcher) send(l *lane, batch []*call) error {
 	if len(live) == 0 {
 		return nil
 	}
-	ctx := unbatched(context.Background())
+	ctx := Unbatched(context.Background())
 	var p redis.Pipeliner
 	if l.kind == laneTx {
 		p = b.client.TxPipeline()
@@ -392,9 +389,9 @@ func (b *batcher) send(l *lane, batch []*call) error {
 	return err
 }
 
-// close stops taking calls, sends the ones queued, and returns once every
+// Close stops taking calls, sends the ones queued, and returns once every
 // batch has been answered. Calls after it fail with redis.ErrClosed.
-func (b *batcher) close() {
+func (b *Batcher) Close() {
 	b.mu.Lock()
 	if !b.closed {
 		b.closed = true
@@ -512,7 +509,7 @@ func keyString(a any) string {
 }
 
 // copyCmd is a fresh command of cmd's type with its arguments, for the
-// read types the batcher takes; nil for any other type. A reply keeps its
+// read types the Batcher takes; nil for any other type. A reply keeps its
 // type on the way: no generic reply to convert.
 func copyCmd(cmd redis.Cmder) redis.Cmder {
 	bg, args := context.Background(), cmd.Args()
@@ -538,7 +535,7 @@ func (c *call) answer(batchErr error) {
 		return
 	}
 	for i, s := range c.sent {
-		err := cmdErr(s, batchErr)
+		err := redisx.CmdErr(s, batchErr)
 		setReply(c.orig[i], s, err)
 		if err != nil && c.err == nil {
 			c.err = err
@@ -572,4 +569,18 @@ func setReply(cmd, sent redis.Cmder, err error) {
 	case *redis.ZSliceCmd:
 		cmd.SetVal(sent.(*redis.ZSliceCmd).Val())
 	}
+}
+
+// BusyLanes is how many lanes have a goroutine sending (0 once idle or
+// closed).
+func (b *Batcher) BusyLanes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, l := range b.lanes {
+		if l.busy {
+			n++
+		}
+	}
+	return n
 }

@@ -1,0 +1,40 @@
+package redisx
+
+import (
+	"hash/fnv"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Base is what every store package shares: one client, one runner of
+// scripts, and the deployment's key layout (prefix and shard count). The
+// root store (package store) makes it; a concept's package under store/
+// (webhooks, player sessions, tickets) is built on it and builds its own
+// keys with Tag, so each of its scripts touches one hash slot.
+type Base struct {
+	Client redis.UniversalClient
+	Runner *Runner
+	Prefix string
+	Shards int
+	// PubCmd publishes: SPUBLISH on a Cluster (a publish reaches only the
+	// slot's node), PUBLISH elsewhere.
+	PubCmd string
+}
+
+// Tag is shard's hash tag "{<prefix>:<shard>}": every key that starts
+// with it lives in one slot.
+func (b *Base) Tag(shard int) string {
+	return "{" + b.Prefix + ":" + strconv.Itoa(shard) + "}"
+}
+
+// UserShard is the shard of the slot that holds user uid's own keys.
+func (b *Base) UserShard(uid string) int { return UserShard(uid, b.Shards) }
+
+// UserShard is the shard, of shards, of the slot that holds user uid's
+// own keys.
+func UserShard(uid string, shards int) int {
+	h := fnv.New32a()
+	h.Write([]byte(uid))
+	return int(h.Sum32() % uint32(shards))
+}

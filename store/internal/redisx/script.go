@@ -1,0 +1,264 @@
+package redisx
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Script is one Lua script as a store runs it: what EVALSHA runs (for a
+// mutation of a Library, its body with the library's prelude in front,
+// see Mutation) and, for a mutation, its function in the library.
+type Script struct {
+	*redis.Script
+	Name  string // the file's base name: room_join
+	Body  string // a mutation's body, for the library
+	FName string // a mutation's function in the library ("" for the others)
+}
+
+// Plain is a script run as it is written (no prelude, not in a library).
+func Plain(name, src string) *Script {
+	s := &Script{Script: redis.NewScript(src), Name: name}
+	register(s.Hash(), name)
+	return s
+}
+
+// Mutation is a script of a library: prelude, "begin()", then src for
+// EVALSHA; src alone as a function of the library (NewLibrary).
+func Mutation(prelude, name, src string) *Script {
+	s := &Script{Script: redis.NewScript(prelude + "\nbegin()\n" + src), Name: name, Body: src}
+	register(s.Hash(), name)
+	return s
+}
+
+// names maps what a call names a script by (the SHA1 of what EVALSHA
+// runs, a library function's name) to the script's name: filled as the
+// scripts are declared (package variables), read by metrics and tools.
+var names sync.Map
+
+func register(id, name string) { names.Store(id, name) }
+
+// ScriptName is the name of the script that EVALSHA names by sha, or that
+// FCALL names by its function's name.
+func ScriptName(id string) (string, bool) {
+	v, ok := names.Load(id)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+// ScriptNames is every known id (SHA1, function name) with its script's
+// name.
+func ScriptNames() map[string]string {
+	m := map[string]string{}
+	names.Range(func(k, v any) bool {
+		m[k.(string)] = v.(string)
+		return true
+	})
+	return m
+}
+
+// Call is a script's typed contract with Go (issue 15 item 9): a
+// descriptor, a struct of the script's named keys and arguments, lays them
+// out as KEYS and ARGV in one place, its KeysArgs, beside the Lua's own
+// header that names them. Every script is run through one: Runner.Run,
+// Queue or RunAll.
+type Call interface {
+	// Script is the script the call runs.
+	Script() *Script
+	// KeysArgs lays the call out as the script's KEYS and ARGV.
+	KeysArgs() (keys []string, args []any)
+}
+
+// A Library is mutation scripts as one Redis Functions library (issue 15
+// item 1): the prelude's helpers are defined once, when the library is
+// loaded, instead of on every call of every script (about 10 µs of Redis
+// time per call, docs/BENCHMARKS.md). Each mutation is a function of the
+// library that binds its keys and arguments (begin) and runs the script's
+// body: the same Lua, the same KEYS and ARGV, the same replies, as EVALSHA
+// of prelude + "begin()" + body, which is what runs where Redis has no
+// Functions (the embedded store, miniredis; Redis before 7) or when a
+// store is told to run scripts only.
+//
+// The library's and its functions' names carry the hash of its code
+// ("realsync_<hash>", "<script>_<hash>"), so instances of two versions
+// share a Redis during a rolling upgrade, each calling its own. A Runner
+// loads it on every master (FUNCTION LOAD REPLACE); a node that answers a
+// call with "Function not found" (a node added later, a FUNCTION FLUSH, a
+// restart without persistence) gets it loaded and the call runs again, as
+// Script.Run does with EVALSHA on NOSCRIPT. Replicas get it by
+// replication, so a promoted replica has it.
+type Library struct {
+	Name string // realsync_<hash>
+	Code string // what FUNCTION LOAD loads
+}
+
+// NewLibrary makes the library of mutations ms (made by Mutation with
+// prelude) and gives each its function's name.
+func NewLibrary(prelude string, ms ...*Script) *Library {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+	var b strings.Builder
+	b.WriteString("local KEYS, ARGV\n")
+	b.WriteString(prelude)
+	for _, m := range ms {
+		fmt.Fprintf(&b, "\nredis.register_function('%s_@', function(keys, args)\nKEYS, ARGV = keys, args\nbegin()\n%s\nend)\n", m.Name, m.Body)
+	}
+	sum := sha1.Sum([]byte(b.String()))
+	hash := hex.EncodeToString(sum[:6])
+	for _, m := range ms {
+		m.FName = m.Name + "_" + hash
+		register(m.FName, m.Name)
+	}
+	name := "realsync_" + hash
+	return &Library{Name: name, Code: "#!lua name=" + name + "\n" + strings.ReplaceAll(b.String(), "_@', function(keys, args)", "_"+hash+"', function(keys, args)")}
+}
+
+// Runner runs Calls on a client: a mutation as FCALL of its function where
+// the library is loaded, anything else (and a mutation elsewhere) as
+// EVALSHA, then EVAL when the node does not know the script (a restart,
+// SCRIPT FLUSH, a new node).
+type Runner struct {
+	client    redis.UniversalClient
+	lib       *Library // nil: EVALSHA only
+	functions bool     // the library is loaded: mutations run as FCALL
+}
+
+// NewRunner runs scripts on client; lib, when not nil, is loaded by
+// LoadLibrary.
+func NewRunner(client redis.UniversalClient, lib *Library) *Runner {
+	return &Runner{client: client, lib: lib}
+}
+
+// Functions says whether the mutations run as FCALL of the library.
+func (r *Runner) Functions() bool { return r.functions }
+
+// LoadLibrary loads the library on every master, and from then on runs
+// the mutations as FCALL of it. It keeps EVALSHA (and returns nil) when
+// Redis has no Functions (unknown command) or the user may not load them
+// (NOPERM). Call it once, before the runner is used by others.
+func (r *Runner) LoadLibrary(ctx context.Context) error {
+	if r.lib == nil {
+		return nil
+	}
+	load := func(ctx context.Context, c *redis.Client) error {
+		return c.FunctionLoadReplace(ctx, r.lib.Code).Err()
+	}
+	var err error
+	switch c := r.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, load)
+	case *redis.Client:
+		err = load(ctx, c)
+	default:
+		return nil
+	}
+	// no Functions (miniredis, Redis < 7), or an ACL that forbids loading
+	// them: the scripts run with EVALSHA, as before
+	if err != nil && (strings.Contains(strings.ToLower(err.Error()), "unknown command") || redis.HasErrorPrefix(err, "NOPERM")) {
+		return nil
+	}
+	r.functions = err == nil
+	return err
+}
+
+// loadLibraryFor loads the library on the master of key.
+func (r *Runner) loadLibraryFor(ctx context.Context, key string) error {
+	switch c := r.client.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		return node.FunctionLoadReplace(ctx, r.lib.Code).Err()
+	default:
+		return r.client.FunctionLoadReplace(ctx, r.lib.Code).Err()
+	}
+}
+
+// Run runs call: FCALL of a mutation's function where the library is
+// loaded (loading it on the key's node and calling again when that node
+// lacks it), else EVALSHA, then EVAL when the node does not know the
+// script.
+func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
+	sc := call.Script()
+	keys, args := call.KeysArgs()
+	if !r.functions || sc.FName == "" {
+		return sc.Run(ctx, r.client, keys, args...)
+	}
+	cmd := r.client.FCall(ctx, sc.FName, keys, args...)
+	if functionMissing(cmd.Err()) && r.loadLibraryFor(ctx, keys[0]) == nil {
+		cmd = r.client.FCall(ctx, sc.FName, keys, args...)
+	}
+	return cmd
+}
+
+// Queue queues call on a pipeline or transaction p as Run runs it; when
+// the node lacked its code (MissingCode), the caller loads it (LoadCode)
+// and sends again.
+func (r *Runner) Queue(ctx context.Context, p redis.Pipeliner, call Call) *redis.Cmd {
+	sc := call.Script()
+	keys, args := call.KeysArgs()
+	if !r.functions || sc.FName == "" {
+		return sc.EvalSha(ctx, p, keys, args...)
+	}
+	return p.FCall(ctx, sc.FName, keys, args...)
+}
+
+// RunAll runs calls in one pipeline and returns their commands, in order;
+// when a node lacked a script, the scripts are loaded and the pipeline
+// sent once more, so each call must be safe to run twice (idempotent, or
+// comparing what it changes). The error is the pipeline's: each command
+// holds its own.
+func (r *Runner) RunAll(ctx context.Context, calls []Call) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(calls))
+	for attempt := 0; ; attempt++ {
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, c := range calls {
+				cmds[i] = r.Queue(ctx, p, c)
+			}
+			return nil
+		})
+		if !MissingCode(err) || attempt > 0 {
+			return cmds, err
+		}
+		loaded := map[*Script]bool{}
+		for i, c := range cmds {
+			if sc := calls[i].Script(); MissingCode(c.Err()) && !loaded[sc] {
+				if err := r.LoadCode(ctx, calls[i]); err != nil {
+					return cmds, Wrap(err)
+				}
+				loaded[sc] = true
+			}
+		}
+	}
+}
+
+// LoadCode loads what a queued call lacked on the node of its first key:
+// the library for a mutation where it is used, else the script.
+func (r *Runner) LoadCode(ctx context.Context, call Call) error {
+	sc := call.Script()
+	keys, _ := call.KeysArgs()
+	if r.functions && sc.FName != "" {
+		return r.loadLibraryFor(ctx, keys[0])
+	}
+	return sc.Load(ctx, r.client).Err()
+}
+
+// functionMissing: the node does not have the library (loaded elsewhere,
+// flushed, or a node added since it was loaded).
+func functionMissing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Function not found")
+}
+
+// MissingCode: a queued script failed because the node lacks its code
+// (NOSCRIPT for EVALSHA, "Function not found" for FCALL).
+func MissingCode(err error) bool {
+	return redis.HasErrorPrefix(err, "NOSCRIPT") || functionMissing(err)
+}
