@@ -24,6 +24,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	idemstore "github.com/realsync/realsync/store/idempotency"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -70,7 +71,7 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st),
 		Auth:  auth,
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: st,
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	for _, f := range mut {
 		f(&cfg, st, prefix)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/fleet"
-	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
@@ -60,7 +59,6 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		userRepairCall{index: "i", schedule: "s", entries: []userEntry{{"u1", id, "r"}}},
 		codeRepairCall{codes: "c", schedule: "s", entries: []codeEntry{{"CODE", id, "r"}}},
 		indexRepairCall{index: indexKey{key: "k", kind: "waiting"}, schedule: "s", entries: []string{id}, roomHashes: []string{"r"}},
-		idempotencyCall{key: "k", op: "record", token: "t", ms: 1000, answer: idempotency.Answer{Status: 201, Body: []byte("{}")}},
 		// players (issue 16): sessions.go
 		sessionOpenCall{keys: s.keys, shard: 1, s: sse.Session{UserID: "u1", Platform: "pc", ID: "s1"}, policy: "replace",
 			ttl: time.Second, pubcmd: "PUBLISH", cursor: sse.Cursor{Set: true, Version: 1, Tag: "t"}, limit: 10, newTag: "t"},

@@ -29,6 +29,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	idemstore "github.com/realsync/realsync/store/idempotency"
 	"github.com/realsync/realsync/store/ratelimit"
 	"github.com/realsync/realsync/web"
 )
@@ -152,7 +153,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			RoomTag: func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) }}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout,
-		Idempotency: st,
+		Idempotency: idemstore.New(st.Base()),
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on

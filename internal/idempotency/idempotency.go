@@ -1,6 +1,6 @@
 // Package idempotency is the contract between the HTTP layer, which
 // honours the Idempotency-Key header (api/idempotency.go), and the store
-// that keeps the answers (store/idempotency.go): a request sent again with
+// that keeps the answers (store/idempotency): a request sent again with
 // the same key and the same body gets the first one's answer instead of
 // running again.
 package idempotency

@@ -1,0 +1,100 @@
+// Package idempotency keeps the answers of requests sent with an
+// Idempotency-Key in Redis: the Redis side of the contract in
+// internal/idempotency, one script per step, each record in the slot of
+// its caller's own keys.
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	contract "github.com/realsync/realsync/internal/idempotency"
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+//go:embed lua/idempotency.lua
+var idempotencyLua string
+
+var script = redisx.Plain("idempotency", idempotencyLua)
+
+// call is idempotency.lua: op on the record key, laid out whole for every
+// op (what an op does not use is "").
+type call struct {
+	key, op, token, fingerprint string
+	ms                          int64 // claim: the hold; record: the TTL
+	answer                      contract.Answer
+}
+
+func (call) Script() *redisx.Script { return script }
+func (c call) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.op, c.token, c.fingerprint, c.ms,
+		c.answer.Status, c.answer.ContentType, c.answer.Location, c.answer.Body}
+}
+
+// Store implements contract.Store on the store's Redis.
+type Store struct{ b *redisx.Base }
+
+var _ contract.Store = (*Store)(nil)
+
+// New keeps records with b's client, in b's key layout.
+func New(b *redisx.Base) *Store { return &Store{b: b} }
+
+// key is the record of scope's key, "<user tag>:idem:<hash>", in the slot
+// of scope's shard (as the user's other keys): the pair hashed, so neither
+// may contain anything that reads as the other.
+func (s *Store) key(scope, key string) string {
+	sum := sha256.Sum256([]byte(scope + "\x00" + key))
+	return s.b.Tag(s.b.UserShard(scope)) + ":idem:" + hex.EncodeToString(sum[:16])
+}
+
+// Claim implements contract.Store with one script.
+func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold time.Duration) (contract.Claim, error) {
+	c := call{key: s.key(scope, key), op: "claim", token: rand.Text(),
+		fingerprint: fingerprint, ms: max(hold.Milliseconds(), 1)}
+	res, err := s.b.Runner.Run(ctx, c).Slice()
+	if err != nil {
+		return contract.Claim{}, redisx.Wrap(err)
+	}
+	status, _ := res[0].(string)
+	switch {
+	case status == "NEW":
+		return contract.Claim{Outcome: contract.New, Key: c.key, Token: c.token}, nil
+	case status == "MISMATCH":
+		return contract.Claim{Outcome: contract.Mismatch}, nil
+	case status == "IN_USE":
+		return contract.Claim{Outcome: contract.InUse}, nil
+	case status == "DONE" && len(res) == 5:
+		code, _ := res[1].(string)
+		ct, _ := res[2].(string)
+		loc, _ := res[3].(string)
+		body, _ := res[4].(string)
+		n, err := strconv.Atoi(code)
+		if err != nil {
+			return contract.Claim{}, fmt.Errorf("store: idempotency record with status %q", code)
+		}
+		return contract.Claim{Outcome: contract.Replay,
+			Answer: contract.Answer{Status: n, ContentType: ct, Location: loc, Body: []byte(body)}}, nil
+	}
+	return contract.Claim{}, fmt.Errorf("store: unexpected idempotency reply %v", res)
+}
+
+// Record implements contract.Store.
+func (s *Store) Record(ctx context.Context, c contract.Claim, a contract.Answer) (bool, error) {
+	res, err := s.b.Runner.Run(ctx, call{key: c.Key, op: "record", token: c.Token,
+		ms: contract.TTL.Milliseconds(), answer: a}).Slice()
+	if err != nil {
+		return false, redisx.Wrap(err)
+	}
+	return res[0] == "OK", nil
+}
+
+// Release implements contract.Store.
+func (s *Store) Release(ctx context.Context, c contract.Claim) error {
+	return redisx.Wrap(s.b.Runner.Run(ctx, call{key: c.Key, op: "release", token: c.Token}).Err())
+}
