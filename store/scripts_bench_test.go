@@ -116,10 +116,21 @@ func BenchmarkScripts(b *testing.B) {
 		})
 	})
 	b.Run("stream_open+stream_close", func(b *testing.B) {
+		// A player may hold only a few streams of one room at once, so each
+		// of the 64 goroutines takes a room of its own from a pool.
 		owner := rooms.User{ID: "str"}
-		j, _ := s.Create(ctx, owner, newRoom())
+		pool := make(chan string, 64)
+		for range cap(pool) {
+			j, err := s.Create(ctx, owner, newRoom())
+			if err != nil {
+				b.Fatal(err)
+			}
+			pool <- j.Room.ID
+		}
 		parallel(b, func(i int) error {
-			l := sse.Lease{Room: j.Room.ID, UserID: owner.ID, Stream: fmt.Sprint("s", i)}
+			room := <-pool
+			defer func() { pool <- room }()
+			l := sse.Lease{Room: room, UserID: owner.ID, Stream: fmt.Sprint("s", i)}
 			o, err := s.OpenStream(ctx, l, sse.ReadFrom, sse.Cursor{}, 1000)
 			if err != nil {
 				return err
