@@ -951,6 +951,39 @@ var LiveLobby = class extends LiveStream {
     this.emit("change", e);
   }
 };
+var LiveMe = class extends LiveStream {
+  constructor(client, platform, opts = {}) {
+    super(
+      client,
+      "/v1/me/events",
+      ["snapshot", "presence", "session_replaced", "resumed"],
+      opts,
+      () => client.meStreamToken(),
+      { platform }
+    );
+    __publicField(this, "platform", platform);
+    __publicField(this, "resumable", true);
+    /** The session of the last snapshot. */
+    __publicField(this, "session");
+    /** The followed users' status, by user id. */
+    __publicField(this, "presence", /* @__PURE__ */ new Map());
+    this.open();
+  }
+  receive(type, data) {
+    const e = data;
+    if (e.type === "presence") {
+      const known = this.presence.get(e.userId);
+      if (known && known.version > e.version) return;
+      this.presence.set(e.userId, e);
+    } else if (e.type === "snapshot") {
+      this.session = e.session;
+      this.markReady();
+    }
+    this.emit(e.type, e);
+    this.emit("change", e);
+    if (e.type === "session_replaced") this.end("left");
+  }
+};
 
 // src/client.ts
 var RealSyncError = class extends Error {
@@ -1085,6 +1118,20 @@ var RealSync = class {
   lobbyStreamToken() {
     return this.call(this.api.POST("/v1/lobby/stream-token", {}));
   }
+  /** meStreamToken gets a token that opens the caller's personal stream for 60 s (players only). */
+  meStreamToken() {
+    return this.call(this.api.POST("/v1/me/stream-token", {}));
+  }
+  /** getPresence returns the online status of each of userIds (1..100), in the order given. */
+  async getPresence(userIds) {
+    const r = await this.call(this.api.GET("/v1/presence", { params: { query: { userIds } } }));
+    return r.users;
+  }
+  /** setFollowing replaces the users whose status changes reach the personal stream (0..500); returns them sorted. */
+  async setFollowing(userIds) {
+    const r = await this.call(this.api.PUT("/v1/me/following", { body: { userIds } }));
+    return r.userIds;
+  }
   async call(p) {
     let r;
     try {
@@ -1211,6 +1258,11 @@ var RealSync = class {
     return new LiveRoom(this, roomId, opts);
   }
   /** lobby opens the live list of joinable rooms of a mode and region (any when absent). */
+  /** me opens the caller's personal stream, a session on platform: its own
+   * status, the followed users' presence, session_replaced (ends it, reason "left"). */
+  me(platform, opts = {}) {
+    return new LiveMe(this, platform, opts);
+  }
   lobby(filter = {}, opts = {}) {
     return new LiveLobby(this, filter, opts);
   }
@@ -1258,6 +1310,7 @@ function listQuery(q, attrs) {
 }
 export {
   LiveLobby,
+  LiveMe,
   LiveRoom,
   LiveStream,
   RealSync,

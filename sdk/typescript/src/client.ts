@@ -3,7 +3,7 @@
 // and turns every problem+json answer into a RealSyncError.
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { components, paths } from "./schema.js";
-import { LiveLobby, LiveRoom, type LiveOptions } from "./live.js";
+import { LiveLobby, LiveMe, LiveRoom, type LiveOptions } from "./live.js";
 import { browserTransport, type Transport } from "./transport.js";
 
 type Schemas = components["schemas"];
@@ -24,6 +24,8 @@ export type UpdateRoomRequest = Schemas["UpdateRoomRequest"];
 export type QuickJoinRequest = Schemas["QuickJoinRequest"];
 export type MessageRequest = Schemas["MessageRequest"];
 export type MyRoom = Room & { playerId: number };
+export type Platform = Schemas["Platform"];
+export type Presence = Schemas["Presence"];
 
 /** ListRoomsQuery is GET /v1/rooms' query; attributes become attr.<key>[.<op>]. */
 export type ListRoomsQuery = Omit<NonNullable<paths["/v1/rooms"]["get"]["parameters"]["query"]>, "attr"> & {
@@ -222,6 +224,23 @@ export class RealSync {
     return this.call(this.api.POST("/v1/lobby/stream-token", {}));
   }
 
+  /** meStreamToken gets a token that opens the caller's personal stream for 60 s (players only). */
+  meStreamToken(): Promise<StreamToken> {
+    return this.call(this.api.POST("/v1/me/stream-token", {}));
+  }
+
+  /** getPresence returns the online status of each of userIds (1..100), in the order given. */
+  async getPresence(userIds: string[]): Promise<Presence[]> {
+    const r = await this.call(this.api.GET("/v1/presence", { params: { query: { userIds } } }));
+    return r.users;
+  }
+
+  /** setFollowing replaces the users whose status changes reach the personal stream (0..500); returns them sorted. */
+  async setFollowing(userIds: string[]): Promise<string[]> {
+    const r = await this.call(this.api.PUT("/v1/me/following", { body: { userIds } }));
+    return r.userIds;
+  }
+
   private async call<T>(p: Promise<Result<T>>): Promise<T> {
     let r: Result<T>;
     try {
@@ -366,6 +385,12 @@ export class RealSync {
   }
 
   /** lobby opens the live list of joinable rooms of a mode and region (any when absent). */
+  /** me opens the caller's personal stream, a session on platform: its own
+   * status, the followed users' presence, session_replaced (ends it, reason "left"). */
+  me(platform: Platform, opts: LiveOptions = {}): LiveMe {
+    return new LiveMe(this, platform, opts);
+  }
+
   lobby(filter: { mode?: string; region?: string } = {}, opts: LiveOptions = {}): LiveLobby {
     return new LiveLobby(this, filter, opts);
   }

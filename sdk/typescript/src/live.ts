@@ -34,6 +34,13 @@ export interface LobbyEvents {
   room_removed: Schemas["LobbyRoomRemovedEvent"];
 }
 
+/** The events of the personal stream (openapi.yaml's UserEvent). */
+export interface MeEvents {
+  snapshot: Schemas["UserSnapshotEvent"];
+  presence: Schemas["UserPresenceEvent"];
+  session_replaced: Schemas["UserSessionReplacedEvent"];
+}
+
 /** The last event of a stream whose identity token expires soon: the SDK
  * renews the token and resumes by itself; listen to it to know. */
 export type TokenExpiring = Schemas["TokenExpiringEvent"];
@@ -553,5 +560,38 @@ export class LiveLobby extends LiveStream<LobbyEvents> {
     if (e.type === "rooms") this.markReady();
     this.emit(e.type, e as never);
     this.emit("change", e as never);
+  }
+}
+
+/** LiveMe is the caller's personal stream (a session on a platform): the
+ * followed users' status, kept per user at its highest version, and
+ * session_replaced, which ends it (reason "left": reconnecting would replace
+ * the new session). */
+export class LiveMe extends LiveStream<MeEvents> {
+  protected readonly resumable = true;
+  /** The session of the last snapshot. */
+  session?: string;
+  /** The followed users' status, by user id. */
+  readonly presence = new Map<string, Schemas["UserPresenceEvent"]>();
+
+  constructor(client: RealSync, readonly platform: Schemas["Platform"], opts: LiveOptions = {}) {
+    super(client, "/v1/me/events", ["snapshot", "presence", "session_replaced", "resumed"], opts,
+      () => client.meStreamToken(), { platform });
+    this.open();
+  }
+
+  protected receive(type: string, data: unknown): void {
+    const e = data as MeEvents[keyof MeEvents];
+    if (e.type === "presence") {
+      const known = this.presence.get(e.userId);
+      if (known && known.version > e.version) return; // older than what we keep
+      this.presence.set(e.userId, e);
+    } else if (e.type === "snapshot") {
+      this.session = e.session;
+      this.markReady();
+    }
+    this.emit(e.type, e as never);
+    this.emit("change", e as never);
+    if (e.type === "session_replaced") this.end("left");
   }
 }
