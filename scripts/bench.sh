@@ -5,13 +5,21 @@
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
 # them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
-# sse lobby go redistime capacity stripes (default: all).
+# sse lobby go redistime capacity stripes security (default: all). Keep the
+# whole output: docs/BENCHMARKS.md cites one run's log, committed verbatim
+# in docs/bench/ (its "Run:" line names it and the commit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity stripes)
+[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity stripes security)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
+
+# What the run was: the commit, the time, the machine and its load, so a
+# log stands on its own as the evidence docs/BENCHMARKS.md points to.
+echo "# scripts/bench.sh ${sections[*]}"
+echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes'), started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go version), $(redis-server --version | awk '{ print $1, $2, $3 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 tmp=$(mktemp -d)
 pids=()
@@ -22,7 +30,8 @@ cleanup() {
   wait 2>/dev/null || true
   rm -rf "$tmp"
 }
-trap cleanup EXIT
+ended() { [ "$BASHPID" != "$$" ] || printf '\n# ended %s, load average %s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
+trap 'cleanup; ended' EXIT
 
 go build -o "$tmp/realsyncd" ./cmd/realsyncd
 go build -o "$tmp/rsload" ./cmd/rsload
@@ -65,7 +74,10 @@ if want http; then
   say "state patches" ops -urls "$rsd" -mix patch=1
   say "the default mix" ops -urls "$rsd"
   start_rsd
-  say "the default mix with 2 000 streams of its players open" ops -urls "$rsd" -streams 2000
+  # 512 streams: 8 for each of the 64 players in its pool room, the most a
+  # player may hold in one room (rooms.MaxStreamsPerPlayer); 2 000 (31 a
+  # player) were refused and retried without end (docs/bench/2026-11-24.log)
+  say "the default mix with 512 streams of its players open" ops -urls "$rsd" -streams 512
   # Server CPU per request (issue 15 item 4): each server's utime+stime from
   # /proc over the run divided by the requests it answered, 3 alternating
   # rounds of 4 s; the list pages hold 20 rooms (80 pool rooms, 20 per region).
@@ -260,4 +272,18 @@ while True:
   done
   say "packing: concurrent quick-joins into one (mode, region), K=1 (exact) and K=3 (bound)" \
     go test ./store -count 1 -run 'TestQuickJoinPacksConcurrentCallers|TestStripesQuickJoinPacking' -v
+fi
+
+# What the protections cost (docs/BENCHMARKS.md, "Security costs"): the
+# rate limiter's Redis time per check, the whole handler with limits off
+# and on, strict decoding, quotas, stream-lease renewal rounds and the
+# holdings release. The rate limiter's and the renewal round's Redis time
+# are inputs of docs/CAPACITY.md (scripts/capacity.py reads them here).
+if want security; then
+  export REALSYNC_TEST_REDIS_URL=redis://127.0.0.1:$redis_port
+  redis-cli -p "$redis_port" flushall >/dev/null
+  say "security costs: the rate limiter's check" go test ./store/ratelimit -run '^$' -bench RateLimit -benchtime 2s
+  say "security costs: the handler with limits off and on, strict decoding" go test ./api -run '^$' -bench 'HTTPRateLimit|Decode' -benchtime 2s
+  say "security costs: create + join + 2 leaves, quotas off and on" go test ./store -run '^$' -bench CreateJoin -benchtime 2000x
+  say "security costs: lease renewal rounds, holdings release" go test ./store -run '^$' -bench 'RenewalRound|Unheld' -benchtime 1x
 fi
