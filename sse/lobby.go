@@ -176,46 +176,24 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 // pumpLobby flushes the first list, then writes the stream's changes,
 // with heartbeats while idle. Returns why the stream ended (End…).
 func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) string {
-	if out.flush() != nil {
-		return EndWriteError
-	}
-	idle := time.NewTimer(h.cfg.Heartbeat)
-	defer idle.Stop()
-	expiring, last := expiryOf(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return EndClientGone
-		case <-h.done:
-			out.write(retryFrame(shutdownRetry()))
-			out.flush()
-			return EndShutdown
-		case <-expiring:
-			out.write(last)
-			out.flush()
-			return EndTokenExpiry
-		case <-st.over:
-			return st.why
-		case <-idle.C:
-			out.write(pingFrame)
-		case it := <-st.q:
-			if !it.resync {
-				if ev := st.change(it); ev != nil {
-					out.writeEvent(ev)
-				}
-			} else if list, err := h.lobbyList(ctx, st); err == nil {
-				out.writeEvent(list)
-			} else if ctx.Err() != nil {
-				return EndClientGone
-			} else {
-				return EndStoreError
+	return loop(ctx, h, &st.held, out, st.q, func(it *lobbyItem) string {
+		if !it.resync {
+			if ev := st.change(it); ev != nil {
+				out.writeEvent(ev)
 			}
+			return ""
 		}
-		if out.flush() != nil {
-			return EndWriteError
+		list, err := h.lobbyList(ctx, st)
+		switch {
+		case err == nil:
+			out.writeEvent(list)
+			return ""
+		case ctx.Err() != nil:
+			return EndClientGone
+		default:
+			return EndStoreError
 		}
-		idle.Reset(h.cfg.Heartbeat)
-	}
+	})
 }
 
 // lobbyList reads the stream's first (or a fresh) list and remembers what

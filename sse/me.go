@@ -210,41 +210,10 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 // pumpMe flushes the opening, then writes the stream's events, with
 // heartbeats while idle. Returns why the stream ended (End…).
 func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, tag string, sent int64) string {
-	if out.flush() != nil {
-		return EndWriteError
-	}
-	idle := time.NewTimer(h.cfg.Heartbeat)
-	defer idle.Stop()
-	expiring, last := expiryOf(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return EndClientGone
-		case <-h.done:
-			out.write(retryFrame(shutdownRetry()))
-			out.flush()
-			return EndShutdown
-		case <-expiring:
-			out.write(last)
-			out.flush()
-			return EndTokenExpiry
-		case <-st.over:
-			return st.why
-		case <-idle.C:
-			out.write(pingFrame)
-		case it := <-st.q:
-			var why string
-			sent, why = h.meItem(ctx, feed, st, out, it, tag, sent)
-			if why != "" {
-				out.flush()
-				return why
-			}
-		}
-		if out.flush() != nil {
-			return EndWriteError
-		}
-		idle.Reset(h.cfg.Heartbeat)
-	}
+	return loop(ctx, h, &st.held, out, st.q, func(it meItem) (why string) {
+		sent, why = h.meItem(ctx, feed, st, out, it, tag, sent)
+		return why
+	})
 }
 
 // meItem writes what item it calls for; returns the log position sent and

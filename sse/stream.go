@@ -288,47 +288,23 @@ func (h *Hub) release(st *stream) {
 // after it, "" when it goes on), then writes queued events, flushing once
 // per batch, with heartbeats while idle. Returns why the stream ended (End…).
 func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, end string) string {
-	pid := st.lease.PlayerID
-	if out.flush() != nil {
-		return EndWriteError
-	}
 	if end != "" {
-		return end
-	}
-	idle := time.NewTimer(h.cfg.Heartbeat)
-	defer idle.Stop()
-	expiring, last := expiryOf(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return EndClientGone
-		case <-h.done:
-			out.write(retryFrame(shutdownRetry()))
-			out.flush()
-			return EndShutdown
-		case <-expiring:
-			out.write(last)
-			out.flush()
-			return EndTokenExpiry
-		case <-st.over:
-			return st.why
-		case <-idle.C:
-			out.write(pingFrame)
-		case <-st.wake:
-			batch, _ := st.take()
-			for _, e := range batch {
-				if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
-					out.flush()
-					return end
-				}
-			}
-			st.recycle(batch)
-		}
 		if out.flush() != nil {
 			return EndWriteError
 		}
-		idle.Reset(h.cfg.Heartbeat)
+		return end
 	}
+	pid := st.lease.PlayerID
+	return loop(ctx, h, &st.held, out, st.wake, func(struct{}) string {
+		batch, _ := st.take()
+		for _, e := range batch {
+			if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
+				return end
+			}
+		}
+		st.recycle(batch)
+		return ""
+	})
 }
 
 // opening writes the snapshot or the replay. Returns the version sent and

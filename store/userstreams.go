@@ -97,41 +97,14 @@ func (s *Store) renewUserStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 	if !s.capsStreams() || len(ls) == 0 {
 		return nil, nil
 	}
-	byShard := map[int][]sse.Lease{}
-	for _, l := range ls {
-		if l.Server { // holds no place (see takeStream)
-			continue
-		}
-		shard := redisx.UserShard(l.UserID, s.shards)
-		byShard[shard] = append(byShard[shard], l)
-	}
-	var calls []redisx.Call // renewing twice is harmless: runAll may
-	var leases [][]sse.Lease
-	for _, all := range byShard {
-		for batch := range slices.Chunk(all, renewBatch) {
+	ls = slices.DeleteFunc(slices.Clone(ls), func(l sse.Lease) bool { return l.Server }) // hold no place (see takeStream)
+	return renewByUser(ctx, s, ls, func(l sse.Lease) string { return l.UserID },
+		func(_ int, batch []sse.Lease) redisx.Call {
 			c := renewCall{sc: userStreamsRenew, ttlMs: s.presenceTTL.Milliseconds()}
 			for _, l := range batch {
 				c.keys = append(c.keys, s.userStreamsKey(l))
 				c.members = append(c.members, userStreamMember(l))
 			}
-			calls, leases = append(calls, c), append(leases, batch)
-		}
-	}
-	cmds, _ := s.runner.RunAll(ctx, calls) // each command holds its error
-	var lost []sse.Lease
-	var errs []error
-	for i, cmd := range cmds {
-		res, err := cmd.Result()
-		if err != nil {
-			errs = append(errs, redisx.Wrap(err))
-			continue
-		}
-		for _, j := range res.([]any) {
-			lost = append(lost, leases[i][toInt64(j)-1])
-		}
-	}
-	if len(errs) > 0 {
-		return lost, errs[0]
-	}
-	return lost, nil
+			return c
+		})
 }
