@@ -16,6 +16,7 @@ func TestImportDirection(t *testing.T) {
 		"./internal/limits": {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
 		"./internal/fleet":  {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
 		"./players":         {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
+		"./matchmaking":     {"/store", "/api", "go-redis", "chi", "net/http", "miniredis", "prometheus"},
 		"./store/...":       {"/api", "chi", "net/http", "prometheus"},
 		"./api":             {"/store", "go-redis", "miniredis"},
 	}

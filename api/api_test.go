@@ -20,11 +20,13 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 	idemstore "github.com/realsync/realsync/store/idempotency"
+	"github.com/realsync/realsync/store/tickets"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -72,6 +74,7 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st),
 		Auth:  auth,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
+		Tickets: matchmaking.NewService(matchmaking.Config{Queue: tickets.New(st.Base(), tickets.Config{})}),
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	for _, f := range mut {
 		f(&cfg, st, prefix)

@@ -29,6 +29,9 @@ var keyRoutes = map[string]rooms.Scope{
 	"GET /v1/lobby/stats":                          rooms.ScopeRead,
 	"GET /v1/lobby/events":                         rooms.ScopeRead,
 	"GET /v1/presence":                             rooms.ScopeRead,
+	// matchmaking (issue 17)
+	"GET /v1/matchmaking/tickets/{ticketId}":    rooms.ScopeRead,
+	"DELETE /v1/matchmaking/tickets/{ticketId}": rooms.ScopeWrite,
 }
 
 // streamRoutes are the event-stream routes, the only ones a stream token

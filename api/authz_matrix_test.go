@@ -27,6 +27,7 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/webhooks"
 )
 
 // The authorization matrix: every route of openapi.yaml × every kind of
@@ -67,8 +68,10 @@ var cellAliases = map[string]string{
 	"SK": "403:STATE_KEY_FORBIDDEN",
 	"AR": "403:ADMIN_REQUIRED",
 	"NF": "404:ROOM_NOT_FOUND",
+	"TN": "404:TICKET_NOT_FOUND",
 	"SR": "403:SCOPE_REQUIRED",
 	"ST": "401:STREAM_TOKEN_REQUIRED",
+	"DL": "404:DEAD_LETTER_NOT_FOUND",
 }
 
 // authzMatrix is route × identity → expected answer. Columns: method, path
@@ -140,6 +143,9 @@ POST   /v1/rooms/{roomId}/messages           priv U    U         U       U      
 GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200    U      ST      U           U
 GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200    U      ST      U           U
 POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
+POST   /v1/matchmaking/tickets               -    U    U         U       U        U       201   201    409:TICKET_ACTIVE 201 201 201 U U     201        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/matchmaking/tickets/{ticketId}    -    U    U         U       U        U       TN    TN     200   TN     TN   TN    U     U       TN         200   SR     SR     200    U      ST      U           U
+DELETE /v1/matchmaking/tickets/{ticketId}    -    U    U         U       U        U       TN    TN     204   TN     TN   TN    U     U       TN         SR    204    SR     SR     U      ST      U           U
 GET    /v1/me/rooms                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
 GET    /v1/lobby/stats                       -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
 POST   /v1/lobby/stream-token                -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
@@ -150,6 +156,8 @@ GET    /v1/me/events                         -    U    U         U       U      
 PUT    /v1/me/following                      -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
 GET    /v1/presence                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
 GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
+GET    /v1/admin/webhooks/dead-letters       -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
+POST   /v1/admin/webhooks/dead-letters/{deadLetterId}/replay - U U U U U AR AR AR AR AR AR DL U AR U U U U U U U U
 GET    /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 HEAD   /healthz                              -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
 GET    /readyz                               -    200  200       200     200      200     200   200    200   200    200  200   200   200     200        200   200    200    200    200    200     200         200
@@ -314,6 +322,17 @@ var routeCalls = map[string]call{
 		return "/v1/matchmaking/quick-join", map[string]any{"mode": fmt.Sprintf("qj%d", m.seq), "regions": []string{"eu"},
 			"create": map[string]any{"name": "Quick"}}
 	}},
+	// matchmaking (issue 17): the fixture's owner has a searching ticket
+	"POST /v1/matchmaking/tickets": {consumes: true, req: func(m *matrixEnv, _ *fixture, _ string) (string, any) {
+		m.seq++
+		return "/v1/matchmaking/tickets", map[string]any{"mode": fmt.Sprintf("mm%d", m.seq), "regions": []string{"eu"}}
+	}},
+	"GET /v1/matchmaking/tickets/{ticketId}": {req: func(_ *matrixEnv, f *fixture, _ string) (string, any) {
+		return "/v1/matchmaking/tickets/" + f.ticket, nil
+	}},
+	"DELETE /v1/matchmaking/tickets/{ticketId}": {consumes: true, req: func(_ *matrixEnv, f *fixture, _ string) (string, any) {
+		return "/v1/matchmaking/tickets/" + f.ticket, nil
+	}},
 	"GET /v1/me/rooms":    {req: fixed("/v1/me/rooms")},
 	"GET /v1/lobby/stats": {req: fixed("/v1/lobby/stats")},
 	// Issuing a token changes nothing.
@@ -333,12 +352,16 @@ var routeCalls = map[string]call{
 	}},
 	"GET /v1/presence":        {req: fixed("/v1/presence?userIds=someone,else")},
 	"GET /v1/admin/instances": {req: fixed("/v1/admin/instances")},
-	"GET /healthz":            {req: fixed("/healthz")},
-	"HEAD /healthz":           {req: fixed("/healthz")},
-	"HEAD /readyz":            {req: fixed("/readyz")},
-	"GET /readyz":             {req: fixed("/readyz")},
-	"GET /metrics":            {req: fixed("/metrics")},
-	"GET /openapi.yaml":       {req: fixed("/openapi.yaml")},
+	// no dead letter in the matrix's store: the admin reaches the replay
+	// and is told so (api/webhooks_admin_test.go replays real ones)
+	"GET /v1/admin/webhooks/dead-letters":                        {req: fixed("/v1/admin/webhooks/dead-letters?limit=5")},
+	"POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay": {req: fixed("/v1/admin/webhooks/dead-letters/0.1-0/replay")},
+	"GET /healthz":      {req: fixed("/healthz")},
+	"HEAD /healthz":     {req: fixed("/healthz")},
+	"HEAD /readyz":      {req: fixed("/readyz")},
+	"GET /readyz":       {req: fixed("/readyz")},
+	"GET /metrics":      {req: fixed("/metrics")},
+	"GET /openapi.yaml": {req: fixed("/openapi.yaml")},
 }
 
 // matrixRow is one parsed row of authzMatrix.
@@ -501,7 +524,7 @@ func newMatrixEnv(t *testing.T, b redistest.Backend) *matrixEnv {
 	auth := &api.Auth{Secret: []byte(matrixSecret), GuestEnabled: true}
 	keys, apiKeys := matrixKeys(t)
 	e := newEnvAuth(t, b, auth, func(c *api.Config, st *store.Store, _ string) {
-		c.APIKeys, c.AdminToken, c.Instances = apiKeys, matrixAdminToken, st.Instances
+		c.APIKeys, c.AdminToken, c.Instances, c.DeadLetters = apiKeys, matrixAdminToken, st.Instances, webhooks.NewDeadLetters(st.Base())
 	})
 	return &matrixEnv{url: e.url, store: e.store, auth: auth, keys: keys}
 }
@@ -540,6 +563,7 @@ type fixture struct {
 	mode      string // of both rooms, used by no other fixture
 	memberPID int
 	ownerID   string // the owner's userId
+	ticket    string // the owner's searching matchmaking ticket
 	// Tokens of the callers.
 	owner, member, kicked, left, guest, other, banned string
 }
@@ -664,6 +688,9 @@ func (m *matrixEnv) fixture(t *testing.T, private bool) *fixture {
 	json.Unmarshal(m.must(t, "POST", "/v1/rooms", f.owner, map[string]any{"name": "Room", "mode": f.mode, "region": "eu",
 		"visibility": vis, "state": map[string]any{"score": 0}, "statePolicy": "owner"}, 201), &created)
 	f.room, f.code = created.Room.ID, created.Room.InviteCode
+	var tk struct{ Ticket struct{ TicketID string } }
+	json.Unmarshal(m.must(t, "POST", "/v1/matchmaking/tickets", f.owner, map[string]any{"mode": f.mode, "regions": []string{"eu"}}, 201), &tk)
+	f.ticket = tk.Ticket.TicketID
 	if private == (f.code == "") {
 		t.Fatalf("set-up: room visibility %s with invite code %q", vis, f.code)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/internal/webhook/deadletter"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 )
@@ -61,6 +63,7 @@ var problems = []problem{
 	{rooms.ErrRoomNotFound, 404, "ROOM_NOT_FOUND", "Room not found"},
 	{rooms.ErrPlayerNotFound, 404, "PLAYER_NOT_FOUND", "Player not found"},
 	{rooms.ErrNoMatch, 404, "NO_MATCH", "No room matches"},
+	{deadletter.ErrNotFound, 404, "DEAD_LETTER_NOT_FOUND", "Dead letter not found"},
 	{errRouteNotFound, 404, "NOT_FOUND", "Not found"},
 	{errMethodNotAllowed, 405, "METHOD_NOT_ALLOWED", "Method not allowed"},
 	{errRequestTimeout, 408, "REQUEST_TIMEOUT", "Request timeout"},
@@ -71,6 +74,11 @@ var problems = []problem{
 	{rooms.ErrOwnedRoomsLimit, 409, "OWNED_ROOMS_LIMIT", "Too many rooms owned at once"},
 	{rooms.ErrJoinedRoomsLimit, 409, "JOINED_ROOMS_LIMIT", "In too many rooms at once"},
 	{errKeyInUse, 409, "IDEMPOTENCY_KEY_IN_USE", "Idempotency key in use"},
+	{matchmaking.ErrTicketNotFound, 404, "TICKET_NOT_FOUND", "Ticket not found"},
+	{matchmaking.ErrTicketActive, 409, "TICKET_ACTIVE", "An active ticket exists"},
+	{matchmaking.ErrMemberQueuedInParty, 409, "MEMBER_QUEUED_IN_PARTY", "Queued in a party's ticket"},
+	{matchmaking.ErrTicketMatched, 409, "TICKET_MATCHED", "Ticket already matched"},
+	{matchmaking.ErrQueueFull, 409, "QUEUE_FULL", "Matchmaking queue full"},
 	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},
 	{rooms.ErrTooLarge, 413, "PAYLOAD_TOO_LARGE", "Payload too large"},
 	{rooms.ErrTooManyStreams, 429, "TOO_MANY_STREAMS", "Too many event streams"},

@@ -41,6 +41,14 @@ var routeClasses = map[string]string{
 	"POST /v1/me/stream-token": "stream",
 	"PUT /v1/me/following":     "write",
 	"GET /v1/presence":         "read",
+
+	// webhook admin (issue 16 item 6)
+	"GET /v1/admin/webhooks/dead-letters":                        "read",
+	"POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay": "write",
+	// matchmaking tickets (issue 17)
+	"POST /v1/matchmaking/tickets":              "join",
+	"GET /v1/matchmaking/tickets/{ticketId}":    "read",
+	"DELETE /v1/matchmaking/tickets/{ticketId}": "write",
 }
 
 // routeExtras are the limits some routes are counted on besides their

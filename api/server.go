@@ -19,7 +19,9 @@ import (
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/internal/webhook/deadletter"
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -34,6 +36,9 @@ type Config struct {
 	// Players serves presence and following (the personal stream is
 	// Events'); nil: those routes answer 503.
 	Players *players.Service
+	// Tickets is matchmaking's tickets (POST/GET/DELETE
+	// /v1/matchmaking/tickets); nil: those routes are 503.
+	Tickets *matchmaking.Service
 	Auth    *Auth
 	// APIKeys are the server credentials (REALSYNC_API_KEYS_FILE); nil: none.
 	APIKeys *APIKeys
@@ -53,6 +58,10 @@ type Config struct {
 	// Instances lists the live instances (GET /v1/admin/instances);
 	// required with an AdminToken.
 	Instances func(context.Context) ([]fleet.Instance, error)
+	// DeadLetters is the webhook dead-letter queue of the admin routes
+	// (GET /v1/admin/webhooks/dead-letters, POST …/{id}/replay); nil:
+	// those routes are 404 NOT_FOUND.
+	DeadLetters deadletter.Queue
 	// Log receives one access line per request (info) and the errors.
 	Log *slog.Logger
 	// Metrics observes every request; none when nil.
@@ -84,6 +93,7 @@ type Server struct {
 	lobby   *lobby.Service
 	events  *sse.Hub
 	players *players.Service
+	tickets *matchmaking.Service
 	auth    *Auth
 	keys    *APIKeys
 	ready   func(context.Context) error
@@ -99,15 +109,17 @@ type Server struct {
 	trustedProxies []netip.Prefix
 	requestTimeout time.Duration
 	idem           idempotency.Store
+	deadLetters    deadletter.Queue
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
-		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency}
+		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
+		deadLetters: cfg.DeadLetters}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -23,6 +23,7 @@ const (
 	EventPresence        = "presence"
 	EventSessionReplaced = "session_replaced"
 	EventResumed         = "resumed"
+	EventMatchFound      = "match_found"
 )
 
 // UserEventHeader starts every logged event.
@@ -80,11 +81,27 @@ type PresenceEvent struct {
 	TS        string   `json:"ts" schema:"format=date-time"`
 }
 
+// MatchFoundEvent tells each user of a match that it was made
+// (matchmaking tickets): the ticket, the match, its room (seats reserved
+// for the match's users) and the user's team. Logged; delivered at least
+// once (a matcher that completes a dead instance's match sends it again:
+// matchId tells a repeat).
+type MatchFoundEvent struct {
+	UserEventHeader
+	TicketID string `json:"ticketId"`
+	MatchID  string `json:"matchId"`
+	RoomID   string `json:"roomId" schema:"desc=The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id."`
+	Mode     string `json:"mode"`
+	Region   string `json:"region"`
+	Team     int    `json:"team" schema:"desc=The user's team, 0-based."`
+}
+
 // UserEvents lists every event of a personal stream.
 var UserEvents = []rooms.EventKind{
 	{Type: EventSnapshot, New: func() any { return new(SnapshotEvent) }},
 	{Type: EventPresence, New: func() any { return new(PresenceEvent) }},
 	{Type: EventSessionReplaced, New: func() any { return new(SessionReplacedEvent) }},
 	{Type: EventResumed, New: func() any { return new(ResumedEvent) }},
+	{Type: EventMatchFound, New: func() any { return new(MatchFoundEvent) }},
 	{Type: rooms.EventTokenExpiring, New: func() any { return new(rooms.TokenExpiringEvent) }},
 }

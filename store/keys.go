@@ -54,19 +54,9 @@ func (k keys) quickJoinLock(shard int, uid string) string { return k.tag(shard) 
 
 // webhookOutbox is the shard's webhook outbox: a stream of the room events
 // (fields t: type, d: event JSON), capped MAXLEN ~ (Config.WebhookOutboxLen),
-// read by the consumer group "wh" of every instance (webhooks.go).
+// and the status changes of the shard's users; read by the consumer group
+// "wh" of every instance (store/webhooks, whose name of it must be this).
 func (k keys) webhookOutbox(shard int) string { return k.tag(shard) + ":webhooks" }
-
-// webhookDeliveries is the shard's stream of pending deliveries, one per
-// (event, endpoint), read by the group "wh"; an entry is deleted once done.
-func (k keys) webhookDeliveries(shard int) string { return k.tag(shard) + ":webhooks:deliveries" }
-
-// webhookRetries is the shard's zset of failed deliveries waiting for their
-// next try, scored by due time (ms); member: the delivery JSON.
-func (k keys) webhookRetries(shard int) string { return k.tag(shard) + ":webhooks:retries" }
-
-// webhookDead is the shard's dead-letter stream (capped MAXLEN ~).
-func (k keys) webhookDead(shard int) string { return k.tag(shard) + ":webhooks:dead" }
 
 func (k keys) userIndex(shard int) string { return k.tag(shard) + ":users" }
 func (k keys) codes(shard int) string     { return k.tag(shard) + ":codes" }

@@ -104,27 +104,6 @@ var (
 	userStreamsRenew = plain("userstreams_renew", userStreamsRenewLua)
 )
 
-// The webhook scripts (webhooks.go), each in one shard's slot.
-
-//go:embed lua/webhook_fanout.lua
-var webhookFanoutLua string
-
-//go:embed lua/webhook_fail.lua
-var webhookFailLua string
-
-//go:embed lua/webhook_due.lua
-var webhookDueLua string
-
-//go:embed lua/webhook_replay.lua
-var webhookReplayLua string
-
-var (
-	webhookFanout = plain("webhook_fanout", webhookFanoutLua)
-	webhookFail   = plain("webhook_fail", webhookFailLua)
-	webhookDue    = plain("webhook_due", webhookDueLua)
-	webhookReplay = plain("webhook_replay", webhookReplayLua)
-)
-
 // The instance registry's scripts (instances.go).
 
 //go:embed lua/instance_heartbeat.lua

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,6 +120,10 @@ type sessionOpenCall struct {
 	logTTL  time.Duration
 	maxLen  int
 	follows time.Duration
+	// outbox is the user shard's webhook outbox, outboxLen its MAXLEN ~;
+	// 0: webhooks off (no outbox key, ARGV[19] "").
+	outbox    string
+	outboxLen int
 }
 
 func (sessionOpenCall) Script() *redisx.Script { return sessionOpen }
@@ -131,10 +136,23 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	if c.cursor.Verifiable() {
 		cseq, ctag = fmt.Sprint(c.cursor.Version), c.cursor.Tag
 	}
-	return keys, []any{u, c.s.Platform, c.s.ID, string(c.policy), c.ttl.Milliseconds(), c.quota,
+	args := []any{u, c.s.Platform, c.s.ID, string(c.policy), c.ttl.Milliseconds(), c.quota,
 		k.userChannel(sh, u), k.statusChannel(sh, u), c.pubcmd, c.maxLen, c.logTTL.Milliseconds(), c.newTag,
 		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), c.follows.Milliseconds(),
-		statusLinger.Milliseconds()}
+		statusLinger.Milliseconds(), outboxArg(c.outboxLen)}
+	if c.outboxLen > 0 {
+		keys = append(keys, c.outbox)
+	}
+	return keys, args
+}
+
+// outboxArg is a session script's outbox MAXLEN argument: "" when webhooks
+// are off.
+func outboxArg(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // OpenSession implements sse.UserSource.
@@ -144,7 +162,11 @@ func (s *Store) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, l
 	}
 	call := sessionOpenCall{keys: s.keys, shard: redisx.UserShard(ss.UserID, s.shards), s: ss, policy: s.sessionPolicy,
 		ttl: s.presenceTTL, quota: s.quotas.StreamsPerUser, pubcmd: s.pubcmd, cursor: c, limit: limit,
-		now: time.Now(), newTag: eventTag(), logTTL: userLogTTL, maxLen: userLogMaxLen, follows: followingTTL}
+		now: time.Now(), newTag: eventTag(), logTTL: userLogTTL, maxLen: userLogMaxLen, follows: followingTTL,
+		outboxLen: s.outboxLen}
+	if s.outboxLen > 0 {
+		call.outbox = s.keys.webhookOutbox(call.shard)
+	}
 	res, err := s.runner.Run(ctx, call).Result()
 	if err != nil {
 		return sse.UserOpening{}, redisx.Wrap(err)
@@ -179,8 +201,13 @@ func (s *Store) CloseSession(ctx context.Context, ss sse.Session) error {
 // closeSession runs session_close for member ("" only purges the lapsed
 // leases); reports whether the status changed.
 func (s *Store) closeSession(ctx context.Context, uid, member string) (bool, error) {
-	arr, err := s.result(ctx, sessionCloseCall{keys: s.keys, shard: redisx.UserShard(uid, s.shards), user: uid,
-		member: member, pubcmd: s.pubcmd})
+	sh := redisx.UserShard(uid, s.shards)
+	call := sessionCloseCall{keys: s.keys, shard: sh, user: uid, member: member, pubcmd: s.pubcmd,
+		now: time.Now(), outboxLen: s.outboxLen}
+	if s.outboxLen > 0 {
+		call.outbox = s.keys.webhookOutbox(sh)
+	}
+	arr, err := s.result(ctx, call)
 	if err != nil {
 		return false, err
 	}
@@ -194,14 +221,22 @@ type sessionCloseCall struct {
 	shard        int
 	user, member string
 	pubcmd       string
+	now          time.Time
+	// outbox and outboxLen as sessionOpenCall's.
+	outbox    string
+	outboxLen int
 }
 
 func (sessionCloseCall) Script() *redisx.Script { return sessionClose }
 
 func (c sessionCloseCall) KeysArgs() ([]string, []any) {
 	k, sh, u := c.keys, c.shard, c.user
-	return []string{k.sessions(sh, u), k.status(sh, u), k.online(sh), k.userStreams(sh, u)},
-		[]any{u, c.member, k.statusChannel(sh, u), c.pubcmd}
+	keys := []string{k.sessions(sh, u), k.status(sh, u), k.online(sh), k.userStreams(sh, u)}
+	if c.outboxLen > 0 {
+		keys = append(keys, c.outbox)
+	}
+	return keys, []any{u, c.member, k.statusChannel(sh, u), c.pubcmd,
+		c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(c.outboxLen)}
 }
 
 // sessionRenewCall is session_renew.lua's descriptor: the sessions ss of
@@ -255,37 +290,11 @@ func (s *Store) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Sess
 	if len(ss) == 0 {
 		return nil, nil
 	}
-	byShard := map[int][]sse.Session{}
-	for _, x := range ss {
-		sh := redisx.UserShard(x.UserID, s.shards)
-		byShard[sh] = append(byShard[sh], x)
-	}
-	var calls []redisx.Call
-	var batches [][]sse.Session
-	for sh, all := range byShard {
-		for batch := range slices.Chunk(all, renewBatch) {
-			calls = append(calls, sessionRenewCall{keys: s.keys, shard: sh, ss: batch, ttl: s.presenceTTL,
-				linger: statusLinger, quota: s.capsStreams()})
-			batches = append(batches, batch)
-		}
-	}
-	cmds, _ := s.runner.RunAll(ctx, calls) // each command's own error counts
-	var lost []sse.Session
-	var errs []error
-	for i, cmd := range cmds {
-		res, err := cmd.Result()
-		if err != nil {
-			errs = append(errs, redisx.Wrap(err))
-			continue
-		}
-		for _, j := range res.([]any) {
-			lost = append(lost, batches[i][toInt64(j)-1])
-		}
-	}
-	if len(errs) > 0 {
-		return lost, errs[0]
-	}
-	return lost, nil
+	return renewByUser(ctx, s, ss, func(x sse.Session) string { return x.UserID },
+		func(sh int, batch []sse.Session) redisx.Call {
+			return sessionRenewCall{keys: s.keys, shard: sh, ss: batch, ttl: s.presenceTTL,
+				linger: statusLinger, quota: s.capsStreams()}
+		})
 }
 
 // UserLog implements sse.UserSource.

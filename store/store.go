@@ -48,9 +48,10 @@ type Config struct {
 	Shards int
 	// LogMaxLen caps each room's event log (MAXLEN ~); default 1000.
 	LogMaxLen int
-	// WebhookOutboxLen, when > 0, turns webhooks on: every room event also
-	// enters its shard's webhook outbox (a stream capped near this length,
-	// MAXLEN ~) in the script that makes it (webhooks.go). 0: off, no cost.
+	// WebhookOutboxLen, when > 0, turns webhooks on: every room event and
+	// user status change also enters its shard's webhook outbox (a stream
+	// capped near this length, MAXLEN ~) in the script that makes it
+	// (delivered by store/webhooks). 0: off, no cost.
 	WebhookOutboxLen int
 	// LogMaxBytes caps each room's event log in bytes (ids, tags and event
 	// JSON); default 256 KiB. Past it the oldest events are dropped down to

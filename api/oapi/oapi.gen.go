@@ -43,6 +43,7 @@ const (
 	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
 	BANNED               ProblemCode = "BANNED"
 	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
+	DEADLETTERNOTFOUND   ProblemCode = "DEAD_LETTER_NOT_FOUND"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
 	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
@@ -52,6 +53,7 @@ const (
 	INVALIDUSERIDS       ProblemCode = "INVALID_USER_IDS"
 	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
 	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
+	MEMBERQUEUEDINPARTY  ProblemCode = "MEMBER_QUEUED_IN_PARTY"
 	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
 	NOMATCH              ProblemCode = "NO_MATCH"
 	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
@@ -60,6 +62,7 @@ const (
 	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
+	QUEUEFULL            ProblemCode = "QUEUE_FULL"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
 	REFRESHNOTALLOWED    ProblemCode = "REFRESH_NOT_ALLOWED"
 	REQUESTTIMEOUT       ProblemCode = "REQUEST_TIMEOUT"
@@ -75,6 +78,9 @@ const (
 	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
 	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
 	STREAMTOKENREQUIRED  ProblemCode = "STREAM_TOKEN_REQUIRED"
+	TICKETACTIVE         ProblemCode = "TICKET_ACTIVE"
+	TICKETMATCHED        ProblemCode = "TICKET_MATCHED"
+	TICKETNOTFOUND       ProblemCode = "TICKET_NOT_FOUND"
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
@@ -90,6 +96,8 @@ func (e ProblemCode) Valid() bool {
 	case BANNED:
 		return true
 	case CODEGUESSESLIMITED:
+		return true
+	case DEADLETTERNOTFOUND:
 		return true
 	case GUESTAUTHDISABLED:
 		return true
@@ -109,6 +117,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case MALFORMEDREQUEST:
 		return true
+	case MEMBERQUEUEDINPARTY:
+		return true
 	case METHODNOTALLOWED:
 		return true
 	case NOMATCH:
@@ -124,6 +134,8 @@ func (e ProblemCode) Valid() bool {
 	case PAYLOADTOOLARGE:
 		return true
 	case PLAYERNOTFOUND:
+		return true
+	case QUEUEFULL:
 		return true
 	case RATELIMITED:
 		return true
@@ -154,6 +166,12 @@ func (e ProblemCode) Valid() bool {
 	case STREAMOPENSLIMITED:
 		return true
 	case STREAMTOKENREQUIRED:
+		return true
+	case TICKETACTIVE:
+		return true
+	case TICKETMATCHED:
+		return true
+	case TICKETNOTFOUND:
 		return true
 	case TOOMANYSTREAMS:
 		return true
@@ -203,6 +221,30 @@ func (e Status) Valid() bool {
 	case Playing:
 		return true
 	case Waiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TicketStatus.
+const (
+	Cancelled TicketStatus = "cancelled"
+	Expired   TicketStatus = "expired"
+	Matched   TicketStatus = "matched"
+	Searching TicketStatus = "searching"
+)
+
+// Valid indicates whether the value is a known member of the TicketStatus enum.
+func (e TicketStatus) Valid() bool {
+	switch e {
+	case Cancelled:
+		return true
+	case Expired:
+		return true
+	case Matched:
+		return true
+	case Searching:
 		return true
 	default:
 		return false
@@ -277,6 +319,65 @@ type CreateRoomRequest struct {
 	State       *State       `json:"state,omitempty"`
 	StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
 	Visibility  *Visibility  `json:"visibility,omitempty"`
+}
+
+// CreateTicketRequest defines model for CreateTicketRequest.
+type CreateTicketRequest struct {
+	// Attributes Values (string of at most 128 characters, number, boolean) the mode's attribute rules read; keys `^[A-Za-z][A-Za-z0-9_]{0,31}$`.
+	Attributes *map[string]interface{} `json:"attributes,omitempty"`
+
+	// Mode Example: battle
+	Mode Mode `json:"mode"`
+
+	// PartyUserIds The caller's party (userIds, the caller not included); at most a team's size minus one.
+	PartyUserIds *[]string `json:"partyUserIds,omitempty"`
+
+	// Rating The skill rating (a party's, for a party); the mode's `defaultRating` (1000) when absent.
+	Rating *float64 `json:"rating,omitempty"`
+
+	// Regions Acceptable regions in preference order (the mode's `regionFallback` wait before each next one).
+	Regions []Region `json:"regions"`
+}
+
+// DeadLetter defines model for DeadLetter.
+type DeadLetter struct {
+	// Attempts Tries made.
+	Attempts int `json:"attempts"`
+
+	// Endpoint The endpoint's `id` in `REALSYNC_WEBHOOKS_FILE`.
+	//
+	// Example: crm
+	Endpoint string `json:"endpoint"`
+
+	// Event The event as delivered (the `data` of the webhook's body).
+	Event map[string]interface{} `json:"event"`
+
+	// FailedAt When the last try failed.
+	FailedAt time.Time `json:"failedAt"`
+
+	// Id Names it for replay (`<shard>.<stream entry id>`).
+	//
+	// Example: 3.1764000000000-0
+	Id string `json:"id"`
+
+	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes.
+	LastError string `json:"lastError"`
+
+	// MessageId The `webhook-id` of every try of this event, to every endpoint.
+	//
+	// Example: msg_3_1763990000000-0
+	MessageId string `json:"messageId"`
+
+	// Type The event's type (a room event type, or `user_online` / `user_offline`).
+	//
+	// Example: player_joined
+	Type string `json:"type"`
+}
+
+// DeadLetterList defines model for DeadLetterList.
+type DeadLetterList struct {
+	DeadLetters []DeadLetter `json:"deadLetters"`
+	NextCursor  *string      `json:"nextCursor"`
 }
 
 // FieldError defines model for FieldError.
@@ -677,6 +778,53 @@ type StreamToken struct {
 	Token string `json:"token"`
 }
 
+// Ticket defines model for Ticket.
+type Ticket struct {
+	Attributes map[string]interface{} `json:"attributes"`
+	CreatedAt  time.Time              `json:"createdAt"`
+
+	// ExpiresAt When a searching ticket expires.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// MatchId Matched: the match.
+	MatchId   *string    `json:"matchId,omitempty"`
+	MatchedAt *time.Time `json:"matchedAt,omitempty"`
+
+	// Mode Example: battle
+	Mode         Mode     `json:"mode"`
+	PartyUserIds []string `json:"partyUserIds"`
+	Rating       float64  `json:"rating"`
+
+	// Region Matched: the region of the match.
+	Region  *string  `json:"region,omitempty"`
+	Regions []Region `json:"regions"`
+
+	// RoomId Matched: the match's room, once made (within a moment of the match).
+	RoomId *string      `json:"roomId,omitempty"`
+	Status TicketStatus `json:"status"`
+
+	// Team Matched: the ticket's team (0-based).
+	Team     *int   `json:"team,omitempty"`
+	TicketId string `json:"ticketId"`
+
+	// UserId The leader (who queued).
+	UserId string `json:"userId"`
+
+	// WaitedSeconds Searching: the time waited.
+	WaitedSeconds *float64 `json:"waitedSeconds,omitempty"`
+
+	// Window Searching: the rating window (±) now.
+	Window *float64 `json:"window,omitempty"`
+}
+
+// TicketStatus defines model for Ticket.Status.
+type TicketStatus string
+
+// TicketResponse defines model for TicketResponse.
+type TicketResponse struct {
+	Ticket Ticket `json:"ticket"`
+}
+
 // UpdateRoomRequest defines model for UpdateRoomRequest.
 type UpdateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -710,6 +858,9 @@ type BadPlayersInput = Problem
 // Conflict defines model for Conflict.
 type Conflict = Problem
 
+// DeadLetterNotFound defines model for DeadLetterNotFound.
+type DeadLetterNotFound = Problem
+
 // Forbidden defines model for Forbidden.
 type Forbidden = Problem
 
@@ -740,6 +891,12 @@ type RoomsLimitOrKeyInUse = Problem
 // SessionExists defines model for SessionExists.
 type SessionExists = Problem
 
+// TicketConflict defines model for TicketConflict.
+type TicketConflict = Problem
+
+// TicketNotFound defines model for TicketNotFound.
+type TicketNotFound = Problem
+
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
 
@@ -755,6 +912,14 @@ type Unavailable = Problem
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Problem
 
+// ListWebhookDeadLettersParams defines parameters for ListWebhookDeadLetters.
+type ListWebhookDeadLettersParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor `nextCursor` of the previous page, exactly as sent; anything else is 422 `VALIDATION_FAILED`.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // StreamLobbyEventsParams defines parameters for StreamLobbyEvents.
 type StreamLobbyEventsParams struct {
 	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
@@ -763,6 +928,26 @@ type StreamLobbyEventsParams struct {
 
 // QuickJoinParams defines parameters for QuickJoin.
 type QuickJoinParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateTicketParams defines parameters for CreateTicket.
+type CreateTicketParams struct {
 	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
 	// a unique value per intended operation, e.g. a UUID, 1..255 visible
 	// ASCII characters (else 422 `VALIDATION_FAILED` naming
@@ -889,6 +1074,9 @@ type CreateGuestTokenJSONRequestBody = GuestRequest
 // QuickJoinJSONRequestBody defines body for QuickJoin for application/json ContentType.
 type QuickJoinJSONRequestBody = QuickJoinRequest
 
+// CreateTicketJSONRequestBody defines body for CreateTicket for application/json ContentType.
+type CreateTicketJSONRequestBody = CreateTicketRequest
+
 // SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
 type SetFollowingJSONRequestBody = Following
 
@@ -939,6 +1127,12 @@ type ServerInterface interface {
 	// ListInstances The live realsyncd instances
 	// (GET /v1/admin/instances)
 	ListInstances(w http.ResponseWriter, r *http.Request)
+	// ListWebhookDeadLetters Webhook deliveries that failed every try
+	// (GET /v1/admin/webhooks/dead-letters)
+	ListWebhookDeadLetters(w http.ResponseWriter, r *http.Request, params ListWebhookDeadLettersParams)
+	// ReplayWebhookDeadLetter Try a dead letter again
+	// (POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay)
+	ReplayWebhookDeadLetter(w http.ResponseWriter, r *http.Request, deadLetterId string)
 	// CreateGuestToken Issue a guest token
 	// (POST /v1/auth/guest)
 	CreateGuestToken(w http.ResponseWriter, r *http.Request)
@@ -957,6 +1151,15 @@ type ServerInterface interface {
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	// (POST /v1/matchmaking/quick-join)
 	QuickJoin(w http.ResponseWriter, r *http.Request, params QuickJoinParams)
+	// CreateTicket Queue for a match (a ticket)
+	// (POST /v1/matchmaking/tickets)
+	CreateTicket(w http.ResponseWriter, r *http.Request, params CreateTicketParams)
+	// CancelTicket Cancel a ticket (its users)
+	// (DELETE /v1/matchmaking/tickets/{ticketId})
+	CancelTicket(w http.ResponseWriter, r *http.Request, ticketId string)
+	// GetTicket Read a ticket (its users)
+	// (GET /v1/matchmaking/tickets/{ticketId})
+	GetTicket(w http.ResponseWriter, r *http.Request, ticketId string)
 	// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
 	// (GET /v1/me/events)
 	StreamMeEvents(w http.ResponseWriter, r *http.Request, params StreamMeEventsParams)
@@ -1068,6 +1271,18 @@ func (_ Unimplemented) ListInstances(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// ListWebhookDeadLetters Webhook deliveries that failed every try
+// (GET /v1/admin/webhooks/dead-letters)
+func (_ Unimplemented) ListWebhookDeadLetters(w http.ResponseWriter, r *http.Request, params ListWebhookDeadLettersParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ReplayWebhookDeadLetter Try a dead letter again
+// (POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay)
+func (_ Unimplemented) ReplayWebhookDeadLetter(w http.ResponseWriter, r *http.Request, deadLetterId string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // CreateGuestToken Issue a guest token
 // (POST /v1/auth/guest)
 func (_ Unimplemented) CreateGuestToken(w http.ResponseWriter, r *http.Request) {
@@ -1101,6 +1316,24 @@ func (_ Unimplemented) CreateLobbyStreamToken(w http.ResponseWriter, r *http.Req
 // QuickJoin Join the best joinable public room of a mode, or create one
 // (POST /v1/matchmaking/quick-join)
 func (_ Unimplemented) QuickJoin(w http.ResponseWriter, r *http.Request, params QuickJoinParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CreateTicket Queue for a match (a ticket)
+// (POST /v1/matchmaking/tickets)
+func (_ Unimplemented) CreateTicket(w http.ResponseWriter, r *http.Request, params CreateTicketParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// CancelTicket Cancel a ticket (its users)
+// (DELETE /v1/matchmaking/tickets/{ticketId})
+func (_ Unimplemented) CancelTicket(w http.ResponseWriter, r *http.Request, ticketId string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetTicket Read a ticket (its users)
+// (GET /v1/matchmaking/tickets/{ticketId})
+func (_ Unimplemented) GetTicket(w http.ResponseWriter, r *http.Request, ticketId string) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1337,6 +1570,78 @@ func (siw *ServerInterfaceWrapper) ListInstances(w http.ResponseWriter, r *http.
 	handler.ServeHTTP(w, r)
 }
 
+// ListWebhookDeadLetters operation middleware
+func (siw *ServerInterfaceWrapper) ListWebhookDeadLetters(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeadLettersParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListWebhookDeadLetters(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ReplayWebhookDeadLetter operation middleware
+func (siw *ServerInterfaceWrapper) ReplayWebhookDeadLetter(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "deadLetterId" -------------
+	var deadLetterId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "deadLetterId", chi.URLParam(r, "deadLetterId"), &deadLetterId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "deadLetterId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ReplayWebhookDeadLetter(w, r, deadLetterId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // CreateGuestToken operation middleware
 func (siw *ServerInterfaceWrapper) CreateGuestToken(w http.ResponseWriter, r *http.Request) {
 
@@ -1471,6 +1776,99 @@ func (siw *ServerInterfaceWrapper) QuickJoin(w http.ResponseWriter, r *http.Requ
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.QuickJoin(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateTicket operation middleware
+func (siw *ServerInterfaceWrapper) CreateTicket(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTicketParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateTicket(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CancelTicket operation middleware
+func (siw *ServerInterfaceWrapper) CancelTicket(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "ticketId" -------------
+	var ticketId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "ticketId", chi.URLParam(r, "ticketId"), &ticketId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "ticketId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CancelTicket(w, r, ticketId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetTicket operation middleware
+func (siw *ServerInterfaceWrapper) GetTicket(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "ticketId" -------------
+	var ticketId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "ticketId", chi.URLParam(r, "ticketId"), &ticketId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "ticketId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetTicket(w, r, ticketId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2457,6 +2855,15 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/v1/matchmaking/quick-join", wrapper.QuickJoin)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/matchmaking/tickets", wrapper.CreateTicket)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/matchmaking/tickets/{ticketId}", wrapper.CancelTicket)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/matchmaking/tickets/{ticketId}", wrapper.GetTicket)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/me/rooms", wrapper.MyRooms)
 	})
 	r.Group(func(r chi.Router) {
@@ -2482,6 +2889,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/admin/instances", wrapper.ListInstances)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/admin/webhooks/dead-letters", wrapper.ListWebhookDeadLetters)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/admin/webhooks/dead-letters/{deadLetterId}/replay", wrapper.ReplayWebhookDeadLetter)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)

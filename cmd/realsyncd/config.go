@@ -48,7 +48,8 @@ type Config struct {
 	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
 	quotaSettings                    // per-user limits and the presence debounce (config_quotas.go)
 	playerSettings                   // REALSYNC_SESSION_POLICY: personal streams (config_players.go)
-	webhookSettings                  // REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS (config_webhooks.go)
+	webhookSettings                  // REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS, _TIMEOUT, _BACKOFF (config_webhooks.go)
+	matchSettings                    // REALSYNC_MATCHMAKING_FILE (config_matchmaking.go)
 	protocolSettings                 // REALSYNC_TLS_CERT, REALSYNC_TLS_KEY, REALSYNC_H2C: TLS and HTTP/2 (tls.go)
 	APIKeysFile       string         // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
 	RateLimits        limits.Set     // REALSYNC_RATE_LIMITS: off, or overrides of limits.Defaults
@@ -131,6 +132,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	striping := stripeFlags(fs, env)
 	playerOpts := playerFlags(fs, env)
 	webhooks := webhookFlags(fs, env)
+	matchmakingOpts := matchmakingFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
@@ -152,6 +154,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	c.batchSettings = batching(bad)
 	c.playerSettings = playerOpts(bad)
 	c.webhookSettings = webhooks(bad)
+	c.matchSettings = matchmakingOpts(bad)
 	if cluster != "" {
 		for _, a := range strings.Split(cluster, ",") {
 			if a = strings.TrimSpace(a); a != "" {

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/realsync/realsync/internal/webhook"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/webhooks"
 )
 
 // webhookOutboxLen is each shard's webhook outbox cap (MAXLEN ~) when
@@ -16,9 +18,10 @@ import (
 // a backlog no instance dispatches (README, "Webhooks").
 const webhookOutboxLen = 100_000
 
-// webhookTimeout bounds one try of one delivery (store.WebhookConfig.ClaimIdle,
-// 1 min by default, is well above it).
-const webhookTimeout = 10 * time.Second
+// webhookClaimFactor: a delivery an instance read and left unsettled for
+// this many try timeouts (1 min at the default 10 s) was abandoned (the
+// instance died): another takes it over (store.WebhookConfig.ClaimIdle).
+const webhookClaimFactor = 6
 
 // webhookSettings are the webhook endpoints and tries (issue 16 item 6),
 // parsed apart from the rest of the configuration.
@@ -30,14 +33,24 @@ type webhookSettings struct {
 	// WebhookMaxAttempts: REALSYNC_WEBHOOK_MAX_ATTEMPTS, default 8: tries
 	// of a delivery before it is dead-lettered.
 	WebhookMaxAttempts int
+	// WebhookTimeout: REALSYNC_WEBHOOK_TIMEOUT, default 10 s: bounds one
+	// try (connect, send, answer); a delivery unsettled for 6× it is taken
+	// over by another instance.
+	WebhookTimeout time.Duration
+	// WebhookBackoffBase, WebhookBackoffMax: REALSYNC_WEBHOOK_BACKOFF
+	// "<base>,<max>", default "1s,10m": the n-th retry waits a uniform
+	// random time below min(base·2^(n-1), max).
+	WebhookBackoffBase, WebhookBackoffMax time.Duration
 }
 
 // webhookFlags declares the settings' flags on fs, with env's values as
 // defaults; the returned function checks them after fs.Parse.
 func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) webhookSettings {
-	var file, attempts string
+	var file, attempts, timeout, backoff string
 	fs.StringVar(&file, "webhooks-file", env("REALSYNC_WEBHOOKS_FILE", ""), "YAML or JSON file of webhook endpoints (id, url, secret, events); unset: no webhooks (REALSYNC_WEBHOOKS_FILE)")
 	fs.StringVar(&attempts, "webhook-max-attempts", env("REALSYNC_WEBHOOK_MAX_ATTEMPTS", "8"), "tries of a webhook delivery before it goes to the dead letters (REALSYNC_WEBHOOK_MAX_ATTEMPTS)")
+	fs.StringVar(&timeout, "webhook-timeout", env("REALSYNC_WEBHOOK_TIMEOUT", "10s"), "bound of one webhook try; a delivery left 6x as long by a dead instance is taken over (REALSYNC_WEBHOOK_TIMEOUT)")
+	fs.StringVar(&backoff, "webhook-backoff", env("REALSYNC_WEBHOOK_BACKOFF", "1s,10m"), "base,max of the full-jitter exponential wait before a webhook retry (REALSYNC_WEBHOOK_BACKOFF)")
 	return func(bad func(name, msg string)) webhookSettings {
 		w := webhookSettings{WebhooksFile: file}
 		n, err := strconv.Atoi(attempts)
@@ -45,6 +58,19 @@ func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fun
 			bad("REALSYNC_WEBHOOK_MAX_ATTEMPTS", "must be a whole number from 1 to 100")
 		}
 		w.WebhookMaxAttempts = n
+		if d, err := time.ParseDuration(timeout); err != nil || d < 100*time.Millisecond || d > time.Minute {
+			bad("REALSYNC_WEBHOOK_TIMEOUT", "must be a duration from 100ms to 1m")
+		} else {
+			w.WebhookTimeout = d
+		}
+		base, max, ok := strings.Cut(backoff, ",")
+		b, errB := time.ParseDuration(strings.TrimSpace(base))
+		m, errM := time.ParseDuration(strings.TrimSpace(max))
+		if !ok || errB != nil || errM != nil || b < time.Millisecond || m < b || m > 24*time.Hour {
+			bad("REALSYNC_WEBHOOK_BACKOFF", `must be "<base>,<max>" durations, 1ms <= base <= max <= 24h (e.g. "1s,10m")`)
+		} else {
+			w.WebhookBackoffBase, w.WebhookBackoffMax = b, m
+		}
 		if file != "" {
 			if w.WebhookEndpoints, err = webhook.Load(file); err != nil {
 				bad("REALSYNC_WEBHOOKS_FILE", err.Error())
@@ -64,26 +90,39 @@ func (w webhookSettings) outboxLen() int {
 
 // runWebhooks delivers the webhook outbox until ctx ends (a no-op with
 // webhooks off), as consumer instance.
-func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m store.WebhookMetrics, log *slog.Logger) {
+func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m webhooks.Metrics, log *slog.Logger) {
 	if len(w.WebhookEndpoints) == 0 {
 		return
 	}
-	sender, err := webhook.NewSender(w.WebhookEndpoints, webhookTimeout, nil)
+	sender, err := webhook.NewSender(w.WebhookEndpoints, w.WebhookTimeout, nil)
 	if err != nil { // checked by webhook.Load already
 		log.Error("webhooks", "err", err)
 		return
 	}
-	eps := make([]store.WebhookEndpoint, len(w.WebhookEndpoints))
-	for i, ep := range w.WebhookEndpoints {
-		eps[i] = store.WebhookEndpoint{ID: ep.ID, Events: ep.Events}
-	}
-	d, err := st.Webhooks(store.WebhookConfig{Endpoints: eps, Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Metrics: m,
-		Send: func(ctx context.Context, d store.WebhookDelivery) error {
+	d, err := webhooks.New(st.Base(), webhooks.Config{Endpoints: dispatcherEndpoints(w.WebhookEndpoints), Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Metrics: m,
+		BackoffBase: w.WebhookBackoffBase, BackoffMax: w.WebhookBackoffMax, ClaimIdle: webhookClaimFactor * w.WebhookTimeout,
+		Send: func(ctx context.Context, d webhooks.Delivery) error {
 			return sender.Send(ctx, webhook.Delivery(d))
 		}})
 	if err != nil {
 		log.Error("webhooks", "err", err)
 		return
 	}
+	go webhook.Watch(ctx, w.WebhooksFile, webhook.Reload, w.WebhookEndpoints, func(eps []webhook.Endpoint) {
+		if err := sender.SetEndpoints(eps); err != nil { // checked by Parse already
+			log.Error("webhooks", "err", err)
+			return
+		}
+		d.SetEndpoints(dispatcherEndpoints(eps))
+	}, log)
 	d.Run(ctx, func(err error) { log.Warn("webhook dispatch", "err", err) })
+}
+
+// dispatcherEndpoints are eps as the dispatcher sees them.
+func dispatcherEndpoints(eps []webhook.Endpoint) []webhooks.Endpoint {
+	out := make([]webhooks.Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = webhooks.Endpoint{ID: ep.ID, Events: ep.Events}
+	}
+	return out
 }

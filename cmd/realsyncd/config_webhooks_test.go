@@ -1,14 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
-// REALSYNC_WEBHOOKS_FILE and REALSYNC_WEBHOOK_MAX_ATTEMPTS: off by default
-// (no outbox); a good file turns the outbox on; a missing or bad file and a
-// bad attempt count are reported naming the variable; the flags win.
+// REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS,
+// REALSYNC_WEBHOOK_TIMEOUT and REALSYNC_WEBHOOK_BACKOFF: off by default (no
+// outbox); a good file turns the outbox on; a missing or bad file, a bad
+// attempt count, timeout or backoff are reported naming the variable; the
+// flags win.
 func TestParseConfigWebhooks(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "hooks.yaml")
@@ -20,22 +24,37 @@ func TestParseConfigWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	const file, attempts = "REALSYNC_WEBHOOKS_FILE", "REALSYNC_WEBHOOK_MAX_ATTEMPTS"
+	const timeout, backoff = "REALSYNC_WEBHOOK_TIMEOUT", "REALSYNC_WEBHOOK_BACKOFF"
 	tests := []struct {
-		name    string
-		env     map[string]string
-		args    []string
-		on      bool
-		maxTry  int
-		wantErr string
+		name       string
+		env        map[string]string
+		args       []string
+		on         bool
+		maxTry     int
+		timeout    time.Duration // 0: the default 10 s
+		base, most time.Duration // 0: the defaults 1 s, 10 min
+		wantErr    string
 	}{
 		{name: "DefaultOff", maxTry: 8},
 		{name: "Good", env: map[string]string{file: good}, on: true, maxTry: 8},
 		{name: "Attempts", env: map[string]string{file: good, attempts: "3"}, on: true, maxTry: 3},
-		{name: "FlagsWin", env: map[string]string{attempts: "3"}, args: []string{"-webhooks-file", good, "-webhook-max-attempts", "5"}, on: true, maxTry: 5},
+		{name: "FlagsWin", env: map[string]string{attempts: "3", timeout: "3s", backoff: "2s,1m"},
+			args: []string{"-webhooks-file", good, "-webhook-max-attempts", "5", "-webhook-timeout", "2s", "-webhook-backoff", "5ms,1s"},
+			on:   true, maxTry: 5, timeout: 2 * time.Second, base: 5 * time.Millisecond, most: time.Second},
 		{name: "Missing", env: map[string]string{file: dir + "/none"}, wantErr: file},
 		{name: "BadSecret", env: map[string]string{file: bad}, wantErr: file},
 		{name: "ZeroAttempts", env: map[string]string{attempts: "0"}, wantErr: attempts},
 		{name: "WordAttempts", env: map[string]string{attempts: "many"}, wantErr: attempts},
+		{name: "Timeout", env: map[string]string{timeout: "500ms"}, maxTry: 8, timeout: 500 * time.Millisecond},
+		{name: "TimeoutTooShort", env: map[string]string{timeout: "10ms"}, wantErr: timeout},
+		{name: "TimeoutTooLong", env: map[string]string{timeout: "2m"}, wantErr: timeout},
+		{name: "TimeoutNoUnit", env: map[string]string{timeout: "10"}, wantErr: timeout},
+		{name: "Backoff", env: map[string]string{backoff: "1ms, 600ms"}, maxTry: 8, base: time.Millisecond, most: 600 * time.Millisecond},
+		{name: "BackoffOne", env: map[string]string{backoff: "1s"}, wantErr: backoff},
+		{name: "BackoffMaxBelowBase", env: map[string]string{backoff: "1m,1s"}, wantErr: backoff},
+		{name: "BackoffZeroBase", env: map[string]string{backoff: "0s,1s"}, wantErr: backoff},
+		{name: "BackoffTooLong", env: map[string]string{backoff: "1s,25h"}, wantErr: backoff},
+		{name: "BackoffWords", env: map[string]string{backoff: "soon,later"}, wantErr: backoff},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +64,10 @@ func TestParseConfigWebhooks(t *testing.T) {
 			}
 			if got := storeConfig(c).WebhookOutboxLen > 0; got != tc.on || c.WebhookMaxAttempts != tc.maxTry {
 				t.Errorf("outbox on %v, max attempts %d; want %v, %d", got, c.WebhookMaxAttempts, tc.on, tc.maxTry)
+			}
+			wantT, wantB, wantM := cmp.Or(tc.timeout, 10*time.Second), cmp.Or(tc.base, time.Second), cmp.Or(tc.most, 10*time.Minute)
+			if c.WebhookTimeout != wantT || c.WebhookBackoffBase != wantB || c.WebhookBackoffMax != wantM {
+				t.Errorf("timeout %v, backoff %v..%v; want %v, %v..%v", c.WebhookTimeout, c.WebhookBackoffBase, c.WebhookBackoffMax, wantT, wantB, wantM)
 			}
 		})
 	}

@@ -25,12 +25,14 @@ import (
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 	idemstore "github.com/realsync/realsync/store/idempotency"
 	"github.com/realsync/realsync/store/ratelimit"
+	whstore "github.com/realsync/realsync/store/webhooks"
 	"github.com/realsync/realsync/web"
 )
 
@@ -134,6 +136,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
+	mm := cfg.matchmakingConfig(st)
 	handler := api.NewHandler(api.Config{
 		Rooms:   rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
 		Lobby:   lobby.New(lobby.Config{Index: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
@@ -147,13 +150,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			return st.Ping(ctx)
 		},
 		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
-		AdminToken: cfg.AdminToken, Instances: st.Instances,
+		AdminToken: cfg.AdminToken, Instances: st.Instances, DeadLetters: whstore.NewDeadLetters(st.Base()),
 		Metrics: m, MetricsHandler: apiMetrics,
 		RateLimiter: ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: cfg.KeyPrefix,
 			RoomTag: func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) }}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout,
 		Idempotency: idemstore.New(st.Base()),
+		Tickets:     matchmaking.NewService(mm),
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on
@@ -204,6 +208,7 @@ wait:
 				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
 			}()
 			go runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), m, log)
+			go runMatcher(background, mm, st, hub.Instance(), m, log)
 		case <-ctx.Done():
 			break wait
 		}

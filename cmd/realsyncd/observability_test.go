@@ -80,6 +80,8 @@ func TestDeployMetricsList(t *testing.T) {
 	m.APIKeysReloadFailed()
 	m.WebhookDelivered("crm", "delivered")
 	m.WebhookLag(time.Second)
+	m.Searching("duel", 3)
+	m.Matched("duel", []time.Duration{time.Second})
 
 	mfs, err := reg.Gather()
 	if err != nil {

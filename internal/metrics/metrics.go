@@ -60,6 +60,7 @@ type Metrics struct {
 	batch          batchMetrics   // realsync_redis_batch_size (batch.go)
 	players        playerMetrics  // realsync_sessions… (players.go)
 	webhooks       webhookMetrics // realsync_webhook_… (webhooks.go)
+	matchmaking    mmMetrics      // realsync_matchmaking_… (matchmaking.go)
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -153,6 +154,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	m.batch = newBatchMetrics(reg)
 	m.players = newPlayerMetrics(reg)
 	m.webhooks = newWebhookMetrics(reg)
+	m.matchmaking = newMatchmakingMetrics(reg)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
 		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/webhooks"
 )
 
 // webhookMetrics are the webhook dispatcher's (issue 16 item 6):
@@ -16,7 +16,7 @@ type webhookMetrics struct {
 	lag   prometheus.Gauge
 }
 
-var _ store.WebhookMetrics = (*Metrics)(nil)
+var _ webhooks.Metrics = (*Metrics)(nil)
 
 func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 	w := webhookMetrics{
@@ -30,10 +30,10 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 	return w
 }
 
-// WebhookDelivered implements store.WebhookMetrics.
+// WebhookDelivered implements webhooks.Metrics.
 func (m *Metrics) WebhookDelivered(endpoint, outcome string) {
 	m.webhooks.tries.WithLabelValues(endpoint, outcome).Inc()
 }
 
-// WebhookLag implements store.WebhookMetrics.
+// WebhookLag implements webhooks.Metrics.
 func (m *Metrics) WebhookLag(d time.Duration) { m.webhooks.lag.Set(d.Seconds()) }

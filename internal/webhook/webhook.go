@@ -1,7 +1,7 @@
 // Package webhook is the HTTP side of RealSync's webhooks (issue 16 item
 // 6): the endpoints file (REALSYNC_WEBHOOKS_FILE) and the signed POST of
 // one delivery. The outbox, retries and dead letters are the store's
-// (store/webhooks.go).
+// (store/webhooks).
 //
 // A delivery is a POST of {"type", "timestamp", "data": the room event}
 // with the Standard Webhooks headers webhook-id (the event's message id,
@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -134,7 +135,7 @@ type Delivery struct {
 // own (bounded by Timeout), never on an API request's path.
 type Sender struct {
 	client  *http.Client
-	eps     map[string]endpoint
+	eps     atomic.Pointer[map[string]endpoint] // replaced whole by SetEndpoints
 	now     func() time.Time
 	timeout time.Duration
 }
@@ -153,15 +154,27 @@ func NewSender(eps []Endpoint, timeout time.Duration, now func() time.Time) (*Se
 	}
 	s := &Sender{client: &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirect is not a delivery
-	}}, eps: map[string]endpoint{}, now: now, timeout: timeout}
+	}}, now: now, timeout: timeout}
+	if err := s.SetEndpoints(eps); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SetEndpoints puts eps (checked by Parse) in force for the next tries:
+// an endpoint's new url or secret is used from its next try on; a try of
+// an endpoint no longer in eps fails. On an error nothing changes.
+func (s *Sender) SetEndpoints(eps []Endpoint) error {
+	m := make(map[string]endpoint, len(eps))
 	for _, ep := range eps {
 		sg, err := NewSigner(ep.Secret)
 		if err != nil {
-			return nil, fmt.Errorf("webhook endpoint %s: %w", ep.ID, err)
+			return fmt.Errorf("webhook endpoint %s: %w", ep.ID, err)
 		}
-		s.eps[ep.ID] = endpoint{ep, sg}
+		m[ep.ID] = endpoint{ep, sg}
 	}
-	return s, nil
+	s.eps.Store(&m)
+	return nil
 }
 
 // Payload is the body of a delivery.
@@ -181,7 +194,7 @@ func Payload(d Delivery) ([]byte, error) {
 
 // Send makes one try of d: nil on a 2xx answer.
 func (s *Sender) Send(ctx context.Context, d Delivery) error {
-	ep, ok := s.eps[d.Endpoint]
+	ep, ok := (*s.eps.Load())[d.Endpoint]
 	if !ok {
 		return fmt.Errorf("webhook endpoint %q is not configured", d.Endpoint)
 	}

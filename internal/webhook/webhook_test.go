@@ -127,3 +127,52 @@ func TestSendFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestSetEndpoints: a reloaded endpoint's new secret signs its next try; an
+// endpoint no longer configured fails; a bad secret changes nothing.
+func TestSetEndpoints(t *testing.T) {
+	recv := make(chan *http.Request, 1)
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		recv <- r
+		bodies <- b
+	}))
+	t.Cleanup(srv.Close)
+	const other = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+	s, err := webhook.NewSender([]webhook.Endpoint{{ID: "a", URL: srv.URL, Secret: secret, Events: []string{"*"}}}, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := webhook.Delivery{MessageID: "msg_0_1-0", Endpoint: "a", Type: "room_closed", Event: []byte(`{"ts":"2026-11-24T08:00:00Z"}`)}
+	if err := s.SetEndpoints([]webhook.Endpoint{{ID: "a", URL: srv.URL, Secret: other, Events: []string{"*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	r, body := <-recv, <-bodies
+	for _, c := range []struct {
+		secret string
+		ok     bool
+	}{{other, true}, {secret, false}} {
+		wh, _ := standardwebhooks.NewWebhook(c.secret)
+		if err := wh.Verify(body, r.Header); (err == nil) != c.ok {
+			t.Fatalf("verified with secret %s: %v, want ok %v", c.secret, err, c.ok)
+		}
+	}
+	if err := s.SetEndpoints([]webhook.Endpoint{{ID: "b", URL: srv.URL, Secret: "nope", Events: []string{"*"}}}); err == nil {
+		t.Fatal("a bad secret was accepted")
+	}
+	if err := s.Send(context.Background(), d); err != nil { // a is still in force
+		t.Fatalf("after a refused reload: %v", err)
+	}
+	<-recv
+	<-bodies
+	if err := s.SetEndpoints([]webhook.Endpoint{{ID: "b", URL: srv.URL, Secret: secret, Events: []string{"*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(context.Background(), d); err == nil || !strings.Contains(err.Error(), "not configured") {
+		t.Fatalf("a try of a removed endpoint: %v", err)
+	}
+}

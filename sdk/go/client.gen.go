@@ -48,6 +48,7 @@ const (
 	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
 	BANNED               ProblemCode = "BANNED"
 	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
+	DEADLETTERNOTFOUND   ProblemCode = "DEAD_LETTER_NOT_FOUND"
 	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
 	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
@@ -57,6 +58,7 @@ const (
 	INVALIDUSERIDS       ProblemCode = "INVALID_USER_IDS"
 	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
 	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
+	MEMBERQUEUEDINPARTY  ProblemCode = "MEMBER_QUEUED_IN_PARTY"
 	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
 	NOMATCH              ProblemCode = "NO_MATCH"
 	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
@@ -65,6 +67,7 @@ const (
 	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
+	QUEUEFULL            ProblemCode = "QUEUE_FULL"
 	RATELIMITED          ProblemCode = "RATE_LIMITED"
 	REFRESHNOTALLOWED    ProblemCode = "REFRESH_NOT_ALLOWED"
 	REQUESTTIMEOUT       ProblemCode = "REQUEST_TIMEOUT"
@@ -80,6 +83,9 @@ const (
 	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
 	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
 	STREAMTOKENREQUIRED  ProblemCode = "STREAM_TOKEN_REQUIRED"
+	TICKETACTIVE         ProblemCode = "TICKET_ACTIVE"
+	TICKETMATCHED        ProblemCode = "TICKET_MATCHED"
+	TICKETNOTFOUND       ProblemCode = "TICKET_NOT_FOUND"
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
@@ -95,6 +101,8 @@ func (e ProblemCode) Valid() bool {
 	case BANNED:
 		return true
 	case CODEGUESSESLIMITED:
+		return true
+	case DEADLETTERNOTFOUND:
 		return true
 	case GUESTAUTHDISABLED:
 		return true
@@ -114,6 +122,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case MALFORMEDREQUEST:
 		return true
+	case MEMBERQUEUEDINPARTY:
+		return true
 	case METHODNOTALLOWED:
 		return true
 	case NOMATCH:
@@ -129,6 +139,8 @@ func (e ProblemCode) Valid() bool {
 	case PAYLOADTOOLARGE:
 		return true
 	case PLAYERNOTFOUND:
+		return true
+	case QUEUEFULL:
 		return true
 	case RATELIMITED:
 		return true
@@ -159,6 +171,12 @@ func (e ProblemCode) Valid() bool {
 	case STREAMOPENSLIMITED:
 		return true
 	case STREAMTOKENREQUIRED:
+		return true
+	case TICKETACTIVE:
+		return true
+	case TICKETMATCHED:
+		return true
+	case TICKETNOTFOUND:
 		return true
 	case TOOMANYSTREAMS:
 		return true
@@ -208,6 +226,30 @@ func (e Status) Valid() bool {
 	case Playing:
 		return true
 	case Waiting:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TicketStatus.
+const (
+	Cancelled TicketStatus = "cancelled"
+	Expired   TicketStatus = "expired"
+	Matched   TicketStatus = "matched"
+	Searching TicketStatus = "searching"
+)
+
+// Valid indicates whether the value is a known member of the TicketStatus enum.
+func (e TicketStatus) Valid() bool {
+	switch e {
+	case Cancelled:
+		return true
+	case Expired:
+		return true
+	case Matched:
+		return true
+	case Searching:
 		return true
 	default:
 		return false
@@ -282,6 +324,65 @@ type CreateRoomRequest struct {
 	State       *State       `json:"state,omitempty"`
 	StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
 	Visibility  *Visibility  `json:"visibility,omitempty"`
+}
+
+// CreateTicketRequest defines model for CreateTicketRequest.
+type CreateTicketRequest struct {
+	// Attributes Values (string of at most 128 characters, number, boolean) the mode's attribute rules read; keys `^[A-Za-z][A-Za-z0-9_]{0,31}$`.
+	Attributes *map[string]interface{} `json:"attributes,omitempty"`
+
+	// Mode Example: battle
+	Mode Mode `json:"mode"`
+
+	// PartyUserIds The caller's party (userIds, the caller not included); at most a team's size minus one.
+	PartyUserIds *[]string `json:"partyUserIds,omitempty"`
+
+	// Rating The skill rating (a party's, for a party); the mode's `defaultRating` (1000) when absent.
+	Rating *float64 `json:"rating,omitempty"`
+
+	// Regions Acceptable regions in preference order (the mode's `regionFallback` wait before each next one).
+	Regions []Region `json:"regions"`
+}
+
+// DeadLetter defines model for DeadLetter.
+type DeadLetter struct {
+	// Attempts Tries made.
+	Attempts int `json:"attempts"`
+
+	// Endpoint The endpoint's `id` in `REALSYNC_WEBHOOKS_FILE`.
+	//
+	// Example: crm
+	Endpoint string `json:"endpoint"`
+
+	// Event The event as delivered (the `data` of the webhook's body).
+	Event map[string]interface{} `json:"event"`
+
+	// FailedAt When the last try failed.
+	FailedAt time.Time `json:"failedAt"`
+
+	// Id Names it for replay (`<shard>.<stream entry id>`).
+	//
+	// Example: 3.1764000000000-0
+	Id string `json:"id"`
+
+	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes.
+	LastError string `json:"lastError"`
+
+	// MessageId The `webhook-id` of every try of this event, to every endpoint.
+	//
+	// Example: msg_3_1763990000000-0
+	MessageId string `json:"messageId"`
+
+	// Type The event's type (a room event type, or `user_online` / `user_offline`).
+	//
+	// Example: player_joined
+	Type string `json:"type"`
+}
+
+// DeadLetterList defines model for DeadLetterList.
+type DeadLetterList struct {
+	DeadLetters []DeadLetter `json:"deadLetters"`
+	NextCursor  *string      `json:"nextCursor"`
 }
 
 // FieldError defines model for FieldError.
@@ -682,6 +783,53 @@ type StreamToken struct {
 	Token string `json:"token"`
 }
 
+// Ticket defines model for Ticket.
+type Ticket struct {
+	Attributes map[string]interface{} `json:"attributes"`
+	CreatedAt  time.Time              `json:"createdAt"`
+
+	// ExpiresAt When a searching ticket expires.
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// MatchId Matched: the match.
+	MatchId   *string    `json:"matchId,omitempty"`
+	MatchedAt *time.Time `json:"matchedAt,omitempty"`
+
+	// Mode Example: battle
+	Mode         Mode     `json:"mode"`
+	PartyUserIds []string `json:"partyUserIds"`
+	Rating       float64  `json:"rating"`
+
+	// Region Matched: the region of the match.
+	Region  *string  `json:"region,omitempty"`
+	Regions []Region `json:"regions"`
+
+	// RoomId Matched: the match's room, once made (within a moment of the match).
+	RoomId *string      `json:"roomId,omitempty"`
+	Status TicketStatus `json:"status"`
+
+	// Team Matched: the ticket's team (0-based).
+	Team     *int   `json:"team,omitempty"`
+	TicketId string `json:"ticketId"`
+
+	// UserId The leader (who queued).
+	UserId string `json:"userId"`
+
+	// WaitedSeconds Searching: the time waited.
+	WaitedSeconds *float64 `json:"waitedSeconds,omitempty"`
+
+	// Window Searching: the rating window (±) now.
+	Window *float64 `json:"window,omitempty"`
+}
+
+// TicketStatus defines model for Ticket.Status.
+type TicketStatus string
+
+// TicketResponse defines model for TicketResponse.
+type TicketResponse struct {
+	Ticket Ticket `json:"ticket"`
+}
+
 // UpdateRoomRequest defines model for UpdateRoomRequest.
 type UpdateRoomRequest struct {
 	// Attributes At most 16 entries; keys `^[A-Za-z0-9_]{1,32}$`; each value a string
@@ -715,6 +863,9 @@ type BadPlayersInput = Problem
 // Conflict defines model for Conflict.
 type Conflict = Problem
 
+// DeadLetterNotFound defines model for DeadLetterNotFound.
+type DeadLetterNotFound = Problem
+
 // Forbidden defines model for Forbidden.
 type Forbidden = Problem
 
@@ -745,6 +896,12 @@ type RoomsLimitOrKeyInUse = Problem
 // SessionExists defines model for SessionExists.
 type SessionExists = Problem
 
+// TicketConflict defines model for TicketConflict.
+type TicketConflict = Problem
+
+// TicketNotFound defines model for TicketNotFound.
+type TicketNotFound = Problem
+
 // TooLarge defines model for TooLarge.
 type TooLarge = Problem
 
@@ -760,6 +917,14 @@ type Unavailable = Problem
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Problem
 
+// ListWebhookDeadLettersParams defines parameters for ListWebhookDeadLetters.
+type ListWebhookDeadLettersParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor `nextCursor` of the previous page, exactly as sent; anything else is 422 `VALIDATION_FAILED`.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // StreamLobbyEventsParams defines parameters for StreamLobbyEvents.
 type StreamLobbyEventsParams struct {
 	Mode   *Mode   `form:"mode,omitempty" json:"mode,omitempty"`
@@ -768,6 +933,26 @@ type StreamLobbyEventsParams struct {
 
 // QuickJoinParams defines parameters for QuickJoin.
 type QuickJoinParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept (the request changed nothing), so the key may
+	// be used again. The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateTicketParams defines parameters for CreateTicket.
+type CreateTicketParams struct {
 	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
 	// a unique value per intended operation, e.g. a UUID, 1..255 visible
 	// ASCII characters (else 422 `VALIDATION_FAILED` naming
@@ -893,6 +1078,9 @@ type CreateGuestTokenJSONRequestBody = GuestRequest
 
 // QuickJoinJSONRequestBody defines body for QuickJoin for application/json ContentType.
 type QuickJoinJSONRequestBody = QuickJoinRequest
+
+// CreateTicketJSONRequestBody defines body for CreateTicket for application/json ContentType.
+type CreateTicketJSONRequestBody = CreateTicketRequest
 
 // SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
 type SetFollowingJSONRequestBody = Following
@@ -1048,6 +1236,33 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/admin/instances (the `ListInstances` operationId).
 	ListInstances(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhookDeadLetters Webhook deliveries that failed every try
+	//
+	// A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
+	// that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
+	// shard's dead-letter stream (capped at about 10 000 per shard, oldest
+	// dropped). Lists them shard by shard, oldest first within a shard:
+	// `limit` (1..100, default 20), then `nextCursor` (null on the last
+	// page) for the next. A page may hold fewer than `limit` while
+	// `nextCursor` is not null. A dead letter stays until it is replayed
+	// or trimmed.
+	//
+	// Corresponds with GET /v1/admin/webhooks/dead-letters (the `ListWebhookDeadLetters` operationId).
+	ListWebhookDeadLetters(ctx context.Context, params *ListWebhookDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayWebhookDeadLetter Try a dead letter again
+	//
+	// Moves the dead letter back into its shard's deliveries with its
+	// retry count reset (`webhook-retry-count: 0`, the same `webhook-id`),
+	// in one script: it leaves the dead letters at once and is sent again
+	// by whichever instance reads it first, with the whole
+	// `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
+	// Replaying the same id twice: the second is 404
+	// `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+	//
+	// Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
+	ReplayWebhookDeadLetter(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateGuestTokenWithBody Issue a guest token
 	//
@@ -1217,6 +1432,100 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
 	QuickJoin(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTicketWithBody Queue for a match (a ticket)
+	//
+	// Queues the caller (and `partyUserIds`, their party: never split, all
+	// in one team) for a match of `mode`, by the mode's rules
+	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// first, and in each next region after the mode's `regionFallback`
+	// wait. Its rating window widens with its wait; it is matched only
+	// with tickets whose ratings lie within its window and theirs. The
+	// mode's equal attributes must be equal across a match; its ranged
+	// ones are required numbers within their range (422 otherwise).
+	//
+	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+	// party member has a searching ticket (the detail says which), 409
+	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// the mode's queue holds 100 000 tickets.
+	//
+	// Once matched, a private room of the mode and region is created for
+	// the match (the first ticket's leader its owner, player 1; a seat
+	// reserved for every other user of the match, 15 s), the ticket shows
+	// `matched` with `roomId`, and every user of the match gets
+	// `match_found` on their personal stream (`GET /v1/me/events`; at
+	// least once: `matchId` tells a repeat). Players only: an API key is
+	// 403 `SCOPE_REQUIRED`.
+	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+	CreateTicketWithBody(ctx context.Context, params *CreateTicketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateTicket Queue for a match (a ticket)
+	//
+	// Queues the caller (and `partyUserIds`, their party: never split, all
+	// in one team) for a match of `mode`, by the mode's rules
+	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// first, and in each next region after the mode's `regionFallback`
+	// wait. Its rating window widens with its wait; it is matched only
+	// with tickets whose ratings lie within its window and theirs. The
+	// mode's equal attributes must be equal across a match; its ranged
+	// ones are required numbers within their range (422 otherwise).
+	//
+	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+	// party member has a searching ticket (the detail says which), 409
+	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// the mode's queue holds 100 000 tickets.
+	//
+	// Once matched, a private room of the mode and region is created for
+	// the match (the first ticket's leader its owner, player 1; a seat
+	// reserved for every other user of the match, 15 s), the ticket shows
+	// `matched` with `roomId`, and every user of the match gets
+	// `match_found` on their personal stream (`GET /v1/me/events`; at
+	// least once: `matchId` tells a repeat). Players only: an API key is
+	// 403 `SCOPE_REQUIRED`.
+	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+	CreateTicket(ctx context.Context, params *CreateTicketParams, body CreateTicketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelTicket Cancel a ticket (its users)
+	//
+	// Ends a searching ticket as `cancelled`, atomically with the matcher:
+	// a ticket cancelled is never matched, a ticket matched is not
+	// cancelled (409 `TICKET_MATCHED`). Its leader or any party member may
+	// cancel it; the users are free to queue again at once. A ticket
+	// already cancelled or expired: 204 as well.
+	//
+	// API keys: scope `rooms:write` (cancels any ticket); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Corresponds with DELETE /v1/matchmaking/tickets/{ticketId} (the `CancelTicket` operationId).
+	CancelTicket(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTicket Read a ticket (its users)
+	//
+	// `searching` with the current rating `window` and `waitedSeconds`;
+	// `matched` with `matchId`, `region`, `team` and, once the room is
+	// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
+	// ticket stays readable 5 minutes, then 404. Its leader and party
+	// members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
+	//
+	// API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Corresponds with GET /v1/matchmaking/tickets/{ticketId} (the `GetTicket` operationId).
+	GetTicket(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StreamMeEvents The caller's personal stream (a session), as Server-Sent Events
 	//
@@ -1919,6 +2228,53 @@ func (c *APIClient) ListInstances(ctx context.Context, reqEditors ...RequestEdit
 	return c.Client.Do(req)
 }
 
+// ListWebhookDeadLetters Webhook deliveries that failed every try
+//
+// A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
+// that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
+// shard's dead-letter stream (capped at about 10 000 per shard, oldest
+// dropped). Lists them shard by shard, oldest first within a shard:
+// `limit` (1..100, default 20), then `nextCursor` (null on the last
+// page) for the next. A page may hold fewer than `limit` while
+// `nextCursor` is not null. A dead letter stays until it is replayed
+// or trimmed.
+//
+// Corresponds with GET /v1/admin/webhooks/dead-letters (the `ListWebhookDeadLetters` operationId).
+func (c *APIClient) ListWebhookDeadLetters(ctx context.Context, params *ListWebhookDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhookDeadLettersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayWebhookDeadLetter Try a dead letter again
+//
+// Moves the dead letter back into its shard's deliveries with its
+// retry count reset (`webhook-retry-count: 0`, the same `webhook-id`),
+// in one script: it leaves the dead letters at once and is sent again
+// by whichever instance reads it first, with the whole
+// `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
+// Replaying the same id twice: the second is 404
+// `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+//
+// Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
+func (c *APIClient) ReplayWebhookDeadLetter(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookDeadLetterRequest(c.Server, deadLetterId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateGuestTokenWithBody Issue a guest token
 //
 // Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
@@ -2158,6 +2514,140 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
 func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewQuickJoinRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTicketWithBody Queue for a match (a ticket)
+//
+// Queues the caller (and `partyUserIds`, their party: never split, all
+// in one team) for a match of `mode`, by the mode's rules
+// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// first, and in each next region after the mode's `regionFallback`
+// wait. Its rating window widens with its wait; it is matched only
+// with tickets whose ratings lie within its window and theirs. The
+// mode's equal attributes must be equal across a match; its ranged
+// ones are required numbers within their range (422 otherwise).
+//
+// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+// party member has a searching ticket (the detail says which), 409
+// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// the mode's queue holds 100 000 tickets.
+//
+// Once matched, a private room of the mode and region is created for
+// the match (the first ticket's leader its owner, player 1; a seat
+// reserved for every other user of the match, 15 s), the ticket shows
+// `matched` with `roomId`, and every user of the match gets
+// `match_found` on their personal stream (`GET /v1/me/events`; at
+// least once: `matchId` tells a repeat). Players only: an API key is
+// 403 `SCOPE_REQUIRED`.
+//
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTicketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTicketRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateTicket Queue for a match (a ticket)
+//
+// Queues the caller (and `partyUserIds`, their party: never split, all
+// in one team) for a match of `mode`, by the mode's rules
+// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// first, and in each next region after the mode's `regionFallback`
+// wait. Its rating window widens with its wait; it is matched only
+// with tickets whose ratings lie within its window and theirs. The
+// mode's equal attributes must be equal across a match; its ranged
+// ones are required numbers within their range (422 otherwise).
+//
+// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+// party member has a searching ticket (the detail says which), 409
+// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// the mode's queue holds 100 000 tickets.
+//
+// Once matched, a private room of the mode and region is created for
+// the match (the first ticket's leader its owner, player 1; a seat
+// reserved for every other user of the match, 15 s), the ticket shows
+// `matched` with `roomId`, and every user of the match gets
+// `match_found` on their personal stream (`GET /v1/me/events`; at
+// least once: `matchId` tells a repeat). Players only: an API key is
+// 403 `SCOPE_REQUIRED`.
+//
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+func (c *APIClient) CreateTicket(ctx context.Context, params *CreateTicketParams, body CreateTicketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTicketRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelTicket Cancel a ticket (its users)
+//
+// Ends a searching ticket as `cancelled`, atomically with the matcher:
+// a ticket cancelled is never matched, a ticket matched is not
+// cancelled (409 `TICKET_MATCHED`). Its leader or any party member may
+// cancel it; the users are free to queue again at once. A ticket
+// already cancelled or expired: 204 as well.
+//
+// API keys: scope `rooms:write` (cancels any ticket); without it 403 `SCOPE_REQUIRED`.
+//
+// Corresponds with DELETE /v1/matchmaking/tickets/{ticketId} (the `CancelTicket` operationId).
+func (c *APIClient) CancelTicket(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTicketRequest(c.Server, ticketId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTicket Read a ticket (its users)
+//
+// `searching` with the current rating `window` and `waitedSeconds`;
+// `matched` with `matchId`, `region`, `team` and, once the room is
+// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
+// ticket stays readable 5 minutes, then 404. Its leader and party
+// members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
+//
+// API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
+//
+// Corresponds with GET /v1/matchmaking/tickets/{ticketId} (the `GetTicket` operationId).
+func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTicketRequest(c.Server, ticketId)
 	if err != nil {
 		return nil, err
 	}
@@ -3235,6 +3725,106 @@ func NewListInstancesRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListWebhookDeadLettersRequest constructs an http.Request for the ListWebhookDeadLetters method
+func NewListWebhookDeadLettersRequest(server string, params *ListWebhookDeadLettersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/webhooks/dead-letters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReplayWebhookDeadLetterRequest constructs an http.Request for the ReplayWebhookDeadLetter method
+func NewReplayWebhookDeadLetterRequest(server string, deadLetterId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "deadLetterId", deadLetterId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/webhooks/dead-letters/%s/replay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateGuestTokenRequest calls the generic CreateGuestToken builder with application/json body
 func NewCreateGuestTokenRequest(server string, body CreateGuestTokenJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3472,6 +4062,129 @@ func NewQuickJoinRequestWithBody(server string, params *QuickJoinParams, content
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewCreateTicketRequest calls the generic CreateTicket builder with application/json body
+func NewCreateTicketRequest(server string, params *CreateTicketParams, body CreateTicketJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTicketRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateTicketRequestWithBody constructs an http.Request for the CreateTicket method, with any body, and a specified content type
+func NewCreateTicketRequestWithBody(server string, params *CreateTicketParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/matchmaking/tickets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCancelTicketRequest constructs an http.Request for the CancelTicket method
+func NewCancelTicketRequest(server string, ticketId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "ticketId", ticketId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/matchmaking/tickets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTicketRequest constructs an http.Request for the GetTicket method
+func NewGetTicketRequest(server string, ticketId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "ticketId", ticketId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/matchmaking/tickets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -4732,6 +5445,37 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/admin/instances (the `ListInstances` operationId).
 	ListInstancesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListInstancesResponse, error)
 
+	// ListWebhookDeadLettersWithResponse Webhook deliveries that failed every try
+	//
+	// A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
+	// that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
+	// shard's dead-letter stream (capped at about 10 000 per shard, oldest
+	// dropped). Lists them shard by shard, oldest first within a shard:
+	// `limit` (1..100, default 20), then `nextCursor` (null on the last
+	// page) for the next. A page may hold fewer than `limit` while
+	// `nextCursor` is not null. A dead letter stays until it is replayed
+	// or trimmed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/webhooks/dead-letters (the `ListWebhookDeadLetters` operationId).
+	ListWebhookDeadLettersWithResponse(ctx context.Context, params *ListWebhookDeadLettersParams, reqEditors ...RequestEditorFn) (*ListWebhookDeadLettersResponse, error)
+
+	// ReplayWebhookDeadLetterWithResponse Try a dead letter again
+	//
+	// Moves the dead letter back into its shard's deliveries with its
+	// retry count reset (`webhook-retry-count: 0`, the same `webhook-id`),
+	// in one script: it leaves the dead letters at once and is sent again
+	// by whichever instance reads it first, with the whole
+	// `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
+	// Replaying the same id twice: the second is 404
+	// `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
+	ReplayWebhookDeadLetterWithResponse(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*ReplayWebhookDeadLetterResponse, error)
+
 	// CreateGuestTokenWithBodyWithResponse Issue a guest token
 	//
 	// Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
@@ -4908,6 +5652,104 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/matchmaking/quick-join (the `QuickJoin` operationId).
 	QuickJoinWithResponse(ctx context.Context, params *QuickJoinParams, body QuickJoinJSONRequestBody, reqEditors ...RequestEditorFn) (*QuickJoinResponse, error)
+
+	// CreateTicketWithBodyWithResponse Queue for a match (a ticket)
+	//
+	// Queues the caller (and `partyUserIds`, their party: never split, all
+	// in one team) for a match of `mode`, by the mode's rules
+	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// first, and in each next region after the mode's `regionFallback`
+	// wait. Its rating window widens with its wait; it is matched only
+	// with tickets whose ratings lie within its window and theirs. The
+	// mode's equal attributes must be equal across a match; its ranged
+	// ones are required numbers within their range (422 otherwise).
+	//
+	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+	// party member has a searching ticket (the detail says which), 409
+	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// the mode's queue holds 100 000 tickets.
+	//
+	// Once matched, a private room of the mode and region is created for
+	// the match (the first ticket's leader its owner, player 1; a seat
+	// reserved for every other user of the match, 15 s), the ticket shows
+	// `matched` with `roomId`, and every user of the match gets
+	// `match_found` on their personal stream (`GET /v1/me/events`; at
+	// least once: `matchId` tells a repeat). Players only: an API key is
+	// 403 `SCOPE_REQUIRED`.
+	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+	CreateTicketWithBodyWithResponse(ctx context.Context, params *CreateTicketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTicketResponse, error)
+
+	// CreateTicketWithResponse Queue for a match (a ticket)
+	//
+	// Queues the caller (and `partyUserIds`, their party: never split, all
+	// in one team) for a match of `mode`, by the mode's rules
+	// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+	// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+	// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+	// first, and in each next region after the mode's `regionFallback`
+	// wait. Its rating window widens with its wait; it is matched only
+	// with tickets whose ratings lie within its window and theirs. The
+	// mode's equal attributes must be equal across a match; its ranged
+	// ones are required numbers within their range (422 otherwise).
+	//
+	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+	// party member has a searching ticket (the detail says which), 409
+	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// the mode's queue holds 100 000 tickets.
+	//
+	// Once matched, a private room of the mode and region is created for
+	// the match (the first ticket's leader its owner, player 1; a seat
+	// reserved for every other user of the match, 15 s), the ticket shows
+	// `matched` with `roomId`, and every user of the match gets
+	// `match_found` on their personal stream (`GET /v1/me/events`; at
+	// least once: `matchId` tells a repeat). Players only: an API key is
+	// 403 `SCOPE_REQUIRED`.
+	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+	CreateTicketWithResponse(ctx context.Context, params *CreateTicketParams, body CreateTicketJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTicketResponse, error)
+
+	// CancelTicketWithResponse Cancel a ticket (its users)
+	//
+	// Ends a searching ticket as `cancelled`, atomically with the matcher:
+	// a ticket cancelled is never matched, a ticket matched is not
+	// cancelled (409 `TICKET_MATCHED`). Its leader or any party member may
+	// cancel it; the users are free to queue again at once. A ticket
+	// already cancelled or expired: 204 as well.
+	//
+	// API keys: scope `rooms:write` (cancels any ticket); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/matchmaking/tickets/{ticketId} (the `CancelTicket` operationId).
+	CancelTicketWithResponse(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*CancelTicketResponse, error)
+
+	// GetTicketWithResponse Read a ticket (its users)
+	//
+	// `searching` with the current rating `window` and `waitedSeconds`;
+	// `matched` with `matchId`, `region`, `team` and, once the room is
+	// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
+	// ticket stays readable 5 minutes, then 404. Its leader and party
+	// members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
+	//
+	// API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/matchmaking/tickets/{ticketId} (the `GetTicket` operationId).
+	GetTicketWithResponse(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*GetTicketResponse, error)
 
 	// StreamMeEventsWithResponse The caller's personal stream (a session), as Server-Sent Events
 	//
@@ -5845,6 +6687,190 @@ func (r ListInstancesResponse) ContentType() string {
 	return ""
 }
 
+// ListWebhookDeadLettersResponse401Headers the declared response headers of an HTTP 401 response for ListWebhookDeadLetters
+type ListWebhookDeadLettersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListWebhookDeadLettersResponse429Headers the declared response headers of an HTTP 429 response for ListWebhookDeadLetters
+type ListWebhookDeadLettersResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ListWebhookDeadLettersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeadLetterList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *AdminDisabled
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWebhookDeadLettersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWebhookDeadLettersResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWebhookDeadLettersResponse) GetJSON200() *DeadLetterList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListWebhookDeadLettersResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListWebhookDeadLettersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListWebhookDeadLettersResponse) GetApplicationproblemJSON404() *AdminDisabled {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListWebhookDeadLettersResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListWebhookDeadLettersResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListWebhookDeadLettersResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhookDeadLettersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhookDeadLettersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhookDeadLettersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhookDeadLettersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReplayWebhookDeadLetterResponse401Headers the declared response headers of an HTTP 401 response for ReplayWebhookDeadLetter
+type ReplayWebhookDeadLetterResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReplayWebhookDeadLetterResponse429Headers the declared response headers of an HTTP 429 response for ReplayWebhookDeadLetter
+type ReplayWebhookDeadLetterResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ReplayWebhookDeadLetterResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *DeadLetterNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReplayWebhookDeadLetterResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReplayWebhookDeadLetterResponse429Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON404() *DeadLetterNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReplayWebhookDeadLetterResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayWebhookDeadLetterResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayWebhookDeadLetterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplayWebhookDeadLetterResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateGuestTokenResponse429Headers the declared response headers of an HTTP 429 response for CreateGuestToken
 type CreateGuestTokenResponse429Headers struct {
 	RateLimit       *string
@@ -6434,6 +7460,339 @@ func (r QuickJoinResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r QuickJoinResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateTicketResponse201Headers the declared response headers of an HTTP 201 response for CreateTicket
+type CreateTicketResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CreateTicketResponse401Headers the declared response headers of an HTTP 401 response for CreateTicket
+type CreateTicketResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateTicketResponse409Headers the declared response headers of an HTTP 409 response for CreateTicket
+type CreateTicketResponse409Headers struct {
+	RetryAfter *int
+}
+
+// CreateTicketResponse429Headers the declared response headers of an HTTP 429 response for CreateTicket
+type CreateTicketResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type CreateTicketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TicketResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Malformed
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *TicketConflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *InvalidOrKeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateTicketResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateTicketResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateTicketResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTicketResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateTicketResponse) GetJSON201() *TicketResponse {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON400() *Malformed {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON409() *TicketConflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON422() *InvalidOrKeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTicketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTicketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTicketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTicketResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelTicketResponse401Headers the declared response headers of an HTTP 401 response for CancelTicket
+type CancelTicketResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CancelTicketResponse409Headers the declared response headers of an HTTP 409 response for CancelTicket
+type CancelTicketResponse409Headers struct {
+	RetryAfter *int
+}
+
+// CancelTicketResponse429Headers the declared response headers of an HTTP 429 response for CancelTicket
+type CancelTicketResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type CancelTicketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *TicketNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *TicketConflict
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelTicketResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelTicketResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelTicketResponse429Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelTicketResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelTicketResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CancelTicketResponse) GetApplicationproblemJSON404() *TicketNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelTicketResponse) GetApplicationproblemJSON409() *TicketConflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelTicketResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelTicketResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelTicketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelTicketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelTicketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelTicketResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTicketResponse401Headers the declared response headers of an HTTP 401 response for GetTicket
+type GetTicketResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetTicketResponse429Headers the declared response headers of an HTTP 429 response for GetTicket
+type GetTicketResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type GetTicketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TicketResponse
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *TicketNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTicketResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTicketResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTicketResponse) GetJSON200() *TicketResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTicketResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTicketResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTicketResponse) GetApplicationproblemJSON404() *TicketNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetTicketResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTicketResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTicketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTicketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTicketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTicketResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8770,6 +10129,49 @@ func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, req
 	return ParseListInstancesResponse(rsp)
 }
 
+// ListWebhookDeadLettersWithResponse Webhook deliveries that failed every try
+//
+// A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
+// that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
+// shard's dead-letter stream (capped at about 10 000 per shard, oldest
+// dropped). Lists them shard by shard, oldest first within a shard:
+// `limit` (1..100, default 20), then `nextCursor` (null on the last
+// page) for the next. A page may hold fewer than `limit` while
+// `nextCursor` is not null. A dead letter stays until it is replayed
+// or trimmed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/webhooks/dead-letters (the `ListWebhookDeadLetters` operationId).
+func (c *ClientWithResponses) ListWebhookDeadLettersWithResponse(ctx context.Context, params *ListWebhookDeadLettersParams, reqEditors ...RequestEditorFn) (*ListWebhookDeadLettersResponse, error) {
+	rsp, err := c.ListWebhookDeadLetters(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhookDeadLettersResponse(rsp)
+}
+
+// ReplayWebhookDeadLetterWithResponse Try a dead letter again
+//
+// Moves the dead letter back into its shard's deliveries with its
+// retry count reset (`webhook-retry-count: 0`, the same `webhook-id`),
+// in one script: it leaves the dead letters at once and is sent again
+// by whichever instance reads it first, with the whole
+// `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
+// Replaying the same id twice: the second is 404
+// `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
+func (c *ClientWithResponses) ReplayWebhookDeadLetterWithResponse(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*ReplayWebhookDeadLetterResponse, error) {
+	rsp, err := c.ReplayWebhookDeadLetter(ctx, deadLetterId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookDeadLetterResponse(rsp)
+}
+
 // CreateGuestTokenWithBodyWithResponse Issue a guest token
 //
 // Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
@@ -8993,6 +10395,128 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseQuickJoinResponse(rsp)
+}
+
+// CreateTicketWithBodyWithResponse Queue for a match (a ticket)
+//
+// Queues the caller (and `partyUserIds`, their party: never split, all
+// in one team) for a match of `mode`, by the mode's rules
+// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// first, and in each next region after the mode's `regionFallback`
+// wait. Its rating window widens with its wait; it is matched only
+// with tickets whose ratings lie within its window and theirs. The
+// mode's equal attributes must be equal across a match; its ranged
+// ones are required numbers within their range (422 otherwise).
+//
+// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+// party member has a searching ticket (the detail says which), 409
+// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// the mode's queue holds 100 000 tickets.
+//
+// Once matched, a private room of the mode and region is created for
+// the match (the first ticket's leader its owner, player 1; a seat
+// reserved for every other user of the match, 15 s), the ticket shows
+// `matched` with `roomId`, and every user of the match gets
+// `match_found` on their personal stream (`GET /v1/me/events`; at
+// least once: `matchId` tells a repeat). Players only: an API key is
+// 403 `SCOPE_REQUIRED`.
+//
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Context, params *CreateTicketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTicketResponse, error) {
+	rsp, err := c.CreateTicketWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTicketResponse(rsp)
+}
+
+// CreateTicketWithResponse Queue for a match (a ticket)
+//
+// Queues the caller (and `partyUserIds`, their party: never split, all
+// in one team) for a match of `mode`, by the mode's rules
+// (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+// exactly 2 players, rating window ±100 widening by 100 every 5 s up
+// to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+// first, and in each next region after the mode's `regionFallback`
+// wait. Its rating window widens with its wait; it is matched only
+// with tickets whose ratings lie within its window and theirs. The
+// mode's equal attributes must be equal across a match; its ranged
+// ones are required numbers within their range (422 otherwise).
+//
+// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+// party member has a searching ticket (the detail says which), 409
+// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// the mode's queue holds 100 000 tickets.
+//
+// Once matched, a private room of the mode and region is created for
+// the match (the first ticket's leader its owner, player 1; a seat
+// reserved for every other user of the match, 15 s), the ticket shows
+// `matched` with `roomId`, and every user of the match gets
+// `match_found` on their personal stream (`GET /v1/me/events`; at
+// least once: `matchId` tells a repeat). Players only: an API key is
+// 403 `SCOPE_REQUIRED`.
+//
+// Safe to retry with an `Idempotency-Key` (see the parameter).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/matchmaking/tickets (the `CreateTicket` operationId).
+func (c *ClientWithResponses) CreateTicketWithResponse(ctx context.Context, params *CreateTicketParams, body CreateTicketJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTicketResponse, error) {
+	rsp, err := c.CreateTicket(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTicketResponse(rsp)
+}
+
+// CancelTicketWithResponse Cancel a ticket (its users)
+//
+// Ends a searching ticket as `cancelled`, atomically with the matcher:
+// a ticket cancelled is never matched, a ticket matched is not
+// cancelled (409 `TICKET_MATCHED`). Its leader or any party member may
+// cancel it; the users are free to queue again at once. A ticket
+// already cancelled or expired: 204 as well.
+//
+// API keys: scope `rooms:write` (cancels any ticket); without it 403 `SCOPE_REQUIRED`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/matchmaking/tickets/{ticketId} (the `CancelTicket` operationId).
+func (c *ClientWithResponses) CancelTicketWithResponse(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*CancelTicketResponse, error) {
+	rsp, err := c.CancelTicket(ctx, ticketId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelTicketResponse(rsp)
+}
+
+// GetTicketWithResponse Read a ticket (its users)
+//
+// `searching` with the current rating `window` and `waitedSeconds`;
+// `matched` with `matchId`, `region`, `team` and, once the room is
+// made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
+// ticket stays readable 5 minutes, then 404. Its leader and party
+// members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
+//
+// API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/matchmaking/tickets/{ticketId} (the `GetTicket` operationId).
+func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketId string, reqEditors ...RequestEditorFn) (*GetTicketResponse, error) {
+	rsp, err := c.GetTicket(ctx, ticketId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTicketResponse(rsp)
 }
 
 // StreamMeEventsWithResponse The caller's personal stream (a session), as Server-Sent Events
@@ -10022,6 +11546,205 @@ func ParseListInstancesResponse(rsp *http.Response) (*ListInstancesResponse, err
 	return response, nil
 }
 
+// ParseListWebhookDeadLettersResponse parses an HTTP response from a ListWebhookDeadLettersWithResponse call
+func ParseListWebhookDeadLettersResponse(rsp *http.Response) (*ListWebhookDeadLettersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhookDeadLettersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeadLetterList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AdminDisabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListWebhookDeadLettersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWebhookDeadLettersResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReplayWebhookDeadLetterResponse parses an HTTP response from a ReplayWebhookDeadLetterWithResponse call
+func ParseReplayWebhookDeadLetterResponse(rsp *http.Response) (*ReplayWebhookDeadLetterResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayWebhookDeadLetterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest DeadLetterNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReplayWebhookDeadLetterResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReplayWebhookDeadLetterResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateGuestTokenResponse parses an HTTP response from a CreateGuestTokenWithResponse call
 func ParseCreateGuestTokenResponse(rsp *http.Response) (*CreateGuestTokenResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10641,6 +12364,375 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers QuickJoinResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateTicketResponse parses an HTTP response from a CreateTicketWithResponse call
+func ParseCreateTicketResponse(rsp *http.Response) (*CreateTicketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTicketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TicketResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest TicketConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest InvalidOrKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateTicketResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateTicketResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateTicketResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateTicketResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelTicketResponse parses an HTTP response from a CancelTicketWithResponse call
+func ParseCancelTicketResponse(rsp *http.Response) (*CancelTicketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelTicketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest TicketNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest TicketConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelTicketResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelTicketResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelTicketResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTicketResponse parses an HTTP response from a GetTicketWithResponse call
+func ParseGetTicketResponse(rsp *http.Response) (*GetTicketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTicketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TicketResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest TicketNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTicketResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTicketResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

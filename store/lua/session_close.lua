@@ -8,6 +8,10 @@
 -- KEYS[4] user's open streams
 -- ARGV[1] userId  ARGV[2] member "<platform>/<session>" or ""
 -- ARGV[3] status channel  ARGV[4] PUBLISH|SPUBLISH
+-- ARGV[5] now as RFC 3339 (for the webhook event)
+-- ARGV[6] webhook outbox MAXLEN ~ ("": webhooks off); when on, KEYS[5] is
+--         the user shard's webhook outbox, and a status change enters it:
+--         user_offline, or user_platforms_changed while still online
 -- Reply: {"OK", "1" when the status changed | "0", lapsed leases purged}
 local K_SESS, K_STATUS, K_ONLINE, K_STREAMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local uid, member, sch, pubcmd = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -40,6 +44,13 @@ if (cur[2] or '') ~= p then
     redis.call('HSET', K_STATUS, 'v', string.format('%d', v), 'p', p)
   end
   redis.call(pubcmd, sch, string.format('%d', v) .. ' ' .. p)
+  if ARGV[6] ~= '' then
+    local t = p == '' and 'user_offline' or 'user_platforms_changed'
+    local list = #ps > 0 and ('"' .. table.concat(ps, '","') .. '"') or ''
+    local ev = '{"type":"' .. t .. '","userId":' .. cjson.encode(uid) .. ',"online":' .. (p ~= '' and 'true' or 'false') ..
+      ',"platforms":[' .. list .. '],"version":' .. string.format('%d', v) .. ',"ts":"' .. ARGV[5] .. '"}'
+    redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[6], '*', 't', t, 'd', ev)
+  end
 end
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 if #first == 0 then

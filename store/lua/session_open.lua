@@ -25,6 +25,9 @@
 -- ARGV[16] now as RFC 3339 (for events)  ARGV[17] following TTL (ms)
 -- ARGV[18] status linger (ms): the status outlives the last lease by it, so
 --          the janitor's sweep still sees it to publish "offline"
+-- ARGV[19] webhook outbox MAXLEN ~ ("": webhooks off); when on, KEYS[8] is
+--          the user shard's webhook outbox, and a status change enters it
+--          (user_online, user_platforms_changed; see status_event)
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, json...} |
 --        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
 local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW =
@@ -100,6 +103,15 @@ if cur[2] ~= p then
   local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
   redis.call('HSET', K_STATUS, 'v', string.format('%d', v), 'p', p)
   redis.call(pubcmd, sch, string.format('%d', v) .. ' ' .. p)
+  if ARGV[19] ~= '' then
+    -- the webhook event of the change (as session_close's; platforms are
+    -- names of a fixed set, the user id is encoded by cjson)
+    local t = (cur[2] or '') == '' and 'user_online' or 'user_platforms_changed'
+    local list = #ps > 0 and ('"' .. table.concat(ps, '","') .. '"') or ''
+    local ev = '{"type":"' .. t .. '","userId":' .. cjson.encode(uid) .. ',"online":true,"platforms":[' .. list ..
+      '],"version":' .. string.format('%d', v) .. ',"ts":"' .. ARGV[16] .. '"}'
+    redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[19], '*', 't', t, 'd', ev)
+  end
 end
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')

@@ -247,6 +247,70 @@ namespace RealSync
         }
     }
 
+    /// <summary>Ticket is a matchmaking ticket (POST /v1/matchmaking/tickets).</summary>
+    public class Ticket
+    {
+        /// <summary>The ticket's id.</summary>
+        public string TicketId;
+        /// <summary>The mode it queues for.</summary>
+        public string Mode;
+        /// <summary>Acceptable regions, in preference order.</summary>
+        public List<string> Regions = new List<string>();
+        /// <summary>The rating it is matched by.</summary>
+        public double Rating;
+        /// <summary>The leader (who queued).</summary>
+        public string UserId;
+        /// <summary>The party, the leader not included.</summary>
+        public List<string> PartyUserIds = new List<string>();
+        /// <summary>searching, matched, expired or cancelled.</summary>
+        public string Status;
+        /// <summary>When it was created.</summary>
+        public DateTime CreatedAt;
+        /// <summary>When a searching ticket expires.</summary>
+        public DateTime ExpiresAt;
+        /// <summary>Searching: the rating window (±) now.</summary>
+        public double Window;
+        /// <summary>Searching: the seconds waited.</summary>
+        public double WaitedSeconds;
+        /// <summary>Matched: the match.</summary>
+        public string MatchId;
+        /// <summary>Matched: the region of the match.</summary>
+        public string Region;
+        /// <summary>Matched: the match's room (null until made).</summary>
+        public string RoomId;
+        /// <summary>Matched: the ticket's team, 0-based.</summary>
+        public int Team;
+
+        static double Number(JsonObject o, string name)
+        {
+            var v = o.Get(name);
+            if (v is double d) return d;
+            if (v is long l) return l;
+            return 0;
+        }
+
+        static List<string> Strings(JsonObject o, string name)
+        {
+            var out_ = new List<string>();
+            var a = o.Array(name);
+            if (a != null) foreach (var v in a) out_.Add(v as string);
+            return out_;
+        }
+
+        internal static Ticket FromJson(JsonObject body)
+        {
+            var o = body.Object("ticket") ?? body;
+            return new Ticket
+            {
+                TicketId = o.String("ticketId"), Mode = o.String("mode"), Regions = Strings(o, "regions"),
+                Rating = Number(o, "rating"), UserId = o.String("userId"), PartyUserIds = Strings(o, "partyUserIds"),
+                Status = o.String("status"), CreatedAt = o.Time("createdAt"), ExpiresAt = o.Time("expiresAt"),
+                Window = Number(o, "window"), WaitedSeconds = Number(o, "waitedSeconds"),
+                MatchId = o.String("matchId"), Region = o.String("region"), RoomId = o.String("roomId"), Team = o.Int("team"),
+            };
+        }
+    }
+
     /// <summary>Page is a page of a listing; NextCursor is null on the last one.</summary>
     public class Page<T>
     {
@@ -374,6 +438,33 @@ namespace RealSync
         internal static Instance FromJson(JsonObject o)
         {
             return new Instance { Id = o.String("id"), Addr = o.String("addr"), Version = o.String("version"), StartedAt = o.Time("startedAt"), HeartbeatAt = o.Time("heartbeatAt"), Streams = o.Long("streams") };
+        }
+    }
+
+    /// <summary>DeadLetter is a webhook delivery that failed every try (GET /v1/admin/webhooks/dead-letters).</summary>
+    public class DeadLetter
+    {
+        /// <summary>Its id, for ReplayWebhookDeadLetterAsync.</summary>
+        public string Id;
+        /// <summary>The webhook-id of every try of the event.</summary>
+        public string MessageId;
+        /// <summary>The endpoint's id in the webhooks file.</summary>
+        public string Endpoint;
+        /// <summary>The event's type.</summary>
+        public string Type;
+        /// <summary>The event as delivered.</summary>
+        public JsonObject Event;
+        /// <summary>Tries made.</summary>
+        public int Attempts;
+        /// <summary>When the last try failed.</summary>
+        public DateTime FailedAt;
+        /// <summary>The last try's failure.</summary>
+        public string LastError;
+
+        internal static DeadLetter FromJson(JsonObject o)
+        {
+            return new DeadLetter { Id = o.String("id"), MessageId = o.String("messageId"), Endpoint = o.String("endpoint"), Type = o.String("type"),
+                Event = o.Object("event"), Attempts = o.Int("attempts"), FailedAt = o.Time("failedAt"), LastError = o.String("lastError") };
         }
     }
 

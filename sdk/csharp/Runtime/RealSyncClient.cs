@@ -403,6 +403,44 @@ namespace RealSync
             return Joined(QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct).ConfigureAwait(false)));
         }
 
+        // ---- matchmaking tickets ----
+
+        /// <summary>
+        /// CreateTicketAsync queues the caller (and partyUserIds, its party) for a match
+        /// of mode: 409 TICKET_ACTIVE or MEMBER_QUEUED_IN_PARTY when one of them has a
+        /// searching ticket. The match arrives as match_found on the personal stream.
+        /// </summary>
+        [Operation("POST", "/v1/matchmaking/tickets", "createTicket")]
+        public async Task<Ticket> CreateTicketAsync(string mode, IList<string> regions, double? rating = null,
+            IDictionary<string, object> attributes = null, IList<string> partyUserIds = null, CancellationToken ct = default(CancellationToken))
+        {
+            var body = new Dictionary<string, object> { { "mode", mode }, { "regions", regions } };
+            if (rating.HasValue) body["rating"] = rating.Value;
+            if (attributes != null) body["attributes"] = attributes;
+            if (partyUserIds != null) body["partyUserIds"] = partyUserIds;
+            return Ticket.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/tickets", body, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>GetTicketAsync reads a ticket: searching (window, wait), matched (roomId), expired or cancelled.</summary>
+        [Operation("GET", "/v1/matchmaking/tickets/{ticketId}", "getTicket")]
+        public async Task<Ticket> GetTicketAsync(string ticketId, CancellationToken ct = default(CancellationToken))
+        {
+            return Ticket.FromJson(await Call(HttpMethod.Get, TicketPath(ticketId), null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>CancelTicketAsync cancels a searching ticket (409 TICKET_MATCHED once matched).</summary>
+        [Operation("DELETE", "/v1/matchmaking/tickets/{ticketId}", "cancelTicket")]
+        public Task CancelTicketAsync(string ticketId, CancellationToken ct = default(CancellationToken))
+        {
+            return Call(HttpMethod.Delete, TicketPath(ticketId), null, ct);
+        }
+
+        static string TicketPath(string ticketId)
+        {
+            if (ticketId == null) throw new ArgumentNullException(nameof(ticketId));
+            return "/v1/matchmaking/tickets/" + Uri.EscapeDataString(ticketId);
+        }
+
         /// <summary>MyRoomsPageAsync reads one page of the rooms the caller is in (limit 1..100, default 20).</summary>
         [Operation("GET", "/v1/me/rooms", "myRooms")]
         public async Task<Page<MyRoom>> MyRoomsPageAsync(int? limit = null, string cursor = null, CancellationToken ct = default(CancellationToken))
@@ -443,6 +481,26 @@ namespace RealSync
             var list = new List<Instance>();
             foreach (var i in o.Array("instances") ?? new List<object>()) list.Add(Instance.FromJson(i as JsonObject));
             return list;
+        }
+
+        /// <summary>WebhookDeadLettersPageAsync reads one page of the webhook deliveries that failed every try (the operator's admin token; limit 1..100, default 20).</summary>
+        [Operation("GET", "/v1/admin/webhooks/dead-letters", "listWebhookDeadLetters")]
+        public async Task<Page<DeadLetter>> WebhookDeadLettersPageAsync(string adminToken, int? limit = null, string cursor = null, CancellationToken ct = default(CancellationToken))
+        {
+            var q = new QueryBuilder().Add("limit", limit.HasValue ? limit.Value.ToString(CultureInfo.InvariantCulture) : null).Add("cursor", cursor);
+            var o = await Call(HttpMethod.Get, "/v1/admin/webhooks/dead-letters" + q, null, ct, auth: false,
+                headers: new Dictionary<string, string> { { "Authorization", "Bearer " + adminToken } }).ConfigureAwait(false);
+            var page = new Page<DeadLetter> { NextCursor = o.String("nextCursor") };
+            foreach (var d in o.Array("deadLetters") ?? new List<object>()) page.Items.Add(DeadLetter.FromJson(d as JsonObject));
+            return page;
+        }
+
+        /// <summary>ReplayWebhookDeadLetterAsync puts a dead letter back into the deliveries, its retry count reset (the operator's admin token); 404 DEAD_LETTER_NOT_FOUND when it is gone.</summary>
+        [Operation("POST", "/v1/admin/webhooks/dead-letters/{deadLetterId}/replay", "replayWebhookDeadLetter")]
+        public async Task ReplayWebhookDeadLetterAsync(string adminToken, string deadLetterId, CancellationToken ct = default(CancellationToken))
+        {
+            await Call(HttpMethod.Post, "/v1/admin/webhooks/dead-letters/" + Uri.EscapeDataString(deadLetterId) + "/replay", null, ct, auth: false,
+                headers: new Dictionary<string, string> { { "Authorization", "Bearer " + adminToken } }).ConfigureAwait(false);
         }
 
         /// <summary>HealthzAsync is true when the server process is up (GET /healthz; HEAD with head: true).</summary>

@@ -623,6 +623,11 @@ static class Tests
         var inst = await c.ListInstancesAsync(Server.AdminToken);
         Check.True(inst.Count >= 1 && !string.IsNullOrEmpty(inst[0].Id), "instances");
         await Check.Throws(403, "ADMIN_REQUIRED", () => c.ListInstancesAsync(c.Token), "player token on an admin route");
+        // webhooks off on the test server: no dead letter, a replay is told so
+        var dead = await c.WebhookDeadLettersPageAsync(Server.AdminToken, limit: 5);
+        Check.True(dead.Items.Count == 0 && dead.NextCursor == null, "dead letters: an empty last page");
+        await Check.Throws(404, "DEAD_LETTER_NOT_FOUND", () => c.ReplayWebhookDeadLetterAsync(Server.AdminToken, "0.1-0"), "replay of an unknown dead letter");
+        await Check.Throws(403, "ADMIN_REQUIRED", () => c.WebhookDeadLettersPageAsync(c.Token), "player token on the dead letters");
     }
 
     // ---- live ----

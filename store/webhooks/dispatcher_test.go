@@ -1,4 +1,4 @@
-package store_test
+package webhooks_test
 
 import (
 	"context"
@@ -6,13 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/webhook/deadletter"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/webhooks"
 )
+
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // fakeClock is the dispatcher's injected clock: time moves only when told.
 type fakeClock struct {
@@ -31,11 +37,11 @@ func (c *fakeClock) Add(d time.Duration) {
 // endpoints marked down.
 type hookRecorder struct {
 	mu    sync.Mutex
-	tries []store.WebhookDelivery
+	tries []webhooks.Delivery
 	down  map[string]bool
 }
 
-func (r *hookRecorder) send(_ context.Context, d store.WebhookDelivery) error {
+func (r *hookRecorder) send(_ context.Context, d webhooks.Delivery) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tries = append(r.tries, d)
@@ -52,10 +58,10 @@ func (r *hookRecorder) setDown(ep string, down bool) {
 }
 
 // of returns the tries of endpoint ep, in order.
-func (r *hookRecorder) of(ep string) []store.WebhookDelivery {
+func (r *hookRecorder) of(ep string) []webhooks.Delivery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []store.WebhookDelivery
+	var out []webhooks.Delivery
 	for _, d := range r.tries {
 		if d.Endpoint == ep {
 			out = append(out, d)
@@ -66,6 +72,32 @@ func (r *hookRecorder) of(ep string) []store.WebhookDelivery {
 
 func openWebhooks(t *testing.T, b redistest.Backend) *store.Store {
 	return openStoreWith(t, b, func(c *store.Config) { c.WebhookOutboxLen = 1000 })
+}
+
+// openStoreWith opens a root store on backend b (8 shards, a key prefix
+// of its own, batched as realsyncd runs) changed by mut, closed when the
+// test ends.
+func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) *store.Store {
+	tb.Helper()
+	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(tb), Shards: 8,
+		Batch: &store.Batching{}}
+	mut(&cfg)
+	s, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		tb.Fatalf("open store on %s: %v", b.Name, err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+var (
+	alice = rooms.User{ID: "u-alice", Name: "alice"}
+	bob   = rooms.User{ID: "u-bob", Name: "bob"}
+)
+
+func newRoom() rooms.NewRoom {
+	return rooms.NewRoom{Name: "Arena", Mode: "battle", Region: "us-west", MaxPlayers: 4,
+		Visibility: rooms.Public, State: rooms.State{}, StatePolicy: rooms.PolicyOwner}
 }
 
 // roomEvents makes a room see player_joined, player_left, room_closed
@@ -91,7 +123,7 @@ func roomEvents(t *testing.T, s *store.Store) string {
 }
 
 // drain steps d until a step handles nothing (at most 50 steps).
-func drain(t *testing.T, d *store.Dispatcher) {
+func drain(t *testing.T, d *webhooks.Dispatcher) {
 	t.Helper()
 	for range 50 {
 		n, err := d.Step(context.Background())
@@ -106,7 +138,7 @@ func drain(t *testing.T, d *store.Dispatcher) {
 }
 
 // hookTypes returns the event types of ds, checking each event's room.
-func hookTypes(t *testing.T, ds []store.WebhookDelivery, room string) []string {
+func hookTypes(t *testing.T, ds []webhooks.Delivery, room string) []string {
 	t.Helper()
 	var out []string
 	for _, d := range ds {
@@ -155,8 +187,8 @@ func TestWebhooksDeliverOnceEachAndIsolateEndpoints(t *testing.T) {
 			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
 			rec := &hookRecorder{down: map[string]bool{"bad": true}}
 			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-			d, err := s.Webhooks(store.WebhookConfig{Consumer: "i1", Send: rec.send, Now: clock.Now,
-				Endpoints: []store.WebhookEndpoint{{ID: "good", Events: []string{"*"}}, {ID: "bad", Events: []string{"*"}},
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now,
+				Endpoints: []webhooks.Endpoint{{ID: "good", Events: []string{"*"}}, {ID: "bad", Events: []string{"*"}},
 					{ID: "closes", Events: []string{"room_closed"}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -208,17 +240,17 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 			var mu sync.Mutex
 			var triedAt = map[string][]time.Time{}
-			send := func(ctx context.Context, w store.WebhookDelivery) error {
+			send := func(ctx context.Context, w webhooks.Delivery) error {
 				mu.Lock()
 				triedAt[w.MessageID] = append(triedAt[w.MessageID], clock.Now())
 				mu.Unlock()
 				return rec.send(ctx, w)
 			}
 			const attempts = 6
-			d, err := s.Webhooks(store.WebhookConfig{Consumer: "i1", Send: send, Now: clock.Now, MaxAttempts: attempts,
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Now: clock.Now, MaxAttempts: attempts,
 				BackoffBase: time.Second, BackoffMax: 10 * time.Minute,
 				Jitter:    func() float64 { return 0.999 }, // the ceiling: delays must grow
-				Endpoints: []store.WebhookEndpoint{{ID: "ep", Events: []string{"*"}}}})
+				Endpoints: []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,7 +283,7 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 					}
 				}
 			}
-			list, next, err := s.DeadLetters(context.Background(), "", 100)
+			list, next, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), "", 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,7 +293,7 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			// paging: one at a time reaches the same letters
 			var paged []string
 			for cur := ""; ; {
-				page, nxt, err := s.DeadLetters(context.Background(), cur, 1)
+				page, nxt, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), cur, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -276,6 +308,11 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			if len(paged) != len(list) {
 				t.Fatalf("paged %d dead letters, listed %d", len(paged), len(list))
 			}
+			for _, bad := range []string{"x", "0.1", "99.1-0", "-1.1-0", "0.1-x"} {
+				if _, _, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), bad, 1); !errors.Is(err, deadletter.ErrBadCursor) {
+					t.Fatalf("cursor %q: %v, want ErrBadCursor", bad, err)
+				}
+			}
 			for _, l := range list {
 				if l.Attempts != attempts || l.Endpoint != "ep" || l.LastError != "503 from ep" || !events[l.MessageID] {
 					t.Fatalf("dead letter %+v", l)
@@ -284,17 +321,17 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			if _, _, retries, _ := webhookKeys(t, s, prefix, 8); retries != 0 {
 				t.Fatalf("%d retries left after dead-lettering", retries)
 			}
-			if err := s.ReplayDeadLetter(context.Background(), "0.1-0"); !errors.Is(err, store.ErrDeadLetterNotFound) {
+			if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), "0.1-0"); !errors.Is(err, deadletter.ErrNotFound) {
 				t.Fatalf("replay of an unknown id: %v", err)
 			}
 			rec.setDown("ep", false)
 			before := len(rec.of("ep"))
 			for _, l := range list {
-				if err := s.ReplayDeadLetter(context.Background(), l.ID); err != nil {
+				if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), l.ID); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := s.ReplayDeadLetter(context.Background(), list[0].ID); !errors.Is(err, store.ErrDeadLetterNotFound) {
+			if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), list[0].ID); !errors.Is(err, deadletter.ErrNotFound) {
 				t.Fatalf("second replay: %v", err)
 			}
 			drain(t, d)
@@ -325,12 +362,12 @@ func TestWebhooksTakenOverAfterACrash(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			s := openWebhooks(t, b)
-			eps := []store.WebhookEndpoint{{ID: "ep", Events: []string{"*"}}}
+			eps := []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}
 			crashCtx, crash := context.WithCancel(context.Background())
-			var first []store.WebhookDelivery
+			var first []webhooks.Delivery
 			var mu sync.Mutex
-			a, err := s.Webhooks(store.WebhookConfig{Consumer: "a", Endpoints: eps, ClaimIdle: time.Hour,
-				Send: func(ctx context.Context, d store.WebhookDelivery) error {
+			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Endpoints: eps, ClaimIdle: time.Hour,
+				Send: func(ctx context.Context, d webhooks.Delivery) error {
 					mu.Lock()
 					first = append(first, d)
 					mu.Unlock()
@@ -346,7 +383,7 @@ func TestWebhooksTakenOverAfterACrash(t *testing.T) {
 				t.Fatal("instance a tried nothing")
 			}
 			rec := &hookRecorder{down: map[string]bool{}}
-			bInst, err := s.Webhooks(store.WebhookConfig{Consumer: "b", Endpoints: eps, Send: rec.send, ClaimIdle: 50 * time.Millisecond})
+			bInst, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "b", Endpoints: eps, Send: rec.send, ClaimIdle: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,64 +410,48 @@ func TestWebhooksTakenOverAfterACrash(t *testing.T) {
 	}
 }
 
-// TestWebhooksOffWritesNoOutbox: without WebhookOutboxLen no script writes
-// an outbox and the dispatcher refuses to start.
-func TestWebhooksOffWritesNoOutbox(t *testing.T) {
+// SetEndpoints (the endpoints file reloaded): events fanned out after it go
+// to the new endpoints only; a delivery waiting for a removed endpoint is
+// not sent again and ends in the dead letters saying why.
+func TestWebhooksSetEndpoints(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix })
-			roomEvents(t, s)
-			if outbox, _, _, _ := webhookKeys(t, s, prefix, 8); outbox != 0 {
-				t.Fatalf("outbox holds %d entries with webhooks off", outbox)
-			}
-			if _, err := s.Webhooks(store.WebhookConfig{Consumer: "x", Send: (&hookRecorder{}).send}); !errors.Is(err, store.ErrWebhooksOff) {
-				t.Fatalf("Webhooks with the outbox off: %v", err)
-			}
-		})
-	}
-}
-
-// With webhooks on, every kind of script that emits puts its events in the
-// outbox, quick-join's (its keys built apart) and those run with the room
-// quotas on (one key more) included: no script mistakes the outbox for
-// another key.
-func TestWebhooksOutboxTakesEveryScriptsEvents(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			s := openStoreWith(t, b, func(c *store.Config) {
-				c.Prefix, c.WebhookOutboxLen = prefix, 1000
-				c.Quotas = store.Quotas{RoomsOwned: 5, RoomsJoined: 20}
-			})
-			ctx := context.Background()
-			q, err := s.QuickJoin(ctx, alice, "hooked", []string{"eu"}, nil, quickRoom("hooked", "eu", 4))
-			if err != nil || !q.Created {
-				t.Fatalf("quick-join create: %+v, %v", q, err)
-			}
-			if _, err := s.QuickJoin(ctx, bob, "hooked", []string{"eu"}, nil, nil); err != nil {
+			s := openWebhooks(t, b)
+			rec := &hookRecorder{down: map[string]bool{"a": true}}
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now, MaxAttempts: 3,
+				Endpoints: []webhooks.Endpoint{{ID: "a", Events: []string{"*"}}}})
+			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.ReserveSeats(ctx, alice, q.Room.ID, []string{"u-held"}, time.Minute); err != nil {
+			first := roomEvents(t, s)
+			drain(t, d) // a fails every first try: its deliveries wait to retry
+			triedA := len(rec.of("a"))
+			if triedA < len(wantRoomEvents) {
+				t.Fatalf("a tried %d times, want at least %d", triedA, len(wantRoomEvents))
+			}
+			d.SetEndpoints([]webhooks.Endpoint{{ID: "b", Events: []string{"room_closed"}}})
+			second := roomEvents(t, s)
+			for range 5 {
+				clock.Add(time.Hour)
+				drain(t, d)
+			}
+			if n := len(rec.of("a")); n != triedA {
+				t.Fatalf("a was tried %d more times after it was removed", n-triedA)
+			}
+			if got := hookTypes(t, rec.of("b"), second); !slices.Equal(got, []string{"room_closed"}) {
+				t.Fatalf("b got %v, want the second room's room_closed only (not %s's)", got, first)
+			}
+			dead, _, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), "", 100)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Leave(ctx, bob, q.Room.ID); err != nil {
-				t.Fatal(err)
+			if len(dead) != triedA {
+				t.Fatalf("%d dead letters, want a's %d", len(dead), triedA)
 			}
-			if err := s.Delete(ctx, alice, q.Room.ID); err != nil {
-				t.Fatal(err)
-			}
-			var types []string
-			c := s.Client()
-			for shard := range 8 {
-				entries, _ := c.XRange(ctx, fmt.Sprintf("{%s:%d}:webhooks", prefix, shard), "-", "+").Result()
-				for _, e := range entries {
-					types = append(types, e.Values["t"].(string))
-				}
-			}
-			for _, want := range []string{"player_joined", "seats_reserved", "player_left", "room_closed"} {
-				if !slices.Contains(types, want) {
-					t.Fatalf("outbox types %v, want %s among them", types, want)
+			for _, l := range dead {
+				if l.Endpoint != "a" || !strings.Contains(l.LastError, "no longer configured") {
+					t.Fatalf("dead letter %+v", l)
 				}
 			}
 		})

@@ -1,13 +1,22 @@
-package store
+// Package webhooks delivers the webhook outbox (issue 16 item 6): the
+// dispatcher every instance runs, and the dead-letter queue the admin
+// routes read (deadletter.Queue). The outbox itself is written by the
+// root store's scripts (lua/prelude.lua emit, session_open/session_close)
+// in the slot of the shard the event belongs to; this package reads it
+// through its own scripts (lua/), built on redisx.Base as every store
+// package is.
+package webhooks
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,9 +24,10 @@ import (
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-// Webhooks (issue 16 item 6). With Config.WebhookOutboxLen > 0 every room
-// event enters its shard's outbox stream in the script that makes it
-// (lua/prelude.lua emit), so nothing committed is lost. A Dispatcher on
+// With the root store's Config.WebhookOutboxLen > 0 every room event enters
+// its shard's outbox stream in the script that makes it (store/lua/
+// prelude.lua emit), and every online-status change its user shard's
+// (session_open.lua, session_close.lua), so nothing committed is lost. A Dispatcher on
 // every instance reads each shard's outbox and deliveries streams through
 // the consumer group "wh" (consumer: the instance id), so each entry goes
 // to one instance at a time:
@@ -27,7 +37,7 @@ import (
 //     deletes the entry, in one script: one endpoint's failure never
 //     re-sends to another.
 //   - deliveries → the endpoint: a bounded pool of workers sends each
-//     (WebhookSend); success acknowledges and deletes it; a failure moves it
+//     (Config.Send); success acknowledges and deletes it; a failure moves it
 //     (webhook_fail.lua) to the retry zset, due after an exponential backoff
 //     with full jitter, its retry count one higher, or after MaxAttempts
 //     tries to the dead-letter stream (capped MAXLEN ~ DeadMaxLen).
@@ -41,19 +51,19 @@ import (
 // deleted once settled), {p:s}:webhooks:retries (members leave when due),
 // {p:s}:webhooks:dead (MAXLEN ~ DeadMaxLen).
 
-// webhookGroup is the consumer group of every instance on the outbox and
+// group is the consumer group of every instance on the outbox and
 // deliveries streams.
-const webhookGroup = "wh"
+const group = "wh"
 
-// WebhookEndpoint is one configured endpoint as the dispatcher sees it:
-// its id and the event types it wants ("*": all).
-type WebhookEndpoint struct {
+// Endpoint is one configured endpoint as the dispatcher sees it: its id
+// and the event types it wants ("*": all).
+type Endpoint struct {
 	ID     string
 	Events []string
 }
 
 // wants says whether ep receives events of type t.
-func (ep WebhookEndpoint) wants(t string) bool {
+func (ep Endpoint) wants(t string) bool {
 	for _, e := range ep.Events {
 		if e == "*" || e == t {
 			return true
@@ -62,35 +72,36 @@ func (ep WebhookEndpoint) wants(t string) bool {
 	return false
 }
 
-// WebhookDelivery is one try of one event to one endpoint.
-type WebhookDelivery struct {
+// Delivery is one try of one event to one endpoint.
+type Delivery struct {
 	// MessageID is the event's id, the same for every endpoint and every
 	// try (the Standard Webhooks webhook-id): "msg_<shard>_<outbox id>".
 	MessageID string
 	Endpoint  string
 	Type      string
-	// Event is the room event's JSON (what the SSE stream carries).
+	// Event is the event's JSON (a room event as the SSE stream carries
+	// it, or a user status event).
 	Event []byte
 	// RetryCount is the number of failed tries before this one.
 	RetryCount int
 }
 
-// WebhookMetrics counts what the dispatcher does; nil methods are fine
-// through a nil interface (no metrics).
-type WebhookMetrics interface {
+// Metrics counts what the dispatcher does; nil: none.
+type Metrics interface {
 	// WebhookDelivered counts a try by outcome: "delivered", "retry", "dead".
 	WebhookDelivered(endpoint, outcome string)
 	// WebhookLag is the age of the oldest outbox entry read in a round.
 	WebhookLag(d time.Duration)
 }
 
-// WebhookConfig configures a Dispatcher. Zero values take the defaults
+// Config configures a Dispatcher. Zero values take the defaults
 // documented on each field.
-type WebhookConfig struct {
-	Endpoints []WebhookEndpoint
+type Config struct {
+	// Endpoints are the endpoints at start (SetEndpoints replaces them).
+	Endpoints []Endpoint
 	// Send delivers one try; an error (or a panic-free timeout inside it)
 	// is a failed try. It must bound its own time (an HTTP client timeout).
-	Send func(ctx context.Context, d WebhookDelivery) error
+	Send func(ctx context.Context, d Delivery) error
 	// Consumer names this instance in the consumer groups (instance id).
 	Consumer string
 	// MaxAttempts tries before a delivery is dead-lettered; default 8.
@@ -113,10 +124,10 @@ type WebhookConfig struct {
 	Now func() time.Time
 	// Jitter returns a uniform value in [0, 1); default math/rand/v2.
 	Jitter  func() float64
-	Metrics WebhookMetrics
+	Metrics Metrics
 }
 
-func (c WebhookConfig) withDefaults() WebhookConfig {
+func (c Config) withDefaults() Config {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 8
 	}
@@ -150,30 +161,42 @@ func (c WebhookConfig) withDefaults() WebhookConfig {
 // Dispatcher delivers the webhook outbox of every shard. Safe for
 // concurrent use; Run it once per instance.
 type Dispatcher struct {
-	s     *Store
-	cfg   WebhookConfig
-	eps   map[string]WebhookEndpoint
+	b     *redisx.Base
+	cfg   Config
+	eps   atomic.Pointer[endpoints] // replaced whole by SetEndpoints
 	mu    sync.Mutex
 	group map[string]bool // streams whose group exists
 }
 
-// ErrWebhooksOff: the store was opened without a webhook outbox.
-var ErrWebhooksOff = errors.New("webhooks are off (no outbox)")
+// endpoints are the endpoints in force, as listed and by id.
+type endpoints struct {
+	list []Endpoint
+	byID map[string]Endpoint
+}
 
-// Webhooks returns the store's webhook dispatcher.
-func (s *Store) Webhooks(cfg WebhookConfig) (*Dispatcher, error) {
-	if s.outboxLen <= 0 {
-		return nil, ErrWebhooksOff
-	}
+// New returns the dispatcher of b's shards: cmd/ wires it with the root
+// store's Base when the store writes the outbox (WebhookOutboxLen > 0).
+func New(b *redisx.Base, cfg Config) (*Dispatcher, error) {
 	if cfg.Send == nil || cfg.Consumer == "" {
 		return nil, errors.New("webhooks: Send and Consumer are required")
 	}
 	cfg = cfg.withDefaults()
-	d := &Dispatcher{s: s, cfg: cfg, eps: map[string]WebhookEndpoint{}, group: map[string]bool{}}
-	for _, ep := range cfg.Endpoints {
-		d.eps[ep.ID] = ep
-	}
+	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}}
+	d.SetEndpoints(cfg.Endpoints)
 	return d, nil
+}
+
+// SetEndpoints puts eps in force (the endpoints file reloaded): events
+// fanned out from now on go to the endpoints of eps that want them; a
+// pending delivery to an endpoint no longer in eps fails its tries (and
+// ends in the dead letters), one to an endpoint still there is sent as it
+// is now configured.
+func (d *Dispatcher) SetEndpoints(eps []Endpoint) {
+	e := &endpoints{list: slices.Clone(eps), byID: make(map[string]Endpoint, len(eps))}
+	for _, ep := range eps {
+		e.byID[ep.ID] = ep
+	}
+	d.eps.Store(e)
 }
 
 // Run dispatches until ctx ends, pausing Poll after a round with nothing
@@ -200,7 +223,7 @@ func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 	total := 0
 	var errs []error
-	for shard := range d.s.shards {
+	for shard := range d.b.Shards {
 		n, err := d.stepShard(ctx, shard)
 		total += n
 		if err != nil {
@@ -211,10 +234,10 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 }
 
 func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
-	k := d.s.keys
-	outbox, dels := k.webhookOutbox(shard), k.webhookDeliveries(shard)
+	k := keys{d.b}
+	outbox, dels := k.outbox(shard), k.deliveries(shard)
 	now := d.cfg.Now()
-	moved, err := d.s.runner.Run(ctx, webhookDueCall{retries: k.webhookRetries(shard), deliveries: dels,
+	moved, err := d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: dels,
 		nowMs: now.UnixMilli(), limit: 256}).Int()
 	if err != nil {
 		return 0, redisx.Wrap(err)
@@ -234,14 +257,14 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
 	for _, e := range entries {
 		t, _ := e.Values["t"].(string)
 		var want []string
-		for _, ep := range d.cfg.Endpoints {
+		for _, ep := range d.eps.Load().list {
 			if ep.wants(t) {
 				want = append(want, ep.ID)
 			}
 		}
-		call := webhookFanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
+		call := fanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
 			message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, endpoints: want}
-		if err := d.s.runner.Run(ctx, call).Err(); err != nil {
+		if err := d.b.Runner.Run(ctx, call).Err(); err != nil {
 			return handled, redisx.Wrap(err)
 		}
 		handled++
@@ -276,8 +299,8 @@ func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]re
 	if err := d.ensureGroup(ctx, stream); err != nil {
 		return nil, err
 	}
-	c := d.s.client
-	claimed, _, err := c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: webhookGroup,
+	c := d.b.Client
+	claimed, _, err := c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: group,
 		MinIdle: d.cfg.ClaimIdle, Start: "0-0", Count: count, Consumer: d.cfg.Consumer}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, redisx.Wrap(err)
@@ -285,7 +308,7 @@ func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]re
 	if int64(len(claimed)) >= count {
 		return claimed, nil
 	}
-	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: webhookGroup, Consumer: d.cfg.Consumer,
+	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: d.cfg.Consumer,
 		Streams: []string{stream, ">"}, Count: count - int64(len(claimed)), Block: -1}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return claimed, redisx.Wrap(err)
@@ -304,7 +327,7 @@ func (d *Dispatcher) ensureGroup(ctx context.Context, stream string) error {
 	if ok {
 		return nil
 	}
-	err := d.s.client.XGroupCreateMkStream(ctx, stream, webhookGroup, "0").Err()
+	err := d.b.Client.XGroupCreateMkStream(ctx, stream, group, "0").Err()
 	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
 		return redisx.Wrap(err)
 	}
@@ -318,18 +341,18 @@ func (d *Dispatcher) ensureGroup(ctx context.Context, stream string) error {
 func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) error {
 	str := func(f string) string { v, _ := e.Values[f].(string); return v }
 	n, _ := strconv.Atoi(str("n"))
-	wd := WebhookDelivery{MessageID: str("m"), Endpoint: str("e"), Type: str("t"), Event: []byte(str("d")), RetryCount: n}
-	k := d.s.keys
-	dels := k.webhookDeliveries(shard)
+	wd := Delivery{MessageID: str("m"), Endpoint: str("e"), Type: str("t"), Event: []byte(str("d")), RetryCount: n}
+	k := keys{d.b}
+	dels := k.deliveries(shard)
 	var sendErr error
-	if _, ok := d.eps[wd.Endpoint]; !ok {
+	if _, ok := d.eps.Load().byID[wd.Endpoint]; !ok {
 		sendErr = fmt.Errorf("endpoint %q is no longer configured", wd.Endpoint)
 	} else {
 		sendErr = d.cfg.Send(ctx, wd)
 	}
 	if sendErr == nil {
-		_, err := d.s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.XAck(ctx, dels, webhookGroup, e.ID)
+		_, err := d.b.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.XAck(ctx, dels, group, e.ID)
 			p.XDel(ctx, dels, e.ID)
 			return nil
 		})
@@ -342,7 +365,7 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 		return nil
 	}
 	due := d.cfg.Now().Add(d.backoff(n + 1))
-	out, err := d.s.runner.Run(ctx, webhookFailCall{deliveries: dels, retries: k.webhookRetries(shard), dead: k.webhookDead(shard),
+	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard),
 		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
 		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
 	if err != nil {
@@ -371,96 +394,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-// DeadLetter is one delivery that failed MaxAttempts tries.
-type DeadLetter struct {
-	// ID names it for Replay: "<shard>.<stream entry id>".
-	ID        string
-	MessageID string
-	Endpoint  string
-	Type      string
-	Event     []byte
-	Attempts  int
-	FailedAt  time.Time
-	LastError string
-}
-
-// ErrDeadLetterNotFound: no dead letter has that id (replayed, trimmed, or
-// never was).
-var ErrDeadLetterNotFound = errors.New("dead letter not found")
-
-// DeadLetters lists up to limit dead letters, shard by shard, oldest first,
-// after the cursor (a DeadLetter.ID; "" from the start); next is the cursor
-// of the following page, "" at the end.
-func (s *Store) DeadLetters(ctx context.Context, after string, limit int) (list []DeadLetter, next string, err error) {
-	shard, start := 0, "-"
-	if after != "" {
-		sh, id, ok := parseDeadID(after, s.shards)
-		if !ok {
-			return nil, "", ErrDeadLetterNotFound
-		}
-		shard, start = sh, "("+id
-	}
-	for ; shard < s.shards; shard, start = shard+1, "-" {
-		msgs, err := s.client.XRangeN(ctx, s.keys.webhookDead(shard), start, "+", int64(limit-len(list))).Result()
-		if err != nil {
-			return nil, "", redisx.Wrap(err)
-		}
-		for _, m := range msgs {
-			list = append(list, deadLetter(shard, m))
-		}
-		if len(list) >= limit {
-			return list, list[len(list)-1].ID, nil
-		}
-	}
-	return list, "", nil
-}
-
-func deadLetter(shard int, m redis.XMessage) DeadLetter {
-	str := func(f string) string { v, _ := m.Values[f].(string); return v }
-	n, _ := strconv.Atoi(str("n"))
-	at, _ := strconv.ParseInt(str("at"), 10, 64)
-	return DeadLetter{ID: strconv.Itoa(shard) + "." + m.ID, MessageID: str("m"), Endpoint: str("e"), Type: str("t"),
-		Event: []byte(str("d")), Attempts: n, FailedAt: time.UnixMilli(at).UTC(), LastError: str("err")}
-}
-
-// parseDeadID splits "<shard>.<ms>-<seq>".
-func parseDeadID(id string, shards int) (int, string, bool) {
-	sh, rest, ok := strings.Cut(id, ".")
-	if !ok {
-		return 0, "", false
-	}
-	n, err := strconv.Atoi(sh)
-	if err != nil || n < 0 || n >= shards {
-		return 0, "", false
-	}
-	ms, seq, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, "", false
-	}
-	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
-		return 0, "", false
-	}
-	if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
-		return 0, "", false
-	}
-	return n, rest, true
-}
-
-// ReplayDeadLetter puts dead letter id back into its shard's deliveries,
-// retry count reset; ErrDeadLetterNotFound when there is no such one.
-func (s *Store) ReplayDeadLetter(ctx context.Context, id string) error {
-	shard, entry, ok := parseDeadID(id, s.shards)
-	if !ok {
-		return ErrDeadLetterNotFound
-	}
-	n, err := s.runner.Run(ctx, webhookReplayCall{dead: s.keys.webhookDead(shard), deliveries: s.keys.webhookDeliveries(shard), entry: entry}).Int()
-	if err != nil {
-		return redisx.Wrap(err)
-	}
-	if n == 0 {
-		return ErrDeadLetterNotFound
-	}
-	return nil
 }

@@ -1,0 +1,85 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/rooms"
+)
+
+// CreateTicket implements POST /v1/matchmaking/tickets: 201 {ticket}.
+func (s *Server) CreateTicket(w http.ResponseWriter, r *http.Request, params oapi.CreateTicketParams) {
+	s.idempotent(w, r, params.IdempotencyKey, s.createTicket)
+}
+
+func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) {
+	if s.tickets == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	var p matchmaking.TicketParams
+	if err := decodeBody(r, &p, false, jsonType); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.tickets.Create(r.Context(), userFrom(r.Context()), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/matchmaking/tickets/"+t.ID)
+	writeJSON(w, http.StatusCreated, oapi.TicketResponse{Ticket: ticketBody(t)})
+}
+
+// GetTicket implements GET /v1/matchmaking/tickets/{ticketId}.
+func (s *Server) GetTicket(w http.ResponseWriter, r *http.Request, ticketID string) {
+	if s.tickets == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	t, err := s.tickets.Get(r.Context(), userFrom(r.Context()), ticketID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, oapi.TicketResponse{Ticket: ticketBody(t)})
+}
+
+// CancelTicket implements DELETE /v1/matchmaking/tickets/{ticketId}: 204.
+func (s *Server) CancelTicket(w http.ResponseWriter, r *http.Request, ticketID string) {
+	if s.tickets == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	if err := s.tickets.Cancel(r.Context(), userFrom(r.Context()), ticketID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ticketBody is t as the API shows it (Ticket in openapi.yaml).
+func ticketBody(t matchmaking.Ticket) oapi.Ticket {
+	out := oapi.Ticket{TicketId: t.ID, Mode: t.Mode, Rating: t.Rating, Attributes: t.Attributes, UserId: t.UserID,
+		PartyUserIds: t.PartyUserIDs, Status: oapi.TicketStatus(t.Status), CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}
+	for _, reg := range t.Regions {
+		out.Regions = append(out.Regions, reg)
+	}
+	if out.PartyUserIds == nil {
+		out.PartyUserIds = []string{}
+	}
+	switch t.Status {
+	case matchmaking.Searching:
+		w, waited := t.Window, t.Waited.Seconds()
+		out.Window, out.WaitedSeconds = &w, &waited
+	case matchmaking.Matched:
+		mid, reg, team, at := t.MatchID, t.Region, t.Team, t.MatchedAt
+		out.MatchId, out.Region, out.Team, out.MatchedAt = &mid, &reg, &team, &at
+		if t.RoomID != "" {
+			room := t.RoomID
+			out.RoomId = &room
+		}
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store/tickets"
+)
+
+func TestTicketsOverHTTP(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, aliceID := e.guest("alice")
+		bob, _ := e.guest("bob")
+		carol, _ := e.guest("carol")
+		path := "/v1/matchmaking/tickets"
+		bad := []struct {
+			name  string
+			body  any
+			field string
+		}{
+			{"no mode", map[string]any{"regions": []string{"eu"}}, "mode"},
+			{"no regions", map[string]any{"mode": "duel"}, "regions"},
+			{"bad region", map[string]any{"mode": "duel", "regions": []string{"EU"}}, "regions.0"},
+			{"repeated region", map[string]any{"mode": "duel", "regions": []string{"eu", "eu"}}, "regions.1"},
+			{"rating too big", map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 2e9}, "rating"},
+			{"self in party", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{aliceID}}, "partyUserIds.0"},
+			{"party past a team", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"x", "y"}}, "partyUserIds"},
+			{"bad attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"a": []int{1}}}, "attributes.a"},
+			{"unknown field", map[string]any{"mode": "duel", "region": "eu"}, "region"},
+		}
+		for _, c := range bad {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.do("POST", path, alice, c.body)
+				want(t, r, 422, "VALIDATION_FAILED")
+				if !strings.Contains(r.raw, `"field":"`+c.field+`"`) {
+					t.Errorf("errors do not name %s: %s", c.field, r.raw)
+				}
+			})
+		}
+
+		r := e.do("POST", path, alice, map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 1000})
+		want(t, r, 201, "")
+		a := r.body["ticket"].(map[string]any)
+		aid := a["ticketId"].(string)
+		if a["status"] != "searching" || a["window"] != 100.0 || a["userId"] != aliceID || r.header.Get("Location") != path+"/"+aid {
+			t.Fatalf("created %s %v", r.raw, r.header)
+		}
+		want(t, e.do("POST", path, alice, map[string]any{"mode": "other", "regions": []string{"eu"}}), 409, "TICKET_ACTIVE")
+		r = e.do("POST", path, carol, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{aliceID}})
+		want(t, r, 409, "TICKET_ACTIVE")
+		if !strings.Contains(r.raw, "partyUserIds.0 has") {
+			t.Fatalf("the detail does not say which member: %s", r.raw)
+		}
+		want(t, e.do("GET", path+"/"+aid, bob, nil), 404, "TICKET_NOT_FOUND")
+		want(t, e.do("GET", path+"/00AAAAAAAAAAAAAA", alice, nil), 404, "TICKET_NOT_FOUND")
+		want(t, e.do("GET", path+"/nope", alice, nil), 404, "TICKET_NOT_FOUND")
+
+		// Idempotency-Key: the same answer, the same ticket
+		body := map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 3000}
+		first := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+		want(t, first, 201, "")
+		again := e.do("POST", path, carol, body, "Idempotency-Key", "k1")
+		want(t, again, 201, "")
+		cid := first.body["ticket"].(map[string]any)["ticketId"]
+		if again.header.Get("Idempotent-Replayed") != "true" || again.body["ticket"].(map[string]any)["ticketId"] != cid {
+			t.Fatalf("replay %v %s", again.header, again.raw)
+		}
+
+		// bob is matched with alice (carol's 3000 is out of every window)
+		stream := e.me(alice, "web")
+		defer stream.close()
+		if f := stream.next(); f.event != "snapshot" {
+			t.Fatalf("first event %s", f.event)
+		}
+		want(t, e.do("POST", path, bob, map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 1060}), 201, "")
+		ts := tickets.New(e.store.Base(), tickets.Config{})
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts}, Rooms: e.store,
+			Notifier: ts, Holder: "test"})
+		m.Round(context.Background())
+		f := stream.next()
+		checkUserEvent(t, f)
+		if f.event != "match_found" || f.data["ticketId"] != aid || f.data["roomId"] == "" || f.id == "" {
+			t.Fatalf("event %s %v", f.event, f.data)
+		}
+		room := f.data["roomId"].(string)
+		r = e.do("GET", path+"/"+aid, alice, nil)
+		want(t, r, 200, "")
+		got := r.body["ticket"].(map[string]any)
+		if got["status"] != "matched" || got["roomId"] != room || got["matchId"] != f.data["matchId"] || got["window"] != nil {
+			t.Fatalf("matched ticket %s", r.raw)
+		}
+		// bob takes the seat held for him in the private room, by id
+		want(t, e.do("POST", "/v1/rooms/"+room+"/join", bob, nil), 200, "")
+		want(t, e.do("DELETE", path+"/"+aid, alice, nil), 409, "TICKET_MATCHED")
+
+		want(t, e.do("DELETE", path+"/"+cid.(string), bob, nil), 404, "TICKET_NOT_FOUND")
+		want(t, e.do("DELETE", path+"/"+cid.(string), carol, nil), 204, "")
+		r = e.do("GET", path+"/"+cid.(string), carol, nil)
+		if r.body["ticket"].(map[string]any)["status"] != "cancelled" {
+			t.Fatalf("after cancel %s", r.raw)
+		}
+		want(t, e.do("DELETE", path+"/"+cid.(string), carol, nil), 204, "")
+		// free again: a new ticket for alice after her match
+		want(t, e.do("POST", path, alice, map[string]any{"mode": "duel", "regions": []string{"eu"}}), 201, "")
+	})
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+
+	"github.com/realsync/realsync/internal/metrics"
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/tickets"
+)
+
+// matchSettings are the matchmaking rules (issue 17), parsed apart
+// from the rest of the configuration.
+type matchSettings struct {
+	// MatchmakingFile: REALSYNC_MATCHMAKING_FILE, the rules per mode
+	// (matchmaking.ParseRules, YAML or JSON); unset: every mode gets
+	// matchmaking.Default().
+	MatchmakingFile  string
+	MatchmakingRules matchmaking.RuleSet
+}
+
+// matchmakingFlags declares the settings' flags on fs, with env's values
+// as defaults; the returned function checks them after fs.Parse.
+func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) matchSettings {
+	var file string
+	fs.StringVar(&file, "matchmaking-file", env("REALSYNC_MATCHMAKING_FILE", ""), "YAML or JSON file of matchmaking rules per mode (teams, rating window, regions, attributes, ticket TTL, backfill); unset: every mode matches 2 players (REALSYNC_MATCHMAKING_FILE)")
+	return func(bad func(name, msg string)) matchSettings {
+		s := matchSettings{MatchmakingFile: file}
+		if file != "" {
+			var err error
+			if s.MatchmakingRules, err = matchmaking.LoadRules(file); err != nil {
+				bad("REALSYNC_MATCHMAKING_FILE", err.Error())
+			}
+		}
+		return s
+	}
+}
+
+// matchmakingConfig is the tickets' configuration on st.
+func (c Config) matchmakingConfig(st *store.Store) matchmaking.Config {
+	return matchmaking.Config{Queue: tickets.New(st.Base(), tickets.Config{}), Rules: c.MatchmakingRules,
+		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}}
+}
+
+// runMatcher runs the matcher until ctx ends, as holder instance.
+func runMatcher(ctx context.Context, mc matchmaking.Config, st *store.Store, holder string, m *metrics.Metrics, log *slog.Logger) {
+	notifier, _ := mc.Queue.(matchmaking.Notifier)
+	matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: mc, Rooms: st, Notifier: notifier, Observer: m,
+		Logger: log, Holder: holder}).Run(ctx)
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Two realsyncd processes with a rules file: tickets with ratings and
+// parties queued through both, a few cancelled, one instance killed while
+// they are matched. Every ticket ends matched (with a room), expired or
+// cancelled, through the survivor; teams are full; a user is told of its
+// match on the personal stream.
+func TestMatchmakingAcrossInstances(t *testing.T) {
+	bin := buildBinary(t)
+	rules := filepath.Join(t.TempDir(), "mm.yaml")
+	if err := os.WriteFile(rules, []byte("modes:\n  squad:\n    teams: 2\n    teamSize: 2\n    window: {start: 100, step: 100, every: 1s, max: 800}\n    ticketTTL: 8s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"standalone", "cluster"} {
+		t.Run(backend, func(t *testing.T) {
+			env := append(backendEnv(t, backend), "REALSYNC_MATCHMAKING_FILE="+rules)
+			a, b := start(t, bin, env...), start(t, bin, env...)
+			rng := rand.New(rand.NewPCG(3, 4))
+			type ticket struct {
+				id, token string
+				size      int
+				cancelled bool
+			}
+			var all []*ticket
+			watchToken, _ := guestWithID(t, b, "watch")
+			watch := openMe(t, b.url, watchToken, "web")
+			if e, _ := watch.next(t, 10*time.Second); e.typ != "snapshot" {
+				t.Fatalf("first event %+v", e)
+			}
+			for i := range 60 {
+				in := b
+				if i%2 == 0 && i < 30 {
+					in = a
+				}
+				token, _ := guestWithID(t, in, fmt.Sprintf("p%d", i))
+				if i == 0 {
+					token = watchToken
+				}
+				body := map[string]any{"mode": "squad", "regions": []string{"eu"}, "rating": 1000 + rng.IntN(400)}
+				size := 1
+				if rng.IntN(3) == 0 {
+					_, mate := guestWithID(t, in, fmt.Sprintf("m%d", i))
+					body["partyUserIds"] = []string{mate}
+					size = 2
+				}
+				status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", token, body)
+				if status != 201 {
+					t.Fatalf("create: %d %v", status, res)
+				}
+				tk := &ticket{id: res["ticket"].(map[string]any)["ticketId"].(string), token: token, size: size}
+				all = append(all, tk)
+				if i%7 == 3 {
+					if status, _ := call(t, "DELETE", b.url+"/v1/matchmaking/tickets/"+tk.id, token, nil); status == 204 {
+						tk.cancelled = true
+					}
+				}
+				if i == 30 {
+					a.kill()
+				}
+			}
+			teams := map[string][]int{} // match → players per team
+			counts := map[string]int{}
+			deadline := time.Now().Add(30 * time.Second)
+			for _, tk := range all {
+				for {
+					status, res := call(t, "GET", b.url+"/v1/matchmaking/tickets/"+tk.id, tk.token, nil)
+					if status != 200 {
+						t.Fatalf("get %s: %d %v", tk.id, status, res)
+					}
+					got := res["ticket"].(map[string]any)
+					st := got["status"].(string)
+					if st == "matched" && got["roomId"] == nil || st == "searching" {
+						if time.Now().After(deadline) {
+							t.Fatalf("%s still %s after 30 s", tk.id, st)
+						}
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+					counts[st]++
+					if tk.cancelled && st != "cancelled" {
+						t.Fatalf("%s cancelled, then %s", tk.id, st)
+					}
+					if st == "matched" {
+						mid := got["matchId"].(string)
+						if teams[mid] == nil {
+							teams[mid] = make([]int, 2)
+						}
+						teams[mid][int(got["team"].(float64))] += tk.size
+					}
+					break
+				}
+			}
+			for mid, ts := range teams {
+				if ts[0] != 2 || ts[1] != 2 {
+					t.Fatalf("match %s teams %v", mid, ts)
+				}
+			}
+			if len(teams) < 3 {
+				t.Fatalf("only %d matches: %v", len(teams), counts)
+			}
+			t.Logf("%s: %v in %d matches", backend, counts, len(teams))
+			// the first player was matched, or its ticket expired or was cancelled
+			status, res := call(t, "GET", b.url+"/v1/matchmaking/tickets/"+all[0].id, watchToken, nil)
+			if got := res["ticket"].(map[string]any); status == 200 && got["status"] == "matched" {
+				e, _ := watch.next(t, 10*time.Second)
+				if e.typ != "match_found" || e.data["roomId"] != got["roomId"] {
+					t.Fatalf("personal stream: %+v, ticket %v", e, got)
+				}
+			}
+		})
+	}
+}

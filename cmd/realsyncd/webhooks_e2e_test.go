@@ -1,0 +1,430 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/realsync/realsync/internal/rediskeys"
+)
+
+// hookTry is one request the receiver got.
+type hookTry struct {
+	id, typ string
+	retry   int
+	data    map[string]any
+	ok      bool // answered 2xx
+}
+
+// receiver is a local webhook endpoint that checks every request's
+// Standard Webhooks signature and fails on purpose when told: mode 0
+// answers 204, 1 answers 500, 2 holds the request (reporting it on hung)
+// until release is closed.
+type receiver struct {
+	srv     *httptest.Server
+	secret  string
+	mode    atomic.Int32
+	hung    chan string // webhook-id of each held request
+	release chan struct{}
+	mu      sync.Mutex
+	tries   []hookTry
+	badSig  int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	t.Helper()
+	rc := &receiver{secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", hung: make(chan string, 16), release: make(chan struct{})}
+	wh, err := standardwebhooks.NewWebhook(rc.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := wh.Verify(body, r.Header); err != nil {
+			rc.mu.Lock()
+			rc.badSig++
+			rc.mu.Unlock()
+			http.Error(w, "bad signature", 400)
+			return
+		}
+		var p struct {
+			Type      string         `json:"type"`
+			Timestamp string         `json:"timestamp"`
+			Data      map[string]any `json:"data"`
+		}
+		json.Unmarshal(body, &p)
+		n, _ := strconv.Atoi(r.Header.Get("webhook-retry-count"))
+		try := hookTry{id: r.Header.Get("webhook-id"), typ: p.Type, retry: n, data: p.Data}
+		switch rc.mode.Load() {
+		case 1:
+			w.WriteHeader(500)
+		case 2:
+			rc.hung <- try.id
+			select {
+			case <-rc.release:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(204)
+		default:
+			try.ok = true
+			w.WriteHeader(204)
+		}
+		rc.mu.Lock()
+		rc.tries = append(rc.tries, try)
+		rc.mu.Unlock()
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+// snapshot returns the tries so far and the count of bad signatures.
+func (rc *receiver) snapshot() ([]hookTry, int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.tries), rc.badSig
+}
+
+// byID groups tries by webhook-id, in arrival order.
+func byID(tries []hookTry) map[string][]hookTry {
+	out := map[string][]hookTry{}
+	for _, tr := range tries {
+		out[tr.id] = append(out[tr.id], tr)
+	}
+	return out
+}
+
+// waitFor polls cond every 50 ms for up to within.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+	}
+}
+
+// webhookEntries counts what every webhook key of the deployment holds
+// (stream entries, retry members) and the keys themselves.
+func webhookEntries(t *testing.T, c redis.UniversalClient, prefix string) (entries int64, keys []string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rediskeys.Scan(ctx, c, "{"+prefix+":*}:webhooks*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.HasSuffix(k, ":retries") {
+			entries += c.ZCard(ctx, k).Val()
+		} else {
+			entries += c.XLen(ctx, k).Val()
+		}
+	}
+	slices.Sort(keys)
+	return entries, keys
+}
+
+// The webhooks end to end, with two realsyncd processes and a local
+// receiver that checks every signature and fails on purpose:
+//
+//  1. healthy: room events made through both instances and a user's
+//     online/offline are each received once (one try, 2xx, retry count 0);
+//  2. broken for "an hour": every try fails (500); with the backoff scaled
+//     1:1000 (REALSYNC_WEBHOOK_BACKOFF=1ms,600ms, i.e. 1 s..10 min) and 21
+//     tries (about an hour of waits at the default scale: the 20 waits'
+//     ceilings sum to 1 023 s + 10 × 600 s ≈ 117 min, full jitter halves
+//     that on average), each event is tried 21 times with retry counts
+//     0..20 and then
+//     dead-lettered; listed over HTTP with the admin token (paged one at a
+//     time), replayed over HTTP on the other instance, and delivered once
+//     more with retry count 0 and the same webhook-id;
+//  3. an instance killed while its delivery hangs at the receiver: another
+//     instance takes the delivery over (XAUTOCLAIM after 6 × the 1 s try
+//     timeout) and delivers it, the same webhook-id.
+//
+// Before and after: the webhook keys hold no entry (the outbox, the
+// deliveries and the dead letters emptied, no retry waiting).
+func TestWebhooksEndToEnd(t *testing.T) {
+	bin := buildBinary(t)
+	for _, backend := range []string{"standalone", "cluster"} {
+		t.Run(backend, func(t *testing.T) { webhooksEndToEnd(t, bin, backend) })
+	}
+}
+
+func webhooksEndToEnd(t *testing.T, bin, backend string) {
+	rc := newReceiver(t)
+	file := filepath.Join(t.TempDir(), "webhooks.yaml")
+	types := []string{"player_joined", "player_left", "room_closed", "user_online", "user_offline", "user_platforms_changed"}
+	yaml := fmt.Sprintf("endpoints:\n- id: crm\n  url: %s/hooks\n  secret: %s\n  events: [%s]\n", rc.srv.URL, rc.secret, strings.Join(types, ", "))
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const attempts = 21
+	env, prefix, c := sharedBackend(t, backend)
+	env = append(env, "REALSYNC_WEBHOOKS_FILE="+file, "REALSYNC_WEBHOOK_MAX_ATTEMPTS="+strconv.Itoa(attempts),
+		"REALSYNC_WEBHOOK_BACKOFF=1ms,600ms", "REALSYNC_WEBHOOK_TIMEOUT=1s", "REALSYNC_ADMIN_TOKEN="+e2eAdminToken, loadTestLimits)
+	a, b := start(t, bin, env...), start(t, bin, env...)
+	if n, keys := webhookEntries(t, c, prefix); n != 0 {
+		t.Fatalf("%d webhook entries before any event (keys %q)", n, keys)
+	}
+
+	// 1. healthy
+	owner, _ := guestWithID(t, a, "owner")
+	room := func(in *instance) string {
+		t.Helper()
+		status, body := call(t, "POST", in.url+"/v1/rooms", owner, map[string]any{"name": "Hooked", "mode": "hooks", "region": "eu", "maxPlayers": 8})
+		if status != 201 {
+			t.Fatalf("create: %d %v", status, body)
+		}
+		return body["room"].(map[string]any)["id"].(string)
+	}
+	join := func(in *instance, id, tok string) {
+		t.Helper()
+		if status, body := call(t, "POST", in.url+"/v1/rooms/"+id+"/join", tok, nil); status != 200 {
+			t.Fatalf("join: %d %v", status, body)
+		}
+	}
+	id1 := room(a)
+	var toks []string
+	for i := range 3 {
+		tok, _ := guestWithID(t, a, fmt.Sprintf("p%d", i))
+		toks = append(toks, tok)
+		join([]*instance{a, b}[i%2], id1, tok)
+	}
+	if status, _ := call(t, "POST", b.url+"/v1/rooms/"+id1+"/leave", toks[0], nil); status != 204 {
+		t.Fatalf("leave: %d", status)
+	}
+	if status, _ := call(t, "DELETE", a.url+"/v1/rooms/"+id1, owner, nil); status != 204 {
+		t.Fatalf("delete: %d", status)
+	}
+	me, uid := guestWithID(t, b, "online")
+	s := openMe(t, b.url, me, "console")
+	if e, _ := s.next(t, 5*time.Second); e.typ != "snapshot" {
+		t.Fatalf("personal stream opened with %q", e.typ)
+	}
+	waitFor(t, 10*time.Second, "user_online", func() bool {
+		tries, _ := rc.snapshot()
+		return slices.ContainsFunc(tries, func(tr hookTry) bool { return tr.typ == "user_online" && tr.data["userId"] == uid })
+	})
+	s.close()
+	count := func(tries []hookTry, typ string) int {
+		n := 0
+		for _, tr := range tries {
+			if tr.typ == typ {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, 10*time.Second, "every event of the healthy phase", func() bool {
+		tries, _ := rc.snapshot()
+		return count(tries, "player_joined") >= 3 && count(tries, "player_left") >= 1 && count(tries, "room_closed") >= 1 &&
+			count(tries, "user_offline") >= 1
+	})
+	time.Sleep(500 * time.Millisecond) // a duplicate would come now
+	healthy, bad := rc.snapshot()
+	if bad != 0 {
+		t.Fatalf("%d requests with a bad signature", bad)
+	}
+	for id, tries := range byID(healthy) {
+		if len(tries) != 1 || !tries[0].ok || tries[0].retry != 0 || !slices.Contains(types, tries[0].typ) {
+			t.Fatalf("healthy endpoint: %s tried %d times: %+v", id, len(tries), tries)
+		}
+	}
+	for _, tr := range healthy {
+		switch tr.typ {
+		case "user_online", "user_offline":
+			if tr.data["userId"] != uid || tr.data["online"] != (tr.typ == "user_online") {
+				t.Fatalf("%s: %v", tr.typ, tr.data)
+			}
+		default:
+			if tr.data["roomId"] != id1 {
+				t.Fatalf("%s of room %v, want %s", tr.typ, tr.data["roomId"], id1)
+			}
+		}
+	}
+	t.Logf("healthy: %d events, each received once, signatures verified", len(healthy))
+
+	// 2. broken for an hour (scaled)
+	rc.mode.Store(1)
+	id2 := room(b)
+	join(a, id2, toks[1])
+	join(b, id2, toks[2])
+	failed := func() map[string][]hookTry {
+		tries, _ := rc.snapshot()
+		out := byID(tries[len(healthy):])
+		return out
+	}
+	listDead := func(in *instance, limit int) []map[string]any {
+		t.Helper()
+		var all []map[string]any
+		for cursor := ""; ; {
+			path := in.url + "/v1/admin/webhooks/dead-letters?limit=" + strconv.Itoa(limit)
+			if cursor != "" {
+				path += "&cursor=" + cursor
+			}
+			status, body := call(t, "GET", path, e2eAdminToken, nil)
+			if status != 200 {
+				t.Fatalf("GET dead letters: %d %v", status, body)
+			}
+			for _, d := range body["deadLetters"].([]any) {
+				all = append(all, d.(map[string]any))
+			}
+			next, ok := body["nextCursor"].(string)
+			if !ok {
+				return all
+			}
+			cursor = next
+		}
+	}
+	deadDone := func() bool {
+		f := failed()
+		if len(f) < 2 {
+			return false
+		}
+		for _, tries := range f {
+			if len(tries) < attempts {
+				return false
+			}
+		}
+		return len(listDead(a, 100)) == len(f)
+	}
+	began := time.Now()
+	waitFor(t, 30*time.Second, "every event of the broken phase dead-lettered", deadDone)
+	took := time.Since(began)
+	time.Sleep(300 * time.Millisecond) // nothing more may come
+	if !deadDone() {
+		t.Fatal("more tries after the dead letters")
+	}
+	f := failed()
+	for id, tries := range f {
+		for i, tr := range tries {
+			if tr.ok || tr.retry != i {
+				t.Fatalf("%s try %d: %+v", id, i, tr)
+			}
+		}
+		if len(tries) != attempts {
+			t.Fatalf("%s tried %d times, want %d", id, len(tries), attempts)
+		}
+	}
+	t.Logf("broken: %d events tried %d times each in %v (×1000: %v, the polls between rounds included), then dead-lettered",
+		len(f), attempts, took.Round(time.Millisecond), (took * 1000).Round(time.Minute))
+	dead := listDead(b, 1)
+	if len(dead) != len(f) {
+		t.Fatalf("paged one at a time: %d dead letters, want %d", len(dead), len(f))
+	}
+	for _, d := range dead {
+		if _, ok := f[d["messageId"].(string)]; !ok || d["endpoint"] != "crm" || d["attempts"] != float64(attempts) ||
+			d["lastError"] != "webhook endpoint crm answered 500" {
+			t.Fatalf("dead letter %v", d)
+		}
+	}
+	if status, body := call(t, "GET", a.url+"/v1/admin/webhooks/dead-letters", owner, nil); status != 403 || body["code"] != "ADMIN_REQUIRED" {
+		t.Fatalf("a player token: %d %v", status, body)
+	}
+	rc.mode.Store(0)
+	mark, _ := rc.snapshot()
+	for _, d := range dead {
+		path := "/v1/admin/webhooks/dead-letters/" + d["id"].(string) + "/replay"
+		if status, body := call(t, "POST", a.url+path, e2eAdminToken, nil); status != 202 {
+			t.Fatalf("replay: %d %v", status, body)
+		}
+		if status, body := call(t, "POST", b.url+path, e2eAdminToken, nil); status != 404 || body["code"] != "DEAD_LETTER_NOT_FOUND" {
+			t.Fatalf("second replay: %d %v", status, body)
+		}
+	}
+	waitFor(t, 10*time.Second, "the replayed deliveries", func() bool {
+		tries, _ := rc.snapshot()
+		return len(tries) >= len(mark)+len(dead)
+	})
+	time.Sleep(300 * time.Millisecond)
+	after, _ := rc.snapshot()
+	replayed := byID(after[len(mark):])
+	if len(replayed) != len(dead) {
+		t.Fatalf("%d events delivered after the replays, want %d", len(replayed), len(dead))
+	}
+	for id, tries := range replayed {
+		if _, ok := f[id]; !ok || len(tries) != 1 || !tries[0].ok || tries[0].retry != 0 {
+			t.Fatalf("replayed %s: %+v", id, tries)
+		}
+	}
+	if left := listDead(a, 100); len(left) != 0 {
+		t.Fatalf("%d dead letters after the replays", len(left))
+	}
+
+	// 3. an instance killed mid-delivery
+	b.stop(t)
+	rc.mode.Store(2)
+	mark, _ = rc.snapshot()
+	id3 := room(a)
+	join(a, id3, toks[0])
+	var first string
+	select {
+	case first = <-rc.hung:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery reached the receiver")
+	}
+	a.kill() // at once: its try times out after 1 s (then it would retry by itself)
+	c2 := start(t, bin, env...)
+	rc.mode.Store(0)
+	close(rc.release)
+	held := map[string]bool{first: true}
+	for more := true; more; {
+		select {
+		case id := <-rc.hung:
+			held[id] = true
+		default:
+			more = false
+		}
+	}
+	began = time.Now()
+	waitFor(t, 20*time.Second, "the held deliveries taken over", func() bool {
+		tries, _ := rc.snapshot()
+		for id := range held {
+			if !slices.ContainsFunc(tries[len(mark):], func(tr hookTry) bool { return tr.id == id && tr.ok }) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("a killed instance's %d held deliveries were taken over %v after c started", len(held), time.Since(began).Round(10*time.Millisecond))
+	time.Sleep(300 * time.Millisecond)
+	last, _ := rc.snapshot()
+	for id, tries := range byID(last[len(mark):]) {
+		n := 1
+		if held[id] {
+			n = 2 // the held try, then the one taken over
+		}
+		if len(tries) != n || !tries[n-1].ok || tries[n-1].retry != 0 {
+			t.Fatalf("%s after the kill: %+v", id, tries)
+		}
+	}
+	if status, _ := call(t, "GET", c2.url+"/v1/rooms/"+id3, owner, nil); status != 200 {
+		t.Fatalf("the room on the new instance: %d", status)
+	}
+
+	waitFor(t, 10*time.Second, "the webhook keys emptied", func() bool { n, _ := webhookEntries(t, c, prefix); return n == 0 })
+	_, keys := webhookEntries(t, c, prefix)
+	for _, k := range keys {
+		// what stays: each shard's outbox and deliveries, empty, with the
+		// consumer group; no retry zset, no dead-letter stream
+		if !strings.HasSuffix(k, ":webhooks") && !strings.HasSuffix(k, ":webhooks:deliveries") {
+			t.Errorf("key %s left", k)
+		}
+	}
+	t.Logf("after: %d webhook keys, all empty streams with their consumer group", len(keys))
+}

@@ -1,0 +1,70 @@
+package webhook
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"os"
+	"reflect"
+	"time"
+)
+
+// Reload is how often Watch reads the endpoints file again (as the API
+// keys file).
+const Reload = 5 * time.Second
+
+// Watch reads the endpoints file at path every interval until ctx ends
+// and, when it holds endpoints other than those in force (current at
+// first), calls apply with them. A file that cannot be read or is refused
+// by Parse is logged once for as long as it stays so, and the endpoints in
+// force stay. Webhooks cannot be turned on or off this way: the outbox is
+// written only by an instance started with a file.
+func Watch(ctx context.Context, path string, interval time.Duration, current []Endpoint, apply func([]Endpoint), log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var sum [sha256.Size]byte
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		raw, err := os.ReadFile(path)
+		if err == nil && sha256.Sum256(raw) == sum {
+			continue
+		}
+		var eps []Endpoint
+		if err == nil {
+			if eps, err = Parse(raw); err != nil {
+				err = &fileError{path, err}
+			}
+		}
+		if err != nil {
+			if err.Error() != lastErr { // once per bad content, not every poll
+				log.Error("webhooks file not reloaded; the endpoints in force stay", "err", err)
+			}
+			lastErr = err.Error()
+			continue
+		}
+		lastErr, sum = "", sha256.Sum256(raw)
+		if reflect.DeepEqual(eps, current) {
+			continue
+		}
+		apply(eps)
+		current = eps
+		ids := make([]string, len(eps))
+		for i, ep := range eps {
+			ids[i] = ep.ID
+		}
+		log.Info("webhooks file reloaded", "endpoints", ids)
+	}
+}
+
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Error() string { return "webhooks file " + e.path + ": " + e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }

@@ -1,0 +1,104 @@
+package webhook
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/testlog"
+)
+
+// Watch applies a changed file's endpoints once; an unchanged file, or one
+// rewritten with the same endpoints, applies nothing; a bad file is logged
+// once while it stays bad and the endpoints in force stay; a good file
+// after it applies again.
+func TestWatchReloadsChangedEndpoints(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	file := func(ids ...string) string {
+		var b strings.Builder
+		b.WriteString("endpoints:\n")
+		for _, id := range ids {
+			b.WriteString("- id: " + id + "\n  url: https://h.example/" + id + "\n  secret: " + secret + "\n  events: ['*']\n")
+		}
+		return b.String()
+	}
+	path := filepath.Join(t.TempDir(), "hooks.yaml")
+	// written whole (a poll between WriteFile's truncate and its write
+	// would read an empty file: refused, logged, and read again later)
+	write := func(s string) {
+		t.Helper()
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(file("a"))
+	current, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var applied [][]string
+	apply := func(eps []Endpoint) {
+		ids := make([]string, len(eps))
+		for i, ep := range eps {
+			ids[i] = ep.ID
+		}
+		mu.Lock()
+		applied = append(applied, ids)
+		mu.Unlock()
+	}
+	got := func() [][]string { mu.Lock(); defer mu.Unlock(); return append([][]string(nil), applied...) }
+	logs := &testlog.Buffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Watch(ctx, path, 5*time.Millisecond, current, apply, slog.New(slog.NewTextHandler(logs, nil)))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s (applied %v, logs %s)", what, got(), logs.String())
+			}
+		}
+	}
+	settle := func() { time.Sleep(50 * time.Millisecond) } // ten polls
+
+	settle()
+	write(file("a") + "\n") // other bytes, the same endpoints
+	settle()
+	if len(got()) != 0 {
+		t.Fatalf("applied %v without a change of endpoints", got())
+	}
+	write(file("a", "b"))
+	wait("a and b applied", func() bool { return len(got()) == 1 })
+	if g := got()[0]; len(g) != 2 || g[0] != "a" || g[1] != "b" {
+		t.Fatalf("applied %v", g)
+	}
+	write("endpoints:\n- id: a\n  url: nope\n")
+	wait("the bad file logged", func() bool { return strings.Contains(logs.String(), "not reloaded") })
+	settle()
+	if n := strings.Count(logs.String(), "not reloaded"); n != 1 {
+		t.Fatalf("the bad file logged %d times, want once:\n%s", n, logs.String())
+	}
+	write(file("b"))
+	wait("b applied", func() bool { return len(got()) == 2 })
+	if g := got()[1]; len(g) != 1 || g[0] != "b" {
+		t.Fatalf("applied %v", g)
+	}
+	settle()
+	if len(got()) != 2 {
+		t.Fatalf("applied again without a change: %v", got())
+	}
+}

@@ -1,0 +1,290 @@
+package matchmaking
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Defaults of a MatcherConfig.
+const (
+	DefaultInterval    = 250 * time.Millisecond
+	DefaultLeaseTTL    = 3 * time.Second
+	DefaultRepairAfter = 5 * time.Second
+	DefaultHold        = 15 * time.Second // rooms.DefaultReservationTTL
+	DefaultWalk        = 1000             // ≈ 16 ms of Redis per pass (BenchmarkPass)
+	DefaultSweep       = 1000
+)
+
+// Observer counts what the matcher does (metrics); every method must be
+// safe for concurrent use and quick.
+type Observer interface {
+	// Searching is how many tickets mode's queue holds.
+	Searching(mode string, n int)
+	// Matched is one match of mode and how long each of its tickets
+	// waited.
+	Matched(mode string, waits []time.Duration)
+}
+
+// MatcherConfig is what a Matcher needs; cmd/realsyncd wires it.
+type MatcherConfig struct {
+	Config
+	Rooms    RoomOpener
+	Notifier Notifier
+	Observer Observer // nil: none
+	Logger   *slog.Logger
+	// Holder names this instance in the leases (its instance id).
+	Holder string
+	// Interval between rounds (DefaultInterval); LeaseTTL how long a
+	// mode's lease outlives its last renewal (DefaultLeaseTTL): a killed
+	// instance's modes pass to another after it.
+	Interval, LeaseTTL time.Duration
+	// RepairAfter: a pending match older than this (its instance died
+	// between the pass and the room) is completed by the lease holder.
+	RepairAfter time.Duration
+	// Hold is how long a match's seats are reserved (DefaultHold).
+	Hold time.Duration
+	// Walk and Sweep bound a pass (DefaultWalk, DefaultSweep).
+	Walk, Sweep int
+}
+
+// Matcher runs the passes: each round, for every mode with tickets, it
+// takes (or renews) the mode's lease, so one instance at a time matches
+// a mode; runs one pass (atomic in Redis: tickets grouped, marked matched
+// and recorded pending, expired ones ended); then, per match, makes the
+// room with the seats reserved for exactly its users, tells each user
+// (match_found, at least once) and records the room on the tickets,
+// which ends the pending record. Pending matches a dead instance left are
+// completed the same way (idempotent: the room id derives from the match).
+type Matcher struct {
+	cfg MatcherConfig
+	mu  sync.Mutex
+	// from is where each mode's next pass starts its walk (a page of a
+	// large queue at a time).
+	from map[string]string
+}
+
+// NewMatcher returns a Matcher as cfg says.
+func NewMatcher(cfg MatcherConfig) *Matcher {
+	cfg.Config = cfg.Config.withDefaults()
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Interval, DefaultInterval)
+	def(&cfg.LeaseTTL, DefaultLeaseTTL)
+	def(&cfg.RepairAfter, DefaultRepairAfter)
+	def(&cfg.Hold, DefaultHold)
+	if cfg.Walk == 0 {
+		cfg.Walk = DefaultWalk
+	}
+	if cfg.Sweep == 0 {
+		cfg.Sweep = DefaultSweep
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Matcher{cfg: cfg, from: map[string]string{}}
+}
+
+// Run runs rounds every Interval until ctx ends, then gives up its
+// leases.
+func (m *Matcher) Run(ctx context.Context) {
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	held := map[string]bool{}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for mode := range held {
+			_ = m.cfg.Queue.DropLease(ctx, mode, m.cfg.Holder)
+		}
+	}()
+	for {
+		for _, mode := range m.Round(ctx) {
+			held[mode] = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round runs one round over every mode with tickets and returns the
+// modes whose lease it holds. Errors are logged: the next round retries.
+func (m *Matcher) Round(ctx context.Context) []string {
+	modes, err := m.cfg.Queue.Modes(ctx)
+	if err != nil {
+		m.cfg.Logger.Warn("matchmaking: modes", "err", err)
+		return nil
+	}
+	var held []string
+	for _, mode := range modes {
+		if ctx.Err() != nil {
+			break
+		}
+		ok, err := m.cfg.Queue.Lease(ctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
+		if err != nil || !ok {
+			continue
+		}
+		held = append(held, mode)
+		if err := m.pass(ctx, mode); err != nil && !errors.Is(err, context.Canceled) {
+			m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
+		}
+	}
+	return held
+}
+
+// pass runs one pass of mode and completes its matches, then the pending
+// ones left by a dead instance.
+func (m *Matcher) pass(ctx context.Context, mode string) error {
+	r := m.cfg.Rules.Of(mode)
+	if r.Backfill {
+		if err := m.refreshBackfill(ctx, mode); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	from := m.from[mode]
+	m.mu.Unlock()
+	p, err := m.cfg.Queue.Pass(ctx, mode, r, PassParams{Walk: m.cfg.Walk, Sweep: m.cfg.Sweep, Grace: m.cfg.Grace, From: from})
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.from[mode] = p.Next
+	m.mu.Unlock()
+	errs := m.completeAll(ctx, mode, p.Matches, r)
+	pending, err := m.cfg.Queue.Pending(ctx, mode)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, match := range pending {
+		if m.cfg.Now().Sub(match.At) >= m.cfg.RepairAfter {
+			m.cfg.Logger.Info("matchmaking: completing a pending match", "mode", mode, "match", match.ID)
+			errs = append(errs, m.Complete(ctx, match, r))
+		}
+	}
+	if m.cfg.Observer != nil {
+		if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
+			m.cfg.Observer.Searching(mode, n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refreshBackfill reads the free seats of mode's backfill rooms again
+// (players leave, holds lapse, rooms start or close), so a pass offers
+// what each room can take now.
+func (m *Matcher) refreshBackfill(ctx context.Context, mode string) error {
+	rs, err := m.cfg.Queue.BackfillRooms(ctx, mode)
+	if err != nil {
+		return err
+	}
+	for _, room := range rs {
+		free, open, err := m.cfg.Rooms.FreeSeats(ctx, room.ID)
+		if err != nil {
+			return err
+		}
+		if !open {
+			free = 0
+		}
+		if free != room.Free {
+			room.Free = free
+			if err := m.cfg.Queue.PutBackfill(ctx, mode, room); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// completeConcurrency is how many matches of a pass are completed at once:
+// each is a few round trips (room, seats, one notice per user, tickets),
+// so one at a time would bound a mode to a few hundred matches a second.
+const completeConcurrency = 16
+
+// completeAll completes a pass's matches, completeConcurrency at once,
+// and returns their errors.
+func (m *Matcher) completeAll(ctx context.Context, mode string, matches []Match, r Rules) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, completeConcurrency)
+	)
+	for _, match := range matches {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			done, err := m.complete(ctx, match, r)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			if done && m.cfg.Observer != nil {
+				waits := make([]time.Duration, len(match.Tickets))
+				for i, t := range match.Tickets {
+					waits[i] = match.At.Sub(t.CreatedAt)
+				}
+				m.cfg.Observer.Matched(mode, waits)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// Complete makes match's room (seats reserved for its users) or, for a
+// backfill, holds seats of its open room, tells each user, and records
+// the room on its tickets, ending the pending record. A backfill the room
+// cannot take any more (full, started, closed) puts its tickets back in
+// the queue. Safe to run again for the same match: the room is found, the
+// users are told again (match_found is delivered at least once; its
+// matchId tells a repeat).
+func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
+	_, err := m.complete(ctx, match, r)
+	return err
+}
+
+// complete is Complete; done is false for a backfill put back.
+func (m *Matcher) complete(ctx context.Context, match Match, r Rules) (done bool, err error) {
+	room := match.RoomID
+	if room != "" {
+		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), m.cfg.Hold)
+		if errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound) {
+			return false, m.cfg.Queue.Requeue(ctx, match)
+		}
+		if err != nil {
+			return false, err
+		}
+	} else {
+		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); err != nil {
+			return false, err
+		}
+		if free := r.Size() - len(match.Users()); r.Backfill && free > 0 {
+			if err := m.cfg.Queue.PutBackfill(ctx, match.Mode, BackfillRoom{ID: room, Region: match.Region,
+				Rating: match.Rating, EqKey: match.EqKey, Free: free}); err != nil {
+				return false, err
+			}
+		}
+	}
+	for _, t := range match.Tickets {
+		for _, uid := range t.Users {
+			if err := m.cfg.Notifier.MatchFound(ctx, uid, MatchFound{TicketID: t.ID, MatchID: match.ID, RoomID: room,
+				Mode: match.Mode, Region: match.Region, Team: t.Team}); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, m.cfg.Queue.Assign(ctx, match, room)
+}

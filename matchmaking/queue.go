@@ -1,0 +1,133 @@
+package matchmaking
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors of tickets; api/errors.go maps each to its problem.
+var (
+	// ErrTicketNotFound: no such ticket, or not one of the caller's.
+	ErrTicketNotFound = errors.New("ticket not found")
+	// ErrTicketActive: the user (or a party member: the error says which)
+	// already has a searching ticket.
+	ErrTicketActive = errors.New("an active ticket exists")
+	// ErrMemberQueuedInParty: the user is a member of a party whose
+	// leader's searching ticket covers them; they cannot queue apart.
+	ErrMemberQueuedInParty = errors.New("queued in a party's ticket")
+	// ErrTicketMatched: a matched ticket cannot be cancelled.
+	ErrTicketMatched = errors.New("ticket already matched")
+	// ErrQueueFull: the mode's queue holds MaxQueue tickets.
+	ErrQueueFull = errors.New("the mode's queue is full")
+)
+
+// GroupKey is what a pass groups a ticket by, as the store keeps it.
+type GroupKey struct {
+	Rating  float64  `json:"rating"`
+	Size    int      `json:"size"`
+	Regions []string `json:"regions"`
+	EqKey   string   `json:"eq"`
+	Users   []string `json:"users"`
+}
+
+// Held is the ticket a user's claim names, and when it was claimed.
+type Held struct {
+	ID string
+	At time.Time
+}
+
+// Pass is what a matcher pass did: the tickets it expired and the
+// matches it made (their rooms still to make).
+type Pass struct {
+	Expired int
+	Matches []Match
+	// Next is where the next pass's walk starts (PassParams.From).
+	Next string
+}
+
+// PassParams bound a pass.
+type PassParams struct {
+	// Walk is the most queued tickets a pass considers, in rating order
+	// from From (a page: "" from the lowest; then the last pass's Next),
+	// Sweep the most schedule entries it handles.
+	Walk, Sweep int
+	From        string
+	// Grace is how long a final ticket stays readable.
+	Grace time.Duration
+	// Now fixes the pass's clock (tests); zero: Redis's.
+	Now time.Time
+}
+
+// Queue keeps tickets, one mode's queue in one Redis slot, and runs the
+// matcher's passes there, each atomic (store/tickets).
+type Queue interface {
+	// Claim makes ticketID the user's active ticket for ttl, unless the
+	// user holds another than replace: then it returns that one (held;
+	// zero when claimed).
+	Claim(ctx context.Context, uid, ticketID, replace string, ttl time.Duration) (Held, error)
+	// Release frees the user's claim if it is ticketID's.
+	Release(ctx context.Context, uid, ticketID string) error
+	// NewID is a new ticket id for mode (it names the mode's slot).
+	NewID(mode string) string
+	// Add queues t (searching) for ttl; it returns t with its CreatedAt
+	// and ExpiresAt (Redis's clock). ErrQueueFull past maxQueue.
+	Add(ctx context.Context, t Ticket, g GroupKey, ttl time.Duration, maxQueue int) (Ticket, error)
+	// Get reads a ticket: ErrTicketNotFound when it is unknown or gone.
+	Get(ctx context.Context, id string) (Ticket, error)
+	// Cancel ends searching ticket t as cancelled (expired when past its
+	// TTL) and returns its status after: Cancelled, or the final status
+	// it had. ErrTicketNotFound when it is gone.
+	Cancel(ctx context.Context, t Ticket, grace time.Duration) (Status, error)
+	// Pass runs one pass over mode's queue with its rules r (see Group).
+	Pass(ctx context.Context, mode string, r Rules, p PassParams) (Pass, error)
+	// Pending is mode's matches whose rooms are not made yet.
+	Pending(ctx context.Context, mode string) ([]Match, error)
+	// Assign records m's room on its tickets and ends m's pending record.
+	Assign(ctx context.Context, m Match, roomID string) error
+	// Requeue puts backfill m's tickets back in the queue (searching, or
+	// expired past their TTL), ends m's pending record and drops m's room
+	// from the backfill rooms: the room could not take them.
+	Requeue(ctx context.Context, m Match) error
+	// BackfillRooms is mode's open rooms a pass backfills (when its rules
+	// allow); PutBackfill records room (free seats ≤ 0: drops it).
+	BackfillRooms(ctx context.Context, mode string) ([]BackfillRoom, error)
+	PutBackfill(ctx context.Context, mode string, room BackfillRoom) error
+	// Lease takes or renews mode's matcher lease for holder (false: another
+	// holds it); DropLease gives it up.
+	Lease(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error)
+	DropLease(ctx context.Context, mode, holder string) error
+	// Touch records that mode has tickets (until ttl passes); Modes is the
+	// modes touched within their ttl.
+	Touch(ctx context.Context, mode string, ttl time.Duration) error
+	Modes(ctx context.Context) ([]string, error)
+	// Searching is how many tickets mode's queue holds.
+	Searching(ctx context.Context, mode string) (int, error)
+}
+
+// Notifier tells a user a match was found (the personal stream).
+type Notifier interface {
+	MatchFound(ctx context.Context, uid string, e MatchFound) error
+}
+
+// MatchFound is the match_found event for one user.
+type MatchFound struct {
+	TicketID, MatchID, RoomID, Mode, Region string
+	Team                                    int
+}
+
+// RoomOpener makes a match's room.
+type RoomOpener interface {
+	// OpenMatchRoom creates the room of m (or finds it, when a retry
+	// after a crash runs it again: its id derives from m.ID) for
+	// maxPlayers, its seats reserved for m's users for hold, and returns
+	// its id.
+	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
+	// ReserveMatchSeats holds seats of room id for users for hold (a
+	// backfill): rooms.ErrRoomFull, ErrNotJoinable, ErrRoomNotFound when
+	// the room cannot take them.
+	ReserveMatchSeats(ctx context.Context, id string, users []string, hold time.Duration) error
+	// FreeSeats is the seats of room id neither taken nor held, and
+	// whether it still takes players (waiting); (0, false) when it is gone.
+	FreeSeats(ctx context.Context, id string) (free int, open bool, err error)
+}

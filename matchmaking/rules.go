@@ -1,0 +1,303 @@
+// Package matchmaking groups players who queue with a ticket (a mode, the
+// regions they accept, a skill rating, attributes, a party) into matches:
+// the rules per mode (this file), tickets and their window at a time
+// (ticket.go, window.go), the grouping (group.go), the service the HTTP
+// API calls (service.go) and the matcher loop (matcher.go). It imports no
+// adapter: the store implements Queue, the rooms service creates the
+// match's room, a Notifier reaches the players.
+package matchmaking
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Rules is how one mode matches. Exactly one of TeamSize or
+// MinPlayers/MaxPlayers says the match's size: Teams teams of exactly
+// TeamSize players, or one team of MinPlayers..MaxPlayers players.
+type Rules struct {
+	// Teams is the number of teams (default 1).
+	Teams int `yaml:"teams" json:"teams"`
+	// TeamSize is the players per team (with Teams).
+	TeamSize int `yaml:"teamSize" json:"teamSize"`
+	// MinPlayers and MaxPlayers bound a one-team match: it forms at
+	// MaxPlayers, or at MinPlayers or more when no other ticket fits.
+	MinPlayers int `yaml:"minPlayers" json:"minPlayers"`
+	MaxPlayers int `yaml:"maxPlayers" json:"maxPlayers"`
+	// Window is the rating window and how it widens with the wait.
+	Window Window `yaml:"window" json:"window"`
+	// DefaultRating is a ticket's rating when it gives none (1000).
+	DefaultRating *float64 `yaml:"defaultRating" json:"defaultRating"`
+	// RegionFallback is how long a ticket waits for its first region
+	// before its second is tried too, and so on (0: every region at once).
+	RegionFallback Duration `yaml:"regionFallback" json:"regionFallback"`
+	// Attributes constrain tickets' attributes: Equal ones must be equal
+	// across a match, ranged ones must be numbers within [Min, Max].
+	Attributes []Attribute `yaml:"attributes" json:"attributes"`
+	// TicketTTL is how long a ticket searches before it expires (5m).
+	TicketTTL Duration `yaml:"ticketTTL" json:"ticketTTL"`
+	// Backfill lets the mode's match rooms that have free seats (a match
+	// formed below maxPlayers, a player who left, a seat whose hold
+	// lapsed) take matching tickets before a new match is made; one-team
+	// modes only (minPlayers/maxPlayers), as a room's teams are not known
+	// once players leave.
+	Backfill bool `yaml:"backfill" json:"backfill"`
+}
+
+// Window is a rating window: ±Start at first, widened by Step every
+// Every of wait, up to ±Max.
+type Window struct {
+	Start float64  `yaml:"start" json:"start"`
+	Step  float64  `yaml:"step" json:"step"`
+	Every Duration `yaml:"every" json:"every"`
+	Max   float64  `yaml:"max" json:"max"`
+}
+
+// Attribute is a constraint on a ticket attribute: Equal, or a numeric
+// range (Min and/or Max).
+type Attribute struct {
+	Name  string   `yaml:"name" json:"name"`
+	Equal bool     `yaml:"equal" json:"equal"`
+	Min   *float64 `yaml:"min" json:"min"`
+	Max   *float64 `yaml:"max" json:"max"`
+}
+
+// Duration is a time.Duration written as "10s", "5m" in the file.
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("want a duration like \"10s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration like \"10s\", got %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Default is the rules of a mode the file does not name: matches of
+// exactly 2 players, window ±100 widening by 100 every 5 s up to ±1000,
+// ticket TTL 5 min, no backfill.
+func Default() Rules {
+	r := 1000.0
+	return Rules{Teams: 1, MinPlayers: 2, MaxPlayers: 2,
+		Window:        Window{Start: 100, Step: 100, Every: Duration(5 * time.Second), Max: 1000},
+		DefaultRating: &r, TicketTTL: Duration(5 * time.Minute)}
+}
+
+// Limits of a rules file.
+const (
+	MaxTeams         = 16
+	MaxMatchPlayers  = 64 // rooms.MaxPlayersLimit
+	MaxTicketTTL     = time.Hour
+	MaxAttributes    = 8
+	MinWindowEvery   = 100 * time.Millisecond
+	DefaultRatingVal = 1000.0
+)
+
+// RuleSet is the rules of every mode; Of gives a mode's.
+type RuleSet struct {
+	Modes map[string]Rules `yaml:"modes" json:"modes"`
+}
+
+// Of is mode's rules, Default() for a mode the set does not name.
+func (s RuleSet) Of(mode string) Rules {
+	if r, ok := s.Modes[mode]; ok {
+		return r
+	}
+	return Default()
+}
+
+var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+var attrRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,31}$`)
+
+// LoadRules reads the rules file at path (REALSYNC_MATCHMAKING_FILE).
+func LoadRules(path string) (RuleSet, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return RuleSet{}, fmt.Errorf("matchmaking file: %w", err)
+	}
+	rs, err := ParseRules(raw)
+	if err != nil {
+		return RuleSet{}, fmt.Errorf("matchmaking file %s: %w", path, err)
+	}
+	return rs, nil
+}
+
+// ParseRules decodes (YAML or JSON: JSON is YAML) and checks a rules
+// file: unknown fields, and every bad field, are errors naming it
+// ("modes.ranked.window.max: ..."); unset fields take Default()'s values.
+func ParseRules(raw []byte) (RuleSet, error) {
+	var f RuleSet
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return RuleSet{}, err
+	}
+	names := make([]string, 0, len(f.Modes))
+	for m := range f.Modes {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, m := range names {
+		if !nameRe.MatchString(m) {
+			errs = append(errs, fmt.Errorf("modes.%s: a mode is 1..32 of a-z 0-9 _ -, starting with a letter or digit", m))
+			continue
+		}
+		r, err := normalize("modes."+m, f.Modes[m])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		f.Modes[m] = r
+	}
+	if err := errors.Join(errs...); err != nil {
+		return RuleSet{}, err
+	}
+	return f, nil
+}
+
+// normalize fills r's unset fields from Default() and checks it; errors
+// name the field under at.
+func normalize(at string, r Rules) (Rules, error) {
+	d := Default()
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", at, field, fmt.Sprintf(format, a...)))
+	}
+	switch {
+	case r.TeamSize == 0 && r.MinPlayers == 0 && r.MaxPlayers == 0:
+		if r.Teams > 1 {
+			bad("teamSize", "required with teams > 1")
+		}
+		r.MinPlayers, r.MaxPlayers = d.MinPlayers, d.MaxPlayers
+	case r.TeamSize != 0 && (r.MinPlayers != 0 || r.MaxPlayers != 0):
+		bad("teamSize", "give teamSize or minPlayers/maxPlayers, not both")
+	case r.TeamSize != 0:
+		if r.TeamSize < 1 || r.TeamSize > MaxMatchPlayers {
+			bad("teamSize", "must be 1..%d", MaxMatchPlayers)
+		}
+	default:
+		if r.Teams > 1 {
+			bad("minPlayers", "minPlayers/maxPlayers make one team; use teamSize with teams")
+		}
+		if r.MaxPlayers == 0 {
+			r.MaxPlayers = r.MinPlayers
+		}
+		if r.MinPlayers == 0 {
+			r.MinPlayers = r.MaxPlayers
+		}
+		if r.MinPlayers < 2 || r.MinPlayers > MaxMatchPlayers {
+			bad("minPlayers", "must be 2..%d", MaxMatchPlayers)
+		}
+		if r.MaxPlayers < r.MinPlayers || r.MaxPlayers > MaxMatchPlayers {
+			bad("maxPlayers", "must be minPlayers..%d", MaxMatchPlayers)
+		}
+	}
+	if r.Teams == 0 {
+		r.Teams = 1
+	}
+	if r.Teams < 1 || r.Teams > MaxTeams {
+		bad("teams", "must be 1..%d", MaxTeams)
+	}
+	if r.TeamSize != 0 && r.Teams*r.TeamSize > MaxMatchPlayers {
+		bad("teamSize", "teams × teamSize must be at most %d", MaxMatchPlayers)
+	}
+	if r.TeamSize != 0 && r.Teams*r.TeamSize < 2 {
+		bad("teamSize", "a match needs at least 2 players")
+	}
+	if r.Window == (Window{}) {
+		r.Window = d.Window
+	}
+	w := &r.Window
+	switch {
+	case w.Start < 0 || math.IsNaN(w.Start) || math.IsInf(w.Start, 0):
+		bad("window.start", "must be 0 or more")
+	case w.Max == 0:
+		w.Max = w.Start
+	}
+	if w.Step < 0 || math.IsNaN(w.Step) || math.IsInf(w.Step, 0) {
+		bad("window.step", "must be 0 or more")
+	}
+	if w.Step > 0 && time.Duration(w.Every) < MinWindowEvery {
+		bad("window.every", "must be at least %s when window.step is set", MinWindowEvery)
+	}
+	if w.Max < w.Start || math.IsInf(w.Max, 0) {
+		bad("window.max", "must be at least window.start")
+	}
+	if r.DefaultRating == nil {
+		r.DefaultRating = d.DefaultRating
+	}
+	if r.RegionFallback < 0 {
+		bad("regionFallback", "must be 0 or more")
+	}
+	if r.TicketTTL == 0 {
+		r.TicketTTL = d.TicketTTL
+	}
+	if r.TicketTTL < Duration(time.Second) || r.TicketTTL > Duration(MaxTicketTTL) {
+		bad("ticketTTL", "must be 1s..%s", MaxTicketTTL)
+	}
+	if r.Backfill && r.Teams > 1 {
+		bad("backfill", "only for one-team modes (minPlayers/maxPlayers): a room's teams are not known once players leave")
+	}
+	if len(r.Attributes) > MaxAttributes {
+		bad("attributes", "at most %d", MaxAttributes)
+	}
+	seen := map[string]bool{}
+	for i, a := range r.Attributes {
+		f := fmt.Sprintf("attributes[%d]", i)
+		switch {
+		case !attrRe.MatchString(a.Name):
+			bad(f+".name", "must be 1..32 of A-Z a-z 0-9 _, starting with a letter")
+		case seen[a.Name]:
+			bad(f+".name", "%q appears twice", a.Name)
+		}
+		seen[a.Name] = true
+		ranged := a.Min != nil || a.Max != nil
+		if a.Equal == ranged {
+			bad(f, "give equal: true or a range (min and/or max), one of them")
+		}
+		if a.Min != nil && a.Max != nil && *a.Max < *a.Min {
+			bad(f+".max", "must be at least min")
+		}
+	}
+	return r, errors.Join(errs...)
+}
+
+// Size is the players of a full match; Needed the fewest a match may
+// have.
+func (r Rules) Size() int {
+	if r.TeamSize > 0 {
+		return r.Teams * r.TeamSize
+	}
+	return r.MaxPlayers
+}
+
+// Needed is the fewest players a match of r may have.
+func (r Rules) Needed() int {
+	if r.TeamSize > 0 {
+		return r.Teams * r.TeamSize
+	}
+	return r.MinPlayers
+}
+
+// teamCap is the most players one team holds.
+func (r Rules) teamCap() int {
+	if r.TeamSize > 0 {
+		return r.TeamSize
+	}
+	return r.MaxPlayers
+}

@@ -1,0 +1,403 @@
+package matchmaking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Defaults of a Service's Config.
+const (
+	// DefaultGrace is how long a final ticket stays readable.
+	DefaultGrace = 5 * time.Minute
+	// DefaultMaxQueue is the most tickets one mode's queue holds.
+	DefaultMaxQueue = 100_000
+	// MaxRegions is the most regions a ticket lists.
+	MaxRegions = 8
+	// MaxRating bounds a rating's magnitude.
+	MaxRating = 1e9
+	// MaxTicketAttributes is the most attributes a ticket has.
+	MaxTicketAttributes = 16
+	// InFlight is how long a claim on a ticket not (yet) queued holds: a
+	// create between its claims and its queueing, or one that died there.
+	InFlight = 15 * time.Second
+)
+
+// Service is the tickets' rules: it validates a ticket against its mode's
+// rules, claims every party member's one active ticket, and queues it.
+// Safe for concurrent use.
+type Service struct {
+	cfg     Config
+	touched sync.Map // mode → when this instance last touched it
+}
+
+// Config is what a Service (and a Matcher) needs; cmd/realsyncd wires it.
+type Config struct {
+	Queue Queue
+	Rules RuleSet
+	// Names restrict the modes and regions (rooms.Names); empty: any.
+	Names rooms.Names
+	// Grace: DefaultGrace when 0. MaxQueue: DefaultMaxQueue when 0.
+	Grace    time.Duration
+	MaxQueue int
+	// Now is the clock for the window and wait shown (time.Now when nil).
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Grace == 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.MaxQueue == 0 {
+		c.MaxQueue = DefaultMaxQueue
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// NewService returns a Service as cfg says.
+func NewService(cfg Config) *Service { return &Service{cfg: cfg.withDefaults()} }
+
+// Rules is the rule set the service applies.
+func (s *Service) Rules() RuleSet { return s.cfg.Rules }
+
+// TicketParams is a ticket's request.
+type TicketParams struct {
+	Mode         string         `json:"mode"`
+	Regions      []string       `json:"regions"`
+	Rating       *float64       `json:"rating"`
+	Attributes   map[string]any `json:"attributes"`
+	PartyUserIDs []string       `json:"partyUserIds"`
+}
+
+// Create validates p against its mode's rules (a ValidationError naming
+// every bad field), makes the ticket u's and its party's one active
+// ticket (ErrTicketActive when u or a member has another searching,
+// ErrMemberQueuedInParty when u is covered by another leader's), and
+// queues it (ErrQueueFull).
+func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Ticket, error) {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return Ticket{}, err
+	}
+	r := s.cfg.Rules.Of(p.Mode)
+	if err := s.validate(u, p, r); err != nil {
+		return Ticket{}, err
+	}
+	rating := *r.DefaultRating
+	if p.Rating != nil {
+		rating = *p.Rating
+	}
+	attrs := p.Attributes
+	if attrs == nil {
+		attrs = map[string]any{}
+	}
+	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
+		UserID: u.ID, PartyUserIDs: p.PartyUserIDs}
+	if t.PartyUserIDs == nil {
+		t.PartyUserIDs = []string{}
+	}
+	ttl := time.Duration(r.TicketTTL)
+	claimed, err := s.claimAll(ctx, t, ttl+s.cfg.Grace)
+	if err != nil {
+		s.releaseAll(claimed, t.ID)
+		return Ticket{}, err
+	}
+	g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
+	t, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.MaxQueue)
+	if err != nil {
+		s.releaseAll(claimed, t.ID)
+		return Ticket{}, err
+	}
+	s.touch(ctx, t.Mode, ttl+s.cfg.Grace)
+	return s.view(t, r), nil
+}
+
+// touch records that mode has tickets for ttl, at most once per tenth of
+// ttl from this instance (one key holds every mode: touching it on every
+// ticket would make it a hot key). The matcher finds the mode by it; a
+// failure only delays that to the next ticket of the mode.
+func (s *Service) touch(ctx context.Context, mode string, ttl time.Duration) {
+	now := s.cfg.Now()
+	if last, ok := s.touched.Load(mode); ok && now.Sub(last.(time.Time)) < ttl/10 {
+		return
+	}
+	if s.cfg.Queue.Touch(ctx, mode, ttl) == nil {
+		s.touched.Store(mode, now)
+	}
+}
+
+// claimAll claims each of t's users' one active ticket, and returns the
+// users claimed (to release on failure). A user's claim on a ticket that
+// is no longer searching is replaced.
+func (s *Service) claimAll(ctx context.Context, t Ticket, ttl time.Duration) ([]string, error) {
+	var claimed []string
+	for i, uid := range t.Users() {
+		replace := ""
+		for range 3 {
+			held, err := s.cfg.Queue.Claim(ctx, uid, t.ID, replace, ttl)
+			if err != nil {
+				return claimed, err
+			}
+			if held.ID == "" {
+				claimed = append(claimed, uid)
+				break
+			}
+			other, err := s.cfg.Queue.Get(ctx, held.ID)
+			if errors.Is(err, ErrTicketNotFound) && s.cfg.Now().Sub(held.At) < InFlight {
+				// claimed by a create still on its way to the queue (or
+				// one that died on it: free once InFlight passed)
+				return claimed, fmt.Errorf("%s a ticket being created: %w", whose(i), ErrTicketActive)
+			}
+			if errors.Is(err, ErrTicketNotFound) || err == nil && s.final(other) {
+				replace = held.ID
+				continue
+			}
+			if err != nil {
+				return claimed, err
+			}
+			return claimed, activeError(i, uid, other)
+		}
+		if len(claimed) <= i {
+			return claimed, fmt.Errorf("user %d's claim kept changing: %w", i, ErrTicketActive)
+		}
+	}
+	return claimed, nil
+}
+
+// activeError says why user i (0: the leader) of a new ticket may not
+// queue: other is their searching ticket.
+func activeError(i int, uid string, other Ticket) error {
+	who := whose(i)
+	if other.UserID != uid {
+		if i == 0 {
+			return fmt.Errorf("you are in the party of ticket %s, whose leader queued for you: %w", other.ID, ErrMemberQueuedInParty)
+		}
+		return fmt.Errorf("%s a searching ticket (in another party): %w", who, ErrTicketActive)
+	}
+	if i == 0 {
+		return fmt.Errorf("%s a searching ticket, %s: %w", who, other.ID, ErrTicketActive)
+	}
+	return fmt.Errorf("%s a searching ticket of their own: %w", who, ErrTicketActive)
+}
+
+// whose names user i of a new ticket (0: the leader) in an error.
+func whose(i int) string {
+	if i > 0 {
+		return fmt.Sprintf("the party member partyUserIds.%d has", i-1)
+	}
+	return "you have"
+}
+
+func (s *Service) releaseAll(uids []string, id string) {
+	// a fresh context: the request's may be what failed
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, uid := range uids {
+		_ = s.cfg.Queue.Release(ctx, uid, id)
+	}
+}
+
+// final reports whether t no longer searches (its TTL passed counts).
+func (s *Service) final(t Ticket) bool {
+	return t.Status != Searching || !s.cfg.Now().Before(t.ExpiresAt)
+}
+
+// Get returns ticket id as u may see it: one of its users (leader or
+// party), or the server with the read scope; ErrTicketNotFound else. A
+// searching ticket shows its window now and the time it waited.
+func (s *Service) Get(ctx context.Context, u rooms.User, id string) (Ticket, error) {
+	t, err := s.cfg.Queue.Get(ctx, id)
+	if err != nil {
+		return Ticket{}, err
+	}
+	if !s.visible(u, t) {
+		return Ticket{}, ErrTicketNotFound
+	}
+	return s.view(t, s.cfg.Rules.Of(t.Mode)), nil
+}
+
+func (s *Service) visible(u rooms.User, t Ticket) bool {
+	if u.Server {
+		return u.Can(rooms.ScopeRead)
+	}
+	return slices.Contains(t.Users(), u.ID)
+}
+
+// view fills what a read shows: a searching ticket past its TTL is
+// expired (the next pass makes it so); a searching one its window and
+// wait now.
+func (s *Service) view(t Ticket, r Rules) Ticket {
+	now := s.cfg.Now()
+	if t.Status == Searching && !now.Before(t.ExpiresAt) {
+		t.Status = Expired
+	}
+	if t.Status == Searching {
+		t.Waited = max(now.Sub(t.CreatedAt), 0)
+		t.Window = r.WindowAt(t.Waited)
+	}
+	return t
+}
+
+// Cancel ends searching ticket id on behalf of one of its users (or the
+// server with the write scope): ErrTicketNotFound, ErrTicketMatched. A
+// ticket already cancelled or expired is left as it is (nil).
+func (s *Service) Cancel(ctx context.Context, u rooms.User, id string) error {
+	if u.Server && !u.Can(rooms.ScopeWrite) {
+		return rooms.ScopeRequired(rooms.ScopeWrite)
+	}
+	t, err := s.cfg.Queue.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !u.Server && !slices.Contains(t.Users(), u.ID) {
+		return ErrTicketNotFound
+	}
+	st, err := s.cfg.Queue.Cancel(ctx, t, s.cfg.Grace)
+	if err != nil {
+		return err
+	}
+	if st == Matched {
+		return fmt.Errorf("ticket %s was matched (match %s): %w", id, t.MatchID, ErrTicketMatched)
+	}
+	s.releaseAll(t.Users(), t.ID)
+	return nil
+}
+
+// EqKey encodes the values of r's equal attributes in attrs (absent ones
+// as null): tickets match only with the same key.
+func EqKey(r Rules, attrs map[string]any) string {
+	var vals []any
+	for _, a := range r.Attributes {
+		if a.Equal {
+			vals = append(vals, attrs[a.Name])
+		}
+	}
+	if len(vals) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(vals)
+	return string(b)
+}
+
+// validate checks p for its mode's rules r.
+func (s *Service) validate(u rooms.User, p TicketParams, r Rules) error {
+	var errs []rooms.FieldError
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, rooms.FieldError{Field: field, Message: fmt.Sprintf(format, a...)})
+	}
+	if !rooms.ValidName(p.Mode) {
+		bad("mode", "must be 1..32 of a-z 0-9 _ -, starting with a letter or digit")
+	}
+	errs = append(errs, s.cfg.Names.CheckMode("mode", p.Mode)...)
+	if len(p.Regions) < 1 || len(p.Regions) > MaxRegions {
+		bad("regions", "must list 1..%d regions", MaxRegions)
+	}
+	for i, reg := range p.Regions {
+		f := fmt.Sprintf("regions.%d", i)
+		if !rooms.ValidName(reg) {
+			bad(f, "must be 1..32 of a-z 0-9 _ -, starting with a letter or digit")
+		}
+		if slices.Index(p.Regions, reg) < i {
+			bad(f, "appears twice")
+		}
+		errs = append(errs, s.cfg.Names.CheckRegion(f, reg)...)
+	}
+	if p.Rating != nil && (math.IsNaN(*p.Rating) || math.Abs(*p.Rating) > MaxRating) {
+		bad("rating", "must be a number within ±%g", MaxRating)
+	}
+	if len(p.Attributes) > MaxTicketAttributes {
+		bad("attributes", "at most %d attributes", MaxTicketAttributes)
+	}
+	for k, v := range p.Attributes {
+		if !validAttr(k, v) {
+			bad("attributes."+k, "a key of 1..32 letters, digits or _ with a string (≤ 128 characters), number or boolean")
+		}
+	}
+	for i, a := range r.Attributes {
+		if a.Equal {
+			continue
+		}
+		v, ok := number(p.Attributes[a.Name])
+		if !ok {
+			bad("attributes."+a.Name, "mode %s requires a number (attributes[%d] of its rules)", p.Mode, i)
+			continue
+		}
+		if a.Min != nil && v < *a.Min || a.Max != nil && v > *a.Max {
+			bad("attributes."+a.Name, "must be within %s", rangeText(a))
+		}
+	}
+	if len(p.PartyUserIDs) > r.teamCap()-1 {
+		bad("partyUserIds", "mode %s takes parties of at most %d players (a team), leader included", p.Mode, r.teamCap())
+	}
+	for i, uid := range p.PartyUserIDs {
+		f := fmt.Sprintf("partyUserIds.%d", i)
+		switch {
+		case uid == "" || utf8.RuneCountInString(uid) > 128 || strings.IndexFunc(uid, unicode.IsControl) >= 0:
+			bad(f, "must be a userId of 1..128 characters")
+		case strings.HasPrefix(uid, rooms.ServerUserPrefix):
+			bad(f, "must be a player's userId, not an API key's")
+		case uid == u.ID:
+			bad(f, "is you: the leader is in the party already")
+		case slices.Index(p.PartyUserIDs, uid) < i:
+			bad(f, "appears twice")
+		}
+	}
+	if len(errs) > 0 {
+		return &rooms.ValidationError{Fields: errs}
+	}
+	return nil
+}
+
+func rangeText(a Attribute) string {
+	lo, hi := "-∞", "+∞"
+	if a.Min != nil {
+		lo = fmt.Sprint(*a.Min)
+	}
+	if a.Max != nil {
+		hi = fmt.Sprint(*a.Max)
+	}
+	return "[" + lo + ", " + hi + "]"
+}
+
+func validAttr(k string, v any) bool {
+	if !attrRe.MatchString(k) {
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		return utf8.RuneCountInString(x) <= 128
+	case bool:
+		return true
+	}
+	_, ok := number(v)
+	return ok
+}
+
+// number is v as a finite number (a decoder's float64 or json.Number).
+func number(v any) (float64, bool) {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case json.Number:
+		var err error
+		if f, err = x.Float64(); err != nil {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return f, !math.IsInf(f, 0) && !math.IsNaN(f)
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/rooms"
+)
+
+var _ matchmaking.RoomOpener = (*Store)(nil)
+
+// matchmaker is who reserves a match's seats: the server.
+var matchmaker = rooms.User{ID: rooms.ServerUserPrefix + "matchmaker", Name: "matchmaker", Server: true,
+	Scopes: rooms.ScopeRead | rooms.ScopeWrite}
+
+// matchRoomID is the id of match m's room: a stripe of (mode, region)
+// and the random part both derived from the match id, so a retry after a
+// crash (the matcher's repair) finds the room it made.
+func (s *Store) matchRoomID(m matchmaking.Match) string {
+	sum := sha256.Sum256([]byte(m.ID))
+	shards := s.stripes.createShards(m.Mode, m.Region)
+	shard := shards[binary.BigEndian.Uint32(sum[:4])%uint32(len(shards))]
+	sh := strconv.FormatInt(int64(shard), 36)
+	if len(sh) < idShardLen {
+		sh = "0" + sh
+	}
+	b := make([]byte, idRandLen)
+	for i := range b {
+		b[i] = base62[sum[4+i]%62]
+	}
+	return sh + string(b)
+}
+
+// OpenMatchRoom implements matchmaking.RoomOpener: a private room of the
+// match's mode and region for maxPlayers, owned by the first ticket's
+// leader (player 1: the room's creator, as every room has one), with the
+// other users' seats reserved for hold; attributes.matchId names the
+// match. Run again for the same match (a repair), it finds the room and
+// reserves again what is not taken (members are skipped), or leaves a
+// room that started as it is.
+func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
+	users := m.Users()
+	if len(users) == 0 {
+		return "", errors.New("store: a match without users")
+	}
+	owner := rooms.User{ID: users[0], Name: "player"}
+	p := rooms.NewRoom{Name: "match " + m.ID, Mode: m.Mode, Region: m.Region, MaxPlayers: maxPlayers,
+		Visibility: rooms.Private, Attributes: map[string]any{"matchId": m.ID}, StatePolicy: rooms.PolicyOwner}
+	if len(p.Name) > 64 {
+		p.Name = p.Name[:64]
+	}
+	id := s.matchRoomID(m)
+	if err := s.createWithID(ctx, owner, p, id); err != nil {
+		return "", err
+	}
+	if len(users) > 1 {
+		_, err := s.ReserveSeats(ctx, matchmaker, id, users[1:], hold)
+		if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
+			return "", err
+		}
+	}
+	return id, nil
+}
+
+// createWithID creates p as room id, owned by u; nil too when room id
+// exists already (a retry). The room counts in u's holdings (room quotas)
+// when within them; past them it is made all the same: the matcher, not
+// the user, asked for it.
+func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom, id string) error {
+	shard, ok := roomShard(id, s.shards)
+	if !ok {
+		return fmt.Errorf("store: match room id %q", id)
+	}
+	if _, err := s.reserve(ctx, u.ID, id, true); err != nil &&
+		!errors.Is(err, rooms.ErrOwnedRoomsLimit) && !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+		return err
+	}
+	attrs := []byte(`{"matchId":` + jsonString(p.Attributes["matchId"].(string)) + `}`)
+	for range maxCollisionRetries {
+		if _, _, err := s.Get(ctx, id, false); err == nil {
+			return nil
+		} else if !errors.Is(err, rooms.ErrRoomNotFound) {
+			return err
+		}
+		code := newCode(shard, s.shards)
+		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, 0, code, false)}
+		_, err := s.runThenRead(ctx, call, shard, id, false)
+		if errors.Is(err, errCodeTaken) {
+			continue // the id (a concurrent repair: found above next) or the code
+		}
+		return err
+	}
+	return fmt.Errorf("store: %d collisions in a row creating match room %s", maxCollisionRetries, id)
+}
+
+// ReserveMatchSeats implements matchmaking.RoomOpener: the server holds
+// seats of room id for users (members already in are skipped).
+func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, hold time.Duration) error {
+	_, err := s.ReserveSeats(ctx, matchmaker, id, users, hold)
+	return err
+}
+
+// FreeSeats implements matchmaking.RoomOpener: maxPlayers less the players
+// and held seats, of a waiting room (open); (0, false) for any other.
+func (s *Store) FreeSeats(ctx context.Context, id string) (int, bool, error) {
+	r, _, err := s.Get(ctx, id, false)
+	if errors.Is(err, rooms.ErrRoomNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if r.Status != rooms.Waiting {
+		return 0, false, nil
+	}
+	return max(r.MaxPlayers-r.PlayerCount-r.ReservedSeats, 0), true, nil
+}

@@ -1,0 +1,131 @@
+package tickets_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
+)
+
+// A match room with free seats takes matching tickets before a new match
+// is made; a room that can no longer take them gives them back to the
+// queue.
+func TestBackfill(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: rec, Holder: "a"})
+		queue := func(uid string, rating float64) matchmaking.Ticket {
+			t.Helper()
+			tk, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: &rating})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tk
+		}
+		get := func(tk matchmaking.Ticket) matchmaking.Ticket {
+			t.Helper()
+			got, err := e.tickets.Get(ctx, tk.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		// a match of 2 (no third within the windows): its room has 2 free seats
+		t1, t2 := queue("u1", 1000), queue("u2", 1010)
+		m.Round(ctx)
+		room := get(t1).RoomID
+		if room == "" || get(t2).RoomID != room {
+			t.Fatalf("first match: %+v %+v", get(t1), get(t2))
+		}
+		free, open, err := e.rooms.FreeSeats(ctx, room)
+		if err != nil || !open || free != 2 {
+			t.Fatalf("free seats %d open %v %v", free, open, err)
+		}
+		// u3 and u4 could make a match of their own: the room takes them first
+		t3, t4 := queue("u3", 1020), queue("u4", 1030)
+		m.Round(ctx)
+		for _, tk := range []matchmaking.Ticket{t3, t4} {
+			got := get(tk)
+			if got.Status != matchmaking.Matched || got.RoomID != room {
+				t.Fatalf("%s: %s in %q, want backfilled into %s", got.UserID, got.Status, got.RoomID, room)
+			}
+			if ev := rec.got[got.UserID][got.MatchID]; ev.RoomID != room {
+				t.Fatalf("%s told %+v", got.UserID, rec.got[got.UserID])
+			}
+		}
+		rm, _, err := e.rooms.Get(ctx, room, false)
+		if err != nil || rm.PlayerCount+rm.ReservedSeats != r.MaxPlayers {
+			t.Fatalf("room after backfill: %d players, %d held, %v", rm.PlayerCount, rm.ReservedSeats, err)
+		}
+		// full: the next two make a new room
+		t5, t6 := queue("u5", 1000), queue("u6", 1001)
+		m.Round(ctx)
+		if got := get(t5); got.Status != matchmaking.Matched || got.RoomID == room || got.RoomID != get(t6).RoomID {
+			t.Fatalf("after the room filled: %+v", got)
+		}
+		// a room that closed since the pass: its backfill goes back to the queue
+		room2 := get(t5).RoomID
+		if err := e.rooms.Delete(ctx, player("u5"), room2); err != nil {
+			t.Fatal(err)
+		}
+		t7 := queue("u7", 1002)
+		p, err := e.tickets.Pass(ctx, "ffa", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room2 {
+			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room2)
+		}
+		if err := m.Complete(ctx, p.Matches[0], r); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t7); got.Status != matchmaking.Searching || got.MatchID != "" {
+			t.Fatalf("after a failed backfill: %+v", got)
+		}
+		if n, _ := e.tickets.Searching(ctx, "ffa"); n != 1 {
+			t.Fatalf("queue holds %d, want u7", n)
+		}
+		if rs, _ := e.tickets.BackfillRooms(ctx, "ffa"); len(rs) != 0 {
+			t.Fatalf("backfill rooms left: %+v", rs)
+		}
+		if p, _ := e.tickets.Pending(ctx, "ffa"); len(p) != 0 {
+			t.Fatalf("pending left: %+v", p)
+		}
+	})
+}
+
+// A match room is made for a leader who owns as many rooms as the quota
+// allows: the matcher asked for it, not the user.
+func TestMatchRoomPastTheOwnerQuota(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := openQuotas(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2}, matchmaking.RuleSet{})
+		if _, err := e.rooms.Create(ctx, player("u1"), rooms.NewRoom{Name: "mine", Mode: "other", Region: "eu", MaxPlayers: 2,
+			Visibility: rooms.Public, Attributes: map[string]any{}, StatePolicy: rooms.PolicyOwner}); err != nil {
+			t.Fatal(err)
+		}
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		var ids []string
+		for i, uid := range []string{"u1", "u2"} {
+			rating := float64(1000 + i)
+			tk, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}, Rating: &rating})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tk.ID)
+		}
+		m.Round(ctx)
+		tk, err := e.tickets.Get(ctx, ids[0])
+		if err != nil || tk.RoomID == "" {
+			t.Fatalf("u1's ticket %+v %v: no room", tk, err)
+		}
+		if p, _ := e.tickets.Pending(ctx, "duel"); len(p) != 0 {
+			t.Fatalf("pending: %+v", p)
+		}
+	})
+}

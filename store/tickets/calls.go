@@ -1,0 +1,131 @@
+package tickets
+
+import (
+	"time"
+
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+// The descriptors of lua/: each lays its script's KEYS and ARGV out in the
+// order its header lists them.
+
+// userCall is ticket_user.lua.
+type userCall struct {
+	key, op, id, replace string
+	ms                   int64
+}
+
+func (userCall) Script() *redisx.Script { return userScript }
+func (c userCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.op, c.id, c.replace, c.ms}
+}
+
+// createCall is ticket_create.lua.
+type createCall struct {
+	tickets, schedule, queue string
+	id, record, group        string
+	rating                   float64
+	ms                       int64
+	maxQueue                 int
+}
+
+func (createCall) Script() *redisx.Script { return createScript }
+func (c createCall) KeysArgs() ([]string, []any) {
+	return []string{c.tickets, c.schedule, c.queue}, []any{c.id, c.record, c.group, c.rating, c.ms, c.maxQueue}
+}
+
+// cancelCall is ticket_cancel.lua.
+type cancelCall struct {
+	tickets, schedule, queue, id string
+	grace                        int64
+}
+
+func (cancelCall) Script() *redisx.Script { return cancelScript }
+func (c cancelCall) KeysArgs() ([]string, []any) {
+	return []string{c.tickets, c.schedule, c.queue}, []any{c.id, c.grace}
+}
+
+// passCall is ticket_pass.lua.
+type passCall struct {
+	tickets, schedule, queue, pending string
+	backfill                          string
+	r                                 matchmaking.Rules
+	grace                             int64
+	walk, sweep                       int
+	prefix, mode                      string
+	now                               string // "": Redis's clock
+	from                              string // where the walk starts
+}
+
+func (passCall) Script() *redisx.Script { return passScript }
+func (c passCall) KeysArgs() ([]string, []any) {
+	w := c.r.Window
+	teamCap := c.r.TeamSize
+	if teamCap == 0 {
+		teamCap = c.r.MaxPlayers
+	}
+	backfill := ""
+	if c.r.Backfill {
+		backfill = "1"
+	}
+	return []string{c.tickets, c.schedule, c.queue, c.pending, c.backfill}, []any{c.r.Teams, teamCap, c.r.Size(), c.r.Needed(),
+		w.Start, w.Step, time.Duration(w.Every).Milliseconds(), w.Max, time.Duration(c.r.RegionFallback).Milliseconds(),
+		c.grace, c.walk, c.prefix, c.mode, c.sweep, c.now, backfill, c.from}
+}
+
+// assignCall is ticket_assign.lua.
+type assignCall struct {
+	tickets, pending, match, room string
+	ids                           []string
+}
+
+func (assignCall) Script() *redisx.Script { return assignScript }
+func (c assignCall) KeysArgs() ([]string, []any) {
+	args := []any{c.match, c.room}
+	for _, id := range c.ids {
+		args = append(args, id)
+	}
+	return []string{c.tickets, c.pending}, args
+}
+
+// leaseCall is matcher_lease.lua.
+type leaseCall struct {
+	key, op, holder string
+	ms              int64
+}
+
+func (leaseCall) Script() *redisx.Script { return leaseScript }
+func (c leaseCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.op, c.holder, c.ms}
+}
+
+// notifyCall is match_notify.lua.
+type notifyCall struct {
+	log, meta, channel, pubcmd string
+	maxLen                     int
+	ttl                        int64
+	tag, event                 string
+}
+
+func (notifyCall) Script() *redisx.Script { return notifyScript }
+func (c notifyCall) KeysArgs() ([]string, []any) {
+	return []string{c.log, c.meta}, []any{c.channel, c.pubcmd, c.maxLen, c.ttl, c.tag, c.event}
+}
+
+// requeueCall is ticket_requeue.lua.
+type requeueCall struct {
+	tickets, schedule, queue, pending, backfill string
+	match, room                                 string
+	grace                                       int64
+	ids                                         []string
+}
+
+func (requeueCall) Script() *redisx.Script { return requeueScript }
+func (c requeueCall) KeysArgs() ([]string, []any) {
+	args := []any{c.match, c.room, c.grace}
+	for _, id := range c.ids {
+		args = append(args, id)
+	}
+	return []string{c.tickets, c.schedule, c.queue, c.pending, c.backfill}, args
+}

@@ -1,0 +1,23 @@
+-- ticket_create: queues a ticket (tickets.go) in its mode's slot. No
+-- prelude.
+-- KEYS[1] tickets (hash: <id> the ticket as created (JSON, Go's),
+--         <id>:g what the pass groups by (JSON: size, regions, eq,
+--         users), <id>:s its state (JSON: st, cr, ex, and fin, mid, reg,
+--         tm, mat, rm as it goes))
+-- KEYS[2] the mode's schedule (zset id → ms: a searching ticket's expiry,
+--         a final one's end of grace)
+-- KEYS[3] the mode's queue (zset id → rating)
+-- ARGV[1] id  ARGV[2] ticket JSON  ARGV[3] group JSON  ARGV[4] rating
+-- ARGV[5] TTL, ms  ARGV[6] the most tickets the mode's queue holds
+-- Reply: {"OK", created ms, expires ms} | {"QUEUE_FULL"}
+local tickets, sched, queue = KEYS[1], KEYS[2], KEYS[3]
+local id = ARGV[1]
+if redis.call('ZCARD', queue) >= tonumber(ARGV[6]) then return {'QUEUE_FULL'} end
+local T = redis.call('TIME')
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+local ex = now + tonumber(ARGV[5])
+redis.call('HSET', tickets, id, ARGV[2], id .. ':g', ARGV[3],
+  id .. ':s', cjson.encode({st = 'searching', cr = now, ex = ex}))
+redis.call('ZADD', queue, ARGV[4], id)
+redis.call('ZADD', sched, ex, id)
+return {'OK', string.format('%d', now), string.format('%d', ex)}

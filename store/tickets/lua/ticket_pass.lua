@@ -1,0 +1,218 @@
+-- ticket_pass: one matcher pass over a mode's queue, in the mode's slot
+-- (matchmaking.Group is the same grouping in Go; a differential test
+-- holds them together). No prelude.
+-- 1. The schedule: searching tickets past their expiry leave the queue
+--    as expired; final tickets past their grace are dropped.
+-- 2. Backfill (ARGV[16] "1"): each open room of KEYS[5], by id, takes
+--    the tickets, in rating order, that fit its free seats, have its
+--    match's eq key, are open in its region, and whose window holds its
+--    match's rating; such a group is a match with the room's id.
+-- 3. The walk: ARGV[11] tickets in rating order (ties by id) from the
+--    rating ARGV[17] on (a page: a large queue is walked a page a pass,
+--    the next page starting a window's width before this one ends, so
+--    groups across the edge are still found; after the last page the walk
+--    starts again from the lowest rating);
+--    each not yet grouped anchors a try in each region open to it (its
+--    first at once, the next after each fallback wait), in preference
+--    order: the tickets after it join while the spread from the anchor is
+--    within every picked ticket's window (start + step per whole "every"
+--    waited, at most max) and their own, when they have the anchor's eq
+--    key, are open in the region, and fit a team (best fit: the least room
+--    that holds the whole party). A try with at least ARGV[4] players is a
+--    match: its tickets are marked matched (match id, region, team) in
+--    this script, leave the queue, and the match is recorded as pending
+--    until Go has made its room (ticket_assign).
+-- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
+--         (see ticket_create)  KEYS[4] pending matches (hash match id →
+--         JSON {id, mode, region, at, rating, eq, room (a backfill's),
+--         tickets: [{id, users, team, cr}]})
+-- KEYS[5] the mode's backfill rooms (hash room id → JSON {region, rating,
+--         eq, free})
+-- ARGV[1] teams  ARGV[2] players per team at most  ARGV[3] players of a
+-- full match  ARGV[4] players a match needs  ARGV[5] window start
+-- ARGV[6] window step  ARGV[7] window every, ms  ARGV[8] window max
+-- ARGV[9] region fallback wait, ms (0: all at once)  ARGV[10] grace, ms
+-- ARGV[11] tickets walked at most  ARGV[12] match id prefix (a match is
+-- prefix .. n)  ARGV[13] mode  ARGV[14] schedule entries handled at most
+-- ARGV[15] now, ms ("": Redis TIME; tests fix it)
+-- ARGV[16] "1": backfill the rooms of KEYS[5] first
+-- ARGV[17] where the walk starts: a rating, "(rating" (after it), or ""
+--          (the lowest)
+-- Reply: {"OK", expired count, where the next pass starts ("": from the
+--        lowest), match JSON...}
+local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local teams, cap, size, needed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local wstart, wstep, wevery, wmax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local fallback, grace, limit = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+local prefix, mode, sweep = ARGV[12], ARGV[13], tonumber(ARGV[14])
+local now
+if ARGV[15] ~= '' then
+  now = tonumber(ARGV[15])
+else
+  local T = redis.call('TIME')
+  now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+end
+
+-- 1. the schedule
+local expired = 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', sched, '-inf', now, 'LIMIT', 0, sweep)) do
+  local s = redis.call('HGET', tickets, id .. ':s')
+  local st = s and cjson.decode(s)
+  if st and st.st == 'searching' then
+    st.st, st.fin = 'expired', now
+    redis.call('HSET', tickets, id .. ':s', cjson.encode(st))
+    redis.call('ZREM', queue, id)
+    redis.call('ZADD', sched, now + grace, id)
+    expired = expired + 1
+  else
+    redis.call('HDEL', tickets, id, id .. ':g', id .. ':s')
+    redis.call('ZREM', sched, id)
+  end
+end
+
+local function window(waited)
+  if wstep <= 0 or wevery <= 0 or waited <= 0 then return wstart end
+  return math.min(wstart + wstep * math.floor(waited / wevery), wmax)
+end
+local function opened(e, waited)
+  if fallback <= 0 then return #e.regions end
+  return math.min(1 + math.floor(waited / fallback), #e.regions)
+end
+local function open_in(e, reg, waited)
+  for k = 1, opened(e, waited) do
+    if e.regions[k] == reg then return true end
+  end
+  return false
+end
+local function best_fit(free, n)
+  local best = -1
+  for t = 1, #free do
+    if free[t] >= n and (best < 0 or free[t] < free[best]) then best = t end
+  end
+  return best
+end
+
+local es = {}
+local from = ARGV[17]
+if from == '' then from = '-inf' end
+local raw = redis.call('ZRANGEBYSCORE', queue, from, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+local next_from = ''
+if #raw / 2 >= limit then
+  local first, last = tonumber(raw[2]), tonumber(raw[#raw])
+  if last - wmax > first then
+    next_from = string.format('%.17g', last - wmax)
+  else
+    next_from = '(' .. string.format('%.17g', last)
+  end
+end
+for i = 1, #raw, 2 do
+  local id = raw[i]
+  local r = redis.call('HMGET', tickets, id .. ':g', id .. ':s')
+  local st = r[2] and cjson.decode(r[2])
+  if not r[1] or not st or st.st ~= 'searching' then
+    redis.call('ZREM', queue, id) -- no record, or final: never matched
+  elseif st.ex > now then
+    local g = cjson.decode(r[1])
+    es[#es + 1] = {id = id, rating = tonumber(raw[i + 1]), size = g.size, regions = g.regions,
+      eq = g.eq, users = g.users, st = st}
+  end
+end
+
+local used, matches = {}, {}
+
+-- 2. backfill
+if ARGV[16] == '1' then
+  local raw_rooms = redis.call('HGETALL', backfill)
+  local open_rooms = {}
+  for i = 1, #raw_rooms, 2 do open_rooms[#open_rooms + 1] = {id = raw_rooms[i], r = cjson.decode(raw_rooms[i + 1])} end
+  table.sort(open_rooms, function(x, y) return x.id < y.id end)
+  for _, room in ipairs(open_rooms) do
+    local r = room.r
+    local picked, tms = {}, {}
+    for i = 1, #es do
+      if r.free <= 0 then break end
+      local e = es[i]
+      if not used[i] and e.eq == r.eq and e.size <= r.free then
+        local waited = now - e.st.cr
+        if math.abs(e.rating - r.rating) <= window(waited) and open_in(e, r.region, waited) then
+          used[i] = true
+          picked[#picked + 1], tms[#tms + 1] = i, 1
+          r.free = r.free - e.size
+        end
+      end
+    end
+    if #picked > 0 then
+      matches[#matches + 1] = {reg = r.region, picked = picked, teams = tms, room = room.id}
+      if r.free <= 0 then
+        redis.call('HDEL', backfill, room.id)
+      else
+        redis.call('HSET', backfill, room.id, cjson.encode(r))
+      end
+    end
+  end
+end
+
+-- 3. the walk
+for i = 1, #es do
+  if not used[i] then
+    local a = es[i]
+    local wa = window(now - a.st.cr)
+    for k = 1, opened(a, now - a.st.cr) do
+      local reg = a.regions[k]
+      local free = {}
+      for t = 1, teams do free[t] = cap end
+      local t = best_fit(free, a.size)
+      if t < 0 then break end
+      free[t] = free[t] - a.size
+      local picked, tms = {i}, {t}
+      local total, minw = a.size, wa
+      local j = i + 1
+      while j <= #es and total < size do
+        local e = es[j]
+        if not used[j] then
+          local spread = e.rating - a.rating
+          if spread > minw then break end
+          local waited = now - e.st.cr
+          local we = window(waited)
+          if e.eq == a.eq and spread <= we and open_in(e, reg, waited) then
+            local u = best_fit(free, e.size)
+            if u > 0 then
+              free[u] = free[u] - e.size
+              picked[#picked + 1], tms[#tms + 1] = j, u
+              total = total + e.size
+              minw = math.min(minw, we)
+            end
+          end
+        end
+        j = j + 1
+      end
+      if total >= needed then
+        for _, p in ipairs(picked) do used[p] = true end
+        matches[#matches + 1] = {reg = reg, picked = picked, teams = tms}
+        break
+      end
+    end
+  end
+end
+
+local out = {'OK', expired, next_from}
+for m, g in ipairs(matches) do
+  local mid = prefix .. m
+  local list = {}
+  local sum, n = 0, 0
+  for k, p in ipairs(g.picked) do
+    local e = es[p]
+    sum, n = sum + e.rating * e.size, n + e.size
+    local st = e.st
+    st.st, st.mid, st.reg, st.tm, st.mat = 'matched', mid, g.reg, g.teams[k] - 1, now
+    redis.call('HSET', tickets, e.id .. ':s', cjson.encode(st))
+    redis.call('ZREM', queue, e.id)
+    redis.call('ZADD', sched, now + grace, e.id)
+    list[k] = {id = e.id, users = e.users, team = g.teams[k] - 1, cr = st.cr}
+  end
+  local rec = cjson.encode({id = mid, mode = mode, region = g.reg, at = now, tickets = list,
+    rating = sum / n, eq = es[g.picked[1]].eq, room = g.room or ''})
+  redis.call('HSET', pending, mid, rec)
+  out[#out + 1] = rec
+end
+return out

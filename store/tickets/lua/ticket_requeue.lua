@@ -1,0 +1,36 @@
+-- ticket_requeue: a backfill whose room could not take its tickets (full,
+-- started, closed): they go back in the queue, searching as before (or
+-- expired, past their TTL), the pending record goes, and the room leaves
+-- the backfill rooms; in the mode's slot. No prelude.
+-- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
+-- KEYS[4] pending matches  KEYS[5] the mode's backfill rooms (see
+--         ticket_pass)
+-- ARGV[1] match id  ARGV[2] room id  ARGV[3] grace, ms
+-- ARGV[4..] the match's ticket ids
+-- Reply: {"OK", tickets requeued}
+local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local mid = ARGV[1]
+local T = redis.call('TIME')
+local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
+local n = 0
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local r = redis.call('HMGET', tickets, id .. ':g', id .. ':s')
+  local st = r[2] and cjson.decode(r[2])
+  if r[1] and st and st.st == 'matched' and st.mid == mid and (st.rm or '') == '' then
+    st.mid, st.reg, st.tm, st.mat = nil, nil, nil, nil
+    if st.ex > now then
+      st.st = 'searching'
+      redis.call('ZADD', queue, cjson.decode(r[1]).rating, id)
+      redis.call('ZADD', sched, st.ex, id)
+      n = n + 1
+    else
+      st.st, st.fin = 'expired', now
+      redis.call('ZADD', sched, now + tonumber(ARGV[3]), id)
+    end
+    redis.call('HSET', tickets, id .. ':s', cjson.encode(st))
+  end
+end
+redis.call('HDEL', pending, mid)
+redis.call('HDEL', backfill, ARGV[2])
+return {'OK', n}

@@ -1,0 +1,65 @@
+package tickets_test
+
+import (
+	"context"
+	"embed"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/tickets"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// env is one backend's stores and tickets service.
+type env struct {
+	rooms   *store.Store
+	tickets *tickets.Store
+	svc     *matchmaking.Service
+	cfg     matchmaking.Config
+}
+
+// open opens a store with a prefix of its own on b, and the tickets
+// service over it with rules rs.
+func open(tb testing.TB, b redistest.Backend, rs matchmaking.RuleSet, mut ...func(*matchmaking.Config)) env {
+	tb.Helper()
+	return openQuotas(tb, b, store.Quotas{}, rs, mut...)
+}
+
+// openQuotas is open on a store with the room quotas q.
+func openQuotas(tb testing.TB, b redistest.Backend, q store.Quotas, rs matchmaking.RuleSet, mut ...func(*matchmaking.Config)) env {
+	tb.Helper()
+	s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+		Prefix: redistest.Prefix(tb), Shards: 8, Quotas: q})
+	if err != nil {
+		tb.Fatalf("open store on %s: %v", b.Name, err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	ts := tickets.New(s.Base(), tickets.Config{})
+	cfg := matchmaking.Config{Queue: ts, Rules: rs, Grace: time.Minute}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	return env{rooms: s, tickets: ts, svc: matchmaking.NewService(cfg), cfg: cfg}
+}
+
+func eachBackend(t *testing.T, f func(t *testing.T, b redistest.Backend)) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) { f(t, b) })
+	}
+}
+
+func mustRules(tb testing.TB, src string) matchmaking.RuleSet {
+	tb.Helper()
+	rs, err := matchmaking.ParseRules([]byte(src))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rs
+}

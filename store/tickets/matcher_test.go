@@ -1,0 +1,304 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
+)
+
+// recorder keeps every match_found sent, then sends it on.
+type recorder struct {
+	next matchmaking.Notifier
+	mu   sync.Mutex
+	got  map[string]map[string]matchmaking.MatchFound // user → match id → event
+}
+
+func (r *recorder) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
+	r.mu.Lock()
+	if r.got[uid] == nil {
+		r.got[uid] = map[string]matchmaking.MatchFound{}
+	}
+	r.got[uid][e.MatchID] = e
+	r.mu.Unlock()
+	return r.next.MatchFound(ctx, uid, e)
+}
+
+// dying is a RoomOpener that dies (blocks until its instance's context
+// ends) at its after-th call: the instance is killed between a pass and
+// its rooms, leaving a pending match.
+type dying struct {
+	matchmaking.RoomOpener
+	after int
+	kill  context.CancelFunc
+	mu    sync.Mutex
+	calls int
+}
+
+func (d *dying) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
+	d.mu.Lock()
+	d.calls++
+	die := d.calls >= d.after
+	d.mu.Unlock()
+	if die {
+		d.kill()
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return d.RoomOpener.OpenMatchRoom(ctx, m, n, hold)
+}
+
+// Thousands of tickets' worth of invariants, at test scale: parties,
+// concurrent cancels, two matcher instances, one killed mid-match. Every
+// ticket ends matched, expired or cancelled exactly once; no user is in
+// two matches; teams are full; every ticket's window at match time holds
+// every rating of its match; parties are whole in one team; each match's
+// room holds seats for exactly its users; a cancel that succeeded never
+// lost to a match.
+func TestMatcherInvariants(t *testing.T) {
+	rs := mustRules(t, `
+modes:
+  squad:
+    teams: 2
+    teamSize: 2
+    window: {start: 30, step: 60, every: 1s, max: 400}
+    ticketTTL: 5s
+`)
+	r := rs.Of("squad")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		e := open(t, b, rs)
+		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+		mcfg := func(holder string, rooms matchmaking.RoomOpener) matchmaking.MatcherConfig {
+			return matchmaking.MatcherConfig{Config: e.cfg, Rooms: rooms, Notifier: rec, Holder: holder,
+				Interval: 50 * time.Millisecond, LeaseTTL: time.Second, RepairAfter: time.Second, Hold: time.Minute}
+		}
+		actx, killA := context.WithCancel(ctx)
+		a := matchmaking.NewMatcher(mcfg("a", &dying{RoomOpener: e.rooms, after: 3, kill: killA}))
+		bctx, stopB := context.WithCancel(ctx)
+		bm := matchmaking.NewMatcher(mcfg("b", e.rooms))
+		var wg sync.WaitGroup
+		// A runs rounds itself, so it never drops its lease: killed, it
+		// leaves the lease to lapse, as a dead process does
+		wg.Go(func() {
+			for actx.Err() == nil {
+				a.Round(actx)
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+		wg.Go(func() { bm.Run(bctx) })
+
+		type made struct {
+			t        matchmaking.Ticket
+			canceled bool // Cancel returned nil
+			matched  bool // Cancel returned ErrTicketMatched
+		}
+		var mu sync.Mutex
+		var all []*made
+		// REALSYNC_TEST_MM_TICKETS runs it with more tickets (160 by default)
+		perProducer := 40
+		if n, err := strconv.Atoi(os.Getenv("REALSYNC_TEST_MM_TICKETS")); err == nil && n >= 4 {
+			perProducer = n / 4
+		}
+		var producers sync.WaitGroup
+		for w := range 4 {
+			producers.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(w), 7))
+				for i := range perProducer {
+					p := matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"}, Rating: rating(float64(1000 + rng.IntN(300)))}
+					lead := fmt.Sprintf("w%d-u%d", w, i)
+					if rng.IntN(3) == 0 {
+						p.PartyUserIDs = []string{lead + "-m"}
+					}
+					tk, err := e.svc.Create(ctx, player(lead), p)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					m := &made{t: tk}
+					mu.Lock()
+					all = append(all, m)
+					mu.Unlock()
+					if rng.IntN(4) == 0 { // a concurrent cancel, soon or later
+						delay := time.Duration(rng.IntN(150)) * time.Millisecond
+						producers.Go(func() {
+							time.Sleep(delay)
+							err := e.svc.Cancel(ctx, player(lead), tk.ID)
+							mu.Lock()
+							defer mu.Unlock()
+							switch {
+							case err == nil:
+								m.canceled = true
+							case errors.Is(err, matchmaking.ErrTicketMatched):
+								m.matched = true
+							default:
+								t.Error(err)
+							}
+						})
+					}
+					time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+				}
+			})
+		}
+		producers.Wait()
+		// until every ticket is final and no match is pending (A's
+		// included: B completes it once A's lease lapses)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n, _ := e.tickets.Searching(ctx, "squad")
+			p, _ := e.tickets.Pending(ctx, "squad")
+			if n == 0 && len(p) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30 s: %d searching, %d pending", n, len(p))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		stopB()
+		killA()
+		wg.Wait()
+		if actx.Err() == nil {
+			t.Fatal("A was never killed: no pending match to repair")
+		}
+
+		byMatch := map[string][]matchmaking.Ticket{}
+		counts := map[matchmaking.Status]int{}
+		for _, m := range all {
+			tk, err := e.tickets.Get(ctx, m.t.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts[tk.Status]++
+			switch {
+			case tk.Status == matchmaking.Searching:
+				t.Fatalf("%s still searching", tk.ID)
+			case m.canceled && tk.Status != matchmaking.Cancelled && tk.Status != matchmaking.Expired:
+				t.Fatalf("%s: cancel succeeded, ticket %s", tk.ID, tk.Status)
+			case m.matched && tk.Status != matchmaking.Matched:
+				t.Fatalf("%s: cancel said matched, ticket %s", tk.ID, tk.Status)
+			case tk.Status == matchmaking.Matched:
+				if tk.RoomID == "" {
+					t.Fatalf("%s matched without a room", tk.ID)
+				}
+				byMatch[tk.MatchID] = append(byMatch[tk.MatchID], tk)
+			}
+		}
+		if len(byMatch) < 5 {
+			t.Fatalf("only %d matches (%v): the test checks little", len(byMatch), counts)
+		}
+		inMatch := map[string]string{}
+		for mid, ts := range byMatch {
+			teams := make([]int, r.Teams)
+			lo, hi := 1e18, -1e18
+			room := ts[0].RoomID
+			var users []string
+			for _, tk := range ts {
+				teams[tk.Team] += tk.Size()
+				lo, hi = min(lo, tk.Rating), max(hi, tk.Rating)
+				if tk.RoomID != room {
+					t.Fatalf("match %s in rooms %s and %s", mid, room, tk.RoomID)
+				}
+				for _, uid := range tk.Users() {
+					if other, ok := inMatch[uid]; ok {
+						t.Fatalf("%s in matches %s and %s", uid, other, mid)
+					}
+					inMatch[uid] = mid
+					users = append(users, uid)
+					if len(rec.got[uid]) != 1 || rec.got[uid][mid].Team != tk.Team || rec.got[uid][mid].RoomID != room {
+						t.Fatalf("%s got match_found %v, want match %s team %d", uid, rec.got[uid], mid, tk.Team)
+					}
+				}
+			}
+			for _, tk := range ts {
+				if w := r.WindowAt(tk.MatchedAt.Sub(tk.CreatedAt)); hi-lo > w {
+					t.Fatalf("match %s spread %v past %s's window %v", mid, hi-lo, tk.ID, w)
+				}
+			}
+			for _, n := range teams {
+				if n != r.TeamSize {
+					t.Fatalf("match %s teams %v", mid, teams)
+				}
+			}
+			rm, _, err := e.rooms.Get(ctx, room, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rm.Players) != 1 || rm.Players[0].UserID != users[0] && !contains(users, rm.Players[0].UserID) ||
+				rm.ReservedSeats != len(users)-1 || rm.MaxPlayers != r.Size() || rm.Mode != "squad" {
+				t.Fatalf("match %s room: %d players, %d reserved, max %d, for %d users", mid, len(rm.Players), rm.ReservedSeats, rm.MaxPlayers, len(users))
+			}
+		}
+		for uid, ms := range rec.got {
+			if _, ok := inMatch[uid]; !ok || len(ms) != 1 {
+				t.Fatalf("%s told of matches %v, in %q", uid, ms, inMatch[uid])
+			}
+		}
+		t.Logf("%s: %v over %d matches", b.Name, counts, len(byMatch))
+	})
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Every key a ticket made goes once its tickets are final and their grace
+// passed: the queue, schedule, records, pending matches, leases, claims.
+func TestTicketKeysGo(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel:\n    ticketTTL: 1s\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = 500 * time.Millisecond })
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
+			Holder: "a", LeaseTTL: 500 * time.Millisecond})
+		mmKeys := func() []string {
+			keys, err := rediskeys.Scan(ctx, e.rooms.Client(), "*"+e.rooms.Base().Prefix+"*:mm:*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return keys
+		}
+		for i := range 5 { // two matches and one left to expire, one cancelled
+			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 4 {
+				if err := e.svc.Cancel(ctx, player("u4"), tk.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		m.Round(ctx)
+		if keys := mmKeys(); len(keys) == 0 {
+			t.Fatal("no matchmaking keys while tickets live: the scan finds nothing")
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			m.Round(ctx)
+			keys := mmKeys()
+			if len(keys) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("keys left: %v", keys)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}

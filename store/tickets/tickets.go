@@ -1,0 +1,508 @@
+// Package tickets keeps matchmaking tickets in Redis (the Redis side of
+// matchmaking.Queue and matchmaking.Notifier): one script per step, a
+// mode's queue, schedule, pending matches and lease in the mode's slot
+// (so a pass, region fallback included, is one atomic script), a user's
+// active-ticket claim in the user's slot.
+//
+// Keys ("{p:s}" the shard's tag):
+//
+//	{p:m}:mm:tk             hash: every ticket of the modes of shard m
+//	                        (<id> as created, <id>:g group key, <id>:s state)
+//	{p:m}:mm:q:<mode>       zset id → rating: the searching tickets
+//	{p:m}:mm:sched:<mode>   zset id → ms: expiry (searching), end of grace (final)
+//	{p:m}:mm:pend:<mode>    hash match id → JSON: matches whose room is not made
+//	{p:m}:mm:lease:<mode>   string: the matcher holding the mode (PX)
+//	{p:m}:mm:bf:<mode>      hash room id → JSON: the mode's rooms to backfill
+//	                        (expires an hour after its last write)
+//	{p:0}:mm:modes          zset mode → ms: modes with tickets, until then
+//	{p:u}:mm:u:<userId>     string: the user's active ticket (PX: TTL + grace)
+//
+// Every key empties itself: a ticket's fields go when its grace ends
+// (the pass's schedule sweep), so the hash, queue and schedule vanish with
+// the last; a pending record with its match's room; leases and claims
+// expire; modes past their time are trimmed by Modes.
+package tickets
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/ticket_user.lua
+	userLua string
+	//go:embed lua/ticket_create.lua
+	createLua string
+	//go:embed lua/ticket_cancel.lua
+	cancelLua string
+	//go:embed lua/ticket_pass.lua
+	passLua string
+	//go:embed lua/ticket_assign.lua
+	assignLua string
+	//go:embed lua/matcher_lease.lua
+	leaseLua string
+	//go:embed lua/match_notify.lua
+	notifyLua string
+	//go:embed lua/ticket_requeue.lua
+	requeueLua string
+
+	userScript    = redisx.Plain("ticket_user", userLua)
+	createScript  = redisx.Plain("ticket_create", createLua)
+	cancelScript  = redisx.Plain("ticket_cancel", cancelLua)
+	passScript    = redisx.Plain("ticket_pass", passLua)
+	assignScript  = redisx.Plain("ticket_assign", assignLua)
+	leaseScript   = redisx.Plain("matcher_lease", leaseLua)
+	notifyScript  = redisx.Plain("match_notify", notifyLua)
+	requeueScript = redisx.Plain("ticket_requeue", requeueLua)
+)
+
+// Config is what a Store needs beside the Base.
+type Config struct {
+	// UserLogMaxLen and UserLogTTL are the personal stream's log cap and
+	// expiry, as store/sessions.go keeps them (100 and 24 h when 0).
+	UserLogMaxLen int
+	UserLogTTL    time.Duration
+}
+
+// Store keeps tickets on b's Redis, in b's key layout.
+type Store struct {
+	b   *redisx.Base
+	cfg Config
+}
+
+var (
+	_ matchmaking.Queue    = (*Store)(nil)
+	_ matchmaking.Notifier = (*Store)(nil)
+)
+
+// New keeps tickets with b's client and layout.
+func New(b *redisx.Base, cfg Config) *Store {
+	if cfg.UserLogMaxLen == 0 {
+		cfg.UserLogMaxLen = 100
+	}
+	if cfg.UserLogTTL == 0 {
+		cfg.UserLogTTL = 24 * time.Hour
+	}
+	return &Store{b: b, cfg: cfg}
+}
+
+// modeShard is the shard whose slot holds mode's queue.
+func (s *Store) modeShard(mode string) int {
+	h := fnv.New32a()
+	h.Write([]byte("mm\x00" + mode))
+	return int(h.Sum32() % uint32(s.b.Shards))
+}
+
+const idShardLen, idRandLen = 2, 14
+
+// NewID implements matchmaking.Queue: "<mode's shard, base 36, 2
+// chars><14 random base-62 chars>".
+func (s *Store) NewID(mode string) string {
+	sh := strconv.FormatInt(int64(s.modeShard(mode)), 36)
+	if len(sh) < idShardLen {
+		sh = "0" + sh
+	}
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b strings.Builder
+	b.WriteString(sh)
+	for range idRandLen {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		b.WriteByte(alphabet[n.Int64()])
+	}
+	return b.String()
+}
+
+// idShard is the shard of ticket id; false for an id this deployment
+// never issued.
+func (s *Store) idShard(id string) (int, bool) {
+	if len(id) != idShardLen+idRandLen {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(id[:idShardLen], 36, 32)
+	if err != nil || n < 0 || int(n) >= s.b.Shards || strings.ToLower(id[:idShardLen]) != id[:idShardLen] {
+		return 0, false
+	}
+	for _, c := range id[idShardLen:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return 0, false
+		}
+	}
+	return int(n), true
+}
+
+func (s *Store) tickets(shard int) string       { return s.b.Tag(shard) + ":mm:tk" }
+func (s *Store) queue(mode string) string       { return s.b.Tag(s.modeShard(mode)) + ":mm:q:" + mode }
+func (s *Store) schedule(mode string) string    { return s.b.Tag(s.modeShard(mode)) + ":mm:sched:" + mode }
+func (s *Store) pending(mode string) string     { return s.b.Tag(s.modeShard(mode)) + ":mm:pend:" + mode }
+func (s *Store) lease(mode string) string       { return s.b.Tag(s.modeShard(mode)) + ":mm:lease:" + mode }
+func (s *Store) backfill(mode string) string    { return s.b.Tag(s.modeShard(mode)) + ":mm:bf:" + mode }
+func (s *Store) modes() string                  { return s.b.Tag(0) + ":mm:modes" }
+func (s *Store) userKey(uid string) string      { return s.b.Tag(s.b.UserShard(uid)) + ":mm:u:" + uid }
+func (s *Store) userLog(uid string) string      { return s.b.Tag(s.b.UserShard(uid)) + ":ulog:" + uid }
+func (s *Store) userMeta(uid string) string     { return s.userLog(uid) + ":meta" }
+func (s *Store) userChannel(uid string) string  { return s.b.Tag(s.b.UserShard(uid)) + ":uch:" + uid }
+func (s *Store) modeTickets(mode string) string { return s.tickets(s.modeShard(mode)) }
+
+// status reads a script's reply: its status and the rest.
+func status(res any, err error) (string, []any, error) {
+	if err != nil {
+		return "", nil, redisx.Wrap(err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr) == 0 {
+		return "", nil, fmt.Errorf("store: unexpected reply %v", res)
+	}
+	st, _ := arr[0].(string)
+	return st, arr[1:], nil
+}
+
+// Claim implements matchmaking.Queue with one script.
+func (s *Store) Claim(ctx context.Context, uid, ticketID, replace string, ttl time.Duration) (matchmaking.Held, error) {
+	st, rest, err := status(s.b.Runner.Run(ctx, userCall{key: s.userKey(uid), op: "claim", id: ticketID,
+		replace: replace, ms: ttl.Milliseconds()}).Result())
+	if err != nil || st != "HELD" {
+		return matchmaking.Held{}, err
+	}
+	id, _ := rest[0].(string)
+	return matchmaking.Held{ID: id, At: ms(rest[1])}, nil
+}
+
+// Release implements matchmaking.Queue with one script.
+func (s *Store) Release(ctx context.Context, uid, ticketID string) error {
+	_, _, err := status(s.b.Runner.Run(ctx, userCall{key: s.userKey(uid), op: "release", id: ticketID}).Result())
+	return err
+}
+
+// record is a ticket as created (the hash's <id> field).
+type record struct {
+	Mode       string         `json:"mode"`
+	Regions    []string       `json:"regions"`
+	Rating     float64        `json:"rating"`
+	Attributes map[string]any `json:"attributes"`
+	UserID     string         `json:"userId"`
+	Party      []string       `json:"party"`
+}
+
+// state is a ticket's state (the hash's <id>:s field, the scripts').
+type state struct {
+	St  string `json:"st"`
+	Cr  int64  `json:"cr"`
+	Ex  int64  `json:"ex"`
+	Fin int64  `json:"fin"`
+	Mid string `json:"mid"`
+	Reg string `json:"reg"`
+	Tm  int    `json:"tm"`
+	Mat int64  `json:"mat"`
+	Rm  string `json:"rm"`
+}
+
+// Add implements matchmaking.Queue with one script.
+func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl time.Duration, maxQueue int) (matchmaking.Ticket, error) {
+	rec, err := json.Marshal(record{Mode: t.Mode, Regions: t.Regions, Rating: t.Rating, Attributes: t.Attributes,
+		UserID: t.UserID, Party: t.PartyUserIDs})
+	if err != nil {
+		return t, fmt.Errorf("store: ticket: %w", err)
+	}
+	gk, err := json.Marshal(g)
+	if err != nil {
+		return t, fmt.Errorf("store: ticket: %w", err)
+	}
+	st, rest, err := status(s.b.Runner.Run(ctx, createCall{tickets: s.modeTickets(t.Mode), schedule: s.schedule(t.Mode),
+		queue: s.queue(t.Mode), id: t.ID, record: string(rec), group: string(gk), rating: t.Rating,
+		ms: ttl.Milliseconds(), maxQueue: maxQueue}).Result())
+	if err != nil {
+		return t, err
+	}
+	if st == "QUEUE_FULL" {
+		return t, fmt.Errorf("%w (%d tickets)", matchmaking.ErrQueueFull, maxQueue)
+	}
+	t.Status = matchmaking.Searching
+	t.CreatedAt, t.ExpiresAt = ms(rest[0]), ms(rest[1])
+	return t, nil
+}
+
+// ms reads a reply's milliseconds as a time.
+func ms(v any) time.Time {
+	var n int64
+	switch x := v.(type) {
+	case string:
+		n, _ = strconv.ParseInt(x, 10, 64)
+	case int64:
+		n = x
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// Get implements matchmaking.Queue.
+func (s *Store) Get(ctx context.Context, id string) (matchmaking.Ticket, error) {
+	sh, ok := s.idShard(id)
+	if !ok {
+		return matchmaking.Ticket{}, matchmaking.ErrTicketNotFound
+	}
+	vals, err := s.b.Client.HMGet(ctx, s.tickets(sh), id, id+":s").Result()
+	if err != nil {
+		return matchmaking.Ticket{}, redisx.Wrap(err)
+	}
+	rs, _ := vals[0].(string)
+	ss, _ := vals[1].(string)
+	if rs == "" || ss == "" {
+		return matchmaking.Ticket{}, matchmaking.ErrTicketNotFound
+	}
+	var rec record
+	var st state
+	if err := json.Unmarshal([]byte(rs), &rec); err != nil {
+		return matchmaking.Ticket{}, fmt.Errorf("store: ticket %s: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(ss), &st); err != nil {
+		return matchmaking.Ticket{}, fmt.Errorf("store: ticket %s state: %w", id, err)
+	}
+	t := matchmaking.Ticket{ID: id, Mode: rec.Mode, Regions: rec.Regions, Rating: rec.Rating, Attributes: rec.Attributes,
+		UserID: rec.UserID, PartyUserIDs: rec.Party, Status: matchmaking.Status(st.St),
+		CreatedAt: time.UnixMilli(st.Cr).UTC(), ExpiresAt: time.UnixMilli(st.Ex).UTC(),
+		MatchID: st.Mid, RoomID: st.Rm, Region: st.Reg, Team: st.Tm}
+	if st.Mat > 0 {
+		t.MatchedAt = time.UnixMilli(st.Mat).UTC()
+	}
+	return t, nil
+}
+
+// Cancel implements matchmaking.Queue with one script.
+func (s *Store) Cancel(ctx context.Context, t matchmaking.Ticket, grace time.Duration) (matchmaking.Status, error) {
+	st, rest, err := status(s.b.Runner.Run(ctx, cancelCall{tickets: s.modeTickets(t.Mode), schedule: s.schedule(t.Mode),
+		queue: s.queue(t.Mode), id: t.ID, grace: grace.Milliseconds()}).Result())
+	switch {
+	case err != nil:
+		return "", err
+	case st == "NOT_FOUND":
+		return "", matchmaking.ErrTicketNotFound
+	case st == "FINAL":
+		final, _ := rest[0].(string)
+		return matchmaking.Status(final), nil
+	}
+	return matchmaking.Cancelled, nil
+}
+
+// pendingRecord is a pending match as ticket_pass records it.
+type pendingRecord struct {
+	ID      string  `json:"id"`
+	Mode    string  `json:"mode"`
+	Region  string  `json:"region"`
+	At      int64   `json:"at"`
+	Rating  float64 `json:"rating"`
+	Eq      string  `json:"eq"`
+	Room    string  `json:"room"`
+	Tickets []struct {
+		ID    string   `json:"id"`
+		Users []string `json:"users"`
+		Team  int      `json:"team"`
+		Cr    int64    `json:"cr"`
+	} `json:"tickets"`
+}
+
+func decodeMatch(raw string) (matchmaking.Match, error) {
+	var p pendingRecord
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return matchmaking.Match{}, fmt.Errorf("store: pending match: %w", err)
+	}
+	m := matchmaking.Match{ID: p.ID, Mode: p.Mode, Region: p.Region, At: time.UnixMilli(p.At).UTC(),
+		RoomID: p.Room, Rating: p.Rating, EqKey: p.Eq}
+	for _, t := range p.Tickets {
+		m.Tickets = append(m.Tickets, matchmaking.MatchedTicket{ID: t.ID, Users: t.Users, Team: t.Team,
+			CreatedAt: time.UnixMilli(t.Cr).UTC()})
+	}
+	return m, nil
+}
+
+// Pass implements matchmaking.Queue with one script.
+func (s *Store) Pass(ctx context.Context, mode string, r matchmaking.Rules, p matchmaking.PassParams) (matchmaking.Pass, error) {
+	c := passCall{tickets: s.modeTickets(mode), schedule: s.schedule(mode), queue: s.queue(mode), pending: s.pending(mode),
+		backfill: s.backfill(mode), r: r, grace: p.Grace.Milliseconds(), walk: p.Walk, sweep: p.Sweep, mode: mode,
+		prefix: mode + "-" + strings.ToLower(rand.Text()[:12]) + "-", from: p.From}
+	if !p.Now.IsZero() {
+		c.now = strconv.FormatInt(p.Now.UnixMilli(), 10)
+	}
+	_, rest, err := status(s.b.Runner.Run(ctx, c).Result())
+	if err != nil {
+		return matchmaking.Pass{}, err
+	}
+	n, _ := rest[0].(int64)
+	next, _ := rest[1].(string)
+	out := matchmaking.Pass{Expired: int(n), Next: next}
+	for _, v := range rest[2:] {
+		raw, _ := v.(string)
+		m, err := decodeMatch(raw)
+		if err != nil {
+			return out, err
+		}
+		out.Matches = append(out.Matches, m)
+	}
+	return out, nil
+}
+
+// Pending implements matchmaking.Queue.
+func (s *Store) Pending(ctx context.Context, mode string) ([]matchmaking.Match, error) {
+	vals, err := s.b.Client.HVals(ctx, s.pending(mode)).Result()
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	var out []matchmaking.Match
+	for _, raw := range vals {
+		m, err := decodeMatch(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Assign implements matchmaking.Queue with one script.
+func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) error {
+	ids := make([]string, len(m.Tickets))
+	for i, t := range m.Tickets {
+		ids[i] = t.ID
+	}
+	_, _, err := status(s.b.Runner.Run(ctx, assignCall{tickets: s.modeTickets(m.Mode), pending: s.pending(m.Mode),
+		match: m.ID, room: roomID, ids: ids}).Result())
+	return err
+}
+
+// Requeue implements matchmaking.Queue with one script.
+func (s *Store) Requeue(ctx context.Context, m matchmaking.Match) error {
+	ids := make([]string, len(m.Tickets))
+	for i, t := range m.Tickets {
+		ids[i] = t.ID
+	}
+	_, _, err := status(s.b.Runner.Run(ctx, requeueCall{tickets: s.modeTickets(m.Mode), schedule: s.schedule(m.Mode),
+		queue: s.queue(m.Mode), pending: s.pending(m.Mode), backfill: s.backfill(m.Mode), match: m.ID, room: m.RoomID,
+		grace: s.grace(), ids: ids}).Result())
+	return err
+}
+
+// grace is how long a ticket requeued past its TTL stays readable.
+func (s *Store) grace() int64 { return matchmaking.DefaultGrace.Milliseconds() }
+
+// backfillTTL: the backfill rooms of a mode no matcher writes any more
+// (no tickets) go after it.
+const backfillTTL = time.Hour
+
+// BackfillRooms implements matchmaking.Queue.
+func (s *Store) BackfillRooms(ctx context.Context, mode string) ([]matchmaking.BackfillRoom, error) {
+	all, err := s.b.Client.HGetAll(ctx, s.backfill(mode)).Result()
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	out := make([]matchmaking.BackfillRoom, 0, len(all))
+	for id, raw := range all {
+		var r matchmaking.BackfillRoom
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			return nil, fmt.Errorf("store: backfill room %s: %w", id, err)
+		}
+		r.ID = id
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// PutBackfill implements matchmaking.Queue.
+func (s *Store) PutBackfill(ctx context.Context, mode string, r matchmaking.BackfillRoom) error {
+	key := s.backfill(mode)
+	if r.Free <= 0 {
+		return redisx.Wrap(s.b.Client.HDel(ctx, key, r.ID).Err())
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = s.b.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, r.ID, raw)
+		p.PExpire(ctx, key, backfillTTL)
+		return nil
+	})
+	return redisx.Wrap(err)
+}
+
+// Lease implements matchmaking.Queue with one script.
+func (s *Store) Lease(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error) {
+	st, _, err := status(s.b.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "take", holder: holder, ms: ttl.Milliseconds()}).Result())
+	return st == "OK", err
+}
+
+// DropLease implements matchmaking.Queue with one script.
+func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
+	_, _, err := status(s.b.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "drop", holder: holder}).Result())
+	return err
+}
+
+// Touch implements matchmaking.Queue: the mode's entry is kept at the
+// latest of its times (ZADD GT).
+func (s *Store) Touch(ctx context.Context, mode string, ttl time.Duration) error {
+	until := float64(time.Now().Add(ttl).UnixMilli())
+	return redisx.Wrap(s.b.Client.ZAddArgs(ctx, s.modes(), redis.ZAddArgs{GT: true,
+		Members: []redis.Z{{Score: until, Member: mode}}}).Err())
+}
+
+// Modes implements matchmaking.Queue; it trims the modes past their time.
+func (s *Store) Modes(ctx context.Context) ([]string, error) {
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	if err := s.b.Client.ZRemRangeByScore(ctx, s.modes(), "-inf", "("+now).Err(); err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	out, err := s.b.Client.ZRange(ctx, s.modes(), 0, -1).Result()
+	return out, redisx.Wrap(err)
+}
+
+// Searching implements matchmaking.Queue.
+func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
+	n, err := s.b.Client.ZCard(ctx, s.queue(mode)).Result()
+	return int(n), redisx.Wrap(err)
+}
+
+// matchFoundEvent is match_found as the personal stream carries it
+// (players.MatchFoundEvent; the script appends seq).
+type matchFoundEvent struct {
+	Type     string `json:"type"`
+	UserID   string `json:"userId"`
+	TS       string `json:"ts"`
+	TicketID string `json:"ticketId"`
+	MatchID  string `json:"matchId"`
+	RoomID   string `json:"roomId"`
+	Mode     string `json:"mode"`
+	Region   string `json:"region"`
+	Team     int    `json:"team"`
+}
+
+// MatchFound implements matchmaking.Notifier with one script: the event
+// is logged on the user's personal stream and published, so a stream
+// open now gets it at once, one opened later (within the log's TTL) by
+// replay.
+func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
+	ev, err := json.Marshal(matchFoundEvent{Type: "match_found", UserID: uid,
+		TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), TicketID: e.TicketID,
+		MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team})
+	if err != nil {
+		return err
+	}
+	_, _, err = status(s.b.Runner.Run(ctx, notifyCall{log: s.userLog(uid), meta: s.userMeta(uid),
+		channel: s.userChannel(uid), pubcmd: s.b.PubCmd, maxLen: s.cfg.UserLogMaxLen,
+		ttl: s.cfg.UserLogTTL.Milliseconds(), tag: newTag(), event: string(ev)}).Result())
+	return err
+}
+
+// newTag is a new log history's tag (6 characters, as store/ids.go's
+// eventTag).
+func newTag() string {
+	return strings.ToLower(rand.Text()[:6]) // base 32: a-z, 2-7
+}

@@ -1,0 +1,186 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/redisx/scripttest"
+	"github.com/realsync/realsync/store/tickets"
+)
+
+func player(id string) rooms.User { return rooms.User{ID: id, Name: id} }
+
+func rating(v float64) *float64 { return &v }
+
+// The descriptors lay out what each script reads.
+func TestScriptCallsMatchTheirLua(t *testing.T) {
+	scripttest.CheckCalls(t, luaFiles, "lua", tickets.ExportedCalls(), scripttest.Prelude{})
+}
+
+func TestTicketCreateGetCancel(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		tk, err := e.svc.Create(ctx, player("alice"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu", "us"}, Rating: rating(1500)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Status != matchmaking.Searching || tk.Window != 100 || tk.ExpiresAt.Sub(tk.CreatedAt) != 5*time.Minute {
+			t.Fatalf("created %+v", tk)
+		}
+		got, err := e.svc.Get(ctx, player("alice"), tk.ID)
+		if err != nil || got.Status != matchmaking.Searching || got.Rating != 1500 || len(got.Regions) != 2 {
+			t.Fatalf("get %+v %v", got, err)
+		}
+		if _, err := e.svc.Get(ctx, player("bob"), tk.ID); !errors.Is(err, matchmaking.ErrTicketNotFound) {
+			t.Fatalf("another user's get: %v, want not found", err)
+		}
+		if _, err := e.svc.Get(ctx, player("alice"), "zz"+tk.ID[2:]); !errors.Is(err, matchmaking.ErrTicketNotFound) {
+			t.Fatalf("unknown id: %v", err)
+		}
+		// one active ticket
+		_, err = e.svc.Create(ctx, player("alice"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+		if !errors.Is(err, matchmaking.ErrTicketActive) {
+			t.Fatalf("second ticket: %v, want ErrTicketActive", err)
+		}
+		if err := e.svc.Cancel(ctx, player("bob"), tk.ID); !errors.Is(err, matchmaking.ErrTicketNotFound) {
+			t.Fatalf("bob cancels alice's: %v", err)
+		}
+		if err := e.svc.Cancel(ctx, player("alice"), tk.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.svc.Get(ctx, player("alice"), tk.ID); got.Status != matchmaking.Cancelled {
+			t.Fatalf("after cancel: %s", got.Status)
+		}
+		if n, _ := e.tickets.Searching(ctx, "duel"); n != 0 {
+			t.Fatalf("queue holds %d after cancel", n)
+		}
+		if err := e.svc.Cancel(ctx, player("alice"), tk.ID); err != nil {
+			t.Fatalf("cancel again: %v, want nil", err)
+		}
+		// free to queue again
+		if _, err := e.svc.Create(ctx, player("alice"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}); err != nil {
+			t.Fatalf("after cancel: %v", err)
+		}
+	})
+}
+
+func TestOneActiveTicketPerPartyMember(t *testing.T) {
+	rs := mustRules(t, "modes:\n  squad:\n    teams: 2\n    teamSize: 3\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		lead, err := e.svc.Create(ctx, player("lead"), matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"},
+			PartyUserIDs: []string{"m1", "m2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			name string
+			user string
+			p    matchmaking.TicketParams
+			want error
+		}{
+			{"MemberAlone", "m1", matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"}}, matchmaking.ErrMemberQueuedInParty},
+			{"MemberInAnotherParty", "x", matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"}, PartyUserIDs: []string{"m2"}}, matchmaking.ErrTicketActive},
+			{"LeaderAgain", "lead", matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}, matchmaking.ErrTicketActive},
+			{"PartyTooBig", "y", matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"}, PartyUserIDs: []string{"a", "b", "c"}}, rooms.ErrValidation},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if _, err := e.svc.Create(ctx, player(c.user), c.p); !errors.Is(err, c.want) {
+					t.Fatalf("err %v, want %v", err, c.want)
+				}
+			})
+		}
+		// x's refused ticket released x's claim: x may queue without m2
+		if _, err := e.svc.Create(ctx, player("x"), matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"}}); err != nil {
+			t.Fatalf("x after a refused party ticket: %v", err)
+		}
+		// a member reads the party's ticket and may cancel it
+		if got, err := e.svc.Get(ctx, player("m2"), lead.ID); err != nil || got.UserID != "lead" {
+			t.Fatalf("member reads: %+v %v", got, err)
+		}
+		if err := e.svc.Cancel(ctx, player("m2"), lead.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Create(ctx, player("m1"), matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"}}); err != nil {
+			t.Fatalf("m1 after the party's ticket was cancelled: %v", err)
+		}
+	})
+}
+
+// A claim on a ticket never queued (a create on its way, or one that died
+// there) holds for InFlight, then does not block the user.
+func TestClaimOfATicketNeverQueued(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		later := open(t, b, matchmaking.RuleSet{}, func(c *matchmaking.Config) {
+			c.Queue = e.tickets
+			c.Now = func() time.Time { return time.Now().Add(matchmaking.InFlight) }
+		})
+		ghost := e.tickets.NewID("duel")
+		if held, err := e.tickets.Claim(ctx, "alice", ghost, "", time.Minute); err != nil || held.ID != "" {
+			t.Fatalf("claim %v %v", held, err)
+		}
+		p := matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}
+		if _, err := e.svc.Create(ctx, player("alice"), p); !errors.Is(err, matchmaking.ErrTicketActive) {
+			t.Fatalf("over a claim just made: %v, want ErrTicketActive", err)
+		}
+		if _, err := later.svc.Create(ctx, player("alice"), p); err != nil {
+			t.Fatalf("over a claim older than InFlight: %v", err)
+		}
+	})
+}
+
+// Concurrent creates of one user, and of parties sharing a member, leave
+// one searching ticket per user.
+func TestConcurrentCreatesOneTicketPerUser(t *testing.T) {
+	rs := mustRules(t, "modes:\n  squad:\n    teams: 2\n    teamSize: 3\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		made := map[string]int{}
+		for i := range 12 {
+			wg.Go(func() {
+				leader := "solo"
+				p := matchmaking.TicketParams{Mode: "squad", Regions: []string{"eu"}}
+				if i%2 == 1 { // leaders of their own, all with "shared" in their party
+					leader = fmt.Sprintf("lead%d", i)
+					p.PartyUserIDs = []string{"shared"}
+				}
+				tk, err := e.svc.Create(ctx, player(leader), p)
+				if err != nil {
+					if !errors.Is(err, matchmaking.ErrTicketActive) && !errors.Is(err, matchmaking.ErrMemberQueuedInParty) {
+						t.Error(err)
+					}
+					return
+				}
+				mu.Lock()
+				for _, u := range tk.Users() {
+					made[u]++
+				}
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		for u, n := range made {
+			if n > 1 {
+				t.Fatalf("%s in %d searching tickets", u, n)
+			}
+		}
+		if made["solo"] != 1 || made["shared"] != 1 {
+			t.Fatalf("tickets made: %v, want solo's and one party's", made)
+		}
+	})
+}

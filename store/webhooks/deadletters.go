@@ -1,0 +1,99 @@
+package webhooks
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/webhook/deadletter"
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+// DeadLetters is the dead-letter queue of every shard: the deliveries that
+// failed MaxAttempts tries, for the admin routes (deadletter.Queue).
+type DeadLetters struct{ b *redisx.Base }
+
+var _ deadletter.Queue = (*DeadLetters)(nil)
+
+// NewDeadLetters reads and replays the dead letters of b's shards.
+func NewDeadLetters(b *redisx.Base) *DeadLetters { return &DeadLetters{b: b} }
+
+// DeadLetters lists up to limit dead letters, shard by shard, oldest first,
+// after the cursor (a DeadLetter.ID; "" from the start; anything else is
+// deadletter.ErrBadCursor); next is the cursor of the following page, "" at
+// the end.
+func (q *DeadLetters) DeadLetters(ctx context.Context, after string, limit int) (list []deadletter.Letter, next string, err error) {
+	shard, start := 0, "-"
+	if after != "" {
+		sh, id, ok := parseDeadID(after, q.b.Shards)
+		if !ok {
+			return nil, "", deadletter.ErrBadCursor
+		}
+		shard, start = sh, "("+id
+	}
+	for ; shard < q.b.Shards; shard, start = shard+1, "-" {
+		msgs, err := q.b.Client.XRangeN(ctx, keys{q.b}.dead(shard), start, "+", int64(limit-len(list))).Result()
+		if err != nil {
+			return nil, "", redisx.Wrap(err)
+		}
+		for _, m := range msgs {
+			list = append(list, deadLetter(shard, m))
+		}
+		if len(list) >= limit {
+			return list, list[len(list)-1].ID, nil
+		}
+	}
+	return list, "", nil
+}
+
+func deadLetter(shard int, m redis.XMessage) deadletter.Letter {
+	str := func(f string) string { v, _ := m.Values[f].(string); return v }
+	n, _ := strconv.Atoi(str("n"))
+	at, _ := strconv.ParseInt(str("at"), 10, 64)
+	return deadletter.Letter{ID: strconv.Itoa(shard) + "." + m.ID, MessageID: str("m"), Endpoint: str("e"), Type: str("t"),
+		Event: []byte(str("d")), Attempts: n, FailedAt: time.UnixMilli(at).UTC(), LastError: str("err")}
+}
+
+// parseDeadID splits "<shard>.<ms>-<seq>".
+func parseDeadID(id string, shards int) (int, string, bool) {
+	sh, rest, ok := strings.Cut(id, ".")
+	if !ok {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(sh)
+	if err != nil || n < 0 || n >= shards {
+		return 0, "", false
+	}
+	ms, seq, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, "", false
+	}
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return 0, "", false
+	}
+	if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+		return 0, "", false
+	}
+	return n, rest, true
+}
+
+// ReplayDeadLetter puts dead letter id back into its shard's deliveries,
+// retry count reset; deadletter.ErrNotFound when there is no such one.
+func (q *DeadLetters) ReplayDeadLetter(ctx context.Context, id string) error {
+	shard, entry, ok := parseDeadID(id, q.b.Shards)
+	if !ok {
+		return deadletter.ErrNotFound
+	}
+	k := keys{q.b}
+	n, err := q.b.Runner.Run(ctx, replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), entry: entry}).Int()
+	if err != nil {
+		return redisx.Wrap(err)
+	}
+	if n == 0 {
+		return deadletter.ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package webhooks
+
+import (
+	_ "embed"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+// keys are the webhook keys of one shard, all in its slot (b.Tag): the
+// outbox name is the one the root store's scripts write (store/keys.go
+// webhookOutbox).
+type keys struct{ b *redisx.Base }
+
+// outbox is the shard's webhook outbox: a stream of events (t type, d
+// JSON), read by the consumer group of every instance.
+func (k keys) outbox(shard int) string { return k.b.Tag(shard) + ":webhooks" }
+
+// deliveries is the shard's stream of pending deliveries, one per (event,
+// endpoint).
+func (k keys) deliveries(shard int) string { return k.b.Tag(shard) + ":webhooks:deliveries" }
+
+// retries is the shard's zset of failed deliveries waiting for their next
+// try, scored by due time (ms).
+func (k keys) retries(shard int) string { return k.b.Tag(shard) + ":webhooks:retries" }
+
+// dead is the shard's dead-letter stream (capped MAXLEN ~).
+func (k keys) dead(shard int) string { return k.b.Tag(shard) + ":webhooks:dead" }
+
+//go:embed lua/webhook_fanout.lua
+var fanoutLua string
+
+//go:embed lua/webhook_fail.lua
+var failLua string
+
+//go:embed lua/webhook_due.lua
+var dueLua string
+
+//go:embed lua/webhook_replay.lua
+var replayLua string
+
+var (
+	fanoutScript = redisx.Plain("webhook_fanout", fanoutLua)
+	failScript   = redisx.Plain("webhook_fail", failLua)
+	dueScript    = redisx.Plain("webhook_due", dueLua)
+	replayScript = redisx.Plain("webhook_replay", replayLua)
+)
+
+// fanoutCall is webhook_fanout.lua: outbox entry becomes message's
+// delivery to each of endpoints.
+type fanoutCall struct {
+	outbox, deliveries string
+	entry, message     string
+	endpoints          []string
+}
+
+func (fanoutCall) Script() *redisx.Script { return fanoutScript }
+func (c fanoutCall) KeysArgs() ([]string, []any) {
+	args := []any{group, c.entry, c.message}
+	for _, e := range c.endpoints {
+		args = append(args, e)
+	}
+	return []string{c.outbox, c.deliveries}, args
+}
+
+// failCall is webhook_fail.lua: delivery entry failed a try.
+type failCall struct {
+	deliveries, retries, dead string
+	entry                     string
+	dueMs                     int64
+	maxAttempts, deadMaxLen   int
+	nowMs                     int64
+	lastErr                   string
+}
+
+func (failCall) Script() *redisx.Script { return failScript }
+func (c failCall) KeysArgs() ([]string, []any) {
+	return []string{c.deliveries, c.retries, c.dead},
+		[]any{group, c.entry, c.dueMs, c.maxAttempts, c.deadMaxLen, c.nowMs, c.lastErr}
+}
+
+// dueCall is webhook_due.lua: at most limit retries due by nowMs go back
+// into the deliveries.
+type dueCall struct {
+	retries, deliveries string
+	nowMs               int64
+	limit               int
+}
+
+func (dueCall) Script() *redisx.Script { return dueScript }
+func (c dueCall) KeysArgs() ([]string, []any) {
+	return []string{c.retries, c.deliveries}, []any{c.nowMs, c.limit}
+}
+
+// replayCall is webhook_replay.lua: dead letter entry goes back into the
+// deliveries.
+type replayCall struct {
+	dead, deliveries, entry string
+}
+
+func (replayCall) Script() *redisx.Script { return replayScript }
+func (c replayCall) KeysArgs() ([]string, []any) {
+	return []string{c.dead, c.deliveries}, []any{c.entry}
+}
