@@ -1,12 +1,14 @@
 // The lobby: the live list of rooms (a LiveLobby for the joinable ones; with
 // "only joinable" off, the public waiting and playing rooms, listed again
 // whenever the live list moves and every 10 s), the player's own rooms,
-// create, join by invite code and quick join.
+// create, join by invite code and quick join; the friends panel, fed by the
+// player's personal stream (platform "web", open while the page is).
 import { session } from "./session.js";
+import { friends } from "./friends.js";
 import { $, Badge, bindForm, el } from "./ui.js";
 import { friendly, withReload } from "./errors.js";
 
-const { client: c, rooms: myRooms } = await session();
+const { client: c, userId, rooms: myRooms } = await session();
 const badge = new Badge($("#badge"));
 $("#badge").hidden = false;
 
@@ -141,6 +143,7 @@ bindForm($("#quick"), async (f) => {
   enter(q.room.id);
 });
 
+friends(c, userId, c.me("web"));
 mine = new Map(myRooms.map((r) => [r.id, r]));
 renderMine();
 watch();

@@ -956,7 +956,7 @@ var LiveMe = class extends LiveStream {
     super(
       client,
       "/v1/me/events",
-      ["snapshot", "presence", "session_replaced", "resumed"],
+      ["snapshot", "presence", "session_replaced", "match_found", "resumed"],
       opts,
       () => client.meStreamToken(),
       { platform }
@@ -1202,6 +1202,23 @@ var RealSync = class {
       body: { userIds, ttlSeconds }
     }));
   }
+  /** createTicket queues the caller for a match of a mode (with partyUserIds, as their party's
+   * leader): one active ticket per user. The match arrives as `match_found` on the personal
+   * stream (LiveMe) and on the ticket (getTicket). idempotencyKey makes a retry safe: the same
+   * key and body get the same ticket. */
+  async createTicket(body, idempotencyKey) {
+    const header = idempotencyKey === void 0 ? {} : { "Idempotency-Key": idempotencyKey };
+    return (await this.call(this.api.POST("/v1/matchmaking/tickets", { params: { header }, body }))).ticket;
+  }
+  /** getTicket is a ticket of the caller: searching (its window, time waited), matched (roomId), expired or cancelled. */
+  async getTicket(ticketId) {
+    return (await this.call(this.api.GET("/v1/matchmaking/tickets/{ticketId}", { params: { path: { ticketId } } }))).ticket;
+  }
+  /** cancelTicket stops a search; a ticket already cancelled or expired is left as it is, a
+   * matched one rejects with TICKET_MATCHED (409): its seat is held, join or leave the room. */
+  async cancelTicket(ticketId) {
+    await this.call(this.api.DELETE("/v1/matchmaking/tickets/{ticketId}", { params: { path: { ticketId } } }));
+  }
   getState(roomId) {
     return this.call(this.api.GET("/v1/rooms/{roomId}/state", { params: { path: { roomId } } }));
   }
@@ -1282,16 +1299,20 @@ var RealSync = class {
     return this.opts.fetch ?? globalThis.fetch;
   }
 };
-function tokenExpiry(token) {
+function tokenClaims(token) {
   const payload = token?.split(".")[1];
   if (!payload) return void 0;
   try {
     const b64 = payload.replace(/-/g, "+").replace(/_/g, "/");
-    const exp = JSON.parse(atob(b64 + "=".repeat((4 - b64.length % 4) % 4))).exp;
-    return typeof exp === "number" ? exp * 1e3 : void 0;
+    const c = JSON.parse(atob(b64 + "=".repeat((4 - b64.length % 4) % 4)));
+    return typeof c === "object" && c !== null ? c : void 0;
   } catch {
     return void 0;
   }
+}
+function tokenExpiry(token) {
+  const exp = tokenClaims(token)?.exp;
+  return typeof exp === "number" ? exp * 1e3 : void 0;
 }
 function isProblem(e) {
   return typeof e === "object" && e !== null && "code" in e && "status" in e;
@@ -1320,5 +1341,6 @@ export {
   eventSourceTransport,
   isProblem,
   retryAfterMs,
+  tokenClaims,
   tokenExpiry
 };

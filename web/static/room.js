@@ -11,6 +11,9 @@ import { friendly, withReload } from "./errors.js";
 
 const roomId = new URLSearchParams(location.search).get("id") ?? "";
 const { client: c, rooms: myRooms } = await session();
+// The player stays online for friends while in a room: its personal stream
+// (platform "web") replaces the lobby page's.
+c.me("web").ready?.catch(() => {});
 const badge = new Badge($("#badge"));
 
 let live; // the LiveRoom, once a member

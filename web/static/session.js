@@ -4,13 +4,13 @@
 // renews the guest token before it expires (onToken keeps it for the next
 // page) and opens event streams with short-lived stream tokens, never the
 // guest token itself.
-import { RealSync, tokenExpiry } from "./realsync.js";
+import { RealSync, tokenClaims, tokenExpiry } from "./realsync.js";
 import { $, bindForm, el } from "./ui.js";
 import { withReload } from "./errors.js";
 
 /**
- * session returns the tab's client, signed in as its guest, and the rooms
- * the player is in (newest first). Without a guest token, or with one the
+ * session returns the tab's client, signed in as its guest, the player's
+ * user id (its friend code) and the rooms the player is in (newest first). Without a guest token, or with one the
  * server refuses (it was restarted with another secret), it shows the name
  * form and waits for it; the page's #app is shown once the player is known.
  */
@@ -34,7 +34,7 @@ export async function session() {
   }
   showPlayer(sessionStorage.getItem("name") ?? "");
   $("#app").hidden = false;
-  return { client: c, rooms };
+  return { client: c, userId: tokenClaims(c.token)?.sub ?? "", rooms };
 }
 
 /** askName shows the name form until a guest token is issued for the name. */

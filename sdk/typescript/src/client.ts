@@ -26,6 +26,8 @@ export type MessageRequest = Schemas["MessageRequest"];
 export type MyRoom = Room & { playerId: number };
 export type Platform = Schemas["Platform"];
 export type Presence = Schemas["Presence"];
+export type Ticket = Schemas["Ticket"];
+export type CreateTicketRequest = Schemas["CreateTicketRequest"];
 
 /** ListRoomsQuery is GET /v1/rooms' query; attributes become attr.<key>[.<op>]. */
 export type ListRoomsQuery = Omit<NonNullable<paths["/v1/rooms"]["get"]["parameters"]["query"]>, "attr"> & {
@@ -319,6 +321,26 @@ export class RealSync {
     }));
   }
 
+  /** createTicket queues the caller for a match of a mode (with partyUserIds, as their party's
+   * leader): one active ticket per user. The match arrives as `match_found` on the personal
+   * stream (LiveMe) and on the ticket (getTicket). idempotencyKey makes a retry safe: the same
+   * key and body get the same ticket. */
+  async createTicket(body: CreateTicketRequest, idempotencyKey?: string): Promise<Ticket> {
+    const header = idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey };
+    return (await this.call(this.api.POST("/v1/matchmaking/tickets", { params: { header }, body }))).ticket;
+  }
+
+  /** getTicket is a ticket of the caller: searching (its window, time waited), matched (roomId), expired or cancelled. */
+  async getTicket(ticketId: string): Promise<Ticket> {
+    return (await this.call(this.api.GET("/v1/matchmaking/tickets/{ticketId}", { params: { path: { ticketId } } }))).ticket;
+  }
+
+  /** cancelTicket stops a search; a ticket already cancelled or expired is left as it is, a
+   * matched one rejects with TICKET_MATCHED (409): its seat is held, join or leave the room. */
+  async cancelTicket(ticketId: string): Promise<void> {
+    await this.call(this.api.DELETE("/v1/matchmaking/tickets/{ticketId}", { params: { path: { ticketId } } }));
+  }
+
   getState(roomId: string): Promise<Schemas["StateView"]> {
     return this.call(this.api.GET("/v1/rooms/{roomId}/state", { params: { path: { roomId } } }));
   }
@@ -413,17 +435,25 @@ export class RealSync {
   }
 }
 
-/** tokenExpiry reads a JWT's exp (ms since the epoch) without checking it. */
-export function tokenExpiry(token?: string): number | undefined {
+/** tokenClaims reads a JWT's payload without checking it: the user id
+ * (`sub`), the player's `name` and `exp` (seconds since the epoch); undefined
+ * when token is not a JWT. */
+export function tokenClaims(token?: string): { sub?: string; name?: string; exp?: number } | undefined {
   const payload = token?.split(".")[1];
   if (!payload) return undefined;
   try {
     const b64 = payload.replace(/-/g, "+").replace(/_/g, "/");
-    const exp = JSON.parse(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4))).exp;
-    return typeof exp === "number" ? exp * 1000 : undefined;
+    const c = JSON.parse(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4)));
+    return typeof c === "object" && c !== null ? c : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** tokenExpiry reads a JWT's exp (ms since the epoch) without checking it. */
+export function tokenExpiry(token?: string): number | undefined {
+  const exp = tokenClaims(token)?.exp;
+  return typeof exp === "number" ? exp * 1000 : undefined;
 }
 
 /** isProblem tells a problem+json body. */

@@ -39,6 +39,8 @@ export interface MeEvents {
   snapshot: Schemas["UserSnapshotEvent"];
   presence: Schemas["UserPresenceEvent"];
   session_replaced: Schemas["UserSessionReplacedEvent"];
+  /** A ticket of the user was matched: join roomId (a seat is held for the user). */
+  match_found: Schemas["UserMatchFoundEvent"];
 }
 
 /** The last event of a stream whose identity token expires soon: the SDK
@@ -566,7 +568,8 @@ export class LiveLobby extends LiveStream<LobbyEvents> {
 /** LiveMe is the caller's personal stream (a session on a platform): the
  * followed users' status, kept per user at its highest version, and
  * session_replaced, which ends it (reason "left": reconnecting would replace
- * the new session). */
+ * the new session), and match_found for the user's matched tickets (at least
+ * once: a repeat has the same matchId). */
 export class LiveMe extends LiveStream<MeEvents> {
   protected readonly resumable = true;
   /** The session of the last snapshot. */
@@ -575,7 +578,7 @@ export class LiveMe extends LiveStream<MeEvents> {
   readonly presence = new Map<string, Schemas["UserPresenceEvent"]>();
 
   constructor(client: RealSync, readonly platform: Schemas["Platform"], opts: LiveOptions = {}) {
-    super(client, "/v1/me/events", ["snapshot", "presence", "session_replaced", "resumed"], opts,
+    super(client, "/v1/me/events", ["snapshot", "presence", "session_replaced", "match_found", "resumed"], opts,
       () => client.meStreamToken(), { platform });
     this.open();
   }

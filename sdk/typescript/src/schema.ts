@@ -560,6 +560,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/matchmaking/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue for a match (a ticket)
+         * @description Queues the caller (and `partyUserIds`, their party: never split, all
+         *     in one team) for a match of `mode`, by the mode's rules
+         *     (`REALSYNC_MATCHMAKING_FILE`; a mode without rules: matches of
+         *     exactly 2 players, rating window ±100 widening by 100 every 5 s up
+         *     to ±1000, ticket TTL 5 min). The ticket searches in `regions[0]`
+         *     first, and in each next region after the mode's `regionFallback`
+         *     wait. Its rating window widens with its wait; it is matched only
+         *     with tickets whose ratings lie within its window and theirs. The
+         *     mode's equal attributes must be equal across a match; its ranged
+         *     ones are required numbers within their range (422 otherwise).
+         *
+         *     One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
+         *     party member has a searching ticket (the detail says which), 409
+         *     `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
+         *     whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+         *     the mode's queue holds 100 000 tickets.
+         *
+         *     Once matched, a private room of the mode and region is created for
+         *     the match (the first ticket's leader its owner, player 1; a seat
+         *     reserved for every other user of the match, 15 s), the ticket shows
+         *     `matched` with `roomId`, and every user of the match gets
+         *     `match_found` on their personal stream (`GET /v1/me/events`; at
+         *     least once: `matchId` tells a repeat). Players only: an API key is
+         *     403 `SCOPE_REQUIRED`.
+         *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter).
+         */
+        post: operations["createTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/matchmaking/tickets/{ticketId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The ticket's id; an unknown one is 404 `TICKET_NOT_FOUND`. */
+                ticketId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a ticket (its users)
+         * @description `searching` with the current rating `window` and `waitedSeconds`;
+         *     `matched` with `matchId`, `region`, `team` and, once the room is
+         *     made, `roomId`; `expired` (its TTL passed); `cancelled`. A final
+         *     ticket stays readable 5 minutes, then 404. Its leader and party
+         *     members read it; anyone else gets 404 `TICKET_NOT_FOUND`.
+         *
+         *     API keys: scope `rooms:read` (reads any ticket); without it 403 `SCOPE_REQUIRED`.
+         */
+        get: operations["getTicket"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a ticket (its users)
+         * @description Ends a searching ticket as `cancelled`, atomically with the matcher:
+         *     a ticket cancelled is never matched, a ticket matched is not
+         *     cancelled (409 `TICKET_MATCHED`). Its leader or any party member may
+         *     cancel it; the users are free to queue again at once. A ticket
+         *     already cancelled or expired: 204 as well.
+         *
+         *     API keys: scope `rooms:write` (cancels any ticket); without it 403 `SCOPE_REQUIRED`.
+         */
+        delete: operations["cancelTicket"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/rooms": {
         parameters: {
             query?: never;
@@ -848,6 +932,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/webhooks/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Webhook deliveries that failed every try
+         * @description A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
+         *     that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
+         *     shard's dead-letter stream (capped at about 10 000 per shard, oldest
+         *     dropped). Lists them shard by shard, oldest first within a shard:
+         *     `limit` (1..100, default 20), then `nextCursor` (null on the last
+         *     page) for the next. A page may hold fewer than `limit` while
+         *     `nextCursor` is not null. A dead letter stays until it is replayed
+         *     or trimmed.
+         */
+        get: operations["listWebhookDeadLetters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/webhooks/dead-letters/{deadLetterId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Try a dead letter again
+         * @description Moves the dead letter back into its shard's deliveries with its
+         *     retry count reset (`webhook-retry-count: 0`, the same `webhook-id`),
+         *     in one script: it leaves the dead letters at once and is sent again
+         *     by whichever instance reads it first, with the whole
+         *     `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
+         *     Replaying the same id twice: the second is 404
+         *     `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+         */
+        post: operations["replayWebhookDeadLetter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -966,7 +1103,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -1144,6 +1281,67 @@ export interface components {
                 statePolicy?: components["schemas"]["StatePolicy"];
             };
         };
+        CreateTicketRequest: {
+            mode: components["schemas"]["Mode"];
+            /** @description Acceptable regions in preference order (the mode's `regionFallback` wait before each next one). */
+            regions: components["schemas"]["Region"][];
+            /**
+             * Format: double
+             * @description The skill rating (a party's, for a party); the mode's `defaultRating` (1000) when absent.
+             */
+            rating?: number;
+            /** @description Values (string of at most 128 characters, number, boolean) the mode's attribute rules read; keys `^[A-Za-z][A-Za-z0-9_]{0,31}$`. */
+            attributes?: {
+                [key: string]: unknown;
+            };
+            /** @description The caller's party (userIds, the caller not included); at most a team's size minus one. */
+            partyUserIds?: string[];
+        };
+        TicketResponse: {
+            ticket: components["schemas"]["Ticket"];
+        };
+        Ticket: {
+            ticketId: string;
+            mode: components["schemas"]["Mode"];
+            regions: components["schemas"]["Region"][];
+            /** Format: double */
+            rating: number;
+            attributes: {
+                [key: string]: unknown;
+            };
+            /** @description The leader (who queued). */
+            userId: string;
+            partyUserIds: string[];
+            /** @enum {string} */
+            status: "searching" | "matched" | "expired" | "cancelled";
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a searching ticket expires.
+             */
+            expiresAt: string;
+            /**
+             * Format: double
+             * @description Searching: the rating window (±) now.
+             */
+            window?: number;
+            /**
+             * Format: double
+             * @description Searching: the time waited.
+             */
+            waitedSeconds?: number;
+            /** @description Matched: the match. */
+            matchId?: string;
+            /** @description Matched: the region of the match. */
+            region?: string;
+            /** @description Matched: the ticket's team (0-based). */
+            team?: number;
+            /** Format: date-time */
+            matchedAt?: string;
+            /** @description Matched: the match's room, once made (within a moment of the match). */
+            roomId?: string;
+        };
         QuickJoined: {
             room: components["schemas"]["Room"];
             playerId: number;
@@ -1227,6 +1425,45 @@ export interface components {
         InstanceList: {
             instances: components["schemas"]["Instance"][];
         };
+        DeadLetterList: {
+            deadLetters: components["schemas"]["DeadLetter"][];
+            nextCursor: string | null;
+        };
+        DeadLetter: {
+            /**
+             * @description Names it for replay (`<shard>.<stream entry id>`).
+             * @example 3.1764000000000-0
+             */
+            id: string;
+            /**
+             * @description The `webhook-id` of every try of this event, to every endpoint.
+             * @example msg_3_1763990000000-0
+             */
+            messageId: string;
+            /**
+             * @description The endpoint's `id` in `REALSYNC_WEBHOOKS_FILE`.
+             * @example crm
+             */
+            endpoint: string;
+            /**
+             * @description The event's type (a room event type, or `user_online` / `user_offline`).
+             * @example player_joined
+             */
+            type: string;
+            /** @description The event as delivered (the `data` of the webhook's body). */
+            event: {
+                [key: string]: unknown;
+            };
+            /** @description Tries made. */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the last try failed.
+             */
+            failedAt: string;
+            /** @description The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. */
+            lastError: string;
+        };
         Instance: {
             /**
              * @description The instance's id; its streams' presence leases carry it.
@@ -1262,7 +1499,7 @@ export interface components {
         /** @description An event of the lobby stream (GET /v1/lobby/events): the data of one SSE frame, whose `event:` line is its `type`. */
         LobbyEvent: components["schemas"]["LobbyRoomsEvent"] | components["schemas"]["LobbyRoomAddedEvent"] | components["schemas"]["LobbyRoomUpdatedEvent"] | components["schemas"]["LobbyRoomRemovedEvent"] | components["schemas"]["TokenExpiringEvent"];
         /** @description An event of the personal stream (GET /v1/me/events): the data of one SSE frame, whose `event:` line is its `type`. */
-        UserEvent: components["schemas"]["UserSnapshotEvent"] | components["schemas"]["UserPresenceEvent"] | components["schemas"]["UserSessionReplacedEvent"] | components["schemas"]["UserResumedEvent"] | components["schemas"]["TokenExpiringEvent"];
+        UserEvent: components["schemas"]["UserSnapshotEvent"] | components["schemas"]["UserPresenceEvent"] | components["schemas"]["UserSessionReplacedEvent"] | components["schemas"]["UserResumedEvent"] | components["schemas"]["UserMatchFoundEvent"] | components["schemas"]["TokenExpiringEvent"];
         SnapshotEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1591,6 +1828,26 @@ export interface components {
             /** Format: date-time */
             ts: string;
         };
+        UserMatchFoundEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "match_found";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            ticketId: string;
+            matchId: string;
+            /** @description The match's room: a private room with a seat reserved for the user (its owner for the match's first ticket's leader). Join it by id. */
+            roomId: string;
+            mode: string;
+            region: string;
+            /** @description The user's team, 0-based. */
+            team: number;
+        };
     };
     responses: {
         /** @description `MALFORMED_REQUEST`: the body is not valid JSON or has wrong types. */
@@ -1632,6 +1889,15 @@ export interface components {
         };
         /** @description `NOT_FOUND`: the server runs without `REALSYNC_ADMIN_TOKEN`, so admin routes do not exist. */
         AdminDisabled: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `DEAD_LETTER_NOT_FOUND`: no dead letter has that id (replayed already, trimmed, or never was); or `NOT_FOUND`: the server runs without `REALSYNC_ADMIN_TOKEN`. */
+        DeadLetterNotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1682,6 +1948,25 @@ export interface components {
         /** @description `VALIDATION_FAILED` (`errors[]` names each field that breaks a constraint, or the `Idempotency-Key` header), or `IDEMPOTENCY_KEY_REUSED`: the key was used with another body or route. */
         InvalidOrKeyReused: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `TICKET_NOT_FOUND`: no such ticket (or its grace passed), or not one of the caller's. */
+        TicketNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `TICKET_ACTIVE`, `MEMBER_QUEUED_IN_PARTY`, `QUEUE_FULL` (a create), `TICKET_MATCHED` (a cancel), or `IDEMPOTENCY_KEY_IN_USE` (with `Retry-After`). */
+        TicketConflict: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -2638,6 +2923,133 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    createTicket: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept (the request changed nothing), so the key may
+                 *     be used again. The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "mode": "ranked",
+                 *       "regions": [
+                 *         "eu-west",
+                 *         "us-east"
+                 *       ],
+                 *       "rating": 1520,
+                 *       "attributes": {
+                 *         "platform": "pc"
+                 *       },
+                 *       "partyUserIds": [
+                 *         "u-bob"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateTicketRequest"];
+            };
+        };
+        responses: {
+            /** @description Queued. */
+            201: {
+                headers: {
+                    /** @description `/v1/matchmaking/tickets/{ticketId}` */
+                    Location?: string;
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TicketResponse"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["TicketConflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidOrKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The ticket's id; an unknown one is 404 `TICKET_NOT_FOUND`. */
+                ticketId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ticket. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TicketResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["TicketNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The ticket's id; an unknown one is 404 `TICKET_NOT_FOUND`. */
+                ticketId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled (or already not searching). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["TicketNotFound"];
+            409: components["responses"]["TicketConflict"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     myRooms: {
         parameters: {
             query?: {
@@ -2879,6 +3291,62 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["AdminDisabled"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhookDeadLetters: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description `nextCursor` of the previous page, exactly as sent; anything else is 422 `VALIDATION_FAILED`. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of dead letters. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterList"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AdminDisabled"];
+            422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    replayWebhookDeadLetter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The dead letter's `id` as listed; anything else is 404 `DEAD_LETTER_NOT_FOUND`. */
+                deadLetterId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Back in the deliveries; sent shortly. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DeadLetterNotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

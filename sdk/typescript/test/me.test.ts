@@ -1,6 +1,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { RealSync } from "../src/index.js";
+import { RealSync, RealSyncError } from "../src/index.js";
 import { eventually, startServer, type Server } from "./server.js";
 
 let server: Server;
@@ -49,6 +49,43 @@ describe("personal stream", () => {
       assert.equal(second.closed, false);
     } finally {
       second.close();
+    }
+  });
+
+  it("two tickets of a mode are matched: match_found on each personal stream, the room joinable by both", async () => {
+    const eve = await player("eve");
+    const finn = await player("finn");
+    const streams = [eve.c.me("pc"), finn.c.me("console")];
+    try {
+      await Promise.all(streams.map((s) => s.ready));
+      const found = streams.map((s) => new Promise<{ roomId: string; matchId: string; ticketId: string; team: number }>(
+        (resolve) => s.on("match_found", resolve)));
+      const mode = `duel${Date.now() % 100000}`;
+      const te = await eve.c.createTicket({ mode, regions: ["eu"], rating: 1500 }, `k-${mode}`);
+      assert.equal(te.status, "searching");
+      assert.equal((await eve.c.createTicket({ mode, regions: ["eu"], rating: 1500 }, `k-${mode}`)).ticketId, te.ticketId,
+        "the same Idempotency-Key and body: the same ticket");
+      const tf = await finn.c.createTicket({ mode, regions: ["eu"], rating: 1550 });
+      const [fe, ff] = await Promise.all(found);
+      assert.equal(fe?.ticketId, te.ticketId);
+      assert.equal(ff?.ticketId, tf.ticketId);
+      assert.equal(fe?.matchId, ff?.matchId);
+      assert.equal(fe?.roomId, ff?.roomId);
+      const roomId = fe?.roomId ?? "";
+      for (const p of [eve, finn]) {
+        if (!(await p.c.myRooms()).some((r) => r.id === roomId)) await p.c.joinRoom(roomId); // the seat held for p
+      }
+      const room = await eve.c.getRoom(roomId);
+      assert.equal(room.playerCount, 2);
+      const t = await finn.c.getTicket(tf.ticketId);
+      assert.equal(t.status, "matched");
+      assert.equal(t.roomId, roomId);
+      await assert.rejects(finn.c.cancelTicket(tf.ticketId),
+        (e) => e instanceof RealSyncError && e.code === "TICKET_MATCHED" && e.status === 409,
+        "a matched ticket cannot be cancelled");
+      assert.equal((await finn.c.getTicket(tf.ticketId)).status, "matched");
+    } finally {
+      streams.forEach((s) => s.close());
     }
   });
 
