@@ -71,10 +71,12 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
-	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st),
-		Auth:  auth,
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
-		Tickets: matchmaking.NewService(matchmaking.Config{Queue: tickets.New(st.Base(), tickets.Config{})}),
+	rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st}})
+	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st),
+		Direct: players.NewDirect(st, rs),
+		Auth:   auth,
+		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
+		Tickets: matchmaking.NewService(matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs())}),
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	for _, f := range mut {
 		f(&cfg, st, prefix)

@@ -29,6 +29,8 @@ var keyRoutes = map[string]rooms.Scope{
 	"GET /v1/lobby/stats":                          rooms.ScopeRead,
 	"GET /v1/lobby/events":                         rooms.ScopeRead,
 	"GET /v1/presence":                             rooms.ScopeRead,
+	"POST /v1/users/{userId}/messages":             rooms.ScopeWrite,
+	"POST /v1/rooms/{roomId}/invites":              rooms.ScopeWrite,
 	// matchmaking (issue 17)
 	"GET /v1/matchmaking/tickets/{ticketId}":    rooms.ScopeRead,
 	"DELETE /v1/matchmaking/tickets/{ticketId}": rooms.ScopeWrite,

@@ -140,6 +140,9 @@ POST   /v1/rooms/{roomId}/stream-token       pub  U    U         U       U      
 POST   /v1/rooms/{roomId}/stream-token       priv U    U         U       U        U       NF    201    201   NF     NF   NF    U     U       NF         SR    SR     SR     SR     U      ST      U           U
 POST   /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U     U       NM         SR    202    SR     SR     U      ST      U           U
 POST   /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    202    202   NF     NF   NF    U     U       NF         SR    202    SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/invites            pub  U    U         U       U        U       NM    202    202   NM     NM   NM    U     U       NM         SR    202    SR     SR     U      ST      U           U
+POST   /v1/rooms/{roomId}/invites            priv U    U         U       U        U       NF    202    202   NF     NF   NF    U     U       NF         SR    202    SR     SR     U      ST      U           U
+POST   /v1/users/{userId}/messages           -    U    U         U       U        U       202   202    202   202    202  202   U     U       202        SR    202    SR     SR     U      ST      U           U
 GET    /v1/rooms/{roomId}/messages           pub  U    U         U       U        U       NM    200    200   NM     NM   NM    U     U       NM         200   SR     SR     200    U      ST      U           U
 GET    /v1/rooms/{roomId}/messages           priv U    U         U       U        U       NF    200    200   NF     NF   NF    U     U       NF         200   SR     SR     200    U      ST      U           U
 POST   /v1/matchmaking/quick-join            -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
@@ -317,6 +320,10 @@ var routeCalls = map[string]call{
 	"GET /v1/rooms/{roomId}/events":    {req: onRoom("/events", nil), stream: true, consumes: true},
 	"POST /v1/rooms/{roomId}/messages": {req: onRoom("/messages", map[string]any{"type": "chat", "data": "hi"}), consumes: true},
 	"GET /v1/rooms/{roomId}/messages":  {req: onRoom("/messages", nil)},
+	"POST /v1/rooms/{roomId}/invites":  {req: onRoom("/invites", map[string]any{"userId": "someone"})},
+	"POST /v1/users/{userId}/messages": {req: func(*matrixEnv, *fixture, string) (string, any) {
+		return "/v1/users/someone/messages", map[string]any{"type": "chat", "data": "hi"}
+	}},
 	"POST /v1/matchmaking/quick-join": {req: func(m *matrixEnv, _ *fixture, _ string) (string, any) {
 		m.seq++ // a mode of its own: always creates, never joins the fixture
 		return "/v1/matchmaking/quick-join", map[string]any{"mode": fmt.Sprintf("qj%d", m.seq), "regions": []string{"eu"},

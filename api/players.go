@@ -109,3 +109,47 @@ func playersParamError(err error) error {
 	}
 	return nil
 }
+
+// SendDirectMessage implements POST /v1/users/{userId}/messages.
+func (s *Server) SendDirectMessage(w http.ResponseWriter, r *http.Request, userID oapi.UserId) {
+	var p players.DirectMessageParams
+	if err := decodeBody(r, &p, false, jsonType); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.direct == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	sent, err := s.direct.SendMessage(r.Context(), userFrom(r.Context()), userID, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
+}
+
+// InviteToRoom implements POST /v1/rooms/{roomId}/invites.
+func (s *Server) InviteToRoom(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId) {
+	var body struct {
+		UserID *string `json:"userId"`
+	}
+	if err := decodeBody(r, &body, false, jsonType); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.UserID == nil {
+		s.writeError(w, r, rooms.Invalid("userId", "is required"))
+		return
+	}
+	if s.direct == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	sent, err := s.direct.Invite(r.Context(), userFrom(r.Context()), roomID, *body.UserID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
+}

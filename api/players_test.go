@@ -29,6 +29,13 @@ import (
 // hub of its own.
 func playerEnvs(t *testing.T, b redistest.Backend, policy players.Policy, n int) []*env {
 	t.Helper()
+	return playerEnvsWith(t, b, n, func(c *store.Config) { c.SessionPolicy = policy })
+}
+
+// playerEnvsWith is playerEnvs with the store's configuration changed by
+// mut (from the replace policy and 8 streams per user).
+func playerEnvsWith(t *testing.T, b redistest.Backend, n int, mut func(*store.Config)) []*env {
+	t.Helper()
 	prefix := redistest.Prefix(t)
 	auth := &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}
 	var shared *store.Store
@@ -37,8 +44,10 @@ func playerEnvs(t *testing.T, b redistest.Backend, policy players.Policy, n int)
 		st := shared
 		if st == nil {
 			var err error
-			st, err = store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-				Prefix: prefix, Shards: 4, SessionPolicy: policy, Quotas: store.Quotas{StreamsPerUser: 8}})
+			cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+				Prefix: prefix, Shards: 4, SessionPolicy: players.PolicyReplace, Quotas: store.Quotas{StreamsPerUser: 8}}
+			mut(&cfg)
+			st, err = store.Open(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,8 +58,10 @@ func playerEnvs(t *testing.T, b redistest.Backend, policy players.Policy, n int)
 		}
 		log := slog.New(slog.DiscardHandler)
 		hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
-		h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
-			Players: players.NewService(st), Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log})
+		rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st}})
+		h := api.NewHandler(api.Config{Rooms: rs, Lobby: lobby.NewService(st), Events: hub,
+			Players: players.NewService(st), Direct: players.NewDirect(st, rs), Auth: auth, Ready: st.Ping,
+			Spec: realsync.OpenAPI, Log: log})
 		srv := httptest.NewServer(h)
 		t.Cleanup(func() { hub.Close(); srv.Close() })
 		out = append(out, &env{t: t, url: srv.URL, store: st})
@@ -382,10 +393,13 @@ func TestMeStreamResume(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
-			alice, _ := e.guest("alice")
+			alice, aliceID := e.guest("alice")
 			web := e.me(alice, "web")
 			snap := web.next()
 			web.close()
+			// closed on the server too: a resume that replaced it would log
+			// its session_replaced
+			e.sessionGone(alice, aliceID, "web")
 			for range 2 { // logged events of other sessions
 				s := e.me(alice, "pc")
 				s.next()

@@ -115,7 +115,11 @@ func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
 		}
 		checks = append(checks, limits.Check{Name: extra, Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get(extra, limits.IP)})
 	case "messages", "patches":
-		checks = append(checks, limits.Check{Name: extra, Scope: limits.Room, Subject: chi.URLParam(r, "roomId"),
+		subject := chi.URLParam(r, "roomId")
+		if subject == "" { // a direct message: the recipient's inbox ("@" starts no room id)
+			subject = "@" + chi.URLParam(r, "userId")
+		}
+		checks = append(checks, limits.Check{Name: extra, Scope: limits.Room, Subject: subject,
 			Member: user, Limit: s.limits.set.Get(extra, limits.Room)})
 	}
 	if user != "" {

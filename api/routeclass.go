@@ -37,10 +37,12 @@ var routeClasses = map[string]string{
 	"POST /v1/lobby/stream-token":          "stream",
 
 	// players (issue 16)
-	"GET /v1/me/events":        "stream",
-	"POST /v1/me/stream-token": "stream",
-	"PUT /v1/me/following":     "write",
-	"GET /v1/presence":         "read",
+	"GET /v1/me/events":                "stream",
+	"POST /v1/me/stream-token":         "stream",
+	"PUT /v1/me/following":             "write",
+	"POST /v1/users/{userId}/messages": "write",
+	"POST /v1/rooms/{roomId}/invites":  "write",
+	"GET /v1/presence":                 "read",
 
 	// webhook admin (issue 16 item 6)
 	"GET /v1/admin/webhooks/dead-letters":                        "read",
@@ -61,5 +63,7 @@ var routeExtras = map[string]string{
 	"GET /v1/me/events":                "opens",
 	"POST /v1/rooms/join-by-code":      "guess",
 	"POST /v1/rooms/{roomId}/messages": "messages",
+	"POST /v1/rooms/{roomId}/invites":  "messages",
+	"POST /v1/users/{userId}/messages": "messages", // the recipient's inbox as the room
 	"PATCH /v1/rooms/{roomId}/state":   "patches",
 }

@@ -36,6 +36,8 @@ type Config struct {
 	// Players serves presence and following (the personal stream is
 	// Events'); nil: those routes answer 503.
 	Players *players.Service
+	// Direct sends direct messages and invites (nil: 503).
+	Direct *players.Direct
 	// Tickets is matchmaking's tickets (POST/GET/DELETE
 	// /v1/matchmaking/tickets); nil: those routes are 503.
 	Tickets *matchmaking.Service
@@ -93,6 +95,7 @@ type Server struct {
 	lobby   *lobby.Service
 	events  *sse.Hub
 	players *players.Service
+	direct  *players.Direct
 	tickets *matchmaking.Service
 	auth    *Auth
 	keys    *APIKeys
@@ -116,7 +119,7 @@ var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
 		deadLetters: cfg.DeadLetters}

@@ -1,6 +1,10 @@
 package players
 
-import "github.com/realsync/realsync/rooms"
+import (
+	"encoding/json"
+
+	"github.com/realsync/realsync/rooms"
+)
 
 // The events of a personal stream (GET /v1/me/events), as clients receive
 // them in an SSE frame's data. As for rooms/events.go, these types are the
@@ -24,6 +28,11 @@ const (
 	EventSessionReplaced = "session_replaced"
 	EventResumed         = "resumed"
 	EventMatchFound      = "match_found"
+	EventInvite          = "invite"
+	EventMessage         = "message"
+	EventKicked          = "kicked"
+	EventBanned          = "banned"
+	EventRoomClosed      = "room_closed"
 )
 
 // UserEventHeader starts every logged event.
@@ -41,7 +50,9 @@ type UserEventHeader struct {
 
 // SnapshotEvent opens a fresh stream, and a resume whose Last-Event-ID
 // the log could no longer serve (trimmed, expired, another history):
-// logged events may have been missed. Its id is the log's position.
+// logged events may have been missed. Its id is the position the stream
+// starts from: the Pending events of the platform's offline inbox follow
+// it, then live events.
 type SnapshotEvent struct {
 	UserEventHeader
 	// Platform and Session are this stream's session.
@@ -50,6 +61,10 @@ type SnapshotEvent struct {
 	// Resync: the stream resumed from a Last-Event-ID the log could not
 	// serve.
 	Resync bool `json:"resync"`
+	// Pending counts the logged events that follow at once: those stored
+	// while no session of this platform could take them (the offline
+	// inbox), in order.
+	Pending int `json:"pending" schema:"desc=The logged events that follow at once: what was sent while no session of this platform took it (its offline inbox), in order. Only the other sessions' session_replaced among them are not written."`
 }
 
 // ResumedEvent follows the replay of a resume that missed nothing; it
@@ -96,6 +111,64 @@ type MatchFoundEvent struct {
 	Team     int    `json:"team" schema:"desc=The user's team, 0-based."`
 }
 
+// Sender is who sent a message or an invite: a player (UserID and the
+// name of their token) or the game's server (an API key: Server true, no
+// UserID).
+type Sender struct {
+	UserID string `json:"userId,omitempty" schema:"desc=The sending player's user id; absent when the server sent it."`
+	Name   string `json:"name,omitempty" schema:"desc=The sending player's name."`
+	Server bool   `json:"server,omitempty" schema:"desc=Sent by the game's server (an API key)."`
+}
+
+// DirectMessageEvent is a message sent to the user (POST
+// /v1/users/{userId}/messages). Logged, so it waits in the offline inbox
+// of each platform without a session.
+type DirectMessageEvent struct {
+	UserEventHeader
+	From    Sender            `json:"from"`
+	Message DirectMessageBody `json:"message"`
+}
+
+// DirectMessageBody is a direct message as sent.
+type DirectMessageBody struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data" schema:"desc=Any JSON."`
+}
+
+// InviteEvent invites the user to a room (POST
+// /v1/rooms/{roomId}/invites), with what the user needs to join it.
+// Logged.
+type InviteEvent struct {
+	UserEventHeader
+	From   Sender `json:"from"`
+	RoomID string `json:"roomId" schema:"desc=Join it by id (POST /v1/rooms/{roomId}/join), or by the invite code of a private room."`
+	Name   string `json:"name" schema:"desc=The room's name."`
+	Mode   string `json:"mode"`
+	Region string `json:"region"`
+	// InviteCode is the private room's code (POST
+	// /v1/rooms/join-by-code); absent for a public room.
+	InviteCode string `json:"inviteCode,omitempty" schema:"desc=A private room's invite code (POST /v1/rooms/join-by-code); absent for a public room."`
+}
+
+// KickedEvent tells the user they were removed from a room (banned: they
+// may not join it again). Logged, sent to the user's personal stream
+// whatever the room stream did.
+type KickedEvent struct {
+	UserEventHeader
+	RoomID string `json:"roomId"`
+}
+
+// BannedEvent is KickedEvent for a ban.
+type BannedEvent = KickedEvent
+
+// RoomClosedEvent tells a member a room they were in closed (its owner or
+// the server deleted it). Logged.
+type RoomClosedEvent struct {
+	UserEventHeader
+	RoomID string            `json:"roomId"`
+	Reason rooms.CloseReason `json:"reason"`
+}
+
 // UserEvents lists every event of a personal stream.
 var UserEvents = []rooms.EventKind{
 	{Type: EventSnapshot, New: func() any { return new(SnapshotEvent) }},
@@ -103,5 +176,10 @@ var UserEvents = []rooms.EventKind{
 	{Type: EventSessionReplaced, New: func() any { return new(SessionReplacedEvent) }},
 	{Type: EventResumed, New: func() any { return new(ResumedEvent) }},
 	{Type: EventMatchFound, New: func() any { return new(MatchFoundEvent) }},
+	{Type: EventInvite, New: func() any { return new(InviteEvent) }},
+	{Type: EventMessage, New: func() any { return new(DirectMessageEvent) }},
+	{Type: EventKicked, New: func() any { return new(KickedEvent) }},
+	{Type: EventBanned, New: func() any { return new(BannedEvent) }},
+	{Type: EventRoomClosed, New: func() any { return new(RoomClosedEvent) }},
 	{Type: rooms.EventTokenExpiring, New: func() any { return new(rooms.TokenExpiringEvent) }},
 }

@@ -65,6 +65,20 @@ func (s *Service) SendMessage(ctx context.Context, u User, room string, p Messag
 	if err := RequireScope(u, ScopeWrite); err != nil {
 		return 0, err
 	}
+	data, err := s.checkMessage(p)
+	if err != nil {
+		return 0, err
+	}
+	if !ValidRoomID(room) {
+		return 0, ErrRoomNotFound
+	}
+	return s.store.SendMessage(ctx, u, room, Message{Type: p.Type, Data: data, To: p.To})
+}
+
+// checkMessage applies the rules of a message (also a direct one, which
+// has no To): returns its data compacted, or a ValidationError naming every
+// bad field.
+func (s *Service) checkMessage(p MessageParams) ([]byte, error) {
 	errs := structErrors(s.validate, p)
 	var data bytes.Buffer
 	switch {
@@ -75,13 +89,14 @@ func (s *Service) SendMessage(ctx context.Context, u User, room string, p Messag
 	case data.Len() > MaxMessageData:
 		errs.add("data", "must be at most %d bytes of JSON", MaxMessageData)
 	}
-	if err := errs.err(); err != nil {
-		return 0, err
-	}
-	if !ValidRoomID(room) {
-		return 0, ErrRoomNotFound
-	}
-	return s.store.SendMessage(ctx, u, room, Message{Type: p.Type, Data: data.Bytes(), To: p.To})
+	return data.Bytes(), errs.err()
+}
+
+// CheckDirectMessage applies the rules of a room message's type and data
+// to a direct message (players.Service.SendMessage): returns its data
+// compacted, or a ValidationError.
+func (s *Service) CheckDirectMessage(typ string, data json.RawMessage) ([]byte, error) {
+	return s.checkMessage(MessageParams{Type: typ, Data: data})
 }
 
 // MessageQuery is a history request as the client sent it; "" is absent.

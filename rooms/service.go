@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,7 @@ type Service struct {
 	store    Store
 	validate *validator.Validate
 	names    Names
+	notices  Notifier
 }
 
 // Config is what a Service needs; cmd/realsyncd wires it.
@@ -24,11 +26,14 @@ type Config struct {
 	// Names restrict the modes and regions of rooms and quick-joins
 	// (a validation error naming the field); empty: any of their form.
 	Names Names
+	// Notices, when set, tells kicked and banned players, and the members
+	// of a room its owner or the server closed, on their personal streams.
+	Notices Notifier
 }
 
 // New returns a Service as cfg says.
 func New(cfg Config) *Service {
-	return &Service{store: cfg.Store, validate: newValidator(), names: cfg.Names}
+	return &Service{store: cfg.Store, validate: newValidator(), names: cfg.Names, notices: cfg.Notices}
 }
 
 // NewService returns a Service over store accepting any mode and region.
@@ -162,10 +167,22 @@ func (s *Service) Kick(ctx context.Context, u User, id, playerID string, ban boo
 	if !ok || pid < 1 {
 		return ErrPlayerNotFound
 	}
-	if ban {
-		return s.store.Ban(ctx, u, id, int(pid))
+	var uid string
+	if s.notices != nil {
+		_, uid = s.membersOf(ctx, id, int(pid)) // playerIds are never reused
 	}
-	return s.store.Kick(ctx, u, id, int(pid))
+	var err error
+	if ban {
+		err = s.store.Ban(ctx, u, id, int(pid))
+	} else {
+		err = s.store.Kick(ctx, u, id, int(pid))
+	}
+	if err == nil && uid != "" {
+		// the room's stream told it already: a notice lost to a store
+		// failure here is not worth failing the kick for
+		_ = s.notices.Kicked(ctx, uid, id, ban)
+	}
+	return err
 }
 
 // Update validates p and applies it on behalf of the owner u, or of the
@@ -193,7 +210,16 @@ func (s *Service) Delete(ctx context.Context, u User, id string) error {
 	if !ValidRoomID(id) {
 		return ErrRoomNotFound
 	}
-	return s.store.Delete(ctx, u, id)
+	var uids []string
+	if s.notices != nil {
+		uids, _ = s.membersOf(ctx, id, 0)
+	}
+	err := s.store.Delete(ctx, u, id)
+	if err == nil && len(uids) > 0 {
+		// as for Kicked: the room's stream told its connected members
+		_ = s.notices.Closed(ctx, slices.DeleteFunc(uids, func(x string) bool { return x == u.ID }), id, ClosedByOwner)
+	}
+	return err
 }
 
 // State returns the room state to a member, or to the server

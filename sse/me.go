@@ -182,24 +182,26 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	client.Start()
 	out := &writer{c: client, m: h.cfg.Metrics, kind: KindMe}
 	out.write(retryFrame(0))
-	tag, sent := o.Tag, o.Seq
+	tag, sent := o.Tag, o.From
+	if start != StartReplay {
+		st.writeSnapshot(out, tag, o.From, c.Set, len(o.Replay))
+	}
 	end := ""
-	if start == StartReplay {
-		for i := range o.Replay {
-			if end = st.writeLogged(out, &o.Replay[i]); end != "" {
-				break
-			}
+	for i := range o.Replay {
+		sent = o.Replay[i].Seq
+		if end = st.writeLogged(out, &o.Replay[i]); end != "" {
+			break
 		}
+	}
+	if start == StartReplay && end == "" {
 		st.writeResumed(out, sent)
-	} else {
-		st.writeSnapshot(out, tag, sent, c.Set)
 	}
 	for _, s := range first {
 		st.writeStatus(out, s)
 	}
 	why := end
 	if why == "" {
-		why = h.pumpMe(ctx, feed, st, out, tag, sent)
+		why = h.pumpMe(ctx, feed, st, out, tag, sent, len(o.Replay) > 0)
 	} else {
 		out.flush()
 	}
@@ -208,12 +210,31 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 }
 
 // pumpMe flushes the opening, then writes the stream's events, with
-// heartbeats while idle. Returns why the stream ended (End…).
-func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, tag string, sent int64) string {
+// heartbeats while idle. Each logged event written is acknowledged once
+// flushed (Delivered), so the platform's offline inbox starts after it;
+// replayed tells the opening wrote some. Returns why the stream ended
+// (End…).
+func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, tag string, sent int64, replayed bool) string {
+	if replayed && out.flush() == nil {
+		h.delivered(ctx, st, tag, sent)
+	}
 	return loop(ctx, h, &st.held, out, st.q, func(it meItem) (why string) {
+		was := sent
 		sent, why = h.meItem(ctx, feed, st, out, it, tag, sent)
+		if sent > was && out.flush() == nil {
+			h.delivered(ctx, st, tag, sent)
+		}
 		return why
 	})
+}
+
+// delivered records that st's client was written its user's log up to
+// seq. A failure is logged: the events after the last recorded position
+// go out again to the platform's next session without Last-Event-ID.
+func (h *Hub) delivered(ctx context.Context, st *meStream, tag string, seq int64) {
+	if err := h.cfg.Users.Delivered(ctx, st.session, tag, seq); err != nil {
+		h.cfg.Log.Debug("sse: recording a delivery", "user", st.session.UserID, "seq", seq, "err", err)
+	}
 }
 
 // meItem writes what item it calls for; returns the log position sent and
@@ -445,10 +466,10 @@ func (st *meStream) writeStatus(out *writer, s players.Status) {
 	out.writeEvent(appendFrame(nil, "", players.EventPresence, data))
 }
 
-func (st *meStream) writeSnapshot(out *writer, tag string, seq int64, resync bool) {
+func (st *meStream) writeSnapshot(out *writer, tag string, seq int64, resync bool, pending int) {
 	data, _ := json.Marshal(players.SnapshotEvent{UserEventHeader: players.UserEventHeader{Type: players.EventSnapshot,
 		UserID: st.session.UserID, Seq: seq, TS: stamp(time.Now())}, Platform: st.session.Platform,
-		Session: st.session.ID, Resync: resync})
+		Session: st.session.ID, Resync: resync, Pending: pending})
 	out.writeEvent(appendFrame(nil, formatID(seq, tag), players.EventSnapshot, data))
 }
 

@@ -48,12 +48,16 @@ func (e *UserEvent) parse() {
 }
 
 // UserOpening is what a new personal stream starts from: the log's
-// position (Seq, Tag) after the session was recorded and, for a cursor,
-// the events after it (Replay) or Gap when the log could not serve them.
-// Replaced counts the sessions the open replaced.
+// position (Seq, Tag) after the session was recorded, and the events
+// after From (Replay, seqs From+1 on): for a cursor, the events after it
+// (From is the cursor's seq), or Gap when the log could not serve them;
+// without one (or for a gap), the events the session's platform was not
+// delivered yet, its offline inbox. Replaced counts the sessions the open
+// replaced.
 type UserOpening struct {
 	Seq      int64
 	Tag      string
+	From     int64
 	Replay   []UserEvent
 	Gap      bool
 	Replaced int
@@ -66,8 +70,13 @@ type UserSource interface {
 	// OpenSession records session s under the deployment's session policy
 	// (replacing, refusing or keeping a session of the same platform),
 	// publishes the user's status when it changed, and reads the user's
-	// log position, with c set the events after c (at most limit) or a gap.
+	// log position, with c set the events after c (at most limit) or a gap,
+	// without it (or for a gap) the events its platform was not delivered.
 	OpenSession(ctx context.Context, s Session, c Cursor, limit int) (UserOpening, error)
+	// Delivered records that session s wrote its user's log up to seq of
+	// history tag to its client: its platform's offline inbox starts after
+	// it.
+	Delivered(ctx context.Context, s Session, tag string, seq int64) error
 	// CloseSession drops s; the status follows (published when changed).
 	CloseSession(ctx context.Context, s Session) error
 	// RenewSessions extends the sessions' leases and returns those no

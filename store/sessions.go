@@ -16,6 +16,7 @@ import (
 	"github.com/realsync/realsync/sse"
 
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 // Personal streams (GET /v1/me/events) and online status. Everything of a
@@ -30,10 +31,9 @@ import (
 //     only when p changed; deleted when the user goes offline; expires
 //     statusLinger after the last lease (the janitor's sweep publishes
 //     "offline" before that);
-//   - the user's log: a stream of logged personal events (ids "<seq>-0"),
-//     capped at userLogMaxLen, with a meta hash (seq, tag): both expire
-//     userLogTTL after the last event or open; an expired log starts a new
-//     history (a new tag), so a resume from the old one is a gap;
+//   - the user's log, its meta and its delivery cursors per platform
+//     (store/userlog: the personal events, also the user's offline inbox),
+//     expiring REALSYNC_OFFLINE_TTL after the last event or open;
 //   - following: a set of user ids, replaced by PUT /v1/me/following,
 //     expiring followingTTL after the last PUT or stream open;
 //   - the shard's online index: zset userId → the user's earliest lease
@@ -65,12 +65,6 @@ var (
 )
 
 const (
-	// userLogMaxLen caps a user's log (MAXLEN ~): the most events a resume
-	// may replay.
-	userLogMaxLen = 100
-	// userLogTTL: a user's log expires this long after its last event or
-	// stream open.
-	userLogTTL = 24 * time.Hour
 	// followingTTL: a user's following expires this long after it was last
 	// set or a personal stream of the user opened.
 	followingTTL = 30 * 24 * time.Hour
@@ -81,20 +75,18 @@ const (
 )
 
 var (
+	_ players.Inbox  = (*Store)(nil)
 	_ sse.UserSource = (*Store)(nil)
 	_ sse.UserFeed   = (*Feed)(nil)
 )
 
 func (k keys) sessions(shard int, uid string) string  { return k.tag(shard) + ":sess:" + uid }
 func (k keys) status(shard int, uid string) string    { return k.tag(shard) + ":status:" + uid }
-func (k keys) userLog(shard int, uid string) string   { return k.tag(shard) + ":ulog:" + uid }
-func (k keys) userMeta(shard int, uid string) string  { return k.tag(shard) + ":ulog:" + uid + ":meta" }
 func (k keys) following(shard int, uid string) string { return k.tag(shard) + ":follow:" + uid }
 func (k keys) online(shard int) string                { return k.tag(shard) + ":online" }
 
-// userChannel carries a user's logged events and control messages;
-// statusChannel a user's status changes.
-func (k keys) userChannel(shard int, uid string) string   { return k.tag(shard) + ":uch:" + uid }
+// statusChannel carries a user's status changes (the user's channel,
+// userlog.Keys.Channel, the logged events and control messages).
 func (k keys) statusChannel(shard int, uid string) string { return k.tag(shard) + ":st:" + uid }
 
 const (
@@ -117,8 +109,10 @@ type sessionOpenCall struct {
 	limit   int
 	now     time.Time
 	newTag  string
+	log     userlog.Keys
 	logTTL  time.Duration
 	maxLen  int
+	offline int // the most events replayed without a cursor
 	follows time.Duration
 	// outbox is the user shard's webhook outbox, outboxLen its MAXLEN ~;
 	// 0: webhooks off (no outbox key, ARGV[19] "").
@@ -130,16 +124,16 @@ func (sessionOpenCall) Script() *redisx.Script { return sessionOpen }
 
 func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	k, sh, u := c.keys, c.shard, c.s.UserID
-	keys := []string{k.sessions(sh, u), k.status(sh, u), k.userLog(sh, u), k.userMeta(sh, u), k.online(sh),
-		k.userStreams(sh, u), k.following(sh, u)}
+	keys := []string{k.sessions(sh, u), k.status(sh, u), c.log.Log, c.log.Meta, k.online(sh),
+		k.userStreams(sh, u), k.following(sh, u), c.log.Cursors}
 	cseq, ctag := "", ""
 	if c.cursor.Verifiable() {
 		cseq, ctag = fmt.Sprint(c.cursor.Version), c.cursor.Tag
 	}
 	args := []any{u, c.s.Platform, c.s.ID, string(c.policy), c.ttl.Milliseconds(), c.quota,
-		k.userChannel(sh, u), k.statusChannel(sh, u), c.pubcmd, c.maxLen, c.logTTL.Milliseconds(), c.newTag,
+		c.log.Channel, k.statusChannel(sh, u), c.pubcmd, c.maxLen, c.logTTL.Milliseconds(), c.newTag,
 		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), c.follows.Milliseconds(),
-		statusLinger.Milliseconds(), outboxArg(c.outboxLen)}
+		statusLinger.Milliseconds(), outboxArg(c.outboxLen), c.offline}
 	if c.outboxLen > 0 {
 		keys = append(keys, c.outbox)
 	}
@@ -155,15 +149,17 @@ func outboxArg(n int) string {
 	return strconv.Itoa(n)
 }
 
-// OpenSession implements sse.UserSource.
+// OpenSession implements sse.UserSource. The log holds up to its cap: so
+// many events may be replayed, whatever limit.
 func (s *Store) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, limit int) (sse.UserOpening, error) {
+	limit = max(limit, s.ulog.Config().MaxLen)
 	if err := players.CheckPlatform(ss.Platform); err != nil {
 		return sse.UserOpening{}, err
 	}
 	call := sessionOpenCall{keys: s.keys, shard: redisx.UserShard(ss.UserID, s.shards), s: ss, policy: s.sessionPolicy,
 		ttl: s.presenceTTL, quota: s.quotas.StreamsPerUser, pubcmd: s.pubcmd, cursor: c, limit: limit,
-		now: time.Now(), newTag: eventTag(), logTTL: userLogTTL, maxLen: userLogMaxLen, follows: followingTTL,
-		outboxLen: s.outboxLen}
+		now: time.Now(), newTag: eventTag(), log: s.ulog.KeysOf(ss.UserID), logTTL: s.ulog.Config().TTL,
+		maxLen: s.ulog.Config().MaxLen, offline: s.ulog.Config().MaxLen, follows: followingTTL, outboxLen: s.outboxLen}
 	if s.outboxLen > 0 {
 		call.outbox = s.keys.webhookOutbox(call.shard)
 	}
@@ -185,12 +181,28 @@ func (s *Store) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, l
 		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
 	}
 	o := sse.UserOpening{Seq: atoi64(arr[1].(string)), Tag: arr[2].(string), Gap: arr[3] == "1",
-		Replaced: int(atoi64(arr[4].(string)))}
-	for i, d := range arr[5:] {
-		o.Replay = append(o.Replay, sse.UserEvent{Seq: c.Version + 1 + int64(i), Tag: o.Tag, Data: []byte(d.(string))})
+		Replaced: int(atoi64(arr[4].(string))), From: atoi64(arr[5].(string))}
+	for i, d := range arr[6:] {
+		o.Replay = append(o.Replay, sse.UserEvent{Seq: o.From + 1 + int64(i), Tag: o.Tag, Data: []byte(d.(string))})
 	}
 	return o, nil
 }
+
+// Delivered implements sse.UserSource, even when ctx is done.
+func (s *Store) Delivered(ctx context.Context, ss sse.Session, tag string, seq int64) error {
+	_, err := s.ulog.Ack(context.WithoutCancel(ctx), ss.UserID, ss.Platform, tag, seq)
+	return err
+}
+
+// Send implements players.Inbox.
+func (s *Store) Send(ctx context.Context, uid string, ev any) error {
+	_, err := s.ulog.SendEvent(ctx, uid, ev)
+	return err
+}
+
+// UserLogs returns the personal logs (store/userlog), for the concept
+// packages that send personal events (tickets' match_found).
+func (s *Store) UserLogs() *userlog.Log { return s.ulog }
 
 // CloseSession implements sse.UserSource, even when ctx is done.
 func (s *Store) CloseSession(ctx context.Context, ss sse.Session) error {
@@ -267,17 +279,18 @@ func (c sessionRenewCall) KeysArgs() ([]string, []any) {
 
 // followingSetCall is following_set.lua's descriptor.
 type followingSetCall struct {
-	keys   keys
-	shard  int
-	user   string
-	ids    []string
-	pubcmd string
+	keys    keys
+	shard   int
+	user    string
+	channel string // the user's
+	ids     []string
+	pubcmd  string
 }
 
 func (followingSetCall) Script() *redisx.Script { return followingSet }
 
 func (c followingSetCall) KeysArgs() ([]string, []any) {
-	args := []any{followingTTL.Milliseconds(), c.keys.userChannel(c.shard, c.user), c.pubcmd}
+	args := []any{followingTTL.Milliseconds(), c.channel, c.pubcmd}
 	for _, id := range c.ids {
 		args = append(args, id)
 	}
@@ -298,11 +311,13 @@ func (s *Store) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Sess
 }
 
 // UserLog implements sse.UserSource.
+// The log holds up to its cap: so many may be replayed, whatever limit.
 func (s *Store) UserLog(ctx context.Context, uid string, seq int64, tag string, limit int) ([]sse.UserEvent, bool, error) {
-	sh := redisx.UserShard(uid, s.shards)
+	limit = max(limit, s.ulog.Config().MaxLen)
 	p := s.client.Pipeline()
-	meta := p.HMGet(ctx, s.keys.userMeta(sh, uid), "seq", "tag")
-	evs := p.XRangeN(ctx, s.keys.userLog(sh, uid), fmt.Sprintf("(%d-0", seq), "+", int64(limit))
+	k := s.ulog.KeysOf(uid)
+	meta := p.HMGet(ctx, k.Meta, "seq", "tag")
+	evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("(%d-0", seq), "+", int64(limit))
 	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, false, redisx.Wrap(err)
 	}
@@ -333,8 +348,8 @@ func (s *Store) Following(ctx context.Context, uid string) ([]string, error) {
 // SetFollowing replaces the users uid follows (checked by the caller) and
 // tells uid's personal streams, which then load them again.
 func (s *Store) SetFollowing(ctx context.Context, uid string, ids []string) error {
-	return redisx.Wrap(s.runner.Run(ctx, followingSetCall{keys: s.keys, shard: redisx.UserShard(uid, s.shards), user: uid, ids: ids,
-		pubcmd: s.pubcmd}).Err())
+	return redisx.Wrap(s.runner.Run(ctx, followingSetCall{keys: s.keys, shard: redisx.UserShard(uid, s.shards), user: uid,
+		channel: s.ulog.KeysOf(uid).Channel, ids: ids, pubcmd: s.pubcmd}).Err())
 }
 
 // Statuses implements sse.UserSource: one HMGET per user, in one pipeline.
@@ -411,13 +426,13 @@ func (s *Store) sweepSessions(ctx context.Context, shard int, rep Report) error 
 // SubscribeUser implements sse.UserFeed.
 func (f *Feed) SubscribeUser(ctx context.Context, uid string) error {
 	sh := redisx.UserShard(uid, f.s.shards)
-	return f.subscribe(ctx, sh, f.s.keys.userChannel(sh, uid))
+	return f.subscribe(ctx, sh, f.s.ulog.KeysOf(uid).Channel)
 }
 
 // UnsubscribeUser implements sse.UserFeed.
 func (f *Feed) UnsubscribeUser(uid string) {
 	sh := redisx.UserShard(uid, f.s.shards)
-	f.unsubscribe(sh, f.s.keys.userChannel(sh, uid))
+	f.unsubscribe(sh, f.s.ulog.KeysOf(uid).Channel)
 }
 
 // SubscribeStatus implements sse.UserFeed.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/realsync/realsync/store/internal/batch"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 // SchemaVersion is the version of the key schema; an instance refuses to
@@ -96,6 +97,10 @@ type Config struct {
 	// open one of the same user and platform (sessions.go); default
 	// players.PolicyReplace.
 	SessionPolicy players.Policy
+	// Offline bounds each user's personal log, which is also the user's
+	// offline inbox (store/userlog): REALSYNC_OFFLINE_MAX and
+	// REALSYNC_OFFLINE_TTL; zero values: the package's defaults.
+	Offline userlog.Config
 
 	// ScriptsOnly runs the mutation scripts with EVALSHA even where Redis
 	// has Functions (functions.go): for measuring one against the other.
@@ -115,6 +120,7 @@ type Store struct {
 	// loaded, functions.go)
 	runner      *redisx.Runner
 	base        *redisx.Base // what the store's concept packages share
+	ulog        *userlog.Log // the personal logs (sessions.go)
 	scriptsOnly bool
 	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", closed log TTL (s); see common()
 	outboxLen   int       // webhook outbox MAXLEN ~; 0: webhooks off
@@ -162,6 +168,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Shards < 1 || cfg.Shards > MaxShards {
 		return nil, fmt.Errorf("shards must be 1..%d, got %d", MaxShards, cfg.Shards)
 	}
+	if err := cfg.Offline.Check(); err != nil {
+		return nil, err
+	}
 	if k := cfg.Stripes.Max(); k > cfg.Shards {
 		return nil, fmt.Errorf("mode stripes must be 1..shards (%d), got %d", cfg.Shards, k)
 	}
@@ -179,6 +188,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	s.runner = redisx.NewRunner(s.client, library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
+	s.ulog = userlog.New(s.base, cfg.Offline, eventTag)
 	if cfg.Batch != nil { // first hook: the others see a batch once, as a pipeline
 		var observe func(string, int)
 		if m, ok := cfg.Metrics.(BatchMetrics); ok {

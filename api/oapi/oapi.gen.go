@@ -380,6 +380,21 @@ type DeadLetterList struct {
 	NextCursor  *string      `json:"nextCursor"`
 }
 
+// DirectMessageRequest defines model for DirectMessageRequest.
+type DirectMessageRequest struct {
+	// Data Any JSON, at most 4 KiB once compacted.
+	Data json.RawMessage `json:"data"`
+
+	// Type Application-defined kind, e.g. `chat`; no control characters.
+	Type string `json:"type"`
+}
+
+// DirectSent defines model for DirectSent.
+type DirectSent struct {
+	// Ts When it was sent.
+	Ts time.Time `json:"ts"`
+}
+
 // FieldError defines model for FieldError.
 type FieldError struct {
 	// Field Example: maxPlayers
@@ -445,6 +460,11 @@ type Instance struct {
 // InstanceList defines model for InstanceList.
 type InstanceList struct {
 	Instances []Instance `json:"instances"`
+}
+
+// InviteRequest defines model for InviteRequest.
+type InviteRequest struct {
+	UserId string `json:"userId"`
 }
 
 // JoinByCodeRequest defines model for JoinByCodeRequest.
@@ -849,6 +869,9 @@ type IdempotencyKey = string
 // RoomId defines model for RoomId.
 type RoomId = string
 
+// UserId defines model for UserId.
+type UserId = string
+
 // AdminDisabled defines model for AdminDisabled.
 type AdminDisabled = Problem
 
@@ -1092,6 +1115,9 @@ type UpdateRoomJSONRequestBody = UpdateRoomRequest
 // UpdateRoomApplicationMergePatchPlusJSONRequestBody defines body for UpdateRoom for application/merge-patch+json ContentType.
 type UpdateRoomApplicationMergePatchPlusJSONRequestBody = UpdateRoomRequest
 
+// InviteToRoomJSONRequestBody defines body for InviteToRoom for application/json ContentType.
+type InviteToRoomJSONRequestBody = InviteRequest
+
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageRequest
 
@@ -1103,6 +1129,9 @@ type PatchRoomStateJSONRequestBody = State
 
 // PatchRoomStateApplicationMergePatchPlusJSONRequestBody defines body for PatchRoomState for application/merge-patch+json ContentType.
 type PatchRoomStateApplicationMergePatchPlusJSONRequestBody = State
+
+// SendDirectMessageJSONRequestBody defines body for SendDirectMessage for application/json ContentType.
+type SendDirectMessageJSONRequestBody = DirectMessageRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -1196,6 +1225,9 @@ type ServerInterface interface {
 	// StreamRoomEvents Live room events (members), as Server-Sent Events
 	// (GET /v1/rooms/{roomId}/events)
 	StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomId RoomId, params StreamRoomEventsParams)
+	// InviteToRoom Invite a user to the room
+	// (POST /v1/rooms/{roomId}/invites)
+	InviteToRoom(w http.ResponseWriter, r *http.Request, roomId RoomId)
 	// JoinRoom Join a public room
 	// (POST /v1/rooms/{roomId}/join)
 	JoinRoom(w http.ResponseWriter, r *http.Request, roomId RoomId)
@@ -1223,6 +1255,9 @@ type ServerInterface interface {
 	// CreateRoomStreamToken A short-lived token to open the room's event stream (members)
 	// (POST /v1/rooms/{roomId}/stream-token)
 	CreateRoomStreamToken(w http.ResponseWriter, r *http.Request, roomId RoomId)
+	// SendDirectMessage Send a message to a user
+	// (POST /v1/users/{userId}/messages)
+	SendDirectMessage(w http.ResponseWriter, r *http.Request, userId UserId)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -1409,6 +1444,12 @@ func (_ Unimplemented) StreamRoomEvents(w http.ResponseWriter, r *http.Request, 
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// InviteToRoom Invite a user to the room
+// (POST /v1/rooms/{roomId}/invites)
+func (_ Unimplemented) InviteToRoom(w http.ResponseWriter, r *http.Request, roomId RoomId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // JoinRoom Join a public room
 // (POST /v1/rooms/{roomId}/join)
 func (_ Unimplemented) JoinRoom(w http.ResponseWriter, r *http.Request, roomId RoomId) {
@@ -1460,6 +1501,12 @@ func (_ Unimplemented) PatchRoomState(w http.ResponseWriter, r *http.Request, ro
 // CreateRoomStreamToken A short-lived token to open the room's event stream (members)
 // (POST /v1/rooms/{roomId}/stream-token)
 func (_ Unimplemented) CreateRoomStreamToken(w http.ResponseWriter, r *http.Request, roomId RoomId) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SendDirectMessage Send a message to a user
+// (POST /v1/users/{userId}/messages)
+func (_ Unimplemented) SendDirectMessage(w http.ResponseWriter, r *http.Request, userId UserId) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2372,6 +2419,32 @@ func (siw *ServerInterfaceWrapper) StreamRoomEvents(w http.ResponseWriter, r *ht
 	handler.ServeHTTP(w, r)
 }
 
+// InviteToRoom operation middleware
+func (siw *ServerInterfaceWrapper) InviteToRoom(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "roomId" -------------
+	var roomId RoomId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "roomId", chi.URLParam(r, "roomId"), &roomId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "roomId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.InviteToRoom(w, r, roomId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // JoinRoom operation middleware
 func (siw *ServerInterfaceWrapper) JoinRoom(w http.ResponseWriter, r *http.Request) {
 
@@ -2684,6 +2757,32 @@ func (siw *ServerInterfaceWrapper) CreateRoomStreamToken(w http.ResponseWriter, 
 	handler.ServeHTTP(w, r)
 }
 
+// SendDirectMessage operation middleware
+func (siw *ServerInterfaceWrapper) SendDirectMessage(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "userId" -------------
+	var userId UserId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "userId", chi.URLParam(r, "userId"), &userId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "userId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SendDirectMessage(w, r, userId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -2883,6 +2982,12 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Put(options.BaseURL+"/v1/me/following", wrapper.SetFollowing)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/users/{userId}/messages", wrapper.SendDirectMessage)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/rooms/{roomId}/invites", wrapper.InviteToRoom)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/presence", wrapper.GetPresence)

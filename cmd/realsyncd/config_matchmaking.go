@@ -41,7 +41,7 @@ func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad
 
 // matchmakingConfig is the tickets' configuration on st.
 func (c Config) matchmakingConfig(st *store.Store) matchmaking.Config {
-	return matchmaking.Config{Queue: tickets.New(st.Base(), tickets.Config{}), Rules: c.MatchmakingRules,
+	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs()), Rules: c.MatchmakingRules,
 		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}}
 }
 

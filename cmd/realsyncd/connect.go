@@ -30,7 +30,7 @@ func connect(ctx context.Context, st *store.Store, log *slog.Logger) error {
 		cancel()
 		switch {
 		case err == nil:
-			log.Info("ready", "attempts", attempt, "waited", time.Since(began).Round(time.Millisecond))
+			log.Info("store connected", "attempts", attempt, "waited", time.Since(began).Round(time.Millisecond))
 			return nil
 		case errors.Is(err, store.ErrLayout), ctx.Err() != nil:
 			return err

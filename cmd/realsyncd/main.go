@@ -32,6 +32,7 @@ import (
 	"github.com/realsync/realsync/store"
 	idemstore "github.com/realsync/realsync/store/idempotency"
 	"github.com/realsync/realsync/store/ratelimit"
+	"github.com/realsync/realsync/store/userlog"
 	whstore "github.com/realsync/realsync/store/webhooks"
 	"github.com/realsync/realsync/web"
 )
@@ -77,7 +78,7 @@ var errConnecting = errors.New("connecting to redis")
 func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
 	reg, m := newRegistry()
 	sc := storeConfig(cfg)
-	sc.Metrics, sc.JanitorActions = m, m.JanitorAction
+	sc.Metrics, sc.JanitorActions, sc.Offline.Dropped = m, m.JanitorAction, m.OfflineDropped
 	st, err := store.New(sc)
 	if err != nil {
 		return err
@@ -137,8 +138,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	mm := cfg.matchmakingConfig(st)
+	roomService := rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions},
+		Notices: players.Notices{Inbox: st}})
 	handler := api.NewHandler(api.Config{
-		Rooms:   rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
+		Rooms:   roomService,
+		Direct:  players.NewDirect(st, roomService),
 		Lobby:   lobby.New(lobby.Config{Index: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
 		Events:  hub,
 		Players: players.NewService(st),
@@ -203,6 +207,8 @@ wait:
 			}
 			connected = nil // a nil channel never delivers
 			up.Store(true)
+			// "ready" once requests are served: tests and scripts wait for it
+			log.Info("ready")
 			go func() {
 				defer close(janitorDone)
 				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
@@ -260,7 +266,8 @@ func storeConfig(cfg Config) store.Config {
 	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReplicaReads, Batch: cfg.RedisBatch,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, Stripes: cfg.ModeStripes, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
 		PresenceDebounce: cfg.PresenceDebounce, SessionPolicy: cfg.SessionPolicy, WebhookOutboxLen: cfg.outboxLen(),
-		Quotas: store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
+		Offline: userlog.Config{MaxLen: cfg.OfflineMax, TTL: cfg.OfflineTTL},
+		Quotas:  store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},
 		Lifecycle: store.Lifecycle{IdleTimeout: cfg.RoomIdleTimeout, FinishedRetention: cfg.FinishedRetention,
 			MaxLifetime: cfg.RoomMaxLifetime, LogIdleTrim: logIdleTrim(cfg.RoomIdleTimeout)}}
 }

@@ -12,10 +12,12 @@ import (
 
 // playerMetrics are the personal streams' sessions (issue 16) on this
 // instance: realsync_sessions{platform} (gauge) and
-// realsync_sessions_replaced_total{platform}.
+// realsync_sessions_replaced_total{platform}; and the personal logs'
+// realsync_offline_dropped_total.
 type playerMetrics struct {
 	sessions *prometheus.GaugeVec
 	replaced *prometheus.CounterVec
+	dropped  prometheus.Counter
 }
 
 var _ sse.SessionMetrics = (*Metrics)(nil)
@@ -27,14 +29,20 @@ func newPlayerMetrics(reg prometheus.Registerer) playerMetrics {
 		replaced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_sessions_replaced_total",
 			Help: "Sessions ended by a new session of the same user and platform (REALSYNC_SESSION_POLICY replace), by platform, counted by the instance that opened the new one."},
 			[]string{"platform"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "realsync_offline_dropped_total",
+			Help: "Events a user's personal log (the offline inbox) dropped at its cap (REALSYNC_OFFLINE_MAX), oldest first, counted by the instance that sent the event that dropped them."}),
 	}
-	reg.MustRegister(p.sessions, p.replaced)
+	reg.MustRegister(p.sessions, p.replaced, p.dropped)
 	for _, pl := range players.Platforms {
 		p.sessions.WithLabelValues(pl)
 		p.replaced.WithLabelValues(pl)
 	}
 	return p
 }
+
+// OfflineDropped counts n events a personal log dropped at its cap
+// (userlog.Config.Dropped).
+func (m *Metrics) OfflineDropped(n int) { m.players.dropped.Add(float64(n)) }
 
 // SessionOpened implements sse.SessionMetrics.
 func (m *Metrics) SessionOpened(platform string) { m.players.sessions.WithLabelValues(platform).Inc() }

@@ -385,6 +385,21 @@ type DeadLetterList struct {
 	NextCursor  *string      `json:"nextCursor"`
 }
 
+// DirectMessageRequest defines model for DirectMessageRequest.
+type DirectMessageRequest struct {
+	// Data Any JSON, at most 4 KiB once compacted.
+	Data json.RawMessage `json:"data"`
+
+	// Type Application-defined kind, e.g. `chat`; no control characters.
+	Type string `json:"type"`
+}
+
+// DirectSent defines model for DirectSent.
+type DirectSent struct {
+	// Ts When it was sent.
+	Ts time.Time `json:"ts"`
+}
+
 // FieldError defines model for FieldError.
 type FieldError struct {
 	// Field Example: maxPlayers
@@ -450,6 +465,11 @@ type Instance struct {
 // InstanceList defines model for InstanceList.
 type InstanceList struct {
 	Instances []Instance `json:"instances"`
+}
+
+// InviteRequest defines model for InviteRequest.
+type InviteRequest struct {
+	UserId string `json:"userId"`
 }
 
 // JoinByCodeRequest defines model for JoinByCodeRequest.
@@ -854,6 +874,9 @@ type IdempotencyKey = string
 // RoomId defines model for RoomId.
 type RoomId = string
 
+// UserId defines model for UserId.
+type UserId = string
+
 // AdminDisabled defines model for AdminDisabled.
 type AdminDisabled = Problem
 
@@ -1097,6 +1120,9 @@ type UpdateRoomJSONRequestBody = UpdateRoomRequest
 // UpdateRoomApplicationMergePatchPlusJSONRequestBody defines body for UpdateRoom for application/merge-patch+json ContentType.
 type UpdateRoomApplicationMergePatchPlusJSONRequestBody = UpdateRoomRequest
 
+// InviteToRoomJSONRequestBody defines body for InviteToRoom for application/json ContentType.
+type InviteToRoomJSONRequestBody = InviteRequest
+
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageRequest
 
@@ -1108,6 +1134,9 @@ type PatchRoomStateJSONRequestBody = State
 
 // PatchRoomStateApplicationMergePatchPlusJSONRequestBody defines body for PatchRoomState for application/merge-patch+json ContentType.
 type PatchRoomStateApplicationMergePatchPlusJSONRequestBody = State
+
+// SendDirectMessageJSONRequestBody defines body for SendDirectMessage for application/json ContentType.
+type SendDirectMessageJSONRequestBody = DirectMessageRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1548,14 +1577,34 @@ type ClientInterface interface {
 	// (`STREAM_LIMIT`, 429).
 	//
 	// It starts with a `retry:` line, then:
-	// - without `Last-Event-ID`: a `snapshot` event (the session, the
-	//   log's position as its id);
+	// - without `Last-Event-ID`: a `snapshot` event (the session; its id
+	//   the position the stream starts from), then the platform's
+	//   offline inbox: the logged events no session of this platform was
+	//   delivered yet (`pending` of them), in order, each with its id;
 	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
 	//   events after it, then `resumed` (no id), when the user's log
-	//   still holds them (the last 100, kept 24 h after the last event)
-	//   and the id is of this log's history; otherwise (another history,
-	//   too far behind, an id not of the server's form) a `snapshot` with
-	//   `resync: true`: logged events may have been missed.
+	//   still holds them and the id is of this log's history; otherwise
+	//   (another history, an id the log no longer serves, one not of the
+	//   server's form) a `snapshot` with `resync: true`, then the
+	//   platform's offline inbox as without `Last-Event-ID`.
+	//
+	// Offline delivery: every logged event (`message`, `invite`,
+	// `kicked`, `banned`, `room_closed`, `match_found`,
+	// `session_replaced`) enters the user's log, stored once for all
+	// platforms. Each platform has a delivery position: a session moves
+	// its platform's forward as it writes events (and a `Last-Event-ID`
+	// moves it to that id), so what was sent while a platform had no
+	// session (or was not written before its session ended) reaches the
+	// next session of that platform, in order, exactly once for a client
+	// that resumes with `Last-Event-ID` (at least once without it, when
+	// an instance died between writing an event and recording it).
+	// A platform never used gets what the log holds. The log holds at
+	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
+	// oldest are dropped, counted by
+	// `realsync_offline_dropped_total`) and expires
+	// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
+	// last stream open; an event every platform with a position was
+	// delivered is dropped, but for the last 100, kept for resumes.
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
 	// logged events and the followed users' status changes. A change of
@@ -1564,8 +1613,13 @@ type ClientInterface interface {
 	//
 	// | event | logged (has an id) | data |
 	// |---|---|---|
-	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 	// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
+	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
+	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: the room's owner or the server closed a room the user was in |
+	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 	// | resumed | no | `{"type","userId","seq","ts"}` |
 	// | token_expiring | no | as on room streams |
@@ -1902,6 +1956,40 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/rooms/{roomId}/events (the `StreamRoomEvents` operationId).
 	StreamRoomEvents(ctx context.Context, roomId RoomId, params *StreamRoomEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// InviteToRoomWithBody Invite a user to the room
+	//
+	// A member invites `userId`: the user gets an `invite` event on their
+	// personal stream (offline delivery as for direct messages) with what
+	// joining needs: the room's id, name, mode and region, and for a
+	// private room its invite code (`POST /v1/rooms/join-by-code`).
+	// A private room the caller is not in is 404, a public one 403
+	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+	// an API key's id is 422. Counted on the room's message rate limit
+	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// `rooms:write` (invites to any room, `from.server`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+	InviteToRoomWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InviteToRoom Invite a user to the room
+	//
+	// A member invites `userId`: the user gets an `invite` event on their
+	// personal stream (offline delivery as for direct messages) with what
+	// joining needs: the room's id, name, mode and region, and for a
+	// private room its invite code (`POST /v1/rooms/join-by-code`).
+	// A private room the caller is not in is 404, a public one 403
+	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+	// an API key's id is 422. Counted on the room's message rate limit
+	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// `rooms:write` (invites to any room, `from.server`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+	InviteToRoom(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// JoinRoom Join a public room
 	//
 	// Idempotent: a member joining again gets 200 with the same playerId,
@@ -2102,6 +2190,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/stream-token (the `CreateRoomStreamToken` operationId).
 	CreateRoomStreamToken(ctx context.Context, roomId RoomId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendDirectMessageWithBody Send a message to a user
+	//
+	// The user gets a `message` event on their personal stream: at once
+	// on every open session, and on each other platform when its next
+	// session opens (offline delivery, see `GET /v1/me/events`), within
+	// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+	// messages. Any user id is accepted (users are who tokens name);
+	// sending to oneself or to an API key's id is 422. Rate limited as
+	// room messages, with the recipient's inbox as the room
+	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `from.server`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+	SendDirectMessageWithBody(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendDirectMessage Send a message to a user
+	//
+	// The user gets a `message` event on their personal stream: at once
+	// on every open session, and on each other platform when its next
+	// session opens (offline delivery, see `GET /v1/me/events`), within
+	// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+	// messages. Any user id is accepted (users are who tokens name);
+	// sending to oneself or to an API key's id is 422. Rate limited as
+	// room messages, with the recipient's inbox as the room
+	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `from.server`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+	SendDirectMessage(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz Process is up
@@ -2679,15 +2803,34 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // (`STREAM_LIMIT`, 429).
 //
 // It starts with a `retry:` line, then:
-//   - without `Last-Event-ID`: a `snapshot` event (the session, the
-//     log's position as its id);
+//   - without `Last-Event-ID`: a `snapshot` event (the session; its id
+//     the position the stream starts from), then the platform's
+//     offline inbox: the logged events no session of this platform was
+//     delivered yet (`pending` of them), in order, each with its id;
 //   - with `Last-Event-ID` (header, or `lastEventId`): the logged
 //     events after it, then `resumed` (no id), when the user's log
-//     still holds them (the last 100, kept 24 h after the last event)
-//     and the id is of this log's history; otherwise (another history,
-//     too far behind, an id not of the server's form) a `snapshot` with
-//     `resync: true`: logged events may have been missed.
+//     still holds them and the id is of this log's history; otherwise
+//     (another history, an id the log no longer serves, one not of the
+//     server's form) a `snapshot` with `resync: true`, then the
+//     platform's offline inbox as without `Last-Event-ID`.
 //
+// Offline delivery: every logged event (`message`, `invite`,
+// `kicked`, `banned`, `room_closed`, `match_found`,
+// `session_replaced`) enters the user's log, stored once for all
+// platforms. Each platform has a delivery position: a session moves
+// its platform's forward as it writes events (and a `Last-Event-ID`
+// moves it to that id), so what was sent while a platform had no
+// session (or was not written before its session ended) reaches the
+// next session of that platform, in order, exactly once for a client
+// that resumes with `Last-Event-ID` (at least once without it, when
+// an instance died between writing an event and recording it).
+// A platform never used gets what the log holds. The log holds at
+// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
+// oldest are dropped, counted by
+// `realsync_offline_dropped_total`) and expires
+// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
+// last stream open; an event every platform with a position was
+// delivered is dropped, but for the last 100, kept for resumes.
 // Then the current status of every user the caller follows (`PUT
 // /v1/me/following`), one `presence` event each (no id), then live:
 // logged events and the followed users' status changes. A change of
@@ -2696,8 +2839,13 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 //
 // | event | logged (has an id) | data |
 // |---|---|---|
-// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 // | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
+// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
+// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: the room's owner or the server closed a room the user was in |
+// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 // | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 // | resumed | no | `{"type","userId","seq","ts"}` |
 // | token_expiring | no | as on room streams |
@@ -3205,6 +3353,60 @@ func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params 
 	return c.Client.Do(req)
 }
 
+// InviteToRoomWithBody Invite a user to the room
+//
+// A member invites `userId`: the user gets an `invite` event on their
+// personal stream (offline delivery as for direct messages) with what
+// joining needs: the room's id, name, mode and region, and for a
+// private room its invite code (`POST /v1/rooms/join-by-code`).
+// A private room the caller is not in is 404, a public one 403
+// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+// an API key's id is 422. Counted on the room's message rate limit
+// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// `rooms:write` (invites to any room, `from.server`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteToRoomRequestWithBody(c.Server, roomId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InviteToRoom Invite a user to the room
+//
+// A member invites `userId`: the user gets an `invite` event on their
+// personal stream (offline delivery as for direct messages) with what
+// joining needs: the room's id, name, mode and region, and for a
+// private room its invite code (`POST /v1/rooms/join-by-code`).
+// A private room the caller is not in is 404, a public one 403
+// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+// an API key's id is 422. Counted on the room's message rate limit
+// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// `rooms:write` (invites to any room, `from.server`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+func (c *APIClient) InviteToRoom(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteToRoomRequest(c.Server, roomId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // JoinRoom Join a public room
 //
 // Idempotent: a member joining again gets 200 with the same playerId,
@@ -3526,6 +3728,62 @@ func (c *APIClient) PatchRoomStateWithApplicationMergePatchPlusJSONBody(ctx cont
 // Corresponds with POST /v1/rooms/{roomId}/stream-token (the `CreateRoomStreamToken` operationId).
 func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateRoomStreamTokenRequest(c.Server, roomId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendDirectMessageWithBody Send a message to a user
+//
+// The user gets a `message` event on their personal stream: at once
+// on every open session, and on each other platform when its next
+// session opens (offline delivery, see `GET /v1/me/events`), within
+// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+// messages. Any user id is accepted (users are who tokens name);
+// sending to oneself or to an API key's id is 422. Rate limited as
+// room messages, with the recipient's inbox as the room
+// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `from.server`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendDirectMessageRequestWithBody(c.Server, userId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendDirectMessage Send a message to a user
+//
+// The user gets a `message` event on their personal stream: at once
+// on every open session, and on each other platform when its next
+// session opens (offline delivery, see `GET /v1/me/events`), within
+// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+// messages. Any user id is accepted (users are who tokens name);
+// sending to oneself or to an API key's id is 422. Rate limited as
+// room messages, with the recipient's inbox as the room
+// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `from.server`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+func (c *APIClient) SendDirectMessage(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendDirectMessageRequest(c.Server, userId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4889,6 +5147,53 @@ func NewStreamRoomEventsRequest(server string, roomId RoomId, params *StreamRoom
 	return req, nil
 }
 
+// NewInviteToRoomRequest calls the generic InviteToRoom builder with application/json body
+func NewInviteToRoomRequest(server string, roomId RoomId, body InviteToRoomJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInviteToRoomRequestWithBody(server, roomId, "application/json", bodyReader)
+}
+
+// NewInviteToRoomRequestWithBody constructs an http.Request for the InviteToRoom method, with any body, and a specified content type
+func NewInviteToRoomRequestWithBody(server string, roomId RoomId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "roomId", roomId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/rooms/%s/invites", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewJoinRoomRequest constructs an http.Request for the JoinRoom method
 func NewJoinRoomRequest(server string, roomId RoomId) (*http.Request, error) {
 	var err error
@@ -5333,6 +5638,53 @@ func NewCreateRoomStreamTokenRequest(server string, roomId RoomId) (*http.Reques
 	return req, nil
 }
 
+// NewSendDirectMessageRequest calls the generic SendDirectMessage builder with application/json body
+func NewSendDirectMessageRequest(server string, userId UserId, body SendDirectMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSendDirectMessageRequestWithBody(server, userId, "application/json", bodyReader)
+}
+
+// NewSendDirectMessageRequestWithBody constructs an http.Request for the SendDirectMessage method, with any body, and a specified content type
+func NewSendDirectMessageRequestWithBody(server string, userId UserId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "userId", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/messages", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *APIClient) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -5772,14 +6124,34 @@ type ClientWithResponsesInterface interface {
 	// (`STREAM_LIMIT`, 429).
 	//
 	// It starts with a `retry:` line, then:
-	// - without `Last-Event-ID`: a `snapshot` event (the session, the
-	//   log's position as its id);
+	// - without `Last-Event-ID`: a `snapshot` event (the session; its id
+	//   the position the stream starts from), then the platform's
+	//   offline inbox: the logged events no session of this platform was
+	//   delivered yet (`pending` of them), in order, each with its id;
 	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
 	//   events after it, then `resumed` (no id), when the user's log
-	//   still holds them (the last 100, kept 24 h after the last event)
-	//   and the id is of this log's history; otherwise (another history,
-	//   too far behind, an id not of the server's form) a `snapshot` with
-	//   `resync: true`: logged events may have been missed.
+	//   still holds them and the id is of this log's history; otherwise
+	//   (another history, an id the log no longer serves, one not of the
+	//   server's form) a `snapshot` with `resync: true`, then the
+	//   platform's offline inbox as without `Last-Event-ID`.
+	//
+	// Offline delivery: every logged event (`message`, `invite`,
+	// `kicked`, `banned`, `room_closed`, `match_found`,
+	// `session_replaced`) enters the user's log, stored once for all
+	// platforms. Each platform has a delivery position: a session moves
+	// its platform's forward as it writes events (and a `Last-Event-ID`
+	// moves it to that id), so what was sent while a platform had no
+	// session (or was not written before its session ended) reaches the
+	// next session of that platform, in order, exactly once for a client
+	// that resumes with `Last-Event-ID` (at least once without it, when
+	// an instance died between writing an event and recording it).
+	// A platform never used gets what the log holds. The log holds at
+	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
+	// oldest are dropped, counted by
+	// `realsync_offline_dropped_total`) and expires
+	// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
+	// last stream open; an event every platform with a position was
+	// delivered is dropped, but for the last 100, kept for resumes.
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
 	// logged events and the followed users' status changes. A change of
@@ -5788,8 +6160,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// | event | logged (has an id) | data |
 	// |---|---|---|
-	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 	// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
+	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
+	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: the room's owner or the server closed a room the user was in |
+	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 	// | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 	// | resumed | no | `{"type","userId","seq","ts"}` |
 	// | token_expiring | no | as on room streams |
@@ -6142,6 +6519,40 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/rooms/{roomId}/events (the `StreamRoomEvents` operationId).
 	StreamRoomEventsWithResponse(ctx context.Context, roomId RoomId, params *StreamRoomEventsParams, reqEditors ...RequestEditorFn) (*StreamRoomEventsResponse, error)
 
+	// InviteToRoomWithBodyWithResponse Invite a user to the room
+	//
+	// A member invites `userId`: the user gets an `invite` event on their
+	// personal stream (offline delivery as for direct messages) with what
+	// joining needs: the room's id, name, mode and region, and for a
+	// private room its invite code (`POST /v1/rooms/join-by-code`).
+	// A private room the caller is not in is 404, a public one 403
+	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+	// an API key's id is 422. Counted on the room's message rate limit
+	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// `rooms:write` (invites to any room, `from.server`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+	InviteToRoomWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error)
+
+	// InviteToRoomWithResponse Invite a user to the room
+	//
+	// A member invites `userId`: the user gets an `invite` event on their
+	// personal stream (offline delivery as for direct messages) with what
+	// joining needs: the room's id, name, mode and region, and for a
+	// private room its invite code (`POST /v1/rooms/join-by-code`).
+	// A private room the caller is not in is 404, a public one 403
+	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+	// an API key's id is 422. Counted on the room's message rate limit
+	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// `rooms:write` (invites to any room, `from.server`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+	InviteToRoomWithResponse(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error)
+
 	// JoinRoomWithResponse Join a public room
 	//
 	// Idempotent: a member joining again gets 200 with the same playerId,
@@ -6354,6 +6765,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/stream-token (the `CreateRoomStreamToken` operationId).
 	CreateRoomStreamTokenWithResponse(ctx context.Context, roomId RoomId, reqEditors ...RequestEditorFn) (*CreateRoomStreamTokenResponse, error)
+
+	// SendDirectMessageWithBodyWithResponse Send a message to a user
+	//
+	// The user gets a `message` event on their personal stream: at once
+	// on every open session, and on each other platform when its next
+	// session opens (offline delivery, see `GET /v1/me/events`), within
+	// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+	// messages. Any user id is accepted (users are who tokens name);
+	// sending to oneself or to an API key's id is 422. Rate limited as
+	// room messages, with the recipient's inbox as the room
+	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `from.server`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+	SendDirectMessageWithBodyWithResponse(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error)
+
+	// SendDirectMessageWithResponse Send a message to a user
+	//
+	// The user gets a `message` event on their personal stream: at once
+	// on every open session, and on each other platform when its next
+	// session opens (offline delivery, see `GET /v1/me/events`), within
+	// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+	// messages. Any user id is accepted (users are who tokens name);
+	// sending to oneself or to an API key's id is 422. Rate limited as
+	// room messages, with the recipient's inbox as the room
+	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `from.server`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+	SendDirectMessageWithResponse(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error)
 }
 
 type HealthzResponse struct {
@@ -9030,6 +9477,140 @@ func (r StreamRoomEventsResponse) ContentType() string {
 	return ""
 }
 
+// InviteToRoomResponse401Headers the declared response headers of an HTTP 401 response for InviteToRoom
+type InviteToRoomResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// InviteToRoomResponse429Headers the declared response headers of an HTTP 429 response for InviteToRoom
+type InviteToRoomResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type InviteToRoomResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *DirectSent
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Malformed
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *InviteToRoomResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *InviteToRoomResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r InviteToRoomResponse) GetJSON202() *DirectSent {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON400() *Malformed {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r InviteToRoomResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r InviteToRoomResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InviteToRoomResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InviteToRoomResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InviteToRoomResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // JoinRoomResponse401Headers the declared response headers of an HTTP 401 response for JoinRoom
 type JoinRoomResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10019,6 +10600,126 @@ func (r CreateRoomStreamTokenResponse) ContentType() string {
 	return ""
 }
 
+// SendDirectMessageResponse401Headers the declared response headers of an HTTP 401 response for SendDirectMessage
+type SendDirectMessageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SendDirectMessageResponse429Headers the declared response headers of an HTTP 429 response for SendDirectMessage
+type SendDirectMessageResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type SendDirectMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *DirectSent
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Malformed
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendDirectMessageResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendDirectMessageResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SendDirectMessageResponse) GetJSON202() *DirectSent {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON400() *Malformed {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SendDirectMessageResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SendDirectMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendDirectMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendDirectMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendDirectMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthzWithResponse Process is up
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10540,15 +11241,34 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // (`STREAM_LIMIT`, 429).
 //
 // It starts with a `retry:` line, then:
-//   - without `Last-Event-ID`: a `snapshot` event (the session, the
-//     log's position as its id);
+//   - without `Last-Event-ID`: a `snapshot` event (the session; its id
+//     the position the stream starts from), then the platform's
+//     offline inbox: the logged events no session of this platform was
+//     delivered yet (`pending` of them), in order, each with its id;
 //   - with `Last-Event-ID` (header, or `lastEventId`): the logged
 //     events after it, then `resumed` (no id), when the user's log
-//     still holds them (the last 100, kept 24 h after the last event)
-//     and the id is of this log's history; otherwise (another history,
-//     too far behind, an id not of the server's form) a `snapshot` with
-//     `resync: true`: logged events may have been missed.
+//     still holds them and the id is of this log's history; otherwise
+//     (another history, an id the log no longer serves, one not of the
+//     server's form) a `snapshot` with `resync: true`, then the
+//     platform's offline inbox as without `Last-Event-ID`.
 //
+// Offline delivery: every logged event (`message`, `invite`,
+// `kicked`, `banned`, `room_closed`, `match_found`,
+// `session_replaced`) enters the user's log, stored once for all
+// platforms. Each platform has a delivery position: a session moves
+// its platform's forward as it writes events (and a `Last-Event-ID`
+// moves it to that id), so what was sent while a platform had no
+// session (or was not written before its session ended) reaches the
+// next session of that platform, in order, exactly once for a client
+// that resumes with `Last-Event-ID` (at least once without it, when
+// an instance died between writing an event and recording it).
+// A platform never used gets what the log holds. The log holds at
+// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
+// oldest are dropped, counted by
+// `realsync_offline_dropped_total`) and expires
+// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
+// last stream open; an event every platform with a position was
+// delivered is dropped, but for the last 100, kept for resumes.
 // Then the current status of every user the caller follows (`PUT
 // /v1/me/following`), one `presence` event each (no id), then live:
 // logged events and the followed users' status changes. A change of
@@ -10557,8 +11277,13 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 //
 // | event | logged (has an id) | data |
 // |---|---|---|
-// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 // | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
+// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
+// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: the room's owner or the server closed a room the user was in |
+// | match_found | yes | see `POST /v1/matchmaking/tickets` |
 // | presence | no | `{"type","userId","online","platforms","version","ts"}` |
 // | resumed | no | `{"type","userId","seq","ts"}` |
 // | token_expiring | no | as on room streams |
@@ -11014,6 +11739,52 @@ func (c *ClientWithResponses) StreamRoomEventsWithResponse(ctx context.Context, 
 	return ParseStreamRoomEventsResponse(rsp)
 }
 
+// InviteToRoomWithBodyWithResponse Invite a user to the room
+//
+// A member invites `userId`: the user gets an `invite` event on their
+// personal stream (offline delivery as for direct messages) with what
+// joining needs: the room's id, name, mode and region, and for a
+// private room its invite code (`POST /v1/rooms/join-by-code`).
+// A private room the caller is not in is 404, a public one 403
+// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+// an API key's id is 422. Counted on the room's message rate limit
+// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// `rooms:write` (invites to any room, `from.server`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error) {
+	rsp, err := c.InviteToRoomWithBody(ctx, roomId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInviteToRoomResponse(rsp)
+}
+
+// InviteToRoomWithResponse Invite a user to the room
+//
+// A member invites `userId`: the user gets an `invite` event on their
+// personal stream (offline delivery as for direct messages) with what
+// joining needs: the room's id, name, mode and region, and for a
+// private room its invite code (`POST /v1/rooms/join-by-code`).
+// A private room the caller is not in is 404, a public one 403
+// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+// an API key's id is 422. Counted on the room's message rate limit
+// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// `rooms:write` (invites to any room, `from.server`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
+func (c *ClientWithResponses) InviteToRoomWithResponse(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error) {
+	rsp, err := c.InviteToRoom(ctx, roomId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInviteToRoomResponse(rsp)
+}
+
 // JoinRoomWithResponse Join a public room
 //
 // Idempotent: a member joining again gets 200 with the same playerId,
@@ -11303,6 +12074,54 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseCreateRoomStreamTokenResponse(rsp)
+}
+
+// SendDirectMessageWithBodyWithResponse Send a message to a user
+//
+// The user gets a `message` event on their personal stream: at once
+// on every open session, and on each other platform when its next
+// session opens (offline delivery, see `GET /v1/me/events`), within
+// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+// messages. Any user id is accepted (users are who tokens name);
+// sending to oneself or to an API key's id is 422. Rate limited as
+// room messages, with the recipient's inbox as the room
+// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `from.server`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error) {
+	rsp, err := c.SendDirectMessageWithBody(ctx, userId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendDirectMessageResponse(rsp)
+}
+
+// SendDirectMessageWithResponse Send a message to a user
+//
+// The user gets a `message` event on their personal stream: at once
+// on every open session, and on each other platform when its next
+// session opens (offline delivery, see `GET /v1/me/events`), within
+// `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+// messages. Any user id is accepted (users are who tokens name);
+// sending to oneself or to an API key's id is 422. Rate limited as
+// room messages, with the recipient's inbox as the room
+// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `from.server`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
+func (c *ClientWithResponses) SendDirectMessageWithResponse(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error) {
+	rsp, err := c.SendDirectMessage(ctx, userId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendDirectMessageResponse(rsp)
 }
 
 // ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
@@ -14081,6 +14900,146 @@ func ParseStreamRoomEventsResponse(rsp *http.Response) (*StreamRoomEventsRespons
 	return response, nil
 }
 
+// ParseInviteToRoomResponse parses an HTTP response from a InviteToRoomWithResponse call
+func ParseInviteToRoomResponse(rsp *http.Response) (*InviteToRoomResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InviteToRoomResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest DirectSent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers InviteToRoomResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers InviteToRoomResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseJoinRoomResponse parses an HTTP response from a JoinRoomWithResponse call
 func ParseJoinRoomResponse(rsp *http.Response) (*JoinRoomResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15112,6 +16071,132 @@ func ParseCreateRoomStreamTokenResponse(rsp *http.Response) (*CreateRoomStreamTo
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateRoomStreamTokenResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendDirectMessageResponse parses an HTTP response from a SendDirectMessageWithResponse call
+func ParseSendDirectMessageResponse(rsp *http.Response) (*SendDirectMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendDirectMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest DirectSent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SendDirectMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SendDirectMessageResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

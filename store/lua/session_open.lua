@@ -7,8 +7,11 @@
 -- (allow-multiple). The new lease counts among the user's open streams
 -- (userstreams_open) when a stream quota is on. The status (online,
 -- platforms) is recomputed and published on the status channel only when
--- it changed. Then the user's log position is read and, given a cursor,
--- the events after it (or a gap: the log no longer serves it). No prelude.
+-- it changed. Then the user's log is read (store/userlog's layout): given
+-- a cursor (Last-Event-ID) the events after it, which the platform's
+-- delivery cursor then counts as delivered; without one, or when the log
+-- no longer serves it (a gap), the events the platform was not delivered
+-- yet (its offline inbox), from its delivery cursor on. No prelude.
 -- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
 -- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
 --         expires the linger after the last lease)
@@ -17,21 +20,24 @@
 -- KEYS[5] shard online index (zset userId → earliest lease expiry, ms)
 -- KEYS[6] user's open streams (zset, see userstreams_open)
 -- KEYS[7] following (set; its expiry is refreshed)
+-- KEYS[8] delivery cursors (hash platform → last seq delivered)
 -- ARGV[1] userId  ARGV[2] platform  ARGV[3] session  ARGV[4] policy
 -- ARGV[5] lease TTL (ms)  ARGV[6] stream quota (0: none)
 -- ARGV[7] user channel  ARGV[8] status channel  ARGV[9] PUBLISH|SPUBLISH
--- ARGV[10] log MAXLEN  ARGV[11] log TTL (ms)  ARGV[12] new log tag
+-- ARGV[10] log MAXLEN (exact)  ARGV[11] log TTL (ms)  ARGV[12] new log tag
 -- ARGV[13] cursor seq ("": none)  ARGV[14] cursor tag  ARGV[15] replay limit
 -- ARGV[16] now as RFC 3339 (for events)  ARGV[17] following TTL (ms)
 -- ARGV[18] status linger (ms): the status outlives the last lease by it, so
 --          the janitor's sweep still sees it to publish "offline"
--- ARGV[19] webhook outbox MAXLEN ~ ("": webhooks off); when on, KEYS[8] is
+-- ARGV[19] webhook outbox MAXLEN ~ ("": webhooks off); when on, KEYS[9] is
 --          the user shard's webhook outbox, and a status change enters it
 --          (user_online, user_platforms_changed; see status_event)
--- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, json...} |
+-- ARGV[20] the most events replayed without a cursor
+-- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from, json...}:
+--        the events after from (seq from + 1 on) |
 --        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
-local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local uid, platform, sid, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ttl, quota = tonumber(ARGV[5]), tonumber(ARGV[6])
 local uch, sch, pubcmd = ARGV[7], ARGV[8], ARGV[9]
@@ -60,7 +66,7 @@ local seq = tonumber(redis.call('HGET', K_META, 'seq') or '-1')
 local tag = redis.call('HGET', K_META, 'tag')
 if seq < 0 or not tag then
   seq, tag = 0, newtag
-  redis.call('DEL', K_LOG)
+  redis.call('DEL', K_LOG, K_CUR)
   redis.call('HSET', K_META, 'seq', 0, 'tag', tag)
 end
 local cseq = tonumber(ARGV[13])
@@ -72,13 +78,14 @@ for _, m in ipairs(same) do
   seq = redis.call('HINCRBY', K_META, 'seq', 1)
   local ev = cjson.encode({type = 'session_replaced', userId = uid, seq = seq, ts = ARGV[16],
     platform = platform, session = old, by = sid})
-  redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, seq .. '-0', 'd', ev)
+  redis.call('XADD', K_LOG, 'MAXLEN', maxlen, seq .. '-0', 'd', ev)
   redis.call(pubcmd, uch, 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
 end
 if #same > 0 or redis.call('EXISTS', K_LOG) == 1 then
   redis.call('PEXPIRE', K_LOG, logttl)
 end
 redis.call('PEXPIRE', K_META, logttl)
+redis.call('PEXPIRE', K_CUR, logttl)
 
 redis.call('ZADD', K_SESS, now + ttl, platform .. '/' .. sid)
 redis.call('PEXPIRE', K_SESS, ttl)
@@ -110,25 +117,46 @@ if cur[2] ~= p then
     local list = #ps > 0 and ('"' .. table.concat(ps, '","') .. '"') or ''
     local ev = '{"type":"' .. t .. '","userId":' .. cjson.encode(uid) .. ',"online":true,"platforms":[' .. list ..
       '],"version":' .. string.format('%d', v) .. ',"ts":"' .. ARGV[16] .. '"}'
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[19], '*', 't', t, 'd', ev)
+    redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[19], '*', 't', t, 'd', ev)
   end
 end
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 redis.call('ZADD', K_ONLINE, first[2], uid)
 
-local reply = {'OK', tostring(seq), tag, '0', tostring(#same)}
+local reply = {'OK', tostring(seq), tag, '0', tostring(#same), ''}
 if cseq and ARGV[14] ~= '' then
   local limit = tonumber(ARGV[15])
   if ARGV[14] ~= tag or cseq > seq or seq - cseq > limit then
     reply[4] = '1'
-  elseif cseq < seq then
+  else
     local evs = redis.call('XRANGE', K_LOG, '(' .. cseq .. '-0', '+', 'COUNT', limit)
-    if #evs == 0 or evs[1][1] ~= (cseq + 1) .. '-0' then
+    if cseq < seq and (#evs == 0 or evs[1][1] ~= (cseq + 1) .. '-0') then
       reply[4] = '1'
     else
+      reply[6] = tostring(cseq)
       for _, e in ipairs(evs) do reply[#reply + 1] = e[2][2] end
+      -- the client had everything up to its cursor
+      if cseq > tonumber(redis.call('HGET', K_CUR, platform) or '-1') then
+        redis.call('HSET', K_CUR, platform, cseq)
+        redis.call('PEXPIRE', K_CUR, logttl)
+      end
+      return reply
     end
+  end
+end
+-- no cursor, or a gap: what the platform was not delivered yet
+local from = tonumber(redis.call('HGET', K_CUR, platform) or '0')
+local first = redis.call('XRANGE', K_LOG, '-', '+', 'COUNT', 1)
+if #first == 0 then
+  from = seq
+else
+  from = math.min(math.max(from, tonumber(string.match(first[1][1], '^(%d+)')) - 1), seq)
+end
+reply[6] = tostring(from)
+if from < seq then
+  for _, e in ipairs(redis.call('XRANGE', K_LOG, '(' .. from .. '-0', '+', 'COUNT', tonumber(ARGV[20]))) do
+    reply[#reply + 1] = e[2][2]
   end
 end
 return reply

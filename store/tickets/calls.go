@@ -100,19 +100,6 @@ func (c leaseCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.op, c.holder, c.ms}
 }
 
-// notifyCall is match_notify.lua.
-type notifyCall struct {
-	log, meta, channel, pubcmd string
-	maxLen                     int
-	ttl                        int64
-	tag, event                 string
-}
-
-func (notifyCall) Script() *redisx.Script { return notifyScript }
-func (c notifyCall) KeysArgs() ([]string, []any) {
-	return []string{c.log, c.meta}, []any{c.channel, c.pubcmd, c.maxLen, c.ttl, c.tag, c.event}
-}
-
 // requeueCall is ticket_requeue.lua.
 type requeueCall struct {
 	tickets, schedule, queue, pending, backfill string

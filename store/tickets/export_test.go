@@ -12,6 +12,5 @@ func ExportedCalls() []redisx.Call {
 		requeueCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e", match: "m", room: "r", grace: 1, ids: []string{"t"}},
 		assignCall{tickets: "a", pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		leaseCall{key: "k", op: "take", holder: "h", ms: 1},
-		notifyCall{log: "l", meta: "m", channel: "c", pubcmd: "PUBLISH", maxLen: 1, ttl: 1, tag: "t", event: "{}"},
 	}
 }

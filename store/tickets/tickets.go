@@ -36,7 +36,9 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/userlog"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,8 +55,6 @@ var (
 	assignLua string
 	//go:embed lua/matcher_lease.lua
 	leaseLua string
-	//go:embed lua/match_notify.lua
-	notifyLua string
 	//go:embed lua/ticket_requeue.lua
 	requeueLua string
 
@@ -64,22 +64,14 @@ var (
 	passScript    = redisx.Plain("ticket_pass", passLua)
 	assignScript  = redisx.Plain("ticket_assign", assignLua)
 	leaseScript   = redisx.Plain("matcher_lease", leaseLua)
-	notifyScript  = redisx.Plain("match_notify", notifyLua)
 	requeueScript = redisx.Plain("ticket_requeue", requeueLua)
 )
 
-// Config is what a Store needs beside the Base.
-type Config struct {
-	// UserLogMaxLen and UserLogTTL are the personal stream's log cap and
-	// expiry, as store/sessions.go keeps them (100 and 24 h when 0).
-	UserLogMaxLen int
-	UserLogTTL    time.Duration
-}
-
-// Store keeps tickets on b's Redis, in b's key layout.
+// Store keeps tickets on b's Redis, in b's key layout; match_found goes
+// to the users' personal logs.
 type Store struct {
-	b   *redisx.Base
-	cfg Config
+	b    *redisx.Base
+	logs *userlog.Log
 }
 
 var (
@@ -87,15 +79,10 @@ var (
 	_ matchmaking.Notifier = (*Store)(nil)
 )
 
-// New keeps tickets with b's client and layout.
-func New(b *redisx.Base, cfg Config) *Store {
-	if cfg.UserLogMaxLen == 0 {
-		cfg.UserLogMaxLen = 100
-	}
-	if cfg.UserLogTTL == 0 {
-		cfg.UserLogTTL = 24 * time.Hour
-	}
-	return &Store{b: b, cfg: cfg}
+// New keeps tickets with b's client and layout, and sends match_found to
+// logs (the store's: store.Store.UserLogs).
+func New(b *redisx.Base, logs *userlog.Log) *Store {
+	return &Store{b: b, logs: logs}
 }
 
 // modeShard is the shard whose slot holds mode's queue.
@@ -150,9 +137,6 @@ func (s *Store) lease(mode string) string       { return s.b.Tag(s.modeShard(mod
 func (s *Store) backfill(mode string) string    { return s.b.Tag(s.modeShard(mode)) + ":mm:bf:" + mode }
 func (s *Store) modes() string                  { return s.b.Tag(0) + ":mm:modes" }
 func (s *Store) userKey(uid string) string      { return s.b.Tag(s.b.UserShard(uid)) + ":mm:u:" + uid }
-func (s *Store) userLog(uid string) string      { return s.b.Tag(s.b.UserShard(uid)) + ":ulog:" + uid }
-func (s *Store) userMeta(uid string) string     { return s.userLog(uid) + ":meta" }
-func (s *Store) userChannel(uid string) string  { return s.b.Tag(s.b.UserShard(uid)) + ":uch:" + uid }
 func (s *Store) modeTickets(mode string) string { return s.tickets(s.modeShard(mode)) }
 
 // status reads a script's reply: its status and the rest.
@@ -470,39 +454,13 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 	return int(n), redisx.Wrap(err)
 }
 
-// matchFoundEvent is match_found as the personal stream carries it
-// (players.MatchFoundEvent; the script appends seq).
-type matchFoundEvent struct {
-	Type     string `json:"type"`
-	UserID   string `json:"userId"`
-	TS       string `json:"ts"`
-	TicketID string `json:"ticketId"`
-	MatchID  string `json:"matchId"`
-	RoomID   string `json:"roomId"`
-	Mode     string `json:"mode"`
-	Region   string `json:"region"`
-	Team     int    `json:"team"`
-}
-
 // MatchFound implements matchmaking.Notifier with one script: the event
 // is logged on the user's personal stream and published, so a stream
-// open now gets it at once, one opened later (within the log's TTL) by
-// replay.
+// open now gets it at once, one opened later (within the log's TTL, on
+// each platform: its offline inbox) by replay.
 func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
-	ev, err := json.Marshal(matchFoundEvent{Type: "match_found", UserID: uid,
-		TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), TicketID: e.TicketID,
-		MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team})
-	if err != nil {
-		return err
-	}
-	_, _, err = status(s.b.Runner.Run(ctx, notifyCall{log: s.userLog(uid), meta: s.userMeta(uid),
-		channel: s.userChannel(uid), pubcmd: s.b.PubCmd, maxLen: s.cfg.UserLogMaxLen,
-		ttl: s.cfg.UserLogTTL.Milliseconds(), tag: newTag(), event: string(ev)}).Result())
+	_, err := s.logs.SendEvent(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.UserEventHeader{
+		Type: players.EventMatchFound, UserID: uid, TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)},
+		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team})
 	return err
-}
-
-// newTag is a new log history's tag (6 characters, as store/ids.go's
-// eventTag).
-func newTag() string {
-	return strings.ToLower(rand.Text()[:6]) // base 32: a-z, 2-7
 }

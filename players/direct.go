@@ -1,0 +1,150 @@
+package players
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// Inbox appends logged events to users' personal logs, which are also
+// their offline inboxes (the store implements it: store/userlog): a
+// session of the user open on any instance gets the event at once, a
+// platform without one when its next session opens.
+type Inbox interface {
+	// Send appends ev, one of this package's logged events with Seq 0 (the
+	// log numbers it), to user uid's log. Errors: rooms.ErrUnavailable.
+	Send(ctx context.Context, uid string, ev any) error
+}
+
+// Direct sends direct messages and invites.
+type Direct struct {
+	inbox Inbox
+	rooms *rooms.Service
+}
+
+// Notices tells players what rooms did to them (rooms.Notifier), on their
+// personal streams.
+type Notices struct{ Inbox Inbox }
+
+var _ rooms.Notifier = Notices{}
+
+// NewDirect sends through inbox, and reads rooms (for invites) and checks
+// messages with rs.
+func NewDirect(inbox Inbox, rs *rooms.Service) *Direct { return &Direct{inbox: inbox, rooms: rs} }
+
+// Sent is what a send returns: when it was sent.
+type Sent struct{ TS time.Time }
+
+// DirectMessageParams is a direct message as the client sent it.
+type DirectMessageParams struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+func header(typ, uid string, now time.Time) UserEventHeader {
+	return UserEventHeader{Type: typ, UserID: uid, TS: now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)}
+}
+
+func senderOf(u rooms.User) Sender {
+	if u.Server {
+		return Sender{Server: true}
+	}
+	return Sender{UserID: u.ID, Name: u.Name}
+}
+
+// checkRecipient checks the user id a message or an invite goes to: a
+// player's (no API key's), not the sender's own.
+func checkRecipient(u rooms.User, to string) error {
+	switch {
+	case CheckUserIDs([]string{to}, 1, 1) != nil:
+		return rooms.Invalid("userId", "must be 1..%d bytes without spaces, commas or control characters", MaxUserIDLen)
+	case strings.HasPrefix(to, rooms.ServerUserPrefix):
+		return rooms.Invalid("userId", "must be a player's user id, not an API key's")
+	case to == u.ID:
+		return rooms.Invalid("userId", "must be another user's: one cannot send to oneself")
+	}
+	return nil
+}
+
+// SendMessage sends a direct message from u (a player, or the server with
+// ScopeWrite) to user to: the type and data rules of room messages apply.
+// The recipient gets the `message` event on their personal stream, or
+// when a session of each platform opens, within REALSYNC_OFFLINE_TTL.
+// Any user id is accepted: users are who tokens name, there is no
+// registry. Errors: a ValidationError (nothing sent), rooms.ErrScopeRequired,
+// rooms.ErrUnavailable.
+func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p DirectMessageParams) (Sent, error) {
+	if err := rooms.RequireScope(u, rooms.ScopeWrite); err != nil {
+		return Sent{}, err
+	}
+	if err := checkRecipient(u, to); err != nil {
+		return Sent{}, err
+	}
+	data, err := d.rooms.CheckDirectMessage(p.Type, p.Data)
+	if err != nil {
+		return Sent{}, err
+	}
+	now := time.Now()
+	ev := DirectMessageEvent{UserEventHeader: header(EventMessage, to, now), From: senderOf(u),
+		Message: DirectMessageBody{Type: p.Type, Data: data}}
+	return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+}
+
+// Invite invites user to to room id on behalf of u, a member (or the
+// server, ScopeWrite): the `invite` event carries the room's id, name,
+// mode and region, and a private room's invite code. Errors:
+// rooms.ErrRoomNotFound (also a private room u is not in),
+// rooms.ErrNotMember, rooms.ErrRoomFinished, a ValidationError on userId,
+// rooms.ErrScopeRequired, rooms.ErrUnavailable.
+func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to string) (Sent, error) {
+	if err := rooms.RequireScope(u, rooms.ScopeWrite); err != nil {
+		return Sent{}, err
+	}
+	if err := checkRecipient(u, to); err != nil {
+		return Sent{}, err
+	}
+	ru := u
+	if u.Server {
+		ru.Scopes |= rooms.ScopeRead // a key that may invite may see the room it invites to
+	}
+	r, err := d.rooms.Get(ctx, ru, id)
+	if err != nil {
+		return Sent{}, err
+	}
+	if _, ok := r.Member(u.ID); !ok && !u.Server {
+		return Sent{}, rooms.ErrNotMember
+	}
+	if r.Status == rooms.Finished {
+		return Sent{}, rooms.ErrRoomFinished
+	}
+	now := time.Now()
+	ev := InviteEvent{UserEventHeader: header(EventInvite, to, now), From: senderOf(u), RoomID: r.ID,
+		Name: r.Name, Mode: r.Mode, Region: r.Region, InviteCode: r.InviteCode}
+	return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+}
+
+// Kicked implements rooms.Notifier.
+func (d Notices) Kicked(ctx context.Context, uid, room string, banned bool) error {
+	typ := EventKicked
+	if banned {
+		typ = EventBanned
+	}
+	return d.Inbox.Send(ctx, uid, KickedEvent{UserEventHeader: header(typ, uid, time.Now()), RoomID: room})
+}
+
+// Closed implements rooms.Notifier: one event per user, each in its own
+// log (the logs of different users lie in different slots).
+func (d Notices) Closed(ctx context.Context, uids []string, room string, reason rooms.CloseReason) error {
+	var first error
+	now := time.Now()
+	for _, uid := range uids {
+		err := d.Inbox.Send(ctx, uid, RoomClosedEvent{UserEventHeader: header(EventRoomClosed, uid, now), RoomID: room, Reason: reason})
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}

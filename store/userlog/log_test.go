@@ -1,0 +1,66 @@
+package userlog_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/userlog"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// The cap drops the oldest events, counted; an ack moves one platform's
+// cursor forward only, and drops what every platform with a cursor got,
+// but the resume margin; an ack of another history changes nothing.
+func TestLogCapAndAcks(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var dropped atomic.Int64
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
+				Offline: userlog.Config{MaxLen: userlog.MinMaxLen, Dropped: func(n int) { dropped.Add(int64(n)) }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
+			k := l.KeysOf(uid)
+			n := userlog.MinMaxLen + 50
+			for i := 1; i <= n; i++ {
+				seq, err := l.Send(ctx, uid, []byte(fmt.Sprintf(`{"type":"message","n":%d}`, i)))
+				if err != nil || seq != int64(i) {
+					t.Fatalf("send %d: seq %d, %v", i, seq, err)
+				}
+			}
+			c := st.Client()
+			if got := c.XLen(ctx, k.Log).Val(); got != int64(userlog.MinMaxLen) || dropped.Load() != 50 {
+				t.Fatalf("log of %d, %d dropped", got, dropped.Load())
+			}
+			tag := c.HGet(ctx, k.Meta, "tag").Val()
+			for _, a := range []struct {
+				platform, tag string
+				seq           int64
+				moved         bool
+			}{{"pc", tag, 240, true}, {"pc", tag, 230, false}, {"pc", "other", 250, false}, {"pc", tag, 251, false}, {"mobile", tag, 245, true}} {
+				moved, err := l.Ack(ctx, uid, a.platform, a.tag, a.seq)
+				if err != nil || moved != a.moved {
+					t.Fatalf("ack %+v: %v %v", a, moved, err)
+				}
+			}
+			// pc has 240, mobile 245: entries up to 240-100 are gone
+			first := c.XRangeN(ctx, k.Log, "-", "+", 1).Val()
+			if len(first) != 1 || first[0].ID != "141-0" {
+				t.Fatalf("first kept %v", first)
+			}
+			for _, key := range []string{k.Log, k.Meta, k.Cursors} {
+				if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 {
+					t.Errorf("%s: TTL %v", key, ttl)
+				}
+			}
+		})
+	}
+}

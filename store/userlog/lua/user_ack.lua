@@ -1,0 +1,21 @@
+-- user_ack: records that a session of a platform delivered a user's log up
+-- to seq (its cursor only moves forward), in the user's slot, then drops
+-- the entries every platform with a cursor got, but the last margin of
+-- them (what a resume with Last-Event-ID may still ask for). A seq of
+-- another history (tag) changes nothing. No prelude.
+-- KEYS[1] user log  KEYS[2] log meta  KEYS[3] delivery cursors
+-- ARGV[1] platform  ARGV[2] tag  ARGV[3] seq  ARGV[4] margin
+-- ARGV[5] TTL, ms (of the cursors: as the log's)
+-- Reply: 1 when the cursor moved, else 0
+local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('HGET', meta, 'tag') ~= ARGV[2] then return 0 end
+local seq = tonumber(ARGV[3])
+if seq > tonumber(redis.call('HGET', meta, 'seq') or '0') then return 0 end
+if seq <= tonumber(redis.call('HGET', cur, ARGV[1]) or '-1') then return 0 end
+redis.call('HSET', cur, ARGV[1], seq)
+local low = seq
+for _, v in ipairs(redis.call('HVALS', cur)) do low = math.min(low, tonumber(v)) end
+local to = low - tonumber(ARGV[4])
+if to > 0 then redis.call('XTRIM', log, 'MINID', (to + 1) .. '-0') end
+redis.call('PEXPIRE', cur, ARGV[5])
+return 1

@@ -1,0 +1,21 @@
+package userlog
+
+import (
+	"embed"
+	"testing"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/redisx/scripttest"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// The descriptors lay out what the scripts read.
+func TestScriptCallsMatchTheirLua(t *testing.T) {
+	k := Keys{Log: "l", Meta: "m", Cursors: "c", Channel: "ch"}
+	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
+		SendCall{K: k, PubCmd: "PUBLISH", MaxLen: 1, TTL: 1, Tag: "t", Event: []byte("{}")},
+		AckCall{K: k, Platform: "pc", Tag: "t", Seq: 1, Margin: 1, TTL: 1},
+	}, scripttest.Prelude{})
+}

@@ -1,0 +1,202 @@
+// Package userlog keeps each user's personal log in Redis: the logged
+// events of the personal stream (GET /v1/me/events), which are also the
+// user's offline inbox. Everything of a user lies in the slot of the
+// user's shard (redisx.Base.UserShard), so each script touches one slot:
+//   - the log: a stream of event JSON (ids "<seq>-0", field d), capped
+//     exactly at Config.MaxLen entries (the oldest dropped, counted);
+//   - its meta: hash seq (the last event's), tag (the history: a log that
+//     expired starts a new one, so a resume from the old one is a gap);
+//   - the delivery cursors: hash platform → the last seq a session of that
+//     platform delivered (Ack). A session that opens without
+//     Last-Event-ID gets what its platform has not been delivered yet, in
+//     order (the offline inbox of that user and platform); a platform
+//     without a cursor (never used, or its cursor expired) gets what the
+//     log holds.
+//
+// An entry is dropped once every platform with a cursor was delivered it,
+// but for the last ResumeMargin delivered ones, which a resume may still
+// ask for. Log, meta and cursors expire Config.TTL after the last event
+// (REALSYNC_OFFLINE_TTL), or stream open of the user. Each event's body
+// is stored once per user whatever the number of platforms.
+//
+// The store's session scripts (store/sessions.go) read and extend the same
+// keys; Keys is their one definition.
+package userlog
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+// Defaults and bounds of Config.
+const (
+	DefaultMaxLen = 1000
+	DefaultTTL    = 7 * 24 * time.Hour
+	// ResumeMargin is how many delivered events the log keeps for resumes
+	// (a client's Last-Event-ID may lag what the server wrote).
+	ResumeMargin = 100
+	// MinMaxLen keeps at least the resume margin and some inbox.
+	MinMaxLen = 2 * ResumeMargin
+)
+
+// Config bounds the logs.
+type Config struct {
+	// MaxLen caps each user's log (REALSYNC_OFFLINE_MAX); DefaultMaxLen
+	// when 0.
+	MaxLen int
+	// TTL: a log expires this long after its last event or the user's
+	// last stream open (REALSYNC_OFFLINE_TTL); DefaultTTL when 0.
+	TTL time.Duration
+	// Dropped, when set, is told how many undelivered or kept events a cap
+	// dropped (for metrics).
+	Dropped func(n int)
+}
+
+// Check returns an error for a bound out of range (after defaults).
+func (c Config) Check() error {
+	if c.MaxLen != 0 && (c.MaxLen < MinMaxLen || c.MaxLen > 100000) {
+		return fmt.Errorf("the personal log cap %d is out of range %d..100000", c.MaxLen, MinMaxLen)
+	}
+	if c.TTL != 0 && (c.TTL < time.Minute || c.TTL > 90*24*time.Hour) {
+		return fmt.Errorf("the personal log TTL %s is out of range 1m..2160h", c.TTL)
+	}
+	return nil
+}
+
+//go:embed lua/user_send.lua
+var sendLua string
+
+//go:embed lua/user_ack.lua
+var ackLua string
+
+var (
+	sendScript = redisx.Plain("user_send", sendLua)
+	ackScript  = redisx.Plain("user_ack", ackLua)
+)
+
+// Log appends to and acknowledges users' logs.
+type Log struct {
+	b   *redisx.Base
+	cfg Config
+	// NewTag makes a new history's tag.
+	newTag func() string
+}
+
+// New keeps logs with b's client and layout; newTag makes a new history's
+// tag (the store's event tags).
+func New(b *redisx.Base, cfg Config, newTag func() string) *Log {
+	if cfg.MaxLen == 0 {
+		cfg.MaxLen = DefaultMaxLen
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	return &Log{b: b, cfg: cfg, newTag: newTag}
+}
+
+// Config returns the bounds in force.
+func (l *Log) Config() Config { return l.cfg }
+
+// Keys are a user's log keys.
+type Keys struct {
+	Log, Meta, Cursors, Channel string
+}
+
+// KeysOf returns uid's keys.
+func (l *Log) KeysOf(uid string) Keys {
+	t := l.b.Tag(l.b.UserShard(uid))
+	return Keys{Log: t + ":ulog:" + uid, Meta: t + ":ulog:" + uid + ":meta", Cursors: t + ":ulog:" + uid + ":cur",
+		Channel: t + ":uch:" + uid}
+}
+
+// NewTag is a new history's tag.
+func (l *Log) NewTag() string { return l.newTag() }
+
+// SendCall is user_send.lua's descriptor.
+type SendCall struct {
+	K      Keys
+	PubCmd string
+	MaxLen int
+	TTL    time.Duration
+	Tag    string
+	// Event is the event's JSON object without its seq.
+	Event []byte
+}
+
+func (SendCall) Script() *redisx.Script { return sendScript }
+func (c SendCall) KeysArgs() ([]string, []any) {
+	return []string{c.K.Log, c.K.Meta, c.K.Cursors},
+		[]any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event}
+}
+
+// AckCall is user_ack.lua's descriptor.
+type AckCall struct {
+	K             Keys
+	Platform, Tag string
+	Seq           int64
+	Margin        int
+	TTL           time.Duration
+}
+
+func (AckCall) Script() *redisx.Script { return ackScript }
+func (c AckCall) KeysArgs() ([]string, []any) {
+	return []string{c.K.Log, c.K.Meta, c.K.Cursors},
+		[]any{c.Platform, c.Tag, c.Seq, c.Margin, c.TTL.Milliseconds()}
+}
+
+// Send appends event (a JSON object without "seq": the log numbers it) to
+// uid's log and publishes it to uid's open personal streams, in one
+// script; returns its seq. Errors: the store's (redisx.Wrap).
+func (l *Log) Send(ctx context.Context, uid string, event []byte) (int64, error) {
+	if len(event) < 2 || event[len(event)-1] != '}' {
+		return 0, fmt.Errorf("userlog: event %.40q is not a JSON object", event)
+	}
+	res, err := l.b.Runner.Run(ctx, SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen,
+		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event}).Slice()
+	if err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	if len(res) != 3 || res[0] != "OK" {
+		return 0, fmt.Errorf("userlog: unexpected reply %v", res)
+	}
+	seq, _ := res[1].(int64)
+	if n, _ := res[2].(int64); n > 0 && l.cfg.Dropped != nil {
+		l.cfg.Dropped(int(n))
+	}
+	return seq, nil
+}
+
+// seqZero is how a logged event's header marshals its Seq 0: SendEvent
+// drops it for the log to number the event. Header fields come first, and
+// inside a JSON string a quote is escaped, so the first match is the
+// header's.
+var seqZero = []byte(`"seq":0,`)
+
+// SendEvent is Send of ev, a logged event of package players marshalled
+// to JSON with its Seq 0.
+func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.Index(b, seqZero)
+	if i < 0 {
+		return 0, fmt.Errorf("userlog: %T has no seq 0", ev)
+	}
+	return l.Send(ctx, uid, append(b[:i], b[i+len(seqZero):]...))
+}
+
+// Ack records that a session of platform delivered uid's log of history
+// tag up to seq; reports whether the platform's cursor moved. Errors: the
+// store's.
+func (l *Log) Ack(ctx context.Context, uid, platform, tag string, seq int64) (bool, error) {
+	n, err := l.b.Runner.Run(ctx, AckCall{K: l.KeysOf(uid), Platform: platform, Tag: tag, Seq: seq,
+		Margin: ResumeMargin, TTL: l.cfg.TTL}).Int()
+	return n == 1, redisx.Wrap(err)
+}
