@@ -5,6 +5,7 @@
 // player's personal stream (platform "web", open while the page is).
 import { session } from "./session.js";
 import { friends } from "./friends.js";
+import { invites } from "./invites.js";
 import { $, Badge, bindForm, el } from "./ui.js";
 import { friendly, withReload } from "./errors.js";
 
@@ -143,7 +144,9 @@ bindForm($("#quick"), async (f) => {
   enter(q.room.id);
 });
 
-friends(c, userId, c.me("web"));
+const me = c.me("web");
+friends(c, userId, me);
+invites(c, me);
 mine = new Map(myRooms.map((r) => [r.id, r]));
 renderMine();
 watch();

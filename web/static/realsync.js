@@ -956,7 +956,18 @@ var LiveMe = class extends LiveStream {
     super(
       client,
       "/v1/me/events",
-      ["snapshot", "presence", "session_replaced", "match_found", "resumed"],
+      [
+        "snapshot",
+        "presence",
+        "session_replaced",
+        "match_found",
+        "message",
+        "invite",
+        "kicked",
+        "banned",
+        "room_closed",
+        "resumed"
+      ],
       opts,
       () => client.meStreamToken(),
       { platform }
@@ -1131,6 +1142,20 @@ var RealSync = class {
   async setFollowing(userIds) {
     const r = await this.call(this.api.PUT("/v1/me/following", { body: { userIds } }));
     return r.userIds;
+  }
+  /** sendDirectMessage sends userId a `message` event on their personal stream (LiveMe): at once
+   * to their open sessions, later to each platform without one (offline delivery). */
+  sendDirectMessage(userId, body) {
+    return this.call(this.api.POST("/v1/users/{userId}/messages", { params: { path: { userId } }, body }));
+  }
+  /** invite sends userId an `invite` event to a room the caller is in: its id, name, mode and
+   * region, and a private room's invite code (acceptInvite joins with it). */
+  invite(roomId, userId) {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/invites", { params: { path: { roomId } }, body: { userId } }));
+  }
+  /** acceptInvite joins the room of an invite: by its code for a private room, else by id. */
+  acceptInvite(invite) {
+    return invite.inviteCode ? this.joinByCode(invite.inviteCode) : this.joinRoom(invite.roomId);
   }
   async call(p) {
     let r;

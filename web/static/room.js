@@ -8,12 +8,15 @@
 import { session } from "./session.js";
 import { $, Badge, bindForm, copy, el } from "./ui.js";
 import { friendly, withReload } from "./errors.js";
+import { invites } from "./invites.js";
 
 const roomId = new URLSearchParams(location.search).get("id") ?? "";
 const { client: c, rooms: myRooms } = await session();
 // The player stays online for friends while in a room: its personal stream
 // (platform "web") replaces the lobby page's.
-c.me("web").ready?.catch(() => {});
+const personal = c.me("web");
+personal.ready?.catch(() => {});
+invites(c, personal);
 const badge = new Badge($("#badge"));
 
 let live; // the LiveRoom, once a member
@@ -298,6 +301,13 @@ bindForm($("#say"), async (f, form) => {
   await c.sendMessage(roomId, { type: "chat", data: { text: f.text } });
   form.reset();
 });
+
+bindForm($("#invite-friend"), async (f, form) => {
+  const who = f.userId.trim();
+  await c.invite(roomId, who);
+  form.reset();
+  $("#invite-sent").textContent = `Invite sent to ${who}.`;
+}, "invite");
 
 bindForm($("#patch"), async (f, form) => {
   let value = null; // empty deletes the key

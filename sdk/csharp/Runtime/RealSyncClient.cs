@@ -372,6 +372,24 @@ namespace RealSync
             return list;
         }
 
+        /// <summary>SendDirectMessageAsync sends userId a `message` event on their personal stream
+        /// (offline delivery to each platform without a session); type and data as room messages.</summary>
+        [Operation("POST", "/v1/users/{userId}/messages", "sendDirectMessage")]
+        public Task SendDirectMessageAsync(string userId, string type, object data, CancellationToken ct = default(CancellationToken))
+        {
+            if (userId == null) throw new ArgumentNullException(nameof(userId));
+            return Call(HttpMethod.Post, "/v1/users/" + Uri.EscapeDataString(userId) + "/messages",
+                new Dictionary<string, object> { { "type", type }, { "data", data } }, ct);
+        }
+
+        /// <summary>InviteAsync sends userId an `invite` event to a room the caller is in (a private
+        /// room's invite code included).</summary>
+        [Operation("POST", "/v1/rooms/{roomId}/invites", "inviteToRoom")]
+        public Task InviteAsync(string roomId, string userId, CancellationToken ct = default(CancellationToken))
+        {
+            return Call(HttpMethod.Post, RoomPath(roomId) + "/invites", new Dictionary<string, object> { { "userId", userId } }, ct);
+        }
+
         // ---- messages ----
 
         /// <summary>SendMessageAsync sends a message to the room (members); returns the room version it took.</summary>

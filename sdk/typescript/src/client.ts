@@ -243,6 +243,23 @@ export class RealSync {
     return r.userIds;
   }
 
+  /** sendDirectMessage sends userId a `message` event on their personal stream (LiveMe): at once
+   * to their open sessions, later to each platform without one (offline delivery). */
+  sendDirectMessage(userId: string, body: Schemas["DirectMessageRequest"]): Promise<Schemas["DirectSent"]> {
+    return this.call(this.api.POST("/v1/users/{userId}/messages", { params: { path: { userId } }, body }));
+  }
+
+  /** invite sends userId an `invite` event to a room the caller is in: its id, name, mode and
+   * region, and a private room's invite code (acceptInvite joins with it). */
+  invite(roomId: string, userId: string): Promise<Schemas["DirectSent"]> {
+    return this.call(this.api.POST("/v1/rooms/{roomId}/invites", { params: { path: { roomId } }, body: { userId } }));
+  }
+
+  /** acceptInvite joins the room of an invite: by its code for a private room, else by id. */
+  acceptInvite(invite: Schemas["UserInviteEvent"]): Promise<RoomJoined> {
+    return invite.inviteCode ? this.joinByCode(invite.inviteCode) : this.joinRoom(invite.roomId);
+  }
+
   private async call<T>(p: Promise<Result<T>>): Promise<T> {
     let r: Result<T>;
     try {

@@ -41,6 +41,16 @@ export interface MeEvents {
   session_replaced: Schemas["UserSessionReplacedEvent"];
   /** A ticket of the user was matched: join roomId (a seat is held for the user). */
   match_found: Schemas["UserMatchFoundEvent"];
+  /** A direct message to the user (sendDirectMessage). */
+  message: Schemas["UserMessageEvent"];
+  /** An invite to a room (invite); acceptInvite joins it. */
+  invite: Schemas["UserInviteEvent"];
+  /** The user was removed from a room. */
+  kicked: Schemas["UserKickedEvent"];
+  /** The user was removed from a room for good. */
+  banned: Schemas["UserBannedEvent"];
+  /** A room the user was in was closed by its owner or the server. */
+  room_closed: Schemas["UserRoomClosedEvent"];
 }
 
 /** The last event of a stream whose identity token expires soon: the SDK
@@ -578,7 +588,8 @@ export class LiveMe extends LiveStream<MeEvents> {
   readonly presence = new Map<string, Schemas["UserPresenceEvent"]>();
 
   constructor(client: RealSync, readonly platform: Schemas["Platform"], opts: LiveOptions = {}) {
-    super(client, "/v1/me/events", ["snapshot", "presence", "session_replaced", "match_found", "resumed"], opts,
+    super(client, "/v1/me/events", ["snapshot", "presence", "session_replaced", "match_found", "message", "invite", "kicked", "banned",
+      "room_closed", "resumed"], opts,
       () => client.meStreamToken(), { platform });
     this.open();
   }

@@ -814,14 +814,34 @@ export interface paths {
          *     (`STREAM_LIMIT`, 429).
          *
          *     It starts with a `retry:` line, then:
-         *     - without `Last-Event-ID`: a `snapshot` event (the session, the
-         *       log's position as its id);
+         *     - without `Last-Event-ID`: a `snapshot` event (the session; its id
+         *       the position the stream starts from), then the platform's
+         *       offline inbox: the logged events no session of this platform was
+         *       delivered yet (`pending` of them), in order, each with its id;
          *     - with `Last-Event-ID` (header, or `lastEventId`): the logged
          *       events after it, then `resumed` (no id), when the user's log
-         *       still holds them (the last 100, kept 24 h after the last event)
-         *       and the id is of this log's history; otherwise (another history,
-         *       too far behind, an id not of the server's form) a `snapshot` with
-         *       `resync: true`: logged events may have been missed.
+         *       still holds them and the id is of this log's history; otherwise
+         *       (another history, an id the log no longer serves, one not of the
+         *       server's form) a `snapshot` with `resync: true`, then the
+         *       platform's offline inbox as without `Last-Event-ID`.
+         *
+         *     Offline delivery: every logged event (`message`, `invite`,
+         *     `kicked`, `banned`, `room_closed`, `match_found`,
+         *     `session_replaced`) enters the user's log, stored once for all
+         *     platforms. Each platform has a delivery position: a session moves
+         *     its platform's forward as it writes events (and a `Last-Event-ID`
+         *     moves it to that id), so what was sent while a platform had no
+         *     session (or was not written before its session ended) reaches the
+         *     next session of that platform, in order, exactly once for a client
+         *     that resumes with `Last-Event-ID` (at least once without it, when
+         *     an instance died between writing an event and recording it).
+         *     A platform never used gets what the log holds. The log holds at
+         *     most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
+         *     oldest are dropped, counted by
+         *     `realsync_offline_dropped_total`) and expires
+         *     `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
+         *     last stream open; an event every platform with a position was
+         *     delivered is dropped, but for the last 100, kept for resumes.
          *     Then the current status of every user the caller follows (`PUT
          *     /v1/me/following`), one `presence` event each (no id), then live:
          *     logged events and the followed users' status changes. A change of
@@ -830,8 +850,13 @@ export interface paths {
          *
          *     | event | logged (has an id) | data |
          *     |---|---|---|
-         *     | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync"}` |
+         *     | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
          *     | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+         *     | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
+         *     | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+         *     | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
+         *     | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: the room's owner or the server closed a room the user was in |
+         *     | match_found | yes | see `POST /v1/matchmaking/tickets` |
          *     | presence | no | `{"type","userId","online","platforms","version","ts"}` |
          *     | resumed | no | `{"type","userId","seq","ts"}` |
          *     | token_expiring | no | as on room streams |
@@ -874,6 +899,66 @@ export interface paths {
          */
         put: operations["setFollowing"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{userId}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message to a user
+         * @description The user gets a `message` event on their personal stream: at once
+         *     on every open session, and on each other platform when its next
+         *     session opens (offline delivery, see `GET /v1/me/events`), within
+         *     `REALSYNC_OFFLINE_TTL`. `type` and `data` follow the rules of room
+         *     messages. Any user id is accepted (users are who tokens name);
+         *     sending to oneself or to an API key's id is 422. Rate limited as
+         *     room messages, with the recipient's inbox as the room
+         *     (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+         *     `write` limits. API keys: scope `rooms:write` (sent by the server:
+         *     `from.server`).
+         */
+        post: operations["sendDirectMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rooms/{roomId}/invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a user to the room
+         * @description A member invites `userId`: the user gets an `invite` event on their
+         *     personal stream (offline delivery as for direct messages) with what
+         *     joining needs: the room's id, name, mode and region, and for a
+         *     private room its invite code (`POST /v1/rooms/join-by-code`).
+         *     A private room the caller is not in is 404, a public one 403
+         *     `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
+         *     an API key's id is 422. Counted on the room's message rate limit
+         *     (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+         *     `rooms:write` (invites to any room, `from.server`).
+         */
+        post: operations["inviteToRoom"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1093,6 +1178,22 @@ export interface components {
         };
         Following: {
             userIds: string[];
+        };
+        DirectMessageRequest: {
+            /** @description Application-defined kind, e.g. `chat`; no control characters. */
+            type: string;
+            /** @description Any JSON, at most 4 KiB once compacted. */
+            data: unknown;
+        };
+        InviteRequest: {
+            userId: string;
+        };
+        DirectSent: {
+            /**
+             * Format: date-time
+             * @description When it was sent.
+             */
+            ts: string;
         };
         Problem: {
             /** @example https://realsync.dev/problems/room-full */
@@ -1499,7 +1600,7 @@ export interface components {
         /** @description An event of the lobby stream (GET /v1/lobby/events): the data of one SSE frame, whose `event:` line is its `type`. */
         LobbyEvent: components["schemas"]["LobbyRoomsEvent"] | components["schemas"]["LobbyRoomAddedEvent"] | components["schemas"]["LobbyRoomUpdatedEvent"] | components["schemas"]["LobbyRoomRemovedEvent"] | components["schemas"]["TokenExpiringEvent"];
         /** @description An event of the personal stream (GET /v1/me/events): the data of one SSE frame, whose `event:` line is its `type`. */
-        UserEvent: components["schemas"]["UserSnapshotEvent"] | components["schemas"]["UserPresenceEvent"] | components["schemas"]["UserSessionReplacedEvent"] | components["schemas"]["UserResumedEvent"] | components["schemas"]["UserMatchFoundEvent"] | components["schemas"]["TokenExpiringEvent"];
+        UserEvent: components["schemas"]["UserSnapshotEvent"] | components["schemas"]["UserPresenceEvent"] | components["schemas"]["UserSessionReplacedEvent"] | components["schemas"]["UserResumedEvent"] | components["schemas"]["UserMatchFoundEvent"] | components["schemas"]["UserInviteEvent"] | components["schemas"]["UserMessageEvent"] | components["schemas"]["UserKickedEvent"] | components["schemas"]["UserBannedEvent"] | components["schemas"]["UserRoomClosedEvent"] | components["schemas"]["TokenExpiringEvent"];
         SnapshotEvent: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1781,6 +1882,8 @@ export interface components {
             /** @description This stream's session id (session_replaced names the session it ends). */
             session: string;
             resync: boolean;
+            /** @description The logged events that follow at once: what was sent while no session of this platform took it (its offline inbox), in order. Only the other sessions' session_replaced among them are not written. */
+            pending: number;
         };
         UserPresenceEvent: {
             /**
@@ -1847,6 +1950,95 @@ export interface components {
             region: string;
             /** @description The user's team, 0-based. */
             team: number;
+        };
+        UserInviteEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invite";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            from: components["schemas"]["Sender"];
+            /** @description Join it by id (POST /v1/rooms/{roomId}/join), or by the invite code of a private room. */
+            roomId: string;
+            /** @description The room's name. */
+            name: string;
+            mode: string;
+            region: string;
+            /** @description A private room's invite code (POST /v1/rooms/join-by-code); absent for a public room. */
+            inviteCode?: string;
+        };
+        Sender: {
+            /** @description The sending player's user id; absent when the server sent it. */
+            userId?: string;
+            /** @description The sending player's name. */
+            name?: string;
+            /** @description Sent by the game's server (an API key). */
+            server?: boolean;
+        };
+        UserMessageEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            from: components["schemas"]["Sender"];
+            message: components["schemas"]["DirectMessageBody"];
+        };
+        DirectMessageBody: {
+            type: string;
+            /** @description Any JSON. */
+            data: unknown;
+        };
+        UserKickedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "kicked";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            roomId: string;
+        };
+        UserBannedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "banned";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            roomId: string;
+        };
+        UserRoomClosedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "room_closed";
+            userId: string;
+            /** Format: int64 */
+            seq: number;
+            /** Format: date-time */
+            ts: string;
+            roomId: string;
+            /** @enum {string} */
+            reason: "closed" | "empty" | "expired" | "finished" | "gone";
         };
     };
     responses: {
@@ -2138,6 +2330,8 @@ export interface components {
          *     again. Checked after authentication and rate limits, before the body.
          */
         IdempotencyKey: string;
+        /** @description A user id (a token's subject), 1..128 bytes without spaces, commas or control characters; else 422. */
+        UserId: string;
         /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
         RoomId: string;
     };
@@ -3239,6 +3433,93 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sendDirectMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A user id (a token's subject), 1..128 bytes without spaces, commas or control characters; else 422. */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "chat",
+                 *       "data": {
+                 *         "text": "gg, again?"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["DirectMessageRequest"];
+            };
+        };
+        responses: {
+            /** @description Sent (stored, and published to the user's open sessions). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DirectSent"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    inviteToRoom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
+                roomId: components["parameters"]["RoomId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "userId": "u-8f2c"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InviteRequest"];
+            };
+        };
+        responses: {
+            /** @description Sent. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DirectSent"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

@@ -433,6 +433,35 @@ describe("the demo in a browser", () => {
     clean(kim);
   });
 
+  it("invites: a member invites a friend by code from a private room; the friend, in another browser's lobby, joins from the invite", async () => {
+    const moe = await player("moe");
+    const ned = await player("ned", phone);
+    const nedCode = (await ned.page.locator("#my-code").textContent()) ?? "";
+    const create = moe.page.locator("#create");
+    await create.getByLabel("Room name").fill("Moe's den");
+    await create.getByLabel("Private: invite code only").check();
+    await create.getByRole("button", { name: "Create room" }).click();
+    await moe.page.waitForURL(/room\.html\?id=/);
+    await row(moe, "moe").waitFor();
+    const roomId = new URL(moe.page.url()).searchParams.get("id") ?? "";
+
+    const form = moe.page.locator("#invite-friend");
+    await form.getByLabel("Invite by friend code").fill(nedCode);
+    await form.getByRole("button", { name: "Invite" }).click();
+    await moe.page.locator("#invite-sent").filter({ hasText: `Invite sent to ${nedCode}.` }).waitFor();
+
+    const invite = ned.page.locator(`#invites li[data-room="${roomId}"]`);
+    await invite.filter({ hasText: "moe invites you to Moe's den" }).waitFor();
+    await shoot(ned, "34-invite");
+    await invite.getByRole("button", { name: "Join Moe's den" }).click();
+    await ned.page.waitForURL(new RegExp(`room\\.html\\?id=${roomId}`));
+    await row(ned, "ned").waitFor();
+    await row(moe, "ned").waitFor();
+    assert.deepEqual(moe.problems, []);
+    assert.deepEqual(ned.problems, []);
+    clean(moe, ned);
+  });
+
   it("errors the server sends are sentences, by field where they have one", async () => {
     // A deployment that accepts only some modes: the server's field error names them.
     const strict = await startServer({ REALSYNC_MODES: "battle,coop", REALSYNC_JWT_SECRET: "another-secret" });

@@ -89,6 +89,36 @@ describe("personal stream", () => {
     }
   });
 
+  it("an invite and messages sent while offline wait for the platform's next session; acceptInvite joins the private room", async () => {
+    const gus = await player("gus");
+    const hal = await player("hal");
+    const { room } = await gus.c.createRoom({ name: "den", mode: "m", region: "eu", visibility: "private" });
+    await gus.c.sendDirectMessage(hal.userId, { type: "chat", data: { text: "hi" } });
+    await gus.c.invite(room.id, hal.userId);
+    const s = hal.c.me("mobile");
+    try {
+      const got: string[] = [];
+      const invited = new Promise<Parameters<typeof hal.c.acceptInvite>[0]>((resolve) => s.on("invite", resolve));
+      s.on("message", (e) => got.push(`${e.from.name}:${(e.message.data as { text: string }).text}`));
+      s.on("snapshot", (e) => got.push(`pending ${e.pending}`));
+      const inv = await invited;
+      assert.deepEqual(got, ["pending 2", "gus:hi"]);
+      assert.equal(inv.from.userId, gus.userId);
+      assert.equal(inv.name, "den");
+      const joined = await hal.c.acceptInvite(inv);
+      assert.equal(joined.room.id, room.id);
+      // live now: a message reaches the open session at once
+      const live = new Promise((resolve) => s.on("message", resolve));
+      await gus.c.sendDirectMessage(hal.userId, { type: "chat", data: { text: "welcome" } });
+      await live;
+      assert.deepEqual(got.slice(-1), ["gus:welcome"]);
+      await assert.rejects(gus.c.sendDirectMessage(gus.userId, { type: "chat", data: 1 }),
+        (e) => e instanceof RealSyncError && e.code === "VALIDATION_FAILED" && e.status === 422);
+    } finally {
+      s.close();
+    }
+  });
+
   it("a bad platform is a permanent error: ready rejects with INVALID_PLATFORM", async () => {
     const dave = await player("dave");
     const s = dave.c.me("tv" as "pc");
