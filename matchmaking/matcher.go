@@ -268,6 +268,9 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules) (done bool
 			return false, err
 		}
 	} else {
+		if t, err := m.cfg.Queue.Get(ctx, match.Tickets[0].ID); err == nil {
+			match.OwnerName = t.Name // else the store's placeholder name
+		}
 		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); err != nil {
 			return false, err
 		}

@@ -104,7 +104,7 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		attrs = map[string]any{}
 	}
 	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
-		UserID: u.ID, PartyUserIDs: p.PartyUserIDs}
+		UserID: u.ID, Name: u.Name, PartyUserIDs: p.PartyUserIDs}
 	if t.PartyUserIDs == nil {
 		t.PartyUserIDs = []string{}
 	}

@@ -17,12 +17,15 @@ const (
 // the leader and the PartyUserIDs (a party is never split; the leader's
 // ticket covers it, and no member may queue apart).
 type Ticket struct {
-	ID           string
-	Mode         string
-	Regions      []string // preference order
-	Rating       float64
-	Attributes   map[string]any
-	UserID       string
+	ID         string
+	Mode       string
+	Regions    []string // preference order
+	Rating     float64
+	Attributes map[string]any
+	UserID     string
+	// Name is the leader's name (their token's): the match room's owner
+	// is named so when the leader's ticket is the match's first.
+	Name         string
 	PartyUserIDs []string
 	Status       Status
 	CreatedAt    time.Time
@@ -61,6 +64,9 @@ type Match struct {
 	// attributes (what a backfill of the room matches against).
 	Rating float64
 	EqKey  string
+	// OwnerName names the room's owner, the first ticket's leader (the
+	// matcher reads it from that ticket; "" when it could not).
+	OwnerName string
 }
 
 // BackfillRoom is an open match room of a backfill mode: its region, the

@@ -49,7 +49,10 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 	if len(users) == 0 {
 		return "", errors.New("store: a match without users")
 	}
-	owner := rooms.User{ID: users[0], Name: "player"}
+	owner := rooms.User{ID: users[0], Name: m.OwnerName}
+	if owner.Name == "" {
+		owner.Name = "player"
+	}
 	p := rooms.NewRoom{Name: "match " + m.ID, Mode: m.Mode, Region: m.Region, MaxPlayers: maxPlayers,
 		Visibility: rooms.Private, Attributes: map[string]any{"matchId": m.ID}, StatePolicy: rooms.PolicyOwner}
 	if len(p.Name) > 64 {

@@ -176,6 +176,7 @@ type record struct {
 	Rating     float64        `json:"rating"`
 	Attributes map[string]any `json:"attributes"`
 	UserID     string         `json:"userId"`
+	Name       string         `json:"name,omitempty"`
 	Party      []string       `json:"party"`
 }
 
@@ -195,7 +196,7 @@ type state struct {
 // Add implements matchmaking.Queue with one script.
 func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl time.Duration, maxQueue int) (matchmaking.Ticket, error) {
 	rec, err := json.Marshal(record{Mode: t.Mode, Regions: t.Regions, Rating: t.Rating, Attributes: t.Attributes,
-		UserID: t.UserID, Party: t.PartyUserIDs})
+		UserID: t.UserID, Name: t.Name, Party: t.PartyUserIDs})
 	if err != nil {
 		return t, fmt.Errorf("store: ticket: %w", err)
 	}
@@ -253,7 +254,7 @@ func (s *Store) Get(ctx context.Context, id string) (matchmaking.Ticket, error) 
 		return matchmaking.Ticket{}, fmt.Errorf("store: ticket %s state: %w", id, err)
 	}
 	t := matchmaking.Ticket{ID: id, Mode: rec.Mode, Regions: rec.Regions, Rating: rec.Rating, Attributes: rec.Attributes,
-		UserID: rec.UserID, PartyUserIDs: rec.Party, Status: matchmaking.Status(st.St),
+		UserID: rec.UserID, Name: rec.Name, PartyUserIDs: rec.Party, Status: matchmaking.Status(st.St),
 		CreatedAt: time.UnixMilli(st.Cr).UTC(), ExpiresAt: time.UnixMilli(st.Ex).UTC(),
 		MatchID: st.Mid, RoomID: st.Rm, Region: st.Reg, Team: st.Tm}
 	if st.Mat > 0 {

@@ -6,6 +6,7 @@
 import { session } from "./session.js";
 import { friends } from "./friends.js";
 import { invites } from "./invites.js";
+import { findMatch } from "./match.js";
 import { $, Badge, bindForm, el } from "./ui.js";
 import { friendly, withReload } from "./errors.js";
 
@@ -147,6 +148,7 @@ bindForm($("#quick"), async (f) => {
 const me = c.me("web");
 friends(c, userId, me);
 invites(c, me);
+findMatch(c, me);
 mine = new Map(myRooms.map((r) => [r.id, r]));
 renderMine();
 watch();

@@ -462,6 +462,33 @@ describe("the demo in a browser", () => {
     clean(moe, ned);
   });
 
+  it("find match: two players of close ratings queue from two browsers, see the wait, and land in one room", async () => {
+    const ola = await player("ola");
+    const pia = await player("pia", phone);
+    const mode = `duel${Date.now() % 100000}`;
+    for (const [p, rating] of [[ola, "1500"], [pia, "1560"]] as const) {
+      const form = p.page.locator("#match");
+      await form.getByLabel("Mode").fill(mode);
+      await form.getByLabel("Rating").fill(rating);
+    }
+    await ola.page.locator("#match").getByRole("button", { name: "Find match" }).click();
+    await ola.page.locator("#match-status").filter({ hasText: /Searching… \d+ s, rating window ±\d+/ }).waitFor();
+    await shoot(ola, "35-searching");
+    // Cancel, then queue again: a cancelled ticket is no match.
+    await ola.page.getByRole("button", { name: "Cancel" }).click();
+    await ola.page.locator("#match-status").filter({ hasText: "Search cancelled." }).waitFor();
+    await ola.page.locator("#match").getByRole("button", { name: "Find match" }).click();
+    await pia.page.locator("#match").getByRole("button", { name: "Find match" }).click();
+    await ola.page.waitForURL(/room\.html\?id=/, { timeout: 20000 });
+    await pia.page.waitForURL(/room\.html\?id=/, { timeout: 20000 });
+    assert.equal(new URL(ola.page.url()).searchParams.get("id"), new URL(pia.page.url()).searchParams.get("id"), "one room");
+    await row(ola, "pia").waitFor();
+    await row(pia, "ola").waitFor();
+    assert.deepEqual(ola.problems, []);
+    assert.deepEqual(pia.problems, []);
+    clean(ola, pia);
+  });
+
   it("errors the server sends are sentences, by field where they have one", async () => {
     // A deployment that accepts only some modes: the server's field error names them.
     const strict = await startServer({ REALSYNC_MODES: "battle,coop", REALSYNC_JWT_SECRET: "another-secret" });
