@@ -161,8 +161,9 @@ type KickedEvent struct {
 // BannedEvent is KickedEvent for a ban.
 type BannedEvent = KickedEvent
 
-// RoomClosedEvent tells a member a room they were in closed (its owner or
-// the server deleted it). Logged.
+// RoomClosedEvent tells a member a room they were in closed: its owner or
+// the server deleted it (closed), or the janitor closed it (expired,
+// finished). Logged.
 type RoomClosedEvent struct {
 	UserEventHeader
 	RoomID string            `json:"roomId"`

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
 )
 
 // Lifecycle says when the janitor closes rooms and drops idle event logs.
@@ -47,8 +50,9 @@ func (l Lifecycle) argv() []any {
 }
 
 // lifecycleRoom runs room_lifecycle for room id of shard; returns what it
-// did: "lifetime", "finished" or "expired" (closed), "trimmed" (log
-// dropped), "none" or "gone".
+// did: "lifetime", "finished" or "expired" (closed: its members are told
+// on their personal streams, room_closed), "trimmed" (log dropped), "none"
+// or "gone".
 func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string, error) {
 	_, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
@@ -59,5 +63,21 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 		return "", err
 	}
 	action, _ := rest[0].(string)
-	return action, nil
+	reason := rooms.ClosedExpired
+	if action == "finished" {
+		reason = rooms.ClosedFinished
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+	var first error
+	for _, u := range rest[1:] {
+		uid, _ := u.(string)
+		// as rooms.Service.Delete's notices: the room's stream told its
+		// connected members; a store failure here loses the personal copy
+		ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed,
+			UserID: uid, TS: now}, RoomID: id, Reason: reason}
+		if _, err := s.ulog.SendEvent(ctx, uid, ev); err != nil && first == nil {
+			first = err
+		}
+	}
+	return action, first
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 // sweepAll runs one janitor visit of every shard (lease 1 ms, so each call
@@ -123,6 +124,12 @@ func TestLifecycleClosesRooms(t *testing.T) {
 					}
 					sweepUntil(t, s, rep, gone(s, id))
 					closedWith(t, s, id, tc.reason)
+					// the members hear it on their personal streams
+					o, err := s.OpenSession(context.Background(), sse.Session{UserID: bob.ID, Platform: "pc", ID: "b.1"}, sse.Cursor{}, 10)
+					if err != nil || len(o.Replay) != 1 || !strings.Contains(string(o.Replay[0].Data), `"type":"room_closed"`) ||
+						!strings.Contains(string(o.Replay[0].Data), `"roomId":"`+id+`"`) || !strings.Contains(string(o.Replay[0].Data), `"reason":"`+tc.reason+`"`) {
+						t.Errorf("bob's inbox after the close: %+v %v", o, err)
+					}
 					if rep[tc.action] != 1 {
 						t.Errorf("janitor report %v, want %s: 1", rep, tc.action)
 					}
@@ -346,6 +353,7 @@ func TestChurnLeavesNoKeys(t *testing.T) {
 				c.ClosedLogTTL = time.Second
 				c.DisconnectGrace = 200 * time.Millisecond
 				c.PresenceTTL = 300 * time.Millisecond
+				c.Offline = userlog.Config{TTL: time.Minute}
 			})
 			ctx := context.Background()
 			before := countKeys(t, s)
@@ -395,7 +403,12 @@ func TestChurnLeavesNoKeys(t *testing.T) {
 				t.Fatal("the churn wrote no keys")
 			}
 			rep := store.Report{}
-			fixed := func(k string) bool { return strings.HasSuffix(k, ":meta") || strings.HasSuffix(k, ":clock") }
+			// the room_closed notices of the rooms the janitor closed wait in
+			// their members' personal logs, which expire (checked below)
+			personal := func(k string) bool { return strings.Contains(k, ":ulog:") }
+			fixed := func(k string) bool {
+				return strings.HasSuffix(k, ":meta") || strings.HasSuffix(k, ":clock") || personal(k)
+			}
 			sweepUntil(t, s, rep, func() bool {
 				for _, k := range countKeys(t, s) {
 					if !fixed(k) {
@@ -405,13 +418,22 @@ func TestChurnLeavesNoKeys(t *testing.T) {
 				return true
 			})
 			after := countKeys(t, s)
-			clocks := 0
+			clocks, logs := 0, 0
 			for _, k := range after {
-				if strings.HasSuffix(k, ":clock") {
+				switch {
+				case strings.HasSuffix(k, ":clock"):
 					clocks++
+				case personal(k):
+					logs++
+					if ttl := s.Client().PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Minute {
+						t.Errorf("%s: TTL %v, want the offline TTL (1m) at most", k, ttl)
+					}
 				}
 			}
-			if len(after)-clocks != len(before) {
+			if logs == 0 {
+				t.Error("no member of a room the janitor closed was told")
+			}
+			if len(after)-clocks-logs != len(before) {
 				t.Fatalf("keys before %v, after %v", before, after)
 			}
 			t.Logf("janitor: %v; left: %d clock keys and %v", rep, clocks, before)

@@ -15,8 +15,9 @@
 -- KEYS: prelude, with the indexes and the schedule.
 -- ARGV[7] idle timeout (ms, 0 never)  ARGV[8] finished retention (ms, 0 never)
 -- ARGV[9] maximum lifetime (ms, 0 none)  ARGV[10] log trim delay (ms, 0 never)
--- Reply: {"OK", action}: "lifetime", "finished", "expired" (closed),
---        "trimmed" (log dropped), "none", or "gone" (no such room)
+-- Reply: {"OK", action, userId...}: "lifetime", "finished", "expired"
+--        (closed; then the user ids of its members, for their personal
+--        streams), "trimmed" (log dropped), "none", or "gone" (no such room)
 local idle, retention = tonumber(ARGV[7]), tonumber(ARGV[8])
 local lifetime, trim = tonumber(ARGV[9]), tonumber(ARGV[10])
 
@@ -52,18 +53,22 @@ local finished_at = tonumber(r[2]) or up
 local born = math.floor(tonumber(p.cr) / 1000)
 local finished = p.st == 'finished'
 
+-- closes the room for reason; the reply names the action and the members
+local function closed(action, reason)
+  local reply = {'OK', action}
+  for _, uid in ipairs(redis.call('HKEYS', K_USERS)) do reply[#reply + 1] = uid end
+  close_room(reason, p)
+  return reply
+end
 if lifetime > 0 and now >= born + lifetime then
-  close_room('expired', p)
-  return {'OK', 'lifetime'}
+  return closed('lifetime', 'expired')
 end
 if finished and retention > 0 and now >= finished_at + retention then
-  close_room('finished', p)
-  return {'OK', 'finished'}
+  return closed('finished', 'finished')
 end
 local connected = redis.call('HLEN', K_CONN) > 0
 if idle > 0 and not connected and now >= up + idle then
-  close_room('expired', p)
-  return {'OK', 'expired'}
+  return closed('expired', 'expired')
 end
 
 local action = 'none'
