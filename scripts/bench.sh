@@ -5,14 +5,14 @@
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
 # them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
-# sse lobby go redistime capacity stripes security (default: all). Keep the
+# sse lobby go redistime capacity stripes security match (default: all). Keep the
 # whole output: docs/BENCHMARKS.md cites one run's log, committed verbatim
 # in docs/bench/ (its "Run:" line names it and the commit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity stripes security)
+[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity stripes security match)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
 # What the run was: the commit, the time, the machine and its load, so a
@@ -286,4 +286,24 @@ if want security; then
   say "security costs: the handler with limits off and on, strict decoding" go test ./api -run '^$' -bench 'HTTPRateLimit|Decode' -benchtime 2s
   say "security costs: create + join + 2 leaves, quotas off and on" go test ./store -run '^$' -bench CreateJoin -benchtime 2000x
   say "security costs: lease renewal rounds, holdings release" go test ./store -run '^$' -bench 'RenewalRound|Unheld' -benchtime 1x
+fi
+
+# Matchmaking (issue 17 item 7): 100 000 tickets queued over HTTP as fast as
+# 64 clients go, over 4 modes of 2 teams of 2 and 2 regions, 20% parties of
+# 2, ratings N(1500, 300), the default window (±100, +100 every 5 s, up to
+# ±1000); then every ticket read back: matched per second, time to match by
+# rating band, rating spread per match, team sizes (rsload's match scenario).
+if want match; then
+  cat > "$tmp/rules.yaml" <<'RULES'
+modes:
+  mm0: {teams: 2, teamSize: 2}
+  mm1: {teams: 2, teamSize: 2}
+  mm2: {teams: 2, teamSize: 2}
+  mm3: {teams: 2, teamSize: 2}
+RULES
+  export REALSYNC_MATCHMAKING_FILE=$tmp/rules.yaml
+  start_rsd
+  say "matchmaking: 100 000 tickets, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" \
+    "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -team-size 2 -clients 64 -duration 5m
+  unset REALSYNC_MATCHMAKING_FILE
 fi

@@ -67,13 +67,16 @@ type Config struct {
 	// RedisCluster: the Cluster masters behind the servers (ops): each
 	// one's CPU and share of the run (clustercpu.go).
 	RedisCluster string
+	// match: tickets, modes, regions, the share of parties of 2 (%), and
+	// the rules' team size (scripts/bench.sh's rules file: 2)
+	Tickets, Modes, Regions, Party, TeamSize int
 }
 
 func main() {
 	var c Config
 	var urls string
 	flag.StringVar(&urls, "urls", "http://127.0.0.1:8080", "comma-separated realsyncd base URLs")
-	flag.StringVar(&c.Scenario, "scenario", "sse", "sse, ops, or fanout (the machine's SSE baseline, against -serve-minimal)")
+	flag.StringVar(&c.Scenario, "scenario", "sse", "sse, ops, fanout (the machine's SSE baseline, against -serve-minimal), or match (matchmaking tickets)")
 	flag.IntVar(&c.Clients, "clients", 64, "ops: concurrent players")
 	flag.StringVar(&c.Mix, "mix", "create=1,join=4,patch=10,list=2,quickjoin=1,get=2", "ops: operation weights")
 	flag.IntVar(&c.Rooms, "rooms", 10, "rooms")
@@ -88,6 +91,11 @@ func main() {
 	flag.StringVar(&c.RedisURL, "redis", "", "redis://host:port of the standalone Redis behind the servers: ops reports Redis' own CPU and time per request and per script; with -serve-minimal, POST /anchor runs the anchor script there")
 	flag.BoolVar(&c.RedisSample, "redis-sample", false, "ops with -redis: also count script runs and the Redis calls of each from a SLOWLOG sample of the run's last quarter (inflates that quarter's Redis time)")
 	flag.StringVar(&c.RedisCluster, "redis-cluster", "", "ops: host:port of every master of the Redis Cluster behind the servers, comma-separated: reports each master's CPU and share of the run (how evenly the load spreads)")
+	flag.IntVar(&c.Tickets, "tickets", 10000, "match: tickets to queue")
+	flag.IntVar(&c.Modes, "modes", 4, "match: modes mm0.. the tickets spread over")
+	flag.IntVar(&c.Regions, "regions", 2, "match: regions r0.. the tickets spread over")
+	flag.IntVar(&c.Party, "party", 20, "match: percent of tickets that are parties of 2")
+	flag.IntVar(&c.TeamSize, "team-size", 2, "match: the team size of the modes' rules")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *serve != "" {
@@ -97,6 +105,10 @@ func main() {
 	c.URLs = strings.Split(urls, ",")
 	if c.Streams == 0 && c.Scenario != "ops" {
 		c.Streams = 100
+	}
+	if c.Scenario == "match" && (c.Tickets < 1 || c.Modes < 1 || c.Regions < 1 || c.Party < 0 || c.Party > 100 || c.TeamSize < 1) {
+		fmt.Fprintln(os.Stderr, "rsload: -tickets, -modes, -regions, -team-size must be positive and -party 0..100")
+		os.Exit(2)
 	}
 	if c.Rooms < 1 || c.Streams < 0 || c.Rate < 1 || c.Duration <= 0 || c.Duration > time.Hour {
 		fmt.Fprintln(os.Stderr, "rsload: -rooms, -rate must be positive, -streams not negative and -duration in (0, 1h]")
@@ -125,6 +137,15 @@ func run(ctx context.Context, c Config) error {
 			return json.NewEncoder(os.Stdout).Encode(r)
 		}
 		r.print(os.Stdout)
+	case "match":
+		r, err := runMatch(ctx, c)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return json.NewEncoder(os.Stdout).Encode(r)
+		}
+		r.print(os.Stdout)
 	case "sse", "fanout":
 		run := runSSE
 		if c.Scenario == "fanout" {
@@ -139,7 +160,7 @@ func run(ctx context.Context, c Config) error {
 		}
 		r.print(os.Stdout, c)
 	default:
-		return fmt.Errorf("-scenario must be sse, ops or fanout, got %q", c.Scenario)
+		return fmt.Errorf("-scenario must be sse, ops, fanout or match, got %q", c.Scenario)
 	}
 	return nil
 }

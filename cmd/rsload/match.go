@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The match scenario queues -tickets matchmaking tickets over -modes modes
+// and -regions regions (ratings drawn from N(1500, 300), a share of them
+// parties of 2: -party percent), as fast as -clients workers create them,
+// waits until the matchers emptied the queues (the instances'
+// realsync_matchmaking_tickets, bounded by -duration), then reads every
+// ticket and reports, from the server's own timestamps: tickets matched per
+// second, time to match p50/p90/p99 by rating band, the rating spread of
+// matches, and whether every team came out whole (its size, a party in one
+// team). The server must run with REALSYNC_RATE_LIMITS=off and the modes'
+// rules (scripts/bench.sh writes them: 2 teams of 2).
+//
+//	go run ./cmd/rsload -scenario match -tickets 100000 -modes 4 -regions 2 -party 20 -duration 10m
+
+// matchTicket is one ticket of the run.
+type matchTicket struct {
+	id, token string
+	rating    float64
+	users     int
+	mode      string
+	// read back
+	status, matchID string
+	team            int
+	created         time.Time
+	matched         time.Time
+}
+
+// MatchReport is the scenario's result.
+type MatchReport struct {
+	Tickets, Users, Parties             int
+	CreateSeconds                       float64
+	CreatedPerSecond                    float64
+	Matched, Expired, Searching, Errors int
+	MatchSpanSeconds                    float64 // first match to last
+	MatchedPerSecond                    float64 // tickets matched / span
+	// Bulk99Seconds: first ticket created to the match of the 99th
+	// percentile matched ticket; Bulk99PerSecond: 99% of the matched
+	// tickets over it. PeakPerSecond: the busiest second's matched tickets.
+	Bulk99Seconds, Bulk99PerSecond float64
+	PeakPerSecond                  int
+	Matches                        int
+	// Time to match (s), overall and by rating band (|rating-1500|).
+	Wait      Percentiles
+	WaitBands map[string]Percentiles
+	// Rating spread (max-min) within a match.
+	Spread Percentiles
+	// TeamsWrongSize counts teams whose users (a party's all in its
+	// ticket's team) are not the rules' team size.
+	TeamsWrongSize int
+	teamSize       int
+}
+
+// Percentiles are p50/p90/p99/max of a sample, and its size.
+type Percentiles struct {
+	N                  int
+	P50, P90, P99, Max float64
+}
+
+func percentiles(xs []float64) Percentiles {
+	if len(xs) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(xs)
+	at := func(q float64) float64 { // nearest rank
+		return xs[max(0, min(len(xs)-1, int(math.Ceil(q*float64(len(xs))))-1))]
+	}
+	return Percentiles{N: len(xs), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: xs[len(xs)-1]}
+}
+
+func runMatch(ctx context.Context, c Config) (MatchReport, error) {
+	var rep MatchReport
+	rng := rand.New(rand.NewPCG(1, 2))
+	ts := make([]*matchTicket, c.Tickets)
+	for i := range ts {
+		r := math.Round(math.Max(0, math.Min(3000, 1500+300*rng.NormFloat64())))
+		users := 1
+		if rng.IntN(100) < c.Party {
+			users = 2
+		}
+		ts[i] = &matchTicket{rating: r, users: users, mode: fmt.Sprintf("mm%d", i%c.Modes)}
+		rep.Users += users
+		if users == 2 {
+			rep.Parties++
+		}
+	}
+	rep.Tickets = len(ts)
+	// tokens first: the creation rate below is the tickets' own
+	if err := parallel(ctx, c.Clients, len(ts), func(i int) error {
+		base := c.URLs[i%len(c.URLs)]
+		var err error
+		ts[i].token, err = guest(ctx, base, "q"+strconv.Itoa(i))
+		return err
+	}); err != nil {
+		return rep, fmt.Errorf("guest tokens: %w", err)
+	}
+	began := time.Now()
+	var failed atomic.Int64
+	parallel(ctx, c.Clients, len(ts), func(i int) error {
+		t := ts[i]
+		base := c.URLs[i%len(c.URLs)]
+		body := map[string]any{"mode": t.mode, "regions": []string{fmt.Sprintf("r%d", (i/c.Modes)%c.Regions)}, "rating": t.rating}
+		if t.users == 2 {
+			var g struct{ UserID string }
+			if err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": "p" + strconv.Itoa(i)}, &g); err != nil {
+				failed.Add(1)
+				return nil
+			}
+			body["partyUserIds"] = []string{g.UserID}
+		}
+		var out struct{ Ticket struct{ TicketID string } }
+		if err := call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out); err != nil {
+			failed.Add(1)
+			return nil
+		}
+		t.id = out.Ticket.TicketID
+		return nil
+	})
+	rep.CreateSeconds = time.Since(began).Seconds()
+	rep.CreatedPerSecond = float64(len(ts)-int(failed.Load())) / rep.CreateSeconds
+	rep.Errors = int(failed.Load())
+
+	// wait for the queues to empty (or -duration)
+	deadline := time.Now().Add(c.Duration)
+	for time.Now().Before(deadline) {
+		n, err := searching(ctx, c.URLs)
+		if err == nil && n == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// read every ticket back
+	parallel(ctx, c.Clients, len(ts), func(i int) error {
+		t := ts[i]
+		if t.id == "" {
+			return nil
+		}
+		var out struct {
+			Ticket struct {
+				Status, MatchID string
+				Team            int
+				CreatedAt       time.Time
+				MatchedAt       time.Time
+			}
+		}
+		if err := call(ctx, "GET", c.URLs[i%len(c.URLs)]+"/v1/matchmaking/tickets/"+t.id, t.token, nil, &out); err != nil {
+			t.status = "error"
+			return nil
+		}
+		t.status, t.matchID, t.team = out.Ticket.Status, out.Ticket.MatchID, out.Ticket.Team
+		t.created, t.matched = out.Ticket.CreatedAt, out.Ticket.MatchedAt
+		return nil
+	})
+	return rep.analyse(ts, c.TeamSize), nil
+}
+
+// analyse fills the report from the tickets read back.
+func (rep MatchReport) analyse(ts []*matchTicket, teamSize int) MatchReport {
+	var waits []float64
+	bands := map[string][]float64{}
+	var first, last, created time.Time
+	var at []time.Time
+	perSecond := map[int64]int{}
+	matches := map[string][]*matchTicket{}
+	for _, t := range ts {
+		switch t.status {
+		case "matched":
+			rep.Matched++
+		case "expired":
+			rep.Expired++
+		case "searching":
+			rep.Searching++
+		case "error":
+			rep.Errors++
+		}
+		if t.status != "matched" {
+			continue
+		}
+		w := t.matched.Sub(t.created).Seconds()
+		waits = append(waits, w)
+		d := math.Abs(t.rating - 1500)
+		band := "|r-1500| < 300"
+		switch {
+		case d >= 600:
+			band = "|r-1500| >= 600"
+		case d >= 300:
+			band = "300 <= |r-1500| < 600"
+		}
+		bands[band] = append(bands[band], w)
+		at = append(at, t.matched)
+		perSecond[t.matched.Unix()]++
+		if created.IsZero() || t.created.Before(created) {
+			created = t.created
+		}
+		if first.IsZero() || t.matched.Before(first) {
+			first = t.matched
+		}
+		if t.matched.After(last) {
+			last = t.matched
+		}
+		matches[t.matchID] = append(matches[t.matchID], t)
+	}
+	rep.Wait = percentiles(waits)
+	rep.WaitBands = map[string]Percentiles{}
+	for b, xs := range bands {
+		rep.WaitBands[b] = percentiles(xs)
+	}
+	rep.MatchSpanSeconds = last.Sub(first).Seconds()
+	if rep.MatchSpanSeconds > 0 {
+		rep.MatchedPerSecond = float64(rep.Matched) / rep.MatchSpanSeconds
+	}
+	rep.Matches = len(matches)
+	if len(at) > 0 {
+		slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+		n99 := max(1, len(at)*99/100)
+		rep.Bulk99Seconds = at[n99-1].Sub(created).Seconds()
+		if rep.Bulk99Seconds > 0 {
+			rep.Bulk99PerSecond = float64(n99) / rep.Bulk99Seconds
+		}
+		for _, n := range perSecond {
+			rep.PeakPerSecond = max(rep.PeakPerSecond, n)
+		}
+	}
+	var spreads []float64
+	for _, m := range matches {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		teams := map[int]int{}
+		for _, t := range m {
+			lo, hi = math.Min(lo, t.rating), math.Max(hi, t.rating)
+			teams[t.team] += t.users // a ticket is in one team: its party whole
+		}
+		spreads = append(spreads, hi-lo)
+		for _, n := range teams {
+			if n != teamSize {
+				rep.TeamsWrongSize++
+			}
+		}
+	}
+	rep.Spread = percentiles(spreads)
+	rep.teamSize = teamSize
+	return rep
+}
+
+// searching sums realsync_matchmaking_tickets over the instances.
+func searching(ctx context.Context, urls []string) (float64, error) {
+	var sum float64
+	for _, u := range urls {
+		req, _ := http.NewRequestWithContext(ctx, "GET", u+"/metrics", nil)
+		res, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "realsync_matchmaking_tickets{") {
+				f := strings.Fields(line)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				sum += v
+			}
+		}
+	}
+	return sum, nil
+}
+
+// parallel runs f(0..n-1) on workers goroutines; the first error stops
+// the handing out and is returned.
+func parallel(ctx context.Context, workers, n int, f func(i int) error) error {
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					next.Store(int64(n))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+func (rep MatchReport) print(w io.Writer) {
+	fmt.Fprintf(w, "tickets %d (users %d, parties of 2: %d), created in %.1f s: %.0f tickets/s, %d errors\n",
+		rep.Tickets, rep.Users, rep.Parties, rep.CreateSeconds, rep.CreatedPerSecond, rep.Errors)
+	fmt.Fprintf(w, "matched %d, expired %d, still searching %d; %d matches\n", rep.Matched, rep.Expired, rep.Searching, rep.Matches)
+	fmt.Fprintf(w, "matching: 99%% of the matched tickets in %.1f s from the first ticket: %.0f tickets matched/s; busiest second %d; all: %.0f/s over %.1f s (first match to last)\n",
+		rep.Bulk99Seconds, rep.Bulk99PerSecond, rep.PeakPerSecond, rep.MatchedPerSecond, rep.MatchSpanSeconds)
+	pr := func(name string, p Percentiles, unit string) {
+		fmt.Fprintf(w, "%-24s n=%-7d p50 %.2f%s  p90 %.2f%s  p99 %.2f%s  max %.2f%s\n", name, p.N, p.P50, unit, p.P90, unit, p.P99, unit, p.Max, unit)
+	}
+	pr("time to match", rep.Wait, " s")
+	bands := make([]string, 0, len(rep.WaitBands))
+	for b := range rep.WaitBands {
+		bands = append(bands, b)
+	}
+	sort.Strings(bands)
+	for _, b := range bands {
+		pr("  "+b, rep.WaitBands[b], " s")
+	}
+	pr("rating spread per match", rep.Spread, "")
+	fmt.Fprintf(w, "teams not of the rules' size %d: %d (a party's users count in its ticket's team)\n", rep.teamSize, rep.TeamsWrongSize)
+}
