@@ -150,6 +150,8 @@ function onClosed(e) {
   }
   if (err?.code === "NOT_A_MEMBER") return visit("You're not a member of this room any more.");
   if (err?.status === 404) return ended("This room is gone", "It closed, or it never existed.");
+  // a refused token ends the session: the personal stream stops asking too
+  if (err?.status === 401) personal.close();
   if (err) return ended("Live updates stopped", withReload(err));
 }
 
