@@ -111,6 +111,36 @@ func TestRateLimitUnauthenticated(t *testing.T) {
 	want429(t, e.do("POST", "/v1/auth/guest", "", map[string]any{}), "RATE_LIMITED", "auth.ip", 3, 3600, 1200)
 }
 
+// A user's inbox is rate limited as a room: direct messages to one user
+// share the messages cap (a sender at most half of it), and invites count
+// on the room's.
+func TestDirectMessageRateLimit(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := limitedEnv(t, b, "messages=4/h")
+			alice, _ := e.guest("alice")
+			carol, _ := e.guest("carol")
+			_, bobID := e.guest("bob")
+			_, danID := e.guest("dan")
+			msg := map[string]any{"type": "chat", "data": "hi"}
+			for range 2 {
+				want(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), 202, "")
+			}
+			want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			want(t, e.do("POST", "/v1/users/"+danID+"/messages", alice, msg), 202, "") // another inbox
+			for range 2 {
+				want(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), 202, "")
+			}
+			want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			id := e.create(alice, arena)["id"].(string)
+			for range 2 {
+				want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": danID}), 202, "")
+			}
+			want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": bobID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		})
+	}
+}
+
 // A room's message cap is shared by its members; one member gets at most
 // half of it, and its refused messages do not use up the others' part.
 func TestRoomRateLimit(t *testing.T) {

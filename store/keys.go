@@ -2,8 +2,10 @@ package store
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // keys builds every Redis key and channel name. All keys of one room and
@@ -158,7 +160,13 @@ func (k keys) messageKeys(shard int, id string) []string {
 // RoomTag returns the hash tag of the keys of room id ("{<prefix>:<shard>}")
 // in a deployment of shards shards, so an adapter of its own can keep keys
 // in the room's slot; false for an id the deployment never issued.
+//
+// An id "@<userId>" is a user's inbox (the direct messages' rate limit,
+// counted like a room's): its tag is the user's slot.
 func RoomTag(prefix string, shards int, id string) (string, bool) {
+	if uid, ok := strings.CutPrefix(id, "@"); ok && uid != "" {
+		return keys{prefix: prefix}.tag(redisx.UserShard(uid, shards)), true
+	}
 	shard, ok := roomShard(id, shards)
 	if !ok {
 		return "", false
