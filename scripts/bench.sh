@@ -303,6 +303,7 @@ modes:
 RULES
   export REALSYNC_MATCHMAKING_FILE=$tmp/rules.yaml
   start_rsd
+  say "matchmaking: the machine's HTTP limit beside it (minimal Go handler)" ops -urls "http://$minimal" -mix healthz=1
   say "matchmaking: 100 000 tickets, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" \
     "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -team-size 2 -clients 64 -duration 5m
   unset REALSYNC_MATCHMAKING_FILE

@@ -19,8 +19,8 @@ import (
 // The match scenario queues -tickets matchmaking tickets over -modes modes
 // and -regions regions (ratings drawn from N(1500, 300), a share of them
 // parties of 2: -party percent), as fast as -clients workers create them,
-// waits until the matchers emptied the queues (the instances'
-// realsync_matchmaking_tickets, bounded by -duration), then reads every
+// waits until the matchers emptied the queues or the rest stopped moving
+// (the instances' realsync_matchmaking_tickets, bounded by -duration), then reads every
 // ticket and reports, from the server's own timestamps: tickets matched per
 // second, time to match p50/p90/p99 by rating band, the rating spread of
 // matches, and whether every team came out whole (its size, a party in one
@@ -136,11 +136,18 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 	rep.CreatedPerSecond = float64(len(ts)-int(failed.Load())) / rep.CreateSeconds
 	rep.Errors = int(failed.Load())
 
-	// wait for the queues to empty (or -duration)
-	deadline := time.Now().Add(c.Duration)
+	// wait for the queues to empty, or to settle: the same number searching
+	// for 15 s once the windows reached their widest (the rest cannot form
+	// a match and waits for its TTL); at most -duration
+	deadline, last, since := time.Now().Add(c.Duration), -1.0, time.Now()
 	for time.Now().Before(deadline) {
 		n, err := searching(ctx, c.URLs)
 		if err == nil && n == 0 {
+			break
+		}
+		if n != last {
+			last, since = n, time.Now()
+		} else if time.Since(began) > 60*time.Second && time.Since(since) > 15*time.Second {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
