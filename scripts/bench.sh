@@ -289,7 +289,7 @@ if want security; then
 fi
 
 # Matchmaking (issue 17 item 7): 100 000 tickets queued over HTTP as fast as
-# 64 clients go, over 4 modes of 2 teams of 2 and 2 regions, 20% parties of
+# 64 clients go, then at 2 000 and 3 000 per second, over 4 modes of 2 teams of 2 and 2 regions, 20% parties of
 # 2, ratings N(1500, 300), the default window (±100, +100 every 5 s, up to
 # ±1000); then every ticket read back: matched per second, time to match by
 # rating band, rating spread per match, team sizes (rsload's match scenario).
@@ -304,7 +304,11 @@ RULES
   export REALSYNC_MATCHMAKING_FILE=$tmp/rules.yaml
   start_rsd
   say "matchmaking: the machine's HTTP limit beside it (minimal Go handler)" ops -urls "http://$minimal" -mix healthz=1
-  say "matchmaking: 100 000 tickets, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" \
-    "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -team-size 2 -clients 64 -duration 5m
+  mm() { "$tmp/rsload" -scenario match -urls "$rsd" -tickets 100000 -modes 4 -regions 2 -party 20 -team-size 2 -clients 64 -duration 5m "$@"; }
+  say "matchmaking: 100 000 tickets at once, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" mm
+  for rate in 2000 3000; do
+    start_rsd
+    say "matchmaking: 100 000 tickets at $rate per second, 4 modes of 2 teams of 2, 2 regions, 20% parties of 2" mm -ticket-rate "$rate"
+  done
   unset REALSYNC_MATCHMAKING_FILE
 fi

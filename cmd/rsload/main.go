@@ -70,6 +70,7 @@ type Config struct {
 	// match: tickets, modes, regions, the share of parties of 2 (%), and
 	// the rules' team size (scripts/bench.sh's rules file: 2)
 	Tickets, Modes, Regions, Party, TeamSize int
+	TicketRate                               int // tickets per second; 0: as fast as they go
 }
 
 func main() {
@@ -96,6 +97,7 @@ func main() {
 	flag.IntVar(&c.Regions, "regions", 2, "match: regions r0.. the tickets spread over")
 	flag.IntVar(&c.Party, "party", 20, "match: percent of tickets that are parties of 2")
 	flag.IntVar(&c.TeamSize, "team-size", 2, "match: the team size of the modes' rules")
+	flag.IntVar(&c.TicketRate, "ticket-rate", 0, "match: tickets created per second (0: as fast as -clients go)")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
 	if *serve != "" {

@@ -18,7 +18,8 @@ import (
 
 // The match scenario queues -tickets matchmaking tickets over -modes modes
 // and -regions regions (ratings drawn from N(1500, 300), a share of them
-// parties of 2: -party percent), as fast as -clients workers create them,
+// parties of 2: -party percent), as fast as -clients workers create them
+// or at -ticket-rate per second,
 // waits until the matchers emptied the queues or the rest stopped moving
 // (the instances' realsync_matchmaking_tickets, bounded by -duration), then reads every
 // ticket and reports, from the server's own timestamps: tickets matched per
@@ -65,6 +66,9 @@ type MatchReport struct {
 	// ticket's team) are not the rules' team size.
 	TeamsWrongSize int
 	teamSize       int
+	// ErrorCodes counts failed requests by step and answer ("create
+	// 503 STORE_UNAVAILABLE").
+	ErrorCodes map[string]int
 }
 
 // Percentiles are p50/p90/p99/max of a sample, and its size.
@@ -110,9 +114,23 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 	}); err != nil {
 		return rep, fmt.Errorf("guest tokens: %w", err)
 	}
+	var mu sync.Mutex
+	codes := map[string]int{}
+	fail := func(step string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e, ok := err.(*httpError); ok {
+			codes[fmt.Sprintf("%s %d %s", step, e.status, e.code)]++
+		} else {
+			codes[step+" "+err.Error()]++
+		}
+	}
 	began := time.Now()
 	var failed atomic.Int64
 	parallel(ctx, c.Clients, len(ts), func(i int) error {
+		if c.TicketRate > 0 { // paced: ticket i leaves at i/rate
+			time.Sleep(time.Until(began.Add(time.Duration(i) * time.Second / time.Duration(c.TicketRate))))
+		}
 		t := ts[i]
 		base := c.URLs[i%len(c.URLs)]
 		body := map[string]any{"mode": t.mode, "regions": []string{fmt.Sprintf("r%d", (i/c.Modes)%c.Regions)}, "rating": t.rating}
@@ -120,6 +138,7 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 			var g struct{ UserID string }
 			if err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": "p" + strconv.Itoa(i)}, &g); err != nil {
 				failed.Add(1)
+				fail("party guest", err)
 				return nil
 			}
 			body["partyUserIds"] = []string{g.UserID}
@@ -127,6 +146,7 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		var out struct{ Ticket struct{ TicketID string } }
 		if err := call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out); err != nil {
 			failed.Add(1)
+			fail("create", err)
 			return nil
 		}
 		t.id = out.Ticket.TicketID
@@ -168,13 +188,16 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		}
 		if err := call(ctx, "GET", c.URLs[i%len(c.URLs)]+"/v1/matchmaking/tickets/"+t.id, t.token, nil, &out); err != nil {
 			t.status = "error"
+			fail("read", err)
 			return nil
 		}
 		t.status, t.matchID, t.team = out.Ticket.Status, out.Ticket.MatchID, out.Ticket.Team
 		t.created, t.matched = out.Ticket.CreatedAt, out.Ticket.MatchedAt
 		return nil
 	})
-	return rep.analyse(ts, c.TeamSize), nil
+	rep = rep.analyse(ts, c.TeamSize)
+	rep.ErrorCodes = codes
+	return rep, nil
 }
 
 // analyse fills the report from the tickets read back.
@@ -336,5 +359,8 @@ func (rep MatchReport) print(w io.Writer) {
 		pr("  "+b, rep.WaitBands[b], " s")
 	}
 	pr("rating spread per match", rep.Spread, "")
+	for k, n := range rep.ErrorCodes {
+		fmt.Fprintf(w, "errors: %s: %d\n", k, n)
+	}
 	fmt.Fprintf(w, "teams not of the rules' size %d: %d (a party's users count in its ticket's team)\n", rep.teamSize, rep.TeamsWrongSize)
 }
