@@ -90,7 +90,7 @@ func (w webhookSettings) outboxLen() int {
 
 // runWebhooks delivers the webhook outbox until ctx ends (a no-op with
 // webhooks off), as consumer instance.
-func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m webhooks.Metrics, log *slog.Logger) {
+func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m webhookMetrics, log *slog.Logger) {
 	if len(w.WebhookEndpoints) == 0 {
 		return
 	}
@@ -114,8 +114,14 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 			return
 		}
 		d.SetEndpoints(dispatcherEndpoints(eps))
-	}, log)
+	}, m.WebhooksFileLoaded, log)
 	d.Run(ctx, func(err error) { log.Warn("webhook dispatch", "err", err) })
+}
+
+// webhookMetrics observe the dispatcher and the endpoints file's reloads.
+type webhookMetrics interface {
+	webhooks.Metrics
+	WebhooksFileLoaded(ok bool)
 }
 
 // dispatcherEndpoints are eps as the dispatcher sees them.

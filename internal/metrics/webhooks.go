@@ -10,10 +10,12 @@ import (
 
 // webhookMetrics are the webhook dispatcher's (issue 16 item 6):
 // realsync_webhook_deliveries_total{endpoint,outcome} and
-// realsync_webhook_outbox_lag_seconds.
+// realsync_webhook_outbox_lag_seconds; and the endpoints file's reloads,
+// realsync_webhooks_file_reloads_total{result}.
 type webhookMetrics struct {
-	tries *prometheus.CounterVec
-	lag   prometheus.Gauge
+	tries   *prometheus.CounterVec
+	lag     prometheus.Gauge
+	reloads *prometheus.CounterVec
 }
 
 var _ webhooks.Metrics = (*Metrics)(nil)
@@ -25,9 +27,24 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 			[]string{"endpoint", "outcome"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_outbox_lag_seconds",
 			Help: "Age of the oldest room event this instance last read from a webhook outbox: how far delivery runs behind the rooms."}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
+			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},
+			[]string{"result"}),
 	}
-	reg.MustRegister(w.tries, w.lag)
+	reg.MustRegister(w.tries, w.lag, w.reloads)
+	w.reloads.WithLabelValues("ok")
+	w.reloads.WithLabelValues("error")
 	return w
+}
+
+// WebhooksFileLoaded counts a read of a changed endpoints file
+// (webhook.Watch's loaded).
+func (m *Metrics) WebhooksFileLoaded(ok bool) {
+	result := "error"
+	if ok {
+		result = "ok"
+	}
+	m.webhooks.reloads.WithLabelValues(result).Inc()
 }
 
 // WebhookDelivered implements webhooks.Metrics.

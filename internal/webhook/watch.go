@@ -17,9 +17,16 @@ const Reload = 5 * time.Second
 // and, when it holds endpoints other than those in force (current at
 // first), calls apply with them. A file that cannot be read or is refused
 // by Parse is logged once for as long as it stays so, and the endpoints in
-// force stay. Webhooks cannot be turned on or off this way: the outbox is
-// written only by an instance started with a file.
-func Watch(ctx context.Context, path string, interval time.Duration, current []Endpoint, apply func([]Endpoint), log *slog.Logger) {
+// force stay. Each read of changed content is told to loaded (ok, or
+// not: refused), when set. Webhooks cannot be turned on or off this way:
+// the outbox is written only by an instance started with a file.
+func Watch(ctx context.Context, path string, interval time.Duration, current []Endpoint, apply func([]Endpoint),
+	loaded func(ok bool), log *slog.Logger) {
+	told := func(ok bool) {
+		if loaded != nil {
+			loaded(ok)
+		}
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var sum [sha256.Size]byte
@@ -43,11 +50,13 @@ func Watch(ctx context.Context, path string, interval time.Duration, current []E
 		if err != nil {
 			if err.Error() != lastErr { // once per bad content, not every poll
 				log.Error("webhooks file not reloaded; the endpoints in force stay", "err", err)
+				told(false)
 			}
 			lastErr = err.Error()
 			continue
 		}
 		lastErr, sum = "", sha256.Sum256(raw)
+		told(true)
 		if reflect.DeepEqual(eps, current) {
 			continue
 		}

@@ -47,6 +47,8 @@ func TestWatchReloadsChangedEndpoints(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var applied [][]string
+	loads := map[bool]int{}
+	loaded := func(ok bool) { mu.Lock(); loads[ok]++; mu.Unlock() }
 	apply := func(eps []Endpoint) {
 		ids := make([]string, len(eps))
 		for i, ep := range eps {
@@ -62,7 +64,7 @@ func TestWatchReloadsChangedEndpoints(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Watch(ctx, path, 5*time.Millisecond, current, apply, slog.New(slog.NewTextHandler(logs, nil)))
+		Watch(ctx, path, 5*time.Millisecond, current, apply, loaded, slog.New(slog.NewTextHandler(logs, nil)))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	wait := func(what string, cond func() bool) {
@@ -92,8 +94,18 @@ func TestWatchReloadsChangedEndpoints(t *testing.T) {
 	if n := strings.Count(logs.String(), "not reloaded"); n != 1 {
 		t.Fatalf("the bad file logged %d times, want once:\n%s", n, logs.String())
 	}
+	mu.Lock()
+	if loads[false] != 1 {
+		t.Errorf("refused loads %d, want 1 (one per bad content)", loads[false])
+	}
+	mu.Unlock()
 	write(file("b"))
 	wait("b applied", func() bool { return len(got()) == 2 })
+	mu.Lock()
+	if loads[true] < 3 { // a + newline, a and b, b
+		t.Errorf("good loads %d, want 3", loads[true])
+	}
+	mu.Unlock()
 	if g := got()[1]; len(g) != 1 || g[0] != "b" {
 		t.Fatalf("applied %v", g)
 	}
