@@ -5,8 +5,11 @@ using System.Threading.Tasks;
 
 namespace RealSync
 {
-    /// <summary>UserEvent is one event of the personal stream: snapshot (Platform, Session, Resync),
-    /// presence (UserId, Presence), session_replaced (Session, By: this session ended), resumed.</summary>
+    /// <summary>UserEvent is one event of the personal stream: snapshot (Platform, Session, Resync,
+    /// Pending), presence (UserId, Presence), session_replaced (Session, By: this session ended),
+    /// message (FromUserId, Data: "message"), invite (FromUserId, RoomId, InviteCode), kicked and
+    /// banned (RoomId), room_closed (RoomId, Reason), match_found (RoomId: a seat is held), resumed.
+    /// Data holds the whole payload.</summary>
     public class UserEvent
     {
         /// <summary>The event type.</summary>
@@ -23,6 +26,16 @@ namespace RealSync
         public bool Resync;
         /// <summary>presence: the followed user's status.</summary>
         public Presence Presence;
+        /// <summary>snapshot: the logged events that follow at once (the platform's offline inbox).</summary>
+        public long Pending;
+        /// <summary>invite, kicked, banned, room_closed, match_found: the room.</summary>
+        public string RoomId;
+        /// <summary>invite: a private room's invite code (JoinByCodeAsync), else null.</summary>
+        public string InviteCode;
+        /// <summary>room_closed: why.</summary>
+        public string Reason;
+        /// <summary>message, invite: the sending player's user id (null when the server sent it).</summary>
+        public string FromUserId;
         /// <summary>The whole payload.</summary>
         public JsonObject Data;
     }
@@ -39,6 +52,16 @@ namespace RealSync
         public event Action<UserEvent> PresenceChanged;
         /// <summary>A new session of this platform replaced this one; the stream ends after it.</summary>
         public event Action<UserEvent> SessionReplaced;
+        /// <summary>A direct message (SendDirectMessageAsync), also one sent while this platform was away.</summary>
+        public event Action<UserEvent> MessageReceived;
+        /// <summary>An invite to a room (InviteAsync): join by RoomId, or by InviteCode for a private room.</summary>
+        public event Action<UserEvent> Invited;
+        /// <summary>The user was removed from a room (Type kicked or banned).</summary>
+        public event Action<UserEvent> RemovedFromRoom;
+        /// <summary>A room the user was in closed.</summary>
+        public event Action<UserEvent> RoomClosed;
+        /// <summary>A matchmaking ticket was matched: a seat is held in RoomId.</summary>
+        public event Action<UserEvent> MatchFound;
         /// <summary>Any event, after its own C# event.</summary>
         public event Action<UserEvent> Change;
 
@@ -66,7 +89,11 @@ namespace RealSync
             {
                 Type = data.String("type") ?? type, UserId = data.String("userId"), Platform = data.String("platform"),
                 Session = data.String("session"), By = data.String("by"), Resync = data.Bool("resync"), Data = data,
+                Pending = data.Long("pending"), RoomId = data.String("roomId"), InviteCode = data.String("inviteCode"),
+                Reason = data.String("reason"),
             };
+            var from = data.Object("from");
+            if (from != null) e.FromUserId = from.String("userId");
             if (e.Type == "presence") e.Presence = RealSync.Presence.FromJson(data);
             Post(() => Apply(e));
             return e.Type == "session_replaced" ? CloseReason.Left : (CloseReason?)null;
@@ -87,6 +114,22 @@ namespace RealSync
                     break;
                 case "session_replaced":
                     Raise(SessionReplaced, e);
+                    break;
+                case "message":
+                    Raise(MessageReceived, e);
+                    break;
+                case "invite":
+                    Raise(Invited, e);
+                    break;
+                case "kicked":
+                case "banned":
+                    Raise(RemovedFromRoom, e);
+                    break;
+                case "room_closed":
+                    Raise(RoomClosed, e);
+                    break;
+                case "match_found":
+                    Raise(MatchFound, e);
                     break;
             }
             Raise(Change, e);

@@ -58,6 +58,7 @@ static class Tests
             T("Live_QuietRoomResumesAtOnce", () => LiveQuietResume(s)),
             T("Live_KickedEndsLeftAndDeleteEndsRoomClosed", () => LiveEnds(s)),
             T("Live_Lobby", () => LiveLobbyTest(s)),
+            T("Live_MeOfflineMessageAndInvite", () => LiveMeOffline(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
             T("Live_ResumeAfterServerRestart", () => LiveResume(s)), // last: restarts the server
         };
@@ -745,6 +746,35 @@ static class Tests
             for (var i = 1; i <= 3; i++) await alice.PatchStateAsync(id, new Dictionary<string, object> { { "n", i } });
             await Check.WaitFor(() => seen.Count == 3, "three state events, raised by the stream itself");
             Check.Eq("n=1@stream,n=2@stream,n=3@stream", string.Join(",", seen), "in order, model updated before each event");
+        }
+    }
+
+    static async Task LiveMeOffline(Server s)
+    {
+        var alice = new RealSyncClient(s.BaseUrl);
+        var aliceId = (await alice.GuestAsync("alice")).UserId;
+        var bob = new RealSyncClient(s.BaseUrl);
+        var bobId = (await bob.GuestAsync("bob")).UserId;
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("d"), "private"))).Room.Id;
+        await alice.SendDirectMessageAsync(bobId, "chat", new Dictionary<string, object> { { "text", "hi" } });
+        await alice.InviteAsync(id, bobId);
+        var seen = new System.Collections.Concurrent.ConcurrentQueue<UserEvent>();
+        using (var me = bob.Me("mobile", new LiveOptions { Dispatch = LiveDispatch.Immediate }))
+        {
+            long pending = -1;
+            me.Change += e => { if (e.Type == "snapshot") pending = e.Pending; };
+            me.MessageReceived += seen.Enqueue;
+            me.Invited += seen.Enqueue;
+            me.Start();
+            await Check.WaitFor(() => seen.Count == 2, "the message and the invite sent while bob was away", me);
+            Check.Eq(2L, pending, "the snapshot announces them");
+            var evs = seen.ToArray();
+            Check.Eq("message", evs[0].Type, "the message first");
+            Check.Eq(aliceId, evs[0].FromUserId, "from alice");
+            Check.Eq("hi", evs[0].Data.Object("message").Object("data").String("text"), "its data");
+            Check.Eq(id, evs[1].RoomId, "the invite's room");
+            Check.True(evs[1].InviteCode != null, "a private room's invite code");
+            Check.Eq(id, (await bob.JoinByCodeAsync(evs[1].InviteCode)).Room.Id, "joined by the invite");
         }
     }
 
