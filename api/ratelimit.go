@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -115,9 +116,11 @@ func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
 		}
 		checks = append(checks, limits.Check{Name: extra, Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get(extra, limits.IP)})
 	case "messages", "patches":
-		subject := chi.URLParam(r, "roomId")
+		// as the handler reads them: decoded (another spelling of the same
+		// id, %61 for a, is the same room or inbox)
+		subject := pathParam(r, "roomId")
 		if subject == "" { // a direct message: the recipient's inbox ("@" starts no room id)
-			subject = "@" + chi.URLParam(r, "userId")
+			subject = "@" + pathParam(r, "userId")
 		}
 		checks = append(checks, limits.Check{Name: extra, Scope: limits.Room, Subject: subject,
 			Member: user, Limit: s.limits.set.Get(extra, limits.Room)})
@@ -288,4 +291,14 @@ func quota(l limits.Limit) (q, w int) {
 		return int(time.Second / l.Interval()), 1
 	}
 	return l.Burst, int(math.Round(refill.Seconds()))
+}
+
+// pathParam is the route parameter name of r, percent-decoded as the
+// generated router hands it to the handler ("" when absent or malformed).
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -132,6 +133,9 @@ func TestDirectMessageRateLimit(t *testing.T) {
 				want(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), 202, "")
 			}
 			want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			// another spelling of bob's id is bob's inbox
+			spelled := fmt.Sprintf("%%%02X", bobID[0]) + bobID[1:]
+			want429(t, e.do("POST", "/v1/users/"+spelled+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
 			id := e.create(alice, arena)["id"].(string)
 			for range 2 {
 				want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": danID}), 202, "")

@@ -1,6 +1,19 @@
 package rooms
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// noticeTimeout bounds the notices of one request, sent after its change
+// was made: a client that hangs up, or a request timeout, does not cut
+// them short.
+const noticeTimeout = 5 * time.Second
+
+// noticeContext is ctx without its cancellation, bounded by noticeTimeout.
+func noticeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), noticeTimeout)
+}
 
 // Notifier tells users, beyond the room's own stream, what a room did to
 // them: their personal stream gets it (players implements it), also when

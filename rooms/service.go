@@ -180,7 +180,9 @@ func (s *Service) Kick(ctx context.Context, u User, id, playerID string, ban boo
 	if err == nil && uid != "" {
 		// the room's stream told it already: a notice lost to a store
 		// failure here is not worth failing the kick for
-		_ = s.notices.Kicked(ctx, uid, id, ban)
+		nctx, cancel := noticeContext(ctx)
+		defer cancel()
+		_ = s.notices.Kicked(nctx, uid, id, ban)
 	}
 	return err
 }
@@ -217,7 +219,9 @@ func (s *Service) Delete(ctx context.Context, u User, id string) error {
 	err := s.store.Delete(ctx, u, id)
 	if err == nil && len(uids) > 0 {
 		// as for Kicked: the room's stream told its connected members
-		_ = s.notices.Closed(ctx, slices.DeleteFunc(uids, func(x string) bool { return x == u.ID }), id, ClosedByOwner)
+		nctx, cancel := noticeContext(ctx)
+		defer cancel()
+		_ = s.notices.Closed(nctx, slices.DeleteFunc(uids, func(x string) bool { return x == u.ID }), id, ClosedByOwner)
 	}
 	return err
 }

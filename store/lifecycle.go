@@ -68,16 +68,14 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 		reason = rooms.ClosedFinished
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
-	var first error
 	for _, u := range rest[1:] {
 		uid, _ := u.(string)
 		// as rooms.Service.Delete's notices: the room's stream told its
 		// connected members; a store failure here loses the personal copy
 		ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed,
 			UserID: uid, TS: now}, RoomID: id, Reason: reason}
-		if _, err := s.ulog.SendEvent(ctx, uid, ev); err != nil && first == nil {
-			first = err
-		}
+		// a failed notice does not hold up the janitor's pass
+		_, _ = s.ulog.SendEvent(ctx, uid, ev)
 	}
-	return action, first
+	return action, nil
 }

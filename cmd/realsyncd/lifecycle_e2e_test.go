@@ -24,7 +24,7 @@ func TestAbandonedRoomsLeaveNothing(t *testing.T) {
 	defer r.Close()
 	in := start(t, bin, "REALSYNC_REDIS_URL="+url, "REALSYNC_KEY_PREFIX="+prefix,
 		"REALSYNC_ROOM_IDLE_TIMEOUT=1500ms", "REALSYNC_FINISHED_RETENTION=500ms",
-		"REALSYNC_DISCONNECT_GRACE=300ms", "REALSYNC_PRESENCE_TTL=600ms")
+		"REALSYNC_DISCONNECT_GRACE=300ms", "REALSYNC_PRESENCE_TTL=600ms", "REALSYNC_OFFLINE_TTL=1m")
 	alice, bob := guest(t, in, "alice"), guest(t, in, "bob")
 	room := func(token string, extra map[string]any) string {
 		body := map[string]any{"name": "r", "mode": "battle", "region": "eu"}
@@ -73,6 +73,10 @@ func TestAbandonedRoomsLeaveNothing(t *testing.T) {
 			switch {
 			case strings.HasSuffix(k, ":meta"), strings.HasSuffix(k, ":clock"), strings.HasSuffix(k, ":janitor"),
 				strings.Contains(k, ":instances}"): // the running instance's registration
+			case strings.Contains(k, ":ulog:"): // the members' room_closed notices, expiring
+				if ttl := r.PTTL(context.Background(), k).Val(); ttl <= 0 || ttl > time.Minute {
+					t.Fatalf("personal log %s has TTL %v, want REALSYNC_OFFLINE_TTL (1m) at most", k, ttl)
+				}
 			case strings.HasSuffix(k, ":log") && r.TTL(context.Background(), k).Val() > 0:
 				if ttl := r.TTL(context.Background(), k).Val(); ttl > 5*time.Minute {
 					t.Fatalf("closed log %s has TTL %v", k, ttl)

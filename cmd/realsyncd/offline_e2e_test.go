@@ -129,8 +129,9 @@ func TestOfflineDeliveryAcrossKillsAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
+	// 45 messages to one inbox within seconds: over its default rate limit
 	env := []string{"REALSYNC_REDIS_URL=redis://" + srv.Addr, "REALSYNC_JWT_SECRET=e2e-secret", "REALSYNC_PRESENCE_TTL=900ms",
-		"REALSYNC_LOG_LEVEL=info"}
+		"REALSYNC_LOG_LEVEL=info", "REALSYNC_RATE_LIMITS=messages=off"}
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	alice := guest(t, a, "alice")
 	status, body := call(t, "POST", a.url+"/v1/auth/guest", "", map[string]any{"name": "bob"})

@@ -1595,10 +1595,17 @@ type ClientInterface interface {
 	// its platform's forward as it writes events (and a `Last-Event-ID`
 	// moves it to that id), so what was sent while a platform had no
 	// session (or was not written before its session ended) reaches the
-	// next session of that platform, in order, exactly once for a client
-	// that resumes with `Last-Event-ID` (at least once without it, when
-	// an instance died between writing an event and recording it).
-	// A platform never used gets what the log holds. The log holds at
+	// next session of that platform, in order. A platform's position
+	// moves when the server has written an event to the connection, so a
+	// connection that died unnoticed (a half-open TCP connection, a tab
+	// closed mid-event) may have taken events its client never read: a
+	// client that resumes with the last id it received (`Last-Event-ID`;
+	// keep it across restarts) gets exactly what came after it, once; a
+	// session without it starts after what was last written to its
+	// platform (and gets an event again when an instance died between
+	// writing it and recording that). A platform never used gets what
+	// the log holds; a platform that opened once holds back what it was
+	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
 	// `realsync_offline_dropped_total`) and expires
@@ -2821,10 +2828,17 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // its platform's forward as it writes events (and a `Last-Event-ID`
 // moves it to that id), so what was sent while a platform had no
 // session (or was not written before its session ended) reaches the
-// next session of that platform, in order, exactly once for a client
-// that resumes with `Last-Event-ID` (at least once without it, when
-// an instance died between writing an event and recording it).
-// A platform never used gets what the log holds. The log holds at
+// next session of that platform, in order. A platform's position
+// moves when the server has written an event to the connection, so a
+// connection that died unnoticed (a half-open TCP connection, a tab
+// closed mid-event) may have taken events its client never read: a
+// client that resumes with the last id it received (`Last-Event-ID`;
+// keep it across restarts) gets exactly what came after it, once; a
+// session without it starts after what was last written to its
+// platform (and gets an event again when an instance died between
+// writing it and recording that). A platform never used gets what
+// the log holds; a platform that opened once holds back what it was
+// not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
 // `realsync_offline_dropped_total`) and expires
@@ -6142,10 +6156,17 @@ type ClientWithResponsesInterface interface {
 	// its platform's forward as it writes events (and a `Last-Event-ID`
 	// moves it to that id), so what was sent while a platform had no
 	// session (or was not written before its session ended) reaches the
-	// next session of that platform, in order, exactly once for a client
-	// that resumes with `Last-Event-ID` (at least once without it, when
-	// an instance died between writing an event and recording it).
-	// A platform never used gets what the log holds. The log holds at
+	// next session of that platform, in order. A platform's position
+	// moves when the server has written an event to the connection, so a
+	// connection that died unnoticed (a half-open TCP connection, a tab
+	// closed mid-event) may have taken events its client never read: a
+	// client that resumes with the last id it received (`Last-Event-ID`;
+	// keep it across restarts) gets exactly what came after it, once; a
+	// session without it starts after what was last written to its
+	// platform (and gets an event again when an instance died between
+	// writing it and recording that). A platform never used gets what
+	// the log holds; a platform that opened once holds back what it was
+	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
 	// `realsync_offline_dropped_total`) and expires
@@ -11259,10 +11280,17 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // its platform's forward as it writes events (and a `Last-Event-ID`
 // moves it to that id), so what was sent while a platform had no
 // session (or was not written before its session ended) reaches the
-// next session of that platform, in order, exactly once for a client
-// that resumes with `Last-Event-ID` (at least once without it, when
-// an instance died between writing an event and recording it).
-// A platform never used gets what the log holds. The log holds at
+// next session of that platform, in order. A platform's position
+// moves when the server has written an event to the connection, so a
+// connection that died unnoticed (a half-open TCP connection, a tab
+// closed mid-event) may have taken events its client never read: a
+// client that resumes with the last id it received (`Last-Event-ID`;
+// keep it across restarts) gets exactly what came after it, once; a
+// session without it starts after what was last written to its
+// platform (and gets an event again when an instance died between
+// writing it and recording that). A platform never used gets what
+// the log holds; a platform that opened once holds back what it was
+// not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
 // `realsync_offline_dropped_total`) and expires

@@ -154,6 +154,8 @@ else
   from = math.min(math.max(from, tonumber(string.match(first[1][1], '^(%d+)')) - 1), seq)
 end
 reply[6] = tostring(from)
+-- a platform that opened holds back the trim of what it was not delivered
+if redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
 if from < seq then
   for _, e in ipairs(redis.call('XRANGE', K_LOG, '(' .. from .. '-0', '+', 'COUNT', tonumber(ARGV[20]))) do
     reply[#reply + 1] = e[2][2]

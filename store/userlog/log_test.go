@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/userlog"
 )
@@ -55,6 +56,29 @@ func TestLogCapAndAcks(t *testing.T) {
 			first := c.XRangeN(ctx, k.Log, "-", "+", 1).Val()
 			if len(first) != 1 || first[0].ID != "141-0" {
 				t.Fatalf("first kept %v", first)
+			}
+			// a platform that opened (and was delivered nothing) holds back
+			// the trim: what it was not delivered stays for it
+			u2 := uid + "-2"
+			c1 := sse.Session{UserID: u2, Platform: "console", ID: "c.1"}
+			if _, err := st.OpenSession(ctx, c1, sse.Cursor{}, 10); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.CloseSession(ctx, c1); err != nil {
+				t.Fatal(err)
+			}
+			for range 150 {
+				if _, err := l.Send(ctx, u2, []byte(`{"type":"message"}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tag2 := c.HGet(ctx, l.KeysOf(u2).Meta, "tag").Val()
+			if moved, err := l.Ack(ctx, u2, "pc", tag2, 150); err != nil || !moved {
+				t.Fatalf("ack: %v %v", moved, err)
+			}
+			o, err := st.OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
+			if err != nil || o.From != 0 || len(o.Replay) != 150 {
+				t.Fatalf("console's inbox: from %d, %d events, %v", o.From, len(o.Replay), err)
 			}
 			for _, key := range []string{k.Log, k.Meta, k.Cursors} {
 				if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 {

@@ -699,6 +699,7 @@ var LiveStream = class extends Emitter {
       return;
     }
     if (type === "resumed") {
+      if (!this.isReady && this.everOpen) this.markReady();
       if (this.resuming) {
         this.resuming = false;
         this.signal("resumed", { snapshot: false });
@@ -978,6 +979,7 @@ var LiveMe = class extends LiveStream {
     __publicField(this, "session");
     /** The followed users' status, by user id. */
     __publicField(this, "presence", /* @__PURE__ */ new Map());
+    this.lastEventId = opts.lastEventId ?? "";
     this.open();
   }
   receive(type, data) {

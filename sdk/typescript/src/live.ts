@@ -108,6 +108,14 @@ export interface LiveOptions {
   playerId?: number;
   /** The reconnect delays. */
   backoff?: BackoffOptions;
+  /**
+   * The personal stream (me()) only: resume after this id, the
+   * `lastEventId` of an earlier stream kept by the app (e.g. across
+   * restarts): the events after it come again, also those a connection
+   * that died unnoticed took but never handed over. Without it a new
+   * stream starts after what the server last wrote to this platform.
+   */
+  lastEventId?: string;
 }
 
 type Listener<T> = (e: T) => void;
@@ -320,7 +328,9 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     }
     if (type === "resumed") {
       // The server replayed every event missed (zero or more, already
-      // received): no id, no room event, nothing to apply.
+      // received): no id, no room event, nothing to apply. A personal
+      // stream opened with a lastEventId is ready then (no snapshot).
+      if (!this.isReady && this.everOpen) this.markReady();
       if (this.resuming) {
         this.resuming = false;
         this.signal("resumed", { snapshot: false });
@@ -591,6 +601,7 @@ export class LiveMe extends LiveStream<MeEvents> {
     super(client, "/v1/me/events", ["snapshot", "presence", "session_replaced", "match_found", "message", "invite", "kicked", "banned",
       "room_closed", "resumed"], opts,
       () => client.meStreamToken(), { platform });
+    this.lastEventId = opts.lastEventId ?? "";
     this.open();
   }
 

@@ -119,6 +119,29 @@ describe("personal stream", () => {
     }
   });
 
+  it("a stream started with a kept lastEventId gets every event after it again, and is ready after the replay", async () => {
+    const ida = await player("ida");
+    const jon = await player("jon");
+    await ida.c.sendDirectMessage(jon.userId, { type: "chat", data: { text: "one" } });
+    const first = jon.c.me("web");
+    const got1: string[] = [];
+    first.on("message", (e) => got1.push((e.message.data as { text: string }).text));
+    await eventually(() => got1.length === 1, "the first message");
+    const kept = first.lastEventId; // as an app would keep it across a restart
+    first.close();
+    await ida.c.sendDirectMessage(jon.userId, { type: "chat", data: { text: "two" } });
+    const again = jon.c.me("web", { lastEventId: kept });
+    try {
+      const got2: string[] = [];
+      again.on("message", (e) => got2.push((e.message.data as { text: string }).text));
+      await again.ready;
+      await eventually(() => got2.length === 1, "the message after the kept id");
+      assert.deepEqual(got2, ["two"]);
+    } finally {
+      again.close();
+    }
+  });
+
   it("a bad platform is a permanent error: ready rejects with INVALID_PLATFORM", async () => {
     const dave = await player("dave");
     const s = dave.c.me("tv" as "pc");
