@@ -142,6 +142,9 @@ func (s *Server) InviteToRoom(w http.ResponseWriter, r *http.Request, roomID oap
 		s.writeError(w, r, rooms.Invalid("userId", "is required"))
 		return
 	}
+	if !s.limitInbox(w, r, *body.UserID) {
+		return
+	}
 	if s.direct == nil {
 		s.writeError(w, r, rooms.ErrUnavailable)
 		return

@@ -302,3 +302,20 @@ func pathParam(r *http.Request, name string) string {
 	}
 	return v
 }
+
+// limitInbox counts an invite on its recipient's inbox too (the route's
+// extra limit counted it on the room: the recipient is in the body, which
+// the middleware does not read), as a direct message to them is: false
+// when that refused it and the 429 was written.
+func (s *Server) limitInbox(w http.ResponseWriter, r *http.Request, to string) bool {
+	if !s.limits.on() {
+		return true
+	}
+	c := limits.Check{Name: "messages", Scope: limits.Room, Subject: "@" + to, Member: userFrom(r.Context()).ID,
+		Limit: s.limits.set.Get("messages", limits.Room)}
+	if c.Limit.Zero() {
+		return true
+	}
+	_, ok := s.count(w, r, []limits.Check{c})
+	return ok
+}

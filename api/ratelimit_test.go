@@ -136,11 +136,18 @@ func TestDirectMessageRateLimit(t *testing.T) {
 			// another spelling of bob's id is bob's inbox
 			spelled := fmt.Sprintf("%%%02X", bobID[0]) + bobID[1:]
 			want429(t, e.do("POST", "/v1/users/"+spelled+"/messages", carol, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			// invites count on the room and on the recipient's inbox
+			_, erinID := e.guest("erin")
+			_, frankID := e.guest("frank")
 			id := e.create(alice, arena)["id"].(string)
 			for range 2 {
-				want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": danID}), 202, "")
+				want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": erinID}), 202, "")
 			}
-			want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": bobID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": frankID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			gus, _ := e.guest("gus")
+			g := e.create(gus, arena)["id"].(string)
+			want429(t, e.do("POST", "/v1/rooms/"+g+"/invites", gus, map[string]any{"userId": bobID}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			want(t, e.do("POST", "/v1/rooms/"+g+"/invites", gus, map[string]any{"userId": frankID}), 202, "")
 		})
 	}
 }

@@ -1972,6 +1972,7 @@ type ClientInterface interface {
 	// A private room the caller is not in is 404, a public one 403
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
+	// and on the invitee's inbox, as a direct message to them
 	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -1989,6 +1990,7 @@ type ClientInterface interface {
 	// A private room the caller is not in is 404, a public one 403
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
+	// and on the invitee's inbox, as a direct message to them
 	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -3376,6 +3378,7 @@ func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params 
 // A private room the caller is not in is 404, a public one 403
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
+// and on the invitee's inbox, as a direct message to them
 // (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
@@ -3403,6 +3406,7 @@ func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, con
 // A private room the caller is not in is 404, a public one 403
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
+// and on the invitee's inbox, as a direct message to them
 // (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
@@ -6549,6 +6553,7 @@ type ClientWithResponsesInterface interface {
 	// A private room the caller is not in is 404, a public one 403
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
+	// and on the invitee's inbox, as a direct message to them
 	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -6566,6 +6571,7 @@ type ClientWithResponsesInterface interface {
 	// A private room the caller is not in is 404, a public one 403
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
+	// and on the invitee's inbox, as a direct message to them
 	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -11776,6 +11782,7 @@ func (c *ClientWithResponses) StreamRoomEventsWithResponse(ctx context.Context, 
 // A private room the caller is not in is 404, a public one 403
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
+// and on the invitee's inbox, as a direct message to them
 // (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
@@ -11799,6 +11806,7 @@ func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Conte
 // A private room the caller is not in is 404, a public one 403
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
+// and on the invitee's inbox, as a direct message to them
 // (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //

@@ -962,6 +962,7 @@ export interface paths {
          *     A private room the caller is not in is 404, a public one 403
          *     `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
          *     an API key's id is 422. Counted on the room's message rate limit
+         *     and on the invitee's inbox, as a direct message to them
          *     (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
          *     `rooms:write` (invites to any room, `from.server`).
          */
