@@ -17,6 +17,9 @@ type Inbox interface {
 	// Send appends ev, one of this package's logged events with Seq 0 (the
 	// log numbers it), to user uid's log. Errors: rooms.ErrUnavailable.
 	Send(ctx context.Context, uid string, ev any) error
+	// SendToMany appends ev (UserID "", Seq 0) to the log of each of
+	// uids, its body stored once. Errors: rooms.ErrUnavailable.
+	SendToMany(ctx context.Context, uids []string, ev any) error
 }
 
 // Direct sends direct messages and invites.
@@ -135,16 +138,11 @@ func (d Notices) Kicked(ctx context.Context, uid, room string, banned bool) erro
 	return d.Inbox.Send(ctx, uid, KickedEvent{UserEventHeader: header(typ, uid, time.Now()), RoomID: room})
 }
 
-// Closed implements rooms.Notifier: one event per user, each in its own
-// log (the logs of different users lie in different slots).
+// Closed implements rooms.Notifier: one body for every member, each
+// member's log referring to it.
 func (d Notices) Closed(ctx context.Context, uids []string, room string, reason rooms.CloseReason) error {
-	var first error
-	now := time.Now()
-	for _, uid := range uids {
-		err := d.Inbox.Send(ctx, uid, RoomClosedEvent{UserEventHeader: header(EventRoomClosed, uid, now), RoomID: room, Reason: reason})
-		if first == nil {
-			first = err
-		}
+	if len(uids) == 0 {
+		return nil
 	}
-	return first
+	return d.Inbox.SendToMany(ctx, uids, RoomClosedEvent{UserEventHeader: header(EventRoomClosed, "", time.Now()), RoomID: room, Reason: reason})
 }

@@ -67,15 +67,18 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 	if action == "finished" {
 		reason = rooms.ClosedFinished
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
-	for _, u := range rest[1:] {
-		uid, _ := u.(string)
+	if len(rest) > 1 {
+		uids := make([]string, 0, len(rest)-1)
+		for _, u := range rest[1:] {
+			uid, _ := u.(string)
+			uids = append(uids, uid)
+		}
 		// as rooms.Service.Delete's notices: the room's stream told its
-		// connected members; a store failure here loses the personal copy
+		// connected members; a store failure here loses the personal
+		// copy, and does not hold up the janitor's pass
 		ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed,
-			UserID: uid, TS: now}, RoomID: id, Reason: reason}
-		// a failed notice does not hold up the janitor's pass
-		_, _ = s.ulog.SendEvent(ctx, uid, ev)
+			TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)}, RoomID: id, Reason: reason}
+		_ = s.ulog.SendToMany(ctx, uids, ev)
 	}
 	return action, nil
 }

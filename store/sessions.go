@@ -182,8 +182,16 @@ func (s *Store) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, l
 	}
 	o := sse.UserOpening{Seq: atoi64(arr[1].(string)), Tag: arr[2].(string), Gap: arr[3] == "1",
 		Replaced: int(atoi64(arr[4].(string))), From: atoi64(arr[5].(string))}
+	es := make([]userlog.Entry, 0, len(arr)-6)
 	for i, d := range arr[6:] {
-		o.Replay = append(o.Replay, sse.UserEvent{Seq: o.From + 1 + int64(i), Tag: o.Tag, Data: []byte(d.(string))})
+		str, _ := d.(string)
+		es = append(es, userlog.EntryOf(o.From+1+int64(i), str))
+	}
+	if es, err = s.ulog.Resolve(ctx, ss.UserID, es); err != nil {
+		return sse.UserOpening{}, err
+	}
+	for _, e := range es {
+		o.Replay = append(o.Replay, sse.UserEvent{Seq: e.Seq, Tag: o.Tag, Data: e.Data})
 	}
 	return o, nil
 }
@@ -198,6 +206,11 @@ func (s *Store) Delivered(ctx context.Context, ss sse.Session, tag string, seq i
 func (s *Store) Send(ctx context.Context, uid string, ev any) error {
 	_, err := s.ulog.SendEvent(ctx, uid, ev)
 	return err
+}
+
+// SendToMany implements players.Inbox: the body stored once.
+func (s *Store) SendToMany(ctx context.Context, uids []string, ev any) error {
+	return s.ulog.SendToMany(ctx, uids, ev)
 }
 
 // UserLogs returns the personal logs (store/userlog), for the concept
@@ -327,13 +340,22 @@ func (s *Store) UserLog(ctx context.Context, uid string, seq int64, tag string, 
 	if t != tag || atoi64(cur) < seq || atoi64(cur)-seq > int64(limit) {
 		return nil, true, nil
 	}
-	var out []sse.UserEvent
+	var es []userlog.Entry
 	for i, x := range evs.Val() {
 		if x.ID != fmt.Sprintf("%d-0", seq+1+int64(i)) {
 			return nil, true, nil
 		}
 		d, _ := x.Values["d"].(string)
-		out = append(out, sse.UserEvent{Seq: seq + 1 + int64(i), Tag: t, Data: []byte(d)})
+		ref, _ := x.Values["r"].(string)
+		es = append(es, userlog.Entry{Seq: seq + 1 + int64(i), Data: []byte(d), Ref: ref})
+	}
+	es, err := s.ulog.Resolve(ctx, uid, es)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]sse.UserEvent, len(es))
+	for i, e := range es {
+		out[i] = sse.UserEvent{Seq: e.Seq, Tag: t, Data: e.Data}
 	}
 	return out, false, nil
 }

@@ -1591,7 +1591,8 @@ type ClientInterface interface {
 	// Offline delivery: every logged event (`message`, `invite`,
 	// `kicked`, `banned`, `room_closed`, `match_found`,
 	// `session_replaced`) enters the user's log, stored once for all
-	// platforms. Each platform has a delivery position: a session moves
+	// platforms; one sent to many users (`room_closed` to a room's
+	// members) stores its body once for all of them. Each platform has a delivery position: a session moves
 	// its platform's forward as it writes events (and a `Last-Event-ID`
 	// moves it to that id), so what was sent while a platform had no
 	// session (or was not written before its session ended) reaches the
@@ -2826,7 +2827,8 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // Offline delivery: every logged event (`message`, `invite`,
 // `kicked`, `banned`, `room_closed`, `match_found`,
 // `session_replaced`) enters the user's log, stored once for all
-// platforms. Each platform has a delivery position: a session moves
+// platforms; one sent to many users (`room_closed` to a room's
+// members) stores its body once for all of them. Each platform has a delivery position: a session moves
 // its platform's forward as it writes events (and a `Last-Event-ID`
 // moves it to that id), so what was sent while a platform had no
 // session (or was not written before its session ended) reaches the
@@ -6156,7 +6158,8 @@ type ClientWithResponsesInterface interface {
 	// Offline delivery: every logged event (`message`, `invite`,
 	// `kicked`, `banned`, `room_closed`, `match_found`,
 	// `session_replaced`) enters the user's log, stored once for all
-	// platforms. Each platform has a delivery position: a session moves
+	// platforms; one sent to many users (`room_closed` to a room's
+	// members) stores its body once for all of them. Each platform has a delivery position: a session moves
 	// its platform's forward as it writes events (and a `Last-Event-ID`
 	// moves it to that id), so what was sent while a platform had no
 	// session (or was not written before its session ended) reaches the
@@ -11282,7 +11285,8 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // Offline delivery: every logged event (`message`, `invite`,
 // `kicked`, `banned`, `room_closed`, `match_found`,
 // `session_replaced`) enters the user's log, stored once for all
-// platforms. Each platform has a delivery position: a session moves
+// platforms; one sent to many users (`room_closed` to a room's
+// members) stores its body once for all of them. Each platform has a delivery position: a session moves
 // its platform's forward as it writes events (and a `Last-Event-ID`
 // moves it to that id), so what was sent while a platform had no
 // session (or was not written before its session ended) reaches the

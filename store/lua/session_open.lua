@@ -34,7 +34,8 @@
 --          (user_online, user_platforms_changed; see status_event)
 -- ARGV[20] the most events replayed without a cursor
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from, json...}:
---        the events after from (seq from + 1 on) |
+--        the events after from (seq from + 1 on; an event whose body is
+--        stored once for many users is "\1<body key>", store/userlog) |
 --        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
 local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -124,6 +125,12 @@ redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 redis.call('ZADD', K_ONLINE, first[2], uid)
 
+-- a log entry as the reply carries it: its JSON, or "\1" and the key of
+-- its body stored once for many users
+local function entry(e)
+  if e[2][1] == 'r' then return '\1' .. e[2][2] end
+  return e[2][2]
+end
 local reply = {'OK', tostring(seq), tag, '0', tostring(#same), ''}
 if cseq and ARGV[14] ~= '' then
   local limit = tonumber(ARGV[15])
@@ -135,7 +142,7 @@ if cseq and ARGV[14] ~= '' then
       reply[4] = '1'
     else
       reply[6] = tostring(cseq)
-      for _, e in ipairs(evs) do reply[#reply + 1] = e[2][2] end
+      for _, e in ipairs(evs) do reply[#reply + 1] = entry(e) end
       -- the client had everything up to its cursor
       if cseq > tonumber(redis.call('HGET', K_CUR, platform) or '-1') then
         redis.call('HSET', K_CUR, platform, cseq)
@@ -158,7 +165,7 @@ reply[6] = tostring(from)
 if redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
 if from < seq then
   for _, e in ipairs(redis.call('XRANGE', K_LOG, '(' .. from .. '-0', '+', 'COUNT', tonumber(ARGV[20]))) do
-    reply[#reply + 1] = e[2][2]
+    reply[#reply + 1] = entry(e)
   end
 end
 return reply

@@ -2,11 +2,17 @@ package userlog_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/userlog"
@@ -22,7 +28,8 @@ func TestLogCapAndAcks(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			var dropped atomic.Int64
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
+			prefix := redistest.Prefix(t)
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4,
 				Offline: userlog.Config{MaxLen: userlog.MinMaxLen, Dropped: func(n int) { dropped.Add(int64(n)) }}})
 			if err != nil {
 				t.Fatal(err)
@@ -80,6 +87,40 @@ func TestLogCapAndAcks(t *testing.T) {
 			if err != nil || o.From != 0 || len(o.Replay) != 150 {
 				t.Fatalf("console's inbox: from %d, %d events, %v", o.From, len(o.Replay), err)
 			}
+			// one body for many users: stored once, each log refers to it,
+			// each user reads it with its own id and seq; gone when it expires
+			many := []string{uid + "-a", uid + "-b", uid + "-c"}
+			ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed, TS: "2026-11-28T00:00:00Z"},
+				RoomID: "r1", Reason: rooms.ClosedByOwner}
+			if err := l.SendToMany(ctx, many, ev); err != nil {
+				t.Fatal(err)
+			}
+			bodies, err := scanKeys(ctx, st, prefix, "*:ubody:*")
+			if err != nil || len(bodies) != 1 {
+				t.Fatalf("bodies %v %v, want one", bodies, err)
+			}
+			if ttl := c.PTTL(ctx, bodies[0]).Val(); ttl <= 0 {
+				t.Errorf("the body's TTL %v", ttl)
+			}
+			for _, u := range many {
+				entries := c.XRange(ctx, l.KeysOf(u).Log, "-", "+").Val()
+				if len(entries) != 1 || entries[0].Values["r"] != bodies[0] || entries[0].Values["d"] != nil {
+					t.Fatalf("%s's log %v", u, entries)
+				}
+				o, err := st.OpenSession(ctx, sse.Session{UserID: u, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
+				if err != nil || len(o.Replay) != 1 {
+					t.Fatalf("%s's inbox %+v %v", u, o, err)
+				}
+				var got players.RoomClosedEvent
+				if err := json.Unmarshal(o.Replay[0].Data, &got); err != nil || got.UserID != u || got.Seq != 1 || got.RoomID != "r1" ||
+					got.Reason != rooms.ClosedByOwner || got.Type != players.EventRoomClosed {
+					t.Fatalf("%s read %s (%v)", u, o.Replay[0].Data, err)
+				}
+			}
+			c.Del(ctx, bodies[0]) // as its expiry would
+			if evs, gap, err := st.UserLog(ctx, many[0], 0, c.HGet(ctx, l.KeysOf(many[0]).Meta, "tag").Val(), 10); err != nil || gap || len(evs) != 0 {
+				t.Fatalf("an expired body's entry: %v %v %v", evs, gap, err)
+			}
 			for _, key := range []string{k.Log, k.Meta, k.Cursors} {
 				if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 {
 					t.Errorf("%s: TTL %v", key, ttl)
@@ -87,4 +128,21 @@ func TestLogCapAndAcks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scanKeys lists st's keys matching pattern, on every master of a Cluster.
+func scanKeys(ctx context.Context, st *store.Store, prefix, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var out []string
+	scan := func(ctx context.Context, n *redis.Client) error {
+		ks, err := n.Keys(ctx, "*"+prefix+pattern).Result()
+		mu.Lock()
+		out = append(out, ks...)
+		mu.Unlock()
+		return err
+	}
+	if cc, ok := st.Client().(*redis.ClusterClient); ok {
+		return out, cc.ForEachMaster(ctx, scan)
+	}
+	return out, scan(ctx, st.Client().(*redis.Client))
 }

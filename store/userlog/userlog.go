@@ -29,7 +29,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/store/internal/redisx"
 )
@@ -127,12 +130,15 @@ type SendCall struct {
 	Tag    string
 	// Event is the event's JSON object without its seq.
 	Event []byte
+	// Ref, when set, is the key of the event's body stored once for many
+	// users (SendToMany): the log keeps the key, not the event.
+	Ref string
 }
 
 func (SendCall) Script() *redisx.Script { return sendScript }
 func (c SendCall) KeysArgs() ([]string, []any) {
 	return []string{c.K.Log, c.K.Meta, c.K.Cursors},
-		[]any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event}
+		[]any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event, c.Ref}
 }
 
 // AckCall is user_ack.lua's descriptor.
@@ -157,8 +163,12 @@ func (l *Log) Send(ctx context.Context, uid string, event []byte) (int64, error)
 	if len(event) < 2 || event[len(event)-1] != '}' {
 		return 0, fmt.Errorf("userlog: event %.40q is not a JSON object", event)
 	}
+	return l.send(ctx, uid, event, "")
+}
+
+func (l *Log) send(ctx context.Context, uid string, event []byte, ref string) (int64, error) {
 	res, err := l.b.Runner.Run(ctx, SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen,
-		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event}).Slice()
+		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event, Ref: ref}).Slice()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
@@ -190,6 +200,97 @@ func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) 
 		return 0, fmt.Errorf("userlog: %T has no seq 0", ev)
 	}
 	return l.Send(ctx, uid, append(b[:i], b[i+len(seqZero):]...))
+}
+
+// userIDEmpty is how a logged event's header marshals an empty UserID.
+var userIDEmpty = []byte(`"userId":"",`)
+
+// SendToMany sends ev, a logged event of package players marshalled with
+// an empty UserID and Seq 0, to each of uids: its body is stored once (a
+// key of its own, expiring with the logs' TTL), each user's log keeps its
+// key, and each user's open streams get the whole event at once. Readers
+// splice the user's id and seq back in (Resolve). A body that expired
+// (the TTL after it was sent) takes its entries with it. Errors: the
+// store's, the first of them (the other users are still sent to).
+func (l *Log) SendToMany(ctx context.Context, uids []string, ev any) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	for _, strip := range [][]byte{seqZero, userIDEmpty} {
+		i := bytes.Index(b, strip)
+		if i < 0 {
+			return fmt.Errorf("userlog: %T has no %s", ev, strip)
+		}
+		b = append(b[:i], b[i+len(strip):]...)
+	}
+	id := l.newTag() + l.newTag()
+	key := l.b.Tag(l.b.UserShard(id)) + ":ubody:" + id
+	if err := l.b.Client.Set(ctx, key, b, l.cfg.TTL).Err(); err != nil {
+		return redisx.Wrap(err)
+	}
+	var first error
+	for _, uid := range uids {
+		name, _ := json.Marshal(uid)
+		event := append(append(append([]byte(`{"userId":`), name...), ','), b[1:]...)
+		if _, err := l.send(ctx, uid, event, key); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Entry is a logged event as a log holds it: its JSON, or the key of its
+// body stored once for many users (Ref; Data empty until Resolve).
+type Entry struct {
+	Seq  int64
+	Data []byte
+	Ref  string
+}
+
+// RefMark starts an entry the session_open script replies with for a
+// body stored once, before the body's key.
+const RefMark = "\x01"
+
+// EntryOf reads a reply's entry of seq: its JSON, or RefMark and a key.
+func EntryOf(seq int64, s string) Entry {
+	if key, ok := strings.CutPrefix(s, RefMark); ok {
+		return Entry{Seq: seq, Ref: key}
+	}
+	return Entry{Seq: seq, Data: []byte(s)}
+}
+
+// Resolve fills the Data of uid's entries that refer to a body stored
+// once (one read per body, in one pipeline), splicing in uid and the
+// entry's seq; an entry whose body expired is dropped. Errors: the store's.
+func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, error) {
+	p := l.b.Client.Pipeline()
+	cmds := map[string]*redis.StringCmd{}
+	for _, e := range es {
+		if e.Ref != "" && cmds[e.Ref] == nil {
+			cmds[e.Ref] = p.Get(ctx, e.Ref)
+		}
+	}
+	if len(cmds) == 0 {
+		return es, nil
+	}
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, redisx.Wrap(err)
+	}
+	name, _ := json.Marshal(uid)
+	out := es[:0]
+	for _, e := range es {
+		if e.Ref != "" {
+			body, err := cmds[e.Ref].Bytes()
+			if err != nil || len(body) < 2 {
+				continue // expired: gone with its body
+			}
+			d := append(append([]byte(`{"userId":`), name...), fmt.Sprintf(`,"seq":%d,`, e.Seq)...)
+			e.Data, e.Ref = append(d, body[1:]...), ""
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // Ack records that a session of platform delivered uid's log of history

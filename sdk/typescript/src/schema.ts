@@ -828,7 +828,8 @@ export interface paths {
          *     Offline delivery: every logged event (`message`, `invite`,
          *     `kicked`, `banned`, `room_closed`, `match_found`,
          *     `session_replaced`) enters the user's log, stored once for all
-         *     platforms. Each platform has a delivery position: a session moves
+         *     platforms; one sent to many users (`room_closed` to a room's
+         *     members) stores its body once for all of them. Each platform has a delivery position: a session moves
          *     its platform's forward as it writes events (and a `Last-Event-ID`
          *     moves it to that id), so what was sent while a platform had no
          *     session (or was not written before its session ended) reaches the

@@ -10,6 +10,9 @@
 -- ARGV[1] user channel  ARGV[2] PUBLISH|SPUBLISH  ARGV[3] log MAXLEN (exact)
 -- ARGV[4] TTL, ms  ARGV[5] a new history's tag
 -- ARGV[6] the event's JSON object without its seq: the script appends "seq"
+-- ARGV[7] "" (the log keeps the event), or the key of a body stored once
+--         for many users (SendToMany): the log keeps that key (field r),
+--         the readers splice the user's id and seq into the body
 -- Reply: {"OK", seq, dropped}
 local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
 local seq = tonumber(redis.call('HGET', meta, 'seq') or '-1')
@@ -22,7 +25,11 @@ end
 seq = redis.call('HINCRBY', meta, 'seq', 1)
 local ev = string.sub(ARGV[6], 1, -2) .. ',"seq":' .. seq .. '}'
 local before = redis.call('XLEN', log)
-redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'd', ev)
+if ARGV[7] == '' then
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'd', ev)
+else
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'r', ARGV[7])
+end
 local dropped = before + 1 - redis.call('XLEN', log)
 redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
 redis.call('PEXPIRE', log, ARGV[4])
