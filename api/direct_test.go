@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/store"
@@ -247,7 +245,7 @@ func TestDirectMessageKeysExpire(t *testing.T) {
 	c := e.store.Client()
 	n := 0
 	for _, pattern := range []string{"*:ulog:" + bobID + "*", "*:ulog:" + carolID + "*"} {
-		keys, err := scanKeys(ctx, c, pattern)
+		keys, err := rediskeys.Scan(ctx, c, pattern)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,21 +260,4 @@ func TestDirectMessageKeysExpire(t *testing.T) {
 	if n < 5 { // both logs and metas, bob's cursors
 		t.Errorf("%d log keys", n)
 	}
-}
-
-// scanKeys lists the keys matching pattern, on every master of a Cluster.
-func scanKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
-	var mu sync.Mutex
-	var out []string
-	scan := func(ctx context.Context, n *redis.Client) error {
-		ks, err := n.Keys(ctx, pattern).Result()
-		mu.Lock()
-		out = append(out, ks...)
-		mu.Unlock()
-		return err
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return out, cc.ForEachMaster(ctx, scan)
-	}
-	return out, scan(ctx, c.(*redis.Client))
 }

@@ -47,7 +47,9 @@ type DirectMessageParams struct {
 	Data json.RawMessage `json:"data"`
 }
 
-func header(typ, uid string, now time.Time) UserEventHeader {
+// NewHeader is the header of a logged event of type typ to user uid at
+// now (Seq 0: the log numbers it; uid "" for an event sent to many).
+func NewHeader(typ, uid string, now time.Time) UserEventHeader {
 	return UserEventHeader{Type: typ, UserID: uid, TS: now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)}
 }
 
@@ -91,7 +93,7 @@ func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p Dir
 		return Sent{}, err
 	}
 	now := time.Now()
-	ev := DirectMessageEvent{UserEventHeader: header(EventMessage, to, now), From: senderOf(u),
+	ev := DirectMessageEvent{UserEventHeader: NewHeader(EventMessage, to, now), From: senderOf(u),
 		Message: DirectMessageBody{Type: p.Type, Data: data}}
 	return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
 }
@@ -124,7 +126,7 @@ func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to string) (Sent,
 		return Sent{}, rooms.ErrRoomFinished
 	}
 	now := time.Now()
-	ev := InviteEvent{UserEventHeader: header(EventInvite, to, now), From: senderOf(u), RoomID: r.ID,
+	ev := InviteEvent{UserEventHeader: NewHeader(EventInvite, to, now), From: senderOf(u), RoomID: r.ID,
 		Name: r.Name, Mode: r.Mode, Region: r.Region, InviteCode: r.InviteCode}
 	return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
 }
@@ -135,7 +137,7 @@ func (d Notices) Kicked(ctx context.Context, uid, room string, banned bool) erro
 	if banned {
 		typ = EventBanned
 	}
-	return d.Inbox.Send(ctx, uid, KickedEvent{UserEventHeader: header(typ, uid, time.Now()), RoomID: room})
+	return d.Inbox.Send(ctx, uid, KickedEvent{UserEventHeader: NewHeader(typ, uid, time.Now()), RoomID: room})
 }
 
 // Closed implements rooms.Notifier: one body for every member, each
@@ -144,5 +146,5 @@ func (d Notices) Closed(ctx context.Context, uids []string, room string, reason 
 	if len(uids) == 0 {
 		return nil
 	}
-	return d.Inbox.SendToMany(ctx, uids, RoomClosedEvent{UserEventHeader: header(EventRoomClosed, "", time.Now()), RoomID: room, Reason: reason})
+	return d.Inbox.SendToMany(ctx, uids, RoomClosedEvent{UserEventHeader: NewHeader(EventRoomClosed, "", time.Now()), RoomID: room, Reason: reason})
 }

@@ -76,8 +76,8 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 		// as rooms.Service.Delete's notices: the room's stream told its
 		// connected members; a store failure here loses the personal
 		// copy, and does not hold up the janitor's pass
-		ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed,
-			TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)}, RoomID: id, Reason: reason}
+		ev := players.RoomClosedEvent{UserEventHeader: players.NewHeader(players.EventRoomClosed, "", time.Now()),
+			RoomID: id, Reason: reason}
 		_ = s.ulog.SendToMany(ctx, uids, ev)
 	}
 	return action, nil

@@ -460,8 +460,7 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 // open now gets it at once, one opened later (within the log's TTL, on
 // each platform: its offline inbox) by replay.
 func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
-	_, err := s.logs.SendEvent(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.UserEventHeader{
-		Type: players.EventMatchFound, UserID: uid, TS: time.Now().UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)},
+	_, err := s.logs.SendEvent(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, time.Now()),
 		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team})
 	return err
 }

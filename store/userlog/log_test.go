@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
@@ -95,7 +93,7 @@ func TestLogCapAndAcks(t *testing.T) {
 			if err := l.SendToMany(ctx, many, ev); err != nil {
 				t.Fatal(err)
 			}
-			bodies, err := scanKeys(ctx, st, prefix, "*:ubody:*")
+			bodies, err := rediskeys.Scan(ctx, st.Client(), "*"+prefix+"*:ubody:*")
 			if err != nil || len(bodies) != 1 {
 				t.Fatalf("bodies %v %v, want one", bodies, err)
 			}
@@ -128,21 +126,4 @@ func TestLogCapAndAcks(t *testing.T) {
 			}
 		})
 	}
-}
-
-// scanKeys lists st's keys matching pattern, on every master of a Cluster.
-func scanKeys(ctx context.Context, st *store.Store, prefix, pattern string) ([]string, error) {
-	var mu sync.Mutex
-	var out []string
-	scan := func(ctx context.Context, n *redis.Client) error {
-		ks, err := n.Keys(ctx, "*"+prefix+pattern).Result()
-		mu.Lock()
-		out = append(out, ks...)
-		mu.Unlock()
-		return err
-	}
-	if cc, ok := st.Client().(*redis.ClusterClient); ok {
-		return out, cc.ForEachMaster(ctx, scan)
-	}
-	return out, scan(ctx, st.Client().(*redis.Client))
 }
