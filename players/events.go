@@ -115,7 +115,7 @@ type MatchFoundEvent struct {
 // name of their token) or the game's server (an API key: Server true, no
 // UserID).
 type Sender struct {
-	UserID string `json:"userId,omitempty" schema:"desc=The sending player's user id; absent when the server sent it."`
+	UserID string `json:"userId,omitempty" schema:"desc=The sending player's user id, so the recipient can answer: sending a message or an invite discloses it to the recipient (in rooms, players still see only playerIds). Absent when the server sent it."`
 	Name   string `json:"name,omitempty" schema:"desc=The sending player's name."`
 	Server bool   `json:"server,omitempty" schema:"desc=Sent by the game's server (an API key)."`
 }

@@ -1982,7 +1982,7 @@ export interface components {
             inviteCode?: string;
         };
         Sender: {
-            /** @description The sending player's user id; absent when the server sent it. */
+            /** @description The sending player's user id, so the recipient can answer: sending a message or an invite discloses it to the recipient (in rooms, players still see only playerIds). Absent when the server sent it. */
             userId?: string;
             /** @description The sending player's name. */
             name?: string;
