@@ -126,11 +126,20 @@ func (s *Store) Unheld(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// HoldingsExist says whether user uid's holdings key exists.
-func (s *Store) HoldingsExist(ctx context.Context, uid string) (bool, error) {
-	n, err := s.client.Exists(ctx, s.keys.holdings(redisx.UserShard(uid, s.shards), uid)).Result()
-	return n == 1, err
+// HoldingsRaw is user uid's holdings hash as stored ("#" marker
+// included) and its time to live (-2 ns: no key).
+func (s *Store) HoldingsRaw(ctx context.Context, uid string) (map[string]string, time.Duration, error) {
+	key := s.keys.holdings(redisx.UserShard(uid, s.shards), uid)
+	h, err := s.client.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, 0, err
+	}
+	ttl, err := s.client.PTTL(ctx, key).Result()
+	return h, ttl, err
 }
+
+// HoldingsTTL is how long a holdings key lives after its last reservation.
+const HoldingsTTL = holdingsTTL
 
 // HoldingsKey is the key of user uid's holdings hash.
 func (s *Store) HoldingsKey(uid string) string {

@@ -44,9 +44,11 @@ type Quotas struct {
 // left with no room. Should that list be lost, the holdings only ever
 // over-count, and a user who reaches a limit gets the entries older than
 // holdingsInFlight checked against the rooms and corrected (dropped,
-// ownership fixed) before being refused. A missing key (new user, deleted
-// empty, or expired after holdingsTTL without a reservation) is rebuilt
-// from the shard user indexes. Ownership the janitor passed on (a
+// ownership fixed) before being refused. While the key exists it never
+// under-counts, so quick-join reads a user's rooms from it (memberOf); a
+// key left with no room keeps its marker, "in no room", until it expires.
+// A missing key (new user, or expired after holdingsTTL without a
+// reservation) is rebuilt from the shard user indexes. Ownership the janitor passed on (a
 // disconnected owner removed) is recorded by the same visit.
 const (
 	// holdingsTTL: a user's holdings key expires this long after the

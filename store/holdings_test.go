@@ -196,3 +196,41 @@ func TestRoomQuotasFollowTheRooms(t *testing.T) {
 		})
 	}
 }
+
+// Sixteen users quick-join and leave one (mode, region) 30 times each at
+// once, so owners leave rooms others are joining and leaving: ownership
+// passes on to a user whose own leave is in flight. Afterwards every user's
+// holdings hold exactly its rooms (none): a leave drops its entry even when
+// the entry's role changed between its read and the drop (it used to stay,
+// and quick-join + leave churn reached the joined-rooms limit in seconds).
+func TestHoldingsExactAfterQuickJoinChurn(t *testing.T) {
+	const users, cycles = 16, 30
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openStoreWith(t, b, func(c *store.Config) { c.Quotas = store.Quotas{RoomsJoined: users * cycles} })
+			ctx := context.Background()
+			var wg sync.WaitGroup
+			for i := range users {
+				u := rooms.User{ID: fmt.Sprint("u-churn-", i), Name: "churn"}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range cycles {
+						q, err := s.QuickJoin(ctx, u, "churn", []string{"eu"}, nil, quickRoom("churn", "eu", 4))
+						if err == nil {
+							err = s.Leave(ctx, u, q.Room.ID)
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			for i := range users {
+				holdsExactly(t, s, rooms.User{ID: fmt.Sprint("u-churn-", i)})
+			}
+		})
+	}
+}

@@ -526,7 +526,11 @@ func (s *Store) allMatching(ctx context.Context, cands []candidate, filters []ro
 func fillID(member string) string { return member[strings.LastIndexByte(member, '|')+1:] }
 
 // memberOf finds a room of mode, in one of regions (any without regions),
-// not finished, that u is already in, and returns it as a join would.
+// not finished, that u is already in, and returns it as a join would. The
+// rooms u may be in are read from u's holdings when kept (one read in u's
+// slot, whatever the stripes), else from the user index of every shard
+// the pair's stripes (every shard, without regions) live on; each is
+// checked for u's membership before it is joined.
 func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	var shards []int
 	for _, r := range regions {
@@ -541,15 +545,26 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 			shards = append(shards, shard)
 		}
 	}
-	ids, err := s.userRooms(ctx, u, shards)
-	if err != nil {
+	ids, err := s.roomsMaybeIn(ctx, u, shards)
+	if err != nil || len(ids) == 0 {
 		return rooms.Joined{}, false, err
 	}
-	for _, id := range ids {
-		shard, _ := roomShard(id, s.shards)
-		h, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r", "st", "at").Result()
-		if err != nil {
-			return rooms.Joined{}, false, redisx.Wrap(err)
+	fields := make([]*redis.SliceCmd, len(ids))
+	pids := make([]*redis.StringCmd, len(ids))
+	if _, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			shard, _ := roomShard(id, s.shards)
+			fields[i] = p.HMGet(ctx, s.keys.room(shard, id), "m", "r", "st", "at")
+			pids[i] = p.HGet(ctx, s.keys.room(shard, id)+":users", u.ID)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return rooms.Joined{}, false, redisx.Wrap(err)
+	}
+	for i, id := range ids {
+		h := fields[i].Val()
+		if len(h) < 4 || pids[i].Val() == "" {
+			continue
 		}
 		var attrs map[string]any
 		decodeJSON(fmt.Sprint(h[3]), &attrs)
@@ -566,6 +581,30 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 		}
 	}
 	return rooms.Joined{}, false, nil
+}
+
+// roomsMaybeIn lists the rooms on shards u may be in: u's holdings (which
+// never under-count while the key exists; holdings.go) when the quotas
+// keep them, else the shards' user indexes.
+func (s *Store) roomsMaybeIn(ctx context.Context, u rooms.User, shards []int) ([]string, error) {
+	if !s.holdsRooms() {
+		return s.userRooms(ctx, u, shards)
+	}
+	held, err := s.client.HGetAll(ctx, s.keys.holdings(redisx.UserShard(u.ID, s.shards), u.ID)).Result()
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	if len(held) == 0 { // not built, or expired: the indexes say
+		return s.userRooms(ctx, u, shards)
+	}
+	var ids []string
+	for id := range held {
+		if shard, ok := roomShard(id, s.shards); ok && slices.Contains(shards, shard) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 //go:embed lua/quick_join.lua

@@ -76,48 +76,76 @@ func TestQuickJoinPacksConcurrentCallers(t *testing.T) {
 }
 
 func TestQuickJoinChoices(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *store.Store) {
-		ctx := context.Background()
-		// eu: a 1/4 room (older) and a 2/4 room; us: a 3/4 room.
-		older := mustCreate(t, s, user(1), *quickRoom("ctf", "eu", 4)).Room.ID
-		fuller := mustCreate(t, s, user(2), *quickRoom("ctf", "eu", 4)).Room.ID
-		s.Join(ctx, user(3), fuller)
-		us := mustCreate(t, s, user(4), *quickRoom("ctf", "us", 4)).Room.ID
-		s.Join(ctx, user(5), us)
-		s.Join(ctx, user(6), us)
-		private := mustCreate(t, s, user(7), *quickRoom("ctf", "ap", 4))
-		update(t, s, user(7), private.Room.ID, rooms.UpdateParams{Visibility: ptr(rooms.Private)})
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			// without quotas a member's rooms are read from the user
+			// indexes, with them from the user's holdings
+			t.Run("indexes", func(t *testing.T) { quickJoinChoices(t, openStore(t, b), "ctf", false) })
+			t.Run("holdings", func(t *testing.T) {
+				s := openStoreWith(t, b, func(c *store.Config) { c.Quotas = store.Quotas{RoomsOwned: 5, RoomsJoined: 20} })
+				quickJoinChoices(t, s, "ctf-held", true)
+			})
+		})
+	}
+}
 
-		cases := []struct {
-			name    string
-			u       rooms.User
-			regions []string
-			create  *rooms.NewRoom
-			want    string // room id, "new" for a created room
-			err     error
-		}{
-			{"fullest of the first region", user(10), []string{"eu", "us"}, nil, fuller, nil},
-			{"region order beats fullness", user(11), []string{"eu", "us"}, nil, fuller, nil}, // fuller is 3/4 now
-			{"a member gets its room back", user(2), []string{"us", "eu"}, nil, fuller, nil},
-			{"next region when one has nothing", user(12), []string{"ap", "us"}, nil, us, nil},
-			{"fullest anywhere without regions", user(13), nil, nil, older, nil}, // us full, fuller full
-			{"private rooms are never picked", user(14), []string{"ap"}, nil, "", rooms.ErrNoMatch},
-			{"create when nothing fits", user(15), []string{"ap"}, quickRoom("ctf", "ap", 2), "new", nil},
+func quickJoinChoices(t *testing.T, s *store.Store, mode string, held bool) {
+	ctx := context.Background()
+	// eu: a 1/4 room (older) and a 2/4 room; us: a 3/4 room.
+	older := mustCreate(t, s, user(1), *quickRoom(mode, "eu", 4)).Room.ID
+	fuller := mustCreate(t, s, user(2), *quickRoom(mode, "eu", 4)).Room.ID
+	s.Join(ctx, user(3), fuller)
+	us := mustCreate(t, s, user(4), *quickRoom(mode, "us", 4)).Room.ID
+	s.Join(ctx, user(5), us)
+	s.Join(ctx, user(6), us)
+	private := mustCreate(t, s, user(7), *quickRoom(mode, "ap", 4))
+	update(t, s, user(7), private.Room.ID, rooms.UpdateParams{Visibility: ptr(rooms.Private)})
+
+	cases := []struct {
+		name    string
+		u       rooms.User
+		regions []string
+		create  *rooms.NewRoom
+		want    string // room id, "new" for a created room
+		err     error
+	}{
+		{"fullest of the first region", user(10), []string{"eu", "us"}, nil, fuller, nil},
+		{"region order beats fullness", user(11), []string{"eu", "us"}, nil, fuller, nil}, // fuller is 3/4 now
+		{"a member gets its room back", user(2), []string{"us", "eu"}, nil, fuller, nil},
+		{"a quick-joined member gets its room back", user(10), []string{"us", "eu"}, nil, fuller, nil},
+		{"next region when one has nothing", user(12), []string{"ap", "us"}, nil, us, nil},
+		{"fullest anywhere without regions", user(13), nil, nil, older, nil}, // us full, fuller full
+		{"private rooms are never picked", user(14), []string{"ap"}, nil, "", rooms.ErrNoMatch},
+		{"create when nothing fits", user(15), []string{"ap"}, quickRoom(mode, "ap", 2), "new", nil},
+	}
+	for _, c := range cases {
+		q, err := s.QuickJoin(ctx, c.u, mode, c.regions, nil, c.create)
+		switch {
+		case !errors.Is(err, c.err):
+			t.Errorf("%s: error %v, want %v", c.name, err, c.err)
+		case c.err != nil:
+		case c.want == "new" && (!q.Created || q.Room.Region != "ap" || q.Room.OwnerPlayerID != q.PlayerID):
+			t.Errorf("%s: %+v", c.name, q)
+		case c.want != "new" && (q.Created || q.Room.ID != c.want):
+			t.Errorf("%s: room %s (created %v), want %s", c.name, q.Room.ID, q.Created, c.want)
 		}
-		for _, c := range cases {
-			q, err := s.QuickJoin(ctx, c.u, "ctf", c.regions, nil, c.create)
-			switch {
-			case !errors.Is(err, c.err):
-				t.Errorf("%s: error %v, want %v", c.name, err, c.err)
-			case c.err != nil:
-			case c.want == "new" && (!q.Created || q.Room.Region != "ap" || q.Room.OwnerPlayerID != q.PlayerID):
-				t.Errorf("%s: %+v", c.name, q)
-			case c.want != "new" && (q.Created || q.Room.ID != c.want):
-				t.Errorf("%s: room %s (created %v), want %s", c.name, q.Room.ID, q.Created, c.want)
-			}
-		}
-		checkInvariants(t, s)
-	})
+	}
+	// a user who left keeps its holdings' marker ("in no room"): its
+	// next quick-join reads that alone and joins as anyone
+	q, err := s.QuickJoin(ctx, user(13), mode, []string{"eu"}, nil, nil)
+	if err != nil || q.Room.ID != older {
+		t.Fatalf("quick-join into eu: %+v %v, want %s", q, err, older)
+	}
+	if err := s.Leave(ctx, user(13), older); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _, err := s.HoldingsRaw(ctx, user(13).ID); err != nil || (held && len(raw) != 1) || (!held && len(raw) != 0) {
+		t.Fatalf("holdings after the leave: %v %v", raw, err)
+	}
+	if q, err := s.QuickJoin(ctx, user(13), mode, []string{"eu"}, nil, nil); err != nil || q.Room.ID != older || q.Created {
+		t.Fatalf("quick-join after the leave: %+v %v, want %s", q, err, older)
+	}
+	checkInvariants(t, s)
 }
 
 func TestQuickJoinWithAttributeFilters(t *testing.T) {

@@ -15,7 +15,8 @@ import (
 // Rooms abandoned in every way a client can (walked away from, finished,
 // a stream dropped, private, quick-joined) are closed by the janitor with
 // short timeouts, and then nothing of them is left in Redis but closed logs
-// on their way out (with a TTL) and the deployment's fixed keys.
+// on their way out (with a TTL), their members' notices and holdings
+// markers ("in no room"), expiring, and the deployment's fixed keys.
 func TestAbandonedRoomsLeaveNothing(t *testing.T) {
 	bin := buildBinary(t)
 	prefix := redistest.Prefix(t)
@@ -76,6 +77,11 @@ func TestAbandonedRoomsLeaveNothing(t *testing.T) {
 			case strings.Contains(k, ":ulog:"), strings.Contains(k, ":ubody:"): // the members' room_closed notices, expiring
 				if ttl := r.PTTL(context.Background(), k).Val(); ttl <= 0 || ttl > time.Minute {
 					t.Fatalf("personal log %s has TTL %v, want REALSYNC_OFFLINE_TTL (1m) at most", k, ttl)
+				}
+			case strings.Contains(k, ":held:") && r.HLen(context.Background(), k).Val() == 1 &&
+				r.HExists(context.Background(), k, "#").Val(): // a holdings key's "in no room" marker, expiring
+				if ttl := r.PTTL(context.Background(), k).Val(); ttl <= 0 || ttl > time.Hour {
+					t.Fatalf("holdings marker %s has TTL %v, want an hour at most", k, ttl)
 				}
 			case strings.HasSuffix(k, ":log") && r.TTL(context.Background(), k).Val() > 0:
 				if ttl := r.TTL(context.Background(), k).Val(); ttl > 5*time.Minute {

@@ -1,10 +1,14 @@
 -- holdings_release: corrects a user's holdings (see holdings_reserve) after
 -- the rooms were read: drops rooms the user is no longer in, or a
 -- reservation whose room script failed, and sets the role of rooms whose
--- ownership changed. An entry is only changed when it still holds the value
--- the caller read, so a reservation made meanwhile is never lost. A key left
--- with no room (only the "#" marker) is deleted: nothing of the user stays
--- behind, and the next reservation rebuilds it from the rooms.
+-- ownership changed. An entry is only changed when it still holds the
+-- reservation the caller read (its stamp: the role may have changed since,
+-- when ownership passed on), so a reservation made meanwhile is never lost.
+-- A key left
+-- with no room keeps its "#" marker until it expires (an hour after the
+-- user's last reservation): it still says "in no room", so the user's next
+-- create, join or quick-join reads this key alone instead of rebuilding it
+-- from every shard's user index.
 -- No prelude.
 -- KEYS[1] the user's holdings
 -- ARGV[3i-2] room id  ARGV[3i-1] the value read ("*": any)
@@ -25,7 +29,7 @@ for i = 1, #ARGV - 2, 3 do
       young = young + 1
     end
   end
-  if cur and (seen == '*' or cur == seen) then
+  if cur and (seen == '*' or string.match(cur, ':(%d+)$') == string.match(seen, ':(%d+)$')) then
     if to == '' or min_age then
       redis.call('HDEL', key, room)
     else
@@ -33,8 +37,5 @@ for i = 1, #ARGV - 2, 3 do
     end
     changed = changed + 1
   end
-end
-if changed > 0 and redis.call('HLEN', key) <= 1 and redis.call('HEXISTS', key, '#') == 1 then
-  redis.call('DEL', key)
 end
 return {'OK', changed, young}
