@@ -5,14 +5,14 @@
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
 # them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
-# sse lobby go redistime capacity stripes security match (default: all). Keep the
+# sse h2 lobby go redistime capacity stripes security match (default: all). Keep the
 # whole output: docs/BENCHMARKS.md cites one run's log, committed verbatim
 # in docs/bench/ (its "Run:" line names it and the commit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse lobby go redistime capacity stripes security match)
+[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse h2 lobby go redistime capacity stripes security match)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
 # What the run was: the commit, the time, the machine and its load, so a
@@ -146,6 +146,24 @@ if want sse; then
     say "realsyncd: 10 000 streams on one instance, $rate patches/s" \
       "$tmp/rsload" -urls "$rsd" -streams 10000 -rooms 100 -rate "$rate" -duration 10s -rss-pid "$rsd_pid" "${settle[@]}"
   done
+fi
+
+# Event streams over HTTP/2 (issue 15 item 6): realsyncd with REALSYNC_H2C
+# and rsload -h2c (streams multiplexed, up to 250 a connection) against
+# HTTP/1.1 (a connection a stream), alternating, 2 000 streams at 100
+# patches/s; then 10 000 streams over h2c at 200 patches/s.
+if want h2; then
+  for round in 1 2; do
+    start_rsd
+    say "HTTP/1.1: 2 000 streams, 100 patches/s (round $round)" \
+      "$tmp/rsload" -urls "$rsd" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$rsd_pid"
+    REALSYNC_H2C=true start_rsd
+    say "h2c: 2 000 streams, 100 patches/s (round $round)" \
+      "$tmp/rsload" -h2c -urls "$rsd" -streams 2000 -rooms 20 -rate 100 -duration 8s -rss-pid "$rsd_pid"
+  done
+  REALSYNC_H2C=true start_rsd
+  say "h2c: 10 000 streams on one instance, 200 patches/s" \
+    "$tmp/rsload" -h2c -urls "$rsd" -streams 10000 -rooms 100 -rate 200 -duration 10s -rss-pid "$rsd_pid"
 fi
 
 if want lobby; then

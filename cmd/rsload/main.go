@@ -98,8 +98,14 @@ func main() {
 	flag.IntVar(&c.Party, "party", 20, "match: percent of tickets that are parties of 2")
 	flag.IntVar(&c.TeamSize, "team-size", 2, "match: the team size of the modes' rules")
 	flag.IntVar(&c.TicketRate, "ticket-rate", 0, "match: tickets created per second (0: as fast as -clients go)")
+	h2c := flag.Bool("h2c", false, "speak unencrypted HTTP/2 with prior knowledge to the instances (realsyncd with REALSYNC_H2C=true): streams and requests share connections, up to the server's concurrent streams per connection (250), instead of a connection each")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
+	if *h2c {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		client = &http.Client{Transport: &http.Transport{Protocols: &p, MaxIdleConnsPerHost: 1024}}
+	}
 	if *serve != "" {
 		fmt.Fprintln(os.Stderr, serveMinimal(*serve, c.RedisURL))
 		os.Exit(1)
@@ -168,7 +174,8 @@ func run(ctx context.Context, c Config) error {
 }
 
 // client talks to the instances; no connection limit, so every stream
-// gets its own connection.
+// gets its own connection (over HTTP/1.1; -h2c replaces it by one that
+// multiplexes).
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
 
 // call sends a JSON request and decodes a JSON answer into out. An error
