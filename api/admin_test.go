@@ -33,7 +33,7 @@ func adminEnv(t *testing.T, b redistest.Backend, token string) *env {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
-		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, AdminToken: token, Instances: st.Instances})
+		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, AdminToken: token, Instances: st.Fleet().Instances})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, store: st, logs: logs}
@@ -107,7 +107,7 @@ func TestListInstances(t *testing.T) {
 			for i, id := range []string{"second", "first"} {
 				in := fleet.Instance{ID: id, Addr: id + ":8080", Version: "v9", Streams: 10 + i,
 					StartedAt: started.Add(time.Duration(1-i) * time.Minute)}
-				if _, err := e.store.HeartbeatInstance(context.Background(), in); err != nil {
+				if _, err := e.store.Fleet().HeartbeatInstance(context.Background(), in); err != nil {
 					t.Fatal(err)
 				}
 			}

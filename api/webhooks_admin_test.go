@@ -44,7 +44,7 @@ func newDeadEnv(t *testing.T, b redistest.Backend) *deadEnv {
 	t.Cleanup(func() { st.Close() })
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
-		Ready: st.Ping, Spec: realsync.OpenAPI, AdminToken: adminToken, Instances: st.Instances, DeadLetters: webhooks.NewDeadLetters(st.Base()),
+		Ready: st.Ping, Spec: realsync.OpenAPI, AdminToken: adminToken, Instances: st.Fleet().Instances, DeadLetters: webhooks.NewDeadLetters(st.Base()),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -231,7 +231,7 @@ func TestWebhookDeadLettersBadInput(t *testing.T) {
 	}
 	t.Run("NoQueue", func(t *testing.T) {
 		e := newEnv(t, b, true, func(c *api.Config, st *store.Store, _ string) {
-			c.AdminToken, c.Instances = adminToken, st.Instances
+			c.AdminToken, c.Instances = adminToken, st.Fleet().Instances
 		})
 		for _, p := range []string{"GET /v1/admin/webhooks/dead-letters", "POST /v1/admin/webhooks/dead-letters/0.1-0/replay"} {
 			var m, path string

@@ -9,4 +9,4 @@ func (s *Store) JanitorKey(shard int) string { return s.keys.janitor(shard) }
 func (s *Store) Shards() int { return s.shards }
 
 // InstancesPattern matches every key of the instance registry (SCAN MATCH).
-func (s *Store) InstancesPattern() string { return s.keys.instancesTag() + "*" }
+func (s *Store) InstancesPattern() string { return s.fleet.Pattern() }

@@ -39,7 +39,7 @@ func self(id string, started time.Time) fleet.Instance {
 
 func heartbeat(tb testing.TB, s *store.Store, in fleet.Instance) bool {
 	tb.Helper()
-	renewed, err := s.HeartbeatInstance(context.Background(), in)
+	renewed, err := s.Fleet().HeartbeatInstance(context.Background(), in)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func heartbeat(tb testing.TB, s *store.Store, in fleet.Instance) bool {
 
 func listed(tb testing.TB, s *store.Store) []fleet.Instance {
 	tb.Helper()
-	ins, err := s.Instances(context.Background())
+	ins, err := s.Fleet().Instances(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestInstanceLapse(t *testing.T) {
 				t.Errorf("janitor lease of shard %d held by %q, want %q", shard, got, want)
 			}
 		}
-		if reaped, err := s.ReapInstances(ctx); err != nil || len(reaped) != 0 {
+		if reaped, err := s.Fleet().ReapInstances(ctx); err != nil || len(reaped) != 0 {
 			t.Errorf("second reap: %v %v, want nothing", reaped, err)
 		}
 		if heartbeat(t, s, self("dead", now)) {
@@ -199,7 +199,7 @@ func keepAlive(tb testing.TB, s *store.Store, in fleet.Instance) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				if _, err := s.HeartbeatInstance(context.Background(), in); err != nil {
+				if _, err := s.Fleet().HeartbeatInstance(context.Background(), in); err != nil {
 					tb.Error(err)
 				}
 			}
@@ -241,7 +241,7 @@ func TestInstanceDeregister(t *testing.T) {
 			t.Fatalf("%d registry keys for two instances, want 3", n)
 		}
 		s.Client().Set(ctx, s.JanitorKey(3), "one", time.Minute)
-		if err := s.DeregisterInstance(ctx, "one"); err != nil {
+		if err := s.Fleet().DeregisterInstance(ctx, "one"); err != nil {
 			t.Fatal(err)
 		}
 		if got := ids(listed(t, s)); !equal(got, []string{"two"}) {
@@ -250,7 +250,7 @@ func TestInstanceDeregister(t *testing.T) {
 		if s.Client().Exists(ctx, s.JanitorKey(3)).Val() != 0 {
 			t.Error("the janitor lease of the deregistered instance remains")
 		}
-		if err := s.DeregisterInstance(ctx, "two"); err != nil {
+		if err := s.Fleet().DeregisterInstance(ctx, "two"); err != nil {
 			t.Fatal(err)
 		}
 		if n := registryKeys(t, s); n != 0 {
@@ -282,7 +282,7 @@ func TestInstanceReapRace(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r, err := s.ReapInstances(context.Background())
+					r, err := s.Fleet().ReapInstances(context.Background())
 					if err != nil {
 						t.Error(err)
 					}
@@ -322,12 +322,12 @@ func TestInstanceScriptsAfterFlush(t *testing.T) {
 				t.Fatal("no renewal after SCRIPT FLUSH")
 			}
 			flushScripts(t, s)
-			if _, err := s.ReapInstances(context.Background()); err != nil {
+			if _, err := s.Fleet().ReapInstances(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			flushScripts(t, s)
 			s.Client().Set(context.Background(), s.JanitorKey(2), "x", time.Minute)
-			if err := s.DeregisterInstance(context.Background(), "x"); err != nil {
+			if err := s.Fleet().DeregisterInstance(context.Background(), "x"); err != nil {
 				t.Fatal(err)
 			}
 			if s.Client().Exists(context.Background(), s.JanitorKey(2)).Val() != 0 {

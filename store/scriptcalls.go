@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
@@ -382,30 +381,6 @@ type streamTakeCall struct {
 func (streamTakeCall) Script() *redisx.Script { return userStreamsOpen }
 func (c streamTakeCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.member, c.limit, c.ttlMs}
-}
-
-// heartbeatCall is instance_heartbeat.lua: in registers or renews its
-// registration (hash) in live for ttlMs.
-type heartbeatCall struct {
-	live, hash string
-	in         fleet.Instance
-	ttlMs      int64
-}
-
-func (heartbeatCall) Script() *redisx.Script { return instanceHeartbeat }
-func (c heartbeatCall) KeysArgs() ([]string, []any) {
-	return []string{c.live, c.hash}, []any{c.in.ID, c.ttlMs, c.in.Addr, c.in.Version, c.in.StartedAt.UnixMilli(), c.in.Streams}
-}
-
-// reapCall is instance_reap.lua: at most batch lapsed ids leave live.
-type reapCall struct {
-	live  string
-	batch int
-}
-
-func (reapCall) Script() *redisx.Script { return instanceReap }
-func (c reapCall) KeysArgs() ([]string, []any) {
-	return []string{c.live}, []any{c.batch}
 }
 
 // leaseReleaseCall is janitor_release.lua: the shard's janitor lease goes

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
@@ -49,8 +48,6 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		releaseCall{"h", []heldChange{{id, "*", ""}}},
 		rebindCall{"h", "qj:x", id, "m"},
 		streamTakeCall{key: "k", member: "r/a", limit: 3, ttlMs: 1000},
-		heartbeatCall{live: "l", hash: "h", in: fleet.Instance{ID: "i"}, ttlMs: 1000},
-		reapCall{live: "l", batch: 10},
 		leaseReleaseCall{lease: "j", ids: []string{"i"}},
 		userRepairCall{index: "i", schedule: "s", entries: []userEntry{{"u1", id, "r"}}},
 		codeRepairCall{codes: "c", schedule: "s", entries: []codeEntry{{"CODE", id, "r"}}},

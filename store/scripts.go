@@ -104,19 +104,9 @@ var (
 	userStreamsRenew = plain("userstreams_renew", userStreamsRenewLua)
 )
 
-// The instance registry's scripts (instances.go).
-
-//go:embed lua/instance_heartbeat.lua
-var instanceHeartbeatLua string
-
-//go:embed lua/instance_reap.lua
-var instanceReapLua string
+// The janitor's lease release (a dead instance's leases; instances.go).
 
 //go:embed lua/janitor_release.lua
 var janitorReleaseLua string
 
-var (
-	instanceHeartbeat = plain("instance_heartbeat", instanceHeartbeatLua)
-	instanceReap      = plain("instance_reap", instanceReapLua)
-	janitorRelease    = plain("janitor_release", janitorReleaseLua)
-)
+var janitorRelease = plain("janitor_release", janitorReleaseLua)

@@ -16,6 +16,7 @@ import (
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/instances"
 	"github.com/realsync/realsync/store/internal/batch"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/userlog"
@@ -121,6 +122,7 @@ type Store struct {
 	runner      *redisx.Runner
 	base        *redisx.Base // what the store's concept packages share
 	ulog        *userlog.Log // the personal logs (sessions.go)
+	fleet       *instances.Registry
 	scriptsOnly bool
 	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", closed log TTL (s); see common()
 	outboxLen   int       // webhook outbox MAXLEN ~; 0: webhooks off
@@ -189,6 +191,7 @@ func New(cfg Config) (*Store, error) {
 	s.runner = redisx.NewRunner(s.client, library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, eventTag)
+	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)
 	if cfg.Batch != nil { // first hook: the others see a batch once, as a pipeline
 		var observe func(string, int)
 		if m, ok := cfg.Metrics.(BatchMetrics); ok {

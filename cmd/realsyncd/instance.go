@@ -20,7 +20,7 @@ import (
 func joinFleet(ctx context.Context, cfg Config, st *store.Store, hub *sse.Hub, ln net.Listener, log *slog.Logger) (*fleet.Member, error) {
 	self := fleet.Instance{ID: hub.Instance(), Addr: advertiseAddr(cfg.AdvertiseAddr, ln.Addr()),
 		Version: buildVersion(), StartedAt: time.Now()}
-	m, err := fleet.Join(ctx, fleet.Config{Registry: st, Self: self, Streams: hub.Streams,
+	m, err := fleet.Join(ctx, fleet.Config{Registry: st.Fleet(), Self: self, Streams: hub.Streams,
 		Every: cfg.PresenceTTL / 3, Log: log})
 	if err != nil {
 		return nil, err

@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		return st.Stats(ctx)
 	}
 	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(ctx context.Context) (int, error) {
-		live, err := st.Instances(ctx)
+		live, err := st.Fleet().Instances(ctx)
 		return len(live), err
 	}))
 	reg.MustRegister(metrics.NewOnlineUsers(func(ctx context.Context) (int64, error) {
@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			return st.Ping(ctx)
 		},
 		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
-		AdminToken: cfg.AdminToken, Instances: st.Instances, DeadLetters: whstore.NewDeadLetters(st.Base()),
+		AdminToken: cfg.AdminToken, Instances: st.Fleet().Instances, DeadLetters: whstore.NewDeadLetters(st.Base()),
 		Metrics: m, MetricsHandler: apiMetrics,
 		RateLimiter: ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: cfg.KeyPrefix,
 			RoomTag: func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) }}),

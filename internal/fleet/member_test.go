@@ -33,7 +33,7 @@ func TestMemberLifecycle(t *testing.T) {
 			// An instance that registered once, took a shard's janitor lease
 			// for long, and died.
 			dead := fleet.Instance{ID: "dead", Addr: "10.0.0.9:8080", StartedAt: time.Now()}
-			if _, err := s.HeartbeatInstance(ctx, dead); err != nil {
+			if _, err := s.Fleet().HeartbeatInstance(ctx, dead); err != nil {
 				t.Fatal(err)
 			}
 			lease := "{" + prefix + ":1}:janitor" // shard 1's janitor lease (README's key schema)
@@ -41,7 +41,7 @@ func TestMemberLifecycle(t *testing.T) {
 
 			var streams atomic.Int64
 			streams.Store(3)
-			m, err := fleet.Join(ctx, fleet.Config{Registry: s, Every: ttl / 3,
+			m, err := fleet.Join(ctx, fleet.Config{Registry: s.Fleet(), Every: ttl / 3,
 				Self:    fleet.Instance{ID: "me", Addr: "127.0.0.1:1", Version: "v0", StartedAt: time.Now()},
 				Streams: func() int { return int(streams.Load()) }})
 			if err != nil {
@@ -77,7 +77,7 @@ func TestMemberLifecycle(t *testing.T) {
 
 func list(tb testing.TB, s *store.Store) []fleet.Instance {
 	tb.Helper()
-	ins, err := s.Instances(context.Background())
+	ins, err := s.Fleet().Instances(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,58 @@
+package instances
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/realsync/realsync/internal/fleet"
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+//go:embed lua/instance_heartbeat.lua
+var heartbeatLua string
+
+//go:embed lua/instance_reap.lua
+var reapLua string
+
+var (
+	heartbeatScript = redisx.Plain("instance_heartbeat", heartbeatLua)
+	reapScript      = redisx.Plain("instance_reap", reapLua)
+)
+
+// heartbeatCall is instance_heartbeat.lua: in registers or renews its
+// registration (hash) in live for ttlMs.
+type heartbeatCall struct {
+	live, hash string
+	in         fleet.Instance
+	ttlMs      int64
+}
+
+func (heartbeatCall) Script() *redisx.Script { return heartbeatScript }
+func (c heartbeatCall) KeysArgs() ([]string, []any) {
+	return []string{c.live, c.hash}, []any{c.in.ID, c.ttlMs, c.in.Addr, c.in.Version, c.in.StartedAt.UnixMilli(), c.in.Streams}
+}
+
+// reapCall is instance_reap.lua: at most batch lapsed ids leave live.
+type reapCall struct {
+	live  string
+	batch int
+}
+
+func (reapCall) Script() *redisx.Script { return reapScript }
+func (c reapCall) KeysArgs() ([]string, []any) {
+	return []string{c.live}, []any{c.batch}
+}
+
+// run runs call and returns what follows its "OK".
+func run(ctx context.Context, b *redisx.Base, call redisx.Call) ([]any, error) {
+	res, err := b.Runner.Run(ctx, call).Result()
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	arr, _ := res.([]any)
+	if len(arr) < 2 || arr[0] != "OK" {
+		return nil, fmt.Errorf("instances: unexpected reply %v", res)
+	}
+	return arr[1:], nil
+}
