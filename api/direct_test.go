@@ -133,6 +133,38 @@ func TestDirectMessagesOfflineDelivery(t *testing.T) {
 	}
 }
 
+// A snapshot's pending counts the events that follow it: not the
+// session_replaced of another session, which the log holds but only the
+// replaced session gets (a client waiting for pending events used to wait
+// for one that never came).
+func TestPendingCountsOnlyWhatFollows(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
+	alice, _ := e.guest("alice")
+	bob, bobID := e.guest("bob")
+	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": map[string]any{"text": "m1"}}), 202, "")
+	pc1 := e.me(bob, "pc")
+	if _, evs := opening(t, pc1); strings.Join(texts(evs), ",") != "m1" {
+		t.Fatalf("pc's inbox: %s", texts(evs))
+	}
+	pc2 := e.me(bob, "pc") // replaces pc1: session_replaced logged for pc1
+	if f := pc1.next(); f.event != "session_replaced" {
+		t.Fatalf("pc1 got %+v", f)
+	}
+	snap, evs := opening(t, pc2)
+	if strings.Contains(strings.Join(texts(evs), ","), "session_replaced") {
+		t.Fatalf("pc2 got another session's session_replaced: %v", snap.data)
+	}
+	console := e.me(bob, "console")
+	if snap, evs := opening(t, console); snap.data["pending"] != float64(1) || strings.Join(texts(evs), ",") != "m1" {
+		t.Fatalf("console: pending %v, %s", snap.data["pending"], texts(evs))
+	}
+	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": map[string]any{"text": "m2"}}), 202, "")
+	if f := console.next(); texts([]sseFrame{f})[0] != "m2" {
+		t.Fatalf("console's next event %+v", f)
+	}
+}
+
 // The log is capped: past REALSYNC_OFFLINE_MAX the oldest events are
 // dropped, and a new platform gets the newest, in order.
 func TestDirectMessagesCap(t *testing.T) {

@@ -184,7 +184,13 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	out.write(retryFrame(0))
 	tag, sent := o.Tag, o.From
 	if start != StartReplay {
-		st.writeSnapshot(out, tag, o.From, c.Set, len(o.Replay))
+		pending := 0
+		for i := range o.Replay {
+			if st.writes(&o.Replay[i]) {
+				pending++
+			}
+		}
+		st.writeSnapshot(out, tag, o.From, c.Set, pending)
 	}
 	end := ""
 	for i := range o.Replay {
@@ -439,18 +445,23 @@ func (h *Hub) meLeased() []leased {
 	return out
 }
 
-// writeLogged writes logged event e unless it is another session's
-// session_replaced; returns EndReplaced when it ends this session.
-func (st *meStream) writeLogged(out *writer, e *UserEvent) string {
+// writes says whether st writes logged event e: every one but another
+// session's session_replaced.
+func (st *meStream) writes(e *UserEvent) bool {
 	e.parse()
-	if e.meta.Type == players.EventSessionReplaced {
-		if e.meta.Session != st.session.ID {
-			return ""
-		}
-		out.writeEvent(e.frame)
-		return EndReplaced
+	return e.meta.Type != players.EventSessionReplaced || e.meta.Session == st.session.ID
+}
+
+// writeLogged writes logged event e when st writes it; returns EndReplaced
+// when it ends this session.
+func (st *meStream) writeLogged(out *writer, e *UserEvent) string {
+	if !st.writes(e) {
+		return ""
 	}
 	out.writeEvent(e.frame)
+	if e.meta.Type == players.EventSessionReplaced {
+		return EndReplaced
+	}
 	return ""
 }
 
