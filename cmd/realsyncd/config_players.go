@@ -17,9 +17,10 @@ type playerSettings struct {
 	// personal stream session does to an open one of the same user and
 	// platform (replace, reject-new, allow-multiple).
 	SessionPolicy players.Policy
-	// OfflineTTL: REALSYNC_OFFLINE_TTL, default 7d: a user's personal log
-	// (the offline inbox of every platform) expires this long after its
-	// last event or the user's last stream open.
+	// OfflineTTL: REALSYNC_OFFLINE_TTL, default 7d: an event of a user's
+	// personal log (the offline inbox of every platform) expires this long
+	// after it was sent, the log this long after its last event or the
+	// user's last stream open.
 	OfflineTTL time.Duration
 	// OfflineMax: REALSYNC_OFFLINE_MAX, default 1000: the most events a
 	// user's log holds (the oldest dropped, counted).
@@ -35,7 +36,7 @@ func playerFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func
 		"a new personal stream session of a user and platform: replace the open one, reject-new, or allow-multiple (REALSYNC_SESSION_POLICY)")
 	var ttl, maxLen string
 	fs.StringVar(&ttl, "offline-ttl", env("REALSYNC_OFFLINE_TTL", "168h"),
-		"how long a user's personal log, the offline inbox of every platform, outlives its last event (REALSYNC_OFFLINE_TTL; 1m..2160h)")
+		"how long an event of a user's personal log, the offline inbox of every platform, is kept after it was sent (REALSYNC_OFFLINE_TTL; 1m..2160h)")
 	fs.StringVar(&maxLen, "offline-max", env("REALSYNC_OFFLINE_MAX", strconv.Itoa(userlog.DefaultMaxLen)),
 		"the most events a user's personal log holds, the oldest dropped past it (REALSYNC_OFFLINE_MAX; 200..100000)")
 	return func(bad func(name, msg string)) playerSettings {

@@ -1609,9 +1609,10 @@ type ClientInterface interface {
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`) and expires
-	// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
-	// last stream open; an event every platform with a position was
+	// `realsync_offline_dropped_total`); each event expires
+	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
+	// its positions that long after its last event or the user's last
+	// stream open; an event every platform with a position was
 	// delivered is dropped, but for the last 100, kept for resumes.
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
@@ -2845,9 +2846,10 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`) and expires
-// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
-// last stream open; an event every platform with a position was
+// `realsync_offline_dropped_total`); each event expires
+// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
+// its positions that long after its last event or the user's last
+// stream open; an event every platform with a position was
 // delivered is dropped, but for the last 100, kept for resumes.
 // Then the current status of every user the caller follows (`PUT
 // /v1/me/following`), one `presence` event each (no id), then live:
@@ -6176,9 +6178,10 @@ type ClientWithResponsesInterface interface {
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`) and expires
-	// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
-	// last stream open; an event every platform with a position was
+	// `realsync_offline_dropped_total`); each event expires
+	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
+	// its positions that long after its last event or the user's last
+	// stream open; an event every platform with a position was
 	// delivered is dropped, but for the last 100, kept for resumes.
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
@@ -11303,9 +11306,10 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`) and expires
-// `REALSYNC_OFFLINE_TTL` (7 days) after its last event or the user's
-// last stream open; an event every platform with a position was
+// `realsync_offline_dropped_total`); each event expires
+// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
+// its positions that long after its last event or the user's last
+// stream open; an event every platform with a position was
 // delivered is dropped, but for the last 100, kept for resumes.
 // Then the current status of every user the caller follows (`PUT
 // /v1/me/following`), one `presence` event each (no id), then live:

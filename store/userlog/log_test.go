@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
@@ -125,5 +126,39 @@ func TestLogCapAndAcks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An event expires REALSYNC_OFFLINE_TTL after it was sent, however long
+// newer events keep its log alive: a session opening gets only the events
+// younger than the TTL, as it does for a body stored once (which expires
+// TTL after it was written).
+func TestEventsExpireByTheirAge(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
+		Offline: userlog.Config{TTL: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	l, uid := st.UserLogs(), "u-age"
+	now := time.Now().UTC()
+	for _, ts := range []time.Time{now.Add(-2 * time.Hour), now.Add(-61 * time.Minute), now.Add(-59 * time.Minute), now} {
+		ev := fmt.Sprintf(`{"type":"message","ts":%q}`, ts.Format(time.RFC3339Nano))
+		if _, err := l.Send(ctx, uid, []byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := st.OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range o.Replay {
+		seqs = append(seqs, e.Seq)
+	}
+	if fmt.Sprint(seqs) != "[3 4]" {
+		t.Fatalf("replayed seqs %v, want [3 4] (the two younger than the TTL)", seqs)
 	}
 }

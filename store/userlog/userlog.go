@@ -15,8 +15,10 @@
 //
 // An entry is dropped once every platform with a cursor was delivered it,
 // but for the last ResumeMargin delivered ones, which a resume may still
-// ask for. Log, meta and cursors expire Config.TTL after the last event
-// (REALSYNC_OFFLINE_TTL), or stream open of the user. Each event's body
+// ask for. Each event expires Config.TTL (REALSYNC_OFFLINE_TTL) after it
+// was sent: Resolve drops older ones from what is read. Log, meta and
+// cursors expire Config.TTL after the last event, or stream open of the
+// user. Each event's body
 // is stored once per user whatever the number of platforms.
 //
 // The store's session scripts (store/sessions.go) read and extend the same
@@ -53,8 +55,9 @@ type Config struct {
 	// MaxLen caps each user's log (REALSYNC_OFFLINE_MAX); DefaultMaxLen
 	// when 0.
 	MaxLen int
-	// TTL: a log expires this long after its last event or the user's
-	// last stream open (REALSYNC_OFFLINE_TTL); DefaultTTL when 0.
+	// TTL: an event expires this long after it was sent, a log this long
+	// after its last event or the user's last stream open
+	// (REALSYNC_OFFLINE_TTL); DefaultTTL when 0.
 	TTL time.Duration
 	// Dropped, when set, is told how many undelivered or kept events a cap
 	// dropped (for metrics).
@@ -262,7 +265,10 @@ func EntryOf(seq int64, s string) Entry {
 
 // Resolve fills the Data of uid's entries that refer to a body stored
 // once (one read per body, in one pipeline), splicing in uid and the
-// entry's seq; an entry whose body expired is dropped. Errors: the store's.
+// entry's seq, and drops every entry older than the TTL by its ts (an
+// event expires TTL after it was sent, wherever its body is kept: a log
+// renewed by newer events keeps older entries, a shared body expires TTL
+// after it was written) or whose body expired. Errors: the store's.
 func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, error) {
 	p := l.b.Client.Pipeline()
 	cmds := map[string]*redis.StringCmd{}
@@ -271,13 +277,13 @@ func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, err
 			cmds[e.Ref] = p.Get(ctx, e.Ref)
 		}
 	}
-	if len(cmds) == 0 {
-		return es, nil
-	}
-	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, redisx.Wrap(err)
+	if len(cmds) > 0 {
+		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+			return nil, redisx.Wrap(err)
+		}
 	}
 	name, _ := json.Marshal(uid)
+	oldest := time.Now().Add(-l.cfg.TTL)
 	out := es[:0]
 	for _, e := range es {
 		if e.Ref != "" {
@@ -287,6 +293,12 @@ func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, err
 			}
 			d := append(append([]byte(`{"userId":`), name...), fmt.Sprintf(`,"seq":%d,`, e.Seq)...)
 			e.Data, e.Ref = append(d, body[1:]...), ""
+		}
+		var h struct {
+			TS time.Time `json:"ts"`
+		}
+		if json.Unmarshal(e.Data, &h) == nil && !h.TS.IsZero() && h.TS.Before(oldest) {
+			continue // expired
 		}
 		out = append(out, e)
 	}
