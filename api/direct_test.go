@@ -201,6 +201,7 @@ func TestDirectBadInput(t *testing.T) {
 		{"to oneself", "POST", "/v1/users/" + aliceID + "/messages", alice, ok, 422, "VALIDATION_FAILED"},
 		{"to an API key", "POST", "/v1/users/key:x/messages", alice, ok, 422, "VALIDATION_FAILED"},
 		{"a user id of 129 bytes", "POST", "/v1/users/" + strings.Repeat("u", 129) + "/messages", alice, ok, 422, "VALIDATION_FAILED"},
+		{"a user id not UTF-8", "POST", "/v1/users/%FF%FE/messages", alice, ok, 422, "VALIDATION_FAILED"},
 		{"no type", "POST", "/v1/users/" + bobID + "/messages", alice, map[string]any{"data": 1}, 422, "VALIDATION_FAILED"},
 		{"no data", "POST", "/v1/users/" + bobID + "/messages", alice, map[string]any{"type": "chat"}, 422, "VALIDATION_FAILED"},
 		{"data over 4 KiB", "POST", "/v1/users/" + bobID + "/messages", alice, map[string]any{"type": "chat", "data": strings.Repeat("x", 5000)}, 422, "VALIDATION_FAILED"},

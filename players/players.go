@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -93,8 +94,9 @@ func CheckUserIDs(ids []string, min, max int) error {
 		return fmt.Errorf("%w: %d ids, want %d to %d", ErrInvalidUserIDs, len(ids), min, max)
 	}
 	for i, id := range ids {
-		if id == "" || len(id) > MaxUserIDLen || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f || r == ',' }) {
-			return fmt.Errorf("%w: id %d is empty, longer than %d bytes, or holds a space, comma or control character", ErrInvalidUserIDs, i, MaxUserIDLen)
+		if id == "" || len(id) > MaxUserIDLen || !utf8.ValidString(id) ||
+			strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f || r == ',' }) {
+			return fmt.Errorf("%w: id %d is empty, longer than %d bytes, not UTF-8, or holds a space, comma or control character", ErrInvalidUserIDs, i, MaxUserIDLen)
 		}
 	}
 	return nil

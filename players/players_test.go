@@ -39,6 +39,7 @@ func TestCheckUserIDs(t *testing.T) {
 		{"comma", []string{"a,b"}, 1, 5, false},
 		{"control", []string{"a\x00"}, 1, 5, false},
 		{"unicode", []string{"jöran"}, 1, 5, true},
+		{"not UTF-8", []string{"\xff\xfe"}, 1, 5, false},
 		{"duplicates", []string{"a", "a"}, 1, 5, true},
 	} {
 		err := players.CheckUserIDs(tc.ids, tc.min, tc.max)

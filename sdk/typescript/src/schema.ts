@@ -2340,7 +2340,7 @@ export interface components {
          *     again. Checked after authentication and rate limits, before the body.
          */
         IdempotencyKey: string;
-        /** @description A user id (a token's subject), 1..128 bytes without spaces, commas or control characters; else 422. */
+        /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422. */
         UserId: string;
         /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
         RoomId: string;
@@ -3452,7 +3452,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A user id (a token's subject), 1..128 bytes without spaces, commas or control characters; else 422. */
+                /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422. */
                 userId: components["parameters"]["UserId"];
             };
             cookie?: never;
