@@ -72,6 +72,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 				}
 			})
 		}
+		// a 405 names what the resource allows (RFC 9110)
+		if r := e.do("PUT", "/v1/rooms/"+id, alice, nil); r.header.Get("Allow") != "GET, PATCH, DELETE" {
+			t.Fatalf("405 Allow %q, want GET, PATCH, DELETE", r.header.Get("Allow"))
+		}
+		if r := e.do("GET", "/v1/rooms/"+id+"/join", alice, nil); r.status != 405 || r.header.Get("Allow") != "POST" {
+			t.Fatalf("GET of join: %d, Allow %q", r.status, r.header.Get("Allow"))
+		}
 		if after := e.do("GET", "/v1/rooms/"+id, alice, nil).raw; after != before {
 			t.Fatalf("bad input changed the room:\n%s\n%s", before, after)
 		}

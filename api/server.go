@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -141,7 +142,17 @@ func NewHandler(cfg Config) http.Handler {
 	}
 	r.Use(s.limitBody, s.limitTime, s.authenticate, s.requireStore)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errMethodNotAllowed) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// RFC 9110: a 405 names the methods the resource allows
+		var allow []string
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.writeError(w, req, errMethodNotAllowed)
+	})
 	if cfg.Demo != nil {
 		r.Handle("/demo", http.RedirectHandler("/demo/", http.StatusMovedPermanently))
 		r.Handle("/demo/*", http.StripPrefix("/demo/", http.FileServer(http.FS(cfg.Demo))))
