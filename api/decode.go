@@ -117,9 +117,9 @@ func jsonError(err error) error {
 			want := jsonKind(sem.GoType.Kind().String())
 			if sem.JSONKind == '0' && (want == "a number" || want == "an integer") {
 				// the right kind, but 3.0, 1e3 or out of range
-				return fmt.Errorf("%s must be %s written in digits, in range: %w", field, want, errMalformed)
+				return fmt.Errorf("%q must be %s written in digits, in range: %w", field, want, errMalformed)
 			}
-			return fmt.Errorf("%s must be %s, not %s: %w", field, want, jsonValueKind(sem.JSONKind), errMalformed)
+			return fmt.Errorf("%q must be %s, not %s: %w", field, want, jsonValueKind(sem.JSONKind), errMalformed)
 		}
 	}
 	return fmt.Errorf("body is not valid JSON: %w", errMalformed)

@@ -38,7 +38,7 @@ func TestStrictInput(t *testing.T) {
 			{"DuplicateInStateValue", "PATCH", "/v1/rooms/" + id + "/state", `{"k":{"x":1,"x":2}}`, []string{"Content-Type", "application/merge-patch+json"}, 400, "MALFORMED_REQUEST", "", `"x"`},
 			{"DuplicateStateKey", "PATCH", "/v1/rooms/" + id + "/state", `{"k":1,"k":null}`, []string{"Content-Type", "application/merge-patch+json"}, 400, "MALFORMED_REQUEST", "", `"k"`},
 			{"DuplicateInMessageData", "POST", "/v1/rooms/" + id + "/messages", `{"type":"chat","data":{"t":"a","t":"b"}}`, nil, 400, "MALFORMED_REQUEST", "", `"t"`},
-			{"PlayerIDNotAnInteger", "POST", "/v1/rooms/" + id + "/messages", `{"type":"chat","data":1,"to":[2.0]}`, nil, 400, "MALFORMED_REQUEST", "", "To.0 must be an integer written in digits"},
+			{"PlayerIDNotAnInteger", "POST", "/v1/rooms/" + id + "/messages", `{"type":"chat","data":1,"to":[2.0]}`, nil, 400, "MALFORMED_REQUEST", "", `"to.0" must be an integer written in digits`},
 			{"InvalidUTF8", "PATCH", "/v1/rooms/" + id, "{\"name\":\"a\xffb\"}", nil, 400, "MALFORMED_REQUEST", "", ""},
 			{"AttrOverflow", "PATCH", "/v1/rooms/" + id, `{"attributes":{"rank":1e400}}`, nil, 422, "VALIDATION_FAILED", "attributes.rank", ""},
 			{"CreateAttrOverflow", "POST", "/v1/rooms", `{"name":"a","mode":"battle","region":"eu","attributes":{"r":-1e999}}`, nil, 422, "VALIDATION_FAILED", "attributes.r", ""},
