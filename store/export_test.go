@@ -160,3 +160,20 @@ func LibraryName() string { return library.Name }
 
 // UsesFunctions says whether the mutations run as FCALL of the library.
 func (s *Store) UsesFunctions() bool { return s.runner.Functions() }
+
+// LeaveSlowly is Leave with its holdings correction deferred: u leaves
+// room id now, and the returned function corrects u's holdings as the
+// leave would have right after, as when the correction is late.
+func (s *Store) LeaveSlowly(ctx context.Context, u rooms.User, id string) (func(), error) {
+	_, scope, err := s.scopeOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	before := s.heldValue(ctx, u.ID, id)
+	rest, err := s.result(ctx, removeCall{scope, u.ID, "", "left", false})
+	if err != nil {
+		return nil, err
+	}
+	newOwner, _ := rest[0].(string)
+	return func() { s.left(ctx, u.ID, id, before, newOwner) }, nil
+}

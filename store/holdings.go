@@ -40,16 +40,20 @@ type Quotas struct {
 //
 // Entries of rooms the user left otherwise (kicked, banned, removed by the
 // janitor, the room closed) are listed by the room script in the room's
-// shard and dropped by the janitor's next visit (unheld.go), as is a key
-// left with no room. Should that list be lost, the holdings only ever
-// over-count, and a user who reaches a limit gets the entries older than
-// holdingsInFlight checked against the rooms and corrected (dropped,
-// ownership fixed) before being refused. While the key exists it never
-// under-counts, so quick-join reads a user's rooms from it (memberOf); a
-// key left with no room keeps its marker, "in no room", until it expires.
-// A missing key (new user, or expired after holdingsTTL without a
-// reservation) is rebuilt from the shard user indexes. Ownership the janitor passed on (a
-// disconnected owner removed) is recorded by the same visit.
+// shard and dropped by the janitor's next visit (unheld.go). Should that
+// list be lost, the holdings over-count, and a user who reaches a limit
+// gets the entries older than holdingsInFlight checked against the rooms
+// and corrected (dropped, ownership fixed) before being refused. They
+// under-count only after a quick-join whose reply or rebind was lost: its
+// placeholder entry holds the count but not the room's id; the check that
+// finds such a placeholder stale adds every room the user is in and the
+// holdings lack (read from the user indexes). So the holdings bound the
+// quotas, and nothing reads them as the list of a user's rooms (quick-join's
+// memberOf reads the user indexes). A key left with no room keeps its
+// marker, "in no room", until it expires; a missing key (new user, or
+// expired after holdingsTTL without a reservation) is rebuilt from the
+// shard user indexes. Ownership the janitor passed on (a disconnected owner
+// removed) is recorded by the same visit.
 const (
 	// holdingsTTL: a user's holdings key expires this long after the
 	// user's last create or join; the next one rebuilds it from the rooms.
@@ -72,6 +76,11 @@ type hold struct {
 // rooms.ErrJoinedRoomsLimit when that would exceed a quota even after the
 // holdings were checked against the rooms. A no-op without quotas.
 func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold, error) {
+	return s.reserveWithin(ctx, uid, room, owner, s.quotas.RoomsOwned, s.quotas.RoomsJoined)
+}
+
+// reserveWithin is reserve with the limits given (0: none).
+func (s *Store) reserveWithin(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int) (hold, error) {
 	if !s.holdsRooms() {
 		return hold{}, nil
 	}
@@ -80,8 +89,8 @@ func (s *Store) reserve(ctx context.Context, uid, room string, owner bool) (hold
 	var seed []any
 	checked := false
 	for range 3 {
-		res, err := s.runner.Run(ctx, reserveCall{key: key, room: room, role: role, owned: s.quotas.RoomsOwned,
-			joined: s.quotas.RoomsJoined, ttlMs: holdingsTTL.Milliseconds(), seed: seed}).Result()
+		res, err := s.runner.Run(ctx, reserveCall{key: key, room: room, role: role, owned: maxOwned,
+			joined: maxJoined, ttlMs: holdingsTTL.Milliseconds(), seed: seed}).Result()
 		if err != nil {
 			return hold{}, redisx.Wrap(err)
 		}
@@ -203,13 +212,18 @@ func (s *Store) membership(ctx context.Context, uid string, ids []string) (membe
 
 // recheck checks uid's held entries (roomId, value pairs of a limit reply;
 // now in µs of the same node) older than holdingsInFlight against the
-// rooms and corrects them; returns how many changed.
+// rooms and corrects them; returns how many changed. A stale placeholder
+// (a quick-join whose reply or rebind was lost, so it may be in a room the
+// holdings lack) is dropped and every room uid is in without an entry is
+// added.
 func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries []any) (int, error) {
 	var ids, values []string
 	var gone []heldChange
+	held := map[string]bool{}
 	for i := 0; i+1 < len(entries); i += 2 {
 		id, _ := entries[i].(string)
 		v, _ := entries[i+1].(string)
+		held[id] = true
 		_, stamp, ok := strings.Cut(v, ":")
 		if id == "#" || !ok || atoi64(stamp) > now-holdingsInFlight.Microseconds() {
 			continue
@@ -228,6 +242,17 @@ func (s *Store) recheck(ctx context.Context, uid, key string, now int64, entries
 		return 0, err
 	}
 	changes := gone
+	if len(gone) > 0 {
+		seed, err := s.userHoldings(ctx, uid)
+		if err != nil {
+			return 0, err
+		}
+		for i := 0; i+1 < len(seed); i += 2 {
+			if id := seed[i].(string); !held[id] {
+				changes = append(changes, heldChange{id, "+", seed[i+1].(string)})
+			}
+		}
+	}
 	for i, id := range ids {
 		role := map[bool]string{true: "o", false: "m"}[owner[i]]
 		switch {

@@ -3,14 +3,18 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -123,6 +127,230 @@ func TestRefusedSeedKeyExpires(t *testing.T) {
 			}
 			if ttl <= 0 {
 				t.Fatalf("holdings key %s rebuilt by a refused join has PTTL %v: it never expires", key, ttl)
+			}
+		})
+	}
+}
+
+// lostUserScript makes the next room script run for user uid (a script
+// with uid among its arguments that is not a holdings script) lose its
+// reply after Redis ran it, alone, in a batch or in a transaction (a run
+// that failed, such as an EVALSHA of a script not loaded yet, is left be).
+type lostUserScript struct {
+	uid   string
+	armed atomic.Bool
+}
+
+func (h *lostUserScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lostUserScript) hits(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" && n != "fcall" {
+			continue
+		}
+		mine, holdings := false, false
+		for _, a := range c.Args() {
+			s, _ := a.(string)
+			mine = mine || s == h.uid
+			holdings = holdings || strings.Contains(s, ":held:")
+		}
+		if mine && !holdings {
+			return true
+		}
+	}
+	return false
+}
+func (h *lostUserScript) lose(cmds []redis.Cmder, err error) error {
+	if err != nil || !h.hits(cmds) || !h.armed.CompareAndSwap(true, false) {
+		return err
+	}
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: context.DeadlineExceeded}
+	for _, c := range cmds {
+		c.SetErr(timeout)
+	}
+	return timeout
+}
+func (h *lostUserScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.lose([]redis.Cmder{cmd}, next(ctx, cmd))
+	}
+}
+func (h *lostUserScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.lose(cmds, next(ctx, cmds))
+	}
+}
+
+// A quick-join whose reply is lost after its script joined (or created)
+// a room: the user's retry gets that room back, not a second one of the
+// mode, and the user never gets past the joined-rooms quota, whether it
+// retries or not (the placeholder the reservation was made under counts
+// until a check finds it stale, and that check records the room).
+func TestLostQuickJoinReply(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, retry := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/retry=%v", b.Name, retry), func(t *testing.T) {
+				ctx := context.Background()
+				s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
+				u := user(1)
+				hook := &lostUserScript{uid: u.ID}
+				s.Client().AddHook(hook)
+				var others []string
+				for i := range 2 {
+					others = append(others, mustCreate(t, s, user(100+i), spread(i)).Room.ID)
+				}
+				if _, err := s.Join(ctx, u, others[0]); err != nil {
+					t.Fatal(err)
+				}
+				hook.armed.Store(true)
+				if _, err := s.QuickJoin(ctx, u, "lostqj", []string{"eu"}, nil, quickRoom("lostqj", "eu", 4)); err == nil {
+					t.Fatal("the lost reply was not lost")
+				}
+				got := reality(t, s, u)
+				if len(got) != 2 {
+					t.Fatalf("after the lost reply u is in %v, want 2 rooms", got)
+				}
+				delete(got, others[0])
+				var made string
+				for id := range got {
+					made = id
+				}
+				if retry {
+					// a fuller room of the mode, which a quick-join would prefer
+					fuller := mustCreate(t, s, user(110), *quickRoom("lostqj", "eu", 4)).Room.ID
+					if _, err := s.Join(ctx, user(111), fuller); err != nil {
+						t.Fatal(err)
+					}
+					qj, err := s.QuickJoin(ctx, u, "lostqj", []string{"eu"}, nil, quickRoom("lostqj", "eu", 4))
+					if err != nil || qj.Room.ID != made || qj.Created {
+						t.Fatalf("retry: room %s created %v err %v, want room %s back; u is in %v", qj.Room.ID, qj.Created, err, made, reality(t, s, u))
+					}
+				}
+				// a check sees the placeholder only once it is older than any script in flight
+				if err := s.AgeHoldings(ctx, u.ID, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				_, err := s.Join(ctx, u, others[1])
+				if got := reality(t, s, u); len(got) != 2 {
+					t.Fatalf("u is in %d rooms with RoomsJoined 2 (join: %v); holdings %v", len(got), err, holdings(t, s, u))
+				}
+				if !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+					t.Fatalf("join past the limit: %v, want ErrJoinedRoomsLimit", err)
+				}
+				if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
+					t.Fatalf("holdings %v after the check, want %v", h, want)
+				}
+			})
+		}
+	}
+}
+
+// A quick-join whose rebind is lost (the instance died between the room
+// script and the rebind) leaves only its placeholder: a retry gets the
+// room back, and the check that finds the placeholder stale records the
+// room, so the user stays within the quota.
+func TestLostRebind(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
+			u := user(2)
+			other := mustCreate(t, s, user(200), spread(0)).Room.ID
+			qj, err := s.QuickJoin(ctx, u, "lostrb", []string{"eu"}, nil, quickRoom("lostrb", "eu", 4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := s.HoldingsKey(u.ID)
+			v := s.Client().HGet(ctx, key, qj.Room.ID).Val()
+			if err := s.Client().HDel(ctx, key, qj.Room.ID).Err(); err != nil { // as before the rebind
+				t.Fatal(err)
+			}
+			if err := s.Client().HSet(ctx, key, "qj:lostrebind0000", v).Err(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := s.QuickJoin(ctx, u, "lostrb", []string{"eu"}, nil, quickRoom("lostrb", "eu", 4))
+			if err != nil || again.Room.ID != qj.Room.ID || again.Created {
+				t.Fatalf("retry after a lost rebind: room %s created %v err %v, want %s back", again.Room.ID, again.Created, err, qj.Room.ID)
+			}
+			if err := s.Client().HDel(ctx, key, qj.Room.ID).Err(); err != nil { // no retry, then
+				t.Fatal(err)
+			}
+			if err := s.AgeHoldings(ctx, u.ID, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Join(ctx, u, other); err != nil {
+				t.Fatal(err)
+			}
+			third := mustCreate(t, s, user(201), spread(1)).Room.ID
+			if _, err := s.Join(ctx, u, third); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+				t.Fatalf("third room: %v, want ErrJoinedRoomsLimit; u is in %v", err, reality(t, s, u))
+			}
+			if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
+				t.Fatalf("holdings %v after the check, want %v", h, want)
+			}
+		})
+	}
+}
+
+// A room the matcher opens for a user past the user's own-rooms quota is
+// made all the same, and counted: the holdings match the rooms, and the
+// user's next create is refused.
+func TestMatchRoomPastQuotaIsHeld(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
+			u := user(3)
+			mustCreate(t, s, u, spread(0))
+			id, err := s.OpenMatchRoom(ctx, matchmaking.Match{ID: "m-past-quota", Mode: "duel", Region: "eu",
+				Tickets: []matchmaking.MatchedTicket{{Users: []string{u.ID}}}}, 2, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := reality(t, s, u)
+			if want[id] != "o" || len(want) != 2 {
+				t.Fatalf("u holds %v, want its room and match room %s", want, id)
+			}
+			if h := holdings(t, s, u); !maps.Equal(h, want) {
+				t.Fatalf("holdings %v, want %v", h, want)
+			}
+			qj, err := s.QuickJoin(ctx, u, "duel", []string{"eu"}, nil, nil)
+			if err != nil || qj.Room.ID != id {
+				t.Fatalf("quick-join by the match room's owner: %s %v, want %s", qj.Room.ID, err, id)
+			}
+			if _, err := s.Create(ctx, u, spread(1)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+				t.Fatalf("create past the quota: %v, want ErrOwnedRoomsLimit", err)
+			}
+		})
+	}
+}
+
+// A leave whose holdings correction is late, while the user quick-joins
+// the same room again: the correction (which matches the reservation it
+// read) leaves the new reservation, so the holdings still count the room.
+func TestLateLeaveCorrectionKeepsRejoin(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
+			u := user(4)
+			id := mustCreate(t, s, user(400), *quickRoom("rejoin", "eu", 4)).Room.ID
+			if _, err := s.Join(ctx, u, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AgeHoldings(ctx, u.ID, time.Second); err != nil { // an earlier stamp, whatever the clock's grain
+				t.Fatal(err)
+			}
+			correct, err := s.LeaveSlowly(ctx, u, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qj, err := s.QuickJoin(ctx, u, "rejoin", []string{"eu"}, nil, nil)
+			if err != nil || qj.Room.ID != id {
+				t.Fatalf("quick-join: %s %v, want %s", qj.Room.ID, err, id)
+			}
+			correct()
+			if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
+				t.Fatalf("holdings %v after the late correction, want %v", h, want)
 			}
 		})
 	}

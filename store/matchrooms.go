@@ -73,15 +73,14 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 
 // createWithID creates p as room id, owned by u; nil too when room id
 // exists already (a retry). The room counts in u's holdings (room quotas)
-// when within them; past them it is made all the same: the matcher, not
-// the user, asked for it.
+// even past them: the matcher, not the user, asked for it, and holdings
+// that missed a room u is in would let u past the quota later.
 func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom, id string) error {
 	shard, ok := roomShard(id, s.shards)
 	if !ok {
 		return fmt.Errorf("store: match room id %q", id)
 	}
-	if _, err := s.reserve(ctx, u.ID, id, true); err != nil &&
-		!errors.Is(err, rooms.ErrOwnedRoomsLimit) && !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+	if _, err := s.reserveWithin(ctx, u.ID, id, true, 0, 0); err != nil {
 		return err
 	}
 	attrs := []byte(`{"matchId":` + jsonString(p.Attributes["matchId"].(string)) + `}`)

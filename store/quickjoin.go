@@ -342,7 +342,9 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 			err = fmt.Errorf("store: unexpected quick_join reply %v", rest)
 		}
 		if err != nil {
-			s.release(ctx, h)
+			if refused(err) { // else the script may have joined: keep the count (recheck)
+				s.release(ctx, h)
+			}
 			return rooms.QuickJoined{}, none, err
 		}
 		id, _ := rest[1].(string)
@@ -527,10 +529,12 @@ func fillID(member string) string { return member[strings.LastIndexByte(member, 
 
 // memberOf finds a room of mode, in one of regions (any without regions),
 // not finished, that u is already in, and returns it as a join would. The
-// rooms u may be in are read from u's holdings when kept (one read in u's
-// slot, whatever the stripes), else from the user index of every shard
-// the pair's stripes (every shard, without regions) live on; each is
-// checked for u's membership before it is joined.
+// rooms u may be in are read from the user index of every shard the pair's
+// stripes (every shard, without regions) live on, the one record that
+// never misses a room u is in (the holdings may, for a while: a lost reply
+// or rebind); each is checked for u's membership. The room found gets its
+// holdings entry (room quotas) whatever the limits: u is in it already,
+// and a quick-join whose reply was lost may not have recorded it.
 func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	var shards []int
 	for _, r := range regions {
@@ -545,7 +549,7 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 			shards = append(shards, shard)
 		}
 	}
-	ids, err := s.roomsMaybeIn(ctx, u, shards)
+	ids, err := s.userRooms(ctx, u, shards)
 	if err != nil || len(ids) == 0 {
 		return rooms.Joined{}, false, err
 	}
@@ -554,7 +558,7 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 	if _, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			shard, _ := roomShard(id, s.shards)
-			fields[i] = p.HMGet(ctx, s.keys.room(shard, id), "m", "r", "st", "at")
+			fields[i] = p.HMGet(ctx, s.keys.room(shard, id), "m", "r", "st", "at", "ow")
 			pids[i] = p.HGet(ctx, s.keys.room(shard, id)+":users", u.ID)
 		}
 		return nil
@@ -562,8 +566,8 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 		return rooms.Joined{}, false, redisx.Wrap(err)
 	}
 	for i, id := range ids {
-		h := fields[i].Val()
-		if len(h) < 4 || pids[i].Val() == "" {
+		h, pid := fields[i].Val(), pids[i].Val()
+		if len(h) < 5 || pid == "" {
 			continue
 		}
 		var attrs map[string]any
@@ -572,39 +576,20 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 			h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
 			continue
 		}
-		j, err := s.Join(ctx, u, id) // a member gets its playerId back, nothing changes
-		if err == nil {
-			return j, true, nil
-		}
-		if !taken(err) {
+		if _, err := s.reserveWithin(ctx, u.ID, id, h[4] == pid, 0, 0); err != nil {
 			return rooms.Joined{}, false, err
 		}
+		shard, _ := roomShard(id, s.shards)
+		room, _, err := s.readRoom(ctx, shard, id, false)
+		if errors.Is(err, rooms.ErrRoomNotFound) {
+			continue // closed meanwhile (its entry goes with the room's unheld list)
+		}
+		if err != nil {
+			return rooms.Joined{}, false, err
+		}
+		return rooms.Joined{Room: room, PlayerID: int(atoi64(pid))}, true, nil
 	}
 	return rooms.Joined{}, false, nil
-}
-
-// roomsMaybeIn lists the rooms on shards u may be in: u's holdings (which
-// never under-count while the key exists; holdings.go) when the quotas
-// keep them, else the shards' user indexes.
-func (s *Store) roomsMaybeIn(ctx context.Context, u rooms.User, shards []int) ([]string, error) {
-	if !s.holdsRooms() {
-		return s.userRooms(ctx, u, shards)
-	}
-	held, err := s.client.HGetAll(ctx, s.keys.holdings(redisx.UserShard(u.ID, s.shards), u.ID)).Result()
-	if err != nil {
-		return nil, redisx.Wrap(err)
-	}
-	if len(held) == 0 { // not built, or expired: the indexes say
-		return s.userRooms(ctx, u, shards)
-	}
-	var ids []string
-	for id := range held {
-		if shard, ok := roomShard(id, s.shards); ok && slices.Contains(shards, shard) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
 }
 
 //go:embed lua/quick_join.lua

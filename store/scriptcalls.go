@@ -347,9 +347,10 @@ type releaseCall struct {
 	changes []heldChange
 }
 
-// heldChange changes the entry of room if it still reads value ("*" any):
-// to "" drops it, "o" or "m" sets the role, "-<µs>" keeps an entry younger
-// than that.
+// heldChange changes the entry of room if it still holds the reservation
+// value was read from (its stamp; "*" any): to "" drops it, "o" or "m"
+// sets the role, "-<µs>" keeps an entry younger than that. Value "+" adds
+// the entry, with role to, when the room has none.
 type heldChange struct{ room, value, to string }
 
 func (releaseCall) Script() *redisx.Script { return holdingsRelease }

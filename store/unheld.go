@@ -22,7 +22,7 @@ const unheldBatch = 1000
 // the shard's unheld list (keys.unheld, in the room's slot: unhold in
 // lua/prelude.lua), and every janitor visit of the shard pops a batch and
 // corrects each user's holdings (holdings_release.lua; a key left with no
-// room is deleted):
+// room keeps its marker until it expires):
 //   - "c", the room closed: the entry is dropped whatever it holds (room
 //     ids are never reused, and a join of the closed room fails and would
 //     drop its reservation anyway);
