@@ -70,10 +70,10 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	reg.MustRegister(metrics.NewShardStats(st.Stats, statsTTL, 0))
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
-	rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st}})
-	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st),
-		Direct: players.NewDirect(st, rs),
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
+	rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st.Sessions()}})
+	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st.Sessions()),
+		Direct: players.NewDirect(st.Sessions(), rs),
 		Auth:   auth,
 		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
 		Tickets: matchmaking.NewService(matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs())}),

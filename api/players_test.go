@@ -57,10 +57,10 @@ func playerEnvsWith(t *testing.T, b redistest.Backend, n int, mut func(*store.Co
 			}
 		}
 		log := slog.New(slog.DiscardHandler)
-		hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
-		rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st}})
+		hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+		rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st.Sessions()}})
 		h := api.NewHandler(api.Config{Rooms: rs, Lobby: lobby.NewService(st), Events: hub,
-			Players: players.NewService(st), Direct: players.NewDirect(st, rs), Auth: auth, Ready: st.Ping,
+			Players: players.NewService(st.Sessions()), Direct: players.NewDirect(st.Sessions(), rs), Auth: auth, Ready: st.Ping,
 			Spec: realsync.OpenAPI, Log: log})
 		srv := httptest.NewServer(h)
 		t.Cleanup(func() { hub.Close(); srv.Close() })
@@ -472,7 +472,7 @@ func TestMePlayersBadInput(t *testing.T) {
 			}
 			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{}), 422, "VALIDATION_FAILED")
 			want(t, e.do("PUT", "/v1/me/following", alice, `{"userIds": "x"}`), 400, "MALFORMED_REQUEST")
-			if got, err := e.store.Following(context.Background(), aliceID); err != nil || len(got) != 1 || got[0] != "keep" {
+			if got, err := e.store.Sessions().Following(context.Background(), aliceID); err != nil || len(got) != 1 || got[0] != "keep" {
 				t.Errorf("following after refused changes: %v %v", got, err)
 			}
 			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": tooMany[:500]})

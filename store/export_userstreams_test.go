@@ -5,17 +5,15 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-// Test-only access to the users' open streams (userstreams.go).
+// Test-only access to the users' open streams (store/sessions, streams.go).
 
 // UserStreams is user uid's open streams as recorded: "<roomId>/<stream>"
 // members ("/<stream>" for the lobby), lapsed ones included until purged;
 // nil when the key is missing.
 func (s *Store) UserStreams(ctx context.Context, uid string) ([]string, error) {
-	m, err := s.client.ZRange(ctx, s.keys.userStreams(redisx.UserShard(uid, s.shards), uid), 0, -1).Result()
+	m, err := s.client.ZRange(ctx, s.sess.StreamsKey(uid), 0, -1).Result()
 	if len(m) == 0 {
 		return nil, err
 	}
@@ -29,6 +27,6 @@ func (s *Store) LiveUserStreams(ctx context.Context, uid string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	return s.client.ZRangeByScore(ctx, s.keys.userStreams(redisx.UserShard(uid, s.shards), uid),
+	return s.client.ZRangeByScore(ctx, s.sess.StreamsKey(uid),
 		&redis.ZRangeBy{Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
 }

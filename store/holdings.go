@@ -26,7 +26,7 @@ type Quotas struct {
 	RoomsJoined int
 	// StreamsPerUser: event streams one user holds open at once, of all
 	// rooms and the lobby, on every instance (OpenStream and OpenLobby
-	// refuse past it with rooms.ErrStreamLimit; see userstreams.go).
+	// refuse past it with rooms.ErrStreamLimit; see store/sessions/streams.go).
 	StreamsPerUser int
 }
 

@@ -81,7 +81,9 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
 		return rep, err
 	}
-	if err := s.sweepSessions(ctx, shard, rep); err != nil {
+	lapsed, err := s.sess.Sweep(ctx, shard, sweepBatch)
+	rep.add("session_lapsed", lapsed)
+	if err != nil {
 		return rep, err
 	}
 	if err := s.sweepUnheld(ctx, shard); err != nil {

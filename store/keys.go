@@ -42,10 +42,6 @@ func (k keys) channel(shard int, id string) string { return k.tag(shard) + ":ch:
 // of the user's shard (userShard).
 func (k keys) holdings(shard int, uid string) string { return k.tag(shard) + ":held:" + uid }
 
-// userStreams is user uid's open event streams on every room, the lobby
-// and every instance (userstreams.go), in the slot of the user's shard.
-func (k keys) userStreams(shard int, uid string) string { return k.tag(shard) + ":streams:" + uid }
-
 // unheld is the shard's list of "<roomId> <c|r|o> <userId>": holdings
 // entries that a room script made stale, for the janitor (unheld.go).
 func (k keys) unheld(shard int) string { return k.tag(shard) + ":unheld" }

@@ -125,7 +125,7 @@ func TestLifecycleClosesRooms(t *testing.T) {
 					sweepUntil(t, s, rep, gone(s, id))
 					closedWith(t, s, id, tc.reason)
 					// the members hear it on their personal streams
-					o, err := s.OpenSession(context.Background(), sse.Session{UserID: bob.ID, Platform: "pc", ID: "b.1"}, sse.Cursor{}, 10)
+					o, err := s.Sessions().OpenSession(context.Background(), sse.Session{UserID: bob.ID, Platform: "pc", ID: "b.1"}, sse.Cursor{}, 10)
 					if err != nil || len(o.Replay) != 1 || !strings.Contains(string(o.Replay[0].Data), `"type":"room_closed"`) ||
 						!strings.Contains(string(o.Replay[0].Data), `"roomId":"`+id+`"`) || !strings.Contains(string(o.Replay[0].Data), `"reason":"`+tc.reason+`"`) {
 						t.Errorf("bob's inbox after the close: %+v %v", o, err)

@@ -300,27 +300,6 @@ func (c messageListCall) KeysArgs() ([]string, []any) {
 	return []string{c.room, c.users, c.messages}, []any{c.caller, c.end, c.count}
 }
 
-// renewCall is presence_renew.lua (room leases: keys[i] the presence zset
-// of the room of members[i], one shard) or userstreams_renew.lua (keys[i]
-// the streams zset of the user of members[i], one slot): each lease still
-// held gets ttlMs more.
-type renewCall struct {
-	sc      *redisx.Script
-	keys    []string
-	members []string
-	ttlMs   int64
-}
-
-func (c renewCall) Script() *redisx.Script { return c.sc }
-func (c renewCall) KeysArgs() ([]string, []any) {
-	args := make([]any, 0, 1+len(c.members))
-	args = append(args, c.ttlMs)
-	for _, m := range c.members {
-		args = append(args, m)
-	}
-	return c.keys, args
-}
-
 // reserveCall is holdings_reserve.lua: the user of key is about to be in
 // room as role ("o" owner, "m" member), within owned and joined (0 no
 // limit); seed (roomId, role pairs) rebuilds a cold key.
@@ -369,19 +348,6 @@ type rebindCall struct{ key, placeholder, room, role string }
 func (rebindCall) Script() *redisx.Script { return holdingsRebind }
 func (c rebindCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.placeholder, c.room, c.role}
-}
-
-// streamTakeCall is userstreams_open.lua: member joins the user's open
-// streams (key), at most limit at once, with a lease of ttlMs.
-type streamTakeCall struct {
-	key, member string
-	limit       int
-	ttlMs       int64
-}
-
-func (streamTakeCall) Script() *redisx.Script { return userStreamsOpen }
-func (c streamTakeCall) KeysArgs() ([]string, []any) {
-	return []string{c.key}, []any{c.member, c.limit, c.ttlMs}
 }
 
 // leaseReleaseCall is janitor_release.lua: the shard's janitor lease goes

@@ -67,12 +67,6 @@ var holdingsReleaseLua string
 //go:embed lua/seats_reserve.lua
 var seatsReserveLua string
 
-//go:embed lua/userstreams_open.lua
-var userStreamsOpenLua string
-
-//go:embed lua/userstreams_renew.lua
-var userStreamsRenewLua string
-
 // Each script is run only through its descriptor (scriptcalls.go) by
 // Store.run, result, queue or runAll (scriptcall.go): a mutation as FCALL
 // of its function in the library where Redis has Functions
@@ -98,10 +92,8 @@ var (
 	messageList   = plain("message_list", messageListLua)
 	presenceRenew = plain("presence_renew", presenceRenewLua)
 	// per user, in the user's own slot (holdings.go)
-	holdingsReserve  = plain("holdings_reserve", holdingsReserveLua)
-	holdingsRelease  = plain("holdings_release", holdingsReleaseLua)
-	userStreamsOpen  = plain("userstreams_open", userStreamsOpenLua)
-	userStreamsRenew = plain("userstreams_renew", userStreamsRenewLua)
+	holdingsReserve = plain("holdings_reserve", holdingsReserveLua)
+	holdingsRelease = plain("holdings_release", holdingsReleaseLua)
 )
 
 // The janitor's lease release (a dead instance's leases; instances.go).

@@ -30,7 +30,7 @@ func BenchmarkSessionRenewalRound(b *testing.B) {
 			var ss []sse.Session
 			for i := range sessions {
 				x := sse.Session{UserID: fmt.Sprint("user-", i), Platform: "pc", ID: fmt.Sprint("bench.", i)}
-				if _, err := s.OpenSession(ctx, x, sse.Cursor{}, 0); err != nil {
+				if _, err := s.Sessions().OpenSession(ctx, x, sse.Cursor{}, 0); err != nil {
 					b.Fatal(err)
 				}
 				ss = append(ss, x)
@@ -41,7 +41,7 @@ func BenchmarkSessionRenewalRound(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				for chunk := range slices.Chunk(ss, 256) {
-					if lost, err := s.RenewSessions(ctx, chunk); err != nil || len(lost) > 0 {
+					if lost, err := s.Sessions().RenewSessions(ctx, chunk); err != nil || len(lost) > 0 {
 						b.Fatalf("lost %d, err %v", len(lost), err)
 					}
 				}

@@ -101,33 +101,33 @@ func TestSessionsStatusPublishedOnChange(t *testing.T) {
 			pc := sse.Session{UserID: uid, Platform: "pc", ID: "a.1"}
 			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "b.1"}
 			pc2 := sse.Session{UserID: uid, Platform: "pc", ID: "b.2"}
-			if _, err := s1.OpenSession(ctx, pc, sse.Cursor{}, 100); err != nil {
+			if _, err := s1.Sessions().OpenSession(ctx, pc, sse.Cursor{}, 100); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s2.OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
+			if _, err := s2.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
 				t.Fatal(err)
 			}
-			if lost, err := s1.RenewSessions(ctx, []sse.Session{pc, mobile}); err != nil || len(lost) != 0 {
+			if lost, err := s1.Sessions().RenewSessions(ctx, []sse.Session{pc, mobile}); err != nil || len(lost) != 0 {
 				t.Fatalf("renew: lost %v, %v", lost, err)
 			}
-			o, err := s2.OpenSession(ctx, pc2, sse.Cursor{}, 100)
+			o, err := s2.Sessions().OpenSession(ctx, pc2, sse.Cursor{}, 100)
 			if err != nil || o.Replaced != 1 || o.Seq != 1 {
 				t.Fatalf("replacing open: %+v, %v", o, err)
 			}
-			if lost, _ := s1.RenewSessions(ctx, []sse.Session{pc, mobile}); len(lost) != 1 || lost[0] != pc {
+			if lost, _ := s1.Sessions().RenewSessions(ctx, []sse.Session{pc, mobile}); len(lost) != 1 || lost[0] != pc {
 				t.Fatalf("the replaced session's renewal: lost %v", lost)
 			}
-			got, err := s1.Statuses(ctx, []string{uid, "nobody-" + uid})
+			got, err := s1.Sessions().Statuses(ctx, []string{uid, "nobody-" + uid})
 			if err != nil || !got[0].Online || !slices.Equal(got[0].Platforms, []string{"pc", "mobile"}) || got[1].Online || got[1].Version != 0 {
 				t.Fatalf("statuses %+v, %v", got, err)
 			}
-			if err := s1.CloseSession(ctx, mobile); err != nil {
+			if err := s1.Sessions().CloseSession(ctx, mobile); err != nil {
 				t.Fatal(err)
 			}
-			if err := s1.CloseSession(ctx, pc); err != nil { // replaced already: nothing changes
+			if err := s1.Sessions().CloseSession(ctx, pc); err != nil { // replaced already: nothing changes
 				t.Fatal(err)
 			}
-			if err := s2.CloseSession(ctx, pc2); err != nil {
+			if err := s2.Sessions().CloseSession(ctx, pc2); err != nil {
 				t.Fatal(err)
 			}
 			wantPs := []string{"pc", "pc,mobile", "pc", ""}
@@ -146,7 +146,7 @@ func TestSessionsStatusPublishedOnChange(t *testing.T) {
 				!strings.Contains(string(evs[0].Data), `"type":"session_replaced"`) {
 				t.Fatalf("user channel %d events: %+v", len(evs), evs)
 			}
-			if got, _ := s1.Statuses(ctx, []string{uid}); got[0].Online || got[0].Version != 0 {
+			if got, _ := s1.Sessions().Statuses(ctx, []string{uid}); got[0].Online || got[0].Version != 0 {
 				t.Errorf("after the last close: %+v", got[0])
 			}
 		})
@@ -163,22 +163,22 @@ func TestSessionPolicies(t *testing.T) {
 			uid := "u-" + redistest.Prefix(t)
 			rj, _ := sessionStore(t, b, players.PolicyRejectNew, time.Minute)
 			first := sse.Session{UserID: uid, Platform: "web", ID: "r.1"}
-			if _, err := rj.OpenSession(ctx, first, sse.Cursor{}, 100); err != nil {
+			if _, err := rj.Sessions().OpenSession(ctx, first, sse.Cursor{}, 100); err != nil {
 				t.Fatal(err)
 			}
-			before, _ := rj.Statuses(ctx, []string{uid})
-			_, err := rj.OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "r.2"}, sse.Cursor{}, 100)
+			before, _ := rj.Sessions().Statuses(ctx, []string{uid})
+			_, err := rj.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "r.2"}, sse.Cursor{}, 100)
 			if !errors.Is(err, players.ErrSessionExists) {
 				t.Fatalf("second web session: %v", err)
 			}
-			after, _ := rj.Statuses(ctx, []string{uid})
+			after, _ := rj.Sessions().Statuses(ctx, []string{uid})
 			if before[0].Version != after[0].Version {
 				t.Errorf("a refused open changed the status: %+v → %+v", before[0], after[0])
 			}
-			if lost, _ := rj.RenewSessions(ctx, []sse.Session{first}); len(lost) != 0 {
+			if lost, _ := rj.Sessions().RenewSessions(ctx, []sse.Session{first}); len(lost) != 0 {
 				t.Errorf("the first session lost its lease")
 			}
-			if _, err := rj.OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "r.3"}, sse.Cursor{}, 100); err != nil {
+			if _, err := rj.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "r.3"}, sse.Cursor{}, 100); err != nil {
 				t.Errorf("another platform: %v", err)
 			}
 
@@ -187,18 +187,18 @@ func TestSessionPolicies(t *testing.T) {
 			var ss []sse.Session
 			for i := range 4 {
 				s := sse.Session{UserID: uid2, Platform: "pc", ID: fmt.Sprintf("m.%d", i)}
-				if o, err := am.OpenSession(ctx, s, sse.Cursor{}, 100); err != nil || o.Replaced != 0 {
+				if o, err := am.Sessions().OpenSession(ctx, s, sse.Cursor{}, 100); err != nil || o.Replaced != 0 {
 					t.Fatalf("session %d: %+v %v", i, o, err)
 				}
 				ss = append(ss, s)
 			}
-			if _, err := am.OpenSession(ctx, sse.Session{UserID: uid2, Platform: "pc", ID: "m.9"}, sse.Cursor{}, 100); !errors.Is(err, rooms.ErrStreamLimit) {
+			if _, err := am.Sessions().OpenSession(ctx, sse.Session{UserID: uid2, Platform: "pc", ID: "m.9"}, sse.Cursor{}, 100); !errors.Is(err, rooms.ErrStreamLimit) {
 				t.Fatalf("past the stream quota: %v", err)
 			}
-			if lost, _ := am.RenewSessions(ctx, ss); len(lost) != 0 {
+			if lost, _ := am.Sessions().RenewSessions(ctx, ss); len(lost) != 0 {
 				t.Errorf("allow-multiple lost %v", lost)
 			}
-			if _, err := am.OpenSession(ctx, sse.Session{UserID: uid2, Platform: "tv", ID: "m.8"}, sse.Cursor{}, 100); !errors.Is(err, players.ErrInvalidPlatform) {
+			if _, err := am.Sessions().OpenSession(ctx, sse.Session{UserID: uid2, Platform: "tv", ID: "m.8"}, sse.Cursor{}, 100); !errors.Is(err, players.ErrInvalidPlatform) {
 				t.Errorf("platform tv: %v", err)
 			}
 		})
@@ -218,15 +218,15 @@ func TestSessionLapsesOffline(t *testing.T) {
 			uid := "u-" + redistest.Prefix(t)
 			before := countKeys(t, s)
 			sink := watchUser(t, s, uid)
-			if _, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "dead.1"}, sse.Cursor{}, 100); err != nil {
+			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "dead.1"}, sse.Cursor{}, 100); err != nil {
 				t.Fatal(err)
 			}
-			if n, _ := s.OnlineUsers(ctx); n != 1 {
+			if n, _ := s.Sessions().OnlineUsers(ctx); n != 1 {
 				t.Errorf("online users %d, want 1", n)
 			}
 			// no renewal: the instance is dead; until the TTL passes the
 			// user is online
-			if got, _ := s.Statuses(ctx, []string{uid}); !got[0].Online {
+			if got, _ := s.Sessions().Statuses(ctx, []string{uid}); !got[0].Online {
 				t.Fatalf("not online: %+v", got[0])
 			}
 			start := time.Now()
@@ -242,7 +242,7 @@ func TestSessionLapsesOffline(t *testing.T) {
 			if took := time.Since(start); took < ttl-100*time.Millisecond {
 				t.Errorf("offline after %v, before the TTL %v", took, ttl)
 			}
-			if n, _ := s.OnlineUsers(ctx); n != 0 {
+			if n, _ := s.Sessions().OnlineUsers(ctx); n != 0 {
 				t.Errorf("online users %d, want 0", n)
 			}
 			// what is left: the log's meta and the platform's delivery
@@ -278,24 +278,24 @@ func TestSessionResume(t *testing.T) {
 			ctx := context.Background()
 			s, _ := sessionStore(t, b, players.PolicyReplace, time.Minute)
 			uid := "u-" + redistest.Prefix(t)
-			o, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.0"}, sse.Cursor{}, 100)
+			o, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.0"}, sse.Cursor{}, 100)
 			if err != nil || o.Seq != 0 || o.Tag == "" {
 				t.Fatalf("first open %+v %v", o, err)
 			}
 			for i := range 4 { // three replacements: three logged events
-				if _, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i)}, sse.Cursor{}, 100); err != nil {
+				if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i)}, sse.Cursor{}, 100); err != nil {
 					t.Fatal(err)
 				}
 			}
 			c := sse.Cursor{Set: true, Version: 1, Tag: o.Tag}
-			r, err := s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}, c, 100)
+			r, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}, c, 100)
 			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Seq != 2 || r.Seq != 3 {
 				t.Fatalf("resume from 1: %+v %v", r, err)
 			}
 			if !strings.Contains(string(r.Replay[1].Data), `"session":"p.2"`) || !strings.Contains(string(r.Replay[1].Data), `"by":"p.3"`) {
 				t.Errorf("replayed %s", r.Replay[1].Data)
 			}
-			r, err = s.OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "c.1"}, sse.Cursor{Set: true, Version: 1, Tag: "other"}, 100)
+			r, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "c.1"}, sse.Cursor{Set: true, Version: 1, Tag: "other"}, 100)
 			// a gap: then the platform's inbox, here what the log holds (console
 			// never had a session)
 			if err != nil || !r.Gap || r.From != 0 || len(r.Replay) != 3 || r.Seq != 3 {
@@ -309,7 +309,7 @@ func TestSessionResume(t *testing.T) {
 				n     int
 			}{{1, o.Tag, 100, false, 2}, {3, o.Tag, 100, false, 0}, {0, o.Tag, 2, false, 3}, // the log's cap is the least limit
 				{9, o.Tag, 100, true, 0}, {1, "other", 100, true, 0}} {
-				evs, gap, err := s.UserLog(ctx, uid, tc.seq, tc.tag, tc.limit)
+				evs, gap, err := s.Sessions().UserLog(ctx, uid, tc.seq, tc.tag, tc.limit)
 				if err != nil || gap != tc.gap || len(evs) != tc.n {
 					t.Errorf("user log after %d-%s (limit %d): %d events, gap %v, %v", tc.seq, tc.tag, tc.limit, len(evs), gap, err)
 				}

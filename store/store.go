@@ -19,6 +19,7 @@ import (
 	"github.com/realsync/realsync/store/instances"
 	"github.com/realsync/realsync/store/internal/batch"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
 )
 
@@ -95,7 +96,7 @@ type Config struct {
 	// (stripes.go); zero value: K = 1, one shard per pair.
 	Stripes Stripes
 	// SessionPolicy says what a personal stream's new session does to an
-	// open one of the same user and platform (sessions.go); default
+	// open one of the same user and platform (store/sessions); default
 	// players.PolicyReplace.
 	SessionPolicy players.Policy
 	// Offline bounds each user's personal log, which is also the user's
@@ -120,8 +121,9 @@ type Store struct {
 	// runner runs every script (FCALL of the library's mutations where
 	// loaded, functions.go)
 	runner      *redisx.Runner
-	base        *redisx.Base // what the store's concept packages share
-	ulog        *userlog.Log // the personal logs (sessions.go)
+	base        *redisx.Base       // what the store's concept packages share
+	ulog        *userlog.Log       // the personal logs
+	sess        *sessions.Sessions // personal streams' sessions, status, a user's open streams
 	fleet       *instances.Registry
 	scriptsOnly bool
 	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", closed log TTL (s); see common()
@@ -137,7 +139,6 @@ type Store struct {
 	repairs            *repairWalks
 	batch              *batch.Batcher // nil: no batching
 	stripes            *stripes
-	sessionPolicy      players.Policy
 	readBatch          *batch.Batcher // the reader client's; nil: no batching or no reader client
 }
 
@@ -177,7 +178,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("mode stripes must be 1..shards (%d), got %d", cfg.Shards, k)
 	}
 	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, idx: newIndexKeyCache()}, shards: cfg.Shards, places: newPlaceCache(100_000),
-		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle, sessionPolicy: cfg.SessionPolicy,
+		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
 		argv:      [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))},
 		outboxLen: cfg.WebhookOutboxLen}
@@ -191,6 +192,8 @@ func New(cfg Config) (*Store, error) {
 	s.runner = redisx.NewRunner(s.client, library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, eventTag)
+	s.sess = sessions.New(sessions.Config{Base: s.base, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy,
+		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.webhookOutbox, OutboxLen: s.outboxLen})
 	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)
 	if cfg.Batch != nil { // first hook: the others see a batch once, as a pipeline
 		var observe func(string, int)
@@ -408,3 +411,12 @@ func (s *Store) checkMeta(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Sessions returns the player layer's per-user state (store/sessions):
+// personal streams' sessions, online status, following, a user's open
+// streams. It implements sse.UserSource, players.Inbox and players.Store.
+func (s *Store) Sessions() *sessions.Sessions { return s.sess }
+
+// UserLogs returns the personal logs (store/userlog), for the concept
+// packages that send personal events (tickets' match_found).
+func (s *Store) UserLogs() *userlog.Log { return s.ulog }

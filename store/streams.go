@@ -19,7 +19,7 @@ import (
 var _ sse.Source = (*Store)(nil)
 
 // OpenStream implements sse.Source: the lease in the user's open streams
-// first (userstreams.go: rooms.ErrStreamLimit past the quota, and the room
+// first (store/sessions, streams.go: rooms.ErrStreamLimit past the quota, and the room
 // untouched), then one script (membership, lease, and the replay, or the
 // version of a snapshot) and, when it reads, the room and state in the
 // same transaction. A fresh user lease is dropped again when the room
@@ -29,13 +29,13 @@ func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c ss
 	if !ok {
 		return sse.Opening{}, rooms.ErrRoomNotFound
 	}
-	fresh, err := s.takeStream(ctx, l)
+	fresh, err := s.sess.TakeStream(ctx, l)
 	if err != nil {
 		return sse.Opening{}, err
 	}
 	o, err := s.openRoomStream(ctx, shard, l, read, c, limit)
 	if err != nil && fresh {
-		s.dropStream(ctx, l)
+		s.sess.DropStream(ctx, l)
 	}
 	return o, err
 }
@@ -95,22 +95,17 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 		return rooms.ErrRoomNotFound
 	}
 	_, err := s.result(ctx, streamCloseCall{s.scope(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds(), s.debounce.Milliseconds()})
-	return errors.Join(err, s.dropStream(ctx, l))
+	return errors.Join(err, s.sess.DropStream(ctx, l))
 }
 
-// renewBatch is the most leases one renewal script extends: a script
-// blocks Redis while it runs, and 10 000 leases in one would hold every
-// other client (and the events they publish) for tens of milliseconds.
-const renewBatch = 256
-
-// RenewStreams implements sse.Source: scripts of up to renewBatch leases of
+// RenewStreams implements sse.Source: scripts of up to redisx.RenewBatch leases of
 // one shard, one after the other, renew the room leases, with the expiry
 // taken from Redis' clock like every other score; then one pipeline renews
 // the leases of every stream (lobby ones included) in their users' open
 // streams. A lease lost in either is returned once.
 func (s *Store) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
 	lost, err := s.renewRoomStreams(ctx, ls)
-	ulost, uerr := s.renewUserStreams(ctx, ls)
+	ulost, uerr := s.sess.RenewStreams(ctx, ls)
 	for _, l := range ulost {
 		if !slices.ContainsFunc(lost, func(x sse.Lease) bool { return x.Stream == l.Stream }) {
 			lost = append(lost, l)
@@ -130,11 +125,11 @@ func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 	var lost []sse.Lease
 	var errs []error
 	for shard, all := range byShard {
-		for batch := range slices.Chunk(all, renewBatch) {
-			call := renewCall{sc: presenceRenew, ttlMs: s.presenceTTL.Milliseconds()}
+		for batch := range slices.Chunk(all, redisx.RenewBatch) {
+			call := redisx.RenewCall{Sc: presenceRenew, TTLMs: s.presenceTTL.Milliseconds()}
 			for _, l := range batch {
-				call.keys = append(call.keys, s.keys.room(shard, l.Room)+":presence")
-				call.members = append(call.members, leaseMember(l))
+				call.Keys = append(call.Keys, s.keys.room(shard, l.Room)+":presence")
+				call.Members = append(call.Members, leaseMember(l))
 			}
 			res, err := s.runner.Run(ctx, call).Result()
 			if err != nil {
@@ -233,4 +228,16 @@ func parseFrame(payload string) (sse.Event, error) {
 		return sse.Event{}, fmt.Errorf("store: malformed event frame %.40q", payload)
 	}
 	return sse.Event{Version: n, Tag: tag, Data: []byte(data)}, nil
+}
+
+// OpenLobby implements sse.Source: the lobby stream's lease in its user's
+// open streams (the lobby has no presence of its own).
+func (s *Store) OpenLobby(ctx context.Context, l sse.Lease) error {
+	_, err := s.sess.TakeStream(ctx, l)
+	return err
+}
+
+// CloseLobby implements sse.Source.
+func (s *Store) CloseLobby(ctx context.Context, l sse.Lease) error {
+	return s.sess.DropStream(ctx, l)
 }

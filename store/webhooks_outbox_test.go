@@ -96,10 +96,10 @@ func TestWebhooksOffNoStatusEvents(t *testing.T) {
 	ctx := context.Background()
 	s := openStoreWith(t, b, func(c *store.Config) { c.SessionPolicy = players.PolicyReplace })
 	ss := sse.Session{UserID: "u-off", Platform: "web", ID: "x.1"}
-	if _, err := s.OpenSession(ctx, ss, sse.Cursor{}, 100); err != nil {
+	if _, err := s.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CloseSession(ctx, ss); err != nil {
+	if err := s.Sessions().CloseSession(ctx, ss); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range countKeys(t, s) {
@@ -132,10 +132,10 @@ func BenchmarkSessionStatusOutbox(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				ss := sse.Session{UserID: fmt.Sprint("user-", i%1000), Platform: "pc", ID: fmt.Sprint("bench.", i)}
-				if _, err := s.OpenSession(ctx, ss, sse.Cursor{}, 0); err != nil {
+				if _, err := s.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 0); err != nil {
 					b.Fatal(err)
 				}
-				if err := s.CloseSession(ctx, ss); err != nil {
+				if err := s.Sessions().CloseSession(ctx, ss); err != nil {
 					b.Fatal(err)
 				}
 			}

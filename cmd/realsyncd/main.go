@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		if !up.Load() {
 			return 0, errConnecting
 		}
-		return st.OnlineUsers(ctx)
+		return st.Sessions().OnlineUsers(ctx)
 	}))
 	var apiMetrics http.Handler // /metrics on the API's address, unless it has its own
 	if cfg.MetricsAddr == "" {
@@ -134,18 +134,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		defer stop()
 		go keys.Watch(watch)
 	}
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st, Feed: st.Feed, RoomJSON: api.RoomJSON,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	mm := cfg.matchmakingConfig(st)
 	roomService := rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions},
-		Notices: players.Notices{Inbox: st}})
+		Notices: players.Notices{Inbox: st.Sessions()}})
 	handler := api.NewHandler(api.Config{
 		Rooms:   roomService,
-		Direct:  players.NewDirect(st, roomService),
+		Direct:  players.NewDirect(st.Sessions(), roomService),
 		Lobby:   lobby.New(lobby.Config{Index: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
 		Events:  hub,
-		Players: players.NewService(st),
+		Players: players.NewService(st.Sessions()),
 		Auth:    auth, APIKeys: keys,
 		Ready: func(ctx context.Context) error {
 			if !up.Load() {

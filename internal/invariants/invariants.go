@@ -39,7 +39,7 @@ import (
 //   - a room's log stays within its byte cap, and is whole unless trimmed
 //     by count, by bytes, or dropped while the room idled;
 //   - each shard's stats hash holds exactly the counts of its rooms;
-//   - a user's open streams (store/userstreams.go): members
+//   - a user's open streams (store/sessions/streams.go): members
 //     "<roomId>/<stream>" or "/<stream>", and the key expires, not before
 //     its longest lease.
 //   - holdings and unheld lists expire and are well-formed, and the
@@ -489,7 +489,7 @@ func (ch *checker) holdings(ctx context.Context, keys []string) error {
 var userStreamsRe = regexp.MustCompile(`^\{[^}]+\}:streams:(.+)$`)
 var userStreamRe = regexp.MustCompile(`^([A-Za-z0-9_-]{1,40})?/[^/\s]+$`)
 
-// userStreams checks the users' open streams (store/userstreams.go): each
+// userStreams checks the users' open streams (store/sessions/streams.go): each
 // key expires, not before its longest lease, and its members are
 // well-formed.
 func (ch *checker) userStreams(ctx context.Context, keys []string) error {

@@ -67,10 +67,10 @@ func TestLogCapAndAcks(t *testing.T) {
 			// the trim: what it was not delivered stays for it
 			u2 := uid + "-2"
 			c1 := sse.Session{UserID: u2, Platform: "console", ID: "c.1"}
-			if _, err := st.OpenSession(ctx, c1, sse.Cursor{}, 10); err != nil {
+			if _, err := st.Sessions().OpenSession(ctx, c1, sse.Cursor{}, 10); err != nil {
 				t.Fatal(err)
 			}
-			if err := st.CloseSession(ctx, c1); err != nil {
+			if err := st.Sessions().CloseSession(ctx, c1); err != nil {
 				t.Fatal(err)
 			}
 			for range 150 {
@@ -82,7 +82,7 @@ func TestLogCapAndAcks(t *testing.T) {
 			if moved, err := l.Ack(ctx, u2, "pc", tag2, 150); err != nil || !moved {
 				t.Fatalf("ack: %v %v", moved, err)
 			}
-			o, err := st.OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
+			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
 			if err != nil || o.From != 0 || len(o.Replay) != 150 {
 				t.Fatalf("console's inbox: from %d, %d events, %v", o.From, len(o.Replay), err)
 			}
@@ -106,7 +106,7 @@ func TestLogCapAndAcks(t *testing.T) {
 				if len(entries) != 1 || entries[0].Values["r"] != bodies[0] || entries[0].Values["d"] != nil {
 					t.Fatalf("%s's log %v", u, entries)
 				}
-				o, err := st.OpenSession(ctx, sse.Session{UserID: u, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
+				o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: u, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
 				if err != nil || len(o.Replay) != 1 {
 					t.Fatalf("%s's inbox %+v %v", u, o, err)
 				}
@@ -117,7 +117,7 @@ func TestLogCapAndAcks(t *testing.T) {
 				}
 			}
 			c.Del(ctx, bodies[0]) // as its expiry would
-			if evs, gap, err := st.UserLog(ctx, many[0], 0, c.HGet(ctx, l.KeysOf(many[0]).Meta, "tag").Val(), 10); err != nil || gap || len(evs) != 0 {
+			if evs, gap, err := st.Sessions().UserLog(ctx, many[0], 0, c.HGet(ctx, l.KeysOf(many[0]).Meta, "tag").Val(), 10); err != nil || gap || len(evs) != 0 {
 				t.Fatalf("an expired body's entry: %v %v %v", evs, gap, err)
 			}
 			for _, key := range []string{k.Log, k.Meta, k.Cursors} {
@@ -150,7 +150,7 @@ func TestEventsExpireByTheirAge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o, err := st.OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{}, 10)
+	o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@
 // user. Each event's body
 // is stored once per user whatever the number of platforms.
 //
-// The store's session scripts (store/sessions.go) read and extend the same
+// The store's session scripts (store/sessions) read and extend the same
 // keys; Keys is their one definition.
 package userlog
 

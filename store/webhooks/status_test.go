@@ -82,11 +82,11 @@ func TestWebhooksStatusEvents(t *testing.T) {
 			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "b.1"}
 			pc2 := sse.Session{UserID: uid, Platform: "pc", ID: "b.2"}
 			for _, step := range []func() error{
-				func() error { _, err := s1.OpenSession(ctx, pc, sse.Cursor{}, 100); return err },
-				func() error { _, err := s2.OpenSession(ctx, mobile, sse.Cursor{}, 100); return err },
-				func() error { _, err := s2.OpenSession(ctx, pc2, sse.Cursor{}, 100); return err }, // replaces pc
-				func() error { return s1.CloseSession(ctx, pc) },                                   // replaced already
-				func() error { return s2.CloseSession(ctx, mobile) },
+				func() error { _, err := s1.Sessions().OpenSession(ctx, pc, sse.Cursor{}, 100); return err },
+				func() error { _, err := s2.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 100); return err },
+				func() error { _, err := s2.Sessions().OpenSession(ctx, pc2, sse.Cursor{}, 100); return err }, // replaces pc
+				func() error { return s1.Sessions().CloseSession(ctx, pc) },                                   // replaced already
+				func() error { return s2.Sessions().CloseSession(ctx, mobile) },
 			} {
 				if err := step(); err != nil {
 					t.Fatal(err)
@@ -99,7 +99,7 @@ func TestWebhooksStatusEvents(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				got, _ := s1.Statuses(ctx, []string{uid})
+				got, _ := s1.Sessions().Statuses(ctx, []string{uid})
 				return !got[0].Online
 			})
 			drain(t, d)

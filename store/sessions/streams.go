@@ -1,4 +1,4 @@
-package store
+package sessions
 
 import (
 	"context"
@@ -34,27 +34,22 @@ import (
 // lapsed ones first. The key expires with its longest lease, so nothing
 // outlives its streams.
 
-func (s *Store) capsStreams() bool { return s.quotas.StreamsPerUser > 0 }
+func (s *Sessions) capsStreams() bool { return s.cfg.StreamsPerUser > 0 }
 
-// userStreamsKey is the streams zset of l's user.
-func (s *Store) userStreamsKey(l sse.Lease) string {
-	return s.keys.userStreams(redisx.UserShard(l.UserID, s.shards), l.UserID)
-}
+// streamMember is l's member in its user's streams zset.
+func streamMember(l sse.Lease) string { return l.Room + "/" + l.Stream }
 
-// userStreamMember is l's member in its user's streams zset.
-func userStreamMember(l sse.Lease) string { return l.Room + "/" + l.Stream }
-
-// takeStream records l among its user's open streams; reports whether it
-// was not held before (a fresh lease, for dropStream to undo). Errors:
+// TakeStream records l among its user's open streams; reports whether it
+// was not held before (a fresh lease, for DropStream to undo). Errors:
 // rooms.ErrStreamLimit past the quota, rooms.ErrUnavailable. A no-op
 // without the quota, and for the server's (an API key's) streams: a
 // dedicated server may watch any number of rooms.
-func (s *Store) takeStream(ctx context.Context, l sse.Lease) (fresh bool, err error) {
+func (s *Sessions) TakeStream(ctx context.Context, l sse.Lease) (fresh bool, err error) {
 	if !s.capsStreams() || l.Server {
 		return false, nil
 	}
-	res, err := s.runner.Run(ctx, streamTakeCall{key: s.userStreamsKey(l), member: userStreamMember(l),
-		limit: s.quotas.StreamsPerUser, ttlMs: s.presenceTTL.Milliseconds()}).Result()
+	res, err := s.b.Runner.Run(ctx, streamTakeCall{key: s.StreamsKey(l.UserID), member: streamMember(l),
+		limit: s.cfg.StreamsPerUser, ttlMs: s.cfg.TTL.Milliseconds()}).Result()
 	if err != nil {
 		return false, redisx.Wrap(err)
 	}
@@ -63,47 +58,36 @@ func (s *Store) takeStream(ctx context.Context, l sse.Lease) (fresh bool, err er
 	case "OK":
 		return arr[1] == "1", nil
 	case "STREAM_LIMIT":
-		return false, fmt.Errorf("%w (%d)", rooms.ErrStreamLimit, s.quotas.StreamsPerUser)
+		return false, fmt.Errorf("%w (%d)", rooms.ErrStreamLimit, s.cfg.StreamsPerUser)
 	default:
 		return false, fmt.Errorf("store: unexpected user streams reply %v", arr)
 	}
 }
 
-// dropStream removes l from its user's open streams, even when ctx is
+// DropStream removes l from its user's open streams, even when ctx is
 // done. A lease that could not be removed lapses within the TTL.
-func (s *Store) dropStream(ctx context.Context, l sse.Lease) error {
+func (s *Sessions) DropStream(ctx context.Context, l sse.Lease) error {
 	if !s.capsStreams() || l.Server {
 		return nil
 	}
-	return redisx.Wrap(s.client.ZRem(context.WithoutCancel(ctx), s.userStreamsKey(l), userStreamMember(l)).Err())
+	return redisx.Wrap(s.b.Client.ZRem(context.WithoutCancel(ctx), s.StreamsKey(l.UserID), streamMember(l)).Err())
 }
 
-// OpenLobby implements sse.Source: the lobby stream's lease in its user's
-// open streams (the lobby has no presence of its own).
-func (s *Store) OpenLobby(ctx context.Context, l sse.Lease) error {
-	_, err := s.takeStream(ctx, l)
-	return err
-}
-
-// CloseLobby implements sse.Source.
-func (s *Store) CloseLobby(ctx context.Context, l sse.Lease) error {
-	return s.dropStream(ctx, l)
-}
-
-// renewUserStreams extends the leases ls hold in their users' stream sets:
-// one script per user shard, all sent in one pipeline (the users' keys
-// lie in other slots than the rooms'). Returns the leases no longer held.
-func (s *Store) renewUserStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
+// RenewStreams extends the leases ls hold in their users' stream sets:
+// one script per user shard and redisx.RenewBatch leases, all sent in one
+// pipeline (the users' keys lie in other slots than the rooms'). Returns
+// the leases no longer held.
+func (s *Sessions) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
 	if !s.capsStreams() || len(ls) == 0 {
 		return nil, nil
 	}
-	ls = slices.DeleteFunc(slices.Clone(ls), func(l sse.Lease) bool { return l.Server }) // hold no place (see takeStream)
-	return renewByUser(ctx, s, ls, func(l sse.Lease) string { return l.UserID },
+	ls = slices.DeleteFunc(slices.Clone(ls), func(l sse.Lease) bool { return l.Server }) // hold no place (see TakeStream)
+	return redisx.RenewByUser(ctx, s.b, ls, func(l sse.Lease) string { return l.UserID },
 		func(_ int, batch []sse.Lease) redisx.Call {
-			c := renewCall{sc: userStreamsRenew, ttlMs: s.presenceTTL.Milliseconds()}
+			c := redisx.RenewCall{Sc: userStreamsRenew, TTLMs: s.cfg.TTL.Milliseconds()}
 			for _, l := range batch {
-				c.keys = append(c.keys, s.userStreamsKey(l))
-				c.members = append(c.members, userStreamMember(l))
+				c.Keys = append(c.Keys, s.StreamsKey(l.UserID))
+				c.Members = append(c.Members, streamMember(l))
 			}
 			return c
 		})

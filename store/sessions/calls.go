@@ -1,0 +1,161 @@
+package sessions
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+//go:embed lua/session_open.lua
+var sessionOpenLua string
+
+//go:embed lua/session_close.lua
+var sessionCloseLua string
+
+//go:embed lua/session_renew.lua
+var sessionRenewLua string
+
+//go:embed lua/following_set.lua
+var followingSetLua string
+
+//go:embed lua/userstreams_open.lua
+var userStreamsOpenLua string
+
+//go:embed lua/userstreams_renew.lua
+var userStreamsRenewLua string
+
+var (
+	sessionOpen      = redisx.Plain("session_open", sessionOpenLua)
+	sessionClose     = redisx.Plain("session_close", sessionCloseLua)
+	sessionRenew     = redisx.Plain("session_renew", sessionRenewLua)
+	followingSet     = redisx.Plain("following_set", followingSetLua)
+	userStreamsOpen  = redisx.Plain("userstreams_open", userStreamsOpenLua)
+	userStreamsRenew = redisx.Plain("userstreams_renew", userStreamsRenewLua)
+)
+
+// sessionOpenCall is session_open.lua's descriptor: session s opens with
+// cursor, replaying up to limit events (offline: the most replayed
+// without a cursor); now is the event time, newTag a new log's tag.
+type sessionOpenCall struct {
+	x       *Sessions
+	s       sse.Session
+	cursor  sse.Cursor
+	limit   int
+	offline int
+	now     time.Time
+	newTag  string
+}
+
+func (sessionOpenCall) Script() *redisx.Script { return sessionOpen }
+
+func (c sessionOpenCall) KeysArgs() ([]string, []any) {
+	x, u := c.x, c.s.UserID
+	shard := x.b.UserShard(u)
+	log := x.cfg.Logs.KeysOf(u)
+	keys := []string{x.sessionsKey(u), x.statusKey(u), log.Log, log.Meta, x.onlineKey(shard),
+		x.StreamsKey(u), x.followingKey(u), log.Cursors}
+	cseq, ctag := "", ""
+	if c.cursor.Verifiable() {
+		cseq, ctag = fmt.Sprint(c.cursor.Version), c.cursor.Tag
+	}
+	outbox, outboxLen := x.outbox(shard)
+	args := []any{u, c.s.Platform, c.s.ID, string(x.cfg.Policy), x.cfg.TTL.Milliseconds(), x.cfg.StreamsPerUser,
+		log.Channel, x.StatusChannel(u), x.b.PubCmd, x.cfg.Logs.Config().MaxLen, x.cfg.Logs.Config().TTL.Milliseconds(), c.newTag,
+		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTL.Milliseconds(),
+		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline}
+	if outboxLen > 0 {
+		keys = append(keys, outbox)
+	}
+	return keys, args
+}
+
+// outboxArg is a session script's outbox MAXLEN argument: "" when webhooks
+// are off (no outbox key).
+func outboxArg(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// sessionCloseCall is session_close.lua's descriptor: member
+// "<platform>/<session>" of user, or "" to purge the lapsed leases only;
+// now is the event time.
+type sessionCloseCall struct {
+	x            *Sessions
+	user, member string
+	now          time.Time
+}
+
+func (sessionCloseCall) Script() *redisx.Script { return sessionClose }
+
+func (c sessionCloseCall) KeysArgs() ([]string, []any) {
+	x, u := c.x, c.user
+	shard := x.b.UserShard(u)
+	keys := []string{x.sessionsKey(u), x.statusKey(u), x.onlineKey(shard), x.StreamsKey(u)}
+	outbox, outboxLen := x.outbox(shard)
+	if outboxLen > 0 {
+		keys = append(keys, outbox)
+	}
+	return keys, []any{u, c.member, x.StatusChannel(u), x.b.PubCmd,
+		c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen)}
+}
+
+// sessionRenewCall is session_renew.lua's descriptor: the sessions ss of
+// one user shard.
+type sessionRenewCall struct {
+	x     *Sessions
+	shard int
+	ss    []sse.Session
+}
+
+func (sessionRenewCall) Script() *redisx.Script { return sessionRenew }
+
+func (c sessionRenewCall) KeysArgs() ([]string, []any) {
+	quota := "0"
+	if c.x.capsStreams() {
+		quota = "1"
+	}
+	keys := []string{c.x.onlineKey(c.shard)}
+	args := []any{c.x.cfg.TTL.Milliseconds(), quota, statusLinger.Milliseconds()}
+	for _, s := range c.ss {
+		keys = append(keys, c.x.sessionsKey(s.UserID), c.x.statusKey(s.UserID), c.x.StreamsKey(s.UserID))
+		args = append(args, s.UserID, sessionMember(s))
+	}
+	return keys, args
+}
+
+// followingSetCall is following_set.lua's descriptor: user follows ids.
+type followingSetCall struct {
+	x    *Sessions
+	user string
+	ids  []string
+}
+
+func (followingSetCall) Script() *redisx.Script { return followingSet }
+
+func (c followingSetCall) KeysArgs() ([]string, []any) {
+	args := []any{followingTTL.Milliseconds(), c.x.cfg.Logs.KeysOf(c.user).Channel, c.x.b.PubCmd}
+	for _, id := range c.ids {
+		args = append(args, id)
+	}
+	return []string{c.x.followingKey(c.user)}, args
+}
+
+// streamTakeCall is userstreams_open.lua: member joins the user's open
+// streams (key), at most limit at once, with a lease of ttlMs.
+type streamTakeCall struct {
+	key, member string
+	limit       int
+	ttlMs       int64
+}
+
+func (streamTakeCall) Script() *redisx.Script { return userStreamsOpen }
+func (c streamTakeCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.member, c.limit, c.ttlMs}
+}

@@ -1,0 +1,67 @@
+package sessions
+
+import (
+	"embed"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/redisx/scripttest"
+	"github.com/realsync/realsync/store/userlog"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// The descriptors lay out what the scripts read, with webhooks on (the
+// outbox key and its MAXLEN) and a stream cap. (The sessions' behaviour
+// against Redis is tested through the root store, which wires them:
+// store/sessions_test.go, store/userstreams_test.go.)
+func TestScriptCallsMatchTheirLua(t *testing.T) {
+	s := testSessions(10)
+	ss := sse.Session{UserID: "u1", Platform: "pc", ID: "s1"}
+	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
+		sessionOpenCall{x: s, s: ss, cursor: sse.Cursor{Set: true, Version: 1, Tag: "t"}, limit: 10, offline: 10, now: time.Now(), newTag: "t"},
+		sessionCloseCall{x: s, user: "u1", member: "pc/s1", now: time.Now()},
+		sessionRenewCall{x: s, shard: 1, ss: []sse.Session{ss}},
+		followingSetCall{x: s, user: "u1", ids: []string{"u2"}},
+		streamTakeCall{key: "k", member: "r/a", limit: 3, ttlMs: 1000},
+		redisx.RenewCall{Sc: userStreamsRenew, Keys: []string{"k"}, Members: []string{"r/a"}, TTLMs: 1000},
+	}, scripttest.Prelude{})
+}
+
+// Every key and channel of a user lies in the slot of the user's shard,
+// so each script touches one slot; webhooks off, a script names no outbox.
+func TestUserKeysShareTheUserSlot(t *testing.T) {
+	for _, outboxLen := range []int{0, 10} {
+		s := testSessions(outboxLen)
+		for _, uid := range []string{"u1", "alice", "x.y"} {
+			tag := s.b.Tag(s.b.UserShard(uid))
+			shard := s.b.UserShard(uid)
+			keys, _ := sessionOpenCall{x: s, s: sse.Session{UserID: uid, Platform: "pc", ID: "s"}}.KeysArgs()
+			closing, _ := sessionCloseCall{x: s, user: uid}.KeysArgs()
+			keys = append(append(keys, closing...), s.StatusChannel(uid), s.StreamsKey(uid), s.onlineKey(shard))
+			if want := 8 + 4 + 3; outboxLen > 0 {
+				want += 2
+				if len(keys) != want {
+					t.Errorf("outbox %d: %d keys, want %d", outboxLen, len(keys), want)
+				}
+			} else if len(keys) != want {
+				t.Errorf("webhooks off: %d keys, want %d", len(keys), want)
+			}
+			for _, k := range keys {
+				if !strings.HasPrefix(k, tag) {
+					t.Errorf("%q of user %s is not in its slot %s", k, uid, tag)
+				}
+			}
+		}
+	}
+}
+
+func testSessions(outboxLen int) *Sessions {
+	b := &redisx.Base{Prefix: "t", Shards: 4, PubCmd: "PUBLISH"}
+	return New(Config{Base: b, Logs: userlog.New(b, userlog.Config{}, func() string { return "t" }), TTL: time.Second,
+		Policy: "replace", StreamsPerUser: 3, OutboxLen: outboxLen, Outbox: func(shard int) string { return b.Tag(shard) + ":webhooks" }})
+}

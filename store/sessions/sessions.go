@@ -1,0 +1,351 @@
+// Package sessions keeps the player layer's per-user state in Redis:
+// personal streams' sessions (GET /v1/me/events), online status, the users
+// a user follows, and a user's open event streams of every kind (the
+// per-user stream cap, streams.go). Everything of a user lives in the slot
+// of the user's shard (redisx.Base.UserShard), so each script touches one
+// slot:
+//   - sessions: zset "<platform>/<session>" scored by lease expiry (ms),
+//     renewed by the hub with its other leases (session_renew, batched per
+//     user shard at a third of the TTL); expires with its last lease;
+//   - status: hash v (version, µs of the Redis clock, kept increasing) and
+//     p (the platforms, "pc,web"); derived from the sessions by every
+//     script that changes them and published on the user's status channel
+//     only when p changed; deleted when the user goes offline; expires
+//     statusLinger after the last lease (the janitor's sweep publishes
+//     "offline" before that);
+//   - the user's log, its meta and its delivery cursors per platform
+//     (store/userlog: the personal events, also the user's offline inbox),
+//     expiring REALSYNC_OFFLINE_TTL after the last event or open;
+//   - following: a set of user ids, replaced by PUT /v1/me/following,
+//     expiring followingTTL after the last PUT or stream open;
+//   - the shard's online index: zset userId → the user's earliest lease
+//     expiry. The janitor of the shard sweeps the users whose earliest
+//     lease is due (session_close without a member): a dead instance's
+//     sessions lapse and their users go offline (published) within the TTL
+//     plus a janitor interval. Its size is the shard's online users.
+// The user's channel carries the logged events ("E <seq> <tag> <json>")
+// and control messages ("F": the following changed); the status channel
+// "<version> <platforms>".
+
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/userlog"
+)
+
+const (
+	// followingTTL: a user's following expires this long after it was last
+	// set or a personal stream of the user opened.
+	followingTTL = 30 * 24 * time.Hour
+	// statusLinger: a status outlives its user's last lease by this much,
+	// so that the janitor's sweep of a dead instance's sessions still finds
+	// it and publishes "offline" (then deletes it).
+	statusLinger = 10 * time.Minute
+)
+
+var (
+	_ players.Inbox  = (*Sessions)(nil)
+	_ players.Store  = (*Sessions)(nil)
+	_ sse.UserSource = (*Sessions)(nil)
+)
+
+// Config is what the sessions need of the store.
+type Config struct {
+	Base *redisx.Base
+	Logs *userlog.Log // the personal logs
+	// TTL is a session's and a stream's lease (REALSYNC_PRESENCE_TTL),
+	// renewed by the hub at a third of it.
+	TTL time.Duration
+	// Policy: what a new session does to an open one of the same user and
+	// platform.
+	Policy players.Policy
+	// StreamsPerUser caps a user's open streams of every kind, on every
+	// instance (0: no cap; streams.go).
+	StreamsPerUser int
+	// Outbox is a user shard's webhook outbox key, OutboxLen its MAXLEN ~
+	// (0: webhooks off): status changes are queued there.
+	Outbox    func(shard int) string
+	OutboxLen int
+}
+
+// Sessions implements sse.UserSource, players.Inbox and players.Store.
+// Safe for concurrent use.
+type Sessions struct {
+	b   *redisx.Base
+	cfg Config
+}
+
+// New keeps sessions with cfg.Base's client and layout.
+func New(cfg Config) *Sessions { return &Sessions{b: cfg.Base, cfg: cfg} }
+
+func (s *Sessions) tag(uid string) string          { return s.b.Tag(s.b.UserShard(uid)) }
+func (s *Sessions) sessionsKey(uid string) string  { return s.tag(uid) + ":sess:" + uid }
+func (s *Sessions) statusKey(uid string) string    { return s.tag(uid) + ":status:" + uid }
+func (s *Sessions) followingKey(uid string) string { return s.tag(uid) + ":follow:" + uid }
+func (s *Sessions) onlineKey(shard int) string     { return s.b.Tag(shard) + ":online" }
+
+// StreamsKey is user uid's open event streams on every room, the lobby and
+// every instance (streams.go).
+func (s *Sessions) StreamsKey(uid string) string { return s.tag(uid) + ":streams:" + uid }
+
+// StatusChannel carries user uid's status changes, "<version>
+// <platforms>" (ParseStatus); the user's channel (userlog.Keys.Channel)
+// carries the logged events and control messages (ParseUserEvent).
+func (s *Sessions) StatusChannel(uid string) string { return s.tag(uid) + StatusChannelInfix + uid }
+
+// The infixes that tell a user's channel and status channel from others.
+const (
+	UserChannelInfix   = "}:uch:"
+	StatusChannelInfix = "}:st:"
+)
+
+func sessionMember(s sse.Session) string { return s.Platform + "/" + s.ID }
+
+func (s *Sessions) outbox(shard int) (string, int) {
+	if s.cfg.OutboxLen <= 0 {
+		return "", 0
+	}
+	return s.cfg.Outbox(shard), s.cfg.OutboxLen
+}
+
+// OpenSession implements sse.UserSource. The log holds up to its cap: so
+// many events may be replayed, whatever limit.
+func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, limit int) (sse.UserOpening, error) {
+	logs := s.cfg.Logs
+	limit = max(limit, logs.Config().MaxLen)
+	if err := players.CheckPlatform(ss.Platform); err != nil {
+		return sse.UserOpening{}, err
+	}
+	res, err := s.b.Runner.Run(ctx, sessionOpenCall{x: s, s: ss, cursor: c, limit: limit, offline: logs.Config().MaxLen,
+		now: time.Now(), newTag: logs.NewTag()}).Result()
+	if err != nil {
+		return sse.UserOpening{}, redisx.Wrap(err)
+	}
+	arr, _ := res.([]any)
+	if len(arr) == 0 {
+		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", res)
+	}
+	switch st, _ := arr[0].(string); st {
+	case "OK":
+	case "SESSION_EXISTS":
+		return sse.UserOpening{}, fmt.Errorf("%w (platform %s)", players.ErrSessionExists, ss.Platform)
+	case "STREAM_LIMIT":
+		return sse.UserOpening{}, fmt.Errorf("%w (%d)", rooms.ErrStreamLimit, s.cfg.StreamsPerUser)
+	default:
+		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
+	}
+	o := sse.UserOpening{Seq: redisx.Int(arr[1]), Tag: arr[2].(string), Gap: arr[3] == "1",
+		Replaced: int(redisx.Int(arr[4])), From: redisx.Int(arr[5])}
+	es := make([]userlog.Entry, 0, len(arr)-6)
+	for i, d := range arr[6:] {
+		str, _ := d.(string)
+		es = append(es, userlog.EntryOf(o.From+1+int64(i), str))
+	}
+	if es, err = logs.Resolve(ctx, ss.UserID, es); err != nil {
+		return sse.UserOpening{}, err
+	}
+	for _, e := range es {
+		o.Replay = append(o.Replay, sse.UserEvent{Seq: e.Seq, Tag: o.Tag, Data: e.Data})
+	}
+	return o, nil
+}
+
+// Delivered implements sse.UserSource, even when ctx is done.
+func (s *Sessions) Delivered(ctx context.Context, ss sse.Session, tag string, seq int64) error {
+	_, err := s.cfg.Logs.Ack(context.WithoutCancel(ctx), ss.UserID, ss.Platform, tag, seq)
+	return err
+}
+
+// Send implements players.Inbox.
+func (s *Sessions) Send(ctx context.Context, uid string, ev any) error {
+	_, err := s.cfg.Logs.SendEvent(ctx, uid, ev)
+	return err
+}
+
+// SendToMany implements players.Inbox: the body stored once.
+func (s *Sessions) SendToMany(ctx context.Context, uids []string, ev any) error {
+	return s.cfg.Logs.SendToMany(ctx, uids, ev)
+}
+
+// CloseSession implements sse.UserSource, even when ctx is done.
+func (s *Sessions) CloseSession(ctx context.Context, ss sse.Session) error {
+	_, err := s.closeSession(context.WithoutCancel(ctx), ss.UserID, sessionMember(ss))
+	return err
+}
+
+// closeSession runs session_close for member ("" only purges the lapsed
+// leases); reports whether the status changed.
+func (s *Sessions) closeSession(ctx context.Context, uid, member string) (bool, error) {
+	res, err := s.b.Runner.Run(ctx, sessionCloseCall{x: s, user: uid, member: member, now: time.Now()}).Result()
+	if err != nil {
+		return false, redisx.Wrap(err)
+	}
+	arr, _ := res.([]any)
+	if len(arr) < 2 || arr[0] != "OK" {
+		return false, fmt.Errorf("store: unexpected session reply %v", res)
+	}
+	return arr[1] == "1", nil
+}
+
+// RenewSessions implements sse.UserSource: one script per user shard and
+// redisx.RenewBatch sessions, all in one pipeline.
+func (s *Sessions) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Session, error) {
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	return redisx.RenewByUser(ctx, s.b, ss, func(x sse.Session) string { return x.UserID },
+		func(sh int, batch []sse.Session) redisx.Call { return sessionRenewCall{x: s, shard: sh, ss: batch} })
+}
+
+// UserLog implements sse.UserSource.
+// The log holds up to its cap: so many may be replayed, whatever limit.
+func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag string, limit int) ([]sse.UserEvent, bool, error) {
+	logs := s.cfg.Logs
+	limit = max(limit, logs.Config().MaxLen)
+	p := s.b.Client.Pipeline()
+	k := logs.KeysOf(uid)
+	meta := p.HMGet(ctx, k.Meta, "seq", "tag")
+	evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("(%d-0", seq), "+", int64(limit))
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, false, redisx.Wrap(err)
+	}
+	m := meta.Val()
+	cur := redisx.Int(m[0])
+	t, _ := m[1].(string)
+	if t != tag || cur < seq || cur-seq > int64(limit) {
+		return nil, true, nil
+	}
+	var es []userlog.Entry
+	for i, x := range evs.Val() {
+		if x.ID != fmt.Sprintf("%d-0", seq+1+int64(i)) {
+			return nil, true, nil
+		}
+		d, _ := x.Values["d"].(string)
+		ref, _ := x.Values["r"].(string)
+		es = append(es, userlog.Entry{Seq: seq + 1 + int64(i), Data: []byte(d), Ref: ref})
+	}
+	es, err := logs.Resolve(ctx, uid, es)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]sse.UserEvent, len(es))
+	for i, e := range es {
+		out[i] = sse.UserEvent{Seq: e.Seq, Tag: t, Data: e.Data}
+	}
+	return out, false, nil
+}
+
+// Following implements sse.UserSource.
+func (s *Sessions) Following(ctx context.Context, uid string) ([]string, error) {
+	ids, err := s.b.Client.SMembers(ctx, s.followingKey(uid)).Result()
+	slices.Sort(ids)
+	return ids, redisx.Wrap(err)
+}
+
+// SetFollowing implements players.Store: it replaces the users uid follows
+// (checked by the caller) and tells uid's personal streams, which then
+// load them again.
+func (s *Sessions) SetFollowing(ctx context.Context, uid string, ids []string) error {
+	return redisx.Wrap(s.b.Runner.Run(ctx, followingSetCall{x: s, user: uid, ids: ids}).Err())
+}
+
+// Statuses implements sse.UserSource and players.Store: one HMGET per
+// user, in one pipeline.
+func (s *Sessions) Statuses(ctx context.Context, uids []string) ([]players.Status, error) {
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	p := s.b.Client.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(uids))
+	for i, uid := range uids {
+		cmds[i] = p.HMGet(ctx, s.statusKey(uid), "v", "p")
+	}
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, redisx.Wrap(err)
+	}
+	out := make([]players.Status, len(uids))
+	for i, uid := range uids {
+		v := cmds[i].Val()
+		ver, _ := v[0].(string)
+		ps, _ := v[1].(string)
+		out[i] = ParseStatus(uid, ver+" "+ps)
+	}
+	return out, nil
+}
+
+// ParseStatus reads a status "<version> <platforms>" of uid, as
+// StatusChannel carries it.
+func ParseStatus(uid, payload string) players.Status {
+	v, p, _ := strings.Cut(payload, " ")
+	st := players.Status{UserID: uid, Version: redisx.Int(v), Platforms: []string{}}
+	if p != "" {
+		st.Platforms = strings.Split(p, ",")
+		st.Online = true
+	}
+	return st
+}
+
+// OnlineUsers counts the users with a session, over every shard.
+func (s *Sessions) OnlineUsers(ctx context.Context) (int64, error) {
+	p := s.b.Client.Pipeline()
+	cmds := make([]*redis.IntCmd, s.b.Shards)
+	for sh := range s.b.Shards {
+		cmds[sh] = p.ZCard(ctx, s.onlineKey(sh))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}
+
+// Sweep purges the lapsed sessions of up to batch of the shard's users
+// whose earliest lease is due: their status follows, published when it
+// changed. Returns how many users' status changed (went offline, or lost
+// a platform). The shard's janitor calls it on every visit, so a dead
+// instance's sessions lapse within the TTL and a visit.
+func (s *Sessions) Sweep(ctx context.Context, shard, batch int) (int, error) {
+	due, err := s.b.Client.ZRangeByScore(ctx, s.onlineKey(shard), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(time.Now().UnixMilli(), 10), Count: int64(batch)}).Result()
+	if err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	n := 0
+	for _, uid := range due {
+		changed, err := s.closeSession(ctx, uid, "")
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ParseUserEvent decodes "E <seq> <tag> <json>", a logged event as the
+// user's channel carries it.
+func ParseUserEvent(payload string) (sse.UserEvent, error) {
+	f := strings.SplitN(payload, " ", 4)
+	if len(f) != 4 || f[0] != "E" {
+		return sse.UserEvent{}, fmt.Errorf("store: malformed user event %.60q", payload)
+	}
+	return sse.UserEvent{Seq: redisx.Int(f[1]), Tag: f[2], Data: []byte(f[3])}, nil
+}
