@@ -17,6 +17,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -151,8 +152,9 @@ func (a *Auth) verify(token string) (Identity, error) {
 			return Identity{}, fmt.Errorf("token audience must include %q: %w", a.Audience, errUnauthenticated)
 		}
 	}
-	if n := utf8.RuneCountInString(c.Subject); n < 1 || n > 128 || strings.IndexFunc(c.Subject, unicode.IsControl) >= 0 {
-		return Identity{}, fmt.Errorf("token subject must be 1..128 characters without control characters: %w", errUnauthenticated)
+	if players.CheckUserIDs([]string{c.Subject}, 1, 1) != nil { // else no message, invite or follow could name the user
+		return Identity{}, fmt.Errorf("token subject must be a user id: 1..%d bytes of UTF-8 without spaces, commas or control characters: %w",
+			players.MaxUserIDLen, errUnauthenticated)
 	}
 	if strings.HasPrefix(c.Subject, keyUserPrefix) {
 		return Identity{}, fmt.Errorf("token subject must not start with %q (the API keys' user ids): %w", keyUserPrefix, errUnauthenticated)

@@ -2,7 +2,9 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/players"
@@ -101,10 +103,12 @@ func playersParamError(err error) error {
 	case errors.As(err, &inv):
 		name = inv.ParamName
 	}
-	switch name {
-	case "platform":
+	switch {
+	case name == "platform" && inv != nil: // given more than once
+		return fmt.Errorf("%w: platform given more than once; give one of %s", players.ErrInvalidPlatform, strings.Join(players.Platforms, ", "))
+	case name == "platform":
 		return players.CheckPlatform("")
-	case "userIds":
+	case name == "userIds":
 		return players.CheckUserIDs(nil, 1, players.MaxPresenceIDs)
 	}
 	return nil

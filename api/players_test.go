@@ -445,6 +445,9 @@ func TestMePlayersBadInput(t *testing.T) {
 				if !strings.Contains(r.body["detail"].(string), "pc, console, mobile, web") {
 					t.Errorf("detail %q", r.body["detail"])
 				}
+				if twice := strings.Contains(r.body["detail"].(string), "more than once"); twice != strings.Contains(p, "&") {
+					t.Errorf("%s: detail %q", p, r.body["detail"])
+				}
 			}
 			if p := e.presence(alice, aliceID); p["online"] != false {
 				t.Errorf("a refused stream made alice online: %v", p)

@@ -991,6 +991,7 @@ type CreateTicketParams struct {
 
 // StreamMeEventsParams defines parameters for StreamMeEvents.
 type StreamMeEventsParams struct {
+	// Platform The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`.
 	Platform Platform `form:"platform" json:"platform"`
 
 	// LastEventId The `Last-Event-ID`, for clients that cannot set the header.

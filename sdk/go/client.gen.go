@@ -996,6 +996,7 @@ type CreateTicketParams struct {
 
 // StreamMeEventsParams defines parameters for StreamMeEvents.
 type StreamMeEventsParams struct {
+	// Platform The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`.
 	Platform Platform `form:"platform" json:"platform"`
 
 	// LastEventId The `Last-Event-ID`, for clients that cannot set the header.
@@ -1604,7 +1605,10 @@ type ClientInterface interface {
 	// keep it across restarts) gets exactly what came after it, once; a
 	// session without it starts after what was last written to its
 	// platform (and gets an event again when an instance died between
-	// writing it and recording that). A platform never used gets what
+	// writing it and recording that, or when it replaced a session that
+	// was still writing: the old one writes until its
+	// `session_replaced`, so a replacing client should send the last id
+	// it received to get each event once). A platform never used gets what
 	// the log holds; a platform that opened once holds back what it was
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
@@ -2841,7 +2845,10 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // keep it across restarts) gets exactly what came after it, once; a
 // session without it starts after what was last written to its
 // platform (and gets an event again when an instance died between
-// writing it and recording that). A platform never used gets what
+// writing it and recording that, or when it replaced a session that
+// was still writing: the old one writes until its
+// `session_replaced`, so a replacing client should send the last id
+// it received to get each event once). A platform never used gets what
 // the log holds; a platform that opened once holds back what it was
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
@@ -6173,7 +6180,10 @@ type ClientWithResponsesInterface interface {
 	// keep it across restarts) gets exactly what came after it, once; a
 	// session without it starts after what was last written to its
 	// platform (and gets an event again when an instance died between
-	// writing it and recording that). A platform never used gets what
+	// writing it and recording that, or when it replaced a session that
+	// was still writing: the old one writes until its
+	// `session_replaced`, so a replacing client should send the last id
+	// it received to get each event once). A platform never used gets what
 	// the log holds; a platform that opened once holds back what it was
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
@@ -11301,7 +11311,10 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // keep it across restarts) gets exactly what came after it, once; a
 // session without it starts after what was last written to its
 // platform (and gets an event again when an instance died between
-// writing it and recording that). A platform never used gets what
+// writing it and recording that, or when it replaced a session that
+// was still writing: the old one writes until its
+// `session_replaced`, so a replacing client should send the last id
+// it received to get each event once). A platform never used gets what
 // the log holds; a platform that opened once holds back what it was
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the

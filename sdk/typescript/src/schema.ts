@@ -841,7 +841,10 @@ export interface paths {
          *     keep it across restarts) gets exactly what came after it, once; a
          *     session without it starts after what was last written to its
          *     platform (and gets an event again when an instance died between
-         *     writing it and recording that). A platform never used gets what
+         *     writing it and recording that, or when it replaced a session that
+         *     was still writing: the old one writes until its
+         *     `session_replaced`, so a replacing client should send the last id
+         *     it received to get each event once). A platform never used gets what
          *     the log holds; a platform that opened once holds back what it was
          *     not delivered. The log holds at
          *     most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
@@ -3386,6 +3389,7 @@ export interface operations {
     streamMeEvents: {
         parameters: {
             query: {
+                /** @description The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`. */
                 platform: components["schemas"]["Platform"];
                 /** @description The `Last-Event-ID`, for clients that cannot set the header. */
                 lastEventId?: string;
