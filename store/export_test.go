@@ -9,6 +9,7 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -73,7 +74,7 @@ func (s *Store) LegacyCode(id string) string {
 // Holdings is user uid's holdings hash: roomId → "o" or "m" (stamps cut
 // off), without the "#" marker; nil when the key is missing.
 func (s *Store) Holdings(ctx context.Context, uid string) (map[string]string, error) {
-	h, err := s.client.HGetAll(ctx, s.keys.holdings(redisx.UserShard(uid, s.shards), uid)).Result()
+	h, err := s.client.HGetAll(ctx, s.held.Key(uid)).Result()
 	if err != nil || len(h) == 0 {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (s *Store) Holdings(ctx context.Context, uid string) (map[string]string, er
 // AgeHoldings moves every reservation of user uid back by d, as if made
 // that long ago.
 func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) error {
-	key := s.keys.holdings(redisx.UserShard(uid, s.shards), uid)
+	key := s.held.Key(uid)
 	h, err := s.client.HGetAll(ctx, key).Result()
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func (s *Store) AgeHoldings(ctx context.Context, uid string, d time.Duration) er
 // makes before its room script, and leaves it there, as a request whose
 // room script has not run yet.
 func (s *Store) Reserve(ctx context.Context, uid, room string, owner bool) error {
-	_, err := s.reserve(ctx, uid, room, owner)
+	_, err := s.held.Reserve(ctx, uid, room, owner)
 	return err
 }
 
@@ -129,7 +130,7 @@ func (s *Store) Unheld(ctx context.Context) ([]string, error) {
 // HoldingsRaw is user uid's holdings hash as stored ("#" marker
 // included) and its time to live (-2 ns: no key).
 func (s *Store) HoldingsRaw(ctx context.Context, uid string) (map[string]string, time.Duration, error) {
-	key := s.keys.holdings(redisx.UserShard(uid, s.shards), uid)
+	key := s.held.Key(uid)
 	h, err := s.client.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, 0, err
@@ -139,11 +140,11 @@ func (s *Store) HoldingsRaw(ctx context.Context, uid string) (map[string]string,
 }
 
 // HoldingsTTL is how long a holdings key lives after its last reservation.
-const HoldingsTTL = holdingsTTL
+const HoldingsTTL = holdings.TTL
 
 // HoldingsKey is the key of user uid's holdings hash.
 func (s *Store) HoldingsKey(uid string) string {
-	return s.keys.holdings(redisx.UserShard(uid, s.shards), uid)
+	return s.held.Key(uid)
 }
 
 // BatchLanesBusy is how many batch lanes have a goroutine sending (0 once
@@ -169,11 +170,11 @@ func (s *Store) LeaveSlowly(ctx context.Context, u rooms.User, id string) (func(
 	if err != nil {
 		return nil, err
 	}
-	before := s.heldValue(ctx, u.ID, id)
+	before := s.held.Value(ctx, u.ID, id)
 	rest, err := s.result(ctx, removeCall{scope, u.ID, "", "left", false})
 	if err != nil {
 		return nil, err
 	}
 	newOwner, _ := rest[0].(string)
-	return func() { s.left(ctx, u.ID, id, before, newOwner) }, nil
+	return func() { s.held.Left(ctx, u.ID, id, before, newOwner) }, nil
 }

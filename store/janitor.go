@@ -37,7 +37,7 @@ func (r Report) add(kind string, n int) {
 // disconnected after the grace are removed: player_left, reason
 // disconnected), rooms whose lifecycle check is due (closed when idle,
 // finished or too old; idle logs dropped), the holdings those and other
-// room scripts left stale (unheld.go), and a bounded slice of the
+// room scripts left stale (store/holdings, unheld.go), and a bounded slice of the
 // repair walk. Each tick first rereads the stripe configurations recorded
 // by every instance (RefreshStripes). instance names the lease holder. Every action is reported
 // to Config.JanitorActions.
@@ -86,7 +86,7 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 	if err != nil {
 		return rep, err
 	}
-	if err := s.sweepUnheld(ctx, shard); err != nil {
+	if err := s.held.Sweep(ctx, shard); err != nil {
 		return rep, err
 	}
 	return rep, s.repair(ctx, shard, rep)

@@ -38,12 +38,8 @@ func (k keys) lobby(shard int) string { return k.tag(shard) + ":lobby" }
 // channel is the room's Pub/Sub channel.
 func (k keys) channel(shard int, id string) string { return k.tag(shard) + ":ch:" + id }
 
-// holdings is user uid's rooms in every shard (holdings.go), in the slot
-// of the user's shard (userShard).
-func (k keys) holdings(shard int, uid string) string { return k.tag(shard) + ":held:" + uid }
-
 // unheld is the shard's list of "<roomId> <c|r|o> <userId>": holdings
-// entries that a room script made stale, for the janitor (unheld.go).
+// entries that a room script made stale, for the janitor (store/holdings, unheld.go).
 func (k keys) unheld(shard int) string { return k.tag(shard) + ":unheld" }
 
 // quickJoinLock is user uid's quick-join lock (Store.lockQuickJoin), in

@@ -80,7 +80,7 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 	if !ok {
 		return fmt.Errorf("store: match room id %q", id)
 	}
-	if _, err := s.reserveWithin(ctx, u.ID, id, true, 0, 0); err != nil {
+	if _, err := s.held.Record(ctx, u.ID, id, true); err != nil {
 		return err
 	}
 	attrs := []byte(`{"matchId":` + jsonString(p.Attributes["matchId"].(string)) + `}`)

@@ -18,6 +18,7 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -301,11 +302,11 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 	if s.outboxLen > 0 { // webhooks on: logArgs say so, the outbox is the last key
 		call.outbox = s.keys.webhookOutbox(shard)
 	}
-	ph := placeholderPrefix + randomString(idRandLen, base62)
-	h, err := s.reserve(ctx, u.ID, ph, create != nil)
+	ph := holdings.Placeholder(randomString(idRandLen, base62))
+	h, err := s.held.Reserve(ctx, u.ID, ph, create != nil)
 	if errors.Is(err, rooms.ErrOwnedRoomsLimit) {
 		create = nil // it may still join: as a member
-		h, err = s.reserve(ctx, u.ID, ph, false)
+		h, err = s.held.Reserve(ctx, u.ID, ph, false)
 	}
 	if err != nil {
 		return rooms.QuickJoined{}, none, err
@@ -315,7 +316,7 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 			p := *create
 			attrs, err := json.Marshal(p.Attributes)
 			if err != nil {
-				s.release(ctx, h)
+				s.held.Release(ctx, h)
 				return rooms.QuickJoined{}, none, fmt.Errorf("store: attributes: %w", err)
 			}
 			_, size := rooms.StateTotals(p.State)
@@ -330,46 +331,32 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 		case errors.Is(err, errCodeTaken):
 			continue
 		case errors.Is(err, errNothingPicked):
-			s.release(ctx, h)
+			s.held.Release(ctx, h)
 			return rooms.QuickJoined{}, none, nil
 		case errors.Is(err, errAllBanned):
-			s.release(ctx, h)
+			s.held.Release(ctx, h)
 			return rooms.QuickJoined{}, noneBanned, nil
 		case errors.Is(err, errPickTaken):
-			s.release(ctx, h)
+			s.held.Release(ctx, h)
 			return rooms.QuickJoined{}, pickTaken, nil
 		case err == nil && len(rest) < 2:
 			err = fmt.Errorf("store: unexpected quick_join reply %v", rest)
 		}
 		if err != nil {
 			if refused(err) { // else the script may have joined: keep the count (recheck)
-				s.release(ctx, h)
+				s.held.Release(ctx, h)
 			}
 			return rooms.QuickJoined{}, none, err
 		}
 		id, _ := rest[1].(string)
 		created := len(rest) > 2 && rest[2] == "created"
-		if h.key != "" {
-			role := "m"
-			if created {
-				role = "o"
-			}
-			s.runner.Run(context.WithoutCancel(ctx), rebindCall{key: h.key, placeholder: ph, room: id, role: role})
-		}
+		s.held.Rebind(ctx, h, id, created)
 		room, _, err := s.readRoom(ctx, shard, id, false)
 		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, Created: created}, picked, err
 	}
-	s.release(ctx, h)
+	s.held.Release(ctx, h)
 	return rooms.QuickJoined{}, none, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
 }
-
-// placeholderPrefix starts the id under which a quick-join reserves its
-// room in the holdings before its script picks the room; no room id has
-// it. One left behind (a crash between the script and the rebind) is
-// dropped by the next check of the holdings (recheck).
-const placeholderPrefix = "qj:"
-
-func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPrefix) }
 
 // matching returns the stripe of the first room, in fill order, among the
 // top filteredCandidates of each of (mode, region)'s stripes' fill indexes
@@ -576,7 +563,7 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 			h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
 			continue
 		}
-		if _, err := s.reserveWithin(ctx, u.ID, id, h[4] == pid, 0, 0); err != nil {
+		if _, err := s.held.Record(ctx, u.ID, id, h[4] == pid); err != nil {
 			return rooms.Joined{}, false, err
 		}
 		shard, _ := roomShard(id, s.shards)
@@ -595,9 +582,6 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 //go:embed lua/quick_join.lua
 var quickJoinLua string
 
-//go:embed lua/holdings_rebind.lua
-var holdingsRebindLua string
-
 // quickJoin picks in front of the prelude, then joins as room_join does,
 // or creates as room_create does (see lua/quick_join.lua); each body in a
 // function of its own.
@@ -606,7 +590,6 @@ var (
 		"\nlocal function qj_join()\n"+roomJoinLua+"\nend\nlocal function qj_make()\n"+roomCreateLua+"\nend\n"+
 		"if not qj_create then return qj_join() end\n"+
 		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")
-	holdingsRebind = plain("holdings_rebind", holdingsRebindLua)
 )
 
 // quickJoinCall is quick_join.lua's descriptor: user (the caller's userId,

@@ -56,13 +56,13 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 			code = newCode(shard, s.shards)
 		}
 		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, size, code, onlyIfNone)}
-		h, err := s.reserve(ctx, u.ID, id, true)
+		h, err := s.held.Reserve(ctx, u.ID, id, true)
 		if err != nil {
 			return rooms.Joined{}, err
 		}
 		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
 		if refused(err) {
-			s.release(ctx, h)
+			s.held.Release(ctx, h)
 		}
 		if errors.Is(err, errCodeTaken) {
 			continue
@@ -121,13 +121,13 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	h, err := s.reserve(ctx, u.ID, id, false)
+	h, err := s.held.Reserve(ctx, u.ID, id, false)
 	if err != nil {
 		return rooms.Joined{}, err
 	}
 	j, err := s.joined(s.runThenRead(ctx, joinCall{scope, u.ID, jsonString(u.Name), code}, shard, id, false))
 	if refused(err) {
-		s.release(ctx, h)
+		s.held.Release(ctx, h)
 	}
 	return j, err
 }
@@ -176,14 +176,14 @@ func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, rea
 	}
 	before := ""
 	if target == "" {
-		before = s.heldValue(ctx, c, id)
+		before = s.held.Value(ctx, c, id)
 	}
 	rest, err := s.result(ctx, removeCall{scope, c, target, reason, ban})
 	if err != nil {
 		return err
 	}
 	newOwner, _ := rest[0].(string)
-	s.left(ctx, c, id, before, newOwner)
+	s.held.Left(ctx, c, id, before, newOwner)
 	return nil
 }
 

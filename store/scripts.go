@@ -58,12 +58,6 @@ var userRepairLua string
 //go:embed lua/code_repair.lua
 var codeRepairLua string
 
-//go:embed lua/holdings_reserve.lua
-var holdingsReserveLua string
-
-//go:embed lua/holdings_release.lua
-var holdingsReleaseLua string
-
 //go:embed lua/seats_reserve.lua
 var seatsReserveLua string
 
@@ -91,9 +85,6 @@ var (
 	codeRepair    = plain("code_repair", codeRepairLua)
 	messageList   = plain("message_list", messageListLua)
 	presenceRenew = plain("presence_renew", presenceRenewLua)
-	// per user, in the user's own slot (holdings.go)
-	holdingsReserve = plain("holdings_reserve", holdingsReserveLua)
-	holdingsRelease = plain("holdings_release", holdingsReleaseLua)
 )
 
 // The janitor's lease release (a dead instance's leases; instances.go).

@@ -16,6 +16,7 @@ import (
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/instances"
 	"github.com/realsync/realsync/store/internal/batch"
 	"github.com/realsync/realsync/store/internal/redisx"
@@ -123,6 +124,7 @@ type Store struct {
 	runner      *redisx.Runner
 	base        *redisx.Base       // what the store's concept packages share
 	ulog        *userlog.Log       // the personal logs
+	held        *holdings.Holdings // the room quotas
 	sess        *sessions.Sessions // personal streams' sessions, status, a user's open streams
 	fleet       *instances.Registry
 	scriptsOnly bool
@@ -192,6 +194,7 @@ func New(cfg Config) (*Store, error) {
 	s.runner = redisx.NewRunner(s.client, library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, eventTag)
+	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})
 	s.sess = sessions.New(sessions.Config{Base: s.base, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy,
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.webhookOutbox, OutboxLen: s.outboxLen})
 	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)

@@ -439,10 +439,10 @@ func (ch *checker) userIndex(ctx context.Context, tag, key string) error {
 var holdingsRe = regexp.MustCompile(`^\{[^}]+\}:held:(.+)$`)
 var holdingRe = regexp.MustCompile(`^[om]:[0-9]+$`)
 
-// holdings checks the users' holdings (store/holdings.go): each expires,
+// holdings checks the users' holdings (store/holdings): each expires,
 // its entries are well-formed, and it lists every room its user is in
 // (it may list more: rooms left otherwise than by a leave are dropped by
-// the janitor's next visit of the room's shard, store/unheld.go).
+// the janitor's next visit of the room's shard, store/holdings/unheld.go).
 func (ch *checker) holdings(ctx context.Context, keys []string) error {
 	byUser := map[string]string{}
 	for _, k := range keys {
@@ -533,7 +533,7 @@ return {t[1] * 1000 + math.floor(t[2] / 1000), redis.call('PTTL', KEYS[1]), redi
 var unheldRe = regexp.MustCompile(`^\{[^}]+\}:unheld$`)
 var unheldEntryRe = regexp.MustCompile(`^[A-Za-z0-9]+ [cro] .+$`)
 
-// unheld checks the shards' unheld lists (store/unheld.go): each expires,
+// unheld checks the shards' unheld lists (store/holdings/unheld.go): each expires,
 // holds at most 10 000 well-formed entries.
 func (ch *checker) unheld(ctx context.Context, keys []string) error {
 	for _, k := range keys {

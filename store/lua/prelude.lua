@@ -359,7 +359,7 @@ local function add_player(uid, name_json, p, seated, rv)
   return pid
 end
 
--- unhold tells the janitor (store/unheld.go) that user uid's holdings entry
+-- unhold tells the janitor (store/holdings/unheld.go) that user uid's holdings entry
 -- for this room may be stale: kind "c" the room closed (the entry is stale
 -- whatever it holds: room ids are never reused), "r" the user was removed
 -- from it (stale unless the user is back in or joining), "o" the user was

@@ -1,0 +1,72 @@
+package holdings
+
+import (
+	_ "embed"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+//go:embed lua/holdings_reserve.lua
+var reserveLua string
+
+//go:embed lua/holdings_release.lua
+var releaseLua string
+
+//go:embed lua/holdings_rebind.lua
+var rebindLua string
+
+var (
+	holdingsReserve = redisx.Plain("holdings_reserve", reserveLua)
+	holdingsRelease = redisx.Plain("holdings_release", releaseLua)
+	holdingsRebind  = redisx.Plain("holdings_rebind", rebindLua)
+)
+
+// reserveCall is holdings_reserve.lua: the user of key is about to be in
+// room as role ("o" owner, "m" member), within owned and joined (0 no
+// limit); seed (roomId, role pairs) rebuilds a cold key.
+type reserveCall struct {
+	key, room, role string
+	owned, joined   int
+	ttlMs           int64
+	seed            []any
+}
+
+func (reserveCall) Script() *redisx.Script { return holdingsReserve }
+func (c reserveCall) KeysArgs() ([]string, []any) {
+	args := []any{c.room, c.role, c.owned, c.joined, c.ttlMs, ""}
+	if c.seed != nil {
+		args[5] = "seed"
+		args = append(args, c.seed...)
+	}
+	return []string{c.key}, args
+}
+
+// releaseCall is holdings_release.lua: changes to one user's holdings.
+type releaseCall struct {
+	key     string
+	changes []heldChange
+}
+
+// heldChange changes the entry of room if it still holds the reservation
+// value was read from (its stamp; "*" any): to "" drops it, "o" or "m"
+// sets the role, "-<µs>" keeps an entry younger than that. Value "+" adds
+// the entry, with role to, when the room has none.
+type heldChange struct{ room, value, to string }
+
+func (releaseCall) Script() *redisx.Script { return holdingsRelease }
+func (c releaseCall) KeysArgs() ([]string, []any) {
+	args := make([]any, 0, 3*len(c.changes))
+	for _, ch := range c.changes {
+		args = append(args, ch.room, ch.value, ch.to)
+	}
+	return []string{c.key}, args
+}
+
+// rebindCall is holdings_rebind.lua: the placeholder entry becomes room's,
+// as role.
+type rebindCall struct{ key, placeholder, room, role string }
+
+func (rebindCall) Script() *redisx.Script { return holdingsRebind }
+func (c rebindCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.placeholder, c.room, c.role}
+}

@@ -1,0 +1,291 @@
+// Package holdings bounds the rooms one user owns and is in at once (the
+// room quotas), across every shard and instance.
+//
+// A user's rooms span shards, so no room script sees them all. The room
+// quotas are kept in a holdings hash per user, in the user's own slot
+// (Key): every create and join first reserves the room there
+// (holdings_reserve.lua, atomic, so N concurrent requests of one user on
+// any number of instances never take more than the quota), then runs the
+// room script, and drops the reservation when that fails. A leave drops
+// the entry after the room script, an owner's leave marks the new owner.
+//
+// Entries of rooms the user left otherwise (kicked, banned, removed by the
+// janitor, the room closed) are listed by the room script in the room's
+// shard and dropped by the janitor's next visit (Sweep, unheld.go). Should that
+// list be lost, the holdings over-count, and a user who reaches a limit
+// gets the entries older than InFlight checked against the rooms
+// and corrected (dropped, ownership fixed) before being refused. They
+// under-count only after a quick-join whose reply or rebind was lost: its
+// placeholder entry holds the count but not the room's id; the check that
+// finds such a placeholder stale adds every room the user is in and the
+// holdings lack (read from the user indexes). So the holdings bound the
+// quotas, and nothing reads them as the list of a user's rooms (quick-join's
+// memberOf reads the user indexes). A key left with no room keeps its
+// marker, "in no room", until it expires; a missing key (new user, or
+// expired after TTL without a reservation) is rebuilt from the
+// shard user indexes. Ownership the janitor passed on (a disconnected owner
+// removed) is recorded by the same visit.
+package holdings
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+const (
+	// TTL: a user's holdings key expires this long after the user's last
+	// create or join; the next one rebuilds it from the rooms.
+	TTL = time.Hour
+	// InFlight: a reservation younger than this may belong to a room
+	// script still running, so a check never drops it.
+	InFlight = 10 * time.Second
+	// unheldBatch bounds the unheld entries one shard visit handles; the
+	// rest wait for the next visit.
+	unheldBatch = 1000
+)
+
+// Rooms is what the holdings read of the rooms; the root store, which
+// owns the room layout, implements it.
+type Rooms interface {
+	// RoomsOf lists the rooms uid is in, on every shard (the user
+	// indexes, checked against the rooms), with whether uid owns each.
+	RoomsOf(ctx context.Context, uid string) (ids []string, owned []bool, err error)
+	// Membership reports, in one pipeline, whether uid is in each room
+	// of ids and owns it.
+	Membership(ctx context.Context, uid string, ids []string) (member, owner []bool, err error)
+	// InRooms reports, in one pipeline, whether uids[i] is in rooms[i].
+	InRooms(ctx context.Context, uids, rooms []string) ([]bool, error)
+	// IsRoom reports whether id is a room id (of this deployment's shards).
+	IsRoom(id string) bool
+	// UnheldKey is shard's unheld list, which the room scripts append to.
+	UnheldKey(shard int) string
+}
+
+// Config bounds the holdings; 0 switches a limit off, and with both off
+// nothing is kept.
+type Config struct {
+	Base          *redisx.Base
+	Owned, Joined int
+	Rooms         Rooms
+}
+
+// Holdings keeps the users' holdings. Safe for concurrent use.
+type Holdings struct {
+	b   *redisx.Base
+	cfg Config
+}
+
+// New keeps holdings with cfg.Base's client and layout.
+func New(cfg Config) *Holdings { return &Holdings{b: cfg.Base, cfg: cfg} }
+
+// On reports whether a limit is on (else every method is a no-op).
+func (h *Holdings) On() bool { return h.cfg.Owned > 0 || h.cfg.Joined > 0 }
+
+// Key is user uid's holdings hash, in the slot of the user's shard.
+func (h *Holdings) Key(uid string) string { return h.b.Tag(h.b.UserShard(uid)) + ":held:" + uid }
+
+// Hold is a reservation made by Reserve; Release undoes it.
+type Hold struct {
+	key, room, value string
+	fresh            bool // the room was not held before
+}
+
+// Reserve records that uid is about to be in room (as its owner when
+// owner) and returns the reservation; rooms.ErrOwnedRoomsLimit or
+// rooms.ErrJoinedRoomsLimit when that would exceed a limit even after the
+// holdings were checked against the rooms.
+func (h *Holdings) Reserve(ctx context.Context, uid, room string, owner bool) (Hold, error) {
+	return h.reserve(ctx, uid, room, owner, h.cfg.Owned, h.cfg.Joined)
+}
+
+// Record is Reserve past the limits, for a room uid is in already or that
+// was made for uid (a match room): holdings that missed it would let uid
+// past the limits later.
+func (h *Holdings) Record(ctx context.Context, uid, room string, owner bool) (Hold, error) {
+	return h.reserve(ctx, uid, room, owner, 0, 0)
+}
+
+func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, maxOwned, maxJoined int) (Hold, error) {
+	if !h.On() {
+		return Hold{}, nil
+	}
+	key := h.Key(uid)
+	role := map[bool]string{true: "o", false: "m"}[owner]
+	var seed []any
+	checked := false
+	for range 3 {
+		res, err := h.b.Runner.Run(ctx, reserveCall{key: key, room: room, role: role, owned: maxOwned,
+			joined: maxJoined, ttlMs: TTL.Milliseconds(), seed: seed}).Result()
+		if err != nil {
+			return Hold{}, redisx.Wrap(err)
+		}
+		arr, _ := res.([]any)
+		status, _ := arr[0].(string)
+		switch status {
+		case "OK":
+			v, _ := arr[1].(string)
+			return Hold{key: key, room: room, value: v, fresh: arr[2] == "1"}, nil
+		case "COLD":
+			if seed, err = h.seed(ctx, uid); err != nil {
+				return Hold{}, err
+			}
+		case "OWNED_ROOMS_LIMIT", "JOINED_ROOMS_LIMIT":
+			limit := map[string]error{"OWNED_ROOMS_LIMIT": fmt.Errorf("%w (%d)", rooms.ErrOwnedRoomsLimit, h.cfg.Owned),
+				"JOINED_ROOMS_LIMIT": fmt.Errorf("%w (%d)", rooms.ErrJoinedRoomsLimit, h.cfg.Joined)}[status]
+			if checked {
+				return Hold{}, limit
+			}
+			checked = true
+			now, _ := arr[1].(string)
+			n, err := h.recheck(ctx, uid, key, redisx.Int(now), arr[2:])
+			if err != nil {
+				return Hold{}, err
+			}
+			if n == 0 {
+				return Hold{}, limit
+			}
+		default:
+			return Hold{}, fmt.Errorf("store: unexpected holdings reply %v", arr)
+		}
+	}
+	return Hold{}, fmt.Errorf("%w: holdings of a user changed three times in a row", rooms.ErrUnavailable)
+}
+
+// Release drops a fresh reservation whose room script refused. Best
+// effort: an entry left behind only over-counts until the next check.
+func (h *Holdings) Release(ctx context.Context, r Hold) {
+	if r.key != "" && r.fresh {
+		h.b.Runner.Run(context.WithoutCancel(ctx), releaseCall{r.key, []heldChange{{r.room, r.value, ""}}})
+	}
+}
+
+// Placeholder returns a new id under which a quick-join reserves its room
+// before its script picks the room (Rebind turns it into the room's
+// entry); no room id has its prefix. One left behind (a lost reply, a
+// crash before the rebind) counts until a check finds it stale.
+func Placeholder(random string) string { return placeholderPrefix + random }
+
+const placeholderPrefix = "qj:"
+
+func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPrefix) }
+
+// Rebind turns r, a reservation under a placeholder, into room's entry
+// (as its owner when created) after the quick-join's script joined or
+// created room (holdings_rebind.lua). Best effort, as Release.
+func (h *Holdings) Rebind(ctx context.Context, r Hold, room string, created bool) {
+	if r.key == "" {
+		return
+	}
+	role := map[bool]string{true: "o", false: "m"}[created]
+	h.b.Runner.Run(context.WithoutCancel(ctx), rebindCall{key: r.key, placeholder: r.room, room: room, role: role})
+}
+
+// Value reads uid's entry for room before a leave ("" without limits or
+// entry), so that dropping it afterwards (Left) cannot drop a reservation
+// made meanwhile.
+func (h *Holdings) Value(ctx context.Context, uid, room string) string {
+	if !h.On() {
+		return ""
+	}
+	v, _ := h.b.Client.HGet(ctx, h.Key(uid), room).Result()
+	return v
+}
+
+// Left corrects the holdings after uid left room: its entry (as read
+// before, by Value) dropped, and room marked owned by newOwner when
+// ownership passed on. Best effort, as Release.
+func (h *Holdings) Left(ctx context.Context, uid, room, before, newOwner string) {
+	if !h.On() {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if before != "" {
+		h.b.Runner.Run(ctx, releaseCall{h.Key(uid), []heldChange{{room, before, ""}}})
+	}
+	if newOwner != "" {
+		h.b.Runner.Run(ctx, releaseCall{h.Key(newOwner), []heldChange{{room, "*", "o"}}})
+	}
+}
+
+// seed reads, from the rooms, the rooms uid is in: roomId, role pairs as
+// holdings_reserve's seed.
+func (h *Holdings) seed(ctx context.Context, uid string) ([]any, error) {
+	ids, owned, err := h.cfg.Rooms.RoomsOf(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	seed := []any{}
+	for i, id := range ids {
+		seed = append(seed, id, map[bool]string{true: "o", false: "m"}[owned[i]])
+	}
+	return seed, nil
+}
+
+// recheck checks uid's held entries (roomId, value pairs of a limit reply;
+// now in µs of the same node) older than InFlight against the rooms and
+// corrects them; returns how many changed. A stale placeholder (a
+// quick-join whose reply or rebind was lost, so it may be in a room the
+// holdings lack) is dropped and every room uid is in without an entry is
+// added.
+func (h *Holdings) recheck(ctx context.Context, uid, key string, now int64, entries []any) (int, error) {
+	var ids, values []string
+	var gone []heldChange
+	held := map[string]bool{}
+	for i := 0; i+1 < len(entries); i += 2 {
+		id, _ := entries[i].(string)
+		v, _ := entries[i+1].(string)
+		held[id] = true
+		_, stamp, ok := strings.Cut(v, ":")
+		if id == "#" || !ok || redisx.Int(stamp) > now-InFlight.Microseconds() {
+			continue
+		}
+		if isPlaceholder(id) { // a quick-join's reservation it never turned into its room's
+			gone = append(gone, heldChange{id, v, ""})
+			continue
+		}
+		if !h.cfg.Rooms.IsRoom(id) {
+			continue
+		}
+		ids, values = append(ids, id), append(values, v)
+	}
+	member, owner, err := h.cfg.Rooms.Membership(ctx, uid, ids)
+	if err != nil {
+		return 0, err
+	}
+	changes := gone
+	if len(gone) > 0 {
+		seed, err := h.seed(ctx, uid)
+		if err != nil {
+			return 0, err
+		}
+		for i := 0; i+1 < len(seed); i += 2 {
+			if id := seed[i].(string); !held[id] {
+				changes = append(changes, heldChange{id, "+", seed[i+1].(string)})
+			}
+		}
+	}
+	for i, id := range ids {
+		role := map[bool]string{true: "o", false: "m"}[owner[i]]
+		switch {
+		case !member[i]:
+			changes = append(changes, heldChange{id, values[i], ""})
+		case values[i][:1] != role:
+			changes = append(changes, heldChange{id, values[i], role})
+		}
+	}
+	if len(changes) == 0 {
+		return 0, nil
+	}
+	res, err := h.b.Runner.Run(ctx, releaseCall{key, changes}).Result()
+	if err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	arr, _ := res.([]any)
+	return int(redisx.Int(arr[1])), nil
+}
