@@ -4,12 +4,17 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
 
 	"github.com/realsync/realsync/store/internal/redisx"
 )
+
+//go:embed lua/prelude.lua
+var preludeLua string
 
 //go:embed lua/session_open.lua
 var sessionOpenLua string
@@ -30,13 +35,23 @@ var userStreamsOpenLua string
 var userStreamsRenewLua string
 
 var (
-	sessionOpen      = redisx.Plain("session_open", sessionOpenLua)
-	sessionClose     = redisx.Plain("session_close", sessionCloseLua)
+	sessionOpen      = redisx.Plain("session_open", prelude()+sessionOpenLua)
+	sessionClose     = redisx.Plain("session_close", prelude()+sessionCloseLua)
 	sessionRenew     = redisx.Plain("session_renew", sessionRenewLua)
 	followingSet     = redisx.Plain("following_set", followingSetLua)
 	userStreamsOpen  = redisx.Plain("userstreams_open", userStreamsOpenLua)
 	userStreamsRenew = redisx.Plain("userstreams_renew", userStreamsRenewLua)
 )
+
+// prelude is what runs in front of session_open and session_close:
+// PLATFORMS, players.Platforms in their order, then lua/prelude.lua.
+func prelude() string {
+	quoted := make([]string, len(players.Platforms))
+	for i, p := range players.Platforms {
+		quoted[i] = "'" + p + "'"
+	}
+	return "local PLATFORMS = {" + strings.Join(quoted, ", ") + "}\n" + preludeLua + "\n"
+}
 
 // sessionOpenCall is session_open.lua's descriptor: session s opens with
 // cursor, replaying up to limit events (offline: the most replayed

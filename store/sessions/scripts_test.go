@@ -29,7 +29,9 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		followingSetCall{x: s, user: "u1", ids: []string{"u2"}},
 		streamTakeCall{key: "k", member: "r/a", limit: 3, ttlMs: 1000},
 		redisx.RenewCall{Sc: userStreamsRenew, Keys: []string{"k"}, Members: []string{"r/a"}, TTLMs: 1000},
-	}, scripttest.Prelude{})
+	}, scripttest.Prelude{Src: prelude(), Runs: func(sc *redisx.Script) bool {
+		return sc.Name == "session_open" || sc.Name == "session_close"
+	}})
 }
 
 // Every key and channel of a user lies in the slot of the user's shard,

@@ -3,7 +3,7 @@
 -- the users whose earliest lease is due (an instance died, or lost Redis
 -- for a TTL). Either way the status is recomputed and published on the
 -- status channel only when it changed; offline deletes it; the shard's
--- online index follows. No prelude.
+-- online index follows. Behind prelude.lua (set_status).
 -- KEYS[1] sessions  KEYS[2] status  KEYS[3] shard online index
 -- KEYS[4] user's open streams
 -- ARGV[1] userId  ARGV[2] member "<platform>/<session>" or ""
@@ -25,33 +25,7 @@ if member ~= '' then
   local sid = string.match(member, '/(.*)$')
   if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
 end
-local order = {'pc', 'console', 'mobile', 'web'}
-local on = {}
-for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
-  on[string.match(m, '^([^/]*)/')] = true
-end
-local ps = {}
-for _, p in ipairs(order) do if on[p] then ps[#ps + 1] = p end end
-local p = table.concat(ps, ',')
-local cur = redis.call('HMGET', K_STATUS, 'v', 'p')
-local changed = '0'
-if (cur[2] or '') ~= p then
-  changed = '1'
-  local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
-  if p == '' then
-    redis.call('DEL', K_STATUS)
-  else
-    redis.call('HSET', K_STATUS, 'v', string.format('%d', v), 'p', p)
-  end
-  redis.call(pubcmd, sch, string.format('%d', v) .. ' ' .. p)
-  if ARGV[6] ~= '' then
-    local t = p == '' and 'user_offline' or 'user_platforms_changed'
-    local list = #ps > 0 and ('"' .. table.concat(ps, '","') .. '"') or ''
-    local ev = '{"type":"' .. t .. '","userId":' .. cjson.encode(uid) .. ',"online":' .. (p ~= '' and 'true' or 'false') ..
-      ',"platforms":[' .. list .. '],"version":' .. string.format('%d', v) .. ',"ts":"' .. ARGV[5] .. '"}'
-    redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[6], '*', 't', t, 'd', ev)
-  end
-end
+local changed = set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6])
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 if #first == 0 then
   redis.call('ZREM', K_ONLINE, uid)

@@ -11,7 +11,8 @@
 -- a cursor (Last-Event-ID) the events after it, which the platform's
 -- delivery cursor then counts as delivered; without one, or when the log
 -- no longer serves it (a gap), the events the platform was not delivered
--- yet (its offline inbox), from its delivery cursor on. No prelude.
+-- yet (its offline inbox), from its delivery cursor on. Behind prelude.lua
+-- (set_status).
 -- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
 -- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
 --         expires the linger after the last lease)
@@ -98,29 +99,7 @@ end
 redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
 
 -- the status: published when it changed
-local order = {'pc', 'console', 'mobile', 'web'}
-local on = {}
-for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
-  on[string.match(m, '^([^/]*)/')] = true
-end
-local ps = {}
-for _, p in ipairs(order) do if on[p] then ps[#ps + 1] = p end end
-local p = table.concat(ps, ',')
-local cur = redis.call('HMGET', K_STATUS, 'v', 'p')
-if cur[2] ~= p then
-  local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
-  redis.call('HSET', K_STATUS, 'v', string.format('%d', v), 'p', p)
-  redis.call(pubcmd, sch, string.format('%d', v) .. ' ' .. p)
-  if ARGV[19] ~= '' then
-    -- the webhook event of the change (as session_close's; platforms are
-    -- names of a fixed set, the user id is encoded by cjson)
-    local t = (cur[2] or '') == '' and 'user_online' or 'user_platforms_changed'
-    local list = #ps > 0 and ('"' .. table.concat(ps, '","') .. '"') or ''
-    local ev = '{"type":"' .. t .. '","userId":' .. cjson.encode(uid) .. ',"online":true,"platforms":[' .. list ..
-      '],"version":' .. string.format('%d', v) .. ',"ts":"' .. ARGV[16] .. '"}'
-    redis.call('XADD', KEYS[9], 'MAXLEN', '~', ARGV[19], '*', 't', t, 'd', ev)
-  end
-end
+set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19])
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 redis.call('ZADD', K_ONLINE, first[2], uid)
