@@ -142,6 +142,9 @@ func (s *Store) HoldingsRaw(ctx context.Context, uid string) (map[string]string,
 // HoldingsTTL is how long a holdings key lives after its last reservation.
 const HoldingsTTL = holdings.TTL
 
+// HoldingsInFlight is how old a reservation must be for a check to drop it.
+const HoldingsInFlight = holdings.InFlight
+
 // HoldingsKey is the key of user uid's holdings hash.
 func (s *Store) HoldingsKey(uid string) string {
 	return s.held.Key(uid)

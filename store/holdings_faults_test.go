@@ -226,7 +226,7 @@ func TestLostQuickJoinReply(t *testing.T) {
 					}
 				}
 				// a check sees the placeholder only once it is older than any script in flight
-				if err := s.AgeHoldings(ctx, u.ID, time.Minute); err != nil {
+				if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
 					t.Fatal(err)
 				}
 				_, err := s.Join(ctx, u, others[1])
@@ -274,7 +274,7 @@ func TestLostRebind(t *testing.T) {
 			if err := s.Client().HDel(ctx, key, qj.Room.ID).Err(); err != nil { // no retry, then
 				t.Fatal(err)
 			}
-			if err := s.AgeHoldings(ctx, u.ID, time.Minute); err != nil {
+			if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Join(ctx, u, other); err != nil {
@@ -351,6 +351,84 @@ func TestLateLeaveCorrectionKeepsRejoin(t *testing.T) {
 			correct()
 			if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
 				t.Fatalf("holdings %v after the late correction, want %v", h, want)
+			}
+		})
+	}
+}
+
+// lostRebindHook drops the next holdings_rebind run unsent, as when the
+// instance died between a quick-join's script and its rebind.
+type lostRebindHook struct{ armed atomic.Bool }
+
+func (h *lostRebindHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lostRebindHook) drop(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if args := c.Args(); len(args) > 1 && strings.EqualFold(c.Name(), "evalsha") &&
+			store.ScriptNames()[fmt.Sprint(args[1])] == "holdings_rebind" && h.armed.CompareAndSwap(true, false) {
+			return true
+		}
+	}
+	return false
+}
+func (h *lostRebindHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.drop([]redis.Cmder{cmd}) {
+			cmd.SetErr(net.ErrClosed)
+			return net.ErrClosed
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *lostRebindHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.drop(cmds) {
+			for _, c := range cmds {
+				c.SetErr(net.ErrClosed)
+			}
+			return net.ErrClosed
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A join-only quick-join whose rebind is lost leaves its placeholder; the
+// room's owner then leaves and ownership passes to the user. The
+// placeholder was reserved as an owner's, so the user cannot create past
+// its own-rooms quota while the placeholder stands, nor after the check
+// that replaces it with the rooms (a reviewer's find: a member's
+// placeholder let the user own two rooms with RoomsOwned 1).
+func TestLostRebindThenHandoff(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
+			u, o := user(8), user(800)
+			id := mustCreate(t, s, o, *quickRoom("handoff", "eu", 4)).Room.ID
+			hook := &lostRebindHook{}
+			s.Client().AddHook(hook)
+			hook.armed.Store(true)
+			if qj, err := s.QuickJoin(ctx, u, "handoff", []string{"eu"}, nil, nil); err != nil || qj.Room.ID != id {
+				t.Fatalf("quick-join: %v %v", qj.Room.ID, err)
+			}
+			if hook.armed.Load() {
+				t.Fatal("no rebind was lost")
+			}
+			if err := s.Leave(ctx, o, id); err != nil { // u becomes the owner
+				t.Fatal(err)
+			}
+			if r := reality(t, s, u); r[id] != "o" {
+				t.Fatalf("u holds %v, want to own %s", r, id)
+			}
+			for _, age := range []time.Duration{0, store.HoldingsInFlight + time.Second} {
+				if err := s.AgeHoldings(ctx, u.ID, age); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Create(ctx, u, spread(3)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+					t.Fatalf("aged %v: create: %v, want ErrOwnedRoomsLimit; u holds %v, holdings %v", age, err, reality(t, s, u), holdings(t, s, u))
+				}
+			}
+			if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
+				t.Fatalf("holdings %v after the check, want %v", h, want)
 			}
 		})
 	}

@@ -166,7 +166,7 @@ func TestRoomQuotasFollowTheRooms(t *testing.T) {
 			daves := mustCreate(t, s, user(7), spread(5)).Room.ID
 			_, err = s.Join(ctx, alice, daves) // the entry may be a reservation in flight
 			wantErr(t, err, rooms.ErrJoinedRoomsLimit)
-			if err := s.AgeHoldings(ctx, alice.ID, 11*time.Second); err != nil {
+			if err := s.AgeHoldings(ctx, alice.ID, store.HoldingsInFlight+time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Join(ctx, alice, daves); err != nil { // checked, and the closed room dropped

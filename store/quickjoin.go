@@ -291,9 +291,10 @@ const (
 // rooms of that stripe, in order, when given) that did not ban
 // u, or, when there is none and create is given, creates it. With the room
 // quotas on, the reservation is made before the script under a placeholder
-// id (the room is not known yet), as owner when the script may create
-// (as a member, with no create offered, when u owns all it may), and
-// turned into the room's entry after it (holdings_rebind.lua), or dropped.
+// id (the room is not known yet), always as an owner, within the owned
+// limit only when the script may create (no create is offered when u owns
+// all it may; holdings.ReservePlaceholder), and turned into the room's
+// entry after it (holdings_rebind.lua), or dropped.
 // The room is read right after the script (not in its transaction: its id
 // comes from the script), so it may show changes made in between.
 func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
@@ -303,10 +304,9 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 		call.outbox = s.keys.webhookOutbox(shard)
 	}
 	ph := holdings.Placeholder(randomString(idRandLen, base62))
-	h, err := s.held.Reserve(ctx, u.ID, ph, create != nil)
-	if errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+	h, mayCreate, err := s.held.ReservePlaceholder(ctx, u.ID, ph, create != nil)
+	if !mayCreate {
 		create = nil // it may still join: as a member
-		h, err = s.held.Reserve(ctx, u.ID, ph, false)
 	}
 	if err != nil {
 		return rooms.QuickJoined{}, none, err
@@ -563,13 +563,15 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 			h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
 			continue
 		}
-		if _, err := s.held.Record(ctx, u.ID, id, h[4] == pid); err != nil {
+		held, err := s.held.Record(ctx, u.ID, id, h[4] == pid)
+		if err != nil {
 			return rooms.Joined{}, false, err
 		}
 		shard, _ := roomShard(id, s.shards)
 		room, _, err := s.readRoom(ctx, shard, id, false)
-		if errors.Is(err, rooms.ErrRoomNotFound) {
-			continue // closed meanwhile (its entry goes with the room's unheld list)
+		if errors.Is(err, rooms.ErrRoomNotFound) { // closed meanwhile: the entry just made goes
+			s.held.Forget(ctx, held)
+			continue
 		}
 		if err != nil {
 			return rooms.Joined{}, false, err

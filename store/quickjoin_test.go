@@ -342,7 +342,7 @@ func TestQuickJoinOneRegionBansFiltersAndPlaceholders(t *testing.T) {
 			if err := s.Reserve(ctx, u.ID, "qj:leftbehind2", false); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.AgeHoldings(ctx, u.ID, time.Minute); err != nil {
+			if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
 				t.Fatal(err)
 			}
 			q, err = s.QuickJoin(ctx, u, "ffa", []string{"eu"}, nil, nil)

@@ -129,7 +129,7 @@ func TestEveryRemovalReleasesItsHoldings(t *testing.T) {
 					mustCreate(t, s, owner, spread(2))
 					mustCreate(t, s, guest, spread(3))
 					for _, u := range []rooms.User{owner, guest} { // reservations long settled
-						if err := s.AgeHoldings(ctx, u.ID, 11*time.Second); err != nil {
+						if err := s.AgeHoldings(ctx, u.ID, store.HoldingsInFlight+time.Second); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -199,7 +199,7 @@ func TestKickRacingRejoinKeepsTheRejoin(t *testing.T) {
 			if h := holdings(t, s, bob); h[id] != "m" || len(unheld(t, s)) != 1 {
 				t.Fatalf("a young entry was dropped (holdings %v, unheld %v)", h, unheld(t, s))
 			}
-			if err := s.AgeHoldings(ctx, bob.ID, 11*time.Second); err != nil {
+			if err := s.AgeHoldings(ctx, bob.ID, store.HoldingsInFlight+time.Second); err != nil {
 				t.Fatal(err)
 			}
 			sweepAll(t, s, store.Report{})
@@ -207,13 +207,13 @@ func TestKickRacingRejoinKeepsTheRejoin(t *testing.T) {
 
 			// kicked, then back in before the janitor looks
 			kick()
-			if err := s.AgeHoldings(ctx, bob.ID, 11*time.Second); err != nil {
+			if err := s.AgeHoldings(ctx, bob.ID, store.HoldingsInFlight+time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Join(ctx, bob, id); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.AgeHoldings(ctx, bob.ID, 11*time.Second); err != nil { // even once settled
+			if err := s.AgeHoldings(ctx, bob.ID, store.HoldingsInFlight+time.Second); err != nil { // even once settled
 				t.Fatal(err)
 			}
 			sweepAll(t, s, store.Report{})
@@ -224,7 +224,7 @@ func TestKickRacingRejoinKeepsTheRejoin(t *testing.T) {
 
 			// kicked, then rejoining: reserved, its room script not run yet
 			j, _ := s.Join(ctx, bob, id)
-			if err := s.AgeHoldings(ctx, bob.ID, 11*time.Second); err != nil {
+			if err := s.AgeHoldings(ctx, bob.ID, store.HoldingsInFlight+time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Kick(ctx, alice, id, j.PlayerID); err != nil {
@@ -240,7 +240,7 @@ func TestKickRacingRejoinKeepsTheRejoin(t *testing.T) {
 			if _, err := s.Join(ctx, bob, id); err != nil { // its room script runs
 				t.Fatal(err)
 			}
-			if err := s.AgeHoldings(ctx, bob.ID, 11*time.Second); err != nil {
+			if err := s.AgeHoldings(ctx, bob.ID, store.HoldingsInFlight+time.Second); err != nil {
 				t.Fatal(err)
 			}
 			sweepAll(t, s, store.Report{})
@@ -292,7 +292,7 @@ func TestKicksRacingRejoinsAndTheJanitor(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						if err := s.AgeHoldings(ctx, me.ID, 11*time.Second); err != nil {
+						if err := s.AgeHoldings(ctx, me.ID, store.HoldingsInFlight+time.Second); err != nil {
 							t.Error(err)
 							return
 						}
@@ -310,7 +310,7 @@ func TestKicksRacingRejoinsAndTheJanitor(t *testing.T) {
 			close(stop)
 			sweeps.Wait()
 			for u := range users {
-				if err := s1.AgeHoldings(ctx, user(10+u).ID, 11*time.Second); err != nil {
+				if err := s1.AgeHoldings(ctx, user(10+u).ID, store.HoldingsInFlight+time.Second); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -18,25 +18,25 @@ var _ sse.UserFeed = (*Feed)(nil)
 // SubscribeUser implements sse.UserFeed.
 func (f *Feed) SubscribeUser(ctx context.Context, uid string) error {
 	sh := redisx.UserShard(uid, f.s.shards)
-	return f.subscribe(ctx, sh, f.s.ulog.KeysOf(uid).Channel)
+	return f.mux.Subscribe(ctx, sh, f.s.ulog.KeysOf(uid).Channel)
 }
 
 // UnsubscribeUser implements sse.UserFeed.
 func (f *Feed) UnsubscribeUser(uid string) {
 	sh := redisx.UserShard(uid, f.s.shards)
-	f.unsubscribe(sh, f.s.ulog.KeysOf(uid).Channel)
+	f.mux.Unsubscribe(sh, f.s.ulog.KeysOf(uid).Channel)
 }
 
 // SubscribeStatus implements sse.UserFeed.
 func (f *Feed) SubscribeStatus(ctx context.Context, uid string) error {
 	sh := redisx.UserShard(uid, f.s.shards)
-	return f.subscribe(ctx, sh, f.s.sess.StatusChannel(uid))
+	return f.mux.Subscribe(ctx, sh, f.s.sess.StatusChannel(uid))
 }
 
 // UnsubscribeStatus implements sse.UserFeed.
 func (f *Feed) UnsubscribeStatus(uid string) {
 	sh := redisx.UserShard(uid, f.s.shards)
-	f.unsubscribe(sh, f.s.sess.StatusChannel(uid))
+	f.mux.Unsubscribe(sh, f.s.sess.StatusChannel(uid))
 }
 
 // userMessage hands a message of a user or status channel to the sink;

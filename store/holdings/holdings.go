@@ -29,6 +29,7 @@ package holdings
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -43,8 +44,13 @@ const (
 	// create or join; the next one rebuilds it from the rooms.
 	TTL = time.Hour
 	// InFlight: a reservation younger than this may belong to a room
-	// script still running, so a check never drops it.
-	InFlight = 10 * time.Second
+	// script not run yet, so a check never drops it. It must outlast the
+	// longest a store call may take to send its script after reserving:
+	// a wait for a pooled connection (12 s, tried twice), dials and
+	// replies of its tries (about 3 s each), a batch's wait; some 30 s at
+	// worst. A check that dropped a reservation whose script then ran
+	// would let the user past a limit.
+	InFlight = time.Minute
 	// unheldBatch bounds the unheld entries one shard visit handles; the
 	// rest wait for the next visit.
 	unheldBatch = 1000
@@ -165,6 +171,23 @@ func (h *Holdings) Release(ctx context.Context, r Hold) {
 	}
 }
 
+// ReservePlaceholder reserves ph, a Placeholder, for a quick-join of uid,
+// and reports whether the quick-join may create its room: as owner within
+// the owned limit when create, else (and past that limit) past the owned
+// limit but still as an owner, so that a placeholder whose rebind is lost
+// never under-counts the rooms uid owns (ownership of the room it joined
+// may pass to uid later). The joined limit holds either way.
+func (h *Holdings) ReservePlaceholder(ctx context.Context, uid, ph string, create bool) (Hold, bool, error) {
+	if create {
+		r, err := h.Reserve(ctx, uid, ph, true)
+		if !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+			return r, true, err
+		}
+	}
+	r, err := h.reserve(ctx, uid, ph, true, 0, h.cfg.Joined)
+	return r, false, err
+}
+
 // Placeholder returns a new id under which a quick-join reserves its room
 // before its script picks the room (Rebind turns it into the room's
 // entry); no room id has its prefix. One left behind (a lost reply, a
@@ -184,6 +207,15 @@ func (h *Holdings) Rebind(ctx context.Context, r Hold, room string, created bool
 	}
 	role := map[bool]string{true: "o", false: "m"}[created]
 	h.b.Runner.Run(context.WithoutCancel(ctx), rebindCall{key: r.key, placeholder: r.room, room: room, role: role})
+}
+
+// Forget drops the entry r made or refreshed, if it still holds r's
+// reservation: for a room found gone right after (room ids are never
+// reused). Best effort, as Release.
+func (h *Holdings) Forget(ctx context.Context, r Hold) {
+	if r.key != "" {
+		h.b.Runner.Run(context.WithoutCancel(ctx), releaseCall{r.key, []heldChange{{r.room, r.value, ""}}})
+	}
 }
 
 // Value reads uid's entry for room before a leave ("" without limits or
