@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -99,6 +100,43 @@ func TestSeatReservations(t *testing.T) {
 		_, err = s.Join(ctx, carol, priv)
 		wantErr(t, err, rooms.ErrRoomNotFound)
 		mustJoin(t, s, bob, priv)
+	})
+}
+
+// A public room with a seat held moves in the fill indexes as players come
+// and go (its member counts seats taken or reserved): listed once, and
+// nothing left in any index once it is gone (a tester's find: the member
+// moved only with the player count, so a join after a reservation left a
+// second member, which outlived the room and broke quick-join of its mode).
+func TestHeldSeatsMoveTheFillEntry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		dave := rooms.User{ID: "u-dave", Name: "dave"}
+		id := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region, r.MaxPlayers = "held", "eu", 6 })).Room.ID
+		if _, err := s.ReserveSeats(ctx, alice, id, []string{"u-friend"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, s)
+		mustJoin(t, s, dave, id)
+		checkInvariants(t, s)
+		if ids := joinableIDs(t, s, "held", "eu"); len(ids) != 1 || ids[0] != id {
+			t.Fatalf("joinable rooms %v, want %s once", ids, id)
+		}
+		if err := s.Leave(ctx, dave, id); err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, s)
+		if err := s.Delete(ctx, alice, id); err != nil {
+			t.Fatal(err)
+		}
+		checkInvariants(t, s)
+		if ids := joinableIDs(t, s, "held", "eu"); len(ids) != 0 {
+			t.Fatalf("joinable rooms %v after the room is gone", ids)
+		}
+		qj, err := s.QuickJoin(ctx, bob, "held", []string{"eu"}, nil, nil)
+		if !errors.Is(err, rooms.ErrNoMatch) {
+			t.Fatalf("quick-join after the room is gone: %+v %v, want ErrNoMatch", qj, err)
+		}
 	})
 }
 

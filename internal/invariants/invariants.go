@@ -26,7 +26,7 @@ import (
 //   - the log holds one entry per version, ids 1..version in order;
 //   - each public room is in exactly the four indexes of its status with
 //     its createdAt score, private rooms in none; joinable rooms (public,
-//     waiting, unlocked, not full) and only they are in the joinable
+//     waiting, unlocked, not full counting reserved seats) and only they are in the joinable
 //     indexes (createdAt) and the fill indexes (exact member); every index entry is such
 //     a room; user index and invite codes match the rooms;
 //   - presence: connected players, stream leases and removal deadlines
@@ -354,18 +354,24 @@ func (ch *checker) indexed(ctx context.Context, tag, id string, h map[string]str
 	}
 }
 
-// joinable: public, waiting, unlocked, not full.
-func joinable(h map[string]string) bool {
+// taken is a room's seats taken or reserved (players and held seats).
+func taken(h map[string]string) int {
 	pc, _ := strconv.Atoi(h["pc"])
-	mx, _ := strconv.Atoi(h["mx"])
-	return h["vi"] == "public" && h["st"] == "waiting" && h["lk"] != "1" && pc < mx
+	rv, _ := strconv.Atoi(h["rv"])
+	return pc + rv
 }
 
-// fillMember is a joinable room's entry in the fill indexes.
+// joinable: public, waiting, unlocked, not full (reserved seats count).
+func joinable(h map[string]string) bool {
+	mx, _ := strconv.Atoi(h["mx"])
+	return h["vi"] == "public" && h["st"] == "waiting" && h["lk"] != "1" && taken(h) < mx
+}
+
+// fillMember is a joinable room's entry in the fill indexes, ordered by
+// seats taken or reserved.
 func fillMember(id string, h map[string]string) string {
-	pc, _ := strconv.Atoi(h["pc"])
 	cr, _ := strconv.ParseInt(h["cr"], 10, 64)
-	return fmt.Sprintf("%03d|%017d|%s", 100-pc, cr, id)
+	return fmt.Sprintf("%03d|%017d|%s", 100-taken(h), cr, id)
 }
 
 func indexKeys(tag, st, mode, region string) []string {

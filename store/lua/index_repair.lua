@@ -17,17 +17,19 @@ local removed, scheduled = 0, 0
 for i = 4, #ARGV do
   local member = ARGV[i]
   local id = kind == 'fill' and string.match(member, '|([^|]+)$') or member
-  local r = redis.call('HMGET', KEYS[i - 1], 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r')
+  local r = redis.call('HMGET', KEYS[i - 1], 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'rv')
   if r[1] and not redis.call('ZSCORE', KEYS[2], id) then
     redis.call('ZADD', KEYS[2], now, id)
     scheduled = scheduled + 1
   end
   local ok = r[1] == 'public' and (mode == '' or r[7] == mode) and (region == '' or r[8] == region)
   if ok then
-    local open = r[2] == 'waiting' and r[3] ~= '1' and tonumber(r[4]) < tonumber(r[5])
+    -- joinable and its fill member as prelude.lua's joinable and fill_member
+    local taken = tonumber(r[4]) + (tonumber(r[9]) or 0)
+    local open = r[2] == 'waiting' and r[3] ~= '1' and taken < tonumber(r[5])
     local score = redis.call('ZSCORE', key, member)
     if kind == 'fill' then
-      ok = open and member == string.format('%03d', 100 - tonumber(r[4])) .. '|' ..
+      ok = open and member == string.format('%03d', 100 - taken) .. '|' ..
         string.rep('0', 17 - #r[6]) .. r[6] .. '|' .. id
     elseif kind == 'joinable' then
       ok = open and score and tonumber(score) == tonumber(r[6])

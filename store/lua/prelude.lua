@@ -287,7 +287,9 @@ local function reindex(old, ver, new)
   if old_listed and not (new_listed and new.st == old.st) then index_rem(old.st) end
   if new_listed and not (old_listed and new.st == old.st) then index_add(new.st, new.cr) end
   local oj, nj = joinable(old), joinable(new)
-  if oj and not (nj and new.pc == old.pc) then
+  -- the fill member moves when the seats taken or reserved change
+  local same_fill = oj and nj and new.pc == old.pc and new.rv == old.rv
+  if oj and not same_fill then
     local m = fill_member(old)
     for i = 0, 3 do redis.call('ZREM', KEYS[FILL_BASE + i], m) end
   end
@@ -297,7 +299,7 @@ local function reindex(old, ver, new)
   if nj and not oj then
     for i = 0, 3 do redis.call('ZADD', KEYS[JOINABLE_BASE + i], new.cr, room_id) end
   end
-  if nj and not (oj and new.pc == old.pc) then
+  if nj and not same_fill then
     local m = fill_member(new)
     for i = 0, 3 do redis.call('ZADD', KEYS[FILL_BASE + i], 0, m) end
   end
