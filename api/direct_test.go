@@ -277,7 +277,7 @@ func TestDirectMessageKeysExpire(t *testing.T) {
 	ctx := context.Background()
 	c := e.store.Client()
 	n := 0
-	for _, pattern := range []string{"*:ulog:" + bobID + "*", "*:ulog:" + carolID + "*"} {
+	for _, pattern := range []string{"*:ulog*:" + bobID, "*:ulog*:" + carolID} {
 		keys, err := rediskeys.Scan(ctx, c, pattern)
 		if err != nil {
 			t.Fatal(err)

@@ -142,6 +142,9 @@ func (s *Store) HoldingsRaw(ctx context.Context, uid string) (map[string]string,
 // HoldingsTTL is how long a holdings key lives after its last reservation.
 const HoldingsTTL = holdings.TTL
 
+// UserShard is the shard of user uid's own keys.
+func (s *Store) UserShard(uid string) int { return redisx.UserShard(uid, s.shards) }
+
 // HoldingsInFlight is how old a reservation must be for a check to drop it.
 const HoldingsInFlight = holdings.InFlight
 

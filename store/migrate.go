@@ -43,6 +43,8 @@ type migrationStep struct {
 var migrations = []migrationStep{
 	{from: 1, what: "player records keep joinedAt as ms after the room's creation; the user index becomes a hash",
 		run: migrateV1},
+	{from: 2, what: "a user's log meta and delivery cursors are keyed {p:s}:ulogm:<userId> and {p:s}:ulogc:<userId>",
+		run: migrateV2},
 }
 
 // StepReport is what one step did (or would do, in a dry run).

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/schema1"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
 
@@ -66,7 +68,7 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 		t.Fatalf("open on schema 1: %v, want ErrLayout saying to migrate", err)
 	}
 	m, err := newStore(t, cfg).Migrate(ctx, store.MigrateOptions{DryRun: true, Log: quiet})
-	if err != nil || m.From != 1 || m.To != 1 || len(m.Steps) != 1 || m.Steps[0].Changed != records+entries {
+	if err != nil || m.From != 1 || m.To != 1 || len(m.Steps) != store.SchemaVersion-1 || m.Steps[0].Changed != records+entries {
 		t.Fatalf("dry run: %+v %v, want 1→1 counting %d changes", m, err, records+entries)
 	}
 	if got := c.HGet(ctx, cfg.Prefix+":meta", "schema").Val(); got != "1" {
@@ -89,7 +91,7 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 	if err != nil || m.From != 1 || m.To != store.SchemaVersion || m.Steps[0].Changed != records+entries {
 		t.Fatalf("migrate: %+v %v", m, err)
 	}
-	if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || m.From != 2 || len(m.Steps) != 0 {
+	if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || m.From != store.SchemaVersion || len(m.Steps) != 0 {
 		t.Fatalf("second run: %+v %v, want nothing to do", m, err)
 	}
 
@@ -184,5 +186,87 @@ func TestMigrateNothing(t *testing.T) {
 	defer c.Close()
 	if n := c.Exists(context.Background(), cfg.Prefix+":meta").Val(); n != 0 {
 		t.Fatal("migrate created the meta hash")
+	}
+}
+
+// Schema 2 kept a user's log meta and cursors at "<log>:meta" and
+// "<log>:cur", so the log of the user "<id>:cur" was <id>'s cursors.
+// Migrate renames them (TTLs kept), leaves a log whose user id ends so,
+// and the personal stream then resumes where its platform was.
+func TestMigrateFromSchema2(t *testing.T) {
+	for _, b := range redistest.Backends(t)[:2] { // the embedded store keeps no data to upgrade
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 8}
+			s, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			c := s.Client()
+			ann, bo := "u-ann", "u-bo:meta"
+			for i := range 2 {
+				for _, uid := range []string{ann, bo} {
+					if _, err := s.UserLogs().Send(ctx, uid, []byte(fmt.Sprintf(`{"type":"message","n":%d}`, i))); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			ss := sse.Session{UserID: ann, Platform: "pc", ID: "s1"}
+			o, err := s.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 10)
+			if err != nil || len(o.Replay) != 2 {
+				t.Fatalf("open: %+v %v", o, err)
+			}
+			second := o.Replay[1].Seq
+			if err := s.Sessions().Delivered(ctx, ss, o.Tag, o.Replay[0].Seq); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Sessions().CloseSession(ctx, ss); err != nil {
+				t.Fatal(err)
+			}
+			// back to schema 2's names
+			renamed := 0
+			for _, uid := range []string{ann, bo} {
+				k := s.UserLogs().KeysOf(uid)
+				for from, to := range map[string]string{k.Meta: k.Log + ":meta", k.Cursors: k.Log + ":cur"} {
+					if c.Exists(ctx, from).Val() == 1 {
+						if err := c.Rename(ctx, from, to).Err(); err != nil {
+							t.Fatal(err)
+						}
+						renamed++
+					}
+				}
+			}
+			c.HSet(ctx, cfg.Prefix+":meta", "schema", "2")
+			if _, err := store.Open(ctx, cfg); !errors.Is(err, store.ErrLayout) {
+				t.Fatalf("open on schema 2: %v, want ErrLayout", err)
+			}
+			short := store.MigrateOptions{LeaseWatch: 300 * time.Millisecond, Log: quiet}
+			m, err := newStore(t, cfg).Migrate(ctx, short)
+			if err != nil || m.From != 2 || m.To != store.SchemaVersion || len(m.Steps) != 1 || m.Steps[0].Changed != renamed || renamed != 3 {
+				t.Fatalf("migrate: %+v %v, want %d keys renamed (3)", m, err, renamed)
+			}
+			if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || len(m.Steps) != 0 {
+				t.Fatalf("second run: %+v %v", m, err)
+			}
+			s2, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			for _, uid := range []string{ann, bo} {
+				k := s2.UserLogs().KeysOf(uid)
+				if typ := c.Type(ctx, k.Log).Val(); typ != "stream" {
+					t.Errorf("%s's log %s is a %s", uid, k.Log, typ)
+				}
+				if ttl := c.PTTL(ctx, k.Meta).Val(); ttl <= 0 {
+					t.Errorf("%s's meta %s: TTL %v", uid, k.Meta, ttl)
+				}
+			}
+			o, err = s2.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 10)
+			if err != nil || len(o.Replay) != 1 || o.Replay[0].Seq != second {
+				t.Fatalf("open after migrating: %+v %v, want the one event pc was not delivered", o, err)
+			}
+		})
 	}
 }

@@ -257,7 +257,7 @@ func TestSessionLapsesOffline(t *testing.T) {
 				}
 			}
 			slices.Sort(left)
-			if len(left) != 2 || !strings.HasSuffix(left[0], ":ulog:"+uid+":cur") || !strings.HasSuffix(left[1], ":ulog:"+uid+":meta") {
+			if len(left) != 2 || !strings.HasSuffix(left[0], ":ulogc:"+uid) || !strings.HasSuffix(left[1], ":ulogm:"+uid) {
 				t.Fatalf("keys left %q", left)
 			}
 			for _, k := range left {
@@ -313,6 +313,52 @@ func TestSessionResume(t *testing.T) {
 				if err != nil || gap != tc.gap || len(evs) != tc.n {
 					t.Errorf("user log after %d-%s (limit %d): %d events, gap %v, %v", tc.seq, tc.tag, tc.limit, len(evs), gap, err)
 				}
+			}
+		})
+	}
+}
+
+// User ids may hold ":": the users "<id>:cur" and "<id>:meta" have keys of
+// their own, never <id>'s (a tester's find: a direct message to
+// "victim:cur" made victim's cursors a log, and every open of victim's
+// personal stream failed with WRONGTYPE).
+func TestUserIDsNeverShareKeys(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := sessionStore(t, b, players.PolicyReplace, time.Minute)
+			victim := "u-" + redistest.Prefix(t)
+			// one whose ":cur" id shares its slot, as an attacker picks (with
+			// FNV and a power-of-two shard count, a quarter of all ids; at
+			// most 1 000 tries)
+			for i := 0; i < 1000 && s.UserShard(victim) != s.UserShard(victim+":cur"); i++ {
+				victim = fmt.Sprintf("u-v%d", i)
+			}
+			ss := sse.Session{UserID: victim, Platform: "pc", ID: "v.1"}
+			if _, err := s.UserLogs().Send(ctx, victim, []byte(`{"type":"message","n":0}`)); err != nil {
+				t.Fatal(err)
+			}
+			o, err := s.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 10)
+			if err != nil || len(o.Replay) != 1 {
+				t.Fatalf("open: %+v %v", o, err)
+			}
+			if err := s.Sessions().Delivered(ctx, ss, o.Tag, o.Replay[0].Seq); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Sessions().CloseSession(ctx, ss); err != nil {
+				t.Fatal(err)
+			}
+			for _, other := range []string{victim + ":cur", victim + ":meta"} {
+				if _, err := s.UserLogs().Send(ctx, other, []byte(`{"type":"message","n":1}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.UserLogs().Send(ctx, victim, []byte(`{"type":"message","n":2}`)); err != nil {
+				t.Fatal(err)
+			}
+			o, err = s.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 10)
+			if err != nil || len(o.Replay) != 1 || !strings.Contains(string(o.Replay[0].Data), `"n":2`) {
+				t.Fatalf("victim's open after messages to its ids with suffixes: %+v %v", o, err)
 			}
 		})
 	}

@@ -26,8 +26,9 @@ import (
 
 // SchemaVersion is the version of the key schema; an instance refuses to
 // start on data written with another. 2: player records
-// "<joinedAt offset>|<name>", the user index a hash.
-const SchemaVersion = 2
+// "<joinedAt offset>|<name>", the user index a hash; 3: a user's log meta
+// and cursors keyed {p:s}:ulogm:<userId> and {p:s}:ulogc:<userId>.
+const SchemaVersion = 3
 
 // DefaultLogMaxBytes is the default byte cap of a room's event log.
 const DefaultLogMaxBytes = 256 << 10

@@ -1388,7 +1388,9 @@ type ClientInterface interface {
 	// QuickJoinWithBody Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// finished; matching `attributes` when given, so a quick-join with
+	// other filters may put the caller in a second room of the mode) gets
+	// it back (200, `created: false`). Quick-joins of one
 	// caller at once (two tabs, a retry) run one after the other, so they
 	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
@@ -1427,7 +1429,9 @@ type ClientInterface interface {
 	// QuickJoin Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// finished; matching `attributes` when given, so a quick-join with
+	// other filters may put the caller in a second room of the mode) gets
+	// it back (200, `created: false`). Quick-joins of one
 	// caller at once (two tabs, a retry) run one after the other, so they
 	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
@@ -2568,7 +2572,9 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // QuickJoinWithBody Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Quick-joins of one
+// finished; matching `attributes` when given, so a quick-join with
+// other filters may put the caller in a second room of the mode) gets
+// it back (200, `created: false`). Quick-joins of one
 // caller at once (two tabs, a retry) run one after the other, so they
 // end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
@@ -2617,7 +2623,9 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // QuickJoin Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Quick-joins of one
+// finished; matching `attributes` when given, so a quick-join with
+// other filters may put the caller in a second room of the mode) gets
+// it back (200, `created: false`). Quick-joins of one
 // caller at once (two tabs, a retry) run one after the other, so they
 // end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
@@ -5959,7 +5967,9 @@ type ClientWithResponsesInterface interface {
 	// QuickJoinWithBodyWithResponse Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// finished; matching `attributes` when given, so a quick-join with
+	// other filters may put the caller in a second room of the mode) gets
+	// it back (200, `created: false`). Quick-joins of one
 	// caller at once (two tabs, a retry) run one after the other, so they
 	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
@@ -5998,7 +6008,9 @@ type ClientWithResponsesInterface interface {
 	// QuickJoinWithResponse Join the best joinable public room of a mode, or create one
 	//
 	// A caller already in a room of that mode (in one of `regions`; not
-	// finished) gets it back (200, `created: false`). Quick-joins of one
+	// finished; matching `attributes` when given, so a quick-join with
+	// other filters may put the caller in a second room of the mode) gets
+	// it back (200, `created: false`). Quick-joins of one
 	// caller at once (two tabs, a retry) run one after the other, so they
 	// end in one room: the later ones get the first's. Otherwise the best
 	// joinable public room (waiting, unlocked, not full) of the mode is
@@ -11054,7 +11066,9 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // QuickJoinWithBodyWithResponse Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Quick-joins of one
+// finished; matching `attributes` when given, so a quick-join with
+// other filters may put the caller in a second room of the mode) gets
+// it back (200, `created: false`). Quick-joins of one
 // caller at once (two tabs, a retry) run one after the other, so they
 // end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is
@@ -11099,7 +11113,9 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // QuickJoinWithResponse Join the best joinable public room of a mode, or create one
 //
 // A caller already in a room of that mode (in one of `regions`; not
-// finished) gets it back (200, `created: false`). Quick-joins of one
+// finished; matching `attributes` when given, so a quick-join with
+// other filters may put the caller in a second room of the mode) gets
+// it back (200, `created: false`). Quick-joins of one
 // caller at once (two tabs, a retry) run one after the other, so they
 // end in one room: the later ones get the first's. Otherwise the best
 // joinable public room (waiting, unlocked, not full) of the mode is

@@ -117,7 +117,9 @@ type Keys struct {
 // KeysOf returns uid's keys.
 func (l *Log) KeysOf(uid string) Keys {
 	t := l.b.Tag(l.b.UserShard(uid))
-	return Keys{Log: t + ":ulog:" + uid, Meta: t + ":ulog:" + uid + ":meta", Cursors: t + ":ulog:" + uid + ":cur",
+	// the user id last, after a name of its own for each key: user ids may
+	// hold ":", so no key of one user can be another's
+	return Keys{Log: t + ":ulog:" + uid, Meta: t + ":ulogm:" + uid, Cursors: t + ":ulogc:" + uid,
 		Channel: t + ":uch:" + uid}
 }
 

@@ -522,7 +522,9 @@ export interface paths {
         /**
          * Join the best joinable public room of a mode, or create one
          * @description A caller already in a room of that mode (in one of `regions`; not
-         *     finished) gets it back (200, `created: false`). Quick-joins of one
+         *     finished; matching `attributes` when given, so a quick-join with
+         *     other filters may put the caller in a second room of the mode) gets
+         *     it back (200, `created: false`). Quick-joins of one
          *     caller at once (two tabs, a retry) run one after the other, so they
          *     end in one room: the later ones get the first's. Otherwise the best
          *     joinable public room (waiting, unlocked, not full) of the mode is
