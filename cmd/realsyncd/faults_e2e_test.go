@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/schema1"
+	"github.com/realsync/realsync/store"
 )
 
 // get answers GET url with its status and body.
@@ -232,7 +234,7 @@ func TestMigrateCommand(t *testing.T) {
 					t.Fatalf("%v: %v", args, err)
 				}
 			}
-			if s := c.HGet(context.Background(), prefix+":meta", "schema").Val(); s != "2" {
+			if s := c.HGet(context.Background(), prefix+":meta", "schema").Val(); s != strconv.Itoa(store.SchemaVersion) {
 				t.Fatalf("schema after migrate: %q", s)
 			}
 
