@@ -161,6 +161,13 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	m.mu.Lock()
 	m.from[mode] = p.Next
 	m.mu.Unlock()
+	if p.Expired > 0 {
+		// their grace runs from now: the mode stays listed until a pass
+		// after it can drop them (else they would never go)
+		if err := m.cfg.Queue.Touch(ctx, mode, m.cfg.Grace+m.cfg.Interval+m.cfg.LeaseTTL); err != nil {
+			return err
+		}
+	}
 	errs := m.completeAll(ctx, mode, p.Matches, r)
 	pending, err := m.cfg.Queue.Pending(ctx, mode)
 	if err != nil {

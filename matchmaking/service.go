@@ -120,7 +120,9 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		s.releaseAll(claimed, t.ID)
 		return Ticket{}, err
 	}
-	s.touch(ctx, t.Mode, ttl+s.cfg.Grace)
+	// until the ticket's grace could end, and a tenth of ttl more: a later
+	// ticket within that tenth is not touched again (touch)
+	s.touch(ctx, t.Mode, ttl+s.cfg.Grace+ttl/10)
 	return s.view(t, r), nil
 }
 

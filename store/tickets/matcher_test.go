@@ -302,3 +302,37 @@ func TestTicketKeysGo(t *testing.T) {
 		}
 	})
 }
+
+// A lone ticket that expires in a quiet mode, swept late (its grace runs
+// from the sweep), still goes with every key: the mode stays listed until
+// a pass after its grace (a tester's find: the mode's listing lapsed just
+// before the expired ticket's grace ended, so no pass ever dropped it and
+// its record and schedule entry stayed forever).
+func TestExpiredTicketGoesAfterALateSweep(t *testing.T) {
+	rs := mustRules(t, "modes:\n  quiet:\n    ticketTTL: 1s\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = 500 * time.Millisecond })
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
+			Holder: "a", LeaseTTL: 500 * time.Millisecond})
+		if _, err := e.svc.Create(ctx, player("lone"), matchmaking.TicketParams{Mode: "quiet", Regions: []string{"eu"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1400 * time.Millisecond) // past the TTL, no pass yet: a busy or restarting matcher
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			m.Round(ctx)
+			keys, err := rediskeys.Scan(ctx, e.rooms.Client(), "*"+e.rooms.Base().Prefix+"*:mm:*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("keys left: %v", keys)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}
