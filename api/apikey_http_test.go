@@ -308,7 +308,9 @@ func TestBanOverHTTP(t *testing.T) {
 		bob, bobID := e.guest("bob")
 		pub := e.create(alice, arena)["id"].(string)
 		want(t, e.do("POST", "/v1/rooms/"+pub+"/join", bob, nil), 200, "")
-		want(t, e.do("DELETE", "/v1/rooms/"+pub+"/players/2?ban=maybe", alice, nil), 422, "VALIDATION_FAILED")
+		for _, q := range []string{"maybe", "1", "t", "TRUE", "0", "F", "true&ban=true"} {
+			want(t, e.do("DELETE", "/v1/rooms/"+pub+"/players/2?ban="+q, alice, nil), 422, "VALIDATION_FAILED")
+		}
 		want(t, e.do("DELETE", "/v1/rooms/"+pub+"/players/2?ban=true", bob, nil), 403, "NOT_OWNER")
 		want(t, e.do("DELETE", "/v1/rooms/"+pub+"/players/2?ban=true", alice, nil), 204, "")
 		want(t, e.do("POST", "/v1/rooms/"+pub+"/join", bob, nil), 403, "BANNED")

@@ -108,6 +108,8 @@ func playersParamError(err error) error {
 		return fmt.Errorf("%w: platform given more than once; give one of %s", players.ErrInvalidPlatform, strings.Join(players.Platforms, ", "))
 	case name == "platform":
 		return players.CheckPlatform("")
+	case name == "userIds" && inv != nil: // given more than once
+		return fmt.Errorf("%w: userIds given more than once; give one comma-separated list of 1 to %d", players.ErrInvalidUserIDs, players.MaxPresenceIDs)
 	case name == "userIds":
 		return players.CheckUserIDs(nil, 1, players.MaxPresenceIDs)
 	}

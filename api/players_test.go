@@ -456,8 +456,12 @@ func TestMePlayersBadInput(t *testing.T) {
 			for i := range many {
 				many[i] = fmt.Sprintf("u%d", i)
 			}
-			for _, q := range []string{"", "?userIds=", "?userIds=a,,b", "?userIds=" + strings.Join(many, ",")} {
-				want(t, e.do("GET", "/v1/presence"+q, alice, nil), 400, "INVALID_USER_IDS")
+			for _, q := range []string{"", "?userIds=", "?userIds=a,,b", "?userIds=" + strings.Join(many, ","), "?userIds=a&userIds=b"} {
+				r := e.do("GET", "/v1/presence"+q, alice, nil)
+				want(t, r, 400, "INVALID_USER_IDS")
+				if twice := strings.Contains(r.body["detail"].(string), "more than once"); twice != strings.Contains(q, "&") {
+					t.Errorf("%s: detail %q", q, r.body["detail"])
+				}
 			}
 			r := e.do("GET", "/v1/presence?userIds="+strings.Join(many[:100], ","), alice, nil)
 			want(t, r, 200, "")

@@ -94,6 +94,12 @@ func (s *Server) LeaveRoom(w http.ResponseWriter, r *http.Request, roomID oapi.R
 // KickPlayer implements DELETE /v1/rooms/{roomId}/players/{playerId}
 // (?ban=true also bans).
 func (s *Server) KickPlayer(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId, playerID string, params oapi.KickPlayerParams) {
+	// the generated binding reads ban with strconv.ParseBool ("1", "t",
+	// "TRUE" ...); the contract says true or false
+	if v := r.URL.Query()["ban"]; len(v) > 1 || (len(v) == 1 && v[0] != "true" && v[0] != "false") {
+		s.writeError(w, r, rooms.Invalid("ban", "must be true or false, given once"))
+		return
+	}
 	s.noContent(w, r, s.rooms.Kick(r.Context(), userFrom(r.Context()), roomID, playerID, deref(params.Ban)))
 }
 

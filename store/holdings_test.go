@@ -234,3 +234,26 @@ func TestHoldingsExactAfterQuickJoinChurn(t *testing.T) {
 		})
 	}
 }
+
+// An owner at the own-rooms limit who deletes a room may create another at
+// once: the delete corrects the owner's holdings itself (a tester's find:
+// 409 OWNED_ROOMS_LIMIT for about a second, until the janitor's visit).
+func TestDeleteFreesTheOwnersQuotaAtOnce(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 5})
+			u := user(5)
+			id := mustCreate(t, s, u, spread(0)).Room.ID
+			if _, err := s.Create(ctx, u, spread(1)); !errors.Is(err, rooms.ErrOwnedRoomsLimit) {
+				t.Fatalf("second room: %v, want ErrOwnedRoomsLimit", err)
+			}
+			if err := s.Delete(ctx, u, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Create(ctx, u, spread(1)); err != nil {
+				t.Fatalf("create right after deleting: %v", err)
+			}
+		})
+	}
+}

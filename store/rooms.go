@@ -263,8 +263,17 @@ func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.result(ctx, deleteCall{scope, c})
-	return err
+	before := ""
+	if c != "" {
+		before = s.held.Value(ctx, c, id)
+	}
+	if _, err = s.result(ctx, deleteCall{scope, c}); err != nil {
+		return err
+	}
+	// the owner's entry at once, as a leave's (the others' with the
+	// room's unheld list), so the owner may create again right away
+	s.held.Left(ctx, c, id, before, "")
+	return nil
 }
 
 // PatchState implements rooms.Store.
