@@ -266,13 +266,6 @@ func TestTicketKeysGo(t *testing.T) {
 		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = 500 * time.Millisecond })
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
 			Holder: "a", LeaseTTL: 500 * time.Millisecond})
-		mmKeys := func() []string {
-			keys, err := rediskeys.Scan(ctx, e.rooms.Client(), "*"+e.rooms.Base().Prefix+"*:mm:*")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return keys
-		}
 		for i := range 5 { // two matches and one left to expire, one cancelled
 			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
 			if err != nil {
@@ -285,21 +278,10 @@ func TestTicketKeysGo(t *testing.T) {
 			}
 		}
 		m.Round(ctx)
-		if keys := mmKeys(); len(keys) == 0 {
+		if keys := mmKeys(t, e); len(keys) == 0 {
 			t.Fatal("no matchmaking keys while tickets live: the scan finds nothing")
 		}
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			m.Round(ctx)
-			keys := mmKeys()
-			if len(keys) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("keys left: %v", keys)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		roundsUntilKeysGo(t, m, func() []string { return mmKeys(t, e) })
 	})
 }
 
@@ -319,20 +301,33 @@ func TestExpiredTicketGoesAfterALateSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(1400 * time.Millisecond) // past the TTL, no pass yet: a busy or restarting matcher
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			m.Round(ctx)
-			keys, err := rediskeys.Scan(ctx, e.rooms.Client(), "*"+e.rooms.Base().Prefix+"*:mm:*")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(keys) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("keys left: %v", keys)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		roundsUntilKeysGo(t, m, func() []string { return mmKeys(t, e) })
 	})
+}
+
+// mmKeys lists e's matchmaking keys.
+func mmKeys(t *testing.T, e env) []string {
+	t.Helper()
+	keys, err := rediskeys.Scan(context.Background(), e.rooms.Client(), "*"+e.rooms.Base().Prefix+"*:mm:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// roundsUntilKeysGo runs m's rounds until keys lists nothing (15 s at most).
+func roundsUntilKeysGo(t *testing.T, m *matchmaking.Matcher, keys func() []string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		m.Round(context.Background())
+		left := keys()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keys left: %v", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
