@@ -161,14 +161,15 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	m.mu.Lock()
 	m.from[mode] = p.Next
 	m.mu.Unlock()
+	errs := m.completeAll(ctx, mode, p.Matches, r)
 	if p.Expired > 0 {
 		// their grace runs from now: the mode stays listed until a pass
-		// after it can drop them (else they would never go)
+		// after it can drop them (else they would never go); best effort,
+		// the next pass that expires tickets touches it again
 		if err := m.cfg.Queue.Touch(ctx, mode, m.cfg.Grace+m.cfg.Interval+m.cfg.LeaseTTL); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	errs := m.completeAll(ctx, mode, p.Matches, r)
 	pending, err := m.cfg.Queue.Pending(ctx, mode)
 	if err != nil {
 		return errors.Join(append(errs, err)...)

@@ -270,3 +270,37 @@ func TestMigrateFromSchema2(t *testing.T) {
 		})
 	}
 }
+
+// A user id may hold "}" (players.CheckUserIDs allows it): the user's
+// holdings hash "{p:s}:held:x}:ulog:y:meta" is a hash ending in ":meta"
+// that a pattern "{p:*}:ulog:*" matches: the step must leave it (a
+// reviewer's find: it was renamed away, and the user's quota with it).
+func TestMigrateV2LeavesOtherKeysAlone(t *testing.T) {
+	for _, b := range redistest.Backends(t)[:2] {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 8,
+				Quotas: store.Quotas{RoomsOwned: 3}}
+			s, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			u := rooms.User{ID: "x}:ulog:y:meta", Name: "x"}
+			mustCreate(t, s, u, newRoom())
+			before, _, _ := s.HoldingsRaw(ctx, u.ID)
+			if len(before) == 0 {
+				t.Fatal("no holdings written")
+			}
+			s.Client().HSet(ctx, cfg.Prefix+":meta", "schema", "2")
+			m, err := newStore(t, cfg).Migrate(ctx, store.MigrateOptions{LeaseWatch: 300 * time.Millisecond, Log: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, _, _ := s.HoldingsRaw(ctx, u.ID)
+			if len(after) == 0 {
+				t.Fatalf("migration (%+v) renamed away the holdings of user %q: before %v, after %v", m, u.ID, before, after)
+			}
+		})
+	}
+}

@@ -16,40 +16,53 @@ import (
 // renamed (keeping its TTL); a hash is told from a log (a stream) by its
 // type, so an id ending in ":meta" or ":cur" is never taken for another's
 // meta or cursors. Idempotent: a key already moved is gone from the old
-// name, and a new name that exists already (written by this release) wins.
+// name, and a new name that exists already (written by this release) wins
+// (the old one is deleted: schema 3 would read it as a log).
 func migrateV2(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, error) {
-	keys, err := s.scanKeys(ctx, "{"+globEscape(s.keys.prefix)+":*}:ulog:*")
-	if err != nil {
-		return 0, err
-	}
 	moved := 0
-	for _, k := range keys {
-		var suffix, infix string
-		switch {
-		case strings.HasSuffix(k, ":meta"):
-			suffix, infix = ":meta", "}:ulogm:"
-		case strings.HasSuffix(k, ":cur"):
-			suffix, infix = ":cur", "}:ulogc:"
-		default:
-			continue
-		}
-		typ, err := s.client.Type(ctx, k).Result()
+	for shard := range s.shards {
+		// each shard's own tag, exactly: user ids may hold "}", so a key
+		// of another kind ("…:held:x}:ulog:y:meta") must not match
+		prefix := s.keys.tag(shard) + ":ulog:"
+		keys, err := s.scanKeys(ctx, globEscape(prefix)+"*")
 		if err != nil {
-			return moved, redisx.Wrap(err)
+			return moved, err
 		}
-		if typ != "hash" { // the log of a user whose id ends so
-			continue
-		}
-		tag, uid, ok := strings.Cut(strings.TrimSuffix(k, suffix), "}:ulog:")
-		if !ok {
-			continue
-		}
-		if !dry {
-			if err := s.client.RenameNX(ctx, k, tag+infix+uid).Err(); err != nil {
+		for _, k := range keys {
+			uid, ok := strings.CutPrefix(k, prefix)
+			if !ok {
+				continue
+			}
+			var to string
+			switch {
+			case strings.HasSuffix(uid, ":meta"):
+				to = s.keys.tag(shard) + ":ulogm:" + strings.TrimSuffix(uid, ":meta")
+			case strings.HasSuffix(uid, ":cur"):
+				to = s.keys.tag(shard) + ":ulogc:" + strings.TrimSuffix(uid, ":cur")
+			default:
+				continue
+			}
+			typ, err := s.client.Type(ctx, k).Result()
+			if err != nil {
 				return moved, redisx.Wrap(err)
 			}
+			if typ != "hash" { // the log of a user whose id ends so
+				continue
+			}
+			moved++
+			if dry {
+				continue
+			}
+			done, err := s.client.RenameNX(ctx, k, to).Result()
+			if err != nil {
+				return moved, redisx.Wrap(err)
+			}
+			if !done { // the new name exists already and wins: the old one would read as a log
+				if err := s.client.Del(ctx, k).Err(); err != nil {
+					return moved, redisx.Wrap(err)
+				}
+			}
 		}
-		moved++
 	}
 	if moved > 0 {
 		log.Info("migrate: user log meta and cursors renamed", "keys", moved, "dryRun", dry)

@@ -331,3 +331,42 @@ func roundsUntilKeysGo(t *testing.T, m *matchmaking.Matcher, keys func() []strin
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// failingTouch is a queue whose Touch always fails.
+type failingTouch struct{ matchmaking.Queue }
+
+func (failingTouch) Touch(context.Context, string, time.Duration) error {
+	return errors.New("touch: connection reset")
+}
+
+// A pass that expires a ticket and forms a match in the same pass: a
+// failed Touch (best effort) must not skip completing the match (a
+// reviewer's find).
+func TestFailedTouchStillCompletesMatches(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel:\n    ticketTTL: 1s\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = 500 * time.Millisecond })
+		if _, err := e.svc.Create(ctx, player("lone"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"us"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1200 * time.Millisecond)
+		var ids []string
+		for i := range 2 {
+			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("p%d", i)), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tk.ID)
+		}
+		cfg := e.cfg
+		cfg.Queue = failingTouch{e.tickets}
+		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: "a", LeaseTTL: 500 * time.Millisecond})
+		m.Round(ctx)
+		if len(rec.got) == 0 {
+			tk, _ := e.svc.Get(ctx, player("p0"), ids[0])
+			t.Fatalf("the pass matched p0 and p1 but a failed Touch skipped completing it: no match_found; p0's ticket %+v", tk)
+		}
+	})
+}
