@@ -236,9 +236,7 @@ func TestLostQuickJoinReply(t *testing.T) {
 				if !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
 					t.Fatalf("join past the limit: %v, want ErrJoinedRoomsLimit", err)
 				}
-				if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
-					t.Fatalf("holdings %v after the check, want %v", h, want)
-				}
+				holdsExactly(t, s, u)
 			})
 		}
 	}
@@ -284,9 +282,7 @@ func TestLostRebind(t *testing.T) {
 			if _, err := s.Join(ctx, u, third); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
 				t.Fatalf("third room: %v, want ErrJoinedRoomsLimit; u is in %v", err, reality(t, s, u))
 			}
-			if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
-				t.Fatalf("holdings %v after the check, want %v", h, want)
-			}
+			holdsExactly(t, s, u)
 		})
 	}
 }
@@ -349,9 +345,7 @@ func TestLateLeaveCorrectionKeepsRejoin(t *testing.T) {
 				t.Fatalf("quick-join: %s %v, want %s", qj.Room.ID, err, id)
 			}
 			correct()
-			if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
-				t.Fatalf("holdings %v after the late correction, want %v", h, want)
-			}
+			holdsExactly(t, s, u)
 		})
 	}
 }
@@ -427,9 +421,7 @@ func TestLostRebindThenHandoff(t *testing.T) {
 					t.Fatalf("aged %v: create: %v, want ErrOwnedRoomsLimit; u holds %v, holdings %v", age, err, reality(t, s, u), holdings(t, s, u))
 				}
 			}
-			if h, want := holdings(t, s, u), reality(t, s, u); !maps.Equal(h, want) {
-				t.Fatalf("holdings %v after the check, want %v", h, want)
-			}
+			holdsExactly(t, s, u)
 		})
 	}
 }
