@@ -31,7 +31,7 @@ func adminEnv(t *testing.T, b redistest.Backend, token string) *env {
 	t.Cleanup(func() { st.Close() })
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, AdminToken: token, Instances: st.Fleet().Instances})
 	srv := httptest.NewServer(h)

@@ -67,12 +67,12 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	reg.MustRegister(metrics.NewShardStats(st.Stats, statsTTL, 0))
+	reg.MustRegister(metrics.NewShardStats(st.Listing().Stats, statsTTL, 0))
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st.Sessions()}})
-	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st), Events: hub, Players: players.NewService(st.Sessions()),
+	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st.Listing()), Events: hub, Players: players.NewService(st.Sessions()),
 		Direct: players.NewDirect(st.Sessions(), rs),
 		Auth:   auth,
 		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),

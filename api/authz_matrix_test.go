@@ -750,7 +750,7 @@ func (m *matrixEnv) snapshot(t *testing.T, f *fixture) snapshot {
 		}
 		return s
 	}
-	stats, err := m.store.Stats(ctx)
+	stats, err := m.store.Listing().Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,10 +50,10 @@ func BenchmarkHTTP(b *testing.B) {
 	}
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	defer hub.Close()
 	auth := &api.Auth{Secret: []byte("bench-secret"), GuestEnabled: true}
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
 		Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
 
 	var seq atomic.Int64

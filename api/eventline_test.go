@@ -47,9 +47,9 @@ func newLineEnv(t *testing.T, b redistest.Backend, q store.Quotas) (*env, *sse.H
 	t.Cleanup(func() { st.Close() })
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m,
 		Heartbeat: lineHeartbeat})
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
 		Auth: &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI,
 		Log: log, Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
 	srv := httptest.NewServer(h)

@@ -57,9 +57,9 @@ func playerEnvsWith(t *testing.T, b redistest.Backend, n int, mut func(*store.Co
 			}
 		}
 		log := slog.New(slog.DiscardHandler)
-		hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+		hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
 		rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st.Sessions()}})
-		h := api.NewHandler(api.Config{Rooms: rs, Lobby: lobby.NewService(st), Events: hub,
+		h := api.NewHandler(api.Config{Rooms: rs, Lobby: lobby.NewService(st.Listing()), Events: hub,
 			Players: players.NewService(st.Sessions()), Direct: players.NewDirect(st.Sessions(), rs), Auth: auth, Ready: st.Ping,
 			Spec: realsync.OpenAPI, Log: log})
 		srv := httptest.NewServer(h)

@@ -37,7 +37,7 @@ func BenchmarkHTTPRateLimit(b *testing.B) {
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := metrics.New(prometheus.NewRegistry(), "bench")
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	defer hub.Close()
 	auth := &api.Auth{Secret: []byte("bench-secret"), GuestEnabled: true}
 	high, err := limits.Parse("read=1000000/s,read.ip=1000000/s")
@@ -52,7 +52,7 @@ func BenchmarkHTTPRateLimit(b *testing.B) {
 		{"on", ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix})},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+			h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
 				Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m, RateLimiter: tc.lim, RateLimits: high})
 			owner, _ := auth.Issue("owner")
 			rec := httptest.NewRecorder()

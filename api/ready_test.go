@@ -27,8 +27,8 @@ func TestRoutesWaitForTheStore(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	log := slog.New(slog.DiscardHandler)
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
 		Auth:      &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
 		Ready:     func(context.Context) error { return errors.New("connecting") },
 		Available: func() bool { return false }, Spec: realsync.OpenAPI, Log: log})

@@ -86,7 +86,7 @@ func TestAllowedNamesOverHTTP(t *testing.T) {
 	names := rooms.Names{Modes: []string{"battle"}, Regions: []string{"eu", "us-west"}}
 	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, _ string) {
 		c.Rooms = rooms.New(rooms.Config{Store: st, Names: names})
-		c.Lobby = lobby.New(lobby.Config{Index: st, Names: names})
+		c.Lobby = lobby.New(lobby.Config{Index: st.Listing(), Names: names})
 	})
 	alice, _ := e.guest("alice")
 	cases := []struct {

@@ -42,7 +42,7 @@ func newDeadEnv(t *testing.T, b redistest.Backend) *deadEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
 		Ready: st.Ping, Spec: realsync.OpenAPI, AdminToken: adminToken, Instances: st.Fleet().Instances, DeadLetters: webhooks.NewDeadLetters(st.Base()),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -39,7 +39,7 @@ func newEnv(t *testing.T, b redistest.Backend, mut ...func(*sse.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: func(r rooms.Room) any {
+	cfg := sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: func(r rooms.Room) any {
 		return map[string]any{"id": r.ID, "playerCount": r.PlayerCount, "locked": r.Locked, "version": r.Version}
 	}}
 	for _, m := range mut {

@@ -28,7 +28,7 @@ func newCapEnv(t *testing.T, b redistest.Backend, max int, logs *testlog.Buffer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, PresenceTTL: capTTL,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, PresenceTTL: capTTL,
 		RoomJSON: func(r rooms.Room) any { return map[string]any{"id": r.ID} },
 		Log:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	t.Cleanup(func() { hub.Close(); st.Close() })

@@ -27,7 +27,7 @@ func BenchmarkLobbyScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		populate(b, s, n)
-		svc := lobby.NewService(s)
+		svc := lobby.NewService(s.Listing())
 		ctx := context.Background()
 		b.Run(fmt.Sprintf("list-fill-mode-region/rooms=%d", n), func(b *testing.B) {
 			timed(b, func(i int) error {

@@ -3,7 +3,7 @@ package store
 // Test-only access to the registry's and janitor's keys.
 
 // JanitorKey is shard's janitor lease.
-func (s *Store) JanitorKey(shard int) string { return s.keys.janitor(shard) }
+func (s *Store) JanitorKey(shard int) string { return s.keys.Janitor(shard) }
 
 // Shards is the store's shard count.
 func (s *Store) Shards() int { return s.shards }

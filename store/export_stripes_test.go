@@ -1,29 +1,31 @@
 package store
 
+import "github.com/realsync/realsync/store/internal/layout"
+
 // Test-only access to stripe placement.
 
 // StripesOf is every shard that may hold a room of (mode, region): the
 // union of the recorded configurations' stripes, home shard first.
-func (s *Store) StripesOf(mode, region string) []int { return s.stripes.readShards(mode, region) }
+func (s *Store) StripesOf(mode, region string) []int { return s.stripes.ReadShards(mode, region) }
 
 // CreateStripesOf are the stripes new rooms of (mode, region) go to.
 func (s *Store) CreateStripesOf(mode, region string) []int {
-	return s.stripes.createShards(mode, region)
+	return s.stripes.CreateShards(mode, region)
 }
 
 // ShardTag is shard's hash tag "{<prefix>:<shard>}".
-func (s *Store) ShardTag(shard int) string { return s.keys.tag(shard) }
+func (s *Store) ShardTag(shard int) string { return s.keys.Tag(shard) }
 
 // ShardOfRoom decodes the shard of a room id (-1 if none).
 func (s *Store) ShardOfRoom(id string) int {
-	if sh, ok := roomShard(id, s.shards); ok {
+	if sh, ok := layout.RoomShard(id, s.shards); ok {
 		return sh
 	}
 	return -1
 }
 
 // CRC16 is the Cluster key hash the placement uses.
-func CRC16(v string) uint16 { return crc16(v) }
+func CRC16(v string) uint16 { return layout.CRC16(v) }
 
 // SlotRange is which of k equal slot ranges holds slot.
-func SlotRange(slot, k int) int { return slotRange(slot, k) }
+func SlotRange(slot, k int) int { return layout.SlotRange(slot, k) }

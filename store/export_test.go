@@ -10,6 +10,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 
 	"github.com/realsync/realsync/store/holdings"
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -18,17 +19,17 @@ import (
 
 // LogKey is the event log key of room id.
 func (s *Store) LogKey(id string) string {
-	shard, _ := roomShard(id, s.shards)
-	return s.keys.room(shard, id) + ":log"
+	shard, _ := layout.RoomShard(id, s.shards)
+	return s.keys.Room(shard, id) + ":log"
 }
 
 // Prefix is the store's key prefix.
-func (s *Store) Prefix() string { return s.keys.prefix }
+func (s *Store) Prefix() string { return s.keys.Prefix() }
 
 // RoomKey is the hash key of room id.
 func (s *Store) RoomKey(id string) string {
-	shard, _ := roomShard(id, s.shards)
-	return s.keys.room(shard, id)
+	shard, _ := layout.RoomShard(id, s.shards)
+	return s.keys.Room(shard, id)
 }
 
 // EvalShaArgs is the argument vector of the EVALSHA the store sends for a
@@ -58,14 +59,14 @@ func (s *Store) EvalShaArgs(ctx context.Context, script, id, uid string) ([]stri
 }
 
 // CodesKey is the invite-code table of the shard that holds code.
-func (s *Store) CodesKey(code string) string { return s.keys.codes(codeShard(code, s.shards)) }
+func (s *Store) CodesKey(code string) string { return s.keys.Codes(layout.CodeShard(code, s.shards)) }
 
 // LegacyCode is a 6-character code (the length issued before) of the same
 // shard as room id, as a room created then holds.
 func (s *Store) LegacyCode(id string) string {
-	shard, _ := roomShard(id, s.shards)
+	shard, _ := layout.RoomShard(id, s.shards)
 	for {
-		if c := randomString(rooms.LegacyCodeLength, rooms.CodeAlphabet); codeShard(c, s.shards) == shard {
+		if c := layout.RandomString(rooms.LegacyCodeLength, rooms.CodeAlphabet); layout.CodeShard(c, s.shards) == shard {
 			return c
 		}
 	}
@@ -118,7 +119,7 @@ func (s *Store) Reserve(ctx context.Context, uid, room string, owner bool) error
 func (s *Store) Unheld(ctx context.Context) ([]string, error) {
 	var out []string
 	for shard := range s.shards {
-		l, err := s.client.LRange(ctx, s.keys.unheld(shard), 0, -1).Result()
+		l, err := s.client.LRange(ctx, s.keys.Unheld(shard), 0, -1).Result()
 		if err != nil {
 			return nil, err
 		}
@@ -183,4 +184,17 @@ func (s *Store) LeaveSlowly(ctx context.Context, u rooms.User, id string) (func(
 	}
 	newOwner, _ := rest[0].(string)
 	return func() { s.held.Left(ctx, u.ID, id, before, newOwner) }, nil
+}
+
+// PickIndexKeys are the joinable and fill index keys (shard-wide, mode,
+// region, both) of a room of mode and region in room id's shard.
+func (s *Store) PickIndexKeys(id, mode, region string) []string {
+	shard, _ := layout.RoomShard(id, s.shards)
+	var out []string
+	for _, k := range s.keys.IndexKeys(shard, mode, region) {
+		if strings.Contains(k, ":idx:joinable") || strings.Contains(k, ":idx:fill") {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/pubsub"
 )
 
@@ -31,17 +32,17 @@ func (s *Store) Feed(sink sse.Sink) sse.Feed {
 
 // Subscribe implements sse.Feed.
 func (f *Feed) Subscribe(ctx context.Context, room string) error {
-	shard, ok := roomShard(room, f.s.shards)
+	shard, ok := layout.RoomShard(room, f.s.shards)
 	if !ok {
 		return rooms.ErrRoomNotFound
 	}
-	return f.mux.Subscribe(ctx, shard, f.s.keys.channel(shard, room))
+	return f.mux.Subscribe(ctx, shard, f.s.keys.Channel(shard, room))
 }
 
 // SubscribeLobby implements sse.Feed.
 func (f *Feed) SubscribeLobby(ctx context.Context) error {
 	for shard := range f.s.shards {
-		if err := f.mux.Subscribe(ctx, shard, f.s.keys.lobby(shard)); err != nil {
+		if err := f.mux.Subscribe(ctx, shard, f.s.keys.Lobby(shard)); err != nil {
 			f.UnsubscribeLobby()
 			return err
 		}
@@ -52,14 +53,14 @@ func (f *Feed) SubscribeLobby(ctx context.Context) error {
 // UnsubscribeLobby implements sse.Feed.
 func (f *Feed) UnsubscribeLobby() {
 	for shard := range f.s.shards {
-		f.mux.Unsubscribe(shard, f.s.keys.lobby(shard))
+		f.mux.Unsubscribe(shard, f.s.keys.Lobby(shard))
 	}
 }
 
 // Unsubscribe implements sse.Feed.
 func (f *Feed) Unsubscribe(room string) {
-	if shard, ok := roomShard(room, f.s.shards); ok {
-		f.mux.Unsubscribe(shard, f.s.keys.channel(shard, room))
+	if shard, ok := layout.RoomShard(room, f.s.shards); ok {
+		f.mux.Unsubscribe(shard, f.s.keys.Channel(shard, room))
 	}
 }
 
@@ -99,7 +100,7 @@ func parseNotice(payload string) (sse.LobbyNotice, error) {
 	if len(f) != 5 {
 		return sse.LobbyNotice{}, fmt.Errorf("store: malformed lobby notice %.60q", payload)
 	}
-	return sse.LobbyNotice{Kind: f[0], Room: f[1], Version: atoi64(f[2]), Mode: f[3], Region: f[4]}, nil
+	return sse.LobbyNotice{Kind: f[0], Room: f[1], Version: layout.Atoi64(f[2]), Mode: f[3], Region: f[4]}, nil
 }
 
 // roomOf returns the room id of a channel "{prefix:shard}:ch:<id>" ("" for

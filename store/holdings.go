@@ -8,6 +8,7 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -63,9 +64,9 @@ func (r heldRooms) Membership(ctx context.Context, uid string, ids []string) (me
 	owners := make([]*redis.StringCmd, len(ids))
 	_, err = r.s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			shard, _ := roomShard(id, r.s.shards)
-			pids[i] = p.HGet(ctx, r.s.keys.room(shard, id)+":users", uid)
-			owners[i] = p.HGet(ctx, r.s.keys.room(shard, id), "ow")
+			shard, _ := layout.RoomShard(id, r.s.shards)
+			pids[i] = p.HGet(ctx, r.s.keys.Room(shard, id)+":users", uid)
+			owners[i] = p.HGet(ctx, r.s.keys.Room(shard, id), "ow")
 		}
 		return nil
 	})
@@ -86,8 +87,8 @@ func (r heldRooms) InRooms(ctx context.Context, uids, ids []string) ([]bool, err
 	cmds := make([]*redis.BoolCmd, len(ids))
 	_, err := r.s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			shard, _ := roomShard(id, r.s.shards)
-			cmds[i] = p.HExists(ctx, r.s.keys.room(shard, id)+":users", uids[i])
+			shard, _ := layout.RoomShard(id, r.s.shards)
+			cmds[i] = p.HExists(ctx, r.s.keys.Room(shard, id)+":users", uids[i])
 		}
 		return nil
 	})
@@ -102,7 +103,7 @@ func (r heldRooms) InRooms(ctx context.Context, uids, ids []string) ([]bool, err
 }
 
 // IsRoom implements holdings.Rooms.
-func (r heldRooms) IsRoom(id string) bool { _, ok := roomShard(id, r.s.shards); return ok }
+func (r heldRooms) IsRoom(id string) bool { _, ok := layout.RoomShard(id, r.s.shards); return ok }
 
 // UnheldKey implements holdings.Rooms.
-func (r heldRooms) UnheldKey(shard int) string { return r.s.keys.unheld(shard) }
+func (r heldRooms) UnheldKey(shard int) string { return r.s.keys.Unheld(shard) }

@@ -25,7 +25,7 @@ func (s *Store) releaseJanitorLeases(ctx context.Context, ids []string) error {
 	holders := make([]*redis.StringCmd, s.shards)
 	if _, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for shard := range s.shards {
-			holders[shard] = p.Get(ctx, s.keys.janitor(shard))
+			holders[shard] = p.Get(ctx, s.keys.Janitor(shard))
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -36,7 +36,7 @@ func (s *Store) releaseJanitorLeases(ctx context.Context, ids []string) error {
 		if !slices.Contains(ids, h.Val()) {
 			continue
 		}
-		if _, err := s.result(ctx, leaseReleaseCall{lease: s.keys.janitor(shard), ids: ids}); err != nil {
+		if _, err := s.result(ctx, leaseReleaseCall{lease: s.keys.Janitor(shard), ids: ids}); err != nil {
 			errs = append(errs, err)
 		}
 	}

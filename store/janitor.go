@@ -11,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -71,7 +72,7 @@ func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.D
 // lease, and reports what it did (also when it stops at an error).
 func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
 	rep := Report{}
-	won, err := s.client.SetNX(ctx, s.keys.janitor(shard), instance, lease).Result()
+	won, err := s.client.SetNX(ctx, s.keys.Janitor(shard), instance, lease).Result()
 	if err != nil || !won {
 		return rep, redisx.Wrap(err)
 	}
@@ -102,7 +103,7 @@ func (s *Store) due(ctx context.Context, key string) ([]string, error) {
 }
 
 func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report) error {
-	due, err := s.due(ctx, s.keys.due(shard))
+	due, err := s.due(ctx, s.keys.Due(shard))
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report) error 
 func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report) error {
 	_, scope, err := s.scopeOf(ctx, id)
 	if errors.Is(err, rooms.ErrRoomNotFound) {
-		return redisx.Wrap(s.client.ZRem(ctx, s.keys.due(shard), id).Err())
+		return redisx.Wrap(s.client.ZRem(ctx, s.keys.Due(shard), id).Err())
 	}
 	if err != nil {
 		return err
@@ -126,20 +127,20 @@ func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report)
 	if err != nil {
 		return err
 	}
-	rep.add("presence_removal", int(toInt64(rest[0])))
-	rep.add("presence_disconnect", int(toInt64(rest[1])))
+	rep.add("presence_removal", int(layout.ToInt64(rest[0])))
+	rep.add("presence_disconnect", int(layout.ToInt64(rest[1])))
 	return nil
 }
 
 func (s *Store) sweepLifecycle(ctx context.Context, shard int, rep Report) error {
-	due, err := s.due(ctx, s.keys.roomsDue(shard))
+	due, err := s.due(ctx, s.keys.RoomsDue(shard))
 	if err != nil {
 		return err
 	}
 	for _, id := range due {
 		action, err := s.lifecycleRoom(ctx, shard, id)
 		if errors.Is(err, rooms.ErrRoomNotFound) {
-			if err := s.client.ZRem(ctx, s.keys.roomsDue(shard), id).Err(); err != nil {
+			if err := s.client.ZRem(ctx, s.keys.RoomsDue(shard), id).Err(); err != nil {
 				return redisx.Wrap(err)
 			}
 			continue

@@ -63,7 +63,7 @@ func checkWalks(t *testing.T, svc *lobby.Service, ids []string, cases []walkCase
 func TestListFiltersAndSorts(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		svc := lobby.NewService(s)
+		svc := lobby.NewService(s.Listing())
 		// created in this order: ids[0] oldest
 		specs := []struct {
 			mode, region string
@@ -124,7 +124,7 @@ func TestListFiltersAndSorts(t *testing.T) {
 func TestListJoinableAndFill(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		svc := lobby.NewService(s)
+		svc := lobby.NewService(s.Listing())
 		// created in this order: ids[0] oldest
 		specs := []struct {
 			region  string
@@ -184,7 +184,7 @@ func TestListPagingUnderChurn(t *testing.T) {
 	for _, b := range backendsForChurn(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			s1, s2 := twoInstances(t, b)
-			svc := lobby.NewService(s1)
+			svc := lobby.NewService(s1.Listing())
 			ctx := context.Background()
 			stable := map[string]bool{}
 			for i := range 60 {
@@ -243,7 +243,7 @@ func TestListPagingUnderChurn(t *testing.T) {
 func TestListAttributeFilters(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		svc := lobby.NewService(s)
+		svc := lobby.NewService(s.Listing())
 		var ids []string
 		for i := range 12 {
 			attrs := map[string]any{"map": []string{"dust2", "inferno"}[i%2], "rank": 1000 + 100*i}
@@ -278,7 +278,7 @@ func TestListAttributeFilters(t *testing.T) {
 func TestListAttributeScanIsBounded(t *testing.T) {
 	s := openStore(t, redistest.Backends(t)[0])
 	ctx := context.Background()
-	svc := lobby.NewService(s)
+	svc := lobby.NewService(s.Listing())
 	target := mustCreate(t, s, user(0), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Attributes = "scan", map[string]any{"map": "rare"} })).Room.ID
 	for i := range lobby.ScanBudget + 100 {
 		mustCreate(t, s, user(i+1), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Attributes = "scan", map[string]any{"map": "common"} }))
@@ -297,7 +297,7 @@ func TestListAttributeScanIsBounded(t *testing.T) {
 // cursor's own entry must not end the walk early.
 func TestListPagesThroughOneIndex(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
-		svc := lobby.NewService(s)
+		svc := lobby.NewService(s.Listing())
 		for i := range 5 {
 			mustCreate(t, s, user(i), newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region = "one", "idx" }))
 		}

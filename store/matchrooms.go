@@ -11,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/layout"
 )
 
 var _ matchmaking.RoomOpener = (*Store)(nil)
@@ -24,15 +25,15 @@ var matchmaker = rooms.User{ID: rooms.ServerUserPrefix + "matchmaker", Name: "ma
 // crash (the matcher's repair) finds the room it made.
 func (s *Store) matchRoomID(m matchmaking.Match) string {
 	sum := sha256.Sum256([]byte(m.ID))
-	shards := s.stripes.createShards(m.Mode, m.Region)
+	shards := s.stripes.CreateShards(m.Mode, m.Region)
 	shard := shards[binary.BigEndian.Uint32(sum[:4])%uint32(len(shards))]
 	sh := strconv.FormatInt(int64(shard), 36)
-	if len(sh) < idShardLen {
+	if len(sh) < layout.IDShardLen {
 		sh = "0" + sh
 	}
-	b := make([]byte, idRandLen)
+	b := make([]byte, layout.IDRandLen)
 	for i := range b {
-		b[i] = base62[sum[4+i]%62]
+		b[i] = layout.Base62[sum[4+i]%62]
 	}
 	return sh + string(b)
 }
@@ -76,7 +77,7 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 // even past them: the matcher, not the user, asked for it, and holdings
 // that missed a room u is in would let u past the quota later.
 func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom, id string) error {
-	shard, ok := roomShard(id, s.shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return fmt.Errorf("store: match room id %q", id)
 	}
@@ -90,7 +91,7 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 		} else if !errors.Is(err, rooms.ErrRoomNotFound) {
 			return err
 		}
-		code := newCode(shard, s.shards)
+		code := layout.NewCode(shard, s.shards)
 		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, 0, code, false)}
 		_, err := s.runThenRead(ctx, call, shard, id, false)
 		if errors.Is(err, errCodeTaken) {

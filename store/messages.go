@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/layout"
 )
 
 // messageLogLen caps a room's message log (MAXLEN ~ keeps at least this).
@@ -18,7 +19,7 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	if err != nil {
 		return 0, err
 	}
-	shard, ok := roomShard(id, s.shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return 0, rooms.ErrRoomNotFound
 	}
@@ -26,7 +27,7 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	if err != nil {
 		return 0, err
 	}
-	return toInt64(rest[0]), nil
+	return layout.ToInt64(rest[0]), nil
 }
 
 // Messages implements rooms.MessageStore. The log is capped, so one read
@@ -36,7 +37,7 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 	if err != nil {
 		return 0, nil, err
 	}
-	shard, ok := roomShard(id, s.shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return 0, nil, rooms.ErrRoomNotFound
 	}
@@ -44,7 +45,7 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 	if before > 0 {
 		end = strconv.FormatInt(before-1, 10) + "-0" // "0-0" holds nothing
 	}
-	k := s.keys.messageKeys(shard, id)
+	k := s.keys.MessageKeys(shard, id)
 	rest, err := s.result(ctx, messageListCall{room: k[0], users: k[1], messages: k[2], caller: c, end: end, count: 4 * messageLogLen})
 	if err != nil {
 		return 0, nil, err
@@ -58,7 +59,7 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 		}
 		out = append(out, m)
 	}
-	return int(toInt64(rest[0])), out, nil
+	return int(layout.ToInt64(rest[0])), out, nil
 }
 
 // messageEvent is the logged form of a message event.

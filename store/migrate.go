@@ -92,7 +92,7 @@ func (s *Store) Migrate(ctx context.Context, opt MigrateOptions) (Migration, err
 	if opt.LeaseWatch <= 0 {
 		opt.LeaseWatch = 2500 * time.Millisecond
 	}
-	meta, err := s.client.HMGet(ctx, s.keys.meta(), "shards", "schema").Result()
+	meta, err := s.client.HMGet(ctx, s.keys.Meta(), "shards", "schema").Result()
 	if err != nil {
 		return Migration{}, redisx.Wrap(err)
 	}
@@ -125,7 +125,7 @@ func (s *Store) migrateSteps(ctx context.Context, m Migration, opt MigrateOption
 		to := st.from + 1
 		opt.Log.Info("migrate: step", "from", st.from, "to", to, "what", st.what, "dryRun", opt.DryRun)
 		if !opt.DryRun {
-			if err := s.client.HSet(ctx, s.keys.meta(), "schema", fmt.Sprintf("%dto%d", st.from, to)).Err(); err != nil {
+			if err := s.client.HSet(ctx, s.keys.Meta(), "schema", fmt.Sprintf("%dto%d", st.from, to)).Err(); err != nil {
 				return m, redisx.Wrap(err)
 			}
 		}
@@ -137,7 +137,7 @@ func (s *Store) migrateSteps(ctx context.Context, m Migration, opt MigrateOption
 		if opt.DryRun {
 			continue
 		}
-		if err := s.client.HSet(ctx, s.keys.meta(), "schema", to).Err(); err != nil {
+		if err := s.client.HSet(ctx, s.keys.Meta(), "schema", to).Err(); err != nil {
 			return m, redisx.Wrap(err)
 		}
 		m.To = to
@@ -184,7 +184,7 @@ func (s *Store) checkNoInstances(ctx context.Context, d time.Duration) error {
 		cmds := make([]*redis.StringCmd, s.shards)
 		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for shard := range s.shards {
-				cmds[shard] = p.Get(ctx, s.keys.janitor(shard))
+				cmds[shard] = p.Get(ctx, s.keys.Janitor(shard))
 			}
 			return nil
 		})

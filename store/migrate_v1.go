@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -23,7 +24,7 @@ import (
 //     members, becomes the hash "{p:s}:users" of userId → room ids.
 
 // userIndexV1 is schema 1's user index of shard.
-func (k keys) userIndexV1(shard int) string { return k.tag(shard) + ":idx:users" }
+func userIndexV1(k layout.Keys, shard int) string { return k.Tag(shard) + ":idx:users" }
 
 // absoluteMs: a joinedAt at or above it (2001-09-09) is epoch ms, below it
 // an offset from the room's creation (a room would have to live 31 years).
@@ -33,7 +34,7 @@ const absoluteMs = 1_000_000_000_000
 const migrateBatch = 512
 
 func migrateV1(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, error) {
-	keys, err := s.scanKeys(ctx, "{"+globEscape(s.keys.prefix)+":*}:room:*:players")
+	keys, err := s.scanKeys(ctx, "{"+globEscape(s.keys.Prefix())+":*}:room:*:players")
 	if err != nil {
 		return 0, err
 	}
@@ -67,7 +68,7 @@ func migrateV1(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, 
 
 // shardOfKey reads the shard of a key "{<prefix>:<shard>}:...".
 func (s *Store) shardOfKey(k string) (int, bool) {
-	rest, ok := strings.CutPrefix(k, "{"+s.keys.prefix+":")
+	rest, ok := strings.CutPrefix(k, "{"+s.keys.Prefix()+":")
 	if !ok {
 		return 0, false
 	}
@@ -139,7 +140,7 @@ func playerRecordV2(rec string, createdMs int64) (string, bool, error) {
 // room already listed is not added twice) and then removes its entries,
 // so a run interrupted anywhere resumes. Returns the entries moved.
 func (s *Store) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (int, error) {
-	old, idx := s.keys.userIndexV1(shard), s.keys.userIndex(shard)
+	old, idx := userIndexV1(s.keys, shard), s.keys.UserIndex(shard)
 	if dry {
 		n, err := s.client.ZCard(ctx, old).Result()
 		return int(n), redisx.Wrap(err)

@@ -23,7 +23,7 @@ func migrateV2(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, 
 	for shard := range s.shards {
 		// each shard's own tag, exactly: user ids may hold "}", so a key
 		// of another kind ("…:held:x}:ulog:y:meta") must not match
-		prefix := s.keys.tag(shard) + ":ulog:"
+		prefix := s.keys.Tag(shard) + ":ulog:"
 		keys, err := s.scanKeys(ctx, globEscape(prefix)+"*")
 		if err != nil {
 			return moved, err
@@ -36,9 +36,9 @@ func migrateV2(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, 
 			var to string
 			switch {
 			case strings.HasSuffix(uid, ":meta"):
-				to = s.keys.tag(shard) + ":ulogm:" + strings.TrimSuffix(uid, ":meta")
+				to = s.keys.Tag(shard) + ":ulogm:" + strings.TrimSuffix(uid, ":meta")
 			case strings.HasSuffix(uid, ":cur"):
-				to = s.keys.tag(shard) + ":ulogc:" + strings.TrimSuffix(uid, ":cur")
+				to = s.keys.Tag(shard) + ":ulogc:" + strings.TrimSuffix(uid, ":cur")
 			default:
 				continue
 			}

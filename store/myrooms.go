@@ -10,6 +10,7 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -28,8 +29,8 @@ func (s *Store) MyRooms(ctx context.Context, u rooms.User, after *rooms.RoomPosi
 	created := make([]*redis.StringCmd, len(ids))
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			shard, _ := roomShard(id, s.shards)
-			created[i] = p.HGet(ctx, s.keys.room(shard, id), "cr")
+			shard, _ := layout.RoomShard(id, s.shards)
+			created[i] = p.HGet(ctx, s.keys.Room(shard, id), "cr")
 		}
 		return nil
 	})
@@ -67,9 +68,9 @@ func (s *Store) readMine(ctx context.Context, u rooms.User, positions []rooms.Ro
 	reads := make([]read, len(positions))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, pos := range positions {
-			shard, _ := roomShard(pos.ID, s.shards)
-			reads[i] = read{pos.ID, p.HGetAll(ctx, s.keys.room(shard, pos.ID)),
-				p.HGet(ctx, s.keys.room(shard, pos.ID)+":users", u.ID)}
+			shard, _ := layout.RoomShard(pos.ID, s.shards)
+			reads[i] = read{pos.ID, p.HGetAll(ctx, s.keys.Room(shard, pos.ID)),
+				p.HGet(ctx, s.keys.Room(shard, pos.ID)+":users", u.ID)}
 		}
 		return nil
 	})
@@ -82,7 +83,7 @@ func (s *Store) readMine(ctx context.Context, u rooms.User, positions []rooms.Ro
 		if len(r.room.Val()) == 0 || pid == 0 {
 			continue // left or closed between the reads
 		}
-		room, err := decodeRoom(r.id, roomHashFrom(r.room.Val()), nil, nil, nil)
+		room, err := layout.DecodeRoom(r.id, layout.RoomHashFrom(r.room.Val()), nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +98,7 @@ func (s *Store) userRooms(ctx context.Context, u rooms.User, shards []int) ([]st
 	reads := make([]*redis.StringCmd, len(shards))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, shard := range shards {
-			reads[i] = p.HGet(ctx, s.keys.userIndex(shard), u.ID)
+			reads[i] = p.HGet(ctx, s.keys.UserIndex(shard), u.ID)
 		}
 		return nil
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 
 	"github.com/realsync/realsync/store/holdings"
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -29,7 +30,7 @@ const maxQuickJoinAttempts = 32
 var _ rooms.Matchmaker = (*Store)(nil)
 
 // QuickJoin implements rooms.Matchmaker. Every joinable room of a (mode,
-// region) is in that pair's fill index in its stripe (stripes.go; with
+// region) is in that pair's fill index in its stripe (layout.Placement; with
 // K = 1 the home shard, the only one), so picking the best room of a
 // stripe and creating one only when none is joinable there are decided on
 // one node. With one region, picking and joining are one script there
@@ -58,19 +59,27 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 	if len(regions) == 1 {
 		return s.quickJoinOne(ctx, u, mode, regions[0], filters, create)
 	}
-	banned := map[string]bool{}
+	skip, banned := map[string]bool{}, false
 	for range maxQuickJoinAttempts {
-		id, seen, err := s.bestJoinable(ctx, mode, regions, filters, banned)
+		c, seen, err := s.bestJoinable(ctx, mode, regions, filters, skip)
 		if err != nil {
 			return rooms.QuickJoined{}, err
 		}
-		if id != "" {
-			j, err := s.Join(ctx, u, id)
-			if errors.Is(err, rooms.ErrBanned) {
-				banned[id] = true
+		if c.id != "" {
+			j, err := s.Join(ctx, u, c.id)
+			switch {
+			case errors.Is(err, rooms.ErrBanned):
+				skip[c.id], banned = true, true
 				continue
-			}
-			if taken(err) {
+			case errors.Is(err, rooms.ErrRoomNotFound):
+				// gone since the read, or an entry a fault left: passed over
+				// (and the entry dropped: the next callers need not)
+				skip[c.id] = true
+				if err := s.dropGone(ctx, mode, c); err != nil {
+					return rooms.QuickJoined{}, err
+				}
+				continue
+			case taken(err):
 				continue
 			}
 			return rooms.QuickJoined{Joined: j}, err
@@ -80,12 +89,12 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 			switch {
 			case seen > 0:
 				stage = stageFilters
-			case len(banned) > 0:
+			case banned:
 				stage = stageBanned
 			}
 			return rooms.QuickJoined{}, noMatch(mode, regions, stage)
 		}
-		j, err := s.create(ctx, u, *create, len(filters) == 0 && len(banned) == 0)
+		j, err := s.create(ctx, u, *create, len(filters) == 0 && !banned)
 		if errors.Is(err, errJoinableExists) {
 			continue
 		}
@@ -98,7 +107,7 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 // region) but tried, until one joins; outcome is tried's (none or
 // noneBanned), worsened to noneBanned when a stripe passed over a ban.
 func (s *Store) joinOtherStripe(ctx context.Context, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
-	for _, sh := range s.stripes.readShards(mode, region) {
+	for _, sh := range s.stripes.ReadShards(mode, region) {
 		if sh == tried {
 			continue
 		}
@@ -144,7 +153,7 @@ const quickJoinLockPoll = 10 * time.Millisecond
 // (memberOf) instead of joining or creating another; quick-joins of
 // different users never wait for each other.
 func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
-	key, token := s.keys.quickJoinLock(redisx.UserShard(uid, s.shards), uid), randomString(idRandLen, base62)
+	key, token := s.keys.QuickJoinLock(redisx.UserShard(uid, s.shards), uid), layout.RandomString(layout.IDRandLen, layout.Base62)
 	for {
 		ok, err := s.client.SetNX(ctx, key, token, quickJoinLockTTL).Result()
 		if err != nil {
@@ -164,7 +173,7 @@ func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
 }
 
 // quickJoinOne is QuickJoin into one region: pickAndJoin on one stripe of
-// the (mode, region) (stripes.go; the home shard with K = 1), which also
+// the (mode, region) (layout.Placement; the home shard with K = 1), which also
 // creates the room when it finds nothing to join there. Without filters
 // the stripe is one of the current configuration's, at random (a stripe
 // no longer configured that still holds a joinable room goes first, so it
@@ -196,7 +205,7 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 		}
 		if len(filters) == 0 || len(cands) > 0 {
 			offer := create
-			if s.stripes.drained(mode, region, shard) {
+			if s.stripes.Drained(mode, region, shard) {
 				offer = nil // drained: join only
 			}
 			q, outcome, err := s.pickAndJoin(ctx, u, shard, mode, region, cands, offer)
@@ -217,7 +226,7 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 			case offer == nil && create != nil && len(filters) == 0:
 				// the drained stripe's rooms went meanwhile (or banned u):
 				// a current stripe, which creates when it has none
-				q, outcome, err = s.pickAndJoin(ctx, u, s.stripes.randomCreateShard(mode, region), mode, region, nil, create)
+				q, outcome, err = s.pickAndJoin(ctx, u, s.stripes.RandomCreateShard(mode, region), mode, region, nil, create)
 				switch {
 				case err != nil:
 					return rooms.QuickJoined{}, err
@@ -243,7 +252,7 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 // index's head is fullest (one pipelined read of each such head), when any
 // holds a joinable room, or one of the current stripes at random.
 func (s *Store) quickJoinShard(ctx context.Context, mode, region string) (int, error) {
-	cur, all := s.stripes.createShards(mode, region), s.stripes.readShards(mode, region)
+	cur, all := s.stripes.CreateShards(mode, region), s.stripes.ReadShards(mode, region)
 	if len(all) == len(cur) { // cur ⊆ all
 		return cur[rand.IntN(len(cur))], nil
 	}
@@ -256,7 +265,7 @@ func (s *Store) quickJoinShard(ctx context.Context, mode, region string) (int, e
 	heads := make([]*redis.StringSliceCmd, len(old))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range old {
-			heads[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(sh, mode, region),
+			heads[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.FillIndex(sh, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: 1})
 		}
 		return nil
@@ -301,9 +310,9 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 	call := quickJoinCall{keys: s.keys, shard: shard, mode: mode, region: region,
 		pubcmd: s.pubcmd, logArgs: s.argv, user: u.ID, nameJSON: jsonString(u.Name), candidates: cands}
 	if s.outboxLen > 0 { // webhooks on: logArgs say so, the outbox is the last key
-		call.outbox = s.keys.webhookOutbox(shard)
+		call.outbox = s.keys.WebhookOutbox(shard)
 	}
-	ph := holdings.Placeholder(randomString(idRandLen, base62))
+	ph := holdings.Placeholder(layout.RandomString(layout.IDRandLen, layout.Base62))
 	h, mayCreate, err := s.held.ReservePlaceholder(ctx, u.ID, ph, create != nil)
 	if !mayCreate {
 		create = nil // it may still join: as a member
@@ -322,9 +331,9 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 			_, size := rooms.StateTotals(p.State)
 			code := ""
 			if p.Visibility == rooms.Private {
-				code = newCode(shard, s.shards)
+				code = layout.NewCode(shard, s.shards)
 			}
-			call.createID, call.create = newRoomID(shard), s.newRoom(u, p, attrs, size, code, false)
+			call.createID, call.create = layout.NewRoomID(shard), s.newRoom(u, p, attrs, size, code, false)
 		}
 		rest, err := s.result(ctx, call)
 		switch {
@@ -352,7 +361,7 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 		created := len(rest) > 2 && rest[2] == "created"
 		s.held.Rebind(ctx, h, id, created)
 		room, _, err := s.readRoom(ctx, shard, id, false)
-		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, Created: created}, picked, err
+		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(layout.ToInt64(rest[0]))}, Created: created}, picked, err
 	}
 	s.held.Release(ctx, h)
 	return rooms.QuickJoined{}, none, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
@@ -363,11 +372,11 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 // whose attributes pass filters, and the matching rooms of that stripe in
 // fill order (none: no room matched).
 func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen int, err error) {
-	shards := s.stripes.readShards(mode, region)
+	shards := s.stripes.ReadShards(mode, region)
 	tops := make([]*redis.StringSliceCmd, len(shards))
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range shards {
-			tops[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(sh, mode, region),
+			tops[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.FillIndex(sh, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: filteredCandidates})
 		}
 		return nil
@@ -378,7 +387,7 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 	var cands []candidate
 	for i, top := range tops {
 		for _, m := range top.Val() {
-			cands = append(cands, candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: shards[i]})
+			cands = append(cands, candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: shards[i]})
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].pos.Key < cands[j].pos.Key })
@@ -386,14 +395,20 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 	if err != nil || len(ids) == 0 {
 		return shards[0], nil, len(cands), err
 	}
-	shard, _ = roomShard(ids[0], s.shards)
+	shard, _ = layout.RoomShard(ids[0], s.shards)
 	var out []string
 	for _, id := range ids {
-		if sh, _ := roomShard(id, s.shards); sh == shard {
+		if sh, _ := layout.RoomShard(id, s.shards); sh == shard {
 			out = append(out, id)
 		}
 	}
 	return shard, out, len(cands), nil
+}
+
+// candidate is a room read from an index of shard, at pos.
+type candidate struct {
+	pos   lobby.Position
+	shard int
 }
 
 // taken: the picked room stopped being joinable before the join.
@@ -411,7 +426,7 @@ const filteredCandidates = 64
 // index without regions). With filters it reads the top 64 of each and the candidates'
 // attributes, and takes the first that matches. The rooms in skip are
 // passed over (the top of each index is read that much deeper).
-func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (id string, seen int, err error) {
+func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (_ fillEntry, seen int, err error) {
 	type index struct {
 		shard, region int
 		top           *redis.StringSliceCmd
@@ -424,7 +439,7 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 	depth += int64(len(skip))
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read := func(shard int, region string, ri int) {
-			idx = append(idx, index{shard, ri, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.fillIndex(shard, mode, region),
+			idx = append(idx, index{shard, ri, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.FillIndex(shard, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: depth})})
 		}
 		if len(regions) == 0 {
@@ -433,49 +448,72 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 			}
 		}
 		for ri, r := range regions {
-			for _, sh := range s.stripes.readShards(mode, r) {
+			for _, sh := range s.stripes.ReadShards(mode, r) {
 				read(sh, r, ri)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return "", 0, redisx.Wrap(err)
+		return fillEntry{}, 0, redisx.Wrap(err)
 	}
-	var cands []candidate // in region order, each region (its stripes merged) in fill order
-	var region []int
+	type entry struct {
+		candidate
+		region int
+	}
+	var es []entry
 	for _, ix := range idx {
 		for _, m := range ix.top.Val() {
-			if !skip[fillID(m)] {
-				cands = append(cands, candidate{pos: lobby.Position{ID: fillID(m), Key: m}, shard: ix.shard})
-				region = append(region, ix.region)
+			if !skip[layout.FillID(m)] {
+				es = append(es, entry{candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: ix.shard}, ix.region})
 			}
 		}
 	}
-	order := make([]int, len(cands))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if region[a] != region[b] {
-			return region[a] < region[b]
+	// in region order, each region (its stripes merged) in fill order
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].region != es[j].region {
+			return es[i].region < es[j].region
 		}
-		return cands[a].pos.Key < cands[b].pos.Key
+		return es[i].pos.Key < es[j].pos.Key
 	})
-	sorted := make([]candidate, len(cands))
-	for i, o := range order {
-		sorted[i] = cands[o]
-	}
-	cands = sorted
 	if len(filters) == 0 {
-		if len(cands) == 0 {
-			return "", 0, nil
+		if len(es) == 0 {
+			return fillEntry{}, 0, nil
 		}
-		return cands[0].pos.ID, len(cands), nil
+		e, region := es[0], ""
+		if len(regions) > 0 {
+			region = regions[e.region]
+		}
+		return fillEntry{id: e.pos.ID, member: e.pos.Key, shard: e.shard, region: region}, len(es), nil
 	}
-	id, err = s.firstMatching(ctx, cands, filters)
-	return id, len(cands), err
+	cands := make([]candidate, len(es))
+	for i, e := range es {
+		cands[i] = e.candidate
+	}
+	id, err := s.firstMatching(ctx, cands, filters)
+	return fillEntry{id: id}, len(cands), err
+}
+
+// fillEntry is a room read from a fill index: its id, and, when known,
+// its member there and the index's shard and region ("" the mode's).
+type fillEntry struct {
+	id, member string
+	shard      int
+	region     string
+}
+
+// dropGone removes e from the fill index it was read from when its room is
+// gone (index_repair.lua, which checks that in the script): a fault or an
+// old release left it, and it would be every quick-join's first pick.
+func (s *Store) dropGone(ctx context.Context, mode string, e fillEntry) error {
+	if e.member == "" {
+		return nil
+	}
+	call := indexRepairCall{
+		index:    indexKey{key: s.keys.FillIndex(e.shard, mode, e.region), kind: "fill", mode: mode, region: e.region},
+		schedule: s.keys.RoomsDue(e.shard), entries: []string{e.member}, roomHashes: []string{s.keys.Room(e.shard, e.id)},
+	}
+	return redisx.Wrap(s.runner.Run(ctx, call).Err())
 }
 
 // firstMatching reads the candidates' attributes in one pipeline and
@@ -494,7 +532,7 @@ func (s *Store) allMatching(ctx context.Context, cands []candidate, filters []ro
 	cmds := make([]*redis.StringCmd, len(cands))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range cands {
-			cmds[i] = p.HGet(ctx, s.keys.room(c.shard, c.pos.ID), "at")
+			cmds[i] = p.HGet(ctx, s.keys.Room(c.shard, c.pos.ID), "at")
 		}
 		return nil
 	})
@@ -504,15 +542,12 @@ func (s *Store) allMatching(ctx context.Context, cands []candidate, filters []ro
 	var out []string
 	for i, c := range cands {
 		var attrs map[string]any
-		if decodeJSON(cmds[i].Val(), &attrs) == nil && rooms.MatchAll(filters, attrs) {
+		if layout.DecodeJSON(cmds[i].Val(), &attrs) == nil && rooms.MatchAll(filters, attrs) {
 			out = append(out, c.pos.ID)
 		}
 	}
 	return out, nil
 }
-
-// fillID is the room id of a fill index member "<...>|<...>|<id>".
-func fillID(member string) string { return member[strings.LastIndexByte(member, '|')+1:] }
 
 // memberOf finds a room of mode, in one of regions (any without regions),
 // not finished, that u is already in, and returns it as a join would. The
@@ -525,7 +560,7 @@ func fillID(member string) string { return member[strings.LastIndexByte(member, 
 func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	var shards []int
 	for _, r := range regions {
-		for _, shard := range s.stripes.readShards(mode, r) {
+		for _, shard := range s.stripes.ReadShards(mode, r) {
 			if !slices.Contains(shards, shard) {
 				shards = append(shards, shard)
 			}
@@ -544,9 +579,9 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 	pids := make([]*redis.StringCmd, len(ids))
 	if _, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			shard, _ := roomShard(id, s.shards)
-			fields[i] = p.HMGet(ctx, s.keys.room(shard, id), "m", "r", "st", "at", "ow")
-			pids[i] = p.HGet(ctx, s.keys.room(shard, id)+":users", u.ID)
+			shard, _ := layout.RoomShard(id, s.shards)
+			fields[i] = p.HMGet(ctx, s.keys.Room(shard, id), "m", "r", "st", "at", "ow")
+			pids[i] = p.HGet(ctx, s.keys.Room(shard, id)+":users", u.ID)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -558,7 +593,7 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 			continue
 		}
 		var attrs map[string]any
-		decodeJSON(fmt.Sprint(h[3]), &attrs)
+		layout.DecodeJSON(fmt.Sprint(h[3]), &attrs)
 		if h[0] != mode || (len(regions) > 0 && !slices.Contains(regions, fmt.Sprint(h[1]))) ||
 			h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
 			continue
@@ -567,7 +602,7 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 		if err != nil {
 			return rooms.Joined{}, false, err
 		}
-		shard, _ := roomShard(id, s.shards)
+		shard, _ := layout.RoomShard(id, s.shards)
 		room, _, err := s.readRoom(ctx, shard, id, false)
 		if errors.Is(err, rooms.ErrRoomNotFound) { // closed meanwhile: the entry just made goes
 			s.held.Forget(ctx, held)
@@ -576,7 +611,7 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 		if err != nil {
 			return rooms.Joined{}, false, err
 		}
-		return rooms.Joined{Room: room, PlayerID: int(atoi64(pid))}, true, nil
+		return rooms.Joined{Room: room, PlayerID: int(layout.Atoi64(pid))}, true, nil
 	}
 	return rooms.Joined{}, false, nil
 }
@@ -599,7 +634,7 @@ var (
 // of (mode, region), in the pair's home shard, or the first of candidates
 // that is still joinable when given.
 type quickJoinCall struct {
-	keys         keys
+	keys         layout.Keys
 	shard        int
 	mode, region string
 	pubcmd       string    // PUBLISH or SPUBLISH
@@ -620,7 +655,7 @@ func (quickJoinCall) Script() *redisx.Script { return quickJoin }
 // "" (the script appends the id it picks), then the candidates, then what
 // to create.
 func (c quickJoinCall) KeysArgs() ([]string, []any) {
-	args := []any{"", c.keys.channel(c.shard, ""), c.pubcmd, eventTag(), c.logArgs[0], c.logArgs[1],
+	args := []any{"", c.keys.Channel(c.shard, ""), c.pubcmd, layout.EventTag(), c.logArgs[0], c.logArgs[1],
 		c.user, c.nameJSON, "", len(c.candidates)}
 	for _, id := range c.candidates {
 		args = append(args, id)
@@ -629,7 +664,7 @@ func (c quickJoinCall) KeysArgs() ([]string, []any) {
 	if c.createID != "" {
 		args = append(args, c.create.args()...)
 	}
-	keys := c.keys.roomKeysWithIndexes(c.shard, "", c.mode, c.region)
+	keys := c.keys.RoomKeysWithIndexes(c.shard, "", c.mode, c.region)
 	if c.outbox != "" {
 		keys = append(keys, c.outbox)
 	}

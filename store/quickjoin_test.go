@@ -55,7 +55,7 @@ func TestQuickJoinPacksConcurrentCallers(t *testing.T) {
 			if len(inRoom) != wantRooms || created != wantRooms {
 				t.Fatalf("%d rooms (%d created) for %d callers of %d seats, want %d", len(inRoom), created, n, m, wantRooms)
 			}
-			page, err := lobby.NewService(s1).List(ctx, lobby.ListParams{Mode: "duel", Region: "eu", Limit: ptr(100)})
+			page, err := lobby.NewService(s1.Listing()).List(ctx, lobby.ListParams{Mode: "duel", Region: "eu", Limit: ptr(100)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -28,15 +29,26 @@ const statsCheckMax = 5000
 // rooms (the lifecycle schedule: each room's own index entries, user index,
 // code and presence schedule), users (the user index: rooms gone or left),
 // codes (invite codes of rooms gone), indexes (every index key of the
-// shard: entries of rooms gone or misplaced), stats (recounted from the
-// rooms, small shards only).
+// shard: entries of rooms gone or misplaced), index scan (a SCAN of the
+// shard's node for index keys of a mode or region the stats no longer
+// name, whose entries a fault left: checked in the next indexes phase),
+// stats (recounted from the rooms, small shards only).
 const (
 	phaseRooms = iota
 	phaseUsers
 	phaseCodes
 	phaseIndexes
+	phaseIndexScan
 	phaseStats
 	phases
+)
+
+// indexScanCount is the COUNT of the index scan's SCAN, one call per
+// janitor visit; foundMax bounds the keys it keeps for the next indexes
+// phase (more are found on the next round).
+const (
+	indexScanCount = 1000
+	foundMax       = 1024
 )
 
 // repairWalk is one shard's place in the walk. Each instance keeps its own;
@@ -48,6 +60,11 @@ type repairWalk struct {
 	cursor uint64
 	keys   []indexKey // phaseIndexes: the shard's index keys, and which
 	key    int
+	// found: index keys the last index scan found that the stats did not
+	// name (phaseIndexes checks them too); named: during the scan, the
+	// keys the stats name
+	found []indexKey
+	named map[string]bool
 }
 
 type indexKey struct{ key, kind, mode, region string }
@@ -85,6 +102,8 @@ func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
 		next, err = s.repairCodes(ctx, shard, w.cursor, rep)
 	case phaseIndexes:
 		next, err = s.repairIndexes(ctx, shard, w, rep)
+	case phaseIndexScan:
+		next, err = s.scanIndexes(ctx, shard, w)
 	case phaseStats:
 		err = s.repairStats(ctx, shard, rep)
 	}
@@ -93,13 +112,16 @@ func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
 	}
 	w.cursor = next
 	if next == 0 && (w.phase != phaseIndexes || w.key >= len(w.keys)) {
-		w.phase, w.keys, w.key = (w.phase+1)%phases, nil, 0
+		if w.phase == phaseIndexes {
+			w.found = nil // checked
+		}
+		w.phase, w.keys, w.key, w.named = (w.phase+1)%phases, nil, 0, nil
 	}
 	return nil
 }
 
 func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
-	page, next, err := s.client.ZScan(ctx, s.keys.roomsDue(shard), cursor, "", repairBudget).Result()
+	page, next, err := s.client.ZScan(ctx, s.keys.RoomsDue(shard), cursor, "", repairBudget).Result()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
@@ -107,7 +129,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 		id := page[i]
 		_, scope, err := s.scopeOf(ctx, id)
 		if errors.Is(err, rooms.ErrRoomNotFound) {
-			n, err := s.client.ZRem(ctx, s.keys.roomsDue(shard), id).Result()
+			n, err := s.client.ZRem(ctx, s.keys.RoomsDue(shard), id).Result()
 			if err != nil {
 				return 0, redisx.Wrap(err)
 			}
@@ -129,14 +151,14 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 }
 
 func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
-	page, next, err := s.client.HScan(ctx, s.keys.userIndex(shard), cursor, "", repairBudget).Result()
+	page, next, err := s.client.HScan(ctx, s.keys.UserIndex(shard), cursor, "", repairBudget).Result()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
-	call := userRepairCall{index: s.keys.userIndex(shard), schedule: s.keys.roomsDue(shard)}
+	call := userRepairCall{index: s.keys.UserIndex(shard), schedule: s.keys.RoomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
 		for _, id := range strings.Fields(page[i+1]) {
-			call.entries = append(call.entries, userEntry{user: page[i], room: id, roomHash: s.keys.room(shard, id)})
+			call.entries = append(call.entries, userEntry{user: page[i], room: id, roomHash: s.keys.Room(shard, id)})
 		}
 	}
 	if len(call.entries) == 0 {
@@ -152,13 +174,13 @@ func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep R
 }
 
 func (s *Store) repairCodes(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
-	page, next, err := s.client.HScan(ctx, s.keys.codes(shard), cursor, "", repairBudget).Result()
+	page, next, err := s.client.HScan(ctx, s.keys.Codes(shard), cursor, "", repairBudget).Result()
 	if err != nil || len(page) == 0 {
 		return next, redisx.Wrap(err)
 	}
-	call := codeRepairCall{codes: s.keys.codes(shard), schedule: s.keys.roomsDue(shard)}
+	call := codeRepairCall{codes: s.keys.Codes(shard), schedule: s.keys.RoomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
-		call.entries = append(call.entries, codeEntry{code: page[i], room: page[i+1], roomHash: s.keys.room(shard, page[i+1])})
+		call.entries = append(call.entries, codeEntry{code: page[i], room: page[i+1], roomHash: s.keys.Room(shard, page[i+1])})
 	}
 	n, err := s.runner.Run(ctx, call).Int64Slice()
 	if err != nil {
@@ -177,7 +199,7 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 		if err != nil {
 			return 0, err
 		}
-		w.keys, w.key = keys, 0
+		w.keys, w.key = append(keys, w.found...), 0
 	}
 	if w.key >= len(w.keys) {
 		return 0, nil
@@ -193,14 +215,14 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	if len(page) == 0 {
 		return next, nil
 	}
-	call := indexRepairCall{index: k, schedule: s.keys.roomsDue(shard)}
+	call := indexRepairCall{index: k, schedule: s.keys.RoomsDue(shard)}
 	for i := 0; i < len(page); i += 2 {
 		id := page[i]
 		if k.kind == "fill" {
 			id = id[strings.LastIndexByte(id, '|')+1:]
 		}
 		call.entries = append(call.entries, page[i])
-		call.roomHashes = append(call.roomHashes, s.keys.room(shard, id))
+		call.roomHashes = append(call.roomHashes, s.keys.Room(shard, id))
 	}
 	n, err := s.runner.Run(ctx, call).Int64Slice()
 	if err != nil {
@@ -211,11 +233,75 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	return next, nil
 }
 
+// scanIndexes does one SCAN call of the index scan on the node of shard:
+// the index keys of the shard that indexKeysOf does not list (a mode or
+// region no room of the shard has any more, per the stats) are kept in
+// w.found, for the next indexes phase.
+func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) (uint64, error) {
+	if w.named == nil {
+		keys, err := s.indexKeysOf(ctx, shard)
+		if err != nil {
+			return 0, err
+		}
+		w.named = make(map[string]bool, len(keys)+len(w.found))
+		for _, k := range append(keys, w.found...) {
+			w.named[k.key] = true
+		}
+	}
+	node, err := s.nodeOf(ctx, shard)
+	if err != nil {
+		return 0, err
+	}
+	tag := s.keys.Tag(shard)
+	page, next, err := node.Scan(ctx, w.cursor, globEscape(tag+":idx:")+"*", indexScanCount).Result()
+	if err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	for _, key := range page {
+		if k, ok := s.parseIndexKey(shard, key); ok && !w.named[key] && len(w.found) < foundMax {
+			w.found, w.named[key] = append(w.found, k), true
+		}
+	}
+	return next, nil
+}
+
+// nodeOf is the client of the node that holds shard's slot: the Cluster
+// master of its tag, or the one server.
+func (s *Store) nodeOf(ctx context.Context, shard int) (redis.UniversalClient, error) {
+	cc, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return s.client, nil
+	}
+	n, err := cc.MasterForKey(ctx, s.keys.Tag(shard))
+	return n, redisx.Wrap(err)
+}
+
+// parseIndexKey reads an index key of shard, "<tag>:idx:<kind>[:mode:<m>]
+// [:region:<r>]"; false for any other key (the key must be exactly what
+// layout.Keys names for what it reads).
+func (s *Store) parseIndexKey(shard int, key string) (indexKey, bool) {
+	rest, ok := strings.CutPrefix(key, s.keys.Tag(shard)+":idx:")
+	if !ok {
+		return indexKey{}, false
+	}
+	kind, rest, _ := strings.Cut(rest, ":")
+	var mode, region string
+	if m, ok := strings.CutPrefix(rest, "mode:"); ok {
+		mode, rest, _ = strings.Cut(m, ":")
+	}
+	if r, ok := strings.CutPrefix(rest, "region:"); ok {
+		region = r
+	}
+	k := indexKey{key: key, kind: kind, mode: mode, region: region}
+	known := slices.Contains(layout.IndexStatuses[:], rooms.Status(kind))
+	return k, known && s.keys.StatusIndex(shard, rooms.Status(kind), mode, region) == key
+}
+
 // indexKeysOf lists shard's index keys: the shard-wide ones, and those of
 // each mode and region the shard's stats name (a pair's keys only in its
 // stripes, every recorded configuration's).
 func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) {
-	fields, err := s.client.HKeys(ctx, s.keys.stats(shard)).Result()
+	fields, err := s.client.HKeys(ctx, s.keys.Stats(shard)).Result()
 	if err != nil {
 		return nil, redisx.Wrap(err)
 	}
@@ -232,14 +318,14 @@ func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) 
 	var out []indexKey
 	add := func(mode, region string) {
 		for _, kind := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
-			out = append(out, indexKey{key: s.keys.statusIndex(shard, kind, mode, region), kind: string(kind), mode: mode, region: region})
+			out = append(out, indexKey{key: s.keys.StatusIndex(shard, kind, mode, region), kind: string(kind), mode: mode, region: region})
 		}
 	}
 	add("", "")
 	for m := range modes {
 		add(m, "")
 		for r := range regions {
-			if slices.Contains(s.stripes.readShards(m, r), shard) {
+			if slices.Contains(s.stripes.ReadShards(m, r), shard) {
 				add(m, r)
 			}
 		}
@@ -254,7 +340,7 @@ func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) 
 // fields that differ, in one optimistic transaction: any change to the
 // stats or to the set of rooms meanwhile aborts it (tried again next pass).
 func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
-	statsKey, dueKey := s.keys.stats(shard), s.keys.roomsDue(shard)
+	statsKey, dueKey := s.keys.Stats(shard), s.keys.RoomsDue(shard)
 	err := s.client.Watch(ctx, func(tx *redis.Tx) error {
 		ids, err := tx.ZRange(ctx, dueKey, 0, statsCheckMax).Result()
 		if err != nil || len(ids) > statsCheckMax {
@@ -264,7 +350,7 @@ func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
 		var have *redis.MapStringStringCmd
 		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
-				cmds[i] = p.HMGet(ctx, s.keys.room(shard, id), "st", "m", "r", "pc")
+				cmds[i] = p.HMGet(ctx, s.keys.Room(shard, id), "st", "m", "r", "pc")
 			}
 			have = p.HGetAll(ctx, statsKey)
 			return nil
@@ -281,7 +367,7 @@ func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
 			mode, _ := v[1].(string)
 			region, _ := v[2].(string)
 			pc, _ := v[3].(string)
-			want["players"] += atoi(pc)
+			want["players"] += layout.Atoi(pc)
 			want["rooms:"+st]++
 			want["m:"+mode+":"+st]++
 			want["r:"+region+":"+st]++

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -70,20 +68,4 @@ func readerClient(opt redis.ClusterOptions, mode ReplicaReads) redis.UniversalCl
 		opt.RouteByLatency = true
 	}
 	return redis.NewClusterClient(&opt)
-}
-
-// browse runs a browsing read f on the reader client and, when that fails
-// for any reason but the caller's end (a replica dead, refusing reads while
-// its link is down, or loading), once more on the main client: a browsing
-// read never fails for a replica's sake. f queues its commands afresh on
-// each call. Without a reader client f runs once on the main one.
-func (s *Store) browse(ctx context.Context, f func(c redis.UniversalClient) error) error {
-	if s.reads == nil {
-		return f(s.client)
-	}
-	err := f(s.reads)
-	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil {
-		return err
-	}
-	return f(s.client)
 }

@@ -121,7 +121,7 @@ func shardNodes(t *testing.T, c *redistest.Cluster, prefix string, shards int) m
 func browseAll(t *testing.T, s *store.Store, wantRooms, wantPlayers int) {
 	t.Helper()
 	ctx := t.Context()
-	res, err := s.List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Sort: lobby.Newest, Limit: 50})
+	res, err := s.Listing().List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Sort: lobby.Newest, Limit: 50})
 	if err != nil || len(res.Rooms) != wantRooms {
 		t.Fatalf("List: %d rooms, %v; want %d", len(res.Rooms), err, wantRooms)
 	}
@@ -132,11 +132,11 @@ func browseAll(t *testing.T, s *store.Store, wantRooms, wantPlayers int) {
 	if players != wantPlayers {
 		t.Fatalf("List: %d players in the rooms, want %d", players, wantPlayers)
 	}
-	st, err := s.Stats(ctx)
+	st, err := s.Listing().Stats(ctx)
 	if err != nil || st.Rooms[rooms.Waiting] != wantRooms || st.Players != wantPlayers {
 		t.Fatalf("Stats: %d waiting rooms, %d players, %v; want %d, %d", st.Rooms[rooms.Waiting], st.Players, err, wantRooms, wantPlayers)
 	}
-	if _, err := s.Joinable(ctx, "battle", "eu", 100); err != nil {
+	if _, err := s.Listing().Joinable(ctx, "battle", "eu", 100); err != nil {
 		t.Fatalf("Joinable: %v", err)
 	}
 }

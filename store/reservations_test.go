@@ -15,7 +15,7 @@ import (
 // joinableIDs lists the joinable rooms of the mode and region in fill order.
 func joinableIDs(t *testing.T, s *store.Store, mode, region string) []string {
 	t.Helper()
-	page, err := s.List(context.Background(), lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Joinable: true,
+	page, err := s.Listing().List(context.Background(), lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Joinable: true,
 		Mode: mode, Region: region, Sort: lobby.Fill, Limit: 20})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -17,15 +18,15 @@ import (
 // that runs a script costs Redis far less than building the same reply in
 // Lua, where every field becomes an interned string twice.
 type roomRead struct {
-	room                  *redis.StringSliceCmd // roomFields (roomHash)
+	room                  *redis.StringSliceCmd // roomFields (layout.RoomHash)
 	players, users, state *redis.MapStringStringCmd
 	conn                  *redis.StringSliceCmd
 }
 
 // queueRoomRead queues the reads of room id on p.
 func (s *Store) queueRoomRead(ctx context.Context, p redis.Pipeliner, shard int, id string, withState bool) roomRead {
-	k := s.keys.readKeys(shard, id)
-	rr := roomRead{room: queueRoomHash(ctx, p, k[0]), players: p.HGetAll(ctx, k[1]),
+	k := s.keys.ReadKeys(shard, id)
+	rr := roomRead{room: layout.QueueRoomHash(ctx, p, k[0]), players: p.HGetAll(ctx, k[1]),
 		users: p.HGetAll(ctx, k[2]), conn: p.HKeys(ctx, k[4])}
 	if withState {
 		rr.state = p.HGetAll(ctx, k[3])
@@ -36,11 +37,11 @@ func (s *Store) queueRoomRead(ctx context.Context, p redis.Pipeliner, shard int,
 // decodeRead builds the room; ErrRoomNotFound when its hash is gone. It
 // remembers the room's place.
 func (s *Store) decodeRead(id string, rr roomRead) (rooms.Room, rooms.State, error) {
-	h := roomHashOf(rr.room)
+	h := layout.RoomHashOf(rr.room)
 	if h == nil {
 		return rooms.Room{}, nil, rooms.ErrRoomNotFound
 	}
-	r, err := decodeRoom(id, h, rr.players.Val(), rr.users.Val(), rr.conn.Val())
+	r, err := layout.DecodeRoom(id, h, rr.players.Val(), rr.users.Val(), rr.conn.Val())
 	if err != nil {
 		return rooms.Room{}, nil, err
 	}

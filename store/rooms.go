@@ -13,6 +13,7 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -27,11 +28,11 @@ const maxCollisionRetries = 5
 
 // common is the ARGV every mutation script starts with (lua/prelude.lua).
 func (s *Store) common(shard int, id string) []any {
-	return []any{id, s.keys.channel(shard, id), s.pubcmd, eventTag(), s.argv[0], s.argv[1]}
+	return []any{id, s.keys.Channel(shard, id), s.pubcmd, layout.EventTag(), s.argv[0], s.argv[1]}
 }
 
 // Create implements rooms.Store. The room lives in a stripe of its (mode,
-// region) (stripes.go: the home shard with K = 1), chosen at random among
+// region) (layout.Placement: the home shard with K = 1), chosen at random among
 // the current configuration's, whatever its visibility, so it never moves.
 func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (rooms.Joined, error) {
 	return s.create(ctx, u, p, false)
@@ -47,13 +48,13 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 	if err != nil {
 		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
 	}
-	shard := s.stripes.randomCreateShard(p.Mode, p.Region)
+	shard := s.stripes.RandomCreateShard(p.Mode, p.Region)
 	_, size := rooms.StateTotals(p.State)
 	for range maxCollisionRetries {
-		id := newRoomID(shard)
+		id := layout.NewRoomID(shard)
 		code := ""
 		if p.Visibility == rooms.Private {
-			code = newCode(shard, s.shards)
+			code = layout.NewCode(shard, s.shards)
 		}
 		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, size, code, onlyIfNone)}
 		h, err := s.held.Reserve(ctx, u.ID, id, true)
@@ -80,7 +81,7 @@ func (s *Store) newRoom(u rooms.User, p rooms.NewRoom, attrs []byte, size int, c
 
 // Get implements rooms.Store with one consistent read.
 func (s *Store) Get(ctx context.Context, id string, withState bool) (rooms.Room, rooms.State, error) {
-	shard, ok := roomShard(id, s.shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return rooms.Room{}, nil, rooms.ErrRoomNotFound
 	}
@@ -89,7 +90,7 @@ func (s *Store) Get(ctx context.Context, id string, withState bool) (rooms.Room,
 
 // Join implements rooms.Store.
 func (s *Store) Join(ctx context.Context, u rooms.User, id string) (rooms.Joined, error) {
-	shard, ok := roomShard(id, s.shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return rooms.Joined{}, rooms.ErrRoomNotFound
 	}
@@ -99,15 +100,15 @@ func (s *Store) Join(ctx context.Context, u rooms.User, id string) (rooms.Joined
 // JoinByCode implements rooms.Store: the code's shard holds the code table
 // and the room.
 func (s *Store) JoinByCode(ctx context.Context, u rooms.User, code string) (rooms.Joined, error) {
-	shard := codeShard(code, s.shards)
-	id, err := s.client.HGet(ctx, s.keys.codes(shard), code).Result()
+	shard := layout.CodeShard(code, s.shards)
+	id, err := s.client.HGet(ctx, s.keys.Codes(shard), code).Result()
 	if errors.Is(err, redis.Nil) {
 		return rooms.Joined{}, rooms.ErrRoomNotFound
 	}
 	if err != nil {
 		return rooms.Joined{}, redisx.Wrap(err)
 	}
-	if got, ok := roomShard(id, s.shards); !ok || got != shard {
+	if got, ok := layout.RoomShard(id, s.shards); !ok || got != shard {
 		return rooms.Joined{}, fmt.Errorf("store: code %s maps to room %s of another shard", code, id)
 	}
 	return s.join(ctx, u, shard, id, code)
@@ -143,7 +144,7 @@ func (s *Store) joined(r ran, err error) (rooms.Joined, error) {
 		return rooms.Joined{}, err
 	}
 	room, _, err := s.decodeRead(r.id, r.read)
-	return rooms.Joined{Room: room, PlayerID: int(toInt64(rest[0]))}, err
+	return rooms.Joined{Room: room, PlayerID: int(layout.ToInt64(rest[0]))}, err
 }
 
 // Leave implements rooms.Store.
@@ -215,7 +216,7 @@ func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.Upd
 		return rooms.Room{}, err
 	}
 	for range maxCollisionRetries {
-		call := updateCall{scope, c, changes, newCode(shard, s.shards)}
+		call := updateCall{scope, c, changes, layout.NewCode(shard, s.shards)}
 		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
 		if errors.Is(err, errCodeTaken) {
 			continue
@@ -282,7 +283,7 @@ func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms
 	if err != nil {
 		return rooms.Versions{}, err
 	}
-	shard, ok := roomShard(id, s.shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return rooms.Versions{}, rooms.ErrRoomNotFound
 	}
@@ -290,7 +291,7 @@ func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms
 	if err != nil {
 		return rooms.Versions{}, err
 	}
-	return rooms.Versions{Version: toInt64(rest[0]), StateVersion: toInt64(rest[1])}, nil
+	return rooms.Versions{Version: layout.ToInt64(rest[0]), StateVersion: layout.ToInt64(rest[1])}, nil
 }
 
 func jsonString(s string) string {
@@ -321,5 +322,5 @@ func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userI
 	if err != nil {
 		return rooms.Reservation{}, err
 	}
-	return rooms.Reservation{ReservedSeats: int(toInt64(rest[0])), ExpiresAt: time.UnixMilli(toInt64(rest[1])).UTC()}, nil
+	return rooms.Reservation{ReservedSeats: int(layout.ToInt64(rest[0])), ExpiresAt: time.UnixMilli(layout.ToInt64(rest[1])).UTC()}, nil
 }

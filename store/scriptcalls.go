@@ -8,6 +8,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -28,19 +29,19 @@ type roomScope struct {
 
 // scope is room id's scope for a script that moves it between no index.
 func (s *Store) scope(shard int, id string) roomScope {
-	return roomScope{keys: s.withOutbox(shard, s.keys.roomKeys(shard, id)), argv: s.common(shard, id)}
+	return roomScope{keys: s.withOutbox(shard, s.keys.RoomKeys(shard, id)), argv: s.common(shard, id)}
 }
 
 // indexedScope is the scope of room id of mode and region with its indexes.
 func (s *Store) indexedScope(shard int, id, mode, region string) roomScope {
-	return roomScope{keys: s.withOutbox(shard, s.keys.roomKeysWithIndexes(shard, id, mode, region)), argv: s.common(shard, id)}
+	return roomScope{keys: s.withOutbox(shard, s.keys.RoomKeysWithIndexes(shard, id, mode, region)), argv: s.common(shard, id)}
 }
 
 // withOutbox appends the shard's webhook outbox to a scope's keys when
 // webhooks are on (ARGV[5] then says so, see lua/prelude.lua).
 func (s *Store) withOutbox(shard int, keys []string) []string {
 	if s.outboxLen > 0 {
-		keys = append(keys, s.keys.webhookOutbox(shard))
+		keys = append(keys, s.keys.WebhookOutbox(shard))
 	}
 	return keys
 }
@@ -49,13 +50,13 @@ func (s *Store) withOutbox(shard int, keys []string) []string {
 // (immutable) mode and region when not cached; rooms.ErrRoomNotFound for
 // an id this deployment never issued or a room that is gone.
 func (s *Store) scopeOf(ctx context.Context, id string) (int, roomScope, error) {
-	shard, ok := roomShard(id, s.shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return 0, roomScope{}, rooms.ErrRoomNotFound
 	}
 	p, ok := s.places.get(id)
 	if !ok {
-		got, err := s.client.HMGet(ctx, s.keys.room(shard, id), "m", "r").Result()
+		got, err := s.client.HMGet(ctx, s.keys.Room(shard, id), "m", "r").Result()
 		if err != nil {
 			return 0, roomScope{}, redisx.Wrap(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/internal/redisx/scripttest"
 )
@@ -22,8 +23,8 @@ var luaFiles embed.FS
 // it computes. A descriptor that drops or adds an argument fails here,
 // before any Redis.
 func TestScriptCallsMatchTheirLua(t *testing.T) {
-	s := &Store{keys: keys{prefix: "t", held: true}, shards: 4, pubcmd: "PUBLISH", argv: [3]string{"100 1000", "60"}}
-	id := newRoomID(1)
+	s := &Store{keys: layout.New("t", true, false), shards: 4, pubcmd: "PUBLISH", argv: [3]string{"100 1000", "60"}}
+	id := layout.NewRoomID(1)
 	scope, indexed := s.scope(1, id), s.indexedScope(1, id, "pool", "eu")
 	nr := s.newRoom(rooms.User{ID: "u1", Name: "Ann"}, rooms.NewRoom{Name: "r", Mode: "pool", Region: "eu",
 		Visibility: rooms.Public, MaxPlayers: 4, State: rooms.State{"a": []byte("1")}}, []byte("{}"), 3, "", false)

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/realsync/realsync/store/internal/layout"
+	"github.com/realsync/realsync/store/listing"
 	"strconv"
 	"time"
 
@@ -32,6 +34,10 @@ const SchemaVersion = 3
 
 // DefaultLogMaxBytes is the default byte cap of a room's event log.
 const DefaultLogMaxBytes = 256 << 10
+
+// MaxShards is the most shards a deployment may have: a room id carries
+// its shard in two base-36 digits.
+const MaxShards = layout.MaxShards
 
 // Config says where Redis is and how keys are laid out.
 type Config struct {
@@ -95,7 +101,7 @@ type Config struct {
 	Batch *Batching
 
 	// Stripes spreads the rooms of a (mode, region) over K shards
-	// (stripes.go); zero value: K = 1, one shard per pair.
+	// (store/internal/layout/stripes.go); zero value: K = 1, one shard per pair.
 	Stripes Stripes
 	// SessionPolicy says what a personal stream's new session does to an
 	// open one of the same user and platform (store/sessions); default
@@ -117,7 +123,7 @@ type Store struct {
 	client   redis.UniversalClient
 	reads    redis.UniversalClient // browsing reads (replicas.go); nil: client
 	embedded *miniredis.Miniredis
-	keys     keys
+	keys     layout.Keys
 	shards   int
 	pubcmd   string
 	// runner runs every script (FCALL of the library's mutations where
@@ -141,7 +147,8 @@ type Store struct {
 	janitorActions     func(kind string, n int)
 	repairs            *repairWalks
 	batch              *batch.Batcher // nil: no batching
-	stripes            *stripes
+	stripes            *layout.Placement
+	list               *listing.Index
 	readBatch          *batch.Batcher // the reader client's; nil: no batching or no reader client
 }
 
@@ -180,7 +187,7 @@ func New(cfg Config) (*Store, error) {
 	if k := cfg.Stripes.Max(); k > cfg.Shards {
 		return nil, fmt.Errorf("mode stripes must be 1..shards (%d), got %d", cfg.Shards, k)
 	}
-	s := &Store{keys: keys{prefix: cfg.Prefix, held: cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, idx: newIndexKeyCache()}, shards: cfg.Shards, places: newPlaceCache(100_000),
+	s := &Store{keys: layout.New(cfg.Prefix, cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, true), shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
 		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
 		argv:      [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))},
@@ -188,17 +195,18 @@ func New(cfg Config) (*Store, error) {
 	if s.outboxLen > 0 {
 		s.argv[0] += " " + strconv.Itoa(s.outboxLen)
 	}
-	s.stripes = newStripes(s.keys, s.shards, cfg.Stripes)
+	s.stripes = layout.NewPlacement(s.keys, s.shards, cfg.Stripes)
 	if err := s.connect(cfg); err != nil {
 		return nil, err
 	}
 	s.runner = redisx.NewRunner(s.client, library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
-	s.ulog = userlog.New(s.base, cfg.Offline, eventTag)
+	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})
 	s.sess = sessions.New(sessions.Config{Base: s.base, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy,
-		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.webhookOutbox, OutboxLen: s.outboxLen})
+		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
 	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)
+	s.list = listing.New(s.client, s.reads, s.keys, s.shards, s.stripes)
 	if cfg.Batch != nil { // first hook: the others see a batch once, as a pipeline
 		var observe func(string, int)
 		if m, ok := cfg.Metrics.(BatchMetrics); ok {
@@ -394,7 +402,7 @@ func (s *Store) Base() *redisx.Base { return s.base }
 func (s *Store) Client() redis.UniversalClient { return s.client }
 
 func (s *Store) checkMeta(ctx context.Context) error {
-	key := s.keys.meta()
+	key := s.keys.Meta()
 	if err := s.client.HSetNX(ctx, key, "shards", s.shards).Err(); err != nil {
 		return redisx.Wrap(err)
 	}
@@ -420,6 +428,10 @@ func (s *Store) checkMeta(ctx context.Context) error {
 // personal streams' sessions, online status, following, a user's open
 // streams. It implements sse.UserSource, players.Inbox and players.Store.
 func (s *Store) Sessions() *sessions.Sessions { return s.sess }
+
+// Listing returns the rooms' listing (store/listing): the lobby's index
+// (lobby.Index) and the lobby stream's source (sse.LobbySource).
+func (s *Store) Listing() *listing.Index { return s.list }
 
 // UserLogs returns the personal logs (store/userlog), for the concept
 // packages that send personal events (tickets' match_found).

@@ -13,6 +13,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -25,7 +26,7 @@ var _ sse.Source = (*Store)(nil)
 // same transaction. A fresh user lease is dropped again when the room
 // refuses or fails.
 func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c sse.Cursor, limit int) (sse.Opening, error) {
-	shard, ok := roomShard(l.Room, s.shards)
+	shard, ok := layout.RoomShard(l.Room, s.shards)
 	if !ok {
 		return sse.Opening{}, rooms.ErrRoomNotFound
 	}
@@ -68,7 +69,7 @@ func (s *Store) openRoomStream(ctx context.Context, shard int, l sse.Lease, read
 	if err != nil {
 		return sse.Opening{}, err
 	}
-	o := sse.Opening{PlayerID: int(toInt64(rest[0])), Version: toInt64(rest[1])}
+	o := sse.Opening{PlayerID: int(layout.ToInt64(rest[0])), Version: layout.ToInt64(rest[1])}
 	switch rest[2] {
 	case "replay":
 		o.Replay = events(logEntries(rest[3]))
@@ -90,7 +91,7 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 	if l.Server {
 		return nil
 	}
-	shard, ok := roomShard(l.Room, s.shards)
+	shard, ok := layout.RoomShard(l.Room, s.shards)
 	if !ok {
 		return rooms.ErrRoomNotFound
 	}
@@ -118,7 +119,7 @@ func (s *Store) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, 
 func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
 	byShard := map[int][]sse.Lease{}
 	for _, l := range ls {
-		if shard, ok := roomShard(l.Room, s.shards); ok {
+		if shard, ok := layout.RoomShard(l.Room, s.shards); ok {
 			byShard[shard] = append(byShard[shard], l)
 		}
 	}
@@ -128,7 +129,7 @@ func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 		for batch := range slices.Chunk(all, redisx.RenewBatch) {
 			call := redisx.RenewCall{Sc: presenceRenew, TTLMs: s.presenceTTL.Milliseconds()}
 			for _, l := range batch {
-				call.Keys = append(call.Keys, s.keys.room(shard, l.Room)+":presence")
+				call.Keys = append(call.Keys, s.keys.Room(shard, l.Room)+":presence")
 				call.Members = append(call.Members, leaseMember(l))
 			}
 			res, err := s.runner.Run(ctx, call).Result()
@@ -137,7 +138,7 @@ func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 				continue
 			}
 			for _, i := range res.([]any) {
-				lost = append(lost, batch[toInt64(i)-1])
+				lost = append(lost, batch[layout.ToInt64(i)-1])
 			}
 		}
 	}
@@ -151,7 +152,7 @@ func leaseMember(l sse.Lease) string {
 
 // Log implements sse.Source.
 func (s *Store) Log(ctx context.Context, room string, from, to int64) ([]sse.Event, error) {
-	shard, ok := roomShard(room, s.shards)
+	shard, ok := layout.RoomShard(room, s.shards)
 	if !ok {
 		return nil, rooms.ErrRoomNotFound
 	}
@@ -159,7 +160,7 @@ func (s *Store) Log(ctx context.Context, room string, from, to int64) ([]sse.Eve
 	if to >= 0 {
 		end = strconv.FormatInt(to, 10) + "-0"
 	}
-	res, err := s.client.Do(ctx, "XRANGE", s.keys.log(shard, room), strconv.FormatInt(from, 10)+"-0", end).Result()
+	res, err := s.client.Do(ctx, "XRANGE", s.keys.Log(shard, room), strconv.FormatInt(from, 10)+"-0", end).Result()
 	if err != nil {
 		return nil, redisx.Wrap(err)
 	}
@@ -171,8 +172,8 @@ func (s *Store) Versions(ctx context.Context, ids []string) ([]int64, error) {
 	cmds := make([]*redis.StringCmd, len(ids))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			shard, _ := roomShard(id, s.shards)
-			cmds[i] = p.HGet(ctx, s.keys.room(shard, id), "ver")
+			shard, _ := layout.RoomShard(id, s.shards)
+			cmds[i] = p.HGet(ctx, s.keys.Room(shard, id), "ver")
 		}
 		return nil
 	})
@@ -206,7 +207,7 @@ func logEntries(v any) []logEntry {
 		id, _ := e[0].(string)
 		ver, _ := strings.CutSuffix(id, "-0")
 		f := pairs(e[1])
-		out = append(out, logEntry{version: atoi64(ver), tag: f["g"], data: f["d"]})
+		out = append(out, logEntry{version: layout.Atoi64(ver), tag: f["g"], data: f["d"]})
 	}
 	return out
 }

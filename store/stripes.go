@@ -3,226 +3,23 @@ package store
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Stripes says over how many shards ("stripes") the rooms of one (mode,
-// region) are spread, so that a hot pair uses more than one Redis master.
-// Stripe 0 of a pair is its home shard (homeShard), so K = 1 is the
-// original layout: every pair on one shard, listing and quick-join on one
-// slot. The zero value is K = 1 everywhere.
-type Stripes struct {
-	// Default is K for every mode without an override; 0 means 1.
-	Default int
-	// Modes are per-mode overrides of Default.
-	Modes map[string]int
-}
+// region) are spread (layout.Stripes; REALSYNC_MODE_STRIPES).
+type Stripes = layout.Stripes
 
-// ParseStripes reads REALSYNC_MODE_STRIPES: "K" (every mode), or
-// "K,mode=K,..." (a default and per-mode overrides), or "mode=K,..."
-// (default 1). Each K is an integer ≥ 1; the upper bound (the shard count)
-// is checked by New. Errors name the bad item.
-func ParseStripes(v string) (Stripes, error) {
-	st := Stripes{Default: 1}
-	if strings.TrimSpace(v) == "" {
-		return st, nil
-	}
-	seenDefault := false
-	for _, item := range strings.Split(v, ",") {
-		item = strings.TrimSpace(item)
-		mode, k, isMode := strings.Cut(item, "=")
-		if !isMode {
-			k, mode = item, ""
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(k))
-		if err != nil || n < 1 {
-			return Stripes{}, fmt.Errorf("%q: a stripe count must be an integer ≥ 1", item)
-		}
-		mode = strings.TrimSpace(mode)
-		switch {
-		case !isMode && seenDefault:
-			return Stripes{}, fmt.Errorf("%q: the default stripe count is given twice", item)
-		case !isMode:
-			st.Default, seenDefault = n, true
-		case mode == "":
-			return Stripes{}, fmt.Errorf("%q: a mode name is missing before '='", item)
-		default:
-			if _, dup := st.Modes[mode]; dup {
-				return Stripes{}, fmt.Errorf("%q: mode %q is given twice", item, mode)
-			}
-			if st.Modes == nil {
-				st.Modes = map[string]int{}
-			}
-			st.Modes[mode] = n
-		}
-	}
-	return st, nil
-}
-
-// K is the stripe count of mode.
-func (st Stripes) K(mode string) int {
-	if k, ok := st.Modes[mode]; ok {
-		return k
-	}
-	return max(st.Default, 1)
-}
-
-// Max is the largest K of any mode.
-func (st Stripes) Max() int {
-	m := max(st.Default, 1)
-	for _, k := range st.Modes {
-		m = max(m, k)
-	}
-	return m
-}
-
-// String is the canonical form ParseStripes reads back: the default, then
-// the overrides that differ from it, sorted by mode.
-func (st Stripes) String() string {
-	out := strconv.Itoa(max(st.Default, 1))
-	modes := make([]string, 0, len(st.Modes))
-	for m, k := range st.Modes {
-		if k != max(st.Default, 1) {
-			modes = append(modes, m)
-		}
-	}
-	sort.Strings(modes)
-	for _, m := range modes {
-		out += "," + m + "=" + strconv.Itoa(st.Modes[m])
-	}
-	return out
-}
+// ParseStripes reads REALSYNC_MODE_STRIPES (layout.ParseStripes).
+func ParseStripes(v string) (Stripes, error) { return layout.ParseStripes(v) }
 
 // stripeMetaField starts the meta hash's fields that record a stripe
 // configuration ever used by an instance: "stripes:<Stripes.String()>".
 // The union of the recorded configurations is what every read covers.
 const stripeMetaField = "stripes:"
-
-// stripeState is the current configuration and every configuration
-// recorded in the meta hash (the current one included).
-type stripeState struct {
-	current Stripes
-	used    []Stripes
-}
-
-// stripes holds a store's stripe configuration and placement.
-type stripes struct {
-	state atomic.Pointer[stripeState]
-	slots []int // slots[shard]: the hash slot of the shard's tag
-	// cache: "<mode>\x00<region>\x00<K>" → the pair's first K stripes
-	cache sync.Map
-}
-
-func newStripes(k keys, shards int, cur Stripes) *stripes {
-	p := &stripes{slots: make([]int, shards)}
-	for i := range shards {
-		p.slots[i] = int(crc16(k.tag(i)[1:len(k.tag(i))-1]) % 16384)
-	}
-	p.state.Store(&stripeState{current: cur, used: []Stripes{cur}})
-	return p
-}
-
-// slotRange is which of k equal ranges of the 16384 hash slots holds slot:
-// range i is [i·16384/k, (i+1)·16384/k − 1], what internal/redistest and
-// `redis-cli --cluster create` assign to k masters (the latter differs by
-// at most one slot at a range's end).
-func slotRange(slot, k int) int {
-	i := slot * k / 16384
-	for i+1 < k && (i+1)*16384/k <= slot {
-		i++
-	}
-	return i
-}
-
-// shardsOf returns the first k stripes of (mode, region), stripe 0 first:
-// stripe 0 is the home shard; stripe i is the first shard after the home
-// shard (cyclically), not already a stripe, whose hash slot lies in slot
-// range (r0 + i) mod k of k equal ranges, r0 the home shard's range; when
-// no shard is there, the first unused shard. On a Cluster whose k masters
-// own k equal contiguous slot ranges each stripe is on a master of its
-// own: placement follows slot ranges, not the live topology.
-func (p *stripes) shardsOf(mode, region string, k int) []int {
-	shards := len(p.slots)
-	k = min(k, shards)
-	if k <= 1 {
-		return []int{homeShard(mode, region, shards)}
-	}
-	key := mode + "\x00" + region + "\x00" + strconv.Itoa(k)
-	if v, ok := p.cache.Load(key); ok {
-		return v.([]int)
-	}
-	home := homeShard(mode, region, shards)
-	out := []int{home}
-	r0 := slotRange(p.slots[home], k)
-	for i := 1; i < k; i++ {
-		want, pick, spare := (r0+i)%k, -1, -1
-		for j := 1; j < shards && pick < 0; j++ {
-			sh := (home + j) % shards
-			if slices.Contains(out, sh) {
-				continue
-			}
-			if spare < 0 {
-				spare = sh
-			}
-			if slotRange(p.slots[sh], k) == want {
-				pick = sh
-			}
-		}
-		if pick < 0 {
-			pick = spare
-		}
-		out = append(out, pick)
-	}
-	p.cache.Store(key, out)
-	return out
-}
-
-// createShards are the stripes a new room of (mode, region) may go to:
-// the current configuration's.
-func (p *stripes) createShards(mode, region string) []int {
-	return p.shardsOf(mode, region, p.state.Load().current.K(mode))
-}
-
-// readShards are every shard that may hold a room of (mode, region): the
-// union of the stripes of every recorded configuration, home shard first,
-// so rooms on a stripe no longer configured are still listed and joined
-// (they drain: no new room is created there).
-func (p *stripes) readShards(mode, region string) []int {
-	st := p.state.Load()
-	if len(st.used) == 1 {
-		return p.shardsOf(mode, region, st.used[0].K(mode))
-	}
-	var out []int
-	for _, c := range st.used {
-		for _, sh := range p.shardsOf(mode, region, c.K(mode)) {
-			if !slices.Contains(out, sh) {
-				out = append(out, sh)
-			}
-		}
-	}
-	return out
-}
-
-// drained reports whether shard is a read stripe of (mode, region) where
-// no room is created any more.
-func (p *stripes) drained(mode, region string, shard int) bool {
-	return !slices.Contains(p.createShards(mode, region), shard)
-}
-
-// randomCreateShard is a stripe of the current configuration, uniformly at
-// random: rooms spread evenly over the stripes.
-func (p *stripes) randomCreateShard(mode, region string) int {
-	c := p.createShards(mode, region)
-	return c[rand.IntN(len(c))]
-}
 
 // RefreshStripes records the store's stripe configuration in the meta
 // hash (once) and reads every configuration recorded there, so reads cover
@@ -230,28 +27,28 @@ func (p *stripes) randomCreateShard(mode, region string) int {
 // calls it, and the janitor on every tick: an instance learns another
 // instance's new configuration within one janitor interval.
 func (s *Store) RefreshStripes(ctx context.Context) error {
-	st := s.stripes.state.Load()
-	key := s.keys.meta()
-	if err := s.client.HSetNX(ctx, key, stripeMetaField+st.current.String(), "1").Err(); err != nil {
+	cur := s.stripes.Current()
+	key := s.keys.Meta()
+	if err := s.client.HSetNX(ctx, key, stripeMetaField+cur.String(), "1").Err(); err != nil {
 		return redisx.Wrap(err)
 	}
 	fields, err := s.client.HKeys(ctx, key).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
-	used := []Stripes{st.current}
+	var others []Stripes
 	for _, f := range fields {
 		v, ok := strings.CutPrefix(f, stripeMetaField)
-		if !ok || v == st.current.String() {
+		if !ok || v == cur.String() {
 			continue
 		}
 		c, err := ParseStripes(v)
 		if err != nil {
 			return fmt.Errorf("store: meta field %q: %w", f, err)
 		}
-		used = append(used, c)
+		others = append(others, c)
 	}
-	s.stripes.state.Store(&stripeState{current: st.current, used: used})
+	s.stripes.SetUsed(others)
 	return nil
 }
 
@@ -259,25 +56,8 @@ func (s *Store) RefreshStripes(ctx context.Context) error {
 // hash as this store last read them (the current one first).
 func (s *Store) StripeConfigs() []string {
 	var out []string
-	for _, c := range s.stripes.state.Load().used {
+	for _, c := range s.stripes.Used() {
 		out = append(out, c.String())
 	}
 	return out
-}
-
-// crc16 is Redis Cluster's key hash (CRC-16/XMODEM: polynomial 0x1021,
-// initial value 0), taken mod 16384 for the hash slot.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }

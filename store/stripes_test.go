@@ -193,7 +193,7 @@ func TestStripesListingPagesAcrossStripes(t *testing.T) {
 				seen := map[string]int{}
 				var prev *rooms.Room
 				for page := 0; ; page++ {
-					res, err := s.List(ctx, q)
+					res, err := s.Listing().List(ctx, q)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -278,7 +278,7 @@ func TestStripesQuickJoinPacking(t *testing.T) {
 			if t.Failed() {
 				return
 			}
-			res, err := s1.List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Mode: "hot", Region: "eu", Sort: lobby.Oldest, Limit: 100})
+			res, err := s1.Listing().List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Mode: "hot", Region: "eu", Sort: lobby.Oldest, Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -452,7 +452,7 @@ func listIDs(t *testing.T, s *store.Store, mode, region string) []string {
 	var out []string
 	q := lobby.Query{Statuses: []rooms.Status{rooms.Waiting, rooms.Playing}, Mode: mode, Region: region, Sort: lobby.Oldest, Limit: 7}
 	for {
-		res, err := s.List(context.Background(), q)
+		res, err := s.Listing().List(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		if !up.Load() {
 			return lobby.Stats{}, errConnecting
 		}
-		return st.Stats(ctx)
+		return st.Listing().Stats(ctx)
 	}
 	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(ctx context.Context) (int, error) {
 		live, err := st.Fleet().Instances(ctx)
@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		defer stop()
 		go keys.Watch(watch)
 	}
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	mm := cfg.matchmakingConfig(st)
@@ -143,7 +143,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	handler := api.NewHandler(api.Config{
 		Rooms:   roomService,
 		Direct:  players.NewDirect(st.Sessions(), roomService),
-		Lobby:   lobby.New(lobby.Config{Index: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
+		Lobby:   lobby.New(lobby.Config{Index: st.Listing(), Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
 		Events:  hub,
 		Players: players.NewService(st.Sessions()),
 		Auth:    auth, APIKeys: keys,

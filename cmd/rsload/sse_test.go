@@ -24,8 +24,8 @@ func server(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON})
-	srv := httptest.NewServer(api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st),
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON})
+	srv := httptest.NewServer(api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
 		Events: hub, Auth: &api.Auth{Secret: []byte("s"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI}))
 	t.Cleanup(func() { srv.Close(); hub.Close(); st.Close() })
 	return srv.URL

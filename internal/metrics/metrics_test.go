@@ -88,7 +88,7 @@ func TestShardStats(t *testing.T) {
 		}
 	}
 	var reads atomic.Int64
-	read := func(ctx context.Context) (lobby.Stats, error) { reads.Add(1); return st.Stats(ctx) }
+	read := func(ctx context.Context) (lobby.Stats, error) { reads.Add(1); return st.Listing().Stats(ctx) }
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewShardStats(read, time.Hour, 500*time.Millisecond))
 	want := `
@@ -119,13 +119,13 @@ realsync_redis_up 1
 realsync_redis_up 0
 `
 	reg = prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewShardStats(st.Stats, time.Hour, 300*time.Millisecond))
+	reg.MustRegister(metrics.NewShardStats(st.Listing().Stats, time.Hour, 300*time.Millisecond))
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(down), "realsync_redis_up", "realsync_players", "realsync_rooms"); err != nil {
 		t.Errorf("Redis paused: %v", err)
 	}
 	srv.Stop()
 	reg = prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewShardStats(st.Stats, time.Hour, 300*time.Millisecond))
+	reg.MustRegister(metrics.NewShardStats(st.Listing().Stats, time.Hour, 300*time.Millisecond))
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(down), "realsync_redis_up", "realsync_players", "realsync_rooms"); err != nil {
 		t.Errorf("Redis stopped: %v", err)
 	}

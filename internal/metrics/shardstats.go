@@ -45,7 +45,7 @@ var errSlow = errors.New("metrics: reading the shard stats timed out")
 
 var _ prometheus.Collector = (*ShardStats)(nil)
 
-// NewShardStats returns the collector over read (store.Store.Stats). A
+// NewShardStats returns the collector over read (listing.Index.Stats). A
 // read is reused for ttl (default 5s) and bounded by timeout (default 2s).
 func NewShardStats(read func(context.Context) (lobby.Stats, error), ttl, timeout time.Duration) *ShardStats {
 	if ttl <= 0 {

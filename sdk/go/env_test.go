@@ -118,9 +118,9 @@ func startServer(b redistest.Backend, prefix string, o serverOpts) (s *server, s
 	}
 	stops = append(stops, func() { st.Close() })
 	log := slog.New(slog.DiscardHandler)
-	hub := sse.NewHub(sse.Config{Source: st, Lobby: st, Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log,
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log,
 		Metrics: m, Heartbeat: o.heartbeat})
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st), Events: hub,
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
 		Auth: &api.Auth{Secret: []byte(cmp.Or(o.secret, jwtSecret)), GuestEnabled: true, Now: o.clock}, APIKeys: keys,
 		Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
 	s.srv = httptest.NewUnstartedServer(s.trackStreams(h))

@@ -17,7 +17,11 @@
 --   filters, read by the store beforehand);
 --   ARGV[11+n] "" (never create), or the id of the room to create when
 --   nothing is joined, followed by room_create's ARGV[7..] for it.
--- A room that banned the user is passed over; the walk of the fill order
+-- A room that banned the user is passed over; a fill entry whose room is
+-- gone (a fault or an old release left it) is removed from the room's
+-- joinable and fill indexes at every level (KEYS[25..32]) and passed over
+-- (candidates need not be: their attributes matched, so the room was
+-- there, and its deletion took its entries); the walk of the fill order
 -- stops after QJ_SCAN entries. When nothing is joined and ARGV[11+n] names a
 -- room, that room is created (room_create.lua, the caller its owner) in the
 -- same script: concurrent callers that found the last room full do not all
@@ -33,6 +37,15 @@ local qj_new = ARGV[11 + qj_n]
 local qj_bans = string.sub(KEYS[35], #qj_base + 1)
 local qj_pick, qj_banned = nil, false
 
+-- qj_gone drops the entries of a room whose hash is gone (member: its
+-- fill member) and says so.
+local function qj_gone(id, member)
+  if redis.call('EXISTS', qj_base .. id) == 1 then return false end
+  for i = 25, 28 do redis.call('ZREM', KEYS[i], id) end
+  for i = 29, 32 do redis.call('ZREM', KEYS[i], member) end
+  return true
+end
+
 local function qj_allowed(id)
   if redis.call('SISMEMBER', qj_base .. id .. qj_bans, qj_uid) == 1 then
     qj_banned = true
@@ -42,12 +55,15 @@ local function qj_allowed(id)
 end
 
 if qj_n == 0 then
-  local off = 0
-  while not qj_pick and off < QJ_SCAN do
+  local off, walked = 0, 0
+  while not qj_pick and walked < QJ_SCAN do
     local top = redis.call('ZRANGE', KEYS[32], '-', '+', 'BYLEX', 'LIMIT', off, 16)
+    walked = walked + #top
     for _, m in ipairs(top) do
       local id = string.match(m, '([^|]*)$')
-      if qj_allowed(id) then
+      if qj_gone(id, m) then
+        off = off - 1 -- the entries after it moved up
+      elseif qj_allowed(id) then
         qj_pick = id
         break
       end

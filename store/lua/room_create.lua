@@ -16,8 +16,23 @@ local uid, name_json, state_bytes, only_if_none = ARGV[15], ARGV[16], ARGV[17], 
 local first_check = ARGV[19]
 
 if redis.call('EXISTS', K_ROOM) == 1 then return {'ID_TAKEN'} end
--- the fill index of this mode and region holds every joinable room of it
-if only_if_none == '1' and redis.call('ZCARD', KEYS[FILL_BASE + 3]) > 0 then return {'JOINABLE_EXISTS'} end
+-- the fill index of this mode and region holds every joinable room of it;
+-- a head entry whose room is gone (a fault or an old release left it) is
+-- removed from the room's joinable and fill indexes (as quick_join.lua
+-- does), up to 16 a call, and not taken for a joinable room
+if only_if_none == '1' then
+  local base = string.sub(K_ROOM, 1, #K_ROOM - #room_id)
+  for i = 1, 17 do
+    local head = redis.call('ZRANGE', KEYS[FILL_BASE + 3], 0, 0)[1]
+    if not head then break end
+    local id = string.match(head, '([^|]*)$')
+    if i == 17 or redis.call('EXISTS', base .. id) == 1 then return {'JOINABLE_EXISTS'} end
+    for j = 0, 3 do
+      redis.call('ZREM', KEYS[JOINABLE_BASE + j], id)
+      redis.call('ZREM', KEYS[FILL_BASE + j], head)
+    end
+  end
+end
 if code ~= '' and redis.call('HSETNX', K_CODES, code, room_id) == 0 then return {'CODE_TAKEN'} end
 
 -- createdAt in µs, strictly increasing within the shard: the index score,

@@ -7,8 +7,8 @@ import (
 )
 
 // keys are the webhook keys of one shard, all in its slot (b.Tag): the
-// outbox name is the one the root store's scripts write (store/keys.go
-// webhookOutbox).
+// outbox name is the one the root store's scripts write
+// (layout.Keys.WebhookOutbox in store/internal/layout).
 type keys struct{ b *redisx.Base }
 
 // outbox is the shard's webhook outbox: a stream of events (t type, d

@@ -1,4 +1,4 @@
-package store
+package layout
 
 import (
 	"encoding/json"
@@ -47,14 +47,14 @@ func TestDecodeRoom(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		h    roomHash
+		h    RoomHash
 	}{
-		{"from HMGET", roomHashOf(redis.NewStringSliceResult(vals, nil))},
-		{"from HGETALL", roomHashFrom(full)},
+		{"from HMGET", RoomHashOf(redis.NewStringSliceResult(vals, nil))},
+		{"from HGETALL", RoomHashFrom(full)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := decodeRoom("id1", tt.h, players, users, conn)
+			r, err := DecodeRoom("id1", tt.h, players, users, conn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,23 +74,28 @@ func TestDecodeRoom(t *testing.T) {
 		})
 	}
 	t.Run("empty attributes, no players", func(t *testing.T) {
-		h := roomHashFrom(map[string]string{"n": "x", "at": "{}"})
-		r, err := decodeRoom("id2", h, nil, nil, nil)
+		h := RoomHashFrom(map[string]string{"n": "x", "at": "{}"})
+		r, err := DecodeRoom("id2", h, nil, nil, nil)
 		if err != nil || r.Attributes == nil || len(r.Attributes) != 0 || r.Players == nil || len(r.Players) != 0 {
 			t.Fatalf("%+v %v", r, err)
 		}
 	})
 	t.Run("gone", func(t *testing.T) {
-		if h := roomHashOf(redis.NewStringSliceResult(make([]string, len(roomFields)), nil)); h != nil {
+		if h := RoomHashOf(redis.NewStringSliceResult(make([]string, len(roomFields)), nil)); h != nil {
 			t.Fatalf("a room without fields: %v", h)
 		}
-		if h := roomHashFrom(map[string]string{}); h != nil {
+		if h := RoomHashFrom(map[string]string{}); h != nil {
 			t.Fatalf("an empty hash: %v", h)
 		}
 	})
 	t.Run("bad player", func(t *testing.T) {
-		if _, err := decodeRoom("id3", roomHashFrom(full), map[string]string{"1": "bad"}, nil, nil); err == nil {
+		if _, err := DecodeRoom("id3", RoomHashFrom(full), map[string]string{"1": "bad"}, nil, nil); err == nil {
 			t.Fatal("no error")
 		}
 	})
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

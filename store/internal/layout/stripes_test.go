@@ -1,11 +1,11 @@
-package store
+package layout
 
 import (
 	"slices"
 	"testing"
 )
 
-// slotRange splits the slots as i·16384/k, the ranges the test Cluster
+// SlotRange splits the slots as i·16384/k, the ranges the test Cluster
 // (and, within a slot, redis-cli) gives k masters.
 func TestSlotRange(t *testing.T) {
 	tests := []struct{ slot, k, want int }{
@@ -13,8 +13,8 @@ func TestSlotRange(t *testing.T) {
 		{8191, 2, 0}, {8192, 2, 1}, {16383, 1, 0}, {4095, 4, 0}, {4096, 4, 1}, {16383, 4, 3},
 	}
 	for _, tc := range tests {
-		if got := slotRange(tc.slot, tc.k); got != tc.want {
-			t.Errorf("slotRange(%d, %d) = %d, want %d", tc.slot, tc.k, got, tc.want)
+		if got := SlotRange(tc.slot, tc.k); got != tc.want {
+			t.Errorf("SlotRange(%d, %d) = %d, want %d", tc.slot, tc.k, got, tc.want)
 		}
 	}
 }
@@ -27,14 +27,14 @@ func TestShardsOf(t *testing.T) {
 	for _, tc := range []struct {
 		shards, k int
 	}{{64, 3}, {16, 3}, {16, 4}, {2, 2}, {3, 3}, {8, 8}} {
-		p := newStripes(keys{prefix: "rs"}, tc.shards, Stripes{Default: tc.k})
+		p := NewPlacement(Keys{prefix: "rs"}, tc.shards, Stripes{Default: tc.k})
 		covered := map[int]bool{} // which ranges hold a shard
 		for sh := range tc.shards {
-			covered[slotRange(p.slots[sh], tc.k)] = true
+			covered[SlotRange(p.slots[sh], tc.k)] = true
 		}
 		for _, pair := range [][2]string{{"ranked", "eu"}, {"casual", "us"}, {"duel", ""}, {"", "ap"}} {
 			st := p.shardsOf(pair[0], pair[1], tc.k)
-			if len(st) != tc.k || st[0] != homeShard(pair[0], pair[1], tc.shards) {
+			if len(st) != tc.k || st[0] != HomeShard(pair[0], pair[1], tc.shards) {
 				t.Fatalf("%d shards, K=%d, %v: stripes %v", tc.shards, tc.k, pair, st)
 			}
 			sorted := slices.Clone(st)
@@ -45,7 +45,7 @@ func TestShardsOf(t *testing.T) {
 			if len(covered) == tc.k {
 				ranges := map[int]bool{}
 				for _, sh := range st {
-					ranges[slotRange(p.slots[sh], tc.k)] = true
+					ranges[SlotRange(p.slots[sh], tc.k)] = true
 				}
 				if len(ranges) != tc.k {
 					t.Fatalf("%d shards, K=%d, %v: stripes %v cover %d slot ranges, want %d", tc.shards, tc.k, pair, st, len(ranges), tc.k)
@@ -58,10 +58,10 @@ func TestShardsOf(t *testing.T) {
 	}
 }
 
-// readShards is the union of every recorded configuration's stripes, home
-// first; createShards the current configuration's only.
+// ReadShards is the union of every recorded configuration's stripes, home
+// first; CreateShards the current configuration's only.
 func TestReadShardsUnion(t *testing.T) {
-	p := newStripes(keys{prefix: "rs"}, 64, Stripes{Default: 2})
+	p := NewPlacement(Keys{prefix: "rs"}, 64, Stripes{Default: 2})
 	p.state.Store(&stripeState{current: Stripes{Default: 2}, used: []Stripes{{Default: 2}, {Default: 1}, {Default: 1, Modes: map[string]int{"hot": 4}}}})
 	want := map[int]bool{}
 	for _, k := range []int{2, 1, 4} {
@@ -69,19 +69,19 @@ func TestReadShardsUnion(t *testing.T) {
 			want[sh] = true
 		}
 	}
-	got := p.readShards("hot", "eu")
-	if len(got) != len(want) || got[0] != homeShard("hot", "eu", 64) {
-		t.Fatalf("readShards %v, want the %d shards %v, home first", got, len(want), want)
+	got := p.ReadShards("hot", "eu")
+	if len(got) != len(want) || got[0] != HomeShard("hot", "eu", 64) {
+		t.Fatalf("ReadShards %v, want the %d shards %v, home first", got, len(want), want)
 	}
 	for _, sh := range got {
 		if !want[sh] {
-			t.Fatalf("readShards %v has %d, not a stripe of any configuration", got, sh)
+			t.Fatalf("ReadShards %v has %d, not a stripe of any configuration", got, sh)
 		}
 	}
-	if c := p.createShards("hot", "eu"); !slices.Equal(c, p.shardsOf("hot", "eu", 2)) {
-		t.Fatalf("createShards %v, want K=2's %v", c, p.shardsOf("hot", "eu", 2))
+	if c := p.CreateShards("hot", "eu"); !slices.Equal(c, p.shardsOf("hot", "eu", 2)) {
+		t.Fatalf("CreateShards %v, want K=2's %v", c, p.shardsOf("hot", "eu", 2))
 	}
-	if cold := p.readShards("cold", "eu"); len(cold) != 2 {
-		t.Fatalf("cold pair: readShards %v, want K=2's and K=1's (a subset): 2 shards", cold)
+	if cold := p.ReadShards("cold", "eu"); len(cold) != 2 {
+		t.Fatalf("cold pair: ReadShards %v, want K=2's and K=1's (a subset): 2 shards", cold)
 	}
 }

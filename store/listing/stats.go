@@ -1,4 +1,4 @@
-package store
+package listing
 
 import (
 	"context"
@@ -9,18 +9,19 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // Stats implements lobby.Index: the sum of every shard's stats hash, which
 // the scripts keep with each change (lua/prelude.lua, restat). A browsing
 // read: from replicas when configured (ReplicaReads).
-func (s *Store) Stats(ctx context.Context) (lobby.Stats, error) {
+func (s *Index) Stats(ctx context.Context) (lobby.Stats, error) {
 	cmds := make([]*redis.MapStringStringCmd, s.shards)
 	err := s.browse(ctx, func(c redis.UniversalClient) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for shard := range s.shards {
-				cmds[shard] = p.HGetAll(ctx, s.keys.stats(shard))
+				cmds[shard] = p.HGetAll(ctx, s.keys.Stats(shard))
 			}
 			return nil
 		})
@@ -33,7 +34,7 @@ func (s *Store) Stats(ctx context.Context) (lobby.Stats, error) {
 		Modes: map[string]map[rooms.Status]int{}, Regions: map[string]map[rooms.Status]int{}}
 	for _, c := range cmds {
 		for field, v := range c.Val() {
-			addStat(&st, field, atoi(v))
+			addStat(&st, field, layout.Atoi(v))
 		}
 	}
 	return st, nil

@@ -1,4 +1,4 @@
-package store
+package listing
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-var _ sse.LobbySource = (*Store)(nil)
+var _ sse.LobbySource = (*Index)(nil)
 
 // Joinable implements sse.LobbySource with a fill-order listing, a
 // browsing read (replicas when configured, see ReplicaReads).
-func (s *Store) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
+func (s *Index) Joinable(ctx context.Context, mode, region string, limit int) ([]rooms.Room, error) {
 	res, err := s.List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Joinable: true,
 		Mode: mode, Region: region, Sort: lobby.Fill, Limit: limit})
 	return res.Rooms, err
@@ -25,12 +26,12 @@ func (s *Store) Joinable(ctx context.Context, mode, region string, limit int) ([
 // Rooms implements sse.LobbySource with one pipelined read, always from
 // the masters: it follows a change's notice, which a replica may not have
 // applied yet, and a stale room sent then would stay until its next change.
-func (s *Store) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) {
+func (s *Index) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			shard, _ := roomShard(id, s.shards)
-			cmds[i] = p.HGetAll(ctx, s.keys.room(shard, id))
+			shard, _ := layout.RoomShard(id, s.shards)
+			cmds[i] = p.HGetAll(ctx, s.keys.Room(shard, id))
 		}
 		return nil
 	})
@@ -42,7 +43,7 @@ func (s *Store) Rooms(ctx context.Context, ids []string) ([]*rooms.Room, error) 
 		if len(c.Val()) == 0 {
 			continue
 		}
-		r, err := decodeRoom(ids[i], roomHashFrom(c.Val()), nil, nil, nil)
+		r, err := layout.DecodeRoom(ids[i], layout.RoomHashFrom(c.Val()), nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}

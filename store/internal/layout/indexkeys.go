@@ -1,4 +1,4 @@
-package store
+package layout
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 )
 
 // indexKeyCache keeps the index keys of a room's (shard, mode, region), as
-// roomKeysWithIndexes names them (12 status, 4 joinable, 4 fill): every
+// RoomKeysWithIndexes names them (12 status, 4 joinable, 4 fill): every
 // join, leave and other script that may move a room between indexes names
 // them, and building 20 strings per call was a tenth of a join's CPU. The
 // keys are a pure function of their place, so a cached entry never goes
@@ -33,15 +33,15 @@ func newIndexKeyCache() *indexKeyCache {
 	return &indexKeyCache{places: map[indexPlace][]string{}}
 }
 
-// indexStatuses are the statuses a room's indexes are named after, in the
+// IndexStatuses are the statuses a room's indexes are named after, in the
 // order of roomKeysWithIndexes (and of lua/prelude.lua's index keys).
-var indexStatuses = [...]rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"}
+var IndexStatuses = [...]rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"}
 
 // indexKeys are the 20 index keys of a room of mode and region in shard,
 // each status's whole-shard, mode, region and mode-and-region index in
 // turn. The slice is shared: callers copy it, never write to it. c may be
 // nil (no cache).
-func (c *indexKeyCache) indexKeys(k keys, shard int, mode, region string) []string {
+func (c *indexKeyCache) indexKeys(k Keys, shard int, mode, region string) []string {
 	if c == nil {
 		return buildIndexKeys(k, shard, mode, region)
 	}
@@ -62,14 +62,14 @@ func (c *indexKeyCache) indexKeys(k keys, shard int, mode, region string) []stri
 	return out
 }
 
-func buildIndexKeys(k keys, shard int, mode, region string) []string {
-	out := make([]string, 0, 4*len(indexStatuses))
-	for _, st := range indexStatuses {
+func buildIndexKeys(k Keys, shard int, mode, region string) []string {
+	out := make([]string, 0, 4*len(IndexStatuses))
+	for _, st := range IndexStatuses {
 		out = append(out,
-			k.statusIndex(shard, st, "", ""),
-			k.statusIndex(shard, st, mode, ""),
-			k.statusIndex(shard, st, "", region),
-			k.statusIndex(shard, st, mode, region))
+			k.StatusIndex(shard, st, "", ""),
+			k.StatusIndex(shard, st, mode, ""),
+			k.StatusIndex(shard, st, "", region),
+			k.StatusIndex(shard, st, mode, region))
 	}
 	return out
 }

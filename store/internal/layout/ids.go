@@ -1,4 +1,4 @@
-package store
+package layout
 
 import (
 	"crypto/rand"
@@ -11,18 +11,18 @@ import (
 )
 
 const (
-	base62      = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	idRandLen   = 14 // ≈ 83 random bits
-	idShardLen  = 2  // base-36 shard number, so at most 1296 shards
+	Base62      = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	IDRandLen   = 14 // ≈ 83 random bits
+	IDShardLen  = 2  // base-36 shard number, so at most 1296 shards
 	MaxShards   = 36 * 36
 	codeBits    = 5 * rooms.CodeLength
 	eventTagLen = 6
 )
 
-// homeShard is stripe 0 of a (mode, region) pair (stripes.go): with K = 1
+// HomeShard is stripe 0 of a (mode, region) pair (stripes.go): with K = 1
 // the shard of every room of the pair, so listings and matchmaking for a
 // pair read one slot.
-func homeShard(mode, region string, shards int) int {
+func HomeShard(mode, region string, shards int) int {
 	h := fnv.New32a()
 	h.Write([]byte(mode))
 	h.Write([]byte{0})
@@ -30,32 +30,32 @@ func homeShard(mode, region string, shards int) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
-// newRoomID returns "<shard base-36, 2 chars><14 random base-62 chars>".
-func newRoomID(shard int) string {
+// NewRoomID returns "<shard base-36, 2 chars><14 random base-62 chars>".
+func NewRoomID(shard int) string {
 	s := strconv.FormatInt(int64(shard), 36)
-	if len(s) < idShardLen {
+	if len(s) < IDShardLen {
 		s = "0" + s
 	}
-	return s + randomString(idRandLen, base62)
+	return s + RandomString(IDRandLen, Base62)
 }
 
-// roomShard decodes the shard of a room id; false for ids this deployment
+// RoomShard decodes the shard of a room id; false for ids this deployment
 // never issued.
-func roomShard(id string, shards int) (int, bool) {
-	if len(id) != idShardLen+idRandLen {
+func RoomShard(id string, shards int) (int, bool) {
+	if len(id) != IDShardLen+IDRandLen {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(id[:idShardLen], 36, 32)
-	if err != nil || n < 0 || int(n) >= shards || strings.ToLower(id[:idShardLen]) != id[:idShardLen] {
+	n, err := strconv.ParseInt(id[:IDShardLen], 36, 32)
+	if err != nil || n < 0 || int(n) >= shards || strings.ToLower(id[:IDShardLen]) != id[:IDShardLen] {
 		return 0, false
 	}
 	return int(n), true
 }
 
-// newCode returns a random invite code in its canonical form (see
+// NewCode returns a random invite code in its canonical form (see
 // rooms.NormalizeCode) whose value modulo shards is shard, so the code alone
 // tells which shard's code table holds it.
-func newCode(shard, shards int) string {
+func NewCode(shard, shards int) string {
 	v := randomUint64() % (1 << codeBits)
 	v = v - v%uint64(shards) + uint64(shard)
 	if v >= 1<<codeBits {
@@ -69,9 +69,9 @@ func newCode(shard, shards int) string {
 	return rooms.FormatCode(string(b))
 }
 
-// codeShard is the shard of a normalized invite code of either length
+// CodeShard is the shard of a normalized invite code of either length
 // (dashes skipped).
-func codeShard(code string, shards int) int {
+func CodeShard(code string, shards int) int {
 	var v uint64
 	for i := 0; i < len(code); i++ {
 		if code[i] != '-' {
@@ -89,7 +89,7 @@ func randomUint64() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-func randomString(n int, alphabet string) string {
+func RandomString(n int, alphabet string) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic(err)
@@ -100,6 +100,6 @@ func randomString(n int, alphabet string) string {
 	return string(b)
 }
 
-// eventTag is the short random tag of a script call's events: after a
+// EventTag is the short random tag of a script call's events: after a
 // failover that lost events, the same version carries a different tag.
-func eventTag() string { return randomString(eventTagLen, base62) }
+func EventTag() string { return RandomString(eventTagLen, Base62) }

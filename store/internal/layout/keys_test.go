@@ -1,4 +1,4 @@
-package store
+package layout
 
 import (
 	"strings"
@@ -11,15 +11,15 @@ import (
 // slot (Redis 7.0 only rejects a cross-slot key when the slot is on another
 // node, so small clusters would hide the bug).
 func TestScriptKeysShareOneTag(t *testing.T) {
-	k := keys{prefix: "rs", held: true}
+	k := Keys{prefix: "rs", held: true}
 	for _, shard := range []int{0, 7, 1295} {
-		id := newRoomID(shard)
+		id := NewRoomID(shard)
 		for name, ks := range map[string][]string{
-			"mutation":     k.roomKeys(shard, id),
-			"with indexes": k.roomKeysWithIndexes(shard, id, "battle", "us-west"),
-			"read":         k.readKeys(shard, id),
+			"mutation":     k.RoomKeys(shard, id),
+			"with indexes": k.RoomKeysWithIndexes(shard, id, "battle", "us-west"),
+			"read":         k.ReadKeys(shard, id),
 		} {
-			want := k.tag(shard)
+			want := k.Tag(shard)
 			for _, key := range ks {
 				if tagOf(key) != want {
 					t.Errorf("%s keys of shard %d: %q has tag %q, want %q", name, shard, key, tagOf(key), want)
@@ -41,22 +41,22 @@ func tagOf(key string) string {
 func TestRoomIDsAndCodesCarryTheirShard(t *testing.T) {
 	for _, shards := range []int{1, 16, 1296} {
 		for shard := 0; shard < shards; shard += 1 + shards/7 {
-			id := newRoomID(shard)
-			if got, ok := roomShard(id, shards); !ok || got != shard {
-				t.Errorf("roomShard(%q, %d) = %d, %v; want %d", id, shards, got, ok, shard)
+			id := NewRoomID(shard)
+			if got, ok := RoomShard(id, shards); !ok || got != shard {
+				t.Errorf("RoomShard(%q, %d) = %d, %v; want %d", id, shards, got, ok, shard)
 			}
-			code := newCode(shard, shards)
-			if got := codeShard(code, shards); got != shard {
-				t.Errorf("codeShard(%q, %d) = %d; want %d", code, shards, got, shard)
+			code := NewCode(shard, shards)
+			if got := CodeShard(code, shards); got != shard {
+				t.Errorf("CodeShard(%q, %d) = %d; want %d", code, shards, got, shard)
 			}
 			if norm, ok := rooms.NormalizeCode(code); !ok || norm != code {
-				t.Errorf("newCode = %q, not canonical (%q, %v)", code, norm, ok)
+				t.Errorf("NewCode = %q, not canonical (%q, %v)", code, norm, ok)
 			}
 		}
 	}
 	for _, bad := range []string{"", "zz", "ZZabcdefghijklmn", "0a!", "0aabcdefghijklmnop"} {
-		if _, ok := roomShard(bad, 16); ok {
-			t.Errorf("roomShard(%q) accepted", bad)
+		if _, ok := RoomShard(bad, 16); ok {
+			t.Errorf("RoomShard(%q) accepted", bad)
 		}
 	}
 }
@@ -64,7 +64,7 @@ func TestRoomIDsAndCodesCarryTheirShard(t *testing.T) {
 // TestStatusIndexNames: the index names the scripts and the migrations
 // know, written in one allocation.
 func TestStatusIndexNames(t *testing.T) {
-	k := keys{prefix: "rs"}
+	k := Keys{prefix: "rs"}
 	long := strings.Repeat("m", 200) // past the stack buffer
 	tests := []struct {
 		shard        int
@@ -79,10 +79,10 @@ func TestStatusIndexNames(t *testing.T) {
 		{1, rooms.Finished, long, "eu", "{rs:1}:idx:finished:mode:" + long + ":region:eu"},
 	}
 	for _, tt := range tests {
-		if got := k.statusIndex(tt.shard, tt.st, tt.mode, tt.region); got != tt.want {
+		if got := k.StatusIndex(tt.shard, tt.st, tt.mode, tt.region); got != tt.want {
 			t.Errorf("statusIndex(%d, %s, %q, %q) = %q, want %q", tt.shard, tt.st, tt.mode, tt.region, got, tt.want)
 		}
-		if got := k.statusIndex(tt.shard, tt.st, tt.mode, tt.region); !strings.HasPrefix(got, k.tag(tt.shard)+":idx:") {
+		if got := k.StatusIndex(tt.shard, tt.st, tt.mode, tt.region); !strings.HasPrefix(got, k.Tag(tt.shard)+":idx:") {
 			t.Errorf("%q is not in the shard's slot", got)
 		}
 	}

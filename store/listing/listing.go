@@ -1,7 +1,13 @@
-package store
+// Package listing is the rooms' listing on Redis: pages of the public
+// rooms from the status, joinable and fill indexes the room scripts keep
+// (lobby.Index), the lobby stats, and what lobby streams read
+// (sse.LobbySource). Browsing reads go to replicas when configured. It
+// writes nothing.
+package listing
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 
@@ -10,10 +16,46 @@ import (
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-var _ lobby.Index = (*Store)(nil)
+var _ lobby.Index = (*Index)(nil)
+
+// Index is the rooms' listing: pages of the status, joinable and fill
+// indexes (lobby.Index), the lobby stats, and the lobby stream's reads
+// (sse.LobbySource). It reads what the room scripts keep (store/lua,
+// layout.Keys) and writes nothing.
+type Index struct {
+	client redis.UniversalClient // the masters
+	reads  redis.UniversalClient // browsing reads (replicas); nil: the masters
+	keys   layout.Keys
+	shards int
+	place  *layout.Placement
+}
+
+// New returns the listing of a deployment: client reads the masters,
+// reads (nil: none) the replicas chosen for browsing reads (store's
+// ReplicaReads), over shards shards placed by place.
+func New(client, reads redis.UniversalClient, keys layout.Keys, shards int, place *layout.Placement) *Index {
+	return &Index{client: client, reads: reads, keys: keys, shards: shards, place: place}
+}
+
+// browse runs a browsing read f on the reader client and, when that fails
+// for any reason but the caller's end (a replica dead, refusing reads while
+// its link is down, or loading), once more on the main client: a browsing
+// read never fails for a replica's sake. f queues its commands afresh on
+// each call. Without a reader client f runs once on the main one.
+func (s *Index) browse(ctx context.Context, f func(c redis.UniversalClient) error) error {
+	if s.reads == nil {
+		return f(s.client)
+	}
+	err := f(s.reads)
+	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil {
+		return err
+	}
+	return f(s.client)
+}
 
 type candidate struct {
 	pos   lobby.Position
@@ -25,7 +67,7 @@ type candidate struct {
 // rooms, both browsing reads (replicas when configured, see ReplicaReads). With both mode and region only the pair's stripes are read (its home shard
 // with K = 1; stripes.go), merged like shards.
 // With attribute filters it scans instead (see scan).
-func (s *Store) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
+func (s *Index) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 	if len(q.Attrs) > 0 {
 		return s.scan(ctx, q)
 	}
@@ -54,7 +96,7 @@ const scanBatch = 100
 // scan pages through the index in batches, keeping the rooms whose
 // attributes match, until the page is full, the index ends, or the scan
 // budget is spent.
-func (s *Store) scan(ctx context.Context, q lobby.Query) (lobby.Result, error) {
+func (s *Index) scan(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 	var res lobby.Result
 	batch := q
 	batch.Limit = scanBatch
@@ -92,7 +134,7 @@ func (s *Store) scan(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 
 // sorted reads the next q.Limit entries after q.After in sort order, and
 // whether more follow.
-func (s *Store) sorted(ctx context.Context, q lobby.Query) ([]candidate, bool, error) {
+func (s *Index) sorted(ctx context.Context, q lobby.Query) ([]candidate, bool, error) {
 	cands, err := s.candidates(ctx, q)
 	if err != nil {
 		return nil, false, err
@@ -107,7 +149,7 @@ func (s *Store) sorted(ctx context.Context, q lobby.Query) ([]candidate, bool, e
 // candidates reads up to Limit+1 entries after q.After from each index.
 // Scores are unique within a shard, so an inclusive bound lets through at
 // most one entry at the cursor's score per index, filtered out here.
-func (s *Store) candidates(ctx context.Context, q lobby.Query) ([]candidate, error) {
+func (s *Index) candidates(ctx context.Context, q lobby.Query) ([]candidate, error) {
 	type read struct {
 		shard  int
 		scored *redis.ZSliceCmd
@@ -153,16 +195,16 @@ func (s *Store) candidates(ctx context.Context, q lobby.Query) ([]candidate, err
 }
 
 // listKeys are the indexes a query reads in one shard.
-func (s *Store) listKeys(shard int, q lobby.Query) []string {
+func (s *Index) listKeys(shard int, q lobby.Query) []string {
 	switch {
 	case q.Sort == lobby.Fill:
-		return []string{s.keys.fillIndex(shard, q.Mode, q.Region)}
+		return []string{s.keys.FillIndex(shard, q.Mode, q.Region)}
 	case q.Joinable:
-		return []string{s.keys.joinableIndex(shard, q.Mode, q.Region)}
+		return []string{s.keys.JoinableIndex(shard, q.Mode, q.Region)}
 	}
 	out := make([]string, len(q.Statuses))
 	for i, st := range q.Statuses {
-		out[i] = s.keys.statusIndex(shard, st, q.Mode, q.Region)
+		out[i] = s.keys.StatusIndex(shard, st, q.Mode, q.Region)
 	}
 	return out
 }
@@ -172,14 +214,14 @@ func (s *Store) listKeys(shard int, q lobby.Query) []string {
 func position(q lobby.Query, z redis.Z) lobby.Position {
 	m := z.Member.(string)
 	if q.Sort == lobby.Fill {
-		return lobby.Position{ID: fillID(m), Key: m}
+		return lobby.Position{ID: layout.FillID(m), Key: m}
 	}
 	return lobby.Position{Score: int64(z.Score), ID: m}
 }
 
-func (s *Store) listShards(q lobby.Query) []int {
+func (s *Index) listShards(q lobby.Query) []int {
 	if q.Mode != "" && q.Region != "" {
-		return s.stripes.readShards(q.Mode, q.Region)
+		return s.place.ReadShards(q.Mode, q.Region)
 	}
 	out := make([]int, s.shards)
 	for i := range out {
@@ -220,13 +262,13 @@ func rangeArgs(key string, q lobby.Query) redis.ZRangeArgs {
 
 // fetchListed reads the candidates' rooms in one pipeline; nil for those
 // that closed or no longer match since the index was read.
-func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]*rooms.Room, error) {
+func (s *Index) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]*rooms.Room, error) {
 	cmds := make([]*redis.StringSliceCmd, len(cands))
 	if len(cands) > 0 {
 		err := s.browse(ctx, func(cl redis.UniversalClient) error {
 			pipe := cl.Pipeline()
 			for i, c := range cands {
-				cmds[i] = queueRoomHash(ctx, pipe, s.keys.room(c.shard, c.pos.ID))
+				cmds[i] = layout.QueueRoomHash(ctx, pipe, s.keys.Room(c.shard, c.pos.ID))
 			}
 			_, err := pipe.Exec(ctx)
 			return err
@@ -237,11 +279,11 @@ func (s *Store) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 	}
 	out := make([]*rooms.Room, len(cands))
 	for i, c := range cands {
-		h := roomHashOf(cmds[i])
+		h := layout.RoomHashOf(cmds[i])
 		if h == nil {
 			continue
 		}
-		r, err := decodeRoom(c.pos.ID, h, nil, nil, nil)
+		r, err := layout.DecodeRoom(c.pos.ID, h, nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package store
+package layout
 
 import (
 	"fmt"
@@ -10,18 +10,18 @@ import (
 // place and again from the cache; a full cache starts afresh and still
 // answers right.
 func TestIndexKeyCache(t *testing.T) {
-	plain := keys{prefix: "rs", held: true}
+	plain := Keys{prefix: "rs", held: true}
 	cached := plain
 	cached.idx = newIndexKeyCache()
 	places := []indexPlace{{0, "battle", "eu"}, {7, "battle", "eu"}, {0, "race", "eu"}, {0, "battle", "us"}, {3, "", ""}}
 	for round := range 2 {
 		for _, p := range places {
-			id := newRoomID(p.shard)
-			want := plain.roomKeysWithIndexes(p.shard, id, p.mode, p.region)
-			if got := cached.roomKeysWithIndexes(p.shard, id, p.mode, p.region); !slices.Equal(got, want) {
+			id := NewRoomID(p.shard)
+			want := plain.RoomKeysWithIndexes(p.shard, id, p.mode, p.region)
+			if got := cached.RoomKeysWithIndexes(p.shard, id, p.mode, p.region); !slices.Equal(got, want) {
 				t.Errorf("round %d, %v: cached keys\n%q\nwant\n%q", round, p, got, want)
 			}
-			if len(want) != nRoomKeys+20+4 || want[nRoomKeys+3] != plain.statusIndex(p.shard, "waiting", p.mode, p.region) {
+			if len(want) != NRoomKeys+20+4 || want[NRoomKeys+3] != plain.StatusIndex(p.shard, "waiting", p.mode, p.region) {
 				t.Errorf("%v: keys %q, not the 12 room keys, 20 indexes and 4 more", p, want)
 			}
 		}
