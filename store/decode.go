@@ -64,8 +64,10 @@ var (
 )
 
 // refused reports whether err is a refusal a script answered (one of
-// scriptErrors): the script changed nothing. Any other error (a timeout, a
-// lost connection, a failover) may have come after the script ran.
+// scriptErrors): the script made no change the caller asked for (at most
+// it dropped index entries of rooms that are gone: room_create's
+// JOINABLE_EXISTS). Any other error (a timeout, a lost connection, a
+// failover) may have come after the script ran.
 func refused(err error) bool {
 	for _, e := range scriptErrors {
 		if errors.Is(err, e) {

@@ -38,7 +38,9 @@ var _ rooms.Matchmaker = (*Store)(nil)
 // the same room, so none retries. With several regions or none, the best
 // room is read first and joined after (the join script re-checks it; a
 // caller that lost it reads again, up to maxQuickJoinAttempts times). The
-// create script refuses while the fill index holds a room. Concurrent
+// create script refuses while the fill index holds a room that exists
+// (entries of rooms gone are dropped on the way: a fault may leave
+// them). Concurrent
 // callers of one bucket therefore pack rooms: N callers, rooms of M seats
 // → ceil(N/M) rooms with K = 1, at most ceil(N/M) + K − 1 over K stripes.
 // A room that banned u is passed over, and then creating is not held back
@@ -65,18 +67,21 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 		if err != nil {
 			return rooms.QuickJoined{}, err
 		}
-		if c.id != "" {
-			j, err := s.Join(ctx, u, c.id)
+		if id := c.pos.ID; id != "" {
+			j, err := s.Join(ctx, u, id)
 			switch {
 			case errors.Is(err, rooms.ErrBanned):
-				skip[c.id], banned = true, true
+				skip[id], banned = true, true
 				continue
 			case errors.Is(err, rooms.ErrRoomNotFound):
-				// gone since the read, or an entry a fault left: passed over
-				// (and the entry dropped: the next callers need not)
-				skip[c.id] = true
-				if err := s.dropGone(ctx, mode, c); err != nil {
-					return rooms.QuickJoined{}, err
+				// gone since the read, or an entry a fault left: passed over,
+				// and the gone entries of that index's head dropped (the
+				// next callers, and this one's next read, need not)
+				skip[id] = true
+				if c.pos.Key != "" {
+					if err := s.dropGoneHead(ctx, mode, c); err != nil {
+						return rooms.QuickJoined{}, err
+					}
 				}
 				continue
 			case taken(err):
@@ -104,15 +109,16 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 }
 
 // joinOtherStripe runs a join-only pickAndJoin on each stripe of (mode,
-// region) but tried, until one joins; outcome is tried's (none or
-// noneBanned), worsened to noneBanned when a stripe passed over a ban.
+// region) but tried, until one joins (or asks to be read again: pickTaken);
+// outcome is tried's (none or noneBanned), worsened to noneBanned when a
+// stripe passed over a ban.
 func (s *Store) joinOtherStripe(ctx context.Context, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
 	for _, sh := range s.stripes.ReadShards(mode, region) {
 		if sh == tried {
 			continue
 		}
 		q, o, err := s.pickAndJoin(ctx, u, sh, mode, region, nil, nil)
-		if err != nil || o == picked {
+		if err != nil || o == picked || o == pickTaken { // taken: read again
 			return q, o, err
 		}
 		if o == noneBanned {
@@ -372,6 +378,23 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 // whose attributes pass filters, and the matching rooms of that stripe in
 // fill order (none: no room matched).
 func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen int, err error) {
+	for range goneRereads {
+		var gone int
+		shard, ids, seen, gone, err = s.matchingOnce(ctx, mode, region, filters)
+		if err != nil || len(ids) > 0 || gone == 0 {
+			break
+		}
+	}
+	return shard, ids, seen, err
+}
+
+// goneRereads bounds how often a filtered read of the fill indexes is read
+// again because it found entries of rooms that are gone (dropped since).
+const goneRereads = 8
+
+// matchingOnce is one read of matching, also returning how many of the
+// entries read were of rooms that are gone (and dropped).
+func (s *Store) matchingOnce(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen, gone int, err error) {
 	shards := s.stripes.ReadShards(mode, region)
 	tops := make([]*redis.StringSliceCmd, len(shards))
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -382,18 +405,18 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 		return nil
 	})
 	if err != nil {
-		return 0, nil, 0, redisx.Wrap(err)
+		return 0, nil, 0, 0, redisx.Wrap(err)
 	}
 	var cands []candidate
 	for i, top := range tops {
 		for _, m := range top.Val() {
-			cands = append(cands, candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: shards[i]})
+			cands = append(cands, candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: shards[i], region: region})
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].pos.Key < cands[j].pos.Key })
-	ids, err = s.allMatching(ctx, cands, filters)
+	ids, gone, err = s.allMatching(ctx, mode, cands, filters)
 	if err != nil || len(ids) == 0 {
-		return shards[0], nil, len(cands), err
+		return shards[0], nil, len(cands) - gone, gone, err
 	}
 	shard, _ = layout.RoomShard(ids[0], s.shards)
 	var out []string
@@ -402,13 +425,15 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 			out = append(out, id)
 		}
 	}
-	return shard, out, len(cands), nil
+	return shard, out, len(cands) - gone, gone, nil
 }
 
-// candidate is a room read from an index of shard, at pos.
+// candidate is a room read from the fill index of (mode, region) of shard
+// (region "": the mode's), at pos.
 type candidate struct {
-	pos   lobby.Position
-	shard int
+	pos    lobby.Position
+	shard  int
+	region string
 }
 
 // taken: the picked room stopped being joinable before the join.
@@ -426,9 +451,22 @@ const filteredCandidates = 64
 // index without regions). With filters it reads the top 64 of each and the candidates'
 // attributes, and takes the first that matches. The rooms in skip are
 // passed over (the top of each index is read that much deeper).
-func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (_ fillEntry, seen int, err error) {
+func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (c candidate, seen int, err error) {
+	for range goneRereads {
+		var gone int
+		c, seen, gone, err = s.bestJoinableOnce(ctx, mode, regions, filters, skip)
+		if err != nil || c.pos.ID != "" || gone == 0 {
+			break
+		}
+	}
+	return c, seen, err
+}
+
+// bestJoinableOnce is one read of bestJoinable, also returning how many of
+// the entries read with filters were of rooms that are gone (and dropped).
+func (s *Store) bestJoinableOnce(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (_ candidate, seen, gone int, err error) {
 	type index struct {
-		shard, region int
+		shard, region int // region: its place in regions
 		top           *redis.StringSliceCmd
 	}
 	var idx []index
@@ -455,7 +493,7 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 		return nil
 	})
 	if err != nil {
-		return fillEntry{}, 0, redisx.Wrap(err)
+		return candidate{}, 0, 0, redisx.Wrap(err)
 	}
 	type entry struct {
 		candidate
@@ -465,7 +503,11 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 	for _, ix := range idx {
 		for _, m := range ix.top.Val() {
 			if !skip[layout.FillID(m)] {
-				es = append(es, entry{candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: ix.shard}, ix.region})
+				c := candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: ix.shard}
+				if len(regions) > 0 {
+					c.region = regions[ix.region]
+				}
+				es = append(es, entry{c, ix.region})
 			}
 		}
 	}
@@ -478,57 +520,69 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 	})
 	if len(filters) == 0 {
 		if len(es) == 0 {
-			return fillEntry{}, 0, nil
+			return candidate{}, 0, 0, nil
 		}
-		e, region := es[0], ""
-		if len(regions) > 0 {
-			region = regions[e.region]
-		}
-		return fillEntry{id: e.pos.ID, member: e.pos.Key, shard: e.shard, region: region}, len(es), nil
+		return es[0].candidate, len(es), 0, nil
 	}
 	cands := make([]candidate, len(es))
 	for i, e := range es {
 		cands[i] = e.candidate
 	}
-	id, err := s.firstMatching(ctx, cands, filters)
-	return fillEntry{id: id}, len(cands), err
-}
-
-// fillEntry is a room read from a fill index: its id, and, when known,
-// its member there and the index's shard and region ("" the mode's).
-type fillEntry struct {
-	id, member string
-	shard      int
-	region     string
-}
-
-// dropGone removes e from the fill index it was read from when its room is
-// gone (index_repair.lua, which checks that in the script): a fault or an
-// old release left it, and it would be every quick-join's first pick.
-func (s *Store) dropGone(ctx context.Context, mode string, e fillEntry) error {
-	if e.member == "" {
-		return nil
-	}
-	call := indexRepairCall{
-		index:    indexKey{key: s.keys.FillIndex(e.shard, mode, e.region), kind: "fill", mode: mode, region: e.region},
-		schedule: s.keys.RoomsDue(e.shard), entries: []string{e.member}, roomHashes: []string{s.keys.Room(e.shard, e.id)},
-	}
-	return redisx.Wrap(s.runner.Run(ctx, call).Err())
-}
-
-// firstMatching reads the candidates' attributes in one pipeline and
-// returns the first that passes the filters ("" when none).
-func (s *Store) firstMatching(ctx context.Context, cands []candidate, filters []rooms.AttrFilter) (string, error) {
-	ids, err := s.allMatching(ctx, cands, filters)
+	ids, gone, err := s.allMatching(ctx, mode, cands, filters)
 	if err != nil || len(ids) == 0 {
-		return "", err
+		return candidate{}, len(cands) - gone, gone, err
 	}
-	return ids[0], nil
+	return candidate{pos: lobby.Position{ID: ids[0]}}, len(cands) - gone, gone, nil
+}
+
+// goneHead is how many entries of a fill index's head dropGoneHead checks.
+const goneHead = 64
+
+// dropGoneHead removes from the fill index c was read from every entry of
+// its head (goneHead entries) whose room is gone (index_repair.lua, which
+// checks each in the script): a fault or an old release left them, and
+// each would be every quick-join's first pick, one try at a time.
+func (s *Store) dropGoneHead(ctx context.Context, mode string, c candidate) error {
+	key := s.keys.FillIndex(c.shard, mode, c.region)
+	head, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
+	if err != nil {
+		return redisx.Wrap(err)
+	}
+	var gone []candidate
+	for _, m := range head {
+		gone = append(gone, candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: c.shard, region: c.region})
+	}
+	return s.dropGone(ctx, mode, gone)
+}
+
+// dropGone removes each of cands from the fill index of mode it was read
+// from if its room is gone (index_repair.lua checks that, and leaves an
+// entry of a room that exists as it should be), one script per index.
+func (s *Store) dropGone(ctx context.Context, mode string, cands []candidate) error {
+	calls := map[string]*indexRepairCall{}
+	var order []string
+	for _, c := range cands {
+		key := s.keys.FillIndex(c.shard, mode, c.region)
+		call := calls[key]
+		if call == nil {
+			call = &indexRepairCall{index: indexKey{key: key, kind: "fill", mode: mode, region: c.region}, schedule: s.keys.RoomsDue(c.shard)}
+			calls[key], order = call, append(order, key)
+		}
+		call.entries = append(call.entries, c.pos.Key)
+		call.roomHashes = append(call.roomHashes, s.keys.Room(c.shard, c.pos.ID))
+	}
+	for _, key := range order {
+		if err := s.runner.Run(ctx, *calls[key]).Err(); err != nil {
+			return redisx.Wrap(err)
+		}
+	}
+	return nil
 }
 
 // allMatching reads the candidates' attributes in one pipeline and returns
-// those that pass the filters, in order.
-func (s *Store) allMatching(ctx context.Context, cands []candidate, filters []rooms.AttrFilter) ([]string, error) {
+// those that pass the filters, in order, and how many are gone (no room
+// hash: their entries are dropped, dropGone).
+func (s *Store) allMatching(ctx context.Context, mode string, cands []candidate, filters []rooms.AttrFilter) ([]string, int, error) {
 	cmds := make([]*redis.StringCmd, len(cands))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range cands {
@@ -537,16 +591,21 @@ func (s *Store) allMatching(ctx context.Context, cands []candidate, filters []ro
 		return nil
 	})
 	if err != nil && err != redis.Nil {
-		return nil, redisx.Wrap(err)
+		return nil, 0, redisx.Wrap(err)
 	}
 	var out []string
+	var gone []candidate
 	for i, c := range cands {
+		if errors.Is(cmds[i].Err(), redis.Nil) {
+			gone = append(gone, c)
+			continue
+		}
 		var attrs map[string]any
 		if layout.DecodeJSON(cmds[i].Val(), &attrs) == nil && rooms.MatchAll(filters, attrs) {
 			out = append(out, c.pos.ID)
 		}
 	}
-	return out, nil
+	return out, len(gone), s.dropGone(ctx, mode, gone)
 }
 
 // memberOf finds a room of mode, in one of regions (any without regions),

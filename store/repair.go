@@ -29,25 +29,30 @@ const statsCheckMax = 5000
 // rooms (the lifecycle schedule: each room's own index entries, user index,
 // code and presence schedule), users (the user index: rooms gone or left),
 // codes (invite codes of rooms gone), indexes (every index key of the
-// shard: entries of rooms gone or misplaced), index scan (a SCAN of the
-// shard's node for index keys of a mode or region the stats no longer
-// name, whose entries a fault left: checked in the next indexes phase),
-// stats (recounted from the rooms, small shards only).
+// shard: entries of rooms gone or misplaced), stats (recounted from the
+// rooms, small shards only). Beside the phases, every indexScanEvery-th
+// visit also makes one SCAN call of the index scan: a walk of the shard's
+// node for index keys of a mode or region the stats no longer name (a
+// field goes at zero), whose entries a fault or an old release left; the
+// next indexes phase checks them too. Slow on a large node (N keys: N /
+// indexScanCount × indexScanEvery visits a scan), it never holds back the
+// phases.
 const (
 	phaseRooms = iota
 	phaseUsers
 	phaseCodes
 	phaseIndexes
-	phaseIndexScan
 	phaseStats
 	phases
 )
 
-// indexScanCount is the COUNT of the index scan's SCAN, one call per
-// janitor visit; foundMax bounds the keys it keeps for the next indexes
-// phase (more are found on the next round).
+// The index scan: one SCAN … COUNT indexScanCount every indexScanEvery-th
+// janitor visit of a shard (about 0.8 ms of Redis time a call on a node
+// of a million keys); foundMax bounds the keys it keeps for the next
+// indexes phase (more are found on the next scan).
 const (
 	indexScanCount = 1000
+	indexScanEvery = 10
 	foundMax       = 1024
 )
 
@@ -60,11 +65,13 @@ type repairWalk struct {
 	cursor uint64
 	keys   []indexKey // phaseIndexes: the shard's index keys, and which
 	key    int
-	// found: index keys the last index scan found that the stats did not
-	// name (phaseIndexes checks them too); named: during the scan, the
-	// keys the stats name
-	found []indexKey
-	named map[string]bool
+	// the index scan: its cursor, the visits that count to its next call,
+	// the keys it found that the stats did not name (phaseIndexes checks
+	// them too), and, during a scan, the keys already known
+	scan   uint64
+	visits int
+	found  []indexKey
+	named  map[string]bool
 }
 
 type indexKey struct{ key, kind, mode, region string }
@@ -102,8 +109,6 @@ func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
 		next, err = s.repairCodes(ctx, shard, w.cursor, rep)
 	case phaseIndexes:
 		next, err = s.repairIndexes(ctx, shard, w, rep)
-	case phaseIndexScan:
-		next, err = s.scanIndexes(ctx, shard, w)
 	case phaseStats:
 		err = s.repairStats(ctx, shard, rep)
 	}
@@ -112,10 +117,10 @@ func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
 	}
 	w.cursor = next
 	if next == 0 && (w.phase != phaseIndexes || w.key >= len(w.keys)) {
-		if w.phase == phaseIndexes {
-			w.found = nil // checked
-		}
-		w.phase, w.keys, w.key, w.named = (w.phase+1)%phases, nil, 0, nil
+		w.phase, w.keys, w.key = (w.phase+1)%phases, nil, 0
+	}
+	if w.visits++; w.visits%indexScanEvery == 0 {
+		return s.scanIndexes(ctx, shard, w)
 	}
 	return nil
 }
@@ -199,7 +204,7 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 		if err != nil {
 			return 0, err
 		}
-		w.keys, w.key = append(keys, w.found...), 0
+		w.keys, w.key, w.found = append(keys, w.found...), 0, nil
 	}
 	if w.key >= len(w.keys) {
 		return 0, nil
@@ -233,15 +238,14 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	return next, nil
 }
 
-// scanIndexes does one SCAN call of the index scan on the node of shard:
-// the index keys of the shard that indexKeysOf does not list (a mode or
-// region no room of the shard has any more, per the stats) are kept in
+// scanIndexes makes one SCAN call of the index scan on the node of shard:
+// the index keys of the shard that indexKeysOf does not list are kept in
 // w.found, for the next indexes phase.
-func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) (uint64, error) {
-	if w.named == nil {
+func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) error {
+	if w.scan == 0 || w.named == nil { // a scan starts
 		keys, err := s.indexKeysOf(ctx, shard)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		w.named = make(map[string]bool, len(keys)+len(w.found))
 		for _, k := range append(keys, w.found...) {
@@ -250,19 +254,19 @@ func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) (uint
 	}
 	node, err := s.nodeOf(ctx, shard)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	tag := s.keys.Tag(shard)
-	page, next, err := node.Scan(ctx, w.cursor, globEscape(tag+":idx:")+"*", indexScanCount).Result()
+	page, next, err := node.Scan(ctx, w.scan, globEscape(s.keys.Tag(shard)+":idx:")+"*", indexScanCount).Result()
 	if err != nil {
-		return 0, redisx.Wrap(err)
+		return redisx.Wrap(err)
 	}
 	for _, key := range page {
 		if k, ok := s.parseIndexKey(shard, key); ok && !w.named[key] && len(w.found) < foundMax {
 			w.found, w.named[key] = append(w.found, k), true
 		}
 	}
-	return next, nil
+	w.scan = next
+	return nil
 }
 
 // nodeOf is the client of the node that holds shard's slot: the Cluster

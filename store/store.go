@@ -1,14 +1,16 @@
-// Package store implements the RealSync domain stores on Redis: the key
-// schema, the Lua scripts (one per mutation), and one client path for
-// standalone Redis, Redis Cluster and the embedded in-process store.
+// Package store implements the RealSync domain stores on Redis: the rooms'
+// Lua scripts (one per mutation) and what writes or repairs rooms
+// (quick-join, lifecycle, the janitor, migrations), and one client path
+// for standalone Redis, Redis Cluster and the embedded in-process store.
+// How a room is kept (keys, ids, placement) is store/internal/layout; the
+// listing is store/listing; other concepts have packages of their own
+// (sessions, holdings, userlog, tickets, webhooks, instances).
 package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/realsync/realsync/store/internal/layout"
-	"github.com/realsync/realsync/store/listing"
 	"strconv"
 	"time"
 
@@ -21,7 +23,9 @@ import (
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/instances"
 	"github.com/realsync/realsync/store/internal/batch"
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/listing"
 	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
 )

@@ -13,7 +13,7 @@ import (
 
 // ShardStats is a collector of realsync_rooms{status}, realsync_players
 // and realsync_redis_up, read from the shard stats hashes that the scripts
-// keep with every change (store.Store.Stats: one pipeline of one small
+// keep with every change (listing.Index.Stats: one pipeline of one small
 // hash per shard), so a scrape costs Redis next to nothing whatever the
 // number of rooms.
 //

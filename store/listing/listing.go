@@ -65,7 +65,7 @@ type candidate struct {
 // List implements lobby.Index: one pipelined range read per (shard,
 // status) index, a merge in Go, then one pipelined read of the page's
 // rooms, both browsing reads (replicas when configured, see ReplicaReads). With both mode and region only the pair's stripes are read (its home shard
-// with K = 1; stripes.go), merged like shards.
+// with K = 1; layout.Placement), merged like shards.
 // With attribute filters it scans instead (see scan).
 func (s *Index) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 	if len(q.Attrs) > 0 {

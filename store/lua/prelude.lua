@@ -1,6 +1,6 @@
 -- Prelude prepended to every mutation script (see scripts.go).
 --
--- Every mutation script gets the same KEYS, all built by keys.go from the
+-- Every mutation script gets the same KEYS, all built by layout.Keys (store/internal/layout) from the
 -- room's shard tag, so every key shares one hash slot:
 --   KEYS[1]  room hash          KEYS[5]  room event log (stream)
 --   KEYS[2]  room state hash    KEYS[6]  shard user index (hash userId -> "<roomId> <roomId> ...")

@@ -30,7 +30,8 @@
 --   playerId, roomId, "created"} or {"ID_TAKEN"} or {"CODE_TAKEN"} |
 --   {"NONE"} (nothing to join, nothing to create) | {"NONE_BANNED"} (the
 --   same, a room having been passed over for a ban) | {"TAKEN"} (every
---   candidate stopped being joinable: read them again)
+--   candidate stopped being joinable, or the walk's budget went on gone
+--   entries it dropped: read them again)
 local QJ_SCAN = 256
 local qj_base, qj_uid, qj_n = KEYS[1], ARGV[7], tonumber(ARGV[10])
 local qj_new = ARGV[11 + qj_n]
@@ -55,22 +56,25 @@ local function qj_allowed(id)
 end
 
 if qj_n == 0 then
-  local off, walked = 0, 0
+  local off, walked, dropped, ended = 0, 0, 0, false
   while not qj_pick and walked < QJ_SCAN do
     local top = redis.call('ZRANGE', KEYS[32], '-', '+', 'BYLEX', 'LIMIT', off, 16)
     walked = walked + #top
     for _, m in ipairs(top) do
       local id = string.match(m, '([^|]*)$')
       if qj_gone(id, m) then
-        off = off - 1 -- the entries after it moved up
+        off, dropped = off - 1, dropped + 1 -- the entries after it moved up
       elseif qj_allowed(id) then
         qj_pick = id
         break
       end
     end
-    if #top < 16 then break end
+    if #top < 16 then ended = true break end
     off = off + 16
   end
+  -- the walk's budget went on gone entries (now dropped) before the
+  -- index ended: read again rather than say there is nothing to join
+  if not qj_pick and dropped > 0 and not ended then return {'TAKEN'} end
 else
   for i = 11, 10 + qj_n do
     if redis.call('ZSCORE', KEYS[28], ARGV[i]) and qj_allowed(ARGV[i]) then

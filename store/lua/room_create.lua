@@ -5,7 +5,8 @@
 -- ARGV[14] invite code ("" for public)  ARGV[15] creator userId
 -- ARGV[16] creator name as a JSON string  ARGV[17] state bytes
 -- ARGV[18] "1": only when no joinable room of the same mode and region
--- exists (quick-join), else ""
+-- exists (quick-join; gone rooms' entries at the fill index's head are
+-- dropped, up to 16, and do not count), else ""
 -- ARGV[19] when the janitor first looks at the room: ms from now, or "inf"
 -- ARGV[20..] state key, value pairs
 -- Reply: {"OK", 1} | {"ID_TAKEN"} | {"CODE_TAKEN"} |

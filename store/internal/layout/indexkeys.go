@@ -34,7 +34,7 @@ func newIndexKeyCache() *indexKeyCache {
 }
 
 // IndexStatuses are the statuses a room's indexes are named after, in the
-// order of roomKeysWithIndexes (and of lua/prelude.lua's index keys).
+// order of RoomKeysWithIndexes (and of lua/prelude.lua's index keys).
 var IndexStatuses = [...]rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"}
 
 // indexKeys are the 20 index keys of a room of mode and region in shard,

@@ -20,7 +20,7 @@ import (
 type Keys struct {
 	prefix string
 	// held: a room quota is on, so the scripts that remove players get the
-	// shard's unheld list (roomKeysWithIndexes).
+	// shard's unheld list (RoomKeysWithIndexes).
 	held bool
 	// idx caches the index keys per (shard, mode, region); nil: built on
 	// every call.
