@@ -235,8 +235,8 @@ fi
 # into mode "quick", region r0, each master's CPU share from its own INFO
 # (-redis-cluster); K=1 and K=3 alternated, 2 rounds of 4 s. The joined
 # rooms quota is on, as by default (20; owned rooms unlimited for the
-# seeding): quick-join reads a user's rooms from its holdings, one read
-# whatever K.
+# seeding), so each quick-join also reserves in the user's holdings;
+# it reads the user's membership on every stripe (the user indexes).
 if want stripes; then
   cluster_ports=""
   masters=""
