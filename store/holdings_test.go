@@ -257,3 +257,37 @@ func TestDeleteFreesTheOwnersQuotaAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// A kicked (or banned) user at the joined-rooms limit may join another
+// room at once: the kick corrects the user's holdings itself, as a leave
+// does, instead of leaving it to the janitor (which keeps an entry younger
+// than holdings.InFlight, a minute).
+func TestKickFreesTheJoinedQuotaAtOnce(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+			u := user(7)
+			for i, ban := range []bool{false, true} {
+				owner := user(100 + 2*i) // an owner is in its room: one each
+				a := mustCreate(t, s, owner, spread(0)).Room.ID
+				other := mustCreate(t, s, user(101+2*i), spread(1)).Room.ID
+				pid := mustJoin(t, s, u, a).PlayerID
+				if _, err := s.Join(ctx, u, other); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+					t.Fatalf("second room: %v, want ErrJoinedRoomsLimit", err)
+				}
+				kick := s.Kick
+				if ban {
+					kick = s.Ban
+				}
+				if err := kick(ctx, owner, a, pid); err != nil {
+					t.Fatal(err)
+				}
+				mustJoin(t, s, u, other) // right after the kick
+				if err := s.Leave(ctx, u, other); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -171,21 +171,46 @@ func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, rea
 	if err != nil {
 		return err
 	}
-	_, scope, err := s.scopeOf(ctx, id)
+	shard, scope, err := s.scopeOf(ctx, id)
 	if err != nil {
 		return err
 	}
-	before := ""
-	if target == "" {
-		before = s.held.Value(ctx, c, id)
+	// whose holdings entry goes, as read before the script: a reservation
+	// made meanwhile (a re-join) re-stamps it and is kept (holdings.Left)
+	leaver, before := c, ""
+	if target != "" {
+		leaver = s.userOfPlayer(ctx, shard, id, target)
+	}
+	if leaver != "" {
+		before = s.held.Value(ctx, leaver, id)
 	}
 	rest, err := s.result(ctx, removeCall{scope, c, target, reason, ban})
 	if err != nil {
 		return err
 	}
 	newOwner, _ := rest[0].(string)
-	s.held.Left(ctx, c, id, before, newOwner)
+	s.held.Left(ctx, leaver, id, before, newOwner)
 	return nil
+}
+
+// userOfPlayer is the userId of room id's player pid ("" when none, or
+// when the room quotas are off: only the holdings need it), for a kick's
+// holdings correction: the kicked user may join elsewhere at once, not
+// once the janitor's check of the room's unheld list lets the entry go.
+func (s *Store) userOfPlayer(ctx context.Context, shard int, id, pid string) string {
+	if !s.held.On() {
+		return ""
+	}
+	users, err := s.client.HGetAll(ctx, s.keys.Room(shard, id)+":users").Result()
+	if err != nil {
+		return ""
+	}
+	for uid, p := range users {
+		if p == pid {
+			return uid
+		}
+	}
+	return ""
 }
 
 // caller is the caller's userId as the scripts take it: "" for the server

@@ -7,10 +7,12 @@
 // (holdings_reserve.lua, atomic, so N concurrent requests of one user on
 // any number of instances never take more than the quota), then runs the
 // room script, and drops the reservation when that fails. A leave drops
-// the entry after the room script, an owner's leave marks the new owner.
+// the entry after the room script, an owner's leave marks the new owner;
+// a kick or ban drops the kicked user's entry the same way (Left, with the
+// value read before the kick).
 //
-// Entries of rooms the user left otherwise (kicked, banned, removed by the
-// janitor, the room closed) are listed by the room script in the room's
+// Entries of rooms the user left otherwise (removed by the janitor, the
+// room closed, or a kick whose own correction was lost) are listed by the room script in the room's
 // shard and dropped by the janitor's next visit (Sweep, unheld.go). Should that
 // list be lost, the holdings over-count, and a user who reaches a limit
 // gets the entries older than InFlight checked against the rooms
