@@ -48,6 +48,8 @@ func TestStrictInput(t *testing.T) {
 			{"FilterInf", "GET", "/v1/rooms?attr.rank.lte=Inf", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.lte", ""},
 			{"FilterOverflow", "GET", "/v1/rooms?attr.rank.lt=1e400", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.lt", ""},
 			{"FilterHex", "GET", "/v1/rooms?attr.rank.gt=0x10", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.gt", ""},
+			{"FilterTwice", "GET", "/v1/rooms?attr.rank=1&attr.rank=2", nil, nil, 422, "VALIDATION_FAILED", "attr.rank", "given more than once"},
+			{"FilterBoundTwice", "GET", "/v1/rooms?attr.rank.gte=3&attr.rank.gte=1", nil, nil, 422, "VALIDATION_FAILED", "attr.rank.gte", "given more than once"},
 			{"KickLeadingZero", "DELETE", "/v1/rooms/" + id + "/players/02", nil, nil, 404, "PLAYER_NOT_FOUND", "", ""},
 			{"KickPlus", "DELETE", "/v1/rooms/" + id + "/players/+2", nil, nil, 404, "PLAYER_NOT_FOUND", "", ""},
 			{"KickTooLong", "DELETE", "/v1/rooms/" + id + "/players/00000000002", nil, nil, 404, "PLAYER_NOT_FOUND", "", ""},

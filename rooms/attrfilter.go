@@ -108,6 +108,10 @@ func ParseAttrQuery(q map[string][]string) ([]AttrFilter, error) {
 		}
 		key, op, _ := strings.Cut(rest, ".")
 		val := q[name][0]
+		if len(q[name]) > 1 {
+			errs.add(name, "given more than once")
+			continue
+		}
 		if !attrKeyRe.MatchString(key) {
 			errs.add(name, "attribute key must match ^[A-Za-z0-9_]{1,32}$")
 			continue

@@ -163,3 +163,32 @@ func TestQuickJoinPastManyGoneRooms(t *testing.T) {
 		}
 	})
 }
+
+// A fill entry of a room that exists but is not joinable (a fault left it
+// there: here a locked room's entry put back) is passed over by every kind
+// of quick-join, and repaired, instead of answering 409 ROOM_NOT_JOINABLE
+// (one region) or 503 (several regions: the same pick 32 times).
+func TestQuickJoinPassesOverMisplacedEntries(t *testing.T) {
+	for i, regions := range [][]string{{"eu"}, {"us", "eu"}, nil} {
+		eachBackend(t, func(t *testing.T, s *store.Store) {
+			ctx := context.Background()
+			mode := "misplaced" + string(rune('a'+i))
+			room := func(u rooms.User) string {
+				return mustCreate(t, s, u, newRoom(func(r *rooms.NewRoom) { r.Mode, r.Region, r.MaxPlayers = mode, "eu", 4 })).Room.ID
+			}
+			locked, live := room(alice), room(carol)
+			if _, err := s.Update(ctx, alice, locked, rooms.UpdateParams{Locked: ptr(true)}); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range s.PickIndexKeys(locked, mode, "eu") {
+				if strings.Contains(k, ":idx:fill") {
+					s.Client().ZAdd(ctx, k, redis.Z{Member: "000|00000000000000000|" + locked})
+				}
+			}
+			q, err := s.QuickJoin(ctx, bob, mode, regions, nil, nil)
+			if err != nil || q.Room.ID != live {
+				t.Fatalf("quick-join %v past a locked room's fill entry: %s %v, want %s", regions, q.Room.ID, err, live)
+			}
+		})
+	}
+}

@@ -73,9 +73,10 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 			case errors.Is(err, rooms.ErrBanned):
 				skip[id], banned = true, true
 				continue
-			case errors.Is(err, rooms.ErrRoomNotFound):
-				// gone since the read, or an entry a fault left: passed over,
-				// and the gone entries of that index's head dropped (the
+			case taken(err):
+				// filled, locked or gone since the read, or an entry a fault
+				// left: passed over, and the entries of that index's head
+				// whose room is gone or no longer belongs there dropped (the
 				// next callers, and this one's next read, need not)
 				skip[id] = true
 				if c.pos.Key != "" {
@@ -83,8 +84,6 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 						return rooms.QuickJoined{}, err
 					}
 				}
-				continue
-			case taken(err):
 				continue
 			}
 			return rooms.QuickJoined{Joined: j}, err
@@ -361,6 +360,15 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 			if refused(err) { // else the script may have joined: keep the count (recheck)
 				s.held.Release(ctx, h)
 			}
+			if taken(err) {
+				// the pick and the join are one script: the stripe's
+				// indexes named a room the join refused, which only a fault
+				// leaves; repaired, read again
+				if err := s.repairPick(ctx, shard, mode, region, cands); err != nil {
+					return rooms.QuickJoined{}, none, err
+				}
+				return rooms.QuickJoined{}, pickTaken, nil
+			}
 			return rooms.QuickJoined{}, none, err
 		}
 		id, _ := rest[1].(string)
@@ -390,7 +398,7 @@ func (s *Store) matching(ctx context.Context, mode, region string, filters []roo
 
 // goneRereads bounds how often a filtered read of the fill indexes is read
 // again because it found entries of rooms that are gone (dropped since).
-const goneRereads = 8
+const goneRereads = maxQuickJoinAttempts
 
 // matchingOnce is one read of matching, also returning how many of the
 // entries read were of rooms that are gone (and dropped).
@@ -539,9 +547,10 @@ func (s *Store) bestJoinableOnce(ctx context.Context, mode string, regions []str
 const goneHead = 64
 
 // dropGoneHead removes from the fill index c was read from every entry of
-// its head (goneHead entries) whose room is gone (index_repair.lua, which
-// checks each in the script): a fault or an old release left them, and
-// each would be every quick-join's first pick, one try at a time.
+// its head (goneHead entries) whose room is gone or does not belong there
+// (index_repair.lua, which checks each in the script): a fault or an old
+// release left them, and each would be every quick-join's first pick, one
+// try at a time.
 func (s *Store) dropGoneHead(ctx context.Context, mode string, c candidate) error {
 	key := s.keys.FillIndex(c.shard, mode, c.region)
 	head, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
@@ -553,6 +562,25 @@ func (s *Store) dropGoneHead(ctx context.Context, mode string, c candidate) erro
 		gone = append(gone, candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: c.shard, region: c.region})
 	}
 	return s.dropGone(ctx, mode, gone)
+}
+
+// repairPick repairs the indexes of (mode, region) on shard after its
+// quick_join.lua picked a room the join refused: the fill index's head,
+// and the candidates' entries in the joinable index (index_repair.lua
+// drops what does not belong, whatever the reason).
+func (s *Store) repairPick(ctx context.Context, shard int, mode, region string, cands []string) error {
+	if err := s.dropGoneHead(ctx, mode, candidate{shard: shard, region: region}); err != nil {
+		return err
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	call := indexRepairCall{index: indexKey{key: s.keys.JoinableIndex(shard, mode, region), kind: "joinable", mode: mode, region: region},
+		schedule: s.keys.RoomsDue(shard), entries: cands}
+	for _, id := range cands {
+		call.roomHashes = append(call.roomHashes, s.keys.Room(shard, id))
+	}
+	return redisx.Wrap(s.runner.Run(ctx, call).Err())
 }
 
 // dropGone removes each of cands from the fill index of mode it was read

@@ -86,7 +86,8 @@ export interface paths {
          *     Attribute filters: `attr.<key>=<value>` keeps rooms whose attribute
          *     equals the value (a string attribute as a string, a numeric one as a
          *     number), `attr.<key>.gte|gt|lte|lt=<number>` keeps numeric ones in a
-         *     range; at most 8 attributes; a room without the attribute never
+         *     range; at most 8 attributes, each parameter once (given twice: 422
+         *     naming it); a room without the attribute never
          *     matches. Filters are applied to rooms read in index order, at most
          *     1000 index entries per request: past that budget a page comes back
          *     short (possibly empty) with a `nextCursor` to continue, so the cost
