@@ -552,16 +552,12 @@ const goneHead = 64
 // release left them, and each would be every quick-join's first pick, one
 // try at a time.
 func (s *Store) dropGoneHead(ctx context.Context, mode string, c candidate) error {
-	key := s.keys.FillIndex(c.shard, mode, c.region)
-	head, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
+	k := s.fillKey(c.shard, mode, c.region)
+	head, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k.key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
-	var gone []candidate
-	for _, m := range head {
-		gone = append(gone, candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: c.shard, region: c.region})
-	}
-	return s.dropGone(ctx, mode, gone)
+	return s.checkIndex(ctx, c.shard, k, head)
 }
 
 // repairPick repairs the indexes of (mode, region) on shard after its
@@ -572,39 +568,36 @@ func (s *Store) repairPick(ctx context.Context, shard int, mode, region string, 
 	if err := s.dropGoneHead(ctx, mode, candidate{shard: shard, region: region}); err != nil {
 		return err
 	}
-	if len(cands) == 0 {
-		return nil
-	}
-	call := indexRepairCall{index: indexKey{key: s.keys.JoinableIndex(shard, mode, region), kind: "joinable", mode: mode, region: region},
-		schedule: s.keys.RoomsDue(shard), entries: cands}
-	for _, id := range cands {
-		call.roomHashes = append(call.roomHashes, s.keys.Room(shard, id))
-	}
-	return redisx.Wrap(s.runner.Run(ctx, call).Err())
+	joinable := indexKey{key: s.keys.JoinableIndex(shard, mode, region), kind: "joinable", mode: mode, region: region}
+	return s.checkIndex(ctx, shard, joinable, cands)
 }
 
 // dropGone removes each of cands from the fill index of mode it was read
 // from if its room is gone (index_repair.lua checks that, and leaves an
 // entry of a room that exists as it should be), one script per index.
 func (s *Store) dropGone(ctx context.Context, mode string, cands []candidate) error {
-	calls := map[string]*indexRepairCall{}
-	var order []string
+	entries := map[indexKey][]string{}
+	shards := map[indexKey]int{}
+	var order []indexKey
 	for _, c := range cands {
-		key := s.keys.FillIndex(c.shard, mode, c.region)
-		call := calls[key]
-		if call == nil {
-			call = &indexRepairCall{index: indexKey{key: key, kind: "fill", mode: mode, region: c.region}, schedule: s.keys.RoomsDue(c.shard)}
-			calls[key], order = call, append(order, key)
+		k := s.fillKey(c.shard, mode, c.region)
+		if _, ok := entries[k]; !ok {
+			order, shards[k] = append(order, k), c.shard
 		}
-		call.entries = append(call.entries, c.pos.Key)
-		call.roomHashes = append(call.roomHashes, s.keys.Room(c.shard, c.pos.ID))
+		entries[k] = append(entries[k], c.pos.Key)
 	}
-	for _, key := range order {
-		if err := s.runner.Run(ctx, *calls[key]).Err(); err != nil {
-			return redisx.Wrap(err)
+	for _, k := range order {
+		if err := s.checkIndex(ctx, shards[k], k, entries[k]); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// fillKey is the fill index of (mode, region) in shard (region "": the
+// mode's), as the repair script checks it.
+func (s *Store) fillKey(shard int, mode, region string) indexKey {
+	return indexKey{key: s.keys.FillIndex(shard, mode, region), kind: "fill", mode: mode, region: region}
 }
 
 // allMatching reads the candidates' attributes in one pipeline and returns

@@ -220,22 +220,40 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	if len(page) == 0 {
 		return next, nil
 	}
-	call := indexRepairCall{index: k, schedule: s.keys.RoomsDue(shard)}
+	entries := make([]string, 0, len(page)/2)
 	for i := 0; i < len(page); i += 2 {
-		id := page[i]
-		if k.kind == "fill" {
-			id = id[strings.LastIndexByte(id, '|')+1:]
-		}
-		call.entries = append(call.entries, page[i])
-		call.roomHashes = append(call.roomHashes, s.keys.Room(shard, id))
+		entries = append(entries, page[i])
 	}
-	n, err := s.runner.Run(ctx, call).Int64Slice()
+	n, err := s.runner.Run(ctx, s.indexCheck(shard, k, entries)).Int64Slice()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
 	rep.add("repair_index", int(n[0]))
 	rep.add("repair_schedule", int(n[1]))
 	return next, nil
+}
+
+// indexCheck is index_repair.lua over entries of index k of shard (room
+// ids; fill members for a fill index).
+func (s *Store) indexCheck(shard int, k indexKey, entries []string) indexRepairCall {
+	call := indexRepairCall{index: k, schedule: s.keys.RoomsDue(shard), entries: entries}
+	for _, e := range entries {
+		id := e
+		if k.kind == "fill" {
+			id = layout.FillID(e)
+		}
+		call.roomHashes = append(call.roomHashes, s.keys.Room(shard, id))
+	}
+	return call
+}
+
+// checkIndex runs indexCheck when there are entries, reporting nothing
+// (quick-join's repairs on its way).
+func (s *Store) checkIndex(ctx context.Context, shard int, k indexKey, entries []string) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	return redisx.Wrap(s.runner.Run(ctx, s.indexCheck(shard, k, entries)).Err())
 }
 
 // scanIndexes makes one SCAN call of the index scan on the node of shard:
