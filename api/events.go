@@ -65,7 +65,8 @@ func streamFor(ctx context.Context, scope string) error {
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
 	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(), timer: r.ProtoMajor >= 2,
-		takeable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && r.Method == http.MethodGet}
+		takeable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && r.Method == http.MethodGet,
+		carrying: carryingFrom(r.Context())}
 	err := serve(c)
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
@@ -78,6 +79,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.C
 		s.writeError(w, r, err)
 	}
 }
+
+// errHandlerPanicked fails the writes of a carried stream whose handler's
+// goroutine panicked: the stream ends without writing.
+var errHandlerPanicked = errors.New("the stream's handler panicked")
 
 // unavailableRetry (ms) is when a client refused for want of the store
 // should come back.
@@ -104,6 +109,19 @@ type streamClient struct {
 	// over (Detach); its response says Connection: close, since the
 	// connection ends with the stream.
 	takeable bool
+	// carrying: the request came through carryStreams, which runs the
+	// rest of the stream it is handed (Carry)
+	carrying *carrying
+}
+
+// Carry implements sse.Carrier: rest runs once the handler returned (see
+// carryStreams), when the request came through carryStreams.
+func (c *streamClient) Carry(rest func()) bool {
+	if c.carrying == nil || c.carrying.rest != nil {
+		return false
+	}
+	c.carrying.rest = rest
+	return true
 }
 
 // Detach implements sse.Detacher: a plain HTTP/1.1 stream's connection is
@@ -144,6 +162,9 @@ func (c *streamClient) Start() {
 // since setting a deadline costs about as much as the write of a small
 // event; over HTTP/2 set for each Send and cleared after it).
 func (c *streamClient) Send(frames []byte) error {
+	if c.carrying != nil && c.carrying.broken {
+		return errHandlerPanicked
+	}
 	if now := time.Now(); c.timer || c.deadline.Sub(now) < streamWriteTimeout-time.Second {
 		c.deadline = now.Add(streamWriteTimeout)
 		if err := c.rc.SetWriteDeadline(c.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {

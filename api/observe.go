@@ -151,6 +151,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			x.line.onEnd(func() { s.record(context.Background(), a) })
 			return
 		}
+		if c := carryingFrom(r.Context()); c != nil && c.rest != nil {
+			c.after = func() { s.record(context.Background(), a) } // after the rest of the stream
+			return
+		}
 		s.record(r.Context(), a)
 	})
 }

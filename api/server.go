@@ -157,8 +157,9 @@ func NewHandler(cfg Config) http.Handler {
 		r.Handle("/demo", http.RedirectHandler("/demo/", http.StatusMovedPermanently))
 		r.Handle("/demo/*", http.StripPrefix("/demo/", http.FileServer(http.FS(cfg.Demo))))
 	}
-	return oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError,
+	oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError,
 		Middlewares: []oapi.MiddlewareFunc{s.checkScope, s.rateLimit}})
+	return carryStreams{r}
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {

@@ -154,22 +154,26 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 		return err
 	}
 	st.renewed.Store(time.Now().UnixNano())
-	defer h.closeLobby(st)
+	var opened undo
+	defer opened.runUnlessCarried()
+	opened.add(func() { h.closeLobby(st) })
 	if err := h.joinLobby(ctx, st); err != nil {
 		return err
 	}
-	defer h.leaveLobby(st)
+	opened.add(func() { h.leaveLobby(st) })
 	first, err := h.lobbyList(ctx, st)
 	if err != nil {
 		return err
 	}
 	h.cfg.Metrics.StreamOpened(KindLobby, StartFresh)
 	client.Start()
-	out := &writer{c: client, m: h.cfg.Metrics, kind: KindLobby}
+	out := lent(client, h.cfg.Metrics, KindLobby)
 	out.write(retryFrame(0))
 	out.writeEvent(first)
-	why := h.pumpLobby(ctx, st, out)
-	h.cfg.Metrics.StreamEnded(KindLobby, why)
+	opened.carry(client, func() {
+		why := h.pumpLobby(ctx, st, out)
+		h.cfg.Metrics.StreamEnded(KindLobby, why)
+	})
 	return nil
 }
 

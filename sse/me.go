@@ -144,7 +144,9 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	if err := h.meJoin(ctx, h.me.users, u.ID, st, feed.SubscribeUser); err != nil {
 		return err
 	}
-	defer h.meLeave(h.me.users, u.ID, st, feed.UnsubscribeUser)
+	var opened undo
+	defer opened.runUnlessCarried()
+	opened.add(func() { h.meLeave(h.me.users, u.ID, st, feed.UnsubscribeUser) })
 	o, err := h.cfg.Users.OpenSession(ctx, sess, c, h.cfg.ReplayLimit)
 	if err != nil {
 		return err
@@ -152,7 +154,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	sm, _ := h.cfg.Metrics.(SessionMetrics)
 	if sm != nil {
 		sm.SessionOpened(platform)
-		defer sm.SessionEnded(platform)
+		opened.add(func() { sm.SessionEnded(platform) })
 		if o.Replaced > 0 {
 			sm.SessionsReplaced(platform, o.Replaced)
 		}
@@ -161,8 +163,8 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	h.me.mu.Lock()
 	h.me.streams[st] = struct{}{}
 	h.me.mu.Unlock()
-	defer h.closeSession(st)
-	defer func() { h.unfollow(feed, st, st.follows) }() // the follows of its end
+	opened.add(func() { h.closeSession(st) })
+	opened.add(func() { h.unfollow(feed, st, st.follows) }) // the follows of its end
 	ids, err := h.cfg.Users.Following(ctx, u.ID)
 	if err != nil {
 		return err
@@ -180,7 +182,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	}
 	h.cfg.Metrics.StreamOpened(KindMe, start)
 	client.Start()
-	out := &writer{c: client, m: h.cfg.Metrics, kind: KindMe}
+	out := lent(client, h.cfg.Metrics, KindMe)
 	out.write(retryFrame(0))
 	tag, sent := o.Tag, o.From
 	if start != StartReplay {
@@ -205,13 +207,15 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	for _, s := range first {
 		st.writeStatus(out, s)
 	}
-	why := end
-	if why == "" {
-		why = h.pumpMe(ctx, feed, st, out, tag, sent, len(o.Replay) > 0)
-	} else {
-		out.flush()
-	}
-	h.cfg.Metrics.StreamEnded(KindMe, why)
+	opened.carry(client, func() {
+		why := end
+		if why == "" {
+			why = h.pumpMe(ctx, feed, st, out, tag, sent, len(o.Replay) > 0)
+		} else {
+			out.flush()
+		}
+		h.cfg.Metrics.StreamEnded(KindMe, why)
+	})
 	return nil
 }
 

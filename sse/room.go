@@ -13,7 +13,9 @@ import (
 
 const (
 	// roomQueue bounds the live events waiting for a room's worker; past
-	// it events are dropped and recovered from the log.
+	// it events are dropped and recovered from the log. The queue holds
+	// only what waits (a room's idle worker keeps at most keptQueue
+	// entries' array), not roomQueue entries a room.
 	roomQueue = 1024
 	// repairDelay spaces attempts to read the log while the store is down.
 	repairDelay = 500 * time.Millisecond
@@ -38,7 +40,7 @@ type room struct {
 	refs    int
 	closing bool
 	closed  chan struct{}
-	in      chan Event
+	in      chan struct{} // pend has events
 	wake    chan struct{}
 	lost    chan struct{} // the store no longer has the room
 	stop    chan struct{}
@@ -50,10 +52,14 @@ type room struct {
 	mu      sync.Mutex
 	streams map[*stream]struct{}
 	runs    []*stream // broadcast's streams to write; worker only
+
+	qmu   sync.Mutex
+	pend  []Event // live events waiting for the worker, at most roomQueue
+	spare []Event // the last batch's array, for the next one
 }
 
 func newRoom(h *Hub, id string) *room {
-	return &room{hub: h, id: id, ready: make(chan struct{}), closed: make(chan struct{}), in: make(chan Event, roomQueue),
+	return &room{hub: h, id: id, ready: make(chan struct{}), closed: make(chan struct{}), in: make(chan struct{}, 1),
 		wake: make(chan struct{}, 1), lost: make(chan struct{}, 1), stop: make(chan struct{}), streams: map[*stream]struct{}{}}
 }
 
@@ -88,8 +94,8 @@ func (r *room) run() {
 		select {
 		case <-r.stop:
 			return
-		case e := <-r.in:
-			ok = r.accept(e)
+		case <-r.in:
+			ok = r.acceptQueued()
 		case <-r.wake:
 			ok = r.catchUp()
 		case <-r.lost:
@@ -104,13 +110,43 @@ func (r *room) run() {
 	}
 }
 
-// push queues a live event without ever blocking the feed.
+// push queues a live event without ever blocking the feed; a full queue
+// drops it and has the worker catch up from the log.
 func (r *room) push(e Event) {
-	select {
-	case r.in <- e:
-	default:
+	r.qmu.Lock()
+	if len(r.pend) >= roomQueue {
+		r.qmu.Unlock()
 		r.kick()
+		return
 	}
+	r.pend = append(r.pend, e)
+	r.qmu.Unlock()
+	select {
+	case r.in <- struct{}{}:
+	default:
+	}
+}
+
+// acceptQueued hands on the queued live events. After a failed catch-up
+// the rest are dropped: the log has them, for the retry.
+func (r *room) acceptQueued() bool {
+	r.qmu.Lock()
+	batch := r.pend
+	r.pend, r.spare = r.spare[:0], nil
+	r.qmu.Unlock()
+	ok := true
+	for _, e := range batch {
+		if ok = r.accept(e); !ok {
+			break
+		}
+	}
+	if cap(batch) <= keptQueue {
+		clear(batch)
+		r.qmu.Lock()
+		r.spare = batch[:0]
+		r.qmu.Unlock()
+	}
+	return ok
 }
 
 // kick asks the worker to catch up from the log.

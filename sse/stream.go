@@ -205,21 +205,13 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	}
 	why := EndClientGone
 	defer func() {
-		// A lapsed stream's cleanup waits for a Redis that does not answer:
-		// it must not hold up the end of the response, which is what tells
-		// the client to reconnect elsewhere.
-		switch why {
-		case "": // taken over: the hub ends it
-		case EndLapsed:
-			go h.finish(r, st)
-		default:
-			h.finish(r, st)
+		if why != "" { // "": taken over or carried, ended elsewhere
+			h.ended(r, st, why)
 		}
 	}()
 	h.cfg.Metrics.StreamOpened(KindRoom, startOf(c, o))
 	client.Start()
-	bp := linePool.Get().(*[]byte)
-	out := &writer{c: client, m: h.cfg.Metrics, kind: KindRoom, buf: (*bp)[:0]}
+	out := lent(client, h.cfg.Metrics, KindRoom)
 	out.write(retryFrame(0))
 	sent, end := h.opening(out, u, o)
 	if c.Set && o.Snapshot == nil && end == "" {
@@ -227,16 +219,29 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 	}
 	if end == "" && h.takeOver(ctx, client, st, out, sent) {
 		why = ""
-		if cap(out.buf) <= maxPooledBuffer {
-			*bp = out.buf[:0]
-			linePool.Put(bp)
-		}
 		return nil
 	}
-	why = h.pump(ctx, st, out, u, sent, end)
-	h.cfg.Metrics.StreamEnded(KindRoom, why)
-	h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
+	why = ""
+	carry(client, func() {
+		why := EndClientGone
+		defer func() { h.ended(r, st, why) }()
+		why = h.pump(ctx, st, out, u, sent, end)
+		h.cfg.Metrics.StreamEnded(KindRoom, why)
+		h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
+	})
 	return nil
+}
+
+// ended releases room r's stream st, which ended for why. A lapsed
+// stream's cleanup waits for a Redis that does not answer: it must not
+// hold up the end of the response, which is what tells the client to
+// reconnect elsewhere.
+func (h *Hub) ended(r *room, st *stream, why string) {
+	if why == EndLapsed {
+		go h.finish(r, st)
+		return
+	}
+	h.finish(r, st)
 }
 
 // ResumedEvent is the type of the event that follows a replay: the client
@@ -362,6 +367,7 @@ func (h *Hub) writeSnapshot(out *writer, u rooms.User, s *Snapshot) {
 	if state == nil {
 		state = rooms.State{}
 	}
+	out.borrow()
 	start := len(out.buf)
 	out.buf = append(out.buf, "id: "...)
 	out.buf = append(out.buf, oneLine(formatID(s.Version, s.Tag))...)
@@ -388,12 +394,67 @@ type Client interface {
 	Send(frames []byte) error
 }
 
+// Carrier is a Client that may run the rest of a stream after Serve (or
+// ServeLobby, ServeMe) returned: Carry takes rest, the stream's life
+// from its opening on, and reports whether it will run it, on the
+// request's goroutine once the handler and its middlewares returned (so
+// that an idle stream holds none of their frames or stack), and before
+// the response ends. Serve runs rest itself when the Client is no Carrier
+// or refuses.
+type Carrier interface {
+	Carry(rest func()) bool
+}
+
+// carry hands rest to client when it is a Carrier that takes it, else
+// runs it now.
+func carry(client Client, rest func()) {
+	if c, ok := client.(Carrier); ok && c.Carry(rest) {
+		return
+	}
+	rest()
+}
+
+// undo is what a stream's opening set up, undone in the reverse order
+// when the stream ends: on the way out of the Serve… function when the
+// opening failed, after the rest of the stream when it was opened.
+type undo struct {
+	fs      []func()
+	carried bool
+}
+
+// add adds f, to run before those added earlier.
+func (u *undo) add(f func()) { u.fs = append(u.fs, f) }
+
+func (u *undo) run() {
+	for i := len(u.fs) - 1; i >= 0; i-- {
+		u.fs[i]()
+	}
+}
+
+// runUnlessCarried runs it unless carry took it over: deferred by a Serve…
+// function once it set something up.
+func (u *undo) runUnlessCarried() {
+	if !u.carried {
+		u.run()
+	}
+}
+
+// carry runs rest, then the undo, now or later (see the function carry).
+func (u *undo) carry(client Client, rest func()) {
+	u.carried = true
+	carry(client, func() {
+		defer u.run()
+		rest()
+	})
+}
+
 // sender is what a writer sends its batches to: a Client or a Line.
 type sender interface {
 	Send(frames []byte) error
 }
 
-// maxKeptBuffer is the largest batch buffer a stream keeps between batches.
+// maxKeptBuffer is the largest batch buffer a writer that does not lend
+// keeps between batches.
 const maxKeptBuffer = 4 << 10
 
 // writer batches frames for one Send and counts the events delivered.
@@ -404,13 +465,34 @@ type writer struct {
 	buf    []byte
 	events int // event frames in buf
 	err    error
+	// lend: buf comes from linePool for each batch and goes back after it
+	// (a stream served by its own goroutine: an idle one holds no buffer)
+	lend bool
+	bp   *[]byte // buf's pool entry, while lent
+}
+
+// lent returns a writer of stream kind to c that lends its buffers.
+func lent(c sender, m Metrics, kind string) *writer {
+	return &writer{c: c, m: m, kind: kind, lend: true}
+}
+
+// borrow makes sure a lending writer holds a pooled buffer.
+func (o *writer) borrow() {
+	if o.lend && o.bp == nil {
+		o.bp = linePool.Get().(*[]byte)
+		o.buf = append((*o.bp)[:0], o.buf...)
+	}
 }
 
 // write adds a frame that is no event (retry, heartbeat).
-func (o *writer) write(b []byte) { o.buf = append(o.buf, b...) }
+func (o *writer) write(b []byte) {
+	o.borrow()
+	o.buf = append(o.buf, b...)
+}
 
 // writeEvent adds an event's frame.
 func (o *writer) writeEvent(b []byte) {
+	o.borrow()
 	o.buf = append(o.buf, b...)
 	o.events++
 }
@@ -424,9 +506,16 @@ func (o *writer) flush() error {
 		o.m.Events(o.kind, o.events, 0)
 	}
 	o.events = 0
-	if cap(o.buf) > maxKeptBuffer {
+	switch {
+	case o.lend:
+		if o.bp != nil && cap(o.buf) <= maxPooledBuffer {
+			*o.bp = o.buf[:0]
+			linePool.Put(o.bp)
+		}
+		o.bp, o.buf = nil, nil
+	case cap(o.buf) > maxKeptBuffer:
 		o.buf = nil // a snapshot's buffer is not kept for an idle stream
-	} else {
+	default:
 		o.buf = o.buf[:0]
 	}
 	return o.err

@@ -1,0 +1,83 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// A stream that stays with its request (HTTP/2, TLS, lobby and personal
+// streams: every stream the hub does not take over) idles for its whole
+// life in its handler's goroutine. Called the usual way, that goroutine
+// holds every frame of the router and the middlewares under the handler,
+// and a stack grown by the opening (authentication, Redis round trips, the
+// snapshot's JSON) that the runtime shrinks only by halves, a garbage
+// collection at a time: about 16 KiB a stream. carryStreams runs a
+// stream request's router, middlewares and handler on a goroutine of
+// their own instead; the handler's opening hands the rest of the stream
+// back (streamClient.Carry, sse.Carrier), and the request's goroutine runs
+// it on a stack that never held the opening.
+
+// carrying is a stream request's hand-over from its handler to
+// carryStreams: the rest of the stream, and what must run after it (the
+// request's access line, from observe).
+type carrying struct {
+	rest  func()
+	after func()
+	// broken: the handler's goroutine panicked; rest only ends the stream
+	// (streamClient.Send fails)
+	broken bool
+}
+
+type carryingKey struct{}
+
+// carryingFrom returns the hand-over of ctx's request, nil outside a
+// stream request.
+func carryingFrom(ctx context.Context) *carrying {
+	c, _ := ctx.Value(carryingKey{}).(*carrying)
+	return c
+}
+
+// carryStreams serves a GET of an event stream on a goroutine of its own
+// and then runs the rest of the stream the handler carried over, if any,
+// on the request's goroutine; any other request as usual. A panic that
+// reaches it (past recoverPanics) is raised again on the request's
+// goroutine, after the carried stream, if any, was ended. It is still the
+// router (chi.Walk lists its routes).
+type carryStreams struct{ chi.Router }
+
+func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet || !isStream(r.URL.Path) {
+		cs.Router.ServeHTTP(w, r)
+		return
+	}
+	c := &carrying{}
+	r = r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
+	done := make(chan any, 1)
+	go func() {
+		panicked := true
+		defer func() {
+			var v any
+			if panicked {
+				v = recover()
+			}
+			done <- v
+		}()
+		cs.Router.ServeHTTP(w, r)
+		panicked = false
+	}()
+	v := <-done
+	if v != nil {
+		c.broken = true
+	}
+	if c.rest != nil {
+		c.rest()
+	}
+	if c.after != nil {
+		c.after()
+	}
+	if v != nil {
+		panic(v)
+	}
+}
