@@ -47,17 +47,15 @@ func WithTokenDeadline(ctx context.Context, end, expiresAt time.Time) context.Co
 	return context.WithValue(ctx, expiryKey{}, expiry{end: end, at: expiresAt})
 }
 
-// expiryOf returns the stream's expiry channel (nil, which never fires,
-// when there is none) and the frame to send when it fires.
-func expiryOf(ctx context.Context) (<-chan time.Time, []byte) {
+// expiryOf returns the stream's expiry: a channel that fires when it must
+// end (nil, which never fires, when its end is a time or there is none),
+// or the time it must end (zero: never); and the frame to send then.
+func expiryOf(ctx context.Context) (fire <-chan time.Time, end time.Time, last []byte) {
 	e, ok := ctx.Value(expiryKey{}).(expiry)
 	if !ok {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
-	if e.fire == nil {
-		e.fire = time.After(time.Until(e.end))
-	}
-	return e.fire, expiringFrame(e.at)
+	return e.fire, e.end, expiringFrame(e.at)
 }
 
 // deadlineOf returns when the stream must end (zero: never) and the frame

@@ -96,6 +96,7 @@ type Hub struct {
 	rooms   map[string]*room
 	streams map[*stream]struct{}
 	lines   map[*stream]struct{} // the streams taken over (line.go)
+	looped  map[*held]struct{}   // the streams served by loop
 
 	lobby lobbyHub
 	me    meHub
@@ -107,7 +108,7 @@ var _ Sink = (*Hub)(nil)
 func NewHub(cfg Config) *Hub {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}), ctx: ctx, cancel: cancel,
-		rooms: map[string]*room{}, streams: map[*stream]struct{}{}, lines: map[*stream]struct{}{},
+		rooms: map[string]*room{}, streams: map[*stream]struct{}{}, lines: map[*stream]struct{}{}, looped: map[*held]struct{}{},
 		lobby: lobbyHub{streams: map[*lobbyStream]struct{}{}, pending: map[string]LobbyNotice{}},
 		me: meHub{users: map[string]map[*meStream]struct{}{}, follows: map[string]map[*meStream]struct{}{},
 			streams: map[*meStream]struct{}{}}}

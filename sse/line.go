@@ -262,17 +262,23 @@ func (h *Hub) hangUp(st *stream, out *writer) {
 	h.mu.Unlock()
 }
 
-// sweep is the shared clock of the taken-over streams, every lineTick: a
-// stream past its token's end ends (EndTokenExpiry); one whose client
-// closed its connection ends (EndClientGone), seen by a read that does not
-// block (one system call per stream and tick); one that would write nothing for a heartbeat is sent one (so a ping follows the last write within the heartbeat, at least a tick before it). A client
-// that went away is thus noticed within a tick, without a goroutine or a
-// timer per stream.
+// sweep is the shared clock of the streams, every lineTick (or half the
+// heartbeat): a stream past its token's end ends (EndTokenExpiry); a
+// taken-over one whose client closed its connection ends (EndClientGone),
+// seen by a read that does not block (one system call per stream and
+// tick); one that would write nothing for a heartbeat is sent one (so a
+// ping follows the last write within the heartbeat, at least a tick
+// before it). A client that went away is thus noticed within a tick, and
+// no stream needs a timer of its own.
 func (h *Hub) sweep(context.Context) {
 	h.mu.Lock()
 	sts := make([]*stream, 0, len(h.lines))
 	for st := range h.lines {
 		sts = append(sts, st)
+	}
+	hds := make([]*held, 0, len(h.looped))
+	for hd := range h.looped {
+		hds = append(hds, hd)
 	}
 	h.mu.Unlock()
 	now := time.Now()
@@ -288,6 +294,17 @@ func (h *Hub) sweep(context.Context) {
 			st.end(EndClientGone)
 		case st.lastWrite.Load() <= idle:
 			st.kick(true)
+		}
+	}
+	for _, hd := range hds {
+		switch {
+		case !hd.endAt.IsZero() && !now.Before(hd.endAt):
+			hd.end(EndTokenExpiry)
+		case hd.lastWrite.Load() <= idle:
+			select {
+			case hd.tick <- struct{}{}:
+			default:
+			}
 		}
 	}
 }

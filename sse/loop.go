@@ -8,9 +8,11 @@ import (
 // loop is the life of a stream served by its own goroutine (a lobby stream,
 // a personal stream, a room stream not taken over): it flushes what out
 // holds (the opening), then writes each item that arrives on items with
-// handle, flushing once per item, and a heartbeat after every Heartbeat
-// of silence, until the stream ends. handle returns why the stream ends
-// after the item ("" to go on); what it wrote is flushed first.
+// handle, flushing once per item, and a heartbeat when the hub's sweep
+// finds it silent for about a Heartbeat, until the stream ends. handle
+// returns why the stream ends after the item ("" to go on); what it wrote
+// is flushed first. It holds no timer: the sweep (line.go) asks for its
+// heartbeats and ends it at its token's end.
 //
 // Returns why the stream ended (End…): the client went or could not be
 // written, the hub shut down (a retry frame tells the client when to come
@@ -20,9 +22,17 @@ func loop[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-cha
 	if out.flush() != nil {
 		return EndWriteError
 	}
-	idle := time.NewTimer(h.cfg.Heartbeat)
-	defer idle.Stop()
-	expiring, last := expiryOf(ctx)
+	fire, end, last := expiryOf(ctx)
+	hd.endAt, hd.last, hd.tick = end, last, make(chan struct{}, 1)
+	hd.lastWrite.Store(time.Now().UnixNano())
+	h.mu.Lock()
+	h.looped[hd] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.looped, hd)
+		h.mu.Unlock()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -31,13 +41,17 @@ func loop[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-cha
 			out.write(retryFrame(shutdownRetry()))
 			out.flush()
 			return EndShutdown
-		case <-expiring:
+		case <-fire:
 			out.write(last)
 			out.flush()
 			return EndTokenExpiry
 		case <-hd.over:
+			if hd.why == EndTokenExpiry {
+				out.write(last)
+				out.flush()
+			}
 			return hd.why
-		case <-idle.C:
+		case <-hd.tick:
 			out.write(pingFrame)
 		case it := <-items:
 			if why := handle(it); why != "" {
@@ -45,9 +59,11 @@ func loop[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-cha
 				return why
 			}
 		}
-		if out.flush() != nil {
-			return EndWriteError
+		if len(out.buf) > 0 {
+			if out.flush() != nil {
+				return EndWriteError
+			}
+			hd.lastWrite.Store(time.Now().UnixNano())
 		}
-		idle.Reset(h.cfg.Heartbeat)
 	}
 }

@@ -13,7 +13,9 @@ import (
 )
 
 // held is what the hub holds of an open stream of either kind: its lease,
-// which the hub renews, and its end.
+// which the hub renews, and its end; and what the hub's sweep, the one
+// clock of every stream that has no goroutine waiting on its own timers
+// (taken over, or served by loop), reads of it.
 type held struct {
 	lease Lease
 	// renewed is when the lease was last recorded or renewed (Unix ns).
@@ -21,6 +23,11 @@ type held struct {
 	over    chan struct{} // closed when the stream must end; why says why
 	why     string        // an End… reason, set before over is closed
 	cut     sync.Once
+
+	lastWrite atomic.Int64  // Unix ns of the stream's last write
+	endAt     time.Time     // when the token's end ends the stream (zero: never); set before the sweep sees it
+	last      []byte        // its token_expiring frame
+	tick      chan struct{} // a looped stream's heartbeat, asked for by the sweep
 }
 
 // newHeld is the holding of a new stream with lease l.
@@ -62,11 +69,8 @@ type stream struct {
 	busy bool
 	ping bool
 
-	owed      bool         // the line keeps part of a write (TrySend): the drain's first Send finishes it
-	sent      int64        // version written last; the drain's
-	lastWrite atomic.Int64 // Unix ns of the last write of a taken-over stream
-	endAt     time.Time    // when the token expiry ends a taken-over stream
-	last      []byte       // its token_expiring frame
+	owed bool  // the line keeps part of a write (TrySend): the drain's first Send finishes it
+	sent int64 // version written last; the drain's
 }
 
 // keptQueue is the largest array a stream keeps between batches: an idle
