@@ -202,12 +202,22 @@ func DecodeJSON(s string, v any) error {
 	return d.Decode(v)
 }
 
+// Atoi reads a decimal field: 0 for one not set ("") or not a number.
+// An empty field returns at once: strconv's error for it is an
+// allocation, once per unset field of every room read.
 func Atoi(s string) int {
+	if s == "" {
+		return 0
+	}
 	n, _ := strconv.Atoi(s)
 	return n
 }
 
+// Atoi64 is Atoi for an int64 field.
 func Atoi64(s string) int64 {
+	if s == "" {
+		return 0
+	}
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
 }
