@@ -23,14 +23,7 @@ func (s *Server) ListRooms(w http.ResponseWriter, r *http.Request, params oapi.L
 		s.writeError(w, r, err)
 		return
 	}
-	out := oapi.RoomList{Rooms: make([]oapi.Room, len(page.Rooms))}
-	for i, room := range page.Rooms {
-		out.Rooms[i] = roomBody(room, false)
-	}
-	if page.NextCursor != "" {
-		out.NextCursor = &page.NextCursor
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeBuilt(w, http.StatusOK, func(b []byte) []byte { return append(appendRoomPage(b, page), '\n') })
 }
 
 // canonicalInts refuses an integer query parameter of q (the request's
