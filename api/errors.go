@@ -165,18 +165,26 @@ func writeProblem(w http.ResponseWriter, p oapi.Problem) {
 // in one write, rather than encoded piecewise into the response, chunked
 // once past net/http's 2 KiB buffer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := bodyBuffers.Get().(*[]byte)
-	b, ok := appendHot((*buf)[:0], v)
-	if ok {
-		b = append(b, '\n')
-	} else {
+	writeBuilt(w, status, func(b []byte) []byte {
+		b, ok := appendHot(b, v)
+		if ok {
+			return append(b, '\n')
+		}
 		out := bytes.NewBuffer(b)
 		if err := json.NewEncoder(out).Encode(v); err != nil {
 			// a value encoding/json cannot write is a bug of ours
 			panic(fmt.Sprintf("api: encoding a %T answer: %v", v, err))
 		}
-		b = out.Bytes()
-	}
+		return out.Bytes()
+	})
+}
+
+// writeBuilt answers with status and the JSON body build appends to a
+// pooled buffer (a newline after the value, as writeJSON's), sent with its
+// Content-Length in one write.
+func writeBuilt(w http.ResponseWriter, status int, build func([]byte) []byte) {
+	buf := bodyBuffers.Get().(*[]byte)
+	b := build((*buf)[:0])
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Content-Length"] = []string{strconv.Itoa(len(b))}

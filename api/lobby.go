@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/lobby"
@@ -10,32 +11,25 @@ import (
 
 // ListRooms implements GET /v1/rooms.
 func (s *Server) ListRooms(w http.ResponseWriter, r *http.Request, params oapi.ListRoomsParams) {
-	if err := canonicalInts(r, "limit"); err != nil {
+	query := r.URL.Query()
+	if err := canonicalInts(query, "limit"); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	p := lobby.ListParams{Status: deref(params.Status), Joinable: deref(params.Joinable), Mode: deref(params.Mode), Region: deref(params.Region),
-		Sort: string(deref(params.Sort)), Limit: params.Limit, Cursor: deref(params.Cursor), Query: r.URL.Query()}
+		Sort: string(deref(params.Sort)), Limit: params.Limit, Cursor: deref(params.Cursor), Query: query}
 	page, err := s.lobby.List(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := oapi.RoomList{Rooms: make([]oapi.Room, len(page.Rooms))}
-	for i, room := range page.Rooms {
-		out.Rooms[i] = roomBody(room, false)
-	}
-	if page.NextCursor != "" {
-		out.NextCursor = &page.NextCursor
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeBuilt(w, http.StatusOK, func(b []byte) []byte { return append(appendRoomPage(b, page), '\n') })
 }
 
-// canonicalInts refuses an integer query parameter that is not in
-// canonical form (rooms.ParseCanonical: "020" is not 20), naming it; the
-// generated binding would accept it.
-func canonicalInts(r *http.Request, names ...string) error {
-	q := r.URL.Query()
+// canonicalInts refuses an integer query parameter of q (the request's
+// query) that is not in canonical form (rooms.ParseCanonical: "020" is not
+// 20), naming it; the generated binding would accept it.
+func canonicalInts(q url.Values, names ...string) error {
 	for _, name := range names {
 		if v, ok := q[name]; ok {
 			if _, ok := rooms.ParseCanonical(v[0]); !ok {
@@ -81,7 +75,7 @@ func (s *Server) quickJoin(w http.ResponseWriter, r *http.Request) {
 
 // MyRooms implements GET /v1/me/rooms: a page of the caller's rooms.
 func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request, params oapi.MyRoomsParams) {
-	if err := canonicalInts(r, "limit"); err != nil {
+	if err := canonicalInts(r.URL.Query(), "limit"); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/lobby"
 )
 
 // appendHot appends the JSON of the hot answers (a room, a joined room, a
@@ -49,6 +50,27 @@ func appendHot(b []byte, v any) ([]byte, bool) {
 		return append(b, '}'), true
 	}
 	return b, false
+}
+
+// appendRoomPage appends a list page as appendHot appends its
+// oapi.RoomList (each room its roomBody without players), one room at a
+// time: no slice of answer rooms for the page (TestAppendRoomPage).
+func appendRoomPage(b []byte, page lobby.Page) []byte {
+	b = append(b, `{"nextCursor":`...)
+	if page.NextCursor == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, page.NextCursor)
+	}
+	b = append(b, `,"rooms":[`...)
+	for i := range page.Rooms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		body := roomBody(page.Rooms[i], false)
+		b = appendRoom(b, &body)
+	}
+	return append(b, "]}"...)
 }
 
 // appendRoom appends r with oapi.Room's members in their declared order.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/rooms"
 )
 
 // testRoom is a room with every member set, players included.
@@ -76,6 +78,33 @@ func TestAppendHotMatchesEncodingJSON(t *testing.T) {
 	}
 	if _, ok := appendHot(nil, oapi.Health{Status: "ok"}); ok {
 		t.Fatal("appendHot wrote a value it does not know")
+	}
+}
+
+// TestAppendRoomPage: a list page is written as its oapi.RoomList (each
+// room's roomBody without players) would be by encoding/json.
+func TestAppendRoomPage(t *testing.T) {
+	room := rooms.Room{ID: "0b7Kx2hQ9pLmN3vR", Name: "Bób <b>&", Mode: "battle", Region: "eu", Visibility: rooms.Public,
+		Status: rooms.Waiting, MaxPlayers: 8, PlayerCount: 2, ReservedSeats: 1, OwnerPlayerID: 1, StatePolicy: "open",
+		InviteCode: "K7Q2-MX9P-4HRT", Attributes: map[string]any{"map": "dust2", "rank": json.Number("1500")},
+		CreatedAt: time.UnixMilli(1_699_999_999_000).UTC(), UpdatedAt: time.UnixMilli(1_700_000_001_120).UTC(), Version: 42,
+		Players: []rooms.Player{{PlayerID: 1, Name: "alice"}}}
+	bare := rooms.Room{ID: "b"} // nil attributes: written as {}
+	for _, page := range []lobby.Page{{}, {Rooms: []rooms.Room{}}, {Rooms: []rooms.Room{room, bare}, NextCursor: "abc<def>"}} {
+		list := oapi.RoomList{Rooms: make([]oapi.Room, len(page.Rooms))}
+		for i, r := range page.Rooms {
+			list.Rooms[i] = roomBody(r, false)
+		}
+		if page.NextCursor != "" {
+			list.NextCursor = &page.NextCursor
+		}
+		want, err := json.Marshal(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendRoomPage(nil, page); !bytes.Equal(got, want) {
+			t.Fatalf("got\n%s\nwant\n%s", got, want)
+		}
 	}
 }
 

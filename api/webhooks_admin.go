@@ -43,7 +43,7 @@ func (s *Server) ListWebhookDeadLetters(w http.ResponseWriter, r *http.Request, 
 		s.writeError(w, r, fmt.Errorf("%w: %w", errNoDeadLetters, errRouteNotFound))
 		return
 	}
-	if err := canonicalInts(r, "limit"); err != nil {
+	if err := canonicalInts(r.URL.Query(), "limit"); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -80,12 +80,23 @@ func (s *Index) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 		res.Last = cands[len(cands)-1].pos
 	}
 	rs, err := s.fetchListed(ctx, q, cands)
-	for _, r := range rs {
-		if r != nil {
-			res.Rooms = append(res.Rooms, *r)
+	res.Rooms = kept(rs)
+	return res, err
+}
+
+// kept compacts the rooms fetchListed kept (the zero Room stands for one
+// it did not) in place: nil when it kept none.
+func kept(rs []rooms.Room) []rooms.Room {
+	out := rs[:0]
+	for i := range rs {
+		if rs[i].ID != "" {
+			out = append(out, rs[i])
 		}
 	}
-	return res, err
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Attribute filters are applied to rooms read in index order, at most
@@ -109,8 +120,9 @@ func (s *Index) scan(ctx context.Context, q lobby.Query) (lobby.Result, error) {
 		if err != nil {
 			return lobby.Result{}, err
 		}
-		for i, r := range rs {
-			if r == nil || !rooms.MatchAll(q.Attrs, r.Attributes) {
+		for i := range rs {
+			r := &rs[i]
+			if r.ID == "" || !rooms.MatchAll(q.Attrs, r.Attributes) {
 				continue
 			}
 			if len(res.Rooms) == q.Limit {
@@ -174,21 +186,29 @@ func (s *Index) candidates(ctx context.Context, q lobby.Query) ([]candidate, err
 	if err != nil && err != redis.Nil {
 		return nil, redisx.Wrap(err)
 	}
-	var out []candidate
+	n := 0
 	for _, r := range reads {
-		var zs []redis.Z
+		if r.lex != nil {
+			n += len(r.lex.Val())
+		} else {
+			n += len(r.scored.Val())
+		}
+	}
+	out := make([]candidate, 0, n)
+	keep := func(c candidate) {
+		if q.After == nil || lobby.Before(q.Sort, *q.After, c.pos) {
+			out = append(out, c)
+		}
+	}
+	for _, r := range reads {
 		if r.lex != nil {
 			for _, m := range r.lex.Val() {
-				zs = append(zs, redis.Z{Member: m})
+				keep(candidate{pos: lobby.Position{ID: layout.FillID(m), Key: m}, shard: r.shard})
 			}
-		} else {
-			zs = r.scored.Val()
+			continue
 		}
-		for _, z := range zs {
-			c := candidate{pos: position(q, z), shard: r.shard}
-			if q.After == nil || lobby.Before(q.Sort, *q.After, c.pos) {
-				out = append(out, c)
-			}
+		for _, z := range r.scored.Val() {
+			keep(candidate{pos: lobby.Position{Score: int64(z.Score), ID: z.Member.(string)}, shard: r.shard})
 		}
 	}
 	return out, nil
@@ -207,16 +227,6 @@ func (s *Index) listKeys(shard int, q lobby.Query) []string {
 		out[i] = s.keys.StatusIndex(shard, st, q.Mode, q.Region)
 	}
 	return out
-}
-
-// position reads an index entry: a fill entry "<...>|<...>|<id>" is its
-// own key.
-func position(q lobby.Query, z redis.Z) lobby.Position {
-	m := z.Member.(string)
-	if q.Sort == lobby.Fill {
-		return lobby.Position{ID: layout.FillID(m), Key: m}
-	}
-	return lobby.Position{Score: int64(z.Score), ID: m}
 }
 
 func (s *Index) listShards(q lobby.Query) []int {
@@ -260,9 +270,10 @@ func rangeArgs(key string, q lobby.Query) redis.ZRangeArgs {
 	return a
 }
 
-// fetchListed reads the candidates' rooms in one pipeline; nil for those
-// that closed or no longer match since the index was read.
-func (s *Index) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]*rooms.Room, error) {
+// fetchListed reads the candidates' rooms in one pipeline, one room per
+// candidate: the zero Room (ID "") for those that closed or no longer
+// match since the index was read.
+func (s *Index) fetchListed(ctx context.Context, q lobby.Query, cands []candidate) ([]rooms.Room, error) {
 	cmds := make([]*redis.StringSliceCmd, len(cands))
 	if len(cands) > 0 {
 		err := s.browse(ctx, func(cl redis.UniversalClient) error {
@@ -277,7 +288,7 @@ func (s *Index) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 			return nil, redisx.Wrap(err)
 		}
 	}
-	out := make([]*rooms.Room, len(cands))
+	out := make([]rooms.Room, len(cands))
 	for i, c := range cands {
 		h := layout.RoomHashOf(cmds[i])
 		if h == nil {
@@ -288,7 +299,7 @@ func (s *Index) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 			return nil, err
 		}
 		if r.Visibility == rooms.Public && hasStatus(q.Statuses, r.Status) && (!q.Joinable || r.Joinable()) {
-			out[i] = &r
+			out[i] = r
 		}
 	}
 	return out, nil

@@ -113,9 +113,11 @@ func DecodeRoom(id string, h RoomHash, players, users map[string]string, conn []
 		UpdatedAt: time.UnixMilli(Atoi64(h[fUpdated])).UTC(),
 		Version:   Atoi64(h[fVersion]), StateVersion: Atoi64(h[fStateVersion]),
 	}
-	if err := decodeAttributes(h[fAttributes], &r.Attributes); err != nil {
+	attrs, err := decodeAttributes(h[fAttributes])
+	if err != nil {
 		return rooms.Room{}, fmt.Errorf("store: room %s attributes: %w", id, err)
 	}
+	r.Attributes = attrs
 	if len(players) == 0 {
 		r.Players = []rooms.Player{} // a listing's room (no allocation)
 		return r, nil
@@ -126,13 +128,16 @@ func DecodeRoom(id string, h RoomHash, players, users map[string]string, conn []
 }
 
 // decodeAttributes decodes a room's attributes; "{}" (most rooms) without
-// a decoder.
-func decodeAttributes(s string, attrs *map[string]any) error {
+// a decoder. It returns the map rather than filling a field of the room:
+// a room whose field's address went to the decoder would be moved to the
+// heap, one allocation of a whole room per room read.
+func decodeAttributes(s string) (map[string]any, error) {
 	if s == "{}" {
-		*attrs = map[string]any{}
-		return nil
+		return map[string]any{}, nil
 	}
-	return DecodeJSON(s, attrs)
+	var attrs map[string]any
+	err := DecodeJSON(s, &attrs)
+	return attrs, err
 }
 
 // decodePlayers builds the players from the players hash (playerId →
@@ -202,12 +207,22 @@ func DecodeJSON(s string, v any) error {
 	return d.Decode(v)
 }
 
+// Atoi reads a decimal field: 0 for one not set ("") or not a number.
+// An empty field returns at once: strconv's error for it is an
+// allocation, once per unset field of every room read.
 func Atoi(s string) int {
+	if s == "" {
+		return 0
+	}
 	n, _ := strconv.Atoi(s)
 	return n
 }
 
+// Atoi64 is Atoi for an int64 field.
 func Atoi64(s string) int64 {
+	if s == "" {
+		return 0
+	}
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
 }
