@@ -128,7 +128,8 @@ func (c *streamClient) Carry(rest func()) bool {
 // hijacked, after its headers and opening were flushed as chunks, and
 // becomes an eventLine writing the rest of the chunked body itself;
 // net/http's reader goroutine and buffers go away with the handler. nil
-// for HTTP/2 and TLS (their streams stay with their handler).
+// for HTTP/2 and TLS (their streams stay with their request: see
+// carryStreams).
 func (c *streamClient) Detach() sse.Line {
 	if !c.takeable {
 		return nil
