@@ -39,6 +39,7 @@ var messages = map[string]string{
 	"min":       "is too short or too small",
 	"max":       "is too long or too large",
 	"nocontrol": "must not contain control characters",
+	"notblank":  "must not be only white space",
 	"slug":      "must match ^[a-z0-9][a-z0-9_-]{0,31}$",
 	"oneof":     "must be one of: ",
 	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
@@ -54,6 +55,7 @@ func newValidator() *validator.Validate {
 		return strings.Split(f.Tag.Get("json"), ",")[0]
 	})
 	must(v.RegisterValidation("nocontrol", func(fl validator.FieldLevel) bool { return !hasControl(fl.Field().String()) }))
+	must(v.RegisterValidation("notblank", func(fl validator.FieldLevel) bool { return strings.TrimSpace(fl.Field().String()) != "" }))
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return validAttrValue(fl.Field().Interface()) }))

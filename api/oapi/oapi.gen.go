@@ -307,7 +307,9 @@ type CreateRoomRequest struct {
 	MaxPlayers *int        `json:"maxPlayers,omitempty"`
 
 	// Mode Example: battle
-	Mode Mode   `json:"mode"`
+	Mode Mode `json:"mode"`
+
+	// Name Not only white space.
 	Name string `json:"name"`
 
 	// Region Example: us-west
@@ -411,6 +413,7 @@ type Following struct {
 
 // GuestRequest defines model for GuestRequest.
 type GuestRequest struct {
+	// Name Not only white space.
 	Name *string `json:"name,omitempty"`
 }
 
@@ -651,8 +654,10 @@ type QuickJoinRequest struct {
 		//
 		//
 		// Example: {"map":"dust2","rank":1500}
-		Attributes  *Attributes  `json:"attributes,omitempty"`
-		MaxPlayers  *int         `json:"maxPlayers,omitempty"`
+		Attributes *Attributes `json:"attributes,omitempty"`
+		MaxPlayers *int        `json:"maxPlayers,omitempty"`
+
+		// Name Not only white space.
 		Name        string       `json:"name"`
 		StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
 	} `json:"create,omitempty"`
@@ -855,6 +860,8 @@ type UpdateRoomRequest struct {
 	Attributes *Attributes `json:"attributes,omitempty"`
 	Locked     *bool       `json:"locked,omitempty"`
 	MaxPlayers *int        `json:"maxPlayers,omitempty"`
+
+	// Name Not only white space.
 	Name       *string     `json:"name,omitempty"`
 	Status     *Status     `json:"status,omitempty"`
 	Visibility *Visibility `json:"visibility,omitempty"`

@@ -1230,6 +1230,7 @@ export interface components {
             message: string;
         };
         GuestRequest: {
+            /** @description Not only white space. */
             name?: string;
         };
         GuestToken: {
@@ -1391,6 +1392,7 @@ export interface components {
             };
             /** @description The room to create when nothing can be joined (public, caller as owner). */
             create?: {
+                /** @description Not only white space. */
                 name: string;
                 /** @default 8 */
                 maxPlayers?: number;
@@ -1495,6 +1497,7 @@ export interface components {
             nextCursor: string | null;
         };
         CreateRoomRequest: {
+            /** @description Not only white space. */
             name: string;
             mode: components["schemas"]["Mode"];
             region: components["schemas"]["Region"];
@@ -1506,6 +1509,7 @@ export interface components {
             statePolicy?: components["schemas"]["StatePolicy"];
         };
         UpdateRoomRequest: {
+            /** @description Not only white space. */
             name?: string;
             status?: components["schemas"]["Status"];
             locked?: boolean;
