@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
@@ -146,8 +147,14 @@ func TestSessionsStatusPublishedOnChange(t *testing.T) {
 				!strings.Contains(string(evs[0].Data), `"type":"session_replaced"`) {
 				t.Fatalf("user channel %d events: %+v", len(evs), evs)
 			}
-			if got, _ := s1.Sessions().Statuses(ctx, []string{uid}); got[0].Online || got[0].Version != 0 {
-				t.Errorf("after the last close: %+v", got[0])
+			// offline keeps the version of going offline: a client that saw
+			// the user online reads this as the later status (not "never
+			// seen", version 0), for 30 days
+			if got, _ := s1.Sessions().Statuses(ctx, []string{uid}); got[0].Online || got[0].Version != ss[3].Version {
+				t.Errorf("after the last close: %+v, want offline at version %d", got[0], ss[3].Version)
+			}
+			if ttl := statusTTL(t, s1, uid); ttl < 29*24*time.Hour || ttl > 30*24*time.Hour {
+				t.Errorf("an offline status kept %s, want 30 days", ttl)
 			}
 		})
 	}
@@ -245,10 +252,10 @@ func TestSessionLapsesOffline(t *testing.T) {
 			if n, _ := s.Sessions().OnlineUsers(ctx); n != 0 {
 				t.Errorf("online users %d, want 0", n)
 			}
-			// what is left: the log's meta and the platform's delivery
-			// cursor, expiring (the sessions and the open streams expired
-			// with their lease, the status and the online entry went with
-			// the sweep)
+			// what is left: the log's meta, the platform's delivery cursor
+			// and the offline status (its version), expiring (the sessions
+			// and the open streams expired with their lease, the online
+			// entry went with the sweep)
 			var left []string
 			for _, k := range countKeys(t, s) {
 				// the janitor's leases of the sweeps above expire by themselves
@@ -257,7 +264,8 @@ func TestSessionLapsesOffline(t *testing.T) {
 				}
 			}
 			slices.Sort(left)
-			if len(left) != 2 || !strings.HasSuffix(left[0], ":ulogc:"+uid) || !strings.HasSuffix(left[1], ":ulogm:"+uid) {
+			if len(left) != 3 || !strings.HasSuffix(left[0], ":status:"+uid) || !strings.HasSuffix(left[1], ":ulogc:"+uid) ||
+				!strings.HasSuffix(left[2], ":ulogm:"+uid) {
 				t.Fatalf("keys left %q", left)
 			}
 			for _, k := range left {
@@ -362,4 +370,19 @@ func TestUserIDsNeverShareKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statusTTL is the time left of user uid's status key, found by its name.
+func statusTTL(t *testing.T, s *store.Store, uid string) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rediskeys.Scan(ctx, s.Client(), "*:status:"+uid)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("status keys of %s: %v, %v", uid, keys, err)
+	}
+	ttl, err := s.Client().PTTL(ctx, keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ttl
 }

@@ -606,7 +606,7 @@ type Presence struct {
 	Platforms []Platform `json:"platforms"`
 	UserId    string     `json:"userId"`
 
-	// Version Orders the user's statuses: a larger one is later; 0: never seen.
+	// Version Orders the user's statuses: a larger one is later; 0: never seen, or offline for more than 30 days.
 	Version int64 `json:"version"`
 }
 

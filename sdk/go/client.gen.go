@@ -611,7 +611,7 @@ type Presence struct {
 	Platforms []Platform `json:"platforms"`
 	UserId    string     `json:"userId"`
 
-	// Version Orders the user's statuses: a larger one is later; 0: never seen.
+	// Version Orders the user's statuses: a larger one is later; 0: never seen, or offline for more than 30 days.
 	Version int64 `json:"version"`
 }
 
@@ -1719,7 +1719,9 @@ type ClientInterface interface {
 	// order given, duplicates included; none or more: 400
 	// `INVALID_USER_IDS`): online while a personal stream session of the
 	// user holds its lease, with the platforms of those sessions. A user
-	// never seen is offline with `version` 0. An instance that dies takes
+	// never seen (or offline for more than 30 days) is offline with
+	// `version` 0; an offline status otherwise keeps the version of going
+	// offline, later than any status of the user online. An instance that dies takes
 	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
 	// interval. API keys: scope `rooms:read`.
 	//
@@ -3014,7 +3016,9 @@ func (c *APIClient) CreateMeStreamToken(ctx context.Context, reqEditors ...Reque
 // order given, duplicates included; none or more: 400
 // `INVALID_USER_IDS`): online while a personal stream session of the
 // user holds its lease, with the platforms of those sessions. A user
-// never seen is offline with `version` 0. An instance that dies takes
+// never seen (or offline for more than 30 days) is offline with
+// `version` 0; an offline status otherwise keeps the version of going
+// offline, later than any status of the user online. An instance that dies takes
 // its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
 // interval. API keys: scope `rooms:read`.
 //
@@ -6310,7 +6314,9 @@ type ClientWithResponsesInterface interface {
 	// order given, duplicates included; none or more: 400
 	// `INVALID_USER_IDS`): online while a personal stream session of the
 	// user holds its lease, with the platforms of those sessions. A user
-	// never seen is offline with `version` 0. An instance that dies takes
+	// never seen (or offline for more than 30 days) is offline with
+	// `version` 0; an offline status otherwise keeps the version of going
+	// offline, later than any status of the user online. An instance that dies takes
 	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
 	// interval. API keys: scope `rooms:read`.
 	//
@@ -11476,7 +11482,9 @@ func (c *ClientWithResponses) CreateMeStreamTokenWithResponse(ctx context.Contex
 // order given, duplicates included; none or more: 400
 // `INVALID_USER_IDS`): online while a personal stream session of the
 // user holds its lease, with the platforms of those sessions. A user
-// never seen is offline with `version` 0. An instance that dies takes
+// never seen (or offline for more than 30 days) is offline with
+// `version` 0; an offline status otherwise keeps the version of going
+// offline, later than any status of the user online. An instance that dies takes
 // its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
 // interval. API keys: scope `rooms:read`.
 //

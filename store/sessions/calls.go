@@ -118,7 +118,7 @@ func (c sessionCloseCall) KeysArgs() ([]string, []any) {
 		keys = append(keys, outbox)
 	}
 	return keys, []any{u, c.member, x.StatusChannel(u), x.b.PubCmd,
-		c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen)}
+		c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen), offlineStatusTTL.Milliseconds()}
 }
 
 // sessionRenewCall is session_renew.lua's descriptor: the sessions ss of

@@ -10,9 +10,11 @@
 //   - status: hash v (version, µs of the Redis clock, kept increasing) and
 //     p (the platforms, "pc,web"); derived from the sessions by every
 //     script that changes them and published on the user's status channel
-//     only when p changed; deleted when the user goes offline; expires
-//     statusLinger after the last lease (the janitor's sweep publishes
-//     "offline" before that);
+//     only when p changed; p "" once the user went offline, the status
+//     then kept offlineStatusTTL with its version (a client that saw the
+//     user online must read the offline status as the later one); while
+//     online it expires statusLinger after the last lease (the janitor's
+//     sweep publishes "offline" before that);
 //   - the user's log, its meta and its delivery cursors per platform
 //     (store/userlog: the personal events, also the user's offline inbox),
 //     expiring REALSYNC_OFFLINE_TTL after the last event or open;
@@ -53,8 +55,12 @@ const (
 	followingTTL = 30 * 24 * time.Hour
 	// statusLinger: a status outlives its user's last lease by this much,
 	// so that the janitor's sweep of a dead instance's sessions still finds
-	// it and publishes "offline" (then deletes it).
+	// it and publishes "offline".
 	statusLinger = 10 * time.Minute
+	// offlineStatusTTL: an offline status (its version) is kept this long
+	// after the user went offline, the following's TTL: a user offline
+	// longer reads as never seen (version 0).
+	offlineStatusTTL = followingTTL
 )
 
 var (

@@ -994,7 +994,9 @@ export interface paths {
          *     order given, duplicates included; none or more: 400
          *     `INVALID_USER_IDS`): online while a personal stream session of the
          *     user holds its lease, with the platforms of those sessions. A user
-         *     never seen is offline with `version` 0. An instance that dies takes
+         *     never seen (or offline for more than 30 days) is offline with
+         *     `version` 0; an offline status otherwise keeps the version of going
+         *     offline, later than any status of the user online. An instance that dies takes
          *     its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
          *     interval. API keys: scope `rooms:read`.
          */
@@ -1185,7 +1187,7 @@ export interface components {
             platforms: components["schemas"]["Platform"][];
             /**
              * Format: int64
-             * @description Orders the user's statuses: a larger one is later; 0: never seen.
+             * @description Orders the user's statuses: a larger one is later; 0: never seen, or offline for more than 30 days.
              */
             version: number;
         };

@@ -4,14 +4,16 @@
 -- above this (from players.Platforms, the one list). Reads no KEYS or ARGV.
 
 -- set_status recomputes the status of user uid from its sessions (zset
--- k_sess, members "<platform>/<session>") into k_status (hash v, p; deleted
--- when offline). Only when the platforms changed it publishes
+-- k_sess, members "<platform>/<session>") into k_status (hash v, p; p ""
+-- when offline, the hash then kept offline_ms, so that a client that saw
+-- the user online reads the offline status as the later one). Only when
+-- the platforms changed it publishes
 -- "<version> <platforms>" on channel sch (with pubcmd) and, when
 -- outbox_len is not "", queues the webhook event (user_online,
 -- user_platforms_changed or user_offline, at ts) in outbox. The version is
 -- the Redis clock in µs (now_us), kept increasing. Returns "1" when it
 -- changed, else "0", and the platforms as a comma-separated string.
-local function set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox, outbox_len)
+local function set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
   local on = {}
   for _, m in ipairs(redis.call('ZRANGE', k_sess, 0, -1)) do
     on[string.match(m, '^([^/]*)/')] = true
@@ -23,11 +25,8 @@ local function set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox
   local was = cur[2] or ''
   if was == p then return '0', p end
   local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
-  if p == '' then
-    redis.call('DEL', k_status)
-  else
-    redis.call('HSET', k_status, 'v', string.format('%d', v), 'p', p)
-  end
+  redis.call('HSET', k_status, 'v', string.format('%d', v), 'p', p)
+  if p == '' then redis.call('PEXPIRE', k_status, offline_ms) end
   redis.call(pubcmd, sch, string.format('%d', v) .. ' ' .. p)
   if outbox_len ~= '' then
     -- platforms are names of a fixed set; the user id is encoded by cjson

@@ -2,8 +2,9 @@
 -- (member "") only purges the user's lapsed leases: the janitor's sweep of
 -- the users whose earliest lease is due (an instance died, or lost Redis
 -- for a TTL). Either way the status is recomputed and published on the
--- status channel only when it changed; offline deletes it; the shard's
--- online index follows. Behind prelude.lua (set_status).
+-- status channel only when it changed; offline keeps it, with its
+-- version, ARGV[7] ms; the shard's online index follows. Behind
+-- prelude.lua (set_status).
 -- KEYS[1] sessions  KEYS[2] status  KEYS[3] shard online index
 -- KEYS[4] user's open streams
 -- ARGV[1] userId  ARGV[2] member "<platform>/<session>" or ""
@@ -12,6 +13,7 @@
 -- ARGV[6] webhook outbox MAXLEN ~ ("": webhooks off); when on, KEYS[5] is
 --         the user shard's webhook outbox, and a status change enters it:
 --         user_offline, or user_platforms_changed while still online
+-- ARGV[7] how long an offline status is kept (ms)
 -- Reply: {"OK", "1" when the status changed | "0", lapsed leases purged}
 local K_SESS, K_STATUS, K_ONLINE, K_STREAMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local uid, member, sch, pubcmd = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -25,7 +27,7 @@ if member ~= '' then
   local sid = string.match(member, '/(.*)$')
   if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
 end
-local changed = set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6])
+local changed = set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 if #first == 0 then
   redis.call('ZREM', K_ONLINE, uid)

@@ -99,7 +99,7 @@ end
 redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
 
 -- the status: published when it changed
-set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19])
+set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19]) -- online: never offline_ms
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 redis.call('ZADD', K_ONLINE, first[2], uid)
