@@ -189,29 +189,32 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 }
 
 // refreshBackfill reads the free seats of mode's backfill rooms again
-// (players leave, holds lapse, rooms start or close), so a pass offers
-// what each room can take now.
+// (players leave, holds lapse, rooms start or close), full ones too, so a
+// pass offers what each room can take now; completeConcurrency rooms at
+// once (a mode's open match rooms are all read each round).
 func (m *Matcher) refreshBackfill(ctx context.Context, mode string) error {
 	rs, err := m.cfg.Queue.BackfillRooms(ctx, mode)
 	if err != nil {
 		return err
 	}
-	for _, room := range rs {
-		free, open, err := m.cfg.Rooms.FreeSeats(ctx, room.ID)
-		if err != nil {
-			return err
-		}
-		if !open {
-			free = 0
-		}
-		if free != room.Free {
-			room.Free = free
-			if err := m.cfg.Queue.PutBackfill(ctx, mode, room); err != nil {
-				return err
-			}
-		}
+	return errors.Join(concurrently(rs, func(room BackfillRoom) error { return m.refreshRoom(ctx, mode, room) })...)
+}
+
+// refreshRoom records backfill room's free seats now, when they changed;
+// a room started or closed is dropped.
+func (m *Matcher) refreshRoom(ctx context.Context, mode string, room BackfillRoom) error {
+	free, open, err := m.cfg.Rooms.FreeSeats(ctx, room.ID)
+	if err != nil {
+		return err
 	}
-	return nil
+	if !open {
+		free = -1
+	}
+	if free == room.Free {
+		return nil
+	}
+	room.Free = free
+	return m.cfg.Queue.PutBackfill(ctx, mode, room)
 }
 
 // completeConcurrency is how many matches of a pass are completed at once:
@@ -222,29 +225,36 @@ const completeConcurrency = 16
 // completeAll completes a pass's matches, completeConcurrency at once,
 // and returns their errors.
 func (m *Matcher) completeAll(ctx context.Context, mode string, matches []Match, r Rules) []error {
+	return concurrently(matches, func(match Match) error {
+		done, err := m.complete(ctx, match, r)
+		if err == nil && done && m.cfg.Observer != nil {
+			waits := make([]time.Duration, len(match.Tickets))
+			for i, t := range match.Tickets {
+				waits[i] = match.At.Sub(t.CreatedAt)
+			}
+			m.cfg.Observer.Matched(mode, waits)
+		}
+		return err
+	})
+}
+
+// concurrently runs f on each of items, completeConcurrency at once, and
+// returns the errors it returned.
+func concurrently[T any](items []T, f func(T) error) []error {
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, completeConcurrency)
 	)
-	for _, match := range matches {
+	for _, it := range items {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			done, err := m.complete(ctx, match, r)
-			if err != nil {
+			if err := f(it); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
-				return
-			}
-			if done && m.cfg.Observer != nil {
-				waits := make([]time.Duration, len(match.Tickets))
-				for i, t := range match.Tickets {
-					waits[i] = match.At.Sub(t.CreatedAt)
-				}
-				m.cfg.Observer.Matched(mode, waits)
 			}
 		})
 	}
@@ -282,9 +292,10 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules) (done bool
 		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); err != nil {
 			return false, err
 		}
-		if free := r.Size() - len(match.Users()); r.Backfill && free > 0 {
+		if r.Backfill { // full or not: a seat may free up later
+			free := r.Size() - len(match.Users())
 			if err := m.cfg.Queue.PutBackfill(ctx, match.Mode, BackfillRoom{ID: room, Region: match.Region,
-				Rating: match.Rating, EqKey: match.EqKey, Free: free}); err != nil {
+				Rating: match.Rating, EqKey: match.EqKey, Free: max(free, 0)}); err != nil {
 				return false, err
 			}
 		}

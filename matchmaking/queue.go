@@ -90,7 +90,9 @@ type Queue interface {
 	// from the backfill rooms: the room could not take them.
 	Requeue(ctx context.Context, m Match) error
 	// BackfillRooms is mode's open rooms a pass backfills (when its rules
-	// allow); PutBackfill records room (free seats ≤ 0: drops it).
+	// allow), full ones included (Free 0: kept so that a seat freed later
+	// is found); PutBackfill records room (Free < 0: drops it, the room
+	// started or closed).
 	BackfillRooms(ctx context.Context, mode string) ([]BackfillRoom, error)
 	PutBackfill(ctx context.Context, mode string, room BackfillRoom) error
 	// Lease takes or renews mode's matcher lease for holder (false: another

@@ -90,11 +90,25 @@ func TestBackfill(t *testing.T) {
 		if n, _ := e.tickets.Searching(ctx, "ffa"); n != 1 {
 			t.Fatalf("queue holds %d, want u7", n)
 		}
-		if rs, _ := e.tickets.BackfillRooms(ctx, "ffa"); len(rs) != 0 {
-			t.Fatalf("backfill rooms left: %+v", rs)
+		// the full room is kept, without a free seat; the closed one is gone
+		if rs, _ := e.tickets.BackfillRooms(ctx, "ffa"); len(rs) != 1 || rs[0].ID != room || rs[0].Free != 0 {
+			t.Fatalf("backfill rooms: %+v, want %s full", rs, room)
 		}
 		if p, _ := e.tickets.Pending(ctx, "ffa"); len(p) != 0 {
 			t.Fatalf("pending left: %+v", p)
+		}
+		// a room once full takes a ticket again when a seat frees up: u2
+		// takes its held seat, u1 leaves; the next round's refresh finds
+		// the seat and u7, still searching, is backfilled into it
+		if _, err := e.rooms.Join(ctx, player("u2"), room); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rooms.Leave(ctx, player("u1"), room); err != nil {
+			t.Fatal(err)
+		}
+		m.Round(ctx)
+		if got := get(t7); got.Status != matchmaking.Matched || got.RoomID != room {
+			t.Fatalf("after a player left the full room: %+v, want backfilled into %s", got, room)
 		}
 	})
 }

@@ -404,7 +404,7 @@ func (s *Store) BackfillRooms(ctx context.Context, mode string) ([]matchmaking.B
 // PutBackfill implements matchmaking.Queue.
 func (s *Store) PutBackfill(ctx context.Context, mode string, r matchmaking.BackfillRoom) error {
 	key := s.backfill(mode)
-	if r.Free <= 0 {
+	if r.Free < 0 {
 		return redisx.Wrap(s.b.Client.HDel(ctx, key, r.ID).Err())
 	}
 	raw, err := json.Marshal(r)

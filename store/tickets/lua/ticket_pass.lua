@@ -143,11 +143,9 @@ if ARGV[16] == '1' then
     end
     if #picked > 0 then
       matches[#matches + 1] = {reg = r.region, picked = picked, teams = tms, room = room.id}
-      if r.free <= 0 then
-        redis.call('HDEL', backfill, room.id)
-      else
-        redis.call('HSET', backfill, room.id, cjson.encode(r))
-      end
+      -- a room filled stays, with no free seat, for the matcher's refresh
+      -- to find a seat freed later (a player left, a hold lapsed)
+      redis.call('HSET', backfill, room.id, cjson.encode(r))
     end
   end
 end
