@@ -72,7 +72,7 @@ func (s *Server) CreateGuestToken(w http.ResponseWriter, r *http.Request) {
 	name := ""
 	if req.Name != nil {
 		name = *req.Name
-		if n := utf8.RuneCountInString(name); n < 1 || n > 32 || strings.IndexFunc(name, unicode.IsControl) >= 0 || strings.TrimSpace(name) == "" {
+		if n := utf8.RuneCountInString(name); n < 1 || n > 32 || strings.IndexFunc(name, unicode.IsControl) >= 0 || rooms.Blank(name) {
 			s.writeError(w, r, rooms.Invalid("name", "must be 1..32 characters, not only white space, without control characters"))
 			return
 		}

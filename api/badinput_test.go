@@ -38,6 +38,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"CreateNameBlank", "POST", "/v1/rooms", alice, `{"name":"   ","mode":"x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "name"},
 			{"QuickJoinCreateNameBlank", "POST", "/v1/matchmaking/quick-join", alice, `{"mode":"x","regions":["eu"],"create":{"name":" "}}`, nil, 422, "VALIDATION_FAILED", "create.name"},
 			{"GuestNameBlank", "POST", "/v1/auth/guest", "", `{"name":"  "}`, nil, 422, "VALIDATION_FAILED", "name"},
+			{"GuestNameBOM", "POST", "/v1/auth/guest", "", `{"name":"\ufeff"}`, nil, 422, "VALIDATION_FAILED", "name"},
+			{"CreateNameBOM", "POST", "/v1/rooms", alice, `{"name":"\ufeff \u00a0","mode":"x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "name"},
 			{"Status", "PATCH", "/v1/rooms/" + id, alice, `{"status":"paused"}`, nil, 422, "VALIDATION_FAILED", "status"},
 			{"MaxPlayers", "PATCH", "/v1/rooms/" + id, alice, `{"maxPlayers":101}`, nil, 422, "VALIDATION_FAILED", "maxPlayers"},
 			{"Visibility", "PATCH", "/v1/rooms/" + id, alice, `{"visibility":"hidden"}`, nil, 422, "VALIDATION_FAILED", "visibility"},

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -43,9 +44,14 @@ func carryingFrom(ctx context.Context) *carrying {
 // and then runs the rest of the stream the handler carried over, if any,
 // on the request's goroutine; any other request as usual. A panic that
 // reaches it (past recoverPanics) is raised again on the request's
-// goroutine, after the carried stream, if any, was ended. It is still the
-// router (chi.Walk lists its routes).
-type carryStreams struct{ chi.Router }
+// goroutine, after the carried stream, if any, was ended. A panic of the
+// carried rest is logged as a handler's is (recoverPanics), the stream's
+// access line written, and the response aborted (http.ErrAbortHandler).
+// It is still the router (chi.Walk lists its routes).
+type carryStreams struct {
+	chi.Router
+	log *slog.Logger
+}
 
 func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet || !isStream(r.URL.Path) {
@@ -71,13 +77,27 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v != nil {
 		c.broken = true
 	}
-	if c.rest != nil {
-		c.rest()
-	}
+	restPanicked := c.rest != nil && cs.runRest(r, c.rest)
 	if c.after != nil {
 		c.after()
 	}
 	if v != nil {
 		panic(v)
 	}
+	if restPanicked {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// runRest runs the carried rest of r's stream and reports whether it
+// panicked (logged).
+func (cs carryStreams) runRest(r *http.Request, rest func()) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			cs.log.Error("panic", "path", r.URL.Path, "panic", v, "request_id", requestID(r.Context()))
+			panicked = true
+		}
+	}()
+	rest()
+	return false
 }

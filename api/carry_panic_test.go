@@ -1,9 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
@@ -34,7 +37,7 @@ func TestCarryStreamsEndsTheStreamOnAPanic(t *testing.T) {
 				t.Errorf("recovered %v, want the handler's panic", v)
 			}
 		}()
-		carryStreams{r}.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/lobby/events", nil))
+		carryStreams{Router: r, log: slog.New(slog.DiscardHandler)}.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/lobby/events", nil))
 	}()
 	if !ran || !errors.Is(sendErr, errHandlerPanicked) {
 		t.Fatalf("rest ran %v, its Send: %v", ran, sendErr)
@@ -46,5 +49,31 @@ func TestCarryStreamsEndsTheStreamOnAPanic(t *testing.T) {
 	c := &streamClient{}
 	if c.Carry(func() {}) {
 		t.Fatal("a client outside carryStreams carried")
+	}
+}
+
+// A panic of the carried rest itself (after the handler returned) is
+// logged, the stream's access line still written, and the response
+// aborted.
+func TestCarriedRestPanicIsLoggedAndAborts(t *testing.T) {
+	r := chi.NewRouter()
+	logged := false
+	r.Get("/v1/me/events", func(w http.ResponseWriter, req *http.Request) {
+		c := carryingFrom(req.Context())
+		c.rest = func() { panic("in the stream") }
+		c.after = func() { logged = true }
+	})
+	var logs bytes.Buffer
+	cs := carryStreams{Router: r, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Errorf("recovered %v, want http.ErrAbortHandler", v)
+			}
+		}()
+		cs.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/me/events", nil))
+	}()
+	if !logged || !strings.Contains(logs.String(), "in the stream") {
+		t.Fatalf("access line written %v, log %q", logged, logs.String())
 	}
 }

@@ -159,7 +159,7 @@ func NewHandler(cfg Config) http.Handler {
 	}
 	oapi.HandlerWithOptions(s, oapi.ChiServerOptions{BaseRouter: r, ErrorHandlerFunc: s.paramError,
 		Middlewares: []oapi.MiddlewareFunc{s.checkScope, s.rateLimit}})
-	return carryStreams{r}
+	return carryStreams{Router: r, log: s.log}
 }
 
 func (s *Server) recoverPanics(next http.Handler) http.Handler {

@@ -55,7 +55,7 @@ func newValidator() *validator.Validate {
 		return strings.Split(f.Tag.Get("json"), ",")[0]
 	})
 	must(v.RegisterValidation("nocontrol", func(fl validator.FieldLevel) bool { return !hasControl(fl.Field().String()) }))
-	must(v.RegisterValidation("notblank", func(fl validator.FieldLevel) bool { return strings.TrimSpace(fl.Field().String()) != "" }))
+	must(v.RegisterValidation("notblank", func(fl validator.FieldLevel) bool { return !Blank(fl.Field().String()) }))
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return validAttrValue(fl.Field().Interface()) }))
@@ -63,6 +63,13 @@ func newValidator() *validator.Validate {
 	v.RegisterAlias("seats", fmt.Sprintf("min=1,max=%d", MaxPlayersLimit))
 	v.RegisterAlias("recipients", fmt.Sprintf("min=1,max=%d", MaxRecipients))
 	return v
+}
+
+// Blank reports whether s is only white space: Unicode's, and U+FEFF,
+// which the ECMAScript \s of openapi.yaml's pattern "\S" counts as white
+// space too. Names (rooms, guests) must not be blank.
+func Blank(s string) bool {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' }) == ""
 }
 
 func must(err error) {

@@ -59,11 +59,13 @@ func loop[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-cha
 				return why
 			}
 		}
-		if len(out.buf) > 0 {
-			if out.flush() != nil {
-				return EndWriteError
-			}
-			hd.lastWrite.Store(time.Now().UnixNano())
+		// handle may have flushed itself (a personal stream's logged
+		// events): its failure ends the stream as a flush here does
+		if out.flush() != nil {
+			return EndWriteError
+		}
+		if out.sentAt > hd.lastWrite.Load() {
+			hd.lastWrite.Store(out.sentAt)
 		}
 	}
 }

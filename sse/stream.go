@@ -471,8 +471,9 @@ type writer struct {
 	err    error
 	// lend: buf comes from linePool for each batch and goes back after it
 	// (a stream served by its own goroutine: an idle one holds no buffer)
-	lend bool
-	bp   *[]byte // buf's pool entry, while lent
+	lend   bool
+	bp     *[]byte // buf's pool entry, while lent
+	sentAt int64   // Unix ns of the last Send that succeeded
 }
 
 // lent returns a writer of stream kind to c that lends its buffers.
@@ -506,8 +507,11 @@ func (o *writer) flush() error {
 		return o.err
 	}
 	o.err = o.c.Send(o.buf)
-	if o.err == nil && o.events > 0 {
-		o.m.Events(o.kind, o.events, 0)
+	if o.err == nil {
+		o.sentAt = time.Now().UnixNano()
+		if o.events > 0 {
+			o.m.Events(o.kind, o.events, 0)
+		}
 	}
 	o.events = 0
 	switch {

@@ -90,9 +90,10 @@ func TestBackfill(t *testing.T) {
 		if n, _ := e.tickets.Searching(ctx, "ffa"); n != 1 {
 			t.Fatalf("queue holds %d, want u7", n)
 		}
-		// the full room is kept, without a free seat; the closed one is gone
-		if rs, _ := e.tickets.BackfillRooms(ctx, "ffa"); len(rs) != 1 || rs[0].ID != room || rs[0].Free != 0 {
-			t.Fatalf("backfill rooms: %+v, want %s full", rs, room)
+		// the full room is kept, without a free seat; so is the one that
+		// refused the backfill, until the next refresh reads it
+		if rs := backfillRooms(t, e); len(rs) != 2 || rs[room] != 0 || rs[room2] != 0 {
+			t.Fatalf("backfill rooms: %+v, want %s and %s without a free seat", rs, room, room2)
 		}
 		if p, _ := e.tickets.Pending(ctx, "ffa"); len(p) != 0 {
 			t.Fatalf("pending left: %+v", p)
@@ -110,7 +111,86 @@ func TestBackfill(t *testing.T) {
 		if got := get(t7); got.Status != matchmaking.Matched || got.RoomID != room {
 			t.Fatalf("after a player left the full room: %+v, want backfilled into %s", got, room)
 		}
+		// the refresh dropped the closed room; the full one stays
+		if rs := backfillRooms(t, e); len(rs) != 1 || rs[room] != 0 {
+			t.Fatalf("backfill rooms after the refresh: %+v, want %s full", rs, room)
+		}
 	})
+}
+
+// A room that was full when the backfill's seats were held (taken since
+// the pass read it) keeps its place among the backfill rooms: a seat freed
+// later is backfilled.
+func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		queue := func(uid string, rating float64) matchmaking.Ticket {
+			t.Helper()
+			tk, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: &rating})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tk
+		}
+		t1 := queue("u1", 1000)
+		queue("u2", 1001)
+		m.Round(ctx)
+		first, _ := e.tickets.Get(ctx, t1.ID)
+		room := first.RoomID
+		if room == "" {
+			t.Fatalf("no match: %+v", first)
+		}
+		// u3's backfill is passed; before its seat is held the room fills
+		t3 := queue("u3", 1002)
+		p, err := e.tickets.Pass(ctx, "ffa", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
+			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
+		}
+		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"someone"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Complete(ctx, p.Matches[0], r); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.tickets.Get(ctx, t3.ID); got.Status != matchmaking.Searching {
+			t.Fatalf("u3 after the refused backfill: %+v", got)
+		}
+		if rs := backfillRooms(t, e); len(rs) != 1 || rs[room] != 0 {
+			t.Fatalf("backfill rooms: %+v, want %s without a free seat", rs, room)
+		}
+		// u1 takes its seat and leaves: one seat free, u3 backfilled
+		if _, err := e.rooms.Join(ctx, player("u1"), room); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.rooms.Join(ctx, player("u2"), room); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rooms.Leave(ctx, player("u1"), room); err != nil {
+			t.Fatal(err)
+		}
+		m.Round(ctx)
+		if got, _ := e.tickets.Get(ctx, t3.ID); got.Status != matchmaking.Matched || got.RoomID != room {
+			t.Fatalf("u3 after a seat freed: %+v, want backfilled into %s", got, room)
+		}
+	})
+}
+
+// backfillRooms is the mode ffa's backfill rooms: id → free seats.
+func backfillRooms(t *testing.T, e env) map[string]int {
+	t.Helper()
+	rs, err := e.tickets.BackfillRooms(context.Background(), "ffa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, r := range rs {
+		out[r.ID] = r.Free
+	}
+	return out
 }
 
 // A match room is made for a leader who owns as many rooms as the quota

@@ -1,7 +1,8 @@
 -- ticket_requeue: a backfill whose room could not take its tickets (full,
 -- started, closed): they go back in the queue, searching as before (or
--- expired, past their TTL), the pending record goes, and the room leaves
--- the backfill rooms; in the mode's slot. No prelude.
+-- expired, past their TTL), the pending record goes, and the room is
+-- kept among the backfill rooms with no free seat until the next refresh;
+-- in the mode's slot. No prelude.
 -- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
 -- KEYS[4] pending matches  KEYS[5] the mode's backfill rooms (see
 --         ticket_pass)
@@ -32,5 +33,13 @@ for i = 4, #ARGV do
   end
 end
 redis.call('HDEL', pending, mid)
-redis.call('HDEL', backfill, ARGV[2])
+-- the room could not take them (full, started or gone): it stays with no
+-- free seat, not offered again until the matcher's next refresh reads
+-- what it can take (a room started or gone is dropped then)
+local raw = redis.call('HGET', backfill, ARGV[2])
+if raw then
+  local r = cjson.decode(raw)
+  r.free = 0
+  redis.call('HSET', backfill, ARGV[2], cjson.encode(r))
+end
 return {'OK', n}
