@@ -176,6 +176,14 @@ func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
 		if got, _ := e.tickets.Get(ctx, t3.ID); got.Status != matchmaking.Matched || got.RoomID != room {
 			t.Fatalf("u3 after a seat freed: %+v, want backfilled into %s", got, room)
 		}
+		// the rooms stay recorded while the mode has passes, unchanged or not
+		key := e.tickets.BackfillKey("ffa")
+		e.rooms.Client().PExpire(ctx, key, time.Second)
+		queue("u4", 5000) // a ticket that matches nothing: the mode has passes
+		m.Round(ctx)
+		if ttl := e.rooms.Client().PTTL(ctx, key).Val(); ttl < 50*time.Minute {
+			t.Fatalf("backfill rooms kept %s after a pass", ttl)
+		}
 	})
 }
 

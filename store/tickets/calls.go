@@ -1,6 +1,7 @@
 package tickets
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/realsync/realsync/matchmaking"
@@ -67,7 +68,7 @@ func (c passCall) KeysArgs() ([]string, []any) {
 	}
 	backfill := ""
 	if c.r.Backfill {
-		backfill = "1"
+		backfill = strconv.FormatInt(backfillTTL.Milliseconds(), 10)
 	}
 	return []string{c.tickets, c.schedule, c.queue, c.pending, c.backfill}, []any{c.r.Teams, teamCap, c.r.Size(), c.r.Needed(),
 		w.Start, w.Step, time.Duration(w.Every).Milliseconds(), w.Max, time.Duration(c.r.RegionFallback).Milliseconds(),

@@ -14,3 +14,6 @@ func ExportedCalls() []redisx.Call {
 		leaseCall{key: "k", op: "take", holder: "h", ms: 1},
 	}
 }
+
+// BackfillKey is mode's backfill rooms' key.
+func (s *Store) BackfillKey(mode string) string { return s.backfill(mode) }

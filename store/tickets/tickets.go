@@ -379,8 +379,9 @@ func (s *Store) Requeue(ctx context.Context, m matchmaking.Match) error {
 // grace is how long a ticket requeued past its TTL stays readable.
 func (s *Store) grace() int64 { return matchmaking.DefaultGrace.Milliseconds() }
 
-// backfillTTL: the backfill rooms of a mode no matcher writes any more
-// (no tickets) go after it.
+// backfillTTL: the backfill rooms of a mode go this long after its last
+// pass (each pass renews it) or write: a mode without tickets that long
+// forgets its rooms, which then take no backfill.
 const backfillTTL = time.Hour
 
 // BackfillRooms implements matchmaking.Queue.

@@ -3,7 +3,7 @@
 -- holds them together). No prelude.
 -- 1. The schedule: searching tickets past their expiry leave the queue
 --    as expired; final tickets past their grace are dropped.
--- 2. Backfill (ARGV[16] "1"): each open room of KEYS[5], by id, takes
+-- 2. Backfill (ARGV[16] not ""): each open room of KEYS[5], by id, takes
 --    the tickets, in rating order, that fit its free seats, have its
 --    match's eq key, are open in its region, and whose window holds its
 --    match's rating; such a group is a match with the room's id.
@@ -35,7 +35,8 @@
 -- ARGV[11] tickets walked at most  ARGV[12] match id prefix (a match is
 -- prefix .. n)  ARGV[13] mode  ARGV[14] schedule entries handled at most
 -- ARGV[15] now, ms ("": Redis TIME; tests fix it)
--- ARGV[16] "1": backfill the rooms of KEYS[5] first
+-- ARGV[16] the TTL of KEYS[5], ms: backfill its rooms first, and keep it
+--          that long after this pass ("": the mode does not backfill)
 -- ARGV[17] where the walk starts: a rating, "(rating" (after it), or ""
 --          (the lowest)
 -- Reply: {"OK", expired count, where the next pass starts ("": from the
@@ -121,7 +122,10 @@ end
 local used, matches = {}, {}
 
 -- 2. backfill
-if ARGV[16] == '1' then
+if ARGV[16] ~= '' then
+  -- the rooms stay recorded while the mode has passes, however long
+  -- they go unchanged (full rooms of long matches)
+  redis.call('PEXPIRE', backfill, tonumber(ARGV[16]))
   local raw_rooms = redis.call('HGETALL', backfill)
   local open_rooms = {}
   for i = 1, #raw_rooms, 2 do open_rooms[#open_rooms + 1] = {id = raw_rooms[i], r = cjson.decode(raw_rooms[i + 1])} end
