@@ -22,14 +22,7 @@ func TestBackfill(t *testing.T) {
 		e := open(t, b, rs)
 		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: rec, Holder: "a"})
-		queue := func(uid string, rating float64) matchmaking.Ticket {
-			t.Helper()
-			tk, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: &rating})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tk
-		}
+		queue := ffaQueue(t, e)
 		get := func(tk matchmaking.Ticket) matchmaking.Ticket {
 			t.Helper()
 			got, err := e.tickets.Get(ctx, tk.ID)
@@ -128,14 +121,7 @@ func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
-		queue := func(uid string, rating float64) matchmaking.Ticket {
-			t.Helper()
-			tk, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: &rating})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tk
-		}
+		queue := ffaQueue(t, e)
 		t1 := queue("u1", 1000)
 		queue("u2", 1001)
 		m.Round(ctx)
@@ -230,4 +216,16 @@ func TestMatchRoomPastTheOwnerQuota(t *testing.T) {
 			t.Fatalf("pending: %+v", p)
 		}
 	})
+}
+
+// ffaQueue returns what queues user uid at rating for mode ffa in eu.
+func ffaQueue(t *testing.T, e env) func(uid string, rating float64) matchmaking.Ticket {
+	return func(uid string, rating float64) matchmaking.Ticket {
+		t.Helper()
+		tk, err := e.svc.Create(context.Background(), player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: &rating})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
 }
