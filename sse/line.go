@@ -106,14 +106,9 @@ const maxPooledBuffer = 64 << 10
 // asked for), batch after batch, until there is nothing left; it hangs up
 // when the stream ends. One drain at most runs per stream (st.busy).
 func (h *Hub) drain(st *stream) {
-	bp := linePool.Get().(*[]byte)
-	out := writer{c: st.line, m: h.cfg.Metrics, kind: KindRoom, buf: (*bp)[:0]}
-	defer func() {
-		if cap(out.buf) <= maxPooledBuffer {
-			*bp = out.buf[:0]
-			linePool.Put(bp)
-		}
-	}()
+	out := writer{c: st.line, m: h.cfg.Metrics, kind: KindRoom}
+	out.take()
+	defer out.release()
 	pid := st.lease.PlayerID
 	for {
 		if st.ended() {
@@ -172,17 +167,14 @@ const lineChunk = 128
 // due: busy) has queued, on this goroutine where that cannot block
 // (tryDrain), starting a drain for the others.
 func (h *Hub) writeLines(sts []*stream) {
-	bp := linePool.Get().(*[]byte)
-	out := writer{m: h.cfg.Metrics, kind: KindRoom, buf: (*bp)[:0]}
+	out := writer{m: h.cfg.Metrics, kind: KindRoom}
+	out.take()
 	for _, st := range sts {
 		if !h.tryDrain(st, &out) {
 			go h.drain(st)
 		}
 	}
-	if cap(out.buf) <= maxPooledBuffer {
-		*bp = out.buf[:0]
-		linePool.Put(bp)
-	}
+	out.release()
 }
 
 // tryDrain writes busy stream st's queued events (or the heartbeat asked

@@ -481,12 +481,30 @@ func lent(c sender, m Metrics, kind string) *writer {
 	return &writer{c: c, m: m, kind: kind, lend: true}
 }
 
-// borrow makes sure a lending writer holds a pooled buffer.
-func (o *writer) borrow() {
-	if o.lend && o.bp == nil {
+// take makes sure the writer holds a buffer of linePool.
+func (o *writer) take() {
+	if o.bp == nil {
 		o.bp = linePool.Get().(*[]byte)
 		o.buf = append((*o.bp)[:0], o.buf...)
 	}
+}
+
+// borrow is take for a writer that lends its buffers (the others keep
+// theirs between batches).
+func (o *writer) borrow() {
+	if o.lend {
+		o.take()
+	}
+}
+
+// release gives the writer's buffer back to linePool, unless it grew past
+// maxPooledBuffer.
+func (o *writer) release() {
+	if o.bp != nil && cap(o.buf) <= maxPooledBuffer {
+		*o.bp = o.buf[:0]
+		linePool.Put(o.bp)
+	}
+	o.bp, o.buf = nil, nil
 }
 
 // write adds a frame that is no event (retry, heartbeat).
@@ -516,11 +534,7 @@ func (o *writer) flush() error {
 	o.events = 0
 	switch {
 	case o.lend:
-		if o.bp != nil && cap(o.buf) <= maxPooledBuffer {
-			*o.bp = o.buf[:0]
-			linePool.Put(o.bp)
-		}
-		o.bp, o.buf = nil, nil
+		o.release()
 	case cap(o.buf) > maxKeptBuffer:
 		o.buf = nil // a snapshot's buffer is not kept for an idle stream
 	default:
