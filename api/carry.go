@@ -62,16 +62,8 @@ func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), carryingKey{}, c))
 	done := make(chan any, 1)
 	go func() {
-		panicked := true
-		defer func() {
-			var v any
-			if panicked {
-				v = recover()
-			}
-			done <- v
-		}()
+		defer func() { done <- recover() }() // nil unless it panicked
 		cs.Router.ServeHTTP(w, r)
-		panicked = false
 	}()
 	v := <-done
 	if v != nil {
