@@ -55,7 +55,6 @@ func run(ctx context.Context, url, key, hostToken string) error {
 		return fmt.Errorf("creating the room: %w", err)
 	}
 	id := created.Room.Id
-	fmt.Println("room", id, "created")
 
 	server := realsync.New(url, realsync.WithAPIKey(key))
 	defer func() {
@@ -71,6 +70,13 @@ func run(ctx context.Context, url, key, hostToken string) error {
 
 	s := server.Stream(ctx, id)
 	defer s.Close()
+	// announced once the stream is open: every player who joins after the
+	// line gets a player_joined event here (one who joined before is only
+	// in the snapshot)
+	if err := s.Ready(); err != nil {
+		return fmt.Errorf("room %s: %w", id, err)
+	}
+	fmt.Println("room", id, "created")
 	for ev, err := range s.Events() {
 		if err != nil {
 			return fmt.Errorf("room %s: %w", id, err) // a permanent error: *realsync.Error
