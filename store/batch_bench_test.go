@@ -59,13 +59,15 @@ func BenchmarkBatching(b *testing.B) {
 	for _, v := range variants {
 		s := openStoreWith(b, redisAt(addr), func(c *store.Config) { c.Batch = v.batch })
 		b.Run("evalsha/"+v.name, func(b *testing.B) {
-			args := joinArgs(b, s)
+			args, id := joinArgs(b, s)
+			joined := countJoins(b, s, id)
 			var seq atomic.Int64
 			measure(b, s.Client(), func() error {
 				a := slices.Clone(args)
 				a[len(a)-3] = "u-" + strconv.FormatInt(seq.Add(1), 36)
 				return s.Client().Do(context.Background(), a...).Err()
 			})
+			joined(b.N)
 		})
 		b.Run("join+leave/"+v.name, func(b *testing.B) {
 			ids := make([]string, 8)
@@ -88,17 +90,20 @@ func BenchmarkBatching(b *testing.B) {
 	s := openStoreWith(b, redisAt(addr), func(*store.Config) {})
 	for _, pipe := range []string{"1", "16"} {
 		b.Run("evalsha/redis-benchmark-P"+pipe, func(b *testing.B) {
-			args := joinArgs(b, s)
+			args, id := joinArgs(b, s)
 			args[len(args)-3] = "u-__rand_int__"
 			host, port, _ := strings.Cut(addr, ":")
-			cmd := append([]string{"-h", host, "-p", port, "-c", "64", "-P", pipe, "-n", strconv.Itoa(max(b.N, 1000)),
-				"-r", "1000000000000", "-q"}, anyStrings(args)...)
+			n := max(b.N, 1000)
+			cmd := append([]string{"-h", host, "-p", port, "-c", "64", "-P", pipe, "-n", strconv.Itoa(n),
+				"-r", randomUsers, "-q"}, anyStrings(args)...)
+			joined := countJoins(b, s, id)
 			before := redisFigures(b, s.Client())
 			start := time.Now()
 			if out, err := exec.Command("redis-benchmark", cmd...).CombinedOutput(); err != nil {
 				b.Fatalf("redis-benchmark: %v: %s", err, out)
 			}
-			report(b, max(b.N, 1000), time.Since(start), before, redisFigures(b, s.Client()), 0)
+			report(b, n, time.Since(start), before, redisFigures(b, s.Client()), 0)
+			joined(n)
 		})
 	}
 }
@@ -109,8 +114,8 @@ func redisAt(addr string) redistest.Backend {
 }
 
 // joinArgs is the join EVALSHA of a fresh room that never fills, its user
-// the third argument from the end.
-func joinArgs(b *testing.B, s *store.Store) []any {
+// the third argument from the end, and the room's id.
+func joinArgs(b *testing.B, s *store.Store) ([]any, string) {
 	b.Helper()
 	ctx := context.Background()
 	j, err := s.Create(ctx, rooms.User{ID: "owner", Name: "owner"}, newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 100 }))
@@ -131,7 +136,7 @@ func joinArgs(b *testing.B, s *store.Store) []any {
 	for i, a := range args {
 		out[i] = a
 	}
-	return out
+	return out, j.Room.ID
 }
 
 func anyStrings(a []any) []string {

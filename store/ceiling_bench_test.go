@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
 )
 
 // BenchmarkRedisCeiling runs redis-benchmark (64 clients, -P 1, no
@@ -46,12 +47,16 @@ func BenchmarkRedisCeiling(b *testing.B) {
 				b.Fatal(err)
 			}
 			cmd := append([]string{"-h", host, "-p", port, "-c", "64", "-P", "1", "-n", "100000",
-				"-r", "1000000000000", "--csv"}, args...)
+				"-r", randomUsers, "--csv"}, args...)
 			b.Logf("redis-benchmark %s", strings.Join(cmd, " "))
 			s.Client().ConfigResetStat(ctx)
+			joined := countJoins(b, s, j.Room.ID)
 			out, err := exec.Command("redis-benchmark", cmd...).Output()
 			if err != nil {
 				b.Fatalf("redis-benchmark: %v", err)
+			}
+			if c.name == "join" {
+				joined(100000)
 			}
 			// the test name holds the arguments, quotes unescaped: read the
 			// figures from the end of the line
@@ -74,6 +79,31 @@ func BenchmarkRedisCeiling(b *testing.B) {
 			}
 			b.ReportMetric(scriptMicros(b, s.Client()), "redis-µs/script")
 		})
+	}
+}
+
+// randomUsers is redis-benchmark's -r for the joins' __rand_int__: it
+// reads -r with atoi, so a value past a C int wraps (1e12 made every
+// request the same user, a re-join that returns at its first call).
+const randomUsers = "1000000000"
+
+// countJoins counts room id's members now; the function it returns fails
+// b unless nearly n joined since (-r draws at random: a few repeat).
+func countJoins(b *testing.B, s *store.Store, id string) func(n int) {
+	b.Helper()
+	users := func() int64 {
+		n, err := s.Client().HLen(context.Background(), s.RoomKey(id)+":users").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	before := users()
+	return func(n int) {
+		b.Helper()
+		if got := users() - before; got < int64(n)*99/100 {
+			b.Fatalf("%d of redis-benchmark's %d joins joined: it did not send the join it was given", got, n)
+		}
 	}
 }
 
