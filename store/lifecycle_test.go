@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -231,6 +233,58 @@ func TestEventLogIsBoundedInBytes(t *testing.T) {
 		}
 		checkInvariants(t, s)
 	})
+}
+
+// TestEventLogTrimmedByCount: the log keeps its last LogMaxLen events
+// and at most a tenth more, trimmed by the scripts that append (not by
+// MAXLEN ~), so the room hash counts it exactly ("ln", "lb"); a room from
+// before "ln" (an overestimated "lb") is counted at its next event.
+func TestEventLogTrimmedByCount(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openStoreWith(t, b, func(c *store.Config) { c.LogMaxLen = 20 })
+			ctx := context.Background()
+			id := mustCreate(t, s, alice, newRoom()).Room.ID
+			patch := func(i int) {
+				t.Helper()
+				if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte(strconv.Itoa(i))}}); err != nil {
+					t.Fatalf("patch %d: %v", i, err)
+				}
+			}
+			counted := func() {
+				t.Helper()
+				h := s.Client().HMGet(ctx, s.RoomKey(id), "ver", "ln", "lb").Val()
+				bytes, n := logBytes(t, s, id)
+				if h[1] != strconv.Itoa(n) || h[2] != strconv.Itoa(bytes) {
+					t.Fatalf("room hash counts %v entries of %v bytes; the log holds %d of %d", h[1], h[2], n, bytes)
+				}
+				evs := events(t, s, id)
+				if n < 20 && evs[0].Version != 1 || n > 22 || strconv.FormatInt(evs[len(evs)-1].Version, 10) != h[0] {
+					t.Fatalf("log holds %d events, versions %d..%d, room version %v; want 20 to 22, the newest last",
+						n, evs[0].Version, evs[len(evs)-1].Version, h[0])
+				}
+			}
+			for i := range 60 {
+				patch(i)
+				counted()
+			}
+			// a room from before "ln": its "lb" overestimated the log
+			s.Client().HDel(ctx, s.RoomKey(id), "ln", "lv")
+			s.Client().HSet(ctx, s.RoomKey(id), "lb", 1<<30)
+			patch(60)
+			counted()
+			// an event of an older version's script (a rolling upgrade): it
+			// appends and moves the version, and counts nothing
+			v := s.Client().HIncrBy(ctx, s.RoomKey(id), "ver", 1).Val()
+			ev := fmt.Sprintf(`{"type":"state","roomId":%q,"version":%d,"ts":"2026-11-28T00:00:00Z","by":0,"set":{}}`, id, v)
+			if err := s.Client().XAdd(ctx, &redis.XAddArgs{Stream: s.LogKey(id), ID: fmt.Sprint(v, "-0"), Values: []any{"g", "old", "d", ev}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			patch(61)
+			counted()
+			// (not checkInvariants: it knows only the default length)
+		})
+	}
 }
 
 func TestIdleLogIsDropped(t *testing.T) {

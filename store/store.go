@@ -61,7 +61,9 @@ type Config struct {
 	// Shards is the number of hash-tag shards, fixed for a deployment's
 	// lifetime; default 16, at most 1296.
 	Shards int
-	// LogMaxLen caps each room's event log (MAXLEN ~); default 1000.
+	// LogMaxLen caps each room's event log: the scripts that append trim
+	// it to this length once it holds a tenth more (at most 100 more);
+	// default 1000.
 	LogMaxLen int
 	// WebhookOutboxLen, when > 0, turns webhooks on: every room event and
 	// user status change also enters its shard's webhook outbox (a stream

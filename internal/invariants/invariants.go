@@ -36,8 +36,9 @@ import (
 //     its earliest entry; no due entry, presence or message log outlives
 //     its room; every room is in its shard's lifecycle schedule, and no
 //     room that is gone;
-//   - a room's log stays within its byte cap, and is whole unless trimmed
-//     by count, by bytes, or dropped while the room idled;
+//   - a room's log stays within its byte cap and its length (and slack),
+//     is whole unless trimmed by count, by bytes, or dropped while the room
+//     idled, and the room hash counts it exactly ("ln", "lb");
 //   - each shard's stats hash holds exactly the counts of its rooms;
 //   - a user's open streams (store/sessions/streams.go): members
 //     "<roomId>/<stream>" or "/<stream>", and the key expires, not before
@@ -297,6 +298,14 @@ func (ch *checker) log(ctx context.Context, id, base string, h map[string]string
 	if bytes > logBytesCap {
 		ch.fail("room %s: log holds %d bytes, over the cap %d", id, bytes, logBytesCap)
 	}
+	if len(entries) > logMaxLen+logMaxLen/10 {
+		ch.fail("room %s: log holds %d entries, past its length %d and slack", id, len(entries), logMaxLen)
+	}
+	// the room hash counts its log exactly ("ln" entries of "lb" bytes), or
+	// not yet (a room from before "ln": counted at its next event)
+	if ln, ok := h["ln"]; ok && (atoi(ln) != len(entries) || atoi(h["lb"]) != bytes) {
+		ch.fail("room %s: room hash counts its log as %s entries of %s bytes; it holds %d of %d", id, ln, h["lb"], len(entries), bytes)
+	}
 	if _, err := ch.c.ZScore(ctx, base[:strings.Index(base, "}")+1]+":rooms:due", id).Result(); err != nil {
 		ch.fail("room %s: not in its shard's lifecycle schedule (%v)", id, err)
 	}
@@ -318,6 +327,7 @@ func atoi(s string) int {
 // event of at most ~80 KB).
 const (
 	logBytesCap     = 256 << 10
+	logMaxLen       = 1000 // store.Config.LogMaxLen's default
 	logBytesTrimmed = logBytesCap/2 - 1
 )
 

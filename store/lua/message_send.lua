@@ -10,7 +10,7 @@
 --        {"TO_NOT_MEMBER", playerId}
 local uid, type_json, data, mlen = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
-local r = redis.call('HMGET', K_ROOM, 'vi', 'ver', 'st')
+local r = redis.call('HMGET', K_ROOM, 'vi', 'ver', 'st', 'lb', 'ln', 'lv')
 if not r[1] then return {'ROOM_NOT_FOUND'} end
 local pid = '0'
 if uid ~= '' then
@@ -18,7 +18,7 @@ if uid ~= '' then
   if not pid then return deny(r[1]) end
 end
 if r[3] == 'finished' then return {'ROOM_FINISHED'} end
-known_ver = tonumber(r[2])
+know(r[2], r[4], r[5], r[6])
 local to = {}
 for i = 11, #ARGV do
   if redis.call('HEXISTS', K_PLAYERS, ARGV[i]) == 0 then return {'TO_NOT_MEMBER', ARGV[i]} end

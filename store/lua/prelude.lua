@@ -50,13 +50,13 @@
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
 local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED
 local K_OUTBOX, outbox_len
-local room_id, channel, pubcmd, tag, closed_ttl, maxlen, log_cap
+local room_id, channel, pubcmd, tag, closed_ttl, maxlen, log_cap, LOG_SLACK
 local now_us, now
--- now_iso: now as RFC 3339 once formatted (iso_now); known_ver and
--- known_lb: the room's version and "lb" once this script has read or
--- written them, so that emit can write them with the other fields in one
--- HSET.
-local now_iso, known_ver, known_lb
+-- now_iso: now as RFC 3339 once formatted (iso_now); known_ver, known_lb
+-- and known_ln: the room's version, "lb" and "ln" once this script has
+-- read or written them, so that emit writes them with the other fields in
+-- one HSET.
+local now_iso, known_ver, known_lb, known_ln
 
 -- begin binds the call's KEYS and ARGV and reads the clock; every script
 -- calls it first (scripts.go: as "begin()" right after the prelude, or
@@ -71,7 +71,8 @@ local function begin()
   room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
   tag, closed_ttl = ARGV[4], ARGV[6]
   maxlen, log_cap, outbox_len = string.match(ARGV[5], '^(%d+) (%d+) ?(%d*)$')
-  log_cap = tonumber(log_cap)
+  maxlen, log_cap = tonumber(maxlen), tonumber(log_cap)
+  LOG_SLACK = math.min(100, math.ceil(maxlen / 10))
   K_OUTBOX = nil
   if outbox_len ~= '' then -- webhooks on: the outbox is the last key
     K_OUTBOX = KEYS[#KEYS]
@@ -80,7 +81,7 @@ local function begin()
   local T = redis.call('TIME')
   now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
   now = math.floor(now_us / 1000)
-  now_iso, known_ver, known_lb = nil, nil, nil
+  now_iso, known_ver, known_lb, known_ln = nil, nil, nil, nil
 end
 
 -- num formats an integer-valued number without exponent, whatever the Lua.
@@ -137,61 +138,71 @@ local function entry_bytes(e)
   return #e[1] + #e[2][2] + #e[2][4]
 end
 
--- cap_log keeps the event log within log_cap bytes. The room's "lb" field
--- counts the bytes appended since the last count; MAXLEN ~ trims without
--- telling, so "lb" only ever overestimates. Past the cap, the log is counted
--- exactly, and only if it really is over the cap, its oldest entries are
--- dropped down to 3/4 of it (never the newest entry), so a room of fat
--- events counts its log once every quarter of the cap, not on every event.
-local function cap_log(lb)
-  if lb <= log_cap then return end
-  local entries = redis.call('XRANGE', K_LOG, '-', '+')
-  local total = 0
-  for _, e in ipairs(entries) do total = total + entry_bytes(e) end
-  if total > log_cap then
-    local i = 1
-    while total > log_cap * 3 / 4 and i < #entries do
-      total = total - entry_bytes(entries[i])
-      i = i + 1
-    end
-    redis.call('XTRIM', K_LOG, 'MINID', entries[i][1])
-  end
-  redis.call('HSET', K_ROOM, 'lb', total)
-  known_lb = total
+-- The event log is trimmed here, not by XADD's MAXLEN (which trims
+-- without telling), so the room hash knows it exactly: "ln" its entries,
+-- "lb" their bytes (entry_bytes), "lv" the version they were counted at.
+-- When "lv" is not the room's version (a room from before "ln", or an
+-- event of a script of an older version during a rolling upgrade, which
+-- trimmed by MAXLEN ~ and counted nothing), the log is counted once, at
+-- the next event. LOG_SLACK: entries past maxlen before the oldest are dropped, so
+-- a trim reads about one entry per event (a tenth of maxlen, at most 100:
+-- as MAXLEN ~ kept up to a node of 100 past it).
+
+-- know sets what emit knows of the room from its hash's "ver", "lb",
+-- "ln" and "lv" (strings, or nil): its version, its log's bytes, and its
+-- log's entries when counted at this version (else nil: count them).
+local function know(ver, lb, ln, lv)
+  known_ver, known_lb = tonumber(ver) or 0, tonumber(lb) or 0
+  known_ln = lv == ver and tonumber(ln) or nil
 end
 
--- emit bumps the room version and writes it, updatedAt and the given
--- field, value pairs to the room hash; appends the event to the log (entry
--- id "<version>-0") and publishes "<version> <tag> <json>". body holds the
--- event's own fields, each preceded by a comma. Returns the version and the
--- event's JSON.
+-- trim_log drops the log's oldest entries, never the newest: down to
+-- maxlen entries once it holds LOG_SLACK more, and, past log_cap bytes,
+-- down to 3/4 of it (a room of fat events keeps fewer events). lb, ln: the
+-- log's bytes and entries (ln nil: not known). Returns them after.
+local trim_log
+function trim_log(lb, ln)
+  if not ln then
+    lb, ln = 0, 0
+    for _, e in ipairs(redis.call('XRANGE', K_LOG, '-', '+')) do
+      lb, ln = lb + entry_bytes(e), ln + 1
+    end
+  end
+  local keep = lb > log_cap and log_cap * 3 / 4 or lb
+  if ln <= maxlen + LOG_SLACK and lb <= keep then return lb, ln end
+  local from, last = '-', nil
+  while ln > 1 and (ln > maxlen or lb > keep) do
+    local entries = redis.call('XRANGE', K_LOG, from, '+', 'COUNT', math.max(ln - maxlen, 100))
+    if #entries == 0 then return trim_log() end -- the counts were wrong: count
+    for _, e in ipairs(entries) do
+      if ln <= 1 or (ln <= maxlen and lb <= keep) then break end
+      lb, ln, last = lb - entry_bytes(e), ln - 1, e[1]
+    end
+    -- ids are "<version>-0": the next entry's is at least "<version>-1"
+    from = string.match(last, '^(%d+)') .. '-1'
+  end
+  if last then redis.call('XTRIM', K_LOG, 'MINID', from) end
+  return lb, ln
+end
+
+-- emit bumps the room version and writes it, updatedAt, the log's count
+-- and bytes and the given field, value pairs to the room hash in one HSET;
+-- appends the event to the log (entry id "<version>-0", trim_log) and
+-- publishes "<version> <tag> <json>". body holds the event's own fields,
+-- each preceded by a comma. Returns the version and the event's JSON.
 local function emit(etype, body, ...)
-  local v, ev, id, lb
-  local function event()
-    ev = '{"type":"' .. etype .. '","roomId":"' .. room_id .. '","version":' .. v ..
-      ',"ts":"' .. iso_now() .. '"' .. body .. '}'
-    id = v .. '-0'
-  end
-  if known_ver and known_lb then -- one HSET with the log's byte count
-    v = known_ver + 1
-    event()
-    lb = known_lb + #id + #tag + #ev
-    redis.call('HSET', K_ROOM, 'ver', v, 'lb', lb, 'up', num(now), ...)
-  elseif known_ver then
-    v = known_ver + 1
-    redis.call('HSET', K_ROOM, 'ver', v, 'up', num(now), ...)
-    event()
-  else
-    v = redis.call('HINCRBY', K_ROOM, 'ver', 1)
-    redis.call('HSET', K_ROOM, 'up', num(now), ...)
-    event()
-  end
-  known_ver = v
-  redis.call('XADD', K_LOG, 'MAXLEN', '~', maxlen, id, 'g', tag, 'd', ev)
-  if not lb then lb = redis.call('HINCRBY', K_ROOM, 'lb', #id + #tag + #ev) end
-  known_lb = lb
-  cap_log(lb)
-  redis.call(pubcmd, channel, v .. ' ' .. tag .. ' ' .. ev)
+  if not (known_ver and known_lb) then know(unpack(redis.call('HMGET', K_ROOM, 'ver', 'lb', 'ln', 'lv'))) end
+  local v = known_ver + 1
+  local vs = tostring(v)
+  local ev = '{"type":"' .. etype .. '","roomId":"' .. room_id .. '","version":' .. vs ..
+    ',"ts":"' .. iso_now() .. '"' .. body .. '}'
+  local id = vs .. '-0'
+  redis.call('XADD', K_LOG, id, 'g', tag, 'd', ev)
+  local lb, ln = known_lb + #id + #tag + #ev, known_ln and known_ln + 1
+  if not ln or ln > maxlen + LOG_SLACK or lb > log_cap then lb, ln = trim_log(lb, ln) end
+  redis.call('HSET', K_ROOM, 'ver', vs, 'lb', lb, 'ln', ln, 'lv', vs, 'up', num(now), ...)
+  known_ver, known_lb, known_ln = v, lb, ln
+  redis.call(pubcmd, channel, vs .. ' ' .. tag .. ' ' .. ev)
   if K_OUTBOX then
     redis.call('XADD', K_OUTBOX, 'MAXLEN', '~', outbox_len, '*', 't', etype, 'd', ev)
   end
@@ -216,9 +227,9 @@ end
 -- banned: bn "0" never, nil for a room created before the field, the
 -- seats reserved: rv); nil when it is gone.
 local function placement()
-  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver', 'lb', 'bn', 'rv')
+  local r = redis.call('HMGET', K_ROOM, 'vi', 'st', 'lk', 'pc', 'mx', 'cr', 'm', 'r', 'cd', 'ow', 'sq', 'ver', 'lb', 'bn', 'rv', 'ln', 'lv')
   if not r[1] then return nil end
-  known_ver, known_lb = tonumber(r[12]), tonumber(r[13]) or 0
+  know(r[12], r[13], r[16], r[17])
   return {vi = r[1], st = r[2], lk = r[3], pc = tonumber(r[4]), mx = tonumber(r[5]), cr = r[6],
     m = r[7], r = r[8], cd = r[9], ow = r[10], sq = tonumber(r[11]), bn = r[14], rv = tonumber(r[15]) or 0}
 end

@@ -47,6 +47,7 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy, 'bn', '0',
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
+known_ver, known_lb, known_ln = 0, 0, 0 -- a new room (ids are never reused): an empty log
 if #ARGV > 19 then redis.call('HSET', K_STATE, unpack(ARGV, 20)) end
 local pid = add_player(uid, name_json, {sq = 0, pc = 0, cr = num(created)})
 reindex(nil)

@@ -75,10 +75,9 @@ local action = 'none'
 local logged = redis.call('EXISTS', K_LOG) == 1
 if logged and trim > 0 and not connected and now >= up + trim then
   redis.call('DEL', K_LOG)
-  redis.call('HDEL', K_ROOM, 'lb')
-  known_lb = 0
+  known_lb, known_ln = 0, 0
   -- "lt": the version the log was dropped at; the log starts after it
-  redis.call('HSET', K_ROOM, 'lt', known_ver)
+  redis.call('HSET', K_ROOM, 'lt', known_ver, 'lb', 0, 'ln', 0, 'lv', known_ver)
   logged, action = false, 'trimmed'
 end
 

@@ -11,7 +11,7 @@ local caller, if_match = ARGV[7], tonumber(ARGV[8])
 local max_keys, max_bytes, nset = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local first_del = 12 + 2 * nset
 
-local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi', 'st', 'lb')
+local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi', 'st', 'lb', 'ln', 'lv')
 if not r[6] then return {'ROOM_NOT_FOUND'} end
 local pid = '0'
 if caller ~= '' then
@@ -19,7 +19,7 @@ if caller ~= '' then
   if not pid then return deny(r[6]) end
 end
 if r[7] == 'finished' then return {'ROOM_FINISHED'} end
-known_ver, known_lb = tonumber(r[1]), tonumber(r[8]) or 0
+know(r[1], r[8], r[9], r[10])
 
 if caller ~= '' and r[3] == 'owner' and r[4] ~= pid then
   local prefix = 'player_' .. pid .. '_'
