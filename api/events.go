@@ -65,7 +65,7 @@ func streamFor(ctx context.Context, scope string) error {
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
 	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(), timer: r.ProtoMajor >= 2,
-		takeable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && r.Method == http.MethodGet,
+		takeable: takeable(r),
 		carrying: carryingFrom(r.Context())}
 	err := serve(c)
 	switch {
@@ -112,6 +112,12 @@ type streamClient struct {
 	// carrying: the request came through carryStreams, which runs the
 	// rest of the stream it is handed (Carry)
 	carrying *carrying
+}
+
+// takeable: a plain HTTP/1.1 GET, whose connection the hub may take over
+// (Detach).
+func takeable(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && r.Method == http.MethodGet
 }
 
 // Carry implements sse.Carrier: rest runs once the handler returned (see
