@@ -205,13 +205,16 @@ func TestEventLogIsBoundedInBytes(t *testing.T) {
 		for i := range 8 {
 			set["k"+string(rune('a'+i))] = big
 		}
-		most := 0
+		most, last := 0, 0
 		for i := range 40 { // 2.2 MB of patches, 9 × the cap
 			if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{IfMatch: -1, Set: set}); err != nil {
 				t.Fatalf("patch %d: %v", i, err)
 			}
 			n, _ := logBytes(t, s, id)
-			most = max(most, n)
+			if n < last && n > store.DefaultLogMaxBytes*3/4 {
+				t.Fatalf("log trimmed from %d to %d bytes: want at most 3/4 of the cap (%d)", last, n, store.DefaultLogMaxBytes*3/4)
+			}
+			most, last = max(most, n), n
 		}
 		if most > store.DefaultLogMaxBytes {
 			t.Fatalf("log reached %d bytes, cap %d", most, store.DefaultLogMaxBytes)
@@ -251,6 +254,10 @@ func TestEventLogTrimmedByCount(t *testing.T) {
 					t.Fatalf("patch %d: %v", i, err)
 				}
 			}
+			// counted: the room hash counts the log exactly, the newest
+			// event last, and the log holds at least `least` events
+			// (all of them while fewer) and at most 22
+			least := 20
 			counted := func() {
 				t.Helper()
 				h := s.Client().HMGet(ctx, s.RoomKey(id), "ver", "ln", "lb").Val()
@@ -259,11 +266,21 @@ func TestEventLogTrimmedByCount(t *testing.T) {
 					t.Fatalf("room hash counts %v entries of %v bytes; the log holds %d of %d", h[1], h[2], n, bytes)
 				}
 				evs := events(t, s, id)
-				if n < 20 && evs[0].Version != 1 || n > 22 || strconv.FormatInt(evs[len(evs)-1].Version, 10) != h[0] {
-					t.Fatalf("log holds %d events, versions %d..%d, room version %v; want 20 to 22, the newest last",
-						n, evs[0].Version, evs[len(evs)-1].Version, h[0])
+				if n < least && evs[0].Version != 1 || n > 22 || strconv.FormatInt(evs[len(evs)-1].Version, 10) != h[0] {
+					t.Fatalf("log holds %d events, versions %d..%d, room version %v; want %d to 22, the newest last",
+						n, evs[0].Version, evs[len(evs)-1].Version, h[0], least)
 				}
 			}
+			// an ordinary event trusts the counts, it does not count the log
+			// again: a count made wrong on purpose stays as wrong
+			patch(-1)
+			s.Client().HIncrBy(ctx, s.RoomKey(id), "lb", 7)
+			patch(-2)
+			bytes, _ := logBytes(t, s, id)
+			if lb := s.Client().HGet(ctx, s.RoomKey(id), "lb").Val(); lb != strconv.Itoa(bytes+7) {
+				t.Fatalf("lb %s after an event, want the count it was given moved by the event (%d): the log was counted again", lb, bytes+7)
+			}
+			s.Client().HIncrBy(ctx, s.RoomKey(id), "lb", -7)
 			for i := range 60 {
 				patch(i)
 				counted()
@@ -282,6 +299,18 @@ func TestEventLogTrimmedByCount(t *testing.T) {
 			}
 			patch(61)
 			counted()
+			// an older version's janitor dropped the idle log: it deletes the
+			// log and "lb", and moves no version
+			s.Client().Del(ctx, s.LogKey(id))
+			s.Client().HDel(ctx, s.RoomKey(id), "lb")
+			least = 0
+			for i := range 25 {
+				patch(100 + i)
+				counted()
+				if evs := events(t, s, id); i < 22 && len(evs) != i+1 {
+					t.Fatalf("%d events after the drop, the log holds %d", i+1, len(evs))
+				}
+			}
 			// (not checkInvariants: it knows only the default length)
 		})
 	}

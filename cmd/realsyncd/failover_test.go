@@ -164,8 +164,8 @@ func inHistory(e sseEvent, log map[int64]logEntry) bool {
 	return ok && tag != "" && l.tag == tag
 }
 
-// oldest is the first version the log still holds (MAXLEN ~ trims the
-// oldest entries); what came before cannot be judged.
+// oldest is the first version the log still holds (its length and byte
+// cap drop the oldest entries); what came before cannot be judged.
 func oldest(log map[int64]logEntry) int64 {
 	first := int64(-1)
 	for v := range log {

@@ -37,9 +37,9 @@
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag
---   ARGV[5] "<log MAXLEN ~> <log byte cap>[ <outbox MAXLEN ~>]": the event
---           log keeps about the last MAXLEN events and never more than the
---           byte cap (see cap_log); the third number is only there when
+--   ARGV[5] "<log length> <log byte cap>[ <outbox MAXLEN ~>]": the event
+--           log keeps its last length to length + a tenth events and never
+--           more than the byte cap (see trim_log); the third number is only there when
 --           webhooks are on, and then the last of KEYS is the shard's
 --           webhook outbox (a stream, see outbox)
 --   ARGV[6] TTL (s) of a closed room's log
@@ -143,25 +143,29 @@ end
 -- "lb" their bytes (entry_bytes), "lv" the version they were counted at.
 -- When "lv" is not the room's version (a room from before "ln", or an
 -- event of a script of an older version during a rolling upgrade, which
--- trimmed by MAXLEN ~ and counted nothing), the log is counted once, at
--- the next event. LOG_SLACK: entries past maxlen before the oldest are dropped, so
+-- trimmed by MAXLEN ~ and counted nothing), or "lb" is gone (an older
+-- version's janitor dropped the log: it deletes "lb" and moves no
+-- version), the log is counted once, at the next event. LOG_SLACK: entries past maxlen before the oldest are dropped, so
 -- a trim reads about one entry per event (a tenth of maxlen, at most 100:
 -- as MAXLEN ~ kept up to a node of 100 past it).
 
 -- know sets what emit knows of the room from its hash's "ver", "lb",
--- "ln" and "lv" (strings, or nil): its version, its log's bytes, and its
--- log's entries when counted at this version (else nil: count them).
+-- "ln" and "lv" (strings, or false when missing): its version, its log's
+-- bytes, and its log's entries when counted at this version with "lb"
+-- there (else nil: count them).
 local function know(ver, lb, ln, lv)
   known_ver, known_lb = tonumber(ver) or 0, tonumber(lb) or 0
-  known_ln = lv == ver and tonumber(ln) or nil
+  known_ln = lv == ver and lb and tonumber(ln) or nil
 end
 
 -- trim_log drops the log's oldest entries, never the newest: down to
 -- maxlen entries once it holds LOG_SLACK more, and, past log_cap bytes,
 -- down to 3/4 of it (a room of fat events keeps fewer events). lb, ln: the
--- log's bytes and entries (ln nil: not known). Returns them after.
+-- log's bytes and entries (ln nil: not known); newest: the id of the entry
+-- just appended, which a walk that reaches it proves the counts wrong (the
+-- log was lost some other way): then the log is counted. Returns lb, ln.
 local trim_log
-function trim_log(lb, ln)
+function trim_log(lb, ln, newest)
   if not ln then
     lb, ln = 0, 0
     for _, e in ipairs(redis.call('XRANGE', K_LOG, '-', '+')) do
@@ -176,6 +180,7 @@ function trim_log(lb, ln)
     if #entries == 0 then return trim_log() end -- the counts were wrong: count
     for _, e in ipairs(entries) do
       if ln <= 1 or (ln <= maxlen and lb <= keep) then break end
+      if e[1] == newest then return trim_log() end -- as above
       lb, ln, last = lb - entry_bytes(e), ln - 1, e[1]
     end
     -- ids are "<version>-0": the next entry's is at least "<version>-1"
@@ -199,7 +204,7 @@ local function emit(etype, body, ...)
   local id = vs .. '-0'
   redis.call('XADD', K_LOG, id, 'g', tag, 'd', ev)
   local lb, ln = known_lb + #id + #tag + #ev, known_ln and known_ln + 1
-  if not ln or ln > maxlen + LOG_SLACK or lb > log_cap then lb, ln = trim_log(lb, ln) end
+  if not ln or ln > maxlen + LOG_SLACK or lb > log_cap then lb, ln = trim_log(lb, ln, id) end
   redis.call('HSET', K_ROOM, 'ver', vs, 'lb', lb, 'ln', ln, 'lv', vs, 'up', num(now), ...)
   known_ver, known_lb, known_ln = v, lb, ln
   redis.call(pubcmd, channel, vs .. ' ' .. tag .. ' ' .. ev)
