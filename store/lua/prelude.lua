@@ -39,8 +39,8 @@
 --   ARGV[4] event tag
 --   ARGV[5] "<log length> <log byte cap>[ <outbox MAXLEN ~>]": the event
 --           log keeps its last length to length + a tenth events and never
---           more than the byte cap (see trim_log); the third number is only there when
---           webhooks are on, and then the last of KEYS is the shard's
+--           more than the byte cap (see trim_log); the third number is only
+--           there when webhooks are on, and then the last of KEYS is the shard's
 --           webhook outbox (a stream, see outbox)
 --   ARGV[6] TTL (s) of a closed room's log
 -- A caller userId of "" is the server (an API key; rooms.User.Server): no
@@ -145,9 +145,10 @@ end
 -- event of a script of an older version during a rolling upgrade, which
 -- trimmed by MAXLEN ~ and counted nothing), or "lb" is gone (an older
 -- version's janitor dropped the log: it deletes "lb" and moves no
--- version), the log is counted once, at the next event. LOG_SLACK: entries past maxlen before the oldest are dropped, so
--- a trim reads about one entry per event (a tenth of maxlen, at most 100:
--- as MAXLEN ~ kept up to a node of 100 past it).
+-- version), the log is counted once, at the next event. LOG_SLACK: the
+-- entries past maxlen before the oldest are dropped, so that a trim reads
+-- about one entry per event (a tenth of maxlen, at most 100: as MAXLEN ~
+-- kept up to a node of 100 past it).
 
 -- know sets what emit knows of the room from its hash's "ver", "lb",
 -- "ln" and "lv" (strings, or false when missing): its version, its log's
