@@ -11,6 +11,41 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Where each part runs (issue 15's acceptance: Redis, the servers and the
+# load on cores of their own): REALSYNC_BENCH_REDIS_CPUS,
+# REALSYNC_BENCH_SERVER_CPUS and REALSYNC_BENCH_LOAD_CPUS, each a list of
+# CPUs and ranges as taskset -c takes them (e.g. 0-2, 3-10, 11-15), each
+# optional. This script and all it runs that serves nothing (rsload's
+# load, redis-cli, the Go benchmarks and the redis-benchmark they drive)
+# run on the load CPUs; realsyncd and rsload's minimal servers (the
+# minimal handler, the anchor, the SSE baseline) on the server CPUs; the
+# standalone redis-server, and the one each Go benchmark starts for itself
+# (internal/redistest), on the Redis CPUs; a Cluster's master i on the
+# i-th of the Redis CPUs (round robin: one hot mode's masters on cores of
+# their own). Unset, everything shares the machine.
+redis_cpus=${REALSYNC_BENCH_REDIS_CPUS:-}
+server_cpus=${REALSYNC_BENCH_SERVER_CPUS:-}
+load_cpus=${REALSYNC_BENCH_LOAD_CPUS:-}
+for cpus in "$redis_cpus" "$server_cpus" "$load_cpus"; do
+  [ -z "$cpus" ] || taskset -c "$cpus" true || { echo "bench.sh: no such CPU list: $cpus" >&2; exit 2; }
+done
+[ -z "$load_cpus" ] || taskset -pc "$load_cpus" $$ >/dev/null
+# on CPUS: the words that run a command on CPUS (none when CPUS is empty),
+# as "${redis_on[@]}" cmd …: a background command's $! stays its own pid.
+on() { [ -z "$1" ] || printf '%s\n' taskset -c "$1"; }
+mapfile -t redis_on < <(on "$redis_cpus")
+mapfile -t server_on < <(on "$server_cpus")
+# redis_cpu I: the I-th CPU of REALSYNC_BENCH_REDIS_CPUS, round robin.
+redis_cpu() {
+  [ -n "$redis_cpus" ] || return 0
+  python3 -c 'import sys
+cpus = []
+for part in sys.argv[1].split(","):
+    first, _, last = part.partition("-")
+    cpus += range(int(first), int(last or first) + 1)
+print(cpus[int(sys.argv[2]) % len(cpus)])' "$redis_cpus" "$1"
+}
+
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse h2 lobby go redistime capacity stripes security match)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
@@ -19,7 +54,8 @@ want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 # log stands on its own as the evidence docs/BENCHMARKS.md points to.
 echo "# scripts/bench.sh ${sections[*]}"
 echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes'), started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go version), $(redis-server --version | awk '{ print $1, $2, $3 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(nproc --all) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go version), $(redis-server --version | awk '{ print $1, $2, $3 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# CPUs: Redis ${redis_cpus:-shared}, servers ${server_cpus:-shared}, load ${load_cpus:-shared} (REALSYNC_BENCH_REDIS_CPUS, _SERVER_CPUS, _LOAD_CPUS)"
 
 tmp=$(mktemp -d)
 pids=()
@@ -38,10 +74,10 @@ go build -o "$tmp/rsload" ./cmd/rsload
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 redis_port=$(free_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+"${redis_on[@]}" redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
   --pidfile "$tmp/redis.pid" --logfile "$tmp/redis.log" >/dev/null
 minimal=127.0.0.1:$(free_port)
-"$tmp/rsload" -serve-minimal "$minimal" 2>/dev/null &
+"${server_on[@]}" "$tmp/rsload" -serve-minimal "$minimal" 2>/dev/null &
 minimal_pid=$!
 pids+=("$minimal_pid")
 
@@ -56,7 +92,7 @@ start_rsd() {
   redis-cli -p "$redis_port" flushall >/dev/null
   local port; port=$(free_port)
   REALSYNC_ADDR=127.0.0.1:$port REALSYNC_REDIS_URL=redis://127.0.0.1:$redis_port \
-    REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 REALSYNC_MAX_ROOMS_JOINED=0 "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
+    REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 REALSYNC_MAX_ROOMS_JOINED=0 "${server_on[@]}" "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
   rsd_pid=$!
   pids+=("$rsd_pid")
   rsd=http://127.0.0.1:$port
@@ -84,7 +120,7 @@ if want http; then
   # The anchor (one EVALSHA per request) is the floor of a request that
   # needs Redis; -redis adds Redis' own CPU per request.
   cpu_anchor=127.0.0.1:$(free_port)
-  "$tmp/rsload" -serve-minimal "$cpu_anchor" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  "${server_on[@]}" "$tmp/rsload" -serve-minimal "$cpu_anchor" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
   cpu_anchor_pid=$!
   pids+=("$cpu_anchor_pid")
   start_rsd
@@ -125,7 +161,7 @@ fi
 # per event delivered (issue 15 item 6), baseline and realsyncd alternating.
 if want sse; then
   fan_srv=127.0.0.1:$(free_port)
-  "$tmp/rsload" -serve-minimal "$fan_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  "${server_on[@]}" "$tmp/rsload" -serve-minimal "$fan_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
   fan_pid=$!
   pids+=("$fan_pid")
   sleep 0.5
@@ -195,7 +231,7 @@ fi
 # into one mode and region.
 if want redistime; then
   anchor_srv=127.0.0.1:$(free_port)
-  "$tmp/rsload" -serve-minimal "$anchor_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  "${server_on[@]}" "$tmp/rsload" -serve-minimal "$anchor_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
   pids+=($!)
   start_rsd
   rt() { "$tmp/rsload" -scenario ops -clients 64 -rooms 10 -duration 5s -redis "redis://127.0.0.1:$redis_port" "$@"; }
@@ -217,7 +253,7 @@ fi
 # limits and quotas off; then the anchor and the minimal handler alike.
 if want capacity; then
   anchor_srv=127.0.0.1:$(free_port)
-  "$tmp/rsload" -serve-minimal "$anchor_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
+  "${server_on[@]}" "$tmp/rsload" -serve-minimal "$anchor_srv" -redis "redis://127.0.0.1:$redis_port" 2>/dev/null &
   anchor_pid=$!
   pids+=("$anchor_pid")
   start_rsd
@@ -253,7 +289,8 @@ while True:
   for i in 0 1 2; do
     p=$(cluster_port)
     mkdir -p "$tmp/cluster$i"
-    (cd "$tmp/cluster$i" && redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+    mapfile -t master_on < <(on "$(redis_cpu "$i")")
+    (cd "$tmp/cluster$i" && "${master_on[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
       --cluster-enabled yes --cluster-config-file nodes.conf --pidfile "$tmp/cluster$i/redis.pid" --logfile "$tmp/cluster$i/redis.log" >/dev/null)
     cluster_ports="$cluster_ports $p"
     masters="$masters${masters:+,}127.0.0.1:$p"
@@ -277,7 +314,7 @@ while True:
     for p in $cluster_ports; do redis-cli -p "$p" flushall >/dev/null; done
     local port; port=$(free_port)
     REALSYNC_ADDR=127.0.0.1:$port REALSYNC_REDIS_CLUSTER_ADDRS=$masters REALSYNC_MODE_STRIPES=1,quick=$1 \
-      REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
+      REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 "${server_on[@]}" "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
     rsd_pid=$!
     pids+=("$rsd_pid")
     rsd=http://127.0.0.1:$port

@@ -3,7 +3,10 @@
 // by the tests of one test binary and stopped by StopAll (call it from
 // TestMain); and, for a test of its own, a Cluster with replicas to fail
 // over (StartClusterWithReplicas). Set REALSYNC_TEST_REDIS_URL and REALSYNC_TEST_CLUSTER_ADDRS to
-// use servers that already run instead.
+// use servers that already run instead. With REALSYNC_BENCH_REDIS_CPUS
+// set (a taskset CPU list, e.g. "0-1"; scripts/bench.sh sets it), every
+// server started here runs on those CPUs, apart from the benchmark that
+// drives it.
 package redistest
 
 import (
@@ -70,7 +73,10 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("redis-server not found (the README's test command installs it): %w", err)
 	}
-	s.cmd = exec.Command(bin, s.args...)
+	s.cmd, err = placed(bin, s.args)
+	if err != nil {
+		return err
+	}
 	// The server dies with the test process, even when that one is killed.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
@@ -78,6 +84,21 @@ func (s *Server) Start() error {
 	}
 	go s.cmd.Wait()
 	return waitPing(s.Addr, 10*time.Second)
+}
+
+// placed is the command that runs bin with args, on the CPUs of
+// REALSYNC_BENCH_REDIS_CPUS when set (through taskset, so that every
+// thread of the server inherits them).
+func placed(bin string, args []string) (*exec.Cmd, error) {
+	cpus := os.Getenv("REALSYNC_BENCH_REDIS_CPUS")
+	if cpus == "" {
+		return exec.Command(bin, args...), nil
+	}
+	ts, err := exec.LookPath("taskset")
+	if err != nil {
+		return nil, fmt.Errorf("REALSYNC_BENCH_REDIS_CPUS=%s needs taskset (util-linux): %w", cpus, err)
+	}
+	return exec.Command(ts, append([]string{"-c", cpus, bin}, args...)...), nil
 }
 
 // Kill stops the process at once with SIGKILL.

@@ -1,0 +1,51 @@
+package redistest
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A server started with REALSYNC_BENCH_REDIS_CPUS runs on those CPUs
+// (scripts/bench.sh places Redis apart from the servers and the load);
+// without it, where the test runs.
+func TestStartServerPlacesRedis(t *testing.T) {
+	mine := allowedCPUs(t, os.Getpid())
+	for _, tc := range []struct {
+		name, cpus, want string
+	}{
+		{"unset", "", mine},
+		{"first CPU", "0", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("REALSYNC_BENCH_REDIS_CPUS", tc.cpus)
+			srv, err := StartServer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Stop()
+			if got := allowedCPUs(t, srv.cmd.Process.Pid); got != tc.want {
+				t.Fatalf("redis-server runs on CPUs %q, want %q", got, tc.want)
+			}
+			if !pingOK(srv.Addr) {
+				t.Fatal("the placed server does not answer")
+			}
+		})
+	}
+}
+
+// allowedCPUs is the Cpus_allowed_list of process pid.
+func allowedCPUs(t *testing.T, pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no Cpus_allowed_list in /proc/%d/status", pid)
+	return ""
+}
