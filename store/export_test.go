@@ -166,6 +166,9 @@ func (s *Store) BatchLanesBusy() int {
 // LibraryName is the name of the store's Functions library.
 func LibraryName() string { return library.Name }
 
+// QuickJoinSHA is the SHA1 of quick_join as EVALSHA runs it.
+func QuickJoinSHA() string { return quickJoin.Hash() }
+
 // UsesFunctions says whether the mutations run as FCALL of the library.
 func (s *Store) UsesFunctions() bool { return s.runner.Functions() }
 

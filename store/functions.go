@@ -16,4 +16,4 @@ func plain(name, src string) *redisx.Script { return redisx.Plain(name, src) }
 
 // library is the library of every mutation script.
 var library = redisx.NewLibrary(preludeLua, roomCreate, roomJoin, playerRemove, roomUpdate, roomDelete, statePatch,
-	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair, seatsReserve)
+	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair, seatsReserve, quickJoin)

@@ -96,6 +96,35 @@ func TestMutationsRunAsFunctions(t *testing.T) {
 	}
 }
 
+// Quick-join runs as a function of the library where the mutations do
+// (its pick, then the join or create, behind the prelude defined once),
+// and as EVALSHA with the store told to run scripts only: after a SCRIPT
+// FLUSH, only the latter loads the script on the node.
+func TestQuickJoinRunsAsAFunction(t *testing.T) {
+	b := redistest.Backends(t)[0] // standalone
+	for _, scriptsOnly := range []bool{false, true} {
+		s := openStoreWith(t, b, func(c *store.Config) { c.ScriptsOnly = scriptsOnly })
+		ctx := context.Background()
+		if err := s.Client().ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i, u := range []rooms.User{alice, bob} { // creates, then joins
+			q, err := s.QuickJoin(ctx, u, "qf", []string{"eu"}, nil, quickRoom("qf", "eu", 4))
+			if err != nil || q.Created != (i == 0) {
+				t.Fatalf("scripts only %v, quick-join %d: created %v (%v)", scriptsOnly, i, q.Created, err)
+			}
+		}
+		loaded, err := s.Client().ScriptExists(ctx, store.QuickJoinSHA()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loaded[0] != scriptsOnly {
+			t.Fatalf("scripts only %v: quick_join loaded as a script %v", scriptsOnly, loaded[0])
+		}
+		checkInvariants(t, s)
+	}
+}
+
 // A Redis user that may not load functions (ACL -function) gets the
 // scripts with EVALSHA: the store opens and works as before.
 func TestFunctionsRefusedByACL(t *testing.T) {

@@ -699,15 +699,14 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 //go:embed lua/quick_join.lua
 var quickJoinLua string
 
-// quickJoin picks in front of the prelude, then joins as room_join does,
-// or creates as room_create does (see lua/quick_join.lua); each body in a
-// function of its own.
-var (
-	quickJoin = plain("quick_join", quickJoinLua+"\n"+preludeLua+"\nbegin()\n"+
-		"\nlocal function qj_join()\n"+roomJoinLua+"\nend\nlocal function qj_make()\n"+roomCreateLua+"\nend\n"+
+// quickJoin picks before begin() binds the keys and arguments, then joins
+// as room_join does, or creates as room_create does (see
+// lua/quick_join.lua), each body in a function of its own: a function of
+// the library (functions.go), as the mutations it joins or creates as.
+var quickJoin = redisx.MutationAfter(preludeLua, "quick_join", quickJoinLua,
+	"local function qj_join()\n"+roomJoinLua+"\nend\nlocal function qj_make()\n"+roomCreateLua+"\nend\n"+
 		"if not qj_create then return qj_join() end\n"+
 		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")
-)
 
 // quickJoinCall is quick_join.lua's descriptor: user (the caller's userId,
 // a player) with nameJSON (the name as a JSON string) joins the best room

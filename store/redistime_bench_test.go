@@ -22,7 +22,9 @@ import (
 // pool rooms of 100 seats that never fill), leaves (the same users),
 // one-key state patches, each by a store running the mutations as
 // functions of the library and by one running them as scripts
-// (Config.ScriptsOnly), and anchor runs, alternating, phaseOps each, one
+// (Config.ScriptsOnly), quick-joins of new users into one (mode, region)
+// of 100-seat rooms (the quick_join script, and its lock's release: two
+// scripts an op), and anchor runs, alternating, phaseOps each, one
 // call at a time; around each phase INFO commandstats and INFO cpu. Per
 // kind: the script's own µs per call (FCALL or EVALSHA), its
 // transaction's (the join's MULTI/EXEC: script and room read), Redis CPU
@@ -57,7 +59,8 @@ func BenchmarkRedisTime(b *testing.B) {
 		commands              int64
 		commandUs             float64 // the commands' own time (in scripts and transactions too)
 	}
-	kinds := []string{"fn-join", "script-join", "fn-leave", "script-leave", "fn-patch", "script-patch", "anchor"}
+	kinds := []string{"fn-join", "script-join", "fn-leave", "script-leave", "fn-patch", "script-patch",
+		"fn-quickjoin", "script-quickjoin", "anchor"}
 	accs := map[string]*acc{}
 	for _, k := range kinds {
 		accs[k] = &acc{}
@@ -108,6 +111,11 @@ func BenchmarkRedisTime(b *testing.B) {
 					rooms.StatePatch{Set: rooms.State{"k" + strconv.Itoa(i%8): []byte(strconv.Itoa(i))}, IfMatch: -1})
 				return err
 			})
+			measure(mode+"-quickjoin", func(i int) error {
+				u := rooms.User{ID: fmt.Sprintf("q-%s-%d-%d", mode, round, i), Name: "player"}
+				_, err := f.s.QuickJoin(ctx, u, "qj", []string{"r0"}, nil, quickRoom("qj", "r0", 100))
+				return err
+			})
 		}
 		measure("anchor", func(i int) error {
 			return anchor.Script.Run(ctx, c, anchor.Keys, "u"+strconv.Itoa(i), `"anchor"`, anchor.Channel).Err()
@@ -119,7 +127,7 @@ func BenchmarkRedisTime(b *testing.B) {
 	anchorCPU := an.cpuUs / float64(an.ops)
 	for _, k := range kinds {
 		a := accs[k]
-		script := a.scriptUs / float64(a.ops) // every kind runs one script per op (the holdings' too, when on)
+		script := a.scriptUs / float64(a.ops) // one script per op (the holdings' too, when on), quick-join two
 		cpu := a.cpuUs / float64(a.ops)
 		b.ReportMetric(script, k+"-script-µs/op")
 		b.ReportMetric(cpu, k+"-cpu-µs/op")
@@ -129,7 +137,7 @@ func BenchmarkRedisTime(b *testing.B) {
 		if b.N == 1 {
 			continue // the first, calibrating run: its figures are the next run's too
 		}
-		b.Logf("%-12s script %6.1f µs/op (%d runs), tx %6.1f µs/op, Redis CPU %6.1f µs/op, %4.1f Redis calls/op taking %5.1f µs; vs anchor: script ×%.2f, CPU ×%.2f",
+		b.Logf("%-16s script %6.1f µs/op (%d runs), tx %6.1f µs/op, Redis CPU %6.1f µs/op, %4.1f Redis calls/op taking %5.1f µs; vs anchor: script ×%.2f, CPU ×%.2f",
 			k, script, a.scriptCalls, a.txUs/float64(a.ops), cpu, float64(a.commands)/float64(a.ops), a.commandUs/float64(a.ops), script/anchorUs, cpu/anchorCPU)
 	}
 }

@@ -1,9 +1,11 @@
 -- quick_join: picks the room a quick-join of one (mode, region) goes into
 -- and joins it, in one script on the pair's home shard, so concurrent
--- callers never lose a race for the same room and never retry. Runs BEFORE
--- the prelude: the script is quick_join.lua + prelude.lua + room_join.lua
--- (quickjoin.go), and this part fills in the picked room's keys and id, so
--- the prelude and room_join then run as for a join of that room by id.
+-- callers never lose a race for the same room and never retry. Runs before
+-- the prelude's begin() binds the keys and arguments: the call runs this
+-- part, begin(), then room_join.lua's or room_create.lua's body
+-- (quickjoin.go; a function of the library, as the other mutations), and
+-- this part fills in the picked room's keys and id, so the prelude and
+-- room_join then run as for a join of that room by id.
 -- KEYS: the prelude's, with the indexes of the (mode, region), built for a
 --   room id of "" (quickJoinCall): every key that starts with KEYS[1] (the
 --   room hash's name up to the id) is the picked room's once the id is

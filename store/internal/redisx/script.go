@@ -17,9 +17,10 @@ import (
 // see Mutation) and, for a mutation, its function in the library.
 type Script struct {
 	*redis.Script
-	Name  string // the file's base name: room_join
-	Body  string // a mutation's body, for the library
-	FName string // a mutation's function in the library ("" for the others)
+	Name   string // the file's base name: room_join
+	Before string // a mutation's code ahead of begin() (MutationAfter)
+	Body   string // a mutation's body, for the library
+	FName  string // a mutation's function in the library ("" for the others)
 }
 
 // Plain is a script run as it is written (no prelude, not in a library).
@@ -32,9 +33,24 @@ func Plain(name, src string) *Script {
 // Mutation is a script of a library: prelude, "begin()", then src for
 // EVALSHA; src alone as a function of the library (NewLibrary).
 func Mutation(prelude, name, src string) *Script {
-	s := &Script{Script: redis.NewScript(prelude + "\nbegin()\n" + src), Name: name, Body: src}
+	return MutationAfter(prelude, name, "", src)
+}
+
+// MutationAfter is Mutation with before run ahead of begin(), in the
+// same scope as src: code that rewrites KEYS and ARGV before the prelude
+// binds them (quick_join.lua picks the room the rest of the call is about).
+func MutationAfter(prelude, name, before, src string) *Script {
+	s := &Script{Script: redis.NewScript(prelude + "\n" + lines(before) + "begin()\n" + src), Name: name, Before: before, Body: src}
 	register(s.Hash(), name)
 	return s
+}
+
+// lines is code followed by a newline, or nothing.
+func lines(code string) string {
+	if code == "" {
+		return ""
+	}
+	return code + "\n"
 }
 
 // names maps what a call names a script by (the SHA1 of what EVALSHA
@@ -108,7 +124,7 @@ func NewLibrary(prelude string, ms ...*Script) *Library {
 	b.WriteString("local KEYS, ARGV\n")
 	b.WriteString(prelude)
 	for _, m := range ms {
-		fmt.Fprintf(&b, "\nredis.register_function('%s_@', function(keys, args)\nKEYS, ARGV = keys, args\nbegin()\n%s\nend)\n", m.Name, m.Body)
+		fmt.Fprintf(&b, "\nredis.register_function('%s_@', function(keys, args)\nKEYS, ARGV = keys, args\n%sbegin()\n%s\nend)\n", m.Name, lines(m.Before), m.Body)
 	}
 	sum := sha1.Sum([]byte(b.String()))
 	hash := hex.EncodeToString(sum[:6])
