@@ -29,20 +29,22 @@ load_cpus=${REALSYNC_BENCH_LOAD_CPUS:-}
 for cpus in "$redis_cpus" "$server_cpus" "$load_cpus"; do
   [ -z "$cpus" ] || taskset -c "$cpus" true || { echo "bench.sh: no such CPU list: $cpus" >&2; exit 2; }
 done
+cores=$(nproc) # before this script is placed: the CPUs it may use
 [ -z "$load_cpus" ] || taskset -pc "$load_cpus" $$ >/dev/null
-# on CPUS: the words that run a command on CPUS (none when CPUS is empty),
-# as "${redis_on[@]}" cmd …: a background command's $! stays its own pid.
-on() { [ -z "$1" ] || printf '%s\n' taskset -c "$1"; }
-mapfile -t redis_on < <(on "$redis_cpus")
-mapfile -t server_on < <(on "$server_cpus")
-# redis_cpu I: the I-th CPU of REALSYNC_BENCH_REDIS_CPUS, round robin.
-redis_cpu() {
+# "${redis_on[@]}" cmd …, "${server_on[@]}" cmd …: cmd on those CPUs (a
+# background command's $! stays its own pid: taskset execs it).
+redis_on=(); [ -z "$redis_cpus" ] || redis_on=(taskset -c "$redis_cpus")
+server_on=(); [ -z "$server_cpus" ] || server_on=(taskset -c "$server_cpus")
+# master_cpu I: the I-th CPU of REALSYNC_BENCH_REDIS_CPUS, round robin
+# (taskset's list syntax: CPUs, ranges, ranges with a stride).
+master_cpu() {
   [ -n "$redis_cpus" ] || return 0
   python3 -c 'import sys
 cpus = []
 for part in sys.argv[1].split(","):
-    first, _, last = part.partition("-")
-    cpus += range(int(first), int(last or first) + 1)
+    span, _, step = part.partition(":")
+    first, _, last = span.partition("-")
+    cpus += range(int(first), int(last or first) + 1, int(step or 1))
 print(cpus[int(sys.argv[2]) % len(cpus)])' "$redis_cpus" "$1"
 }
 
@@ -54,7 +56,7 @@ want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 # log stands on its own as the evidence docs/BENCHMARKS.md points to.
 echo "# scripts/bench.sh ${sections[*]}"
 echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' with uncommitted changes'), started $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-echo "# $(nproc --all) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go version), $(redis-server --version | awk '{ print $1, $2, $3 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $cores cores of $(nproc --all), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go version), $(redis-server --version | awk '{ print $1, $2, $3 }'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# CPUs: Redis ${redis_cpus:-shared}, servers ${server_cpus:-shared}, load ${load_cpus:-shared} (REALSYNC_BENCH_REDIS_CPUS, _SERVER_CPUS, _LOAD_CPUS)"
 
 tmp=$(mktemp -d)
@@ -289,7 +291,8 @@ while True:
   for i in 0 1 2; do
     p=$(cluster_port)
     mkdir -p "$tmp/cluster$i"
-    mapfile -t master_on < <(on "$(redis_cpu "$i")")
+    cpu=$(master_cpu "$i")
+    master_on=(); [ -z "$cpu" ] || master_on=(taskset -c "$cpu")
     (cd "$tmp/cluster$i" && "${master_on[@]}" redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
       --cluster-enabled yes --cluster-config-file nodes.conf --pidfile "$tmp/cluster$i/redis.pid" --logfile "$tmp/cluster$i/redis.log" >/dev/null)
     cluster_ports="$cluster_ports $p"

@@ -59,9 +59,11 @@ local now_us, now
 local now_iso, known_ver, known_lb, known_ln
 
 -- begin binds the call's KEYS and ARGV and reads the clock; every script
--- calls it first (scripts.go: as "begin()" right after the prelude, or
--- first thing in its function of the Functions library), so that nothing
--- of one call outlives it when the prelude is loaded once as a library.
+-- calls it before anything of the prelude (scripts.go: as "begin()" right
+-- after the prelude, or first thing in its function of the Functions
+-- library; quick_join.lua's pick alone runs ahead of it, rewriting KEYS
+-- and ARGV: redisx.MutationAfter), so that nothing of one call outlives it
+-- when the prelude is loaded once as a library.
 local function begin()
   K_ROOM, K_STATE, K_PLAYERS, K_USERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
   K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]

@@ -97,9 +97,10 @@ type Call interface {
 // item 1): the prelude's helpers are defined once, when the library is
 // loaded, instead of on every call of every script (about 10 µs of Redis
 // time per call, docs/BENCHMARKS.md). Each mutation is a function of the
-// library that binds its keys and arguments (begin) and runs the script's
-// body: the same Lua, the same KEYS and ARGV, the same replies, as EVALSHA
-// of prelude + "begin()" + body, which is what runs where Redis has no
+// library that runs the script's Before (MutationAfter; most have none),
+// binds its keys and arguments (begin) and runs the script's body: the
+// same Lua, the same KEYS and ARGV, the same replies, as EVALSHA of
+// prelude + Before + "begin()" + body, which is what runs where Redis has no
 // Functions (the embedded store, miniredis; Redis before 7) or when a
 // store is told to run scripts only.
 //
