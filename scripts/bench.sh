@@ -35,17 +35,22 @@ cores=$(nproc) # before this script is placed: the CPUs it may use
 # background command's $! stays its own pid: taskset execs it).
 redis_on=(); [ -z "$redis_cpus" ] || redis_on=(taskset -c "$redis_cpus")
 server_on=(); [ -z "$server_cpus" ] || server_on=(taskset -c "$server_cpus")
-# master_cpu I: the I-th CPU of REALSYNC_BENCH_REDIS_CPUS, round robin
-# (taskset's list syntax: CPUs, ranges, ranges with a stride).
-master_cpu() {
-  [ -n "$redis_cpus" ] || return 0
+# cpu_list LIST: LIST's CPUs, one a line (taskset's list syntax: CPUs,
+# ranges, ranges with a stride).
+cpu_list() {
   python3 -c 'import sys
-cpus = []
 for part in sys.argv[1].split(","):
     span, _, step = part.partition(":")
     first, _, last = span.partition("-")
-    cpus += range(int(first), int(last or first) + 1, int(step or 1))
-print(cpus[int(sys.argv[2]) % len(cpus)])' "$redis_cpus" "$1"
+    for c in range(int(first), int(last or first) + 1, int(step or 1)): print(c)' "$1"
+}
+# master_cpu I: the I-th CPU of REALSYNC_BENCH_REDIS_CPUS, round robin.
+master_cpu() {
+  [ -n "$redis_cpus" ] || return 0
+  local cpus
+  mapfile -t cpus < <(cpu_list "$redis_cpus")
+  [ ${#cpus[@]} -gt 0 ] || { echo "bench.sh: no CPU in $redis_cpus" >&2; return 1; }
+  echo "${cpus[$(($1 % ${#cpus[@]}))]}"
 }
 
 sections=("$@")
@@ -138,6 +143,24 @@ fi
 if want ceiling; then
   say "redis-benchmark: EVALSHA of the join and state patch scripts, 64 clients, -P 1" \
     go test ./store -run '^$' -bench RedisCeiling -benchtime 1x
+  # Placed, whether Redis' CPUs are its own: its time per join script
+  # (redis-µs/script) again with a busy loop on each load CPU. On a machine
+  # whose CPUs share a core's resources it grows (the 2-vCPU machine of
+  # docs/BENCHMARKS.md: by a quarter to two thirds, PERFORMANCE-HISTORY.md,
+  # "The two vCPUs are not independent"), and every comparison of Redis
+  # beside realsyncd with Redis beside redis-benchmark leans by as much.
+  if [ -n "$redis_cpus" ] && [ -n "$load_cpus" ]; then
+    busy=()
+    for c in $(cpu_list "$load_cpus"); do
+      taskset -c "$c" bash -c 'while :; do :; done' &
+      busy+=($!)
+      pids+=($!)
+    done
+    say "redis-benchmark: EVALSHA of the join script, a busy loop on each load CPU" \
+      go test ./store -run '^$' -bench RedisCeiling/join -benchtime 1x
+    kill "${busy[@]}"
+    wait "${busy[@]}" 2>/dev/null || true
+  fi
 fi
 
 # Batching script runs per Redis node (issue 15, item 2): three alternated
