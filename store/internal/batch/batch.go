@@ -131,13 +131,20 @@ const stalledBatch = 500 * time.Millisecond
 type call struct {
 	orig  []redis.Cmder // the caller's commands, answered from sent
 	sent  []redis.Cmder // what the batch sends (copies of orig, of their types), so a caller who gave up is never written to
-	state atomic.Int32  // callWaiting, callAnswered or callAbandoned
+	state atomic.Int32  // callWaiting, callSent, callAnswered or callAbandoned
 	done  chan struct{} // closed once answered
 	err   error         // the first error of orig, for the hook to return
 }
 
+// A call waits in its lane until a batch takes it (sent) or its caller
+// gives up (abandoned: never sent); a sent call is answered with Redis'
+// replies, and its caller waits for them whatever its context says, for
+// Redis may have run it: a caller told "canceled" must be able to trust
+// that nothing happened (an opening that took a stream's place cleans up
+// only what it knows it took).
 const (
 	callWaiting int32 = iota
+	callSent
 	callAnswered
 	callAbandoned
 )
@@ -265,7 +272,8 @@ func hashTag(key string) string {
 // errStalled: the lane's batch out has stalled; the call goes alone.
 var errStalled = errors.New("batch: stalled")
 
-// run queues c on l and waits for its answer or for ctx to end;
+// run queues c on l and waits for its answer, or for ctx to end while c
+// is still queued (once sent, for its answer: see callSent);
 // errStalled, with c untouched, when the lane's batch out has been out
 // longer than stalledBatch (the caller sends c alone).
 func (b *Batcher) run(ctx context.Context, l *lane, c *call) error {
@@ -298,9 +306,12 @@ func (b *Batcher) run(ctx context.Context, l *lane, c *call) error {
 		return c.err
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(callWaiting, callAbandoned) {
-			return c.fail(ctx.Err())
+			return c.fail(ctx.Err()) // never sent: nothing ran
 		}
-		<-c.done // answered meanwhile: its replies are in place
+		// sent (or answered) meanwhile: Redis may have run it, so its
+		// answer is awaited (within the client's read timeout), not
+		// guessed
+		<-c.done
 		return c.err
 	}
 }
@@ -357,12 +368,13 @@ func (b *Batcher) linger(l *lane) {
 	}
 }
 
-// send sends the calls of batch that still wait, and answers them;
-// returns the pipeline's error.
+// send sends the calls of batch that still wait (from then on their
+// callers wait for the answer), and answers them; returns the pipeline's
+// error.
 func (b *Batcher) send(l *lane, batch []*call) error {
 	live := batch[:0]
 	for _, c := range batch {
-		if c.state.Load() == callWaiting {
+		if c.state.CompareAndSwap(callWaiting, callSent) {
 			live = append(live, c)
 		}
 	}
@@ -529,9 +541,10 @@ func copyCmd(cmd redis.Cmder) redis.Cmder {
 }
 
 // answer gives the caller the replies of its commands (batchErr: what the
-// batch's Exec returned), unless it gave up.
+// batch's Exec returned; for a call never sent, the error it gets instead),
+// unless it gave up before it was sent.
 func (c *call) answer(batchErr error) {
-	if !c.state.CompareAndSwap(callWaiting, callAnswered) {
+	if !c.state.CompareAndSwap(callSent, callAnswered) && !c.state.CompareAndSwap(callWaiting, callAnswered) {
 		return
 	}
 	for i, s := range c.sent {
