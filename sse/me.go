@@ -76,19 +76,31 @@ func (h *Hub) DeliverUser(uid string, e UserEvent) {
 	if !e.Control {
 		e.parse()
 	}
+	dropped := 0
 	h.me.mu.Lock()
-	defer h.me.mu.Unlock()
 	for st := range h.me.users[uid] {
-		st.offer(meItem{ev: &e})
+		if !st.offer(meItem{ev: &e}) && !e.Control {
+			dropped++
+		}
+	}
+	h.me.mu.Unlock()
+	if dropped > 0 {
+		h.cfg.Metrics.Events(KindMe, 0, dropped)
 	}
 }
 
 // DeliverStatus implements UserSink.
 func (h *Hub) DeliverStatus(s players.Status) {
+	dropped := 0
 	h.me.mu.Lock()
-	defer h.me.mu.Unlock()
 	for st := range h.me.follows[s.UserID] {
-		st.offer(meItem{status: &s})
+		if !st.offer(meItem{status: &s}) {
+			dropped++
+		}
+	}
+	h.me.mu.Unlock()
+	if dropped > 0 {
+		h.cfg.Metrics.Events(KindMe, 0, dropped)
 	}
 }
 

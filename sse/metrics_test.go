@@ -3,12 +3,15 @@ package sse_test
 import (
 	"context"
 	"maps"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
 )
 
 // recorder is an sse.Metrics that remembers what it was told.
@@ -146,5 +149,39 @@ func TestSlowStreamMetrics(t *testing.T) {
 	_, ended, delivered, _ := rec.snapshot()
 	if ended["room write_error"] != 1 || delivered[sse.KindRoom] != 0 {
 		t.Errorf("ended %v, delivered %v; want one write_error and nothing delivered", ended, delivered)
+	}
+}
+
+// A personal stream whose client stops reading drops the events its queue
+// cannot hold, counted as dropped ("me"), and ends when its stuck write
+// fails.
+func TestSlowMeStreamMetrics(t *testing.T) {
+	b := redistest.Backends(t)[0]
+	rec := newRecorder()
+	var st *store.Store
+	e := newEnv(t, b, func(c *sse.Config) {
+		st = c.Source.(*store.Store)
+		c.QueueSize, c.Metrics, c.Users = 8, rec, st.Sessions()
+	})
+	slow := newClient()
+	slow.blocked = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.hub.ServeMe(ctx, slow, bob, "web", sse.Cursor{}) }()
+	waitUntil(t, "the slow personal stream opened", func() bool { o, _, _, _ := rec.snapshot(); return o["me fresh"] == 1 })
+	for i := range 30 {
+		dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, bob.ID, time.Now()),
+			From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: []byte(strconv.Itoa(i))}}
+		if err := st.Sessions().Send(ctx, bob.ID, dm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "personal events dropped", func() bool { _, _, _, d := rec.snapshot(); return d[sse.KindMe] > 0 })
+	close(slow.blocked)
+	wait(t, done, "slow personal stream")
+	_, ended, _, _ := rec.snapshot()
+	if ended["me slow"]+ended["me write_error"] != 1 {
+		t.Errorf("ended %v; want the personal stream ended slow or by its failed write", ended)
 	}
 }
