@@ -129,8 +129,7 @@ const stalledBatch = 500 * time.Millisecond
 
 // call is one caller's command, or the commands of one transaction.
 type call struct {
-	orig  []redis.Cmder // the caller's commands, answered from sent
-	sent  []redis.Cmder // what the batch sends (copies of orig, of their types), so a caller who gave up is never written to
+	cmds  []redis.Cmder // the caller's commands, sent as they are: only once the caller may no longer give up (callSent)
 	state atomic.Int32  // callWaiting, callSent, callAnswered or callAbandoned
 	done  chan struct{} // closed once answered
 	err   error         // the first error of orig, for the hook to return
@@ -389,7 +388,7 @@ func (b *Batcher) send(l *lane, batch []*call) error {
 		p = b.client.Pipeline()
 	}
 	for _, c := range live {
-		for _, cmd := range c.sent {
+		for _, cmd := range c.cmds {
 			_ = p.Process(ctx, cmd)
 		}
 	}
@@ -429,7 +428,7 @@ const (
 // (those and ZRANGE), of any keys. key is the first key of the first
 // command (of its first script in a transaction), which names the lane.
 func newCall(cmds []redis.Cmder, shape callShape) (c *call, key string, ok bool) {
-	c = &call{orig: cmds, sent: make([]redis.Cmder, len(cmds)), done: make(chan struct{})}
+	c = &call{cmds: cmds, done: make(chan struct{})}
 	tag, tagged := "", false
 	sameTag := func(k any) bool {
 		if shape != callTx {
@@ -442,20 +441,19 @@ func newCall(cmds []redis.Cmder, shape callShape) (c *call, key string, ok bool)
 		return t == tag
 	}
 	readKey := ""
-	for i, cmd := range cmds {
+	for _, cmd := range cmds {
 		args := cmd.Args()
 		switch name := cmd.Name(); name {
 		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 			if _, isCmd := cmd.(*redis.Cmd); !isCmd || len(args) < 3 || shape == callReads {
 				return nil, "", false
 			}
-			sent := redis.NewCmd(context.Background(), args...)
 			n, _ := strconv.Atoi(keyString(args[2]))
 			if n > len(args)-3 {
 				return nil, "", false
 			}
 			if n > 0 {
-				sent.SetFirstKeyPos(3)
+				cmd.SetFirstKeyPos(3) // go-redis' EvalSha and FCall do too: where the batch routes it
 				if key == "" {
 					key = keyString(args[3])
 				}
@@ -465,14 +463,13 @@ func newCall(cmds []redis.Cmder, shape callShape) (c *call, key string, ok bool)
 					return nil, "", false
 				}
 			}
-			c.sent[i] = sent
 			ok = true
 		case "hgetall", "hkeys", "hmget", "zrange":
 			if shape == callScript || len(args) != readArity(name, len(args)) ||
 				(name == "zrange" && shape != callReads) || !sameTag(args[1]) {
 				return nil, "", false
 			}
-			if c.sent[i] = copyCmd(cmd); c.sent[i] == nil {
+			if !replyTyped(cmd) {
 				return nil, "", false
 			}
 			if readKey == "" {
@@ -503,7 +500,7 @@ func readArity(name string, n int) int {
 
 // runsScript reports whether one of c's commands runs a script.
 func (c *call) runsScript() bool {
-	for _, cmd := range c.sent {
+	for _, cmd := range c.cmds {
 		if _, ok := cmd.(*redis.Cmd); ok {
 			return true
 		}
@@ -520,24 +517,14 @@ func keyString(a any) string {
 	return fmt.Sprint(a)
 }
 
-// copyCmd is a fresh command of cmd's type with its arguments, for the
-// read types the Batcher takes; nil for any other type. A reply keeps its
-// type on the way: no generic reply to convert.
-func copyCmd(cmd redis.Cmder) redis.Cmder {
-	bg, args := context.Background(), cmd.Args()
-	var sent redis.Cmder
+// replyTyped says whether cmd is of a read type the Batcher takes (its
+// reply keeps its type on the way: no generic reply to convert).
+func replyTyped(cmd redis.Cmder) bool {
 	switch cmd.(type) {
-	case *redis.StringSliceCmd:
-		sent = redis.NewStringSliceCmd(bg, args...)
-	case *redis.MapStringStringCmd:
-		sent = redis.NewMapStringStringCmd(bg, args...)
-	case *redis.ZSliceCmd:
-		sent = redis.NewZSliceCmd(bg, args...)
-	default:
-		return nil
+	case *redis.StringSliceCmd, *redis.MapStringStringCmd, *redis.ZSliceCmd:
+		return true
 	}
-	sent.SetFirstKeyPos(1)
-	return sent
+	return false
 }
 
 // answer gives the caller the replies of its commands (batchErr: what the
@@ -547,11 +534,13 @@ func (c *call) answer(batchErr error) {
 	if !c.state.CompareAndSwap(callSent, callAnswered) && !c.state.CompareAndSwap(callWaiting, callAnswered) {
 		return
 	}
-	for i, s := range c.sent {
-		err := redisx.CmdErr(s, batchErr)
-		setReply(c.orig[i], s, err)
-		if err != nil && c.err == nil {
-			c.err = err
+	for _, cmd := range c.cmds {
+		err := redisx.CmdErr(cmd, batchErr)
+		if err != nil {
+			cmd.SetErr(err)
+			if c.err == nil {
+				c.err = err
+			}
 		}
 	}
 	close(c.done)
@@ -560,28 +549,10 @@ func (c *call) answer(batchErr error) {
 // fail answers the caller with err alone; only its own goroutine calls it,
 // once no batch will write to its commands.
 func (c *call) fail(err error) error {
-	for _, cmd := range c.orig {
+	for _, cmd := range c.cmds {
 		cmd.SetErr(err)
 	}
 	return err
-}
-
-// setReply puts sent's reply into cmd, a command of the same type.
-func setReply(cmd, sent redis.Cmder, err error) {
-	cmd.SetErr(err)
-	if err != nil {
-		return
-	}
-	switch cmd := cmd.(type) {
-	case *redis.Cmd:
-		cmd.SetVal(sent.(*redis.Cmd).Val())
-	case *redis.StringSliceCmd:
-		cmd.SetVal(sent.(*redis.StringSliceCmd).Val())
-	case *redis.MapStringStringCmd:
-		cmd.SetVal(sent.(*redis.MapStringStringCmd).Val())
-	case *redis.ZSliceCmd:
-		cmd.SetVal(sent.(*redis.ZSliceCmd).Val())
-	}
 }
 
 // BusyLanes is how many lanes have a goroutine sending (0 once idle or
