@@ -132,7 +132,7 @@ type call struct {
 	cmds  []redis.Cmder // the caller's commands, sent as they are: only once the caller may no longer give up (callSent)
 	state atomic.Int32  // callWaiting, callSent, callAnswered or callAbandoned
 	done  chan struct{} // closed once answered
-	err   error         // the first error of orig, for the hook to return
+	err   error         // the first error of cmds, for the hook to return
 }
 
 // A call waits in its lane until a batch takes it (sent) or its caller
