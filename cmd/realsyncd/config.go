@@ -53,6 +53,7 @@ type Config struct {
 	protocolSettings                 // REALSYNC_TLS_CERT, REALSYNC_TLS_KEY, REALSYNC_H2C: TLS and HTTP/2 (tls.go)
 	APIKeysFile       string         // REALSYNC_API_KEYS_FILE: server credentials (api.ParseAPIKeys), reloaded on change; unset: none
 	RateLimits        limits.Set     // REALSYNC_RATE_LIMITS: off, or overrides of limits.Defaults
+	RateLimitLease    time.Duration  // REALSYNC_RATE_LIMIT_LEASE, default 1s: how long an instance may count requests it took from a user's or address's counter ahead; 0 never
 	TrustedProxies    []netip.Prefix // REALSYNC_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client
 	// Hardening (hardening.go).
 	Modes          []string      // REALSYNC_MODES: allowed modes; unset: any name of the documented form
@@ -98,7 +99,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, proxies string
+	var cluster, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -135,6 +136,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	matchmakingOpts := matchmakingFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
+	fs.StringVar(&rateLease, "rate-limit-lease", env("REALSYNC_RATE_LIMIT_LEASE", "1s"), "how long an instance may count requests it took from a user's or address's counter ahead, at most 10s; 0: every request counted in Redis (REALSYNC_RATE_LIMIT_LEASE)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
 	var h hardening
 	fs.StringVar(&h.modes, "modes", env("REALSYNC_MODES", ""), "allowed modes, comma-separated; unset: any (REALSYNC_MODES)")
@@ -250,6 +252,9 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	if c.RateLimits, err = limits.Parse(rateLimits); err != nil {
 		bad("REALSYNC_RATE_LIMITS", err.Error())
+	}
+	if c.RateLimitLease, err = time.ParseDuration(rateLease); err != nil || c.RateLimitLease < 0 || c.RateLimitLease > 10*time.Second {
+		bad("REALSYNC_RATE_LIMIT_LEASE", "must be a duration from 0 (no leases) to 10s, such as 1s")
 	}
 	if c.TrustedProxies, err = parseProxies(proxies); err != nil {
 		bad("REALSYNC_TRUSTED_PROXIES", err.Error())

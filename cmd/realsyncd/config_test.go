@@ -54,6 +54,7 @@ func TestParseConfigRateLimits(t *testing.T) {
 		limits  string // want RateLimits.String() to contain this
 		off     bool
 		proxies string // want TrustedProxies, joined with ","
+		lease   string // want RateLimitLease.String(), "" to skip
 		err     string // want an error naming this, "" for none
 	}{
 		{name: "Defaults", limits: "create.user=20/m:burst=10"},
@@ -66,6 +67,12 @@ func TestParseConfigRateLimits(t *testing.T) {
 		{name: "ProxyHostBitsMasked", args: []string{"-trusted-proxies", "10.1.2.3/16"}, limits: "create", proxies: "10.1.0.0/16"},
 		{name: "BadProxy", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "10.0.0.0/33"}, err: "REALSYNC_TRUSTED_PROXIES"},
 		{name: "ProxyName", env: map[string]string{"REALSYNC_TRUSTED_PROXIES": "lb.internal"}, err: "REALSYNC_TRUSTED_PROXIES"},
+		{name: "LeaseDefault", limits: "create", lease: "1s"},
+		{name: "LeaseOff", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "0"}, limits: "create", lease: "0s"},
+		{name: "LeaseSet", args: []string{"-rate-limit-lease", "250ms"}, limits: "create", lease: "250ms"},
+		{name: "LeaseTooLong", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "11s"}, err: "REALSYNC_RATE_LIMIT_LEASE"},
+		{name: "LeaseNegative", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "-1s"}, err: "REALSYNC_RATE_LIMIT_LEASE"},
+		{name: "LeaseBad", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "soon"}, err: "REALSYNC_RATE_LIMIT_LEASE"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,6 +82,9 @@ func TestParseConfigRateLimits(t *testing.T) {
 			}
 			if c.RateLimits.Off != tc.off || !strings.Contains(c.RateLimits.String(), tc.limits) {
 				t.Errorf("limits %s, want off=%v containing %q", c.RateLimits, tc.off, tc.limits)
+			}
+			if tc.lease != "" && c.RateLimitLease.String() != tc.lease {
+				t.Errorf("lease %v, want %v", c.RateLimitLease, tc.lease)
 			}
 			var ps []string
 			for _, p := range c.TrustedProxies {

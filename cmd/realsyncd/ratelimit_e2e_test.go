@@ -199,3 +199,61 @@ func checkRefusal(t *testing.T, h hammered, res *http.Response, body []byte) {
 		t.Errorf("%s: RateLimit %q, want %s with r=0", h.class, state, name)
 	}
 }
+
+// One reader alternating between two instances, with a read burst of 64
+// (leases of up to 8 requests). With leases (the default), the two
+// instances together allow no more than the burst and at most 7 fewer per
+// instance (what each may hold taken ahead and unspent: one instance may
+// still allow a request after the other refused one), and most checks are
+// decided on the instances
+// (realsync_rate_limit_checks_total); with REALSYNC_RATE_LIMIT_LEASE=0
+// exactly the burst is allowed, every check decided in Redis.
+func TestRateLimitLeasesAcrossInstances(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name  string
+		lease string
+	}{{"leases", ""}, {"off", "0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, _, _ := sharedBackend(t, "standalone")
+			env = append(env, "REALSYNC_RATE_LIMITS=read=1/h:burst=64")
+			if tc.lease != "" {
+				env = append(env, "REALSYNC_RATE_LIMIT_LEASE="+tc.lease)
+			}
+			a, b := start(t, bin, env...), start(t, bin, env...)
+			tok := guest(t, a, "reader")
+			_, created := call(t, "POST", a.url+"/v1/rooms", tok, map[string]any{"name": "R", "mode": "m", "region": "eu", "maxPlayers": 8})
+			id := created["room"].(map[string]any)["id"].(string)
+			allowed := 0
+			for i := range 100 {
+				in := []*instance{a, b}[i%2]
+				s, body := call(t, "GET", in.url+"/v1/rooms/"+id, tok, nil)
+				switch {
+				case s == 200:
+					allowed++
+				case s != 429 || body["code"] != "RATE_LIMITED":
+					t.Fatalf("request %d: %d %v", i+1, s, body)
+				}
+			}
+			var here, redis float64
+			for _, in := range []*instance{a, b} {
+				m := scrapeMetrics(t, in.url+"/metrics")
+				here += metricValue(m, "realsync_rate_limit_checks_total", "decided", "instance")
+				redis += metricValue(m, "realsync_rate_limit_checks_total", "decided", "redis")
+			}
+			t.Logf("%d allowed of a burst of 64; checks decided on the instances %v, in Redis %v", allowed, here, redis)
+			if tc.lease == "0" {
+				if allowed != 64 || here != 0 {
+					t.Fatalf("%d allowed (want 64), %v checks decided on the instances (want 0)", allowed, here)
+				}
+				return
+			}
+			// the auth request and the create count on the address's and
+			// user's other counters; only reads are leased here
+			if allowed > 64 || allowed < 64-2*7 || here <= redis {
+				t.Fatalf("%d allowed (want 50..64); %v checks decided on the instances, %v in Redis (want most on the instances)",
+					allowed, here, redis)
+			}
+		})
+	}
+}

@@ -56,6 +56,7 @@ type Metrics struct {
 	apiKeys        prometheus.Gauge
 	apiKeysBad     prometheus.Counter
 	rateLimited    *prometheus.CounterVec
+	rateChecks     *prometheus.CounterVec
 	jwtReloads     *prometheus.CounterVec
 	batch          batchMetrics   // realsync_redis_batch_size (batch.go)
 	players        playerMetrics  // realsync_sessions… (players.go)
@@ -136,6 +137,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_rate_limited_total",
 			Help: "Requests refused by a rate limit (429), by limit (route class, opens, guess, messages, patches) and scope (user, ip, room)."},
 			[]string{"class", "scope"}),
+		rateChecks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_rate_limit_checks_total",
+			Help: "Rate-limit counters counted, by where the check was decided: instance (from requests this instance took ahead, REALSYNC_RATE_LIMIT_LEASE) or redis."},
+			[]string{"decided"}),
 		jwtReloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_jwt_keys_reloads_total",
 			Help: "Loads of the JWKS file (REALSYNC_JWT_KEYS_FILE), by result: ok (keys replaced), error (file refused, old keys kept)."},
 			[]string{"result"}),
@@ -156,7 +160,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	m.webhooks = newWebhookMetrics(reg)
 	m.matchmaking = newMatchmakingMetrics(reg)
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
-		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.jwtReloads, build)
+		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.rateChecks, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and
 	// dashboards need not wait for the first occurrence.
 	for _, k := range sseKinds {
@@ -180,6 +184,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			m.rateLimited.WithLabelValues(name, string(sc))
 		}
 	}
+	m.rateChecks.WithLabelValues("instance")
+	m.rateChecks.WithLabelValues("redis")
 	return m
 }
 
@@ -205,6 +211,12 @@ func (m *Metrics) Request(route, method string, status int, d time.Duration, str
 	if !streamed {
 		s.duration.Observe(d.Seconds())
 	}
+}
+
+// RateLimitCheck counts one counter counted (store/ratelimit's
+// Config.Checked): where is "instance" or "redis".
+func (m *Metrics) RateLimitCheck(where string) {
+	m.rateChecks.WithLabelValues(where).Inc()
 }
 
 // RateLimited counts a request refused by limit name in scope

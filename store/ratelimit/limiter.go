@@ -39,6 +39,13 @@ type Config struct {
 	// false for an id the deployment never issued: a room's counters live
 	// beside the room. nil: a tag of the room id's own.
 	RoomTag func(roomID string) (string, bool)
+	// LeaseTTL is how long this instance may count requests it took from
+	// a user's or address's counter ahead (lease.go); 0: every request is
+	// counted in Redis.
+	LeaseTTL time.Duration
+	// Checked, when set, is told where each counted check was decided:
+	// "instance" (from a lease) or "redis". Safe for concurrent use.
+	Checked func(where string)
 }
 
 // Limiter implements the api's rate limiter on Redis. Safe for concurrent
@@ -47,6 +54,8 @@ type Limiter struct {
 	client  redis.UniversalClient
 	prefix  string
 	roomTag func(string) (string, bool)
+	leases  *leaseTable // nil: no leases
+	checked func(string)
 }
 
 // New returns a limiter on cfg.Client.
@@ -55,7 +64,14 @@ func New(cfg Config) *Limiter {
 	if tag == nil {
 		tag = func(id string) (string, bool) { return "{" + cfg.Prefix + ":rl:" + id + "}", true }
 	}
-	return &Limiter{client: cfg.Client, prefix: cfg.Prefix, roomTag: tag}
+	l := &Limiter{client: cfg.Client, prefix: cfg.Prefix, roomTag: tag, checked: cfg.Checked}
+	if cfg.LeaseTTL > 0 {
+		l.leases = newLeaseTable(cfg.LeaseTTL)
+	}
+	if l.checked == nil {
+		l.checked = func(string) {}
+	}
+	return l
 }
 
 // Keys:
@@ -98,16 +114,20 @@ func (l *Limiter) keys(c limits.Check) ([]string, []any, bool) {
 // per check, in order. A Room check with a Member is decided on both
 // counters at once: allowed when both allow, the smaller remaining, the
 // longer waits. A check whose room id the deployment never issued, or of an
-// unknown scope, or with a zero limit, is allowed without a counter.
+// unknown scope, or with a zero limit, is allowed without a counter. With
+// leases on, a Take of a user's or address's counter may be decided here
+// from requests taken ahead (lease.go), its remaining then counting them.
 // Errors: Redis failures (nothing is known then).
 func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Check) ([]limits.Decision, error) {
 	out := make([]limits.Decision, len(checks))
 	type sent struct {
-		i    int
-		keys []string
-		args []any
+		i     int
+		keys  []string
+		args  []any
+		lease *lease
 	}
 	var calls []sent
+	now := time.Now()
 	for i, c := range checks {
 		out[i] = limits.Decision{Allowed: true}
 		if c.Limit.Zero() {
@@ -117,7 +137,17 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 		if !ok {
 			continue
 		}
-		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...)})
+		if mode == limits.Take && l.leases != nil && leasable(c) {
+			e := l.leases.get(keys[0], now)
+			if d, ok := e.spend(now, l.leases.ttl); ok {
+				out[i] = d
+				l.checked("instance")
+				continue
+			}
+			calls = append(calls, sent{i, keys, append([]any{"lease"}, append(args, e.want(c.Limit))...), e})
+			continue
+		}
+		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...), nil})
 	}
 	if len(calls) == 0 {
 		return out, nil
@@ -132,11 +162,18 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 		return nil, err
 	}
 	for j, cmd := range cmds {
-		d, err := decode(cmd)
+		c := calls[j]
+		d, taken, err := decode(cmd, c.lease != nil)
 		if err != nil {
 			return nil, err
 		}
-		out[calls[j].i] = d
+		if c.lease != nil {
+			d = c.lease.grant(d, taken, now, l.leases.ttl)
+		}
+		if mode == limits.Take {
+			l.checked("redis")
+		}
+		out[c.i] = d
 	}
 	return out, nil
 }
@@ -176,22 +213,33 @@ func (l *Limiter) run(ctx context.Context, n int, call func(p redis.Pipeliner, i
 }
 
 // decode reads {"OK"|"LIMITED", then per counter: allowed, remaining,
-// retry µs, reset µs} into one decision (the worst of the counters).
-func decode(cmd *redis.Cmd) (limits.Decision, error) {
+// retry µs, reset µs} into one decision (the worst of the counters); a
+// lease's reply ends with the requests it took, returned as taken.
+func decode(cmd *redis.Cmd, lease bool) (d limits.Decision, taken int, err error) {
 	v, err := cmd.Slice()
 	if err != nil {
-		return limits.Decision{}, err
+		return limits.Decision{}, 0, err
+	}
+	if lease {
+		if len(v) != 6 {
+			return limits.Decision{}, 0, errors.New("rate limit check: malformed lease reply")
+		}
+		n, err := toInt(v[5])
+		if err != nil {
+			return limits.Decision{}, 0, err
+		}
+		taken, v = int(n), v[:5]
 	}
 	if len(v) < 5 || (len(v)-1)%4 != 0 {
-		return limits.Decision{}, errors.New("rate limit check: malformed reply")
+		return limits.Decision{}, 0, errors.New("rate limit check: malformed reply")
 	}
-	d := limits.Decision{Allowed: true, Remaining: -1}
+	d = limits.Decision{Allowed: true, Remaining: -1}
 	for i := 1; i < len(v); i += 4 {
 		n := [4]int64{}
 		for j := range n {
 			n[j], err = toInt(v[i+j])
 			if err != nil {
-				return limits.Decision{}, err
+				return limits.Decision{}, 0, err
 			}
 		}
 		d.Allowed = d.Allowed && n[0] == 1
@@ -201,7 +249,7 @@ func decode(cmd *redis.Cmd) (limits.Decision, error) {
 		d.Retry = max(d.Retry, time.Duration(n[2])*time.Microsecond)
 		d.Reset = max(d.Reset, time.Duration(n[3])*time.Microsecond)
 	}
-	return d, nil
+	return d, taken, nil
 }
 
 func toInt(v any) (int64, error) {

@@ -5,19 +5,29 @@
 -- expires when it would have drained, so an idle counter leaves no key.
 -- KEYS[i]     one counter per limit
 -- ARGV[1]     mode: "take" (count the request when allowed), "peek" (only
---             tell whether it would be allowed) or "give" (hand one request
+--             tell whether it would be allowed), "give" (hand one request
 --             back: the TAT moves one interval earlier, never before now)
+--             or "lease" (one key only: take as many requests as the key
+--             allows now, up to ARGV[4], at least one: an instance spends
+--             them itself, store/ratelimit/lease.go)
 -- ARGV[2i]    the key's emission interval T (µs per request)
 -- ARGV[2i+1]  the key's burst B (requests allowed at once from idle)
--- Reply: {"OK"|"LIMITED", then per key: allowed (0|1), remaining,
---         retry after (µs, 0 when allowed), reset after (µs until the key
---         is back to its full burst)}
+-- Reply: {"OK"|"LIMITED", then per key: allowed (0|1), remaining (after
+--         what was taken), retry after (µs, 0 when allowed), reset after
+--         (µs until the key is back to its full burst)}; a lease adds the
+--         requests taken (0 when refused)
 local mode = ARGV[1]
+local want = 1
+if mode == 'lease' then
+  if #KEYS ~= 1 then return redis.error_reply('ERR gcra_check: a lease takes one key') end
+  want = tonumber(ARGV[4])
+end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local reply = {'OK'}
+local taken = 0 -- by a lease
 local tats = {}
 local limited = false
 for i = 1, #KEYS do
@@ -25,11 +35,15 @@ for i = 1, #KEYS do
   local burst = tonumber(ARGV[2 * i + 1])
   local tat = tonumber(redis.call('GET', KEYS[i]) or now)
   if tat < now then tat = now end
-  local new_tat
+  local new_tat, n = nil, 1
   if mode == 'give' then
     new_tat = math.max(tat - interval, now)
   else
-    new_tat = tat + interval
+    if want > 1 then -- a lease: as many as the key allows now, up to want
+      n = math.max(1, math.min(want, math.floor((now + interval * burst - tat) / interval)))
+    end
+    new_tat = tat + interval * n
+    taken = n
   end
   local allow_at = new_tat - interval * burst
   local allowed, remaining, retry, reset = 1, 0, 0, new_tat - now
@@ -47,6 +61,7 @@ for i = 1, #KEYS do
 end
 if limited then
   reply[1] = 'LIMITED'
+  if mode == 'lease' then reply[#reply + 1] = 0 end
   return reply
 end
 if mode == 'peek' then return reply end
@@ -58,4 +73,5 @@ for i = 1, #KEYS do
     redis.call('DEL', KEYS[i])
   end
 end
+if mode == 'lease' then reply[#reply + 1] = taken end
 return reply

@@ -1,0 +1,22 @@
+package ratelimit
+
+import "time"
+
+// Spare is the requests l holds in unexpired leases.
+func Spare(l *Limiter) int {
+	if l.leases == nil {
+		return 0
+	}
+	now := time.Now()
+	l.leases.mu.Lock()
+	defer l.leases.mu.Unlock()
+	n := 0
+	for _, e := range l.leases.m {
+		e.mu.Lock()
+		if now.Before(e.until) {
+			n += e.spare
+		}
+		e.mu.Unlock()
+	}
+	return n
+}

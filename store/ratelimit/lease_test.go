@@ -1,0 +1,151 @@
+package ratelimit_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/ratelimit"
+)
+
+// leasing is a limiter on b's client that leases for an hour (nothing
+// expires during a test) and counts where it decided.
+func (b backend) leasing(redis, instance *atomic.Int64) *ratelimit.Limiter {
+	return ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: time.Hour,
+		RoomTag: func(id string) (string, bool) { return store.RoomTag(b.prefix, shards, id) },
+		Checked: func(where string) {
+			if where == "redis" {
+				redis.Add(1)
+			} else {
+				instance.Add(1)
+			}
+		}})
+}
+
+// eighty leases up to 10 requests at a time (its burst's eighth).
+var eighty = limits.Limit{Rate: 1, Period: time.Hour, Burst: 80}
+
+// One instance's leases grow with the requests it sees (1, 2, 4, 8, then
+// the cap of 10 at a time), every decision's remaining is exact (the
+// shared counter's plus what the lease holds), and the burst is allowed
+// exactly: nothing more, nothing stranded.
+func TestLeaseGrowsAndCountsExactly(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var redis, local atomic.Int64
+		lim := b.leasing(&redis, &local)
+		var fromRedis []int
+		for k := 1; k <= 100; k++ {
+			before := redis.Load()
+			d, err := lim.Do(context.Background(), limits.Take, []limits.Check{user("alice", eighty)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if redis.Load() > before {
+				fromRedis = append(fromRedis, k)
+			}
+			if k <= 80 && (!d[0].Allowed || d[0].Remaining != 80-k) {
+				t.Fatalf("request %d: %+v, want allowed with %d remaining", k, d[0], 80-k)
+			}
+			if k > 80 && (d[0].Allowed || d[0].Retry <= 59*time.Minute) {
+				t.Fatalf("request %d: %+v, want refused for about an hour", k, d[0])
+			}
+		}
+		// leases of 1, 2, 4, 8, then 10 at a time; past the burst every
+		// request asks Redis (nothing is held to answer it here)
+		want := []int{1, 2, 4, 8, 16, 26, 36, 46, 56, 66, 76}
+		for k := 81; k <= 100; k++ {
+			want = append(want, k)
+		}
+		if len(fromRedis) != len(want) {
+			t.Fatalf("decided in Redis at requests %v, want %v", fromRedis, want)
+		}
+		for i := range want {
+			if fromRedis[i] != want[i] {
+				t.Fatalf("decided in Redis at requests %v, want %v", fromRedis, want)
+			}
+		}
+		if n := ratelimit.Spare(lim); n != 0 {
+			t.Fatalf("%d requests still held after the burst", n)
+		}
+		if local.Load() != 100-int64(len(want)) {
+			t.Fatalf("%d decided here, want %d", local.Load(), 100-len(want))
+		}
+	})
+}
+
+// Two instances hammering one counter at once never allow more than the
+// shared counter gave: what they allowed plus what their leases still hold
+// is the burst, exactly, and most checks were decided without Redis.
+func TestLeasesNeverOverAdmit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var redis, local atomic.Int64
+		a, c := b.leasing(&redis, &local), b.leasing(&redis, &local)
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 20 {
+			lim := a
+			if g%2 == 1 {
+				lim = c
+			}
+			wg.Go(func() {
+				for range 10 {
+					d, err := lim.Do(context.Background(), limits.Take, []limits.Check{
+						{Name: "read", Scope: limits.IP, Subject: "192.0.2.7", Limit: eighty}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if d[0].Allowed {
+						allowed.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		held := ratelimit.Spare(a) + ratelimit.Spare(c)
+		if allowed.Load() > 80 || allowed.Load()+int64(held) != 80 {
+			t.Fatalf("%d allowed and %d held of a burst of 80 (200 asked)", allowed.Load(), held)
+		}
+		if local.Load() == 0 || local.Load()+redis.Load() != 200 {
+			t.Fatalf("%d checks decided here, %d in Redis, want some here and 200 in all", local.Load(), redis.Load())
+		}
+		// the shared counter gave everything away
+		plain := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix})
+		if d, _ := plain.Do(context.Background(), limits.Peek, []limits.Check{
+			{Name: "read", Scope: limits.IP, Subject: "192.0.2.7", Limit: eighty}}); d[0].Allowed {
+			t.Fatalf("the shared counter still allows: %+v", d[0])
+		}
+	})
+}
+
+// Room counters, members' shares, small bursts (under 16) and modes other
+// than Take are never leased: every check is decided in Redis, as without
+// leases.
+func TestNotLeased(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var redis, local atomic.Int64
+		lim := b.leasing(&redis, &local)
+		fifteen := limits.Limit{Rate: 1, Period: time.Hour, Burst: 15}
+		for range 12 {
+			for _, c := range []limits.Check{
+				{Name: "messages", Scope: limits.Room, Subject: room, Limit: eighty},
+				{Name: "messages", Scope: limits.Room, Subject: room, Member: "bob", Limit: eighty},
+				user("carol", fifteen),
+			} {
+				if _, err := lim.Do(context.Background(), limits.Take, []limits.Check{c}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := lim.Do(context.Background(), limits.Peek, []limits.Check{user("dave", eighty)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if local.Load() != 0 || redis.Load() != 36 {
+			t.Fatalf("%d checks decided here, %d in Redis; want none here and 36 (the takes) in Redis", local.Load(), redis.Load())
+		}
+	})
+}
