@@ -22,7 +22,12 @@ import (
 // the member's), on a redis-server of its own, 64 goroutines. Besides
 // ns/op (the round trip as a client sees it, on a shared 2-core machine)
 // it reports redis-µs/op: the time Redis spent in the script per check
-// (INFO commandstats), the server time a limit adds.
+// (INFO commandstats), the server time a limit adds. The "leased" cases
+// run with leases of 1 s (realsyncd's default) on the defaults' bursts of
+// reads (30 per user, 300 per address: leases of up to 3 and 37) with
+// rates that never refuse, each of 1 000 users and 200 addresses busy
+// enough to lease in full: a hot client's cost; "no lease" is every
+// request counted in Redis (REALSYNC_RATE_LIMIT_LEASE=0).
 //
 //	go test ./store/ratelimit -run '^$' -bench RateLimit -benchtime 3s
 func BenchmarkRateLimit(b *testing.B) {
@@ -36,19 +41,33 @@ func BenchmarkRateLimit(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	lim := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench",
-		RoomTag: func(id string) (string, bool) { return store.RoomTag("bench", shards, id) }})
+	tag := func(id string) (string, bool) { return store.RoomTag("bench", shards, id) }
+	plain := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag})
+	leased := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag, LeaseTTL: time.Second})
 	big := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000} // never refuses
+	userBurst := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 30}
+	ipBurst := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 300}
 	for _, tc := range []struct {
 		name   string
+		lim    *ratelimit.Limiter
 		checks func(i int64) []limits.Check
 	}{
-		{"user+ip", func(i int64) []limits.Check {
+		{"user+ip", plain, func(i int64) []limits.Check {
 			return []limits.Check{
 				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: big},
 				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: big}}
 		}},
-		{"room+member+user+ip", func(i int64) []limits.Check {
+		{"user+ip,no-lease", plain, func(i int64) []limits.Check {
+			return []limits.Check{
+				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: userBurst},
+				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: ipBurst}}
+		}},
+		{"user+ip,leased", leased, func(i int64) []limits.Check {
+			return []limits.Check{
+				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: userBurst},
+				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: ipBurst}}
+		}},
+		{"room+member+user+ip", plain, func(i int64) []limits.Check {
 			u := "u" + strconv.FormatInt(i%1000, 10)
 			return []limits.Check{
 				{Name: "messages", Scope: limits.Room, Subject: room, Member: u, Limit: big},
@@ -64,7 +83,7 @@ func BenchmarkRateLimit(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := lim.Do(context.Background(), limits.Take, tc.checks(seq.Add(1))); err != nil {
+					if _, err := tc.lim.Do(context.Background(), limits.Take, tc.checks(seq.Add(1))); err != nil {
 						b.Error(err)
 						return
 					}

@@ -47,6 +47,7 @@ type lease struct {
 	window    time.Time // start of the current window (one lease lifetime long)
 	hits      int       // the counter's requests seen here in that window
 	last      int       // … and in the window before
+	fetching  bool      // a lease of more than one request is being asked of Redis
 }
 
 // spend counts one request: from the lease when it holds one (ok), and in
@@ -54,14 +55,13 @@ type lease struct {
 func (e *lease) spend(now time.Time, ttl time.Duration) (limits.Decision, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if now.Sub(e.window) >= ttl {
-		e.last = 0
-		if now.Sub(e.window) < 2*ttl {
-			e.last = e.hits
-		}
-		e.window, e.hits = now, 0
-	}
-	e.hits++
+	e.hit(now, ttl)
+	return e.take(now)
+}
+
+// take counts one request from what the lease holds, if anything.
+// Called with e.mu held.
+func (e *lease) take(now time.Time) (limits.Decision, bool) {
 	if e.spare == 0 || !now.Before(e.until) {
 		e.spare = 0
 		return limits.Decision{}, false
@@ -70,22 +70,59 @@ func (e *lease) spend(now time.Time, ttl time.Duration) (limits.Decision, bool) 
 	return limits.Decision{Allowed: true, Remaining: e.remaining + e.spare, Reset: max(0, e.reset.Sub(now))}, true
 }
 
+// hit counts a request in the window, rolling it when a lifetime has
+// passed. Called with e.mu held.
+func (e *lease) hit(now time.Time, ttl time.Duration) {
+	if now.Sub(e.window) >= ttl {
+		e.last = 0
+		if now.Sub(e.window) < 2*ttl {
+			e.last = e.hits
+		}
+		e.window, e.hits = now, 0
+	}
+	e.hits++
+}
+
 // want is how many requests to take from the shared counter of limit l
 // for a request spend could not count: as many as came here in the last
-// window (or this one so far), within 1..leaseCap(l).
-func (e *lease) want(l limits.Limit) int {
+// window (or this one so far), within 1..leaseCap(l); but one while
+// another request's lease of more is on its way (fetching: this one's is,
+// and grant or abort must be told), so that concurrent requests of one
+// counter do not each take a lease, drain the counter between them and
+// be refused while this instance holds what they took.
+func (e *lease) want(l limits.Limit) (n int, fetching bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return min(max(1, e.hits, e.last), leaseCap(l))
+	n = min(max(1, e.hits, e.last), leaseCap(l))
+	if n == 1 || e.fetching {
+		return 1, false
+	}
+	e.fetching = true
+	return n, true
+}
+
+// abort ends a lease fetch that got no answer.
+func (e *lease) abort() {
+	e.mu.Lock()
+	e.fetching = false
+	e.mu.Unlock()
 }
 
 // grant records what the shared counter gave: d its decision, taken the
-// requests it took (the one being counted among them). It returns d with
-// the requests the lease holds added to its remaining.
-func (e *lease) grant(d limits.Decision, taken int, now time.Time, ttl time.Duration) limits.Decision {
+// requests it took (the one being counted among them), fetching what want
+// said. It returns d with the requests the lease holds added to its
+// remaining; a refusal is turned into an allowance when the lease holds a
+// request meanwhile (a concurrent request's lease came back first).
+func (e *lease) grant(d limits.Decision, taken int, fetching bool, now time.Time, ttl time.Duration) limits.Decision {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if fetching {
+		e.fetching = false
+	}
 	if !d.Allowed || taken < 1 {
+		if held, ok := e.take(now); ok {
+			return held
+		}
 		return d
 	}
 	if !now.Before(e.until) {

@@ -19,10 +19,14 @@ func TestLeaseExpiresAndWindowRolls(t *testing.T) {
 			t.Fatalf("spend %d of an empty lease: ok", i)
 		}
 	}
-	if n := e.want(l); n != 5 {
-		t.Fatalf("want %d after 5 hits, want 5", n)
+	if n, fetching := e.want(l); n != 5 || !fetching {
+		t.Fatalf("want %d (fetching %v) after 5 hits, want 5", n, fetching)
 	}
-	d := e.grant(limits.Decision{Allowed: true, Remaining: 70, Reset: 10 * time.Hour}, 5, t0, ttl)
+	// while that lease is on its way, another request asks for one
+	if n, fetching := e.want(l); n != 1 || fetching {
+		t.Fatalf("want %d (fetching %v) beside a fetch, want 1", n, fetching)
+	}
+	d := e.grant(limits.Decision{Allowed: true, Remaining: 70, Reset: 10 * time.Hour}, 5, true, t0, ttl)
 	if d.Remaining != 74 {
 		t.Fatalf("granted decision %+v, want 70 + 4 held remaining", d)
 	}
@@ -36,24 +40,29 @@ func TestLeaseExpiresAndWindowRolls(t *testing.T) {
 		t.Fatal("a fifth spend of 4 held: ok")
 	}
 	// held requests expire with the lease
-	e.grant(limits.Decision{Allowed: true, Remaining: 60}, 3, t0.Add(700*time.Millisecond), ttl)
+	// a refusal that comes back while the lease holds a request takes it
+	e.grant(limits.Decision{Allowed: true, Remaining: 60}, 3, false, t0.Add(700*time.Millisecond), ttl)
+	if d := e.grant(limits.Decision{Retry: time.Second}, 0, false, t0.Add(800*time.Millisecond), ttl); !d.Allowed || e.spare != 1 {
+		t.Fatalf("refusal beside 2 held: %+v, %d still held", d, e.spare)
+	}
 	if _, ok := e.spend(t0.Add(1700*time.Millisecond), ttl); ok {
 		t.Fatal("spent an expired lease")
 	}
 	// a new window remembers the last one's hits (10, 1 in this one)
-	if n := e.want(l); n != 10 {
+	if n, _ := e.want(l); n != 10 {
 		t.Fatalf("want %d in a new window after 10 hits, want 10 (the cap)", n)
 	}
+	e.abort()
 	// two windows without hits: back to one at a time, and idle
 	if !e.idle(t0.Add(5*time.Second), ttl) {
 		t.Fatal("not idle after 3 s without hits")
 	}
 	e.spend(t0.Add(5*time.Second), ttl)
-	if n := e.want(l); n != 1 {
+	if n, fetching := e.want(l); n != 1 || fetching {
 		t.Fatalf("want %d after an idle gap, want 1", n)
 	}
 	// a refusal grants nothing
-	if d := e.grant(limits.Decision{Retry: time.Second}, 0, t0.Add(5*time.Second), ttl); d.Allowed || e.spare != 0 {
+	if d := e.grant(limits.Decision{Retry: time.Second}, 0, false, t0.Add(5*time.Second), ttl); d.Allowed || e.spare != 0 {
 		t.Fatalf("refusal granted: %+v, %d held", d, e.spare)
 	}
 }

@@ -149,3 +149,40 @@ func TestNotLeased(t *testing.T) {
 		}
 	})
 }
+
+// Many requests of one counter at once on one instance (players behind one
+// address): one lease is asked of Redis at a time, the others take one
+// request each, so 256 requests within a burst of 300 are all allowed;
+// leases asked for by each request at once would drain the counter
+// between them and refuse the rest while this instance held what they took.
+func TestLeasesConcurrentWithinBurst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var redis, local atomic.Int64
+		lim := b.leasing(&redis, &local)
+		three := limits.Limit{Rate: 1, Period: time.Hour, Burst: 300}
+		var refused atomic.Int64
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for range 4 {
+					d, err := lim.Do(context.Background(), limits.Take, []limits.Check{
+						{Name: "read", Scope: limits.IP, Subject: "198.51.100.1", Limit: three}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !d[0].Allowed {
+						refused.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if refused.Load() != 0 || 256+ratelimit.Spare(lim) > 300 {
+			t.Fatalf("%d of 256 refused within a burst of 300; %d held", refused.Load(), ratelimit.Spare(lim))
+		}
+		if local.Load() == 0 {
+			t.Fatal("no check decided here")
+		}
+	})
+}

@@ -121,10 +121,11 @@ func (l *Limiter) keys(c limits.Check) ([]string, []any, bool) {
 func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Check) ([]limits.Decision, error) {
 	out := make([]limits.Decision, len(checks))
 	type sent struct {
-		i     int
-		keys  []string
-		args  []any
-		lease *lease
+		i        int
+		keys     []string
+		args     []any
+		lease    *lease
+		fetching bool // of the lease: abort or grant must end it
 	}
 	var calls []sent
 	now := time.Now()
@@ -144,14 +145,26 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 				l.checked("instance")
 				continue
 			}
-			calls = append(calls, sent{i, keys, append([]any{"lease"}, append(args, e.want(c.Limit))...), e})
+			n, fetching := e.want(c.Limit)
+			calls = append(calls, sent{i, keys, append([]any{"lease"}, append(args, n)...), e, fetching})
 			continue
 		}
-		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...), nil})
+		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...), nil, false})
 	}
 	if len(calls) == 0 {
 		return out, nil
 	}
+	granted := false
+	defer func() {
+		if granted {
+			return
+		}
+		for _, c := range calls {
+			if c.fetching {
+				c.lease.abort()
+			}
+		}
+	}()
 	cmds, err := l.run(ctx, len(calls), func(p redis.Pipeliner, i int, eval bool) *redis.Cmd {
 		if eval {
 			return gcraCheck.Eval(ctx, p, calls[i].keys, calls[i].args...)
@@ -161,14 +174,18 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 	if err != nil {
 		return nil, err
 	}
+	decisions := make([]limits.Decision, len(cmds))
+	taken := make([]int, len(cmds))
 	for j, cmd := range cmds {
-		c := calls[j]
-		d, taken, err := decode(cmd, c.lease != nil)
-		if err != nil {
+		if decisions[j], taken[j], err = decode(cmd, calls[j].lease != nil); err != nil {
 			return nil, err
 		}
+	}
+	granted = true
+	for j, c := range calls {
+		d := decisions[j]
 		if c.lease != nil {
-			d = c.lease.grant(d, taken, now, l.leases.ttl)
+			d = c.lease.grant(d, taken[j], c.fetching, now, l.leases.ttl)
 		}
 		if mode == limits.Take {
 			l.checked("redis")
