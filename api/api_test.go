@@ -123,7 +123,13 @@ func (e *env) do(method, path, token string, body any, hdr ...string) resp {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	set := map[string]bool{}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if set[hdr[i]] { // a header given twice is sent twice
+			req.Header.Add(hdr[i], hdr[i+1])
+			continue
+		}
+		set[hdr[i]] = true
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)

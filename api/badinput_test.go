@@ -58,6 +58,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"ListLimitRange", "GET", "/v1/rooms?limit=0", alice, nil, nil, 422, "VALIDATION_FAILED", "limit"},
 			{"ListStatus", "GET", "/v1/rooms?status=open", alice, nil, nil, 422, "VALIDATION_FAILED", "status"},
 			{"ListCursor", "GET", "/v1/rooms?cursor=abc", alice, nil, nil, 422, "VALIDATION_FAILED", "cursor"},
+			{"TwoLastEventIDs", "GET", "/v1/rooms/" + id + "/events", alice, nil, []string{"Last-Event-ID", "1", "Last-Event-ID", "2"}, 422, "VALIDATION_FAILED", "Last-Event-ID"},
+			{"TwoLastEventIDsMe", "GET", "/v1/me/events?platform=pc", alice, nil, []string{"Last-Event-ID", "1", "Last-Event-ID", "2"}, 422, "VALIDATION_FAILED", "Last-Event-ID"},
 			{"UnknownRoute", "GET", "/v1/nothing", alice, nil, nil, 404, "NOT_FOUND", ""},
 			{"WrongMethod", "PUT", "/v1/rooms/" + id, alice, nil, nil, 405, "METHOD_NOT_ALLOWED", ""},
 		}

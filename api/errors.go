@@ -213,10 +213,34 @@ func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeError(w, r, perr)
 		return
 	}
-	var inv *oapi.InvalidParamFormatError
-	if errors.As(err, &inv) {
-		s.writeError(w, r, rooms.Invalid(inv.ParamName, "has the wrong form"))
-		return
+	s.writeError(w, r, paramInvalid(err))
+}
+
+// paramInvalid is the validation failure of a parameter the generated
+// router refused, naming it (a header's too: two Last-Event-ID headers are
+// not a bad query).
+func paramInvalid(err error) error {
+	var (
+		inv  *oapi.InvalidParamFormatError
+		many *oapi.TooManyValuesForParamError
+		req  *oapi.RequiredParamError
+		reqH *oapi.RequiredHeaderError
+		unm  *oapi.UnmarshalingParamError
+		esc  *oapi.UnescapedCookieParamError
+	)
+	switch {
+	case errors.As(err, &inv):
+		return rooms.Invalid(inv.ParamName, "has the wrong form")
+	case errors.As(err, &many):
+		return rooms.Invalid(many.ParamName, "must be sent once")
+	case errors.As(err, &req):
+		return rooms.Invalid(req.ParamName, "is required")
+	case errors.As(err, &reqH):
+		return rooms.Invalid(reqH.ParamName, "is required")
+	case errors.As(err, &unm):
+		return rooms.Invalid(unm.ParamName, "has the wrong form")
+	case errors.As(err, &esc):
+		return rooms.Invalid(esc.ParamName, "has the wrong form")
 	}
-	s.writeError(w, r, rooms.Invalid("query", "is invalid"))
+	return rooms.Invalid("query", "is invalid")
 }

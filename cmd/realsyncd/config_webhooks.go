@@ -27,7 +27,8 @@ const webhookClaimFactor = 6
 // parsed apart from the rest of the configuration.
 type webhookSettings struct {
 	// WebhooksFile: REALSYNC_WEBHOOKS_FILE, the endpoints (webhook.Parse);
-	// unset: webhooks off, no outbox written.
+	// unset: webhooks off, no outbox written. Set, webhooks are on even
+	// with no endpoint in force (endpoints: []): reloads may add some.
 	WebhooksFile     string
 	WebhookEndpoints []webhook.Endpoint
 	// WebhookMaxAttempts: REALSYNC_WEBHOOK_MAX_ATTEMPTS, default 8: tries
@@ -80,9 +81,9 @@ func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fun
 	}
 }
 
-// outboxLen is store.Config.WebhookOutboxLen: 0 (off) without endpoints.
+// outboxLen is store.Config.WebhookOutboxLen: 0 (off) without the file.
 func (w webhookSettings) outboxLen() int {
-	if len(w.WebhookEndpoints) == 0 {
+	if w.WebhooksFile == "" {
 		return 0
 	}
 	return webhookOutboxLen
@@ -91,7 +92,7 @@ func (w webhookSettings) outboxLen() int {
 // runWebhooks delivers the webhook outbox until ctx ends (a no-op with
 // webhooks off), as consumer instance.
 func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m webhookMetrics, log *slog.Logger) {
-	if len(w.WebhookEndpoints) == 0 {
+	if w.WebhooksFile == "" {
 		return
 	}
 	sender, err := webhook.NewSender(w.WebhookEndpoints, w.WebhookTimeout, nil)

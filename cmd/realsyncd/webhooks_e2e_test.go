@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/webhook"
 )
 
 // hookTry is one request the receiver got.
@@ -437,4 +440,81 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 		}
 	}
 	t.Logf("after: %d webhook keys, all empty streams with their consumer group", len(keys))
+}
+
+// An endpoints file with an empty list (`endpoints: []`) starts webhooks
+// with no endpoint: events go nowhere (the outbox is drained, nothing
+// kept), and the endpoints a reload adds get the events made from then
+// on; emptying the list again stops the deliveries without a restart. An
+// empty file is refused at start (exit 2).
+func TestWebhooksWithNoEndpoint(t *testing.T) {
+	bin := buildBinary(t)
+	rc := newReceiver(t)
+	file := filepath.Join(t.TempDir(), "webhooks.yaml")
+	write := func(s string) {
+		t.Helper()
+		tmp := file + ".new"
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil { // whole, as OPERATIONS.md says
+			t.Fatal(err)
+		}
+	}
+	write("endpoints: []\n")
+	env, prefix, c := sharedBackend(t, "standalone")
+	env = append(env, "REALSYNC_WEBHOOKS_FILE="+file, "REALSYNC_WEBHOOK_TIMEOUT=1s", loadTestLimits)
+	a := start(t, bin, env...)
+	owner, _ := guestWithID(t, a, "owner")
+	create := func(name string) string {
+		t.Helper()
+		status, body := call(t, "POST", a.url+"/v1/rooms", owner, map[string]any{"name": name, "mode": "hooks", "region": "eu", "maxPlayers": 8})
+		if status != 201 {
+			t.Fatalf("create: %d %v", status, body)
+		}
+		return body["room"].(map[string]any)["id"].(string)
+	}
+	before := create("before")
+	waitFor(t, 10*time.Second, "the outbox drained to no endpoint", func() bool {
+		n, _ := webhookEntries(t, c, prefix)
+		return n == 0
+	})
+	write(fmt.Sprintf("endpoints:\n- id: crm\n  url: %s/hooks\n  secret: %s\n  events: ['*']\n", rc.srv.URL, rc.secret))
+	time.Sleep(webhook.Reload + time.Second) // the file is read again
+	after := create("after")
+	waitFor(t, 10*time.Second, "an event of a room made after the reload", func() bool {
+		tries, _ := rc.snapshot()
+		return slices.ContainsFunc(tries, func(tr hookTry) bool { return tr.data["roomId"] == after })
+	})
+	tries, _ := rc.snapshot()
+	for _, tr := range tries {
+		if tr.data["roomId"] == before {
+			t.Fatalf("an event of the room made with no endpoint was delivered: %+v", tr)
+		}
+	}
+	write("endpoints: []\n")
+	time.Sleep(webhook.Reload + time.Second)
+	n := len(tries)
+	last := create("emptied")
+	waitFor(t, 10*time.Second, "the outbox drained again", func() bool {
+		n, _ := webhookEntries(t, c, prefix)
+		return n == 0
+	})
+	tries, _ = rc.snapshot()
+	for _, tr := range tries[n:] {
+		if tr.data["roomId"] == last {
+			t.Fatalf("delivered after the list was emptied: %+v", tr)
+		}
+	}
+
+	// an empty file is most likely one caught half written: refused
+	write("")
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, "REALSYNC_ADDR=127.0.0.1:0")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "endpoints: []") {
+		t.Fatalf("an empty file at start: %v, %s", err, out)
+	}
 }

@@ -62,24 +62,36 @@ func Load(path string) ([]Endpoint, error) {
 	return eps, nil
 }
 
+// errNoEndpoints refuses a file that does not say which endpoints it
+// has: most likely one caught half written.
+var errNoEndpoints = errors.New("endpoints: none configured (write endpoints: [] for none)")
+
 // Parse decodes and checks an endpoints file's content: every endpoint
 // has a unique id, an absolute http(s) url, a whsec_ base64 secret and at
-// least one event type; unknown fields are errors.
+// least one event type; unknown fields are errors. An empty list
+// (`endpoints: []`) is no endpoint, on purpose: events go nowhere until
+// some are configured; an empty file, or one without the list, is refused.
 func Parse(raw []byte) ([]Endpoint, error) {
-	var f File
+	var f struct {
+		Endpoints *[]Endpoint `yaml:"endpoints"`
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("endpoints: none configured")
+			return nil, errNoEndpoints
 		}
 		return nil, err
 	}
-	if len(f.Endpoints) == 0 {
-		return nil, errors.New("endpoints: none configured")
+	if f.Endpoints == nil {
+		return nil, errNoEndpoints
+	}
+	eps := *f.Endpoints
+	if eps == nil {
+		eps = []Endpoint{}
 	}
 	seen := map[string]bool{}
-	for i, ep := range f.Endpoints {
+	for i, ep := range eps {
 		at := fmt.Sprintf("endpoints[%d]", i)
 		if ep.ID == "" {
 			return nil, fmt.Errorf("%s.id: required", at)
@@ -104,7 +116,7 @@ func Parse(raw []byte) ([]Endpoint, error) {
 			}
 		}
 	}
-	return f.Endpoints, nil
+	return eps, nil
 }
 
 // NewSigner checks a whsec_ secret and returns its Standard Webhooks

@@ -22,22 +22,26 @@ const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, err string
+		n               int // endpoints, when no error
 	}{
-		{"yaml", "endpoints:\n- id: a\n  url: https://x.example/h\n  secret: " + secret + "\n  events: ['*']\n", ""},
-		{"json", `{"endpoints":[{"id":"a","url":"http://127.0.0.1:9/h","secret":"` + secret + `","events":["room_closed"]}]}`, ""},
-		{"empty", "", "endpoints: none configured"},
-		{"no id", "endpoints:\n- url: https://x/h\n  secret: " + secret + "\n  events: ['*']\n", "endpoints[0].id: required"},
-		{"twice", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[1].id: "a" appears twice`},
-		{"bad url", "endpoints:\n- {id: a, url: 'ftp://x/h', secret: " + secret + ", events: ['*']}\n", "endpoints[0].url"},
-		{"bad secret", "endpoints:\n- {id: a, url: 'https://x/h', secret: abc, events: ['*']}\n", "endpoints[0].secret"},
-		{"secret not base64", "endpoints:\n- {id: a, url: 'https://x/h', secret: 'whsec_!!', events: ['*']}\n", "endpoints[0].secret: the key after whsec_ is not base64"},
-		{"no events", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + "}\n", "endpoints[0].events"},
-		{"unknown field", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*'], retries: 3}\n", "retries"},
+		{"none on purpose", "endpoints: []\n", "", 0},
+		{"none on purpose, JSON", `{"endpoints":[]}`, "", 0},
+		{"no list", "endpoints:\n", "endpoints: none configured", 0},
+		{"yaml", "endpoints:\n- id: a\n  url: https://x.example/h\n  secret: " + secret + "\n  events: ['*']\n", "", 1},
+		{"json", `{"endpoints":[{"id":"a","url":"http://127.0.0.1:9/h","secret":"` + secret + `","events":["room_closed"]}]}`, "", 1},
+		{"empty", "", "endpoints: none configured", 0},
+		{"no id", "endpoints:\n- url: https://x/h\n  secret: " + secret + "\n  events: ['*']\n", "endpoints[0].id: required", 0},
+		{"twice", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[1].id: "a" appears twice`, 0},
+		{"bad url", "endpoints:\n- {id: a, url: 'ftp://x/h', secret: " + secret + ", events: ['*']}\n", "endpoints[0].url", 0},
+		{"bad secret", "endpoints:\n- {id: a, url: 'https://x/h', secret: abc, events: ['*']}\n", "endpoints[0].secret", 0},
+		{"secret not base64", "endpoints:\n- {id: a, url: 'https://x/h', secret: 'whsec_!!', events: ['*']}\n", "endpoints[0].secret: the key after whsec_ is not base64", 0},
+		{"no events", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + "}\n", "endpoints[0].events", 0},
+		{"unknown field", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*'], retries: 3}\n", "retries", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eps, err := webhook.Parse([]byte(tc.file))
 			if tc.err == "" {
-				if err != nil || len(eps) != 1 {
+				if err != nil || eps == nil || len(eps) != tc.n {
 					t.Fatalf("Parse: %v, %v", eps, err)
 				}
 				return
