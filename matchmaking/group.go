@@ -64,8 +64,34 @@ func Group(r Rules, entries []Entry, now time.Time) []Grouped {
 }
 
 // try grows a match from anchor i in region reg; on success it marks the
-// tickets used.
+// tickets used. The tickets after the anchor are taken in rating order;
+// when that leaves the match short and a party was skipped for want of a
+// team with room (a smaller ticket took the seats it needed: in 2 v 2, a
+// party, a solo, a party), the same tickets are tried once more largest
+// party first (then in rating order), so two parties that make a match are
+// not kept apart by a solo between them.
 func (r Rules) try(es []Entry, used []bool, i int, wa float64, reg string, now time.Time) (Grouped, bool) {
+	g, picked, misfit := r.grow(es, used, i, wa, reg, now, nil)
+	if len(picked) == 0 && misfit != nil {
+		g, picked, _ = r.grow(es, used, i, wa, reg, now, misfit)
+	}
+	if len(picked) == 0 {
+		return Grouped{}, false
+	}
+	for _, j := range picked {
+		used[j] = true
+	}
+	return g, true
+}
+
+// grow is one try of try: order nil takes the tickets after the anchor i
+// in rating order, and returns, when the try fell short, the candidates
+// (tickets of the anchor's window, EqKey and region) if one of them was
+// skipped for want of a team with room (nil otherwise); given those, grow
+// takes them largest party first. A ticket joins when it fits a team and
+// every picked ticket's window holds the spread of all. picked is nil
+// when the try fell short.
+func (r Rules) grow(es []Entry, used []bool, i int, wa float64, reg string, now time.Time, order []int) (g Grouped, picked []int, misfit []int) {
 	free := make([]int, r.Teams)
 	for t := range free {
 		free[t] = r.teamCap()
@@ -73,43 +99,66 @@ func (r Rules) try(es []Entry, used []bool, i int, wa float64, reg string, now t
 	a := es[i]
 	t := bestFit(free, a.Size)
 	if t < 0 {
-		return Grouped{}, false
+		return Grouped{}, nil, nil
 	}
 	free[t] -= a.Size
-	g := Grouped{Tickets: []string{a.ID}, Teams: []int{t}, Region: reg}
-	picked := []int{i}
-	total, minW := a.Size, wa
-	for j := i + 1; j < len(es) && total < r.Size(); j++ {
+	g = Grouped{Tickets: []string{a.ID}, Teams: []int{t}, Region: reg}
+	picked = []int{i}
+	total, minW, maxSpread := a.Size, wa, 0.0
+	var cands []int
+	skipped := false
+	if order != nil {
+		sort.SliceStable(order, func(x, y int) bool { return es[order[x]].Size > es[order[y]].Size })
+	}
+	for k := 0; total < r.Size(); k++ {
+		var j int
+		if order == nil {
+			j = i + 1 + k
+			if j >= len(es) {
+				break
+			}
+		} else {
+			if k >= len(order) {
+				break
+			}
+			j = order[k]
+		}
 		e := es[j]
 		if used[j] {
 			continue
 		}
 		spread := e.Rating - a.Rating
-		if spread > minW {
+		if order == nil && spread > minW {
 			break
 		}
 		waited := now.Sub(e.Created)
 		we := r.WindowAt(waited)
-		if e.EqKey != a.EqKey || spread > we || !contains(r.RegionsAt(e.Regions, waited), reg) {
+		if e.EqKey != a.EqKey || spread > we || spread > wa || !contains(r.RegionsAt(e.Regions, waited), reg) {
 			continue
 		}
-		t := bestFit(free, e.Size)
-		if t < 0 {
+		if order == nil {
+			cands = append(cands, j)
+		} else if spread > minW || maxSpread > we {
 			continue
 		}
-		free[t] -= e.Size
-		g.Tickets, g.Teams = append(g.Tickets, e.ID), append(g.Teams, t)
+		u := bestFit(free, e.Size)
+		if u < 0 {
+			skipped = true
+			continue
+		}
+		free[u] -= e.Size
+		g.Tickets, g.Teams = append(g.Tickets, e.ID), append(g.Teams, u)
 		picked = append(picked, j)
 		total += e.Size
-		minW = min(minW, we)
+		minW, maxSpread = min(minW, we), max(maxSpread, spread)
 	}
 	if total < r.Needed() {
-		return Grouped{}, false
+		if skipped && order == nil {
+			return Grouped{}, nil, cands
+		}
+		return Grouped{}, nil, nil
 	}
-	for _, j := range picked {
-		used[j] = true
-	}
-	return g, true
+	return g, picked, nil
 }
 
 // bestFit is the team with the least free seats that still holds n

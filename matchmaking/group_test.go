@@ -40,6 +40,12 @@ func TestGroup(t *testing.T) {
 		// q (2) fits no team once a took one of team 1s seats: skipped, it stays queued
 		{name: "PartiesWhole2v2", rules: teams, entries: []Entry{e("p", 1000, 2, 0), e("a", 1010, 1, 0), e("q", 1020, 2, 0), e("b", 1030, 1, 0)},
 			want: []Grouped{{Tickets: []string{"p", "a", "b"}, Teams: []int{0, 1, 1}, Region: "eu"}}},
+		// a solo between two parties took the seat the second needed: the
+		// parties are tried again largest first and make the match; the solo waits
+		{name: "PartiesAroundASolo2v2", rules: teams, entries: []Entry{e("p", 1300, 2, 0), e("s", 1330, 1, 0), e("q", 1400, 2, 0)},
+			want: []Grouped{{Tickets: []string{"p", "q"}, Teams: []int{0, 1}, Region: "eu"}}},
+		// the retry keeps every window: p's (±100) cannot hold q (1410)
+		{name: "RetryKeepsWindows", rules: teams, entries: []Entry{e("p", 1300, 2, 0), e("s", 1330, 1, 0), e("q", 1410, 2, 0)}},
 		{name: "EqKeySeparates", rules: duel, entries: []Entry{{ID: "a", Rating: 1000, Size: 1, Created: now, Regions: []string{"eu"}, EqKey: "pc"},
 			{ID: "b", Rating: 1000, Size: 1, Created: now, Regions: []string{"eu"}, EqKey: "console"}}},
 		{name: "FFAAtMinWhenNoMoreFit", rules: ffa, entries: []Entry{e("a", 1000, 1, 0), e("b", 1050, 1, 0), e("c", 1090, 1, 0), e("d", 1200, 1, 0)},

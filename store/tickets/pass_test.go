@@ -138,3 +138,41 @@ func TestPassWalksTheQueueInPages(t *testing.T) {
 		}
 	})
 }
+
+// A tester's 2 v 2 queue: a party at 1300, a solo at 1330, a party at
+// 1400. The solo takes the second team's seat in the first party's try
+// and the second party fits no team; the pass tries the same tickets
+// again largest party first, so the two parties are matched (one party a
+// team) and the solo waits, where it had kept both parties searching until
+// it left the queue.
+func TestPassPartiesAroundASolo(t *testing.T) {
+	r := matchmaking.Rules{Teams: 2, TeamSize: 2, Window: matchmaking.Window{Start: 100}}
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		add := func(uid string, rating float64, party ...string) string {
+			tk := matchmaking.Ticket{ID: e.tickets.NewID("squad"), Mode: "squad", Regions: []string{"eu"}, Rating: rating,
+				Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
+			users := append([]string{uid}, party...)
+			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: rating, Size: len(users), Regions: tk.Regions, Users: users}, time.Minute, 1000); err != nil {
+				t.Fatal(err)
+			}
+			return tk.ID
+		}
+		p, s, q := add("p1", 1300, "p2"), add("solo", 1330), add("q1", 1400, "q2")
+		pass, err := e.tickets.Pass(ctx, "squad", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pass.Matches) != 1 {
+			t.Fatalf("%d matches, want 1: %+v", len(pass.Matches), pass.Matches)
+		}
+		m := pass.Matches[0]
+		if len(m.Tickets) != 2 || m.Tickets[0].ID != p || m.Tickets[1].ID != q || m.Tickets[0].Team == m.Tickets[1].Team {
+			t.Fatalf("match %+v, want the parties %s and %s on two teams", m.Tickets, p, q)
+		}
+		if n, _ := e.tickets.Searching(ctx, "squad"); n != 1 {
+			t.Fatalf("%d searching, want the solo %s", n, s)
+		}
+	})
+}

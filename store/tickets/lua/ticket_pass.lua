@@ -154,41 +154,77 @@ if ARGV[16] ~= '' then
   end
 end
 
--- 3. the walk
+-- 3. the walk. grow is one try from anchor i in region reg (a the
+-- anchor, wa its window): order nil takes the tickets after the anchor in
+-- rating order and returns, when the try falls short and a ticket was
+-- skipped for want of a team with room, the candidates it saw (of the
+-- anchor's window, eq key and region); given those, it takes them largest
+-- party first (then in rating order), every window kept (the spread of
+-- all within each picked ticket's). Returns the picked tickets and their
+-- teams, nil when short (matchmaking.Rules.grow is the same in Go).
+local function grow(i, a, wa, reg, order)
+  local free = {}
+  for t = 1, teams do free[t] = cap end
+  local t = best_fit(free, a.size)
+  if t < 0 then return nil end
+  free[t] = free[t] - a.size
+  local picked, tms = {i}, {t}
+  local total, minw, maxspread = a.size, wa, 0
+  local cands, skipped = {}, false
+  if order then
+    table.sort(order, function(x, y)
+      if es[x].size ~= es[y].size then return es[x].size > es[y].size end
+      return x < y
+    end)
+  end
+  local k = 0
+  while total < size do
+    k = k + 1
+    local j
+    if order then
+      j = order[k]
+      if not j then break end
+    else
+      j = i + k
+      if j > #es then break end
+    end
+    local e = es[j]
+    if not used[j] then
+      local spread = e.rating - a.rating
+      if not order and spread > minw then break end
+      local waited = now - e.st.cr
+      local we = window(waited)
+      if e.eq == a.eq and spread <= we and spread <= wa and open_in(e, reg, waited) and
+          (not order or (spread <= minw and maxspread <= we)) then
+        if not order then cands[#cands + 1] = j end
+        local u = best_fit(free, e.size)
+        if u > 0 then
+          free[u] = free[u] - e.size
+          picked[#picked + 1], tms[#tms + 1] = j, u
+          total = total + e.size
+          minw, maxspread = math.min(minw, we), math.max(maxspread, spread)
+        else
+          skipped = true
+        end
+      end
+    end
+  end
+  if total < needed then
+    if skipped and not order then return nil, nil, cands end
+    return nil
+  end
+  return picked, tms
+end
+
 for i = 1, #es do
   if not used[i] then
     local a = es[i]
     local wa = window(now - a.st.cr)
     for k = 1, opened(a, now - a.st.cr) do
       local reg = a.regions[k]
-      local free = {}
-      for t = 1, teams do free[t] = cap end
-      local t = best_fit(free, a.size)
-      if t < 0 then break end
-      free[t] = free[t] - a.size
-      local picked, tms = {i}, {t}
-      local total, minw = a.size, wa
-      local j = i + 1
-      while j <= #es and total < size do
-        local e = es[j]
-        if not used[j] then
-          local spread = e.rating - a.rating
-          if spread > minw then break end
-          local waited = now - e.st.cr
-          local we = window(waited)
-          if e.eq == a.eq and spread <= we and open_in(e, reg, waited) then
-            local u = best_fit(free, e.size)
-            if u > 0 then
-              free[u] = free[u] - e.size
-              picked[#picked + 1], tms[#tms + 1] = j, u
-              total = total + e.size
-              minw = math.min(minw, we)
-            end
-          end
-        end
-        j = j + 1
-      end
-      if total >= needed then
+      local picked, tms, misfit = grow(i, a, wa, reg, nil)
+      if not picked and misfit then picked, tms = grow(i, a, wa, reg, misfit) end
+      if picked then
         for _, p in ipairs(picked) do used[p] = true end
         matches[#matches + 1] = {reg = reg, picked = picked, teams = tms}
         break
