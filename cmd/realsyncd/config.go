@@ -136,7 +136,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	matchmakingOpts := matchmakingFlags(fs, env)
 	fs.StringVar(&c.APIKeysFile, "api-keys-file", env("REALSYNC_API_KEYS_FILE", ""), "file of API keys (id, SHA-256 hash, scopes), reloaded on change; unset: none (REALSYNC_API_KEYS_FILE)")
 	fs.StringVar(&rateLimits, "rate-limits", env("REALSYNC_RATE_LIMITS", ""), "off, or overrides such as create=10/m,join.ip=20/s:burst=100 (REALSYNC_RATE_LIMITS)")
-	fs.StringVar(&rateLease, "rate-limit-lease", env("REALSYNC_RATE_LIMIT_LEASE", "1s"), "how long an instance may count requests it took from a user's or address's counter ahead, at most 10s; 0: every request counted in Redis (REALSYNC_RATE_LIMIT_LEASE)")
+	fs.StringVar(&rateLease, "rate-limit-lease", env("REALSYNC_RATE_LIMIT_LEASE", "1s"), "how long an instance may count requests it took from a user's or address's counter ahead, 100ms to 10s; 0: every request counted in Redis (REALSYNC_RATE_LIMIT_LEASE)")
 	fs.StringVar(&proxies, "trusted-proxies", env("REALSYNC_TRUSTED_PROXIES", ""), "CIDRs of proxies whose X-Forwarded-For is believed, comma-separated (REALSYNC_TRUSTED_PROXIES)")
 	var h hardening
 	fs.StringVar(&h.modes, "modes", env("REALSYNC_MODES", ""), "allowed modes, comma-separated; unset: any (REALSYNC_MODES)")
@@ -253,8 +253,9 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.RateLimits, err = limits.Parse(rateLimits); err != nil {
 		bad("REALSYNC_RATE_LIMITS", err.Error())
 	}
-	if c.RateLimitLease, err = time.ParseDuration(rateLease); err != nil || c.RateLimitLease < 0 || c.RateLimitLease > 10*time.Second {
-		bad("REALSYNC_RATE_LIMIT_LEASE", "must be a duration from 0 (no leases) to 10s, such as 1s")
+	if c.RateLimitLease, err = time.ParseDuration(rateLease); err != nil || c.RateLimitLease < 0 || c.RateLimitLease > 10*time.Second ||
+		(c.RateLimitLease > 0 && c.RateLimitLease < 100*time.Millisecond) {
+		bad("REALSYNC_RATE_LIMIT_LEASE", "must be 0 (no leases) or a duration from 100ms to 10s, such as 1s")
 	}
 	if c.TrustedProxies, err = parseProxies(proxies); err != nil {
 		bad("REALSYNC_TRUSTED_PROXIES", err.Error())

@@ -73,6 +73,7 @@ func TestParseConfigRateLimits(t *testing.T) {
 		{name: "LeaseTooLong", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "11s"}, err: "REALSYNC_RATE_LIMIT_LEASE"},
 		{name: "LeaseNegative", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "-1s"}, err: "REALSYNC_RATE_LIMIT_LEASE"},
 		{name: "LeaseBad", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "soon"}, err: "REALSYNC_RATE_LIMIT_LEASE"},
+		{name: "LeaseTooShort", env: map[string]string{"REALSYNC_RATE_LIMIT_LEASE": "50ms"}, err: "REALSYNC_RATE_LIMIT_LEASE"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

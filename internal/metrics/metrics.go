@@ -57,6 +57,7 @@ type Metrics struct {
 	apiKeysBad     prometheus.Counter
 	rateLimited    *prometheus.CounterVec
 	rateChecks     *prometheus.CounterVec
+	rateDecided    map[string]prometheus.Counter // rateChecks by "decided", looked up once
 	jwtReloads     *prometheus.CounterVec
 	batch          batchMetrics   // realsync_redis_batch_size (batch.go)
 	players        playerMetrics  // realsync_sessions… (players.go)
@@ -184,8 +185,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 			m.rateLimited.WithLabelValues(name, string(sc))
 		}
 	}
-	m.rateChecks.WithLabelValues("instance")
-	m.rateChecks.WithLabelValues("redis")
+	m.rateDecided = map[string]prometheus.Counter{
+		"instance": m.rateChecks.WithLabelValues("instance"), "redis": m.rateChecks.WithLabelValues("redis")}
 	return m
 }
 
@@ -216,7 +217,9 @@ func (m *Metrics) Request(route, method string, status int, d time.Duration, str
 // RateLimitCheck counts one counter counted (store/ratelimit's
 // Config.Checked): where is "instance" or "redis".
 func (m *Metrics) RateLimitCheck(where string) {
-	m.rateChecks.WithLabelValues(where).Inc()
+	if c, ok := m.rateDecided[where]; ok {
+		c.Inc()
+	}
 }
 
 // RateLimited counts a request refused by limit name in scope

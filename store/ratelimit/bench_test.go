@@ -22,12 +22,12 @@ import (
 // the member's), on a redis-server of its own, 64 goroutines. Besides
 // ns/op (the round trip as a client sees it, on a shared 2-core machine)
 // it reports redis-µs/op: the time Redis spent in the script per check
-// (INFO commandstats), the server time a limit adds. The "leased" cases
-// run with leases of 1 s (realsyncd's default) on the defaults' bursts of
-// reads (30 per user, 300 per address: leases of up to 3 and 37) with
-// rates that never refuse, each of 1 000 users and 200 addresses busy
-// enough to lease in full: a hot client's cost; "no lease" is every
-// request counted in Redis (REALSYNC_RATE_LIMIT_LEASE=0).
+// (INFO commandstats), the server time a limit adds. The "busy" cases are
+// 1 000 users and 200 addresses each sending about as fast as its limit
+// allows (200/s with a burst of 400 per user, 1 000/s with 2 000 per
+// address: leases of up to 50 and 250, living 250 ms), with leases of 1 s
+// (realsyncd's default) and without (REALSYNC_RATE_LIMIT_LEASE=0): the
+// cost of clients near their limits, the ones leases are for.
 //
 //	go test ./store/ratelimit -run '^$' -bench RateLimit -benchtime 3s
 func BenchmarkRateLimit(b *testing.B) {
@@ -45,8 +45,8 @@ func BenchmarkRateLimit(b *testing.B) {
 	plain := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag})
 	leased := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag, LeaseTTL: time.Second})
 	big := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000} // never refuses
-	userBurst := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 30}
-	ipBurst := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 300}
+	busyUser := limits.Limit{Rate: 200, Period: time.Second, Burst: 400}
+	busyIP := limits.Limit{Rate: 1000, Period: time.Second, Burst: 2000}
 	for _, tc := range []struct {
 		name   string
 		lim    *ratelimit.Limiter
@@ -57,15 +57,15 @@ func BenchmarkRateLimit(b *testing.B) {
 				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: big},
 				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: big}}
 		}},
-		{"user+ip,no-lease", plain, func(i int64) []limits.Check {
+		{"user+ip,busy,no-lease", plain, func(i int64) []limits.Check {
 			return []limits.Check{
-				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: userBurst},
-				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: ipBurst}}
+				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: busyUser},
+				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: busyIP}}
 		}},
-		{"user+ip,leased", leased, func(i int64) []limits.Check {
+		{"user+ip,busy,leased", leased, func(i int64) []limits.Check {
 			return []limits.Check{
-				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: userBurst},
-				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: ipBurst}}
+				{Name: "read", Scope: limits.User, Subject: "u" + strconv.FormatInt(i%1000, 10), Limit: busyUser},
+				{Name: "read", Scope: limits.IP, Subject: "10.0.0." + strconv.FormatInt(i%200, 10), Limit: busyIP}}
 		}},
 		{"room+member+user+ip", plain, func(i int64) []limits.Check {
 			u := "u" + strconv.FormatInt(i%1000, 10)

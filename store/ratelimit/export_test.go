@@ -11,12 +11,14 @@ func Spare(l *Limiter) int {
 	l.leases.mu.Lock()
 	defer l.leases.mu.Unlock()
 	n := 0
-	for _, e := range l.leases.m {
-		e.mu.Lock()
-		if now.Before(e.until) {
-			n += e.spare
+	for _, m := range []map[string]*lease{l.leases.cur, l.leases.prev} {
+		for _, e := range m {
+			e.mu.Lock()
+			if now.Before(e.until) {
+				n += e.spare
+			}
+			e.mu.Unlock()
 		}
-		e.mu.Unlock()
 	}
 	return n
 }

@@ -186,3 +186,84 @@ func TestLeasesConcurrentWithinBurst(t *testing.T) {
 		}
 	})
 }
+
+// What an expired lease held unspent goes back to the shared counter with
+// the instance's next call for it: every request the counter gave is
+// allowed, held, or handed back (the counter's remaining counts it again).
+func TestLeaseHandsBackWhatExpired(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: 100 * time.Millisecond})
+		plain := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix})
+		c := []limits.Check{user("erin", eighty)}
+		take := func() {
+			t.Helper()
+			if d, err := lim.Do(context.Background(), limits.Take, c); err != nil || !d[0].Allowed {
+				t.Fatalf("take: %+v %v", d, err)
+			}
+		}
+		left := func() int { // what the shared counter still gives
+			t.Helper()
+			d, err := plain.Do(context.Background(), limits.Peek, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d[0].Remaining + 1
+		}
+		for range 8 { // leases of 1, 2, 4, then 8: 7 held
+			take()
+		}
+		held := ratelimit.Spare(lim)
+		if held == 0 || left()+8+held != 80 {
+			t.Fatalf("%d left, 8 allowed, %d held: want 80 in all", left(), held)
+		}
+		time.Sleep(150 * time.Millisecond) // the lease expires
+		take()
+		if got := left() + 9 + ratelimit.Spare(lim); got != 80 {
+			t.Fatalf("%d left, 9 allowed, %d held: %d in all, want 80 (the %d held at expiry handed back)", left(), ratelimit.Spare(lim), got, held)
+		}
+	})
+}
+
+// Requests taken early and spent late never let more than the burst and a
+// lease (an eighth of the burst) through at once, over all instances: a
+// lease lives no longer than its counter takes to refill it. Four
+// instances hold leases of a counter of 100/s and a burst of 80, the
+// counter refills while they wait, then all four are hammered: what they
+// allow stays within GCRA's bound for the time the hammering took, plus
+// a lease.
+func TestLeasesKeepTheBurst(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		l := limits.Limit{Rate: 100, Period: time.Second, Burst: 80}
+		c := []limits.Check{{Name: "read", Scope: limits.IP, Subject: "192.0.2.9", Limit: l}}
+		var insts []*ratelimit.Limiter
+		for range 4 {
+			insts = append(insts, ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: time.Second}))
+		}
+		for _, in := range insts { // leases of 1, 2, 4, 8, 10
+			for range 16 {
+				if _, err := in.Do(context.Background(), limits.Take, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		time.Sleep(900 * time.Millisecond) // the counter refills to its burst
+		start := time.Now()
+		allowed := 0
+		for range 60 {
+			for _, in := range insts {
+				d, err := in.Do(context.Background(), limits.Take, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d[0].Allowed {
+					allowed++
+				}
+			}
+		}
+		took := time.Since(start)
+		bound := 80 + int(took/l.Interval()) + 1 + 80/8
+		if allowed > bound {
+			t.Fatalf("%d allowed in %v, past a burst of 80, what refilled meanwhile and a lease: %d", allowed, took, bound)
+		}
+	})
+}

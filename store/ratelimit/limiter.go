@@ -125,7 +125,8 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 		keys     []string
 		args     []any
 		lease    *lease
-		fetching bool // of the lease: abort or grant must end it
+		fetching bool          // of the lease: abort or grant must end it
+		life     time.Duration // of the lease
 	}
 	var calls []sent
 	now := time.Now()
@@ -138,18 +139,17 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 		if !ok {
 			continue
 		}
-		if mode == limits.Take && l.leases != nil && leasable(c) {
-			e := l.leases.get(keys[0], now)
+		if e := l.lease(mode, c, keys[0], now); e != nil {
 			if d, ok := e.spend(now, l.leases.ttl); ok {
 				out[i] = d
 				l.checked("instance")
 				continue
 			}
-			n, fetching := e.want(c.Limit)
-			calls = append(calls, sent{i, keys, append([]any{"lease"}, append(args, n)...), e, fetching})
+			n, back, fetching := e.want(c.Limit)
+			calls = append(calls, sent{i, keys, append([]any{"lease"}, append(args, n, back.n, back.tat)...), e, fetching, leaseLife(c.Limit, l.leases.ttl)})
 			continue
 		}
-		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...), nil, false})
+		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...), nil, false, 0})
 	}
 	if len(calls) == 0 {
 		return out, nil
@@ -175,9 +175,9 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 		return nil, err
 	}
 	decisions := make([]limits.Decision, len(cmds))
-	taken := make([]int, len(cmds))
+	grants := make([]leaseGrant, len(cmds))
 	for j, cmd := range cmds {
-		if decisions[j], taken[j], err = decode(cmd, calls[j].lease != nil); err != nil {
+		if decisions[j], grants[j], err = decode(cmd, calls[j].lease != nil); err != nil {
 			return nil, err
 		}
 	}
@@ -185,7 +185,7 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 	for j, c := range calls {
 		d := decisions[j]
 		if c.lease != nil {
-			d = c.lease.grant(d, taken[j], c.fetching, now, l.leases.ttl)
+			d = c.lease.grant(d, grants[j], c.fetching, now, c.life)
 		}
 		if mode == limits.Take {
 			l.checked("redis")
@@ -193,6 +193,15 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 		out[c.i] = d
 	}
 	return out, nil
+}
+
+// lease is c's lease when a check in mode may be counted from one (nil:
+// leases off, a check never leased, or the table full).
+func (l *Limiter) lease(mode limits.Mode, c limits.Check, key string, now time.Time) *lease {
+	if mode != limits.Take || l.leases == nil || !leasable(c) {
+		return nil
+	}
+	return l.leases.get(key, now)
 }
 
 // run sends n script calls in one pipeline with EVALSHA; the calls Redis
@@ -231,24 +240,27 @@ func (l *Limiter) run(ctx context.Context, n int, call func(p redis.Pipeliner, i
 
 // decode reads {"OK"|"LIMITED", then per counter: allowed, remaining,
 // retry µs, reset µs} into one decision (the worst of the counters); a
-// lease's reply ends with the requests it took, returned as taken.
-func decode(cmd *redis.Cmd, lease bool) (d limits.Decision, taken int, err error) {
+// lease's reply ends with the requests it took and the TAT it left.
+func decode(cmd *redis.Cmd, lease bool) (d limits.Decision, g leaseGrant, err error) {
 	v, err := cmd.Slice()
 	if err != nil {
-		return limits.Decision{}, 0, err
+		return limits.Decision{}, g, err
 	}
 	if lease {
-		if len(v) != 6 {
-			return limits.Decision{}, 0, errors.New("rate limit check: malformed lease reply")
+		if len(v) != 7 {
+			return limits.Decision{}, g, errors.New("rate limit check: malformed lease reply")
 		}
 		n, err := toInt(v[5])
 		if err != nil {
-			return limits.Decision{}, 0, err
+			return limits.Decision{}, g, err
 		}
-		taken, v = int(n), v[:5]
+		if g.tat, err = toInt(v[6]); err != nil {
+			return limits.Decision{}, g, err
+		}
+		g.taken, v = int(n), v[:5]
 	}
 	if len(v) < 5 || (len(v)-1)%4 != 0 {
-		return limits.Decision{}, 0, errors.New("rate limit check: malformed reply")
+		return limits.Decision{}, g, errors.New("rate limit check: malformed reply")
 	}
 	d = limits.Decision{Allowed: true, Remaining: -1}
 	for i := 1; i < len(v); i += 4 {
@@ -256,7 +268,7 @@ func decode(cmd *redis.Cmd, lease bool) (d limits.Decision, taken int, err error
 		for j := range n {
 			n[j], err = toInt(v[i+j])
 			if err != nil {
-				return limits.Decision{}, 0, err
+				return limits.Decision{}, g, err
 			}
 		}
 		d.Allowed = d.Allowed && n[0] == 1
@@ -266,7 +278,7 @@ func decode(cmd *redis.Cmd, lease bool) (d limits.Decision, taken int, err error
 		d.Retry = max(d.Retry, time.Duration(n[2])*time.Microsecond)
 		d.Reset = max(d.Reset, time.Duration(n[3])*time.Microsecond)
 	}
-	return d, taken, nil
+	return d, g, nil
 }
 
 func toInt(v any) (int64, error) {

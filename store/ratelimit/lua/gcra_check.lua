@@ -7,20 +7,38 @@
 -- ARGV[1]     mode: "take" (count the request when allowed), "peek" (only
 --             tell whether it would be allowed), "give" (hand one request
 --             back: the TAT moves one interval earlier, never before now)
---             or "lease" (one key only: take as many requests as the key
---             allows now, up to ARGV[4], at least one: an instance spends
---             them itself, store/ratelimit/lease.go)
+--             or "lease" (one key only: first hand back the ARGV[5]
+--             requests an expired lease held unspent, then take as many
+--             requests as the key allows now, up to ARGV[4], at least one:
+--             an instance spends them itself, store/ratelimit/lease.go).
+--             The lease that held them left the TAT at ARGV[6] (µs): they
+--             are the requests just before it, and only those still ahead
+--             of now are handed back (the others the counter refilled
+--             anyway), and only when the TAT is not behind ARGV[6] (a give
+--             moved it): handing back never gives a request twice
 -- ARGV[2i]    the key's emission interval T (µs per request)
 -- ARGV[2i+1]  the key's burst B (requests allowed at once from idle)
 -- Reply: {"OK"|"LIMITED", then per key: allowed (0|1), remaining (after
 --         what was taken), retry after (µs, 0 when allowed), reset after
 --         (µs until the key is back to its full burst)}; a lease adds the
---         requests taken (0 when refused)
+--         requests taken and the TAT it left (µs; 0 and 0 when refused)
 local mode = ARGV[1]
 local want = 1
 if mode == 'lease' then
   if #KEYS ~= 1 then return redis.error_reply('ERR gcra_check: a lease takes one key') end
   want = tonumber(ARGV[4])
+  local back, from = tonumber(ARGV[5]), tonumber(ARGV[6])
+  if back > 0 then
+    local tat = tonumber(redis.call('GET', KEYS[1]) or 0)
+    local t = redis.call('TIME')
+    local at = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local interval = tonumber(ARGV[2])
+    back = math.min(back, math.floor((from - at) / interval))
+    if back > 0 and tat >= from then
+      tat = tat - interval * back
+      redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.max(1, math.ceil((tat - at) / 1000)))
+    end
+  end
 end
 
 local t = redis.call('TIME')
@@ -61,7 +79,7 @@ for i = 1, #KEYS do
 end
 if limited then
   reply[1] = 'LIMITED'
-  if mode == 'lease' then reply[#reply + 1] = 0 end
+  if mode == 'lease' then reply[#reply + 1], reply[#reply + 2] = 0, 0 end
   return reply
 end
 if mode == 'peek' then return reply end
@@ -73,5 +91,5 @@ for i = 1, #KEYS do
     redis.call('DEL', KEYS[i])
   end
 end
-if mode == 'lease' then reply[#reply + 1] = taken end
+if mode == 'lease' then reply[#reply + 1], reply[#reply + 2] = taken, string.format('%d', tats[1]) end
 return reply
