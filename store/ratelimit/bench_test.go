@@ -23,11 +23,11 @@ import (
 // ns/op (the round trip as a client sees it, on a shared 2-core machine)
 // it reports redis-µs/op: the time Redis spent in the script per check
 // (INFO commandstats), the server time a limit adds. The "busy" cases are
-// 1 000 users and 200 addresses each sending about as fast as its limit
-// allows (200/s with a burst of 400 per user, 1 000/s with 2 000 per
-// address: leases of up to 50 and 250, living 250 ms), with leases of 1 s
-// (realsyncd's default) and without (REALSYNC_RATE_LIMIT_LEASE=0): the
-// cost of clients near their limits, the ones leases are for.
+// 1 000 users and 200 addresses sending as fast as the loop goes, within
+// limits of 2 000/s (burst 4 000) per user and 10 000/s (burst 20 000) per
+// address (leases of up to 500 and 2 500, living 250 ms), with leases of
+// 1 s (realsyncd's default) and without (REALSYNC_RATE_LIMIT_LEASE=0):
+// the cost of busy clients, the ones leases are for.
 //
 //	go test ./store/ratelimit -run '^$' -bench RateLimit -benchtime 3s
 func BenchmarkRateLimit(b *testing.B) {
@@ -45,8 +45,8 @@ func BenchmarkRateLimit(b *testing.B) {
 	plain := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag})
 	leased := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag, LeaseTTL: time.Second})
 	big := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000} // never refuses
-	busyUser := limits.Limit{Rate: 200, Period: time.Second, Burst: 400}
-	busyIP := limits.Limit{Rate: 1000, Period: time.Second, Burst: 2000}
+	busyUser := limits.Limit{Rate: 2000, Period: time.Second, Burst: 4000}
+	busyIP := limits.Limit{Rate: 10_000, Period: time.Second, Burst: 20_000}
 	for _, tc := range []struct {
 		name   string
 		lim    *ratelimit.Limiter

@@ -13,14 +13,25 @@ import (
 )
 
 // BenchmarkPass is one pass over a queue of 2 000 duel tickets (ratings
-// spread over 1000..2000, windows ±100): the Redis time of the pass
-// script (INFO commandstats, on a redis-server of its own, so other tests
-// do not count) and the tickets it matched per second of that time.
+// spread over 1000..2000, windows ±100), and of 2 000 tickets of 2 v 2
+// with a fifth of them parties of 2: the Redis time of the pass script
+// (INFO commandstats, on a redis-server of its own, so other tests do not
+// count) and the tickets it matched per second of that time.
 //
 //	go test -run '^$' -bench BenchmarkPass -benchtime 10x ./store/tickets/
 func BenchmarkPass(b *testing.B) {
-	for _, queued := range []int{500, 2000} {
-		b.Run(fmt.Sprintf("queued=%d", queued), func(b *testing.B) {
+	for _, tc := range []struct {
+		queued  int
+		parties bool // 2 v 2, a fifth of the tickets parties of 2 (else duels)
+	}{{500, false}, {2000, false}, {2000, true}} {
+		queued := tc.queued
+		name := fmt.Sprintf("queued=%d", queued)
+		r := matchmaking.Default()
+		if tc.parties {
+			name += ",2v2-parties"
+			r = matchmaking.Rules{Teams: 2, TeamSize: 2, Window: matchmaking.Window{Start: 100}}
+		}
+		b.Run(name, func(b *testing.B) {
 			srv, err := redistest.StartServer()
 			if err != nil {
 				b.Fatal(err)
@@ -28,16 +39,19 @@ func BenchmarkPass(b *testing.B) {
 			b.Cleanup(srv.Stop)
 			e := open(b, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}, matchmaking.RuleSet{})
 			ctx := context.Background()
-			r := matchmaking.Default()
 			rng := rand.New(rand.NewPCG(1, 2))
 			var usec, matched int64
 			for b.Loop() {
 				b.StopTimer()
 				for i := range queued {
 					uid := fmt.Sprintf("u%d-%d", b.N, i)
+					party := []string{}
+					if tc.parties && i%5 == 0 {
+						party = []string{uid + "-mate"}
+					}
 					t := matchmaking.Ticket{ID: e.tickets.NewID("duel"), Mode: "duel", Regions: []string{"eu"},
-						Rating: 1000 + rng.Float64()*1000, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: []string{}}
-					g := matchmaking.GroupKey{Rating: t.Rating, Size: 1, Regions: t.Regions, Users: []string{uid}}
+						Rating: 1000 + rng.Float64()*1000, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
+					g := matchmaking.GroupKey{Rating: t.Rating, Size: 1 + len(party), Regions: t.Regions, Users: append([]string{uid}, party...)}
 					if _, err := e.tickets.Add(ctx, t, g, time.Minute, 1_000_000); err != nil {
 						b.Fatal(err)
 					}
