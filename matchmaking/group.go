@@ -69,7 +69,9 @@ func Group(r Rules, entries []Entry, now time.Time) []Grouped {
 // team with room (a smaller ticket took the seats it needed: in 2 v 2, a
 // party, a solo, a party), the same tickets are tried once more largest
 // party first (then in rating order), so two parties that make a match are
-// not kept apart by a solo between them.
+// not kept apart by a solo that took the seat one needed. (A solo whose own
+// window ends before the second party still keeps them apart until its
+// window widens: the walk stops there, and nothing was skipped.)
 func (r Rules) try(es []Entry, used []bool, i int, wa float64, reg string, now time.Time) (Grouped, bool) {
 	g, picked, misfit := r.grow(es, used, i, wa, reg, now, nil)
 	if len(picked) == 0 && misfit != nil {

@@ -44,8 +44,10 @@ func TestGroup(t *testing.T) {
 		// parties are tried again largest first and make the match; the solo waits
 		{name: "PartiesAroundASolo2v2", rules: teams, entries: []Entry{e("p", 1300, 2, 0), e("s", 1330, 1, 0), e("q", 1400, 2, 0)},
 			want: []Grouped{{Tickets: []string{"p", "q"}, Teams: []int{0, 1}, Region: "eu"}}},
-		// the retry keeps every window: p's (±100) cannot hold q (1410)
-		{name: "RetryKeepsWindows", rules: teams, entries: []Entry{e("p", 1300, 2, 0), e("s", 1330, 1, 0), e("q", 1410, 2, 0)}},
+		// the retry keeps every window (a reviewer's case): largest first it
+		// would take t6 (3, ±50) and then t3, 107 above t4: past t6's window
+		{name: "RetryKeepsEveryWindow", rules: Rules{Teams: 2, TeamSize: 3, Window: Window{Start: 50, Step: 50, Every: Duration(time.Second), Max: 300}},
+			entries: []Entry{e("t4", 1182, 2, 2), e("t2", 1208, 2, 4), e("t6", 1218, 3, 0), e("t3", 1289, 1, 2)}},
 		{name: "EqKeySeparates", rules: duel, entries: []Entry{{ID: "a", Rating: 1000, Size: 1, Created: now, Regions: []string{"eu"}, EqKey: "pc"},
 			{ID: "b", Rating: 1000, Size: 1, Created: now, Regions: []string{"eu"}, EqKey: "console"}}},
 		{name: "FFAAtMinWhenNoMoreFit", rules: ffa, entries: []Entry{e("a", 1000, 1, 0), e("b", 1050, 1, 0), e("c", 1090, 1, 0), e("d", 1200, 1, 0)},

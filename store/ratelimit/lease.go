@@ -24,7 +24,7 @@ import (
 // leaseCap(limit) - 1 per instance and counter, for a lease's lifetime (a
 // client moving to another instance, or stopping), or until the
 // instance's next call for that counter hands them back. The size follows the
-// counter's requests seen here in the last lease lifetime, so a client
+// counter's requests seen here in the last window (Config.LeaseTTL), so a client
 // that sends one request now and then takes one at a time, as without
 // leases, and one that hammers an instance takes leaseCap at a time.
 // Room counters (and their members' shares) are never leased: one room's
@@ -133,10 +133,15 @@ func (e *lease) want(l limits.Limit) (n int, back leaseGrant, fetching bool) {
 	back, e.stale = e.stale, leaseGrant{}
 	n = min(max(1, e.hits, e.last), leaseCap(l))
 	if n == 1 || e.fetching {
-		return 1, back, false
+		n = 1
+	} else {
+		e.fetching, fetching = true, true
 	}
-	e.fetching = true
-	return n, back, true
+	// no more handed back than this call takes: should the call run twice
+	// (a client's retry after a lost reply), the second run takes at least
+	// what it hands back again; the rest is lost, never given twice
+	back.n = min(back.n, n)
+	return n, back, fetching
 }
 
 // abort ends a lease fetch that got no answer.
@@ -165,8 +170,11 @@ func (e *lease) grant(d limits.Decision, g leaseGrant, fetching bool, now time.T
 		return d
 	}
 	e.expire(now)
-	e.spare += g.taken - 1
-	e.until, e.remaining, e.reset, e.tat, e.lastN = now.Add(life), d.Remaining, now.Add(d.Reset), g.tat, g.taken
+	e.remaining, e.reset = d.Remaining, now.Add(d.Reset)
+	if g.taken > 1 { // a lease: what it holds lives from now (a single request leaves alone what another grant holds)
+		e.spare += g.taken - 1
+		e.until, e.tat, e.lastN = now.Add(life), g.tat, g.taken
+	}
 	d.Remaining += e.spare
 	return d
 }
@@ -198,7 +206,7 @@ func (t *leaseTable) get(key string, now time.Time) *lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if now.Sub(t.rotated) >= t.ttl {
-		t.prev, t.cur, t.rotated = t.cur, make(map[string]*lease, len(t.cur)), now
+		t.prev, t.cur, t.rotated = t.cur, map[string]*lease{}, now
 	}
 	if e, ok := t.cur[key]; ok {
 		return e

@@ -140,3 +140,31 @@ func TestLeaseTableGenerations(t *testing.T) {
 		t.Fatal("no lease after a rotation emptied the current generation")
 	}
 }
+
+// A single request's grant coming back after a lease's leaves what the
+// lease holds alone: its lifetime and what it would hand back.
+func TestLeaseSingleGrantKeepsTheLease(t *testing.T) {
+	const ttl = time.Second
+	l := limits.Limit{Rate: 1, Period: time.Hour, Burst: 80}
+	t0 := time.Unix(1_800_000_000, 0)
+	e := &lease{}
+	for range 5 {
+		e.spend(t0, ttl)
+	}
+	n, _, fetching := e.want(l)
+	if m, _, f := e.want(l); m != 1 || f {
+		t.Fatalf("second want %d, %v", m, f)
+	}
+	e.grant(limits.Decision{Allowed: true, Remaining: 70}, leaseGrant{taken: n, tat: 100}, fetching, t0, 400*time.Millisecond)
+	e.grant(limits.Decision{Allowed: true, Remaining: 69}, leaseGrant{taken: 1, tat: 110}, false, t0.Add(200*time.Millisecond), 400*time.Millisecond)
+	if _, ok := e.spend(t0.Add(400*time.Millisecond), ttl); ok {
+		t.Fatal("the lease outlived its 400 ms: a single grant extended it")
+	}
+	if e.stale != (leaseGrant{n: 4, tat: 100}) {
+		t.Fatalf("to hand back %+v, want 4 before 100", e.stale)
+	}
+	// no more is handed back than the call takes
+	if m, back, _ := e.want(l); back.n > m {
+		t.Fatalf("hands back %d with a call taking %d", back.n, m)
+	}
+}

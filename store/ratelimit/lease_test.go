@@ -267,3 +267,66 @@ func TestLeasesKeepTheBurst(t *testing.T) {
 		}
 	})
 }
+
+// A request handed back (a right invite code: Give) between a lease and
+// the hand-back of what it held moves the counter's TAT behind the one
+// the lease left: the hand-back is then skipped (its requests can no
+// longer be told apart), never applied on top of the give.
+func TestLeaseHandBackSkippedAfterAGive(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: 100 * time.Millisecond})
+		plain := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix})
+		c := []limits.Check{user("gina", eighty)}
+		for range 8 { // leases of 1, 2, 4, then 8: 7 held
+			if d, err := lim.Do(context.Background(), limits.Take, c); err != nil || !d[0].Allowed {
+				t.Fatalf("take: %+v %v", d, err)
+			}
+		}
+		if _, err := plain.Do(context.Background(), limits.Give, c); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond) // the lease expires
+		if d, err := lim.Do(context.Background(), limits.Take, c); err != nil || !d[0].Allowed {
+			t.Fatalf("take: %+v %v", d, err)
+		}
+		d, err := plain.Do(context.Background(), limits.Peek, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 15 taken, 1 given back, then a lease of 8: 22 charged; 9 allowed,
+		// 7 held, the 7 held before lost, the one given back counted again
+		if left := d[0].Remaining + 1; left+9+ratelimit.Spare(lim) != 80-7+1 {
+			t.Fatalf("%d left, 9 allowed, %d held: want %d in all", left, ratelimit.Spare(lim), 80-7+1)
+		}
+	})
+}
+
+// A lease call that fails (here: a cancelled context) does not keep the
+// counter from being leased again.
+func TestLeaseAfterAFailedCall(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		var redis, local atomic.Int64
+		lim := b.leasing(&redis, &local)
+		c := []limits.Check{user("hal", eighty)}
+		for range 15 { // leases of 1, 2, 4, 8, all spent
+			if _, err := lim.Do(context.Background(), limits.Take, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := lim.Do(ctx, limits.Take, c); err == nil {
+			t.Fatal("a call with a cancelled context went through")
+		}
+		if _, err := lim.Do(context.Background(), limits.Take, c); err != nil {
+			t.Fatal(err)
+		}
+		before := local.Load()
+		if _, err := lim.Do(context.Background(), limits.Take, c); err != nil {
+			t.Fatal(err)
+		}
+		if local.Load() != before+1 {
+			t.Fatal("after a failed call the counter is no longer leased (one request a call)")
+		}
+	})
+}

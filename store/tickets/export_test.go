@@ -1,6 +1,11 @@
 package tickets
 
-import "github.com/realsync/realsync/store/internal/redisx"
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
 
 // ExportedCalls is one descriptor of each script, for the Lua check.
 func ExportedCalls() []redisx.Call {
@@ -17,3 +22,20 @@ func ExportedCalls() []redisx.Call {
 
 // BackfillKey is mode's backfill rooms' key.
 func (s *Store) BackfillKey(mode string) string { return s.backfill(mode) }
+
+// SetCreated rewrites ticket id's creation time (ms) in its state, as if
+// it had waited since then.
+func (s *Store) SetCreated(ctx context.Context, mode, id string, ms int64) error {
+	key := s.modeTickets(mode)
+	raw, err := s.b.Client.HGet(ctx, key, id+":s").Result()
+	if err != nil {
+		return err
+	}
+	var st map[string]any
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return err
+	}
+	st["cr"] = ms
+	out, _ := json.Marshal(st)
+	return s.b.Client.HSet(ctx, key, id+":s", out).Err()
+}

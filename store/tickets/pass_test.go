@@ -176,3 +176,50 @@ func TestPassPartiesAroundASolo(t *testing.T) {
 		}
 	})
 }
+
+// The retry keeps every ticket's window (a reviewer's 3 v 3 case, each
+// ticket having waited its own time): largest party first it would take
+// t6 (3 players, ±50, new) and then t3, 107 above t4, past t6's window;
+// so no match, in the pass script as in matchmaking.Group.
+func TestPassRetryKeepsEveryWindow(t *testing.T) {
+	r := matchmaking.Rules{Teams: 2, TeamSize: 3,
+		Window: matchmaking.Window{Start: 50, Step: 50, Every: matchmaking.Duration(time.Second), Max: 300}}
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		now := time.Now()
+		var entries []matchmaking.Entry
+		for _, tk := range []struct {
+			name   string
+			rating float64
+			size   int
+			waited time.Duration
+		}{{"t4", 1182, 2, 2 * time.Second}, {"t2", 1208, 2, 4 * time.Second}, {"t6", 1218, 3, 0}, {"t3", 1289, 1, 2 * time.Second}} {
+			var party []string
+			for k := 1; k < tk.size; k++ {
+				party = append(party, fmt.Sprintf("%s-%d", tk.name, k))
+			}
+			t0 := matchmaking.Ticket{ID: e.tickets.NewID("squad"), Mode: "squad", Regions: []string{"eu"}, Rating: tk.rating,
+				Attributes: map[string]any{}, UserID: tk.name, PartyUserIDs: party}
+			users := append([]string{tk.name}, party...)
+			if _, err := e.tickets.Add(ctx, t0, matchmaking.GroupKey{Rating: tk.rating, Size: tk.size, Regions: t0.Regions, Users: users}, time.Minute, 1000); err != nil {
+				t.Fatal(err)
+			}
+			created := now.Add(-tk.waited)
+			if err := e.tickets.SetCreated(ctx, "squad", t0.ID, created.UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, matchmaking.Entry{ID: t0.ID, Rating: tk.rating, Size: tk.size, Created: created, Regions: t0.Regions})
+		}
+		if want := matchmaking.Group(r, entries, now); len(want) != 0 {
+			t.Fatalf("the reference grouped %+v", want)
+		}
+		p, err := e.tickets.Pass(ctx, "squad", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Matches) != 0 {
+			t.Fatalf("the pass matched %+v", p.Matches)
+		}
+	})
+}
