@@ -218,15 +218,13 @@ func (s *Server) paramError(w http.ResponseWriter, r *http.Request, err error) {
 
 // paramInvalid is the validation failure of a parameter the generated
 // router refused, naming it (a header's too: two Last-Event-ID headers are
-// not a bad query).
+// not a bad query). The router's three kinds of error are named; any
+// other is the query's.
 func paramInvalid(err error) error {
 	var (
 		inv  *oapi.InvalidParamFormatError
 		many *oapi.TooManyValuesForParamError
 		req  *oapi.RequiredParamError
-		reqH *oapi.RequiredHeaderError
-		unm  *oapi.UnmarshalingParamError
-		esc  *oapi.UnescapedCookieParamError
 	)
 	switch {
 	case errors.As(err, &inv):
@@ -235,12 +233,6 @@ func paramInvalid(err error) error {
 		return rooms.Invalid(many.ParamName, "must be sent once")
 	case errors.As(err, &req):
 		return rooms.Invalid(req.ParamName, "is required")
-	case errors.As(err, &reqH):
-		return rooms.Invalid(reqH.ParamName, "is required")
-	case errors.As(err, &unm):
-		return rooms.Invalid(unm.ParamName, "has the wrong form")
-	case errors.As(err, &esc):
-		return rooms.Invalid(esc.ParamName, "has the wrong form")
 	}
 	return rooms.Invalid("query", "is invalid")
 }
