@@ -135,7 +135,7 @@ func (r Rules) grow(es []Entry, used []bool, i int, wa float64, reg string, now 
 		}
 		waited := now.Sub(e.Created)
 		we := r.WindowAt(waited)
-		if e.EqKey != a.EqKey || spread > we || spread > wa || !contains(r.RegionsAt(e.Regions, waited), reg) {
+		if e.EqKey != a.EqKey || spread > we || !contains(r.RegionsAt(e.Regions, waited), reg) {
 			continue
 		}
 		if order == nil {

@@ -42,12 +42,6 @@ type Endpoint struct {
 	Events []string `yaml:"events" json:"events"`
 }
 
-// File is the endpoints file: {"endpoints": [...]}, YAML or JSON (YAML
-// reads both).
-type File struct {
-	Endpoints []Endpoint `yaml:"endpoints" json:"endpoints"`
-}
-
 // Load reads and checks the endpoints file at path; an error names the
 // file and the field at fault.
 func Load(path string) ([]Endpoint, error) {

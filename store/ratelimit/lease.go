@@ -223,10 +223,3 @@ func (t *leaseTable) get(key string, now time.Time) *lease {
 	t.cur[key] = e
 	return e
 }
-
-// size is how many leases the table keeps.
-func (t *leaseTable) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.cur) + len(t.prev)
-}

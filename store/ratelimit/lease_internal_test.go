@@ -168,3 +168,10 @@ func TestLeaseSingleGrantKeepsTheLease(t *testing.T) {
 		t.Fatalf("hands back %d with a call taking %d", back.n, m)
 	}
 }
+
+// size is how many leases the table keeps.
+func (t *leaseTable) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.cur) + len(t.prev)
+}

@@ -23,6 +23,9 @@
 --         (µs until the key is back to its full burst)}; a lease adds the
 --         requests taken and the TAT it left (µs; 0 and 0 when refused)
 local mode = ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
 local want = 1
 if mode == 'lease' then
   if #KEYS ~= 1 then return redis.error_reply('ERR gcra_check: a lease takes one key') end
@@ -30,19 +33,14 @@ if mode == 'lease' then
   local back, from = tonumber(ARGV[5]), tonumber(ARGV[6])
   if back > 0 then
     local tat = tonumber(redis.call('GET', KEYS[1]) or 0)
-    local t = redis.call('TIME')
-    local at = tonumber(t[1]) * 1000000 + tonumber(t[2])
     local interval = tonumber(ARGV[2])
-    back = math.min(back, math.floor((from - at) / interval))
+    back = math.min(back, math.floor((from - now) / interval))
     if back > 0 and tat >= from then
       tat = tat - interval * back
-      redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.max(1, math.ceil((tat - at) / 1000)))
+      redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.max(1, math.ceil((tat - now) / 1000)))
     end
   end
 end
-
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local reply = {'OK'}
 local taken = 0 -- by a lease

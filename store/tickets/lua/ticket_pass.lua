@@ -194,7 +194,7 @@ local function grow(i, a, wa, reg, order)
       if not order and spread > minw then break end
       local waited = now - e.st.cr
       local we = window(waited)
-      if e.eq == a.eq and spread <= we and spread <= wa and open_in(e, reg, waited) and
+      if e.eq == a.eq and spread <= we and open_in(e, reg, waited) and
           (not order or (spread <= minw and maxspread <= we)) then
         if not order then cands[#cands + 1] = j end
         local u = best_fit(free, e.size)
