@@ -201,3 +201,17 @@ func (s *Store) PickIndexKeys(id, mode, region string) []string {
 	}
 	return out
 }
+
+// SentAs is what a run of the store's script name carries to Redis: its
+// function's name where the mutations run as FCALL, else its SHA1.
+func (s *Store) SentAs(name string) string {
+	for id, n := range redisx.ScriptNames() {
+		if n != name {
+			continue
+		}
+		if isFunction := len(id) != 40; isFunction == s.runner.Functions() {
+			return id
+		}
+	}
+	return ""
+}

@@ -149,7 +149,7 @@ func (h metricsHook) script(cmd redis.Cmder, name string, err error, d time.Dura
 func outcome(cmd redis.Cmder, err error) string {
 	switch {
 	case err == nil || errors.Is(err, redis.Nil):
-		if c, ok := cmd.(*redis.Cmd); ok {
+		if c, ok := redisx.AsCmd(cmd); ok {
 			if arr, ok := c.Val().([]any); ok && len(arr) > 0 {
 				if status, ok := arr[0].(string); ok {
 					return status

@@ -300,9 +300,9 @@ const (
 	dialTimeout = time.Second
 	readTimeout = 2 * time.Second
 	poolTimeout = 12 * time.Second // tried twice
-	// maxRetries: one more try, for a pooled connection that Redis closed
-	// (a restart); maxRedirects: a Cluster's tries after the first, which
-	// also follow MOVED and ASK.
+	// maxRetries: one more try of a read (a script run is sent once:
+	// redisx.sentOnce); maxRedirects: a Cluster's tries after the first,
+	// which also follow MOVED and ASK.
 	maxRetries   = 1
 	maxRedirects = 2
 )

@@ -480,7 +480,13 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 		return n == 0
 	})
 	write(fmt.Sprintf("endpoints:\n- id: crm\n  url: %s/hooks\n  secret: %s\n  events: ['*']\n", rc.srv.URL, rc.secret))
-	time.Sleep(webhook.Reload + time.Second) // the file is read again
+	reloaded := func(n int) { // the file was read again, the n-th time it changed
+		t.Helper()
+		waitFor(t, webhook.Reload+5*time.Second, "the file reloaded", func() bool {
+			return strings.Count(a.logText(), "webhooks file reloaded") >= n
+		})
+	}
+	reloaded(1)
 	after := create("after")
 	waitFor(t, 10*time.Second, "an event of a room made after the reload", func() bool {
 		tries, _ := rc.snapshot()
@@ -493,7 +499,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 		}
 	}
 	write("endpoints: []\n")
-	time.Sleep(webhook.Reload + time.Second)
+	reloaded(2)
 	n := len(tries)
 	last := create("emptied")
 	waitFor(t, 10*time.Second, "the outbox drained again", func() bool {

@@ -2323,7 +2323,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `STORE_UNAVAILABLE`: Redis is unreachable. */
+        /**
+         * @description `STORE_UNAVAILABLE`: Redis is unreachable, or did not answer in
+         *     time. A change the request asked for was either not made or made
+         *     once, never twice: when Redis' answer was lost after it ran (a
+         *     connection reset, a network that failed, the request timeout) the
+         *     change stands, and the same request sent again may be refused for
+         *     what it did (a leave: 403 `NOT_A_MEMBER`). Read before you send a
+         *     change again whose repetition matters (a message, a patch).
+         */
         Unavailable: {
             headers: {
                 [name: string]: unknown;
@@ -2344,7 +2352,8 @@ export interface components {
          *     key with the same method, route and body, byte for byte, gets that
          *     answer again with `Idempotent-Replayed: true`, without running. An
          *     error answer is not kept (the request changed nothing), so the key may
-         *     be used again. The same key with another body or route is 422
+         *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
+         *     been made (see that answer): the key does not know either. The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
          *     request whose instance died before answering holds its key for twice
@@ -2494,7 +2503,8 @@ export interface operations {
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
                  *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again. The same key with another body or route is 422
+                 *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
+                 *     been made (see that answer): the key does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3073,7 +3083,8 @@ export interface operations {
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
                  *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again. The same key with another body or route is 422
+                 *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
+                 *     been made (see that answer): the key does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3153,7 +3164,8 @@ export interface operations {
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
                  *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again. The same key with another body or route is 422
+                 *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
+                 *     been made (see that answer): the key does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice

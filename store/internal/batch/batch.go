@@ -445,7 +445,7 @@ func newCall(cmds []redis.Cmder, shape callShape) (c *call, key string, ok bool)
 		args := cmd.Args()
 		switch name := cmd.Name(); name {
 		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-			if _, isCmd := cmd.(*redis.Cmd); !isCmd || len(args) < 3 || shape == callReads {
+			if _, isCmd := redisx.AsCmd(cmd); !isCmd || len(args) < 3 || shape == callReads {
 				return nil, "", false
 			}
 			n, _ := strconv.Atoi(keyString(args[2]))
@@ -501,7 +501,7 @@ func readArity(name string, n int) int {
 // runsScript reports whether one of c's commands runs a script.
 func (c *call) runsScript() bool {
 	for _, cmd := range c.cmds {
-		if _, ok := cmd.(*redis.Cmd); ok {
+		if _, ok := redisx.AsCmd(cmd); ok {
 			return true
 		}
 	}

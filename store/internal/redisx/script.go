@@ -21,11 +21,12 @@ type Script struct {
 	Before string // a mutation's code ahead of begin() (MutationAfter)
 	Body   string // a mutation's body, for the library
 	FName  string // a mutation's function in the library ("" for the others)
+	src    string // what EVAL runs
 }
 
 // Plain is a script run as it is written (no prelude, not in a library).
 func Plain(name, src string) *Script {
-	s := &Script{Script: redis.NewScript(src), Name: name}
+	s := &Script{Script: redis.NewScript(src), Name: name, src: src}
 	register(s.Hash(), name)
 	return s
 }
@@ -40,7 +41,8 @@ func Mutation(prelude, name, src string) *Script {
 // same scope as src: code that rewrites KEYS and ARGV before the prelude
 // binds them (quick_join.lua picks the room the rest of the call is about).
 func MutationAfter(prelude, name, before, src string) *Script {
-	s := &Script{Script: redis.NewScript(prelude + "\n" + lines(before) + "begin()\n" + src), Name: name, Before: before, Body: src}
+	code := prelude + "\n" + lines(before) + "begin()\n" + src
+	s := &Script{Script: redis.NewScript(code), Name: name, Before: before, Body: src, src: code}
 	register(s.Hash(), name)
 	return s
 }
@@ -199,19 +201,28 @@ func (r *Runner) loadLibraryFor(ctx context.Context, key string) error {
 	}
 }
 
-// Run runs call: FCALL of a mutation's function where the library is
-// loaded (loading it on the key's node and calling again when that node
-// lacks it), else EVALSHA, then EVAL when the node does not know the
-// script.
+// Run runs call, sent once (see sentOnce): FCALL of a mutation's function
+// where the library is loaded (loading it on the key's node and calling
+// again when that node lacks it), else EVALSHA, then EVAL when the node
+// does not know the script.
 func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 	sc := call.Script()
 	keys, args := call.KeysArgs()
-	if !r.functions || sc.FName == "" {
-		return sc.Run(ctx, r.client, keys, args...)
+	run := func(command, script string) *redis.Cmd {
+		send, cmd := scriptCmd(ctx, command, script, keys, args)
+		_ = r.client.Process(ctx, send)
+		return cmd
 	}
-	cmd := r.client.FCall(ctx, sc.FName, keys, args...)
+	if !r.functions || sc.FName == "" {
+		cmd := run("evalsha", sc.Hash())
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			cmd = run("eval", sc.src)
+		}
+		return cmd
+	}
+	cmd := run("fcall", sc.FName)
 	if functionMissing(cmd.Err()) && r.loadLibraryFor(ctx, keys[0]) == nil {
-		cmd = r.client.FCall(ctx, sc.FName, keys, args...)
+		cmd = run("fcall", sc.FName)
 	}
 	return cmd
 }
@@ -222,10 +233,13 @@ func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 func (r *Runner) Queue(ctx context.Context, p redis.Pipeliner, call Call) *redis.Cmd {
 	sc := call.Script()
 	keys, args := call.KeysArgs()
-	if !r.functions || sc.FName == "" {
-		return sc.EvalSha(ctx, p, keys, args...)
+	command, script := "evalsha", sc.Hash()
+	if r.functions && sc.FName != "" {
+		command, script = "fcall", sc.FName
 	}
-	return p.FCall(ctx, sc.FName, keys, args...)
+	send, cmd := scriptCmd(ctx, command, script, keys, args)
+	_ = p.Process(ctx, send)
+	return cmd
 }
 
 // RunAll runs calls in one pipeline and returns their commands, in order;

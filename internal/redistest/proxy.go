@@ -1,0 +1,145 @@
+package redistest
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy relays loopback TCP connections to a Redis server, and loses a
+// reply on demand: after LoseReplyTo(marker), the first request that
+// carries marker reaches Redis, which runs it, and the connection it came
+// on is closed when Redis answers, before the reply is relayed. That is
+// what a client sees of a connection reset, or a network that fails, after
+// Redis ran its command: the outcome is unknown to it.
+type Proxy struct {
+	Addr   string
+	target string
+	ln     net.Listener
+	marker atomic.Pointer[[]byte]
+	lost   atomic.Int32
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+// StartProxy relays to the Redis at target (host:port) until the test
+// ends.
+func StartProxy(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]bool{}}
+	p.wg.Add(1)
+	go p.accept()
+	tb.Cleanup(p.close)
+	return p
+}
+
+// LoseReplyTo arms the proxy: Redis' reply to the next request whose bytes
+// contain marker (a script's function name, a key) is not relayed.
+func (p *Proxy) LoseReplyTo(marker string) {
+	m := []byte(marker)
+	p.marker.Store(&m)
+}
+
+// Lost is how many replies the proxy lost.
+func (p *Proxy) Lost() int { return int(p.lost.Load()) }
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		if !p.track(c, s) {
+			return
+		}
+		var lose atomic.Bool
+		p.wg.Add(2)
+		go func() { // requests
+			defer p.wg.Done()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if m := p.marker.Load(); m != nil && bytes.Contains(buf[:n], *m) && p.marker.CompareAndSwap(m, nil) {
+						lose.Store(true)
+					}
+					if _, werr := s.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			p.drop(c, s)
+		}()
+		go func() { // replies
+			defer p.wg.Done()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 && lose.Load() {
+					p.lost.Add(1)
+					break
+				}
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			p.drop(c, s)
+		}()
+	}
+}
+
+// track records a relayed pair, false once the proxy is closed.
+func (p *Proxy) track(c, s net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		c.Close()
+		s.Close()
+		return false
+	}
+	p.conns[c], p.conns[s] = true, true
+	return true
+}
+
+// drop closes a relayed pair.
+func (p *Proxy) drop(c, s net.Conn) {
+	c.Close()
+	s.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+	delete(p.conns, s)
+}
+
+func (p *Proxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}
