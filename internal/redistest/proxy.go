@@ -2,23 +2,28 @@ package redistest
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
 
-// Proxy relays loopback TCP connections to a Redis server, and loses a
-// reply on demand: after LoseReplyTo(marker), the first request that
+// Proxy relays loopback TCP connections to a Redis server, and loses
+// replies on demand: after LoseReplyTo(marker), the first request that
 // carries marker reaches Redis, which runs it, and the connection it came
-// on is closed when Redis answers, before the reply is relayed. That is
-// what a client sees of a connection reset, or a network that fails, after
-// Redis ran its command: the outcome is unknown to it.
+// on is closed when Redis answers, before the reply is relayed; after
+// LoseReplies(p), each reply (what one read from Redis returns) is lost so
+// with probability p. That is what a client sees of a connection reset,
+// or a network that fails, after Redis ran its command: the outcome is
+// unknown to it.
 type Proxy struct {
 	Addr   string
 	target string
 	ln     net.Listener
 	marker atomic.Pointer[[]byte]
+	rate   atomic.Uint64 // LoseReplies' p, as math.Float64bits
 	lost   atomic.Int32
 
 	mu    sync.Mutex
@@ -47,6 +52,9 @@ func (p *Proxy) LoseReplyTo(marker string) {
 	m := []byte(marker)
 	p.marker.Store(&m)
 }
+
+// LoseReplies loses each reply with probability p from now on (0: none).
+func (p *Proxy) LoseReplies(rate float64) { p.rate.Store(math.Float64bits(rate)) }
 
 // Lost is how many replies the proxy lost.
 func (p *Proxy) Lost() int { return int(p.lost.Load()) }
@@ -92,7 +100,7 @@ func (p *Proxy) accept() {
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := s.Read(buf)
-				if n > 0 && lose.Load() {
+				if n > 0 && (lose.Load() || rand.Float64() < math.Float64frombits(p.rate.Load())) {
 					p.lost.Add(1)
 					break
 				}
