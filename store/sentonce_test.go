@@ -24,20 +24,32 @@ import (
 // was made twice. Through a proxy that loses the one reply, batched and
 // not, with FCALL and with EVALSHA.
 func TestLostReplyRunsOnce(t *testing.T) {
+	standalone := []*redistest.Proxy{redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))}
+	clusterAddrs, cluster := redistest.StartProxiedCluster(t, 3)
 	for _, tc := range []struct {
 		name        string
+		cluster     bool
 		batch       bool
 		scriptsOnly bool
 	}{
-		{"Batched", true, false},
-		{"Unbatched", false, false},
-		{"BatchedScripts", true, true},
-		{"UnbatchedScripts", false, true},
+		{"Batched", false, true, false},
+		{"Unbatched", false, false, false},
+		{"BatchedScripts", false, true, true},
+		{"UnbatchedScripts", false, false, true},
+		{"ClusterBatched", true, true, false},
+		{"ClusterUnbatchedScripts", true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
-			s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) {
+			proxies, b := standalone, redistest.Backend{Name: "proxied", URL: "redis://" + standalone[0].Addr}
+			if tc.cluster {
+				proxies, b = cluster, redistest.Backend{Name: "proxied cluster", ClusterAddrs: clusterAddrs}
+			}
+			lostBefore := 0
+			for _, p := range proxies {
+				lostBefore += p.Lost()
+			}
+			s := openStoreWith(t, b, func(c *store.Config) {
 				c.Batch = nil
 				if tc.batch {
 					c.Batch = &store.Batching{}
@@ -63,14 +75,21 @@ func TestLostReplyRunsOnce(t *testing.T) {
 			mustJoin(t, s, bob, id)
 			before := len(events(t, s, id))
 
-			lose := func(script string) {
+			lose := func(script string) { // on the node the call goes to, whichever
 				t.Helper()
 				sentAs := s.SentAs(script)
 				if sentAs == "" {
 					t.Fatalf("no call name for %s", script)
 				}
-				proxy.LoseReplyTo(sentAs)
+				for _, p := range proxies {
+					p.LoseReplyTo(sentAs)
+				}
 			}
+			defer func() {
+				for _, p := range proxies {
+					p.LoseReplyTo("")
+				}
+			}()
 			lost := func(what string, err error) {
 				t.Helper()
 				if !errors.Is(err, rooms.ErrUnavailable) {
@@ -86,8 +105,12 @@ func TestLostReplyRunsOnce(t *testing.T) {
 			lose("state_patch")
 			_, err = s.PatchState(ctx, alice, id, rooms.StatePatch{Set: rooms.State{"score": []byte(`1`)}, IfMatch: -1})
 			lost("patch", err)
-			if n := proxy.Lost(); n != 3 {
-				t.Fatalf("the proxy lost %d replies, want 3", n)
+			n := -lostBefore
+			for _, p := range proxies {
+				n += p.Lost()
+			}
+			if n != 3 {
+				t.Fatalf("the proxies lost %d replies, want 3", n)
 			}
 
 			got := types(events(t, s, id)[before:])
@@ -121,14 +144,28 @@ func TestLostReplyRunsOnce(t *testing.T) {
 // its quota; every message acknowledged is in its room once, one answered
 // 503 at most once, and none twice.
 func TestChurnThroughLostRepliesKeepsInvariants(t *testing.T) {
+	t.Run("standalone", func(t *testing.T) {
+		target := strings.TrimPrefix(redistest.StandaloneURL(t), "redis://")
+		p1, p2 := redistest.StartProxy(t, target), redistest.StartProxy(t, target)
+		churnThroughLostReplies(t, []*redistest.Proxy{p1, p2}, func(c *store.Config, i int) {
+			c.RedisURL = "redis://" + []*redistest.Proxy{p1, p2}[i].Addr
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		addrs, proxies := redistest.StartProxiedCluster(t, 3)
+		churnThroughLostReplies(t, proxies, func(c *store.Config, _ int) { c.ClusterAddrs = addrs })
+	})
+}
+
+// churnThroughLostReplies runs the churn on two instances, instance i's
+// store configured by at, all of Redis reached through proxies.
+func churnThroughLostReplies(t *testing.T, proxies []*redistest.Proxy, at func(c *store.Config, i int)) {
 	const workers, ops, joined = 16, 120, 3
 	ctx := context.Background()
-	target := strings.TrimPrefix(redistest.StandaloneURL(t), "redis://")
-	p1, p2 := redistest.StartProxy(t, target), redistest.StartProxy(t, target)
 	cfg := store.Config{Quotas: store.Quotas{RoomsJoined: joined}, Prefix: redistest.Prefix(t), Shards: 8, Batch: testBatch()}
-	open := func(p *redistest.Proxy) *store.Store {
+	open := func(i int) *store.Store {
 		c := cfg
-		c.RedisURL = "redis://" + p.Addr
+		at(&c, i)
 		s, err := store.Open(ctx, c)
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +173,18 @@ func TestChurnThroughLostRepliesKeepsInvariants(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	s1, s2 := open(p1), open(p2)
+	s1, s2 := open(0), open(1)
+	loseReplies := func(rate float64) {
+		for _, p := range proxies {
+			p.LoseReplies(rate)
+		}
+	}
+	lostReplies := func() (n int) {
+		for _, p := range proxies {
+			n += p.Lost()
+		}
+		return n
+	}
 	var ids []string
 	for i := range 4 {
 		ids = append(ids, mustCreate(t, s1, user(i), spread(i)).Room.ID)
@@ -152,8 +200,7 @@ func TestChurnThroughLostRepliesKeepsInvariants(t *testing.T) {
 		}
 	}
 
-	p1.LoseReplies(0.04)
-	p2.LoseReplies(0.04)
+	loseReplies(0.04)
 	var (
 		wg         sync.WaitGroup
 		mu         sync.Mutex
@@ -195,14 +242,13 @@ func TestChurnThroughLostRepliesKeepsInvariants(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	p1.LoseReplies(0)
-	p2.LoseReplies(0)
+	loseReplies(0)
 	if unexpected.Load() > 0 {
 		t.Fatalf("%d unexpected errors", unexpected.Load())
 	}
 	t.Logf("replies lost: %d; calls answered unavailable: %d; successes: join %d, leave %d, kick %d, update %d, patch %d, message %d",
-		p1.Lost()+p2.Lost(), lostCalls.Load(), done[0].Load(), done[1].Load(), done[2].Load(), done[3].Load(), done[4].Load(), done[5].Load())
-	if p1.Lost()+p2.Lost() == 0 || lostCalls.Load() == 0 {
+		lostReplies(), lostCalls.Load(), done[0].Load(), done[1].Load(), done[2].Load(), done[3].Load(), done[4].Load(), done[5].Load())
+	if lostReplies() == 0 || lostCalls.Load() == 0 {
 		t.Fatal("no reply was lost: the test did not test")
 	}
 	checkInvariants(t, s1)

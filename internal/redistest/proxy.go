@@ -2,12 +2,17 @@ package redistest
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Proxy relays loopback TCP connections to a Redis server, and loses
@@ -47,8 +52,13 @@ func StartProxy(tb testing.TB, target string) *Proxy {
 }
 
 // LoseReplyTo arms the proxy: Redis' reply to the next request whose bytes
-// contain marker (a script's function name, a key) is not relayed.
+// contain marker (a script's function name, a key) is not relayed; ""
+// disarms it.
 func (p *Proxy) LoseReplyTo(marker string) {
+	if marker == "" {
+		p.marker.Store(nil)
+		return
+	}
 	m := []byte(marker)
 	p.marker.Store(&m)
 }
@@ -58,6 +68,59 @@ func (p *Proxy) LoseReplies(rate float64) { p.rate.Store(math.Float64bits(rate))
 
 // Lost is how many replies the proxy lost.
 func (p *Proxy) Lost() int { return int(p.lost.Load()) }
+
+// StartProxiedCluster starts a Cluster of its own with masters masters,
+// each reached through a Proxy: every node announces its proxy's port, so
+// a client seeded with the proxies' addresses (the first result) talks to
+// the nodes through them only. Stopped when the test ends.
+func StartProxiedCluster(tb testing.TB, masters int) ([]string, []*Proxy) {
+	tb.Helper()
+	c, err := StartCluster(masters)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	ctx := context.Background()
+	var addrs []string
+	var proxies []*Proxy
+	for _, n := range c.Nodes {
+		p := StartProxy(tb, n.Addr)
+		_, port, _ := net.SplitHostPort(p.Addr)
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr})
+		err := cl.ConfigSet(ctx, "cluster-announce-port", port).Err()
+		cl.Close()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		addrs, proxies = append(addrs, p.Addr), append(proxies, p)
+	}
+	// until every node's view of the slots names the proxies only
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr})
+		for {
+			slots, err := cl.ClusterSlots(ctx).Result()
+			seen := 0
+			for _, s := range slots {
+				for _, node := range s.Nodes {
+					if slices.Contains(addrs, node.Addr) {
+						seen++
+					}
+				}
+			}
+			if err == nil && len(slots) > 0 && seen == len(slots) {
+				break
+			}
+			if time.Now().After(deadline) {
+				cl.Close()
+				tb.Fatalf("the nodes did not announce their proxies within 20 s: %v %v", slots, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cl.Close()
+	}
+	return addrs, proxies
+}
 
 func (p *Proxy) accept() {
 	defer p.wg.Done()
