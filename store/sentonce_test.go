@@ -283,3 +283,98 @@ func churnThroughLostReplies(t *testing.T, proxies []*redistest.Proxy, at func(c
 		}
 	}
 }
+
+// A create that names its request (rooms.NewRoom.Request: the api's
+// Idempotency-Key) makes at most one room: sent again after its reply was
+// lost (503, the room made), it answers the room the first made, with the
+// creator as player 1; another request makes another room. Batched and
+// not, standalone and Cluster.
+func TestNamedCreateMakesOneRoom(t *testing.T) {
+	standalone := []*redistest.Proxy{redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))}
+	clusterAddrs, cluster := redistest.StartProxiedCluster(t, 3)
+	for _, tc := range []struct {
+		name    string
+		cluster bool
+		batch   bool
+	}{
+		{"Batched", false, true},
+		{"Unbatched", false, false},
+		{"Cluster", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			proxies, b := standalone, redistest.Backend{Name: "proxied", URL: "redis://" + standalone[0].Addr}
+			if tc.cluster {
+				proxies, b = cluster, redistest.Backend{Name: "proxied cluster", ClusterAddrs: clusterAddrs}
+			}
+			s := openStoreWith(t, b, func(c *store.Config) {
+				c.Batch = nil
+				if tc.batch {
+					c.Batch = &store.Batching{}
+				}
+				c.Quotas = store.Quotas{RoomsOwned: 2, RoomsJoined: 2}
+			})
+			defer func() {
+				for _, p := range proxies {
+					p.LoseReplyTo("")
+				}
+			}()
+			mustCreate(t, s, bob, newRoom()) // the script known to every node it may run on
+			mustCreate(t, s, carol, newRoom(func(r *rooms.NewRoom) { r.Region = "eu" }))
+
+			named := newRoom(func(r *rooms.NewRoom) { r.Request, r.Visibility = "req-1", rooms.Private })
+			lost := 0
+			for _, p := range proxies {
+				lost -= p.Lost()
+				p.LoseReplyTo(s.SentAs("room_create"))
+			}
+			if _, err := s.Create(ctx, alice, named); !errors.Is(err, rooms.ErrUnavailable) {
+				t.Fatalf("create with its reply lost: %v, want %v", err, rooms.ErrUnavailable)
+			}
+			for _, p := range proxies {
+				lost += p.Lost()
+				p.LoseReplyTo("")
+			}
+			in := reality(t, s, alice)
+			if lost != 1 {
+				t.Fatalf("%d replies lost, want 1; alice in %v", lost, in)
+			}
+			if len(in) != 1 {
+				t.Fatalf("after the lost reply alice is in %v, want the one room made", in)
+			}
+			again, err := s.Create(ctx, alice, named)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := in[again.Room.ID]; !ok || again.PlayerID != 1 || again.Room.InviteCode == "" || len(again.Room.Players) != 1 {
+				t.Fatalf("sent again: room %s player %d code %q players %d; want the room made (%v) as the first answer had it",
+					again.Room.ID, again.PlayerID, again.Room.InviteCode, len(again.Room.Players), in)
+			}
+			if got := reality(t, s, alice); len(got) != 1 {
+				t.Fatalf("after sending it again alice is in %v, want 1 room", got)
+			}
+			// another request is another room; the quota counts the named one once
+			other := newRoom(func(r *rooms.NewRoom) { r.Request = "req-2" })
+			if j, err := s.Create(ctx, alice, other); err != nil || j.Room.ID == again.Room.ID {
+				t.Fatalf("another request: %v, room %s (the first %s)", err, j.Room.ID, again.Room.ID)
+			}
+			if _, err := s.Create(ctx, alice, newRoom()); !errors.Is(err, rooms.ErrOwnedRoomsLimit) && !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+				t.Fatalf("a third room past quotas of 2: %v", err)
+			}
+			if _, err := s.Create(ctx, alice, named); err != nil { // still the same room, at the quota
+				t.Fatalf("the first request once more, at the quota: %v", err)
+			}
+			// the room answered again is the one as it is now, player 1 left
+			if _, err := s.JoinByCode(ctx, bob, again.Room.InviteCode); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Leave(ctx, alice, again.Room.ID); err != nil {
+				t.Fatal(err)
+			}
+			if j, err := s.Create(ctx, alice, named); err != nil || j.Room.ID != again.Room.ID || j.PlayerID != 1 {
+				t.Fatalf("after alice left: %v, room %s player %d", err, j.Room.ID, j.PlayerID)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}

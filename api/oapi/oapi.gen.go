@@ -967,8 +967,12 @@ type QuickJoinParams struct {
 	// key with the same method, route and body, byte for byte, gets that
 	// answer again with `Idempotent-Replayed: true`, without running. An
 	// error answer is not kept (the request changed nothing), so the key may
-	// be used again; but after 503 `STORE_UNAVAILABLE` the change may have
-	// been made (see that answer): the key does not know either. The same key with another body or route is 422
+	// be used again. After 503 `STORE_UNAVAILABLE` the change may have been
+	// made (see that answer): `POST /v1/rooms` sent again with its key then
+	// answers the room the first request made (201, the room as it is now,
+	// the caller player 1), not a second room (the room's id derives from
+	// the caller, the key and the request); on the other routes the key
+	// does not know either. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -988,8 +992,12 @@ type CreateTicketParams struct {
 	// key with the same method, route and body, byte for byte, gets that
 	// answer again with `Idempotent-Replayed: true`, without running. An
 	// error answer is not kept (the request changed nothing), so the key may
-	// be used again; but after 503 `STORE_UNAVAILABLE` the change may have
-	// been made (see that answer): the key does not know either. The same key with another body or route is 422
+	// be used again. After 503 `STORE_UNAVAILABLE` the change may have been
+	// made (see that answer): `POST /v1/rooms` sent again with its key then
+	// answers the room the first request made (201, the room as it is now,
+	// the caller player 1), not a second room (the room's id derives from
+	// the caller, the key and the request); on the other routes the key
+	// does not know either. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1056,8 +1064,12 @@ type CreateRoomParams struct {
 	// key with the same method, route and body, byte for byte, gets that
 	// answer again with `Idempotent-Replayed: true`, without running. An
 	// error answer is not kept (the request changed nothing), so the key may
-	// be used again; but after 503 `STORE_UNAVAILABLE` the change may have
-	// been made (see that answer): the key does not know either. The same key with another body or route is 422
+	// be used again. After 503 `STORE_UNAVAILABLE` the change may have been
+	// made (see that answer): `POST /v1/rooms` sent again with its key then
+	// answers the room the first request made (201, the room as it is now,
+	// the caller player 1), not a second room (the room's id derives from
+	// the caller, the key and the request); on the other routes the key
+	// does not know either. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice

@@ -2352,8 +2352,12 @@ export interface components {
          *     key with the same method, route and body, byte for byte, gets that
          *     answer again with `Idempotent-Replayed: true`, without running. An
          *     error answer is not kept (the request changed nothing), so the key may
-         *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
-         *     been made (see that answer): the key does not know either. The same key with another body or route is 422
+         *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
+         *     made (see that answer): `POST /v1/rooms` sent again with its key then
+         *     answers the room the first request made (201, the room as it is now,
+         *     the caller player 1), not a second room (the room's id derives from
+         *     the caller, the key and the request); on the other routes the key
+         *     does not know either. The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
          *     request whose instance died before answering holds its key for twice
@@ -2503,8 +2507,12 @@ export interface operations {
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
                  *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
-                 *     been made (see that answer): the key does not know either. The same key with another body or route is 422
+                 *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
+                 *     made (see that answer): `POST /v1/rooms` sent again with its key then
+                 *     answers the room the first request made (201, the room as it is now,
+                 *     the caller player 1), not a second room (the room's id derives from
+                 *     the caller, the key and the request); on the other routes the key
+                 *     does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3083,8 +3091,12 @@ export interface operations {
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
                  *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
-                 *     been made (see that answer): the key does not know either. The same key with another body or route is 422
+                 *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
+                 *     made (see that answer): `POST /v1/rooms` sent again with its key then
+                 *     answers the room the first request made (201, the room as it is now,
+                 *     the caller player 1), not a second room (the room's id derives from
+                 *     the caller, the key and the request); on the other routes the key
+                 *     does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3164,8 +3176,12 @@ export interface operations {
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
                  *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again; but after 503 `STORE_UNAVAILABLE` the change may have
-                 *     been made (see that answer): the key does not know either. The same key with another body or route is 422
+                 *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
+                 *     made (see that answer): `POST /v1/rooms` sent again with its key then
+                 *     answers the room the first request made (201, the room as it is now,
+                 *     the caller player 1), not a second room (the room's id derives from
+                 *     the caller, the key and the request); on the other routes the key
+                 *     does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
