@@ -378,3 +378,67 @@ func TestNamedCreateMakesOneRoom(t *testing.T) {
 		})
 	}
 }
+
+// A quick-join whose reply was lost after it ran (the caller placed in a
+// room, joined or made) and is sent again finds the caller in that room
+// and answers it (Created false), placing the caller nowhere else: the
+// lock of its first run does not hold the second back.
+func TestLostQuickJoinReplyFoundAgain(t *testing.T) {
+	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
+	for _, tc := range []struct {
+		name  string
+		join  bool // a room to join exists; else the first run makes one
+		batch bool
+	}{{"Joins", true, true}, {"Creates", false, true}, {"CreatesUnbatched", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) {
+				c.Batch = nil
+				if tc.batch {
+					c.Batch = &store.Batching{}
+				}
+				c.Quotas = store.Quotas{RoomsOwned: 2, RoomsJoined: 2}
+			})
+			defer proxy.LoseReplyTo("")
+			// the scripts known to the server, and a room to join or none
+			if _, err := s.QuickJoin(ctx, bob, "qlost", []string{"eu"}, nil, quickRoom("qlost", "eu", 4)); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.join {
+				if _, err := s.QuickJoin(ctx, carol, "qlost", []string{"us"}, nil, quickRoom("qlost", "us", 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			region := map[bool]string{true: "eu", false: "us"}[tc.join]
+			lost := -proxy.Lost()
+			proxy.LoseReplyTo(s.SentAs("quick_join"))
+			if _, err := s.QuickJoin(ctx, alice, "qlost", []string{region}, nil, quickRoom("qlost", region, 1)); !errors.Is(err, rooms.ErrUnavailable) {
+				t.Fatalf("quick-join with its reply lost: %v, want %v", err, rooms.ErrUnavailable)
+			}
+			proxy.LoseReplyTo("")
+			if lost += proxy.Lost(); lost != 1 {
+				t.Fatalf("%d replies lost, want 1", lost)
+			}
+			in := reality(t, s, alice)
+			if len(in) != 1 {
+				t.Fatalf("after the lost reply alice is in %v, want one room", in)
+			}
+			for _, role := range in {
+				if want := map[bool]string{true: "m", false: "o"}[tc.join]; role != want {
+					t.Fatalf("alice's role %q, want %q (joined, or made the room)", role, want)
+				}
+			}
+			again, err := s.QuickJoin(ctx, alice, "qlost", []string{region}, nil, quickRoom("qlost", region, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := in[again.Room.ID]; !ok || again.Created {
+				t.Fatalf("sent again: room %s created %v; want %v, not created", again.Room.ID, again.Created, in)
+			}
+			if got := reality(t, s, alice); len(got) != 1 {
+				t.Fatalf("after sending it again alice is in %v", got)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}

@@ -971,8 +971,9 @@ type QuickJoinParams struct {
 	// made (see that answer): `POST /v1/rooms` sent again with its key then
 	// answers the room the first request made (201, the room as it is now,
 	// the caller player 1), not a second room (the room's id derives from
-	// the caller, the key and the request); on the other routes the key
-	// does not know either. The same key with another body or route is 422
+	// the caller, the key and the request); a quick-join sent again answers
+	// the room the first joined or made (200, `created: false`: the caller
+	// is in it); on the other routes the key does not know either. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -996,8 +997,9 @@ type CreateTicketParams struct {
 	// made (see that answer): `POST /v1/rooms` sent again with its key then
 	// answers the room the first request made (201, the room as it is now,
 	// the caller player 1), not a second room (the room's id derives from
-	// the caller, the key and the request); on the other routes the key
-	// does not know either. The same key with another body or route is 422
+	// the caller, the key and the request); a quick-join sent again answers
+	// the room the first joined or made (200, `created: false`: the caller
+	// is in it); on the other routes the key does not know either. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1068,8 +1070,9 @@ type CreateRoomParams struct {
 	// made (see that answer): `POST /v1/rooms` sent again with its key then
 	// answers the room the first request made (201, the room as it is now,
 	// the caller player 1), not a second room (the room's id derives from
-	// the caller, the key and the request); on the other routes the key
-	// does not know either. The same key with another body or route is 422
+	// the caller, the key and the request); a quick-join sent again answers
+	// the room the first joined or made (200, `created: false`: the caller
+	// is in it); on the other routes the key does not know either. The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice

@@ -2356,8 +2356,9 @@ export interface components {
          *     made (see that answer): `POST /v1/rooms` sent again with its key then
          *     answers the room the first request made (201, the room as it is now,
          *     the caller player 1), not a second room (the room's id derives from
-         *     the caller, the key and the request); on the other routes the key
-         *     does not know either. The same key with another body or route is 422
+         *     the caller, the key and the request); a quick-join sent again answers
+         *     the room the first joined or made (200, `created: false`: the caller
+         *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
          *     request whose instance died before answering holds its key for twice
@@ -2511,8 +2512,9 @@ export interface operations {
                  *     made (see that answer): `POST /v1/rooms` sent again with its key then
                  *     answers the room the first request made (201, the room as it is now,
                  *     the caller player 1), not a second room (the room's id derives from
-                 *     the caller, the key and the request); on the other routes the key
-                 *     does not know either. The same key with another body or route is 422
+                 *     the caller, the key and the request); a quick-join sent again answers
+                 *     the room the first joined or made (200, `created: false`: the caller
+                 *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3095,8 +3097,9 @@ export interface operations {
                  *     made (see that answer): `POST /v1/rooms` sent again with its key then
                  *     answers the room the first request made (201, the room as it is now,
                  *     the caller player 1), not a second room (the room's id derives from
-                 *     the caller, the key and the request); on the other routes the key
-                 *     does not know either. The same key with another body or route is 422
+                 *     the caller, the key and the request); a quick-join sent again answers
+                 *     the room the first joined or made (200, `created: false`: the caller
+                 *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3180,8 +3183,9 @@ export interface operations {
                  *     made (see that answer): `POST /v1/rooms` sent again with its key then
                  *     answers the room the first request made (201, the room as it is now,
                  *     the caller player 1), not a second room (the room's id derives from
-                 *     the caller, the key and the request); on the other routes the key
-                 *     does not know either. The same key with another body or route is 422
+                 *     the caller, the key and the request); a quick-join sent again answers
+                 *     the room the first joined or made (200, `created: false`: the caller
+                 *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
