@@ -46,8 +46,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	ctx := r.Context()
-	fp := fingerprint(r.Method, routePattern(r), body)
-	c, err := s.idem.Claim(ctx, userFrom(ctx).ID, *key, fp, 2*s.requestTimeout)
+	c, err := s.idem.Claim(ctx, userFrom(ctx).ID, *key, fingerprint(r.Method, routePattern(r), body), 2*s.requestTimeout)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -65,7 +64,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 		return
 	}
 	rec := &answerRecorder{header: http.Header{}}
-	h(rec, r.WithContext(context.WithValue(ctx, requestNameKey{}, requestName(userFrom(ctx).ID, *key, fp))))
+	h(rec, r)
 	ctx = context.WithoutCancel(ctx) // the answer is kept even if the client left
 	if rec.status >= 200 && rec.status < 300 {
 		a := idempotency.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"),
@@ -77,26 +76,6 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 		s.log.Warn("idempotency: key not released", "err", err, "request_id", requestID(ctx))
 	}
 	rec.writeTo(w)
-}
-
-// requestNameKey holds, in the context of a request with an
-// Idempotency-Key, the request's name (requestName).
-type requestNameKey struct{}
-
-// requestName names a request with an Idempotency-Key whatever becomes of
-// its answer: the caller, the key and the request's fingerprint. A create
-// passes it on (rooms.CreateParams.Request), so that the same request sent
-// again after an answer that was lost (503: the key was freed, the room
-// may exist) finds the room the first made.
-func requestName(uid, key, fingerprint string) string {
-	sum := sha256.Sum256([]byte(uid + "\x00" + key + "\x00" + fingerprint))
-	return hex.EncodeToString(sum[:])
-}
-
-// requestNameOf is the request name in ctx ("" without an Idempotency-Key).
-func requestNameOf(ctx context.Context) string {
-	n, _ := ctx.Value(requestNameKey{}).(string)
-	return n
 }
 
 // validIdempotencyKey: 1..maxIdempotencyKey visible ASCII characters.

@@ -18,7 +18,6 @@ func (s *Server) createRoom(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p.Request = requestNameOf(r.Context())
 	j, err := s.rooms.Create(r.Context(), userFrom(r.Context()), p)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -15,11 +15,6 @@ type CreateParams struct {
 	Attributes  map[string]any `json:"attributes" validate:"max=16,dive,keys,attrkey,endkeys,attrvalue"`
 	State       State          `json:"state"`
 	StatePolicy *StatePolicy   `json:"statePolicy" validate:"omitnil,oneof=owner open"`
-	// Request, when set, names this request whatever becomes of its
-	// answer (the api: a hash of the caller, its Idempotency-Key and the
-	// request): created again with the same Request, the room is the one
-	// the first made, not another (NewRoom.Request).
-	Request string `json:"-"`
 }
 
 // NewRoom is a validated create request with its defaults applied and its
@@ -33,10 +28,6 @@ type NewRoom struct {
 	Attributes  map[string]any
 	State       State
 	StatePolicy StatePolicy
-	// Request: see CreateParams.Request. A store makes at most one room
-	// per Request: when the room it names exists, a create answers it,
-	// with the creator as player 1, as the first create did.
-	Request string
 }
 
 // UpdateParams are the owner's changes to a room; nil means unchanged.

@@ -24,14 +24,8 @@ var matchmaker = rooms.User{ID: rooms.ServerUserPrefix + "matchmaker", Name: "ma
 // and the random part both derived from the match id, so a retry after a
 // crash (the matcher's repair) finds the room it made.
 func (s *Store) matchRoomID(m matchmaking.Match) string {
-	return s.derivedRoomID(m.ID, m.Mode, m.Region)
-}
-
-// derivedRoomID is the room id that seed names in a stripe of (mode,
-// region): the stripe and the random part derived from seed.
-func (s *Store) derivedRoomID(seed, mode, region string) string {
-	sum := sha256.Sum256([]byte(seed))
-	shards := s.stripes.CreateShards(mode, region)
+	sum := sha256.Sum256([]byte(m.ID))
+	shards := s.stripes.CreateShards(m.Mode, m.Region)
 	shard := shards[binary.BigEndian.Uint32(sum[:4])%uint32(len(shards))]
 	sh := strconv.FormatInt(int64(shard), 36)
 	if len(sh) < layout.IDShardLen {

@@ -50,16 +50,8 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 	}
 	shard := s.stripes.RandomCreateShard(p.Mode, p.Region)
 	_, size := rooms.StateTotals(p.State)
-	named := p.Request != "" && !onlyIfNone
 	for range maxCollisionRetries {
 		id := layout.NewRoomID(shard)
-		if named {
-			id = s.derivedRoomID("request "+p.Request, p.Mode, p.Region)
-			shard, _ = layout.RoomShard(id, s.shards)
-			if j, made, err := s.madeBy(ctx, u, id); made || err != nil {
-				return j, err
-			}
-		}
 		code := ""
 		if p.Visibility == rooms.Private {
 			code = layout.NewCode(shard, s.shards)
@@ -79,25 +71,6 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 		return j, err
 	}
 	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
-}
-
-// madeBy answers a create that names the room id (NewRoom.Request) when
-// the room exists: made by u (its player 1, who may have left since), as
-// the first create answered; made is false when there is no such room.
-func (s *Store) madeBy(ctx context.Context, u rooms.User, id string) (j rooms.Joined, made bool, err error) {
-	r, _, err := s.Get(ctx, id, false)
-	if errors.Is(err, rooms.ErrRoomNotFound) {
-		return rooms.Joined{}, false, nil
-	}
-	if err != nil {
-		return rooms.Joined{}, false, err
-	}
-	for _, p := range r.Players {
-		if p.PlayerID == 1 && p.UserID != u.ID {
-			return rooms.Joined{}, false, fmt.Errorf("store: room %s, named by a create of %s, made by another", id, u.ID)
-		}
-	}
-	return rooms.Joined{Room: r, PlayerID: 1}, true, nil
 }
 
 // newRoom is room p created by u, with the encoded attributes and the

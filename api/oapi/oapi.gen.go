@@ -966,14 +966,13 @@ type QuickJoinParams struct {
 	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
 	// key with the same method, route and body, byte for byte, gets that
 	// answer again with `Idempotent-Replayed: true`, without running. An
-	// error answer is not kept (the request changed nothing), so the key may
-	// be used again. After 503 `STORE_UNAVAILABLE` the change may have been
-	// made (see that answer): `POST /v1/rooms` sent again with its key then
-	// answers the room the first request made (201, the room as it is now,
-	// the caller player 1), not a second room (the room's id derives from
-	// the caller, the key and the request); a quick-join sent again answers
-	// the room the first joined or made (200, `created: false`: the caller
-	// is in it); on the other routes the key does not know either. The same key with another body or route is 422
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -992,14 +991,13 @@ type CreateTicketParams struct {
 	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
 	// key with the same method, route and body, byte for byte, gets that
 	// answer again with `Idempotent-Replayed: true`, without running. An
-	// error answer is not kept (the request changed nothing), so the key may
-	// be used again. After 503 `STORE_UNAVAILABLE` the change may have been
-	// made (see that answer): `POST /v1/rooms` sent again with its key then
-	// answers the room the first request made (201, the room as it is now,
-	// the caller player 1), not a second room (the room's id derives from
-	// the caller, the key and the request); a quick-join sent again answers
-	// the room the first joined or made (200, `created: false`: the caller
-	// is in it); on the other routes the key does not know either. The same key with another body or route is 422
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1065,14 +1063,13 @@ type CreateRoomParams struct {
 	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
 	// key with the same method, route and body, byte for byte, gets that
 	// answer again with `Idempotent-Replayed: true`, without running. An
-	// error answer is not kept (the request changed nothing), so the key may
-	// be used again. After 503 `STORE_UNAVAILABLE` the change may have been
-	// made (see that answer): `POST /v1/rooms` sent again with its key then
-	// answers the room the first request made (201, the room as it is now,
-	// the caller player 1), not a second room (the room's id derives from
-	// the caller, the key and the request); a quick-join sent again answers
-	// the room the first joined or made (200, `created: false`: the caller
-	// is in it); on the other routes the key does not know either. The same key with another body or route is 422
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice

@@ -2325,12 +2325,14 @@ export interface components {
         };
         /**
          * @description `STORE_UNAVAILABLE`: Redis is unreachable, or did not answer in
-         *     time. A change the request asked for was either not made or made
-         *     once, never twice: when Redis' answer was lost after it ran (a
-         *     connection reset, a network that failed, the request timeout) the
-         *     change stands, and the same request sent again may be refused for
-         *     what it did (a leave: 403 `NOT_A_MEMBER`). Read before you send a
-         *     change again whose repetition matters (a message, a patch).
+         *     time. A change the request asked for is made once or not at all,
+         *     never twice by this request: when Redis' answer was lost after it
+         *     ran (a connection reset, a network that failed) the change stands,
+         *     and after the request timeout a change already sent may still be
+         *     made just after this answer. The same request sent again may be
+         *     refused for what the first did (a leave: 403 `NOT_A_MEMBER`), or
+         *     repeat it (a message, a patch, a create): read before you send
+         *     again a change whose repetition matters.
          */
         Unavailable: {
             headers: {
@@ -2351,14 +2353,13 @@ export interface components {
          *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
          *     key with the same method, route and body, byte for byte, gets that
          *     answer again with `Idempotent-Replayed: true`, without running. An
-         *     error answer is not kept (the request changed nothing), so the key may
-         *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
-         *     made (see that answer): `POST /v1/rooms` sent again with its key then
-         *     answers the room the first request made (201, the room as it is now,
-         *     the caller player 1), not a second room (the room's id derives from
-         *     the caller, the key and the request); a quick-join sent again answers
-         *     the room the first joined or made (200, `created: false`: the caller
-         *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
+         *     error answer is not kept, so the key may be used again: a refusal
+         *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+         *     may have been made (see that answer) and the key does not know: a
+         *     create sent again may make a second room (`GET /v1/me/rooms` tells);
+         *     a quick-join sent again finds the caller in the room the first
+         *     joined or made while that room is unfinished and matches its
+         *     filters (200, `created: false`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
          *     request whose instance died before answering holds its key for twice
@@ -2507,14 +2508,13 @@ export interface operations {
                  *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
-                 *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
-                 *     made (see that answer): `POST /v1/rooms` sent again with its key then
-                 *     answers the room the first request made (201, the room as it is now,
-                 *     the caller player 1), not a second room (the room's id derives from
-                 *     the caller, the key and the request); a quick-join sent again answers
-                 *     the room the first joined or made (200, `created: false`: the caller
-                 *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
+                 *     error answer is not kept, so the key may be used again: a refusal
+                 *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+                 *     may have been made (see that answer) and the key does not know: a
+                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
+                 *     a quick-join sent again finds the caller in the room the first
+                 *     joined or made while that room is unfinished and matches its
+                 *     filters (200, `created: false`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3092,14 +3092,13 @@ export interface operations {
                  *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
-                 *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
-                 *     made (see that answer): `POST /v1/rooms` sent again with its key then
-                 *     answers the room the first request made (201, the room as it is now,
-                 *     the caller player 1), not a second room (the room's id derives from
-                 *     the caller, the key and the request); a quick-join sent again answers
-                 *     the room the first joined or made (200, `created: false`: the caller
-                 *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
+                 *     error answer is not kept, so the key may be used again: a refusal
+                 *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+                 *     may have been made (see that answer) and the key does not know: a
+                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
+                 *     a quick-join sent again finds the caller in the room the first
+                 *     joined or made while that room is unfinished and matches its
+                 *     filters (200, `created: false`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3178,14 +3177,13 @@ export interface operations {
                  *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
                  *     key with the same method, route and body, byte for byte, gets that
                  *     answer again with `Idempotent-Replayed: true`, without running. An
-                 *     error answer is not kept (the request changed nothing), so the key may
-                 *     be used again. After 503 `STORE_UNAVAILABLE` the change may have been
-                 *     made (see that answer): `POST /v1/rooms` sent again with its key then
-                 *     answers the room the first request made (201, the room as it is now,
-                 *     the caller player 1), not a second room (the room's id derives from
-                 *     the caller, the key and the request); a quick-join sent again answers
-                 *     the room the first joined or made (200, `created: false`: the caller
-                 *     is in it); on the other routes the key does not know either. The same key with another body or route is 422
+                 *     error answer is not kept, so the key may be used again: a refusal
+                 *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+                 *     may have been made (see that answer) and the key does not know: a
+                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
+                 *     a quick-join sent again finds the caller in the room the first
+                 *     joined or made while that room is unfinished and matches its
+                 *     filters (200, `created: false`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
