@@ -265,8 +265,9 @@ func concurrently[T any](items []T, f func(T) error) []error {
 // Complete makes match's room (seats reserved for its users) or, for a
 // backfill, holds seats of its open room, tells each user, and records
 // the room on its tickets, ending the pending record. A backfill the room
-// cannot take any more (full, started, closed) puts its tickets back in
-// the queue. Safe to run again for the same match: the room is found, the
+// cannot take any more (full, started, closed), or a match whose room was
+// made and closed before it was completed (a repair), puts its tickets
+// back in the queue. Safe to run again for the same match: the room is found, the
 // users are told again (match_found is delivered at least once; its
 // matchId tells a repeat).
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
@@ -289,7 +290,9 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules) (done bool
 		if t, err := m.cfg.Queue.Get(ctx, match.Tickets[0].ID); err == nil {
 			match.OwnerName = t.Name // else the store's placeholder name
 		}
-		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); err != nil {
+		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); errors.Is(err, rooms.ErrRoomNotFound) {
+			return false, m.cfg.Queue.Requeue(ctx, match) // made before a crash, closed since
+		} else if err != nil {
 			return false, err
 		}
 		if r.Backfill { // full or not: a seat may free up later

@@ -123,7 +123,8 @@ type RoomOpener interface {
 	// OpenMatchRoom creates the room of m (or finds it, when a retry
 	// after a crash runs it again: its id derives from m.ID) for
 	// maxPlayers, its seats reserved for m's users for hold, and returns
-	// its id.
+	// its id; rooms.ErrRoomNotFound when the retry finds the room it made
+	// closed since (it is not made again).
 	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
 	// ReserveMatchSeats holds seats of room id for users for hold (a
 	// backfill): rooms.ErrRoomFull, ErrNotJoinable, ErrRoomNotFound when

@@ -45,7 +45,7 @@ var scriptErrors = map[string]error{
 	"KICK_SELF":           rooms.Invalid("playerId", "the owner cannot kick themself; leave instead"),
 	"MAX_BELOW_COUNT":     rooms.Invalid("maxPlayers", "must not be below the current playerCount plus the seats reserved"),
 	"CODE_TAKEN":          errCodeTaken,
-	"ID_TAKEN":            errCodeTaken,
+	"ID_TAKEN":            errIDTaken,
 	"JOINABLE_EXISTS":     errJoinableExists,
 	"BANNED":              rooms.ErrBanned,
 	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),

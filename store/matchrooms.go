@@ -44,7 +44,8 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // other users' seats reserved for hold; attributes.matchId names the
 // match. Run again for the same match (a repair), it finds the room and
 // reserves again what is not taken (members are skipped), or leaves a
-// room that started as it is.
+// room that started as it is; a room it made that closed since is
+// rooms.ErrRoomNotFound (its id is never used again).
 func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
 	users := m.Users()
 	if len(users) == 0 {
@@ -94,8 +95,14 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 		code := layout.NewCode(shard, s.shards)
 		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, 0, code, false)}
 		_, err := s.runThenRead(ctx, call, shard, id, false)
+		if errors.Is(err, errIDTaken) {
+			if _, _, err := s.Get(ctx, id, false); !errors.Is(err, rooms.ErrRoomNotFound) {
+				return err // nil: a concurrent repair made it
+			}
+			return fmt.Errorf("store: match room %s was made and is gone: %w", id, rooms.ErrRoomNotFound)
+		}
 		if errors.Is(err, errCodeTaken) {
-			continue // the id (a concurrent repair: found above next) or the code
+			continue // the code
 		}
 		return err
 	}

@@ -18,8 +18,12 @@ import (
 )
 
 // errCodeTaken: a fresh room id or invite code collided; the caller retries
-// with new random ones.
-var errCodeTaken = errors.New("store: room id or invite code taken")
+// with new random ones. errIDTaken is errCodeTaken for the id: a room, or
+// a closed room's log, holds it.
+var (
+	errCodeTaken = errors.New("store: room id or invite code taken")
+	errIDTaken   = fmt.Errorf("%w: the id", errCodeTaken)
+)
 
 // errJoinableExists: a quick-join create found a joinable room meanwhile.
 var errJoinableExists = errors.New("store: a joinable room exists")

@@ -16,7 +16,10 @@ local max, policy, attrs, code = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
 local uid, name_json, state_bytes, only_if_none = ARGV[15], ARGV[16], ARGV[17], ARGV[18]
 local first_check = ARGV[19]
 
-if redis.call('EXISTS', K_ROOM) == 1 then return {'ID_TAKEN'} end
+-- an id is never reused: a closed room's log, kept a while for streams
+-- to read its end, keeps the id taken (a match room's repair after the
+-- room closed would start a second room at version 0 on its log)
+if redis.call('EXISTS', K_ROOM, K_LOG) > 0 then return {'ID_TAKEN'} end
 -- the fill index of this mode and region holds every joinable room of it;
 -- a head entry whose room is gone (a fault or an old release left it) is
 -- removed from the room's joinable and fill indexes (as quick_join.lua
@@ -47,7 +50,7 @@ redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', '
   'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy, 'bn', '0',
   'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
-known_ver, known_lb, known_ln = 0, 0, 0 -- a new room (ids are never reused): an empty log
+known_ver, known_lb, known_ln = 0, 0, 0 -- a new room (ids are never reused, above): an empty log
 if #ARGV > 19 then redis.call('HSET', K_STATE, unpack(ARGV, 20)) end
 local pid = add_player(uid, name_json, {sq = 0, pc = 0, cr = num(created)})
 reindex(nil)

@@ -14,6 +14,8 @@ import (
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
 )
 
 // recorder keeps every match_found sent, then sends it on.
@@ -367,6 +369,102 @@ func TestFailedTouchStillCompletesMatches(t *testing.T) {
 		if len(rec.got) == 0 {
 			tk, _ := e.svc.Get(ctx, player("p0"), ids[0])
 			t.Fatalf("the pass matched p0 and p1 but a failed Touch skipped completing it: no match_found; p0's ticket %+v", tk)
+		}
+	})
+}
+
+// closing opens a match's room and deletes it at once, then fails as a
+// matcher that crashed after opening it: the room was made and is gone
+// before the match was completed.
+type closing struct {
+	matchmaking.RoomOpener
+	rooms *store.Store
+	ids   []string
+}
+
+func (c *closing) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
+	id, err := c.RoomOpener.OpenMatchRoom(ctx, m, n, hold)
+	if err != nil {
+		return "", err
+	}
+	c.ids = append(c.ids, id)
+	if err := c.rooms.Delete(ctx, player(m.Users()[0]), id); err != nil {
+		return "", err
+	}
+	return "", errors.New("crashed after opening the room")
+}
+
+// A match whose room was made and closed before the match was completed
+// (a crash, then the players gone) is put back in the queue by the
+// repair, not sent to a room that no longer is: and no room is made again
+// at its id (the closed room's log keeps it), which started a second room
+// on the old log (a reviewer's find).
+func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		var ids []string
+		for i := range 2 {
+			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("c%d", i)), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tk.ID)
+		}
+		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+		crash := &closing{RoomOpener: e.rooms, rooms: e.rooms}
+		mcfg := func(holder string, rooms matchmaking.RoomOpener) matchmaking.MatcherConfig {
+			return matchmaking.MatcherConfig{Config: e.cfg, Rooms: rooms, Notifier: rec, Holder: holder,
+				LeaseTTL: 200 * time.Millisecond, RepairAfter: 100 * time.Millisecond}
+		}
+		matchmaking.NewMatcher(mcfg("a", crash)).Round(ctx)
+		if len(crash.ids) != 1 {
+			t.Fatalf("rooms opened: %v, want one", crash.ids)
+		}
+		if p, _ := e.tickets.Pending(ctx, "duel"); len(p) != 1 {
+			t.Fatalf("%d pending matches after the crash, want 1", len(p))
+		}
+		time.Sleep(300 * time.Millisecond) // a's lease lapses, the match is old enough to repair
+		bm := matchmaking.NewMatcher(mcfg("b", e.rooms))
+		for range 3 {
+			bm.Round(ctx)
+		}
+		if p, _ := e.tickets.Pending(ctx, "duel"); len(p) != 0 {
+			t.Fatalf("%d pending matches after the repair", len(p))
+		}
+		if _, _, err := e.rooms.Get(ctx, crash.ids[0], false); !errors.Is(err, rooms.ErrRoomNotFound) {
+			t.Fatalf("the closed match room %s: %v, want not found (never made again)", crash.ids[0], err)
+		}
+		for _, id := range ids {
+			tk, err := e.tickets.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.Status == matchmaking.Matched && tk.RoomID == crash.ids[0] {
+				t.Fatalf("ticket %s matched into the closed room %s", id, tk.RoomID)
+			}
+			if tk.Status == matchmaking.Matched {
+				if _, _, err := e.rooms.Get(ctx, tk.RoomID, false); err != nil {
+					t.Fatalf("ticket %s matched again into room %s: %v", id, tk.RoomID, err)
+				}
+			}
+		}
+		for uid, ms := range rec.got {
+			for _, m := range ms {
+				if m.RoomID == crash.ids[0] {
+					t.Fatalf("%s told of the closed room", uid)
+				}
+			}
+		}
+		// of the closed room only its log is left (no hash, players or
+		// users of a second room on it)
+		keys, err := rediskeys.Scan(ctx, e.rooms.Client(), "*"+crash.ids[0]+"*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 1 {
+			t.Fatalf("keys of the closed match room: %v, want its log alone", keys)
 		}
 	})
 }
