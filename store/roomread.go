@@ -80,17 +80,24 @@ type ran struct {
 // one round trip. A server that does not know the script (restart, SCRIPT
 // FLUSH) gets it loaded and the transaction runs again.
 func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id string, withState bool) (ran, error) {
-	for attempt := 0; ; attempt++ {
+	loaded, again := false, false
+	for {
 		r := ran{id: id}
 		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			r.cmd = s.runner.Queue(ctx, p, call)
 			r.read = s.queueRoomRead(ctx, p, shard, id, withState)
 			return nil
 		})
-		if redisx.MissingCode(err) && attempt == 0 {
+		if redisx.MissingCode(err) && !loaded {
 			if err := s.runner.LoadCode(ctx, call); err != nil {
 				return ran{}, redisx.Wrap(err)
 			}
+			loaded = true
+			continue
+		}
+		// the transaction did not run (redisx.NotSent): once more
+		if !again && redisx.NotSent(err) && redisx.NotSent(redisx.CmdErr(r.cmd, err)) && redisx.Again(ctx) {
+			again = true
 			continue
 		}
 		if err != nil && r.cmd.Err() == nil {

@@ -347,3 +347,90 @@ func TestLostQuickJoinReplyFoundAgain(t *testing.T) {
 		})
 	}
 }
+
+// A script run Redis refused before running it (TRYAGAIN while a slot
+// moves, LOADING after a restart) or that found no connection is sent once
+// more (redisx.NotSent): the change is made, once.
+func TestRefusedScriptRunIsSentAgain(t *testing.T) {
+	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
+	ctx := context.Background()
+	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) { c.Batch = nil })
+	id := mustCreate(t, s, alice, newRoom()).Room.ID
+	mustJoin(t, s, bob, id)
+	if _, err := s.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"warm"`)}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(events(t, s, id))
+	for _, refusal := range []string{"-TRYAGAIN Multiple keys request during rehashing of slot", "-LOADING Redis is loading the dataset in memory"} {
+		proxy.RefuseWith(s.SentAs("message_send"), refusal)
+		if _, err := s.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"again"`)}); err != nil {
+			t.Fatalf("a message refused once with %q: %v, want sent again", refusal, err)
+		}
+	}
+	proxy.RefuseWith(s.SentAs("player_remove"), "-TRYAGAIN Multiple keys request during rehashing of slot")
+	if err := s.Leave(ctx, bob, id); err != nil {
+		t.Fatalf("a leave refused once: %v", err)
+	}
+	if got := types(events(t, s, id)[before:]); strings.Join(got, " ") != "message message player_left" {
+		t.Fatalf("events: %v, want each change once", got)
+	}
+}
+
+// A batch whose reply was lost fails its own calls only (they ran: each
+// message answered 503 is in its room once); the calls queued behind it
+// leave in the next batch, not answered 503 unsent (they were, before:
+// one lost reply among 64 senders failed 5 to 8 calls of which 1 ran).
+func TestLostBatchReplyFailsItsOwnCallsOnly(t *testing.T) {
+	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
+	ctx := context.Background()
+	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) { c.Batch = &store.Batching{} })
+	id := mustCreate(t, s, alice, newRoom()).Room.ID
+	if _, err := s.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"warm"`)}); err != nil {
+		t.Fatal(err)
+	}
+	const senders, rounds = 64, 5
+	failed := map[string]bool{}
+	for round := range rounds {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		start := make(chan struct{})
+		for i := range senders {
+			wg.Go(func() {
+				<-start
+				data := fmt.Sprintf(`"r%d-%d"`, round, i)
+				if _, err := s.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(data)}); err != nil {
+					if !errors.Is(err, rooms.ErrUnavailable) {
+						t.Error(err)
+					}
+					mu.Lock()
+					failed[data] = true
+					mu.Unlock()
+				}
+			})
+		}
+		// the first batch loses its reply; the calls that come meanwhile
+		// queue behind it
+		proxy.LoseReplyTo(s.SentAs("message_send"))
+		close(start)
+		wg.Wait()
+		proxy.LoseReplyTo("")
+	}
+	if len(failed) == 0 {
+		t.Fatal("no call failed: no reply was lost")
+	}
+	seen := map[string]int{}
+	for _, e := range events(t, s, id) {
+		var m struct {
+			Message struct{ Data json.RawMessage } `json:"message"`
+		}
+		if e.Type == "message" && json.Unmarshal(e.Raw, &m) == nil {
+			seen[string(m.Message.Data)]++
+		}
+	}
+	for data := range failed {
+		if seen[data] != 1 {
+			t.Errorf("message %s answered 503 is in its room %d times: a call that never left was failed", data, seen[data])
+		}
+	}
+	t.Logf("%d of %d calls answered 503 over %d lost replies, each of them sent", len(failed), senders*rounds, proxy.Lost())
+}

@@ -300,9 +300,10 @@ const (
 	dialTimeout = time.Second
 	readTimeout = 2 * time.Second
 	poolTimeout = 12 * time.Second // tried twice
-	// maxRetries: one more try of a read (a script run is sent once:
-	// redisx.sentOnce); maxRedirects: a Cluster's tries after the first,
-	// which also follow MOVED and ASK.
+	// maxRetries: one more try of a command that is not a script run (a
+	// script run is sent once, redisx.sentOnce, and once more only when it
+	// did not run, redisx.NotSent); maxRedirects: a Cluster's tries after
+	// the first, which also follow MOVED and ASK.
 	maxRetries   = 1
 	maxRedirects = 2
 )

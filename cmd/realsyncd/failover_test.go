@@ -450,7 +450,7 @@ func TestClusterMasterFailover(t *testing.T) {
 	if recovery > failoverRecoveryBound {
 		t.Errorf("recovery took %v after the promotion, want ≤ %v", recovery, failoverRecoveryBound)
 	}
-	if bad := ta.unexpected("200 ", "201 ", "204 ", "503 STORE_UNAVAILABLE", "403 NOT_MEMBER"); len(bad) > 0 {
+	if bad := ta.unexpected("200 ", "201 ", "204 ", "503 STORE_UNAVAILABLE", "403 NOT_A_MEMBER"); len(bad) > 0 {
 		t.Errorf("requests that neither succeeded nor failed fast with 503: %v", bad)
 	}
 

@@ -28,7 +28,8 @@ type Proxy struct {
 	target string
 	ln     net.Listener
 	marker atomic.Pointer[[]byte]
-	rate   atomic.Uint64 // LoseReplies' p, as math.Float64bits
+	refuse atomic.Pointer[[2][]byte] // RefuseWith's marker and reply
+	rate   atomic.Uint64             // LoseReplies' p, as math.Float64bits
 	lost   atomic.Int32
 
 	mu    sync.Mutex
@@ -61,6 +62,14 @@ func (p *Proxy) LoseReplyTo(marker string) {
 	}
 	m := []byte(marker)
 	p.marker.Store(&m)
+}
+
+// RefuseWith arms the proxy to answer the next request whose bytes contain
+// marker with reply (an error line, e.g. "-TRYAGAIN …"), itself, without
+// sending it to Redis: as Redis refuses a command before running it. The
+// request must be one command alone (no pipeline).
+func (p *Proxy) RefuseWith(marker, reply string) {
+	p.refuse.Store(&[2][]byte{[]byte(marker), []byte(reply + "\r\n")})
 }
 
 // LoseReplies loses each reply with probability p from now on (0: none).
@@ -147,6 +156,12 @@ func (p *Proxy) accept() {
 				if n > 0 {
 					if m := p.marker.Load(); m != nil && bytes.Contains(buf[:n], *m) && p.marker.CompareAndSwap(m, nil) {
 						lose.Store(true)
+					}
+					if r := p.refuse.Load(); r != nil && bytes.Contains(buf[:n], r[0]) && p.refuse.CompareAndSwap(r, nil) {
+						if _, werr := c.Write(r[1]); werr != nil {
+							break
+						}
+						continue
 					}
 					if _, werr := s.Write(buf[:n]); werr != nil {
 						break

@@ -1195,8 +1195,12 @@ var RealSync = class {
     this.players.set(r.room.id, r.playerId);
     return r;
   }
-  async createRoom(body) {
-    return this.joined(await this.call(this.api.POST("/v1/rooms", { body })));
+  /** createRoom makes a room, the caller its owner, player 1. idempotencyKey makes a retry
+   * safe: the same key and body get the first answer again, not a second room (after a 503
+   * STORE_UNAVAILABLE the room may exist: myRooms tells). */
+  async createRoom(body, idempotencyKey) {
+    const header = idempotencyKey === void 0 ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.joined(await this.call(this.api.POST("/v1/rooms", { params: { header }, body })));
   }
   getRoom(roomId) {
     return this.call(this.api.GET("/v1/rooms/{roomId}", { params: { path: { roomId } } }));
@@ -1273,8 +1277,11 @@ var RealSync = class {
       querySerializer: () => listQuery(rest, attributes)
     }));
   }
-  async quickJoin(body) {
-    return this.joined(await this.call(this.api.POST("/v1/matchmaking/quick-join", { body })));
+  /** quickJoin joins the best joinable room of a mode, or makes one (body.create).
+   * idempotencyKey makes a retry safe: the same key and body get the first answer again. */
+  async quickJoin(body, idempotencyKey) {
+    const header = idempotencyKey === void 0 ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.joined(await this.call(this.api.POST("/v1/matchmaking/quick-join", { params: { header }, body })));
   }
   /** myRooms returns every room the caller is in, newest first: it follows
    * the server's pages (100 rooms each) to the last. myRoomsPage reads one. */

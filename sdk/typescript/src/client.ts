@@ -296,8 +296,12 @@ export class RealSync {
     return r;
   }
 
-  async createRoom(body: CreateRoomRequest): Promise<RoomJoined> {
-    return this.joined(await this.call(this.api.POST("/v1/rooms", { body })));
+  /** createRoom makes a room, the caller its owner, player 1. idempotencyKey makes a retry
+   * safe: the same key and body get the first answer again, not a second room (after a 503
+   * STORE_UNAVAILABLE the room may exist: myRooms tells). */
+  async createRoom(body: CreateRoomRequest, idempotencyKey?: string): Promise<RoomJoined> {
+    const header = idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.joined(await this.call(this.api.POST("/v1/rooms", { params: { header }, body })));
   }
 
   getRoom(roomId: string): Promise<Room> {
@@ -390,8 +394,11 @@ export class RealSync {
     }));
   }
 
-  async quickJoin(body: QuickJoinRequest): Promise<QuickJoined> {
-    return this.joined(await this.call(this.api.POST("/v1/matchmaking/quick-join", { body })));
+  /** quickJoin joins the best joinable room of a mode, or makes one (body.create).
+   * idempotencyKey makes a retry safe: the same key and body get the first answer again. */
+  async quickJoin(body: QuickJoinRequest, idempotencyKey?: string): Promise<QuickJoined> {
+    const header = idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.joined(await this.call(this.api.POST("/v1/matchmaking/quick-join", { params: { header }, body })));
   }
 
   /** myRooms returns every room the caller is in, newest first: it follows

@@ -89,6 +89,22 @@ describe("REST through the SDK", () => {
     assert.equal(made.created, true);
   });
 
+  it("sends an Idempotency-Key with createRoom and quickJoin: the same key and body, the first answer", async () => {
+    const alice = await player("alice");
+    const body = { name: "keyed", mode: "idem", region: "eu", maxPlayers: 4 };
+    const first = await alice.createRoom(body, "create-k1");
+    assert.equal((await alice.createRoom(body, "create-k1")).room.id, first.room.id, "replayed: no second room");
+    await rejects(alice.createRoom({ ...body, name: "other" }, "create-k1"), 422, "IDEMPOTENCY_KEY_REUSED");
+    assert.equal((await alice.myRooms()).length, 1);
+    const bob = await player("bob");
+    const q = { mode: "idem2", regions: ["eu"], create: { name: "q" } };
+    const q1 = await bob.quickJoin(q, "qj-k1");
+    const q2 = await bob.quickJoin(q, "qj-k1");
+    assert.equal(q1.created, true);
+    assert.equal(q2.created, true, "the first answer replayed (run again it would say created: false)");
+    assert.equal(q2.room.id, q1.room.id);
+  });
+
   it("handles private rooms, invite codes and kicks", async () => {
     const alice = await player("alice");
     const bob = await player("bob");

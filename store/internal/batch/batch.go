@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,7 +55,11 @@ import (
 // first error. A batch that fails in transport fails the callers whose
 // commands had no reply yet; a command's error reply is its caller's only.
 // On a Cluster the pipelines are go-redis' own, which follow MOVED and ASK
-// and retry a failed node as an unbatched call would.
+// as for an unbatched call; a batch holding a script run is not sent again
+// after a transport failure (redisx.sentOnce), as a script run alone is
+// not. Only a batch that timed out fails the calls queued behind it (the
+// node does not answer); after any other failure they leave in the next
+// batch, on another connection.
 //
 // A caller whose context ends is answered at once with its error. Its
 // command is dropped when it has not left yet, and may still run when it
@@ -337,9 +342,10 @@ func (b *Batcher) flush(l *lane) {
 		b.mu.Lock()
 		l.sentAt = time.Time{}
 		var behind []*call
-		if redisx.Unavailable(err) {
+		if timedOut(err) {
 			// the node did not answer: the calls queued behind the batch
-			// would wait as long again for the same answer; they get it now
+			// would wait as long again for the same answer; they get it
+			// now (a connection reset or a refused dial fails fast: they go)
 			behind, l.pending = l.pending, nil
 		}
 		b.mu.Unlock()
@@ -567,4 +573,10 @@ func (b *Batcher) BusyLanes() int {
 		}
 	}
 	return n
+}
+
+// timedOut: err is a reply that did not come in time.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,6 +39,49 @@ func IsTransient(err redis.Error) bool {
 		}
 	}
 	return false
+}
+
+// NotSent reports whether err says a call never ran, so that sending it
+// again cannot run it twice: no connection to send it on (a dial that
+// failed, no free pooled connection within the pool timeout), or Redis
+// refusing it before running anything (loading a restart's data, a
+// Cluster down or moving the slot, a transaction refused at queue time).
+// A script run is sent once (sentOnce); the store sends it again once
+// when NotSent (Runner.Run, and the store's transactions).
+func NotSent(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, redis.ErrPoolTimeout) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "EXECABORT"} {
+		if strings.HasPrefix(rerr.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Again waits before a call NotSent is sent again (a slot moving, a
+// restart loading): 20 ms, or less when ctx ends first (false).
+func Again(ctx context.Context) bool {
+	t := time.NewTimer(20 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Unavailable reports whether err means Redis could not serve the call:

@@ -15,9 +15,12 @@ import (
 // run is therefore marked NoRetry (a pipeline that holds one is not sent
 // again either): its caller gets the transport error, rooms.ErrUnavailable
 // (503), whose outcome is unknown, and decides. MOVED and ASK are still
-// followed (the script did not run there), and a pooled connection that
-// Redis closed (a restart) is found so, and replaced, before the write:
-// go-redis checks each one it hands out.
+// followed (the script did not run there); a call that did not run
+// (NotSent: no connection, a refusal such as TRYAGAIN or LOADING) is
+// sent once more by Runner.Run and the store's transactions; a pooled
+// connection that Redis closed (a restart) is found so, and replaced,
+// before the write: go-redis checks each one it hands out over plain TCP
+// (not over TLS, where such a call fails: 503).
 type sentOnce struct{ *redis.Cmd }
 
 // NoRetry implements redis.Cmder: never send it again.

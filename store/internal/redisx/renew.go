@@ -35,7 +35,7 @@ func (c RenewCall) KeysArgs() ([]string, []any) {
 // RenewByUser renews leases held in their users' slots: one script (call
 // builds it) per user shard and RenewBatch items, all sent in one pipeline
 // (users' keys lie in other slots than rooms'; renewing twice is harmless,
-// so the pipeline may be retried). Each script answers the 1-based
+// so RunAll may send it again after a node lacked a script). Each script answers the 1-based
 // positions in its batch of the items whose lease was lost; RenewByUser
 // returns those items, and the first error when a script failed (the other
 // scripts' answers still count).

@@ -201,16 +201,19 @@ func (r *Runner) loadLibraryFor(ctx context.Context, key string) error {
 	}
 }
 
-// Run runs call, sent once (see sentOnce): FCALL of a mutation's function
-// where the library is loaded (loading it on the key's node and calling
-// again when that node lacks it), else EVALSHA, then EVAL when the node
-// does not know the script.
+// Run runs call, sent once (see sentOnce; once more when it did not run:
+// NotSent): FCALL of a mutation's function where the library is loaded
+// (loading it on the key's node and calling again when that node lacks
+// it), else EVALSHA, then EVAL when the node does not know the script.
 func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 	sc := call.Script()
 	keys, args := call.KeysArgs()
 	run := func(command, script string) *redis.Cmd {
 		send, cmd := scriptCmd(ctx, command, script, keys, args)
-		_ = r.client.Process(ctx, send)
+		if _ = r.client.Process(ctx, send); NotSent(cmd.Err()) && Again(ctx) {
+			send, cmd = scriptCmd(ctx, command, script, keys, args)
+			_ = r.client.Process(ctx, send)
+		}
 		return cmd
 	}
 	if !r.functions || sc.FName == "" {
