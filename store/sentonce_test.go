@@ -434,3 +434,24 @@ func TestLostBatchReplyFailsItsOwnCallsOnly(t *testing.T) {
 	}
 	t.Logf("%d of %d calls answered 503 over %d lost replies, each of them sent", len(failed), senders*rounds, proxy.Lost())
 }
+
+// Over TLS (rediss://) a pooled connection that Redis closed (a restart)
+// is seen before use and replaced, as over plain TCP: the first changes
+// after the restart are made, not failed with 503 (a TLS connection hides
+// its socket from go-redis' check; the store's dialer shows it).
+func TestTLSRestartKeepsServing(t *testing.T) {
+	srv := redistest.StartTLSServer(t)
+	ctx := context.Background()
+	s := openStoreWith(t, redistest.Backend{Name: "tls", URL: srv.URL}, func(c *store.Config) { c.Batch = nil })
+	var wg sync.WaitGroup
+	for i := range 4 { // a few pooled connections
+		wg.Go(func() { mustCreate(t, s, user(i), newRoom()) })
+	}
+	wg.Wait()
+	srv.Restart()
+	for i := range 4 {
+		if _, err := s.Create(ctx, user(10+i), newRoom()); err != nil {
+			t.Fatalf("create %d after the restart: %v", i, err)
+		}
+	}
+}

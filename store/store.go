@@ -352,6 +352,9 @@ func (s *Store) connect(cfg Config) error {
 			opt.PoolTimeout = poolTimeout
 		}
 		opt.DialerRetries = 1
+		if opt.TLSConfig != nil && opt.Dialer == nil && opt.Protocol == 2 {
+			opt.Dialer = tlsDialer(opt.TLSConfig, opt.DialTimeout)
+		}
 		s.client = redis.NewClient(opt)
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:

@@ -19,8 +19,8 @@ import (
 // (NotSent: no connection, a refusal such as TRYAGAIN or LOADING) is
 // sent once more by Runner.Run and the store's transactions; a pooled
 // connection that Redis closed (a restart) is found so, and replaced,
-// before the write: go-redis checks each one it hands out over plain TCP
-// (not over TLS, where such a call fails: 503).
+// before the write: go-redis checks each one it hands out (over TLS too:
+// the store's dialer shows it the socket, store/tlsdial.go).
 type sentOnce struct{ *redis.Cmd }
 
 // NoRetry implements redis.Cmder: never send it again.
