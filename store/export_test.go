@@ -215,3 +215,8 @@ func (s *Store) SentAs(name string) string {
 	}
 	return ""
 }
+
+// QuickJoinLockKey is the key of user uid's quick-join lock.
+func (s *Store) QuickJoinLockKey(uid string) string {
+	return s.keys.QuickJoinLock(redisx.UserShard(uid, s.shards), uid)
+}

@@ -164,6 +164,11 @@ func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
 		if err != nil {
 			return nil, redisx.Wrap(err)
 		}
+		// taken by this very SETNX: go-redis sent it again after its reply
+		// was lost, and the second found the first's token
+		if !ok {
+			ok = s.client.Get(ctx, key).Val() == token
+		}
 		if ok {
 			return func() {
 				s.runner.Run(context.WithoutCancel(ctx), leaseReleaseCall{lease: key, ids: []string{token}})

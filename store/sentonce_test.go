@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
@@ -453,5 +454,26 @@ func TestTLSRestartKeepsServing(t *testing.T) {
 		if _, err := s.Create(ctx, user(10+i), newRoom()); err != nil {
 			t.Fatalf("create %d after the restart: %v", i, err)
 		}
+	}
+}
+
+// A quick-join whose lock's SETNX lost its reply (go-redis sends that
+// plain command again, and the second finds the first's token) holds the
+// lock at once: it waited for the lock's 5 s expiry, past a 2 s deadline.
+func TestQuickJoinLockAfterALostReply(t *testing.T) {
+	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
+	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) { c.Batch = nil })
+	if _, err := s.QuickJoin(context.Background(), bob, "qlock", []string{"eu"}, nil, quickRoom("qlock", "eu", 4)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.LoseReplyTo(s.QuickJoinLockKey(alice.ID))
+	defer proxy.LoseReplyTo("")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := s.QuickJoin(ctx, alice, "qlock", []string{"eu"}, nil, quickRoom("qlock", "eu", 4)); err != nil {
+		t.Fatalf("quick-join after its lock's reply was lost: %v", err)
+	}
+	if proxy.Lost() != 1 {
+		t.Fatalf("%d replies lost, want the lock's", proxy.Lost())
 	}
 }
