@@ -106,24 +106,27 @@ func TestLostReplyRunsOnce(t *testing.T) {
 			lose("state_patch")
 			_, err = s.PatchState(ctx, alice, id, rooms.StatePatch{Set: rooms.State{"score": []byte(`1`)}, IfMatch: -1})
 			lost("patch", err)
+			lose("room_join") // in a transaction with the room read
+			_, err = s.Join(ctx, carol, id)
+			lost("join", err)
 			n := -lostBefore
 			for _, p := range proxies {
 				n += p.Lost()
 			}
-			if n != 3 {
-				t.Fatalf("the proxies lost %d replies, want 3", n)
+			if n != 4 {
+				t.Fatalf("the proxies lost %d replies, want 4", n)
 			}
 
 			got := types(events(t, s, id)[before:])
-			if want := []string{"player_left", "message", "state"}; strings.Join(got, " ") != strings.Join(want, " ") {
+			if want := []string{"player_left", "message", "state", "player_joined"}; strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Fatalf("events after the lost replies: %v, want %v, each once", got, want)
 			}
 			r, _, err := s.Get(ctx, id, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(r.Players) != 1 || r.Version != int64(before)+3 {
-				t.Fatalf("room after: %d players, version %d; want 1 and %d", len(r.Players), r.Version, before+3)
+			if len(r.Players) != 2 || r.Version != int64(before)+4 {
+				t.Fatalf("room after: %d players, version %d; want 2 and %d", len(r.Players), r.Version, before+4)
 			}
 			if _, msgs, err := s.Messages(ctx, alice, id, 0); err != nil || len(msgs) != 2 {
 				t.Fatalf("messages: %d (%v), want 2 (one before, one lost reply)", len(msgs), err)
@@ -131,6 +134,9 @@ func TestLostReplyRunsOnce(t *testing.T) {
 			// what follows runs as usual on the connections that remain
 			if err := s.Leave(ctx, bob, id); !errors.Is(err, rooms.ErrNotMember) {
 				t.Fatalf("bob's second leave: %v, want %v", err, rooms.ErrNotMember)
+			}
+			if j, err := s.Join(ctx, carol, id); err != nil || len(events(t, s, id)) != before+4 {
+				t.Fatalf("carol's second join: %v (player %d), %d events; want a member's answer and no event", err, j.PlayerID, len(events(t, s, id)))
 			}
 			checkInvariants(t, s)
 		})
