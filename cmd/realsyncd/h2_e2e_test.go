@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
 )
 
 // h2Client is an HTTP client of one protocol that counts the connections
@@ -178,7 +180,7 @@ func (s *stream) wait(t *testing.T, what string, within time.Duration, ok func(e
 // process exits cleanly.
 func TestHTTP2StreamsShareOneConnection(t *testing.T) {
 	bin := buildBinary(t)
-	cert, key, pool := selfSigned(t)
+	cert, key, pool := redistest.SelfSigned(t)
 	for _, tc := range []struct {
 		name string
 		env  []string
