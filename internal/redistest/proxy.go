@@ -147,6 +147,7 @@ func (p *Proxy) accept() {
 			return
 		}
 		var lose atomic.Bool
+		var lastRequest atomic.Int64 // unix ns of the last request bytes relayed
 		p.wg.Add(2)
 		go func() { // requests
 			defer p.wg.Done()
@@ -166,6 +167,7 @@ func (p *Proxy) accept() {
 					if _, werr := s.Write(buf[:n]); werr != nil {
 						break
 					}
+					lastRequest.Store(time.Now().UnixNano())
 				}
 				if err != nil {
 					break
@@ -176,13 +178,27 @@ func (p *Proxy) accept() {
 		go func() { // replies
 			defer p.wg.Done()
 			buf := make([]byte, 64<<10)
+			dropping := false
 			for {
 				n, err := s.Read(buf)
-				if n > 0 && (lose.Load() || rand.Float64() < math.Float64frombits(p.rate.Load())) {
+				if n > 0 && !dropping && (lose.Load() || rand.Float64() < math.Float64frombits(p.rate.Load())) {
+					// the reply is lost: what the client sent with it (the
+					// rest of a pipeline still arriving) reaches Redis, every
+					// reply from now is dropped, and the connection is cut
+					// once the client has sent nothing for 20 ms (it waits
+					// for its replies)
 					p.lost.Add(1)
-					break
+					dropping = true
+					p.wg.Add(1)
+					go func() {
+						defer p.wg.Done()
+						for time.Since(time.Unix(0, lastRequest.Load())) < quiet {
+							time.Sleep(quiet / 4)
+						}
+						p.drop(c, s)
+					}()
 				}
-				if n > 0 {
+				if n > 0 && !dropping {
 					if _, werr := c.Write(buf[:n]); werr != nil {
 						break
 					}
@@ -195,6 +211,10 @@ func (p *Proxy) accept() {
 		}()
 	}
 }
+
+// quiet is how long a client sends nothing before the proxy cuts a
+// connection whose reply it lost.
+const quiet = 20 * time.Millisecond
 
 // track records a relayed pair, false once the proxy is closed.
 func (p *Proxy) track(c, s net.Conn) bool {
