@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // A mutation whose reply is lost after Redis ran it (a connection reset,
@@ -481,5 +483,62 @@ func TestQuickJoinLockAfterALostReply(t *testing.T) {
 	}
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d replies lost, want the lock's", proxy.Lost())
+	}
+}
+
+// refusing answers as Redis does when it refuses a call before running it
+// (a slot moving); counting counts its runs in KEYS[1].
+var (
+	refusing = redisx.Plain("test_refusing", `return redis.error_reply('TRYAGAIN ' .. ARGV[1])`)
+	counting = redisx.Plain("test_counting", `redis.call('INCR', KEYS[1]) return ARGV[1]`)
+)
+
+// testCall runs sc on key with arg.
+type testCall struct {
+	sc       *redisx.Script
+	key, arg string
+}
+
+func (c testCall) Script() *redisx.Script                { return c.sc }
+func (c testCall) KeysArgs() (keys []string, args []any) { return []string{c.key}, []any{c.arg} }
+
+// A call Redis refused (TRYAGAIN) in a batch with calls that ran: only
+// the refused call is sent again; the others ran once and say so. The
+// batch's error, the first of any command, was every caller's: a script
+// that ran was sent again (a reviewer's find: twice while a slot moved).
+func TestRefusalInABatchIsItsCallsOnly(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s, _ := openBatched(t, b, store.Batching{Window: 50 * time.Millisecond, MaxSize: 8})
+			ctx := context.Background()
+			runner := redisx.NewRunner(s.Client(), nil)
+			key := tagKey(s.Prefix(), 0, 1) // one node: one batch
+			for _, sc := range []*redisx.Script{refusing, counting} {
+				if err := sc.Load(ctx, s.Client()).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			errs := make([]error, 8)
+			var wg sync.WaitGroup
+			for i := range 8 {
+				wg.Go(func() {
+					sc := map[bool]*redisx.Script{true: refusing, false: counting}[i%4 == 0]
+					errs[i] = runner.Run(ctx, testCall{sc, key, strconv.Itoa(i)}).Err()
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if i%4 == 0 {
+					if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+						t.Errorf("refused call %d: %v, want its TRYAGAIN", i, err)
+					}
+				} else if err != nil {
+					t.Errorf("call %d ran: %v, want no error", i, err)
+				}
+			}
+			if n, err := s.Client().Get(ctx, key).Int(); err != nil || n != 6 {
+				t.Fatalf("the 6 counting calls ran %d times (%v), want 6: a call that ran was sent again", n, err)
+			}
+		})
 	}
 }

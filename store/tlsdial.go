@@ -20,7 +20,11 @@ import (
 // speaks RESP2 unless the URL says otherwise, and then this is not used.
 func tlsDialer(cfg *tls.Config, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		raw, err := (&net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}).DialContext(ctx, network, addr)
+		// keepalive as go-redis' own dialer: probes after 30 s idle, so a
+		// NAT or load balancer does not drop an idle pooled connection
+		d := net.Dialer{Timeout: timeout, KeepAliveConfig: net.KeepAliveConfig{Enable: true,
+			Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}}
+		raw, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -28,7 +32,8 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(ctx context.Context,
 		raw.SetDeadline(time.Now().Add(timeout))
 		if err := c.HandshakeContext(ctx); err != nil {
 			raw.Close()
-			return nil, err
+			// a connection never made: nothing was sent on it (redisx.NotSent)
+			return nil, &net.OpError{Op: "dial", Net: network, Addr: raw.RemoteAddr(), Err: err}
 		}
 		raw.SetDeadline(time.Time{})
 		sc, ok := raw.(syscall.Conn)

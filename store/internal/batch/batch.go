@@ -350,7 +350,7 @@ func (b *Batcher) flush(l *lane) {
 		}
 		b.mu.Unlock()
 		for _, c := range behind {
-			c.answer(err)
+			c.answer(err, false)
 		}
 	}
 }
@@ -401,7 +401,7 @@ func (b *Batcher) send(l *lane, batch []*call) error {
 	_, err := p.Exec(ctx)
 	b.observe(l.kind, len(live))
 	for _, c := range live {
-		c.answer(err)
+		c.answer(err, true)
 	}
 	return err
 }
@@ -533,15 +533,23 @@ func replyTyped(cmd redis.Cmder) bool {
 	return false
 }
 
-// answer gives the caller the replies of its commands (batchErr: what the
-// batch's Exec returned; for a call never sent, the error it gets instead),
-// unless it gave up before it was sent.
-func (c *call) answer(batchErr error) {
+// answer gives the caller the replies of its commands, unless it gave up
+// before it was sent. A call sent gets each command's own error: go-redis
+// sets it on every command a failure reached (a transport failure on the
+// commands of its node, an error reply on its own command); batchErr, what
+// the batch's Exec returned, is the first error of any command, maybe
+// another caller's (a TRYAGAIN of another slot, a dial to another node),
+// and given to this one it would send again a script that ran
+// (redisx.NotSent). A call never sent gets batchErr on each command.
+func (c *call) answer(batchErr error, sent bool) {
 	if !c.state.CompareAndSwap(callSent, callAnswered) && !c.state.CompareAndSwap(callWaiting, callAnswered) {
 		return
 	}
 	for _, cmd := range c.cmds {
-		err := redisx.CmdErr(cmd, batchErr)
+		err := cmd.Err()
+		if !sent {
+			err = batchErr
+		}
 		if err != nil {
 			cmd.SetErr(err)
 			if c.err == nil {
@@ -575,8 +583,9 @@ func (b *Batcher) BusyLanes() int {
 	return n
 }
 
-// timedOut: err is a reply that did not come in time.
+// timedOut: err is a reply, or a pooled connection, that did not come in
+// time.
 func timedOut(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout)
 }

@@ -96,10 +96,13 @@ func Unavailable(err error) bool {
 }
 
 // CmdErr is the error of cmd of a pipeline that answered err: its own, or
-// the pipeline's when Redis could not serve the pipeline before cmd had
-// one. (Another command's error reply is not cmd's.)
+// the pipeline's when that is a transport failure (Redis could not serve
+// the pipeline before cmd had one). Another command's error reply (the
+// pipeline's err is the first command error, a TRYAGAIN of another slot
+// as much as a script's own) is not cmd's.
 func CmdErr(cmd redis.Cmder, err error) error {
-	if e := cmd.Err(); e != nil || !Unavailable(err) {
+	var rerr redis.Error
+	if e := cmd.Err(); e != nil || !Unavailable(err) || errors.As(err, &rerr) {
 		return e
 	}
 	return err
