@@ -542,3 +542,33 @@ func TestRefusalInABatchIsItsCallsOnly(t *testing.T) {
 		})
 	}
 }
+
+// refusingOnce refuses its first run on KEYS[1] (as Redis refuses a call
+// while a slot moves), then counts its runs there.
+var refusingOnce = redisx.Plain("test_refusing_once", `if redis.call('INCR', KEYS[1] .. ':tries') == 1 then
+  return redis.error_reply('TRYAGAIN once')
+end
+redis.call('INCR', KEYS[1]) return ARGV[1]`)
+
+// RunAll (lease renewals, holdings releases: calls safe to run twice)
+// sends its pipeline once more when a call did not run (a TRYAGAIN): the
+// round is not lost to a moving slot.
+func TestRunAllSendsAgainWhatDidNotRun(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openStore(t, b)
+			ctx := context.Background()
+			runner := redisx.NewRunner(s.Client(), nil)
+			k1, k2 := tagKey(s.Prefix(), 0, 2), tagKey(s.Prefix(), 1, 2)
+			cmds, _ := runner.RunAll(ctx, []redisx.Call{testCall{refusingOnce, k1, "a"}, testCall{counting, k2, "b"}})
+			for i, c := range cmds {
+				if c.Err() != nil {
+					t.Fatalf("call %d: %v, want it run (sent again after its TRYAGAIN)", i, c.Err())
+				}
+			}
+			if n, _ := s.Client().Get(ctx, k1).Int(); n != 1 {
+				t.Fatalf("the refused call ran %d times, want 1", n)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -247,29 +248,36 @@ func (r *Runner) Queue(ctx context.Context, p redis.Pipeliner, call Call) *redis
 
 // RunAll runs calls in one pipeline and returns their commands, in order;
 // when a node lacked a script, the scripts are loaded and the pipeline
-// sent once more, so each call must be safe to run twice (idempotent, or
-// comparing what it changes). The error is the pipeline's: each command
-// holds its own.
+// sent once more, as when a call did not run (NotSent: a refused dial, a
+// TRYAGAIN or LOADING), so each call must be safe to run twice
+// (idempotent, or comparing what it changes). The error is the
+// pipeline's: each command holds its own.
 func (r *Runner) RunAll(ctx context.Context, calls []Call) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(calls))
-	for attempt := 0; ; attempt++ {
+	loaded, again := false, false
+	for {
 		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, c := range calls {
 				cmds[i] = r.Queue(ctx, p, c)
 			}
 			return nil
 		})
-		if !MissingCode(err) || attempt > 0 {
-			return cmds, err
-		}
-		loaded := map[*Script]bool{}
-		for i, c := range cmds {
-			if sc := calls[i].Script(); MissingCode(c.Err()) && !loaded[sc] {
-				if err := r.LoadCode(ctx, calls[i]); err != nil {
-					return cmds, Wrap(err)
+		switch {
+		case MissingCode(err) && !loaded:
+			loaded = true
+			done := map[*Script]bool{}
+			for i, c := range cmds {
+				if sc := calls[i].Script(); MissingCode(c.Err()) && !done[sc] {
+					if err := r.LoadCode(ctx, calls[i]); err != nil {
+						return cmds, Wrap(err)
+					}
+					done[sc] = true
 				}
-				loaded[sc] = true
 			}
+		case !again && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return NotSent(c.Err()) }) && Again(ctx):
+			again = true
+		default:
+			return cmds, err
 		}
 	}
 }
