@@ -78,7 +78,9 @@ type ran struct {
 // runThenRead runs call and reads room id (and its state, withState)
 // right after it, in one MULTI/EXEC: the room as the script left it, in
 // one round trip. A server that does not know the script (restart, SCRIPT
-// FLUSH) gets it loaded and the transaction runs again.
+// FLUSH) gets it loaded and the transaction runs again; a transaction that
+// did not run (redisx.NotSent: no connection, TRYAGAIN, EXECABORT) is sent
+// once more, as Runner.Run sends a script run.
 func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id string, withState bool) (ran, error) {
 	loaded, again := false, false
 	for {
@@ -95,7 +97,6 @@ func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id
 			loaded = true
 			continue
 		}
-		// the transaction did not run (redisx.NotSent): once more
 		if !again && redisx.NotSent(err) && redisx.NotSent(redisx.CmdErr(r.cmd, err)) && redisx.Again(ctx) {
 			again = true
 			continue
