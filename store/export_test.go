@@ -203,17 +203,24 @@ func (s *Store) PickIndexKeys(id, mode, region string) []string {
 }
 
 // SentAs is what a run of the store's script name carries to Redis: its
-// function's name where the mutations run as FCALL, else its SHA1.
+// function's name where the mutations run as FCALL, else its SHA1 (a
+// script of no library has only that).
 func (s *Store) SentAs(name string) string {
+	sha, fn := "", ""
 	for id, n := range redisx.ScriptNames() {
 		if n != name {
 			continue
 		}
-		if isFunction := len(id) != 40; isFunction == s.runner.Functions() {
-			return id
+		if len(id) == 40 {
+			sha = id
+		} else {
+			fn = id
 		}
 	}
-	return ""
+	if fn != "" && s.runner.Functions() {
+		return fn
+	}
+	return sha
 }
 
 // QuickJoinLockKey is the key of user uid's quick-join lock.

@@ -14,6 +14,10 @@ func mutation(name, src string) *redisx.Script { return redisx.Mutation(preludeL
 // plain is a script run as it is written (no prelude, not in the library).
 func plain(name, src string) *redisx.Script { return redisx.Plain(name, src) }
 
+// readOnly is a plain script that writes nothing: sent again after a
+// lost reply, as any read (redisx.ReadOnly).
+func readOnly(name, src string) *redisx.Script { return redisx.ReadOnly(name, src) }
+
 // library is the library of every mutation script.
 var library = redisx.NewLibrary(preludeLua, roomCreate, roomJoin, playerRemove, roomUpdate, roomDelete, statePatch,
 	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair, seatsReserve, quickJoin)

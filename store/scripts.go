@@ -83,7 +83,7 @@ var (
 	indexRepair   = plain("index_repair", indexRepairLua)
 	userRepair    = plain("user_repair", userRepairLua)
 	codeRepair    = plain("code_repair", codeRepairLua)
-	messageList   = plain("message_list", messageListLua)
+	messageList   = readOnly("message_list", messageListLua)
 	presenceRenew = plain("presence_renew", presenceRenewLua)
 )
 

@@ -27,9 +27,10 @@ type sentOnce struct{ *redis.Cmd }
 func (sentOnce) NoRetry() bool { return true }
 
 // scriptCmd is a script run (command fcall, evalsha or eval, of what
-// names the script) of keys and args, to be sent once: process the
-// Cmder, read the reply from the *redis.Cmd.
-func scriptCmd(ctx context.Context, command, script string, keys []string, args []any) (redis.Cmder, *redis.Cmd) {
+// names the script) of keys and args, to be sent once unless resend (a
+// ReadOnly script): process the Cmder, read the reply from the
+// *redis.Cmd.
+func scriptCmd(ctx context.Context, resend bool, command, script string, keys []string, args []any) (redis.Cmder, *redis.Cmd) {
 	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
 	a[0], a[1], a[2] = command, script, len(keys)
 	for i, k := range keys {
@@ -38,6 +39,9 @@ func scriptCmd(ctx context.Context, command, script string, keys []string, args 
 	cmd := redis.NewCmd(ctx, append(a, args...)...)
 	if len(keys) > 0 {
 		cmd.SetFirstKeyPos(3) // where a Cluster routes it
+	}
+	if resend {
+		return cmd, cmd
 	}
 	return sentOnce{cmd}, cmd
 }

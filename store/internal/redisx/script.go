@@ -23,12 +23,25 @@ type Script struct {
 	Body   string // a mutation's body, for the library
 	FName  string // a mutation's function in the library ("" for the others)
 	src    string // what EVAL runs
+	// resend: the script writes nothing (ReadOnly), so go-redis may send it
+	// again when its reply was lost, as it does any read; every other
+	// script is sent once (sentOnce).
+	resend bool
 }
 
 // Plain is a script run as it is written (no prelude, not in a library).
 func Plain(name, src string) *Script {
 	s := &Script{Script: redis.NewScript(src), Name: name, src: src}
 	register(s.Hash(), name)
+	return s
+}
+
+// ReadOnly is a Plain script that writes nothing: a run whose reply was
+// lost is sent again, as go-redis sends any read again, where a script
+// that writes is sent once (sentOnce) and its caller gets a 503.
+func ReadOnly(name, src string) *Script {
+	s := Plain(name, src)
+	s.resend = true
 	return s
 }
 
@@ -210,9 +223,9 @@ func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 	sc := call.Script()
 	keys, args := call.KeysArgs()
 	run := func(command, script string) *redis.Cmd {
-		send, cmd := scriptCmd(ctx, command, script, keys, args)
+		send, cmd := scriptCmd(ctx, sc.resend, command, script, keys, args)
 		if _ = r.client.Process(ctx, send); NotSent(cmd.Err()) && Again(ctx) {
-			send, cmd = scriptCmd(ctx, command, script, keys, args)
+			send, cmd = scriptCmd(ctx, sc.resend, command, script, keys, args)
 			_ = r.client.Process(ctx, send)
 		}
 		return cmd
@@ -241,7 +254,7 @@ func (r *Runner) Queue(ctx context.Context, p redis.Pipeliner, call Call) *redis
 	if r.functions && sc.FName != "" {
 		command, script = "fcall", sc.FName
 	}
-	send, cmd := scriptCmd(ctx, command, script, keys, args)
+	send, cmd := scriptCmd(ctx, sc.resend, command, script, keys, args)
 	_ = p.Process(ctx, send)
 	return cmd
 }
