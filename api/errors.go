@@ -89,7 +89,7 @@ var problems = []problem{
 	{rooms.ErrStreamLimit, 429, "STREAM_LIMIT", "Too many open event streams"},
 	{errUnsupportedMedia, 415, "UNSUPPORTED_MEDIA_TYPE", "Unsupported media type"},
 	{rooms.ErrValidation, 422, "VALIDATION_FAILED", "Validation failed"},
-	{errKeyReused, 422, "IDEMPOTENCY_KEY_REUSED", "Idempotency key reused"},
+	{rooms.ErrKeyReused, 422, "IDEMPOTENCY_KEY_REUSED", "Idempotency key reused"},
 	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},
 }
 

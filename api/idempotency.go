@@ -19,7 +19,7 @@ const maxIdempotencyKey = 255
 
 var (
 	// errKeyReused: the key was used with another body or route.
-	errKeyReused = errors.New("idempotency key used with another request")
+	errKeyReused = rooms.ErrKeyReused
 	// errKeyInUse: the same request with the key is still running.
 	errKeyInUse = errors.New("a request with this idempotency key is still running")
 )

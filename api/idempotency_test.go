@@ -80,6 +80,41 @@ func TestIdempotencyKey(t *testing.T) {
 	})
 }
 
+// A room message sent with an Idempotency-Key is sent once: its replay
+// is the first answer; and where the key's record is gone (an error answer
+// frees it: a 503 after the message was sent), the room itself knows the
+// key and answers the first version without sending again, or 422
+// IDEMPOTENCY_KEY_REUSED for another message.
+func TestMessageIdempotencyKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		created := e.do("POST", "/v1/rooms", alice, arena)
+		want(t, created, 201, "")
+		path := "/v1/rooms/" + created.body["room"].(map[string]any)["id"].(string) + "/messages"
+		gg := map[string]any{"type": "chat", "data": "gg"}
+		first := e.do("POST", path, alice, gg, "Idempotency-Key", "msg-1")
+		want(t, first, 202, "")
+		again := e.do("POST", path, alice, gg, "Idempotency-Key", "msg-1")
+		if again.status != 202 || again.raw != first.raw || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay %d %s %v, want 202 %s replayed", again.status, again.raw, again.header, first.raw)
+		}
+		// the records gone, as after an error answer
+		if keys := e.idemKeys(); len(keys) != 1 || e.store.Client().Del(context.Background(), keys...).Err() != nil {
+			t.Fatalf("records %v, want the message's", keys)
+		}
+		room := e.do("POST", path, alice, gg, "Idempotency-Key", "msg-1")
+		if room.status != 202 || room.raw != first.raw || room.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("sent again, the record gone: %d %s %v, want 202 %s", room.status, room.raw, room.header, first.raw)
+		}
+		e.store.Client().Del(context.Background(), e.idemKeys()...)
+		want(t, e.do("POST", path, alice, map[string]any{"type": "chat", "data": "GG"}, "Idempotency-Key", "msg-1"), 422, "IDEMPOTENCY_KEY_REUSED")
+		history := e.do("GET", path, alice, nil)
+		if n := len(history.body["messages"].([]any)); n != 1 {
+			t.Fatalf("%d messages, want 1: %s", n, history.raw)
+		}
+	})
+}
+
 // A key that is not 1..255 visible ASCII characters is refused naming
 // the header, and nothing is created or recorded.
 func TestIdempotencyKeyForm(t *testing.T) {

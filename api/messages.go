@@ -8,18 +8,23 @@ import (
 )
 
 // SendMessage implements POST /v1/rooms/{roomId}/messages.
-func (s *Server) SendMessage(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId) {
-	var p rooms.MessageParams
-	if err := decodeBody(r, &p, false, jsonType); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	v, err := s.rooms.SendMessage(r.Context(), userFrom(r.Context()), roomID, p)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, oapi.MessageSent{Version: v})
+func (s *Server) SendMessage(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId, params oapi.SendMessageParams) {
+	s.idempotent(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
+		var p rooms.MessageParams
+		if err := decodeBody(r, &p, false, jsonType); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if s.idem != nil { // the key is honoured (idempotent); the room remembers it too
+			p.Key = deref(params.IdempotencyKey)
+		}
+		v, err := s.rooms.SendMessage(r.Context(), userFrom(r.Context()), roomID, p)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, oapi.MessageSent{Version: v})
+	})
 }
 
 // ListMessages implements GET /v1/rooms/{roomId}/messages.

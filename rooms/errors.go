@@ -32,6 +32,8 @@ var (
 	// ErrScopeRequired: an API key without the scope the action needs, or
 	// an API key on an action only players may do.
 	ErrScopeRequired = errors.New("scope required")
+	// ErrKeyReused: an Idempotency-Key used again with another request.
+	ErrKeyReused = errors.New("idempotency key used with another request")
 )
 
 // FieldError names one field that breaks a documented constraint.

@@ -15,6 +15,10 @@ const (
 	MessageHistoryMin = 200 // messages kept at least, whatever else happens in the room
 	DefaultMessages   = 50
 	MaxMessagesPage   = 100
+	// A room remembers the Idempotency-Keys of its messages this long, its
+	// last MessageKeysKept at most (Message.Key).
+	MessageKeyWindow = 10 * time.Minute
+	MessageKeysKept  = 1000
 )
 
 // MessageParams is a message as the client sent it.
@@ -23,6 +27,9 @@ type MessageParams struct {
 	Data json.RawMessage `json:"data"`
 	// To limits delivery to these players (and the sender); nil: everyone.
 	To []int `json:"to" validate:"omitnil,recipients,unique,dive,min=1"`
+	// Key is the sender's Idempotency-Key ("": none; not of the body): see
+	// Message.Key.
+	Key string `json:"-"`
 }
 
 // Message is one message of a room's history.
@@ -33,6 +40,13 @@ type Message struct {
 	Data    json.RawMessage `json:"data"`
 	To      []int           `json:"to,omitempty"`
 	TS      time.Time       `json:"ts"`
+	// Key, when sending, is the sender's Idempotency-Key ("": none): the
+	// room remembers it for MessageKeyWindow (its last MessageKeysKept
+	// keyed messages), and the same sender sending with it again sends
+	// nothing and gets the first message's version, so a message sent
+	// again after a lost answer is sent once; ErrKeyReused when the key
+	// sent another message (type, data or recipients).
+	Key string `json:"-"`
 }
 
 // VisibleTo reports whether player pid may see m (see Visible).
@@ -49,8 +63,9 @@ func Visible(from int, to []int, pid int) bool {
 // MessageStore keeps room messages.
 type MessageStore interface {
 	// SendMessage appends m (Version, TS and From are set by the store) on
-	// behalf of member u (or the server: From 0) and returns its version. ErrRoomNotFound,
-	// ErrNotMember, or a validation error on "to" naming a non-member.
+	// behalf of member u (or the server: From 0) and returns its version;
+	// with m.Key, once (see Message.Key). ErrRoomNotFound, ErrNotMember,
+	// ErrKeyReused, or a validation error on "to" naming a non-member.
 	SendMessage(ctx context.Context, u User, room string, m Message) (int64, error)
 	// Messages returns the caller's playerId (0 for the server, which needs
 	// no membership) and the room's message history
@@ -72,7 +87,7 @@ func (s *Service) SendMessage(ctx context.Context, u User, room string, p Messag
 	if !ValidRoomID(room) {
 		return 0, ErrRoomNotFound
 	}
-	return s.store.SendMessage(ctx, u, room, Message{Type: p.Type, Data: data, To: p.To})
+	return s.store.SendMessage(ctx, u, room, Message{Type: p.Type, Data: data, To: p.To, Key: p.Key})
 }
 
 // checkMessage applies the rules of a message (also a direct one, which

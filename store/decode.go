@@ -48,6 +48,7 @@ var scriptErrors = map[string]error{
 	"ID_TAKEN":            errIDTaken,
 	"JOINABLE_EXISTS":     errJoinableExists,
 	"BANNED":              rooms.ErrBanned,
+	"KEY_REUSED":          rooms.ErrKeyReused,
 	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),
 	"NONE":                errNothingPicked,
 	"NONE_BANNED":         errAllBanned,

@@ -467,6 +467,8 @@ func TestChurnLeavesNoKeys(t *testing.T) {
 						id := j.Room.ID
 						s.Join(ctx, guest, id)
 						s.SendMessage(ctx, guest, id, rooms.Message{Type: "chat", Data: []byte(`1`)})
+						// the room's keys of keyed messages go with it
+						s.SendMessage(ctx, owner, id, rooms.Message{Type: "chat", Data: []byte(`2`), Key: "k-" + id})
 						switch i % 6 {
 						case 0: // everyone leaves
 							s.Leave(ctx, guest, id)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/realsync/realsync/rooms"
@@ -70,6 +71,102 @@ func TestMessageHistorySurvivesOtherEvents(t *testing.T) {
 		_, ms, err := s.Messages(ctx, alice, id, 0)
 		if err != nil || len(ms) < rooms.MessageHistoryMin {
 			t.Fatalf("%d messages kept, want at least %d (%v)", len(ms), rooms.MessageHistoryMin, err)
+		}
+	})
+}
+
+// A message sent with an Idempotency-Key is sent once: the same sender
+// sending with the key again gets the first version and sends nothing,
+// however the room changed meanwhile; the key with another message
+// (type, data, recipients) is refused; another sender's key of the same
+// name is its own. The room forgets keys beyond MessageKeysKept, oldest
+// first, and its keys go with it.
+func TestMessageSentOncePerKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		mustJoin(t, s, bob, id)
+		msg := func(data string, key string, to ...int) rooms.Message {
+			return rooms.Message{Type: "chat", Data: []byte(data), To: to, Key: key}
+		}
+		send := func(u rooms.User, m rooms.Message) int64 {
+			t.Helper()
+			v, err := s.SendMessage(ctx, u, id, m)
+			if err != nil {
+				t.Fatalf("send %s with key %q: %v", m.Data, m.Key, err)
+			}
+			return v
+		}
+		history := func() int {
+			t.Helper()
+			_, ms, err := s.Messages(ctx, alice, id, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(ms)
+		}
+		v1 := send(alice, msg(`"gg"`, "k1", 2))
+		if _, err := s.PatchState(ctx, alice, id, rooms.StatePatch{Set: rooms.State{"a": []byte(`1`)}, IfMatch: -1}); err != nil {
+			t.Fatal(err)
+		}
+		evs := len(events(t, s, id))
+		for _, tc := range []struct {
+			name string
+			u    rooms.User
+			m    rooms.Message
+			want int64 // 0: refused
+		}{
+			{"the same message again", alice, msg(`"gg"`, "k1", 2), v1},
+			{"other data", alice, msg(`"GG"`, "k1", 2), 0},
+			{"other recipients", alice, msg(`"gg"`, "k1"), 0},
+		} {
+			v, err := s.SendMessage(ctx, tc.u, id, tc.m)
+			switch {
+			case tc.want == 0 && !errors.Is(err, rooms.ErrKeyReused):
+				t.Errorf("%s: %d, %v; want %v", tc.name, v, err, rooms.ErrKeyReused)
+			case tc.want != 0 && (err != nil || v != tc.want):
+				t.Errorf("%s: %d, %v; want %d", tc.name, v, err, tc.want)
+			}
+		}
+		if n, m := len(events(t, s, id)), history(); n != evs || m != 1 {
+			t.Fatalf("after the same key again: %d events (want %d), %d messages (want 1)", n, evs, m)
+		}
+		if v := send(bob, msg(`"gg"`, "k1", 2)); v <= v1 {
+			t.Errorf("bob's key k1 answered %d, want a message of its own after %d", v, v1)
+		}
+		send(alice, msg(`"gg"`, "", 2))
+		send(alice, msg(`"gg"`, "", 2)) // without a key: sent every time
+		if m := history(); m != 4 {
+			t.Fatalf("%d messages, want 4", m)
+		}
+
+		// the room remembers its last MessageKeysKept keys
+		c := s.Client()
+		keys := s.RoomKeys(id)
+		mkeys, mkeyt := keys[len(keys)-2], keys[len(keys)-1]
+		for i := range rooms.MessageKeysKept + 5 {
+			send(bob, msg(fmt.Sprint(i), fmt.Sprint("b", i)))
+		}
+		nh, err1 := c.HLen(ctx, mkeys).Result()
+		nz, err2 := c.ZCard(ctx, mkeyt).Result()
+		if err1 != nil || err2 != nil || nh != rooms.MessageKeysKept || nz != rooms.MessageKeysKept {
+			t.Fatalf("keys remembered: %d and %d (%v, %v), want %d", nh, nz, err1, err2, rooms.MessageKeysKept)
+		}
+		before := len(events(t, s, id))
+		if v := send(alice, msg(`"gg"`, "k1", 2)); v == v1 || len(events(t, s, id)) != before+1 {
+			t.Errorf("alice's k1, forgotten, answered %d: want a new message", v)
+		}
+		last := fmt.Sprint(rooms.MessageKeysKept + 4)
+		if _, err := s.SendMessage(ctx, bob, id, msg(last, fmt.Sprint("b", last))); err != nil || len(events(t, s, id)) != before+1 {
+			t.Errorf("bob's newest key sent again: %v, %d events (want %d)", err, len(events(t, s, id)), before+1)
+		}
+
+		// closed: its keys go with it
+		if err := s.Delete(ctx, alice, id); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Exists(ctx, mkeys, mkeyt).Result(); err != nil || n != 0 {
+			t.Errorf("%d of the message keys' keys left after the close (%v)", n, err)
 		}
 	})
 }

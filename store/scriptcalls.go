@@ -256,17 +256,22 @@ func (sweepCall) Script() *redisx.Script        { return presenceSweep }
 func (c sweepCall) KeysArgs() ([]string, []any) { return c.with(c.graceMs) }
 
 // messageSendCall is message_send.lua: caller sends a message of type
-// (typeJSON, as a JSON string) with data to the players to (none: all).
+// (typeJSON, as a JSON string) with data to the players to (none: all);
+// once per key ("<Idempotency-Key> <userId>", "" none) within the keys'
+// window, a message whose digest (messageDigest) differs from the key's
+// first being refused.
 type messageSendCall struct {
 	roomScope
 	caller, typeJSON string
 	data             []byte
 	to               []int
+	key, digest      string
 }
 
 func (messageSendCall) Script() *redisx.Script { return messageSend }
 func (c messageSendCall) KeysArgs() ([]string, []any) {
-	args := []any{c.caller, c.typeJSON, c.data, messageLogLen}
+	args := []any{c.caller, c.typeJSON, c.data, messageLogLen, c.key, c.digest,
+		rooms.MessageKeyWindow.Milliseconds(), rooms.MessageKeysKept}
 	for _, to := range c.to {
 		args = append(args, to)
 	}

@@ -39,7 +39,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		streamCloseCall{scope, 1, "s1", 1000, 0},
 		sweepCall{indexed, 1000},
 		reserveSeatsCall{indexed, "u1", 15000, []string{"u2", "u3"}},
-		messageSendCall{scope, "u1", `"chat"`, []byte(`{}`), []int{2}},
+		messageSendCall{scope, "u1", `"chat"`, []byte(`{}`), []int{2}, "k1 u1", "d1"},
 		lifecycleCall{indexed, Lifecycle{IdleTimeout: time.Minute}},
 		roomRepairCall{indexed},
 		messageListCall{room: "r", users: "u", messages: "m", caller: "u1", end: "+", count: 10},

@@ -362,6 +362,56 @@ func TestLostQuickJoinReplyFoundAgain(t *testing.T) {
 	}
 }
 
+// A message whose reply was lost after it was sent (503) is sent once when
+// its sender sends it again with the same Idempotency-Key: the room knows
+// the key and answers the first version; standalone and Cluster.
+func TestLostMessageReplySentAgainWithItsKey(t *testing.T) {
+	standalone := []*redistest.Proxy{redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))}
+	clusterAddrs, cluster := redistest.StartProxiedCluster(t, 3)
+	for _, tc := range []struct {
+		name    string
+		proxies []*redistest.Proxy
+		b       redistest.Backend
+	}{
+		{"standalone", standalone, redistest.Backend{Name: "proxied", URL: "redis://" + standalone[0].Addr}},
+		{"cluster", cluster, redistest.Backend{Name: "proxied cluster", ClusterAddrs: clusterAddrs}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStoreWith(t, tc.b, func(c *store.Config) { c.Batch = &store.Batching{} })
+			id := mustCreate(t, s, alice, newRoom()).Room.ID
+			m := rooms.Message{Type: "chat", Data: []byte(`"gg"`), Key: "lost-1"}
+			if _, err := s.SendMessage(ctx, alice, id, rooms.Message{Type: "chat", Data: []byte(`"hi"`)}); err != nil {
+				t.Fatal(err) // the script known to the node
+			}
+			lost := 0
+			for _, p := range tc.proxies {
+				lost -= p.Lost()
+				p.LoseReplyTo(s.SentAs("message_send"))
+			}
+			if _, err := s.SendMessage(ctx, alice, id, m); !errors.Is(err, rooms.ErrUnavailable) {
+				t.Fatalf("message with its reply lost: %v, want %v", err, rooms.ErrUnavailable)
+			}
+			for _, p := range tc.proxies {
+				p.LoseReplyTo("")
+				lost += p.Lost()
+			}
+			if lost != 1 {
+				t.Fatalf("%d replies lost, want 1", lost)
+			}
+			v, err := s.SendMessage(ctx, alice, id, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ms, err := s.Messages(ctx, alice, id, 0)
+			if err != nil || len(ms) != 2 || ms[0].Version != v || string(ms[0].Data) != `"gg"` {
+				t.Fatalf("history after sending it again: %+v (%v); want 2 messages, the newest version %d", ms, err, v)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
 // A script run Redis refused before running it (TRYAGAIN while a slot
 // moves, LOADING after a restart) or that found no connection is sent once
 // more (redisx.NotSent): the change is made, once.

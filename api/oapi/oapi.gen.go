@@ -972,7 +972,8 @@ type QuickJoinParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -997,7 +998,8 @@ type CreateTicketParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1069,7 +1071,8 @@ type CreateRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1094,6 +1097,32 @@ type ListMessagesParams struct {
 
 	// Before Only messages with a version below this one.
 	Before *string `form:"before,omitempty" json:"before,omitempty"`
+}
+
+// SendMessageParams defines parameters for SendMessage.
+type SendMessageParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // KickPlayerParams defines parameters for KickPlayer.
@@ -1262,7 +1291,7 @@ type ServerInterface interface {
 	ListMessages(w http.ResponseWriter, r *http.Request, roomId RoomId, params ListMessagesParams)
 	// SendMessage Send a message to the room (members)
 	// (POST /v1/rooms/{roomId}/messages)
-	SendMessage(w http.ResponseWriter, r *http.Request, roomId RoomId)
+	SendMessage(w http.ResponseWriter, r *http.Request, roomId RoomId, params SendMessageParams)
 	// KickPlayer Kick (and optionally ban) a player (owner)
 	// (DELETE /v1/rooms/{roomId}/players/{playerId})
 	KickPlayer(w http.ResponseWriter, r *http.Request, roomId RoomId, playerId string, params KickPlayerParams)
@@ -1493,7 +1522,7 @@ func (_ Unimplemented) ListMessages(w http.ResponseWriter, r *http.Request, room
 
 // SendMessage Send a message to the room (members)
 // (POST /v1/rooms/{roomId}/messages)
-func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request, roomId RoomId) {
+func (_ Unimplemented) SendMessage(w http.ResponseWriter, r *http.Request, roomId RoomId, params SendMessageParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2590,8 +2619,32 @@ func (siw *ServerInterfaceWrapper) SendMessage(w http.ResponseWriter, r *http.Re
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendMessageParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.SendMessage(w, r, roomId)
+		siw.Handler.SendMessage(w, r, roomId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {

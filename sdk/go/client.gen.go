@@ -977,7 +977,8 @@ type QuickJoinParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1002,7 +1003,8 @@ type CreateTicketParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1074,7 +1076,8 @@ type CreateRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1099,6 +1102,32 @@ type ListMessagesParams struct {
 
 	// Before Only messages with a version below this one.
 	Before *string `form:"before,omitempty" json:"before,omitempty"`
+}
+
+// SendMessageParams defines parameters for SendMessage.
+type SendMessageParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`); a room message sent again is sent
+	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // KickPlayerParams defines parameters for KickPlayer.
@@ -2078,12 +2107,18 @@ type ClientInterface interface {
 	// in `to` (the sender always sees its own). Each message takes a room
 	// version. `to` naming a player who is not in the room is 422.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the room itself remembers the keys of its messages for 10
+	// minutes (its last 1 000 keyed messages), so the same key sent again
+	// gets the first message's version (202) and sends nothing, and with
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-	SendMessageWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendMessageWithBody(ctx context.Context, roomId RoomId, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendMessage Send a message to the room (members)
 	//
@@ -2091,12 +2126,18 @@ type ClientInterface interface {
 	// in `to` (the sender always sees its own). Each message takes a room
 	// version. `to` naming a player who is not in the room is 422.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the room itself remembers the keys of its messages for 10
+	// minutes (its last 1 000 keyed messages), so the same key sent again
+	// gets the first message's version (202) and sends nothing, and with
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-	SendMessage(ctx context.Context, roomId RoomId, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendMessage(ctx context.Context, roomId RoomId, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// KickPlayer Kick (and optionally ban) a player (owner)
 	//
@@ -3546,13 +3587,19 @@ func (c *APIClient) ListMessages(ctx context.Context, roomId RoomId, params *Lis
 // in `to` (the sender always sees its own). Each message takes a room
 // version. `to` naming a player who is not in the room is 422.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the room itself remembers the keys of its messages for 10
+// minutes (its last 1 000 keyed messages), so the same key sent again
+// gets the first message's version (202) and sends nothing, and with
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+//
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-func (c *APIClient) SendMessageWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendMessageRequestWithBody(c.Server, roomId, contentType, body)
+func (c *APIClient) SendMessageWithBody(ctx context.Context, roomId RoomId, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequestWithBody(c.Server, roomId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3569,13 +3616,19 @@ func (c *APIClient) SendMessageWithBody(ctx context.Context, roomId RoomId, cont
 // in `to` (the sender always sees its own). Each message takes a room
 // version. `to` naming a player who is not in the room is 422.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the room itself remembers the keys of its messages for 10
+// minutes (its last 1 000 keyed messages), so the same key sent again
+// gets the first message's version (202) and sends nothing, and with
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+//
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-func (c *APIClient) SendMessage(ctx context.Context, roomId RoomId, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendMessageRequest(c.Server, roomId, body)
+func (c *APIClient) SendMessage(ctx context.Context, roomId RoomId, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequest(c.Server, roomId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5401,18 +5454,18 @@ func NewListMessagesRequest(server string, roomId RoomId, params *ListMessagesPa
 }
 
 // NewSendMessageRequest calls the generic SendMessage builder with application/json body
-func NewSendMessageRequest(server string, roomId RoomId, body SendMessageJSONRequestBody) (*http.Request, error) {
+func NewSendMessageRequest(server string, roomId RoomId, params *SendMessageParams, body SendMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSendMessageRequestWithBody(server, roomId, "application/json", bodyReader)
+	return NewSendMessageRequestWithBody(server, roomId, params, "application/json", bodyReader)
 }
 
 // NewSendMessageRequestWithBody constructs an http.Request for the SendMessage method, with any body, and a specified content type
-func NewSendMessageRequestWithBody(server string, roomId RoomId, contentType string, body io.Reader) (*http.Request, error) {
+func NewSendMessageRequestWithBody(server string, roomId RoomId, params *SendMessageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5443,6 +5496,21 @@ func NewSendMessageRequestWithBody(server string, roomId RoomId, contentType str
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6689,12 +6757,18 @@ type ClientWithResponsesInterface interface {
 	// in `to` (the sender always sees its own). Each message takes a room
 	// version. `to` naming a player who is not in the room is 422.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the room itself remembers the keys of its messages for 10
+	// minutes (its last 1 000 keyed messages), so the same key sent again
+	// gets the first message's version (202) and sends nothing, and with
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-	SendMessageWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageResponse, error)
+	SendMessageWithBodyWithResponse(ctx context.Context, roomId RoomId, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageResponse, error)
 
 	// SendMessageWithResponse Send a message to the room (members)
 	//
@@ -6702,12 +6776,18 @@ type ClientWithResponsesInterface interface {
 	// in `to` (the sender always sees its own). Each message takes a room
 	// version. `to` naming a player who is not in the room is 422.
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the room itself remembers the keys of its messages for 10
+	// minutes (its last 1 000 keyed messages), so the same key sent again
+	// gets the first message's version (202) and sends nothing, and with
+	// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-	SendMessageWithResponse(ctx context.Context, roomId RoomId, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageResponse, error)
+	SendMessageWithResponse(ctx context.Context, roomId RoomId, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageResponse, error)
 
 	// KickPlayerWithResponse Kick (and optionally ban) a player (owner)
 	//
@@ -11960,13 +12040,19 @@ func (c *ClientWithResponses) ListMessagesWithResponse(ctx context.Context, room
 // in `to` (the sender always sees its own). Each message takes a room
 // version. `to` naming a player who is not in the room is 422.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the room itself remembers the keys of its messages for 10
+// minutes (its last 1 000 keyed messages), so the same key sent again
+// gets the first message's version (202) and sends nothing, and with
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+//
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageResponse, error) {
-	rsp, err := c.SendMessageWithBody(ctx, roomId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Context, roomId RoomId, params *SendMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageResponse, error) {
+	rsp, err := c.SendMessageWithBody(ctx, roomId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11979,13 +12065,19 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // in `to` (the sender always sees its own). Each message takes a room
 // version. `to` naming a player who is not in the room is 422.
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the room itself remembers the keys of its messages for 10
+// minutes (its last 1 000 keyed messages), so the same key sent again
+// gets the first message's version (202) and sends nothing, and with
+// another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+//
 // API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms/{roomId}/messages (the `SendMessage` operationId).
-func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, roomId RoomId, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageResponse, error) {
-	rsp, err := c.SendMessage(ctx, roomId, body, reqEditors...)
+func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, roomId RoomId, params *SendMessageParams, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageResponse, error) {
+	rsp, err := c.SendMessage(ctx, roomId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func (c *Client) SendMessage(ctx context.Context, roomID, typ string, data any, 
 	if len(to) > 0 {
 		body.To = &to
 	}
-	r, err := c.API.SendMessageWithResponse(ctx, roomID, body)
+	r, err := c.API.SendMessageWithResponse(ctx, roomID, &SendMessageParams{}, body)
 	if err != nil {
 		return 0, err
 	}

@@ -408,7 +408,8 @@ local function close_room(reason, before)
     unindex_user(uid)
     unhold('c', uid)
   end
-  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES, K_BANS, K_RESERVED)
+  redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES, K_BANS, K_RESERVED,
+    K_ROOM .. ':mkeys', K_ROOM .. ':mkeyt') -- message_send.lua's keys
   reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
   redis.call('ZREM', K_ROOMS_DUE, room_id)

@@ -1260,8 +1260,12 @@ var RealSync = class {
       body: patch
     }));
   }
-  sendMessage(roomId, body) {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/messages", { params: { path: { roomId } }, body }));
+  /** sendMessage sends a message to the room. idempotencyKey makes a retry safe, after a 503
+   * STORE_UNAVAILABLE too: the same key and message get the first message's version, and
+   * nothing is sent again (the room remembers its keys for 10 minutes). */
+  sendMessage(roomId, body, idempotencyKey) {
+    const header = idempotencyKey === void 0 ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.call(this.api.POST("/v1/rooms/{roomId}/messages", { params: { path: { roomId }, header }, body }));
   }
   async messages(roomId, query = {}) {
     const q = {};

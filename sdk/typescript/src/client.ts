@@ -374,8 +374,12 @@ export class RealSync {
     }));
   }
 
-  sendMessage(roomId: string, body: MessageRequest): Promise<Schemas["MessageSent"]> {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/messages", { params: { path: { roomId } }, body }));
+  /** sendMessage sends a message to the room. idempotencyKey makes a retry safe, after a 503
+   * STORE_UNAVAILABLE too: the same key and message get the first message's version, and
+   * nothing is sent again (the room remembers its keys for 10 minutes). */
+  sendMessage(roomId: string, body: MessageRequest, idempotencyKey?: string): Promise<Schemas["MessageSent"]> {
+    const header = idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.call(this.api.POST("/v1/rooms/{roomId}/messages", { params: { path: { roomId }, header }, body }));
   }
 
   async messages(roomId: string, query: { limit?: number; before?: number } = {}): Promise<Message[]> {

@@ -502,6 +502,12 @@ export interface paths {
          *     in `to` (the sender always sees its own). Each message takes a room
          *     version. `to` naming a player who is not in the room is 422.
          *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter), after a
+         *     503 too: the room itself remembers the keys of its messages for 10
+         *     minutes (its last 1 000 keyed messages), so the same key sent again
+         *     gets the first message's version (202) and sends nothing, and with
+         *     another message it is 422 `IDEMPOTENCY_KEY_REUSED`.
+         *
          *     API keys: scope `rooms:write` (sends as the server: `from` is 0; `to` must name players of the room); without it 403 `SCOPE_REQUIRED`.
          */
         post: operations["sendMessage"];
@@ -2359,7 +2365,8 @@ export interface components {
          *     create sent again may make a second room (`GET /v1/me/rooms` tells);
          *     a quick-join sent again finds the caller in the room the first
          *     joined or made while that room is unfinished and matches its
-         *     filters (200, `created: false`). The same key with another body or route is 422
+         *     filters (200, `created: false`); a room message sent again is sent
+         *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
          *     request whose instance died before answering holds its key for twice
@@ -2514,7 +2521,8 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message sent again is sent
+                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3033,7 +3041,32 @@ export interface operations {
     sendMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept, so the key may be used again: a refusal
+                 *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+                 *     may have been made (see that answer) and the key does not know: a
+                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
+                 *     a quick-join sent again finds the caller in the room the first
+                 *     joined or made while that room is unfinished and matches its
+                 *     filters (200, `created: false`); a room message sent again is sent
+                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
                 roomId: components["parameters"]["RoomId"];
@@ -3098,7 +3131,8 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message sent again is sent
+                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3183,7 +3217,8 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message sent again is sent
+                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice

@@ -89,7 +89,7 @@ describe("REST through the SDK", () => {
     assert.equal(made.created, true);
   });
 
-  it("sends an Idempotency-Key with createRoom and quickJoin: the same key and body, the first answer", async () => {
+  it("sends an Idempotency-Key with createRoom, quickJoin and sendMessage: the same key and body, the first answer", async () => {
     const alice = await player("alice");
     const body = { name: "keyed", mode: "idem", region: "eu", maxPlayers: 4 };
     const first = await alice.createRoom(body, "create-k1");
@@ -103,6 +103,10 @@ describe("REST through the SDK", () => {
     assert.equal(q1.created, true);
     assert.equal(q2.created, true, "the first answer replayed (run again it would say created: false)");
     assert.equal(q2.room.id, q1.room.id);
+    const m1 = await bob.sendMessage(q1.room.id, { type: "chat", data: "gg" }, "msg-k1");
+    assert.equal((await bob.sendMessage(q1.room.id, { type: "chat", data: "gg" }, "msg-k1")).version, m1.version);
+    await rejects(bob.sendMessage(q1.room.id, { type: "chat", data: "GG" }, "msg-k1"), 422, "IDEMPOTENCY_KEY_REUSED");
+    assert.equal((await bob.messages(q1.room.id)).length, 1, "sent once");
   });
 
   it("handles private rooms, invite codes and kicks", async () => {
