@@ -44,6 +44,14 @@ var bodyLimits = map[string]int64{
 	// create with 16 attributes (or 8 string filters and a create with 8
 	// more, whose 16 attributes the created room gets): 15 KiB.
 	"POST /v1/matchmaking/quick-join": 16 << 10,
+	// mode, 8 regions, a rating, 16 attributes of 128 characters and a
+	// party of 63 user ids of 128 bytes (a match of 64): 21.0 KiB.
+	"POST /v1/matchmaking/tickets": 24 << 10,
+	// 500 user ids of 128 bytes: 64.0 KiB. A user id is a token's
+	// subject, not free text: it counts as its UTF-8 bytes (an id of
+	// characters a JSON encoder escapes, <, > and &, takes up to six
+	// times as much and may pass the cap).
+	"PUT /v1/me/following": 80 << 10,
 	// no body
 	"POST /v1/rooms/{roomId}/join":         noBodyBytes,
 	"POST /v1/rooms/{roomId}/leave":        noBodyBytes,

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/tickets"
 )
 
 // esc is n characters of free text as a JSON encoder may write them at
@@ -48,7 +50,14 @@ func fullState(prefix string) string {
 // its cap is just above it (under a third more); a body one byte over
 // the cap is 413 before authentication.
 func TestLargestValidBodies(t *testing.T) {
-	e := newEnv(t, redistestEmbedded, true)
+	// a mode whose parties are the largest: one team of up to 64
+	rules, err := matchmaking.ParseRules([]byte(fmt.Sprintf("modes:\n  big: {minPlayers: 2, maxPlayers: %d}\n", matchmaking.MaxMatchPlayers)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, _ string) {
+		c.Tickets = matchmaking.NewService(matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs()), Rules: rules})
+	})
 	alice, _ := e.guest("alice")
 	bob, _ := e.guest("bob")
 	names := `"name":"` + esc(64) + `","mode":"` + strings.Repeat("m", 32) + `","region":"` + strings.Repeat("r", 32) + `"`
@@ -79,6 +88,21 @@ func TestLargestValidBodies(t *testing.T) {
 	if len(quickFiltered)+8*810 > len(quick) {
 		t.Fatalf("the quick-join with string filters is the larger")
 	}
+	// user ids of 128 bytes of UTF-8 (a 2-byte character 62 times)
+	userIDs := func(n int) string {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf(`"u%03d%s"`, i, strings.Repeat("é", 62))
+		}
+		return "[" + strings.Join(ids, ",") + "]"
+	}
+	var tregions []string
+	for i := range 8 {
+		tregions = append(tregions, fmt.Sprintf(`"%s%02d"`, strings.Repeat("r", 30), i))
+	}
+	ticket := `{"mode":"big","regions":[` + strings.Join(tregions, ",") + `],"rating":-999999999.9999999,"attributes":` + attrs16() +
+		`,"partyUserIds":` + userIDs(matchmaking.MaxMatchPlayers-1) + `}`
+	carol, _ := e.guest("carol")
 	cases := []struct {
 		name, method, route, path, token, body string
 		status                                 int
@@ -90,6 +114,8 @@ func TestLargestValidBodies(t *testing.T) {
 		{"State", "PATCH", "/v1/rooms/{roomId}/state", "/v1/rooms/" + id + "/state", alice, patch, 200, []string{"Content-Type", "application/merge-patch+json"}},
 		{"Message", "POST", "/v1/rooms/{roomId}/messages", "/v1/rooms/" + id + "/messages", alice, msg, 422, nil}, // recipients not in the room: past the size checks
 		{"QuickJoinCreate", "POST", "/v1/matchmaking/quick-join", "/v1/matchmaking/quick-join", bob, quick, 201, nil},
+		{"Ticket", "POST", "/v1/matchmaking/tickets", "/v1/matchmaking/tickets", carol, ticket, 201, nil},
+		{"Following", "PUT", "/v1/me/following", "/v1/me/following", alice, `{"userIds":` + userIDs(500) + `}`, 200, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +126,7 @@ func TestLargestValidBodies(t *testing.T) {
 			}
 			r := e.do(tc.method, tc.path, tc.token, tc.body, tc.hdr...)
 			if r.status != tc.status {
-				t.Fatalf("largest valid body (%d bytes, cap %d): %d %s", size, limit, r.status, r.raw)
+				t.Fatalf("largest valid body (%d bytes, cap %d): %d %s\n%s", size, limit, r.status, r.raw, e.logs.String())
 			}
 			t.Logf("%s: largest valid body %.1f KiB, cap %d KiB", tc.name, float64(size)/1024, limit>>10)
 			over := `{"name":"` + strings.Repeat("x", int(limit)-11+1) + `"}`
