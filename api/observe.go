@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/realsync/realsync/internal/limits"
 )
 
 // Metrics observes HTTP requests; internal/metrics implements it with
@@ -61,6 +63,9 @@ type exchange struct {
 	identity      Identity
 	authenticated bool
 	line          *eventLine // the stream's connection, once the hub took it over
+	// roomCounts are the room (and inbox) limits this request took a
+	// count on: handed back when it is refused (handBackRoomCounts).
+	roomCounts []limits.Check
 }
 
 func (x *exchange) WriteHeader(code int) {

@@ -78,6 +78,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		if routeExtras[route] == "guess" && decisions != nil {
 			defer s.keepGuesses(r, checks, decisions) // also when refused here: a 429 is no wrong code
 		}
+		defer s.handBackRoomCounts(r) // the route's, and an invite's inbox (limitInbox)
 		if ok {
 			next.ServeHTTP(w, r)
 		}
@@ -177,6 +178,13 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, checks []limits.C
 		return nil, true
 	}
 	setRateLimitHeaders(w.Header(), checks, decisions)
+	if x := exchangeFrom(r.Context()); x != nil {
+		for i, c := range checks {
+			if c.Scope == limits.Room && decisions[i].Allowed {
+				x.roomCounts = append(x.roomCounts, c)
+			}
+		}
+	}
 	refused := -1
 	var wait time.Duration
 	for i, d := range decisions {
@@ -222,6 +230,25 @@ func (s *Server) keepGuesses(r *http.Request, checks []limits.Check, decisions [
 	defer cancel()
 	if _, err := s.limits.limiter.Do(ctx, limits.Give, back); err != nil {
 		s.log.Debug("handing a guess back failed", "err", err, "request_id", requestID(r.Context()))
+	}
+}
+
+// handBackRoomCounts, after a request that took a count on a room's (or an
+// inbox's) limit was answered, hands the count back when the answer
+// refused it: a 4xx, 429 included (another of its limits refused it).
+// Only writes that went through, or may have (a 5xx), use a room's budget:
+// strangers (403 NOT_A_MEMBER, 404 for a private room), refused writes and
+// a user over their own limits cannot starve the room's members. A
+// refusal costs a second round trip.
+func (s *Server) handBackRoomCounts(r *http.Request) {
+	x := exchangeFrom(r.Context())
+	if x == nil || len(x.roomCounts) == 0 || x.status < 400 || x.status >= 500 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	if _, err := s.limits.limiter.Do(ctx, limits.Give, x.roomCounts); err != nil {
+		s.log.Debug("handing a room's count back failed", "err", err, "request_id", requestID(r.Context()))
 	}
 }
 

@@ -183,6 +183,57 @@ func TestRoomRateLimit(t *testing.T) {
 	}
 }
 
+// Requests refused otherwise take nothing from a room's (or an inbox's)
+// budget: strangers' messages, patches and invites (403 NOT_A_MEMBER in a
+// public room, 404 in a private one) and malformed ones leave the members
+// their whole share, and the invited user's inbox its whole budget.
+func TestRoomRateLimitSparedByRefusals(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := limitedEnv(t, b, "messages=6/h,patches=6/h")
+			alice, _ := e.guest("alice")
+			bob, bobID := e.guest("bob")
+			pub := e.create(alice, arena)["id"].(string)
+			priv := e.create(alice, map[string]any{"name": "Secret", "mode": "battle", "region": "eu", "maxPlayers": 4, "visibility": "private"})["id"].(string)
+			msg := map[string]any{"type": "chat", "data": "hi"}
+			patch := func(room, token string) resp {
+				return e.do("PATCH", "/v1/rooms/"+room+"/state", token, `{"a":1}`, "Content-Type", "application/merge-patch+json")
+			}
+			for i := range 3 {
+				stranger, _ := e.guest(fmt.Sprint("stranger", i))
+				for range 4 {
+					want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", stranger, msg), 403, "NOT_A_MEMBER")
+					want(t, e.do("POST", "/v1/rooms/"+priv+"/messages", stranger, msg), 404, "ROOM_NOT_FOUND")
+					want(t, patch(pub, stranger), 403, "NOT_A_MEMBER")
+					want(t, patch(priv, stranger), 404, "ROOM_NOT_FOUND")
+					want(t, e.do("POST", "/v1/rooms/"+pub+"/invites", stranger, map[string]any{"userId": bobID}), 403, "NOT_A_MEMBER")
+				}
+			}
+			want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", alice, map[string]any{"type": "chat"}), 422, "VALIDATION_FAILED")
+			// every member's share is whole: half the room's 6
+			for _, room := range []string{pub, priv} {
+				for range 3 {
+					want(t, e.do("POST", "/v1/rooms/"+room+"/messages", alice, msg), 202, "")
+					want(t, patch(room, alice), 200, "")
+				}
+				want429(t, e.do("POST", "/v1/rooms/"+room+"/messages", alice, msg), "ROOM_RATE_LIMITED", "messages.room", 6, 3600, 1200)
+			}
+			want(t, e.do("POST", "/v1/rooms/"+pub+"/join", bob, nil), 200, "")
+			for range 3 {
+				want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", bob, msg), 202, "")
+			}
+			// bob's inbox: the strangers' 12 refused invites took none of it
+			carol, _ := e.guest("carol")
+			dan, _ := e.guest("dan")
+			for _, from := range []string{carol, dan} {
+				for range 3 {
+					want(t, e.do("POST", "/v1/users/"+bobID+"/messages", from, msg), 202, "")
+				}
+			}
+		})
+	}
+}
+
 // Stream opens per user per minute: STREAM_OPENS_LIMITED, for the room's
 // and the lobby's streams alike.
 func TestStreamOpensLimited(t *testing.T) {
