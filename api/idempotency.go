@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/rooms"
 )
@@ -46,7 +48,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	ctx := r.Context()
-	c, err := s.idem.Claim(ctx, userFrom(ctx).ID, *key, fingerprint(r.Method, routePattern(r), body), 2*s.requestTimeout)
+	c, err := s.idem.Claim(ctx, userFrom(ctx).ID, *key, fingerprint(r.Method, routeOf(r), body), 2*s.requestTimeout)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -91,7 +93,21 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
-// fingerprint identifies a request for its key: method, route and body.
+// routeOf is r's route pattern with its path parameters as the handler
+// reads them (decoded): the same key on another room, or to another user,
+// is another request.
+func routeOf(r *http.Request) string {
+	route := routePattern(r)
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		for _, k := range rctx.URLParams.Keys {
+			route += " " + k + "=" + pathParam(r, k)
+		}
+	}
+	return route
+}
+
+// fingerprint identifies a request for its key: method, route (routeOf)
+// and body.
 func fingerprint(method, route string, body []byte) string {
 	h := sha256.New()
 	h.Write([]byte(method + " " + route + "\n"))

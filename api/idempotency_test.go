@@ -80,10 +80,11 @@ func TestIdempotencyKey(t *testing.T) {
 	})
 }
 
-// A room message sent with an Idempotency-Key is sent once: its replay
-// is the first answer; and where the key's record is gone (an error answer
+// A room message (and a direct message) sent with an Idempotency-Key is
+// sent once: its replay is the first answer; and where the key's record is gone (an error answer
 // frees it: a 503 after the message was sent), the room itself knows the
-// key and answers the first version without sending again, or 422
+// key (the recipient's inbox) and answers the first version (time)
+// without sending again, or 422
 // IDEMPOTENCY_KEY_REUSED for another message.
 func TestMessageIdempotencyKey(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
@@ -98,6 +99,9 @@ func TestMessageIdempotencyKey(t *testing.T) {
 		if again.status != 202 || again.raw != first.raw || again.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay %d %s %v, want 202 %s replayed", again.status, again.raw, again.header, first.raw)
 		}
+		// the key on another room is another request
+		other := "/v1/rooms/" + e.create(alice, arena)["id"].(string) + "/messages"
+		want(t, e.do("POST", other, alice, gg, "Idempotency-Key", "msg-1"), 422, "IDEMPOTENCY_KEY_REUSED")
 		// the records gone, as after an error answer
 		if keys := e.idemKeys(); len(keys) != 1 || e.store.Client().Del(context.Background(), keys...).Err() != nil {
 			t.Fatalf("records %v, want the message's", keys)
@@ -111,6 +115,30 @@ func TestMessageIdempotencyKey(t *testing.T) {
 		history := e.do("GET", path, alice, nil)
 		if n := len(history.body["messages"].([]any)); n != 1 {
 			t.Fatalf("%d messages, want 1: %s", n, history.raw)
+		}
+
+		// a direct message alike, its inbox knowing the key
+		_, bobID := e.guest("bob")
+		dm := "/v1/users/" + bobID + "/messages"
+		first = e.do("POST", dm, alice, gg, "Idempotency-Key", "dm-1")
+		want(t, first, 202, "")
+		if again := e.do("POST", dm, alice, gg, "Idempotency-Key", "dm-1"); again.raw != first.raw || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("direct message replay %d %s, want %s replayed", again.status, again.raw, first.raw)
+		}
+		_, carolID := e.guest("carol") // the key to another user is another request
+		want(t, e.do("POST", "/v1/users/"+carolID+"/messages", alice, gg, "Idempotency-Key", "dm-1"), 422, "IDEMPOTENCY_KEY_REUSED")
+		e.store.Client().Del(context.Background(), e.idemKeys()...)
+		logged := func() int64 {
+			return e.store.Client().XLen(context.Background(), e.store.UserLogs().KeysOf(bobID).Log).Val()
+		}
+		if inbox := e.do("POST", dm, alice, gg, "Idempotency-Key", "dm-1"); inbox.status != 202 || inbox.raw != first.raw ||
+			inbox.header.Get("Idempotent-Replayed") != "" || logged() != 1 {
+			t.Fatalf("direct message sent again, the record gone: %d %s, %d logged; want 202 %s, 1", inbox.status, inbox.raw, logged(), first.raw)
+		}
+		e.store.Client().Del(context.Background(), e.idemKeys()...)
+		want(t, e.do("POST", dm, alice, map[string]any{"type": "chat", "data": "GG"}, "Idempotency-Key", "dm-1"), 422, "IDEMPOTENCY_KEY_REUSED")
+		if n := logged(); n != 1 {
+			t.Fatalf("bob's log holds %d events, want the one message", n)
 		}
 	})
 }

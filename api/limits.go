@@ -49,8 +49,8 @@ var bodyLimits = map[string]int64{
 	"POST /v1/matchmaking/tickets": 24 << 10,
 	// 500 user ids of 128 bytes: 64.0 KiB. A user id is a token's
 	// subject, not free text: it counts as its UTF-8 bytes (an id of
-	// characters a JSON encoder escapes, <, > and &, takes up to six
-	// times as much and may pass the cap).
+	// characters a JSON encoder escapes, " and \ twice their size, <, >
+	// and & six times, may pass the cap).
 	"PUT /v1/me/following": 80 << 10,
 	// no body
 	"POST /v1/rooms/{roomId}/join":         noBodyBytes,

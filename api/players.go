@@ -117,22 +117,27 @@ func playersParamError(err error) error {
 }
 
 // SendDirectMessage implements POST /v1/users/{userId}/messages.
-func (s *Server) SendDirectMessage(w http.ResponseWriter, r *http.Request, userID oapi.UserId) {
-	var p players.DirectMessageParams
-	if err := decodeBody(r, &p, false, jsonType); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.direct == nil {
-		s.writeError(w, r, rooms.ErrUnavailable)
-		return
-	}
-	sent, err := s.direct.SendMessage(r.Context(), userFrom(r.Context()), userID, p)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
+func (s *Server) SendDirectMessage(w http.ResponseWriter, r *http.Request, userID oapi.UserId, params oapi.SendDirectMessageParams) {
+	s.idempotent(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
+		var p players.DirectMessageParams
+		if err := decodeBody(r, &p, false, jsonType); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if s.direct == nil {
+			s.writeError(w, r, rooms.ErrUnavailable)
+			return
+		}
+		if s.idem != nil { // the key is honoured (idempotent); the inbox remembers it too
+			p.Key = deref(params.IdempotencyKey)
+		}
+		sent, err := s.direct.SendMessage(r.Context(), userFrom(r.Context()), userID, p)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
+	})
 }
 
 // InviteToRoom implements POST /v1/rooms/{roomId}/invites.

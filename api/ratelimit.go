@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -85,17 +86,20 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	})
 }
 
-// limitMalformed counts a request whose path or query parameters could
-// not be read (the generated router answers those before the route's
-// middlewares run) on its route's limits, as any other; false when a limit
-// refused it and the 429 was written.
+// limitMalformed counts a request whose path, query or header parameters
+// could not be read (the generated router answers those before the
+// route's middlewares run) on its route's limits, as any other, but a
+// room's (or inbox's): it is refused, and a refusal takes nothing from a
+// room's budget (handBackRoomCounts); false when a limit refused it and
+// the 429 was written.
 func (s *Server) limitMalformed(w http.ResponseWriter, r *http.Request) bool {
 	route := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
 	class, ok := routeClasses[route]
 	if !s.limits.on() || !ok {
 		return true
 	}
-	_, ok = s.count(w, r, s.checksOf(r, route, class))
+	checks := slices.DeleteFunc(s.checksOf(r, route, class), func(c limits.Check) bool { return c.Scope == limits.Room })
+	_, ok = s.count(w, r, checks)
 	return ok
 }
 
@@ -236,8 +240,8 @@ func (s *Server) keepGuesses(r *http.Request, checks []limits.Check, decisions [
 // handBackRoomCounts, after a request that took a count on a room's (or an
 // inbox's) limit was answered, hands the count back when the answer
 // refused it: a 4xx, 429 included (another of its limits refused it).
-// Only writes that went through, or may have (a 5xx), use a room's budget:
-// strangers (403 NOT_A_MEMBER, 404 for a private room), refused writes and
+// A refused request takes nothing from a room's budget (a replayed answer
+// and a 5xx, whose write may have been made, keep their count): strangers (403 NOT_A_MEMBER, 404 for a private room), refused writes and
 // a user over their own limits cannot starve the room's members. A
 // refusal costs a second round trip.
 func (s *Server) handBackRoomCounts(r *http.Request) {

@@ -210,6 +210,20 @@ func TestRoomRateLimitSparedByRefusals(t *testing.T) {
 				}
 			}
 			want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", alice, map[string]any{"type": "chat"}), 422, "VALIDATION_FAILED")
+			// malformed headers, answered before the route's middlewares
+			for i := range 3 {
+				stranger, _ := e.guest(fmt.Sprint("header", i))
+				for range 3 {
+					r := e.do("POST", "/v1/rooms/"+pub+"/messages", stranger, msg, "Idempotency-Key", "a", "Idempotency-Key", "b")
+					if r.status != 400 && r.status != 422 {
+						t.Fatalf("two Idempotency-Keys: %d %s", r.status, r.raw)
+					}
+					r = e.do("PATCH", "/v1/rooms/"+pub+"/state", stranger, `{"a":1}`, "Content-Type", "application/merge-patch+json", "If-Match", `"1"`, "If-Match", `"2"`)
+					if r.status != 400 && r.status != 422 {
+						t.Fatalf("two If-Matches: %d %s", r.status, r.raw)
+					}
+				}
+			}
 			// every member's share is whole: half the room's 6
 			for _, room := range []string{pub, priv} {
 				for range 3 {

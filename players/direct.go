@@ -20,6 +20,21 @@ type Inbox interface {
 	// SendToMany appends ev (UserID "", Seq 0) to the log of each of
 	// uids, its body stored once. Errors: rooms.ErrUnavailable.
 	SendToMany(ctx context.Context, uids []string, ev any) error
+	// SendOnce is Send of an event named by once: when uid's inbox
+	// remembers once.Key (for rooms.MessageKeyWindow, its last
+	// rooms.MessageKeysKept keys), nothing is sent and the first send's
+	// At is returned (rooms.ErrKeyReused when its Digest differs); else
+	// ev is sent and once.At returned. Errors: rooms.ErrUnavailable too.
+	SendOnce(ctx context.Context, uid string, ev any, once Once) (time.Time, error)
+}
+
+// Once names a send for its sender's Idempotency-Key (Inbox.SendOnce).
+type Once struct {
+	// Key is "<Idempotency-Key> <sender's user id>" (a key holds no
+	// space); Digest tells the message's content (rooms.MessageDigest).
+	Key, Digest string
+	// At is when this send was made, the answer's time.
+	At time.Time
 }
 
 // Direct sends direct messages and invites.
@@ -45,6 +60,10 @@ type Sent struct{ TS time.Time }
 type DirectMessageParams struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	// Key is the sender's Idempotency-Key ("": none; not of the body): the
+	// recipient's inbox remembers it as a room remembers its messages'
+	// (rooms.Message.Key), so the message sent again is sent once.
+	Key string `json:"-"`
 }
 
 // NewHeader is the header of a logged event of type typ to user uid at
@@ -79,7 +98,9 @@ func checkRecipient(u rooms.User, to string) error {
 // The recipient gets the `message` event on their personal stream, or
 // when a session of each platform opens, within REALSYNC_OFFLINE_TTL.
 // Any user id is accepted: users are who tokens name, there is no
-// registry. Errors: a ValidationError (nothing sent), rooms.ErrScopeRequired,
+// registry. With p.Key the message is sent once (Inbox.SendOnce): sent
+// again, it answers the first send's time. Errors: a ValidationError
+// (nothing sent), rooms.ErrScopeRequired, rooms.ErrKeyReused,
 // rooms.ErrUnavailable.
 func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p DirectMessageParams) (Sent, error) {
 	if err := rooms.RequireScope(u, rooms.ScopeWrite); err != nil {
@@ -92,10 +113,14 @@ func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p Dir
 	if err != nil {
 		return Sent{}, err
 	}
-	now := time.Now()
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	ev := DirectMessageEvent{UserEventHeader: NewHeader(EventMessage, to, now), From: senderOf(u),
 		Message: DirectMessageBody{Type: p.Type, Data: data}}
-	return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+	if p.Key == "" {
+		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+	}
+	at, err := d.inbox.SendOnce(ctx, to, ev, Once{Key: p.Key + " " + u.ID, Digest: rooms.MessageDigest(p.Type, data, nil), At: now})
+	return Sent{TS: at}, err
 }
 
 // Invite invites user to to room id on behalf of u, a member (or the

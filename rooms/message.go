@@ -3,8 +3,11 @@ package rooms
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -47,6 +50,21 @@ type Message struct {
 	// again after a lost answer is sent once; ErrKeyReused when the key
 	// sent another message (type, data or recipients).
 	Key string `json:"-"`
+}
+
+// MessageDigest tells one message from another under one Idempotency-Key
+// (Message.Key): its type, its data (compacted, as checkMessage makes it)
+// and its recipients; a direct message has none.
+func MessageDigest(typ string, data []byte, to []int) string {
+	h := sha256.New()
+	h.Write([]byte(typ))
+	h.Write([]byte{0})
+	h.Write(data)
+	for _, p := range to {
+		h.Write([]byte{0})
+		h.Write(strconv.AppendInt(nil, int64(p), 10))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // VisibleTo reports whether player pid may see m (see Visible).

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -28,27 +26,13 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	call := messageSendCall{roomScope: s.scope(shard, id), caller: c, typeJSON: jsonString(m.Type), data: []byte(m.Data), to: m.To}
 	if m.Key != "" {
 		// a key is visible ASCII, without spaces: the first space ends it
-		call.key, call.digest = m.Key+" "+u.ID, messageDigest(call.typeJSON, call.data, m.To)
+		call.key, call.digest = m.Key+" "+u.ID, rooms.MessageDigest(m.Type, call.data, m.To)
 	}
 	rest, err := s.result(ctx, call)
 	if err != nil {
 		return 0, err
 	}
 	return layout.ToInt64(rest[0]), nil
-}
-
-// messageDigest tells one message from another under one Idempotency-Key:
-// its type, data and recipients.
-func messageDigest(typeJSON string, data []byte, to []int) string {
-	h := sha256.New()
-	h.Write([]byte(typeJSON))
-	h.Write([]byte{0})
-	h.Write(data)
-	for _, p := range to {
-		h.Write([]byte{0})
-		h.Write(strconv.AppendInt(nil, int64(p), 10))
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Messages implements rooms.MessageStore. The log is capped, so one read

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -152,6 +155,11 @@ func TestMessageSentOncePerKey(t *testing.T) {
 		if err1 != nil || err2 != nil || nh != rooms.MessageKeysKept || nz != rooms.MessageKeysKept {
 			t.Fatalf("keys remembered: %d and %d (%v, %v), want %d", nh, nz, err1, err2, rooms.MessageKeysKept)
 		}
+		for _, k := range []string{mkeys, mkeyt} { // whatever closes the room
+			if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > rooms.MessageKeyWindow {
+				t.Errorf("%s expires in %v, want within %v", k, ttl, rooms.MessageKeyWindow)
+			}
+		}
 		before := len(events(t, s, id))
 		if v := send(alice, msg(`"gg"`, "k1", 2)); v == v1 || len(events(t, s, id)) != before+1 {
 			t.Errorf("alice's k1, forgotten, answered %d: want a new message", v)
@@ -159,6 +167,15 @@ func TestMessageSentOncePerKey(t *testing.T) {
 		last := fmt.Sprint(rooms.MessageKeysKept + 4)
 		if _, err := s.SendMessage(ctx, bob, id, msg(last, fmt.Sprint("b", last))); err != nil || len(events(t, s, id)) != before+1 {
 			t.Errorf("bob's newest key sent again: %v, %d events (want %d)", err, len(events(t, s, id)), before+1)
+		}
+		// a key older than the window is forgotten, whether or not a send
+		// dropped it yet
+		old := float64(time.Now().Add(-rooms.MessageKeyWindow - time.Second).UnixMilli())
+		if err := c.ZAddXX(ctx, mkeyt, redis.Z{Score: old, Member: "b" + last + " " + bob.ID}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SendMessage(ctx, bob, id, msg(last, "b"+last)); err != nil || len(events(t, s, id)) != before+2 {
+			t.Errorf("bob's newest key past the window: %v, %d events (want %d)", err, len(events(t, s, id)), before+2)
 		}
 
 		// closed: its keys go with it

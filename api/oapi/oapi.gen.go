@@ -972,8 +972,9 @@ type QuickJoinParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -998,8 +999,9 @@ type CreateTicketParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1071,8 +1073,9 @@ type CreateRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1115,8 +1118,9 @@ type SendMessageParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1141,6 +1145,33 @@ type KickPlayerParams struct {
 type PatchRoomStateParams struct {
 	// IfMatch `"<stateVersion>"` or `*`; 412 `VERSION_MISMATCH` when it does not match.
 	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// SendDirectMessageParams defines parameters for SendDirectMessage.
+type SendDirectMessageParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateGuestTokenJSONRequestBody defines body for CreateGuestToken for application/json ContentType.
@@ -1309,7 +1340,7 @@ type ServerInterface interface {
 	CreateRoomStreamToken(w http.ResponseWriter, r *http.Request, roomId RoomId)
 	// SendDirectMessage Send a message to a user
 	// (POST /v1/users/{userId}/messages)
-	SendDirectMessage(w http.ResponseWriter, r *http.Request, userId UserId)
+	SendDirectMessage(w http.ResponseWriter, r *http.Request, userId UserId, params SendDirectMessageParams)
 }
 
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
@@ -1558,7 +1589,7 @@ func (_ Unimplemented) CreateRoomStreamToken(w http.ResponseWriter, r *http.Requ
 
 // SendDirectMessage Send a message to a user
 // (POST /v1/users/{userId}/messages)
-func (_ Unimplemented) SendDirectMessage(w http.ResponseWriter, r *http.Request, userId UserId) {
+func (_ Unimplemented) SendDirectMessage(w http.ResponseWriter, r *http.Request, userId UserId, params SendDirectMessageParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2848,8 +2879,32 @@ func (siw *ServerInterfaceWrapper) SendDirectMessage(w http.ResponseWriter, r *h
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendDirectMessageParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.SendDirectMessage(w, r, userId)
+		siw.Handler.SendDirectMessage(w, r, userId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {

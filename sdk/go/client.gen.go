@@ -977,8 +977,9 @@ type QuickJoinParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1003,8 +1004,9 @@ type CreateTicketParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1076,8 +1078,9 @@ type CreateRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1120,8 +1123,9 @@ type SendMessageParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message sent again is sent
-	// once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request whose instance died before answering holds its key for twice
@@ -1146,6 +1150,33 @@ type KickPlayerParams struct {
 type PatchRoomStateParams struct {
 	// IfMatch `"<stateVersion>"` or `*`; 412 `VERSION_MISMATCH` when it does not match.
 	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// SendDirectMessageParams defines parameters for SendDirectMessage.
+type SendDirectMessageParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateGuestTokenJSONRequestBody defines body for CreateGuestToken for application/json ContentType.
@@ -2289,10 +2320,17 @@ type ClientInterface interface {
 	// `write` limits. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the recipient's inbox remembers the keys of the messages
+	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+	// same key from the same sender sent again gets the first message's
+	// `ts` (202) and sends nothing, and with another message it is 422
+	// `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-	SendDirectMessageWithBody(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendDirectMessageWithBody(ctx context.Context, userId UserId, params *SendDirectMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendDirectMessage Send a message to a user
 	//
@@ -2307,10 +2345,17 @@ type ClientInterface interface {
 	// `write` limits. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the recipient's inbox remembers the keys of the messages
+	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+	// same key from the same sender sent again gets the first message's
+	// `ts` (202) and sends nothing, and with another message it is 422
+	// `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-	SendDirectMessage(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SendDirectMessage(ctx context.Context, userId UserId, params *SendDirectMessageParams, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz Process is up
@@ -3869,11 +3914,18 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 // `write` limits. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the recipient's inbox remembers the keys of the messages
+// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+// same key from the same sender sent again gets the first message's
+// `ts` (202) and sends nothing, and with another message it is 422
+// `IDEMPOTENCY_KEY_REUSED`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendDirectMessageRequestWithBody(c.Server, userId, contentType, body)
+func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId, params *SendDirectMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendDirectMessageRequestWithBody(c.Server, userId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3897,11 +3949,18 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 // `write` limits. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the recipient's inbox remembers the keys of the messages
+// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+// same key from the same sender sent again gets the first message's
+// `ts` (202) and sends nothing, and with another message it is 422
+// `IDEMPOTENCY_KEY_REUSED`.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-func (c *APIClient) SendDirectMessage(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSendDirectMessageRequest(c.Server, userId, body)
+func (c *APIClient) SendDirectMessage(ctx context.Context, userId UserId, params *SendDirectMessageParams, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendDirectMessageRequest(c.Server, userId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5772,18 +5831,18 @@ func NewCreateRoomStreamTokenRequest(server string, roomId RoomId) (*http.Reques
 }
 
 // NewSendDirectMessageRequest calls the generic SendDirectMessage builder with application/json body
-func NewSendDirectMessageRequest(server string, userId UserId, body SendDirectMessageJSONRequestBody) (*http.Request, error) {
+func NewSendDirectMessageRequest(server string, userId UserId, params *SendDirectMessageParams, body SendDirectMessageJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSendDirectMessageRequestWithBody(server, userId, "application/json", bodyReader)
+	return NewSendDirectMessageRequestWithBody(server, userId, params, "application/json", bodyReader)
 }
 
 // NewSendDirectMessageRequestWithBody constructs an http.Request for the SendDirectMessage method, with any body, and a specified content type
-func NewSendDirectMessageRequestWithBody(server string, userId UserId, contentType string, body io.Reader) (*http.Request, error) {
+func NewSendDirectMessageRequestWithBody(server string, userId UserId, params *SendDirectMessageParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5814,6 +5873,21 @@ func NewSendDirectMessageRequestWithBody(server string, userId UserId, contentTy
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6945,10 +7019,17 @@ type ClientWithResponsesInterface interface {
 	// `write` limits. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the recipient's inbox remembers the keys of the messages
+	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+	// same key from the same sender sent again gets the first message's
+	// `ts` (202) and sends nothing, and with another message it is 422
+	// `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-	SendDirectMessageWithBodyWithResponse(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error)
+	SendDirectMessageWithBodyWithResponse(ctx context.Context, userId UserId, params *SendDirectMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error)
 
 	// SendDirectMessageWithResponse Send a message to a user
 	//
@@ -6963,10 +7044,17 @@ type ClientWithResponsesInterface interface {
 	// `write` limits. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too: the recipient's inbox remembers the keys of the messages
+	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+	// same key from the same sender sent again gets the first message's
+	// `ts` (202) and sends nothing, and with another message it is 422
+	// `IDEMPOTENCY_KEY_REUSED`.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-	SendDirectMessageWithResponse(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error)
+	SendDirectMessageWithResponse(ctx context.Context, userId UserId, params *SendDirectMessageParams, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error)
 }
 
 type HealthzResponse struct {
@@ -12288,11 +12376,18 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 // `write` limits. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the recipient's inbox remembers the keys of the messages
+// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+// same key from the same sender sent again gets the first message's
+// `ts` (202) and sends nothing, and with another message it is 422
+// `IDEMPOTENCY_KEY_REUSED`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.Context, userId UserId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error) {
-	rsp, err := c.SendDirectMessageWithBody(ctx, userId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.Context, userId UserId, params *SendDirectMessageParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error) {
+	rsp, err := c.SendDirectMessageWithBody(ctx, userId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12312,11 +12407,18 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 // `write` limits. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too: the recipient's inbox remembers the keys of the messages
+// sent to it for 10 minutes (its last 1 000 keyed messages), so the
+// same key from the same sender sent again gets the first message's
+// `ts` (202) and sends nothing, and with another message it is 422
+// `IDEMPOTENCY_KEY_REUSED`.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/users/{userId}/messages (the `SendDirectMessage` operationId).
-func (c *ClientWithResponses) SendDirectMessageWithResponse(ctx context.Context, userId UserId, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error) {
-	rsp, err := c.SendDirectMessage(ctx, userId, body, reqEditors...)
+func (c *ClientWithResponses) SendDirectMessageWithResponse(ctx context.Context, userId UserId, params *SendDirectMessageParams, body SendDirectMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendDirectMessageResponse, error) {
+	rsp, err := c.SendDirectMessage(ctx, userId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,8 @@
 -- reply is the first one's version, or KEY_REUSED when its digest differs.
 -- The keys: K_ROOM:mkeys (hash key -> "<version> <digest>") and
 -- K_ROOM:mkeyt (zset key -> when sent, ms), the oldest forgotten first;
--- deleted with the room (close_room).
+-- deleted with the room (close_room), and expiring ARGV[13] after the last
+-- keyed message whatever closes the room (a release of before them).
 -- Reply: {"OK", version} | {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"ROOM_FINISHED"} |
 --        {"TO_NOT_MEMBER", playerId} | {"KEY_REUSED"}
 local uid, type_json, data, mlen = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
@@ -22,9 +23,11 @@ local K_MKEYS, K_MKEYT = K_ROOM .. ':mkeys', K_ROOM .. ':mkeyt'
 
 local r = redis.call('HMGET', K_ROOM, 'vi', 'ver', 'st', 'lb', 'ln', 'lv')
 if not r[1] then return {'ROOM_NOT_FOUND'} end
-if key ~= '' then -- sent already: its version, whatever happened since
-  local seen = redis.call('HGET', K_MKEYS, key)
-  if seen then
+if key ~= '' then -- sent already, within the window: its version, whatever happened since
+  -- (both keys read before any write: in a Cluster slot on the move, a
+  -- key already gone fails the call here, not after the event)
+  local seen, sent = redis.call('HGET', K_MKEYS, key), redis.call('ZSCORE', K_MKEYT, key)
+  if seen and sent and tonumber(sent) > now - tonumber(ARGV[13]) then
     local v, d = string.match(seen, '^(%d+) (%S+)$')
     if d ~= digest then return {'KEY_REUSED'} end
     return {'OK', tonumber(v)}
@@ -58,5 +61,7 @@ if key ~= '' then
     redis.call('HDEL', K_MKEYS, unpack(old))
     redis.call('ZREM', K_MKEYT, unpack(old))
   end
+  redis.call('PEXPIRE', K_MKEYS, ARGV[13])
+  redis.call('PEXPIRE', K_MKEYT, ARGV[13])
 end
 return {'OK', v}

@@ -182,6 +182,16 @@ func (s *Sessions) Send(ctx context.Context, uid string, ev any) error {
 	return err
 }
 
+// SendOnce implements players.Inbox.
+func (s *Sessions) SendOnce(ctx context.Context, uid string, ev any, once players.Once) (time.Time, error) {
+	_, at, err := s.cfg.Logs.SendEventOnce(ctx, uid, ev, userlog.Once{Key: once.Key, Digest: once.Digest,
+		AtMs: once.At.UnixMilli(), Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(at).UTC(), nil
+}
+
 // SendToMany implements players.Inbox: the body stored once.
 func (s *Sessions) SendToMany(ctx context.Context, uids []string, ev any) error {
 	return s.cfg.Logs.SendToMany(ctx, uids, ev)

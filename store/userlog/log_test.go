@@ -3,6 +3,7 @@ package userlog_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -160,5 +161,80 @@ func TestEventsExpireByTheirAge(t *testing.T) {
 	}
 	if fmt.Sprint(seqs) != "[3 4]" {
 		t.Fatalf("replayed seqs %v, want [3 4] (the two younger than the TTL)", seqs)
+	}
+}
+
+// A direct message sent with an Idempotency-Key reaches its recipient's
+// log once: the same key and message again answer the first send (its seq
+// and time) and log nothing; the key with another message is refused;
+// another sender's key of the same name is its own. The inbox remembers
+// its last rooms.MessageKeysKept keys, and both key sets expire the
+// window after the last keyed send.
+func TestSendEventOnce(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
+			k, c := l.KeysOf(uid), st.Client()
+			ev := func(n int) any {
+				return players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
+					Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage(fmt.Sprint(n))}}
+			}
+			once := func(key, digest string, at int64) userlog.Once {
+				return userlog.Once{Key: key, Digest: digest, AtMs: at, Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept}
+			}
+			seq, at, err := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 1000))
+			if err != nil || seq != 1 || at != 1000 {
+				t.Fatalf("first send: seq %d at %d, %v", seq, at, err)
+			}
+			for _, tc := range []struct {
+				name    string
+				o       userlog.Once
+				seq, at int64
+				err     error
+				logged  int64
+			}{
+				{"the same again", once("k1 alice", "d1", 2000), 1, 1000, nil, 1},
+				{"another message", once("k1 alice", "d2", 2000), 0, 0, rooms.ErrKeyReused, 1},
+				{"bob's k1", once("k1 bob", "d1", 3000), 2, 3000, nil, 2},
+				{"no key", once("", "", 4000), 3, 4000, nil, 3},
+				{"no key again", once("", "", 5000), 4, 5000, nil, 4},
+			} {
+				seq, at, err := l.SendEventOnce(ctx, uid, ev(2), tc.o)
+				if seq != tc.seq || at != tc.at || !errors.Is(err, tc.err) || c.XLen(ctx, k.Log).Val() != tc.logged {
+					t.Errorf("%s: seq %d at %d err %v, %d logged; want %d %d %v %d", tc.name, seq, at, err, c.XLen(ctx, k.Log).Val(), tc.seq, tc.at, tc.err, tc.logged)
+				}
+			}
+			for i := range rooms.MessageKeysKept + 5 {
+				if _, _, err := l.SendEventOnce(ctx, uid, ev(i), once(fmt.Sprint("m", i, " carol"), "d", time.Now().UnixMilli())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			nh, nz := c.HLen(ctx, k.Seen).Val(), c.ZCard(ctx, k.SeenAt).Val()
+			if nh != rooms.MessageKeysKept || nz != rooms.MessageKeysKept {
+				t.Fatalf("keys remembered: %d and %d, want %d", nh, nz, rooms.MessageKeysKept)
+			}
+			if seq, _, _ := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 6000)); seq <= 4 {
+				t.Errorf("alice's k1, forgotten, answered seq %d: want a new send", seq)
+			}
+			// a key older than the window is forgotten, whether or not a
+			// send dropped it yet
+			key := fmt.Sprint("m", rooms.MessageKeysKept+4, " carol")
+			first, _, _ := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", time.Now().UnixMilli()))
+			later := time.Now().Add(rooms.MessageKeyWindow + time.Second).UnixMilli()
+			if seq, at, err := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", later)); err != nil || seq <= first || at != later {
+				t.Errorf("carol's newest key past the window: seq %d (its first %d) at %d, %v; want a new send", seq, first, at, err)
+			}
+			for _, key := range []string{k.Seen, k.SeenAt} {
+				if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 || ttl > rooms.MessageKeyWindow {
+					t.Errorf("%s expires in %v, want within %v", key, ttl, rooms.MessageKeyWindow)
+				}
+			}
+		})
 	}
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -109,9 +110,11 @@ func New(b *redisx.Base, cfg Config, newTag func() string) *Log {
 // Config returns the bounds in force.
 func (l *Log) Config() Config { return l.cfg }
 
-// Keys are a user's log keys.
+// Keys are a user's log keys; Seen and SeenAt remember the
+// Idempotency-Keys of the messages sent to the user (SendEventOnce).
 type Keys struct {
 	Log, Meta, Cursors, Channel string
+	Seen, SeenAt                string
 }
 
 // KeysOf returns uid's keys.
@@ -120,7 +123,7 @@ func (l *Log) KeysOf(uid string) Keys {
 	// the user id last, after a name of its own for each key: user ids may
 	// hold ":", so no key of one user can be another's
 	return Keys{Log: t + ":ulog:" + uid, Meta: t + ":ulogm:" + uid, Cursors: t + ":ulogc:" + uid,
-		Channel: t + ":uch:" + uid}
+		Channel: t + ":uch:" + uid, Seen: t + ":ulogk:" + uid, SeenAt: t + ":ulogkt:" + uid}
 }
 
 // NewTag is a new history's tag.
@@ -138,12 +141,26 @@ type SendCall struct {
 	// Ref, when set, is the key of the event's body stored once for many
 	// users (SendToMany): the log keeps the key, not the event.
 	Ref string
+	// Once, when its Key is set, sends the event once per key
+	// (SendEventOnce).
+	Once Once
+}
+
+// Once names a send for its sender's Idempotency-Key: Key, Digest of the
+// content, AtMs the send's time (ms) that the first send's answer keeps;
+// the user's inbox remembers a key for Window, its last Kept keys at most.
+type Once struct {
+	Key, Digest string
+	AtMs        int64
+	Window      time.Duration
+	Kept        int
 }
 
 func (SendCall) Script() *redisx.Script { return sendScript }
 func (c SendCall) KeysArgs() ([]string, []any) {
-	return []string{c.K.Log, c.K.Meta, c.K.Cursors},
-		[]any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event, c.Ref}
+	return []string{c.K.Log, c.K.Meta, c.K.Cursors, c.K.Seen, c.K.SeenAt},
+		[]any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event, c.Ref,
+			c.Once.Key, c.Once.Digest, c.Once.AtMs, c.Once.Window.Milliseconds(), c.Once.Kept}
 }
 
 // AckCall is user_ack.lua's descriptor.
@@ -172,19 +189,31 @@ func (l *Log) Send(ctx context.Context, uid string, event []byte) (int64, error)
 }
 
 func (l *Log) send(ctx context.Context, uid string, event []byte, ref string) (int64, error) {
+	seq, _, err := l.sendOnce(ctx, uid, event, ref, Once{})
+	return seq, err
+}
+
+// sendOnce runs user_send; returns the event's seq and the send's time
+// (ms: once.AtMs, or the first send's when once.Key was known, and then
+// the first's seq). Errors: rooms.ErrKeyReused, the store's.
+func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string, once Once) (int64, int64, error) {
 	res, err := l.b.Runner.Run(ctx, SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen,
-		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event, Ref: ref}).Slice()
+		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event, Ref: ref, Once: once}).Slice()
 	if err != nil {
-		return 0, redisx.Wrap(err)
+		return 0, 0, redisx.Wrap(err)
 	}
-	if len(res) != 3 || res[0] != "OK" {
-		return 0, fmt.Errorf("userlog: unexpected reply %v", res)
+	if len(res) == 1 && res[0] == "KEY_REUSED" {
+		return 0, 0, rooms.ErrKeyReused
+	}
+	if len(res) != 4 || res[0] != "OK" {
+		return 0, 0, fmt.Errorf("userlog: unexpected reply %v", res)
 	}
 	seq, _ := res[1].(int64)
 	if n, _ := res[2].(int64); n > 0 && l.cfg.Dropped != nil {
 		l.cfg.Dropped(int(n))
 	}
-	return seq, nil
+	at, _ := res[3].(int64)
+	return seq, at, nil
 }
 
 // seqZero is how a logged event's header marshals its Seq 0: SendEvent
@@ -205,6 +234,22 @@ func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) 
 		return 0, fmt.Errorf("userlog: %T has no seq 0", ev)
 	}
 	return l.Send(ctx, uid, append(b[:i], b[i+len(seqZero):]...))
+}
+
+// SendEventOnce is SendEvent once per once.Key: when uid's inbox remembers
+// the key (once.Window, its last once.Kept keys), nothing is sent and the
+// first send's seq and time (ms) are returned, or rooms.ErrKeyReused when
+// its digest differs; else the event is sent and once.AtMs returned.
+func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) (int64, int64, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return 0, 0, err
+	}
+	i := bytes.Index(b, seqZero)
+	if i < 0 {
+		return 0, 0, fmt.Errorf("userlog: %T has no seq 0", ev)
+	}
+	return l.sendOnce(ctx, uid, append(b[:i], b[i+len(seqZero):]...), "", once)
 }
 
 // userIDEmpty is how a logged event's header marshals an empty UserID.

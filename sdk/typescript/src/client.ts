@@ -244,9 +244,12 @@ export class RealSync {
   }
 
   /** sendDirectMessage sends userId a `message` event on their personal stream (LiveMe): at once
-   * to their open sessions, later to each platform without one (offline delivery). */
-  sendDirectMessage(userId: string, body: Schemas["DirectMessageRequest"]): Promise<Schemas["DirectSent"]> {
-    return this.call(this.api.POST("/v1/users/{userId}/messages", { params: { path: { userId } }, body }));
+   * to their open sessions, later to each platform without one (offline delivery). idempotencyKey
+   * makes a retry safe, after a 503 STORE_UNAVAILABLE too: the same key and message get the first
+   * send's answer, and nothing is sent again (the inbox remembers its keys for 10 minutes). */
+  sendDirectMessage(userId: string, body: Schemas["DirectMessageRequest"], idempotencyKey?: string): Promise<Schemas["DirectSent"]> {
+    const header = idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.call(this.api.POST("/v1/users/{userId}/messages", { params: { path: { userId }, header }, body }));
   }
 
   /** invite sends userId an `invite` event to a room the caller is in: its id, name, mode and

@@ -947,6 +947,13 @@ export interface paths {
          *     (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
          *     `write` limits. API keys: scope `rooms:write` (sent by the server:
          *     `from.server`).
+         *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter), after a
+         *     503 too: the recipient's inbox remembers the keys of the messages
+         *     sent to it for 10 minutes (its last 1 000 keyed messages), so the
+         *     same key from the same sender sent again gets the first message's
+         *     `ts` (202) and sends nothing, and with another message it is 422
+         *     `IDEMPOTENCY_KEY_REUSED`.
          */
         post: operations["sendDirectMessage"];
         delete?: never;
@@ -2365,8 +2372,9 @@ export interface components {
          *     create sent again may make a second room (`GET /v1/me/rooms` tells);
          *     a quick-join sent again finds the caller in the room the first
          *     joined or made while that room is unfinished and matches its
-         *     filters (200, `created: false`); a room message sent again is sent
-         *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+         *     filters (200, `created: false`); a room message or a direct message
+         *     sent again is sent once (its room, or the recipient's inbox, knows
+         *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
          *     request whose instance died before answering holds its key for twice
@@ -2521,8 +2529,9 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message sent again is sent
-                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message or a direct message
+                 *     sent again is sent once (its room, or the recipient's inbox, knows
+                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3057,8 +3066,9 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message sent again is sent
-                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message or a direct message
+                 *     sent again is sent once (its room, or the recipient's inbox, knows
+                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3131,8 +3141,9 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message sent again is sent
-                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message or a direct message
+                 *     sent again is sent once (its room, or the recipient's inbox, knows
+                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3217,8 +3228,9 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message sent again is sent
-                 *     once (its room knows the key, see `sendMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message or a direct message
+                 *     sent again is sent once (its room, or the recipient's inbox, knows
+                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request whose instance died before answering holds its key for twice
@@ -3528,7 +3540,33 @@ export interface operations {
     sendDirectMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept, so the key may be used again: a refusal
+                 *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+                 *     may have been made (see that answer) and the key does not know: a
+                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
+                 *     a quick-join sent again finds the caller in the room the first
+                 *     joined or made while that room is unfinished and matches its
+                 *     filters (200, `created: false`); a room message or a direct message
+                 *     sent again is sent once (its room, or the recipient's inbox, knows
+                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422. */
                 userId: components["parameters"]["UserId"];

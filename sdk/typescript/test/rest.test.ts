@@ -89,7 +89,7 @@ describe("REST through the SDK", () => {
     assert.equal(made.created, true);
   });
 
-  it("sends an Idempotency-Key with createRoom, quickJoin and sendMessage: the same key and body, the first answer", async () => {
+  it("sends an Idempotency-Key with createRoom, quickJoin, sendMessage and sendDirectMessage: the same key and body, the first answer", async () => {
     const alice = await player("alice");
     const body = { name: "keyed", mode: "idem", region: "eu", maxPlayers: 4 };
     const first = await alice.createRoom(body, "create-k1");
@@ -107,6 +107,11 @@ describe("REST through the SDK", () => {
     assert.equal((await bob.sendMessage(q1.room.id, { type: "chat", data: "gg" }, "msg-k1")).version, m1.version);
     await rejects(bob.sendMessage(q1.room.id, { type: "chat", data: "GG" }, "msg-k1"), 422, "IDEMPOTENCY_KEY_REUSED");
     assert.equal((await bob.messages(q1.room.id)).length, 1, "sent once");
+    const carol = new RealSync({ baseUrl: server.url });
+    const carolId = (await carol.guest("carol")).userId;
+    const dm = await bob.sendDirectMessage(carolId, { type: "chat", data: "gg" }, "dm-k1");
+    assert.equal((await bob.sendDirectMessage(carolId, { type: "chat", data: "gg" }, "dm-k1")).ts, dm.ts);
+    await rejects(bob.sendDirectMessage(carolId, { type: "chat", data: "GG" }, "dm-k1"), 422, "IDEMPOTENCY_KEY_REUSED");
   });
 
   it("handles private rooms, invite codes and kicks", async () => {

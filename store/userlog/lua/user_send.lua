@@ -7,14 +7,31 @@
 -- KEYS[1] user log (stream, ids "<seq>-0", field d: event JSON)
 -- KEYS[2] log meta (hash seq, tag)
 -- KEYS[3] delivery cursors (hash platform → last seq delivered)
+-- KEYS[4] the Idempotency-Keys of messages sent to the user (hash key ->
+--         "<seq> <digest> <ms sent>")  KEYS[5] the same keys -> ms sent (zset)
 -- ARGV[1] user channel  ARGV[2] PUBLISH|SPUBLISH  ARGV[3] log MAXLEN (exact)
 -- ARGV[4] TTL, ms  ARGV[5] a new history's tag
 -- ARGV[6] the event's JSON object without its seq: the script appends "seq"
 -- ARGV[7] "" (the log keeps the event), or the key of a body stored once
 --         for many users (SendToMany): the log keeps that key (field r),
 --         the readers splice the user's id and seq into the body
--- Reply: {"OK", seq, dropped}
+-- ARGV[8] "" or the send's key, "<Idempotency-Key> <sender>": a key the
+--         user's inbox remembers sends nothing and answers the first send
+--         (KEY_REUSED when ARGV[9], the content's digest, differs)
+-- ARGV[10] the send's time, ms  ARGV[11] how long a key is remembered, ms
+-- ARGV[12] the most keys remembered; both key sets expire ARGV[11] after
+--          the last keyed send
+-- Reply: {"OK", seq, dropped, ms sent} | {"KEY_REUSED"}
 local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
+local key, digest, at = ARGV[8], ARGV[9], ARGV[10]
+if key ~= '' then
+  local seen = redis.call('HGET', KEYS[4], key)
+  local s, d, t = string.match(seen or '', '^(%d+) (%S+) (%d+)$')
+  if t and tonumber(t) > tonumber(at) - tonumber(ARGV[11]) then -- within the window
+    if d ~= digest then return {'KEY_REUSED'} end
+    return {'OK', tonumber(s), 0, tonumber(t)}
+  end
+end
 local seq = tonumber(redis.call('HGET', meta, 'seq') or '-1')
 local tag = redis.call('HGET', meta, 'tag')
 if seq < 0 or not tag then
@@ -35,4 +52,19 @@ redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
 redis.call('PEXPIRE', log, ARGV[4])
 redis.call('PEXPIRE', meta, ARGV[4])
 redis.call('PEXPIRE', cur, ARGV[4])
-return {'OK', seq, dropped}
+if key ~= '' then
+  redis.call('HSET', KEYS[4], key, seq .. ' ' .. digest .. ' ' .. at)
+  redis.call('ZADD', KEYS[5], at, key)
+  -- forget the keys past the window or the cap, a few a send
+  local window = tonumber(ARGV[11])
+  local n = redis.call('ZCARD', KEYS[5])
+  local drop = math.max(n - tonumber(ARGV[12]), redis.call('ZCOUNT', KEYS[5], '-inf', tonumber(at) - window))
+  if drop > 0 then
+    local old = redis.call('ZRANGE', KEYS[5], 0, math.min(drop, 16) - 1)
+    redis.call('HDEL', KEYS[4], unpack(old))
+    redis.call('ZREM', KEYS[5], unpack(old))
+  end
+  redis.call('PEXPIRE', KEYS[4], window)
+  redis.call('PEXPIRE', KEYS[5], window)
+end
+return {'OK', seq, dropped, tonumber(at)}
