@@ -147,7 +147,7 @@ func (m *Matcher) Round(ctx context.Context) []string {
 func (m *Matcher) pass(ctx context.Context, mode string) error {
 	r := m.cfg.Rules.Of(mode)
 	if r.Backfill {
-		if err := m.refreshBackfill(ctx, mode); err != nil {
+		if err := m.refreshBackfill(ctx, mode, r); err != nil {
 			return err
 		}
 	}
@@ -191,19 +191,21 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 // refreshBackfill reads the free seats of mode's backfill rooms again
 // (players leave, holds lapse, rooms start or close), full ones too, so a
 // pass offers what each room can take now; completeConcurrency rooms at
-// once (a mode's open match rooms are all read each round).
-func (m *Matcher) refreshBackfill(ctx context.Context, mode string) error {
+// once (a mode's open match rooms are all read each round). A room never
+// offers more than the mode's size (r.Size()) less its players and held
+// seats, whatever maxPlayers its owner set since.
+func (m *Matcher) refreshBackfill(ctx context.Context, mode string, r Rules) error {
 	rs, err := m.cfg.Queue.BackfillRooms(ctx, mode)
 	if err != nil {
 		return err
 	}
-	return errors.Join(concurrently(rs, func(room BackfillRoom) error { return m.refreshRoom(ctx, mode, room) })...)
+	return errors.Join(concurrently(rs, func(room BackfillRoom) error { return m.refreshRoom(ctx, mode, room, r.Size()) })...)
 }
 
-// refreshRoom records backfill room's free seats now, when they changed;
-// a room started or closed is dropped.
-func (m *Matcher) refreshRoom(ctx context.Context, mode string, room BackfillRoom) error {
-	free, open, err := m.cfg.Rooms.FreeSeats(ctx, room.ID)
+// refreshRoom records backfill room's free seats now (of size seats at
+// most), when they changed; a room started or closed is dropped.
+func (m *Matcher) refreshRoom(ctx context.Context, mode string, room BackfillRoom, size int) error {
+	free, open, err := m.cfg.Rooms.FreeSeats(ctx, room.ID, size)
 	if err != nil {
 		return err
 	}
@@ -279,7 +281,7 @@ func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 func (m *Matcher) complete(ctx context.Context, match Match, r Rules) (done bool, err error) {
 	room := match.RoomID
 	if room != "" {
-		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), m.cfg.Hold)
+		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold)
 		if errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound) {
 			return false, m.cfg.Queue.Requeue(ctx, match)
 		}

@@ -127,10 +127,14 @@ type RoomOpener interface {
 	// closed since (it is not made again).
 	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
 	// ReserveMatchSeats holds seats of room id for users for hold (a
-	// backfill): rooms.ErrRoomFull, ErrNotJoinable, ErrRoomNotFound when
-	// the room cannot take them.
-	ReserveMatchSeats(ctx context.Context, id string, users []string, hold time.Duration) error
-	// FreeSeats is the seats of room id neither taken nor held, and
+	// backfill), the room's players and held seats never more than size
+	// (the mode's match size, whatever the room's maxPlayers says):
+	// rooms.ErrRoomFull, ErrNotJoinable, ErrRoomNotFound when the room
+	// cannot take them.
+	ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration) error
+	// FreeSeats is the seats of room id neither taken nor held, counting
+	// at most size seats (the mode's match size: an owner who raised the
+	// room's maxPlayers lets friends in by code, not the matcher), and
 	// whether it still takes players (waiting); (0, false) when it is gone.
-	FreeSeats(ctx context.Context, id string) (free int, open bool, err error)
+	FreeSeats(ctx context.Context, id string, size int) (free int, open bool, err error)
 }

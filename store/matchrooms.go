@@ -65,7 +65,7 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 		return "", err
 	}
 	if len(users) > 1 {
-		_, err := s.ReserveSeats(ctx, matchmaker, id, users[1:], hold)
+		_, err := s.reserveSeats(ctx, matchmaker, id, users[1:], hold, 0)
 		if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
 			return "", err
 		}
@@ -110,15 +110,20 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 }
 
 // ReserveMatchSeats implements matchmaking.RoomOpener: the server holds
-// seats of room id for users (members already in are skipped).
-func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, hold time.Duration) error {
-	_, err := s.ReserveSeats(ctx, matchmaker, id, users, hold)
+// seats of room id for users (members already in are skipped), the
+// room's players and held seats never past size (nor its maxPlayers),
+// checked in the script: rooms.ErrRoomFull.
+func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration) error {
+	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, size)
 	return err
 }
 
-// FreeSeats implements matchmaking.RoomOpener: maxPlayers less the players
-// and held seats, of a waiting room (open); (0, false) for any other.
-func (s *Store) FreeSeats(ctx context.Context, id string) (int, bool, error) {
+// FreeSeats implements matchmaking.RoomOpener: the smaller of maxPlayers
+// and size less the players and held seats, of a waiting room (open);
+// (0, false) for any other. An owner may raise a match room's maxPlayers
+// (friends join by its invite code), but backfill fills it to its mode's
+// size only.
+func (s *Store) FreeSeats(ctx context.Context, id string, size int) (int, bool, error) {
 	r, _, err := s.Get(ctx, id, false)
 	if errors.Is(err, rooms.ErrRoomNotFound) {
 		return 0, false, nil
@@ -129,5 +134,5 @@ func (s *Store) FreeSeats(ctx context.Context, id string) (int, bool, error) {
 	if r.Status != rooms.Waiting {
 		return 0, false, nil
 	}
-	return max(r.MaxPlayers-r.PlayerCount-r.ReservedSeats, 0), true, nil
+	return max(min(r.MaxPlayers, size)-r.PlayerCount-r.ReservedSeats, 0), true, nil
 }

@@ -339,6 +339,13 @@ func sortedKeys(m rooms.State) []string {
 
 // ReserveSeats implements rooms.SeatReserver with one script.
 func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration) (rooms.Reservation, error) {
+	return s.reserveSeats(ctx, u, id, userIDs, ttl, 0)
+}
+
+// reserveSeats is ReserveSeats, the room's players and held seats after it
+// at most seatCap too (0: its maxPlayers only; the matcher's backfill
+// passes its mode's size).
+func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int) (rooms.Reservation, error) {
 	c, err := caller(u)
 	if err != nil {
 		return rooms.Reservation{}, err
@@ -347,7 +354,7 @@ func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userI
 	if err != nil {
 		return rooms.Reservation{}, err
 	}
-	rest, err := s.result(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), userIDs})
+	rest, err := s.result(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), seatCap, userIDs})
 	if err != nil {
 		return rooms.Reservation{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -229,17 +230,23 @@ func (c streamCloseCall) KeysArgs() ([]string, []any) {
 }
 
 // reserveSeatsCall is seats_reserve.lua, in an indexed scope: caller
-// ("" the server) holds seats for users for ttlMs.
+// ("" the server) holds seats for users for ttlMs, the room's players
+// and held seats at most seatCap after (0: maxPlayers only).
 type reserveSeatsCall struct {
 	roomScope
-	caller string
-	ttlMs  int64
-	users  []string
+	caller  string
+	ttlMs   int64
+	seatCap int
+	users   []string
 }
 
 func (reserveSeatsCall) Script() *redisx.Script { return seatsReserve }
 func (c reserveSeatsCall) KeysArgs() ([]string, []any) {
-	args := []any{c.caller, c.ttlMs}
+	seatCap := ""
+	if c.seatCap > 0 {
+		seatCap = strconv.Itoa(c.seatCap)
+	}
+	args := []any{c.caller, c.ttlMs, seatCap}
 	for _, u := range c.users {
 		args = append(args, u)
 	}

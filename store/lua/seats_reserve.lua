@@ -6,12 +6,15 @@
 -- KEYS: prelude, with the indexes and the schedule.
 -- ARGV[7] caller userId ("" = the server: no owner check)
 -- ARGV[8] how long the seats are held (ms)
--- ARGV[9..] the userIds (distinct); members already in are skipped, a user
+-- ARGV[9] the most players and held seats the room may have after it
+--   ("": its maxPlayers; the matcher's backfill passes its mode's size,
+--   which an owner's higher maxPlayers does not raise)
+-- ARGV[10..] the userIds (distinct); members already in are skipped, a user
 --   already holding a seat gets the new expiry. The event names no user
 --   (a player's userId is private to them): it counts.
 -- Reply: {"OK", seats reserved in all, expiresAt (ms)} | {"ROOM_NOT_FOUND"} |
 --        {"NOT_A_MEMBER"} | {"NOT_OWNER"} | {"ROOM_NOT_JOINABLE"} | {"ROOM_FULL"}
-local caller, ttl = ARGV[7], tonumber(ARGV[8])
+local caller, ttl, seat_cap = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
 
 local p = placement()
 if not p then return {'ROOM_NOT_FOUND'} end
@@ -24,7 +27,7 @@ if p.st ~= 'waiting' then return {'ROOM_NOT_JOINABLE'} end
 
 local expires = now + ttl
 local fresh, held, pairs_ = 0, 0, {}
-for i = 9, #ARGV do
+for i = 10, #ARGV do
   local uid = ARGV[i]
   if redis.call('HEXISTS', K_USERS, uid) == 0 then
     if redis.call('HEXISTS', K_RESERVED, uid) == 0 then fresh = fresh + 1 end
@@ -33,7 +36,9 @@ for i = 9, #ARGV do
     pairs_[#pairs_ + 1] = num(expires)
   end
 end
-if p.pc + p.rv + fresh > p.mx then return {'ROOM_FULL'} end
+local most = p.mx
+if seat_cap and seat_cap < most then most = seat_cap end
+if p.pc + p.rv + fresh > most then return {'ROOM_FULL'} end
 if held == 0 then return {'OK', p.rv, num(expires)} end
 
 redis.call('HSET', K_RESERVED, unpack(pairs_))

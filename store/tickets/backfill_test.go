@@ -2,6 +2,8 @@ package tickets_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,7 +40,7 @@ func TestBackfill(t *testing.T) {
 		if room == "" || get(t2).RoomID != room {
 			t.Fatalf("first match: %+v %+v", get(t1), get(t2))
 		}
-		free, open, err := e.rooms.FreeSeats(ctx, room)
+		free, open, err := e.rooms.FreeSeats(ctx, room, r.Size())
 		if err != nil || !open || free != 2 {
 			t.Fatalf("free seats %d open %v %v", free, open, err)
 		}
@@ -136,7 +138,7 @@ func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
 		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
 			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
 		}
-		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"someone"}, time.Minute); err != nil {
+		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"someone"}, r.Size(), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Complete(ctx, p.Matches[0], r); err != nil {
@@ -228,4 +230,66 @@ func ffaQueue(t *testing.T, e env) func(uid string, rating float64) matchmaking.
 		}
 		return tk
 	}
+}
+
+// A match room whose owner raised its maxPlayers is backfilled to its
+// mode's size only (players and held seats): an owner lets friends in by
+// the invite code, not the queue. The tickets past it make a match of
+// their own, and a hold asked for past the size is refused in the script.
+func TestBackfillStopsAtTheModeSize(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		queue := ffaQueue(t, e)
+		t1 := queue("u1", 1000)
+		queue("u2", 1001)
+		queue("u3", 1002)
+		m.Round(ctx)
+		first, _ := e.tickets.Get(ctx, t1.ID)
+		room := first.RoomID
+		if room == "" {
+			t.Fatalf("no match: %+v", first)
+		}
+		for _, u := range []string{"u1", "u2", "u3"} {
+			if _, err := e.rooms.Join(ctx, player(u), room); err != nil {
+				t.Fatal(err)
+			}
+		}
+		twenty := 20
+		if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{MaxPlayers: &twenty}); err != nil {
+			t.Fatal(err)
+		}
+		var more []matchmaking.Ticket
+		for i := range 5 { // 1 backfilled, 4 a new match
+			more = append(more, queue(fmt.Sprintf("v%d", i), float64(1003+i)))
+		}
+		m.Round(ctx)
+		inRoom := 0
+		for _, tk := range more {
+			got, _ := e.tickets.Get(ctx, tk.ID)
+			if got.Status != matchmaking.Matched {
+				t.Fatalf("%s: %s, want matched", got.UserID, got.Status)
+			}
+			if got.RoomID == room {
+				inRoom++
+			}
+		}
+		if inRoom != 1 {
+			t.Fatalf("%d tickets backfilled into the room of 3, want 1 (mode size 4)", inRoom)
+		}
+		rm, _, err := e.rooms.Get(ctx, room, false)
+		if err != nil || rm.PlayerCount+rm.ReservedSeats != r.Size() {
+			t.Fatalf("room after backfill: %d players, %d held (maxPlayers %d), %v", rm.PlayerCount, rm.ReservedSeats, rm.MaxPlayers, err)
+		}
+		if rs := backfillRooms(t, e); rs[room] != 0 {
+			t.Fatalf("backfill rooms %+v: %s has free seats", rs, room)
+		}
+		// the script holds the size even when the matcher's count was stale
+		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"w1"}, r.Size(), time.Minute); !errors.Is(err, rooms.ErrRoomFull) {
+			t.Fatalf("a hold past the mode's size: %v, want %v", err, rooms.ErrRoomFull)
+		}
+	})
 }
