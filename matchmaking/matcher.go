@@ -228,7 +228,7 @@ const completeConcurrency = 16
 // and returns their errors.
 func (m *Matcher) completeAll(ctx context.Context, mode string, matches []Match, r Rules) []error {
 	return concurrently(matches, func(match Match) error {
-		done, err := m.complete(ctx, match, r)
+		done, err := m.complete(ctx, match, r, false)
 		if err == nil && done && m.cfg.Observer != nil {
 			waits := make([]time.Duration, len(match.Tickets))
 			for i, t := range match.Tickets {
@@ -271,19 +271,28 @@ func concurrently[T any](items []T, f func(T) error) []error {
 // made and closed before it was completed (a repair), puts its tickets
 // back in the queue. Safe to run again for the same match: the room is found, the
 // users are told again (match_found is delivered at least once; its
-// matchId tells a repeat).
+// matchId tells a repeat). It completes a pending match (a repair): a
+// backfill's seats may have been held, and taken, by a first completion
+// that died before recording the room, so members are skipped and bans
+// not looked at, as for any hold.
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
-	_, err := m.complete(ctx, match, r)
+	_, err := m.complete(ctx, match, r, true)
 	return err
 }
 
-// complete is Complete; done is false for a backfill put back.
-func (m *Matcher) complete(ctx context.Context, match Match, r Rules) (done bool, err error) {
+// complete is Complete; done is false for a backfill put back. The first
+// completion of a backfill (repair false) holds no seat for a user the
+// room refuses (banned): the match goes back to the queue, its tickets of
+// such users barred from the room, the others free to be matched again.
+func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair bool) (done bool, err error) {
 	room := match.RoomID
 	if room != "" {
-		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold)
+		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, !repair)
+		if refused := (*SeatsRefusedError)(nil); errors.As(err, &refused) {
+			return false, m.cfg.Queue.Requeue(ctx, match, match.ticketsOf(refused.Users))
+		}
 		if errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound) {
-			return false, m.cfg.Queue.Requeue(ctx, match)
+			return false, m.cfg.Queue.Requeue(ctx, match, nil)
 		}
 		if err != nil {
 			return false, err
@@ -293,7 +302,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules) (done bool
 			match.OwnerName = t.Name // else the store's placeholder name
 		}
 		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); errors.Is(err, rooms.ErrRoomNotFound) {
-			return false, m.cfg.Queue.Requeue(ctx, match) // made before a crash, closed since
+			return false, m.cfg.Queue.Requeue(ctx, match, nil) // made before a crash, closed since
 		} else if err != nil {
 			return false, err
 		}

@@ -3,6 +3,7 @@ package matchmaking
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -59,6 +60,17 @@ type PassParams struct {
 	Now time.Time
 }
 
+// SeatsRefusedError is a backfill's hold that its room refused for Users
+// (ReserveMatchSeats with backfill set): the room banned them. No seat
+// was held for anyone of the match.
+type SeatsRefusedError struct {
+	Users []string
+}
+
+func (e *SeatsRefusedError) Error() string {
+	return fmt.Sprintf("the room refuses %d of the match's users", len(e.Users))
+}
+
 // Queue keeps tickets, one mode's queue in one Redis slot, and runs the
 // matcher's passes there, each atomic (store/tickets).
 type Queue interface {
@@ -87,8 +99,10 @@ type Queue interface {
 	Assign(ctx context.Context, m Match, roomID string) error
 	// Requeue puts backfill m's tickets back in the queue (searching, or
 	// expired past their TTL), ends m's pending record and drops m's room
-	// from the backfill rooms: the room could not take them.
-	Requeue(ctx context.Context, m Match) error
+	// from the backfill rooms: the room could not take them. The tickets
+	// named in barred (of m) are never offered m's room again: it refused
+	// their users (SeatsRefusedError).
+	Requeue(ctx context.Context, m Match, barred []string) error
 	// BackfillRooms is mode's open rooms a pass backfills (when its rules
 	// allow), full ones included (Free 0: kept so that a seat freed later
 	// is found); PutBackfill records room (Free < 0: drops it, the room
@@ -130,8 +144,11 @@ type RoomOpener interface {
 	// backfill), the room's players and held seats never more than size
 	// (the mode's match size, whatever the room's maxPlayers says):
 	// rooms.ErrRoomFull, ErrNotJoinable, ErrRoomNotFound when the room
-	// cannot take them.
-	ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration) error
+	// cannot take them. With backfill (a backfill's first hold; a repair,
+	// which may find the seats held and taken, sets it false), a user the
+	// room banned is *SeatsRefusedError and nothing is held, atomically
+	// with the room's bans.
+	ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, backfill bool) error
 	// FreeSeats is the seats of room id neither taken nor held, counting
 	// at most size seats (the mode's match size: an owner who raised the
 	// room's maxPlayers lets friends in by code, not the matcher), and

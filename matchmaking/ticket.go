@@ -1,6 +1,9 @@
 package matchmaking
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Status is where a ticket is in its life: searching until it is matched,
 // expires (TicketTTL) or is cancelled; the three others are final.
@@ -86,6 +89,17 @@ type MatchedTicket struct {
 	Users     []string
 	Team      int
 	CreatedAt time.Time
+}
+
+// ticketsOf is the ids of m's tickets that hold any of users.
+func (m Match) ticketsOf(users []string) []string {
+	var out []string
+	for _, t := range m.Tickets {
+		if slices.ContainsFunc(t.Users, func(u string) bool { return slices.Contains(users, u) }) {
+			out = append(out, t.ID)
+		}
+	}
+	return out
 }
 
 // Users is every user of m, in ticket order.

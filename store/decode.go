@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -88,4 +90,19 @@ func pairs(v any) map[string]string {
 		m[k] = val
 	}
 	return m
+}
+
+// refusedUsers is the users a backfill's seats_reserve refused (its
+// {"REFUSED", userId...} reply), nil for any other reply.
+func refusedUsers(cmd *redis.Cmd) []string {
+	arr, ok := cmd.Val().([]any)
+	if !ok || len(arr) < 2 || arr[0] != "REFUSED" {
+		return nil
+	}
+	out := make([]string, 0, len(arr)-1)
+	for _, v := range arr[1:] {
+		u, _ := v.(string)
+		out = append(out, u)
+	}
+	return out
 }

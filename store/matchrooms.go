@@ -65,7 +65,7 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 		return "", err
 	}
 	if len(users) > 1 {
-		_, err := s.reserveSeats(ctx, matchmaker, id, users[1:], hold, 0)
+		_, err := s.reserveSeats(ctx, matchmaker, id, users[1:], hold, 0, false)
 		if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
 			return "", err
 		}
@@ -112,9 +112,11 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 // ReserveMatchSeats implements matchmaking.RoomOpener: the server holds
 // seats of room id for users (members already in are skipped), the
 // room's players and held seats never past size (nor its maxPlayers),
-// checked in the script: rooms.ErrRoomFull.
-func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration) error {
-	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, size)
+// checked in the script: rooms.ErrRoomFull. With backfill, the script
+// refuses the users the room banned (*matchmaking.SeatsRefusedError),
+// holding nothing, as a join checks the bans.
+func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, backfill bool) error {
+	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, size, backfill)
 	return err
 }
 

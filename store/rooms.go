@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 
 	"github.com/realsync/realsync/store/internal/layout"
@@ -339,13 +340,14 @@ func sortedKeys(m rooms.State) []string {
 
 // ReserveSeats implements rooms.SeatReserver with one script.
 func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration) (rooms.Reservation, error) {
-	return s.reserveSeats(ctx, u, id, userIDs, ttl, 0)
+	return s.reserveSeats(ctx, u, id, userIDs, ttl, 0, false)
 }
 
 // reserveSeats is ReserveSeats, the room's players and held seats after it
 // at most seatCap too (0: its maxPlayers only; the matcher's backfill
-// passes its mode's size).
-func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int) (rooms.Reservation, error) {
+// passes its mode's size). With backfill, users the room banned are
+// refused (*matchmaking.SeatsRefusedError naming them) and nothing is held.
+func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int, backfill bool) (rooms.Reservation, error) {
 	c, err := caller(u)
 	if err != nil {
 		return rooms.Reservation{}, err
@@ -354,7 +356,11 @@ func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userI
 	if err != nil {
 		return rooms.Reservation{}, err
 	}
-	rest, err := s.result(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), seatCap, userIDs})
+	cmd := s.runner.Run(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), seatCap, backfill, userIDs})
+	if refused := refusedUsers(cmd); refused != nil {
+		return rooms.Reservation{}, &matchmaking.SeatsRefusedError{Users: refused}
+	}
+	rest, err := reply(cmd)
 	if err != nil {
 		return rooms.Reservation{}, err
 	}

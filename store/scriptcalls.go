@@ -231,13 +231,15 @@ func (c streamCloseCall) KeysArgs() ([]string, []any) {
 
 // reserveSeatsCall is seats_reserve.lua, in an indexed scope: caller
 // ("" the server) holds seats for users for ttlMs, the room's players
-// and held seats at most seatCap after (0: maxPlayers only).
+// and held seats at most seatCap after (0: maxPlayers only); backfill
+// refuses the users the room banned.
 type reserveSeatsCall struct {
 	roomScope
-	caller  string
-	ttlMs   int64
-	seatCap int
-	users   []string
+	caller   string
+	ttlMs    int64
+	seatCap  int
+	backfill bool
+	users    []string
 }
 
 func (reserveSeatsCall) Script() *redisx.Script { return seatsReserve }
@@ -246,7 +248,11 @@ func (c reserveSeatsCall) KeysArgs() ([]string, []any) {
 	if c.seatCap > 0 {
 		seatCap = strconv.Itoa(c.seatCap)
 	}
-	args := []any{c.caller, c.ttlMs, seatCap}
+	backfill := ""
+	if c.backfill {
+		backfill = "1"
+	}
+	args := []any{c.caller, c.ttlMs, seatCap, backfill}
 	for _, u := range c.users {
 		args = append(args, u)
 	}

@@ -9,12 +9,18 @@
 -- ARGV[9] the most players and held seats the room may have after it
 --   ("": its maxPlayers; the matcher's backfill passes its mode's size,
 --   which an owner's higher maxPlayers does not raise)
--- ARGV[10..] the userIds (distinct); members already in are skipped, a user
+-- ARGV[10] "1": the matcher's backfill (its first hold): a user the room
+--   banned (KEYS[35]) is refused, as a join would refuse them, and no seat
+--   is held for anyone: {"REFUSED", userId...}; "": bans are not looked at
+-- ARGV[11..] the userIds (distinct); members already in are skipped, a user
 --   already holding a seat gets the new expiry. The event names no user
 --   (a player's userId is private to them): it counts.
 -- Reply: {"OK", seats reserved in all, expiresAt (ms)} | {"ROOM_NOT_FOUND"} |
---        {"NOT_A_MEMBER"} | {"NOT_OWNER"} | {"ROOM_NOT_JOINABLE"} | {"ROOM_FULL"}
+--        {"NOT_A_MEMBER"} | {"NOT_OWNER"} | {"ROOM_NOT_JOINABLE"} |
+--        {"REFUSED", userId...} | {"ROOM_FULL"}
 local caller, ttl, seat_cap = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
+local backfill = ARGV[10] == '1'
+local FIRST_USER = 11
 
 local p = placement()
 if not p then return {'ROOM_NOT_FOUND'} end
@@ -24,10 +30,17 @@ if caller ~= '' then
   if p.ow ~= cp then return {'NOT_OWNER'} end
 end
 if p.st ~= 'waiting' then return {'ROOM_NOT_JOINABLE'} end
+if backfill and p.bn ~= '0' then
+  local refused = {'REFUSED'}
+  for i = FIRST_USER, #ARGV do
+    if redis.call('SISMEMBER', K_BANS, ARGV[i]) == 1 then refused[#refused + 1] = ARGV[i] end
+  end
+  if #refused > 1 then return refused end
+end
 
 local expires = now + ttl
 local fresh, held, pairs_ = 0, 0, {}
-for i = 10, #ARGV do
+for i = FIRST_USER, #ARGV do
   local uid = ARGV[i]
   if redis.call('HEXISTS', K_USERS, uid) == 0 then
     if redis.call('HEXISTS', K_RESERVED, uid) == 0 then fresh = fresh + 1 end

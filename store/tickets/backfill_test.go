@@ -138,7 +138,7 @@ func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
 		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
 			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
 		}
-		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"someone"}, r.Size(), time.Minute); err != nil {
+		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"someone"}, r.Size(), time.Minute, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Complete(ctx, p.Matches[0], r); err != nil {
@@ -288,8 +288,76 @@ func TestBackfillStopsAtTheModeSize(t *testing.T) {
 			t.Fatalf("backfill rooms %+v: %s has free seats", rs, room)
 		}
 		// the script holds the size even when the matcher's count was stale
-		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"w1"}, r.Size(), time.Minute); !errors.Is(err, rooms.ErrRoomFull) {
+		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"w1"}, r.Size(), time.Minute, true); !errors.Is(err, rooms.ErrRoomFull) {
 			t.Fatalf("a hold past the mode's size: %v, want %v", err, rooms.ErrRoomFull)
+		}
+	})
+}
+
+// A user a match room banned is never backfilled into it: the seat hold
+// refuses them in the script that sees the room's bans, holding nothing,
+// their ticket goes back to the queue barred from the room, and the
+// room's free seat goes to another ticket.
+func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		queue := ffaQueue(t, e)
+		t1 := queue("u1", 1000)
+		queue("u2", 1001)
+		queue("u3", 1002)
+		m.Round(ctx)
+		first, _ := e.tickets.Get(ctx, t1.ID)
+		room := first.RoomID
+		if room == "" {
+			t.Fatalf("no match: %+v", first)
+		}
+		var pid2 int
+		for _, u := range []string{"u1", "u2", "u3"} {
+			j, err := e.rooms.Join(ctx, player(u), room)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u == "u2" {
+				pid2 = j.PlayerID
+			}
+		}
+		if err := e.rooms.Ban(ctx, player("u1"), room, pid2); err != nil {
+			t.Fatal(err)
+		}
+		// u2 queues again: the room's one free seat is not for them
+		again := queue("u2", 1001)
+		for range 3 {
+			m.Round(ctx)
+			got, _ := e.tickets.Get(ctx, again.ID)
+			if got.Status != matchmaking.Searching || got.RoomID != "" {
+				t.Fatalf("banned u2: %s in %q, want searching", got.Status, got.RoomID)
+			}
+			rm, _, err := e.rooms.Get(ctx, room, false)
+			if err != nil || rm.ReservedSeats != 0 {
+				t.Fatalf("room holds %d seats (%v), want none", rm.ReservedSeats, err)
+			}
+		}
+		// the hold itself refuses them, naming them, and holds nothing
+		err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u4", "u2"}, r.Size(), time.Minute, true)
+		var refused *matchmaking.SeatsRefusedError
+		if !errors.As(err, &refused) || len(refused.Users) != 1 || refused.Users[0] != "u2" {
+			t.Fatalf("hold for u4 and banned u2: %v, want u2 refused", err)
+		}
+		// another searching ticket takes the seat; u2 still searches
+		t4 := queue("u4", 1003)
+		m.Round(ctx)
+		if got, _ := e.tickets.Get(ctx, t4.ID); got.Status != matchmaking.Matched || got.RoomID != room {
+			t.Fatalf("u4: %s in %q, want backfilled into %s", got.Status, got.RoomID, room)
+		}
+		if got, _ := e.tickets.Get(ctx, again.ID); got.Status != matchmaking.Searching {
+			t.Fatalf("banned u2 after u4's backfill: %s", got.Status)
+		}
+		if p, _ := e.tickets.Pending(ctx, "ffa"); len(p) != 0 {
+			t.Fatalf("pending left: %+v", p)
 		}
 	})
 }

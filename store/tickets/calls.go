@@ -106,12 +106,13 @@ type requeueCall struct {
 	tickets, schedule, queue, pending, backfill string
 	match, room                                 string
 	grace                                       int64
+	barred                                      int // the first barred of ids are barred from room
 	ids                                         []string
 }
 
 func (requeueCall) Script() *redisx.Script { return requeueScript }
 func (c requeueCall) KeysArgs() ([]string, []any) {
-	args := []any{c.match, c.room, c.grace}
+	args := []any{c.match, c.room, c.grace, c.barred}
 	for _, id := range c.ids {
 		args = append(args, id)
 	}

@@ -14,7 +14,7 @@ func ExportedCalls() []redisx.Call {
 		createCall{tickets: "a", schedule: "b", queue: "c", id: "t", record: "{}", group: "{}", rating: 1, ms: 1, maxQueue: 1},
 		cancelCall{tickets: "a", schedule: "b", queue: "c", id: "t", grace: 1},
 		passCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e"},
-		requeueCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e", match: "m", room: "r", grace: 1, ids: []string{"t"}},
+		requeueCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e", match: "m", room: "r", grace: 1, barred: 1, ids: []string{"t"}},
 		assignCall{tickets: "a", pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		leaseCall{key: "k", op: "take", holder: "h", ms: 1},
 	}

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -364,15 +365,24 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 	return err
 }
 
-// Requeue implements matchmaking.Queue with one script.
-func (s *Store) Requeue(ctx context.Context, m matchmaking.Match) error {
-	ids := make([]string, len(m.Tickets))
-	for i, t := range m.Tickets {
-		ids[i] = t.ID
+// Requeue implements matchmaking.Queue with one script: the barred
+// tickets first, the script bars the first len(barred) from the room.
+func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []string) error {
+	ids := make([]string, 0, len(m.Tickets))
+	for _, t := range m.Tickets {
+		if slices.Contains(barred, t.ID) {
+			ids = append(ids, t.ID)
+		}
+	}
+	nbarred := len(ids)
+	for _, t := range m.Tickets {
+		if !slices.Contains(barred, t.ID) {
+			ids = append(ids, t.ID)
+		}
 	}
 	_, _, err := status(s.b.Runner.Run(ctx, requeueCall{tickets: s.modeTickets(m.Mode), schedule: s.schedule(m.Mode),
 		queue: s.queue(m.Mode), pending: s.pending(m.Mode), backfill: s.backfill(m.Mode), match: m.ID, room: m.RoomID,
-		grace: s.grace(), ids: ids}).Result())
+		grace: s.grace(), barred: nbarred, ids: ids}).Result())
 	return err
 }
 

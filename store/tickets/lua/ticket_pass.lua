@@ -5,8 +5,10 @@
 --    as expired; final tickets past their grace are dropped.
 -- 2. Backfill (ARGV[16] not ""): each open room of KEYS[5], by id, takes
 --    the tickets, in rating order, that fit its free seats, have its
---    match's eq key, are open in its region, and whose window holds its
---    match's rating; such a group is a match with the room's id.
+--    match's eq key, are open in its region, whose window holds its
+--    match's rating, and that are not barred from it (their state's "nb":
+--    the room refused their users, ticket_requeue); such a group is a
+--    match with the room's id.
 -- 3. The walk: ARGV[11] tickets in rating order (ties by id) from the
 --    rating ARGV[17] on (a page: a large queue is walked a page a pass,
 --    the next page starting a window's width before this one ends, so
@@ -85,6 +87,13 @@ local function open_in(e, reg, waited)
   end
   return false
 end
+local function barred(st, room)
+  if not st.nb then return false end
+  for _, id in ipairs(st.nb) do
+    if id == room then return true end
+  end
+  return false
+end
 local function best_fit(free, n)
   local best = -1
   for t = 1, #free do
@@ -136,7 +145,7 @@ if ARGV[16] ~= '' then
     for i = 1, #es do
       if r.free <= 0 then break end
       local e = es[i]
-      if not used[i] and e.eq == r.eq and e.size <= r.free then
+      if not used[i] and e.eq == r.eq and e.size <= r.free and not barred(e.st, room.id) then
         local waited = now - e.st.cr
         if math.abs(e.rating - r.rating) <= window(waited) and open_in(e, r.region, waited) then
           used[i] = true

@@ -1,25 +1,36 @@
 -- ticket_requeue: a backfill whose room could not take its tickets (full,
--- started, closed): they go back in the queue, searching as before (or
--- expired, past their TTL), the pending record goes, and the room is
--- kept among the backfill rooms with no free seat until the next refresh;
--- in the mode's slot. No prelude.
+-- started, closed, or refusing some of its users): they go back in the
+-- queue, searching as before (or expired, past their TTL), the pending
+-- record goes, and the room is kept among the backfill rooms with no free
+-- seat until the next refresh; in the mode's slot. No prelude.
+-- A ticket whose users the room refused (banned) is barred from it: its
+-- state's "nb" lists the rooms (the last MAX_BARRED) no pass offers it.
 -- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
 -- KEYS[4] pending matches  KEYS[5] the mode's backfill rooms (see
 --         ticket_pass)
 -- ARGV[1] match id  ARGV[2] room id  ARGV[3] grace, ms
--- ARGV[4..] the match's ticket ids
+-- ARGV[4] how many of the ticket ids, the first ones, are barred from the
+--         room
+-- ARGV[5..] the match's ticket ids
 -- Reply: {"OK", tickets requeued}
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local mid = ARGV[1]
+local mid, room, barred = ARGV[1], ARGV[2], tonumber(ARGV[4])
+local MAX_BARRED = 16
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local n = 0
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   local id = ARGV[i]
   local r = redis.call('HMGET', tickets, id .. ':g', id .. ':s')
   local st = r[2] and cjson.decode(r[2])
   if r[1] and st and st.st == 'matched' and st.mid == mid and (st.rm or '') == '' then
     st.mid, st.reg, st.tm, st.mat = nil, nil, nil, nil
+    if i - 4 <= barred and room ~= '' then
+      local nb = st.nb or {}
+      nb[#nb + 1] = room
+      if #nb > MAX_BARRED then table.remove(nb, 1) end
+      st.nb = nb
+    end
     if st.ex > now then
       st.st = 'searching'
       redis.call('ZADD', queue, cjson.decode(r[1]).rating, id)
@@ -36,10 +47,10 @@ redis.call('HDEL', pending, mid)
 -- the room could not take them (full, started or gone): it stays with no
 -- free seat, not offered again until the matcher's next refresh reads
 -- what it can take (a room started or gone is dropped then)
-local raw = redis.call('HGET', backfill, ARGV[2])
+local raw = redis.call('HGET', backfill, room)
 if raw then
   local r = cjson.decode(raw)
   r.free = 0
-  redis.call('HSET', backfill, ARGV[2], cjson.encode(r))
+  redis.call('HSET', backfill, room, cjson.encode(r))
 end
 return {'OK', n}
