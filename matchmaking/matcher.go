@@ -282,8 +282,9 @@ func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 
 // complete is Complete; done is false for a backfill put back. The first
 // completion of a backfill (repair false) holds no seat for a user the
-// room refuses (banned): the match goes back to the queue, its tickets of
-// such users barred from the room, the others free to be matched again.
+// room refuses (banned, or in it already): the match goes back to the
+// queue, its tickets of such users barred from the room, the others free
+// to be matched again.
 func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair bool) (done bool, err error) {
 	room := match.RoomID
 	if room != "" {

@@ -61,8 +61,9 @@ type PassParams struct {
 }
 
 // SeatsRefusedError is a backfill's hold that its room refused for Users
-// (ReserveMatchSeats with backfill set): the room banned them. No seat
-// was held for anyone of the match.
+// (ReserveMatchSeats with backfill set): the room banned them, or they
+// are in it already (queued again). No seat was held for anyone of the
+// match.
 type SeatsRefusedError struct {
 	Users []string
 }
@@ -146,8 +147,8 @@ type RoomOpener interface {
 	// rooms.ErrRoomFull, ErrNotJoinable, ErrRoomNotFound when the room
 	// cannot take them. With backfill (a backfill's first hold; a repair,
 	// which may find the seats held and taken, sets it false), a user the
-	// room banned is *SeatsRefusedError and nothing is held, atomically
-	// with the room's bans.
+	// room banned, or one in it already, is *SeatsRefusedError and nothing
+	// is held, atomically with the room's bans and players.
 	ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, backfill bool) error
 	// FreeSeats is the seats of room id neither taken nor held, counting
 	// at most size seats (the mode's match size: an owner who raised the

@@ -113,8 +113,9 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 // seats of room id for users (members already in are skipped), the
 // room's players and held seats never past size (nor its maxPlayers),
 // checked in the script: rooms.ErrRoomFull. With backfill, the script
-// refuses the users the room banned (*matchmaking.SeatsRefusedError),
-// holding nothing, as a join checks the bans.
+// refuses the users the room banned, as a join checks the bans, and its
+// players (a member who queued again is not matched into the room they
+// are in): *matchmaking.SeatsRefusedError, holding nothing.
 func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, backfill bool) error {
 	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, size, backfill)
 	return err

@@ -345,8 +345,9 @@ func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userI
 
 // reserveSeats is ReserveSeats, the room's players and held seats after it
 // at most seatCap too (0: its maxPlayers only; the matcher's backfill
-// passes its mode's size). With backfill, users the room banned are
-// refused (*matchmaking.SeatsRefusedError naming them) and nothing is held.
+// passes its mode's size). With backfill, users the room banned, or that
+// are in it, are refused (*matchmaking.SeatsRefusedError naming them) and
+// nothing is held.
 func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int, backfill bool) (rooms.Reservation, error) {
 	c, err := caller(u)
 	if err != nil {

@@ -232,7 +232,7 @@ func (c streamCloseCall) KeysArgs() ([]string, []any) {
 // reserveSeatsCall is seats_reserve.lua, in an indexed scope: caller
 // ("" the server) holds seats for users for ttlMs, the room's players
 // and held seats at most seatCap after (0: maxPlayers only); backfill
-// refuses the users the room banned.
+// refuses the users the room banned or has.
 type reserveSeatsCall struct {
 	roomScope
 	caller   string

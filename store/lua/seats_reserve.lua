@@ -10,8 +10,10 @@
 --   ("": its maxPlayers; the matcher's backfill passes its mode's size,
 --   which an owner's higher maxPlayers does not raise)
 -- ARGV[10] "1": the matcher's backfill (its first hold): a user the room
---   banned (KEYS[35]) is refused, as a join would refuse them, and no seat
---   is held for anyone: {"REFUSED", userId...}; "": bans are not looked at
+--   banned (KEYS[35]), as a join would refuse them, or a member already
+--   in (they queued again: the match would count a seat they do not take),
+--   is refused, and no seat is held for anyone: {"REFUSED", userId...};
+--   "": bans are not looked at, members are skipped
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
 --   already holding a seat gets the new expiry. The event names no user
 --   (a player's userId is private to them): it counts.
@@ -30,10 +32,13 @@ if caller ~= '' then
   if p.ow ~= cp then return {'NOT_OWNER'} end
 end
 if p.st ~= 'waiting' then return {'ROOM_NOT_JOINABLE'} end
-if backfill and p.bn ~= '0' then
+if backfill then
   local refused = {'REFUSED'}
   for i = FIRST_USER, #ARGV do
-    if redis.call('SISMEMBER', K_BANS, ARGV[i]) == 1 then refused[#refused + 1] = ARGV[i] end
+    local uid = ARGV[i]
+    if redis.call('HEXISTS', K_USERS, uid) == 1 or (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) then
+      refused[#refused + 1] = uid
+    end
   end
   if #refused > 1 then return refused end
 end

@@ -361,3 +361,48 @@ func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
 		}
 	})
 }
+
+// A player of a match room who queues again is not matched into the room
+// they are in (no seat counted for them): their ticket keeps searching,
+// barred from that room, and the room's free seat goes to another.
+func TestBackfillSkipsTheRoomAMemberIsIn(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		queue := ffaQueue(t, e)
+		t1 := queue("u1", 1000)
+		queue("u2", 1001)
+		m.Round(ctx)
+		first, _ := e.tickets.Get(ctx, t1.ID)
+		room := first.RoomID
+		if room == "" {
+			t.Fatalf("no match: %+v", first)
+		}
+		for _, u := range []string{"u1", "u2"} {
+			if _, err := e.rooms.Join(ctx, player(u), room); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again := queue("u2", 1001)
+		for range 3 {
+			m.Round(ctx)
+			if got, _ := e.tickets.Get(ctx, again.ID); got.Status != matchmaking.Searching || got.RoomID != "" {
+				t.Fatalf("member u2 queued again: %s in %q, want searching", got.Status, got.RoomID)
+			}
+		}
+		t3 := queue("u3", 1002)
+		m.Round(ctx)
+		if got, _ := e.tickets.Get(ctx, t3.ID); got.Status != matchmaking.Matched || got.RoomID != room {
+			t.Fatalf("u3: %s in %q, want backfilled into %s", got.Status, got.RoomID, room)
+		}
+		rm, _, err := e.rooms.Get(ctx, room, false)
+		if err != nil || rm.PlayerCount != 2 || rm.ReservedSeats != 1 {
+			t.Fatalf("room: %d players, %d held (%v), want 2 and u3's", rm.PlayerCount, rm.ReservedSeats, err)
+		}
+		if got, _ := e.tickets.Get(ctx, again.ID); got.Status != matchmaking.Searching {
+			t.Fatalf("u2 after u3's backfill: %s", got.Status)
+		}
+	})
+}

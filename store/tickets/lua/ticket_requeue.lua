@@ -3,8 +3,9 @@
 -- queue, searching as before (or expired, past their TTL), the pending
 -- record goes, and the room is kept among the backfill rooms with no free
 -- seat until the next refresh; in the mode's slot. No prelude.
--- A ticket whose users the room refused (banned) is barred from it: its
--- state's "nb" lists the rooms (the last MAX_BARRED) no pass offers it.
+-- A ticket whose users the room refused (banned, or in it already) is
+-- barred from it: its state's "nb" lists the rooms (the last MAX_BARRED)
+-- no pass offers it.
 -- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
 -- KEYS[4] pending matches  KEYS[5] the mode's backfill rooms (see
 --         ticket_pass)
