@@ -1576,6 +1576,13 @@ type ClientInterface interface {
 	// least once: `matchId` tells a repeat). Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
+	// A mode with `backfill` fills its waiting match rooms first: a ticket
+	// may be matched into an existing match room with a free seat (a
+	// seat held for its users, 15 s). A match room takes backfill up to
+	// its mode's size only, whatever `maxPlayers` its owner set since; a
+	// room that banned one of the ticket's users, or that one of them is
+	// already in, never takes the ticket, which keeps searching.
+	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
 	// Takes any type of body and a specified content type.
@@ -1609,6 +1616,13 @@ type ClientInterface interface {
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
 	// least once: `matchId` tells a repeat). Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
+	//
+	// A mode with `backfill` fills its waiting match rooms first: a ticket
+	// may be matched into an existing match room with a free seat (a
+	// seat held for its users, 15 s). A match room takes backfill up to
+	// its mode's size only, whatever `maxPlayers` its owner set since; a
+	// room that banned one of the ticket's users, or that one of them is
+	// already in, never takes the ticket, which keeps searching.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -2809,6 +2823,13 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // least once: `matchId` tells a repeat). Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
+// A mode with `backfill` fills its waiting match rooms first: a ticket
+// may be matched into an existing match room with a free seat (a
+// seat held for its users, 15 s). A match room takes backfill up to
+// its mode's size only, whatever `maxPlayers` its owner set since; a
+// room that banned one of the ticket's users, or that one of them is
+// already in, never takes the ticket, which keeps searching.
+//
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
 // Takes any type of body and a specified content type.
@@ -2852,6 +2873,13 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // `match_found` on their personal stream (`GET /v1/me/events`; at
 // least once: `matchId` tells a repeat). Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
+//
+// A mode with `backfill` fills its waiting match rooms first: a ticket
+// may be matched into an existing match room with a free seat (a
+// seat held for its users, 15 s). A match room takes backfill up to
+// its mode's size only, whatever `maxPlayers` its owner set since; a
+// room that banned one of the ticket's users, or that one of them is
+// already in, never takes the ticket, which keeps searching.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -6243,6 +6271,13 @@ type ClientWithResponsesInterface interface {
 	// least once: `matchId` tells a repeat). Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
+	// A mode with `backfill` fills its waiting match rooms first: a ticket
+	// may be matched into an existing match room with a free seat (a
+	// seat held for its users, 15 s). A match room takes backfill up to
+	// its mode's size only, whatever `maxPlayers` its owner set since; a
+	// room that banned one of the ticket's users, or that one of them is
+	// already in, never takes the ticket, which keeps searching.
+	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -6276,6 +6311,13 @@ type ClientWithResponsesInterface interface {
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
 	// least once: `matchId` tells a repeat). Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
+	//
+	// A mode with `backfill` fills its waiting match rooms first: a ticket
+	// may be matched into an existing match room with a free seat (a
+	// seat held for its users, 15 s). A match room takes backfill up to
+	// its mode's size only, whatever `maxPlayers` its owner set since; a
+	// room that banned one of the ticket's users, or that one of them is
+	// already in, never takes the ticket, which keeps searching.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -11383,6 +11425,13 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // least once: `matchId` tells a repeat). Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
+// A mode with `backfill` fills its waiting match rooms first: a ticket
+// may be matched into an existing match room with a free seat (a
+// seat held for its users, 15 s). A match room takes backfill up to
+// its mode's size only, whatever `maxPlayers` its owner set since; a
+// room that banned one of the ticket's users, or that one of them is
+// already in, never takes the ticket, which keeps searching.
+//
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -11422,6 +11471,13 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // `match_found` on their personal stream (`GET /v1/me/events`; at
 // least once: `matchId` tells a repeat). Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
+//
+// A mode with `backfill` fills its waiting match rooms first: a ticket
+// may be matched into an existing match room with a free seat (a
+// seat held for its users, 15 s). A match room takes backfill up to
+// its mode's size only, whatever `maxPlayers` its owner set since; a
+// room that banned one of the ticket's users, or that one of them is
+// already in, never takes the ticket, which keeps searching.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //

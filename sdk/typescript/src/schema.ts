@@ -605,6 +605,13 @@ export interface paths {
          *     least once: `matchId` tells a repeat). Players only: an API key is
          *     403 `SCOPE_REQUIRED`.
          *
+         *     A mode with `backfill` fills its waiting match rooms first: a ticket
+         *     may be matched into an existing match room with a free seat (a
+         *     seat held for its users, 15 s). A match room takes backfill up to
+         *     its mode's size only, whatever `maxPlayers` its owner set since; a
+         *     room that banned one of the ticket's users, or that one of them is
+         *     already in, never takes the ticket, which keeps searching.
+         *
          *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
         post: operations["createTicket"];
