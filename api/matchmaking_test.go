@@ -28,6 +28,10 @@ func TestTicketsOverHTTP(t *testing.T) {
 			{"self in party", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{aliceID}}, "partyUserIds.0"},
 			{"party past a team", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"x", "y"}}, "partyUserIds"},
 			{"bad attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"a": []int{1}}}, "attributes.a"},
+			// user ids outside the grammar every route takes
+			{"party id with a space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a b"}}, "partyUserIds.0"},
+			{"party id with a comma", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a,b"}}, "partyUserIds.0"},
+			{"party id of 200 bytes", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{strings.Repeat("é", 100)}}, "partyUserIds.0"},
 			{"unknown field", map[string]any{"mode": "duel", "region": "eu"}, "region"},
 		}
 		for _, c := range bad {

@@ -24,6 +24,10 @@ func TestReserveSeatsRoute(t *testing.T) {
 			{map[string]any{"userIds": []string{"a", "a"}}, "userIds"},
 			{map[string]any{"userIds": []string{strings.Repeat("u", 129)}}, "userIds.0"},
 			{map[string]any{"userIds": []string{"key:gs"}}, "userIds.0"},
+			// outside the user-id grammar: no token could carry these
+			{map[string]any{"userIds": []string{"a b"}}, "userIds.0"},
+			{map[string]any{"userIds": []string{"ok", "a,b"}}, "userIds.1"},
+			{map[string]any{"userIds": []string{strings.Repeat("é", 100)}}, "userIds.0"},
 			{map[string]any{"userIds": []string{"a"}, "ttlSeconds": 301}, "ttlSeconds"},
 			{map[string]any{"userIds": []string{"a"}, "extra": 1}, "extra"},
 		} {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/realsync/realsync/rooms"
@@ -346,8 +345,8 @@ func (s *Service) validate(u rooms.User, p TicketParams, r Rules) error {
 	for i, uid := range p.PartyUserIDs {
 		f := fmt.Sprintf("partyUserIds.%d", i)
 		switch {
-		case uid == "" || utf8.RuneCountInString(uid) > 128 || strings.IndexFunc(uid, unicode.IsControl) >= 0:
-			bad(f, "must be a userId of 1..128 characters")
+		case !rooms.ValidUserID(uid):
+			bad(f, "%s", rooms.UserIDRule)
 		case strings.HasPrefix(uid, rooms.ServerUserPrefix):
 			bad(f, "must be a player's userId, not an API key's")
 		case uid == u.ID:

@@ -83,8 +83,8 @@ func senderOf(u rooms.User) Sender {
 // player's (no API key's), not the sender's own.
 func checkRecipient(u rooms.User, to string) error {
 	switch {
-	case CheckUserIDs([]string{to}, 1, 1) != nil:
-		return rooms.Invalid("userId", "must be 1..%d bytes of UTF-8 without spaces, commas or control characters", MaxUserIDLen)
+	case !rooms.ValidUserID(to):
+		return rooms.Invalid("userId", "%s", rooms.UserIDRule)
 	case strings.HasPrefix(to, rooms.ServerUserPrefix):
 		return rooms.Invalid("userId", "must be a player's user id, not an API key's")
 	case to == u.ID:

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -58,8 +57,8 @@ const (
 	MaxPresenceIDs = 100
 	// MaxFollowing is the most users one user follows (PUT /v1/me/following).
 	MaxFollowing = 500
-	// MaxUserIDLen bounds a user id given to the presence routes.
-	MaxUserIDLen = 128
+	// MaxUserIDLen bounds a user id (rooms.MaxUserIDLen).
+	MaxUserIDLen = rooms.MaxUserIDLen
 )
 
 // Errors of this package; api/errors.go maps them to problems.
@@ -86,16 +85,16 @@ func CheckPlatform(p string) error {
 	return nil
 }
 
-// CheckUserIDs checks a list of user ids: min..max ids, each 1..MaxUserIDLen
-// bytes without whitespace or control characters. Duplicates are allowed
-// (the caller drops them).
+// CheckUserIDs checks a list of user ids: min..max ids, each a user id
+// (rooms.ValidUserID: 1..MaxUserIDLen bytes of UTF-8 without spaces,
+// commas or control characters). Duplicates are allowed (the caller drops
+// them).
 func CheckUserIDs(ids []string, min, max int) error {
 	if len(ids) < min || len(ids) > max {
 		return fmt.Errorf("%w: %d ids, want %d to %d", ErrInvalidUserIDs, len(ids), min, max)
 	}
 	for i, id := range ids {
-		if id == "" || len(id) > MaxUserIDLen || !utf8.ValidString(id) ||
-			strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f || r == ',' }) {
+		if !rooms.ValidUserID(id) {
 			return fmt.Errorf("%w: id %d is empty, longer than %d bytes, not UTF-8, or holds a space, comma or control character", ErrInvalidUserIDs, i, MaxUserIDLen)
 		}
 	}

@@ -21,11 +21,12 @@ const (
 	MaxReservationTTL = 5 * time.Minute
 )
 
-// ReserveParams is a reservation's request: the users (1..MaxPlayersLimit,
-// distinct userIds of 1..128 characters) and how long their seats are
-// held (1..300 s; DefaultReservationTTL when nil).
+// ReserveParams is a reservation's request: the users (1..MaxPlayersLimit
+// distinct players' user ids, each of the user-id grammar, ValidUserID)
+// and how long their seats are held (1..300 s; DefaultReservationTTL when
+// nil).
 type ReserveParams struct {
-	UserIDs    []string `json:"userIds" validate:"seats,unique,dive,min=1,max=128,nocontrol"`
+	UserIDs    []string `json:"userIds" validate:"seats,unique,dive,userid"`
 	TTLSeconds *int     `json:"ttlSeconds" validate:"omitnil,min=1,max=300"`
 }
 
@@ -47,8 +48,10 @@ type SeatReserver interface {
 	ReserveSeats(ctx context.Context, u User, id string, userIDs []string, ttl time.Duration) (Reservation, error)
 }
 
-// ReserveSeats validates p and holds the seats on behalf of the owner u,
-// or of the server (ScopeWrite).
+// ReserveSeats validates p (a ValidationError naming each bad field,
+// userIds.<i> for an id outside the user-id grammar or an API key's; no
+// seat is held then) and holds the seats on behalf of the owner u, or of
+// the server (ScopeWrite).
 func (s *Service) ReserveSeats(ctx context.Context, u User, id string, p ReserveParams) (Reservation, error) {
 	if err := RequireScope(u, ScopeWrite); err != nil {
 		return Reservation{}, err

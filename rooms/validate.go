@@ -45,6 +45,7 @@ var messages = map[string]string{
 	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
 	"attrvalue": "must be a string of at most 128 characters or a finite number",
 	"unique":    "must not repeat a value",
+	"userid":    UserIDRule,
 }
 
 // newValidator builds the validator with RealSync's custom rules and JSON
@@ -58,6 +59,7 @@ func newValidator() *validator.Validate {
 	must(v.RegisterValidation("notblank", func(fl validator.FieldLevel) bool { return !Blank(fl.Field().String()) }))
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
+	must(v.RegisterValidation("userid", func(fl validator.FieldLevel) bool { return ValidUserID(fl.Field().String()) }))
 	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return validAttrValue(fl.Field().Interface()) }))
 	// the ranges of seats and recipients, from their one source above
 	v.RegisterAlias("seats", fmt.Sprintf("min=1,max=%d", MaxPlayersLimit))

@@ -1,0 +1,87 @@
+package matchmaking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// noQueue is a Queue that is never to be reached: Claim, a create's first
+// write, fails with errReached, and any other call but NewID panics (the
+// nil Queue it embeds), so a refused ticket provably claimed and queued
+// nothing.
+type noQueue struct{ Queue }
+
+func (noQueue) NewID(string) string { return "00test" }
+
+var errReached = errors.New("the ticket reached the queue")
+
+func (noQueue) Claim(context.Context, string, string, string, time.Duration) (Held, error) {
+	return Held{}, errReached
+}
+
+// A ticket's partyUserIds follow the user-id grammar every route takes
+// (rooms.ValidUserID): a bad one is a ValidationError naming the field,
+// before anything is claimed or queued; the edges pass.
+func TestTicketValidation(t *testing.T) {
+	rs, err := ParseRules([]byte(`
+modes:
+  plat:
+    teams: 2
+    teamSize: 3
+    attributes:
+      - {name: platform, equal: true}
+      - {name: level, min: 10, max: 60}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := NewService(Config{Queue: noQueue{}, Rules: rs})
+	leader := rooms.User{ID: "leader", Name: "l"}
+	ticket := func(party []string, attrs map[string]any) TicketParams {
+		a := map[string]any{"platform": "pc", "level": json.Number("20")}
+		for k, v := range attrs {
+			a[k] = v
+		}
+		return TicketParams{Mode: "plat", Regions: []string{"eu"}, Attributes: a, PartyUserIDs: party}
+	}
+	for _, tc := range []struct {
+		name string
+		p    TicketParams
+		// field is the one field refused ("" when the ticket is valid)
+		field string
+	}{
+		{"PartySpace", ticket([]string{"a b"}, nil), "partyUserIds.0"},
+		{"PartyComma", ticket([]string{"ok", "a,b"}, nil), "partyUserIds.1"},
+		{"PartyTab", ticket([]string{"a\tb"}, nil), "partyUserIds.0"},
+		{"PartyNotUTF8", ticket([]string{"\xff"}, nil), "partyUserIds.0"},
+		{"PartyEmpty", ticket([]string{""}, nil), "partyUserIds.0"},
+		{"Party100TwoByteRunes", ticket([]string{strings.Repeat("é", 100)}, nil), "partyUserIds.0"}, // 200 bytes
+		{"Party129Bytes", ticket([]string{strings.Repeat("u", 129)}, nil), "partyUserIds.0"},
+		{"PartyAPIKey", ticket([]string{"key:gs"}, nil), "partyUserIds.0"},
+		{"PartyLeader", ticket([]string{"leader"}, nil), "partyUserIds.0"},
+		{"PartyTwice", ticket([]string{"a", "a"}, nil), "partyUserIds.1"},
+		{"Party128Bytes", ticket([]string{strings.Repeat("u", 128)}, nil), ""},
+		{"Party64TwoByteRunes", ticket([]string{strings.Repeat("é", 64)}, nil), ""}, // 128 bytes
+		{"PartyUnicodeAndPunctuation", ticket([]string{"jöran", "u-8f2c_x.y@studio|42"}, nil), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.field == "" {
+				if err := svc.validate(leader, tc.p, rs.Of(tc.p.Mode)); err != nil {
+					t.Fatalf("%v", err)
+				}
+				return
+			}
+			_, err := svc.Create(context.Background(), leader, tc.p)
+			var ve *rooms.ValidationError
+			if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != tc.field {
+				t.Fatalf("%v, want a validation error on %s alone", err, tc.field)
+			}
+		})
+	}
+}
