@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -28,10 +29,12 @@ func TestTicketsOverHTTP(t *testing.T) {
 			{"self in party", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{aliceID}}, "partyUserIds.0"},
 			{"party past a team", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"x", "y"}}, "partyUserIds"},
 			{"bad attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"a": []int{1}}}, "attributes.a"},
-			// user ids outside the grammar every route takes
+			// user ids outside the grammar every route takes, and a number
+			// longer than room attributes take (64 characters)
 			{"party id with a space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a b"}}, "partyUserIds.0"},
 			{"party id with a comma", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a,b"}}, "partyUserIds.0"},
 			{"party id of 200 bytes", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{strings.Repeat("é", 100)}}, "partyUserIds.0"},
+			{"69-digit attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"x": json.Number("1" + strings.Repeat("0", 68))}}, "attributes.x"},
 			{"unknown field", map[string]any{"mode": "duel", "region": "eu"}, "region"},
 		}
 		for _, c := range bad {

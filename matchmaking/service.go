@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -323,7 +322,7 @@ func (s *Service) validate(u rooms.User, p TicketParams, r Rules) error {
 	}
 	for k, v := range p.Attributes {
 		if !validAttr(k, v) {
-			bad("attributes."+k, "a key of 1..32 letters, digits or _ with a string (≤ 128 characters), number or boolean")
+			bad("attributes."+k, "a key of 1..32 letters, digits or _ (a letter first) with a string (≤ 128 characters), a finite number (≤ 64 characters) or a boolean")
 		}
 	}
 	for i, a := range r.Attributes {
@@ -372,18 +371,16 @@ func rangeText(a Attribute) string {
 	return "[" + lo + ", " + hi + "]"
 }
 
+// validAttr reports whether k and v may be a ticket's attribute: k of the
+// rules' attribute-name form, v a boolean or what a room attribute may
+// hold (rooms.ValidAttrValue: a string of at most 128 characters, a
+// finite number of at most 64 characters).
 func validAttr(k string, v any) bool {
 	if !attrRe.MatchString(k) {
 		return false
 	}
-	switch x := v.(type) {
-	case string:
-		return utf8.RuneCountInString(x) <= 128
-	case bool:
-		return true
-	}
-	_, ok := number(v)
-	return ok
+	_, isBool := v.(bool)
+	return isBool || rooms.ValidAttrValue(v)
 }
 
 // number is v as a finite number (a decoder's float64 or json.Number).

@@ -26,8 +26,9 @@ func (noQueue) Claim(context.Context, string, string, string, time.Duration) (He
 }
 
 // A ticket's partyUserIds follow the user-id grammar every route takes
-// (rooms.ValidUserID): a bad one is a ValidationError naming the field,
-// before anything is claimed or queued; the edges pass.
+// (rooms.ValidUserID), and its attributes the limits of room attributes
+// (rooms.ValidAttrValue) plus booleans: a bad one is a ValidationError
+// naming the field, before anything is claimed or queued; the edges pass.
 func TestTicketValidation(t *testing.T) {
 	rs, err := ParseRules([]byte(`
 modes:
@@ -43,6 +44,7 @@ modes:
 	}
 	svc := NewService(Config{Queue: noQueue{}, Rules: rs})
 	leader := rooms.User{ID: "leader", Name: "l"}
+	digits := func(n int) json.Number { return json.Number("1" + strings.Repeat("0", n-1)) }
 	ticket := func(party []string, attrs map[string]any) TicketParams {
 		a := map[string]any{"platform": "pc", "level": json.Number("20")}
 		for k, v := range attrs {
@@ -66,9 +68,22 @@ modes:
 		{"PartyAPIKey", ticket([]string{"key:gs"}, nil), "partyUserIds.0"},
 		{"PartyLeader", ticket([]string{"leader"}, nil), "partyUserIds.0"},
 		{"PartyTwice", ticket([]string{"a", "a"}, nil), "partyUserIds.1"},
+		{"Attr65Digits", ticket(nil, map[string]any{"x": digits(65)}), "attributes.x"},
+		{"Attr69Digits", ticket(nil, map[string]any{"x": digits(69)}), "attributes.x"},
+		{"AttrOverflow", ticket(nil, map[string]any{"x": json.Number("1e400")}), "attributes.x"},
+		{"AttrNotJSONNumber", ticket(nil, map[string]any{"x": json.Number("0x10")}), "attributes.x"},
+		{"AttrLongString", ticket(nil, map[string]any{"x": strings.Repeat("é", 129)}), "attributes.x"},
+		{"AttrObject", ticket(nil, map[string]any{"x": map[string]any{"y": json.Number("1")}}), "attributes.x"},
+		{"AttrNull", ticket(nil, map[string]any{"x": nil}), "attributes.x"},
+		{"EqualAttr65Digits", ticket(nil, map[string]any{"platform": digits(65)}), "attributes.platform"},
 		{"Party128Bytes", ticket([]string{strings.Repeat("u", 128)}, nil), ""},
 		{"Party64TwoByteRunes", ticket([]string{strings.Repeat("é", 64)}, nil), ""}, // 128 bytes
 		{"PartyUnicodeAndPunctuation", ticket([]string{"jöran", "u-8f2c_x.y@studio|42"}, nil), ""},
+		{"Attr64Digits", ticket(nil, map[string]any{"x": digits(64)}), ""},
+		{"AttrExponent", ticket(nil, map[string]any{"x": json.Number("-1.5e-300")}), ""},
+		{"Attr128Characters", ticket(nil, map[string]any{"x": strings.Repeat("é", 128)}), ""},
+		{"AttrBoolean", ticket(nil, map[string]any{"x": true, "platform": false}), ""},
+		{"EqualAttrNumber", ticket(nil, map[string]any{"platform": json.Number("1.0")}), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.field == "" {

@@ -60,7 +60,7 @@ func newValidator() *validator.Validate {
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("userid", func(fl validator.FieldLevel) bool { return ValidUserID(fl.Field().String()) }))
-	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return validAttrValue(fl.Field().Interface()) }))
+	must(v.RegisterValidation("attrvalue", func(fl validator.FieldLevel) bool { return ValidAttrValue(fl.Field().Interface()) }))
 	// the ranges of seats and recipients, from their one source above
 	v.RegisterAlias("seats", fmt.Sprintf("min=1,max=%d", MaxPlayersLimit))
 	v.RegisterAlias("recipients", fmt.Sprintf("min=1,max=%d", MaxRecipients))
@@ -84,9 +84,12 @@ func hasControl(s string) bool {
 	return strings.IndexFunc(s, unicode.IsControl) >= 0
 }
 
-// validAttrValue accepts a string of at most 128 characters or a finite
-// number (1e400 would be stored as text no client could read back).
-func validAttrValue(v any) bool {
+// ValidAttrValue reports whether v may be an attribute's value: a string
+// of at most 128 characters or a finite number, a json.Number of at most
+// 64 characters in JSON's number syntax (FiniteNumber: 1e400 would be
+// stored as text no client could read back). Room attributes and tickets'
+// attributes (which also take booleans) hold to it.
+func ValidAttrValue(v any) bool {
 	switch x := v.(type) {
 	case string:
 		return utf8.RuneCountInString(x) <= 128
