@@ -275,20 +275,22 @@ func (s *Service) Cancel(ctx context.Context, u rooms.User, id string) error {
 	return nil
 }
 
-// EqKey encodes the values of r's equal attributes in attrs (absent ones
-// as null): tickets match only with the same key.
+// EqKey encodes the values of r's equal attributes in attrs, each in its
+// canonical form (rooms.AttrValueKey; absent ones as null), as a JSON
+// array: tickets match only with the same key, so equal values match
+// whatever their spelling (1, 1.0 and 1e0 alike; "1" is not 1). "" when r
+// has no equal attribute.
 func EqKey(r Rules, attrs map[string]any) string {
-	var vals []any
+	var vals []string
 	for _, a := range r.Attributes {
 		if a.Equal {
-			vals = append(vals, attrs[a.Name])
+			vals = append(vals, rooms.AttrValueKey(attrs[a.Name]))
 		}
 	}
 	if len(vals) == 0 {
 		return ""
 	}
-	b, _ := json.Marshal(vals)
-	return string(b)
+	return "[" + strings.Join(vals, ",") + "]"
 }
 
 // validate checks p for its mode's rules r.

@@ -66,6 +66,33 @@ func FiniteNumber(s string) (float64, bool) {
 	return n, err == nil && !math.IsInf(n, 0) && !math.IsNaN(n)
 }
 
+// AttrValueKey is attribute value v in canonical form: two attribute
+// values are equal when their keys are (matchmaking's equal attributes
+// compare so), whatever their JSON spelling.
+//   - A number (json.Number, float64, int) is its float64 value as
+//     encoding/json writes one: 1, 1.0, 1e0 and 10e-1 are all 1, and -0 is
+//     0. It is AttrFilter.Match's equality (attr.<key>=1 matches a room
+//     whose attribute is 1.0): by float64 value, so integers past 2^53
+//     that round to one float64 are equal.
+//   - A string is its JSON string: equal only to the same string byte for
+//     byte (no case folding or Unicode normalisation), never to a number
+//     ("1" is not 1).
+//   - A boolean is true or false.
+//   - Anything else (nil: an absent attribute) is its JSON, null for nil.
+func AttrValueKey(v any) string {
+	if n, ok := number(v); ok && !math.IsInf(n, 0) && !math.IsNaN(n) {
+		if n == 0 {
+			n = 0 // -0 is 0
+		}
+		v = n
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "null"
+	}
+	return string(b)
+}
+
 func number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case json.Number:
