@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -45,5 +46,41 @@ func TestSpecStatesTheDomainLimits(t *testing.T) {
 	to := doc.Components.Schemas["MessageRequest"].Value.Properties["to"].Value
 	if to.MaxItems == nil || *to.MaxItems != rooms.MaxRecipients {
 		t.Errorf("MessageRequest.to maxItems %v, want %d", to.MaxItems, rooms.MaxRecipients)
+	}
+}
+
+// Every user id the spec takes states the one user-id grammar
+// (rooms.ValidUserID): maxLength rooms.MaxUserIDLen and a pattern that
+// agrees with the rule on ids within that length.
+func TestSpecStatesTheUserIDGrammar(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(realsync.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := func(schema, prop string) *openapi3.Schema {
+		return doc.Components.Schemas[schema].Value.Properties[prop].Value.Items.Value
+	}
+	presence := doc.Paths.Find("/v1/presence").Get.Parameters.GetByInAndName("query", "userIds").Schema.Value.Items.Value
+	ids := map[string]*openapi3.Schema{
+		"ReserveSeatsRequest.userIds":      items("ReserveSeatsRequest", "userIds"),
+		"CreateTicketRequest.partyUserIds": items("CreateTicketRequest", "partyUserIds"),
+		"Following.userIds":                items("Following", "userIds"),
+		"InviteRequest.userId":             doc.Components.Schemas["InviteRequest"].Value.Properties["userId"].Value,
+		"GET /v1/presence userIds":         presence,
+	}
+	for where, s := range ids {
+		if s.MaxLength == nil || *s.MaxLength != rooms.MaxUserIDLen || s.MinLength != 1 {
+			t.Errorf("%s: minLength %d maxLength %v, want 1 and %d", where, s.MinLength, s.MaxLength, rooms.MaxUserIDLen)
+		}
+		re, err := regexp.Compile(s.Pattern)
+		if err != nil || s.Pattern == "" {
+			t.Errorf("%s: pattern %q: %v", where, s.Pattern, err)
+			continue
+		}
+		for _, id := range []string{"u-8f2c", "jöran", "名前", "a.b@c|d", "a b", "a,b", "a\tb", "a\x00", "a\x7f", " "} {
+			if re.MatchString(id) != rooms.ValidUserID(id) {
+				t.Errorf("%s: pattern %q says %v of %q, rooms.ValidUserID %v", where, s.Pattern, re.MatchString(id), id, rooms.ValidUserID(id))
+			}
+		}
 	}
 }

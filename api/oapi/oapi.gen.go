@@ -325,13 +325,24 @@ type CreateRoomRequest struct {
 
 // CreateTicketRequest defines model for CreateTicketRequest.
 type CreateTicketRequest struct {
-	// Attributes Values (string of at most 128 characters, number, boolean) the mode's attribute rules read; keys `^[A-Za-z][A-Za-z0-9_]{0,31}$`.
+	// Attributes Values the mode's attribute rules read; keys
+	// `^[A-Za-z][A-Za-z0-9_]{0,31}$`; each value as a room attribute's
+	// (a string of at most 128 characters, or a finite number of at
+	// most 64 characters as written) or a boolean; else 422 naming
+	// `attributes.<key>`. Equal attributes compare by value: numbers
+	// as numbers (`1`, `1.0` and `1e0` are equal), strings exactly
+	// (case and spelling count), booleans as booleans; a string never
+	// equals a number (`"1"` is not `1`).
 	Attributes *map[string]interface{} `json:"attributes,omitempty"`
 
 	// Mode Example: battle
 	Mode Mode `json:"mode"`
 
-	// PartyUserIds The caller's party (userIds, the caller not included); at most a team's size minus one.
+	// PartyUserIds The caller's party (userIds, the caller not included); at most a
+	// team's size minus one. Each 1..128 bytes of UTF-8 without spaces,
+	// commas or control characters (the grammar of every user id the
+	// API takes; `maxLength` counts characters, the limit is in bytes),
+	// not an API key's; else 422 naming `partyUserIds.<i>`.
 	PartyUserIds *[]string `json:"partyUserIds,omitempty"`
 
 	// Rating The skill rating (a party's, for a party); the mode's `defaultRating` (1000) when absent.
@@ -408,6 +419,7 @@ type FieldError struct {
 
 // Following defines model for Following.
 type Following struct {
+	// UserIds Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`).
 	UserIds []string `json:"userIds"`
 }
 
@@ -467,6 +479,7 @@ type InstanceList struct {
 
 // InviteRequest defines model for InviteRequest.
 type InviteRequest struct {
+	// UserId 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422.
 	UserId string `json:"userId"`
 }
 
@@ -683,7 +696,11 @@ type Region = string
 type ReserveSeatsRequest struct {
 	TtlSeconds *int `json:"ttlSeconds,omitempty"`
 
-	// UserIds The users to hold seats for (players' userIds, 1..128 characters each).
+	// UserIds The users to hold seats for: players' userIds, each 1..128 bytes
+	// of UTF-8 without spaces, commas or control characters (the
+	// grammar of every user id the API takes; `maxLength` counts
+	// characters, the limit is in bytes), not an API key's (`key:`);
+	// else 422 naming `userIds.<i>`.
 	UserIds []string `json:"userIds"`
 }
 
@@ -1032,6 +1049,7 @@ type MyRoomsParams struct {
 
 // GetPresenceParams defines parameters for GetPresence.
 type GetPresenceParams struct {
+	// UserIds Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`).
 	UserIds []string `form:"userIds" json:"userIds"`
 }
 

@@ -330,13 +330,24 @@ type CreateRoomRequest struct {
 
 // CreateTicketRequest defines model for CreateTicketRequest.
 type CreateTicketRequest struct {
-	// Attributes Values (string of at most 128 characters, number, boolean) the mode's attribute rules read; keys `^[A-Za-z][A-Za-z0-9_]{0,31}$`.
+	// Attributes Values the mode's attribute rules read; keys
+	// `^[A-Za-z][A-Za-z0-9_]{0,31}$`; each value as a room attribute's
+	// (a string of at most 128 characters, or a finite number of at
+	// most 64 characters as written) or a boolean; else 422 naming
+	// `attributes.<key>`. Equal attributes compare by value: numbers
+	// as numbers (`1`, `1.0` and `1e0` are equal), strings exactly
+	// (case and spelling count), booleans as booleans; a string never
+	// equals a number (`"1"` is not `1`).
 	Attributes *map[string]interface{} `json:"attributes,omitempty"`
 
 	// Mode Example: battle
 	Mode Mode `json:"mode"`
 
-	// PartyUserIds The caller's party (userIds, the caller not included); at most a team's size minus one.
+	// PartyUserIds The caller's party (userIds, the caller not included); at most a
+	// team's size minus one. Each 1..128 bytes of UTF-8 without spaces,
+	// commas or control characters (the grammar of every user id the
+	// API takes; `maxLength` counts characters, the limit is in bytes),
+	// not an API key's; else 422 naming `partyUserIds.<i>`.
 	PartyUserIds *[]string `json:"partyUserIds,omitempty"`
 
 	// Rating The skill rating (a party's, for a party); the mode's `defaultRating` (1000) when absent.
@@ -413,6 +424,7 @@ type FieldError struct {
 
 // Following defines model for Following.
 type Following struct {
+	// UserIds Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`).
 	UserIds []string `json:"userIds"`
 }
 
@@ -472,6 +484,7 @@ type InstanceList struct {
 
 // InviteRequest defines model for InviteRequest.
 type InviteRequest struct {
+	// UserId 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422.
 	UserId string `json:"userId"`
 }
 
@@ -688,7 +701,11 @@ type Region = string
 type ReserveSeatsRequest struct {
 	TtlSeconds *int `json:"ttlSeconds,omitempty"`
 
-	// UserIds The users to hold seats for (players' userIds, 1..128 characters each).
+	// UserIds The users to hold seats for: players' userIds, each 1..128 bytes
+	// of UTF-8 without spaces, commas or control characters (the
+	// grammar of every user id the API takes; `maxLength` counts
+	// characters, the limit is in bytes), not an API key's (`key:`);
+	// else 422 naming `userIds.<i>`.
 	UserIds []string `json:"userIds"`
 }
 
@@ -1037,6 +1054,7 @@ type MyRoomsParams struct {
 
 // GetPresenceParams defines parameters for GetPresence.
 type GetPresenceParams struct {
+	// UserIds Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`).
 	UserIds []string `form:"userIds" json:"userIds"`
 }
 
@@ -1559,8 +1577,9 @@ type ClientInterface interface {
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
-	// mode's equal attributes must be equal across a match; its ranged
-	// ones are required numbers within their range (422 otherwise).
+	// mode's equal attributes must be equal across a match (by value: `1`
+	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket (the detail says which), 409
@@ -1600,8 +1619,9 @@ type ClientInterface interface {
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
-	// mode's equal attributes must be equal across a match; its ranged
-	// ones are required numbers within their range (422 otherwise).
+	// mode's equal attributes must be equal across a match (by value: `1`
+	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket (the detail says which), 409
@@ -2806,8 +2826,9 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
-// mode's equal attributes must be equal across a match; its ranged
-// ones are required numbers within their range (422 otherwise).
+// mode's equal attributes must be equal across a match (by value: `1`
+// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+// required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket (the detail says which), 409
@@ -2857,8 +2878,9 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
-// mode's equal attributes must be equal across a match; its ranged
-// ones are required numbers within their range (422 otherwise).
+// mode's equal attributes must be equal across a match (by value: `1`
+// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+// required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket (the detail says which), 409
@@ -6254,8 +6276,9 @@ type ClientWithResponsesInterface interface {
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
-	// mode's equal attributes must be equal across a match; its ranged
-	// ones are required numbers within their range (422 otherwise).
+	// mode's equal attributes must be equal across a match (by value: `1`
+	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket (the detail says which), 409
@@ -6295,8 +6318,9 @@ type ClientWithResponsesInterface interface {
 	// first, and in each next region after the mode's `regionFallback`
 	// wait. Its rating window widens with its wait; it is matched only
 	// with tickets whose ratings lie within its window and theirs. The
-	// mode's equal attributes must be equal across a match; its ranged
-	// ones are required numbers within their range (422 otherwise).
+	// mode's equal attributes must be equal across a match (by value: `1`
+	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket (the detail says which), 409
@@ -11408,8 +11432,9 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
-// mode's equal attributes must be equal across a match; its ranged
-// ones are required numbers within their range (422 otherwise).
+// mode's equal attributes must be equal across a match (by value: `1`
+// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+// required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket (the detail says which), 409
@@ -11455,8 +11480,9 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // first, and in each next region after the mode's `regionFallback`
 // wait. Its rating window widens with its wait; it is matched only
 // with tickets whose ratings lie within its window and theirs. The
-// mode's equal attributes must be equal across a match; its ranged
-// ones are required numbers within their range (422 otherwise).
+// mode's equal attributes must be equal across a match (by value: `1`
+// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+// required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket (the detail says which), 409

@@ -588,8 +588,9 @@ export interface paths {
          *     first, and in each next region after the mode's `regionFallback`
          *     wait. Its rating window widens with its wait; it is matched only
          *     with tickets whose ratings lie within its window and theirs. The
-         *     mode's equal attributes must be equal across a match; its ranged
-         *     ones are required numbers within their range (422 otherwise).
+         *     mode's equal attributes must be equal across a match (by value: `1`
+         *     and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
+         *     required numbers within their range (422 otherwise).
          *
          *     One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
          *     party member has a searching ticket (the detail says which), 409
@@ -1215,6 +1216,7 @@ export interface components {
             users: components["schemas"]["Presence"][];
         };
         Following: {
+            /** @description Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`). */
             userIds: string[];
         };
         DirectMessageRequest: {
@@ -1224,6 +1226,7 @@ export interface components {
             data: unknown;
         };
         InviteRequest: {
+            /** @description 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422. */
             userId: string;
         };
         DirectSent: {
@@ -1350,7 +1353,13 @@ export interface components {
             inviteCode?: string;
         };
         ReserveSeatsRequest: {
-            /** @description The users to hold seats for (players' userIds, 1..128 characters each). */
+            /**
+             * @description The users to hold seats for: players' userIds, each 1..128 bytes
+             *     of UTF-8 without spaces, commas or control characters (the
+             *     grammar of every user id the API takes; `maxLength` counts
+             *     characters, the limit is in bytes), not an API key's (`key:`);
+             *     else 422 naming `userIds.<i>`.
+             */
             userIds: string[];
             /** @default 15 */
             ttlSeconds?: number;
@@ -1431,11 +1440,26 @@ export interface components {
              * @description The skill rating (a party's, for a party); the mode's `defaultRating` (1000) when absent.
              */
             rating?: number;
-            /** @description Values (string of at most 128 characters, number, boolean) the mode's attribute rules read; keys `^[A-Za-z][A-Za-z0-9_]{0,31}$`. */
+            /**
+             * @description Values the mode's attribute rules read; keys
+             *     `^[A-Za-z][A-Za-z0-9_]{0,31}$`; each value as a room attribute's
+             *     (a string of at most 128 characters, or a finite number of at
+             *     most 64 characters as written) or a boolean; else 422 naming
+             *     `attributes.<key>`. Equal attributes compare by value: numbers
+             *     as numbers (`1`, `1.0` and `1e0` are equal), strings exactly
+             *     (case and spelling count), booleans as booleans; a string never
+             *     equals a number (`"1"` is not `1`).
+             */
             attributes?: {
                 [key: string]: unknown;
             };
-            /** @description The caller's party (userIds, the caller not included); at most a team's size minus one. */
+            /**
+             * @description The caller's party (userIds, the caller not included); at most a
+             *     team's size minus one. Each 1..128 bytes of UTF-8 without spaces,
+             *     commas or control characters (the grammar of every user id the
+             *     API takes; `maxLength` counts characters, the limit is in bytes),
+             *     not an API key's; else 422 naming `partyUserIds.<i>`.
+             */
             partyUserIds?: string[];
         };
         TicketResponse: {
@@ -3660,6 +3684,7 @@ export interface operations {
     getPresence: {
         parameters: {
             query: {
+                /** @description Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`). */
                 userIds: string[];
             };
             header?: never;
