@@ -273,22 +273,22 @@ func concurrently[T any](items []T, f func(T) error) []error {
 // users are told again (match_found is delivered at least once; its
 // matchId tells a repeat). It completes a pending match (a repair): a
 // backfill's seats may have been held, and taken, by a first completion
-// that died before recording the room, so members are skipped and bans
-// not looked at, as for any hold.
+// that died before recording the room, so members are skipped and holds
+// made again; users the room banned are still refused.
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 	_, err := m.complete(ctx, match, r, true)
 	return err
 }
 
-// complete is Complete; done is false for a backfill put back. The first
-// completion of a backfill (repair false) holds no seat for a user the
-// room refuses (banned, or in it already): the match goes back to the
-// queue, its tickets of such users barred from the room, the others free
-// to be matched again.
+// complete is Complete; done is false for a backfill put back. A
+// backfill holds no seat for a user the room refuses (banned; on the
+// first completion, repair false, also in it or holding a seat of it
+// already): the match goes back to the queue, its tickets of such users
+// barred from the room, the others free to be matched again.
 func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair bool) (done bool, err error) {
 	room := match.RoomID
 	if room != "" {
-		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, !repair)
+		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, repair)
 		if refused := (*SeatsRefusedError)(nil); errors.As(err, &refused) {
 			return false, m.cfg.Queue.Requeue(ctx, match, match.ticketsOf(refused.Users))
 		}

@@ -61,9 +61,9 @@ type PassParams struct {
 }
 
 // SeatsRefusedError is a backfill's hold that its room refused for Users
-// (ReserveMatchSeats with backfill set): the room banned them, or they
-// are in it already (queued again). No seat was held for anyone of the
-// match.
+// (ReserveMatchSeats): the room banned them, or (a first hold) they are in
+// it or hold a seat of it already (queued again). No seat was held for
+// anyone of the match.
 type SeatsRefusedError struct {
 	Users []string
 }
@@ -144,12 +144,13 @@ type RoomOpener interface {
 	// ReserveMatchSeats holds seats of room id for users for hold (a
 	// backfill), the room's players and held seats never more than size
 	// (the mode's match size, whatever the room's maxPlayers says):
-	// rooms.ErrRoomFull, ErrNotJoinable, ErrRoomNotFound when the room
-	// cannot take them. With backfill (a backfill's first hold; a repair,
-	// which may find the seats held and taken, sets it false), a user the
-	// room banned, or one in it already, is *SeatsRefusedError and nothing
-	// is held, atomically with the room's bans and players.
-	ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, backfill bool) error
+	// rooms.ErrRoomFull, ErrNotJoinable (also a locked room),
+	// ErrRoomNotFound when the room cannot take them. A user the room
+	// banned, and unless repair one in it or holding a seat of it already
+	// (queued again), is *SeatsRefusedError and nothing is held, atomically
+	// with the room's bans, players and holds. A repair (the first hold may
+	// have been made, and taken) skips members and holds again.
+	ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, repair bool) error
 	// FreeSeats is the seats of room id neither taken nor held, counting
 	// at most size seats (the mode's match size: an owner who raised the
 	// room's maxPlayers lets friends in by code, not the matcher), and

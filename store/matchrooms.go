@@ -65,7 +65,7 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 		return "", err
 	}
 	if len(users) > 1 {
-		_, err := s.reserveSeats(ctx, matchmaker, id, users[1:], hold, 0, false)
+		_, err := s.reserveSeats(ctx, matchmaker, id, users[1:], hold, 0, "")
 		if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
 			return "", err
 		}
@@ -110,14 +110,20 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 }
 
 // ReserveMatchSeats implements matchmaking.RoomOpener: the server holds
-// seats of room id for users (members already in are skipped), the
-// room's players and held seats never past size (nor its maxPlayers),
-// checked in the script: rooms.ErrRoomFull. With backfill, the script
-// refuses the users the room banned, as a join checks the bans, and its
-// players (a member who queued again is not matched into the room they
-// are in): *matchmaking.SeatsRefusedError, holding nothing.
-func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, backfill bool) error {
-	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, size, backfill)
+// seats of room id for users, the room's players and held seats never
+// past size (nor its maxPlayers), checked in the script: rooms.ErrRoomFull;
+// a locked room is rooms.ErrNotJoinable. The script refuses the users the
+// room banned, as a join checks the bans, and, unless repair, its players
+// and its seats' holders (a user who queued again is not matched into the
+// room they are in or hold a seat of): *matchmaking.SeatsRefusedError,
+// holding nothing. A repair skips members and holds a holder's seat again
+// (the first hold's own, perhaps taken).
+func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, repair bool) error {
+	mode := "b"
+	if repair {
+		mode = "r"
+	}
+	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, size, mode)
 	return err
 }
 
@@ -136,6 +142,9 @@ func (s *Store) FreeSeats(ctx context.Context, id string, size int) (int, bool, 
 	}
 	if r.Status != rooms.Waiting {
 		return 0, false, nil
+	}
+	if r.Locked { // kept, for an unlock: a hold would be refused, and a join
+		return 0, true, nil
 	}
 	return max(min(r.MaxPlayers, size)-r.PlayerCount-r.ReservedSeats, 0), true, nil
 }

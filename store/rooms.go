@@ -340,15 +340,15 @@ func sortedKeys(m rooms.State) []string {
 
 // ReserveSeats implements rooms.SeatReserver with one script.
 func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration) (rooms.Reservation, error) {
-	return s.reserveSeats(ctx, u, id, userIDs, ttl, 0, false)
+	return s.reserveSeats(ctx, u, id, userIDs, ttl, 0, "")
 }
 
 // reserveSeats is ReserveSeats, the room's players and held seats after it
 // at most seatCap too (0: its maxPlayers only; the matcher's backfill
-// passes its mode's size). With backfill, users the room banned, or that
-// are in it, are refused (*matchmaking.SeatsRefusedError naming them) and
-// nothing is held.
-func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int, backfill bool) (rooms.Reservation, error) {
+// passes its mode's size); matcher is "" or the backfill's mode of
+// seats_reserve.lua ("b", "r"), whose refused users are
+// *matchmaking.SeatsRefusedError, nothing held.
+func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int, matcher string) (rooms.Reservation, error) {
 	c, err := caller(u)
 	if err != nil {
 		return rooms.Reservation{}, err
@@ -357,7 +357,7 @@ func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userI
 	if err != nil {
 		return rooms.Reservation{}, err
 	}
-	cmd := s.runner.Run(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), seatCap, backfill, userIDs})
+	cmd := s.runner.Run(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), seatCap, matcher, userIDs})
 	if refused := refusedUsers(cmd); refused != nil {
 		return rooms.Reservation{}, &matchmaking.SeatsRefusedError{Users: refused}
 	}

@@ -231,15 +231,16 @@ func (c streamCloseCall) KeysArgs() ([]string, []any) {
 
 // reserveSeatsCall is seats_reserve.lua, in an indexed scope: caller
 // ("" the server) holds seats for users for ttlMs, the room's players
-// and held seats at most seatCap after (0: maxPlayers only); backfill
-// refuses the users the room banned or has.
+// and held seats at most seatCap after (0: maxPlayers only); the matcher's
+// backfill refuses the users the room banned (and, on its first hold, the
+// users it has or holds a seat for) and a locked room.
 type reserveSeatsCall struct {
 	roomScope
-	caller   string
-	ttlMs    int64
-	seatCap  int
-	backfill bool
-	users    []string
+	caller  string
+	ttlMs   int64
+	seatCap int
+	matcher string // "", or the matcher's backfill: "b" its first hold, "r" a repair (seats_reserve.lua)
+	users   []string
 }
 
 func (reserveSeatsCall) Script() *redisx.Script { return seatsReserve }
@@ -248,11 +249,7 @@ func (c reserveSeatsCall) KeysArgs() ([]string, []any) {
 	if c.seatCap > 0 {
 		seatCap = strconv.Itoa(c.seatCap)
 	}
-	backfill := ""
-	if c.backfill {
-		backfill = "1"
-	}
-	args := []any{c.caller, c.ttlMs, seatCap, backfill}
+	args := []any{c.caller, c.ttlMs, seatCap, c.matcher}
 	for _, u := range c.users {
 		args = append(args, u)
 	}

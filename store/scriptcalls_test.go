@@ -38,7 +38,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		streamOpenCall{scope, "u1", "s1", 1000, "after", sse.Cursor{Set: true, Version: 3, Tag: "abc"}, 10},
 		streamCloseCall{scope, 1, "s1", 1000, 0},
 		sweepCall{indexed, 1000},
-		reserveSeatsCall{indexed, "u1", 15000, 4, true, []string{"u2", "u3"}},
+		reserveSeatsCall{indexed, "u1", 15000, 4, "b", []string{"u2", "u3"}},
 		messageSendCall{scope, "u1", `"chat"`, []byte(`{}`), []int{2}, "k1 u1", "d1"},
 		lifecycleCall{indexed, Lifecycle{IdleTimeout: time.Minute}},
 		roomRepairCall{indexed},

@@ -9,11 +9,16 @@
 -- ARGV[9] the most players and held seats the room may have after it
 --   ("": its maxPlayers; the matcher's backfill passes its mode's size,
 --   which an owner's higher maxPlayers does not raise)
--- ARGV[10] "1": the matcher's backfill (its first hold): a user the room
---   banned (KEYS[35]), as a join would refuse them, or a member already
---   in (they queued again: the match would count a seat they do not take),
---   is refused, and no seat is held for anyone: {"REFUSED", userId...};
---   "": bans are not looked at, members are skipped
+-- ARGV[10] "b": the matcher's backfill (its first hold): a user the room
+--   banned (KEYS[35]), as a join would refuse them, a member already in or
+--   a user holding a seat already (they queued again: the match would
+--   count a seat they do not take) is refused, and no seat is held for
+--   anyone: {"REFUSED", userId...}; a locked room is ROOM_NOT_JOINABLE (no
+--   joiner gets in, a seat's holder neither).
+--   "r": a repair of a backfill (its first hold may have been made, and
+--   taken): banned users are refused, members skipped, holders held
+--   again; a locked room is ROOM_NOT_JOINABLE.
+--   "": the owner's or a new match room's: members are skipped
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
 --   already holding a seat gets the new expiry. The event names no user
 --   (a player's userId is private to them): it counts.
@@ -21,7 +26,7 @@
 --        {"NOT_A_MEMBER"} | {"NOT_OWNER"} | {"ROOM_NOT_JOINABLE"} |
 --        {"REFUSED", userId...} | {"ROOM_FULL"}
 local caller, ttl, seat_cap = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
-local backfill = ARGV[10] == '1'
+local matcher, first_hold = ARGV[10] ~= '', ARGV[10] == 'b'
 local FIRST_USER = 11
 
 local p = placement()
@@ -31,12 +36,13 @@ if caller ~= '' then
   if not cp then return deny(p.vi) end
   if p.ow ~= cp then return {'NOT_OWNER'} end
 end
-if p.st ~= 'waiting' then return {'ROOM_NOT_JOINABLE'} end
-if backfill then
+if p.st ~= 'waiting' or (matcher and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
+if matcher then
   local refused = {'REFUSED'}
   for i = FIRST_USER, #ARGV do
     local uid = ARGV[i]
-    if redis.call('HEXISTS', K_USERS, uid) == 1 or (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) then
+    if (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) or (first_hold and
+        (redis.call('HEXISTS', K_USERS, uid) == 1 or (p.rv > 0 and redis.call('HEXISTS', K_RESERVED, uid) == 1))) then
       refused[#refused + 1] = uid
     end
   end

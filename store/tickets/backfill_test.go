@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,7 +139,7 @@ func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
 		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
 			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
 		}
-		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"someone"}, r.Size(), time.Minute, false); err != nil {
+		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"someone"}, r.Size(), time.Minute, true); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Complete(ctx, p.Matches[0], r); err != nil {
@@ -288,7 +289,7 @@ func TestBackfillStopsAtTheModeSize(t *testing.T) {
 			t.Fatalf("backfill rooms %+v: %s has free seats", rs, room)
 		}
 		// the script holds the size even when the matcher's count was stale
-		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"w1"}, r.Size(), time.Minute, true); !errors.Is(err, rooms.ErrRoomFull) {
+		if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"w1"}, r.Size(), time.Minute, false); !errors.Is(err, rooms.ErrRoomFull) {
 			t.Fatalf("a hold past the mode's size: %v, want %v", err, rooms.ErrRoomFull)
 		}
 	})
@@ -342,7 +343,7 @@ func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
 			}
 		}
 		// the hold itself refuses them, naming them, and holds nothing
-		err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u4", "u2"}, r.Size(), time.Minute, true)
+		err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u4", "u2"}, r.Size(), time.Minute, false)
 		var refused *matchmaking.SeatsRefusedError
 		if !errors.As(err, &refused) || len(refused.Users) != 1 || refused.Users[0] != "u2" {
 			t.Fatalf("hold for u4 and banned u2: %v, want u2 refused", err)
@@ -404,5 +405,149 @@ func TestBackfillSkipsTheRoomAMemberIsIn(t *testing.T) {
 		if got, _ := e.tickets.Get(ctx, again.ID); got.Status != matchmaking.Searching {
 			t.Fatalf("u2 after u3's backfill: %s", got.Status)
 		}
+	})
+}
+
+// requeueFailsOnce is a Queue whose first Requeue fails (a Redis timeout,
+// or the instance dying right after the hold's refusal): the match stays
+// pending, for a repair.
+type requeueFailsOnce struct {
+	matchmaking.Queue
+	n atomic.Int32
+}
+
+func (q *requeueFailsOnce) Requeue(ctx context.Context, m matchmaking.Match, barred []string) error {
+	if q.n.Add(1) == 1 {
+		return errors.New("requeue lost")
+	}
+	return q.Queue.Requeue(ctx, m, barred)
+}
+
+// matchRoomOf makes a backfilled ffa room of users, all joined: the
+// matcher m's first round matches their tickets, then each joins.
+func matchRoomOf(t *testing.T, e env, m *matchmaking.Matcher, users ...string) (room string, pids map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	queue := ffaQueue(t, e)
+	var first matchmaking.Ticket
+	for i, u := range users {
+		tk := queue(u, float64(1000+i))
+		if i == 0 {
+			first = tk
+		}
+	}
+	m.Round(ctx)
+	got, _ := e.tickets.Get(ctx, first.ID)
+	if got.RoomID == "" {
+		t.Fatalf("no match: %+v", got)
+	}
+	pids = map[string]int{}
+	for _, u := range users {
+		j, err := e.rooms.Join(ctx, player(u), got.RoomID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids[u] = j.PlayerID
+	}
+	return got.RoomID, pids
+}
+
+// The refusals hold in every path a backfill takes: a repair of a
+// backfill whose requeue was lost still refuses a user the room banned; a
+// locked room (which no joiner gets into) is not backfilled until it is
+// unlocked; a user holding a seat of the room who queues again is not
+// matched into it (the match would count a seat never taken); and a
+// match of two tickets of which the room refuses one puts only that one's
+// ticket off the room: the other is backfilled into it.
+func TestBackfillRefusalsEverywhere(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		t.Run("repair", func(t *testing.T) {
+			ctx := context.Background()
+			e := open(t, b, rs)
+			cfg := e.cfg
+			cfg.Queue = &requeueFailsOnce{Queue: e.tickets}
+			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a", RepairAfter: time.Millisecond})
+			room, pids := matchRoomOf(t, e, m, "u1", "u2", "u3")
+			if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
+				t.Fatal(err)
+			}
+			again := ffaQueue(t, e)("u2", 1001)
+			for range 4 {
+				m.Round(ctx)
+				time.Sleep(5 * time.Millisecond)
+			}
+			got, _ := e.tickets.Get(ctx, again.ID)
+			rm, _, _ := e.rooms.Get(ctx, room, false)
+			if got.Status != matchmaking.Searching || rm.ReservedSeats != 0 {
+				t.Fatalf("banned u2 after a lost requeue and its repair: %s in %q, the room holds %d seats", got.Status, got.RoomID, rm.ReservedSeats)
+			}
+		})
+		t.Run("locked", func(t *testing.T) {
+			ctx := context.Background()
+			e := open(t, b, rs)
+			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			room, _ := matchRoomOf(t, e, m, "u1", "u2")
+			locked, unlocked := true, false
+			if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{Locked: &locked}); err != nil {
+				t.Fatal(err)
+			}
+			t3 := ffaQueue(t, e)("u3", 1002)
+			m.Round(ctx)
+			if got, _ := e.tickets.Get(ctx, t3.ID); got.RoomID == room || got.Status != matchmaking.Searching {
+				t.Fatalf("u3 and a locked room: %s in %q, want searching", got.Status, got.RoomID)
+			}
+			if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u3"}, 4, time.Minute, false); !errors.Is(err, rooms.ErrNotJoinable) {
+				t.Fatalf("a hold in a locked room: %v, want %v", err, rooms.ErrNotJoinable)
+			}
+			if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{Locked: &unlocked}); err != nil {
+				t.Fatal(err)
+			}
+			m.Round(ctx)
+			if got, _ := e.tickets.Get(ctx, t3.ID); got.RoomID != room {
+				t.Fatalf("u3 once the room is unlocked: %s in %q, want %s", got.Status, got.RoomID, room)
+			}
+			if _, err := e.rooms.Join(ctx, player("u3"), room); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Run("holder", func(t *testing.T) {
+			ctx := context.Background()
+			e := open(t, b, rs)
+			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			queue := ffaQueue(t, e)
+			t1 := queue("u1", 1000)
+			queue("u2", 1001)
+			m.Round(ctx)
+			first, _ := e.tickets.Get(ctx, t1.ID)
+			room := first.RoomID
+			again := queue("u2", 1001) // u2 holds a seat, not joined yet
+			m.Round(ctx)
+			got, _ := e.tickets.Get(ctx, again.ID)
+			rm, _, _ := e.rooms.Get(ctx, room, false)
+			if got.RoomID == room || rm.PlayerCount+rm.ReservedSeats != 2 {
+				t.Fatalf("u2 holding a seat queued again: %s in %q; the room has %d players and %d held, want 2 in all", got.Status, got.RoomID, rm.PlayerCount, rm.ReservedSeats)
+			}
+		})
+		t.Run("one of two", func(t *testing.T) {
+			ctx := context.Background()
+			e := open(t, b, rs)
+			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			room, pids := matchRoomOf(t, e, m, "u1", "u2")
+			if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
+				t.Fatal(err)
+			}
+			queue := ffaQueue(t, e)
+			banned, other := queue("u2", 1001), queue("u5", 1002)
+			for range 3 {
+				m.Round(ctx)
+			}
+			if got, _ := e.tickets.Get(ctx, other.ID); got.RoomID != room {
+				t.Fatalf("u5, matched with a banned user at first: %s in %q, want backfilled into %s", got.Status, got.RoomID, room)
+			}
+			if got, _ := e.tickets.Get(ctx, banned.ID); got.RoomID == room {
+				t.Fatalf("banned u2 backfilled into %s", room)
+			}
+		})
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
@@ -225,9 +227,12 @@ func TestSendEventOnce(t *testing.T) {
 			// a key older than the window is forgotten, whether or not a
 			// send dropped it yet
 			key := fmt.Sprint("m", rooms.MessageKeysKept+4, " carol")
-			first, _, _ := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", time.Now().UnixMilli()))
-			later := time.Now().Add(rooms.MessageKeyWindow + time.Second).UnixMilli()
-			if seq, at, err := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", later)); err != nil || seq <= first || at != later {
+			first, _, _ := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", 7000))
+			old := float64(time.Now().Add(-rooms.MessageKeyWindow - time.Second).UnixMilli())
+			if err := c.ZAddXX(ctx, k.SeenAt, redis.Z{Score: old, Member: key}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if seq, at, err := l.SendEventOnce(ctx, uid, ev(1), once(key, "d", 8000)); err != nil || seq <= first || at != 8000 {
 				t.Errorf("carol's newest key past the window: seq %d (its first %d) at %d, %v; want a new send", seq, first, at, err)
 			}
 			for _, key := range []string{k.Seen, k.SeenAt} {

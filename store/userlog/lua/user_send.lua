@@ -8,7 +8,8 @@
 -- KEYS[2] log meta (hash seq, tag)
 -- KEYS[3] delivery cursors (hash platform → last seq delivered)
 -- KEYS[4] the Idempotency-Keys of messages sent to the user (hash key ->
---         "<seq> <digest> <ms sent>")  KEYS[5] the same keys -> ms sent (zset)
+--         "<seq> <digest> <ms sent, the answer's>")  KEYS[5] the same keys ->
+--         when sent, ms by the Redis clock (zset: the window's)
 -- ARGV[1] user channel  ARGV[2] PUBLISH|SPUBLISH  ARGV[3] log MAXLEN (exact)
 -- ARGV[4] TTL, ms  ARGV[5] a new history's tag
 -- ARGV[6] the event's JSON object without its seq: the script appends "seq"
@@ -24,10 +25,13 @@
 -- Reply: {"OK", seq, dropped, ms sent} | {"KEY_REUSED"}
 local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
 local key, digest, at = ARGV[8], ARGV[9], ARGV[10]
-if key ~= '' then
-  local seen = redis.call('HGET', KEYS[4], key)
+local now, window
+if key ~= '' then -- sent already, within the window (by the Redis clock): the first send's answer
+  local T = redis.call('TIME')
+  now, window = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000), tonumber(ARGV[11])
+  local seen, sent = redis.call('HGET', KEYS[4], key), redis.call('ZSCORE', KEYS[5], key)
   local s, d, t = string.match(seen or '', '^(%d+) (%S+) (%d+)$')
-  if t and tonumber(t) > tonumber(at) - tonumber(ARGV[11]) then -- within the window
+  if t and sent and tonumber(sent) > now - window then
     if d ~= digest then return {'KEY_REUSED'} end
     return {'OK', tonumber(s), 0, tonumber(t)}
   end
@@ -54,11 +58,10 @@ redis.call('PEXPIRE', meta, ARGV[4])
 redis.call('PEXPIRE', cur, ARGV[4])
 if key ~= '' then
   redis.call('HSET', KEYS[4], key, seq .. ' ' .. digest .. ' ' .. at)
-  redis.call('ZADD', KEYS[5], at, key)
+  redis.call('ZADD', KEYS[5], now, key)
   -- forget the keys past the window or the cap, a few a send
-  local window = tonumber(ARGV[11])
   local n = redis.call('ZCARD', KEYS[5])
-  local drop = math.max(n - tonumber(ARGV[12]), redis.call('ZCOUNT', KEYS[5], '-inf', tonumber(at) - window))
+  local drop = math.max(n - tonumber(ARGV[12]), redis.call('ZCOUNT', KEYS[5], '-inf', now - window))
   if drop > 0 then
     local old = redis.call('ZRANGE', KEYS[5], 0, math.min(drop, 16) - 1)
     redis.call('HDEL', KEYS[4], unpack(old))
