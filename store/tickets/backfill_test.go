@@ -244,21 +244,8 @@ func TestBackfillStopsAtTheModeSize(t *testing.T) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		room, _ := matchRoomOf(t, e, m, "u1", "u2", "u3")
 		queue := ffaQueue(t, e)
-		t1 := queue("u1", 1000)
-		queue("u2", 1001)
-		queue("u3", 1002)
-		m.Round(ctx)
-		first, _ := e.tickets.Get(ctx, t1.ID)
-		room := first.RoomID
-		if room == "" {
-			t.Fatalf("no match: %+v", first)
-		}
-		for _, u := range []string{"u1", "u2", "u3"} {
-			if _, err := e.rooms.Join(ctx, player(u), room); err != nil {
-				t.Fatal(err)
-			}
-		}
 		twenty := 20
 		if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{MaxPlayers: &twenty}); err != nil {
 			t.Fatal(err)
@@ -306,27 +293,9 @@ func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		room, pids := matchRoomOf(t, e, m, "u1", "u2", "u3")
 		queue := ffaQueue(t, e)
-		t1 := queue("u1", 1000)
-		queue("u2", 1001)
-		queue("u3", 1002)
-		m.Round(ctx)
-		first, _ := e.tickets.Get(ctx, t1.ID)
-		room := first.RoomID
-		if room == "" {
-			t.Fatalf("no match: %+v", first)
-		}
-		var pid2 int
-		for _, u := range []string{"u1", "u2", "u3"} {
-			j, err := e.rooms.Join(ctx, player(u), room)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if u == "u2" {
-				pid2 = j.PlayerID
-			}
-		}
-		if err := e.rooms.Ban(ctx, player("u1"), room, pid2); err != nil {
+		if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
 			t.Fatal(err)
 		}
 		// u2 queues again: the room's one free seat is not for them
@@ -372,20 +341,8 @@ func TestBackfillSkipsTheRoomAMemberIsIn(t *testing.T) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		room, _ := matchRoomOf(t, e, m, "u1", "u2")
 		queue := ffaQueue(t, e)
-		t1 := queue("u1", 1000)
-		queue("u2", 1001)
-		m.Round(ctx)
-		first, _ := e.tickets.Get(ctx, t1.ID)
-		room := first.RoomID
-		if room == "" {
-			t.Fatalf("no match: %+v", first)
-		}
-		for _, u := range []string{"u1", "u2"} {
-			if _, err := e.rooms.Join(ctx, player(u), room); err != nil {
-				t.Fatal(err)
-			}
-		}
 		again := queue("u2", 1001)
 		for range 3 {
 			m.Round(ctx)
