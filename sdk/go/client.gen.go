@@ -1599,8 +1599,9 @@ type ClientInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, or that one of them is
-	// already in, never takes the ticket, which keeps searching.
+	// room that banned one of the ticket's users, that one of them is
+	// already in or holds a seat of, never takes the ticket, which keeps
+	// searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -1641,8 +1642,9 @@ type ClientInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, or that one of them is
-	// already in, never takes the ticket, which keeps searching.
+	// room that banned one of the ticket's users, that one of them is
+	// already in or holds a seat of, never takes the ticket, which keeps
+	// searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -2848,8 +2850,9 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, or that one of them is
-// already in, never takes the ticket, which keeps searching.
+// room that banned one of the ticket's users, that one of them is
+// already in or holds a seat of, never takes the ticket, which keeps
+// searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -2900,8 +2903,9 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, or that one of them is
-// already in, never takes the ticket, which keeps searching.
+// room that banned one of the ticket's users, that one of them is
+// already in or holds a seat of, never takes the ticket, which keeps
+// searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -6298,8 +6302,9 @@ type ClientWithResponsesInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, or that one of them is
-	// already in, never takes the ticket, which keeps searching.
+	// room that banned one of the ticket's users, that one of them is
+	// already in or holds a seat of, never takes the ticket, which keeps
+	// searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -6340,8 +6345,9 @@ type ClientWithResponsesInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, or that one of them is
-	// already in, never takes the ticket, which keeps searching.
+	// room that banned one of the ticket's users, that one of them is
+	// already in or holds a seat of, never takes the ticket, which keeps
+	// searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -11454,8 +11460,9 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, or that one of them is
-// already in, never takes the ticket, which keeps searching.
+// room that banned one of the ticket's users, that one of them is
+// already in or holds a seat of, never takes the ticket, which keeps
+// searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -11502,8 +11509,9 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, or that one of them is
-// already in, never takes the ticket, which keeps searching.
+// room that banned one of the ticket's users, that one of them is
+// already in or holds a seat of, never takes the ticket, which keeps
+// searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //

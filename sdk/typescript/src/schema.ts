@@ -610,8 +610,9 @@ export interface paths {
          *     may be matched into an existing match room with a free seat (a
          *     seat held for its users, 15 s). A match room takes backfill up to
          *     its mode's size only, whatever `maxPlayers` its owner set since; a
-         *     room that banned one of the ticket's users, or that one of them is
-         *     already in, never takes the ticket, which keeps searching.
+         *     room that banned one of the ticket's users, that one of them is
+         *     already in or holds a seat of, never takes the ticket, which keeps
+         *     searching; a locked room takes no backfill until it is unlocked.
          *
          *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
