@@ -184,12 +184,12 @@ func activeError(i int, uid string, other Ticket) error {
 		if i == 0 {
 			return fmt.Errorf("you are in the party of ticket %s, whose leader queued for you: %w", other.ID, ErrMemberQueuedInParty)
 		}
-		return fmt.Errorf("%s a searching ticket (in another party): %w", who, ErrTicketActive)
+		return fmt.Errorf("%s an active ticket (in another party): %w", who, ErrTicketActive)
 	}
 	if i == 0 {
-		return fmt.Errorf("%s a searching ticket, %s: %w", who, other.ID, ErrTicketActive)
+		return fmt.Errorf("%s an active ticket, %s (%s): %w", who, other.ID, other.Status, ErrTicketActive)
 	}
-	return fmt.Errorf("%s a searching ticket of their own: %w", who, ErrTicketActive)
+	return fmt.Errorf("%s an active ticket of their own: %w", who, ErrTicketActive)
 }
 
 // whose names user i of a new ticket (0: the leader) in an error.
@@ -210,8 +210,14 @@ func (s *Service) releaseAll(uids []string, id string) {
 }
 
 // final reports whether t no longer searches (its TTL passed counts).
+//
+// A ticket matched without a room yet is not final: its match may still
+// go back to the queue (a backfill whose room refused it, a match whose
+// room closed before it was made), and its users would then hold two
+// searching tickets.
 func (s *Service) final(t Ticket) bool {
-	return t.Status != Searching || !s.cfg.Now().Before(t.ExpiresAt)
+	inFlight := t.Status == Searching || t.Status == Matched && t.RoomID == ""
+	return !inFlight || !s.cfg.Now().Before(t.ExpiresAt)
 }
 
 // Get returns ticket id as u may see it: one of its users (leader or

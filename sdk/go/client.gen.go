@@ -1582,9 +1582,10 @@ type ClientInterface interface {
 	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-	// party member has a searching ticket (the detail says which), 409
-	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// party member has a searching ticket, or one matched whose room is
+	// not known yet (its match may still go back to the queue; the detail
+	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
 	// Once matched, a private room of the mode and region is created for
@@ -1625,9 +1626,10 @@ type ClientInterface interface {
 	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-	// party member has a searching ticket (the detail says which), 409
-	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// party member has a searching ticket, or one matched whose room is
+	// not known yet (its match may still go back to the queue; the detail
+	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
 	// Once matched, a private room of the mode and region is created for
@@ -2833,9 +2835,10 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-// party member has a searching ticket (the detail says which), 409
-// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// party member has a searching ticket, or one matched whose room is
+// not known yet (its match may still go back to the queue; the detail
+// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
 // Once matched, a private room of the mode and region is created for
@@ -2886,9 +2889,10 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-// party member has a searching ticket (the detail says which), 409
-// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// party member has a searching ticket, or one matched whose room is
+// not known yet (its match may still go back to the queue; the detail
+// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
 // Once matched, a private room of the mode and region is created for
@@ -6285,9 +6289,10 @@ type ClientWithResponsesInterface interface {
 	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-	// party member has a searching ticket (the detail says which), 409
-	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// party member has a searching ticket, or one matched whose room is
+	// not known yet (its match may still go back to the queue; the detail
+	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
 	// Once matched, a private room of the mode and region is created for
@@ -6328,9 +6333,10 @@ type ClientWithResponsesInterface interface {
 	// required numbers within their range (422 otherwise).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-	// party member has a searching ticket (the detail says which), 409
-	// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-	// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+	// party member has a searching ticket, or one matched whose room is
+	// not known yet (its match may still go back to the queue; the detail
+	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
 	// Once matched, a private room of the mode and region is created for
@@ -11443,9 +11449,10 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-// party member has a searching ticket (the detail says which), 409
-// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// party member has a searching ticket, or one matched whose room is
+// not known yet (its match may still go back to the queue; the detail
+// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
 // Once matched, a private room of the mode and region is created for
@@ -11492,9 +11499,10 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // required numbers within their range (422 otherwise).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-// party member has a searching ticket (the detail says which), 409
-// `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-// whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+// party member has a searching ticket, or one matched whose room is
+// not known yet (its match may still go back to the queue; the detail
+// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
 // Once matched, a private room of the mode and region is created for

@@ -508,3 +508,43 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 		})
 	})
 }
+
+// A ticket matched whose room is not known yet is still its users' one
+// active ticket: its match may go back to the queue (here a backfill its
+// room refuses), and a second ticket made meanwhile would leave the user
+// two searching. Once the match is put back, or has its room, a new
+// ticket may be made.
+func TestMatchedWithoutARoomIsActive(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		room, pids := matchRoomOf(t, e, m, "u1", "u2")
+		if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
+			t.Fatal(err)
+		}
+		queue := ffaQueue(t, e)
+		first := queue("u2", 1001)
+		p, err := e.tickets.Pass(ctx, "ffa", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
+			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
+		}
+		rating := 1001.0
+		_, err = e.svc.Create(ctx, player("u2"), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: &rating})
+		if !errors.Is(err, matchmaking.ErrTicketActive) {
+			t.Fatalf("a second ticket while the first is matched without a room: %v, want %v", err, matchmaking.ErrTicketActive)
+		}
+		if err := m.Complete(ctx, p.Matches[0], r); err != nil { // refused: back to the queue
+			t.Fatal(err)
+		}
+		if got, _ := e.tickets.Get(ctx, first.ID); got.Status != matchmaking.Searching {
+			t.Fatalf("u2's ticket after the refusal: %s, want searching", got.Status)
+		}
+		if err := e.svc.Cancel(ctx, player("u2"), first.ID); err != nil {
+			t.Fatal(err)
+		}
+		queue("u2", 1001) // the first ended: a new one
+	})
+}

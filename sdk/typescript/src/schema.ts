@@ -593,9 +593,10 @@ export interface paths {
          *     required numbers within their range (422 otherwise).
          *
          *     One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
-         *     party member has a searching ticket (the detail says which), 409
-         *     `MEMBER_QUEUED_IN_PARTY` when the caller is a member of a party
-         *     whose leader's searching ticket covers them. 409 `QUEUE_FULL` when
+         *     party member has a searching ticket, or one matched whose room is
+         *     not known yet (its match may still go back to the queue; the detail
+         *     says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
+         *     member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
          *     the mode's queue holds 100 000 tickets.
          *
          *     Once matched, a private room of the mode and region is created for
