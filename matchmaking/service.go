@@ -82,7 +82,8 @@ type TicketParams struct {
 
 // Create validates p against its mode's rules (a ValidationError naming
 // every bad field), makes the ticket u's and its party's one active
-// ticket (ErrTicketActive when u or a member has another searching,
+// ticket (ErrTicketActive when u or a member has another active: searching,
+// or matched while its room is not known yet,
 // ErrMemberQueuedInParty when u is covered by another leader's), and
 // queues it (ErrQueueFull).
 func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Ticket, error) {
@@ -177,7 +178,7 @@ func (s *Service) claimAll(ctx context.Context, t Ticket, ttl time.Duration) ([]
 }
 
 // activeError says why user i (0: the leader) of a new ticket may not
-// queue: other is their searching ticket.
+// queue: other is their active ticket (final says which are).
 func activeError(i int, uid string, other Ticket) error {
 	who := whose(i)
 	if other.UserID != uid {

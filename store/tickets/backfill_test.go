@@ -410,7 +410,9 @@ func matchRoomOf(t *testing.T, e env, m *matchmaking.Matcher, users ...string) (
 }
 
 // The refusals hold in every path a backfill takes: a repair of a
-// backfill whose requeue was lost still refuses a user the room banned; a
+// backfill whose requeue was lost still refuses a user the room banned,
+// and a repair whose users took their seats completes whatever the room
+// became (here locked) rather than sending them back to the queue; a
 // locked room (which no joiner gets into) is not backfilled until it is
 // unlocked; a user holding a seat of the room who queues again is not
 // matched into it (the match would count a seat never taken); and a
@@ -438,6 +440,36 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 			rm, _, _ := e.rooms.Get(ctx, room, false)
 			if got.Status != matchmaking.Searching || rm.ReservedSeats != 0 {
 				t.Fatalf("banned u2 after a lost requeue and its repair: %s in %q, the room holds %d seats", got.Status, got.RoomID, rm.ReservedSeats)
+			}
+		})
+		t.Run("repair of seats taken", func(t *testing.T) {
+			ctx := context.Background()
+			e := open(t, b, rs)
+			r := rs.Of("ffa")
+			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			room, _ := matchRoomOf(t, e, m, "u1", "u2")
+			t3 := ffaQueue(t, e)("u3", 1002)
+			p, err := e.tickets.Pass(ctx, "ffa", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+			if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
+				t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
+			}
+			// the first completion held u3's seat and died before recording
+			// the room; u3 took the seat, and the owner locked the room
+			if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u3"}, r.Size(), time.Minute, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.rooms.Join(ctx, player("u3"), room); err != nil {
+				t.Fatal(err)
+			}
+			locked := true
+			if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{Locked: &locked}); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Complete(ctx, p.Matches[0], r); err != nil { // the repair
+				t.Fatal(err)
+			}
+			if got, _ := e.tickets.Get(ctx, t3.ID); got.Status != matchmaking.Matched || got.RoomID != room {
+				t.Fatalf("u3, in the room, after the repair: %s in %q, want matched into %s", got.Status, got.RoomID, room)
 			}
 		})
 		t.Run("locked", func(t *testing.T) {

@@ -3,7 +3,8 @@
 -- queue, searching as before (or expired, past their TTL), the pending
 -- record goes, and the room is kept among the backfill rooms with no free
 -- seat until the next refresh; in the mode's slot. No prelude.
--- A ticket whose users the room refused (banned, or in it already) is
+-- A ticket whose users the room refused (banned, in it or holding a seat
+-- of it already) is
 -- barred from it: its state's "nb" lists the rooms (the last MAX_BARRED)
 -- no pass offers it.
 -- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
