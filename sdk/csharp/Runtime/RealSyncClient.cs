@@ -200,9 +200,17 @@ namespace RealSync
 
         /// <summary>CreateRoomAsync creates a room; the caller is its owner, player 1.</summary>
         [Operation("POST", "/v1/rooms", "createRoom")]
-        public async Task<RoomJoined> CreateRoomAsync(CreateRoomRequest body, CancellationToken ct = default(CancellationToken))
+        public Task<RoomJoined> CreateRoomAsync(CreateRoomRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct).ConfigureAwait(false)));
+            return CreateRoomAsync(body, null, ct);
+        }
+
+        /// <summary>CreateRoomAsync with an Idempotency-Key: the same key and body get the first
+        /// answer again, not a second room (after a 503 STORE_UNAVAILABLE the room may exist:
+        /// MyRoomsAsync tells).</summary>
+        public async Task<RoomJoined> CreateRoomAsync(CreateRoomRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
+        {
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)));
         }
 
         /// <summary>ListRoomsAsync reads a page of public rooms.</summary>
@@ -377,9 +385,17 @@ namespace RealSync
         [Operation("POST", "/v1/users/{userId}/messages", "sendDirectMessage")]
         public Task SendDirectMessageAsync(string userId, string type, object data, CancellationToken ct = default(CancellationToken))
         {
+            return SendDirectMessageAsync(userId, type, data, null, ct);
+        }
+
+        /// <summary>SendDirectMessageAsync with an Idempotency-Key: safe to retry, after a 503 too
+        /// (the recipient's inbox remembers its keys for 10 minutes: the same key and message are
+        /// sent once).</summary>
+        public Task SendDirectMessageAsync(string userId, string type, object data, string idempotencyKey, CancellationToken ct = default(CancellationToken))
+        {
             if (userId == null) throw new ArgumentNullException(nameof(userId));
             return Call(HttpMethod.Post, "/v1/users/" + Uri.EscapeDataString(userId) + "/messages",
-                new Dictionary<string, object> { { "type", type }, { "data", data } }, ct);
+                new Dictionary<string, object> { { "type", type }, { "data", data } }, ct, headers: Keyed(idempotencyKey));
         }
 
         /// <summary>InviteAsync sends userId an `invite` event to a room the caller is in (a private
@@ -394,9 +410,17 @@ namespace RealSync
 
         /// <summary>SendMessageAsync sends a message to the room (members); returns the room version it took.</summary>
         [Operation("POST", "/v1/rooms/{roomId}/messages", "sendMessage")]
-        public async Task<long> SendMessageAsync(string roomId, MessageRequest body, CancellationToken ct = default(CancellationToken))
+        public Task<long> SendMessageAsync(string roomId, MessageRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return (await Call(HttpMethod.Post, RoomPath(roomId) + "/messages", body, ct).ConfigureAwait(false)).Long("version");
+            return SendMessageAsync(roomId, body, null, ct);
+        }
+
+        /// <summary>SendMessageAsync with an Idempotency-Key: safe to retry, after a 503 too (the
+        /// room remembers its messages' keys for 10 minutes: the same key and message get the
+        /// first version, and nothing is sent again).</summary>
+        public async Task<long> SendMessageAsync(string roomId, MessageRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
+        {
+            return (await Call(HttpMethod.Post, RoomPath(roomId) + "/messages", body, ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)).Long("version");
         }
 
         /// <summary>MessagesAsync reads the message history, newest first (limit 1..100; before: only older versions).</summary>
@@ -416,9 +440,16 @@ namespace RealSync
 
         /// <summary>QuickJoinAsync joins the best joinable public room of a mode, or creates one (Create given).</summary>
         [Operation("POST", "/v1/matchmaking/quick-join", "quickJoin")]
-        public async Task<QuickJoined> QuickJoinAsync(QuickJoinRequest body, CancellationToken ct = default(CancellationToken))
+        public Task<QuickJoined> QuickJoinAsync(QuickJoinRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return Joined(QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct).ConfigureAwait(false)));
+            return QuickJoinAsync(body, null, ct);
+        }
+
+        /// <summary>QuickJoinAsync with an Idempotency-Key: the same key and body get the first
+        /// answer again.</summary>
+        public async Task<QuickJoined> QuickJoinAsync(QuickJoinRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
+        {
+            return Joined(QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)));
         }
 
         // ---- matchmaking tickets ----
@@ -584,6 +615,12 @@ namespace RealSync
         }
 
         /// <summary>Call sends a JSON request and returns the JSON object answered (empty for 204).</summary>
+        /// <summary>Keyed is the Idempotency-Key header of a request (none for null).</summary>
+        static Dictionary<string, string> Keyed(string idempotencyKey)
+        {
+            return idempotencyKey == null ? null : new Dictionary<string, string> { { "Idempotency-Key", idempotencyKey } };
+        }
+
         async Task<JsonObject> Call(HttpMethod method, string path, object body, CancellationToken ct, bool auth = true, bool fresh = true,
             Dictionary<string, string> headers = null, string contentType = "application/json")
         {

@@ -596,6 +596,15 @@ static class Tests
         var older = await alice.MessagesAsync(id, before: m2);
         Check.Eq("chat", string.Join(",", older.Select(m => m.Type)), "before");
         await Check.Throws(422, "VALIDATION_FAILED", () => alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = 1, To = new[] { 9 } }), "to a non-member");
+
+        // an Idempotency-Key: sent once, another message under it refused
+        var k1 = await alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = "once" }, "msg-k1");
+        Check.Eq(k1, await alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = "once" }, "msg-k1"), "the same key, the first version");
+        await Check.Throws(422, "IDEMPOTENCY_KEY_REUSED", () => alice.SendMessageAsync(id, new MessageRequest { Type = "chat", Data = "twice" }, "msg-k1"), "the key, another message");
+        Check.Eq(3, (await alice.MessagesAsync(id, limit: 10)).Count, "sent once");
+        var keyed = NewRoom(Unique("k"));
+        var r1 = await alice.CreateRoomAsync(keyed, "create-k1");
+        Check.Eq(r1.Room.Id, (await alice.CreateRoomAsync(keyed, "create-k1")).Room.Id, "a create sent again: the first room");
     }
 
     static async Task ValidationErrors(Server s)
