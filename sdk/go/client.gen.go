@@ -1659,9 +1659,11 @@ type ClientInterface interface {
 	//
 	// Ends a searching ticket as `cancelled`, atomically with the matcher:
 	// a ticket cancelled is never matched, a ticket matched is not
-	// cancelled (409 `TICKET_MATCHED`), its room known or not yet (then
-	// its match may still go back to the queue, within a matcher round:
-	// poll the ticket, and cancel it once it searches again). Its leader or any party member may
+	// cancelled (409 `TICKET_MATCHED`), its room known or not yet. While
+	// its room is not known its match may still go back to the queue
+	// (within a matcher round): the cancel is kept, and the ticket then
+	// ends `cancelled`, not searching again; else it ends matched into its
+	// room (poll it, or wait for `match_found`). Its leader or any party member may
 	// cancel it; the users are free to queue again at once. A ticket
 	// already cancelled or expired: 204 as well.
 	//
@@ -2934,9 +2936,11 @@ func (c *APIClient) CreateTicket(ctx context.Context, params *CreateTicketParams
 //
 // Ends a searching ticket as `cancelled`, atomically with the matcher:
 // a ticket cancelled is never matched, a ticket matched is not
-// cancelled (409 `TICKET_MATCHED`), its room known or not yet (then
-// its match may still go back to the queue, within a matcher round:
-// poll the ticket, and cancel it once it searches again). Its leader or any party member may
+// cancelled (409 `TICKET_MATCHED`), its room known or not yet. While
+// its room is not known its match may still go back to the queue
+// (within a matcher round): the cancel is kept, and the ticket then
+// ends `cancelled`, not searching again; else it ends matched into its
+// room (poll it, or wait for `match_found`). Its leader or any party member may
 // cancel it; the users are free to queue again at once. A ticket
 // already cancelled or expired: 204 as well.
 //
@@ -6370,9 +6374,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Ends a searching ticket as `cancelled`, atomically with the matcher:
 	// a ticket cancelled is never matched, a ticket matched is not
-	// cancelled (409 `TICKET_MATCHED`), its room known or not yet (then
-	// its match may still go back to the queue, within a matcher round:
-	// poll the ticket, and cancel it once it searches again). Its leader or any party member may
+	// cancelled (409 `TICKET_MATCHED`), its room known or not yet. While
+	// its room is not known its match may still go back to the queue
+	// (within a matcher round): the cancel is kept, and the ticket then
+	// ends `cancelled`, not searching again; else it ends matched into its
+	// room (poll it, or wait for `match_found`). Its leader or any party member may
 	// cancel it; the users are free to queue again at once. A ticket
 	// already cancelled or expired: 204 as well.
 	//
@@ -11544,9 +11550,11 @@ func (c *ClientWithResponses) CreateTicketWithResponse(ctx context.Context, para
 //
 // Ends a searching ticket as `cancelled`, atomically with the matcher:
 // a ticket cancelled is never matched, a ticket matched is not
-// cancelled (409 `TICKET_MATCHED`), its room known or not yet (then
-// its match may still go back to the queue, within a matcher round:
-// poll the ticket, and cancel it once it searches again). Its leader or any party member may
+// cancelled (409 `TICKET_MATCHED`), its room known or not yet. While
+// its room is not known its match may still go back to the queue
+// (within a matcher round): the cancel is kept, and the ticket then
+// ends `cancelled`, not searching again; else it ends matched into its
+// room (poll it, or wait for `match_found`). Its leader or any party member may
 // cancel it; the users are free to queue again at once. A ticket
 // already cancelled or expired: 204 as well.
 //

@@ -544,8 +544,9 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 // A ticket matched whose room is not known yet is still its users' one
 // active ticket: its match may go back to the queue (here a backfill its
 // room refuses), and a second ticket made meanwhile would leave the user
-// two searching. Once the match is put back, or has its room, a new
-// ticket may be made.
+// two searching. It cannot be cancelled then (TICKET_MATCHED), but the
+// cancel is kept: when its match goes back, it ends cancelled, not
+// searching, and a new ticket may be made.
 func TestMatchedWithoutARoomIsActive(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
@@ -568,14 +569,14 @@ func TestMatchedWithoutARoomIsActive(t *testing.T) {
 		if !errors.Is(err, matchmaking.ErrTicketActive) {
 			t.Fatalf("a second ticket while the first is matched without a room: %v, want %v", err, matchmaking.ErrTicketActive)
 		}
+		if err := e.svc.Cancel(ctx, player("u2"), first.ID); !errors.Is(err, matchmaking.ErrTicketMatched) {
+			t.Fatalf("cancel of a ticket matched without its room: %v, want %v", err, matchmaking.ErrTicketMatched)
+		}
 		if err := m.Complete(ctx, p.Matches[0], r); err != nil { // refused: back to the queue
 			t.Fatal(err)
 		}
-		if got, _ := e.tickets.Get(ctx, first.ID); got.Status != matchmaking.Searching {
-			t.Fatalf("u2's ticket after the refusal: %s, want searching", got.Status)
-		}
-		if err := e.svc.Cancel(ctx, player("u2"), first.ID); err != nil {
-			t.Fatal(err)
+		if got, _ := e.tickets.Get(ctx, first.ID); got.Status != matchmaking.Cancelled {
+			t.Fatalf("u2's ticket, its cancel asked while matched, after the refusal: %s, want cancelled", got.Status)
 		}
 		queue("u2", 1001) // the first ended: a new one
 	})

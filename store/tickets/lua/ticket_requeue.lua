@@ -3,6 +3,8 @@
 -- queue, searching as before (or expired, past their TTL), the pending
 -- record goes, and the room is kept among the backfill rooms with no free
 -- seat until the next refresh; in the mode's slot. No prelude.
+-- A ticket whose cancel came while it was matched (ticket_cancel's "cx")
+-- ends cancelled instead (expired past its TTL).
 -- A ticket whose users the room refused (banned, in it or holding a seat
 -- of it already) is
 -- barred from it: its state's "nb" lists the rooms (the last MAX_BARRED)
@@ -33,13 +35,14 @@ for i = 5, #ARGV do
       if #nb > MAX_BARRED then table.remove(nb, 1) end
       st.nb = nb
     end
-    if st.ex > now then
+    if st.ex > now and not st.cx then
       st.st = 'searching'
       redis.call('ZADD', queue, cjson.decode(r[1]).rating, id)
       redis.call('ZADD', sched, st.ex, id)
       n = n + 1
     else
       st.st, st.fin = 'expired', now
+      if st.ex > now then st.st = 'cancelled' end
       redis.call('ZADD', sched, now + tonumber(ARGV[3]), id)
     end
     redis.call('HSET', tickets, id .. ':s', cjson.encode(st))
