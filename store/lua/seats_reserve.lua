@@ -16,16 +16,16 @@
 --   anyone: {"REFUSED", userId...}; a locked room is ROOM_NOT_JOINABLE (no
 --   joiner gets in, a seat's holder neither).
 --   "r": a repair of a backfill (its first hold may have been made, and
---   taken): when every user is in the room or holds a seat of it, nothing
---   is done and the reply is OK, whatever the room's status or lock (the
---   match's seats are its users' already); else banned users are refused,
---   members skipped, holders held again, and a locked room is
---   ROOM_NOT_JOINABLE.
+--   taken): when every user is in the room already, nothing is done and
+--   the reply is OK, whatever the room's status or lock (the match's seats
+--   are taken); else banned users are refused, members skipped, holders
+--   held again (their seats renewed for the new hold), and a locked or
+--   started room is ROOM_NOT_JOINABLE.
 --   "": the owner's or a new match room's: members are skipped
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
 --   already holding a seat gets the new expiry. The event names no user
 --   (a player's userId is private to them): it counts.
--- Reply: {"OK", seats reserved in all, expiresAt (ms)} | {"ROOM_NOT_FOUND"} |
+-- Reply: {"OK", seats reserved in all, expiresAt (ms; 0: a repair with nothing to do)} | {"ROOM_NOT_FOUND"} |
 --        {"NOT_A_MEMBER"} | {"NOT_OWNER"} | {"ROOM_NOT_JOINABLE"} |
 --        {"REFUSED", userId...} | {"ROOM_FULL"}
 local caller, ttl, seat_cap = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -39,15 +39,15 @@ if caller ~= '' then
   if not cp then return deny(p.vi) end
   if p.ow ~= cp then return {'NOT_OWNER'} end
 end
-if ARGV[10] == 'r' then -- a repair whose users all hold their seats or took them: done
+if ARGV[10] == 'r' then -- a repair whose users all took their seats: done
   local done = true
   for i = FIRST_USER, #ARGV do
-    if redis.call('HEXISTS', K_USERS, ARGV[i]) == 0 and (p.rv == 0 or redis.call('HEXISTS', K_RESERVED, ARGV[i]) == 0) then
+    if redis.call('HEXISTS', K_USERS, ARGV[i]) == 0 then
       done = false
       break
     end
   end
-  if done then return {'OK', p.rv, num(now + ttl)} end
+  if done then return {'OK', p.rv, '0'} end
 end
 if p.st ~= 'waiting' or (matcher and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
 if matcher then
