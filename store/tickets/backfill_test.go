@@ -471,6 +471,22 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 			if got, _ := e.tickets.Get(ctx, t3.ID); got.Status != matchmaking.Matched || got.RoomID != room {
 				t.Fatalf("u3, in the room, after the repair: %s in %q, want matched into %s", got.Status, got.RoomID, room)
 			}
+			// a repair of a seat held, not taken, renews the hold
+			unlocked := false
+			if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{Locked: &unlocked}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u4"}, r.Size(), time.Second, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u4"}, r.Size(), time.Hour, true); err != nil {
+				t.Fatal(err)
+			}
+			keys := e.rooms.RoomKeys(room)
+			until, err := e.rooms.Client().HGet(ctx, keys[len(keys)-3], "u4").Int64()
+			if err != nil || time.UnixMilli(until).Before(time.Now().Add(time.Minute)) {
+				t.Fatalf("u4's seat after the repair held until %v (%v), want an hour from now", time.UnixMilli(until), err)
+			}
 		})
 		t.Run("locked", func(t *testing.T) {
 			ctx := context.Background()
