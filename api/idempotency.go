@@ -93,6 +93,15 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
+// keyOf is the Idempotency-Key a handler inside idempotent passes on to
+// the store ("" when absent, or ignored for want of a store of answers).
+func (s *Server) keyOf(key *string) string {
+	if s.idem == nil {
+		return ""
+	}
+	return deref(key)
+}
+
 // routeOf is r's route pattern with its path parameters as the handler
 // reads them (decoded): the same key on another room, or to another user,
 // is another request.

@@ -15,9 +15,7 @@ func (s *Server) SendMessage(w http.ResponseWriter, r *http.Request, roomID oapi
 			s.writeError(w, r, err)
 			return
 		}
-		if s.idem != nil { // the key is honoured (idempotent); the room remembers it too
-			p.Key = deref(params.IdempotencyKey)
-		}
+		p.Key = s.keyOf(params.IdempotencyKey) // the room remembers it too
 		v, err := s.rooms.SendMessage(r.Context(), userFrom(r.Context()), roomID, p)
 		if err != nil {
 			s.writeError(w, r, err)

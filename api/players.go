@@ -128,9 +128,7 @@ func (s *Server) SendDirectMessage(w http.ResponseWriter, r *http.Request, userI
 			s.writeError(w, r, rooms.ErrUnavailable)
 			return
 		}
-		if s.idem != nil { // the key is honoured (idempotent); the inbox remembers it too
-			p.Key = deref(params.IdempotencyKey)
-		}
+		p.Key = s.keyOf(params.IdempotencyKey) // the inbox remembers it too
 		sent, err := s.direct.SendMessage(r.Context(), userFrom(r.Context()), userID, p)
 		if err != nil {
 			s.writeError(w, r, err)

@@ -123,7 +123,7 @@ func TestBackfillRoomFullAtTheHoldStays(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		m := backfillMatcher(e)
 		queue := ffaQueue(t, e)
 		t1 := queue("u1", 1000)
 		queue("u2", 1001)
@@ -200,7 +200,7 @@ func TestMatchRoomPastTheOwnerQuota(t *testing.T) {
 			Visibility: rooms.Public, Attributes: map[string]any{}, StatePolicy: rooms.PolicyOwner}); err != nil {
 			t.Fatal(err)
 		}
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		m := backfillMatcher(e)
 		var ids []string
 		for i, uid := range []string{"u1", "u2"} {
 			rating := float64(1000 + i)
@@ -243,7 +243,7 @@ func TestBackfillStopsAtTheModeSize(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		m := backfillMatcher(e)
 		room, _ := matchRoomOf(t, e, m, "u1", "u2", "u3")
 		queue := ffaQueue(t, e)
 		twenty := 20
@@ -292,7 +292,7 @@ func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		m := backfillMatcher(e)
 		room, pids := matchRoomOf(t, e, m, "u1", "u2", "u3")
 		queue := ffaQueue(t, e)
 		if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
@@ -340,7 +340,7 @@ func TestBackfillSkipsTheRoomAMemberIsIn(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		m := backfillMatcher(e)
 		room, _ := matchRoomOf(t, e, m, "u1", "u2")
 		queue := ffaQueue(t, e)
 		again := queue("u2", 1001)
@@ -446,7 +446,7 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 			ctx := context.Background()
 			e := open(t, b, rs)
 			r := rs.Of("ffa")
-			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			m := backfillMatcher(e)
 			room, _ := matchRoomOf(t, e, m, "u1", "u2")
 			t3 := ffaQueue(t, e)("u3", 1002)
 			p, err := e.tickets.Pass(ctx, "ffa", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
@@ -491,7 +491,7 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 		t.Run("locked", func(t *testing.T) {
 			ctx := context.Background()
 			e := open(t, b, rs)
-			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			m := backfillMatcher(e)
 			room, _ := matchRoomOf(t, e, m, "u1", "u2")
 			locked, unlocked := true, false
 			if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{Locked: &locked}); err != nil {
@@ -519,7 +519,7 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 		t.Run("holder", func(t *testing.T) {
 			ctx := context.Background()
 			e := open(t, b, rs)
-			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			m := backfillMatcher(e)
 			queue := ffaQueue(t, e)
 			t1 := queue("u1", 1000)
 			queue("u2", 1001)
@@ -537,7 +537,7 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 		t.Run("one of two", func(t *testing.T) {
 			ctx := context.Background()
 			e := open(t, b, rs)
-			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+			m := backfillMatcher(e)
 			room, pids := matchRoomOf(t, e, m, "u1", "u2")
 			if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
 				t.Fatal(err)
@@ -569,7 +569,7 @@ func TestMatchedWithoutARoomIsActive(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		m := backfillMatcher(e)
 		room, pids := matchRoomOf(t, e, m, "u1", "u2")
 		if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
 			t.Fatal(err)
@@ -596,4 +596,10 @@ func TestMatchedWithoutARoomIsActive(t *testing.T) {
 		}
 		queue("u2", 1001) // the first ended: a new one
 	})
+}
+
+// backfillMatcher is a matcher of e's queue and rooms, holding the lease
+// as "a".
+func backfillMatcher(e env) *matchmaking.Matcher {
+	return matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
 }

@@ -225,18 +225,11 @@ var seqZero = []byte(`"seq":0,`)
 // SendEvent is Send of ev, a logged event of package players marshalled
 // to JSON with its Seq 0.
 func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.Index(b, seqZero)
-	if i < 0 {
-		return 0, fmt.Errorf("userlog: %T has no seq 0", ev)
-	}
-	return l.Send(ctx, uid, append(b[:i], b[i+len(seqZero):]...))
+	seq, _, err := l.SendEventOnce(ctx, uid, ev, Once{})
+	return seq, err
 }
 
-// SendEventOnce is SendEvent once per once.Key: when uid's inbox remembers
+// SendEventOnce is SendEvent once per once.Key (none: every time): when uid's inbox remembers
 // the key (once.Window, its last once.Kept keys), nothing is sent and the
 // first send's seq and time (ms) are returned, or rooms.ErrKeyReused when
 // its digest differs; else the event is sent and once.AtMs returned.
