@@ -21,6 +21,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 // playerEnvs starts n API instances on backend b sharing one key prefix
@@ -540,4 +541,42 @@ func TestMeStreamReplacedWhileFeedCut(t *testing.T) {
 		t.Fatalf("old session got %+v", f)
 	}
 	old.ends()
+}
+
+// A platform whose offline inbox overflowed (the personal log's cap
+// dropped what it was not delivered) opens its next stream with a
+// snapshot saying resync, the rest of its inbox pending after it; the
+// stream after that, with nothing dropped since, does not.
+func TestMeStreamSaysWhenItsInboxOverflowed(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := playerEnvsWith(t, b, 1, func(c *store.Config) { c.Offline.MaxLen = userlog.MinMaxLen })[0]
+			alice, aliceID := e.guest("alice")
+			mobile := e.me(alice, "mobile")
+			if f := mobile.next(); f.event != "snapshot" || f.data["resync"] != false {
+				t.Fatalf("first open %+v", f)
+			}
+			mobile.close()
+			e.sessionGone(alice, aliceID, "mobile")
+			ctx := context.Background()
+			for i := range userlog.MinMaxLen + 3 {
+				if _, err := e.store.UserLogs().Send(ctx, aliceID, fmt.Appendf(nil, `{"type":"message","userId":%q,"ts":%q,"n":%d}`,
+					aliceID, time.Now().UTC().Format(time.RFC3339Nano), i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mobile = e.me(alice, "mobile")
+			f := mobile.next()
+			checkUserEvent(t, f)
+			if f.event != "snapshot" || f.data["resync"] != true || f.data["pending"] != float64(userlog.MinMaxLen) {
+				t.Fatalf("after 3 messages were dropped: %+v, want resync and %d pending", f, userlog.MinMaxLen)
+			}
+			mobile.close()
+			e.sessionGone(alice, aliceID, "mobile")
+			mobile = e.me(alice, "mobile")
+			if f := mobile.next(); f.event != "snapshot" || f.data["resync"] != false {
+				t.Errorf("the next open, nothing dropped since: %+v", f)
+			}
+		})
+	}
 }

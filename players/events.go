@@ -58,9 +58,11 @@ type SnapshotEvent struct {
 	// Platform and Session are this stream's session.
 	Platform string `json:"platform"`
 	Session  string `json:"session" schema:"desc=This stream's session id (session_replaced names the session it ends)."`
-	// Resync: the stream resumed from a Last-Event-ID the log could not
-	// serve.
-	Resync bool `json:"resync"`
+	// Resync: logged events were missed: the stream resumed from a
+	// Last-Event-ID the log could not serve, or its platform's offline
+	// inbox lost events before they were delivered (the personal log's
+	// cap, REALSYNC_OFFLINE_MAX, dropped them).
+	Resync bool `json:"resync" schema:"desc=Logged events were missed: the stream resumed from a Last-Event-ID the log could not serve (trimmed, expired, another history), or this platform's offline inbox lost events before they were delivered (the personal log's cap, REALSYNC_OFFLINE_MAX, dropped them; counted by realsync_offline_dropped_total). A client refreshes what it derives from logged events (its tickets, invites)."`
 	// Pending counts the logged events that follow at once: those stored
 	// while no session of this platform could take them (the offline
 	// inbox), in order.

@@ -204,7 +204,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 				pending++
 			}
 		}
-		st.writeSnapshot(out, tag, o.From, c.Set, pending)
+		st.writeSnapshot(out, tag, o.From, c.Set || o.Lost, pending)
 	}
 	end := ""
 	for i := range o.Replay {

@@ -61,6 +61,9 @@ type UserOpening struct {
 	Replay   []UserEvent
 	Gap      bool
 	Replaced int
+	// Lost: the platform's offline inbox lost events before they were
+	// delivered (the log's cap dropped them); the snapshot says resync.
+	Lost bool
 }
 
 // UserSource reads and writes what personal streams need. Errors:

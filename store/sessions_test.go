@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 // userSink records what a Feed delivers on user and status channels.
@@ -385,4 +387,67 @@ func statusTTL(t *testing.T, s *store.Store, uid string) time.Duration {
 		t.Fatal(err)
 	}
 	return ttl
+}
+
+// A client that keeps replacing its session on one platform fills the
+// user's log with session_replaced: past the cap they push out what
+// another platform was not delivered yet. The drops are counted as the
+// sends' are, and that platform's next session is told it lost events
+// (Lost: its snapshot says resync) rather than starting silently after
+// them (a tester's find: 1 001 replacements on pc took mobile's three
+// direct messages, the metric stayed 0 and mobile's snapshot said
+// resync false, pending 0). A platform that never opened loses nothing.
+func TestReplacedSessionsOverflowingTheInboxAreCounted(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var dropped atomic.Int64
+			s, _ := twoInstances(t, b, store.Config{SessionPolicy: players.PolicyReplace, PresenceTTL: time.Minute,
+				Offline: userlog.Config{MaxLen: userlog.MinMaxLen, Dropped: func(n int) { dropped.Add(int64(n)) }}})
+			uid := "u-" + redistest.Prefix(t)
+			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "m.0"}
+			if _, err := s.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Sessions().CloseSession(ctx, mobile); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// MinMaxLen replacements: the log holds 3 + MinMaxLen, 3 over
+			for i := range userlog.MinMaxLen + 1 {
+				if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i)}, sse.Cursor{}, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := dropped.Load(); got != 3 {
+				t.Errorf("dropped %d entries counted, want 3 (the messages)", got)
+			}
+			o, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}, sse.Cursor{}, 100)
+			if err != nil || !o.Lost || o.Gap {
+				t.Errorf("mobile after its inbox overflowed: lost %v gap %v %v, want lost", o.Lost, o.Gap, err)
+			}
+			for _, e := range o.Replay {
+				if strings.Contains(string(e.Data), `"type":"message"`) {
+					t.Errorf("a dropped message replayed: %s", e.Data)
+				}
+			}
+			// said once: the next session loses nothing, though the first
+			// wrote nothing (the replay was the other platform's)
+			if err := s.Sessions().CloseSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}); err != nil {
+				t.Fatal(err)
+			}
+			o, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.2"}, sse.Cursor{}, 100)
+			if err != nil || o.Lost {
+				t.Errorf("mobile again (its cursor past the drops): lost %v %v, want not", o.Lost, err)
+			}
+			o, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "c.0"}, sse.Cursor{}, 100)
+			if err != nil || o.Lost || len(o.Replay) == 0 {
+				t.Errorf("console, never opened: lost %v, %d replayed %v; want what the log holds, nothing lost", o.Lost, len(o.Replay), err)
+			}
+		})
+	}
 }

@@ -1741,7 +1741,10 @@ type ClientInterface interface {
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`); each event expires
+	// `realsync_offline_dropped_total`, whatever the event: a client
+	// that keeps replacing its sessions fills it with `session_replaced`;
+	// the next session of a platform whose undelivered events were
+	// dropped starts with `resync: true`); each event expires
 	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 	// its positions that long after its last event or the user's last
 	// stream open; an event every platform with a position was
@@ -3038,7 +3041,10 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`); each event expires
+// `realsync_offline_dropped_total`, whatever the event: a client
+// that keeps replacing its sessions fills it with `session_replaced`;
+// the next session of a platform whose undelivered events were
+// dropped starts with `resync: true`); each event expires
 // `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 // its positions that long after its last event or the user's last
 // stream open; an event every platform with a position was
@@ -6460,7 +6466,10 @@ type ClientWithResponsesInterface interface {
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`); each event expires
+	// `realsync_offline_dropped_total`, whatever the event: a client
+	// that keeps replacing its sessions fills it with `session_replaced`;
+	// the next session of a platform whose undelivered events were
+	// dropped starts with `resync: true`); each event expires
 	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 	// its positions that long after its last event or the user's last
 	// stream open; an event every platform with a position was
@@ -11648,7 +11657,10 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`); each event expires
+// `realsync_offline_dropped_total`, whatever the event: a client
+// that keeps replacing its sessions fills it with `session_replaced`;
+// the next session of a platform whose undelivered events were
+// dropped starts with `resync: true`); each event expires
 // `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 // its positions that long after its last event or the user's last
 // stream open; an event every platform with a position was

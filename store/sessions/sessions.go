@@ -154,10 +154,16 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 	default:
 		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
 	}
+	if len(arr) < 8 {
+		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
+	}
 	o := sse.UserOpening{Seq: redisx.Int(arr[1]), Tag: arr[2].(string), Gap: arr[3] == "1",
-		Replaced: int(redisx.Int(arr[4])), From: redisx.Int(arr[5])}
-	es := make([]userlog.Entry, 0, len(arr)-6)
-	for i, d := range arr[6:] {
+		Replaced: int(redisx.Int(arr[4])), From: redisx.Int(arr[5]), Lost: arr[7] == "1"}
+	if n := redisx.Int(arr[6]); n > 0 && logs.Config().Dropped != nil {
+		logs.Config().Dropped(int(n))
+	}
+	es := make([]userlog.Entry, 0, len(arr)-8)
+	for i, d := range arr[8:] {
 		str, _ := d.(string)
 		es = append(es, userlog.EntryOf(o.From+1+int64(i), str))
 	}

@@ -872,7 +872,10 @@ export interface paths {
          *     not delivered. The log holds at
          *     most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
          *     oldest are dropped, counted by
-         *     `realsync_offline_dropped_total`); each event expires
+         *     `realsync_offline_dropped_total`, whatever the event: a client
+         *     that keeps replacing its sessions fills it with `session_replaced`;
+         *     the next session of a platform whose undelivered events were
+         *     dropped starts with `resync: true`); each event expires
          *     `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
          *     its positions that long after its last event or the user's last
          *     stream open; an event every platform with a position was
@@ -1953,6 +1956,7 @@ export interface components {
             platform: string;
             /** @description This stream's session id (session_replaced names the session it ends). */
             session: string;
+            /** @description Logged events were missed: the stream resumed from a Last-Event-ID the log could not serve (trimmed, expired, another history), or this platform's offline inbox lost events before they were delivered (the personal log's cap, REALSYNC_OFFLINE_MAX, dropped them; counted by realsync_offline_dropped_total). A client refreshes what it derives from logged events (its tickets, invites). */
             resync: boolean;
             /** @description The logged events that follow at once: what was sent while no session of this platform took it (its offline inbox), in order. Only the other sessions' session_replaced among them are not written. */
             pending: number;

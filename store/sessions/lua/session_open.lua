@@ -34,9 +34,13 @@
 --          the user shard's webhook outbox, and a status change enters it
 --          (user_online, user_platforms_changed; see status_event)
 -- ARGV[20] the most events replayed without a cursor
--- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from, json...}:
---        the events after from (seq from + 1 on; an event whose body is
---        stored once for many users is "\1<body key>", store/userlog) |
+-- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from, dropped,
+--        lost "1"|"0", json...}: dropped counts the entries the log's cap
+--        dropped for the session_replaced events; lost says the platform's
+--        inbox lost events before their delivery (its cursor is behind the
+--        log's oldest entry: the cap dropped them); the events after from
+--        (seq from + 1 on; an event whose body is stored once for many
+--        users is "\1<body key>", store/userlog) |
 --        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
 local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -73,6 +77,7 @@ if seq < 0 or not tag then
 end
 local cseq = tonumber(ARGV[13])
 
+local before = #same > 0 and redis.call('XLEN', K_LOG) or 0
 for _, m in ipairs(same) do
   redis.call('ZREM', K_SESS, m)
   local old = string.sub(m, #platform + 2)
@@ -83,6 +88,8 @@ for _, m in ipairs(same) do
   redis.call('XADD', K_LOG, 'MAXLEN', maxlen, seq .. '-0', 'd', ev)
   redis.call(pubcmd, uch, 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
 end
+-- what the cap dropped to make room for them (counted, as user_send's)
+local dropped = #same > 0 and before + #same - redis.call('XLEN', K_LOG) or 0
 if #same > 0 or redis.call('EXISTS', K_LOG) == 1 then
   redis.call('PEXPIRE', K_LOG, logttl)
 end
@@ -110,7 +117,7 @@ local function entry(e)
   if e[2][1] == 'r' then return '\1' .. e[2][2] end
   return e[2][2]
 end
-local reply = {'OK', tostring(seq), tag, '0', tostring(#same), ''}
+local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', tostring(dropped), '0'}
 if cseq and ARGV[14] ~= '' then
   local limit = tonumber(ARGV[15])
   if ARGV[14] ~= tag or cseq > seq or seq - cseq > limit then
@@ -132,16 +139,21 @@ if cseq and ARGV[14] ~= '' then
   end
 end
 -- no cursor, or a gap: what the platform was not delivered yet
-local from = tonumber(redis.call('HGET', K_CUR, platform) or '0')
+local had = redis.call('HGET', K_CUR, platform)
+local from = tonumber(had or '0')
 local first = redis.call('XRANGE', K_LOG, '-', '+', 'COUNT', 1)
-if #first == 0 then
-  from = seq
-else
-  from = math.min(math.max(from, tonumber(string.match(first[1][1], '^(%d+)')) - 1), seq)
-end
+local oldest = #first > 0 and tonumber(string.match(first[1][1], '^(%d+)')) or seq + 1
+-- the platform had a cursor, and the cap dropped events after it: its
+-- inbox lost them
+local lost = had and from < math.min(oldest - 1, seq)
+from = math.min(math.max(from, oldest - 1), seq)
 reply[6] = tostring(from)
+if lost then -- said once: the cursor moves past what is gone
+  reply[8] = '1'
+  redis.call('HSET', K_CUR, platform, from)
+  redis.call('PEXPIRE', K_CUR, logttl)
 -- a platform that opened holds back the trim of what it was not delivered
-if redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
+elseif redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
 if from < seq then
   for _, e in ipairs(redis.call('XRANGE', K_LOG, '(' .. from .. '-0', '+', 'COUNT', tonumber(ARGV[20]))) do
     reply[#reply + 1] = entry(e)
