@@ -152,6 +152,40 @@ func TestDirectMessageRateLimit(t *testing.T) {
 	}
 }
 
+// Direct messages and invites are counted on the sender's own "direct"
+// limit, a chat's pace: what they send stays in other users' personal
+// logs for REALSYNC_OFFLINE_TTL whether read or not, so the sender's
+// write budget (20/s) let one player fill Redis by messaging made-up
+// user ids (a tester: 24 a second from one guest, 5.6 KB of Redis each,
+// kept 7 days). Other writes keep their own budget.
+func TestDirectLimitPerSender(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := limitedEnv(t, b, "direct=3/h")
+			alice, _ := e.guest("alice")
+			msg := map[string]any{"type": "chat", "data": "hi"}
+			id := e.create(alice, arena)["id"].(string)
+			for i := range 3 { // each to another, made-up, inbox
+				path := fmt.Sprintf("/v1/users/nobody-%d/messages", i)
+				if i == 2 {
+					want(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": "nobody-2"}), 202, "")
+					continue
+				}
+				want(t, e.do("POST", path, alice, msg), 202, "")
+			}
+			want429(t, e.do("POST", "/v1/users/nobody-3/messages", alice, msg), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
+			want429(t, e.do("POST", "/v1/rooms/"+id+"/invites", alice, map[string]any{"userId": "nobody-4"}), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
+			// the room's own writes are not touched
+			want(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, msg), 202, "")
+			bob, _ := e.guest("bob")
+			want(t, e.do("POST", "/v1/users/nobody-3/messages", bob, msg), 202, "")
+			if v := e.scrape().value("realsync_rate_limited_total", "class", "direct", "scope", "user"); v != 2 {
+				t.Fatalf("realsync_rate_limited_total{direct,user} = %v, want 2", v)
+			}
+		})
+	}
+}
+
 // A room's message cap is shared by its members; one member gets at most
 // half of it, and its refused messages do not use up the others' part.
 func TestRoomRateLimit(t *testing.T) {

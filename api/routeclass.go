@@ -40,8 +40,8 @@ var routeClasses = map[string]string{
 	"GET /v1/me/events":                "stream",
 	"POST /v1/me/stream-token":         "stream",
 	"PUT /v1/me/following":             "write",
-	"POST /v1/users/{userId}/messages": "write",
-	"POST /v1/rooms/{roomId}/invites":  "write",
+	"POST /v1/users/{userId}/messages": "direct",
+	"POST /v1/rooms/{roomId}/invites":  "direct",
 	"GET /v1/presence":                 "read",
 
 	// webhook admin (issue 16 item 6)

@@ -132,10 +132,10 @@ func TestOfflineDeliveryAcrossKillsAndRestart(t *testing.T) {
 	// 45 messages to one inbox within seconds: over its default rate limit
 	env := []string{"REALSYNC_REDIS_URL=redis://" + srv.Addr, "REALSYNC_JWT_SECRET=e2e-secret", "REALSYNC_PRESENCE_TTL=900ms",
 		// alice sends 45 direct messages within half a second or so through
-		// both instances: past the default write burst (40) and what
+		// both instances: past the default direct burst (20) and what
 		// refills meanwhile, once an instance holds a few of them taken
 		// ahead (rate-limit leases); the limits stay on, with room
-		"REALSYNC_LOG_LEVEL=info", "REALSYNC_RATE_LIMITS=messages=off,write=20/s:burst=100"}
+		"REALSYNC_LOG_LEVEL=info", "REALSYNC_RATE_LIMITS=messages=off,direct=20/s:burst=100"}
 	a, b := start(t, bin, env...), start(t, bin, env...)
 	alice := guest(t, a, "alice")
 	status, body := call(t, "POST", a.url+"/v1/auth/guest", "", map[string]any{"name": "bob"})

@@ -31,6 +31,7 @@ var known = map[string][]Scope{
 	"create":   {User, IP},
 	"join":     {User, IP},
 	"write":    {User, IP},
+	"direct":   {User, IP},
 	"read":     {User, IP},
 	"stream":   {User, IP},
 	"opens":    {User},
@@ -51,13 +52,17 @@ func per(rate int, period time.Duration, burst int) Limit {
 // them. README's configuration section explains each.
 func Defaults() Set {
 	return Set{Limits: map[string]Limit{
-		"auth.ip":       per(10, time.Second, 100),
-		"create.user":   per(20, time.Minute, 10),
-		"create.ip":     per(120, time.Minute, 60),
-		"join.user":     per(2, time.Second, 10),
-		"join.ip":       per(20, time.Second, 100),
-		"write.user":    per(20, time.Second, 40),
-		"write.ip":      per(100, time.Second, 200),
+		"auth.ip":     per(10, time.Second, 100),
+		"create.user": per(20, time.Minute, 10),
+		"create.ip":   per(120, time.Minute, 60),
+		"join.user":   per(2, time.Second, 10),
+		"join.ip":     per(20, time.Second, 100),
+		"write.user":  per(20, time.Second, 40),
+		"write.ip":    per(100, time.Second, 200),
+		// what lands in other users' personal logs, kept there
+		// REALSYNC_OFFLINE_TTL (7 days) whether read or not: a chat's pace
+		"direct.user":   per(60, time.Minute, 20),
+		"direct.ip":     per(600, time.Minute, 100),
 		"read.user":     per(10, time.Second, 30),
 		"read.ip":       per(100, time.Second, 300),
 		"stream.user":   per(2, time.Second, 20),

@@ -2113,7 +2113,8 @@ type ClientInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
 	// Takes any type of body and a specified content type.
@@ -2131,7 +2132,8 @@ type ClientInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
 	// Takes a body of the `application/json` content type.
@@ -2362,7 +2364,9 @@ type ClientInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+	// 100 per address; `RATE_LIMITED`): what is sent stays in the
+	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -2387,7 +2391,9 @@ type ClientInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+	// 100 per address; `RATE_LIMITED`): what is sent stays in the
+	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -3584,7 +3590,8 @@ func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params 
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
 // Takes any type of body and a specified content type.
@@ -3612,7 +3619,8 @@ func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, con
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
 // Takes a body of the `application/json` content type.
@@ -3983,7 +3991,9 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+// 100 per address; `RATE_LIMITED`): what is sent stays in the
+// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -4018,7 +4028,9 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+// 100 per address; `RATE_LIMITED`): what is sent stays in the
+// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -6854,7 +6866,8 @@ type ClientWithResponsesInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -6872,7 +6885,8 @@ type ClientWithResponsesInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -7115,7 +7129,9 @@ type ClientWithResponsesInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+	// 100 per address; `RATE_LIMITED`): what is sent stays in the
+	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -7140,7 +7156,9 @@ type ClientWithResponsesInterface interface {
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
 	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-	// `write` limits. API keys: scope `rooms:write` (sent by the server:
+	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+	// 100 per address; `RATE_LIMITED`): what is sent stays in the
+	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 	// `from.server`).
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -12148,7 +12166,8 @@ func (c *ClientWithResponses) StreamRoomEventsWithResponse(ctx context.Context, 
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -12172,7 +12191,8 @@ func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Conte
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -12499,7 +12519,9 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+// 100 per address; `RATE_LIMITED`): what is sent stays in the
+// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -12530,7 +12552,9 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
 // (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-// `write` limits. API keys: scope `rooms:write` (sent by the server:
+// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+// 100 per address; `RATE_LIMITED`): what is sent stays in the
+// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
 // `from.server`).
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter), after a

@@ -962,7 +962,9 @@ export interface paths {
          *     sending to oneself or to an API key's id is 422. Rate limited as
          *     room messages, with the recipient's inbox as the room
          *     (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
-         *     `write` limits. API keys: scope `rooms:write` (sent by the server:
+         *     `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
+         *     100 per address; `RATE_LIMITED`): what is sent stays in the
+         *     recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
          *     `from.server`).
          *
          *     Safe to retry with an `Idempotency-Key` (see the parameter), after a
@@ -1001,7 +1003,8 @@ export interface paths {
          *     `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
          *     an API key's id is 422. Counted on the room's message rate limit
          *     and on the invitee's inbox, as a direct message to them
-         *     (`ROOM_RATE_LIMITED`, `messages.room`). API keys: scope
+         *     (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+         *     `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
          *     `rooms:write` (invites to any room, `from.server`).
          */
         post: operations["inviteToRoom"];
