@@ -290,10 +290,10 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 	if room != "" {
 		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, repair)
 		if refused := (*SeatsRefusedError)(nil); errors.As(err, &refused) {
-			return false, m.cfg.Queue.Requeue(ctx, match, match.ticketsOf(refused.Users))
+			return false, m.cfg.Queue.Requeue(ctx, match, match.ticketsOf(refused.Users), m.cfg.Grace)
 		}
 		if errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound) {
-			return false, m.cfg.Queue.Requeue(ctx, match, nil)
+			return false, m.cfg.Queue.Requeue(ctx, match, nil, m.cfg.Grace)
 		}
 		if err != nil {
 			return false, err
@@ -303,7 +303,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 			match.OwnerName = t.Name // else the store's placeholder name
 		}
 		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); errors.Is(err, rooms.ErrRoomNotFound) {
-			return false, m.cfg.Queue.Requeue(ctx, match, nil) // made before a crash, closed since
+			return false, m.cfg.Queue.Requeue(ctx, match, nil, m.cfg.Grace) // made before a crash, closed since
 		} else if err != nil {
 			return false, err
 		}

@@ -102,8 +102,10 @@ type Queue interface {
 	// expired past their TTL), ends m's pending record and drops m's room
 	// from the backfill rooms: the room could not take them. The tickets
 	// named in barred (of m) are never offered m's room again: it refused
-	// their users (SeatsRefusedError).
-	Requeue(ctx context.Context, m Match, barred []string) error
+	// their users (SeatsRefusedError). A ticket it ends (expired, or
+	// cancelled: its cancel came while it was matched) stays readable for
+	// grace, as Cancel's.
+	Requeue(ctx context.Context, m Match, barred []string, grace time.Duration) error
 	// BackfillRooms is mode's open rooms a pass backfills (when its rules
 	// allow), full ones included (Free 0: kept so that a seat freed later
 	// is found); PutBackfill records room (Free < 0: drops it, the room

@@ -373,11 +373,11 @@ type requeueFailsOnce struct {
 	n atomic.Int32
 }
 
-func (q *requeueFailsOnce) Requeue(ctx context.Context, m matchmaking.Match, barred []string) error {
+func (q *requeueFailsOnce) Requeue(ctx context.Context, m matchmaking.Match, barred []string, grace time.Duration) error {
 	if q.n.Add(1) == 1 {
 		return errors.New("requeue lost")
 	}
-	return q.Queue.Requeue(ctx, m, barred)
+	return q.Queue.Requeue(ctx, m, barred, grace)
 }
 
 // matchRoomOf makes a backfilled ffa room of users, all joined: the
@@ -602,4 +602,46 @@ func TestMatchedWithoutARoomIsActive(t *testing.T) {
 // as "a".
 func backfillMatcher(e env) *matchmaking.Matcher {
 	return matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+}
+
+// A ticket its requeue ends (cancelled, its cancel asked while it was
+// matched; or expired) stays readable for the configured grace, as one
+// cancelled or expired anywhere else, not for matchmaking.DefaultGrace:
+// the requeue scheduled it at the default's 5 min whatever the
+// configuration said (a reviewer's find).
+func TestRequeuedTicketKeepsTheConfiguredGrace(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		const grace = 500 * time.Millisecond
+		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = grace })
+		m := backfillMatcher(e)
+		room, pids := matchRoomOf(t, e, m, "u1", "u2")
+		if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
+			t.Fatal(err)
+		}
+		tk := ffaQueue(t, e)("u2", 1001)
+		params := matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: grace}
+		p, err := e.tickets.Pass(ctx, "ffa", r, params)
+		if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
+			t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
+		}
+		if err := e.svc.Cancel(ctx, player("u2"), tk.ID); !errors.Is(err, matchmaking.ErrTicketMatched) {
+			t.Fatalf("cancel while matched without a room: %v, want %v", err, matchmaking.ErrTicketMatched)
+		}
+		if err := m.Complete(ctx, p.Matches[0], r); err != nil { // refused (banned): requeued, ends cancelled
+			t.Fatal(err)
+		}
+		if got, err := e.tickets.Get(ctx, tk.ID); err != nil || got.Status != matchmaking.Cancelled {
+			t.Fatalf("after the requeue: %+v %v, want cancelled", got, err)
+		}
+		time.Sleep(grace + 300*time.Millisecond)
+		if _, err := e.tickets.Pass(ctx, "ffa", r, params); err != nil { // its sweep ends graces that are over
+			t.Fatal(err)
+		}
+		if got, err := e.tickets.Get(ctx, tk.ID); !errors.Is(err, matchmaking.ErrTicketNotFound) {
+			t.Fatalf("%s after its grace of %s: %+v %v, want gone", tk.ID, grace, got, err)
+		}
+	})
 }

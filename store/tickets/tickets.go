@@ -367,7 +367,7 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 
 // Requeue implements matchmaking.Queue with one script: the barred
 // tickets first, the script bars the first len(barred) from the room.
-func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []string) error {
+func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []string, grace time.Duration) error {
 	ids := make([]string, 0, len(m.Tickets))
 	for _, t := range m.Tickets {
 		if slices.Contains(barred, t.ID) {
@@ -382,12 +382,9 @@ func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []strin
 	}
 	_, _, err := status(s.b.Runner.Run(ctx, requeueCall{tickets: s.modeTickets(m.Mode), schedule: s.schedule(m.Mode),
 		queue: s.queue(m.Mode), pending: s.pending(m.Mode), backfill: s.backfill(m.Mode), match: m.ID, room: m.RoomID,
-		grace: s.grace(), barred: nbarred, ids: ids}).Result())
+		grace: grace.Milliseconds(), barred: nbarred, ids: ids}).Result())
 	return err
 }
-
-// grace is how long a ticket requeued past its TTL stays readable.
-func (s *Store) grace() int64 { return matchmaking.DefaultGrace.Milliseconds() }
 
 // backfillTTL: the backfill rooms of a mode go this long after its last
 // pass (each pass renews it) or write: a mode without tickets that long
