@@ -76,7 +76,7 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 		Direct: players.NewDirect(st.Sessions(), rs),
 		Auth:   auth,
 		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
-		Tickets: matchmaking.NewService(matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs())}),
+		Tickets: mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs())}),
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	for _, f := range mut {
 		f(&cfg, st, prefix)
@@ -85,6 +85,16 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs, prefix: prefix}
+}
+
+// mustTickets is the tickets service of cfg.
+func mustTickets(tb testing.TB, cfg matchmaking.Config) *matchmaking.Service {
+	tb.Helper()
+	svc, err := matchmaking.NewService(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc
 }
 
 func eachBackend(t *testing.T, f func(t *testing.T, e *env)) {

@@ -68,9 +68,15 @@ type Matcher struct {
 	from map[string]string
 }
 
-// NewMatcher returns a Matcher as cfg says.
+// NewMatcher returns a Matcher as cfg says. It panics when cfg.Rules do
+// not pass RuleSet.Normalize, as a programming error: NewService, built
+// from the same Config, reports them as an error first.
 func NewMatcher(cfg MatcherConfig) *Matcher {
-	cfg.Config = cfg.Config.withDefaults()
+	c, err := cfg.Config.withDefaults()
+	if err != nil {
+		panic("matchmaking.NewMatcher: " + err.Error())
+	}
+	cfg.Config = c
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v

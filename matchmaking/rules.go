@@ -147,27 +147,38 @@ func ParseRules(raw []byte) (RuleSet, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return RuleSet{}, err
 	}
-	names := make([]string, 0, len(f.Modes))
-	for m := range f.Modes {
+	return f.Normalize()
+}
+
+// Normalize checks s as ParseRules checks a file (every bad field is an
+// error naming it, "modes.ranked.window.max: ...") and returns a copy of
+// it whose unset fields take Default()'s values; s is left as it is. A
+// rule set built in code goes through it before use (NewService,
+// NewMatcher): a Rules with unset fields (no DefaultRating, no size) is
+// not usable as it is. Normalizing a normalized set changes nothing.
+func (s RuleSet) Normalize() (RuleSet, error) {
+	names := make([]string, 0, len(s.Modes))
+	for m := range s.Modes {
 		names = append(names, m)
 	}
 	sort.Strings(names)
+	out := RuleSet{Modes: make(map[string]Rules, len(s.Modes))}
 	var errs []error
 	for _, m := range names {
 		if !nameRe.MatchString(m) {
 			errs = append(errs, fmt.Errorf("modes.%s: a mode is 1..32 of a-z 0-9 _ -, starting with a letter or digit", m))
 			continue
 		}
-		r, err := normalize("modes."+m, f.Modes[m])
+		r, err := normalize("modes."+m, s.Modes[m])
 		if err != nil {
 			errs = append(errs, err)
 		}
-		f.Modes[m] = r
+		out.Modes[m] = r
 	}
 	if err := errors.Join(errs...); err != nil {
 		return RuleSet{}, err
 	}
-	return f, nil
+	return out, nil
 }
 
 // normalize fills r's unset fields from Default() and checks it; errors

@@ -52,7 +52,14 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c Config) withDefaults() Config {
+// withDefaults is c with its defaults filled in and its rules normalized
+// (RuleSet.Normalize: the error names a bad field).
+func (c Config) withDefaults() (Config, error) {
+	rules, err := c.Rules.Normalize()
+	if err != nil {
+		return c, fmt.Errorf("matchmaking rules: %w", err)
+	}
+	c.Rules = rules
 	if c.Grace == 0 {
 		c.Grace = DefaultGrace
 	}
@@ -62,11 +69,20 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return c
+	return c, nil
 }
 
-// NewService returns a Service as cfg says.
-func NewService(cfg Config) *Service { return &Service{cfg: cfg.withDefaults()} }
+// NewService returns a Service as cfg says. Its rules are normalized
+// (RuleSet.Normalize: unset fields take Default()'s values), and rules
+// that do not pass are an error naming the field, so a rule set built in
+// code fails here rather than on its tickets.
+func NewService(cfg Config) (*Service, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg}, nil
+}
 
 // Rules is the rule set the service applies.
 func (s *Service) Rules() RuleSet { return s.cfg.Rules }

@@ -42,7 +42,10 @@ modes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := NewService(Config{Queue: noQueue{}, Rules: rs})
+	svc, err := NewService(Config{Queue: noQueue{}, Rules: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
 	leader := rooms.User{ID: "leader", Name: "l"}
 	digits := func(n int) json.Number { return json.Number("1" + strings.Repeat("0", n-1)) }
 	ticket := func(party []string, attrs map[string]any) TicketParams {

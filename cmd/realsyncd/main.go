@@ -138,6 +138,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	defer hub.Close()
 	mm := cfg.matchmakingConfig(st)
+	ticketService, err := matchmaking.NewService(mm)
+	if err != nil {
+		return err
+	}
 	roomService := rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions},
 		Notices: players.Notices{Inbox: st.Sessions()}})
 	handler := api.NewHandler(api.Config{
@@ -162,7 +166,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout,
 		Idempotency: idemstore.New(st.Base()),
-		Tickets:     matchmaking.NewService(mm),
+		Tickets:     ticketService,
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on

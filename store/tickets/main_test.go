@@ -46,7 +46,11 @@ func openQuotas(tb testing.TB, b redistest.Backend, q store.Quotas, rs matchmaki
 	for _, m := range mut {
 		m(&cfg)
 	}
-	return env{rooms: s, tickets: ts, svc: matchmaking.NewService(cfg), cfg: cfg}
+	svc, err := matchmaking.NewService(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return env{rooms: s, tickets: ts, svc: svc, cfg: cfg}
 }
 
 func eachBackend(t *testing.T, f func(t *testing.T, b redistest.Backend)) {

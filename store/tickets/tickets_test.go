@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,6 +182,59 @@ func TestConcurrentCreatesOneTicketPerUser(t *testing.T) {
 		}
 		if made["solo"] != 1 || made["shared"] != 1 {
 			t.Fatalf("tickets made: %v, want solo's and one party's", made)
+		}
+	})
+}
+
+// A rule set an embedder builds in code (no ParseRules) is normalized and
+// checked when the service is built: unset fields take Default()'s values
+// (a ticket of a mode without defaultRating panicked, a 500 on every
+// create), and a bad one is an error at construction naming the field,
+// not a failure per request.
+func TestServiceOfRulesBuiltInCode(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		t.Run("UnsetFieldsTakeTheDefaults", func(t *testing.T) {
+			rs := matchmaking.RuleSet{Modes: map[string]matchmaking.Rules{"trio": {MaxPlayers: 3}}}
+			e := open(t, b, rs)
+			tk, err := e.svc.Create(ctx, player("alice"), matchmaking.TicketParams{Mode: "trio", Regions: []string{"eu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.Rating != matchmaking.DefaultRatingVal || tk.Window != 100 || tk.ExpiresAt.Sub(tk.CreatedAt) != 5*time.Minute {
+				t.Fatalf("created %+v, want the default rating, window and TTL", tk)
+			}
+			if r := e.svc.Rules().Of("trio"); r.MinPlayers != 3 || r.Size() != 3 || r.Teams != 1 {
+				t.Fatalf("the service's rules of trio: %+v, want one team of 3", r)
+			}
+			if rs.Modes["trio"].DefaultRating != nil {
+				t.Fatal("the caller's rule set was changed")
+			}
+		})
+		for _, c := range []struct {
+			name  string
+			rules matchmaking.Rules
+			mode  string
+			field string // what the error names
+		}{
+			{"ErrTeamsWithoutTeamSize", matchmaking.Rules{Teams: 2}, "ranked", "modes.ranked.teamSize"},
+			{"ErrNegativeWindow", matchmaking.Rules{Window: matchmaking.Window{Start: -1}}, "duel", "modes.duel.window.start"},
+			{"ErrModeName", matchmaking.Rules{}, "Bad Mode", "modes.Bad Mode"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				cfg := matchmaking.Config{Queue: open(t, b, matchmaking.RuleSet{}).tickets,
+					Rules: matchmaking.RuleSet{Modes: map[string]matchmaking.Rules{c.mode: c.rules}}}
+				svc, err := matchmaking.NewService(cfg)
+				if err == nil || !strings.Contains(err.Error(), c.field+":") {
+					t.Fatalf("NewService: %v %v, want an error naming %s", svc, err, c.field)
+				}
+				defer func() {
+					if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), c.field+":") {
+						t.Fatalf("NewMatcher: %v, want a panic naming %s", p, c.field)
+					}
+				}()
+				matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Holder: "a"})
+			})
 		}
 	})
 }
