@@ -55,3 +55,27 @@ func TestReserveSeatsRoute(t *testing.T) {
 		}
 	})
 }
+
+// A reservation naming a user the room banned is 403 BANNED, as their
+// join would be, naming that user, and holds no seat for anyone it named.
+func TestReserveSeatsRefusesABannedUser(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		owner, _ := e.guest("owner")
+		bad, badID := e.guest("bad")
+		_, friendID := e.guest("friend")
+		room := e.create(owner, map[string]any{"name": "Held", "mode": "battle", "region": "eu", "maxPlayers": 3})
+		path := "/v1/rooms/" + room["id"].(string)
+		j := e.do("POST", path+"/join", bad, nil)
+		want(t, j, 200, "")
+		want(t, e.do("DELETE", fmt.Sprintf("%s/players/%v?ban=true", path, j.body["playerId"]), owner, nil), 204, "")
+		r := e.do("POST", path+"/reservations", owner, map[string]any{"userIds": []string{friendID, badID}})
+		want(t, r, 403, "BANNED")
+		if detail, _ := r.body["detail"].(string); !strings.Contains(detail, badID) || strings.Contains(detail, friendID) {
+			t.Fatalf("refusal %s: want its detail to name %s alone", r.raw, badID)
+		}
+		if got := e.do("GET", path, owner, nil); got.body["reservedSeats"] != float64(0) {
+			t.Fatalf("room %s after the refusal, want no seat held", got.raw)
+		}
+		want(t, e.do("POST", path+"/reservations", owner, map[string]any{"userIds": []string{friendID}}), 201, "")
+	})
+}

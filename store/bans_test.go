@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -280,5 +283,74 @@ func TestBansCheckedOnceARoomBanned(t *testing.T) {
 			}
 		}
 		mustJoin(t, s, carol, id) // others still join
+	})
+}
+
+// The owner's (or the server's) seat reservation refuses a user the room
+// banned, as the join would (BANNED, naming them), and holds no seat for
+// anyone of the request: a seat held for a banned user could never be
+// taken and kept the room full for others until it lapsed (a reviewer's
+// find). A ban made while a user held a seat cannot happen: a ban kicks a
+// player, and a player holds no seat (their join took it).
+func TestReservationRefusesBannedUsers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		dave := rooms.User{ID: "u-dave", Name: "dave"}
+		id := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 4 })).Room.ID
+		if err := s.Ban(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		before := len(events(t, s, id))
+		for _, u := range []rooms.User{alice, server} {
+			_, err := s.ReserveSeats(ctx, u, id, []string{carol.ID, bob.ID, dave.ID}, time.Minute)
+			wantErr(t, err, rooms.ErrBanned)
+			if !strings.Contains(err.Error(), bob.ID) || strings.Contains(err.Error(), carol.ID) {
+				t.Fatalf("%s's refusal %q: want it to name %s alone", u.ID, err, bob.ID)
+			}
+		}
+		r, _, err := s.Get(ctx, id, false)
+		if err != nil || r.ReservedSeats != 0 {
+			t.Fatalf("room after the refusals: %d seats held (%v), want none: all or nothing", r.ReservedSeats, err)
+		}
+		if evs := events(t, s, id); len(evs) != before {
+			t.Fatalf("events after the refusals: %+v", evs[before:])
+		}
+		// the others alone are held; bob's join stays BANNED
+		if res, err := s.ReserveSeats(ctx, alice, id, []string{carol.ID, dave.ID}, time.Minute); err != nil || res.ReservedSeats != 2 {
+			t.Fatalf("reserve without the banned user: %+v, %v", res, err)
+		}
+		_, err = s.Join(ctx, bob, id)
+		wantErr(t, err, rooms.ErrBanned)
+	})
+}
+
+// A match room made again after a crash (the matcher's retry), whose owner
+// banned a user of the match meanwhile, holds the other users' seats and
+// none for the banned user; the retry is not refused for that user (it
+// would stay pending, repaired and refused again until its tickets
+// expired).
+func TestMatchRoomRetryAfterABan(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		m := matchmaking.Match{ID: "m-ban-retry", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+			{Users: []string{alice.ID}}, {Users: []string{bob.ID}}, {Users: []string{carol.ID}}}}
+		id, err := s.OpenMatchRoom(ctx, m, 3, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ban(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.OpenMatchRoom(ctx, m, 3, time.Minute)
+		if err != nil || again != id {
+			t.Fatalf("retry: %s %v, want %s", again, err, id)
+		}
+		r, _, err := s.Get(ctx, id, false)
+		if err != nil || r.ReservedSeats != 1 || r.PlayerCount != 1 {
+			t.Fatalf("room after the retry: %d players, %d held (%v), want alice and carol's hold", r.PlayerCount, r.ReservedSeats, err)
+		}
+		mustJoin(t, s, carol, id)
+		_, err = s.Join(ctx, bob, id) // a private room, no seat held for him: not found
+		wantErr(t, err, rooms.ErrRoomNotFound)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -43,9 +44,10 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // leader (player 1: the room's creator, as every room has one), with the
 // other users' seats reserved for hold; attributes.matchId names the
 // match. Run again for the same match (a repair), it finds the room and
-// reserves again what is not taken (members are skipped), or leaves a
-// room that started as it is; a room it made that closed since is
-// rooms.ErrRoomNotFound (its id is never used again).
+// reserves again what is not taken (members are skipped; users the room
+// banned since get no seat), or leaves a room that started as it is; a
+// room it made that closed since is rooms.ErrRoomNotFound (its id is
+// never used again).
 func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
 	users := m.Users()
 	if len(users) == 0 {
@@ -66,6 +68,16 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 	}
 	if len(users) > 1 {
 		_, err := s.reserveSeats(ctx, matchmaker, id, users[1:], hold, 0, "")
+		var banned *rooms.BannedUsersError
+		if errors.As(err, &banned) {
+			// a retry, the owner having banned some since: the others'
+			// seats (the hold holds nothing when it refuses anyone)
+			rest := slices.DeleteFunc(slices.Clone(users[1:]), func(u string) bool { return slices.Contains(banned.Users, u) })
+			err = nil
+			if len(rest) > 0 {
+				_, err = s.reserveSeats(ctx, matchmaker, id, rest, hold, 0, "")
+			}
+		}
 		if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
 			return "", err
 		}

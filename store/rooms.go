@@ -347,7 +347,8 @@ func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userI
 // at most seatCap too (0: its maxPlayers only; the matcher's backfill
 // passes its mode's size); matcher is "" or the backfill's mode of
 // seats_reserve.lua ("b", "r"), whose refused users are
-// *matchmaking.SeatsRefusedError, nothing held.
+// *matchmaking.SeatsRefusedError, nothing held; else users the room banned
+// are *rooms.BannedUsersError, nothing held.
 func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int, matcher string) (rooms.Reservation, error) {
 	c, err := caller(u)
 	if err != nil {
@@ -358,8 +359,10 @@ func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userI
 		return rooms.Reservation{}, err
 	}
 	cmd := s.runner.Run(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), seatCap, matcher, userIDs})
-	if refused := refusedUsers(cmd); refused != nil {
+	if refused := refusedUsers(cmd); refused != nil && matcher != "" {
 		return rooms.Reservation{}, &matchmaking.SeatsRefusedError{Users: refused}
+	} else if refused != nil { // the owner's or the server's: banned users only
+		return rooms.Reservation{}, &rooms.BannedUsersError{Users: refused}
 	}
 	rest, err := reply(cmd)
 	if err != nil {

@@ -2239,8 +2239,11 @@ type ClientInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+	// when the room banned any of `userIds` (as their join would be; the
+	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// held would pass `maxPlayers`. A refused request holds no seat for
+	// anyone it names.
 	//
 	// API keys: scope `rooms:write` (holds seats in any room, as a
 	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
@@ -2262,8 +2265,11 @@ type ClientInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+	// when the room banned any of `userIds` (as their join would be; the
+	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// held would pass `maxPlayers`. A refused request holds no seat for
+	// anyone it names.
 	//
 	// API keys: scope `rooms:write` (holds seats in any room, as a
 	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
@@ -3796,8 +3802,11 @@ func (c *APIClient) KickPlayer(ctx context.Context, roomId RoomId, playerId stri
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+// when the room banned any of `userIds` (as their join would be; the
+// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// held would pass `maxPlayers`. A refused request holds no seat for
+// anyone it names.
 //
 // API keys: scope `rooms:write` (holds seats in any room, as a
 // matchmaker does); without it 403 `SCOPE_REQUIRED`.
@@ -3829,8 +3838,11 @@ func (c *APIClient) ReserveSeatsWithBody(ctx context.Context, roomId RoomId, con
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+// when the room banned any of `userIds` (as their join would be; the
+// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// held would pass `maxPlayers`. A refused request holds no seat for
+// anyone it names.
 //
 // API keys: scope `rooms:write` (holds seats in any room, as a
 // matchmaker does); without it 403 `SCOPE_REQUIRED`.
@@ -7000,8 +7012,11 @@ type ClientWithResponsesInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+	// when the room banned any of `userIds` (as their join would be; the
+	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// held would pass `maxPlayers`. A refused request holds no seat for
+	// anyone it names.
 	//
 	// API keys: scope `rooms:write` (holds seats in any room, as a
 	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
@@ -7023,8 +7038,11 @@ type ClientWithResponsesInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-	// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+	// when the room banned any of `userIds` (as their join would be; the
+	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// held would pass `maxPlayers`. A refused request holds no seat for
+	// anyone it names.
 	//
 	// API keys: scope `rooms:write` (holds seats in any room, as a
 	// matchmaker does); without it 403 `SCOPE_REQUIRED`.
@@ -12348,8 +12366,11 @@ func (c *ClientWithResponses) KickPlayerWithResponse(ctx context.Context, roomId
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+// when the room banned any of `userIds` (as their join would be; the
+// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// held would pass `maxPlayers`. A refused request holds no seat for
+// anyone it names.
 //
 // API keys: scope `rooms:write` (holds seats in any room, as a
 // matchmaker does); without it 403 `SCOPE_REQUIRED`.
@@ -12377,8 +12398,11 @@ func (c *ClientWithResponses) ReserveSeatsWithBodyWithResponse(ctx context.Conte
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-// 409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+// when the room banned any of `userIds` (as their join would be; the
+// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// held would pass `maxPlayers`. A refused request holds no seat for
+// anyone it names.
 //
 // API keys: scope `rooms:write` (holds seats in any room, as a
 // matchmaker does); without it 403 `SCOPE_REQUIRED`.

@@ -21,7 +21,9 @@
 --   are taken); else banned users are refused, members skipped, holders
 --   held again (their seats renewed for the new hold), and a locked or
 --   started room is ROOM_NOT_JOINABLE.
---   "": the owner's or a new match room's: members are skipped
+--   "": the owner's or a new match room's: members are skipped, a user the
+--   room banned is refused as in "b" and "r" ({"REFUSED", userId...},
+--   nothing held)
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
 --   already holding a seat gets the new expiry. The event names no user
 --   (a player's userId is private to them): it counts.
@@ -50,7 +52,11 @@ if ARGV[10] == 'r' then -- a repair whose users all took their seats: done
   if done then return {'OK', p.rv, '0'} end
 end
 if p.st ~= 'waiting' or (matcher and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
-if matcher then
+-- a user the room banned is refused whoever holds the seats (a join would
+-- refuse them, and their seat would keep the room full for others until
+-- it lapsed), and so, on a backfill's first hold, are its members and
+-- holders: no seat is held for anyone
+if p.bn ~= '0' or first_hold then
   local refused = {'REFUSED'}
   for i = FIRST_USER, #ARGV do
     local uid = ARGV[i]

@@ -294,8 +294,11 @@ export interface paths {
          *     `seats_reserved` (how many seats, never who: a player's userId is
          *     theirs); a hold that expires is released by the janitor within a
          *     second or so, with `reservation_expired`. Refused with 409
-         *     `ROOM_FULL` when the seats taken and held would pass `maxPlayers`,
-         *     409 `ROOM_NOT_JOINABLE` unless the room is waiting.
+         *     `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
+         *     when the room banned any of `userIds` (as their join would be; the
+         *     detail names them), then 409 `ROOM_FULL` when the seats taken and
+         *     held would pass `maxPlayers`. A refused request holds no seat for
+         *     anyone it names.
          *
          *     API keys: scope `rooms:write` (holds seats in any room, as a
          *     matchmaker does); without it 403 `SCOPE_REQUIRED`.
