@@ -153,7 +153,7 @@ func (a *Auth) verify(token string) (Identity, error) {
 		}
 	}
 	if players.CheckUserIDs([]string{c.Subject}, 1, 1) != nil { // else no message, invite or follow could name the user
-		return Identity{}, fmt.Errorf("token subject must be a user id: 1..%d bytes of UTF-8 without spaces, commas or control characters: %w",
+		return Identity{}, fmt.Errorf("token subject must be a user id: 1..%d bytes of UTF-8 without commas, spaces, or control or format characters: %w",
 			players.MaxUserIDLen, errUnauthenticated)
 	}
 	if strings.HasPrefix(c.Subject, keyUserPrefix) {

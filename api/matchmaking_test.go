@@ -33,6 +33,8 @@ func TestTicketsOverHTTP(t *testing.T) {
 			// longer than room attributes take (64 characters)
 			{"party id with a space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a b"}}, "partyUserIds.0"},
 			{"party id with a comma", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a,b"}}, "partyUserIds.0"},
+			{"party id with a no-break space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a\u00a0b"}}, "partyUserIds.0"},
+			{"party id with a zero-width space", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{"a\u200bb"}}, "partyUserIds.0"},
 			{"party id of 200 bytes", map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{strings.Repeat("é", 100)}}, "partyUserIds.0"},
 			{"69-digit attribute", map[string]any{"mode": "duel", "regions": []string{"eu"}, "attributes": map[string]any{"x": json.Number("1" + strings.Repeat("0", 68))}}, "attributes.x"},
 			{"unknown field", map[string]any{"mode": "duel", "region": "eu"}, "region"},

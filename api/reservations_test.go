@@ -28,6 +28,11 @@ func TestReserveSeatsRoute(t *testing.T) {
 			{map[string]any{"userIds": []string{"a b"}}, "userIds.0"},
 			{map[string]any{"userIds": []string{"ok", "a,b"}}, "userIds.1"},
 			{map[string]any{"userIds": []string{strings.Repeat("é", 100)}}, "userIds.0"},
+			// nor Unicode's spaces, separators, control or format characters
+			{map[string]any{"userIds": []string{"ok", "a\u00a0b"}}, "userIds.1"},
+			{map[string]any{"userIds": []string{"a\u200bb"}}, "userIds.0"},
+			{map[string]any{"userIds": []string{"a\u2028b"}}, "userIds.0"},
+			{map[string]any{"userIds": []string{"\ufeffa"}}, "userIds.0"},
 			{map[string]any{"userIds": []string{"a"}, "ttlSeconds": 301}, "ttlSeconds"},
 			{map[string]any{"userIds": []string{"a"}, "extra": 1}, "extra"},
 		} {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"regexp"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -77,9 +78,18 @@ func TestSpecStatesTheUserIDGrammar(t *testing.T) {
 			t.Errorf("%s: pattern %q: %v", where, s.Pattern, err)
 			continue
 		}
-		for _, id := range []string{"u-8f2c", "jöran", "名前", "a.b@c|d", "a b", "a,b", "a\tb", "a\x00", "a\x7f", " "} {
+		for _, id := range []string{"u-8f2c", "jöran", "名前", "a.b@c|d", "a b", "a,b", "a\tb", "a\x00", "a\x7f", " ",
+			"a\u0085", "a\u00a0b", "a\u00adb", "a\u200bb", "a\u200db", "a\u2028b", "a\u2029b", "a\u202eb", "a\u3000b", "\ufeffa",
+			"a\ufff9", "e\u0301", "a\u00a1b", "a\u2070b", "a\ufffdb"} {
 			if re.MatchString(id) != rooms.ValidUserID(id) {
 				t.Errorf("%s: pattern %q says %v of %q, rooms.ValidUserID %v", where, s.Pattern, re.MatchString(id), id, rooms.ValidUserID(id))
+			}
+		}
+		// every character of the Basic Multilingual Plane (the pattern's
+		// reach: beyond it the description says what else is refused)
+		for r := rune(0); r <= 0xFFFF; r++ {
+			if id := "a" + string(r); utf8.ValidRune(r) && re.MatchString(id) != rooms.ValidUserID(id) {
+				t.Errorf("%s: pattern says %v of U+%04X, rooms.ValidUserID %v", where, re.MatchString(id), r, rooms.ValidUserID(id))
 			}
 		}
 	}

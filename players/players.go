@@ -86,16 +86,16 @@ func CheckPlatform(p string) error {
 }
 
 // CheckUserIDs checks a list of user ids: min..max ids, each a user id
-// (rooms.ValidUserID: 1..MaxUserIDLen bytes of UTF-8 without spaces,
-// commas or control characters). Duplicates are allowed (the caller drops
-// them).
+// (rooms.ValidUserID: 1..MaxUserIDLen bytes of UTF-8 without commas,
+// spaces, or control or format characters). Duplicates are allowed (the
+// caller drops them).
 func CheckUserIDs(ids []string, min, max int) error {
 	if len(ids) < min || len(ids) > max {
 		return fmt.Errorf("%w: %d ids, want %d to %d", ErrInvalidUserIDs, len(ids), min, max)
 	}
 	for i, id := range ids {
 		if !rooms.ValidUserID(id) {
-			return fmt.Errorf("%w: id %d is empty, longer than %d bytes, not UTF-8, or holds a space, comma or control character", ErrInvalidUserIDs, i, MaxUserIDLen)
+			return fmt.Errorf("%w: id %d is empty, longer than %d bytes, not UTF-8, or holds a comma, a space, or a control or format character", ErrInvalidUserIDs, i, MaxUserIDLen)
 		}
 	}
 	return nil

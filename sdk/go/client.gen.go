@@ -344,9 +344,9 @@ type CreateTicketRequest struct {
 	Mode Mode `json:"mode"`
 
 	// PartyUserIds The caller's party (userIds, the caller not included); at most a
-	// team's size minus one. Each 1..128 bytes of UTF-8 without spaces,
-	// commas or control characters (the grammar of every user id the
-	// API takes; `maxLength` counts characters, the limit is in bytes),
+	// team's size minus one. Each 1..128 bytes of UTF-8 without commas,
+	// spaces, or control or format characters (the grammar of every
+	// user id the API takes, see the conventions; `maxLength` counts characters, the limit is in bytes),
 	// not an API key's; else 422 naming `partyUserIds.<i>`.
 	PartyUserIds *[]string `json:"partyUserIds,omitempty"`
 
@@ -424,7 +424,7 @@ type FieldError struct {
 
 // Following defines model for Following.
 type Following struct {
-	// UserIds Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`).
+	// UserIds Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`).
 	UserIds []string `json:"userIds"`
 }
 
@@ -484,7 +484,7 @@ type InstanceList struct {
 
 // InviteRequest defines model for InviteRequest.
 type InviteRequest struct {
-	// UserId 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422.
+	// UserId 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions); else 422.
 	UserId string `json:"userId"`
 }
 
@@ -702,8 +702,8 @@ type ReserveSeatsRequest struct {
 	TtlSeconds *int `json:"ttlSeconds,omitempty"`
 
 	// UserIds The users to hold seats for: players' userIds, each 1..128 bytes
-	// of UTF-8 without spaces, commas or control characters (the
-	// grammar of every user id the API takes; `maxLength` counts
+	// of UTF-8 without commas, spaces, or control or format characters
+	// (the grammar of every user id the API takes, see the conventions; `maxLength` counts
 	// characters, the limit is in bytes), not an API key's (`key:`);
 	// else 422 naming `userIds.<i>`.
 	UserIds []string `json:"userIds"`
@@ -1054,7 +1054,7 @@ type MyRoomsParams struct {
 
 // GetPresenceParams defines parameters for GetPresence.
 type GetPresenceParams struct {
-	// UserIds Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`).
+	// UserIds Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`).
 	UserIds []string `form:"userIds" json:"userIds"`
 }
 

@@ -1231,7 +1231,7 @@ export interface components {
             users: components["schemas"]["Presence"][];
         };
         Following: {
-            /** @description Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`). */
+            /** @description Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`). */
             userIds: string[];
         };
         DirectMessageRequest: {
@@ -1241,7 +1241,7 @@ export interface components {
             data: unknown;
         };
         InviteRequest: {
-            /** @description 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422. */
+            /** @description 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions); else 422. */
             userId: string;
         };
         DirectSent: {
@@ -1370,8 +1370,8 @@ export interface components {
         ReserveSeatsRequest: {
             /**
              * @description The users to hold seats for: players' userIds, each 1..128 bytes
-             *     of UTF-8 without spaces, commas or control characters (the
-             *     grammar of every user id the API takes; `maxLength` counts
+             *     of UTF-8 without commas, spaces, or control or format characters
+             *     (the grammar of every user id the API takes, see the conventions; `maxLength` counts
              *     characters, the limit is in bytes), not an API key's (`key:`);
              *     else 422 naming `userIds.<i>`.
              */
@@ -1470,9 +1470,9 @@ export interface components {
             };
             /**
              * @description The caller's party (userIds, the caller not included); at most a
-             *     team's size minus one. Each 1..128 bytes of UTF-8 without spaces,
-             *     commas or control characters (the grammar of every user id the
-             *     API takes; `maxLength` counts characters, the limit is in bytes),
+             *     team's size minus one. Each 1..128 bytes of UTF-8 without commas,
+             *     spaces, or control or format characters (the grammar of every
+             *     user id the API takes, see the conventions; `maxLength` counts characters, the limit is in bytes),
              *     not an API key's; else 422 naming `partyUserIds.<i>`.
              */
             partyUserIds?: string[];
@@ -2363,8 +2363,9 @@ export interface components {
          * @description `INVALID_PLATFORM`: `platform` is missing or not one of `pc`,
          *     `console`, `mobile`, `web`; `INVALID_USER_IDS`: the list of user ids
          *     is empty where one is needed, too long (presence: 100, following:
-         *     500), or holds an empty id, one over 128 bytes or one with a space,
-         *     comma or control character.
+         *     500), or holds an empty id, one over 128 bytes or one with a comma,
+         *     a space, or a control or format character (the user-id rule, see
+         *     the conventions).
          */
         BadPlayersInput: {
             headers: {
@@ -2429,7 +2430,7 @@ export interface components {
          *     again. Checked after authentication and rate limits, before the body.
          */
         IdempotencyKey: string;
-        /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422. */
+        /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions); else 422. */
         UserId: string;
         /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
         RoomId: string;
@@ -3615,7 +3616,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without spaces, commas or control characters; else 422. */
+                /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions); else 422. */
                 userId: components["parameters"]["UserId"];
             };
             cookie?: never;
@@ -3700,7 +3701,7 @@ export interface operations {
     getPresence: {
         parameters: {
             query: {
-                /** @description Each 1..128 bytes of UTF-8 without spaces, commas or control characters (else 400 `INVALID_USER_IDS`). */
+                /** @description Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`). */
                 userIds: string[];
             };
             header?: never;

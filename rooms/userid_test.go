@@ -1,0 +1,60 @@
+package rooms_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// The user-id grammar: 1..MaxUserIDLen bytes of UTF-8 with no comma and no
+// rune of Unicode's control (Cc), format (Cf), space (Zs), line (Zl) or
+// paragraph (Zp) separator categories: "no spaces or control characters"
+// as the docs say, beyond ASCII too (a tester's find: U+00A0, U+200B,
+// U+2028 and U+FEFF passed, so two ids that print alike were two users).
+func TestValidUserID(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		id   string
+		ok   bool // what ValidUserID says
+	}{
+		{"Plain", "u-8f2c", true},
+		{"Latin", "jöran", true},
+		{"CJK", "名前", true},
+		{"Punctuation", "a.b@c|d_e:f", true},
+		{"Emoji", "🎮player", true},
+		{"CombiningMark", "e\u0301", true}, // Mn, not a format character
+		{"MaxBytes", strings.Repeat("é", rooms.MaxUserIDLen/2), true},
+		{"Empty", "", false},
+		{"OverMaxBytes", strings.Repeat("é", rooms.MaxUserIDLen/2) + "a", false},
+		{"NotUTF8", "a\xffb", false},
+		{"Comma", "a,b", false},
+		{"Space", "a b", false},
+		{"Tab", "a\tb", false},
+		{"Newline", "a\nb", false},
+		{"NUL", "a\x00", false},
+		{"DEL", "a\x7f", false},
+		{"C1Control", "a\u0085b", false},               // NEL: Cc, and a space to unicode.IsSpace
+		{"NoBreakSpace", "a\u00a0b", false},            // Zs
+		{"OghamSpace", "a\u1680b", false},              // Zs
+		{"EmSpace", "a\u2003b", false},                 // Zs
+		{"IdeographicSpace", "a\u3000b", false},        // Zs
+		{"LineSeparator", "a\u2028b", false},           // Zl
+		{"ParagraphSeparator", "a\u2029b", false},      // Zp
+		{"ZeroWidthSpace", "a\u200bb", false},          // Cf
+		{"ZeroWidthJoiner", "a\u200db", false},         // Cf
+		{"RightToLeftMark", "a\u200fb", false},         // Cf
+		{"RightToLeftOverride", "a\u202eb", false},     // Cf
+		{"WordJoiner", "a\u2060b", false},              // Cf
+		{"ByteOrderMark", "\ufeffa", false},            // Cf
+		{"SoftHyphen", "a\u00adb", false},              // Cf
+		{"TagCharacter", "a\U000E0041", false},         // Cf, beyond the BMP
+		{"MongolianVowelSeparator", "a\u180eb", false}, // Cf
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rooms.ValidUserID(tc.id); got != tc.ok {
+				t.Fatalf("ValidUserID(%+q) = %v, want %v", tc.id, got, tc.ok)
+			}
+		})
+	}
+}
