@@ -645,3 +645,61 @@ func TestRequeuedTicketKeepsTheConfiguredGrace(t *testing.T) {
 		}
 	})
 }
+
+// A ticket refused by as many backfill rooms as its state remembers
+// (maxBarred) is backfilled no more: it waits for a new match. It kept
+// only the last 16 such rooms, so a user refused by 17 rooms of a mode
+// (banned by each) was offered the oldest again, refused again, round
+// after round; and as backfill comes before the walk, it was never
+// matched anew while those rooms had free seats.
+func TestTicketRefusedByManyRoomsIsMatchedAnew(t *testing.T) {
+	const maxBarred, rooms = 16, 17
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		rating := 1000.0
+		// x may go to the rooms (in us); y, in eu only, may not: x and y
+		// make a match of their own once x is not backfilled
+		x, err := e.svc.Create(ctx, player("x"), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu", "us"}, Rating: &rating})
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := ffaQueue(t, e)("y", 1001)
+		refused := map[string]bool{}
+		params := matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute}
+		for round := 0; ; round++ {
+			for i := range rooms { // the refresh: a ban takes no seat, each room has one free
+				room := matchmaking.BackfillRoom{ID: fmt.Sprintf("room-%02d", i), Region: "us", Rating: 1000, Free: 1}
+				if err := e.tickets.PutBackfill(ctx, "ffa", room); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := e.tickets.Pass(ctx, "ffa", r, params)
+			if err != nil || len(p.Matches) != 1 {
+				t.Fatalf("round %d: pass %+v %v, want one match", round, p, err)
+			}
+			m := p.Matches[0]
+			if m.RoomID == "" {
+				if len(m.Tickets) != 2 || refused[m.RoomID] || len(refused) != maxBarred {
+					t.Fatalf("round %d: %+v after %d refusals, want x and y matched anew after %d", round, m, len(refused), maxBarred)
+				}
+				break
+			}
+			if refused[m.RoomID] {
+				t.Fatalf("round %d: x offered %s again, which refused it (%d refusals)", round, m.RoomID, len(refused))
+			}
+			if len(m.Tickets) != 1 || m.Tickets[0].ID != x.ID {
+				t.Fatalf("round %d: backfill %+v, want x's ticket alone", round, m)
+			}
+			refused[m.RoomID] = true // the room banned x: back to the queue, barred
+			if err := e.tickets.Requeue(ctx, m, []string{x.ID}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := e.tickets.Get(ctx, y.ID); got.Status != matchmaking.Matched {
+			t.Fatalf("y: %s, want matched with x", got.Status)
+		}
+	})
+}

@@ -8,7 +8,12 @@
 --    match's eq key, are open in its region, whose window holds its
 --    match's rating, and that are not barred from it (their state's "nb":
 --    the room refused their users, ticket_requeue); such a group is a
---    match with the room's id.
+--    match with the room's id. A ticket MAX_BARRED rooms refused (its
+--    "nb" full) is backfilled no more, only matched anew by the walk: the
+--    list keeps no more rooms, and were the oldest dropped for a new one,
+--    a user refused by more rooms than that (banned by each) would be
+--    offered them again in turn, refused each round, and, backfill coming
+--    first, never reach the walk while they had free seats.
 -- 3. The walk: ARGV[11] tickets in rating order (ties by id) from the
 --    rating ARGV[17] on (a page: a large queue is walked a page a pass,
 --    the next page starting a window's width before this one ends, so
@@ -87,8 +92,10 @@ local function open_in(e, reg, waited)
   end
   return false
 end
+local MAX_BARRED = 16 -- ticket_requeue's
 local function barred(st, room)
   if not st.nb then return false end
+  if #st.nb >= MAX_BARRED then return true end -- from every room
   for _, id in ipairs(st.nb) do
     if id == room then return true end
   end

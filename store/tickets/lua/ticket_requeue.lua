@@ -7,8 +7,9 @@
 -- ends cancelled instead (expired past its TTL).
 -- A ticket whose users the room refused (banned, in it or holding a seat
 -- of it already) is
--- barred from it: its state's "nb" lists the rooms (the last MAX_BARRED)
--- no pass offers it.
+-- barred from it: its state's "nb" lists the rooms no pass offers it
+-- (MAX_BARRED at most: ticket_pass backfills a ticket whose list is full
+-- no more, so it never grows past; the oldest would go first).
 -- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
 -- KEYS[4] pending matches  KEYS[5] the mode's backfill rooms (see
 --         ticket_pass)
