@@ -546,10 +546,24 @@ func TestMeStreamReplacedWhileFeedCut(t *testing.T) {
 // A platform whose offline inbox overflowed (the personal log's cap
 // dropped what it was not delivered) opens its next stream with a
 // snapshot saying resync, the rest of its inbox pending after it; the
-// stream after that, with nothing dropped since, does not.
+// stream after that, with nothing dropped since, does not: the first
+// moved the platform's position once it wrote its snapshot, with the
+// rest of the inbox or, when all of it had expired too, none.
 func TestMeStreamSaysWhenItsInboxOverflowed(t *testing.T) {
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		age     time.Duration // of the messages
+		pending int
+	}{{"fresh", 0, userlog.MinMaxLen}, {"expired", userlog.DefaultTTL + time.Hour, 0}} {
+		for _, b := range redistest.Backends(t) {
+			t.Run(tc.name+"/"+b.Name, func(t *testing.T) { testInboxOverflow(t, b, tc.age, tc.pending) })
+		}
+	}
+}
+
+func testInboxOverflow(t *testing.T, b redistest.Backend, age time.Duration, pending int) {
+	{
+		{
 			e := playerEnvsWith(t, b, 1, func(c *store.Config) { c.Offline.MaxLen = userlog.MinMaxLen })[0]
 			alice, aliceID := e.guest("alice")
 			mobile := e.me(alice, "mobile")
@@ -561,15 +575,22 @@ func TestMeStreamSaysWhenItsInboxOverflowed(t *testing.T) {
 			ctx := context.Background()
 			for i := range userlog.MinMaxLen + 3 {
 				if _, err := e.store.UserLogs().Send(ctx, aliceID, fmt.Appendf(nil, `{"type":"message","userId":%q,"ts":%q,"n":%d}`,
-					aliceID, time.Now().UTC().Format(time.RFC3339Nano), i)); err != nil {
+					aliceID, time.Now().Add(-age).UTC().Format(time.RFC3339Nano), i)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			mobile = e.me(alice, "mobile")
 			f := mobile.next()
 			checkUserEvent(t, f)
-			if f.event != "snapshot" || f.data["resync"] != true || f.data["pending"] != float64(userlog.MinMaxLen) {
-				t.Fatalf("after 3 messages were dropped: %+v, want resync and %d pending", f, userlog.MinMaxLen)
+			if f.event != "snapshot" || f.data["resync"] != true || f.data["pending"] != float64(pending) {
+				t.Fatalf("after 3 messages were dropped: %+v, want resync and %d pending", f, pending)
+			}
+			// read to the end of the opening: a client gone before it was
+			// written is told again
+			for i := range pending {
+				if f := mobile.next(); f.data["n"] != float64(i+3) {
+					t.Fatalf("pending event %d: %+v, want n %d", i, f, i+3)
+				}
 			}
 			mobile.close()
 			e.sessionGone(alice, aliceID, "mobile")
@@ -577,6 +598,6 @@ func TestMeStreamSaysWhenItsInboxOverflowed(t *testing.T) {
 			if f := mobile.next(); f.event != "snapshot" || f.data["resync"] != false {
 				t.Errorf("the next open, nothing dropped since: %+v", f)
 			}
-		})
+		}
 	}
 }

@@ -107,7 +107,13 @@ func (s *Server) limitMalformed(w http.ResponseWriter, r *http.Request) bool {
 // code wins when several refuse), then the class's per user and per
 // address. Unauthenticated requests count per address only.
 func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
-	user := userFrom(r.Context()).ID
+	u := userFrom(r.Context())
+	user := u.ID
+	if class == "direct" && u.Server {
+		// a game's server (an API key) notifies and invites players at a
+		// server's pace, not a chat's
+		class = "write"
+	}
 	addr := clientAddr(r, s.trustedProxies)
 	checks := make([]limits.Check, 0, 5)
 	switch extra := routeExtras[route]; extra {

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/ratelimit"
 )
@@ -184,6 +187,41 @@ func TestDirectLimitPerSender(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A game's server (an API key) notifies and invites players at a server's
+// pace: its direct messages count on its write limits, not direct's.
+func TestDirectLimitSparesAPIKeys(t *testing.T) {
+	key, rec, err := api.NewAPIKey("gs-1", rooms.ScopeWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(path, []byte(rec.Line()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := api.LoadAPIKeys(path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := limits.Parse("direct=2/h,write=4/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, prefix string) {
+		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
+			RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, 4, id) }})
+		c.RateLimits, c.APIKeys = set, keys
+	})
+	msg := map[string]any{"type": "notice", "data": "hi"}
+	for i := range 4 {
+		r := e.do("POST", fmt.Sprintf("/v1/users/p-%d/messages", i), "", msg, "X-API-Key", key)
+		want(t, r, 202, "")
+		if p := r.header.Get("RateLimit-Policy"); !strings.Contains(p, `"write.user";q=4`) || strings.Contains(p, "direct") {
+			t.Fatalf("an API key's message counted on %q, want write.user only", p)
+		}
+	}
+	want429(t, e.do("POST", "/v1/users/p-4/messages", "", msg, "X-API-Key", key), "RATE_LIMITED", "write.user", 4, 3600, 900)
 }
 
 // A room's message cap is shared by its members; one member gets at most

@@ -40,7 +40,7 @@ var routeClasses = map[string]string{
 	"GET /v1/me/events":                "stream",
 	"POST /v1/me/stream-token":         "stream",
 	"PUT /v1/me/following":             "write",
-	"POST /v1/users/{userId}/messages": "direct",
+	"POST /v1/users/{userId}/messages": "direct", // "write" for API keys (checksOf)
 	"POST /v1/rooms/{roomId}/invites":  "direct",
 	"GET /v1/presence":                 "read",
 

@@ -222,7 +222,9 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	opened.carry(client, func() {
 		why := end
 		if why == "" {
-			why = h.pumpMe(ctx, feed, st, out, tag, sent, len(o.Replay) > 0)
+			// a lost inbox's snapshot, once written, moves the cursor past
+			// what is gone, replay or none
+			why = h.pumpMe(ctx, feed, st, out, tag, sent, len(o.Replay) > 0 || o.Lost)
 		} else {
 			out.flush()
 		}

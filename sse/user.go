@@ -62,7 +62,8 @@ type UserOpening struct {
 	Gap      bool
 	Replaced int
 	// Lost: the platform's offline inbox lost events before they were
-	// delivered (the log's cap dropped them); the snapshot says resync.
+	// delivered (the log's cap dropped them); the snapshot says resync,
+	// and once it is written the platform's position moves to From.
 	Lost bool
 }
 

@@ -435,14 +435,25 @@ func TestReplacedSessionsOverflowingTheInboxAreCounted(t *testing.T) {
 					t.Errorf("a dropped message replayed: %s", e.Data)
 				}
 			}
-			// said once: the next session loses nothing, though the first
-			// wrote nothing (the replay was the other platform's)
+			// a session that delivered nothing leaves it to the next
 			if err := s.Sessions().CloseSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}); err != nil {
 				t.Fatal(err)
 			}
-			o, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.2"}, sse.Cursor{}, 100)
+			m2 := sse.Session{UserID: uid, Platform: "mobile", ID: "m.2"}
+			o, err = s.Sessions().OpenSession(ctx, m2, sse.Cursor{}, 100)
+			if err != nil || !o.Lost {
+				t.Errorf("mobile again, nothing delivered: lost %v %v, want lost", o.Lost, err)
+			}
+			// its snapshot written, the stream records From: said once
+			if err := s.Sessions().Delivered(ctx, m2, o.Tag, o.From); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Sessions().CloseSession(ctx, m2); err != nil {
+				t.Fatal(err)
+			}
+			o, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.3"}, sse.Cursor{}, 100)
 			if err != nil || o.Lost {
-				t.Errorf("mobile again (its cursor past the drops): lost %v %v, want not", o.Lost, err)
+				t.Errorf("mobile after the snapshot was delivered: lost %v %v, want not", o.Lost, err)
 			}
 			o, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "c.0"}, sse.Cursor{}, 100)
 			if err != nil || o.Lost || len(o.Replay) == 0 {

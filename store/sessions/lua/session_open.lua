@@ -148,10 +148,9 @@ local oldest = #first > 0 and tonumber(string.match(first[1][1], '^(%d+)')) or s
 local lost = had and from < math.min(oldest - 1, seq)
 from = math.min(math.max(from, oldest - 1), seq)
 reply[6] = tostring(from)
-if lost then -- said once: the cursor moves past what is gone
-  reply[8] = '1'
-  redis.call('HSET', K_CUR, platform, from)
-  redis.call('PEXPIRE', K_CUR, logttl)
+-- (the cursor stays: the stream moves it past what is gone once its
+-- snapshot is written, so a stream that fails before says it again)
+if lost then reply[8] = '1'
 -- a platform that opened holds back the trim of what it was not delivered
 elseif redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
 if from < seq then
