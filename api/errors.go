@@ -68,6 +68,7 @@ var problems = []problem{
 	{errMethodNotAllowed, 405, "METHOD_NOT_ALLOWED", "Method not allowed"},
 	{errRequestTimeout, 408, "REQUEST_TIMEOUT", "Request timeout"},
 	{rooms.ErrRoomFull, 409, "ROOM_FULL", "Room is full"},
+	{rooms.ErrUserBanned, 409, "USER_BANNED", "A user named is banned from this room"},
 	{rooms.ErrNotJoinable, 409, "ROOM_NOT_JOINABLE", "Room is not joinable"},
 	{rooms.ErrInvalidTransition, 409, "INVALID_TRANSITION", "Status change not allowed"},
 	{rooms.ErrRoomFinished, 409, "ROOM_FINISHED", "Room is finished"},

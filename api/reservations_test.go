@@ -61,8 +61,9 @@ func TestReserveSeatsRoute(t *testing.T) {
 	})
 }
 
-// A reservation naming a user the room banned is 403 BANNED, as their
-// join would be, naming that user, and holds no seat for anyone it named.
+// A reservation naming a user the room banned is 409 USER_BANNED (their
+// join would be 403 BANNED; the caller is not the one banned), naming
+// that user, and holds no seat for anyone it named.
 func TestReserveSeatsRefusesABannedUser(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		owner, _ := e.guest("owner")
@@ -74,7 +75,7 @@ func TestReserveSeatsRefusesABannedUser(t *testing.T) {
 		want(t, j, 200, "")
 		want(t, e.do("DELETE", fmt.Sprintf("%s/players/%v?ban=true", path, j.body["playerId"]), owner, nil), 204, "")
 		r := e.do("POST", path+"/reservations", owner, map[string]any{"userIds": []string{friendID, badID}})
-		want(t, r, 403, "BANNED")
+		want(t, r, 409, "USER_BANNED")
 		if detail, _ := r.body["detail"].(string); !strings.Contains(detail, badID) || strings.Contains(detail, friendID) {
 			t.Fatalf("refusal %s: want its detail to name %s alone", r.raw, badID)
 		}

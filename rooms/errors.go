@@ -29,6 +29,9 @@ var (
 	// ErrBanned: the caller was kicked from the room with a ban and may not
 	// join it again.
 	ErrBanned = errors.New("you are banned from this room")
+	// ErrUserBanned: a seat reservation named a user the room banned (a
+	// BannedUsersError names them; their own join would be ErrBanned).
+	ErrUserBanned = errors.New("a user named is banned from this room")
 	// ErrScopeRequired: an API key without the scope the action needs, or
 	// an API key on an action only players may do.
 	ErrScopeRequired = errors.New("scope required")

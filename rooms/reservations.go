@@ -43,7 +43,7 @@ type SeatReserver interface {
 	// on behalf of its owner u or the server: members already in are
 	// skipped, a user who holds a seat gets the new expiry. ErrNotMember
 	// (ErrRoomNotFound for a private room), ErrNotOwner, ErrNotJoinable
-	// unless waiting, then a *BannedUsersError (ErrBanned) when the room
+	// unless waiting, then a *BannedUsersError (ErrUserBanned) when the room
 	// banned any of userIDs, then ErrRoomFull when the seats taken and
 	// reserved would pass MaxPlayers. On any error no seat is held.
 	ReserveSeats(ctx context.Context, u User, id string, userIDs []string, ttl time.Duration) (Reservation, error)
@@ -51,17 +51,17 @@ type SeatReserver interface {
 
 // BannedUsersError is a reservation refused because the room banned
 // Users (of the users named; a join would refuse them): no seat was held.
-// It matches ErrBanned.
+// It matches ErrUserBanned.
 type BannedUsersError struct {
 	Users []string
 }
 
 func (e *BannedUsersError) Error() string {
-	return "the room banned " + strings.Join(e.Users, ", ") + ", for whom no seat may be held: " + ErrBanned.Error()
+	return "the room banned " + strings.Join(e.Users, ", ") + ", for whom no seat may be held: " + ErrUserBanned.Error()
 }
 
-// Is makes errors.Is(err, ErrBanned) true.
-func (e *BannedUsersError) Is(target error) bool { return target == ErrBanned }
+// Is makes errors.Is(err, ErrUserBanned) true.
+func (e *BannedUsersError) Is(target error) bool { return target == ErrUserBanned }
 
 // ReserveSeats validates p (a ValidationError naming each bad field,
 // userIds.<i> for an id outside the user-id grammar or an API key's; no

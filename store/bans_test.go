@@ -303,7 +303,7 @@ func TestReservationRefusesBannedUsers(t *testing.T) {
 		before := len(events(t, s, id))
 		for _, u := range []rooms.User{alice, server} {
 			_, err := s.ReserveSeats(ctx, u, id, []string{carol.ID, bob.ID, dave.ID}, time.Minute)
-			wantErr(t, err, rooms.ErrBanned)
+			wantErr(t, err, rooms.ErrUserBanned)
 			if !strings.Contains(err.Error(), bob.ID) || strings.Contains(err.Error(), carol.ID) {
 				t.Fatalf("%s's refusal %q: want it to name %s alone", u.ID, err, bob.ID)
 			}

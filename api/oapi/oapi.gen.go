@@ -84,6 +84,7 @@ const (
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	USERBANNED           ProblemCode = "USER_BANNED"
 	VALIDATIONFAILED     ProblemCode = "VALIDATION_FAILED"
 	VERSIONMISMATCH      ProblemCode = "VERSION_MISMATCH"
 )
@@ -178,6 +179,8 @@ func (e ProblemCode) Valid() bool {
 	case UNAUTHENTICATED:
 		return true
 	case UNSUPPORTEDMEDIATYPE:
+		return true
+	case USERBANNED:
 		return true
 	case VALIDATIONFAILED:
 		return true

@@ -89,6 +89,7 @@ const (
 	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
 	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
 	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	USERBANNED           ProblemCode = "USER_BANNED"
 	VALIDATIONFAILED     ProblemCode = "VALIDATION_FAILED"
 	VERSIONMISMATCH      ProblemCode = "VERSION_MISMATCH"
 )
@@ -183,6 +184,8 @@ func (e ProblemCode) Valid() bool {
 	case UNAUTHENTICATED:
 		return true
 	case UNSUPPORTEDMEDIATYPE:
+		return true
+	case USERBANNED:
 		return true
 	case VALIDATIONFAILED:
 		return true
@@ -2239,9 +2242,9 @@ type ClientInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-	// when the room banned any of `userIds` (as their join would be; the
-	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+	// `USER_BANNED` when the room banned any of `userIds` (their join
+	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 	// held would pass `maxPlayers`. A refused request holds no seat for
 	// anyone it names.
 	//
@@ -2265,9 +2268,9 @@ type ClientInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-	// when the room banned any of `userIds` (as their join would be; the
-	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+	// `USER_BANNED` when the room banned any of `userIds` (their join
+	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 	// held would pass `maxPlayers`. A refused request holds no seat for
 	// anyone it names.
 	//
@@ -3802,9 +3805,9 @@ func (c *APIClient) KickPlayer(ctx context.Context, roomId RoomId, playerId stri
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-// when the room banned any of `userIds` (as their join would be; the
-// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+// `USER_BANNED` when the room banned any of `userIds` (their join
+// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 // held would pass `maxPlayers`. A refused request holds no seat for
 // anyone it names.
 //
@@ -3838,9 +3841,9 @@ func (c *APIClient) ReserveSeatsWithBody(ctx context.Context, roomId RoomId, con
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-// when the room banned any of `userIds` (as their join would be; the
-// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+// `USER_BANNED` when the room banned any of `userIds` (their join
+// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 // held would pass `maxPlayers`. A refused request holds no seat for
 // anyone it names.
 //
@@ -7012,9 +7015,9 @@ type ClientWithResponsesInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-	// when the room banned any of `userIds` (as their join would be; the
-	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+	// `USER_BANNED` when the room banned any of `userIds` (their join
+	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 	// held would pass `maxPlayers`. A refused request holds no seat for
 	// anyone it names.
 	//
@@ -7038,9 +7041,9 @@ type ClientWithResponsesInterface interface {
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
 	// second or so, with `reservation_expired`. Refused with 409
-	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-	// when the room banned any of `userIds` (as their join would be; the
-	// detail names them), then 409 `ROOM_FULL` when the seats taken and
+	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+	// `USER_BANNED` when the room banned any of `userIds` (their join
+	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 	// held would pass `maxPlayers`. A refused request holds no seat for
 	// anyone it names.
 	//
@@ -12366,9 +12369,9 @@ func (c *ClientWithResponses) KickPlayerWithResponse(ctx context.Context, roomId
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-// when the room banned any of `userIds` (as their join would be; the
-// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+// `USER_BANNED` when the room banned any of `userIds` (their join
+// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 // held would pass `maxPlayers`. A refused request holds no seat for
 // anyone it names.
 //
@@ -12398,9 +12401,9 @@ func (c *ClientWithResponses) ReserveSeatsWithBodyWithResponse(ctx context.Conte
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
 // second or so, with `reservation_expired`. Refused with 409
-// `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-// when the room banned any of `userIds` (as their join would be; the
-// detail names them), then 409 `ROOM_FULL` when the seats taken and
+// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+// `USER_BANNED` when the room banned any of `userIds` (their join
+// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
 // held would pass `maxPlayers`. A refused request holds no seat for
 // anyone it names.
 //

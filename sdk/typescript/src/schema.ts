@@ -294,9 +294,9 @@ export interface paths {
          *     `seats_reserved` (how many seats, never who: a player's userId is
          *     theirs); a hold that expires is released by the janitor within a
          *     second or so, with `reservation_expired`. Refused with 409
-         *     `ROOM_NOT_JOINABLE` unless the room is waiting, then 403 `BANNED`
-         *     when the room banned any of `userIds` (as their join would be; the
-         *     detail names them), then 409 `ROOM_FULL` when the seats taken and
+         *     `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
+         *     `USER_BANNED` when the room banned any of `userIds` (their join
+         *     would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
          *     held would pass `maxPlayers`. A refused request holds no seat for
          *     anyone it names.
          *
@@ -1260,7 +1260,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2179,7 +2179,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, `INVALID_TRANSITION`, or `ROOM_FINISHED` (a write to a finished room: state, messages, room fields). */
+        /** @description `ROOM_FULL`, `ROOM_NOT_JOINABLE`, `INVALID_TRANSITION`, `ROOM_FINISHED` (a write to a finished room: state, messages, room fields), or `USER_BANNED` (a seat reservation naming a user the room banned). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
