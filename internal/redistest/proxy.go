@@ -28,8 +28,8 @@ type Proxy struct {
 	target string
 	ln     net.Listener
 	marker atomic.Pointer[[]byte]
-	refuse atomic.Pointer[[2][]byte] // RefuseWith's marker and reply
-	rate   atomic.Uint64             // LoseReplies' p, as math.Float64bits
+	refuse atomic.Pointer[refusal] // RefuseWith's, RefuseEvery's
+	rate   atomic.Uint64           // LoseReplies' p, as math.Float64bits
 	lost   atomic.Int32
 
 	mu    sync.Mutex
@@ -69,7 +69,24 @@ func (p *Proxy) LoseReplyTo(marker string) {
 // sending it to Redis: as Redis refuses a command before running it. The
 // request must be one command alone (no pipeline).
 func (p *Proxy) RefuseWith(marker, reply string) {
-	p.refuse.Store(&[2][]byte{[]byte(marker), []byte(reply + "\r\n")})
+	p.refuse.Store(&refusal{[]byte(marker), []byte(reply + "\r\n"), false})
+}
+
+// RefuseEvery is RefuseWith for every request that carries marker until
+// RefuseEvery("", "") (a node that keeps answering MOVED, say).
+func (p *Proxy) RefuseEvery(marker, reply string) {
+	if marker == "" {
+		p.refuse.Store(nil)
+		return
+	}
+	p.refuse.Store(&refusal{[]byte(marker), []byte(reply + "\r\n"), true})
+}
+
+// refusal is a marker and the reply the proxy gives the request that
+// carries it: the next one, or every one (keep).
+type refusal struct {
+	marker, reply []byte
+	keep          bool
 }
 
 // LoseReplies loses each reply with probability p from now on (0: none).
@@ -158,8 +175,8 @@ func (p *Proxy) accept() {
 					if m := p.marker.Load(); m != nil && bytes.Contains(buf[:n], *m) && p.marker.CompareAndSwap(m, nil) {
 						lose.Store(true)
 					}
-					if r := p.refuse.Load(); r != nil && bytes.Contains(buf[:n], r[0]) && p.refuse.CompareAndSwap(r, nil) {
-						if _, werr := c.Write(r[1]); werr != nil {
+					if r := p.refuse.Load(); r != nil && bytes.Contains(buf[:n], r.marker) && (r.keep || p.refuse.CompareAndSwap(r, nil)) {
+						if _, werr := c.Write(r.reply); werr != nil {
 							break
 						}
 						continue

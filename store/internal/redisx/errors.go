@@ -31,9 +31,25 @@ func Wrap(err error) error {
 // (maxmemory with noeviction refuses writes; no script starts half done).
 // EXECABORT too: the store's transactions queue fixed, valid commands, so a
 // transaction refused at queue time is Redis refusing writes (out of memory).
+// MOVED and ASK reach the store only when go-redis' redirects ran out
+// (maxRedirects): during a failover the nodes disagree on the slot's owner
+// for a few seconds; the call did not run and can be tried later, as a
+// CLUSTERDOWN can.
 func IsTransient(err redis.Error) bool {
-	msg := err.Error()
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM", "EXECABORT"} {
+	return hasPrefix(err.Error(), transient)
+}
+
+// transient are the prefixes of IsTransient's error replies; refused
+// (NotSent's) are those of them that also say the command did not run and
+// may pass within Again's 20 ms. OOM and READONLY are not in refused (a
+// full Redis, a replica refusing writes, do not pass that soon).
+var (
+	transient = []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "OOM", "EXECABORT", "MOVED ", "ASK "}
+	refused   = []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "EXECABORT", "MOVED ", "ASK "}
+)
+
+func hasPrefix(msg string, prefixes []string) bool {
+	for _, p := range prefixes {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
@@ -45,7 +61,9 @@ func IsTransient(err redis.Error) bool {
 // again cannot run it twice: no connection to send it on (a dial that
 // failed, no free pooled connection within the pool timeout), or Redis
 // refusing it before running anything (loading a restart's data, a
-// Cluster down or moving the slot, a transaction refused at queue time).
+// Cluster down or moving the slot, a node that does not own the slot
+// (MOVED, ASK: go-redis' redirects ran out), a transaction refused at
+// queue time).
 // A script run is sent once (sentOnce); the store sends it again once
 // when NotSent (Runner.Run, and the store's transactions).
 func NotSent(err error) bool {
@@ -60,15 +78,7 @@ func NotSent(err error) bool {
 		return true
 	}
 	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "EXECABORT"} {
-		if strings.HasPrefix(rerr.Error(), p) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &rerr) && hasPrefix(rerr.Error(), refused)
 }
 
 // Again waits before a call NotSent is sent again (a slot moving, a
