@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -550,6 +552,10 @@ func TestStreamsPerPlayerAreBounded(t *testing.T) {
 
 // A Redis out of memory (maxmemory, noeviction) refuses writes: the store
 // says unavailable (503), not an internal error, and writes nothing half.
+// Reads still answer: a room (GET /v1/rooms/{id}, a stream token's
+// membership check), the listing and the stats (Redis refuses every
+// command queued in a MULTI when out of memory, reads too: a room read
+// there answered 503, an operator's find).
 func TestFullRedisIsUnavailable(t *testing.T) {
 	srv, err := redistest.StartServer("--maxmemory", "3mb", "--maxmemory-policy", "noeviction")
 	if err != nil {
@@ -558,6 +564,12 @@ func TestFullRedisIsUnavailable(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
 	ctx := context.Background()
+	id := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.State = rooms.State{"hp": json.RawMessage("10")} })).Room.ID
+	mustJoin(t, s, bob, id)
+	before, beforeState, err := s.Get(ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var last error
 	for i := range 5000 {
 		if _, last = s.Create(ctx, user(i), newRoom()); last != nil {
@@ -565,5 +577,28 @@ func TestFullRedisIsUnavailable(t *testing.T) {
 		}
 	}
 	wantErr(t, last, rooms.ErrUnavailable)
+	// and stays full: memory freed since (a client's buffers) could let
+	// the reads below pass for a Redis with room to spare
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	room, state, err := s.Get(ctx, id, true)
+	if err != nil || room.Version != before.Version || len(room.Players) != 2 || string(state["hp"]) != string(beforeState["hp"]) {
+		t.Fatalf("room read out of memory: %+v %v (%v), want %+v %v", room, state, err, before, beforeState)
+	}
+	gone := id[:len(id)-1] + map[bool]string{true: "b", false: "a"}[strings.HasSuffix(id, "a")]
+	_, _, err = s.Get(ctx, gone, false)
+	wantErr(t, err, rooms.ErrRoomNotFound)
+	if res, err := s.Listing().List(ctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Limit: 10}); err != nil || len(res.Rooms) == 0 {
+		t.Fatalf("listing out of memory: %+v (%v)", res, err)
+	}
+	if _, err := s.Listing().Stats(ctx); err != nil {
+		t.Fatalf("stats out of memory: %v", err)
+	}
+	// a stream records its presence, a write: refused
+	_, err = s.OpenStream(ctx, lease(id, alice, "oom"), sse.ReadFrom, sse.Cursor{}, 1000)
+	wantErr(t, err, rooms.ErrUnavailable)
 	checkInvariants(t, s)
 }

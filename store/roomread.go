@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -55,17 +56,51 @@ func (s *Store) decodeRead(id string, rr roomRead) (rooms.Room, rooms.State, err
 	return r, state, nil
 }
 
-// readRoom reads room id in one transaction.
+// readRoom reads room id in one transaction; out of memory, where Redis
+// refuses every command queued in a MULTI (reads too), with readRoomPlain.
 func (s *Store) readRoom(ctx context.Context, shard int, id string, withState bool) (rooms.Room, rooms.State, error) {
 	var rr roomRead
 	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		rr = s.queueRoomRead(ctx, p, shard, id, withState)
 		return nil
 	})
+	if redisx.OutOfMemory(err) {
+		return s.readRoomPlain(ctx, shard, id, withState)
+	}
 	if err != nil {
 		return rooms.Room{}, nil, redisx.Wrap(err)
 	}
 	return s.decodeRead(id, rr)
+}
+
+// readRoomPlain reads room id with a plain pipeline, which Redis serves
+// out of memory, and its version once more after the rest. A pipeline is
+// not atomic: a script (every room change is one, and bumps the version)
+// may run between two of its reads. The same version before and after
+// says none did, so the read is as consistent as the transaction's; else
+// it is read once more, then unavailable (503). Only out of memory: the
+// transaction costs Redis less than the version's second read.
+func (s *Store) readRoomPlain(ctx context.Context, shard int, id string, withState bool) (rooms.Room, rooms.State, error) {
+	for range 2 {
+		var rr roomRead
+		var ver *redis.StringCmd
+		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			rr = s.queueRoomRead(ctx, p, shard, id, withState)
+			ver = p.HGet(ctx, s.keys.Room(shard, id), "ver")
+			return nil
+		})
+		if err != nil && err != redis.Nil {
+			return rooms.Room{}, nil, redisx.Wrap(err)
+		}
+		r, state, err := s.decodeRead(id, rr)
+		if err != nil {
+			return r, state, err
+		}
+		if v, _ := ver.Int64(); v == r.Version {
+			return r, state, nil
+		}
+	}
+	return rooms.Room{}, nil, fmt.Errorf("%w: room %s changed while read, twice", rooms.ErrUnavailable, id)
 }
 
 // ran is a script run by runThenRead with the room read after it.

@@ -57,6 +57,15 @@ func hasPrefix(msg string, prefixes []string) bool {
 	return false
 }
 
+// OutOfMemory reports whether err is Redis refusing a transaction for
+// want of memory (maxmemory with noeviction): OOM, or EXECABORT, how a
+// transaction whose queued commands were refused ends (Redis refuses
+// every command queued in a MULTI then, reads too).
+func OutOfMemory(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && hasPrefix(rerr.Error(), []string{"OOM", "EXECABORT"})
+}
+
 // NotSent reports whether err says a call never ran, so that sending it
 // again cannot run it twice: no connection to send it on (a dial that
 // failed, no free pooled connection within the pool timeout), or Redis
