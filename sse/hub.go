@@ -89,6 +89,7 @@ type Hub struct {
 	ctx     context.Context // of the background loops, cancelled by Close
 	cancel  context.CancelFunc
 	closing sync.Once
+	closed  chan struct{} // closed once Close's work is done
 	loops   sync.WaitGroup
 	seq     atomic.Int64
 
@@ -107,7 +108,7 @@ var _ Sink = (*Hub)(nil)
 // NewHub starts a hub: its feed, lease renewal and position checks.
 func NewHub(cfg Config) *Hub {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}), ctx: ctx, cancel: cancel,
+	h := &Hub{cfg: cfg.withDefaults(), done: make(chan struct{}), closed: make(chan struct{}), ctx: ctx, cancel: cancel,
 		rooms: map[string]*room{}, streams: map[*stream]struct{}{}, lines: map[*stream]struct{}{}, looped: map[*held]struct{}{},
 		lobby: lobbyHub{streams: map[*lobbyStream]struct{}{}, pending: map[string]LobbyNotice{}},
 		me: meHub{users: map[string]map[*meStream]struct{}{}, follows: map[string]map[*meStream]struct{}{},
@@ -125,16 +126,32 @@ func NewHub(cfg Config) *Hub {
 // 0.5 to 2 s, jittered so its clients do not all reconnect at once, then
 // resumes (on another instance) with Last-Event-ID. Close returns without
 // waiting for the streams' handlers to return; it waits (a few seconds at
-// most) for the streams it took over (Detacher) to be ended and their
-// leases released, since the HTTP server no longer knows of them.
-func (h *Hub) Close() {
+// most, closeWait) for the streams it took over (Detacher) to be ended and
+// their leases released, since the HTTP server no longer knows of them.
+func (h *Hub) Close() { h.CloseContext(context.Background()) }
+
+// CloseContext is Close within ctx: it returns when ctx ends at the
+// latest, and a shutdown's deadline is kept even when Redis does not
+// answer. What is not done by then (a lease release, a loop's store call
+// waiting for its reply) goes on in the background until the process
+// exits; a lease not released lapses after the presence TTL, as a killed
+// instance's does. A later Close or CloseContext waits for the same
+// close, within its own ctx.
+func (h *Hub) CloseContext(ctx context.Context) {
 	h.closing.Do(func() {
 		close(h.done)
-		h.endLines(closeWait)
-		h.cancel()
-		h.loops.Wait()
-		h.feed.Close()
+		go func() {
+			h.endLines(ctx, closeWait)
+			h.cancel()
+			h.loops.Wait()
+			h.feed.Close()
+			close(h.closed)
+		}()
 	})
+	select {
+	case <-h.closed:
+	case <-ctx.Done():
+	}
 }
 
 // closeWait bounds how long Close waits for the taken-over streams: their

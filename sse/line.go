@@ -302,8 +302,9 @@ func (h *Hub) sweep(context.Context) {
 }
 
 // endLines ends every taken-over stream (EndShutdown) and waits, at most
-// wait, until they have hung up and released their leases.
-func (h *Hub) endLines(wait time.Duration) {
+// wait and until ctx ends, until they have hung up and released their
+// leases.
+func (h *Hub) endLines(ctx context.Context, wait time.Duration) {
 	h.mu.Lock()
 	sts := make([]*stream, 0, len(h.lines))
 	for st := range h.lines {
@@ -313,7 +314,7 @@ func (h *Hub) endLines(wait time.Duration) {
 	for _, st := range sts {
 		st.end(EndShutdown)
 	}
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(10 * time.Millisecond) {
 		h.mu.Lock()
 		n := len(h.lines)
 		h.mu.Unlock()

@@ -202,6 +202,49 @@ func TestShutdownTimeoutBoundsExit(t *testing.T) {
 	}
 }
 
+// SIGTERM with room streams open and Redis paused (SIGSTOP: connections
+// accepted, nothing answered): the instance still exits within
+// REALSYNC_SHUTDOWN_TIMEOUT and a margin. What it could not do by then
+// (release the streams' presence, leave the instance registry) is left to
+// lapse, as a killed instance's is. Before, the hub waited up to 7 s for
+// the streams' releases whatever the timeout, and the registry's leave
+// then took a reply timeout: 2 s with 24 streams exited after 9.3 s (an
+// operator's find); and the store's close waited a reply timeout for its
+// batches in flight. The reply timeout is 10 s here, so that a wait for
+// any reply is plain. The bound is generous (5 s for a 1 s timeout), not a
+// measurement.
+func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	bin := buildBinary(t)
+	in := start(t, bin, "REALSYNC_REDIS_URL=redis://"+srv.Addr+"/?read_timeout=10s", "REALSYNC_KEY_PREFIX="+redistest.Prefix(t),
+		"REALSYNC_JWT_SECRET=e2e-secret", "REALSYNC_SHUTDOWN_TIMEOUT=1s")
+	id, toks := party(t, in, 24)
+	v := roomVersion(t, in, id, toks[0])
+	for _, tok := range toks {
+		follow(t, []string{in.url}, id, tok, false).waitVersion(v, 20*time.Second)
+	}
+	srv.Pause()
+	t.Cleanup(srv.Resume)
+	began := time.Now()
+	in.once.Do(func() {}) // this test stops the process itself
+	in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-in.exited:
+		if took := time.Since(began); took > 5*time.Second {
+			t.Errorf("exit %s after SIGTERM with REALSYNC_SHUTDOWN_TIMEOUT=1s, want about 1 s; logs:\n%s", took, in.logText())
+		} else {
+			t.Logf("exit %s after SIGTERM (a -race binary sleeps 1 s at exit)", took.Round(time.Millisecond))
+		}
+	case <-time.After(30 * time.Second):
+		in.cmd.Process.Kill()
+		t.Fatal("realsyncd still running 30 s after SIGTERM")
+	}
+}
+
 // The upgrade procedure of the README: data written by the schema-1
 // release is refused; `realsyncd migrate -dry-run` counts, `realsyncd
 // migrate` converts it; the new instance then serves the rooms.

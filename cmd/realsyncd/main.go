@@ -83,7 +83,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	// shutdown closes the store within REALSYNC_SHUTDOWN_TIMEOUT; a return
+	// before it (a failed start) closes it here
+	closeStore := func() { st.Close() }
+	defer func() { closeStore() }()
 	logStartup(log, cfg, st)
 	// connected to Redis, layout checked: until then nothing reads or
 	// writes Redis, /metrics included (realsync_redis_up 0)
@@ -136,7 +139,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	}
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
-	defer hub.Close()
+	// shutdown closes the hub within REALSYNC_SHUTDOWN_TIMEOUT; a return
+	// before it (a failed start) closes it here
+	closeHub := hub.Close
+	defer func() { closeHub() }()
 	mm := cfg.matchmakingConfig(st)
 	ticketService, err := matchmaking.NewService(mm)
 	if err != nil {
@@ -242,25 +248,43 @@ wait:
 			log.Warn("leaving the instance registry", "err", err)
 		}
 	}
-	return shutdown(srv, served, hub, stop, cfg.ShutdownTimeout)
+	closeHub, closeStore = func() {}, func() {}
+	return shutdown(srv, served, hub, stop, st.Close, cfg.ShutdownTimeout)
 }
 
 // shutdown stops accepting connections, ends every event stream (each with
 // a short jittered retry line, so its client resumes on another instance
 // with Last-Event-ID, and its presence lease released, so the others see
-// player_disconnected at once), stops the background loops, and waits for
-// the requests in flight: all within timeout. Past it the remaining
-// connections are cut and an error says so.
-func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), timeout time.Duration) error {
+// player_disconnected at once), stops the background loops, waits for
+// the requests in flight, and closes the store: all within timeout. Past
+// it the remaining connections are cut and an error says so.
+func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(ctx) }()
 	<-served // Serve returns once the listener is closed
-	hub.Close()
+	// Both within the deadline, Redis answering or not: what they could not
+	// do by then (streams' presence, the registry entry) lapses, as a
+	// killed instance's does.
+	hub.CloseContext(ctx)
 	stopBackground(ctx)
-	if err := <-done; err != nil {
+	err := <-done
+	if err != nil {
 		srv.Close()
+	}
+	// The store's close waits for the batches in flight, each up to a
+	// reply timeout when Redis does not answer: not past the deadline.
+	closed := make(chan struct{})
+	go func() {
+		closeStore()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+	}
+	if err != nil {
 		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w", timeout, err)
 	}
 	return nil

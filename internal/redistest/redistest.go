@@ -111,6 +111,20 @@ func (s *Server) Kill() {
 	}
 }
 
+// Pause stops the process with SIGSTOP: connections are still accepted
+// (by the kernel) and nothing is answered, as from a Redis that hangs.
+// Resume (SIGCONT) lets it go on; Stop kills it paused or not.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Signal(sig)
+	}
+}
+
 // Stop kills the process and removes its directory.
 func (s *Server) Stop() {
 	s.Kill()
