@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -76,4 +78,27 @@ func TestFeedResubscribeRightAfterUnsubscribe(t *testing.T) {
 			feed.Unsubscribe(r.ID)
 		}
 	})
+}
+
+// A subscription while Redis refuses connections fails at once with
+// rooms.ErrUnavailable, the refusal's error; it does not wait for a
+// confirmation that cannot come (subscribeTimeout, 5 s: a room stream's
+// opening took that long to be turned away, while REST calls failed in
+// milliseconds).
+func TestFeedSubscribeRefusedConnection(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	s := openStore(t, redistest.Backend{Name: "refusing", URL: "redis://" + srv.Addr})
+	id := mustCreate(t, s, alice, newRoom()).Room.ID
+	feed := s.Feed(&versionSink{got: map[string]map[int64]bool{}, more: make(chan struct{}, 1)})
+	defer feed.Close()
+	srv.Kill() // its port now refuses connections
+	err = feed.Subscribe(context.Background(), id)
+	wantErr(t, err, rooms.ErrUnavailable)
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("subscription refused: %v, want the dial's error (not a confirmation's wait)", err)
+	}
 }

@@ -93,14 +93,26 @@ func (x *Mux) send(ctx context.Context, shard int, ch string, confirmed chan str
 	sub.channels[ch] = true
 	sub.waiters[ch] = append(sub.waiters[ch], confirmed)
 	if sub.ps == nil {
-		sub.ps = x.open(context.Background(), ch)
+		// opened without a channel, then subscribed, so that a connection
+		// that cannot be made (a node that refuses connections) is an
+		// error now: opened with its channel, go-redis only logs it and
+		// the wait for the confirmation took subscribeTimeout (a stream's
+		// opening was turned away after 5 s, an operator's find). The
+		// connection is still made for ch's slot (pinned to its node),
+		// before the receiving goroutine could open one elsewhere.
+		sub.ps = x.open(context.Background())
+		err := x.subscribe(ctx, sub.ps, ch)
 		go x.receive(shard, sub, sub.ps)
-		return nil
+		return err
 	}
+	return x.subscribe(ctx, sub.ps, ch)
+}
+
+func (x *Mux) subscribe(ctx context.Context, ps *redis.PubSub, ch string) error {
 	if x.sharded {
-		return sub.ps.SSubscribe(ctx, ch)
+		return ps.SSubscribe(ctx, ch)
 	}
-	return sub.ps.Subscribe(ctx, ch)
+	return ps.Subscribe(ctx, ch)
 }
 
 func (x *Mux) open(ctx context.Context, channels ...string) *redis.PubSub {
