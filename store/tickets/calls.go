@@ -72,8 +72,13 @@ func (c passCall) KeysArgs() ([]string, []any) {
 	}
 	return []string{c.tickets, c.schedule, c.queue, c.pending, c.backfill}, []any{c.r.Teams, teamCap, c.r.Size(), c.r.Needed(),
 		w.Start, w.Step, time.Duration(w.Every).Milliseconds(), w.Max, time.Duration(c.r.RegionFallback).Milliseconds(),
-		c.grace, c.walk, c.prefix, c.mode, c.sweep, c.now, backfill, c.from}
+		c.grace, c.walk, c.prefix, c.mode, c.sweep, c.now, backfill, c.from, MaxBarred}
 }
+
+// MaxBarred is the most rooms a ticket is barred from (a ticket's "nb",
+// the rooms that refused its users): a ticket with so many is backfilled
+// no more, only matched anew, so the list never grows past it.
+const MaxBarred = 16
 
 // assignCall is ticket_assign.lua.
 type assignCall struct {
@@ -112,7 +117,7 @@ type requeueCall struct {
 
 func (requeueCall) Script() *redisx.Script { return requeueScript }
 func (c requeueCall) KeysArgs() ([]string, []any) {
-	args := []any{c.match, c.room, c.grace, c.barred}
+	args := []any{c.match, c.room, c.grace, c.barred, MaxBarred}
 	for _, id := range c.ids {
 		args = append(args, id)
 	}

@@ -46,6 +46,8 @@
 --          that long after this pass ("": the mode does not backfill)
 -- ARGV[17] where the walk starts: a rating, "(rating" (after it), or ""
 --          (the lowest)
+-- ARGV[18] the most rooms a ticket is barred from (ticket_requeue's
+--          ARGV[5]): a ticket with so many is backfilled no more
 -- Reply: {"OK", expired count, where the next pass starts ("": from the
 --        lowest), match JSON...}
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -92,7 +94,7 @@ local function open_in(e, reg, waited)
   end
   return false
 end
-local MAX_BARRED = 16 -- ticket_requeue's
+local MAX_BARRED = tonumber(ARGV[18])
 local function barred(st, room)
   if not st.nb then return false end
   if #st.nb >= MAX_BARRED then return true end -- from every room

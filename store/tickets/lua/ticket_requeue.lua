@@ -16,21 +16,22 @@
 -- ARGV[1] match id  ARGV[2] room id  ARGV[3] grace, ms
 -- ARGV[4] how many of the ticket ids, the first ones, are barred from the
 --         room
--- ARGV[5..] the match's ticket ids
+-- ARGV[5] the most rooms a ticket is barred from (MAX_BARRED)
+-- ARGV[6..] the match's ticket ids
 -- Reply: {"OK", tickets requeued}
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mid, room, barred = ARGV[1], ARGV[2], tonumber(ARGV[4])
-local MAX_BARRED = 16
+local MAX_BARRED = tonumber(ARGV[5])
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local n = 0
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   local id = ARGV[i]
   local r = redis.call('HMGET', tickets, id .. ':g', id .. ':s')
   local st = r[2] and cjson.decode(r[2])
   if r[1] and st and st.st == 'matched' and st.mid == mid and (st.rm or '') == '' then
     st.mid, st.reg, st.tm, st.mat = nil, nil, nil, nil
-    if i - 4 <= barred and room ~= '' then
+    if i - 5 <= barred and room ~= '' then
       local nb = st.nb or {}
       nb[#nb + 1] = room
       if #nb > MAX_BARRED then table.remove(nb, 1) end
