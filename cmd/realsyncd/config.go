@@ -189,6 +189,12 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		// never echo the value: it is a secret
 		bad("REALSYNC_JWT_SECRET", fmt.Sprintf("is required in production, at least %d characters, the same on every instance (e.g. openssl rand -hex 32)", minProductionSecret))
 	}
+	if c.Env == envProduction && c.RedisURL == "" && len(c.ClusterAddrs) == 0 {
+		// a blanked Secret or a lone comma is as good as unset: the
+		// embedded store would serve, each instance apart, losing all on exit
+		bad("REALSYNC_REDIS_URL or REALSYNC_REDIS_CLUSTER_ADDRS", "one is required in production (neither names a Redis): "+
+			"the embedded in-memory store, used when both are unset, is for trying RealSync only (one instance, data lost on exit)")
+	}
 	if c.JWTLeeway, err = time.ParseDuration(leeway); err != nil || c.JWTLeeway < 0 || c.JWTLeeway > 5*time.Minute {
 		bad("REALSYNC_JWT_LEEWAY", "must be a duration from 0 to 5m such as 30s")
 	}

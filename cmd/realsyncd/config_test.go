@@ -98,10 +98,11 @@ func TestParseConfigRateLimits(t *testing.T) {
 	}
 }
 
-// REALSYNC_ENV sets the guest default and requires a secret in
-// production; the JWT settings parse, and bad values name their variable.
+// REALSYNC_ENV sets the guest default and requires a secret and a Redis
+// in production; the JWT settings parse, and bad values name their variable.
 func TestParseConfigIdentity(t *testing.T) {
 	secret := strings.Repeat("s", 32)
+	const redisURL = "redis://redis.internal:6379/0"
 	tests := []struct {
 		name   string
 		env    map[string]string
@@ -113,16 +114,29 @@ func TestParseConfigIdentity(t *testing.T) {
 	}{
 		{name: "Defaults", guest: true, leeway: 30 * time.Second},
 		{name: "DevelopmentGuestOff", env: map[string]string{"REALSYNC_GUEST_AUTH": "false"}, leeway: 30 * time.Second},
-		{name: "Production", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret}, leeway: 30 * time.Second},
-		{name: "ProductionGuestForced", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret, "REALSYNC_GUEST_AUTH": "true"},
-			guest: true, forced: true, leeway: 30 * time.Second},
-		{name: "ProductionFlag", args: []string{"-env", "production", "-jwt-secret", secret}, leeway: 30 * time.Second},
+		{name: "Production", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret, "REALSYNC_REDIS_URL": redisURL},
+			leeway: 30 * time.Second},
+		{name: "ProductionCluster", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret,
+			"REALSYNC_REDIS_CLUSTER_ADDRS": "redis-1:6379,redis-2:6379"}, leeway: 30 * time.Second},
+		{name: "ProductionGuestForced", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret, "REALSYNC_GUEST_AUTH": "true",
+			"REALSYNC_REDIS_URL": redisURL}, guest: true, forced: true, leeway: 30 * time.Second},
+		{name: "ProductionFlag", args: []string{"-env", "production", "-jwt-secret", secret, "-redis-url", redisURL}, leeway: 30 * time.Second},
+		{name: "DevelopmentEmbedded", env: map[string]string{"REALSYNC_REDIS_URL": "", "REALSYNC_REDIS_CLUSTER_ADDRS": ","}, guest: true,
+			leeway: 30 * time.Second},
 		{name: "Leeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "5s"}, guest: true, leeway: 5 * time.Second},
 		{name: "NoLeeway", args: []string{"-jwt-leeway", "0"}, guest: true},
 		{name: "KeysFile", env: map[string]string{"REALSYNC_JWT_KEYS_FILE": "/etc/realsync/jwks.json", "REALSYNC_JWT_ISSUER": "https://login.example",
 			"REALSYNC_JWT_AUDIENCE": "realsync"}, guest: true, leeway: 30 * time.Second},
 		{name: "BadEnv", env: map[string]string{"REALSYNC_ENV": "prod"}, err: "REALSYNC_ENV"},
 		{name: "ProductionNoSecret", env: map[string]string{"REALSYNC_ENV": "production"}, err: "REALSYNC_JWT_SECRET"},
+		{name: "ProductionNoRedis", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret},
+			err: "REALSYNC_REDIS_URL or REALSYNC_REDIS_CLUSTER_ADDRS: one is required in production"},
+		{name: "ProductionBlankRedisURL", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret, "REALSYNC_REDIS_URL": ""},
+			err: "REALSYNC_REDIS_URL or REALSYNC_REDIS_CLUSTER_ADDRS: one is required in production"},
+		{name: "ProductionBlankRedisFlag", args: []string{"-env", "production", "-jwt-secret", secret, "-redis-url", ""},
+			err: "embedded in-memory store, used when both are unset, is for trying RealSync only"},
+		{name: "ProductionClusterNoAddress", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": secret,
+			"REALSYNC_REDIS_CLUSTER_ADDRS": " , "}, err: "REALSYNC_REDIS_URL or REALSYNC_REDIS_CLUSTER_ADDRS: one is required in production"},
 		{name: "ProductionShortSecret", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": "short"}, err: "REALSYNC_JWT_SECRET"},
 		{name: "BadLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "-1s"}, err: "REALSYNC_JWT_LEEWAY"},
 		{name: "HugeLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "1h"}, err: "REALSYNC_JWT_LEEWAY"},

@@ -329,6 +329,8 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"TLSCertWithoutKey", []string{"REALSYNC_TLS_CERT=/nonexistent/cert.pem"}, 2, "REALSYNC_TLS_KEY"},
 		{"BadH2C", []string{"REALSYNC_H2C=on"}, 2, "REALSYNC_H2C"},
 		{"ProductionWithoutSecret", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET="}, 2, "REALSYNC_JWT_SECRET"},
+		{"ProductionWithoutRedis", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET=" + strings.Repeat("s", 32), "REALSYNC_REDIS_URL=",
+			"REALSYNC_REDIS_CLUSTER_ADDRS=,"}, 2, "for trying RealSync only"},
 		{"MissingKeysFile", []string{"REALSYNC_JWT_KEYS_FILE=/nonexistent/jwks.json"}, 1, "JWKS"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 		{"OldSchema", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix}, 1, "realsyncd migrate"},
