@@ -17,6 +17,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/redisurl"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 
@@ -332,7 +333,7 @@ func (s *Store) connect(cfg Config) error {
 		}
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
-		opt, err := redis.ParseURL(cfg.RedisURL)
+		opt, err := redisurl.Parse(cfg.RedisURL) // its errors hide the password
 		if err != nil {
 			return fmt.Errorf("REALSYNC_REDIS_URL: %w", err)
 		}

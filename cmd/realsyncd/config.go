@@ -14,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/internal/redisurl"
 	"github.com/realsync/realsync/store"
 )
 
@@ -164,8 +165,15 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 			}
 		}
 	}
-	if c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
+	switch {
+	case c.RedisURL == "":
+	case !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://"):
 		bad("REALSYNC_REDIS_URL", "must start with redis:// or rediss://")
+	default:
+		// never echo the password: redisurl hides the user information
+		if _, err := redisurl.Parse(c.RedisURL); err != nil {
+			bad("REALSYNC_REDIS_URL", err.Error())
+		}
 	}
 	var err error
 	if c.ReplicaReads, err = store.ParseReplicaReads(replicaReads); err != nil {

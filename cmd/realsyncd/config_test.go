@@ -322,3 +322,37 @@ func TestParseConfigSessionPolicy(t *testing.T) {
 		})
 	}
 }
+
+// The Redis settings: a URL or Cluster seeds as given, and a bad value
+// named, never showing the URL's password.
+func TestParseConfigRedis(t *testing.T) {
+	const secret = "S3cretRedisPw"
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		url     string // want RedisURL
+		cluster string // want ClusterAddrs, joined with ","
+		err     string // want an error naming this, "" for none
+	}{
+		{name: "Embedded"},
+		{name: "URL", env: map[string]string{"REALSYNC_REDIS_URL": "redis://:" + secret + "@127.0.0.1:6379/2"}, url: "redis://:" + secret + "@127.0.0.1:6379/2"},
+		{name: "URLFlagWins", env: map[string]string{"REALSYNC_REDIS_URL": "redis://a:1"}, args: []string{"-redis-url", "rediss://b:6380"}, url: "rediss://b:6380"},
+		{name: "BadScheme", env: map[string]string{"REALSYNC_REDIS_URL": "http://x"}, err: "REALSYNC_REDIS_URL: must start with redis://"},
+		{name: "BadPort", env: map[string]string{"REALSYNC_REDIS_URL": "redis://:" + secret + "@127.0.0.1:63x93"},
+			err: `REALSYNC_REDIS_URL: parse "redis://xxxxx@127.0.0.1:63x93": invalid port`},
+		{name: "BadPortFlag", args: []string{"-redis-url", "redis://user:" + secret + "@127.0.0.1:63x93"}, err: "REALSYNC_REDIS_URL"},
+		{name: "BadEscape", env: map[string]string{"REALSYNC_REDIS_URL": "redis://:S3cret%zzRedisPw@127.0.0.1:6379"},
+			err: "REALSYNC_REDIS_URL: the user name or password part of the URL is not valid"},
+		{name: "BadDatabase", env: map[string]string{"REALSYNC_REDIS_URL": "redis://:" + secret + "@127.0.0.1:6379/zero"},
+			err: "REALSYNC_REDIS_URL: redis: invalid database number"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseCase(t, tc.env, tc.args, tc.err, secret, "zzRedisPw")
+			if ok && (c.RedisURL != tc.url || strings.Join(c.ClusterAddrs, ",") != tc.cluster) {
+				t.Errorf("url %q cluster %q; want %q and %q", c.RedisURL, c.ClusterAddrs, tc.url, tc.cluster)
+			}
+		})
+	}
+}

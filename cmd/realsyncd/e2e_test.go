@@ -313,6 +313,7 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadShards", []string{"REALSYNC_SHARDS=0"}, 2, "REALSYNC_SHARDS"},
 		{"BadGuest", []string{"REALSYNC_GUEST_AUTH=maybe"}, 2, "REALSYNC_GUEST_AUTH"},
 		{"BadURL", []string{"REALSYNC_REDIS_URL=http://x"}, 2, "REALSYNC_REDIS_URL"},
+		{"BadURLPort", []string{"REALSYNC_REDIS_URL=redis://:S3cretRedisPw@127.0.0.1:63x93"}, 2, "REALSYNC_REDIS_URL: parse \"redis://xxxxx@127.0.0.1:63x93\""},
 		{"BadHeartbeat", []string{"REALSYNC_SSE_HEARTBEAT=soon"}, 2, "REALSYNC_SSE_HEARTBEAT"},
 		{"ShortPresenceTTL", []string{"REALSYNC_PRESENCE_TTL=10ms"}, 2, "REALSYNC_PRESENCE_TTL"},
 		{"NegativeGrace", []string{"REALSYNC_DISCONNECT_GRACE=-1s"}, 2, "REALSYNC_DISCONNECT_GRACE"},

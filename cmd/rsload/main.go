@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redisurl"
 )
 
 // Config is one run's parameters.
@@ -238,7 +240,7 @@ func serveMinimal(addr, redisURL string) error {
 	}
 	var rdb *redis.Client
 	if redisURL != "" {
-		o, err := redis.ParseURL(redisURL)
+		o, err := redisurl.Parse(redisURL)
 		if err != nil {
 			return fmt.Errorf("-redis: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/anchor"
+	"github.com/realsync/realsync/internal/redisurl"
 	"github.com/realsync/realsync/store"
 )
 
@@ -78,7 +79,7 @@ type redisProbe struct {
 }
 
 func newRedisProbe(url string) (*redisProbe, error) {
-	o, err := redis.ParseURL(url)
+	o, err := redisurl.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("-redis: %w", err)
 	}

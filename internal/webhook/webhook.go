@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -96,7 +97,7 @@ func Parse(raw []byte) ([]Endpoint, error) {
 		seen[ep.ID] = true
 		u, err := url.Parse(ep.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%s.url: %q is not an absolute http(s) URL", at, ep.URL)
+			return nil, fmt.Errorf("%s.url: %q is not an absolute http(s) URL", at, hideUserinfo(ep.URL))
 		}
 		if _, err := NewSigner(ep.Secret); err != nil {
 			return nil, fmt.Errorf("%s.secret: %w", at, err)
@@ -111,6 +112,18 @@ func Parse(raw []byte) ([]Endpoint, error) {
 		}
 	}
 	return eps, nil
+}
+
+// hideUserinfo is raw with its user information (a basic-auth password),
+// from "://" to the last "@", replaced by xxxxx: errors end up in logs.
+// The last "@", as a password may hold an unescaped "/" ending the
+// authority early.
+func hideUserinfo(raw string) string {
+	i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@")
+	if i < 0 || j < i+3 {
+		return raw
+	}
+	return raw[:i+3] + "xxxxx" + raw[j:]
 }
 
 // NewSigner checks a whsec_ secret and returns its Standard Webhooks
