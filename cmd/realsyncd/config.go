@@ -213,27 +213,35 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		bad("REALSYNC_SHARDS", fmt.Sprintf("must be an integer 1..%d", store.MaxShards))
 	}
 	c.stripeSettings = striping(c.Shards, bad)
-	if c.SSEHeartbeat, err = time.ParseDuration(heartbeat); err != nil || c.SSEHeartbeat <= 0 {
-		bad("REALSYNC_SSE_HEARTBEAT", "must be a positive duration such as 15s")
-	}
-	if c.DisconnectGrace, err = time.ParseDuration(grace); err != nil || c.DisconnectGrace < 0 {
-		bad("REALSYNC_DISCONNECT_GRACE", "must be a duration such as 30s, or 0")
-	}
-	if c.PresenceTTL, err = time.ParseDuration(presence); err != nil || c.PresenceTTL < 300*time.Millisecond {
-		bad("REALSYNC_PRESENCE_TTL", "must be a duration of at least 300ms such as 15s")
-	}
+	// Each duration within a range: a tiny one would make a ticker panic
+	// (the SSE sweep runs every heartbeat/2, the lease renewal every
+	// presence TTL/3) or spin a core, or round to 0 ms in Redis, which
+	// means "never" to the janitor's scripts.
 	for _, d := range []struct {
-		name string
-		in   string
-		out  *time.Duration
-	}{{"REALSYNC_ROOM_IDLE_TIMEOUT", idle, &c.RoomIdleTimeout}, {"REALSYNC_FINISHED_RETENTION", retention, &c.FinishedRetention},
-		{"REALSYNC_ROOM_MAX_LIFETIME", lifetime, &c.RoomMaxLifetime}} {
-		if *d.out, err = time.ParseDuration(d.in); err != nil || *d.out < 0 {
-			bad(d.name, "must be a duration such as 30s, or 0 (never)")
+		name    string
+		in      string
+		out     *time.Duration
+		lo, hi  time.Duration
+		zeroOff bool // 0 also accepted: the rule is off
+	}{
+		{"REALSYNC_SSE_HEARTBEAT", heartbeat, &c.SSEHeartbeat, minHeartbeat, maxHeartbeat, false},
+		{"REALSYNC_PRESENCE_TTL", presence, &c.PresenceTTL, minPresenceTTL, maxPresenceTTL, false},
+		{"REALSYNC_DISCONNECT_GRACE", grace, &c.DisconnectGrace, minRule, maxRule, true},
+		{"REALSYNC_ROOM_IDLE_TIMEOUT", idle, &c.RoomIdleTimeout, minRule, maxRule, true},
+		{"REALSYNC_FINISHED_RETENTION", retention, &c.FinishedRetention, minRule, maxRule, true},
+		{"REALSYNC_ROOM_MAX_LIFETIME", lifetime, &c.RoomMaxLifetime, minRule, maxRule, true},
+		{"REALSYNC_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout, minShutdown, maxShutdown, false},
+	} {
+		*d.out, err = time.ParseDuration(d.in)
+		switch {
+		case err == nil && *d.out == 0 && d.zeroOff:
+		case err != nil || *d.out < d.lo || *d.out > d.hi:
+			msg := fmt.Sprintf("must be a duration from %s to %s", fmtDuration(d.lo), fmtDuration(d.hi))
+			if d.zeroOff {
+				msg = "must be 0 (never) or a duration from " + fmtDuration(d.lo) + " to " + fmtDuration(d.hi)
+			}
+			bad(d.name, fmt.Sprintf("%s, such as %s; got %q", msg, durationDefaults[d.name], d.in))
 		}
-	}
-	if c.ShutdownTimeout, err = time.ParseDuration(shutdown); err != nil || c.ShutdownTimeout <= 0 {
-		bad("REALSYNC_SHUTDOWN_TIMEOUT", "must be a positive duration such as 30s")
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")
@@ -284,6 +292,33 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		c.JWTSecret, c.secretGenerated = hex.EncodeToString(b), true
 	}
 	return c, nil
+}
+
+// The ranges of the duration settings.
+const (
+	minHeartbeat, maxHeartbeat     = time.Second, 5 * time.Minute
+	minPresenceTTL, maxPresenceTTL = 300 * time.Millisecond, 10 * time.Minute
+	// the room rules: disconnect grace, idle timeout, finished retention,
+	// lifetime (0: off); a year at most
+	minRule, maxRule         = 100 * time.Millisecond, 8760 * time.Hour
+	minShutdown, maxShutdown = time.Second, time.Hour
+)
+
+// durationDefaults are the defaults shown as examples in range errors.
+var durationDefaults = map[string]string{"REALSYNC_SSE_HEARTBEAT": "15s", "REALSYNC_PRESENCE_TTL": "15s",
+	"REALSYNC_DISCONNECT_GRACE": "30s", "REALSYNC_ROOM_IDLE_TIMEOUT": "30m", "REALSYNC_FINISHED_RETENTION": "10m",
+	"REALSYNC_ROOM_MAX_LIFETIME": "24h", "REALSYNC_SHUTDOWN_TIMEOUT": "30s"}
+
+// fmtDuration writes d as an operator would: 5m, 8760h, 300ms.
+func fmtDuration(d time.Duration) string {
+	s := d.String() // 5m0s, 8760h0m0s
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // parseProxies reads comma-separated CIDRs ("10.0.0.0/8") or addresses

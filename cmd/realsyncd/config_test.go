@@ -356,3 +356,46 @@ func TestParseConfigRedis(t *testing.T) {
 		})
 	}
 }
+
+// The duration settings that feed tickers, divisions and Redis' ms
+// timers: each within its range (0 for the rules that may be off), the
+// bounds included, anything else named with the range.
+func TestParseConfigDurations(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want func(Config) time.Duration // the setting, when err is ""
+		is   time.Duration              // its value
+		err  string                     // want an error naming this, "" for none
+	}{
+		{name: "HeartbeatDefault", want: func(c Config) time.Duration { return c.SSEHeartbeat }, is: 15 * time.Second},
+		{name: "HeartbeatLowest", env: map[string]string{"REALSYNC_SSE_HEARTBEAT": "1s"}, want: func(c Config) time.Duration { return c.SSEHeartbeat }, is: time.Second},
+		{name: "HeartbeatHighest", args: []string{"-sse-heartbeat", "5m"}, want: func(c Config) time.Duration { return c.SSEHeartbeat }, is: 5 * time.Minute},
+		{name: "HeartbeatNanosecond", env: map[string]string{"REALSYNC_SSE_HEARTBEAT": "1ns"}, err: `REALSYNC_SSE_HEARTBEAT: must be a duration from 1s to 5m, such as 15s; got "1ns"`},
+		{name: "HeartbeatTwoNanoseconds", env: map[string]string{"REALSYNC_SSE_HEARTBEAT": "2ns"}, err: "REALSYNC_SSE_HEARTBEAT"},
+		{name: "HeartbeatSubSecond", args: []string{"-sse-heartbeat", "999ms"}, err: "REALSYNC_SSE_HEARTBEAT"},
+		{name: "HeartbeatTooLong", env: map[string]string{"REALSYNC_SSE_HEARTBEAT": "6m"}, err: "REALSYNC_SSE_HEARTBEAT"},
+		{name: "PresenceTTLLowest", env: map[string]string{"REALSYNC_PRESENCE_TTL": "300ms"}, want: func(c Config) time.Duration { return c.PresenceTTL }, is: 300 * time.Millisecond},
+		{name: "PresenceTTLTooShort", env: map[string]string{"REALSYNC_PRESENCE_TTL": "299ms"}, err: "REALSYNC_PRESENCE_TTL: must be a duration from 300ms to 10m"},
+		{name: "PresenceTTLTooLong", env: map[string]string{"REALSYNC_PRESENCE_TTL": "11m"}, err: "REALSYNC_PRESENCE_TTL"},
+		{name: "GraceNever", env: map[string]string{"REALSYNC_DISCONNECT_GRACE": "0"}, want: func(c Config) time.Duration { return c.DisconnectGrace }},
+		{name: "GraceSubMillisecond", env: map[string]string{"REALSYNC_DISCONNECT_GRACE": "500us"},
+			err: `REALSYNC_DISCONNECT_GRACE: must be 0 (never) or a duration from 100ms to 8760h, such as 30s; got "500us"`},
+		{name: "IdleNanosecond", env: map[string]string{"REALSYNC_ROOM_IDLE_TIMEOUT": "1ns"}, err: "REALSYNC_ROOM_IDLE_TIMEOUT"},
+		{name: "IdleShort", env: map[string]string{"REALSYNC_ROOM_IDLE_TIMEOUT": "1500ms"}, want: func(c Config) time.Duration { return c.RoomIdleTimeout }, is: 1500 * time.Millisecond},
+		{name: "RetentionLowest", env: map[string]string{"REALSYNC_FINISHED_RETENTION": "100ms"}, want: func(c Config) time.Duration { return c.FinishedRetention }, is: 100 * time.Millisecond},
+		{name: "RetentionTooLong", env: map[string]string{"REALSYNC_FINISHED_RETENTION": "8761h"}, err: "REALSYNC_FINISHED_RETENTION"},
+		{name: "LifetimeTiny", args: []string{"-room-max-lifetime", "1us"}, err: "REALSYNC_ROOM_MAX_LIFETIME"},
+		{name: "ShutdownNanosecond", env: map[string]string{"REALSYNC_SHUTDOWN_TIMEOUT": "1ns"}, err: "REALSYNC_SHUTDOWN_TIMEOUT: must be a duration from 1s to 1h"},
+		{name: "ShutdownTooLong", env: map[string]string{"REALSYNC_SHUTDOWN_TIMEOUT": "2h"}, err: "REALSYNC_SHUTDOWN_TIMEOUT"},
+		{name: "ShutdownShort", env: map[string]string{"REALSYNC_SHUTDOWN_TIMEOUT": "2s"}, want: func(c Config) time.Duration { return c.ShutdownTimeout }, is: 2 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, ok := parseCase(t, tc.env, tc.args, tc.err); ok && tc.want(c) != tc.is {
+				t.Errorf("got %v, want %v", tc.want(c), tc.is)
+			}
+		})
+	}
+}

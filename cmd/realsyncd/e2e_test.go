@@ -315,6 +315,7 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"BadURL", []string{"REALSYNC_REDIS_URL=http://x"}, 2, "REALSYNC_REDIS_URL"},
 		{"BadURLPort", []string{"REALSYNC_REDIS_URL=redis://:S3cretRedisPw@127.0.0.1:63x93"}, 2, "REALSYNC_REDIS_URL: parse \"redis://xxxxx@127.0.0.1:63x93\""},
 		{"BadHeartbeat", []string{"REALSYNC_SSE_HEARTBEAT=soon"}, 2, "REALSYNC_SSE_HEARTBEAT"},
+		{"TinyHeartbeat", []string{"REALSYNC_SSE_HEARTBEAT=1ns"}, 2, "REALSYNC_SSE_HEARTBEAT: must be a duration from 1s to 5m"},
 		{"ShortPresenceTTL", []string{"REALSYNC_PRESENCE_TTL=10ms"}, 2, "REALSYNC_PRESENCE_TTL"},
 		{"NegativeGrace", []string{"REALSYNC_DISCONNECT_GRACE=-1s"}, 2, "REALSYNC_DISCONNECT_GRACE"},
 		{"BadIdleTimeout", []string{"REALSYNC_ROOM_IDLE_TIMEOUT=-1m"}, 2, "REALSYNC_ROOM_IDLE_TIMEOUT"},
