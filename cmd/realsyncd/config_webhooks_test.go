@@ -23,6 +23,10 @@ func TestParseConfigWebhooks(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("endpoints:\n- id: a\n  url: https://h.example/x\n  secret: nope\n  events: ['*']\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	unknown := filepath.Join(dir, "unknown.yaml")
+	if err := os.WriteFile(unknown, []byte("endpoints:\n- id: a\n  url: https://h.example/x\n  secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n  events: [nonexistent_event]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	const file, attempts = "REALSYNC_WEBHOOKS_FILE", "REALSYNC_WEBHOOK_MAX_ATTEMPTS"
 	const timeout, backoff = "REALSYNC_WEBHOOK_TIMEOUT", "REALSYNC_WEBHOOK_BACKOFF"
 	tests := []struct {
@@ -43,6 +47,7 @@ func TestParseConfigWebhooks(t *testing.T) {
 			on:   true, maxTry: 5, timeout: 2 * time.Second, base: 5 * time.Millisecond, most: time.Second},
 		{name: "Missing", env: map[string]string{file: dir + "/none"}, wantErr: file},
 		{name: "BadSecret", env: map[string]string{file: bad}, wantErr: file},
+		{name: "UnknownEvent", env: map[string]string{file: unknown}, wantErr: file + ": webhooks file " + unknown + `: endpoints[0].events[0]: unknown event type "nonexistent_event": one of state,`},
 		{name: "ZeroAttempts", env: map[string]string{attempts: "0"}, wantErr: attempts},
 		{name: "WordAttempts", env: map[string]string{attempts: "many"}, wantErr: attempts},
 		{name: "Timeout", env: map[string]string{timeout: "500ms"}, maxTry: 8, timeout: 500 * time.Millisecond},

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -41,6 +42,16 @@ type Endpoint struct {
 	Secret string `yaml:"secret" json:"secret"`
 	// Events are the event types it receives; "*" is every type.
 	Events []string `yaml:"events" json:"events"`
+}
+
+// EventTypes are the types a webhook can carry: the room events the
+// store's scripts write to the outbox (not the stream-only snapshot,
+// resumed and token_expiring) and the users' online status changes
+// (store/sessions). An endpoint's events name some of them, or "*".
+var EventTypes = []string{
+	"state", "player_joined", "player_left", "player_connected", "player_disconnected", "room_updated", "message",
+	"room_closed", "seats_reserved", "reservation_expired",
+	"user_online", "user_platforms_changed", "user_offline",
 }
 
 // Load reads and checks the endpoints file at path; an error names the
@@ -108,6 +119,10 @@ func Parse(raw []byte) ([]Endpoint, error) {
 		for j, e := range ep.Events {
 			if e == "" {
 				return nil, fmt.Errorf("%s.events[%d]: empty", at, j)
+			}
+			if e != "*" && !slices.Contains(EventTypes, e) {
+				// a typo would receive nothing, silently
+				return nil, fmt.Errorf("%s.events[%d]: unknown event type %q: one of %s, or \"*\" for all", at, j, e, strings.Join(EventTypes, ", "))
 			}
 		}
 	}

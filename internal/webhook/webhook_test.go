@@ -8,6 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +41,10 @@ func TestParse(t *testing.T) {
 		{"bad secret", "endpoints:\n- {id: a, url: 'https://x/h', secret: abc, events: ['*']}\n", "endpoints[0].secret", 0},
 		{"secret not base64", "endpoints:\n- {id: a, url: 'https://x/h', secret: 'whsec_!!', events: ['*']}\n", "endpoints[0].secret: the key after whsec_ is not base64", 0},
 		{"no events", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + "}\n", "endpoints[0].events", 0},
+		{"unknown event", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: [room_closed, nonexistent_event]}\n",
+			`endpoints[0].events[1]: unknown event type "nonexistent_event": one of state, player_joined`, 0},
+		{"stream-only event", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: [snapshot]}\n", `unknown event type "snapshot"`, 0},
+		{"every known event", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: [" + strings.Join(webhook.EventTypes, ", ") + "]}\n", "", 1},
 		{"unknown field", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*'], retries: 3}\n", "retries", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,5 +187,34 @@ func TestSetEndpoints(t *testing.T) {
 	}
 	if err := s.Send(context.Background(), d); err == nil || !strings.Contains(err.Error(), "not configured") {
 		t.Fatalf("a try of a removed endpoint: %v", err)
+	}
+}
+
+// EventTypes holds every type a script writes to the webhook outbox: a
+// new event a script emits must be added there, or no endpoint could
+// name it.
+func TestEventTypesCoverTheOutbox(t *testing.T) {
+	emitted := map[string]bool{"user_online": true, "user_platforms_changed": true, "user_offline": true} // store/sessions/lua/prelude.lua
+	files, _ := filepath.Glob("../../store/lua/*.lua")
+	if len(files) == 0 {
+		t.Fatal("no scripts under store/lua")
+	}
+	re := regexp.MustCompile(`emit\('([a-z_]+)'`)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			emitted[m[1]] = true
+		}
+	}
+	for e := range emitted {
+		if !slices.Contains(webhook.EventTypes, e) {
+			t.Errorf("%s is written to the outbox but not in EventTypes", e)
+		}
+	}
+	if len(emitted) != len(webhook.EventTypes) {
+		t.Errorf("outbox types %d, EventTypes %d: %v", len(emitted), len(webhook.EventTypes), webhook.EventTypes)
 	}
 }
