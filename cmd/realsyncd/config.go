@@ -152,6 +152,14 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	}
 	var errs []string
 	bad := func(name, msg string) { errs = append(errs, name+": "+msg) }
+	if fs.NArg() > 0 {
+		// flag stops at the first word that is not a flag: what follows
+		// ("serve -shards 8") would be ignored, silently
+		bad("command line", fmt.Sprintf("unexpected argument %q: realsyncd takes flags only (-name value), and migrate or apikey as the first word", fs.Arg(0)))
+	}
+	if !validAddr(c.Addr) {
+		bad("REALSYNC_ADDR", "must be host:port or :port with a port 0..65535, such as :8080 or 127.0.0.1:8080")
+	}
 	c.quotaSettings = quotas(bad)
 	c.protocolSettings = protocols(bad)
 	c.batchSettings = batching(bad)
@@ -160,7 +168,12 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	c.matchSettings = matchmakingOpts(bad)
 	if cluster != "" {
 		for _, a := range strings.Split(cluster, ",") {
-			if a = strings.TrimSpace(a); a != "" {
+			switch a = strings.TrimSpace(a); {
+			case a == "":
+			case !validSeed(a):
+				// redacted: a URL given by mistake may hold a password
+				bad("REALSYNC_REDIS_CLUSTER_ADDRS", fmt.Sprintf("%q must be host:port, such as redis-1:6379 (no redis://, no password)", redisurl.Redact(a)))
+			default:
 				c.ClusterAddrs = append(c.ClusterAddrs, a)
 			}
 		}
@@ -206,6 +219,15 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.JWTLeeway, err = time.ParseDuration(leeway); err != nil || c.JWTLeeway < 0 || c.JWTLeeway > 5*time.Minute {
 		bad("REALSYNC_JWT_LEEWAY", "must be a duration from 0 to 5m such as 30s")
 	}
+	if c.JWTKeysFile != "" {
+		// Run loads it again and watches it; checked here to stop with exit
+		// 2 naming the variable
+		if data, err := os.ReadFile(c.JWTKeysFile); err != nil {
+			bad("REALSYNC_JWT_KEYS_FILE", err.Error())
+		} else if _, err := api.ParseJWKS(data); err != nil {
+			bad("REALSYNC_JWT_KEYS_FILE", c.JWTKeysFile+": "+err.Error())
+		}
+	}
 	if c.JWTKeysFile == "" && (c.JWTIssuer != "" || c.JWTAudience != "") {
 		bad("REALSYNC_JWT_KEYS_FILE", "is required with REALSYNC_JWT_ISSUER or REALSYNC_JWT_AUDIENCE (they apply to studio tokens)")
 	}
@@ -246,8 +268,8 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{}: \t\n") {
 		bad("REALSYNC_KEY_PREFIX", "must be non-empty without braces, colons or spaces")
 	}
-	if c.PprofAddr != "" && !strings.HasPrefix(c.PprofAddr, "127.0.0.1:") && !strings.HasPrefix(c.PprofAddr, "localhost:") {
-		bad("REALSYNC_PPROF_ADDR", "must be a loopback address such as 127.0.0.1:6060")
+	if c.PprofAddr != "" && !validLoopback(c.PprofAddr) {
+		bad("REALSYNC_PPROF_ADDR", "must be a loopback address with a port 1..65535, such as 127.0.0.1:6060, [::1]:6060 or localhost:6060")
 	}
 	if c.AdminToken != "" && !validAdminToken(c.AdminToken) {
 		// never echo the value: it is a secret
@@ -283,6 +305,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		bad("REALSYNC_TRUSTED_PROXIES", err.Error())
 	}
 	parseHardening(h, &c, bad)
+	c.checkRuleModes(bad)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("bad configuration:\n  %s", strings.Join(errs, "\n  "))
 	}
@@ -359,6 +382,24 @@ func validAdminToken(t string) bool {
 		}
 	}
 	return true
+}
+
+// validSeed reports whether a is a Cluster seed node: host:port, the
+// host a name or an IP (no scheme, no user information, no path).
+func validSeed(a string) bool {
+	host, _, err := net.SplitHostPort(a)
+	return err == nil && validHostPort(a) && !strings.ContainsAny(host, "/@?#") && !strings.Contains(a, "://")
+}
+
+// validLoopback reports whether addr is host:port on a loopback
+// interface: localhost, 127.0.0.0/8 or ::1, port 1..65535.
+func validLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || !validHostPort(addr) {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return host == "localhost" || (err == nil && ip.IsLoopback())
 }
 
 func validHostPort(a string) bool {

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/matchmaking"
@@ -36,6 +39,26 @@ func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad
 			}
 		}
 		return s
+	}
+}
+
+// checkRuleModes refuses rules for a mode REALSYNC_MODES does not allow:
+// a ticket of that mode is refused (422), so they could never apply (most
+// likely a typo in either).
+func (c Config) checkRuleModes(bad func(name, msg string)) {
+	if len(c.Modes) == 0 {
+		return
+	}
+	var unused []string
+	for m := range c.MatchmakingRules.Modes {
+		if !slices.Contains(c.Modes, m) {
+			unused = append(unused, m)
+		}
+	}
+	if len(unused) > 0 {
+		slices.Sort(unused)
+		bad("REALSYNC_MATCHMAKING_FILE", fmt.Sprintf("rules for mode(s) %s that REALSYNC_MODES (%s) does not allow: their tickets are refused, so the rules would never apply; add the mode to REALSYNC_MODES or remove its rules",
+			strings.Join(unused, ", "), strings.Join(c.Modes, ",")))
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 
 // REALSYNC_MATCHMAKING_FILE: unset, every mode gets the defaults; a good
 // file's modes get its rules; a missing or bad file is reported naming the
-// variable and the field; the flag wins.
+// variable and the field; the flag wins. Rules for a mode REALSYNC_MODES
+// does not allow are refused: its tickets are, so they could never apply.
 func TestParseConfigMatchmaking(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "mm.yaml")
@@ -37,6 +38,10 @@ func TestParseConfigMatchmaking(t *testing.T) {
 		{name: "FlagWins", env: map[string]string{file: bad}, args: []string{"-matchmaking-file", good}, size: 6},
 		{name: "Missing", env: map[string]string{file: dir + "/none"}, wantErr: file},
 		{name: "BadField", env: map[string]string{file: bad}, wantErr: "modes.ranked.window.max"},
+		{name: "ModeAllowed", env: map[string]string{file: good, "REALSYNC_MODES": "battle,ranked"}, size: 6},
+		{name: "ModeNotAllowed", env: map[string]string{file: good, "REALSYNC_MODES": "battle,duel"},
+			wantErr: "REALSYNC_MATCHMAKING_FILE: rules for mode(s) ranked that REALSYNC_MODES (battle,duel) does not allow"},
+		{name: "ModeNotAllowedFlag", env: map[string]string{file: good}, args: []string{"-modes", "duel"}, wantErr: "mode(s) ranked that REALSYNC_MODES (duel)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,9 @@ func TestParseConfigRateLimits(t *testing.T) {
 func TestParseConfigIdentity(t *testing.T) {
 	secret := strings.Repeat("s", 32)
 	const redisURL = "redis://redis.internal:6379/0"
+	jwks, badJWKS := filepath.Join(t.TempDir(), "jwks.json"), filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(jwks, []byte(`{"keys":[{"kty":"oct","kid":"studio","alg":"HS256","k":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"}]}`), 0o600)
+	os.WriteFile(badJWKS, []byte(`{"keys":[{"kty":"RSA","kid":"broken"}]}`), 0o600)
 	tests := []struct {
 		name   string
 		env    map[string]string
@@ -125,7 +129,7 @@ func TestParseConfigIdentity(t *testing.T) {
 			leeway: 30 * time.Second},
 		{name: "Leeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "5s"}, guest: true, leeway: 5 * time.Second},
 		{name: "NoLeeway", args: []string{"-jwt-leeway", "0"}, guest: true},
-		{name: "KeysFile", env: map[string]string{"REALSYNC_JWT_KEYS_FILE": "/etc/realsync/jwks.json", "REALSYNC_JWT_ISSUER": "https://login.example",
+		{name: "KeysFile", env: map[string]string{"REALSYNC_JWT_KEYS_FILE": jwks, "REALSYNC_JWT_ISSUER": "https://login.example",
 			"REALSYNC_JWT_AUDIENCE": "realsync"}, guest: true, leeway: 30 * time.Second},
 		{name: "BadEnv", env: map[string]string{"REALSYNC_ENV": "prod"}, err: "REALSYNC_ENV"},
 		{name: "ProductionNoSecret", env: map[string]string{"REALSYNC_ENV": "production"}, err: "REALSYNC_JWT_SECRET"},
@@ -140,6 +144,9 @@ func TestParseConfigIdentity(t *testing.T) {
 		{name: "ProductionShortSecret", env: map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": "short"}, err: "REALSYNC_JWT_SECRET"},
 		{name: "BadLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "-1s"}, err: "REALSYNC_JWT_LEEWAY"},
 		{name: "HugeLeeway", env: map[string]string{"REALSYNC_JWT_LEEWAY": "1h"}, err: "REALSYNC_JWT_LEEWAY"},
+		{name: "KeysFileMissing", env: map[string]string{"REALSYNC_JWT_KEYS_FILE": "/nonexistent/jwks.json"},
+			err: "REALSYNC_JWT_KEYS_FILE: open /nonexistent/jwks.json"},
+		{name: "KeysFileBad", args: []string{"-jwt-keys-file", badJWKS}, err: "REALSYNC_JWT_KEYS_FILE: " + badJWKS + ": bad JWKS file: key 0"},
 		{name: "IssuerWithoutKeys", env: map[string]string{"REALSYNC_JWT_ISSUER": "https://login.example"}, err: "REALSYNC_JWT_KEYS_FILE"},
 	}
 	for _, tc := range tests {
@@ -346,6 +353,15 @@ func TestParseConfigRedis(t *testing.T) {
 			err: "REALSYNC_REDIS_URL: the user name or password part of the URL is not valid"},
 		{name: "BadDatabase", env: map[string]string{"REALSYNC_REDIS_URL": "redis://:" + secret + "@127.0.0.1:6379/zero"},
 			err: "REALSYNC_REDIS_URL: redis: invalid database number"},
+		{name: "Cluster", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": "redis-1:6379, 10.0.0.2:7000,[fd00::3]:6379,"},
+			cluster: "redis-1:6379,10.0.0.2:7000,[fd00::3]:6379"},
+		{name: "ClusterURL", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": "redis-1:6379,redis://redis-2:6379"},
+			err: `REALSYNC_REDIS_CLUSTER_ADDRS: "redis://redis-2:6379" must be host:port`},
+		{name: "ClusterURLPassword", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": "redis://:" + secret + "@redis-2:6379"},
+			err: `REALSYNC_REDIS_CLUSTER_ADDRS: "redis://xxxxx@redis-2:6379" must be host:port`},
+		{name: "ClusterNoPort", args: []string{"-redis-cluster-addrs", "redis-1:6379,redis-2"}, err: `REALSYNC_REDIS_CLUSTER_ADDRS: "redis-2" must be host:port`},
+		{name: "ClusterBadPort", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": "redis-1:0"}, err: "REALSYNC_REDIS_CLUSTER_ADDRS"},
+		{name: "ClusterNoHost", env: map[string]string{"REALSYNC_REDIS_CLUSTER_ADDRS": ":6379"}, err: "REALSYNC_REDIS_CLUSTER_ADDRS"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -395,6 +411,46 @@ func TestParseConfigDurations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if c, ok := parseCase(t, tc.env, tc.args, tc.err); ok && tc.want(c) != tc.is {
 				t.Errorf("got %v, want %v", tc.want(c), tc.is)
+			}
+		})
+	}
+}
+
+// The listen addresses and the command line: REALSYNC_ADDR a listen
+// address, REALSYNC_PPROF_ADDR a loopback one (IPv6 too), no word after
+// the flags (it would stop flag parsing, ignoring the rest).
+func TestParseConfigAddresses(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		addr  string // want Addr
+		pprof string // want PprofAddr
+		err   string // want an error naming this, "" for none
+	}{
+		{name: "Defaults", addr: ":8080"},
+		{name: "Addr", env: map[string]string{"REALSYNC_ADDR": "127.0.0.1:0"}, addr: "127.0.0.1:0"},
+		{name: "AddrIPv6", args: []string{"-addr", "[::]:8080"}, addr: "[::]:8080"},
+		{name: "AddrWord", env: map[string]string{"REALSYNC_ADDR": "notanaddr"}, err: "REALSYNC_ADDR: must be host:port or :port"},
+		{name: "AddrBadPort", env: map[string]string{"REALSYNC_ADDR": ":99999"}, err: "REALSYNC_ADDR"},
+		{name: "AddrNamedPort", args: []string{"-addr", ":http"}, err: "REALSYNC_ADDR"},
+		{name: "Pprof", env: map[string]string{"REALSYNC_PPROF_ADDR": "127.0.0.1:6060"}, addr: ":8080", pprof: "127.0.0.1:6060"},
+		{name: "PprofLocalhost", env: map[string]string{"REALSYNC_PPROF_ADDR": "localhost:6060"}, addr: ":8080", pprof: "localhost:6060"},
+		{name: "PprofIPv6Loopback", env: map[string]string{"REALSYNC_PPROF_ADDR": "[::1]:6060"}, addr: ":8080", pprof: "[::1]:6060"},
+		{name: "PprofBadPort", env: map[string]string{"REALSYNC_PPROF_ADDR": "127.0.0.1:abc"}, err: "REALSYNC_PPROF_ADDR: must be a loopback address with a port 1..65535"},
+		{name: "PprofNoPort", env: map[string]string{"REALSYNC_PPROF_ADDR": "127.0.0.1:"}, err: "REALSYNC_PPROF_ADDR"},
+		{name: "PprofEveryInterface", env: map[string]string{"REALSYNC_PPROF_ADDR": "0.0.0.0:6060"}, err: "REALSYNC_PPROF_ADDR"},
+		{name: "PprofIPv6Any", env: map[string]string{"REALSYNC_PPROF_ADDR": "[::]:6060"}, err: "REALSYNC_PPROF_ADDR"},
+		{name: "PprofLocalhostPrefix", env: map[string]string{"REALSYNC_PPROF_ADDR": "localhost.evil.example:6060"}, err: "REALSYNC_PPROF_ADDR"},
+		{name: "ExtraWords", args: []string{"-addr", "127.0.0.1:0", "serve", "-shards", "8"},
+			err: `command line: unexpected argument "serve": realsyncd takes flags only`},
+		{name: "SubcommandAfterFlags", args: []string{"-shards", "8", "migrate"}, err: `unexpected argument "migrate"`},
+		{name: "AfterDoubleDash", args: []string{"--", "-shards"}, err: `unexpected argument "-shards"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, ok := parseCase(t, tc.env, tc.args, tc.err); ok && (c.Addr != tc.addr || c.PprofAddr != tc.pprof) {
+				t.Errorf("addr %q pprof %q; want %q and %q", c.Addr, c.PprofAddr, tc.addr, tc.pprof)
 			}
 		})
 	}

@@ -311,6 +311,8 @@ func TestRefusesBadConfig(t *testing.T) {
 		want string
 	}{
 		{"BadShards", []string{"REALSYNC_SHARDS=0"}, 2, "REALSYNC_SHARDS"},
+		{"BadAddr", []string{"REALSYNC_ADDR=:99999"}, 2, "REALSYNC_ADDR: must be host:port"},
+		{"ExtraArguments", []string{"-shards", "8", "serve"}, 2, `unexpected argument "serve"`},
 		{"BadGuest", []string{"REALSYNC_GUEST_AUTH=maybe"}, 2, "REALSYNC_GUEST_AUTH"},
 		{"BadURL", []string{"REALSYNC_REDIS_URL=http://x"}, 2, "REALSYNC_REDIS_URL"},
 		{"BadURLPort", []string{"REALSYNC_REDIS_URL=redis://:S3cretRedisPw@127.0.0.1:63x93"}, 2, "REALSYNC_REDIS_URL: parse \"redis://xxxxx@127.0.0.1:63x93\""},
@@ -333,7 +335,7 @@ func TestRefusesBadConfig(t *testing.T) {
 		{"ProductionWithoutSecret", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET="}, 2, "REALSYNC_JWT_SECRET"},
 		{"ProductionWithoutRedis", []string{"REALSYNC_ENV=production", "REALSYNC_JWT_SECRET=" + strings.Repeat("s", 32), "REALSYNC_REDIS_URL=",
 			"REALSYNC_REDIS_CLUSTER_ADDRS=,"}, 2, "for trying RealSync only"},
-		{"MissingKeysFile", []string{"REALSYNC_JWT_KEYS_FILE=/nonexistent/jwks.json"}, 1, "JWKS"},
+		{"MissingKeysFile", []string{"REALSYNC_JWT_KEYS_FILE=/nonexistent/jwks.json"}, 2, "REALSYNC_JWT_KEYS_FILE: open /nonexistent/jwks.json"},
 		{"ShardMismatch", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix, "REALSYNC_SHARDS=8"}, 1, "fixed for a deployment"},
 		{"OldSchema", []string{"REALSYNC_REDIS_URL=" + url, "REALSYNC_KEY_PREFIX=" + prefix}, 1, "realsyncd migrate"},
 		{"MigrateEmbedded", []string{"migrate"}, 2, "REALSYNC_REDIS_URL"},
