@@ -254,10 +254,11 @@ wait:
 
 // shutdown stops accepting connections, ends every event stream (each with
 // a short jittered retry line, so its client resumes on another instance
-// with Last-Event-ID, and its presence lease released, so the others see
-// player_disconnected at once), stops the background loops, waits for
-// the requests in flight, and closes the store: all within timeout. Past
-// it the remaining connections are cut and an error says so.
+// with Last-Event-ID, and its presence lease released: a player whose
+// client is not back within the presence debounce is then shown
+// player_disconnected), stops the background loops, waits for the
+// requests in flight, and closes the store: all within timeout. Past it
+// the remaining connections are cut and an error says so.
 func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
