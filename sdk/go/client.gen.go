@@ -1462,6 +1462,15 @@ type ClientInterface interface {
 	// (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
 	// replication lag; the changes after it are read from masters.
 	//
+	// Store unavailable: while Redis is unreachable, or before the
+	// instance connected to it, the answer is not 503 as on other routes
+	// but `200` with only a `retry: 5000` line and a comment `: store
+	// unavailable, retry later`, then the end of the stream: any other
+	// status makes EventSource give up for good, and this one has it come
+	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+	// answered by realsyncd on this route.
+	//
 	// API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Corresponds with GET /v1/lobby/events (the `StreamLobbyEvents` operationId).
@@ -1773,6 +1782,15 @@ type ClientInterface interface {
 	//
 	// The data of every event is the schema `UserEvent`. Logged events
 	// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+	// Store unavailable: while Redis is unreachable, or before the
+	// instance connected to it, the answer is not 503 as on other routes
+	// but `200` with only a `retry: 5000` line and a comment `: store
+	// unavailable, retry later`, then the end of the stream: any other
+	// status makes EventSource give up for good, and this one has it come
+	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+	// answered by realsyncd on this route.
+	//
 	// Presence is not logged: after any reconnect the stream sends every
 	// followed user's current status again, so a client keeps, per user,
 	// the status of the highest `version` and needs nothing else.
@@ -2100,6 +2118,15 @@ type ClientInterface interface {
 	// several streams count once). A player who had a stream and stays
 	// without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 	// it off) is removed: `player_left` with reason `disconnected`.
+	//
+	// Store unavailable: while Redis is unreachable, or before the
+	// instance connected to it, the answer is not 503 as on other routes
+	// but `200` with only a `retry: 5000` line and a comment `: store
+	// unavailable, retry later`, then the end of the stream: any other
+	// status makes EventSource give up for good, and this one has it come
+	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+	// answered by realsyncd on this route.
 	//
 	// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -2684,6 +2711,15 @@ func (c *APIClient) RefreshToken(ctx context.Context, reqEditors ...RequestEdito
 // (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
 // replication lag; the changes after it are read from masters.
 //
+// Store unavailable: while Redis is unreachable, or before the
+// instance connected to it, the answer is not 503 as on other routes
+// but `200` with only a `retry: 5000` line and a comment `: store
+// unavailable, retry later`, then the end of the stream: any other
+// status makes EventSource give up for good, and this one has it come
+// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+// answered by realsyncd on this route.
+//
 // API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 //
 // Corresponds with GET /v1/lobby/events (the `StreamLobbyEvents` operationId).
@@ -3085,6 +3121,15 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 //
 // The data of every event is the schema `UserEvent`. Logged events
 // have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+// Store unavailable: while Redis is unreachable, or before the
+// instance connected to it, the answer is not 503 as on other routes
+// but `200` with only a `retry: 5000` line and a comment `: store
+// unavailable, retry later`, then the end of the stream: any other
+// status makes EventSource give up for good, and this one has it come
+// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+// answered by realsyncd on this route.
+//
 // Presence is not logged: after any reconnect the stream sends every
 // followed user's current status again, so a client keeps, per user,
 // the status of the highest `version` and needs nothing else.
@@ -3573,6 +3618,15 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // several streams count once). A player who had a stream and stays
 // without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 // it off) is removed: `player_left` with reason `disconnected`.
+//
+// Store unavailable: while Redis is unreachable, or before the
+// instance connected to it, the answer is not 503 as on other routes
+// but `200` with only a `retry: 5000` line and a comment `: store
+// unavailable, retry later`, then the end of the stream: any other
+// status makes EventSource give up for good, and this one has it come
+// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+// answered by realsyncd on this route.
 //
 // API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
 //
@@ -6201,6 +6255,15 @@ type ClientWithResponsesInterface interface {
 	// (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
 	// replication lag; the changes after it are read from masters.
 	//
+	// Store unavailable: while Redis is unreachable, or before the
+	// instance connected to it, the answer is not 503 as on other routes
+	// but `200` with only a `retry: 5000` line and a comment `: store
+	// unavailable, retry later`, then the end of the stream: any other
+	// status makes EventSource give up for good, and this one has it come
+	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+	// answered by realsyncd on this route.
+	//
 	// API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6522,6 +6585,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// The data of every event is the schema `UserEvent`. Logged events
 	// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+	// Store unavailable: while Redis is unreachable, or before the
+	// instance connected to it, the answer is not 503 as on other routes
+	// but `200` with only a `retry: 5000` line and a comment `: store
+	// unavailable, retry later`, then the end of the stream: any other
+	// status makes EventSource give up for good, and this one has it come
+	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+	// answered by realsyncd on this route.
+	//
 	// Presence is not logged: after any reconnect the stream sends every
 	// followed user's current status again, so a client keeps, per user,
 	// the status of the highest `version` and needs nothing else.
@@ -6863,6 +6935,15 @@ type ClientWithResponsesInterface interface {
 	// several streams count once). A player who had a stream and stays
 	// without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 	// it off) is removed: `player_left` with reason `disconnected`.
+	//
+	// Store unavailable: while Redis is unreachable, or before the
+	// instance connected to it, the answer is not 503 as on other routes
+	// but `200` with only a `retry: 5000` line and a comment `: store
+	// unavailable, retry later`, then the end of the stream: any other
+	// status makes EventSource give up for good, and this one has it come
+	// back 5 s later (resuming with `Last-Event-ID` when it has one).
+	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+	// answered by realsyncd on this route.
 	//
 	// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -11350,6 +11431,15 @@ func (c *ClientWithResponses) RefreshTokenWithResponse(ctx context.Context, reqE
 // (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
 // replication lag; the changes after it are read from masters.
 //
+// Store unavailable: while Redis is unreachable, or before the
+// instance connected to it, the answer is not 503 as on other routes
+// but `200` with only a `retry: 5000` line and a comment `: store
+// unavailable, retry later`, then the end of the stream: any other
+// status makes EventSource give up for good, and this one has it come
+// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+// answered by realsyncd on this route.
+//
 // API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11725,6 +11815,15 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 //
 // The data of every event is the schema `UserEvent`. Logged events
 // have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+// Store unavailable: while Redis is unreachable, or before the
+// instance connected to it, the answer is not 503 as on other routes
+// but `200` with only a `retry: 5000` line and a comment `: store
+// unavailable, retry later`, then the end of the stream: any other
+// status makes EventSource give up for good, and this one has it come
+// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+// answered by realsyncd on this route.
+//
 // Presence is not logged: after any reconnect the stream sends every
 // followed user's current status again, so a client keeps, per user,
 // the status of the highest `version` and needs nothing else.
@@ -12163,6 +12262,15 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // several streams count once). A player who had a stream and stays
 // without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 // it off) is removed: `player_left` with reason `disconnected`.
+//
+// Store unavailable: while Redis is unreachable, or before the
+// instance connected to it, the answer is not 503 as on other routes
+// but `200` with only a `retry: 5000` line and a comment `: store
+// unavailable, retry later`, then the end of the stream: any other
+// status makes EventSource give up for good, and this one has it come
+// back 5 s later (resuming with `Last-Event-ID` when it has one).
+// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+// answered by realsyncd on this route.
 //
 // API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
 //

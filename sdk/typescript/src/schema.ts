@@ -468,6 +468,15 @@ export interface paths {
          *     without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
          *     it off) is removed: `player_left` with reason `disconnected`.
          *
+         *     Store unavailable: while Redis is unreachable, or before the
+         *     instance connected to it, the answer is not 503 as on other routes
+         *     but `200` with only a `retry: 5000` line and a comment `: store
+         *     unavailable, retry later`, then the end of the stream: any other
+         *     status makes EventSource give up for good, and this one has it come
+         *     back 5 s later (resuming with `Last-Event-ID` when it has one).
+         *     `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+         *     answered by realsyncd on this route.
+         *
          *     API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["streamRoomEvents"];
@@ -779,6 +788,15 @@ export interface paths {
          *     (`REALSYNC_REDIS_READ_FROM_REPLICAS` on a Cluster), as of the
          *     replication lag; the changes after it are read from masters.
          *
+         *     Store unavailable: while Redis is unreachable, or before the
+         *     instance connected to it, the answer is not 503 as on other routes
+         *     but `200` with only a `retry: 5000` line and a comment `: store
+         *     unavailable, retry later`, then the end of the stream: any other
+         *     status makes EventSource give up for good, and this one has it come
+         *     back 5 s later (resuming with `Last-Event-ID` when it has one).
+         *     `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+         *     answered by realsyncd on this route.
+         *
          *     API keys: scope `rooms:read` (the lobby feed); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["streamLobbyEvents"];
@@ -904,6 +922,15 @@ export interface paths {
          *
          *     The data of every event is the schema `UserEvent`. Logged events
          *     have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+         *     Store unavailable: while Redis is unreachable, or before the
+         *     instance connected to it, the answer is not 503 as on other routes
+         *     but `200` with only a `retry: 5000` line and a comment `: store
+         *     unavailable, retry later`, then the end of the stream: any other
+         *     status makes EventSource give up for good, and this one has it come
+         *     back 5 s later (resuming with `Last-Event-ID` when it has one).
+         *     `GET /readyz` answers 503 meanwhile; the 503 listed below is not
+         *     answered by realsyncd on this route.
+         *
          *     Presence is not logged: after any reconnect the stream sends every
          *     followed user's current status again, so a client keeps, per user,
          *     the status of the highest `version` and needs nothing else.
