@@ -21,9 +21,9 @@ import (
 // Config is realsyncd's configuration: environment variables, mirrored by
 // flags (a flag wins over its variable).
 type Config struct {
-	Addr            string        // REALSYNC_ADDR, default :8080
+	Addr            string        // REALSYNC_ADDR, default :8080: [host]:port
 	RedisURL        string        // REALSYNC_REDIS_URL
-	ClusterAddrs    []string      // REALSYNC_REDIS_CLUSTER_ADDRS, comma-separated
+	ClusterAddrs    []string      // REALSYNC_REDIS_CLUSTER_ADDRS, comma-separated host:port
 	JWTSecret       string        // REALSYNC_JWT_SECRET; random per start when empty
 	GuestAuth       bool          // REALSYNC_GUEST_AUTH, default true (false in production)
 	Env             string        // REALSYNC_ENV: development (default) or production
@@ -33,20 +33,21 @@ type Config struct {
 	JWTLeeway       time.Duration // REALSYNC_JWT_LEEWAY, default 30s: clock skew allowed on exp, nbf, iat
 	Shards          int           // REALSYNC_SHARDS, default 16
 	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
-	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s
-	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never
-	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s
+	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
+	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never, else 100ms..8760h
+	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s; 300ms..10m
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
 	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
 	MetricsAddr     string        // REALSYNC_METRICS_ADDR: own address for GET /metrics; unset: on Addr
 	LogFormat       string        // REALSYNC_LOG_FORMAT: text (default) or json
-	// Room lifecycle (the janitor closes rooms; 0 switches a rule off).
+	// Room lifecycle (the janitor closes rooms; 0 switches a rule off, else
+	// 100ms..8760h).
 	RoomIdleTimeout   time.Duration  // REALSYNC_ROOM_IDLE_TIMEOUT, default 30m
 	FinishedRetention time.Duration  // REALSYNC_FINISHED_RETENTION, default 10m
 	RoomMaxLifetime   time.Duration  // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
 	AdminToken        string         // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
 	AdvertiseAddr     string         // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
-	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most
+	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most; 1s..1h
 	quotaSettings                    // per-user limits and the presence debounce (config_quotas.go)
 	playerSettings                   // REALSYNC_SESSION_POLICY: personal streams (config_players.go)
 	webhookSettings                  // REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS, _TIMEOUT, _BACKOFF (config_webhooks.go)
