@@ -82,7 +82,9 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
 		return rep, err
 	}
-	lapsed, err := s.sess.Sweep(ctx, shard, sweepBatch)
+	// every due user's sessions, batch after batch (a dead instance's
+	// thousands), within half the lease this visit holds
+	lapsed, err := s.sess.Sweep(ctx, shard, time.Now().Add(lease/2))
 	rep.add("session_lapsed", lapsed)
 	if err != nil {
 		return rep, err

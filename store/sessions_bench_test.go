@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -50,5 +51,85 @@ func BenchmarkSessionRenewalRound(b *testing.B) {
 			b.ReportMetric(scriptTotalMicros(b, s.Client())/float64(b.N), "redis-µs/round")
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "wall-µs/round")
 		})
+	}
+}
+
+// BenchmarkDeadInstanceSweep measures how the janitor takes a dead
+// instance's 10 000 personal stream sessions (10 000 users over 16 shards,
+// one session each, their leases lapsed) offline, with webhooks on: the
+// janitor passes needed (every shard's visit once a pass, lease 1 s, as
+// realsyncd runs it with a TTL of 3 s or more), the visits' wall time
+// (the passes' own time, not the interval between them), and Redis' own
+// time in the scripts: per call on average and the longest call (SLOWLOG,
+// every command logged). Run:
+//
+//	go test ./store -run '^$' -bench DeadInstanceSweep -benchtime 1x
+func BenchmarkDeadInstanceSweep(b *testing.B) {
+	const sessions, ttl = 10000, time.Second
+	hooks := 100000
+	if os.Getenv("HOOKS") == "off" {
+		hooks = 0
+	}
+	for range b.N {
+		b.StopTimer()
+		s, _ := freshStore(b, func(c *store.Config) {
+			c.Shards, c.PresenceTTL, c.WebhookOutboxLen = 16, ttl, hooks
+		})
+		ctx := context.Background()
+		openSessions(b, s, "user", sessions)
+		time.Sleep(ttl + 100*time.Millisecond)
+		c := s.Client()
+		for _, kv := range [][2]string{{"slowlog-log-slower-than", "0"}, {"slowlog-max-len", "1000000"}} {
+			if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := c.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.ConfigResetStat(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		passes, took := 0, time.Duration(0)
+		for n := int64(sessions); n > 0; passes++ {
+			if passes == 100 {
+				b.Fatalf("%d users online after 100 passes", n)
+			}
+			start := time.Now()
+			for shard := range 16 {
+				if _, err := s.Sweep(ctx, shard, fmt.Sprint("pass-", passes), time.Second); err != nil {
+					b.Fatal(err)
+				}
+			}
+			took += time.Since(start)
+			for shard := range 16 { // the next pass need not wait for the leases
+				c.Del(ctx, fmt.Sprintf("{%s:%d}:janitor", s.Prefix(), shard))
+			}
+			var err error
+			if n, err = s.Sessions().OnlineUsers(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		longest, calls := time.Duration(0), 0
+		entries, err := c.SlowLogGet(ctx, -1).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range entries {
+			if len(e.Args) > 0 && (e.Args[0] == "evalsha" || e.Args[0] == "eval") {
+				calls++
+				longest = max(longest, e.Duration)
+			}
+		}
+		b.ReportMetric(float64(passes), "passes")
+		b.ReportMetric(float64(took.Milliseconds()), "wall-ms")
+		b.ReportMetric(scriptTotalMicros(b, c)/float64(max(calls, 1)), "redis-µs/call")
+		b.ReportMetric(float64(longest.Microseconds()), "longest-call-µs")
+		b.ReportMetric(float64(calls), "script-calls")
+		b.ReportMetric(scriptTotalMicros(b, c)/sessions, "redis-µs/user")
+		c.ConfigSet(ctx, "slowlog-log-slower-than", "10000")
+		b.StartTimer()
 	}
 }

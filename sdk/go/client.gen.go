@@ -1864,7 +1864,7 @@ type ClientInterface interface {
 	// `version` 0; an offline status otherwise keeps the version of going
 	// offline, later than any status of the user online. An instance that dies takes
 	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-	// interval. API keys: scope `rooms:read`.
+	// interval, however many it held. API keys: scope `rooms:read`.
 	//
 	// Corresponds with GET /v1/presence (the `GetPresence` operationId).
 	GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3253,7 +3253,7 @@ func (c *APIClient) CreateMeStreamToken(ctx context.Context, reqEditors ...Reque
 // `version` 0; an offline status otherwise keeps the version of going
 // offline, later than any status of the user online. An instance that dies takes
 // its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-// interval. API keys: scope `rooms:read`.
+// interval, however many it held. API keys: scope `rooms:read`.
 //
 // Corresponds with GET /v1/presence (the `GetPresence` operationId).
 func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6673,7 +6673,7 @@ type ClientWithResponsesInterface interface {
 	// `version` 0; an offline status otherwise keeps the version of going
 	// offline, later than any status of the user online. An instance that dies takes
 	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-	// interval. API keys: scope `rooms:read`.
+	// interval, however many it held. API keys: scope `rooms:read`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11933,7 +11933,7 @@ func (c *ClientWithResponses) CreateMeStreamTokenWithResponse(ctx context.Contex
 // `version` 0; an offline status otherwise keeps the version of going
 // offline, later than any status of the user online. An instance that dies takes
 // its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-// interval. API keys: scope `rooms:read`.
+// interval, however many it held. API keys: scope `rooms:read`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -22,6 +22,9 @@ var sessionOpenLua string
 //go:embed lua/session_close.lua
 var sessionCloseLua string
 
+//go:embed lua/sessions_sweep.lua
+var sessionsSweepLua string
+
 //go:embed lua/session_renew.lua
 var sessionRenewLua string
 
@@ -37,13 +40,15 @@ var userStreamsRenewLua string
 var (
 	sessionOpen      = redisx.Plain("session_open", prelude()+sessionOpenLua)
 	sessionClose     = redisx.Plain("session_close", prelude()+sessionCloseLua)
+	sessionsSweep    = redisx.Plain("sessions_sweep", prelude()+sessionsSweepLua)
 	sessionRenew     = redisx.Plain("session_renew", sessionRenewLua)
 	followingSet     = redisx.Plain("following_set", followingSetLua)
 	userStreamsOpen  = redisx.Plain("userstreams_open", userStreamsOpenLua)
 	userStreamsRenew = redisx.Plain("userstreams_renew", userStreamsRenewLua)
 )
 
-// prelude is what runs in front of session_open and session_close:
+// prelude is what runs in front of session_open, session_close and
+// sessions_sweep:
 // PLATFORMS, players.Platforms in their order, then lua/prelude.lua.
 func prelude() string {
 	quoted := make([]string, len(players.Platforms))
@@ -119,6 +124,33 @@ func (c sessionCloseCall) KeysArgs() ([]string, []any) {
 	}
 	return keys, []any{u, c.member, x.StatusChannel(u), x.b.PubCmd,
 		c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen), offlineStatusTTL.Milliseconds()}
+}
+
+// sessionsSweepCall is sessions_sweep.lua's descriptor: the users of one
+// shard whose earliest lease is due; now is the event time.
+type sessionsSweepCall struct {
+	x     *Sessions
+	shard int
+	users []string
+	now   time.Time
+}
+
+func (sessionsSweepCall) Script() *redisx.Script { return sessionsSweep }
+
+func (c sessionsSweepCall) KeysArgs() ([]string, []any) {
+	x := c.x
+	keys := []string{x.onlineKey(c.shard)}
+	outbox, outboxLen := x.outbox(c.shard)
+	if outboxLen > 0 {
+		keys = append(keys, outbox)
+	}
+	args := []any{x.b.PubCmd, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen),
+		offlineStatusTTL.Milliseconds()}
+	for _, u := range c.users {
+		keys = append(keys, x.sessionsKey(u), x.statusKey(u))
+		args = append(args, u, x.StatusChannel(u))
+	}
+	return keys, args
 }
 
 // sessionRenewCall is session_renew.lua's descriptor: the sessions ss of

@@ -26,11 +26,12 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		sessionOpenCall{x: s, s: ss, cursor: sse.Cursor{Set: true, Version: 1, Tag: "t"}, limit: 10, offline: 10, now: time.Now(), newTag: "t"},
 		sessionCloseCall{x: s, user: "u1", member: "pc/s1", now: time.Now()},
 		sessionRenewCall{x: s, shard: 1, ss: []sse.Session{ss}},
+		sessionsSweepCall{x: s, shard: 1, users: []string{"u1", "u2"}, now: time.Now()},
 		followingSetCall{x: s, user: "u1", ids: []string{"u2"}},
 		streamTakeCall{key: "k", member: "r/a", limit: 3, ttlMs: 1000},
 		redisx.RenewCall{Sc: userStreamsRenew, Keys: []string{"k"}, Members: []string{"r/a"}, TTLMs: 1000},
 	}, scripttest.Prelude{Src: prelude(), Runs: func(sc *redisx.Script) bool {
-		return sc.Name == "session_open" || sc.Name == "session_close"
+		return sc.Name == "session_open" || sc.Name == "session_close" || sc.Name == "sessions_sweep"
 	}})
 }
 
@@ -44,9 +45,10 @@ func TestUserKeysShareTheUserSlot(t *testing.T) {
 			shard := s.b.UserShard(uid)
 			keys, _ := sessionOpenCall{x: s, s: sse.Session{UserID: uid, Platform: "pc", ID: "s"}}.KeysArgs()
 			closing, _ := sessionCloseCall{x: s, user: uid}.KeysArgs()
-			keys = append(append(keys, closing...), s.StatusChannel(uid), s.StreamsKey(uid), s.onlineKey(shard))
-			if want := 8 + 4 + 3; outboxLen > 0 {
-				want += 2
+			sweeping, _ := sessionsSweepCall{x: s, shard: shard, users: []string{uid}}.KeysArgs()
+			keys = append(append(append(keys, closing...), sweeping...), s.StatusChannel(uid), s.StreamsKey(uid), s.onlineKey(shard))
+			if want := 8 + 4 + 3 + 3; outboxLen > 0 {
+				want += 3
 				if len(keys) != want {
 					t.Errorf("outbox %d: %d keys, want %d", outboxLen, len(keys), want)
 				}

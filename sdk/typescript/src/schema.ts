@@ -1061,7 +1061,7 @@ export interface paths {
          *     `version` 0; an offline status otherwise keeps the version of going
          *     offline, later than any status of the user online. An instance that dies takes
          *     its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-         *     interval. API keys: scope `rooms:read`.
+         *     interval, however many it held. API keys: scope `rooms:read`.
          */
         get: operations["getPresence"];
         put?: never;

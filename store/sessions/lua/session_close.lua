@@ -1,7 +1,8 @@
 -- session_close: drops a personal stream's session (member given), or
--- (member "") only purges the user's lapsed leases: the janitor's sweep of
--- the users whose earliest lease is due (an instance died, or lost Redis
--- for a TTL). Either way the status is recomputed and published on the
+-- (member "") only purges the user's lapsed leases (the janitor's sweep
+-- of the users whose earliest lease is due, an instance died or lost
+-- Redis for a TTL, does the same for many users a call:
+-- sessions_sweep.lua). Either way the status is recomputed and published on the
 -- status channel only when it changed; offline keeps it, with its
 -- version, ARGV[7] ms; the shard's online index follows. Behind
 -- prelude.lua (set_status).

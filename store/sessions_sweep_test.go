@@ -1,0 +1,237 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// openSessions opens one session of each of n users ("<prefix>-<i>", pc)
+// through s, 16 at a time, and returns them.
+func openSessions(tb testing.TB, s *store.Store, prefix string, n int) []sse.Session {
+	tb.Helper()
+	ss := make([]sse.Session, n)
+	for i := range ss {
+		ss[i] = sse.Session{UserID: fmt.Sprintf("%s-%d", prefix, i), Platform: "pc", ID: fmt.Sprintf("dead.%d", i)}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				if _, err := s.Sessions().OpenSession(context.Background(), ss[i], sse.Cursor{}, 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		tb.Fatal(err)
+	}
+	return ss
+}
+
+// outboxEvents reads the webhook events of every shard's outbox (8
+// shards), by type and user.
+func outboxEvents(tb testing.TB, s *store.Store) map[string]map[string]int {
+	tb.Helper()
+	out := map[string]map[string]int{}
+	for shard := range 8 {
+		entries, err := s.Client().XRange(context.Background(), fmt.Sprintf("{%s:%d}:webhooks", s.Prefix(), shard), "-", "+").Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, e := range entries {
+			var ev struct {
+				Type   string `json:"type"`
+				UserID string `json:"userId"`
+			}
+			if err := json.Unmarshal([]byte(e.Values["d"].(string)), &ev); err != nil {
+				tb.Fatal(err)
+			}
+			if out[ev.Type] == nil {
+				out[ev.Type] = map[string]int{}
+			}
+			out[ev.Type][ev.UserID]++
+		}
+	}
+	return out
+}
+
+// A dead instance that held many sessions (3 000 users) takes them all
+// offline in the janitor's first pass over the shards after the TTL (the
+// documented bound: the TTL plus a janitor interval), however many users
+// a shard holds: each is announced offline once (one user_offline
+// webhook), at a version above its online one, and the users who came back
+// on another instance meanwhile stay online, unannounced.
+func TestDeadInstanceSessionsOfflineInOnePass(t *testing.T) {
+	const ttl = time.Second
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dead, live := twoInstances(t, b, store.Config{PresenceTTL: ttl, SessionPolicy: players.PolicyReplace,
+				WebhookOutboxLen: 100000})
+			ss, uids := openDeadSessions(t, dead, b, 3000)
+			users := len(ss)
+			before, err := live.Sessions().Statuses(ctx, uids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(ttl + 100*time.Millisecond) // no renewal: every lease lapses
+			back := map[string]bool{}
+			var again []sse.Session
+			for i := 0; i < users; i += 40 { // these come back on the live instance
+				x := sse.Session{UserID: ss[i].UserID, Platform: "web", ID: "back"}
+				if _, err := live.Sessions().OpenSession(ctx, x, sse.Cursor{}, 0); err != nil {
+					t.Fatal(err)
+				}
+				back[x.UserID], again = true, append(again, x)
+			}
+			// whose leases the live instance renews, as its hub does
+			stop := renewEvery(t, live, again, ttl/3)
+			// one janitor pass: every shard once
+			lapsed := 0
+			for shard := range 8 {
+				rep, err := live.Sweep(ctx, shard, "janitor", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lapsed += rep["session_lapsed"]
+			}
+			stop()
+			// the users who came back changed platforms (pc → web) by
+			// their open, not by the sweep
+			if lapsed != users-len(back) {
+				t.Errorf("the pass changed %d users' status, want %d", lapsed, users-len(back))
+			}
+			if n, _ := live.Sessions().OnlineUsers(ctx); n != int64(len(back)) {
+				t.Errorf("after one janitor pass past the TTL: %d users online, want %d (those who came back)", n, len(back))
+			}
+			sts, err := live.Sessions().Statuses(ctx, uids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range sts {
+				if st.Online != back[st.UserID] || !before[i].Online || st.Version <= before[i].Version {
+					t.Fatalf("after one pass: %+v, online want %v, after %+v", st, back[st.UserID], before[i])
+				}
+			}
+			evs := outboxEvents(t, live)
+			for _, uid := range uids {
+				want := 1
+				if back[uid] {
+					want = 0
+				}
+				if got := evs["user_offline"][uid]; got != want {
+					t.Fatalf("user %s: %d user_offline webhooks, want %d", uid, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Sweeps that race (four at once, on two instances, each over every
+// shard: the janitor's lease would keep all but one out) announce each
+// lapsed user offline exactly once; from an empty script cache too (the
+// EVAL fallback).
+func TestSessionsSweepsRaceAnnounceOnce(t *testing.T) {
+	const ttl = time.Second
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s1, s2 := twoInstances(t, b, store.Config{PresenceTTL: ttl, SessionPolicy: players.PolicyReplace,
+				WebhookOutboxLen: 100000})
+			_, uids := openDeadSessions(t, s1, b, 1500)
+			time.Sleep(ttl + 100*time.Millisecond)
+			if b.Name != "embedded" {
+				flushScripts(t, s1)
+			}
+			var changed atomic.Int64
+			var wg sync.WaitGroup
+			for _, s := range []*store.Store{s1, s2, s1, s2} {
+				wg.Go(func() {
+					for shard := range 8 {
+						n, err := s.Sessions().Sweep(ctx, shard, time.Now().Add(time.Minute))
+						if err != nil {
+							t.Error(err)
+						}
+						changed.Add(int64(n))
+					}
+				})
+			}
+			wg.Wait()
+			if n := changed.Load(); n != int64(len(uids)) {
+				t.Errorf("the sweeps changed %d users' status, want %d", n, len(uids))
+			}
+			if n, _ := s2.Sessions().OnlineUsers(ctx); n != 0 {
+				t.Errorf("%d users online", n)
+			}
+			evs := outboxEvents(t, s2)
+			for _, uid := range uids {
+				if got := evs["user_offline"][uid]; got != 1 {
+					t.Fatalf("user %s: %d user_offline webhooks, want 1", uid, got)
+				}
+			}
+		})
+	}
+}
+
+// renewEvery renews ss through s every period until the function it
+// returns is called (or the test ends).
+func renewEvery(t *testing.T, s *store.Store, ss []sse.Session, period time.Duration) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if lost, err := s.Sessions().RenewSessions(context.Background(), ss); err != nil || len(lost) > 0 {
+				t.Errorf("renewal: lost %v, %v", lost, err)
+			}
+		}
+	})
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// openDeadSessions opens a session of each of n users through s and
+// returns them and their user ids. The embedded store gets 160 (20 a
+// shard): miniredis checks every key's expiry on each command, so its
+// commands slow down with the keys (1 000 opens take 10 s), and under the
+// race detector a sweep of 50 users holds it for half a second, longer
+// than renewals may wait.
+func openDeadSessions(t *testing.T, s *store.Store, b redistest.Backend, n int) ([]sse.Session, []string) {
+	t.Helper()
+	if b.Name == "embedded" {
+		n = 160
+	}
+	ss := openSessions(t, s, "u-"+redistest.Prefix(t), n)
+	uids := make([]string, n)
+	for i, x := range ss {
+		uids[i] = x.UserID
+	}
+	if got, _ := s.Sessions().OnlineUsers(context.Background()); got != int64(n) {
+		t.Fatalf("online users %d, want %d", got, n)
+	}
+	return ss, uids
+}
