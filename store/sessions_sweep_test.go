@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
@@ -234,4 +235,107 @@ func openDeadSessions(t *testing.T, s *store.Store, b redistest.Backend, n int) 
 		t.Fatalf("online users %d, want %d", got, n)
 	}
 	return ss, uids
+}
+
+// A status record that lapsed while online (no instance swept for the
+// linger: a full outage; PEXPIRE stands in for the 10 minutes) reads as
+// offline at a version above every online one, not as "never seen"
+// (version 0, which a client keeping the highest version would drop);
+// the janitor's first pass once instances are back announces it offline
+// (published, one user_offline webhook), as does a close of a session of
+// such a user; and a later online is later still.
+func TestLapsedOnlineStatusReadsAndGoesOffline(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := twoInstances(t, b, store.Config{PresenceTTL: ttl, SessionPolicy: players.PolicyReplace,
+				WebhookOutboxLen: 1000})
+			swept, closed := "u-"+redistest.Prefix(t), "u-c-"+redistest.Prefix(t)
+			sink := watchUser(t, s, swept)
+			sess := map[string]sse.Session{}
+			for _, uid := range []string{swept, closed} {
+				sess[uid] = sse.Session{UserID: uid, Platform: "pc", ID: "outage.1"}
+				if _, err := s.Sessions().OpenSession(ctx, sess[uid], sse.Cursor{}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			online, err := s.Sessions().Statuses(ctx, []string{swept, closed})
+			if err != nil || !online[0].Online || !online[1].Online {
+				t.Fatalf("after the opens: %+v, %v", online, err)
+			}
+			// every instance down: no renewal, no sweep; the leases lapse,
+			// then the status records
+			time.Sleep(ttl + 100*time.Millisecond)
+			for _, uid := range []string{swept, closed} {
+				expireStatus(t, s, uid)
+			}
+			got, err := s.Sessions().Statuses(ctx, []string{swept, closed, "nobody-" + swept})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				if got[i].Online || got[i].Version <= online[i].Version {
+					t.Errorf("status record lapsed online: %+v, want offline above version %d", got[i], online[i].Version)
+				}
+			}
+			if got[2].Online || got[2].Version != 0 {
+				t.Errorf("never seen: %+v, want offline at version 0", got[2])
+			}
+			// instances back: a close of the session (its instance was cut
+			// off) announces it, the first janitor pass the other
+			if err := s.Sessions().CloseSession(ctx, sess[closed]); err != nil {
+				t.Fatal(err)
+			}
+			for shard := range 8 {
+				if _, err := s.Sweep(ctx, shard, "back", time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitUntil(t, "offline published", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 2 })
+			ss, _ := sink.snapshot()
+			if len(ss) != 2 || !ss[0].Online || ss[1].Online || ss[1].Version < got[0].Version {
+				t.Fatalf("published %+v, want online then offline at or above %d", ss, got[0].Version)
+			}
+			after, _ := s.Sessions().Statuses(ctx, []string{swept, closed})
+			for i := range 2 {
+				if after[i].Online || after[i].Version < got[i].Version {
+					t.Errorf("after the sweep and the close: %+v, want offline at or above %d", after[i], got[i].Version)
+				}
+			}
+			if after[0].Version != ss[1].Version {
+				t.Errorf("read version %d, published %d", after[0].Version, ss[1].Version)
+			}
+			evs := outboxEvents(t, s)
+			for _, uid := range []string{swept, closed} {
+				if evs["user_offline"][uid] != 1 {
+					t.Errorf("user %s: %d user_offline webhooks, want 1", uid, evs["user_offline"][uid])
+				}
+			}
+			if n, _ := s.Sessions().OnlineUsers(ctx); n != 0 {
+				t.Errorf("%d users online", n)
+			}
+			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: swept, Platform: "web", ID: "again"}, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := s.Sessions().Statuses(ctx, []string{swept}); !again[0].Online || again[0].Version <= after[0].Version {
+				t.Errorf("online again: %+v, want above %d", again[0], after[0].Version)
+			}
+		})
+	}
+}
+
+// expireStatus makes user uid's status record expire now, as it does 10
+// minutes after the last lease when no instance sweeps.
+func expireStatus(t *testing.T, s *store.Store, uid string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rediskeys.Scan(ctx, s.Client(), "*:status:"+uid)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("status keys of %s: %v, %v", uid, keys, err)
+	}
+	if err := s.Client().PExpire(ctx, keys[0], time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the status record gone", func() bool { return s.Client().Exists(ctx, keys[0]).Val() == 0 })
 }

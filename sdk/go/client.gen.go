@@ -1864,7 +1864,12 @@ type ClientInterface interface {
 	// `version` 0; an offline status otherwise keeps the version of going
 	// offline, later than any status of the user online. An instance that dies takes
 	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-	// interval, however many it held. API keys: scope `rooms:read`.
+	// interval, however many it held. When no instance ran that long
+	// (10 minutes or more: a full outage), a user online at the time
+	// reads offline at a version later than any of the user online,
+	// and goes offline (`presence` event, `user_offline` webhook) in the
+	// first janitor pass once an instance runs. API keys: scope
+	// `rooms:read`.
 	//
 	// Corresponds with GET /v1/presence (the `GetPresence` operationId).
 	GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3253,7 +3258,12 @@ func (c *APIClient) CreateMeStreamToken(ctx context.Context, reqEditors ...Reque
 // `version` 0; an offline status otherwise keeps the version of going
 // offline, later than any status of the user online. An instance that dies takes
 // its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-// interval, however many it held. API keys: scope `rooms:read`.
+// interval, however many it held. When no instance ran that long
+// (10 minutes or more: a full outage), a user online at the time
+// reads offline at a version later than any of the user online,
+// and goes offline (`presence` event, `user_offline` webhook) in the
+// first janitor pass once an instance runs. API keys: scope
+// `rooms:read`.
 //
 // Corresponds with GET /v1/presence (the `GetPresence` operationId).
 func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6673,7 +6683,12 @@ type ClientWithResponsesInterface interface {
 	// `version` 0; an offline status otherwise keeps the version of going
 	// offline, later than any status of the user online. An instance that dies takes
 	// its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-	// interval, however many it held. API keys: scope `rooms:read`.
+	// interval, however many it held. When no instance ran that long
+	// (10 minutes or more: a full outage), a user online at the time
+	// reads offline at a version later than any of the user online,
+	// and goes offline (`presence` event, `user_offline` webhook) in the
+	// first janitor pass once an instance runs. API keys: scope
+	// `rooms:read`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11933,7 +11948,12 @@ func (c *ClientWithResponses) CreateMeStreamTokenWithResponse(ctx context.Contex
 // `version` 0; an offline status otherwise keeps the version of going
 // offline, later than any status of the user online. An instance that dies takes
 // its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-// interval, however many it held. API keys: scope `rooms:read`.
+// interval, however many it held. When no instance ran that long
+// (10 minutes or more: a full outage), a user online at the time
+// reads offline at a version later than any of the user online,
+// and goes offline (`presence` event, `user_offline` webhook) in the
+// first janitor pass once an instance runs. API keys: scope
+// `rooms:read`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

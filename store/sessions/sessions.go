@@ -14,7 +14,10 @@
 //     then kept offlineStatusTTL with its version (a client that saw the
 //     user online must read the offline status as the later one); while
 //     online it expires statusLinger after the last lease (the janitor's
-//     sweep publishes "offline" before that);
+//     sweep publishes "offline" before that; when no instance swept for
+//     so long, the user is still in the online index: Statuses reads
+//     offline at a version above every online one, and the sweep, once
+//     instances are back, announces the offline: lapsed_online);
 //   - the user's log, its meta and its delivery cursors per platform
 //     (store/userlog: the personal events, also the user's offline inbox),
 //     expiring REALSYNC_OFFLINE_TTL after the last event or open;
@@ -288,7 +291,13 @@ func (s *Sessions) SetFollowing(ctx context.Context, uid string, ids []string) e
 }
 
 // Statuses implements sse.UserSource and players.Store: one HMGET per
-// user, in one pipeline.
+// user, in one pipeline. A user without a status record who is still in
+// the shard's online index had the record expire while online (no
+// instance swept for the linger: every one was down) and reads offline
+// at the version of the user's earliest lease expiry (lapsedVersion),
+// later than any version the user had online; a second pipeline asks the
+// index, for those without a record only. The others without one were
+// never seen, or offline longer than offlineStatusTTL: version 0.
 func (s *Sessions) Statuses(ctx context.Context, uids []string) ([]players.Status, error) {
 	if len(uids) == 0 {
 		return nil, nil
@@ -302,14 +311,50 @@ func (s *Sessions) Statuses(ctx context.Context, uids []string) ([]players.Statu
 		return nil, redisx.Wrap(err)
 	}
 	out := make([]players.Status, len(uids))
+	var absent []int
 	for i, uid := range uids {
 		v := cmds[i].Val()
 		ver, _ := v[0].(string)
 		ps, _ := v[1].(string)
 		out[i] = ParseStatus(uid, ver+" "+ps)
+		if ver == "" {
+			absent = append(absent, i)
+		}
 	}
-	return out, nil
+	return out, s.lapsedStatuses(ctx, out, absent)
 }
+
+// lapsedStatuses gives out[i] of each i of absent (no status record) the
+// version of a status that lapsed while online, when the user is still in
+// the shard's online index.
+func (s *Sessions) lapsedStatuses(ctx context.Context, out []players.Status, absent []int) error {
+	if len(absent) == 0 {
+		return nil
+	}
+	p := s.b.Client.Pipeline()
+	cmds := make([]*redis.FloatCmd, len(absent))
+	for j, i := range absent {
+		cmds[j] = p.ZScore(ctx, s.onlineKey(s.b.UserShard(out[i].UserID)), out[i].UserID)
+	}
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		return redisx.Wrap(err)
+	}
+	for j, i := range absent {
+		if ms, err := cmds[j].Result(); err == nil {
+			out[i].Version = lapsedVersion(int64(ms))
+		}
+	}
+	return nil
+}
+
+// lapsedVersion is the version of the offline status of a user whose
+// status record lapsed while online, from the user's entry in the online
+// index, the earliest lease expiry (ms of the Redis clock): in µs, it is
+// above every version the user had online. Each version is the Redis
+// clock (µs) of a change, and every script that changes the status purges
+// the lapsed leases first and adds only later ones, so every lease left
+// expires, and the index holds, a later ms than the last change's.
+func lapsedVersion(earliestLeaseMs int64) int64 { return earliestLeaseMs * 1000 }
 
 // ParseStatus reads a status "<version> <platforms>" of uid, as
 // StatusChannel carries it.

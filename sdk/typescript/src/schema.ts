@@ -1061,7 +1061,12 @@ export interface paths {
          *     `version` 0; an offline status otherwise keeps the version of going
          *     offline, later than any status of the user online. An instance that dies takes
          *     its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-         *     interval, however many it held. API keys: scope `rooms:read`.
+         *     interval, however many it held. When no instance ran that long
+         *     (10 minutes or more: a full outage), a user online at the time
+         *     reads offline at a version later than any of the user online,
+         *     and goes offline (`presence` event, `user_offline` webhook) in the
+         *     first janitor pass once an instance runs. API keys: scope
+         *     `rooms:read`.
          */
         get: operations["getPresence"];
         put?: never;

@@ -4,8 +4,9 @@
 -- Redis for a TTL, does the same for many users a call:
 -- sessions_sweep.lua). Either way the status is recomputed and published on the
 -- status channel only when it changed; offline keeps it, with its
--- version, ARGV[7] ms; the shard's online index follows. Behind
--- prelude.lua (set_status).
+-- version, ARGV[7] ms; the shard's online index follows. A status record
+-- that lapsed while online (lapsed_online) goes offline, announced. Behind
+-- prelude.lua (set_status, lapsed_online).
 -- KEYS[1] sessions  KEYS[2] status  KEYS[3] shard online index
 -- KEYS[4] user's open streams
 -- ARGV[1] userId  ARGV[2] member "<platform>/<session>" or ""
@@ -28,6 +29,7 @@ if member ~= '' then
   local sid = string.match(member, '/(.*)$')
   if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
 end
+lapsed_online(K_STATUS, K_ONLINE, uid)
 local changed = set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
 local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
 if #first == 0 then

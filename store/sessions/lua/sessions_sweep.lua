@@ -5,11 +5,14 @@
 -- lapsed leases, recomputes the status (published, and queued as a
 -- webhook, only when it changed; offline keeps it, with its version,
 -- ARGV[4] ms) and moves the user's entry in the online index to the
--- earliest lease left, or drops it. A user renewed or swept since the
+-- earliest lease left, or drops it; a status record that lapsed while
+-- online (lapsed_online: every instance was down for the linger) goes
+-- offline too, announced. A user renewed or swept since the
 -- batch was read is no longer due and is left alone, so sweeps that race
 -- announce each change once. One call handles many users, so that a dead
 -- instance's thousands of sessions go offline in one janitor pass
--- (sessions.go, SweepBatch). Behind prelude.lua (set_status).
+-- (sessions.go, SweepBatch). Behind prelude.lua (set_status,
+-- lapsed_online).
 -- KEYS[1] shard online index (zset userId → earliest lease expiry, ms)
 -- KEYS[2] the shard's webhook outbox, when ARGV[3] is not ""; then, from
 --         o = 2 (webhooks off) or 3, per user i (1-based):
@@ -35,6 +38,7 @@ for i = 1, (#ARGV - 4) / 2 do
   if at and tonumber(at) <= now then
     due = due + 1
     redis.call('ZREMRANGEBYSCORE', k_sess, '-inf', now)
+    lapsed_online(k_status, K_ONLINE, uid)
     if set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
       changed = changed + 1
     end
