@@ -78,10 +78,13 @@ func outboxEvents(tb testing.TB, s *store.Store) map[string]map[string]int {
 // webhook), at a version above its online one, and the users who came back
 // on another instance meanwhile stay online, unannounced.
 func TestDeadInstanceSessionsOfflineInOnePass(t *testing.T) {
-	const ttl = time.Second
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
+			ttl := time.Second
+			if b.Name == "embedded" { // a shard's visit there may take most of a second
+				ttl = 2 * time.Second
+			}
 			dead, live := twoInstances(t, b, store.Config{PresenceTTL: ttl, SessionPolicy: players.PolicyReplace,
 				WebhookOutboxLen: 100000})
 			ss, uids := openDeadSessions(t, dead, b, 3000)
@@ -100,18 +103,21 @@ func TestDeadInstanceSessionsOfflineInOnePass(t *testing.T) {
 				}
 				back[x.UserID], again = true, append(again, x)
 			}
-			// whose leases the live instance renews, as its hub does
-			stop := renewEvery(t, live, again, ttl/3)
 			// one janitor pass: every shard once
 			lapsed := 0
 			for shard := range 8 {
+				// the live instance renews the leases of those who came
+				// back, as its hub does (here before each visit: a loaded
+				// machine may stall longer than their TTL between two)
+				if lost, err := live.Sessions().RenewSessions(ctx, again); err != nil || len(lost) > 0 {
+					t.Fatalf("renewal: lost %v, %v", lost, err)
+				}
 				rep, err := live.Sweep(ctx, shard, "janitor", time.Minute)
 				if err != nil {
 					t.Fatal(err)
 				}
 				lapsed += rep["session_lapsed"]
 			}
-			stop()
 			// the users who came back changed platforms (pc → web) by
 			// their open, not by the sweep
 			if lapsed != users-len(back) {
@@ -187,32 +193,6 @@ func TestSessionsSweepsRaceAnnounceOnce(t *testing.T) {
 			}
 		})
 	}
-}
-
-// renewEvery renews ss through s every period until the function it
-// returns is called (or the test ends).
-func renewEvery(t *testing.T, s *store.Store, ss []sse.Session, period time.Duration) (stop func()) {
-	t.Helper()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if lost, err := s.Sessions().RenewSessions(context.Background(), ss); err != nil || len(lost) > 0 {
-				t.Errorf("renewal: lost %v, %v", lost, err)
-			}
-		}
-	})
-	var once sync.Once
-	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
 }
 
 // openDeadSessions opens a session of each of n users through s and
