@@ -98,8 +98,13 @@ var problems = []problem{
 // the streams a user or a player already holds.
 const streamRetryAfter = 5
 
-// writeError answers err as problem+json.
+// writeError answers err as problem+json; a context's end is no internal
+// error (writeContextEnded).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if contextEnded(err) {
+		s.writeContextEnded(w, r, err) // a hang-up (499) or a timeout (503)
+		return
+	}
 	p, ok := lookup(err)
 	if !ok {
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))

@@ -30,6 +30,7 @@ type Proxy struct {
 	marker atomic.Pointer[[]byte]
 	refuse atomic.Pointer[refusal] // RefuseWith's, RefuseEvery's
 	rate   atomic.Uint64           // LoseReplies' p, as math.Float64bits
+	delay  atomic.Int64            // DelayRequests' d, in ns
 	lost   atomic.Int32
 
 	mu    sync.Mutex
@@ -91,6 +92,11 @@ type refusal struct {
 
 // LoseReplies loses each reply with probability p from now on (0: none).
 func (p *Proxy) LoseReplies(rate float64) { p.rate.Store(math.Float64bits(rate)) }
+
+// DelayRequests holds each request the proxy reads for d before relaying
+// it to Redis, from now on (0: none): a slow network, or a busy Redis, as
+// its clients see it.
+func (p *Proxy) DelayRequests(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Lost is how many replies the proxy lost.
 func (p *Proxy) Lost() int { return int(p.lost.Load()) }
@@ -172,6 +178,9 @@ func (p *Proxy) accept() {
 			for {
 				n, err := c.Read(buf)
 				if n > 0 {
+					if d := p.delay.Load(); d > 0 {
+						time.Sleep(time.Duration(d))
+					}
 					if m := p.marker.Load(); m != nil && bytes.Contains(buf[:n], *m) && p.marker.CompareAndSwap(m, nil) {
 						lose.Store(true)
 					}
