@@ -255,7 +255,7 @@ func (s *Sender) Send(ctx context.Context, d Delivery) error {
 	req.Header.Set("webhook-retry-count", strconv.Itoa(d.RetryCount))
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return err
+		return redactURLError(err)
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // draining for reuse only

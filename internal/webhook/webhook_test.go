@@ -218,3 +218,48 @@ func TestEventTypesCoverTheOutbox(t *testing.T) {
 		t.Errorf("outbox types %d, EventTypes %d: %v", len(emitted), len(webhook.EventTypes), webhook.EventTypes)
 	}
 }
+
+// TestSendFailureHidesURLSecrets: a failed try's error (a dead letter's
+// lastError) names the endpoint's URL without its userinfo password, its
+// query's values or its fragment, whether the endpoint timed out or
+// refused the connection.
+func TestSendFailureHidesURLSecrets(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(hang) })
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	for _, tc := range []struct {
+		name, base string
+	}{
+		{"Timeout", srv.URL},
+		{"Refused", gone.URL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := strings.Replace(tc.base, "http://", "http://hook:PASSWORD@", 1) + "/in?token=SECRET&v=2&BARE#FRAG"
+			s, err := webhook.NewSender([]webhook.Endpoint{{ID: "a", URL: u, Secret: secret, Events: []string{"*"}}}, 200*time.Millisecond, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Send(context.Background(), webhook.Delivery{MessageID: "m", Endpoint: "a", Type: "x", Event: []byte(`{"ts":"t"}`)})
+			if err == nil {
+				t.Fatal("a failed try reported success")
+			}
+			msg := err.Error()
+			for _, secret := range []string{"PASSWORD", "SECRET", "BARE", "FRAG"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("the error shows %s: %s", secret, msg)
+				}
+			}
+			if !strings.Contains(msg, "/in?token=***&v=***&***") {
+				t.Errorf("the error does not name the endpoint, redacted: %s", msg)
+			}
+		})
+	}
+}
