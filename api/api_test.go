@@ -82,7 +82,9 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 		f(&cfg, st, prefix)
 	}
 	h := api.NewHandler(cfg)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.MaxHeaderBytes = api.MaxHeaderBytes // as realsyncd's
+	srv.Start()
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs, prefix: prefix}
 }

@@ -83,6 +83,15 @@ func bodyLimit(method, pattern string) int64 {
 	return noBodyBytes
 }
 
+// MaxHeaderBytes bounds a request's line and header block, the server's
+// http.Server.MaxHeaderBytes (431, from net/http, past it plus its 4 KiB
+// of slack; net/http's default is 1 MiB). It must hold the largest valid
+// request line: GET /v1/presence with 100 user ids of 128 bytes of UTF-8,
+// each byte percent-encoded (3 bytes), the commas too, is 38 733 bytes;
+// 64 KiB leaves some 26 KiB for the headers (a JWT of a few KiB, the
+// cookies and forwarding headers proxies add). TestLargestValidQuery.
+const MaxHeaderBytes = 64 << 10
+
 // DefaultRequestTimeout bounds reading a request's body and answering it
 // (REALSYNC_REQUEST_TIMEOUT); event streams have their own deadlines.
 const DefaultRequestTimeout = 10 * time.Second

@@ -209,3 +209,42 @@ func TestRequestDeadline(t *testing.T) {
 		t.Fatalf("the request's context has %s left, more than the request timeout %s", l, timeout)
 	}
 }
+
+// The largest valid request line, GET /v1/presence with 100 user ids of
+// 128 bytes of UTF-8, every byte percent-encoded (commas included), fits
+// api.MaxHeaderBytes with room for a large token and a proxy's headers
+// (8 KiB more here): 200 with the 100 statuses, not net/http's 431. A
+// header block over the limit is still 431.
+func TestLargestValidQuery(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	alice, _ := e.guest("alice")
+	var q strings.Builder
+	for i := range 100 {
+		if i > 0 {
+			q.WriteString("%2C")
+		}
+		for _, b := range []byte(fmt.Sprintf("u%03d%s", i, strings.Repeat("é", 62))) { // 128 bytes
+			fmt.Fprintf(&q, "%%%02X", b)
+		}
+	}
+	path := "/v1/presence?userIds=" + q.String()
+	if line := len("GET " + path + " HTTP/1.1\r\n"); line < 38_700 || line > 38_800 {
+		t.Fatalf("request line of %d bytes, want the worst case, about 38.7 KB", line)
+	}
+	r := e.do("GET", path, alice, nil, "X-Padding", strings.Repeat("p", 8<<10))
+	want(t, r, 200, "")
+	if users, _ := r.body["users"].([]any); len(users) != 100 {
+		t.Fatalf("%d statuses, want 100", len(users))
+	}
+	req, _ := http.NewRequest("GET", e.url+"/v1/presence?userIds=u1", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	req.Header.Set("X-Padding", strings.Repeat("p", api.MaxHeaderBytes+16<<10))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 431 {
+		t.Fatalf("a header block over the limit: %d, want 431", res.StatusCode)
+	}
+}

@@ -77,7 +77,3 @@ func originList(s string) ([]string, bool) {
 	return out, true
 }
 
-// maxHeaderBytes bounds a request's header block (431 past it, from
-// net/http): 16 KiB holds a 4 KiB JWT, cookies a proxy adds and the rest
-// many times over (net/http's default is 1 MiB).
-const maxHeaderBytes = 16 << 10

@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// each body, a context and write deadline on each request but streams,
 	// and streams a deadline per write instead.
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		MaxHeaderBytes: maxHeaderBytes}
+		MaxHeaderBytes: api.MaxHeaderBytes}
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}

@@ -1869,7 +1869,9 @@ type ClientInterface interface {
 	// reads offline at a version later than any of the user online,
 	// and goes offline (`presence` event, `user_offline` webhook) in the
 	// first janitor pass once an instance runs. API keys: scope
-	// `rooms:read`.
+	// `rooms:read`. The largest valid query, percent-encoded, is 38.7
+	// KB: within the 64 KiB the server allows a request line and its
+	// headers.
 	//
 	// Corresponds with GET /v1/presence (the `GetPresence` operationId).
 	GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3263,7 +3265,9 @@ func (c *APIClient) CreateMeStreamToken(ctx context.Context, reqEditors ...Reque
 // reads offline at a version later than any of the user online,
 // and goes offline (`presence` event, `user_offline` webhook) in the
 // first janitor pass once an instance runs. API keys: scope
-// `rooms:read`.
+// `rooms:read`. The largest valid query, percent-encoded, is 38.7
+// KB: within the 64 KiB the server allows a request line and its
+// headers.
 //
 // Corresponds with GET /v1/presence (the `GetPresence` operationId).
 func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6688,7 +6692,9 @@ type ClientWithResponsesInterface interface {
 	// reads offline at a version later than any of the user online,
 	// and goes offline (`presence` event, `user_offline` webhook) in the
 	// first janitor pass once an instance runs. API keys: scope
-	// `rooms:read`.
+	// `rooms:read`. The largest valid query, percent-encoded, is 38.7
+	// KB: within the 64 KiB the server allows a request line and its
+	// headers.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11953,7 +11959,9 @@ func (c *ClientWithResponses) CreateMeStreamTokenWithResponse(ctx context.Contex
 // reads offline at a version later than any of the user online,
 // and goes offline (`presence` event, `user_offline` webhook) in the
 // first janitor pass once an instance runs. API keys: scope
-// `rooms:read`.
+// `rooms:read`. The largest valid query, percent-encoded, is 38.7
+// KB: within the 64 KiB the server allows a request line and its
+// headers.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -1066,7 +1066,9 @@ export interface paths {
          *     reads offline at a version later than any of the user online,
          *     and goes offline (`presence` event, `user_offline` webhook) in the
          *     first janitor pass once an instance runs. API keys: scope
-         *     `rooms:read`.
+         *     `rooms:read`. The largest valid query, percent-encoded, is 38.7
+         *     KB: within the 64 KiB the server allows a request line and its
+         *     headers.
          */
         get: operations["getPresence"];
         put?: never;
