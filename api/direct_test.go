@@ -294,3 +294,29 @@ func TestDirectMessageKeysExpire(t *testing.T) {
 		t.Errorf("%d log keys", n)
 	}
 }
+
+// The answer's ts of a direct message and of an invite is the ts of the
+// event the recipient gets, to the character (both milliseconds).
+func TestDirectSentTSIsTheEvents(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	alice, _ := e.guest("alice")
+	bob, bobID := e.guest("bob")
+	room := e.create(alice, map[string]any{"name": "den", "mode": "m", "region": "eu"})
+	var sent []string
+	for _, r := range []resp{
+		e.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": map[string]any{"text": "m1"}}),
+		e.do("POST", "/v1/rooms/"+room["id"].(string)+"/invites", alice, map[string]any{"userId": bobID}),
+	} {
+		want(t, r, 202, "")
+		sent = append(sent, r.body["ts"].(string))
+	}
+	_, evs := opening(t, e.me(bob, "pc"))
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want the message and the invite", len(evs))
+	}
+	for i, f := range evs {
+		if f.data["ts"] != sent[i] {
+			t.Errorf("%s: answered ts %s, the event's %v", f.event, sent[i], f.data["ts"])
+		}
+	}
+}

@@ -150,7 +150,7 @@ func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to string) (Sent,
 	if r.Status == rooms.Finished {
 		return Sent{}, rooms.ErrRoomFinished
 	}
-	now := time.Now()
+	now := time.Now().UTC().Truncate(time.Millisecond) // the event's ts (NewHeader), answered as is
 	ev := InviteEvent{UserEventHeader: NewHeader(EventInvite, to, now), From: senderOf(u), RoomID: r.ID,
 		Name: r.Name, Mode: r.Mode, Region: r.Region, InviteCode: r.InviteCode}
 	return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
