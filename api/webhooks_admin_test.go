@@ -172,6 +172,19 @@ func TestWebhookDeadLettersOverHTTP(t *testing.T) {
 			de.mu.Lock()
 			de.down, de.got = false, nil
 			de.mu.Unlock()
+			// an id not as the server wrote it is no dead letter's: 404,
+			// and nothing is replayed
+			sh, entry, _ := strings.Cut(id, ".")
+			ms, seq, _ := strings.Cut(entry, "-")
+			for _, bad := range []string{"+" + id, "0" + id, "00" + id, sh + ".0" + entry, sh + ".+" + entry,
+				sh + "." + ms + "-0" + seq, sh + "." + ms + "-+" + seq, sh + "." + ms} {
+				if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+bad+"/replay", adminToken, nil); r.status != 404 || r.code() != "DEAD_LETTER_NOT_FOUND" {
+					t.Fatalf("replay of %q (dead letter %q): %d %s, want 404 DEAD_LETTER_NOT_FOUND", bad, id, r.status, r.raw)
+				}
+			}
+			if left := de.list(t, 100); len(left) != len(all) {
+				t.Fatalf("%d dead letters after replays of ids not as written, want %d", len(left), len(all))
+			}
 			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
 				t.Fatalf("replay: %d %s", r.status, r.raw)
 			}

@@ -57,18 +57,20 @@ func deadLetter(shard int, m redis.XMessage) deadletter.Letter {
 		Event: []byte(str("d")), Attempts: n, FailedAt: time.UnixMilli(at).UTC(), LastError: str("err")}
 }
 
-// parseDeadID splits "<shard>.<ms>-<seq>".
+// parseDeadID splits "<shard>.<ms>-<seq>", each number in canonical form
+// only (decimal digits, no sign, no leading zero): "+0.<entry>" or
+// "02.<entry>" is no dead letter's id, as strconv would read it as one.
 func parseDeadID(id string, shards int) (int, string, bool) {
 	sh, rest, ok := strings.Cut(id, ".")
-	if !ok {
+	if !ok || !canonical(sh) {
 		return 0, "", false
 	}
 	n, err := strconv.Atoi(sh)
-	if err != nil || n < 0 || n >= shards {
+	if err != nil || n >= shards {
 		return 0, "", false
 	}
 	ms, seq, ok := strings.Cut(rest, "-")
-	if !ok {
+	if !ok || !canonical(ms) || !canonical(seq) {
 		return 0, "", false
 	}
 	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
@@ -78,6 +80,20 @@ func parseDeadID(id string, shards int) (int, string, bool) {
 		return 0, "", false
 	}
 	return n, rest, true
+}
+
+// canonical reports whether s is a number as the server writes it:
+// decimal digits, no sign, no leading zero.
+func canonical(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // ReplayDeadLetter puts dead letter id back into its shard's deliveries,

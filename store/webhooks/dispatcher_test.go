@@ -308,7 +308,7 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			if len(paged) != len(list) {
 				t.Fatalf("paged %d dead letters, listed %d", len(paged), len(list))
 			}
-			for _, bad := range []string{"x", "0.1", "99.1-0", "-1.1-0", "0.1-x"} {
+			for _, bad := range []string{"x", "0.1", "99.1-0", "-1.1-0", "0.1-x", "+0.1-0", "00.1-0", "0.01-0", "0.1-00"} {
 				if _, _, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), bad, 1); !errors.Is(err, deadletter.ErrBadCursor) {
 					t.Fatalf("cursor %q: %v, want ErrBadCursor", bad, err)
 				}
