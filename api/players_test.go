@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -485,6 +486,33 @@ func TestMePlayersBadInput(t *testing.T) {
 			}
 			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": tooMany[:500]})
 			want(t, r, 200, "")
+			// the cap counts distinct ids: duplicates are dropped first
+			copies := make([]string, 600)
+			for i := range copies {
+				copies[i] = "u1"
+			}
+			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": copies})
+			want(t, r, 200, "")
+			if ids := r.body["userIds"].([]any); len(ids) != 1 || ids[0] != "u1" {
+				t.Errorf("600 copies of u1: following %v", ids)
+			}
+			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": append(tooMany[:499:499], tooMany[0], tooMany[1])})
+			want(t, r, 200, "")
+			if n := len(r.body["userIds"].([]any)); n != 499 {
+				t.Errorf("499 distinct ids and 2 repeats: following %d", n)
+			}
+			// 501 distinct among repeats is still too many, and so are
+			// more ids sent than players.MaxFollowingSent, repeats or not
+			r = e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": append(slices.Clone(tooMany), tooMany[:100]...)})
+			want(t, r, 400, "INVALID_USER_IDS")
+			if !strings.Contains(r.body["detail"].(string), "501 distinct ids") {
+				t.Errorf("detail %q", r.body["detail"])
+			}
+			huge := make([]string, players.MaxFollowingSent+1)
+			for i := range huge {
+				huge[i] = "u1"
+			}
+			want(t, e.do("PUT", "/v1/me/following", alice, map[string]any{"userIds": huge}), 400, "INVALID_USER_IDS")
 		})
 	}
 }

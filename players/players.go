@@ -57,6 +57,11 @@ const (
 	MaxPresenceIDs = 100
 	// MaxFollowing is the most users one user follows (PUT /v1/me/following).
 	MaxFollowing = 500
+	// MaxFollowingSent bounds the ids one PUT /v1/me/following sends,
+	// duplicates included (MaxFollowing counts distinct ones): ten times
+	// as many, so a list with repeats is taken while the work one body
+	// makes stays bounded (the 80 KiB body cap bounds it too).
+	MaxFollowingSent = 10 * MaxFollowing
 	// MaxUserIDLen bounds a user id (rooms.MaxUserIDLen).
 	MaxUserIDLen = rooms.MaxUserIDLen
 )

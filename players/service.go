@@ -2,6 +2,7 @@ package players
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/realsync/realsync/rooms"
@@ -33,8 +34,9 @@ func (s *Service) Presence(ctx context.Context, ids []string) ([]Status, error) 
 	return s.store.Statuses(ctx, ids)
 }
 
-// SetFollowing makes player u follow ids (0..MaxFollowing, duplicates
-// dropped) and returns them sorted. A user following themself is allowed
+// SetFollowing makes player u follow ids (0..MaxFollowing distinct ones,
+// duplicates dropped before they are counted; at most MaxFollowingSent
+// sent) and returns them sorted. A user following themself is allowed
 // (their own status then reaches their stream). Errors: ErrInvalidUserIDs
 // (nothing changed), rooms.ErrScopeRequired for an API key,
 // rooms.ErrUnavailable.
@@ -42,12 +44,18 @@ func (s *Service) SetFollowing(ctx context.Context, u rooms.User, ids []string) 
 	if err := rooms.PlayersOnly(u); err != nil {
 		return nil, err
 	}
-	if err := CheckUserIDs(ids, 0, MaxFollowing); err != nil {
+	if len(ids) > MaxFollowingSent {
+		return nil, fmt.Errorf("%w: %d ids sent, duplicates included, want at most %d", ErrInvalidUserIDs, len(ids), MaxFollowingSent)
+	}
+	if err := CheckUserIDs(ids, 0, MaxFollowingSent); err != nil {
 		return nil, err
 	}
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	if len(ids) > MaxFollowing {
+		return nil, fmt.Errorf("%w: %d distinct ids, want 0 to %d", ErrInvalidUserIDs, len(ids), MaxFollowing)
+	}
 	if err := s.store.SetFollowing(ctx, u.ID, ids); err != nil {
 		return nil, err
 	}

@@ -426,6 +426,12 @@ type Following struct {
 	UserIds []string `json:"userIds"`
 }
 
+// FollowingRequest defines model for FollowingRequest.
+type FollowingRequest struct {
+	// UserIds At most 500 distinct ids (duplicates are dropped before they are counted), at most 5 000 sent. Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`).
+	UserIds []string `json:"userIds"`
+}
+
 // GuestRequest defines model for GuestRequest.
 type GuestRequest struct {
 	// Name Not only white space.
@@ -1205,7 +1211,7 @@ type QuickJoinJSONRequestBody = QuickJoinRequest
 type CreateTicketJSONRequestBody = CreateTicketRequest
 
 // SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
-type SetFollowingJSONRequestBody = Following
+type SetFollowingJSONRequestBody = FollowingRequest
 
 // CreateRoomJSONRequestBody defines body for CreateRoom for application/json ContentType.
 type CreateRoomJSONRequestBody = CreateRoomRequest

@@ -431,6 +431,12 @@ type Following struct {
 	UserIds []string `json:"userIds"`
 }
 
+// FollowingRequest defines model for FollowingRequest.
+type FollowingRequest struct {
+	// UserIds At most 500 distinct ids (duplicates are dropped before they are counted), at most 5 000 sent. Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`).
+	UserIds []string `json:"userIds"`
+}
+
 // GuestRequest defines model for GuestRequest.
 type GuestRequest struct {
 	// Name Not only white space.
@@ -1210,7 +1216,7 @@ type QuickJoinJSONRequestBody = QuickJoinRequest
 type CreateTicketJSONRequestBody = CreateTicketRequest
 
 // SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
-type SetFollowingJSONRequestBody = Following
+type SetFollowingJSONRequestBody = FollowingRequest
 
 // CreateRoomJSONRequestBody defines body for CreateRoom for application/json ContentType.
 type CreateRoomJSONRequestBody = CreateRoomRequest
@@ -1804,9 +1810,10 @@ type ClientInterface interface {
 
 	// SetFollowingWithBody Choose whose status changes reach the personal stream
 	//
-	// Replaces the users the caller follows (0..500 user ids, duplicates
-	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-	// and nothing changes). The caller's open personal streams, on every
+	// Replaces the users the caller follows (0..500 distinct user ids:
+	// duplicates are dropped before they are counted, and at most 5 000
+	// ids may be sent, duplicates included; more, an empty or malformed
+	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
 	// their changes; unfollowed users' changes stop. Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
@@ -1818,9 +1825,10 @@ type ClientInterface interface {
 
 	// SetFollowing Choose whose status changes reach the personal stream
 	//
-	// Replaces the users the caller follows (0..500 user ids, duplicates
-	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-	// and nothing changes). The caller's open personal streams, on every
+	// Replaces the users the caller follows (0..500 distinct user ids:
+	// duplicates are dropped before they are counted, and at most 5 000
+	// ids may be sent, duplicates included; more, an empty or malformed
+	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
 	// their changes; unfollowed users' changes stop. Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
@@ -3160,9 +3168,10 @@ func (c *APIClient) StreamMeEvents(ctx context.Context, params *StreamMeEventsPa
 
 // SetFollowingWithBody Choose whose status changes reach the personal stream
 //
-// Replaces the users the caller follows (0..500 user ids, duplicates
-// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-// and nothing changes). The caller's open personal streams, on every
+// Replaces the users the caller follows (0..500 distinct user ids:
+// duplicates are dropped before they are counted, and at most 5 000
+// ids may be sent, duplicates included; more, an empty or malformed
+// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
 // their changes; unfollowed users' changes stop. Kept 30 days after
 // the last set or the last personal stream opened. Players only.
@@ -3184,9 +3193,10 @@ func (c *APIClient) SetFollowingWithBody(ctx context.Context, contentType string
 
 // SetFollowing Choose whose status changes reach the personal stream
 //
-// Replaces the users the caller follows (0..500 user ids, duplicates
-// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-// and nothing changes). The caller's open personal streams, on every
+// Replaces the users the caller follows (0..500 distinct user ids:
+// duplicates are dropped before they are counted, and at most 5 000
+// ids may be sent, duplicates included; more, an empty or malformed
+// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
 // their changes; unfollowed users' changes stop. Kept 30 days after
 // the last set or the last personal stream opened. Players only.
@@ -6623,9 +6633,10 @@ type ClientWithResponsesInterface interface {
 
 	// SetFollowingWithBodyWithResponse Choose whose status changes reach the personal stream
 	//
-	// Replaces the users the caller follows (0..500 user ids, duplicates
-	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-	// and nothing changes). The caller's open personal streams, on every
+	// Replaces the users the caller follows (0..500 distinct user ids:
+	// duplicates are dropped before they are counted, and at most 5 000
+	// ids may be sent, duplicates included; more, an empty or malformed
+	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
 	// their changes; unfollowed users' changes stop. Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
@@ -6637,9 +6648,10 @@ type ClientWithResponsesInterface interface {
 
 	// SetFollowingWithResponse Choose whose status changes reach the personal stream
 	//
-	// Replaces the users the caller follows (0..500 user ids, duplicates
-	// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-	// and nothing changes). The caller's open personal streams, on every
+	// Replaces the users the caller follows (0..500 distinct user ids:
+	// duplicates are dropped before they are counted, and at most 5 000
+	// ids may be sent, duplicates included; more, an empty or malformed
+	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
 	// their changes; unfollowed users' changes stop. Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
@@ -11866,9 +11878,10 @@ func (c *ClientWithResponses) StreamMeEventsWithResponse(ctx context.Context, pa
 
 // SetFollowingWithBodyWithResponse Choose whose status changes reach the personal stream
 //
-// Replaces the users the caller follows (0..500 user ids, duplicates
-// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-// and nothing changes). The caller's open personal streams, on every
+// Replaces the users the caller follows (0..500 distinct user ids:
+// duplicates are dropped before they are counted, and at most 5 000
+// ids may be sent, duplicates included; more, an empty or malformed
+// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
 // their changes; unfollowed users' changes stop. Kept 30 days after
 // the last set or the last personal stream opened. Players only.
@@ -11886,9 +11899,10 @@ func (c *ClientWithResponses) SetFollowingWithBodyWithResponse(ctx context.Conte
 
 // SetFollowingWithResponse Choose whose status changes reach the personal stream
 //
-// Replaces the users the caller follows (0..500 user ids, duplicates
-// dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-// and nothing changes). The caller's open personal streams, on every
+// Replaces the users the caller follows (0..500 distinct user ids:
+// duplicates are dropped before they are counted, and at most 5 000
+// ids may be sent, duplicates included; more, an empty or malformed
+// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
 // their changes; unfollowed users' changes stop. Kept 30 days after
 // the last set or the last personal stream opened. Players only.

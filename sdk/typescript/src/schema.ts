@@ -958,9 +958,10 @@ export interface paths {
         get?: never;
         /**
          * Choose whose status changes reach the personal stream
-         * @description Replaces the users the caller follows (0..500 user ids, duplicates
-         *     dropped; more, an empty or malformed id: 400 `INVALID_USER_IDS`,
-         *     and nothing changes). The caller's open personal streams, on every
+         * @description Replaces the users the caller follows (0..500 distinct user ids:
+         *     duplicates are dropped before they are counted, and at most 5 000
+         *     ids may be sent, duplicates included; more, an empty or malformed
+         *     id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
          *     instance, send the newly followed users' current status, then
          *     their changes; unfollowed users' changes stop. Kept 30 days after
          *     the last set or the last personal stream opened. Players only.
@@ -1266,6 +1267,10 @@ export interface components {
         };
         Following: {
             /** @description Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`). */
+            userIds: string[];
+        };
+        FollowingRequest: {
+            /** @description At most 500 distinct ids (duplicates are dropped before they are counted), at most 5 000 sent. Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`). */
             userIds: string[];
         };
         DirectMessageRequest: {
@@ -3597,7 +3602,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Following"];
+                "application/json": components["schemas"]["FollowingRequest"];
             };
         };
         responses: {
