@@ -12,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -159,7 +157,12 @@ func (a *Auth) verify(token string) (Identity, error) {
 	if strings.HasPrefix(c.Subject, keyUserPrefix) {
 		return Identity{}, fmt.Errorf("token subject must not start with %q (the API keys' user ids): %w", keyUserPrefix, errUnauthenticated)
 	}
-	return Identity{User: rooms.User{ID: c.Subject, Name: displayName(c.Name)}, Expires: c.ExpiresAt.Time,
+	name, ok := tokenName(c.Name)
+	if !ok {
+		return Identity{}, fmt.Errorf("token name must have no control characters (NUL, ESC, ...) or bidirectional formatting characters (U+202E, ...): %w",
+			errUnauthenticated)
+	}
+	return Identity{User: rooms.User{ID: c.Subject, Name: name}, Expires: c.ExpiresAt.Time,
 		ServerIssued: key.server}, nil
 }
 
@@ -181,19 +184,6 @@ func reason(err error) string {
 		return "bad signature"
 	}
 	return "rejected"
-}
-
-func displayName(n string) string {
-	n = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, n)
-	if utf8.RuneCountInString(n) > 32 {
-		n = string([]rune(n)[:32])
-	}
-	return n
 }
 
 type userKey struct{}

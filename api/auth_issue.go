@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -72,8 +70,8 @@ func (s *Server) CreateGuestToken(w http.ResponseWriter, r *http.Request) {
 	name := ""
 	if req.Name != nil {
 		name = *req.Name
-		if n := utf8.RuneCountInString(name); n < 1 || n > 32 || strings.IndexFunc(name, unicode.IsControl) >= 0 || rooms.Blank(name) {
-			s.writeError(w, r, rooms.Invalid("name", "must be 1..32 characters, not only white space, without control characters"))
+		if !validGuestName(name) {
+			s.writeError(w, r, rooms.Invalid("name", displayNameRule))
 			return
 		}
 	}

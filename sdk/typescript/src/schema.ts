@@ -1309,7 +1309,7 @@ export interface components {
             message: string;
         };
         GuestRequest: {
-            /** @description Not only white space. */
+            /** @description Not only white space; no control characters (Cc) or bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069); else 422. */
             name?: string;
         };
         GuestToken: {
