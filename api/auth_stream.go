@@ -90,8 +90,7 @@ func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 	c, err := a.parseStream(token)
 	if err != nil {
 		if _, idErr := a.verify(token); idErr == nil {
-			return Identity{}, fmt.Errorf("an identity token is not accepted in a URL: fetch a stream token (POST /v1/rooms/{roomId}/stream-token or /v1/lobby/stream-token) and pass it as token, or send the identity token in the Authorization header: %w",
-				errStreamTokenRequired)
+			return Identity{}, identityInURL(scope, "")
 		}
 		return Identity{}, fmt.Errorf("invalid stream token (%s): %w", reason(err), errUnauthenticated)
 	}
@@ -103,6 +102,28 @@ func (a *Auth) VerifyStream(token, scope string) (Identity, error) {
 		return Identity{}, fmt.Errorf("stream token without subject: %w", errUnauthenticated)
 	}
 	return Identity{User: rooms.User{ID: c.Subject, Name: c.Name}, Expires: time.Unix(c.ParentExp, 0), Stream: c.Scope}, nil
+}
+
+// identityInURL is the refusal of an identity token in the URL of scope's
+// stream (as param, when named): it names the route that issues a stream
+// token for that stream.
+func identityInURL(scope, param string) error {
+	return fmt.Errorf("an identity token is not accepted in a URL%s: fetch a stream token (%s) and pass it as token, or send the identity token in the Authorization header: %w",
+		param, streamTokenRoute(scope), errStreamTokenRequired)
+}
+
+// streamTokenRoute is the route that issues stream tokens for scope's
+// stream.
+func streamTokenRoute(scope string) string {
+	switch {
+	case scope == meScope:
+		return "POST /v1/me/stream-token"
+	case scope == lobbyScope:
+		return "POST /v1/lobby/stream-token"
+	case strings.HasPrefix(scope, "room:"):
+		return "POST /v1/rooms/{roomId}/stream-token"
+	}
+	return "POST /v1/rooms/{roomId}/stream-token, /v1/lobby/stream-token or /v1/me/stream-token"
 }
 
 // parseStream checks a stream token's signature (the server's secret),
@@ -149,8 +170,7 @@ func streamScope(path string) (string, bool) {
 func (s *Server) streamIdentity(r *http.Request, scope string) (id Identity, done bool, err error) {
 	q := r.URL.Query()
 	if q.Has("access_token") {
-		return Identity{}, true, fmt.Errorf("an identity token is not accepted in a URL (access_token): fetch a stream token (POST /v1/rooms/{roomId}/stream-token or /v1/lobby/stream-token) and pass it as token, or send the identity token in the Authorization header: %w",
-			errStreamTokenRequired)
+		return Identity{}, true, identityInURL(scope, " (access_token)")
 	}
 	if !q.Has("token") {
 		return Identity{}, false, nil

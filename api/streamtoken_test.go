@@ -72,6 +72,26 @@ func TestStreamTokens(t *testing.T) {
 		if r := e.do("GET", "/v1/rooms/"+pub+"/events?access_token="+alice, "", nil); !strings.Contains(r.body["detail"].(string), "stream-token") {
 			t.Errorf("the refusal of an identity token in the URL does not say what to do: %s", r.raw)
 		}
+		// each stream's refusal names the route of its own stream tokens,
+		// and no other's, whether the token came as access_token or token
+		routes := map[string]string{"/v1/rooms/" + pub + "/events": "POST /v1/rooms/{roomId}/stream-token",
+			"/v1/lobby/events": "POST /v1/lobby/stream-token", "/v1/me/events?platform=pc": "POST /v1/me/stream-token"}
+		for path, route := range routes {
+			sep := "?"
+			if strings.Contains(path, "?") {
+				sep = "&"
+			}
+			for _, param := range []string{"access_token", "token"} {
+				r := e.do("GET", path+sep+param+"="+alice, "", nil)
+				want(t, r, 401, "STREAM_TOKEN_REQUIRED")
+				d, _ := r.body["detail"].(string)
+				for _, other := range routes {
+					if strings.Contains(d, other) != (other == route) {
+						t.Errorf("%s with an identity token as %s: detail %q, want it to name %s only", path, param, d, route)
+					}
+				}
+			}
+		}
 
 		// Reconnects within the minute reuse the token.
 		for range 2 {
