@@ -76,4 +76,3 @@ func originList(s string) ([]string, bool) {
 	}
 	return out, true
 }
-
