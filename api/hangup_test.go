@@ -43,6 +43,10 @@ func TestClientHangupIs499(t *testing.T) {
 			if body != nil {
 				req, _ = http.NewRequestWithContext(ctx, c.method, e.url+c.path, body)
 				req.Header.Set("Content-Type", "application/json")
+				// two round trips (the key's claim, then the send): the
+				// second starts after the hang-up, whatever the first
+				// (a lone call in flight completes, and is answered)
+				req.Header.Set("Idempotency-Key", "hangup-"+c.name)
 			}
 			req.Header.Set("Authorization", "Bearer "+alice)
 			req.Header.Set("X-Request-Id", "hangup-"+c.name)
