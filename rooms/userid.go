@@ -17,17 +17,40 @@ var UserIDRule = fmt.Sprintf("must be a user id: 1..%d bytes of UTF-8 without co
 // valid UTF-8 holding no comma and no rune of Unicode's control (Cc),
 // format (Cf: zero-width spaces, bidirectional marks, U+FEFF), space (Zs:
 // U+0020, U+00A0, U+3000...), line or paragraph separator (Zl, Zp)
-// categories: no two ids that print alike, nor an id that moves the text
-// around it. The zero-width non-joiner and joiner (U+200C, U+200D) are
-// the format characters it keeps: Persian and Indic spelling and emoji
-// sequences need them (UAX #31 allows them in identifiers). It is the grammar of every user id the API takes: a
+// categories: no id that moves the text around it, and no two that print
+// alike but by what they join. The zero-width non-joiner and joiner
+// (U+200C, U+200D) are the format characters it keeps, where UAX #31's
+// scripts need them (Persian and Indic spelling, emoji sequences): each
+// between two runes beyond ASCII, neither a joiner; so "ad\u200dmin",
+// "admin\u200c" and "\u200dkey:gs-1" (which prints as an API key's id)
+// are no user ids. It is the grammar of every user id the API takes: a
 // token's subject (so that messages, invitations and following can name
 // the user), a direct message's or an invitation's recipient, presence and
 // following lists, reservations' userIds and tickets' partyUserIds; an id
 // outside it could never be a token's subject.
 func ValidUserID(id string) bool {
-	return id != "" && len(id) <= MaxUserIDLen && utf8.ValidString(id) && !strings.ContainsFunc(id, notInUserID)
+	return id != "" && len(id) <= MaxUserIDLen && utf8.ValidString(id) && !strings.ContainsFunc(id, notInUserID) && joinersJoin(id)
 }
+
+// joinersJoin reports whether every joiner of id (U+200C, U+200D) stands
+// between two runes beyond ASCII, neither of them a joiner.
+func joinersJoin(id string) bool {
+	if !strings.ContainsAny(id, "\u200c\u200d") {
+		return true
+	}
+	rs := []rune(id)
+	for i, r := range rs {
+		if isJoiner(r) && (i == 0 || i == len(rs)-1 || !joinable(rs[i-1]) || !joinable(rs[i+1])) {
+			return false
+		}
+	}
+	return true
+}
+
+func isJoiner(r rune) bool { return r == zwnj || r == zwj }
+
+// joinable is a rune a joiner may stand beside.
+func joinable(r rune) bool { return r >= utf8.RuneSelf && !isJoiner(r) }
 
 const zwnj, zwj = '\u200C', '\u200D'
 

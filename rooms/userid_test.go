@@ -46,6 +46,14 @@ func TestValidUserID(t *testing.T) {
 		// Cf, kept (a reviewer's find: spelling and emoji need them)
 		{"ZeroWidthNonJoiner", "می\u200cخواهم", true},
 		{"ZeroWidthJoinerEmoji", "👨\u200d👩\u200d👧", true},
+		// ... between two runes beyond ASCII only, neither a joiner: else
+		// ids that print alike (a reviewer's find)
+		{"JoinerInLatin", "ad\u200dmin", false},
+		{"JoinerLast", "admin\u200c", false},
+		{"JoinerFirst", "\u200cمی", false},
+		{"JoinerBeforeKeyPrefix", "\u200dkey:gs-1", false},
+		{"JoinersDoubled", "م\u200c\u200cی", false},
+		{"JoinerAfterASCII", "a\u200d👩", false},
 		{"RightToLeftMark", "a\u200fb", false},         // Cf
 		{"RightToLeftOverride", "a\u202eb", false},     // Cf
 		{"WordJoiner", "a\u2060b", false},              // Cf
