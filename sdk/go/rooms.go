@@ -143,8 +143,10 @@ func (c *Client) Kick(ctx context.Context, roomID string, playerID int, ban bool
 // ReserveSeats holds a seat of a waiting room for each of userIDs until
 // they join or ttlSeconds pass (0: the server's default, 15; at most 300)
 // (POST /v1/rooms/{roomId}/reservations): the owner, or an API key with
-// rooms:write, as a matchmaker. Errors: 409 ROOM_FULL when the seats taken
-// and held would pass maxPlayers, 409 ROOM_NOT_JOINABLE unless waiting.
+// rooms:write, as a matchmaker. Errors: 409 ROOM_NOT_JOINABLE unless
+// waiting, 409 USER_BANNED when the room banned any of userIDs (the detail
+// names them; servers before it answered 403 BANNED), 409 ROOM_FULL when
+// the seats taken and held would pass maxPlayers. A refusal holds no seat.
 func (c *Client) ReserveSeats(ctx context.Context, roomID string, userIDs []string, ttlSeconds int) (*SeatReservation, error) {
 	body := ReserveSeatsRequest{UserIds: userIDs}
 	if ttlSeconds > 0 {

@@ -338,7 +338,9 @@ export class RealSync {
   }
 
   /** reserveSeats holds a seat of a waiting room for each user until they join or ttlSeconds
-   * pass (default 15, at most 300): the owner, or an API key with rooms:write (a matchmaker). */
+   * pass (default 15, at most 300): the owner, or an API key with rooms:write (a matchmaker).
+   * Refused (no seat held): 409 ROOM_NOT_JOINABLE unless waiting, 409 USER_BANNED when the room
+   * banned any of userIds (servers before it: 403 BANNED), 409 ROOM_FULL. */
   reserveSeats(roomId: string, userIds: string[], ttlSeconds?: number): Promise<Schemas["SeatReservation"]> {
     return this.call(this.api.POST("/v1/rooms/{roomId}/reservations", {
       params: { path: { roomId } }, body: { userIds, ttlSeconds },
