@@ -304,3 +304,25 @@ func TestMigrateV2LeavesOtherKeysAlone(t *testing.T) {
 		})
 	}
 }
+
+// A standalone client (REALSYNC_REDIS_URL) pointed at a node of a Redis
+// Cluster is a configuration error, refused at start: every call to a
+// slot of another node would answer MOVED, each one a 503, while /readyz
+// stayed 200 (a reviewer's find). The Cluster client and a standalone
+// server pass.
+func TestStandaloneURLOfAClusterNodeIsRefused(t *testing.T) {
+	ctx := context.Background()
+	node := "redis://" + redistest.ClusterAddrs(t)[0]
+	cfg := store.Config{RedisURL: node, Prefix: redistest.Prefix(t), Shards: 8}
+	if _, err := store.Open(ctx, cfg); !errors.Is(err, store.ErrLayout) || !strings.Contains(err.Error(), "REALSYNC_REDIS_CLUSTER_ADDRS") {
+		t.Fatalf("open of a Cluster node as standalone: %v, want ErrLayout naming REALSYNC_REDIS_CLUSTER_ADDRS", err)
+	}
+	for _, c := range []store.Config{{ClusterAddrs: redistest.ClusterAddrs(t)}, {RedisURL: redistest.StandaloneURL(t)}} {
+		c.Prefix, c.Shards = redistest.Prefix(t), 8
+		s, err := store.Open(ctx, c)
+		if err != nil {
+			t.Fatalf("open %+v: %v", c, err)
+		}
+		s.Close()
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -240,6 +241,9 @@ func (s *Store) Init(ctx context.Context) error {
 	if err := s.Ping(ctx); err != nil {
 		return redisx.Wrap(err)
 	}
+	if err := s.notAClusterNode(ctx); err != nil {
+		return err
+	}
 	if !s.scriptsOnly {
 		if err := s.runner.LoadLibrary(ctx); err != nil {
 			return redisx.Wrap(err)
@@ -411,6 +415,22 @@ func (s *Store) Base() *redisx.Base { return s.base }
 // Client is the underlying client, for tests and tools that read Redis
 // directly.
 func (s *Store) Client() redis.UniversalClient { return s.client }
+
+// notAClusterNode refuses a standalone client (REALSYNC_REDIS_URL) whose
+// server is a node of a Redis Cluster: every call to a slot of another
+// node would answer MOVED, each one a 503 (ErrLayout: waiting cannot fix
+// it). A server that does not say (INFO refused) passes.
+func (s *Store) notAClusterNode(ctx context.Context) error {
+	c, ok := s.client.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	info, err := c.Info(ctx, "cluster").Result()
+	if err == nil && strings.Contains(info, "cluster_enabled:1") {
+		return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster; name its nodes in REALSYNC_REDIS_CLUSTER_ADDRS instead", ErrLayout)
+	}
+	return nil
+}
 
 func (s *Store) checkMeta(ctx context.Context) error {
 	key := s.keys.Meta()
