@@ -319,3 +319,33 @@ func expireStatus(t *testing.T, s *store.Store, uid string) {
 	}
 	waitUntil(t, "the status record gone", func() bool { return s.Client().Exists(ctx, keys[0]).Val() == 0 })
 }
+
+// Statuses reads the status record, then, for a user without one, the
+// online index: a session opened between the two reads leaves a lease
+// still running there, which is no lapsed status. Read as one, its
+// version (the lease's expiry, seconds ahead) made an offline status
+// later than the user's real online one, and followers then dropped
+// every status of the user until it passed (a reviewer's find). The
+// state the second read sees (a running lease, no record) reads version
+// 0, which hides nothing.
+func TestStatusReadRacingAnOpenIsNotFromTheFuture(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := twoInstances(t, b, store.Config{PresenceTTL: time.Minute, SessionPolicy: players.PolicyReplace})
+			uid := "u-" + redistest.Prefix(t)
+			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			online, err := s.Sessions().Statuses(ctx, []string{uid})
+			if err != nil || !online[0].Online {
+				t.Fatalf("after the open: %+v, %v", online, err)
+			}
+			expireStatus(t, s, uid) // as the first read found it: no record yet
+			got, err := s.Sessions().Statuses(ctx, []string{uid})
+			if err != nil || got[0].Online || got[0].Version >= online[0].Version {
+				t.Fatalf("a running lease without a record: %+v, %v; want offline below the online version %d", got, err, online[0].Version)
+			}
+		})
+	}
+}

@@ -339,8 +339,13 @@ func (s *Sessions) lapsedStatuses(ctx context.Context, out []players.Status, abs
 	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
 		return redisx.Wrap(err)
 	}
+	now := time.Now().UnixMilli()
 	for j, i := range absent {
-		if ms, err := cmds[j].Result(); err == nil {
+		// a lease still running is a session opened since the first read
+		// (or one whose record is gone otherwise): not a lapsed status, and
+		// its version, from the future, would hide the user's next
+		// statuses from followers (a reviewer's find)
+		if ms, err := cmds[j].Result(); err == nil && int64(ms) < now {
 			out[i].Version = lapsedVersion(int64(ms))
 		}
 	}
