@@ -349,3 +349,37 @@ func TestStatusReadRacingAnOpenIsNotFromTheFuture(t *testing.T) {
 		})
 	}
 }
+
+// A user back before any sweep after a full outage (the status record
+// lapsed while online): the open announces the outage's offline first,
+// then its online, each once (a reviewer's find: the open published
+// user_online over the lapsed status and the offline was never
+// announced, so a webhook receiver saw user_online twice).
+func TestReopenAfterALapsedStatusAnnouncesTheOffline(t *testing.T) {
+	const ttl = 500 * time.Millisecond
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := twoInstances(t, b, store.Config{PresenceTTL: ttl, SessionPolicy: players.PolicyReplace, WebhookOutboxLen: 1000})
+			uid := "u-" + redistest.Prefix(t)
+			sink := watchUser(t, s, uid)
+			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "before"}, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(ttl + 100*time.Millisecond)
+			expireStatus(t, s, uid)
+			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "after"}, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "three statuses published", func() bool { ss, _ := sink.snapshot(); return len(ss) >= 3 })
+			ss, _ := sink.snapshot()
+			if len(ss) != 3 || !ss[0].Online || ss[1].Online || !ss[2].Online || ss[1].Version <= ss[0].Version || ss[2].Version <= ss[1].Version {
+				t.Fatalf("published %+v, want online, offline, online, versions rising", ss)
+			}
+			evs := outboxEvents(t, s)
+			if evs["user_online"][uid] != 2 || evs["user_offline"][uid] != 1 {
+				t.Errorf("webhooks: %d user_online, %d user_offline; want 2 and 1", evs["user_online"][uid], evs["user_offline"][uid])
+			}
+		})
+	}
+}

@@ -11,8 +11,9 @@
 -- a cursor (Last-Event-ID) the events after it, which the platform's
 -- delivery cursor then counts as delivered; without one, or when the log
 -- no longer serves it (a gap), the events the platform was not delivered
--- yet (its offline inbox), from its delivery cursor on. Behind prelude.lua
--- (set_status).
+-- yet (its offline inbox), from its delivery cursor on. A status that
+-- lapsed while online (lapsed_online) goes offline, announced, before the
+-- open's online. Behind prelude.lua (set_status, lapsed_online).
 -- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
 -- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
 --         expires the linger after the last lease)
@@ -53,6 +54,12 @@ local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 
 redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
+-- a status that lapsed while online (every instance down for the
+-- linger): its offline is announced first, then this open's online
+if redis.call('EXISTS', K_STATUS) == 0 and redis.call('ZSCORE', K_ONLINE, uid) then
+  lapsed_online(K_STATUS, K_ONLINE, uid)
+  set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19], ttl + tonumber(ARGV[18]))
+end
 local same = {}
 for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
   if string.sub(m, 1, #platform + 1) == platform .. '/' then same[#same + 1] = m end
