@@ -15,6 +15,11 @@ import (
 // hang-ups do not count as server failures.
 const statusClientClosed = 499
 
+// ErrShutdown is the cause of the server's base context's end when a
+// shutdown cuts the requests still running (cmd/realsyncd): their
+// answer is 503, not a client's hang-up.
+var ErrShutdown = errors.New("the server is shutting down")
+
 // contextEnded reports whether err is a context's end (cancelled, or past
 // its deadline) rather than a failure: the store passes context.Canceled
 // through as it is (redisx.Wrap), and a caller may hand on either.
@@ -27,11 +32,11 @@ func contextEnded(err error) bool {
 // client went away (net/http cancels it on the connection's close or the
 // stream's reset), there is nobody to answer: the request is recorded as
 // 499 and logged at debug. Any other (the request timeout, whose context
-// ends with DeadlineExceeded; a context of the server's that a shutdown
-// cancelled; an internal timeout) is the server giving up: 503
+// ends with DeadlineExceeded; the request's own cancelled by a shutdown,
+// its cause ErrShutdown; an internal timeout) is the server giving up: 503
 // STORE_UNAVAILABLE, retry later, as the contract says of the timeout.
 func (s *Server) writeContextEnded(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(r.Context().Err(), context.Canceled) {
+	if errors.Is(r.Context().Err(), context.Canceled) && !errors.Is(context.Cause(r.Context()), ErrShutdown) {
 		s.log.Debug("client closed request", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
 		w.WriteHeader(statusClientClosed)
 		return

@@ -17,6 +17,10 @@ func TestContextEndedWhich(t *testing.T) {
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
+	base, cut := context.WithCancelCause(context.Background())
+	cutByShutdown, cancel3 := context.WithCancel(base) // a request's, of the server's base
+	defer cancel3()
+	cut(ErrShutdown)
 	timedOut, cancel2 := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel2()
 	<-timedOut.Done()
@@ -29,7 +33,8 @@ func TestContextEndedWhich(t *testing.T) {
 		{"HungUp", cancelled, context.Canceled, statusClientClosed},
 		{"HungUpWrapped", cancelled, fmt.Errorf("sending: %w", context.Canceled), statusClientClosed},
 		{"HungUpDuringAnInternalTimeout", cancelled, context.DeadlineExceeded, statusClientClosed},
-		{"ServerContextCancelled", context.Background(), context.Canceled, 503},
+		{"OtherContextCancelled", context.Background(), context.Canceled, 503},
+		{"CutByShutdown", cutByShutdown, context.Canceled, 503}, // a reviewer's find: was 499
 		{"InternalTimeout", context.Background(), context.DeadlineExceeded, 503},
 		{"RequestTimeout", timedOut, context.DeadlineExceeded, 503},
 	} {

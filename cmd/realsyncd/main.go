@@ -178,8 +178,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// event streams (see api's limitBody); the API sets a read deadline on
 	// each body, a context and write deadline on each request but streams,
 	// and streams a deadline per write instead.
+	// every request's context descends from base: a shutdown that cuts
+	// the requests still running cancels it first, with api.ErrShutdown as
+	// the cause, so they answer 503, not a client's hang-up (499)
+	base, cut := context.WithCancelCause(context.Background())
+	defer cut(nil)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		MaxHeaderBytes: api.MaxHeaderBytes}
+		MaxHeaderBytes: api.MaxHeaderBytes, BaseContext: func(net.Listener) context.Context { return base }}
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}
@@ -249,7 +254,7 @@ wait:
 		}
 	}
 	closeHub, closeStore = func() {}, func() {}
-	return shutdown(srv, served, hub, stop, st.Close, cfg.ShutdownTimeout)
+	return shutdown(srv, func() { cut(api.ErrShutdown) }, served, hub, stop, st.Close, cfg.ShutdownTimeout)
 }
 
 // shutdown stops accepting connections, ends every event stream (each with
@@ -258,8 +263,9 @@ wait:
 // client is not back within the presence debounce is then shown
 // player_disconnected), stops the background loops, waits for the
 // requests in flight, and closes the store: all within timeout. Past it
-// the remaining connections are cut and an error says so.
-func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration) error {
+// the remaining requests are cut (cutRequests cancels their contexts, so
+// they answer 503), then their connections, and an error says so.
+func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
@@ -272,6 +278,7 @@ func shutdown(srv *http.Server, served <-chan error, hub *sse.Hub, stopBackgroun
 	stopBackground(ctx)
 	err := <-done
 	if err != nil {
+		cutRequests()
 		srv.Close()
 	}
 	// The store's close waits for the batches in flight, each up to a
