@@ -30,20 +30,26 @@ func validGuestName(name string) bool {
 	return n >= 1 && n <= maxDisplayName && !rooms.Blank(name) && strings.IndexFunc(name, nameControl) < 0
 }
 
-// tokenName is the display name of a token's name claim: the claim cut to
-// 32 characters ("" for none or only white space); ok is false when it
-// holds a nameControl character, which refuses the token (as a guest's
-// name with one is refused), rather than show other players a name the
-// user's issuer did not check.
-func tokenName(claim string) (name string, ok bool) {
+// tokenName is the display name of a token's name claim: the claim without
+// its nameControl characters, cut to 32 characters ("" for none or only
+// white space). They are dropped, not refused as a guest's name's are: the
+// user cannot change what their issuer signed, and a refused token would
+// lock them out (right-to-left marks are common in Arabic and Hebrew
+// names; a reviewer's find), while other players still never see them.
+func tokenName(claim string) string {
 	if strings.IndexFunc(claim, nameControl) >= 0 {
-		return "", false
+		claim = strings.Map(func(r rune) rune {
+			if nameControl(r) {
+				return -1
+			}
+			return r
+		}, claim)
 	}
 	if rooms.Blank(claim) {
-		return "", true
+		return ""
 	}
 	if utf8.RuneCountInString(claim) > maxDisplayName {
 		claim = string([]rune(claim)[:maxDisplayName])
 	}
-	return claim, true
+	return claim
 }
