@@ -376,7 +376,7 @@ type DeadLetter struct {
 	// Example: 3.1764000000000-0
 	Id string `json:"id"`
 
-	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password, query values and fragment written `***`.
+	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped.
 	LastError string `json:"lastError"`
 
 	// MessageId The `webhook-id` of every try of this event, to every endpoint.

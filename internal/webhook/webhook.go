@@ -130,15 +130,18 @@ func Parse(raw []byte) ([]Endpoint, error) {
 }
 
 // hideUserinfo is raw with its user information (a basic-auth password),
-// from "://" to the last "@", replaced by xxxxx: errors end up in logs.
+// from "://" to the last "@", replaced by xxxxx, and its query and
+// fragment by "?***" (a token may ride there): errors end up in logs.
 // The last "@", as a password may hold an unescaped "/" ending the
-// authority early.
+// authority early; the query is cut after, as a password may hold "?".
 func hideUserinfo(raw string) string {
-	i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@")
-	if i < 0 || j < i+3 {
-		return raw
+	if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j >= i+3 {
+		raw = raw[:i+3] + "xxxxx" + raw[j:]
 	}
-	return raw[:i+3] + "xxxxx" + raw[j:]
+	if q := strings.IndexAny(raw, "?#"); q >= 0 {
+		raw = raw[:q] + "?***"
+	}
+	return raw
 }
 
 // NewSigner checks a whsec_ secret and returns its Standard Webhooks

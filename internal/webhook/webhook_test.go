@@ -38,6 +38,7 @@ func TestParse(t *testing.T) {
 		{"twice", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[1].id: "a" appears twice`, 0},
 		{"bad url", "endpoints:\n- {id: a, url: 'ftp://x/h', secret: " + secret + ", events: ['*']}\n", "endpoints[0].url", 0},
 		{"bad url, password hidden", "endpoints:\n- {id: a, url: 'ftp://u:hunter2pw@x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[0].url: "ftp://xxxxx@x/h"`, 0},
+		{"bad url, query hidden", "endpoints:\n- {id: a, url: 'ftp://u:pa?ss@x/h?token=SECRET#f', secret: " + secret + ", events: ['*']}\n", `endpoints[0].url: "ftp://xxxxx@x/h?***"`, 0},
 		{"bad secret", "endpoints:\n- {id: a, url: 'https://x/h', secret: abc, events: ['*']}\n", "endpoints[0].secret", 0},
 		{"secret not base64", "endpoints:\n- {id: a, url: 'https://x/h', secret: 'whsec_!!', events: ['*']}\n", "endpoints[0].secret: the key after whsec_ is not base64", 0},
 		{"no events", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + "}\n", "endpoints[0].events", 0},

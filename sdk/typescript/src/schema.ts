@@ -1682,7 +1682,7 @@ export interface components {
              * @description When the last try failed.
              */
             failedAt: string;
-            /** @description The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password, query values and fragment written `***`. */
+            /** @description The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped. */
             lastError: string;
         };
         Instance: {
