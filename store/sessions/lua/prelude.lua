@@ -52,3 +52,15 @@ local function lapsed_online(k_status, k_online, uid)
     redis.call('HSET', k_status, 'p', '?')
   end
 end
+
+-- index_online keeps user uid's entry of the shard's online index
+-- k_online at the earliest lease of its sessions (zset k_sess), or drops
+-- it when none is left.
+local function index_online(k_sess, k_online, uid)
+  local first = redis.call('ZRANGE', k_sess, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    redis.call('ZREM', k_online, uid)
+  else
+    redis.call('ZADD', k_online, first[2], uid)
+  end
+end

@@ -31,10 +31,5 @@ if member ~= '' then
 end
 lapsed_online(K_STATUS, K_ONLINE, uid)
 local changed = set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
-local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
-if #first == 0 then
-  redis.call('ZREM', K_ONLINE, uid)
-else
-  redis.call('ZADD', K_ONLINE, first[2], uid)
-end
+index_online(K_SESS, K_ONLINE, uid)
 return {'OK', changed, lapsed}

@@ -115,8 +115,7 @@ redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
 -- the status: published when it changed
 set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19]) -- online: never offline_ms
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
-local first = redis.call('ZRANGE', K_SESS, 0, 0, 'WITHSCORES')
-redis.call('ZADD', K_ONLINE, first[2], uid)
+index_online(K_SESS, K_ONLINE, uid)
 
 -- a log entry as the reply carries it: its JSON, or "\1" and the key of
 -- its body stored once for many users

@@ -42,12 +42,7 @@ for i = 1, (#ARGV - 4) / 2 do
     if set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
       changed = changed + 1
     end
-    local first = redis.call('ZRANGE', k_sess, 0, 0, 'WITHSCORES')
-    if #first == 0 then
-      redis.call('ZREM', K_ONLINE, uid)
-    else
-      redis.call('ZADD', K_ONLINE, first[2], uid)
-    end
+    index_online(k_sess, K_ONLINE, uid)
   end
 end
 return {'OK', changed, due}
