@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -379,6 +380,31 @@ func TestReopenAfterALapsedStatusAnnouncesTheOffline(t *testing.T) {
 			evs := outboxEvents(t, s)
 			if evs["user_online"][uid] != 2 || evs["user_offline"][uid] != 1 {
 				t.Errorf("webhooks: %d user_online, %d user_offline; want 2 and 1", evs["user_online"][uid], evs["user_offline"][uid])
+			}
+		})
+	}
+}
+
+// The status record gone while a lease still runs (evicted): an open
+// refused by the policy changes and announces nothing (a reviewer's find:
+// the lapsed-status step published user_platforms_changed for platforms
+// that had not changed, and left the record without its expiry).
+func TestRefusedOpenWithALiveLeaseAnnouncesNothing(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := twoInstances(t, b, store.Config{PresenceTTL: time.Minute, SessionPolicy: players.PolicyRejectNew, WebhookOutboxLen: 1000})
+			uid := "u-" + redistest.Prefix(t)
+			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			expireStatus(t, s, uid)
+			if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.2"}, sse.Cursor{}, 0); !errors.Is(err, players.ErrSessionExists) {
+				t.Fatalf("second pc session: %v, want ErrSessionExists", err)
+			}
+			evs := outboxEvents(t, s)
+			if evs["user_online"][uid] != 1 || evs["user_platforms_changed"][uid] != 0 || evs["user_offline"][uid] != 0 {
+				t.Errorf("webhooks %v, want the first open's user_online alone", evs)
 			}
 		})
 	}

@@ -87,7 +87,7 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	args := []any{u, c.s.Platform, c.s.ID, string(x.cfg.Policy), x.cfg.TTL.Milliseconds(), x.cfg.StreamsPerUser,
 		log.Channel, x.StatusChannel(u), x.b.PubCmd, x.cfg.Logs.Config().MaxLen, x.cfg.Logs.Config().TTL.Milliseconds(), c.newTag,
 		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTL.Milliseconds(),
-		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline}
+		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline, offlineStatusTTL.Milliseconds()}
 	if outboxLen > 0 {
 		keys = append(keys, outbox)
 	}

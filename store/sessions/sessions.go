@@ -336,10 +336,11 @@ func (s *Sessions) lapsedStatuses(ctx context.Context, out []players.Status, abs
 	for j, i := range absent {
 		cmds[j] = p.ZScore(ctx, s.onlineKey(s.b.UserShard(out[i].UserID)), out[i].UserID)
 	}
+	clock := p.Time(ctx) // the leases' clock, not this instance's
 	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
 		return redisx.Wrap(err)
 	}
-	now := time.Now().UnixMilli()
+	now := clock.Val().UnixMilli()
 	for j, i := range absent {
 		// a lease still running is a session opened since the first read
 		// (or one whose record is gone otherwise): not a lapsed status, and

@@ -35,6 +35,7 @@
 --          the user shard's webhook outbox, and a status change enters it
 --          (user_online, user_platforms_changed; see status_event)
 -- ARGV[20] the most events replayed without a cursor
+-- ARGV[21] how long an offline status is kept (ms), as session_close's
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from, dropped,
 --        lost "1"|"0", json...}: dropped counts the entries the log's cap
 --        dropped for the session_replaced events; lost says the platform's
@@ -55,10 +56,13 @@ local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 
 redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
 -- a status that lapsed while online (every instance down for the
--- linger): its offline is announced first, then this open's online
-if redis.call('EXISTS', K_STATUS) == 0 and redis.call('ZSCORE', K_ONLINE, uid) then
+-- linger, no lease left): its offline is announced first, as a close
+-- would, then this open's online. With leases left (the record gone
+-- otherwise) the open's own change says all.
+if redis.call('EXISTS', K_STATUS) == 0 and redis.call('ZCARD', K_SESS) == 0 and redis.call('ZSCORE', K_ONLINE, uid) then
   lapsed_online(K_STATUS, K_ONLINE, uid)
-  set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19], ttl + tonumber(ARGV[18]))
+  set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19], tonumber(ARGV[21]))
+  index_online(K_SESS, K_ONLINE, uid)
 end
 local same = {}
 for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
