@@ -37,8 +37,7 @@ func TestParse(t *testing.T) {
 		{"no id", "endpoints:\n- url: https://x/h\n  secret: " + secret + "\n  events: ['*']\n", "endpoints[0].id: required", 0},
 		{"twice", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n- {id: a, url: 'https://x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[1].id: "a" appears twice`, 0},
 		{"bad url", "endpoints:\n- {id: a, url: 'ftp://x/h', secret: " + secret + ", events: ['*']}\n", "endpoints[0].url", 0},
-		{"bad url, password hidden", "endpoints:\n- {id: a, url: 'ftp://u:hunter2pw@x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[0].url: "ftp://xxxxx@x/h"`, 0},
-		{"bad url, query hidden", "endpoints:\n- {id: a, url: 'ftp://u:pa?ss@x/h?token=SECRET#f', secret: " + secret + ", events: ['*']}\n", `endpoints[0].url: "ftp://xxxxx@x/h?***"`, 0},
+		{"bad url, not shown", "endpoints:\n- {id: a, url: 'ftp://u:hunter2pw@x/h', secret: " + secret + ", events: ['*']}\n", `endpoints[0].url: not an absolute http(s) URL (not shown`, 0},
 		{"bad secret", "endpoints:\n- {id: a, url: 'https://x/h', secret: abc, events: ['*']}\n", "endpoints[0].secret", 0},
 		{"secret not base64", "endpoints:\n- {id: a, url: 'https://x/h', secret: 'whsec_!!', events: ['*']}\n", "endpoints[0].secret: the key after whsec_ is not base64", 0},
 		{"no events", "endpoints:\n- {id: a, url: 'https://x/h', secret: " + secret + "}\n", "endpoints[0].events", 0},
@@ -60,6 +59,16 @@ func TestParse(t *testing.T) {
 				t.Fatalf("Parse error %v, want one containing %q", err, tc.err)
 			}
 		})
+	}
+	// a bad URL's secrets never reach the error (a reviewer's find: an
+	// "@" in the query cut the password step past the query's start)
+	for _, u := range []string{"ftp://u:hunter2pw@x/h", "ftp://x/h?notify=ops@example.com&token=SECRET", "ftp://u:pa?ss@x/h?token=SECRET#f"} {
+		_, err := webhook.Parse([]byte("endpoints:\n- {id: a, url: '" + u + "', secret: " + secret + ", events: ['*']}\n"))
+		for _, s := range []string{"hunter2pw", "SECRET", "pa?ss"} {
+			if err == nil || strings.Contains(err.Error(), s) {
+				t.Errorf("Parse of %s: %v", u, err)
+			}
+		}
 	}
 }
 
