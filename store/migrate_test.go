@@ -309,7 +309,8 @@ func TestMigrateV2LeavesOtherKeysAlone(t *testing.T) {
 // Cluster is a configuration error, refused at start: every call to a
 // slot of another node would answer MOVED, each one a 503, while /readyz
 // stayed 200 (a reviewer's find). The Cluster client and a standalone
-// server pass.
+// server pass, and so does a one-node Cluster, which serves every slot
+// (a reviewer's find: refused when the check read INFO's cluster_enabled).
 func TestStandaloneURLOfAClusterNodeIsRefused(t *testing.T) {
 	ctx := context.Background()
 	node := "redis://" + redistest.ClusterAddrs(t)[0]
@@ -317,7 +318,13 @@ func TestStandaloneURLOfAClusterNodeIsRefused(t *testing.T) {
 	if _, err := store.Open(ctx, cfg); !errors.Is(err, store.ErrLayout) || !strings.Contains(err.Error(), "REALSYNC_REDIS_CLUSTER_ADDRS") {
 		t.Fatalf("open of a Cluster node as standalone: %v, want ErrLayout naming REALSYNC_REDIS_CLUSTER_ADDRS", err)
 	}
-	for _, c := range []store.Config{{ClusterAddrs: redistest.ClusterAddrs(t)}, {RedisURL: redistest.StandaloneURL(t)}} {
+	one, err := redistest.StartCluster(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Stop()
+	for _, c := range []store.Config{{ClusterAddrs: redistest.ClusterAddrs(t)}, {RedisURL: redistest.StandaloneURL(t)},
+		{RedisURL: "redis://" + one.Addrs()[0]}} {
 		c.Prefix, c.Shards = redistest.Prefix(t), 8
 		s, err := store.Open(ctx, c)
 		if err != nil {

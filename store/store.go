@@ -417,17 +417,28 @@ func (s *Store) Base() *redisx.Base { return s.base }
 func (s *Store) Client() redis.UniversalClient { return s.client }
 
 // notAClusterNode refuses a standalone client (REALSYNC_REDIS_URL) whose
-// server is a node of a Redis Cluster: every call to a slot of another
-// node would answer MOVED, each one a 503 (ErrLayout: waiting cannot fix
-// it). A server that does not say (INFO refused) passes.
+// server sends it elsewhere: a node of a Redis Cluster that does not serve
+// every shard's slot answers MOVED for the others, each call a 503
+// (ErrLayout: waiting cannot fix it). It asks for each shard's hash tag
+// (EXISTS, in one pipeline): a Cluster node that serves every slot (a
+// one-node Cluster, a managed service's single shard) passes, as it
+// served standalone clients before.
 func (s *Store) notAClusterNode(ctx context.Context) error {
 	c, ok := s.client.(*redis.Client)
 	if !ok {
 		return nil
 	}
-	info, err := c.Info(ctx, "cluster").Result()
-	if err == nil && strings.Contains(info, "cluster_enabled:1") {
-		return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster; name its nodes in REALSYNC_REDIS_CLUSTER_ADDRS instead", ErrLayout)
+	p := c.Pipeline()
+	cmds := make([]*redis.IntCmd, s.shards)
+	for i := range cmds {
+		cmds[i] = p.Exists(ctx, s.base.Tag(i))
+	}
+	p.Exec(ctx) // each command's own error below
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && (strings.HasPrefix(err.Error(), "MOVED ") || strings.HasPrefix(err.Error(), "ASK ")) {
+			return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster that sends some of the keys elsewhere (%v); name its nodes in REALSYNC_REDIS_CLUSTER_ADDRS instead",
+				ErrLayout, err)
+		}
 	}
 	return nil
 }
