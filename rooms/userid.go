@@ -17,8 +17,11 @@ var UserIDRule = fmt.Sprintf("must be a user id: 1..%d bytes of UTF-8 without co
 // valid UTF-8 holding no comma and no rune of Unicode's control (Cc),
 // format (Cf: zero-width spaces, bidirectional marks, U+FEFF), space (Zs:
 // U+0020, U+00A0, U+3000...), line or paragraph separator (Zl, Zp)
-// categories: no id that moves the text around it, and no two that print
-// alike but by what they join. The zero-width non-joiner and joiner
+// categories, nor a rune of the other invisible ones
+// (Other_Default_Ignorable_Code_Point: the combining grapheme joiner
+// U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0...): no id
+// that moves the text around it, and no two that print alike but by what
+// they join. The zero-width non-joiner and joiner
 // (U+200C, U+200D) are the format characters it keeps, where UAX #31's
 // scripts need them (Persian and Indic spelling, emoji sequences): each
 // between two runes beyond ASCII, neither a joiner; so "ad\u200dmin",
@@ -56,5 +59,6 @@ const zwnj, zwj = '\u200C', '\u200D'
 
 // notInUserID is a rune no user id holds.
 func notInUserID(r rune) bool {
-	return r == ',' || r != zwnj && r != zwj && unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp)
+	return r == ',' || r != zwnj && r != zwj && unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zs, unicode.Zl, unicode.Zp) ||
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) // invisible: U+034F, U+115F, U+3164, U+FFA0...
 }

@@ -54,6 +54,13 @@ func TestValidUserID(t *testing.T) {
 		{"JoinerBeforeKeyPrefix", "\u200dkey:gs-1", false},
 		{"JoinersDoubled", "م\u200c\u200cی", false},
 		{"JoinerAfterASCII", "a\u200d👩", false},
+		{"RainbowFlag", "🏳\ufe0f\u200d🌈", true}, // VS16 then ZWJ
+		// the other invisible ones (Other_Default_Ignorable_Code_Point), a
+		// reviewer's find: they let a joiner join nothing visible
+		{"GraphemeJoinerAroundAJoiner", "ad\u034f\u200d\u034fmin", false},
+		{"GraphemeJoinerBeforeKeyPrefix", "\u034fkey:gs-1", false},
+		{"HangulFiller", "\u3164\u200d\u3164admin", false},
+		{"HalfwidthHangulFiller", "a\uffa0b", false},
 		{"RightToLeftMark", "a\u200fb", false},         // Cf
 		{"RightToLeftOverride", "a\u202eb", false},     // Cf
 		{"WordJoiner", "a\u2060b", false},              // Cf
