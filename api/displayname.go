@@ -39,7 +39,10 @@ func validGuestName(name string) bool {
 func tokenName(claim string) string {
 	if strings.IndexFunc(claim, nameControl) >= 0 {
 		claim = strings.Map(func(r rune) rune {
-			if nameControl(r) {
+			switch {
+			case r == '\t' || r == '\n' || r == '\r':
+				return ' ' // "John\tSmith" stays two words
+			case nameControl(r):
 				return -1
 			}
 			return r
