@@ -227,3 +227,10 @@ func (s *Store) SentAs(name string) string {
 func (s *Store) QuickJoinLockKey(uid string) string {
 	return s.keys.QuickJoinLock(redisx.UserShard(uid, s.shards), uid)
 }
+
+// ReadRoomPlain is readRoomPlain (the room read out of memory) of room id.
+func (s *Store) ReadRoomPlain(ctx context.Context, id string) (rooms.Room, error) {
+	shard, _ := layout.RoomShard(id, s.shards)
+	r, _, err := s.readRoomPlain(ctx, shard, id, false)
+	return r, err
+}

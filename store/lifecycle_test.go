@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -601,4 +603,53 @@ func TestFullRedisIsUnavailable(t *testing.T) {
 	_, err = s.OpenStream(ctx, lease(id, alice, "oom"), sse.ReadFrom, sse.Cursor{}, 1000)
 	wantErr(t, err, rooms.ErrUnavailable)
 	checkInvariants(t, s)
+}
+
+// verShift is a hook that makes the next n reads of a room's "ver" field
+// in a pipeline answer another version, as if a script had changed the
+// room between the pipeline's reads.
+type verShift struct{ n atomic.Int32 }
+
+func (*verShift) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*verShift) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *verShift) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if hg, ok := c.(*redis.StringCmd); ok && len(c.Args()) == 3 && c.Args()[0] == "hget" && c.Args()[2] == "ver" && h.n.Add(-1) >= 0 {
+				v, _ := hg.Int64()
+				hg.SetVal(strconv.FormatInt(v+1, 10))
+			}
+		}
+		return err
+	}
+}
+
+// The room read out of memory (a plain pipeline) checks the version it
+// read against the room's version read again after the rest: a change
+// between the two is read once more, and a room that changed during both
+// reads is unavailable (503), never a mix of two versions.
+func TestPlainRoomReadChecksItsVersion(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(t)})
+	joined, err := s.Create(ctx, rooms.User{ID: "u-owner", Name: "o"}, rooms.NewRoom{Name: "r", Mode: "m", Region: "eu", MaxPlayers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := joined.Room
+	h := &verShift{}
+	s.Client().AddHook(h)
+	for _, tc := range []struct {
+		shifted int32
+		ok      bool
+	}{{0, true}, {1, true}, {2, false}} {
+		h.n.Store(tc.shifted)
+		r, err := s.ReadRoomPlain(ctx, room.ID)
+		if tc.ok && (err != nil || r.Version != room.Version) {
+			t.Errorf("%d reads changed: %+v %v, want the room at version %d", tc.shifted, r, err, room.Version)
+		}
+		if !tc.ok && !errors.Is(err, rooms.ErrUnavailable) {
+			t.Errorf("%d reads changed: %+v %v, want ErrUnavailable", tc.shifted, r, err)
+		}
+	}
 }
