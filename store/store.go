@@ -417,28 +417,21 @@ func (s *Store) Base() *redisx.Base { return s.base }
 func (s *Store) Client() redis.UniversalClient { return s.client }
 
 // notAClusterNode refuses a standalone client (REALSYNC_REDIS_URL) whose
-// server sends it elsewhere: a node of a Redis Cluster that does not serve
-// every shard's slot answers MOVED for the others, each call a 503
-// (ErrLayout: waiting cannot fix it). It asks for each shard's hash tag
-// (EXISTS, in one pipeline): a Cluster node that serves every slot (a
-// one-node Cluster, a managed service's single shard) passes, as it
-// served standalone clients before.
+// server is a node of a Redis Cluster (ErrLayout: waiting cannot fix it).
+// A node that does not serve every slot answers MOVED for the others,
+// each call a 503; even one that serves them all (a one-node Cluster, a
+// managed service's single shard) refuses the batcher's transactions,
+// which a standalone client fills with several shards' scripts
+// (CROSSSLOT). REALSYNC_REDIS_CLUSTER_ADDRS takes one node as well. A
+// server that does not say (INFO refused, as some proxies do) passes.
 func (s *Store) notAClusterNode(ctx context.Context) error {
 	c, ok := s.client.(*redis.Client)
 	if !ok {
 		return nil
 	}
-	p := c.Pipeline()
-	cmds := make([]*redis.IntCmd, s.shards)
-	for i := range cmds {
-		cmds[i] = p.Exists(ctx, s.base.Tag(i))
-	}
-	p.Exec(ctx) // each command's own error below
-	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && (strings.HasPrefix(err.Error(), "MOVED ") || strings.HasPrefix(err.Error(), "ASK ")) {
-			return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster that sends some of the keys elsewhere (%v); name its nodes in REALSYNC_REDIS_CLUSTER_ADDRS instead",
-				ErrLayout, err)
-		}
+	info, err := c.Info(ctx, "cluster").Result()
+	if err == nil && strings.Contains(info, "cluster_enabled:1") {
+		return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster; name its nodes (one is enough) in REALSYNC_REDIS_CLUSTER_ADDRS instead", ErrLayout)
 	}
 	return nil
 }
