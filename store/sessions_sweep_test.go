@@ -409,3 +409,30 @@ func TestRefusedOpenWithALiveLeaseAnnouncesNothing(t *testing.T) {
 		})
 	}
 }
+
+// The record gone while another lease of the user runs (allow-multiple):
+// a close of one session announces no lapsed status (a reviewer's find:
+// close and the sweep marked it, so user_platforms_changed went out for
+// platforms that had not changed).
+func TestCloseWithALeaseLeftAnnouncesNoLapse(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := twoInstances(t, b, store.Config{PresenceTTL: time.Minute, SessionPolicy: players.PolicyAllowMultiple, WebhookOutboxLen: 1000})
+			uid := "u-" + redistest.Prefix(t)
+			one, two := sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Session{UserID: uid, Platform: "pc", ID: "p.2"}
+			for _, ss := range []sse.Session{one, two} {
+				if _, err := s.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			expireStatus(t, s, uid)
+			if err := s.Sessions().CloseSession(ctx, one); err != nil {
+				t.Fatal(err)
+			}
+			if evs := outboxEvents(t, s); evs["user_platforms_changed"][uid] != 0 || evs["user_offline"][uid] != 0 {
+				t.Errorf("webhooks %v after closing one of two pc sessions", evs)
+			}
+		})
+	}
+}

@@ -41,16 +41,20 @@ end
 
 -- lapsed_online marks the status of user uid online ("?", no platform's
 -- name) when its record k_status is gone though the user is in the
--- shard's online index k_online: the record expired while the user was
--- online, the linger after the last lease, because no instance swept the
--- user meanwhile (all were down). set_status then takes the user offline
--- as a change, published and queued (user_offline) at a version of now,
--- later than any online one; so the outage's offline is announced after
--- all. The mark never outlives the script.
-local function lapsed_online(k_status, k_online, uid)
-  if redis.call('EXISTS', k_status) == 0 and redis.call('ZSCORE', k_online, uid) then
+-- shard's online index k_online and has no lease left (zset k_sess, its
+-- lapsed ones purged): the record expired while the user was online, the
+-- linger after the last lease, because no instance swept the user
+-- meanwhile (all were down). set_status then takes the user offline as a
+-- change, published and queued (user_offline) at a version of now, later
+-- than any online one; so the outage's offline is announced after all.
+-- With a lease left (the record gone otherwise) it marks nothing. Returns
+-- whether it marked. The mark never outlives the script.
+local function lapsed_online(k_sess, k_status, k_online, uid)
+  if redis.call('ZCARD', k_sess) == 0 and redis.call('EXISTS', k_status) == 0 and redis.call('ZSCORE', k_online, uid) then
     redis.call('HSET', k_status, 'p', '?')
+    return true
   end
+  return false
 end
 
 -- index_online keeps user uid's entry of the shard's online index

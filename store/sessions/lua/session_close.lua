@@ -29,7 +29,7 @@ if member ~= '' then
   local sid = string.match(member, '/(.*)$')
   if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
 end
-lapsed_online(K_STATUS, K_ONLINE, uid)
+lapsed_online(K_SESS, K_STATUS, K_ONLINE, uid)
 local changed = set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
 index_online(K_SESS, K_ONLINE, uid)
 return {'OK', changed, lapsed}

@@ -59,8 +59,7 @@ redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
 -- linger, no lease left): its offline is announced first, as a close
 -- would, then this open's online. With leases left (the record gone
 -- otherwise) the open's own change says all.
-if redis.call('EXISTS', K_STATUS) == 0 and redis.call('ZCARD', K_SESS) == 0 and redis.call('ZSCORE', K_ONLINE, uid) then
-  lapsed_online(K_STATUS, K_ONLINE, uid)
+if lapsed_online(K_SESS, K_STATUS, K_ONLINE, uid) then
   set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19], tonumber(ARGV[21]))
   index_online(K_SESS, K_ONLINE, uid)
 end

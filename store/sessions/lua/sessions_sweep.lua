@@ -38,7 +38,7 @@ for i = 1, (#ARGV - 4) / 2 do
   if at and tonumber(at) <= now then
     due = due + 1
     redis.call('ZREMRANGEBYSCORE', k_sess, '-inf', now)
-    lapsed_online(k_status, K_ONLINE, uid)
+    lapsed_online(k_sess, k_status, K_ONLINE, uid)
     if set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
       changed = changed + 1
     end
