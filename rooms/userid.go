@@ -36,14 +36,20 @@ func ValidUserID(id string) bool {
 }
 
 // joinersJoin reports whether every joiner of id (U+200C, U+200D) stands
-// between two runes beyond ASCII, neither of them a joiner.
+// between two runes beyond ASCII, neither of them a joiner, and every
+// variation selector right after a visible rune beyond ASCII (an emoji's
+// base, a CJK ideograph): elsewhere each is an invisible rune that makes
+// ids print alike ("ad\ufe0f\u200d\ufe0fmin", "\ufe0fkey:gs-1").
 func joinersJoin(id string) bool {
-	if !strings.ContainsAny(id, "\u200c\u200d") {
+	if !strings.ContainsFunc(id, func(r rune) bool { return isJoiner(r) || isSelector(r) }) {
 		return true
 	}
 	rs := []rune(id)
 	for i, r := range rs {
-		if isJoiner(r) && (i == 0 || i == len(rs)-1 || !joinable(rs[i-1]) || !joinable(rs[i+1])) {
+		switch {
+		case isJoiner(r) && (i == 0 || i == len(rs)-1 || !joinable(rs[i-1]) || !joinable(rs[i+1])):
+			return false
+		case isSelector(r) && (i == 0 || !joinable(rs[i-1]) || isSelector(rs[i-1])):
 			return false
 		}
 	}
@@ -51,6 +57,8 @@ func joinersJoin(id string) bool {
 }
 
 func isJoiner(r rune) bool { return r == zwnj || r == zwj }
+
+func isSelector(r rune) bool { return unicode.Is(unicode.Variation_Selector, r) }
 
 // joinable is a rune a joiner may stand beside.
 func joinable(r rune) bool { return r >= utf8.RuneSelf && !isJoiner(r) }
