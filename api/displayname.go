@@ -37,16 +37,17 @@ func validGuestName(name string) bool {
 // lock them out (right-to-left marks are common in Arabic and Hebrew
 // names; a reviewer's find), while other players still never see them.
 func tokenName(claim string) string {
-	if strings.IndexFunc(claim, nameControl) >= 0 {
+	if strings.IndexFunc(claim, func(r rune) bool { return nameControl(r) || unicode.IsSpace(r) && r != ' ' }) >= 0 {
 		claim = strings.Map(func(r rune) rune {
 			switch {
-			case r == '\t' || r == '\n' || r == '\r':
-				return ' ' // "John\tSmith" stays two words
+			case unicode.IsSpace(r):
+				return ' ' // "John\tSmith", "John\u2028Smith" stay two words
 			case nameControl(r):
 				return -1
 			}
 			return r
 		}, claim)
+		claim = strings.Join(strings.Fields(claim), " ")
 	}
 	if rooms.Blank(claim) {
 		return ""

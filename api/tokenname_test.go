@@ -24,10 +24,10 @@ func TestTokenNameRule(t *testing.T) {
 		}
 		return tok
 	}
-	names := map[string]string{"a\x1b[31mred": "a[31mred", "John\tSmith": "John Smith", "nul\x00": "nul", "evil\u202etxt.exe": "eviltxt.exe",
+	names := map[string]string{"a\x1b[31mred": "a[31mred", "John\tSmith": "John Smith", "\tJohn\r\nSmith\u2028": "John Smith", "nul\x00": "nul", "evil\u202etxt.exe": "eviltxt.exe",
 		"\u200fعلي": "علي", "isolate\u2066x\u2069": "isolatex", "zed ✓": "zed ✓"}
 	var order []string
-	for _, name := range []string{"a\x1b[31mred", "John\tSmith", "nul\x00", "evil\u202etxt.exe", "\u200fعلي", "isolate\u2066x\u2069", "zed ✓"} {
+	for _, name := range []string{"a\x1b[31mred", "John\tSmith", "\tJohn\r\nSmith\u2028", "nul\x00", "evil\u202etxt.exe", "\u200fعلي", "isolate\u2066x\u2069", "zed ✓"} {
 		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(name), map[string]any{"type": "chat", "data": name}), 202, "")
 		order = append(order, names[name])
 		if name != "zed ✓" {
