@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -326,8 +327,33 @@ func TestStandaloneURLOfAClusterNodeIsRefused(t *testing.T) {
 			t.Fatalf("open of a Cluster node %s as standalone: %v, want ErrLayout naming REALSYNC_REDIS_CLUSTER_ADDRS", node, err)
 		}
 	}
+	// a user without @dangerous (no INFO) is told too, by CLUSTER INFO (a
+	// reviewer's find: INFO refused passed the check); on a standalone
+	// server the same user passes
+	user := "rs-limited-" + redistest.Prefix(t)
+	limited := func(addr string) string {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		if err := c.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "+@all", "-@dangerous", "~*", "&*").Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			c.Do(context.Background(), "ACL", "DELUSER", user)
+			c.Close()
+		})
+		return "redis://" + user + ":pw@" + addr
+	}
+	if _, err := store.Open(ctx, store.Config{RedisURL: limited(one.Addrs()[0]), Prefix: redistest.Prefix(t), Shards: 8}); !errors.Is(err, store.ErrLayout) {
+		t.Fatalf("a Cluster node as standalone, INFO refused: %v, want ErrLayout", err)
+	}
+	su, err := url.Parse(redistest.StandaloneURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	standalone := su.Host
 	for _, c := range []store.Config{{ClusterAddrs: redistest.ClusterAddrs(t)}, {RedisURL: redistest.StandaloneURL(t)},
-		{ClusterAddrs: one.Addrs()}} {
+		{ClusterAddrs: one.Addrs()}, {RedisURL: limited(standalone)}} {
 		c.Prefix, c.Shards = redistest.Prefix(t), 8
 		s, err := store.Open(ctx, c)
 		if err != nil {

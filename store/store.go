@@ -422,18 +422,36 @@ func (s *Store) Client() redis.UniversalClient { return s.client }
 // each call a 503; even one that serves them all (a one-node Cluster, a
 // managed service's single shard) refuses the batcher's transactions,
 // which a standalone client fills with several shards' scripts
-// (CROSSSLOT). REALSYNC_REDIS_CLUSTER_ADDRS takes one node as well. A
-// server that does not say (INFO refused, as some proxies do) passes.
+// (CROSSSLOT). REALSYNC_REDIS_CLUSTER_ADDRS takes one node as well. It asks
+// INFO, then, where INFO is refused (ACL users without @dangerous),
+// CLUSTER INFO, which a node without cluster support refuses; a server
+// that answers neither (some proxies) passes; a network error is
+// returned (Init is tried again).
 func (s *Store) notAClusterNode(ctx context.Context) error {
 	c, ok := s.client.(*redis.Client)
 	if !ok {
 		return nil
 	}
+	clustered := errors.New("cluster")
 	info, err := c.Info(ctx, "cluster").Result()
-	if err == nil && strings.Contains(info, "cluster_enabled:1") {
+	switch {
+	case err == nil && strings.Contains(info, "cluster_enabled:1"):
+		err = clustered
+	case err == nil:
+	case !serverError(err):
+	default: // INFO refused: ask the cluster itself
+		err = c.ClusterInfo(ctx).Err()
+		switch {
+		case err == nil:
+			err = clustered
+		case serverError(err):
+			err = nil // no cluster support, or no permission to ask
+		}
+	}
+	if errors.Is(err, clustered) {
 		return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster; name its nodes (one is enough) in REALSYNC_REDIS_CLUSTER_ADDRS instead", ErrLayout)
 	}
-	return nil
+	return redisx.Wrap(err)
 }
 
 func (s *Store) checkMeta(ctx context.Context) error {
@@ -471,3 +489,10 @@ func (s *Store) Listing() *listing.Index { return s.list }
 // UserLogs returns the personal logs (store/userlog), for the concept
 // packages that send personal events (tickets' match_found).
 func (s *Store) UserLogs() *userlog.Log { return s.ulog }
+
+// serverError reports whether err is the server's answer (an error reply:
+// NOPERM, ERR ...), not a failure to get one.
+func serverError(err error) bool {
+	var e redis.Error
+	return errors.As(err, &e)
+}
