@@ -16,11 +16,13 @@ const maxDisplayName = 32
 const displayNameRule = "must be 1..32 characters, not only white space, without control characters"
 
 // nameControl reports whether r may not appear in a display name: a
-// control character (Cc: NUL, ESC, ...), or a bidirectional formatting
-// one (Bidi_Control: the right-to-left override U+202E and its kin),
-// which would reorder what other players see around the name.
+// control character (Cc: NUL, ESC, ...), a bidirectional formatting one
+// (Bidi_Control: the right-to-left override U+202E and its kin), which
+// would reorder what other players see around the name, or a line or
+// paragraph separator (U+2028, U+2029), which would start a line of its
+// own ("Alice\u2028[system] banned").
 func nameControl(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }
 
 // validGuestName reports whether name keeps the display-name rule: 1..32
@@ -37,23 +39,21 @@ func validGuestName(name string) bool {
 // lock them out (right-to-left marks are common in Arabic and Hebrew
 // names; a reviewer's find), while other players still never see them.
 func tokenName(claim string) string {
-	if strings.IndexFunc(claim, func(r rune) bool { return nameControl(r) || unicode.IsSpace(r) && r != ' ' }) >= 0 {
-		claim = strings.Map(func(r rune) rune {
-			switch {
-			case unicode.IsSpace(r):
-				return ' ' // "John\tSmith", "John\u2028Smith" stay two words
-			case nameControl(r):
-				return -1
-			}
-			return r
-		}, claim)
-		claim = strings.Join(strings.Fields(claim), " ")
-	}
+	claim = strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsSpace(r):
+			return ' ' // "John\tSmith", "John\u2028Smith" stay two words
+		case nameControl(r):
+			return -1
+		}
+		return r
+	}, claim)
+	claim = strings.Join(strings.Fields(claim), " ") // runs of white space one space, none at the ends
 	if rooms.Blank(claim) {
 		return ""
 	}
 	if utf8.RuneCountInString(claim) > maxDisplayName {
-		claim = string([]rune(claim)[:maxDisplayName])
+		claim = strings.TrimSpace(string([]rune(claim)[:maxDisplayName]))
 	}
 	return claim
 }

@@ -24,16 +24,18 @@ func TestTokenNameRule(t *testing.T) {
 		}
 		return tok
 	}
-	names := map[string]string{"a\x1b[31mred": "a[31mred", "John\tSmith": "John Smith", "\tJohn\r\nSmith\u2028": "John Smith", "nul\x00": "nul", "evil\u202etxt.exe": "eviltxt.exe",
+	names := map[string]string{"a\x1b[31mred": "a[31mred", "John\tSmith": "John Smith", "\tJohn\r\nSmith\u2028": "John Smith", "  Jo   Ann ": "Jo Ann", "nul\x00": "nul", "evil\u202etxt.exe": "eviltxt.exe",
 		"\u200fعلي": "علي", "isolate\u2066x\u2069": "isolatex", "zed ✓": "zed ✓"}
 	var order []string
-	for _, name := range []string{"a\x1b[31mred", "John\tSmith", "\tJohn\r\nSmith\u2028", "nul\x00", "evil\u202etxt.exe", "\u200fعلي", "isolate\u2066x\u2069", "zed ✓"} {
+	for _, name := range []string{"a\x1b[31mred", "John\tSmith", "\tJohn\r\nSmith\u2028", "  Jo   Ann ", "nul\x00", "evil\u202etxt.exe", "\u200fعلي", "isolate\u2066x\u2069", "zed ✓"} {
 		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(name), map[string]any{"type": "chat", "data": name}), 202, "")
 		order = append(order, names[name])
-		if name != "zed ✓" {
+		if name != "zed ✓" && name != "  Jo   Ann " {
 			want(t, e.do("POST", "/v1/auth/guest", "", map[string]any{"name": name}), 422, "VALIDATION_FAILED")
 		}
 	}
+	// a line separator starts a line of its own: not in a guest's name
+	want(t, e.do("POST", "/v1/auth/guest", "", map[string]any{"name": "Alice\u2028[system] banned"}), 422, "VALIDATION_FAILED")
 	long := strings.Repeat("é", 40)
 	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(long), map[string]any{"type": "chat", "data": 2}), 202, "")
 	order = append(order, long[:64])

@@ -20,8 +20,9 @@ var UserIDRule = fmt.Sprintf("must be a user id: 1..%d bytes of UTF-8 without co
 // categories, nor a rune of the other invisible ones
 // (Other_Default_Ignorable_Code_Point: the combining grapheme joiner
 // U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0...): no id
-// that moves the text around it, and no two that print alike but by what
-// they join. The zero-width non-joiner and joiner
+// that moves the text around it, nor the plainest invisible padding
+// (lookalikes remain: a selector or joiner that changes nothing on
+// screen, confusable letters). The zero-width non-joiner and joiner
 // (U+200C, U+200D) are the format characters it keeps, where UAX #31's
 // scripts need them (Persian and Indic spelling, emoji sequences): each
 // between two runes beyond ASCII, neither a joiner; so "ad\u200dmin",
