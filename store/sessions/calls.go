@@ -11,6 +11,7 @@ import (
 	"github.com/realsync/realsync/sse"
 
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 //go:embed lua/prelude.lua
@@ -38,7 +39,7 @@ var userStreamsOpenLua string
 var userStreamsRenewLua string
 
 var (
-	sessionOpen      = redisx.Plain("session_open", prelude()+sessionOpenLua)
+	sessionOpen      = redisx.Plain("session_open", prelude()+userlog.PreludeLua+sessionOpenLua)
 	sessionClose     = redisx.Plain("session_close", prelude()+sessionCloseLua)
 	sessionsSweep    = redisx.Plain("sessions_sweep", prelude()+sessionsSweepLua)
 	sessionRenew     = redisx.Plain("session_renew", sessionRenewLua)
