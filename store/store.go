@@ -422,36 +422,32 @@ func (s *Store) Client() redis.UniversalClient { return s.client }
 // each call a 503; even one that serves them all (a one-node Cluster, a
 // managed service's single shard) refuses the batcher's transactions,
 // which a standalone client fills with several shards' scripts
-// (CROSSSLOT). REALSYNC_REDIS_CLUSTER_ADDRS takes one node as well. It asks
-// INFO, then, where INFO is refused (ACL users without @dangerous),
-// CLUSTER INFO, which a node without cluster support refuses; a server
-// that answers neither (some proxies) passes; a network error is
-// returned (Init is tried again).
+// (CROSSSLOT). REALSYNC_REDIS_CLUSTER_ADDRS takes one node as well. It
+// asks what breaks: EXISTS of keys of four shards, which a Cluster node
+// refuses (CROSSSLOT, or CLUSTERDOWN, MOVED) whatever the ACL user may
+// ask of INFO or CLUSTER (the store's keys are all the check needs); any
+// other error reply passes (the store's own calls say more); a network
+// error is returned (Init is tried again).
 func (s *Store) notAClusterNode(ctx context.Context) error {
 	c, ok := s.client.(*redis.Client)
 	if !ok {
 		return nil
 	}
-	clustered := errors.New("cluster")
-	info, err := c.Info(ctx, "cluster").Result()
-	switch {
-	case err == nil && strings.Contains(info, "cluster_enabled:1"):
-		err = clustered
-	case err == nil:
-	case !serverError(err):
-	default: // INFO refused: ask the cluster itself
-		err = c.ClusterInfo(ctx).Err()
-		switch {
-		case err == nil:
-			err = clustered
-		case serverError(err):
-			err = nil // no cluster support, or no permission to ask
+	keys := make([]string, 4)
+	for i := range keys {
+		keys[i] = s.keys.Tag(i) + ":probe"
+	}
+	err := c.Exists(ctx, keys...).Err()
+	for _, refusal := range []string{"CROSSSLOT ", "CLUSTERDOWN ", "MOVED ", "ASK "} {
+		if err != nil && strings.HasPrefix(err.Error(), refusal) {
+			return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster (%s); name its nodes (one is enough) in REALSYNC_REDIS_CLUSTER_ADDRS instead",
+				ErrLayout, strings.TrimSpace(refusal))
 		}
 	}
-	if errors.Is(err, clustered) {
-		return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster; name its nodes (one is enough) in REALSYNC_REDIS_CLUSTER_ADDRS instead", ErrLayout)
+	if err != nil && !serverError(err) {
+		return fmt.Errorf("the Cluster-mode check (EXISTS): %w", redisx.Wrap(err))
 	}
-	return redisx.Wrap(err)
+	return nil
 }
 
 func (s *Store) checkMeta(ctx context.Context) error {
