@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -280,7 +281,10 @@ func concurrently[T any](items []T, f func(T) error) []error {
 // matchId tells a repeat). It completes a pending match (a repair): a
 // backfill's seats may have been held, and taken, by a first completion
 // that died before recording the room, so members are skipped and holds
-// made again; users the room banned are still refused.
+// made again; users the room banned are still refused. So are, in a
+// match room made by a first completion that died, the users its room
+// banned since: their tickets go back to the queue barred from the room,
+// and the others are told and recorded.
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 	_, err := m.complete(ctx, match, r, true)
 	return err
@@ -290,7 +294,10 @@ func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 // backfill holds no seat for a user the room refuses (banned; on the
 // first completion, repair false, also in it or holding a seat of it
 // already): the match goes back to the queue, its tickets of such users
-// barred from the room, the others free to be matched again.
+// barred from the room, the others free to be matched again. A match
+// room found again by a repair refuses the users it banned since: their
+// tickets go back to the queue barred from it, untold, and the others
+// keep the match (done; false when it refused every ticket).
 func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair bool) (done bool, err error) {
 	room := match.RoomID
 	if room != "" {
@@ -308,7 +315,14 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 		if t, err := m.cfg.Queue.Get(ctx, match.Tickets[0].ID); err == nil {
 			match.OwnerName = t.Name // else the store's placeholder name
 		}
-		if room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold); errors.Is(err, rooms.ErrRoomNotFound) {
+		room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold)
+		if refused := (*SeatsRefusedError)(nil); errors.As(err, &refused) && room != "" {
+			// a repair, the room having banned some users since: their
+			// tickets go back to the queue, as a refused backfill's
+			if match, err = m.requeueRefused(ctx, match, room, refused.Users); err != nil || len(match.Tickets) == 0 {
+				return false, err
+			}
+		} else if errors.Is(err, rooms.ErrRoomNotFound) {
 			return false, m.cfg.Queue.Requeue(ctx, match, nil, m.cfg.Grace) // made before a crash, closed since
 		} else if err != nil {
 			return false, err
@@ -330,4 +344,24 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 		}
 	}
 	return true, m.cfg.Queue.Assign(ctx, match, room)
+}
+
+// requeueRefused puts match's tickets that hold any of users (whole: a
+// party is not split) back in the queue, barred from room, which refused
+// those users, and returns match without them: the pending record keeps
+// the others, so a crash before they are told leaves them to a repair.
+func (m *Matcher) requeueRefused(ctx context.Context, match Match, room string, users []string) (Match, error) {
+	barred := match.ticketsOf(users)
+	back := match
+	back.RoomID, back.Tickets = room, nil
+	kept := match
+	kept.Tickets = nil
+	for _, t := range match.Tickets {
+		if slices.Contains(barred, t.ID) {
+			back.Tickets = append(back.Tickets, t)
+		} else {
+			kept.Tickets = append(kept.Tickets, t)
+		}
+	}
+	return kept, m.cfg.Queue.Requeue(ctx, back, barred, m.cfg.Grace)
 }

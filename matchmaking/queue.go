@@ -63,7 +63,9 @@ type PassParams struct {
 // SeatsRefusedError is a backfill's hold that its room refused for Users
 // (ReserveMatchSeats): the room banned them, or (a first hold) they are in
 // it or hold a seat of it already (queued again). No seat was held for
-// anyone of the match.
+// anyone of the match. From OpenMatchRoom, with the room's id: a match
+// room found again (a repair) banned Users since; the seats of the
+// match's tickets without them were held.
 type SeatsRefusedError struct {
 	Users []string
 }
@@ -98,13 +100,16 @@ type Queue interface {
 	Pending(ctx context.Context, mode string) ([]Match, error)
 	// Assign records m's room on its tickets and ends m's pending record.
 	Assign(ctx context.Context, m Match, roomID string) error
-	// Requeue puts backfill m's tickets back in the queue (searching, or
-	// expired past their TTL), ends m's pending record and drops m's room
-	// from the backfill rooms: the room could not take them. The tickets
-	// named in barred (of m) are never offered m's room again: it refused
-	// their users (SeatsRefusedError). A ticket it ends (expired, or
-	// cancelled: its cancel came while it was matched) stays readable for
-	// grace, as Cancel's.
+	// Requeue puts m's tickets back in the queue (searching, or expired
+	// past their TTL), takes them off m's pending record (ending it when
+	// they were all of its tickets) and leaves m's room among the backfill
+	// rooms without a free seat until the next refresh: the room could not
+	// take them (m.RoomID: a backfill's, or a match room a repair found
+	// again, whose other tickets keep their match). The tickets named in
+	// barred (of m) are never offered m's room again: it refused their
+	// users (SeatsRefusedError). A ticket it ends (expired, or cancelled:
+	// its cancel came while it was matched) stays readable for grace, as
+	// Cancel's.
 	Requeue(ctx context.Context, m Match, barred []string, grace time.Duration) error
 	// BackfillRooms is mode's open rooms a pass backfills (when its rules
 	// allow), full ones included (Free 0: kept so that a seat freed later
@@ -141,7 +146,10 @@ type RoomOpener interface {
 	// after a crash runs it again: its id derives from m.ID) for
 	// maxPlayers, its seats reserved for m's users for hold, and returns
 	// its id; rooms.ErrRoomNotFound when the retry finds the room it made
-	// closed since (it is not made again).
+	// closed since (it is not made again). A retry that finds the room
+	// banned some of m's users since holds the seats of the tickets
+	// without them and returns the id with a *SeatsRefusedError naming
+	// them.
 	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
 	// ReserveMatchSeats holds seats of room id for users for hold (a
 	// backfill), the room's players and held seats never more than size

@@ -230,8 +230,9 @@ func (s *Service) releaseAll(uids []string, id string) {
 //
 // A ticket matched without a room yet is not final: its match may still
 // go back to the queue (a backfill whose room refused it, a match whose
-// room closed before it was made), and its users would then hold two
-// searching tickets.
+// room closed before it was made, or whose room a repair found banned
+// one of its users since), and its users would then hold two searching
+// tickets.
 func (s *Service) final(t Ticket) bool {
 	inFlight := t.Status == Searching || t.Status == Matched && t.RoomID == ""
 	return !inFlight || !s.cfg.Now().Before(t.ExpiresAt)

@@ -325,32 +325,57 @@ func TestReservationRefusesBannedUsers(t *testing.T) {
 }
 
 // A match room made again after a crash (the matcher's retry), whose owner
-// banned a user of the match meanwhile, holds the other users' seats and
-// none for the banned user; the retry is not refused for that user (it
-// would stay pending, repaired and refused again until its tickets
-// expired).
+// banned a user of the match meanwhile, holds the seats of the tickets
+// without a banned user, none for the banned user's ticket (a party whole),
+// and returns the room's id with a *matchmaking.SeatsRefusedError naming
+// the banned user, for the matcher to put their ticket back in the queue.
+// The owner too is refused once banned (by the server): their seat is not
+// held again, and the error names them.
 func TestMatchRoomRetryAfterABan(t *testing.T) {
+	dave := rooms.User{ID: "u-dave", Name: "dave"}
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		m := matchmaking.Match{ID: "m-ban-retry", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
-			{Users: []string{alice.ID}}, {Users: []string{bob.ID}}, {Users: []string{carol.ID}}}}
-		id, err := s.OpenMatchRoom(ctx, m, 3, time.Minute)
+			{Users: []string{alice.ID}}, {Users: []string{bob.ID, dave.ID}}, {Users: []string{carol.ID}}}}
+		id, err := s.OpenMatchRoom(ctx, m, 4, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Ban(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
 			t.Fatal(err)
 		}
-		again, err := s.OpenMatchRoom(ctx, m, 3, time.Minute)
-		if err != nil || again != id {
-			t.Fatalf("retry: %s %v, want %s", again, err, id)
+		again, err := s.OpenMatchRoom(ctx, m, 4, time.Hour)
+		var refused *matchmaking.SeatsRefusedError
+		if again != id || !errors.As(err, &refused) || !slices.Equal(refused.Users, []string{bob.ID}) {
+			t.Fatalf("retry: %q %v, want %s and %s refused", again, err, id, bob.ID)
 		}
 		r, _, err := s.Get(ctx, id, false)
-		if err != nil || r.ReservedSeats != 1 || r.PlayerCount != 1 {
-			t.Fatalf("room after the retry: %d players, %d held (%v), want alice and carol's hold", r.PlayerCount, r.ReservedSeats, err)
+		if err != nil || r.ReservedSeats != 2 || r.PlayerCount != 1 {
+			t.Fatalf("room after the retry: %d players, %d held (%v), want alice, and dave's and carol's holds", r.PlayerCount, r.ReservedSeats, err)
+		}
+		// the retry held carol's seat again (an hour), not dave's, whose
+		// party goes back to the queue: his is the first open's, lapsing
+		reserved := s.RoomKeys(id)[9]
+		for uid, hour := range map[string]bool{carol.ID: true, dave.ID: false} {
+			until, err := s.Client().HGet(ctx, reserved, uid).Int64()
+			if err != nil || time.UnixMilli(until).After(time.Now().Add(30*time.Minute)) != hour {
+				t.Fatalf("%s's seat held until %v (%v), want the retry's hour: %v", uid, time.UnixMilli(until), err, hour)
+			}
 		}
 		mustJoin(t, s, carol, id)
 		_, err = s.Join(ctx, bob, id) // a private room, no seat held for him: not found
 		wantErr(t, err, rooms.ErrRoomNotFound)
+		// the server bans the owner (carol owns the room after): the owner's
+		// seat is refused too
+		if err := s.Ban(ctx, server, id, 1); err != nil {
+			t.Fatal(err)
+		}
+		again, err = s.OpenMatchRoom(ctx, m, 4, time.Hour)
+		if again != id || !errors.As(err, &refused) || !slices.Equal(refused.Users, []string{alice.ID, bob.ID}) {
+			t.Fatalf("retry after the owner's ban: %q %v, want %s and %s, %s refused", again, err, id, alice.ID, bob.ID)
+		}
+		if held, err := s.Client().HExists(ctx, reserved, alice.ID).Result(); err != nil || held {
+			t.Fatalf("the banned owner holds a seat: %v %v", held, err)
+		}
 	})
 }

@@ -320,6 +320,37 @@ func TestMatchRoomPastQuotaIsHeld(t *testing.T) {
 	}
 }
 
+// A repair of a match whose owner's ticket the room refused (banned since)
+// opens the room for the other tickets, whose first leader did not create
+// it: their holdings do not count it as owned (the creator's were recorded
+// before the room was made); their join counts it as joined.
+func TestMatchRoomRetryWithoutTheOwnerHoldsNothingOwned(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
+			owner, other := user(5), user(6)
+			m := matchmaking.Match{ID: "m-owner-refused", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+				{Users: []string{owner.ID}}, {Users: []string{other.ID}}}}
+			id, err := s.OpenMatchRoom(ctx, m, 2, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Tickets = m.Tickets[1:]
+			if again, err := s.OpenMatchRoom(ctx, m, 2, time.Minute); err != nil || again != id {
+				t.Fatalf("retry for the others: %q %v, want %s", again, err, id)
+			}
+			if h := holdings(t, s, other); len(h) != 0 {
+				t.Fatalf("%s holds %v before joining, want nothing", other.ID, h)
+			}
+			mustJoin(t, s, other, id)
+			if h, want := holdings(t, s, other), reality(t, s, other); !maps.Equal(h, want) || want[id] != "m" {
+				t.Fatalf("%s holds %v, in %v: want the room joined", other.ID, h, want)
+			}
+		})
+	}
+}
+
 // A leave whose holdings correction is late, while the user quick-joins
 // the same room again: the correction (which matches the reservation it
 // read) leaves the new reservation, so the holdings still count the room.

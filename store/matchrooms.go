@@ -44,10 +44,15 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // leader (player 1: the room's creator, as every room has one), with the
 // other users' seats reserved for hold; attributes.matchId names the
 // match. Run again for the same match (a repair), it finds the room and
-// reserves again what is not taken (members are skipped; users the room
-// banned since get no seat), or leaves a room that started as it is; a
-// room it made that closed since is rooms.ErrRoomNotFound (its id is
-// never used again).
+// reserves again what is not taken, for every user of the match (members
+// are skipped: a user who left, the owner too, is held a seat again), or
+// leaves a room that started as it is; a room it made that closed since is
+// rooms.ErrRoomNotFound (its id is never used again). A user the room
+// banned since (the owner too, whom the server may ban) refuses their
+// ticket, a party whole: the users of the other tickets are held their
+// seats, and the room's id comes with a *matchmaking.SeatsRefusedError
+// naming the banned users (whose tickets the matcher puts back in the
+// queue, barred from the room).
 func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
 	users := m.Users()
 	if len(users) == 0 {
@@ -66,21 +71,28 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 	if err := s.createWithID(ctx, owner, p, id); err != nil {
 		return "", err
 	}
-	if len(users) > 1 {
-		_, err := s.reserveSeats(ctx, matchmaker, id, users[1:], hold, 0, "")
-		var banned *rooms.BannedUsersError
-		if errors.As(err, &banned) {
-			// a retry, the owner having banned some since: the others'
-			// seats (the hold holds nothing when it refuses anyone)
-			rest := slices.DeleteFunc(slices.Clone(users[1:]), func(u string) bool { return slices.Contains(banned.Users, u) })
-			err = nil
-			if len(rest) > 0 {
-				_, err = s.reserveSeats(ctx, matchmaker, id, rest, hold, 0, "")
+	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, 0, "")
+	var banned *rooms.BannedUsersError
+	if errors.As(err, &banned) {
+		// a retry, the room having banned some since: the seats of the
+		// tickets it takes whole (the hold holds nothing when it refuses
+		// anyone; a party is not split)
+		var rest []string
+		for _, t := range m.Tickets {
+			if !slices.ContainsFunc(t.Users, func(u string) bool { return slices.Contains(banned.Users, u) }) {
+				rest = append(rest, t.Users...)
 			}
 		}
-		if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
-			return "", err
+		err = nil
+		if len(rest) > 0 {
+			_, err = s.reserveSeats(ctx, matchmaker, id, rest, hold, 0, "")
 		}
+		if err == nil || errors.Is(err, rooms.ErrNotJoinable) {
+			return id, &matchmaking.SeatsRefusedError{Users: banned.Users}
+		}
+	}
+	if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
+		return "", err
 	}
 	return id, nil
 }
@@ -88,21 +100,28 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 // createWithID creates p as room id, owned by u; nil too when room id
 // exists already (a retry). The room counts in u's holdings (room quotas)
 // even past them: the matcher, not the user, asked for it, and holdings
-// that missed a room u is in would let u past the quota later.
+// that missed a room u is in would let u past the quota later. They
+// record it before it is made, so a retry that finds it records nothing
+// (u may not be its creator then: a repair of a match whose first
+// ticket the room refused is of the others).
 func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom, id string) error {
 	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return fmt.Errorf("store: match room id %q", id)
 	}
-	if _, err := s.held.Record(ctx, u.ID, id, true); err != nil {
-		return err
-	}
 	attrs := []byte(`{"matchId":` + jsonString(p.Attributes["matchId"].(string)) + `}`)
+	recorded := false
 	for range maxCollisionRetries {
 		if _, _, err := s.Get(ctx, id, false); err == nil {
 			return nil
 		} else if !errors.Is(err, rooms.ErrRoomNotFound) {
 			return err
+		}
+		if !recorded { // before the room is made, so a crash leaves none unrecorded
+			if _, err := s.held.Record(ctx, u.ID, id, true); err != nil {
+				return err
+			}
+			recorded = true
 		}
 		code := layout.NewCode(shard, s.shards)
 		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, 0, code, false)}

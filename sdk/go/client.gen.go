@@ -1611,7 +1611,12 @@ type ClientInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). Players only: an API key is
+	// least once: `matchId` tells a repeat). A match whose server died
+	// before it told the users is completed by another a few seconds
+	// later; should its room have banned a user of the match meanwhile,
+	// that user's ticket (their party's whole) is not matched: it goes
+	// back to `searching`, never matched into that room again, and the
+	// others' match goes on. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -1655,7 +1660,12 @@ type ClientInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). Players only: an API key is
+	// least once: `matchId` tells a repeat). A match whose server died
+	// before it told the users is completed by another a few seconds
+	// later; should its room have banned a user of the match meanwhile,
+	// that user's ticket (their party's whole) is not matched: it goes
+	// back to `searching`, never matched into that room again, and the
+	// others' match goes on. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -2922,7 +2932,12 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). Players only: an API key is
+// least once: `matchId` tells a repeat). A match whose server died
+// before it told the users is completed by another a few seconds
+// later; should its room have banned a user of the match meanwhile,
+// that user's ticket (their party's whole) is not matched: it goes
+// back to `searching`, never matched into that room again, and the
+// others' match goes on. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -2976,7 +2991,12 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). Players only: an API key is
+// least once: `matchId` tells a repeat). A match whose server died
+// before it told the users is completed by another a few seconds
+// later; should its room have banned a user of the match meanwhile,
+// that user's ticket (their party's whole) is not matched: it goes
+// back to `searching`, never matched into that room again, and the
+// others' match goes on. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -6434,7 +6454,12 @@ type ClientWithResponsesInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). Players only: an API key is
+	// least once: `matchId` tells a repeat). A match whose server died
+	// before it told the users is completed by another a few seconds
+	// later; should its room have banned a user of the match meanwhile,
+	// that user's ticket (their party's whole) is not matched: it goes
+	// back to `searching`, never matched into that room again, and the
+	// others' match goes on. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -6478,7 +6503,12 @@ type ClientWithResponsesInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). Players only: an API key is
+	// least once: `matchId` tells a repeat). A match whose server died
+	// before it told the users is completed by another a few seconds
+	// later; should its room have banned a user of the match meanwhile,
+	// that user's ticket (their party's whole) is not matched: it goes
+	// back to `searching`, never matched into that room again, and the
+	// others' match goes on. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -11652,7 +11682,12 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). Players only: an API key is
+// least once: `matchId` tells a repeat). A match whose server died
+// before it told the users is completed by another a few seconds
+// later; should its room have banned a user of the match meanwhile,
+// that user's ticket (their party's whole) is not matched: it goes
+// back to `searching`, never matched into that room again, and the
+// others' match goes on. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -11702,7 +11737,12 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). Players only: an API key is
+// least once: `matchId` tells a repeat). A match whose server died
+// before it told the users is completed by another a few seconds
+// later; should its room have banned a user of the match meanwhile,
+// that user's ticket (their party's whole) is not matched: it goes
+// back to `searching`, never matched into that room again, and the
+// others' match goes on. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket

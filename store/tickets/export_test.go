@@ -39,3 +39,18 @@ func (s *Store) SetCreated(ctx context.Context, mode, id string, ms int64) error
 	out, _ := json.Marshal(st)
 	return s.b.Client.HSet(ctx, key, id+":s", out).Err()
 }
+
+// Barred is the rooms ticket id of mode is barred from (its state's "nb").
+func (s *Store) Barred(ctx context.Context, mode, id string) ([]string, error) {
+	raw, err := s.b.Client.HGet(ctx, s.modeTickets(mode), id+":s").Result()
+	if err != nil {
+		return nil, err
+	}
+	var st struct {
+		Nb []string `json:"nb"`
+	}
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return nil, err
+	}
+	return st.Nb, nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -465,6 +466,177 @@ func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
 		}
 		if len(keys) != 1 {
 			t.Fatalf("keys of the closed match room: %v, want its log alone", keys)
+		}
+	})
+}
+
+// crashing is a RoomOpener whose instance dies right after opening a
+// match's room, before it tells the users: the match stays pending, for
+// a repair. ids are the rooms it opened.
+type crashing struct {
+	matchmaking.RoomOpener
+	ids []string
+}
+
+func (c *crashing) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
+	id, err := c.RoomOpener.OpenMatchRoom(ctx, m, n, hold)
+	if err != nil {
+		return "", err
+	}
+	c.ids = append(c.ids, id)
+	return "", errors.New("crashed after opening the room")
+}
+
+// failsOnce is a Notifier whose first match_found fails (the instance
+// dying before it tells the users).
+type failsOnce struct {
+	matchmaking.Notifier
+	n int
+}
+
+func (f *failsOnce) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
+	if f.n++; f.n == 1 {
+		return errors.New("died before telling them")
+	}
+	return f.Notifier.MatchFound(ctx, uid, e)
+}
+
+// The repair of a match whose room was made before its instance died, and
+// whose room banned some of its users since, refuses them as a backfill
+// does: each ticket holding a banned user (a party whole) goes back to the
+// queue, searching, barred from the room, and its users are not told of
+// it; the other tickets keep their match, told and recorded, their seats
+// held. The owner (the first ticket's leader, the room's creator) is
+// refused too once the server banned them; a room that refused every
+// other ticket is its owner's match alone; and a repair that dies after
+// putting the refused tickets back leaves the pending record to the
+// others, completed by the next repair.
+func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	admin := rooms.User{ID: rooms.ServerUserPrefix + "gs", Name: "gs", Server: true, Scopes: rooms.ScopeAdmin}
+	type party struct {
+		leader  string
+		members []string
+	}
+	cases := []struct {
+		name    string
+		tickets []party  // the first ticket's leader owns the room
+		joined  []string // who takes their seat before the bans
+		banBy   rooms.User
+		banned  []string // banned by banBy
+		refused []string // the leaders whose tickets go back to the queue
+		dies    bool     // the repair dies after putting the refused back
+	}{
+		{name: "a user", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
+			joined: []string{"u2"}, banBy: player("u1"), banned: []string{"u2"}, refused: []string{"u2"}},
+		{name: "a party member", tickets: []party{{"u1", nil}, {"u2", []string{"u3"}}, {"u4", nil}},
+			joined: []string{"u3"}, banBy: player("u1"), banned: []string{"u3"}, refused: []string{"u2"}},
+		{name: "the owner", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
+			joined: []string{"u3"}, banBy: admin, banned: []string{"u1"}, refused: []string{"u1"}},
+		{name: "all but the owner", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
+			joined: []string{"u2", "u3"}, banBy: player("u1"), banned: []string{"u2", "u3"}, refused: []string{"u2", "u3"}},
+		{name: "a repair that dies", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
+			joined: []string{"u2"}, banBy: player("u1"), banned: []string{"u2"}, refused: []string{"u2"}, dies: true},
+	}
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				ctx := context.Background()
+				e := open(t, b, rs)
+				ids := map[string]string{} // leader → ticket id
+				for i, p := range c.tickets {
+					tk, err := e.svc.Create(ctx, player(p.leader), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
+						Rating: rating(float64(1000 + i)), PartyUserIDs: p.members})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids[p.leader] = tk.ID
+				}
+				rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+				crash := &crashing{RoomOpener: e.rooms}
+				mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: crash, Notifier: rec, Holder: "a"}
+				matchmaking.NewMatcher(mcfg).Round(ctx)
+				pending, err := e.tickets.Pending(ctx, "ffa")
+				if err != nil || len(pending) != 1 || len(pending[0].Tickets) != len(c.tickets) || len(crash.ids) != 1 {
+					t.Fatalf("pending after the crash: %+v %v, rooms %v, want the match of every ticket and its room", pending, err, crash.ids)
+				}
+				room := crash.ids[0]
+				match := pending[0]
+				if match.Tickets[0].ID != ids["u1"] {
+					t.Fatalf("match %+v: u1's ticket is not the first (the owner's)", match)
+				}
+				pids := map[string]int{"u1": 1} // the creator
+				for _, uid := range c.joined {
+					j, err := e.rooms.Join(ctx, player(uid), room)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pids[uid] = j.PlayerID
+				}
+				for _, uid := range c.banned {
+					if err := e.rooms.Ban(ctx, c.banBy, room, pids[uid]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// the repair
+				mcfg.Rooms, mcfg.Holder = e.rooms, "b"
+				if c.dies {
+					mcfg.Notifier = &failsOnce{Notifier: rec}
+					if err := matchmaking.NewMatcher(mcfg).Complete(ctx, match, r); err == nil {
+						t.Fatal("the repair that dies did not fail")
+					}
+					left, err := e.tickets.Pending(ctx, "ffa")
+					if err != nil || len(left) != 1 || len(left[0].Tickets) != len(c.tickets)-len(c.refused) {
+						t.Fatalf("pending after the refused went back: %+v %v, want the others' match", left, err)
+					}
+					match = left[0]
+				}
+				if err := matchmaking.NewMatcher(mcfg).Complete(ctx, match, r); err != nil {
+					t.Fatal(err)
+				}
+				if p, _ := e.tickets.Pending(ctx, "ffa"); len(p) != 0 {
+					t.Fatalf("pending after the repair: %+v", p)
+				}
+				for _, p := range c.tickets {
+					tk, err := e.tickets.Get(ctx, ids[p.leader])
+					if err != nil {
+						t.Fatal(err)
+					}
+					barred, err := e.tickets.Barred(ctx, "ffa", tk.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					users := append([]string{p.leader}, p.members...)
+					if slices.Contains(c.refused, p.leader) {
+						if tk.Status != matchmaking.Searching || tk.MatchID != "" || !slices.Equal(barred, []string{room}) {
+							t.Fatalf("refused %s's ticket: %s in match %q, barred from %v, want searching, barred from %s", p.leader, tk.Status, tk.MatchID, barred, room)
+						}
+						for _, uid := range users {
+							if ev, told := rec.got[uid][match.ID]; told {
+								t.Fatalf("refused %s told %+v", uid, ev)
+							}
+						}
+						continue
+					}
+					if tk.Status != matchmaking.Matched || tk.RoomID != room || len(barred) != 0 {
+						t.Fatalf("%s's ticket: %s in %q, barred from %v, want matched into %s", p.leader, tk.Status, tk.RoomID, barred, room)
+					}
+					for _, uid := range users {
+						if ev := rec.got[uid][match.ID]; ev.RoomID != room || ev.TicketID != tk.ID {
+							t.Fatalf("%s told %+v, want room %s", uid, rec.got[uid], room)
+						}
+						if _, err := e.rooms.Join(ctx, player(uid), room); err != nil { // a member, or their seat
+							t.Fatalf("%s joins the room: %v", uid, err)
+						}
+					}
+				}
+				for _, uid := range c.banned {
+					if _, err := e.rooms.Join(ctx, player(uid), room); err == nil {
+						t.Fatalf("banned %s joined the room", uid)
+					}
+				}
+			})
 		}
 	})
 }

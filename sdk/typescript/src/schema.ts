@@ -616,7 +616,12 @@ export interface paths {
          *     reserved for every other user of the match, 15 s), the ticket shows
          *     `matched` with `roomId`, and every user of the match gets
          *     `match_found` on their personal stream (`GET /v1/me/events`; at
-         *     least once: `matchId` tells a repeat). Players only: an API key is
+         *     least once: `matchId` tells a repeat). A match whose server died
+         *     before it told the users is completed by another a few seconds
+         *     later; should its room have banned a user of the match meanwhile,
+         *     that user's ticket (their party's whole) is not matched: it goes
+         *     back to `searching`, never matched into that room again, and the
+         *     others' match goes on. Players only: an API key is
          *     403 `SCOPE_REQUIRED`.
          *
          *     A mode with `backfill` fills its waiting match rooms first: a ticket

@@ -1,8 +1,10 @@
 -- ticket_requeue: a backfill whose room could not take its tickets (full,
--- started, closed, or refusing some of its users): they go back in the
--- queue, searching as before (or expired, past their TTL), the pending
--- record goes, and the room is kept among the backfill rooms with no free
--- seat until the next refresh; in the mode's slot. No prelude.
+-- started, closed, or refusing some of its users), or the tickets of a
+-- match whose room, found again by a repair, refused their users: they go
+-- back in the queue, searching as before (or expired, past their TTL),
+-- the pending record goes (or, keeping the match's other tickets, loses
+-- these), and the room is kept among the backfill rooms with no free seat
+-- until the next refresh; in the mode's slot. No prelude.
 -- A ticket whose cancel came while it was matched (ticket_cancel's "cx")
 -- ends cancelled instead (expired past its TTL).
 -- A ticket whose users the room refused (banned, in it or holding a seat
@@ -17,7 +19,7 @@
 -- ARGV[4] how many of the ticket ids, the first ones, are barred from the
 --         room
 -- ARGV[5] the most rooms a ticket is barred from (MAX_BARRED)
--- ARGV[6..] the match's ticket ids
+-- ARGV[6..] the ids of the match's tickets to requeue (all of a backfill's)
 -- Reply: {"OK", tickets requeued}
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mid, room, barred = ARGV[1], ARGV[2], tonumber(ARGV[4])
@@ -50,7 +52,23 @@ for i = 6, #ARGV do
     redis.call('HSET', tickets, id .. ':s', cjson.encode(st))
   end
 end
-redis.call('HDEL', pending, mid)
+-- the pending record keeps the tickets not requeued (a match room that
+-- refused some: the others' match goes on, and a crash before they are
+-- told leaves it to a repair), and goes with the last
+local rec = redis.call('HGET', pending, mid)
+if rec then
+  local m, gone, left = cjson.decode(rec), {}, {}
+  for i = 6, #ARGV do gone[ARGV[i]] = true end
+  for _, t in ipairs(m.tickets) do
+    if not gone[t.id] then left[#left + 1] = t end
+  end
+  if #left == 0 then
+    redis.call('HDEL', pending, mid)
+  else
+    m.tickets = left
+    redis.call('HSET', pending, mid, cjson.encode(m))
+  end
+end
 -- the room could not take them (full, started or gone): it stays with no
 -- free seat, not offered again until the matcher's next refresh reads
 -- what it can take (a room started or gone is dropped then)
