@@ -58,6 +58,13 @@ func newEnvAuth(t *testing.T, b redistest.Backend, auth *api.Auth, mut ...func(c
 // newEnvStore is newEnvAuth on a store with the quotas q.
 func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Auth, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
 	t.Helper()
+	return newEnvWrapped(t, b, q, auth, nil, mut...)
+}
+
+// newEnvWrapped is newEnvStore serving the API's handler through wrap
+// (nil: as it is).
+func newEnvWrapped(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Auth, wrap func(http.Handler) http.Handler, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
 	prefix := redistest.Prefix(t)
@@ -82,6 +89,9 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 		f(&cfg, st, prefix)
 	}
 	h := api.NewHandler(cfg)
+	if wrap != nil {
+		h = wrap(h)
+	}
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.MaxHeaderBytes = api.MaxHeaderBytes // as realsyncd's
 	srv.Start()

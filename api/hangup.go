@@ -12,7 +12,10 @@ import (
 // statusClientClosed is nginx's 499 "client closed request": the status a
 // request is recorded with (metrics, access log) when its client hung up
 // before it was answered. No client ever reads it; it is not a 5xx, so
-// hang-ups do not count as server failures.
+// hang-ups do not count as server failures. A request with an
+// Idempotency-Key runs on to its end when its client hangs up (detach,
+// idempotent): it is recorded 499 too, its answer kept for the client's
+// retry (or its key freed after an error).
 const statusClientClosed = 499
 
 // ErrShutdown is the cause of the server's base context's end when a
@@ -36,10 +39,49 @@ func contextEnded(err error) bool {
 // its cause ErrShutdown; an internal timeout) is the server giving up: 503
 // STORE_UNAVAILABLE, retry later, as the contract says of the timeout.
 func (s *Server) writeContextEnded(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(r.Context().Err(), context.Canceled) && !errors.Is(context.Cause(r.Context()), ErrShutdown) {
+	if hungUp(r.Context()) {
 		s.log.Debug("client closed request", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
 		w.WriteHeader(statusClientClosed)
 		return
 	}
 	s.writeError(w, r, fmt.Errorf("%w: %v", rooms.ErrUnavailable, err))
+}
+
+// hungUp reports whether ctx, a request's, ended because its client went
+// away: cancelled, and not by a shutdown's cut (ErrShutdown).
+func hungUp(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), ErrShutdown)
+}
+
+// detach returns r on a context of its own that its client's hang-up does
+// not end, and its release (call it once r is answered). It keeps r's
+// values and r's deadline (the request timeout: DeadlineExceeded, 503),
+// and still ends, with the cause ErrShutdown (503), when a shutdown cuts
+// the requests still running: when r's own context is cut so, or when
+// the server's base context (Config.Base) ends, which also reaches a
+// request whose client had already left. So a request it serves finishes
+// what it started, and its outcome is known, whether its client waits for
+// it or not; a shutdown still ends it within its timeout.
+func (s *Server) detach(r *http.Request) (*http.Request, func()) {
+	parent := r.Context()
+	ctx, cut := context.WithCancelCause(context.WithoutCancel(parent))
+	endDeadline := context.CancelFunc(func() {})
+	if d, ok := parent.Deadline(); ok {
+		ctx, endDeadline = context.WithDeadline(ctx, d)
+	}
+	stop := context.AfterFunc(parent, func() {
+		if cause := context.Cause(parent); errors.Is(cause, ErrShutdown) {
+			cut(cause)
+		}
+	})
+	stopBase := func() bool { return false }
+	if s.base != nil {
+		stopBase = context.AfterFunc(s.base, func() { cut(ErrShutdown) })
+	}
+	return r.WithContext(ctx), func() {
+		stop()
+		stopBase()
+		endDeadline()
+		cut(nil)
+	}
 }

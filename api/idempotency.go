@@ -30,8 +30,20 @@ var (
 // when the header is absent; see openapi.yaml's IdempotencyKey): a
 // successful answer is recorded and replayed to the same request sent
 // again; a request whose key was used otherwise, or is in use, is refused;
-// an error answer frees the key (the request changed nothing). Without a
-// store of answers (Config.Idempotency) the header is ignored.
+// an error answer frees the key (the request changed nothing, or, after a
+// 503, may have: see the spec). Without a store of answers
+// (Config.Idempotency) the header is ignored.
+//
+// A request with a key runs detached from its client (detach). A client's
+// hang-up used to cancel it: the store call in flight completed, but the
+// next step failed (a quick-join's read of the room it had just made), the
+// request ended 499 with its key freed as after an error, and the retry
+// ran again (another answer, or a second room). Now it runs to its end,
+// within the request timeout and unless a shutdown cuts it: its answer is
+// recorded, or its key freed, as for a client that waited, and the retry
+// with the key gets that answer, or 409 IDEMPOTENCY_KEY_IN_USE while it
+// still runs. The request is recorded as 499 (nobody read its answer);
+// its room counts are handed back as its own answer says (exchange.kept).
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc) {
 	if key == nil || s.idem == nil {
 		h(w, r)
@@ -47,6 +59,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	client := r.Context()
+	r, release := s.detach(r)
+	defer release()
 	ctx := r.Context()
 	c, err := s.idem.Claim(ctx, userFrom(ctx).ID, *key, fingerprint(r.Method, routeOf(r), body), 2*s.requestTimeout)
 	if err != nil {
@@ -67,7 +82,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	}
 	rec := &answerRecorder{header: http.Header{}}
 	h(rec, r)
-	ctx = context.WithoutCancel(ctx) // the answer is kept even if the client left
+	ctx = context.WithoutCancel(ctx) // the answer is kept even if a shutdown cut the request
 	if rec.status >= 200 && rec.status < 300 {
 		a := idempotency.Answer{Status: rec.status, ContentType: rec.header.Get("Content-Type"),
 			Location: rec.header.Get("Location"), Body: rec.body.Bytes()}
@@ -76,6 +91,15 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 		}
 	} else if err := s.idem.Release(ctx, c); err != nil {
 		s.log.Warn("idempotency: key not released", "err", err, "request_id", requestID(ctx))
+	}
+	if hungUp(client) {
+		s.log.Debug("client closed request; run to its end for its Idempotency-Key", "method", r.Method,
+			"path", r.URL.Path, "status", rec.status, "request_id", requestID(ctx))
+		if x := exchangeFrom(ctx); x != nil {
+			x.kept = rec.status
+		}
+		w.WriteHeader(statusClientClosed)
+		return
 	}
 	rec.writeTo(w)
 }

@@ -66,6 +66,10 @@ type exchange struct {
 	// roomCounts are the room (and inbox) limits this request took a
 	// count on: handed back when it is refused (handBackRoomCounts).
 	roomCounts []limits.Check
+	// kept is the status of the answer of a request with an
+	// Idempotency-Key whose client left before it was sent (status is then
+	// 499; idempotent): what the request did, for handBackRoomCounts.
+	kept int
 }
 
 func (x *exchange) WriteHeader(code int) {

@@ -88,6 +88,13 @@ type Config struct {
 	// Idempotency keeps the answers of requests sent with an
 	// Idempotency-Key (idempotency.go); nil: the header is ignored.
 	Idempotency idempotency.Store
+	// Base is the context the HTTP server's requests descend from
+	// (http.Server's BaseContext): a shutdown that cuts the requests still
+	// running cancels it, with ErrShutdown as the cause. A request with an
+	// Idempotency-Key runs on when its client hangs up (detach); Base's
+	// end ends it too. nil: such a request ends at its request timeout, or
+	// when its own context is cut with ErrShutdown before its client left.
+	Base context.Context
 }
 
 // Server implements oapi.ServerInterface.
@@ -113,6 +120,7 @@ type Server struct {
 	trustedProxies []netip.Prefix
 	requestTimeout time.Duration
 	idem           idempotency.Store
+	base           context.Context // see Config.Base
 	deadLetters    deadletter.Queue
 }
 
@@ -123,7 +131,7 @@ func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
-		deadLetters: cfg.DeadLetters}
+		base: cfg.Base, deadLetters: cfg.DeadLetters}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

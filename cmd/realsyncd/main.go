@@ -150,6 +150,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	}
 	roomService := rooms.New(rooms.Config{Store: st, Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions},
 		Notices: players.Notices{Inbox: st.Sessions()}})
+	// every request's context descends from base: a shutdown that cuts
+	// the requests still running cancels it first, with api.ErrShutdown as
+	// the cause, so they answer 503, not a client's hang-up (499); the
+	// requests with an Idempotency-Key, which run on when their client
+	// hangs up, end with it too (api.Config.Base)
+	base, cut := context.WithCancelCause(context.Background())
+	defer cut(nil)
 	handler := api.NewHandler(api.Config{
 		Rooms:   roomService,
 		Direct:  players.NewDirect(st.Sessions(), roomService),
@@ -171,18 +178,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			LeaseTTL: cfg.RateLimitLease, Checked: m.RateLimitCheck}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout,
-		Idempotency: idemstore.New(st.Base()),
-		Tickets:     ticketService,
+		Idempotency: idemstore.New(st.Base()), Base: base,
+		Tickets: ticketService,
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on
 	// each body, a context and write deadline on each request but streams,
 	// and streams a deadline per write instead.
-	// every request's context descends from base: a shutdown that cuts
-	// the requests still running cancels it first, with api.ErrShutdown as
-	// the cause, so they answer 503, not a client's hang-up (499)
-	base, cut := context.WithCancelCause(context.Background())
-	defer cut(nil)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		MaxHeaderBytes: api.MaxHeaderBytes, BaseContext: func(net.Listener) context.Context { return base }}
 	if err := cfg.protocolSettings.configure(srv); err != nil {

@@ -32,9 +32,11 @@ type Proxy struct {
 	rate   atomic.Uint64           // LoseReplies' p, as math.Float64bits
 	delay  atomic.Int64            // DelayRequests' d, in ns
 	lost   atomic.Int32
+	hold   atomic.Pointer[hold] // HoldReplyTo's, until a request carries its marker
 
 	mu    sync.Mutex
 	conns map[net.Conn]bool
+	holds []*hold // released when the proxy closes
 	wg    sync.WaitGroup
 }
 
@@ -89,6 +91,35 @@ type refusal struct {
 	marker, reply []byte
 	keep          bool
 }
+
+// HoldReplyTo arms the proxy: Redis' reply to the next request whose bytes
+// contain marker is held back, not relayed, until release is called (or
+// the proxy closes); held is closed once that reply came from Redis (so
+// Redis ran the request). That is a client that sent a command, which ran,
+// and waits for its answer: a slow network, or a Redis busy after the
+// command. Calling release again does nothing. "" disarms the proxy (a
+// reply already held stays so until its release).
+func (p *Proxy) HoldReplyTo(marker string) (held <-chan struct{}, release func()) {
+	if marker == "" {
+		p.hold.Store(nil)
+		return nil, func() {}
+	}
+	h := &hold{marker: []byte(marker), held: make(chan struct{}), released: make(chan struct{})}
+	p.hold.Store(h)
+	p.mu.Lock()
+	p.holds = append(p.holds, h)
+	p.mu.Unlock()
+	return h.held, h.release
+}
+
+// hold is a HoldReplyTo's.
+type hold struct {
+	marker         []byte
+	held, released chan struct{}
+	once           sync.Once
+}
+
+func (h *hold) release() { h.once.Do(func() { close(h.released) }) }
 
 // LoseReplies loses each reply with probability p from now on (0: none).
 func (p *Proxy) LoseReplies(rate float64) { p.rate.Store(math.Float64bits(rate)) }
@@ -170,7 +201,8 @@ func (p *Proxy) accept() {
 			return
 		}
 		var lose atomic.Bool
-		var lastRequest atomic.Int64 // unix ns of the last request bytes relayed
+		var holding atomic.Pointer[hold] // the hold of a request sent on this connection
+		var lastRequest atomic.Int64     // unix ns of the last request bytes relayed
 		p.wg.Add(2)
 		go func() { // requests
 			defer p.wg.Done()
@@ -183,6 +215,9 @@ func (p *Proxy) accept() {
 					}
 					if m := p.marker.Load(); m != nil && bytes.Contains(buf[:n], *m) && p.marker.CompareAndSwap(m, nil) {
 						lose.Store(true)
+					}
+					if h := p.hold.Load(); h != nil && bytes.Contains(buf[:n], h.marker) && p.hold.CompareAndSwap(h, nil) {
+						holding.Store(h)
 					}
 					if r := p.refuse.Load(); r != nil && bytes.Contains(buf[:n], r.marker) && (r.keep || p.refuse.CompareAndSwap(r, nil)) {
 						if _, werr := c.Write(r.reply); werr != nil {
@@ -207,6 +242,13 @@ func (p *Proxy) accept() {
 			dropping := false
 			for {
 				n, err := s.Read(buf)
+				if h := holding.Load(); n > 0 && h != nil {
+					// the reply (and any before it on this connection)
+					// waits for the release
+					holding.Store(nil)
+					close(h.held)
+					<-h.released
+				}
 				if n > 0 && !dropping && (lose.Load() || rand.Float64() < math.Float64frombits(p.rate.Load())) {
 					// the reply is lost: what the client sent with it (the
 					// rest of a pipeline still arriving) reaches Redis, every
@@ -272,6 +314,9 @@ func (p *Proxy) close() {
 		c.Close()
 	}
 	p.conns = nil
+	for _, h := range p.holds {
+		h.release()
+	}
 	p.mu.Unlock()
 	p.wg.Wait()
 }

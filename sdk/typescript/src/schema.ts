@@ -2472,6 +2472,17 @@ export interface components {
          *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+         *     request with a key runs to its end when its client disconnects
+         *     before the answer (a lost connection, a client-side timeout): the
+         *     server neither cuts it where it stands nor forgets it, within the
+         *     request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
+         *     shuts down meanwhile (as for a client that waited: 503). The retry
+         *     with the same key and body after a disconnect therefore gets the
+         *     first request's answer, replayed (a created room or ticket once),
+         *     or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+         *     `Retry-After`), or, when that answer was an error, runs again as
+         *     after any error. A request without a key whose client disconnects
+         *     may be cut at any step, and its outcome is unknown. A
          *     request whose instance died before answering holds its key for twice
          *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
          *     again. Checked after authentication and rate limits, before the body.
@@ -2629,6 +2640,17 @@ export interface operations {
                  *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request with a key runs to its end when its client disconnects
+                 *     before the answer (a lost connection, a client-side timeout): the
+                 *     server neither cuts it where it stands nor forgets it, within the
+                 *     request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
+                 *     shuts down meanwhile (as for a client that waited: 503). The retry
+                 *     with the same key and body after a disconnect therefore gets the
+                 *     first request's answer, replayed (a created room or ticket once),
+                 *     or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+                 *     `Retry-After`), or, when that answer was an error, runs again as
+                 *     after any error. A request without a key whose client disconnects
+                 *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
@@ -3166,6 +3188,17 @@ export interface operations {
                  *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request with a key runs to its end when its client disconnects
+                 *     before the answer (a lost connection, a client-side timeout): the
+                 *     server neither cuts it where it stands nor forgets it, within the
+                 *     request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
+                 *     shuts down meanwhile (as for a client that waited: 503). The retry
+                 *     with the same key and body after a disconnect therefore gets the
+                 *     first request's answer, replayed (a created room or ticket once),
+                 *     or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+                 *     `Retry-After`), or, when that answer was an error, runs again as
+                 *     after any error. A request without a key whose client disconnects
+                 *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
@@ -3241,6 +3274,17 @@ export interface operations {
                  *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request with a key runs to its end when its client disconnects
+                 *     before the answer (a lost connection, a client-side timeout): the
+                 *     server neither cuts it where it stands nor forgets it, within the
+                 *     request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
+                 *     shuts down meanwhile (as for a client that waited: 503). The retry
+                 *     with the same key and body after a disconnect therefore gets the
+                 *     first request's answer, replayed (a created room or ticket once),
+                 *     or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+                 *     `Retry-After`), or, when that answer was an error, runs again as
+                 *     after any error. A request without a key whose client disconnects
+                 *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
@@ -3328,6 +3372,17 @@ export interface operations {
                  *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request with a key runs to its end when its client disconnects
+                 *     before the answer (a lost connection, a client-side timeout): the
+                 *     server neither cuts it where it stands nor forgets it, within the
+                 *     request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
+                 *     shuts down meanwhile (as for a client that waited: 503). The retry
+                 *     with the same key and body after a disconnect therefore gets the
+                 *     first request's answer, replayed (a created room or ticket once),
+                 *     or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+                 *     `Retry-After`), or, when that answer was an error, runs again as
+                 *     after any error. A request without a key whose client disconnects
+                 *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
@@ -3656,6 +3711,17 @@ export interface operations {
                  *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request with a key runs to its end when its client disconnects
+                 *     before the answer (a lost connection, a client-side timeout): the
+                 *     server neither cuts it where it stands nor forgets it, within the
+                 *     request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
+                 *     shuts down meanwhile (as for a client that waited: 503). The retry
+                 *     with the same key and body after a disconnect therefore gets the
+                 *     first request's answer, replayed (a created room or ticket once),
+                 *     or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+                 *     `Retry-After`), or, when that answer was an error, runs again as
+                 *     after any error. A request without a key whose client disconnects
+                 *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// A request detached from its client's hang-up (one with an
+// Idempotency-Key) keeps its values and its deadline, and still ends with
+// the server: a shutdown's cut reaches it (cause ErrShutdown, answered 503)
+// through the server's base context after its client left, or through its
+// own context when there is no base; past its deadline it is 503 too.
+func TestDetachedRequestEndsWithTheServer(t *testing.T) {
+	type key struct{}
+	for _, c := range []struct {
+		name     string
+		withBase bool
+		end      func(hangUp context.CancelFunc, cut context.CancelCauseFunc)
+	}{
+		{"HungUpThenCut", true, func(hangUp context.CancelFunc, cut context.CancelCauseFunc) { hangUp(); cut(ErrShutdown) }},
+		{"CutWithoutBase", false, func(_ context.CancelFunc, cut context.CancelCauseFunc) { cut(ErrShutdown) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, cut := context.WithCancelCause(context.Background())
+			defer cut(nil)
+			s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if c.withBase {
+				s.base = base
+			}
+			deadline := time.Now().Add(time.Hour)
+			own, hangUp := context.WithCancel(context.WithValue(base, key{}, "v")) // net/http's, of the base
+			defer hangUp()
+			own, cancel := context.WithDeadline(own, deadline) // limitTime's
+			defer cancel()
+			r, release := s.detach(httptest.NewRequest("POST", "/v1/rooms", nil).WithContext(own))
+			defer release()
+			ctx := r.Context()
+			if d, ok := ctx.Deadline(); !ok || !d.Equal(deadline) || ctx.Value(key{}) != "v" {
+				t.Fatalf("detached: deadline %v %v, value %v; want %v, v", d, ok, ctx.Value(key{}), deadline)
+			}
+			c.end(hangUp, cut)
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the cut did not end the detached request within 10 s")
+			}
+			if !errors.Is(context.Cause(ctx), ErrShutdown) {
+				t.Fatalf("ended with %v, want %v", context.Cause(ctx), ErrShutdown)
+			}
+			w := httptest.NewRecorder()
+			s.writeError(w, r, ctx.Err())
+			if w.Code != 503 {
+				t.Fatalf("answered %d, want 503", w.Code)
+			}
+		})
+	}
+	t.Run("PastItsDeadline", func(t *testing.T) {
+		s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		own, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		defer cancel()
+		<-own.Done()
+		r, release := s.detach(httptest.NewRequest("POST", "/v1/rooms", nil).WithContext(own))
+		defer release()
+		if !errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+			t.Fatalf("detached past the deadline: %v", r.Context().Err())
+		}
+		w := httptest.NewRecorder()
+		s.writeError(w, r, r.Context().Err())
+		if w.Code != 503 {
+			t.Fatalf("answered %d, want 503", w.Code)
+		}
+	})
+}

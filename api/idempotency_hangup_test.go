@@ -1,0 +1,244 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/ratelimit"
+)
+
+// hangupEnv is an API whose Redis is reached through proxies, keeping
+// each request's own context by its X-Request-Id, so that a test knows
+// when the server saw a client hang up.
+type hangupEnv struct {
+	*env
+	proxies []*redistest.Proxy
+	mu      sync.Mutex
+	ctxs    map[string]context.Context
+}
+
+// proxiedBackend is a backend whose nodes are reached through proxies.
+type proxiedBackend struct {
+	b       redistest.Backend
+	proxies []*redistest.Proxy
+}
+
+// proxiedBackends are a standalone Redis and a Cluster of 3, each node
+// reached through a proxy of its own: no embedded store (no wire to
+// hold a reply on).
+func proxiedBackends(t *testing.T) []proxiedBackend {
+	standalone := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
+	addrs, cluster := redistest.StartProxiedCluster(t, 3)
+	return []proxiedBackend{
+		{redistest.Backend{Name: "standalone", URL: "redis://" + standalone.Addr}, []*redistest.Proxy{standalone}},
+		{redistest.Backend{Name: "cluster", ClusterAddrs: addrs}, cluster},
+	}
+}
+
+// newHangupEnv starts the API on b (reached through proxies), with mut.
+func newHangupEnv(t *testing.T, b redistest.Backend, proxies []*redistest.Proxy, mut ...func(c *api.Config, st *store.Store, prefix string)) *hangupEnv {
+	h := &hangupEnv{proxies: proxies, ctxs: map[string]context.Context{}}
+	h.env = newEnvWrapped(t, b, store.Quotas{}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
+		func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if id := r.Header.Get("X-Request-Id"); id != "" {
+					h.mu.Lock()
+					h.ctxs[id] = r.Context()
+					h.mu.Unlock()
+				}
+				next.ServeHTTP(w, r)
+			})
+		}, mut...)
+	return h
+}
+
+// hangUpHeld sends a request as token, with request id id and the
+// headers hdr, whose client hangs up once Redis ran the request that
+// carries marker: that request's reply is held by the proxies until the
+// server saw the hang-up (net/http cancelled the request's context), then
+// let through, as a slow reply that comes after the client left. It
+// returns the request's status as recorded in its access line, once
+// written.
+func (h *hangupEnv) hangUpHeld(marker, id, token, method, path, body string, hdr ...string) float64 {
+	t := h.t
+	t.Helper()
+	held := make(chan struct{})
+	var once sync.Once
+	var releases []func()
+	releaseAll := func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	defer releaseAll()
+	for _, p := range h.proxies {
+		ch, release := p.HoldReplyTo(marker)
+		releases = append(releases, release)
+		go func() {
+			select {
+			case <-ch:
+				once.Do(func() { close(held) })
+			case <-h.t.Context().Done():
+			}
+		}()
+	}
+	ctx, hangUp := context.WithCancel(context.Background())
+	defer hangUp()
+	req, _ := http.NewRequestWithContext(ctx, method, h.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Request-Id", id)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	answered := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		answered <- err
+	}()
+	select {
+	case <-held:
+		for _, p := range h.proxies {
+			p.HoldReplyTo("") // the others
+		}
+	case err := <-answered:
+		t.Fatalf("%s answered (%v) before Redis ran the request that carries %q", id, err, marker)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no request carrying %q reached Redis within 10 s", marker)
+	}
+	hangUp()
+	if err := <-answered; err == nil {
+		t.Fatalf("%s answered while its reply was held", id)
+	}
+	h.mu.Lock()
+	server := h.ctxs[id]
+	h.mu.Unlock()
+	select {
+	case <-server.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not see the client hang up within 10 s")
+	}
+	releaseAll()
+	return h.accessStatus(id)
+}
+
+// accessStatus waits (up to 10 s) for request id's access line and
+// returns its status.
+func (h *hangupEnv) accessStatus(id string) float64 {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if line := h.accessLines()[id]; line != nil {
+			status, _ := line["status"].(float64)
+			return status
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.t.Fatalf("no access line for %s within 10 s", id)
+	return 0
+}
+
+// A client that hangs up after its quick-join with an Idempotency-Key ran
+// in Redis (the room made, its answer not yet read) and sends it again
+// with the key gets the first answer, replayed (201, created: true, the
+// same room), and is in that one room: the request ran to its end for its
+// key, recorded as 499 (nobody read its answer). It used to be cut by the
+// hang-up at its next step (reading the room back), its key freed as after
+// an error, and the retry ran again: 200, created: false (or, the room
+// finished meanwhile, a second room).
+func TestRetryAfterAHangupGetsTheFirstAnswer(t *testing.T) {
+	for _, pb := range proxiedBackends(t) {
+		t.Run(pb.b.Name, func(t *testing.T) {
+			e := newHangupEnv(t, pb.b, pb.proxies)
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			// the scripts known to the nodes: no NOSCRIPT round trip to hold
+			want(t, e.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "warm", "regions": []string{"eu"},
+				"create": map[string]any{"name": "Warm", "maxPlayers": 2}}), 201, "")
+			qj := `{"mode":"holdmode","regions":["eu"],"create":{"name":"Held","maxPlayers":2}}`
+			// the mode's name is in the quick-join script's keys and
+			// arguments only
+			if status := e.hangUpHeld("holdmode", "qj-hangup", alice, "POST", "/v1/matchmaking/quick-join", qj,
+				"Idempotency-Key", "qj-1"); status != 499 {
+				t.Fatalf("the hung-up quick-join recorded as %v, want 499", status)
+			}
+			again := e.do("POST", "/v1/matchmaking/quick-join", alice, qj, "Idempotency-Key", "qj-1")
+			if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || again.body["created"] != true {
+				t.Fatalf("sent again after the hang-up: %d %s (replayed %q); want the first answer, 201 created, replayed",
+					again.status, again.raw, again.header.Get("Idempotent-Replayed"))
+			}
+			mine := e.do("GET", "/v1/me/rooms", alice, nil)
+			rs, _ := mine.body["rooms"].([]any)
+			if len(rs) != 1 || rs[0].(map[string]any)["id"] != again.body["room"].(map[string]any)["id"] {
+				t.Fatalf("alice's rooms %s, want the one room of the answer %s", mine.raw, again.raw)
+			}
+		})
+	}
+}
+
+// A room message with an Idempotency-Key whose client hung up runs to its
+// end, and its own answer decides the room's count (handBackRoomCounts),
+// not the 499 it is recorded as: a stranger's refused message takes
+// nothing from the room's budget, and a member's message sent keeps its
+// count (hanging up is no way past the room's rate).
+func TestHungUpMessageCountsAsItsAnswer(t *testing.T) {
+	set, err := limits.Parse("messages=4/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pb := range proxiedBackends(t) {
+		t.Run(pb.b.Name, func(t *testing.T) {
+			e := newHangupEnv(t, pb.b, pb.proxies, func(c *api.Config, st *store.Store, prefix string) {
+				c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
+					RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, 4, id) }})
+				c.RateLimits = set
+			})
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			stranger, _ := e.guest("stranger")
+			room := e.create(alice, arena)["id"].(string)
+			want(t, e.do("POST", "/v1/rooms/"+room+"/join", bob, nil), 200, "")
+			warm := e.create(bob, arena)["id"].(string) // the script known to the nodes
+			want(t, e.do("POST", "/v1/rooms/"+warm+"/messages", bob, map[string]any{"type": "chat", "data": "warm"}), 202, "")
+			path := "/v1/rooms/" + room + "/messages"
+			if status := e.hangUpHeld("held-403", "msg-stranger", stranger, "POST", path, `{"type":"chat","data":"held-403"}`,
+				"Idempotency-Key", "m-0"); status != 499 {
+				t.Fatalf("the stranger's hung-up message recorded as %v, want 499", status)
+			}
+			sent := `{"type":"chat","data":"held-202"}`
+			if status := e.hangUpHeld("held-202", "msg-alice", alice, "POST", path, sent, "Idempotency-Key", "m-1"); status != 499 {
+				t.Fatalf("alice's hung-up message recorded as %v, want 499", status)
+			}
+			again := e.do("POST", path, alice, sent, "Idempotency-Key", "m-1")
+			if again.status != 202 || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("sent again: %d %s, want 202 replayed", again.status, again.raw)
+			}
+			// alice's share, half the room's 4: the hung-up message and its replay
+			want429(t, e.do("POST", path, alice, map[string]any{"type": "chat", "data": "third"}), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			for range 2 { // the stranger's took nothing
+				want(t, e.do("POST", path, bob, map[string]any{"type": "chat", "data": "bob"}), 202, "")
+			}
+			history := e.do("GET", path, alice, nil)
+			var data []string
+			for _, m := range history.body["messages"].([]any) {
+				d, _ := json.Marshal(m.(map[string]any)["data"])
+				data = append(data, string(d))
+			}
+			if strings.Join(data, " ") != `"bob" "bob" "held-202"` {
+				t.Fatalf("the room's messages, newest first: %v", data)
+			}
+		})
+	}
+}
