@@ -32,6 +32,9 @@ var sessionRenewLua string
 //go:embed lua/following_set.lua
 var followingSetLua string
 
+//go:embed lua/statuses_lapsed.lua
+var statusesLapsedLua string
+
 //go:embed lua/userstreams_open.lua
 var userStreamsOpenLua string
 
@@ -40,6 +43,7 @@ var userStreamsRenewLua string
 
 var (
 	sessionOpen      = redisx.Plain("session_open", prelude()+userlog.PreludeLua+sessionOpenLua)
+	statusesLapsed   = redisx.ReadOnly("statuses_lapsed", statusesLapsedLua)
 	sessionClose     = redisx.Plain("session_close", prelude()+sessionCloseLua)
 	sessionsSweep    = redisx.Plain("sessions_sweep", prelude()+sessionsSweepLua)
 	sessionRenew     = redisx.Plain("session_renew", sessionRenewLua)
@@ -206,4 +210,20 @@ type streamTakeCall struct {
 func (streamTakeCall) Script() *redisx.Script { return userStreamsOpen }
 func (c streamTakeCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.member, c.limit, c.ttlMs}
+}
+
+// statusesLapsedCall is statuses_lapsed.lua's descriptor: users of the
+// shard whose online index is key.
+type statusesLapsedCall struct {
+	key   string
+	users []string
+}
+
+func (statusesLapsedCall) Script() *redisx.Script { return statusesLapsed }
+func (c statusesLapsedCall) KeysArgs() ([]string, []any) {
+	args := make([]any, len(c.users))
+	for i, u := range c.users {
+		args[i] = u
+	}
+	return []string{c.key}, args
 }

@@ -28,6 +28,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		sessionRenewCall{x: s, shard: 1, ss: []sse.Session{ss}},
 		sessionsSweepCall{x: s, shard: 1, users: []string{"u1", "u2"}, now: time.Now()},
 		followingSetCall{x: s, user: "u1", ids: []string{"u2"}},
+		statusesLapsedCall{key: "k", users: []string{"u1", "u2"}},
 		streamTakeCall{key: "k", member: "r/a", limit: 3, ttlMs: 1000},
 		redisx.RenewCall{Sc: userStreamsRenew, Keys: []string{"k"}, Members: []string{"r/a"}, TTLMs: 1000},
 	}, scripttest.Prelude{Src: prelude(), Runs: func(sc *redisx.Script) bool {

@@ -307,8 +307,10 @@ func (s *Sessions) SetFollowing(ctx context.Context, uid string, ids []string) e
 // the shard's online index had the record expire while online (no
 // instance swept for the linger: every one was down) and reads offline
 // at the version of the user's earliest lease expiry (lapsedVersion),
-// later than any version the user had online; a second pipeline asks the
-// index, for those without a record only. The others without one were
+// later than any version the user had online; for those without a record
+// only, statuses_lapsed asks the index, one call per shard on the index's
+// node, comparing the leases with that node's clock (the one they were
+// scored by; a keyless TIME would ask any Cluster node). The others without one were
 // never seen, or offline longer than offlineStatusTTL: version 0.
 func (s *Sessions) Statuses(ctx context.Context, uids []string) ([]players.Status, error) {
 	if len(uids) == 0 {
@@ -343,23 +345,39 @@ func (s *Sessions) lapsedStatuses(ctx context.Context, out []players.Status, abs
 	if len(absent) == 0 {
 		return nil
 	}
-	p := s.b.Client.Pipeline()
-	cmds := make([]*redis.FloatCmd, len(absent))
-	for j, i := range absent {
-		cmds[j] = p.ZScore(ctx, s.onlineKey(s.b.UserShard(out[i].UserID)), out[i].UserID)
+	// one call per shard, on the node of its online index: the leases'
+	// clock is that node's, not this instance's nor another node's
+	byShard := map[int][]int{}
+	for _, i := range absent {
+		sh := s.b.UserShard(out[i].UserID)
+		byShard[sh] = append(byShard[sh], i)
 	}
-	clock := p.Time(ctx) // the leases' clock, not this instance's
-	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+	calls := make([]redisx.Call, 0, len(byShard))
+	of := make([][]int, 0, len(byShard))
+	for sh, is := range byShard {
+		c := statusesLapsedCall{key: s.onlineKey(sh)}
+		for _, i := range is {
+			c.users = append(c.users, out[i].UserID)
+		}
+		calls, of = append(calls, c), append(of, is)
+	}
+	cmds, err := s.b.Runner.RunAll(ctx, calls)
+	if err != nil {
 		return redisx.Wrap(err)
 	}
-	now := clock.Val().UnixMilli()
-	for j, i := range absent {
+	for j, cmd := range cmds {
 		// a lease still running is a session opened since the first read
 		// (or one whose record is gone otherwise): not a lapsed status, and
 		// its version, from the future, would hide the user's next
 		// statuses from followers (a reviewer's find)
-		if ms, err := cmds[j].Result(); err == nil && int64(ms) < now {
-			out[i].Version = lapsedVersion(int64(ms))
+		ms, err := cmd.Int64Slice()
+		if err != nil || len(ms) != len(of[j]) {
+			return fmt.Errorf("store: statuses_lapsed replied %v: %w", cmd.Val(), redisx.Wrap(err))
+		}
+		for k, i := range of[j] {
+			if ms[k] > 0 {
+				out[i].Version = lapsedVersion(ms[k])
+			}
 		}
 	}
 	return nil
