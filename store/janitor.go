@@ -15,8 +15,9 @@ import (
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-// sweepBatch bounds the rooms of each schedule one shard visit handles; the
-// rest wait for the next tick.
+// sweepBatch is how many rooms of a schedule one read takes: a visit
+// takes the due rooms' presence batch after batch (sweepPresence), their
+// lifecycle one batch a visit (the rest wait for the next tick).
 const sweepBatch = 100
 
 // Report counts what a janitor visit did, by kind: "presence_disconnect"
@@ -76,15 +77,16 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 	if err != nil || !won {
 		return rep, redisx.Wrap(err)
 	}
-	if err := s.sweepPresence(ctx, shard, rep); err != nil {
+	// a dead instance's rooms and users, batch after batch (thousands),
+	// within half the lease this visit holds (each at least one batch)
+	until := time.Now().Add(lease / 2)
+	if err := s.sweepPresence(ctx, shard, rep, until); err != nil {
 		return rep, err
 	}
 	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
 		return rep, err
 	}
-	// every due user's sessions, batch after batch (a dead instance's
-	// thousands), within half the lease this visit holds
-	lapsed, err := s.sess.Sweep(ctx, shard, time.Now().Add(lease/2))
+	lapsed, err := s.sess.Sweep(ctx, shard, until)
 	rep.add("session_lapsed", lapsed)
 	if err != nil {
 		return rep, err
@@ -104,17 +106,31 @@ func (s *Store) due(ctx context.Context, key string) ([]string, error) {
 	return ids, redisx.Wrap(err)
 }
 
-func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report) error {
-	due, err := s.due(ctx, s.keys.Due(shard))
-	if err != nil {
-		return err
-	}
-	for _, id := range due {
-		if err := s.sweepRoom(ctx, shard, id, rep); err != nil {
+// sweepPresence visits the shard's rooms whose presence is due, a batch
+// at a time while batches come full, until until. A visit reschedules its
+// room past what it swept, so a room due again within the same call (the
+// instance's clock ahead of Redis', by which the script found nothing
+// due) means the rest is not due yet: the call ends there.
+func (s *Store) sweepPresence(ctx context.Context, shard int, rep Report, until time.Time) error {
+	seen := map[string]bool{}
+	for {
+		due, err := s.due(ctx, s.keys.Due(shard))
+		if err != nil {
 			return err
 		}
+		for _, id := range due {
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
+			if err := s.sweepRoom(ctx, shard, id, rep); err != nil {
+				return err
+			}
+		}
+		if len(due) < sweepBatch || !time.Now().Before(until) {
+			return nil
+		}
 	}
-	return nil
 }
 
 func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report) error {

@@ -187,6 +187,38 @@ func TestJanitorRemovesPlayersOfDeadInstances(t *testing.T) {
 	}
 }
 
+// A dead instance's streams over many rooms are all announced
+// disconnected in one janitor visit of their shard, batch after batch,
+// not sweepBatch (100) rooms a visit.
+func TestDeadInstanceRoomsDisconnectedInOneVisit(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			ttl := 500 * time.Millisecond
+			s, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+				Prefix: redistest.Prefix(t), Shards: 1, PresenceTTL: ttl, DisconnectGrace: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			const n = 250
+			for i := range n {
+				u := rooms.User{ID: fmt.Sprintf("u%d", i), Name: "p"}
+				j := mustCreate(t, s, u, newRoom())
+				open(t, s, lease(j.Room.ID, u, "dead"), sse.Cursor{})
+			}
+			time.Sleep(ttl + 200*time.Millisecond) // no renewal: every lease lapses
+			rep, err := s.Sweep(ctx, 0, "janitor", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rep["presence_disconnect"]; got != n {
+				t.Errorf("one visit announced %d players disconnected, want %d", got, n)
+			}
+		})
+	}
+}
+
 func TestRenewReportsLapsedLeases(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
