@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -128,7 +129,7 @@ func NewHub(cfg Config) *Hub {
 // waiting for the streams' handlers to return; it waits (a few seconds at
 // most, closeWait) for the streams it took over (Detacher) to be ended and
 // their leases released, since the HTTP server no longer knows of them.
-func (h *Hub) Close() { h.CloseContext(context.Background()) }
+func (h *Hub) Close() { _ = h.CloseContext(context.Background()) }
 
 // CloseContext is Close within ctx: it returns when ctx ends at the
 // latest, and a shutdown's deadline is kept even when Redis does not
@@ -136,8 +137,8 @@ func (h *Hub) Close() { h.CloseContext(context.Background()) }
 // waiting for its reply) goes on in the background until the process
 // exits; a lease not released lapses after the presence TTL, as a killed
 // instance's does. A later Close or CloseContext waits for the same
-// close, within its own ctx.
-func (h *Hub) CloseContext(ctx context.Context) {
+// close, within its own ctx. The error says when ctx ended first.
+func (h *Hub) CloseContext(ctx context.Context) error {
 	h.closing.Do(func() {
 		close(h.done)
 		go func() {
@@ -150,7 +151,9 @@ func (h *Hub) CloseContext(ctx context.Context) {
 	})
 	select {
 	case <-h.closed:
+		return nil
 	case <-ctx.Done():
+		return fmt.Errorf("sse: the hub's close was left running (its streams' lease releases): %w", ctx.Err())
 	}
 }
 

@@ -212,7 +212,8 @@ func TestShutdownTimeoutBoundsExit(t *testing.T) {
 // operator's find); and the store's close waited a reply timeout for its
 // batches in flight. The reply timeout is 10 s here, so that a wait for
 // any reply is plain. The bound is generous (5 s for a 1 s timeout), not a
-// measurement.
+// measurement. The exit is 1, naming what was left running (it was 0,
+// silent, when only the streams' close overran).
 func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
 	srv, err := redistest.StartServer()
 	if err != nil {
@@ -233,11 +234,15 @@ func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
 	in.once.Do(func() {}) // this test stops the process itself
 	in.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-in.exited:
+	case err := <-in.exited:
 		if took := time.Since(began); took > 5*time.Second {
 			t.Errorf("exit %s after SIGTERM with REALSYNC_SHUTDOWN_TIMEOUT=1s, want about 1 s; logs:\n%s", took, in.logText())
 		} else {
 			t.Logf("exit %s after SIGTERM (a -race binary sleeps 1 s at exit)", took.Round(time.Millisecond))
+		}
+		// what was left running is said, and the exit is not a success
+		if logs := in.logText(); err == nil || !strings.Contains(logs, "REALSYNC_SHUTDOWN_TIMEOUT (1s) ended before the event streams' close") {
+			t.Errorf("exit %v, want a failure naming the streams' close left running; logs:\n%s", err, logs)
 		}
 	case <-time.After(30 * time.Second):
 		in.cmd.Process.Kill()

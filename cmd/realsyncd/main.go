@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -275,8 +276,11 @@ func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *ss
 	<-served // Serve returns once the listener is closed
 	// Both within the deadline, Redis answering or not: what they could not
 	// do by then (streams' presence, the registry entry) lapses, as a
-	// killed instance's does.
-	hub.CloseContext(ctx)
+	// killed instance's does, and the exit says so.
+	var overran []string
+	if hub.CloseContext(ctx) != nil {
+		overran = append(overran, "the event streams' close (their presence leases lapse after REALSYNC_PRESENCE_TTL)")
+	}
 	stopBackground(ctx)
 	err := <-done
 	if err != nil {
@@ -293,9 +297,13 @@ func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *ss
 	select {
 	case <-closed:
 	case <-ctx.Done():
+		overran = append(overran, "the store's close (calls in flight)")
 	}
 	if err != nil {
 		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w", timeout, err)
+	}
+	if len(overran) > 0 {
+		return fmt.Errorf("REALSYNC_SHUTDOWN_TIMEOUT (%s) ended before %s", timeout, strings.Join(overran, " and "))
 	}
 	return nil
 }
