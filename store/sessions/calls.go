@@ -11,7 +11,6 @@ import (
 	"github.com/realsync/realsync/sse"
 
 	"github.com/realsync/realsync/store/internal/redisx"
-	"github.com/realsync/realsync/store/userlog"
 )
 
 //go:embed lua/prelude.lua
@@ -42,7 +41,7 @@ var userStreamsOpenLua string
 var userStreamsRenewLua string
 
 var (
-	sessionOpen      = redisx.Plain("session_open", prelude()+userlog.PreludeLua+sessionOpenLua)
+	sessionOpen      = redisx.Plain("session_open", prelude()+sessionOpenLua)
 	statusesLapsed   = redisx.ReadOnly("statuses_lapsed", statusesLapsedLua)
 	sessionClose     = redisx.Plain("session_close", prelude()+sessionCloseLua)
 	sessionsSweep    = redisx.Plain("sessions_sweep", prelude()+sessionsSweepLua)

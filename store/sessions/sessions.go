@@ -167,13 +167,10 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 	if n := redisx.Int(arr[6]); n > 0 && logs.Config().Dropped != nil {
 		logs.Config().Dropped(int(n))
 	}
-	if len(arr)%2 != 0 {
-		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
-	}
-	es := make([]userlog.Entry, 0, (len(arr)-8)/2)
-	for i := 8; i < len(arr); i += 2 {
-		str, _ := arr[i+1].(string)
-		es = append(es, userlog.EntryOf(redisx.Int(arr[i]), str))
+	es := make([]userlog.Entry, 0, len(arr)-8)
+	for i, d := range arr[8:] {
+		str, _ := d.(string)
+		es = append(es, userlog.EntryOf(o.From+1+int64(i), str))
 	}
 	if es, err = logs.Resolve(ctx, ss.UserID, es); err != nil {
 		return sse.UserOpening{}, err
@@ -248,34 +245,25 @@ func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag strin
 	limit = max(limit, logs.Config().MaxLen)
 	p := s.b.Client.Pipeline()
 	k := logs.KeysOf(uid)
-	meta := p.HMGet(ctx, k.Meta, "seq", "tag", "trim")
-	evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("(%d-0", seq), "+", int64(limit)+1)
+	meta := p.HMGet(ctx, k.Meta, "seq", "tag")
+	evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("(%d-0", seq), "+", int64(limit))
 	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, false, redisx.Wrap(err)
 	}
 	m := meta.Val()
 	cur := redisx.Int(m[0])
 	t, _ := m[1].(string)
-	if t != tag || cur < seq || len(evs.Val()) > limit {
-		return nil, true, nil
-	}
-	// the log's trim point (store/userlog's prelude.lua): a resume from
-	// before it is a gap, an entry missing after it was deleted on
-	// purpose; a log without one has no entry deleted (its first entry
-	// must follow seq)
-	trim, trimmed := m[2].(string)
-	if trimmed && seq < redisx.Int(trim) {
+	if t != tag || cur < seq || cur-seq > int64(limit) {
 		return nil, true, nil
 	}
 	var es []userlog.Entry
 	for i, x := range evs.Val() {
-		n, err := strconv.ParseInt(strings.TrimSuffix(x.ID, "-0"), 10, 64)
-		if err != nil || !trimmed && n != seq+1+int64(i) {
+		if x.ID != fmt.Sprintf("%d-0", seq+1+int64(i)) {
 			return nil, true, nil
 		}
 		d, _ := x.Values["d"].(string)
 		ref, _ := x.Values["r"].(string)
-		es = append(es, userlog.Entry{Seq: n, Data: []byte(d), Ref: ref})
+		es = append(es, userlog.Entry{Seq: seq + 1 + int64(i), Data: []byte(d), Ref: ref})
 	}
 	es, err := logs.Resolve(ctx, uid, es)
 	if err != nil {

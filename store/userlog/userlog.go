@@ -76,13 +76,6 @@ func (c Config) Check() error {
 	return nil
 }
 
-// PreludeLua is lua/prelude.lua: the functions of the log's trim point,
-// run in front of every script that writes a log (the store's
-// session_open too).
-//
-//go:embed lua/prelude.lua
-var PreludeLua string
-
 //go:embed lua/user_send.lua
 var sendLua string
 
@@ -90,8 +83,8 @@ var sendLua string
 var ackLua string
 
 var (
-	sendScript = redisx.Plain("user_send", PreludeLua+sendLua)
-	ackScript  = redisx.Plain("user_ack", PreludeLua+ackLua)
+	sendScript = redisx.Plain("user_send", sendLua)
+	ackScript  = redisx.Plain("user_ack", ackLua)
 )
 
 // Log appends to and acknowledges users' logs.

@@ -898,13 +898,10 @@ export interface paths {
          *     not delivered. The log holds at
          *     most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
          *     oldest are dropped, counted by
-         *     `realsync_offline_dropped_total`, whatever the event; the next
-         *     session of a platform whose undelivered events were dropped starts
-         *     with `resync: true`). A platform's `session_replaced` supersedes
-         *     its previous one, which leaves the log (a client that keeps
-         *     replacing its sessions takes one entry of it, not the other
-         *     platforms' undelivered events): event ids then skip a number,
-         *     which is no gap (a resume across it gets no `resync`); each event expires
+         *     `realsync_offline_dropped_total`, whatever the event: a client
+         *     that keeps replacing its sessions fills it with `session_replaced`;
+         *     the next session of a platform whose undelivered events were
+         *     dropped starts with `resync: true`); each event expires
          *     `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
          *     its positions that long after its last event or the user's last
          *     stream open; an event every platform with a position was

@@ -3,10 +3,7 @@
 -- first. By the policy, a session of the same platform still held makes
 -- the open fail (reject-new), or is replaced (replace: its lease dropped,
 -- session_replaced appended to the user's log and published on the user's
--- channel, for the instance that holds it to end it; the platform's
--- previous session_replaced, superseded, is deleted from the log, so a
--- client replacing its sessions over and over takes one entry of the
--- capped log, not the other platforms' undelivered events), or stays
+-- channel, for the instance that holds it to end it), or stays
 -- (allow-multiple). The new lease counts among the user's open streams
 -- (userstreams_open) when a stream quota is on. The status (online,
 -- platforms) is recomputed and published on the status channel only when
@@ -16,15 +13,12 @@
 -- no longer serves it (a gap), the events the platform was not delivered
 -- yet (its offline inbox), from its delivery cursor on. A status that
 -- lapsed while online (lapsed_online) goes offline, announced, before the
--- open's online. Behind prelude.lua (set_status, lapsed_online), then
--- userlog's prelude.lua (the log's trim point: a resume from before it is
--- a gap, an entry missing after it was deleted on purpose).
+-- open's online. Behind prelude.lua (set_status, lapsed_online).
 -- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
 -- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
 --         expires the linger after the last lease)
 -- KEYS[3] user log (stream, ids "<seq>-0", field d: event JSON)
--- KEYS[4] log meta (hash seq, tag, trim: see userlog's prelude.lua,
---         "r:<platform>": the seq of the platform's last session_replaced)
+-- KEYS[4] log meta (hash seq, tag)
 -- KEYS[5] shard online index (zset userId → earliest lease expiry, ms)
 -- KEYS[6] user's open streams (zset, see userstreams_open)
 -- KEYS[7] following (set; its expiry is refreshed)
@@ -46,9 +40,9 @@
 --        lost "1"|"0", json...}: dropped counts the entries the log's cap
 --        dropped for the session_replaced events; lost says the platform's
 --        inbox lost events before their delivery (its cursor is behind the
---        log's trim point: the cap dropped them); the events after from,
---        each as its seq and its JSON (an event whose body is stored once
---        for many users is "\1<body key>", store/userlog) |
+--        log's oldest entry: the cap dropped them); the events after from
+--        (seq from + 1 on; an event whose body is stored once for many
+--        users is "\1<body key>", store/userlog) |
 --        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
 local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -88,29 +82,24 @@ local seq = tonumber(redis.call('HGET', K_META, 'seq') or '-1')
 local tag = redis.call('HGET', K_META, 'tag')
 if seq < 0 or not tag then
   seq, tag = 0, newtag
-  redis.call('DEL', K_LOG, K_CUR, K_META)
-  redis.call('HSET', K_META, 'seq', 0, 'tag', tag, 'trim', 0)
+  redis.call('DEL', K_LOG, K_CUR)
+  redis.call('HSET', K_META, 'seq', 0, 'tag', tag)
 end
 local cseq = tonumber(ARGV[13])
 
--- what the cap dropped to make room for them (counted, as user_send's)
-local dropped = 0
+local before = #same > 0 and redis.call('XLEN', K_LOG) or 0
 for _, m in ipairs(same) do
   redis.call('ZREM', K_SESS, m)
   local old = string.sub(m, #platform + 2)
   if quota > 0 then redis.call('ZREM', K_STREAMS, '/' .. old) end
-  local prev = redis.call('HGET', K_META, 'r:' .. platform)
-  if prev then -- the trim point written down before the log has a hole
-    log_trim(K_LOG, K_META, seq)
-    redis.call('XDEL', K_LOG, prev .. '-0')
-  end
   seq = redis.call('HINCRBY', K_META, 'seq', 1)
-  redis.call('HSET', K_META, 'r:' .. platform, seq)
   local ev = cjson.encode({type = 'session_replaced', userId = uid, seq = seq, ts = ARGV[16],
     platform = platform, session = old, by = sid})
-  dropped = dropped + log_append(K_LOG, K_META, maxlen, seq, 'd', ev)
+  redis.call('XADD', K_LOG, 'MAXLEN', maxlen, seq .. '-0', 'd', ev)
   redis.call(pubcmd, uch, 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
 end
+-- what the cap dropped to make room for them (counted, as user_send's)
+local dropped = #same > 0 and before + #same - redis.call('XLEN', K_LOG) or 0
 if #same > 0 or redis.call('EXISTS', K_LOG) == 1 then
   redis.call('PEXPIRE', K_LOG, logttl)
 end
@@ -131,46 +120,42 @@ set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[1
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 index_online(K_SESS, K_ONLINE, uid)
 
-local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', tostring(dropped), '0'}
--- log entries as the reply carries them: each its seq, then its JSON, or
--- "\1" and the key of its body stored once for many users
-local function entries(evs)
-  for _, e in ipairs(evs) do
-    reply[#reply + 1] = string.match(e[1], '^(%d+)')
-    reply[#reply + 1] = e[2][1] == 'r' and '\1' .. e[2][2] or e[2][2]
-  end
+-- a log entry as the reply carries it: its JSON, or "\1" and the key of
+-- its body stored once for many users
+local function entry(e)
+  if e[2][1] == 'r' then return '\1' .. e[2][2] end
+  return e[2][2]
 end
--- entries up to it were dropped (a resume from before is a gap); one
--- missing after it was deleted on purpose (nothing lost)
-local trim = log_trim(K_LOG, K_META, seq)
+local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', tostring(dropped), '0'}
 if cseq and ARGV[14] ~= '' then
   local limit = tonumber(ARGV[15])
-  -- (more than limit entries after the cursor: a gap too; entries, not
-  -- seqs, counted, as deleted ones leave no entry)
-  local evs = {}
-  if ARGV[14] == tag and cseq <= seq and cseq >= trim then
-    evs = redis.call('XRANGE', K_LOG, '(' .. cseq .. '-0', '+', 'COUNT', limit + 1)
-  end
-  if ARGV[14] ~= tag or cseq > seq or cseq < trim or #evs > limit then
+  if ARGV[14] ~= tag or cseq > seq or seq - cseq > limit then
     reply[4] = '1'
   else
-    reply[6] = tostring(cseq)
-    entries(evs)
-    -- the client had everything up to its cursor
-    if cseq > tonumber(redis.call('HGET', K_CUR, platform) or '-1') then
-      redis.call('HSET', K_CUR, platform, cseq)
-      redis.call('PEXPIRE', K_CUR, logttl)
+    local evs = redis.call('XRANGE', K_LOG, '(' .. cseq .. '-0', '+', 'COUNT', limit)
+    if cseq < seq and (#evs == 0 or evs[1][1] ~= (cseq + 1) .. '-0') then
+      reply[4] = '1'
+    else
+      reply[6] = tostring(cseq)
+      for _, e in ipairs(evs) do reply[#reply + 1] = entry(e) end
+      -- the client had everything up to its cursor
+      if cseq > tonumber(redis.call('HGET', K_CUR, platform) or '-1') then
+        redis.call('HSET', K_CUR, platform, cseq)
+        redis.call('PEXPIRE', K_CUR, logttl)
+      end
+      return reply
     end
-    return reply
   end
 end
 -- no cursor, or a gap: what the platform was not delivered yet
 local had = redis.call('HGET', K_CUR, platform)
 local from = tonumber(had or '0')
+local first = redis.call('XRANGE', K_LOG, '-', '+', 'COUNT', 1)
+local oldest = #first > 0 and tonumber(string.match(first[1][1], '^(%d+)')) or seq + 1
 -- the platform had a cursor, and the cap dropped events after it: its
 -- inbox lost them
-local lost = had and from < math.min(trim, seq)
-from = math.min(math.max(from, trim), seq)
+local lost = had and from < math.min(oldest - 1, seq)
+from = math.min(math.max(from, oldest - 1), seq)
 reply[6] = tostring(from)
 -- (the cursor stays: the stream moves it past what is gone once its
 -- snapshot is written, so a stream that fails before says it again)
@@ -178,6 +163,8 @@ if lost then reply[8] = '1'
 -- a platform that opened holds back the trim of what it was not delivered
 elseif redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
 if from < seq then
-  entries(redis.call('XRANGE', K_LOG, '(' .. from .. '-0', '+', 'COUNT', tonumber(ARGV[20])))
+  for _, e in ipairs(redis.call('XRANGE', K_LOG, '(' .. from .. '-0', '+', 'COUNT', tonumber(ARGV[20]))) do
+    reply[#reply + 1] = entry(e)
+  end
 end
 return reply

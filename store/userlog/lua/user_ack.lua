@@ -2,7 +2,7 @@
 -- to seq (its cursor only moves forward), in the user's slot, then drops
 -- the entries every platform with a cursor got, but the last margin of
 -- them (what a resume with Last-Event-ID may still ask for). A seq of
--- another history (tag) changes nothing. Behind prelude.lua (log_dropped).
+-- another history (tag) changes nothing. No prelude.
 -- KEYS[1] user log  KEYS[2] log meta  KEYS[3] delivery cursors
 -- ARGV[1] platform  ARGV[2] tag  ARGV[3] seq  ARGV[4] margin
 -- ARGV[5] TTL, ms (of the cursors: as the log's)
@@ -16,9 +16,6 @@ redis.call('HSET', cur, ARGV[1], seq)
 local low = seq
 for _, v in ipairs(redis.call('HVALS', cur)) do low = math.min(low, tonumber(v)) end
 local to = low - tonumber(ARGV[4])
-if to > 0 then
-  log_dropped(log, meta, tonumber(redis.call('HGET', meta, 'seq')), to)
-  redis.call('XTRIM', log, 'MINID', (to + 1) .. '-0')
-end
+if to > 0 then redis.call('XTRIM', log, 'MINID', (to + 1) .. '-0') end
 redis.call('PEXPIRE', cur, ARGV[5])
 return 1

@@ -3,7 +3,7 @@
 -- log is capped exactly (the oldest entries dropped, counted in the
 -- reply); log, meta and cursors expire together, the TTL after the last
 -- event. An expired log starts a new history: its cursors go with it.
--- Behind prelude.lua (log_append).
+-- No prelude.
 -- KEYS[1] user log (stream, ids "<seq>-0", field d: event JSON)
 -- KEYS[2] log meta (hash seq, tag)
 -- KEYS[3] delivery cursors (hash platform → last seq delivered)
@@ -40,17 +40,18 @@ local seq = tonumber(redis.call('HGET', meta, 'seq') or '-1')
 local tag = redis.call('HGET', meta, 'tag')
 if seq < 0 or not tag then
   tag = ARGV[5]
-  redis.call('DEL', log, cur, meta)
-  redis.call('HSET', meta, 'seq', 0, 'tag', tag, 'trim', 0)
+  redis.call('DEL', log, cur)
+  redis.call('HSET', meta, 'seq', 0, 'tag', tag)
 end
 seq = redis.call('HINCRBY', meta, 'seq', 1)
 local ev = string.sub(ARGV[6], 1, -2) .. ',"seq":' .. seq .. '}'
-local dropped
+local before = redis.call('XLEN', log)
 if ARGV[7] == '' then
-  dropped = log_append(log, meta, ARGV[3], seq, 'd', ev)
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'd', ev)
 else
-  dropped = log_append(log, meta, ARGV[3], seq, 'r', ARGV[7])
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'r', ARGV[7])
 end
+local dropped = before + 1 - redis.call('XLEN', log)
 redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
 redis.call('PEXPIRE', log, ARGV[4])
 redis.call('PEXPIRE', meta, ARGV[4])
