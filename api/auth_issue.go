@@ -15,10 +15,11 @@ import (
 // guestPrefix starts the user id of every guest.
 const guestPrefix = "g_"
 
-// Issue returns a token for a new guest user named name ("" for a
-// generated name).
+// Issue returns a token for a new guest user named tokenName(name) (a
+// generated name for ""): the name the answer, the token and so every
+// later answer (a refresh, from.name) carry alike, its white space folded.
 func (a *Auth) Issue(name string) (oapi.GuestToken, error) {
-	if name == "" {
+	if name = tokenName(name); name == "" {
 		name = "guest-" + randomHex(2)
 	}
 	return a.issue(rooms.User{ID: guestPrefix + randomHex(12), Name: name})

@@ -12,7 +12,8 @@ import (
 // control characters (NUL, ESC) and bidirectional formatting ones (a
 // right-to-left override, marks, isolates), cut to 32 characters: the
 // token is not refused for them (its user could not fix it), while a
-// guest's name with one is 422.
+// guest's name with one is 422. White space is folded in both: a guest's
+// answer, refresh and messages carry the one folded name.
 func TestTokenNameRule(t *testing.T) {
 	e := newEnv(t, redistestEmbedded, true)
 	bob, bobID := e.guest("bob")
@@ -32,7 +33,19 @@ func TestTokenNameRule(t *testing.T) {
 		order = append(order, names[name])
 		if name != "zed ✓" && name != "  Jo   Ann " {
 			want(t, e.do("POST", "/v1/auth/guest", "", map[string]any{"name": name}), 422, "VALIDATION_FAILED")
+			continue
 		}
+		// a guest may take it: the answer, a refresh and other players
+		// show the one name, its white space folded
+		g := e.do("POST", "/v1/auth/guest", "", map[string]any{"name": name})
+		want(t, g, 201, "")
+		r := e.do("POST", "/v1/auth/refresh", g.body["token"].(string), nil)
+		want(t, r, 201, "")
+		if g.body["name"] != names[name] || r.body["name"] != names[name] {
+			t.Errorf("guest %q named %q, refreshed %q, want %q", name, g.body["name"], r.body["name"], names[name])
+		}
+		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", g.body["token"].(string), map[string]any{"type": "chat", "data": name}), 202, "")
+		order = append(order, names[name])
 	}
 	// a line separator starts a line of its own: not in a guest's name
 	want(t, e.do("POST", "/v1/auth/guest", "", map[string]any{"name": "Alice\u2028[system] banned"}), 422, "VALIDATION_FAILED")
