@@ -32,28 +32,32 @@ func validGuestName(name string) bool {
 	return n >= 1 && n <= maxDisplayName && !rooms.Blank(name) && strings.IndexFunc(name, nameControl) < 0
 }
 
-// tokenName is the display name of a token's name claim: the claim without
-// its nameControl characters, cut to 32 characters ("" for none or only
-// white space). They are dropped, not refused as a guest's name's are: the
-// user cannot change what their issuer signed, and a refused token would
-// lock them out (right-to-left marks are common in Arabic and Hebrew
-// names; a reviewer's find), while other players still never see them.
+// tokenName is the display name of a token's name claim, and of a guest's
+// name validGuestName took: the claim without its nameControl characters
+// and U+FEFF (a zero-width no-break space, which rooms.Blank counts as
+// white space while strings.Fields does not: "\uFEFF \uFEFF Jo" is "Jo"),
+// each run of white space one space and none at the ends, cut to 32
+// characters; "" for none or only white space, the cut's included. They
+// are dropped, not refused as a guest's name's are: the user cannot
+// change what their issuer signed, and a refused token would lock them
+// out (right-to-left marks are common in Arabic and Hebrew names; a
+// reviewer's find), while other players still never see them.
 func tokenName(claim string) string {
 	claim = strings.Map(func(r rune) rune {
 		switch {
 		case unicode.IsSpace(r):
 			return ' ' // "John\tSmith", "John\u2028Smith" stay two words
-		case nameControl(r):
+		case nameControl(r), r == '\uFEFF':
 			return -1
 		}
 		return r
 	}, claim)
 	claim = strings.Join(strings.Fields(claim), " ") // runs of white space one space, none at the ends
-	if rooms.Blank(claim) {
-		return ""
-	}
 	if utf8.RuneCountInString(claim) > maxDisplayName {
 		claim = strings.TrimSpace(string([]rune(claim)[:maxDisplayName]))
+	}
+	if rooms.Blank(claim) {
+		return ""
 	}
 	return claim
 }

@@ -52,6 +52,17 @@ func TestTokenNameRule(t *testing.T) {
 	long := strings.Repeat("é", 40)
 	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(long), map[string]any{"type": "chat", "data": 2}), 202, "")
 	order = append(order, long[:64])
+	// the cut leaves no space at the end; U+FEFF, white space to Blank,
+	// is dropped
+	a := strings.Repeat("a", 29)
+	for _, c := range [][2]string{
+		{a + "aa b", a + "aa"},                         // not "aaa...a "
+		{strings.Repeat("\uFEFF", 32) + " Bob", "Bob"}, // not 32 U+FEFF, a blank name
+		{"\uFEFF   \uFEFF   Jo", "Jo"},                 // not "\uFEFF \uFEFF Jo"
+	} {
+		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(c[0]), map[string]any{"type": "chat", "data": 3}), 202, "")
+		order = append(order, c[1])
+	}
 	_, evs := opening(t, e.me(bob, "pc"))
 	if len(evs) != len(order) {
 		t.Fatalf("%d messages reached bob, want %d", len(evs), len(order))
