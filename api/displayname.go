@@ -13,7 +13,9 @@ const maxDisplayName = 32
 
 // displayNameRule is what a display name must be, in the words of the
 // 422 of a guest's name.
-const displayNameRule = "must be 1..32 characters, not only white space, without control characters"
+const displayNameRule = "must be 1..32 characters, not only white space, without control characters, " +
+	"bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) " +
+	"or line and paragraph separators (U+2028, U+2029)"
 
 // nameControl reports whether r may not appear in a display name: a
 // control character (Cc: NUL, ESC, ...), a bidirectional formatting one

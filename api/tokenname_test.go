@@ -47,8 +47,15 @@ func TestTokenNameRule(t *testing.T) {
 		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", g.body["token"].(string), map[string]any{"type": "chat", "data": name}), 202, "")
 		order = append(order, names[name])
 	}
-	// a line separator starts a line of its own: not in a guest's name
-	want(t, e.do("POST", "/v1/auth/guest", "", map[string]any{"name": "Alice\u2028[system] banned"}), 422, "VALIDATION_FAILED")
+	// a line or paragraph separator starts a line of its own: not in a
+	// guest's name, and the error says so
+	for _, name := range []string{"Alice\u2028[system] banned", "Alice\u2029[system] banned"} {
+		r := e.do("POST", "/v1/auth/guest", "", map[string]any{"name": name})
+		want(t, r, 422, "VALIDATION_FAILED")
+		if errs, _ := r.body["errors"].([]any); len(errs) != 1 || !strings.Contains(errs[0].(map[string]any)["message"].(string), "U+2028, U+2029") {
+			t.Errorf("%q: errors %v, want one naming the separators", name, r.body["errors"])
+		}
+	}
 	long := strings.Repeat("é", 40)
 	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(long), map[string]any{"type": "chat", "data": 2}), 202, "")
 	order = append(order, long[:64])
