@@ -91,8 +91,10 @@ type Hub struct {
 	cancel  context.CancelFunc
 	closing sync.Once
 	closed  chan struct{} // closed once Close's work is done
-	loops   sync.WaitGroup
-	seq     atomic.Int64
+	// linesLeft: the taken-over streams Close's wait left behind
+	linesLeft atomic.Int64
+	loops     sync.WaitGroup
+	seq       atomic.Int64
 
 	mu      sync.Mutex
 	rooms   map[string]*room
@@ -137,12 +139,14 @@ func (h *Hub) Close() { _ = h.CloseContext(context.Background()) }
 // waiting for its reply) goes on in the background until the process
 // exits; a lease not released lapses after the presence TTL, as a killed
 // instance's does. A later Close or CloseContext waits for the same
-// close, within its own ctx. The error says when ctx ended first.
+// close, within its own ctx. The error says what was left: ctx ended
+// first, or taken-over streams had not hung up and released their leases
+// within closeWait (a client that stopped reading).
 func (h *Hub) CloseContext(ctx context.Context) error {
 	h.closing.Do(func() {
 		close(h.done)
 		go func() {
-			h.endLines(ctx, closeWait)
+			h.linesLeft.Store(int64(h.endLines(ctx, closeWait)))
 			h.cancel()
 			h.loops.Wait()
 			h.feed.Close()
@@ -151,6 +155,9 @@ func (h *Hub) CloseContext(ctx context.Context) error {
 	})
 	select {
 	case <-h.closed:
+		if n := h.linesLeft.Load(); n > 0 {
+			return fmt.Errorf("sse: %d streams had not ended within %s", n, closeWait)
+		}
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("sse: the hub's close was left running (its streams' lease releases): %w", ctx.Err())

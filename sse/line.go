@@ -303,8 +303,8 @@ func (h *Hub) sweep(context.Context) {
 
 // endLines ends every taken-over stream (EndShutdown) and waits, at most
 // wait and until ctx ends, until they have hung up and released their
-// leases.
-func (h *Hub) endLines(ctx context.Context, wait time.Duration) {
+// leases; returns how many had not by then.
+func (h *Hub) endLines(ctx context.Context, wait time.Duration) (left int) {
 	h.mu.Lock()
 	sts := make([]*stream, 0, len(h.lines))
 	for st := range h.lines {
@@ -314,12 +314,12 @@ func (h *Hub) endLines(ctx context.Context, wait time.Duration) {
 	for _, st := range sts {
 		st.end(EndShutdown)
 	}
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
 		h.mu.Lock()
-		n := len(h.lines)
+		left = len(h.lines)
 		h.mu.Unlock()
-		if n == 0 {
-			return
+		if left == 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			return left
 		}
 	}
 }

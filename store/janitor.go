@@ -77,16 +77,17 @@ func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease tim
 	if err != nil || !won {
 		return rep, redisx.Wrap(err)
 	}
-	// a dead instance's rooms and users, batch after batch (thousands),
-	// within half the lease this visit holds (each at least one batch)
-	until := time.Now().Add(lease / 2)
-	if err := s.sweepPresence(ctx, shard, rep, until); err != nil {
+	// a dead instance's rooms, then its users, batch after batch
+	// (thousands), the rooms within a quarter of the lease this visit
+	// holds, the users within half of it from their start, so neither
+	// crowds out the other (each at least one batch)
+	if err := s.sweepPresence(ctx, shard, rep, time.Now().Add(lease/4)); err != nil {
 		return rep, err
 	}
 	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
 		return rep, err
 	}
-	lapsed, err := s.sess.Sweep(ctx, shard, until)
+	lapsed, err := s.sess.Sweep(ctx, shard, time.Now().Add(lease/2))
 	rep.add("session_lapsed", lapsed)
 	if err != nil {
 		return rep, err

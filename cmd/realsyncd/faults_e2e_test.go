@@ -212,8 +212,8 @@ func TestShutdownTimeoutBoundsExit(t *testing.T) {
 // operator's find); and the store's close waited a reply timeout for its
 // batches in flight. The reply timeout is 10 s here, so that a wait for
 // any reply is plain. The bound is generous (5 s for a 1 s timeout), not a
-// measurement. The exit is 1, naming what was left running (it was 0,
-// silent, when only the streams' close overran).
+// measurement. A warning names what was left running (it was silent);
+// the exit is 0, as no request was cut.
 func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
 	srv, err := redistest.StartServer()
 	if err != nil {
@@ -240,9 +240,10 @@ func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
 		} else {
 			t.Logf("exit %s after SIGTERM (a -race binary sleeps 1 s at exit)", took.Round(time.Millisecond))
 		}
-		// what was left running is said, and the exit is not a success
-		if logs := in.logText(); err == nil || !strings.Contains(logs, "REALSYNC_SHUTDOWN_TIMEOUT (1s) ended before the event streams' close") {
-			t.Errorf("exit %v, want a failure naming the streams' close left running; logs:\n%s", err, logs)
+		// what was left running is named in a warning; no request was cut,
+		// so the exit is a success
+		if logs := in.logText(); err != nil || !strings.Contains(logs, "REALSYNC_SHUTDOWN_TIMEOUT (1s) ended first; left running: the event streams' close") {
+			t.Errorf("exit %v, want 0 and a warning naming the streams' close left running; logs:\n%s", err, logs)
 		}
 	case <-time.After(30 * time.Second):
 		in.cmd.Process.Kill()

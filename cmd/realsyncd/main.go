@@ -257,7 +257,7 @@ wait:
 		}
 	}
 	closeHub, closeStore = func() {}, func() {}
-	return shutdown(srv, func() { cut(api.ErrShutdown) }, served, hub, stop, st.Close, cfg.ShutdownTimeout)
+	return shutdown(srv, func() { cut(api.ErrShutdown) }, served, hub, stop, st.Close, cfg.ShutdownTimeout, log)
 }
 
 // shutdown stops accepting connections, ends every event stream (each with
@@ -267,8 +267,11 @@ wait:
 // player_disconnected), stops the background loops, waits for the
 // requests in flight, and closes the store: all within timeout. Past it
 // the remaining requests are cut (cutRequests cancels their contexts, so
-// they answer 503), then their connections, and an error says so.
-func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration) error {
+// they answer 503), then their connections, and an error says so (exit
+// 1: clients saw errors). What else was left running then (the streams'
+// lease releases, the registry leave, the store's calls) lapses as a
+// killed instance's does: a warning names it.
+func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
@@ -276,12 +279,14 @@ func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *ss
 	<-served // Serve returns once the listener is closed
 	// Both within the deadline, Redis answering or not: what they could not
 	// do by then (streams' presence, the registry entry) lapses, as a
-	// killed instance's does, and the exit says so.
+	// killed instance's does, and a warning says so.
 	var overran []string
-	if hub.CloseContext(ctx) != nil {
-		overran = append(overran, "the event streams' close (their presence leases lapse after REALSYNC_PRESENCE_TTL)")
+	if err := hub.CloseContext(ctx); err != nil {
+		overran = append(overran, "the event streams' close ("+err.Error()+"; their presence leases lapse after REALSYNC_PRESENCE_TTL)")
 	}
-	stopBackground(ctx)
+	if !doneWithin(ctx, func() { stopBackground(ctx) }) {
+		overran = append(overran, "the janitor's stop and the instance registry's leave")
+	}
 	err := <-done
 	if err != nil {
 		cutRequests()
@@ -289,23 +294,52 @@ func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *ss
 	}
 	// The store's close waits for the batches in flight, each up to a
 	// reply timeout when Redis does not answer: not past the deadline.
-	closed := make(chan struct{})
-	go func() {
-		closeStore()
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-ctx.Done():
+	if !doneWithin(ctx, func() { closeStore() }) {
 		overran = append(overran, "the store's close (calls in flight)")
 	}
-	if err != nil {
-		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w", timeout, err)
-	}
+	left := ""
 	if len(overran) > 0 {
-		return fmt.Errorf("REALSYNC_SHUTDOWN_TIMEOUT (%s) ended before %s", timeout, strings.Join(overran, " and "))
+		left = "; left running: " + strings.Join(overran, ", ")
+	}
+	if err != nil {
+		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w%s", timeout, err, left)
+	}
+	if left != "" {
+		log.Warn("shutdown: REALSYNC_SHUTDOWN_TIMEOUT ("+timeout.String()+") ended first"+left, "overran", len(overran))
 	}
 	return nil
+}
+
+// doneWithin runs f and reports whether it returned before ctx ended; f goes
+// on in the background otherwise (until the process exits). When ctx
+// ended before f started, f gets a moment (closing a store that has
+// nothing in flight takes microseconds), so what finishes at once is not
+// named as left running.
+func doneWithin(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		f()
+		close(done)
+	}()
+	if ctx.Err() != nil {
+		select {
+		case <-done:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-done: // both ready: it did return
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // storeConfig is the store's part of the configuration.
