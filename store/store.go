@@ -423,29 +423,38 @@ func (s *Store) Client() redis.UniversalClient { return s.client }
 // managed service's single shard) refuses the batcher's transactions,
 // which a standalone client fills with several shards' scripts
 // (CROSSSLOT). REALSYNC_REDIS_CLUSTER_ADDRS takes one node as well. It
-// asks what breaks: EXISTS of keys of four shards, which a Cluster node
-// refuses (CROSSSLOT, or CLUSTERDOWN, MOVED) whatever the ACL user may
-// ask of INFO or CLUSTER (the store's keys are all the check needs); any
-// other error reply passes (the store's own calls say more); a network
-// error is returned (Init is tried again).
+// asks what breaks: a transaction over keys of four shards, which a
+// Cluster node refuses (CROSSSLOT, or CLUSTERDOWN, MOVED) whatever the
+// ACL user may ask of INFO or CLUSTER (the store's keys are all the check
+// needs), as does a proxy that spreads multi-key commands over shards but
+// not transactions; any other error reply passes (the store's own calls
+// say more); a network error is returned (Init is tried again).
 func (s *Store) notAClusterNode(ctx context.Context) error {
 	c, ok := s.client.(*redis.Client)
 	if !ok {
 		return nil
 	}
-	keys := make([]string, 4)
-	for i := range keys {
-		keys[i] = s.keys.Tag(i) + ":probe"
+	var cmds []*redis.IntCmd
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range 4 {
+			cmds = append(cmds, p.Exists(ctx, s.keys.Tag(i)+":probe"))
+		}
+		return nil
+	})
+	errs := []error{err}
+	for _, cmd := range cmds {
+		errs = append(errs, cmd.Err())
 	}
-	err := c.Exists(ctx, keys...).Err()
-	for _, refusal := range []string{"CROSSSLOT ", "CLUSTERDOWN ", "MOVED ", "ASK "} {
-		if err != nil && strings.HasPrefix(err.Error(), refusal) {
-			return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster (%s); name its nodes (one is enough) in REALSYNC_REDIS_CLUSTER_ADDRS instead",
-				ErrLayout, strings.TrimSpace(refusal))
+	for _, e := range errs {
+		for _, refusal := range []string{"CROSSSLOT ", "CLUSTERDOWN ", "MOVED ", "ASK "} {
+			if e != nil && strings.HasPrefix(e.Error(), refusal) {
+				return fmt.Errorf("%w: REALSYNC_REDIS_URL names a node of a Redis Cluster (%s); name its nodes (one is enough) in REALSYNC_REDIS_CLUSTER_ADDRS instead",
+					ErrLayout, strings.TrimSpace(refusal))
+			}
 		}
 	}
 	if err != nil && !serverError(err) {
-		return fmt.Errorf("the Cluster-mode check (EXISTS): %w", redisx.Wrap(err))
+		return fmt.Errorf("the Cluster-mode check (a transaction of EXISTS): %w", redisx.Wrap(err))
 	}
 	return nil
 }
