@@ -282,6 +282,9 @@ func TestRoomRateLimitSparedByRefusals(t *testing.T) {
 				}
 			}
 			want(t, e.do("POST", "/v1/rooms/"+pub+"/messages", alice, map[string]any{"type": "chat"}), 422, "VALIDATION_FAILED")
+			for range 3 { // a malformed If-Match, answered by the handler
+				want(t, e.do("PATCH", "/v1/rooms/"+pub+"/state", alice, `{"a":1}`, "Content-Type", "application/merge-patch+json", "If-Match", "1"), 422, "VALIDATION_FAILED")
+			}
 			// malformed headers, answered before the route's middlewares
 			for i := range 3 {
 				stranger, _ := e.guest(fmt.Sprint("header", i))

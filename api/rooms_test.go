@@ -117,6 +117,16 @@ func TestRoomState(t *testing.T) {
 		}
 		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"score": 11}`, "If-Match", `"0"`), 412, "VERSION_MISMATCH")
 		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"score": 11}`, "If-Match", `W/"1"`), 412, "VERSION_MISMATCH")
+		// a malformed If-Match is no mismatch: 1 unquoted is the stateVersion
+		// (a guide once left the quotes out), abc is no entity tag
+		for _, h := range []string{"1", "abc", `"1", *`} {
+			r := e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"score": 11}`, "If-Match", h)
+			want(t, r, 422, "VALIDATION_FAILED")
+			if errs, _ := r.body["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["field"] != "If-Match" ||
+				!strings.Contains(r.body["detail"].(string), `If-Match: "3"`) {
+				t.Fatalf("If-Match %s: %s", h, r.raw)
+			}
+		}
 		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", bob, `{"score": 11}`), 403, "STATE_KEY_FORBIDDEN")
 		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", bob, `{"player_2_x": {"a": 1}}`, "If-Match", "*"), 200, "")
 		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", carol, `{"player_3_x": 1}`), 403, "NOT_A_MEMBER")

@@ -248,8 +248,8 @@ func (s *Service) State(ctx context.Context, u User, id string) (StateView, erro
 
 // PatchState validates a JSON merge patch (null deletes a key) and applies
 // it on behalf of member u, or of the server (ScopeWrite: any key, the
-// event says by 0). ifMatch is the raw If-Match header ("" for none); one
-// that is neither "*" nor a quoted stateVersion never matches.
+// event says by 0). ifMatch is the raw If-Match header ("" for none), read
+// by ParseIfMatch: a malformed one is a ValidationError naming If-Match.
 func (s *Service) PatchState(ctx context.Context, u User, id string, patch State, ifMatch string) (Versions, error) {
 	if err := RequireScope(u, ScopeWrite); err != nil {
 		return Versions{}, err
@@ -268,7 +268,11 @@ func (s *Service) PatchState(ctx context.Context, u User, id string, patch State
 }
 
 func statePatch(patch State, ifMatch string) (StatePatch, error) {
-	p := StatePatch{Set: State{}, IfMatch: parseIfMatch(ifMatch)}
+	m, err := ParseIfMatch(ifMatch)
+	if err != nil {
+		return StatePatch{}, err
+	}
+	p := StatePatch{Set: State{}, IfMatch: m}
 	for k, v := range patch {
 		if isNull(v) {
 			p.Del = append(p.Del, k)
@@ -291,16 +295,59 @@ const (
 	NeverMatches int64 = -2
 )
 
-func parseIfMatch(h string) int64 {
+// ParseIfMatch reads an If-Match header (RFC 9110 13.1.1): "*", or a
+// comma-separated list of entity tags, each double-quoted and perhaps
+// weak (W/"3"). It returns NoIfMatch for "" (no header) and "*"; the
+// stateVersion a strong tag names as ETag writes it ("3"); NeverMatches
+// when no tag can match (If-Match compares strongly, so a weak tag never
+// matches; nor does "03" or "abc"). Errors (a ValidationError naming
+// If-Match): a header of another form (an unquoted 3, "*" in a list), or
+// one naming two different stateVersions, which a patch cannot check at
+// once.
+func ParseIfMatch(h string) (int64, error) {
 	h = strings.TrimSpace(h)
 	if h == "" || h == "*" {
-		return NoIfMatch
+		return NoIfMatch, nil
 	}
-	n, err := strconv.ParseInt(strings.Trim(h, `"`), 10, 64)
-	if err != nil || n < 0 || !strings.HasPrefix(h, `"`) || !strings.HasSuffix(h, `"`) {
-		return NeverMatches
+	m, tags := NeverMatches, 0
+	for _, el := range strings.Split(h, ",") {
+		el = strings.Trim(el, " \t")
+		if el == "" {
+			continue // a list may have empty elements (RFC 9110 5.6.1.2)
+		}
+		weak := strings.HasPrefix(el, "W/")
+		tag := strings.TrimPrefix(el, "W/")
+		if len(tag) < 2 || tag[0] != '"' || tag[len(tag)-1] != '"' || !validETagChars(tag[1:len(tag)-1]) {
+			return 0, errIfMatchForm
+		}
+		tags++
+		n, err := strconv.ParseInt(tag[1:len(tag)-1], 10, 64)
+		if weak || err != nil || n < 0 || ETag(n) != tag {
+			continue
+		}
+		if m != NeverMatches && m != n {
+			return 0, Invalid("If-Match", `must name one stateVersion, not several: If-Match: "3"`)
+		}
+		m = n
 	}
-	return n
+	if tags == 0 {
+		return 0, errIfMatchForm
+	}
+	return m, nil
+}
+
+// errIfMatchForm: an If-Match header that is neither "*" nor entity tags.
+var errIfMatchForm = Invalid("If-Match", `must be the stateVersion in double quotes (If-Match: "3"), a list of such entity tags, or *`)
+
+// validETagChars: s is an entity tag's opaque value, between its quotes
+// (etagc: visible ASCII but '"', and obs-text).
+func validETagChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c == '"' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // ETag is the entity tag of a stateVersion.

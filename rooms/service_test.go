@@ -1,6 +1,9 @@
 package rooms
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func TestNormalizeCode(t *testing.T) {
 	tests := []struct {
@@ -40,14 +43,38 @@ func TestParseIfMatch(t *testing.T) {
 		{"*", NoIfMatch},
 		{`"7"`, 7},
 		{` "0" `, 0},
-		{`7`, NeverMatches},       // not a quoted entity tag
 		{`W/"7"`, NeverMatches},   // weak tags never match a strong comparison
 		{`"-1"`, NeverMatches},    // no negative versions
-		{`"seven"`, NeverMatches}, // garbage
+		{`"07"`, NeverMatches},    // not the ETag's octets
+		{`"seven"`, NeverMatches}, // a tag, not a stateVersion
+		{`""`, NeverMatches},
+		{`W/"7", "8"`, 8},     // a list: its strong stateVersion
+		{`"a",, "8" ,"8"`, 8}, // empty elements; the same version twice
+		{`W/"1", "x"`, NeverMatches},
 	}
 	for _, tc := range tests {
-		if got := parseIfMatch(tc.header); got != tc.want {
-			t.Errorf("parseIfMatch(%q) = %d, want %d", tc.header, got, tc.want)
+		if got, err := ParseIfMatch(tc.header); got != tc.want || err != nil {
+			t.Errorf("ParseIfMatch(%q) = %d, %v; want %d", tc.header, got, err, tc.want)
+		}
+	}
+	malformed := []string{
+		`7`,        // not quoted: the mistake a guide without quotes leads to
+		`abc`,      // garbage
+		`"7`,       // unterminated
+		`'7'`,      // single quotes
+		`w/"7"`,    // W/ is case-sensitive
+		`"7" "8"`,  // no comma
+		`"a"b"`,    // a quote inside
+		`"7", *`,   // * stands alone
+		`,`,        // no tag at all
+		`"7", "8"`, // two stateVersions: one patch checks one
+		"\"a b\"",  // a space inside
+	}
+	for _, h := range malformed {
+		_, err := ParseIfMatch(h)
+		var verr *ValidationError
+		if !errors.As(err, &verr) || len(verr.Fields) != 1 || verr.Fields[0].Field != "If-Match" {
+			t.Errorf("ParseIfMatch(%q): %v, want a ValidationError naming If-Match", h, err)
 		}
 	}
 }

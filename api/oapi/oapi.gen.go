@@ -1214,7 +1214,14 @@ type KickPlayerParams struct {
 
 // PatchRoomStateParams defines parameters for PatchRoomState.
 type PatchRoomStateParams struct {
-	// IfMatch `"<stateVersion>"` or `*`; 412 `VERSION_MISMATCH` when it does not match.
+	// IfMatch `"<stateVersion>"` (the `ETag`, quotes included: `If-Match: "3"`)
+	// or `*`; 412 `VERSION_MISMATCH` when it does not match. Entity tags
+	// are compared strongly (RFC 9110): a weak `W/"3"`, or a tag that is
+	// no stateVersion as the `ETag` writes it (`"03"`, `"abc"`), never
+	// matches (412); a list (`W/"2", "3"`) matches when its strong tag
+	// does. 422 `VALIDATION_FAILED` naming `If-Match` for a header that
+	// is neither `*` nor entity tags (an unquoted `3`, `*` in a list), or
+	// a list naming two stateVersions. Sent twice: 422.
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 

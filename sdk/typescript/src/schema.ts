@@ -3009,7 +3009,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description `"<stateVersion>"` or `*`; 412 `VERSION_MISMATCH` when it does not match. */
+                /**
+                 * @description `"<stateVersion>"` (the `ETag`, quotes included: `If-Match: "3"`)
+                 *     or `*`; 412 `VERSION_MISMATCH` when it does not match. Entity tags
+                 *     are compared strongly (RFC 9110): a weak `W/"3"`, or a tag that is
+                 *     no stateVersion as the `ETag` writes it (`"03"`, `"abc"`), never
+                 *     matches (412); a list (`W/"2", "3"`) matches when its strong tag
+                 *     does. 422 `VALIDATION_FAILED` naming `If-Match` for a header that
+                 *     is neither `*` nor entity tags (an unquoted `3`, `*` in a list), or
+                 *     a list naming two stateVersions. Sent twice: 422.
+                 */
                 "If-Match"?: string;
             };
             path: {
