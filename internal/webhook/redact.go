@@ -9,8 +9,8 @@ import (
 // redactURLError hides the secrets an endpoint's URL may carry in err, the
 // failure of a try (a *url.Error names the URL), which ends up in a dead
 // letter's lastError: net/http already writes a userinfo password as
-// "***"; redactURL also hides the query's values and the fragment
-// (?token=SECRET is a common way to authenticate a webhook).
+// "***", which redactURL keeps; it also hides the query's values and the
+// fragment (?token=SECRET is a common way to authenticate a webhook).
 func redactURLError(err error) error {
 	var ue *url.Error
 	if !errors.As(err, &ue) {
@@ -40,5 +40,10 @@ func redactURL(raw string) string {
 		}
 		u.RawQuery = strings.Join(parts, "&")
 	}
-	return u.Redacted()
+	// Redacted writes a password as xxxxx: the first ":xxxxx@" is it (a
+	// user name's ':' and '@' are escaped)
+	if _, ok := u.User.Password(); ok {
+		return strings.Replace(u.Redacted(), ":xxxxx@", ":***@", 1)
+	}
+	return u.String()
 }

@@ -267,7 +267,7 @@ func TestSendFailureHidesURLSecrets(t *testing.T) {
 					t.Errorf("the error shows %s: %s", secret, msg)
 				}
 			}
-			if !strings.Contains(msg, "/in?token=***&v=***&***") {
+			if !strings.Contains(msg, "http://hook:***@") || !strings.Contains(msg, "/in?token=***&v=***&***") {
 				t.Errorf("the error does not name the endpoint, redacted: %s", msg)
 			}
 		})
