@@ -23,8 +23,8 @@ func NewDeadLetters(b *redisx.Base) *DeadLetters { return &DeadLetters{b: b} }
 
 // DeadLetters lists up to limit dead letters, shard by shard, oldest first,
 // after the cursor (a DeadLetter.ID; "" from the start; anything else is
-// deadletter.ErrBadCursor); next is the cursor of the following page, "" at
-// the end.
+// deadletter.ErrBadCursor); next is the cursor of the following page, ""
+// when this page holds the last letter (it reads one letter more to know).
 func (q *DeadLetters) DeadLetters(ctx context.Context, after string, limit int) (list []deadletter.Letter, next string, err error) {
 	shard, start := 0, "-"
 	if after != "" {
@@ -35,15 +35,15 @@ func (q *DeadLetters) DeadLetters(ctx context.Context, after string, limit int) 
 		shard, start = sh, "("+id
 	}
 	for ; shard < q.b.Shards; shard, start = shard+1, "-" {
-		msgs, err := q.b.Client.XRangeN(ctx, keys{q.b}.dead(shard), start, "+", int64(limit-len(list))).Result()
+		msgs, err := q.b.Client.XRangeN(ctx, keys{q.b}.dead(shard), start, "+", int64(limit+1-len(list))).Result()
 		if err != nil {
 			return nil, "", redisx.Wrap(err)
 		}
 		for _, m := range msgs {
 			list = append(list, deadLetter(shard, m))
 		}
-		if len(list) >= limit {
-			return list, list[len(list)-1].ID, nil
+		if len(list) > limit {
+			return list[:limit], list[limit-1].ID, nil
 		}
 	}
 	return list, "", nil

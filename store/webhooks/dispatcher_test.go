@@ -290,12 +290,20 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			if len(list) != len(events) || next != "" {
 				t.Fatalf("%d dead letters (next %q), want %d", len(list), next, len(events))
 			}
+			// a page that holds the last letter is the last: no cursor to an
+			// empty page
+			if all, nxt, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), "", len(list)); err != nil || len(all) != len(list) || nxt != "" {
+				t.Fatalf("a page of all %d dead letters: %d, next %q, %v", len(list), len(all), nxt, err)
+			}
 			// paging: one at a time reaches the same letters
 			var paged []string
 			for cur := ""; ; {
 				page, nxt, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), cur, 1)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if len(page) == 0 {
+					t.Fatalf("an empty page after cursor %q", cur)
 				}
 				for _, p := range page {
 					paged = append(paged, p.ID)

@@ -45,8 +45,9 @@ var ErrBadCursor = errors.New("not a cursor of the dead-letter list")
 type Queue interface {
 	// DeadLetters lists up to limit dead letters after cursor ("" from the
 	// start; else a Letter.ID, replayed or not), shard by shard, oldest
-	// first in a shard; next is the cursor of the following page, "" at
-	// the end. A cursor that is no dead letter id: ErrBadCursor.
+	// first in a shard; next is the cursor of the following page, ""
+	// when this page holds the last letter (never a cursor to an empty
+	// page). A cursor that is no dead letter id: ErrBadCursor.
 	DeadLetters(ctx context.Context, cursor string, limit int) (list []Letter, next string, err error)
 	// ReplayDeadLetter moves dead letter id back into the deliveries with
 	// its retry count reset, atomically: a second replay of the same id
