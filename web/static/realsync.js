@@ -564,6 +564,17 @@ var LiveStream = class extends Emitter {
     __publicField(this, "query", query);
     /** The id of the last event received. */
     __publicField(this, "lastEventId", "");
+    /**
+     * The least delay before the next attempt: the `retry:` field a
+     * connection ended with (the last line of a stream whose server shuts
+     * down, the whole answer of one that cannot reach its store), kept for
+     * the attempts after it until a connection brings a retry: or an event.
+     * A stream's first retry: (2–5 s, for EventSource's own reconnects) is
+     * superseded by the events after it: a dropped stream comes back at the
+     * backoff's pace. Only transports that read the field report it (Node's,
+     * not EventSource).
+     */
+    __publicField(this, "retryFloor", 0);
     /** True once the stream ended (see closed). */
     __publicField(this, "closed", false);
     /** Resolves when the first snapshot (room) or list (lobby) was applied; rejects
@@ -643,6 +654,9 @@ var LiveStream = class extends Emitter {
       this.conn = transport.connect(req, {
         open: () => live() && this.opened(),
         event: (type, data, id) => live() && this.event(type, data, id),
+        retry: (ms) => {
+          if (live()) this.retryFloor = ms;
+        },
         error: (f) => {
           if (!live()) return;
           this.conn = void 0;
@@ -773,7 +787,7 @@ var LiveStream = class extends Emitter {
     }
     if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 3e4)) this.failures = 0;
     this.failures++;
-    this.retry(err, Math.max(err.retryAfterMs ?? 0, backoffDelay(this.failures, this.opts.backoff)));
+    this.retry(err, Math.max(err.retryAfterMs ?? 0, this.retryFloor, backoffDelay(this.failures, this.opts.backoff)));
   }
   retry(err, delayMs) {
     this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });

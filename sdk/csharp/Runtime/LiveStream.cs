@@ -113,7 +113,13 @@ namespace RealSync
     /// with the identity token in the Authorization header (or a fresh stream
     /// token in the URL) and the last event id in Last-Event-ID. Transient
     /// failures (no answer, a dropped connection, 408, 429, 5xx) reconnect
-    /// after Backoff (at least Retry-After); a 401 renews the token once and
+    /// after Backoff, at least Retry-After, and at least a retry: field the
+    /// connection ended with, no event after it (the last line of a stream
+    /// whose server shuts down: 0.5–2 s; the whole answer of a server that
+    /// cannot reach its store: 5 s), which also paces the attempts after it
+    /// until a connection brings a retry: or an event (a stream's first
+    /// retry:, superseded by its events, does not slow the reconnection of
+    /// a dropped stream); a 401 renews the token once and
     /// retries; any other refusal (403, 404, 410, ...) ends the stream with
     /// the problem. A token_expiring event renews the token and resumes at
     /// once. All C# events are raised where LiveOptions.Dispatch says, in order.
@@ -282,6 +288,7 @@ namespace RealSync
             var failures = 0;
             var everOpen = false;
             var renewedFor401 = false;
+            var retryFloor = 0; // the retry: a connection ended with (see the summary)
             var ct = stop.Token;
             while (!ct.IsCancellationRequested)
             {
@@ -350,6 +357,7 @@ namespace RealSync
                     err = new RealSyncException(0, "NETWORK", detail: "event stream: " + e.Message, inner: e);
                 }
                 if (ct.IsCancellationRequested) return;
+                if (outcome.RetryFloor.HasValue) retryFloor = outcome.RetryFloor.Value;
                 if (maybeLeft && (err.Code == "NOT_A_MEMBER" || err.Status == 404))
                 {
                     // the player_left just received was the caller's own
@@ -387,6 +395,7 @@ namespace RealSync
                 failures++;
                 var delay = Options.Backoff.Delay(failures);
                 if (err.RetryAfter.HasValue) delay = Math.Max(delay, (int)Math.Min(err.RetryAfter.Value.TotalMilliseconds, int.MaxValue));
+                delay = Math.Max(delay, retryFloor);
                 var nextAttempt = attempt + 1;
                 var d = delay;
                 var e2 = err;
@@ -401,6 +410,8 @@ namespace RealSync
             public bool Resuming;
             public CloseReason? End;
             public DateTime? Expiring;
+            /// <summary>The connection's last retry: (ms), 0 once an event followed it; null when it brought none.</summary>
+            public int? RetryFloor;
         }
 
         /// <summary>Connect runs one connection until it ends; it throws RealSyncException for a refusal.</summary>
@@ -450,7 +461,12 @@ namespace RealSync
                         throw new RealSyncException(status, "INTERNAL", detail: "not an event stream: " + (media ?? "no Content-Type"));
                     opened();
                     var parser = new SseParser { LastEventId = last };
-                    parser.OnEvent = e => OnEvent(e, outcome);
+                    parser.OnRetry = ms => outcome.RetryFloor = ms;
+                    parser.OnEvent = e =>
+                    {
+                        if (outcome.RetryFloor.HasValue) outcome.RetryFloor = 0; // the event supersedes it
+                        OnEvent(e, outcome);
+                    };
                     var stream = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);
                     var buf = new byte[8192];
                     while (true)

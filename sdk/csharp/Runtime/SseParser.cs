@@ -42,6 +42,9 @@ namespace RealSync
         /// <summary>Called for every dispatched event, in order.</summary>
         public Action<SseEvent> OnEvent;
 
+        /// <summary>Called for every valid retry field (ms), in order with the events.</summary>
+        public Action<int> OnRetry;
+
         /// <summary>Called for every comment line (the text after ':'), e.g. heartbeats.</summary>
         public Action<string> OnComment;
 
@@ -103,7 +106,11 @@ namespace RealSync
                 case "data": data.Append(value).Append('\n'); break;
                 case "id": if (value.IndexOf('\0') < 0) LastEventId = value; break;
                 case "retry":
-                    if (value.Length > 0 && value.Length <= 9 && IsDigits(value)) Retry = int.Parse(value, System.Globalization.CultureInfo.InvariantCulture);
+                    if (value.Length > 0 && value.Length <= 9 && IsDigits(value))
+                    {
+                        Retry = int.Parse(value, System.Globalization.CultureInfo.InvariantCulture);
+                        if (OnRetry != null) OnRetry(Retry.Value);
+                    }
                     break;
             }
         }

@@ -35,6 +35,7 @@ static class Tests
             T("Fake_TokenExpiringRenewsAndResumes", FakeTokenExpiring),
             T("Fake_TokenExpiringWithoutRenewalEnds", FakeTokenNotRenewed),
             T("Fake_TransientThenRetryAfter", FakeTransient),
+            T("Fake_RetryFieldAConnectionEndedWith", FakeRetryField),
             T("Fake_PermanentStatuses", FakePermanent),
             T("Fake_NothingRaisedAfterClosed", FakeNothingAfterClosed),
             T("Fake_ResumedEventAndSnapshot", FakeResumed),
@@ -311,6 +312,24 @@ static class Tests
         Check.Eq("2,3", string.Join(",", delays.Select(d => d.Attempt)), "attempt numbers");
         Check.True(delays[0].DelayMs <= 10, "backoff: first cap: " + delays[0].DelayMs);
         Check.True(delays[1].DelayMs >= 1000, "Retry-After honoured: " + delays[1].DelayMs);
+        live.Close();
+    }
+
+    static async Task FakeRetryField()
+    {
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse("retry: 1234\n: store unavailable, retry later\n\n")) // the whole answer
+            .Then(_ => FakeHandler.Sse("retry: 3000\n\n" + Snapshot(3, "t") + "retry: 700\n\n")) // a shutdown's last line
+            .Then(_ => FakeHandler.Sse("retry: 3000\n\n" + Snapshot(3, "t"))) // superseded by the snapshot
+            .Then(_ => FakeHandler.Sse(Snapshot(3, "t"), hang: true));
+        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+        var delays = new List<ReconnectingEvent>();
+        live.Reconnecting += e => delays.Add(e);
+        live.Start();
+        await Check.WaitFor(() => delays.Count == 3 && h.Requests.Count == 4, "three reconnections", live);
+        Check.Eq(1234, delays[0].DelayMs, "the retry: of an answer with nothing else");
+        Check.Eq(700, delays[1].DelayMs, "the retry: a stream ended with");
+        Check.True(delays[2].DelayMs <= 20, "a stream's first retry:, followed by events, does not count: " + delays[2].DelayMs);
         live.Close();
     }
 

@@ -175,7 +175,9 @@ class Emitter<E> {
  * stream ends with closed {reason: "error", error} and `ready` rejects if it
  * had not resolved. A network error, a dropped stream, a 5xx, 408 or 429 is
  * transient: it reconnects after a delay (exponential backoff from 500 ms to
- * 30 s with full jitter, at least the server's Retry-After; the backoff
+ * 30 s with full jitter, at least the server's Retry-After, and at least a
+ * `retry:` the connection ended with, no event after it: 0.5–2 s when the
+ * server shuts down, 5 s while it cannot reach its store; the backoff
  * starts over once a stream stayed open 30 s). A token_expiring event renews
  * the identity token and resumes at once; a token that cannot be renewed
  * ends the stream (401 UNAUTHENTICATED) instead of reopening ever shorter
@@ -184,6 +186,17 @@ class Emitter<E> {
 export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change: E[keyof E] }> {
   /** The id of the last event received. */
   lastEventId = "";
+  /**
+   * The least delay before the next attempt: the `retry:` field a
+   * connection ended with (the last line of a stream whose server shuts
+   * down, the whole answer of one that cannot reach its store), kept for
+   * the attempts after it until a connection brings a retry: or an event.
+   * A stream's first retry: (2–5 s, for EventSource's own reconnects) is
+   * superseded by the events after it: a dropped stream comes back at the
+   * backoff's pace. Only transports that read the field report it (Node's,
+   * not EventSource).
+   */
+  private retryFloor = 0;
   /** True once the stream ended (see closed). */
   closed = false;
   /** Resolves when the first snapshot (room) or list (lobby) was applied; rejects
@@ -273,6 +286,9 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
       this.conn = transport.connect(req, {
         open: () => live() && this.opened(),
         event: (type, data, id) => live() && this.event(type, data, id),
+        retry: (ms) => {
+          if (live()) this.retryFloor = ms;
+        },
         error: (f) => {
           if (!live()) return;
           this.conn = undefined;
@@ -407,7 +423,7 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     }
     if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 30000)) this.failures = 0;
     this.failures++;
-    this.retry(err, Math.max(err.retryAfterMs ?? 0, backoffDelay(this.failures, this.opts.backoff)));
+    this.retry(err, Math.max(err.retryAfterMs ?? 0, this.retryFloor, backoffDelay(this.failures, this.opts.backoff)));
   }
 
   private retry(err: RealSyncError, delayMs: number): void {

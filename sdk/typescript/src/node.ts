@@ -3,6 +3,8 @@
 // in Last-Event-ID. It reads a refused stream's status, problem+json and
 // Retry-After, so permanent errors carry their problem code; a 200 that is
 // not text/event-stream is refused too (permanent, naming its content type).
+// It reports the stream's retry: fields, which the eventsource package keeps
+// to itself, by reading the body on its way to the package (retryFields).
 import { EventSource } from "eventsource";
 import { isProblem, retryAfterMs } from "./client.js";
 import type { StreamFailure, Transport } from "./transport.js";
@@ -33,6 +35,10 @@ export const nodeTransport: Transport = {
               cause: new Error(`the server answered 200 with ${type ? `content type ${type}` : "no content type"}, ` +
                 "not an event stream (text/event-stream)"),
             };
+          } else if (res.body && on.retry) {
+            const report = on.retry.bind(on);
+            return new Response(res.body.pipeThrough(retryFields((ms) => !done && report(ms))),
+              { status: res.status, statusText: res.statusText, headers: res.headers });
           }
         }
         return res;
@@ -56,3 +62,61 @@ export const nodeTransport: Transport = {
     };
   },
 };
+
+/**
+ * retryFields passes an event stream's bytes through unchanged and calls
+ * report, in the stream's order, with the reconnection time the stream asks
+ * for should it end now: the value of each `retry:` field (the line "retry:"
+ * then digits only, one space allowed after the colon: the fields
+ * EventSource obeys), then 0 at the first `data` line after it, whose event
+ * supersedes it. Lines end with CR, LF or CRLF; a line is read only as far
+ * as it may be one of these fields.
+ */
+export function retryFields(report: (ms: number) => void): TransformStream<Uint8Array, Uint8Array> {
+  let line = ""; // the start of the current line, while it may be a retry or data field
+  let skip = false; // the rest of the current line does not matter
+  let pending = false; // a retry: was reported, and no data line came since
+  const ended = () => {
+    if (skip) return;
+    if (line.startsWith("retry:")) {
+      const v = line.slice(6).replace(/^ /, "");
+      if (/^[0-9]+$/.test(v)) {
+        report(Number(v));
+        pending = true;
+      }
+    } else if (line === "data") {
+      data();
+    }
+  };
+  const data = () => {
+    if (pending) report(0);
+    pending = false;
+  };
+  return new TransformStream({
+    transform(chunk, out) {
+      out.enqueue(chunk);
+      for (let i = 0; i < chunk.length; i++) {
+        if (skip) {
+          while (i < chunk.length && chunk[i] !== 0x0a && chunk[i] !== 0x0d) i++;
+          if (i === chunk.length) return;
+        }
+        const b = chunk[i];
+        if (b === 0x0a || b === 0x0d) {
+          ended();
+          line = "";
+          skip = false;
+          continue;
+        }
+        line += String.fromCharCode(b);
+        if (line === "data:") {
+          data();
+          skip = true;
+        } else if (line.length <= 6) {
+          skip = !"retry:".startsWith(line) && !"data:".startsWith(line);
+        } else {
+          skip = !line.startsWith("retry:") || line.length > 6 + 16; // longer than any delay worth reading
+        }
+      }
+    },
+  });
+}

@@ -27,6 +27,11 @@ export interface StreamFailure {
 export interface StreamHandlers {
   open(): void;
   event(type: string, data: string, id: string): void;
+  /** The reconnection time (ms) the stream asks for should it end now: a
+   * `retry:` field's value as it arrives, then 0 once an event follows it.
+   * Reported by transports that can read it (the Node transport; EventSource
+   * keeps its retry field to itself). */
+  retry?(ms: number): void;
   error(failure: StreamFailure): void;
 }
 

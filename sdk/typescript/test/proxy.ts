@@ -14,6 +14,7 @@ export interface Seen {
 export interface Canned {
   status: number;
   headers?: Record<string, string>;
+  /** JSON, or a string sent as it is. */
   body?: unknown;
 }
 
@@ -37,7 +38,7 @@ export async function startProxy(target: string): Promise<Proxy> {
     const canned = proxy.intercept?.(seen);
     if (canned) {
       res.writeHead(canned.status, { "Content-Type": "application/problem+json", ...canned.headers });
-      res.end(canned.body === undefined ? "" : JSON.stringify(canned.body));
+      res.end(canned.body === undefined ? "" : typeof canned.body === "string" ? canned.body : JSON.stringify(canned.body));
       return;
     }
     const up = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers },

@@ -1,15 +1,17 @@
 // Live streams that behave, against a real realsyncd behind a recording
 // proxy: permanent errors end a stream with a typed error and no more
 // requests; transient ones reconnect with growing, jittered delays (at
-// least Retry-After) and resume without losing or repeating an event, also
-// across a killed and restarted server on a real Redis; in Node the identity
-// token travels in a header, never in the URL.
+// least Retry-After, and a retry: line a stream ended with) and resume
+// without losing or repeating an event, also across a killed and restarted
+// server on a real Redis; in Node the identity token travels in a header,
+// never in the URL.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { EventSource } from "eventsource";
 import {
   backoffDelay, RealSync, RealSyncError, type EventSourceLike, type LiveOptions, type LiveStream, type StreamEvents,
 } from "../src/index.js";
+import { retryFields } from "../src/node.js";
 import { startProxy, problem, type Proxy, type Seen } from "./proxy.js";
 import { eventually, freePort, startRedis, startServer, type Redis, type Server } from "./server.js";
 
@@ -456,6 +458,70 @@ describe("a killed server", () => {
       live.close();
     } finally {
       await srv.stop();
+    }
+  });
+});
+
+describe("the stream's retry: field", () => {
+  it("Node: a shutdown's last retry: (0.5–2 s) is the least delay, for room, lobby and personal streams", async () => {
+    const srv = await startServer();
+    const alice = await player("alice", srv.url);
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    const o = { backoff: { random: () => 0 } }; // the backoff alone would say 0
+    const streams = [alice.live(room.id, { playerId: 1, ...o }), alice.lobby({}, o), alice.me("web", o)];
+    const logs = streams.map((s) => record(s as LiveStream<object>));
+    try {
+      await Promise.all(streams.map((s) => s.ready));
+      await srv.stop(); // SIGTERM: each stream ends with a retry: line
+      await eventually(() => logs.every((l) => l.reconnecting.length > 0), "the reconnects");
+      for (const [i, l] of logs.entries()) {
+        const d = l.reconnecting[0].delayMs;
+        assert.ok(d >= 500 && d < 2000, `stream ${i}: ${d} ms, not the shutdown's retry:`);
+      }
+      // the attempts after it, refused, wait as long
+      await eventually(() => logs.every((l) => l.reconnecting.length > 1), "the next reconnects");
+      for (const l of logs) assert.equal(l.reconnecting[1].delayMs, l.reconnecting[0].delayMs);
+    } finally {
+      for (const s of streams) s.close();
+      await srv.stop();
+    }
+  });
+
+  it("Node: a server that cannot reach its store (200, a retry: and the end) is asked again after its retry:", async () => {
+    const alice = await player("alice");
+    let refused = 0;
+    proxy.intercept = (s) => s.url.startsWith("/v1/lobby/events") && refused++ === 0
+      ? { status: 200, headers: { "Content-Type": "text/event-stream" }, body: "retry: 1234\n: store unavailable, retry later\n\n" }
+      : undefined;
+    const lobby = alice.lobby({}, { backoff: { random: () => 0 } });
+    const log = record(lobby);
+    try {
+      await lobby.ready;
+      assert.deepEqual(log.reconnecting.map((r) => r.delayMs), [1234]);
+    } finally {
+      proxy.intercept = undefined;
+      lobby.close();
+    }
+  });
+
+  it("retryFields reports each retry:, then 0 at the next event's data, whatever the chunks, and passes the bytes on", async () => {
+    const text = "retry: 3000\n: ok\n\nid: 1\nevent: state\ndata: retry: 9\n\n: retry: 8\r\n" +
+      "retry:7\r\nretry: 6x\nretry:  5\nretryx: 4\ndatax: 3\ndata: " + "x".repeat(5000) + "\n\n" +
+      "retry: 11\ndata\n\nretry: 1234\rretry: 42\r\nretry: 99";
+    const bytes = new TextEncoder().encode(text);
+    for (const size of [1, 2, 7, bytes.length]) {
+      const got: number[] = [];
+      const chunks: Uint8Array[] = [];
+      for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.slice(i, i + size));
+      const out = await new Response(new ReadableStream({
+        start(c) {
+          for (const b of chunks) c.enqueue(b);
+          c.close();
+        },
+      }).pipeThrough(retryFields((ms) => got.push(ms)))).text();
+      assert.equal(out, text, `chunks of ${size}`);
+      // 99 has no line end: an unfinished line is no field
+      assert.deepEqual(got, [3000, 0, 7, 0, 11, 0, 1234, 42], `chunks of ${size}`);
     }
   });
 });
