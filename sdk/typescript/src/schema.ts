@@ -365,9 +365,11 @@ export interface paths {
          * @description Returns a stream token for `GET /v1/rooms/{roomId}/events?token=…`:
          *     an HS256 JWT (`typ` `rs-stream+jwt`, `aud` `realsync:stream`) bound
          *     to the caller and this room, valid 60 s (never past the caller's own
-         *     token). It may open the stream several times within that minute
-         *     (reconnects); the stream it opens lives on after it expires, until
-         *     30 s before the identity token does (see `token_expiring`). It is
+         *     token): its `expiresAt`, past which every instance still accepts it
+         *     5 s (leeway for clock skew between instances). It may open the
+         *     stream several times within that time (reconnects); the stream it
+         *     opens lives on after it expires, until 30 s before the identity
+         *     token does (see `token_expiring`). It is
          *     refused by every other route and stream. Non-members: 403
          *     `NOT_A_MEMBER`, or 404 for a private room (as `GET`).
          */
