@@ -415,10 +415,12 @@ export interface paths {
          *     starting with the room version; the tag identifies the history, so
          *     a resume after a Redis failover that lost events gets a snapshot),
          *     `event: <type>` and `data: <one-line JSON>` with at least `type`,
-         *     `roomId`, `version`, `ts` (`resumed` and `token_expiring` have no
-         *     id). The data of every event is the schema `RoomEvent` (one schema
-         *     per type, generated from the server's event types; no other field
-         *     is ever sent):
+         *     `roomId`, `version`, `ts`. Two events of the stream are no room
+         *     events and have no id: `resumed` (`type`, `roomId`, `version`,
+         *     `ts`) and `token_expiring` (`type` and `expiresAt` only; see
+         *     Token expiry below). The data of every event is the schema
+         *     `RoomEvent` (one schema per type, generated from the server's event
+         *     types; no other field is ever sent):
          *
          *     | type | payload |
          *     |---|---|
