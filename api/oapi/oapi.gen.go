@@ -932,6 +932,9 @@ type JoinConflict = Problem
 // Malformed defines model for Malformed.
 type Malformed = Problem
 
+// NoMatch defines model for NoMatch.
+type NoMatch = Problem
+
 // NotFound defines model for NotFound.
 type NotFound = Problem
 

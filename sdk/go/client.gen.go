@@ -937,6 +937,9 @@ type JoinConflict = Problem
 // Malformed defines model for Malformed.
 type Malformed = Problem
 
+// NoMatch defines model for NoMatch.
+type NoMatch = Problem
+
 // NotFound defines model for NotFound.
 type NotFound = Problem
 
@@ -8402,7 +8405,7 @@ type QuickJoinResponse struct {
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
+	ApplicationproblemJSON404 *NoMatch
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -8455,7 +8458,7 @@ func (r QuickJoinResponse) GetApplicationproblemJSON403() *Forbidden {
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r QuickJoinResponse) GetApplicationproblemJSON404() *NotFound {
+func (r QuickJoinResponse) GetApplicationproblemJSON404() *NoMatch {
 	return r.ApplicationproblemJSON404
 }
 
@@ -13822,7 +13825,7 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest NoMatch
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -2276,6 +2276,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `NO_MATCH`: no room to join and no `create`; the `detail` says what left nothing (no joinable room of the mode in those regions, only rooms that banned the caller, or none of the first 64 in fill order matching the attribute filters). */
+        NoMatch: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `TICKET_NOT_FOUND`: no such ticket (or its grace passed), or not one of the caller's. */
         TicketNotFound: {
             headers: {
@@ -3348,7 +3357,7 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["NoMatch"];
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["RoomsLimitOrKeyInUse"];
             413: components["responses"]["TooLarge"];
