@@ -2,12 +2,14 @@ package api_test
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/realsync/realsync"
+	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -96,5 +98,39 @@ func TestSpecStatesTheUserIDGrammar(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every operation reads its body through limitBody, before routing and
+// authentication: a body one byte over the route's cap (1 KiB for routes
+// that read none) is 413 PAYLOAD_TOO_LARGE, and one that does not arrive
+// in time 408. Each operation answers 413 here, and the spec declares both
+// answers on every operation, so a route added later cannot leave them
+// out.
+func TestSpecDeclaresTheBodyAnswers(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(realsync.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, redistestEmbedded, true)
+	params := regexp.MustCompile(`\{[^}]+\}`)
+	ops := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops++
+			for _, status := range []int{413, 408} {
+				if op.Responses.Status(status) == nil {
+					t.Errorf("%s %s (%s) declares no %d", method, path, op.OperationID, status)
+				}
+			}
+			limit := api.BodyLimit(method, path)
+			r := e.do(method, params.ReplaceAllString(path, "x1"), "", strings.Repeat(" ", int(limit)+1))
+			if r.status != 413 || (method != "HEAD" && r.code() != "PAYLOAD_TOO_LARGE") {
+				t.Errorf("%s %s with %d bytes: %d %s", method, path, limit+1, r.status, r.raw)
+			}
+		}
+	}
+	if ops < 40 {
+		t.Fatalf("%d operations in the spec", ops)
 	}
 }
