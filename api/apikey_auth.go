@@ -16,8 +16,8 @@ const apiKeyHeader = "X-API-Key"
 // request carries none (then the player token rules apply). Errors, all
 // 401 UNAUTHENTICATED: both an X-API-Key and an Authorization header (one
 // credential per request), an unknown or revoked key, and a key in an
-// event stream's query string (a URL ends up in proxy logs and browser
-// history; servers set headers).
+// event stream's query string, as token or access_token (a URL ends up in
+// proxy logs and browser history; servers set headers): keyInURL.
 func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
 	key := r.Header.Get(apiKeyHeader)
 	if len(r.Header.Values("Authorization")) > 1 || len(r.Header.Values(apiKeyHeader)) > 1 {
@@ -33,8 +33,13 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 		}
 	}
 	if key == "" {
-		if isStream(r.URL.Path) && strings.HasPrefix(r.URL.Query().Get("access_token"), APIKeyPrefix) {
-			return rooms.User{}, true, fmt.Errorf("an API key is sent in the Authorization or X-API-Key header, never in the URL: %w", errUnauthenticated)
+		if isStream(r.URL.Path) {
+			q := r.URL.Query()
+			for _, param := range []string{"token", "access_token"} {
+				if strings.HasPrefix(q.Get(param), APIKeyPrefix) {
+					return rooms.User{}, true, keyInURL(param)
+				}
+			}
 		}
 		return rooms.User{}, false, nil
 	}
@@ -43,4 +48,11 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 		return rooms.User{}, true, fmt.Errorf("unknown or revoked API key: %w", errUnauthenticated)
 	}
 	return k.user(), true, nil
+}
+
+// keyInURL is the refusal of an API key in an event stream's URL (as
+// param): where the key goes instead, and that this one is exposed.
+func keyInURL(param string) error {
+	return fmt.Errorf("an API key is not accepted in a URL (%s): send it in the X-API-Key header (or Authorization: Bearer), "+
+		"which event streams take too; a URL is kept by proxies, logs and browser history, so rotate this key: %w", param, errUnauthenticated)
 }

@@ -89,7 +89,15 @@ func TestAPIKeyScopes(t *testing.T) {
 		want(t, e.key("GET", "/v1/rooms/"+id, "rsk_unknown", nil), 401, "UNAUTHENTICATED")
 		want(t, e.do("GET", "/v1/rooms/"+id, "rsk_unknown", nil), 401, "UNAUTHENTICATED")
 		want(t, e.do("GET", "/v1/rooms/"+id, alice, nil, "X-API-Key", e.read), 401, "UNAUTHENTICATED")
-		want(t, e.do("GET", "/v1/rooms/"+id+"/events?access_token="+e.read, "", nil), 401, "UNAUTHENTICATED")
+		// a key in a stream's URL, where a stream token goes: refused, saying
+		// where it goes and that it leaked, however the key stands
+		for _, q := range []string{"access_token=" + e.read, "token=" + e.read, "token=rsk_unknown"} {
+			r := e.do("GET", "/v1/rooms/"+id+"/events?"+q, "", nil)
+			want(t, r, 401, "UNAUTHENTICATED")
+			if d, _ := r.body["detail"].(string); !strings.Contains(d, "X-API-Key header") || !strings.Contains(d, "rotate this key") {
+				t.Fatalf("?%s: %s", q, r.raw)
+			}
+		}
 
 		// rooms:read, as X-API-Key and as a bearer token alike
 		for _, r := range []resp{e.key("GET", "/v1/rooms/"+id, e.read, nil), e.do("GET", "/v1/rooms/"+id, e.read, nil)} {

@@ -2220,7 +2220,7 @@ type ClientInterface interface {
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
-	// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
+	// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL: as `token` or `access_token` it is 401 `UNAUTHENTICATED`, whose detail says where it goes and to rotate it); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Corresponds with GET /v1/rooms/{roomId}/events (the `StreamRoomEvents` operationId).
 	StreamRoomEvents(ctx context.Context, roomId RoomId, params *StreamRoomEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3743,7 +3743,7 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //
-// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
+// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL: as `token` or `access_token` it is 401 `UNAUTHENTICATED`, whose detail says where it goes and to rotate it); without it 403 `SCOPE_REQUIRED`.
 //
 // Corresponds with GET /v1/rooms/{roomId}/events (the `StreamRoomEvents` operationId).
 func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params *StreamRoomEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7083,7 +7083,7 @@ type ClientWithResponsesInterface interface {
 	// `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 	// answered by realsyncd on this route.
 	//
-	// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
+	// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL: as `token` or `access_token` it is 401 `UNAUTHENTICATED`, whose detail says where it goes and to rotate it); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12846,7 +12846,7 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // `GET /readyz` answers 503 meanwhile; the 503 listed below is not
 // answered by realsyncd on this route.
 //
-// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
+// API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL: as `token` or `access_token` it is 401 `UNAUTHENTICATED`, whose detail says where it goes and to rotate it); without it 403 `SCOPE_REQUIRED`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -481,7 +481,7 @@ export interface paths {
          *     `GET /readyz` answers 503 meanwhile; the 503 listed below is not
          *     answered by realsyncd on this route.
          *
-         *     API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL); without it 403 `SCOPE_REQUIRED`.
+         *     API keys: scope `rooms:read` (watches any room without being a player: every event, messages to some players included; no presence (no `player_connected`), never removed by the grace; the key goes in a header (`Authorization` or `X-API-Key`), never in the URL: as `token` or `access_token` it is 401 `UNAUTHENTICATED`, whose detail says where it goes and to rotate it); without it 403 `SCOPE_REQUIRED`.
          */
         get: operations["streamRoomEvents"];
         put?: never;
