@@ -91,6 +91,7 @@ var problems = []problem{
 	{errUnsupportedMedia, 415, "UNSUPPORTED_MEDIA_TYPE", "Unsupported media type"},
 	{rooms.ErrValidation, 422, "VALIDATION_FAILED", "Validation failed"},
 	{rooms.ErrKeyReused, 422, "IDEMPOTENCY_KEY_REUSED", "Idempotency key reused"},
+	{errOverloaded, 503, "OVERLOADED", "Overloaded"},
 	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},
 }
 
@@ -112,7 +113,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			Code: "INTERNAL", Detail: "Internal error."})
 		return
 	}
-	if p.status == http.StatusServiceUnavailable {
+	if p.code == "STORE_UNAVAILABLE" {
 		s.log.Warn("store unavailable", "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
 	}
 	if p.status == http.StatusUnauthorized {

@@ -28,12 +28,16 @@ type Metrics interface {
 	// RateLimited records a request refused by the limit name ("create",
 	// "opens", "messages", …) in scope ("user", "ip", "room").
 	RateLimited(name, scope string)
+	// InFlight adds delta to the requests admission counts in flight
+	// (overload.go).
+	InFlight(delta int)
 }
 
 type noMetrics struct{}
 
 func (noMetrics) Request(string, string, int, time.Duration, bool) {}
 func (noMetrics) RateLimited(string, string)                       {}
+func (noMetrics) InFlight(int)                                     {}
 
 // unmatchedRoute is the route of a request that matched no route: one
 // label, whatever the path, so made-up paths cannot make up series.
@@ -63,6 +67,7 @@ type exchange struct {
 	identity      Identity
 	authenticated bool
 	line          *eventLine // the stream's connection, once the hub took it over
+	shed          bool       // refused by admission (overload.go), before routing
 	// roomCounts are the room (and inbox) limits this request took a
 	// count on: handed back when it is refused (handBackRoomCounts).
 	roomCounts []limits.Check
@@ -148,7 +153,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
 		next.ServeHTTP(x, r)
 		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
+		switch {
+		case x.shed:
+			route = shedRoute
+		case route == "":
 			route = unmatchedRoute
 		}
 		streamed := x.status == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream"
@@ -182,8 +190,8 @@ func (s *Server) record(ctx context.Context, a access) {
 	d := time.Since(a.start)
 	s.metrics.Request(a.route, a.method, a.status, d, a.streamed)
 	level := slog.LevelInfo
-	if quietRoutes[a.route] && a.status < 500 {
-		level = slog.LevelDebug
+	if quietRoutes[a.route] && a.status < 500 || a.route == shedRoute {
+		level = slog.LevelDebug // a shed request: counted, and one warning (admit)
 	}
 	if !s.log.Enabled(ctx, level) {
 		return // no attributes built for a line not written

@@ -88,6 +88,8 @@ type Config struct {
 	// Idempotency keeps the answers of requests sent with an
 	// Idempotency-Key (idempotency.go); nil: the header is ignored.
 	Idempotency idempotency.Store
+	// Admission bounds the requests in flight (overload.go); zero: none.
+	Admission Admission
 	// Base is the context the HTTP server's requests descend from
 	// (http.Server's BaseContext): a shutdown that cuts the requests still
 	// running cancels it, with ErrShutdown as the cause. A request with an
@@ -122,6 +124,7 @@ type Server struct {
 	idem           idempotency.Store
 	base           context.Context // see Config.Base
 	deadLetters    deadletter.Queue
+	admission      *admitter // nil: no bound
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -131,7 +134,7 @@ func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
-		base: cfg.Base, deadLetters: cfg.DeadLetters}
+		base: cfg.Base, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -148,7 +151,7 @@ func NewHandler(cfg Config) http.Handler {
 	if c := newCORS(cfg.CORSOrigins); c != nil {
 		r.Use(c)
 	}
-	r.Use(s.limitBody, s.limitTime, s.authenticate, s.requireStore)
+	r.Use(s.limitBody, s.limitTime, s.admit, s.authenticate, s.requireStore)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errRouteNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// RFC 9110: a 405 names the methods the resource allows

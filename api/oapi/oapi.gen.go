@@ -59,6 +59,7 @@ const (
 	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
 	NOTFOUND             ProblemCode = "NOT_FOUND"
 	NOTOWNER             ProblemCode = "NOT_OWNER"
+	OVERLOADED           ProblemCode = "OVERLOADED"
 	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
@@ -129,6 +130,8 @@ func (e ProblemCode) Valid() bool {
 	case NOTFOUND:
 		return true
 	case NOTOWNER:
+		return true
+	case OVERLOADED:
 		return true
 	case OWNEDROOMSLIMIT:
 		return true

@@ -62,6 +62,7 @@ type Config struct {
 	Regions        []string      // REALSYNC_REGIONS: allowed regions; unset: any name of the documented form
 	CORSOrigins    []string      // REALSYNC_CORS_ORIGINS: origins allowed by CORS ("*" alone: any); unset: no CORS headers
 	RequestTimeout time.Duration // REALSYNC_REQUEST_TIMEOUT, default 10s: body read and answer of every request but streams
+	Admission      api.Admission // REALSYNC_MAX_IN_FLIGHT (0: none), REALSYNC_IN_FLIGHT_WAIT (500ms): requests in flight, then 503 OVERLOADED
 
 	// ReplicaReads: where a Cluster's browsing reads go (store.ReplicaReads).
 	ReplicaReads store.ReplicaReads // REALSYNC_REDIS_READ_FROM_REPLICAS: off (default), on, random or latency
@@ -145,6 +146,8 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&h.regions, "regions", env("REALSYNC_REGIONS", ""), "allowed regions, comma-separated; unset: any (REALSYNC_REGIONS)")
 	fs.StringVar(&h.cors, "cors-origins", env("REALSYNC_CORS_ORIGINS", ""), "origins allowed by CORS, comma-separated, or *; unset: no CORS (REALSYNC_CORS_ORIGINS)")
 	fs.StringVar(&h.requestTimeout, "request-timeout", env("REALSYNC_REQUEST_TIMEOUT", "10s"), "deadline of a request's body and answer, streams excepted (REALSYNC_REQUEST_TIMEOUT)")
+	fs.StringVar(&h.maxInFlight, "max-in-flight", env("REALSYNC_MAX_IN_FLIGHT", "0"), "requests an instance works on at once, streams and probes excepted; past it 503 OVERLOADED; 0: no bound (REALSYNC_MAX_IN_FLIGHT)")
+	fs.StringVar(&h.inFlightWait, "in-flight-wait", env("REALSYNC_IN_FLIGHT_WAIT", api.DefaultInFlightWait.String()), "how long a request past REALSYNC_MAX_IN_FLIGHT waits for a place before 503 OVERLOADED (REALSYNC_IN_FLIGHT_WAIT)")
 	if more != nil {
 		more(fs)
 	}

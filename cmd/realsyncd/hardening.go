@@ -3,6 +3,7 @@ package main
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 // checked (parseHardening).
 type hardening struct {
 	modes, regions, cors, requestTimeout string
+	maxInFlight, inFlightWait            string
 }
 
 // parseHardening checks the hardening settings into c, reporting each bad
@@ -31,6 +33,13 @@ func parseHardening(h hardening, c *Config, bad func(name, msg string)) {
 	var err error
 	if c.RequestTimeout, err = time.ParseDuration(h.requestTimeout); err != nil || c.RequestTimeout < 100*time.Millisecond || c.RequestTimeout > 10*time.Minute {
 		bad("REALSYNC_REQUEST_TIMEOUT", "must be a duration from 100ms to 10m such as 10s")
+	}
+	if c.Admission.Max, err = strconv.Atoi(h.maxInFlight); err != nil || c.Admission.Max < 0 || c.Admission.Max > 1_000_000 {
+		bad("REALSYNC_MAX_IN_FLIGHT", "must be a whole number from 0 (no bound) to 1000000 such as 512")
+	}
+	if c.Admission.Wait, err = time.ParseDuration(h.inFlightWait); err != nil || c.Admission.Wait < 0 || c.Admission.Wait > 5*time.Second ||
+		c.Admission.Wait >= c.RequestTimeout && c.RequestTimeout > 0 {
+		bad("REALSYNC_IN_FLIGHT_WAIT", "must be a duration from 0 to 5s, below REALSYNC_REQUEST_TIMEOUT, such as 500ms")
 	}
 }
 

@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			RoomTag:  func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) },
 			LeaseTTL: cfg.RateLimitLease, Checked: m.RateLimitCheck}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
-		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout,
+		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout, Admission: cfg.Admission,
 		Idempotency: idemstore.New(st.Base()), Base: base,
 		Tickets: ticketService,
 	})

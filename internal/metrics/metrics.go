@@ -44,6 +44,7 @@ var (
 // Metrics holds the metrics of one instance. Safe for concurrent use.
 type Metrics struct {
 	httpRequests   *prometheus.CounterVec
+	httpInFlight   prometheus.Gauge
 	httpDuration   *prometheus.HistogramVec
 	scriptCalls    *prometheus.CounterVec
 	scriptDuration *prometheus.HistogramVec
@@ -111,6 +112,8 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_http_requests_total",
 			Help: "HTTP requests answered, by route pattern, method and status; event streams when they end."},
 			[]string{"route", "method", "status"}),
+		httpInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_http_in_flight",
+			Help: "Requests in flight that REALSYNC_MAX_IN_FLIGHT bounds (not event streams, admin routes, probes); those refused past it are counted under route overloaded."}),
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_http_request_duration_seconds",
 			Help: "Time to answer HTTP requests, by route pattern and method; event streams are left out.", Buckets: httpBuckets},
 			[]string{"route", "method"}),
@@ -160,7 +163,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 	m.players = newPlayerMetrics(reg)
 	m.webhooks = newWebhookMetrics(reg)
 	m.matchmaking = newMatchmakingMetrics(reg)
-	reg.MustRegister(m.httpRequests, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
+	reg.MustRegister(m.httpRequests, m.httpInFlight, m.httpDuration, m.scriptCalls, m.scriptDuration, m.redisErrors,
 		m.sseStreams, m.sseEvents, m.sseOpens, m.sseEnds, m.janitor, m.apiKeys, m.apiKeysBad, m.rateLimited, m.rateChecks, m.jwtReloads, build)
 	// Series known in advance exist from the start, at 0, so rates and
 	// dashboards need not wait for the first occurrence.
@@ -228,6 +231,9 @@ func (m *Metrics) RateLimitCheck(where string) {
 func (m *Metrics) RateLimited(name, scope string) {
 	m.rateLimited.WithLabelValues(name, scope).Inc()
 }
+
+// InFlight adds delta to realsync_http_in_flight (api.Metrics).
+func (m *Metrics) InFlight(delta int) { m.httpInFlight.Add(float64(delta)) }
 
 func methodLabel(method string) string {
 	switch method {

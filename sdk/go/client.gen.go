@@ -64,6 +64,7 @@ const (
 	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
 	NOTFOUND             ProblemCode = "NOT_FOUND"
 	NOTOWNER             ProblemCode = "NOT_OWNER"
+	OVERLOADED           ProblemCode = "OVERLOADED"
 	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
 	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
@@ -134,6 +135,8 @@ func (e ProblemCode) Valid() bool {
 	case NOTFOUND:
 		return true
 	case NOTOWNER:
+		return true
+	case OVERLOADED:
 		return true
 	case OWNEDROOMSLIMIT:
 		return true
@@ -7629,6 +7632,11 @@ func (r GetSpecResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzResponse503Headers the declared response headers of an HTTP 503 response for Readyz
+type ReadyzResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7640,6 +7648,8 @@ type ReadyzResponse struct {
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyzResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7751,6 +7761,11 @@ type ListInstancesResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// ListInstancesResponse503Headers the declared response headers of an HTTP 503 response for ListInstances
+type ListInstancesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListInstancesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7774,6 +7789,8 @@ type ListInstancesResponse struct {
 	Headers401 *ListInstancesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListInstancesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInstancesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7857,6 +7874,11 @@ type ListWebhookDeadLettersResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// ListWebhookDeadLettersResponse503Headers the declared response headers of an HTTP 503 response for ListWebhookDeadLetters
+type ListWebhookDeadLettersResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListWebhookDeadLettersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7882,6 +7904,8 @@ type ListWebhookDeadLettersResponse struct {
 	Headers401 *ListWebhookDeadLettersResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListWebhookDeadLettersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWebhookDeadLettersResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7970,6 +7994,11 @@ type ReplayWebhookDeadLetterResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// ReplayWebhookDeadLetterResponse503Headers the declared response headers of an HTTP 503 response for ReplayWebhookDeadLetter
+type ReplayWebhookDeadLetterResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReplayWebhookDeadLetterResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7991,6 +8020,8 @@ type ReplayWebhookDeadLetterResponse struct {
 	Headers401 *ReplayWebhookDeadLetterResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReplayWebhookDeadLetterResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReplayWebhookDeadLetterResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -8260,6 +8291,11 @@ type StreamLobbyEventsResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// StreamLobbyEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamLobbyEvents
+type StreamLobbyEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type StreamLobbyEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8281,6 +8317,8 @@ type StreamLobbyEventsResponse struct {
 	Headers401 *StreamLobbyEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StreamLobbyEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamLobbyEventsResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -8359,6 +8397,11 @@ type LobbyStatsResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// LobbyStatsResponse503Headers the declared response headers of an HTTP 503 response for LobbyStats
+type LobbyStatsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type LobbyStatsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8380,6 +8423,8 @@ type LobbyStatsResponse struct {
 	Headers401 *LobbyStatsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *LobbyStatsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LobbyStatsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8573,6 +8618,11 @@ type QuickJoinResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// QuickJoinResponse503Headers the declared response headers of an HTTP 503 response for QuickJoin
+type QuickJoinResponse503Headers struct {
+	RetryAfter *int
+}
+
 type QuickJoinResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8612,6 +8662,8 @@ type QuickJoinResponse struct {
 	Headers409 *QuickJoinResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *QuickJoinResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QuickJoinResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8731,6 +8783,11 @@ type CreateTicketResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// CreateTicketResponse503Headers the declared response headers of an HTTP 503 response for CreateTicket
+type CreateTicketResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateTicketResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8764,6 +8821,8 @@ type CreateTicketResponse struct {
 	Headers409 *CreateTicketResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTicketResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTicketResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -8867,6 +8926,11 @@ type CancelTicketResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// CancelTicketResponse503Headers the declared response headers of an HTTP 503 response for CancelTicket
+type CancelTicketResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CancelTicketResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8892,6 +8956,8 @@ type CancelTicketResponse struct {
 	Headers409 *CancelTicketResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelTicketResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelTicketResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -8975,6 +9041,11 @@ type GetTicketResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// GetTicketResponse503Headers the declared response headers of an HTTP 503 response for GetTicket
+type GetTicketResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetTicketResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8998,6 +9069,8 @@ type GetTicketResponse struct {
 	Headers401 *GetTicketResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetTicketResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTicketResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9081,6 +9154,11 @@ type StreamMeEventsResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// StreamMeEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamMeEvents
+type StreamMeEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type StreamMeEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9104,6 +9182,8 @@ type StreamMeEventsResponse struct {
 	Headers401 *StreamMeEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StreamMeEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamMeEventsResponse503Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -9187,6 +9267,11 @@ type SetFollowingResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// SetFollowingResponse503Headers the declared response headers of an HTTP 503 response for SetFollowing
+type SetFollowingResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SetFollowingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9212,6 +9297,8 @@ type SetFollowingResponse struct {
 	Headers401 *SetFollowingResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SetFollowingResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetFollowingResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9300,6 +9387,11 @@ type MyRoomsResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// MyRoomsResponse503Headers the declared response headers of an HTTP 503 response for MyRooms
+type MyRoomsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type MyRoomsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9323,6 +9415,8 @@ type MyRoomsResponse struct {
 	Headers401 *MyRoomsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *MyRoomsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *MyRoomsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9505,6 +9599,11 @@ type GetPresenceResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// GetPresenceResponse503Headers the declared response headers of an HTTP 503 response for GetPresence
+type GetPresenceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetPresenceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9528,6 +9627,8 @@ type GetPresenceResponse struct {
 	Headers401 *GetPresenceResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetPresenceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPresenceResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9611,6 +9712,11 @@ type ListRoomsResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// ListRoomsResponse503Headers the declared response headers of an HTTP 503 response for ListRooms
+type ListRoomsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListRoomsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9634,6 +9740,8 @@ type ListRoomsResponse struct {
 	Headers401 *ListRoomsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListRoomsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRoomsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9728,6 +9836,11 @@ type CreateRoomResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// CreateRoomResponse503Headers the declared response headers of an HTTP 503 response for CreateRoom
+type CreateRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateRoomResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9761,6 +9874,8 @@ type CreateRoomResponse struct {
 	Headers409 *CreateRoomResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateRoomResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateRoomResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -9859,6 +9974,11 @@ type JoinRoomByCodeResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// JoinRoomByCodeResponse503Headers the declared response headers of an HTTP 503 response for JoinRoomByCode
+type JoinRoomByCodeResponse503Headers struct {
+	RetryAfter *int
+}
+
 type JoinRoomByCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9890,6 +10010,8 @@ type JoinRoomByCodeResponse struct {
 	Headers401 *JoinRoomByCodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *JoinRoomByCodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *JoinRoomByCodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9993,6 +10115,11 @@ type DeleteRoomResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// DeleteRoomResponse503Headers the declared response headers of an HTTP 503 response for DeleteRoom
+type DeleteRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
 type DeleteRoomResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10014,6 +10141,8 @@ type DeleteRoomResponse struct {
 	Headers401 *DeleteRoomResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteRoomResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteRoomResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10092,6 +10221,11 @@ type GetRoomResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// GetRoomResponse503Headers the declared response headers of an HTTP 503 response for GetRoom
+type GetRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetRoomResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10115,6 +10249,8 @@ type GetRoomResponse struct {
 	Headers401 *GetRoomResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetRoomResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRoomResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10198,6 +10334,11 @@ type UpdateRoomResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// UpdateRoomResponse503Headers the declared response headers of an HTTP 503 response for UpdateRoom
+type UpdateRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
 type UpdateRoomResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10229,6 +10370,8 @@ type UpdateRoomResponse struct {
 	Headers401 *UpdateRoomResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateRoomResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateRoomResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10332,6 +10475,11 @@ type StreamRoomEventsResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// StreamRoomEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamRoomEvents
+type StreamRoomEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type StreamRoomEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10353,6 +10501,8 @@ type StreamRoomEventsResponse struct {
 	Headers401 *StreamRoomEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StreamRoomEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StreamRoomEventsResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10431,6 +10581,11 @@ type InviteToRoomResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// InviteToRoomResponse503Headers the declared response headers of an HTTP 503 response for InviteToRoom
+type InviteToRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
 type InviteToRoomResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10462,6 +10617,8 @@ type InviteToRoomResponse struct {
 	Headers401 *InviteToRoomResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *InviteToRoomResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *InviteToRoomResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -10565,6 +10722,11 @@ type JoinRoomResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// JoinRoomResponse503Headers the declared response headers of an HTTP 503 response for JoinRoom
+type JoinRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
 type JoinRoomResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10590,6 +10752,8 @@ type JoinRoomResponse struct {
 	Headers401 *JoinRoomResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *JoinRoomResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *JoinRoomResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10678,6 +10842,11 @@ type LeaveRoomResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// LeaveRoomResponse503Headers the declared response headers of an HTTP 503 response for LeaveRoom
+type LeaveRoomResponse503Headers struct {
+	RetryAfter *int
+}
+
 type LeaveRoomResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10699,6 +10868,8 @@ type LeaveRoomResponse struct {
 	Headers401 *LeaveRoomResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *LeaveRoomResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LeaveRoomResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -10777,6 +10948,11 @@ type ListMessagesResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// ListMessagesResponse503Headers the declared response headers of an HTTP 503 response for ListMessages
+type ListMessagesResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListMessagesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10802,6 +10978,8 @@ type ListMessagesResponse struct {
 	Headers401 *ListMessagesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListMessagesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListMessagesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10890,6 +11068,11 @@ type SendMessageResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// SendMessageResponse503Headers the declared response headers of an HTTP 503 response for SendMessage
+type SendMessageResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SendMessageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10921,6 +11104,8 @@ type SendMessageResponse struct {
 	Headers401 *SendMessageResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendMessageResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SendMessageResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -11024,6 +11209,11 @@ type KickPlayerResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// KickPlayerResponse503Headers the declared response headers of an HTTP 503 response for KickPlayer
+type KickPlayerResponse503Headers struct {
+	RetryAfter *int
+}
+
 type KickPlayerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11047,6 +11237,8 @@ type KickPlayerResponse struct {
 	Headers401 *KickPlayerResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *KickPlayerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *KickPlayerResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -11130,6 +11322,11 @@ type ReserveSeatsResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// ReserveSeatsResponse503Headers the declared response headers of an HTTP 503 response for ReserveSeats
+type ReserveSeatsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReserveSeatsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11161,6 +11358,8 @@ type ReserveSeatsResponse struct {
 	Headers401 *ReserveSeatsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReserveSeatsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReserveSeatsResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -11269,6 +11468,11 @@ type GetRoomStateResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// GetRoomStateResponse503Headers the declared response headers of an HTTP 503 response for GetRoomState
+type GetRoomStateResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetRoomStateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11294,6 +11498,8 @@ type GetRoomStateResponse struct {
 	Headers401 *GetRoomStateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetRoomStateResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRoomStateResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11382,6 +11588,11 @@ type PatchRoomStateResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// PatchRoomStateResponse503Headers the declared response headers of an HTTP 503 response for PatchRoomState
+type PatchRoomStateResponse503Headers struct {
+	RetryAfter *int
+}
+
 type PatchRoomStateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11417,6 +11628,8 @@ type PatchRoomStateResponse struct {
 	Headers401 *PatchRoomStateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchRoomStateResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PatchRoomStateResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11530,6 +11743,11 @@ type CreateRoomStreamTokenResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// CreateRoomStreamTokenResponse503Headers the declared response headers of an HTTP 503 response for CreateRoomStreamToken
+type CreateRoomStreamTokenResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateRoomStreamTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11555,6 +11773,8 @@ type CreateRoomStreamTokenResponse struct {
 	Headers401 *CreateRoomStreamTokenResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateRoomStreamTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateRoomStreamTokenResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -11638,6 +11858,11 @@ type SendDirectMessageResponse429Headers struct {
 	RetryAfter      *int
 }
 
+// SendDirectMessageResponse503Headers the declared response headers of an HTTP 503 response for SendDirectMessage
+type SendDirectMessageResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SendDirectMessageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11665,6 +11890,8 @@ type SendDirectMessageResponse struct {
 	Headers401 *SendDirectMessageResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendDirectMessageResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SendDirectMessageResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -13486,6 +13713,19 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReadyzResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -13635,6 +13875,16 @@ func ParseListInstancesResponse(rsp *http.Response) (*ListInstancesResponse, err
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListInstancesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13754,6 +14004,16 @@ func ParseListWebhookDeadLettersResponse(rsp *http.Response) (*ListWebhookDeadLe
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWebhookDeadLettersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13862,6 +14122,16 @@ func ParseReplayWebhookDeadLetterResponse(rsp *http.Response) (*ReplayWebhookDea
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReplayWebhookDeadLetterResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14167,6 +14437,16 @@ func ParseStreamLobbyEventsResponse(rsp *http.Response) (*StreamLobbyEventsRespo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamLobbyEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14272,6 +14552,16 @@ func ParseLobbyStatsResponse(rsp *http.Response) (*LobbyStatsResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers LobbyStatsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14564,6 +14854,16 @@ func ParseQuickJoinResponse(rsp *http.Response) (*QuickJoinResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers QuickJoinResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14724,6 +15024,16 @@ func ParseCreateTicketResponse(rsp *http.Response) (*CreateTicketResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateTicketResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14849,6 +15159,16 @@ func ParseCancelTicketResponse(rsp *http.Response) (*CancelTicketResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelTicketResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -14961,6 +15281,16 @@ func ParseGetTicketResponse(rsp *http.Response) (*GetTicketResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTicketResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15073,6 +15403,16 @@ func ParseStreamMeEventsResponse(rsp *http.Response) (*StreamMeEventsResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamMeEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15192,6 +15532,16 @@ func ParseSetFollowingResponse(rsp *http.Response) (*SetFollowingResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetFollowingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15304,6 +15654,16 @@ func ParseMyRoomsResponse(rsp *http.Response) (*MyRoomsResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers MyRoomsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15524,6 +15884,16 @@ func ParseGetPresenceResponse(rsp *http.Response) (*GetPresenceResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPresenceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15636,6 +16006,16 @@ func ParseListRoomsResponse(rsp *http.Response) (*ListRoomsResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRoomsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15796,6 +16176,16 @@ func ParseCreateRoomResponse(rsp *http.Response) (*CreateRoomResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -15936,6 +16326,16 @@ func ParseJoinRoomByCodeResponse(rsp *http.Response) (*JoinRoomByCodeResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers JoinRoomByCodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16044,6 +16444,16 @@ func ParseDeleteRoomResponse(rsp *http.Response) (*DeleteRoomResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16156,6 +16566,16 @@ func ParseGetRoomResponse(rsp *http.Response) (*GetRoomResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16296,6 +16716,16 @@ func ParseUpdateRoomResponse(rsp *http.Response) (*UpdateRoomResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16401,6 +16831,16 @@ func ParseStreamRoomEventsResponse(rsp *http.Response) (*StreamRoomEventsRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StreamRoomEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16541,6 +16981,16 @@ func ParseInviteToRoomResponse(rsp *http.Response) (*InviteToRoomResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers InviteToRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16660,6 +17110,16 @@ func ParseJoinRoomResponse(rsp *http.Response) (*JoinRoomResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers JoinRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16768,6 +17228,16 @@ func ParseLeaveRoomResponse(rsp *http.Response) (*LeaveRoomResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers LeaveRoomResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16887,6 +17357,16 @@ func ParseListMessagesResponse(rsp *http.Response) (*ListMessagesResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListMessagesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17027,6 +17507,16 @@ func ParseSendMessageResponse(rsp *http.Response) (*SendMessageResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SendMessageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17142,6 +17632,16 @@ func ParseKickPlayerResponse(rsp *http.Response) (*KickPlayerResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers KickPlayerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17282,6 +17782,16 @@ func ParseReserveSeatsResponse(rsp *http.Response) (*ReserveSeatsResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReserveSeatsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17404,6 +17914,16 @@ func ParseGetRoomStateResponse(rsp *http.Response) (*GetRoomStateResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRoomStateResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17561,6 +18081,16 @@ func ParsePatchRoomStateResponse(rsp *http.Response) (*PatchRoomStateResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PatchRoomStateResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17683,6 +18213,16 @@ func ParseCreateRoomStreamTokenResponse(rsp *http.Response) (*CreateRoomStreamTo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateRoomStreamTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -17809,6 +18349,16 @@ func ParseSendDirectMessageResponse(rsp *http.Response) (*SendDirectMessageRespo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SendDirectMessageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

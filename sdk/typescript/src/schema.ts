@@ -1308,7 +1308,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2450,10 +2450,14 @@ export interface components {
          *     made just after this answer. The same request sent again may be
          *     refused for what the first did (a leave: 403 `NOT_A_MEMBER`), or
          *     repeat it (a message, a patch, a create): read before you send
-         *     again a change whose repetition matters.
+         *     again a change whose repetition matters. Or `OVERLOADED`: the
+         *     instance had `REALSYNC_MAX_IN_FLIGHT` requests in flight; nothing
+         *     was done, send it again after `Retry-After` (1 to 3 s).
          */
         Unavailable: {
             headers: {
+                /** @description With `OVERLOADED`, seconds to wait before sending again (1 to 3). */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
