@@ -284,7 +284,9 @@ func concurrently[T any](items []T, f func(T) error) []error {
 // made again; users the room banned are still refused. So are, in a
 // match room made by a first completion that died, the users its room
 // banned since: their tickets go back to the queue barred from the room,
-// and the others are told and recorded.
+// and the others are told and recorded. A ticket one of whose users is in
+// that room keeps the match, its banned user unable to join: sent back,
+// the room's member would be matched again, in two matches.
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 	_, err := m.complete(ctx, match, r, true)
 	return err
@@ -296,8 +298,9 @@ func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 // already): the match goes back to the queue, its tickets of such users
 // barred from the room, the others free to be matched again. A match
 // room found again by a repair refuses the users it banned since: their
-// tickets go back to the queue barred from it, untold, and the others
-// keep the match (done; false when it refused every ticket).
+// tickets go back to the queue barred from it, untold (but those with a
+// user in the room: OpenMatchRoom), and the others keep the match (done;
+// false when it refused every ticket).
 func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair bool) (done bool, err error) {
 	room := match.RoomID
 	if room != "" {

@@ -64,8 +64,9 @@ type PassParams struct {
 // (ReserveMatchSeats): the room banned them, or (a first hold) they are in
 // it or hold a seat of it already (queued again). No seat was held for
 // anyone of the match. From OpenMatchRoom, with the room's id: a match
-// room found again (a repair) banned Users since; the seats of the
-// match's tickets without them were held.
+// room found again (a repair) banned Users since, and refused their
+// tickets, none of whose users is in it; the seats of the match's other
+// tickets were held.
 type SeatsRefusedError struct {
 	Users []string
 }
@@ -147,9 +148,11 @@ type RoomOpener interface {
 	// maxPlayers, its seats reserved for m's users for hold, and returns
 	// its id; rooms.ErrRoomNotFound when the retry finds the room it made
 	// closed since (it is not made again). A retry that finds the room
-	// banned some of m's users since holds the seats of the tickets
-	// without them and returns the id with a *SeatsRefusedError naming
-	// them.
+	// banned some of m's users since refuses their tickets, holds the
+	// seats of the others and returns the id with a *SeatsRefusedError
+	// naming the refused tickets' banned users; a ticket one of whose
+	// users is in the room is not refused (that user would be matched
+	// again while in this match): its banned users get no seat.
 	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
 	// ReserveMatchSeats holds seats of room id for users for hold (a
 	// backfill), the room's players and held seats never more than size

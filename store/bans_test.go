@@ -379,3 +379,45 @@ func TestMatchRoomRetryAfterABan(t *testing.T) {
 		}
 	})
 }
+
+// A match room's retry keeps the match of a ticket one of whose users is
+// in the room, whatever ban it made of another since: its banned user gets
+// no seat (they cannot join), its other users are held theirs, and nothing
+// is refused. Sent back to the queue, the party would be matched again
+// while its member plays here: one user in two matches (a reviewer's find).
+func TestMatchRoomRetryKeepsATicketWithAUserInTheRoom(t *testing.T) {
+	dave, erin := rooms.User{ID: "u-dave", Name: "dave"}, rooms.User{ID: "u-erin", Name: "erin"}
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		m := matchmaking.Match{ID: "m-ban-member-in", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+			{Users: []string{alice.ID}}, {Users: []string{bob.ID, dave.ID, erin.ID}}, {Users: []string{carol.ID}}}}
+		id, err := s.OpenMatchRoom(ctx, m, 5, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustJoin(t, s, dave, id)
+		if err := s.Ban(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := s.OpenMatchRoom(ctx, m, 5, time.Hour); again != id || err != nil {
+			t.Fatalf("retry: %q %v, want %s, nothing refused", again, err, id)
+		}
+		r, _, err := s.Get(ctx, id, false)
+		if err != nil || r.ReservedSeats != 2 || r.PlayerCount != 2 {
+			t.Fatalf("room after the retry: %d players, %d held (%v), want alice and dave, and erin's and carol's holds", r.PlayerCount, r.ReservedSeats, err)
+		}
+		reserved := s.RoomKeys(id)[9]
+		for _, u := range []rooms.User{erin, carol} { // held again, for the retry's hour
+			until, err := s.Client().HGet(ctx, reserved, u.ID).Int64()
+			if err != nil || !time.UnixMilli(until).After(time.Now().Add(30*time.Minute)) {
+				t.Fatalf("%s's seat held until %v (%v), want the retry's hour", u.ID, time.UnixMilli(until), err)
+			}
+		}
+		if held, err := s.Client().HExists(ctx, reserved, bob.ID).Result(); err != nil || held {
+			t.Fatalf("banned %s holds a seat: %v %v", bob.ID, held, err)
+		}
+		mustJoin(t, s, erin, id)
+		_, err = s.Join(ctx, bob, id)
+		wantErr(t, err, rooms.ErrRoomNotFound) // a private room, no seat held for him
+	})
+}

@@ -47,12 +47,14 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // reserves again what is not taken, for every user of the match (members
 // are skipped: a user who left, the owner too, is held a seat again), or
 // leaves a room that started as it is; a room it made that closed since is
-// rooms.ErrRoomNotFound (its id is never used again). A user the room
-// banned since (the owner too, whom the server may ban) refuses their
-// ticket, a party whole: the users of the other tickets are held their
-// seats, and the room's id comes with a *matchmaking.SeatsRefusedError
-// naming the banned users (whose tickets the matcher puts back in the
-// queue, barred from the room).
+// rooms.ErrRoomNotFound (its id is never used again). A ticket with a user
+// the room banned since (the owner too, whom the server may ban) and none
+// in the room is refused, a party whole: the users of the other tickets
+// are held their seats, and the room's id comes with a
+// *matchmaking.SeatsRefusedError naming the banned users (whose tickets
+// the matcher puts back in the queue, barred from the room). A ticket with
+// a user in the room keeps the match, its banned users simply unable to
+// join: sent back, that user would be matched again while in this match.
 func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
 	users := m.Users()
 	if len(users) == 0 {
@@ -71,30 +73,42 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 	if err := s.createWithID(ctx, owner, p, id); err != nil {
 		return "", err
 	}
-	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, 0, "")
-	var banned *rooms.BannedUsersError
-	if errors.As(err, &banned) {
-		// a retry, the room having banned some since: the seats of the
-		// tickets it takes whole (the hold holds nothing when it refuses
-		// anyone; a party is not split)
-		var rest []string
-		for _, t := range m.Tickets {
-			if !slices.ContainsFunc(t.Users, func(u string) bool { return slices.Contains(banned.Users, u) }) {
-				rest = append(rest, t.Users...)
+	// a refusal holds nothing: the tickets left are held again (a ban made
+	// meanwhile refuses more; each refusal takes a ticket off, so it ends)
+	var refused []string
+	for tickets := m.Tickets; len(tickets) > 0; {
+		err := s.holdMatchSeats(ctx, id, tickets, hold)
+		var r *matchmaking.SeatsRefusedError
+		if !errors.As(err, &r) {
+			if err != nil && !errors.Is(err, rooms.ErrNotJoinable) { // a started room: as it is
+				return "", err
 			}
+			break
 		}
-		err = nil
-		if len(rest) > 0 {
-			_, err = s.reserveSeats(ctx, matchmaker, id, rest, hold, 0, "")
-		}
-		if err == nil || errors.Is(err, rooms.ErrNotJoinable) {
-			return id, &matchmaking.SeatsRefusedError{Users: banned.Users}
-		}
+		refused = append(refused, r.Users...)
+		tickets = slices.DeleteFunc(slices.Clone(tickets), func(t matchmaking.MatchedTicket) bool {
+			return slices.ContainsFunc(t.Users, func(u string) bool { return slices.Contains(r.Users, u) })
+		})
 	}
-	if err != nil && !errors.Is(err, rooms.ErrNotJoinable) {
-		return "", err
+	if len(refused) > 0 {
+		return id, &matchmaking.SeatsRefusedError{Users: refused}
 	}
 	return id, nil
+}
+
+// holdMatchSeats is seats_reserve.lua's "m" for tickets of match room id:
+// their users' seats held for hold (members skipped, and a ticket's
+// banned users when another of its users is in the room); a ticket with a
+// user the room banned and none in it refused
+// (*matchmaking.SeatsRefusedError naming the banned, nothing held); a room
+// not waiting rooms.ErrNotJoinable.
+func (s *Store) holdMatchSeats(ctx context.Context, id string, tickets []matchmaking.MatchedTicket, hold time.Duration) error {
+	var args []string
+	for _, t := range tickets {
+		args = append(append(args, t.Users...), "") // a ticket's end
+	}
+	_, err := s.reserveSeats(ctx, matchmaker, id, args, hold, 0, "m")
+	return err
 }
 
 // createWithID creates p as room id, owned by u; nil too when room id

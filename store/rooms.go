@@ -345,8 +345,9 @@ func (s *Store) ReserveSeats(ctx context.Context, u rooms.User, id string, userI
 
 // reserveSeats is ReserveSeats, the room's players and held seats after it
 // at most seatCap too (0: its maxPlayers only; the matcher's backfill
-// passes its mode's size); matcher is "" or the backfill's mode of
-// seats_reserve.lua ("b", "r"), whose refused users are
+// passes its mode's size); matcher is "" or the matcher's mode of
+// seats_reserve.lua (a backfill's "b", "r"; a match room's "m", userIDs
+// by ticket, each ticket's ended by ""), whose refused users are
 // *matchmaking.SeatsRefusedError, nothing held; else users the room banned
 // are *rooms.BannedUsersError, nothing held.
 func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userIDs []string, ttl time.Duration, seatCap int, matcher string) (rooms.Reservation, error) {

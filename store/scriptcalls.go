@@ -233,13 +233,14 @@ func (c streamCloseCall) KeysArgs() ([]string, []any) {
 // ("" the server) holds seats for users for ttlMs, the room's players
 // and held seats at most seatCap after (0: maxPlayers only); the matcher's
 // backfill refuses the users the room banned (and, on its first hold, the
-// users it has or holds a seat for) and a locked room.
+// users it has or holds a seat for) and a locked room; a match room's
+// hold refuses the tickets with a banned user and none in the room.
 type reserveSeatsCall struct {
 	roomScope
 	caller  string
 	ttlMs   int64
 	seatCap int
-	matcher string // "", or the matcher's backfill: "b" its first hold, "r" a repair (seats_reserve.lua)
+	matcher string // "", or the matcher's: a backfill's "b" (its first hold), "r" (a repair); a match room's "m" (seats_reserve.lua)
 	users   []string
 }
 

@@ -1684,7 +1684,9 @@ type ClientInterface interface {
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, and the
-	// others' match goes on. Players only: an API key is
+	// others' match goes on; unless another user of the ticket is in the
+	// room already: then the ticket keeps its match (`matched`, that
+	// room), which its banned user cannot join. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -1733,7 +1735,9 @@ type ClientInterface interface {
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, and the
-	// others' match goes on. Players only: an API key is
+	// others' match goes on; unless another user of the ticket is in the
+	// room already: then the ticket keeps its match (`matched`, that
+	// room), which its banned user cannot join. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -3006,7 +3010,9 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, and the
-// others' match goes on. Players only: an API key is
+// others' match goes on; unless another user of the ticket is in the
+// room already: then the ticket keeps its match (`matched`, that
+// room), which its banned user cannot join. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -3065,7 +3071,9 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, and the
-// others' match goes on. Players only: an API key is
+// others' match goes on; unless another user of the ticket is in the
+// room already: then the ticket keeps its match (`matched`, that
+// room), which its banned user cannot join. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -6529,7 +6537,9 @@ type ClientWithResponsesInterface interface {
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, and the
-	// others' match goes on. Players only: an API key is
+	// others' match goes on; unless another user of the ticket is in the
+	// room already: then the ticket keeps its match (`matched`, that
+	// room), which its banned user cannot join. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -6578,7 +6588,9 @@ type ClientWithResponsesInterface interface {
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, and the
-	// others' match goes on. Players only: an API key is
+	// others' match goes on; unless another user of the ticket is in the
+	// room already: then the ticket keeps its match (`matched`, that
+	// room), which its banned user cannot join. Players only: an API key is
 	// 403 `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -12395,7 +12407,9 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, and the
-// others' match goes on. Players only: an API key is
+// others' match goes on; unless another user of the ticket is in the
+// room already: then the ticket keeps its match (`matched`, that
+// room), which its banned user cannot join. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -12450,7 +12464,9 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, and the
-// others' match goes on. Players only: an API key is
+// others' match goes on; unless another user of the ticket is in the
+// room already: then the ticket keeps its match (`matched`, that
+// room), which its banned user cannot join. Players only: an API key is
 // 403 `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket

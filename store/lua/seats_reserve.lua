@@ -21,9 +21,16 @@
 --   are taken); else banned users are refused, members skipped, holders
 --   held again (their seats renewed for the new hold), and a locked or
 --   started room is ROOM_NOT_JOINABLE.
---   "": the owner's or a new match room's: members are skipped, a user the
---   room banned is refused as in "b" and "r" ({"REFUSED", userId...},
---   nothing held)
+--   "m": a match room's (the matcher's OpenMatchRoom, its first hold or a
+--   repair's): the userIds come by ticket, each ticket's ended by "". A
+--   room not waiting is ROOM_NOT_JOINABLE, a locked one is not (as ""). A
+--   ticket with a user the room banned and none in the room is refused
+--   whole (a party is not split), and no seat is held for anyone:
+--   {"REFUSED", its banned userIds...}. A ticket with a user in the room
+--   keeps the match (that user must not be matched again): its banned
+--   users are skipped, they cannot join.
+--   "": the owner's: members are skipped, a user the room banned is
+--   refused as in "b" and "r" ({"REFUSED", userId...}, nothing held)
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
 --   already holding a seat gets the new expiry. The event names no user
 --   (a player's userId is private to them): it counts.
@@ -31,8 +38,20 @@
 --        {"NOT_A_MEMBER"} | {"NOT_OWNER"} | {"ROOM_NOT_JOINABLE"} |
 --        {"REFUSED", userId...} | {"ROOM_FULL"}
 local caller, ttl, seat_cap = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
-local matcher, first_hold = ARGV[10] ~= '', ARGV[10] == 'b'
-local FIRST_USER = 11
+local mode = ARGV[10]
+local backfill, first_hold, match_room = mode == 'b' or mode == 'r', mode == 'b', mode == 'm'
+-- the userIds, and ("m") the tickets: each ticket's userIds
+local users, tickets, ticket = {}, {}, {}
+for i = 11, #ARGV do
+  local uid = ARGV[i]
+  if uid == '' then
+    tickets[#tickets + 1] = ticket
+    ticket = {}
+  else
+    users[#users + 1] = uid
+    ticket[#ticket + 1] = uid
+  end
+end
 
 local p = placement()
 if not p then return {'ROOM_NOT_FOUND'} end
@@ -41,25 +60,44 @@ if caller ~= '' then
   if not cp then return deny(p.vi) end
   if p.ow ~= cp then return {'NOT_OWNER'} end
 end
-if ARGV[10] == 'r' then -- a repair whose users all took their seats: done
+if mode == 'r' then -- a repair whose users all took their seats: done
   local done = true
-  for i = FIRST_USER, #ARGV do
-    if redis.call('HEXISTS', K_USERS, ARGV[i]) == 0 then
+  for _, uid in ipairs(users) do
+    if redis.call('HEXISTS', K_USERS, uid) == 0 then
       done = false
       break
     end
   end
   if done then return {'OK', p.rv, '0'} end
 end
-if p.st ~= 'waiting' or (matcher and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
+if p.st ~= 'waiting' or (backfill and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
+-- "m": the banned users of the tickets that keep the match (one of their
+-- users is in the room), who get no seat
+local skipped = {}
+if match_room and p.bn ~= '0' then
+  local refused = {'REFUSED'}
+  for _, t in ipairs(tickets) do
+    local banned, inside = {}, false
+    for _, uid in ipairs(t) do
+      if redis.call('SISMEMBER', K_BANS, uid) == 1 then
+        banned[#banned + 1] = uid
+      elseif redis.call('HEXISTS', K_USERS, uid) == 1 then
+        inside = true
+      end
+    end
+    for _, uid in ipairs(banned) do
+      if inside then skipped[uid] = true else refused[#refused + 1] = uid end
+    end
+  end
+  if #refused > 1 then return refused end
+end
 -- a user the room banned is refused whoever holds the seats (a join would
 -- refuse them, and their seat would keep the room full for others until
 -- it lapsed), and so, on a backfill's first hold, are its members and
 -- holders: no seat is held for anyone
-if p.bn ~= '0' or first_hold then
+if not match_room and (p.bn ~= '0' or first_hold) then
   local refused = {'REFUSED'}
-  for i = FIRST_USER, #ARGV do
-    local uid = ARGV[i]
+  for _, uid in ipairs(users) do
     if (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) or (first_hold and
         (redis.call('HEXISTS', K_USERS, uid) == 1 or (p.rv > 0 and redis.call('HEXISTS', K_RESERVED, uid) == 1))) then
       refused[#refused + 1] = uid
@@ -70,9 +108,8 @@ end
 
 local expires = now + ttl
 local fresh, held, pairs_ = 0, 0, {}
-for i = FIRST_USER, #ARGV do
-  local uid = ARGV[i]
-  if redis.call('HEXISTS', K_USERS, uid) == 0 then
+for _, uid in ipairs(users) do
+  if not skipped[uid] and redis.call('HEXISTS', K_USERS, uid) == 0 then
     if redis.call('HEXISTS', K_RESERVED, uid) == 0 then fresh = fresh + 1 end
     held = held + 1
     pairs_[#pairs_ + 1] = uid

@@ -510,7 +510,13 @@ func (f *failsOnce) MatchFound(ctx context.Context, uid string, e matchmaking.Ma
 // refused too once the server banned them; a room that refused every
 // other ticket is its owner's match alone; and a repair that dies after
 // putting the refused tickets back leaves the pending record to the
-// others, completed by the next repair.
+// others, completed by the next repair. A ticket one of whose users is in
+// the room keeps the match, its banned user unable to join (as before the
+// refusals): sent back, the party would be matched again while that user
+// plays in this room, in two matches (a reviewer's find); a party whose
+// banned member is the one who joined has nobody in the room and goes
+// back. Whatever the case, the next round matches no user of the room
+// into another.
 func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
@@ -530,8 +536,14 @@ func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
 	}{
 		{name: "a user", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
 			joined: []string{"u2"}, banBy: player("u1"), banned: []string{"u2"}, refused: []string{"u2"}},
-		{name: "a party member", tickets: []party{{"u1", nil}, {"u2", []string{"u3"}}, {"u4", nil}},
+		{name: "a party member who joined", tickets: []party{{"u1", nil}, {"u2", []string{"u3"}}, {"u4", nil}},
 			joined: []string{"u3"}, banBy: player("u1"), banned: []string{"u3"}, refused: []string{"u2"}},
+		{name: "a party member, another in the room", tickets: []party{{"u1", nil}, {"u2", []string{"u3"}}, {"u4", nil}},
+			joined: []string{"u3", "u2"}, banBy: player("u1"), banned: []string{"u2"}},
+		{name: "a party member, another in the room, a third not", tickets: []party{{"u1", nil}, {"u2", []string{"u3", "u4"}}},
+			joined: []string{"u3", "u2"}, banBy: player("u1"), banned: []string{"u2"}},
+		{name: "the owner, a party member in the room", tickets: []party{{"u1", []string{"u4"}}, {"u2", nil}, {"u3", nil}},
+			joined: []string{"u4"}, banBy: admin, banned: []string{"u1"}},
 		{name: "the owner", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
 			joined: []string{"u3"}, banBy: admin, banned: []string{"u1"}, refused: []string{"u1"}},
 		{name: "all but the owner", tickets: []party{{"u1", nil}, {"u2", nil}, {"u3", nil}},
@@ -626,6 +638,9 @@ func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
 						if ev := rec.got[uid][match.ID]; ev.RoomID != room || ev.TicketID != tk.ID {
 							t.Fatalf("%s told %+v, want room %s", uid, rec.got[uid], room)
 						}
+						if slices.Contains(c.banned, uid) {
+							continue // their party's match, which they cannot join
+						}
 						if _, err := e.rooms.Join(ctx, player(uid), room); err != nil { // a member, or their seat
 							t.Fatalf("%s joins the room: %v", uid, err)
 						}
@@ -634,6 +649,30 @@ func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
 				for _, uid := range c.banned {
 					if _, err := e.rooms.Join(ctx, player(uid), room); err == nil {
 						t.Fatalf("banned %s joined the room", uid)
+					}
+				}
+				// the next round, with two new tickets: no member of the room
+				// is matched into another
+				for _, uid := range []string{"u8", "u9"} {
+					if _, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: rating(1000)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mcfg.Holder = "a"
+				matchmaking.NewMatcher(mcfg).Round(ctx)
+				for _, p := range c.tickets {
+					tk, err := e.tickets.Get(ctx, ids[p.leader])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tk.Status != matchmaking.Matched || tk.RoomID == room {
+						continue
+					}
+					for _, uid := range append([]string{p.leader}, p.members...) {
+						in, _, err := e.rooms.MyRooms(ctx, player(uid), nil, rooms.MaxMyRooms)
+						if err != nil || slices.ContainsFunc(in, func(j rooms.Joined) bool { return j.Room.ID == room }) {
+							t.Fatalf("%s, in room %s (%v), matched again into %s", uid, room, err, tk.RoomID)
+						}
 					}
 				}
 			})

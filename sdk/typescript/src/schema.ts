@@ -625,7 +625,9 @@ export interface paths {
          *     later; should its room have banned a user of the match meanwhile,
          *     that user's ticket (their party's whole) is not matched: it goes
          *     back to `searching`, never matched into that room again, and the
-         *     others' match goes on. Players only: an API key is
+         *     others' match goes on; unless another user of the ticket is in the
+         *     room already: then the ticket keeps its match (`matched`, that
+         *     room), which its banned user cannot join. Players only: an API key is
          *     403 `SCOPE_REQUIRED`.
          *
          *     A mode with `backfill` fills its waiting match rooms first: a ticket
