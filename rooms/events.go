@@ -169,7 +169,8 @@ type SeatsReservedEvent struct {
 }
 
 // ReservationExpiredEvent: reserved seats were released, their users
-// having not joined in time.
+// having not joined in time, or (the matchmaker) their ticket having gone
+// back to the queue.
 type ReservationExpiredEvent struct {
 	EventHeader
 	Seats         int `json:"seats" schema:"desc=The seats released."`

@@ -12,7 +12,8 @@ import (
 // lobby, quick-join), only its user may take it (by id, even in a private
 // room), and it is released when that user joins or when it expires (the
 // room gets reservation_expired). A matchmaker reserves the seats of the
-// users it matched into the room it creates.
+// users it matched into the room it creates, and releases those of a
+// ticket it sends back to the queue (reservation_expired too).
 const (
 	// DefaultReservationTTL is how long seats are held when the caller
 	// does not say.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -329,8 +330,11 @@ func TestReservationRefusesBannedUsers(t *testing.T) {
 // without a banned user, none for the banned user's ticket (a party whole),
 // and returns the room's id with a *matchmaking.SeatsRefusedError naming
 // the banned user, for the matcher to put their ticket back in the queue.
-// The owner too is refused once banned (by the server): their seat is not
-// held again, and the error names them.
+// The seat the first open held for the refused party's other member is
+// released (reservation_expired), not left to lapse: taken, it would put
+// him in the match his ticket left, and then in another (a reviewer's
+// find). The owner too is refused once banned (by the server): their seat
+// is not held again, and the error names them.
 func TestMatchRoomRetryAfterABan(t *testing.T) {
 	dave := rooms.User{ID: "u-dave", Name: "dave"}
 	eachBackend(t, func(t *testing.T, s *store.Store) {
@@ -344,24 +348,40 @@ func TestMatchRoomRetryAfterABan(t *testing.T) {
 		if err := s.Ban(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
 			t.Fatal(err)
 		}
+		before := len(events(t, s, id))
 		again, err := s.OpenMatchRoom(ctx, m, 4, time.Hour)
 		var refused *matchmaking.SeatsRefusedError
 		if again != id || !errors.As(err, &refused) || !slices.Equal(refused.Users, []string{bob.ID}) {
 			t.Fatalf("retry: %q %v, want %s and %s refused", again, err, id, bob.ID)
 		}
 		r, _, err := s.Get(ctx, id, false)
-		if err != nil || r.ReservedSeats != 2 || r.PlayerCount != 1 {
-			t.Fatalf("room after the retry: %d players, %d held (%v), want alice, and dave's and carol's holds", r.PlayerCount, r.ReservedSeats, err)
+		if err != nil || r.ReservedSeats != 1 || r.PlayerCount != 1 {
+			t.Fatalf("room after the retry: %d players, %d held (%v), want alice, and carol's hold", r.PlayerCount, r.ReservedSeats, err)
 		}
-		// the retry held carol's seat again (an hour), not dave's, whose
-		// party goes back to the queue: his is the first open's, lapsing
+		// the retry held carol's seat again (an hour) and released dave's,
+		// whose party goes back to the queue
 		reserved := s.RoomKeys(id)[9]
-		for uid, hour := range map[string]bool{carol.ID: true, dave.ID: false} {
-			until, err := s.Client().HGet(ctx, reserved, uid).Int64()
-			if err != nil || time.UnixMilli(until).After(time.Now().Add(30*time.Minute)) != hour {
-				t.Fatalf("%s's seat held until %v (%v), want the retry's hour: %v", uid, time.UnixMilli(until), err, hour)
+		if until, err := s.Client().HGet(ctx, reserved, carol.ID).Int64(); err != nil || !time.UnixMilli(until).After(time.Now().Add(30*time.Minute)) {
+			t.Fatalf("carol's seat held until %v (%v), want the retry's hour", time.UnixMilli(until), err)
+		}
+		if held, err := s.Client().HExists(ctx, reserved, dave.ID).Result(); err != nil || held {
+			t.Fatalf("dave, of the refused party, holds a seat: %v %v", held, err)
+		}
+		var expired []rooms.ReservationExpiredEvent
+		for _, e := range events(t, s, id)[before:] {
+			if e.Type == rooms.EventReservationExpired {
+				var ev rooms.ReservationExpiredEvent
+				if err := json.Unmarshal(e.Raw, &ev); err != nil {
+					t.Fatal(err)
+				}
+				expired = append(expired, ev)
 			}
 		}
+		if len(expired) != 1 || expired[0].Seats != 1 || expired[0].ReservedSeats != 1 {
+			t.Fatalf("reservation_expired after the retry: %+v, want dave's seat released, carol's left", expired)
+		}
+		_, err = s.Join(ctx, dave, id) // a private room, his seat released: not found
+		wantErr(t, err, rooms.ErrRoomNotFound)
 		mustJoin(t, s, carol, id)
 		_, err = s.Join(ctx, bob, id) // a private room, no seat held for him: not found
 		wantErr(t, err, rooms.ErrRoomNotFound)

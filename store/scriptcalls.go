@@ -234,7 +234,8 @@ func (c streamCloseCall) KeysArgs() ([]string, []any) {
 // and held seats at most seatCap after (0: maxPlayers only); the matcher's
 // backfill refuses the users the room banned (and, on its first hold, the
 // users it has or holds a seat for) and a locked room; a match room's
-// hold refuses the tickets with a banned user and none in the room.
+// hold refuses the tickets with a banned user and none in the room,
+// releasing their users' seats.
 type reserveSeatsCall struct {
 	roomScope
 	caller  string

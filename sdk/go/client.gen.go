@@ -1683,11 +1683,12 @@ type ClientInterface interface {
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
-	// back to `searching`, never matched into that room again, and the
-	// others' match goes on; unless another user of the ticket is in the
-	// room already: then the ticket keeps its match (`matched`, that
-	// room), which its banned user cannot join. Players only: an API key is
-	// 403 `SCOPE_REQUIRED`.
+	// back to `searching`, never matched into that room again, the seats
+	// held for its users released, and the others' match goes on;
+	// unless another user of the ticket is in the room already: then the
+	// ticket keeps its match (`matched`, that room), which its banned
+	// user cannot join. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
@@ -1734,11 +1735,12 @@ type ClientInterface interface {
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
-	// back to `searching`, never matched into that room again, and the
-	// others' match goes on; unless another user of the ticket is in the
-	// room already: then the ticket keeps its match (`matched`, that
-	// room), which its banned user cannot join. Players only: an API key is
-	// 403 `SCOPE_REQUIRED`.
+	// back to `searching`, never matched into that room again, the seats
+	// held for its users released, and the others' match goes on;
+	// unless another user of the ticket is in the room already: then the
+	// ticket keeps its match (`matched`, that room), which its banned
+	// user cannot join. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
@@ -2367,7 +2369,9 @@ type ClientInterface interface {
 	// in is skipped; a user who holds a seat gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
-	// second or so, with `reservation_expired`. Refused with 409
+	// second or so, with `reservation_expired` (also sent when the
+	// matchmaker releases the seats of a match room's ticket it sends
+	// back to the queue). Refused with 409
 	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 	// `USER_BANNED` when the room banned any of `userIds` (their join
 	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -2393,7 +2397,9 @@ type ClientInterface interface {
 	// in is skipped; a user who holds a seat gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
-	// second or so, with `reservation_expired`. Refused with 409
+	// second or so, with `reservation_expired` (also sent when the
+	// matchmaker releases the seats of a match room's ticket it sends
+	// back to the queue). Refused with 409
 	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 	// `USER_BANNED` when the room banned any of `userIds` (their join
 	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -3009,11 +3015,12 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
-// back to `searching`, never matched into that room again, and the
-// others' match goes on; unless another user of the ticket is in the
-// room already: then the ticket keeps its match (`matched`, that
-// room), which its banned user cannot join. Players only: an API key is
-// 403 `SCOPE_REQUIRED`.
+// back to `searching`, never matched into that room again, the seats
+// held for its users released, and the others' match goes on;
+// unless another user of the ticket is in the room already: then the
+// ticket keeps its match (`matched`, that room), which its banned
+// user cannot join. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
@@ -3070,11 +3077,12 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
-// back to `searching`, never matched into that room again, and the
-// others' match goes on; unless another user of the ticket is in the
-// room already: then the ticket keeps its match (`matched`, that
-// room), which its banned user cannot join. Players only: an API key is
-// 403 `SCOPE_REQUIRED`.
+// back to `searching`, never matched into that room again, the seats
+// held for its users released, and the others' match goes on;
+// unless another user of the ticket is in the room already: then the
+// ticket keeps its match (`matched`, that room), which its banned
+// user cannot join. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
@@ -3984,7 +3992,9 @@ func (c *APIClient) KickPlayer(ctx context.Context, roomId RoomId, playerId stri
 // in is skipped; a user who holds a seat gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
-// second or so, with `reservation_expired`. Refused with 409
+// second or so, with `reservation_expired` (also sent when the
+// matchmaker releases the seats of a match room's ticket it sends
+// back to the queue). Refused with 409
 // `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 // `USER_BANNED` when the room banned any of `userIds` (their join
 // would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -4020,7 +4030,9 @@ func (c *APIClient) ReserveSeatsWithBody(ctx context.Context, roomId RoomId, con
 // in is skipped; a user who holds a seat gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
-// second or so, with `reservation_expired`. Refused with 409
+// second or so, with `reservation_expired` (also sent when the
+// matchmaker releases the seats of a match room's ticket it sends
+// back to the queue). Refused with 409
 // `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 // `USER_BANNED` when the room banned any of `userIds` (their join
 // would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -6536,11 +6548,12 @@ type ClientWithResponsesInterface interface {
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
-	// back to `searching`, never matched into that room again, and the
-	// others' match goes on; unless another user of the ticket is in the
-	// room already: then the ticket keeps its match (`matched`, that
-	// room), which its banned user cannot join. Players only: an API key is
-	// 403 `SCOPE_REQUIRED`.
+	// back to `searching`, never matched into that room again, the seats
+	// held for its users released, and the others' match goes on;
+	// unless another user of the ticket is in the room already: then the
+	// ticket keeps its match (`matched`, that room), which its banned
+	// user cannot join. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
@@ -6587,11 +6600,12 @@ type ClientWithResponsesInterface interface {
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile,
 	// that user's ticket (their party's whole) is not matched: it goes
-	// back to `searching`, never matched into that room again, and the
-	// others' match goes on; unless another user of the ticket is in the
-	// room already: then the ticket keeps its match (`matched`, that
-	// room), which its banned user cannot join. Players only: an API key is
-	// 403 `SCOPE_REQUIRED`.
+	// back to `searching`, never matched into that room again, the seats
+	// held for its users released, and the others' match goes on;
+	// unless another user of the ticket is in the room already: then the
+	// ticket keeps its match (`matched`, that room), which its banned
+	// user cannot join. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
 	// may be matched into an existing match room with a free seat (a
@@ -7248,7 +7262,9 @@ type ClientWithResponsesInterface interface {
 	// in is skipped; a user who holds a seat gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
-	// second or so, with `reservation_expired`. Refused with 409
+	// second or so, with `reservation_expired` (also sent when the
+	// matchmaker releases the seats of a match room's ticket it sends
+	// back to the queue). Refused with 409
 	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 	// `USER_BANNED` when the room banned any of `userIds` (their join
 	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -7274,7 +7290,9 @@ type ClientWithResponsesInterface interface {
 	// in is skipped; a user who holds a seat gets the new expiry. Emits
 	// `seats_reserved` (how many seats, never who: a player's userId is
 	// theirs); a hold that expires is released by the janitor within a
-	// second or so, with `reservation_expired`. Refused with 409
+	// second or so, with `reservation_expired` (also sent when the
+	// matchmaker releases the seats of a match room's ticket it sends
+	// back to the queue). Refused with 409
 	// `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 	// `USER_BANNED` when the room banned any of `userIds` (their join
 	// would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -12406,11 +12424,12 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
-// back to `searching`, never matched into that room again, and the
-// others' match goes on; unless another user of the ticket is in the
-// room already: then the ticket keeps its match (`matched`, that
-// room), which its banned user cannot join. Players only: an API key is
-// 403 `SCOPE_REQUIRED`.
+// back to `searching`, never matched into that room again, the seats
+// held for its users released, and the others' match goes on;
+// unless another user of the ticket is in the room already: then the
+// ticket keeps its match (`matched`, that room), which its banned
+// user cannot join. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
@@ -12463,11 +12482,12 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile,
 // that user's ticket (their party's whole) is not matched: it goes
-// back to `searching`, never matched into that room again, and the
-// others' match goes on; unless another user of the ticket is in the
-// room already: then the ticket keeps its match (`matched`, that
-// room), which its banned user cannot join. Players only: an API key is
-// 403 `SCOPE_REQUIRED`.
+// back to `searching`, never matched into that room again, the seats
+// held for its users released, and the others' match goes on;
+// unless another user of the ticket is in the room already: then the
+// ticket keeps its match (`matched`, that room), which its banned
+// user cannot join. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
 // may be matched into an existing match room with a free seat (a
@@ -13293,7 +13313,9 @@ func (c *ClientWithResponses) KickPlayerWithResponse(ctx context.Context, roomId
 // in is skipped; a user who holds a seat gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
-// second or so, with `reservation_expired`. Refused with 409
+// second or so, with `reservation_expired` (also sent when the
+// matchmaker releases the seats of a match room's ticket it sends
+// back to the queue). Refused with 409
 // `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 // `USER_BANNED` when the room banned any of `userIds` (their join
 // would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -13325,7 +13347,9 @@ func (c *ClientWithResponses) ReserveSeatsWithBodyWithResponse(ctx context.Conte
 // in is skipped; a user who holds a seat gets the new expiry. Emits
 // `seats_reserved` (how many seats, never who: a player's userId is
 // theirs); a hold that expires is released by the janitor within a
-// second or so, with `reservation_expired`. Refused with 409
+// second or so, with `reservation_expired` (also sent when the
+// matchmaker releases the seats of a match room's ticket it sends
+// back to the queue). Refused with 409
 // `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
 // `USER_BANNED` when the room banned any of `userIds` (their join
 // would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and

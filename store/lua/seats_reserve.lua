@@ -25,10 +25,12 @@
 --   repair's): the userIds come by ticket, each ticket's ended by "". A
 --   room not waiting is ROOM_NOT_JOINABLE, a locked one is not (as ""). A
 --   ticket with a user the room banned and none in the room is refused
---   whole (a party is not split), and no seat is held for anyone:
---   {"REFUSED", its banned userIds...}. A ticket with a user in the room
---   keeps the match (that user must not be matched again): its banned
---   users are skipped, they cannot join.
+--   whole (a party is not split), the seats its users hold (a first
+--   hold's) released at once (reservation_expired: their ticket goes back
+--   to the queue, and a seat taken would put them in two matches), and
+--   no seat is held for anyone: {"REFUSED", its banned userIds...}. A
+--   ticket with a user in the room keeps the match (that user must not be
+--   matched again): its banned users are skipped, they cannot join.
 --   "": the owner's: members are skipped, a user the room banned is
 --   refused as in "b" and "r" ({"REFUSED", userId...}, nothing held)
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
@@ -75,7 +77,7 @@ if p.st ~= 'waiting' or (backfill and p.lk == '1') then return {'ROOM_NOT_JOINAB
 -- users is in the room), who get no seat
 local skipped = {}
 if match_room and p.bn ~= '0' then
-  local refused = {'REFUSED'}
+  local refused, released = {'REFUSED'}, 0
   for _, t in ipairs(tickets) do
     local banned, inside = {}, false
     for _, uid in ipairs(t) do
@@ -88,6 +90,14 @@ if match_room and p.bn ~= '0' then
     for _, uid in ipairs(banned) do
       if inside then skipped[uid] = true else refused[#refused + 1] = uid end
     end
+    if not inside and #banned > 0 and p.rv > 0 then -- the first hold's seats
+      for _, uid in ipairs(t) do released = released + redis.call('HDEL', K_RESERVED, uid) end
+    end
+  end
+  if released > 0 then
+    local rv = p.rv - released
+    emit('reservation_expired', ',"seats":' .. released .. ',"reservedSeats":' .. rv, 'rv', rv)
+    reindex(p, nil, with_count(p, p.pc, rv))
   end
   if #refused > 1 then return refused end
 end

@@ -679,3 +679,77 @@ func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
 		}
 	})
 }
+
+// diesTelling is a Notifier whose instance dies having told its first n
+// users of a match: the calls after fail.
+type diesTelling struct {
+	matchmaking.Notifier
+	n, calls int
+}
+
+func (d *diesTelling) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
+	if d.calls++; d.calls > d.n {
+		return errors.New("died while telling them")
+	}
+	return d.Notifier.MatchFound(ctx, uid, e)
+}
+
+// The repair of a match room that banned a party's member releases the
+// seat its first completion held for the party's other member, whom it
+// told before dying: the party's ticket goes back to the queue, and that
+// seat, taken, would put him in a match his ticket left (and the next
+// round in a second one; a reviewer's find). The other tickets' seats are
+// held again.
+func TestRepairReleasesTheSeatsOfARefusedParty(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		ids := map[string]string{}
+		for i, p := range [][]string{{"u1"}, {"u2", "u3"}, {"u4"}} {
+			tk, err := e.svc.Create(ctx, player(p[0]), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
+				Rating: rating(float64(1000 + i)), PartyUserIDs: p[1:]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[p[0]] = tk.ID
+		}
+		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+		// the first completion tells u1, u2 and u3, and dies before u4
+		mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: &diesTelling{Notifier: rec, n: 3}, Holder: "a"}
+		matchmaking.NewMatcher(mcfg).Round(ctx)
+		pending, err := e.tickets.Pending(ctx, "ffa")
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("pending after the crash: %+v %v, want the match", pending, err)
+		}
+		room := rec.got["u3"][pending[0].ID].RoomID
+		if room == "" {
+			t.Fatalf("u3 not told: %+v", rec.got)
+		}
+		j, err := e.rooms.Join(ctx, player("u2"), room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rooms.Ban(ctx, player("u1"), room, j.PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		mcfg.Notifier, mcfg.Holder = rec, "b"
+		if err := matchmaking.NewMatcher(mcfg).Complete(ctx, pending[0], r); err != nil {
+			t.Fatal(err)
+		}
+		if tk, err := e.tickets.Get(ctx, ids["u2"]); err != nil || tk.Status != matchmaking.Searching {
+			t.Fatalf("the refused party's ticket: %+v %v, want searching", tk, err)
+		}
+		rm, _, err := e.rooms.Get(ctx, room, false)
+		if err != nil || rm.ReservedSeats != 1 {
+			t.Fatalf("room after the repair: %d seats held (%v), want u4's alone", rm.ReservedSeats, err)
+		}
+		if _, err := e.rooms.Join(ctx, player("u3"), room); !errors.Is(err, rooms.ErrRoomNotFound) {
+			t.Fatalf("u3, of the refused party, joins the match room: %v, want not found (his seat released)", err)
+		}
+		if _, err := e.rooms.Join(ctx, player("u4"), room); err != nil {
+			t.Fatalf("u4 joins the room: %v", err)
+		}
+	})
+}

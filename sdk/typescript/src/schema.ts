@@ -293,7 +293,9 @@ export interface paths {
          *     in is skipped; a user who holds a seat gets the new expiry. Emits
          *     `seats_reserved` (how many seats, never who: a player's userId is
          *     theirs); a hold that expires is released by the janitor within a
-         *     second or so, with `reservation_expired`. Refused with 409
+         *     second or so, with `reservation_expired` (also sent when the
+         *     matchmaker releases the seats of a match room's ticket it sends
+         *     back to the queue). Refused with 409
          *     `ROOM_NOT_JOINABLE` unless the room is waiting, then 409
          *     `USER_BANNED` when the room banned any of `userIds` (their join
          *     would be 403 `BANNED`; the detail names them), then 409 `ROOM_FULL` when the seats taken and
@@ -624,11 +626,12 @@ export interface paths {
          *     before it told the users is completed by another a few seconds
          *     later; should its room have banned a user of the match meanwhile,
          *     that user's ticket (their party's whole) is not matched: it goes
-         *     back to `searching`, never matched into that room again, and the
-         *     others' match goes on; unless another user of the ticket is in the
-         *     room already: then the ticket keeps its match (`matched`, that
-         *     room), which its banned user cannot join. Players only: an API key is
-         *     403 `SCOPE_REQUIRED`.
+         *     back to `searching`, never matched into that room again, the seats
+         *     held for its users released, and the others' match goes on;
+         *     unless another user of the ticket is in the room already: then the
+         *     ticket keeps its match (`matched`, that room), which its banned
+         *     user cannot join. Players only: an API key is 403
+         *     `SCOPE_REQUIRED`.
          *
          *     A mode with `backfill` fills its waiting match rooms first: a ticket
          *     may be matched into an existing match room with a free seat (a
