@@ -148,11 +148,12 @@ type RoomOpener interface {
 	// maxPlayers, its seats reserved for m's users for hold, and returns
 	// its id; rooms.ErrRoomNotFound when the retry finds the room it made
 	// closed since (it is not made again). A retry that finds the room
-	// banned some of m's users since refuses their tickets, holds the
-	// seats of the others and returns the id with a *SeatsRefusedError
-	// naming the refused tickets' banned users; a ticket one of whose
-	// users is in the room is not refused (that user would be matched
-	// again while in this match): its banned users get no seat.
+	// banned some of m's users since (started or not) refuses their
+	// tickets, holds the seats of the others and returns the id with a
+	// *SeatsRefusedError naming the refused tickets' banned users; a
+	// ticket one of whose users is in the room is not refused (that user
+	// would be matched again while in this match): its banned users get
+	// no seat.
 	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
 	// ReserveMatchSeats holds seats of room id for users for hold (a
 	// backfill), the room's players and held seats never more than size

@@ -441,3 +441,38 @@ func TestMatchRoomRetryKeepsATicketWithAUserInTheRoom(t *testing.T) {
 		wantErr(t, err, rooms.ErrRoomNotFound) // a private room, no seat held for him
 	})
 }
+
+// A match room that started after banning a user of the match refuses
+// that user's ticket on the retry as a waiting one does (the bans are
+// checked before the status): the retry answered ROOM_NOT_JOINABLE first,
+// taken for success, and the banned user was told match_found and their
+// ticket ended matched (a reviewer's find). The refused party's seats are
+// released; a ticket with a user in the room keeps the match there too.
+func TestMatchRoomRetryOfAStartedRoomAfterABan(t *testing.T) {
+	dave, erin := rooms.User{ID: "u-dave", Name: "dave"}, rooms.User{ID: "u-erin", Name: "erin"}
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		m := matchmaking.Match{ID: "m-ban-started", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+			{Users: []string{alice.ID}}, {Users: []string{bob.ID, erin.ID}}, {Users: []string{carol.ID, dave.ID}}}}
+		id, err := s.OpenMatchRoom(ctx, m, 5, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustJoin(t, s, carol, id)
+		for _, u := range []rooms.User{bob, dave} {
+			if err := s.Ban(ctx, alice, id, mustJoin(t, s, u, id).PlayerID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		update(t, s, alice, id, rooms.UpdateParams{Status: ptr(rooms.Playing)})
+		again, err := s.OpenMatchRoom(ctx, m, 5, time.Hour)
+		var refused *matchmaking.SeatsRefusedError
+		if again != id || !errors.As(err, &refused) || !slices.Equal(refused.Users, []string{bob.ID}) {
+			t.Fatalf("retry of the started room: %q %v, want %s and %s refused", again, err, id, bob.ID)
+		}
+		r, _, err := s.Get(ctx, id, false)
+		if err != nil || r.ReservedSeats != 0 || r.Status != rooms.Playing {
+			t.Fatalf("room after the retry: %s, %d seats held (%v), want playing, erin's seat released", r.Status, r.ReservedSeats, err)
+		}
+	})
+}

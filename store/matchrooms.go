@@ -49,14 +49,15 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // leaves a room that started as it is; a room it made that closed since is
 // rooms.ErrRoomNotFound (its id is never used again). A ticket with a user
 // the room banned since (the owner too, whom the server may ban) and none
-// in the room is refused, a party whole: the seats its users hold (the
-// first open's) are released, so that none of them joins a match their
-// ticket left, the users of the other tickets are held their seats, and
-// the room's id comes with a *matchmaking.SeatsRefusedError naming the
-// banned users (whose tickets the matcher puts back in the queue, barred
-// from the room). A ticket with a user in the room keeps the match, its
-// banned users simply unable to join: sent back, that user would be
-// matched again while in this match.
+// in the room is refused, a party whole, whether the room started or not:
+// the seats its users hold (the first open's) are released, so that none
+// of them joins a match their ticket left, the users of the other tickets
+// are held their seats (a waiting room), and the room's id comes with a
+// *matchmaking.SeatsRefusedError naming the banned users (whose tickets
+// the matcher puts back in the queue, barred from the room). A ticket
+// with a user in the room keeps the match, its banned users simply unable
+// to join: sent back, that user would be matched again while in this
+// match.
 func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
 	users := m.Users()
 	if len(users) == 0 {
@@ -102,8 +103,8 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 // their users' seats held for hold (members skipped, and a ticket's
 // banned users when another of its users is in the room); a ticket with a
 // user the room banned and none in it refused, its users' seats released
-// (*matchmaking.SeatsRefusedError naming the banned, nothing held); a room
-// not waiting rooms.ErrNotJoinable.
+// (*matchmaking.SeatsRefusedError naming the banned, nothing held) whatever
+// the room's status; then a room not waiting is rooms.ErrNotJoinable.
 func (s *Store) holdMatchSeats(ctx context.Context, id string, tickets []matchmaking.MatchedTicket, hold time.Duration) error {
 	var args []string
 	for _, t := range tickets {

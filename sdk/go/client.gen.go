@@ -1681,8 +1681,8 @@ type ClientInterface interface {
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
 	// least once: `matchId` tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
-	// later; should its room have banned a user of the match meanwhile,
-	// that user's ticket (their party's whole) is not matched: it goes
+	// later; should its room have banned a user of the match meanwhile
+	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, the seats
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
@@ -1733,8 +1733,8 @@ type ClientInterface interface {
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
 	// least once: `matchId` tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
-	// later; should its room have banned a user of the match meanwhile,
-	// that user's ticket (their party's whole) is not matched: it goes
+	// later; should its room have banned a user of the match meanwhile
+	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, the seats
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
@@ -3013,8 +3013,8 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // `match_found` on their personal stream (`GET /v1/me/events`; at
 // least once: `matchId` tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
-// later; should its room have banned a user of the match meanwhile,
-// that user's ticket (their party's whole) is not matched: it goes
+// later; should its room have banned a user of the match meanwhile
+// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, the seats
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the
@@ -3075,8 +3075,8 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // `match_found` on their personal stream (`GET /v1/me/events`; at
 // least once: `matchId` tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
-// later; should its room have banned a user of the match meanwhile,
-// that user's ticket (their party's whole) is not matched: it goes
+// later; should its room have banned a user of the match meanwhile
+// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, the seats
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the
@@ -6546,8 +6546,8 @@ type ClientWithResponsesInterface interface {
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
 	// least once: `matchId` tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
-	// later; should its room have banned a user of the match meanwhile,
-	// that user's ticket (their party's whole) is not matched: it goes
+	// later; should its room have banned a user of the match meanwhile
+	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, the seats
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
@@ -6598,8 +6598,8 @@ type ClientWithResponsesInterface interface {
 	// `match_found` on their personal stream (`GET /v1/me/events`; at
 	// least once: `matchId` tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
-	// later; should its room have banned a user of the match meanwhile,
-	// that user's ticket (their party's whole) is not matched: it goes
+	// later; should its room have banned a user of the match meanwhile
+	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 	// back to `searching`, never matched into that room again, the seats
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
@@ -12422,8 +12422,8 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // `match_found` on their personal stream (`GET /v1/me/events`; at
 // least once: `matchId` tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
-// later; should its room have banned a user of the match meanwhile,
-// that user's ticket (their party's whole) is not matched: it goes
+// later; should its room have banned a user of the match meanwhile
+// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, the seats
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the
@@ -12480,8 +12480,8 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // `match_found` on their personal stream (`GET /v1/me/events`; at
 // least once: `matchId` tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
-// later; should its room have banned a user of the match meanwhile,
-// that user's ticket (their party's whole) is not matched: it goes
+// later; should its room have banned a user of the match meanwhile
+// (started since or not), that user's ticket (their party's whole) is not matched: it goes
 // back to `searching`, never matched into that room again, the seats
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the

@@ -22,15 +22,17 @@
 --   held again (their seats renewed for the new hold), and a locked or
 --   started room is ROOM_NOT_JOINABLE.
 --   "m": a match room's (the matcher's OpenMatchRoom, its first hold or a
---   repair's): the userIds come by ticket, each ticket's ended by "". A
---   room not waiting is ROOM_NOT_JOINABLE, a locked one is not (as ""). A
---   ticket with a user the room banned and none in the room is refused
---   whole (a party is not split), the seats its users hold (a first
---   hold's) released at once (reservation_expired: their ticket goes back
---   to the queue, and a seat taken would put them in two matches), and
---   no seat is held for anyone: {"REFUSED", its banned userIds...}. A
---   ticket with a user in the room keeps the match (that user must not be
---   matched again): its banned users are skipped, they cannot join.
+--   repair's): the userIds come by ticket, each ticket's ended by "". The
+--   bans come first, whatever the room's status (a room that started
+--   after its ban refuses the banned alike): a ticket with a user the
+--   room banned and none in the room is refused whole (a party is not
+--   split), the seats its users hold (a first hold's) released at once
+--   (reservation_expired: their ticket goes back to the queue, and a seat
+--   taken would put them in two matches), and no seat is held for anyone:
+--   {"REFUSED", its banned userIds...}. A ticket with a user in the room
+--   keeps the match (that user must not be matched again): its banned
+--   users are skipped, they cannot join. Then a room not waiting is
+--   ROOM_NOT_JOINABLE, a locked one is not (as "").
 --   "": the owner's: members are skipped, a user the room banned is
 --   refused as in "b" and "r" ({"REFUSED", userId...}, nothing held)
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
@@ -72,7 +74,6 @@ if mode == 'r' then -- a repair whose users all took their seats: done
   end
   if done then return {'OK', p.rv, '0'} end
 end
-if p.st ~= 'waiting' or (backfill and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
 -- "m": the banned users of the tickets that keep the match (one of their
 -- users is in the room), who get no seat
 local skipped = {}
@@ -101,6 +102,7 @@ if match_room and p.bn ~= '0' then
   end
   if #refused > 1 then return refused end
 end
+if p.st ~= 'waiting' or (backfill and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
 -- a user the room banned is refused whoever holds the seats (a join would
 -- refuse them, and their seat would keep the room full for others until
 -- it lapsed), and so, on a backfill's first hold, are its members and

@@ -753,3 +753,71 @@ func TestRepairReleasesTheSeatsOfARefusedParty(t *testing.T) {
 		}
 	})
 }
+
+// The repair of a match room that banned a user of the match and then
+// started refuses that user's ticket as a waiting room's repair does: it
+// goes back to the queue, searching, barred from the room, and its user is
+// not told; the others keep the match. The repair checked the room's
+// status before its bans, took the started room's ROOM_NOT_JOINABLE for
+// success, and told the banned user match_found, their ticket matched (a
+// reviewer's find).
+func TestRepairOfAStartedMatchRoomThatBannedAUser(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		ids := map[string]string{}
+		for i, uid := range []string{"u1", "u2", "u3"} {
+			tk, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: rating(float64(1000 + i))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[uid] = tk.ID
+		}
+		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+		crash := &crashing{RoomOpener: e.rooms}
+		mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: crash, Notifier: rec, Holder: "a"}
+		matchmaking.NewMatcher(mcfg).Round(ctx)
+		pending, err := e.tickets.Pending(ctx, "ffa")
+		if err != nil || len(pending) != 1 || len(crash.ids) != 1 {
+			t.Fatalf("pending after the crash: %+v %v, rooms %v, want the match and its room", pending, err, crash.ids)
+		}
+		room, match := crash.ids[0], pending[0]
+		if _, err := e.rooms.Join(ctx, player("u3"), room); err != nil {
+			t.Fatal(err)
+		}
+		j, err := e.rooms.Join(ctx, player("u2"), room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rooms.Ban(ctx, player("u1"), room, j.PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		playing := rooms.Playing
+		if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{Status: &playing}); err != nil {
+			t.Fatal(err)
+		}
+		mcfg.Rooms, mcfg.Holder = e.rooms, "b"
+		if err := matchmaking.NewMatcher(mcfg).Complete(ctx, match, r); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := e.tickets.Get(ctx, ids["u2"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		barred, err := e.tickets.Barred(ctx, "ffa", tk.ID)
+		if err != nil || tk.Status != matchmaking.Searching || !slices.Equal(barred, []string{room}) {
+			t.Fatalf("banned u2's ticket: %s in %q, barred from %v (%v), want searching, barred from %s", tk.Status, tk.RoomID, barred, err, room)
+		}
+		if ev, told := rec.got["u2"][match.ID]; told {
+			t.Fatalf("banned u2 told %+v", ev)
+		}
+		for _, uid := range []string{"u1", "u3"} {
+			tk, err := e.tickets.Get(ctx, ids[uid])
+			if err != nil || tk.Status != matchmaking.Matched || tk.RoomID != room || rec.got[uid][match.ID].RoomID != room {
+				t.Fatalf("%s's ticket: %+v (%v), told %+v: want matched into %s, told", uid, tk, err, rec.got[uid], room)
+			}
+		}
+	})
+}

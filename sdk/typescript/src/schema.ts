@@ -624,8 +624,8 @@ export interface paths {
          *     `match_found` on their personal stream (`GET /v1/me/events`; at
          *     least once: `matchId` tells a repeat). A match whose server died
          *     before it told the users is completed by another a few seconds
-         *     later; should its room have banned a user of the match meanwhile,
-         *     that user's ticket (their party's whole) is not matched: it goes
+         *     later; should its room have banned a user of the match meanwhile
+         *     (started since or not), that user's ticket (their party's whole) is not matched: it goes
          *     back to `searching`, never matched into that room again, the seats
          *     held for its users released, and the others' match goes on;
          *     unless another user of the ticket is in the room already: then the
