@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -55,19 +57,38 @@ func hungUp(ctx context.Context) bool {
 
 // detach returns r on a context of its own that its client's hang-up does
 // not end, and its release (call it once r is answered). It keeps r's
-// values and r's deadline (the request timeout: DeadlineExceeded, 503),
-// and still ends, with the cause ErrShutdown (503), when a shutdown cuts
-// the requests still running: when r's own context is cut so, or when
-// the server's base context (Config.Base) ends, which also reaches a
-// request whose client had already left. So a request it serves finishes
-// what it started, and its outcome is known, whether its client waits for
-// it or not; a shutdown still ends it within its timeout.
+// values and r's deadline (the request timeout: DeadlineExceeded, 503; the
+// request timeout from now when r has none), and still ends, with the
+// cause ErrShutdown (503), when a shutdown cuts the requests still
+// running: when r's own context is cut so, or when the server's base
+// context (Config.Base) ends, which also reaches a request whose client
+// had already left. So a request it serves finishes what it started, and
+// its outcome is known, whether its client waits for it or not; a
+// shutdown still ends it within its timeout.
+//
+// The run is counted in Config.Detached until r's exchange is recorded
+// (observe; at release without one), so a shutdown can wait for it: over
+// HTTP/2, http.Server.Shutdown does not wait for the handler of a stream
+// its client reset. Once Detached.Drain was called, r's context is cut
+// (ErrShutdown) from the start: its client left, or the server is past
+// waiting for requests, and it must not begin what the store's close
+// would cut short.
 func (s *Server) detach(r *http.Request) (*http.Request, func()) {
 	parent := r.Context()
 	ctx, cut := context.WithCancelCause(context.WithoutCancel(parent))
-	endDeadline := context.CancelFunc(func() {})
-	if d, ok := parent.Deadline(); ok {
-		ctx, endDeadline = context.WithDeadline(ctx, d)
+	d, ok := parent.Deadline()
+	if !ok {
+		d = time.Now().Add(s.requestTimeout)
+	}
+	ctx, endDeadline := context.WithDeadline(ctx, d)
+	if !s.detached.start() {
+		cut(ErrShutdown)
+		return r.WithContext(ctx), endDeadline
+	}
+	done := s.detached.done
+	if x := exchangeFrom(parent); x != nil {
+		x.finish = append(x.finish, done)
+		done = func() {}
 	}
 	stop := context.AfterFunc(parent, func() {
 		if cause := context.Cause(parent); errors.Is(cause, ErrShutdown) {
@@ -83,5 +104,76 @@ func (s *Server) detach(r *http.Request) (*http.Request, func()) {
 		stopBase()
 		endDeadline()
 		cut(nil)
+		done()
+	}
+}
+
+// Detached counts the requests running detached from their client
+// (detach: those with an Idempotency-Key), so that a shutdown waits for
+// them before it closes the store (Drain). Its zero value is ready; a nil
+// *Detached counts nothing. Safe for concurrent use.
+type Detached struct {
+	mu       sync.Mutex
+	n        int
+	idle     chan struct{} // closed when n drops back to 0; nil while 0
+	draining bool
+}
+
+// start counts a run; false once Drain was called (nothing counted).
+func (d *Detached) start() bool {
+	if d == nil {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.draining {
+		return false
+	}
+	if d.n == 0 {
+		d.idle = make(chan struct{})
+	}
+	d.n++
+	return true
+}
+
+// done ends a run that start counted.
+func (d *Detached) done() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n--; d.n == 0 {
+		close(d.idle)
+		d.idle = nil
+	}
+}
+
+// Drain waits until no request runs detached, or ctx ends: then it
+// returns an error saying how many still run, wrapping ctx's error. From
+// its first call on, no run begins: a request that would detach is cut at
+// once (ErrShutdown, 503) before it claims its key. Call it once the HTTP
+// server stopped taking requests (http.Server.Shutdown returned), so that
+// none but the detached can begin; call it again after cutting the base
+// context (Config.Base) to wait for the cut runs to free their keys.
+func (d *Detached) Drain(ctx context.Context) error {
+	d.mu.Lock()
+	d.draining = true
+	idle := d.idle
+	d.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		d.mu.Lock()
+		n := d.n
+		d.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		return fmt.Errorf("%d requests still running detached from their client: %w", n, ctx.Err())
 	}
 }

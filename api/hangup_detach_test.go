@@ -76,3 +76,40 @@ func TestDetachedRequestEndsWithTheServer(t *testing.T) {
 		}
 	})
 }
+
+// A shutdown's Drain waits for the requests detached from their client
+// (Detached counts them until released); from its first call on, a
+// request that would detach is cut at once (ErrShutdown, 503), so that
+// nothing begins which the store's close would cut short.
+func TestDrainWaitsForDetachedRequests(t *testing.T) {
+	d := new(Detached)
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), detached: d, requestTimeout: time.Hour}
+	if err := d.Drain(t.Context()); err != nil {
+		t.Fatalf("drain with nothing detached: %v", err)
+	}
+	d = new(Detached)
+	s.detached = d
+	r, release := s.detach(httptest.NewRequest("POST", "/v1/rooms", nil))
+	if dl, ok := r.Context().Deadline(); !ok || time.Until(dl) < 59*time.Minute {
+		t.Errorf("detached without a deadline of its own: deadline %v %v, want the request timeout from now", dl, ok)
+	}
+	ended, end := context.WithCancel(t.Context())
+	end()
+	if err := d.Drain(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("drain past its context with a request detached: %v", err)
+	}
+	late, releaseLate := s.detach(httptest.NewRequest("POST", "/v1/rooms", nil))
+	defer releaseLate()
+	if !errors.Is(context.Cause(late.Context()), ErrShutdown) {
+		t.Fatalf("detached after the drain began: %v, want cut with %v", context.Cause(late.Context()), ErrShutdown)
+	}
+	if r.Context().Err() != nil {
+		t.Fatalf("the drain cut a request detached before it: %v", r.Context().Err())
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- d.Drain(t.Context()) }()
+	release()
+	if err := <-drained; err != nil {
+		t.Fatalf("drain once the request was released: %v", err)
+	}
+}

@@ -63,6 +63,10 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	r, release := s.detach(r)
 	defer release()
 	ctx := r.Context()
+	if err := ctx.Err(); err != nil { // cut before it began: a shutdown drains (Detached.Drain)
+		s.writeError(w, r, err)
+		return
+	}
 	c, err := s.idem.Claim(ctx, userFrom(ctx).ID, *key, fingerprint(r.Method, routeOf(r), body), 2*s.requestTimeout)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -75,6 +75,9 @@ type exchange struct {
 	// Idempotency-Key whose client left before it was sent (status is then
 	// 499; idempotent): what the request did, for handBackRoomCounts.
 	kept int
+	// finish is run once the request was recorded: a detached run's end
+	// (detach), which a shutdown waits for (Detached.Drain).
+	finish []func()
 }
 
 func (x *exchange) WriteHeader(code int) {
@@ -151,6 +154,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		x := &exchange{ResponseWriter: w, id: s.ids.of(r.Header.Get(requestIDHeader)), status: http.StatusOK}
 		w.Header()[requestIDHeader] = []string{x.id}
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
+		defer func() {
+			for _, f := range x.finish {
+				f()
+			}
+		}()
 		next.ServeHTTP(x, r)
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		switch {

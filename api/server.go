@@ -97,6 +97,11 @@ type Config struct {
 	// end ends it too. nil: such a request ends at its request timeout, or
 	// when its own context is cut with ErrShutdown before its client left.
 	Base context.Context
+	// Detached counts those requests while they run on (a shutdown waits
+	// for them with its Drain before it closes the store: over HTTP/2
+	// http.Server.Shutdown does not wait for the handler of a stream its
+	// client reset); nil: the server counts them for nobody.
+	Detached *Detached
 }
 
 // Server implements oapi.ServerInterface.
@@ -123,6 +128,7 @@ type Server struct {
 	requestTimeout time.Duration
 	idem           idempotency.Store
 	base           context.Context // see Config.Base
+	detached       *Detached       // see Config.Detached
 	deadLetters    deadletter.Queue
 	admission      *admitter // nil: no bound
 }
@@ -134,7 +140,7 @@ func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
-		base: cfg.Base, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission)}
+		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -158,6 +158,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// hangs up, end with it too (api.Config.Base)
 	base, cut := context.WithCancelCause(context.Background())
 	defer cut(nil)
+	// those requests are counted while they run on: shutdown waits for
+	// them before it closes the store (over HTTP/2 srv.Shutdown does not
+	// wait for the handler of a stream its client reset)
+	detached := new(api.Detached)
 	handler := api.NewHandler(api.Config{
 		Rooms:   roomService,
 		Direct:  players.NewDirect(st.Sessions(), roomService),
@@ -179,7 +183,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			LeaseTTL: cfg.RateLimitLease, Checked: m.RateLimitCheck}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout, Admission: cfg.Admission,
-		Idempotency: idemstore.New(st.Base()), Base: base,
+		Idempotency: idemstore.New(st.Base()), Base: base, Detached: detached,
 		Tickets: ticketService,
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
@@ -257,21 +261,30 @@ wait:
 		}
 	}
 	closeHub, closeStore = func() {}, func() {}
-	return shutdown(srv, func() { cut(api.ErrShutdown) }, served, hub, stop, st.Close, cfg.ShutdownTimeout, log)
+	return shutdown(srv, func() { cut(api.ErrShutdown) }, detached.Drain, served, hub, stop, st.Close, cfg.ShutdownTimeout, log)
 }
+
+// cutGrace is how long shutdown waits past its deadline, once it cut the
+// requests that ran on after their client left (api.Detached), for them
+// to free their Idempotency-Keys (a Redis round trip each) before it
+// closes the store.
+const cutGrace = time.Second
 
 // shutdown stops accepting connections, ends every event stream (each with
 // a short jittered retry line, so its client resumes on another instance
 // with Last-Event-ID, and its presence lease released: a player whose
 // client is not back within the presence debounce is then shown
 // player_disconnected), stops the background loops, waits for the
-// requests in flight, and closes the store: all within timeout. Past it
+// requests in flight, those that run on after their client left for
+// their Idempotency-Key among them (drain: srv.Shutdown does not wait for
+// them over HTTP/2), and closes the store: all within timeout. Past it
 // the remaining requests are cut (cutRequests cancels their contexts, so
-// they answer 503), then their connections, and an error says so (exit
-// 1: clients saw errors). What else was left running then (the streams'
+// they answer 503, and the detached ones free their keys within
+// cutGrace), then their connections, and an error says so (exit 1:
+// clients saw errors). What else was left running then (the streams'
 // lease releases, the registry leave, the store's calls) lapses as a
 // killed instance's does: a warning names it.
-func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration, log *slog.Logger) error {
+func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) error, served <-chan error, hub *sse.Hub, stopBackground func(context.Context), closeStore func() error, timeout time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	done := make(chan error, 1)
@@ -291,6 +304,22 @@ func shutdown(srv *http.Server, cutRequests func(), served <-chan error, hub *ss
 	if err != nil {
 		cutRequests()
 		srv.Close()
+	}
+	// The requests with an Idempotency-Key whose client left run on, their
+	// handlers not waited for by srv.Shutdown over HTTP/2 (a stream the
+	// client reset): the store must outlive them, or their answer is
+	// neither recorded nor their key freed, and the client's retry gets
+	// 409 IDEMPOTENCY_KEY_IN_USE for twice the request timeout. Past the
+	// deadline they are cut, and get cutGrace to free their keys.
+	if drain(ctx) != nil {
+		cutRequests()
+		grace, cancelGrace := context.WithTimeout(context.Background(), cutGrace)
+		defer cancelGrace()
+		if drain(grace) != nil {
+			overran = append(overran, "the requests run on for their Idempotency-Key after their client left (cut; some keys held for twice REALSYNC_REQUEST_TIMEOUT)")
+		} else {
+			overran = append(overran, "the requests run on for their Idempotency-Key after their client left (cut; their keys freed)")
+		}
 	}
 	// The store's close waits for the batches in flight, each up to a
 	// reply timeout when Redis does not answer: not past the deadline.

@@ -1017,8 +1017,10 @@ type QuickJoinParams struct {
 	// request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
-	// request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
-	// shuts down meanwhile (as for a client that waited: 503). The retry
+	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+	// down meanwhile waits for it as for a client that waited, over
+	// HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+	// timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
 	// with the same key and body after a disconnect therefore gets the
 	// first request's answer, replayed (a created room or ticket once),
 	// or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
@@ -1055,8 +1057,10 @@ type CreateTicketParams struct {
 	// request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
-	// request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
-	// shuts down meanwhile (as for a client that waited: 503). The retry
+	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+	// down meanwhile waits for it as for a client that waited, over
+	// HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+	// timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
 	// with the same key and body after a disconnect therefore gets the
 	// first request's answer, replayed (a created room or ticket once),
 	// or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
@@ -1141,8 +1145,10 @@ type CreateRoomParams struct {
 	// request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
-	// request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
-	// shuts down meanwhile (as for a client that waited: 503). The retry
+	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+	// down meanwhile waits for it as for a client that waited, over
+	// HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+	// timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
 	// with the same key and body after a disconnect therefore gets the
 	// first request's answer, replayed (a created room or ticket once),
 	// or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
@@ -1197,8 +1203,10 @@ type SendMessageParams struct {
 	// request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
-	// request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
-	// shuts down meanwhile (as for a client that waited: 503). The retry
+	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+	// down meanwhile waits for it as for a client that waited, over
+	// HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+	// timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
 	// with the same key and body after a disconnect therefore gets the
 	// first request's answer, replayed (a created room or ticket once),
 	// or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
@@ -1260,8 +1268,10 @@ type SendDirectMessageParams struct {
 	// request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
-	// request timeout (`REALSYNC_REQUEST_TIMEOUT`) and unless the instance
-	// shuts down meanwhile (as for a client that waited: 503). The retry
+	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+	// down meanwhile waits for it as for a client that waited, over
+	// HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+	// timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
 	// with the same key and body after a disconnect therefore gets the
 	// first request's answer, replayed (a created room or ticket once),
 	// or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
