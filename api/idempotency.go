@@ -42,8 +42,9 @@ var (
 // within the request timeout and unless a shutdown cuts it: its answer is
 // recorded, or its key freed, as for a client that waited, and the retry
 // with the key gets that answer, or 409 IDEMPOTENCY_KEY_IN_USE while it
-// still runs. The request is recorded as 499 (nobody read its answer);
-// its room counts are handed back as its own answer says (exchange.kept).
+// still runs. Its answer is written all the same (a client that only
+// half-closed its connection reads it), and the request is recorded as
+// 499 (answeredGone).
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc) {
 	if key == nil || s.idem == nil {
 		h(w, r)
@@ -62,6 +63,11 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	client := r.Context()
 	r, release := s.detach(r)
 	defer release()
+	defer func() {
+		if hungUp(client) {
+			s.answeredGone(r)
+		}
+	}()
 	ctx := r.Context()
 	if err := ctx.Err(); err != nil { // cut before it began: a shutdown drains (Detached.Drain)
 		s.writeError(w, r, err)
@@ -96,16 +102,23 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 	} else if err := s.idem.Release(ctx, c); err != nil {
 		s.log.Warn("idempotency: key not released", "err", err, "request_id", requestID(ctx))
 	}
-	if hungUp(client) {
-		s.log.Debug("client closed request; run to its end for its Idempotency-Key", "method", r.Method,
-			"path", r.URL.Path, "status", rec.status, "request_id", requestID(ctx))
-		if x := exchangeFrom(ctx); x != nil {
-			x.kept = rec.status
-		}
-		w.WriteHeader(statusClientClosed)
+	rec.writeTo(w) // also to a client that left: harmless, and one that only half-closed reads it
+}
+
+// answeredGone records r, a request with an Idempotency-Key whose client
+// hung up while it ran detached and which was answered all the same (its
+// answer written, for a client that only half-closed its connection), as
+// 499 in the metrics and the access log (exchange.recorded): nobody may
+// have read its answer. Its room counts follow the answer written
+// (handBackRoomCounts).
+func (s *Server) answeredGone(r *http.Request) {
+	x := exchangeFrom(r.Context())
+	if x == nil {
 		return
 	}
-	rec.writeTo(w)
+	s.log.Debug("client closed request; run to its end for its Idempotency-Key", "method", r.Method,
+		"path", r.URL.Path, "status", x.status, "request_id", x.id)
+	x.recorded = statusClientClosed
 }
 
 // validIdempotencyKey: 1..maxIdempotencyKey visible ASCII characters.

@@ -1,8 +1,12 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -69,28 +73,18 @@ func newHangupEnv(t *testing.T, b redistest.Backend, proxies []*redistest.Proxy,
 // returns the request's status as recorded in its access line, once
 // written.
 func (h *hangupEnv) hangUpHeld(marker, id, token, method, path, body string, hdr ...string) float64 {
+	h.t.Helper()
+	return h.hangUp(marker, false, id, token, method, path, body, hdr...)
+}
+
+// hangUp is hangUpHeld; with pastAnswer the reply is held until the
+// request was answered and recorded (its access line written), as a
+// Redis that does not answer within the request timeout.
+func (h *hangupEnv) hangUp(marker string, pastAnswer bool, id, token, method, path, body string, hdr ...string) float64 {
 	t := h.t
 	t.Helper()
-	held := make(chan struct{})
-	var once sync.Once
-	var releases []func()
-	releaseAll := func() {
-		for _, r := range releases {
-			r()
-		}
-	}
+	held, releaseAll := h.hold(marker)
 	defer releaseAll()
-	for _, p := range h.proxies {
-		ch, release := p.HoldReplyTo(marker)
-		releases = append(releases, release)
-		go func() {
-			select {
-			case <-ch:
-				once.Do(func() { close(held) })
-			case <-h.t.Context().Done():
-			}
-		}()
-	}
 	ctx, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
 	req, _ := http.NewRequestWithContext(ctx, method, h.url+path, strings.NewReader(body))
@@ -110,9 +104,7 @@ func (h *hangupEnv) hangUpHeld(marker, id, token, method, path, body string, hdr
 	}()
 	select {
 	case <-held:
-		for _, p := range h.proxies {
-			p.HoldReplyTo("") // the others
-		}
+		h.holdNoMore()
 	case err := <-answered:
 		t.Fatalf("%s answered (%v) before Redis ran the request that carries %q", id, err, marker)
 	case <-time.After(10 * time.Second):
@@ -122,16 +114,58 @@ func (h *hangupEnv) hangUpHeld(marker, id, token, method, path, body string, hdr
 	if err := <-answered; err == nil {
 		t.Fatalf("%s answered while its reply was held", id)
 	}
+	h.sawHangUp(id)
+	if pastAnswer {
+		return h.accessStatus(id)
+	}
+	releaseAll()
+	return h.accessStatus(id)
+}
+
+// hold arms every proxy to hold the reply to the next request that
+// carries marker (HoldReplyTo): held is closed once one of them holds it
+// (Redis ran the request); release lets the replies through.
+func (h *hangupEnv) hold(marker string) (held <-chan struct{}, release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	var releases []func()
+	for _, p := range h.proxies {
+		got, release := p.HoldReplyTo(marker)
+		releases = append(releases, release)
+		go func() {
+			select {
+			case <-got:
+				once.Do(func() { close(ch) })
+			case <-h.t.Context().Done():
+			}
+		}()
+	}
+	return ch, func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+}
+
+// holdNoMore disarms the proxies that hold nothing (hold's others).
+func (h *hangupEnv) holdNoMore() {
+	for _, p := range h.proxies {
+		p.HoldReplyTo("")
+	}
+}
+
+// sawHangUp waits (up to 10 s) until the server saw request id's client
+// hang up: net/http cancelled the request's own context.
+func (h *hangupEnv) sawHangUp(id string) {
+	h.t.Helper()
 	h.mu.Lock()
 	server := h.ctxs[id]
 	h.mu.Unlock()
 	select {
 	case <-server.Done():
 	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not see the client hang up within 10 s")
+		h.t.Fatal("the server did not see the client hang up within 10 s")
 	}
-	releaseAll()
-	return h.accessStatus(id)
 }
 
 // accessStatus waits (up to 10 s) for request id's access line and
@@ -238,6 +272,67 @@ func TestHungUpMessageCountsAsItsAnswer(t *testing.T) {
 			}
 			if strings.Join(data, " ") != `"bob" "bob" "held-202"` {
 				t.Fatalf("the room's messages, newest first: %v", data)
+			}
+		})
+	}
+}
+
+// A client that half-closes its connection after its request (shutdown
+// SHUT_WR; net/http takes the end of its input for a hang-up and cancels
+// the request's context) and still reads gets the answer of its
+// quick-join with an Idempotency-Key, which ran to its end: 201, the room
+// made, as a retry with the key gets it replayed. The request is recorded
+// as 499 all the same (the server cannot tell it from a client that
+// left). It got a bare "HTTP/1.1 499 status code 499" though the room was
+// made and its answer recorded.
+func TestHalfClosedClientReadsTheKeptAnswer(t *testing.T) {
+	for _, pb := range proxiedBackends(t) {
+		t.Run(pb.b.Name, func(t *testing.T) {
+			e := newHangupEnv(t, pb.b, pb.proxies)
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			want(t, e.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "warm", "regions": []string{"eu"},
+				"create": map[string]any{"name": "Warm", "maxPlayers": 2}}), 201, "") // the scripts known to the nodes
+			qj := `{"mode":"halfmode","regions":["eu"],"create":{"name":"Half","maxPlayers":2}}`
+			held, release := e.hold("halfmode")
+			defer release()
+			conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /v1/matchmaking/quick-join HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+				"Content-Type: application/json\r\nIdempotency-Key: half-1\r\nX-Request-Id: qj-half\r\nContent-Length: %d\r\n\r\n%s",
+				alice, len(qj), qj)
+			select {
+			case <-held:
+				e.holdNoMore()
+			case <-time.After(10 * time.Second):
+				t.Fatal("the quick-join did not reach Redis within 10 s")
+			}
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			e.sawHangUp("qj-half")
+			release()
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer after the half-close: %v", err)
+			}
+			raw, _ := io.ReadAll(res.Body)
+			var first map[string]any
+			json.Unmarshal(raw, &first)
+			if res.StatusCode != 201 || first["created"] != true {
+				t.Fatalf("answered %q %s after the half-close, want 201 created", res.Status, raw)
+			}
+			if status := e.accessStatus("qj-half"); status != 499 {
+				t.Errorf("recorded as %v, want 499", status)
+			}
+			again := e.do("POST", "/v1/matchmaking/quick-join", alice, qj, "Idempotency-Key", "half-1")
+			if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || again.raw != string(raw) {
+				t.Fatalf("sent again: %d %s (replayed %q); want the first answer %s, replayed",
+					again.status, again.raw, again.header.Get("Idempotent-Replayed"), raw)
 			}
 		})
 	}

@@ -71,10 +71,11 @@ type exchange struct {
 	// roomCounts are the room (and inbox) limits this request took a
 	// count on: handed back when it is refused (handBackRoomCounts).
 	roomCounts []limits.Check
-	// kept is the status of the answer of a request with an
-	// Idempotency-Key whose client left before it was sent (status is then
-	// 499; idempotent): what the request did, for handBackRoomCounts.
-	kept int
+	// recorded, when not 0, is the status the request is recorded with
+	// (metrics, access log) instead of the one it answered: 499 for a
+	// request with an Idempotency-Key whose client left before its
+	// answer, which ran to its end all the same (answeredGone).
+	recorded int
 	// finish is run once the request was recorded: a detached run's end
 	// (detach), which a shutdown waits for (Detached.Drain).
 	finish []func()
@@ -168,7 +169,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = unmatchedRoute
 		}
 		streamed := x.status == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream"
-		a := access{route: route, method: r.Method, path: r.URL.Path, status: x.status, streamed: streamed,
+		status := x.status
+		if x.recorded != 0 {
+			status = x.recorded
+		}
+		a := access{route: route, method: r.Method, path: r.URL.Path, status: status, streamed: streamed,
 			user: x.user, id: x.id, start: start}
 		if x.line != nil {
 			// taken over by the hub (eventLine): counted and logged when

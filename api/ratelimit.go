@@ -250,18 +250,12 @@ func (s *Server) keepGuesses(r *http.Request, checks []limits.Check, decisions [
 // and a 5xx, whose write may have been made, keep their count): strangers (403 NOT_A_MEMBER, 404 for a private room), refused writes and
 // a user over their own limits cannot starve the room's members. A
 // request with an Idempotency-Key whose client hung up ran to its end
-// (recorded 499): its own answer decides (exchange.kept), so a message
-// sent keeps its count. A refusal costs a second round trip.
+// and was answered all the same (recorded 499: exchange.recorded): its
+// own answer decides, so a message sent keeps its count. A refusal costs
+// a second round trip.
 func (s *Server) handBackRoomCounts(r *http.Request) {
 	x := exchangeFrom(r.Context())
-	if x == nil || len(x.roomCounts) == 0 {
-		return
-	}
-	status := x.status
-	if x.kept != 0 {
-		status = x.kept
-	}
-	if status < 400 || status >= 500 {
+	if x == nil || len(x.roomCounts) == 0 || x.status < 400 || x.status >= 500 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
