@@ -16,9 +16,10 @@ import (
 // before it was answered. No client ever reads it; it is not a 5xx, so
 // hang-ups do not count as server failures. A request with an
 // Idempotency-Key runs on to its end when its client hangs up (detach,
-// idempotent): it is recorded 499 too, its answer written as well (a
-// client that only half-closed its connection reads it) and kept for the
-// client's retry (or its key freed after an error; answeredGone).
+// idempotent): it is recorded 499 too, unless it failed with a 5xx (a
+// server failure all the same), its answer written as well (a client that
+// only half-closed its connection reads it) and kept for the client's
+// retry (or its key freed after an error; answeredGone).
 const statusClientClosed = 499
 
 // ErrShutdown is the cause of the server's base context's end when a

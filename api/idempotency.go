@@ -44,7 +44,7 @@ var (
 // with the key gets that answer, or 409 IDEMPOTENCY_KEY_IN_USE while it
 // still runs. Its answer is written all the same (a client that only
 // half-closed its connection reads it), and the request is recorded as
-// 499 (answeredGone).
+// 499 unless it failed with a 5xx (answeredGone).
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string, h http.HandlerFunc) {
 	if key == nil || s.idem == nil {
 		h(w, r)
@@ -109,8 +109,10 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 // hung up while it ran detached and which was answered all the same (its
 // answer written, for a client that only half-closed its connection), as
 // 499 in the metrics and the access log (exchange.recorded): nobody may
-// have read its answer. Its room counts follow the answer written
-// (handBackRoomCounts).
+// have read its answer. A 5xx stays as it is (the request timeout, Redis
+// failing, a shutdown's cut): a server failure is one whether the client
+// waited or not, and must show in the 5xx ratio. Its room counts follow
+// the answer written (handBackRoomCounts).
 func (s *Server) answeredGone(r *http.Request) {
 	x := exchangeFrom(r.Context())
 	if x == nil {
@@ -118,7 +120,9 @@ func (s *Server) answeredGone(r *http.Request) {
 	}
 	s.log.Debug("client closed request; run to its end for its Idempotency-Key", "method", r.Method,
 		"path", r.URL.Path, "status", x.status, "request_id", x.id)
-	x.recorded = statusClientClosed
+	if x.status < 500 {
+		x.recorded = statusClientClosed
+	}
 }
 
 // validIdempotencyKey: 1..maxIdempotencyKey visible ASCII characters.

@@ -337,3 +337,41 @@ func TestHalfClosedClientReadsTheKeptAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A request with an Idempotency-Key whose client hung up, and which then
+// failed on the server's side (here its Redis reply held past the request
+// timeout: 503), is recorded with that 5xx, not 499: a server failure
+// counts as one in the metrics (RealSyncHigh5xxRatio) whether its client
+// waited or not. Its key is freed, as after any error: the retry runs.
+// It was recorded 499, the failure hidden among hang-ups.
+func TestHungUpServerFailureIsRecordedAs5xx(t *testing.T) {
+	for _, pb := range proxiedBackends(t) {
+		t.Run(pb.b.Name, func(t *testing.T) {
+			e := newHangupEnv(t, pb.b, pb.proxies, func(c *api.Config, _ *store.Store, _ string) {
+				c.RequestTimeout = time.Second
+			})
+			alice, _ := e.guest("alice")
+			bob, _ := e.guest("bob")
+			want(t, e.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "warm", "regions": []string{"eu"},
+				"create": map[string]any{"name": "Warm", "maxPlayers": 2}}), 201, "") // the scripts known to the nodes
+			qj := `{"mode":"failmode","regions":["eu"],"create":{"name":"Fail","maxPlayers":2}}`
+			const route = "/v1/matchmaking/quick-join"
+			if status := e.hangUp("failmode", true, "qj-fail", alice, "POST", route, qj, "Idempotency-Key", "fail-1"); status != 503 {
+				t.Fatalf("the hung-up quick-join that timed out recorded as %v, want 503", status)
+			}
+			m := e.scrape()
+			if v := m.value("realsync_http_requests_total", "route", route, "status", "503"); v != 1 {
+				t.Errorf("%s requests with status 503: %v, want 1", route, v)
+			}
+			if v := m.value("realsync_http_requests_total", "route", route, "status", "499"); v != -1 {
+				t.Errorf("%s requests with status 499: %v, want none", route, v)
+			}
+			// the key freed: the retry runs, and finds the room the first made
+			again := e.do("POST", route, alice, qj, "Idempotency-Key", "fail-1")
+			if again.status != 200 || again.header.Get("Idempotent-Replayed") != "" || again.body["created"] != false {
+				t.Fatalf("sent again: %d %s (replayed %q); want it run again, 200 created: false",
+					again.status, again.raw, again.header.Get("Idempotent-Replayed"))
+			}
+		})
+	}
+}
