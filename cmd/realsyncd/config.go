@@ -47,7 +47,7 @@ type Config struct {
 	RoomMaxLifetime   time.Duration  // REALSYNC_ROOM_MAX_LIFETIME, default 0 (none)
 	AdminToken        string         // REALSYNC_ADMIN_TOKEN: bearer token of /v1/admin routes, ≥ 32 characters; unset: no admin routes
 	AdvertiseAddr     string         // REALSYNC_ADVERTISE_ADDR: host:port in the instance registry; unset: from the listener
-	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most; 1s..1h
+	ShutdownTimeout   time.Duration  // REALSYNC_SHUTDOWN_TIMEOUT, default 30s: SIGTERM to exit, at most (and cutGrace past it when requests it cut free their Idempotency-Keys); 1s..1h
 	quotaSettings                    // per-user limits and the presence debounce (config_quotas.go)
 	playerSettings                   // REALSYNC_SESSION_POLICY: personal streams (config_players.go)
 	webhookSettings                  // REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS, _TIMEOUT, _BACKOFF (config_webhooks.go)
