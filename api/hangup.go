@@ -159,6 +159,9 @@ func (d *Detached) done() {
 // none but the detached can begin; call it again after cutting the base
 // context (Config.Base) to wait for the cut runs to free their keys.
 func (d *Detached) Drain(ctx context.Context) error {
+	if d == nil {
+		return nil
+	}
 	d.mu.Lock()
 	d.draining = true
 	idle := d.idle
