@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/rooms"
@@ -132,6 +133,12 @@ func (s *Server) PatchRoomState(w http.ResponseWriter, r *http.Request, roomID o
 	ifMatch := ""
 	if params.IfMatch != nil {
 		ifMatch = *params.IfMatch
+	}
+	if ifMatch == "" && r.Header.Values("If-Match") != nil && strings.TrimSpace(strings.Join(r.Header.Values("If-Match"), "")) == "" {
+		// sent blank (a client's version variable left empty): no
+		// precondition would be a write the client meant to guard
+		s.writeError(w, r, rooms.Invalid("If-Match", `must be the stateVersion in double quotes (If-Match: "3"), a list of such entity tags, or *; it is empty`))
+		return
 	}
 	v, err := s.rooms.PatchState(r.Context(), userFrom(r.Context()), roomID, patch, ifMatch)
 	if err != nil {

@@ -118,8 +118,9 @@ func TestRoomState(t *testing.T) {
 		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"score": 11}`, "If-Match", `"0"`), 412, "VERSION_MISMATCH")
 		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"score": 11}`, "If-Match", `W/"1"`), 412, "VERSION_MISMATCH")
 		// a malformed If-Match is no mismatch: 1 unquoted is the stateVersion
-		// (a guide once left the quotes out), abc is no entity tag
-		for _, h := range []string{"1", "abc", `"1", *`} {
+		// (a guide once left the quotes out), abc is no entity tag; sent
+		// blank it is no missing header (a write the client meant to guard)
+		for _, h := range []string{"1", "abc", `"1", *`, "", "   "} {
 			r := e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"score": 11}`, "If-Match", h)
 			want(t, r, 422, "VALIDATION_FAILED")
 			if errs, _ := r.body["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["field"] != "If-Match" ||

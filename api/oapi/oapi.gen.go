@@ -1234,7 +1234,8 @@ type PatchRoomStateParams struct {
 	// no stateVersion as the `ETag` writes it (`"03"`, `"abc"`), never
 	// matches (412); a list (`W/"2", "3"`) matches when its strong tag
 	// does. 422 `VALIDATION_FAILED` naming `If-Match` for a header that
-	// is neither `*` nor entity tags (an unquoted `3`, `*` in a list), or
+	// is neither `*` nor entity tags (an unquoted `3`, `*` in a list, an
+	// empty value: only a header left out means no precondition), or
 	// a list naming two stateVersions. Sent twice: 422.
 	IfMatch *string `json:"If-Match,omitempty"`
 }
