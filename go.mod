@@ -10,6 +10,7 @@ tool (
 require (
 	github.com/MicahParks/jwkset v0.11.4
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/clipperhouse/uax29/v2 v2.7.0
 	github.com/getkin/kin-openapi v0.142.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-json-experiment/json v1.27.2

@@ -5,6 +5,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/clipperhouse/uax29/v2/graphemes"
+
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -64,54 +66,34 @@ func tokenName(claim string) string {
 	return claim
 }
 
-const (
-	zwnj = '\u200C' // zero-width non-joiner
-	zwj  = '\u200D' // zero-width joiner
-)
+// joiners are the zero-width non-joiner U+200C and joiner U+200D.
+const joiners = "\u200C\u200D"
 
-// cutName cuts name, of more than maxDisplayName characters, to at most
-// that many, between two characters as a reader sees them (clusterBreak),
-// then drops the spaces and joiners (U+200C, U+200D) it ends with, which
-// would trail into or join with what a client shows next. A name whose
-// first character as a reader sees it is longer than the cut (a base
-// under 32 combining marks) leaves nothing.
+// cutName cuts name, of more than maxDisplayName characters, to its
+// first grapheme clusters (characters as a reader sees them, by Unicode
+// 17's UAX #29: an accented letter, an Indic conjunct, a Thai or Lao
+// vowel with its SARA AM, a Hangul syllable in conjoining jamo, a flag, a
+// keycap, a joined emoji) that keep it at most that many characters, then
+// drops the spaces and joiners it ends with, which would trail into or
+// join with what a client shows next. The joiners the last cluster ends
+// with need no room, as they are dropped: a name cut before a
+// non-joiner, "…اصفهانی" of "…اصفهانی\u200cزاده", keeps its last
+// letter rather than losing it with the non-joiner ("…اصفهان"); shown
+// at the end, the letter takes the same final form either way. A name
+// whose first cluster is longer than the cut (a base under 32 combining
+// marks) leaves nothing.
 func cutName(name string) string {
-	rs := []rune(name)
-	n := maxDisplayName
-	for n > 0 && !clusterBreak(rs, n) {
-		n--
-	}
-	return strings.TrimRightFunc(string(rs[:n]), func(r rune) bool { return r == ' ' || r == zwj || r == zwnj })
-}
-
-// clusterBreak reports whether rs[:i] and rs[i:] (0 < i < len(rs)) part
-// between two characters as a reader sees them, in a plain reading of
-// Unicode's grapheme clusters (UAX #29): not before a combining mark (the
-// accent of "e\u0301", a variation selector, a keycap's U+20E3), another
-// grapheme extender (a tag character) or an emoji modifier (a skin tone),
-// which would lose the base they change; not around a joiner in a joined
-// sequence ("👨\u200d👩"); not inside a flag (two regional indicators,
-// paired from the first of a run). A non-joiner (U+200C) only keeps two
-// letters apart, so the cut may fall before one. Unicode's rarer rules
-// are left out (Hangul written in conjoining jamo, prepended marks): a
-// cut there may part a syllable.
-func clusterBreak(rs []rune, i int) bool {
-	prev, next := rs[i-1], rs[i]
-	switch {
-	case next == zwj || next != zwnj && unicode.In(next, unicode.M, unicode.Other_Grapheme_Extend) || next >= 0x1F3FB && next <= 0x1F3FF:
-		return false
-	case prev == zwj && next != ' ':
-		return false
-	case regional(prev) && regional(next):
-		first := i - 1
-		for first > 0 && regional(rs[first-1]) {
-			first--
+	end, n := 0, 0
+	for g := graphemes.FromString(name); g.Next(); {
+		c := g.Value()
+		if k := utf8.RuneCountInString(c); n+k <= maxDisplayName {
+			end, n = g.End(), n+k
+			continue
 		}
-		return (i-first)%2 == 0
+		if shown := strings.TrimRight(c, joiners); n+utf8.RuneCountInString(shown) <= maxDisplayName {
+			end = g.Start() + len(shown)
+		}
+		break
 	}
-	return true
+	return strings.TrimRight(name[:end], " "+joiners)
 }
-
-// regional reports whether r is a regional indicator (U+1F1E6..U+1F1FF),
-// a flag's half.
-func regional(r rune) bool { return r >= 0x1F1E6 && r <= 0x1F1FF }

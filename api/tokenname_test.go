@@ -59,10 +59,11 @@ func TestTokenNameRule(t *testing.T) {
 	long := strings.Repeat("é", 40)
 	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(long), map[string]any{"type": "chat", "data": 2}), 202, "")
 	order = append(order, long[:64])
-	// the cut falls between characters as a reader sees them and leaves
-	// no space or joiner at the end; U+FEFF, white space to Blank, is
-	// dropped
+	// the cut falls between characters as a reader sees them (Unicode's
+	// grapheme clusters) and leaves no space or joiner at the end; U+FEFF,
+	// white space to Blank, is dropped
 	a := strings.Repeat("a", 29)
+	joined := func(s string) string { return strings.Join(strings.Split(s, ""), "\u200d") }
 	for _, c := range [][2]string{
 		{a + "aa b", a + "aa"},                                                     // not "aaa...a "
 		{strings.Repeat("\uFEFF", 32) + " Bob", "Bob"},                             // not 32 U+FEFF, a blank name
@@ -74,6 +75,14 @@ func TestTokenNameRule(t *testing.T) {
 		{a + "aa1\ufe0f\u20e3", a + "aa"},                                          // not a 1 without its keycap
 		{a + "aa👍\U0001F3FD", a + "aa"},                                            // not a thumb without its skin tone
 		{a + "aی\u200cخ", a + "aی"},                                                // not a trailing non-joiner
+		{a[:27] + "उपाध्याय", a[:27] + "उपा"},                                      // not a halant without its conjunct ("उपाध्")
+		{a[:28] + "টুঙ্গা", a[:28] + "টু"},                                         // not "টুঙ্", the Bengali conjunct cut
+		{a[:28] + "ทองคำ", a[:28] + "ทอง"},                                         // not ค without its SARA AM
+		{a + "aaຄຳ", a + "aa"},                                                     // nor Lao's
+		{a + "a\u1112\u1161\u11ab", a + "a"},                                       // not 하 of a 한 in conjoining jamo
+		{a + "aa\u0d4eക", a + "aa"},                                                // not a dot reph without its consonant
+		{joined("Bartholomew-Featherstonehaugh"), joined("Bartholomew-Feat")},      // joined throughout: cut, not no name
+		{a[:25] + "اصفهانی\u200cزاده", a[:25] + "اصفهانی"},                         // cut before a non-joiner: not "اصفهان"
 		{"x" + strings.Repeat("\u0301", 40), ""},                                   // one character over the cut: no name
 	} {
 		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(c[0]), map[string]any{"type": "chat", "data": 3}), 202, "")
