@@ -1698,7 +1698,10 @@ type ClientInterface interface {
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
 	// ticket keeps its match (`matched`, that room), which its banned
-	// user cannot join. Players only: an API key is 403
+	// user, told `match_found` with the others, cannot join (404); the
+	// ticket being final, they may queue again at once. A user whose join
+	// of a match's room is 404 should read their ticket: it may be
+	// `searching` again. Players only: an API key is 403
 	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -1750,7 +1753,10 @@ type ClientInterface interface {
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
 	// ticket keeps its match (`matched`, that room), which its banned
-	// user cannot join. Players only: an API key is 403
+	// user, told `match_found` with the others, cannot join (404); the
+	// ticket being final, they may queue again at once. A user whose join
+	// of a match's room is 404 should read their ticket: it may be
+	// `searching` again. Players only: an API key is 403
 	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -3030,7 +3036,10 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the
 // ticket keeps its match (`matched`, that room), which its banned
-// user cannot join. Players only: an API key is 403
+// user, told `match_found` with the others, cannot join (404); the
+// ticket being final, they may queue again at once. A user whose join
+// of a match's room is 404 should read their ticket: it may be
+// `searching` again. Players only: an API key is 403
 // `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -3092,7 +3101,10 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the
 // ticket keeps its match (`matched`, that room), which its banned
-// user cannot join. Players only: an API key is 403
+// user, told `match_found` with the others, cannot join (404); the
+// ticket being final, they may queue again at once. A user whose join
+// of a match's room is 404 should read their ticket: it may be
+// `searching` again. Players only: an API key is 403
 // `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -6563,7 +6575,10 @@ type ClientWithResponsesInterface interface {
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
 	// ticket keeps its match (`matched`, that room), which its banned
-	// user cannot join. Players only: an API key is 403
+	// user, told `match_found` with the others, cannot join (404); the
+	// ticket being final, they may queue again at once. A user whose join
+	// of a match's room is 404 should read their ticket: it may be
+	// `searching` again. Players only: an API key is 403
 	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -6615,7 +6630,10 @@ type ClientWithResponsesInterface interface {
 	// held for its users released, and the others' match goes on;
 	// unless another user of the ticket is in the room already: then the
 	// ticket keeps its match (`matched`, that room), which its banned
-	// user cannot join. Players only: an API key is 403
+	// user, told `match_found` with the others, cannot join (404); the
+	// ticket being final, they may queue again at once. A user whose join
+	// of a match's room is 404 should read their ticket: it may be
+	// `searching` again. Players only: an API key is 403
 	// `SCOPE_REQUIRED`.
 	//
 	// A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -12439,7 +12457,10 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the
 // ticket keeps its match (`matched`, that room), which its banned
-// user cannot join. Players only: an API key is 403
+// user, told `match_found` with the others, cannot join (404); the
+// ticket being final, they may queue again at once. A user whose join
+// of a match's room is 404 should read their ticket: it may be
+// `searching` again. Players only: an API key is 403
 // `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket
@@ -12497,7 +12518,10 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // held for its users released, and the others' match goes on;
 // unless another user of the ticket is in the room already: then the
 // ticket keeps its match (`matched`, that room), which its banned
-// user cannot join. Players only: an API key is 403
+// user, told `match_found` with the others, cannot join (404); the
+// ticket being final, they may queue again at once. A user whose join
+// of a match's room is 404 should read their ticket: it may be
+// `searching` again. Players only: an API key is 403
 // `SCOPE_REQUIRED`.
 //
 // A mode with `backfill` fills its waiting match rooms first: a ticket

@@ -630,7 +630,10 @@ export interface paths {
          *     held for its users released, and the others' match goes on;
          *     unless another user of the ticket is in the room already: then the
          *     ticket keeps its match (`matched`, that room), which its banned
-         *     user cannot join. Players only: an API key is 403
+         *     user, told `match_found` with the others, cannot join (404); the
+         *     ticket being final, they may queue again at once. A user whose join
+         *     of a match's room is 404 should read their ticket: it may be
+         *     `searching` again. Players only: an API key is 403
          *     `SCOPE_REQUIRED`.
          *
          *     A mode with `backfill` fills its waiting match rooms first: a ticket
