@@ -55,17 +55,20 @@ func newAdmitter(a Admission) *admitter {
 // counted tells the requests admission bounds: the /v1 routes but event
 // streams and the admin routes (an operator looks at an overloaded
 // instance through them).
+// The stream test is on the path as sent (chi routes on it): an encoded
+// "%2Fevents" is no stream.
 func counted(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1/admin/") &&
-		!(r.Method == http.MethodGet && isStream(r.URL.Path))
+		!(r.Method == http.MethodGet && isStream(r.URL.EscapedPath()))
 }
 
 // admit lets a counted request through when it gets one of the places,
 // waiting up to the admission's wait; else it answers 503 OVERLOADED with
 // a Retry-After before its credentials are checked or anything is done,
 // so an overloaded instance answers the requests it cannot serve at once
-// and spends its CPU on those whose clients still wait, with its memory
-// bounded by the requests in flight. It runs after limitBody has the
+// and spends its CPU on those whose clients still wait, the requests it
+// works on bounded (those waiting are bounded by the arrival rate times
+// the wait). It runs after limitBody has the
 // whole body: a client sending its body slowly holds no place (else a few
 // slow clients would hold them all). A client that hangs up while it
 // waits leaves its place to the next. The in-flight count goes to the
@@ -85,12 +88,12 @@ func (s *Server) admit(next http.Handler) http.Handler {
 			err := a.sem.Acquire(ctx, 1)
 			cancel()
 			if err != nil {
-				if r.Context().Err() != nil {
-					s.writeError(w, r, r.Context().Err()) // the client left: 499
-					return
-				}
 				if x := exchangeFrom(r.Context()); x != nil {
-					x.shed = true
+					x.shed = true // counted under route "overloaded", whatever the answer
+				}
+				if r.Context().Err() != nil {
+					s.writeError(w, r, r.Context().Err()) // the client left (499), or a shutdown's cut (503)
+					return
 				}
 				s.log.Warn("overloaded: requests refused 503 OVERLOADED (REALSYNC_MAX_IN_FLIGHT)")
 				w.Header().Set("Retry-After", overloadRetryAfter())

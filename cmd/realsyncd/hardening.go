@@ -37,8 +37,10 @@ func parseHardening(h hardening, c *Config, bad func(name, msg string)) {
 	if c.Admission.Max, err = strconv.Atoi(h.maxInFlight); err != nil || c.Admission.Max < 0 || c.Admission.Max > 1_000_000 {
 		bad("REALSYNC_MAX_IN_FLIGHT", "must be a whole number from 0 (no bound) to 1000000 such as 512")
 	}
+	// (below the request timeout only when admission is on: the default
+	// wait must not refuse a short timeout that worked before)
 	if c.Admission.Wait, err = time.ParseDuration(h.inFlightWait); err != nil || c.Admission.Wait < 0 || c.Admission.Wait > 5*time.Second ||
-		c.Admission.Wait >= c.RequestTimeout && c.RequestTimeout > 0 {
+		c.Admission.Max > 0 && c.RequestTimeout > 0 && c.Admission.Wait >= c.RequestTimeout {
 		bad("REALSYNC_IN_FLIGHT_WAIT", "must be a duration from 0 to 5s, below REALSYNC_REQUEST_TIMEOUT, such as 500ms")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/realsync/realsync/api"
 )
 
 // The hardening settings parse, flags win over variables, and every bad
@@ -17,7 +19,10 @@ func TestParseConfigHardening(t *testing.T) {
 		regions []string
 		cors    []string
 		timeout time.Duration
-		err     string // want an error naming this, "" for none
+		// maxInFlight, wait: the admission (wait 500ms unless told)
+		maxInFlight int
+		wait        time.Duration
+		err         string // want an error naming this, "" for none
 	}{
 		{name: "Defaults", timeout: 10 * time.Second},
 		{name: "Lists", env: map[string]string{"REALSYNC_MODES": "battle, duel", "REALSYNC_REGIONS": "eu,us-west"},
@@ -36,6 +41,14 @@ func TestParseConfigHardening(t *testing.T) {
 		{name: "StarAmongOthers", env: map[string]string{"REALSYNC_CORS_ORIGINS": "*,https://game.example"}, err: "REALSYNC_CORS_ORIGINS"},
 		{name: "TimeoutForm", env: map[string]string{"REALSYNC_REQUEST_TIMEOUT": "10"}, err: "REALSYNC_REQUEST_TIMEOUT"},
 		{name: "TimeoutShort", env: map[string]string{"REALSYNC_REQUEST_TIMEOUT": "10ms"}, err: "REALSYNC_REQUEST_TIMEOUT"},
+		// the default in-flight wait (500ms) refuses no short timeout while
+		// admission is off (a reviewer: 300ms stopped starting)
+		{name: "ShortTimeoutNoAdmission", env: map[string]string{"REALSYNC_REQUEST_TIMEOUT": "300ms"}, timeout: 300 * time.Millisecond},
+		{name: "Admission", env: map[string]string{"REALSYNC_MAX_IN_FLIGHT": "512", "REALSYNC_IN_FLIGHT_WAIT": "200ms"},
+			timeout: 10 * time.Second, maxInFlight: 512, wait: 200 * time.Millisecond},
+		{name: "WaitPastTimeout", env: map[string]string{"REALSYNC_MAX_IN_FLIGHT": "512", "REALSYNC_REQUEST_TIMEOUT": "300ms"}, err: "REALSYNC_IN_FLIGHT_WAIT"},
+		{name: "MaxInFlightForm", env: map[string]string{"REALSYNC_MAX_IN_FLIGHT": "-1"}, err: "REALSYNC_MAX_IN_FLIGHT"},
+		{name: "WaitLong", env: map[string]string{"REALSYNC_IN_FLIGHT_WAIT": "6s"}, err: "REALSYNC_IN_FLIGHT_WAIT"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +58,9 @@ func TestParseConfigHardening(t *testing.T) {
 			case !slices.Equal(c.Modes, tc.modes) || !slices.Equal(c.Regions, tc.regions) || !slices.Equal(c.CORSOrigins, tc.cors) ||
 				c.RequestTimeout != tc.timeout:
 				t.Errorf("modes %q regions %q cors %q timeout %s", c.Modes, c.Regions, c.CORSOrigins, c.RequestTimeout)
+			case tc.wait == 0 && c.Admission != api.Admission{Wait: 500 * time.Millisecond},
+				tc.wait != 0 && c.Admission != api.Admission{Max: tc.maxInFlight, Wait: tc.wait}:
+				t.Errorf("admission %+v", c.Admission)
 			}
 		})
 	}

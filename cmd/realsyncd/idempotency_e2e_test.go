@@ -161,8 +161,8 @@ func TestShutdownWaitsForHungUpKeyedRequestOverH2C(t *testing.T) {
 // (3 s, past the 1 s the HTTP/2 server gives its client to close the
 // connection after GOAWAY, so that it is the only request left; the lock
 // freed only after the exit) is cut (503), frees its key before the store
-// closes, and a warning names it among what ran over (the exit is 0: its
-// client had left, no client saw the cut): the retry with the key on a
+// closes, and the exit is 1, naming it among what ran over (as over
+// HTTP/1.1, where srv.Shutdown waits for it): the retry with the key on a
 // fresh instance runs again (201, not replayed), where it got 409
 // IDEMPOTENCY_KEY_IN_USE.
 func TestShutdownCutsHungUpKeyedRequestPastItsTimeoutOverH2C(t *testing.T) {
@@ -170,8 +170,8 @@ func TestShutdownCutsHungUpKeyedRequestPastItsTimeoutOverH2C(t *testing.T) {
 	k := hangUpKeyedQuickJoin(t, bin, "REALSYNC_SHUTDOWN_TIMEOUT=3s")
 	err := k.terminate(time.Hour) // the lock freed once the process exited
 	want := "left running: the requests run on for their Idempotency-Key after their client left (cut; their keys freed)"
-	if logs := k.in.logText(); err != nil || !strings.Contains(logs, want) {
-		t.Fatalf("exit %v, want 0 and a warning saying %q; logs:\n%s", err, want, logs)
+	if logs := k.in.logText(); err == nil || !strings.Contains(logs, want) {
+		t.Fatalf("exit %v, want 1 and the error saying %q; logs:\n%s", err, want, logs)
 	}
 	if status, replayed, body := k.retry(bin); status != 201 || replayed != "" {
 		t.Fatalf("the retry with the key: %d %s (replayed %q), want it run again, 201 not replayed; first instance's logs:\n%s",

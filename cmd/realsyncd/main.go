@@ -311,7 +311,9 @@ func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) 
 	// neither recorded nor their key freed, and the client's retry gets
 	// 409 IDEMPOTENCY_KEY_IN_USE for twice the request timeout. Past the
 	// deadline they are cut, and get cutGrace to free their keys.
+	cutDetached := false
 	if drain(ctx) != nil {
+		cutDetached = true
 		cutRequests()
 		grace, cancelGrace := context.WithTimeout(context.Background(), cutGrace)
 		defer cancelGrace()
@@ -329,6 +331,9 @@ func shutdown(srv *http.Server, cutRequests func(), drain func(context.Context) 
 	left := ""
 	if len(overran) > 0 {
 		left = "; left running: " + strings.Join(overran, ", ")
+	}
+	if err == nil && cutDetached {
+		err = errors.New("requests run on for their Idempotency-Key were cut") // over HTTP/2 srv.Shutdown did not wait for them
 	}
 	if err != nil {
 		return fmt.Errorf("requests still running after REALSYNC_SHUTDOWN_TIMEOUT (%s) were cut: %w%s", timeout, err, left)
