@@ -480,8 +480,11 @@ function removeTrailingSlash(url) {
 
 // src/backoff.ts
 function backoffDelay(failures, o = {}) {
-  const cap = Math.min(o.maxMs ?? 3e4, (o.initialMs ?? 500) * 2 ** Math.max(0, failures - 1));
+  const cap = Math.min(backoffMaxMs(o), (o.initialMs ?? 500) * 2 ** Math.max(0, failures - 1));
   return Math.round((o.random ?? Math.random)() * cap);
+}
+function backoffMaxMs(o = {}) {
+  return o.maxMs ?? 3e4;
 }
 
 // src/transport.ts
@@ -571,8 +574,8 @@ var LiveStream = class extends Emitter {
      * the attempts after it until a connection brings a retry: or an event.
      * A stream's first retry: (2–5 s, for EventSource's own reconnects) is
      * superseded by the events after it: a dropped stream comes back at the
-     * backoff's pace. Only transports that read the field report it (Node's,
-     * not EventSource).
+     * backoff's pace. It counts up to the backoff's maxMs (see fail). Only
+     * transports that read the field report it (Node's, not EventSource).
      */
     __publicField(this, "retryFloor", 0);
     /** True once the stream ended (see closed). */
@@ -787,9 +790,15 @@ var LiveStream = class extends Emitter {
     }
     if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 3e4)) this.failures = 0;
     this.failures++;
-    this.retry(err, Math.max(err.retryAfterMs ?? 0, this.retryFloor, backoffDelay(this.failures, this.opts.backoff)));
+    const cap = backoffMaxMs(this.opts.backoff);
+    this.retry(err, Math.max(
+      Math.min(err.retryAfterMs ?? 0, cap),
+      Math.min(this.retryFloor, cap),
+      backoffDelay(this.failures, this.opts.backoff)
+    ));
   }
   retry(err, delayMs) {
+    delayMs = Math.min(delayMs, maxTimeoutMs);
     this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
     clearTimeout(this.timer);
     const gen = this.gen;
@@ -829,6 +838,7 @@ var LiveStream = class extends Emitter {
     this.signal("closed", error ? { reason, error } : { reason });
   }
 };
+var maxTimeoutMs = 2 ** 31 - 1;
 function transient(e) {
   return e.status === 0 || e.status === 408 || e.status === 429 || e.status >= 500;
 }
@@ -1394,6 +1404,7 @@ export {
   RealSync,
   RealSyncError,
   backoffDelay,
+  backoffMaxMs,
   browserTransport,
   eventSourceTransport,
   isProblem,

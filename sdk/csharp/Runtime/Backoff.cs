@@ -12,7 +12,7 @@ namespace RealSync
     {
         /// <summary>The cap of the first delay (default 500 ms).</summary>
         public int InitialMs = 500;
-        /// <summary>The largest cap (default 30 s).</summary>
+        /// <summary>The largest cap (default 30 s), and the most a server's Retry-After or retry: field makes a stream wait.</summary>
         public int MaxMs = 30000;
         /// <summary>A stream open this long counts its next failure as the first (default 30 s).</summary>
         public int StableMs = 30000;

@@ -119,7 +119,8 @@ namespace RealSync
     /// cannot reach its store: 5 s), which also paces the attempts after it
     /// until a connection brings a retry: or an event (a stream's first
     /// retry:, superseded by its events, does not slow the reconnection of
-    /// a dropped stream); a 401 renews the token once and
+    /// a dropped stream); Retry-After and retry: count up to Backoff.MaxMs
+    /// however long they ask; a 401 renews the token once and
     /// retries; any other refusal (403, 404, 410, ...) ends the stream with
     /// the problem. A token_expiring event renews the token and resumes at
     /// once. All C# events are raised where LiveOptions.Dispatch says, in order.
@@ -394,8 +395,11 @@ namespace RealSync
                 if (openedAt != DateTime.MinValue && (DateTime.UtcNow - openedAt).TotalMilliseconds >= Options.Backoff.StableMs) failures = 0;
                 failures++;
                 var delay = Options.Backoff.Delay(failures);
-                if (err.RetryAfter.HasValue) delay = Math.Max(delay, (int)Math.Min(err.RetryAfter.Value.TotalMilliseconds, int.MaxValue));
-                delay = Math.Max(delay, retryFloor);
+                // The server's asks count up to Backoff.MaxMs: a mistaken or hostile
+                // Retry-After or retry: must not stall the stream for days.
+                var cap = Options.Backoff.MaxMs;
+                if (err.RetryAfter.HasValue) delay = Math.Max(delay, (int)Math.Min(err.RetryAfter.Value.TotalMilliseconds, cap));
+                delay = Math.Max(delay, Math.Min(retryFloor, cap));
                 var nextAttempt = attempt + 1;
                 var d = delay;
                 var e2 = err;

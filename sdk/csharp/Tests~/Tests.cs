@@ -36,6 +36,7 @@ static class Tests
             T("Fake_TokenExpiringWithoutRenewalEnds", FakeTokenNotRenewed),
             T("Fake_TransientThenRetryAfter", FakeTransient),
             T("Fake_RetryFieldAConnectionEndedWith", FakeRetryField),
+            T("Fake_ServerDelaysCappedAtBackoffMax", FakeServerDelaysCapped),
             T("Fake_PermanentStatuses", FakePermanent),
             T("Fake_NothingRaisedAfterClosed", FakeNothingAfterClosed),
             T("Fake_ResumedEventAndSnapshot", FakeResumed),
@@ -302,7 +303,9 @@ static class Tests
             .Then(FakeHandler.Problem(503, "STORE_UNAVAILABLE"))
             .Then(FakeHandler.Problem(429, "STREAM_OPENS_LIMITED", retryAfter: 1))
             .Then(FakeHandler.Sse(Snapshot(3, "t"), hang: true));
-        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+        var o = Fast();
+        o.Backoff.MaxMs = 5000; // Retry-After counts up to MaxMs
+        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", o);
         var delays = new List<ReconnectingEvent>();
         live.Reconnecting += e => delays.Add(e);
         live.Start();
@@ -322,14 +325,32 @@ static class Tests
             .Then(_ => FakeHandler.Sse("retry: 3000\n\n" + Snapshot(3, "t") + "retry: 700\n\n")) // a shutdown's last line
             .Then(_ => FakeHandler.Sse("retry: 3000\n\n" + Snapshot(3, "t"))) // superseded by the snapshot
             .Then(_ => FakeHandler.Sse(Snapshot(3, "t"), hang: true));
-        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+        var o = Fast();
+        o.Backoff.MaxMs = 5000; // a retry: counts up to MaxMs
+        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", o);
         var delays = new List<ReconnectingEvent>();
         live.Reconnecting += e => delays.Add(e);
         live.Start();
         await Check.WaitFor(() => delays.Count == 3 && h.Requests.Count == 4, "three reconnections", live);
         Check.Eq(1234, delays[0].DelayMs, "the retry: of an answer with nothing else");
         Check.Eq(700, delays[1].DelayMs, "the retry: a stream ended with");
-        Check.True(delays[2].DelayMs <= 20, "a stream's first retry:, followed by events, does not count: " + delays[2].DelayMs);
+        Check.True(delays[2].DelayMs <= 40, "a stream's first retry:, followed by events, does not count (the backoff's third cap): " + delays[2].DelayMs);
+        live.Close();
+    }
+
+    static async Task FakeServerDelaysCapped()
+    {
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse("retry: 999999999\n: store unavailable, retry later\n\n")) // 11.6 days
+            .Then(FakeHandler.Problem(503, "STORE_UNAVAILABLE", retryAfter: 999999999)) // 31 years
+            .Then(FakeHandler.Sse(Snapshot(3, "t"), hang: true));
+        var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast()); // MaxMs 20
+        var delays = new List<ReconnectingEvent>();
+        live.Reconnecting += e => delays.Add(e);
+        live.Start();
+        await Check.WaitFor(() => live.Ready.IsCompleted, "ready after two refusals asking for days", live);
+        Check.True(live.Ready.Status == TaskStatus.RanToCompletion, "ready");
+        Check.Eq("20,20", string.Join(",", delays.Select(d => d.DelayMs)), "retry:, then Retry-After, capped at MaxMs");
         live.Close();
     }
 

@@ -4,7 +4,7 @@
 export interface BackoffOptions {
   /** The cap of the first delay; doubled on every failure in a row. Default 500 ms. */
   initialMs?: number;
-  /** The largest cap. Default 30000 ms. */
+  /** The largest cap, and the most a server's Retry-After or retry: field makes a stream wait. Default 30000 ms. */
   maxMs?: number;
   /** A stream that stayed open this long starts over from initialMs when it drops. Default 30000 ms. */
   stableMs?: number;
@@ -19,6 +19,11 @@ export interface BackoffOptions {
  * dropped together do not come back together).
  */
 export function backoffDelay(failures: number, o: BackoffOptions = {}): number {
-  const cap = Math.min(o.maxMs ?? 30000, (o.initialMs ?? 500) * 2 ** Math.max(0, failures - 1));
+  const cap = Math.min(backoffMaxMs(o), (o.initialMs ?? 500) * 2 ** Math.max(0, failures - 1));
   return Math.round((o.random ?? Math.random)() * cap);
+}
+
+/** backoffMaxMs is the largest delay of the options: maxMs, 30000 ms by default. */
+export function backoffMaxMs(o: BackoffOptions = {}): number {
+  return o.maxMs ?? 30000;
 }

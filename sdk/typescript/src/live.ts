@@ -2,7 +2,7 @@
 // stream, and the lobby's list of joinable rooms.
 import { RealSyncError, tokenExpiry, type RealSync, type Room, type Player, type State } from "./client.js";
 import type { components } from "./schema.js";
-import { backoffDelay, type BackoffOptions } from "./backoff.js";
+import { backoffDelay, backoffMaxMs, type BackoffOptions } from "./backoff.js";
 import {
   eventSourceTransport, type EventSourceFactory, type StreamConnection, type StreamRequest, type Transport,
 } from "./transport.js";
@@ -177,8 +177,9 @@ class Emitter<E> {
  * transient: it reconnects after a delay (exponential backoff from 500 ms to
  * 30 s with full jitter, at least the server's Retry-After, and at least a
  * `retry:` the connection ended with, no event after it: 0.5–2 s when the
- * server shuts down, 5 s while it cannot reach its store; the backoff
- * starts over once a stream stayed open 30 s). A token_expiring event renews
+ * server shuts down, 5 s while it cannot reach its store; either counts up
+ * to the backoff's maxMs, 30 s, however long it asks; the backoff starts
+ * over once a stream stayed open 30 s). A token_expiring event renews
  * the identity token and resumes at once; a token that cannot be renewed
  * ends the stream (401 UNAUTHENTICATED) instead of reopening ever shorter
  * streams.
@@ -193,8 +194,8 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
    * the attempts after it until a connection brings a retry: or an event.
    * A stream's first retry: (2–5 s, for EventSource's own reconnects) is
    * superseded by the events after it: a dropped stream comes back at the
-   * backoff's pace. Only transports that read the field report it (Node's,
-   * not EventSource).
+   * backoff's pace. It counts up to the backoff's maxMs (see fail). Only
+   * transports that read the field report it (Node's, not EventSource).
    */
   private retryFloor = 0;
   /** True once the stream ended (see closed). */
@@ -423,10 +424,16 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     }
     if (openFor >= 0 && openFor >= (this.opts.backoff?.stableMs ?? 30000)) this.failures = 0;
     this.failures++;
-    this.retry(err, Math.max(err.retryAfterMs ?? 0, this.retryFloor, backoffDelay(this.failures, this.opts.backoff)));
+    // The server's asks (Retry-After, retry:) count up to the backoff's cap:
+    // a mistaken or hostile value must not stall the client for days.
+    const cap = backoffMaxMs(this.opts.backoff);
+    this.retry(err, Math.max(Math.min(err.retryAfterMs ?? 0, cap), Math.min(this.retryFloor, cap),
+      backoffDelay(this.failures, this.opts.backoff)));
   }
 
   private retry(err: RealSyncError, delayMs: number): void {
+    // setTimeout runs a delay past 2^31−1 ms (24.8 days) at once: never ask it for more.
+    delayMs = Math.min(delayMs, maxTimeoutMs);
     this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
     clearTimeout(this.timer);
     const gen = this.gen;
@@ -470,6 +477,9 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   protected abstract readonly resumable: boolean;
   protected abstract receive(type: string, data: unknown): void;
 }
+
+/** maxTimeoutMs is the longest delay setTimeout waits (a longer one runs at once). */
+const maxTimeoutMs = 2 ** 31 - 1;
 
 /** transient tells the errors worth a retry: network, 408, 429 and 5xx. */
 function transient(e: RealSyncError): boolean {

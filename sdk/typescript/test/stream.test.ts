@@ -12,7 +12,7 @@ import {
   backoffDelay, RealSync, RealSyncError, type EventSourceLike, type LiveOptions, type LiveStream, type StreamEvents,
 } from "../src/index.js";
 import { retryFields } from "../src/node.js";
-import { startProxy, problem, type Proxy, type Seen } from "./proxy.js";
+import { startProxy, problem, type Canned, type Proxy, type Seen } from "./proxy.js";
 import { eventually, freePort, startRedis, startServer, type Redis, type Server } from "./server.js";
 
 let server: Server;
@@ -503,6 +503,34 @@ describe("the stream's retry: field", () => {
       lobby.close();
     }
   });
+
+  for (const [what, canned] of [
+    ["a retry: past setTimeout's 2^31−1 ms", {
+      status: 200, headers: { "Content-Type": "text/event-stream" }, body: "retry: 2147483648\n: store unavailable, retry later\n\n",
+    }],
+    ["a Retry-After of 31 years", {
+      status: 503, headers: { "Retry-After": "999999999" }, body: problem(503, "STORE_UNAVAILABLE", "Retry later."),
+    }],
+  ] as [string, Canned][]) {
+    it(`Node: ${what} waits the backoff's maxMs (30 s), once`, async () => {
+      const alice = await player("alice");
+      proxy.intercept = (s) => s.url.startsWith("/v1/lobby/events") ? canned : undefined;
+      const from = proxy.seen.length;
+      const lobby = alice.lobby({}, { backoff: { random: () => 0 } });
+      const log = record(lobby);
+      lobby.ready.catch(() => undefined);
+      try {
+        await eventually(() => log.reconnecting.length > 0, "the reconnect");
+        assert.equal(log.reconnecting[0].delayMs, 30000);
+        await quiet();
+        assert.equal(requests("/v1/lobby/events", from).length, 1, "the attempts in 1.5 s");
+        assert.equal(log.reconnecting.length, 1);
+      } finally {
+        proxy.intercept = undefined;
+        lobby.close();
+      }
+    });
+  }
 
   it("retryFields reports each retry:, then 0 at the next event's data, whatever the chunks, and passes the bytes on", async () => {
     const text = "retry: 3000\n: ok\n\nid: 1\nevent: state\ndata: retry: 9\n\n: retry: 8\r\n" +
