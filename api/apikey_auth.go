@@ -16,8 +16,9 @@ const apiKeyHeader = "X-API-Key"
 // request carries none (then the player token rules apply). Errors, all
 // 401 UNAUTHENTICATED: both an X-API-Key and an Authorization header (one
 // credential per request), an unknown or revoked key, and a key in an
-// event stream's query string, as token or access_token (a URL ends up in
-// proxy logs and browser history; servers set headers): keyInURL.
+// event stream's query string, as any value of token or access_token (a
+// URL ends up in proxy logs and browser history; servers set headers):
+// keyInURL.
 func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
 	key := r.Header.Get(apiKeyHeader)
 	if len(r.Header.Values("Authorization")) > 1 || len(r.Header.Values(apiKeyHeader)) > 1 {
@@ -36,8 +37,10 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 		if isStream(r.URL.Path) {
 			q := r.URL.Query()
 			for _, param := range []string{"token", "access_token"} {
-				if strings.HasPrefix(q.Get(param), APIKeyPrefix) {
-					return rooms.User{}, true, keyInURL(param)
+				for _, v := range q[param] { // every value: a key second is as exposed as one first
+					if strings.HasPrefix(v, APIKeyPrefix) {
+						return rooms.User{}, true, keyInURL(param)
+					}
 				}
 			}
 		}

@@ -91,7 +91,9 @@ func TestAPIKeyScopes(t *testing.T) {
 		want(t, e.do("GET", "/v1/rooms/"+id, alice, nil, "X-API-Key", e.read), 401, "UNAUTHENTICATED")
 		// a key in a stream's URL, where a stream token goes: refused, saying
 		// where it goes and that it leaked, however the key stands
-		for _, q := range []string{"access_token=" + e.read, "token=" + e.read, "token=rsk_unknown"} {
+		st := e.streamToken(alice, "/v1/rooms/"+id)
+		for _, q := range []string{"access_token=" + e.read, "token=" + e.read, "token=rsk_unknown",
+			"token=x&token=" + e.read, "token=" + st + "&token=" + e.read, "access_token=x&access_token=" + e.read} {
 			r := e.do("GET", "/v1/rooms/"+id+"/events?"+q, "", nil)
 			want(t, r, 401, "UNAUTHENTICATED")
 			if d, _ := r.body["detail"].(string); !strings.Contains(d, "X-API-Key header") || !strings.Contains(d, "rotate this key") {

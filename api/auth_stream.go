@@ -165,8 +165,10 @@ func streamScope(path string) (string, bool) {
 
 // streamIdentity authenticates an event-stream request by its query: a
 // stream token as token; an identity token as access_token is refused with
-// errStreamTokenRequired. done is false when the query carries neither: the
-// Authorization header decides.
+// errStreamTokenRequired, a token parameter given more than once with
+// errUnauthenticated (which one counts would depend on who reads the URL).
+// done is false when the query carries neither: the Authorization header
+// decides.
 func (s *Server) streamIdentity(r *http.Request, scope string) (id Identity, done bool, err error) {
 	q := r.URL.Query()
 	if q.Has("access_token") {
@@ -174,6 +176,9 @@ func (s *Server) streamIdentity(r *http.Request, scope string) (id Identity, don
 	}
 	if !q.Has("token") {
 		return Identity{}, false, nil
+	}
+	if n := len(q["token"]); n > 1 {
+		return Identity{}, true, fmt.Errorf("the URL has %d token parameters: send one stream token, once: %w", n, errUnauthenticated)
 	}
 	id, err = s.auth.VerifyStream(q.Get("token"), scope)
 	return id, true, err

@@ -57,6 +57,7 @@ func TestStreamTokens(t *testing.T) {
 			{"AsBearerOnItsStream", "GET", "/v1/rooms/" + pub + "/events", pubToken, 401, "STREAM_TOKEN_REQUIRED"},
 			{"AsBearerForAnother", "POST", "/v1/rooms/" + pub + "/stream-token", pubToken, 401, "STREAM_TOKEN_REQUIRED"},
 			{"AsBearerToRefresh", "POST", "/v1/auth/refresh", lobbyToken, 401, "STREAM_TOKEN_REQUIRED"},
+			{"RepeatedToken", "GET", "/v1/rooms/" + pub + "/events?token=" + pubToken + "&token=" + pubToken, "", 401, "UNAUTHENTICATED"},
 			{"Tampered", "GET", "/v1/rooms/" + pub + "/events?token=" + pubToken[:len(pubToken)-2] + "xx", "", 401, "UNAUTHENTICATED"},
 			{"RefreshNoToken", "POST", "/v1/auth/refresh", "", 401, "UNAUTHENTICATED"},
 		}
@@ -68,6 +69,9 @@ func TestStreamTokens(t *testing.T) {
 					t.Error("401 without WWW-Authenticate")
 				}
 			})
+		}
+		if r := e.do("GET", "/v1/rooms/"+pub+"/events?token="+pubToken+"&token="+bobToken, "", nil); !strings.Contains(r.body["detail"].(string), "2 token parameters") {
+			t.Errorf("the refusal of a repeated token does not say what is wrong: %s", r.raw)
 		}
 		if r := e.do("GET", "/v1/rooms/"+pub+"/events?access_token="+alice, "", nil); !strings.Contains(r.body["detail"].(string), "stream-token") {
 			t.Errorf("the refusal of an identity token in the URL does not say what to do: %s", r.raw)
