@@ -8,8 +8,9 @@ import (
 
 // redactURLError hides the secrets an endpoint's URL may carry in err, the
 // failure of a try (a *url.Error names the URL), which ends up in a dead
-// letter's lastError: net/http already writes a userinfo password as
-// "***", which redactURL keeps; it also hides the query's values and the
+// letter's lastError: the userinfo's user name and password (net/http
+// already writes a password as "***"; a user name alone is a common way to
+// carry a token, http://sk_live_...@host), the query's values and the
 // fragment (?token=SECRET is a common way to authenticate a webhook).
 func redactURLError(err error) error {
 	var ue *url.Error
@@ -21,8 +22,9 @@ func redactURLError(err error) error {
 	return &c
 }
 
-// redactURL is raw with its userinfo password, each query value (a
-// parameter without "=" whole) written "***", and no fragment.
+// redactURL is raw with its userinfo's user name and password, each
+// query value (a parameter without "=" whole) written "***", and no
+// fragment.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -40,10 +42,16 @@ func redactURL(raw string) string {
 		}
 		u.RawQuery = strings.Join(parts, "&")
 	}
-	// Redacted writes a password as xxxxx: the first ":xxxxx@" is it (a
-	// user name's ':' and '@' are escaped)
-	if _, ok := u.User.Password(); ok {
-		return strings.Replace(u.Redacted(), ":xxxxx@", ":***@", 1)
+	// String escapes '*' in a userinfo: write a plain one, then replace it
+	// (the first "//u:p@" or "//u@" is the userinfo, right after the scheme)
+	switch _, pw := u.User.Password(); {
+	case u.User == nil:
+		return u.String()
+	case pw:
+		u.User = url.UserPassword("u", "p")
+		return strings.Replace(u.String(), "//u:p@", "//***:***@", 1)
+	default:
+		u.User = url.User("u")
+		return strings.Replace(u.String(), "//u@", "//***@", 1)
 	}
-	return u.String()
 }

@@ -246,13 +246,14 @@ func TestSendFailureHidesURLSecrets(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
 	for _, tc := range []struct {
-		name, base string
+		name, base, userinfo, redacted string
 	}{
-		{"Timeout", srv.URL},
-		{"Refused", gone.URL},
+		{"Timeout", srv.URL, "hookUSER:PASSWORD@", "http://***:***@"},
+		{"Refused", gone.URL, "hookUSER:PASSWORD@", "http://***:***@"},
+		{"UserOnly", gone.URL, "sk_live_USER@", "http://***@"}, // a token as the user name
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := strings.Replace(tc.base, "http://", "http://hook:PASSWORD@", 1) + "/in?token=SECRET&v=2&BARE#FRAG"
+			u := strings.Replace(tc.base, "http://", "http://"+tc.userinfo, 1) + "/in?token=SECRET&v=2&BARE#FRAG"
 			s, err := webhook.NewSender([]webhook.Endpoint{{ID: "a", URL: u, Secret: secret, Events: []string{"*"}}}, 200*time.Millisecond, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -262,12 +263,12 @@ func TestSendFailureHidesURLSecrets(t *testing.T) {
 				t.Fatal("a failed try reported success")
 			}
 			msg := err.Error()
-			for _, secret := range []string{"PASSWORD", "SECRET", "BARE", "FRAG"} {
+			for _, secret := range []string{"USER", "PASSWORD", "SECRET", "BARE", "FRAG"} {
 				if strings.Contains(msg, secret) {
 					t.Errorf("the error shows %s: %s", secret, msg)
 				}
 			}
-			if !strings.Contains(msg, "http://hook:***@") || !strings.Contains(msg, "/in?token=***&v=***&***") {
+			if !strings.Contains(msg, tc.redacted) || !strings.Contains(msg, "/in?token=***&v=***&***") {
 				t.Errorf("the error does not name the endpoint, redacted: %s", msg)
 			}
 		})
