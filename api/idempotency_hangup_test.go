@@ -154,6 +154,18 @@ func (h *hangupEnv) holdNoMore() {
 	}
 }
 
+// quickJoiner returns the token of a new guest, alice, once another
+// guest's quick-join has made the scripts known to the nodes (no NOSCRIPT
+// round trip for a hold to catch).
+func (h *hangupEnv) quickJoiner() string {
+	h.t.Helper()
+	alice, _ := h.guest("alice")
+	bob, _ := h.guest("bob")
+	want(h.t, h.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "warm", "regions": []string{"eu"},
+		"create": map[string]any{"name": "Warm", "maxPlayers": 2}}), 201, "")
+	return alice
+}
+
 // sawHangUp waits (up to 10 s) until the server saw request id's client
 // hang up: net/http cancelled the request's own context.
 func (h *hangupEnv) sawHangUp(id string) {
@@ -196,11 +208,7 @@ func TestRetryAfterAHangupGetsTheFirstAnswer(t *testing.T) {
 	for _, pb := range proxiedBackends(t) {
 		t.Run(pb.b.Name, func(t *testing.T) {
 			e := newHangupEnv(t, pb.b, pb.proxies)
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			// the scripts known to the nodes: no NOSCRIPT round trip to hold
-			want(t, e.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "warm", "regions": []string{"eu"},
-				"create": map[string]any{"name": "Warm", "maxPlayers": 2}}), 201, "")
+			alice := e.quickJoiner()
 			qj := `{"mode":"holdmode","regions":["eu"],"create":{"name":"Held","maxPlayers":2}}`
 			// the mode's name is in the quick-join script's keys and
 			// arguments only
@@ -289,10 +297,7 @@ func TestHalfClosedClientReadsTheKeptAnswer(t *testing.T) {
 	for _, pb := range proxiedBackends(t) {
 		t.Run(pb.b.Name, func(t *testing.T) {
 			e := newHangupEnv(t, pb.b, pb.proxies)
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			want(t, e.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "warm", "regions": []string{"eu"},
-				"create": map[string]any{"name": "Warm", "maxPlayers": 2}}), 201, "") // the scripts known to the nodes
+			alice := e.quickJoiner()
 			qj := `{"mode":"halfmode","regions":["eu"],"create":{"name":"Half","maxPlayers":2}}`
 			held, release := e.hold("halfmode")
 			defer release()
@@ -355,10 +360,7 @@ func TestHungUpServerFailureIsRecordedAs5xx(t *testing.T) {
 			e := newHangupEnv(t, pb.b, pb.proxies, func(c *api.Config, _ *store.Store, _ string) {
 				c.RequestTimeout = time.Second
 			})
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			want(t, e.do("POST", "/v1/matchmaking/quick-join", bob, map[string]any{"mode": "warm", "regions": []string{"eu"},
-				"create": map[string]any{"name": "Warm", "maxPlayers": 2}}), 201, "") // the scripts known to the nodes
+			alice := e.quickJoiner()
 			qj := `{"mode":"failmode","regions":["eu"],"create":{"name":"Fail","maxPlayers":2}}`
 			const route = "/v1/matchmaking/quick-join"
 			if status := e.hangUp("failmode", true, "qj-fail", alice, "POST", route, qj, "Idempotency-Key", "fail-1"); status != 503 {
