@@ -8,7 +8,11 @@ import (
 // Backoff is how an event stream waits before reconnecting: attempt n
 // (from 1) waits a random time in [0, min(Max, Base·2^(n-1))) ("full
 // jitter", so the clients of a restarted server spread out), at least a
-// refusal's Retry-After. The count starts over once a connection stayed
+// refusal's Retry-After and at least a retry: the last connection ended
+// with, no event after it (0.5–2 s when the server shuts down, 5 s while
+// it cannot reach its store; kept for the attempts after it until a
+// connection brings a retry: or an event); either counts up to Max
+// however long it asks. The count starts over once a connection stayed
 // open for Reset.
 type Backoff struct {
 	Base, Max, Reset time.Duration

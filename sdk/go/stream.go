@@ -113,19 +113,24 @@ type Stream struct {
 	watchdog *time.Timer        // ends it when it stays silent for idle
 	wait     time.Duration      // the next phaseWait's delay
 
-	lastID    string
-	attempt   int            // connection attempts since the stream was last open
-	failures  int            // transient failures since a connection stayed open for Backoff.Reset
-	started   bool           // a connection brought an event: later ones resume
-	openedAt  time.Time      // of the open connection
-	delivered bool           // the open connection brought an event
-	resuming  bool           // a reopened connection's resumed event or snapshot is still due
-	token     string         // the identity token the open (or last) connection was sent with
-	expiring  *TokenExpiring // the last event was this token_expiring: renew, and reconnect at once
-	renewed   string         // the token to send next, just renewed after token_expiring
-	lastExp   time.Time      // the expiresAt of the last token_expiring whose token was renewed
-	left      bool           // the last event was a player_left that may be the own one
-	ready     bool           // the first snapshot (rooms list) was read
+	lastID   string
+	attempt  int       // connection attempts since the stream was last open
+	failures int       // transient failures since a connection stayed open for Backoff.Reset
+	started  bool      // a connection brought an event: later ones resume
+	openedAt time.Time // of the open connection
+	// retryFloor is the least delay before the next attempt: the retry:
+	// a connection ended with, no event after it (a shutdown's 0.5–2 s, a
+	// store-down answer's 5 s); kept for the attempts after it until a
+	// connection brings a retry: or an event, so a stream's first retry:,
+	// superseded by its events, leaves a dropped stream at the backoff's pace.
+	retryFloor time.Duration
+	resuming   bool           // a reopened connection's resumed event or snapshot is still due
+	token      string         // the identity token the open (or last) connection was sent with
+	expiring   *TokenExpiring // the last event was this token_expiring: renew, and reconnect at once
+	renewed    string         // the token to send next, just renewed after token_expiring
+	lastExp    time.Time      // the expiresAt of the last token_expiring whose token was renewed
+	left       bool           // the last event was a player_left that may be the own one
+	ready      bool           // the first snapshot (rooms list) was read
 
 	pending []item
 	ended   bool
@@ -296,7 +301,7 @@ func (s *Stream) dial() {
 		s.conn, s.token, s.attempt = cancel, token, 0
 		s.p = newSSEParser(res.Body)
 		s.watchdog = time.AfterFunc(s.idle, cancel)
-		s.openedAt, s.delivered, s.resuming = time.Now(), false, s.started
+		s.openedAt, s.resuming = time.Now(), s.started
 		if !s.started && s.lastID != "" {
 			s.ready = true // AfterEventID: the caller has the room; a replay follows
 		}
@@ -337,11 +342,17 @@ func permanent(e *Error) bool {
 // read reads one frame of the open connection.
 func (s *Stream) read() {
 	f, err := s.p.next()
+	if s.p.retry > 0 {
+		s.retryFloor, s.p.retry = s.p.retry, 0
+	}
 	if err != nil {
 		s.drop(err)
 		return
 	}
 	s.watchdog.Reset(s.idle)
+	if !f.comment {
+		s.retryFloor = 0 // an event after the retry: supersedes it
+	}
 	if f.comment {
 		if s.resuming && !s.lobby && string(f.data) == "ping" {
 			// a server older than the resumed event: it writes the
@@ -355,7 +366,7 @@ func (s *Stream) read() {
 	if f.event == resumedEvent && !s.lobby {
 		// the end of a replay from Last-Event-ID (none after a
 		// snapshot): no room event, no id, Version unchanged
-		s.delivered, s.started = true, true
+		s.started = true
 		if s.resuming {
 			s.resuming = false
 			s.emit(&Resumed{Snapshot: false})
@@ -366,7 +377,7 @@ func (s *Stream) read() {
 	if err != nil {
 		ev = &UnknownEvent{Header: Header{Type: f.event, ID: f.id, Raw: f.data}, Err: err}
 	}
-	s.delivered, s.started = true, true
+	s.started = true
 	if f.hasID {
 		s.lastID = f.id
 	}
@@ -419,21 +430,21 @@ func (s *Stream) drop(err error) {
 	case errors.Is(err, context.Canceled):
 		err = fmt.Errorf("realsync: no data for %s: %w", s.idle, err)
 	}
-	var floor time.Duration
-	if !s.delivered {
-		floor = s.p.retry // e.g. the store is down: the server says when to come back
-	}
-	s.retry(err, floor)
+	s.retry(err, 0)
 }
 
-// retry queues Reconnecting and waits before the next attempt.
+// retry queues Reconnecting and waits before the next attempt: the
+// backoff's delay, at least floor (a refusal's Retry-After) and
+// s.retryFloor (a retry: the last connection ended with), each counted up
+// to Backoff.Max however long it asks (a mistaken or hostile answer must
+// not stall the stream for days).
 func (s *Stream) retry(err error, floor time.Duration) {
 	if s.ctx.Err() != nil {
 		s.finish(ClosedByCaller, nil)
 		return
 	}
 	s.failures++
-	d := max(s.c.backoff.delay(s.failures), floor)
+	d := max(s.c.backoff.delay(s.failures), min(max(floor, s.retryFloor), s.c.backoff.Max))
 	s.emit(&Reconnecting{Attempt: s.attempt + 1, Delay: d, Err: err})
 	s.wait, s.phase = d, phaseWait
 }

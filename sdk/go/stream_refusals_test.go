@@ -2,11 +2,13 @@ package realsync_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,7 +74,8 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 		}
 		t.Errorf("request %d after the end", n)
 	})
-	c := rs.New(srv.URL, rs.WithToken("tok"), fastBackoff)
+	// the backoff's own delays stay short; its Max leaves room for the server's asks
+	c := rs.New(srv.URL, rs.WithToken("tok"), rs.WithBackoff(rs.Backoff{Base: 5 * time.Millisecond, Max: 2 * time.Second, Reset: time.Hour}))
 	st := c.Stream(ctx(t), "r1", rs.IdleTimeout(300*time.Millisecond))
 	defer st.Close()
 	var items []rs.Event
@@ -187,5 +190,60 @@ func TestStreamAttemptsRestartOnOpen(t *testing.T) {
 		"reconnecting1 connecting1 closed"
 	if k := strings.Join(got, " "); k != want {
 		t.Fatalf("items:\n%s\nwant:\n%s", k, want)
+	}
+}
+
+// A retry: a connection ended with, no event after it (a shutdown's last
+// line), is the least delay of the next attempt and of the refused ones
+// after it, until a connection brings an event; a stream's first retry:,
+// superseded by its events, is not; a Retry-After or retry: counts up to
+// Backoff.Max however long it asks.
+func TestStreamWaitsTheRetryItEndedWith(t *testing.T) {
+	stateFrame := func(v int) string {
+		return fmt.Sprintf("id: %d-abc\nevent: state\ndata: {\"type\":\"state\",\"roomId\":\"r1\",\"version\":%d,\"by\":0,\"set\":{\"n\":%d},\"del\":[],\"stateVersion\":%d}\n\n", v, v, v, v)
+	}
+	answers := []answer{
+		events(snapshotFrame+stateFrame(6)+"retry: 700\n\n", false), // a shutdown: events, then the retry:
+		problem(500, "INTERNAL"),                                    // refused: the retry: still counts
+		events(": ping\n\n", false),                                 // a heartbeat is no event: still counts
+		events(stateFrame(7), false),                                // an event: the backoff's pace again
+		events("retry: 99999999\n: store unavailable, retry later\n\n", false),
+		problem(429, "STREAM_OPENS_LIMITED", "Retry-After", "3600"),
+		problem(404, "ROOM_NOT_FOUND"),
+	}
+	var n atomic.Int32
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if i := int(n.Add(1)) - 1; i < len(answers) {
+			answers[i](w, r)
+			return
+		}
+		t.Errorf("request after the end")
+	})
+	max := time.Second
+	c := rs.New(srv.URL, rs.WithToken("tok"), rs.WithBackoff(rs.Backoff{Base: 5 * time.Millisecond, Max: max, Reset: time.Hour}))
+	st := c.Stream(ctx(t), "r1")
+	defer st.Close()
+	var rec []time.Duration
+	for ev := range st.Events() {
+		if r, ok := ev.(*rs.Reconnecting); ok {
+			rec = append(rec, r.Delay)
+		}
+	}
+	// the backoff alone stays below 5 ms·2^5 = 160 ms over these 6 attempts
+	want := []func(time.Duration) bool{
+		func(d time.Duration) bool { return d >= 700*time.Millisecond && d < max },
+		func(d time.Duration) bool { return d >= 700*time.Millisecond && d < max },
+		func(d time.Duration) bool { return d >= 700*time.Millisecond && d < max },
+		func(d time.Duration) bool { return d < 160*time.Millisecond },
+		func(d time.Duration) bool { return d == max },
+		func(d time.Duration) bool { return d == max },
+	}
+	if len(rec) != len(want) {
+		t.Fatalf("%d reconnections (%v), want %d", len(rec), rec, len(want))
+	}
+	for i, ok := range want {
+		if !ok(rec[i]) {
+			t.Errorf("reconnection %d waited %s (all: %v)", i+1, rec[i], rec)
+		}
 	}
 }
