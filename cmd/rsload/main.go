@@ -7,6 +7,15 @@
 //
 //	go run ./cmd/rsload -scenario ops -clients 64 -mix join=1,patch=1 -duration 10s
 //
+// With -arrival-rate R the run is an open loop: R steps of the mix start
+// every second whatever the answers (a launch's players do not wait for
+// each other), latencies count from each step's schedule, and it reports
+// what was offered, skipped at the generator's bound, left unanswered and
+// answered within -good-within (goodput): how a server behaves past its
+// capacity, which a closed loop cannot show (openloop.go).
+//
+//	go run ./cmd/rsload -scenario ops -clients 256 -mix join=1,get=4 -arrival-rate 2000 -duration 12s
+//
 // With -streams N it also keeps N event streams of its players open during
 // the run and reports what they received of the patches. With -cpu-pid P
 // it reports the CPU time process P (a server on this machine) used per
@@ -73,6 +82,12 @@ type Config struct {
 	// the rules' team size (scripts/bench.sh's rules file: 2)
 	Tickets, Modes, Regions, Party, TeamSize int
 	TicketRate                               int // tickets per second; 0: as fast as they go
+	// ops, open loop (openloop.go): steps started per second whatever the
+	// answers (0: closed loop, each client waits for its answer), at most
+	// MaxOutstanding in flight, waited for Drain after Duration; a step
+	// answered within GoodWithin of its schedule counts as good
+	ArrivalRate, MaxOutstanding int
+	Drain, GoodWithin           time.Duration
 }
 
 func main() {
@@ -100,6 +115,10 @@ func main() {
 	flag.IntVar(&c.Party, "party", 20, "match: percent of tickets that are parties of 2")
 	flag.IntVar(&c.TeamSize, "team-size", 2, "match: the team size of the modes' rules")
 	flag.IntVar(&c.TicketRate, "ticket-rate", 0, "match: tickets created per second (0: as fast as -clients go)")
+	flag.IntVar(&c.ArrivalRate, "arrival-rate", 0, "ops: open loop: start this many steps of the mix per second, whatever the answers (the clients take them in turn and may have several in flight); 0: closed loop, each client waits for its answer")
+	flag.IntVar(&c.MaxOutstanding, "max-outstanding", 20000, "ops with -arrival-rate: the generator's bound on steps in flight; a step due past it is skipped and counted")
+	flag.DurationVar(&c.Drain, "drain", 30*time.Second, "ops with -arrival-rate: how long to wait for the steps in flight after -duration; those still unanswered are cut and counted")
+	flag.DurationVar(&c.GoodWithin, "good-within", time.Second, "ops with -arrival-rate: a step answered without error within this of its scheduled start counts as good (goodput)")
 	h2c := flag.Bool("h2c", false, "speak unencrypted HTTP/2 with prior knowledge to the instances (realsyncd with REALSYNC_H2C=true): streams and requests share connections, up to the server's concurrent streams per connection (250), instead of a connection each")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
@@ -120,11 +139,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rsload: -tickets, -modes, -regions, -team-size must be positive and -party 0..100")
 		os.Exit(2)
 	}
+	if c.ArrivalRate < 0 || c.ArrivalRate > 1_000_000 || c.MaxOutstanding < 1 || c.Drain < 0 || c.Drain > 10*time.Minute || c.GoodWithin <= 0 {
+		fmt.Fprintln(os.Stderr, "rsload: -arrival-rate must be in 0..1000000, -max-outstanding positive, -drain in [0, 10m] and -good-within positive")
+		os.Exit(2)
+	}
 	if c.Rooms < 1 || c.Streams < 0 || c.Rate < 1 || c.Duration <= 0 || c.Duration > time.Hour {
 		fmt.Fprintln(os.Stderr, "rsload: -rooms, -rate must be positive, -streams not negative and -duration in (0, 1h]")
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+c.Drain+5*time.Minute)
 	defer cancel()
 	if err := run(ctx, c); err != nil {
 		fmt.Fprintln(os.Stderr, "rsload:", err)

@@ -64,12 +64,17 @@ type OpsReport struct {
 	Redis     *RedisReport `json:"redis,omitempty"`
 	// Cluster, with -redis-cluster: each master's CPU and share.
 	Cluster *ClusterReport `json:"cluster,omitempty"`
+	// Open, with -arrival-rate: what the open loop offered (openloop.go).
+	Open *OpenLoop `json:"openLoop,omitempty"`
 }
 
 type recorder struct {
 	mu   sync.Mutex
 	lat  map[string][]time.Duration
 	errs map[string]map[string]int
+	// cut counts requests the run's end cut before their answer (an open
+	// loop's unanswered; a closed loop's last ones, not reported)
+	cut atomic.Int64
 }
 
 func (r *recorder) add(op string, d time.Duration, err error) {
@@ -187,19 +192,25 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 		}()
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	for _, cl := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for runCtx.Err() == nil {
-				cl.step(runCtx, ops[cl.rng.IntN(len(ops))], pool, rec)
-			}
-		}()
+	var open *OpenLoop
+	if c.ArrivalRate > 0 {
+		open = runOpen(ctx, c, clients, ops, pool, rec)
+	} else {
+		var wg sync.WaitGroup
+		for _, cl := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for runCtx.Err() == nil {
+					cl.step(runCtx, ops[cl.rng.IntN(len(ops))], pool, rec, time.Now(), cl.rng)
+				}
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	took := time.Since(start)
 	rep := rec.report(c.Clients, took)
+	rep.Open = open
 	if rep.ServerCPU, err = cpu.stop(rep.requests(), took.Seconds()); err != nil {
 		return nil, err
 	}
@@ -279,13 +290,26 @@ func opsPool(ctx context.Context, c Config) ([]*room, error) {
 	return out, nil
 }
 
-// step does one operation (and its undo, timed apart) and records it.
-func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *recorder) {
+// step does one operation (and its undo, timed apart) and records it,
+// drawing what it needs from rng. The operation's latency counts from
+// sched (its scheduled start in an open loop), its undo's from its own
+// start; ok and took are the operation's (not the undo's) outcome.
+func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *recorder, sched time.Time, rng *rand.Rand) (ok bool, took time.Duration) {
+	first := true
 	timed := func(name string, f func() error) error {
 		t := time.Now()
+		if first {
+			t, first = sched, false
+		}
 		err := f()
-		if ctx.Err() == nil {
-			rec.add(name, time.Since(t), err)
+		d := time.Since(t)
+		if ctx.Err() != nil {
+			rec.cut.Add(1)
+			return err
+		}
+		rec.add(name, d, err)
+		if name == op {
+			ok, took = err == nil, d
 		}
 		return err
 	}
@@ -298,23 +322,27 @@ func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *reco
 			timed("delete", func() error { return c.do(ctx, "DELETE", "/v1/rooms/"+j.Room.ID, nil, nil) })
 		}
 	case "join":
-		id := pool[c.rng.IntN(len(pool))].id
-		if id == c.home.id {
-			return
+		i := rng.IntN(len(pool))
+		if pool[i] == c.home {
+			if len(pool) == 1 {
+				return false, 0
+			}
+			i = (i + 1) % len(pool) // not its own room: the next one
 		}
+		id := pool[i].id
 		if timed("join", func() error { return c.do(ctx, "POST", "/v1/rooms/"+id+"/join", nil, nil) }) == nil {
 			timed("leave", func() error { return c.do(ctx, "POST", "/v1/rooms/"+id+"/leave", nil, nil) })
 		}
 	case "patch":
 		var v struct{ Version int64 }
 		if timed("patch", func() error {
-			return c.do(ctx, "PATCH", "/v1/rooms/"+c.home.id+"/state", map[string]any{"k" + strconv.Itoa(c.rng.IntN(8)): c.rng.IntN(1000)}, &v)
+			return c.do(ctx, "PATCH", "/v1/rooms/"+c.home.id+"/state", map[string]any{"k" + strconv.Itoa(rng.IntN(8)): rng.IntN(1000)}, &v)
 		}) == nil {
 			c.home.record(v.Version)
 		}
 	case "list":
 		timed("list", func() error {
-			return c.do(ctx, "GET", fmt.Sprintf("/v1/rooms?joinable=true&sort=fill&mode=pool&region=r%d&limit=20", c.rng.IntN(4)), nil, nil)
+			return c.do(ctx, "GET", fmt.Sprintf("/v1/rooms?joinable=true&sort=fill&mode=pool&region=r%d&limit=20", rng.IntN(4)), nil, nil)
 		})
 	case "get":
 		timed("get", func() error { return c.do(ctx, "GET", "/v1/rooms/"+c.home.id, nil, nil) })
@@ -331,6 +359,7 @@ func (c *opsClient) step(ctx context.Context, op string, pool []*room, rec *reco
 			timed("leave", func() error { return c.do(ctx, "POST", "/v1/rooms/"+q.Room.ID+"/leave", nil, nil) })
 		}
 	}
+	return ok, took
 }
 
 func (r *recorder) report(clients int, took time.Duration) *OpsReport {
@@ -372,6 +401,9 @@ func (r *OpsReport) print(w io.Writer) {
 	for _, n := range names {
 		s := r.Ops[n]
 		fmt.Fprintf(w, "  %-10s %9d %9.0f %8.2f %8.2f %8.2f %8.2f  %v\n", n, s.Count, s.PerSecond, s.P50ms, s.P90ms, s.P99ms, s.Maxms, s.ErrorCodes)
+	}
+	if r.Open != nil {
+		r.Open.print(w)
 	}
 	if r.Redis != nil {
 		r.Redis.print(w)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -19,14 +20,21 @@ import (
 )
 
 // server runs the API in process on the embedded store.
-func server(t *testing.T) string {
+func server(t *testing.T) string { return serverWith(t, nil) }
+
+// serverWith is server with the API's handler wrapped by wrap (none when nil).
+func serverWith(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	st, err := store.Open(context.Background(), store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON})
-	srv := httptest.NewServer(api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
-		Events: hub, Auth: &api.Auth{Secret: []byte("s"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI}))
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
+		Events: hub, Auth: &api.Auth{Secret: []byte("s"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); hub.Close(); st.Close() })
 	return srv.URL
 }
