@@ -414,6 +414,9 @@ func (r *OpsReport) print(w io.Writer) {
 	if st := r.Streams; st != nil {
 		fmt.Fprintf(w, "  streams    %d open: %d of %d patch events delivered (%.0f events/s), %d reconnects; p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n",
 			st.Streams, st.Delivered, st.Expected, st.EventsPerSecond, st.StreamDrops, st.LatencyP50ms, st.LatencyP99ms, st.LatencyMaxms)
+		if len(st.StreamRefusals) > 0 {
+			fmt.Fprintf(w, "  refused    stream openings answered with an error, by code: %v\n", st.StreamRefusals)
+		}
 	}
 	if r.ServerCPU != nil {
 		r.ServerCPU.print(w)

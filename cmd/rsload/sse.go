@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,6 +36,10 @@ type Report struct {
 	LatencyP99ms     float64 `json:"latencyP99ms"`
 	LatencyMaxms     float64 `json:"latencyMaxms"`
 	StreamDrops      int64   `json:"streamDrops"`
+	// StreamRefusals counts stream openings answered with an error, by
+	// problem code (a 429's Retry-After is waited; another 4xx but 408
+	// ends that stream)
+	StreamRefusals map[string]int64 `json:"streamRefusals,omitempty"`
 	// with -rss-pid: the server's resident memory before the streams
 	// opened and with them open and idle, and the difference per stream
 	RSSBeforeKiB    int64   `json:"rssBeforeKiB,omitempty"`
@@ -219,6 +225,8 @@ type streamSet struct {
 	done     sync.WaitGroup
 	arrivals [][]arrival
 	drops    atomic.Int64
+	mu       sync.Mutex
+	refused  map[string]int64 // by problem code
 }
 
 // openStreams opens n streams and returns once each has had its first
@@ -226,7 +234,7 @@ type streamSet struct {
 // opening streams reach every stream of their room).
 func openStreams(ctx context.Context, n int, open opener) *streamSet {
 	streamCtx, stop := context.WithCancel(ctx)
-	s := &streamSet{stop: stop, arrivals: make([][]arrival, n)}
+	s := &streamSet{stop: stop, arrivals: make([][]arrival, n), refused: map[string]int64{}}
 	if n == 0 {
 		return s
 	}
@@ -239,7 +247,7 @@ func openStreams(ctx context.Context, n int, open opener) *streamSet {
 		s.done.Add(1)
 		go func() {
 			defer s.done.Done()
-			s.arrivals[i] = readStream(streamCtx, url, token, r, &ready, &s.drops, &frames)
+			s.arrivals[i] = s.read(streamCtx, url, token, r, &ready, &frames)
 		}()
 	}
 	ready.Wait()
@@ -253,7 +261,13 @@ func (s *streamSet) close(c Config, rooms []*room, ok, failed int64, took time.D
 	time.Sleep(2 * time.Second)
 	s.stop()
 	s.done.Wait()
-	return report(c, rooms, s.arrivals, ok, failed, took, s.drops.Load())
+	rep := report(c, rooms, s.arrivals, ok, failed, took, s.drops.Load())
+	s.mu.Lock()
+	if len(s.refused) > 0 {
+		rep.StreamRefusals = s.refused
+	}
+	s.mu.Unlock()
+	return rep
 }
 
 // residentKiB reads VmRSS of a process on this machine.
@@ -369,10 +383,12 @@ func (r *room) record(v int64) {
 	r.mu.Unlock()
 }
 
-// readStream reads room r's stream at url until ctx ends, reconnecting
-// with Last-Event-ID after a drop, and returns the state events' arrival
-// times.
-func readStream(ctx context.Context, url, token string, r *room, ready *sync.WaitGroup, drops, frames *atomic.Int64) []arrival {
+// read reads room r's stream at url until ctx ends, reconnecting with
+// Last-Event-ID after a drop, and returns the state events' arrival times.
+// An opening answered with an error is counted by its code; after a 429 or
+// 5xx it waits the answer's Retry-After (100 ms at least) and tries again,
+// after any other (a 4xx, e.g. the room's stream cap) that stream ends.
+func (s *streamSet) read(ctx context.Context, url, token string, r *room, ready *sync.WaitGroup, frames *atomic.Int64) []arrival {
 	var out []arrival
 	var lastID string
 	first := true
@@ -384,14 +400,36 @@ func readStream(ctx context.Context, url, token string, r *room, ready *sync.Wai
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
+		wait := 100 * time.Millisecond
 		res, err := client.Do(req)
-		if err == nil {
-			out, lastID = readEvents(res.Body, r, out, lastID, &first, ready, frames)
+		if err == nil && res.StatusCode != http.StatusOK {
+			var p struct{ Code string }
+			json.NewDecoder(io.LimitReader(res.Body, 64<<10)).Decode(&p)
 			res.Body.Close()
+			s.mu.Lock()
+			s.refused[cmp.Or(p.Code, strconv.Itoa(res.StatusCode))]++
+			s.mu.Unlock()
+			if res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests && res.StatusCode != http.StatusRequestTimeout {
+				r.mu.Lock()
+				r.streams-- // expects nothing
+				r.mu.Unlock()
+				break // retrying cannot cure it
+			}
+			if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil {
+				wait = max(wait, time.Duration(ra)*time.Second)
+			}
+		} else {
+			if err == nil {
+				out, lastID = readEvents(res.Body, r, out, lastID, &first, ready, frames)
+				res.Body.Close()
+			}
+			if ctx.Err() == nil {
+				s.drops.Add(1)
+			}
 		}
-		if ctx.Err() == nil {
-			drops.Add(1)
-			time.Sleep(100 * time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
 		}
 	}
 	if first {
@@ -461,6 +499,9 @@ func (r *Report) print(w io.Writer, c Config) {
 	fmt.Fprintf(w, "sse: %d streams on %d rooms via %d instance(s), %s of writes\n", r.Streams, r.Rooms, len(c.URLs), c.Duration)
 	fmt.Fprintf(w, "  patches     %d ok, %d failed (%.0f/s)\n", r.Patches, r.PatchErrors, r.PatchesPerSecond)
 	fmt.Fprintf(w, "  delivered   %d of %d expected (%.0f events/s), %d stream reconnects\n", r.Delivered, r.Expected, r.EventsPerSecond, r.StreamDrops)
+	if len(r.StreamRefusals) > 0 {
+		fmt.Fprintf(w, "  refused     stream openings answered with an error, by code: %v\n", r.StreamRefusals)
+	}
 	fmt.Fprintf(w, "  latency     p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH response to arrival)\n", r.LatencyP50ms, r.LatencyP99ms, r.LatencyMaxms)
 	if r.RSSStreamsKiB != 0 {
 		fmt.Fprintf(w, "  server RSS  %d KiB before the streams, %d KiB with them idle: %.1f KiB per stream\n", r.RSSBeforeKiB, r.RSSStreamsKiB, r.RSSPerStreamKiB)

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +40,54 @@ func serverWith(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); hub.Close(); st.Close() })
 	return srv.URL
+}
+
+// Refused stream openings are counted by code: a 429's Retry-After is
+// waited, then that stream opens and gets every patch; after a 403 that
+// stream ends and is expected nothing; nothing counts as a reconnect.
+func TestSSERunCountsRefusedStreams(t *testing.T) {
+	var opens atomic.Int32
+	var retried atomic.Int64 // when the 429's stream came back, in ns since the refusal
+	var refusedAt atomic.Int64
+	url := serverWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != "GET" || !strings.HasSuffix(r.URL.Path, "/events") {
+				h.ServeHTTP(w, r)
+				return
+			}
+			switch opens.Add(1) {
+			case 1:
+				refusedAt.Store(time.Now().UnixNano())
+				w.Header().Set("Retry-After", "1")
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"status":429,"code":"STREAM_OPENS_LIMITED"}`)
+				return
+			case 2:
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusForbidden)
+				io.WriteString(w, `{"status":403,"code":"NOT_A_MEMBER"}`)
+				return
+			case 7:
+				retried.Store(time.Now().UnixNano() - refusedAt.Load())
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	c := Config{URLs: []string{url}, Rooms: 1, Streams: 6, Rate: 40, Duration: time.Second}
+	r, err := runSSE(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"STREAM_OPENS_LIMITED": 1, "NOT_A_MEMBER": 1}; !maps.Equal(r.StreamRefusals, want) {
+		t.Errorf("refusals %v, want %v", r.StreamRefusals, want)
+	}
+	if r.Patches == 0 || r.Expected != r.Patches*5 || r.Delivered != r.Expected || r.StreamDrops != 0 {
+		t.Errorf("report %+v", r)
+	}
+	if d := time.Duration(retried.Load()); d < time.Second {
+		t.Errorf("the refused stream came back %s after its 429, before its Retry-After", d)
+	}
 }
 
 // A short run against an in-process server on the embedded store: every
