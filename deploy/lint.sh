@@ -121,6 +121,14 @@ if env -u REALSYNC_JWT_SECRET "$tmp/composeconfig" compose.yaml >/dev/null 2>&1;
 fi
 REALSYNC_JWT_SECRET=lint "$tmp/composeconfig" compose.yaml > "$tmp/compose.json"
 python3 lint/check_compose.py "$tmp/compose.json" haproxy/haproxy.cfg prometheus/prometheus.yml
+# without REALSYNC_SHUTDOWN_TIMEOUT the check compares with realsyncd's
+# default (30 s): a grace period of 25 s must be refused
+jq '(.services[] | select(.image | test("realsyncd"))) |= (del(.environment.REALSYNC_SHUTDOWN_TIMEOUT) | .stop_grace_period = "25s")' \
+  "$tmp/compose.json" > "$tmp/compose-short-grace.json"
+if out=$(python3 lint/check_compose.py "$tmp/compose-short-grace.json" haproxy/haproxy.cfg prometheus/prometheus.yml 2>&1) ||
+  ! grep -q "REALSYNC_SHUTDOWN_TIMEOUT (30s)" <<<"$out"; then
+  echo "check_compose.py passed a stop_grace_period below realsyncd's default REALSYNC_SHUTDOWN_TIMEOUT: $out" >&2; exit 1
+fi
 
 step "haproxy -c"
 haproxy -c -q -f haproxy/haproxy.cfg

@@ -27,6 +27,16 @@ def seconds(d):
     return total
 
 
+def default_shutdown_timeout():
+    """realsyncd's own default of REALSYNC_SHUTDOWN_TIMEOUT, read from its
+    configuration (cmd/realsyncd/config.go), so this check follows it."""
+    config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "cmd", "realsyncd", "config.go")
+    m = re.search(r'env\("REALSYNC_SHUTDOWN_TIMEOUT",\s*"([^"]+)"\)', open(config, encoding="utf-8").read())
+    if not m:
+        sys.exit(f"{config}: REALSYNC_SHUTDOWN_TIMEOUT's default not found")
+    return m.group(1)
+
+
 def port(addr, default):
     return int(addr.rsplit(":", 1)[1]) if addr else default
 
@@ -41,11 +51,12 @@ def main():
         problems.append(f"fewer than two realsyncd services: {sorted(realsyncd)}")
     envs = {n: s.get("environment", {}) for n, s in realsyncd.items()}
     first = next(iter(envs.values()), {})
+    shutdown_default = default_shutdown_timeout()
     for n, env in envs.items():
         if env != first:
             problems.append(f"{n}: environment differs from the other instances'")
         grace = seconds(realsyncd[n].get("stop_grace_period", "10s"))
-        shutdown = seconds(env.get("REALSYNC_SHUTDOWN_TIMEOUT") or "15s")
+        shutdown = seconds(env.get("REALSYNC_SHUTDOWN_TIMEOUT") or shutdown_default)
         if grace <= shutdown:
             problems.append(f"{n}: stop_grace_period ({grace:g}s) must exceed REALSYNC_SHUTDOWN_TIMEOUT ({shutdown:g}s)")
     for n, s in services.items():
