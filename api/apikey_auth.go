@@ -34,7 +34,7 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 		}
 	}
 	if key == "" {
-		if isStream(r.URL.Path) {
+		if isStream(r) {
 			q := r.URL.Query()
 			for _, param := range []string{"token", "access_token"} {
 				for _, v := range q[param] { // every value: a key second is as exposed as one first

@@ -268,10 +268,26 @@ func (s *Server) identity(r *http.Request) (Identity, error) {
 	return s.auth.Verify(token)
 }
 
-// isStream tells event-stream routes, which also take a stream token as
-// the query parameter token: EventSource cannot set headers. The query is
-// never logged.
-func isStream(path string) bool { return strings.HasSuffix(path, "/events") }
+// isStream tells a request for an event-stream route (its path; the
+// method is the caller's to check), which also takes a stream token as the
+// query parameter token: EventSource cannot set headers. The query is
+// never logged. It decides on routedPath, as the router does: every
+// middleware that treats streams apart (admission, authentication, the
+// request timeout, readiness, carryStreams) asks it, so that none takes
+// GET /v1/rooms/x%2Fevents (the room "x/events" to the router) for a
+// stream.
+func isStream(r *http.Request) bool { return strings.HasSuffix(routedPath(r), "/events") }
+
+// routedPath is the path the router (chi) matches r on: the path as sent
+// (URL.RawPath) when it has escapes that the decoded URL.Path loses, such
+// as "%2F", else URL.Path. Middlewares run before routing; one that
+// decides by the path decides on this one to agree with the router.
+func routedPath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
+}
 
 func bearer(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")

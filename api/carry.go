@@ -55,7 +55,7 @@ type carryStreams struct {
 }
 
 func (cs carryStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet || !isStream(r.URL.Path) || takenOver(r) {
+	if r.Method != http.MethodGet || !isStream(r) || takenOver(r) {
 		cs.Router.ServeHTTP(w, r)
 		return
 	}

@@ -155,11 +155,7 @@ func routePattern(r *http.Request) string {
 	if rctx == nil || rctx.Routes == nil {
 		return ""
 	}
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
-	}
-	return rctx.Routes.Find(chi.NewRouteContext(), r.Method, path)
+	return rctx.Routes.Find(chi.NewRouteContext(), r.Method, routedPath(r))
 }
 
 // limitTime gives every request but event streams the request timeout:
@@ -168,7 +164,7 @@ func routePattern(r *http.Request) string {
 // deadlines (a write deadline per event, see streamClient).
 func (s *Server) limitTime(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isStream(r.URL.Path) {
+		if isStream(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -55,11 +55,11 @@ func newAdmitter(a Admission) *admitter {
 // counted tells the requests admission bounds: the /v1 routes but event
 // streams and the admin routes (an operator looks at an overloaded
 // instance through them).
-// The stream test is on the path as sent (chi routes on it): an encoded
+// A stream is told as the router tells it (isStream): an encoded
 // "%2Fevents" is no stream.
 func counted(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/v1/") && !strings.HasPrefix(r.URL.Path, "/v1/admin/") &&
-		!(r.Method == http.MethodGet && isStream(r.URL.EscapedPath()))
+		!(r.Method == http.MethodGet && isStream(r))
 }
 
 // admit lets a counted request through when it gets one of the places,

@@ -29,7 +29,7 @@ func (s *Server) requireStore(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if isStream(r.URL.Path) && r.Method == http.MethodGet {
+		if isStream(r) && r.Method == http.MethodGet {
 			s.stream(w, r, func(sse.Client) error { return errNotReady })
 			return
 		}

@@ -52,6 +52,8 @@ func TestRoutesWaitForTheStore(t *testing.T) {
 		{"Unauthenticated", "GET", "/v1/rooms", "", 401, "UNAUTHENTICATED", false},
 		{"RoomEvents", "GET", "/v1/rooms/00abcdefghijklmn/events", tok, 200, "", true},
 		{"LobbyEvents", "GET", "/v1/lobby/events", tok, 200, "", true},
+		// the router reaches GET /v1/rooms/{roomId}: no stream
+		{"EncodedEvents", "GET", "/v1/rooms/00abcdefghijklmn%2Fevents", tok, 503, "STORE_UNAVAILABLE", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
