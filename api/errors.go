@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -95,8 +96,27 @@ var problems = []problem{
 	{rooms.ErrUnavailable, 503, "STORE_UNAVAILABLE", "Store unavailable"},
 }
 
+// retryAfters is the Retry-After of the answers that ask the client to
+// come back, by code: every 503 (the store did not answer, the instance is
+// overloaded, shutting down or not connected yet: 1 to 3 s, jittered so
+// that the refused clients do not come back all at once) and the stream
+// limits (streamRetryAfter). A Retry-After the handler set already wins:
+// the rate limits' says when their window frees a place. Event streams
+// refused for want of the store are no 503 but a 200 with a retry line
+// (Server.stream): EventSource gives up on any other status.
+var retryAfters = map[oapi.ProblemCode]func() string{
+	"OVERLOADED":        jitteredRetryAfter,
+	"STORE_UNAVAILABLE": jitteredRetryAfter,
+	"STREAM_LIMIT":      func() string { return strconv.Itoa(streamRetryAfter) },
+	"TOO_MANY_STREAMS":  func() string { return strconv.Itoa(streamRetryAfter) },
+}
+
+// jitteredRetryAfter is a Retry-After, in seconds, of 1 to 3.
+func jitteredRetryAfter() string { return strconv.Itoa(1 + rand.IntN(3)) }
+
 // streamRetryAfter is the Retry-After, in seconds, of a stream refused for
-// the streams a user or a player already holds.
+// the streams a user or a player already holds: a place frees when a
+// stream ends, or when a dead one's lease lapses (REALSYNC_PRESENCE_TTL).
 const streamRetryAfter = 5
 
 // writeError answers err as problem+json; a context's end is no internal
@@ -119,10 +139,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="realsync"`)
 	}
-	if (p.code == "STREAM_LIMIT" || p.code == "TOO_MANY_STREAMS") && w.Header().Get("Retry-After") == "" {
-		// a place frees when a stream ends, or when a dead one's lease
-		// lapses (REALSYNC_PRESENCE_TTL): worth a try a few seconds on
-		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
+	if retry := retryAfters[p.code]; retry != nil && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", retry())
 	}
 	body := oapi.Problem{Type: problemType(string(p.code)), Title: p.title, Status: p.status,
 		Code: p.code, Detail: detail(p, err)}
@@ -149,6 +167,9 @@ func lookup(err error) (problem, bool) {
 // detail is the error's own text for client errors; for 503 it hides the
 // transport details.
 func detail(p problem, err error) string {
+	if p.err == errOverloaded {
+		return "The instance has as many requests in flight as it takes; retry later."
+	}
 	if p.status == http.StatusServiceUnavailable {
 		return "The store cannot be reached; retry later."
 	}

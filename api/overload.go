@@ -3,9 +3,7 @@ package api
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,10 +33,6 @@ var errOverloaded = errors.New("the instance has as many requests in flight as R
 // refused before routing): one label, as unmatchedRoute.
 const shedRoute = "overloaded"
 
-// overloadRetryAfter is the Retry-After, in seconds, of a refused request:
-// 1 to 3, so that refused clients do not come back all at once.
-func overloadRetryAfter() string { return strconv.Itoa(1 + rand.IntN(3)) }
-
 // admitter is Admission at work: a FIFO semaphore of Max places.
 type admitter struct {
 	sem  *semaphore.Weighted
@@ -64,7 +58,7 @@ func counted(r *http.Request) bool {
 
 // admit lets a counted request through when it gets one of the places,
 // waiting up to the admission's wait; else it answers 503 OVERLOADED with
-// a Retry-After before its credentials are checked or anything is done,
+// a Retry-After (retryAfters) before its credentials are checked or anything is done,
 // so an overloaded instance answers the requests it cannot serve at once
 // and spends its CPU on those whose clients still wait, the requests it
 // works on bounded (those waiting are bounded by the arrival rate times
@@ -96,7 +90,6 @@ func (s *Server) admit(next http.Handler) http.Handler {
 					return
 				}
 				s.log.Warn("overloaded: requests refused 503 OVERLOADED (REALSYNC_MAX_IN_FLIGHT)")
-				w.Header().Set("Retry-After", overloadRetryAfter())
 				s.writeError(w, r, errOverloaded)
 				return
 			}

@@ -7760,6 +7760,11 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzHeadResponse503Headers the declared response headers of an HTTP 503 response for ReadyzHead
+type ReadyzHeadResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReadyzHeadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7767,6 +7772,8 @@ type ReadyzHeadResponse struct {
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyzHeadResponse503Headers
 }
 
 // GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
@@ -13838,6 +13845,19 @@ func ParseReadyzHeadResponse(rsp *http.Response) (*ReadyzHeadResponse, error) {
 	case rsp.StatusCode == 503:
 		break // No content-type
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReadyzHeadResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

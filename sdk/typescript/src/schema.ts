@@ -2460,11 +2460,13 @@ export interface components {
          *     repeat it (a message, a patch, a create): read before you send
          *     again a change whose repetition matters. Or `OVERLOADED`: the
          *     instance had `REALSYNC_MAX_IN_FLIGHT` requests in flight; nothing
-         *     was done, send it again after `Retry-After` (1 to 3 s).
+         *     was done, send it again after `Retry-After`. Every 503 has a
+         *     `Retry-After` of 1 to 3 s, drawn at random so that the clients
+         *     refused at once do not come back at once.
          */
         Unavailable: {
             headers: {
-                /** @description With `OVERLOADED`, seconds to wait before sending again (1 to 3). */
+                /** @description Seconds to wait before sending again (1 to 3), on every 503. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
             };
@@ -4097,6 +4099,8 @@ export interface operations {
             /** @description `STORE_UNAVAILABLE`, as `GET /readyz` (no body). */
             503: {
                 headers: {
+                    /** @description Seconds to wait before asking again (1 to 3). */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content?: never;
