@@ -51,6 +51,7 @@ func (s *Store) observe(m Metrics) {
 	}
 	s.metrics = m
 	s.client.AddHook(metricsHook{m})
+	s.probe.AddHook(metricsHook{m}) // a failed readiness check counts as any failed call
 	if s.reads != nil {
 		s.reads.AddHook(metricsHook{m})
 	}

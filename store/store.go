@@ -130,6 +130,7 @@ type Config struct {
 type Store struct {
 	client   redis.UniversalClient
 	reads    redis.UniversalClient // browsing reads (replicas.go); nil: client
+	probe    redis.UniversalClient // Ping's own connections (probe.go)
 	embedded *miniredis.Miniredis
 	keys     layout.Keys
 	shards   int
@@ -332,6 +333,7 @@ func (s *Store) connect(cfg Config) error {
 			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, PoolTimeout: poolTimeout,
 			MaxRedirects: maxRedirects}
 		s.client = redis.NewClusterClient(&opt)
+		s.probe = redis.NewClusterClient(probeClusterOptions(opt))
 		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
 			s.reads = readerClient(opt, cfg.ReadFromReplicas)
 		}
@@ -361,6 +363,7 @@ func (s *Store) connect(cfg Config) error {
 			opt.Dialer = tlsDialer(opt.TLSConfig, opt.DialTimeout)
 		}
 		s.client = redis.NewClient(opt)
+		s.probe = redis.NewClient(probeOptions(*opt))
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:
 		m := miniredis.NewMiniRedis()
@@ -369,7 +372,9 @@ func (s *Store) connect(cfg Config) error {
 			return fmt.Errorf("embedded store: %w", err)
 		}
 		s.embedded = m
-		s.client = redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
+		opt := redis.Options{Addr: m.Addr(), Protocol: 2}
+		s.client = redis.NewClient(&opt)
+		s.probe = redis.NewClient(probeOptions(opt))
 		s.pubcmd = "PUBLISH" // miniredis has no sharded Pub/Sub
 	}
 	return nil
@@ -388,7 +393,7 @@ func (s *Store) Close() error {
 	if s.readBatch != nil {
 		s.readBatch.Close()
 	}
-	err := s.client.Close()
+	err := errors.Join(s.client.Close(), s.probe.Close())
 	if s.reads != nil {
 		err = errors.Join(err, s.reads.Close())
 	}
@@ -396,16 +401,6 @@ func (s *Store) Close() error {
 		s.embedded.Close()
 	}
 	return err
-}
-
-// Ping reports whether Redis answers (on a Cluster, every master).
-func (s *Store) Ping(ctx context.Context) error {
-	if c, ok := s.client.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			return n.Ping(ctx).Err()
-		})
-	}
-	return s.client.Ping(ctx).Err()
 }
 
 // Base is the client, script runner and key layout the store's concept

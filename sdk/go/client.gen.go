@@ -1433,6 +1433,10 @@ type ClientInterface interface {
 	// start until the instance connected to Redis and checked the data's
 	// layout (it retries by itself; meanwhile every route that needs
 	// Redis answers 503, event streams a 200 with a `retry:` line).
+	// Redis is asked (`PING`, on a Cluster every master) through
+	// connections of the check's own, not the pool the requests share:
+	// an instance whose requests wait for Redis connections (overload)
+	// stays ready while Redis answers.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2641,6 +2645,10 @@ func (c *APIClient) GetSpec(ctx context.Context, reqEditors ...RequestEditorFn) 
 // start until the instance connected to Redis and checked the data's
 // layout (it retries by itself; meanwhile every route that needs
 // Redis answers 503, event streams a 200 with a `retry:` line).
+// Redis is asked (`PING`, on a Cluster every master) through
+// connections of the check's own, not the pool the requests share:
+// an instance whose requests wait for Redis connections (overload)
+// stays ready while Redis answers.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *APIClient) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6292,6 +6300,10 @@ type ClientWithResponsesInterface interface {
 	// start until the instance connected to Redis and checked the data's
 	// layout (it retries by itself; meanwhile every route that needs
 	// Redis answers 503, event streams a 200 with a `retry:` line).
+	// Redis is asked (`PING`, on a Cluster every master) through
+	// connections of the check's own, not the pool the requests share:
+	// an instance whose requests wait for Redis connections (overload)
+	// stays ready while Redis answers.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12103,6 +12115,10 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, reqEditor
 // start until the instance connected to Redis and checked the data's
 // layout (it retries by itself; meanwhile every route that needs
 // Redis answers 503, event streams a 200 with a `retry:` line).
+// Redis is asked (`PING`, on a Cluster every master) through
+// connections of the check's own, not the pool the requests share:
+// an instance whose requests wait for Redis connections (overload)
+// stays ready while Redis answers.
 //
 // Returns a wrapper object for the known response body format(s).
 //

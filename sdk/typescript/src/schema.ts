@@ -1207,6 +1207,10 @@ export interface paths {
          *     start until the instance connected to Redis and checked the data's
          *     layout (it retries by itself; meanwhile every route that needs
          *     Redis answers 503, event streams a 200 with a `retry:` line).
+         *     Redis is asked (`PING`, on a Cluster every master) through
+         *     connections of the check's own, not the pool the requests share:
+         *     an instance whose requests wait for Redis connections (overload)
+         *     stays ready while Redis answers.
          */
         get: operations["readyz"];
         put?: never;

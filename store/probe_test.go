@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
+)
+
+// Ping asks Redis through connections of its own: with every connection
+// of the request pool held (blocking pops, as thousands of requests in
+// flight hold them), a request waits for the pool and gives up, while
+// Ping answers at once; once Redis is gone, Ping fails. Standalone and a
+// Cluster of their own (one is stopped), and the embedded store (which
+// cannot be stopped from outside).
+func TestPingHasConnectionsOfItsOwn(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	backends := []struct {
+		b    redistest.Backend
+		stop func() // makes Redis unreachable; nil: cannot
+	}{
+		{redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr}, srv.Kill},
+		{redistest.Backend{Name: "embedded"}, nil},
+	}
+	if !testing.Short() {
+		c, err := redistest.StartCluster(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Stop)
+		backends = append(backends, struct {
+			b    redistest.Backend
+			stop func()
+		}{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, c.Nodes[1].Kill})
+	}
+	for _, be := range backends {
+		t.Run(be.b.Name, func(t *testing.T) {
+			s := openStore(t, be.b)
+			holdRequestPool(t, s)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := s.Ping(ctx); err != nil {
+				t.Fatalf("Ping with the request pool taken: %v, want nil (Redis answers)", err)
+			}
+			if be.stop == nil {
+				return
+			}
+			be.stop()
+			ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := s.Ping(ctx); err == nil {
+				t.Fatal("Ping with Redis stopped: nil, want an error")
+			}
+		})
+	}
+}
+
+// holdRequestPool takes every connection of s's request pool (each
+// master's on a Cluster) with a blocking pop, until a call through the
+// pool waits in vain (300 ms); the pops end when tb ends.
+func holdRequestPool(tb testing.TB, s *store.Store) {
+	tb.Helper()
+	ctx := context.Background()
+	c := s.Client()
+	keys, size := []string{s.Prefix() + ":hold"}, 0
+	var other redis.UniversalClient // pushes to end the pops
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		size, other = c.Options().PoolSize, redis.NewClusterClient(c.Options())
+		masters := map[string]string{} // address: a key it serves
+		var mu sync.Mutex
+		c.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+			mu.Lock()
+			masters[n.Options().Addr] = ""
+			mu.Unlock()
+			return nil
+		})
+		keys = nil
+		for i := 0; len(keys) < len(masters); i++ {
+			k := fmt.Sprintf("%s:{hold%d}", s.Prefix(), i)
+			n, err := c.MasterForKey(ctx, k)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if masters[n.Options().Addr] == "" {
+				masters[n.Options().Addr] = k
+				keys = append(keys, k)
+			}
+		}
+	case *redis.Client:
+		size, other = c.Options().PoolSize, redis.NewClient(c.Options())
+	default:
+		tb.Fatalf("client %T", c)
+	}
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		for range size {
+			wg.Go(func() { c.BLPop(ctx, 30*time.Second, k) })
+		}
+	}
+	tb.Cleanup(func() {
+		for _, k := range keys {
+			other.RPush(ctx, k, make([]any, size)...)
+		}
+		wg.Wait()
+		other.Del(ctx, keys...)
+		other.Close()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range keys {
+		for {
+			wait, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			err := c.Exists(wait, k).Err()
+			cancel()
+			if err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("the request pool of %s's node still serves after 10 s", k)
+			}
+		}
+	}
+}
