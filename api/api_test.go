@@ -65,11 +65,18 @@ func newEnvStore(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Au
 // (nil: as it is).
 func newEnvWrapped(t *testing.T, b redistest.Backend, q store.Quotas, auth *api.Auth, wrap func(http.Handler) http.Handler, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
 	t.Helper()
+	return newEnvOn(t, b, func(c *store.Config) { c.Quotas = q }, auth, wrap, mut...)
+}
+
+// newEnvOn is newEnvWrapped on a store whose configuration storeMut changed.
+func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), auth *api.Auth, wrap func(http.Handler) http.Handler, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
 	prefix := redistest.Prefix(t)
-	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: prefix, Shards: 4, Metrics: m, Quotas: q})
+	sc := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4, Metrics: m}
+	storeMut(&sc)
+	st, err := store.Open(context.Background(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

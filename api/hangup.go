@@ -57,6 +57,20 @@ func hungUp(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && !errors.Is(context.Cause(ctx), ErrShutdown)
 }
 
+// clientContext is the context of ctx's request as the API got it (kept
+// by observe; ctx itself outside observe), which net/http cancels when the
+// client goes away. The contexts the middlewares derive from it (the
+// request timeout's) are cancelled just after it, by the goroutine that
+// cancelled it, so a check on one of them can miss a hang-up that
+// net/http already reported, the request's own context cancelled: a
+// request whose client hung up before its answer was recorded as answered.
+func clientContext(ctx context.Context) context.Context {
+	if x := exchangeFrom(ctx); x != nil && x.client != nil {
+		return x.client
+	}
+	return ctx
+}
+
 // detach returns r on a context of its own that its client's hang-up does
 // not end, and its release (call it once r is answered). It keeps r's
 // values and r's deadline (the request timeout: DeadlineExceeded, 503; the

@@ -60,7 +60,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	client := r.Context()
+	client := clientContext(r.Context()) // whether its client left: net/http's word, as soon as it said so
 	r, release := s.detach(r)
 	defer release()
 	defer func() {

@@ -48,10 +48,25 @@ func proxiedBackends(t *testing.T) []proxiedBackend {
 	}
 }
 
-// newHangupEnv starts the API on b (reached through proxies), with mut.
+// heldReadTimeout is the store's reply timeout in a hangupEnv: longer than
+// any hold (each test waits at most 10 s for what it holds for). With the
+// store's 2 s, a reply held while a loaded machine runs the hang-up (the
+// client's half-close, the server seeing it) past 2 s failed the request
+// (503, its outcome unknown: a script is sent once) instead of letting it
+// end with its answer.
+const heldReadTimeout = 30 * time.Second
+
+// newHangupEnv starts the API on b (reached through proxies), with mut,
+// its store's reply timeout heldReadTimeout.
 func newHangupEnv(t *testing.T, b redistest.Backend, proxies []*redistest.Proxy, mut ...func(c *api.Config, st *store.Store, prefix string)) *hangupEnv {
+	return newHangupEnvOn(t, b, proxies, func(c *store.Config) { c.ReadTimeout = heldReadTimeout }, mut...)
+}
+
+// newHangupEnvOn is newHangupEnv on a store whose configuration storeMut
+// changed.
+func newHangupEnvOn(t *testing.T, b redistest.Backend, proxies []*redistest.Proxy, storeMut func(*store.Config), mut ...func(c *api.Config, st *store.Store, prefix string)) *hangupEnv {
 	h := &hangupEnv{proxies: proxies, ctxs: map[string]context.Context{}}
-	h.env = newEnvWrapped(t, b, store.Quotas{}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
+	h.env = newEnvOn(t, b, storeMut, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
 		func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if id := r.Header.Get("X-Request-Id"); id != "" {
@@ -357,7 +372,9 @@ func TestHalfClosedClientReadsTheKeptAnswer(t *testing.T) {
 func TestHungUpServerFailureIsRecordedAs5xx(t *testing.T) {
 	for _, pb := range proxiedBackends(t) {
 		t.Run(pb.b.Name, func(t *testing.T) {
-			e := newHangupEnv(t, pb.b, pb.proxies, func(c *api.Config, _ *store.Store, _ string) {
+			// the store's own reply timeout (2 s) fails the held call:
+			// go-redis waits for a reply past the request's deadline
+			e := newHangupEnvOn(t, pb.b, pb.proxies, func(*store.Config) {}, func(c *api.Config, _ *store.Store, _ string) {
 				c.RequestTimeout = time.Second
 			})
 			alice := e.quickJoiner()
@@ -380,5 +397,42 @@ func TestHungUpServerFailureIsRecordedAs5xx(t *testing.T) {
 					again.status, again.raw, again.header.Get("Idempotent-Replayed"))
 			}
 		})
+	}
+}
+
+// hangUpReported is a request's context as net/http leaves it in the
+// instant after it saw the client go away: cancelled (Err), while the
+// contexts derived from it (the request timeout's) are not yet, their
+// cancellation still to come from the goroutine that cancelled it. Frozen
+// there: its Done stays the parent's, so nothing derived from it ends.
+type hangUpReported struct{ context.Context }
+
+func (hangUpReported) Err() error { return context.Canceled }
+
+// A request with an Idempotency-Key is recorded 499 once net/http reported
+// its client gone (its own context cancelled), even before the contexts
+// derived from it are cancelled: its answer (201, the room made) is
+// written all the same. The check was on a derived context: in that
+// instant it was recorded 201 (TestHalfClosedClientReadsTheKeptAnswer,
+// which waits for the request's own context and then lets the answer
+// come, saw it once on a loaded machine).
+func TestHangUpIsTheRequestsOwnContexts(t *testing.T) {
+	e := newEnvWrapped(t, redistestEmbedded, store.Quotas{}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
+		func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Idempotency-Key") != "" {
+					r = r.WithContext(hangUpReported{r.Context()})
+				}
+				next.ServeHTTP(w, r)
+			})
+		})
+	alice, _ := e.guest("alice")
+	qj := `{"mode":"gone","regions":["eu"],"create":{"name":"Gone","maxPlayers":2}}`
+	r := e.do("POST", "/v1/matchmaking/quick-join", alice, qj, "Idempotency-Key", "gone-1", "X-Request-Id", "qj-gone")
+	if r.status != 201 || r.body["created"] != true {
+		t.Fatalf("answered %d %s, want 201 created", r.status, r.raw)
+	}
+	if status := e.accessLines()["qj-gone"]["status"]; status != float64(499) {
+		t.Fatalf("recorded as %v, want 499", status)
 	}
 }

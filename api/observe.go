@@ -79,6 +79,8 @@ type exchange struct {
 	// finish is run once the request was recorded: a detached run's end
 	// (detach), which a shutdown waits for (Detached.Drain).
 	finish []func()
+	// client is the request's context as the API got it (clientContext).
+	client context.Context
 }
 
 func (x *exchange) WriteHeader(code int) {
@@ -152,7 +154,7 @@ func saneRequestID(id string) bool {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		x := &exchange{ResponseWriter: w, id: s.ids.of(r.Header.Get(requestIDHeader)), status: http.StatusOK}
+		x := &exchange{ResponseWriter: w, id: s.ids.of(r.Header.Get(requestIDHeader)), status: http.StatusOK, client: r.Context()}
 		w.Header()[requestIDHeader] = []string{x.id}
 		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
 		defer func() {

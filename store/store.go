@@ -58,6 +58,10 @@ type Config struct {
 	// "" is off.
 	ReadFromReplicas ReplicaReads
 
+	// ReadTimeout bounds the wait for each reply from Redis; default 2 s
+	// (readTimeout). With RedisURL, the URL's read_timeout wins.
+	ReadTimeout time.Duration
+
 	// Prefix starts every key; default "rs".
 	Prefix string
 	// Shards is the number of hash-tag shards, fixed for a deployment's
@@ -278,6 +282,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.PresenceTTL == 0 {
 		cfg.PresenceTTL = 15 * time.Second
 	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = readTimeout
+	}
 	switch {
 	case cfg.Lifecycle.LogIdleTrim == 0:
 		cfg.Lifecycle.LogIdleTrim = DefaultLogIdleTrim
@@ -330,7 +337,7 @@ func (s *Store) connect(cfg Config) error {
 		// second of its replica's promotion.
 		opt := redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
 			ClusterStateReloadInterval: time.Second, Protocol: 2,
-			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: readTimeout, PoolTimeout: poolTimeout,
+			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: cfg.ReadTimeout, PoolTimeout: poolTimeout,
 			MaxRedirects: maxRedirects}
 		s.client = redis.NewClusterClient(&opt)
 		s.probe = redis.NewClusterClient(probeClusterOptions(opt))
@@ -350,7 +357,7 @@ func (s *Store) connect(cfg Config) error {
 			opt.DialTimeout = dialTimeout
 		}
 		if opt.ReadTimeout == 0 {
-			opt.ReadTimeout = readTimeout
+			opt.ReadTimeout = cfg.ReadTimeout
 		}
 		if opt.MaxRetries == 0 {
 			opt.MaxRetries = maxRetries
