@@ -65,8 +65,9 @@ func (s *Server) checkScope(next http.Handler) http.Handler {
 		}
 		pattern := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
 		if id.Stream != "" && !streamRoutes[pattern] {
-			// authenticate told streams by the path; the route matched is
-			// the word that counts (a %2F in the path may tell them apart)
+			// authenticate reads a stream token only on a stream's path,
+			// as the router matches it (streamScope); the route matched
+			// is the word that counts, should the two ever disagree
 			s.writeError(w, r, fmt.Errorf("a stream token opens its event stream only: %w", errStreamTokenRequired))
 			return
 		}

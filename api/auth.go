@@ -256,7 +256,7 @@ func (s *Server) asIdentity(next http.Handler, w http.ResponseWriter, r *http.Re
 
 // identity verifies the request's credentials.
 func (s *Server) identity(r *http.Request) (Identity, error) {
-	if scope, ok := streamScope(r.URL.Path); ok {
+	if scope, ok := streamScope(r); ok {
 		if id, done, err := s.streamIdentity(r, scope); done {
 			return id, err
 		}
@@ -273,7 +273,8 @@ func (s *Server) identity(r *http.Request) (Identity, error) {
 // query parameter token: EventSource cannot set headers. The query is
 // never logged. It decides on routedPath, as the router does: every
 // middleware that treats streams apart (admission, authentication, the
-// request timeout, readiness, carryStreams) asks it, so that none takes
+// request timeout, readiness, carryStreams) asks it, or streamScope on
+// the same path (the stream token's), so that none takes
 // GET /v1/rooms/x%2Fevents (the room "x/events" to the router) for a
 // stream.
 func isStream(r *http.Request) bool { return strings.HasSuffix(routedPath(r), "/events") }

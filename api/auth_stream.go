@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -148,8 +149,14 @@ const lobbyScope = "lobby"
 // meScope names the personal stream (any platform).
 const meScope = "me"
 
-// streamScope returns the scope of an event-stream path.
-func streamScope(path string) (string, bool) {
+// streamScope returns the scope of the event stream r asks for, false when
+// the route r reaches is none. It reads routedPath, as the router and
+// isStream do: GET /v1/rooms/x%2Fevents reaches GET /v1/rooms/{roomId},
+// where a token in the query is nobody's credential. A room's id is its
+// path segment as the route's handler gets it: unescaped when the path
+// came with escapes (URL.RawPath), as the generated router binds roomId.
+func streamScope(r *http.Request) (string, bool) {
+	path := routedPath(r)
 	switch path {
 	case "/v1/lobby/events":
 		return lobbyScope, true
@@ -157,10 +164,17 @@ func streamScope(path string) (string, bool) {
 		return meScope, true
 	}
 	id, ok := strings.CutPrefix(path, "/v1/rooms/")
-	if id, ok2 := strings.CutSuffix(id, "/events"); ok && ok2 && id != "" && !strings.Contains(id, "/") {
-		return roomScope(id), true
+	id, ok2 := strings.CutSuffix(id, "/events")
+	if !ok || !ok2 || id == "" || strings.Contains(id, "/") {
+		return "", false
 	}
-	return "", false
+	if r.URL.RawPath != "" {
+		var err error
+		if id, err = url.PathUnescape(id); err != nil {
+			return "", false
+		}
+	}
+	return roomScope(id), true
 }
 
 // streamIdentity authenticates an event-stream request by its query: a
