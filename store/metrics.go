@@ -51,7 +51,10 @@ func (s *Store) observe(m Metrics) {
 	}
 	s.metrics = m
 	s.client.AddHook(metricsHook{m})
-	s.probe.AddHook(metricsHook{m}) // a failed readiness check counts as any failed call
+	// a failed readiness check counts as any failed call; on a Cluster
+	// the probe pings each master's own client (ForEachMaster), which
+	// the Cluster client's hooks do not see: not counted there
+	s.probe.AddHook(metricsHook{m})
 	if s.reads != nil {
 		s.reads.AddHook(metricsHook{m})
 	}

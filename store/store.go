@@ -59,7 +59,8 @@ type Config struct {
 	ReadFromReplicas ReplicaReads
 
 	// ReadTimeout bounds the wait for each reply from Redis; default 2 s
-	// (readTimeout). With RedisURL, the URL's read_timeout wins.
+	// (readTimeout). With RedisURL, the URL's read_timeout wins. The
+	// embedded store keeps go-redis' own (5 s).
 	ReadTimeout time.Duration
 
 	// Prefix starts every key; default "rs".
