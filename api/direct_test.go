@@ -134,9 +134,10 @@ func TestDirectMessagesOfflineDelivery(t *testing.T) {
 }
 
 // A snapshot's pending counts the events that follow it: not the
-// session_replaced of another session, which the log holds but only the
-// replaced session gets (a client waiting for pending events used to wait
-// for one that never came).
+// session_replaced of another session, which only the replaced session
+// gets (a client waiting for pending events used to wait for one that
+// never came, when it was logged; it is no longer: an older release's,
+// still in the log during a rolling upgrade, is not counted either).
 func TestPendingCountsOnlyWhatFollows(t *testing.T) {
 	b := redistest.Backends(t)[0]
 	e := playerEnvs(t, b, players.PolicyReplace, 1)[0]
@@ -147,7 +148,7 @@ func TestPendingCountsOnlyWhatFollows(t *testing.T) {
 	if _, evs := opening(t, pc1); strings.Join(texts(evs), ",") != "m1" {
 		t.Fatalf("pc's inbox: %s", texts(evs))
 	}
-	pc2 := e.me(bob, "pc") // replaces pc1: session_replaced logged for pc1
+	pc2 := e.me(bob, "pc") // replaces pc1: session_replaced for pc1
 	if f := pc1.next(); f.event != "session_replaced" {
 		t.Fatalf("pc1 got %+v", f)
 	}

@@ -38,11 +38,18 @@ func playerEnvs(t *testing.T, b redistest.Backend, policy players.Policy, n int)
 // mut (from the replace policy and 8 streams per user).
 func playerEnvsWith(t *testing.T, b redistest.Backend, n int, mut func(*store.Config)) []*env {
 	t.Helper()
+	return playerEnvsHub(t, b, n, mut, nil)
+}
+
+// playerEnvsHub is playerEnvsWith with the hub of instance i configured
+// by hub (when not nil) after the defaults.
+func playerEnvsHub(t *testing.T, b redistest.Backend, n int, mut func(*store.Config), hub func(i int, c *sse.Config)) []*env {
+	t.Helper()
 	prefix := redistest.Prefix(t)
 	auth := &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}
 	var shared *store.Store
 	var out []*env
-	for range n {
+	for i := range n {
 		st := shared
 		if st == nil {
 			var err error
@@ -59,7 +66,11 @@ func playerEnvsWith(t *testing.T, b redistest.Backend, n int, mut func(*store.Co
 			}
 		}
 		log := slog.New(slog.DiscardHandler)
-		hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log})
+		hc := sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log}
+		if hub != nil {
+			hub(i, &hc)
+		}
+		hub := sse.NewHub(hc)
 		rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st.Sessions()}})
 		h := api.NewHandler(api.Config{Rooms: rs, Lobby: lobby.NewService(st.Listing()), Events: hub,
 			Players: players.NewService(st.Sessions()), Direct: players.NewDirect(st.Sessions(), rs), Auth: auth, Ready: st.Ping,
@@ -136,8 +147,9 @@ func platformsOf(m map[string]any) string {
 
 // One user online on two platforms at once through two instances; a
 // second login on one platform, through the other instance, replaces the
-// first: the old stream's last event is session_replaced (naming it), then
-// it ends; the other platform's stream goes on.
+// first: the old stream's last event is session_replaced (naming it; no
+// id: not logged, its seq the log's position), then it ends; the other
+// platform's stream goes on.
 func TestMeStreamReplacedAcrossInstances(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -161,7 +173,8 @@ func TestMeStreamReplacedAcrossInstances(t *testing.T) {
 			}
 			f := pc.next()
 			checkUserEvent(t, f)
-			if f.event != "session_replaced" || f.data["session"] != snap.data["session"] || f.data["by"] == "" || f.id == "" {
+			if f.event != "session_replaced" || f.data["session"] != snap.data["session"] || f.data["by"] == "" || f.id != "" ||
+				f.data["seq"] != snap.data["seq"] {
 				t.Fatalf("old pc stream got %+v", f)
 			}
 			if rest := pc.ends(); len(rest) != 0 {
@@ -388,7 +401,7 @@ func TestMeFollowUnderConcurrentChanges(t *testing.T) {
 }
 
 // A personal stream resumes with Last-Event-ID: the logged events after
-// it (only the session's own), then resumed; an id of another history, or
+// it (a replacement of another session logs none), then resumed; an id of another history, or
 // one not of the server's form, gets a snapshot with resync true. A stream
 // token for the personal stream opens it; one for another stream does not.
 func TestMeStreamResume(t *testing.T) {
@@ -402,14 +415,19 @@ func TestMeStreamResume(t *testing.T) {
 			// closed on the server too: a resume that replaced it would log
 			// its session_replaced
 			e.sessionGone(alice, aliceID, "web")
-			for range 2 { // logged events of other sessions
+			for range 2 { // a replacement logs nothing
 				s := e.me(alice, "pc")
 				s.next()
 			}
+			bob, _ := e.guest("bob")
+			want(t, e.do("POST", "/v1/users/"+aliceID+"/messages", bob, map[string]any{"type": "chat", "data": "hi"}), 202, "")
 			r := e.do("POST", "/v1/me/stream-token", alice, nil)
 			want(t, r, 201, "")
 			tok := r.body["token"].(string)
 			res := e.open("/v1/me/events?platform=web&token="+tok, "Last-Event-ID", snap.id)
+			if f := res.next(); f.event != "message" || f.data["seq"] != 1.0 {
+				t.Fatalf("resume from %s: %+v, want the message", snap.id, f)
+			}
 			f := res.next()
 			checkUserEvent(t, f)
 			if f.event != "resumed" || f.data["seq"] != 1.0 {

@@ -278,19 +278,9 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 		st.writeStatus(out, ss[0])
 	case it.catchUp, it.ev != nil && it.ev.Control:
 		if it.catchUp {
-			evs, gap, err := h.cfg.Users.UserLog(ctx, st.session.UserID, sent, tag, h.cfg.ReplayLimit)
-			switch {
-			case err != nil:
-				return sent, storeEnd(ctx)
-			case gap:
-				return sent, EndGap
-			}
-			for i := range evs {
-				evs[i].parse()
-				if end := st.writeLogged(out, &evs[i]); end != "" {
-					return evs[i].Seq, end
-				}
-				sent = evs[i].Seq
+			var end string
+			if sent, end = h.catchUp(ctx, st, out, tag, sent); end != "" {
+				return sent, end
 			}
 		}
 		ids, err := h.cfg.Users.Following(ctx, st.session.UserID)
@@ -320,12 +310,62 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 		for _, s := range ss {
 			st.writeStatus(out, s)
 		}
+	case it.ev.Notice:
+		// session_replaced, not logged: this session's ends it; another
+		// session's is none of this stream's (nor is its position)
+		return sent, st.writeLogged(out, it.ev)
 	case it.ev.Seq <= sent && it.ev.Tag == tag:
 	case it.ev.Tag != tag || it.ev.Seq > sent+1:
 		// missed events: catch up from the log
 		return h.meItem(ctx, feed, st, out, meItem{catchUp: true}, tag, sent)
 	default:
 		return it.ev.Seq, st.writeLogged(out, it.ev)
+	}
+	return sent, ""
+}
+
+// catchUp writes st the logged events after sent from its user's log;
+// returns the position sent and why the stream ends ("" when it goes on).
+// A stream whose renewal found its lease gone (st.lost) first reads its
+// session's tombstone (Replaced): when a new session replaced it, it
+// writes the events logged before the replacement (those after are the
+// new session's), then its session_replaced, and ends replaced, even when
+// the log cannot serve them (a gap). An older release's replacement
+// logged session_replaced instead: the log has it, and it ends the stream
+// the same way.
+func (h *Hub) catchUp(ctx context.Context, st *meStream, out *writer, tag string, sent int64) (int64, string) {
+	var repl *UserEvent
+	if st.lost.Load() {
+		e, ok, err := h.cfg.Users.Replaced(ctx, st.session)
+		if err != nil {
+			return sent, storeEnd(ctx)
+		}
+		if ok {
+			repl = &e
+		}
+	}
+	evs, gap, err := h.cfg.Users.UserLog(ctx, st.session.UserID, sent, tag, h.cfg.ReplayLimit)
+	switch {
+	case err != nil:
+		return sent, storeEnd(ctx)
+	case gap && repl == nil:
+		return sent, EndGap
+	case gap:
+		evs = nil
+	}
+	for i := range evs {
+		if repl != nil && evs[i].Seq > repl.Seq {
+			break
+		}
+		evs[i].parse()
+		if end := st.writeLogged(out, &evs[i]); end != "" {
+			return evs[i].Seq, end
+		}
+		sent = evs[i].Seq
+	}
+	if repl != nil {
+		repl.parse()
+		return sent, st.writeLogged(out, repl)
 	}
 	return sent, ""
 }
@@ -408,11 +448,12 @@ func (h *Hub) closeSession(st *meStream) {
 }
 
 // renewSessions extends the leases of the personal streams sts; a stream
-// whose session is no longer held first catches up from its user's log
-// (replaced: its session_replaced, missed on the live feed, is there, and
-// ends it), and ends (EndLapsed) when the next renewal still finds it
-// gone; one whose lease went a whole TTL without a renewal ends (see
-// renew).
+// whose session is no longer held first catches up (replaced: its
+// session_replaced, missed on the live feed, is kept as its session's
+// tombstone, or in its user's log when an older release replaced it, and
+// ends it; see catchUp), and ends (EndLapsed) when the next renewal still
+// finds it gone; one whose lease went a whole TTL without a renewal ends
+// (see renew).
 func (h *Hub) renewSessions(ctx context.Context, sts []leased) {
 	for chunk := range slices.Chunk(sts, renewChunk) {
 		ss := make([]Session, len(chunk))
@@ -439,8 +480,8 @@ func (h *Hub) renewSessions(ctx context.Context, sts []leased) {
 			case st == nil:
 			case st.lost.CompareAndSwap(false, true):
 				// replaced, its session_replaced not received (a lost
-				// Pub/Sub message): the log has it, and the catch-up
-				// writes it and ends the stream
+				// Pub/Sub message): its tombstone (or the log) has it,
+				// and the catch-up writes it and ends the stream
 				st.offer(meItem{catchUp: true})
 			default: // lost twice: lapsed (or its catch-up failed)
 				st.end(EndLapsed)
@@ -463,15 +504,15 @@ func (h *Hub) meLeased() []leased {
 	return out
 }
 
-// writes says whether st writes logged event e: every one but another
-// session's session_replaced.
+// writes says whether st writes event e (logged, or a notice): every one
+// but another session's session_replaced.
 func (st *meStream) writes(e *UserEvent) bool {
 	e.parse()
 	return e.meta.Type != players.EventSessionReplaced || e.meta.Session == st.session.ID
 }
 
-// writeLogged writes logged event e when st writes it; returns EndReplaced
-// when it ends this session.
+// writeLogged writes event e (logged, or a notice) when st writes it;
+// returns EndReplaced when it ends this session.
 func (st *meStream) writeLogged(out *writer, e *UserEvent) string {
 	if !st.writes(e) {
 		return ""

@@ -25,12 +25,18 @@ type Session struct {
 // UserEvent is one logged event of a user's personal stream as logged and
 // published: its place in the user's log, the tag of the log's history and
 // its one-line JSON. A control message (Control set) is no event: the
-// user's following changed.
+// user's following changed. A notice (Notice set) is an event that is not
+// logged, session_replaced: Seq is the log's position when it was
+// published (the events up to it were logged before it), and it has no
+// Tag. Every session_replaced, a notice or one an older release logged,
+// is written without an id: it does not move the client's resume
+// position (the stream ends after it, and its client does not resume).
 type UserEvent struct {
 	Seq     int64
 	Tag     string
 	Data    []byte
 	Control bool
+	Notice  bool
 
 	meta struct {
 		Type    string `json:"type"`
@@ -39,11 +45,16 @@ type UserEvent struct {
 	frame []byte
 }
 
-// parse reads the event's type and session and encodes its frame once.
+// parse reads the event's type and session and encodes its frame once:
+// with the id "<seq>-<tag>", but for session_replaced (none).
 func (e *UserEvent) parse() {
 	if e.frame == nil {
 		json.Unmarshal(e.Data, &e.meta)
-		e.frame = appendFrame(nil, formatID(e.Seq, e.Tag), e.meta.Type, e.Data)
+		id := formatID(e.Seq, e.Tag)
+		if e.Notice || e.meta.Type == players.EventSessionReplaced {
+			id = ""
+		}
+		e.frame = appendFrame(nil, id, e.meta.Type, e.Data)
 	}
 }
 
@@ -89,6 +100,12 @@ type UserSource interface {
 	// UserLog returns the user's logged events after seq of history tag,
 	// gap when the log no longer holds them all (or is another history).
 	UserLog(ctx context.Context, user string, seq int64, tag string, limit int) (evs []UserEvent, gap bool, err error)
+	// Replaced returns the session_replaced (a Notice) that ended session
+	// s, kept a while after the replacement for s's instance to read when
+	// the live message was lost; ok false when none is kept (s was not
+	// replaced, or an older release replaced it: its session_replaced is
+	// then in the user's log, which UserLog returns).
+	Replaced(ctx context.Context, s Session) (ev UserEvent, ok bool, err error)
 	// Following returns the users user follows.
 	Following(ctx context.Context, user string) ([]string, error)
 	// Statuses returns the status of each user (offline, Version 0, when

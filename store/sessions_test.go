@@ -17,6 +17,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
 )
 
@@ -93,7 +94,8 @@ func sessionStore(t *testing.T, b redistest.Backend, policy players.Policy, ttl 
 // only when the platforms change (a renewal, a replacement on the same
 // platform publish nothing), its version grows with each change, and
 // GET-style reads agree. The replaced session gets session_replaced on the
-// user's channel (through the other instance) and loses its lease.
+// user's channel (through the other instance), not logged (a notice at the
+// log's position), and loses its lease.
 func TestSessionsStatusPublishedOnChange(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -114,8 +116,8 @@ func TestSessionsStatusPublishedOnChange(t *testing.T) {
 				t.Fatalf("renew: lost %v, %v", lost, err)
 			}
 			o, err := s2.Sessions().OpenSession(ctx, pc2, sse.Cursor{}, 100)
-			if err != nil || o.Replaced != 1 || o.Seq != 1 {
-				t.Fatalf("replacing open: %+v, %v", o, err)
+			if err != nil || o.Replaced != 1 || o.Seq != 0 {
+				t.Fatalf("replacing open: %+v, %v (want nothing logged)", o, err)
 			}
 			if lost, _ := s1.Sessions().RenewSessions(ctx, []sse.Session{pc, mobile}); len(lost) != 1 || lost[0] != pc {
 				t.Fatalf("the replaced session's renewal: lost %v", lost)
@@ -145,7 +147,7 @@ func TestSessionsStatusPublishedOnChange(t *testing.T) {
 					t.Errorf("version %d after %d", ss[i].Version, ss[i-1].Version)
 				}
 			}
-			if len(evs) != 1 || evs[0].Seq != 1 || !strings.Contains(string(evs[0].Data), `"session":"a.1"`) ||
+			if len(evs) != 1 || !evs[0].Notice || evs[0].Seq != 0 || !strings.Contains(string(evs[0].Data), `"session":"a.1"`) ||
 				!strings.Contains(string(evs[0].Data), `"type":"session_replaced"`) {
 				t.Fatalf("user channel %d events: %+v", len(evs), evs)
 			}
@@ -281,7 +283,7 @@ func TestSessionLapsesOffline(t *testing.T) {
 
 // A resume with the last id of the user's log replays the events after
 // it; an id of another history, or one the log no longer reaches, is a
-// gap.
+// gap. Replacing a session logs nothing.
 func TestSessionResume(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -292,7 +294,10 @@ func TestSessionResume(t *testing.T) {
 			if err != nil || o.Seq != 0 || o.Tag == "" {
 				t.Fatalf("first open %+v %v", o, err)
 			}
-			for i := range 4 { // three replacements: three logged events
+			for i := range 3 { // three logged events, two replacements between them
+				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+					t.Fatal(err)
+				}
 				if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i)}, sse.Cursor{}, 100); err != nil {
 					t.Fatal(err)
 				}
@@ -302,7 +307,7 @@ func TestSessionResume(t *testing.T) {
 			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Seq != 2 || r.Seq != 3 {
 				t.Fatalf("resume from 1: %+v %v", r, err)
 			}
-			if !strings.Contains(string(r.Replay[1].Data), `"session":"p.2"`) || !strings.Contains(string(r.Replay[1].Data), `"by":"p.3"`) {
+			if !strings.Contains(string(r.Replay[1].Data), `"n":2`) {
 				t.Errorf("replayed %s", r.Replay[1].Data)
 			}
 			r, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "c.1"}, sse.Cursor{Set: true, Version: 1, Tag: "other"}, 100)
@@ -389,15 +394,15 @@ func statusTTL(t *testing.T, s *store.Store, uid string) time.Duration {
 	return ttl
 }
 
-// A client that keeps replacing its session on one platform fills the
-// user's log with session_replaced: past the cap they push out what
-// another platform was not delivered yet. The drops are counted as the
-// sends' are, and that platform's next session is told it lost events
-// (Lost: its snapshot says resync) rather than starting silently after
-// them (a tester's find: 1 001 replacements on pc took mobile's three
-// direct messages, the metric stayed 0 and mobile's snapshot said
-// resync false, pending 0). A platform that never opened loses nothing.
-func TestReplacedSessionsOverflowingTheInboxAreCounted(t *testing.T) {
+// Past the log's cap the oldest events are dropped, whatever they are:
+// the drops are counted as the sends' are, and a platform whose
+// undelivered events went is told it lost events (Lost: its snapshot says
+// resync) rather than starting silently after them (a tester's find,
+// when session_replaced was logged: 1 001 replacements on pc took
+// mobile's three direct messages, the metric stayed 0 and mobile's
+// snapshot said resync false, pending 0). A platform that never opened
+// loses nothing.
+func TestOverflowingTheInboxIsCounted(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
@@ -417,9 +422,9 @@ func TestReplacedSessionsOverflowingTheInboxAreCounted(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// MinMaxLen replacements: the log holds 3 + MinMaxLen, 3 over
-			for i := range userlog.MinMaxLen + 1 {
-				if _, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i)}, sse.Cursor{}, 100); err != nil {
+			// MinMaxLen more: the log held 3 + MinMaxLen, 3 over
+			for i := range userlog.MinMaxLen {
+				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"invite","n":%d}`, i)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -461,4 +466,175 @@ func TestReplacedSessionsOverflowingTheInboxAreCounted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client that keeps replacing its session on one platform (a flapping
+// mobile app) takes nothing of the user's capped log: 2 000 replacements
+// on pc, twice the log's cap (REALSYNC_OFFLINE_MAX, 1 000), leave
+// mobile's three undelivered messages where they were, nothing dropped,
+// and mobile's next session gets them without resync. What they leave is
+// the replaced sessions' tombstones, at most ReplacedKept, each naming
+// its session and who replaced it; the last replaced session finds its
+// own (Replaced), a session never replaced none. (When session_replaced
+// was logged, the replacements dropped the messages: mobile's next
+// session said resync, pending 0.)
+func TestReplacingSessionsKeepsTheOtherPlatformsInbox(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var dropped atomic.Int64
+			s, s2 := twoInstances(t, b, store.Config{SessionPolicy: players.PolicyReplace, PresenceTTL: time.Minute,
+				Offline: userlog.Config{Dropped: func(n int) { dropped.Add(int64(n)) }}})
+			uid := "u-" + redistest.Prefix(t)
+			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "m.0"}
+			if _, err := s.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Sessions().CloseSession(ctx, mobile); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const replacements = 2000
+			if max := s.UserLogs().Config().MaxLen; max != userlog.DefaultMaxLen || replacements <= max {
+				t.Fatalf("the log's cap %d, want the default, less than %d", max, replacements)
+			}
+			pc := func(i int) sse.Session { return sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i)} }
+			var last sse.UserOpening
+			for i := range replacements + 1 { // every open but the first replaces one
+				o, err := s.Sessions().OpenSession(ctx, pc(i), sse.Cursor{}, 100)
+				if err != nil || o.Replaced != min(i, 1) {
+					t.Fatalf("open %d: replaced %d, %v; want %d", i, o.Replaced, err, min(i, 1))
+				}
+				last = o
+			}
+			if last.Seq != 3 {
+				t.Errorf("the log at %d after the replacements, want 3 (the messages)", last.Seq)
+			}
+			if got := dropped.Load(); got != 0 {
+				t.Errorf("dropped %d entries, want none", got)
+			}
+			k := s.UserLogs().KeysOf(uid)
+			if n := s.Client().XLen(ctx, k.Log).Val(); n != 3 {
+				t.Errorf("the log holds %d entries, want the 3 messages", n)
+			}
+			o, err := s2.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}, sse.Cursor{}, 100)
+			if err != nil || o.Lost || o.Gap || len(o.Replay) != 3 || o.From != 0 {
+				t.Fatalf("mobile after pc's replacements: lost (resync) %v, gap %v, from %d, %d replayed, %v; want its 3 messages, no resync",
+					o.Lost, o.Gap, o.From, len(o.Replay), err)
+			}
+			for i, e := range o.Replay {
+				if !strings.Contains(string(e.Data), fmt.Sprintf(`"n":%d`, i)) {
+					t.Errorf("mobile's message %d: %s", i, e.Data)
+				}
+			}
+			// the tombstones: the latest ReplacedKept
+			tomb := tombstoneKeys(t, s, uid)
+			if len(tomb) != 1 {
+				t.Fatalf("tombstone keys %v, want one", tomb)
+			}
+			if n := s.Client().ZCard(ctx, tomb[0]).Val(); n != sessions.ReplacedKept {
+				t.Errorf("%d tombstones kept, want %d", n, sessions.ReplacedKept)
+			}
+			e, ok, err := s2.Sessions().Replaced(ctx, pc(replacements-1))
+			if err != nil || !ok || !e.Notice || e.Seq != 3 || !strings.Contains(string(e.Data), `"by":"`+pc(replacements).ID+`"`) ||
+				!strings.Contains(string(e.Data), `"session":"`+pc(replacements-1).ID+`"`) {
+				t.Errorf("the last replaced session's tombstone: %+v %s %v %v", e, e.Data, ok, err)
+			}
+			for _, never := range []sse.Session{pc(replacements), pc(0)} { // open; replaced too long ago
+				if _, ok, err := s.Sessions().Replaced(ctx, never); ok || err != nil {
+					t.Errorf("%s has a tombstone: %v %v", never.ID, ok, err)
+				}
+			}
+		})
+	}
+}
+
+// A replaced session's tombstone is kept three lease TTLs, then goes with
+// its key: the user's keys are those they were before the replacements.
+func TestReplacedSessionsTombstonesExpire(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			const ttl = time.Second
+			s, _ := twoInstances(t, b, store.Config{SessionPolicy: players.PolicyReplace, PresenceTTL: ttl})
+			uid := "u-" + redistest.Prefix(t)
+			// the user's keys with no session open: status, log, meta, cursors
+			was := sse.Session{UserID: uid, Platform: "pc", ID: "p.was"}
+			if _, err := s.Sessions().OpenSession(ctx, was, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Sessions().CloseSession(ctx, was); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.UserLogs().Send(ctx, uid, []byte(`{"type":"message"}`)); err != nil {
+				t.Fatal(err)
+			}
+			before := userKeys(t, s, uid)
+			first := sse.Session{UserID: uid, Platform: "pc", ID: "p.0"}
+			if _, err := s.Sessions().OpenSession(ctx, first, sse.Cursor{}, 100); err != nil {
+				t.Fatal(err)
+			}
+			var last sse.Session
+			for i := range 5 {
+				last = sse.Session{UserID: uid, Platform: "pc", ID: fmt.Sprintf("p.%d", i+1)}
+				if _, err := s.Sessions().OpenSession(ctx, last, sse.Cursor{}, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tomb := tombstoneKeys(t, s, uid)
+			if len(tomb) != 1 {
+				t.Fatalf("tombstone keys %v, want one", tomb)
+			}
+			sess := strings.Replace(tomb[0], ":urepl:", ":sess:", 1)
+			if !slices.Equal(userKeys(t, s, uid), slices.Sorted(slices.Values(append(before, tomb[0], sess)))) {
+				t.Fatalf("keys %v after the replacements, want %v, the session's and the tombstones' %v", userKeys(t, s, uid), before, tomb)
+			}
+			if pttl := s.Client().PTTL(ctx, tomb[0]).Val(); pttl <= 0 || pttl > 3*ttl {
+				t.Errorf("the tombstones expire in %v, want at most 3 TTLs (%v)", pttl, 3*ttl)
+			}
+			if _, ok, err := s.Sessions().Replaced(ctx, first); !ok || err != nil {
+				t.Fatalf("the first session's tombstone: %v %v", ok, err)
+			}
+			// the last lease lapses with its TTL; the tombstones go later
+			if err := s.Sessions().CloseSession(ctx, last); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(15 * time.Second); len(tombstoneKeys(t, s, uid)) > 0; time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the tombstones still there after 15 s: %v", userKeys(t, s, uid))
+				}
+			}
+			if got := userKeys(t, s, uid); !slices.Equal(got, before) {
+				t.Errorf("the user's keys %v, want those before the replacements %v", got, before)
+			}
+			if _, ok, err := s.Sessions().Replaced(ctx, first); ok || err != nil {
+				t.Errorf("the first session's tombstone after its expiry: %v %v", ok, err)
+			}
+		})
+	}
+}
+
+// userKeys are user uid's keys (on every master), sorted.
+func userKeys(t *testing.T, s *store.Store, uid string) []string {
+	t.Helper()
+	keys, err := rediskeys.Scan(context.Background(), s.Client(), "*:"+uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// tombstoneKeys are user uid's keys of replaced sessions.
+func tombstoneKeys(t *testing.T, s *store.Store, uid string) []string {
+	t.Helper()
+	keys, err := rediskeys.Scan(context.Background(), s.Client(), "*:urepl:"+uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }

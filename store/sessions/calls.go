@@ -82,7 +82,7 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	shard := x.b.UserShard(u)
 	log := x.cfg.Logs.KeysOf(u)
 	keys := []string{x.sessionsKey(u), x.statusKey(u), log.Log, log.Meta, x.onlineKey(shard),
-		x.StreamsKey(u), x.followingKey(u), log.Cursors}
+		x.StreamsKey(u), x.followingKey(u), log.Cursors, x.replacedKey(u)}
 	cseq, ctag := "", ""
 	if c.cursor.Verifiable() {
 		cseq, ctag = fmt.Sprint(c.cursor.Version), c.cursor.Tag
@@ -91,7 +91,8 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	args := []any{u, c.s.Platform, c.s.ID, string(x.cfg.Policy), x.cfg.TTL.Milliseconds(), x.cfg.StreamsPerUser,
 		log.Channel, x.StatusChannel(u), x.b.PubCmd, x.cfg.Logs.Config().MaxLen, x.cfg.Logs.Config().TTL.Milliseconds(), c.newTag,
 		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTL.Milliseconds(),
-		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline, offlineStatusTTL.Milliseconds()}
+		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline, offlineStatusTTL.Milliseconds(),
+		x.replacedKeep().Milliseconds(), ReplacedKept}
 	if outboxLen > 0 {
 		keys = append(keys, outbox)
 	}

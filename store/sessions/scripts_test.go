@@ -48,7 +48,7 @@ func TestUserKeysShareTheUserSlot(t *testing.T) {
 			closing, _ := sessionCloseCall{x: s, user: uid}.KeysArgs()
 			sweeping, _ := sessionsSweepCall{x: s, shard: shard, users: []string{uid}}.KeysArgs()
 			keys = append(append(append(keys, closing...), sweeping...), s.StatusChannel(uid), s.StreamsKey(uid), s.onlineKey(shard))
-			if want := 8 + 4 + 3 + 3; outboxLen > 0 {
+			if want := 9 + 4 + 3 + 3; outboxLen > 0 {
 				want += 3
 				if len(keys) != want {
 					t.Errorf("outbox %d: %d keys, want %d", outboxLen, len(keys), want)

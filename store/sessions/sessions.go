@@ -21,6 +21,14 @@
 //   - the user's log, its meta and its delivery cursors per platform
 //     (store/userlog: the personal events, also the user's offline inbox),
 //     expiring REALSYNC_OFFLINE_TTL after the last event or open;
+//   - the replaced sessions: zset "<session> <session_replaced JSON>"
+//     scored by when (ms), a tombstone of each session a new one replaced
+//     (policy replace), for the replaced session's instance to end it
+//     with its session_replaced when the live message was lost
+//     (Replaced); session_replaced is not logged, so a client replacing
+//     its sessions over and over pushes nothing out of the capped log.
+//     Tombstones are kept replacedKeep (three lease TTLs), at most
+//     ReplacedKept; the key expires replacedKeep after the last;
 //   - following: a set of user ids, replaced by PUT /v1/me/following,
 //     expiring followingTTL after the last PUT or stream open;
 //   - the shard's online index: zset userId → the user's earliest lease
@@ -30,14 +38,15 @@
 //     users go offline (published) within the TTL plus a janitor
 //     interval, however many they are. Its size is the shard's online
 //     users.
-// The user's channel carries the logged events ("E <seq> <tag> <json>")
-// and control messages ("F": the following changed); the status channel
-// "<version> <platforms>".
+// The user's channel carries the logged events ("E <seq> <tag> <json>"),
+// session_replaced ("R <json>", not logged) and control messages ("F":
+// the following changed); the status channel "<version> <platforms>".
 
 package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -66,6 +75,10 @@ const (
 	// after the user went offline, the following's TTL: a user offline
 	// longer reads as never seen (version 0).
 	offlineStatusTTL = followingTTL
+	// ReplacedKept is the most tombstones of replaced sessions a user's
+	// key holds: past it the oldest go (a session replaced more than so
+	// many replacements ago, its live message lost, ends lapsed).
+	ReplacedKept = 100
 )
 
 var (
@@ -108,6 +121,15 @@ func (s *Sessions) sessionsKey(uid string) string  { return s.tag(uid) + ":sess:
 func (s *Sessions) statusKey(uid string) string    { return s.tag(uid) + ":status:" + uid }
 func (s *Sessions) followingKey(uid string) string { return s.tag(uid) + ":follow:" + uid }
 func (s *Sessions) onlineKey(shard int) string     { return s.b.Tag(shard) + ":online" }
+func (s *Sessions) replacedKey(uid string) string  { return s.tag(uid) + ":urepl:" + uid }
+
+// replacedKeep is how long a replaced session's tombstone is kept: three
+// lease TTLs. Its instance finds the lease gone at its first renewal
+// after the replacement (a renewal runs every third of the TTL, and a
+// stream not renewed for a TTL ends lapsed): within a TTL, and the
+// catch-up that reads the tombstone follows at once; the rest is margin
+// (a slow renewal call, a stream's queue).
+func (s *Sessions) replacedKeep() time.Duration { return 3 * s.cfg.TTL }
 
 // StreamsKey is user uid's open event streams on every room, the lobby and
 // every instance (streams.go).
@@ -159,16 +181,13 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 	default:
 		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
 	}
-	if len(arr) < 8 {
+	if len(arr) < 7 {
 		return sse.UserOpening{}, fmt.Errorf("store: unexpected session reply %v", arr)
 	}
 	o := sse.UserOpening{Seq: redisx.Int(arr[1]), Tag: arr[2].(string), Gap: arr[3] == "1",
-		Replaced: int(redisx.Int(arr[4])), From: redisx.Int(arr[5]), Lost: arr[7] == "1"}
-	if n := redisx.Int(arr[6]); n > 0 && logs.Config().Dropped != nil {
-		logs.Config().Dropped(int(n))
-	}
-	es := make([]userlog.Entry, 0, len(arr)-8)
-	for i, d := range arr[8:] {
+		Replaced: int(redisx.Int(arr[4])), From: redisx.Int(arr[5]), Lost: arr[6] == "1"}
+	es := make([]userlog.Entry, 0, len(arr)-7)
+	for i, d := range arr[7:] {
 		str, _ := d.(string)
 		es = append(es, userlog.EntryOf(o.From+1+int64(i), str))
 	}
@@ -274,6 +293,37 @@ func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag strin
 		out[i] = sse.UserEvent{Seq: e.Seq, Tag: t, Data: e.Data}
 	}
 	return out, false, nil
+}
+
+// Replaced implements sse.UserSource: the tombstone of session ss, kept
+// by the open that replaced it (session_open), as the live message
+// carried it; ok false when there is none (not replaced by this release's
+// open, or replaced longer than replacedKeep ago, or more than
+// ReplacedKept replacements ago). A session replaced by an instance of
+// an older release finds its session_replaced in the user's log instead
+// (UserLog).
+func (s *Sessions) Replaced(ctx context.Context, ss sse.Session) (sse.UserEvent, bool, error) {
+	ms, err := s.b.Client.ZRange(ctx, s.replacedKey(ss.UserID), 0, -1).Result()
+	if err != nil {
+		return sse.UserEvent{}, false, redisx.Wrap(err)
+	}
+	for _, m := range ms {
+		if id, ev, ok := strings.Cut(m, " "); ok && id == ss.ID {
+			e, err := replacedEvent(ev)
+			return e, err == nil, err
+		}
+	}
+	return sse.UserEvent{}, false, nil
+}
+
+// replacedEvent is session_replaced's JSON as an sse.UserEvent: not
+// logged (Notice), its Seq the log's position when it was published.
+func replacedEvent(ev string) (sse.UserEvent, error) {
+	var h players.UserEventHeader
+	if err := json.Unmarshal([]byte(ev), &h); err != nil || h.Type != players.EventSessionReplaced {
+		return sse.UserEvent{}, fmt.Errorf("store: malformed session_replaced %.60q", ev)
+	}
+	return sse.UserEvent{Seq: h.Seq, Data: []byte(ev), Notice: true}, nil
 }
 
 // Following implements sse.UserSource.
@@ -462,9 +512,13 @@ func (s *Sessions) sweep(ctx context.Context, shard int, users []string) (change
 	return int(redisx.Int(arr[1])), int(redisx.Int(arr[2])), nil
 }
 
-// ParseUserEvent decodes "E <seq> <tag> <json>", a logged event as the
-// user's channel carries it.
+// ParseUserEvent decodes a message of the user's channel: "E <seq> <tag>
+// <json>", a logged event, or "R <json>", a session_replaced (not
+// logged: Notice).
 func ParseUserEvent(payload string) (sse.UserEvent, error) {
+	if ev, ok := strings.CutPrefix(payload, "R "); ok {
+		return replacedEvent(ev)
+	}
 	f := strings.SplitN(payload, " ", 4)
 	if len(f) != 4 || f[0] != "E" {
 		return sse.UserEvent{}, fmt.Errorf("store: malformed user event %.60q", payload)

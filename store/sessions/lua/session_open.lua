@@ -2,18 +2,21 @@
 -- user on one platform, in the user's slot. Leases that lapsed are purged
 -- first. By the policy, a session of the same platform still held makes
 -- the open fail (reject-new), or is replaced (replace: its lease dropped,
--- session_replaced appended to the user's log and published on the user's
--- channel, for the instance that holds it to end it), or stays
--- (allow-multiple). The new lease counts among the user's open streams
--- (userstreams_open) when a stream quota is on. The status (online,
--- platforms) is recomputed and published on the status channel only when
--- it changed. Then the user's log is read (store/userlog's layout): given
--- a cursor (Last-Event-ID) the events after it, which the platform's
--- delivery cursor then counts as delivered; without one, or when the log
--- no longer serves it (a gap), the events the platform was not delivered
--- yet (its offline inbox), from its delivery cursor on. A status that
--- lapsed while online (lapsed_online) goes offline, announced, before the
--- open's online. Behind prelude.lua (set_status, lapsed_online).
+-- a tombstone of it kept in the user's replaced sessions and
+-- session_replaced published on the user's channel, "R <json>", for the
+-- instance that holds it to end it: not logged, so a client replacing its
+-- sessions over and over takes nothing of the user's capped log), or
+-- stays (allow-multiple). The new lease counts among the user's open
+-- streams (userstreams_open) when a stream quota is on. The status
+-- (online, platforms) is recomputed and published on the status channel
+-- only when it changed. Then the user's log is read (store/userlog's
+-- layout): given a cursor (Last-Event-ID) the events after it, which the
+-- platform's delivery cursor then counts as delivered; without one, or
+-- when the log no longer serves it (a gap), the events the platform was
+-- not delivered yet (its offline inbox), from its delivery cursor on. A
+-- status that lapsed while online (lapsed_online) goes offline, announced,
+-- before the open's online. Behind prelude.lua (set_status,
+-- lapsed_online).
 -- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
 -- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
 --         expires the linger after the last lease)
@@ -23,6 +26,11 @@
 -- KEYS[6] user's open streams (zset, see userstreams_open)
 -- KEYS[7] following (set; its expiry is refreshed)
 -- KEYS[8] delivery cursors (hash platform → last seq delivered)
+-- KEYS[9] replaced sessions (zset "<session> <session_replaced JSON>" →
+--         ms replaced): the tombstones a replaced session's instance
+--         reads when the live message was lost (sessions.go Replaced);
+--         entries older than ARGV[22] purged, at most ARGV[23] kept (the
+--         oldest dropped), the key expiring ARGV[22] after the last
 -- ARGV[1] userId  ARGV[2] platform  ARGV[3] session  ARGV[4] policy
 -- ARGV[5] lease TTL (ms)  ARGV[6] stream quota (0: none)
 -- ARGV[7] user channel  ARGV[8] status channel  ARGV[9] PUBLISH|SPUBLISH
@@ -31,21 +39,22 @@
 -- ARGV[16] now as RFC 3339 (for events)  ARGV[17] following TTL (ms)
 -- ARGV[18] status linger (ms): the status outlives the last lease by it, so
 --          the janitor's sweep still sees it to publish "offline"
--- ARGV[19] webhook outbox MAXLEN ~ ("": webhooks off); when on, KEYS[9] is
+-- ARGV[19] webhook outbox MAXLEN ~ ("": webhooks off); when on, KEYS[10] is
 --          the user shard's webhook outbox, and a status change enters it
 --          (user_online, user_platforms_changed; see status_event)
 -- ARGV[20] the most events replayed without a cursor
 -- ARGV[21] how long an offline status is kept (ms), as session_close's
--- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from, dropped,
---        lost "1"|"0", json...}: dropped counts the entries the log's cap
---        dropped for the session_replaced events; lost says the platform's
---        inbox lost events before their delivery (its cursor is behind the
---        log's oldest entry: the cap dropped them); the events after from
---        (seq from + 1 on; an event whose body is stored once for many
---        users is "\1<body key>", store/userlog) |
+-- ARGV[22] how long a replaced session's tombstone is kept (ms)
+-- ARGV[23] the most tombstones kept
+-- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from,
+--        lost "1"|"0", json...}: lost says the platform's inbox lost
+--        events before their delivery (its cursor is behind the log's
+--        oldest entry: the cap dropped them); the events after from (seq
+--        from + 1 on; an event whose body is stored once for many users is
+--        "\1<body key>", store/userlog) |
 --        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
-local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR, K_REPL =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local uid, platform, sid, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ttl, quota = tonumber(ARGV[5]), tonumber(ARGV[6])
 local uch, sch, pubcmd = ARGV[7], ARGV[8], ARGV[9]
@@ -60,7 +69,7 @@ redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
 -- would, then this open's online. With leases left (the record gone
 -- otherwise) the open's own change says all.
 if lapsed_online(K_SESS, K_STATUS, K_ONLINE, uid) then
-  set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19], tonumber(ARGV[21]))
+  set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19], tonumber(ARGV[21]))
   index_online(K_SESS, K_ONLINE, uid)
 end
 local same = {}
@@ -87,20 +96,25 @@ if seq < 0 or not tag then
 end
 local cseq = tonumber(ARGV[13])
 
-local before = #same > 0 and redis.call('XLEN', K_LOG) or 0
+-- the replaced sessions: a tombstone each (ordered by when), published
+-- live; not logged. seq is the log's position: what was logged before the
+-- replacement, which the replaced session still writes before it ends.
 for _, m in ipairs(same) do
   redis.call('ZREM', K_SESS, m)
   local old = string.sub(m, #platform + 2)
   if quota > 0 then redis.call('ZREM', K_STREAMS, '/' .. old) end
-  seq = redis.call('HINCRBY', K_META, 'seq', 1)
   local ev = cjson.encode({type = 'session_replaced', userId = uid, seq = seq, ts = ARGV[16],
     platform = platform, session = old, by = sid})
-  redis.call('XADD', K_LOG, 'MAXLEN', maxlen, seq .. '-0', 'd', ev)
-  redis.call(pubcmd, uch, 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
+  redis.call('ZADD', K_REPL, now, old .. ' ' .. ev)
+  redis.call(pubcmd, uch, 'R ' .. ev)
 end
--- what the cap dropped to make room for them (counted, as user_send's)
-local dropped = #same > 0 and before + #same - redis.call('XLEN', K_LOG) or 0
-if #same > 0 or redis.call('EXISTS', K_LOG) == 1 then
+if #same > 0 then
+  local keep = tonumber(ARGV[22])
+  redis.call('ZREMRANGEBYSCORE', K_REPL, '-inf', now - keep)
+  redis.call('ZREMRANGEBYRANK', K_REPL, 0, -tonumber(ARGV[23]) - 1)
+  redis.call('PEXPIRE', K_REPL, keep)
+end
+if redis.call('EXISTS', K_LOG) == 1 then
   redis.call('PEXPIRE', K_LOG, logttl)
 end
 redis.call('PEXPIRE', K_META, logttl)
@@ -116,7 +130,7 @@ end
 redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
 
 -- the status: published when it changed
-set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[9], ARGV[19]) -- online: never offline_ms
+set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19]) -- online: never offline_ms
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 index_online(K_SESS, K_ONLINE, uid)
 
@@ -126,7 +140,7 @@ local function entry(e)
   if e[2][1] == 'r' then return '\1' .. e[2][2] end
   return e[2][2]
 end
-local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', tostring(dropped), '0'}
+local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', '0'}
 if cseq and ARGV[14] ~= '' then
   local limit = tonumber(ARGV[15])
   if ARGV[14] ~= tag or cseq > seq or seq - cseq > limit then
@@ -159,7 +173,7 @@ from = math.min(math.max(from, oldest - 1), seq)
 reply[6] = tostring(from)
 -- (the cursor stays: the stream moves it past what is gone once its
 -- snapshot is written, so a stream that fails before says it again)
-if lost then reply[8] = '1'
+if lost then reply[7] = '1'
 -- a platform that opened holds back the trim of what it was not delivered
 elseif redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
 if from < seq then

@@ -1,0 +1,168 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/userlog"
+)
+
+// lossySink hands a hub what its feed delivers, but loses the user events
+// drop says so (a Pub/Sub message lost on the way, which no
+// resubscription tells).
+type lossySink struct {
+	sse.Sink
+	us   sse.UserSink
+	drop func(user string) bool
+}
+
+func (s lossySink) DeliverUser(u string, e sse.UserEvent) {
+	if !s.drop(u) {
+		s.us.DeliverUser(u, e)
+	}
+}
+func (s lossySink) DeliverStatus(st players.Status) { s.us.DeliverStatus(st) }
+func (s lossySink) ResubscribedUser(u string)       { s.us.ResubscribedUser(u) }
+func (s lossySink) ResubscribedStatus(u string)     { s.us.ResubscribedStatus(u) }
+
+// lossyEnvs are two instances with a lease TTL of 1 s (renewed every third
+// of it), the log capped at userlog.MinMaxLen; the first instance loses
+// every event of its users' channels while lose is set.
+func lossyEnvs(t *testing.T, b redistest.Backend) (es []*env, lose *atomic.Bool) {
+	t.Helper()
+	const ttl = time.Second
+	lose = new(atomic.Bool)
+	es = playerEnvsHub(t, b, 2, func(c *store.Config) {
+		c.PresenceTTL, c.Offline = ttl, userlog.Config{MaxLen: userlog.MinMaxLen}
+	}, func(i int, c *sse.Config) {
+		c.PresenceTTL = ttl
+		if i == 0 {
+			feed := c.Feed
+			c.Feed = func(s sse.Sink) sse.Feed {
+				return feed(lossySink{Sink: s, us: s.(sse.UserSink), drop: func(string) bool { return lose.Load() }})
+			}
+		}
+	})
+	return es, lose
+}
+
+// A session replaced while its instance lost the live session_replaced
+// (a Pub/Sub message lost, no resubscription to say so) still ends
+// replaced, with its session_replaced, not lapsed (its client would
+// reconnect and replace the new session in turn): the lease renewal finds
+// the lease gone, and the replaced session's tombstone tells it was
+// replaced, and by whom. It first writes what was logged before the
+// replacement (not what came after: the new session's), even when its
+// log cannot serve that any more (the cap dropped it): then the
+// session_replaced alone. The event has no id: it is not logged, and its
+// seq is the log's position at the replacement. (When session_replaced
+// was logged, the catch-up read it from the log, and a log past its cap
+// made it a gap: the stream ended with nothing, and its client resumed.)
+func TestMeStreamReplacedWithItsMessageLost(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before int // messages sent to the user, lost, before the replacement
+		gap    bool
+	}{{"lost", 2, false}, {"lost, the log past its cap", userlog.MinMaxLen + 5, true}} {
+		for _, b := range redistest.Backends(t) {
+			t.Run(tc.name+"/"+b.Name, func(t *testing.T) {
+				ctx := context.Background()
+				es, lose := lossyEnvs(t, b)
+				alice, aliceID := es[0].guest("alice")
+				old := es[0].me(alice, "pc")
+				first := old.next()
+				if first.event != "snapshot" {
+					t.Fatalf("first event %+v", first)
+				}
+				lose.Store(true)
+				for i := range tc.before {
+					if _, err := es[1].store.UserLogs().Send(ctx, aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				repl := es[1].me(alice, "pc")
+				if f := repl.next(); f.event != "snapshot" {
+					t.Fatalf("the new session's first event %+v", f)
+				}
+				// logged after the replacement: the new session's
+				if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"after"}`)); err != nil {
+					t.Fatal(err)
+				}
+				var got []sseFrame
+				for {
+					f := old.next()
+					got = append(got, f)
+					if f.event != "message" {
+						break
+					}
+				}
+				f := got[len(got)-1]
+				checkUserEvent(t, f)
+				if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.data["by"] == "" ||
+					f.id != "" || f.data["seq"] != float64(tc.before) {
+					t.Fatalf("the replaced session got %+v last, want its session_replaced, no id, seq %d", f, tc.before)
+				}
+				if want := tc.before; tc.gap && len(got) != 1 || !tc.gap && len(got) != want+1 {
+					t.Errorf("the replaced session got %d events, want %d messages then session_replaced", len(got), want)
+				}
+				if rest := old.ends(); len(rest) != 0 {
+					t.Errorf("events after session_replaced: %v", rest)
+				}
+			})
+		}
+	}
+}
+
+// During a rolling upgrade an instance of an older release replaces a
+// session as it did: session_replaced appended to the user's log (and
+// published as a logged event), no tombstone. This release's stream of
+// the replaced session ends replaced with it all the same, whether the
+// live message reaches it or was lost (the renewal's catch-up finds no
+// tombstone and reads it from the log), and writes it without an id as
+// its own.
+func TestMeStreamReplacedByAnOlderRelease(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		for _, b := range redistest.Backends(t) {
+			t.Run(fmt.Sprintf("lost=%v/%s", lost, b.Name), func(t *testing.T) {
+				ctx := context.Background()
+				es, lose := lossyEnvs(t, b)
+				alice, aliceID := es[0].guest("alice")
+				old := es[0].me(alice, "pc")
+				first := old.next()
+				session, _ := first.data["session"].(string)
+				lose.Store(lost)
+				// what the older release's session_open did: the lease
+				// dropped, session_replaced logged and published
+				c := es[1].store.Client()
+				keys, err := rediskeys.Scan(ctx, c, "*:sess:"+aliceID)
+				if err != nil || len(keys) != 1 {
+					t.Fatalf("session keys %v %v", keys, err)
+				}
+				if n, err := c.ZRem(ctx, keys[0], "pc/"+session).Result(); n != 1 || err != nil {
+					t.Fatalf("dropping the lease: %d %v", n, err)
+				}
+				ev := fmt.Sprintf(`{"type":"session_replaced","userId":%q,"ts":%q,"platform":"pc","session":%q,"by":"older.1"}`,
+					aliceID, time.Now().UTC().Format(time.RFC3339Nano), session)
+				if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(ev)); err != nil {
+					t.Fatal(err)
+				}
+				f := old.next()
+				checkUserEvent(t, f)
+				if f.event != "session_replaced" || f.data["session"] != session || f.data["by"] != "older.1" || f.id != "" {
+					t.Fatalf("the replaced session got %+v, want its session_replaced, no id", f)
+				}
+				if rest := old.ends(); len(rest) != 0 {
+					t.Errorf("events after session_replaced: %v", rest)
+				}
+			})
+		}
+	}
+}
