@@ -10,16 +10,20 @@ import (
 // them in an SSE frame's data. As for rooms/events.go, these types are the
 // contract: openapi.yaml's UserEvent union is generated from them.
 //
-// Two kinds of event: logged ones (UserEventHeader: session_replaced, and
-// later invite, message, kicked, banned, room_closed, match_found) are
-// appended to the user's own log (a capped, expiring Redis stream in the
-// user's slot) and published on the user's channel by the same script;
-// their SSE id "<seq>-<tag>" lets a client resume with Last-Event-ID.
-// A new logged event type is one more struct here, one more EventKind in
-// UserEvents and the script (or store call) that appends it. Presence
-// events are not logged (a change would be one write per follower): they
-// carry no id, and every (re)opened stream first gets the current status
-// of every followed user.
+// Two kinds of event: logged ones (UserEventHeader: invite, message,
+// kicked, banned, room_closed, match_found) are appended to the user's own
+// log (a capped, expiring Redis stream in the user's slot) and published
+// on the user's channel by the same script; their SSE id "<seq>-<tag>"
+// lets a client resume with Last-Event-ID. A new logged event type is one
+// more struct here, one more EventKind in UserEvents and the script (or
+// store call) that appends it. Presence events are not logged (a change
+// would be one write per follower): they carry no id, and every
+// (re)opened stream first gets the current status of every followed user.
+// session_replaced is not logged either (a client replacing its session
+// over and over would push the other platforms' undelivered events out of
+// the capped log): it is published to the replaced session, which ends
+// with it, and kept a while as the replaced session's tombstone for its
+// instance to read when the live message was lost; it carries no id.
 
 // Event types of the personal stream.
 const (
@@ -78,8 +82,16 @@ type ResumedEvent struct {
 // SessionReplacedEvent ends the session it names: a new session of the
 // same user and platform replaced it (REALSYNC_SESSION_POLICY replace).
 // Only the replaced session's stream receives it; it is its last event.
+// Not logged: it has no id, and its seq is the log's position when the
+// session was replaced (as resumed's, it moves no resume position).
 type SessionReplacedEvent struct {
-	UserEventHeader
+	Type   string `json:"type"`
+	UserID string `json:"userId"`
+	// Seq is the user's log position at the replacement: the replaced
+	// session was written the logged events up to it, the new one gets
+	// those after it.
+	Seq      int64  `json:"seq" schema:"desc=The user's log position when the session was replaced: the replaced session was written the logged events up to it, the new session gets those after it. Not an id: session_replaced is not logged and has no id, and it moves no resume position (an older release, during a rolling upgrade, logged it with a seq of its own)."`
+	TS       string `json:"ts" schema:"format=date-time"`
 	Platform string `json:"platform"`
 	Session  string `json:"session" schema:"desc=The session replaced (the snapshot's session of the stream that ends)."`
 	// By is the session that replaced it.

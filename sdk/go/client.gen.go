@@ -1822,7 +1822,12 @@ type ClientInterface interface {
 	// default): a new session of the same user and platform replaces the
 	// open one, on whatever instance it is, which gets `session_replaced`
 	// as its last event and ends (don't reconnect after it: that would
-	// replace the new one); `reject-new`: the new one is 409
+	// replace the new one). `session_replaced` is not logged: it has no
+	// id (it moves no resume position), its `seq` is the log's position
+	// at the replacement (the replaced session is written the logged
+	// events up to it, the new one gets those after it), and a session
+	// whose instance missed it live ends with it all the same, within
+	// the TTL; `reject-new`: the new one is 409
 	// `SESSION_EXISTS` while the old one holds its lease (a session whose
 	// client vanished holds it for at most the TTL); `allow-multiple`.
 	// A session counts among the caller's open event streams
@@ -1841,8 +1846,8 @@ type ClientInterface interface {
 	//   platform's offline inbox as without `Last-Event-ID`.
 	//
 	// Offline delivery: every logged event (`message`, `invite`,
-	// `kicked`, `banned`, `room_closed`, `match_found`,
-	// `session_replaced`) enters the user's log, stored once for all
+	// `kicked`, `banned`, `room_closed`, `match_found`) enters the
+	// user's log, stored once for all
 	// platforms; one sent to many users (`room_closed` to a room's
 	// members) stores its body once for all of them. Each platform has a delivery position: a session moves
 	// its platform's forward as it writes events (and a `Last-Event-ID`
@@ -1864,10 +1869,10 @@ type ClientInterface interface {
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`, whatever the event: a client
-	// that keeps replacing its sessions fills it with `session_replaced`;
-	// the next session of a platform whose undelivered events were
-	// dropped starts with `resync: true`); each event expires
+	// `realsync_offline_dropped_total`, whatever the event; replacing
+	// sessions adds nothing to it, however often; the next session of a
+	// platform whose undelivered events were dropped starts with
+	// `resync: true`); each event expires
 	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 	// its positions that long after its last event or the user's last
 	// stream open; an event every platform with a position was
@@ -1881,7 +1886,7 @@ type ClientInterface interface {
 	// | event | logged (has an id) | data |
 	// |---|---|---|
 	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
-	// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+	// | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
 	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
 	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
@@ -3204,7 +3209,12 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // default): a new session of the same user and platform replaces the
 // open one, on whatever instance it is, which gets `session_replaced`
 // as its last event and ends (don't reconnect after it: that would
-// replace the new one); `reject-new`: the new one is 409
+// replace the new one). `session_replaced` is not logged: it has no
+// id (it moves no resume position), its `seq` is the log's position
+// at the replacement (the replaced session is written the logged
+// events up to it, the new one gets those after it), and a session
+// whose instance missed it live ends with it all the same, within
+// the TTL; `reject-new`: the new one is 409
 // `SESSION_EXISTS` while the old one holds its lease (a session whose
 // client vanished holds it for at most the TTL); `allow-multiple`.
 // A session counts among the caller's open event streams
@@ -3223,8 +3233,8 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 //     platform's offline inbox as without `Last-Event-ID`.
 //
 // Offline delivery: every logged event (`message`, `invite`,
-// `kicked`, `banned`, `room_closed`, `match_found`,
-// `session_replaced`) enters the user's log, stored once for all
+// `kicked`, `banned`, `room_closed`, `match_found`) enters the
+// user's log, stored once for all
 // platforms; one sent to many users (`room_closed` to a room's
 // members) stores its body once for all of them. Each platform has a delivery position: a session moves
 // its platform's forward as it writes events (and a `Last-Event-ID`
@@ -3246,10 +3256,10 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`, whatever the event: a client
-// that keeps replacing its sessions fills it with `session_replaced`;
-// the next session of a platform whose undelivered events were
-// dropped starts with `resync: true`); each event expires
+// `realsync_offline_dropped_total`, whatever the event; replacing
+// sessions adds nothing to it, however often; the next session of a
+// platform whose undelivered events were dropped starts with
+// `resync: true`); each event expires
 // `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 // its positions that long after its last event or the user's last
 // stream open; an event every platform with a position was
@@ -3263,7 +3273,7 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // | event | logged (has an id) | data |
 // |---|---|---|
 // | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
-// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+// | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
 // | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
 // | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
@@ -6711,7 +6721,12 @@ type ClientWithResponsesInterface interface {
 	// default): a new session of the same user and platform replaces the
 	// open one, on whatever instance it is, which gets `session_replaced`
 	// as its last event and ends (don't reconnect after it: that would
-	// replace the new one); `reject-new`: the new one is 409
+	// replace the new one). `session_replaced` is not logged: it has no
+	// id (it moves no resume position), its `seq` is the log's position
+	// at the replacement (the replaced session is written the logged
+	// events up to it, the new one gets those after it), and a session
+	// whose instance missed it live ends with it all the same, within
+	// the TTL; `reject-new`: the new one is 409
 	// `SESSION_EXISTS` while the old one holds its lease (a session whose
 	// client vanished holds it for at most the TTL); `allow-multiple`.
 	// A session counts among the caller's open event streams
@@ -6730,8 +6745,8 @@ type ClientWithResponsesInterface interface {
 	//   platform's offline inbox as without `Last-Event-ID`.
 	//
 	// Offline delivery: every logged event (`message`, `invite`,
-	// `kicked`, `banned`, `room_closed`, `match_found`,
-	// `session_replaced`) enters the user's log, stored once for all
+	// `kicked`, `banned`, `room_closed`, `match_found`) enters the
+	// user's log, stored once for all
 	// platforms; one sent to many users (`room_closed` to a room's
 	// members) stores its body once for all of them. Each platform has a delivery position: a session moves
 	// its platform's forward as it writes events (and a `Last-Event-ID`
@@ -6753,10 +6768,10 @@ type ClientWithResponsesInterface interface {
 	// not delivered. The log holds at
 	// most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 	// oldest are dropped, counted by
-	// `realsync_offline_dropped_total`, whatever the event: a client
-	// that keeps replacing its sessions fills it with `session_replaced`;
-	// the next session of a platform whose undelivered events were
-	// dropped starts with `resync: true`); each event expires
+	// `realsync_offline_dropped_total`, whatever the event; replacing
+	// sessions adds nothing to it, however often; the next session of a
+	// platform whose undelivered events were dropped starts with
+	// `resync: true`); each event expires
 	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 	// its positions that long after its last event or the user's last
 	// stream open; an event every platform with a position was
@@ -6770,7 +6785,7 @@ type ClientWithResponsesInterface interface {
 	// | event | logged (has an id) | data |
 	// |---|---|---|
 	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
-	// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+	// | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
 	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
 	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
@@ -12628,7 +12643,12 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // default): a new session of the same user and platform replaces the
 // open one, on whatever instance it is, which gets `session_replaced`
 // as its last event and ends (don't reconnect after it: that would
-// replace the new one); `reject-new`: the new one is 409
+// replace the new one). `session_replaced` is not logged: it has no
+// id (it moves no resume position), its `seq` is the log's position
+// at the replacement (the replaced session is written the logged
+// events up to it, the new one gets those after it), and a session
+// whose instance missed it live ends with it all the same, within
+// the TTL; `reject-new`: the new one is 409
 // `SESSION_EXISTS` while the old one holds its lease (a session whose
 // client vanished holds it for at most the TTL); `allow-multiple`.
 // A session counts among the caller's open event streams
@@ -12647,8 +12667,8 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 //     platform's offline inbox as without `Last-Event-ID`.
 //
 // Offline delivery: every logged event (`message`, `invite`,
-// `kicked`, `banned`, `room_closed`, `match_found`,
-// `session_replaced`) enters the user's log, stored once for all
+// `kicked`, `banned`, `room_closed`, `match_found`) enters the
+// user's log, stored once for all
 // platforms; one sent to many users (`room_closed` to a room's
 // members) stores its body once for all of them. Each platform has a delivery position: a session moves
 // its platform's forward as it writes events (and a `Last-Event-ID`
@@ -12670,10 +12690,10 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // not delivered. The log holds at
 // most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
 // oldest are dropped, counted by
-// `realsync_offline_dropped_total`, whatever the event: a client
-// that keeps replacing its sessions fills it with `session_replaced`;
-// the next session of a platform whose undelivered events were
-// dropped starts with `resync: true`); each event expires
+// `realsync_offline_dropped_total`, whatever the event; replacing
+// sessions adds nothing to it, however often; the next session of a
+// platform whose undelivered events were dropped starts with
+// `resync: true`); each event expires
 // `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 // its positions that long after its last event or the user's last
 // stream open; an event every platform with a position was
@@ -12687,7 +12707,7 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // | event | logged (has an id) | data |
 // |---|---|---|
 // | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
-// | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+// | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
 // | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
 // | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |

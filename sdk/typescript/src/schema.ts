@@ -868,7 +868,12 @@ export interface paths {
          *     default): a new session of the same user and platform replaces the
          *     open one, on whatever instance it is, which gets `session_replaced`
          *     as its last event and ends (don't reconnect after it: that would
-         *     replace the new one); `reject-new`: the new one is 409
+         *     replace the new one). `session_replaced` is not logged: it has no
+         *     id (it moves no resume position), its `seq` is the log's position
+         *     at the replacement (the replaced session is written the logged
+         *     events up to it, the new one gets those after it), and a session
+         *     whose instance missed it live ends with it all the same, within
+         *     the TTL; `reject-new`: the new one is 409
          *     `SESSION_EXISTS` while the old one holds its lease (a session whose
          *     client vanished holds it for at most the TTL); `allow-multiple`.
          *     A session counts among the caller's open event streams
@@ -887,8 +892,8 @@ export interface paths {
          *       platform's offline inbox as without `Last-Event-ID`.
          *
          *     Offline delivery: every logged event (`message`, `invite`,
-         *     `kicked`, `banned`, `room_closed`, `match_found`,
-         *     `session_replaced`) enters the user's log, stored once for all
+         *     `kicked`, `banned`, `room_closed`, `match_found`) enters the
+         *     user's log, stored once for all
          *     platforms; one sent to many users (`room_closed` to a room's
          *     members) stores its body once for all of them. Each platform has a delivery position: a session moves
          *     its platform's forward as it writes events (and a `Last-Event-ID`
@@ -910,10 +915,10 @@ export interface paths {
          *     not delivered. The log holds at
          *     most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
          *     oldest are dropped, counted by
-         *     `realsync_offline_dropped_total`, whatever the event: a client
-         *     that keeps replacing its sessions fills it with `session_replaced`;
-         *     the next session of a platform whose undelivered events were
-         *     dropped starts with `resync: true`); each event expires
+         *     `realsync_offline_dropped_total`, whatever the event; replacing
+         *     sessions adds nothing to it, however often; the next session of a
+         *     platform whose undelivered events were dropped starts with
+         *     `resync: true`); each event expires
          *     `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
          *     its positions that long after its last event or the user's last
          *     stream open; an event every platform with a position was
@@ -927,7 +932,7 @@ export interface paths {
          *     | event | logged (has an id) | data |
          *     |---|---|---|
          *     | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
-         *     | session_replaced | yes | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it |
+         *     | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
          *     | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
          *     | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
          *     | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
@@ -2052,7 +2057,10 @@ export interface components {
              */
             type: "session_replaced";
             userId: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description The user's log position when the session was replaced: the replaced session was written the logged events up to it, the new session gets those after it. Not an id: session_replaced is not logged and has no id, and it moves no resume position (an older release, during a rolling upgrade, logged it with a seq of its own).
+             */
             seq: number;
             /** Format: date-time */
             ts: string;
