@@ -42,6 +42,7 @@ static class Tests
             T("Fake_ResumedEventAndSnapshot", FakeResumed),
             T("Fake_PlayerLeftThenRefusedEndsLeft", FakePlayerLeftThenRefused),
             T("Fake_LobbySendsNoLastEventId", FakeLobbyNoLastEventId),
+            T("Fake_MeSessionReplacedWithoutIdKeepsTheLastIdAndEnds", FakeMeSessionReplacedWithoutId),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -498,6 +499,32 @@ static class Tests
         var reqs = h.Requests;
         Check.Eq("GET /v1/lobby/events?mode=m auth=" + token + " last=", reqs[1], "a lobby reconnection sends no Last-Event-ID");
         lobby.Close();
+    }
+
+    static async Task FakeMeSessionReplacedWithoutId()
+    {
+        // session_replaced is not logged: no id, its seq the log's position. The stream
+        // keeps the last logged event's id (its resume position), and ends Left without
+        // a reconnection, which would replace the new session.
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler().Then(FakeHandler.Sse(
+            "id: 4-t\nevent: snapshot\ndata: {\"type\":\"snapshot\",\"userId\":\"u1\",\"seq\":4,\"ts\":\"" + Ts +
+            "\",\"platform\":\"pc\",\"session\":\"a.1\",\"resync\":false,\"pending\":0}\n\n" +
+            "id: 5-t\nevent: message\ndata: {\"type\":\"message\",\"userId\":\"u1\",\"seq\":5,\"ts\":\"" + Ts +
+            "\",\"from\":{\"userId\":\"u2\"},\"message\":{\"type\":\"chat\",\"data\":1}}\n\n" +
+            "event: session_replaced\ndata: {\"type\":\"session_replaced\",\"userId\":\"u1\",\"seq\":5,\"ts\":\"" + Ts +
+            "\",\"platform\":\"pc\",\"session\":\"a.1\",\"by\":\"b.1\"}\n\n", hang: true));
+        var me = FakeClient(h, token).Me("pc", Fast());
+        var rec = new Recorder();
+        rec.Watch(me);
+        UserEvent replaced = null;
+        me.SessionReplaced += e => replaced = e;
+        me.Start();
+        await Check.WaitFor(() => me.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, "the end after session_replaced", me);
+        Check.True(rec.Has("closed left"), "ends Left: " + string.Join(",", rec.Items));
+        Check.True(replaced != null && replaced.Session == "a.1" && replaced.By == "b.1", "SessionReplaced raised");
+        Check.Eq("5-t", me.LastEventId, "session_replaced without an id keeps the last logged event's id");
+        Check.Eq(1, h.Requests.Count, "no reconnection after session_replaced");
     }
 
     // ---- REST ----

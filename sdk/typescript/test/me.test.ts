@@ -52,6 +52,32 @@ describe("personal stream", () => {
     }
   });
 
+  it("session_replaced has no id: the replaced stream keeps its last logged event's id and ends as left, without reconnecting", async () => {
+    const dana = await player("dana");
+    const sender = await player("sender");
+    const first = dana.c.me("pc");
+    await first.ready;
+    const got = new Promise<{ seq: number }>((resolve) => first.on("message", resolve));
+    await sender.c.sendDirectMessage(dana.userId, { type: "chat", data: { text: "hi" } });
+    const m = await got;
+    const id = first.lastEventId;
+    assert.ok(id.startsWith(`${m.seq}-`), `the message's id: ${id}`);
+    const replaced = new Promise<{ seq: number; session: string }>((resolve) => first.on("session_replaced", resolve));
+    const ended = new Promise((resolve) => first.on("closed", resolve));
+    const second = dana.c.me("pc");
+    try {
+      await second.ready;
+      const e = await replaced;
+      assert.equal(e.seq, m.seq, "seq: the log's position at the replacement");
+      assert.deepEqual(await ended, { reason: "left" });
+      assert.equal(first.lastEventId, id, "session_replaced moved the resume position");
+      assert.equal(first.closed, true, "the replaced stream goes on (it would reconnect)");
+      assert.equal(second.closed, false);
+    } finally {
+      second.close();
+    }
+  });
+
   it("two tickets of a mode are matched: match_found on each personal stream, the room joinable by both", async () => {
     const eve = await player("eve");
     const finn = await player("finn");
