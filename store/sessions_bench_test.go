@@ -133,3 +133,53 @@ func BenchmarkDeadInstanceSweep(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkSessionOpen measures session_open, which runs on every personal
+// stream open: Redis' own time per open (INFO commandstats), for a fresh
+// user's first open (fresh), and for opens that replace the user's
+// session of the same platform, in the steady state of a client
+// replacing its session over and over (1 000 replacements before the
+// timer): resuming with the position of the open before
+// (replace+resume, a client that keeps its Last-Event-ID), or without
+// (replace+inbox: its platform's offline inbox, never acknowledged here,
+// is read whole). Run:
+//
+//	go test ./store -run '^$' -bench SessionOpen -benchtime 5000x
+func BenchmarkSessionOpen(b *testing.B) {
+	for _, mode := range []string{"fresh", "replace+resume", "replace+inbox"} {
+		b.Run(mode, func(b *testing.B) {
+			s, _ := freshStore(b, func(c *store.Config) { c.Shards, c.PresenceTTL = 16, time.Minute })
+			ctx := context.Background()
+			var last sse.UserOpening
+			open := func(i int) {
+				x := sse.Session{UserID: fmt.Sprint("user-", i), Platform: "pc", ID: fmt.Sprint("bench.", i)}
+				var c sse.Cursor
+				if mode != "fresh" {
+					x.UserID = "flapper"
+				}
+				if mode == "replace+resume" && last.Tag != "" {
+					c = sse.Cursor{Set: true, Version: last.Seq, Tag: last.Tag}
+				}
+				o, err := s.Sessions().OpenSession(ctx, x, c, 0)
+				if err != nil || o.Gap {
+					b.Fatal(o.Gap, err)
+				}
+				last = o
+			}
+			if mode != "fresh" {
+				for i := range 1000 {
+					open(-1 - i)
+				}
+			}
+			if err := s.Client().ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				open(i)
+			}
+			b.StopTimer()
+			b.ReportMetric(scriptTotalMicros(b, s.Client())/float64(b.N), "redis-µs/open")
+		})
+	}
+}
