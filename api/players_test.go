@@ -568,8 +568,9 @@ func TestMeStreamMetrics(t *testing.T) {
 
 // A session replaced while its instance's Pub/Sub connection was cut
 // still ends with session_replaced: whichever comes first, the message
-// (when the connection was back in time) or the next lease renewal's
-// catch-up (it finds the lease gone, and reads the session's tombstone).
+// (when the connection was back in time), the resubscription's catch-up
+// or the next lease renewal's (it finds the lease gone), which read the
+// session's tombstone.
 func TestMeStreamReplacedWhileFeedCut(t *testing.T) {
 	b := redistest.Backends(t)[0] // standalone: CLIENT KILL TYPE pubsub reaches every subscriber
 	es := playerEnvs(t, b, players.PolicyReplace, 2)

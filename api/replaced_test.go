@@ -21,11 +21,11 @@ import (
 type lossySink struct {
 	sse.Sink
 	us   sse.UserSink
-	drop func(user string) bool
+	drop func(user string, e sse.UserEvent) bool
 }
 
 func (s lossySink) DeliverUser(u string, e sse.UserEvent) {
-	if !s.drop(u) {
+	if !s.drop(u, e) {
 		s.us.DeliverUser(u, e)
 	}
 }
@@ -38,8 +38,18 @@ func (s lossySink) ResubscribedStatus(u string)     { s.us.ResubscribedStatus(u)
 // every event of its users' channels while lose is set.
 func lossyEnvs(t *testing.T, b redistest.Backend) (es []*env, lose *atomic.Bool) {
 	t.Helper()
-	const ttl = time.Second
 	lose = new(atomic.Bool)
+	es, _ = lossyEnvsWith(t, b, time.Second, func(string, sse.UserEvent) bool { return lose.Load() })
+	return es, lose
+}
+
+// lossyEnvsWith are two instances with a lease TTL of ttl, the log capped
+// at userlog.MinMaxLen; the first instance loses the events of its users'
+// channels drop says so. hub is the first instance's hub, as its feed
+// tells it (a resubscription, say).
+func lossyEnvsWith(t *testing.T, b redistest.Backend, ttl time.Duration, drop func(user string, e sse.UserEvent) bool) (es []*env, hub sse.UserSink) {
+	t.Helper()
+	var sink atomic.Value
 	es = playerEnvsHub(t, b, 2, func(c *store.Config) {
 		c.PresenceTTL, c.Offline = ttl, userlog.Config{MaxLen: userlog.MinMaxLen}
 	}, func(i int, c *sse.Config) {
@@ -47,11 +57,16 @@ func lossyEnvs(t *testing.T, b redistest.Backend) (es []*env, lose *atomic.Bool)
 		if i == 0 {
 			feed := c.Feed
 			c.Feed = func(s sse.Sink) sse.Feed {
-				return feed(lossySink{Sink: s, us: s.(sse.UserSink), drop: func(string) bool { return lose.Load() }})
+				sink.Store(s.(sse.UserSink))
+				return feed(lossySink{Sink: s, us: s.(sse.UserSink), drop: drop})
 			}
 		}
 	})
-	return es, lose
+	hub, _ = sink.Load().(sse.UserSink)
+	if hub == nil {
+		t.Fatal("the first instance's hub has no feed")
+	}
+	return es, hub
 }
 
 // A session replaced while its instance lost the live session_replaced
@@ -168,5 +183,56 @@ func TestMeStreamReplacedByAnOlderRelease(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A session replaced while its instance's subscription was cut (the live
+// session_replaced lost, and the events logged after the replacement, the
+// new session's) ends with its session_replaced at the resubscription's
+// catch-up, which reads the session's tombstone: it does not write the
+// new session's events, nor wait for its lease renewal (a long TTL here:
+// none comes). (Without the tombstone read, the catch-up wrote the new
+// session's event and the stream went on until the renewal.)
+func TestMeStreamReplacedEndsAtItsResubscription(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var lose atomic.Bool
+			es, hub := lossyEnvsWith(t, b, time.Minute, func(string, sse.UserEvent) bool { return lose.Load() })
+			alice, aliceID := es[0].guest("alice")
+			old := es[0].me(alice, "pc")
+			first := old.next()
+			if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"before"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if f := old.next(); f.event != "message" {
+				t.Fatalf("the message before: %+v", f)
+			}
+			lose.Store(true) // the connection cut
+			repl := es[1].me(alice, "pc")
+			if f := repl.next(); f.event != "snapshot" {
+				t.Fatalf("the new session's first event %+v", f)
+			}
+			if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"after"}`)); err != nil {
+				t.Fatal(err)
+			}
+			// (the message before too, when the new session opened before
+			// the old one recorded its delivery)
+			for f := repl.next(); f.data["n"] != "after"; f = repl.next() {
+				if f.event != "message" || f.data["n"] != "before" {
+					t.Fatalf("the new session got %+v, want the message after", f)
+				}
+			}
+			lose.Store(false)
+			hub.ResubscribedUser(aliceID) // the connection back
+			f := old.next()
+			if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 1.0 {
+				t.Fatalf("the replaced session got %+v, want its session_replaced (seq 1, no id), not the new session's message", f)
+			}
+			checkUserEvent(t, f)
+			if rest := old.ends(); len(rest) != 0 {
+				t.Errorf("events after session_replaced: %v", rest)
+			}
+		})
 	}
 }

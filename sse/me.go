@@ -279,7 +279,7 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 	case it.catchUp, it.ev != nil && it.ev.Control:
 		if it.catchUp {
 			var end string
-			if sent, end = h.catchUp(ctx, st, out, tag, sent); end != "" {
+			if sent, end = h.catchUp(ctx, st, out, tag, sent, nil); end != "" {
 				return sent, end
 			}
 		}
@@ -326,32 +326,36 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 
 // catchUp writes st the logged events after sent from its user's log;
 // returns the position sent and why the stream ends ("" when it goes on).
-// A stream whose renewal found its lease gone (st.lost) first reads its
-// session's tombstone (Replaced): when a new session replaced it, it
-// writes the events logged before the replacement (those after are the
-// new session's), then its session_replaced, and ends replaced, even when
-// the log cannot serve them (a gap). An older release's replacement
-// logged session_replaced instead: the log has it, and it ends the stream
-// the same way.
-func (h *Hub) catchUp(ctx context.Context, st *meStream, out *writer, tag string, sent int64) (int64, string) {
-	var repl *UserEvent
-	if st.lost.Load() {
-		e, ok, err := h.cfg.Users.Replaced(ctx, st.session)
-		if err != nil {
+// It then reads its session's tombstone (Replaced; repl, when not nil, is
+// the session_replaced already received): a catch-up follows a lost
+// message (a resubscription, a gap in the live events, a renewal that
+// found the lease gone), which may have been the session's
+// session_replaced. When a new session replaced it, it writes the events
+// logged before the replacement (those after are the new session's), then
+// its session_replaced, and ends replaced, even when the log cannot serve
+// them (a gap, an error). The log is read before the tombstone: a
+// replacement after the log was read logged nothing st should not write,
+// one before has its tombstone by the time it is read. An older release's
+// replacement logged session_replaced instead: the log has it, and it
+// ends the stream the same way.
+func (h *Hub) catchUp(ctx context.Context, st *meStream, out *writer, tag string, sent int64, repl *UserEvent) (int64, string) {
+	evs, gap, err := h.cfg.Users.UserLog(ctx, st.session.UserID, sent, tag, h.cfg.ReplayLimit)
+	if repl == nil {
+		e, ok, rerr := h.cfg.Users.Replaced(ctx, st.session)
+		switch {
+		case rerr != nil:
 			return sent, storeEnd(ctx)
-		}
-		if ok {
+		case ok:
 			repl = &e
 		}
 	}
-	evs, gap, err := h.cfg.Users.UserLog(ctx, st.session.UserID, sent, tag, h.cfg.ReplayLimit)
 	switch {
+	case repl != nil && (err != nil || gap):
+		evs = nil
 	case err != nil:
 		return sent, storeEnd(ctx)
-	case gap && repl == nil:
-		return sent, EndGap
 	case gap:
-		evs = nil
+		return sent, EndGap
 	}
 	for i := range evs {
 		if repl != nil && evs[i].Seq > repl.Seq {
