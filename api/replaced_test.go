@@ -236,3 +236,48 @@ func TestMeStreamReplacedEndsAtItsResubscription(t *testing.T) {
 		})
 	}
 }
+
+// A replaced session whose instance lost logged events before the
+// replacement, but not the live session_replaced, writes them from the
+// log first (its seq says how far the log went at the replacement), then
+// session_replaced: the events up to it are the replaced session's, as
+// when the live message was lost too. (The live session_replaced used to
+// end the stream at once, the events it had missed unwritten.)
+func TestMeStreamReplacedCatchesUpBeforeItsLiveMessage(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var lose atomic.Bool
+			es, _ := lossyEnvsWith(t, b, time.Minute, func(_ string, e sse.UserEvent) bool { return lose.Load() && !e.Notice })
+			alice, aliceID := es[0].guest("alice")
+			old := es[0].me(alice, "pc")
+			first := old.next()
+			lose.Store(true) // logged events lost, not the notice
+			for i := range 2 {
+				if _, err := es[1].store.UserLogs().Send(ctx, aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			repl := es[1].me(alice, "pc")
+			if f := repl.next(); f.event != "snapshot" {
+				t.Fatalf("the new session's first event %+v", f)
+			}
+			if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"after"}`)); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				if f := old.next(); f.event != "message" || f.data["n"] != float64(i) || f.id == "" {
+					t.Fatalf("the replaced session's event %d: %+v, want message %d", i, f, i)
+				}
+			}
+			f := old.next()
+			if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 2.0 {
+				t.Fatalf("the replaced session got %+v, want its session_replaced (seq 2, no id)", f)
+			}
+			checkUserEvent(t, f)
+			if rest := old.ends(); len(rest) != 0 {
+				t.Errorf("events after session_replaced: %v", rest)
+			}
+		})
+	}
+}

@@ -311,8 +311,12 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 			st.writeStatus(out, s)
 		}
 	case it.ev.Notice:
-		// session_replaced, not logged: this session's ends it; another
-		// session's is none of this stream's (nor is its position)
+		// session_replaced, not logged: this session's ends it, after the
+		// logged events before it that the stream missed (lost messages);
+		// another session's is none of this stream's (nor is its position)
+		if it.ev.Seq > sent && st.writes(it.ev) {
+			return h.catchUp(ctx, st, out, tag, sent, it.ev)
+		}
 		return sent, st.writeLogged(out, it.ev)
 	case it.ev.Seq <= sent && it.ev.Tag == tag:
 	case it.ev.Tag != tag || it.ev.Seq > sent+1:
