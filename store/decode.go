@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // replyStatus splits a script reply into its status and the rest, mapping
@@ -78,6 +79,17 @@ func refused(err error) bool {
 		}
 	}
 	return false
+}
+
+// notRun reports whether err says a create's or join's script certainly
+// did not do what it was sent to do, so the quota reservation made for it
+// is released: the script refused (refused), or it was never sent, its
+// caller having given up first (a client that hung up while the script
+// waited its turn: redisx.NeverSent). Any other error (a lost reply, a
+// read timeout) leaves the outcome unknown: the reservation is kept, and
+// the holdings check drops it within a minute if no room took it.
+func notRun(err error) bool {
+	return refused(err) || redisx.NeverSent(err)
 }
 
 // pairs turns a flat HGETALL reply into a map.

@@ -456,3 +456,97 @@ func TestLostRebindThenHandoff(t *testing.T) {
 		})
 	}
 }
+
+// cancelAfterReserve ends a request's context as soon as a quota
+// reservation for user uid is answered OK (a holdings script on uid's
+// holdings key), alone, in a batch or in a transaction: a client that hung
+// up after the reservation, before its room script was sent.
+type cancelAfterReserve struct {
+	uid    string
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (h *cancelAfterReserve) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *cancelAfterReserve) after(cmds []redis.Cmder) {
+	for _, c := range cmds {
+		mine := false
+		for _, a := range c.Args() {
+			s, _ := a.(string)
+			mine = mine || strings.HasSuffix(s, ":held:"+h.uid)
+		}
+		v, _ := c.(interface{ Val() any })
+		if v == nil {
+			continue
+		}
+		if reply, _ := v.Val().([]any); mine && len(reply) > 0 && reply[0] == "OK" {
+			if cancel := h.cancel.Swap(nil); cancel != nil {
+				(*cancel)()
+			}
+			return
+		}
+	}
+}
+func (h *cancelAfterReserve) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.after([]redis.Cmder{cmd})
+		return err
+	}
+}
+func (h *cancelAfterReserve) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.after(cmds)
+		return err
+	}
+}
+
+// A create, join or quick-join whose client hung up once its quota was
+// reserved, before its room script was sent, did nothing: the reservation
+// is released at once, so the user's next create or join is not refused
+// OWNED_ROOMS_LIMIT / JOINED_ROOMS_LIMIT for the minute a reservation in
+// flight counts (a tester's find: a phone's timed-out create blocked the
+// quota 60 s).
+func TestHungUpCallLeavesQuotaFree(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2})
+			u := user(1)
+			hook := &cancelAfterReserve{uid: u.ID}
+			s.Client().AddHook(hook)
+			// hungUp runs call with a context that ends once u's reservation
+			// is answered; call must give up with the context's error, u
+			// still in the held rooms alone
+			hungUp := func(what string, held int, call func(context.Context) error) {
+				t.Helper()
+				cctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				hook.cancel.Store(&cancel)
+				if err := call(cctx); !errors.Is(err, context.Canceled) {
+					t.Fatalf("%s hung up after its reservation: %v, want context.Canceled", what, err)
+				}
+				if hook.cancel.Load() != nil {
+					t.Fatalf("%s: no reservation of %s seen", what, u.ID)
+				}
+				if got := reality(t, s, u); len(got) != held {
+					t.Fatalf("%s hung up before its script: u is in %v", what, got)
+				}
+			}
+			hungUp("create", 0, func(c context.Context) error { _, err := s.Create(c, u, spread(0)); return err })
+			own := mustCreate(t, s, u, spread(1)) // refused OWNED_ROOMS_LIMIT when the hung-up create kept its reservation
+			other := mustCreate(t, s, user(100), spread(2))
+			hungUp("join", 1, func(c context.Context) error { _, err := s.Join(c, u, other.Room.ID); return err })
+			hungUp("quick-join", 1, func(c context.Context) error {
+				_, err := s.QuickJoin(c, u, "m9", []string{"r0"}, nil, &rooms.NewRoom{Name: "q", Mode: "m9", Region: "r0", MaxPlayers: 4})
+				return err
+			})
+			if _, err := s.Join(ctx, u, other.Room.ID); err != nil { // refused JOINED_ROOMS_LIMIT when a hung-up join kept its reservation
+				t.Fatalf("join after the hung-up calls: %v", err)
+			}
+			if got := reality(t, s, u); len(got) != 2 || got[own.Room.ID] != "o" || got[other.Room.ID] != "m" {
+				t.Fatalf("u holds %v, want its own room and the other", got)
+			}
+		})
+	}
+}

@@ -362,7 +362,7 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 			err = fmt.Errorf("store: unexpected quick_join reply %v", rest)
 		}
 		if err != nil {
-			if refused(err) { // else the script may have joined: keep the count (recheck)
+			if notRun(err) { // else the script may have joined: keep the count (recheck)
 				s.held.Release(ctx, h)
 			}
 			if taken(err) {

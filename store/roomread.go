@@ -115,8 +115,13 @@ type ran struct {
 // one round trip. A server that does not know the script (restart, SCRIPT
 // FLUSH) gets it loaded and the transaction runs again; a transaction that
 // did not run (redisx.NotSent: no connection, TRYAGAIN, EXECABORT) is sent
-// once more, as Runner.Run sends a script run.
+// once more, as Runner.Run sends a script run. A ctx already ended sends
+// nothing: its error says so (redisx.NeverSent), as does a call given up
+// while it waited in a batch's queue.
 func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id string, withState bool) (ran, error) {
+	if err := ctx.Err(); err != nil {
+		return ran{}, redisx.Wrap(redisx.GaveUp(err))
+	}
 	loaded, again := false, false
 	for {
 		r := ran{id: id}

@@ -67,7 +67,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 			return rooms.Joined{}, err
 		}
 		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
-		if refused(err) {
+		if notRun(err) {
 			s.held.Release(ctx, h)
 		}
 		if errors.Is(err, errCodeTaken) {
@@ -132,7 +132,7 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 		return rooms.Joined{}, err
 	}
 	j, err := s.joined(s.runThenRead(ctx, joinCall{scope, u.ID, jsonString(u.Name), code}, shard, id, false))
-	if refused(err) {
+	if notRun(err) {
 		s.held.Release(ctx, h)
 	}
 	return j, err

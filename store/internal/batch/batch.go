@@ -61,9 +61,10 @@ import (
 // node does not answer); after any other failure they leave in the next
 // batch, on another connection.
 //
-// A caller whose context ends is answered at once with its error. Its
-// command is dropped when it has not left yet, and may still run when it
-// has: the same as a command already written to a connection today.
+// A caller whose context ends is answered at once with its error when its
+// command has not left yet: the command is dropped, and the error says so
+// (redisx.NeverSent). A caller whose command has left waits for Redis'
+// answer (see callSent).
 //
 // A script run inside Watch (an optimistic transaction on a connection of
 // its own) must not be batched: it would leave on another connection. The
@@ -310,7 +311,7 @@ func (b *Batcher) run(ctx context.Context, l *lane, c *call) error {
 		return c.err
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(callWaiting, callAbandoned) {
-			return c.fail(ctx.Err()) // never sent: nothing ran
+			return c.fail(redisx.GaveUp(ctx.Err())) // never sent: nothing ran
 		}
 		// sent (or answered) meanwhile: Redis may have run it, so its
 		// answer is awaited (within the client's read timeout), not

@@ -14,7 +14,8 @@ import (
 )
 
 // Wrap turns transport failures into rooms.ErrUnavailable; Redis error
-// replies (a bug, never the client's fault) pass through as they are.
+// replies (a bug, never the client's fault) pass through as they are. A
+// call NeverSent stays so.
 func Wrap(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
@@ -23,8 +24,35 @@ func Wrap(err error) error {
 	if errors.As(err, &rerr) && !IsTransient(rerr) {
 		return err
 	}
+	if n, ok := errors.AsType[neverSent](err); ok {
+		return neverSent{fmt.Errorf("%w: %v", rooms.ErrUnavailable, n.err)}
+	}
 	return fmt.Errorf("%w: %v", rooms.ErrUnavailable, err)
 }
+
+// GaveUp is the error of a call whose caller gave up (ctx ended, err is
+// ctx's) before it was sent to Redis: nothing of it ran. Only a call
+// certainly not sent gets it (the batch queue's, or one whose context had
+// ended before it was handed to go-redis); a caller that gave up once
+// its call was sent waits for Redis' answer (store/internal/batch), and one
+// whose outcome is unknown (a lost reply) gets a transport error, never
+// this one.
+func GaveUp(err error) error { return neverSent{err} }
+
+// NeverSent reports whether err says its call was never sent (GaveUp):
+// what it would have changed, such as a quota reservation made for it,
+// may be undone.
+func NeverSent(err error) bool {
+	_, ok := errors.AsType[neverSent](err)
+	return ok
+}
+
+// neverSent marks err as GaveUp's; errors.Is sees through it (a canceled
+// context is still context.Canceled).
+type neverSent struct{ err error }
+
+func (n neverSent) Error() string { return n.err.Error() + " (never sent)" }
+func (n neverSent) Unwrap() error { return n.err }
 
 // IsTransient recognizes error replies that mean "not now" rather than "bug":
 // loading after a restart, a Cluster moving or down, a Redis out of memory

@@ -148,3 +148,23 @@ func TestWrapReplies(t *testing.T) {
 		})
 	}
 }
+
+// A call given up before it was sent stays so through Wrap, whose other
+// words (context.Canceled as it is, a deadline as rooms.ErrUnavailable)
+// it keeps; no other error says so.
+func TestNeverSent(t *testing.T) {
+	canceled := Wrap(GaveUp(context.Canceled))
+	if !NeverSent(canceled) || !errors.Is(canceled, context.Canceled) {
+		t.Fatalf("canceled: %v", canceled)
+	}
+	late := Wrap(GaveUp(context.DeadlineExceeded))
+	if !NeverSent(late) || !errors.Is(late, rooms.ErrUnavailable) {
+		t.Fatalf("deadline: %v", late)
+	}
+	lost := &net.OpError{Op: "read", Net: "tcp", Err: context.DeadlineExceeded}
+	for _, err := range []error{nil, context.Canceled, context.DeadlineExceeded, lost, Wrap(lost), redis.ErrPoolTimeout} {
+		if NeverSent(err) {
+			t.Errorf("%v says never sent", err)
+		}
+	}
+}

@@ -219,9 +219,16 @@ func (r *Runner) loadLibraryFor(ctx context.Context, key string) error {
 // NotSent): FCALL of a mutation's function where the library is loaded
 // (loading it on the key's node and calling again when that node lacks
 // it), else EVALSHA, then EVAL when the node does not know the script.
+// A ctx already ended sends nothing: the command's error says so
+// (NeverSent), as does a call given up while it waited in a batch's queue.
 func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 	sc := call.Script()
 	keys, args := call.KeysArgs()
+	if err := ctx.Err(); err != nil {
+		_, cmd := scriptCmd(ctx, sc.resend, "evalsha", sc.Hash(), keys, args)
+		cmd.SetErr(GaveUp(err))
+		return cmd
+	}
 	run := func(command, script string) *redis.Cmd {
 		send, cmd := scriptCmd(ctx, sc.resend, command, script, keys, args)
 		if _ = r.client.Process(ctx, send); NotSent(cmd.Err()) && Again(ctx) {
