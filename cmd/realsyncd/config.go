@@ -34,6 +34,7 @@ type Config struct {
 	Shards          int           // REALSYNC_SHARDS, default 16
 	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
 	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
+	TCPUserTimeout  time.Duration // REALSYNC_TCP_USER_TIMEOUT, default 30s: TCP_USER_TIMEOUT of the API's and metrics' connections (usertimeout.go); 0 the kernel's, else 1s..1h
 	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never, else 100ms..8760h
 	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s; 300ms..10m
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
@@ -102,7 +103,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, grace, presence, idle, retention, lifetime, shutdown, rateLimits, rateLease, proxies string
+	var cluster, shards, heartbeat, userTimeout, grace, presence, idle, retention, lifetime, shutdown, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -118,6 +119,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&shards, "shards", env("REALSYNC_SHARDS", "16"), "hash-tag shards, fixed for a deployment (REALSYNC_SHARDS)")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("REALSYNC_KEY_PREFIX", "rs"), "prefix of every Redis key (REALSYNC_KEY_PREFIX)")
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
+	fs.StringVar(&userTimeout, "tcp-user-timeout", env("REALSYNC_TCP_USER_TIMEOUT", "30s"), "longest time data written to a client may stay unacknowledged before its connection is dropped (Linux TCP_USER_TIMEOUT); 0: the kernel's (REALSYNC_TCP_USER_TIMEOUT)")
 	fs.StringVar(&grace, "disconnect-grace", env("REALSYNC_DISCONNECT_GRACE", "30s"), "removal delay of disconnected players, 0 never (REALSYNC_DISCONNECT_GRACE)")
 	fs.StringVar(&presence, "presence-ttl", env("REALSYNC_PRESENCE_TTL", "15s"), "lifetime of a stream's presence lease, renewed every third (REALSYNC_PRESENCE_TTL)")
 	fs.StringVar(&idle, "room-idle-timeout", env("REALSYNC_ROOM_IDLE_TIMEOUT", "30m"), "close rooms with no mutation and no stream for this long, 0 never (REALSYNC_ROOM_IDLE_TIMEOUT)")
@@ -251,6 +253,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		zeroOff bool // 0 also accepted: the rule is off
 	}{
 		{"REALSYNC_SSE_HEARTBEAT", heartbeat, &c.SSEHeartbeat, minHeartbeat, maxHeartbeat, false},
+		{"REALSYNC_TCP_USER_TIMEOUT", userTimeout, &c.TCPUserTimeout, minUserTimeout, maxUserTimeout, true},
 		{"REALSYNC_PRESENCE_TTL", presence, &c.PresenceTTL, minPresenceTTL, maxPresenceTTL, false},
 		{"REALSYNC_DISCONNECT_GRACE", grace, &c.DisconnectGrace, minRule, maxRule, true},
 		{"REALSYNC_ROOM_IDLE_TIMEOUT", idle, &c.RoomIdleTimeout, minRule, maxRule, true},
@@ -264,7 +267,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		case err != nil || *d.out < d.lo || *d.out > d.hi:
 			msg := fmt.Sprintf("must be a duration from %s to %s", fmtDuration(d.lo), fmtDuration(d.hi))
 			if d.zeroOff {
-				msg = "must be 0 (never) or a duration from " + fmtDuration(d.lo) + " to " + fmtDuration(d.hi)
+				msg = "must be 0 (" + zeroMeans(d.name) + ") or a duration from " + fmtDuration(d.lo) + " to " + fmtDuration(d.hi)
 			}
 			bad(d.name, fmt.Sprintf("%s, such as %s; got %q", msg, durationDefaults[d.name], d.in))
 		}
@@ -329,10 +332,21 @@ const (
 	// lifetime (0: off); a year at most
 	minRule, maxRule         = 100 * time.Millisecond, 8760 * time.Hour
 	minShutdown, maxShutdown = time.Second, time.Hour
+	// TCP_USER_TIMEOUT: below a second a brief stall (a phone's radio
+	// waking) would cut live connections
+	minUserTimeout, maxUserTimeout = time.Second, time.Hour
 )
 
+// zeroMeans says what 0 means for a duration setting that accepts it.
+func zeroMeans(name string) string {
+	if name == "REALSYNC_TCP_USER_TIMEOUT" {
+		return "the kernel's"
+	}
+	return "never"
+}
+
 // durationDefaults are the defaults shown as examples in range errors.
-var durationDefaults = map[string]string{"REALSYNC_SSE_HEARTBEAT": "15s", "REALSYNC_PRESENCE_TTL": "15s",
+var durationDefaults = map[string]string{"REALSYNC_SSE_HEARTBEAT": "15s", "REALSYNC_TCP_USER_TIMEOUT": "30s", "REALSYNC_PRESENCE_TTL": "15s",
 	"REALSYNC_DISCONNECT_GRACE": "30s", "REALSYNC_ROOM_IDLE_TIMEOUT": "30m", "REALSYNC_FINISHED_RETENTION": "10m",
 	"REALSYNC_ROOM_MAX_LIFETIME": "24h", "REALSYNC_SHUTDOWN_TIMEOUT": "30s"}
 

@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if cfg.MetricsAddr == "" {
 		apiMetrics = metricsHandler(reg, log)
 	} else {
-		stopMetrics, err := serveMetrics(cfg.MetricsAddr, metricsHandler(reg, log), log)
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, cfg.TCPUserTimeout, metricsHandler(reg, log), log)
 		if err != nil {
 			return err
 		}
@@ -199,6 +199,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	if err != nil {
 		return err
 	}
+	ln = withUserTimeout(ln, cfg.TCPUserTimeout, log) // a client that vanished: its stream ends
 	if cfg.PprofAddr != "" {
 		go servePprof(cfg.PprofAddr, log)
 	}

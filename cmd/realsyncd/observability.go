@@ -54,12 +54,15 @@ func metricsHandler(reg *prometheus.Registry, log *slog.Logger) http.Handler {
 }
 
 // serveMetrics serves GET /metrics on a listener of its own at addr, apart
-// from the API. stop ends it.
-func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+// from the API, its connections with the API's TCP user timeout (a
+// scraper that vanished mid-answer does not hold it for the kernel's 15
+// minutes). stop ends it.
+func serveMetrics(addr string, userTimeout time.Duration, h http.Handler, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("REALSYNC_METRICS_ADDR: %w", err)
 	}
+	ln = withUserTimeout(ln, userTimeout, log)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
