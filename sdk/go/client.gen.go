@@ -1829,7 +1829,11 @@ type ClientInterface interface {
 	// whose instance missed it live ends with it all the same, within
 	// the TTL; `reject-new`: the new one is 409
 	// `SESSION_EXISTS` while the old one holds its lease (a session whose
-	// client vanished holds it for at most the TTL); `allow-multiple`.
+	// instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
+	// client vanished without closing its connection, until the server
+	// drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
+	// `REALSYNC_TCP_USER_TIMEOUT`, 45 s by default, or, behind a proxy,
+	// once the proxy drops its client side); `allow-multiple`.
 	// A session counts among the caller's open event streams
 	// (`STREAM_LIMIT`, 429).
 	//
@@ -3216,7 +3220,11 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // whose instance missed it live ends with it all the same, within
 // the TTL; `reject-new`: the new one is 409
 // `SESSION_EXISTS` while the old one holds its lease (a session whose
-// client vanished holds it for at most the TTL); `allow-multiple`.
+// instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
+// client vanished without closing its connection, until the server
+// drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
+// `REALSYNC_TCP_USER_TIMEOUT`, 45 s by default, or, behind a proxy,
+// once the proxy drops its client side); `allow-multiple`.
 // A session counts among the caller's open event streams
 // (`STREAM_LIMIT`, 429).
 //
@@ -6728,7 +6736,11 @@ type ClientWithResponsesInterface interface {
 	// whose instance missed it live ends with it all the same, within
 	// the TTL; `reject-new`: the new one is 409
 	// `SESSION_EXISTS` while the old one holds its lease (a session whose
-	// client vanished holds it for at most the TTL); `allow-multiple`.
+	// instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
+	// client vanished without closing its connection, until the server
+	// drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
+	// `REALSYNC_TCP_USER_TIMEOUT`, 45 s by default, or, behind a proxy,
+	// once the proxy drops its client side); `allow-multiple`.
 	// A session counts among the caller's open event streams
 	// (`STREAM_LIMIT`, 429).
 	//
@@ -12650,7 +12662,11 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // whose instance missed it live ends with it all the same, within
 // the TTL; `reject-new`: the new one is 409
 // `SESSION_EXISTS` while the old one holds its lease (a session whose
-// client vanished holds it for at most the TTL); `allow-multiple`.
+// instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
+// client vanished without closing its connection, until the server
+// drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
+// `REALSYNC_TCP_USER_TIMEOUT`, 45 s by default, or, behind a proxy,
+// once the proxy drops its client side); `allow-multiple`.
 // A session counts among the caller's open event streams
 // (`STREAM_LIMIT`, 429).
 //
