@@ -21,12 +21,14 @@ const halfOpenBound = 20 * time.Second
 // A client that vanished without closing its connection (a phone that
 // changed network: a real half-open connection, its network link taken
 // down, so nothing more arrives and nothing is closed) holds its personal
-// session until the server notices. With REALSYNC_TCP_USER_TIMEOUT the
-// unacknowledged heartbeats end the connection: the stream ends and its
-// lease is released, so a new session of the user opens again under
-// REALSYNC_SESSION_POLICY=reject-new (over TLS too: the timeout is set
-// below it). With 0 (the kernel's retransmission timeout) the session is
-// still held, refused SESSION_EXISTS, when the same time is up.
+// session and its seat's presence until the server notices. With
+// REALSYNC_TCP_USER_TIMEOUT the unacknowledged heartbeats end the
+// connections: the streams end and their leases are released, so a new
+// session of the user opens again under REALSYNC_SESSION_POLICY=reject-new
+// (over TLS too: the timeout is set below it) and the room's owner sees
+// the player disconnected. With 0 (the kernel's retransmission timeout)
+// the session is still held, refused SESSION_EXISTS, and the player still
+// connected, when the same time is up.
 func TestHalfOpenClientReleasesItsSession(t *testing.T) {
 	if why := netns.Unavailable(); why != "" {
 		t.Skip(why)
@@ -61,18 +63,33 @@ func TestHalfOpenClientReleasesItsSession(t *testing.T) {
 			in := ready(t, launchCmd(t, ns.Command(bin), toRedis.Inside+":8080", env...))
 			insecure := &tls.Config{InsecureSkipVerify: true}
 			client := &http.Client{Transport: &http.Transport{TLSClientConfig: insecure}}
-			res, err := client.Post(in.url+"/v1/auth/guest", "application/json", strings.NewReader(`{"name":"phone"}`))
-			if err != nil {
-				t.Fatal(err)
+			// the phone: player 2 of a room whose owner watches it (over
+			// plain HTTP: the helpers' client), or a guest alone (TLS)
+			var token, room string
+			var watcher *follower
+			if tc.tls {
+				res, err := client.Post(in.url+"/v1/auth/guest", "application/json", strings.NewReader(`{"name":"phone"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var g struct{ Token string }
+				json.NewDecoder(res.Body).Decode(&g)
+				res.Body.Close()
+				token = g.Token
+			} else {
+				var toks []string
+				room, toks = party(t, in, 1)
+				token = toks[1]
+				watcher = follow(t, []string{in.url}, room, toks[0], false)
 			}
-			var g struct{ Token string }
-			json.NewDecoder(res.Body).Decode(&g)
-			res.Body.Close()
-			token := g.Token
-			// open opens the user's personal stream at base: its status,
-			// and the open response while it streams
-			open := func(c *http.Client, base string) (int, *http.Response) {
-				req, _ := http.NewRequest("GET", base+"/v1/me/events?platform=mobile", nil)
+			// open opens the user's personal stream (or path) at base: its
+			// status, and the open response while it streams
+			open := func(c *http.Client, base string, path ...string) (int, *http.Response) {
+				p := "/v1/me/events?platform=mobile"
+				if len(path) > 0 {
+					p = path[0]
+				}
+				req, _ := http.NewRequest("GET", base+p, nil)
 				req.Header.Set("Authorization", "Bearer "+token)
 				res, err := c.Do(req)
 				if err != nil {
@@ -96,10 +113,26 @@ func TestHalfOpenClientReleasesItsSession(t *testing.T) {
 			if status, _ := open(client, in.url); status != 409 {
 				t.Fatalf("a second session while the phone's is open: %d, want 409 (reject-new)", status)
 			}
+			var roomStream *http.Response
+			if watcher != nil {
+				if status, roomStream = open(phone, scheme+"://"+phoneNet.Inside+":8080", "/v1/rooms/"+room+"/events"); status != 200 {
+					t.Fatalf("phone's room stream: %d", status)
+				}
+				start := time.Now()
+				for !connected(watcher.all(), 2) {
+					if time.Since(start) > halfOpenBound {
+						t.Fatalf("the owner never saw the phone connected: %s", types(watcher.all()))
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
 
 			phoneNet.Cut() // the phone left that network; its side is gone
 			cut := time.Now()
 			stream.Body.Close()
+			if roomStream != nil {
+				roomStream.Body.Close()
+			}
 			var reopened time.Duration
 			for time.Since(cut) < halfOpenBound {
 				time.Sleep(250 * time.Millisecond)
@@ -111,6 +144,15 @@ func TestHalfOpenClientReleasesItsSession(t *testing.T) {
 				}
 				if status != 409 {
 					t.Fatalf("a new session after the cut: %d, want 409 or 200", status)
+				}
+			}
+			if watcher != nil { // the room's view: the player disconnected, or still connected
+				for tc.released && !disconnected(watcher.all(), 2) && time.Since(cut) < halfOpenBound {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if gone := disconnected(watcher.all(), 2); gone != tc.released {
+					t.Errorf("%v after the cut the owner's stream shows the phone disconnected: %v, want %v; events: %s",
+						time.Since(cut).Round(time.Second), gone, tc.released, types(watcher.all()))
 				}
 			}
 			switch {
