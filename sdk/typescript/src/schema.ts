@@ -2420,10 +2420,14 @@ export interface components {
          *     open ones is closed for it: a refusal needs no message between
          *     instances, so the cap holds on any number of them. Close a stream
          *     to open another. A stream whose connection died without the server
-         *     seeing its end (a lost network, an instance killed) keeps its place
-         *     until its lease lapses, within `REALSYNC_PRESENCE_TTL` (default
-         *     15 s): a client that lost all its connections at once is refused for
-         *     at most that long, and should retry after a few seconds.
+         *     seeing its end keeps its place until its lease goes: an instance
+         *     killed, until the lease lapses, within `REALSYNC_PRESENCE_TTL`
+         *     (default 15 s); a lost network (the connection never closed), until
+         *     the server drops the connection, within about
+         *     `REALSYNC_SSE_HEARTBEAT` + `REALSYNC_TCP_USER_TIMEOUT` (45 s by
+         *     default; behind a proxy, once the proxy drops its client side): a
+         *     client that lost all its connections at once is refused for at most
+         *     that long, and should retry after a few seconds.
          *     Rate-limited answers (`RATE_LIMITED`, `ROOM_RATE_LIMITED`,
          *     `STREAM_OPENS_LIMITED`, `CODE_GUESSES_LIMITED`) carry `Retry-After`
          *     and the RateLimit headers; `TOO_MANY_STREAMS` and `STREAM_LIMIT`
