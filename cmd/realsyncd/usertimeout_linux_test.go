@@ -1,0 +1,53 @@
+//go:build linux
+
+package main
+
+import (
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every connection the API's listener accepts carries
+// REALSYNC_TCP_USER_TIMEOUT as its TCP_USER_TIMEOUT (in milliseconds);
+// with 0 the listener is left as it is, and the connection has the
+// kernel's (0).
+func TestListenerSetsUserTimeout(t *testing.T) {
+	for _, d := range []time.Duration{2500 * time.Millisecond, 0} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		wrapped := withUserTimeout(ln, d, slog.Default())
+		if d == 0 && wrapped != ln {
+			t.Fatal("REALSYNC_TCP_USER_TIMEOUT=0 wraps the listener")
+		}
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		c, err := wrapped.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		raw, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms int
+		var gerr error
+		raw.Control(func(fd uintptr) { ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		if ms != int(d.Milliseconds()) {
+			t.Errorf("timeout %v: the accepted connection's TCP_USER_TIMEOUT is %d ms", d, ms)
+		}
+	}
+}
