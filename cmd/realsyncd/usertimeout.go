@@ -21,7 +21,10 @@ import (
 // after its retransmissions (tcp_retries2, about 15 minutes) while the
 // stream keeps its presence lease, the user online and in the room. With
 // it, the stream ends within about REALSYNC_SSE_HEARTBEAT + the timeout,
-// and its lease is released as for a closed connection. A client that
+// and its lease is released as for a closed connection. The timeout also
+// bounds an idle connection's unanswered keepalive probes, so the
+// connection's probes are spaced to fit several within it
+// (keepAliveWithin). A client that
 // stops reading but still acknowledges (its window full) is not cut by
 // it: the stream's write deadline decides then.
 //

@@ -51,3 +51,25 @@ func TestListenerSetsUserTimeout(t *testing.T) {
 		}
 	}
 }
+
+// The keepalive of a connection with a user timeout fits several probes
+// within it (whole seconds), so one lost probe does not drop a live idle
+// client (TestUserTimeoutKeepsIdleClientPastALostProbe); at the default
+// 30 s: the first after 15 s idle, then every 3 s.
+func TestKeepAliveWithin(t *testing.T) {
+	for _, tc := range []struct {
+		d, idle, interval time.Duration
+		count             int
+	}{
+		{30 * time.Second, 15 * time.Second, 3 * time.Second, 5},
+		{6 * time.Second, 3 * time.Second, time.Second, 3},
+		{2500 * time.Millisecond, time.Second, time.Second, 1},
+		{time.Second, time.Second, time.Second, 1},
+		{time.Hour, 15 * time.Second, 15 * time.Second, 239},
+	} {
+		got := keepAliveWithin(tc.d)
+		if !got.Enable || got.Idle != tc.idle || got.Interval != tc.interval || got.Count != tc.count {
+			t.Errorf("timeout %v: keepalive %+v, want idle %v, interval %v, count %d", tc.d, got, tc.idle, tc.interval, tc.count)
+		}
+	}
+}
