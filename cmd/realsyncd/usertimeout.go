@@ -25,8 +25,10 @@ import (
 // bounds an idle connection's unanswered keepalive probes, so the
 // connection's probes are spaced to fit several within it
 // (keepAliveWithin). A client that
-// stops reading but still acknowledges (its window full) is not cut by
-// it: the stream's write deadline decides then.
+// stops reading but still acknowledges is dropped too once its receive
+// window stayed shut for the timeout (Linux 5.11 and later time
+// zero-window probes out), before the stream's write deadline when the
+// socket buffer is large.
 //
 // A TLS or h2c listener wraps this one, so every protocol gets it. On
 // other systems than Linux it does nothing.

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,5 +73,41 @@ func TestKeepAliveWithin(t *testing.T) {
 		if !got.Enable || got.Idle != tc.idle || got.Interval != tc.interval || got.Count != tc.count {
 			t.Errorf("timeout %v: keepalive %+v, want idle %v, interval %v, count %d", tc.d, got, tc.idle, tc.interval, tc.count)
 		}
+	}
+}
+
+// A client that stops reading but still acknowledges (its receive window
+// shut) is dropped by the user timeout too, once the window stays shut
+// that long (Linux applies it to zero-window probes, since 5.11): the
+// server's write fails with ETIMEDOUT, before the write deadline, however
+// much of the socket buffer is left.
+func TestUserTimeoutDropsClientThatStopsReading(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	wrapped := withUserTimeout(ln, time.Second, slog.Default())
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close() // open, never read
+	c, err := wrapped.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err = c.Write(buf); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, syscall.ETIMEDOUT) {
+		t.Fatalf("writing to a client that stopped reading: %v, want the user timeout's ETIMEDOUT", err)
 	}
 }
