@@ -38,10 +38,11 @@ func setUserTimeout(c *net.TCPConn, d time.Duration) error {
 // default), and the next ones a fifth of the rest apart (whole seconds, as
 // the kernel counts them; 15 s at most): about five probes answer for a
 // live client before the timeout, which still drops a vanished one within
-// d. Count is what fits (the kernel ignores it while the timeout is set).
+// d. Count is what fits, up to the kernel's 127 (it ignores the count
+// while the timeout is set).
 func keepAliveWithin(d time.Duration) net.KeepAliveConfig {
 	idle := min(max(d/2, time.Second), 15*time.Second).Truncate(time.Second)
 	interval := min(max((d-idle)/5, time.Second), 15*time.Second).Truncate(time.Second)
-	count := max(int((d-idle)/interval), 1)
+	count := min(max(int((d-idle)/interval), 1), 127)
 	return net.KeepAliveConfig{Enable: true, Idle: idle, Interval: interval, Count: count}
 }

@@ -67,12 +67,33 @@ func TestKeepAliveWithin(t *testing.T) {
 		{6 * time.Second, 3 * time.Second, time.Second, 3},
 		{2500 * time.Millisecond, time.Second, time.Second, 1},
 		{time.Second, time.Second, time.Second, 1},
-		{time.Hour, 15 * time.Second, 15 * time.Second, 239},
+		{time.Hour, 15 * time.Second, 15 * time.Second, 127},
 	} {
 		got := keepAliveWithin(tc.d)
 		if !got.Enable || got.Idle != tc.idle || got.Interval != tc.interval || got.Count != tc.count {
 			t.Errorf("timeout %v: keepalive %+v, want idle %v, interval %v, count %d", tc.d, got, tc.idle, tc.interval, tc.count)
 		}
+	}
+	// the kernel takes each of them, from the lowest to the highest timeout
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, d := range []time.Duration{minUserTimeout, 30 * time.Second, maxUserTimeout} {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := setUserTimeout(c.(*net.TCPConn), d); err != nil {
+			t.Errorf("timeout %v: %v", d, err)
+		}
+		c.Close()
+		client.Close()
 	}
 }
 
