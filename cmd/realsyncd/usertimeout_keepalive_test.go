@@ -43,6 +43,7 @@ func TestUserTimeoutKeepsIdleClientPastALostProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Process.Kill(); client.Wait() })
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(time.Minute)) // a client that never came fails, not hangs
 	c, err := wrapped.Accept()
 	if err != nil {
 		t.Fatal(err)
