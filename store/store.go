@@ -94,7 +94,10 @@ type Config struct {
 	// stream closes: a stream opened within it cancels the announcement, so
 	// a reconnect or a flapping client emits no presence events. The
 	// janitor announces it once the window passed (within a janitor pass
-	// after). 0 (the zero value) announces at once.
+	// after). A user's status debounces the same way: a platform whose
+	// last personal stream's session closes stays shown for it, so the
+	// user goes offline (user_offline) only if no session opens meanwhile
+	// (sessions.Config.Debounce). 0 (the zero value) announces at once.
 	PresenceDebounce time.Duration
 	// Quotas bound the rooms and streams one user holds; zero: no limits.
 	Quotas Quotas
@@ -217,7 +220,7 @@ func New(cfg Config) (*Store, error) {
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})
-	s.sess = sessions.New(sessions.Config{Base: s.base, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy,
+	s.sess = sessions.New(sessions.Config{Base: s.base, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy, Debounce: cfg.PresenceDebounce,
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
 	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)
 	s.list = listing.New(s.client, s.reads, s.keys, s.shards, s.stripes)

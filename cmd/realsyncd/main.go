@@ -275,7 +275,8 @@ const cutGrace = time.Second
 // a short jittered retry line, so its client resumes on another instance
 // with Last-Event-ID, and its presence lease released: a player whose
 // client is not back within the presence debounce is then shown
-// player_disconnected), stops the background loops, waits for the
+// player_disconnected, and a user whose personal stream's client is not
+// back within it user_offline; one back within it shows nothing), stops the background loops, waits for the
 // requests in flight, those that run on after their client left for
 // their Idempotency-Key among them (drain: srv.Shutdown does not wait for
 // them over HTTP/2), and closes the store: all within timeout. Past it

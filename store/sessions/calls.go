@@ -45,14 +45,14 @@ var (
 	statusesLapsed   = redisx.ReadOnly("statuses_lapsed", statusesLapsedLua)
 	sessionClose     = redisx.Plain("session_close", prelude()+sessionCloseLua)
 	sessionsSweep    = redisx.Plain("sessions_sweep", prelude()+sessionsSweepLua)
-	sessionRenew     = redisx.Plain("session_renew", sessionRenewLua)
+	sessionRenew     = redisx.Plain("session_renew", prelude()+sessionRenewLua)
 	followingSet     = redisx.Plain("following_set", followingSetLua)
 	userStreamsOpen  = redisx.Plain("userstreams_open", userStreamsOpenLua)
 	userStreamsRenew = redisx.Plain("userstreams_renew", userStreamsRenewLua)
 )
 
-// prelude is what runs in front of session_open, session_close and
-// sessions_sweep:
+// prelude is what runs in front of session_open, session_close,
+// sessions_sweep and session_renew:
 // PLATFORMS, players.Platforms in their order, then lua/prelude.lua.
 func prelude() string {
 	quoted := make([]string, len(players.Platforms))
@@ -128,7 +128,8 @@ func (c sessionCloseCall) KeysArgs() ([]string, []any) {
 		keys = append(keys, outbox)
 	}
 	return keys, []any{u, c.member, x.StatusChannel(u), x.b.PubCmd,
-		c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen), offlineStatusTTL.Milliseconds()}
+		c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen), offlineStatusTTL.Milliseconds(),
+		x.cfg.Debounce.Milliseconds()}
 }
 
 // sessionsSweepCall is sessions_sweep.lua's descriptor: the users of one

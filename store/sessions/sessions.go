@@ -10,7 +10,10 @@
 //   - status: hash v (version, µs of the Redis clock, kept increasing) and
 //     p (the platforms, "pc,web"); derived from the sessions by every
 //     script that changes them and published on the user's status channel
-//     only when p changed; p "" once the user went offline, the status
+//     only when p changed; a platform whose last session closed stays in
+//     p for the debounce (Config.Debounce), its deadline in field
+//     "g:<platform>" (ms), and a session of it opened meanwhile changes
+//     nothing; p "" once the user went offline, the status
 //     then kept offlineStatusTTL with its version (a client that saw the
 //     user online must read the offline status as the later one); while
 //     online it expires statusLinger after the last lease (the janitor's
@@ -32,8 +35,8 @@
 //   - following: a set of user ids, replaced by PUT /v1/me/following,
 //     expiring followingTTL after the last PUT or stream open;
 //   - the shard's online index: zset userId → the user's earliest lease
-//     expiry. The janitor of the shard sweeps the users whose earliest
-//     lease is due (sessions_sweep, SweepBatch users a call, as many calls
+//     expiry or platform deadline. The janitor of the shard sweeps the
+//     users whose earliest lease or deadline is due (sessions_sweep, SweepBatch users a call, as many calls
 //     as a visit finds due): a dead instance's sessions lapse and their
 //     users go offline (published) within the TTL plus a janitor
 //     interval, however many they are. Its size is the shard's online
@@ -97,6 +100,14 @@ type Config struct {
 	// Policy: what a new session does to an open one of the same user and
 	// platform.
 	Policy players.Policy
+	// Debounce (REALSYNC_PRESENCE_DEBOUNCE, as the rooms' presence): a
+	// platform whose last session closes stays shown this long, and a
+	// session of it opened meanwhile changes nothing (no status event: a
+	// reconnect or a flapping client is not shown offline); then the
+	// janitor's sweep takes it away (user_offline for the last platform).
+	// A session that lapsed (its instance died) is not debounced. 0: at
+	// once.
+	Debounce time.Duration
 	// StreamsPerUser caps a user's open streams of every kind, on every
 	// instance (0: no cap; streams.go).
 	StreamsPerUser int

@@ -1,28 +1,55 @@
--- prelude of session_open and session_close: the part of both (run in front
--- of each) that derives a user's status from the sessions and records a
--- change. PLATFORMS, the platforms in their order, is set by the store
--- above this (from players.Platforms, the one list). Reads no KEYS or ARGV.
+-- prelude of session_open, session_close, sessions_sweep and session_renew:
+-- the part (run in front of each) that derives a user's status from the
+-- sessions and records a change. PLATFORMS, the platforms in their order,
+-- is set by the store above this (from players.Platforms, the one list).
+-- Reads no KEYS or ARGV.
+
+-- G_FIELDS: per platform, the status hash's field "g:<platform>" holding
+-- the deadline (ms, Redis clock) until which a platform whose last session
+-- closed is still shown (the presence debounce).
+local G_FIELDS = {}
+for i, p in ipairs(PLATFORMS) do G_FIELDS[i] = 'g:' .. p end
 
 -- set_status recomputes the status of user uid from its sessions (zset
 -- k_sess, members "<platform>/<session>") into k_status (hash v, p; p ""
 -- when offline, the hash then kept offline_ms, so that a client that saw
--- the user online reads the offline status as the later one). Only when
--- the platforms changed it publishes
+-- the user online reads the offline status as the later one). A platform
+-- shown (in p) without a session left stays shown until its deadline
+-- "g:<platform>" in k_status; when it has none and debounce_ms > 0 (a
+-- session_close of its last session) the deadline is set to now_ms +
+-- debounce_ms: a session of it opened before then cancels the deadline
+-- and nothing changed (a reconnect or a flapping client emits no status
+-- event); once the deadline passed (the janitor's sweep, found through the
+-- online index, index_online) the platform is dropped. Deadlines of
+-- platforms with a session, or not shown, are dropped. Only when the
+-- platforms changed it publishes
 -- "<version> <platforms>" on channel sch (with pubcmd) and, when
 -- outbox_len is not "", queues the webhook event (user_online,
 -- user_platforms_changed or user_offline, at ts) in outbox. The version is
 -- the Redis clock in µs (now_us), kept increasing. Returns "1" when it
 -- changed, else "0", and the platforms as a comma-separated string.
-local function set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
+local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
   local on = {}
   for _, m in ipairs(redis.call('ZRANGE', k_sess, 0, -1)) do
     on[string.match(m, '^([^/]*)/')] = true
   end
-  local ps = {}
-  for _, p in ipairs(PLATFORMS) do if on[p] then ps[#ps + 1] = p end end
-  local p = table.concat(ps, ',')
-  local cur = redis.call('HMGET', k_status, 'v', 'p')
+  local cur = redis.call('HMGET', k_status, 'v', 'p', unpack(G_FIELDS))
   local was = cur[2] or ''
+  local shown = {}
+  for q in string.gmatch(was, '[^,]+') do shown[q] = true end
+  local ps = {}
+  for i, q in ipairs(PLATFORMS) do
+    local due = tonumber(cur[2 + i] or '')
+    if not on[q] and shown[q] and not due and debounce_ms > 0 then
+      due = now_ms + debounce_ms
+      redis.call('HSET', k_status, G_FIELDS[i], string.format('%d', due))
+    elseif due and (on[q] or not shown[q] or due <= now_ms) then
+      redis.call('HDEL', k_status, G_FIELDS[i])
+      due = nil
+    end
+    if on[q] or due then ps[#ps + 1] = q end
+  end
+  local p = table.concat(ps, ',')
   if was == p then return '0', p end
   local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
   redis.call('HSET', k_status, 'v', string.format('%d', v), 'p', p)
@@ -58,13 +85,18 @@ local function lapsed_online(k_sess, k_status, k_online, uid)
 end
 
 -- index_online keeps user uid's entry of the shard's online index
--- k_online at the earliest lease of its sessions (zset k_sess), or drops
--- it when none is left.
-local function index_online(k_sess, k_online, uid)
+-- k_online at the earliest of its sessions' leases (zset k_sess) and its
+-- platforms' deadlines (k_status, set_status), or drops it when none is
+-- left: the janitor's sweep takes the user when the first is due.
+local function index_online(k_sess, k_status, k_online, uid)
   local first = redis.call('ZRANGE', k_sess, 0, 0, 'WITHSCORES')
-  if #first == 0 then
+  local at = first[2] and tonumber(first[2])
+  for _, d in ipairs(redis.call('HMGET', k_status, unpack(G_FIELDS))) do
+    if d then at = math.min(at or tonumber(d), tonumber(d)) end
+  end
+  if not at then
     redis.call('ZREM', k_online, uid)
   else
-    redis.call('ZADD', k_online, first[2], uid)
+    redis.call('ZADD', k_online, string.format('%d', at), uid)
   end
 end

@@ -4,7 +4,8 @@
 -- Redis for a TTL, does the same for many users a call:
 -- sessions_sweep.lua). Either way the status is recomputed and published on the
 -- status channel only when it changed; offline keeps it, with its
--- version, ARGV[7] ms; the shard's online index follows. A status record
+-- version, ARGV[7] ms; a platform whose last session this closes stays
+-- shown for the debounce, ARGV[8]; the shard's online index follows. A status record
 -- that lapsed while online (lapsed_online) goes offline, announced. Behind
 -- prelude.lua (set_status, lapsed_online).
 -- KEYS[1] sessions  KEYS[2] status  KEYS[3] shard online index
@@ -16,6 +17,11 @@
 --         the user shard's webhook outbox, and a status change enters it:
 --         user_offline, or user_platforms_changed while still online
 -- ARGV[7] how long an offline status is kept (ms)
+-- ARGV[8] the presence debounce (ms; 0 or absent: at once): when the member
+--         was the last session of its platform, the platform stays shown
+--         until then (set_status), and a session of it opened meanwhile
+--         changes nothing; the janitor's sweep drops it once due. A lease
+--         that lapsed (purged here) is dropped at once, as the sweep does.
 -- Reply: {"OK", "1" when the status changed | "0", lapsed leases purged}
 local K_SESS, K_STATUS, K_ONLINE, K_STREAMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local uid, member, sch, pubcmd = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -24,12 +30,13 @@ local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 
 local lapsed = redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
+local debounce = 0
 if member ~= '' then
-  redis.call('ZREM', K_SESS, member)
+  if redis.call('ZREM', K_SESS, member) == 1 then debounce = tonumber(ARGV[8] or '0') end
   local sid = string.match(member, '/(.*)$')
   if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
 end
 lapsed_online(K_SESS, K_STATUS, K_ONLINE, uid)
-local changed = set_status(K_SESS, K_STATUS, uid, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
-index_online(K_SESS, K_ONLINE, uid)
+local changed = set_status(K_SESS, K_STATUS, uid, now, debounce, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
+index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 return {'OK', changed, lapsed}

@@ -3,7 +3,7 @@
 -- streams), with their places among the users' open streams when a quota
 -- is on. Each user's sessions, status and open streams then live until
 -- the renewed expiry, and the shard's online index gets the user's
--- earliest lease. No prelude.
+-- earliest lease or platform deadline (index_online). Behind prelude.lua.
 -- KEYS[1] shard online index; then per lease i: KEYS[1 + 3i - 2] sessions,
 -- KEYS[1 + 3i - 1] status, KEYS[1 + 3i] open streams (all in one slot)
 -- ARGV[1] lease TTL (ms)  ARGV[2] quota on "1" | "0"  ARGV[3] status linger
@@ -27,8 +27,7 @@ for i = 1, n do
       redis.call('ZADD', kus, 'XX', expiry, '/' .. sid)
       redis.call('PEXPIREAT', kus, expiry)
     end
-    local first = redis.call('ZRANGE', ks, 0, 0, 'WITHSCORES')
-    redis.call('ZADD', KEYS[1], first[2], uid)
+    index_online(ks, kst, KEYS[1], uid)
   else
     lost[#lost + 1] = i
   end

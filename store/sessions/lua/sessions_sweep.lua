@@ -2,8 +2,10 @@
 -- whose earliest lease is due in the shard's online index (an instance
 -- died, or lost Redis for a TTL). For each user still due by the Redis
 -- clock it does what session_close does without a session: purges the
--- lapsed leases, recomputes the status (published, and queued as a
--- webhook, only when it changed; offline keeps it, with its version,
+-- lapsed leases, drops the platforms whose debounce deadline passed (a
+-- last session closed, none opened within REALSYNC_PRESENCE_DEBOUNCE: the
+-- user is shown offline only now), recomputes the status (published, and
+-- queued as a webhook, only when it changed; offline keeps it, with its version,
 -- ARGV[4] ms) and moves the user's entry in the online index to the
 -- earliest lease left, or drops it; a status record that lapsed while
 -- online (lapsed_online: every instance was down for the linger) goes
@@ -39,10 +41,10 @@ for i = 1, (#ARGV - 4) / 2 do
     due = due + 1
     redis.call('ZREMRANGEBYSCORE', k_sess, '-inf', now)
     lapsed_online(k_sess, k_status, K_ONLINE, uid)
-    if set_status(k_sess, k_status, uid, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
+    if set_status(k_sess, k_status, uid, now, 0, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
       changed = changed + 1
     end
-    index_online(k_sess, K_ONLINE, uid)
+    index_online(k_sess, k_status, K_ONLINE, uid)
   end
 end
 return {'OK', changed, due}
