@@ -627,7 +627,7 @@ type Player struct {
 type Presence struct {
 	Online bool `json:"online"`
 
-	// Platforms The platforms of the user's open sessions, in the order pc, console, mobile, web.
+	// Platforms The platforms of the user's open sessions, in the order pc, console, mobile, web (a platform whose last session ended stays for `REALSYNC_PRESENCE_DEBOUNCE`, 3 s).
 	Platforms []Platform `json:"platforms"`
 	UserId    string     `json:"userId"`
 

@@ -632,7 +632,7 @@ type Player struct {
 type Presence struct {
 	Online bool `json:"online"`
 
-	// Platforms The platforms of the user's open sessions, in the order pc, console, mobile, web.
+	// Platforms The platforms of the user's open sessions, in the order pc, console, mobile, web (a platform whose last session ended stays for `REALSYNC_PRESENCE_DEBOUNCE`, 3 s).
 	Platforms []Platform `json:"platforms"`
 	UserId    string     `json:"userId"`
 
@@ -1816,7 +1816,13 @@ type ClientInterface interface {
 	// `INVALID_PLATFORM`). While any session of a user holds its lease
 	// (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
 	// 15 s by default), the user is online on the platforms of its
-	// sessions.
+	// sessions. A session's end is debounced as a room's presence
+	// (`REALSYNC_PRESENCE_DEBOUNCE`, 3 s): a platform whose last session
+	// ends stays shown that long, and a session of it opened meanwhile
+	// changes nothing (followers see no `presence` event, no webhook);
+	// otherwise the platform is dropped (the user goes offline with the
+	// last one) within a janitor interval after. A session whose instance
+	// died lapses without a debounce, within the TTL.
 	//
 	// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 	// default): a new session of the same user and platform replaces the
@@ -1981,7 +1987,10 @@ type ClientInterface interface {
 	// The status of each of `userIds` (1..100, comma-separated, in the
 	// order given, duplicates included; none or more: 400
 	// `INVALID_USER_IDS`): online while a personal stream session of the
-	// user holds its lease, with the platforms of those sessions. A user
+	// user holds its lease, with the platforms of those sessions (a
+	// platform whose last session ended stays shown for
+	// `REALSYNC_PRESENCE_DEBOUNCE`, 3 s, and a session of it opened
+	// within it shows no change: see `GET /v1/me/events`). A user
 	// never seen (or offline for more than 30 days) is offline with
 	// `version` 0; an offline status otherwise keeps the version of going
 	// offline, later than any status of the user online. An instance that dies takes
@@ -3207,7 +3216,13 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // `INVALID_PLATFORM`). While any session of a user holds its lease
 // (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
 // 15 s by default), the user is online on the platforms of its
-// sessions.
+// sessions. A session's end is debounced as a room's presence
+// (`REALSYNC_PRESENCE_DEBOUNCE`, 3 s): a platform whose last session
+// ends stays shown that long, and a session of it opened meanwhile
+// changes nothing (followers see no `presence` event, no webhook);
+// otherwise the platform is dropped (the user goes offline with the
+// last one) within a janitor interval after. A session whose instance
+// died lapses without a debounce, within the TTL.
 //
 // Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 // default): a new session of the same user and platform replaces the
@@ -3422,7 +3437,10 @@ func (c *APIClient) CreateMeStreamToken(ctx context.Context, reqEditors ...Reque
 // The status of each of `userIds` (1..100, comma-separated, in the
 // order given, duplicates included; none or more: 400
 // `INVALID_USER_IDS`): online while a personal stream session of the
-// user holds its lease, with the platforms of those sessions. A user
+// user holds its lease, with the platforms of those sessions (a
+// platform whose last session ended stays shown for
+// `REALSYNC_PRESENCE_DEBOUNCE`, 3 s, and a session of it opened
+// within it shows no change: see `GET /v1/me/events`). A user
 // never seen (or offline for more than 30 days) is offline with
 // `version` 0; an offline status otherwise keeps the version of going
 // offline, later than any status of the user online. An instance that dies takes
@@ -6723,7 +6741,13 @@ type ClientWithResponsesInterface interface {
 	// `INVALID_PLATFORM`). While any session of a user holds its lease
 	// (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
 	// 15 s by default), the user is online on the platforms of its
-	// sessions.
+	// sessions. A session's end is debounced as a room's presence
+	// (`REALSYNC_PRESENCE_DEBOUNCE`, 3 s): a platform whose last session
+	// ends stays shown that long, and a session of it opened meanwhile
+	// changes nothing (followers see no `presence` event, no webhook);
+	// otherwise the platform is dropped (the user goes offline with the
+	// last one) within a janitor interval after. A session whose instance
+	// died lapses without a debounce, within the TTL.
 	//
 	// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 	// default): a new session of the same user and platform replaces the
@@ -6894,7 +6918,10 @@ type ClientWithResponsesInterface interface {
 	// The status of each of `userIds` (1..100, comma-separated, in the
 	// order given, duplicates included; none or more: 400
 	// `INVALID_USER_IDS`): online while a personal stream session of the
-	// user holds its lease, with the platforms of those sessions. A user
+	// user holds its lease, with the platforms of those sessions (a
+	// platform whose last session ended stays shown for
+	// `REALSYNC_PRESENCE_DEBOUNCE`, 3 s, and a session of it opened
+	// within it shows no change: see `GET /v1/me/events`). A user
 	// never seen (or offline for more than 30 days) is offline with
 	// `version` 0; an offline status otherwise keeps the version of going
 	// offline, later than any status of the user online. An instance that dies takes
@@ -12649,7 +12676,13 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // `INVALID_PLATFORM`). While any session of a user holds its lease
 // (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
 // 15 s by default), the user is online on the platforms of its
-// sessions.
+// sessions. A session's end is debounced as a room's presence
+// (`REALSYNC_PRESENCE_DEBOUNCE`, 3 s): a platform whose last session
+// ends stays shown that long, and a session of it opened meanwhile
+// changes nothing (followers see no `presence` event, no webhook);
+// otherwise the platform is dropped (the user goes offline with the
+// last one) within a janitor interval after. A session whose instance
+// died lapses without a debounce, within the TTL.
 //
 // Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 // default): a new session of the same user and platform replaces the
@@ -12850,7 +12883,10 @@ func (c *ClientWithResponses) CreateMeStreamTokenWithResponse(ctx context.Contex
 // The status of each of `userIds` (1..100, comma-separated, in the
 // order given, duplicates included; none or more: 400
 // `INVALID_USER_IDS`): online while a personal stream session of the
-// user holds its lease, with the platforms of those sessions. A user
+// user holds its lease, with the platforms of those sessions (a
+// platform whose last session ended stays shown for
+// `REALSYNC_PRESENCE_DEBOUNCE`, 3 s, and a session of it opened
+// within it shows no change: see `GET /v1/me/events`). A user
 // never seen (or offline for more than 30 days) is offline with
 // `version` 0; an offline status otherwise keeps the version of going
 // offline, later than any status of the user online. An instance that dies takes

@@ -862,7 +862,13 @@ export interface paths {
          *     `INVALID_PLATFORM`). While any session of a user holds its lease
          *     (renewed by its instance every third of `REALSYNC_PRESENCE_TTL`,
          *     15 s by default), the user is online on the platforms of its
-         *     sessions.
+         *     sessions. A session's end is debounced as a room's presence
+         *     (`REALSYNC_PRESENCE_DEBOUNCE`, 3 s): a platform whose last session
+         *     ends stays shown that long, and a session of it opened meanwhile
+         *     changes nothing (followers see no `presence` event, no webhook);
+         *     otherwise the platform is dropped (the user goes offline with the
+         *     last one) within a janitor interval after. A session whose instance
+         *     died lapses without a debounce, within the TTL.
          *
          *     Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
          *     default): a new session of the same user and platform replaces the
@@ -1083,7 +1089,10 @@ export interface paths {
          * @description The status of each of `userIds` (1..100, comma-separated, in the
          *     order given, duplicates included; none or more: 400
          *     `INVALID_USER_IDS`): online while a personal stream session of the
-         *     user holds its lease, with the platforms of those sessions. A user
+         *     user holds its lease, with the platforms of those sessions (a
+         *     platform whose last session ended stays shown for
+         *     `REALSYNC_PRESENCE_DEBOUNCE`, 3 s, and a session of it opened
+         *     within it shows no change: see `GET /v1/me/events`). A user
          *     never seen (or offline for more than 30 days) is offline with
          *     `version` 0; an offline status otherwise keeps the version of going
          *     offline, later than any status of the user online. An instance that dies takes
@@ -1284,7 +1293,7 @@ export interface components {
         Presence: {
             userId: string;
             online: boolean;
-            /** @description The platforms of the user's open sessions, in the order pc, console, mobile, web. */
+            /** @description The platforms of the user's open sessions, in the order pc, console, mobile, web (a platform whose last session ended stays for `REALSYNC_PRESENCE_DEBOUNCE`, 3 s). */
             platforms: components["schemas"]["Platform"][];
             /**
              * Format: int64
