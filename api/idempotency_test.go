@@ -143,6 +143,60 @@ func TestMessageIdempotencyKey(t *testing.T) {
 	})
 }
 
+// An invite sent with an Idempotency-Key is delivered once (a tester's
+// find: the header was ignored, and an invite retried after a lost answer
+// reached the invitee twice): its replay is the first answer; where the
+// key's record is gone (an error answer frees it: a 503 after the invite
+// was sent), the invitee's inbox knows the key and answers the first
+// invite's ts without sending again; the key with an invite to another
+// room is 422 IDEMPOTENCY_KEY_REUSED. The invitee's stream then gets the
+// one invite. Without a key, each send is another invite.
+func TestInviteIdempotencyKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		bob, bobID := e.guest("bob")
+		room := e.create(alice, arena)["id"].(string)
+		path := "/v1/rooms/" + room + "/invites"
+		invite := map[string]any{"userId": bobID}
+		logged := func() int64 {
+			return e.store.Client().XLen(context.Background(), e.store.UserLogs().KeysOf(bobID).Log).Val()
+		}
+		first := e.do("POST", path, alice, invite, "Idempotency-Key", "inv-1")
+		want(t, first, 202, "")
+		again := e.do("POST", path, alice, invite, "Idempotency-Key", "inv-1")
+		if again.status != 202 || again.raw != first.raw || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay %d %s %v, want 202 %s replayed", again.status, again.raw, again.header, first.raw)
+		}
+		if n := logged(); n != 1 {
+			t.Fatalf("bob's log holds %d events after a replayed invite, want 1", n)
+		}
+		// the records gone, as after an error answer: the inbox knows the key
+		e.store.Client().Del(context.Background(), e.idemKeys()...)
+		inbox := e.do("POST", path, alice, invite, "Idempotency-Key", "inv-1")
+		if inbox.status != 202 || inbox.raw != first.raw || inbox.header.Get("Idempotent-Replayed") != "" || logged() != 1 {
+			t.Fatalf("invite sent again, the record gone: %d %s, %d logged; want 202 %s, 1", inbox.status, inbox.raw, logged(), first.raw)
+		}
+		e.store.Client().Del(context.Background(), e.idemKeys()...)
+		other := "/v1/rooms/" + e.create(alice, arena)["id"].(string) + "/invites"
+		want(t, e.do("POST", other, alice, invite, "Idempotency-Key", "inv-1"), 422, "IDEMPOTENCY_KEY_REUSED")
+		if n := logged(); n != 1 {
+			t.Fatalf("bob's log holds %d events, want the one invite", n)
+		}
+		s := e.me(bob, "pc")
+		_, evs := opening(t, s)
+		s.close()
+		if got := texts(evs); len(got) != 1 || got[0] != "invite" || evs[0].data["roomId"] != room {
+			t.Fatalf("bob's stream got %v %v, want the one invite to %s", got, evs, room)
+		}
+		// without a key, each send is an invite
+		want(t, e.do("POST", path, alice, invite), 202, "")
+		want(t, e.do("POST", path, alice, invite), 202, "")
+		if n := logged(); n != 3 {
+			t.Fatalf("bob's log holds %d events, want 3", n)
+		}
+	})
+}
+
 // A key that is not 1..255 visible ASCII characters is refused naming
 // the header, and nothing is created or recorded.
 func TestIdempotencyKeyForm(t *testing.T) {

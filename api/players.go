@@ -138,30 +138,34 @@ func (s *Server) SendDirectMessage(w http.ResponseWriter, r *http.Request, userI
 	})
 }
 
-// InviteToRoom implements POST /v1/rooms/{roomId}/invites.
-func (s *Server) InviteToRoom(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId) {
-	var body struct {
-		UserID *string `json:"userId"`
-	}
-	if err := decodeBody(r, &body, false, jsonType); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if body.UserID == nil {
-		s.writeError(w, r, rooms.Invalid("userId", "is required"))
-		return
-	}
-	if !s.limitInbox(w, r, *body.UserID) {
-		return
-	}
-	if s.direct == nil {
-		s.writeError(w, r, rooms.ErrUnavailable)
-		return
-	}
-	sent, err := s.direct.Invite(r.Context(), userFrom(r.Context()), roomID, *body.UserID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
+// InviteToRoom implements POST /v1/rooms/{roomId}/invites, honouring its
+// Idempotency-Key as a direct message does: the answer is replayed, and
+// the invitee's inbox remembers the key too.
+func (s *Server) InviteToRoom(w http.ResponseWriter, r *http.Request, roomID oapi.RoomId, params oapi.InviteToRoomParams) {
+	s.idempotent(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			UserID *string `json:"userId"`
+		}
+		if err := decodeBody(r, &body, false, jsonType); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if body.UserID == nil {
+			s.writeError(w, r, rooms.Invalid("userId", "is required"))
+			return
+		}
+		if !s.limitInbox(w, r, *body.UserID) {
+			return
+		}
+		if s.direct == nil {
+			s.writeError(w, r, rooms.ErrUnavailable)
+			return
+		}
+		sent, err := s.direct.Invite(r.Context(), userFrom(r.Context()), roomID, *body.UserID, s.keyOf(params.IdempotencyKey))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
+	})
 }

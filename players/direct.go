@@ -125,11 +125,15 @@ func (d *Direct) SendMessage(ctx context.Context, u rooms.User, to string, p Dir
 
 // Invite invites user to to room id on behalf of u, a member (or the
 // server, ScopeWrite): the `invite` event carries the room's id, name,
-// mode and region, and a private room's invite code. Errors:
+// mode and region, and a private room's invite code. With key (the
+// caller's Idempotency-Key, "": none) the invite is sent once, as a keyed
+// direct message (Inbox.SendOnce): sent again, it answers the first
+// send's time; the key with an invite to another room is
+// rooms.ErrKeyReused. Errors:
 // rooms.ErrRoomNotFound (also a private room u is not in),
 // rooms.ErrNotMember, rooms.ErrRoomFinished, a ValidationError on userId,
-// rooms.ErrScopeRequired, rooms.ErrUnavailable.
-func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to string) (Sent, error) {
+// rooms.ErrScopeRequired, rooms.ErrKeyReused, rooms.ErrUnavailable.
+func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to, key string) (Sent, error) {
 	if err := rooms.RequireScope(u, rooms.ScopeWrite); err != nil {
 		return Sent{}, err
 	}
@@ -153,7 +157,11 @@ func (d *Direct) Invite(ctx context.Context, u rooms.User, id, to string) (Sent,
 	now := time.Now().UTC().Truncate(time.Millisecond) // the event's ts (NewHeader), answered as is
 	ev := InviteEvent{UserEventHeader: NewHeader(EventInvite, to, now), From: senderOf(u), RoomID: r.ID,
 		Name: r.Name, Mode: r.Mode, Region: r.Region, InviteCode: r.InviteCode}
-	return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+	if key == "" {
+		return Sent{TS: now}, d.inbox.Send(ctx, to, ev)
+	}
+	at, err := d.inbox.SendOnce(ctx, to, ev, Once{Key: key + " " + u.ID, Digest: rooms.MessageDigest(EventInvite, []byte(r.ID), nil), At: now})
+	return Sent{TS: at}, err
 }
 
 // Kicked implements rooms.Notifier.

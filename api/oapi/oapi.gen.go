@@ -1165,6 +1165,46 @@ type StreamRoomEventsParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// InviteToRoomParams defines parameters for InviteToRoom.
+type InviteToRoomParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request with a key runs to its end when its client disconnects
+	// before the answer (a lost connection, a client-side timeout): the
+	// server neither cuts it where it stands nor forgets it, within the
+	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+	// down meanwhile waits for it as for a client that waited, over
+	// HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+	// timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
+	// with the same key and body after a disconnect therefore gets the
+	// first request's answer, replayed (a created room or ticket once),
+	// or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+	// `Retry-After`), or, when that answer was an error, runs again as
+	// after any error. A request without a key whose client disconnects
+	// may be cut at any step, and its outcome is unknown. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListMessagesParams defines parameters for ListMessages.
 type ListMessagesParams struct {
 	// Limit 1..100, default 50.
@@ -1416,7 +1456,7 @@ type ServerInterface interface {
 	StreamRoomEvents(w http.ResponseWriter, r *http.Request, roomId RoomId, params StreamRoomEventsParams)
 	// InviteToRoom Invite a user to the room
 	// (POST /v1/rooms/{roomId}/invites)
-	InviteToRoom(w http.ResponseWriter, r *http.Request, roomId RoomId)
+	InviteToRoom(w http.ResponseWriter, r *http.Request, roomId RoomId, params InviteToRoomParams)
 	// JoinRoom Join a public room
 	// (POST /v1/rooms/{roomId}/join)
 	JoinRoom(w http.ResponseWriter, r *http.Request, roomId RoomId)
@@ -1635,7 +1675,7 @@ func (_ Unimplemented) StreamRoomEvents(w http.ResponseWriter, r *http.Request, 
 
 // InviteToRoom Invite a user to the room
 // (POST /v1/rooms/{roomId}/invites)
-func (_ Unimplemented) InviteToRoom(w http.ResponseWriter, r *http.Request, roomId RoomId) {
+func (_ Unimplemented) InviteToRoom(w http.ResponseWriter, r *http.Request, roomId RoomId, params InviteToRoomParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2623,8 +2663,32 @@ func (siw *ServerInterfaceWrapper) InviteToRoom(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params InviteToRoomParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.InviteToRoom(w, r, roomId)
+		siw.Handler.InviteToRoom(w, r, roomId, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {

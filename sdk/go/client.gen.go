@@ -1170,6 +1170,46 @@ type StreamRoomEventsParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// InviteToRoomParams defines parameters for InviteToRoom.
+type InviteToRoomParams struct {
+	// IdempotencyKey Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+	// a unique value per intended operation, e.g. a UUID, 1..255 visible
+	// ASCII characters (else 422 `VALIDATION_FAILED` naming
+	// `Idempotency-Key`). Keys belong to the caller (one user's key never
+	// meets another's). The first request with a key runs; its successful
+	// answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+	// key with the same method, route and body, byte for byte, gets that
+	// answer again with `Idempotent-Replayed: true`, without running. An
+	// error answer is not kept, so the key may be used again: a refusal
+	// (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+	// may have been made (see that answer) and the key does not know: a
+	// create sent again may make a second room (`GET /v1/me/rooms` tells);
+	// a quick-join sent again finds the caller in the room the first
+	// joined or made while that room is unfinished and matches its
+	// filters (200, `created: false`); a room message or a direct message
+	// sent again is sent once (its room, or the recipient's inbox, knows
+	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+	// request with a key runs to its end when its client disconnects
+	// before the answer (a lost connection, a client-side timeout): the
+	// server neither cuts it where it stands nor forgets it, within the
+	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+	// down meanwhile waits for it as for a client that waited, over
+	// HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+	// timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
+	// with the same key and body after a disconnect therefore gets the
+	// first request's answer, replayed (a created room or ticket once),
+	// or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+	// `Retry-After`), or, when that answer was an error, runs again as
+	// after any error. A request without a key whose client disconnects
+	// may be cut at any step, and its outcome is unknown. A
+	// request whose instance died before answering holds its key for twice
+	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+	// again. Checked after authentication and rate limits, before the body.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListMessagesParams defines parameters for ListMessages.
 type ListMessagesParams struct {
 	// Limit 1..100, default 50.
@@ -2287,10 +2327,18 @@ type ClientInterface interface {
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too, as a direct message: the invitee's inbox remembers the key
+	// for 10 minutes (its last 1 000 keyed messages and invites), so the
+	// same invite from the same caller sent again gets the first one's
+	// `ts` (202) and delivers nothing more, and the key with an invite to
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+	// invite sent again after a lost answer is delivered twice.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-	InviteToRoomWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	InviteToRoomWithBody(ctx context.Context, roomId RoomId, params *InviteToRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InviteToRoom Invite a user to the room
 	//
@@ -2306,10 +2354,18 @@ type ClientInterface interface {
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too, as a direct message: the invitee's inbox remembers the key
+	// for 10 minutes (its last 1 000 keyed messages and invites), so the
+	// same invite from the same caller sent again gets the first one's
+	// `ts` (202) and delivers nothing more, and the key with an invite to
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+	// invite sent again after a lost answer is delivered twice.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-	InviteToRoom(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	InviteToRoom(ctx context.Context, roomId RoomId, params *InviteToRoomParams, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// JoinRoom Join a public room
 	//
@@ -3858,11 +3914,19 @@ func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params 
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too, as a direct message: the invitee's inbox remembers the key
+// for 10 minutes (its last 1 000 keyed messages and invites), so the
+// same invite from the same caller sent again gets the first one's
+// `ts` (202) and delivers nothing more, and the key with an invite to
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+// invite sent again after a lost answer is delivered twice.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewInviteToRoomRequestWithBody(c.Server, roomId, contentType, body)
+func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, params *InviteToRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteToRoomRequestWithBody(c.Server, roomId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3887,11 +3951,19 @@ func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, con
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too, as a direct message: the invitee's inbox remembers the key
+// for 10 minutes (its last 1 000 keyed messages and invites), so the
+// same invite from the same caller sent again gets the first one's
+// `ts` (202) and delivers nothing more, and the key with an invite to
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+// invite sent again after a lost answer is delivered twice.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-func (c *APIClient) InviteToRoom(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewInviteToRoomRequest(c.Server, roomId, body)
+func (c *APIClient) InviteToRoom(ctx context.Context, roomId RoomId, params *InviteToRoomParams, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInviteToRoomRequest(c.Server, roomId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5685,18 +5757,18 @@ func NewStreamRoomEventsRequest(server string, roomId RoomId, params *StreamRoom
 }
 
 // NewInviteToRoomRequest calls the generic InviteToRoom builder with application/json body
-func NewInviteToRoomRequest(server string, roomId RoomId, body InviteToRoomJSONRequestBody) (*http.Request, error) {
+func NewInviteToRoomRequest(server string, roomId RoomId, params *InviteToRoomParams, body InviteToRoomJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewInviteToRoomRequestWithBody(server, roomId, "application/json", bodyReader)
+	return NewInviteToRoomRequestWithBody(server, roomId, params, "application/json", bodyReader)
 }
 
 // NewInviteToRoomRequestWithBody constructs an http.Request for the InviteToRoom method, with any body, and a specified content type
-func NewInviteToRoomRequestWithBody(server string, roomId RoomId, contentType string, body io.Reader) (*http.Request, error) {
+func NewInviteToRoomRequestWithBody(server string, roomId RoomId, params *InviteToRoomParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5727,6 +5799,21 @@ func NewInviteToRoomRequestWithBody(server string, roomId RoomId, contentType st
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7228,10 +7315,18 @@ type ClientWithResponsesInterface interface {
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too, as a direct message: the invitee's inbox remembers the key
+	// for 10 minutes (its last 1 000 keyed messages and invites), so the
+	// same invite from the same caller sent again gets the first one's
+	// `ts` (202) and delivers nothing more, and the key with an invite to
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+	// invite sent again after a lost answer is delivered twice.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-	InviteToRoomWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error)
+	InviteToRoomWithBodyWithResponse(ctx context.Context, roomId RoomId, params *InviteToRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error)
 
 	// InviteToRoomWithResponse Invite a user to the room
 	//
@@ -7247,10 +7342,18 @@ type ClientWithResponsesInterface interface {
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
+	// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+	// 503 too, as a direct message: the invitee's inbox remembers the key
+	// for 10 minutes (its last 1 000 keyed messages and invites), so the
+	// same invite from the same caller sent again gets the first one's
+	// `ts` (202) and delivers nothing more, and the key with an invite to
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+	// invite sent again after a lost answer is delivered twice.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-	InviteToRoomWithResponse(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error)
+	InviteToRoomWithResponse(ctx context.Context, roomId RoomId, params *InviteToRoomParams, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error)
 
 	// JoinRoomWithResponse Join a public room
 	//
@@ -13266,11 +13369,19 @@ func (c *ClientWithResponses) StreamRoomEventsWithResponse(ctx context.Context, 
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too, as a direct message: the invitee's inbox remembers the key
+// for 10 minutes (its last 1 000 keyed messages and invites), so the
+// same invite from the same caller sent again gets the first one's
+// `ts` (202) and delivers nothing more, and the key with an invite to
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+// invite sent again after a lost answer is delivered twice.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Context, roomId RoomId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error) {
-	rsp, err := c.InviteToRoomWithBody(ctx, roomId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Context, roomId RoomId, params *InviteToRoomParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error) {
+	rsp, err := c.InviteToRoomWithBody(ctx, roomId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13291,11 +13402,19 @@ func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Conte
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
+// Safe to retry with an `Idempotency-Key` (see the parameter), after a
+// 503 too, as a direct message: the invitee's inbox remembers the key
+// for 10 minutes (its last 1 000 keyed messages and invites), so the
+// same invite from the same caller sent again gets the first one's
+// `ts` (202) and delivers nothing more, and the key with an invite to
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+// invite sent again after a lost answer is delivered twice.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms/{roomId}/invites (the `InviteToRoom` operationId).
-func (c *ClientWithResponses) InviteToRoomWithResponse(ctx context.Context, roomId RoomId, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error) {
-	rsp, err := c.InviteToRoom(ctx, roomId, body, reqEditors...)
+func (c *ClientWithResponses) InviteToRoomWithResponse(ctx context.Context, roomId RoomId, params *InviteToRoomParams, body InviteToRoomJSONRequestBody, reqEditors ...RequestEditorFn) (*InviteToRoomResponse, error) {
+	rsp, err := c.InviteToRoom(ctx, roomId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -1178,9 +1178,12 @@ var RealSync = class {
     return this.call(this.api.POST("/v1/users/{userId}/messages", { params: { path: { userId }, header }, body }));
   }
   /** invite sends userId an `invite` event to a room the caller is in: its id, name, mode and
-   * region, and a private room's invite code (acceptInvite joins with it). */
-  invite(roomId, userId) {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/invites", { params: { path: { roomId } }, body: { userId } }));
+   * region, and a private room's invite code (acceptInvite joins with it). idempotencyKey makes a
+   * retry safe, as sendDirectMessage's: the same key and invite get the first send's answer, and
+   * nothing is sent again; without one, an invite retried after a lost answer arrives twice. */
+  invite(roomId, userId, idempotencyKey) {
+    const header = idempotencyKey === void 0 ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.call(this.api.POST("/v1/rooms/{roomId}/invites", { params: { path: { roomId }, header }, body: { userId } }));
   }
   /** acceptInvite joins the room of an invite: by its code for a private room, else by id. */
   acceptInvite(invite) {

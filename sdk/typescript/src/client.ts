@@ -253,9 +253,12 @@ export class RealSync {
   }
 
   /** invite sends userId an `invite` event to a room the caller is in: its id, name, mode and
-   * region, and a private room's invite code (acceptInvite joins with it). */
-  invite(roomId: string, userId: string): Promise<Schemas["DirectSent"]> {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/invites", { params: { path: { roomId } }, body: { userId } }));
+   * region, and a private room's invite code (acceptInvite joins with it). idempotencyKey makes a
+   * retry safe, as sendDirectMessage's: the same key and invite get the first send's answer, and
+   * nothing is sent again; without one, an invite retried after a lost answer arrives twice. */
+  invite(roomId: string, userId: string, idempotencyKey?: string): Promise<Schemas["DirectSent"]> {
+    const header = idempotencyKey === undefined ? {} : { "Idempotency-Key": idempotencyKey };
+    return this.call(this.api.POST("/v1/rooms/{roomId}/invites", { params: { path: { roomId }, header }, body: { userId } }));
   }
 
   /** acceptInvite joins the room of an invite: by its code for a private room, else by id. */

@@ -1069,6 +1069,14 @@ export interface paths {
          *     (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
          *     `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
          *     `rooms:write` (invites to any room, `from.server`).
+         *
+         *     Safe to retry with an `Idempotency-Key` (see the parameter), after a
+         *     503 too, as a direct message: the invitee's inbox remembers the key
+         *     for 10 minutes (its last 1 000 keyed messages and invites), so the
+         *     same invite from the same caller sent again gets the first one's
+         *     `ts` (202) and delivers nothing more, and the key with an invite to
+         *     another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
+         *     invite sent again after a lost answer is delivered twice.
          */
         post: operations["inviteToRoom"];
         delete?: never;
@@ -3885,7 +3893,46 @@ export interface operations {
     inviteToRoom: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header):
+                 *     a unique value per intended operation, e.g. a UUID, 1..255 visible
+                 *     ASCII characters (else 422 `VALIDATION_FAILED` naming
+                 *     `Idempotency-Key`). Keys belong to the caller (one user's key never
+                 *     meets another's). The first request with a key runs; its successful
+                 *     answer (2xx: status, body, `Location`) is kept 24 hours, and the same
+                 *     key with the same method, route and body, byte for byte, gets that
+                 *     answer again with `Idempotent-Replayed: true`, without running. An
+                 *     error answer is not kept, so the key may be used again: a refusal
+                 *     (4xx) changed nothing, but after 503 `STORE_UNAVAILABLE` the change
+                 *     may have been made (see that answer) and the key does not know: a
+                 *     create sent again may make a second room (`GET /v1/me/rooms` tells);
+                 *     a quick-join sent again finds the caller in the room the first
+                 *     joined or made while that room is unfinished and matches its
+                 *     filters (200, `created: false`); a room message or a direct message
+                 *     sent again is sent once (its room, or the recipient's inbox, knows
+                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
+                 *     request with a key runs to its end when its client disconnects
+                 *     before the answer (a lost connection, a client-side timeout): the
+                 *     server neither cuts it where it stands nor forgets it, within the
+                 *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
+                 *     down meanwhile waits for it as for a client that waited, over
+                 *     HTTP/1.1 and HTTP/2 alike, and cuts it only past its shutdown
+                 *     timeout (`REALSYNC_SHUTDOWN_TIMEOUT`: 503, its key freed). The retry
+                 *     with the same key and body after a disconnect therefore gets the
+                 *     first request's answer, replayed (a created room or ticket once),
+                 *     or 409 `IDEMPOTENCY_KEY_IN_USE` while it still runs (retry after
+                 *     `Retry-After`), or, when that answer was an error, runs again as
+                 *     after any error. A request without a key whose client disconnects
+                 *     may be cut at any step, and its outcome is unknown. A
+                 *     request whose instance died before answering holds its key for twice
+                 *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
+                 *     again. Checked after authentication and rate limits, before the body.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description Room id; anything not of the form `^[A-Za-z0-9_-]{1,40}$` is 404. */
                 roomId: components["parameters"]["RoomId"];
