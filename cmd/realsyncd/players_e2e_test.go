@@ -147,3 +147,48 @@ func platforms(e meEvent) []string {
 	}
 	return out
 }
+
+// SIGTERM ends a personal stream, whose session closes, debounced as a
+// room stream's presence (REALSYNC_PRESENCE_DEBOUNCE, 3 s): the client
+// back on the other instance at once, its follower sees no offline and no
+// online (it saw both before); the session closed for good, the follower
+// sees the user offline once the debounce passed. The TTL is a minute, so
+// no lapse plays a part.
+func TestShutdownDebouncesOnlineStatus(t *testing.T) {
+	bin := buildBinary(t)
+	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
+	a, b := start(t, bin, env...), start(t, bin, env...)
+	alice, aliceID := guestWithID(t, a, "alice")
+	bob, _ := guestWithID(t, b, "bob")
+	watch := openMe(t, b.url, bob, "web")
+	if e, _ := watch.next(t, 10*time.Second); e.typ != "snapshot" {
+		t.Fatalf("first event %+v", e)
+	}
+	if status, body := call(t, "PUT", b.url+"/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}); status != 200 {
+		t.Fatalf("follow: %d %v", status, body)
+	}
+	if e, _ := watch.next(t, 10*time.Second); e.typ != "presence" || e.data["online"] != false {
+		t.Fatalf("current status %+v", e)
+	}
+	pc := openMe(t, a.url, alice, "pc")
+	pc.next(t, 10*time.Second)
+	if e, _ := watch.next(t, 10*time.Second); e.data["online"] != true {
+		t.Fatalf("alice on pc: %+v", e)
+	}
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); a.stop(t) }()
+	for _, ok := pc.next(t, 10*time.Second); ok; _, ok = pc.next(t, 10*time.Second) {
+	}
+	again := openMe(t, b.url, alice, "pc") // back at once, as the retry hint has it
+	again.next(t, 10*time.Second)
+	<-stopped
+	select {
+	case e, ok := <-watch.events:
+		t.Fatalf("the follower saw %+v (%v) for a reconnect within the debounce", e, ok)
+	case <-time.After(5 * time.Second): // the debounce, a janitor pass and a margin
+	}
+	again.close()
+	if e, _ := watch.next(t, 10*time.Second); e.typ != "presence" || e.data["online"] != false {
+		t.Fatalf("after the last session closed: %+v, want offline", e)
+	}
+}
