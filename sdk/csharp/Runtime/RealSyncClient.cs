@@ -403,7 +403,15 @@ namespace RealSync
         [Operation("POST", "/v1/rooms/{roomId}/invites", "inviteToRoom")]
         public Task InviteAsync(string roomId, string userId, CancellationToken ct = default(CancellationToken))
         {
-            return Call(HttpMethod.Post, RoomPath(roomId) + "/invites", new Dictionary<string, object> { { "userId", userId } }, ct);
+            return InviteAsync(roomId, userId, null, ct);
+        }
+
+        /// <summary>InviteAsync with an Idempotency-Key: safe to retry, after a 503 too (the
+        /// invitee's inbox remembers its keys for 10 minutes: the same key and invite are sent
+        /// once; without a key an invite retried after a lost answer arrives twice).</summary>
+        public Task InviteAsync(string roomId, string userId, string idempotencyKey, CancellationToken ct = default(CancellationToken))
+        {
+            return Call(HttpMethod.Post, RoomPath(roomId) + "/invites", new Dictionary<string, object> { { "userId", userId } }, ct, headers: Keyed(idempotencyKey));
         }
 
         // ---- messages ----
