@@ -1004,9 +1004,10 @@ type QuickJoinParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1025,6 +1026,30 @@ type QuickJoinParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1044,9 +1069,10 @@ type CreateTicketParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1065,6 +1091,30 @@ type CreateTicketParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1132,9 +1182,10 @@ type CreateRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1153,6 +1204,30 @@ type CreateRoomParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1181,9 +1256,10 @@ type InviteToRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1202,6 +1278,30 @@ type InviteToRoomParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1230,9 +1330,10 @@ type SendMessageParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1251,6 +1352,30 @@ type SendMessageParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1296,9 +1421,10 @@ type SendDirectMessageParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1317,6 +1443,30 @@ type SendDirectMessageParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 

@@ -1009,9 +1009,10 @@ type QuickJoinParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1030,6 +1031,30 @@ type QuickJoinParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1049,9 +1074,10 @@ type CreateTicketParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1070,6 +1096,30 @@ type CreateTicketParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1137,9 +1187,10 @@ type CreateRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1158,6 +1209,30 @@ type CreateRoomParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1186,9 +1261,10 @@ type InviteToRoomParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1207,6 +1283,30 @@ type InviteToRoomParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1235,9 +1335,10 @@ type SendMessageParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1256,6 +1357,30 @@ type SendMessageParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -1301,9 +1426,10 @@ type SendDirectMessageParams struct {
 	// create sent again may make a second room (`GET /v1/me/rooms` tells);
 	// a quick-join sent again finds the caller in the room the first
 	// joined or made while that room is unfinished and matches its
-	// filters (200, `created: false`); a room message or a direct message
-	// sent again is sent once (its room, or the recipient's inbox, knows
-	// the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+	// filters (200, `created: false`); a room message, a direct message or
+	// an invite sent again is sent once (its room, or the recipient's
+	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
 	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
 	// request with a key runs to its end when its client disconnects
@@ -1322,6 +1448,30 @@ type SendDirectMessageParams struct {
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
 	// again. Checked after authentication and rate limits, before the body.
+	//
+	// Which operations take a key: `POST /v1/rooms`, `POST
+	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+	// /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+	// `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+	// header. Send one (a fresh value per intended operation, the same
+	// for its retries) with every create, quick-join, ticket, message,
+	// direct message and invite: a retry without one after a lost answer
+	// (the request ran, its answer never arrived: a dropped connection,
+	// a client-side timeout, a 503) runs again. What that retry gets,
+	// per operation:
+	//
+	// | operation | retried without a key after a lost answer |
+	// |---|---|
+	// | create a room | another room (`GET /v1/me/rooms` tells) |
+	// | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+	// | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+	// | room message, direct message, invite | sent, and delivered, twice |
+	// | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+	// | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+	// | kick | 404 `PLAYER_NOT_FOUND` |
+	// | delete a room | 404 `ROOM_NOT_FOUND` |
+	// | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+	// | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -2391,6 +2541,10 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Takes no `Idempotency-Key`: sent again after a lost answer (it left)
+	// it is 403 `NOT_A_MEMBER`, or 404 `ROOM_NOT_FOUND` for a private room
+	// or when the caller was the last member (the room is gone).
+	//
 	// Corresponds with POST /v1/rooms/{roomId}/leave (the `LeaveRoom` operationId).
 	LeaveRoom(ctx context.Context, roomId RoomId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2446,7 +2600,9 @@ type ClientInterface interface {
 	// KickPlayer Kick (and optionally ban) a player (owner)
 	//
 	// Emits `player_left` (reason `kicked`). The owner cannot kick
-	// themself (422; use leave).
+	// themself (422; use leave). Takes no `Idempotency-Key`: sent again
+	// after a lost answer (the player was kicked) it is 404
+	// `PLAYER_NOT_FOUND`.
 	//
 	// API keys: scope `rooms:admin` (kicks (and with `ban=true` bans) any player); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -2529,6 +2685,12 @@ type ClientInterface interface {
 	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 	// the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
+	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+	// version), as if another member had written first: read the state to
+	// tell; one without `If-Match` is applied twice (another
+	// `stateVersion` and `state` event).
+	//
 	// API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes any type of body and a specified content type.
@@ -2549,6 +2711,12 @@ type ClientInterface interface {
 	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 	// the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
+	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+	// version), as if another member had written first: read the state to
+	// tell; one without `If-Match` is applied twice (another
+	// `stateVersion` and `state` event).
+	//
 	// API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2568,6 +2736,12 @@ type ClientInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
 	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	//
+	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+	// version), as if another member had written first: read the state to
+	// tell; one without `If-Match` is applied twice (another
+	// `stateVersion` and `state` event).
 	//
 	// API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -4008,6 +4182,10 @@ func (c *APIClient) JoinRoom(ctx context.Context, roomId RoomId, reqEditors ...R
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Takes no `Idempotency-Key`: sent again after a lost answer (it left)
+// it is 403 `NOT_A_MEMBER`, or 404 `ROOM_NOT_FOUND` for a private room
+// or when the caller was the last member (the room is gone).
+//
 // Corresponds with POST /v1/rooms/{roomId}/leave (the `LeaveRoom` operationId).
 func (c *APIClient) LeaveRoom(ctx context.Context, roomId RoomId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewLeaveRoomRequest(c.Server, roomId)
@@ -4103,7 +4281,9 @@ func (c *APIClient) SendMessage(ctx context.Context, roomId RoomId, params *Send
 // KickPlayer Kick (and optionally ban) a player (owner)
 //
 // Emits `player_left` (reason `kicked`). The owner cannot kick
-// themself (422; use leave).
+// themself (422; use leave). Takes no `Idempotency-Key`: sent again
+// after a lost answer (the player was kicked) it is 404
+// `PLAYER_NOT_FOUND`.
 //
 // API keys: scope `rooms:admin` (kicks (and with `ban=true` bans) any player); without it 403 `SCOPE_REQUIRED`.
 //
@@ -4226,6 +4406,12 @@ func (c *APIClient) GetRoomState(ctx context.Context, roomId RoomId, reqEditors 
 // JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 // the patch (413 `PAYLOAD_TOO_LARGE`).
 //
+// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+// version), as if another member had written first: read the state to
+// tell; one without `If-Match` is applied twice (another
+// `stateVersion` and `state` event).
+//
 // API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes any type of body and a specified content type.
@@ -4256,6 +4442,12 @@ func (c *APIClient) PatchRoomStateWithBody(ctx context.Context, roomId RoomId, p
 // JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 // the patch (413 `PAYLOAD_TOO_LARGE`).
 //
+// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+// version), as if another member had written first: read the state to
+// tell; one without `If-Match` is applied twice (another
+// `stateVersion` and `state` event).
+//
 // API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes a body of the `application/json` content type.
@@ -4285,6 +4477,12 @@ func (c *APIClient) PatchRoomState(ctx context.Context, roomId RoomId, params *P
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
 // JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 // the patch (413 `PAYLOAD_TOO_LARGE`).
+//
+// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+// version), as if another member had written first: read the state to
+// tell; one without `If-Match` is applied twice (another
+// `stateVersion` and `state` event).
 //
 // API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 //
@@ -7381,6 +7579,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
+	// Takes no `Idempotency-Key`: sent again after a lost answer (it left)
+	// it is 403 `NOT_A_MEMBER`, or 404 `ROOM_NOT_FOUND` for a private room
+	// or when the caller was the last member (the room is gone).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/rooms/{roomId}/leave (the `LeaveRoom` operationId).
@@ -7440,7 +7642,9 @@ type ClientWithResponsesInterface interface {
 	// KickPlayerWithResponse Kick (and optionally ban) a player (owner)
 	//
 	// Emits `player_left` (reason `kicked`). The owner cannot kick
-	// themself (422; use leave).
+	// themself (422; use leave). Takes no `Idempotency-Key`: sent again
+	// after a lost answer (the player was kicked) it is 404
+	// `PLAYER_NOT_FOUND`.
 	//
 	// API keys: scope `rooms:admin` (kicks (and with `ban=true` bans) any player); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -7527,6 +7731,12 @@ type ClientWithResponsesInterface interface {
 	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 	// the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
+	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+	// version), as if another member had written first: read the state to
+	// tell; one without `If-Match` is applied twice (another
+	// `stateVersion` and `state` event).
+	//
 	// API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7547,6 +7757,12 @@ type ClientWithResponsesInterface interface {
 	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 	// the patch (413 `PAYLOAD_TOO_LARGE`).
 	//
+	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+	// version), as if another member had written first: read the state to
+	// tell; one without `If-Match` is applied twice (another
+	// `stateVersion` and `state` event).
+	//
 	// API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -7566,6 +7782,12 @@ type ClientWithResponsesInterface interface {
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
 	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	//
+	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+	// version), as if another member had written first: read the state to
+	// tell; one without `If-Match` is applied twice (another
+	// `stateVersion` and `state` event).
 	//
 	// API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -13453,6 +13675,10 @@ func (c *ClientWithResponses) JoinRoomWithResponse(ctx context.Context, roomId R
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
+// Takes no `Idempotency-Key`: sent again after a lost answer (it left)
+// it is 403 `NOT_A_MEMBER`, or 404 `ROOM_NOT_FOUND` for a private room
+// or when the caller was the last member (the room is gone).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/rooms/{roomId}/leave (the `LeaveRoom` operationId).
@@ -13536,7 +13762,9 @@ func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, roomI
 // KickPlayerWithResponse Kick (and optionally ban) a player (owner)
 //
 // Emits `player_left` (reason `kicked`). The owner cannot kick
-// themself (422; use leave).
+// themself (422; use leave). Takes no `Idempotency-Key`: sent again
+// after a lost answer (the player was kicked) it is 404
+// `PLAYER_NOT_FOUND`.
 //
 // API keys: scope `rooms:admin` (kicks (and with `ban=true` bans) any player); without it 403 `SCOPE_REQUIRED`.
 //
@@ -13647,6 +13875,12 @@ func (c *ClientWithResponses) GetRoomStateWithResponse(ctx context.Context, room
 // JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 // the patch (413 `PAYLOAD_TOO_LARGE`).
 //
+// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+// version), as if another member had written first: read the state to
+// tell; one without `If-Match` is applied twice (another
+// `stateVersion` and `state` event).
+//
 // API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13673,6 +13907,12 @@ func (c *ClientWithResponses) PatchRoomStateWithBodyWithResponse(ctx context.Con
 // JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 // the patch (413 `PAYLOAD_TOO_LARGE`).
 //
+// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+// version), as if another member had written first: read the state to
+// tell; one without `If-Match` is applied twice (another
+// `stateVersion` and `state` event).
+//
 // API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -13698,6 +13938,12 @@ func (c *ClientWithResponses) PatchRoomStateWithResponse(ctx context.Context, ro
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
 // JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
 // the patch (413 `PAYLOAD_TOO_LARGE`).
+//
+// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+// version), as if another member had written first: read the state to
+// tell; one without `If-Match` is applied twice (another
+// `stateVersion` and `state` event).
 //
 // API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
 //

@@ -234,6 +234,10 @@ export interface paths {
          *     (`room_closed`, reason `empty`) and gone.
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
+         *
+         *     Takes no `Idempotency-Key`: sent again after a lost answer (it left)
+         *     it is 403 `NOT_A_MEMBER`, or 404 `ROOM_NOT_FOUND` for a private room
+         *     or when the caller was the last member (the room is gone).
          */
         post: operations["leaveRoom"];
         delete?: never;
@@ -260,7 +264,9 @@ export interface paths {
         /**
          * Kick (and optionally ban) a player (owner)
          * @description Emits `player_left` (reason `kicked`). The owner cannot kick
-         *     themself (422; use leave).
+         *     themself (422; use leave). Takes no `Idempotency-Key`: sent again
+         *     after a lost answer (the player was kicked) it is 404
+         *     `PLAYER_NOT_FOUND`.
          *
          *     API keys: scope `rooms:admin` (kicks (and with `ban=true` bans) any player); without it 403 `SCOPE_REQUIRED`.
          */
@@ -344,6 +350,12 @@ export interface paths {
          *     Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
          *     JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
          *     the patch (413 `PAYLOAD_TOO_LARGE`).
+         *
+         *     Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
+         *     with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
+         *     version), as if another member had written first: read the state to
+         *     tell; one without `If-Match` is applied twice (another
+         *     `stateVersion` and `state` event).
          *
          *     API keys: scope `rooms:write` (writes any key whatever the room's `statePolicy`; the `state` event says `by: 0` (the server)); without it 403 `SCOPE_REQUIRED`.
          */
@@ -2528,9 +2540,10 @@ export interface components {
          *     create sent again may make a second room (`GET /v1/me/rooms` tells);
          *     a quick-join sent again finds the caller in the room the first
          *     joined or made while that room is unfinished and matches its
-         *     filters (200, `created: false`); a room message or a direct message
-         *     sent again is sent once (its room, or the recipient's inbox, knows
-         *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+         *     filters (200, `created: false`); a room message, a direct message or
+         *     an invite sent again is sent once (its room, or the recipient's
+         *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+         *     `inviteToRoom`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
          *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
          *     request with a key runs to its end when its client disconnects
@@ -2549,6 +2562,30 @@ export interface components {
          *     request whose instance died before answering holds its key for twice
          *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
          *     again. Checked after authentication and rate limits, before the body.
+         *
+         *     Which operations take a key: `POST /v1/rooms`, `POST
+         *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+         *     /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+         *     `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+         *     header. Send one (a fresh value per intended operation, the same
+         *     for its retries) with every create, quick-join, ticket, message,
+         *     direct message and invite: a retry without one after a lost answer
+         *     (the request ran, its answer never arrived: a dropped connection,
+         *     a client-side timeout, a 503) runs again. What that retry gets,
+         *     per operation:
+         *
+         *     | operation | retried without a key after a lost answer |
+         *     |---|---|
+         *     | create a room | another room (`GET /v1/me/rooms` tells) |
+         *     | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+         *     | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+         *     | room message, direct message, invite | sent, and delivered, twice |
+         *     | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+         *     | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+         *     | kick | 404 `PLAYER_NOT_FOUND` |
+         *     | delete a room | 404 `ROOM_NOT_FOUND` |
+         *     | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+         *     | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
          */
         IdempotencyKey: string;
         /** @description A user id (a token's subject), 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions); else 422. */
@@ -2702,9 +2739,10 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message or a direct message
-                 *     sent again is sent once (its room, or the recipient's inbox, knows
-                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message, a direct message or
+                 *     an invite sent again is sent once (its room, or the recipient's
+                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+                 *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request with a key runs to its end when its client disconnects
@@ -2723,6 +2761,30 @@ export interface operations {
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
+                 *
+                 *     Which operations take a key: `POST /v1/rooms`, `POST
+                 *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+                 *     /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+                 *     `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+                 *     header. Send one (a fresh value per intended operation, the same
+                 *     for its retries) with every create, quick-join, ticket, message,
+                 *     direct message and invite: a retry without one after a lost answer
+                 *     (the request ran, its answer never arrived: a dropped connection,
+                 *     a client-side timeout, a 503) runs again. What that retry gets,
+                 *     per operation:
+                 *
+                 *     | operation | retried without a key after a lost answer |
+                 *     |---|---|
+                 *     | create a room | another room (`GET /v1/me/rooms` tells) |
+                 *     | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+                 *     | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+                 *     | room message, direct message, invite | sent, and delivered, twice |
+                 *     | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+                 *     | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+                 *     | kick | 404 `PLAYER_NOT_FOUND` |
+                 *     | delete a room | 404 `ROOM_NOT_FOUND` |
+                 *     | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+                 *     | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3280,9 +3342,10 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message or a direct message
-                 *     sent again is sent once (its room, or the recipient's inbox, knows
-                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message, a direct message or
+                 *     an invite sent again is sent once (its room, or the recipient's
+                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+                 *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request with a key runs to its end when its client disconnects
@@ -3301,6 +3364,30 @@ export interface operations {
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
+                 *
+                 *     Which operations take a key: `POST /v1/rooms`, `POST
+                 *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+                 *     /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+                 *     `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+                 *     header. Send one (a fresh value per intended operation, the same
+                 *     for its retries) with every create, quick-join, ticket, message,
+                 *     direct message and invite: a retry without one after a lost answer
+                 *     (the request ran, its answer never arrived: a dropped connection,
+                 *     a client-side timeout, a 503) runs again. What that retry gets,
+                 *     per operation:
+                 *
+                 *     | operation | retried without a key after a lost answer |
+                 *     |---|---|
+                 *     | create a room | another room (`GET /v1/me/rooms` tells) |
+                 *     | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+                 *     | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+                 *     | room message, direct message, invite | sent, and delivered, twice |
+                 *     | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+                 *     | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+                 *     | kick | 404 `PLAYER_NOT_FOUND` |
+                 *     | delete a room | 404 `ROOM_NOT_FOUND` |
+                 *     | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+                 *     | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3368,9 +3455,10 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message or a direct message
-                 *     sent again is sent once (its room, or the recipient's inbox, knows
-                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message, a direct message or
+                 *     an invite sent again is sent once (its room, or the recipient's
+                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+                 *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request with a key runs to its end when its client disconnects
@@ -3389,6 +3477,30 @@ export interface operations {
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
+                 *
+                 *     Which operations take a key: `POST /v1/rooms`, `POST
+                 *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+                 *     /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+                 *     `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+                 *     header. Send one (a fresh value per intended operation, the same
+                 *     for its retries) with every create, quick-join, ticket, message,
+                 *     direct message and invite: a retry without one after a lost answer
+                 *     (the request ran, its answer never arrived: a dropped connection,
+                 *     a client-side timeout, a 503) runs again. What that retry gets,
+                 *     per operation:
+                 *
+                 *     | operation | retried without a key after a lost answer |
+                 *     |---|---|
+                 *     | create a room | another room (`GET /v1/me/rooms` tells) |
+                 *     | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+                 *     | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+                 *     | room message, direct message, invite | sent, and delivered, twice |
+                 *     | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+                 *     | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+                 *     | kick | 404 `PLAYER_NOT_FOUND` |
+                 *     | delete a room | 404 `ROOM_NOT_FOUND` |
+                 *     | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+                 *     | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3468,9 +3580,10 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message or a direct message
-                 *     sent again is sent once (its room, or the recipient's inbox, knows
-                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message, a direct message or
+                 *     an invite sent again is sent once (its room, or the recipient's
+                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+                 *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request with a key runs to its end when its client disconnects
@@ -3489,6 +3602,30 @@ export interface operations {
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
+                 *
+                 *     Which operations take a key: `POST /v1/rooms`, `POST
+                 *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+                 *     /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+                 *     `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+                 *     header. Send one (a fresh value per intended operation, the same
+                 *     for its retries) with every create, quick-join, ticket, message,
+                 *     direct message and invite: a retry without one after a lost answer
+                 *     (the request ran, its answer never arrived: a dropped connection,
+                 *     a client-side timeout, a 503) runs again. What that retry gets,
+                 *     per operation:
+                 *
+                 *     | operation | retried without a key after a lost answer |
+                 *     |---|---|
+                 *     | create a room | another room (`GET /v1/me/rooms` tells) |
+                 *     | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+                 *     | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+                 *     | room message, direct message, invite | sent, and delivered, twice |
+                 *     | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+                 *     | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+                 *     | kick | 404 `PLAYER_NOT_FOUND` |
+                 *     | delete a room | 404 `ROOM_NOT_FOUND` |
+                 *     | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+                 *     | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3826,9 +3963,10 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message or a direct message
-                 *     sent again is sent once (its room, or the recipient's inbox, knows
-                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message, a direct message or
+                 *     an invite sent again is sent once (its room, or the recipient's
+                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+                 *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request with a key runs to its end when its client disconnects
@@ -3847,6 +3985,30 @@ export interface operations {
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
+                 *
+                 *     Which operations take a key: `POST /v1/rooms`, `POST
+                 *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+                 *     /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+                 *     `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+                 *     header. Send one (a fresh value per intended operation, the same
+                 *     for its retries) with every create, quick-join, ticket, message,
+                 *     direct message and invite: a retry without one after a lost answer
+                 *     (the request ran, its answer never arrived: a dropped connection,
+                 *     a client-side timeout, a 503) runs again. What that retry gets,
+                 *     per operation:
+                 *
+                 *     | operation | retried without a key after a lost answer |
+                 *     |---|---|
+                 *     | create a room | another room (`GET /v1/me/rooms` tells) |
+                 *     | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+                 *     | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+                 *     | room message, direct message, invite | sent, and delivered, twice |
+                 *     | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+                 *     | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+                 *     | kick | 404 `PLAYER_NOT_FOUND` |
+                 *     | delete a room | 404 `ROOM_NOT_FOUND` |
+                 *     | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+                 *     | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -3909,9 +4071,10 @@ export interface operations {
                  *     create sent again may make a second room (`GET /v1/me/rooms` tells);
                  *     a quick-join sent again finds the caller in the room the first
                  *     joined or made while that room is unfinished and matches its
-                 *     filters (200, `created: false`); a room message or a direct message
-                 *     sent again is sent once (its room, or the recipient's inbox, knows
-                 *     the key: see `sendMessage`, `sendDirectMessage`). The same key with another body or route is 422
+                 *     filters (200, `created: false`); a room message, a direct message or
+                 *     an invite sent again is sent once (its room, or the recipient's
+                 *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
+                 *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
                  *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
                  *     request with a key runs to its end when its client disconnects
@@ -3930,6 +4093,30 @@ export interface operations {
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
                  *     again. Checked after authentication and rate limits, before the body.
+                 *
+                 *     Which operations take a key: `POST /v1/rooms`, `POST
+                 *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
+                 *     /v1/rooms/{roomId}/messages`, `POST /v1/users/{userId}/messages` and
+                 *     `POST /v1/rooms/{roomId}/invites`; any other route ignores the
+                 *     header. Send one (a fresh value per intended operation, the same
+                 *     for its retries) with every create, quick-join, ticket, message,
+                 *     direct message and invite: a retry without one after a lost answer
+                 *     (the request ran, its answer never arrived: a dropped connection,
+                 *     a client-side timeout, a 503) runs again. What that retry gets,
+                 *     per operation:
+                 *
+                 *     | operation | retried without a key after a lost answer |
+                 *     |---|---|
+                 *     | create a room | another room (`GET /v1/me/rooms` tells) |
+                 *     | quick-join | 200 `created: false`, the room the first joined or made, while it is unfinished and matches the filters; else another |
+                 *     | create a ticket | 409 `TICKET_ACTIVE` (the first one is) |
+                 *     | room message, direct message, invite | sent, and delivered, twice |
+                 *     | join, join-by-code | 200, the same `playerId`: a member joining again (idempotent, no key needed) |
+                 *     | leave | 403 `NOT_A_MEMBER`; 404 `ROOM_NOT_FOUND` for a private room, or when the caller was the last member (the room is gone) |
+                 *     | kick | 404 `PLAYER_NOT_FOUND` |
+                 *     | delete a room | 404 `ROOM_NOT_FOUND` |
+                 *     | state patch with `If-Match` | 412 `VERSION_MISMATCH`, as a lost race: read the state to tell whether it holds the patch |
+                 *     | state patch without `If-Match` | applied twice (another `stateVersion`, another `state` event) |
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
