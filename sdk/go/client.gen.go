@@ -2416,7 +2416,9 @@ type ClientInterface interface {
 	// history changed under the client the server sends a new `snapshot`
 	// on the live stream too. The stream ends after `room_closed`, after
 	// `player_left` for the subscriber's own player, when the client
-	// cannot keep up (more than 256 events queued: it resumes with
+	// cannot keep up (more than 256 events queued on the server, beyond
+	// what the connection's buffers (the kernel's, a proxy's) hold
+	// already, which can be thousands more: it resumes with
 	// `Last-Event-ID`), and when the instance shuts down (last a `retry:`
 	// line of 500 to 2000 ms, jittered: the client resumes on another
 	// instance).
@@ -4017,7 +4019,9 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // history changed under the client the server sends a new `snapshot`
 // on the live stream too. The stream ends after `room_closed`, after
 // `player_left` for the subscriber's own player, when the client
-// cannot keep up (more than 256 events queued: it resumes with
+// cannot keep up (more than 256 events queued on the server, beyond
+// what the connection's buffers (the kernel's, a proxy's) hold
+// already, which can be thousands more: it resumes with
 // `Last-Event-ID`), and when the instance shuts down (last a `retry:`
 // line of 500 to 2000 ms, jittered: the client resumes on another
 // instance).
@@ -7450,7 +7454,9 @@ type ClientWithResponsesInterface interface {
 	// history changed under the client the server sends a new `snapshot`
 	// on the live stream too. The stream ends after `room_closed`, after
 	// `player_left` for the subscriber's own player, when the client
-	// cannot keep up (more than 256 events queued: it resumes with
+	// cannot keep up (more than 256 events queued on the server, beyond
+	// what the connection's buffers (the kernel's, a proxy's) hold
+	// already, which can be thousands more: it resumes with
 	// `Last-Event-ID`), and when the instance shuts down (last a `retry:`
 	// line of 500 to 2000 ms, jittered: the client resumes on another
 	// instance).
@@ -13522,7 +13528,9 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // history changed under the client the server sends a new `snapshot`
 // on the live stream too. The stream ends after `room_closed`, after
 // `player_left` for the subscriber's own player, when the client
-// cannot keep up (more than 256 events queued: it resumes with
+// cannot keep up (more than 256 events queued on the server, beyond
+// what the connection's buffers (the kernel's, a proxy's) hold
+// already, which can be thousands more: it resumes with
 // `Last-Event-ID`), and when the instance shuts down (last a `retry:`
 // line of 500 to 2000 ms, jittered: the client resumes on another
 // instance).
