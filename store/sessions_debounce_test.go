@@ -20,8 +20,8 @@ import (
 // REALSYNC_PRESENCE_DEBOUNCE, ten times, on alternating instances, with
 // the janitor sweeping meanwhile, is published online once and nothing
 // else, and reads online; a platform that flaps while another is online
-// changes nothing either. Once a platform stays closed past the window,
-// the janitor's sweep drops it (user_platforms_changed), and the last one
+// changes nothing either. Once a platform stays closed past the window
+// (the other's lease renewed meanwhile), the janitor's sweep drops it (user_platforms_changed), and the last one
 // takes the user offline exactly once (user_offline), published and
 // queued; the deadlines are gone then, the online index empty and the
 // offline status kept with its version.
@@ -77,6 +77,11 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 				t.Fatal(err)
 			}
 			sweep()
+			// pc's renewal keeps the user due at mobile's deadline, not at
+			// pc's lease a minute on
+			if lost, err := s1.Sessions().RenewSessions(ctx, []sse.Session{pc}); err != nil || len(lost) != 0 {
+				t.Fatalf("renew: lost %v, %v", lost, err)
+			}
 			time.Sleep(100 * time.Millisecond) // a status published meanwhile would have come
 			if got := published(); !slices.Equal(got, []string{"mobile", "pc,mobile"}) {
 				t.Fatalf("published while flapping %q, want online on mobile, then pc added", got)

@@ -27,7 +27,14 @@ for i = 1, n do
       redis.call('ZADD', kus, 'XX', expiry, '/' .. sid)
       redis.call('PEXPIREAT', kus, expiry)
     end
-    index_online(ks, kst, KEYS[1], uid)
+    -- a status with a platform's deadline (more fields than v and p) may
+    -- be due before the earliest lease
+    if redis.call('HLEN', kst) > 2 then
+      index_online(ks, kst, KEYS[1], uid)
+    else
+      local first = redis.call('ZRANGE', ks, 0, 0, 'WITHSCORES')
+      redis.call('ZADD', KEYS[1], first[2], uid)
+    end
   else
     lost[#lost + 1] = i
   end
