@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
@@ -144,4 +146,61 @@ func statusFields(t *testing.T, s *store.Store, uid string) []string {
 		}
 	}
 	return nil
+}
+
+// Only the platform whose last session closes is debounced: one whose
+// lease lapsed (its instance died: the score stands in for the missed
+// renewals) and which the close purges is dropped at once, as the sweep
+// drops it, so the close shows the user on the closed platform alone; the
+// closed one goes after the window.
+func TestCloseDebouncesOnlyItsPlatform(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := twoInstances(t, b, store.Config{PresenceTTL: time.Minute, SessionPolicy: players.PolicyReplace,
+				PresenceDebounce: time.Minute, WebhookOutboxLen: 1000})
+			uid := "u-" + redistest.Prefix(t)
+			pc, mobile := sse.Session{UserID: uid, Platform: "pc", ID: "pc.1"}, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}
+			for _, ss := range []sse.Session{pc, mobile} {
+				if _, err := s.Sessions().OpenSession(ctx, ss, sse.Cursor{}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lapseSession(t, s, pc)
+			if err := s.Sessions().CloseSession(ctx, mobile); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Sessions().Statuses(ctx, []string{uid})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := got[0]; !st.Online || !slices.Equal(st.Platforms, []string{"mobile"}) {
+				t.Errorf("pc lapsed, mobile closed within the window: %+v, want online on mobile only", st)
+			}
+			if fs := statusFields(t, s, uid); !slices.Equal(fs, []string{"g:mobile", "p", "v"}) {
+				t.Errorf("status fields %q, want mobile's deadline only", fs)
+			}
+			if hooks := outboxEvents(t, s); hooks["user_platforms_changed"][uid] != 2 || hooks["user_offline"][uid] != 0 {
+				t.Errorf("webhook events %v, want mobile added, then pc dropped (two platform changes), no offline yet", hooks)
+			}
+		})
+	}
+}
+
+// lapseSession makes ss's lease lapse, as its instance's death would: its
+// score in the user's sessions goes to the past.
+func lapseSession(t *testing.T, s *store.Store, ss sse.Session) {
+	t.Helper()
+	ctx := context.Background()
+	for shard := range 8 {
+		k := fmt.Sprintf("{%s:%d}:sess:%s", s.Prefix(), shard, ss.UserID)
+		n, err := s.Client().ZAddXX(ctx, k, redis.Z{Score: 1, Member: ss.Platform + "/" + ss.ID}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.Client().ZScore(ctx, k, ss.Platform+"/"+ss.ID).Result(); n == 0 && ok == 1 {
+			return
+		}
+	}
+	t.Fatalf("no session %+v", ss)
 }

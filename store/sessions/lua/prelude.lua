@@ -15,9 +15,11 @@ for i, p in ipairs(PLATFORMS) do G_FIELDS[i] = 'g:' .. p end
 -- when offline, the hash then kept offline_ms, so that a client that saw
 -- the user online reads the offline status as the later one). A platform
 -- shown (in p) without a session left stays shown until its deadline
--- "g:<platform>" in k_status; when it has none and debounce_ms > 0 (a
--- session_close of its last session) the deadline is set to now_ms +
--- debounce_ms: a session of it opened before then cancels the deadline
+-- "g:<platform>" in k_status; when it has none and it is closed, the
+-- platform of the session a session_close dropped, and debounce_ms > 0,
+-- the deadline is set to now_ms + debounce_ms (any other platform left
+-- without a session, its leases lapsed, is dropped at once: its instance
+-- died, no debounce): a session of it opened before then cancels the deadline
 -- and nothing changed (a reconnect or a flapping client emits no status
 -- event); once the deadline passed (the janitor's sweep, found through the
 -- online index, index_online) the platform is dropped. Deadlines of
@@ -28,7 +30,7 @@ for i, p in ipairs(PLATFORMS) do G_FIELDS[i] = 'g:' .. p end
 -- user_platforms_changed or user_offline, at ts) in outbox. The version is
 -- the Redis clock in µs (now_us), kept increasing. Returns "1" when it
 -- changed, else "0", and the platforms as a comma-separated string.
-local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
+local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
   local on = {}
   for _, m in ipairs(redis.call('ZRANGE', k_sess, 0, -1)) do
     on[string.match(m, '^([^/]*)/')] = true
@@ -40,7 +42,7 @@ local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, now_us, sc
   local ps = {}
   for i, q in ipairs(PLATFORMS) do
     local due = tonumber(cur[2 + i] or '')
-    if not on[q] and shown[q] and not due and debounce_ms > 0 then
+    if not on[q] and shown[q] and not due and debounce_ms > 0 and q == closed then
       due = now_ms + debounce_ms
       redis.call('HSET', k_status, G_FIELDS[i], string.format('%d', due))
     elseif due and (on[q] or not shown[q] or due <= now_ms) then

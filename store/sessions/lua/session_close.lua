@@ -20,8 +20,9 @@
 -- ARGV[8] the presence debounce (ms; 0 or absent: at once): when the member
 --         was the last session of its platform, the platform stays shown
 --         until then (set_status), and a session of it opened meanwhile
---         changes nothing; the janitor's sweep drops it once due. A lease
---         that lapsed (purged here) is dropped at once, as the sweep does.
+--         changes nothing; the janitor's sweep drops it once due. A
+--         platform whose leases lapsed (purged here) is dropped at once, as
+--         the sweep drops it: only the member's platform is debounced.
 -- Reply: {"OK", "1" when the status changed | "0", lapsed leases purged}
 local K_SESS, K_STATUS, K_ONLINE, K_STREAMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local uid, member, sch, pubcmd = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -30,13 +31,15 @@ local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 
 local lapsed = redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
-local debounce = 0
+local debounce, closed = 0, nil
 if member ~= '' then
-  if redis.call('ZREM', K_SESS, member) == 1 then debounce = tonumber(ARGV[8] or '0') end
+  if redis.call('ZREM', K_SESS, member) == 1 then
+    debounce, closed = tonumber(ARGV[8] or '0'), string.match(member, '^([^/]*)/')
+  end
   local sid = string.match(member, '/(.*)$')
   if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
 end
 lapsed_online(K_SESS, K_STATUS, K_ONLINE, uid)
-local changed = set_status(K_SESS, K_STATUS, uid, now, debounce, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
+local changed = set_status(K_SESS, K_STATUS, uid, now, debounce, closed, now_us, sch, pubcmd, ARGV[5], KEYS[5], ARGV[6], tonumber(ARGV[7]))
 index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 return {'OK', changed, lapsed}

@@ -69,7 +69,7 @@ redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
 -- would, then this open's online. With leases left (the record gone
 -- otherwise) the open's own change says all.
 if lapsed_online(K_SESS, K_STATUS, K_ONLINE, uid) then
-  set_status(K_SESS, K_STATUS, uid, now, 0, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19], tonumber(ARGV[21]))
+  set_status(K_SESS, K_STATUS, uid, now, 0, nil, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19], tonumber(ARGV[21]))
   index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 end
 local same = {}
@@ -132,7 +132,7 @@ redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
 -- the status: published when it changed
 -- (a deadline of this platform, its last session closed within the
 -- debounce, is dropped: no change, nothing published)
-set_status(K_SESS, K_STATUS, uid, now, 0, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19]) -- online: never offline_ms
+set_status(K_SESS, K_STATUS, uid, now, 0, nil, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19]) -- online: never offline_ms
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 

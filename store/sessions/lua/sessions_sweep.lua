@@ -41,7 +41,7 @@ for i = 1, (#ARGV - 4) / 2 do
     due = due + 1
     redis.call('ZREMRANGEBYSCORE', k_sess, '-inf', now)
     lapsed_online(k_sess, k_status, K_ONLINE, uid)
-    if set_status(k_sess, k_status, uid, now, 0, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
+    if set_status(k_sess, k_status, uid, now, 0, nil, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
       changed = changed + 1
     end
     index_online(k_sess, k_status, K_ONLINE, uid)
