@@ -26,7 +26,8 @@ import (
 // (the other's lease renewed meanwhile), the janitor's sweep drops it (user_platforms_changed), and the last one
 // takes the user offline exactly once (user_offline), published and
 // queued; the deadlines are gone then, the online index empty and the
-// offline status kept with its version.
+// offline status kept with its version; the janitor reports no
+// session_lapsed (its metric tells a dead instance's sessions).
 func TestUserStatusFlapsAreDebounced(t *testing.T) {
 	const debounce = time.Second
 	for _, b := range redistest.Backends(t) {
@@ -36,12 +37,15 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 				PresenceDebounce: debounce, WebhookOutboxLen: 100000})
 			uid := "u-" + redistest.Prefix(t)
 			follower := watchUser(t, s2, uid)
+			lapsed := 0 // the janitor's session_lapsed: no lease lapses here
 			sweep := func() {
 				t.Helper()
 				for shard := range 8 {
-					if _, err := s1.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
+					rep, err := s1.Sweep(ctx, shard, "test", time.Millisecond)
+					if err != nil {
 						t.Fatal(err)
 					}
+					lapsed += rep["session_lapsed"]
 				}
 			}
 			published := func() []string { ss, _ := follower.snapshot(); return platformsOf(ss) }
@@ -118,6 +122,9 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 			}
 			if n, _ := s1.Sessions().OnlineUsers(ctx); n != 0 {
 				t.Errorf("online users %d, want 0", n)
+			}
+			if lapsed != 0 {
+				t.Errorf("the janitor reported %d session_lapsed, want 0: every session closed, none lapsed", lapsed)
 			}
 			if fs := statusFields(t, s1, uid); !slices.Equal(fs, []string{"p", "v"}) {
 				t.Errorf("status fields %q, want p and v only (the deadlines dropped)", fs)

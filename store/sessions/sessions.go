@@ -484,8 +484,12 @@ const SweepBatch = 64
 // Sweep takes the shard's users whose earliest lease is due through
 // sessions_sweep, SweepBatch at a time, as long as each batch comes back
 // full and due and until the time until: their lapsed sessions are
-// purged and their status follows, published when it changed. Returns
-// how many users' status changed (went offline, or lost a platform). The
+// purged and their status follows, published when it changed; the
+// platforms whose debounce deadline passed are dropped too. Returns how
+// many users' status changed by a lapse (went offline, or lost a
+// platform: their instance died), the janitor's session_lapsed; a drop
+// by a deadline alone (a session closed, its user not back within
+// Config.Debounce) is not counted. The
 // shard's janitor calls it on every visit, so a dead instance's sessions
 // lapse within the TTL and one visit, however many they are; until
 // bounds a visit (the janitor's lease), the rest waits for the next.
@@ -510,14 +514,14 @@ func (s *Sessions) Sweep(ctx context.Context, shard int, until time.Time) (int, 
 }
 
 // sweep runs sessions_sweep for users of shard; reports how many changed
-// status and how many were due.
+// status by a lapse and how many were due.
 func (s *Sessions) sweep(ctx context.Context, shard int, users []string) (changed, due int, err error) {
 	res, err := s.b.Runner.Run(ctx, sessionsSweepCall{x: s, shard: shard, users: users, now: time.Now()}).Result()
 	if err != nil {
 		return 0, 0, redisx.Wrap(err)
 	}
 	arr, _ := res.([]any)
-	if len(arr) != 3 || arr[0] != "OK" {
+	if len(arr) != 4 || arr[0] != "OK" {
 		return 0, 0, fmt.Errorf("store: unexpected sweep reply %v", res)
 	}
 	return int(redisx.Int(arr[1])), int(redisx.Int(arr[2])), nil

@@ -7,8 +7,8 @@
 -- G_FIELDS: per platform, the status hash's field "g:<platform>" holding
 -- the deadline (ms, Redis clock) until which a platform whose last session
 -- closed is still shown (the presence debounce).
-local G_FIELDS = {}
-for i, p in ipairs(PLATFORMS) do G_FIELDS[i] = 'g:' .. p end
+local G_FIELDS, KNOWN = {}, {}
+for i, p in ipairs(PLATFORMS) do G_FIELDS[i], KNOWN[p] = 'g:' .. p, true end
 
 -- set_status recomputes the status of user uid from its sessions (zset
 -- k_sess, members "<platform>/<session>") into k_status (hash v, p; p ""
@@ -29,7 +29,9 @@ for i, p in ipairs(PLATFORMS) do G_FIELDS[i] = 'g:' .. p end
 -- outbox_len is not "", queues the webhook event (user_online,
 -- user_platforms_changed or user_offline, at ts) in outbox. The version is
 -- the Redis clock in µs (now_us), kept increasing. Returns "1" when it
--- changed, else "0", and the platforms as a comma-separated string.
+-- changed, else "0", the platforms as a comma-separated string, and
+-- whether the change dropped a platform without a deadline (a lapse: its
+-- leases lapsed, or the "?" of lapsed_online), not only by its deadline.
 local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
   local on = {}
   for _, m in ipairs(redis.call('ZRANGE', k_sess, 0, -1)) do
@@ -39,9 +41,11 @@ local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, no
   local was = cur[2] or ''
   local shown = {}
   for q in string.gmatch(was, '[^,]+') do shown[q] = true end
-  local ps = {}
+  local ps, lapse = {}, false
+  for q in pairs(shown) do if not KNOWN[q] then lapse = true end end
   for i, q in ipairs(PLATFORMS) do
-    local due = tonumber(cur[2 + i] or '')
+    local had = tonumber(cur[2 + i] or '')
+    local due = had
     if not on[q] and shown[q] and not due and debounce_ms > 0 and q == closed then
       due = now_ms + debounce_ms
       redis.call('HSET', k_status, G_FIELDS[i], string.format('%d', due))
@@ -49,10 +53,14 @@ local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, no
       redis.call('HDEL', k_status, G_FIELDS[i])
       due = nil
     end
-    if on[q] or due then ps[#ps + 1] = q end
+    if on[q] or due then
+      ps[#ps + 1] = q
+    elseif shown[q] and not had then
+      lapse = true
+    end
   end
   local p = table.concat(ps, ',')
-  if was == p then return '0', p end
+  if was == p then return '0', p, false end
   local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
   redis.call('HSET', k_status, 'v', string.format('%d', v), 'p', p)
   if p == '' then redis.call('PEXPIRE', k_status, offline_ms) end
@@ -65,7 +73,7 @@ local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, no
       ',"platforms":[' .. list .. '],"version":' .. string.format('%d', v) .. ',"ts":"' .. ts .. '"}'
     redis.call('XADD', outbox, 'MAXLEN', '~', outbox_len, '*', 't', t, 'd', ev)
   end
-  return '1', p
+  return '1', p, lapse
 end
 
 -- lapsed_online marks the status of user uid online ("?", no platform's

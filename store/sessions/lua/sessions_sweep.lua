@@ -23,7 +23,9 @@
 -- ARGV[3] webhook outbox MAXLEN ~ ("": webhooks off)
 -- ARGV[4] how long an offline status is kept (ms)
 -- ARGV[3 + 2i] userId of user i  ARGV[4 + 2i] status channel of user i
--- Reply: {"OK", users whose status changed, users found due}
+-- Reply: {"OK", users whose status changed by a lapse (a platform dropped
+-- without a deadline: its leases lapsed), users found due, users whose
+-- status changed by debounce deadlines alone (sessions closed, not back)}
 local K_ONLINE = KEYS[1]
 local pubcmd, ts, outbox_len, offline_ms = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local outbox, o = nil, 2
@@ -32,7 +34,7 @@ local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 
-local changed, due = 0, 0
+local changed, due, debounced = 0, 0, 0
 for i = 1, (#ARGV - 4) / 2 do
   local k_sess, k_status = KEYS[o + 2 * i - 2], KEYS[o + 2 * i - 1]
   local uid, sch = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
@@ -41,10 +43,11 @@ for i = 1, (#ARGV - 4) / 2 do
     due = due + 1
     redis.call('ZREMRANGEBYSCORE', k_sess, '-inf', now)
     lapsed_online(k_sess, k_status, K_ONLINE, uid)
-    if set_status(k_sess, k_status, uid, now, 0, nil, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms) == '1' then
-      changed = changed + 1
+    local c, _, lapse = set_status(k_sess, k_status, uid, now, 0, nil, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
+    if c == '1' then
+      if lapse then changed = changed + 1 else debounced = debounced + 1 end
     end
     index_online(k_sess, k_status, K_ONLINE, uid)
   end
 end
-return {'OK', changed, due}
+return {'OK', changed, due, debounced}
