@@ -24,6 +24,18 @@ func TestRetriesWithoutAKey(t *testing.T) {
 			t.Fatalf("carol's create sent twice made %d rooms, want 2", n)
 		}
 
+		// quick-join: 200 created false, the room the first made
+		dave, _ := e.guest("dave")
+		qj := map[string]any{"mode": "squad", "regions": []string{"eu"}, "create": map[string]any{"name": "Squad", "maxPlayers": 4}}
+		q1 := e.do("POST", "/v1/matchmaking/quick-join", dave, qj)
+		want(t, q1, 201, "")
+		q2 := e.do("POST", "/v1/matchmaking/quick-join", dave, qj)
+		want(t, q2, 200, "")
+		if q2.body["created"] != false || q2.body["room"].(map[string]any)["id"] != q1.body["room"].(map[string]any)["id"] ||
+			q2.body["playerId"] != q1.body["playerId"] {
+			t.Fatalf("quick-join sent twice: %s then %s, want the first room, created false", q1.raw, q2.raw)
+		}
+
 		// join: the same answer (a member joining again)
 		four := map[string]any{"name": "Four", "mode": "battle", "region": "eu", "maxPlayers": 4}
 		id := e.create(alice, four)["id"].(string)
@@ -63,8 +75,13 @@ func TestRetriesWithoutAKey(t *testing.T) {
 		// a private room's: 404, as to any non-member
 		secret := e.create(alice, map[string]any{"name": "Secret", "mode": "battle", "region": "eu", "visibility": "private"})
 		code := secret["inviteCode"].(string)
-		want(t, e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": code}), 200, "")
-		want(t, e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": code}), 200, "")
+		c1 := e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": code})
+		want(t, c1, 200, "")
+		c2 := e.do("POST", "/v1/rooms/join-by-code", carol, map[string]any{"inviteCode": code})
+		want(t, c2, 200, "")
+		if c1.body["playerId"] != c2.body["playerId"] {
+			t.Fatalf("join-by-code sent twice: player %v then %v", c1.body["playerId"], c2.body["playerId"])
+		}
 		want(t, e.do("POST", "/v1/rooms/"+secret["id"].(string)+"/leave", carol, nil), 204, "")
 		want(t, e.do("POST", "/v1/rooms/"+secret["id"].(string)+"/leave", carol, nil), 404, "ROOM_NOT_FOUND")
 
