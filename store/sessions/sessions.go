@@ -453,7 +453,8 @@ func ParseStatus(uid, payload string) players.Status {
 	return st
 }
 
-// OnlineUsers counts the users with a session, over every shard.
+// OnlineUsers counts the users shown online, over every shard: with a
+// session, or a platform within its debounce (Config.Debounce).
 func (s *Sessions) OnlineUsers(ctx context.Context) (int64, error) {
 	p := s.b.Client.Pipeline()
 	cmds := make([]*redis.IntCmd, s.b.Shards)
