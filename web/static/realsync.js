@@ -2,7 +2,7 @@ var __defProp = Object.defineProperty;
 var __defNormalProp = (obj, key, value) => key in obj ? __defProp(obj, key, { enumerable: true, configurable: true, writable: true, value }) : obj[key] = value;
 var __publicField = (obj, key, value) => __defNormalProp(obj, typeof key !== "symbol" ? key + "" : key, value);
 
-// node_modules/openapi-fetch/dist/index.mjs
+// ../../../../work/main/sdk/typescript/node_modules/openapi-fetch/dist/index.mjs
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
 var supportsRequestInitExt = () => {
   return typeof process === "object" && Number.parseInt(process?.versions?.node?.substring(0, 2)) >= 18 && process.versions.undici;
@@ -29,7 +29,7 @@ function createClient(clientOptions) {
     const {
       baseUrl: localBaseUrl,
       fetch = baseFetch,
-      Request = CustomRequest,
+      Request: Request2 = CustomRequest,
       headers,
       params = {},
       parseAs = "json",
@@ -81,7 +81,7 @@ function createClient(clientOptions) {
     };
     let id;
     let options;
-    let request = new Request(
+    let request = new Request2(
       createFinalURL(schemaPath, { baseUrl: finalBaseUrl, params, querySerializer, pathSerializer }),
       requestInit
     );
@@ -111,7 +111,7 @@ function createClient(clientOptions) {
             id
           });
           if (result) {
-            if (result instanceof Request) {
+            if (result instanceof Request2) {
               request = result;
             } else if (result instanceof Response) {
               response = result;
@@ -596,6 +596,7 @@ var LiveStream = class extends Emitter {
     // transient failures in a row (the backoff's exponent)
     __publicField(this, "openedAt", 0);
     // when the current connection opened (ms), 0 while not open
+    /** True once a connection opened. */
     __publicField(this, "everOpen", false);
     __publicField(this, "resuming", false);
     // the next event is the first after a reconnect
@@ -605,6 +606,8 @@ var LiveStream = class extends Emitter {
      * could not tell from the caller's: a refusal to reconnect (403
      * NOT_A_MEMBER, 404) means it was the caller's own. */
     __publicField(this, "leftUnknown", false);
+    /** unwatch removes the page's listeners of watchNetwork (at the end). */
+    __publicField(this, "unwatch");
     this.ready = new Promise((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;
@@ -635,7 +638,37 @@ var LiveStream = class extends Emitter {
    * after the caller's synchronous code: listeners added right after
    * live()/lobby() see the first connecting. */
   open() {
+    this.watchNetwork();
     queueMicrotask(() => !this.closed && this.gen === 0 && void this.connect());
+  }
+  /**
+   * watchNetwork reconnects when the page says the network may have changed
+   * under it (LiveOptions.networkEvents): `online`, and `visibilitychange`
+   * to visible after being hidden idleTimeoutMs or longer. EventSource
+   * cannot see heartbeats, so this is all a browser page can watch.
+   */
+  watchNetwork() {
+    const g = globalThis;
+    if (this.opts.networkEvents === false || typeof g.addEventListener !== "function" || !("ononline" in g)) return;
+    const scope = g;
+    const online = () => this.reconnect();
+    scope.addEventListener("online", online);
+    const doc = g.document;
+    let hiddenAt = 0;
+    const visibility = () => {
+      if (doc?.visibilityState === "hidden") {
+        hiddenAt = Date.now();
+      } else if (hiddenAt) {
+        const hidden = Date.now() - hiddenAt;
+        hiddenAt = 0;
+        if (this.idleTimeoutMs > 0 && hidden >= this.idleTimeoutMs) this.reconnect();
+      }
+    };
+    doc?.addEventListener("visibilitychange", visibility);
+    this.unwatch = () => {
+      scope.removeEventListener("online", online);
+      doc?.removeEventListener("visibilitychange", visibility);
+    };
   }
   async connect() {
     const gen = ++this.gen;
@@ -680,20 +713,26 @@ var LiveStream = class extends Emitter {
   async request(transport) {
     const types = [...this.types, "token_expiring"];
     const lastEventId = this.resumable ? this.lastEventId || void 0 : void 0;
+    const idleTimeoutMs = this.idleTimeoutMs;
     if (transport.auth === "header") {
       const token2 = await this.client.identityToken();
       const headers = {};
       if (token2) headers.Authorization = `Bearer ${token2}`;
       if (lastEventId) headers["Last-Event-ID"] = lastEventId;
-      return { url: this.client.streamUrl(this.path, void 0, this.query), headers, types, fetch: this.client.fetchImpl };
+      return { url: this.client.streamUrl(this.path, void 0, this.query), headers, types, fetch: this.client.fetchImpl, idleTimeoutMs };
     }
     const token = this.opts.streamToken ? await this.opts.streamToken() : (await this.fetchStreamToken()).token;
     return {
       url: this.client.streamUrl(this.path, token, { ...this.query, lastEventId }),
       headers: {},
       types,
-      fetch: this.client.fetchImpl
+      fetch: this.client.fetchImpl,
+      idleTimeoutMs
     };
+  }
+  /** idleTimeoutMs is the watchdog's limit (LiveOptions.idleTimeoutMs; 0: off). */
+  get idleTimeoutMs() {
+    return this.opts.idleTimeoutMs ?? 45e3;
   }
   opened() {
     this.openedAt = Date.now();
@@ -769,6 +808,10 @@ var LiveStream = class extends Emitter {
       return;
     }
     this.signal("error", err);
+    if (this.everOpen && this.removed(err)) {
+      this.end("left", err);
+      return;
+    }
     const openFor = this.openedAt ? Date.now() - this.openedAt : -1;
     this.openedAt = 0;
     if (err.status === 401 && !this.renewedFor401) {
@@ -784,7 +827,7 @@ var LiveStream = class extends Emitter {
       );
       return;
     }
-    if (!transient(err)) {
+    if (!transient(err) && !this.waits(err)) {
       this.end("error", err);
       return;
     }
@@ -810,7 +853,13 @@ var LiveStream = class extends Emitter {
     this.isReady = true;
     this.resolveReady();
   }
-  /** reconnect drops the connection and resumes after the last event received. */
+  /**
+   * reconnect drops the connection and resumes at once after the last
+   * event received. Call it when the app learns the network changed (a
+   * phone moved from Wi-Fi to cellular, came back from the background): the
+   * old connection may be dead without anyone noticing until the heartbeat
+   * watchdog does (idleTimeoutMs), or, in browsers, never.
+   */
   reconnect() {
     if (this.closed) return;
     clearTimeout(this.timer);
@@ -823,6 +872,8 @@ var LiveStream = class extends Emitter {
   end(reason, error) {
     if (this.closed) return;
     this.closed = true;
+    this.unwatch?.();
+    this.unwatch = void 0;
     this.gen++;
     clearTimeout(this.timer);
     this.conn?.close();
@@ -836,6 +887,14 @@ var LiveStream = class extends Emitter {
       ));
     }
     this.signal("closed", error ? { reason, error } : { reason });
+  }
+  /** waits tells a refusal that passes with time, retried as a transient error (the personal stream's SESSION_EXISTS). */
+  waits(_err) {
+    return false;
+  }
+  /** removed tells a refusal, after the stream was open, that means the caller is no longer in its room (room streams). */
+  removed(_err) {
+    return false;
   }
 };
 var maxTimeoutMs = 2 ** 31 - 1;
@@ -875,6 +934,16 @@ var LiveRoom = class extends LiveStream {
     /** The room version of the last event applied. */
     __publicField(this, "version", 0);
     this.open();
+  }
+  /**
+   * removed: a reconnection refused with 403 NOT_A_MEMBER, or 404
+   * ROOM_NOT_FOUND (a private room says so to non-members; a room deleted
+   * meanwhile too), after the stream was open: the player was removed while
+   * away (REALSYNC_DISCONNECT_GRACE ran out, kicked) or the room is gone.
+   * The stream ends with "left" and that error, not "error".
+   */
+  removed(err) {
+    return err.status === 403 && err.code === "NOT_A_MEMBER" || err.status === 404 && err.code === "ROOM_NOT_FOUND";
   }
   /** playerId is the caller's player in the room, when known (LiveOptions.playerId). */
   get playerId() {
@@ -1006,6 +1075,16 @@ var LiveMe = class extends LiveStream {
     this.lastEventId = opts.lastEventId ?? "";
     this.open();
   }
+  /**
+   * waits: 409 SESSION_EXISTS (REALSYNC_SESSION_POLICY reject-new) is
+   * retried with the backoff, at least its Retry-After: the other session
+   * ends, or its lease lapses when its client vanished (within
+   * REALSYNC_PRESENCE_TTL, 15 s by default). Each attempt is reported as
+   * reconnecting; close() gives up.
+   */
+  waits(err) {
+    return err.status === 409 && err.code === "SESSION_EXISTS";
+  }
   receive(type, data) {
     const e = data;
     if (e.type === "presence") {
@@ -1065,7 +1144,16 @@ var RealSync = class {
     this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
-    this.api = createClient({ baseUrl: this.baseUrl, fetch: opts.fetch });
+    const timeoutMs = opts.requestTimeoutMs ?? 3e4;
+    const base = opts.fetch;
+    this.api = createClient({
+      baseUrl: this.baseUrl,
+      fetch: timeoutMs > 0 ? (req, init) => {
+        const timeout = AbortSignal.timeout(timeoutMs);
+        const signal = typeof AbortSignal.any === "function" ? AbortSignal.any([req.signal, timeout]) : timeout;
+        return (base ?? globalThis.fetch)(new Request(req, { signal }), init);
+      } : base
+    });
     const auth = {
       onRequest: async ({ request, schemaPath }) => {
         if (!schemaPath.startsWith("/v1/auth/")) await this.identityToken().catch(() => void 0);
@@ -1194,7 +1282,13 @@ var RealSync = class {
     try {
       r = await p;
     } catch (e) {
-      throw new RealSyncError(0, void 0, e);
+      const timedOut = e instanceof Error && e.name === "TimeoutError";
+      throw new RealSyncError(
+        0,
+        void 0,
+        e,
+        { message: timedOut ? `no answer within ${this.opts.requestTimeoutMs ?? 3e4} ms (requestTimeoutMs)` : void 0 }
+      );
     }
     if (!r.response.ok) {
       throw new RealSyncError(

@@ -103,6 +103,15 @@ export interface RealSyncOptions {
   onToken?: (token: string) => void;
   /** Renew the token when it expires within this many ms; default 120000. */
   refreshMarginMs?: number;
+  /**
+   * The longest a REST request may take, answer body included, in ms
+   * (default 30000; 0: no limit): then it fails with a RealSyncError, code
+   * NETWORK, status 0 (a dead keep-alive connection after a network change
+   * otherwise hangs for minutes). A request that may have been applied is
+   * safe to send again only with an idempotency key. Event streams have
+   * their own watchdog (LiveOptions.idleTimeoutMs).
+   */
+  requestTimeoutMs?: number;
 }
 
 type Result<T> = { data?: T; error?: unknown; response: Response };
@@ -122,7 +131,20 @@ export class RealSync {
     this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
-    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: opts.fetch });
+    const timeoutMs = opts.requestTimeoutMs ?? 30000;
+    const base = opts.fetch;
+    this.api = createClient<paths>({
+      baseUrl: this.baseUrl,
+      fetch: timeoutMs > 0
+        ? (req: Request, init?: RequestInit) => {
+          // The global fetch at call time, as openapi-fetch does. AbortSignal.timeout
+          // keeps no Node process alive; AbortSignal.any is missing from older browsers.
+          const timeout = AbortSignal.timeout(timeoutMs);
+          const signal = typeof AbortSignal.any === "function" ? AbortSignal.any([req.signal, timeout]) : timeout;
+          return (base ?? globalThis.fetch)(new Request(req, { signal }), init);
+        }
+        : base,
+    });
     const auth: Middleware = {
       onRequest: async ({ request, schemaPath }) => {
         // A failed renewal leaves the request to the token it has (still
@@ -271,7 +293,9 @@ export class RealSync {
     try {
       r = await p;
     } catch (e) {
-      throw new RealSyncError(0, undefined, e);
+      const timedOut = e instanceof Error && e.name === "TimeoutError";
+      throw new RealSyncError(0, undefined, e,
+        { message: timedOut ? `no answer within ${this.opts.requestTimeoutMs ?? 30000} ms (requestTimeoutMs)` : undefined });
     }
     if (!r.response.ok) {
       throw new RealSyncError(r.response.status, isProblem(r.error) ? r.error : undefined, undefined,

@@ -60,8 +60,10 @@ export type TokenExpiring = Schemas["TokenExpiringEvent"];
 export type { EventSourceFactory, EventSourceLike } from "./transport.js";
 
 /** Why a live stream ended: closed by the caller (close()), the room closed
- * (room_closed), the caller's own player_left (left or kicked), or a
- * permanent error (see LiveStream). */
+ * (room_closed), the caller's own player_left (left or kicked) — or a room
+ * stream's reconnection refused with 403 NOT_A_MEMBER or 404 ROOM_NOT_FOUND
+ * after it was open (removed while away, e.g. REALSYNC_DISCONNECT_GRACE ran
+ * out; that error as `error`) — or a permanent error (see LiveStream). */
 export interface Closed {
   reason: "closed" | "room_closed" | "left" | "error";
   error?: RealSyncError;
@@ -109,11 +111,34 @@ export interface LiveOptions {
   /** The reconnect delays. */
   backoff?: BackoffOptions;
   /**
+   * The heartbeat watchdog: a connection that brings no byte (no answer,
+   * no event, no heartbeat: the server sends one every 15 s of quiet) for
+   * this long is taken for dead (a half-open connection after a network
+   * change) and reopened after the last event received, as any drop
+   * (reconnecting, code NETWORK). Default 45000 ms (three heartbeats); 0
+   * turns it off. Kept by the Node transport, which reads the stream's
+   * bytes; browsers' EventSource hides heartbeats: there, the stream
+   * reconnects when the page comes back online or becomes visible after
+   * being hidden this long (see networkEvents).
+   */
+  idleTimeoutMs?: number;
+  /**
+   * Browsers: reconnect at once when the page's `online` event fires, and
+   * when the page becomes visible after being hidden idleTimeoutMs or
+   * longer (a phone that slept or changed network: EventSource may hold a
+   * dead connection and never notice). Default true; no effect where the
+   * global scope has no such events (Node).
+   */
+  networkEvents?: boolean;
+  /**
    * The personal stream (me()) only: resume after this id, the
    * `lastEventId` of an earlier stream kept by the app (e.g. across
    * restarts): the events after it come again, also those a connection
    * that died unnoticed took but never handed over. Without it a new
-   * stream starts after what the server last wrote to this platform.
+   * stream starts after what the server last wrote to this platform:
+   * what was written to a connection that died with the app is lost.
+   * (A room stream needs none: a new one starts with a snapshot of the
+   * whole room and state; its messages are in messages(roomId).)
    */
   lastEventId?: string;
 }
@@ -173,7 +198,9 @@ class Emitter<E> {
  * Errors: a 401 makes it renew the identity token once and retry; a 401
  * again, a 403, 404, 410 or any other 4xx but 408 and 429 is permanent: the
  * stream ends with closed {reason: "error", error} and `ready` rejects if it
- * had not resolved. A network error, a dropped stream, a 5xx, 408 or 429 is
+ * had not resolved (a room stream refused 403 NOT_A_MEMBER or 404 after it was
+ * open ends with "left" instead: see Closed; a personal stream's 409
+ * SESSION_EXISTS is retried as a transient error: see LiveMe). A network error, a dropped stream, a 5xx, 408 or 429 is
  * transient: it reconnects after a delay (exponential backoff from 500 ms to
  * 30 s with full jitter, at least the server's Retry-After, and at least a
  * `retry:` the connection ended with, no event after it: 0.5–2 s when the
@@ -182,7 +209,10 @@ class Emitter<E> {
  * over once a stream stayed open 30 s). A token_expiring event renews
  * the identity token and resumes at once; a token that cannot be renewed
  * ends the stream (401 UNAUTHENTICATED) instead of reopening ever shorter
- * streams.
+ * streams. A connection silent for LiveOptions.idleTimeoutMs (45 s: three
+ * missed heartbeats) is dropped as dead and reopened (Node), and browsers
+ * reconnect on `online` and on a page visible again after being hidden
+ * that long (LiveOptions.networkEvents).
  */
 export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change: E[keyof E] }> {
   /** The id of the last event received. */
@@ -212,7 +242,8 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   private attempt = 0; // connection attempts since the stream was last open
   private failures = 0; // transient failures in a row (the backoff's exponent)
   private openedAt = 0; // when the current connection opened (ms), 0 while not open
-  private everOpen = false;
+  /** True once a connection opened. */
+  protected everOpen = false;
   private resuming = false; // the next event is the first after a reconnect
   private renewedFor401 = false;
   private lastExpiring = "";
@@ -264,7 +295,42 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
    * after the caller's synchronous code: listeners added right after
    * live()/lobby() see the first connecting. */
   protected open(): void {
+    this.watchNetwork();
     queueMicrotask(() => !this.closed && this.gen === 0 && void this.connect());
+  }
+
+  /** unwatch removes the page's listeners of watchNetwork (at the end). */
+  private unwatch?: () => void;
+
+  /**
+   * watchNetwork reconnects when the page says the network may have changed
+   * under it (LiveOptions.networkEvents): `online`, and `visibilitychange`
+   * to visible after being hidden idleTimeoutMs or longer. EventSource
+   * cannot see heartbeats, so this is all a browser page can watch.
+   */
+  private watchNetwork(): void {
+    type Target = { addEventListener(t: string, f: () => void): void; removeEventListener(t: string, f: () => void): void };
+    const g = globalThis as unknown as Partial<Target> & { document?: Target & { visibilityState?: string } };
+    if (this.opts.networkEvents === false || typeof g.addEventListener !== "function" || !("ononline" in g)) return;
+    const scope = g as Target;
+    const online = () => this.reconnect();
+    scope.addEventListener("online", online);
+    const doc = g.document;
+    let hiddenAt = 0;
+    const visibility = () => {
+      if (doc?.visibilityState === "hidden") {
+        hiddenAt = Date.now();
+      } else if (hiddenAt) {
+        const hidden = Date.now() - hiddenAt;
+        hiddenAt = 0;
+        if (this.idleTimeoutMs > 0 && hidden >= this.idleTimeoutMs) this.reconnect();
+      }
+    };
+    doc?.addEventListener("visibilitychange", visibility);
+    this.unwatch = () => {
+      scope.removeEventListener("online", online);
+      doc?.removeEventListener("visibilitychange", visibility);
+    };
   }
 
   private async connect(): Promise<void> {
@@ -308,18 +374,24 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   private async request(transport: Transport): Promise<StreamRequest> {
     const types = [...this.types, "token_expiring"];
     const lastEventId = this.resumable ? this.lastEventId || undefined : undefined;
+    const idleTimeoutMs = this.idleTimeoutMs;
     if (transport.auth === "header") {
       const token = await this.client.identityToken();
       const headers: Record<string, string> = {};
       if (token) headers.Authorization = `Bearer ${token}`;
       if (lastEventId) headers["Last-Event-ID"] = lastEventId;
-      return { url: this.client.streamUrl(this.path, undefined, this.query), headers, types, fetch: this.client.fetchImpl };
+      return { url: this.client.streamUrl(this.path, undefined, this.query), headers, types, fetch: this.client.fetchImpl, idleTimeoutMs };
     }
     const token = this.opts.streamToken ? await this.opts.streamToken() : (await this.fetchStreamToken()).token;
     return {
       url: this.client.streamUrl(this.path, token, { ...this.query, lastEventId }),
-      headers: {}, types, fetch: this.client.fetchImpl,
+      headers: {}, types, fetch: this.client.fetchImpl, idleTimeoutMs,
     };
+  }
+
+  /** idleTimeoutMs is the watchdog's limit (LiveOptions.idleTimeoutMs; 0: off). */
+  private get idleTimeoutMs(): number {
+    return this.opts.idleTimeoutMs ?? 45000;
   }
 
   private opened(): void {
@@ -403,6 +475,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
       return;
     }
     this.signal("error", err);
+    if (this.everOpen && this.removed(err)) {
+      this.end("left", err); // the player is no longer in the room
+      return;
+    }
     const openFor = this.openedAt ? Date.now() - this.openedAt : -1; // -1: it never opened
     this.openedAt = 0;
     if (err.status === 401 && !this.renewedFor401) {
@@ -418,7 +494,7 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
       );
       return;
     }
-    if (!transient(err)) {
+    if (!transient(err) && !this.waits(err)) {
       this.end("error", err);
       return;
     }
@@ -447,7 +523,13 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     this.resolveReady();
   }
 
-  /** reconnect drops the connection and resumes after the last event received. */
+  /**
+   * reconnect drops the connection and resumes at once after the last
+   * event received. Call it when the app learns the network changed (a
+   * phone moved from Wi-Fi to cellular, came back from the background): the
+   * old connection may be dead without anyone noticing until the heartbeat
+   * watchdog does (idleTimeoutMs), or, in browsers, never.
+   */
   reconnect(): void {
     if (this.closed) return;
     clearTimeout(this.timer);
@@ -462,6 +544,8 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   protected end(reason: Closed["reason"], error?: RealSyncError): void {
     if (this.closed) return;
     this.closed = true;
+    this.unwatch?.();
+    this.unwatch = undefined;
     this.gen++;
     clearTimeout(this.timer);
     this.conn?.close();
@@ -471,6 +555,16 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
         { code: "CLOSED", message: `the stream ended (${reason}) before it was ready` }));
     }
     this.signal("closed", error ? { reason, error } : { reason });
+  }
+
+  /** waits tells a refusal that passes with time, retried as a transient error (the personal stream's SESSION_EXISTS). */
+  protected waits(_err: RealSyncError): boolean {
+    return false;
+  }
+
+  /** removed tells a refusal, after the stream was open, that means the caller is no longer in its room (room streams). */
+  protected removed(_err: RealSyncError): boolean {
+    return false;
   }
 
   /** resumable: whether the stream resumes after its last event id (rooms; the lobby starts over). */
@@ -507,6 +601,17 @@ export class LiveRoom extends LiveStream<RoomEvents> {
         "room_updated", "message", "room_closed", "seats_reserved", "reservation_expired", "resumed"], opts,
       () => client.roomStreamToken(roomId));
     this.open();
+  }
+
+  /**
+   * removed: a reconnection refused with 403 NOT_A_MEMBER, or 404
+   * ROOM_NOT_FOUND (a private room says so to non-members; a room deleted
+   * meanwhile too), after the stream was open: the player was removed while
+   * away (REALSYNC_DISCONNECT_GRACE ran out, kicked) or the room is gone.
+   * The stream ends with "left" and that error, not "error".
+   */
+  protected override removed(err: RealSyncError): boolean {
+    return (err.status === 403 && err.code === "NOT_A_MEMBER") || (err.status === 404 && err.code === "ROOM_NOT_FOUND");
   }
 
   /** playerId is the caller's player in the room, when known (LiveOptions.playerId). */
@@ -629,6 +734,17 @@ export class LiveMe extends LiveStream<MeEvents> {
       () => client.meStreamToken(), { platform });
     this.lastEventId = opts.lastEventId ?? "";
     this.open();
+  }
+
+  /**
+   * waits: 409 SESSION_EXISTS (REALSYNC_SESSION_POLICY reject-new) is
+   * retried with the backoff, at least its Retry-After: the other session
+   * ends, or its lease lapses when its client vanished (within
+   * REALSYNC_PRESENCE_TTL, 15 s by default). Each attempt is reported as
+   * reconnecting; close() gives up.
+   */
+  protected override waits(err: RealSyncError): boolean {
+    return err.status === 409 && err.code === "SESSION_EXISTS";
   }
 
   protected receive(type: string, data: unknown): void {

@@ -5,6 +5,10 @@
 // not text/event-stream is refused too (permanent, naming its content type).
 // It reports the stream's retry: fields, which the eventsource package keeps
 // to itself, by reading the body on its way to the package (retryFields).
+// It keeps the heartbeat watchdog (StreamRequest.idleTimeoutMs): a
+// connection that brings no byte for that long (a half-open connection
+// after a network change, a stalled proxy) is closed and reported dropped;
+// undici alone would wait 300 s for the next byte.
 import { EventSource } from "eventsource";
 import { isProblem, retryAfterMs } from "./client.js";
 import type { StreamFailure, Transport } from "./transport.js";
@@ -15,6 +19,23 @@ export const nodeTransport: Transport = {
   connect(req, on) {
     let refused: StreamFailure | undefined;
     let done = false;
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    const fail = (f: StreamFailure) => {
+      if (done) return;
+      done = true;
+      clearTimeout(watchdog);
+      es.close();
+      on.error(f);
+    };
+    const idleMs = req.idleTimeoutMs;
+    // alive (re)starts the watch: at the request, then at every chunk of the body.
+    const alive = () => {
+      if (!idleMs || done) return;
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => fail({ status: 0, cause: new Error(
+        `no byte (event or heartbeat) for ${idleMs} ms: the connection is taken for dead`) }), idleMs);
+    };
+    alive();
     const es = new EventSource(req.url, {
       fetch: async (input, init) => {
         const res = await req.fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...req.headers } });
@@ -35,10 +56,19 @@ export const nodeTransport: Transport = {
               cause: new Error(`the server answered 200 with ${type ? `content type ${type}` : "no content type"}, ` +
                 "not an event stream (text/event-stream)"),
             };
-          } else if (res.body && on.retry) {
-            const report = on.retry.bind(on);
-            return new Response(res.body.pipeThrough(retryFields((ms) => !done && report(ms))),
-              { status: res.status, statusText: res.statusText, headers: res.headers });
+          } else if (res.body) {
+            alive();
+            let body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+              transform(chunk, out) {
+                alive();
+                out.enqueue(chunk);
+              },
+            }));
+            if (on.retry) {
+              const report = on.retry.bind(on);
+              body = body.pipeThrough(retryFields((ms) => !done && report(ms)));
+            }
+            return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
           }
         }
         return res;
@@ -48,15 +78,11 @@ export const nodeTransport: Transport = {
     for (const t of req.types) {
       es.addEventListener(t, (e) => !done && on.event(t, e.data, e.lastEventId));
     }
-    es.onerror = (e) => {
-      if (done) return;
-      done = true;
-      es.close();
-      on.error(refused ?? { status: 0, cause: new Error(e.message ?? "the event stream dropped") });
-    };
+    es.onerror = (e) => fail(refused ?? { status: 0, cause: new Error(e.message ?? "the event stream dropped") });
     return {
       close() {
         done = true;
+        clearTimeout(watchdog);
         es.close();
       },
     };

@@ -11,6 +11,14 @@ export interface StreamRequest {
   types: string[];
   /** The fetch to use, for transports that fetch (the client's RealSyncOptions.fetch). */
   fetch: typeof fetch;
+  /**
+   * The heartbeat watchdog (LiveOptions.idleTimeoutMs): a transport that
+   * sees the stream's bytes reports a connection that brought none (no
+   * answer, no event, no `: ping` heartbeat) for this long as dropped
+   * (error, status 0). EventSource shows neither comments nor a half-open
+   * connection: its transports cannot keep this watch.
+   */
+  idleTimeoutMs?: number;
 }
 
 /** Why a connection ended: a refused stream (status, and the problem and

@@ -55,3 +55,52 @@ it("a reconnect that missed nothing says resumed at once (the server's resumed e
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+it("the page's online event, and a page visible again after being hidden idleTimeoutMs, reconnect and resume", async () => {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(10000);
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(e.message));
+  await page.goto(`${server.url}/demo/`);
+  const got = await page.evaluate(async () => {
+    const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
+    const rs = new RealSync({ baseUrl: location.origin });
+    await rs.guest("chromium");
+    const { room } = await rs.createRoom({ name: "r", mode: "m", region: "r" });
+    let visibility = "visible"; // what document.visibilityState says (headless pages never hide)
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => visibility });
+    const show = (v: string) => {
+      visibility = v;
+      document.dispatchEvent(new Event("visibilitychange"));
+    };
+    const live = rs.live(room.id, { idleTimeoutMs: 300 });
+    const seq: string[] = [];
+    live.on("open", () => seq.push("open"));
+    live.on("resumed", (r: { snapshot: boolean }) => seq.push(`resumed(${r.snapshot})`));
+    live.on("error", (e: Error) => seq.push(`error(${e.message})`));
+    const until = async (cond: () => boolean, what: string) => {
+      for (const deadline = Date.now() + 8000; !cond();) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${seq.join(" ")}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    await live.ready;
+    dispatchEvent(new Event("online"));
+    await until(() => seq.includes("resumed(false)"), "resumed after online");
+    show("hidden");
+    show("visible"); // hidden a moment: nothing to do
+    show("hidden");
+    await sleep(400);
+    show("visible"); // hidden longer than idleTimeoutMs: the connection may be dead
+    await until(() => seq.filter((s) => s === "resumed(false)").length === 2, "resumed after visible");
+    await sleep(300);
+    live.close();
+    dispatchEvent(new Event("online")); // a closed stream stays closed
+    await sleep(300);
+    return seq;
+  });
+  assert.deepEqual(got, ["open", "open", "resumed(false)", "open", "resumed(false)"]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

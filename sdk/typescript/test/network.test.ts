@@ -1,0 +1,202 @@
+// A player on a bad network (a phone that changes networks, sleeps, loses
+// its seat): the heartbeat watchdog of Node streams against scripted
+// servers (a connection that goes silent, one that only sends heartbeats),
+// the REST request timeout against a server that never answers, and,
+// against a real realsyncd, a personal stream refused while another
+// session holds the platform (reject-new) and a room stream whose player
+// was removed while it was away.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { RealSync, RealSyncError, type LiveStream, type StreamEvents } from "../src/index.js";
+import { startProxy, type Proxy } from "./proxy.js";
+import { eventually, startServer, type Server } from "./server.js";
+
+/** Log records a stream's connection events in order. */
+type Log = { [K in keyof StreamEvents]: StreamEvents[K][] };
+function record<E>(s: LiveStream<E>): Log {
+  const log: Log = { connecting: [], open: [], reconnecting: [], resumed: [], closed: [], error: [], token_expiring: [] };
+  for (const k of Object.keys(log) as (keyof StreamEvents)[]) {
+    (s as unknown as LiveStream<object>).on(k, (e) => (log[k] as unknown[]).push(e));
+  }
+  return log;
+}
+
+/** A scripted HTTP server: serve answers each request (the nth, from 0), ending the response when it likes. */
+interface Scripted {
+  url: string;
+  requests: http.IncomingMessage[];
+  stop(): Promise<void>;
+}
+async function scripted(serve: (n: number, req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<Scripted> {
+  const requests: http.IncomingMessage[] = [];
+  const timers = new Set<ReturnType<typeof setInterval>>();
+  const server = http.createServer((req, res) => {
+    requests.push(req);
+    serve(requests.length - 1, req, res);
+  });
+  server.on("close", () => timers.forEach(clearInterval));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    requests,
+    stop: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+const snapshot = (roomId: string) => JSON.stringify({
+  type: "snapshot", roomId, version: 3, ts: new Date().toISOString(), stateVersion: 1, state: {},
+  room: { id: roomId, name: "r", mode: "m", region: "r", status: "waiting", maxPlayers: 4, playerCount: 1, version: 3,
+    createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), players: [] },
+});
+
+describe("the heartbeat watchdog (Node)", () => {
+  it("a connection silent for idleTimeoutMs is dropped (reconnecting, NETWORK) and resumed with Last-Event-ID", async () => {
+    const s = await scripted((n, _req, res) => {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      if (n === 0) res.write(`id: 3\nevent: snapshot\ndata: ${snapshot("r1")}\n\n`); // then nothing: a half-open connection
+      else res.write("event: resumed\ndata: {\"type\":\"resumed\"}\n\n");
+    });
+    const rs = new RealSync({ baseUrl: s.url, token: "t" });
+    const live = rs.live("r1", { idleTimeoutMs: 300, backoff: { initialMs: 10, maxMs: 20 } });
+    const log = record(live);
+    try {
+      await live.ready;
+      await eventually(() => log.resumed.length === 1, "resumed after the silent connection", 5000);
+      assert.equal(s.requests.length, 2);
+      assert.equal(s.requests[1].headers["last-event-id"], "3");
+      assert.equal(log.reconnecting.length, 1);
+      const err = log.reconnecting[0].error;
+      assert.equal(err.code, "NETWORK");
+      assert.match(err.message, /no byte \(event or heartbeat\) for 300 ms/);
+      assert.deepEqual(log.closed, []);
+    } finally {
+      live.close();
+      await s.stop();
+    }
+  });
+
+  it("heartbeats (comments) keep a quiet connection; an answer that never comes is dropped too", async () => {
+    let beats = 0;
+    const s = await scripted((n, _req, res) => {
+      if (n === 1) return; // no answer at all
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.write(`id: 3\nevent: snapshot\ndata: ${snapshot("r2")}\n\n`);
+      const beat = setInterval(() => {
+        if (beats++ === 12) { // then the server's side of the connection is gone
+          clearInterval(beat);
+          res.destroy();
+          return;
+        }
+        res.write(": ping\n\n");
+      }, 100);
+      res.on("close", () => clearInterval(beat));
+    });
+    const rs = new RealSync({ baseUrl: s.url, token: "t" });
+    const live = rs.live("r2", { idleTimeoutMs: 400, backoff: { initialMs: 10, maxMs: 20 } });
+    const log = record(live);
+    try {
+      await live.ready;
+      await eventually(() => s.requests.length >= 3, "the attempt after the unanswered one", 8000);
+      assert.ok(beats >= 12, `heartbeats sent: ${beats}`);
+      // 12 heartbeats 100 ms apart, 1.2 s > idleTimeoutMs: the first connection
+      // was not dropped until the server cut it; then the unanswered request was.
+      assert.equal(log.reconnecting.length, 2, JSON.stringify(log.reconnecting.map((r) => r.error.message)));
+      assert.doesNotMatch(log.reconnecting[0].error.message, /heartbeat/);
+      assert.match(log.reconnecting[1].error.message, /no byte \(event or heartbeat\) for 400 ms/);
+    } finally {
+      live.close();
+      await s.stop();
+    }
+  });
+});
+
+describe("REST requests", () => {
+  it("time out after requestTimeoutMs (NETWORK, the limit in the message), not the socket's minutes", { timeout: 20000 }, async () => {
+    const s = await scripted(() => undefined); // accepts, reads, never answers
+    try {
+      const rs = new RealSync({ baseUrl: s.url, token: "t", requestTimeoutMs: 300 });
+      await assert.rejects(rs.getRoom("x"), (e) => e instanceof RealSyncError && e.code === "NETWORK" && e.status === 0 &&
+        /no answer within 300 ms/.test(e.message));
+      // The default is 30 s; 0 turns it off (the request is still waiting when the test gives up on it).
+      const off = new RealSync({ baseUrl: s.url, token: "t", requestTimeoutMs: 0 });
+      const pending = off.getRoom("x").then(() => "answered", () => "failed");
+      const first = await Promise.race([pending, new Promise((r) => setTimeout(() => r("waiting"), 600))]);
+      assert.equal(first, "waiting");
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe("against realsyncd", () => {
+  let server: Server;
+  let proxy: Proxy;
+  before(async () => {
+    server = await startServer({ REALSYNC_SESSION_POLICY: "reject-new", REALSYNC_DISCONNECT_GRACE: "300ms",
+      REALSYNC_RATE_LIMITS: "off" }); // the test polls the room
+    proxy = await startProxy(server.url);
+  });
+  after(async () => {
+    await proxy.stop();
+    await server.stop();
+  });
+
+  it("reject-new: a personal stream refused 409 SESSION_EXISTS retries until the other session ends, then opens", async () => {
+    const first = new RealSync({ baseUrl: proxy.url });
+    await first.guest("ann");
+    const one = first.me("mobile");
+    await one.ready;
+    const second = new RealSync({ baseUrl: proxy.url, token: first.token }).me("mobile", { backoff: { initialMs: 50, maxMs: 200 } });
+    const log = record(second);
+    try {
+      await eventually(() => log.reconnecting.length >= 2, "two refusals retried");
+      for (const r of log.reconnecting) assert.equal(r.error.code, "SESSION_EXISTS");
+      assert.deepEqual(log.closed, []);
+      one.close(); // the phone's old session ends (or its lease lapses)
+      await second.ready;
+      assert.deepEqual(log.closed, []);
+      assert.equal(typeof second.session, "string");
+    } finally {
+      one.close();
+      second.close();
+    }
+  });
+
+  it("a room stream whose player was removed while away (grace ran out) ends as left, with the 403 NOT_A_MEMBER", async () => {
+    const alice = new RealSync({ baseUrl: proxy.url });
+    await alice.guest("alice");
+    const bob = new RealSync({ baseUrl: proxy.url });
+    await bob.guest("bob");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    await bob.joinRoom(room.id);
+    let away = false; // bob's phone call: his stream cannot reach the server
+    proxy.intercept = (req) => away && req.url.startsWith(`/v1/rooms/${room.id}/events`) && req.headers.authorization === `Bearer ${bob.token}`
+      ? { status: 503, body: "" } : undefined;
+    const live = bob.live(room.id, { backoff: { initialMs: 50, maxMs: 100 } });
+    const log = record(live);
+    try {
+      await live.ready;
+      away = true;
+      proxy.drop();
+      await eventually(() => log.reconnecting.length >= 1, "bob's stream reconnecting");
+      // The grace (300 ms) runs out: bob is removed from the room.
+      for (const deadline = Date.now() + 10000; (await alice.getRoom(room.id)).playerCount !== 1;) {
+        assert.ok(Date.now() < deadline, "bob was not removed after the grace");
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      away = false;
+      await eventually(() => live.closed, "bob's stream closed");
+      assert.equal(log.closed.length, 1);
+      assert.equal(log.closed[0].reason, "left");
+      assert.equal(log.closed[0].error?.status, 403);
+      assert.equal(log.closed[0].error?.code, "NOT_A_MEMBER");
+    } finally {
+      proxy.intercept = undefined;
+      live.close();
+    }
+  });
+});
