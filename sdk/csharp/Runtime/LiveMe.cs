@@ -74,7 +74,16 @@ namespace RealSync
             : base(client, "/v1/me/events", options)
         {
             this.platform = platform;
+            ResumeAfter(options.LastEventId);
         }
+
+        /// <summary>
+        /// Waits: 409 SESSION_EXISTS (the server's REALSYNC_SESSION_POLICY is reject-new and another session
+        /// holds this platform) is retried with the backoff, at least its Retry-After, each refusal a
+        /// Reconnecting: the other session ends, or its lease lapses when its client vanished (within
+        /// REALSYNC_PRESENCE_TTL, 15 s by default). Close() gives up.
+        /// </summary>
+        protected override bool Waits(RealSyncException e) { return e.Status == 409 && e.Code == "SESSION_EXISTS"; }
 
         /// <inheritdoc/>
         protected override string Query() { return new QueryBuilder().Add("platform", platform).ToString(); }

@@ -100,9 +100,23 @@ namespace RealSync
     /// this client got in the room (RealSyncClient.PlayerIdIn); when neither
     /// is known, a player_left (not a disconnection) followed by a refused
     /// reconnection (403 NOT_A_MEMBER or 404) ends it with reason Left too.
+    /// So does any reconnection refused 403 NOT_A_MEMBER or 404 ROOM_NOT_FOUND
+    /// after the stream was open (the player was removed while away, see
+    /// Removed), with that error in ClosedEvent.Error.
     /// </summary>
     public sealed class LiveRoom : LiveStream
     {
+        /// <summary>
+        /// Removed: a reconnection refused with 403 NOT_A_MEMBER, or 404 ROOM_NOT_FOUND (what a private room
+        /// answers non-members; a room deleted meanwhile too), after the stream was open: the player was removed
+        /// while away (REALSYNC_DISCONNECT_GRACE ran out: a phone call, a tunnel; kicked) and never saw its own
+        /// player_left. The stream ends as Left, with that error in ClosedEvent.Error.
+        /// </summary>
+        protected override bool Removed(RealSyncException e)
+        {
+            return (e.Status == 403 && e.Code == "NOT_A_MEMBER") || (e.Status == 404 && e.Code == "ROOM_NOT_FOUND");
+        }
+
         /// <summary>The snapshot (the room with its players, the state) was applied.</summary>
         public event Action<RoomEvent> Snapshot;
         /// <summary>A state patch was applied (event "state").</summary>

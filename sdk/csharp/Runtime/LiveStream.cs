@@ -25,8 +25,20 @@ namespace RealSync
         public SynchronizationContext Context;
         /// <summary>The reconnect delays.</summary>
         public Backoff Backoff = new Backoff();
-        /// <summary>A connection that delivers no byte (event or heartbeat) this long is dropped and resumed (default 45 s; heartbeats come every 15 s).</summary>
+        /// <summary>
+        /// The heartbeat watchdog: a connection that delivers no byte (no answer, event or heartbeat) this long
+        /// is taken for dead (a half-open connection after a network change) and resumed after the last event,
+        /// as any drop (Reconnecting, code NETWORK). Default 45 s: three of the server's 15 s heartbeats.
+        /// </summary>
         public TimeSpan IdleTimeout = TimeSpan.FromSeconds(45);
+        /// <summary>
+        /// The personal stream (Me) only: resume after this id, the LastEventId of an earlier stream the app
+        /// kept (e.g. across restarts): the events after it come again, also those a connection that died
+        /// unnoticed took but never handed over; Ready completes once the replay is over. Without it a new
+        /// stream starts after what the server last wrote to this platform. (A room stream needs none: a new
+        /// one starts with a snapshot of the whole room and state.)
+        /// </summary>
+        public string LastEventId;
         /// <summary>Called with an exception thrown by an event handler in LiveDispatch.Immediate (the stream goes on).</summary>
         public Action<Exception> HandlerError;
     }
@@ -82,7 +94,11 @@ namespace RealSync
     {
         /// <summary>Why.</summary>
         public CloseReason Reason;
-        /// <summary>The permanent error (Reason Error), else null.</summary>
+        /// <summary>
+        /// The permanent error (Reason Error); or, Reason Left, the refusal that ended a room stream whose
+        /// player was removed while it was away (403 NOT_A_MEMBER or 404 ROOM_NOT_FOUND on a reconnection);
+        /// else null.
+        /// </summary>
         public RealSyncException Error;
 
         /// <summary>ReasonName is the reason as the TypeScript SDK names it: closed, room_closed, left, error.</summary>
@@ -122,8 +138,13 @@ namespace RealSync
     /// a dropped stream); Retry-After and retry: count up to Backoff.MaxMs
     /// however long they ask; a 401 renews the token once and
     /// retries; any other refusal (403, 404, 410, ...) ends the stream with
-    /// the problem. A token_expiring event renews the token and resumes at
-    /// once. All C# events are raised where LiveOptions.Dispatch says, in order.
+    /// the problem (but a room stream refused 403 NOT_A_MEMBER or 404 after it
+    /// was open ends as Left, and a personal stream's 409 SESSION_EXISTS is
+    /// retried: see LiveRoom and LiveMe). A connection silent for
+    /// LiveOptions.IdleTimeout is dropped and resumed; Reconnect() does it at
+    /// once (call it on a network change). A token_expiring event renews the
+    /// token and resumes at once. All C# events are raised where
+    /// LiveOptions.Dispatch says, in order.
     /// </summary>
     public abstract class LiveStream : IDisposable
     {
@@ -155,6 +176,7 @@ namespace RealSync
         volatile bool silenced; // set by Close, and once Closed was raised: posted work is skipped
         volatile string lastEventId = "";
         volatile bool maybeLeft; // the last event was a player_left that may be the caller's own
+        CancellationTokenSource kick = new CancellationTokenSource(); // cancelled by Reconnect, then replaced
 
 
         internal LiveStream(RealSyncClient client, string path, LiveOptions options)
@@ -200,6 +222,19 @@ namespace RealSync
             silenced = true;
             stop.Cancel();
             dispatcher.Post(() => { ready.TrySetCanceled(); Raise(Closed, new ClosedEvent { Reason = CloseReason.Closed }); });
+        }
+
+        /// <summary>
+        /// Reconnect drops the current connection (or ends the wait before the next attempt) and
+        /// connects again at once, resuming after the last event received. Call it when the app learns
+        /// the network changed (Wi-Fi to cellular, back from the background): the old connection may be
+        /// dead with nobody noticing until the watchdog does (LiveOptions.IdleTimeout). No Reconnecting
+        /// event is raised for it; Connecting, Open and Resumed are. Does nothing once the stream ended.
+        /// </summary>
+        public void Reconnect()
+        {
+            if (IsClosed) return;
+            Interlocked.Exchange(ref kick, new CancellationTokenSource()).Cancel();
         }
 
         /// <summary>Dispose closes the stream.</summary>
@@ -260,6 +295,15 @@ namespace RealSync
         /// </summary>
         protected void MaybeLeft() { maybeLeft = true; }
 
+        /// <summary>ResumeAfter makes the first connection resume after id (LiveOptions.LastEventId); call it before Start.</summary>
+        protected void ResumeAfter(string id) { lastEventId = id ?? ""; }
+
+        /// <summary>Waits tells a refusal that passes with time, retried as a transient failure (the personal stream's SESSION_EXISTS).</summary>
+        protected virtual bool Waits(RealSyncException e) { return false; }
+
+        /// <summary>Removed tells a refusal that, after the stream was open, means the caller is no longer in its room (room streams): the stream ends as Left.</summary>
+        protected virtual bool Removed(RealSyncException e) { return false; }
+
         /// <summary>RefreshFailure is the error a failed token renewal is reported with.</summary>
         static RealSyncException RefreshFailure(Exception e)
         {
@@ -295,13 +339,14 @@ namespace RealSync
             {
                 attempt++;
                 var a = attempt;
+                var kicked = Volatile.Read(ref kick).Token; // Reconnect() ends this attempt
                 Post(() => Raise(Connecting, new ConnectingEvent { Attempt = a }));
                 RealSyncException err = null;
                 var openedAt = DateTime.MinValue;
                 var outcome = new Outcome();
                 try
                 {
-                    await Connect(ct, () =>
+                    await Connect(ct, kicked, () =>
                     {
                         openedAt = DateTime.UtcNow;
                         attempt = 0;
@@ -359,6 +404,7 @@ namespace RealSync
                 }
                 if (ct.IsCancellationRequested) return;
                 if (outcome.RetryFloor.HasValue) retryFloor = outcome.RetryFloor.Value;
+                if (kicked.IsCancellationRequested) continue; // Reconnect(): at once
                 if (maybeLeft && (err.Code == "NOT_A_MEMBER" || err.Status == 404))
                 {
                     // the player_left just received was the caller's own
@@ -366,6 +412,11 @@ namespace RealSync
                     return;
                 }
                 Fail(err);
+                if (everOpen && Removed(err))
+                {
+                    EndWith(CloseReason.Left, err); // removed while away
+                    return;
+                }
                 if (err.Status == 401 && !renewedFor401)
                 {
                     renewedFor401 = true;
@@ -387,7 +438,7 @@ namespace RealSync
                     Post(() => Raise(Reconnecting, new ReconnectingEvent { Attempt = next, DelayMs = 0, Error = err }));
                     continue;
                 }
-                if (!err.Transient)
+                if (!err.Transient && !Waits(err))
                 {
                     EndWith(CloseReason.Error, err);
                     return;
@@ -404,8 +455,11 @@ namespace RealSync
                 var d = delay;
                 var e2 = err;
                 Post(() => Raise(Reconnecting, new ReconnectingEvent { Attempt = nextAttempt, DelayMs = d, Error = e2 }));
-                try { await Task.Delay(delay, ct).ConfigureAwait(false); }
-                catch (OperationCanceledException) { return; }
+                using (var wait = CancellationTokenSource.CreateLinkedTokenSource(ct, Volatile.Read(ref kick).Token))
+                {
+                    try { await Task.Delay(delay, wait.Token).ConfigureAwait(false); }
+                    catch (OperationCanceledException) { if (ct.IsCancellationRequested) return; } // else Reconnect()
+                }
             }
         }
 
@@ -419,7 +473,7 @@ namespace RealSync
         }
 
         /// <summary>Connect runs one connection until it ends; it throws RealSyncException for a refusal.</summary>
-        async Task Connect(CancellationToken ct, Action opened, Outcome outcome)
+        async Task Connect(CancellationToken ct, CancellationToken kicked, Action opened, Outcome outcome)
         {
             var url = Client.BaseUrl + path + Query();
             string bearer = null;
@@ -434,7 +488,7 @@ namespace RealSync
                 catch (Exception e) when (!ct.IsCancellationRequested) { Fail(RefreshFailure(e)); } // the token it has may still do
                 bearer = Client.Token;
             }
-            using (var conn = CancellationTokenSource.CreateLinkedTokenSource(ct))
+            using (var conn = CancellationTokenSource.CreateLinkedTokenSource(ct, kicked))
             using (var req = new HttpRequestMessage(HttpMethod.Get, url))
             {
                 req.Headers.Accept.ParseAdd("text/event-stream");
@@ -519,6 +573,7 @@ namespace RealSync
                     outcome.Resuming = false;
                     Post(() => Raise(Resumed, new ResumedEvent { Snapshot = false }));
                 }
+                Post(MarkReady); // a personal stream opened with LiveOptions.LastEventId gets no snapshot
                 return;
             }
             lastEventId = e.LastEventId;

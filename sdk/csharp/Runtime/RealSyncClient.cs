@@ -686,7 +686,13 @@ namespace RealSync
                 {
                     throw;
                 }
-                catch (Exception e) when (e is HttpRequestException || e is System.IO.IOException || e is OperationCanceledException)
+                catch (OperationCanceledException e)
+                {
+                    // HttpClient.Timeout: a dead keep-alive connection after a network change, a silent server
+                    throw new RealSyncException(0, "NETWORK", detail: "no answer from " + BaseUrl + " within " +
+                        opts.RequestTimeout.TotalSeconds + " s (RealSyncOptions.RequestTimeout)", inner: e);
+                }
+                catch (Exception e) when (e is HttpRequestException || e is System.IO.IOException)
                 {
                     throw new RealSyncException(0, "NETWORK", detail: "cannot reach " + BaseUrl + ": " + e.Message, inner: e);
                 }

@@ -43,6 +43,11 @@ static class Tests
             T("Fake_PlayerLeftThenRefusedEndsLeft", FakePlayerLeftThenRefused),
             T("Fake_LobbySendsNoLastEventId", FakeLobbyNoLastEventId),
             T("Fake_MeSessionReplacedWithoutIdKeepsTheLastIdAndEnds", FakeMeSessionReplacedWithoutId),
+            T("Fake_RemovedWhileAwayEndsLeft", FakeRemovedWhileAway),
+            T("Fake_MeSessionExistsIsRetried", FakeMeSessionExists),
+            T("Fake_MeResumesAfterAKeptLastEventId", FakeMeLastEventId),
+            T("Fake_ReconnectAtOnce", FakeReconnect),
+            T("Fake_RestRequestTimeout", FakeRestRequestTimeout),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -236,7 +241,8 @@ static class Tests
         var states = 0;
         live.StateChanged += e => states++;
         live.Start();
-        await Check.WaitFor(() => live.IsClosed && rec.Has("closed error ROOM_NOT_FOUND"), "the scripted stream, then a 404", live);
+        // (the room is gone after the stream was open: it ends as left, see Fake_RemovedWhileAwayEndsLeft)
+        await Check.WaitFor(() => live.IsClosed && rec.Has("closed left ROOM_NOT_FOUND"), "the scripted stream, then a 404", live);
         Check.Eq("{\"b\":2}", Json.Write(live.State), "state: duplicate and older events skipped");
         Check.Eq(7L, live.Version, "version");
         Check.Eq(4L, live.StateVersion, "stateVersion");
@@ -465,8 +471,9 @@ static class Tests
             new { Name = "kicked, then 403 NOT_A_MEMBER", Body = left, Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed left" },
             new { Name = "kicked, then 404", Body = left, Status = 404, Code = "ROOM_NOT_FOUND", StreamToken = false, Want = "closed left" },
             new { Name = "kicked, then the stream-token POST 403", Body = left, Status = 403, Code = "NOT_A_MEMBER", StreamToken = true, Want = "closed left" },
-            new { Name = "disconnected, then 403", Body = disconnected, Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed error NOT_A_MEMBER" },
-            new { Name = "kicked, another event, then 403", Body = left + StateEvent(3, "t", "{}", "[]", 3), Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed error NOT_A_MEMBER" },
+            // Not known to be its own player_left, but refused after it was open: removed while away (Fake_RemovedWhileAwayEndsLeft).
+            new { Name = "disconnected, then 403", Body = disconnected, Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed left NOT_A_MEMBER" },
+            new { Name = "kicked, another event, then 403", Body = left + StateEvent(3, "t", "{}", "[]", 3), Status = 403, Code = "NOT_A_MEMBER", StreamToken = false, Want = "closed left NOT_A_MEMBER" },
             new { Name = "kicked, then 403 BANNED", Body = left, Status = 403, Code = "BANNED", StreamToken = false, Want = "closed error BANNED" },
         };
         foreach (var c in cases)
@@ -525,6 +532,126 @@ static class Tests
         Check.True(replaced != null && replaced.Session == "a.1" && replaced.By == "b.1", "SessionReplaced raised");
         Check.Eq("5-t", me.LastEventId, "session_replaced without an id keeps the last logged event's id");
         Check.Eq(1, h.Requests.Count, "no reconnection after session_replaced");
+    }
+
+    static async Task FakeRemovedWhileAway()
+    {
+        // A phone call longer than the disconnect grace: the player was removed (its own player_left
+        // never reached it) and the reconnection is refused. Refused so on the first connection, the
+        // caller never was a member: an error.
+        var cases = new[]
+        {
+            new { Name = "403 NOT_A_MEMBER after open", Open = true, Status = 403, Code = "NOT_A_MEMBER", Want = "closed left NOT_A_MEMBER" },
+            new { Name = "404 ROOM_NOT_FOUND after open", Open = true, Status = 404, Code = "ROOM_NOT_FOUND", Want = "closed left ROOM_NOT_FOUND" },
+            new { Name = "403 BANNED after open", Open = true, Status = 403, Code = "BANNED", Want = "closed error BANNED" },
+            new { Name = "403 NOT_A_MEMBER, never open", Open = false, Status = 403, Code = "NOT_A_MEMBER", Want = "closed error NOT_A_MEMBER" },
+        };
+        foreach (var c in cases)
+        {
+            var h = new FakeHandler();
+            if (c.Open) h.Then(FakeHandler.Sse(Snapshot(1, "t"))); // then the connection drops
+            h.Then(FakeHandler.Problem(c.Status, c.Code));
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Name + ": the end", live);
+            Check.True(rec.Has(c.Want), c.Name + ": want " + c.Want + ", got " + string.Join(",", rec.Items));
+        }
+    }
+
+    static string MeSnapshot(string id)
+    {
+        return "id: " + id + "\nevent: snapshot\ndata: {\"type\":\"snapshot\",\"userId\":\"u1\",\"platform\":\"pc\",\"session\":\"s1\",\"pending\":0}\n\n";
+    }
+
+    static async Task FakeMeSessionExists()
+    {
+        // REALSYNC_SESSION_POLICY=reject-new: another session holds the platform until it ends or its lease lapses.
+        var h = new FakeHandler()
+            .Then(FakeHandler.Problem(409, "SESSION_EXISTS"))
+            .Then(FakeHandler.Problem(409, "SESSION_EXISTS", retryAfter: 1))
+            .Then(FakeHandler.Sse(MeSnapshot("5-u"), hang: true));
+        var o = Fast();
+        o.Backoff.MaxMs = 5000; // Retry-After counts up to MaxMs
+        var me = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Me("pc", o);
+        var delays = new List<ReconnectingEvent>();
+        me.Reconnecting += e => delays.Add(e);
+        var rec = new Recorder();
+        rec.Watch(me);
+        me.Start();
+        await Check.WaitFor(() => me.Ready.IsCompleted, "ready once the other session is gone", me);
+        Check.True(me.Ready.Status == TaskStatus.RanToCompletion, "ready: " + string.Join(",", rec.Items));
+        Check.Eq("SESSION_EXISTS,SESSION_EXISTS", string.Join(",", delays.Select(d => d.Error.Code)), "both refusals retried");
+        Check.True(delays[1].DelayMs >= 1000, "Retry-After honoured: " + delays[1].DelayMs);
+        Check.True(!me.IsClosed, "still open");
+        me.Close();
+    }
+
+    static async Task FakeMeLastEventId()
+    {
+        // An app restarted with the id it kept: the stream resumes after it (the replay, then resumed, no snapshot).
+        var message = "id: 7-u\nevent: message\ndata: {\"type\":\"message\",\"userId\":\"u1\",\"message\":{\"type\":\"chat\",\"data\":1}}\n\n";
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler().Then(FakeHandler.Sse(message + "event: resumed\ndata: {\"type\":\"resumed\"}\n\n", hang: true));
+        var o = Fast();
+        o.LastEventId = "6-u";
+        var me = FakeClient(h, token).Me("pc", o);
+        var got = new List<string>();
+        me.MessageReceived += e => got.Add(e.Type);
+        me.Start();
+        await Check.WaitFor(() => me.Ready.IsCompleted, "ready after the replay", me);
+        Check.True(me.Ready.Status == TaskStatus.RanToCompletion, "ready");
+        Check.Eq("message", string.Join(",", got), "the event after the kept id");
+        Check.Eq("GET /v1/me/events?platform=pc auth=" + token + " last=6-u", h.Requests[0], "the kept id as Last-Event-ID");
+        Check.Eq("7-u", me.LastEventId, "the id to keep next");
+        me.Close();
+    }
+
+    /// <summary>SilentHandler never answers (a dead keep-alive connection, a silent server) until cancelled.</summary>
+    sealed class SilentHandler : System.Net.Http.HttpMessageHandler
+    {
+        protected override async Task<System.Net.Http.HttpResponseMessage> SendAsync(System.Net.Http.HttpRequestMessage req, CancellationToken ct)
+        {
+            await Task.Delay(Timeout.Infinite, ct);
+            throw new InvalidOperationException("unreachable");
+        }
+    }
+
+    static async Task FakeRestRequestTimeout()
+    {
+        var client = new RealSyncClient(new RealSyncOptions
+        {
+            BaseUrl = "http://fake.invalid", Token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1)), Handler = new SilentHandler(),
+            RequestTimeout = TimeSpan.FromMilliseconds(200),
+        });
+        var e = await Check.Throws(0, "NETWORK", () => client.GetRoomAsync("r1"), "a request nobody answers");
+        Check.True(e.Message.Contains("within 0.2 s (RealSyncOptions.RequestTimeout)"), "the message names the limit: " + e.Message);
+    }
+
+    static async Task FakeReconnect()
+    {
+        // Reconnect(): an open connection is dropped and resumed at once; a long wait before the next attempt ends at once.
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler()
+            .Then(FakeHandler.Sse(Snapshot(3, "t"), hang: true))
+            .Then(FakeHandler.Problem(503, "STORE_UNAVAILABLE", retryAfter: 3600))
+            .Then(FakeHandler.Sse(ResumedEvent(3), hang: true));
+        var o = Queue(1);
+        o.Backoff = new Backoff { InitialMs = 3600000, MaxMs = 3600000 }; // an hour: only Reconnect() ends the wait
+        var live = FakeClient(h, token).Live("r1", o);
+        var rec = new Recorder();
+        rec.Watch(live);
+        live.Start();
+        await Check.WaitFor(() => live.Ready.IsCompleted, "ready", live);
+        live.Reconnect(); // the open connection: dropped, asked again at once (refused 503, an hour's wait)
+        await Check.WaitFor(() => rec.Has("reconnecting STORE_UNAVAILABLE"), "the refusal after Reconnect()", live);
+        live.Reconnect(); // the hour's wait: over
+        await Check.WaitFor(() => rec.Has("resumed snapshot=False"), "resumed after the second Reconnect()", live);
+        Check.Eq("connecting 1,open,connecting 1,error STORE_UNAVAILABLE,reconnecting STORE_UNAVAILABLE,connecting 2,open,resumed snapshot=False",
+            string.Join(",", rec.Items), "events: no reconnecting for a Reconnect()");
+        Check.Eq("GET /v1/rooms/r1/events auth=" + token + " last=3-t", h.Requests[2], "resumed after the last event");
+        live.Close();
     }
 
     // ---- REST ----
