@@ -29,7 +29,7 @@ function createClient(clientOptions) {
     const {
       baseUrl: localBaseUrl,
       fetch = baseFetch,
-      Request: Request2 = CustomRequest,
+      Request = CustomRequest,
       headers,
       params = {},
       parseAs = "json",
@@ -81,7 +81,7 @@ function createClient(clientOptions) {
     };
     let id;
     let options;
-    let request = new Request2(
+    let request = new Request(
       createFinalURL(schemaPath, { baseUrl: finalBaseUrl, params, querySerializer, pathSerializer }),
       requestInit
     );
@@ -111,7 +111,7 @@ function createClient(clientOptions) {
             id
           });
           if (result) {
-            if (result instanceof Request2) {
+            if (result instanceof Request) {
               request = result;
             } else if (result instanceof Response) {
               response = result;
@@ -1148,11 +1148,7 @@ var RealSync = class {
     const base = opts.fetch;
     this.api = createClient({
       baseUrl: this.baseUrl,
-      fetch: timeoutMs > 0 ? (req, init) => {
-        const timeout = AbortSignal.timeout(timeoutMs);
-        const signal = typeof AbortSignal.any === "function" ? AbortSignal.any([req.signal, timeout]) : timeout;
-        return (base ?? globalThis.fetch)(new Request(req, { signal }), init);
-      } : base
+      fetch: timeoutMs > 0 ? (req, init) => limited(base ?? globalThis.fetch, req, init, timeoutMs) : base
     });
     const auth = {
       onRequest: async ({ request, schemaPath }) => {
@@ -1477,6 +1473,21 @@ function tokenClaims(token) {
 function tokenExpiry(token) {
   const exp = tokenClaims(token)?.exp;
   return typeof exp === "number" ? exp * 1e3 : void 0;
+}
+async function limited(f, req, init, ms) {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  const forward = () => ctl.abort(req.signal.reason);
+  req.signal.addEventListener("abort", forward, { once: true });
+  try {
+    const res = await f(req, { ...init, signal: ctl.signal });
+    const body = await res.arrayBuffer();
+    const empty = [101, 204, 205, 304].includes(res.status);
+    return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  } finally {
+    clearTimeout(timer);
+    req.signal.removeEventListener("abort", forward);
+  }
 }
 function isProblem(e) {
   return typeof e === "object" && e !== null && "code" in e && "status" in e;

@@ -136,13 +136,7 @@ export class RealSync {
     this.api = createClient<paths>({
       baseUrl: this.baseUrl,
       fetch: timeoutMs > 0
-        ? (req: Request, init?: RequestInit) => {
-          // The global fetch at call time, as openapi-fetch does. AbortSignal.timeout
-          // keeps no Node process alive; AbortSignal.any is missing from older browsers.
-          const timeout = AbortSignal.timeout(timeoutMs);
-          const signal = typeof AbortSignal.any === "function" ? AbortSignal.any([req.signal, timeout]) : timeout;
-          return (base ?? globalThis.fetch)(new Request(req, { signal }), init);
-        }
+        ? (req: Request, init?: RequestInit) => limited(base ?? globalThis.fetch, req, init, timeoutMs)
         : base,
     });
     const auth: Middleware = {
@@ -514,6 +508,31 @@ export function tokenClaims(token?: string): { sub?: string; name?: string; exp?
 export function tokenExpiry(token?: string): number | undefined {
   const exp = tokenClaims(token)?.exp;
   return typeof exp === "number" ? exp * 1000 : undefined;
+}
+
+/**
+ * limited sends req with f (the global fetch at call time, as openapi-fetch
+ * does) and reads its answer's body, all within ms, or rejects with a
+ * TimeoutError. The body is read here, under the same limit (REST answers
+ * are small), so that the timer ends with the request. The signal goes in
+ * fetch's init: Node's fetch loses the signal of a Request built with one
+ * (new Request(req, { signal })) to the garbage collector, and with it the
+ * timeout, the request then waiting for as long as its socket does.
+ */
+async function limited(f: typeof fetch, req: Request, init: RequestInit | undefined, ms: number): Promise<Response> {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  const forward = () => ctl.abort(req.signal.reason);
+  req.signal.addEventListener("abort", forward, { once: true });
+  try {
+    const res = await f(req, { ...init, signal: ctl.signal });
+    const body = await res.arrayBuffer();
+    const empty = [101, 204, 205, 304].includes(res.status); // statuses a Response may not have a body with
+    return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  } finally {
+    clearTimeout(timer);
+    req.signal.removeEventListener("abort", forward);
+  }
 }
 
 /** isProblem tells a problem+json body. */
