@@ -455,7 +455,9 @@ namespace RealSync
                 var d = delay;
                 var e2 = err;
                 Post(() => Raise(Reconnecting, new ReconnectingEvent { Attempt = nextAttempt, DelayMs = d, Error = e2 }));
-                using (var wait = CancellationTokenSource.CreateLinkedTokenSource(ct, Volatile.Read(ref kick).Token))
+                // The attempt's own token: a Reconnect() since it began (the network callback of another
+                // thread, an Error handler run inline) ends the wait, as one during it does.
+                using (var wait = CancellationTokenSource.CreateLinkedTokenSource(ct, kicked))
                 {
                     try { await Task.Delay(delay, wait.Token).ConfigureAwait(false); }
                     catch (OperationCanceledException) { if (ct.IsCancellationRequested) return; } // else Reconnect()

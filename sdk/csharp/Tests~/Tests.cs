@@ -47,6 +47,7 @@ static class Tests
             T("Fake_MeSessionExistsIsRetried", FakeMeSessionExists),
             T("Fake_MeResumesAfterAKeptLastEventId", FakeMeLastEventId),
             T("Fake_ReconnectAtOnce", FakeReconnect),
+            T("Fake_ReconnectDuringAFailure", FakeReconnectDuringAFailure),
             T("Fake_RestRequestTimeout", FakeRestRequestTimeout),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
@@ -627,6 +628,26 @@ static class Tests
         });
         var e = await Check.Throws(0, "NETWORK", () => client.GetRoomAsync("r1"), "a request nobody answers");
         Check.True(e.Message.Contains("within 0.2 s (RealSyncOptions.RequestTimeout)"), "the message names the limit: " + e.Message);
+    }
+
+    static async Task FakeReconnectDuringAFailure()
+    {
+        // Reconnect() called while the loop handles a failed attempt (here from its Error handler, run
+        // inline by LiveDispatch.Immediate; in an app, a network callback on another thread at that moment)
+        // ends the wait that follows: it is not lost to the wait taking the next Reconnect()'s token.
+        var token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1));
+        var h = new FakeHandler()
+            .Then(FakeHandler.Problem(503, "STORE_UNAVAILABLE"))
+            .Then(FakeHandler.Sse(Snapshot(3, "t"), hang: true));
+        var o = new LiveOptions { Dispatch = LiveDispatch.Immediate, PlayerId = 1 };
+        o.Backoff = new Backoff { InitialMs = 3600000, MaxMs = 3600000 }; // an hour: only Reconnect() ends the wait
+        var live = FakeClient(h, token).Live("r1", o);
+        var reconnects = 0;
+        live.Error += e => { if (reconnects++ == 0) live.Reconnect(); };
+        live.Start();
+        await Check.WaitFor(() => live.Ready.IsCompleted, "ready after the Reconnect() made during the failure", live);
+        Check.Eq(2, h.Requests.Count, "requests");
+        live.Close();
     }
 
     static async Task FakeReconnect()
