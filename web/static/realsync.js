@@ -807,7 +807,9 @@ var LiveStream = class extends Emitter {
       this.end("left");
       return;
     }
+    const gen = this.gen;
     this.signal("error", err);
+    if (gen !== this.gen || this.closed) return;
     if (this.everOpen && this.removed(err)) {
       this.end("left", err);
       return;
@@ -816,7 +818,6 @@ var LiveStream = class extends Emitter {
     this.openedAt = 0;
     if (err.status === 401 && !this.renewedFor401) {
       this.renewedFor401 = true;
-      const gen = this.gen;
       this.client.renewToken().then(
         () => gen === this.gen && !this.closed && this.retry(err, 0),
         (e) => {
@@ -842,9 +843,10 @@ var LiveStream = class extends Emitter {
   }
   retry(err, delayMs) {
     delayMs = Math.min(delayMs, maxTimeoutMs);
-    this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
-    clearTimeout(this.timer);
     const gen = this.gen;
+    this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
+    if (gen !== this.gen || this.closed) return;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => gen === this.gen && !this.closed && void this.connect(), delayMs);
   }
   /** markReady resolves ready (subclasses: once the first snapshot or list is applied). */

@@ -474,7 +474,9 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
       this.end("left"); // the player_left just received was the caller's own
       return;
     }
+    const gen = this.gen;
     this.signal("error", err);
+    if (gen !== this.gen || this.closed) return; // a listener called reconnect() or close(): that replaces the retry
     if (this.everOpen && this.removed(err)) {
       this.end("left", err); // the player is no longer in the room
       return;
@@ -483,7 +485,6 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     this.openedAt = 0;
     if (err.status === 401 && !this.renewedFor401) {
       this.renewedFor401 = true;
-      const gen = this.gen;
       this.client.renewToken().then(
         () => gen === this.gen && !this.closed && this.retry(err, 0),
         (e) => {
@@ -510,9 +511,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   private retry(err: RealSyncError, delayMs: number): void {
     // setTimeout runs a delay past 2^31−1 ms (24.8 days) at once: never ask it for more.
     delayMs = Math.min(delayMs, maxTimeoutMs);
-    this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
-    clearTimeout(this.timer);
     const gen = this.gen;
+    this.signal("reconnecting", { attempt: this.attempt + 1, delayMs, error: err });
+    if (gen !== this.gen || this.closed) return; // a listener called reconnect() or close()
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => gen === this.gen && !this.closed && void this.connect(), delayMs);
   }
 

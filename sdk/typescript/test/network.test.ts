@@ -212,3 +212,38 @@ describe("against realsyncd", () => {
     }
   });
 });
+
+describe("reconnect() from a listener", () => {
+  // e.g. an app that retries at once on its own network signal: the failed attempt's retry is
+  // superseded by reconnect(): no timer drops the new connection later to connect a third time.
+  for (const [on, want] of [
+    ["error", ["connecting", "error", "connecting", "open"]],
+    ["reconnecting", ["connecting", "error", "reconnecting", "connecting", "open"]],
+  ] as const) {
+    it(`called by a listener of ${on} after a failed attempt, it replaces the retry`, async () => {
+      const s = await scripted((n, _req, res) => {
+        if (n === 0) {
+          res.writeHead(503, { "Content-Type": "application/problem+json" });
+          res.end(JSON.stringify({ type: "about:blank", title: "Unavailable", status: 503, code: "STORE_UNAVAILABLE" }));
+          return;
+        }
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.write(`id: 3\nevent: snapshot\ndata: ${snapshot("r3")}\n\n`); // then open for good
+      });
+      const rs = new RealSync({ baseUrl: s.url, token: "t" });
+      const live = rs.live("r3", { backoff: { initialMs: 50, maxMs: 50 } });
+      const seq: string[] = [];
+      for (const k of ["connecting", "open", "reconnecting", "error", "closed"] as const) live.on(k, () => seq.push(k));
+      live.on(on, () => live.reconnect());
+      try {
+        await live.ready;
+        await new Promise((r) => setTimeout(r, 300)); // six backoff delays: a stale retry would have run
+        assert.deepEqual(seq, want);
+        assert.equal(s.requests.length, 2);
+      } finally {
+        live.close();
+        await s.stop();
+      }
+    });
+  }
+});
