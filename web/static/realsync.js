@@ -1478,14 +1478,26 @@ function tokenExpiry(token) {
 }
 async function limited(f, req, init, ms) {
   const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      const e = new DOMException(`no answer within ${ms} ms`, "TimeoutError");
+      ctl.abort(e);
+      reject(e);
+    }, ms);
+  });
   const forward = () => ctl.abort(req.signal.reason);
-  req.signal.addEventListener("abort", forward, { once: true });
-  try {
+  if (req.signal.aborted) forward();
+  else req.signal.addEventListener("abort", forward, { once: true });
+  const answer = (async () => {
     const res = await f(req, { ...init, signal: ctl.signal });
     const body = await res.arrayBuffer();
     const empty = [101, 204, 205, 304].includes(res.status);
     return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  })();
+  answer.catch(() => void 0);
+  try {
+    return await Promise.race([answer, deadline]);
   } finally {
     clearTimeout(timer);
     req.signal.removeEventListener("abort", forward);

@@ -515,20 +515,35 @@ export function tokenExpiry(token?: string): number | undefined {
  * does) and reads its answer's body, all within ms, or rejects with a
  * TimeoutError. The body is read here, under the same limit (REST answers
  * are small), so that the timer ends with the request. The signal goes in
- * fetch's init: Node's fetch loses the signal of a Request built with one
- * (new Request(req, { signal })) to the garbage collector, and with it the
- * timeout, the request then waiting for as long as its socket does.
+ * fetch's init (Node's fetch loses the signal of a Request built with one,
+ * new Request(req, { signal }), to the garbage collector) and aborts what
+ * the fetch lets it; the call fails at the limit either way, whatever the
+ * fetch does with the signal (an app's fetch that builds its own Request
+ * from req and init, or passes req alone, would otherwise wait for as long
+ * as its socket does).
  */
 async function limited(f: typeof fetch, req: Request, init: RequestInit | undefined, ms: number): Promise<Response> {
   const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const e = new DOMException(`no answer within ${ms} ms`, "TimeoutError");
+      ctl.abort(e);
+      reject(e);
+    }, ms);
+  });
   const forward = () => ctl.abort(req.signal.reason);
-  req.signal.addEventListener("abort", forward, { once: true });
-  try {
+  if (req.signal.aborted) forward();
+  else req.signal.addEventListener("abort", forward, { once: true });
+  const answer = (async () => {
     const res = await f(req, { ...init, signal: ctl.signal });
     const body = await res.arrayBuffer();
     const empty = [101, 204, 205, 304].includes(res.status); // statuses a Response may not have a body with
     return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  })();
+  answer.catch(() => undefined); // its failure after the deadline is nobody's
+  try {
+    return await Promise.race([answer, deadline]);
   } finally {
     clearTimeout(timer);
     req.signal.removeEventListener("abort", forward);

@@ -144,6 +144,42 @@ describe("REST requests", () => {
   });
 });
 
+describe("REST requests through the app's own fetch", () => {
+  it("time out after requestTimeoutMs whether or not that fetch passes the signal on; an aborted signal sends nothing", { timeout: 20000 }, async () => {
+    const s = await scripted(() => undefined); // accepts, reads, never answers
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const collecting = setInterval(gc, 50);
+    try {
+      const fetches: [string, typeof fetch][] = [
+        // A logging wrapper as in auth.test.ts: Node's fetch loses the signal of a Request built with one.
+        ["new Request(input, init)", (input, init) => fetch(new Request(input, init))],
+        // A wrapper that keeps only the Request (openapi-fetch's has every header and the body).
+        ["the Request alone", (input) => fetch(input)],
+      ];
+      for (const [name, f] of fetches) {
+        const rs = new RealSync({ baseUrl: s.url, token: "t", requestTimeoutMs: 300, fetch: f });
+        const outcome = await Promise.race([
+          rs.getRoom("x").then(() => "answered", (e) => e instanceof RealSyncError && e.code === "NETWORK" &&
+            /no answer within 300 ms/.test(e.message) ? "timed out" : `failed: ${String(e)}`),
+          new Promise((r) => setTimeout(() => r("still waiting"), 5000)),
+        ]);
+        assert.equal(outcome, "timed out", name);
+      }
+      // A caller's signal aborted already: nothing is sent.
+      const sent = s.requests.length;
+      const rs = new RealSync({ baseUrl: s.url, token: "t", requestTimeoutMs: 300 });
+      const aborted = AbortSignal.abort();
+      await assert.rejects(rs.api.GET("/v1/rooms/{roomId}", { params: { path: { roomId: "x" } }, signal: aborted }),
+        (e) => e instanceof Error && e.name === "AbortError");
+      assert.equal(s.requests.length, sent);
+    } finally {
+      clearInterval(collecting);
+      await s.stop();
+    }
+  });
+});
+
 describe("against realsyncd", () => {
   let server: Server;
   let proxy: Proxy;
