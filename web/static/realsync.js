@@ -810,8 +810,9 @@ var LiveStream = class extends Emitter {
     const gen = this.gen;
     this.signal("error", err);
     if (gen !== this.gen || this.closed) return;
-    if (this.everOpen && this.removed(err)) {
-      this.end("left", err);
+    const removed = this.everOpen ? this.removed(err) : void 0;
+    if (removed) {
+      this.end(removed, err);
       return;
     }
     const openFor = this.openedAt ? Date.now() - this.openedAt : -1;
@@ -894,9 +895,10 @@ var LiveStream = class extends Emitter {
   waits(_err) {
     return false;
   }
-  /** removed tells a refusal, after the stream was open, that means the caller is no longer in its room (room streams). */
+  /** removed tells a refusal, after the stream was open, that means the caller is no longer in its
+   * room (room streams): the reason the stream ends with, or undefined. */
   removed(_err) {
-    return false;
+    return void 0;
   }
 };
 var maxTimeoutMs = 2 ** 31 - 1;
@@ -938,14 +940,18 @@ var LiveRoom = class extends LiveStream {
     this.open();
   }
   /**
-   * removed: a reconnection refused with 403 NOT_A_MEMBER, or 404
-   * ROOM_NOT_FOUND (a private room says so to non-members; a room deleted
-   * meanwhile too), after the stream was open: the player was removed while
-   * away (REALSYNC_DISCONNECT_GRACE ran out, kicked) or the room is gone.
-   * The stream ends with "left" and that error, not "error".
+   * removed: a reconnection refused after the stream was open with 403
+   * NOT_A_MEMBER (a public room: the player was removed while away,
+   * REALSYNC_DISCONNECT_GRACE ran out or kicked) ends the stream with
+   * "left"; with 404 ROOM_NOT_FOUND, "room_closed" for a public room (it
+   * answers non-members 403: the room is gone) and "left" for a private
+   * one (it answers non-members 404 too: removed, or gone), both with that
+   * error rather than "error".
    */
   removed(err) {
-    return err.status === 403 && err.code === "NOT_A_MEMBER" || err.status === 404 && err.code === "ROOM_NOT_FOUND";
+    if (err.status === 403 && err.code === "NOT_A_MEMBER") return "left";
+    if (err.status === 404 && err.code === "ROOM_NOT_FOUND") return this.room?.visibility === "public" ? "room_closed" : "left";
+    return void 0;
   }
   /** playerId is the caller's player in the room, when known (LiveOptions.playerId). */
   get playerId() {

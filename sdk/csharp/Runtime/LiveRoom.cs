@@ -100,22 +100,29 @@ namespace RealSync
     /// this client got in the room (RealSyncClient.PlayerIdIn); when neither
     /// is known, a player_left (not a disconnection) followed by a refused
     /// reconnection (403 NOT_A_MEMBER or 404) ends it with reason Left too.
-    /// So does any reconnection refused 403 NOT_A_MEMBER or 404 ROOM_NOT_FOUND
-    /// after the stream was open (the player was removed while away, see
-    /// Removed), with that error in ClosedEvent.Error.
+    /// So does any reconnection refused 403 NOT_A_MEMBER, or a private room's
+    /// 404 ROOM_NOT_FOUND, after the stream was open (the player was removed
+    /// while away, see Removed), with that error in ClosedEvent.Error; a public
+    /// room's 404 then ends it with RoomClosed (deleted meanwhile).
     /// </summary>
     public sealed class LiveRoom : LiveStream
     {
         /// <summary>
-        /// Removed: a reconnection refused with 403 NOT_A_MEMBER, or 404 ROOM_NOT_FOUND (what a private room
-        /// answers non-members; a room deleted meanwhile too), after the stream was open: the player was removed
-        /// while away (REALSYNC_DISCONNECT_GRACE ran out: a phone call, a tunnel; kicked) and never saw its own
-        /// player_left. The stream ends as Left, with that error in ClosedEvent.Error.
+        /// Removed: a reconnection refused after the stream was open with 403 NOT_A_MEMBER (a public room:
+        /// the player was removed while away, REALSYNC_DISCONNECT_GRACE ran out: a phone call, a tunnel;
+        /// kicked, and never saw its own player_left) ends the stream as Left; with 404 ROOM_NOT_FOUND, as
+        /// RoomClosed for a public room (it answers non-members 403: the room was deleted meanwhile) and as
+        /// Left for a private one (it answers non-members 404 too: removed, or gone). That error is in
+        /// ClosedEvent.Error.
         /// </summary>
-        protected override bool Removed(RealSyncException e)
+        protected override CloseReason? Removed(RealSyncException e)
         {
-            return (e.Status == 403 && e.Code == "NOT_A_MEMBER") || (e.Status == 404 && e.Code == "ROOM_NOT_FOUND");
+            if (e.Status == 403 && e.Code == "NOT_A_MEMBER") return CloseReason.Left;
+            if (e.Status == 404 && e.Code == "ROOM_NOT_FOUND") return visibility == "public" ? CloseReason.RoomClosed : CloseReason.Left;
+            return null;
         }
+
+        volatile string visibility; // the room's, as the stream last said (read by the loop, not the dispatch)
 
         /// <summary>The snapshot (the room with its players, the state) was applied.</summary>
         public event Action<RoomEvent> Snapshot;
@@ -170,6 +177,8 @@ namespace RealSync
             var e = RoomEvent.FromJson(data);
             if (string.IsNullOrEmpty(e.Type)) e.Type = type;
             Post(() => Apply(e));
+            if (e.Type == "snapshot" && e.Room != null) visibility = e.Room.Visibility;
+            if (e.Type == "room_updated" && e.Changes != null && e.Changes.ContainsKey("visibility")) visibility = e.Changes["visibility"] as string;
             if (e.Type == "room_closed") return CloseReason.RoomClosed;
             if (e.Type == "player_left")
             {

@@ -96,8 +96,9 @@ namespace RealSync
         public CloseReason Reason;
         /// <summary>
         /// The permanent error (Reason Error); or, Reason Left, the refusal that ended a room stream whose
-        /// player was removed while it was away (403 NOT_A_MEMBER or 404 ROOM_NOT_FOUND on a reconnection);
-        /// else null.
+        /// player was removed while it was away (403 NOT_A_MEMBER, or a private room's 404 ROOM_NOT_FOUND,
+        /// on a reconnection); or, Reason RoomClosed, a public room's 404 ROOM_NOT_FOUND on a reconnection
+        /// (deleted meanwhile); else null.
         /// </summary>
         public RealSyncException Error;
 
@@ -139,7 +140,7 @@ namespace RealSync
     /// however long they ask; a 401 renews the token once and
     /// retries; any other refusal (403, 404, 410, ...) ends the stream with
     /// the problem (but a room stream refused 403 NOT_A_MEMBER or 404 after it
-    /// was open ends as Left, and a personal stream's 409 SESSION_EXISTS is
+    /// was open ends as Left or RoomClosed, and a personal stream's 409 SESSION_EXISTS is
     /// retried: see LiveRoom and LiveMe). A connection silent for
     /// LiveOptions.IdleTimeout is dropped and resumed; Reconnect() does it at
     /// once (call it on a network change). A token_expiring event renews the
@@ -301,8 +302,8 @@ namespace RealSync
         /// <summary>Waits tells a refusal that passes with time, retried as a transient failure (the personal stream's SESSION_EXISTS).</summary>
         protected virtual bool Waits(RealSyncException e) { return false; }
 
-        /// <summary>Removed tells a refusal that, after the stream was open, means the caller is no longer in its room (room streams): the stream ends as Left.</summary>
-        protected virtual bool Removed(RealSyncException e) { return false; }
+        /// <summary>Removed tells a refusal that, after the stream was open, means the caller is no longer in its room (room streams): the reason the stream ends with, else null.</summary>
+        protected virtual CloseReason? Removed(RealSyncException e) { return null; }
 
         /// <summary>RefreshFailure is the error a failed token renewal is reported with.</summary>
         static RealSyncException RefreshFailure(Exception e)
@@ -412,9 +413,10 @@ namespace RealSync
                     return;
                 }
                 Fail(err);
-                if (everOpen && Removed(err))
+                var removed = everOpen ? Removed(err) : null;
+                if (removed.HasValue)
                 {
-                    EndWith(CloseReason.Left, err); // removed while away
+                    EndWith(removed.Value, err); // removed while away, or the room is gone
                     return;
                 }
                 if (err.Status == 401 && !renewedFor401)

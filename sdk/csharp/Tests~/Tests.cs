@@ -559,6 +559,26 @@ static class Tests
             await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Name + ": the end", live);
             Check.True(rec.Has(c.Want), c.Name + ": want " + c.Want + ", got " + string.Join(",", rec.Items));
         }
+        // A public room answers non-members 403: its 404 says the room was deleted meanwhile (RoomClosed);
+        // a private room's 404 cannot tell removed from gone (Left). The room's visibility as the stream last said.
+        var publicSnapshot = Snapshot(1, "t").Replace("\"room\":{\"id\":\"r1\",", "\"room\":{\"id\":\"r1\",\"visibility\":\"public\",");
+        var madePrivate = "id: 2-t\nevent: room_updated\ndata: {\"type\":\"room_updated\",\"roomId\":\"r1\",\"version\":2,\"ts\":\"" + Ts +
+            "\",\"changes\":{\"visibility\":\"private\"}}\n\n";
+        var rooms = new[]
+        {
+            new { Name = "public room, 404 after open", Body = publicSnapshot, Want = "closed room_closed ROOM_NOT_FOUND" },
+            new { Name = "public room made private, 404 after open", Body = publicSnapshot + madePrivate, Want = "closed left ROOM_NOT_FOUND" },
+        };
+        foreach (var c in rooms)
+        {
+            var h = new FakeHandler().Then(FakeHandler.Sse(c.Body)).Then(FakeHandler.Problem(404, "ROOM_NOT_FOUND"));
+            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", Fast());
+            var rec = new Recorder();
+            rec.Watch(live);
+            live.Start();
+            await Check.WaitFor(() => live.IsClosed && rec.Count(x => x.StartsWith("closed")) == 1, c.Name + ": the end", live);
+            Check.True(rec.Has(c.Want), c.Name + ": want " + c.Want + ", got " + string.Join(",", rec.Items));
+        }
     }
 
     static string MeSnapshot(string id)

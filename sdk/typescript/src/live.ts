@@ -60,10 +60,13 @@ export type TokenExpiring = Schemas["TokenExpiringEvent"];
 export type { EventSourceFactory, EventSourceLike } from "./transport.js";
 
 /** Why a live stream ended: closed by the caller (close()), the room closed
- * (room_closed), the caller's own player_left (left or kicked) — or a room
- * stream's reconnection refused with 403 NOT_A_MEMBER or 404 ROOM_NOT_FOUND
- * after it was open (removed while away, e.g. REALSYNC_DISCONNECT_GRACE ran
- * out; that error as `error`) — or a permanent error (see LiveStream). */
+ * (room_closed; also a public room's reconnection refused 404 ROOM_NOT_FOUND
+ * after it was open: it was deleted meanwhile, that error as `error`), the
+ * caller's own player_left (left or kicked) — or a room stream's
+ * reconnection refused with 403 NOT_A_MEMBER, or a private room's with 404
+ * ROOM_NOT_FOUND, after it was open (removed while away, e.g.
+ * REALSYNC_DISCONNECT_GRACE ran out, or the room is gone; that error as
+ * `error`) — or a permanent error (see LiveStream). */
 export interface Closed {
   reason: "closed" | "room_closed" | "left" | "error";
   error?: RealSyncError;
@@ -199,7 +202,7 @@ class Emitter<E> {
  * again, a 403, 404, 410 or any other 4xx but 408 and 429 is permanent: the
  * stream ends with closed {reason: "error", error} and `ready` rejects if it
  * had not resolved (a room stream refused 403 NOT_A_MEMBER or 404 after it was
- * open ends with "left" instead: see Closed; a personal stream's 409
+ * open ends with "left", or "room_closed", instead: see Closed; a personal stream's 409
  * SESSION_EXISTS is retried as a transient error: see LiveMe). A network error, a dropped stream, a 5xx, 408 or 429 is
  * transient: it reconnects after a delay (exponential backoff from 500 ms to
  * 30 s with full jitter, at least the server's Retry-After, and at least a
@@ -477,8 +480,9 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     const gen = this.gen;
     this.signal("error", err);
     if (gen !== this.gen || this.closed) return; // a listener called reconnect() or close(): that replaces the retry
-    if (this.everOpen && this.removed(err)) {
-      this.end("left", err); // the player is no longer in the room
+    const removed = this.everOpen ? this.removed(err) : undefined;
+    if (removed) {
+      this.end(removed, err); // the player is no longer in the room, or the room is gone
       return;
     }
     const openFor = this.openedAt ? Date.now() - this.openedAt : -1; // -1: it never opened
@@ -564,9 +568,10 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     return false;
   }
 
-  /** removed tells a refusal, after the stream was open, that means the caller is no longer in its room (room streams). */
-  protected removed(_err: RealSyncError): boolean {
-    return false;
+  /** removed tells a refusal, after the stream was open, that means the caller is no longer in its
+   * room (room streams): the reason the stream ends with, or undefined. */
+  protected removed(_err: RealSyncError): Closed["reason"] | undefined {
+    return undefined;
   }
 
   /** resumable: whether the stream resumes after its last event id (rooms; the lobby starts over). */
@@ -606,14 +611,18 @@ export class LiveRoom extends LiveStream<RoomEvents> {
   }
 
   /**
-   * removed: a reconnection refused with 403 NOT_A_MEMBER, or 404
-   * ROOM_NOT_FOUND (a private room says so to non-members; a room deleted
-   * meanwhile too), after the stream was open: the player was removed while
-   * away (REALSYNC_DISCONNECT_GRACE ran out, kicked) or the room is gone.
-   * The stream ends with "left" and that error, not "error".
+   * removed: a reconnection refused after the stream was open with 403
+   * NOT_A_MEMBER (a public room: the player was removed while away,
+   * REALSYNC_DISCONNECT_GRACE ran out or kicked) ends the stream with
+   * "left"; with 404 ROOM_NOT_FOUND, "room_closed" for a public room (it
+   * answers non-members 403: the room is gone) and "left" for a private
+   * one (it answers non-members 404 too: removed, or gone), both with that
+   * error rather than "error".
    */
-  protected override removed(err: RealSyncError): boolean {
-    return (err.status === 403 && err.code === "NOT_A_MEMBER") || (err.status === 404 && err.code === "ROOM_NOT_FOUND");
+  protected override removed(err: RealSyncError): Closed["reason"] | undefined {
+    if (err.status === 403 && err.code === "NOT_A_MEMBER") return "left";
+    if (err.status === 404 && err.code === "ROOM_NOT_FOUND") return this.room?.visibility === "public" ? "room_closed" : "left";
+    return undefined;
   }
 
   /** playerId is the caller's player in the room, when known (LiveOptions.playerId). */

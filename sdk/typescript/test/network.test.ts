@@ -247,6 +247,37 @@ describe("against realsyncd", () => {
       live.close();
     }
   });
+
+  it("a public room's stream that finds the room deleted while away ends as room_closed, with the 404", async () => {
+    const alice = new RealSync({ baseUrl: proxy.url });
+    await alice.guest("alice");
+    const bob = new RealSync({ baseUrl: proxy.url });
+    await bob.guest("bob");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    assert.equal(room.visibility, "public");
+    await bob.joinRoom(room.id);
+    let away = false; // bob's stream cannot reach the server
+    proxy.intercept = (req) => away && req.url.startsWith(`/v1/rooms/${room.id}/events`) && req.headers.authorization === `Bearer ${bob.token}`
+      ? { status: 503, body: "" } : undefined;
+    const live = bob.live(room.id, { backoff: { initialMs: 50, maxMs: 100 } });
+    const log = record(live);
+    try {
+      await live.ready;
+      away = true;
+      proxy.drop();
+      await eventually(() => log.reconnecting.length >= 1, "bob's stream reconnecting");
+      await alice.deleteRoom(room.id); // its room_closed goes to bob's personal stream; his room stream misses it
+      away = false;
+      await eventually(() => live.closed, "bob's stream closed");
+      assert.equal(log.closed.length, 1);
+      assert.equal(log.closed[0].reason, "room_closed");
+      assert.equal(log.closed[0].error?.status, 404);
+      assert.equal(log.closed[0].error?.code, "ROOM_NOT_FOUND");
+    } finally {
+      proxy.intercept = undefined;
+      live.close();
+    }
+  });
 });
 
 describe("reconnect() from a listener", () => {
