@@ -1490,7 +1490,7 @@ async function limited(f, req, init, ms) {
       const e = new DOMException(`no answer within ${ms} ms`, "TimeoutError");
       ctl.abort(e);
       reject(e);
-    }, ms);
+    }, Math.min(ms, 2 ** 31 - 1));
   });
   const forward = () => ctl.abort(req.signal.reason);
   if (req.signal.aborted) forward();

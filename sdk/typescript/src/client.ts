@@ -526,11 +526,12 @@ async function limited(f: typeof fetch, req: Request, init: RequestInit | undefi
   const ctl = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
+    // setTimeout runs a delay past 2^31−1 ms (24.8 days; Infinity too) at once: never ask it for more.
     timer = setTimeout(() => {
       const e = new DOMException(`no answer within ${ms} ms`, "TimeoutError");
       ctl.abort(e);
       reject(e);
-    }, ms);
+    }, Math.min(ms, 2 ** 31 - 1));
   });
   const forward = () => ctl.abort(req.signal.reason);
   if (req.signal.aborted) forward();

@@ -32,8 +32,9 @@ export const nodeTransport: Transport = {
     const alive = () => {
       if (!idleMs || done) return;
       clearTimeout(watchdog);
+      // setTimeout runs a delay past 2^31−1 ms (24.8 days; Infinity too) at once: never ask it for more.
       watchdog = setTimeout(() => fail({ status: 0, cause: new Error(
-        `no byte (event or heartbeat) for ${idleMs} ms: the connection is taken for dead`) }), idleMs);
+        `no byte (event or heartbeat) for ${idleMs} ms: the connection is taken for dead`) }), Math.min(idleMs, 2 ** 31 - 1));
     };
     alive();
     const es = new EventSource(req.url, {

@@ -180,6 +180,37 @@ describe("REST requests through the app's own fetch", () => {
   });
 });
 
+describe("limits past setTimeout's longest delay (2^31-1 ms, 24.8 days; it runs a longer one at once)", () => {
+  it("a requestTimeoutMs or idleTimeoutMs of Infinity, or past that delay, waits, rather than failing at once", async () => {
+    const s = await scripted((_n, req, res) => {
+      if (req.url?.includes("/events")) {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.write(`id: 3\nevent: snapshot\ndata: ${snapshot("r4")}\n\n`); // then quiet
+        return;
+      }
+      res.writeHead(200, { "Content-Type": "application/json" });
+      setTimeout(() => res.end(JSON.stringify({ id: "r4" })), 50);
+    });
+    try {
+      for (const ms of [Infinity, 2 ** 31]) {
+        const rs = new RealSync({ baseUrl: s.url, token: "t", requestTimeoutMs: ms });
+        assert.equal((await rs.getRoom("r4")).id, "r4", `requestTimeoutMs ${ms}`);
+        const live = rs.live("r4", { idleTimeoutMs: ms, backoff: { initialMs: 10, maxMs: 20 } });
+        const log = record(live);
+        try {
+          await live.ready;
+          await new Promise((r) => setTimeout(r, 300)); // a watchdog run at once would have dropped it many times
+          assert.deepEqual(log.reconnecting.map((r) => r.error.message), [], `idleTimeoutMs ${ms}`);
+        } finally {
+          live.close();
+        }
+      }
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
 describe("against realsyncd", () => {
   let server: Server;
   let proxy: Proxy;
