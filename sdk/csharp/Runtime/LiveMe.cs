@@ -38,6 +38,12 @@ namespace RealSync
         public string FromUserId;
         /// <summary>The whole payload.</summary>
         public JsonObject Data;
+        /// <summary>
+        /// The stream's LastEventId as of this event: its id (logged events), or the one before it (presence).
+        /// What to keep across restarts once the event is handled (LiveOptions.LastEventId): the stream's own
+        /// LastEventId is the last id it read, ahead of the handlers with LiveDispatch.Queue or Context.
+        /// </summary>
+        public string LastEventId;
     }
 
     /// <summary>
@@ -99,7 +105,7 @@ namespace RealSync
                 Type = data.String("type") ?? type, UserId = data.String("userId"), Platform = data.String("platform"),
                 Session = data.String("session"), By = data.String("by"), Resync = data.Bool("resync"), Data = data,
                 Pending = data.Long("pending"), RoomId = data.String("roomId"), InviteCode = data.String("inviteCode"),
-                Reason = data.String("reason"),
+                Reason = data.String("reason"), LastEventId = LastEventId, // read here: this event's
             };
             var from = data.Object("from");
             if (from != null) e.FromUserId = from.String("userId");

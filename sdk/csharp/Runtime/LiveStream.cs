@@ -188,7 +188,11 @@ namespace RealSync
             dispatcher = new Dispatcher(options.Dispatch, options.Context, options.HandlerError);
         }
 
-        /// <summary>The id of the last event received (sent as Last-Event-ID on reconnection).</summary>
+        /// <summary>
+        /// The id of the last event received (sent as Last-Event-ID on reconnection). With LiveDispatch.Queue or
+        /// Context the stream reads ahead of the handlers: in a handler, the personal stream's position to keep
+        /// is the event's own (UserEvent.LastEventId).
+        /// </summary>
         public string LastEventId { get { return lastEventId; } }
 
         /// <summary>True once the stream ended (the Closed event is raised where events are).</summary>

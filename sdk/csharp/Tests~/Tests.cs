@@ -46,6 +46,7 @@ static class Tests
             T("Fake_RemovedWhileAwayEndsLeft", FakeRemovedWhileAway),
             T("Fake_MeSessionExistsIsRetried", FakeMeSessionExists),
             T("Fake_MeResumesAfterAKeptLastEventId", FakeMeLastEventId),
+            T("Fake_MeLastEventIdIsTheHandledEvents", FakeMeLastEventIdHandled),
             T("Fake_ReconnectAtOnce", FakeReconnect),
             T("Fake_ReconnectDuringAFailure", FakeReconnectDuringAFailure),
             T("Fake_RestRequestTimeout", FakeRestRequestTimeout),
@@ -606,6 +607,26 @@ static class Tests
         Check.Eq("SESSION_EXISTS,SESSION_EXISTS", string.Join(",", delays.Select(d => d.Error.Code)), "both refusals retried");
         Check.True(delays[1].DelayMs >= 1000, "Retry-After honoured: " + delays[1].DelayMs);
         Check.True(!me.IsClosed, "still open");
+        me.Close();
+    }
+
+    static async Task FakeMeLastEventIdHandled()
+    {
+        // The README's recipe: save e.LastEventId in Change. With a dispatch that runs handlers later
+        // (Queue, Unity's Context), the stream has read further by then (me.LastEventId is 7-u for all
+        // three): each Change must see its own event's id, or an app killed before handling the later
+        // events skips them on restart.
+        var message = new Func<string, string>(id => "id: " + id + "\nevent: message\ndata: {\"type\":\"message\",\"userId\":\"u1\",\"message\":{\"type\":\"chat\",\"data\":1}}\n\n");
+        var h = new FakeHandler().Then(FakeHandler.Sse(MeSnapshot("5-u") + message("6-u") + message("7-u"), hang: true));
+        var me = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Me("pc", Fast());
+        var saved = new List<string>();
+        me.Change += e => saved.Add(e.LastEventId);
+        me.Start();
+        await Check.WaitFor(() => h.Requests.Count == 1, "the stream's request"); // nothing pumped
+        await Task.Delay(200); // the connection's three events read by the stream, their handlers not run
+        Check.Eq("", string.Join(",", saved), "nothing handled before DispatchPending");
+        me.DispatchPending();
+        Check.Eq("5-u,6-u,7-u", string.Join(",", saved), "each Change sees its own event's id");
         me.Close();
     }
 
