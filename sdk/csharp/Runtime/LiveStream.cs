@@ -485,71 +485,74 @@ namespace RealSync
         {
             var url = Client.BaseUrl + path + Query();
             string bearer = null;
-            if (Options.UseStreamToken)
-            {
-                var st = await StreamToken(ct).ConfigureAwait(false);
-                url += (url.IndexOf('?') < 0 ? "?" : "&") + "token=" + Uri.EscapeDataString(st.Token);
-            }
-            else
-            {
-                try { await Client.FreshTokenAsync(null, ct).ConfigureAwait(false); }
-                catch (Exception e) when (!ct.IsCancellationRequested) { Fail(RefreshFailure(e)); } // the token it has may still do
-                bearer = Client.Token;
-            }
             using (var conn = CancellationTokenSource.CreateLinkedTokenSource(ct, kicked))
-            using (var req = new HttpRequestMessage(HttpMethod.Get, url))
             {
-                req.Headers.Accept.ParseAdd("text/event-stream");
-                if (bearer != null) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", bearer);
-                var last = ResumesFromLastEventId ? lastEventId : "";
-                if (last.Length > 0) req.Headers.TryAddWithoutValidation("Last-Event-ID", last);
-                conn.CancelAfter(Options.IdleTimeout);
-                HttpResponseMessage resp;
-                try
+                // Reconnect() ends the token requests too (one over a dead connection waits RequestTimeout).
+                if (Options.UseStreamToken)
                 {
-                    resp = await Client.StreamHttp.SendAsync(req, HttpCompletionOption.ResponseHeadersRead, conn.Token).ConfigureAwait(false);
+                    var st = await StreamToken(conn.Token).ConfigureAwait(false);
+                    url += (url.IndexOf('?') < 0 ? "?" : "&") + "token=" + Uri.EscapeDataString(st.Token);
                 }
-                catch (OperationCanceledException) when (!ct.IsCancellationRequested)
+                else
                 {
-                    throw new RealSyncException(0, "NETWORK", detail: "no answer within " + Options.IdleTimeout);
+                    try { await Client.FreshTokenAsync(null, conn.Token).ConfigureAwait(false); }
+                    catch (Exception e) when (!conn.IsCancellationRequested) { Fail(RefreshFailure(e)); } // the token it has may still do
+                    bearer = Client.Token;
                 }
-                using (resp)
-                using (conn.Token.Register(() => resp.Dispose())) // unblocks a read that ignores the token
+                using (var req = new HttpRequestMessage(HttpMethod.Get, url))
                 {
-                    var status = (int)resp.StatusCode;
-                    if (status != 200)
+                    req.Headers.Accept.ParseAdd("text/event-stream");
+                    if (bearer != null) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", bearer);
+                    var last = ResumesFromLastEventId ? lastEventId : "";
+                    if (last.Length > 0) req.Headers.TryAddWithoutValidation("Last-Event-ID", last);
+                    conn.CancelAfter(Options.IdleTimeout);
+                    HttpResponseMessage resp;
+                    try
                     {
-                        var body = resp.Content == null ? "" : await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
-                        throw RealSyncException.FromProblem(status, body, RealSyncClient.RetryAfterOf(resp));
+                        resp = await Client.StreamHttp.SendAsync(req, HttpCompletionOption.ResponseHeadersRead, conn.Token).ConfigureAwait(false);
                     }
-                    var media = resp.Content.Headers.ContentType == null ? null : resp.Content.Headers.ContentType.MediaType;
-                    if (media != "text/event-stream")
-                        throw new RealSyncException(status, "INTERNAL", detail: "not an event stream: " + (media ?? "no Content-Type"));
-                    opened();
-                    var parser = new SseParser { LastEventId = last };
-                    parser.OnRetry = ms => outcome.RetryFloor = ms;
-                    parser.OnEvent = e =>
+                    catch (OperationCanceledException) when (!ct.IsCancellationRequested)
                     {
-                        if (outcome.RetryFloor.HasValue) outcome.RetryFloor = 0; // the event supersedes it
-                        OnEvent(e, outcome);
-                    };
-                    var stream = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);
-                    var buf = new byte[8192];
-                    while (true)
+                        throw new RealSyncException(0, "NETWORK", detail: "no answer within " + Options.IdleTimeout);
+                    }
+                    using (resp)
+                    using (conn.Token.Register(() => resp.Dispose())) // unblocks a read that ignores the token
                     {
-                        conn.CancelAfter(Options.IdleTimeout);
-                        int n;
-                        try
+                        var status = (int)resp.StatusCode;
+                        if (status != 200)
                         {
-                            n = await stream.ReadAsync(buf, 0, buf.Length, conn.Token).ConfigureAwait(false);
+                            var body = resp.Content == null ? "" : await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
+                            throw RealSyncException.FromProblem(status, body, RealSyncClient.RetryAfterOf(resp));
                         }
-                        catch (Exception) when (conn.IsCancellationRequested && !ct.IsCancellationRequested)
+                        var media = resp.Content.Headers.ContentType == null ? null : resp.Content.Headers.ContentType.MediaType;
+                        if (media != "text/event-stream")
+                            throw new RealSyncException(status, "INTERNAL", detail: "not an event stream: " + (media ?? "no Content-Type"));
+                        opened();
+                        var parser = new SseParser { LastEventId = last };
+                        parser.OnRetry = ms => outcome.RetryFloor = ms;
+                        parser.OnEvent = e =>
                         {
-                            throw new RealSyncException(0, "NETWORK", detail: "no event or heartbeat within " + Options.IdleTimeout);
+                            if (outcome.RetryFloor.HasValue) outcome.RetryFloor = 0; // the event supersedes it
+                            OnEvent(e, outcome);
+                        };
+                        var stream = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);
+                        var buf = new byte[8192];
+                        while (true)
+                        {
+                            conn.CancelAfter(Options.IdleTimeout);
+                            int n;
+                            try
+                            {
+                                n = await stream.ReadAsync(buf, 0, buf.Length, conn.Token).ConfigureAwait(false);
+                            }
+                            catch (Exception) when (conn.IsCancellationRequested && !ct.IsCancellationRequested)
+                            {
+                                throw new RealSyncException(0, "NETWORK", detail: "no event or heartbeat within " + Options.IdleTimeout);
+                            }
+                            if (n == 0) return; // the server ended the stream
+                            parser.Feed(buf, 0, n);
+                            if (outcome.End.HasValue || outcome.Expiring.HasValue || ct.IsCancellationRequested) return;
                         }
-                        if (n == 0) return; // the server ended the stream
-                        parser.Feed(buf, 0, n);
-                        if (outcome.End.HasValue || outcome.Expiring.HasValue || ct.IsCancellationRequested) return;
                     }
                 }
             }

@@ -49,6 +49,7 @@ static class Tests
             T("Fake_MeLastEventIdIsTheHandledEvents", FakeMeLastEventIdHandled),
             T("Fake_ReconnectAtOnce", FakeReconnect),
             T("Fake_ReconnectDuringAFailure", FakeReconnectDuringAFailure),
+            T("Fake_ReconnectDuringAStreamTokenRequest", FakeReconnectDuringStreamToken),
             T("Fake_RestRequestTimeout", FakeRestRequestTimeout),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
@@ -688,6 +689,44 @@ static class Tests
         live.Start();
         await Check.WaitFor(() => live.Ready.IsCompleted, "ready after the Reconnect() made during the failure", live);
         Check.Eq(2, h.Requests.Count, "requests");
+        live.Close();
+    }
+
+    /// <summary>HangFirst never answers the first request (a POST over a dead keep-alive connection) until cancelled; the rest go to its inner handler.</summary>
+    sealed class HangFirst : System.Net.Http.DelegatingHandler
+    {
+        int n;
+        public HangFirst(System.Net.Http.HttpMessageHandler inner) : base(inner) { }
+        protected override async Task<System.Net.Http.HttpResponseMessage> SendAsync(System.Net.Http.HttpRequestMessage req, CancellationToken ct)
+        {
+            if (Interlocked.Increment(ref n) == 1) await Task.Delay(Timeout.Infinite, ct);
+            return await base.SendAsync(req, ct);
+        }
+    }
+
+    static async Task FakeReconnectDuringStreamToken()
+    {
+        // A stream-token stream (WebGL) whose token request hangs on a dead connection after a network change:
+        // Reconnect() ends that request too and starts over at once, not after RequestTimeout.
+        var h = new FakeHandler()
+            .Then(FakeHandler.Answer(201, "{\"token\":\"st1\",\"expiresAt\":\"" + Ts + "\"}"))
+            .Then(FakeHandler.Sse(Snapshot(3, "t"), hang: true));
+        var client = new RealSyncClient(new RealSyncOptions
+        {
+            BaseUrl = "http://fake.invalid", Token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1)), Handler = new HangFirst(h),
+            RequestTimeout = TimeSpan.FromHours(1),
+        });
+        var o = Fast();
+        o.UseStreamToken = true;
+        var live = client.Live("r1", o);
+        var rec = new Recorder();
+        rec.Watch(live);
+        live.Start();
+        await Check.WaitFor(() => rec.Has("connecting 1"), "the first attempt", live);
+        await Task.Delay(100); // its token request sent, hanging
+        live.Reconnect();
+        await Check.WaitFor(() => live.Ready.IsCompleted, "ready after Reconnect() ended the hanging token request", live);
+        Check.Eq("POST /v1/rooms/r1/stream-token", h.Requests[0].Substring(0, 30), "the second token request");
         live.Close();
     }
 
