@@ -35,19 +35,29 @@ type Resumed struct{ Snapshot bool }
 const (
 	// ClosedByCaller: Close was called, or the stream's context ended.
 	ClosedByCaller = "closed"
-	// ClosedRoomClosed: the room closed (a RoomClosed event came first).
+	// ClosedRoomClosed: the room closed (a RoomClosed event came first),
+	// or a reconnection of a stream that was open was refused 404
+	// ROOM_NOT_FOUND where that can only mean the room is gone (a public
+	// room, which answers non-members 403; an API key's stream).
 	ClosedRoomClosed = "room_closed"
-	// ClosedLeft: the stream's own player left or was kicked.
+	// ClosedLeft: the stream's own player left or was kicked, or a
+	// player's reconnection of a stream that was open was refused 403
+	// NOT_A_MEMBER or (a private room) 404 ROOM_NOT_FOUND: removed while
+	// away (REALSYNC_DISCONNECT_GRACE ran out, kicked), or gone.
 	ClosedLeft = "left"
 	// ClosedError: a permanent error (Err): 401 (after the token source
 	// was asked for a new token, or a token_expiring whose token could
-	// not be renewed), 403, 404, 410, another 4xx, a *TokenError that is
-	// no network failure, or an answer that is no event stream.
+	// not be renewed), 403, 404, 410, another 4xx (on the first
+	// connection, or other than the above), a *TokenError that is no
+	// network failure, or an answer that is no event stream.
 	ClosedError = "error"
 )
 
 // Closed is the last item of a stream. Err is the *Error (or other error)
-// that ended it when Reason is ClosedError, else nil.
+// that ended it when Reason is ClosedError; with ClosedLeft or
+// ClosedRoomClosed it is the refusal of a reconnection that told it (403
+// NOT_A_MEMBER, 404 ROOM_NOT_FOUND: the player was removed while away, or
+// the room is gone), if any, and Next pairs no error with it; else nil.
 type Closed struct {
 	Reason string
 	Err    error

@@ -130,6 +130,7 @@ type Stream struct {
 	renewed    string         // the token to send next, just renewed after token_expiring
 	lastExp    time.Time      // the expiresAt of the last token_expiring whose token was renewed
 	left       bool           // the last event was a player_left that may be the own one
+	public     bool           // the room is public, as its last snapshot or room_updated said
 	ready      bool           // the first snapshot (rooms list) was read
 
 	pending []item
@@ -320,6 +321,15 @@ func (s *Stream) dial() {
 	case s.left && (e.Code == "NOT_A_MEMBER" || e.Status == http.StatusNotFound):
 		// the player_left just read was the own player's
 		s.finish(ClosedLeft, nil)
+	case s.started && !s.lobby && e.Status == http.StatusNotFound && e.Code == "ROOM_NOT_FOUND" && (s.public || s.c.server()):
+		// a public room answers non-members 403, and an API key sees every
+		// room: its 404 after the stream was open means the room is gone
+		s.finishRemoved(ClosedRoomClosed, e)
+	case s.started && !s.lobby && !s.c.server() && (e.Status == http.StatusForbidden && e.Code == "NOT_A_MEMBER" ||
+		e.Status == http.StatusNotFound && e.Code == "ROOM_NOT_FOUND"):
+		// removed while away (REALSYNC_DISCONNECT_GRACE ran out, kicked): a
+		// private room answers non-members 404 too, removed or gone alike
+		s.finishRemoved(ClosedLeft, e)
 	case permanent(e):
 		s.finish(ClosedError, e)
 	default:
@@ -388,8 +398,14 @@ func (s *Stream) read() {
 	s.left = false
 	s.emit(ev)
 	switch ev := ev.(type) {
-	case *Snapshot, *LobbyRooms:
+	case *Snapshot:
+		s.ready, s.public = true, ev.Room.Visibility == Public
+	case *LobbyRooms:
 		s.ready = true
+	case *RoomUpdated:
+		if v, ok := ev.Changes["visibility"]; ok {
+			s.public = string(v) == `"public"`
+		}
 	case *RoomClosed:
 		s.finish(ClosedRoomClosed, nil)
 	case *PlayerLeft:
@@ -468,6 +484,15 @@ func (s *Stream) finish(reason string, err error) {
 		s.endErr = fmt.Errorf("%w before it was ready: %s", ErrStreamEnded, reason)
 	}
 	s.pending = append(s.pending, item{ev: &Closed{Reason: reason, Err: err}, err: err})
+}
+
+// finishRemoved ends the stream as an event would have (reason, no
+// error paired with the Closed item: the room or the player's place in it
+// is gone, as a room_closed or the own player_left says), with the
+// reconnection's refusal e as Closed.Err, for the caller to tell.
+func (s *Stream) finishRemoved(reason string, e *Error) {
+	s.finish(reason, nil)
+	s.pending[len(s.pending)-1].ev.(*Closed).Err = e
 }
 
 // renew returns a new identity token after token_expiring ev ("" for a

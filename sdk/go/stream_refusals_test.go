@@ -46,7 +46,8 @@ const snapshotFrame = "retry: 3000\n\nid: 5-abc\nevent: snapshot\ndata: {\"type\
 
 // Transient refusals (5xx, 429 with Retry-After, a store-unavailable
 // stream, a silent connection) are retried with backoff; the request
-// carries the token in its header and the last id; a 404 ends it.
+// carries the token in its header and the last id; a 404 of the
+// (private) room, once the stream was open, ends it left.
 func TestStreamRetriesTransientRefusals(t *testing.T) {
 	answers := []answer{
 		problem(500, "INTERNAL"),
@@ -83,7 +84,7 @@ func TestStreamRetriesTransientRefusals(t *testing.T) {
 		items = append(items, ev)
 	}
 	want := "connecting reconnecting connecting reconnecting connecting open reconnecting connecting open snapshot " +
-		"reconnecting connecting open reconnecting connecting open resumed(snapshot=false) state reconnecting connecting closed(error)"
+		"reconnecting connecting open reconnecting connecting open resumed(snapshot=false) state reconnecting connecting closed(left)"
 	if k := kinds(items); k != want {
 		t.Fatalf("items:\n%s\nwant:\n%s", k, want)
 	}
@@ -245,5 +246,61 @@ func TestStreamWaitsTheRetryItEndedWith(t *testing.T) {
 		if !ok(rec[i]) {
 			t.Errorf("reconnection %d waited %s (all: %v)", i+1, rec[i], rec)
 		}
+	}
+}
+
+// A stream that was open and whose reconnection is refused because the
+// player was removed while away (403 NOT_A_MEMBER; a private room's 404)
+// ends left, the room gone (a public room's or an API key's 404) ends
+// room_closed, each with the refusal in Closed.Err and no error paired;
+// any other refusal, or one on the first connection, ends with the error.
+func TestStreamRemovedWhileAway(t *testing.T) {
+	snap := func(vis string) string {
+		return "id: 5-abc\nevent: snapshot\ndata: {\"type\":\"snapshot\",\"roomId\":\"r1\",\"version\":5,\"ts\":\"2026-11-21T20:11:06.123Z\",\"room\":{\"id\":\"r1\",\"visibility\":\"" + vis + "\"},\"state\":{},\"stateVersion\":0}\n\n"
+	}
+	madePrivate := "id: 6-abc\nevent: room_updated\ndata: {\"type\":\"room_updated\",\"roomId\":\"r1\",\"version\":6,\"ts\":\"2026-11-21T20:11:07.123Z\",\"changes\":{\"visibility\":\"private\"}}\n\n"
+	for _, tc := range []struct {
+		name    string
+		answers []answer
+		key     bool
+		reason  string
+		code    string
+		paired  bool // an error paired with the Closed item
+	}{
+		{"private room, 403 NOT_A_MEMBER", []answer{events(snap("private"), false), problem(403, "NOT_A_MEMBER")}, false, rs.ClosedLeft, "NOT_A_MEMBER", false},
+		{"public room, 403 NOT_A_MEMBER", []answer{events(snap("public"), false), problem(403, "NOT_A_MEMBER")}, false, rs.ClosedLeft, "NOT_A_MEMBER", false},
+		{"private room, 404", []answer{events(snap("private"), false), problem(404, "ROOM_NOT_FOUND")}, false, rs.ClosedLeft, "ROOM_NOT_FOUND", false},
+		{"public room, 404: gone", []answer{events(snap("public"), false), problem(404, "ROOM_NOT_FOUND")}, false, rs.ClosedRoomClosed, "ROOM_NOT_FOUND", false},
+		{"public, made private, 404", []answer{events(snap("public")+madePrivate, false), problem(404, "ROOM_NOT_FOUND")}, false, rs.ClosedLeft, "ROOM_NOT_FOUND", false},
+		{"an API key's stream, 404: gone", []answer{events(snap("private"), false), problem(404, "ROOM_NOT_FOUND")}, true, rs.ClosedRoomClosed, "ROOM_NOT_FOUND", false},
+		{"403 BANNED after open", []answer{events(snap("public"), false), problem(403, "BANNED")}, false, rs.ClosedError, "BANNED", true},
+		{"403 NOT_A_MEMBER on the first connection", []answer{problem(403, "NOT_A_MEMBER")}, false, rs.ClosedError, "NOT_A_MEMBER", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				if i := int(n.Add(1)) - 1; i < len(tc.answers) {
+					tc.answers[i](w, r)
+					return
+				}
+				t.Errorf("request after the end")
+			})
+			cred := rs.WithToken("tok")
+			if tc.key {
+				cred = rs.WithAPIKey("key")
+			}
+			st := rs.New(srv.URL, cred, fastBackoff).Stream(ctx(t), "r1")
+			defer st.Close()
+			var last *rs.Closed
+			var lastErr error
+			for ev, err := range st.Events() {
+				if c, ok := ev.(*rs.Closed); ok {
+					last, lastErr = c, err
+				}
+			}
+			if last == nil || last.Reason != tc.reason || !rs.IsCode(last.Err, tc.code) || (lastErr != nil) != tc.paired {
+				t.Fatalf("closed %+v paired with %v, want %s with %s (error paired: %v)", last, lastErr, tc.reason, tc.code, tc.paired)
+			}
+		})
 	}
 }
