@@ -106,7 +106,10 @@ type Hub struct {
 	me    meHub
 }
 
-var _ Sink = (*Hub)(nil)
+var (
+	_ Sink        = (*Hub)(nil)
+	_ SilenceSink = (*Hub)(nil)
+)
 
 // NewHub starts a hub: its feed, lease renewal and position checks.
 func NewHub(cfg Config) *Hub {
@@ -218,6 +221,13 @@ func (h *Hub) Resubscribed(id string) {
 	} else if r := h.room(id); r != nil {
 		r.kick()
 	}
+}
+
+// FeedSilent implements SilenceSink: a warning; the catch-up follows from
+// the resubscriptions.
+func (h *Hub) FeedSilent(shard, channels int) {
+	h.cfg.Log.Warn("sse: a Pub/Sub connection went silent (its probe did not come back): reopened on the shard's current node, its streams catch up from the logs",
+		"shard", shard, "channels", channels)
 }
 
 func (h *Hub) room(id string) *room {

@@ -237,6 +237,16 @@ type Sink interface {
 	Lobby(n LobbyNotice)
 }
 
+// SilenceSink, when a Sink implements it too (the Hub does), is told of a
+// feed connection that went silent (a probe published on it did not come
+// back: a hung Redis node, a failover it did not follow, a partition) and
+// was reopened. Its channels' Resubscribed follow, as after any reconnect.
+type SilenceSink interface {
+	// FeedSilent says the connection of shard, holding channels channels,
+	// was found silent and reopened.
+	FeedSilent(shard, channels int)
+}
+
 // LobbyNotice says a joinable room (public, waiting, unlocked, not full)
 // was added (became joinable), updated (stayed joinable) or removed
 // (stopped being joinable, or closed).

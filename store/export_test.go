@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/layout"
+	"github.com/realsync/realsync/store/internal/pubsub"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -234,3 +236,12 @@ func (s *Store) ReadRoomPlain(ctx context.Context, id string) (rooms.Room, error
 	r, _, err := s.readRoomPlain(ctx, shard, id, false)
 	return r, err
 }
+
+// FeedProbing is Feed with the probe's timing: every, wait (0: defaults).
+func (s *Store) FeedProbing(sink sse.Sink, every, wait time.Duration) sse.Feed {
+	return s.feed(sink, pubsub.Probe{Every: every, Wait: wait})
+}
+
+// FeedProbes returns how many probes feed (of Feed or FeedProbing)
+// published.
+func FeedProbes(feed sse.Feed) int64 { return feed.(*Feed).mux.Probes() }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -23,10 +25,35 @@ type Feed struct {
 
 var _ sse.Feed = (*Feed)(nil)
 
-// Feed returns a Feed that hands what it receives to sink.
+// Feed returns a Feed that hands what it receives to sink. Each shard's
+// connection is probed (store/internal/pubsub: an echo on a probe channel
+// of the feed's own, every second): one that went silent is reopened on
+// the slot's current node, counted as Metrics.RedisError("pubsub_silent"),
+// and sink is told (sse.SilenceSink) when it implements it.
 func (s *Store) Feed(sink sse.Sink) sse.Feed {
+	return s.feed(sink, pubsub.Probe{})
+}
+
+// silentOp counts a feed connection found silent and reopened, as a Redis
+// failure (Metrics.RedisError).
+const silentOp = "pubsub_silent"
+
+// feed is Feed with the probe's timing (p's Channel and Silent are set
+// here).
+func (s *Store) feed(sink sse.Sink, p pubsub.Probe) *Feed {
 	f := &Feed{s: s, sink: sink}
-	f.mux = pubsub.New(s.client, s.pubcmd == "SPUBLISH", feedRoutes{f})
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := hex.EncodeToString(b)
+	p.Channel = func(shard int) string { return s.keys.Tag(shard) + ":probe:" + name }
+	ss, _ := sink.(sse.SilenceSink)
+	p.Silent = func(shard, channels int) {
+		s.metrics.RedisError(silentOp)
+		if ss != nil {
+			ss.FeedSilent(shard, channels)
+		}
+	}
+	f.mux = pubsub.New(s.client, s.pubcmd == "SPUBLISH", feedRoutes{f}, p)
 	return f
 }
 

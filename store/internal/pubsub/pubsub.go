@@ -8,12 +8,31 @@
 // reconnect (events may be missing before it), told to the Handler; a slot
 // that moved (an unrequested sunsubscribe) reopens the shard's connection
 // on the slot's new node with every channel.
+//
+// A subscription can also go silent without any sign: a master that hangs
+// (SIGSTOP, a stuck machine) keeps its connections open, go-redis' health
+// check writes its PING into the kernel's buffer and never waits for the
+// reply, and when a replica takes the hung master's slots over the
+// connection stays where it was, receiving nothing. An echo probe finds
+// every such case (a hung node, a failover, a partition), shard by shard:
+// each shard's connection also subscribes a probe channel of its own, in
+// the shard's slot and unique to the Mux; every Probe.Every the Mux
+// publishes a small message on it through the ordinary client (which
+// follows the slot to its current master) and expects it back on the
+// subscription within Probe.Wait of the publish's reply. A probe that does
+// not come back reopens the shard's connection (a new one, on the slot's
+// current node, every channel subscribed again; each confirmation is a
+// resubscription, told to the Handler, which catches up) and tells
+// Probe.Silent. A probe that cannot be published (Redis unreachable)
+// proves nothing and waits for the next round.
 package pubsub
 
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,13 +55,43 @@ type Handler interface {
 	Resubscribed(channel string)
 }
 
+// Probe configures the echo probe of a Mux's connections (see the package
+// comment). Zero durations take the defaults.
+type Probe struct {
+	// Channel returns shard's probe channel: in the shard's slot, used by
+	// this Mux alone, never one of its ordinary channels. No probe when nil.
+	Channel func(shard int) string
+	// Every: how often each shard's connection is probed; default 1 s.
+	Every time.Duration
+	// Wait: how long after the publish's reply the probe must be back;
+	// default 3 s.
+	Wait time.Duration
+	// Silent is told of a shard whose probe did not come back, once its
+	// connection was reopened; channels is the number of channels it
+	// holds. Called from the probe's goroutine; optional.
+	Silent func(shard, channels int)
+}
+
+// DefaultProbeEvery and DefaultProbeWait are Probe's defaults: a shard
+// that went silent is reopened within about Every + Wait after the first
+// probe published on the slot's current master.
+const (
+	DefaultProbeEvery = time.Second
+	DefaultProbeWait  = 3 * time.Second
+)
+
 // Mux holds the subscriptions of one instance. Safe for concurrent use.
 type Mux struct {
 	client  redis.UniversalClient
 	sharded bool // SSUBSCRIBE (a Cluster), else SUBSCRIBE
 	h       Handler
+	probe   Probe
+	stop    chan struct{}
+	closing sync.Once
+	probes  atomic.Int64 // probes published, for tests and measurement
 	mu      sync.Mutex
 	shards  map[int]*shardSub
+	nonce   int64 // the last probe's; guarded by mu
 }
 
 // shardSub is one shard's PubSub and the channels it should hold.
@@ -51,12 +100,38 @@ type shardSub struct {
 	channels map[string]bool
 	waiters  map[string][]chan struct{}
 	unsubs   map[string]int // unsubscriptions sent and not yet confirmed
+	// cur is ps, for the receiving goroutines: a replaced connection's
+	// messages are dropped (the catch-up after the reopen reads the log)
+	cur atomic.Pointer[redis.PubSub]
+
+	// the echo probe, guarded by Mux.mu: probeCh is the shard's probe
+	// channel ("" without a probe), armed says Redis confirmed it on the
+	// current connection, nonce is the outstanding probe's (0: none),
+	// sentAt when its publish was answered (zero while it is in flight)
+	probeCh string
+	armed   bool
+	nonce   int64
+	sentAt  time.Time
 }
 
-// New returns a Mux on client that hands what it receives to h.
-func New(client redis.UniversalClient, sharded bool, h Handler) *Mux {
-	return &Mux{client: client, sharded: sharded, h: h, shards: map[int]*shardSub{}}
+// New returns a Mux on client that hands what it receives to h, probing
+// its connections as p says (see Probe).
+func New(client redis.UniversalClient, sharded bool, h Handler, p Probe) *Mux {
+	if p.Every <= 0 {
+		p.Every = DefaultProbeEvery
+	}
+	if p.Wait <= 0 {
+		p.Wait = DefaultProbeWait
+	}
+	x := &Mux{client: client, sharded: sharded, h: h, probe: p, stop: make(chan struct{}), shards: map[int]*shardSub{}}
+	if p.Channel != nil {
+		go x.probeLoop()
+	}
+	return x
 }
+
+// Probes returns how many probes the Mux published.
+func (x *Mux) Probes() int64 { return x.probes.Load() }
 
 // Subscribe subscribes ch, a channel in shard's slot, and waits for Redis'
 // confirmation (rooms.ErrUnavailable when it does not come in time).
@@ -88,6 +163,9 @@ func (x *Mux) send(ctx context.Context, shard int, ch string, confirmed chan str
 	sub := x.shards[shard]
 	if sub == nil {
 		sub = &shardSub{channels: map[string]bool{}, waiters: map[string][]chan struct{}{}, unsubs: map[string]int{}}
+		if x.probe.Channel != nil {
+			sub.probeCh = x.probe.Channel(shard)
+		}
 		x.shards[shard] = sub
 	}
 	sub.channels[ch] = true
@@ -101,18 +179,27 @@ func (x *Mux) send(ctx context.Context, shard int, ch string, confirmed chan str
 		// connection is still made for ch's slot (pinned to its node),
 		// before the receiving goroutine could open one elsewhere.
 		sub.ps = x.open(context.Background())
-		err := x.subscribe(ctx, sub.ps, ch)
+		sub.cur.Store(sub.ps)
+		err := x.subscribe(ctx, sub.ps, sub.with(ch)...)
 		go x.receive(shard, sub, sub.ps)
 		return err
 	}
 	return x.subscribe(ctx, sub.ps, ch)
 }
 
-func (x *Mux) subscribe(ctx context.Context, ps *redis.PubSub, ch string) error {
-	if x.sharded {
-		return ps.SSubscribe(ctx, ch)
+// with returns chans and the shard's probe channel, if any.
+func (sub *shardSub) with(chans ...string) []string {
+	if sub.probeCh != "" {
+		chans = append(chans, sub.probeCh)
 	}
-	return ps.Subscribe(ctx, ch)
+	return chans
+}
+
+func (x *Mux) subscribe(ctx context.Context, ps *redis.PubSub, chans ...string) error {
+	if x.sharded {
+		return ps.SSubscribe(ctx, chans...)
+	}
+	return ps.Subscribe(ctx, chans...)
 }
 
 func (x *Mux) open(ctx context.Context, channels ...string) *redis.PubSub {
@@ -148,8 +235,9 @@ func (x *Mux) Unsubscribe(shard int, ch string) {
 	}
 }
 
-// Close closes every connection.
+// Close closes every connection and stops the probe.
 func (x *Mux) Close() error {
+	x.closing.Do(func() { close(x.stop) })
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for shard, sub := range x.shards {
@@ -164,9 +252,16 @@ func (x *Mux) Close() error {
 // for is such a resubscription, after which events may be missing.
 func (x *Mux) receive(shard int, sub *shardSub, ps *redis.PubSub) {
 	for msg := range ps.ChannelWithSubscriptions(redis.WithChannelSize(4096)) {
+		if sub.cur.Load() != ps {
+			continue // replaced: drained until closed
+		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			x.h.Message(m.Channel, m.Payload)
+			if m.Channel == sub.probeCh && sub.probeCh != "" {
+				x.echoed(sub, m.Payload)
+			} else {
+				x.h.Message(m.Channel, m.Payload)
+			}
 		case *redis.Subscription:
 			x.confirmed(shard, sub, m)
 		}
@@ -175,6 +270,11 @@ func (x *Mux) receive(shard int, sub *shardSub, ps *redis.PubSub) {
 
 func (x *Mux) confirmed(shard int, sub *shardSub, m *redis.Subscription) {
 	x.mu.Lock()
+	if m.Channel == sub.probeCh && sub.probeCh != "" {
+		x.probeConfirmed(shard, sub, m.Kind)
+		x.mu.Unlock()
+		return
+	}
 	wanted := sub.channels[m.Channel]
 	var waiters []chan struct{}
 	switch m.Kind {
@@ -207,10 +307,121 @@ func (x *Mux) confirmed(shard int, sub *shardSub, m *redis.Subscription) {
 // reopen replaces sub's connection; called with x.mu held.
 func (x *Mux) reopen(shard int, sub *shardSub) {
 	sub.ps.Close()
-	chans := make([]string, 0, len(sub.channels))
+	chans := make([]string, 0, len(sub.channels)+1)
 	for ch := range sub.channels {
 		chans = append(chans, ch)
 	}
-	sub.ps = x.open(context.Background(), chans...)
+	sub.armed, sub.nonce = false, 0
+	sub.ps = x.open(context.Background(), sub.with(chans...)...)
+	sub.cur.Store(sub.ps)
 	go x.receive(shard, sub, sub.ps)
+}
+
+// probeConfirmed handles a confirmation of sub's probe channel; called
+// with x.mu held. A subscription (the first, or go-redis' after a
+// reconnect, which may have lost the outstanding probe) arms the probe
+// afresh; an unsubscription nobody asked for is a slot that moved, as for
+// any channel.
+func (x *Mux) probeConfirmed(shard int, sub *shardSub, kind string) {
+	switch kind {
+	case "subscribe", "ssubscribe":
+		sub.armed, sub.nonce = true, 0
+	case "sunsubscribe":
+		if x.shards[shard] == sub {
+			x.reopen(shard, sub)
+		}
+	}
+}
+
+// echoed handles a message of sub's probe channel: the outstanding probe
+// came back.
+func (x *Mux) echoed(sub *shardSub, payload string) {
+	n, err := strconv.ParseInt(payload, 10, 64)
+	if err != nil {
+		return
+	}
+	x.mu.Lock()
+	if sub.nonce != 0 && n >= sub.nonce {
+		sub.nonce = 0
+	}
+	x.mu.Unlock()
+}
+
+// probeLoop probes every Probe.Every until Close.
+func (x *Mux) probeLoop() {
+	t := time.NewTicker(x.probe.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.stop:
+			return
+		case <-t.C:
+			x.probeRound()
+		}
+	}
+}
+
+// probeRound reopens the shards whose probe is overdue and publishes a
+// probe on every armed shard without one outstanding, all in one pipeline
+// (on a Cluster, one per master, in parallel).
+func (x *Mux) probeRound() {
+	type probe struct {
+		shard int
+		sub   *shardSub
+		nonce int64
+		cmd   *redis.IntCmd
+	}
+	var out []probe
+	type silent struct{ shard, channels int }
+	var quiet []silent
+	now := time.Now()
+	x.mu.Lock()
+	for shard, sub := range x.shards {
+		switch {
+		case !sub.armed:
+		case sub.nonce == 0:
+			x.nonce++
+			sub.nonce, sub.sentAt = x.nonce, time.Time{}
+			out = append(out, probe{shard: shard, sub: sub, nonce: x.nonce})
+		case !sub.sentAt.IsZero() && now.Sub(sub.sentAt) >= x.probe.Wait:
+			quiet = append(quiet, silent{shard, len(sub.channels)})
+			x.reopen(shard, sub)
+		}
+	}
+	x.mu.Unlock()
+	if x.probe.Silent != nil {
+		for _, q := range quiet {
+			x.probe.Silent(q.shard, q.channels)
+		}
+	}
+	if len(out) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), x.probe.Wait)
+	defer cancel()
+	cmd := "PUBLISH"
+	if x.sharded {
+		cmd = "SPUBLISH"
+	}
+	p := x.client.Pipeline()
+	for i := range out {
+		c := redis.NewIntCmd(ctx, cmd, out[i].sub.probeCh, strconv.FormatInt(out[i].nonce, 10))
+		p.Process(ctx, c)
+		out[i].cmd = c
+	}
+	p.Exec(ctx) // each command's error is its own
+	x.probes.Add(int64(len(out)))
+	answered := time.Now()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, o := range out {
+		if o.sub.nonce != o.nonce {
+			continue // came back already, or the connection was replaced
+		}
+		if o.cmd.Err() != nil {
+			o.sub.nonce = 0 // proves nothing: the next round tries again
+		} else {
+			o.sub.sentAt = answered
+		}
+	}
 }

@@ -1,0 +1,213 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// probeSink records what a feed delivers, its resubscriptions and the
+// connections it found silent.
+type probeSink struct {
+	mu     sync.Mutex
+	got    map[int64]bool
+	resubs map[string]int
+	silent int
+	more   chan struct{}
+}
+
+func newProbeSink() *probeSink {
+	return &probeSink{got: map[int64]bool{}, resubs: map[string]int{}, more: make(chan struct{}, 1)}
+}
+
+func (s *probeSink) Deliver(_ string, e sse.Event) {
+	s.mu.Lock()
+	s.got[e.Version] = true
+	s.mu.Unlock()
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+func (s *probeSink) Resubscribed(room string) {
+	s.mu.Lock()
+	s.resubs[room]++
+	s.mu.Unlock()
+}
+
+func (s *probeSink) Lobby(sse.LobbyNotice) {}
+
+func (s *probeSink) FeedSilent(int, int) {
+	s.mu.Lock()
+	s.silent++
+	s.mu.Unlock()
+}
+
+// has reports whether a version of at least v was delivered.
+func (s *probeSink) has(v int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for got := range s.got {
+		if got >= v {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *probeSink) counts(room string) (resubs, silent int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resubs[room], s.silent
+}
+
+// A master that hangs (SIGSTOP) rather than dies keeps the feed's
+// connection open: go-redis' health check writes its PING into the kernel
+// buffer and never sees the reply missing. Once the replica is promoted,
+// writes succeed on it, but the subscription stayed on the hung node, and
+// the room's events reached nobody on this instance until the node
+// resumed (the chaos test's 30 s pause: 22 s of silence after the
+// promotion). The echo probe finds the connection silent and reopens it on
+// the new master: a patch written after the promotion is delivered while
+// the old master is still stopped, and the room was told it resubscribed
+// (its streams catch up from the log).
+func TestFeedLeavesAHungMasterAfterFailover(t *testing.T) {
+	c, err := redistest.StartClusterWithReplicas(3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	s := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()})
+	sink := newProbeSink()
+	feed := s.Feed(sink)
+	defer feed.Close()
+	r := mustCreate(t, s, alice, newRoom()).Room
+	if err := feed.Subscribe(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	patch := func() (int64, error) {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := s.PatchState(pctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
+		return v.Version, err
+	}
+	v, err := patch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(t, sink, v, 5*time.Second, "before the failover")
+
+	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, replicas, err := c.Shard(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replicas) != 1 {
+		t.Fatalf("slot %d: %d replicas, want 1", slot, len(replicas))
+	}
+	master.Pause() // stays stopped to the end (Stop kills it)
+	waitPromoted(t, replicas[0], 30*time.Second)
+	promoted := time.Now()
+
+	// writes reach the new master once the store's client re-read the
+	// layout; the first acknowledged one, or any later, must come through
+	// the feed within the bound, the old master still stopped
+	const bound = 15 * time.Second
+	var first int64
+	for time.Since(promoted) < bound {
+		v, err := patch()
+		if err == nil && first == 0 {
+			first = v
+			t.Logf("first write after the promotion: version %d, %v after it", v, time.Since(promoted).Round(10*time.Millisecond))
+		}
+		if first > 0 && sink.has(first) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if first == 0 {
+		t.Fatalf("no write succeeded within %v of the promotion", bound)
+	}
+	if !sink.has(first) {
+		t.Fatalf("version %d (written after the promotion) not delivered within %v of it, the old master stopped: the subscription stayed on the hung node", first, bound)
+	}
+	t.Logf("delivered %v after the promotion", time.Since(promoted).Round(10*time.Millisecond))
+	resubs, silent := sink.counts(r.ID)
+	if resubs == 0 || silent == 0 {
+		t.Fatalf("resubscriptions of the room %d, silent connections %d: want both, so that streams catch up from the log", resubs, silent)
+	}
+}
+
+// On a Redis that answers, the probe never finds a connection silent,
+// however often it runs: every event is delivered, no channel is
+// resubscribed.
+func TestFeedProbeQuietOnHealthyRedis(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		sink := newProbeSink()
+		feed := s.FeedProbing(sink, 10*time.Millisecond, 500*time.Millisecond)
+		defer feed.Close()
+		r := mustCreate(t, s, alice, newRoom()).Room
+		if err := feed.Subscribe(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		var last int64
+		for store.FeedProbes(feed) < 100 {
+			v, err := s.PatchState(ctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = v.Version
+			time.Sleep(10 * time.Millisecond)
+		}
+		waitDelivered(t, sink, last, 5*time.Second, "")
+		for v := int64(2); v <= last; v++ {
+			if !sink.has(v) {
+				t.Fatalf("version %d not delivered", v)
+			}
+		}
+		if resubs, silent := sink.counts(r.ID); resubs != 0 || silent != 0 {
+			t.Fatalf("%d resubscriptions, %d silent connections after %d probes: want none", resubs, silent, store.FeedProbes(feed))
+		}
+	})
+}
+
+func waitDelivered(t *testing.T, sink *probeSink, v int64, within time.Duration, what string) {
+	t.Helper()
+	deadline := time.After(within)
+	for !sink.has(v) {
+		select {
+		case <-sink.more:
+		case <-deadline:
+			t.Fatalf("version %d not delivered %s within %v", v, what, within)
+		}
+	}
+}
+
+// waitPromoted waits until replica r says it is a master.
+func waitPromoted(t *testing.T, r *redistest.Server, within time.Duration) {
+	t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer cl.Close()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if role, err := cl.Do(t.Context(), "ROLE").Slice(); err == nil && len(role) > 0 && role[0] == "master" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("replica %s not promoted within %v", r.Addr, within)
+}
