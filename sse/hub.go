@@ -32,7 +32,9 @@ type Config struct {
 	// default 15s.
 	Heartbeat time.Duration
 	// PresenceTTL is the lifetime of a stream's presence lease, renewed
-	// every third of it; default 15s. It must match the store's.
+	// every third of it, and after a failed renewal every second (a
+	// fifteenth of it when shorter) until renewed; default 15s. It must
+	// match the store's.
 	PresenceTTL time.Duration
 	// QueueSize bounds each stream's unsent events; a stream whose queue
 	// is full is ended and its client resumes with Last-Event-ID. Default 256.
@@ -120,7 +122,8 @@ func NewHub(cfg Config) *Hub {
 		me: meHub{users: map[string]map[*meStream]struct{}{}, follows: map[string]map[*meStream]struct{}{},
 			streams: map[*meStream]struct{}{}}}
 	h.feed = cfg.Feed(h)
-	h.every(h.cfg.PresenceTTL/3, h.renew)
+	h.loops.Add(1)
+	go h.renewLoop()
 	h.every(h.cfg.CheckInterval, h.check)
 	h.every(lobbyCoalesce, h.flushLobby)
 	h.every(sweepEvery(h.cfg.Heartbeat), h.sweep)
@@ -324,6 +327,50 @@ func (h *Hub) streamName() string {
 // success or failure counts for its own streams only.
 const renewChunk = 256
 
+// renewRetry is the longest wait before a failed renewal is tried again
+// (renewLoop); a fifteenth of the TTL when that is shorter.
+const renewRetry = time.Second
+
+// renewLoop renews the leases every third of the TTL (renew). After a
+// round in which renewals failed (a failover, Redis out of reach), the
+// leases whose renewal failed are tried again every renewRetry (at most a
+// fifteenth of the TTL) until they are renewed, or ended once a whole TTL
+// passed since their last renewal: a lease is renewed within renewRetry
+// of Redis answering again, not a third of the TTL later, so a failover
+// ends no stream unless it kept the lease unrenewed for a whole TTL (an
+// 8.3 s failover with two ticks failing let 15 s leases lapse before the
+// third). A retry renews only the leases left unrenewed, one call per
+// renewChunk of them, so it costs at most those calls once a retry
+// interval, for as long as the failure lasts.
+func (h *Hub) renewLoop() {
+	defer h.loops.Done()
+	every := h.cfg.PresenceTTL / 3
+	retry := min(renewRetry, h.cfg.PresenceTTL/15)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	round := time.Now() // the last full round's start
+	failed := false
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if !failed || now.Sub(round) >= every {
+			round = now
+			failed = h.renew(h.ctx, 0)
+		} else {
+			failed = h.renew(h.ctx, every)
+		}
+		next := every - time.Since(round)
+		if failed {
+			next = min(next, retry)
+		}
+		t.Reset(max(next, 0))
+	}
+}
+
 // renew extends the leases of every open stream, of rooms and of the
 // lobby, a chunk at a time; a lease that lapsed (this instance was cut off
 // from Redis longer than the TTL) is recorded again if its stream is still
@@ -336,14 +383,16 @@ const renewChunk = 256
 // reconnects, to an instance that reaches Redis, and resumes with
 // Last-Event-ID. A slow renewal (Redis busy with a burst of streams
 // opening) only counts once it fails, so it ends nothing by itself.
-func (h *Hub) renew(ctx context.Context) {
-	if mine := h.meLeased(); len(mine) > 0 {
-		h.renewSessions(ctx, mine)
+// With stale > 0 only the leases not renewed for stale are (renewLoop's
+// retries). Reports whether a renewal failed.
+func (h *Hub) renew(ctx context.Context, stale time.Duration) (failed bool) {
+	if mine := unrenewed(h.meLeased(), stale); len(mine) > 0 {
+		failed = h.renewSessions(ctx, mine)
 	}
-	sts := h.leased()
+	sts := unrenewed(h.leased(), stale)
 	// A room's leases together: a chunk spans few rooms.
 	slices.SortFunc(sts, func(a, b leased) int { return strings.Compare(a.holding().lease.Room, b.holding().lease.Room) })
-	var failed int
+	var nfailed int
 	var lastErr error
 	for chunk := range slices.Chunk(sts, renewChunk) {
 		leases := make([]Lease, len(chunk))
@@ -365,7 +414,7 @@ func (h *Hub) renew(ctx context.Context) {
 			}
 		}
 		if err != nil {
-			failed, lastErr = failed+len(chunk), err
+			nfailed, lastErr = nfailed+len(chunk), err
 		}
 		for _, l := range lost {
 			if st := byName[l.Stream]; st != nil && h.open(st) {
@@ -374,8 +423,21 @@ func (h *Hub) renew(ctx context.Context) {
 		}
 	}
 	if lastErr != nil {
-		h.cfg.Log.Warn("sse: renewing presence", "leases", failed, "of", len(sts), "err", lastErr)
+		h.cfg.Log.Warn("sse: renewing presence", "leases", nfailed, "of", len(sts), "err", lastErr)
 	}
+	return failed || lastErr != nil
+}
+
+// unrenewed returns the streams of sts whose lease was not renewed for
+// stale (all of them when stale is 0).
+func unrenewed(sts []leased, stale time.Duration) []leased {
+	if stale <= 0 {
+		return sts
+	}
+	now := time.Now()
+	return slices.DeleteFunc(sts, func(st leased) bool {
+		return now.Sub(time.Unix(0, st.holding().renewed.Load())) < stale
+	})
 }
 
 // leased returns every open stream whose lease the hub renews.

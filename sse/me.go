@@ -461,8 +461,8 @@ func (h *Hub) closeSession(st *meStream) {
 // tombstone, or in its user's log when an older release replaced it, and
 // ends it; see catchUp), and ends (EndLapsed) when the next renewal still
 // finds it gone; one whose lease went a whole TTL without a renewal ends
-// (see renew).
-func (h *Hub) renewSessions(ctx context.Context, sts []leased) {
+// (see renew). Reports whether a renewal failed.
+func (h *Hub) renewSessions(ctx context.Context, sts []leased) (failed bool) {
 	for chunk := range slices.Chunk(sts, renewChunk) {
 		ss := make([]Session, len(chunk))
 		byID := make(map[string]leased, len(chunk))
@@ -496,9 +496,11 @@ func (h *Hub) renewSessions(ctx context.Context, sts []leased) {
 			}
 		}
 		if err != nil {
+			failed = true
 			h.cfg.Log.Warn("sse: renewing sessions", "sessions", len(chunk), "err", err)
 		}
 	}
+	return failed
 }
 
 // meLeased returns the open personal streams.

@@ -1,0 +1,117 @@
+package sse_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+)
+
+// failover is a UserSource whose session renewals fail at once for length,
+// from the first renewal that succeeds after start is called, as during a
+// Cluster failover (the dead master refuses connections, then CLUSTERDOWN
+// until its replica is promoted); the first renewal after it takes
+// reconnect longer (the client dials the new master and re-reads the
+// slot layout). It records the sessions the store said were lost.
+type failover struct {
+	sse.UserSource
+	length, reconnect time.Duration
+
+	mu      sync.Mutex
+	armed   bool
+	until   time.Time // renewals fail before it
+	after   bool      // the first renewal after the failover is still to come
+	failed  int
+	lostIDs []string
+}
+
+func (f *failover) start() {
+	f.mu.Lock()
+	f.armed = true
+	f.mu.Unlock()
+}
+
+func (f *failover) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.Session, error) {
+	f.mu.Lock()
+	failing := time.Now().Before(f.until)
+	first := !failing && f.after
+	if failing {
+		f.failed++
+	}
+	if first {
+		f.after = false
+	}
+	f.mu.Unlock()
+	if failing {
+		return nil, rooms.ErrUnavailable
+	}
+	if first {
+		time.Sleep(f.reconnect)
+	}
+	lost, err := f.UserSource.RenewSessions(ctx, ss)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range lost {
+		f.lostIDs = append(f.lostIDs, s.ID)
+	}
+	if err == nil && f.armed {
+		f.armed, f.until, f.after = false, time.Now().Add(f.length), true
+	}
+	return lost, err
+}
+
+func (f *failover) outcome() (failed int, lost []string, over bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed, append([]string(nil), f.lostIDs...), !f.armed && !f.after && !f.until.IsZero()
+}
+
+// A failover shorter than the presence TTL ends no personal stream: a
+// failed renewal is tried again within a second (a fifteenth of the TTL
+// here), so the lease is renewed soon after Redis answers again, before it
+// lapses. Renewals ticked every third of the TTL only: with two ticks
+// failed, the third came after the lease had lapsed in Redis (the chaos
+// test's 8.3 s failover ended six /v1/me/events streams with 15 s
+// leases), the session was found lost, and lost again at the next tick
+// ended the stream (lapsed).
+func TestFailoverShorterThanTheTTLKeepsPersonalStreams(t *testing.T) {
+	const ttl = 6 * time.Second
+	b := redistest.Backends(t)[0]
+	var logs testlog.Buffer
+	f := &failover{length: ttl * 3 / 4, reconnect: ttl / 12}
+	st, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
+		Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.UserSource = st.Sessions()
+	hub := sse.NewHub(sse.Config{Source: st, Users: f, Feed: st.Feed, PresenceTTL: ttl,
+		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	t.Cleanup(func() { hub.Close(); st.Close() })
+	cl := newClient()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
+	waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
+	f.start()
+	waitUntil(t, "the failover came and went", func() bool { _, _, over := f.outcome(); return over })
+	// two more renewal periods: a lease found lost is lost again at the
+	// next one, which ends the stream
+	select {
+	case <-done:
+		failed, lost, _ := f.outcome()
+		t.Fatalf("the personal stream ended after a %v failover (TTL %v; %d renewals failed, sessions lost %v):\n%s", f.length, ttl, failed, lost, logs.String())
+	case <-time.After(2 * ttl / 3):
+	}
+	if failed, lost, _ := f.outcome(); failed == 0 || len(lost) > 0 {
+		t.Fatalf("%d renewals failed, sessions lost %v: want the failover to fail renewals and no lease to lapse", failed, lost)
+	}
+}
