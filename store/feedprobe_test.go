@@ -125,7 +125,7 @@ func TestFeedLeavesAHungMasterAfterFailover(t *testing.T) {
 	// writes reach the new master once the store's client re-read the
 	// layout; the first acknowledged one, or any later, must come through
 	// the feed within the bound, the old master still stopped
-	const bound = 15 * time.Second
+	const bound = 20 * time.Second
 	var first int64
 	for time.Since(promoted) < bound {
 		v, err := patch()
