@@ -345,7 +345,7 @@ const renewRetry = time.Second
 func (h *Hub) renewLoop() {
 	defer h.loops.Done()
 	every := h.cfg.PresenceTTL / 3
-	retry := min(renewRetry, h.cfg.PresenceTTL/15)
+	retry := max(min(renewRetry, h.cfg.PresenceTTL/15), 10*time.Millisecond)
 	t := time.NewTimer(every)
 	defer t.Stop()
 	round := time.Now() // the last full round's start
