@@ -211,3 +211,58 @@ func waitPromoted(t *testing.T, r *redistest.Server, within time.Duration) {
 	}
 	t.Fatalf("replica %s not promoted within %v", r.Addr, within)
 }
+
+// slowSink is a probeSink whose every delivery takes a while, as on an
+// instance whose CPU is saturated: the feed's receiving goroutine falls
+// behind the connection.
+type slowSink struct {
+	*probeSink
+	delay time.Duration
+}
+
+func (s slowSink) Deliver(room string, e sse.Event) {
+	time.Sleep(s.delay)
+	s.probeSink.Deliver(room, e)
+}
+
+// A connection whose receiving goroutine is busy with a backlog is not
+// silent: the probe's echo waits behind messages that are still arriving
+// and being handed on. Counting it silent reopened a healthy connection
+// (dropping its backlog, every room of the shard catching up from the
+// log), on every shard of a busy instance at once.
+func TestFeedProbeQuietBehindABacklog(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		sink := slowSink{probeSink: newProbeSink(), delay: 10 * time.Millisecond}
+		const wait = 200 * time.Millisecond
+		feed := s.FeedProbing(sink, 10*time.Millisecond, wait)
+		defer feed.Close()
+		r := mustCreate(t, s, alice, newRoom()).Room
+		if err := feed.Subscribe(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		// wait for the probe to run, then build a backlog several times
+		// the probe's wait: 200 events handed on 10 ms apart
+		for store.FeedProbes(feed) < 5 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		var last int64
+		for range 200 {
+			v, err := s.PatchState(ctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = v.Version
+		}
+		// delivered in the end, unless the connection was reopened (its
+		// backlog dropped: a hub's streams would catch up from the log)
+		for deadline := time.Now().Add(30 * time.Second); !sink.has(last); time.Sleep(10 * time.Millisecond) {
+			if _, silent := sink.counts(r.ID); silent > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if resubs, silent := sink.counts(r.ID); resubs != 0 || silent != 0 {
+			t.Fatalf("%d resubscriptions, %d silent connections behind a backlog on a healthy Redis: want none", resubs, silent)
+		}
+	})
+}

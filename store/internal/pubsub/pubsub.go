@@ -20,7 +20,9 @@
 // publishes a small message on it through the ordinary client (which
 // follows the slot to its current master) and expects it back on the
 // subscription within Probe.Wait of the publish's reply. A probe that does
-// not come back reopens the shard's connection (a new one, on the slot's
+// not come back, on a connection that handed nothing on for Probe.Wait
+// either (a busy one, its probe waiting behind a backlog of messages, is
+// not silent), reopens the shard's connection (a new one, on the slot's
 // current node, every channel subscribed again; each confirmation is a
 // resubscription, told to the Handler, which catches up) and tells
 // Probe.Silent. A probe that cannot be published (Redis unreachable)
@@ -103,6 +105,10 @@ type shardSub struct {
 	// cur is ps, for the receiving goroutines: a replaced connection's
 	// messages are dropped (the catch-up after the reopen reads the log)
 	cur atomic.Pointer[redis.PubSub]
+	// seen is when the receiving goroutine last took a message of the
+	// current connection (Unix ns): one that keeps taking them is behind,
+	// not silent, however late its probe
+	seen atomic.Int64
 
 	// the echo probe, guarded by Mux.mu: probeCh is the shard's probe
 	// channel ("" without a probe), armed says Redis confirmed it on the
@@ -255,6 +261,7 @@ func (x *Mux) receive(shard int, sub *shardSub, ps *redis.PubSub) {
 		if sub.cur.Load() != ps {
 			continue // replaced: drained until closed
 		}
+		sub.seen.Store(time.Now().UnixNano())
 		switch m := msg.(type) {
 		case *redis.Message:
 			if m.Channel == sub.probeCh && sub.probeCh != "" {
@@ -361,9 +368,10 @@ func (x *Mux) probeLoop() {
 	}
 }
 
-// probeRound reopens the shards whose probe is overdue and publishes a
-// probe on every armed shard without one outstanding, all in one pipeline
-// (on a Cluster, one per master, in parallel).
+// probeRound reopens the shards whose probe is overdue (their connection
+// handed nothing on meanwhile either) and publishes a probe on every armed
+// shard without one outstanding, all in one pipeline (on a Cluster, one
+// per master, in parallel).
 func (x *Mux) probeRound() {
 	type probe struct {
 		shard int
@@ -383,7 +391,8 @@ func (x *Mux) probeRound() {
 			x.nonce++
 			sub.nonce, sub.sentAt = x.nonce, time.Time{}
 			out = append(out, probe{shard: shard, sub: sub, nonce: x.nonce})
-		case !sub.sentAt.IsZero() && now.Sub(sub.sentAt) >= x.probe.Wait:
+		case !sub.sentAt.IsZero() && now.Sub(sub.sentAt) >= x.probe.Wait &&
+			now.Sub(time.Unix(0, sub.seen.Load())) >= x.probe.Wait:
 			quiet = append(quiet, silent{shard, len(sub.channels)})
 			x.reopen(shard, sub)
 		}
