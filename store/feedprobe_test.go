@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,4 +266,118 @@ func TestFeedProbeQuietBehindABacklog(t *testing.T) {
 			t.Fatalf("%d resubscriptions, %d silent connections behind a backlog on a healthy Redis: want none", resubs, silent)
 		}
 	})
+}
+
+// A slot that moves to another master (resharding): its old owner
+// unsubscribes the feed's connection (sunsubscribe) as soon as it is told,
+// and the feed reopens it at once, on the slot's owner as its client last
+// read the layout, which can still be the old one: that node answers the
+// new connection's SSUBSCRIBE with MOVED, no channel is confirmed, and
+// without a confirmed probe channel the probe never ran again, so the
+// shard's events reached nobody on this instance from then on. Patches
+// written after the move must come through.
+func TestFeedFollowsASlotMove(t *testing.T) {
+	c, err := redistest.StartCluster(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
+	sink := newProbeSink()
+	feed := s.FeedProbing(sink, 100*time.Millisecond, 500*time.Millisecond)
+	defer feed.Close()
+	r := mustCreate(t, s, alice, newRoom()).Room
+	if err := feed.Subscribe(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	patch := func() (int64, error) {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := s.PatchState(pctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
+		return v.Version, err
+	}
+	v, err := patch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(t, sink, v, 5*time.Second, "before the move")
+
+	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, err := c.Shard(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := c.Nodes[0]
+	if dst == src {
+		dst = c.Nodes[1]
+	}
+	node := func(sv *redistest.Server) *redis.Client {
+		cl := redis.NewClient(&redis.Options{Addr: sv.Addr, Protocol: 2})
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	must := func(cl *redis.Client, args ...any) {
+		t.Helper()
+		if err := cl.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	srcC, dstC := node(src), node(dst)
+	dstID, err := dstC.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcID, err := srcC.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(dstC, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
+	must(srcC, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
+	host, port, _ := strings.Cut(dst.Addr, ":")
+	for {
+		ks, err := srcC.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ks) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range ks {
+			args = append(args, k)
+		}
+		must(srcC, args...)
+	}
+	// the old owner first: it unsubscribes its subscribers at once
+	must(srcC, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+	for _, n := range c.Nodes {
+		if n != src {
+			must(node(n), "CLUSTER", "SETSLOT", slot, "NODE", dstID)
+		}
+	}
+	moved := time.Now()
+	const bound = 10 * time.Second
+	var first int64
+	for time.Since(moved) < bound {
+		v, err := patch()
+		if err == nil && first == 0 {
+			first = v
+		}
+		if first > 0 && sink.has(first) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if first == 0 {
+		t.Fatalf("no write succeeded within %v of the move", bound)
+	}
+	if !sink.has(first) {
+		t.Fatalf("version %d (written after the move) not delivered within %v of it", first, bound)
+	}
+	resubs, silent := sink.counts(r.ID)
+	t.Logf("delivered %v after the move; resubscriptions %d, silent %d", time.Since(moved).Round(10*time.Millisecond), resubs, silent)
 }

@@ -25,8 +25,12 @@
 // not silent), reopens the shard's connection (a new one, on the slot's
 // current node, every channel subscribed again; each confirmation is a
 // resubscription, told to the Handler, which catches up) and tells
-// Probe.Silent. A probe that cannot be published (Redis unreachable)
-// proves nothing and waits for the next round.
+// Probe.Silent. A connection whose probe channel Redis did not confirm is
+// probed too once Probe.Wait passed since it was opened: reopened after
+// its slot moved, on the owner its client had not re-read yet, it got
+// MOVED for its subscription and would never deliver anything. A probe
+// that cannot be published (Redis unreachable) proves nothing and waits
+// for the next round.
 package pubsub
 
 import (
@@ -112,10 +116,12 @@ type shardSub struct {
 
 	// the echo probe, guarded by Mux.mu: probeCh is the shard's probe
 	// channel ("" without a probe), armed says Redis confirmed it on the
-	// current connection, nonce is the outstanding probe's (0: none),
-	// sentAt when its publish was answered (zero while it is in flight)
+	// current connection, opened when the connection was (re)opened,
+	// nonce is the outstanding probe's (0: none), sentAt when its publish
+	// was answered (zero while it is in flight)
 	probeCh string
 	armed   bool
+	opened  time.Time
 	nonce   int64
 	sentAt  time.Time
 }
@@ -186,6 +192,7 @@ func (x *Mux) send(ctx context.Context, shard int, ch string, confirmed chan str
 		// before the receiving goroutine could open one elsewhere.
 		sub.ps = x.open(context.Background())
 		sub.cur.Store(sub.ps)
+		sub.opened = time.Now()
 		err := x.subscribe(ctx, sub.ps, sub.with(ch)...)
 		go x.receive(shard, sub, sub.ps)
 		return err
@@ -318,7 +325,7 @@ func (x *Mux) reopen(shard int, sub *shardSub) {
 	for ch := range sub.channels {
 		chans = append(chans, ch)
 	}
-	sub.armed, sub.nonce = false, 0
+	sub.armed, sub.nonce, sub.opened = false, 0, time.Now()
 	sub.ps = x.open(context.Background(), sub.with(chans...)...)
 	sub.cur.Store(sub.ps)
 	go x.receive(shard, sub, sub.ps)
@@ -369,9 +376,13 @@ func (x *Mux) probeLoop() {
 }
 
 // probeRound reopens the shards whose probe is overdue (their connection
-// handed nothing on meanwhile either) and publishes a probe on every armed
-// shard without one outstanding, all in one pipeline (on a Cluster, one
-// per master, in parallel).
+// handed nothing on meanwhile either) and publishes a probe on every shard
+// without one outstanding, all in one pipeline (on a Cluster, one per
+// master, in parallel). A shard whose probe channel Redis did not confirm
+// is probed too once Probe.Wait passed since its connection was opened:
+// a connection that never subscribed (reopened on a node that no longer
+// serves the slot and answered MOVED) is as silent as one on a hung node,
+// and a probe the slot's master answers finds it so.
 func (x *Mux) probeRound() {
 	type probe struct {
 		shard int
@@ -386,7 +397,8 @@ func (x *Mux) probeRound() {
 	x.mu.Lock()
 	for shard, sub := range x.shards {
 		switch {
-		case !sub.armed:
+		case sub.nonce == 0 && !sub.armed && now.Sub(sub.opened) < x.probe.Wait:
+			// not confirmed yet: give its subscription time
 		case sub.nonce == 0:
 			x.nonce++
 			sub.nonce, sub.sentAt = x.nonce, time.Time{}
