@@ -17,8 +17,8 @@ import (
 // of the request pool held (blocking pops, as thousands of requests in
 // flight hold them), a request waits for the pool and gives up, while
 // Ping answers at once; once Redis is gone, Ping fails. Standalone and a
-// Cluster of their own (one is stopped), and the embedded store (which
-// cannot be stopped from outside).
+// Cluster of their own (every node is stopped), and the embedded store
+// (which cannot be stopped from outside).
 func TestPingHasConnectionsOfItsOwn(t *testing.T) {
 	srv, err := redistest.StartServer()
 	if err != nil {
@@ -41,7 +41,11 @@ func TestPingHasConnectionsOfItsOwn(t *testing.T) {
 		backends = append(backends, struct {
 			b    redistest.Backend
 			stop func()
-		}{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, c.Nodes[1].Kill})
+		}{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func() {
+			for _, n := range c.Nodes {
+				n.Kill()
+			}
+		}})
 	}
 	for _, be := range backends {
 		t.Run(be.b.Name, func(t *testing.T) {
@@ -62,6 +66,46 @@ func TestPingHasConnectionsOfItsOwn(t *testing.T) {
 				t.Fatal("Ping with Redis stopped: nil, want an error")
 			}
 		})
+	}
+}
+
+// On a Cluster, Ping answers nil while one master answers: a master killed
+// (before its replica is promoted) or hung (SIGSTOP: connections accepted,
+// nothing answered) fails the requests for its slots on every instance
+// alike, and readiness must not take every instance out of rotation for
+// it. Once no node answers, Ping fails.
+func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Cluster of its own")
+	}
+	c, err := redistest.StartClusterWithReplicas(3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	s := openStore(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()})
+	ping := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return s.Ping(ctx)
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("Ping, every master up: %v", err)
+	}
+	c.Nodes[0].Kill()
+	if err := ping(); err != nil {
+		t.Fatalf("Ping, one master killed: %v, want nil (two masters answer)", err)
+	}
+	c.Nodes[1].Pause()
+	defer c.Nodes[1].Resume()
+	if err := ping(); err != nil {
+		t.Fatalf("Ping, one master killed and one hung: %v, want nil (one master answers)", err)
+	}
+	for _, n := range c.Nodes {
+		n.Kill()
+	}
+	if err := ping(); err == nil {
+		t.Fatal("Ping, every node killed: nil, want an error")
 	}
 }
 

@@ -1619,14 +1619,19 @@ type ClientInterface interface {
 
 	// Readyz Redis is reachable
 	//
-	// 503 `STORE_UNAVAILABLE` while Redis is unreachable, and from the
-	// start until the instance connected to Redis and checked the data's
-	// layout (it retries by itself; meanwhile every route that needs
-	// Redis answers 503, event streams a 200 with a `retry:` line).
-	// Redis is asked (`PING`, on a Cluster every master) through
-	// connections of the check's own, not the pool the requests share:
-	// an instance whose requests wait for Redis connections (overload)
-	// stays ready while Redis answers.
+	// 503 `STORE_UNAVAILABLE` while this instance cannot reach Redis,
+	// and from the start until the instance connected to Redis and
+	// checked the data's layout (it retries by itself; meanwhile every
+	// route that needs Redis answers 503, event streams a 200 with a
+	// `retry:` line). Redis is asked (`PING`) through connections of the
+	// check's own, not the pool the requests share: an instance whose
+	// requests wait for Redis connections (overload) stays ready while
+	// Redis answers. On a Cluster every master is asked at once and the
+	// instance is ready as soon as one answers (503 when none answers
+	// within 2 s): readiness says whether this instance reaches Redis,
+	// not whether all of Redis is healthy, so a master that died or
+	// hangs (failing its slots' requests on every instance alike) does
+	// not take every instance out of rotation.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2891,14 +2896,19 @@ func (c *APIClient) GetSpec(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // Readyz Redis is reachable
 //
-// 503 `STORE_UNAVAILABLE` while Redis is unreachable, and from the
-// start until the instance connected to Redis and checked the data's
-// layout (it retries by itself; meanwhile every route that needs
-// Redis answers 503, event streams a 200 with a `retry:` line).
-// Redis is asked (`PING`, on a Cluster every master) through
-// connections of the check's own, not the pool the requests share:
-// an instance whose requests wait for Redis connections (overload)
-// stays ready while Redis answers.
+// 503 `STORE_UNAVAILABLE` while this instance cannot reach Redis,
+// and from the start until the instance connected to Redis and
+// checked the data's layout (it retries by itself; meanwhile every
+// route that needs Redis answers 503, event streams a 200 with a
+// `retry:` line). Redis is asked (`PING`) through connections of the
+// check's own, not the pool the requests share: an instance whose
+// requests wait for Redis connections (overload) stays ready while
+// Redis answers. On a Cluster every master is asked at once and the
+// instance is ready as soon as one answers (503 when none answers
+// within 2 s): readiness says whether this instance reaches Redis,
+// not whether all of Redis is healthy, so a master that died or
+// hangs (failing its slots' requests on every instance alike) does
+// not take every instance out of rotation.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *APIClient) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6621,14 +6631,19 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Redis is reachable
 	//
-	// 503 `STORE_UNAVAILABLE` while Redis is unreachable, and from the
-	// start until the instance connected to Redis and checked the data's
-	// layout (it retries by itself; meanwhile every route that needs
-	// Redis answers 503, event streams a 200 with a `retry:` line).
-	// Redis is asked (`PING`, on a Cluster every master) through
-	// connections of the check's own, not the pool the requests share:
-	// an instance whose requests wait for Redis connections (overload)
-	// stays ready while Redis answers.
+	// 503 `STORE_UNAVAILABLE` while this instance cannot reach Redis,
+	// and from the start until the instance connected to Redis and
+	// checked the data's layout (it retries by itself; meanwhile every
+	// route that needs Redis answers 503, event streams a 200 with a
+	// `retry:` line). Redis is asked (`PING`) through connections of the
+	// check's own, not the pool the requests share: an instance whose
+	// requests wait for Redis connections (overload) stays ready while
+	// Redis answers. On a Cluster every master is asked at once and the
+	// instance is ready as soon as one answers (503 when none answers
+	// within 2 s): readiness says whether this instance reaches Redis,
+	// not whether all of Redis is healthy, so a master that died or
+	// hangs (failing its slots' requests on every instance alike) does
+	// not take every instance out of rotation.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12496,14 +12511,19 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Redis is reachable
 //
-// 503 `STORE_UNAVAILABLE` while Redis is unreachable, and from the
-// start until the instance connected to Redis and checked the data's
-// layout (it retries by itself; meanwhile every route that needs
-// Redis answers 503, event streams a 200 with a `retry:` line).
-// Redis is asked (`PING`, on a Cluster every master) through
-// connections of the check's own, not the pool the requests share:
-// an instance whose requests wait for Redis connections (overload)
-// stays ready while Redis answers.
+// 503 `STORE_UNAVAILABLE` while this instance cannot reach Redis,
+// and from the start until the instance connected to Redis and
+// checked the data's layout (it retries by itself; meanwhile every
+// route that needs Redis answers 503, event streams a 200 with a
+// `retry:` line). Redis is asked (`PING`) through connections of the
+// check's own, not the pool the requests share: an instance whose
+// requests wait for Redis connections (overload) stays ready while
+// Redis answers. On a Cluster every master is asked at once and the
+// instance is ready as soon as one answers (503 when none answers
+// within 2 s): readiness says whether this instance reaches Redis,
+// not whether all of Redis is healthy, so a master that died or
+// hangs (failing its slots' requests on every instance alike) does
+// not take every instance out of rotation.
 //
 // Returns a wrapper object for the known response body format(s).
 //

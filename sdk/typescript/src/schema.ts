@@ -1243,14 +1243,19 @@ export interface paths {
         };
         /**
          * Redis is reachable
-         * @description 503 `STORE_UNAVAILABLE` while Redis is unreachable, and from the
-         *     start until the instance connected to Redis and checked the data's
-         *     layout (it retries by itself; meanwhile every route that needs
-         *     Redis answers 503, event streams a 200 with a `retry:` line).
-         *     Redis is asked (`PING`, on a Cluster every master) through
-         *     connections of the check's own, not the pool the requests share:
-         *     an instance whose requests wait for Redis connections (overload)
-         *     stays ready while Redis answers.
+         * @description 503 `STORE_UNAVAILABLE` while this instance cannot reach Redis,
+         *     and from the start until the instance connected to Redis and
+         *     checked the data's layout (it retries by itself; meanwhile every
+         *     route that needs Redis answers 503, event streams a 200 with a
+         *     `retry:` line). Redis is asked (`PING`) through connections of the
+         *     check's own, not the pool the requests share: an instance whose
+         *     requests wait for Redis connections (overload) stays ready while
+         *     Redis answers. On a Cluster every master is asked at once and the
+         *     instance is ready as soon as one answers (503 when none answers
+         *     within 2 s): readiness says whether this instance reaches Redis,
+         *     not whether all of Redis is healthy, so a master that died or
+         *     hangs (failing its slots' requests on every instance alike) does
+         *     not take every instance out of rotation.
          */
         get: operations["readyz"];
         put?: never;
