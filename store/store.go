@@ -167,6 +167,7 @@ type Store struct {
 	stripes            *layout.Placement
 	list               *listing.Index
 	readBatch          *batch.Batcher // the reader client's; nil: no batching or no reader client
+	guard              guard          // what the janitor last found wrong with Redis (guard.go)
 }
 
 var _ rooms.Store = (*Store)(nil)
@@ -258,7 +259,7 @@ func (s *Store) Init(ctx context.Context) error {
 			return redisx.Wrap(err)
 		}
 	}
-	if err := s.checkMeta(ctx); err != nil {
+	if _, err := s.checkMeta(ctx); err != nil {
 		return err
 	}
 	return s.RefreshStripes(ctx)
@@ -465,27 +466,37 @@ func (s *Store) notAClusterNode(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) checkMeta(ctx context.Context) error {
+// checkMeta records the store's shard count and schema version in the
+// meta hash where they are missing (HSETNX: the first instance's start,
+// or a running instance's janitor after Redis lost its data, see
+// guardLayout), then checks the recorded ones against the store's.
+// restored reports that a field was missing and this call wrote it.
+// Errors: ErrLayout on a mismatch, rooms.ErrUnavailable.
+func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	key := s.keys.Meta()
-	if err := s.client.HSetNX(ctx, key, "shards", s.shards).Err(); err != nil {
-		return redisx.Wrap(err)
-	}
-	if err := s.client.HSetNX(ctx, key, "schema", SchemaVersion).Err(); err != nil {
-		return redisx.Wrap(err)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"shards", s.shards}, {"schema", SchemaVersion}} {
+		set, err := s.client.HSetNX(ctx, key, f.name, f.v).Result()
+		if err != nil {
+			return restored, redisx.Wrap(err)
+		}
+		restored = restored || set
 	}
 	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
 	if err != nil {
-		return redisx.Wrap(err)
+		return restored, redisx.Wrap(err)
 	}
 	if got[0] != strconv.Itoa(s.shards) {
-		return fmt.Errorf("%w: redis holds data for %v shards; this instance is configured for %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
+		return restored, fmt.Errorf("%w: redis holds data for %v shards; this instance is configured for %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
 			ErrLayout, got[0], s.shards)
 	}
 	if got[1] != strconv.Itoa(SchemaVersion) {
-		return fmt.Errorf("%w: redis holds data of key schema %v; this instance uses schema %d%s",
+		return restored, fmt.Errorf("%w: redis holds data of key schema %v; this instance uses schema %d%s",
 			ErrLayout, got[1], SchemaVersion, schemaHint(fmt.Sprint(got[1])))
 	}
-	return nil
+	return restored, nil
 }
 
 // Sessions returns the player layer's per-user state (store/sessions):

@@ -173,7 +173,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			if !up.Load() {
 				return errConnecting
 			}
-			return st.Ping(ctx)
+			return st.Ready(ctx)
 		},
 		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
 		AdminToken: cfg.AdminToken, Instances: st.Fleet().Instances, DeadLetters: whstore.NewDeadLetters(st.Base()),

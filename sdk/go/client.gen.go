@@ -1623,7 +1623,9 @@ type ClientInterface interface {
 	// and from the start until the instance connected to Redis and
 	// checked the data's layout (it retries by itself; meanwhile every
 	// route that needs Redis answers 503, event streams a 200 with a
-	// `retry:` line). Redis is asked (`PING`) through connections of the
+	// `retry:` line), and while the layout recorded in Redis (shard
+	// count, schema) disagrees with the instance's, as its janitor last
+	// found it. Redis is asked (`PING`) through connections of the
 	// check's own, not the pool the requests share: an instance whose
 	// requests wait for Redis connections (overload) stays ready while
 	// Redis answers. On a Cluster every master is asked at once and the
@@ -2900,7 +2902,9 @@ func (c *APIClient) GetSpec(ctx context.Context, reqEditors ...RequestEditorFn) 
 // and from the start until the instance connected to Redis and
 // checked the data's layout (it retries by itself; meanwhile every
 // route that needs Redis answers 503, event streams a 200 with a
-// `retry:` line). Redis is asked (`PING`) through connections of the
+// `retry:` line), and while the layout recorded in Redis (shard
+// count, schema) disagrees with the instance's, as its janitor last
+// found it. Redis is asked (`PING`) through connections of the
 // check's own, not the pool the requests share: an instance whose
 // requests wait for Redis connections (overload) stays ready while
 // Redis answers. On a Cluster every master is asked at once and the
@@ -6635,7 +6639,9 @@ type ClientWithResponsesInterface interface {
 	// and from the start until the instance connected to Redis and
 	// checked the data's layout (it retries by itself; meanwhile every
 	// route that needs Redis answers 503, event streams a 200 with a
-	// `retry:` line). Redis is asked (`PING`) through connections of the
+	// `retry:` line), and while the layout recorded in Redis (shard
+	// count, schema) disagrees with the instance's, as its janitor last
+	// found it. Redis is asked (`PING`) through connections of the
 	// check's own, not the pool the requests share: an instance whose
 	// requests wait for Redis connections (overload) stays ready while
 	// Redis answers. On a Cluster every master is asked at once and the
@@ -12515,7 +12521,9 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, reqEditor
 // and from the start until the instance connected to Redis and
 // checked the data's layout (it retries by itself; meanwhile every
 // route that needs Redis answers 503, event streams a 200 with a
-// `retry:` line). Redis is asked (`PING`) through connections of the
+// `retry:` line), and while the layout recorded in Redis (shard
+// count, schema) disagrees with the instance's, as its janitor last
+// found it. Redis is asked (`PING`) through connections of the
 // check's own, not the pool the requests share: an instance whose
 // requests wait for Redis connections (overload) stays ready while
 // Redis answers. On a Cluster every master is asked at once and the

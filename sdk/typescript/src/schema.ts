@@ -1247,7 +1247,9 @@ export interface paths {
          *     and from the start until the instance connected to Redis and
          *     checked the data's layout (it retries by itself; meanwhile every
          *     route that needs Redis answers 503, event streams a 200 with a
-         *     `retry:` line). Redis is asked (`PING`) through connections of the
+         *     `retry:` line), and while the layout recorded in Redis (shard
+         *     count, schema) disagrees with the instance's, as its janitor last
+         *     found it. Redis is asked (`PING`) through connections of the
          *     check's own, not the pool the requests share: an instance whose
          *     requests wait for Redis connections (overload) stays ready while
          *     Redis answers. On a Cluster every master is asked at once and the
