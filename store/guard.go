@@ -5,13 +5,126 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // guard is what the janitor's checks of Redis itself (not of the rooms)
-// last found: the layout record (guardLayout). Safe for concurrent use.
+// last found: the layout record (guardLayout) and the masters' eviction
+// policies (guardEviction). Safe for concurrent use.
 type guard struct {
 	mu        sync.Mutex
 	layoutErr error // the meta hash disagrees with this store: ErrLayout
+
+	// policies is each master's maxmemory-policy as last read (address:
+	// policy); refused: CONFIG GET was refused once (logged then)
+	policies map[string]string
+	refused  bool
+}
+
+// GuardMetrics is implemented by a Config.Metrics that reports what the
+// janitor's checks of Redis found.
+type GuardMetrics interface {
+	// RedisEvictionUnsafe records whether a master, as last read, has an
+	// evicting maxmemory-policy (anything but noeviction).
+	RedisEvictionUnsafe(unsafe bool)
+}
+
+// safePolicy is the only maxmemory-policy that never evicts a key. A room
+// is several keys kept consistent by the scripts: any evicting policy
+// (allkeys-* and volatile-*: most keys have a TTL) takes one of them
+// away and corrupts the room (a tester's allkeys-lru run: 218 invariant
+// violations, no error anywhere).
+const safePolicy = "noeviction"
+
+// guardEvictionTimeout bounds a check of the policies, so that a master
+// that hangs holds up the janitor's tick no longer.
+const guardEvictionTimeout = 2 * time.Second
+
+// guardEviction reads maxmemory-policy (CONFIG GET) on the server, or on
+// every master of a Cluster, on every janitor tick (the first one within
+// a second of the start), and reports to GuardMetrics whether one of them
+// evicts. A policy found evicting, or changed, is logged at warn naming
+// the node and policy; a node back to noeviction at info. CONFIG refused
+// (an ACL without it, a managed Redis that renames or hides it) is logged
+// once at info and the check is not made: nothing is refused, as a
+// managed service may need its own policy. A node that cannot be reached
+// keeps the policy last read. The embedded store never evicts and is not
+// checked.
+func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
+	if s.embedded != nil {
+		return
+	}
+	s.guard.mu.Lock()
+	refused := s.guard.refused
+	s.guard.mu.Unlock()
+	if refused {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, guardEvictionTimeout)
+	defer cancel()
+	type answer struct {
+		addr, policy string
+		err          error
+	}
+	var mu sync.Mutex
+	var answers []answer
+	read := func(ctx context.Context, n *redis.Client) error {
+		res, err := n.ConfigGet(ctx, "maxmemory-policy").Result()
+		mu.Lock()
+		answers = append(answers, answer{n.Options().Addr, res["maxmemory-policy"], err})
+		mu.Unlock()
+		return nil
+	}
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		if err := c.ForEachMaster(ctx, read); err != nil {
+			return // the layout could not be read: next tick
+		}
+	case *redis.Client:
+		read(ctx, c)
+	default:
+		return
+	}
+	s.guard.mu.Lock()
+	defer s.guard.mu.Unlock()
+	before := s.guard.policies
+	now := map[string]string{}
+	unsafe := false
+	for _, a := range answers {
+		switch {
+		case a.err != nil && serverError(a.err):
+			s.guard.refused = true
+			log.Info("janitor: Redis refuses CONFIG GET maxmemory-policy; the eviction policy is not checked (it must be noeviction)",
+				"node", a.addr, "err", a.err)
+			return
+		case a.err != nil: // unreachable: as last read
+			if p, ok := before[a.addr]; ok {
+				now[a.addr] = p
+			}
+		default:
+			now[a.addr] = a.policy
+		}
+	}
+	for addr, p := range now {
+		if p != safePolicy && p != "" {
+			unsafe = true
+		}
+		old, seen := before[addr]
+		switch {
+		case p == old || p == "":
+		case p != safePolicy:
+			log.Warn("Redis may evict keys: maxmemory-policy is not noeviction, and an evicted key corrupts a room; set maxmemory-policy noeviction",
+				"node", addr, "policy", p)
+		case seen:
+			log.Info("Redis evicts no keys again: maxmemory-policy noeviction", "node", addr)
+		}
+	}
+	s.guard.policies = now
+	if m, ok := s.metrics.(GuardMetrics); ok {
+		m.RedisEvictionUnsafe(unsafe)
+	}
 }
 
 // Ready reports whether this instance should get traffic: the store's

@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/store"
@@ -105,5 +108,109 @@ func TestJanitorRestoresTheLayoutRecord(t *testing.T) {
 			}
 			eventually(t, "Ready still fails", func() bool { return s.Ready(ctx) == nil })
 		})
+	}
+}
+
+// guardRecorder is a store.Metrics that keeps what GuardMetrics last got.
+type guardRecorder struct{ unsafe atomic.Int32 } // -1: nothing yet, 0, 1
+
+func (*guardRecorder) ScriptCall(string, string, time.Duration) {}
+func (*guardRecorder) RedisError(string)                        {}
+func (g *guardRecorder) RedisEvictionUnsafe(unsafe bool) {
+	v := int32(0)
+	if unsafe {
+		v = 1
+	}
+	g.unsafe.Store(v)
+}
+
+var _ store.GuardMetrics = (*guardRecorder)(nil)
+
+// The janitor reads maxmemory-policy on the server, or every Cluster
+// master: an evicting policy (here allkeys-lru, then volatile-ttl on a
+// Cluster master) is reported to GuardMetrics and logged at warn naming
+// it; back to noeviction, the report says so. Servers of the test's own,
+// as it changes their configuration.
+func TestJanitorWarnsOfAnEvictingPolicy(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	backends := []struct {
+		b     redistest.Backend
+		node  string // the node whose policy changes
+		evict string
+	}{{redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr}, srv.Addr, "allkeys-lru"}}
+	if !testing.Short() {
+		c, err := redistest.StartCluster(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Stop)
+		backends = append(backends, struct {
+			b     redistest.Backend
+			node  string
+			evict string
+		}{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, c.Nodes[2].Addr, "volatile-ttl"})
+	}
+	for _, be := range backends {
+		t.Run(be.b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			rec := &guardRecorder{}
+			rec.unsafe.Store(-1)
+			s := openStoreWith(t, be.b, func(c *store.Config) { c.Metrics = rec })
+			log := runJanitor(t, s)
+			eventually(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
+			node := redis.NewClient(&redis.Options{Addr: be.node})
+			defer node.Close()
+			set := func(policy string) {
+				if err := node.ConfigSet(ctx, "maxmemory-policy", policy).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			set(be.evict)
+			defer set("noeviction")
+			eventually(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
+			if l := log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "policy="+be.evict) || !strings.Contains(l, "node="+be.node) {
+				t.Errorf("log %q, want a warning naming %s on %s", l, be.evict, be.node)
+			}
+			set("noeviction")
+			eventually(t, "the report still says evicting", func() bool { return rec.unsafe.Load() == 0 })
+		})
+	}
+}
+
+// A Redis that refuses CONFIG (an ACL without it, as a managed service
+// may have) is not checked: one line at info says so, the store works on,
+// and GuardMetrics is never told the policy is unsafe.
+func TestJanitorGoesOnWithoutConfig(t *testing.T) {
+	srv, err := redistest.StartServer("--maxmemory-policy", "allkeys-lru")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "+@all", "-config", "~*", "&*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &guardRecorder{}
+	rec.unsafe.Store(-1)
+	s := openStoreWith(t, redistest.Backend{Name: "noconfig", URL: "redis://noconfig:pw@" + srv.Addr}, func(c *store.Config) { c.Metrics = rec })
+	log := runJanitor(t, s)
+	eventually(t, "no info line about CONFIG", func() bool { return strings.Contains(log.String(), "refuses CONFIG GET") })
+	// the janitor went on: another visit restores a deleted layout record
+	if err := s.Client().Del(ctx, s.Prefix()+":meta").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the janitor stopped", func() bool { return s.Client().Exists(ctx, s.Prefix()+":meta").Val() == 1 })
+	l := log.String()
+	if n := strings.Count(l, "refuses CONFIG GET"); n != 1 || !strings.Contains(l, "level=INFO") || strings.Contains(l, "level=WARN msg=\"Redis may evict") {
+		t.Errorf("log %q, want one info line about CONFIG and no eviction warning", l)
+	}
+	if v := rec.unsafe.Load(); v == 1 {
+		t.Errorf("GuardMetrics told unsafe (%d) though the policy could not be read", v)
 	}
 }

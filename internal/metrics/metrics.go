@@ -64,6 +64,7 @@ type Metrics struct {
 	players        playerMetrics  // realsync_sessions… (players.go)
 	webhooks       webhookMetrics // realsync_webhook_… (webhooks.go)
 	matchmaking    mmMetrics      // realsync_matchmaking_… (matchmaking.go)
+	evictUnsafe    prometheus.Gauge
 
 	// The series of the hot paths, resolved once: a lookup here costs no
 	// allocation, where WithLabelValues allocates its label slice.
@@ -159,6 +160,9 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		Help:        "Always 1; the labels say which build runs.",
 		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
 	build.Set(1)
+	m.evictUnsafe = prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_redis_eviction_policy_unsafe",
+		Help: "1 when a Redis master's maxmemory-policy, as the janitor last read it, evicts keys (anything but noeviction: evicted keys corrupt rooms), 0 otherwise or when CONFIG GET is refused."})
+	reg.MustRegister(m.evictUnsafe)
 	m.batch = newBatchMetrics(reg)
 	m.players = newPlayerMetrics(reg)
 	m.webhooks = newWebhookMetrics(reg)
@@ -328,3 +332,13 @@ func (m *Metrics) APIKeysLoaded(n int) { m.apiKeys.Set(float64(n)) }
 
 // APIKeysReloadFailed counts a keys file that could not be used.
 func (m *Metrics) APIKeysReloadFailed() { m.apiKeysBad.Inc() }
+
+// RedisEvictionUnsafe implements store.GuardMetrics:
+// realsync_redis_eviction_policy_unsafe.
+func (m *Metrics) RedisEvictionUnsafe(unsafe bool) {
+	v := 0.0
+	if unsafe {
+		v = 1
+	}
+	m.evictUnsafe.Set(v)
+}

@@ -25,6 +25,7 @@ var (
 	_ api.Metrics        = (*metrics.Metrics)(nil)
 	_ store.Metrics      = (*metrics.Metrics)(nil)
 	_ store.BatchMetrics = (*metrics.Metrics)(nil)
+	_ store.GuardMetrics = (*metrics.Metrics)(nil)
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
