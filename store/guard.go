@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,7 @@ type guard struct {
 	// policy); refused: CONFIG GET was refused once (logged then)
 	policies map[string]string
 	refused  bool
+	checking atomic.Bool // a guardEviction runs
 }
 
 // GuardMetrics is implemented by a Config.Metrics that reports what the
@@ -38,12 +40,25 @@ type GuardMetrics interface {
 // violations, no error anywhere).
 const safePolicy = "noeviction"
 
-// guardEvictionTimeout bounds a check of the policies, so that a master
-// that hangs holds up the janitor's tick no longer.
+// guardEvictionTimeout bounds a check of the policies.
 const guardEvictionTimeout = 2 * time.Second
 
+// startGuardEviction runs guardEviction in a goroutine of its own unless
+// one still runs, so that a master that hangs (CONFIG GET unanswered for
+// guardEvictionTimeout) never holds up the janitor's tick.
+func (s *Store) startGuardEviction(ctx context.Context, log *slog.Logger) {
+	if !s.guard.checking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.guard.checking.Store(false)
+		s.guardEviction(ctx, log)
+	}()
+}
+
 // guardEviction reads maxmemory-policy (CONFIG GET) on the server, or on
-// every master of a Cluster, on every janitor tick (the first one within
+// every master of a Cluster that serves the store's shards
+// (shardMasters), on every janitor tick (the first one within
 // a second of the start), and reports to GuardMetrics whether one of them
 // evicts. A policy found evicting, or changed, is logged at warn naming
 // the node and policy; a node back to noeviction at info. CONFIG refused
@@ -70,18 +85,23 @@ func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
 	}
 	var mu sync.Mutex
 	var answers []answer
-	read := func(ctx context.Context, n *redis.Client) error {
+	read := func(ctx context.Context, n *redis.Client) {
 		res, err := n.ConfigGet(ctx, "maxmemory-policy").Result()
 		mu.Lock()
 		answers = append(answers, answer{n.Options().Addr, res["maxmemory-policy"], err})
 		mu.Unlock()
-		return nil
 	}
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
-		if err := c.ForEachMaster(ctx, read); err != nil {
-			return // the layout could not be read: next tick
+		masters, err := s.shardMasters(ctx, c)
+		if err != nil {
+			return // no layout yet: next tick
 		}
+		var wg sync.WaitGroup
+		for _, n := range masters {
+			wg.Go(func() { read(ctx, n) })
+		}
+		wg.Wait()
 	case *redis.Client:
 		read(ctx, c)
 	default:
@@ -163,9 +183,10 @@ func (s *Store) guardLayout(ctx context.Context, log *slog.Logger) {
 		log.Warn("janitor: the layout record was missing (Redis lost its data?), restored from this instance's settings",
 			"key", s.keys.Meta(), "shards", s.shards, "schema", SchemaVersion)
 	}
+	// one janitor per store: nothing else writes layoutErr meanwhile; it
+	// is logged before Ready sees it
 	s.guard.mu.Lock()
 	before := s.guard.layoutErr
-	s.guard.layoutErr = err
 	s.guard.mu.Unlock()
 	switch {
 	case err != nil && (before == nil || before.Error() != err.Error()):
@@ -174,4 +195,7 @@ func (s *Store) guardLayout(ctx context.Context, log *slog.Logger) {
 	case err == nil && before != nil:
 		log.Info("janitor: the layout recorded in Redis agrees with this instance's again", "key", s.keys.Meta())
 	}
+	s.guard.mu.Lock()
+	s.guard.layoutErr = err
+	s.guard.mu.Unlock()
 }

@@ -81,9 +81,9 @@ func TestJanitorRestoresTheLayoutRecord(t *testing.T) {
 				v, _ := s.Client().HMGet(ctx, meta, "shards", "schema").Result()
 				return len(v) == 2 && v[0] == "8" && v[1] != nil
 			})
-			if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "layout record was missing") {
-				t.Errorf("log %q, want a warning that the layout record was restored", log.String())
-			}
+			eventually(t, "no warning that the layout record was restored", func() bool {
+				return strings.Contains(log.String(), "level=WARN") && strings.Contains(log.String(), "layout record was missing")
+			})
 			if b.Name != "embedded" { // the embedded store is the process' own
 				other, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: s.Prefix(), Shards: 4})
 				if err == nil {
@@ -100,9 +100,9 @@ func TestJanitorRestoresTheLayoutRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			eventually(t, "Ready does not fail with ErrLayout", func() bool { return errors.Is(s.Ready(ctx), store.ErrLayout) })
-			if !strings.Contains(log.String(), "level=ERROR") || !strings.Contains(log.String(), "4 shards") {
-				t.Errorf("log %q, want an error naming the recorded shard count", log.String())
-			}
+			eventually(t, "no error naming the recorded shard count", func() bool {
+				return strings.Contains(log.String(), "level=ERROR") && strings.Contains(log.String(), "4 shards")
+			})
 			if err := s.Client().HSet(ctx, meta, "shards", 8).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -172,9 +172,10 @@ func TestJanitorWarnsOfAnEvictingPolicy(t *testing.T) {
 			set(be.evict)
 			defer set("noeviction")
 			eventually(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
-			if l := log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "policy="+be.evict) || !strings.Contains(l, "node="+be.node) {
-				t.Errorf("log %q, want a warning naming %s on %s", l, be.evict, be.node)
-			}
+			eventually(t, "no warning naming the policy and node", func() bool {
+				l := log.String()
+				return strings.Contains(l, "level=WARN") && strings.Contains(l, "policy="+be.evict) && strings.Contains(l, "node="+be.node)
+			})
 			set("noeviction")
 			eventually(t, "the report still says evicting", func() bool { return rec.unsafe.Load() == 0 })
 		})

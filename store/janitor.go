@@ -42,8 +42,8 @@ func (r Report) add(kind string, n int) {
 // room scripts left stale (store/holdings, unheld.go), and a bounded slice of the
 // repair walk. Each tick first re-asserts the layout record (guardLayout:
 // restored after Redis lost its data; a disagreeing one makes Ready fail),
-// reads the masters' maxmemory-policy (guardEviction: an evicting one is
-// logged and reported to GuardMetrics) and rereads the stripe configurations recorded by every instance
+// has the masters' maxmemory-policy read (guardEviction, beside the tick:
+// an evicting one is logged and reported to GuardMetrics) and rereads the stripe configurations recorded by every instance
 // (RefreshStripes). instance names the lease holder. Every action is reported
 // to Config.JanitorActions.
 func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
@@ -56,7 +56,7 @@ func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.D
 		case <-t.C:
 		}
 		s.guardLayout(ctx, log)
-		s.guardEviction(ctx, log)
+		s.startGuardEviction(ctx, log)
 		if err := s.RefreshStripes(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("janitor: stripe configurations", "err", err)
 		}

@@ -52,7 +52,7 @@ func (s *Store) observe(m Metrics) {
 	s.metrics = m
 	s.client.AddHook(metricsHook{m})
 	// a failed readiness check counts as any failed call; on a Cluster
-	// the probe pings each master's own client (ForEachMaster), which
+	// the probe pings each master's own client (shardMasters), which
 	// the Cluster client's hooks do not see: not counted there
 	s.probe.AddHook(metricsHook{m})
 	if s.reads != nil {

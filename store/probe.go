@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -36,7 +35,8 @@ func probeClusterOptions(opt redis.ClusterOptions) *redis.ClusterOptions {
 }
 
 // Ping reports whether this instance reaches Redis: PING on the server,
-// or on a Cluster on every master at once, through the probe's own
+// or on a Cluster on every master that serves the store's shards at once
+// (as the probe's layout, re-read every second, says), through the probe's own
 // connections (see probePoolSize), so that it answers as fast while every
 // request connection is taken. On a Cluster it answers nil as soon as
 // one master answers, without waiting for the others, and an error only
@@ -51,58 +51,72 @@ func probeClusterOptions(opt redis.ClusterOptions) *redis.ClusterOptions {
 // end.
 func (s *Store) Ping(ctx context.Context) error {
 	if c, ok := s.probe.(*redis.ClusterClient); ok {
-		return pingAnyMaster(ctx, c)
+		return s.pingAnyMaster(ctx, c)
 	}
 	return s.probe.Ping(ctx).Err()
 }
 
-// pingAnyMaster pings every master of c concurrently and returns nil at the
-// first answer; the pings still running are cancelled. Its error joins
-// every master's, or is the Cluster layout's (no node answered CLUSTER
-// SLOTS).
-func pingAnyMaster(ctx context.Context, c *redis.ClusterClient) error {
+// pingAnyMaster pings the masters of c that serve the store's keys
+// (shardMasters) concurrently and returns nil at the first answer; the
+// pings still running are cancelled. Its error joins every master's, or
+// is the Cluster layout's (no node answered CLUSTER SLOTS yet).
+func (s *Store) pingAnyMaster(ctx context.Context, c *redis.ClusterClient) error {
+	masters, err := s.shardMasters(ctx, c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	answered := make(chan struct{}, 1)
-	done := make(chan error, 1)
-	var mu sync.Mutex
-	var errs []error
-	go func() {
-		// ForEachMaster waits for every ping, a hung master's until ctx
-		// ends: its answer is only needed when no master answered
-		done <- c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+	errs := make(chan error, len(masters))
+	for _, n := range masters {
+		go func() {
 			err := n.Ping(ctx).Err()
-			if err == nil {
-				select {
-				case answered <- struct{}{}:
-				default:
-				}
-				return nil
+			if err != nil {
+				err = fmt.Errorf("%s: %w", n.Options().Addr, err)
 			}
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("%s: %w", n.Options().Addr, err))
-			mu.Unlock()
-			return err
-		})
-	}()
-	select {
-	case <-answered:
-		return nil
-	case err := <-done:
-		select {
-		case <-answered:
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range masters {
+		err := <-errs
+		if err == nil {
 			return nil
-		default:
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case len(errs) > 0:
-			return errors.Join(errs...)
-		case err != nil:
-			return err // the layout could not be read
-		default:
-			return errors.New("redis cluster: no master known")
+		failed = append(failed, err)
+	}
+	return errors.Join(failed...)
+}
+
+// shardMasters returns the clients of c's masters that serve the store's
+// shards and its meta key, once each, as c's Cluster layout says. It reads
+// the layout c holds (re-read in the background when older than its
+// reload interval), never waiting for a re-read as ForEachMaster does:
+// that asks CLUSTER SLOTS of a random node first, and a node that hangs
+// held every readiness check that picked it until its timeout, long
+// after the Cluster had failed it over. Only the first call, before c
+// holds a layout, waits for one.
+func (s *Store) shardMasters(ctx context.Context, c *redis.ClusterClient) ([]*redis.Client, error) {
+	seen := map[string]bool{}
+	var out []*redis.Client
+	add := func(key string) error {
+		n, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		if addr := n.Options().Addr; !seen[addr] {
+			seen[addr] = true
+			out = append(out, n)
+		}
+		return nil
+	}
+	if err := add(s.keys.Meta()); err != nil {
+		return nil, err
+	}
+	for i := range s.shards {
+		if err := add(s.keys.Tag(i)); err != nil {
+			return nil, err
 		}
 	}
+	return out, nil
 }
