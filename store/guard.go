@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 // guard is what the janitor's checks of Redis itself (not of the rooms)
@@ -114,12 +116,12 @@ func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
 	unsafe := false
 	for _, a := range answers {
 		switch {
-		case a.err != nil && serverError(a.err):
+		case a.err != nil && serverError(a.err) && !redisx.Unavailable(a.err): // NOPERM, unknown command; not LOADING and the like
 			s.guard.refused = true
 			log.Info("janitor: Redis refuses CONFIG GET maxmemory-policy; the eviction policy is not checked (it must be noeviction)",
 				"node", a.addr, "err", a.err)
 			return
-		case a.err != nil: // unreachable: as last read
+		case a.err != nil: // unreachable, or not now: as last read
 			if p, ok := before[a.addr]; ok {
 				now[a.addr] = p
 			}
