@@ -38,29 +38,34 @@ func probeClusterOptions(opt redis.ClusterOptions) *redis.ClusterOptions {
 // or on a Cluster on every master that serves the store's shards at once
 // (as the probe's layout, re-read every second, says), through the probe's own
 // connections (see probePoolSize), so that it answers as fast while every
-// request connection is taken. On a Cluster it answers nil as soon as
-// one master answers, without waiting for the others, and an error only
-// when none answers before ctx ends: readiness says whether this instance
-// is cut off from Redis, not whether all of Redis is healthy. A master
-// that died or hangs fails the requests for its slots on every instance
-// alike (until its replica is promoted), so failing every instance's
-// readiness for it would only take the whole fleet out of rotation, the
-// shards that still serve with it. Replicas that serve browsing reads
-// (ReadFromReplicas) are not asked. Errors: go-redis' (unreachable, a
-// timeout, an error reply; on a Cluster every master's, joined), ctx's
-// end.
+// request connection is taken. On a Cluster it answers nil as soon as a
+// majority of those masters answered, without waiting for the others, and
+// an error as soon as a majority cannot answer (or ctx ends first).
+// Readiness says whether this instance can serve, not whether all of
+// Redis is healthy: a master that died or hangs fails the requests for its
+// slots on every instance alike (until its replica is promoted), so
+// failing every instance's readiness for one master would only take the
+// whole fleet out of rotation, the shards that still serve with it; but an
+// instance cut off from most masters (a partition on its side) would fail
+// most of its requests while the others serve them, and leaves. With most
+// masters gone the Cluster itself cannot fail them over and refuses
+// commands (CLUSTERDOWN) on every instance anyway. Replicas that serve
+// browsing reads (ReadFromReplicas) are not asked. Errors: go-redis'
+// (unreachable, a timeout, an error reply; on a Cluster the failed
+// masters', joined), ctx's end.
 func (s *Store) Ping(ctx context.Context) error {
 	if c, ok := s.probe.(*redis.ClusterClient); ok {
-		return s.pingAnyMaster(ctx, c)
+		return s.pingMasters(ctx, c)
 	}
 	return s.probe.Ping(ctx).Err()
 }
 
-// pingAnyMaster pings the masters of c that serve the store's keys
-// (shardMasters) concurrently and returns nil at the first answer; the
-// pings still running are cancelled. Its error joins every master's, or
-// is the Cluster layout's (no node answered CLUSTER SLOTS yet).
-func (s *Store) pingAnyMaster(ctx context.Context, c *redis.ClusterClient) error {
+// pingMasters pings the masters of c that serve the store's keys
+// (shardMasters) concurrently and returns nil once more than half of
+// them answered; the pings still running are cancelled. Its error, once
+// half of them or more failed, joins the failed masters', or is the
+// Cluster layout's (no node answered CLUSTER SLOTS yet).
+func (s *Store) pingMasters(ctx context.Context, c *redis.ClusterClient) error {
 	masters, err := s.shardMasters(ctx, c)
 	if err != nil {
 		return err
@@ -77,15 +82,22 @@ func (s *Store) pingAnyMaster(ctx context.Context, c *redis.ClusterClient) error
 			errs <- err
 		}()
 	}
+	need := len(masters)/2 + 1 // a majority
+	answered := 0
 	var failed []error
 	for range masters {
 		err := <-errs
 		if err == nil {
-			return nil
+			if answered++; answered == need {
+				return nil
+			}
+			continue
 		}
-		failed = append(failed, err)
+		if failed = append(failed, err); len(failed) > len(masters)-need {
+			break
+		}
 	}
-	return errors.Join(failed...)
+	return fmt.Errorf("%d of %d masters unreachable: %w", len(failed), len(masters), errors.Join(failed...))
 }
 
 // shardMasters returns the clients of c's masters that serve the store's

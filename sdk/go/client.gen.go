@@ -1629,11 +1629,12 @@ type ClientInterface interface {
 	// check's own, not the pool the requests share: an instance whose
 	// requests wait for Redis connections (overload) stays ready while
 	// Redis answers. On a Cluster every master is asked at once and the
-	// instance is ready as soon as one answers (503 when none answers
-	// within 2 s): readiness says whether this instance reaches Redis,
-	// not whether all of Redis is healthy, so a master that died or
-	// hangs (failing its slots' requests on every instance alike) does
-	// not take every instance out of rotation.
+	// instance is ready as soon as most answer (503 once most cannot,
+	// or none did within 2 s): readiness says whether this instance
+	// reaches Redis, not whether all of Redis is healthy, so a master
+	// that died or hangs (failing its slots' requests on every instance
+	// alike) does not take every instance out of rotation, while an
+	// instance cut off from most masters leaves it.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2908,11 +2909,12 @@ func (c *APIClient) GetSpec(ctx context.Context, reqEditors ...RequestEditorFn) 
 // check's own, not the pool the requests share: an instance whose
 // requests wait for Redis connections (overload) stays ready while
 // Redis answers. On a Cluster every master is asked at once and the
-// instance is ready as soon as one answers (503 when none answers
-// within 2 s): readiness says whether this instance reaches Redis,
-// not whether all of Redis is healthy, so a master that died or
-// hangs (failing its slots' requests on every instance alike) does
-// not take every instance out of rotation.
+// instance is ready as soon as most answer (503 once most cannot,
+// or none did within 2 s): readiness says whether this instance
+// reaches Redis, not whether all of Redis is healthy, so a master
+// that died or hangs (failing its slots' requests on every instance
+// alike) does not take every instance out of rotation, while an
+// instance cut off from most masters leaves it.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *APIClient) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6645,11 +6647,12 @@ type ClientWithResponsesInterface interface {
 	// check's own, not the pool the requests share: an instance whose
 	// requests wait for Redis connections (overload) stays ready while
 	// Redis answers. On a Cluster every master is asked at once and the
-	// instance is ready as soon as one answers (503 when none answers
-	// within 2 s): readiness says whether this instance reaches Redis,
-	// not whether all of Redis is healthy, so a master that died or
-	// hangs (failing its slots' requests on every instance alike) does
-	// not take every instance out of rotation.
+	// instance is ready as soon as most answer (503 once most cannot,
+	// or none did within 2 s): readiness says whether this instance
+	// reaches Redis, not whether all of Redis is healthy, so a master
+	// that died or hangs (failing its slots' requests on every instance
+	// alike) does not take every instance out of rotation, while an
+	// instance cut off from most masters leaves it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12527,11 +12530,12 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, reqEditor
 // check's own, not the pool the requests share: an instance whose
 // requests wait for Redis connections (overload) stays ready while
 // Redis answers. On a Cluster every master is asked at once and the
-// instance is ready as soon as one answers (503 when none answers
-// within 2 s): readiness says whether this instance reaches Redis,
-// not whether all of Redis is healthy, so a master that died or
-// hangs (failing its slots' requests on every instance alike) does
-// not take every instance out of rotation.
+// instance is ready as soon as most answer (503 once most cannot,
+// or none did within 2 s): readiness says whether this instance
+// reaches Redis, not whether all of Redis is healthy, so a master
+// that died or hangs (failing its slots' requests on every instance
+// alike) does not take every instance out of rotation, while an
+// instance cut off from most masters leaves it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
