@@ -47,15 +47,16 @@ const guardEvictionTimeout = 2 * time.Second
 
 // startGuardEviction runs guardEviction in a goroutine of its own unless
 // one still runs, so that a master that hangs (CONFIG GET unanswered for
-// guardEvictionTimeout) never holds up the janitor's tick.
-func (s *Store) startGuardEviction(ctx context.Context, log *slog.Logger) {
+// guardEvictionTimeout) never holds up the janitor's tick; wg counts it,
+// so that the janitor waits for it before it returns.
+func (s *Store) startGuardEviction(ctx context.Context, wg *sync.WaitGroup, log *slog.Logger) {
 	if !s.guard.checking.CompareAndSwap(false, true) {
 		return
 	}
-	go func() {
+	wg.Go(func() {
 		defer s.guard.checking.Store(false)
 		s.guardEviction(ctx, log)
-	}()
+	})
 }
 
 // guardEviction reads maxmemory-policy (CONFIG GET) on the server, or on

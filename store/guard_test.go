@@ -215,3 +215,53 @@ func TestJanitorGoesOnWithoutConfig(t *testing.T) {
 		t.Errorf("GuardMetrics told unsafe (%d) though the policy could not be read", v)
 	}
 }
+
+// heldRecorder is a store.Metrics whose first RedisEvictionUnsafe call
+// (the janitor's first policy check) signals entered and waits for release.
+type heldRecorder struct {
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (*heldRecorder) ScriptCall(string, string, time.Duration) {}
+func (*heldRecorder) RedisError(string)                        {}
+func (h *heldRecorder) RedisEvictionUnsafe(bool) {
+	h.once.Do(func() {
+		close(h.entered)
+		<-h.release
+	})
+}
+
+// RunJanitor returns only once the policy check it runs beside its tick
+// has ended: main closes the store once RunJanitor returned, and a check
+// still running would call Redis through a closed client and report to
+// the metrics and the log after the shutdown.
+func TestJanitorWaitsForItsPolicyCheck(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		if b.Name == "embedded" {
+			continue // its policy is not checked
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			rec := &heldRecorder{entered: make(chan struct{}), release: make(chan struct{})}
+			s := openStoreWith(t, b, func(c *store.Config) { c.Metrics = rec })
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.RunJanitor(ctx, "guard-test", 20*time.Millisecond, slog.New(slog.DiscardHandler))
+			}()
+			<-rec.entered // the first check is held in its report
+			cancel()
+			var released atomic.Bool
+			go func() {
+				time.Sleep(200 * time.Millisecond)
+				released.Store(true)
+				close(rec.release)
+			}()
+			<-done
+			if !released.Load() {
+				t.Fatal("RunJanitor returned while the policy check it started still ran")
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,10 +46,14 @@ func (r Report) add(kind string, n int) {
 // has the masters' maxmemory-policy read (guardEviction, beside the tick:
 // an evicting one is logged and reported to GuardMetrics) and rereads the stripe configurations recorded by every instance
 // (RefreshStripes). instance names the lease holder. Every action is reported
-// to Config.JanitorActions.
+// to Config.JanitorActions. It returns once ctx ended and the policy check
+// it started has ended too (within guardEvictionTimeout or a reply
+// timeout), so the store may be closed then.
 func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var checks sync.WaitGroup
+	defer checks.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,7 +61,7 @@ func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.D
 		case <-t.C:
 		}
 		s.guardLayout(ctx, log)
-		s.startGuardEviction(ctx, log)
+		s.startGuardEviction(ctx, &checks, log)
 		if err := s.RefreshStripes(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("janitor: stripe configurations", "err", err)
 		}
