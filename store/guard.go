@@ -66,8 +66,10 @@ func (s *Store) startGuardEviction(ctx context.Context, wg *sync.WaitGroup, log 
 // evicts. A policy found evicting, or changed, is logged at warn naming
 // the node and policy; a node back to noeviction at info. CONFIG refused
 // (an ACL without it, a managed Redis that renames or hides it) is logged
-// once at info and the check is not made: nothing is refused, as a
-// managed service may need its own policy. A node that cannot be reached
+// once at info, reported to GuardMetrics as not evicting (not checked: a
+// report of an evicting policy read before is withdrawn) and the check is
+// not made again: nothing is refused, as a managed service may need its
+// own policy. A node that cannot be reached
 // keeps the policy last read. The embedded store never evicts and is not
 // checked.
 func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
@@ -119,6 +121,10 @@ func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
 		switch {
 		case a.err != nil && serverError(a.err) && !redisx.Unavailable(a.err): // NOPERM, unknown command; not LOADING and the like
 			s.guard.refused = true
+			s.guard.policies = nil
+			if m, ok := s.metrics.(GuardMetrics); ok {
+				m.RedisEvictionUnsafe(false) // not checked: as the metric's help says
+			}
 			log.Info("janitor: Redis refuses CONFIG GET maxmemory-policy; the eviction policy is not checked (it must be noeviction)",
 				"node", a.addr, "err", a.err)
 			return

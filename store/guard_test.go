@@ -265,3 +265,33 @@ func TestJanitorWaitsForItsPolicyCheck(t *testing.T) {
 		})
 	}
 }
+
+// A Redis that starts refusing CONFIG (an ACL changed) after it reported
+// an evicting policy clears the report (0 where CONFIG is refused, as the
+// metric says): the policy is no longer checked, and an alert left firing
+// could never be resolved short of a restart.
+func TestJanitorClearsTheReportWhenConfigIsRefused(t *testing.T) {
+	srv, err := redistest.StartServer("--maxmemory-policy", "allkeys-lru")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "later", "on", ">pw", "+@all", "~*", "&*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &guardRecorder{}
+	rec.unsafe.Store(-1)
+	s := openStoreWith(t, redistest.Backend{Name: "later", URL: "redis://later:pw@" + srv.Addr}, func(c *store.Config) { c.Metrics = rec })
+	log := runJanitor(t, s)
+	eventually(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
+	if err := admin.Do(ctx, "ACL", "SETUSER", "later", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no info line about CONFIG", func() bool { return strings.Contains(log.String(), "refuses CONFIG GET") })
+	if v := rec.unsafe.Load(); v != 0 {
+		t.Errorf("GuardMetrics says %d once CONFIG GET is refused, want 0", v)
+	}
+}
