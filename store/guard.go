@@ -103,8 +103,8 @@ func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
 			return // no layout yet: next tick
 		}
 		var wg sync.WaitGroup
-		for _, n := range masters {
-			wg.Go(func() { read(ctx, n) })
+		for _, m := range masters {
+			wg.Go(func() { read(ctx, m.client) })
 		}
 		wg.Wait()
 	case *redis.Client:

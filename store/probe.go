@@ -38,21 +38,23 @@ func probeClusterOptions(opt redis.ClusterOptions) *redis.ClusterOptions {
 // or on a Cluster on every master that serves the store's shards at once
 // (as the probe's layout, re-read every second, says), through the probe's own
 // connections (see probePoolSize), so that it answers as fast while every
-// request connection is taken. On a Cluster it answers nil as soon as a
-// majority of those masters answered, without waiting for the others, and
-// an error as soon as a majority cannot answer (or ctx ends first).
-// Readiness says whether this instance can serve, not whether all of
-// Redis is healthy: a master that died or hangs fails the requests for its
-// slots on every instance alike (until its replica is promoted), so
-// failing every instance's readiness for one master would only take the
-// whole fleet out of rotation, the shards that still serve with it; but an
-// instance cut off from most masters (a partition on its side) would fail
-// most of its requests while the others serve them, and leaves. With most
-// masters gone the Cluster itself cannot fail them over and refuses
-// commands (CLUSTERDOWN) on every instance anyway. Replicas that serve
-// browsing reads (ReadFromReplicas) are not asked. Errors: go-redis'
-// (unreachable, a timeout, an error reply; on a Cluster the failed
-// masters', joined), ctx's end.
+// request connection is taken. On a Cluster it answers nil as soon as the
+// masters that answered hold at least half of the shards, without waiting
+// for the others, and an error as soon as those that failed hold more
+// than half (or ctx ends first). Readiness says whether this instance can
+// serve, not whether all of Redis is healthy: a master that died or hangs
+// fails the requests for its slots on every instance alike (until its
+// replica is promoted), so failing every instance's readiness for one
+// master would only take the whole fleet out of rotation, the shards that
+// still serve with it; but an instance cut off from the masters of most
+// shards (a partition on its side) would fail most of its requests while
+// the others serve them, and leaves. With most masters gone the Cluster
+// itself cannot fail them over and refuses commands (CLUSTERDOWN) on every
+// instance anyway. Shards, not masters, are counted: a master that holds
+// only the meta key (few shards) weighs nothing, one that holds most
+// shards decides. Replicas that serve browsing reads (ReadFromReplicas)
+// are not asked. Errors: go-redis' (unreachable, a timeout, an error
+// reply; on a Cluster the failed masters', joined), ctx's end.
 func (s *Store) Ping(ctx context.Context) error {
 	if c, ok := s.probe.(*redis.ClusterClient); ok {
 		return s.pingMasters(ctx, c)
@@ -60,11 +62,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.probe.Ping(ctx).Err()
 }
 
-// pingMasters pings the masters of c that serve the store's keys
-// (shardMasters) concurrently and returns nil once more than half of
-// them answered; the pings still running are cancelled. Its error, once
-// half of them or more failed, joins the failed masters', or is the
-// Cluster layout's (no node answered CLUSTER SLOTS yet).
+// pingMasters pings the masters of c that serve the store's shards
+// (shardMasters) concurrently and returns nil once those that answered
+// hold at least half of the shards; the pings still running are
+// cancelled. Its error, once those that failed hold more than half, joins
+// the failed masters', or is the Cluster layout's (no node answered
+// CLUSTER SLOTS yet).
 func (s *Store) pingMasters(ctx context.Context, c *redis.ClusterClient) error {
 	masters, err := s.shardMasters(ctx, c)
 	if err != nil {
@@ -72,61 +75,81 @@ func (s *Store) pingMasters(ctx context.Context, c *redis.ClusterClient) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(masters))
-	for _, n := range masters {
+	type answer struct {
+		shards int
+		err    error
+	}
+	answers := make(chan answer, len(masters))
+	asked := 0
+	for _, m := range masters {
+		if m.shards == 0 {
+			continue // the meta key's only
+		}
+		asked++
 		go func() {
-			err := n.Ping(ctx).Err()
+			err := m.client.Ping(ctx).Err()
 			if err != nil {
-				err = fmt.Errorf("%s: %w", n.Options().Addr, err)
+				err = fmt.Errorf("%s (%d of %d shards): %w", m.client.Options().Addr, m.shards, s.shards, err)
 			}
-			errs <- err
+			answers <- answer{m.shards, err}
 		}()
 	}
-	need := len(masters)/2 + 1 // a majority
-	answered := 0
+	up, down := 0, 0 // shards
 	var failed []error
-	for range masters {
-		err := <-errs
-		if err == nil {
-			if answered++; answered == need {
+	for range asked {
+		a := <-answers
+		if a.err == nil {
+			if up += a.shards; 2*up >= s.shards {
 				return nil
 			}
 			continue
 		}
-		if failed = append(failed, err); len(failed) > len(masters)-need {
+		failed = append(failed, a.err)
+		if down += a.shards; 2*down > s.shards {
 			break
 		}
 	}
-	return fmt.Errorf("%d of %d masters unreachable: %w", len(failed), len(masters), errors.Join(failed...))
+	return fmt.Errorf("the masters of %d of %d shards unreachable: %w", down, s.shards, errors.Join(failed...))
 }
 
-// shardMasters returns the clients of c's masters that serve the store's
-// shards and its meta key, once each, as c's Cluster layout says. It reads
-// the layout c holds (re-read in the background when older than its
-// reload interval), never waiting for a re-read as ForEachMaster does:
-// that asks CLUSTER SLOTS of a random node first, and a node that hangs
-// held every readiness check that picked it until its timeout, long
-// after the Cluster had failed it over. Only the first call, before c
-// holds a layout, waits for one.
-func (s *Store) shardMasters(ctx context.Context, c *redis.ClusterClient) ([]*redis.Client, error) {
-	seen := map[string]bool{}
-	var out []*redis.Client
-	add := func(key string) error {
+// shardMaster is a master of a Cluster and how many of the store's shards
+// it serves (0: only the meta key).
+type shardMaster struct {
+	client *redis.Client
+	shards int
+}
+
+// shardMasters returns c's masters that serve the store's shards or its
+// meta key, once each, as c's Cluster layout says. It reads the layout c
+// holds (re-read in the background when older than its reload interval),
+// never waiting for a re-read as ForEachMaster does: that asks CLUSTER
+// SLOTS of a random node first, and a node that hangs held every
+// readiness check that picked it until its timeout, long after the
+// Cluster had failed it over. Only the first call, before c holds a
+// layout, waits for one.
+func (s *Store) shardMasters(ctx context.Context, c *redis.ClusterClient) ([]shardMaster, error) {
+	at := map[string]int{} // address: index in out
+	var out []shardMaster
+	add := func(key string, shards int) error {
 		n, err := c.MasterForKey(ctx, key)
 		if err != nil {
 			return err
 		}
-		if addr := n.Options().Addr; !seen[addr] {
-			seen[addr] = true
-			out = append(out, n)
+		addr := n.Options().Addr
+		i, ok := at[addr]
+		if !ok {
+			i = len(out)
+			at[addr] = i
+			out = append(out, shardMaster{client: n})
 		}
+		out[i].shards += shards
 		return nil
 	}
-	if err := add(s.keys.Meta()); err != nil {
+	if err := add(s.keys.Meta(), 0); err != nil {
 		return nil, err
 	}
 	for i := range s.shards {
-		if err := add(s.keys.Tag(i)); err != nil {
+		if err := add(s.keys.Tag(i), 1); err != nil {
 			return nil, err
 		}
 	}

@@ -115,6 +115,60 @@ func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 	}
 }
 
+// Ping weighs the masters by the shards they serve: with one shard, its
+// master decides; a master that serves only the meta key (another slot)
+// does not: killed, it fails no request (the janitor's layout check waits
+// for it), and readiness must not fail every instance for it, while the
+// shard's master killed fails them all. A prefix is picked whose meta key
+// and shard are on different masters.
+func TestPingWeighsMastersByShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Cluster of its own")
+	}
+	c, err := redistest.StartCluster(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := context.Background()
+	master := func(key string) *redistest.Server {
+		slot, err := c.Slot(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := c.Shard(ctx, slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	var prefix string
+	var metaMaster, shardMaster *redistest.Server
+	for i := 0; metaMaster == shardMaster; i++ {
+		prefix = fmt.Sprintf("%s%d", redistest.Prefix(t), i)
+		metaMaster, shardMaster = master(prefix+":meta"), master("{"+prefix+":0}")
+	}
+	s := openStoreWith(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
+		cfg.Prefix, cfg.Shards = prefix, 1
+	})
+	ping := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return s.Ping(ctx)
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("Ping, every master up: %v", err)
+	}
+	metaMaster.Kill()
+	if err := ping(); err != nil {
+		t.Fatalf("Ping, the master of the meta key only killed: %v, want nil (the only shard's master answers)", err)
+	}
+	shardMaster.Kill()
+	if err := ping(); err == nil {
+		t.Fatal("Ping, the only shard's master killed: nil, want an error")
+	}
+}
+
 // holdRequestPool takes every connection of s's request pool (each
 // master's on a Cluster) with a blocking pop, until a call through the
 // pool waits in vain (300 ms); the pops end when tb ends.

@@ -1629,12 +1629,13 @@ type ClientInterface interface {
 	// check's own, not the pool the requests share: an instance whose
 	// requests wait for Redis connections (overload) stays ready while
 	// Redis answers. On a Cluster every master is asked at once and the
-	// instance is ready as soon as most answer (503 once most cannot,
-	// or none did within 2 s): readiness says whether this instance
-	// reaches Redis, not whether all of Redis is healthy, so a master
-	// that died or hangs (failing its slots' requests on every instance
+	// instance is ready as soon as those that answered hold at least
+	// half of the shards (503 once those that failed hold more, or too
+	// few answered within 2 s): readiness says whether this instance
+	// can serve, not whether all of Redis is healthy, so a master that
+	// died or hangs (failing its slots' requests on every instance
 	// alike) does not take every instance out of rotation, while an
-	// instance cut off from most masters leaves it.
+	// instance cut off from the masters of most shards leaves it.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2909,12 +2910,13 @@ func (c *APIClient) GetSpec(ctx context.Context, reqEditors ...RequestEditorFn) 
 // check's own, not the pool the requests share: an instance whose
 // requests wait for Redis connections (overload) stays ready while
 // Redis answers. On a Cluster every master is asked at once and the
-// instance is ready as soon as most answer (503 once most cannot,
-// or none did within 2 s): readiness says whether this instance
-// reaches Redis, not whether all of Redis is healthy, so a master
-// that died or hangs (failing its slots' requests on every instance
+// instance is ready as soon as those that answered hold at least
+// half of the shards (503 once those that failed hold more, or too
+// few answered within 2 s): readiness says whether this instance
+// can serve, not whether all of Redis is healthy, so a master that
+// died or hangs (failing its slots' requests on every instance
 // alike) does not take every instance out of rotation, while an
-// instance cut off from most masters leaves it.
+// instance cut off from the masters of most shards leaves it.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *APIClient) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6647,12 +6649,13 @@ type ClientWithResponsesInterface interface {
 	// check's own, not the pool the requests share: an instance whose
 	// requests wait for Redis connections (overload) stays ready while
 	// Redis answers. On a Cluster every master is asked at once and the
-	// instance is ready as soon as most answer (503 once most cannot,
-	// or none did within 2 s): readiness says whether this instance
-	// reaches Redis, not whether all of Redis is healthy, so a master
-	// that died or hangs (failing its slots' requests on every instance
+	// instance is ready as soon as those that answered hold at least
+	// half of the shards (503 once those that failed hold more, or too
+	// few answered within 2 s): readiness says whether this instance
+	// can serve, not whether all of Redis is healthy, so a master that
+	// died or hangs (failing its slots' requests on every instance
 	// alike) does not take every instance out of rotation, while an
-	// instance cut off from most masters leaves it.
+	// instance cut off from the masters of most shards leaves it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12530,12 +12533,13 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, reqEditor
 // check's own, not the pool the requests share: an instance whose
 // requests wait for Redis connections (overload) stays ready while
 // Redis answers. On a Cluster every master is asked at once and the
-// instance is ready as soon as most answer (503 once most cannot,
-// or none did within 2 s): readiness says whether this instance
-// reaches Redis, not whether all of Redis is healthy, so a master
-// that died or hangs (failing its slots' requests on every instance
+// instance is ready as soon as those that answered hold at least
+// half of the shards (503 once those that failed hold more, or too
+// few answered within 2 s): readiness says whether this instance
+// can serve, not whether all of Redis is healthy, so a master that
+// died or hangs (failing its slots' requests on every instance
 // alike) does not take every instance out of rotation, while an
-// instance cut off from most masters leaves it.
+// instance cut off from the masters of most shards leaves it.
 //
 // Returns a wrapper object for the known response body format(s).
 //

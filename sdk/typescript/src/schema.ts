@@ -1253,12 +1253,13 @@ export interface paths {
          *     check's own, not the pool the requests share: an instance whose
          *     requests wait for Redis connections (overload) stays ready while
          *     Redis answers. On a Cluster every master is asked at once and the
-         *     instance is ready as soon as most answer (503 once most cannot,
-         *     or none did within 2 s): readiness says whether this instance
-         *     reaches Redis, not whether all of Redis is healthy, so a master
-         *     that died or hangs (failing its slots' requests on every instance
+         *     instance is ready as soon as those that answered hold at least
+         *     half of the shards (503 once those that failed hold more, or too
+         *     few answered within 2 s): readiness says whether this instance
+         *     can serve, not whether all of Redis is healthy, so a master that
+         *     died or hangs (failing its slots' requests on every instance
          *     alike) does not take every instance out of rotation, while an
-         *     instance cut off from most masters leaves it.
+         *     instance cut off from the masters of most shards leaves it.
          */
         get: operations["readyz"];
         put?: never;
