@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,7 +120,7 @@ func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
 	unsafe := false
 	for _, a := range answers {
 		switch {
-		case a.err != nil && serverError(a.err) && !redisx.Unavailable(a.err): // NOPERM, unknown command; not LOADING and the like
+		case configRefused(a.err):
 			s.guard.refused = true
 			s.guard.policies = nil
 			if m, ok := s.metrics.(GuardMetrics); ok {
@@ -207,4 +208,17 @@ func (s *Store) guardLayout(ctx context.Context, log *slog.Logger) {
 	s.guard.mu.Lock()
 	s.guard.layoutErr = err
 	s.guard.mu.Unlock()
+}
+
+// configRefused reports whether err is Redis refusing CONFIG GET for good
+// (NOPERM, an unknown command where it is renamed or hidden), not a reply
+// that means not now: LOADING and the others redisx.Unavailable knows,
+// BUSY (a slow script runs: every command but a few is answered so until
+// it ends) and NOAUTH (a connection not authenticated yet).
+func configRefused(err error) bool {
+	if err == nil || !serverError(err) || redisx.Unavailable(err) {
+		return false
+	}
+	msg := err.Error()
+	return !strings.HasPrefix(msg, "BUSY ") && !strings.HasPrefix(msg, "NOAUTH ")
 }

@@ -295,3 +295,37 @@ func TestJanitorClearsTheReportWhenConfigIsRefused(t *testing.T) {
 		t.Errorf("GuardMetrics says %d once CONFIG GET is refused, want 0", v)
 	}
 }
+
+// A Redis busy with a slow script answers BUSY to CONFIG GET: not now, not
+// a refusal. The check goes on after it (an evicting policy set then is
+// reported), and no line says CONFIG is refused.
+func TestJanitorPolicyCheckOutlivesABusyRedis(t *testing.T) {
+	srv, err := redistest.StartServer("--busy-reply-threshold", "100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 10 * time.Second})
+	defer admin.Close()
+	rec := &guardRecorder{}
+	rec.unsafe.Store(-1)
+	s := openStoreWith(t, redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr}, func(c *store.Config) { c.Metrics = rec })
+	log := runJanitor(t, s)
+	eventually(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
+	// 1.5 s of a script that answers nothing: every other client gets BUSY
+	// after 100 ms, the janitor's checks (every 20 ms) among them
+	busy := `local s = redis.call('TIME')
+repeat local n = redis.call('TIME') until (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 1500000
+return 1`
+	if err := admin.Eval(ctx, busy, nil).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no report of the evicting policy after the busy script", func() bool { return rec.unsafe.Load() == 1 })
+	if l := log.String(); strings.Contains(l, "refuses CONFIG GET") {
+		t.Errorf("a BUSY reply was taken for a refusal of CONFIG:\n%s", l)
+	}
+}
