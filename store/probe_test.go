@@ -69,12 +69,16 @@ func TestPingHasConnectionsOfItsOwn(t *testing.T) {
 	}
 }
 
-// On a Cluster, Ping answers nil while most masters answer: a master killed
-// (before its replica is promoted) or hung (SIGSTOP: connections accepted,
-// nothing answered) fails the requests for its slots on every instance
-// alike, and readiness must not take every instance out of rotation for
-// it, nor wait for the hung node. Once most masters do not answer (as for
-// an instance cut off from them by a partition on its side), Ping fails.
+// On a Cluster, Ping answers nil while the masters of at least half of
+// the shards answer: a master killed (before its replica is promoted) or
+// hung (SIGSTOP: connections accepted, nothing answered) fails the
+// requests for its slots on every instance alike, and readiness must not
+// take every instance out of rotation for it, nor wait for the hung node.
+// Once the masters of most shards do not answer (as for an instance cut
+// off from them by a partition on its side), Ping fails. A prefix is
+// picked whose 8 shards spread so that the master of the fewest paused
+// leaves most shards up, and the one of the most killed besides leaves
+// less than half.
 func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Cluster of its own")
@@ -84,7 +88,31 @@ func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	s := openStore(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()})
+	const shards = 8
+	var prefix string
+	var fewest, most *redistest.Server
+	for i := 0; ; i++ {
+		prefix = fmt.Sprintf("%s%d", redistest.Prefix(t), i)
+		held := shardsHeld(t, c, prefix, shards)
+		if len(held) != 3 {
+			continue
+		}
+		fewest, most = nil, nil
+		for m := range held {
+			if fewest == nil || held[m] < held[fewest] {
+				fewest = m
+			}
+			if most == nil || held[m] > held[most] {
+				most = m
+			}
+		}
+		if left := shards - held[fewest] - held[most]; fewest != most && 2*left < shards {
+			break
+		}
+	}
+	s := openStoreWith(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
+		cfg.Prefix, cfg.Shards = prefix, shards
+	})
 	ping := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -93,19 +121,19 @@ func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 	if err := ping(); err != nil {
 		t.Fatalf("Ping, every master up: %v", err)
 	}
-	c.Nodes[1].Pause()
-	defer c.Nodes[1].Resume()
+	fewest.Pause()
+	defer fewest.Resume()
 	// again and again: a check that asked a random node for the slot
 	// layout first waited for the hung one whenever it picked it
 	for i := range 10 {
 		if err := ping(); err != nil {
-			t.Fatalf("Ping %d, one master hung: %v, want nil (two masters of three answer)", i, err)
+			t.Fatalf("Ping %d, one master hung: %v, want nil (the others hold most shards)", i, err)
 		}
 	}
 	// at once, before a replica is promoted: the layout still names them
-	c.Nodes[0].Kill()
+	most.Kill()
 	if err := ping(); err == nil {
-		t.Fatal("Ping, one master killed and one hung: nil, want an error (one master of three answers)")
+		t.Fatal("Ping, one master killed and one hung: nil, want an error (the one left holds less than half of the shards)")
 	}
 	for _, n := range c.Nodes {
 		n.Kill()
@@ -113,6 +141,26 @@ func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 	if err := ping(); err == nil {
 		t.Fatal("Ping, every node killed: nil, want an error")
 	}
+}
+
+// shardsHeld counts the shards of a store of prefix each master of c
+// serves.
+func shardsHeld(tb testing.TB, c *redistest.Cluster, prefix string, shards int) map[*redistest.Server]int {
+	tb.Helper()
+	ctx := context.Background()
+	held := map[*redistest.Server]int{}
+	for i := range shards {
+		slot, err := c.Slot(ctx, fmt.Sprintf("{%s:%d}", prefix, i))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m, _, err := c.Shard(ctx, slot)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		held[m]++
+	}
+	return held
 }
 
 // Ping weighs the masters by the shards they serve: with one shard, its
