@@ -336,3 +336,57 @@ return 1`
 		t.Errorf("a BUSY reply was taken for a refusal of CONFIG:\n%s", l)
 	}
 }
+
+// flushBeforeHMGet is a hook that deletes key (with del) before the first
+// HMGET of it once armed: Redis losing its data between the janitor's
+// HSETNX of the layout record and its read of it.
+type flushBeforeHMGet struct {
+	key   string
+	del   func() error
+	armed atomic.Bool
+	fired atomic.Bool
+}
+
+func (h *flushBeforeHMGet) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *flushBeforeHMGet) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && strings.EqualFold(cmd.Name(), "hmget") && args[1] == h.key && h.armed.CompareAndSwap(true, false) {
+			if err := h.del(); err != nil {
+				return err
+			}
+			h.fired.Store(true)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *flushBeforeHMGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A layout record lost between the janitor's HSETNX and its read (Redis
+// lost its data right then) is not a record that disagrees: the janitor
+// writes it again on its next tick, and meanwhile Ready does not fail and
+// no error says the layout disagrees.
+func TestJanitorLayoutRecordLostWhileChecked(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStore(t, b)
+			meta := s.Prefix() + ":meta"
+			h := &flushBeforeHMGet{key: meta, del: func() error { return s.Client().Del(ctx, meta).Err() }}
+			s.Client().AddHook(h)
+			h.armed.Store(true)
+			log := runJanitor(t, s)
+			eventually(t, "the record was not deleted while checked", h.fired.Load)
+			eventually(t, "the layout record is not restored", func() bool {
+				return strings.Contains(log.String(), "layout record was missing") && s.Client().HGet(ctx, meta, "shards").Val() == "8"
+			})
+			if err := s.Ready(ctx); err != nil {
+				t.Errorf("Ready: %v, want nil", err)
+			}
+			if l := log.String(); strings.Contains(l, "disagrees") {
+				t.Errorf("a record lost while checked was taken for one that disagrees:\n%s", l)
+			}
+		})
+	}
+}

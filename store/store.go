@@ -471,7 +471,8 @@ func (s *Store) notAClusterNode(ctx context.Context) error {
 // or a running instance's janitor after Redis lost its data, see
 // guardLayout), then checks the recorded ones against the store's.
 // restored reports that a field was missing and this call wrote it.
-// Errors: ErrLayout on a mismatch, rooms.ErrUnavailable.
+// Errors: ErrLayout on a mismatch, rooms.ErrUnavailable (also when the
+// record vanished between the writes and the read).
 func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	key := s.keys.Meta()
 	for _, f := range []struct {
@@ -487,6 +488,11 @@ func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
 	if err != nil {
 		return restored, redisx.Wrap(err)
+	}
+	if got[0] == nil || got[1] == nil {
+		// gone since the HSETNX: Redis lost its data right then (a
+		// FLUSHALL, a restart); not a record that disagrees
+		return restored, fmt.Errorf("%w: the layout record %s vanished while it was checked", rooms.ErrUnavailable, key)
 	}
 	if got[0] != strconv.Itoa(s.shards) {
 		return restored, fmt.Errorf("%w: redis holds data for %v shards; this instance is configured for %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
