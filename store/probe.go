@@ -97,7 +97,12 @@ func (s *Store) pingMasters(ctx context.Context, c *redis.ClusterClient) error {
 	up, down := 0, 0 // shards
 	var failed []error
 	for range asked {
-		a := <-answers
+		var a answer
+		select {
+		case a = <-answers:
+		case <-ctx.Done(): // a reply timeout longer than ctx's: not waited for
+			return fmt.Errorf("the masters of %d of %d shards answered in time: %w", up, s.shards, errors.Join(append(failed, context.Cause(ctx))...))
+		}
 		if a.err == nil {
 			if up += a.shards; 2*up >= s.shards {
 				return nil

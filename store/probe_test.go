@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -281,5 +282,34 @@ func holdRequestPool(tb testing.TB, s *store.Store) {
 				tb.Fatalf("the request pool of %s's node still serves after 10 s", k)
 			}
 		}
+	}
+}
+
+// Ping on a Cluster ends with its ctx, however long the replies may take
+// (Config.ReadTimeout, here 20 s): a master that hangs is
+// not waited for past the readiness check's 2 s.
+func TestPingEndsWithItsContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Cluster of its own")
+	}
+	c, err := redistest.StartCluster(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	s := openStoreWith(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
+		cfg.ReadTimeout = 20 * time.Second
+	})
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping, every master up: %v", err)
+	}
+	for _, n := range c.Nodes {
+		n.Pause()
+		defer n.Resume()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Ping(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Ping, every master hung: %v, want its context's end", err)
 	}
 }
