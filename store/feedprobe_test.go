@@ -92,21 +92,7 @@ func TestFeedLeavesAHungMasterAfterFailover(t *testing.T) {
 	sink := newProbeSink()
 	feed := s.Feed(sink)
 	defer feed.Close()
-	r := mustCreate(t, s, alice, newRoom()).Room
-	if err := feed.Subscribe(ctx, r.ID); err != nil {
-		t.Fatal(err)
-	}
-	patch := func() (int64, error) {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		v, err := s.PatchState(pctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
-		return v.Version, err
-	}
-	v, err := patch()
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitDelivered(t, sink, v, 5*time.Second, "before the failover")
+	r, patch := watchedRoom(t, s, feed, sink, "before the failover")
 
 	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
 	if err != nil {
@@ -184,6 +170,30 @@ func TestFeedProbeQuietOnHealthyRedis(t *testing.T) {
 			t.Fatalf("%d resubscriptions, %d silent connections after %d probes: want none", resubs, silent, store.FeedProbes(feed))
 		}
 	})
+}
+
+// watchedRoom creates a room the feed subscribes, and returns it with a
+// function that patches its state (the new version), once a first patch
+// reached sink (what: the failure's words).
+func watchedRoom(t *testing.T, s *store.Store, feed sse.Feed, sink *probeSink, what string) (rooms.Room, func() (int64, error)) {
+	t.Helper()
+	ctx := t.Context()
+	r := mustCreate(t, s, alice, newRoom()).Room
+	if err := feed.Subscribe(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	patch := func() (int64, error) {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := s.PatchState(pctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
+		return v.Version, err
+	}
+	v, err := patch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(t, sink, v, 5*time.Second, what)
+	return r, patch
 }
 
 func waitDelivered(t *testing.T, sink *probeSink, v int64, within time.Duration, what string) {
@@ -287,21 +297,7 @@ func TestFeedFollowsASlotMove(t *testing.T) {
 	sink := newProbeSink()
 	feed := s.FeedProbing(sink, 100*time.Millisecond, 500*time.Millisecond)
 	defer feed.Close()
-	r := mustCreate(t, s, alice, newRoom()).Room
-	if err := feed.Subscribe(ctx, r.ID); err != nil {
-		t.Fatal(err)
-	}
-	patch := func() (int64, error) {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		v, err := s.PatchState(pctx, alice, r.ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
-		return v.Version, err
-	}
-	v, err := patch()
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitDelivered(t, sink, v, 5*time.Second, "before the move")
+	r, patch := watchedRoom(t, s, feed, sink, "before the move")
 
 	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
 	if err != nil {
