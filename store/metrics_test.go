@@ -132,11 +132,15 @@ func TestMetricsRecordRedisErrors(t *testing.T) {
 	}
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	s.PatchState(canceled, alice, r.ID, rooms.StatePatch{Set: rooms.State{"a": []byte("1")}, IfMatch: rooms.NoIfMatch})
+	if _, err := s.PatchState(canceled, alice, r.ID, rooms.StatePatch{Set: rooms.State{"a": []byte("1")}, IfMatch: rooms.NoIfMatch}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("patch with its context ended: %v", err)
+	}
 	scripts, errs, _ := rec.take()
 	// the patch is an FCALL of the library (Redis 7 has Functions), sent
-	// twice: a dial that failed sent nothing (redisx.NotSent)
-	wantScripts := map[string]int{"state_patch unavailable": 2, "state_patch canceled": 1}
+	// twice: a dial that failed sent nothing (redisx.NotSent); the one
+	// whose context had ended is not sent at all (redisx.NeverSent), so
+	// neither a script call nor a Redis error
+	wantScripts := map[string]int{"state_patch unavailable": 2}
 	if wantErrs := map[string]int{"fcall": 2, "multi": 1}; !maps.Equal(scripts, wantScripts) || !maps.Equal(errs, wantErrs) {
 		t.Errorf("recorded %v and errors %v; want %v and %v", scripts, errs, wantScripts, wantErrs)
 	}
