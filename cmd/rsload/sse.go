@@ -242,7 +242,9 @@ func openStreams(ctx context.Context, n int, open opener) *streamSet {
 	var frames atomic.Int64
 	for i := range n {
 		url, token, r := open(i)
+		r.mu.Lock() // a stream of r refused for good takes itself off meanwhile
 		r.streams++
+		r.mu.Unlock()
 		ready.Add(1)
 		s.done.Add(1)
 		go func() {
