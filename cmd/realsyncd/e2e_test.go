@@ -24,17 +24,41 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m, removeBinary) }
 
-// buildBinary builds realsyncd once into the test's temp dir.
+// binary is the realsyncd the tests run: built once (with -race) for the
+// whole package, the first time a test asks, and removed by TestMain.
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// buildBinary returns the package's realsyncd binary, building it the
+// first time.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "realsyncd")
-	out, err := exec.Command("go", "build", "-race", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	binary.once.Do(func() {
+		if binary.dir, binary.err = os.MkdirTemp("", "realsyncd-test-"); binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "realsyncd")
+		if out, err := exec.Command("go", "build", "-race", "-o", binary.path, ".").CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
 	}
-	return bin
+	return binary.path
+}
+
+func removeBinary() error {
+	if binary.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(binary.dir)
 }
 
 // instance is a running realsyncd process.
@@ -80,6 +104,18 @@ func (in *instance) logText() string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.logs.String()
+}
+
+// complaints returns the last n log lines at level WARN or ERROR.
+func (in *instance) complaints(n int) string {
+	var out []string
+	for _, l := range strings.Split(in.logText(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") ||
+			strings.Contains(l, `"level":"WARN"`) || strings.Contains(l, `"level":"ERROR"`) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
 }
 
 func freeAddr(t *testing.T) string {
@@ -150,7 +186,12 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instanc
 		close(copied)
 	}()
 	go func() { <-copied; in.exited <- cmd.Wait() }()
-	t.Cleanup(func() { in.stop(t) })
+	t.Cleanup(func() {
+		in.stop(t)
+		if t.Failed() {
+			t.Logf("realsyncd %s, its warnings and errors:\n%s", in.url, in.complaints(40))
+		}
+	})
 	for i := 0; i < 200; i++ {
 		if r, err := in.probe.Get(in.url + "/healthz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
@@ -198,6 +239,7 @@ func guest(t *testing.T, in *instance, name string) string {
 // both at once; exactly 3 get in, 47 get ROOM_FULL, and the data is
 // consistent afterwards. No token ever reaches a log line.
 func TestTwoInstancesShareRooms(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) { twoInstancesShareRooms(t, bin, backend) })
@@ -296,6 +338,7 @@ func mustParse(t *testing.T, url string) *redis.Options {
 // a shard count or key schema other than the one stored in Redis: refusal
 // to start (exit 1), saying what to do.
 func TestRefusesBadConfig(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	url := redistest.StandaloneURL(t)
 	prefix := redistest.Prefix(t)

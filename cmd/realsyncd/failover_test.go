@@ -250,6 +250,7 @@ func (f *follower) settle(t *testing.T, c redis.UniversalClient, prefix, room st
 // a snapshot before any event of the new history, and ends in that
 // history; the data is consistent afterwards.
 func TestClusterMasterFailover(t *testing.T) {
+	t.Parallel()
 	cluster, err := redistest.StartClusterWithReplicas(3, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,7 @@ func get(t *testing.T, url, token string) (int, string) {
 // refuses the API with 503 STORE_UNAVAILABLE and event streams with a 200
 // and a retry line; once Redis comes up it connects by itself and serves.
 func TestStartsBeforeRedis(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	srv, err := redistest.NewServer()
 	if err != nil {
@@ -103,6 +104,7 @@ const outageLogBound = 50
 // keep calling it: the instance logs a bounded number of lines (warnings
 // repeat once per 10 s at most, then a count), and serves again afterwards.
 func TestOutageLogsAreBounded(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	srv, err := redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
@@ -174,6 +176,7 @@ func TestOutageLogsAreBounded(t *testing.T) {
 // SIGTERM while a request hangs (its body never comes): the instance still
 // exits within REALSYNC_SHUTDOWN_TIMEOUT, saying it cut the request.
 func TestShutdownTimeoutBoundsExit(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_SHUTDOWN_TIMEOUT=2s")...)
 	tok := guest(t, in, "slow")
@@ -215,6 +218,7 @@ func TestShutdownTimeoutBoundsExit(t *testing.T) {
 // measurement. A warning names what was left running (it was silent);
 // the exit is 0, as no request was cut.
 func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
+	t.Parallel()
 	srv, err := redistest.StartServer()
 	if err != nil {
 		t.Fatal(err)
@@ -255,6 +259,7 @@ func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
 // release is refused; `realsyncd migrate -dry-run` counts, `realsyncd
 // migrate` converts it; the new instance then serves the rooms.
 func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {

@@ -179,6 +179,7 @@ func (s *stream) wait(t *testing.T, what string, within time.Duration, ok func(e
 // port; SIGTERM ends every HTTP/2 stream with its retry hint and the
 // process exits cleanly.
 func TestHTTP2StreamsShareOneConnection(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	cert, key, pool := redistest.SelfSigned(t)
 	for _, tc := range []struct {
@@ -290,6 +291,7 @@ func (in *instance) metric(t *testing.T, name, label string) string {
 // slow reader, while the stream beside it on the same connection gets
 // every event in order and the connection stays usable.
 func TestHTTP2StalledStreamIsCutOffAlone(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	in := start(t, bin, append(backendEnv(t, "standalone"), loadTestLimits, "REALSYNC_H2C=true")...)
 	id, toks := party(t, in, 1)
@@ -349,6 +351,7 @@ func TestHTTP2StalledStreamIsCutOffAlone(t *testing.T) {
 // reset by a deadline left from its last write (it was, before Send
 // cleared it: every quiet h2 stream died 10 s after its last event).
 func TestHTTP2QuietStreamOutlivesWriteTimeout(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_H2C=true", "REALSYNC_SSE_HEARTBEAT=60s")...)
 	id, toks := party(t, in, 0)

@@ -16,6 +16,7 @@ import (
 // The hardening settings reach the server: mode allow-list, CORS,
 // the request timeout on a withheld body, and the header cap.
 func TestHardeningSettings(t *testing.T) {
+	t.Parallel()
 	in := start(t, buildBinary(t), "REALSYNC_MODES=battle", "REALSYNC_CORS_ORIGINS=https://game.example",
 		"REALSYNC_REQUEST_TIMEOUT=500ms")
 	token := guest(t, in, "alice")

@@ -145,6 +145,7 @@ func (k *keyedHangUp) retry(bin string) (status int, replayed string, body strin
 // timeout: the instance closed the store under the running request, which
 // could neither record its answer nor free its key.
 func TestShutdownWaitsForHungUpKeyedRequestOverH2C(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	k := hangUpKeyedQuickJoin(t, bin)
 	time.Sleep(100 * time.Millisecond)
@@ -166,6 +167,7 @@ func TestShutdownWaitsForHungUpKeyedRequestOverH2C(t *testing.T) {
 // fresh instance runs again (201, not replayed), where it got 409
 // IDEMPOTENCY_KEY_IN_USE.
 func TestShutdownCutsHungUpKeyedRequestPastItsTimeoutOverH2C(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	k := hangUpKeyedQuickJoin(t, bin, "REALSYNC_SHUTDOWN_TIMEOUT=3s")
 	err := k.terminate(time.Hour) // the lock freed once the process exited

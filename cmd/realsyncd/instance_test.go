@@ -8,6 +8,7 @@ import (
 )
 
 func TestAdminAndAdvertiseConfig(t *testing.T) {
+	t.Parallel()
 	const good = "0123456789abcdef0123456789abcdef"
 	tests := []struct {
 		name string
@@ -43,6 +44,7 @@ func TestAdminAndAdvertiseConfig(t *testing.T) {
 }
 
 func TestAdvertiseAddr(t *testing.T) {
+	t.Parallel()
 	host, _ := os.Hostname()
 	tests := []struct {
 		name, configured string
@@ -64,6 +66,7 @@ func TestAdvertiseAddr(t *testing.T) {
 }
 
 func TestVersionOf(t *testing.T) {
+	t.Parallel()
 	vcs := func(kv ...string) []debug.BuildSetting {
 		var out []debug.BuildSetting
 		for i := 0; i+1 < len(kv); i += 2 {

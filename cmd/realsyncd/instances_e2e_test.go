@@ -55,6 +55,7 @@ func waitInstances(t *testing.T, in *instance, within time.Duration, what string
 // once; once all are gone, no registry key remains. The admin token never
 // reaches a log line.
 func TestInstanceRegistry(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) { instanceRegistry(t, bin, backend) })

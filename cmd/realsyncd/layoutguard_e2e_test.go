@@ -16,6 +16,7 @@ import (
 // with the instance (shards changed under it), /readyz answers 503 and an
 // error is logged, until the record agrees again.
 func TestRunningInstanceGuardsTheLayout(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	srv, err := redistest.StartServer()
 	if err != nil {

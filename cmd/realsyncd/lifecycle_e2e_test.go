@@ -18,6 +18,7 @@ import (
 // on their way out (with a TTL), their members' notices and holdings
 // markers ("in no room"), expiring, and the deployment's fixed keys.
 func TestAbandonedRoomsLeaveNothing(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	prefix := redistest.Prefix(t)
 	url := redistest.StandaloneURL(t)

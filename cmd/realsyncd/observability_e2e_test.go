@@ -63,6 +63,7 @@ func metricValue(mfs map[string]*dto.MetricFamily, name string, labels ...string
 // Both see the same rooms in Redis; each counts its own requests, and the
 // janitors' actions.
 func TestMetricsAndJSONLogs(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), "REALSYNC_ROOM_IDLE_TIMEOUT=5s")
 	metricsAddr := freeAddr(t)

@@ -60,6 +60,7 @@ func readDeployMetrics(t *testing.T) map[string]deployMetric {
 // realsync_ metric with its type and label names, none more, none less.
 // Each observer is called once so that every vector has a series.
 func TestDeployMetricsList(t *testing.T) {
+	t.Parallel()
 	reg, m := newRegistry()
 	stats := func(context.Context) (lobby.Stats, error) {
 		return lobby.Stats{Rooms: map[rooms.Status]int{rooms.Waiting: 1}, Players: 1}, nil

@@ -123,6 +123,7 @@ func (r *meReader) waitFor(t *testing.T, n int, what string) {
 // AOF, and after a clean close (a fresh session without Last-Event-ID
 // gets only what its platform was not delivered). Two instances.
 func TestOfflineDeliveryAcrossKillsAndRestart(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	srv, err := redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {

@@ -89,6 +89,7 @@ func guestWithID(t *testing.T, in *instance, name string) (token, id string) {
 // sees the user lose console within the TTL (1 s) plus the janitor's
 // sweep, and GET /v1/presence agrees.
 func TestPersonalStreamsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
@@ -155,6 +156,7 @@ func platforms(e meEvent) []string {
 // sees the user offline once the debounce passed. The TTL is a minute, so
 // no lapse plays a part.
 func TestShutdownDebouncesOnlineStatus(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
 	a, b := start(t, bin, env...), start(t, bin, env...)

@@ -35,6 +35,7 @@ const hammerLimits = "auth=60/h:burst=12,create=60/h:burst=5,join=60/h:burst=8,w
 // under a minute) and refuses the rest with 429, its own code, Retry-After
 // and the RateLimit headers. Afterwards no counter outlives its drain time.
 func TestRateLimitsHoldAcrossInstances(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) { hammer(t, bin, backend) })
@@ -232,6 +233,7 @@ func checkRefusal(t *testing.T, h hammered, res *http.Response, body []byte) {
 // (realsync_rate_limit_checks_total); with REALSYNC_RATE_LIMIT_LEASE=0
 // exactly the burst is allowed, every check decided in Redis.
 func TestRateLimitLeasesAcrossInstances(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, tc := range []struct {
 		name  string

@@ -71,6 +71,7 @@ func lobbyList(t *testing.T, in *instance, token string) string {
 // replication caught up; with every replica killed they still answer 200,
 // right, from the masters, and so does the lobby stream's list.
 func TestReadFromReplicasEndToEnd(t *testing.T) {
+	t.Parallel()
 	cluster, err := redistest.StartClusterWithReplicas(3, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -279,6 +279,7 @@ func backendEnv(t *testing.T, backend string) []string {
 // on the other instance; a kicked player's stream ends; a resume from
 // before what the log holds gets a snapshot.
 func TestEventStreamsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
@@ -340,6 +341,7 @@ func TestEventStreamsAcrossInstances(t *testing.T) {
 // writer keeps writing through the other instance: every event written
 // reaches every stream exactly once, in order.
 func TestEventStreamsSurviveRedisRestart(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	srv, err := redistest.StartServer("--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
@@ -386,6 +388,7 @@ func TestEventStreamsSurviveRedisRestart(t *testing.T) {
 // A client that stops reading (a small receive buffer, never read) is cut
 // off, while a reading client of the same room receives every event.
 func TestSlowReaderIsCutOff(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	a := start(t, bin, append(backendEnv(t, "standalone"), loadTestLimits)...)
 	id, toks := party(t, a, 1)
@@ -438,6 +441,7 @@ func disconnected(es []sseEvent, pid float64) bool {
 
 // 500 streams on one room, over two instances, all receive every event.
 func TestFiveHundredStreams(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), loadTestLimits)
 	a, b := start(t, bin, env...), start(t, bin, env...)
@@ -479,6 +483,7 @@ func TestFiveHundredStreams(t *testing.T) {
 // The players of an instance that dies (SIGKILL) are announced
 // disconnected when their presence lapses, and removed after the grace.
 func TestKilledInstancePlayersAreRemoved(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=1s", "REALSYNC_DISCONNECT_GRACE=1s")
 	a, c := start(t, bin, env...), start(t, bin, env...)
@@ -514,6 +519,7 @@ func grep(text, word string) string {
 // a minute), so other members would see the player disconnected after the
 // debounce, had it not come back meanwhile; the process exits cleanly.
 func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
 	a, b := start(t, bin, env...), start(t, bin, env...)

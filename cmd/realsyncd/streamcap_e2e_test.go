@@ -64,6 +64,7 @@ func openRaw(t *testing.T, url, token string) (status int, code string, closeCon
 // open come free once their leases lapse (TTL 1s); once every stream is
 // closed no key of them is left.
 func TestStreamLimitAcrossInstances(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 // flags win, the pair is both or neither and must load, h2c is for plain
 // text only; bad values name their variables, never the key's contents.
 func TestParseConfigProtocols(t *testing.T) {
+	t.Parallel()
 	cert, key, _ := redistest.SelfSigned(t)
 	otherCert, _, _ := redistest.SelfSigned(t)
 	keyPEM, err := os.ReadFile(key)

@@ -165,6 +165,7 @@ func webhookEntries(t *testing.T, c redis.UniversalClient, prefix string) (entri
 // Before and after: the webhook keys hold no entry (the outbox, the
 // deliveries and the dead letters emptied, no retry waiting).
 func TestWebhooksEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) { webhooksEndToEnd(t, bin, backend) })
@@ -448,6 +449,7 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 // on; emptying the list again stops the deliveries without a restart. An
 // empty file is refused at start (exit 2).
 func TestWebhooksWithNoEndpoint(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	rc := newReceiver(t)
 	file := filepath.Join(t.TempDir(), "webhooks.yaml")
