@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redisurl"
@@ -139,7 +138,7 @@ type Store struct {
 	client   redis.UniversalClient
 	reads    redis.UniversalClient // browsing reads (replicas.go); nil: client
 	probe    redis.UniversalClient // Ping's own connections (probe.go)
-	embedded *miniredis.Miniredis
+	embedded *embedded
 	keys     layout.Keys
 	shards   int
 	pubcmd   string
@@ -378,10 +377,9 @@ func (s *Store) connect(cfg Config) error {
 		s.probe = redis.NewClient(probeOptions(*opt))
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:
-		m := miniredis.NewMiniRedis()
-		m.ClockTTL(true)
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			return fmt.Errorf("embedded store: %w", err)
+		m, err := startEmbedded()
+		if err != nil {
+			return err
 		}
 		s.embedded = m
 		opt := redis.Options{Addr: m.Addr(), Protocol: 2}
