@@ -409,44 +409,11 @@ func playerOf(r rooms.Room, id int) string {
 // ASK and MOVED, every caller gets its own reply, and every script ran
 // exactly once (the counters equal the successes).
 func TestBatchClusterSlotMove(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of its own")
-	}
-	c, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownCluster(t)
 	s, rec := openBatched(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()}, store.Batching{})
 	ctx, p := context.Background(), s.Prefix()
 	const keys = 8
 	key := func(i int) string { return fmt.Sprintf("%s:{%s:move}:n%d", p, p, i%keys) }
-	slot, err := c.Slot(ctx, key(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, _, err := c.Shard(ctx, slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := c.Nodes[0]
-	if dst == src {
-		dst = c.Nodes[1]
-	}
-	node := func(sv *redistest.Server) *redis.Client {
-		cl := redis.NewClient(&redis.Options{Addr: sv.Addr, Protocol: 2})
-		t.Cleanup(func() { cl.Close() })
-		return cl
-	}
-	srcC, dstC := node(src), node(dst)
-	id := func(cl *redis.Client) string {
-		v, err := cl.Do(ctx, "CLUSTER", "MYID").Text()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	srcID, dstID := id(srcC), id(dstC)
 
 	var (
 		wg    sync.WaitGroup
@@ -478,31 +445,11 @@ func TestBatchClusterSlotMove(t *testing.T) {
 	// Move the slot while the callers run: importing, migrating, the keys
 	// one by one, then the slot's new owner told to every node.
 	time.Sleep(200 * time.Millisecond)
-	must := func(cl *redis.Client, args ...any) {
-		if err := cl.Do(ctx, args...).Err(); err != nil {
-			t.Errorf("%v: %v", args, err)
-		}
+	dst, moved, err := c.MoveSlot(ctx, key(0), redistest.SlotMove{KeysPerMigrate: 1, Pause: 20 * time.Millisecond})
+	if err != nil {
+		t.Errorf("moving the slot: %v", err)
 	}
-	must(dstC, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
-	must(srcC, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
-	host, port, _ := strings.Cut(dst.Addr, ":")
-	for moved := 0; ; {
-		ks, err := srcC.ClusterGetKeysInSlot(ctx, slot, 1).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ks) == 0 {
-			t.Logf("moved %d keys", moved)
-			break
-		}
-		must(srcC, "MIGRATE", host, port, "", 0, 5000, "KEYS", ks[0])
-		moved++
-		time.Sleep(20 * time.Millisecond)
-	}
-	for _, n := range c.Nodes {
-		cl := node(n)
-		must(cl, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
-	}
+	t.Logf("moved %d keys", moved)
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	wg.Wait()
@@ -510,6 +457,11 @@ func TestBatchClusterSlotMove(t *testing.T) {
 	for _, err := range fails {
 		t.Error(err)
 	}
+	if dst == nil {
+		t.FailNow()
+	}
+	dstC := redis.NewClient(&redis.Options{Addr: dst.Addr, Protocol: 2})
+	defer dstC.Close()
 	total := 0
 	for i := range keys {
 		n, err := dstC.Get(ctx, key(i)).Int()

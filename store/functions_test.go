@@ -128,18 +128,9 @@ func TestQuickJoinRunsAsAFunction(t *testing.T) {
 // A Redis user that may not load functions (ACL -function) gets the
 // scripts with EVALSHA: the store opens and works as before.
 func TestFunctionsRefusedByACL(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
 	ctx := context.Background()
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer admin.Close()
-	if err := admin.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-function").Err(); err != nil {
-		t.Fatal(err)
-	}
-	s := openStore(t, redistest.Backend{Name: "acl", URL: "redis://app:pw@" + srv.Addr})
+	b, _ := aclServer(t, nil, "app", "~*", "&*", "+@all", "-function")
+	s := openStore(t, b)
 	if s.UsesFunctions() {
 		t.Fatal("functions in use without the right to load them")
 	}

@@ -126,41 +126,37 @@ func (g *guardRecorder) RedisEvictionUnsafe(unsafe bool) {
 
 var _ store.GuardMetrics = (*guardRecorder)(nil)
 
+// guardedJanitor opens a store on b whose metrics are a guardRecorder
+// (its report -1 until the first) and runs its janitor until tb ends; it
+// returns the store, the recorder and the janitor's log.
+func guardedJanitor(tb testing.TB, b redistest.Backend) (*store.Store, *guardRecorder, *logBuffer) {
+	tb.Helper()
+	rec := &guardRecorder{}
+	rec.unsafe.Store(-1)
+	s := openStoreWith(tb, b, func(c *store.Config) { c.Metrics = rec })
+	return s, rec, runJanitor(tb, s)
+}
+
 // The janitor reads maxmemory-policy on the server, or every Cluster
 // master: an evicting policy (here allkeys-lru, then volatile-ttl on a
 // Cluster master) is reported to GuardMetrics and logged at warn naming
 // it; back to noeviction, the report says so. Servers of the test's own,
 // as it changes their configuration.
 func TestJanitorWarnsOfAnEvictingPolicy(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	backends := []struct {
+	srv, c := ownRedis(t)
+	type backend struct {
 		b     redistest.Backend
 		node  string // the node whose policy changes; "": the master of shard 0
 		evict string
-	}{{redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr}, srv.Addr, "allkeys-lru"}}
-	if !testing.Short() {
-		c, err := redistest.StartCluster(3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Stop)
-		backends = append(backends, struct {
-			b     redistest.Backend
-			node  string
-			evict string
-		}{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, "", "volatile-ttl"}) // shard 0's master
+	}
+	backends := []backend{{redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr}, srv.Addr, "allkeys-lru"}}
+	if c != nil {
+		backends = append(backends, backend{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, "", "volatile-ttl"}) // shard 0's master
 	}
 	for _, be := range backends {
 		t.Run(be.b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			rec := &guardRecorder{}
-			rec.unsafe.Store(-1)
-			s := openStoreWith(t, be.b, func(c *store.Config) { c.Metrics = rec })
-			log := runJanitor(t, s)
+			s, rec, log := guardedJanitor(t, be.b)
 			eventually(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
 			if be.node == "" { // a master that serves the store (a fixed node may serve none of its 8 shards)
 				m, err := s.Client().(*redis.ClusterClient).MasterForKey(ctx, "{"+s.Prefix()+":0}")
@@ -193,21 +189,9 @@ func TestJanitorWarnsOfAnEvictingPolicy(t *testing.T) {
 // may have) is not checked: one line at info says so, the store works on,
 // and GuardMetrics is never told the policy is unsafe.
 func TestJanitorGoesOnWithoutConfig(t *testing.T) {
-	srv, err := redistest.StartServer("--maxmemory-policy", "allkeys-lru")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
 	ctx := context.Background()
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer admin.Close()
-	if err := admin.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "+@all", "-config", "~*", "&*").Err(); err != nil {
-		t.Fatal(err)
-	}
-	rec := &guardRecorder{}
-	rec.unsafe.Store(-1)
-	s := openStoreWith(t, redistest.Backend{Name: "noconfig", URL: "redis://noconfig:pw@" + srv.Addr}, func(c *store.Config) { c.Metrics = rec })
-	log := runJanitor(t, s)
+	b, _ := aclServer(t, []string{"--maxmemory-policy", "allkeys-lru"}, "noconfig", "+@all", "-config", "~*", "&*")
+	s, rec, log := guardedJanitor(t, b)
 	eventually(t, "no info line about CONFIG", func() bool { return strings.Contains(log.String(), "refuses CONFIG GET") })
 	// the janitor went on: another visit restores a deleted layout record
 	if err := s.Client().Del(ctx, s.Prefix()+":meta").Err(); err != nil {
@@ -278,21 +262,9 @@ func TestJanitorWaitsForItsPolicyCheck(t *testing.T) {
 // metric says): the policy is no longer checked, and an alert left firing
 // could never be resolved short of a restart.
 func TestJanitorClearsTheReportWhenConfigIsRefused(t *testing.T) {
-	srv, err := redistest.StartServer("--maxmemory-policy", "allkeys-lru")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
 	ctx := context.Background()
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer admin.Close()
-	if err := admin.Do(ctx, "ACL", "SETUSER", "later", "on", ">pw", "+@all", "~*", "&*").Err(); err != nil {
-		t.Fatal(err)
-	}
-	rec := &guardRecorder{}
-	rec.unsafe.Store(-1)
-	s := openStoreWith(t, redistest.Backend{Name: "later", URL: "redis://later:pw@" + srv.Addr}, func(c *store.Config) { c.Metrics = rec })
-	log := runJanitor(t, s)
+	b, admin := aclServer(t, []string{"--maxmemory-policy", "allkeys-lru"}, "later", "+@all", "~*", "&*")
+	_, rec, log := guardedJanitor(t, b)
 	eventually(t, "no report of the evicting policy", func() bool { return rec.unsafe.Load() == 1 })
 	if err := admin.Do(ctx, "ACL", "SETUSER", "later", "-config").Err(); err != nil {
 		t.Fatal(err)
@@ -307,18 +279,11 @@ func TestJanitorClearsTheReportWhenConfigIsRefused(t *testing.T) {
 // a refusal. The check goes on after it (an evicting policy set then is
 // reported), and no line says CONFIG is refused.
 func TestJanitorPolicyCheckOutlivesABusyRedis(t *testing.T) {
-	srv, err := redistest.StartServer("--busy-reply-threshold", "100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := ownServer(t, "--busy-reply-threshold", "100")
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 10 * time.Second})
 	defer admin.Close()
-	rec := &guardRecorder{}
-	rec.unsafe.Store(-1)
-	s := openStoreWith(t, redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr}, func(c *store.Config) { c.Metrics = rec })
-	log := runJanitor(t, s)
+	_, rec, log := guardedJanitor(t, redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr})
 	eventually(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
 	// 1.5 s of a script that answers nothing: every other client gets BUSY
 	// after 100 ms, the janitor's checks (every 20 ms) among them

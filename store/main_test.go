@@ -90,16 +90,71 @@ func openStoreWith(tb testing.TB, b redistest.Backend, mut func(*store.Config)) 
 // returns the server's address.
 func freshStore(tb testing.TB, mut ...func(*store.Config)) (*store.Store, string) {
 	tb.Helper()
-	srv, err := redistest.StartServer()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(srv.Stop)
+	srv := ownServer(tb)
 	return openStoreWith(tb, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}, func(c *store.Config) {
 		for _, m := range mut {
 			m(c)
 		}
 	}), srv.Addr
+}
+
+// ownServer starts a redis-server of tb's own (extra: its arguments), for
+// a test that reconfigures or stops it; it is stopped when tb ends.
+func ownServer(tb testing.TB, extra ...string) *redistest.Server {
+	tb.Helper()
+	srv, err := redistest.StartServer(extra...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(srv.Stop)
+	return srv
+}
+
+// ownRedis starts a standalone redis-server and, unless -short, a Cluster
+// of 3 masters, of tb's own (for a test that reconfigures or stops them),
+// stopped when tb ends; c is nil under -short.
+func ownRedis(tb testing.TB) (srv *redistest.Server, c *redistest.Cluster) {
+	tb.Helper()
+	srv = ownServer(tb)
+	if testing.Short() {
+		return srv, nil
+	}
+	return srv, ownCluster(tb)
+}
+
+// ownCluster starts a Cluster of 3 masters of tb's own (for a test that
+// reconfigures, stops or moves slots between its nodes), stopped when tb
+// ends; under -short it skips tb, as forming one takes seconds.
+func ownCluster(tb testing.TB) *redistest.Cluster {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts a Cluster of its own")
+	}
+	c, err := redistest.StartCluster(3)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// aclServer starts a redis-server of tb's own (extra: its arguments) with
+// the user name, on, password "pw", and the ACL rules rules; it returns a
+// backend that connects as that user and a client of the default user.
+// The server and the client end with tb.
+func aclServer(tb testing.TB, extra []string, name string, rules ...string) (redistest.Backend, *redis.Client) {
+	tb.Helper()
+	srv := ownServer(tb, extra...)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	tb.Cleanup(func() { admin.Close() })
+	args := []any{"ACL", "SETUSER", name, "on", ">pw"}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	if err := admin.Do(context.Background(), args...).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return redistest.Backend{Name: name, URL: "redis://" + name + ":pw@" + srv.Addr}, admin
 }
 
 // eachBackend runs f as a subtest on standalone, Cluster and embedded.

@@ -21,28 +21,17 @@ import (
 // Cluster of their own (every node is stopped), and the embedded store
 // (which cannot be stopped from outside).
 func TestPingHasConnectionsOfItsOwn(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	backends := []struct {
+	srv, c := ownRedis(t)
+	type backend struct {
 		b    redistest.Backend
 		stop func() // makes Redis unreachable; nil: cannot
-	}{
+	}
+	backends := []backend{
 		{redistest.Backend{Name: "standalone", URL: "redis://" + srv.Addr}, srv.Kill},
 		{redistest.Backend{Name: "embedded"}, nil},
 	}
-	if !testing.Short() {
-		c, err := redistest.StartCluster(3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Stop)
-		backends = append(backends, struct {
-			b    redistest.Backend
-			stop func()
-		}{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func() {
+	if c != nil {
+		backends = append(backends, backend{redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func() {
 			for _, n := range c.Nodes {
 				n.Kill()
 			}
@@ -111,17 +100,7 @@ func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 			break
 		}
 	}
-	s := openStoreWith(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
-		cfg.Prefix, cfg.Shards = prefix, shards
-	})
-	ping := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return s.Ping(ctx)
-	}
-	if err := ping(); err != nil {
-		t.Fatalf("Ping, every master up: %v", err)
-	}
+	ping := clusterPing(t, c, prefix, shards)
 	fewest.Pause()
 	defer fewest.Resume()
 	// again and again: a check that asked a random node for the slot
@@ -144,6 +123,25 @@ func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 	}
 }
 
+// clusterPing opens a store of prefix with shards shards on c and
+// returns its Ping, bounded by the readiness check's 2 s, having checked
+// that it answers nil with every master up.
+func clusterPing(t *testing.T, c *redistest.Cluster, prefix string, shards int) func() error {
+	t.Helper()
+	s := openStoreWith(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
+		cfg.Prefix, cfg.Shards = prefix, shards
+	})
+	ping := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return s.Ping(ctx)
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("Ping, every master up: %v", err)
+	}
+	return ping
+}
+
 // shardsHeld counts the shards of a store of prefix each master of c
 // serves.
 func shardsHeld(tb testing.TB, c *redistest.Cluster, prefix string, shards int) map[*redistest.Server]int {
@@ -151,11 +149,7 @@ func shardsHeld(tb testing.TB, c *redistest.Cluster, prefix string, shards int) 
 	ctx := context.Background()
 	held := map[*redistest.Server]int{}
 	for i := range shards {
-		slot, err := c.Slot(ctx, fmt.Sprintf("{%s:%d}", prefix, i))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		m, _, err := c.Shard(ctx, slot)
+		m, _, err := c.MasterOf(ctx, fmt.Sprintf("{%s:%d}", prefix, i))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -171,21 +165,10 @@ func shardsHeld(tb testing.TB, c *redistest.Cluster, prefix string, shards int) 
 // shard's master killed fails them all. A prefix is picked whose meta key
 // and shard are on different masters.
 func TestPingWeighsMastersByShards(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of its own")
-	}
-	c, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownCluster(t)
 	ctx := context.Background()
 	master := func(key string) *redistest.Server {
-		slot, err := c.Slot(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, _, err := c.Shard(ctx, slot)
+		m, _, err := c.MasterOf(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,17 +180,7 @@ func TestPingWeighsMastersByShards(t *testing.T) {
 		prefix = fmt.Sprintf("%s%d", redistest.Prefix(t), i)
 		metaMaster, shardMaster = master(prefix+":meta"), master("{"+prefix+":0}")
 	}
-	s := openStoreWith(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
-		cfg.Prefix, cfg.Shards = prefix, 1
-	})
-	ping := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return s.Ping(ctx)
-	}
-	if err := ping(); err != nil {
-		t.Fatalf("Ping, every master up: %v", err)
-	}
+	ping := clusterPing(t, c, prefix, 1)
 	metaMaster.Kill()
 	if err := ping(); err != nil {
 		t.Fatalf("Ping, the master of the meta key only killed: %v, want nil (the only shard's master answers)", err)
@@ -289,14 +262,7 @@ func holdRequestPool(tb testing.TB, s *store.Store) {
 // (Config.ReadTimeout, here 20 s): a master that hangs is
 // not waited for past the readiness check's 2 s.
 func TestPingEndsWithItsContext(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of its own")
-	}
-	c, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownCluster(t)
 	s := openStoreWith(t, redistest.Backend{Name: "cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
 		cfg.ReadTimeout = 20 * time.Second
 	})

@@ -1,0 +1,122 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MasterOf returns the master serving key's hash slot, and the slot, as
+// the first node that answers sees them.
+func (c *Cluster) MasterOf(ctx context.Context, key string) (master *Server, slot int, err error) {
+	if slot, err = c.Slot(ctx, key); err != nil {
+		return nil, 0, err
+	}
+	master, _, err = c.Shard(ctx, slot)
+	return master, slot, err
+}
+
+// SlotMove says how MoveSlot moves a slot; the zero value migrates up to
+// 100 keys a MIGRATE, with no pause, and tells the nodes in the order of
+// Nodes.
+type SlotMove struct {
+	// KeysPerMigrate is how many keys one MIGRATE carries at most (0: 100).
+	KeysPerMigrate int
+	// Pause is how long MoveSlot waits after each MIGRATE, so that
+	// requests meanwhile find the slot half moved (ASK to the new master).
+	Pause time.Duration
+	// OldMasterFirst tells the old master that the slot moved before any
+	// other node: it unsubscribes its clients of the slot's sharded
+	// channels at once (sunsubscribe), while the other nodes, and the
+	// clients' layouts, still name it.
+	OldMasterFirst bool
+}
+
+// MoveSlot moves the hash slot of key from the master serving it to
+// another master, the first of Nodes that is not it (every node of a
+// Cluster of StartCluster's is a master), as a resharding does: the new
+// master is told it imports the slot and the old one that it migrates it,
+// the slot's keys are migrated (MIGRATE, how.KeysPerMigrate at a time),
+// then every node is told the new master serves the slot. It returns the
+// new master, set once it was chosen even when a later step failed, and
+// how many keys were migrated.
+func (c *Cluster) MoveSlot(ctx context.Context, key string, how SlotMove) (to *Server, moved int, err error) {
+	from, slot, err := c.MasterOf(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, n := range c.Nodes {
+		if n != from {
+			to = n
+			break
+		}
+	}
+	if to == nil {
+		return nil, 0, fmt.Errorf("no master to move slot %d to", slot)
+	}
+	clients := map[*Server]*redis.Client{}
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
+	client := func(n *Server) *redis.Client {
+		if clients[n] == nil {
+			clients[n] = redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2})
+		}
+		return clients[n]
+	}
+	do := func(n *Server, args ...any) error {
+		if err := client(n).Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("%s %v: %w", n.Addr, args, err)
+		}
+		return nil
+	}
+	if err := do(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.ID); err != nil {
+		return to, 0, err
+	}
+	if err := do(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.ID); err != nil {
+		return to, 0, err
+	}
+	per := how.KeysPerMigrate
+	if per <= 0 {
+		per = 100
+	}
+	host, port, _ := strings.Cut(to.Addr, ":")
+	for {
+		ks, err := client(from).ClusterGetKeysInSlot(ctx, slot, per).Result()
+		if err != nil {
+			return to, moved, fmt.Errorf("%s: keys in slot %d: %w", from.Addr, slot, err)
+		}
+		if len(ks) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range ks {
+			args = append(args, k)
+		}
+		if err := do(from, args...); err != nil {
+			return to, moved, err
+		}
+		moved += len(ks)
+		time.Sleep(how.Pause)
+	}
+	order := c.Nodes
+	if how.OldMasterFirst {
+		order = append([]*Server{from}, c.Nodes...)
+	}
+	told := map[*Server]bool{}
+	for _, n := range order {
+		if told[n] {
+			continue
+		}
+		told[n] = true
+		if err := do(n, "CLUSTER", "SETSLOT", slot, "NODE", to.ID); err != nil {
+			return to, moved, err
+		}
+	}
+	return to, moved, nil
+}
