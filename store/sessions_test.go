@@ -406,22 +406,9 @@ func TestOverflowingTheInboxIsCounted(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			var dropped atomic.Int64
-			s, _ := twoInstances(t, b, store.Config{SessionPolicy: players.PolicyReplace, PresenceTTL: time.Minute,
-				Offline: userlog.Config{MaxLen: userlog.MinMaxLen, Dropped: func(n int) { dropped.Add(int64(n)) }}})
+			s, _, dropped := countingDrops(t, b, userlog.MinMaxLen)
 			uid := "u-" + redistest.Prefix(t)
-			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "m.0"}
-			if _, err := s.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Sessions().CloseSession(ctx, mobile); err != nil {
-				t.Fatal(err)
-			}
-			for i := range 3 {
-				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			messagesMissedOnMobile(t, s, uid)
 			// MinMaxLen more: the log held 3 + MinMaxLen, 3 over
 			for i := range userlog.MinMaxLen {
 				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"invite","n":%d}`, i)); err != nil {
@@ -468,6 +455,37 @@ func TestOverflowingTheInboxIsCounted(t *testing.T) {
 	}
 }
 
+// countingDrops opens two instances on b (the replace policy, leases of
+// a minute), whose users' logs are capped at maxLen (0: the default) and
+// count the entries the cap dropped in dropped.
+func countingDrops(t *testing.T, b redistest.Backend, maxLen int) (s, s2 *store.Store, dropped *atomic.Int64) {
+	t.Helper()
+	dropped = new(atomic.Int64)
+	s, s2 = twoInstances(t, b, store.Config{SessionPolicy: players.PolicyReplace, PresenceTTL: time.Minute,
+		Offline: userlog.Config{MaxLen: maxLen, Dropped: func(n int) { dropped.Add(int64(n)) }}})
+	return s, s2, dropped
+}
+
+// messagesMissedOnMobile leaves user uid three direct messages that
+// mobile has not been delivered: a session on mobile (m.0) opened and
+// closed, then the messages sent ({"type":"message","n":0} to 2).
+func messagesMissedOnMobile(t *testing.T, s *store.Store, uid string) {
+	t.Helper()
+	ctx := context.Background()
+	mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "m.0"}
+	if _, err := s.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sessions().CloseSession(ctx, mobile); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A client that keeps replacing its session on one platform (a flapping
 // mobile app) takes nothing of the user's capped log: 2 000 replacements
 // on pc, twice the log's cap (REALSYNC_OFFLINE_MAX, 1 000), leave
@@ -482,22 +500,9 @@ func TestReplacingSessionsKeepsTheOtherPlatformsInbox(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			var dropped atomic.Int64
-			s, s2 := twoInstances(t, b, store.Config{SessionPolicy: players.PolicyReplace, PresenceTTL: time.Minute,
-				Offline: userlog.Config{Dropped: func(n int) { dropped.Add(int64(n)) }}})
+			s, s2, dropped := countingDrops(t, b, 0)
 			uid := "u-" + redistest.Prefix(t)
-			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "m.0"}
-			if _, err := s.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 100); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Sessions().CloseSession(ctx, mobile); err != nil {
-				t.Fatal(err)
-			}
-			for i := range 3 {
-				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			messagesMissedOnMobile(t, s, uid)
 			const replacements = 2000
 			if max := s.UserLogs().Config().MaxLen; max != userlog.DefaultMaxLen || replacements <= max {
 				t.Fatalf("the log's cap %d, want the default, less than %d", max, replacements)
