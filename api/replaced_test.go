@@ -69,6 +69,46 @@ func lossyEnvsWith(t *testing.T, b redistest.Backend, ttl time.Duration, drop fu
 	return es, hub
 }
 
+// alicePC makes the guest alice on e and opens her personal stream on pc
+// there, read up to its first event; it returns her token and id, the
+// stream and that event.
+func (e *env) alicePC() (alice, aliceID string, s *stream, first sseFrame) {
+	e.t.Helper()
+	alice, aliceID = e.guest("alice")
+	s = e.me(alice, "pc")
+	return alice, aliceID, s, s.next()
+}
+
+// replacePC opens token's personal stream on pc through e, replacing the
+// session open there, and fails unless its first event is its snapshot.
+func (e *env) replacePC(token string) *stream {
+	e.t.Helper()
+	s := e.me(token, "pc")
+	if f := s.next(); f.event != "snapshot" {
+		e.t.Fatalf("the new session's first event %+v", f)
+	}
+	return s
+}
+
+// storeSend appends data to user uid's log through e's store, as a direct
+// message is (published on the user's channel too).
+func (e *env) storeSend(uid string, data []byte) {
+	e.t.Helper()
+	if _, err := e.store.UserLogs().Send(context.Background(), uid, data); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// endsReplaced fails unless f, the replaced session's last event, is a
+// UserEvent of the spec and the stream s ends after it, with nothing more.
+func endsReplaced(t *testing.T, s *stream, f sseFrame) {
+	t.Helper()
+	checkUserEvent(t, f)
+	if rest := s.ends(); len(rest) != 0 {
+		t.Errorf("events after session_replaced: %v", rest)
+	}
+}
+
 // A session replaced while its instance lost the live session_replaced
 // (a Pub/Sub message lost, no resubscription to say so) still ends
 // replaced, with its session_replaced, not lapsed (its client would
@@ -89,28 +129,18 @@ func TestMeStreamReplacedWithItsMessageLost(t *testing.T) {
 	}{{"lost", 2, false}, {"lost, the log past its cap", userlog.MinMaxLen + 5, true}} {
 		for _, b := range redistest.Backends(t) {
 			t.Run(tc.name+"/"+b.Name, func(t *testing.T) {
-				ctx := context.Background()
 				es, lose := lossyEnvs(t, b)
-				alice, aliceID := es[0].guest("alice")
-				old := es[0].me(alice, "pc")
-				first := old.next()
+				alice, aliceID, old, first := es[0].alicePC()
 				if first.event != "snapshot" {
 					t.Fatalf("first event %+v", first)
 				}
 				lose.Store(true)
 				for i := range tc.before {
-					if _, err := es[1].store.UserLogs().Send(ctx, aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
-						t.Fatal(err)
-					}
+					es[1].storeSend(aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i))
 				}
-				repl := es[1].me(alice, "pc")
-				if f := repl.next(); f.event != "snapshot" {
-					t.Fatalf("the new session's first event %+v", f)
-				}
+				es[1].replacePC(alice)
 				// logged after the replacement: the new session's
-				if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"after"}`)); err != nil {
-					t.Fatal(err)
-				}
+				es[1].storeSend(aliceID, []byte(`{"type":"message","n":"after"}`))
 				var got []sseFrame
 				for {
 					f := old.next()
@@ -120,7 +150,6 @@ func TestMeStreamReplacedWithItsMessageLost(t *testing.T) {
 					}
 				}
 				f := got[len(got)-1]
-				checkUserEvent(t, f)
 				if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.data["by"] == "" ||
 					f.id != "" || f.data["seq"] != float64(tc.before) {
 					t.Fatalf("the replaced session got %+v last, want its session_replaced, no id, seq %d", f, tc.before)
@@ -128,9 +157,7 @@ func TestMeStreamReplacedWithItsMessageLost(t *testing.T) {
 				if want := tc.before; tc.gap && len(got) != 1 || !tc.gap && len(got) != want+1 {
 					t.Errorf("the replaced session got %d events, want %d messages then session_replaced", len(got), want)
 				}
-				if rest := old.ends(); len(rest) != 0 {
-					t.Errorf("events after session_replaced: %v", rest)
-				}
+				endsReplaced(t, old, f)
 			})
 		}
 	}
@@ -149,9 +176,7 @@ func TestMeStreamReplacedByAnOlderRelease(t *testing.T) {
 			t.Run(fmt.Sprintf("lost=%v/%s", lost, b.Name), func(t *testing.T) {
 				ctx := context.Background()
 				es, lose := lossyEnvs(t, b)
-				alice, aliceID := es[0].guest("alice")
-				old := es[0].me(alice, "pc")
-				first := old.next()
+				_, aliceID, old, first := es[0].alicePC()
 				session, _ := first.data["session"].(string)
 				lose.Store(lost)
 				// what the older release's session_open did: session_replaced
@@ -160,9 +185,7 @@ func TestMeStreamReplacedByAnOlderRelease(t *testing.T) {
 				// not yet the entry missing)
 				ev := fmt.Sprintf(`{"type":"session_replaced","userId":%q,"ts":%q,"platform":"pc","session":%q,"by":"older.1"}`,
 					aliceID, time.Now().UTC().Format(time.RFC3339Nano), session)
-				if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(ev)); err != nil {
-					t.Fatal(err)
-				}
+				es[1].storeSend(aliceID, []byte(ev))
 				c := es[1].store.Client()
 				keys, err := rediskeys.Scan(ctx, c, "*:sess:"+aliceID)
 				if err != nil || len(keys) > 1 {
@@ -174,13 +197,10 @@ func TestMeStreamReplacedByAnOlderRelease(t *testing.T) {
 					}
 				}
 				f := old.next()
-				checkUserEvent(t, f)
 				if f.event != "session_replaced" || f.data["session"] != session || f.data["by"] != "older.1" || f.id != "" {
 					t.Fatalf("the replaced session got %+v, want its session_replaced, no id", f)
 				}
-				if rest := old.ends(); len(rest) != 0 {
-					t.Errorf("events after session_replaced: %v", rest)
-				}
+				endsReplaced(t, old, f)
 			})
 		}
 	}
@@ -196,26 +216,16 @@ func TestMeStreamReplacedByAnOlderRelease(t *testing.T) {
 func TestMeStreamReplacedEndsAtItsResubscription(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
 			var lose atomic.Bool
 			es, hub := lossyEnvsWith(t, b, time.Minute, func(string, sse.UserEvent) bool { return lose.Load() })
-			alice, aliceID := es[0].guest("alice")
-			old := es[0].me(alice, "pc")
-			first := old.next()
-			if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"before"}`)); err != nil {
-				t.Fatal(err)
-			}
+			alice, aliceID, old, first := es[0].alicePC()
+			es[1].storeSend(aliceID, []byte(`{"type":"message","n":"before"}`))
 			if f := old.next(); f.event != "message" {
 				t.Fatalf("the message before: %+v", f)
 			}
 			lose.Store(true) // the connection cut
-			repl := es[1].me(alice, "pc")
-			if f := repl.next(); f.event != "snapshot" {
-				t.Fatalf("the new session's first event %+v", f)
-			}
-			if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"after"}`)); err != nil {
-				t.Fatal(err)
-			}
+			repl := es[1].replacePC(alice)
+			es[1].storeSend(aliceID, []byte(`{"type":"message","n":"after"}`))
 			// (the message before too, when the new session opened before
 			// the old one recorded its delivery)
 			for f := repl.next(); f.data["n"] != "after"; f = repl.next() {
@@ -229,10 +239,7 @@ func TestMeStreamReplacedEndsAtItsResubscription(t *testing.T) {
 			if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 1.0 {
 				t.Fatalf("the replaced session got %+v, want its session_replaced (seq 1, no id), not the new session's message", f)
 			}
-			checkUserEvent(t, f)
-			if rest := old.ends(); len(rest) != 0 {
-				t.Errorf("events after session_replaced: %v", rest)
-			}
+			endsReplaced(t, old, f)
 		})
 	}
 }
@@ -246,25 +253,15 @@ func TestMeStreamReplacedEndsAtItsResubscription(t *testing.T) {
 func TestMeStreamReplacedCatchesUpBeforeItsLiveMessage(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
 			var lose atomic.Bool
 			es, _ := lossyEnvsWith(t, b, time.Minute, func(_ string, e sse.UserEvent) bool { return lose.Load() && !e.Notice })
-			alice, aliceID := es[0].guest("alice")
-			old := es[0].me(alice, "pc")
-			first := old.next()
+			alice, aliceID, old, first := es[0].alicePC()
 			lose.Store(true) // logged events lost, not the notice
 			for i := range 2 {
-				if _, err := es[1].store.UserLogs().Send(ctx, aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
-					t.Fatal(err)
-				}
+				es[1].storeSend(aliceID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i))
 			}
-			repl := es[1].me(alice, "pc")
-			if f := repl.next(); f.event != "snapshot" {
-				t.Fatalf("the new session's first event %+v", f)
-			}
-			if _, err := es[1].store.UserLogs().Send(ctx, aliceID, []byte(`{"type":"message","n":"after"}`)); err != nil {
-				t.Fatal(err)
-			}
+			es[1].replacePC(alice)
+			es[1].storeSend(aliceID, []byte(`{"type":"message","n":"after"}`))
 			for i := range 2 {
 				if f := old.next(); f.event != "message" || f.data["n"] != float64(i) || f.id == "" {
 					t.Fatalf("the replaced session's event %d: %+v, want message %d", i, f, i)
@@ -274,10 +271,7 @@ func TestMeStreamReplacedCatchesUpBeforeItsLiveMessage(t *testing.T) {
 			if f.event != "session_replaced" || f.data["session"] != first.data["session"] || f.id != "" || f.data["seq"] != 2.0 {
 				t.Fatalf("the replaced session got %+v, want its session_replaced (seq 2, no id)", f)
 			}
-			checkUserEvent(t, f)
-			if rest := old.ends(); len(rest) != 0 {
-				t.Errorf("events after session_replaced: %v", rest)
-			}
+			endsReplaced(t, old, f)
 		})
 	}
 }
