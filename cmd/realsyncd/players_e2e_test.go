@@ -82,6 +82,28 @@ func guestWithID(t *testing.T, in *instance, name string) (token, id string) {
 	return body["token"].(string), body["userId"].(string)
 }
 
+// watchedByBob makes the guests alice (on aliceOn) and bob (on bobOn),
+// opens bob's personal stream (web) on bobOn, whose first event is its
+// snapshot, and has bob follow alice through via: the stream's next event
+// is alice's presence, offline (she has no session yet). It returns
+// alice's token and id, bob's token and his stream.
+func watchedByBob(t *testing.T, aliceOn, bobOn, via *instance) (alice, aliceID, bob string, watch *meStream) {
+	t.Helper()
+	alice, aliceID = guestWithID(t, aliceOn, "alice")
+	bob, _ = guestWithID(t, bobOn, "bob")
+	watch = openMe(t, bobOn.url, bob, "web")
+	if e, _ := watch.next(t, 10*time.Second); e.typ != "snapshot" {
+		t.Fatalf("first event %+v", e)
+	}
+	if status, body := call(t, "PUT", via.url+"/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}); status != 200 {
+		t.Fatalf("follow: %d %v", status, body)
+	}
+	if e, _ := watch.next(t, 10*time.Second); e.typ != "presence" || e.data["online"] != false {
+		t.Fatalf("current status %+v", e)
+	}
+	return alice, aliceID, bob, watch
+}
+
 // Two realsyncd processes: a follower's stream on one sees a user come
 // online on the other; a second login on pc through the first instance
 // replaces the pc session on the second (session_replaced, then the end);
@@ -95,18 +117,7 @@ func TestPersonalStreamsAcrossInstances(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			env := append(backendEnv(t, backend), "REALSYNC_PRESENCE_TTL=1s")
 			a, b := start(t, bin, env...), start(t, bin, env...)
-			alice, aliceID := guestWithID(t, a, "alice")
-			bob, _ := guestWithID(t, a, "bob")
-			watch := openMe(t, a.url, bob, "web")
-			if e, _ := watch.next(t, 10*time.Second); e.typ != "snapshot" {
-				t.Fatalf("first event %+v", e)
-			}
-			if status, body := call(t, "PUT", b.url+"/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}); status != 200 {
-				t.Fatalf("follow: %d %v", status, body)
-			}
-			if e, _ := watch.next(t, 10*time.Second); e.typ != "presence" || e.data["online"] != false {
-				t.Fatalf("current status %+v", e)
-			}
+			alice, aliceID, bob, watch := watchedByBob(t, a, a, b)
 			pcB := openMe(t, b.url, alice, "pc")
 			pcB.next(t, 10*time.Second)
 			if e, _ := watch.next(t, 10*time.Second); e.data["online"] != true || len(e.data["platforms"].([]any)) != 1 {
@@ -160,18 +171,7 @@ func TestShutdownDebouncesOnlineStatus(t *testing.T) {
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), "REALSYNC_PRESENCE_TTL=60s")
 	a, b := start(t, bin, env...), start(t, bin, env...)
-	alice, aliceID := guestWithID(t, a, "alice")
-	bob, _ := guestWithID(t, b, "bob")
-	watch := openMe(t, b.url, bob, "web")
-	if e, _ := watch.next(t, 10*time.Second); e.typ != "snapshot" {
-		t.Fatalf("first event %+v", e)
-	}
-	if status, body := call(t, "PUT", b.url+"/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}); status != 200 {
-		t.Fatalf("follow: %d %v", status, body)
-	}
-	if e, _ := watch.next(t, 10*time.Second); e.typ != "presence" || e.data["online"] != false {
-		t.Fatalf("current status %+v", e)
-	}
+	alice, _, _, watch := watchedByBob(t, a, b, b)
 	pc := openMe(t, a.url, alice, "pc")
 	pc.next(t, 10*time.Second)
 	if e, _ := watch.next(t, 10*time.Second); e.data["online"] != true {
