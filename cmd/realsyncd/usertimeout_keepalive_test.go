@@ -44,23 +44,11 @@ func TestUserTimeoutKeepsIdleClientPastALostProbe(t *testing.T) {
 	}
 	t.Cleanup(func() { client.Process.Kill(); client.Wait() })
 	ln.(*net.TCPListener).SetDeadline(time.Now().Add(time.Minute)) // a client that never came fails, not hangs
-	c, err := wrapped.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	raw, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := acceptSocket(t, wrapped)
 	info := func() *unix.TCPInfo {
-		var i *unix.TCPInfo
-		var gerr error
-		raw.Control(func(fd uintptr) { i, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) })
-		if gerr != nil {
-			t.Fatal(gerr)
-		}
-		return i
+		return getsockopt(t, raw, func(fd int) (*unix.TCPInfo, error) {
+			return unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		})
 	}
 	// a bound against a hang only: the kernel's own timers decide
 	deadline := time.Now().Add(2 * time.Minute)

@@ -33,25 +33,42 @@ func TestListenerSetsUserTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer client.Close()
-		c, err := wrapped.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		raw, err := c.(*net.TCPConn).SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ms int
-		var gerr error
-		raw.Control(func(fd uintptr) { ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
-		if gerr != nil {
-			t.Fatal(gerr)
-		}
+		raw := acceptSocket(t, wrapped)
+		ms := getsockopt(t, raw, func(fd int) (int, error) { return unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
 		if ms != int(d.Milliseconds()) {
 			t.Errorf("timeout %v: the accepted connection's TCP_USER_TIMEOUT is %d ms", d, ms)
 		}
 	}
+}
+
+// acceptSocket accepts a connection on ln, closed when t ends, and returns
+// its socket, to read its options.
+func acceptSocket(t *testing.T, ln net.Listener) syscall.RawConn {
+	t.Helper()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// getsockopt reads an option of raw's socket with get.
+func getsockopt[T any](t *testing.T, raw syscall.RawConn, get func(fd int) (T, error)) T {
+	t.Helper()
+	var v T
+	var err error
+	if cerr := raw.Control(func(fd uintptr) { v, err = get(int(fd)) }); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // The keepalive of a connection with a user timeout fits several probes
