@@ -3,7 +3,7 @@
 // EventSource: what only a real browser can show about live streams.
 import { after, before, it } from "node:test";
 import assert from "node:assert/strict";
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { launchChromium, startServer, type Server } from "./server.js";
 
 let server: Server;
@@ -18,28 +18,53 @@ after(async () => {
   await server?.stop();
 });
 
-it("a reconnect that missed nothing says resumed at once (the server's resumed event), and changes nothing", async () => {
+/** What demoRoom leaves on its page, as globals. */
+interface Demo {
+  /** the guest's RealSync, of the bundle realsyncd serves */
+  rs: any;
+  room: { id: string };
+  /** the test's record of what its stream did */
+  seq: string[];
+  /** polls cond every 20 ms; after 8 s it throws, naming what and seq */
+  until(cond: () => boolean, what: string): Promise<void>;
+}
+
+/**
+ * demoRoom opens a page of the demo, its uncaught errors gathered in problems, on which the guest "chromium"
+ * created a room: the page's globals are those of Demo.
+ */
+async function demoRoom(): Promise<{ page: Page; problems: string[] }> {
   const page = await browser.newPage();
   page.setDefaultTimeout(10000);
   const problems: string[] = [];
   page.on("pageerror", (e) => problems.push(e.message));
   await page.goto(`${server.url}/demo/`);
-  const got = await page.evaluate(async () => {
+  await page.evaluate(async () => {
     const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
     const rs = new RealSync({ baseUrl: location.origin });
     await rs.guest("chromium");
     const { room } = await rs.createRoom({ name: "r", mode: "m", region: "r" });
-    const live = rs.live(room.id);
     const seq: string[] = [];
-    live.on("change", (e: { type: string }) => seq.push(e.type));
-    live.on("resumed", (r: { snapshot: boolean }) => seq.push(`resumed(${r.snapshot})`));
-    live.on("error", (e: Error) => seq.push(`error(${e.message})`));
     const until = async (cond: () => boolean, what: string) => {
       for (const deadline = Date.now() + 8000; !cond();) {
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${seq.join(" ")}`);
         await new Promise((r) => setTimeout(r, 20));
       }
     };
+    const demo: Demo = { rs, room, seq, until };
+    Object.assign(globalThis, demo);
+  });
+  return { page, problems };
+}
+
+it("a reconnect that missed nothing says resumed at once (the server's resumed event), and changes nothing", async () => {
+  const { page, problems } = await demoRoom();
+  const got = await page.evaluate(async () => {
+    const { rs, room, seq, until } = globalThis as unknown as Demo;
+    const live = rs.live(room.id);
+    live.on("change", (e: { type: string }) => seq.push(e.type));
+    live.on("resumed", (r: { snapshot: boolean }) => seq.push(`resumed(${r.snapshot})`));
+    live.on("error", (e: Error) => seq.push(`error(${e.message})`));
     await live.ready;
     await rs.patchState(room.id, { n: 1 });
     await until(() => live.state.n === 1, "the patch");
@@ -57,16 +82,9 @@ it("a reconnect that missed nothing says resumed at once (the server's resumed e
 });
 
 it("the page's online event, and a page visible again after being hidden idleTimeoutMs, reconnect and resume", async () => {
-  const page = await browser.newPage();
-  page.setDefaultTimeout(10000);
-  const problems: string[] = [];
-  page.on("pageerror", (e) => problems.push(e.message));
-  await page.goto(`${server.url}/demo/`);
+  const { page, problems } = await demoRoom();
   const got = await page.evaluate(async () => {
-    const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
-    const rs = new RealSync({ baseUrl: location.origin });
-    await rs.guest("chromium");
-    const { room } = await rs.createRoom({ name: "r", mode: "m", region: "r" });
+    const { rs, room, seq, until } = globalThis as unknown as Demo;
     let visibility = "visible"; // what document.visibilityState says (headless pages never hide)
     Object.defineProperty(document, "visibilityState", { configurable: true, get: () => visibility });
     const show = (v: string) => {
@@ -74,16 +92,9 @@ it("the page's online event, and a page visible again after being hidden idleTim
       document.dispatchEvent(new Event("visibilitychange"));
     };
     const live = rs.live(room.id, { idleTimeoutMs: 300 });
-    const seq: string[] = [];
     live.on("open", () => seq.push("open"));
     live.on("resumed", (r: { snapshot: boolean }) => seq.push(`resumed(${r.snapshot})`));
     live.on("error", (e: Error) => seq.push(`error(${e.message})`));
-    const until = async (cond: () => boolean, what: string) => {
-      for (const deadline = Date.now() + 8000; !cond();) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${seq.join(" ")}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     await live.ready;
     dispatchEvent(new Event("online"));

@@ -10,19 +10,10 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import v8 from "node:v8";
 import vm from "node:vm";
-import { RealSync, RealSyncError, type LiveStream, type StreamEvents } from "../src/index.js";
+import { RealSync, RealSyncError } from "../src/index.js";
 import { startProxy, type Proxy } from "./proxy.js";
+import { record, type Log } from "./record.js";
 import { eventually, startServer, type Server } from "./server.js";
-
-/** Log records a stream's connection events in order. */
-type Log = { [K in keyof StreamEvents]: StreamEvents[K][] };
-function record<E>(s: LiveStream<E>): Log {
-  const log: Log = { connecting: [], open: [], reconnecting: [], resumed: [], closed: [], error: [], token_expiring: [] };
-  for (const k of Object.keys(log) as (keyof StreamEvents)[]) {
-    (s as unknown as LiveStream<object>).on(k, (e) => (log[k] as unknown[]).push(e));
-  }
-  return log;
-}
 
 /** A scripted HTTP server: serve answers each request (the nth, from 0), ending the response when it likes. */
 interface Scripted {
@@ -245,68 +236,74 @@ describe("against realsyncd", () => {
     }
   });
 
-  it("a room stream whose player was removed while away (grace ran out) ends as left, with the 403 NOT_A_MEMBER", async () => {
+  /**
+   * bobAway sets up a room stream cut off from the server (bob's phone call): the guests alice and bob
+   * (through the proxy), a room alice created and bob joined, and bob's room stream, open, then dropped,
+   * its attempts answered 503 by the proxy until back(); it resolves once the stream is reconnecting.
+   * end(), for a finally, takes the proxy's interception off and closes the stream.
+   */
+  async function bobAway() {
     const alice = new RealSync({ baseUrl: proxy.url });
     await alice.guest("alice");
     const bob = new RealSync({ baseUrl: proxy.url });
     await bob.guest("bob");
     const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
     await bob.joinRoom(room.id);
-    let away = false; // bob's phone call: his stream cannot reach the server
+    let away = false;
     proxy.intercept = (req) => away && req.url.startsWith(`/v1/rooms/${room.id}/events`) && req.headers.authorization === `Bearer ${bob.token}`
       ? { status: 503, body: "" } : undefined;
     const live = bob.live(room.id, { backoff: { initialMs: 50, maxMs: 100 } });
     const log = record(live);
+    const end = () => {
+      proxy.intercept = undefined;
+      live.close();
+    };
     try {
       await live.ready;
       away = true;
       proxy.drop();
       await eventually(() => log.reconnecting.length >= 1, "bob's stream reconnecting");
+    } catch (e) {
+      end();
+      throw e;
+    }
+    return { alice, room, live, log, back: () => { away = false; }, end };
+  }
+
+  /** closedOnce fails unless log holds one close, for reason, with the error's status and code. */
+  function closedOnce(log: Log, reason: string, status: number, code: string) {
+    assert.equal(log.closed.length, 1);
+    assert.equal(log.closed[0].reason, reason);
+    assert.equal(log.closed[0].error?.status, status);
+    assert.equal(log.closed[0].error?.code, code);
+  }
+
+  it("a room stream whose player was removed while away (grace ran out) ends as left, with the 403 NOT_A_MEMBER", async () => {
+    const { alice, room, live, log, back, end } = await bobAway();
+    try {
       // The grace (300 ms) runs out: bob is removed from the room.
       for (const deadline = Date.now() + 10000; (await alice.getRoom(room.id)).playerCount !== 1;) {
         assert.ok(Date.now() < deadline, "bob was not removed after the grace");
         await new Promise((res) => setTimeout(res, 100));
       }
-      away = false;
+      back();
       await eventually(() => live.closed, "bob's stream closed");
-      assert.equal(log.closed.length, 1);
-      assert.equal(log.closed[0].reason, "left");
-      assert.equal(log.closed[0].error?.status, 403);
-      assert.equal(log.closed[0].error?.code, "NOT_A_MEMBER");
+      closedOnce(log, "left", 403, "NOT_A_MEMBER");
     } finally {
-      proxy.intercept = undefined;
-      live.close();
+      end();
     }
   });
 
   it("a public room's stream that finds the room deleted while away ends as room_closed, with the 404", async () => {
-    const alice = new RealSync({ baseUrl: proxy.url });
-    await alice.guest("alice");
-    const bob = new RealSync({ baseUrl: proxy.url });
-    await bob.guest("bob");
-    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
-    assert.equal(room.visibility, "public");
-    await bob.joinRoom(room.id);
-    let away = false; // bob's stream cannot reach the server
-    proxy.intercept = (req) => away && req.url.startsWith(`/v1/rooms/${room.id}/events`) && req.headers.authorization === `Bearer ${bob.token}`
-      ? { status: 503, body: "" } : undefined;
-    const live = bob.live(room.id, { backoff: { initialMs: 50, maxMs: 100 } });
-    const log = record(live);
+    const { alice, room, live, log, back, end } = await bobAway();
     try {
-      await live.ready;
-      away = true;
-      proxy.drop();
-      await eventually(() => log.reconnecting.length >= 1, "bob's stream reconnecting");
+      assert.equal(room.visibility, "public");
       await alice.deleteRoom(room.id); // its room_closed goes to bob's personal stream; his room stream misses it
-      away = false;
+      back();
       await eventually(() => live.closed, "bob's stream closed");
-      assert.equal(log.closed.length, 1);
-      assert.equal(log.closed[0].reason, "room_closed");
-      assert.equal(log.closed[0].error?.status, 404);
-      assert.equal(log.closed[0].error?.code, "ROOM_NOT_FOUND");
+      closedOnce(log, "room_closed", 404, "ROOM_NOT_FOUND");
     } finally {
-      proxy.intercept = undefined;
-      live.close();
+      end();
     }
   });
 });

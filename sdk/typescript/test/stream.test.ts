@@ -9,10 +9,11 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { EventSource } from "eventsource";
 import {
-  backoffDelay, RealSync, RealSyncError, type EventSourceLike, type LiveOptions, type LiveStream, type StreamEvents,
+  backoffDelay, RealSync, RealSyncError, type EventSourceLike, type LiveOptions, type LiveStream,
 } from "../src/index.js";
 import { retryFields } from "../src/node.js";
 import { startProxy, problem, type Canned, type Proxy, type Seen } from "./proxy.js";
+import { record } from "./record.js";
 import { eventually, freePort, startRedis, startServer, type Redis, type Server } from "./server.js";
 
 let server: Server;
@@ -33,16 +34,6 @@ async function player(name: string, baseUrl = proxy.url): Promise<RealSync> {
   const c = new RealSync({ baseUrl });
   await c.guest(name);
   return c;
-}
-
-/** Log records a stream's connection events in order. */
-type Log = { [K in keyof StreamEvents]: StreamEvents[K][] };
-function record<E>(s: LiveStream<E>): Log {
-  const log: Log = { connecting: [], open: [], reconnecting: [], resumed: [], closed: [], error: [], token_expiring: [] };
-  for (const k of Object.keys(log) as (keyof StreamEvents)[]) {
-    (s as unknown as LiveStream<object>).on(k, (e) => (log[k] as unknown[]).push(e));
-  }
-  return log;
 }
 
 /** requests counts the proxy's requests on paths that end with suffix, from index from. */
