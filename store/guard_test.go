@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,33 +13,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/store"
 )
 
-// logBuffer is a log's text, written by the janitor's goroutine and read
-// by the test's.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runJanitor runs s's janitor every 20 ms until tb ends, logging to the
-// returned buffer.
-func runJanitor(tb testing.TB, s *store.Store) *logBuffer {
+// returned buffer (written by the janitor's goroutine, read by the test's).
+func runJanitor(tb testing.TB, s *store.Store) *testlog.Buffer {
 	tb.Helper()
-	buf := &logBuffer{}
+	buf := &testlog.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -129,7 +110,7 @@ var _ store.GuardMetrics = (*guardRecorder)(nil)
 // guardedJanitor opens a store on b whose metrics are a guardRecorder
 // (its report -1 until the first) and runs its janitor until tb ends; it
 // returns the store, the recorder and the janitor's log.
-func guardedJanitor(tb testing.TB, b redistest.Backend) (*store.Store, *guardRecorder, *logBuffer) {
+func guardedJanitor(tb testing.TB, b redistest.Backend) (*store.Store, *guardRecorder, *testlog.Buffer) {
 	tb.Helper()
 	rec := &guardRecorder{}
 	rec.unsafe.Store(-1)
