@@ -39,7 +39,8 @@ func AfterEventID(id string) StreamOption { return func(s *Stream) { s.lastID = 
 func AsPlayer(playerID int) StreamOption { return func(s *Stream) { s.playerID = playerID } }
 
 // IdleTimeout replaces a connection silent for d (45 s by default; the
-// server's heartbeat is 15 s).
+// server's heartbeat is 15 s), and one whose answer (its headers) has not
+// come within d.
 func IdleTimeout(d time.Duration) StreamOption { return func(s *Stream) { s.idle = d } }
 
 // LobbyFilter selects the rooms of a lobby stream ("" for any).
@@ -286,9 +287,15 @@ func (s *Stream) dial() {
 		return
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	// the answer's headers are awaited no longer than a silent stream
+	answered := time.AfterFunc(s.idle, cancel)
 	res, token, err := authDoer{s.c}.send(req)
 	if err != nil {
+		answered.Stop()
 		cancel()
+		if errors.Is(err, context.Canceled) && s.ctx.Err() == nil {
+			err = fmt.Errorf("realsync: no answer within %s: %w", s.idle, err)
+		}
 		var te *TokenError
 		if errors.As(err, &te) && !te.transient() && s.ctx.Err() == nil {
 			// the source cannot give a token: retrying cannot cure it
@@ -301,7 +308,8 @@ func (s *Stream) dial() {
 	if res.StatusCode == http.StatusOK && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		s.conn, s.token, s.attempt = cancel, token, 0
 		s.p = newSSEParser(res.Body)
-		s.watchdog = time.AfterFunc(s.idle, cancel)
+		answered.Reset(s.idle)
+		s.watchdog = answered
 		s.openedAt, s.resuming = time.Now(), s.started
 		if !s.started && s.lastID != "" {
 			s.ready = true // AfterEventID: the caller has the room; a replay follows
@@ -312,6 +320,7 @@ func (s *Stream) dial() {
 	}
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
+	answered.Stop()
 	cancel()
 	e := newError(res, body)
 	if e.Status == http.StatusOK {

@@ -304,3 +304,32 @@ func TestStreamRemovedWhileAway(t *testing.T) {
 		})
 	}
 }
+
+// A server that takes the request and never answers (a hung proxy, a
+// half-open connection) is given up after the idle timeout, as a silent
+// stream is, and the stream connects again.
+func TestStreamGivesUpAnUnansweredOpening(t *testing.T) {
+	var n atomic.Int32
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			<-r.Context().Done() // no headers, ever
+			return
+		}
+		problem(404, "ROOM_NOT_FOUND")(w, r)
+	})
+	st := rs.New(srv.URL, rs.WithToken("tok"), fastBackoff).Stream(ctx(t), "r1", rs.IdleTimeout(300*time.Millisecond))
+	defer st.Close()
+	var items []rs.Event
+	for ev := range st.Events() {
+		items = append(items, ev)
+	}
+	if k, want := kinds(items), "connecting reconnecting connecting closed(error)"; k != want {
+		t.Fatalf("items: %s, want %s", k, want)
+	}
+	if err := items[1].(*rs.Reconnecting).Err; !strings.Contains(err.Error(), "no answer within 300ms") {
+		t.Fatalf("reconnecting: %v", err)
+	}
+	if n.Load() != 2 {
+		t.Fatalf("%d requests, want 2", n.Load())
+	}
+}
