@@ -2,30 +2,37 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 )
 
-// embeddedTick is the shortest interval at which the embedded store's
-// expiries are applied; embeddedShare bounds the share of time spent
-// applying them (miniredis walks every key, sorted, to do it).
+// The embedded store's clock (see embedded): a walk over every key costing
+// more than embeddedExactMax switches from exact expiries to ticks, one
+// costing less than half of it back; ticks come every embeddedTick, or 20
+// (embeddedShare) times a walk's cost when that is longer, at most
+// embeddedTickMax apart.
 const (
-	embeddedTick  = 10 * time.Millisecond
-	embeddedShare = 20 // at most 1/20 of the time: the next tick waits 20× the last one's cost
+	embeddedExactMax = 100 * time.Microsecond
+	embeddedTick     = 10 * time.Millisecond
+	embeddedTickMax  = time.Second
+	embeddedShare    = 20
 )
 
 // embedded is the in-process store (miniredis) on a loopback port, with its
 // keys' expiries applied by a clock of its own.
 //
-// miniredis applies TTLs only when told time passed. Its ClockTTL mode
-// does so on every key access, walking and sorting every key each time: a
-// script of 20 calls over 20 000 keys cost ~100 ms, so the embedded store
-// slowed down with every room it held. Here one goroutine advances the
-// clock every embeddedTick (or less often when the walk itself is long):
-// a key lives up to one tick past its expiry, and PTTL reads up to one
-// tick high. Development only, as the embedded store is.
+// miniredis applies TTLs only when told that time passed. Its ClockTTL
+// mode does so on every key access (a script's calls included), walking
+// every key, sorted, each time: exact, but a script of 10 calls over 20 000
+// keys took 48 ms, so the embedded store slowed down with every room it
+// held. The clock keeps ClockTTL while a walk is cheap (a store of a few
+// thousand keys, every test's), and past that advances the TTLs itself on
+// ticks: then a key may go up to one tick (10 ms to 1 s, by the walk's
+// cost) before or after its expiry, and PTTL reads up to a tick off.
+// Development only, as the embedded store is.
 type embedded struct {
 	*miniredis.Miniredis
 	stop chan struct{}
@@ -36,6 +43,7 @@ type embedded struct {
 // startEmbedded starts miniredis on 127.0.0.1 and its clock.
 func startEmbedded() (*embedded, error) {
 	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
@@ -45,21 +53,40 @@ func startEmbedded() (*embedded, error) {
 	return e, nil
 }
 
-// clock advances miniredis' TTLs by the time elapsed, until Close.
+// clock measures the walk's cost and, while it is high, applies the
+// expiries on ticks, until Close.
 func (e *embedded) clock() {
 	defer e.done.Done()
-	last := time.Now()
-	wait := embeddedTick
-	for {
+	exact, last := true, time.Now()
+	var took [4]time.Duration // the last walks' times: their least is a walk's cost
+	for i := 0; ; i++ {
+		cost := slices.Min(took[:])
+		wait := min(max(embeddedTick, embeddedShare*cost), embeddedTickMax)
+		if exact {
+			wait = embeddedTickMax / 10 // only measuring
+		}
 		select {
 		case <-e.stop:
 			return
 		case <-time.After(wait):
 		}
 		now := time.Now()
-		e.FastForward(now.Sub(last))
+		if exact {
+			e.FastForward(0) // the walk ClockTTL makes, timed
+		} else {
+			e.FastForward(now.Sub(last))
+		}
 		last = now
-		wait = max(embeddedTick, embeddedShare*time.Since(now))
+		took[i%len(took)] = time.Since(now)
+		switch cost = slices.Min(took[:]); {
+		case exact && cost > embeddedExactMax:
+			e.ClockTTL(false) // what passed until now was applied by the last access
+			exact, last = false, time.Now()
+		case !exact && cost < embeddedExactMax/2:
+			e.FastForward(time.Since(last))
+			e.ClockTTL(true) // from now on
+			exact = true
+		}
 	}
 }
 
