@@ -125,11 +125,14 @@ func (m *Matcher) Run(ctx context.Context) {
 }
 
 // Round runs one round over every mode with tickets and returns the
-// modes whose lease it holds. Errors are logged: the next round retries.
+// modes whose lease it holds. Errors are logged, but those of a round
+// whose ctx ended (the shutdown): the next round retries.
 func (m *Matcher) Round(ctx context.Context) []string {
 	modes, err := m.cfg.Queue.Modes(ctx)
 	if err != nil {
-		m.cfg.Logger.Warn("matchmaking: modes", "err", err)
+		if ctx.Err() == nil { // not the shutdown's own
+			m.cfg.Logger.Warn("matchmaking: modes", "err", err)
+		}
 		return nil
 	}
 	var held []string
@@ -142,7 +145,7 @@ func (m *Matcher) Round(ctx context.Context) []string {
 			continue
 		}
 		held = append(held, mode)
-		if err := m.pass(ctx, mode); err != nil && !errors.Is(err, context.Canceled) {
+		if err := m.pass(ctx, mode); err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
 		}
 	}

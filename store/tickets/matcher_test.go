@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -818,6 +821,29 @@ func TestRepairOfAStartedMatchRoomThatBannedAUser(t *testing.T) {
 			if err != nil || tk.Status != matchmaking.Matched || tk.RoomID != room || rec.got[uid][match.ID].RoomID != room {
 				t.Fatalf("%s's ticket: %+v (%v), told %+v: want matched into %s, told", uid, tk, err, rec.got[uid], room)
 			}
+		}
+	})
+}
+
+// A round whose context ended (the instance shutting down) logs nothing:
+// its errors are the shutdown's own, not Redis'.
+func TestCanceledRoundLogsNothing(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		e := open(t, b, rs)
+		if _, err := e.svc.Create(context.Background(), player("c0"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}); err != nil {
+			t.Fatal(err)
+		}
+		var logs testlog.Buffer
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a",
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if held := m.Round(ctx); len(held) != 0 {
+			t.Fatalf("a canceled round held %v", held)
+		}
+		if strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "level=ERROR") {
+			t.Fatalf("a canceled round logged:\n%s", logs.String())
 		}
 	})
 }
