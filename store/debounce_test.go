@@ -25,11 +25,16 @@ func TestPresenceFlapsAreDebounced(t *testing.T) {
 				c.PresenceDebounce = debounce
 				c.DisconnectGrace = time.Hour
 			})
+			reps := store.Report{}
 			sweep := func() {
 				t.Helper()
 				for shard := range 4 {
-					if _, err := s.Sweep(ctx, shard, "test", time.Millisecond); err != nil {
+					rep, err := s.Sweep(ctx, shard, "test", time.Millisecond)
+					if err != nil {
 						t.Fatal(err)
+					}
+					for k, n := range rep {
+						reps[k] += n
 					}
 				}
 			}
@@ -78,6 +83,10 @@ func TestPresenceFlapsAreDebounced(t *testing.T) {
 			sweep()
 			if got := presence(); len(got) != 2 {
 				t.Fatalf("a later sweep announced again: %v", got)
+			}
+			// the janitor's counts tell a debounced close from a lapsed lease
+			if reps["presence_debounced"] != 1 || reps["presence_disconnect"] != 0 {
+				t.Fatalf("janitor's report %v, want one presence_debounced and no presence_disconnect", reps)
 			}
 			checkInvariants(t, s)
 		})

@@ -22,7 +22,8 @@ import (
 const sweepBatch = 100
 
 // Report counts what a janitor visit did, by kind: "presence_disconnect"
-// (a dead instance's lease lapsed), "presence_removal" (a player removed
+// (a dead instance's lease lapsed), "presence_debounced" (a player's last
+// stream closed and none opened within the debounce), "presence_removal" (a player removed
 // after the grace), "expired", "finished", "lifetime" (rooms closed),
 // "trimmed" (idle logs dropped), "repair_<what>" (index drift repaired).
 type Report map[string]int
@@ -158,6 +159,7 @@ func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report)
 	}
 	rep.add("presence_removal", int(layout.ToInt64(rest[0])))
 	rep.add("presence_disconnect", int(layout.ToInt64(rest[1])))
+	rep.add("presence_debounced", int(layout.ToInt64(rest[2])))
 	return nil
 }
 

@@ -212,8 +212,8 @@ func TestDeadInstanceRoomsDisconnectedInOneVisit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rep["presence_disconnect"]; got != n {
-				t.Errorf("one visit announced %d players disconnected, want %d", got, n)
+			if got := rep["presence_disconnect"]; got != n || rep["presence_debounced"] != 0 {
+				t.Errorf("one visit announced %d players disconnected, want %d (report %v)", got, n, rep)
 			}
 		})
 	}
