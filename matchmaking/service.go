@@ -348,7 +348,7 @@ func (s *Service) validate(u rooms.User, p TicketParams, r Rules) error {
 	}
 	for k, v := range p.Attributes {
 		if !validAttr(k, v) {
-			bad("attributes."+k, "a key of 1..32 letters, digits or _ (a letter first) with a string (≤ 128 characters), a finite number (≤ 64 characters) or a boolean")
+			bad("attributes."+k, "must be a key of 1..32 letters, digits or _ (a letter first) with a string (≤ 128 characters), a finite number (≤ 64 characters) or a boolean")
 		}
 	}
 	for i, a := range r.Attributes {
