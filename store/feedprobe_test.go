@@ -243,8 +243,11 @@ func (s slowSink) Deliver(room string, e sse.Event) {
 func TestFeedProbeQuietBehindABacklog(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
-		sink := slowSink{probeSink: newProbeSink(), delay: 10 * time.Millisecond}
-		const wait = 200 * time.Millisecond
+		// the wait is 1 s, not less: a machine running the suite's other
+		// packages at once stalled the receiving goroutine past 200 ms (CI
+		// run K), which the probe rightly counts silent
+		sink := slowSink{probeSink: newProbeSink(), delay: 25 * time.Millisecond}
+		const wait = time.Second
 		feed := s.FeedProbing(sink, 10*time.Millisecond, wait)
 		defer feed.Close()
 		r := mustCreate(t, s, alice, newRoom()).Room
@@ -252,7 +255,7 @@ func TestFeedProbeQuietBehindABacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 		// wait for the probe to run, then build a backlog several times
-		// the probe's wait: 200 events handed on 10 ms apart
+		// the probe's wait: 200 events handed on 25 ms apart (5 s)
 		for store.FeedProbes(feed) < 5 {
 			time.Sleep(10 * time.Millisecond)
 		}
