@@ -21,14 +21,23 @@ const (
 	DefaultSweep       = 1000
 )
 
-// Observer counts what the matcher does (metrics); every method must be
-// safe for concurrent use and quick.
+// Observer counts what the matcher and the service do (metrics); every
+// method must be safe for concurrent use and quick.
 type Observer interface {
-	// Searching is how many tickets mode's queue holds.
+	// Searching is how many tickets mode's queue holds, as this instance,
+	// holding the mode's lease, read it.
 	Searching(mode string, n int)
+	// Released: this instance no longer holds mode's lease (another
+	// instance took it, or the mode has no tickets left): its Searching
+	// figure is withdrawn, so that only the holder reports one.
+	Released(mode string)
 	// Matched is one match of mode and how long each of its tickets
 	// waited.
 	Matched(mode string, waits []time.Duration)
+	// Ended counts n tickets of mode that ended unmatched: outcome
+	// "expired" (a pass of this instance's) or "cancelled" (through this
+	// instance).
+	Ended(mode, outcome string, n int)
 }
 
 // MatcherConfig is what a Matcher needs; cmd/realsyncd wires it.
@@ -36,7 +45,6 @@ type MatcherConfig struct {
 	Config
 	Rooms    RoomOpener
 	Notifier Notifier
-	Observer Observer // nil: none
 	Logger   *slog.Logger
 	// Holder names this instance in the leases (its instance id).
 	Holder string
@@ -104,16 +112,29 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 func (m *Matcher) Run(ctx context.Context) {
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
-	held := map[string]bool{}
+	held := map[string]bool{} // modes whose lease a round took
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		for mode := range held {
 			_ = m.cfg.Queue.DropLease(ctx, mode, m.cfg.Holder)
+			m.released(mode)
 		}
 	}()
 	for {
+		now := map[string]bool{}
 		for _, mode := range m.Round(ctx) {
+			now[mode] = true
+		}
+		if ctx.Err() == nil { // a round cut short holds what it held
+			for mode := range held {
+				if !now[mode] {
+					m.released(mode)
+					delete(held, mode)
+				}
+			}
+		}
+		for mode := range now {
 			held[mode] = true
 		}
 		select {
@@ -121,6 +142,13 @@ func (m *Matcher) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// released withdraws this instance's Searching figure of mode.
+func (m *Matcher) released(mode string) {
+	if m.cfg.Observer != nil {
+		m.cfg.Observer.Released(mode)
 	}
 }
 
@@ -172,6 +200,9 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	m.from[mode] = p.Next
 	m.mu.Unlock()
 	errs := m.completeAll(ctx, mode, p.Matches, r)
+	if p.Expired > 0 && m.cfg.Observer != nil {
+		m.cfg.Observer.Ended(mode, "expired", p.Expired)
+	}
 	if p.Expired > 0 {
 		// their grace runs from now: the mode stays listed until a pass
 		// after it can drop them (else they would never go); best effort,

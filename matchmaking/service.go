@@ -42,7 +42,9 @@ type Service struct {
 // Config is what a Service (and a Matcher) needs; cmd/realsyncd wires it.
 type Config struct {
 	Queue Queue
-	Rules RuleSet
+	// Observer counts what the service and the matcher do; nil: none.
+	Observer Observer
+	Rules    RuleSet
 	// Names restrict the modes and regions (rooms.Names); empty: any.
 	Names rooms.Names
 	// Grace: DefaultGrace when 0. MaxQueue: DefaultMaxQueue when 0.
@@ -296,6 +298,9 @@ func (s *Service) Cancel(ctx context.Context, u rooms.User, id string) error {
 		return fmt.Errorf("ticket %s was matched (match %s): %w", id, t.MatchID, ErrTicketMatched)
 	}
 	s.releaseAll(t.Users(), t.ID)
+	if st == Cancelled && t.Status == Searching && s.cfg.Observer != nil { // not a repeated cancel
+		s.cfg.Observer.Ended(t.Mode, "cancelled", 1)
+	}
 	return nil
 }
 

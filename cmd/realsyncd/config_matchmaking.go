@@ -63,14 +63,14 @@ func (c Config) checkRuleModes(bad func(name, msg string)) {
 }
 
 // matchmakingConfig is the tickets' configuration on st.
-func (c Config) matchmakingConfig(st *store.Store) matchmaking.Config {
+func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaking.Config {
 	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs()), Rules: c.MatchmakingRules,
-		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}}
+		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m}
 }
 
 // runMatcher runs the matcher until ctx ends, as holder instance.
-func runMatcher(ctx context.Context, mc matchmaking.Config, st *store.Store, holder string, m *metrics.Metrics, log *slog.Logger) {
+func runMatcher(ctx context.Context, mc matchmaking.Config, st *store.Store, holder string, log *slog.Logger) {
 	notifier, _ := mc.Queue.(matchmaking.Notifier)
-	matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: mc, Rooms: st, Notifier: notifier, Observer: m,
+	matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: mc, Rooms: st, Notifier: notifier,
 		Logger: log, Holder: holder}).Run(ctx)
 }

@@ -144,7 +144,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// before it (a failed start) closes it here
 	closeHub := hub.Close
 	defer func() { closeHub() }()
-	mm := cfg.matchmakingConfig(st)
+	mm := cfg.matchmakingConfig(st, m)
 	ticketService, err := matchmaking.NewService(mm)
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ wait:
 				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
 			}()
 			go runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), m, log)
-			go runMatcher(background, mm, st, hub.Instance(), m, log)
+			go runMatcher(background, mm, st, hub.Instance(), log)
 		case <-ctx.Done():
 			break wait
 		}

@@ -83,6 +83,7 @@ func TestDeployMetricsList(t *testing.T) {
 	m.WebhookLag(time.Second)
 	m.Searching("duel", 3)
 	m.Matched("duel", []time.Duration{time.Second})
+	m.Ended("duel", "expired", 1)
 
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -9,12 +9,14 @@ import (
 )
 
 // mmMetrics are the matcher's (issue 17):
-// realsync_matchmaking_tickets{mode}, realsync_matchmaking_matches_total{mode}
-// and realsync_matchmaking_time_to_match_seconds.
+// realsync_matchmaking_tickets{mode}, realsync_matchmaking_matches_total{mode},
+// realsync_matchmaking_time_to_match_seconds{mode} and
+// realsync_matchmaking_tickets_ended_total{mode,outcome}.
 type mmMetrics struct {
 	tickets *prometheus.GaugeVec
 	matches *prometheus.CounterVec
-	wait    prometheus.Histogram
+	wait    *prometheus.HistogramVec
+	ended   *prometheus.CounterVec
 }
 
 var _ matchmaking.Observer = (*Metrics)(nil)
@@ -22,15 +24,18 @@ var _ matchmaking.Observer = (*Metrics)(nil)
 func newMatchmakingMetrics(reg prometheus.Registerer) mmMetrics {
 	m := mmMetrics{
 		tickets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "realsync_matchmaking_tickets",
-			Help: "Searching tickets of a mode, as the instance holding the mode's matcher lease last read its queue."},
+			Help: "Searching tickets of a mode, as the instance holding the mode's matcher lease last read its queue (only the holder reports a mode)."},
 			[]string{"mode"}),
 		matches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_matches_total",
 			Help: "Matches made (their room made and users told) by this instance's matcher, by mode."}, []string{"mode"}),
-		wait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "realsync_matchmaking_time_to_match_seconds",
-			Help:    "Time from a ticket's creation to its match, one observation per matched ticket.",
-			Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300}}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "realsync_matchmaking_time_to_match_seconds",
+			Help:    "Time from a ticket's creation to its match, one observation per matched ticket, by mode.",
+			Buckets: []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300}}, []string{"mode"}),
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_tickets_ended_total",
+			Help: "Tickets that ended unmatched, by mode and outcome: expired (by this instance's matcher) or cancelled (through this instance)."},
+			[]string{"mode", "outcome"}),
 	}
-	reg.MustRegister(m.tickets, m.matches, m.wait)
+	reg.MustRegister(m.tickets, m.matches, m.wait, m.ended)
 	return m
 }
 
@@ -39,10 +44,21 @@ func (m *Metrics) Searching(mode string, n int) {
 	m.matchmaking.tickets.WithLabelValues(mode).Set(float64(n))
 }
 
+// Released implements matchmaking.Observer.
+func (m *Metrics) Released(mode string) {
+	m.matchmaking.tickets.DeleteLabelValues(mode)
+}
+
 // Matched implements matchmaking.Observer.
 func (m *Metrics) Matched(mode string, waits []time.Duration) {
 	m.matchmaking.matches.WithLabelValues(mode).Inc()
+	h := m.matchmaking.wait.WithLabelValues(mode)
 	for _, w := range waits {
-		m.matchmaking.wait.Observe(w.Seconds())
+		h.Observe(w.Seconds())
 	}
+}
+
+// Ended implements matchmaking.Observer.
+func (m *Metrics) Ended(mode, outcome string, n int) {
+	m.matchmaking.ended.WithLabelValues(mode, outcome).Add(float64(n))
 }

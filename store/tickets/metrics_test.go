@@ -1,0 +1,119 @@
+package tickets_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/realsync/realsync/internal/metrics"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
+)
+
+// What the matchmaking metrics count: tickets ended unmatched by outcome
+// (a repeated cancel once), the wait to a match by mode, and the queue's
+// size only from the instance holding the mode's lease, withdrawn when
+// its matcher stops (a tester's finds: no mode on the wait, no count of
+// expired or cancelled tickets, an instance that once held a lease still
+// reporting its last figure).
+func TestMatchmakingMetrics(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel:\n    ticketTTL: 1s\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		reg := prometheus.NewRegistry()
+		e := open(t, b, rs, func(c *matchmaking.Config) { c.Observer = metrics.New(reg, "test") })
+		create := func(u string) matchmaking.Ticket {
+			t.Helper()
+			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tk
+		}
+		cancelled := create("c")
+		for range 2 { // the second is a repeat
+			if err := e.svc.Cancel(ctx, player("c"), cancelled.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		create("m1")
+		create("m2")
+		rctx, stop := context.WithCancel(ctx)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
+			Holder: "a", Interval: 20 * time.Millisecond, LeaseTTL: time.Second})
+		done := make(chan struct{})
+		go func() { m.Run(rctx); close(done) }()
+		defer func() { stop(); <-done }()
+		waitFor := func(what string, cond func() bool) {
+			t.Helper()
+			for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: not within 10 s", what)
+				}
+			}
+		}
+		ended := func(outcome string) float64 {
+			v, _ := sample(t, reg, "realsync_matchmaking_tickets_ended_total", "mode", "duel", "outcome", outcome)
+			return v
+		}
+		waitFor("the two matched", func() bool {
+			v, _ := sample(t, reg, "realsync_matchmaking_matches_total", "mode", "duel")
+			return v == 1
+		})
+		if v, ok := sample(t, reg, "realsync_matchmaking_time_to_match_seconds", "mode", "duel"); !ok || v != 2 {
+			t.Fatalf("time to match of mode duel: %v observations (series %v), want the 2 matched tickets'", v, ok)
+		}
+		create("x") // alone: expires
+		waitFor("the lone ticket expired", func() bool { return ended("expired") == 1 })
+		if got := ended("cancelled"); got != 1 {
+			t.Fatalf("%v cancelled, want 1 (the repeated cancel not counted)", got)
+		}
+		if v, ok := sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); !ok || v != 0 {
+			t.Fatalf("the lease holder reports %v searching (series %v), want 0", v, ok)
+		}
+		stop()
+		<-done
+		if v, ok := sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
+			t.Fatalf("a stopped matcher still reports %v searching", v)
+		}
+	})
+}
+
+// sample reads the series of name with the labels (name, value pairs)
+// from reg: a counter's or gauge's value, a histogram's sample count; ok
+// false when there is no such series.
+func sample(t *testing.T, reg *prometheus.Registry, name string, labels ...string) (v float64, ok bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, mt := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range mt.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			switch {
+			case mt.GetCounter() != nil:
+				return mt.GetCounter().GetValue(), true
+			case mt.GetGauge() != nil:
+				return mt.GetGauge().GetValue(), true
+			case mt.GetHistogram() != nil:
+				return float64(mt.GetHistogram().GetSampleCount()), true
+			}
+		}
+	}
+	return 0, false
+}
