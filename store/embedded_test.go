@@ -17,10 +17,7 @@ import (
 func TestEmbeddedKeysExpire(t *testing.T) {
 	for _, n := range []int{0, 20000} {
 		t.Run(fmt.Sprintf("keys=%d", n), func(t *testing.T) {
-			s := openStore(t, redistest.Backend{Name: "embedded"})
-			c, ctx := s.Client(), context.Background()
-			fill(t, c, n)
-			time.Sleep(time.Second) // the clock measures its walks
+			c, ctx := embeddedWith(t, n), context.Background()
 			keys := c.DBSize(ctx).Val()
 			if err := c.Set(ctx, "short", "v", 200*time.Millisecond).Err(); err != nil {
 				t.Fatal(err)
@@ -45,9 +42,11 @@ func TestEmbeddedKeysExpire(t *testing.T) {
 	}
 }
 
-// fill sets n keys, 1 000 per command.
-func fill(tb testing.TB, c redis.UniversalClient, n int) {
+// embeddedWith opens an embedded store holding n keys (set 1 000 per
+// command) and gives its clock a second to measure its walks.
+func embeddedWith(tb testing.TB, n int) redis.UniversalClient {
 	tb.Helper()
+	c := openStore(tb, redistest.Backend{Name: "embedded"}).Client()
 	ctx := context.Background()
 	for i := 0; i < n; i += 1000 {
 		kv := make([]any, 0, 2000)
@@ -58,6 +57,8 @@ func fill(tb testing.TB, c redis.UniversalClient, n int) {
 			tb.Fatal(err)
 		}
 	}
+	time.Sleep(time.Second)
+	return c
 }
 
 // BenchmarkEmbeddedScript: a script of 10 writes on the embedded store
@@ -67,10 +68,7 @@ func fill(tb testing.TB, c redis.UniversalClient, n int) {
 func BenchmarkEmbeddedScript(b *testing.B) {
 	for _, n := range []int{100, 20000} {
 		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
-			s := openStore(b, redistest.Backend{Name: "embedded"})
-			c, ctx := s.Client(), context.Background()
-			fill(b, c, n)
-			time.Sleep(time.Second) // the clock measures its walks
+			c, ctx := embeddedWith(b, n), context.Background()
 			script := redis.NewScript("for i = 1, 10 do redis.call('SET', KEYS[1], i) end return 1")
 			b.ResetTimer()
 			for range b.N {

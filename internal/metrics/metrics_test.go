@@ -13,6 +13,7 @@ import (
 
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/metrics"
+	"github.com/realsync/realsync/internal/promtest"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
@@ -105,7 +106,7 @@ realsync_redis_up 1
 			t.Fatal(err)
 		}
 	}
-	if v := gauge(t, reg, "realsync_rooms", "waiting"); v != 2 || reads.Load() != 1 {
+	if v, _ := promtest.Sample(t, reg, "realsync_rooms", "status", "waiting"); v != 2 || reads.Load() != 1 {
 		t.Errorf("rooms waiting %v after %d reads; want 2 after 1", v, reads.Load())
 	}
 
@@ -130,26 +131,6 @@ realsync_redis_up 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(down), "realsync_redis_up", "realsync_players", "realsync_rooms"); err != nil {
 		t.Errorf("Redis stopped: %v", err)
 	}
-}
-
-// gauge returns the value of the gauge name with the one label value lv.
-func gauge(t *testing.T, reg *prometheus.Registry, name, lv string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == lv {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
 }
 
 // Every kind of batch the store sends is counted under its own kind; a

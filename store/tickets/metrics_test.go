@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/realsync/realsync/internal/metrics"
+	"github.com/realsync/realsync/internal/promtest"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
 )
@@ -55,14 +56,14 @@ func TestMatchmakingMetrics(t *testing.T) {
 			}
 		}
 		ended := func(outcome string) float64 {
-			v, _ := sample(t, reg, "realsync_matchmaking_tickets_ended_total", "mode", "duel", "outcome", outcome)
+			v, _ := promtest.Sample(t, reg, "realsync_matchmaking_tickets_ended_total", "mode", "duel", "outcome", outcome)
 			return v
 		}
 		waitFor("the two matched", func() bool {
-			v, _ := sample(t, reg, "realsync_matchmaking_matches_total", "mode", "duel")
+			v, _ := promtest.Sample(t, reg, "realsync_matchmaking_matches_total", "mode", "duel")
 			return v == 1
 		})
-		if v, ok := sample(t, reg, "realsync_matchmaking_time_to_match_seconds", "mode", "duel"); !ok || v != 2 {
+		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_time_to_match_seconds", "mode", "duel"); !ok || v != 2 {
 			t.Fatalf("time to match of mode duel: %v observations (series %v), want the 2 matched tickets'", v, ok)
 		}
 		create("x") // alone: expires
@@ -70,50 +71,13 @@ func TestMatchmakingMetrics(t *testing.T) {
 		if got := ended("cancelled"); got != 1 {
 			t.Fatalf("%v cancelled, want 1 (the repeated cancel not counted)", got)
 		}
-		if v, ok := sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); !ok || v != 0 {
+		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); !ok || v != 0 {
 			t.Fatalf("the lease holder reports %v searching (series %v), want 0", v, ok)
 		}
 		stop()
 		<-done
-		if v, ok := sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
+		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
 			t.Fatalf("a stopped matcher still reports %v searching", v)
 		}
 	})
-}
-
-// sample reads the series of name with the labels (name, value pairs)
-// from reg: a counter's or gauge's value, a histogram's sample count; ok
-// false when there is no such series.
-func sample(t *testing.T, reg *prometheus.Registry, name string, labels ...string) (v float64, ok bool) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, mt := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range mt.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if have[labels[i]] != labels[i+1] {
-					continue series
-				}
-			}
-			switch {
-			case mt.GetCounter() != nil:
-				return mt.GetCounter().GetValue(), true
-			case mt.GetGauge() != nil:
-				return mt.GetGauge().GetValue(), true
-			case mt.GetHistogram() != nil:
-				return float64(mt.GetHistogram().GetSampleCount()), true
-			}
-		}
-	}
-	return 0, false
 }
