@@ -66,9 +66,11 @@ type MatcherConfig struct {
 // a mode; runs one pass (atomic in Redis: tickets grouped, marked matched
 // and recorded pending, expired ones ended); then, per match, makes the
 // room with the seats reserved for exactly its users, tells each user
-// (match_found, at least once) and records the room on the tickets,
-// which ends the pending record. Pending matches a dead instance left are
-// completed the same way (idempotent: the room id derives from the match).
+// (match_found, once per user and match: the Notifier's contract) and
+// records the room on the tickets, which ends the pending record.
+// Pending matches a dead instance left are completed the same way
+// (idempotent: the room id derives from the match, the notice is not
+// repeated).
 type Matcher struct {
 	cfg MatcherConfig
 	mu  sync.Mutex
@@ -310,9 +312,10 @@ func concurrently[T any](items []T, f func(T) error) []error {
 // the room on its tickets, ending the pending record. A backfill the room
 // cannot take any more (full, started, closed), or a match whose room was
 // made and closed before it was completed (a repair), puts its tickets
-// back in the queue. Safe to run again for the same match: the room is found, the
-// users are told again (match_found is delivered at least once; its
-// matchId tells a repeat). It completes a pending match (a repair): a
+// back in the queue. Safe to run again for the same match, even while a
+// first completion still runs: the room is found, and the Notifier tells
+// each user of a match once (match_found of a user and match id sent
+// already is not sent again). It completes a pending match (a repair): a
 // backfill's seats may have been held, and taken, by a first completion
 // that died before recording the room, so members are skipped and holds
 // made again; users the room banned are still refused. So are, in a

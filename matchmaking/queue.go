@@ -131,6 +131,11 @@ type Queue interface {
 }
 
 // Notifier tells a user a match was found (the personal stream).
+// MatchFound must tell a user of a match once: a match may be completed
+// twice (a repair by another instance racing the first completion of an
+// instance paused past its lease, or repeating one that died having told
+// some users), so a call for a user and e.MatchID already told sends
+// nothing and returns nil (the store's: within rooms.MessageKeyWindow).
 type Notifier interface {
 	MatchFound(ctx context.Context, uid string, e MatchFound) error
 }

@@ -112,9 +112,12 @@ type PresenceEvent struct {
 
 // MatchFoundEvent tells each user of a match that it was made
 // (matchmaking tickets): the ticket, the match, its room (seats reserved
-// for the match's users) and the user's team. Logged; delivered at least
-// once (a matcher that completes a dead instance's match sends it again:
-// matchId tells a repeat).
+// for the match's users) and the user's team. Logged once per user and
+// match: a matcher that completes a match another instance died or
+// stalled in does not send it again to a user told already (the user's
+// log remembers the match for rooms.MessageKeyWindow, among its last
+// rooms.MessageKeysKept keys; past them a repeat is sent: matchId tells
+// it).
 type MatchFoundEvent struct {
 	UserEventHeader
 	TicketID string `json:"ticketId"`

@@ -1892,8 +1892,13 @@ type ClientInterface interface {
 	// the match (the first ticket's leader its owner, player 1; a seat
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
-	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). A match whose server died
+	// `match_found` on their personal stream (`GET /v1/me/events`), once
+	// per user and match: a server completing a match that another died
+	// or stalled in does not tell again the users told already (only a
+	// completion more than 10 minutes after a user was told, no server
+	// having matched the mode meanwhile, or after the user was sent over
+	// 1 000 keyed messages and invites since, may repeat it: `matchId`
+	// tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile
 	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
@@ -1947,8 +1952,13 @@ type ClientInterface interface {
 	// the match (the first ticket's leader its owner, player 1; a seat
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
-	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). A match whose server died
+	// `match_found` on their personal stream (`GET /v1/me/events`), once
+	// per user and match: a server completing a match that another died
+	// or stalled in does not tell again the users told already (only a
+	// completion more than 10 minutes after a user was told, no server
+	// having matched the mode meanwhile, or after the user was sent over
+	// 1 000 keyed messages and invites since, may repeat it: `matchId`
+	// tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile
 	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
@@ -3303,8 +3313,13 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // the match (the first ticket's leader its owner, player 1; a seat
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
-// `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). A match whose server died
+// `match_found` on their personal stream (`GET /v1/me/events`), once
+// per user and match: a server completing a match that another died
+// or stalled in does not tell again the users told already (only a
+// completion more than 10 minutes after a user was told, no server
+// having matched the mode meanwhile, or after the user was sent over
+// 1 000 keyed messages and invites since, may repeat it: `matchId`
+// tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile
 // (started since or not), that user's ticket (their party's whole) is not matched: it goes
@@ -3368,8 +3383,13 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // the match (the first ticket's leader its owner, player 1; a seat
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
-// `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). A match whose server died
+// `match_found` on their personal stream (`GET /v1/me/events`), once
+// per user and match: a server completing a match that another died
+// or stalled in does not tell again the users told already (only a
+// completion more than 10 minutes after a user was told, no server
+// having matched the mode meanwhile, or after the user was sent over
+// 1 000 keyed messages and invites since, may repeat it: `matchId`
+// tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile
 // (started since or not), that user's ticket (their party's whole) is not matched: it goes
@@ -6930,8 +6950,13 @@ type ClientWithResponsesInterface interface {
 	// the match (the first ticket's leader its owner, player 1; a seat
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
-	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). A match whose server died
+	// `match_found` on their personal stream (`GET /v1/me/events`), once
+	// per user and match: a server completing a match that another died
+	// or stalled in does not tell again the users told already (only a
+	// completion more than 10 minutes after a user was told, no server
+	// having matched the mode meanwhile, or after the user was sent over
+	// 1 000 keyed messages and invites since, may repeat it: `matchId`
+	// tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile
 	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
@@ -6985,8 +7010,13 @@ type ClientWithResponsesInterface interface {
 	// the match (the first ticket's leader its owner, player 1; a seat
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
-	// `match_found` on their personal stream (`GET /v1/me/events`; at
-	// least once: `matchId` tells a repeat). A match whose server died
+	// `match_found` on their personal stream (`GET /v1/me/events`), once
+	// per user and match: a server completing a match that another died
+	// or stalled in does not tell again the users told already (only a
+	// completion more than 10 minutes after a user was told, no server
+	// having matched the mode meanwhile, or after the user was sent over
+	// 1 000 keyed messages and invites since, may repeat it: `matchId`
+	// tells a repeat). A match whose server died
 	// before it told the users is completed by another a few seconds
 	// later; should its room have banned a user of the match meanwhile
 	// (started since or not), that user's ticket (their party's whole) is not matched: it goes
@@ -12892,8 +12922,13 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // the match (the first ticket's leader its owner, player 1; a seat
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
-// `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). A match whose server died
+// `match_found` on their personal stream (`GET /v1/me/events`), once
+// per user and match: a server completing a match that another died
+// or stalled in does not tell again the users told already (only a
+// completion more than 10 minutes after a user was told, no server
+// having matched the mode meanwhile, or after the user was sent over
+// 1 000 keyed messages and invites since, may repeat it: `matchId`
+// tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile
 // (started since or not), that user's ticket (their party's whole) is not matched: it goes
@@ -12953,8 +12988,13 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // the match (the first ticket's leader its owner, player 1; a seat
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
-// `match_found` on their personal stream (`GET /v1/me/events`; at
-// least once: `matchId` tells a repeat). A match whose server died
+// `match_found` on their personal stream (`GET /v1/me/events`), once
+// per user and match: a server completing a match that another died
+// or stalled in does not tell again the users told already (only a
+// completion more than 10 minutes after a user was told, no server
+// having matched the mode meanwhile, or after the user was sent over
+// 1 000 keyed messages and invites since, may repeat it: `matchId`
+// tells a repeat). A match whose server died
 // before it told the users is completed by another a few seconds
 // later; should its room have banned a user of the match meanwhile
 // (started since or not), that user's ticket (their party's whole) is not matched: it goes

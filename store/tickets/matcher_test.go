@@ -2,6 +2,7 @@ package tickets_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -844,6 +846,125 @@ func TestCanceledRoundLogsNothing(t *testing.T) {
 		}
 		if strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "level=ERROR") {
 			t.Fatalf("a canceled round logged:\n%s", logs.String())
+		}
+	})
+}
+
+// stalling is a RoomOpener whose first OpenMatchRoom waits until release
+// is closed (entered closed as it starts): a completion that takes long,
+// as a pass of hundreds of matches does on a busy machine.
+type stalling struct {
+	matchmaking.RoomOpener
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func newStalling(r matchmaking.RoomOpener) *stalling {
+	return &stalling{RoomOpener: r, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *stalling) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.entered)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return s.RoomOpener.OpenMatchRoom(ctx, m, n, hold)
+}
+
+// matchFoundLogged is how many match_found events of match id uid's
+// personal log holds.
+func matchFoundLogged(t *testing.T, e env, uid, id string) int {
+	t.Helper()
+	xs, err := e.rooms.Client().XRange(context.Background(), e.rooms.UserLogs().KeysOf(uid).Log, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range xs {
+		d, _ := x.Values["d"].(string)
+		var ev struct {
+			Type    string `json:"type"`
+			MatchID string `json:"matchId"`
+		}
+		if json.Unmarshal([]byte(d), &ev) == nil && ev.Type == players.EventMatchFound && ev.MatchID == id {
+			n++
+		}
+	}
+	return n
+}
+
+// duelPair queues two tickets of mode for users u0 and u1 and returns
+// their ids.
+func duelPair(t *testing.T, e env, mode, u0, u1 string) []string {
+	t.Helper()
+	var ids []string
+	for _, u := range []string{u0, u1} {
+		tk, err := e.svc.Create(context.Background(), player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	return ids
+}
+
+// A repair that races the first completion of the same match (its
+// instance paused past its lease: another holder repairs the match while
+// it still completes it) tells each user once: match_found is sent once
+// per user and match id (the personal log remembers the match's key), so
+// both completions make the one room and log one match_found each. A
+// tester's kill-storm found 528 and 808 users told twice, the two copies
+// 144 ms apart. Another match of the same user is still told.
+func TestRepairRacingACompletionTellsOnce(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	r := rs.Of("duel")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		ids := duelPair(t, e, "duel", "p0", "p1")
+		stall := newStalling(e.rooms)
+		mcfg := func(holder string, rooms matchmaking.RoomOpener) matchmaking.MatcherConfig {
+			return matchmaking.MatcherConfig{Config: e.cfg, Rooms: rooms, Notifier: e.tickets, Holder: holder,
+				LeaseTTL: time.Second, RepairAfter: time.Second}
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			matchmaking.NewMatcher(mcfg("a", stall)).Round(ctx)
+		}()
+		<-stall.entered // a's pass matched them; its completion is under way
+		pending, err := e.tickets.Pending(ctx, "duel")
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("pending while a completes: %+v %v, want the match", pending, err)
+		}
+		if err := matchmaking.NewMatcher(mcfg("b", e.rooms)).Complete(ctx, pending[0], r); err != nil {
+			t.Fatal(err)
+		}
+		close(stall.release)
+		<-done
+		mid := pending[0].ID
+		for i, u := range []string{"p0", "p1"} {
+			if n := matchFoundLogged(t, e, u, mid); n != 1 {
+				t.Errorf("%s's log holds %d match_found of %s, want 1", u, n, mid)
+			}
+			if tk, err := e.tickets.Get(ctx, ids[i]); err != nil || tk.Status != matchmaking.Matched || tk.RoomID == "" {
+				t.Errorf("%s's ticket: %+v %v, want matched with its room", u, tk, err)
+			}
+		}
+		if p, _ := e.tickets.Pending(ctx, "duel"); len(p) != 0 {
+			t.Errorf("%d pending after both completions", len(p))
+		}
+		if err := e.tickets.MatchFound(ctx, "p0", matchmaking.MatchFound{MatchID: "duel-other-1", RoomID: "x", Mode: "duel"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := matchFoundLogged(t, e, "p0", "duel-other-1"); n != 1 {
+			t.Errorf("p0's log holds %d match_found of another match, want 1", n)
 		}
 	})
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/userlog"
 	"github.com/redis/go-redis/v9"
@@ -466,9 +467,26 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 // MatchFound implements matchmaking.Notifier with one script: the event
 // is logged on the user's personal stream and published, so a stream
 // open now gets it at once, one opened later (within the log's TTL, on
-// each platform: its offline inbox) by replay.
+// each platform: its offline inbox) by replay. It is sent once per user
+// and match id: the user's log remembers the match as it remembers a
+// message's Idempotency-Key (matchFoundKey, for rooms.MessageKeyWindow,
+// among its last rooms.MessageKeysKept keys), so a repair of a match
+// whose first completion told the user (or is telling them: the script
+// is atomic) logs nothing again. Past that window, or once the user's log
+// forgot the key among as many newer ones, a repeat is sent again.
 func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
-	_, err := s.logs.SendEvent(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, time.Now()),
-		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team})
+	now := time.Now()
+	_, _, err := s.logs.SendEventOnce(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
+		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team},
+		userlog.Once{Key: matchFoundKey(e.MatchID), Digest: "match_found", AtMs: now.UnixMilli(),
+			Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept})
 	return err
 }
+
+// matchFoundKey is the key a user's log remembers match id's match_found
+// by, among the keys of the messages sent to the user ("<Idempotency-Key>
+// <sender>", the Idempotency-Key visible ASCII): it starts with a space,
+// which no message's key does. The window and cap are the messages'
+// (rooms.MessageKeyWindow, rooms.MessageKeysKept): the user's key sets
+// are forgotten by the window of the send that last wrote them.
+func matchFoundKey(id string) string { return " match_found " + id }

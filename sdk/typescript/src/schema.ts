@@ -635,8 +635,13 @@ export interface paths {
          *     the match (the first ticket's leader its owner, player 1; a seat
          *     reserved for every other user of the match, 15 s), the ticket shows
          *     `matched` with `roomId`, and every user of the match gets
-         *     `match_found` on their personal stream (`GET /v1/me/events`; at
-         *     least once: `matchId` tells a repeat). A match whose server died
+         *     `match_found` on their personal stream (`GET /v1/me/events`), once
+         *     per user and match: a server completing a match that another died
+         *     or stalled in does not tell again the users told already (only a
+         *     completion more than 10 minutes after a user was told, no server
+         *     having matched the mode meanwhile, or after the user was sent over
+         *     1 000 keyed messages and invites since, may repeat it: `matchId`
+         *     tells a repeat). A match whose server died
          *     before it told the users is completed by another a few seconds
          *     later; should its room have banned a user of the match meanwhile
          *     (started since or not), that user's ticket (their party's whole) is not matched: it goes
