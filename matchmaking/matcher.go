@@ -49,8 +49,9 @@ type MatcherConfig struct {
 	// Holder names this instance in the leases (its instance id).
 	Holder string
 	// Interval between rounds (DefaultInterval); LeaseTTL how long a
-	// mode's lease outlives its last renewal (DefaultLeaseTTL): a killed
-	// instance's modes pass to another after it.
+	// mode's lease outlives its last renewal (DefaultLeaseTTL), renewed
+	// each round and every third of it while a pass runs: a killed
+	// instance's modes pass to another after it, a live one's do not.
 	Interval, LeaseTTL time.Duration
 	// RepairAfter: a pending match older than this (its instance died
 	// between the pass and the room) is completed by the lease holder.
@@ -67,8 +68,9 @@ type MatcherConfig struct {
 // and recorded pending, expired ones ended); then, per match, makes the
 // room with the seats reserved for exactly its users, tells each user
 // (match_found, once per user and match: the Notifier's contract) and
-// records the room on the tickets, which ends the pending record.
-// Pending matches a dead instance left are completed the same way
+// records the room on the tickets, which ends the pending record. The
+// lease is kept renewed while the pass and its completions run, however
+// long. Pending matches a dead instance left are completed the same way
 // (idempotent: the room id derives from the match, the notice is not
 // repeated).
 type Matcher struct {
@@ -175,11 +177,49 @@ func (m *Matcher) Round(ctx context.Context) []string {
 			continue
 		}
 		held = append(held, mode)
-		if err := m.pass(ctx, mode); err != nil && ctx.Err() == nil {
+		stop := m.keepLease(ctx, mode)
+		err = m.pass(ctx, mode)
+		stop()
+		if err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
 		}
 	}
 	return held
+}
+
+// keepLease renews mode's lease every third of LeaseTTL until stop is
+// called (stop waits for the renewal under way): a pass whose completion
+// outlasts the lease (hundreds of matches of one pass on a busy machine)
+// keeps its mode, so no other instance takes the mode and repairs the
+// matches this one is still completing. Renewals stop once another
+// instance holds the lease (this one paused past it): that one repairs
+// what is left pending. A failed renewal (Redis) is tried again at the
+// next tick.
+func (m *Matcher) keepLease(ctx context.Context, mode string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(m.cfg.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if ok, err := m.cfg.Queue.Lease(ctx, mode, m.cfg.Holder, m.cfg.LeaseTTL); err == nil && !ok {
+				if ctx.Err() == nil {
+					m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", mode)
+				}
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // pass runs one pass of mode and completes its matches, then the pending

@@ -968,3 +968,54 @@ func TestRepairRacingACompletionTellsOnce(t *testing.T) {
 		}
 	})
 }
+
+// A round whose completion outlasts the lease (hundreds of matches of one
+// pass on a busy machine) keeps renewing its mode's lease: another
+// instance takes no lease meanwhile, so it neither passes the mode nor
+// repairs the matches the first is still completing (a tester's
+// kill-storm: the restarted instance took the lease of the other's long
+// round and repaired its pending matches while it still told their
+// users). The match is told once.
+func TestSlowRoundKeepsItsLease(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "s0", "s1")
+		stall := newStalling(e.rooms)
+		const ttl = time.Second
+		recB := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: ttl, RepairAfter: ttl})
+		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: recB, Holder: "b",
+			LeaseTTL: ttl, RepairAfter: ttl})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Round(ctx)
+		}()
+		<-stall.entered
+		pending, err := e.tickets.Pending(ctx, "duel")
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("pending while a completes: %+v %v, want the match", pending, err)
+		}
+		// b's rounds until a's round is past its lease's TTL and its match
+		// past RepairAfter, twice over
+		for until := time.Now().Add(5 * ttl / 2); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+			if held := bm.Round(ctx); len(held) > 0 {
+				t.Errorf("b took the lease of %v while a's round was still completing its match", held)
+				break
+			}
+		}
+		close(stall.release)
+		<-done
+		if len(recB.got) > 0 {
+			t.Errorf("b told %v of a match a was still completing", recB.got)
+		}
+		for _, u := range []string{"s0", "s1"} {
+			if n := matchFoundLogged(t, e, u, pending[0].ID); n != 1 {
+				t.Errorf("%s's log holds %d match_found of %s, want 1", u, n, pending[0].ID)
+			}
+		}
+	})
+}
