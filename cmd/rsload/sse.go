@@ -5,15 +5,19 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -36,6 +40,13 @@ type Report struct {
 	LatencyP99ms     float64 `json:"latencyP99ms"`
 	LatencyMaxms     float64 `json:"latencyMaxms"`
 	StreamDrops      int64   `json:"streamDrops"`
+	// StreamDropReasons counts the reconnects by why the stream ended
+	// (dropReason): the server ended it, reset it, closed its connection,
+	// or the client's own transport gave up; StreamDropsOpening is how
+	// many of them came before the first write (while the streams opened
+	// and their presence events spread), outside the measured window
+	StreamDropReasons  map[string]int64 `json:"streamDropReasons,omitempty"`
+	StreamDropsOpening int64            `json:"streamDropsOpening,omitempty"`
 	// StreamRefusals counts stream openings answered with an error, by
 	// problem code (a 429's Retry-After is waited; another 4xx but 408
 	// ends that stream)
@@ -129,6 +140,7 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 		cpu[0] = cpuTime(c.RSSPid)
 	}
 	start := time.Now()
+	streams.writing.Store(true)
 	patches, errs := write(ctx, c, rooms, send)
 	rep := streams.close(c, rooms, patches, errs, time.Since(start))
 	if c.RSSPid != 0 {
@@ -225,8 +237,22 @@ type streamSet struct {
 	done     sync.WaitGroup
 	arrivals [][]arrival
 	drops    atomic.Int64
+	writing  atomic.Bool  // the measured window began (the first write)
+	opening  atomic.Int64 // drops before it
 	mu       sync.Mutex
 	refused  map[string]int64 // by problem code
+	why      map[string]int64 // drops by dropReason
+}
+
+// dropped counts a reconnect, for reason.
+func (s *streamSet) dropped(reason string) {
+	s.drops.Add(1)
+	if !s.writing.Load() {
+		s.opening.Add(1)
+	}
+	s.mu.Lock()
+	s.why[reason]++
+	s.mu.Unlock()
 }
 
 // openStreams opens n streams and returns once each has had its first
@@ -234,7 +260,7 @@ type streamSet struct {
 // opening streams reach every stream of their room).
 func openStreams(ctx context.Context, n int, open opener) *streamSet {
 	streamCtx, stop := context.WithCancel(ctx)
-	s := &streamSet{stop: stop, arrivals: make([][]arrival, n), refused: map[string]int64{}}
+	s := &streamSet{stop: stop, arrivals: make([][]arrival, n), refused: map[string]int64{}, why: map[string]int64{}}
 	if n == 0 {
 		return s
 	}
@@ -267,6 +293,9 @@ func (s *streamSet) close(c Config, rooms []*room, ok, failed int64, took time.D
 	s.mu.Lock()
 	if len(s.refused) > 0 {
 		rep.StreamRefusals = s.refused
+	}
+	if len(s.why) > 0 {
+		rep.StreamDropReasons, rep.StreamDropsOpening = s.why, s.opening.Load()
 	}
 	s.mu.Unlock()
 	return rep
@@ -421,12 +450,16 @@ func (s *streamSet) read(ctx context.Context, url, token string, r *room, ready 
 				wait = max(wait, time.Duration(ra)*time.Second)
 			}
 		} else {
+			why := ""
 			if err == nil {
-				out, lastID = readEvents(res.Body, r, out, lastID, &first, ready, frames)
+				out, lastID, err = readEvents(res.Body, r, out, lastID, &first, ready, frames)
 				res.Body.Close()
+				why = dropReason(err)
+			} else {
+				why = noResponse(err)
 			}
 			if ctx.Err() == nil {
-				s.drops.Add(1)
+				s.dropped(why)
 			}
 		}
 		select {
@@ -440,13 +473,16 @@ func (s *streamSet) read(ctx context.Context, url, token string, r *room, ready 
 	return out
 }
 
-func readEvents(body io.Reader, r *room, out []arrival, lastID string, first *bool, ready *sync.WaitGroup, frames *atomic.Int64) ([]arrival, string) {
+// readEvents reads a stream's body until it ends, appending the state
+// events' arrivals to out; returns them, the last event's ID and what
+// ended the body (io.EOF: the server ended the response).
+func readEvents(body io.Reader, r *room, out []arrival, lastID string, first *bool, ready *sync.WaitGroup, frames *atomic.Int64) ([]arrival, string, error) {
 	rd := bufio.NewReaderSize(body, 8<<10)
 	var id, typ string
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
-			return out, lastID
+			return out, lastID, err
 		}
 		line = strings.TrimSuffix(line, "\n")
 		switch {
@@ -501,6 +537,9 @@ func (r *Report) print(w io.Writer, c Config) {
 	fmt.Fprintf(w, "sse: %d streams on %d rooms via %d instance(s), %s of writes\n", r.Streams, r.Rooms, len(c.URLs), c.Duration)
 	fmt.Fprintf(w, "  patches     %d ok, %d failed (%.0f/s)\n", r.Patches, r.PatchErrors, r.PatchesPerSecond)
 	fmt.Fprintf(w, "  delivered   %d of %d expected (%.0f events/s), %d stream reconnects\n", r.Delivered, r.Expected, r.EventsPerSecond, r.StreamDrops)
+	if len(r.StreamDropReasons) > 0 {
+		fmt.Fprintf(w, "  reconnects  %d before the first write; by why the stream ended: %v\n", r.StreamDropsOpening, r.StreamDropReasons)
+	}
 	if len(r.StreamRefusals) > 0 {
 		fmt.Fprintf(w, "  refused     stream openings answered with an error, by code: %v\n", r.StreamRefusals)
 	}
@@ -519,3 +558,53 @@ func (r *Report) print(w io.Writer, c Config) {
 			float64(r.GoroutinesStreams-r.GoroutinesBefore)/float64(r.Streams))
 	}
 }
+
+// dropReason names why a stream's response ended or could not be had
+// (err: what client.Do or the body's read returned), without the IDs and
+// counts that make each error unique: "server ended the stream" (the body
+// ended cleanly: the server finished the response), "reset by the server:
+// CODE" (an HTTP/2 RST_STREAM), "GOAWAY: CODE" (the server closed the
+// HTTP/2 connection), "connection lost" (the client's transport found the
+// connection dead), "unexpected EOF", "connection reset", "timeout", else
+// the error's text with its digits replaced by N.
+func dropReason(err error) string {
+	if err == nil || errors.Is(err, io.EOF) {
+		return "server ended the stream"
+	}
+	msg := err.Error()
+	if m := peerReset.FindStringSubmatch(msg); m != nil {
+		return "reset by the server: " + m[1]
+	}
+	if m := goAway.FindStringSubmatch(msg); m != nil {
+		return "GOAWAY: " + m[1]
+	}
+	var ne net.Error
+	switch {
+	case strings.Contains(msg, "client connection lost"):
+		return "connection lost"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected EOF"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	}
+	return digits.ReplaceAllString(msg, "N")
+}
+
+// noResponse names why a stream's request got no response (err:
+// client.Do's): "no response: " and dropReason's name, where the
+// connection's end before any answer (EOF) is "no response: connection
+// closed".
+func noResponse(err error) string {
+	if errors.Is(err, io.EOF) {
+		return "no response: connection closed"
+	}
+	return "no response: " + dropReason(err)
+}
+
+var (
+	peerReset = regexp.MustCompile(`stream error: stream ID \d+; (\w+); received from peer`)
+	goAway    = regexp.MustCompile(`GOAWAY.*ErrCode=(\w+)`)
+	digits    = regexp.MustCompile(`\d+`)
+)

@@ -90,6 +90,46 @@ func TestSSERunCountsRefusedStreams(t *testing.T) {
 	}
 }
 
+// Reconnects are counted by why the stream ended: one stream's first
+// response ends after its first event (the server ended it), another's is
+// cut after its headers (its connection closed mid-body); both come before
+// the first write, reconnect and get every patch.
+func TestSSERunCountsReconnectsByReason(t *testing.T) {
+	var opens atomic.Int32
+	url := serverWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != "GET" || !strings.HasSuffix(r.URL.Path, "/events") {
+				h.ServeHTTP(w, r)
+				return
+			}
+			switch opens.Add(1) {
+			case 1:
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "id: 0-x\nevent: snapshot\ndata: {}\n\n")
+				return
+			case 2:
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the connection closes mid-body
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	c := Config{URLs: []string{url}, Rooms: 1, Streams: 4, Rate: 40, Duration: time.Second}
+	r, err := runSSE(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"server ended the stream": 1, "unexpected EOF": 1}
+	if !maps.Equal(r.StreamDropReasons, want) || r.StreamDrops != 2 || r.StreamDropsOpening != 2 {
+		t.Errorf("reconnects %d (%d before the first write), by reason %v; want 2 (2), %v", r.StreamDrops, r.StreamDropsOpening, r.StreamDropReasons, want)
+	}
+	if r.Patches == 0 || r.Expected != r.Patches*4 || r.Delivered != r.Expected {
+		t.Errorf("report %+v", r)
+	}
+}
+
 // A short run against an in-process server on the embedded store: every
 // stream gets every patch of its room, and the report adds up.
 func TestSSERunDeliversEverything(t *testing.T) {
