@@ -55,6 +55,7 @@ func (s *Store) observe(m Metrics) {
 	// the probe pings each master's own client (shardMasters), which
 	// the Cluster client's hooks do not see: not counted there
 	s.probe.AddHook(metricsHook{m})
+	s.renewals.AddHook(metricsHook{m})
 	if s.reads != nil {
 		s.reads.AddHook(metricsHook{m})
 	}

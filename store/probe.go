@@ -16,6 +16,9 @@ import (
 // failed its readiness check although Redis answered at once: every
 // instance of an overloaded fleet left the load balancer together, a
 // slowdown made an outage. Its own connections wait for nothing but Redis.
+// The presence renewals (RenewStreams, RenewSessions) have a client of the
+// same size of their own, for the same reason: behind a burst of streams
+// opening they came after the leases' TTL, and the streams ended lapsed.
 const probePoolSize = 2
 
 // probeOptions are a standalone (or embedded) probe's options: opt's,

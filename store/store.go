@@ -138,6 +138,7 @@ type Store struct {
 	client   redis.UniversalClient
 	reads    redis.UniversalClient // browsing reads (replicas.go); nil: client
 	probe    redis.UniversalClient // Ping's own connections (probe.go)
+	renewals redis.UniversalClient // the presence renewals' own connections (probe.go)
 	embedded *embedded
 	keys     layout.Keys
 	shards   int
@@ -146,6 +147,7 @@ type Store struct {
 	// loaded, functions.go)
 	runner      *redisx.Runner
 	base        *redisx.Base       // what the store's concept packages share
+	renewalBase *redisx.Base       // base on renewals (EVALSHA only: no renewal script is a mutation)
 	ulog        *userlog.Log       // the personal logs
 	held        *holdings.Holdings // the room quotas
 	sess        *sessions.Sessions // personal streams' sessions, status, a user's open streams
@@ -218,9 +220,10 @@ func New(cfg Config) (*Store, error) {
 	}
 	s.runner = redisx.NewRunner(s.client, library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
+	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})
-	s.sess = sessions.New(sessions.Config{Base: s.base, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy, Debounce: cfg.PresenceDebounce,
+	s.sess = sessions.New(sessions.Config{Base: s.base, Renewals: s.renewalBase, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy, Debounce: cfg.PresenceDebounce,
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
 	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)
 	s.list = listing.New(s.client, s.reads, s.keys, s.shards, s.stripes)
@@ -345,6 +348,7 @@ func (s *Store) connect(cfg Config) error {
 			MaxRedirects: maxRedirects}
 		s.client = redis.NewClusterClient(&opt)
 		s.probe = redis.NewClusterClient(probeClusterOptions(opt))
+		s.renewals = redis.NewClusterClient(probeClusterOptions(opt))
 		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
 			s.reads = readerClient(opt, cfg.ReadFromReplicas)
 		}
@@ -375,6 +379,7 @@ func (s *Store) connect(cfg Config) error {
 		}
 		s.client = redis.NewClient(opt)
 		s.probe = redis.NewClient(probeOptions(*opt))
+		s.renewals = redis.NewClient(probeOptions(*opt))
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:
 		m, err := startEmbedded()
@@ -385,6 +390,7 @@ func (s *Store) connect(cfg Config) error {
 		opt := redis.Options{Addr: m.Addr(), Protocol: 2}
 		s.client = redis.NewClient(&opt)
 		s.probe = redis.NewClient(probeOptions(opt))
+		s.renewals = redis.NewClient(probeOptions(opt))
 		s.pubcmd = "PUBLISH" // miniredis has no sharded Pub/Sub
 	}
 	return nil
@@ -403,7 +409,7 @@ func (s *Store) Close() error {
 	if s.readBatch != nil {
 		s.readBatch.Close()
 	}
-	err := errors.Join(s.client.Close(), s.probe.Close())
+	err := errors.Join(s.client.Close(), s.probe.Close(), s.renewals.Close())
 	if s.reads != nil {
 		err = errors.Join(err, s.reads.Close())
 	}

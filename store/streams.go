@@ -103,7 +103,13 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 // one shard, one after the other, renew the room leases, with the expiry
 // taken from Redis' clock like every other score; then one pipeline renews
 // the leases of every stream (lobby ones included) in their users' open
-// streams. A lease lost in either is returned once.
+// streams. A lease lost in either is returned once. Both go through
+// connections of their own (see probePoolSize), never queued behind the
+// requests: when thousands of streams open at once, each waiting for a
+// request connection (up to the pool timeout), a renewal behind them came
+// after the lease's TTL and the hub ended the streams of its chunk as
+// lapsed while Redis answered at once (docs/OPERATIONS.md, "HTTP/2, TLS
+// and h2c").
 func (s *Store) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lease, error) {
 	lost, err := s.renewRoomStreams(ctx, ls)
 	ulost, uerr := s.sess.RenewStreams(ctx, ls)
@@ -132,7 +138,7 @@ func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 				call.Keys = append(call.Keys, s.keys.Room(shard, l.Room)+":presence")
 				call.Members = append(call.Members, leaseMember(l))
 			}
-			res, err := s.runner.Run(ctx, call).Result()
+			res, err := s.renewalBase.Runner.Run(ctx, call).Result()
 			if err != nil {
 				errs = append(errs, redisx.Wrap(err))
 				continue

@@ -48,6 +48,7 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -93,7 +94,11 @@ var (
 // Config is what the sessions need of the store.
 type Config struct {
 	Base *redisx.Base
-	Logs *userlog.Log // the personal logs
+	// Renewals is what the lease renewals (RenewStreams, RenewSessions)
+	// run on: connections of their own, so that they never wait behind
+	// the requests' (nil: Base)
+	Renewals *redisx.Base
+	Logs     *userlog.Log // the personal logs
 	// TTL is a session's and a stream's lease (REALSYNC_PRESENCE_TTL),
 	// renewed by the hub at a third of it.
 	TTL time.Duration
@@ -126,6 +131,9 @@ type Sessions struct {
 
 // New keeps sessions with cfg.Base's client and layout.
 func New(cfg Config) *Sessions { return &Sessions{b: cfg.Base, cfg: cfg} }
+
+// renewals is what the lease renewals run on (Config.Renewals).
+func (s *Sessions) renewals() *redisx.Base { return cmp.Or(s.cfg.Renewals, s.b) }
 
 func (s *Sessions) tag(uid string) string          { return s.b.Tag(s.b.UserShard(uid)) }
 func (s *Sessions) sessionsKey(uid string) string  { return s.tag(uid) + ":sess:" + uid }
@@ -264,7 +272,7 @@ func (s *Sessions) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.S
 	if len(ss) == 0 {
 		return nil, nil
 	}
-	return redisx.RenewByUser(ctx, s.b, ss, func(x sse.Session) string { return x.UserID },
+	return redisx.RenewByUser(ctx, s.renewals(), ss, func(x sse.Session) string { return x.UserID },
 		func(sh int, batch []sse.Session) redisx.Call { return sessionRenewCall{x: s, shard: sh, ss: batch} })
 }
 

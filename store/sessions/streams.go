@@ -82,7 +82,7 @@ func (s *Sessions) RenewStreams(ctx context.Context, ls []sse.Lease) ([]sse.Leas
 		return nil, nil
 	}
 	ls = slices.DeleteFunc(slices.Clone(ls), func(l sse.Lease) bool { return l.Server }) // hold no place (see TakeStream)
-	return redisx.RenewByUser(ctx, s.b, ls, func(l sse.Lease) string { return l.UserID },
+	return redisx.RenewByUser(ctx, s.renewals(), ls, func(l sse.Lease) string { return l.UserID },
 		func(_ int, batch []sse.Lease) redisx.Call {
 			c := redisx.RenewCall{Sc: userStreamsRenew, TTLMs: s.cfg.TTL.Milliseconds()}
 			for _, l := range batch {
