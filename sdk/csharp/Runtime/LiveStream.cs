@@ -28,7 +28,8 @@ namespace RealSync
         /// <summary>
         /// The heartbeat watchdog: a connection that delivers no byte (no answer, event or heartbeat) this long
         /// is taken for dead (a half-open connection after a network change) and resumed after the last event,
-        /// as any drop (Reconnecting, code NETWORK). Default 45 s: three of the server's 15 s heartbeats.
+        /// as any drop (Reconnecting, code NETWORK); checked every third of it, so noticed within 4/3 of it.
+        /// Default 45 s: three of the server's 15 s heartbeats.
         /// </summary>
         public TimeSpan IdleTimeout = TimeSpan.FromSeconds(45);
         /// <summary>
@@ -471,6 +472,41 @@ namespace RealSync
             }
         }
 
+        /// <summary>Cancels a connection that brings nothing (no answer, no byte) for a whole idle
+        /// timeout: Touch() on the answer and on every read; one timer checks every third of the
+        /// timeout, so a connection is given up between one and four thirds of it. One timer per
+        /// connection, not one change per read: Mono's timer thread sorts its timers on every
+        /// change, and a program that ended while it sorted crashed at exit (an aborted sort is
+        /// rethrown as InvalidOperationException).</summary>
+        sealed class Watchdog : IDisposable
+        {
+            readonly CancellationTokenSource conn;
+            readonly long limit; // Stopwatch ticks
+            readonly Timer timer; // null: no timeout
+            long last;
+
+            public Watchdog(CancellationTokenSource conn, TimeSpan idle)
+            {
+                this.conn = conn;
+                Touch();
+                if (idle <= TimeSpan.Zero || idle == Timeout.InfiniteTimeSpan) return;
+                limit = (long)(idle.TotalSeconds * System.Diagnostics.Stopwatch.Frequency);
+                var period = TimeSpan.FromTicks(Math.Max(idle.Ticks / 3, TimeSpan.TicksPerMillisecond));
+                timer = new Timer(_ => Check(), null, period, period);
+            }
+
+            public void Touch() { Interlocked.Exchange(ref last, System.Diagnostics.Stopwatch.GetTimestamp()); }
+
+            void Check()
+            {
+                if (System.Diagnostics.Stopwatch.GetTimestamp() - Interlocked.Read(ref last) < limit) return;
+                try { conn.Cancel(); }
+                catch (ObjectDisposedException) { } // the connection ended meanwhile
+            }
+
+            public void Dispose() { if (timer != null) timer.Dispose(); }
+        }
+
         sealed class Outcome
         {
             public bool Resuming;
@@ -505,53 +541,56 @@ namespace RealSync
                     if (bearer != null) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", bearer);
                     var last = ResumesFromLastEventId ? lastEventId : "";
                     if (last.Length > 0) req.Headers.TryAddWithoutValidation("Last-Event-ID", last);
-                    conn.CancelAfter(Options.IdleTimeout);
-                    HttpResponseMessage resp;
-                    try
+                    using (var watchdog = new Watchdog(conn, Options.IdleTimeout))
                     {
-                        resp = await Client.StreamHttp.SendAsync(req, HttpCompletionOption.ResponseHeadersRead, conn.Token).ConfigureAwait(false);
-                    }
-                    catch (OperationCanceledException) when (!ct.IsCancellationRequested)
-                    {
-                        throw new RealSyncException(0, "NETWORK", detail: "no answer within " + Options.IdleTimeout);
-                    }
-                    using (resp)
-                    using (conn.Token.Register(() => resp.Dispose())) // unblocks a read that ignores the token
-                    {
-                        var status = (int)resp.StatusCode;
-                        if (status != 200)
+                        HttpResponseMessage resp;
+                        try
                         {
-                            var body = resp.Content == null ? "" : await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
-                            throw RealSyncException.FromProblem(status, body, RealSyncClient.RetryAfterOf(resp));
+                            resp = await Client.StreamHttp.SendAsync(req, HttpCompletionOption.ResponseHeadersRead, conn.Token).ConfigureAwait(false);
                         }
-                        var media = resp.Content.Headers.ContentType == null ? null : resp.Content.Headers.ContentType.MediaType;
-                        if (media != "text/event-stream")
-                            throw new RealSyncException(status, "INTERNAL", detail: "not an event stream: " + (media ?? "no Content-Type"));
-                        opened();
-                        var parser = new SseParser { LastEventId = last };
-                        parser.OnRetry = ms => outcome.RetryFloor = ms;
-                        parser.OnEvent = e =>
+                        catch (OperationCanceledException) when (!ct.IsCancellationRequested)
                         {
-                            if (outcome.RetryFloor.HasValue) outcome.RetryFloor = 0; // the event supersedes it
-                            OnEvent(e, outcome);
-                        };
-                        var stream = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);
-                        var buf = new byte[8192];
-                        while (true)
+                            throw new RealSyncException(0, "NETWORK", detail: "no answer within " + Options.IdleTimeout);
+                        }
+                        watchdog.Touch();
+                        using (resp)
+                        using (conn.Token.Register(() => resp.Dispose())) // unblocks a read that ignores the token
                         {
-                            conn.CancelAfter(Options.IdleTimeout);
-                            int n;
-                            try
+                            var status = (int)resp.StatusCode;
+                            if (status != 200)
                             {
-                                n = await stream.ReadAsync(buf, 0, buf.Length, conn.Token).ConfigureAwait(false);
+                                var body = resp.Content == null ? "" : await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
+                                throw RealSyncException.FromProblem(status, body, RealSyncClient.RetryAfterOf(resp));
                             }
-                            catch (Exception) when (conn.IsCancellationRequested && !ct.IsCancellationRequested)
+                            var media = resp.Content.Headers.ContentType == null ? null : resp.Content.Headers.ContentType.MediaType;
+                            if (media != "text/event-stream")
+                                throw new RealSyncException(status, "INTERNAL", detail: "not an event stream: " + (media ?? "no Content-Type"));
+                            opened();
+                            var parser = new SseParser { LastEventId = last };
+                            parser.OnRetry = ms => outcome.RetryFloor = ms;
+                            parser.OnEvent = e =>
                             {
-                                throw new RealSyncException(0, "NETWORK", detail: "no event or heartbeat within " + Options.IdleTimeout);
+                                if (outcome.RetryFloor.HasValue) outcome.RetryFloor = 0; // the event supersedes it
+                                OnEvent(e, outcome);
+                            };
+                            var stream = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);
+                            var buf = new byte[8192];
+                            while (true)
+                            {
+                                int n;
+                                try
+                                {
+                                    n = await stream.ReadAsync(buf, 0, buf.Length, conn.Token).ConfigureAwait(false);
+                                }
+                                catch (Exception) when (conn.IsCancellationRequested && !ct.IsCancellationRequested)
+                                {
+                                    throw new RealSyncException(0, "NETWORK", detail: "no event or heartbeat within " + Options.IdleTimeout);
+                                }
+                                if (n == 0) return; // the server ended the stream
+                                watchdog.Touch();
+                                parser.Feed(buf, 0, n);
+                                if (outcome.End.HasValue || outcome.Expiring.HasValue || ct.IsCancellationRequested) return;
                             }
-                            if (n == 0) return; // the server ended the stream
-                            parser.Feed(buf, 0, n);
-                            if (outcome.End.HasValue || outcome.Expiring.HasValue || ct.IsCancellationRequested) return;
                         }
                     }
                 }
