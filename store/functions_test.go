@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 )
 
@@ -139,4 +142,27 @@ func TestFunctionsRefusedByACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkInvariants(t, s)
+}
+
+// A renewal whose script cannot be loaded (here the load refused; a load
+// that timed out behind a busy pool, in a tester's run) says why, not the
+// NOSCRIPT that asked for the load.
+func TestRenewalErrorNamesTheFailedLoad(t *testing.T) {
+	ctx := context.Background()
+	srv := ownServer(t)
+	proxy := redistest.StartProxy(t, srv.Addr)
+	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr},
+		func(c *store.Config) { c.Quotas.StreamsPerUser = 4 }) // the users' stream leases renewed
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	// every call of the renewal meets NOSCRIPT (or no function)
+	if err := errors.Join(admin.ScriptFlush(ctx).Err(), admin.FunctionFlush(ctx).Err()); err != nil {
+		t.Fatal(err)
+	}
+	proxy.RefuseEvery("load", "-ERR the test refuses loads") // SCRIPT LOAD, FUNCTION LOAD
+	_, err := s.Sessions().RenewStreams(ctx, []sse.Lease{{UserID: "u1", Stream: "s1"}})
+	proxy.RefuseEvery("", "")
+	if err == nil || strings.Contains(err.Error(), "NOSCRIPT") || !strings.Contains(err.Error(), "the test refuses loads") {
+		t.Fatalf("renewal error %v, want the load's refusal", err)
+	}
 }

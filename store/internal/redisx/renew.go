@@ -52,7 +52,7 @@ func RenewByUser[T any](ctx context.Context, b *Base, items []T, user func(T) st
 			calls, batches = append(calls, call(sh, batch)), append(batches, batch)
 		}
 	}
-	cmds, _ := b.Runner.RunAll(ctx, calls) // each command holds its error
+	cmds, runErr := b.Runner.RunAll(ctx, calls) // each command holds its error
 	var lost []T
 	var first error
 	for i, cmd := range cmds {
@@ -66,6 +66,11 @@ func RenewByUser[T any](ctx context.Context, b *Base, items []T, user func(T) st
 		for _, j := range res.([]any) {
 			lost = append(lost, batches[i][Int(j)-1])
 		}
+	}
+	if first != nil && runErr != nil {
+		// the run's own: a script load that failed (its commands hold
+		// only the NOSCRIPT that asked for it), or the pipeline's
+		first = Wrap(runErr)
 	}
 	return lost, first
 }
