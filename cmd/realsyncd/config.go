@@ -63,7 +63,12 @@ type Config struct {
 	Regions        []string      // REALSYNC_REGIONS: allowed regions; unset: any name of the documented form
 	CORSOrigins    []string      // REALSYNC_CORS_ORIGINS: origins allowed by CORS ("*" alone: any); unset: no CORS headers
 	RequestTimeout time.Duration // REALSYNC_REQUEST_TIMEOUT, default 10s: body read and answer of every request but streams
-	Admission      api.Admission // REALSYNC_MAX_IN_FLIGHT (0: none), REALSYNC_IN_FLIGHT_WAIT (500ms): requests in flight, then 503 OVERLOADED
+	// ReadHeaderTimeout: REALSYNC_READ_HEADER_TIMEOUT, default 10s; 1s..5m:
+	// a connection's first request's headers (TLS handshake and HTTP/2
+	// preface included) within it of the accept, and each later HTTP/1.1
+	// request's, else the connection is closed (headerdeadline.go)
+	ReadHeaderTimeout time.Duration
+	Admission         api.Admission // REALSYNC_MAX_IN_FLIGHT (0: none), REALSYNC_IN_FLIGHT_WAIT (500ms): requests in flight, then 503 OVERLOADED
 
 	// ReplicaReads: where a Cluster's browsing reads go (store.ReplicaReads).
 	ReplicaReads store.ReplicaReads // REALSYNC_REDIS_READ_FROM_REPLICAS: off (default), on, random or latency
@@ -103,7 +108,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, userTimeout, grace, presence, idle, retention, lifetime, shutdown, rateLimits, rateLease, proxies string
+	var cluster, shards, heartbeat, userTimeout, grace, presence, idle, retention, lifetime, shutdown, headerTimeout, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -131,6 +136,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&c.LogLevel, "log-level", env("REALSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (REALSYNC_LOG_LEVEL)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("REALSYNC_METRICS_ADDR", ""), "serve GET /metrics on this address instead of the API's (REALSYNC_METRICS_ADDR)")
 	fs.StringVar(&c.LogFormat, "log-format", env("REALSYNC_LOG_FORMAT", "text"), "text or json (REALSYNC_LOG_FORMAT)")
+	fs.StringVar(&headerTimeout, "read-header-timeout", env("REALSYNC_READ_HEADER_TIMEOUT", "10s"), "time a connection has to send its first request's headers (TLS handshake, HTTP/2 preface included), and each later HTTP/1.1 request its own, before it is closed (REALSYNC_READ_HEADER_TIMEOUT)")
 	fs.StringVar(&shutdown, "shutdown-timeout", env("REALSYNC_SHUTDOWN_TIMEOUT", "30s"), "longest time from SIGTERM to exit (REALSYNC_SHUTDOWN_TIMEOUT)")
 	quotas := quotaFlags(fs, env)
 	protocols := protocolFlags(fs, env)
@@ -260,6 +266,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		{"REALSYNC_FINISHED_RETENTION", retention, &c.FinishedRetention, minRule, maxRule, true},
 		{"REALSYNC_ROOM_MAX_LIFETIME", lifetime, &c.RoomMaxLifetime, minRule, maxRule, true},
 		{"REALSYNC_SHUTDOWN_TIMEOUT", shutdown, &c.ShutdownTimeout, minShutdown, maxShutdown, false},
+		{"REALSYNC_READ_HEADER_TIMEOUT", headerTimeout, &c.ReadHeaderTimeout, minHeaderTimeout, maxHeaderTimeout, false},
 	} {
 		*d.out, err = time.ParseDuration(d.in)
 		switch {
@@ -335,6 +342,9 @@ const (
 	// TCP_USER_TIMEOUT: below a second a brief stall (a phone's radio
 	// waking) would cut live connections
 	minUserTimeout, maxUserTimeout = time.Second, time.Hour
+	// the headers' deadline: a second at least for a slow mobile link's
+	// TLS handshake; past minutes it defends against nothing
+	minHeaderTimeout, maxHeaderTimeout = time.Second, 5 * time.Minute
 )
 
 // zeroMeans says what 0 means for a duration setting that accepts it.
@@ -348,7 +358,7 @@ func zeroMeans(name string) string {
 // durationDefaults are the defaults shown as examples in range errors.
 var durationDefaults = map[string]string{"REALSYNC_SSE_HEARTBEAT": "15s", "REALSYNC_TCP_USER_TIMEOUT": "30s", "REALSYNC_PRESENCE_TTL": "15s",
 	"REALSYNC_DISCONNECT_GRACE": "30s", "REALSYNC_ROOM_IDLE_TIMEOUT": "30m", "REALSYNC_FINISHED_RETENTION": "10m",
-	"REALSYNC_ROOM_MAX_LIFETIME": "24h", "REALSYNC_SHUTDOWN_TIMEOUT": "30s"}
+	"REALSYNC_ROOM_MAX_LIFETIME": "24h", "REALSYNC_SHUTDOWN_TIMEOUT": "30s", "REALSYNC_READ_HEADER_TIMEOUT": "10s"}
 
 // fmtDuration writes d as an operator would: 5m, 8760h, 300ms.
 func fmtDuration(d time.Duration) string {

@@ -415,6 +415,10 @@ func TestParseConfigDurations(t *testing.T) {
 		{name: "ShutdownNanosecond", env: map[string]string{"REALSYNC_SHUTDOWN_TIMEOUT": "1ns"}, err: "REALSYNC_SHUTDOWN_TIMEOUT: must be a duration from 1s to 1h"},
 		{name: "ShutdownTooLong", env: map[string]string{"REALSYNC_SHUTDOWN_TIMEOUT": "2h"}, err: "REALSYNC_SHUTDOWN_TIMEOUT"},
 		{name: "ShutdownShort", env: map[string]string{"REALSYNC_SHUTDOWN_TIMEOUT": "2s"}, want: func(c Config) time.Duration { return c.ShutdownTimeout }, is: 2 * time.Second},
+		{name: "HeaderTimeoutDefault", want: func(c Config) time.Duration { return c.ReadHeaderTimeout }, is: 10 * time.Second},
+		{name: "HeaderTimeoutShort", env: map[string]string{"REALSYNC_READ_HEADER_TIMEOUT": "1s"}, want: func(c Config) time.Duration { return c.ReadHeaderTimeout }, is: time.Second},
+		{name: "HeaderTimeoutTooShort", env: map[string]string{"REALSYNC_READ_HEADER_TIMEOUT": "500ms"}, err: "REALSYNC_READ_HEADER_TIMEOUT: must be a duration from 1s to 5m"},
+		{name: "HeaderTimeoutTooLong", env: map[string]string{"REALSYNC_READ_HEADER_TIMEOUT": "10m"}, err: "REALSYNC_READ_HEADER_TIMEOUT"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -67,6 +67,14 @@ func main() {
 // counted (see dedupHandler).
 const logDedupInterval = 10 * time.Second
 
+// idleTimeout is how long a connection with no request in flight is kept
+// (an HTTP/2 one with no stream open), for its client's next request:
+// longer than the idle timeouts of the proxies and load balancers in front
+// (60 s for nginx's upstream keepalive and AWS ALB), so that they, not the
+// instance, close an idle connection and never send a request on one the
+// instance is closing (a 502). docs/SECURITY.md has its cost.
+const idleTimeout = 120 * time.Second
+
 // errConnecting is /readyz's answer until the instance connected to Redis.
 var errConnecting = errors.New("connecting to redis")
 
@@ -190,11 +198,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// event streams (see api's limitBody); the API sets a read deadline on
 	// each body, a context and write deadline on each request but streams,
 	// and streams a deadline per write instead.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+	srv := &http.Server{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout,
 		MaxHeaderBytes: api.MaxHeaderBytes, BaseContext: func(net.Listener) context.Context { return base }}
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}
+	// ReadHeaderTimeout does not reach HTTP/2: headerDeadline closes a
+	// connection whose first request's headers did not come in time
+	srv.Handler = (&headerDeadline{timeout: cfg.ReadHeaderTimeout}).install(srv, handler)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
