@@ -96,7 +96,7 @@ func takenOver(r *http.Request) bool {
 func (cs carryStreams) runRest(r *http.Request, rest func()) (panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			cs.log.Error("panic", "path", r.URL.Path, "panic", v, "request_id", requestID(r.Context()))
+			cs.log.Error("panic", pathAttr(r.URL.Path), "panic", v, "request_id", requestID(r.Context()))
 			panicked = true
 		}
 	}()

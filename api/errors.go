@@ -128,13 +128,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	p, ok := lookup(err)
 	if !ok {
-		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
+		s.log.Error("internal error", methodAttr(r.Method), pathAttr(r.URL.Path), "err", err, "request_id", requestID(r.Context()))
 		writeProblem(w, oapi.Problem{Type: problemType("INTERNAL"), Title: "Internal error", Status: 500,
 			Code: "INTERNAL", Detail: "Internal error."})
 		return
 	}
 	if p.code == "STORE_UNAVAILABLE" {
-		s.log.Warn("store unavailable", "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
+		s.log.Warn("store unavailable", pathAttr(r.URL.Path), "err", err, "request_id", requestID(r.Context()))
 	}
 	if p.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="realsync"`)

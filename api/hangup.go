@@ -44,7 +44,7 @@ func contextEnded(err error) bool {
 // STORE_UNAVAILABLE, retry later, as the contract says of the timeout.
 func (s *Server) writeContextEnded(w http.ResponseWriter, r *http.Request, err error) {
 	if hungUp(r.Context()) {
-		s.log.Debug("client closed request", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
+		s.log.Debug("client closed request", methodAttr(r.Method), pathAttr(r.URL.Path), "err", err, "request_id", requestID(r.Context()))
 		w.WriteHeader(statusClientClosed)
 		return
 	}

@@ -118,8 +118,8 @@ func (s *Server) answeredGone(r *http.Request) {
 	if x == nil {
 		return
 	}
-	s.log.Debug("client closed request; run to its end for its Idempotency-Key", "method", r.Method,
-		"path", r.URL.Path, "status", x.status, "request_id", x.id)
+	s.log.Debug("client closed request; run to its end for its Idempotency-Key", methodAttr(r.Method),
+		pathAttr(r.URL.Path), "status", x.status, "request_id", x.id)
 	if x.status < 500 {
 		x.recorded = statusClientClosed
 	}

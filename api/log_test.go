@@ -1,10 +1,15 @@
 package api_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // logLines parses every log line as JSON, failing on any that is not.
@@ -116,6 +121,62 @@ func TestAccessLog(t *testing.T) {
 	for _, l := range e.logLines() {
 		if p, _ := l["path"].(string); strings.ContainsAny(p, "?&=") {
 			t.Errorf("a logged path holds a query: %q", p)
+		}
+	}
+}
+
+// A log line carries at most the first 256 bytes of a request's path (and
+// of its method), then "…", with path_len (method_len) the whole length:
+// a stranger's requests that no limit counts (a path outside /v1, 404; a
+// body over the route's cap, 413 before authentication) and refused ones
+// (401) wrote their whole path, up to the request line's 64 KiB, one byte
+// of log for each byte sent. A path of 256 bytes is logged whole.
+func TestLoggedPathsAreCut(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	long := "/v1/rooms/" + strings.Repeat("a", 60000)
+	want(t, e.do("GET", long, "bad-token", nil, "X-Request-Id", "bad-token"), 401, "UNAUTHENTICATED")
+	if r := e.do("GET", "/xy"+strings.Repeat("é", 10000), "", nil, "X-Request-Id", "outside"); r.status != 404 {
+		t.Fatalf("a path outside /v1: %d, want 404", r.status)
+	}
+	e.do(strings.Repeat("M", 1000), long, "", nil, "X-Request-Id", "method")
+	exact := "/x" + strings.Repeat("b", 254)
+	e.do("GET", exact, "", nil, "X-Request-Id", "exact")
+	// Content-Length over the route's cap: 413 before the token is looked
+	// at and before any body is read
+	c, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST %s/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bad\r\nX-Request-Id: big\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n", long)
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 413 {
+		t.Fatalf("a body over the cap: %d, want 413", res.StatusCode)
+	}
+
+	lines := e.accessLines()
+	for id, whole := range map[string]string{"bad-token": long, "outside": "/xy" + strings.Repeat("é", 10000), "method": long, "big": long + "/messages"} {
+		l := lines[id]
+		p, _ := l["path"].(string)
+		if l == nil || len(p) > 256+len("…") || !utf8.ValidString(p) || !strings.HasSuffix(p, "…") || !strings.HasPrefix(whole, strings.TrimSuffix(p, "…")) ||
+			l["path_len"] != float64(len(whole)) {
+			t.Errorf("request %s: access line path %q (%d bytes), path_len %v; want the first 256 bytes or fewer (whole characters), then …, and %d",
+				id, p, len(p), l["path_len"], len(whole))
+		}
+	}
+	if m, _ := lines["method"]["method"].(string); m != strings.Repeat("M", 256)+"…" || lines["method"]["method_len"] != 1000.0 {
+		t.Errorf("a 1000-byte method logged as %q, method_len %v", m, lines["method"]["method_len"])
+	}
+	if l := lines["exact"]; l["path"] != exact || l["path_len"] != nil {
+		t.Errorf("a path of 256 bytes logged as %v, path_len %v: want it whole, no path_len", l["path"], l["path_len"])
+	}
+	for _, l := range strings.Split(e.logs.String(), "\n") {
+		if len(l) > 2000 {
+			t.Errorf("a log line of %d bytes: %.300s…", len(l), l)
 		}
 	}
 }

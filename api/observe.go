@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -50,6 +51,35 @@ var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics":
 // requestIDHeader carries a request's id, taken from the client when sane
 // and echoed in the answer.
 const requestIDHeader = "X-Request-Id"
+
+// maxLoggedPath is how much of a request's path (and method) a log line
+// carries: a path may be as long as the request line allows (64 KiB), and
+// a stranger's requests that no limit counts (any path outside /v1 is a
+// 404; a body over the route's cap a 413 before authentication) would each
+// write it whole, as many bytes of log as the attacker sends.
+const maxLoggedPath = 256
+
+// cutAttr is key=v for the log, v cut to its first maxLoggedPath bytes
+// (at a rune's start) and "…" when longer, with key_len=len(v) beside it
+// (an empty group's members are inlined by slog's handlers).
+func cutAttr(key, v string) slog.Attr {
+	if len(v) <= maxLoggedPath {
+		return slog.String(key, v)
+	}
+	n := maxLoggedPath
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return slog.Group("", slog.String(key, v[:n]+"…"), slog.Int(key+"_len", len(v)))
+}
+
+// pathAttr is the path of a request for a log line: path=…, cut with
+// path_len past maxLoggedPath bytes (cutAttr).
+func pathAttr(path string) slog.Attr { return cutAttr("path", path) }
+
+// methodAttr is the method of a request for a log line, cut as a path is
+// (a method is any token the request line holds).
+func methodAttr(method string) slog.Attr { return cutAttr("method", method) }
 
 // maxRequestID bounds a client's request id.
 const maxRequestID = 128
@@ -149,8 +179,8 @@ func saneRequestID(id string) bool {
 // observe gives each request its id (X-Request-Id, echoed), then after the
 // answer records it in the metrics and writes its access log line (info;
 // debug for the quiet routes): route pattern, method, path (never the
-// query: it may carry access_token), status, duration, user id and request
-// id. An event stream is logged and counted when it ends.
+// query: it may carry access_token; cut past maxLoggedPath bytes, with
+// path_len), status, duration, user id and request id. An event stream is logged and counted when it ends.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -212,7 +242,7 @@ func (s *Server) record(ctx context.Context, a access) {
 		return // no attributes built for a line not written
 	}
 	s.log.LogAttrs(ctx, level, "request", slog.String("route", a.route),
-		slog.String("method", a.method), slog.String("path", a.path), slog.Int("status", a.status),
+		methodAttr(a.method), pathAttr(a.path), slog.Int("status", a.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000), slog.Bool("stream", a.streamed),
 		slog.String("user", a.user), slog.String("request_id", a.id))
 }

@@ -186,7 +186,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic", "path", r.URL.Path, "panic", v, "request_id", requestID(r.Context()))
+				s.log.Error("panic", pathAttr(r.URL.Path), "panic", v, "request_id", requestID(r.Context()))
 				s.writeError(w, r, panicError{v})
 			}
 		}()
