@@ -15,10 +15,13 @@ const apiKeyHeader = "X-API-Key"
 // header, or a bearer token starting with rsk_. found is false when the
 // request carries none (then the player token rules apply). Errors, all
 // 401 UNAUTHENTICATED: both an X-API-Key and an Authorization header (one
-// credential per request), an unknown or revoked key, and a key in an
-// event stream's query string, as any value of token or access_token (a
-// URL ends up in proxy logs and browser history; servers set headers):
-// keyInURL.
+// credential per request), an unknown or revoked key, a key in an event
+// stream's query string, as any value of token or access_token (a URL
+// ends up in proxy logs and browser history; servers set headers):
+// keyInURL, and an event stream's query credential (token or
+// access_token) beside a header one (X-API-Key or Authorization, whatever
+// it holds): which one opened the stream would depend on the header, and a
+// header a proxy adds would silently change who the stream is opened as.
 func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
 	key := r.Header.Get(apiKeyHeader)
 	if len(r.Header.Values("Authorization")) > 1 || len(r.Header.Values(apiKeyHeader)) > 1 {
@@ -28,22 +31,25 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 	if key != "" && r.Header.Get("Authorization") != "" {
 		return rooms.User{}, true, fmt.Errorf("send one credential, X-API-Key or Authorization, not both: %w", errUnauthenticated)
 	}
+	if isStream(r) {
+		q := r.URL.Query()
+		for _, param := range []string{"token", "access_token"} {
+			for _, v := range q[param] { // every value: a key second is as exposed as one first
+				if strings.HasPrefix(v, APIKeyPrefix) {
+					return rooms.User{}, true, keyInURL(param)
+				}
+			}
+		}
+		if (q.Has("token") || q.Has("access_token")) && (key != "" || r.Header.Get("Authorization") != "") {
+			return rooms.User{}, true, fmt.Errorf("send one credential: a stream token in the URL (token) or a header (X-API-Key, Authorization), not both: %w", errUnauthenticated)
+		}
+	}
 	if key == "" {
 		if t, ok := bearer(r); ok && strings.HasPrefix(t, APIKeyPrefix) {
 			key = t
 		}
 	}
 	if key == "" {
-		if isStream(r) {
-			q := r.URL.Query()
-			for _, param := range []string{"token", "access_token"} {
-				for _, v := range q[param] { // every value: a key second is as exposed as one first
-					if strings.HasPrefix(v, APIKeyPrefix) {
-						return rooms.User{}, true, keyInURL(param)
-					}
-				}
-			}
-		}
 		return rooms.User{}, false, nil
 	}
 	k, ok := s.keys.find(strings.TrimSpace(key))

@@ -384,3 +384,77 @@ func TestKeyScopesMatchSpec(t *testing.T) {
 		}
 	}
 }
+
+// An event stream takes one credential: a stream token in the URL beside
+// any header credential (an Authorization header, garbage or another
+// user's valid token; an X-API-Key, valid or not) is refused, 401
+// UNAUTHENTICATED as two headers are, and counts on the address's auth
+// limit. It opened as the URL's user, or as the key's, whichever the header
+// was (a proxy adding a header changed who the stream was opened as).
+// Either credential alone opens the stream.
+func TestStreamTakesOneCredential(t *testing.T) {
+	e := newKeyEnv(t, redistestEmbedded)
+	alice, _ := e.guest("alice")
+	bob, _ := e.guest("bob")
+	id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+	me := e.do("POST", "/v1/me/stream-token", alice, nil)
+	want(t, me, 201, "")
+	streams := map[string]string{
+		"room":  "/v1/rooms/" + id + "/events?token=" + e.streamToken(alice, "/v1/rooms/"+id),
+		"lobby": "/v1/lobby/events?token=" + e.streamToken(alice, "/v1/lobby/events"),
+		"me":    "/v1/me/events?platform=web&token=" + me.body["token"].(string),
+	}
+	status := func(t *testing.T, path string, hdr ...string) (int, string) {
+		t.Helper()
+		s, res := e.tryOpen(path, hdr...)
+		defer s.close()
+		var p struct{ Code string }
+		if res.StatusCode != 200 {
+			json.NewDecoder(res.Body).Decode(&p)
+		}
+		return res.StatusCode, p.Code
+	}
+	for name, path := range streams {
+		t.Run(name, func(t *testing.T) {
+			for _, hdr := range [][]string{
+				{"Authorization", "Bearer garbage"},
+				{"Authorization", "Bearer " + bob},
+				{"Authorization", "Bearer " + alice},
+				{"Authorization", "Basic YTpi"},
+				{"X-API-Key", e.all},
+				{"X-API-Key", "rsk_not-a-key"},
+			} {
+				if got, code := status(t, path, hdr...); got != 401 || code != "UNAUTHENTICATED" {
+					t.Errorf("?token= and %s: %.20s…: %d %s, want 401 UNAUTHENTICATED", hdr[0], hdr[1], got, code)
+				}
+			}
+			if got, _ := status(t, path); got != 200 {
+				t.Errorf("the stream token alone: %d, want 200", got)
+			}
+		})
+	}
+	if got, _ := status(t, "/v1/lobby/events", "Authorization", "Bearer "+alice); got != 200 {
+		t.Errorf("the Authorization header alone: %d, want 200", got)
+	}
+	if got, _ := status(t, "/v1/lobby/events", "X-API-Key", e.all); got != 200 {
+		t.Errorf("the X-API-Key alone: %d, want 200", got)
+	}
+
+	t.Run("counted on auth", func(t *testing.T) {
+		e := limitedEnv(t, redistestEmbedded, "auth=5/h")
+		alice, _ := e.guest("alice") // counts on auth
+		path := "/v1/lobby/events?token=" + e.streamToken(alice, "/v1/lobby/events")
+		for range 4 {
+			s, res := e.tryOpen(path, "Authorization", "Bearer garbage")
+			s.close()
+			if res.StatusCode != 401 {
+				t.Fatalf("?token= and Authorization: %d, want 401", res.StatusCode)
+			}
+		}
+		s, res := e.tryOpen(path, "Authorization", "Bearer garbage")
+		s.close()
+		if res.StatusCode != 429 {
+			t.Fatalf("the 5th refusal from one address (a guest token first): %d, want 429 RATE_LIMITED (auth.ip=5/h)", res.StatusCode)
+		}
+	})
+}
