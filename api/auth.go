@@ -101,7 +101,9 @@ func (a *Auth) Keys() []Key {
 // token must carry Issuer and Audience when they are set. The subject must
 // be 1..128 characters without control characters, not starting "key:" (the
 // API keys' user ids, see APIKey.user); the name is cut to 32
-// characters. A stream token is refused (errStreamTokenRequired): it opens one
+// characters. The header and claims are read strictly (strictToken: no
+// repeated name, no crit header, exp, nbf and iat numbers). A stream token
+// is refused (errStreamTokenRequired): it opens one
 // event stream only. Other failures are errUnauthenticated. A token once
 // checked is remembered until it expires or the keys change: the signature
 // check and JSON decoding cost more than the rest of a small request.
@@ -130,6 +132,9 @@ func (a *Auth) Verify(token string) (Identity, error) {
 }
 
 func (a *Auth) verify(token string) (Identity, error) {
+	if err := strictToken(token); err != nil {
+		return Identity{}, fmt.Errorf("invalid token (%s): %w", reason(err), errUnauthenticated)
+	}
 	var c claims
 	var key chosenKey
 	t, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) { return a.pick(t, &key) },
@@ -164,7 +169,10 @@ func (a *Auth) verify(token string) (Identity, error) {
 // reason says in a few words why golang-jwt refused a token, without
 // echoing any of it.
 func reason(err error) string {
+	var loose looseJWT
 	switch {
+	case errors.As(err, &loose):
+		return loose.Error()
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return "expired"
 	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):

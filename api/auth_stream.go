@@ -128,9 +128,12 @@ func streamTokenRoute(scope string) string {
 }
 
 // parseStream checks a stream token's signature (the server's secret),
-// typ, kid, audience and times.
+// typ, kid, audience and times, its JSON read strictly (strictToken).
 func (a *Auth) parseStream(token string) (streamClaims, error) {
 	var c streamClaims
+	if err := strictToken(token); err != nil {
+		return c, err
+	}
 	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		if t.Header["kid"] != streamKeyID || t.Header["typ"] != streamTokenType {
 			return nil, errors.New("not a stream token")
