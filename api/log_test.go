@@ -180,3 +180,22 @@ func TestLoggedPathsAreCut(t *testing.T) {
 		}
 	}
 }
+
+// A request refused by a rate limit (429) gets its access line at debug,
+// the other refusals at info: a flood held by a limit (an HTTP/2 client
+// opening and resetting 20 000 streams in 1.4 s) writes no line each at
+// info; the metrics count it.
+func TestRateLimitedAccessLinesAtDebug(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "auth=2/h")
+	for i, status := range []int{401, 401, 429} {
+		if r := e.do("GET", "/v1/rooms", "bad-token", nil, "X-Request-Id", fmt.Sprint("r", i)); r.status != status {
+			t.Fatalf("request %d: %d, want %d", i, r.status, status)
+		}
+	}
+	lines := e.accessLines()
+	for i, level := range []string{"INFO", "INFO", "DEBUG"} {
+		if l := lines[fmt.Sprint("r", i)]; l["level"] != level {
+			t.Errorf("request %d's access line %v, want it at %s", i, l, level)
+		}
+	}
+}

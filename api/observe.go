@@ -178,7 +178,7 @@ func saneRequestID(id string) bool {
 
 // observe gives each request its id (X-Request-Id, echoed), then after the
 // answer records it in the metrics and writes its access log line (info;
-// debug for the quiet routes): route pattern, method, path (never the
+// debug for the quiet routes and for 429s): route pattern, method, path (never the
 // query: it may carry access_token; cut past maxLoggedPath bytes, with
 // path_len), status, duration, user id and request id. An event stream is logged and counted when it ends.
 func (s *Server) observe(next http.Handler) http.Handler {
@@ -235,8 +235,12 @@ func (s *Server) record(ctx context.Context, a access) {
 	d := time.Since(a.start)
 	s.metrics.Request(a.route, a.method, a.status, d, a.streamed)
 	level := slog.LevelInfo
-	if quietRoutes[a.route] && a.status < 500 || a.route == shedRoute {
-		level = slog.LevelDebug // a shed request: counted, and one warning (admit)
+	if quietRoutes[a.route] && a.status < 500 || a.route == shedRoute || a.status == http.StatusTooManyRequests {
+		// a shed request: counted, and one warning (admit); a rate-limited
+		// one (429): counted (realsync_rate_limited_total too), and a
+		// flood of them (20 000 HTTP/2 streams opened and reset in 1.4 s)
+		// no flood of log lines
+		level = slog.LevelDebug
 	}
 	if !s.log.Enabled(ctx, level) {
 		return // no attributes built for a line not written
