@@ -18,9 +18,9 @@ const apiKeyHeader = "X-API-Key"
 // credential per request), an unknown or revoked key, a key in an event
 // stream's query string, as any value of token or access_token (a URL
 // ends up in proxy logs and browser history; servers set headers):
-// keyInURL, and an event stream's query credential (token or
-// access_token) beside a header one (X-API-Key or Authorization, whatever
-// it holds): which one opened the stream would depend on the header, and a
+// keyInURL, and an event stream's query credential (token; an
+// access_token is refused anyway, streamIdentity) beside a header one
+// (X-API-Key or Authorization, whatever it holds): which one opened the stream would depend on the header, and a
 // header a proxy adds would silently change who the stream is opened as.
 func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, err error) {
 	key := r.Header.Get(apiKeyHeader)
@@ -40,7 +40,7 @@ func (s *Server) serverCredential(r *http.Request) (u rooms.User, found bool, er
 				}
 			}
 		}
-		if (q.Has("token") || q.Has("access_token")) && (key != "" || r.Header.Get("Authorization") != "") {
+		if q.Has("token") && (key != "" || r.Header.Get("Authorization") != "") {
 			return rooms.User{}, true, fmt.Errorf("send one credential: a stream token in the URL (token) or a header (X-API-Key, Authorization), not both: %w", errUnauthenticated)
 		}
 	}
