@@ -10,26 +10,40 @@ import (
 	"github.com/realsync/realsync/internal/redisinfo"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/tickets"
 )
 
 // BenchmarkPass is one pass over a queue of 2 000 duel tickets (ratings
-// spread over 1000..2000, windows ±100), and of 2 000 tickets of 2 v 2
-// with a fifth of them parties of 2: the Redis time of the pass script
-// (INFO commandstats, on a redis-server of its own, so other tests do not
-// count) and the tickets it matched per second of that time.
+// spread over 1000..2000, windows ±100), of 2 000 tickets of 2 v 2 with a
+// fifth of them parties of 2, and of 2 000 tickets of 5 v 5: parties of 1
+// to 5 (a mix that mostly matches), and parties of 2 and 4 alone (no match
+// can be made of them: the worst case, every try falls short and searches
+// until its budget ends): the Redis time of the pass script (INFO
+// commandstats, on a redis-server of its own, so other tests do not count)
+// and the tickets it matched per second of that time.
 //
 //	go test -run '^$' -bench BenchmarkPass -benchtime 10x ./store/tickets/
 func BenchmarkPass(b *testing.B) {
+	teams := func(n int) matchmaking.Rules {
+		return matchmaking.Rules{Teams: 2, TeamSize: n, Window: matchmaking.Window{Start: 100}}
+	}
 	for _, tc := range []struct {
-		queued  int
-		parties bool // 2 v 2, a fifth of the tickets parties of 2 (else duels)
-	}{{500, false}, {2000, false}, {2000, true}} {
-		queued := tc.queued
+		queued int
+		name   string
+		r      matchmaking.Rules
+		size   func(i int) int // the i-th ticket's players
+	}{
+		{500, "", matchmaking.Default(), nil},
+		{2000, "", matchmaking.Default(), nil},
+		{2000, "2v2-parties", teams(2), func(i int) int { return 2 - min(i%5, 1) }},
+		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }},
+		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }},
+	} {
+		queued, r := tc.queued, tc.r
 		name := fmt.Sprintf("queued=%d", queued)
-		r := matchmaking.Default()
-		if tc.parties {
-			name += ",2v2-parties"
-			r = matchmaking.Rules{Teams: 2, TeamSize: 2, Window: matchmaking.Window{Start: 100}}
+		if tc.name != "" {
+			name += "," + tc.name
 		}
 		b.Run(name, func(b *testing.B) {
 			srv, err := redistest.StartServer()
@@ -37,8 +51,15 @@ func BenchmarkPass(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(srv.Stop)
-			e := open(b, redistest.Backend{Name: "fresh", URL: "redis://" + srv.Addr}, matchmaking.RuleSet{})
 			ctx := context.Background()
+			// a pass of a worst case may take seconds: wait for it
+			s, err := store.Open(ctx, store.Config{RedisURL: "redis://" + srv.Addr, Prefix: redistest.Prefix(b), Shards: 8,
+				ReadTimeout: time.Minute})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			e := env{rooms: s, tickets: tickets.New(s.Base(), s.UserLogs())}
 			rng := rand.New(rand.NewPCG(1, 2))
 			var usec, matched int64
 			for b.Loop() {
@@ -46,8 +67,10 @@ func BenchmarkPass(b *testing.B) {
 				for i := range queued {
 					uid := fmt.Sprintf("u%d-%d", b.N, i)
 					party := []string{}
-					if tc.parties && i%5 == 0 {
-						party = []string{uid + "-mate"}
+					if tc.size != nil {
+						for k := 1; k < tc.size(i); k++ {
+							party = append(party, fmt.Sprintf("%s-mate%d", uid, k))
+						}
 					}
 					t := matchmaking.Ticket{ID: e.tickets.NewID("duel"), Mode: "duel", Regions: []string{"eu"},
 						Rating: 1000 + rng.Float64()*1000, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
