@@ -25,6 +25,29 @@ type Grouped struct {
 	Region  string
 }
 
+// SearchBudget bounds the search: a try whose walk falls short searches
+// its candidates for at most Try nodes, and a pass (one Group, one run of
+// the pass script) for at most Pass in all; tries after that only walk. A
+// node is one candidate considered at one depth of the search (taken into
+// each team it may join, then skipped). Zero fields take DefaultSearch's.
+type SearchBudget struct {
+	Try, Pass int
+}
+
+// DefaultSearch is the budget of every pass the matcher makes.
+var DefaultSearch = SearchBudget{Try: 2000, Pass: 20000}
+
+// OrDefault is b with its zero fields DefaultSearch's.
+func (b SearchBudget) OrDefault() SearchBudget {
+	if b.Try <= 0 {
+		b.Try = DefaultSearch.Try
+	}
+	if b.Pass <= 0 {
+		b.Pass = DefaultSearch.Pass
+	}
+	return b
+}
+
 // Group is the reference grouping, which the store's pass script
 // implements in Lua the same way (a differential test holds them
 // together). Tickets are taken in rating order (ties by id); each ticket
@@ -36,8 +59,17 @@ type Grouped struct {
 // narrow, or whose party fits no team (best fit: the team with the least
 // room that holds it) is skipped and stays queued. The try is a match
 // when it has Size() players (or, one team of min..max, at least
-// Needed()). Parties are never split; no ticket is in two matches.
+// Needed()). When that walk falls short, the try searches the anchor's
+// candidates for a subset that makes a match (search), within the
+// search's budget (DefaultSearch). Parties are never split; no ticket is
+// in two matches.
 func Group(r Rules, entries []Entry, now time.Time) []Grouped {
+	return GroupWithin(r, entries, now, DefaultSearch)
+}
+
+// GroupWithin is Group with the search's budget b (OrDefault).
+func GroupWithin(r Rules, entries []Entry, now time.Time, b SearchBudget) []Grouped {
+	b = b.OrDefault()
 	es := append([]Entry(nil), entries...)
 	sort.Slice(es, func(i, j int) bool {
 		if es[i].Rating != es[j].Rating {
@@ -46,6 +78,7 @@ func Group(r Rules, entries []Entry, now time.Time) []Grouped {
 		return es[i].ID < es[j].ID
 	})
 	used := make([]bool, len(es))
+	budget := b.Pass
 	var out []Grouped
 	for i := range es {
 		if used[i] {
@@ -54,7 +87,7 @@ func Group(r Rules, entries []Entry, now time.Time) []Grouped {
 		a := es[i]
 		wa := r.WindowAt(now.Sub(a.Created))
 		for _, reg := range r.RegionsAt(a.Regions, now.Sub(a.Created)) {
-			if g, ok := r.try(es, used, i, wa, reg, now); ok {
+			if g, ok := r.try(es, used, i, wa, reg, now, b.Try, &budget); ok {
 				out = append(out, g)
 				break
 			}
@@ -63,37 +96,43 @@ func Group(r Rules, entries []Entry, now time.Time) []Grouped {
 	return out
 }
 
-// try grows a match from anchor i in region reg; on success it marks the
-// tickets used. The tickets after the anchor are taken in rating order;
-// when that leaves the match short and a party was skipped for want of a
-// team with room (a smaller ticket took the seats it needed: in 2 v 2, a
-// party, a solo, a party), the same tickets are tried once more largest
-// party first (then in rating order), so two parties that make a match are
-// not kept apart by a solo that took the seat one needed. (A solo whose own
-// window ends before the second party still keeps them apart until its
-// window widens: the walk stops there, and nothing was skipped.)
-func (r Rules) try(es []Entry, used []bool, i int, wa float64, reg string, now time.Time) (Grouped, bool) {
-	g, picked, misfit := r.grow(es, used, i, wa, reg, now, nil)
-	if len(picked) == 0 && misfit != nil {
-		g, picked, _ = r.grow(es, used, i, wa, reg, now, misfit)
+// try makes a match from anchor i (window wa) in region reg, by the walk,
+// or when the walk falls short by the search, which visits at most nodes
+// nodes and budget's (the pass's nodes left); on success it marks the
+// tickets used.
+func (r Rules) try(es []Entry, used []bool, i int, wa float64, reg string, now time.Time, nodes int, budget *int) (Grouped, bool) {
+	picked, teams, cands := r.walk(es, used, i, wa, reg, now)
+	if picked == nil && *budget > 0 {
+		picked, teams = r.search(es, i, wa, cands, nodes, budget)
 	}
-	if len(picked) == 0 {
+	if picked == nil {
 		return Grouped{}, false
 	}
-	for _, j := range picked {
+	g := Grouped{Region: reg}
+	for k, j := range picked {
 		used[j] = true
+		g.Tickets, g.Teams = append(g.Tickets, es[j].ID), append(g.Teams, teams[k])
 	}
 	return g, true
 }
 
-// grow is one try of try: order nil takes the tickets after the anchor i
-// in rating order, and returns, when the try fell short, the candidates
-// (tickets of the anchor's window, EqKey and region) if one of them was
-// skipped for want of a team with room (nil otherwise); given those, grow
-// takes them largest party first. A ticket joins when it fits a team and
-// every picked ticket's window holds the spread of all. picked is nil
-// when the try fell short.
-func (r Rules) grow(es []Entry, used []bool, i int, wa float64, reg string, now time.Time, order []int) (g Grouped, picked []int, misfit []int) {
+// cand is a ticket a try may take: its index in es, its rating above the
+// anchor's, its own window.
+type cand struct {
+	j         int
+	spread, w float64
+}
+
+// walk takes the tickets after the anchor i in rating order into the
+// try: a ticket joins when it has the anchor's EqKey, is open in reg,
+// fits a team (best fit) and every picked ticket's window (the anchor's
+// wa included) holds its spread from the anchor; the walk ends at the
+// first ticket past a picked ticket's window, or when the match is full.
+// It returns the picked tickets (anchor first) and their teams; when the
+// try falls short, nil and instead the anchor's candidates: every ticket
+// after it within wa that has its EqKey, is open in reg and whose own
+// window holds its spread (those the walk passed, then the rest of wa).
+func (r Rules) walk(es []Entry, used []bool, i int, wa float64, reg string, now time.Time) (picked, teams []int, cands []cand) {
 	free := make([]int, r.Teams)
 	for t := range free {
 		free[t] = r.teamCap()
@@ -101,66 +140,172 @@ func (r Rules) grow(es []Entry, used []bool, i int, wa float64, reg string, now 
 	a := es[i]
 	t := bestFit(free, a.Size)
 	if t < 0 {
-		return Grouped{}, nil, nil
+		return nil, nil, nil
 	}
 	free[t] -= a.Size
-	g = Grouped{Tickets: []string{a.ID}, Teams: []int{t}, Region: reg}
-	picked = []int{i}
-	total, minW, maxSpread := a.Size, wa, 0.0
-	var cands []int
-	skipped := false
-	if order != nil {
-		sort.SliceStable(order, func(x, y int) bool { return es[order[x]].Size > es[order[y]].Size })
-	}
-	for k := 0; total < r.Size(); k++ {
-		var j int
-		if order == nil {
-			j = i + 1 + k
-			if j >= len(es) {
-				break
-			}
-		} else {
-			if k >= len(order) {
-				break
-			}
-			j = order[k]
-		}
-		e := es[j]
+	picked, teams = []int{i}, []int{t}
+	total, minW := a.Size, wa
+	j := i + 1
+	for ; j < len(es) && total < r.Size(); j++ {
 		if used[j] {
 			continue
 		}
-		spread := e.Rating - a.Rating
-		if order == nil && spread > minW {
+		c, ok := r.candidate(a, es[j], j, reg, now)
+		if c.spread > minW {
 			break
 		}
-		waited := now.Sub(e.Created)
-		we := r.WindowAt(waited)
-		if e.EqKey != a.EqKey || spread > we || !contains(r.RegionsAt(e.Regions, waited), reg) {
+		if !ok {
 			continue
 		}
-		if order == nil {
-			cands = append(cands, j)
-		} else if spread > minW || maxSpread > we {
-			continue
+		cands = append(cands, c)
+		if u := bestFit(free, es[j].Size); u >= 0 {
+			free[u] -= es[j].Size
+			picked, teams = append(picked, j), append(teams, u)
+			total += es[j].Size
+			minW = min(minW, c.w)
 		}
-		u := bestFit(free, e.Size)
-		if u < 0 {
-			skipped = true
-			continue
-		}
-		free[u] -= e.Size
-		g.Tickets, g.Teams = append(g.Tickets, e.ID), append(g.Teams, u)
-		picked = append(picked, j)
-		total += e.Size
-		minW, maxSpread = min(minW, we), max(maxSpread, spread)
 	}
-	if total < r.Needed() {
-		if skipped && order == nil {
-			return Grouped{}, nil, cands
-		}
-		return Grouped{}, nil, nil
+	if total >= r.Needed() {
+		return picked, teams, nil
 	}
-	return g, picked, nil
+	for ; j < len(es); j++ {
+		if used[j] {
+			continue
+		}
+		c, ok := r.candidate(a, es[j], j, reg, now)
+		if c.spread > wa {
+			break
+		}
+		if ok {
+			cands = append(cands, c)
+		}
+	}
+	return nil, nil, cands
+}
+
+// candidate is e (es[j]) as a candidate of anchor a's try in reg; ok is
+// false when e has another EqKey, is not open in reg, or its own window
+// does not hold its spread.
+func (r Rules) candidate(a, e Entry, j int, reg string, now time.Time) (c cand, ok bool) {
+	waited := now.Sub(e.Created)
+	c = cand{j: j, spread: e.Rating - a.Rating, w: r.WindowAt(waited)}
+	return c, e.EqKey == a.EqKey && c.spread <= c.w && contains(r.RegionsAt(e.Regions, waited), reg)
+}
+
+// search looks for a subset of the candidates (rating order) that makes a
+// match with the anchor i (in the team the walk put it): a depth-first
+// search that at each candidate first takes it, into the best-fit team and
+// then into each other team it fits whose free seats differ from every
+// team tried (teams with as many free seats are interchangeable), then
+// skips it; a candidate past a taken one's window ends the branch (so
+// every picked ticket's window holds the spread), and so does a branch
+// whose candidates left hold too few players or none that fits a team.
+// The first match found is the walk's whenever the walk makes one (it is
+// the search's first branch). It visits at most nodes nodes and *budget,
+// which it decrements; nil when it found none within them.
+func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, budget *int) (picked, teams []int) {
+	n := len(cands)
+	s := searcher{r: r, es: es, cands: cands, sum: make([]int, n+1), least: make([]int, n+1),
+		free: make([]int, r.Teams), nodes: nodes, budget: budget}
+	s.least[n] = r.teamCap() + 1
+	for k := n - 1; k >= 0; k-- {
+		size := es[cands[k].j].Size
+		s.sum[k], s.least[k] = s.sum[k+1]+size, min(s.least[k+1], size)
+	}
+	a := es[i]
+	if a.Size+s.sum[0] < r.Needed() {
+		return nil, nil // too few players: not a node
+	}
+	for t := range s.free {
+		s.free[t] = r.teamCap()
+	}
+	t := bestFit(s.free, a.Size)
+	if t < 0 {
+		return nil, nil
+	}
+	s.free[t] -= a.Size
+	s.picked, s.teams = []int{i}, []int{t}
+	if !s.from(0, a.Size, wa) {
+		return nil, nil
+	}
+	return s.picked, s.teams
+}
+
+// searcher is one try's search: the candidates with, from each on, the
+// players they hold (sum) and the smallest party (least); the teams' free
+// seats and the tickets picked so far (a stack); the nodes left.
+type searcher struct {
+	r          Rules
+	es         []Entry
+	cands      []cand
+	sum, least []int
+	free       []int
+	picked     []int
+	teams      []int
+	nodes      int
+	budget     *int
+	out        bool // the budget ran out
+}
+
+// from searches on from candidate k with total players picked, minW the
+// narrowest picked window; true when the picked tickets make a match.
+// Each candidate it considers is a node; taking one searches on from the
+// next, skipping one is the loop's next turn.
+func (s *searcher) from(k, total int, minW float64) bool {
+	if total >= s.r.Size() {
+		return true
+	}
+	for ; ; k++ {
+		if s.nodes <= 0 || *s.budget <= 0 {
+			s.out = true
+			return false
+		}
+		s.nodes--
+		*s.budget--
+		if k == len(s.cands) || s.cands[k].spread > minW || total+s.sum[k] < s.r.Needed() || s.least[k] > maxFree(s.free) {
+			return total >= s.r.Needed()
+		}
+		c := s.cands[k]
+		size := s.es[c.j].Size
+		u := bestFit(s.free, size)
+		for t := -1; u >= 0 && t < len(s.free); t++ {
+			team := u
+			if t >= 0 {
+				if t == u || s.free[t] < size || s.free[t] == s.free[u] || tried(s.free[:t], s.free[t]) {
+					continue
+				}
+				team = t
+			}
+			s.free[team] -= size
+			s.picked, s.teams = append(s.picked, c.j), append(s.teams, team)
+			if s.from(k+1, total+size, min(minW, c.w)) {
+				return true
+			}
+			s.free[team] += size
+			s.picked, s.teams = s.picked[:len(s.picked)-1], s.teams[:len(s.teams)-1]
+			if s.out {
+				return false
+			}
+		}
+	}
+}
+
+// tried reports whether a team of free has f free seats.
+func tried(free []int, f int) bool {
+	for _, x := range free {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func maxFree(free []int) int {
+	m := 0
+	for _, f := range free {
+		m = max(m, f)
+	}
+	return m
 }
 
 // bestFit is the team with the least free seats that still holds n

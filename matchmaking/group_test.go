@@ -2,7 +2,9 @@ package matchmaking
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 )
@@ -41,13 +43,31 @@ func TestGroup(t *testing.T) {
 		{name: "PartiesWhole2v2", rules: teams, entries: []Entry{e("p", 1000, 2, 0), e("a", 1010, 1, 0), e("q", 1020, 2, 0), e("b", 1030, 1, 0)},
 			want: []Grouped{{Tickets: []string{"p", "a", "b"}, Teams: []int{0, 1, 1}, Region: "eu"}}},
 		// a solo between two parties took the seat the second needed: the
-		// parties are tried again largest first and make the match; the solo waits
+		// search skips the solo and the parties make the match; the solo waits
 		{name: "PartiesAroundASolo2v2", rules: teams, entries: []Entry{e("p", 1300, 2, 0), e("s", 1330, 1, 0), e("q", 1400, 2, 0)},
 			want: []Grouped{{Tickets: []string{"p", "q"}, Teams: []int{0, 1}, Region: "eu"}}},
-		// the retry keeps every window (a reviewer's case): largest first it
-		// would take t6 (3, ±50) and then t3, 107 above t4: past t6's window
-		{name: "RetryKeepsEveryWindow", rules: Rules{Teams: 2, TeamSize: 3, Window: Window{Start: 50, Step: 50, Every: Duration(time.Second), Max: 300}},
+		// the search keeps every window (a reviewer's case): t4, t6 (3, ±50)
+		// and t3 make 6, but t3 is 107 above t4: past t6's window
+		{name: "SearchKeepsEveryWindow", rules: Rules{Teams: 2, TeamSize: 3, Window: Window{Start: 50, Step: 50, Every: Duration(time.Second), Max: 300}},
 			entries: []Entry{e("t4", 1182, 2, 2), e("t2", 1208, 2, 4), e("t6", 1218, 3, 0), e("t3", 1289, 1, 2)}},
+		// a tester's 5 v 5: the walk takes the party of 4, which only a
+		// solo could complete; the search skips it: {2, 3} v {3, 2}
+		{name: "PartiesOf5v5", rules: Rules{Teams: 2, TeamSize: 5, Window: Window{Start: 100}},
+			entries: []Entry{e("a2", 1500, 2, 0), e("b4", 1510, 4, 0), e("c3", 1520, 3, 0), e("d3", 1530, 3, 0), e("e2", 1540, 2, 0)},
+			want:    []Grouped{{Tickets: []string{"a2", "c3", "d3", "e2"}, Teams: []int{0, 0, 1, 1}, Region: "eu"}}},
+		// s's own window (±100, new) ends before q: the walk stops there,
+		// the search skips s and matches the parties (p and q waited 5 s)
+		{name: "PartiesAroundANarrowSolo", rules: Rules{Teams: 2, TeamSize: 2, Window: Window{Start: 100, Step: 100, Every: Duration(5 * time.Second), Max: 300}},
+			entries: []Entry{e("p", 1300, 2, 5), e("s", 1310, 1, 0), e("q", 1450, 2, 5)},
+			want:    []Grouped{{Tickets: []string{"p", "q"}, Teams: []int{0, 1}, Region: "eu"}}},
+		// one team of 6..8: the walk takes b (5 players) and c (4) fits
+		// no more; the search skips b: a and c make 7
+		{name: "FFASearchSkipsAParty", rules: Rules{Teams: 1, MinPlayers: 6, MaxPlayers: 8, Window: Window{Start: 100}},
+			entries: []Entry{e("a", 1000, 3, 0), e("b", 1010, 2, 0), e("c", 1020, 4, 0)},
+			want:    []Grouped{{Tickets: []string{"a", "c"}, Teams: []int{0, 0}, Region: "eu"}}},
+		// parties of 2 and 4 never make a team of 5
+		{name: "NoTeamOf5FromEvenParties", rules: Rules{Teams: 2, TeamSize: 5, Window: Window{Start: 100}},
+			entries: []Entry{e("a", 1000, 2, 0), e("b", 1010, 4, 0), e("c", 1020, 2, 0), e("d", 1030, 4, 0), e("f", 1040, 2, 0)}},
 		{name: "EqKeySeparates", rules: duel, entries: []Entry{{ID: "a", Rating: 1000, Size: 1, Created: now, Regions: []string{"eu"}, EqKey: "pc"},
 			{ID: "b", Rating: 1000, Size: 1, Created: now, Regions: []string{"eu"}, EqKey: "console"}}},
 		{name: "FFAAtMinWhenNoMoreFit", rules: ffa, entries: []Entry{e("a", 1000, 1, 0), e("b", 1050, 1, 0), e("c", 1090, 1, 0), e("d", 1200, 1, 0)},
@@ -108,5 +128,55 @@ func TestGroupInvariants(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The search's first match is the walk's whenever the walk makes one (so
+// the matches the walk made before the search stay the same), on random
+// queues of parties of 1 to 5 in 5 v 5 and 1 to 3 in 3 v 3, windows
+// widened by each ticket's wait.
+func TestSearchFirstMatchIsTheWalks(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	rng := rand.New(rand.NewPCG(3, 4))
+	walked := 0
+	for _, r := range []Rules{
+		{Teams: 2, TeamSize: 5, Window: Window{Start: 50, Step: 50, Every: Duration(5 * time.Second), Max: 400}},
+		{Teams: 2, TeamSize: 3, Window: Window{Start: 50, Step: 50, Every: Duration(5 * time.Second), Max: 400}},
+		{Teams: 3, TeamSize: 4, Window: Window{Start: 100}},
+		{Teams: 1, MinPlayers: 4, MaxPlayers: 8, Window: Window{Start: 100}},
+	} {
+		for range 200 {
+			var es []Entry
+			for i := range 30 {
+				es = append(es, Entry{ID: fmt.Sprintf("t%02d", i), Rating: float64(1000 + rng.IntN(300)), Size: 1 + rng.IntN(min(5, r.teamCap())),
+					Created: now.Add(-time.Duration(rng.IntN(30)) * time.Second), Regions: []string{"eu"}})
+			}
+			sort.Slice(es, func(i, j int) bool {
+				return es[i].Rating < es[j].Rating || es[i].Rating == es[j].Rating && es[i].ID < es[j].ID
+			})
+			used := make([]bool, len(es))
+			for i := range es {
+				wa := r.WindowAt(now.Sub(es[i].Created))
+				picked, teams, _ := r.walk(es, used, i, wa, "eu", now)
+				if picked == nil {
+					continue
+				}
+				walked++
+				var cands []cand
+				for j := i + 1; j < len(es) && es[j].Rating-es[i].Rating <= wa; j++ {
+					if c, ok := r.candidate(es[i], es[j], j, "eu", now); ok {
+						cands = append(cands, c)
+					}
+				}
+				budget := 1 << 30
+				sp, st := r.search(es, i, wa, cands, 1<<30, &budget)
+				if !reflect.DeepEqual(sp, picked) || !reflect.DeepEqual(st, teams) {
+					t.Fatalf("%+v anchor %d: the walk picked %v teams %v, the search %v teams %v", r, i, picked, teams, sp, st)
+				}
+			}
+		}
+	}
+	if walked < 1000 {
+		t.Fatalf("only %d walks made a match: the test checks little", walked)
 	}
 }

@@ -58,6 +58,9 @@ type PassParams struct {
 	Grace time.Duration
 	// Now fixes the pass's clock (tests); zero: Redis's.
 	Now time.Time
+	// Search bounds the search of tries the walk left short (zero:
+	// DefaultSearch).
+	Search SearchBudget
 }
 
 // SeatsRefusedError is a backfill's hold that its room refused for Users

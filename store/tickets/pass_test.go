@@ -14,7 +14,11 @@ import (
 
 // The pass script groups exactly as matchmaking.Group does, on random
 // queues of parties, regions with fallback, equal attributes and windows
-// widened by a fixed clock.
+// widened by a fixed clock: 2 v 2 with parties of 2; 5 v 5 with parties of
+// 1 to 5, where the walk falls short often and the search matters (the
+// search must make more of the matches than a budget of one node does);
+// the same 5 v 5 queue on a budget so small that it runs out within the
+// pass (the budget's count is the same in both); one team of 6..8.
 func TestPassMatchesReferenceGrouping(t *testing.T) {
 	rs := mustRules(t, `
 modes:
@@ -24,80 +28,136 @@ modes:
     window: {start: 40, step: 40, every: 2s, max: 300}
     regionFallback: 4s
     attributes: [{name: platform, equal: true}]
+  five:
+    teams: 2
+    teamSize: 5
+    window: {start: 40, step: 40, every: 2s, max: 300}
+    regionFallback: 4s
+    attributes: [{name: platform, equal: true}]
+  ffa:
+    minPlayers: 6
+    maxPlayers: 8
+    window: {start: 40, step: 40, every: 2s, max: 300}
+    regionFallback: 4s
+    attributes: [{name: platform, equal: true}]
 `)
-	r := rs.Of("squad")
-	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		ctx := context.Background()
-		e := open(t, b, rs)
-		rng := rand.New(rand.NewPCG(1, uint64(len(b.Name))))
-		regions := []string{"eu", "us", "asia"}
-		var ids []string
-		for i := range 160 {
-			p := matchmaking.TicketParams{Mode: "squad", Rating: rating(float64(1000 + rng.IntN(400))),
-				Attributes: map[string]any{"platform": []string{"pc", "console"}[rng.IntN(2)]}}
-			for _, k := range rng.Perm(3)[:1+rng.IntN(3)] {
-				p.Regions = append(p.Regions, regions[k])
-			}
-			if rng.IntN(3) == 0 {
-				p.PartyUserIDs = []string{fmt.Sprintf("m%d", i)}
-			}
-			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, tk.ID)
+	for _, tc := range []struct {
+		name, mode string
+		size       func(rng *rand.Rand) int
+		budget     matchmaking.SearchBudget
+	}{
+		{"2v2", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.SearchBudget{}},
+		{"5v5", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{}},
+		{"5v5-small-budget", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{Try: 20, Pass: 100}},
+		{"ffa", "ffa", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rs.Of(tc.mode)
+			eachBackend(t, func(t *testing.T, b redistest.Backend) {
+				passMatchesReference(t, b, rs, tc.mode, r, tc.size, tc.budget)
+			})
+		})
+	}
+}
+
+func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.RuleSet, mode string, r matchmaking.Rules,
+	size func(*rand.Rand) int, budget matchmaking.SearchBudget) {
+	ctx := context.Background()
+	e := open(t, b, rs)
+	rng := rand.New(rand.NewPCG(1, uint64(len(b.Name))))
+	regions := []string{"eu", "us", "asia"}
+	var ids []string
+	for i := range 160 {
+		p := matchmaking.TicketParams{Mode: mode, Rating: rating(float64(1000 + rng.IntN(400))),
+			Attributes: map[string]any{"platform": []string{"pc", "console"}[rng.IntN(2)]}}
+		for _, k := range rng.Perm(3)[:1+rng.IntN(3)] {
+			p.Regions = append(p.Regions, regions[k])
 		}
-		var entries []matchmaking.Entry
-		var last time.Time
-		for _, id := range ids {
-			tk, err := e.tickets.Get(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			entries = append(entries, matchmaking.Entry{ID: id, Rating: tk.Rating, Size: tk.Size(), Created: tk.CreatedAt,
-				Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes)})
-			last = tk.CreatedAt
+		for k := 1; k < size(rng); k++ {
+			p.PartyUserIDs = append(p.PartyUserIDs, fmt.Sprintf("m%d-%d", i, k))
 		}
-		for round, wait := range []time.Duration{0, 3 * time.Second, 9 * time.Second} {
-			now := last.Add(wait)
-			want := matchmaking.Group(r, entries, now)
-			p, err := e.tickets.Pass(ctx, "squad", r, matchmaking.PassParams{Walk: 1000, Sweep: 1000, Grace: time.Minute, Now: now})
-			if err != nil {
-				t.Fatal(err)
+		tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	var entries []matchmaking.Entry
+	var last time.Time
+	for _, id := range ids {
+		tk, err := e.tickets.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, matchmaking.Entry{ID: id, Rating: tk.Rating, Size: tk.Size(), Created: tk.CreatedAt,
+			Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes)})
+		last = tk.CreatedAt
+	}
+	searched := 0  // tickets matched beyond a budget of one node
+	bound := false // a round the budget changed
+	for round, wait := range []time.Duration{0, 3 * time.Second, 9 * time.Second} {
+		now := last.Add(wait)
+		want := matchmaking.GroupWithin(r, entries, now, budget)
+		bound = bound || !reflect.DeepEqual(want, matchmaking.GroupWithin(r, entries, now, matchmaking.SearchBudget{Try: 1 << 20, Pass: 1 << 30}))
+		searched += players(want, entries) - players(matchmaking.GroupWithin(r, entries, now, matchmaking.SearchBudget{Try: 1, Pass: 1}), entries)
+		p, err := e.tickets.Pass(ctx, mode, r, matchmaking.PassParams{Walk: 1000, Sweep: 1000, Grace: time.Minute, Now: now, Search: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []matchmaking.Grouped
+		for _, m := range p.Matches {
+			g := matchmaking.Grouped{Region: m.Region}
+			for _, mt := range m.Tickets {
+				g.Tickets, g.Teams = append(g.Tickets, mt.ID), append(g.Teams, mt.Team)
 			}
-			var got []matchmaking.Grouped
-			for _, m := range p.Matches {
-				g := matchmaking.Grouped{Region: m.Region}
-				for _, mt := range m.Tickets {
-					g.Tickets, g.Teams = append(g.Tickets, mt.ID), append(g.Teams, mt.Team)
-				}
-				got = append(got, g)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("round %d: the pass grouped\n%v\nthe reference\n%v", round, got, want)
-			}
-			if round > 0 && len(want) == 0 {
-				t.Fatalf("round %d made no match: the test checks nothing", round)
-			}
-			// the next round sees the queue without the matched tickets
-			matched := map[string]bool{}
-			for _, g := range want {
-				for _, id := range g.Tickets {
-					matched[id] = true
-				}
-			}
-			var rest []matchmaking.Entry
-			for _, en := range entries {
-				if !matched[en.ID] {
-					rest = append(rest, en)
-				}
-			}
-			entries = rest
-			if n, _ := e.tickets.Searching(ctx, "squad"); n != len(entries) {
-				t.Fatalf("round %d: queue holds %d, want %d", round, n, len(entries))
+			got = append(got, g)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: the pass grouped\n%v\nthe reference\n%v", round, got, want)
+		}
+		if round > 0 && len(want) == 0 {
+			t.Fatalf("round %d made no match: the test checks nothing", round)
+		}
+		// the next round sees the queue without the matched tickets
+		matched := map[string]bool{}
+		for _, g := range want {
+			for _, id := range g.Tickets {
+				matched[id] = true
 			}
 		}
-	})
+		var rest []matchmaking.Entry
+		for _, en := range entries {
+			if !matched[en.ID] {
+				rest = append(rest, en)
+			}
+		}
+		entries = rest
+		if n, _ := e.tickets.Searching(ctx, mode); n != len(entries) {
+			t.Fatalf("round %d: queue holds %d, want %d", round, n, len(entries))
+		}
+	}
+	if budget != (matchmaking.SearchBudget{}) && !bound {
+		t.Fatalf("the budget %+v changed no round: the test checks not its count", budget)
+	}
+	if r.TeamSize == 5 && searched <= 0 {
+		t.Fatalf("the search matched %d players more than the walk: the test checks little of it", searched)
+	}
+	t.Logf("%d players matched by the search beyond the walk", searched)
+}
+
+// players is the players of the matches gs, of entries.
+func players(gs []matchmaking.Grouped, entries []matchmaking.Entry) int {
+	size := map[string]int{}
+	for _, e := range entries {
+		size[e.ID] = e.Size
+	}
+	n := 0
+	for _, g := range gs {
+		for _, id := range g.Tickets {
+			n += size[id]
+		}
+	}
+	return n
 }
 
 // A queue larger than a pass's walk is walked a page a pass, so tickets
@@ -139,27 +199,34 @@ func TestPassWalksTheQueueInPages(t *testing.T) {
 	})
 }
 
+// addParty queues a ticket of mode "squad" in eu: uid's party of size
+// players at rating.
+func addParty(t *testing.T, e env, uid string, rating float64, size int) string {
+	t.Helper()
+	party := []string{}
+	for k := 1; k < size; k++ {
+		party = append(party, fmt.Sprintf("%s-%d", uid, k))
+	}
+	tk := matchmaking.Ticket{ID: e.tickets.NewID("squad"), Mode: "squad", Regions: []string{"eu"}, Rating: rating,
+		Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
+	users := append([]string{uid}, party...)
+	if _, err := e.tickets.Add(context.Background(), tk, matchmaking.GroupKey{Rating: rating, Size: size, Regions: tk.Regions, Users: users}, time.Minute, 1000); err != nil {
+		t.Fatal(err)
+	}
+	return tk.ID
+}
+
 // A tester's 2 v 2 queue: a party at 1300, a solo at 1330, a party at
-// 1400. The solo takes the second team's seat in the first party's try
-// and the second party fits no team; the pass tries the same tickets
-// again largest party first, so the two parties are matched (one party a
-// team) and the solo waits, where it had kept both parties searching until
-// it left the queue.
+// 1400. The solo takes the second team's seat in the first party's walk
+// and the second party fits no team; the search skips the solo, so the
+// two parties are matched (one party a team) and the solo waits, where it
+// had kept both parties searching until it left the queue.
 func TestPassPartiesAroundASolo(t *testing.T) {
 	r := matchmaking.Rules{Teams: 2, TeamSize: 2, Window: matchmaking.Window{Start: 100}}
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
-		add := func(uid string, rating float64, party ...string) string {
-			tk := matchmaking.Ticket{ID: e.tickets.NewID("squad"), Mode: "squad", Regions: []string{"eu"}, Rating: rating,
-				Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
-			users := append([]string{uid}, party...)
-			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: rating, Size: len(users), Regions: tk.Regions, Users: users}, time.Minute, 1000); err != nil {
-				t.Fatal(err)
-			}
-			return tk.ID
-		}
-		p, s, q := add("p1", 1300, "p2"), add("solo", 1330), add("q1", 1400, "q2")
+		p, s, q := addParty(t, e, "p1", 1300, 2), addParty(t, e, "solo", 1330, 1), addParty(t, e, "q1", 1400, 2)
 		pass, err := e.tickets.Pass(ctx, "squad", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
 		if err != nil {
 			t.Fatal(err)
@@ -177,11 +244,45 @@ func TestPassPartiesAroundASolo(t *testing.T) {
 	})
 }
 
-// The retry keeps every ticket's window (a reviewer's 3 v 3 case, each
-// ticket having waited its own time): largest party first it would take
-// t6 (3 players, ±50, new) and then t3, 107 above t4, past t6's window;
-// so no match, in the pass script as in matchmaking.Group.
-func TestPassRetryKeepsEveryWindow(t *testing.T) {
+// A tester's 5 v 5 queue, one region, windows ±100: parties (size@rating)
+// 2@1500 4@1510 3@1520 3@1530 2@1540. The walk from the first takes the
+// party of 4, which only a solo could complete, and the two parties of 3
+// then fit no team: all five stayed searching. The search skips the 4 and
+// finds {2, 3} v {3, 2}; the 4 waits.
+func TestPassPartiesOf5v5(t *testing.T) {
+	r := matchmaking.Rules{Teams: 2, TeamSize: 5, Window: matchmaking.Window{Start: 100, Step: 100, Every: matchmaking.Duration(5 * time.Second), Max: 1000}}
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		a, four := addParty(t, e, "a", 1500, 2), addParty(t, e, "four", 1510, 4)
+		c, d, f := addParty(t, e, "c", 1520, 3), addParty(t, e, "d", 1530, 3), addParty(t, e, "f", 1540, 2)
+		pass, err := e.tickets.Pass(ctx, "squad", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pass.Matches) != 1 {
+			t.Fatalf("%d matches, want 1: %+v", len(pass.Matches), pass.Matches)
+		}
+		var got []string
+		sizes := make([]int, 2)
+		for _, mt := range pass.Matches[0].Tickets {
+			got = append(got, mt.ID)
+			sizes[mt.Team] += len(mt.Users)
+		}
+		if want := []string{a, c, d, f}; !reflect.DeepEqual(got, want) || sizes[0] != 5 || sizes[1] != 5 {
+			t.Fatalf("match %+v (teams of %v), want %v in two teams of 5", pass.Matches[0].Tickets, sizes, want)
+		}
+		if n, _ := e.tickets.Searching(ctx, "squad"); n != 1 {
+			t.Fatalf("%d searching, want the party of 4 %s", n, four)
+		}
+	})
+}
+
+// The search keeps every window (a reviewer's 3 v 3 case, each ticket
+// having waited its own time): t4, t6 (3 players, ±50, new) and t3 make
+// two teams of 3, but t3 is 107 above t4, past t6's window; so no match,
+// in the pass script as in matchmaking.Group.
+func TestPassSearchKeepsEveryWindow(t *testing.T) {
 	r := matchmaking.Rules{Teams: 2, TeamSize: 3,
 		Window: matchmaking.Window{Start: 50, Step: 50, Every: matchmaking.Duration(time.Second), Max: 300}}
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {

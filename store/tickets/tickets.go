@@ -316,7 +316,7 @@ func decodeMatch(raw string) (matchmaking.Match, error) {
 func (s *Store) Pass(ctx context.Context, mode string, r matchmaking.Rules, p matchmaking.PassParams) (matchmaking.Pass, error) {
 	c := passCall{tickets: s.modeTickets(mode), schedule: s.schedule(mode), queue: s.queue(mode), pending: s.pending(mode),
 		backfill: s.backfill(mode), r: r, grace: p.Grace.Milliseconds(), walk: p.Walk, sweep: p.Sweep, mode: mode,
-		prefix: mode + "-" + strings.ToLower(rand.Text()[:12]) + "-", from: p.From}
+		prefix: mode + "-" + strings.ToLower(rand.Text()[:12]) + "-", from: p.From, search: p.Search.OrDefault()}
 	if !p.Now.IsZero() {
 		c.now = strconv.FormatInt(p.Now.UnixMilli(), 10)
 	}

@@ -25,8 +25,10 @@
 --    within every picked ticket's window (start + step per whole "every"
 --    waited, at most max) and their own, when they have the anchor's eq
 --    key, are open in the region, and fit a team (best fit: the least room
---    that holds the whole party). A try with at least ARGV[4] players is a
---    match: its tickets are marked matched (match id, region, team) in
+--    that holds the whole party); a try that falls short searches the
+--    anchor's candidates for a subset that makes a match, within a budget
+--    of nodes (ARGV[19] a try, ARGV[20] a pass). A try with at least
+--    ARGV[4] players is a match: its tickets are marked matched (match id, region, team) in
 --    this script, leave the queue, and the match is recorded as pending
 --    until Go has made its room (ticket_assign).
 -- KEYS[1] tickets  KEYS[2] the mode's schedule  KEYS[3] the mode's queue
@@ -48,6 +50,8 @@
 --          (the lowest)
 -- ARGV[18] the most rooms a ticket is barred from (ticket_requeue's
 --          ARGV[5]): a ticket with so many is backfilled no more
+-- ARGV[19] the search's nodes a try at most  ARGV[20] its nodes a pass at
+--          most
 -- Reply: {"OK", expired count, where the next pass starts ("": from the
 --        lowest), match JSON...}
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -172,66 +176,136 @@ if ARGV[16] ~= '' then
   end
 end
 
--- 3. the walk. grow is one try from anchor i in region reg (a the
--- anchor, wa its window): order nil takes the tickets after the anchor in
--- rating order and returns, when the try falls short and a ticket was
--- skipped for want of a team with room, the candidates it saw (of the
--- anchor's window, eq key and region); given those, it takes them largest
--- party first (then in rating order), every window kept (the spread of
--- all within each picked ticket's). Returns the picked tickets and their
--- teams, nil when short (matchmaking.Rules.grow is the same in Go).
-local function grow(i, a, wa, reg, order)
+-- 3. the walk. walk is one try from anchor i in region reg (a the
+-- anchor, wa its window): the tickets after the anchor join in rating
+-- order while the spread from the anchor is within every picked ticket's
+-- window, when they have its eq key, are open in the region, and fit a
+-- team (best fit). Returns the picked tickets and their teams, or, when
+-- the try falls short, nil and the anchor's candidates: every ticket
+-- after it within wa of its eq key, open in the region, whose own window
+-- holds its spread (matchmaking.Rules.walk is the same in Go).
+local function candidate(a, e, j, reg)
+  local waited = now - e.st.cr
+  local c = {j = j, spread = e.rating - a.rating, w = window(waited)}
+  return c, e.eq == a.eq and c.spread <= c.w and open_in(e, reg, waited)
+end
+
+local function walk(i, a, wa, reg)
   local free = {}
   for t = 1, teams do free[t] = cap end
   local t = best_fit(free, a.size)
-  if t < 0 then return nil end
+  if t < 0 then return nil, nil, {} end
   free[t] = free[t] - a.size
-  local picked, tms = {i}, {t}
-  local total, minw, maxspread = a.size, wa, 0
-  local cands, skipped = {}, false
-  if order then
-    table.sort(order, function(x, y)
-      if es[x].size ~= es[y].size then return es[x].size > es[y].size end
-      return x < y
-    end)
-  end
-  local k = 0
-  while total < size do
-    k = k + 1
-    local j
-    if order then
-      j = order[k]
-      if not j then break end
-    else
-      j = i + k
-      if j > #es then break end
-    end
-    local e = es[j]
+  local picked, tms, cands = {i}, {t}, {}
+  local total, minw = a.size, wa
+  local j = i + 1
+  while j <= #es and total < size do
     if not used[j] then
-      local spread = e.rating - a.rating
-      if not order and spread > minw then break end
-      local waited = now - e.st.cr
-      local we = window(waited)
-      if e.eq == a.eq and spread <= we and open_in(e, reg, waited) and
-          (not order or (spread <= minw and maxspread <= we)) then
-        if not order then cands[#cands + 1] = j end
-        local u = best_fit(free, e.size)
+      local c, ok = candidate(a, es[j], j, reg)
+      if c.spread > minw then break end
+      if ok then
+        cands[#cands + 1] = c
+        local u = best_fit(free, es[j].size)
         if u > 0 then
-          free[u] = free[u] - e.size
+          free[u] = free[u] - es[j].size
           picked[#picked + 1], tms[#tms + 1] = j, u
-          total = total + e.size
-          minw, maxspread = math.min(minw, we), math.max(maxspread, spread)
-        else
-          skipped = true
+          total = total + es[j].size
+          minw = math.min(minw, c.w)
         end
       end
     end
+    j = j + 1
   end
-  if total < needed then
-    if skipped and not order then return nil, nil, cands end
-    return nil
+  if total >= needed then return picked, tms end
+  while j <= #es do
+    if not used[j] then
+      local c, ok = candidate(a, es[j], j, reg)
+      if c.spread > wa then break end
+      if ok then cands[#cands + 1] = c end
+    end
+    j = j + 1
   end
-  return picked, tms
+  return nil, nil, cands
+end
+
+-- search: when the walk falls short, a depth-first search of the
+-- candidates for a subset that makes a match with the anchor: each
+-- candidate, in rating order, is first taken (into the best-fit team,
+-- then each other team it fits whose free seats differ from every team
+-- tried: those are interchangeable), then skipped; a candidate past a
+-- taken one's window ends the branch, and so does a branch whose
+-- candidates left hold too few players or none that fits a team. Its
+-- first match is the walk's whenever the walk makes one. A node is a
+-- candidate considered at one depth: at most ARGV[19] a try and ARGV[20]
+-- a pass (matchmaking.SearchBudget); after that a try
+-- only walks (matchmaking.Rules.search is the same in Go).
+local try_nodes = tonumber(ARGV[19])
+local pass_nodes = tonumber(ARGV[20])
+
+local function search(i, a, wa, cands)
+  local n = #cands
+  local sum, least = {}, {}
+  sum[n + 1], least[n + 1] = 0, cap + 1
+  for k = n, 1, -1 do
+    local sz = es[cands[k].j].size
+    sum[k], least[k] = sum[k + 1] + sz, math.min(least[k + 1], sz)
+  end
+  if a.size + sum[1] < needed then return nil end -- too few players: not a node
+  local free = {}
+  for t = 1, teams do free[t] = cap end
+  local t0 = best_fit(free, a.size)
+  if t0 < 0 then return nil end
+  free[t0] = free[t0] - a.size
+  local picked, tms = {i}, {t0}
+  local nodes, out = try_nodes, false
+  local function max_free()
+    local m = 0
+    for t = 1, teams do if free[t] > m then m = free[t] end end
+    return m
+  end
+  local function tried(upto, f)
+    for t = 1, upto - 1 do if free[t] == f then return true end end
+    return false
+  end
+  local function from(k, total, minw)
+    if total >= size then return true end
+    while true do
+      if nodes <= 0 or pass_nodes <= 0 then
+        out = true
+        return false
+      end
+      nodes, pass_nodes = nodes - 1, pass_nodes - 1
+      if k > n or cands[k].spread > minw or total + sum[k] < needed or least[k] > max_free() then
+        return total >= needed
+      end
+      local c = cands[k]
+      local sz = es[c.j].size
+      local u = best_fit(free, sz)
+      if u > 0 then
+        for t = 0, teams do
+          local team = u
+          if t > 0 then
+            if t == u or free[t] < sz or free[t] == free[u] or tried(t, free[t]) then
+              team = nil
+            else
+              team = t
+            end
+          end
+          if team then
+            free[team] = free[team] - sz
+            picked[#picked + 1], tms[#tms + 1] = c.j, team
+            if from(k + 1, total + sz, math.min(minw, c.w)) then return true end
+            free[team] = free[team] + sz
+            picked[#picked], tms[#tms] = nil, nil
+            if out then return false end
+          end
+        end
+      end
+      k = k + 1
+    end
+  end
+  if from(1, a.size, wa) then return picked, tms end
+  return nil
 end
 
 for i = 1, #es do
@@ -240,8 +314,8 @@ for i = 1, #es do
     local wa = window(now - a.st.cr)
     for k = 1, opened(a, now - a.st.cr) do
       local reg = a.regions[k]
-      local picked, tms, misfit = grow(i, a, wa, reg, nil)
-      if not picked and misfit then picked, tms = grow(i, a, wa, reg, misfit) end
+      local picked, tms, cands = walk(i, a, wa, reg)
+      if not picked and pass_nodes > 0 then picked, tms = search(i, a, wa, cands) end
       if picked then
         for _, p in ipairs(picked) do used[p] = true end
         matches[#matches + 1] = {reg = reg, picked = picked, teams = tms}
