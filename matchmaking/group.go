@@ -199,18 +199,28 @@ func (r Rules) candidate(a, e Entry, j int, reg string, now time.Time) (c cand, 
 // team tried (teams with as many free seats are interchangeable), then
 // skips it; a candidate past a taken one's window ends the branch (so
 // every picked ticket's window holds the spread), and so does a branch
-// whose candidates left hold too few players or none that fits a team.
+// whose candidates left hold too few players or none that fits a team,
+// or (a match of exactly Size() players, every team full) that have no
+// parties that add up to some team's free seats.
 // The first match found is the walk's whenever the walk makes one (it is
 // the search's first branch). It visits at most nodes nodes and *budget,
 // which it decrements; nil when it found none within them.
 func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, budget *int) (picked, teams []int) {
-	n := len(cands)
+	n, c1 := len(cands), r.teamCap()+1
 	s := searcher{r: r, es: es, cands: cands, sum: make([]int, n+1), least: make([]int, n+1),
 		free: make([]int, r.Teams), nodes: nodes, budget: budget}
-	s.least[n] = r.teamCap() + 1
+	s.least[n] = c1
+	exact := r.Size() == r.Needed()
+	if exact {
+		s.reach = make([]bool, (n+1)*c1)
+		s.reach[n*c1] = true
+	}
 	for k := n - 1; k >= 0; k-- {
 		size := es[cands[k].j].Size
 		s.sum[k], s.least[k] = s.sum[k+1]+size, min(s.least[k+1], size)
+		for f := 0; exact && f < c1; f++ {
+			s.reach[k*c1+f] = s.reach[(k+1)*c1+f] || f >= size && s.reach[(k+1)*c1+f-size]
+		}
 	}
 	a := es[i]
 	if a.Size+s.sum[0] < r.Needed() {
@@ -232,13 +242,16 @@ func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, bu
 }
 
 // searcher is one try's search: the candidates with, from each on, the
-// players they hold (sum) and the smallest party (least); the teams' free
-// seats and the tickets picked so far (a stack); the nodes left.
+// players they hold (sum), the smallest party (least) and, when every
+// team must be full, whether some of their parties add up to f players
+// (reach[k*(teamCap+1)+f]); the teams' free seats and the tickets picked
+// so far (a stack); the nodes left.
 type searcher struct {
 	r          Rules
 	es         []Entry
 	cands      []cand
 	sum, least []int
+	reach      []bool
 	free       []int
 	picked     []int
 	teams      []int
@@ -262,7 +275,8 @@ func (s *searcher) from(k, total int, minW float64) bool {
 		}
 		s.nodes--
 		*s.budget--
-		if k == len(s.cands) || s.cands[k].spread > minW || total+s.sum[k] < s.r.Needed() || s.least[k] > maxFree(s.free) {
+		if k == len(s.cands) || s.cands[k].spread > minW || total+s.sum[k] < s.r.Needed() || s.least[k] > maxFree(s.free) ||
+			!s.fillable(k) {
 			return total >= s.r.Needed()
 		}
 		c := s.cands[k]
@@ -288,6 +302,21 @@ func (s *searcher) from(k, total int, minW float64) bool {
 			}
 		}
 	}
+}
+
+// fillable is false when every team must be full and the candidates
+// from k on have no parties that add up to some team's free seats.
+func (s *searcher) fillable(k int) bool {
+	if s.reach == nil {
+		return true
+	}
+	c1 := s.r.teamCap() + 1
+	for _, f := range s.free {
+		if !s.reach[k*c1+f] {
+			return false
+		}
+	}
+	return true
 }
 
 // tried reports whether a team of free has f free seats.

@@ -180,3 +180,30 @@ func TestSearchFirstMatchIsTheWalks(t *testing.T) {
 		t.Fatalf("only %d walks made a match: the test checks little", walked)
 	}
 }
+
+// A search whose every team must be full ends at once when the parties
+// left add up to no team's free seats: in 5 v 5, parties of 2 and 4 never
+// make a team of 5, and each try's search visits one node (without that
+// prune, the budget of each: a pass's would go to the first few tries).
+func TestSearchEndsWhenNoTeamCanBeFilled(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	r := Rules{Teams: 2, TeamSize: 5, Window: Window{Start: 100}}
+	var es []Entry
+	for i := range 200 {
+		es = append(es, Entry{ID: fmt.Sprintf("t%03d", i), Rating: float64(1000 + i), Size: 2 + 2*(i%2), Created: now, Regions: []string{"eu"}})
+	}
+	used := make([]bool, len(es))
+	for i := range es {
+		picked, _, cands := r.walk(es, used, i, 100, "eu", now)
+		if picked != nil {
+			t.Fatalf("the walk from %d matched %v", i, picked)
+		}
+		budget := DefaultSearch.Pass
+		if p, _ := r.search(es, i, 100, cands, DefaultSearch.Try, &budget); p != nil {
+			t.Fatalf("the search from %d matched %v", i, p)
+		}
+		if spent := DefaultSearch.Pass - budget; spent > 1 {
+			t.Fatalf("the search from %d (%d candidates) visited %d nodes", i, len(cands), spent)
+		}
+	}
+}

@@ -48,7 +48,7 @@ modes:
 	}{
 		{"2v2", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.SearchBudget{}},
 		{"5v5", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{}},
-		{"5v5-small-budget", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{Try: 20, Pass: 100}},
+		{"5v5-small-budget", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{Try: 8, Pass: 40}},
 		{"ffa", "ffa", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -234,7 +234,8 @@ end
 -- then each other team it fits whose free seats differ from every team
 -- tried: those are interchangeable), then skipped; a candidate past a
 -- taken one's window ends the branch, and so does a branch whose
--- candidates left hold too few players or none that fits a team. Its
+-- candidates left hold too few players or none that fits a team, or
+-- (every team full) no parties that add up to some team's free seats. Its
 -- first match is the walk's whenever the walk makes one. A node is a
 -- candidate considered at one depth: at most ARGV[19] a try and ARGV[20]
 -- a pass (matchmaking.SearchBudget); after that a try
@@ -243,12 +244,23 @@ local try_nodes = tonumber(ARGV[19])
 local pass_nodes = tonumber(ARGV[20])
 
 local function search(i, a, wa, cands)
-  local n = #cands
+  local n, c1 = #cands, cap + 1
   local sum, least = {}, {}
-  sum[n + 1], least[n + 1] = 0, cap + 1
+  sum[n + 1], least[n + 1] = 0, c1
+  -- every team full: reach[(k - 1) * c1 + f + 1] is whether parties of
+  -- the candidates from k on add up to f players
+  local reach = size == needed and {} or nil
+  if reach then
+    for f = 0, cap do reach[n * c1 + f + 1] = f == 0 end
+  end
   for k = n, 1, -1 do
     local sz = es[cands[k].j].size
     sum[k], least[k] = sum[k + 1] + sz, math.min(least[k + 1], sz)
+    if reach then
+      for f = 0, cap do
+        reach[(k - 1) * c1 + f + 1] = reach[k * c1 + f + 1] or (f >= sz and reach[k * c1 + f - sz + 1])
+      end
+    end
   end
   if a.size + sum[1] < needed then return nil end -- too few players: not a node
   local free = {}
@@ -263,6 +275,13 @@ local function search(i, a, wa, cands)
     for t = 1, teams do if free[t] > m then m = free[t] end end
     return m
   end
+  local function fillable(k)
+    if not reach then return true end
+    for t = 1, teams do
+      if not reach[(k - 1) * c1 + free[t] + 1] then return false end
+    end
+    return true
+  end
   local function tried(upto, f)
     for t = 1, upto - 1 do if free[t] == f then return true end end
     return false
@@ -275,7 +294,8 @@ local function search(i, a, wa, cands)
         return false
       end
       nodes, pass_nodes = nodes - 1, pass_nodes - 1
-      if k > n or cands[k].spread > minw or total + sum[k] < needed or least[k] > max_free() then
+      if k > n or cands[k].spread > minw or total + sum[k] < needed or least[k] > max_free() or
+          not fillable(k) then
         return total >= needed
       end
       local c = cands[k]
