@@ -150,10 +150,10 @@ func (r Rules) walk(es []Entry, used []bool, i int, wa float64, reg string, now 
 		if used[j] {
 			continue
 		}
-		c, ok := r.candidate(a, es[j], j, reg, now)
-		if c.spread > minW {
+		if es[j].Rating-a.Rating > minW {
 			break
 		}
+		c, ok := r.candidate(a, es[j], j, reg, now)
 		if !ok {
 			continue
 		}
@@ -172,11 +172,10 @@ func (r Rules) walk(es []Entry, used []bool, i int, wa float64, reg string, now 
 		if used[j] {
 			continue
 		}
-		c, ok := r.candidate(a, es[j], j, reg, now)
-		if c.spread > wa {
+		if es[j].Rating-a.Rating > wa {
 			break
 		}
-		if ok {
+		if c, ok := r.candidate(a, es[j], j, reg, now); ok {
 			cands = append(cands, c)
 		}
 	}

@@ -17,9 +17,12 @@ import (
 // BenchmarkPass is one pass over a queue of 2 000 duel tickets (ratings
 // spread over 1000..2000, windows ±100), of 2 000 tickets of 2 v 2 with a
 // fifth of them parties of 2, and of 2 000 tickets of 5 v 5: parties of 1
-// to 5 (a mix that mostly matches), and parties of 2 and 4 alone (no match
-// can be made of them: the worst case, every try falls short and searches
-// until its budget ends): the Redis time of the pass script (INFO
+// to 5 (a mix that mostly matches), parties of 2 and 4 alone (no match
+// can be made of them: every try falls short, and its search ends at once,
+// no party adding up to a team's free seats), and parties of 4 with a solo
+// every 200th ticket (a match only where two solos are within a window:
+// the worst case, searches that find nothing until the budget ends, for a
+// pass the whole of it): the Redis time of the pass script (INFO
 // commandstats, on a redis-server of its own, so other tests do not count)
 // and the tickets it matched per second of that time.
 //
@@ -28,17 +31,27 @@ func BenchmarkPass(b *testing.B) {
 	teams := func(n int) matchmaking.Rules {
 		return matchmaking.Rules{Teams: 2, TeamSize: n, Window: matchmaking.Window{Start: 100}}
 	}
+	fours := func(i int) int {
+		if i%200 == 0 {
+			return 1
+		}
+		return 4
+	}
 	for _, tc := range []struct {
 		queued int
 		name   string
 		r      matchmaking.Rules
 		size   func(i int) int // the i-th ticket's players
+		search matchmaking.SearchBudget
 	}{
-		{500, "", matchmaking.Default(), nil},
-		{2000, "", matchmaking.Default(), nil},
-		{2000, "2v2-parties", teams(2), func(i int) int { return 2 - min(i%5, 1) }},
-		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }},
-		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }},
+		{500, "", matchmaking.Default(), nil, matchmaking.SearchBudget{}},
+		{2000, "", matchmaking.Default(), nil, matchmaking.SearchBudget{}},
+		{2000, "2v2-parties", teams(2), func(i int) int { return 2 - min(i%5, 1) }, matchmaking.SearchBudget{}},
+		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }, matchmaking.SearchBudget{}},
+		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.SearchBudget{}},
+		{2000, "5v5-fours", teams(5), fours, matchmaking.SearchBudget{}},
+		// the same with a search of one node: the walk's share
+		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
 	} {
 		queued, r := tc.queued, tc.r
 		name := fmt.Sprintf("queued=%d", queued)
@@ -81,7 +94,7 @@ func BenchmarkPass(b *testing.B) {
 				}
 				before := evalsha(b, e)
 				b.StartTimer()
-				p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: queued, Sweep: 1000, Grace: time.Minute})
+				p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: queued, Sweep: 1000, Grace: time.Minute, Search: tc.search})
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)

@@ -186,8 +186,11 @@ end
 -- holds its spread (matchmaking.Rules.walk is the same in Go).
 local function candidate(a, e, j, reg)
   local waited = now - e.st.cr
-  local c = {j = j, spread = e.rating - a.rating, w = window(waited)}
-  return c, e.eq == a.eq and c.spread <= c.w and open_in(e, reg, waited)
+  local spread, w = e.rating - a.rating, window(waited)
+  if e.eq == a.eq and spread <= w and open_in(e, reg, waited) then
+    return {j = j, spread = spread, w = w}
+  end
+  return nil
 end
 
 local function walk(i, a, wa, reg)
@@ -201,9 +204,9 @@ local function walk(i, a, wa, reg)
   local j = i + 1
   while j <= #es and total < size do
     if not used[j] then
-      local c, ok = candidate(a, es[j], j, reg)
-      if c.spread > minw then break end
-      if ok then
+      if es[j].rating - a.rating > minw then break end
+      local c = candidate(a, es[j], j, reg)
+      if c then
         cands[#cands + 1] = c
         local u = best_fit(free, es[j].size)
         if u > 0 then
@@ -219,9 +222,9 @@ local function walk(i, a, wa, reg)
   if total >= needed then return picked, tms end
   while j <= #es do
     if not used[j] then
-      local c, ok = candidate(a, es[j], j, reg)
-      if c.spread > wa then break end
-      if ok then cands[#cands + 1] = c end
+      if es[j].rating - a.rating > wa then break end
+      local c = candidate(a, es[j], j, reg)
+      if c then cands[#cands + 1] = c end
     end
     j = j + 1
   end
