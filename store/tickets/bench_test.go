@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,8 +53,16 @@ func BenchmarkPass(b *testing.B) {
 		{2000, "5v5-fours", teams(5), fours, matchmaking.SearchBudget{}},
 		// the same with a search of one node: the walk's share
 		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
+		// 60 tickets within one window (spread over 1000..1100), parties of 4
+		// and one solo: a short walk, searches that spend a pass's whole
+		// budget; then a search of one node
+		{60, "5v5-fours,one-window", teams(5), fours, matchmaking.SearchBudget{}},
+		{60, "5v5-fours,one-window,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
 	} {
-		queued, r := tc.queued, tc.r
+		queued, r, spread := tc.queued, tc.r, 1000.0
+		if strings.Contains(tc.name, "one-window") {
+			spread = 100
+		}
 		name := fmt.Sprintf("queued=%d", queued)
 		if tc.name != "" {
 			name += "," + tc.name
@@ -86,7 +95,7 @@ func BenchmarkPass(b *testing.B) {
 						}
 					}
 					t := matchmaking.Ticket{ID: e.tickets.NewID("duel"), Mode: "duel", Regions: []string{"eu"},
-						Rating: 1000 + rng.Float64()*1000, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
+						Rating: 1000 + rng.Float64()*spread, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
 					g := matchmaking.GroupKey{Rating: t.Rating, Size: 1 + len(party), Regions: t.Regions, Users: append([]string{uid}, party...)}
 					if _, err := e.tickets.Add(ctx, t, g, time.Minute, 1_000_000); err != nil {
 						b.Fatal(err)
