@@ -35,7 +35,7 @@ type SearchBudget struct {
 }
 
 // DefaultSearch is the budget of every pass the matcher makes.
-var DefaultSearch = SearchBudget{Try: 2000, Pass: 20000}
+var DefaultSearch = SearchBudget{Try: 500, Pass: 20000}
 
 // OrDefault is b with its zero fields DefaultSearch's.
 func (b SearchBudget) OrDefault() SearchBudget {

@@ -53,11 +53,11 @@ func BenchmarkPass(b *testing.B) {
 		{2000, "5v5-fours", teams(5), fours, matchmaking.SearchBudget{}},
 		// the same with a search of one node: the walk's share
 		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
-		// 60 tickets within one window (spread over 1000..1100), parties of 4
+		// 150 tickets within one window (spread over 1000..1100), parties of 4
 		// and one solo: a short walk, searches that spend a pass's whole
 		// budget; then a search of one node
-		{60, "5v5-fours,one-window", teams(5), fours, matchmaking.SearchBudget{}},
-		{60, "5v5-fours,one-window,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
+		{150, "5v5-fours,one-window", teams(5), fours, matchmaking.SearchBudget{}},
+		{150, "5v5-fours,one-window,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
 	} {
 		queued, r, spread := tc.queued, tc.r, 1000.0
 		if strings.Contains(tc.name, "one-window") {
