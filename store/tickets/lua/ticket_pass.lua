@@ -241,8 +241,8 @@ end
 -- (every team full) no parties that add up to some team's free seats. Its
 -- first match is the walk's whenever the walk makes one. A node is a
 -- candidate considered at one depth: at most ARGV[19] a try and ARGV[20]
--- a pass (matchmaking.SearchBudget); after that a try
--- only walks (matchmaking.Rules.search is the same in Go).
+-- a pass (matchmaking.SearchBudget); after that a try only walks
+-- (matchmaking.Rules.search is the same in Go).
 local try_nodes = tonumber(ARGV[19])
 local pass_nodes = tonumber(ARGV[20])
 
