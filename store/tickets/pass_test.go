@@ -99,7 +99,7 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 		now := last.Add(wait)
 		want := matchmaking.GroupWithin(r, entries, now, budget)
 		bound = bound || !reflect.DeepEqual(want, matchmaking.GroupWithin(r, entries, now, matchmaking.SearchBudget{Try: 1 << 20, Pass: 1 << 30}))
-		searched += players(want, entries) - players(matchmaking.GroupWithin(r, entries, now, matchmaking.SearchBudget{Try: 1, Pass: 1}), entries)
+		searched += playersIn(want, entries) - playersIn(matchmaking.GroupWithin(r, entries, now, matchmaking.SearchBudget{Try: 1, Pass: 1}), entries)
 		p, err := e.tickets.Pass(ctx, mode, r, matchmaking.PassParams{Walk: 1000, Sweep: 1000, Grace: time.Minute, Now: now, Search: budget})
 		if err != nil {
 			t.Fatal(err)
@@ -145,8 +145,8 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 	t.Logf("%d players matched by the search beyond the walk", searched)
 }
 
-// players is the players of the matches gs, of entries.
-func players(gs []matchmaking.Grouped, entries []matchmaking.Entry) int {
+// playersIn is the players of the matches gs, of entries.
+func playersIn(gs []matchmaking.Grouped, entries []matchmaking.Entry) int {
 	size := map[string]int{}
 	for _, e := range entries {
 		size[e.ID] = e.Size
