@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -35,19 +36,30 @@ const (
 // Development only, as the embedded store is.
 type embedded struct {
 	*miniredis.Miniredis
-	stop chan struct{}
-	done sync.WaitGroup
-	once sync.Once
+	// exactMax is the walk's cost past which the clock ticks
+	// (embeddedExactMax; ns, tests set their own); ticking is true while
+	// it does.
+	exactMax atomic.Int64
+	ticking  atomic.Bool
+	stop     chan struct{}
+	done     sync.WaitGroup
+	once     sync.Once
 }
 
 // startEmbedded starts miniredis on 127.0.0.1 and its clock.
 func startEmbedded() (*embedded, error) {
+	return startEmbeddedWith(embeddedExactMax)
+}
+
+// startEmbeddedWith is startEmbedded ticking past a walk of exactMax.
+func startEmbeddedWith(exactMax time.Duration) (*embedded, error) {
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
 	e := &embedded{Miniredis: m, stop: make(chan struct{})}
+	e.exactMax.Store(int64(exactMax))
 	e.done.Add(1)
 	go e.clock()
 	return e, nil
@@ -78,14 +90,21 @@ func (e *embedded) clock() {
 		}
 		last = now
 		took[i%len(took)] = time.Since(now)
-		switch cost = slices.Min(took[:]); {
-		case exact && cost > embeddedExactMax:
-			e.ClockTTL(false) // what passed until now was applied by the last access
-			exact, last = false, time.Now()
-		case !exact && cost < embeddedExactMax/2:
+		switch cost, limit := slices.Min(took[:]), time.Duration(e.exactMax.Load()); {
+		case exact && cost > limit:
+			// ClockTTL applies the time passed at each access, and only
+			// then: the time since the last one (a quiet store's, however
+			// long) is applied now (DB ticks), the ticks charge what follows
+			e.DB(0)
+			last = time.Now()
+			e.ClockTTL(false)
+			exact = false
+			e.ticking.Store(true)
+		case !exact && cost < limit/2:
 			e.FastForward(time.Since(last))
 			e.ClockTTL(true) // from now on
 			exact = true
+			e.ticking.Store(false)
 		}
 	}
 }

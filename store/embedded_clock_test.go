@@ -1,0 +1,36 @@
+package store
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// A quiet embedded store whose clock turns to ticks still charges its
+// keys the time it was quiet: exact expiries (ClockTTL) apply the time
+// passed only at each access, so the switch applies the time since the
+// last one before the ticks take over. Else every key would outlive its
+// expiry by as long as the store was quiet (a machine's load, not its
+// keys, making the walk costly enough to switch).
+func TestEmbeddedClockChargesAQuietStore(t *testing.T) {
+	e, err := startEmbeddedWith(math.MaxInt64) // exact until told
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	if err := e.Set("long", "v"); err != nil {
+		t.Fatal(err)
+	}
+	e.SetTTL("long", time.Hour)
+	const quiet = 1500 * time.Millisecond
+	time.Sleep(quiet)   // no access: nothing applied yet
+	e.exactMax.Store(0) // any walk is costly: the clock ticks
+	for began := time.Now(); !e.ticking.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Since(began) > 5*time.Second {
+			t.Fatal("the clock did not switch to ticks within 5 s")
+		}
+	}
+	if ttl := e.TTL("long"); ttl > time.Hour-quiet {
+		t.Fatalf("TTL %v after %v quiet, want at most %v: the quiet time was never charged", ttl, quiet, time.Hour-quiet)
+	}
+}
