@@ -16,6 +16,7 @@ const (
 	DefaultInterval    = 250 * time.Millisecond
 	DefaultLeaseTTL    = 3 * time.Second
 	DefaultRepairAfter = 5 * time.Second
+	DefaultPassTimeout = 30 * time.Second
 	DefaultHold        = 15 * time.Second // rooms.DefaultReservationTTL
 	DefaultWalk        = 1000             // ≈ 16 ms of Redis per pass (BenchmarkPass)
 	DefaultSweep       = 1000
@@ -56,6 +57,11 @@ type MatcherConfig struct {
 	// RepairAfter: a pending match older than this (its instance died
 	// between the pass and the room) is completed by the lease holder.
 	RepairAfter time.Duration
+	// PassTimeout cuts a pass, its matches' completion included, and the
+	// renewals of its lease with it (DefaultPassTimeout): a pass that long
+	// is stuck on a call, so its mode is not held forever (the matches it
+	// left pending are repaired, their users told once).
+	PassTimeout time.Duration
 	// Hold is how long a match's seats are reserved (DefaultHold).
 	Hold time.Duration
 	// Walk and Sweep bound a pass (DefaultWalk, DefaultSweep).
@@ -69,10 +75,10 @@ type MatcherConfig struct {
 // room with the seats reserved for exactly its users, tells each user
 // (match_found, once per user and match: the Notifier's contract) and
 // records the room on the tickets, which ends the pending record. The
-// lease is kept renewed while the pass and its completions run, however
-// long. Pending matches a dead instance left are completed the same way
-// (idempotent: the room id derives from the match, the notice is not
-// repeated).
+// lease is kept renewed while the pass and its completions run, up to
+// PassTimeout, which cuts the pass. Pending matches a dead instance (or a
+// cut pass) left are completed the same way (idempotent: the room id
+// derives from the match, the notice is not repeated).
 type Matcher struct {
 	cfg MatcherConfig
 	mu  sync.Mutex
@@ -98,6 +104,7 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	def(&cfg.Interval, DefaultInterval)
 	def(&cfg.LeaseTTL, DefaultLeaseTTL)
 	def(&cfg.RepairAfter, DefaultRepairAfter)
+	def(&cfg.PassTimeout, DefaultPassTimeout)
 	def(&cfg.Hold, DefaultHold)
 	if cfg.Walk == 0 {
 		cfg.Walk = DefaultWalk
@@ -177,9 +184,11 @@ func (m *Matcher) Round(ctx context.Context) []string {
 			continue
 		}
 		held = append(held, mode)
-		stop := m.keepLease(ctx, mode)
-		err = m.pass(ctx, mode)
+		pctx, cancel := context.WithTimeout(ctx, m.cfg.PassTimeout)
+		stop := m.keepLease(pctx, mode)
+		err = m.pass(pctx, mode)
 		stop()
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
 		}
@@ -188,7 +197,8 @@ func (m *Matcher) Round(ctx context.Context) []string {
 }
 
 // keepLease renews mode's lease every third of LeaseTTL until stop is
-// called (stop waits for the renewal under way): a pass whose completion
+// called (stop waits for the renewal under way) or ctx ends (the pass's,
+// cut at PassTimeout): a pass whose completion
 // outlasts the lease (hundreds of matches of one pass on a busy machine)
 // keeps its mode, so no other instance takes the mode and repairs the
 // matches this one is still completing. Renewals stop once another

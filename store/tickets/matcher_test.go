@@ -1019,3 +1019,50 @@ func TestSlowRoundKeepsItsLease(t *testing.T) {
 		}
 	})
 }
+
+// A pass stuck on a call (a completion that does not return) is cut at
+// PassTimeout, its lease's renewals with it: the mode passes to another
+// instance, which repairs the match left pending, its users told once.
+// Kept renewed for as long as the pass ran, the lease held the mode
+// forever.
+func TestStuckPassGivesUpItsLease(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "s0", "s1")
+		stall := newStalling(e.rooms) // released only as the test ends
+		const ttl = 300 * time.Millisecond
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: ttl, RepairAfter: ttl, PassTimeout: time.Second})
+		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
+			LeaseTTL: ttl, RepairAfter: ttl})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Round(ctx)
+		}()
+		defer func() {
+			close(stall.release)
+			<-done
+		}()
+		<-stall.entered
+		pending, err := e.tickets.Pending(ctx, "duel")
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("pending while a completes: %+v %v, want the match", pending, err)
+		}
+		for began := time.Now(); len(bm.Round(ctx)) == 0; time.Sleep(100 * time.Millisecond) {
+			if time.Since(began) > 5*time.Second {
+				t.Fatal("b took no lease of duel within 5 s: a's stuck pass kept it")
+			}
+		}
+		if left, err := e.tickets.Pending(ctx, "duel"); err != nil || len(left) != 0 {
+			t.Fatalf("pending after b's round: %+v %v, want the match repaired", left, err)
+		}
+		for _, u := range []string{"s0", "s1"} {
+			if n := matchFoundLogged(t, e, u, pending[0].ID); n != 1 {
+				t.Errorf("%s's log holds %d match_found of %s, want 1", u, n, pending[0].ID)
+			}
+		}
+	})
+}
