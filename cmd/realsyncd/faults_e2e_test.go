@@ -176,7 +176,8 @@ func TestOutageLogsAreBounded(t *testing.T) {
 // SIGTERM while a request hangs (its body never comes): the instance still
 // exits within REALSYNC_SHUTDOWN_TIMEOUT, saying it cut the request.
 func TestShutdownTimeoutBoundsExit(t *testing.T) {
-	t.Parallel()
+	// not parallel: it bounds the exit's time, which the other tests'
+	// instances on the same cores would stretch
 	bin := buildBinary(t)
 	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_SHUTDOWN_TIMEOUT=2s")...)
 	tok := guest(t, in, "slow")
@@ -218,7 +219,8 @@ func TestShutdownTimeoutBoundsExit(t *testing.T) {
 // measurement. A warning names what was left running (it was silent);
 // the exit is 0, as no request was cut.
 func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
-	t.Parallel()
+	// not parallel: it bounds the exit's time, which the other tests'
+	// instances on the same cores would stretch
 	srv, err := redistest.StartServer()
 	if err != nil {
 		t.Fatal(err)
