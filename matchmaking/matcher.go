@@ -164,7 +164,9 @@ func (m *Matcher) released(mode string) {
 }
 
 // Round runs one round over every mode with tickets and returns the
-// modes whose lease it holds. Errors are logged, but those of a round
+// modes whose lease it holds, reporting each one's queue (Searching); a
+// mode whose lease another instance took during the pass is not held
+// (Released). Errors are logged, but those of a round
 // whose ctx ended (the shutdown): the next round retries.
 func (m *Matcher) Round(ctx context.Context) []string {
 	modes, err := m.cfg.Queue.Modes(ctx)
@@ -183,14 +185,23 @@ func (m *Matcher) Round(ctx context.Context) []string {
 		if err != nil || !ok {
 			continue
 		}
-		held = append(held, mode)
 		pctx, cancel := context.WithTimeout(ctx, m.cfg.PassTimeout)
 		stop := m.keepLease(pctx, mode)
 		err = m.pass(pctx, mode)
-		stop()
+		lost := stop()
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
+		}
+		if lost { // another instance holds it: that one reports the queue
+			m.released(mode)
+			continue
+		}
+		held = append(held, mode)
+		if m.cfg.Observer != nil && ctx.Err() == nil {
+			if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
+				m.cfg.Observer.Searching(mode, n)
+			}
 		}
 	}
 	return held
@@ -204,10 +215,11 @@ func (m *Matcher) Round(ctx context.Context) []string {
 // matches this one is still completing. Renewals stop once another
 // instance holds the lease (this one paused past it): that one repairs
 // what is left pending. A failed renewal (Redis) is tried again at the
-// next tick.
-func (m *Matcher) keepLease(ctx context.Context, mode string) (stop func()) {
+// next tick. stop reports whether the lease was lost so.
+func (m *Matcher) keepLease(ctx context.Context, mode string) (stop func() (lost bool)) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	var lost bool // written by the goroutine before done closes
 	go func() {
 		defer close(done)
 		t := time.NewTicker(m.cfg.LeaseTTL / 3)
@@ -222,13 +234,15 @@ func (m *Matcher) keepLease(ctx context.Context, mode string) (stop func()) {
 				if ctx.Err() == nil {
 					m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", mode)
 				}
+				lost = true
 				return
 			}
 		}
 	}()
-	return func() {
+	return func() bool {
 		cancel()
 		<-done
+		return lost
 	}
 }
 
@@ -271,11 +285,6 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 		if m.cfg.Now().Sub(match.At) >= m.cfg.RepairAfter {
 			m.cfg.Logger.Info("matchmaking: completing a pending match", "mode", mode, "match", match.ID)
 			errs = append(errs, m.Complete(ctx, match, r))
-		}
-	}
-	if m.cfg.Observer != nil {
-		if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
-			m.cfg.Observer.Searching(mode, n)
 		}
 	}
 	return errors.Join(errs...)

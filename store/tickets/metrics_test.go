@@ -2,6 +2,8 @@ package tickets_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/internal/promtest"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/matchmaking"
 )
 
@@ -78,6 +81,63 @@ func TestMatchmakingMetrics(t *testing.T) {
 		<-done
 		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
 			t.Fatalf("a stopped matcher still reports %v searching", v)
+		}
+	})
+}
+
+// A matcher whose lease another instance took during its pass (it paused
+// past the lease) reports no queue for the mode: only the holder does.
+// The pass reported its figure whatever became of the lease, so two
+// instances reported the mode until the next round.
+func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		reg := prometheus.NewRegistry()
+		e := open(t, b, rs, func(c *matchmaking.Config) { c.Observer = metrics.New(reg, "test") })
+		duelPair(t, e, "duel", "s0", "s1")
+		stall := newStalling(e.rooms)
+		var logs testlog.Buffer
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		var held []string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			held = a.Round(ctx)
+		}()
+		released := false
+		defer func() {
+			if !released {
+				close(stall.release)
+			}
+			<-done
+		}()
+		<-stall.entered
+		// b takes the lease (a's renewal may come between: again)
+		for taken := false; !taken; {
+			if err := e.tickets.DropLease(ctx, "duel", "a"); err != nil {
+				t.Fatal(err)
+			}
+			ok, err := e.tickets.Lease(ctx, "duel", "b", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			taken = ok
+		}
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "lease lost during a pass"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("a did not find its lease taken within 5 s; logs:\n%s", logs.String())
+			}
+		}
+		close(stall.release)
+		released = true
+		<-done
+		if len(held) != 0 {
+			t.Errorf("a's round holds %v, want none: b took duel", held)
+		}
+		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
+			t.Errorf("a, having lost duel's lease, reports %v searching", v)
 		}
 	})
 }
