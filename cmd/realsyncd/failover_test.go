@@ -250,7 +250,8 @@ func (f *follower) settle(t *testing.T, c redis.UniversalClient, prefix, room st
 // a snapshot before any event of the new history, and ends in that
 // history; the data is consistent afterwards.
 func TestClusterMasterFailover(t *testing.T) {
-	t.Parallel()
+	// not parallel: it bounds the recovery's time (failoverRecoveryBound),
+	// which the other tests' instances on the same cores would stretch
 	cluster, err := redistest.StartClusterWithReplicas(3, 1)
 	if err != nil {
 		t.Fatal(err)
