@@ -42,6 +42,29 @@ func TestEmbeddedKeysExpire(t *testing.T) {
 	}
 }
 
+// A small embedded store's expiries are exact (ClockTTL): a key's PTTL
+// read just after it was set is down by no more than the time that
+// passed, however often it is read. On ticks, a tick landing between the
+// SET and the PTTL charges the key the whole tick: a short lease went
+// early on a busy machine.
+func TestEmbeddedSmallStoreIsExact(t *testing.T) {
+	c, ctx := embeddedWith(t, 0), context.Background()
+	const ttl = time.Hour
+	for i := range 2000 {
+		began := time.Now()
+		if err := c.Set(ctx, "k", "v", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+		left, err := c.PTTL(ctx, "k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if passed := time.Since(began); left < ttl-passed-time.Millisecond { // PTTL's ms
+			t.Fatalf("read %d: PTTL %v %v after the SET, want at least %v: charged more than the time passed", i, left, passed, ttl-passed)
+		}
+	}
+}
+
 // embeddedWith opens an embedded store holding n keys (set 1 000 per
 // command) and gives its clock a second to measure its walks.
 func embeddedWith(tb testing.TB, n int) redis.UniversalClient {
