@@ -33,7 +33,8 @@ type Observer interface {
 	// figure is withdrawn, so that only the holder reports one.
 	Released(mode string)
 	// Matched is one match of mode and how long each of its tickets
-	// waited.
+	// waited, told by the completion (a pass's or a repair's) that
+	// recorded the match's room: once per match.
 	Matched(mode string, waits []time.Duration)
 	// Ended counts n tickets of mode that ended unmatched: outcome
 	// "expired" (a pass of this instance's) or "cancelled" (through this
@@ -284,7 +285,11 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	for _, match := range pending {
 		if m.cfg.Now().Sub(match.At) >= m.cfg.RepairAfter {
 			m.cfg.Logger.Info("matchmaking: completing a pending match", "mode", mode, "match", match.ID)
-			errs = append(errs, m.Complete(ctx, match, r))
+			done, err := m.complete(ctx, match, r, true)
+			if err == nil && done {
+				m.matched(mode, match) // its first completion did not end it
+			}
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -331,15 +336,24 @@ const completeConcurrency = 16
 func (m *Matcher) completeAll(ctx context.Context, mode string, matches []Match, r Rules) []error {
 	return concurrently(matches, func(match Match) error {
 		done, err := m.complete(ctx, match, r, false)
-		if err == nil && done && m.cfg.Observer != nil {
-			waits := make([]time.Duration, len(match.Tickets))
-			for i, t := range match.Tickets {
-				waits[i] = match.At.Sub(t.CreatedAt)
-			}
-			m.cfg.Observer.Matched(mode, waits)
+		if err == nil && done {
+			m.matched(mode, match)
 		}
 		return err
 	})
+}
+
+// matched counts match, completed by this instance (Observer.Matched),
+// with each of its tickets' wait.
+func (m *Matcher) matched(mode string, match Match) {
+	if m.cfg.Observer == nil {
+		return
+	}
+	waits := make([]time.Duration, len(match.Tickets))
+	for i, t := range match.Tickets {
+		waits[i] = match.At.Sub(t.CreatedAt)
+	}
+	m.cfg.Observer.Matched(mode, waits)
 }
 
 // concurrently runs f on each of items, completeConcurrency at once, and
@@ -388,7 +402,10 @@ func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 	return err
 }
 
-// complete is Complete; done is false for a backfill put back. A
+// complete is Complete; done is true when this completion ended the
+// match's pending record (so a match is counted once, whichever of a
+// first completion and a repair records it first), false for a backfill
+// put back. A
 // backfill holds no seat for a user the room refuses (banned; on the
 // first completion, repair false, also in it or holding a seat of it
 // already): the match goes back to the queue, its tickets of such users
@@ -442,7 +459,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 			}
 		}
 	}
-	return true, m.cfg.Queue.Assign(ctx, match, room)
+	return m.cfg.Queue.Assign(ctx, match, room)
 }
 
 // requeueRefused puts match's tickets that hold any of users (whole: a

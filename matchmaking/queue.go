@@ -102,8 +102,9 @@ type Queue interface {
 	Pass(ctx context.Context, mode string, r Rules, p PassParams) (Pass, error)
 	// Pending is mode's matches whose rooms are not made yet.
 	Pending(ctx context.Context, mode string) ([]Match, error)
-	// Assign records m's room on its tickets and ends m's pending record.
-	Assign(ctx context.Context, m Match, roomID string) error
+	// Assign records m's room on its tickets and ends m's pending record;
+	// ended is false when another completion of m ended it first.
+	Assign(ctx context.Context, m Match, roomID string) (ended bool, err error)
 	// Requeue puts m's tickets back in the queue (searching, or expired
 	// past their TTL), takes them off m's pending record (ending it when
 	// they were all of its tickets) and leaves m's room among the backfill

@@ -141,3 +141,66 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 		}
 	})
 }
+
+// A match is counted once, by the completion that recorded its room: a
+// repair (its first completion cut, or racing one still under way, its
+// instance paused past its lease) counts it, with its tickets' waits, and
+// the first completion, finding it recorded, does not. Repairs counted
+// nothing: a match whose first completion was cut went uncounted.
+func TestRepairedMatchIsCountedOnce(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "r0", "r1")
+		regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+		cfgA, cfgB := e.cfg, e.cfg
+		cfgA.Observer, cfgB.Observer = metrics.New(regA, "test"), metrics.New(regB, "test")
+		stall := newStalling(e.rooms)
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfgA, Rooms: stall, Notifier: e.tickets, Holder: "a"})
+		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfgB, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
+			RepairAfter: time.Millisecond})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Round(ctx)
+		}()
+		released := false
+		defer func() {
+			if !released {
+				close(stall.release)
+			}
+			<-done
+		}()
+		<-stall.entered
+		// a paused past its lease: b takes it (a's renewal may come
+		// between: again) and repairs the match a is still completing
+		for taken := false; !taken; {
+			if err := e.tickets.DropLease(ctx, "duel", "a"); err != nil {
+				t.Fatal(err)
+			}
+			ok, err := e.tickets.Lease(ctx, "duel", "b", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			taken = ok
+		}
+		time.Sleep(5 * time.Millisecond) // past b's RepairAfter
+		if held := bm.Round(ctx); len(held) != 1 {
+			t.Fatalf("b's round holds %v, want duel", held)
+		}
+		close(stall.release)
+		released = true
+		<-done
+		count := func(reg *prometheus.Registry, name string) float64 {
+			v, _ := promtest.Sample(t, reg, name, "mode", "duel")
+			return v
+		}
+		if a, b := count(regA, "realsync_matchmaking_matches_total"), count(regB, "realsync_matchmaking_matches_total"); a != 0 || b != 1 {
+			t.Errorf("matches counted: a %v, b %v; want b's repair 1, a's completion after it 0", a, b)
+		}
+		if n := count(regB, "realsync_matchmaking_time_to_match_seconds"); n != 2 {
+			t.Errorf("b observed %v waits, want the match's 2 tickets'", n)
+		}
+	})
+}

@@ -356,14 +356,21 @@ func (s *Store) Pending(ctx context.Context, mode string) ([]matchmaking.Match, 
 }
 
 // Assign implements matchmaking.Queue with one script.
-func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) error {
+func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
 	ids := make([]string, len(m.Tickets))
 	for i, t := range m.Tickets {
 		ids[i] = t.ID
 	}
-	_, _, err := status(s.b.Runner.Run(ctx, assignCall{tickets: s.modeTickets(m.Mode), pending: s.pending(m.Mode),
+	_, rest, err := status(s.b.Runner.Run(ctx, assignCall{tickets: s.modeTickets(m.Mode), pending: s.pending(m.Mode),
 		match: m.ID, room: roomID, ids: ids}).Result())
-	return err
+	if err != nil {
+		return false, err
+	}
+	if len(rest) < 2 {
+		return false, fmt.Errorf("store: unexpected ticket_assign reply %v", rest)
+	}
+	ended, _ := rest[1].(int64)
+	return ended == 1, nil
 }
 
 // Requeue implements matchmaking.Queue with one script: the barred

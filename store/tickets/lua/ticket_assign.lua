@@ -3,7 +3,8 @@
 -- KEYS[1] tickets (see ticket_create)  KEYS[2] pending matches (hash
 --         match id → JSON, ticket_pass)
 -- ARGV[1] match id  ARGV[2] room id  ARGV[3..] the match's ticket ids
--- Reply: {"OK", tickets updated}
+-- Reply: {"OK", tickets updated, 1 when this call ended the pending
+-- record, 0 when another completion of the match had}
 local tickets, pending, mid, room = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 local n = 0
 for i = 3, #ARGV do
@@ -17,5 +18,4 @@ for i = 3, #ARGV do
     end
   end
 end
-redis.call('HDEL', pending, mid)
-return {'OK', n}
+return {'OK', n, redis.call('HDEL', pending, mid)}
