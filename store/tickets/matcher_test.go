@@ -933,12 +933,7 @@ func TestRepairRacingACompletionTellsOnce(t *testing.T) {
 			return matchmaking.MatcherConfig{Config: e.cfg, Rooms: rooms, Notifier: e.tickets, Holder: holder,
 				LeaseTTL: time.Second, RepairAfter: time.Second}
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			matchmaking.NewMatcher(mcfg("a", stall)).Round(ctx)
-		}()
-		<-stall.entered // a's pass matched them; its completion is under way
+		finish := roundStalled(t, ctx, matchmaking.NewMatcher(mcfg("a", stall)), stall) // a's pass matched them; its completion is under way
 		pending, err := e.tickets.Pending(ctx, "duel")
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("pending while a completes: %+v %v, want the match", pending, err)
@@ -946,8 +941,7 @@ func TestRepairRacingACompletionTellsOnce(t *testing.T) {
 		if err := matchmaking.NewMatcher(mcfg("b", e.rooms)).Complete(ctx, pending[0], r); err != nil {
 			t.Fatal(err)
 		}
-		close(stall.release)
-		<-done
+		finish()
 		mid := pending[0].ID
 		for i, u := range []string{"p0", "p1"} {
 			if n := matchFoundLogged(t, e, u, mid); n != 1 {
@@ -989,12 +983,7 @@ func TestSlowRoundKeepsItsLease(t *testing.T) {
 			LeaseTTL: ttl, RepairAfter: ttl})
 		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: recB, Holder: "b",
 			LeaseTTL: ttl, RepairAfter: ttl})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			a.Round(ctx)
-		}()
-		<-stall.entered
+		finish := roundStalled(t, ctx, a, stall)
 		pending, err := e.tickets.Pending(ctx, "duel")
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("pending while a completes: %+v %v, want the match", pending, err)
@@ -1007,8 +996,7 @@ func TestSlowRoundKeepsItsLease(t *testing.T) {
 				break
 			}
 		}
-		close(stall.release)
-		<-done
+		finish()
 		if len(recB.got) > 0 {
 			t.Errorf("b told %v of a match a was still completing", recB.got)
 		}
@@ -1037,16 +1025,7 @@ func TestStuckPassGivesUpItsLease(t *testing.T) {
 			LeaseTTL: ttl, RepairAfter: ttl, PassTimeout: time.Second})
 		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
 			LeaseTTL: ttl, RepairAfter: ttl})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			a.Round(ctx)
-		}()
-		defer func() {
-			close(stall.release)
-			<-done
-		}()
-		<-stall.entered
+		roundStalled(t, ctx, a, stall) // released as the test ends
 		pending, err := e.tickets.Pending(ctx, "duel")
 		if err != nil || len(pending) != 1 {
 			t.Fatalf("pending while a completes: %+v %v, want the match", pending, err)

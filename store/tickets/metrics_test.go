@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,40 +101,14 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 		var logs testlog.Buffer
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
 			LeaseTTL: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		var held []string
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			held = a.Round(ctx)
-		}()
-		released := false
-		defer func() {
-			if !released {
-				close(stall.release)
-			}
-			<-done
-		}()
-		<-stall.entered
-		// b takes the lease (a's renewal may come between: again)
-		for taken := false; !taken; {
-			if err := e.tickets.DropLease(ctx, "duel", "a"); err != nil {
-				t.Fatal(err)
-			}
-			ok, err := e.tickets.Lease(ctx, "duel", "b", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			taken = ok
-		}
+		finish := roundStalled(t, ctx, a, stall)
+		takeLease(t, e, "duel", "a", "b")
 		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "lease lost during a pass"); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("a did not find its lease taken within 5 s; logs:\n%s", logs.String())
 			}
 		}
-		close(stall.release)
-		released = true
-		<-done
-		if len(held) != 0 {
+		if held := finish(); len(held) != 0 {
 			t.Errorf("a's round holds %v, want none: b took duel", held)
 		}
 		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
@@ -160,38 +135,15 @@ func TestRepairedMatchIsCountedOnce(t *testing.T) {
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfgA, Rooms: stall, Notifier: e.tickets, Holder: "a"})
 		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfgB, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
 			RepairAfter: time.Millisecond})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			a.Round(ctx)
-		}()
-		released := false
-		defer func() {
-			if !released {
-				close(stall.release)
-			}
-			<-done
-		}()
-		<-stall.entered
-		// a paused past its lease: b takes it (a's renewal may come
-		// between: again) and repairs the match a is still completing
-		for taken := false; !taken; {
-			if err := e.tickets.DropLease(ctx, "duel", "a"); err != nil {
-				t.Fatal(err)
-			}
-			ok, err := e.tickets.Lease(ctx, "duel", "b", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			taken = ok
-		}
+		finish := roundStalled(t, ctx, a, stall)
+		// a paused past its lease: b takes it and repairs the match a is
+		// still completing
+		takeLease(t, e, "duel", "a", "b")
 		time.Sleep(5 * time.Millisecond) // past b's RepairAfter
 		if held := bm.Round(ctx); len(held) != 1 {
 			t.Fatalf("b's round holds %v, want duel", held)
 		}
-		close(stall.release)
-		released = true
-		<-done
+		finish()
 		count := func(reg *prometheus.Registry, name string) float64 {
 			v, _ := promtest.Sample(t, reg, name, "mode", "duel")
 			return v
@@ -203,4 +155,43 @@ func TestRepairedMatchIsCountedOnce(t *testing.T) {
 			t.Errorf("b observed %v waits, want the match's 2 tickets'", n)
 		}
 	})
+}
+
+// roundStalled runs m's round in the background until it enters stall's
+// room opener; finish releases the opener and returns the modes the round
+// held (the test's end calls it too).
+func roundStalled(t *testing.T, ctx context.Context, m *matchmaking.Matcher, stall *stalling) (finish func() []string) {
+	t.Helper()
+	var held []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		held = m.Round(ctx)
+	}()
+	var once sync.Once
+	finish = func() []string {
+		once.Do(func() { close(stall.release) })
+		<-done
+		return held
+	}
+	t.Cleanup(func() { finish() })
+	<-stall.entered
+	return finish
+}
+
+// takeLease makes holder to take mode's lease from holder from, whose
+// renewal may come between (then again).
+func takeLease(t *testing.T, e env, mode, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	for taken := false; !taken; {
+		if err := e.tickets.DropLease(ctx, mode, from); err != nil {
+			t.Fatal(err)
+		}
+		ok, err := e.tickets.Lease(ctx, mode, to, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken = ok
+	}
 }
