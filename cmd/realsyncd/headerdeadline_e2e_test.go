@@ -81,34 +81,33 @@ func TestFirstHeadersDeadline(t *testing.T) {
 				}
 				return c
 			}
-			// closedWithin reads c until the server closes it, within d.
-			closedWithin := func(t *testing.T, c net.Conn, d time.Duration) {
-				t.Helper()
+			// stillOpen reads c for d: false when the server closed it
+			// (err: how), true when it was still open at d.
+			stillOpen := func(c net.Conn, d time.Duration) (bool, error) {
 				c.SetReadDeadline(time.Now().Add(d))
 				buf := make([]byte, 4096)
 				for {
 					_, err := c.Read(buf)
 					if errors.Is(err, os.ErrDeadlineExceeded) {
-						t.Fatalf("still open after %s (REALSYNC_READ_HEADER_TIMEOUT=1s, the idle timeout 120 s)", d)
+						return true, nil
 					}
 					if err != nil {
-						return
+						return false, err
 					}
+				}
+			}
+			// closedWithin checks the server closes c within d.
+			closedWithin := func(t *testing.T, c net.Conn, d time.Duration) {
+				t.Helper()
+				if open, _ := stillOpen(c, d); open {
+					t.Fatalf("still open after %s (REALSYNC_READ_HEADER_TIMEOUT=1s, the idle timeout 120 s)", d)
 				}
 			}
 			// openAfter checks c is still open after d.
 			openAfter := func(t *testing.T, c net.Conn, d time.Duration) {
 				t.Helper()
-				c.SetReadDeadline(time.Now().Add(d))
-				buf := make([]byte, 4096)
-				for {
-					_, err := c.Read(buf)
-					if errors.Is(err, os.ErrDeadlineExceeded) {
-						return
-					}
-					if err != nil {
-						t.Fatalf("closed within %s: %v", d, err)
-					}
+				if open, err := stillOpen(c, d); !open {
+					t.Fatalf("closed within %s: %v", d, err)
 				}
 			}
 
