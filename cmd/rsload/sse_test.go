@@ -46,33 +46,26 @@ func serverWith(t *testing.T, wrap func(http.Handler) http.Handler) string {
 // waited, then that stream opens and gets every patch; after a 403 that
 // stream ends and is expected nothing; nothing counts as a reconnect.
 func TestSSERunCountsRefusedStreams(t *testing.T) {
-	var opens atomic.Int32
 	var retried atomic.Int64 // when the 429's stream came back, in ns since the refusal
 	var refusedAt atomic.Int64
-	url := serverWith(t, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != "GET" || !strings.HasSuffix(r.URL.Path, "/events") {
-				h.ServeHTTP(w, r)
-				return
-			}
-			switch opens.Add(1) {
-			case 1:
-				refusedAt.Store(time.Now().UnixNano())
-				w.Header().Set("Retry-After", "1")
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(http.StatusTooManyRequests)
-				io.WriteString(w, `{"status":429,"code":"STREAM_OPENS_LIMITED"}`)
-				return
-			case 2:
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(http.StatusForbidden)
-				io.WriteString(w, `{"status":403,"code":"NOT_A_MEMBER"}`)
-				return
-			case 7:
-				retried.Store(time.Now().UnixNano() - refusedAt.Load())
-			}
-			h.ServeHTTP(w, r)
-		})
+	url := answeringOpenings(t, func(n int32, w http.ResponseWriter) bool {
+		switch n {
+		case 1:
+			refusedAt.Store(time.Now().UnixNano())
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"status":429,"code":"STREAM_OPENS_LIMITED"}`)
+			return true
+		case 2:
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"status":403,"code":"NOT_A_MEMBER"}`)
+			return true
+		case 7:
+			retried.Store(time.Now().UnixNano() - refusedAt.Load())
+		}
+		return false
 	})
 	c := Config{URLs: []string{url}, Rooms: 1, Streams: 6, Rate: 40, Duration: time.Second}
 	r, err := runSSE(context.Background(), c)
@@ -95,26 +88,19 @@ func TestSSERunCountsRefusedStreams(t *testing.T) {
 // cut after its headers (its connection closed mid-body); both come before
 // the first write, reconnect and get every patch.
 func TestSSERunCountsReconnectsByReason(t *testing.T) {
-	var opens atomic.Int32
-	url := serverWith(t, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != "GET" || !strings.HasSuffix(r.URL.Path, "/events") {
-				h.ServeHTTP(w, r)
-				return
-			}
-			switch opens.Add(1) {
-			case 1:
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, "id: 0-x\nevent: snapshot\ndata: {}\n\n")
-				return
-			case 2:
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				w.(http.Flusher).Flush()
-				panic(http.ErrAbortHandler) // the connection closes mid-body
-			}
-			h.ServeHTTP(w, r)
-		})
+	url := answeringOpenings(t, func(n int32, w http.ResponseWriter) bool {
+		switch n {
+		case 1:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: 0-x\nevent: snapshot\ndata: {}\n\n")
+			return true
+		case 2:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the connection closes mid-body
+		}
+		return false
 	})
 	c := Config{URLs: []string{url}, Rooms: 1, Streams: 4, Rate: 40, Duration: time.Second}
 	r, err := runSSE(context.Background(), c)
@@ -210,4 +196,18 @@ func TestOpsRunMeasuresEveryKind(t *testing.T) {
 	if _, err := ParseMix("join=1,fly=2"); err == nil {
 		t.Error("an unknown operation was accepted")
 	}
+}
+
+// answeringOpenings is serverWith whose n-th event stream opening (from 1)
+// answer may answer itself (true), else the server answers it.
+func answeringOpenings(t *testing.T, answer func(n int32, w http.ResponseWriter) bool) string {
+	var opens atomic.Int32
+	return serverWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/events") && answer(opens.Add(1), w) {
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 }
