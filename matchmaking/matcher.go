@@ -135,12 +135,15 @@ func (m *Matcher) Run(ctx context.Context) {
 	}()
 	for {
 		now := map[string]bool{}
-		for _, mode := range m.Round(ctx) {
+		modes, unsure, listed := m.round(ctx)
+		for _, mode := range modes {
 			now[mode] = true
 		}
-		if ctx.Err() == nil { // a round cut short holds what it held
+		// a round cut short, or one that could not tell (the modes not
+		// listed, a lease call failed), holds what it held
+		if ctx.Err() == nil && listed {
 			for mode := range held {
-				if !now[mode] {
+				if !now[mode] && !unsure[mode] {
 					m.released(mode)
 					delete(held, mode)
 				}
@@ -170,19 +173,30 @@ func (m *Matcher) released(mode string) {
 // (Released). Errors are logged, but those of a round
 // whose ctx ended (the shutdown): the next round retries.
 func (m *Matcher) Round(ctx context.Context) []string {
+	held, _, _ := m.round(ctx)
+	return held
+}
+
+// round is Round, saying too what it could not tell: listed is false when
+// the modes could not be listed (nothing is known of any lease), unsure
+// holds the modes whose lease call failed.
+func (m *Matcher) round(ctx context.Context) (held []string, unsure map[string]bool, listed bool) {
 	modes, err := m.cfg.Queue.Modes(ctx)
 	if err != nil {
 		if ctx.Err() == nil { // not the shutdown's own
 			m.cfg.Logger.Warn("matchmaking: modes", "err", err)
 		}
-		return nil
+		return nil, nil, false
 	}
-	var held []string
+	unsure = map[string]bool{}
 	for _, mode := range modes {
 		if ctx.Err() != nil {
 			break
 		}
 		ok, err := m.cfg.Queue.Lease(ctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
+		if err != nil {
+			unsure[mode] = true
+		}
 		if err != nil || !ok {
 			continue
 		}
@@ -205,7 +219,7 @@ func (m *Matcher) Round(ctx context.Context) []string {
 			}
 		}
 	}
-	return held
+	return held, unsure, true
 }
 
 // keepLease renews mode's lease every third of LeaseTTL until stop is

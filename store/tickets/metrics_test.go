@@ -2,9 +2,11 @@ package tickets_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,4 +196,60 @@ func takeLease(t *testing.T, e env, mode, from, to string) {
 		}
 		taken = ok
 	}
+}
+
+// A round that cannot list the modes (a Redis error) keeps what it holds:
+// the shutdown right after still gives up its leases, so another instance
+// takes the mode at once, not after the lease's TTL, and the queue figure
+// stays (a reviewer's find: the failed round counted every mode lost).
+func TestFailedRoundKeepsItsLeasesForTheShutdown(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		reg := prometheus.NewRegistry()
+		e := open(t, b, rs, func(c *matchmaking.Config) { c.Observer = metrics.New(reg, "test") })
+		if _, err := e.svc.Create(ctx, player("lone"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}); err != nil {
+			t.Fatal(err)
+		}
+		q := &failingModes{Queue: e.tickets}
+		cfg := e.cfg
+		cfg.Queue = q
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a",
+			Interval: 20 * time.Millisecond, LeaseTTL: time.Minute})
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { m.Run(rctx); close(done) }()
+		defer func() { stop(); <-done }()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
+				break // a holds duel
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a took no lease of duel within 10 s")
+			}
+		}
+		q.fail.Store(true)
+		time.Sleep(200 * time.Millisecond) // rounds that cannot list the modes
+		if _, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); !ok {
+			t.Error("rounds that could not list the modes withdrew the queue figure")
+		}
+		stop()
+		<-done
+		if ok, err := e.tickets.Lease(ctx, "duel", "b", time.Minute); err != nil || !ok {
+			t.Fatalf("b's lease of duel right after a stopped: %v %v, want it free (a's given up)", ok, err)
+		}
+	})
+}
+
+// failingModes is a queue whose Modes fails while fail is set.
+type failingModes struct {
+	matchmaking.Queue
+	fail atomic.Bool
+}
+
+func (q *failingModes) Modes(ctx context.Context) ([]string, error) {
+	if q.fail.Load() {
+		return nil, errors.New("the test's Redis error")
+	}
+	return q.Queue.Modes(ctx)
 }
