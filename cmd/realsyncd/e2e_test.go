@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,7 @@ func freeAddr(t *testing.T) string {
 // stopped with SIGTERM when the test ends, and must exit cleanly.
 func start(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
-	return ready(t, launchCmd(t, exec.Command(bin), freeAddr(t), env...))
+	return ready(t, launchCmd(t, exec.Command(bin), "127.0.0.1:0", env...))
 }
 
 // ready waits until in answers /readyz with 200.
@@ -152,13 +153,15 @@ func ready(t *testing.T, in *instance) *instance {
 // (ready or not).
 func launch(t *testing.T, bin string, env ...string) *instance {
 	t.Helper()
-	return launchCmd(t, exec.Command(bin), freeAddr(t), env...)
+	return launchCmd(t, exec.Command(bin), "127.0.0.1:0", env...)
 }
 
 // launchCmd is launch for a command that runs the binary (in a network
-// namespace, say) and the address it is to listen on; the process is
-// stopped with SIGTERM when the test ends, and must exit cleanly. With
-// REALSYNC_TLS_CERT in env its url is https.
+// namespace, say) and the address it is to listen on (port 0: the one
+// the kernel gives, read from its "listening" log line, so that tests run
+// in parallel never race for a port); the process is stopped with SIGTERM
+// when the test ends, and must exit cleanly. With REALSYNC_TLS_CERT in
+// env its url is https.
 func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instance {
 	t.Helper()
 	cmd.Env = append(os.Environ(), append([]string{"REALSYNC_ADDR=" + addr, "REALSYNC_LOG_LEVEL=debug"}, env...)...)
@@ -192,6 +195,20 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instanc
 			t.Logf("realsyncd %s, its warnings and errors:\n%s", in.url, in.complaints(40))
 		}
 	})
+	if strings.HasSuffix(addr, ":0") {
+		bound := ""
+		for i := 0; i < 200 && bound == ""; i++ {
+			if m := listeningRE.FindStringSubmatch(in.logText()); m != nil {
+				bound = m[1] + m[2]
+			} else {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if bound == "" {
+			t.Fatalf("realsyncd logged no listening address:\n%s", in.logText())
+		}
+		in.url = strings.Replace(in.url, addr, bound, 1)
+	}
 	for i := 0; i < 200; i++ {
 		if r, err := in.probe.Get(in.url + "/healthz"); err == nil && r.StatusCode == 200 {
 			r.Body.Close()
@@ -202,6 +219,10 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instanc
 	t.Fatalf("realsyncd did not start:\n%s", in.logText())
 	return nil
 }
+
+// listeningRE finds the address in realsyncd's "listening" log line, as
+// text or JSON.
+var listeningRE = regexp.MustCompile(`msg="?listening"?[^\n]*? addr=(\S+)|"msg":"listening"[^\n]*?"addr":"([^"]+)"`)
 
 func call(t *testing.T, method, url, token string, body any) (int, map[string]any) {
 	var rd io.Reader
