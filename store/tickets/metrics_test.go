@@ -29,8 +29,7 @@ func TestMatchmakingMetrics(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel:\n    ticketTTL: 1s\n")
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
-		reg := prometheus.NewRegistry()
-		e := open(t, b, rs, func(c *matchmaking.Config) { c.Observer = metrics.New(reg, "test") })
+		e, reg := openObserved(t, b, rs)
 		create := func(u string) matchmaking.Ticket {
 			t.Helper()
 			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
@@ -47,25 +46,13 @@ func TestMatchmakingMetrics(t *testing.T) {
 		}
 		create("m1")
 		create("m2")
-		rctx, stop := context.WithCancel(ctx)
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
-			Holder: "a", Interval: 20 * time.Millisecond, LeaseTTL: time.Second})
-		done := make(chan struct{})
-		go func() { m.Run(rctx); close(done) }()
-		defer func() { stop(); <-done }()
-		waitFor := func(what string, cond func() bool) {
-			t.Helper()
-			for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: not within 10 s", what)
-				}
-			}
-		}
+		stop := running(t, matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets,
+			Holder: "a", Interval: 20 * time.Millisecond, LeaseTTL: time.Second}))
 		ended := func(outcome string) float64 {
 			v, _ := promtest.Sample(t, reg, "realsync_matchmaking_tickets_ended_total", "mode", "duel", "outcome", outcome)
 			return v
 		}
-		waitFor("the two matched", func() bool {
+		within(t, 10*time.Second, "the two matched", func() bool {
 			v, _ := promtest.Sample(t, reg, "realsync_matchmaking_matches_total", "mode", "duel")
 			return v == 1
 		})
@@ -73,16 +60,15 @@ func TestMatchmakingMetrics(t *testing.T) {
 			t.Fatalf("time to match of mode duel: %v observations (series %v), want the 2 matched tickets'", v, ok)
 		}
 		create("x") // alone: expires
-		waitFor("the lone ticket expired", func() bool { return ended("expired") == 1 })
+		within(t, 10*time.Second, "the lone ticket expired", func() bool { return ended("expired") == 1 })
 		if got := ended("cancelled"); got != 1 {
 			t.Fatalf("%v cancelled, want 1 (the repeated cancel not counted)", got)
 		}
-		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); !ok || v != 0 {
+		if v, ok := queueFigure(t, reg); !ok || v != 0 {
 			t.Fatalf("the lease holder reports %v searching (series %v), want 0", v, ok)
 		}
 		stop()
-		<-done
-		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
+		if v, ok := queueFigure(t, reg); ok {
 			t.Fatalf("a stopped matcher still reports %v searching", v)
 		}
 	})
@@ -96,8 +82,7 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
-		reg := prometheus.NewRegistry()
-		e := open(t, b, rs, func(c *matchmaking.Config) { c.Observer = metrics.New(reg, "test") })
+		e, reg := openObserved(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
 		stall := newStalling(e.rooms)
 		var logs testlog.Buffer
@@ -105,15 +90,11 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 			LeaseTTL: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		finish := roundStalled(t, ctx, a, stall)
 		takeLease(t, e, "duel", "a", "b")
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "lease lost during a pass"); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("a did not find its lease taken within 5 s; logs:\n%s", logs.String())
-			}
-		}
+		within(t, 5*time.Second, "a finding its lease taken", func() bool { return strings.Contains(logs.String(), "lease lost during a pass") })
 		if held := finish(); len(held) != 0 {
 			t.Errorf("a's round holds %v, want none: b took duel", held)
 		}
-		if v, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
+		if v, ok := queueFigure(t, reg); ok {
 			t.Errorf("a, having lost duel's lease, reports %v searching", v)
 		}
 	})
@@ -206,8 +187,7 @@ func TestFailedRoundKeepsItsLeasesForTheShutdown(t *testing.T) {
 	rs := mustRules(t, "modes:\n  duel: {}\n")
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
-		reg := prometheus.NewRegistry()
-		e := open(t, b, rs, func(c *matchmaking.Config) { c.Observer = metrics.New(reg, "test") })
+		e, reg := openObserved(t, b, rs)
 		if _, err := e.svc.Create(ctx, player("lone"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -216,25 +196,14 @@ func TestFailedRoundKeepsItsLeasesForTheShutdown(t *testing.T) {
 		cfg.Queue = q
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a",
 			Interval: 20 * time.Millisecond, LeaseTTL: time.Minute})
-		rctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { m.Run(rctx); close(done) }()
-		defer func() { stop(); <-done }()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if _, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); ok {
-				break // a holds duel
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("a took no lease of duel within 10 s")
-			}
-		}
+		stop := running(t, m)
+		within(t, 10*time.Second, "a taking duel's lease", func() bool { _, ok := queueFigure(t, reg); return ok })
 		q.fail.Store(true)
 		time.Sleep(200 * time.Millisecond) // rounds that cannot list the modes
-		if _, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel"); !ok {
+		if _, ok := queueFigure(t, reg); !ok {
 			t.Error("rounds that could not list the modes withdrew the queue figure")
 		}
 		stop()
-		<-done
 		if ok, err := e.tickets.Lease(ctx, "duel", "b", time.Minute); err != nil || !ok {
 			t.Fatalf("b's lease of duel right after a stopped: %v %v, want it free (a's given up)", ok, err)
 		}
@@ -252,4 +221,39 @@ func (q *failingModes) Modes(ctx context.Context) ([]string, error) {
 		return nil, errors.New("the test's Redis error")
 	}
 	return q.Queue.Modes(ctx)
+}
+
+// openObserved is open with the metrics counting into a registry of its own.
+func openObserved(t *testing.T, b redistest.Backend, rs matchmaking.RuleSet) (env, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	return open(t, b, rs, func(c *matchmaking.Config) { c.Observer = metrics.New(reg, "test") }), reg
+}
+
+// queueFigure is mode duel's realsync_matchmaking_tickets in reg; ok false
+// when no series reports it.
+func queueFigure(t *testing.T, reg *prometheus.Registry) (float64, bool) {
+	t.Helper()
+	return promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "duel")
+}
+
+// running runs m until stop (also called as the test ends), which waits
+// for Run to return.
+func running(t *testing.T, m *matchmaking.Matcher) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+// within waits until cond holds, failing the test after d.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+	}
 }
