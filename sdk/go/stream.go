@@ -40,7 +40,9 @@ func AsPlayer(playerID int) StreamOption { return func(s *Stream) { s.playerID =
 
 // IdleTimeout replaces a connection silent for d (45 s by default; the
 // server's heartbeat is 15 s), and one whose answer (its headers) has not
-// come within d.
+// come within d. Zero or less turns the watchdog off, as the TypeScript
+// and C# SDKs' 0 does: a connection then waits for as long as its
+// transport lets it.
 func IdleTimeout(d time.Duration) StreamOption { return func(s *Stream) { s.idle = d } }
 
 // LobbyFilter selects the rooms of a lobby stream ("" for any).
@@ -288,10 +290,10 @@ func (s *Stream) dial() {
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	// the answer's headers are awaited no longer than a silent stream
-	answered := time.AfterFunc(s.idle, cancel)
+	answered := s.afterIdle(cancel)
 	res, token, err := authDoer{s.c}.send(req)
 	if err != nil {
-		answered.Stop()
+		stopTimer(answered)
 		cancel()
 		if errors.Is(err, context.Canceled) && s.ctx.Err() == nil {
 			err = fmt.Errorf("realsync: no answer within %s: %w", s.idle, err)
@@ -308,7 +310,7 @@ func (s *Stream) dial() {
 	if res.StatusCode == http.StatusOK && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		s.conn, s.token, s.attempt = cancel, token, 0
 		s.p = newSSEParser(res.Body)
-		answered.Reset(s.idle)
+		s.resetWatchdog(answered)
 		s.watchdog = answered
 		s.openedAt, s.resuming = time.Now(), s.started
 		if !s.started && s.lastID != "" {
@@ -320,7 +322,7 @@ func (s *Stream) dial() {
 	}
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
-	answered.Stop()
+	stopTimer(answered)
 	cancel()
 	e := newError(res, body)
 	if e.Status == http.StatusOK {
@@ -368,7 +370,7 @@ func (s *Stream) read() {
 		s.drop(err)
 		return
 	}
-	s.watchdog.Reset(s.idle)
+	s.resetWatchdog(s.watchdog)
 	if !f.comment {
 		s.retryFloor = 0 // an event after the retry: supersedes it
 	}
@@ -476,9 +478,31 @@ func (s *Stream) retry(err error, floor time.Duration) {
 
 func (s *Stream) closeConn() {
 	if s.conn != nil {
-		s.watchdog.Stop()
+		stopTimer(s.watchdog)
 		s.conn()
 		s.conn = nil
+	}
+}
+
+// afterIdle calls cancel once the stream's idle timeout passes; nil (no
+// timer) when the watchdog is off.
+func (s *Stream) afterIdle(cancel func()) *time.Timer {
+	if s.idle <= 0 {
+		return nil
+	}
+	return time.AfterFunc(s.idle, cancel)
+}
+
+// resetWatchdog starts t's idle timeout again (nothing when it is off).
+func (s *Stream) resetWatchdog(t *time.Timer) {
+	if t != nil {
+		t.Reset(s.idle)
+	}
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 

@@ -333,3 +333,31 @@ func TestStreamGivesUpAnUnansweredOpening(t *testing.T) {
 		t.Fatalf("%d requests, want 2", n.Load())
 	}
 }
+
+// IdleTimeout(0) turns the watchdog off, as 0 does in the TypeScript and
+// C# SDKs: a stream whose server is slow to answer and then quiet is
+// kept (it cancelled every opening at once before).
+func TestStreamWithoutIdleTimeout(t *testing.T) {
+	var n atomic.Int32
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 1 {
+			problem(404, "ROOM_NOT_FOUND")(w, r)
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // the answer takes a while
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, snapshotFrame)
+		w.(http.Flusher).Flush()
+		time.Sleep(50 * time.Millisecond) // then nothing, not even a heartbeat
+		io.WriteString(w, "id: 6-abc\nevent: room_closed\ndata: {\"type\":\"room_closed\",\"roomId\":\"r1\",\"version\":6,\"reason\":\"deleted\"}\n\n")
+	})
+	st := rs.New(srv.URL, rs.WithToken("tok"), fastBackoff).Stream(ctx(t), "r1", rs.IdleTimeout(0))
+	defer st.Close()
+	var items []rs.Event
+	for ev := range st.Events() {
+		items = append(items, ev)
+	}
+	if k, want := kinds(items), "connecting open snapshot room_closed closed(room_closed)"; k != want {
+		t.Fatalf("items: %s, want %s", k, want)
+	}
+}
