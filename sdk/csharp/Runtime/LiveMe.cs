@@ -7,9 +7,10 @@ namespace RealSync
 {
     /// <summary>UserEvent is one event of the personal stream: snapshot (Platform, Session, Resync,
     /// Pending), presence (UserId, Presence), session_replaced (Session, By: this session ended),
-    /// message (FromUserId, Data: "message"), invite (FromUserId, RoomId, InviteCode), kicked and
-    /// banned (RoomId), room_closed (RoomId, Reason), match_found (RoomId: a seat is held), resumed.
-    /// Data holds the whole payload.</summary>
+    /// message (Message, FromUserId, FromName, FromServer), invite (RoomId, Name, Mode, Region,
+    /// InviteCode, FromUserId, FromName, FromServer), kicked and banned (RoomId), room_closed (RoomId,
+    /// Reason), match_found (RoomId: a seat is held; TicketId, MatchId, Mode, Region, Team). Logged
+    /// events (all but presence) carry Seq, every event Ts. Data holds the whole payload.</summary>
     public class UserEvent
     {
         /// <summary>The event type.</summary>
@@ -36,6 +37,28 @@ namespace RealSync
         public string Reason;
         /// <summary>message, invite: the sending player's user id (null when the server sent it).</summary>
         public string FromUserId;
+        /// <summary>message, invite: the sending player's name (null when the server sent it).</summary>
+        public string FromName;
+        /// <summary>message, invite: true when the game's server sent it (an API key).</summary>
+        public bool FromServer;
+        /// <summary>message: the direct message, its Type and Data as sent (SendDirectMessageAsync).</summary>
+        public DirectMessage Message;
+        /// <summary>invite: the room's name.</summary>
+        public string Name;
+        /// <summary>invite, match_found: the room's mode.</summary>
+        public string Mode;
+        /// <summary>invite, match_found: the room's region.</summary>
+        public string Region;
+        /// <summary>match_found: the ticket matched (CreateTicketAsync's TicketId).</summary>
+        public string TicketId;
+        /// <summary>match_found: the match.</summary>
+        public string MatchId;
+        /// <summary>match_found: the user's team, 0-based.</summary>
+        public int Team;
+        /// <summary>Logged events: the event's position in the user's log (0 for presence).</summary>
+        public long Seq;
+        /// <summary>When it happened.</summary>
+        public DateTime Ts;
         /// <summary>The whole payload.</summary>
         public JsonObject Data;
         /// <summary>
@@ -44,6 +67,15 @@ namespace RealSync
         /// LastEventId is the last id it read, ahead of the handlers with LiveDispatch.Queue or Context.
         /// </summary>
         public string LastEventId;
+    }
+
+    /// <summary>DirectMessage is a direct message as its sender sent it (UserEvent.Message).</summary>
+    public class DirectMessage
+    {
+        /// <summary>The application-defined type, e.g. "chat".</summary>
+        public string Type;
+        /// <summary>Any JSON value (null, bool, string, long, double, JsonObject, List&lt;object&gt;).</summary>
+        public object Data;
     }
 
     /// <summary>
@@ -107,8 +139,23 @@ namespace RealSync
                 Pending = data.Long("pending"), RoomId = data.String("roomId"), InviteCode = data.String("inviteCode"),
                 Reason = data.String("reason"), LastEventId = LastEventId, // read here: this event's
             };
+            e.Seq = data.Long("seq");
+            e.Ts = data.Time("ts");
+            e.Name = data.String("name");
+            e.Mode = data.String("mode");
+            e.Region = data.String("region");
+            e.TicketId = data.String("ticketId");
+            e.MatchId = data.String("matchId");
+            e.Team = data.Int("team");
             var from = data.Object("from");
-            if (from != null) e.FromUserId = from.String("userId");
+            if (from != null)
+            {
+                e.FromUserId = from.String("userId");
+                e.FromName = from.String("name");
+                e.FromServer = from.Bool("server");
+            }
+            var message = data.Object("message");
+            if (message != null) e.Message = new DirectMessage { Type = message.String("type"), Data = message.Get("data") };
             if (e.Type == "presence") e.Presence = RealSync.Presence.FromJson(data);
             Post(() => Apply(e));
             return e.Type == "session_replaced" ? CloseReason.Left : (CloseReason?)null;

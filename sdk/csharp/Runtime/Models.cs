@@ -531,6 +531,28 @@ namespace RealSync
         }
     }
 
+    /// <summary>CreateTicketRequest is the body of POST /v1/matchmaking/tickets.</summary>
+    public class CreateTicketRequest : IJsonWritable
+    {
+        /// <summary>The mode (required).</summary>
+        public string Mode;
+        /// <summary>Acceptable regions in preference order, 1..8 (required).</summary>
+        public IList<string> Regions;
+        /// <summary>The skill rating (the party's); the mode's defaultRating when null.</summary>
+        public double? Rating;
+        /// <summary>Values the mode's attribute rules read (strings, numbers, booleans).</summary>
+        public IDictionary<string, object> Attributes;
+        /// <summary>The party, the caller not included (never split, all in one team).</summary>
+        public IList<string> PartyUserIds;
+
+        /// <inheritdoc/>
+        public void WriteJson(StringBuilder sb)
+        {
+            new ObjectWriter(sb).Field("mode", Mode).Field("regions", Regions).Field("rating", Rating)
+                .Field("attributes", Attributes).Field("partyUserIds", PartyUserIds).End();
+        }
+    }
+
     /// <summary>QuickJoinRequest is the body of POST /v1/matchmaking/quick-join.</summary>
     public class QuickJoinRequest : IJsonWritable
     {

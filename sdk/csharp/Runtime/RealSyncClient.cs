@@ -468,14 +468,26 @@ namespace RealSync
         /// searching ticket. The match arrives as match_found on the personal stream.
         /// </summary>
         [Operation("POST", "/v1/matchmaking/tickets", "createTicket")]
-        public async Task<Ticket> CreateTicketAsync(string mode, IList<string> regions, double? rating = null,
+        public Task<Ticket> CreateTicketAsync(string mode, IList<string> regions, double? rating = null,
             IDictionary<string, object> attributes = null, IList<string> partyUserIds = null, CancellationToken ct = default(CancellationToken))
         {
-            var body = new Dictionary<string, object> { { "mode", mode }, { "regions", regions } };
-            if (rating.HasValue) body["rating"] = rating.Value;
-            if (attributes != null) body["attributes"] = attributes;
-            if (partyUserIds != null) body["partyUserIds"] = partyUserIds;
-            return Ticket.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/tickets", body, ct).ConfigureAwait(false));
+            var body = new CreateTicketRequest { Mode = mode, Regions = regions, Rating = rating, Attributes = attributes, PartyUserIds = partyUserIds };
+            return CreateTicketAsync(body, null, ct);
+        }
+
+        /// <summary>CreateTicketAsync with a request body.</summary>
+        public Task<Ticket> CreateTicketAsync(CreateTicketRequest body, CancellationToken ct = default(CancellationToken))
+        {
+            return CreateTicketAsync(body, null, ct);
+        }
+
+        /// <summary>CreateTicketAsync with an Idempotency-Key: the same key and body get the first
+        /// ticket again (sent again after a timeout or a dropped connection, a create without a key
+        /// is refused 409 TICKET_ACTIVE by the ticket the first one made).</summary>
+        public async Task<Ticket> CreateTicketAsync(CreateTicketRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
+        {
+            if (body == null) throw new ArgumentNullException(nameof(body));
+            return Ticket.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/tickets", body, ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false));
         }
 
         /// <summary>GetTicketAsync reads a ticket: searching (window, wait), matched (roomId), expired or cancelled.</summary>

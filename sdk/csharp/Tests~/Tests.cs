@@ -70,6 +70,7 @@ static class Tests
             T("Live_KickedEndsLeftAndDeleteEndsRoomClosed", () => LiveEnds(s)),
             T("Live_Lobby", () => LiveLobbyTest(s)),
             T("Live_MeOfflineMessageAndInvite", () => LiveMeOffline(s)),
+            T("Live_MeMatchFound", () => LiveMeMatchFound(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
             T("Live_ResumeAfterServerRestart", () => LiveResume(s)), // last: restarts the server
         };
@@ -1075,10 +1076,57 @@ static class Tests
             var evs = seen.ToArray();
             Check.Eq("message", evs[0].Type, "the message first");
             Check.Eq(aliceId, evs[0].FromUserId, "from alice");
-            Check.Eq("hi", evs[0].Data.Object("message").Object("data").String("text"), "its data");
+            Check.Eq("chat", evs[0].Message.Type, "its type");
+            Check.Eq("hi", ((JsonObject)evs[0].Message.Data).String("text"), "its data");
+            Check.Eq("alice", evs[0].FromName, "the sender's name");
+            Check.True(evs[0].Seq > 0 && evs[0].Ts > DateTime.UtcNow.AddMinutes(-5), "its seq and time");
             Check.Eq(id, evs[1].RoomId, "the invite's room");
+            Check.Eq("Room " + evs[1].Mode, evs[1].Name, "the invite's room name and mode");
+            Check.Eq("eu", evs[1].Region, "the invite's region");
             Check.True(evs[1].InviteCode != null, "a private room's invite code");
             Check.Eq(id, (await bob.JoinByCodeAsync(evs[1].InviteCode)).Room.Id, "joined by the invite");
+        }
+    }
+
+    static async Task LiveMeMatchFound(Server s)
+    {
+        // A mode the server has no rules for: matches of exactly 2 players.
+        var mode = Unique("mm");
+        var alice = new RealSyncClient(s.BaseUrl);
+        var aliceId = (await alice.GuestAsync("alice")).UserId;
+        var bob = new RealSyncClient(s.BaseUrl);
+        var bobId = (await bob.GuestAsync("bob")).UserId;
+        var found = new System.Collections.Concurrent.ConcurrentDictionary<string, UserEvent>();
+        using (var am = alice.Me("pc", new LiveOptions { Dispatch = LiveDispatch.Immediate }))
+        using (var bm = bob.Me("pc", new LiveOptions { Dispatch = LiveDispatch.Immediate }))
+        {
+            am.MatchFound += e => found[aliceId] = e;
+            bm.MatchFound += e => found[bobId] = e;
+            am.Start();
+            bm.Start();
+            await Task.WhenAll(am.Ready, bm.Ready);
+            // a create sent again with its key (an answer lost to a timeout): the first ticket, not 409 TICKET_ACTIVE
+            var req = new CreateTicketRequest { Mode = mode, Regions = new[] { "eu" }, Rating = 1000 };
+            var ta = await alice.CreateTicketAsync(req, "ticket-" + mode);
+            Check.Eq("searching", ta.Status, "alice searches");
+            Check.Eq(ta.TicketId, (await alice.CreateTicketAsync(req, "ticket-" + mode)).TicketId, "the same key: the first ticket");
+            await Check.Throws(409, "TICKET_ACTIVE", () => alice.CreateTicketAsync(req), "without a key: refused by the first");
+            var tb = await bob.CreateTicketAsync(mode, new[] { "eu" }, 1010);
+            await Check.WaitFor(() => found.Count == 2, "match_found on both personal streams");
+            var fa = found[aliceId];
+            var fb = found[bobId];
+            Check.Eq(ta.TicketId, fa.TicketId, "alice's ticket");
+            Check.Eq(tb.TicketId, fb.TicketId, "bob's ticket");
+            Check.True(fa.MatchId != null && fa.MatchId == fb.MatchId, "one match");
+            Check.Eq(fa.RoomId, fb.RoomId, "one room");
+            Check.Eq(mode, fa.Mode, "the mode");
+            Check.Eq("eu", fb.Region, "the region");
+            Check.Eq(0, fa.Team + fb.Team, "one team (a mode without rules: one of 2 players)");
+            Check.Eq(fa.RoomId, (await bob.JoinRoomAsync(fb.RoomId)).Room.Id, "bob takes his held seat");
+            var read = await bob.GetTicketAsync(tb.TicketId);
+            Check.Eq("matched", read.Status, "matched");
+            Check.Eq(fb.RoomId, read.RoomId, "the ticket names the room");
+            await Check.Throws(409, "TICKET_MATCHED", () => bob.CancelTicketAsync(tb.TicketId), "a matched ticket is not cancelled");
         }
     }
 
