@@ -187,6 +187,7 @@ namespace RealSync
             this.path = path;
             Options = options;
             dispatcher = new Dispatcher(options.Dispatch, options.Context, options.HandlerError);
+            client.Track(this);
         }
 
         /// <summary>
@@ -227,6 +228,7 @@ namespace RealSync
             if (Interlocked.Exchange(ref ended, 1) == 1) return;
             silenced = true;
             stop.Cancel();
+            Client.Untrack(this);
             dispatcher.Post(() => { ready.TrySetCanceled(); Raise(Closed, new ClosedEvent { Reason = CloseReason.Closed }); });
         }
 
@@ -276,6 +278,7 @@ namespace RealSync
         {
             if (Interlocked.Exchange(ref ended, 1) == 1) return;
             stop.Cancel();
+            Client.Untrack(this);
             dispatcher.Post(() =>
             {
                 silenced = true; // nothing after Closed

@@ -54,6 +54,8 @@ namespace RealSync
         Task renewing;
         string unrenewable; // a token the server refused to renew (REFRESH_NOT_ALLOWED)
         readonly Dictionary<string, int> playerIds = new Dictionary<string, int>(); // room id -> the caller's playerId
+        readonly HashSet<LiveStream> streams = new HashSet<LiveStream>(); // the live streams not ended yet, closed by Dispose
+        bool disposed; // under streams' lock
 
         /// <summary>A client of the server at opts.BaseUrl.</summary>
         public RealSyncClient(RealSyncOptions opts)
@@ -746,9 +748,41 @@ namespace RealSync
             }
         }
 
-        /// <summary>Dispose releases the HTTP handler when the client made it.</summary>
+        /// <summary>Track registers a live stream of this client, which Dispose closes; it throws
+        /// ObjectDisposedException once the client is disposed.</summary>
+        internal void Track(LiveStream s)
+        {
+            lock (streams)
+            {
+                if (disposed) throw new ObjectDisposedException(nameof(RealSyncClient), "the RealSyncClient was disposed: it opens no live stream");
+                streams.Add(s);
+            }
+        }
+
+        /// <summary>Untrack forgets a live stream that ended.</summary>
+        internal void Untrack(LiveStream s)
+        {
+            lock (streams) streams.Remove(s);
+        }
+
+        /// <summary>
+        /// Dispose closes every live stream this client made that is still open (each raises Closed,
+        /// reason Closed, where its events are raised: they would otherwise stay connected, and
+        /// retry forever on the disposed client once dropped), then releases the HTTP handler when
+        /// the client made it. Live, Lobby and Me then throw ObjectDisposedException.
+        /// </summary>
         public void Dispose()
         {
+            LiveStream[] open;
+            lock (streams)
+            {
+                if (disposed) return;
+                disposed = true;
+                open = new LiveStream[streams.Count];
+                streams.CopyTo(open);
+                streams.Clear();
+            }
+            foreach (var st in open) st.Close();
             http.Dispose();
             StreamHttp.Dispose();
             if (ownsHandler) handler.Dispose();

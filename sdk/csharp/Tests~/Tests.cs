@@ -71,6 +71,7 @@ static class Tests
             T("Live_Lobby", () => LiveLobbyTest(s)),
             T("Live_MeOfflineMessageAndInvite", () => LiveMeOffline(s)),
             T("Live_MeMatchFound", () => LiveMeMatchFound(s)),
+            T("Live_ClientDisposeClosesItsStreams", () => LiveClientDispose(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
             T("Live_ResumeAfterServerRestart", () => LiveResume(s)), // last: restarts the server
         };
@@ -1128,6 +1129,36 @@ static class Tests
             Check.Eq(fb.RoomId, read.RoomId, "the ticket names the room");
             await Check.Throws(409, "TICKET_MATCHED", () => bob.CancelTicketAsync(tb.TicketId), "a matched ticket is not cancelled");
         }
+    }
+
+    static async Task LiveClientDispose(Server s)
+    {
+        // A scene's OnDestroy disposes the client, one of its streams forgotten: the streams end
+        // (Closed, reason Closed), not stay connected and retry forever on the disposed client.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("x")))).Room.Id;
+        var live = alice.Live(id, Queue(1));
+        var me = alice.Me("pc", Queue(1));
+        var closed = new List<string>();
+        var reconnecting = 0;
+        live.Closed += e => closed.Add("room:" + e.ReasonName);
+        me.Closed += e => closed.Add("me:" + e.ReasonName);
+        live.Reconnecting += e => reconnecting++;
+        me.Reconnecting += e => reconnecting++;
+        live.Start();
+        me.Start();
+        await Check.WaitFor(() => live.Ready.IsCompleted && me.Ready.IsCompleted, "both streams ready", live, me);
+        alice.Dispose();
+        await Check.WaitFor(() => closed.Count == 2, "both streams closed by the client's Dispose", live, me);
+        Check.Eq("me:closed,room:closed", string.Join(",", closed.OrderBy(c => c)), "closed by the caller");
+        Check.Eq(0, reconnecting, "no reconnection on the disposed client");
+        Check.True(live.IsClosed && me.IsClosed, "ended");
+        try
+        {
+            alice.Live(id);
+            throw new Check.CheckFailed("a disposed client made a live room");
+        }
+        catch (ObjectDisposedException) { }
     }
 
     static async Task LiveStreamToken(Server s)

@@ -105,6 +105,16 @@ if ! grep -q '^bob joined$' "$tmp/readme-console/out.txt" ||
   cat "$tmp/readme-console/out.txt"; echo "the README's console program printed something else" >&2; exit 1
 fi
 cat "$tmp/readme-console/out.txt"
+# the README's Unity sample (its csharp block under "Unity sample"), compiled
+# against RealSync.dll and stubs of the few UnityEngine types it uses
+mkdir -p "$tmp/readme-unity"
+awk '/^## Unity sample/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md" >"$tmp/readme-unity/QuickMatch.cs"
+[ -s "$tmp/readme-unity/QuickMatch.cs" ] || { echo "no csharp block under 'Unity sample' in sdk/csharp/README.md" >&2; exit 1; }
+printf '%s\n' 'namespace UnityEngine { public class Object { } public class MonoBehaviour : Object { } }' \
+  'namespace UnityEngine.UI { public class Text { public string text; } }' >"$tmp/readme-unity/UnityStubs.cs"
+mcs -langversion:7.2 -warnaserror -target:library -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/readme-unity/QuickMatch.dll" \
+  "$tmp/readme-unity/QuickMatch.cs" "$tmp/readme-unity/UnityStubs.cs"
+echo "the README's Unity sample compiles"
 kill "$consumer_pid" 2>/dev/null || true
 wait "$consumer_pid" 2>/dev/null || true
 
