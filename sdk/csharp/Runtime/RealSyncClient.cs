@@ -57,10 +57,13 @@ namespace RealSync
         readonly HashSet<LiveStream> streams = new HashSet<LiveStream>(); // the live streams not ended yet, closed by Dispose
         bool disposed; // under streams' lock
 
-        /// <summary>A client of the server at opts.BaseUrl.</summary>
+        /// <summary>A client of the server at opts.BaseUrl (an absolute http:// or https:// URL, else ArgumentException).</summary>
         public RealSyncClient(RealSyncOptions opts)
         {
             if (opts == null || string.IsNullOrEmpty(opts.BaseUrl)) throw new ArgumentException("RealSyncOptions.BaseUrl is required");
+            Uri parsed;
+            if (!Uri.TryCreate(opts.BaseUrl, UriKind.Absolute, out parsed) || (parsed.Scheme != "http" && parsed.Scheme != "https"))
+                throw new ArgumentException("RealSyncOptions.BaseUrl must be an http:// or https:// URL, e.g. http://localhost:8080, not \"" + opts.BaseUrl + "\"");
             this.opts = opts;
             BaseUrl = opts.BaseUrl.TrimEnd('/');
             token = opts.Token;
@@ -212,7 +215,7 @@ namespace RealSync
         /// MyRoomsAsync tells).</summary>
         public async Task<RoomJoined> CreateRoomAsync(CreateRoomRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
         {
-            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", body, ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)));
+            return Joined(RoomJoined.FromJson(await Call(HttpMethod.Post, "/v1/rooms", Required(body, nameof(body)), ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)));
         }
 
         /// <summary>ListRoomsAsync reads a page of public rooms.</summary>
@@ -242,7 +245,7 @@ namespace RealSync
         [Operation("PATCH", "/v1/rooms/{roomId}", "updateRoom")]
         public async Task<Room> UpdateRoomAsync(string roomId, UpdateRoomRequest body, CancellationToken ct = default(CancellationToken))
         {
-            return Room.FromJson(await Call(Patch, RoomPath(roomId), body, ct).ConfigureAwait(false));
+            return Room.FromJson(await Call(Patch, RoomPath(roomId), Required(body, nameof(body)), ct).ConfigureAwait(false));
         }
 
         /// <summary>DeleteRoomAsync closes and deletes a room (owner).</summary>
@@ -304,7 +307,7 @@ namespace RealSync
         public async Task<StateVersions> PatchStateAsync(string roomId, IDictionary<string, object> patch, long? ifMatch = null, CancellationToken ct = default(CancellationToken))
         {
             var headers = ifMatch.HasValue ? new Dictionary<string, string> { { "If-Match", "\"" + ifMatch.Value.ToString(CultureInfo.InvariantCulture) + "\"" } } : null;
-            return StateVersions.FromJson(await Call(Patch, RoomPath(roomId) + "/state", patch, ct, headers: headers, contentType: "application/merge-patch+json").ConfigureAwait(false));
+            return StateVersions.FromJson(await Call(Patch, RoomPath(roomId) + "/state", Required(patch, nameof(patch)), ct, headers: headers, contentType: "application/merge-patch+json").ConfigureAwait(false));
         }
 
         // ---- events ----
@@ -430,7 +433,7 @@ namespace RealSync
         /// first version, and nothing is sent again).</summary>
         public async Task<long> SendMessageAsync(string roomId, MessageRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
         {
-            return (await Call(HttpMethod.Post, RoomPath(roomId) + "/messages", body, ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)).Long("version");
+            return (await Call(HttpMethod.Post, RoomPath(roomId) + "/messages", Required(body, nameof(body)), ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)).Long("version");
         }
 
         /// <summary>MessagesAsync reads the message history, newest first (limit 1..100; before: only older versions).</summary>
@@ -459,7 +462,7 @@ namespace RealSync
         /// answer again.</summary>
         public async Task<QuickJoined> QuickJoinAsync(QuickJoinRequest body, string idempotencyKey, CancellationToken ct = default(CancellationToken))
         {
-            return Joined(QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", body, ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)));
+            return Joined(QuickJoined.FromJson(await Call(HttpMethod.Post, "/v1/matchmaking/quick-join", Required(body, nameof(body)), ct, headers: Keyed(idempotencyKey)).ConfigureAwait(false)));
         }
 
         // ---- matchmaking tickets ----
@@ -623,6 +626,14 @@ namespace RealSync
 
         static readonly HttpMethod Patch = new HttpMethod("PATCH");
 
+        /// <summary>Required throws ArgumentNullException for a missing request body (sent without one,
+        /// the server's answer, 415 for the missing Content-Type, would not say what is wrong).</summary>
+        static T Required<T>(T body, string name) where T : class
+        {
+            if (body == null) throw new ArgumentNullException(name);
+            return body;
+        }
+
         static string RoomPath(string roomId)
         {
             if (roomId == null) throw new ArgumentNullException(nameof(roomId));
@@ -636,13 +647,13 @@ namespace RealSync
             return page;
         }
 
-        /// <summary>Call sends a JSON request and returns the JSON object answered (empty for 204).</summary>
         /// <summary>Keyed is the Idempotency-Key header of a request (none for null).</summary>
         static Dictionary<string, string> Keyed(string idempotencyKey)
         {
             return idempotencyKey == null ? null : new Dictionary<string, string> { { "Idempotency-Key", idempotencyKey } };
         }
 
+        /// <summary>Call sends a JSON request and returns the JSON object answered (empty for 204).</summary>
         async Task<JsonObject> Call(HttpMethod method, string path, object body, CancellationToken ct, bool auth = true, bool fresh = true,
             Dictionary<string, string> headers = null, string contentType = "application/json")
         {

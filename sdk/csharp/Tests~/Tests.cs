@@ -51,6 +51,7 @@ static class Tests
             T("Fake_ReconnectDuringAFailure", FakeReconnectDuringAFailure),
             T("Fake_ReconnectDuringAStreamTokenRequest", FakeReconnectDuringStreamToken),
             T("Fake_RestRequestTimeout", FakeRestRequestTimeout),
+            T("Fake_RestBadArgumentsSendNothing", FakeRestBadArguments),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -672,6 +673,50 @@ static class Tests
         });
         var e = await Check.Throws(0, "NETWORK", () => client.GetRoomAsync("r1"), "a request nobody answers");
         Check.True(e.Message.Contains("within 0.2 s (RealSyncOptions.RequestTimeout)"), "the message names the limit: " + e.Message);
+    }
+
+    static async Task FakeRestBadArguments()
+    {
+        // A base URL without its scheme fails where it is made, naming it (not at every call, as HttpClient's
+        // "Only 'http' and 'https' schemes are allowed. Parameter name: requestUri").
+        foreach (var bad in new[] { "localhost:8080", "ws://localhost:8080", "/v1" })
+        {
+            try
+            {
+                new RealSyncClient(bad).Dispose();
+                throw new Check.CheckFailed("a client of " + bad);
+            }
+            catch (ArgumentException e)
+            {
+                Check.True(e.Message.Contains("BaseUrl") && e.Message.Contains(bad), "the message names the base URL: " + e.Message);
+            }
+        }
+        // A missing body is the caller's mistake, not a 415 about a Content-Type it never chose.
+        var h = new FakeHandler();
+        var client = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1)));
+        var calls = new Dictionary<string, Func<Task>>
+        {
+            { "CreateRoomAsync", () => client.CreateRoomAsync(null) },
+            { "UpdateRoomAsync", () => client.UpdateRoomAsync("r1", null) },
+            { "PatchStateAsync", () => client.PatchStateAsync("r1", null) },
+            { "SendMessageAsync", () => client.SendMessageAsync("r1", null) },
+            { "QuickJoinAsync", () => client.QuickJoinAsync(null) },
+            { "CreateTicketAsync", () => client.CreateTicketAsync((CreateTicketRequest)null) },
+        };
+        foreach (var c in calls)
+        {
+            try
+            {
+                await c.Value();
+                throw new Check.CheckFailed(c.Key + "(null) succeeded");
+            }
+            catch (ArgumentNullException) { }
+            catch (RealSyncException e)
+            {
+                throw new Check.CheckFailed(c.Key + "(null): want ArgumentNullException, got " + e);
+            }
+        }
+        Check.Eq(0, h.Requests.Count, "nothing sent");
     }
 
     static async Task FakeReconnectDuringAFailure()
