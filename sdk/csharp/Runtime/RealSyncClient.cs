@@ -21,10 +21,12 @@ namespace RealSync
         /// <summary>
         /// Renews a token your own login signed (the server answers REFRESH_NOT_ALLOWED
         /// for those): called shortly before it expires, it returns a new one.
-        /// Without it, tokens are renewed with POST /v1/auth/refresh.
+        /// Without it, tokens are renewed with POST /v1/auth/refresh. Not marshalled to Unity's
+        /// main thread: usually called on a thread-pool thread.
         /// </summary>
         public Func<CancellationToken, Task<string>> RefreshToken;
-        /// <summary>Called with every new token (GuestAsync, renewals), e.g. to store it.</summary>
+        /// <summary>Called with every new token (GuestAsync, renewals), e.g. to store it; not marshalled
+        /// to Unity's main thread: usually called on a thread-pool thread (no Unity API there: PlayerPrefs throws).</summary>
         public Action<string> OnToken;
         /// <summary>Renew the token when it expires within this long (default 2 minutes).</summary>
         public TimeSpan RefreshMargin = TimeSpan.FromMinutes(2);
