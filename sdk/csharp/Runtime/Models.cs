@@ -280,6 +280,10 @@ namespace RealSync
         public string RoomId;
         /// <summary>Matched: the ticket's team, 0-based.</summary>
         public int Team;
+        /// <summary>The attributes it was created with (empty when none).</summary>
+        public JsonObject Attributes = new JsonObject();
+        /// <summary>Matched: when (DateTime.MinValue otherwise).</summary>
+        public DateTime MatchedAt;
 
         static double Number(JsonObject o, string name)
         {
@@ -307,6 +311,8 @@ namespace RealSync
                 Status = o.String("status"), CreatedAt = o.Time("createdAt"), ExpiresAt = o.Time("expiresAt"),
                 Window = Number(o, "window"), WaitedSeconds = Number(o, "waitedSeconds"),
                 MatchId = o.String("matchId"), Region = o.String("region"), RoomId = o.String("roomId"), Team = o.Int("team"),
+                Attributes = o.Object("attributes") ?? new JsonObject(),
+                MatchedAt = o.Time("matchedAt"),
             };
         }
     }

@@ -1152,9 +1152,11 @@ static class Tests
             bm.Start();
             await Task.WhenAll(am.Ready, bm.Ready);
             // a create sent again with its key (an answer lost to a timeout): the first ticket, not 409 TICKET_ACTIVE
-            var req = new CreateTicketRequest { Mode = mode, Regions = new[] { "eu" }, Rating = 1000 };
+            var req = new CreateTicketRequest { Mode = mode, Regions = new[] { "eu" }, Rating = 1000, Attributes = new Dictionary<string, object> { { "platform", "pc" } } };
             var ta = await alice.CreateTicketAsync(req, "ticket-" + mode);
             Check.Eq("searching", ta.Status, "alice searches");
+            Check.Eq("pc", ta.Attributes.String("platform"), "the ticket's attributes");
+            Check.Eq(DateTime.MinValue, ta.MatchedAt, "not matched yet");
             Check.Eq(ta.TicketId, (await alice.CreateTicketAsync(req, "ticket-" + mode)).TicketId, "the same key: the first ticket");
             await Check.Throws(409, "TICKET_ACTIVE", () => alice.CreateTicketAsync(req), "without a key: refused by the first");
             var tb = await bob.CreateTicketAsync(mode, new[] { "eu" }, 1010);
@@ -1172,6 +1174,7 @@ static class Tests
             var read = await bob.GetTicketAsync(tb.TicketId);
             Check.Eq("matched", read.Status, "matched");
             Check.Eq(fb.RoomId, read.RoomId, "the ticket names the room");
+            Check.True(read.MatchedAt > DateTime.UtcNow.AddMinutes(-5), "matchedAt: " + read.MatchedAt.ToString("o"));
             await Check.Throws(409, "TICKET_MATCHED", () => bob.CancelTicketAsync(tb.TicketId), "a matched ticket is not cancelled");
         }
     }
