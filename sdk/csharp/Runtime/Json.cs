@@ -61,7 +61,7 @@ namespace RealSync
             var w = v as IJsonWritable;
             if (w != null) { w.WriteJson(sb); return; }
             if (v is double) { WriteDouble(sb, (double)v); return; }
-            if (v is float) { WriteDouble(sb, (float)v); return; }
+            if (v is float) { WriteFloat(sb, (float)v); return; }
             if (v is decimal) { sb.Append(((decimal)v).ToString(CultureInfo.InvariantCulture)); return; }
             if (v is int || v is long || v is short || v is sbyte || v is byte || v is ushort || v is uint || v is ulong)
             {
@@ -130,6 +130,18 @@ namespace RealSync
         {
             if (double.IsNaN(d) || double.IsInfinity(d)) throw new ArgumentException("JSON: numbers must be finite");
             sb.Append(d.ToString("R", CultureInfo.InvariantCulture));
+        }
+
+        /// <summary>WriteFloat writes a float's shortest round-trip text (0.1f as 0.1): widened to a
+        /// double first it would be 0.10000000149011612, a Unity position's every coordinate so.</summary>
+        static void WriteFloat(StringBuilder sb, float f)
+        {
+            if (float.IsNaN(f) || float.IsInfinity(f)) throw new ArgumentException("JSON: numbers must be finite");
+            var text = f.ToString("R", CultureInfo.InvariantCulture);
+            float back;
+            if (!float.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out back) || back != f)
+                text = f.ToString("G9", CultureInfo.InvariantCulture); // nine digits always round-trip
+            sb.Append(text);
         }
 
         /// <summary>WriteString appends a JSON string literal.</summary>

@@ -111,6 +111,11 @@ static class Tests
         {
             { "list", new object[] { 1, 2.5f, 'x' } }, { "e", (object)expando }, { "d", new SortedDictionary<string, int> { { "k", 7 } } },
         }), "arrays, ExpandoObject, generic dictionaries");
+        // Unity's numbers are floats (positions, rotations): each written as the float it is, not widened to a double
+        Check.Eq("[0.1,1.1,-3.3,1E+20,1.5E-07,16777216]",
+            Json.Write(new[] { 0.1f, 1.1f, -3.3f, 1e20f, 1.5e-7f, 16777216f }), "floats, shortest");
+        foreach (var f in new[] { 0.1f, 1.1f, -3.3f, 1e20f, 1.5e-7f, float.MaxValue, float.Epsilon, 123456.79f })
+            Check.Eq(f, (float)(double)Json.Parse(Json.Write(f)), "float round trip of " + f.ToString("R", System.Globalization.CultureInfo.InvariantCulture));
     }
 
     static void JsonRejectsBadInput()
