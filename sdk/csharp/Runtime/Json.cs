@@ -374,6 +374,16 @@ namespace RealSync
             return def;
         }
 
+        /// <summary>Double returns a number member as a double, or def: a whole number (3, and so a float
+        /// 3f someone wrote) is read as a long, which a cast to double would refuse (InvalidCastException).</summary>
+        public double Double(string name, double def = 0)
+        {
+            var v = Get(name);
+            if (v is double d) return d;
+            if (v is long l) return l;
+            return def;
+        }
+
         /// <summary>Int returns a number member as an int, or def.</summary>
         public int Int(string name, int def = 0) { return (int)Long(name, def); }
 

@@ -114,6 +114,11 @@ static class Tests
         // Unity's numbers are floats (positions, rotations): each written as the float it is, not widened to a double
         Check.Eq("[0.1,1.1,-3.3,1E+20,1.5E-07,16777216]",
             Json.Write(new[] { 0.1f, 1.1f, -3.3f, 1e20f, 1.5e-7f, 16777216f }), "floats, shortest");
+        var pos = Json.ParseObject(Json.Write(new Dictionary<string, object> { { "x", 3f }, { "y", 0.5f } }));
+        Check.Eq(3L, pos.Get("x"), "a whole float reads back as a long");
+        Check.Eq(3.0, pos.Double("x"), "Double reads it");
+        Check.Eq(0.5, pos.Double("y"), "and a fraction");
+        Check.Eq(-1.0, pos.Double("z", -1), "absent: the default");
         foreach (var f in new[] { 0.1f, 1.1f, -3.3f, 1e20f, 1.5e-7f, float.MaxValue, float.Epsilon, 123456.79f })
             Check.Eq(f, (float)(double)Json.Parse(Json.Write(f)), "float round trip of " + f.ToString("R", System.Globalization.CultureInfo.InvariantCulture));
     }
