@@ -163,7 +163,7 @@ namespace RealSync
         }
 
         internal LiveRoom(RealSyncClient client, string roomId, LiveOptions options)
-            : base(client, "/v1/rooms/" + Uri.EscapeDataString(roomId) + "/events", options)
+            : base(client, "/v1/rooms/" + RealSyncClient.Segment(roomId, nameof(roomId)) + "/events", options)
         {
             RoomId = roomId;
         }

@@ -400,8 +400,7 @@ namespace RealSync
         /// sent once).</summary>
         public Task SendDirectMessageAsync(string userId, string type, object data, string idempotencyKey, CancellationToken ct = default(CancellationToken))
         {
-            if (userId == null) throw new ArgumentNullException(nameof(userId));
-            return Call(HttpMethod.Post, "/v1/users/" + Uri.EscapeDataString(userId) + "/messages",
+            return Call(HttpMethod.Post, "/v1/users/" + Segment(userId, nameof(userId)) + "/messages",
                 new Dictionary<string, object> { { "type", type }, { "data", data } }, ct, headers: Keyed(idempotencyKey));
         }
 
@@ -513,8 +512,7 @@ namespace RealSync
 
         static string TicketPath(string ticketId)
         {
-            if (ticketId == null) throw new ArgumentNullException(nameof(ticketId));
-            return "/v1/matchmaking/tickets/" + Uri.EscapeDataString(ticketId);
+            return "/v1/matchmaking/tickets/" + Segment(ticketId, nameof(ticketId));
         }
 
         /// <summary>MyRoomsPageAsync reads one page of the rooms the caller is in (limit 1..100, default 20).</summary>
@@ -575,7 +573,7 @@ namespace RealSync
         [Operation("POST", "/v1/admin/webhooks/dead-letters/{deadLetterId}/replay", "replayWebhookDeadLetter")]
         public async Task ReplayWebhookDeadLetterAsync(string adminToken, string deadLetterId, CancellationToken ct = default(CancellationToken))
         {
-            await Call(HttpMethod.Post, "/v1/admin/webhooks/dead-letters/" + Uri.EscapeDataString(deadLetterId) + "/replay", null, ct, auth: false,
+            await Call(HttpMethod.Post, "/v1/admin/webhooks/dead-letters/" + Segment(deadLetterId, nameof(deadLetterId)) + "/replay", null, ct, auth: false,
                 headers: new Dictionary<string, string> { { "Authorization", "Bearer " + adminToken } }).ConfigureAwait(false);
         }
 
@@ -638,8 +636,16 @@ namespace RealSync
 
         static string RoomPath(string roomId)
         {
-            if (roomId == null) throw new ArgumentNullException(nameof(roomId));
-            return "/v1/rooms/" + Uri.EscapeDataString(roomId);
+            return "/v1/rooms/" + Segment(roomId, nameof(roomId));
+        }
+
+        /// <summary>Segment is an id escaped as a path segment: ArgumentNullException for null,
+        /// ArgumentException for "" (sent, it would name another route: 404 NOT_FOUND "No such route").</summary>
+        internal static string Segment(string id, string name)
+        {
+            if (id == null) throw new ArgumentNullException(name);
+            if (id.Length == 0) throw new ArgumentException(name + " is empty", name);
+            return Uri.EscapeDataString(id);
         }
 
         static Page<T> ReadPage<T>(JsonObject o, Func<JsonObject, T> read)

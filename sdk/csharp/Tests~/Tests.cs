@@ -701,29 +701,34 @@ static class Tests
                 Check.True(e.Message.Contains("BaseUrl") && e.Message.Contains(bad), "the message names the base URL: " + e.Message);
             }
         }
-        // A missing body is the caller's mistake, not a 415 about a Content-Type it never chose.
+        // A missing body is the caller's mistake, not a 415 about a Content-Type it never chose; so is an empty id.
         var h = new FakeHandler();
         var client = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1)));
         var calls = new Dictionary<string, Func<Task>>
         {
-            { "CreateRoomAsync", () => client.CreateRoomAsync(null) },
-            { "UpdateRoomAsync", () => client.UpdateRoomAsync("r1", null) },
-            { "PatchStateAsync", () => client.PatchStateAsync("r1", null) },
-            { "SendMessageAsync", () => client.SendMessageAsync("r1", null) },
-            { "QuickJoinAsync", () => client.QuickJoinAsync(null) },
-            { "CreateTicketAsync", () => client.CreateTicketAsync((CreateTicketRequest)null) },
+            { "CreateRoomAsync(null)", () => client.CreateRoomAsync(null) },
+            { "UpdateRoomAsync(null)", () => client.UpdateRoomAsync("r1", null) },
+            { "PatchStateAsync(null)", () => client.PatchStateAsync("r1", null) },
+            { "SendMessageAsync(null)", () => client.SendMessageAsync("r1", null) },
+            { "QuickJoinAsync(null)", () => client.QuickJoinAsync(null) },
+            { "CreateTicketAsync(null)", () => client.CreateTicketAsync((CreateTicketRequest)null) },
+            // an empty id would name another route (GET /v1/rooms/: 404 NOT_FOUND "No such route")
+            { "GetRoomAsync(\"\")", () => client.GetRoomAsync("") },
+            { "GetTicketAsync(\"\")", () => client.GetTicketAsync("") },
+            { "SendDirectMessageAsync(\"\")", () => client.SendDirectMessageAsync("", "chat", 1) },
+            { "Live(\"\")", () => { client.Live(""); return Task.CompletedTask; } },
         };
         foreach (var c in calls)
         {
             try
             {
                 await c.Value();
-                throw new Check.CheckFailed(c.Key + "(null) succeeded");
+                throw new Check.CheckFailed(c.Key + " succeeded");
             }
-            catch (ArgumentNullException) { }
+            catch (ArgumentException) { } // ArgumentNullException included
             catch (RealSyncException e)
             {
-                throw new Check.CheckFailed(c.Key + "(null): want ArgumentNullException, got " + e);
+                throw new Check.CheckFailed(c.Key + ": want ArgumentException, got " + e);
             }
         }
         Check.Eq(0, h.Requests.Count, "nothing sent");
