@@ -156,3 +156,79 @@ paths:
 		})
 	}
 }
+
+// keyedOperations reads the operationIds of an OpenAPI document's
+// operations that take the IdempotencyKey parameter.
+func keyedOperations(t *testing.T, doc []byte) []string {
+	t.Helper()
+	var spec struct {
+		Paths map[string]map[string]yaml.Node `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(doc, &spec); err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	var ids []string
+	for path, item := range spec.Paths {
+		for method, node := range item {
+			if !httpMethods[method] {
+				continue
+			}
+			var op struct {
+				OperationID string `yaml:"operationId"`
+				Parameters  []struct {
+					Ref string `yaml:"$ref"`
+				} `yaml:"parameters"`
+			}
+			if err := node.Decode(&op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			for _, p := range op.Parameters {
+				if strings.HasSuffix(p.Ref, "/IdempotencyKey") {
+					ids = append(ids, op.OperationID)
+				}
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// unkeyed lists the keyed operations whose C# method (the one marked
+// [Operation] with its operationId) has no overload taking a string
+// idempotencyKey.
+func unkeyed(keyed []string, src string) []string {
+	var out []string
+	for _, id := range keyed {
+		m := regexp.MustCompile(`\[Operation\("[A-Z]+",\s*"[^"]+",\s*"` + regexp.QuoteMeta(id) + `"\)\]\s*(?:\[Operation[^\]]*\]\s*)*public [^(]*?\b(\w+)\(`).FindStringSubmatch(src)
+		if m == nil {
+			out = append(out, id+" (no method marked with it)")
+			continue
+		}
+		if !regexp.MustCompile(`public [^(]*\b` + m[1] + `\([^)]*\bstring idempotencyKey\b`).MatchString(src) {
+			out = append(out, id+" ("+m[1]+")")
+		}
+	}
+	return out
+}
+
+// A route that honours an Idempotency-Key is one a game retries after a
+// timeout: the SDK must let it send one (CreateTicketAsync had none, so a
+// create retried was refused 409 TICKET_ACTIVE by the ticket it made).
+func TestCSharpSDKTakesEveryIdempotencyKey(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "Runtime", "RealSyncClient.cs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed := keyedOperations(t, doc)
+	if len(keyed) < 5 {
+		t.Fatalf("read only %d operations taking an Idempotency-Key from openapi.yaml: %v", len(keyed), keyed)
+	}
+	for _, id := range unkeyed(keyed, string(src)) {
+		t.Errorf("openapi.yaml's %s takes an Idempotency-Key, but the C# SDK's method has no overload with a string idempotencyKey", id)
+	}
+	t.Logf("%d operations take an Idempotency-Key, each in the C# SDK: %v", len(keyed), keyed)
+}
