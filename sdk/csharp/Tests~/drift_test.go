@@ -230,5 +230,5 @@ func TestCSharpSDKTakesEveryIdempotencyKey(t *testing.T) {
 	for _, id := range unkeyed(keyed, string(src)) {
 		t.Errorf("openapi.yaml's %s takes an Idempotency-Key, but the C# SDK's method has no overload with a string idempotencyKey", id)
 	}
-	t.Logf("%d operations take an Idempotency-Key, each in the C# SDK: %v", len(keyed), keyed)
+	t.Logf("%d operations take an Idempotency-Key: %v", len(keyed), keyed)
 }
