@@ -110,11 +110,21 @@ cat "$tmp/readme-console/out.txt"
 mkdir -p "$tmp/readme-unity"
 awk '/^## Unity sample/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md" >"$tmp/readme-unity/QuickMatch.cs"
 [ -s "$tmp/readme-unity/QuickMatch.cs" ] || { echo "no csharp block under 'Unity sample' in sdk/csharp/README.md" >&2; exit 1; }
-printf '%s\n' 'namespace UnityEngine { public class Object { } public class MonoBehaviour : Object { } }' \
-  'namespace UnityEngine.UI { public class Text { public string text; } }' >"$tmp/readme-unity/UnityStubs.cs"
+# and docs/GUIDE.md's TicTacToeBoard (the MonoBehaviour around TicTacToe.cs)
+awk '/^And a `MonoBehaviour` that shows it/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$root/docs/GUIDE.md" >"$tmp/readme-unity/TicTacToeBoard.cs"
+[ -s "$tmp/readme-unity/TicTacToeBoard.cs" ] || { echo "no csharp block after 'And a MonoBehaviour that shows it' in docs/GUIDE.md" >&2; exit 1; }
+printf '%s\n' 'namespace UnityEngine { public class Object { } public class Component : Object { public T GetComponentInChildren<T>() { return default(T); } }' \
+  '  public class MonoBehaviour : Component { } }' \
+  'namespace UnityEngine.Events { public class UnityEvent { public void AddListener(System.Action a) { } } }' \
+  'namespace UnityEngine.UI { public class Text : UnityEngine.Component { public string text; }' \
+  '  public class InputField : UnityEngine.Component { public string text; }' \
+  '  public class Button : UnityEngine.Component { public bool interactable; public UnityEngine.Events.UnityEvent onClick = new UnityEngine.Events.UnityEvent(); } }' \
+  >"$tmp/readme-unity/UnityStubs.cs"
 mcs -langversion:7.2 -warnaserror -target:library -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/readme-unity/QuickMatch.dll" \
   "$tmp/readme-unity/QuickMatch.cs" "$tmp/readme-unity/UnityStubs.cs"
-echo "the README's Unity sample compiles"
+mcs -langversion:7.2 -warnaserror -target:library -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/readme-unity/TicTacToeBoard.dll" \
+  "$tmp/readme-unity/TicTacToeBoard.cs" "$tmp/TicTacToe.cs" "$tmp/readme-unity/UnityStubs.cs"
+echo "the README's Unity sample and the guide's TicTacToeBoard compile"
 kill "$consumer_pid" 2>/dev/null || true
 wait "$consumer_pid" 2>/dev/null || true
 
