@@ -26,9 +26,14 @@ namespace RealSync
     public sealed class SseParser
     {
         readonly Decoder decoder = new UTF8Encoding(false, false).GetDecoder();
-        readonly StringBuilder line = new StringBuilder();
+        // The line being read, in a buffer of its own: a field is read from it in place (a game
+        // reads events every frame: a line, its field and its value as strings were three copies
+        // of every event's data, and a heartbeat's line one allocation).
+        char[] line = new char[256];
+        int lineLength;
         readonly StringBuilder data = new StringBuilder();
         string eventType = "";
+        string lastType = ""; // the last event field's value, reused while events repeat it
         bool afterCR;
         bool started;
         char[] chars = new char[0];
@@ -80,44 +85,56 @@ namespace RealSync
                 }
                 if (c == '\r') { afterCR = true; EndLine(); continue; }
                 if (c == '\n') { EndLine(); continue; }
-                line.Append(c);
+                if (lineLength == line.Length) Array.Resize(ref line, 2 * line.Length);
+                line[lineLength++] = c;
             }
         }
 
         void EndLine()
         {
-            var l = line.ToString();
-            line.Length = 0;
-            if (l.Length == 0) { Dispatch(); return; }
-            if (l[0] == ':') { if (OnComment != null) OnComment(l.Substring(1)); return; }
-            string field, value;
-            var colon = l.IndexOf(':');
-            if (colon < 0) { field = l; value = ""; }
-            else
+            var n = lineLength;
+            lineLength = 0;
+            if (n == 0) { Dispatch(); return; }
+            if (line[0] == ':') { if (OnComment != null) OnComment(new string(line, 1, n - 1)); return; }
+            var colon = Array.IndexOf(line, ':', 0, n);
+            var fieldLength = colon < 0 ? n : colon;
+            var start = colon < 0 ? n : colon + 1;
+            if (start < n && line[start] == ' ') start++;
+            var valueLength = n - start;
+            if (Is("data", fieldLength)) data.Append(line, start, valueLength).Append('\n');
+            else if (Is("event", fieldLength))
             {
-                field = l.Substring(0, colon);
-                var start = colon + 1;
-                if (start < l.Length && l[start] == ' ') start++;
-                value = l.Substring(start);
+                if (!Same(lastType, start, valueLength)) lastType = new string(line, start, valueLength);
+                eventType = lastType;
             }
-            switch (field)
+            else if (Is("id", fieldLength))
             {
-                case "event": eventType = value; break;
-                case "data": data.Append(value).Append('\n'); break;
-                case "id": if (value.IndexOf('\0') < 0) LastEventId = value; break;
-                case "retry":
-                    if (value.Length > 0 && value.Length <= 9 && IsDigits(value))
-                    {
-                        Retry = int.Parse(value, System.Globalization.CultureInfo.InvariantCulture);
-                        if (OnRetry != null) OnRetry(Retry.Value);
-                    }
-                    break;
+                if (Array.IndexOf(line, '\0', start, valueLength) < 0) LastEventId = new string(line, start, valueLength);
+            }
+            else if (Is("retry", fieldLength))
+            {
+                if (valueLength > 0 && valueLength <= 9 && IsDigits(start, valueLength))
+                {
+                    Retry = int.Parse(new string(line, start, valueLength), System.Globalization.CultureInfo.InvariantCulture);
+                    if (OnRetry != null) OnRetry(Retry.Value);
+                }
             }
         }
 
-        static bool IsDigits(string s)
+        /// <summary>Is tells whether the line's first length characters are name.</summary>
+        bool Is(string name, int length) { return Same(name, 0, length); }
+
+        /// <summary>Same tells whether the line's characters [start, start+length) are s.</summary>
+        bool Same(string s, int start, int length)
         {
-            foreach (var c in s) if (c < '0' || c > '9') return false;
+            if (s.Length != length) return false;
+            for (var i = 0; i < length; i++) if (line[start + i] != s[i]) return false;
+            return true;
+        }
+
+        bool IsDigits(int start, int length)
+        {
+            for (var i = start; i < start + length; i++) if (line[i] < '0' || line[i] > '9') return false;
             return true;
         }
 

@@ -30,6 +30,7 @@ static class Tests
             T("Json_RejectsBadInput", JsonRejectsBadInput),
             T("Sse_ParserTable", SseParserTable),
             T("Sse_ParserSplitsAnywhere", SseParserSplitsAnywhere),
+            T("Sse_ParserAllocatesLittle", SseParserAllocatesLittle),
             T("Backoff_Caps", BackoffCaps),
             T("Fake_SkipsAppliedVersionsAndResumesFromLastId", FakeSkipsApplied),
             T("Fake_TokenExpiringRenewsAndResumes", FakeTokenExpiring),
@@ -192,6 +193,30 @@ static class Tests
             Check.Eq(want, string.Join(" ; ", Parse(new[] { a, b }, out p)), "split at " + i);
         }
         Check.Eq(want, string.Join(" ; ", Parse(bytes.Select(x => new[] { x }), out p)), "byte by byte");
+    }
+
+    static void SseParserAllocatesLittle()
+    {
+        // A game reads events every frame: the parser copies an event's data once (the string it hands over),
+        // not once per line, field and value; a heartbeat costs nothing.
+        var data = "{\"type\":\"state\",\"roomId\":\"0bdEwaN80PjZzlxV\",\"version\":12,\"ts\":\"2026-11-23T10:00:00.000Z\",\"by\":2," +
+            "\"set\":{\"player_2_x\":1.5,\"player_2_y\":-3.25,\"player_2_hp\":97},\"del\":[],\"stateVersion\":9}";
+        var ev = Encoding.UTF8.GetBytes("id: 12-abc\nevent: state\ndata: " + data + "\n\n");
+        var ping = Encoding.UTF8.GetBytes(": ping\n\n");
+        var p = new SseParser();
+        var n = 0;
+        p.OnEvent = e => n++;
+        for (var i = 0; i < 100; i++) { p.Feed(ev, 0, ev.Length); p.Feed(ping, 0, ping.Length); } // buffers grown
+        const int rounds = 1000;
+        var before = GC.GetAllocatedBytesForCurrentThread();
+        for (var i = 0; i < rounds; i++) p.Feed(ping, 0, ping.Length);
+        Check.Eq(0L, (GC.GetAllocatedBytesForCurrentThread() - before) / rounds, "bytes allocated per heartbeat");
+        before = GC.GetAllocatedBytesForCurrentThread();
+        for (var i = 0; i < rounds; i++) p.Feed(ev, 0, ev.Length);
+        var perEvent = (GC.GetAllocatedBytesForCurrentThread() - before) / rounds;
+        // the data string (2 bytes a character), the id string and the event object: about 2 x data + 150
+        Check.True(perEvent <= 2 * data.Length + 300, "bytes allocated per event: " + perEvent + " for " + data.Length + " characters of data");
+        Check.Eq(100 + rounds, n, "every event");
     }
 
     static void BackoffCaps()
