@@ -53,11 +53,14 @@ mcs -langversion:7.2 -warnaserror -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll 
   "$here/Harness.cs" "$here/Tests.cs" "$here/GuideTest.cs" "$tmp/TicTacToe.cs"
 (cd "$root" && go build -o "$tmp/realsyncd" ./cmd/realsyncd)
 
-# free_port prints a loopback port nothing listens on.
+# free_port prints a loopback port nothing listens on, below the kernel's
+# ephemeral range (32768 and up by default), where the ports the Go tests'
+# servers bind (port 0) and every outgoing connection's come from: a port
+# from there could be taken between this check and the server's bind.
 free_port() {
   local p
   for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   echo "no free loopback port" >&2
