@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -36,17 +37,29 @@ type Server struct {
 	ID   string // Cluster node ID; empty outside a Cluster
 	args []string
 	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd's process has ended
 }
 
 // StartServer starts redis-server on a free loopback port with extra
 // arguments (e.g. "--appendonly", "yes"). Data lives in a fresh directory.
+// A port taken between its choice and the server's bind (by a parallel
+// test's server, an outgoing connection) is given up for another.
 func StartServer(extra ...string) (*Server, error) {
-	s, err := NewServer(extra...)
-	if err != nil {
-		return nil, err
+	for try := 1; ; try++ {
+		s, err := NewServer(extra...)
+		if err != nil {
+			return nil, err
+		}
+		err = s.Start()
+		if err == nil || !errors.Is(err, errPortTaken) || try == 5 {
+			return s, err
+		}
+		s.Stop()
 	}
-	return s, s.Start()
 }
+
+// errPortTaken: the server started did not get its port.
+var errPortTaken = errors.New("redistest: the port was taken")
 
 // NewServer is StartServer without the start: the port and directory are
 // chosen, nothing listens until Start (for tests of a Redis that comes up
@@ -82,8 +95,35 @@ func (s *Server) Start() error {
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
-	go s.cmd.Wait()
-	return waitPing(s.Addr, 10*time.Second)
+	done := make(chan struct{})
+	s.done = done
+	go func() { s.cmd.Wait(); close(done) }()
+	if err := waitPing(s.Addr, 10*time.Second, done); err != nil {
+		return err
+	}
+	// what answers is this process, not another that holds the port
+	if pid, err := serverPid(s.Addr); err != nil || pid != s.cmd.Process.Pid {
+		return fmt.Errorf("%w: %s answers as process %d (%v), not %d", errPortTaken, s.Addr, pid, err, s.cmd.Process.Pid)
+	}
+	return nil
+}
+
+// serverPid is the process id the server at addr reports.
+func serverPid(addr string) (int, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("no process_id in INFO server")
 }
 
 // placed is the command that runs bin with args, on the CPUs of
@@ -105,8 +145,9 @@ func placed(bin string, args []string) (*exec.Cmd, error) {
 func (s *Server) Kill() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
-		for i := 0; i < 100 && pingOK(s.Addr); i++ {
-			time.Sleep(20 * time.Millisecond)
+		select {
+		case <-s.done:
+		case <-time.After(2 * time.Second):
 		}
 	}
 }
@@ -131,13 +172,19 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.Dir)
 }
 
-func waitPing(addr string, timeout time.Duration) error {
+// waitPing waits until the server at addr answers PING; it gives up when
+// exited is closed (the process ended: a port it could not bind).
+func waitPing(addr string, timeout time.Duration, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if pingOK(addr) {
 			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-exited:
+			return fmt.Errorf("%w: redis-server for %s exited", errPortTaken, addr)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	return fmt.Errorf("redis at %s did not answer within %s", addr, timeout)
 }
