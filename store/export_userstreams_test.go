@@ -30,3 +30,18 @@ func (s *Store) LiveUserStreams(ctx context.Context, uid string) ([]string, erro
 	return s.client.ZRangeByScore(ctx, s.sess.StreamsKey(uid),
 		&redis.ZRangeBy{Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
 }
+
+// LapseUserStreams makes every stream lease uid holds lapsed (its expiry
+// in the past), as a dead instance's leases are.
+func (s *Store) LapseUserStreams(ctx context.Context, uid string) error {
+	m, err := s.client.ZRange(ctx, s.sess.StreamsKey(uid), 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	for _, x := range m {
+		if err := s.client.ZAdd(ctx, s.sess.StreamsKey(uid), redis.Z{Score: 1, Member: x}).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -564,12 +564,31 @@ func TestFullRedisIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	// the users' streams counted, as by default (REALSYNC_MAX_STREAMS_PER_USER)
+	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr}, func(c *store.Config) { c.Quotas.StreamsPerUser = 4 })
 	ctx := context.Background()
 	id := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.State = rooms.State{"hp": json.RawMessage("10")} })).Room.ID
 	mustJoin(t, s, bob, id)
 	before, beforeState, err := s.Get(ctx, id, true)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// alice has a personal history and a lobby lease (lapsed by the time
+	// Redis is full): their scripts' first changes when she opens again
+	// (the log's expiry moved, the lapsed lease purged) are commands Redis
+	// does not refuse out of memory, and a script that changed something is
+	// let write past maxmemory
+	sess := sse.Session{UserID: alice.ID, Platform: "pc", ID: "before"}
+	if _, err := s.Sessions().OpenSession(ctx, sess, sse.Cursor{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sessions().CloseSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OpenLobby(ctx, lease("", alice, "lobby-before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LapseUserStreams(ctx, alice.ID); err != nil {
 		t.Fatal(err)
 	}
 	var last error
@@ -602,6 +621,10 @@ func TestFullRedisIsUnavailable(t *testing.T) {
 	// a stream records its presence, a write: refused
 	_, err = s.OpenStream(ctx, lease(id, alice, "oom"), sse.ReadFrom, sse.Cursor{}, 1000)
 	wantErr(t, err, rooms.ErrUnavailable)
+	// and so do a personal stream's session and a lobby stream's lease
+	_, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: alice.ID, Platform: "pc", ID: "oom"}, sse.Cursor{}, 0)
+	wantErr(t, err, rooms.ErrUnavailable)
+	wantErr(t, s.OpenLobby(ctx, lease("", alice, "lobby-oom")), rooms.ErrUnavailable)
 	checkInvariants(t, s)
 }
 

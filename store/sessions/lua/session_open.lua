@@ -63,6 +63,13 @@ local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 
+-- Out of memory (maxmemory, noeviction) Redis refuses a script's write
+-- only while the script has changed nothing yet, and only a write that
+-- may grow memory: this script's first changes (lapsed sessions purged, a
+-- log's expiry moved) are not such writes, and the open would then write
+-- past maxmemory. A ZADD XX of no member changes nothing and is refused
+-- out of memory: the open fails whole, as a room's does.
+redis.call('ZADD', K_SESS, 'XX', 0, '')
 redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
 -- a status that lapsed while online (every instance down for the
 -- linger, no lease left): its offline is announced first, as a close

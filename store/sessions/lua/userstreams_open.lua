@@ -15,6 +15,9 @@ local max, ttl = tonumber(ARGV[2]), tonumber(ARGV[3])
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 
+-- refused out of memory before the purge, a change Redis would let the
+-- ZADD below follow past maxmemory (session_open.lua says why)
+redis.call('ZADD', key, 'XX', 0, '')
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
 local fresh = '0'
 if not redis.call('ZSCORE', key, member) then
