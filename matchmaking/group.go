@@ -25,25 +25,38 @@ type Grouped struct {
 	Region  string
 }
 
-// SearchBudget bounds the search: a try whose walk falls short searches
-// its candidates for at most Try nodes, and a pass (one Group, one run of
-// the pass script) for at most Pass in all; tries after that only walk. A
-// node is one candidate considered at one depth of the search (taken into
-// each team it may join, then skipped). Zero fields take DefaultSearch's.
-type SearchBudget struct {
-	Try, Pass int
+// PassBudget bounds the work of a pass (one GroupWithin, one run of the
+// pass script). Try is the most nodes a try's search visits (a try whose
+// walk falls short searches its candidates; a node is one candidate
+// considered at one depth of the search: taken into each team it may
+// join, then skipped). Work is the pass's work, counted in steps: a try
+// is one step, each ticket its walk looks at one (the one that ends the
+// walk too), each node of its search one. Before each anchor the pass
+// checks its steps: once Work are spent, it ends there (cut) and the next
+// pass starts its walk at that anchor, so a pass holds Redis for a
+// bounded time whatever the queue's shape, and every ticket is still
+// tried as an anchor, in rating order, within a bounded number of passes
+// (each pass tries at least one; a try once started runs whole, so a
+// pass takes at most one try's steps past Work). Zero fields take
+// DefaultBudget's.
+type PassBudget struct {
+	Try, Work int
 }
 
-// DefaultSearch is the budget of every pass the matcher makes.
-var DefaultSearch = SearchBudget{Try: 500, Pass: 20000}
+// DefaultBudget is the budget of every pass the matcher makes: 500 nodes
+// a try, 12 000 steps a pass (BenchmarkPass in store/tickets: a pass
+// whose every try walks a whole window of 5 v 5 parties that never fill
+// holds Redis about 10 ms; docs/PERFORMANCE-HISTORY.md, "A pass's work
+// bounded").
+var DefaultBudget = PassBudget{Try: 500, Work: 12000}
 
-// OrDefault is b with its zero fields DefaultSearch's.
-func (b SearchBudget) OrDefault() SearchBudget {
+// OrDefault is b with its zero fields DefaultBudget's.
+func (b PassBudget) OrDefault() PassBudget {
 	if b.Try <= 0 {
-		b.Try = DefaultSearch.Try
+		b.Try = DefaultBudget.Try
 	}
-	if b.Pass <= 0 {
-		b.Pass = DefaultSearch.Pass
+	if b.Work <= 0 {
+		b.Work = DefaultBudget.Work
 	}
 	return b
 }
@@ -60,15 +73,20 @@ func (b SearchBudget) OrDefault() SearchBudget {
 // room that holds it) is skipped and stays queued. The try is a match
 // when it has Size() players (or, one team of min..max, at least
 // Needed()). When that walk falls short, the try searches the anchor's
-// candidates for a subset that makes a match (search), within the
-// search's budget (DefaultSearch). Parties are never split; no ticket is
-// in two matches.
+// candidates for a subset that makes a match (search). The pass is
+// bounded by DefaultBudget: the anchors after its cut are not tried
+// (GroupWithin says where it was cut). Parties are never split; no ticket
+// is in two matches.
 func Group(r Rules, entries []Entry, now time.Time) []Grouped {
-	return GroupWithin(r, entries, now, DefaultSearch)
+	gs, _ := GroupWithin(r, entries, now, DefaultBudget)
+	return gs
 }
 
-// GroupWithin is Group with the search's budget b (OrDefault).
-func GroupWithin(r Rules, entries []Entry, now time.Time, b SearchBudget) []Grouped {
+// GroupWithin is Group within the budget b (OrDefault); cut is the ID of
+// the ticket before which b.Work ran out (the first not grouped whose
+// tries were not made: where the next pass starts), "" when every ticket
+// was tried.
+func GroupWithin(r Rules, entries []Entry, now time.Time, b PassBudget) (gs []Grouped, cut string) {
 	b = b.OrDefault()
 	es := append([]Entry(nil), entries...)
 	sort.Slice(es, func(i, j int) bool {
@@ -78,32 +96,35 @@ func GroupWithin(r Rules, entries []Entry, now time.Time, b SearchBudget) []Grou
 		return es[i].ID < es[j].ID
 	})
 	used := make([]bool, len(es))
-	budget := b.Pass
-	var out []Grouped
+	work := b.Work
 	for i := range es {
 		if used[i] {
 			continue
 		}
+		if work <= 0 {
+			return gs, es[i].ID
+		}
 		a := es[i]
 		wa := r.WindowAt(now.Sub(a.Created))
 		for _, reg := range r.RegionsAt(a.Regions, now.Sub(a.Created)) {
-			if g, ok := r.try(es, used, i, wa, reg, now, b.Try, &budget); ok {
-				out = append(out, g)
+			if g, ok := r.try(es, used, i, wa, reg, now, b.Try, &work); ok {
+				gs = append(gs, g)
 				break
 			}
 		}
 	}
-	return out
+	return gs, ""
 }
 
 // try makes a match from anchor i (window wa) in region reg, by the walk,
 // or when the walk falls short by the search, which visits at most nodes
-// nodes and budget's (the pass's nodes left); on success it marks the
-// tickets used.
-func (r Rules) try(es []Entry, used []bool, i int, wa float64, reg string, now time.Time, nodes int, budget *int) (Grouped, bool) {
-	picked, teams, cands := r.walk(es, used, i, wa, reg, now)
-	if picked == nil && *budget > 0 {
-		picked, teams = r.search(es, i, wa, cands, nodes, budget)
+// nodes; it takes its steps (PassBudget) from *work, and on success marks
+// the tickets used.
+func (r Rules) try(es []Entry, used []bool, i int, wa float64, reg string, now time.Time, nodes int, work *int) (Grouped, bool) {
+	*work--
+	picked, teams, cands := r.walk(es, used, i, wa, reg, now, work)
+	if picked == nil {
+		picked, teams = r.search(es, i, wa, cands, nodes, work)
 	}
 	if picked == nil {
 		return Grouped{}, false
@@ -132,7 +153,9 @@ type cand struct {
 // try falls short, nil and instead the anchor's candidates: every ticket
 // after it within wa that has its EqKey, is open in reg and whose own
 // window holds its spread (those the walk passed, then the rest of wa).
-func (r Rules) walk(es []Entry, used []bool, i int, wa float64, reg string, now time.Time) (picked, teams []int, cands []cand) {
+// Each ticket it looks at (used ones and the one that ends it too) is a
+// step taken from *work.
+func (r Rules) walk(es []Entry, used []bool, i int, wa float64, reg string, now time.Time, work *int) (picked, teams []int, cands []cand) {
 	free := make([]int, r.Teams)
 	for t := range free {
 		free[t] = r.teamCap()
@@ -147,6 +170,7 @@ func (r Rules) walk(es []Entry, used []bool, i int, wa float64, reg string, now 
 	total, minW := a.Size, wa
 	j := i + 1
 	for ; j < len(es) && total < r.Size(); j++ {
+		*work--
 		if used[j] {
 			continue
 		}
@@ -169,6 +193,7 @@ func (r Rules) walk(es []Entry, used []bool, i int, wa float64, reg string, now 
 		return picked, teams, nil
 	}
 	for ; j < len(es); j++ {
+		*work--
 		if used[j] {
 			continue
 		}
@@ -202,12 +227,12 @@ func (r Rules) candidate(a, e Entry, j int, reg string, now time.Time) (c cand, 
 // or (a match of exactly Size() players, every team full) that have no
 // parties that add up to some team's free seats.
 // The first match found is the walk's whenever the walk makes one (it is
-// the search's first branch). It visits at most nodes nodes and *budget,
-// which it decrements; nil when it found none within them.
-func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, budget *int) (picked, teams []int) {
+// the search's first branch). It visits at most nodes nodes, each a step
+// taken from *work; nil when it found none within them.
+func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, work *int) (picked, teams []int) {
 	n, c1 := len(cands), r.teamCap()+1
 	s := searcher{r: r, es: es, cands: cands, sum: make([]int, n+1), least: make([]int, n+1),
-		free: make([]int, r.Teams), nodes: nodes, budget: budget}
+		free: make([]int, r.Teams), nodes: nodes, work: work}
 	s.least[n] = c1
 	exact := r.Size() == r.Needed()
 	if exact {
@@ -244,7 +269,7 @@ func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, bu
 // players they hold (sum), the smallest party (least) and, when every
 // team must be full, whether some of their parties add up to f players
 // (reach[k*(teamCap+1)+f]); the teams' free seats and the tickets picked
-// so far (a stack); the nodes left.
+// so far (a stack); the nodes left, and the pass's steps left.
 type searcher struct {
 	r          Rules
 	es         []Entry
@@ -255,8 +280,8 @@ type searcher struct {
 	picked     []int
 	teams      []int
 	nodes      int
-	budget     *int
-	out        bool // the budget ran out
+	work       *int
+	out        bool // the nodes ran out
 }
 
 // from searches on from candidate k with total players picked, minW the
@@ -268,12 +293,12 @@ func (s *searcher) from(k, total int, minW float64) bool {
 		return true
 	}
 	for ; ; k++ {
-		if s.nodes <= 0 || *s.budget <= 0 {
+		if s.nodes <= 0 {
 			s.out = true
 			return false
 		}
 		s.nodes--
-		*s.budget--
+		*s.work--
 		if k == len(s.cands) || s.cands[k].spread > minW || total+s.sum[k] < s.r.Needed() || s.least[k] > maxFree(s.free) ||
 			!s.fillable(k) {
 			return total >= s.r.Needed()

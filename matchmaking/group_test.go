@@ -157,7 +157,8 @@ func TestSearchFirstMatchIsTheWalks(t *testing.T) {
 			used := make([]bool, len(es))
 			for i := range es {
 				wa := r.WindowAt(now.Sub(es[i].Created))
-				picked, teams, _ := r.walk(es, used, i, wa, "eu", now)
+				work := 1 << 30
+				picked, teams, _ := r.walk(es, used, i, wa, "eu", now, &work)
 				if picked == nil {
 					continue
 				}
@@ -168,8 +169,7 @@ func TestSearchFirstMatchIsTheWalks(t *testing.T) {
 						cands = append(cands, c)
 					}
 				}
-				budget := 1 << 30
-				sp, st := r.search(es, i, wa, cands, 1<<30, &budget)
+				sp, st := r.search(es, i, wa, cands, 1<<30, &work)
 				if !reflect.DeepEqual(sp, picked) || !reflect.DeepEqual(st, teams) {
 					t.Fatalf("%+v anchor %d: the walk picked %v teams %v, the search %v teams %v", r, i, picked, teams, sp, st)
 				}
@@ -194,15 +194,16 @@ func TestSearchEndsWhenNoTeamCanBeFilled(t *testing.T) {
 	}
 	used := make([]bool, len(es))
 	for i := range es {
-		picked, _, cands := r.walk(es, used, i, 100, "eu", now)
+		work := 0
+		picked, _, cands := r.walk(es, used, i, 100, "eu", now, &work)
 		if picked != nil {
 			t.Fatalf("the walk from %d matched %v", i, picked)
 		}
-		budget := DefaultSearch.Pass
-		if p, _ := r.search(es, i, 100, cands, DefaultSearch.Try, &budget); p != nil {
+		work = 0
+		if p, _ := r.search(es, i, 100, cands, DefaultBudget.Try, &work); p != nil {
 			t.Fatalf("the search from %d matched %v", i, p)
 		}
-		if spent := DefaultSearch.Pass - budget; spent > 1 {
+		if spent := -work; spent > 1 {
 			t.Fatalf("the search from %d (%d candidates) visited %d nodes", i, len(cands), spent)
 		}
 	}

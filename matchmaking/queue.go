@@ -45,22 +45,28 @@ type Pass struct {
 	Matches []Match
 	// Next is where the next pass's walk starts (PassParams.From).
 	Next string
+	// Cut is the ticket before which the pass's budget (PassBudget.Work)
+	// ran out: the first it did not try, where Next starts; "" when the
+	// pass tried every ticket of its page.
+	Cut string
 }
 
 // PassParams bound a pass.
 type PassParams struct {
 	// Walk is the most queued tickets a pass considers, in rating order
-	// from From (a page: "" from the lowest; then the last pass's Next),
-	// Sweep the most schedule entries it handles.
+	// from From (a page: "" from the lowest; then the last pass's Next,
+	// which after a cut names the ticket it starts at), Sweep the most
+	// schedule entries it handles.
 	Walk, Sweep int
 	From        string
 	// Grace is how long a final ticket stays readable.
 	Grace time.Duration
 	// Now fixes the pass's clock (tests); zero: Redis's.
 	Now time.Time
-	// Search bounds the search of tries the walk left short (zero:
-	// DefaultSearch).
-	Search SearchBudget
+	// Budget bounds the pass's work: its tries' searches, and its walks
+	// and searches together, after which it is cut (zero fields:
+	// DefaultBudget's).
+	Budget PassBudget
 }
 
 // SeatsRefusedError is a backfill's hold that its room refused for Users

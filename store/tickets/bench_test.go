@@ -22,10 +22,14 @@ import (
 // can be made of them: every try falls short, and its search ends at once,
 // no party adding up to a team's free seats), and parties of 4 with a solo
 // every 200th ticket (a match only where two solos are within a window:
-// the worst case, searches that find nothing until the budget ends, for a
-// pass the whole of it): the Redis time of the pass script (INFO
-// commandstats, on a redis-server of its own, so other tests do not count)
-// and the tickets it matched per second of that time.
+// the worst case: every try walks its whole window, about 200 tickets,
+// and searches, finding nothing): the Redis time of the pass script (INFO
+// commandstats, on a redis-server of its own, so other tests do not count),
+// the tickets it matched, the passes cut by the budget (PassBudget.Work:
+// the default's but where a case says) and the tickets it matched per
+// second of that time. A case walks its whole queue as one page, or a
+// page of 1 000 (the matcher's); "unbounded" is a budget no pass spends
+// (the work of a whole page, as before the bound).
 //
 //	go test -run '^$' -bench BenchmarkPass -benchtime 10x ./store/tickets/
 func BenchmarkPass(b *testing.B) {
@@ -43,25 +47,34 @@ func BenchmarkPass(b *testing.B) {
 		name   string
 		r      matchmaking.Rules
 		size   func(i int) int // the i-th ticket's players
-		search matchmaking.SearchBudget
+		budget matchmaking.PassBudget
 	}{
-		{500, "", matchmaking.Default(), nil, matchmaking.SearchBudget{}},
-		{2000, "", matchmaking.Default(), nil, matchmaking.SearchBudget{}},
-		{2000, "2v2-parties", teams(2), func(i int) int { return 2 - min(i%5, 1) }, matchmaking.SearchBudget{}},
-		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }, matchmaking.SearchBudget{}},
-		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.SearchBudget{}},
-		{2000, "5v5-fours", teams(5), fours, matchmaking.SearchBudget{}},
+		{500, "", matchmaking.Default(), nil, matchmaking.PassBudget{}},
+		{2000, "", matchmaking.Default(), nil, matchmaking.PassBudget{}},
+		{2000, "2v2-parties", teams(2), func(i int) int { return 2 - min(i%5, 1) }, matchmaking.PassBudget{}},
+		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }, matchmaking.PassBudget{}},
+		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}},
+		{2000, "5v5-fours", teams(5), fours, matchmaking.PassBudget{}},
+		// the matcher's page of 1 000 of the two worst queues
+		{2000, "5v5-even,page=1000", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}},
+		{2000, "5v5-fours,page=1000", teams(5), fours, matchmaking.PassBudget{}},
 		// the same with a search of one node: the walk's share
-		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
+		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.PassBudget{Try: 1}},
+		// and with no bound: the whole page's work
+		{2000, "5v5-even,unbounded", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{Work: 1 << 30}},
+		{2000, "5v5-fours,unbounded", teams(5), fours, matchmaking.PassBudget{Work: 1 << 30}},
 		// 150 tickets within one window (spread over 1000..1100), parties of 4
-		// and one solo: a short walk, searches that spend a pass's whole
-		// budget; then a search of one node
-		{150, "5v5-fours,one-window", teams(5), fours, matchmaking.SearchBudget{}},
-		{150, "5v5-fours,one-window,search=1", teams(5), fours, matchmaking.SearchBudget{Try: 1, Pass: 1}},
+		// and one solo: a short walk, searches of 500 nodes each, fruitless;
+		// then a search of one node
+		{150, "5v5-fours,one-window", teams(5), fours, matchmaking.PassBudget{}},
+		{150, "5v5-fours,one-window,search=1", teams(5), fours, matchmaking.PassBudget{Try: 1}},
 	} {
-		queued, r, spread := tc.queued, tc.r, 1000.0
+		queued, r, spread, walk := tc.queued, tc.r, 1000.0, tc.queued
 		if strings.Contains(tc.name, "one-window") {
 			spread = 100
+		}
+		if strings.Contains(tc.name, "page=1000") {
+			walk = 1000
 		}
 		name := fmt.Sprintf("queued=%d", queued)
 		if tc.name != "" {
@@ -83,7 +96,7 @@ func BenchmarkPass(b *testing.B) {
 			b.Cleanup(func() { s.Close() })
 			e := env{rooms: s, tickets: tickets.New(s.Base(), s.UserLogs())}
 			rng := rand.New(rand.NewPCG(1, 2))
-			var usec, matched int64
+			var usec, matched, cut int64
 			for b.Loop() {
 				b.StopTimer()
 				for i := range queued {
@@ -103,7 +116,7 @@ func BenchmarkPass(b *testing.B) {
 				}
 				before := evalsha(b, e)
 				b.StartTimer()
-				p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: queued, Sweep: 1000, Grace: time.Minute, Search: tc.search})
+				p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: walk, Sweep: 1000, Grace: time.Minute, Budget: tc.budget})
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)
@@ -112,12 +125,16 @@ func BenchmarkPass(b *testing.B) {
 				for _, m := range p.Matches {
 					matched += int64(len(m.Tickets))
 				}
+				if p.Cut != "" {
+					cut++
+				}
 				// empty the queue for the next round
 				e.rooms.Client().FlushAll(ctx)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(usec)/float64(b.N), "redis-µs/pass")
 			b.ReportMetric(float64(matched)/float64(b.N), "matched/pass")
+			b.ReportMetric(float64(cut)/float64(b.N), "cut/pass")
 			b.ReportMetric(float64(matched)/(float64(usec)/1e6), "matched/redis-s")
 		})
 	}

@@ -57,7 +57,7 @@ type passCall struct {
 	prefix, mode                      string
 	now                               string // "": Redis's clock
 	from                              string // where the walk starts
-	search                            matchmaking.SearchBudget
+	budget                            matchmaking.PassBudget
 }
 
 func (passCall) Script() *redisx.Script { return passScript }
@@ -74,7 +74,7 @@ func (c passCall) KeysArgs() ([]string, []any) {
 	return []string{c.tickets, c.schedule, c.queue, c.pending, c.backfill}, []any{c.r.Teams, teamCap, c.r.Size(), c.r.Needed(),
 		w.Start, w.Step, time.Duration(w.Every).Milliseconds(), w.Max, time.Duration(c.r.RegionFallback).Milliseconds(),
 		c.grace, c.walk, c.prefix, c.mode, c.sweep, c.now, backfill, c.from, MaxBarred,
-		c.search.Try, c.search.Pass}
+		c.budget.Try, c.budget.Work}
 }
 
 // MaxBarred is the most rooms a ticket is barred from (a ticket's "nb",

@@ -17,8 +17,11 @@ import (
 // widened by a fixed clock: 2 v 2 with parties of 2; 5 v 5 with parties of
 // 1 to 5, where the walk falls short often and the search matters (the
 // search must make more of the matches than a budget of one node does);
-// the same 5 v 5 queue on a budget so small that it runs out within the
-// pass (the budget's count is the same in both); one team of 6..8.
+// one team of 6..8; and 2 v 2 and 5 v 5 on a budget so small that each
+// pass is cut after a few tries: the script is cut before the anchor the
+// reference is cut at (their steps counted the same), and the passes that
+// follow, each from the last one's cursor, group as the reference does
+// from that anchor on, until a pass tries every ticket left.
 func TestPassMatchesReferenceGrouping(t *testing.T) {
 	rs := mustRules(t, `
 modes:
@@ -44,12 +47,13 @@ modes:
 	for _, tc := range []struct {
 		name, mode string
 		size       func(rng *rand.Rand) int
-		budget     matchmaking.SearchBudget
+		budget     matchmaking.PassBudget
 	}{
-		{"2v2", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.SearchBudget{}},
-		{"5v5", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{}},
-		{"5v5-small-budget", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{Try: 8, Pass: 40}},
-		{"ffa", "ffa", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.SearchBudget{}},
+		{"2v2", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{}},
+		{"5v5", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{}},
+		{"ffa", "ffa", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{}},
+		{"2v2-cut", "squad", func(rng *rand.Rand) int { return 2 - min(rng.IntN(3), 1) }, matchmaking.PassBudget{Work: 40}},
+		{"5v5-cut", "five", func(rng *rand.Rand) int { return 1 + rng.IntN(5) }, matchmaking.PassBudget{Try: 8, Work: 120}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rs.Of(tc.mode)
@@ -61,7 +65,7 @@ modes:
 }
 
 func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.RuleSet, mode string, r matchmaking.Rules,
-	size func(*rand.Rand) int, budget matchmaking.SearchBudget) {
+	size func(*rand.Rand) int, budget matchmaking.PassBudget) {
 	ctx := context.Background()
 	e := open(t, b, rs)
 	rng := rand.New(rand.NewPCG(1, uint64(len(b.Name))))
@@ -93,56 +97,87 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 			Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes)})
 		last = tk.CreatedAt
 	}
-	searched := 0  // tickets matched beyond a budget of one node
-	bound := false // a round the budget changed
+	rated := map[string]float64{}
+	for _, en := range entries {
+		rated[en.ID] = en.Rating
+	}
+	searched := 0 // tickets matched beyond a search of one node
+	cuts := 0     // passes cut by the budget
 	for round, wait := range []time.Duration{0, 3 * time.Second, 9 * time.Second} {
 		now := last.Add(wait)
-		want := matchmaking.GroupWithin(r, entries, now, budget)
-		bound = bound || !reflect.DeepEqual(want, matchmaking.GroupWithin(r, entries, now, matchmaking.SearchBudget{Try: 1 << 20, Pass: 1 << 30}))
-		searched += playersIn(want, entries) - playersIn(matchmaking.GroupWithin(r, entries, now, matchmaking.SearchBudget{Try: 1, Pass: 1}), entries)
-		p, err := e.tickets.Pass(ctx, mode, r, matchmaking.PassParams{Walk: 1000, Sweep: 1000, Grace: time.Minute, Now: now, Search: budget})
-		if err != nil {
-			t.Fatal(err)
+		all, _ := matchmaking.GroupWithin(r, entries, now, matchmaking.PassBudget{Try: budget.Try, Work: 1 << 30})
+		if round > 0 && len(all) == 0 {
+			t.Fatalf("round %d can make no match: the test checks nothing", round)
 		}
-		var got []matchmaking.Grouped
-		for _, m := range p.Matches {
-			g := matchmaking.Grouped{Region: m.Region}
-			for _, mt := range m.Tickets {
-				g.Tickets, g.Teams = append(g.Tickets, mt.ID), append(g.Teams, mt.Team)
+		walked, _ := matchmaking.GroupWithin(r, entries, now, matchmaking.PassBudget{Try: 1, Work: 1 << 30})
+		searched += playersIn(all, entries) - playersIn(walked, entries)
+		// the round's passes, each from the last one's cursor, until one
+		// tries every ticket left
+		from, at := "", ""
+		for call := 0; ; call++ {
+			if call > len(entries) {
+				t.Fatalf("round %d: %d passes and still cut", round, call)
 			}
-			got = append(got, g)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("round %d: the pass grouped\n%v\nthe reference\n%v", round, got, want)
-		}
-		if round > 0 && len(want) == 0 {
-			t.Fatalf("round %d made no match: the test checks nothing", round)
-		}
-		// the next round sees the queue without the matched tickets
-		matched := map[string]bool{}
-		for _, g := range want {
-			for _, id := range g.Tickets {
-				matched[id] = true
+			var view []matchmaking.Entry // the tickets from the cut on
+			for _, en := range entries {
+				if at == "" || en.Rating > rated[at] || en.Rating == rated[at] && en.ID >= at {
+					view = append(view, en)
+				}
 			}
-		}
-		var rest []matchmaking.Entry
-		for _, en := range entries {
-			if !matched[en.ID] {
-				rest = append(rest, en)
+			want, wantCut := matchmaking.GroupWithin(r, view, now, budget)
+			p, err := e.tickets.Pass(ctx, mode, r, matchmaking.PassParams{Walk: 1000, Sweep: 1000, Grace: time.Minute, Now: now,
+				Budget: budget, From: from})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		entries = rest
-		if n, _ := e.tickets.Searching(ctx, mode); n != len(entries) {
-			t.Fatalf("round %d: queue holds %d, want %d", round, n, len(entries))
+			var got []matchmaking.Grouped
+			for _, m := range p.Matches {
+				g := matchmaking.Grouped{Region: m.Region}
+				for _, mt := range m.Tickets {
+					g.Tickets, g.Teams = append(g.Tickets, mt.ID), append(g.Teams, mt.Team)
+				}
+				got = append(got, g)
+			}
+			if !reflect.DeepEqual(got, want) || p.Cut != wantCut {
+				t.Fatalf("round %d pass %d: the pass grouped\n%v\ncut at %q; the reference\n%v\ncut at %q", round, call, got, p.Cut, want, wantCut)
+			}
+			// the next pass sees the queue without the matched tickets
+			matched := map[string]bool{}
+			for _, g := range want {
+				for _, id := range g.Tickets {
+					matched[id] = true
+				}
+			}
+			var rest []matchmaking.Entry
+			for _, en := range entries {
+				if !matched[en.ID] {
+					rest = append(rest, en)
+				}
+			}
+			entries = rest
+			if n, _ := e.tickets.Searching(ctx, mode); n != len(entries) {
+				t.Fatalf("round %d pass %d: queue holds %d, want %d", round, call, n, len(entries))
+			}
+			if p.Cut == "" {
+				if p.Next != "" {
+					t.Fatalf("round %d pass %d: not cut, next %q", round, call, p.Next)
+				}
+				break
+			}
+			cuts++
+			from, at = p.Next, p.Cut
 		}
 	}
-	if budget != (matchmaking.SearchBudget{}) && !bound {
-		t.Fatalf("the budget %+v changed no round: the test checks not its count", budget)
+	if budget.Work != 0 && cuts < 10 {
+		t.Fatalf("the budget %+v cut %d passes: the test checks little of the cut", budget, cuts)
+	}
+	if budget.Work == 0 && cuts != 0 {
+		t.Fatalf("the default budget cut %d passes of 160 tickets", cuts)
 	}
 	if r.TeamSize == 5 && searched <= 0 {
 		t.Fatalf("the search matched %d players more than the walk: the test checks little of it", searched)
 	}
-	t.Logf("%d players matched by the search beyond the walk", searched)
+	t.Logf("%d players matched by the search beyond the walk, %d passes cut", searched, cuts)
 }
 
 // playersIn is the players of the matches gs, of entries.
@@ -163,7 +198,20 @@ func playersIn(gs []matchmaking.Grouped, entries []matchmaking.Entry) int {
 // A queue larger than a pass's walk is walked a page a pass, so tickets
 // rated above the first page are matched too (without paging, the five
 // lone tickets at the bottom would fill every page: seen failing, 0 of 40).
+// So it is with passes cut after a try or two (a budget of 4 steps), each
+// going on from the last one's cut, within a page or across into the
+// next.
 func TestPassWalksTheQueueInPages(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget matchmaking.PassBudget
+		passes int
+	}{{"whole-pages", matchmaking.PassBudget{}, 30}, {"cut-passes", matchmaking.PassBudget{Work: 4}, 100}} {
+		t.Run(tc.name, func(t *testing.T) { walksInPages(t, tc.budget, tc.passes) })
+	}
+}
+
+func walksInPages(t *testing.T, budget matchmaking.PassBudget, passes int) {
 	r := matchmaking.Default() // ±100
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
@@ -182,19 +230,26 @@ func TestPassWalksTheQueueInPages(t *testing.T) {
 			add(fmt.Sprintf("a%d", k), float64(1000+1000*k))
 			add(fmt.Sprintf("b%d", k), float64(1000+1000*k+50))
 		}
-		from, matched := "", 0
-		for pass := 0; pass < 30 && matched < 40; pass++ {
-			p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: 3, Sweep: 100, Grace: time.Minute, From: from})
+		from, matched, cut := "", 0, 0
+		for pass := 0; pass < passes && matched < 40; pass++ {
+			p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: 3, Sweep: 100, Grace: time.Minute, From: from,
+				Budget: budget})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, m := range p.Matches {
 				matched += len(m.Tickets)
 			}
+			if p.Cut != "" {
+				cut++
+			}
 			from = p.Next
 		}
 		if n, _ := e.tickets.Searching(ctx, "duel"); matched != 40 || n != 5 {
-			t.Fatalf("matched %d of 40 in 30 passes of 3, %d left", matched, n)
+			t.Fatalf("matched %d of 40 in %d passes of 3, %d left", matched, passes, n)
+		}
+		if budget.Work != 0 && cut == 0 {
+			t.Fatal("no pass was cut: the test checks nothing of the cut")
 		}
 	})
 }
@@ -322,5 +377,46 @@ func TestPassSearchKeepsEveryWindow(t *testing.T) {
 		if len(p.Matches) != 0 {
 			t.Fatalf("the pass matched %+v", p.Matches)
 		}
+	})
+}
+
+// Searches are shared fairly over the queue: the lowest tickets (parties
+// of 4 and one solo in 5 v 5, ±100: no match, each try's search fruitless)
+// spend a pass's whole budget, and the tester's parties above them
+// (TestPassPartiesOf5v5: a match only the search finds) are matched all
+// the same within a few passes, each pass going on from where the last
+// one's budget ran out.
+func TestPassSearchBudgetIsSharedFairly(t *testing.T) {
+	r := matchmaking.Rules{Teams: 2, TeamSize: 5, Window: matchmaking.Window{Start: 100}}
+	budget := matchmaking.PassBudget{Try: 8, Work: 60}
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		for k := range 12 {
+			size := 4
+			if k == 6 {
+				size = 1
+			}
+			addParty(t, e, fmt.Sprintf("low%d", k), float64(1000+5*k), size)
+		}
+		addParty(t, e, "a", 1500, 2)
+		addParty(t, e, "four", 1510, 4)
+		addParty(t, e, "c", 1520, 3)
+		addParty(t, e, "d", 1530, 3)
+		addParty(t, e, "f", 1540, 2)
+		from := ""
+		for pass := range 20 {
+			p, err := e.tickets.Pass(ctx, "squad", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute,
+				From: from, Budget: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Matches) > 0 {
+				t.Logf("matched in pass %d", pass)
+				return
+			}
+			from = p.Next
+		}
+		t.Fatal("the parties above the low tickets were not matched in 20 passes")
 	})
 }

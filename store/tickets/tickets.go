@@ -312,11 +312,13 @@ func decodeMatch(raw string) (matchmaking.Match, error) {
 	return m, nil
 }
 
-// Pass implements matchmaking.Queue with one script.
+// Pass implements matchmaking.Queue with one script: one call, however
+// large the queue, bounded by p.Budget (a cut pass's Next names the ticket
+// the next call starts at).
 func (s *Store) Pass(ctx context.Context, mode string, r matchmaking.Rules, p matchmaking.PassParams) (matchmaking.Pass, error) {
 	c := passCall{tickets: s.modeTickets(mode), schedule: s.schedule(mode), queue: s.queue(mode), pending: s.pending(mode),
 		backfill: s.backfill(mode), r: r, grace: p.Grace.Milliseconds(), walk: p.Walk, sweep: p.Sweep, mode: mode,
-		prefix: mode + "-" + strings.ToLower(rand.Text()[:12]) + "-", from: p.From, search: p.Search.OrDefault()}
+		prefix: mode + "-" + strings.ToLower(rand.Text()[:12]) + "-", from: p.From, budget: p.Budget.OrDefault()}
 	if !p.Now.IsZero() {
 		c.now = strconv.FormatInt(p.Now.UnixMilli(), 10)
 	}
@@ -324,10 +326,14 @@ func (s *Store) Pass(ctx context.Context, mode string, r matchmaking.Rules, p ma
 	if err != nil {
 		return matchmaking.Pass{}, err
 	}
+	if len(rest) < 3 {
+		return matchmaking.Pass{}, fmt.Errorf("store: unexpected ticket_pass reply %v", rest)
+	}
 	n, _ := rest[0].(int64)
 	next, _ := rest[1].(string)
-	out := matchmaking.Pass{Expired: int(n), Next: next}
-	for _, v := range rest[2:] {
+	cut, _ := rest[2].(string)
+	out := matchmaking.Pass{Expired: int(n), Next: next, Cut: cut}
+	for _, v := range rest[3:] {
 		raw, _ := v.(string)
 		m, err := decodeMatch(raw)
 		if err != nil {

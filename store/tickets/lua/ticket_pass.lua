@@ -14,11 +14,11 @@
 --    a user refused by more rooms than that (banned by each) would be
 --    offered them again in turn, refused each round, and, backfill coming
 --    first, never reach the walk while they had free seats.
--- 3. The walk: ARGV[11] tickets in rating order (ties by id) from the
---    rating ARGV[17] on (a page: a large queue is walked a page a pass,
---    the next page starting a window's width before this one ends, so
---    groups across the edge are still found; after the last page the walk
---    starts again from the lowest rating);
+-- 3. The walk: ARGV[11] tickets in rating order (ties by id) from
+--    ARGV[17] on (a page: a large queue is walked a page a pass, the next
+--    page starting a window's width before this one ends, so groups
+--    across the edge are still found; after the last page the walk starts
+--    again from the lowest rating);
 --    each not yet grouped anchors a try in each region open to it (its
 --    first at once, the next after each fallback wait), in preference
 --    order: the tickets after it join while the spread from the anchor is
@@ -26,8 +26,13 @@
 --    waited, at most max) and their own, when they have the anchor's eq
 --    key, are open in the region, and fit a team (best fit: the least room
 --    that holds the whole party); a try that falls short searches the
---    anchor's candidates for a subset that makes a match, within a budget
---    of nodes (ARGV[19] a try, ARGV[20] a pass). A try with at least
+--    anchor's candidates for a subset that makes a match, within ARGV[19]
+--    nodes. The pass's work is bounded (matchmaking.PassBudget): a try
+--    is a step, each ticket its walk looks at one, each search node one;
+--    before each anchor the pass checks its steps, and once ARGV[20] are
+--    spent it is cut there: the next pass starts at that anchor (its
+--    reply's cursor), so one script holds Redis a bounded time whatever
+--    the queue's shape. A try with at least
 --    ARGV[4] players is a match: its tickets are marked matched (match id, region, team) in
 --    this script, leave the queue, and the match is recorded as pending
 --    until Go has made its room (ticket_assign).
@@ -46,14 +51,16 @@
 -- ARGV[15] now, ms ("": Redis TIME; tests fix it)
 -- ARGV[16] the TTL of KEYS[5], ms: backfill its rooms first, and keep it
 --          that long after this pass ("": the mode does not backfill)
--- ARGV[17] where the walk starts: a rating, "(rating" (after it), or ""
---          (the lowest)
+-- ARGV[17] where the walk starts: a rating, "(rating" (after it), ""
+--          (the lowest), or "rating id" (a cut pass's cursor: at ticket
+--          id, or from its rating when it left the queue)
 -- ARGV[18] the most rooms a ticket is barred from (ticket_requeue's
 --          ARGV[5]): a ticket with so many is backfilled no more
--- ARGV[19] the search's nodes a try at most  ARGV[20] its nodes a pass at
---          most
+-- ARGV[19] the search's nodes a try at most  ARGV[20] the pass's steps
+--          (tries, tickets walked, search nodes) before it is cut
 -- Reply: {"OK", expired count, where the next pass starts ("": from the
---        lowest), match JSON...}
+--        lowest), the ticket the pass was cut at ("": not cut), match
+--        JSON...}
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local teams, cap, size, needed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local wstart, wstep, wevery, wmax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -116,16 +123,28 @@ local function best_fit(free, n)
 end
 
 local es = {}
-local from = ARGV[17]
-if from == '' then from = '-inf' end
-local raw = redis.call('ZRANGEBYSCORE', queue, from, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
-local next_from = ''
-if #raw / 2 >= limit then
-  local first, last = tonumber(raw[2]), tonumber(raw[#raw])
-  if last - wmax > first then
-    next_from = string.format('%.17g', last - wmax)
+local from, raw = ARGV[17], nil
+local at_rating, at_id = string.match(from, '^(%S+) (%S+)$')
+if at_id then
+  local rank = redis.call('ZRANK', queue, at_id)
+  if rank then
+    raw = redis.call('ZRANGE', queue, rank, rank + limit - 1, 'WITHSCORES')
   else
-    next_from = '(' .. string.format('%.17g', last)
+    from = at_rating -- it left the queue: from its rating (ties before it again)
+  end
+end
+if not raw then
+  if from == '' then from = '-inf' end
+  raw = redis.call('ZRANGEBYSCORE', queue, from, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+end
+-- a full page: the next starts a window's width before this one ends
+local next_page = ''
+local page_first, page_last = tonumber(raw[2]), tonumber(raw[#raw])
+if #raw / 2 >= limit then
+  if page_last - wmax > page_first then
+    next_page = string.format('%.17g', page_last - wmax)
+  else
+    next_page = '(' .. string.format('%.17g', page_last)
   end
 end
 for i = 1, #raw, 2 do
@@ -193,6 +212,9 @@ local function candidate(a, e, j, reg)
   return nil
 end
 
+-- the pass's steps left (ARGV[20]; walk and search take theirs)
+local work = tonumber(ARGV[20])
+
 local function walk(i, a, wa, reg)
   local free = {}
   for t = 1, teams do free[t] = cap end
@@ -203,6 +225,7 @@ local function walk(i, a, wa, reg)
   local total, minw = a.size, wa
   local j = i + 1
   while j <= #es and total < size do
+    work = work - 1
     if not used[j] then
       if es[j].rating - a.rating > minw then break end
       local c = candidate(a, es[j], j, reg)
@@ -221,6 +244,7 @@ local function walk(i, a, wa, reg)
   end
   if total >= needed then return picked, tms end
   while j <= #es do
+    work = work - 1
     if not used[j] then
       if es[j].rating - a.rating > wa then break end
       local c = candidate(a, es[j], j, reg)
@@ -240,11 +264,9 @@ end
 -- candidates left hold too few players or none that fits a team, or
 -- (every team full) no parties that add up to some team's free seats. Its
 -- first match is the walk's whenever the walk makes one. A node is a
--- candidate considered at one depth: at most ARGV[19] a try and ARGV[20]
--- a pass (matchmaking.SearchBudget); after that a try only walks
--- (matchmaking.Rules.search is the same in Go).
+-- candidate considered at one depth: at most ARGV[19] a try, each a step
+-- of the pass's (matchmaking.Rules.search is the same in Go).
 local try_nodes = tonumber(ARGV[19])
-local pass_nodes = tonumber(ARGV[20])
 
 local function search(i, a, wa, cands)
   local n, c1 = #cands, cap + 1
@@ -292,11 +314,11 @@ local function search(i, a, wa, cands)
   local function from(k, total, minw)
     if total >= size then return true end
     while true do
-      if nodes <= 0 or pass_nodes <= 0 then
+      if nodes <= 0 then
         out = true
         return false
       end
-      nodes, pass_nodes = nodes - 1, pass_nodes - 1
+      nodes, work = nodes - 1, work - 1
       if k > n or cands[k].spread > minw or total + sum[k] < needed or least[k] > max_free() or
           not fillable(k) then
         return total >= needed
@@ -331,14 +353,20 @@ local function search(i, a, wa, cands)
   return nil
 end
 
+local cut = nil -- the anchor before which the steps ran out
 for i = 1, #es do
   if not used[i] then
+    if work <= 0 then
+      cut = i
+      break
+    end
     local a = es[i]
     local wa = window(now - a.st.cr)
     for k = 1, opened(a, now - a.st.cr) do
       local reg = a.regions[k]
+      work = work - 1
       local picked, tms, cands = walk(i, a, wa, reg)
-      if not picked and pass_nodes > 0 then picked, tms = search(i, a, wa, cands) end
+      if not picked then picked, tms = search(i, a, wa, cands) end
       if picked then
         for _, p in ipairs(picked) do used[p] = true end
         matches[#matches + 1] = {reg = reg, picked = picked, teams = tms}
@@ -348,7 +376,19 @@ for i = 1, #es do
   end
 end
 
-local out = {'OK', expired, next_from}
+-- where the next pass starts: a cut one at the anchor it did not try
+-- (the tries before it had their whole windows), but when the anchor is
+-- within a window's width of a full page's end (the page's next start is
+-- before it: the tries from there on had their windows cut by the page's
+-- end); else the next page, or the lowest
+local next_from, cut_id = next_page, ''
+if cut then
+  cut_id = es[cut].id
+  if next_page == '' or string.sub(next_page, 1, 1) == '(' or es[cut].rating <= page_last - wmax then
+    next_from = string.format('%.17g', es[cut].rating) .. ' ' .. cut_id
+  end
+end
+local out = {'OK', expired, next_from, cut_id}
 for m, g in ipairs(matches) do
   local mid = prefix .. m
   local list = {}
