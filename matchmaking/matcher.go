@@ -40,6 +40,9 @@ type Observer interface {
 	// "expired" (a pass of this instance's) or "cancelled" (through this
 	// instance).
 	Ended(mode, outcome string, n int)
+	// PassCut counts a pass of mode, this instance's, cut by its budget
+	// (PassBudget.Work): the next pass goes on from there.
+	PassCut(mode string)
 }
 
 // MatcherConfig is what a Matcher needs; cmd/realsyncd wires it.
@@ -65,8 +68,11 @@ type MatcherConfig struct {
 	PassTimeout time.Duration
 	// Hold is how long a match's seats are reserved (DefaultHold).
 	Hold time.Duration
-	// Walk and Sweep bound a pass (DefaultWalk, DefaultSweep).
+	// Walk and Sweep bound a pass (DefaultWalk, DefaultSweep), and so
+	// does Budget (zero fields: DefaultBudget's): a pass cut by it ends
+	// early, the mode's next pass going on from the cut (PassCut).
 	Walk, Sweep int
+	Budget      PassBudget
 }
 
 // Matcher runs the passes: each round, for every mode with tickets, it
@@ -273,13 +279,17 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	m.mu.Lock()
 	from := m.from[mode]
 	m.mu.Unlock()
-	p, err := m.cfg.Queue.Pass(ctx, mode, r, PassParams{Walk: m.cfg.Walk, Sweep: m.cfg.Sweep, Grace: m.cfg.Grace, From: from})
+	p, err := m.cfg.Queue.Pass(ctx, mode, r, PassParams{Walk: m.cfg.Walk, Sweep: m.cfg.Sweep, Grace: m.cfg.Grace, From: from,
+		Budget: m.cfg.Budget})
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
 	m.from[mode] = p.Next
 	m.mu.Unlock()
+	if p.Cut != "" && m.cfg.Observer != nil {
+		m.cfg.Observer.PassCut(mode)
+	}
 	errs := m.completeAll(ctx, mode, p.Matches, r)
 	if p.Expired > 0 && m.cfg.Observer != nil {
 		m.cfg.Observer.Ended(mode, "expired", p.Expired)

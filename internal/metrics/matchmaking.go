@@ -10,13 +10,15 @@ import (
 
 // mmMetrics are the matcher's (issue 17):
 // realsync_matchmaking_tickets{mode}, realsync_matchmaking_matches_total{mode},
-// realsync_matchmaking_time_to_match_seconds{mode} and
-// realsync_matchmaking_tickets_ended_total{mode,outcome}.
+// realsync_matchmaking_time_to_match_seconds{mode},
+// realsync_matchmaking_tickets_ended_total{mode,outcome} and
+// realsync_matchmaking_pass_cut_total{mode}.
 type mmMetrics struct {
 	tickets *prometheus.GaugeVec
 	matches *prometheus.CounterVec
 	wait    *prometheus.HistogramVec
 	ended   *prometheus.CounterVec
+	cut     *prometheus.CounterVec
 }
 
 var _ matchmaking.Observer = (*Metrics)(nil)
@@ -34,8 +36,11 @@ func newMatchmakingMetrics(reg prometheus.Registerer) mmMetrics {
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_tickets_ended_total",
 			Help: "Tickets that ended unmatched, by mode and outcome: expired (by this instance's matcher) or cancelled (through this instance)."},
 			[]string{"mode", "outcome"}),
+		cut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_pass_cut_total",
+			Help: "Passes of this instance's matcher cut by their work budget (the next pass goes on from the cut), by mode."},
+			[]string{"mode"}),
 	}
-	reg.MustRegister(m.tickets, m.matches, m.wait, m.ended)
+	reg.MustRegister(m.tickets, m.matches, m.wait, m.ended, m.cut)
 	return m
 }
 
@@ -61,4 +66,9 @@ func (m *Metrics) Matched(mode string, waits []time.Duration) {
 // Ended implements matchmaking.Observer.
 func (m *Metrics) Ended(mode, outcome string, n int) {
 	m.matchmaking.ended.WithLabelValues(mode, outcome).Add(float64(n))
+}
+
+// PassCut implements matchmaking.Observer.
+func (m *Metrics) PassCut(mode string) {
+	m.matchmaking.cut.WithLabelValues(mode).Inc()
 }

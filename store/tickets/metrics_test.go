@@ -3,6 +3,7 @@ package tickets_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -256,4 +257,38 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("%s: not within %s", what, d)
 		}
 	}
+}
+
+// A pass cut by its budget is counted (realsync_matchmaking_pass_cut_total)
+// and the mode's next pass goes on from the cut: six pairs far apart, a
+// budget of one step (a pass tries one anchor), six rounds make the six
+// matches, the first five cut.
+func TestCutPassesAreCountedAndGoOn(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel:\n    window: {start: 100}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e, reg := openObserved(t, b, rs)
+		for k := range 6 {
+			for i := range 2 {
+				rating := float64(1000*(k+1) + 10*i)
+				if _, err := e.svc.Create(ctx, player(fmt.Sprintf("p%d-%d", k, i)), matchmaking.TicketParams{Mode: "duel",
+					Regions: []string{"eu"}, Rating: &rating}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a",
+			Budget: matchmaking.PassBudget{Work: 1}})
+		for round := 1; round <= 6; round++ {
+			m.Round(ctx)
+			matches, _ := promtest.Sample(t, reg, "realsync_matchmaking_matches_total", "mode", "duel")
+			cut, _ := promtest.Sample(t, reg, "realsync_matchmaking_pass_cut_total", "mode", "duel")
+			if want := min(round, 5); matches != float64(round) || cut != float64(want) {
+				t.Fatalf("after round %d: %v matches, %v passes cut; want %d and %d", round, matches, cut, round, want)
+			}
+		}
+		if n, _ := e.tickets.Searching(ctx, "duel"); n != 0 {
+			t.Fatalf("%d tickets left searching", n)
+		}
+	})
 }
