@@ -147,17 +147,25 @@ if #raw / 2 >= limit then
     next_page = '(' .. string.format('%.17g', page_last)
   end
 end
-for i = 1, #raw, 2 do
-  local id = raw[i]
-  local r = redis.call('HMGET', tickets, id .. ':g', id .. ':s')
-  local st = r[2] and cjson.decode(r[2])
-  if not r[1] or not st or st.st ~= 'searching' then
-    redis.call('ZREM', queue, id) -- no record, or final: never matched
-  elseif st.ex > now then
-    local g = cjson.decode(r[1])
-    es[#es + 1] = {id = id, rating = tonumber(raw[i + 1]), size = g.size, regions = g.regions,
-      eq = g.eq, users = g.users, st = st}
+-- the page's tickets are read as the pass reaches them: has(n) reads
+-- them until es holds n (a cut pass reads no further than its last
+-- try's window); false when the page has no more
+local raw_at = 1
+local function has(n)
+  while #es < n and raw_at <= #raw do
+    local id = raw[raw_at]
+    local r = redis.call('HMGET', tickets, id .. ':g', id .. ':s')
+    local st = r[2] and cjson.decode(r[2])
+    if not r[1] or not st or st.st ~= 'searching' then
+      redis.call('ZREM', queue, id) -- no record, or final: never matched
+    elseif st.ex > now then
+      local g = cjson.decode(r[1])
+      es[#es + 1] = {id = id, rating = tonumber(raw[raw_at + 1]), size = g.size, regions = g.regions,
+        eq = g.eq, users = g.users, st = st}
+    end
+    raw_at = raw_at + 2
   end
+  return #es >= n
 end
 
 local used, matches = {}, {}
@@ -167,6 +175,7 @@ if ARGV[16] ~= '' then
   -- the rooms stay recorded while the mode has passes, however long
   -- they go unchanged (full rooms of long matches)
   redis.call('PEXPIRE', backfill, tonumber(ARGV[16]))
+  has(math.huge) -- every ticket of the page is offered to the rooms
   local raw_rooms = redis.call('HGETALL', backfill)
   local open_rooms = {}
   for i = 1, #raw_rooms, 2 do open_rooms[#open_rooms + 1] = {id = raw_rooms[i], r = cjson.decode(raw_rooms[i + 1])} end
@@ -224,7 +233,7 @@ local function walk(i, a, wa, reg)
   local picked, tms, cands = {i}, {t}, {}
   local total, minw = a.size, wa
   local j = i + 1
-  while j <= #es and total < size do
+  while total < size and has(j) do
     work = work - 1
     if not used[j] then
       if es[j].rating - a.rating > minw then break end
@@ -243,7 +252,7 @@ local function walk(i, a, wa, reg)
     j = j + 1
   end
   if total >= needed then return picked, tms end
-  while j <= #es do
+  while has(j) do
     work = work - 1
     if not used[j] then
       if es[j].rating - a.rating > wa then break end
@@ -354,7 +363,8 @@ local function search(i, a, wa, cands)
 end
 
 local cut = nil -- the anchor before which the steps ran out
-for i = 1, #es do
+local i = 1
+while has(i) do
   if not used[i] then
     if work <= 0 then
       cut = i
@@ -374,6 +384,7 @@ for i = 1, #es do
       end
     end
   end
+  i = i + 1
 end
 
 -- where the next pass starts: a cut one at the anchor it did not try
