@@ -25,7 +25,9 @@ import (
 // the worst case: every try walks its whole window, about 200 tickets,
 // and searches, finding nothing): the Redis time of the pass script (INFO
 // commandstats, on a redis-server of its own, so other tests do not count),
-// the tickets it matched, the passes cut by the budget (PassBudget.Work:
+// the Redis CPU of the pass (INFO cpu, user and system: what a loaded
+// machine's other processes stretch less than the script's time), the
+// tickets it matched, the passes cut by the budget (PassBudget.Work:
 // the default's but where a case says) and the tickets it matched per
 // second of that time. A case walks its whole queue as one page, or a
 // page of 1 000 (the matcher's); "unbounded" is a budget no pass spends
@@ -58,6 +60,9 @@ func BenchmarkPass(b *testing.B) {
 		// the matcher's page of 1 000 of the two worst queues
 		{2000, "5v5-even,page=1000", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}},
 		{2000, "5v5-fours,page=1000", teams(5), fours, matchmaking.PassBudget{}},
+		// a pass that tries one anchor: the page's reading, the pass's
+		// fixed cost
+		{2000, "5v5-even,page=1000,work=1", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{Work: 1}},
 		// the same with a search of one node: the walk's share
 		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.PassBudget{Try: 1}},
 		// and with no bound: the whole page's work
@@ -97,6 +102,7 @@ func BenchmarkPass(b *testing.B) {
 			e := env{rooms: s, tickets: tickets.New(s.Base(), s.UserLogs())}
 			rng := rand.New(rand.NewPCG(1, 2))
 			var usec, matched, cut int64
+			var cpu float64
 			for b.Loop() {
 				b.StopTimer()
 				for i := range queued {
@@ -114,13 +120,14 @@ func BenchmarkPass(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				before := evalsha(b, e)
+				before, cpu0 := evalsha(b, e), redisCPU(b, e)
 				b.StartTimer()
 				p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: walk, Sweep: 1000, Grace: time.Minute, Budget: tc.budget})
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)
 				}
+				cpu += redisCPU(b, e) - cpu0
 				usec += evalsha(b, e).Sub(before).Usec
 				for _, m := range p.Matches {
 					matched += int64(len(m.Tickets))
@@ -133,6 +140,7 @@ func BenchmarkPass(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(usec)/float64(b.N), "redis-µs/pass")
+			b.ReportMetric(cpu*1e6/float64(b.N), "redis-cpu-µs/pass")
 			b.ReportMetric(float64(matched)/float64(b.N), "matched/pass")
 			b.ReportMetric(float64(cut)/float64(b.N), "cut/pass")
 			b.ReportMetric(float64(matched)/(float64(usec)/1e6), "matched/redis-s")
