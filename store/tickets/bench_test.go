@@ -57,7 +57,9 @@ func BenchmarkPass(b *testing.B) {
 		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }, matchmaking.PassBudget{}},
 		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}},
 		{2000, "5v5-fours", teams(5), fours, matchmaking.PassBudget{}},
-		// the matcher's page of 1 000 of the two worst queues
+		// the matcher's page of 1 000: duels, all matched (the most writes),
+		// and the two worst queues
+		{2000, "page=1000", matchmaking.Default(), nil, matchmaking.PassBudget{}},
 		{2000, "5v5-even,page=1000", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}},
 		{2000, "5v5-fours,page=1000", teams(5), fours, matchmaking.PassBudget{}},
 		// a pass that tries one anchor: the page's reading, the pass's
