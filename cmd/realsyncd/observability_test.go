@@ -84,6 +84,7 @@ func TestDeployMetricsList(t *testing.T) {
 	m.Searching("duel", 3)
 	m.Matched("duel", []time.Duration{time.Second})
 	m.Ended("duel", "expired", 1)
+	m.PassCut("duel")
 
 	mfs, err := reg.Gather()
 	if err != nil {
