@@ -45,9 +45,9 @@ type PassBudget struct {
 
 // DefaultBudget is the budget of every pass the matcher makes: 500 nodes
 // a try, 12 000 steps a pass (BenchmarkPass in store/tickets: a pass
-// whose every try walks a whole window of 5 v 5 parties that never fill
-// holds Redis about 10 ms; docs/PERFORMANCE-HISTORY.md, "A pass's work
-// bounded").
+// whose every try walks a whole window of 5 v 5 parties that never fill,
+// and searches, holds Redis 10–15 ms on a shared 2-vCPU machine;
+// docs/PERFORMANCE-HISTORY.md, "A pass's work bounded").
 var DefaultBudget = PassBudget{Try: 500, Work: 12000}
 
 // OrDefault is b with its zero fields DefaultBudget's.
