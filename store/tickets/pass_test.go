@@ -420,3 +420,43 @@ func TestPassSearchBudgetIsSharedFairly(t *testing.T) {
 		t.Fatal("the parties above the low tickets were not matched in 20 passes")
 	})
 }
+
+// A pass cut within a window's width of its page's end goes on from where
+// the next page starts (a window's width before the end), not from the
+// cut: the tries before the cut there had their windows cut by the page's
+// end. 2 v 2, pages of 3, a budget of 4 steps: the first pass tries the
+// lone ticket at 0 and the party at 1950, whose walk ends with the page
+// (the solo at 2000 is no match), and is cut at the solo; from the cut,
+// the next pages would be [solo, party at 2040] and then the lowest
+// again, the two parties never on one page; from 1900 they are matched.
+func TestPassCutNearAPageEnd(t *testing.T) {
+	r := matchmaking.Rules{Teams: 2, TeamSize: 2, Window: matchmaking.Window{Start: 100, Max: 100}} // as normalized
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		addParty(t, e, "lone", 0, 1)
+		p1, solo, p2 := addParty(t, e, "p1", 1950, 2), addParty(t, e, "solo", 2000, 1), addParty(t, e, "p2", 2040, 2)
+		params := matchmaking.PassParams{Walk: 3, Sweep: 100, Grace: time.Minute, Budget: matchmaking.PassBudget{Work: 4}}
+		for pass := range 10 {
+			p, err := e.tickets.Pass(ctx, "squad", r, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pass == 0 && p.Cut != solo {
+				t.Fatalf("the first pass was cut at %q, want the solo %s: the test checks nothing", p.Cut, solo)
+			}
+			if len(p.Matches) > 0 {
+				var got []string
+				for _, mt := range p.Matches[0].Tickets {
+					got = append(got, mt.ID)
+				}
+				if want := []string{p1, p2}; len(p.Matches) != 1 || !reflect.DeepEqual(got, want) {
+					t.Fatalf("pass %d matched %+v, want the parties %v", pass, p.Matches, want)
+				}
+				return
+			}
+			params.From = p.Next
+		}
+		t.Fatal("the parties at 1950 and 2040 were not matched in 10 passes")
+	})
+}
