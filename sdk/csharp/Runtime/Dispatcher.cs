@@ -32,6 +32,7 @@ namespace RealSync
         readonly ConcurrentQueue<Action> queue = new ConcurrentQueue<Action>();
         readonly object gate = new object();
         readonly Action<Exception> handlerError;
+        bool running; // Immediate: work is running (under gate)
 
         public Dispatcher(LiveDispatch mode, SynchronizationContext context, Action<Exception> handlerError)
         {
@@ -64,8 +65,22 @@ namespace RealSync
                 default:
                     lock (gate)
                     {
-                        try { work(); }
-                        catch (Exception e) { if (handlerError != null) handlerError(e); }
+                        queue.Enqueue(work);
+                        // Work posted by work running on this thread (a handler that calls Close() or the
+                        // client's Dispose()) runs after it, as in the other modes: run at once, the Closed
+                        // it posts came before the rest of the event's C# events (Change after Closed).
+                        if (running) return;
+                        running = true;
+                        try
+                        {
+                            Action next;
+                            while (queue.TryDequeue(out next))
+                            {
+                                try { next(); }
+                                catch (Exception e) { if (handlerError != null) handlerError(e); }
+                            }
+                        }
+                        finally { running = false; }
                     }
                     break;
             }
@@ -83,6 +98,7 @@ namespace RealSync
         /// <summary>DispatchPending runs the queued work (Queue mode) on the caller's thread; returns how many.</summary>
         public int DispatchPending()
         {
+            if (mode == LiveDispatch.Immediate) return 0; // its queue holds only the work posted by running work
             var n = 0;
             lock (gate)
             {

@@ -436,24 +436,35 @@ static class Tests
         // Review finding 5: Close() from a handler, with more events in the same read.
         var events = new StringBuilder(Snapshot(1, "t"));
         for (var v = 2; v <= 21; v++) events.Append(StateEvent(v, "t", "{\"n\":" + v + "}", "[]", v));
+        // Or the client's Dispose() from a handler (a game that quits on an event): it closes the stream.
+        foreach (var byClient in new[] { false, true })
         foreach (var dispatch in new[] { LiveDispatch.Immediate, LiveDispatch.Queue })
         {
+            var what = (byClient ? "client.Dispose() in a handler, " : "Close() in a handler, ") + dispatch;
             var h = new FakeHandler().Then(FakeHandler.Sse(events.ToString(), hang: true));
             var opts = Fast();
             opts.Dispatch = dispatch;
-            var live = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1))).Live("r1", opts);
+            var client = FakeClient(h, FakeHandler.Jwt(DateTime.UtcNow.AddHours(1)));
+            var live = client.Live("r1", opts);
             var rec = new Recorder();
             rec.Watch(live);
-            live.StateChanged += e => { rec.Add("state v" + e.Version); if (e.Version == 2) live.Close(); };
+            live.StateChanged += e =>
+            {
+                rec.Add("state v" + e.Version);
+                if (e.Version != 2) return;
+                if (byClient) client.Dispose();
+                else live.Close();
+            };
+            live.Change += e => rec.Add("change " + e.Type + " v" + e.Version); // raised after StateChanged, for the same event
             live.Start();
-            await Check.WaitFor(() => rec.Has("closed closed"), dispatch + ": closed", live);
+            await Check.WaitFor(() => rec.Has("closed closed"), what + ": closed", live);
             await Task.Delay(100); // anything the stream would still raise
             for (var i = 0; i < 3; i++) live.DispatchPending();
             var items = rec.Items;
-            Check.Eq("closed closed", items.Last(), dispatch + ": Closed is the last event: " + string.Join(",", items));
-            Check.Eq(1, items.Count(x => x.StartsWith("state")), dispatch + ": one state event");
-            Check.Eq(2L, live.Version, dispatch + ": the version stays that of the last event raised");
-            Check.Eq(2L, live.State.Get("n"), dispatch + ": the state stays that of the last event raised");
+            Check.Eq("closed closed", items.Last(), what + ": Closed is the last event: " + string.Join(",", items));
+            Check.Eq(1, items.Count(x => x.StartsWith("state")), what + ": one state event");
+            Check.Eq(2L, live.Version, what + ": the version stays that of the last event raised");
+            Check.Eq(2L, live.State.Get("n"), what + ": the state stays that of the last event raised");
         }
 
         // Close() by the game while events wait in the queue: only Closed is raised.
