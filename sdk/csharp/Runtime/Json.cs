@@ -126,10 +126,17 @@ namespace RealSync
             throw new ArgumentException("JSON: cannot write a value of type " + v.GetType().FullName);
         }
 
+        /// <summary>WriteDouble writes a double as text that reads back as the same double: "R", checked,
+        /// else 17 digits (Mono's and .NET Framework's "R" gives 15 digits for a few doubles in a million,
+        /// another double: 0.84551240822557006 as 0.84551240822557).</summary>
         static void WriteDouble(StringBuilder sb, double d)
         {
             if (double.IsNaN(d) || double.IsInfinity(d)) throw new ArgumentException("JSON: numbers must be finite");
-            sb.Append(d.ToString("R", CultureInfo.InvariantCulture));
+            var text = d.ToString("R", CultureInfo.InvariantCulture);
+            double back;
+            if (!double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out back) || back != d)
+                text = d.ToString("G17", CultureInfo.InvariantCulture); // seventeen digits always round-trip
+            sb.Append(text);
         }
 
         /// <summary>WriteFloat writes a float's shortest round-trip text (0.1f as 0.1): widened to a

@@ -122,6 +122,18 @@ static class Tests
         Check.Eq(-1.0, pos.Double("z", -1), "absent: the default");
         foreach (var f in new[] { 0.1f, 1.1f, -3.3f, 1e20f, 1.5e-7f, float.MaxValue, float.Epsilon, 123456.79f })
             Check.Eq(f, (float)(double)Json.Parse(Json.Write(f)), "float round trip of " + f.ToString("R", System.Globalization.CultureInfo.InvariantCulture));
+        // Mono's (and .NET Framework's) "R" gives 15 digits for these, another double: written, each reads back as itself
+        foreach (var d in new[] { 0.84551240822557006, 96.105835259010007, -1.0254143839013001E-146, 0.1, 1e300, double.Epsilon })
+            Check.Eq(d, (double)Json.Parse(Json.Write(d)), "double round trip of " + d.ToString("G17", System.Globalization.CultureInfo.InvariantCulture));
+        // and in a culture with a decimal comma
+        var culture = System.Threading.Thread.CurrentThread.CurrentCulture;
+        System.Threading.Thread.CurrentThread.CurrentCulture = new System.Globalization.CultureInfo("de-DE");
+        try
+        {
+            Check.Eq("[1.5,-2.25,0.1,1.5E-07]", Json.Write(new object[] { 1.5f, -2.25, 0.1, 1.5e-7f }), "numbers under de-DE");
+            Check.Eq(-1500.0, Json.ParseObject("{\"a\":-1.5e3}").Double("a"), "read under de-DE");
+        }
+        finally { System.Threading.Thread.CurrentThread.CurrentCulture = culture; }
     }
 
     static void JsonRejectsBadInput()
