@@ -21,7 +21,7 @@ namespace RealSync
     /// sequence), lines ended by CRLF, LF or CR, a leading BOM skipped,
     /// comment lines (":") ignored, fields event, data (multi-line), id
     /// (ignored when it contains NUL; it persists across events) and retry
-    /// (digits only), an event dispatched at a blank line when it has data.
+    /// (digits only; beyond int.MaxValue ms, int.MaxValue), an event dispatched at a blank line when it has data.
     /// </summary>
     public sealed class SseParser
     {
@@ -113,9 +113,12 @@ namespace RealSync
             }
             else if (Is("retry", fieldLength))
             {
-                if (valueLength > 0 && valueLength <= 9 && IsDigits(start, valueLength))
+                if (valueLength > 0 && IsDigits(start, valueLength))
                 {
-                    Retry = int.Parse(new string(line, start, valueLength), System.Globalization.CultureInfo.InvariantCulture);
+                    // any number of digits (leading zeros too, as the standard says); beyond an int, the largest
+                    long ms = 0;
+                    for (var i = start; i < start + valueLength; i++) ms = Math.Min(ms * 10 + (line[i] - '0'), int.MaxValue);
+                    Retry = (int)ms;
                     if (OnRetry != null) OnRetry(Retry.Value);
                 }
             }
