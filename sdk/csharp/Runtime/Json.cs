@@ -139,8 +139,9 @@ namespace RealSync
             sb.Append(text);
         }
 
-        /// <summary>WriteFloat writes a float's shortest round-trip text (0.1f as 0.1): widened to a
-        /// double first it would be 0.10000000149011612, a Unity position's every coordinate so.</summary>
+        /// <summary>WriteFloat writes a float as text that reads back as the same float, in at most 9
+        /// digits (0.1f as 0.1; not always the fewest: 123456.79f as 123456.789): widened to a double
+        /// first it would be 0.10000000149011612, a Unity position's every coordinate so.</summary>
         static void WriteFloat(StringBuilder sb, float f)
         {
             if (float.IsNaN(f) || float.IsInfinity(f)) throw new ArgumentException("JSON: numbers must be finite");

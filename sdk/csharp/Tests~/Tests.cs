@@ -122,6 +122,16 @@ static class Tests
         Check.Eq(-1.0, pos.Double("z", -1), "absent: the default");
         foreach (var f in new[] { 0.1f, 1.1f, -3.3f, 1e20f, 1.5e-7f, float.MaxValue, float.Epsilon, 123456.79f })
             Check.Eq(f, (float)(double)Json.Parse(Json.Write(f)), "float round trip of " + f.ToString("R", System.Globalization.CultureInfo.InvariantCulture));
+        // JSON has no NaN or infinity: the caller's mistake, before anything is sent
+        foreach (var bad in new object[] { float.NaN, double.PositiveInfinity, float.NegativeInfinity, new[] { 1f, float.NaN } })
+        {
+            try
+            {
+                Json.Write(bad);
+                throw new Check.CheckFailed("wrote " + bad);
+            }
+            catch (ArgumentException e) { Check.Eq("JSON: numbers must be finite", e.Message, "the message"); }
+        }
         // Mono's (and .NET Framework's) "R" gives 15 digits for these, another double: written, each reads back as itself
         foreach (var d in new[] { 0.84551240822557006, 96.105835259010007, -1.0254143839013001E-146, 0.1, 1e300, double.Epsilon })
             Check.Eq(d, (double)Json.Parse(Json.Write(d)), "double round trip of " + d.ToString("G17", System.Globalization.CultureInfo.InvariantCulture));
@@ -768,6 +778,8 @@ static class Tests
             { "GetTicketAsync(\"\")", () => client.GetTicketAsync("") },
             { "SendDirectMessageAsync(\"\")", () => client.SendDirectMessageAsync("", "chat", 1) },
             { "Live(\"\")", () => { client.Live(""); return Task.CompletedTask; } },
+            // JSON has no NaN (a Unity vector normalized from zero)
+            { "PatchStateAsync(NaN)", () => client.PatchStateAsync("r1", new Dictionary<string, object> { { "x", float.NaN } }) },
         };
         foreach (var c in calls)
         {
