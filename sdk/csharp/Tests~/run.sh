@@ -117,7 +117,9 @@ awk '/^## Unity sample/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/
 awk '/^And a `MonoBehaviour` that shows it/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$root/docs/GUIDE.md" >"$tmp/readme-unity/TicTacToeBoard.cs"
 [ -s "$tmp/readme-unity/TicTacToeBoard.cs" ] || { echo "no csharp block after 'And a MonoBehaviour that shows it' in docs/GUIDE.md" >&2; exit 1; }
 printf '%s\n' 'namespace UnityEngine { public class Object { } public class Component : Object { public T GetComponentInChildren<T>() { return default(T); } }' \
-  '  public class MonoBehaviour : Component { } }' \
+  '  public class MonoBehaviour : Component { }' \
+  '  public static class Debug { public static void Log(object message) { } }' \
+  '  public static class PlayerPrefs { public static string GetString(string key, string defaultValue) { return defaultValue; } public static void SetString(string key, string value) { } } }' \
   'namespace UnityEngine.Events { public class UnityEvent { public void AddListener(System.Action a) { } } }' \
   'namespace UnityEngine.UI { public class Text : UnityEngine.Component { public string text; }' \
   '  public class InputField : UnityEngine.Component { public string text; }' \
@@ -127,7 +129,19 @@ mcs -langversion:7.2 -warnaserror -target:library -r:"$tmp/RealSync.dll" -r:Syst
   "$tmp/readme-unity/QuickMatch.cs" "$tmp/readme-unity/UnityStubs.cs"
 mcs -langversion:7.2 -warnaserror -target:library -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/readme-unity/TicTacToeBoard.dll" \
   "$tmp/readme-unity/TicTacToeBoard.cs" "$tmp/TicTacToe.cs" "$tmp/readme-unity/UnityStubs.cs"
-echo "the README's Unity sample and the guide's TicTacToeBoard compile"
+# the README's personal stream and matchmaking ticket snippets (their first csharp blocks), one after the other in a method
+{
+  printf '%s\n' 'using System; using System.Collections.Generic; using System.Threading.Tasks; using RealSync; using UnityEngine;' \
+    'class Snippets { async Task Run(RealSyncClient client) {'
+  awk '/^## The personal stream/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md"
+  awk '/^### Matchmaking tickets/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md"
+  echo '} }'
+} >"$tmp/readme-unity/Snippets.cs"
+grep -q 'client.Me(' "$tmp/readme-unity/Snippets.cs" && grep -q 'CreateTicketAsync' "$tmp/readme-unity/Snippets.cs" ||
+  { echo "no csharp blocks under 'The personal stream' and 'Matchmaking tickets' in sdk/csharp/README.md" >&2; exit 1; }
+mcs -langversion:7.2 -warnaserror -target:library -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/readme-unity/Snippets.dll" \
+  "$tmp/readme-unity/Snippets.cs" "$tmp/readme-unity/UnityStubs.cs"
+echo "the README's Unity sample, personal stream and ticket snippets and the guide's TicTacToeBoard compile"
 kill "$consumer_pid" 2>/dev/null || true
 wait "$consumer_pid" 2>/dev/null || true
 
