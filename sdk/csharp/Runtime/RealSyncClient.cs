@@ -57,7 +57,7 @@ namespace RealSync
         string unrenewable; // a token the server refused to renew (REFRESH_NOT_ALLOWED)
         readonly Dictionary<string, int> playerIds = new Dictionary<string, int>(); // room id -> the caller's playerId
         readonly HashSet<LiveStream> streams = new HashSet<LiveStream>(); // the live streams not ended yet, closed by Dispose
-        bool disposed; // under streams' lock
+        bool disposed; // set under streams' lock
 
         /// <summary>A client of the server at opts.BaseUrl (an absolute http:// or https:// URL, else ArgumentException).</summary>
         public RealSyncClient(RealSyncOptions opts)
@@ -696,6 +696,7 @@ namespace RealSync
                 try { await FreshTokenAsync(null, ct).ConfigureAwait(false); }
                 catch (RealSyncException) { }
             }
+            if (Volatile.Read(ref disposed)) throw Disposed("it sends no request");
             using (var req = new HttpRequestMessage(method, BaseUrl + path))
             {
                 var t = Token;
@@ -718,6 +719,11 @@ namespace RealSync
                 catch (OperationCanceledException) when (ct.IsCancellationRequested)
                 {
                     throw;
+                }
+                catch (Exception e) when ((e is OperationCanceledException || e is ObjectDisposedException) && Volatile.Read(ref disposed))
+                {
+                    // Dispose() cancelled it: no network failure to resend
+                    throw Disposed("the request was abandoned");
                 }
                 catch (OperationCanceledException e)
                 {
@@ -767,13 +773,18 @@ namespace RealSync
             }
         }
 
+        static ObjectDisposedException Disposed(string what)
+        {
+            return new ObjectDisposedException(nameof(RealSyncClient), "the RealSyncClient was disposed: " + what);
+        }
+
         /// <summary>Track registers a live stream of this client, which Dispose closes; it throws
         /// ObjectDisposedException once the client is disposed.</summary>
         internal void Track(LiveStream s)
         {
             lock (streams)
             {
-                if (disposed) throw new ObjectDisposedException(nameof(RealSyncClient), "the RealSyncClient was disposed: it opens no live stream");
+                if (disposed) throw Disposed("it opens no live stream");
                 streams.Add(s);
             }
         }
@@ -788,7 +799,8 @@ namespace RealSync
         /// Dispose closes every live stream this client made that is still open (each raises Closed,
         /// reason Closed, where its events are raised: they would otherwise stay connected, and
         /// retry forever on the disposed client once dropped), then releases the HTTP handler when
-        /// the client made it. Live, Lobby and Me then throw ObjectDisposedException.
+        /// the client made it. Live, Lobby and Me then throw ObjectDisposedException, and so do the REST
+        /// calls, those it was waiting for too (no network failure to resend).
         /// </summary>
         public void Dispose()
         {

@@ -53,6 +53,7 @@ static class Tests
             T("Fake_ReconnectDuringAStreamTokenRequest", FakeReconnectDuringStreamToken),
             T("Fake_RestRequestTimeout", FakeRestRequestTimeout),
             T("Fake_RestBadArgumentsSendNothing", FakeRestBadArguments),
+            T("Fake_RestDisposedDuringACall", FakeRestDisposedDuringACall),
             T("Rest_GuestAuthAndRefresh", () => GuestAuthAndRefresh(s)),
             T("Rest_CreateJoinLeaveListUpdateDelete", () => RoomsFlow(s)),
             T("Rest_JoinByCodeAndQuickJoin", () => JoinByCodeAndQuickJoin(s)),
@@ -728,8 +729,12 @@ static class Tests
     /// <summary>SilentHandler never answers (a dead keep-alive connection, a silent server) until cancelled.</summary>
     sealed class SilentHandler : System.Net.Http.HttpMessageHandler
     {
+        /// <summary>Completes once a request arrived.</summary>
+        public readonly TaskCompletionSource<bool> Asked = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+
         protected override async Task<System.Net.Http.HttpResponseMessage> SendAsync(System.Net.Http.HttpRequestMessage req, CancellationToken ct)
         {
+            Asked.TrySetResult(true);
             await Task.Delay(Timeout.Infinite, ct);
             throw new InvalidOperationException("unreachable");
         }
@@ -744,6 +749,28 @@ static class Tests
         });
         var e = await Check.Throws(0, "NETWORK", () => client.GetRoomAsync("r1"), "a request nobody answers");
         Check.True(e.Message.Contains("within 0.2 s (RealSyncOptions.RequestTimeout)"), "the message names the limit: " + e.Message);
+    }
+
+    static async Task FakeRestDisposedDuringACall()
+    {
+        // The client's Dispose() (a scene's OnDestroy) ends the calls it is waiting for: that is no network
+        // failure (it was NETWORK "no answer within 30 s (RealSyncOptions.RequestTimeout)", Transient: resend
+        // it), but the disposed client, as for a call made after.
+        var h = new SilentHandler();
+        var client = new RealSyncClient(new RealSyncOptions { BaseUrl = "http://fake.invalid", Token = FakeHandler.Jwt(DateTime.UtcNow.AddHours(1)), Handler = h });
+        var call = client.GetRoomAsync("r1");
+        await h.Asked.Task;
+        client.Dispose();
+        foreach (var c in new[] { call, client.GetRoomAsync("r1") })
+        {
+            try
+            {
+                await c;
+                throw new Check.CheckFailed("a call on a disposed client succeeded");
+            }
+            catch (ObjectDisposedException e) { Check.True(e.Message.Contains("RealSyncClient"), "the message names the client: " + e.Message); }
+            catch (RealSyncException e) { throw new Check.CheckFailed("want ObjectDisposedException, got " + e); }
+        }
     }
 
     static async Task FakeRestBadArguments()
