@@ -9,8 +9,8 @@ namespace RealSync
     /// Pending), presence (UserId, Presence), session_replaced (Session, By: this session ended),
     /// message (Message, FromUserId, FromName, FromServer), invite (RoomId, Name, Mode, Region,
     /// InviteCode, FromUserId, FromName, FromServer), kicked and banned (RoomId), room_closed (RoomId,
-    /// Reason), match_found (RoomId: a seat is held; TicketId, MatchId, Mode, Region, Team). Logged
-    /// events (all but presence) carry Seq, every event Ts. Data holds the whole payload.</summary>
+    /// Reason), match_found (RoomId: a seat is held; TicketId, MatchId, Mode, Region, Team). Every
+    /// event but presence carries Seq, every event Ts. Data holds the whole payload.</summary>
     public class UserEvent
     {
         /// <summary>The event type.</summary>
@@ -55,7 +55,8 @@ namespace RealSync
         public string MatchId;
         /// <summary>match_found: the user's team, 0-based.</summary>
         public int Team;
-        /// <summary>Logged events: the event's position in the user's log (0 for presence).</summary>
+        /// <summary>Logged events (all but presence and session_replaced): the event's position in the user's
+        /// log; session_replaced: the log's position at the replacement (it is not logged); presence: 0.</summary>
         public long Seq;
         /// <summary>When it happened.</summary>
         public DateTime Ts;
