@@ -95,9 +95,9 @@ func (s *Server) Start() error {
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
-	done := make(chan struct{})
+	done, cmd := make(chan struct{}), s.cmd
 	s.done = done
-	go func() { s.cmd.Wait(); close(done) }()
+	go func() { cmd.Wait(); close(done) }()
 	if err := waitPing(s.Addr, 10*time.Second, done); err != nil {
 		return err
 	}

@@ -73,11 +73,30 @@ sealed class Server : IDisposable
         this.redisUrl = redisUrl;
         this.log = log;
         this.pidFile = pidFile;
-        var l = new TcpListener(IPAddress.Loopback, 0);
-        l.Start();
-        port = ((IPEndPoint)l.LocalEndpoint).Port;
-        l.Stop();
+        port = FreePort();
         BaseUrl = "http://127.0.0.1:" + port;
+    }
+
+    static readonly Random ports = new Random();
+
+    /// <summary>FreePort is a loopback port nothing listens on, below the
+    /// kernel's ephemeral range (32768 and up by default), where every
+    /// port 0 bind and outgoing connection takes its port: one from there
+    /// could be taken before realsyncd binds it, or again before a restart
+    /// binds it once more (Live_ResumeAfterServerRestart).</summary>
+    static int FreePort()
+    {
+        for (int i = 0; i < 50; i++)
+        {
+            int p;
+            lock (ports) p = 20000 + ports.Next(12000);
+            var l = new TcpListener(IPAddress.Loopback, p);
+            try { l.Start(); }
+            catch (SocketException) { continue; }
+            l.Stop();
+            return p;
+        }
+        throw new Exception("no free loopback port");
     }
 
     /// <summary>Start starts the process and waits (at most 20 s) until /readyz answers 200.</summary>
