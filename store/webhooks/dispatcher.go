@@ -117,6 +117,13 @@ type Config struct {
 	ClaimIdle time.Duration
 	// DeadMaxLen caps each shard's dead-letter stream (MAXLEN ~); default 10000.
 	DeadMaxLen int
+	// MaxDeliveries bounds each shard's deliveries stream: a round fans out
+	// no more outbox entries than leave it at most this long (each instance
+	// may add one round's fan-out, 256 entries times the endpoints wanting
+	// them, past it). While deliveries run behind, the backlog waits in the
+	// outbox, capped MAXLEN ~ (oldest dropped), where the lag metric sees
+	// it; default 10000.
+	MaxDeliveries int
 	// Poll is the pause between rounds that found nothing; default 250 ms.
 	Poll time.Duration
 	// Now is the clock of backoff and due times; default time.Now. Tests
@@ -145,6 +152,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeadMaxLen <= 0 {
 		c.DeadMaxLen = 10000
+	}
+	if c.MaxDeliveries <= 0 {
+		c.MaxDeliveries = 10000
 	}
 	if c.Poll <= 0 {
 		c.Poll = 250 * time.Millisecond
@@ -243,9 +253,15 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
 		return 0, redisx.Wrap(err)
 	}
 	handled := moved
-	entries, err := d.read(ctx, outbox, 256)
+	queued, err := d.b.Client.XLen(ctx, dels).Result()
 	if err != nil {
-		return handled, err
+		return handled, redisx.Wrap(err)
+	}
+	var entries []redis.XMessage
+	if room := int64(d.cfg.MaxDeliveries) - queued; room > 0 {
+		if entries, err = d.read(ctx, outbox, min(room, 256)); err != nil {
+			return handled, err
+		}
 	}
 	if len(entries) > 0 && d.cfg.Metrics != nil {
 		if ms, _, ok := strings.Cut(entries[0].ID, "-"); ok {

@@ -465,3 +465,63 @@ func TestWebhooksSetEndpoints(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksBacklogWaitsInTheOutbox: deliveries running behind the rooms
+// (a slow endpoint, a soak's 100 events/s against 30 sends/s) no longer
+// move the whole backlog into the deliveries stream, which nothing caps: a
+// round fans out only what leaves MaxDeliveries queued, the rest waits in
+// the outbox (MAXLEN ~), and every event is still delivered once.
+func TestWebhooksBacklogWaitsInTheOutbox(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{}}
+			const maxDels = 5
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Workers: 1,
+				MaxDeliveries: maxDels, Endpoints: []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for range 5 {
+				ids = append(ids, roomEvents(t, s))
+			}
+			events := 5 * len(wantRoomEvents)
+			for step := 0; len(rec.of("ep")) < events; step++ {
+				if step > 50 {
+					t.Fatalf("%d of %d events delivered after 50 rounds", len(rec.of("ep")), events)
+				}
+				if _, err := d.Step(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				outbox, dels, _, _ := webhookKeys(t, s, prefix, 8)
+				if dels > maxDels {
+					t.Fatalf("round %d left %d deliveries queued (MaxDeliveries %d), %d in the outbox", step, dels, maxDels, outbox)
+				}
+				if step == 0 && outbox == 0 {
+					t.Fatalf("round 0 emptied the outbox of %d events", events)
+				}
+			}
+			seen := map[string]bool{}
+			for _, g := range rec.of("ep") {
+				if seen[g.MessageID] {
+					t.Fatalf("delivered twice: %+v", g)
+				}
+				seen[g.MessageID] = true
+			}
+			for _, id := range ids {
+				got := hookTypes(t, slices.DeleteFunc(slices.Clone(rec.of("ep")), func(g webhooks.Delivery) bool {
+					return !strings.Contains(string(g.Event), `"roomId":"`+id+`"`)
+				}), id)
+				slices.Sort(got)
+				if !slices.Equal(got, wantRoomEvents) {
+					t.Fatalf("room %s: delivered %v, want %v", id, got, wantRoomEvents)
+				}
+			}
+			if outbox, dels, retries, _ := webhookKeys(t, s, prefix, 8); outbox+dels+retries != 0 {
+				t.Fatalf("left behind: outbox %d, deliveries %d, retries %d", outbox, dels, retries)
+			}
+		})
+	}
+}
