@@ -90,7 +90,9 @@ type Delivery struct {
 type Metrics interface {
 	// WebhookDelivered counts a try by outcome: "delivered", "retry", "dead".
 	WebhookDelivered(endpoint, outcome string)
-	// WebhookLag is the age of the oldest outbox entry read in a round.
+	// WebhookLag is, once per round, the age of the oldest outbox entry the
+	// round read or left waiting (deliveries full) over every shard; 0
+	// when it found every outbox empty.
 	WebhookLag(d time.Duration)
 }
 
@@ -233,41 +235,64 @@ func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 	total := 0
 	var errs []error
+	var lag time.Duration
 	for shard := range d.b.Shards {
-		n, err := d.stepShard(ctx, shard)
+		n, l, err := d.stepShard(ctx, shard)
 		total += n
+		lag = max(lag, l)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("webhooks shard %d: %w", shard, err))
 		}
 	}
+	if d.cfg.Metrics != nil {
+		d.cfg.Metrics.WebhookLag(lag)
+	}
 	return total, errors.Join(errs...)
 }
 
-func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
+// age is how long ago, by Config.Now, the stream entry id was added.
+func (d *Dispatcher) age(id string) time.Duration {
+	ms, _, _ := strings.Cut(id, "-")
+	t, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return max(d.cfg.Now().Sub(time.UnixMilli(t)), 0)
+}
+
+// stepShard runs Step's round over one shard; lag is the age of the
+// oldest outbox entry it read, or left there for want of room in the
+// deliveries (0: none).
+func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, time.Duration, error) {
 	k := keys{d.b}
 	outbox, dels := k.outbox(shard), k.deliveries(shard)
 	now := d.cfg.Now()
 	moved, err := d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: dels,
 		nowMs: now.UnixMilli(), limit: 256}).Int()
 	if err != nil {
-		return 0, redisx.Wrap(err)
+		return 0, 0, redisx.Wrap(err)
 	}
 	handled := moved
 	queued, err := d.b.Client.XLen(ctx, dels).Result()
 	if err != nil {
-		return handled, redisx.Wrap(err)
+		return handled, 0, redisx.Wrap(err)
 	}
 	var entries []redis.XMessage
+	var lag time.Duration
 	if room := int64(d.cfg.MaxDeliveries) - queued; room > 0 {
 		if entries, err = d.read(ctx, outbox, min(room, 256)); err != nil {
-			return handled, err
+			return handled, 0, err
 		}
-	}
-	if len(entries) > 0 && d.cfg.Metrics != nil {
-		if ms, _, ok := strings.Cut(entries[0].ID, "-"); ok {
-			if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
-				d.cfg.Metrics.WebhookLag(time.Since(time.UnixMilli(t)))
-			}
+		if len(entries) > 0 {
+			lag = d.age(entries[0].ID)
+		}
+	} else { // the backlog waits in the outbox: its oldest entry's age
+		first, err := d.b.Client.XRangeN(ctx, outbox, "-", "+", 1).Result()
+		if err != nil {
+			return handled, 0, redisx.Wrap(err)
+		}
+		if len(first) > 0 {
+			lag = d.age(first[0].ID)
 		}
 	}
 	for _, e := range entries {
@@ -281,13 +306,13 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
 		call := fanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
 			message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, endpoints: want}
 		if err := d.b.Runner.Run(ctx, call).Err(); err != nil {
-			return handled, redisx.Wrap(err)
+			return handled, lag, redisx.Wrap(err)
 		}
 		handled++
 	}
 	todo, err := d.read(ctx, dels, int64(d.cfg.Workers)*4)
 	if err != nil {
-		return handled, err
+		return handled, lag, err
 	}
 	sem := make(chan struct{}, d.cfg.Workers)
 	var wg sync.WaitGroup
@@ -306,7 +331,7 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, error) {
 		}()
 	}
 	wg.Wait()
-	return handled + len(todo), errors.Join(errs...)
+	return handled + len(todo), lag, errors.Join(errs...)
 }
 
 // read returns up to count entries of stream for this consumer: first those
