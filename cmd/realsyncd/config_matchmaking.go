@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -62,8 +63,10 @@ func (c Config) checkRuleModes(bad func(name, msg string)) {
 	}
 }
 
-// matchmakingConfig is the tickets' configuration on st.
+// matchmakingConfig is the tickets' configuration on st; it bounds m's
+// mode labels to the modes configured (labelModes).
 func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaking.Config {
+	m.MatchmakingModes(c.labelModes())
 	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs()), Rules: c.MatchmakingRules,
 		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m}
 }
@@ -73,4 +76,14 @@ func runMatcher(ctx context.Context, mc matchmaking.Config, st *store.Store, hol
 	notifier, _ := mc.Queue.(matchmaking.Notifier)
 	matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: mc, Rooms: st, Notifier: notifier,
 		Logger: log, Holder: holder}).Run(ctx)
+}
+
+// labelModes are the modes the matchmaking metrics label by name:
+// REALSYNC_MODES, every mode a ticket may have, else the modes of
+// REALSYNC_MATCHMAKING_FILE; a mode a client makes up is "other".
+func (c Config) labelModes() []string {
+	if len(c.Modes) > 0 {
+		return c.Modes
+	}
+	return slices.Sorted(maps.Keys(c.MatchmakingRules.Modes))
 }

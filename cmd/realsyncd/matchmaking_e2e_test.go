@@ -120,3 +120,44 @@ func TestMatchmakingAcrossInstances(t *testing.T) {
 		})
 	}
 }
+
+// The matchmaking metrics label the modes realsyncd is configured with
+// (REALSYNC_MODES unset: the rules file's) by name, and a mode a client
+// makes up as "other": a series per made-up mode stayed for as long as
+// the instance ran. Standalone only: the labels are the instance's.
+func TestMatchmakingMetricsLabelConfiguredModes(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	rules := filepath.Join(t.TempDir(), "mm.yaml")
+	if err := os.WriteFile(rules, []byte("modes:\n  squad:\n    teams: 2\n    teamSize: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, bin, append(backendEnv(t, "standalone"), "REALSYNC_MATCHMAKING_FILE="+rules)...)
+	for i, mode := range []string{"squad", "made-up-1", "made-up-2"} {
+		token, _ := guestWithID(t, in, fmt.Sprintf("p%d", i))
+		if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", token,
+			map[string]any{"mode": mode, "regions": []string{"eu"}}); status != 201 {
+			t.Fatalf("create %s: %d %v", mode, status, res)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs := scrapeMetrics(t, in.url+"/metrics")
+		squad := metricValue(mfs, "realsync_matchmaking_tickets", "mode", "squad")
+		other := metricValue(mfs, "realsync_matchmaking_tickets", "mode", "other")
+		for _, m := range mfs["realsync_matchmaking_tickets"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "mode" && l.GetValue() != "squad" && l.GetValue() != "other" {
+					t.Fatalf("a series of its own for the made-up mode %q", l.GetValue())
+				}
+			}
+		}
+		if squad == 1 && other == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queues reported: squad %v, other %v; want 1 and 2", squad, other)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,12 +20,51 @@ type mmMetrics struct {
 	wait    *prometheus.HistogramVec
 	ended   *prometheus.CounterVec
 	cut     *prometheus.CounterVec
+
+	mu sync.Mutex
+	// known are the modes labelled by name once MatchmakingModes was
+	// called (nil: every mode); the others share the label "other".
+	known map[string]bool
+	// others are the queue figures of the modes under "other" this
+	// instance reports (Searching until Released): the gauge is their sum.
+	others map[string]int
+}
+
+// otherMode is the label of every mode MatchmakingModes did not name.
+const otherMode = "other"
+
+// MatchmakingModes bounds the mode label of the realsync_matchmaking_*
+// metrics to modes (REALSYNC_MODES, else the modes of
+// REALSYNC_MATCHMAKING_FILE): any other mode, which a client may make up
+// when REALSYNC_MODES is unset, is counted under mode="other", its queue
+// figure added to the other modes' there. Without it every mode has its
+// own series, which no one removes (a client's made-up modes, 16 series
+// each, would grow an instance's metrics for as long as it runs). Call it
+// before the matcher and the service run.
+func (m *Metrics) MatchmakingModes(modes []string) {
+	mm := m.matchmaking
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	mm.known = make(map[string]bool, len(modes))
+	for _, mode := range modes {
+		mm.known[mode] = true
+	}
+}
+
+// label is mode's label value: mode, or "other" for a mode not named.
+func (mm *mmMetrics) label(mode string) string {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	if mm.known == nil || mm.known[mode] {
+		return mode
+	}
+	return otherMode
 }
 
 var _ matchmaking.Observer = (*Metrics)(nil)
 
-func newMatchmakingMetrics(reg prometheus.Registerer) mmMetrics {
-	m := mmMetrics{
+func newMatchmakingMetrics(reg prometheus.Registerer) *mmMetrics {
+	m := &mmMetrics{
 		tickets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "realsync_matchmaking_tickets",
 			Help: "Searching tickets of a mode, as the instance holding the mode's matcher lease last read its queue (only the holder reports a mode)."},
 			[]string{"mode"}),
@@ -46,18 +86,54 @@ func newMatchmakingMetrics(reg prometheus.Registerer) mmMetrics {
 
 // Searching implements matchmaking.Observer.
 func (m *Metrics) Searching(mode string, n int) {
-	m.matchmaking.tickets.WithLabelValues(mode).Set(float64(n))
+	mm := m.matchmaking
+	if l := mm.label(mode); l != otherMode {
+		mm.tickets.WithLabelValues(l).Set(float64(n))
+		return
+	}
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	if mm.others == nil {
+		mm.others = map[string]int{}
+	}
+	mm.others[mode] = n
+	mm.setOthers()
+}
+
+// setOthers sets the "other" queue gauge to the sum of the modes under it,
+// or removes it when there is none. mm.mu held.
+func (mm *mmMetrics) setOthers() {
+	if len(mm.others) == 0 {
+		mm.tickets.DeleteLabelValues(otherMode)
+		return
+	}
+	sum := 0
+	for _, n := range mm.others {
+		sum += n
+	}
+	mm.tickets.WithLabelValues(otherMode).Set(float64(sum))
 }
 
 // Released implements matchmaking.Observer.
 func (m *Metrics) Released(mode string) {
-	m.matchmaking.tickets.DeleteLabelValues(mode)
+	mm := m.matchmaking
+	if l := mm.label(mode); l != otherMode {
+		mm.tickets.DeleteLabelValues(l)
+		return
+	}
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	if _, ok := mm.others[mode]; ok {
+		delete(mm.others, mode)
+		mm.setOthers()
+	}
 }
 
 // Matched implements matchmaking.Observer.
 func (m *Metrics) Matched(mode string, waits []time.Duration) {
-	m.matchmaking.matches.WithLabelValues(mode).Inc()
-	h := m.matchmaking.wait.WithLabelValues(mode)
+	l := m.matchmaking.label(mode)
+	m.matchmaking.matches.WithLabelValues(l).Inc()
+	h := m.matchmaking.wait.WithLabelValues(l)
 	for _, w := range waits {
 		h.Observe(w.Seconds())
 	}
@@ -65,10 +141,10 @@ func (m *Metrics) Matched(mode string, waits []time.Duration) {
 
 // Ended implements matchmaking.Observer.
 func (m *Metrics) Ended(mode, outcome string, n int) {
-	m.matchmaking.ended.WithLabelValues(mode, outcome).Add(float64(n))
+	m.matchmaking.ended.WithLabelValues(m.matchmaking.label(mode), outcome).Add(float64(n))
 }
 
 // PassCut implements matchmaking.Observer.
 func (m *Metrics) PassCut(mode string) {
-	m.matchmaking.cut.WithLabelValues(mode).Inc()
+	m.matchmaking.cut.WithLabelValues(m.matchmaking.label(mode)).Inc()
 }

@@ -63,7 +63,7 @@ type Metrics struct {
 	batch          batchMetrics   // realsync_redis_batch_size (batch.go)
 	players        playerMetrics  // realsync_sessions… (players.go)
 	webhooks       webhookMetrics // realsync_webhook_… (webhooks.go)
-	matchmaking    mmMetrics      // realsync_matchmaking_… (matchmaking.go)
+	matchmaking    *mmMetrics     // realsync_matchmaking_… (matchmaking.go)
 	evictUnsafe    prometheus.Gauge
 
 	// The series of the hot paths, resolved once: a lookup here costs no

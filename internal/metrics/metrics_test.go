@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"sync/atomic"
@@ -155,5 +156,80 @@ func TestBatchKinds(t *testing.T) {
 	}
 	if want := map[string]float64{"script": 3, "read": 5, "transaction": 7}; !maps.Equal(sums, want) {
 		t.Errorf("batch sizes by kind %v, want %v", sums, want)
+	}
+}
+
+// Modes a client makes up (REALSYNC_MODES unset) share the label "other",
+// whose queue gauge is the sum of theirs until each is released; the
+// configured ones keep theirs. Each made-up mode had its own 16 series for
+// as long as the instance ran (a soak's 100 modes of one match each:
+// 1 600 series more, none ever removed).
+func TestMatchmakingModeLabels(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg, "v1")
+	m.MatchmakingModes([]string{"ranked"})
+	for i := range 100 {
+		mode := fmt.Sprintf("m%d", i)
+		m.Searching(mode, 2)
+		m.Matched(mode, []time.Duration{time.Second, time.Second})
+		m.Ended(mode, "cancelled", 1)
+		m.PassCut(mode)
+	}
+	m.Searching("ranked", 7)
+	m.Matched("ranked", []time.Duration{time.Second})
+	count := func() int {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), "realsync_matchmaking_") {
+				n += len(mf.GetMetric())
+			}
+		}
+		return n
+	}
+	// other: tickets, matches, wait, ended{cancelled} and pass_cut; ranked: the first three
+	if n := count(); n != 8 {
+		t.Fatalf("%d matchmaking series for 100 made-up modes and a configured one, want 8", n)
+	}
+	sample := func(name string, labels ...string) float64 {
+		v, ok := promtest.Sample(t, reg, name, labels...)
+		if !ok {
+			t.Fatalf("no %s %v", name, labels)
+		}
+		return v
+	}
+	if v := sample("realsync_matchmaking_tickets", "mode", "other"); v != 200 {
+		t.Fatalf("other's queue %v, want the 100 modes' 2 each", v)
+	}
+	if v := sample("realsync_matchmaking_matches_total", "mode", "other"); v != 100 {
+		t.Fatalf("other's matches %v, want 100", v)
+	}
+	if v := sample("realsync_matchmaking_time_to_match_seconds", "mode", "other"); v != 200 {
+		t.Fatalf("other's waits observed %v, want 200", v)
+	}
+	if v := sample("realsync_matchmaking_pass_cut_total", "mode", "other"); v != 100 {
+		t.Fatalf("other's cut passes %v, want 100", v)
+	}
+	if v := sample("realsync_matchmaking_tickets", "mode", "ranked"); v != 7 {
+		t.Fatalf("ranked's queue %v, want 7", v)
+	}
+	m.Searching("m0", 5)
+	m.Released("m1")
+	m.Released("m1") // a second release changes nothing
+	if v := sample("realsync_matchmaking_tickets", "mode", "other"); v != 201 {
+		t.Fatalf("other's queue %v after m0 went to 5 and m1 was released, want 201", v)
+	}
+	for i := range 100 {
+		m.Released(fmt.Sprintf("m%d", i))
+	}
+	if _, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "other"); ok {
+		t.Fatal("other's queue still reported after every mode under it was released")
+	}
+	m.Released("ranked")
+	if _, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "ranked"); ok {
+		t.Fatal("ranked's queue still reported after its release")
 	}
 }
