@@ -89,8 +89,8 @@ type MatcherConfig struct {
 type Matcher struct {
 	cfg MatcherConfig
 	mu  sync.Mutex
-	// from is where each mode's next pass starts its walk (a page of a
-	// large queue at a time).
+	// from is where each held mode's next pass starts its walk (a page of
+	// a large queue at a time); released drops a mode's.
 	from map[string]string
 }
 
@@ -166,8 +166,14 @@ func (m *Matcher) Run(ctx context.Context) {
 	}
 }
 
-// released withdraws this instance's Searching figure of mode.
+// released withdraws this instance's Searching figure of mode and forgets
+// where its walk was: the mode is no longer held (no tickets left, or
+// another instance's), and an entry kept per mode ever held would grow
+// for as long as the instance runs.
 func (m *Matcher) released(mode string) {
+	m.mu.Lock()
+	delete(m.from, mode) // the next holder's walk starts from the lowest
+	m.mu.Unlock()
 	if m.cfg.Observer != nil {
 		m.cfg.Observer.Released(mode)
 	}

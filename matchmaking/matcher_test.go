@@ -1,0 +1,89 @@
+package matchmaking
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// listedQueue lists the modes a test sets, grants every lease and passes
+// each mode with a walk to resume from; the Queue's other methods are not
+// called by rounds without tickets (nil: a call panics).
+type listedQueue struct {
+	Queue
+	mu     sync.Mutex
+	modes  []string
+	rounds int
+}
+
+func (q *listedQueue) set(modes []string) {
+	q.mu.Lock()
+	q.modes, q.rounds = modes, 0
+	q.mu.Unlock()
+}
+
+// roundsSince is the number of Modes calls since the last set.
+func (q *listedQueue) roundsSince() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.rounds
+}
+
+func (q *listedQueue) Modes(context.Context) ([]string, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.rounds++
+	return q.modes, nil
+}
+func (q *listedQueue) Lease(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
+func (q *listedQueue) DropLease(context.Context, string, string) error { return nil }
+func (q *listedQueue) Pass(_ context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
+	return Pass{Next: "1000|" + mode}, nil
+}
+func (q *listedQueue) Pending(context.Context, string) ([]Match, error) { return nil, nil }
+
+func (m *Matcher) walks() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.from)
+}
+
+// A mode the matcher no longer holds (no tickets left, or another
+// instance's) forgets where its walk was: the matcher kept an entry for
+// every mode it ever passed, for as long as it ran (with REALSYNC_MODES
+// unset, every mode name clients ever queued in).
+func TestMatcherForgetsTheWalksOfModesItReleased(t *testing.T) {
+	q := &listedQueue{}
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "i1", Interval: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitRounds := func() { // two whole rounds after a set
+		deadline := time.Now().Add(10 * time.Second)
+		for q.roundsSince() < 3 {
+			if time.Now().After(deadline) {
+				t.Fatal("the matcher ran no round")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var modes []string
+	for i := range 100 {
+		modes = append(modes, fmt.Sprintf("m%d", i))
+	}
+	q.set(modes)
+	waitRounds()
+	if n := m.walks(); n != 100 {
+		t.Fatalf("%d walks kept for 100 modes held", n)
+	}
+	q.set(modes[:1])
+	waitRounds()
+	if n := m.walks(); n != 1 {
+		t.Fatalf("%d walks kept after 99 of 100 modes went, want the one still held", n)
+	}
+}
