@@ -245,3 +245,6 @@ func (s *Store) FeedProbing(sink sse.Sink, every, wait time.Duration) sse.Feed {
 // FeedProbes returns how many probes feed (of Feed or FeedProbing)
 // published.
 func FeedProbes(feed sse.Feed) int64 { return feed.(*Feed).mux.Probes() }
+
+// FeedTracked returns the entries feed's Pub/Sub keeps (pubsub.Mux.Tracked).
+func FeedTracked(feed sse.Feed) int { return feed.(*Feed).mux.Tracked() }

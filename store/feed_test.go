@@ -80,6 +80,46 @@ func TestFeedResubscribeRightAfterUnsubscribe(t *testing.T) {
 	})
 }
 
+// A feed keeps nothing of the channels it unsubscribed: each confirmed
+// unsubscription left an entry (its count at 0) for as long as the shard's
+// connection stayed open, which on a busy instance is as long as it runs:
+// one per room and user whose stream the instance ever served.
+func TestFeedForgetsUnsubscribedChannels(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		feed := s.Feed(&versionSink{got: map[string]map[int64]bool{}, more: make(chan struct{}, 1)})
+		defer feed.Close()
+		// another channel of the shard (newRoom's rooms share their mode's
+		// home shard) keeps its connection open, so each unsubscription is
+		// sent and confirmed on it
+		keeper := mustCreate(t, s, alice, newRoom()).Room
+		if err := feed.Subscribe(ctx, keeper.ID); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			r := mustCreate(t, s, bob, newRoom()).Room
+			if err := feed.Subscribe(ctx, r.ID); err != nil {
+				t.Fatalf("room %d: %v", i, err)
+			}
+			feed.Unsubscribe(r.ID)
+			if err := s.Delete(ctx, bob, r.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// the keeper's subscription confirmed after the others' unsubscriptions
+		if err := feed.Subscribe(ctx, mustCreate(t, s, carol, newRoom()).Room.ID); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for store.FeedTracked(feed) != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the feed keeps %d entries for 2 channels subscribed after 50 were unsubscribed", store.FeedTracked(feed))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
 // A subscription while Redis refuses connections fails at once with
 // rooms.ErrUnavailable, the refusal's error; it does not wait for a
 // confirmation that cannot come (subscribeTimeout, 5 s: a room stream's

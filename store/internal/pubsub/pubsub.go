@@ -145,6 +145,20 @@ func New(client redis.UniversalClient, sharded bool, h Handler, p Probe) *Mux {
 // Probes returns how many probes the Mux published.
 func (x *Mux) Probes() int64 { return x.probes.Load() }
 
+// Tracked returns how many entries the Mux keeps over its shards: channels
+// subscribed, subscriptions waited for and unsubscriptions not yet
+// confirmed; for tests and measurement (it must come back down as
+// channels are dropped: a Mux lives as long as its instance).
+func (x *Mux) Tracked() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for _, sub := range x.shards {
+		n += len(sub.channels) + len(sub.waiters) + len(sub.unsubs)
+	}
+	return n
+}
+
 // Subscribe subscribes ch, a channel in shard's slot, and waits for Redis'
 // confirmation (rooms.ErrUnavailable when it does not come in time).
 func (x *Mux) Subscribe(ctx context.Context, shard int, ch string) error {
@@ -299,8 +313,10 @@ func (x *Mux) confirmed(shard int, sub *shardSub, m *redis.Subscription) {
 		waiters = sub.waiters[m.Channel]
 		delete(sub.waiters, m.Channel)
 	case "unsubscribe", "sunsubscribe":
-		if sub.unsubs[m.Channel] > 0 {
-			sub.unsubs[m.Channel]--
+		if n := sub.unsubs[m.Channel]; n > 1 {
+			sub.unsubs[m.Channel] = n - 1
+		} else if n == 1 {
+			delete(sub.unsubs, m.Channel) // kept, the Mux would grow by a channel each
 		} else if m.Kind == "sunsubscribe" && wanted && x.shards[shard] == sub {
 			// Not ours: the slot moved. Reopen the shard's connection on
 			// the slot's new node with every channel.
@@ -326,6 +342,7 @@ func (x *Mux) reopen(shard int, sub *shardSub) {
 		chans = append(chans, ch)
 	}
 	sub.armed, sub.nonce, sub.opened = false, 0, time.Now()
+	clear(sub.unsubs) // the old connection's confirmations are dropped
 	sub.ps = x.open(context.Background(), sub.with(chans...)...)
 	sub.cur.Store(sub.ps)
 	go x.receive(shard, sub, sub.ps)
