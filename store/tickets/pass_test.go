@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -458,5 +459,49 @@ func TestPassCutNearAPageEnd(t *testing.T) {
 			params.From = p.Next
 		}
 		t.Fatal("the parties at 1950 and 2040 were not matched in 10 passes")
+	})
+}
+
+// A full page of tickets of one rating (a page narrower than a window)
+// goes on from its last ticket, not after its rating: ten lone tickets at
+// 1500, each alone in its region, fill the first pages of 3, and the two
+// duellists at 1500 whose ids sort after theirs were never walked (the
+// next page began after 1500, found nothing and went back to the lowest).
+func TestPassPagesThroughEqualRatings(t *testing.T) {
+	r := matchmaking.Default() // ±100
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, matchmaking.RuleSet{})
+		ids := make([]string, 12)
+		for k := range ids {
+			ids[k] = e.tickets.NewID("duel")
+		}
+		sort.Strings(ids) // ties of a rating are in id order
+		for k, id := range ids {
+			reg, uid := fmt.Sprintf("r%d", k), fmt.Sprintf("lone%d", k)
+			if k >= 10 {
+				reg, uid = "eu", fmt.Sprintf("duel%d", k)
+			}
+			tk := matchmaking.Ticket{ID: id, Mode: "duel", Regions: []string{reg}, Rating: 1500,
+				Attributes: map[string]any{}, UserID: uid, PartyUserIDs: []string{}}
+			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: 1500, Size: 1, Regions: tk.Regions, Users: []string{uid}}, time.Minute, 1000); err != nil {
+				t.Fatal(err)
+			}
+		}
+		from := ""
+		for pass := range 20 {
+			p, err := e.tickets.Pass(ctx, "duel", r, matchmaking.PassParams{Walk: 3, Sweep: 100, Grace: time.Minute, From: from})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Matches) > 0 {
+				if m := p.Matches[0]; len(p.Matches) != 1 || len(m.Tickets) != 2 || m.Tickets[0].ID != ids[10] || m.Tickets[1].ID != ids[11] {
+					t.Fatalf("pass %d matched %+v, want the duellists %s and %s", pass, p.Matches, ids[10], ids[11])
+				}
+				return
+			}
+			from = p.Next
+		}
+		t.Fatal("the duellists at 1500 were not matched in 20 passes")
 	})
 }

@@ -52,8 +52,9 @@
 -- ARGV[16] the TTL of KEYS[5], ms: backfill its rooms first, and keep it
 --          that long after this pass ("": the mode does not backfill)
 -- ARGV[17] where the walk starts: a rating, "(rating" (after it), ""
---          (the lowest), or "rating id" (a cut pass's cursor: at ticket
---          id, or from its rating when it left the queue)
+--          (the lowest), or "rating id" (a cursor, a cut pass's or after
+--          a full page narrower than a window: at ticket id, or from its
+--          rating when it left the queue)
 -- ARGV[18] the most rooms a ticket is barred from (ticket_requeue's
 --          ARGV[5]): a ticket with so many is backfilled no more
 -- ARGV[19] the search's nodes a try at most  ARGV[20] the pass's steps
@@ -137,14 +138,17 @@ if not raw then
   if from == '' then from = '-inf' end
   raw = redis.call('ZRANGEBYSCORE', queue, from, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
 end
--- a full page: the next starts a window's width before this one ends
-local next_page = ''
+-- a full page: the next starts a window's width before this one ends,
+-- or, when the page is narrower than a window, at its last ticket (a
+-- cursor: after its rating, the tickets of that rating past the page,
+-- ties in id order, would never be walked)
+local next_page, next_at = '', false
 local page_first, page_last = tonumber(raw[2]), tonumber(raw[#raw])
 if #raw / 2 >= limit then
   if page_last - wmax > page_first then
     next_page = string.format('%.17g', page_last - wmax)
   else
-    next_page = '(' .. string.format('%.17g', page_last)
+    next_page, next_at = string.format('%.17g', page_last) .. ' ' .. raw[#raw - 1], true
   end
 end
 -- the page's tickets are read as the pass reaches them: has(n) reads
@@ -395,7 +399,7 @@ end
 local next_from, cut_id = next_page, ''
 if cut then
   cut_id = es[cut].id
-  if next_page == '' or string.sub(next_page, 1, 1) == '(' or es[cut].rating <= page_last - wmax then
+  if next_page == '' or next_at or es[cut].rating <= page_last - wmax then
     next_from = string.format('%.17g', es[cut].rating) .. ' ' .. cut_id
   end
 end
