@@ -36,8 +36,11 @@ type Grouped struct {
 // pass starts its walk at that anchor, so a pass holds Redis for a
 // bounded time whatever the queue's shape, and every ticket is still
 // tried as an anchor, in rating order, within a bounded number of passes
-// (each pass tries at least one; a try once started runs whole, so a
-// pass takes at most one try's steps past Work). Zero fields take
+// (each pass tries at least one; an anchor's tries once begun run whole,
+// one in each region open to it, so a pass takes at most one anchor's
+// steps past Work). In the store's pass, a backfill mode's rooms take
+// their steps from Work too (each ticket a room looks at), at most half
+// of it. Zero fields take
 // DefaultBudget's.
 type PassBudget struct {
 	Try, Work int

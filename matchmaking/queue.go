@@ -63,9 +63,9 @@ type PassParams struct {
 	Grace time.Duration
 	// Now fixes the pass's clock (tests); zero: Redis's.
 	Now time.Time
-	// Budget bounds the pass's work: its tries' searches, and its walks
-	// and searches together, after which it is cut (zero fields:
-	// DefaultBudget's).
+	// Budget bounds the pass's work: its tries' searches, and its
+	// backfill's offers (at most half), walks and searches together,
+	// after which it is cut (zero fields: DefaultBudget's).
 	Budget PassBudget
 }
 

@@ -44,37 +44,60 @@ func BenchmarkPass(b *testing.B) {
 		}
 		return 4
 	}
+	// 64 players in one team, windows of ±1: no try fills (a few steps
+	// each)
+	ffa := matchmaking.Rules{Teams: 1, MinPlayers: 64, MaxPlayers: 64, Window: matchmaking.Window{Start: 1}, Backfill: true}
+	threes := func(i int) int {
+		if i%200 == 0 {
+			return 1
+		}
+		return 3
+	}
 	for _, tc := range []struct {
 		queued int
 		name   string
 		r      matchmaking.Rules
 		size   func(i int) int // the i-th ticket's players
 		budget matchmaking.PassBudget
+		// regions each ticket lists (all open at once: a try each); rooms
+		// open to backfill, none of which any ticket fits (another eq key)
+		regions, rooms int
 	}{
-		{500, "", matchmaking.Default(), nil, matchmaking.PassBudget{}},
-		{2000, "", matchmaking.Default(), nil, matchmaking.PassBudget{}},
-		{2000, "2v2-parties", teams(2), func(i int) int { return 2 - min(i%5, 1) }, matchmaking.PassBudget{}},
-		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }, matchmaking.PassBudget{}},
-		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}},
-		{2000, "5v5-fours", teams(5), fours, matchmaking.PassBudget{}},
+		{500, "", matchmaking.Default(), nil, matchmaking.PassBudget{}, 0, 0},
+		{2000, "", matchmaking.Default(), nil, matchmaking.PassBudget{}, 0, 0},
+		{2000, "2v2-parties", teams(2), func(i int) int { return 2 - min(i%5, 1) }, matchmaking.PassBudget{}, 0, 0},
+		{2000, "5v5-parties", teams(5), func(i int) int { return 1 + i%5 }, matchmaking.PassBudget{}, 0, 0},
+		{2000, "5v5-even", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}, 0, 0},
+		{2000, "5v5-fours", teams(5), fours, matchmaking.PassBudget{}, 0, 0},
 		// the matcher's page of 1 000: duels, all matched (the most writes),
 		// and the two worst queues
-		{2000, "page=1000", matchmaking.Default(), nil, matchmaking.PassBudget{}},
-		{2000, "5v5-even,page=1000", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}},
-		{2000, "5v5-fours,page=1000", teams(5), fours, matchmaking.PassBudget{}},
+		{2000, "page=1000", matchmaking.Default(), nil, matchmaking.PassBudget{}, 0, 0},
+		{2000, "5v5-even,page=1000", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{}, 0, 0},
+		{2000, "5v5-fours,page=1000", teams(5), fours, matchmaking.PassBudget{}, 0, 0},
 		// a pass that tries one anchor: the page's reading, the pass's
 		// fixed cost
-		{2000, "5v5-even,page=1000,work=1", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{Work: 1}},
+		{2000, "5v5-even,page=1000,work=1", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{Work: 1}, 0, 0},
 		// the same with a search of one node: the walk's share
-		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.PassBudget{Try: 1}},
+		{2000, "5v5-fours,search=1", teams(5), fours, matchmaking.PassBudget{Try: 1}, 0, 0},
 		// and with no bound: the whole page's work
-		{2000, "5v5-even,unbounded", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{Work: 1 << 30}},
-		{2000, "5v5-fours,unbounded", teams(5), fours, matchmaking.PassBudget{Work: 1 << 30}},
+		{2000, "5v5-even,unbounded", teams(5), func(i int) int { return 2 + 2*(i%2) }, matchmaking.PassBudget{Work: 1 << 30}, 0, 0},
+		{2000, "5v5-fours,unbounded", teams(5), fours, matchmaking.PassBudget{Work: 1 << 30}, 0, 0},
 		// 150 tickets within one window (spread over 1000..1100), parties of 4
 		// and one solo: a short walk, searches of 500 nodes each, fruitless;
 		// then a search of one node
-		{150, "5v5-fours,one-window", teams(5), fours, matchmaking.PassBudget{}},
-		{150, "5v5-fours,one-window,search=1", teams(5), fours, matchmaking.PassBudget{Try: 1}},
+		{150, "5v5-fours,one-window", teams(5), fours, matchmaking.PassBudget{}, 0, 0},
+		{150, "5v5-fours,one-window,search=1", teams(5), fours, matchmaking.PassBudget{Try: 1}, 0, 0},
+		// the shapes whose cost a step does not measure: 16 teams of 4,
+		// parties of 3 with a solo every 200th (each search node weighs
+		// every team); 5v5 fours in 8 regions (an anchor's 8 tries run
+		// whole once begun); a backfill mode's 1 000 open rooms that take
+		// no ticket of the page (the backfill is outside the budget)
+		{2000, "16x4-threes,page=1000", matchmaking.Rules{Teams: 16, TeamSize: 4, Window: matchmaking.Window{Start: 100}},
+			threes, matchmaking.PassBudget{}, 0, 0},
+		{2000, "5v5-fours,page=1000,regions=8", teams(5), fours, matchmaking.PassBudget{}, 8, 0},
+		{2000, "ffa-backfill,page=1000,rooms=0", ffa, nil, matchmaking.PassBudget{}, 0, 0},
+		{2000, "ffa-backfill,page=1000,rooms=1000", ffa, nil, matchmaking.PassBudget{}, 0, 1000},
+		{2000, "ffa-backfill,page=1000,rooms=5000", ffa, nil, matchmaking.PassBudget{}, 0, 5000},
 	} {
 		queued, r, spread, walk := tc.queued, tc.r, 1000.0, tc.queued
 		if strings.Contains(tc.name, "one-window") {
@@ -115,10 +138,20 @@ func BenchmarkPass(b *testing.B) {
 							party = append(party, fmt.Sprintf("%s-mate%d", uid, k))
 						}
 					}
-					t := matchmaking.Ticket{ID: e.tickets.NewID("duel"), Mode: "duel", Regions: []string{"eu"},
+					regions := []string{"eu"}
+					for k := 1; k < tc.regions; k++ {
+						regions = append(regions, fmt.Sprintf("r%d", k))
+					}
+					t := matchmaking.Ticket{ID: e.tickets.NewID("duel"), Mode: "duel", Regions: regions,
 						Rating: 1000 + rng.Float64()*spread, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
 					g := matchmaking.GroupKey{Rating: t.Rating, Size: 1 + len(party), Regions: t.Regions, Users: append([]string{uid}, party...)}
 					if _, err := e.tickets.Add(ctx, t, g, time.Minute, 1_000_000); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for k := range tc.rooms {
+					room := `{"region":"eu","rating":1500,"eq":"other","free":8}`
+					if err := e.rooms.Client().HSet(ctx, e.tickets.BackfillKey("duel"), fmt.Sprintf("room%04d", k), room).Err(); err != nil {
 						b.Fatal(err)
 					}
 				}

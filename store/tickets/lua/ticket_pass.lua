@@ -3,7 +3,10 @@
 -- holds them together). No prelude.
 -- 1. The schedule: searching tickets past their expiry leave the queue
 --    as expired; final tickets past their grace are dropped.
--- 2. Backfill (ARGV[16] not ""): each open room of KEYS[5], by id, takes
+-- 2. Backfill (ARGV[16] not ""): each open room of KEYS[5], by id from
+--    one that turns with the clock, while the rooms have spent at most
+--    half the pass's steps (below; each ticket a room looks at is one,
+--    the first room offered whatever they cost), takes
 --    the tickets, in rating order, that fit its free seats, have its
 --    match's eq key, are open in its region, whose window holds its
 --    match's rating, and that are not barred from it (their state's "nb":
@@ -173,6 +176,8 @@ local function has(n)
 end
 
 local used, matches = {}, {}
+-- the pass's steps left (ARGV[20]; backfill, walk and search take theirs)
+local work = tonumber(ARGV[20])
 
 -- 2. backfill
 if ARGV[16] ~= '' then
@@ -184,11 +189,28 @@ if ARGV[16] ~= '' then
   local open_rooms = {}
   for i = 1, #raw_rooms, 2 do open_rooms[#open_rooms + 1] = {id = raw_rooms[i], r = cjson.decode(raw_rooms[i + 1])} end
   table.sort(open_rooms, function(x, y) return x.id < y.id end)
-  for _, room in ipairs(open_rooms) do
+  -- each ticket a room looks at is a step; once the rooms have spent
+  -- half the pass's steps no more are offered (the first always is; the
+  -- walk has the rest, and tries one anchor at least whatever is left).
+  -- They are offered from a room that turns with the clock, so the rooms
+  -- left out are not always the same. A room looks only at the tickets
+  -- within the widest window of its rating: no ticket further is in its
+  -- window.
+  local keep, widest = work - math.floor(work / 2), math.max(wstart, wmax)
+  local first = #open_rooms > 0 and now % #open_rooms or 0
+  for k = 1, #open_rooms do
+    if k > 1 and work <= keep then break end
+    local room = open_rooms[(first + k - 1) % #open_rooms + 1]
     local r = room.r
     local picked, tms = {}, {}
-    for i = 1, #es do
-      if r.free <= 0 then break end
+    local lo, hi = 1, #es + 1 -- lo: the first ticket within widest below the room's rating
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if es[mid].rating < r.rating - widest then lo = mid + 1 else hi = mid end
+    end
+    for i = lo, #es do
+      if r.free <= 0 or es[i].rating > r.rating + widest then break end
+      work = work - 1
       local e = es[i]
       if not used[i] and e.eq == r.eq and e.size <= r.free and not barred(e.st, room.id) then
         local waited = now - e.st.cr
@@ -224,9 +246,6 @@ local function candidate(a, e, j, reg)
   end
   return nil
 end
-
--- the pass's steps left (ARGV[20]; walk and search take theirs)
-local work = tonumber(ARGV[20])
 
 local function walk(i, a, wa, reg)
   local free = {}
@@ -367,13 +386,15 @@ local function search(i, a, wa, cands)
 end
 
 local cut = nil -- the anchor before which the steps ran out
+local tried = false -- an anchor was: a pass tries one whatever the backfill spent
 local i = 1
 while has(i) do
   if not used[i] then
-    if work <= 0 then
+    if work <= 0 and tried then
       cut = i
       break
     end
+    tried = true
     local a = es[i]
     local wa = window(now - a.st.cr)
     for k = 1, opened(a, now - a.st.cr) do
