@@ -231,27 +231,32 @@ func (r Rules) candidate(a, e Entry, j int, reg string, now time.Time) (c cand, 
 // parties that add up to some team's free seats.
 // The first match found is the walk's whenever the walk makes one (it is
 // the search's first branch). It visits at most nodes nodes, each a step
-// taken from *work; nil when it found none within them.
+// taken from *work; nil when it found none within them. Its table of
+// sums (every team full) is steps too (setupSteps: 32 v 32's tables cost
+// more than its walks, uncounted).
 func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, work *int) (picked, teams []int) {
 	n, c1 := len(cands), r.teamCap()+1
 	s := searcher{r: r, es: es, cands: cands, sum: make([]int, n+1), least: make([]int, n+1),
 		free: make([]int, r.Teams), nodes: nodes, work: work}
 	s.least[n] = c1
-	exact := r.Size() == r.Needed()
-	if exact {
-		s.reach = make([]bool, (n+1)*c1)
-		s.reach[n*c1] = true
-	}
 	for k := n - 1; k >= 0; k-- {
 		size := es[cands[k].j].Size
 		s.sum[k], s.least[k] = s.sum[k+1]+size, min(s.least[k+1], size)
-		for f := 0; exact && f < c1; f++ {
-			s.reach[k*c1+f] = s.reach[(k+1)*c1+f] || f >= size && s.reach[(k+1)*c1+f-size]
-		}
 	}
 	a := es[i]
 	if a.Size+s.sum[0] < r.Needed() {
 		return nil, nil // too few players: not a node
+	}
+	if r.Size() == r.Needed() {
+		*work -= r.setupSteps(n)
+		s.reach = make([]bool, (n+1)*c1)
+		s.reach[n*c1] = true
+		for k := n - 1; k >= 0; k-- {
+			size := es[cands[k].j].Size
+			for f := range c1 {
+				s.reach[k*c1+f] = s.reach[(k+1)*c1+f] || f >= size && s.reach[(k+1)*c1+f-size]
+			}
+		}
 	}
 	for t := range s.free {
 		s.free[t] = r.teamCap()
@@ -266,6 +271,14 @@ func (r Rules) search(es []Entry, i int, wa float64, cands []cand, nodes int, wo
 		return nil, nil
 	}
 	return s.picked, s.teams
+}
+
+// setupSteps is the steps (PassBudget) of a search's table of sums over n
+// candidates, made when every team must be full: a step every 8 of its
+// cells (a cell a candidate for each count of free seats a team may
+// have, 0 to its size; 8 cost about a step of the walk).
+func (r Rules) setupSteps(n int) int {
+	return (n*(r.teamCap()+1) + 7) / 8
 }
 
 // searcher is one try's search: the candidates with, from each on, the

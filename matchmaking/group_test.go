@@ -203,8 +203,43 @@ func TestSearchEndsWhenNoTeamCanBeFilled(t *testing.T) {
 		if p, _ := r.search(es, i, 100, cands, DefaultBudget.Try, &work); p != nil {
 			t.Fatalf("the search from %d matched %v", i, p)
 		}
-		if spent := -work; spent > 1 {
+		if spent := -work - r.setupSteps(len(cands)); spent > 1 { // its table's steps aside
 			t.Fatalf("the search from %d (%d candidates) visited %d nodes", i, len(cands), spent)
 		}
+	}
+}
+
+// A search's table of sums (every team full) is steps of the pass's
+// budget: in 32 v 32 a try's table is 33 cells a candidate, and a pass of
+// dense parties of 3 (a solo every 200th: tries that fall short and
+// search, fruitlessly) made 60 such tables on a budget of 12 000 steps
+// counting only its walks and nodes (BenchmarkPass in store/tickets:
+// 32v32-threes, 36–47 ms of Redis CPU a pass, search=1 the worst; seen
+// failing: 59 tries before the cut); with the tables counted, about 10.
+func TestSearchTableIsCounted(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	r := Rules{Teams: 2, TeamSize: 32, Window: Window{Start: 100}}
+	var es []Entry
+	for i := range 1000 {
+		size := 3
+		if i%200 == 0 {
+			size = 1
+		}
+		es = append(es, Entry{ID: fmt.Sprintf("t%04d", i), Rating: 1000 + float64(i)/2, Size: size, Created: now, Regions: []string{"eu"}})
+	}
+	gs, cut := GroupWithin(r, es, now, PassBudget{Try: 1})
+	if len(gs) != 0 || cut == "" {
+		t.Fatalf("%d matches, cut at %q: want none, and a cut", len(gs), cut)
+	}
+	tried := 0
+	for i := range es {
+		if es[i].ID == cut {
+			tried = i
+		}
+	}
+	// each try: its walk's 200 or so candidates, then a table of 200 × 33
+	// cells (1 000 steps): about 10 tries, 59 when the tables were free
+	if tried > 16 {
+		t.Fatalf("the pass tried %d anchors before its cut, each with a search table of about 200 × 33 cells, on a budget of %d steps", tried, DefaultBudget.Work)
 	}
 }

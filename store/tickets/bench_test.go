@@ -95,6 +95,8 @@ func BenchmarkPass(b *testing.B) {
 		{2000, "16x4-threes,page=1000", matchmaking.Rules{Teams: 16, TeamSize: 4, Window: matchmaking.Window{Start: 100}},
 			threes, matchmaking.PassBudget{}, 0, 0},
 		{2000, "5v5-fours,page=1000,regions=8", teams(5), fours, matchmaking.PassBudget{}, 8, 0},
+		{2000, "32v32-threes,page=1000", teams(32), threes, matchmaking.PassBudget{}, 0, 0},
+		{2000, "32v32-threes,page=1000,search=1", teams(32), threes, matchmaking.PassBudget{Try: 1}, 0, 0},
 		{2000, "ffa-backfill,page=1000,rooms=0", ffa, nil, matchmaking.PassBudget{}, 0, 0},
 		{2000, "ffa-backfill,page=1000,rooms=1000", ffa, nil, matchmaking.PassBudget{}, 0, 1000},
 		{2000, "ffa-backfill,page=1000,rooms=5000", ffa, nil, matchmaking.PassBudget{}, 0, 5000},

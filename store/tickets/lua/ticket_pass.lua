@@ -31,7 +31,8 @@
 --    that holds the whole party); a try that falls short searches the
 --    anchor's candidates for a subset that makes a match, within ARGV[19]
 --    nodes. The pass's work is bounded (matchmaking.PassBudget): a try
---    is a step, each ticket its walk looks at one, each search node one;
+--    is a step, each ticket its walk looks at one, each search node one,
+--    a search's table of sums one every 8 cells;
 --    before each anchor the pass checks its steps, and once ARGV[20] are
 --    spent it is cut there: the next pass starts at that anchor (its
 --    reply's cursor), so one script holds Redis a bounded time whatever
@@ -304,22 +305,25 @@ local function search(i, a, wa, cands)
   local n, c1 = #cands, cap + 1
   local sum, least = {}, {}
   sum[n + 1], least[n + 1] = 0, c1
-  -- every team full: reach[(k - 1) * c1 + f + 1] is whether parties of
-  -- the candidates from k on add up to f players
-  local reach = size == needed and {} or nil
-  if reach then
-    for f = 0, cap do reach[n * c1 + f + 1] = f == 0 end
-  end
   for k = n, 1, -1 do
     local sz = es[cands[k].j].size
     sum[k], least[k] = sum[k + 1] + sz, math.min(least[k + 1], sz)
-    if reach then
+  end
+  if a.size + sum[1] < needed then return nil end -- too few players: not a node
+  -- every team full: reach[(k - 1) * c1 + f + 1] is whether parties of
+  -- the candidates from k on add up to f players; the table is steps
+  -- too, one every 8 cells (matchmaking.Rules.setupSteps)
+  local reach = size == needed and {} or nil
+  if reach then
+    work = work - math.floor((n * c1 + 7) / 8)
+    for f = 0, cap do reach[n * c1 + f + 1] = f == 0 end
+    for k = n, 1, -1 do
+      local sz = es[cands[k].j].size
       for f = 0, cap do
         reach[(k - 1) * c1 + f + 1] = reach[k * c1 + f + 1] or (f >= sz and reach[k * c1 + f - sz + 1])
       end
     end
   end
-  if a.size + sum[1] < needed then return nil end -- too few players: not a node
   local free = {}
   for t = 1, teams do free[t] = cap end
   local t0 = best_fit(free, a.size)
