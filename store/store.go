@@ -168,6 +168,7 @@ type Store struct {
 	stripes            *layout.Placement
 	list               *listing.Index
 	readBatch          *batch.Batcher // the reader client's; nil: no batching or no reader client
+	bound              time.Duration  // each call's own deadline (callBound); 0: none (embedded)
 	guard              guard          // what the janitor last found wrong with Redis (guard.go)
 }
 
@@ -227,7 +228,13 @@ func New(cfg Config) (*Store, error) {
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
 	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)
 	s.list = listing.New(s.client, s.reads, s.keys, s.shards, s.stripes)
-	if cfg.Batch != nil { // first hook: the others see a batch once, as a pipeline
+	if s.bound > 0 { // first hook: a batch's pipeline, made by the batcher's, is bounded too
+		s.client.AddHook(redisx.Bound(s.bound))
+		if s.reads != nil {
+			s.reads.AddHook(redisx.Bound(s.bound))
+		}
+	}
+	if cfg.Batch != nil { // next hook: the others see a batch once, as a pipeline
 		var observe func(string, int)
 		if m, ok := cfg.Metrics.(BatchMetrics); ok {
 			observe = m.RedisBatch
@@ -326,7 +333,28 @@ const (
 	// the first, which also follow MOVED and ASK.
 	maxRetries   = 1
 	maxRedirects = 2
+	// clusterTries: a Cluster's store call is bounded by this many
+	// callBound (a node it cannot reach is tried again, then the script
+	// run once more when it did not run)
+	clusterTries = 2
 )
+
+// callBound is how long one store call (a command, a pipeline, a
+// transaction) may take on a standalone Redis, whatever Redis does: a
+// connection opened and a reply waited for, with the request's deadline
+// when that comes first (redisx.Bound, on a client with
+// ContextTimeoutEnabled). 3 s at the defaults, as a partition costs
+// (a reply that never comes, then a dial that gets no answer); a Redis
+// that accepts connections and answers nothing ends at it too. The
+// wait for a free pooled connection is part of it. 0 (no bound) when
+// REALSYNC_REDIS_URL's read_timeout says replies are not waited for
+// within a time (-1, -2).
+func callBound(dial, read time.Duration) time.Duration {
+	if read < 0 {
+		return 0
+	}
+	return max(dial, 0) + read
+}
 
 func (s *Store) connect(cfg Config) error {
 	if _, err := ParseReplicaReads(string(cfg.ReadFromReplicas)); err != nil {
@@ -346,9 +374,11 @@ func (s *Store) connect(cfg Config) error {
 			ClusterStateReloadInterval: time.Second, Protocol: 2,
 			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: cfg.ReadTimeout, PoolTimeout: poolTimeout,
 			MaxRedirects: maxRedirects}
-		s.client = redis.NewClusterClient(&opt)
 		s.probe = redis.NewClusterClient(probeClusterOptions(opt))
 		s.renewals = redis.NewClusterClient(probeClusterOptions(opt))
+		opt.ContextTimeoutEnabled = true
+		s.bound = clusterTries * callBound(opt.DialTimeout, opt.ReadTimeout)
+		s.client = redis.NewClusterClient(&opt)
 		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
 			s.reads = readerClient(opt, cfg.ReadFromReplicas)
 		}
@@ -377,9 +407,11 @@ func (s *Store) connect(cfg Config) error {
 		if opt.TLSConfig != nil && opt.Dialer == nil && opt.Protocol == 2 {
 			opt.Dialer = tlsDialer(opt.TLSConfig, opt.DialTimeout)
 		}
-		s.client = redis.NewClient(opt)
 		s.probe = redis.NewClient(probeOptions(*opt))
 		s.renewals = redis.NewClient(probeOptions(*opt))
+		opt.ContextTimeoutEnabled = true
+		s.bound = callBound(opt.DialTimeout, opt.ReadTimeout)
+		s.client = redis.NewClient(opt)
 		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
 	default:
 		m, err := startEmbedded()
@@ -388,9 +420,10 @@ func (s *Store) connect(cfg Config) error {
 		}
 		s.embedded = m
 		opt := redis.Options{Addr: m.Addr(), Protocol: 2}
-		s.client = redis.NewClient(&opt)
 		s.probe = redis.NewClient(probeOptions(opt))
 		s.renewals = redis.NewClient(probeOptions(opt))
+		opt.ContextTimeoutEnabled = true // a request's deadline ends its calls
+		s.client = redis.NewClient(&opt)
 		s.pubcmd = "PUBLISH" // miniredis has no sharded Pub/Sub
 	}
 	return nil

@@ -64,7 +64,8 @@ import (
 // A caller whose context ends is answered at once with its error when its
 // command has not left yet: the command is dropped, and the error says so
 // (redisx.NeverSent). A caller whose command has left waits for Redis'
-// answer (see callSent).
+// answer (see callSent), which the batch's pipeline waits for until the
+// latest deadline of its callers' contexts (latest).
 //
 // A script run inside Watch (an optimistic transaction on a connection of
 // its own) must not be batched: it would leave on another connection. The
@@ -139,6 +140,9 @@ type call struct {
 	state atomic.Int32  // callWaiting, callSent, callAnswered or callAbandoned
 	done  chan struct{} // closed once answered
 	err   error         // the first error of cmds, for the hook to return
+	// deadline is the caller's context's (zero: none): a batch is given
+	// the latest of its calls' (send)
+	deadline time.Time
 }
 
 // A call waits in its lane until a batch takes it (sent) or its caller
@@ -291,6 +295,7 @@ func (b *Batcher) run(ctx context.Context, l *lane, c *call) error {
 		b.mu.Unlock()
 		return errStalled
 	}
+	c.deadline, _ = ctx.Deadline()
 	l.pending = append(l.pending, c)
 	start, full := !l.busy, len(l.pending) >= b.max
 	if start {
@@ -388,6 +393,11 @@ func (b *Batcher) send(l *lane, batch []*call) error {
 		return nil
 	}
 	ctx := Unbatched(context.Background())
+	if d, ok := latest(live); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
 	var p redis.Pipeliner
 	if l.kind == laneTx {
 		p = b.client.TxPipeline()
@@ -405,6 +415,26 @@ func (b *Batcher) send(l *lane, batch []*call) error {
 		c.answer(err, true)
 	}
 	return err
+}
+
+// latest is the latest deadline of calls, false when one has none. A
+// batch ends by it (on a client with ContextTimeoutEnabled): no caller
+// waits for a batch, once sent, past the end of every caller's context
+// in it, and a batch of calls that all have a deadline (the store's
+// callers, each bounded by redisx.Bound) is not waited for longer than
+// its latest. A call whose own deadline is earlier still waits for the
+// batch's answer (see callSent), at most until that latest one.
+func latest(calls []*call) (time.Time, bool) {
+	var d time.Time
+	for _, c := range calls {
+		if c.deadline.IsZero() {
+			return time.Time{}, false
+		}
+		if c.deadline.After(d) {
+			d = c.deadline
+		}
+	}
+	return d, true
 }
 
 // Close stops taking calls, sends the ones queued, and returns once every
