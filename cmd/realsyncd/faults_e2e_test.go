@@ -257,6 +257,53 @@ func TestShutdownTimeoutBoundsExitWithRedisPaused(t *testing.T) {
 	}
 }
 
+// With REALSYNC_REQUEST_TIMEOUT=1s and Redis paused (SIGSTOP:
+// connections accepted, nothing answered), reads, a listing, the stats
+// and a write answer 503 STORE_UNAVAILABLE by about the request timeout:
+// a store call ends at its request's deadline (store: redisx.Bound).
+// Before, a call sent went on past it, waiting a reply timeout per try
+// and per new connection's HELLO: GET /v1/rooms/{id} answered after
+// 8.1 s. Rate limits off: their check, its Redis call bounded by its own
+// 300 ms, would otherwise come first (before, it too waited a reply
+// timeout). Not parallel: it bounds the answers' time, which the other
+// tests' instances on the same cores would stretch; the bound is
+// generous (three times the timeout), not a measurement.
+func TestRequestTimeoutBoundsAnswersWithRedisPaused(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	bin := buildBinary(t)
+	in := start(t, bin, "REALSYNC_REDIS_URL=redis://"+srv.Addr, "REALSYNC_KEY_PREFIX="+redistest.Prefix(t),
+		"REALSYNC_JWT_SECRET=e2e-secret", "REALSYNC_REQUEST_TIMEOUT=1s", "REALSYNC_RATE_LIMITS=off")
+	id, toks := party(t, in, 1)
+	srv.Pause()
+	t.Cleanup(srv.Resume) // before the server's stop, even on a failure
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/v1/rooms/" + id},
+		{"GET", "/v1/rooms"},
+		{"GET", "/v1/lobby/stats"},
+		{"POST", "/v1/rooms/" + id + "/messages"},
+	} {
+		var body any
+		if r.method == "POST" {
+			body = map[string]any{"type": "chat", "data": 1}
+		}
+		began := time.Now()
+		status, res := call(t, r.method, in.url+r.path, toks[0], body)
+		took := time.Since(began)
+		if status != 503 || res["code"] != "STORE_UNAVAILABLE" {
+			t.Errorf("%s %s, Redis paused: %d %v, want 503 STORE_UNAVAILABLE", r.method, r.path, status, res)
+		}
+		if took > 3*time.Second {
+			t.Errorf("%s %s, Redis paused: answered after %s, want about REALSYNC_REQUEST_TIMEOUT (1s)", r.method, r.path, took.Round(time.Millisecond))
+		} else {
+			t.Logf("%s %s: %d after %s", r.method, r.path, status, took.Round(time.Millisecond))
+		}
+	}
+}
+
 // The upgrade procedure of the README: data written by the schema-1
 // release is refused; `realsyncd migrate -dry-run` counts, `realsyncd
 // migrate` converts it; the new instance then serves the rooms.
