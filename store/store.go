@@ -318,9 +318,10 @@ func withDefaults(cfg Config) Config {
 // to a failed-over Cluster master fail at once until its replica is
 // promoted. Redis answers a RealSync script in well under a millisecond.
 // The wait for a free connection keeps its former total (go-redis: 6 s,
-// tried 4 times): 10 000 streams opening at once queue about that long for
-// the pool, and behind a partition the pool empties within seconds anyway,
-// as replies time out and dials fail. In REALSYNC_REDIS_URL, the
+// tried 4 times), within a call's own deadline (callBound): behind a
+// partition the pool empties within seconds anyway, as replies time out
+// and dials fail, and batched calls queue in the batcher, not for the
+// pool. In REALSYNC_REDIS_URL, the
 // dial_timeout, read_timeout, max_retries and pool_timeout parameters win
 // over these.
 const (

@@ -102,9 +102,10 @@ func (c *ShardStats) Collect(ch chan<- prometheus.Metric) {
 
 // get returns the last read when it is younger than the TTL, else reads,
 // waiting at most the timeout. The read runs on its own goroutine with the
-// timeout as its context's deadline, but go-redis only honours deadlines
-// with ContextTimeoutEnabled (else its ReadTimeout): so a scrape stops
-// waiting by itself, and one read at most is under way at any time.
+// timeout as its context's deadline (go-redis honours it on a client
+// with ContextTimeoutEnabled, as the store's; else its ReadTimeout): a
+// scrape stops waiting by itself all the same, and one read at most is
+// under way at any time.
 func (c *ShardStats) get() (lobby.Stats, error) {
 	c.mu.Lock()
 	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
