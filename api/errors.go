@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/internal/webhook/deadletter"
@@ -101,7 +102,9 @@ var problems = []problem{
 // overloaded, shutting down or not connected yet: 1 to 3 s, jittered so
 // that the refused clients do not come back all at once) and the stream
 // limits (streamRetryAfter). A Retry-After the handler set already wins:
-// the rate limits' says when their window frees a place. Event streams
+// the rate limits' says when their window frees a place; so does one an
+// error knows (a RetryAfter method: SESSION_EXISTS, the open session's
+// lease's time left). Event streams
 // refused for want of the store are no 503 but a 200 with a retry line
 // (Server.stream): EventSource gives up on any other status.
 var retryAfters = map[oapi.ProblemCode]func() string{
@@ -138,6 +141,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if p.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="realsync"`)
+	}
+	var until interface{ RetryAfter() time.Duration } // what the error knows of the wait (players.SessionExistsError)
+	if errors.As(err, &until) && until.RetryAfter() > 0 && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(until.RetryAfter())))
 	}
 	if retry := retryAfters[p.code]; retry != nil && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", retry())

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -201,8 +202,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// reject-new: a second session of a platform is 409 SESSION_EXISTS and
-// the first goes on; allow-multiple: both are open.
+// reject-new: a second session of a platform is 409 SESSION_EXISTS, with
+// a Retry-After of the first one's lease's time left, and the first goes
+// on; allow-multiple: both are open.
 func TestMeStreamPolicies(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -214,6 +216,10 @@ func TestMeStreamPolicies(t *testing.T) {
 			body, _ := io.ReadAll(res.Body)
 			if res.StatusCode != 409 || !strings.Contains(string(body), `"code":"SESSION_EXISTS"`) {
 				t.Fatalf("second console session: %d %s", res.StatusCode, body)
+			}
+			// the first one's lease's time left, rounded up (the presence TTL: 15 s)
+			if n, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || n < 1 || n > 15 {
+				t.Errorf("second console session: Retry-After %q, want 1..15 (s)", res.Header.Get("Retry-After"))
 			}
 			if p := rj[1].presence(alice, aliceID); platformsOf(p) != "console" {
 				t.Errorf("presence %v", p)

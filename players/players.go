@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/realsync/realsync/rooms"
 )
@@ -71,7 +72,8 @@ var (
 	// ErrInvalidPlatform: a missing or unknown platform (400).
 	ErrInvalidPlatform = errors.New("invalid platform")
 	// ErrSessionExists: the policy is reject-new and the user has a session
-	// on the platform (409).
+	// on the platform (409). A store says how long that session may still
+	// hold the platform with a *SessionExistsError.
 	ErrSessionExists = errors.New("a session of this user on this platform is open")
 	// ErrPlayersOnly: a server credential (an API key) has no personal
 	// stream (403 SCOPE_REQUIRED).
@@ -127,3 +129,24 @@ func (s Status) Event(ts string) PresenceEvent {
 	}
 	return PresenceEvent{Type: EventPresence, UserID: s.UserID, Online: s.Online, Platforms: p, Version: s.Version, TS: ts}
 }
+
+// SessionExistsError is ErrSessionExists (errors.Is) for a session of
+// Platform, with Left, the time until the open session's lease runs out
+// unless its instance renews it (0: unknown): a new session is refused
+// at least that long; one whose client is still connected renews it, and
+// a retry then is refused again.
+type SessionExistsError struct {
+	Platform string
+	Left     time.Duration
+}
+
+func (e *SessionExistsError) Error() string {
+	return fmt.Sprintf("%v (platform %s)", ErrSessionExists, e.Platform)
+}
+
+// Is makes errors.Is(err, ErrSessionExists) hold.
+func (e *SessionExistsError) Is(target error) bool { return target == ErrSessionExists }
+
+// RetryAfter is how long a new session is refused at least: Left (0:
+// unknown).
+func (e *SessionExistsError) RetryAfter() time.Duration { return e.Left }

@@ -165,7 +165,7 @@ func TestSessionsStatusPublishedOnChange(t *testing.T) {
 }
 
 // reject-new refuses a second session of a platform (and changes
-// nothing); allow-multiple keeps both; a refused or counted session
+// nothing), saying how long the first one's lease has left; allow-multiple keeps both; a refused or counted session
 // respects the per-user stream quota.
 func TestSessionPolicies(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
@@ -181,6 +181,10 @@ func TestSessionPolicies(t *testing.T) {
 			_, err := rj.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "r.2"}, sse.Cursor{}, 100)
 			if !errors.Is(err, players.ErrSessionExists) {
 				t.Fatalf("second web session: %v", err)
+			}
+			// how long the first one's lease holds the platform, unless renewed
+			if se, ok := errors.AsType[*players.SessionExistsError](err); !ok || se.Left <= 0 || se.Left > time.Minute {
+				t.Errorf("second web session: %#v, want the first one's lease's time left (0, 1m]", err)
 			}
 			after, _ := rj.Sessions().Statuses(ctx, []string{uid})
 			if before[0].Version != after[0].Version {

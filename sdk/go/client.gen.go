@@ -2043,7 +2043,9 @@ type ClientInterface interface {
 	// events up to it, the new one gets those after it), and a session
 	// whose instance missed it live ends with it all the same, within
 	// the TTL; `reject-new`: the new one is 409
-	// `SESSION_EXISTS` while the old one holds its lease (a session whose
+	// `SESSION_EXISTS`, with `Retry-After` (the seconds until the old
+	// one's lease runs out unless renewed), while the old one holds its
+	// lease (a session whose
 	// instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
 	// client vanished without closing its connection, until the server
 	// drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
@@ -3504,7 +3506,9 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // events up to it, the new one gets those after it), and a session
 // whose instance missed it live ends with it all the same, within
 // the TTL; `reject-new`: the new one is 409
-// `SESSION_EXISTS` while the old one holds its lease (a session whose
+// `SESSION_EXISTS`, with `Retry-After` (the seconds until the old
+// one's lease runs out unless renewed), while the old one holds its
+// lease (a session whose
 // instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
 // client vanished without closing its connection, until the server
 // drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
@@ -7105,7 +7109,9 @@ type ClientWithResponsesInterface interface {
 	// events up to it, the new one gets those after it), and a session
 	// whose instance missed it live ends with it all the same, within
 	// the TTL; `reject-new`: the new one is 409
-	// `SESSION_EXISTS` while the old one holds its lease (a session whose
+	// `SESSION_EXISTS`, with `Retry-After` (the seconds until the old
+	// one's lease runs out unless renewed), while the old one holds its
+	// lease (a session whose
 	// instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
 	// client vanished without closing its connection, until the server
 	// drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
@@ -9667,6 +9673,11 @@ type StreamMeEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamMeEventsResponse409Headers the declared response headers of an HTTP 409 response for StreamMeEvents
+type StreamMeEventsResponse409Headers struct {
+	RetryAfter *int
+}
+
 // StreamMeEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamMeEvents
 type StreamMeEventsResponse429Headers struct {
 	RateLimit       *string
@@ -9700,6 +9711,8 @@ type StreamMeEventsResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamMeEventsResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *StreamMeEventsResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *StreamMeEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -13101,7 +13114,9 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // events up to it, the new one gets those after it), and a session
 // whose instance missed it live ends with it all the same, within
 // the TTL; `reject-new`: the new one is 409
-// `SESSION_EXISTS` while the old one holds its lease (a session whose
+// `SESSION_EXISTS`, with `Retry-After` (the seconds until the old
+// one's lease runs out unless renewed), while the old one holds its
+// lease (a session whose
 // instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
 // client vanished without closing its connection, until the server
 // drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
@@ -16011,6 +16026,16 @@ func ParseStreamMeEventsResponse(rsp *http.Response) (*StreamMeEventsResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers StreamMeEventsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers StreamMeEventsResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

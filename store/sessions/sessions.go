@@ -193,8 +193,12 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 	}
 	switch st, _ := arr[0].(string); st {
 	case "OK":
-	case "SESSION_EXISTS":
-		return sse.UserOpening{}, fmt.Errorf("%w (platform %s)", players.ErrSessionExists, ss.Platform)
+	case "SESSION_EXISTS": // the lease's time left: none from an older instance's script
+		var left time.Duration
+		if len(arr) > 1 {
+			left = time.Duration(redisx.Int(arr[1])) * time.Millisecond
+		}
+		return sse.UserOpening{}, &players.SessionExistsError{Platform: ss.Platform, Left: left}
 	case "STREAM_LIMIT":
 		return sse.UserOpening{}, fmt.Errorf("%w (%d)", rooms.ErrStreamLimit, s.cfg.StreamsPerUser)
 	default:

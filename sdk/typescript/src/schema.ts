@@ -899,7 +899,9 @@ export interface paths {
          *     events up to it, the new one gets those after it), and a session
          *     whose instance missed it live ends with it all the same, within
          *     the TTL; `reject-new`: the new one is 409
-         *     `SESSION_EXISTS` while the old one holds its lease (a session whose
+         *     `SESSION_EXISTS`, with `Retry-After` (the seconds until the old
+         *     one's lease runs out unless renewed), while the old one holds its
+         *     lease (a session whose
          *     instance died holds it for at most `REALSYNC_PRESENCE_TTL`; one whose
          *     client vanished without closing its connection, until the server
          *     drops that connection: within about `REALSYNC_SSE_HEARTBEAT` +
@@ -2505,9 +2507,10 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `SESSION_EXISTS`: `REALSYNC_SESSION_POLICY` is `reject-new` and the caller has a session on this platform. */
+        /** @description `SESSION_EXISTS`: `REALSYNC_SESSION_POLICY` is `reject-new` and the caller has a session on this platform. `Retry-After`: the seconds (rounded up) until that session's lease runs out unless its instance renews it; a session still open renews it every third of `REALSYNC_PRESENCE_TTL`, and a retry then is refused again. */
         SessionExists: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {

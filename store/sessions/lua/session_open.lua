@@ -52,7 +52,8 @@
 --        oldest entry: the cap dropped them); the events after from (seq
 --        from + 1 on; an event whose body is stored once for many users is
 --        "\1<body key>", store/userlog) |
---        {"SESSION_EXISTS"} | {"STREAM_LIMIT", held}
+--        {"SESSION_EXISTS", ms}: ms until the platform's open session's
+--        lease runs out unless renewed | {"STREAM_LIMIT", held}
 local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR, K_REPL =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local uid, platform, sid, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -83,7 +84,11 @@ local same = {}
 for _, m in ipairs(redis.call('ZRANGE', K_SESS, 0, -1)) do
   if string.sub(m, 1, #platform + 1) == platform .. '/' then same[#same + 1] = m end
 end
-if policy == 'reject-new' and #same > 0 then return {'SESSION_EXISTS'} end
+if policy == 'reject-new' and #same > 0 then
+  local last = 0
+  for _, m in ipairs(same) do last = math.max(last, tonumber(redis.call('ZSCORE', K_SESS, m))) end
+  return {'SESSION_EXISTS', tostring(last - now)}
+end
 if policy ~= 'replace' then same = {} end
 if quota > 0 then
   redis.call('ZREMRANGEBYSCORE', K_STREAMS, '-inf', now)
