@@ -23,8 +23,17 @@ func (o operation) String() string { return o.Method + " " + o.Path + " (" + o.I
 
 var httpMethods = map[string]bool{"get": true, "put": true, "post": true, "patch": true, "delete": true, "head": true, "options": true}
 
-// specOperations reads the operations of an OpenAPI document.
-func specOperations(t *testing.T, doc []byte) []operation {
+// specOperation is an operation of an OpenAPI document as the drift tests
+// read it: its operationId and the $refs of its parameters.
+type specOperation struct {
+	OperationID string `yaml:"operationId"`
+	Parameters  []struct {
+		Ref string `yaml:"$ref"`
+	} `yaml:"parameters"`
+}
+
+// eachOperation calls f with every operation of an OpenAPI document.
+func eachOperation(t *testing.T, doc []byte, f func(method, path string, op specOperation)) {
 	t.Helper()
 	var spec struct {
 		Paths map[string]map[string]yaml.Node `yaml:"paths"`
@@ -32,21 +41,27 @@ func specOperations(t *testing.T, doc []byte) []operation {
 	if err := yaml.Unmarshal(doc, &spec); err != nil {
 		t.Fatalf("openapi.yaml: %v", err)
 	}
-	var ops []operation
 	for path, item := range spec.Paths {
 		for method, node := range item {
 			if !httpMethods[method] {
 				continue
 			}
-			var op struct {
-				OperationID string `yaml:"operationId"`
-			}
+			var op specOperation
 			if err := node.Decode(&op); err != nil {
 				t.Fatalf("%s %s: %v", method, path, err)
 			}
-			ops = append(ops, operation{strings.ToUpper(method), path, op.OperationID})
+			f(method, path, op)
 		}
 	}
+}
+
+// specOperations reads the operations of an OpenAPI document.
+func specOperations(t *testing.T, doc []byte) []operation {
+	t.Helper()
+	var ops []operation
+	eachOperation(t, doc, func(method, path string, op specOperation) {
+		ops = append(ops, operation{strings.ToUpper(method), path, op.OperationID})
+	})
 	return ops
 }
 
@@ -161,34 +176,14 @@ paths:
 // operations that take the IdempotencyKey parameter.
 func keyedOperations(t *testing.T, doc []byte) []string {
 	t.Helper()
-	var spec struct {
-		Paths map[string]map[string]yaml.Node `yaml:"paths"`
-	}
-	if err := yaml.Unmarshal(doc, &spec); err != nil {
-		t.Fatalf("openapi.yaml: %v", err)
-	}
 	var ids []string
-	for path, item := range spec.Paths {
-		for method, node := range item {
-			if !httpMethods[method] {
-				continue
-			}
-			var op struct {
-				OperationID string `yaml:"operationId"`
-				Parameters  []struct {
-					Ref string `yaml:"$ref"`
-				} `yaml:"parameters"`
-			}
-			if err := node.Decode(&op); err != nil {
-				t.Fatalf("%s %s: %v", method, path, err)
-			}
-			for _, p := range op.Parameters {
-				if strings.HasSuffix(p.Ref, "/IdempotencyKey") {
-					ids = append(ids, op.OperationID)
-				}
+	eachOperation(t, doc, func(_, _ string, op specOperation) {
+		for _, p := range op.Parameters {
+			if strings.HasSuffix(p.Ref, "/IdempotencyKey") {
+				ids = append(ids, op.OperationID)
 			}
 		}
-	}
+	})
 	sort.Strings(ids)
 	return ids
 }
