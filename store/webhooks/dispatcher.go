@@ -230,24 +230,79 @@ func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 
 // Step runs one round over every shard: due retries back into deliveries,
 // the outbox fanned out (its abandoned entries claimed first), then the
-// deliveries read (abandoned ones claimed) and sent by at most Workers at a
-// time, each settled. It returns the number of entries it handled.
+// deliveries read (abandoned ones claimed) and sent, every shard's at
+// once, by at most Workers at a time and at most half of them (one at
+// least) to one endpoint, each settled. It returns the number of entries
+// it handled once every send it started has ended: a slow endpoint holds
+// the round for its timeout once, not once a shard, and never every
+// worker.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 	total := 0
 	var errs []error
 	var lag time.Duration
+	s := d.newSends()
 	for shard := range d.b.Shards {
-		n, l, err := d.stepShard(ctx, shard)
+		n, l, err := d.stepShard(ctx, shard, s)
 		total += n
 		lag = max(lag, l)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("webhooks shard %d: %w", shard, err))
 		}
 	}
+	errs = append(errs, s.wait()...)
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.WebhookLag(lag)
 	}
 	return total, errors.Join(errs...)
+}
+
+// sends are a round's sends in flight: Workers at most, and at most
+// perEndpoint of them to one endpoint.
+type sends struct {
+	workers     chan struct{}
+	perEndpoint int
+	mu          sync.Mutex
+	endpoints   map[string]chan struct{}
+	wg          sync.WaitGroup
+	errs        []error
+}
+
+func (d *Dispatcher) newSends() *sends {
+	return &sends{workers: make(chan struct{}, d.cfg.Workers), perEndpoint: max(d.cfg.Workers/2, 1),
+		endpoints: map[string]chan struct{}{}}
+}
+
+// start runs send for a delivery to endpoint once the endpoint and a
+// worker are free (in that order: a delivery waiting for its endpoint
+// holds no worker).
+func (s *sends) start(endpoint string, send func() error) {
+	s.mu.Lock()
+	ep := s.endpoints[endpoint]
+	if ep == nil {
+		ep = make(chan struct{}, s.perEndpoint)
+		s.endpoints[endpoint] = ep
+	}
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ep <- struct{}{}
+		s.workers <- struct{}{}
+		err := send()
+		<-s.workers
+		<-ep
+		if err != nil {
+			s.mu.Lock()
+			s.errs = append(s.errs, err)
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// wait waits for every send started and returns their errors.
+func (s *sends) wait() []error {
+	s.wg.Wait()
+	return s.errs
 }
 
 // age is how long ago, by Config.Now, the stream entry id was added.
@@ -260,10 +315,10 @@ func (d *Dispatcher) age(id string) time.Duration {
 	return max(d.cfg.Now().Sub(time.UnixMilli(t)), 0)
 }
 
-// stepShard runs Step's round over one shard; lag is the age of the
-// oldest outbox entry it read, or left there for want of room in the
-// deliveries (0: none).
-func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, time.Duration, error) {
+// stepShard runs Step's round over one shard, its sends started in s;
+// lag is the age of the oldest outbox entry it read, or left there for
+// want of room in the deliveries (0: none).
+func (d *Dispatcher) stepShard(ctx context.Context, shard int, s *sends) (int, time.Duration, error) {
 	k := keys{d.b}
 	outbox, dels := k.outbox(shard), k.deliveries(shard)
 	now := d.cfg.Now()
@@ -314,24 +369,11 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int) (int, time.Durati
 	if err != nil {
 		return handled, lag, err
 	}
-	sem := make(chan struct{}, d.cfg.Workers)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
 	for _, e := range todo {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := d.deliver(ctx, shard, e); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
+		ep, _ := e.Values["e"].(string)
+		s.start(ep, func() error { return d.deliver(ctx, shard, e) })
 	}
-	wg.Wait()
-	return handled + len(todo), lag, errors.Join(errs...)
+	return handled + len(todo), lag, nil
 }
 
 // read returns up to count entries of stream for this consumer: first those

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,9 +104,15 @@ func newRoom() rooms.NewRoom {
 // roomEvents makes a room see player_joined, player_left, room_closed
 // (and whatever create emits) and returns the room id.
 func roomEvents(t *testing.T, s *store.Store) string {
+	return roomEventsOf(t, s, newRoom())
+}
+
+// roomEventsOf is roomEvents for a room made as nr says (the rooms of one
+// mode and region live on one shard).
+func roomEventsOf(t *testing.T, s *store.Store, nr rooms.NewRoom) string {
 	t.Helper()
 	ctx := context.Background()
-	j, err := s.Create(ctx, alice, newRoom())
+	j, err := s.Create(ctx, alice, nr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,6 +600,93 @@ func TestWebhooksLagFallsToZeroWhenIdle(t *testing.T) {
 			}
 			if lag, _ := lags.last(); lag != 0 {
 				t.Fatalf("every outbox empty: lag %v, want 0", lag)
+			}
+		})
+	}
+}
+
+// A round sends every shard's deliveries at once: a slow endpoint holds
+// the round for its timeout once, not once for each shard with a delivery
+// to it. Here its sends wait until all of them are in flight together
+// (the test's own 10 s bound aside): one room_closed each of four rooms,
+// on several of the 8 shards. A round sent one shard's deliveries at a
+// time, waiting for the slowest before the next shard: one receiver at
+// its timeout held every endpoint's deliveries for that timeout once a
+// shard.
+func TestWebhooksSlowEndpointHoldsARoundOnce(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openWebhooks(t, b)
+			const n = 4 // at most Workers/2 (4) to one endpoint at once
+			var mu sync.Mutex
+			inFlight, together := 0, make(chan struct{})
+			var held atomic.Bool
+			send := func(_ context.Context, d webhooks.Delivery) error {
+				if d.Endpoint != "slow" {
+					return nil
+				}
+				mu.Lock()
+				if inFlight++; inFlight == n {
+					close(together)
+				}
+				mu.Unlock()
+				select {
+				case <-together:
+				case <-time.After(10 * time.Second):
+					held.Store(true)
+				}
+				return nil
+			}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send,
+				Endpoints: []webhooks.Endpoint{{ID: "slow", Events: []string{"room_closed"}}, {ID: "good", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n { // four modes: most likely on several of the 8 shards
+				nr := newRoom()
+				nr.Mode = fmt.Sprintf("mode-%d", i)
+				roomEventsOf(t, s, nr)
+			}
+			drain(t, d)
+			if held.Load() {
+				t.Fatal("the slow endpoint's deliveries of different shards were not in flight together")
+			}
+		})
+	}
+}
+
+// One endpoint's sends take at most half the workers (one at least): the
+// others stay for the other endpoints. Here two workers, and a slow
+// endpoint with four deliveries ahead of the healthy one's: its sends wait
+// until the healthy one got its delivery (the test's 10 s bound aside);
+// with every worker theirs, it waited for them.
+func TestWebhooksSlowEndpointTakesHalfTheWorkers(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openWebhooks(t, b)
+			got := make(chan struct{})
+			var held atomic.Bool
+			send := func(_ context.Context, d webhooks.Delivery) error {
+				if d.Endpoint == "good" {
+					close(got)
+					return nil
+				}
+				select {
+				case <-got:
+				case <-time.After(10 * time.Second):
+					held.Store(true)
+				}
+				return nil
+			}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 2,
+				Endpoints: []webhooks.Endpoint{{ID: "slow", Events: []string{"*"}}, {ID: "good", Events: []string{"room_closed"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			roomEvents(t, s)
+			drain(t, d)
+			if held.Load() {
+				t.Fatal("the slow endpoint took every worker: the healthy one waited for it")
 			}
 		})
 	}

@@ -1,0 +1,57 @@
+package webhooks_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/webhooks"
+)
+
+// BenchmarkDispatch: deliveries a second of one instance's dispatcher
+// draining a backlog of room events (each room's 4) to one endpoint that
+// answers at once, on a standalone Redis: what the dispatcher itself
+// costs, the receiver's time aside.
+func BenchmarkDispatch(b *testing.B) {
+	s := openStoreWith(b, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(b)},
+		func(c *store.Config) { c.WebhookOutboxLen = 100_000 })
+	var sent atomic.Int64
+	d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Endpoints: []webhooks.Endpoint{{ID: "e", Events: []string{"*"}}},
+		Send: func(context.Context, webhooks.Delivery) error { sent.Add(1); return nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	const rooms = 500 // 2 000 events
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		for range rooms {
+			j, err := s.Create(ctx, alice, newRoom())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Join(ctx, bob, j.Room.ID); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Leave(ctx, bob, j.Room.ID); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Delete(ctx, alice, j.Room.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		start, want := time.Now(), sent.Load()+4*rooms
+		for sent.Load() < want {
+			if _, err := d.Step(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		elapsed += time.Since(start)
+	}
+	b.ReportMetric(float64(sent.Load())/elapsed.Seconds(), "deliveries/s")
+}
