@@ -42,16 +42,22 @@ type webhookSettings struct {
 	// "<base>,<max>", default "1s,10m": the n-th retry waits a uniform
 	// random time below min(base·2^(n-1), max).
 	WebhookBackoffBase, WebhookBackoffMax time.Duration
+	// WebhookWorkers: REALSYNC_WEBHOOK_WORKERS, default 8: sends at once
+	// per instance, at most half of them (one at least) to one endpoint;
+	// at a receiver's answer time t an instance sends at most Workers/t a
+	// second.
+	WebhookWorkers int
 }
 
 // webhookFlags declares the settings' flags on fs, with env's values as
 // defaults; the returned function checks them after fs.Parse.
 func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) webhookSettings {
-	var file, attempts, timeout, backoff string
+	var file, attempts, timeout, backoff, workers string
 	fs.StringVar(&file, "webhooks-file", env("REALSYNC_WEBHOOKS_FILE", ""), "YAML or JSON file of webhook endpoints (id, url, secret, events); unset: no webhooks (REALSYNC_WEBHOOKS_FILE)")
 	fs.StringVar(&attempts, "webhook-max-attempts", env("REALSYNC_WEBHOOK_MAX_ATTEMPTS", "8"), "tries of a webhook delivery before it goes to the dead letters (REALSYNC_WEBHOOK_MAX_ATTEMPTS)")
 	fs.StringVar(&timeout, "webhook-timeout", env("REALSYNC_WEBHOOK_TIMEOUT", "10s"), "bound of one webhook try; a delivery left 6x as long by a dead instance is taken over (REALSYNC_WEBHOOK_TIMEOUT)")
 	fs.StringVar(&backoff, "webhook-backoff", env("REALSYNC_WEBHOOK_BACKOFF", "1s,10m"), "base,max of the full-jitter exponential wait before a webhook retry (REALSYNC_WEBHOOK_BACKOFF)")
+	fs.StringVar(&workers, "webhook-workers", env("REALSYNC_WEBHOOK_WORKERS", "8"), "webhook sends at once per instance, at most half to one endpoint (REALSYNC_WEBHOOK_WORKERS)")
 	return func(bad func(name, msg string)) webhookSettings {
 		w := webhookSettings{WebhooksFile: file}
 		n, err := strconv.Atoi(attempts)
@@ -59,6 +65,9 @@ func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fun
 			bad("REALSYNC_WEBHOOK_MAX_ATTEMPTS", "must be a whole number from 1 to 100")
 		}
 		w.WebhookMaxAttempts = n
+		if w.WebhookWorkers, err = strconv.Atoi(workers); err != nil || w.WebhookWorkers < 1 || w.WebhookWorkers > 1024 {
+			bad("REALSYNC_WEBHOOK_WORKERS", "must be a whole number from 1 to 1024")
+		}
 		if d, err := time.ParseDuration(timeout); err != nil || d < 100*time.Millisecond || d > time.Minute {
 			bad("REALSYNC_WEBHOOK_TIMEOUT", "must be a duration from 100ms to 1m")
 		} else {
@@ -100,7 +109,7 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 		log.Error("webhooks", "err", err)
 		return
 	}
-	d, err := webhooks.New(st.Base(), webhooks.Config{Endpoints: dispatcherEndpoints(w.WebhookEndpoints), Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Metrics: m,
+	d, err := webhooks.New(st.Base(), webhooks.Config{Endpoints: dispatcherEndpoints(w.WebhookEndpoints), Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Workers: w.WebhookWorkers, Metrics: m,
 		BackoffBase: w.WebhookBackoffBase, BackoffMax: w.WebhookBackoffMax, ClaimIdle: webhookClaimFactor * w.WebhookTimeout,
 		Send: func(ctx context.Context, d webhooks.Delivery) error {
 			return sender.Send(ctx, webhook.Delivery(d))

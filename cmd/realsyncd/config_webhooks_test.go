@@ -9,10 +9,10 @@ import (
 )
 
 // REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS,
-// REALSYNC_WEBHOOK_TIMEOUT and REALSYNC_WEBHOOK_BACKOFF: off by default (no
-// outbox); a good file turns the outbox on; a missing or bad file, a bad
-// attempt count, timeout or backoff are reported naming the variable; the
-// flags win.
+// REALSYNC_WEBHOOK_TIMEOUT, REALSYNC_WEBHOOK_BACKOFF and
+// REALSYNC_WEBHOOK_WORKERS: off by default (no outbox); a good file turns
+// the outbox on; a missing or bad file, a bad attempt count, timeout,
+// backoff or worker count are reported naming the variable; the flags win.
 func TestParseConfigWebhooks(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "hooks.yaml")
@@ -28,7 +28,7 @@ func TestParseConfigWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	const file, attempts = "REALSYNC_WEBHOOKS_FILE", "REALSYNC_WEBHOOK_MAX_ATTEMPTS"
-	const timeout, backoff = "REALSYNC_WEBHOOK_TIMEOUT", "REALSYNC_WEBHOOK_BACKOFF"
+	const timeout, backoff, workers = "REALSYNC_WEBHOOK_TIMEOUT", "REALSYNC_WEBHOOK_BACKOFF", "REALSYNC_WEBHOOK_WORKERS"
 	tests := []struct {
 		name       string
 		env        map[string]string
@@ -37,6 +37,7 @@ func TestParseConfigWebhooks(t *testing.T) {
 		maxTry     int
 		timeout    time.Duration // 0: the default 10 s
 		base, most time.Duration // 0: the defaults 1 s, 10 min
+		workers    int           // 0: the default 8
 		wantErr    string
 	}{
 		{name: "DefaultOff", maxTry: 8},
@@ -60,6 +61,11 @@ func TestParseConfigWebhooks(t *testing.T) {
 		{name: "BackoffZeroBase", env: map[string]string{backoff: "0s,1s"}, wantErr: backoff},
 		{name: "BackoffTooLong", env: map[string]string{backoff: "1s,25h"}, wantErr: backoff},
 		{name: "BackoffWords", env: map[string]string{backoff: "soon,later"}, wantErr: backoff},
+		{name: "Workers", env: map[string]string{workers: "64"}, maxTry: 8, workers: 64},
+		{name: "WorkersFlag", env: map[string]string{workers: "64"}, args: []string{"-webhook-workers", "2"}, maxTry: 8, workers: 2},
+		{name: "WorkersZero", env: map[string]string{workers: "0"}, wantErr: workers},
+		{name: "WorkersTooMany", env: map[string]string{workers: "5000"}, wantErr: workers},
+		{name: "WorkersWord", env: map[string]string{workers: "lots"}, wantErr: workers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +79,9 @@ func TestParseConfigWebhooks(t *testing.T) {
 			wantT, wantB, wantM := cmp.Or(tc.timeout, 10*time.Second), cmp.Or(tc.base, time.Second), cmp.Or(tc.most, 10*time.Minute)
 			if c.WebhookTimeout != wantT || c.WebhookBackoffBase != wantB || c.WebhookBackoffMax != wantM {
 				t.Errorf("timeout %v, backoff %v..%v; want %v, %v..%v", c.WebhookTimeout, c.WebhookBackoffBase, c.WebhookBackoffMax, wantT, wantB, wantM)
+			}
+			if want := cmp.Or(tc.workers, 8); c.WebhookWorkers != want {
+				t.Errorf("workers %d, want %d", c.WebhookWorkers, want)
 			}
 		})
 	}
