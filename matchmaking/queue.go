@@ -96,7 +96,8 @@ type Queue interface {
 	// NewID is a new ticket id for mode (it names the mode's slot).
 	NewID(mode string) string
 	// Add queues t (searching) for ttl; it returns t with its CreatedAt
-	// and ExpiresAt (Redis's clock). ErrQueueFull past maxQueue.
+	// and ExpiresAt (Redis's clock). ErrQueueFull past maxQueue;
+	// rooms.ErrUnavailable when it is not known whether t was queued.
 	Add(ctx context.Context, t Ticket, g GroupKey, ttl time.Duration, maxQueue int) (Ticket, error)
 	// Get reads a ticket: ErrTicketNotFound when it is unknown or gone.
 	Get(ctx context.Context, id string) (Ticket, error)

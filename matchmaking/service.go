@@ -103,7 +103,9 @@ type TicketParams struct {
 // ticket (ErrTicketActive when u or a member has another active: searching,
 // or matched while its room is not known yet,
 // ErrMemberQueuedInParty when u is covered by another leader's), and
-// queues it (ErrQueueFull).
+// queues it (ErrQueueFull). On rooms.ErrUnavailable the ticket may be
+// queued: its users' claims stay (a next create is ErrTicketActive until
+// the ticket ends, or for InFlight when it was not queued).
 func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Ticket, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return Ticket{}, err
@@ -134,7 +136,14 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
 	t, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.MaxQueue)
 	if err != nil {
-		s.releaseAll(claimed, t.ID)
+		// rooms.ErrUnavailable: the ticket may be queued (a reply lost, or
+		// cut by ctx's deadline after the queueing was sent); its claims
+		// stay its users', or they could queue a second searching ticket
+		// next to it. Claims of a ticket that was not queued free
+		// themselves after InFlight (claimAll).
+		if !errors.Is(err, rooms.ErrUnavailable) {
+			s.releaseAll(claimed, t.ID)
+		}
 		return Ticket{}, err
 	}
 	// until the ticket's grace could end, and a tenth of ttl more: a later
