@@ -2,6 +2,8 @@ package sse_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,17 +56,21 @@ func TestRoomStreamFollowsAFailoverFromAHungMaster(t *testing.T) {
 	promoted := time.Now()
 	const bound = 20 * time.Second
 	var first int64
+	var errs []string // the patches' errors, said when none succeeded
 	for time.Since(promoted) < bound && (first == 0 || !received(cl, first)) {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		v, err := e.st.PatchState(pctx, alice, id, rooms.StatePatch{Set: rooms.State{"n": []byte("1")}, IfMatch: rooms.NoIfMatch})
 		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%v: %v", time.Since(promoted).Round(time.Millisecond), err))
+		}
 		if err == nil && first == 0 {
 			first = v.Version
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if first == 0 {
-		t.Fatalf("no patch succeeded within %v of the promotion", bound)
+		t.Fatalf("no patch succeeded within %v of the promotion: %s", bound, strings.Join(errs, "; "))
 	}
 	if !received(cl, first) {
 		t.Fatalf("the stream did not get version %d, patched after the promotion, within %v of it (the old master still stopped)", first, bound)
