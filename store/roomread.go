@@ -122,11 +122,15 @@ func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id
 	if err := ctx.Err(); err != nil {
 		return ran{}, redisx.Wrap(redisx.GaveUp(err))
 	}
-	loaded, again := false, false
+	loaded, source, again := false, false, false
 	for {
 		r := ran{id: id}
 		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			r.cmd = s.runner.Queue(ctx, p, call)
+			if source {
+				r.cmd = s.runner.QueueSource(ctx, p, call)
+			} else {
+				r.cmd = s.runner.Queue(ctx, p, call)
+			}
 			r.read = s.queueRoomRead(ctx, p, shard, id, withState)
 			return nil
 		})
@@ -135,6 +139,13 @@ func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id
 				return ran{}, redisx.Wrap(err)
 			}
 			loaded = true
+			continue
+		}
+		if redisx.MissingCode(err) && !source {
+			// loaded on the key's master as the layout says, and still
+			// missing where the call went: a slot moving (ASK) or moved
+			// (MOVED) to a master added since; EVAL brings its code
+			source = true
 			continue
 		}
 		if !again && redisx.NotSent(err) && redisx.NotSent(redisx.CmdErr(r.cmd, err)) && redisx.Again(ctx) {

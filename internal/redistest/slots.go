@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,11 +34,41 @@ type SlotMove struct {
 	// channels at once (sunsubscribe), while the other nodes, and the
 	// clients' layouts, still name it.
 	OldMasterFirst bool
+	// To is the master the slot moves to (nil: the first of Nodes that
+	// does not serve it), e.g. one AddMaster added.
+	To *Server
+	// Migrated, when not nil, is called once every key of the slot was
+	// migrated, before any node is told the slot's new master: requests
+	// meanwhile are sent to the new master with ASK.
+	Migrated func()
+}
+
+// AddMaster starts a cluster-enabled server, has it meet the Cluster as a
+// master without slots (as redis-cli --cluster add-node does: no script
+// or function loaded on it), appends it to Nodes and returns it once
+// every node knows it and the Cluster is ok. Stop stops it with the rest.
+func (c *Cluster) AddMaster(ctx context.Context) (*Server, error) {
+	s, err := StartServer("--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+		"--cluster-config-file", "nodes.conf")
+	if err != nil {
+		return nil, err
+	}
+	cl := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2})
+	defer cl.Close()
+	err = cl.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(c.Nodes[0].Port)).Err()
+	if err == nil {
+		s.ID, err = cl.ClusterMyID(ctx).Result()
+	}
+	c.Nodes = append(c.Nodes, s)
+	if err != nil {
+		return s, fmt.Errorf("adding a master: %w", err)
+	}
+	return s, c.waitOK(20 * time.Second)
 }
 
 // MoveSlot moves the hash slot of key from the master serving it to
-// another master, the first of Nodes that is not it (every node of a
-// Cluster of StartCluster's is a master), as a resharding does: the new
+// another master, how.To or else the first of Nodes that is not it (every
+// node of a Cluster of StartCluster's is a master), as a resharding does: the new
 // master is told it imports the slot and the old one that it migrates it,
 // the slot's keys are migrated (MIGRATE, how.KeysPerMigrate at a time),
 // then every node is told the new master serves the slot. It returns the
@@ -48,13 +79,13 @@ func (c *Cluster) MoveSlot(ctx context.Context, key string, how SlotMove) (to *S
 	if err != nil {
 		return nil, 0, err
 	}
+	to = how.To
 	for _, n := range c.Nodes {
-		if n != from {
+		if to == nil && n != from {
 			to = n
-			break
 		}
 	}
-	if to == nil {
+	if to == nil || to == from {
 		return nil, 0, fmt.Errorf("no master to move slot %d to", slot)
 	}
 	clients := map[*Server]*redis.Client{}
@@ -103,6 +134,9 @@ func (c *Cluster) MoveSlot(ctx context.Context, key string, how SlotMove) (to *S
 		}
 		moved += len(ks)
 		time.Sleep(how.Pause)
+	}
+	if how.Migrated != nil {
+		how.Migrated()
 	}
 	order := c.Nodes
 	if how.OldMasterFirst {

@@ -248,6 +248,13 @@ func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 	if functionMissing(cmd.Err()) && r.loadLibraryFor(ctx, keys[0]) == nil {
 		cmd = run("fcall", sc.FName)
 	}
+	if functionMissing(cmd.Err()) {
+		// the node that answered is not the one the library was loaded
+		// on: a slot moving to a master added since (ASK), or moved there
+		// before the client re-read the layout (MOVED). EVAL carries its
+		// code to whichever node runs it.
+		cmd = run("eval", sc.src)
+	}
 	return cmd
 }
 
@@ -255,10 +262,25 @@ func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 // the node lacked its code (MissingCode), the caller loads it (LoadCode)
 // and sends again.
 func (r *Runner) Queue(ctx context.Context, p redis.Pipeliner, call Call) *redis.Cmd {
+	return r.queue(ctx, p, call, false)
+}
+
+// QueueSource queues call as EVAL of its code, which runs on whichever
+// node the call reaches: for a call that lacked its code again after
+// LoadCode (the node that answered was not the key's master as the
+// client's layout says: a slot moving, or moved, to a master added since).
+func (r *Runner) QueueSource(ctx context.Context, p redis.Pipeliner, call Call) *redis.Cmd {
+	return r.queue(ctx, p, call, true)
+}
+
+func (r *Runner) queue(ctx context.Context, p redis.Pipeliner, call Call, source bool) *redis.Cmd {
 	sc := call.Script()
 	keys, args := call.KeysArgs()
 	command, script := "evalsha", sc.Hash()
-	if r.functions && sc.FName != "" {
+	switch {
+	case source:
+		command, script = "eval", sc.src
+	case r.functions && sc.FName != "":
 		command, script = "fcall", sc.FName
 	}
 	send, cmd := scriptCmd(ctx, sc.resend, command, script, keys, args)
@@ -274,15 +296,17 @@ func (r *Runner) Queue(ctx context.Context, p redis.Pipeliner, call Call) *redis
 // pipeline's: each command holds its own.
 func (r *Runner) RunAll(ctx context.Context, calls []Call) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(calls))
-	loaded, again := false, false
+	loaded, source, again := false, false, false
 	for {
 		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, c := range calls {
-				cmds[i] = r.Queue(ctx, p, c)
+				cmds[i] = r.queue(ctx, p, c, source)
 			}
 			return nil
 		})
 		switch {
+		case MissingCode(err) && loaded && !source:
+			source = true
 		case MissingCode(err) && !loaded:
 			loaded = true
 			done := map[*Script]bool{}
