@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,5 +122,104 @@ func moveUnderPatches(t *testing.T, c *redistest.Cluster, s *store.Store, to *re
 	}
 	if err, _ := other.Load().(error); err != nil {
 		t.Errorf("a patch during the move: %v, want success or ErrUnavailable", err)
+	}
+}
+
+// A master removed from the Cluster (its slots moved away, then
+// redis-cli --cluster del-node: the others forget it, it is reset and
+// left running) still answers CLUSTER SLOTS, with no slot. The store's
+// client re-reads the layout every second from a node it knows, the
+// removed one among them for a minute, and took its empty layout: calls
+// went to a random node (MOVED, or CLUSTERDOWN from the removed node
+// itself), 503 for about a minute after the removal in a live run. Every
+// patch after the removal must succeed.
+func TestRemovedMasterLeavesTheLayout(t *testing.T) {
+	c := ownCluster(t)
+	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
+	ctx := t.Context()
+	added, err := c.AddMaster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(added.Stop)
+	// a room of every master, one of them moved to the added master and
+	// served there, then moved back
+	var (
+		rs     []rooms.Room
+		owners []rooms.User
+		moved  = -1
+	)
+	seen := map[*redistest.Server]bool{}
+	for i := 0; len(seen) < 3 && i < 200; i++ {
+		owner := rooms.User{ID: fmt.Sprintf("u-removed-%d", i), Name: "owner"}
+		r := mustCreate(t, s, owner, newRoom(func(r *rooms.NewRoom) { r.Mode = fmt.Sprintf("mode-%d", i) })).Room
+		m, _, err := c.MasterOf(ctx, s.RoomKey(r.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !seen[m] {
+			seen[m] = true
+			rs, owners = append(rs, r), append(owners, owner)
+		}
+	}
+	patch := func(i int) error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := s.PatchState(pctx, owners[i], rs[i].ID, rooms.StatePatch{Set: rooms.State{"t": []byte("1")}, IfMatch: rooms.NoIfMatch})
+		return err
+	}
+	from, _, err := c.MasterOf(ctx, s.RoomKey(rs[0].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved = 0
+	if _, _, err := c.MoveSlot(ctx, s.RoomKey(rs[moved].ID), redistest.SlotMove{To: added}); err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if last = patch(moved); last == nil {
+			break
+		}
+	}
+	if last != nil {
+		t.Fatalf("the room moved to the added master: %v", last)
+	}
+	time.Sleep(1500 * time.Millisecond) // the layout re-read with the added master in it
+	// its last slot gone, the added master turns replica of the slot's new
+	// owner (cluster-allow-replica-migration) and may refuse the last
+	// SETSLOT NODE: the Cluster agrees by gossip
+	if _, _, err := c.MoveSlot(ctx, s.RoomKey(rs[moved].ID), redistest.SlotMove{To: from}); err != nil && !strings.Contains(err.Error(), "only with masters") {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if m, _, err := c.MasterOf(ctx, s.RoomKey(rs[moved].ID)); err == nil && m == from {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slot did not move back")
+		}
+	}
+	if err := c.RemoveMaster(ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	removed := time.Now()
+	// the first second: the client may still send to the removed master
+	// what its layout, read before, says it serves; past it, none fails
+	time.Sleep(1500 * time.Millisecond)
+	fails, calls := 0, 0
+	for time.Since(removed) < 8*time.Second {
+		for i := range rs {
+			calls++
+			if err := patch(i); err != nil {
+				if fails++; fails <= 3 {
+					t.Errorf("patch of room %d, %v after the removal: %v", i, time.Since(removed).Round(time.Millisecond), err)
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if fails > 0 {
+		t.Errorf("%d of %d patches failed after the removal", fails, calls)
 	}
 }

@@ -139,6 +139,7 @@ type Store struct {
 	reads    redis.UniversalClient // browsing reads (replicas.go); nil: client
 	probe    redis.UniversalClient // Ping's own connections (probe.go)
 	renewals redis.UniversalClient // the presence renewals' own connections (probe.go)
+	layout   *layoutSource         // a Cluster's slot layout for its clients (layout.go); nil: not a Cluster
 	embedded *embedded
 	keys     layout.Keys
 	shards   int
@@ -375,12 +376,22 @@ func (s *Store) connect(cfg Config) error {
 			ClusterStateReloadInterval: time.Second, Protocol: 2,
 			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: cfg.ReadTimeout, PoolTimeout: poolTimeout,
 			MaxRedirects: maxRedirects}
+		// the layout from a node that serves slots (layout.go): not from
+		// a master removed from the Cluster, which knows none
+		s.layout = newLayoutSource(cfg.ClusterAddrs, opt.DialTimeout, opt.ReadTimeout)
+		opt.ClusterSlots = s.layout.Slots
 		s.probe = redis.NewClusterClient(probeClusterOptions(opt))
 		s.renewals = redis.NewClusterClient(probeClusterOptions(opt))
 		opt.ContextTimeoutEnabled = true
 		s.bound = clusterTries * callBound(opt.DialTimeout, opt.ReadTimeout)
 		s.client = redis.NewClusterClient(&opt)
 		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
+			// go-redis sends no READONLY to the nodes of a client whose
+			// layout is supplied (ClusterSlots): its replicas would
+			// refuse every read with MOVED. The browsing reads' client
+			// reads the layout itself, and may still take a removed
+			// master's empty one for a while.
+			opt.ClusterSlots = nil
 			s.reads = readerClient(opt, cfg.ReadFromReplicas)
 		}
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
@@ -446,6 +457,9 @@ func (s *Store) Close() error {
 	err := errors.Join(s.client.Close(), s.probe.Close(), s.renewals.Close())
 	if s.reads != nil {
 		err = errors.Join(err, s.reads.Close())
+	}
+	if s.layout != nil {
+		err = errors.Join(err, s.layout.Close())
 	}
 	if s.embedded != nil {
 		s.embedded.Close()

@@ -154,3 +154,31 @@ func (c *Cluster) MoveSlot(ctx context.Context, key string, how SlotMove) (to *S
 	}
 	return to, moved, nil
 }
+
+// RemoveMaster removes master m, which must serve no slot any more, from
+// the Cluster as redis-cli --cluster del-node does: every other node
+// forgets it (CLUSTER FORGET), then it is reset (CLUSTER RESET SOFT) and
+// left running, a lone node that knows no other and serves no slot. It is
+// taken out of Nodes; the caller stops it.
+func (c *Cluster) RemoveMaster(ctx context.Context, m *Server) error {
+	var rest []*Server
+	for _, n := range c.Nodes {
+		if n == m {
+			continue
+		}
+		rest = append(rest, n)
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2})
+		err := cl.ClusterForget(ctx, m.ID).Err()
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("%s: forgetting %s: %w", n.Addr, m.Addr, err)
+		}
+	}
+	cl := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
+	defer cl.Close()
+	if err := cl.ClusterResetSoft(ctx).Err(); err != nil {
+		return fmt.Errorf("%s: reset: %w", m.Addr, err)
+	}
+	c.Nodes = rest
+	return c.waitOK(20 * time.Second)
+}

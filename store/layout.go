@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// layoutSource reads a Cluster's slot layout for the store's Cluster
+// clients (redis.ClusterOptions.ClusterSlots) as go-redis would, CLUSTER
+// SLOTS from the first node that answers, in random order, of the seeds
+// (REALSYNC_REDIS_CLUSTER_ADDRS) and the nodes of the last layout read,
+// but it passes over a node that answers with no slot at all. A master
+// removed from the Cluster (redis-cli --cluster del-node makes the others
+// forget it, resets it and leaves it running) knows no layout any more,
+// and a node not yet joined none yet: go-redis took such an answer as the
+// layout, for as long as it still knew the node (about a minute), and
+// sent each call to a random node, which answered MOVED or, the removed
+// node itself, CLUSTERDOWN (503). When every node that answers serves no
+// slot (a Cluster not yet formed), that empty layout is the answer.
+type layoutSource struct {
+	seeds []string
+	opt   redis.Options // a node's client: dial and read settings
+
+	mu      sync.Mutex
+	known   []string                 // the nodes of the last layout read
+	clients map[string]*redis.Client // by address: the seeds and known
+	closed  bool
+}
+
+func newLayoutSource(seeds []string, dial, read time.Duration) *layoutSource {
+	return &layoutSource{seeds: seeds, clients: map[string]*redis.Client{},
+		opt: redis.Options{Protocol: 2, DialTimeout: dial, DialerRetries: 1, ReadTimeout: read,
+			MaxRetries: -1, PoolSize: 2, MaxIdleConns: 1, ContextTimeoutEnabled: true}}
+}
+
+var errLayoutClosed = errors.New("store closed")
+
+// Slots is the layout (redis.ClusterOptions.ClusterSlots).
+func (l *layoutSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, errLayoutClosed
+	}
+	addrs := append([]string(nil), l.seeds...)
+	for _, a := range l.known {
+		if !contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	l.mu.Unlock()
+	var (
+		empty    []redis.ClusterSlot
+		emptyOK  bool
+		firstErr error
+	)
+	for _, i := range rand.Perm(len(addrs)) {
+		c := l.client(addrs[i])
+		if c == nil {
+			return nil, errLayoutClosed
+		}
+		slots, err := c.ClusterSlots(ctx).Result()
+		switch {
+		case err != nil:
+			if firstErr == nil {
+				firstErr = err
+			}
+		case len(slots) == 0:
+			empty, emptyOK = slots, true
+		default:
+			fromOrigin(slots, addrs[i])
+			l.remember(slots)
+			return slots, nil
+		}
+	}
+	if emptyOK {
+		return empty, nil
+	}
+	return nil, firstErr
+}
+
+// client is the client of the node at addr, nil once closed.
+func (l *layoutSource) client(addr string) *redis.Client {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	c := l.clients[addr]
+	if c == nil {
+		opt := l.opt
+		opt.Addr = addr
+		c = redis.NewClient(&opt)
+		l.clients[addr] = c
+	}
+	return c
+}
+
+// remember records the nodes of slots as the known ones, and closes the
+// clients of nodes neither known nor seeds.
+func (l *layoutSource) remember(slots []redis.ClusterSlot) {
+	var known []string
+	for _, s := range slots {
+		for _, n := range s.Nodes {
+			if !contains(known, n.Addr) {
+				known = append(known, n.Addr)
+			}
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.known = known
+	for addr, c := range l.clients {
+		if !contains(known, addr) && !contains(l.seeds, addr) {
+			c.Close()
+			delete(l.clients, addr)
+		}
+	}
+}
+
+// Close closes the nodes' clients; Slots fails from then on.
+func (l *layoutSource) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	var err error
+	for addr, c := range l.clients {
+		err = errors.Join(err, c.Close())
+		delete(l.clients, addr)
+	}
+	return err
+}
+
+// fromOrigin rewrites, as go-redis does with the layout it reads, a node's
+// loopback address to the host of origin, the node that answered, when
+// origin is not on loopback (a Cluster that announces 127.0.0.1, reached
+// from another machine).
+func fromOrigin(slots []redis.ClusterSlot, origin string) {
+	oh, _, err := net.SplitHostPort(origin)
+	if err != nil || isLoopback(oh) {
+		return
+	}
+	for i := range slots {
+		for j := range slots[i].Nodes {
+			h, p, err := net.SplitHostPort(slots[i].Nodes[j].Addr)
+			if err == nil && isLoopback(h) {
+				slots[i].Nodes[j].Addr = net.JoinHostPort(oh, p)
+			}
+		}
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
