@@ -320,3 +320,26 @@ func (p *Proxy) close() {
 	p.mu.Unlock()
 	p.wg.Wait()
 }
+
+// AnyHeld waits until one of held (HoldReplyTo's, one per proxy of a
+// backend: the call goes to one node) has held a reply, and reports
+// whether one did within d.
+func AnyHeld(held []<-chan struct{}, d time.Duration) bool {
+	ran, done := make(chan struct{}, len(held)), make(chan struct{})
+	defer close(done)
+	for _, h := range held {
+		go func() {
+			select {
+			case <-h:
+				ran <- struct{}{}
+			case <-done:
+			}
+		}()
+	}
+	select {
+	case <-ran:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}

@@ -61,20 +61,7 @@ func TestCreateCutAfterQueueingKeepsItsClaims(t *testing.T) {
 			if _, err := e.svc.Create(cut, player("alice"), p); !errors.Is(err, rooms.ErrUnavailable) {
 				t.Fatalf("create cut after its queueing was sent: %v, want %v", err, rooms.ErrUnavailable)
 			}
-			ran, done := make(chan struct{}, len(held)), make(chan struct{})
-			defer close(done)
-			for _, h := range held { // the one of the node that serves the mode
-				go func() {
-					select {
-					case <-h:
-						ran <- struct{}{}
-					case <-done:
-					}
-				}()
-			}
-			select {
-			case <-ran:
-			case <-time.After(10 * time.Second):
+			if !redistest.AnyHeld(held, 10*time.Second) {
 				t.Fatal("the queueing never reached Redis")
 			}
 			for _, px := range be.proxies {
