@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,10 +20,23 @@ import (
 // RateLimiter counts requests on counters shared by every instance;
 // store/ratelimit implements it on Redis.
 type RateLimiter interface {
-	// Do applies mode to every check in one round trip and returns one
-	// decision per check, in order; checks are independent of each other.
-	// Errors: the store's.
-	Do(ctx context.Context, mode limits.Mode, checks []limits.Check) ([]limits.Decision, error)
+	// Start applies mode to every check and returns one decision per
+	// check, in order; checks are independent of each other. When it
+	// decided every check without a round trip (a lease's requests, a
+	// check with no counter) finish is nil; otherwise finish, to be called
+	// exactly once, decides the rest in one round trip and returns every
+	// decision (errors: the store's).
+	Start(mode limits.Mode, checks []limits.Check) (decisions []limits.Decision, finish func(context.Context) ([]limits.Decision, error))
+}
+
+// limit applies mode to checks on l, waiting for the round trip if one is
+// needed: Start, then its finish.
+func limit(ctx context.Context, l RateLimiter, mode limits.Mode, checks []limits.Check) ([]limits.Decision, error) {
+	d, finish := l.Start(mode, checks)
+	if finish == nil {
+		return d, nil
+	}
+	return finish(ctx)
 }
 
 // The 429 answers, one code per kind of limit.
@@ -62,8 +74,9 @@ const (
 // errLimiterSlow is a check not answered within limiterTimeout.
 var errLimiterSlow = errors.New("rate limit check not answered within " + limiterTimeout.String())
 
-// take counts r on checks, waiting limiterTimeout for the answer at most
-// (errLimiterSlow). The check itself is not cut then: it goes on, bounded
+// take counts r on checks. Checks decided without a round trip (leases)
+// are answered at once; otherwise take waits limiterTimeout for the
+// answer at most (errLimiterSlow). The check itself is not cut then: it goes on, bounded
 // by limiterCallTimeout (and the store's own per-call deadline), and its
 // answer is dropped. A call cut while its reply is on its way closes its
 // pooled connection (go-redis cannot reuse one whose reply is still to
@@ -74,6 +87,10 @@ var errLimiterSlow = errors.New("rate limit check not answered within " + limite
 // cancelled check would pause the limits for everyone (a stranger could
 // switch them off by dropping connections).
 func (s *Server) take(r *http.Request, checks []limits.Check) ([]limits.Decision, error) {
+	local, finish := s.limits.limiter.Start(limits.Take, checks)
+	if finish == nil {
+		return local, nil
+	}
 	type answer struct {
 		decisions []limits.Decision
 		err       error
@@ -82,7 +99,7 @@ func (s *Server) take(r *http.Request, checks []limits.Check) ([]limits.Decision
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), limiterCallTimeout)
 		defer cancel()
-		d, err := s.limits.limiter.Do(ctx, limits.Take, checks)
+		d, err := finish(ctx)
 		done <- answer{d, err}
 	}()
 	t := time.NewTimer(limiterTimeout)
@@ -277,7 +294,7 @@ func (s *Server) keepGuesses(r *http.Request, checks []limits.Check, decisions [
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
-	if _, err := s.limits.limiter.Do(ctx, limits.Give, back); err != nil {
+	if _, err := limit(ctx, s.limits.limiter, limits.Give, back); err != nil {
 		s.log.Debug("handing a guess back failed", "err", err, "request_id", requestID(r.Context()))
 	}
 }
@@ -299,7 +316,7 @@ func (s *Server) handBackRoomCounts(r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
-	if _, err := s.limits.limiter.Do(ctx, limits.Give, x.roomCounts); err != nil {
+	if _, err := limit(ctx, s.limits.limiter, limits.Give, x.roomCounts); err != nil {
 		s.log.Debug("handing a room's count back failed", "err", err, "request_id", requestID(r.Context()))
 	}
 }
@@ -346,19 +363,35 @@ func retryAfter(d time.Duration) int {
 // "join.user";r=9;t=1 (r requests left now, t seconds until the whole
 // quota is back).
 func setRateLimitHeaders(h http.Header, checks []limits.Check, decisions []limits.Decision) {
-	var policy, state strings.Builder
+	var buf [256]byte
+	b := buf[:0]
 	for i, c := range checks {
 		if i > 0 {
-			policy.WriteString(", ")
-			state.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		name := `"` + c.Name + "." + string(c.Scope) + `"`
 		q, w := quota(c.Limit)
-		policy.WriteString(name + ";q=" + strconv.Itoa(q) + ";w=" + strconv.Itoa(w))
-		state.WriteString(name + ";r=" + strconv.Itoa(decisions[i].Remaining) + ";t=" + strconv.Itoa(int(math.Ceil(decisions[i].Reset.Seconds()))))
+		b = appendLimitName(b, c)
+		b = strconv.AppendInt(append(b, ";q="...), int64(q), 10)
+		b = strconv.AppendInt(append(b, ";w="...), int64(w), 10)
 	}
-	h["Ratelimit-Policy"] = []string{policy.String()}
-	h["Ratelimit"] = []string{state.String()}
+	h["Ratelimit-Policy"] = []string{string(b)}
+	b = b[:0]
+	for i, c := range checks {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendLimitName(b, c)
+		b = strconv.AppendInt(append(b, ";r="...), int64(decisions[i].Remaining), 10)
+		b = strconv.AppendInt(append(b, ";t="...), int64(math.Ceil(decisions[i].Reset.Seconds())), 10)
+	}
+	h["Ratelimit"] = []string{string(b)}
+}
+
+// appendLimitName appends c's name in the headers: "<limit>.<scope>",
+// quoted.
+func appendLimitName(b []byte, c limits.Check) []byte {
+	b = append(append(append(b, '"'), c.Name...), '.')
+	return append(append(b, c.Scope...), '"')
 }
 
 // quota describes a GCRA limit as a quota per window: the burst per the

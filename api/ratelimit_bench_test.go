@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,8 +24,10 @@ import (
 )
 
 // BenchmarkHTTPRateLimit is GET /v1/rooms/{id} through the whole handler on
-// a standalone Redis, with the limits off and on (limits so high nothing
-// is refused, so only their cost shows), 64 goroutines, many users:
+// a standalone Redis, with the limits off, on, and on with leases as
+// realsyncd runs them by default (REALSYNC_RATE_LIMIT_LEASE 1s) (limits
+// so high nothing is refused, so only their cost shows), 64 goroutines,
+// one user:
 //
 //	go test ./api -run '^$' -bench HTTPRateLimit -benchtime 3s
 func BenchmarkHTTPRateLimit(b *testing.B) {
@@ -50,6 +53,7 @@ func BenchmarkHTTPRateLimit(b *testing.B) {
 	}{
 		{"off", nil},
 		{"on", ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix})},
+		{"leased", ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix, LeaseTTL: time.Second})},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,

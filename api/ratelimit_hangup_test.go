@@ -23,19 +23,22 @@ type slowOnce struct {
 	err   atomic.Value // the armed call's error, if any
 }
 
-func (s *slowOnce) Do(ctx context.Context, m limits.Mode, cs []limits.Check) ([]limits.Decision, error) {
-	if s.armed.CompareAndSwap(true, false) {
+func (s *slowOnce) Start(m limits.Mode, cs []limits.Check) ([]limits.Decision, func(context.Context) ([]limits.Decision, error)) {
+	d, finish := s.RateLimiter.Start(m, cs)
+	if finish == nil || !s.armed.CompareAndSwap(true, false) {
+		return d, finish
+	}
+	return d, func(ctx context.Context) ([]limits.Decision, error) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
-		d, err := s.RateLimiter.Do(ctx, m, cs)
+		d, err := finish(ctx)
 		if err != nil {
 			s.err.Store(err)
 		}
 		return d, err
 	}
-	return s.RateLimiter.Do(ctx, m, cs)
 }
 
 // A client that hangs up while its request's rate-limit check is in flight

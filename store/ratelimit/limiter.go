@@ -82,52 +82,65 @@ func New(cfg Config) *Limiter {
 //	{<prefix>:<shard>}:rl:<roomId>:<name>:m:<userId>   a member's share of it
 //
 // Each holds the counter's TAT (µs) and expires when it has drained.
-func (l *Limiter) keys(c limits.Check) ([]string, []any, bool) {
-	var keys []string
-	var args []any
-	add := func(key string, lim limits.Limit) {
-		keys = append(keys, key)
-		args = append(args, lim.Interval().Microseconds(), lim.Burst)
-	}
+
+// key is the key of c's counter; false for a room id the deployment never
+// issued or an unknown scope (no counter).
+func (l *Limiter) key(c limits.Check) (string, bool) {
 	switch c.Scope {
 	case limits.User:
-		add(l.prefix+":rl:{u:"+c.Subject+"}:"+c.Name, c.Limit)
+		return l.prefix + ":rl:{u:" + c.Subject + "}:" + c.Name, true
 	case limits.IP:
-		add(l.prefix+":rl:{ip:"+c.Subject+"}:"+c.Name, c.Limit)
+		return l.prefix + ":rl:{ip:" + c.Subject + "}:" + c.Name, true
 	case limits.Room:
 		tag, ok := l.roomTag(c.Subject)
 		if !ok {
-			return nil, nil, false
+			return "", false
 		}
-		room := tag + ":rl:" + c.Subject + ":" + c.Name
-		add(room, c.Limit)
-		if c.Member != "" {
-			add(room+":m:"+c.Member, limits.MemberShare(c.Limit))
-		}
-	default:
-		return nil, nil, false
+		return tag + ":rl:" + c.Subject + ":" + c.Name, true
 	}
-	return keys, args, true
+	return "", false
+}
+
+// call is what gcra_check.lua takes for c, whose counter is key: the keys
+// (a member's share after the room's counter) and its arguments, how
+// (the mode, or "lease") then, per key, the interval (µs) and the burst;
+// capacity is left for a lease's three more.
+func call(c limits.Check, key, how string) ([]string, []any) {
+	if c.Scope == limits.Room && c.Member != "" {
+		share := limits.MemberShare(c.Limit)
+		return []string{key, key + ":m:" + c.Member},
+			[]any{how, c.Limit.Interval().Microseconds(), c.Limit.Burst, share.Interval().Microseconds(), share.Burst}
+	}
+	args := make([]any, 3, 6)
+	args[0], args[1], args[2] = how, c.Limit.Interval().Microseconds(), c.Limit.Burst
+	return []string{key}, args
 }
 
 // Do applies mode to every check in one pipeline and returns one decision
-// per check, in order. A Room check with a Member is decided on both
-// counters at once: allowed when both allow, the smaller remaining, the
-// longer waits. A check whose room id the deployment never issued, or of an
-// unknown scope, or with a zero limit, is allowed without a counter. With
-// leases on, a Take of a user's or address's counter may be decided here
-// from requests taken ahead (lease.go), its remaining then counting them.
+// per check, in order: Start, then its finish when it returns one.
 // Errors: Redis failures (nothing is known then).
 func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Check) ([]limits.Decision, error) {
-	out := make([]limits.Decision, len(checks))
-	type sent struct {
-		i        int
-		keys     []string
-		args     []any
-		lease    *lease
-		fetching bool          // of the lease: abort or grant must end it
-		life     time.Duration // of the lease
+	out, finish := l.Start(mode, checks)
+	if finish == nil {
+		return out, nil
 	}
+	return finish(ctx)
+}
+
+// Start applies mode to every check, one decision per check, in order. A
+// Room check with a Member is decided on both counters at once: allowed
+// when both allow, the smaller remaining, the longer waits. A check whose
+// room id the deployment never issued, or of an unknown scope, or with a
+// zero limit, is allowed without a counter. With leases on, a Take of a
+// user's or address's counter may be decided here from requests taken
+// ahead (lease.go), its remaining then counting them. When every check is
+// decided so, Start returns the decisions and a nil finish, without a
+// round trip; otherwise finish sends the rest in one pipeline and returns
+// every decision (errors: Redis failures, nothing known then). A finish
+// returned must be called exactly once: a lease it fetches is told its
+// answer, or its failure, only there.
+func (l *Limiter) Start(mode limits.Mode, checks []limits.Check) ([]limits.Decision, func(context.Context) ([]limits.Decision, error)) {
+	out := make([]limits.Decision, len(checks))
 	var calls []sent
 	now := time.Now()
 	for i, c := range checks {
@@ -135,25 +148,47 @@ func (l *Limiter) Do(ctx context.Context, mode limits.Mode, checks []limits.Chec
 		if c.Limit.Zero() {
 			continue
 		}
-		keys, args, ok := l.keys(c)
+		key, ok := l.key(c)
 		if !ok {
 			continue
 		}
-		if e := l.lease(mode, c, keys[0], now); e != nil {
+		e := l.lease(mode, c, key, now)
+		if e != nil {
 			if d, ok := e.spend(now, l.leases.ttl); ok {
 				out[i] = d
 				l.checked("instance")
 				continue
 			}
+		}
+		if e != nil {
+			keys, args := call(c, key, "lease")
 			n, back, fetching := e.want(c.Limit)
-			calls = append(calls, sent{i, keys, append([]any{"lease"}, append(args, n, back.n, back.tat)...), e, fetching, leaseLife(c.Limit, l.leases.ttl)})
+			calls = append(calls, sent{i, keys, append(args, n, back.n, back.tat), e, fetching, leaseLife(c.Limit, l.leases.ttl)})
 			continue
 		}
-		calls = append(calls, sent{i, keys, append([]any{string(mode)}, args...), nil, false, 0})
+		keys, args := call(c, key, string(mode))
+		calls = append(calls, sent{i, keys, args, nil, false, 0})
 	}
 	if len(calls) == 0 {
 		return out, nil
 	}
+	return out, func(ctx context.Context) ([]limits.Decision, error) {
+		return l.finish(ctx, mode, now, out, calls)
+	}
+}
+
+// sent is a check Start left to Redis.
+type sent struct {
+	i        int
+	keys     []string
+	args     []any
+	lease    *lease
+	fetching bool          // of the lease: abort or grant must end it
+	life     time.Duration // of the lease
+}
+
+// finish sends calls in one pipeline and fills out with their decisions.
+func (l *Limiter) finish(ctx context.Context, mode limits.Mode, now time.Time, out []limits.Decision, calls []sent) ([]limits.Decision, error) {
 	granted := false
 	defer func() {
 		if granted {
