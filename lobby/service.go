@@ -109,8 +109,7 @@ func (s *Service) parse(p ListParams) (Query, error) {
 		bad("status", "must be absent or waiting with joinable=true")
 	}
 	q.Statuses = statuses
-	var verr *rooms.ValidationError
-	if errors.As(s.CheckFilter(p.Mode, p.Region), &verr) {
+	if verr, ok := errors.AsType[*rooms.ValidationError](s.CheckFilter(p.Mode, p.Region)); ok {
 		errs = append(errs, verr.Fields...)
 	}
 	switch Sort(p.Sort) {
@@ -132,7 +131,7 @@ func (s *Service) parse(p ListParams) (Query, error) {
 		q.Limit = *p.Limit
 	}
 	attrs, err := rooms.ParseAttrQuery(p.Query)
-	if errors.As(err, &verr) {
+	if verr, ok := errors.AsType[*rooms.ValidationError](err); ok {
 		errs = append(errs, verr.Fields...)
 	}
 	q.Attrs = attrs

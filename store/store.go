@@ -573,6 +573,6 @@ func (s *Store) UserLogs() *userlog.Log { return s.ulog }
 // serverError reports whether err is the server's answer (an error reply:
 // NOPERM, ERR ...), not a failure to get one.
 func serverError(err error) bool {
-	var e redis.Error
-	return errors.As(err, &e)
+	_, ok := errors.AsType[redis.Error](err)
+	return ok
 }

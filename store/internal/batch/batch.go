@@ -617,6 +617,6 @@ func (b *Batcher) BusyLanes() int {
 // timedOut: err is a reply, or a pooled connection, that did not come in
 // time.
 func timedOut(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout)
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout)
 }

@@ -35,16 +35,31 @@ func (Bound) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook.
 func (b Bound) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if b.within(ctx) {
+			return next(ctx, cmd)
+		}
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(b))
 		defer cancel()
 		return next(ctx, cmd)
 	}
 }
 
+// within reports whether ctx already ends within b: its deadline is the
+// call's, and a context of its own (a timer, a goroutine's worth of
+// allocations) would add nothing. So a batch's pipeline, whose context
+// ends at its callers' latest deadline, each bounded here, gets none.
+func (b Bound) within(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) <= time.Duration(b)
+}
+
 // ProcessPipelineHook implements redis.Hook, for pipelines and
 // transactions.
 func (b Bound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if b.within(ctx) {
+			return next(ctx, cmds)
+		}
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(b))
 		defer cancel()
 		return next(ctx, cmds)

@@ -20,8 +20,7 @@ func Wrap(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) && !IsTransient(rerr) {
+	if rerr, ok := errors.AsType[redis.Error](err); ok && !IsTransient(rerr) {
 		return err
 	}
 	if n, ok := errors.AsType[neverSent](err); ok {
@@ -90,8 +89,8 @@ func hasPrefix(msg string, prefixes []string) bool {
 // transaction whose queued commands were refused ends (Redis refuses
 // every command queued in a MULTI then, reads too).
 func OutOfMemory(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && hasPrefix(rerr.Error(), []string{"OOM", "EXECABORT"})
+	rerr, ok := errors.AsType[redis.Error](err)
+	return ok && hasPrefix(rerr.Error(), []string{"OOM", "EXECABORT"})
 }
 
 // NotSent reports whether err says a call never ran, so that sending it
@@ -110,12 +109,11 @@ func NotSent(err error) bool {
 	if errors.Is(err, redis.ErrPoolTimeout) {
 		return true
 	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
 		return true
 	}
-	var rerr redis.Error
-	return errors.As(err, &rerr) && hasPrefix(rerr.Error(), refused)
+	rerr, ok := errors.AsType[redis.Error](err)
+	return ok && hasPrefix(rerr.Error(), refused)
 }
 
 // Again waits before a call NotSent is sent again (a slot moving, a
@@ -138,8 +136,8 @@ func Unavailable(err error) bool {
 	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	var rerr redis.Error
-	return !errors.As(err, &rerr) || IsTransient(rerr)
+	rerr, ok := errors.AsType[redis.Error](err)
+	return !ok || IsTransient(rerr)
 }
 
 // CmdErr is the error of cmd of a pipeline that answered err: its own, or
@@ -148,9 +146,11 @@ func Unavailable(err error) bool {
 // pipeline's err is the first command error, a TRYAGAIN of another slot
 // as much as a script's own) is not cmd's.
 func CmdErr(cmd redis.Cmder, err error) error {
-	var rerr redis.Error
-	if e := cmd.Err(); e != nil || !Unavailable(err) || errors.As(err, &rerr) {
+	if e := cmd.Err(); e != nil || !Unavailable(err) {
 		return e
+	}
+	if _, ok := errors.AsType[redis.Error](err); ok {
+		return nil
 	}
 	return err
 }
