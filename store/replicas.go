@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -53,14 +54,22 @@ func ParseReplicaReads(s string) (ReplicaReads, error) {
 
 // readerClient is the Cluster client of browsing reads: the options of the
 // main one with read-only commands (ZRANGE, HGETALL) routed per mode.
-// go-redis sends READONLY on every replica connection, marks a node that
-// fails (refused, timed out, LOADING) as failing for a while and routes the
-// failed commands again, so a dead replica's reads go to its master within
-// the same call. A second client, not ReadOnly on the main one: that would
+// Every connection says READONLY (a replica serves reads only after it;
+// a master ignores it): go-redis sends none itself to the nodes of a
+// client whose layout is supplied (ClusterSlots, layout.go), and the
+// reader takes the store's, which passes over a removed master's empty
+// layout (read by go-redis itself, that layout sent the reads to random
+// nodes, the removed master among them, for a minute). go-redis marks a
+// node that fails (refused, timed out, LOADING) as failing for a while and
+// routes the failed commands again, so a dead replica's reads go to its
+// master within the same call. A second client, not ReadOnly on the main one: that would
 // send every read-only command of the store to replicas, joins' and room
 // reads' included.
 func readerClient(opt redis.ClusterOptions, mode ReplicaReads) redis.UniversalClient {
 	opt.ReadOnly = true
+	opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}
 	switch mode {
 	case ReplicasRandom:
 		opt.RouteRandomly = true

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 )
@@ -222,4 +226,118 @@ func TestRemovedMasterLeavesTheLayout(t *testing.T) {
 	if fails > 0 {
 		t.Errorf("%d of %d patches failed after the removal", fails, calls)
 	}
+}
+
+// The browsing reads' client (REALSYNC_REDIS_READ_FROM_REPLICAS) follows
+// a master's removal as the masters' client does: it read the layout
+// itself, from a random node it knew, the removed master among them for a
+// minute, and took that node's empty layout: its reads went to random
+// nodes (MOVED, or CLUSTERDOWN from the removed master itself, the read
+// tried again elsewhere after a backoff). Past the first second after the
+// removal, every browsing read must succeed and none reach the removed
+// master.
+func TestRemovedMasterLeavesTheReadersLayout(t *testing.T) {
+	c := ownCluster(t)
+	s := openStoreWith(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()}, func(cfg *store.Config) {
+		cfg.ReadFromReplicas = store.ReplicasOn
+	})
+	ctx := t.Context()
+	added, err := c.AddMaster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(added.Stop)
+	browse := func() error {
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := s.Listing().Stats(bctx); err != nil {
+			return err
+		}
+		_, err := s.Listing().List(bctx, lobby.Query{Statuses: []rooms.Status{rooms.Waiting}, Sort: lobby.Newest, Limit: 50})
+		return err
+	}
+	r := mustCreate(t, s, rooms.User{ID: "u-reader", Name: "owner"}, newRoom(func(r *rooms.NewRoom) {})).Room
+	from, _, err := c.MasterOf(ctx, s.RoomKey(r.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the room's shard served by the added master, and read there
+	if _, _, err := c.MoveSlot(ctx, s.RoomKey(r.ID), redistest.SlotMove{To: added}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_ = browse()
+	}
+	if err := browse(); err != nil {
+		t.Fatalf("a browsing read with a shard on the added master: %v", err)
+	}
+	if _, _, err := c.MoveSlot(ctx, s.RoomKey(r.ID), redistest.SlotMove{To: from}); err != nil && !strings.Contains(err.Error(), "only with masters") {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if m, _, err := c.MasterOf(ctx, s.RoomKey(r.ID)); err == nil && m == from {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slot did not move back")
+		}
+	}
+	for deadline := time.Now().Add(1500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_ = browse()
+	}
+	if err := c.RemoveMaster(ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	removed := time.Now()
+	// the first second: the reader may still send to the removed master
+	// what its layout, read before, says it serves; past it, none fails
+	for time.Since(removed) < 1500*time.Millisecond {
+		_ = browse()
+		time.Sleep(10 * time.Millisecond)
+	}
+	resetStats(t, []*redistest.Server{added})
+	fails, calls := 0, 0
+	for time.Since(removed) < 8*time.Second {
+		calls++
+		if err := browse(); err != nil {
+			if fails++; fails <= 3 {
+				t.Errorf("a browsing read %v after the removal: %v", time.Since(removed).Round(time.Millisecond), err)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if fails > 0 {
+		t.Errorf("%d of %d browsing reads failed after the removal", fails, calls)
+	}
+	// a read sent there is refused (CLUSTERDOWN) and tried again
+	// elsewhere after a backoff, when tries remain
+	if n := refused(t, added.Addr); n > 0 {
+		t.Errorf("the removed master was sent %d reads after the removal", n)
+	}
+}
+
+// refused is how many commands other than CLUSTER's node addr refused or
+// failed (INFO commandstats: rejected_calls, failed_calls).
+func refused(t *testing.T, addr string) int {
+	t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+	defer cl.Close()
+	info, err := cl.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats of %s: %v", addr, err)
+	}
+	n := 0
+	for _, l := range strings.Split(info, "\r\n") {
+		// cmdstat_hgetall:calls=0,...,rejected_calls=31,failed_calls=0
+		if !strings.HasPrefix(l, "cmdstat_") || strings.HasPrefix(l, "cmdstat_cluster") {
+			continue
+		}
+		for _, f := range strings.Split(l, ",") {
+			if k, v, ok := strings.Cut(f, "="); ok && (k == "rejected_calls" || k == "failed_calls") {
+				c, _ := strconv.Atoi(v)
+				n += c
+			}
+		}
+	}
+	return n
 }

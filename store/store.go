@@ -386,12 +386,8 @@ func (s *Store) connect(cfg Config) error {
 		s.bound = clusterTries * callBound(opt.DialTimeout, opt.ReadTimeout)
 		s.client = redis.NewClusterClient(&opt)
 		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
-			// go-redis sends no READONLY to the nodes of a client whose
-			// layout is supplied (ClusterSlots): its replicas would
-			// refuse every read with MOVED. The browsing reads' client
-			// reads the layout itself, and may still take a removed
-			// master's empty one for a while.
-			opt.ClusterSlots = nil
+			// the same layout, READONLY sent by the reader itself
+			// (readerClient)
 			s.reads = readerClient(opt, cfg.ReadFromReplicas)
 		}
 		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
