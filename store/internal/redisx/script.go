@@ -126,7 +126,10 @@ type Call interface {
 // loads it on every master (FUNCTION LOAD REPLACE); a node that answers a
 // call with "Function not found" (a node added later, a FUNCTION FLUSH, a
 // restart without persistence) gets it loaded and the call runs again, as
-// Script.Run does with EVALSHA on NOSCRIPT. Replicas get it by
+// Script.Run does with EVALSHA on NOSCRIPT; a call that still reaches a
+// node without it (the client's layout not yet showing a slot's move to
+// a master added since: the library went to the slot's former master)
+// runs as EVAL of its code. Replicas get it by
 // replication, so a promoted replica has it.
 type Library struct {
 	Name string // realsync_<hash>
@@ -218,7 +221,10 @@ func (r *Runner) loadLibraryFor(ctx context.Context, key string) error {
 // Run runs call, sent once (see sentOnce; once more when it did not run:
 // NotSent): FCALL of a mutation's function where the library is loaded
 // (loading it on the key's node and calling again when that node lacks
-// it), else EVALSHA, then EVAL when the node does not know the script.
+// it, then EVAL of its code when the call still reached a node without
+// it: a slot moving, or just moved, to a master added since), else
+// EVALSHA, then EVAL when the node does not know the script. Each of
+// these is sent only when the one before did not run.
 // A ctx already ended sends nothing: the command's error says so
 // (NeverSent), as does a call given up while it waited in a batch's queue.
 func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
