@@ -248,3 +248,13 @@ func FeedProbes(feed sse.Feed) int64 { return feed.(*Feed).mux.Probes() }
 
 // FeedTracked returns the entries feed's Pub/Sub keeps (pubsub.Mux.Tracked).
 func FeedTracked(feed sse.Feed) int { return feed.(*Feed).mux.Tracked() }
+
+// LayoutSlots reads a Cluster's slot layout as the store's Cluster clients
+// do (layout.go), from seeds; it keeps what it read between calls as the
+// clients' source does. Close it when done.
+type LayoutSlots = layoutSource
+
+// NewLayoutSlots is a layout source of seeds.
+func NewLayoutSlots(seeds []string, dial, read time.Duration) *LayoutSlots {
+	return newLayoutSource(seeds, dial, read)
+}

@@ -22,7 +22,10 @@ import (
 // layout, for as long as it still knew the node (about a minute), and
 // sent each call to a random node, which answered MOVED or, the removed
 // node itself, CLUSTERDOWN (503). When every node that answers serves no
-// slot (a Cluster not yet formed), that empty layout is the answer.
+// slot, that empty layout is the answer while none was ever read (a
+// Cluster not yet formed); once one was, the answer is an error, so that
+// go-redis keeps the last layout it read (a removed master that answers
+// while the others are briefly unreachable is not taken for the Cluster).
 type layoutSource struct {
 	seeds []string
 	opt   redis.Options // a node's client: dial and read settings
@@ -39,7 +42,10 @@ func newLayoutSource(seeds []string, dial, read time.Duration) *layoutSource {
 			MaxRetries: -1, PoolSize: 2, MaxIdleConns: 1, ContextTimeoutEnabled: true}}
 }
 
-var errLayoutClosed = errors.New("store closed")
+var (
+	errLayoutClosed = errors.New("store closed")
+	errNoSlots      = errors.New("no Cluster node serves a slot")
+)
 
 // Slots is the layout (redis.ClusterOptions.ClusterSlots).
 func (l *layoutSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
@@ -49,6 +55,7 @@ func (l *layoutSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 		return nil, errLayoutClosed
 	}
 	addrs := append([]string(nil), l.seeds...)
+	formed := len(l.known) > 0
 	for _, a := range l.known {
 		if !contains(addrs, a) {
 			addrs = append(addrs, a)
@@ -79,8 +86,11 @@ func (l *layoutSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 			return slots, nil
 		}
 	}
-	if emptyOK {
+	if emptyOK && !formed {
 		return empty, nil
+	}
+	if firstErr == nil {
+		firstErr = errNoSlots
 	}
 	return nil, firstErr
 }

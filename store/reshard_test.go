@@ -341,3 +341,45 @@ func refused(t *testing.T, addr string) int {
 	}
 	return n
 }
+
+// Once a layout was read, a node that serves no slot (a removed master
+// left running, a node not yet joined) is not taken for the Cluster when
+// it is the only one answering: the source fails, and go-redis keeps the
+// layout it had. Before any layout, that empty answer is the layout (a
+// Cluster not yet formed).
+func TestEmptyLayoutDoesNotReplaceAKnownOne(t *testing.T) {
+	c := ownCluster(t)
+	lone, err := redistest.StartServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lone.Stop)
+	ctx := t.Context()
+
+	fresh := store.NewLayoutSlots([]string{lone.Addr}, time.Second, 500*time.Millisecond)
+	defer fresh.Close()
+	if slots, err := fresh.Slots(ctx); err != nil || len(slots) != 0 {
+		t.Fatalf("a lone node's layout before any: %v, %v; want empty, no error", slots, err)
+	}
+
+	src := store.NewLayoutSlots(append(c.Addrs(), lone.Addr), time.Second, 500*time.Millisecond)
+	defer src.Close()
+	slots, err := src.Slots(ctx)
+	if err != nil || len(slots) == 0 {
+		t.Fatalf("the Cluster's layout: %v, %v", slots, err)
+	}
+	for _, addr := range c.Addrs() {
+		n := c.Node(addr)
+		n.Pause()
+		t.Cleanup(n.Resume)
+	}
+	if slots, err := src.Slots(ctx); err == nil {
+		t.Fatalf("every master paused, the lone node answering: layout %v, want an error (the last layout kept)", slots)
+	}
+	for _, addr := range c.Addrs() {
+		c.Node(addr).Resume()
+	}
+	if slots, err := src.Slots(ctx); err != nil || len(slots) == 0 {
+		t.Fatalf("the masters back: %v, %v", slots, err)
+	}
+}
