@@ -126,8 +126,13 @@ type Config struct {
 	// outbox, capped MAXLEN ~ (oldest dropped), where the lag metric sees
 	// it; default 10000.
 	MaxDeliveries int
-	// Poll is the pause between rounds that found nothing; default 250 ms.
+	// Poll is the pause between rounds that started nothing (cut short
+	// when a send ends); default 250 ms.
 	Poll time.Duration
+	// ShutdownWait bounds how long Run, its ctx ended, waits for the sends
+	// in flight to end and settle before it cuts them (their deliveries
+	// stay pending for another instance); default 5 s.
+	ShutdownWait time.Duration
 	// Now is the clock of backoff and due times; default time.Now. Tests
 	// inject one to run hours of failures without sleeping.
 	Now func() time.Time
@@ -161,6 +166,9 @@ func (c Config) withDefaults() Config {
 	if c.Poll <= 0 {
 		c.Poll = 250 * time.Millisecond
 	}
+	if c.ShutdownWait <= 0 {
+		c.ShutdownWait = 5 * time.Second
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -178,6 +186,8 @@ type Dispatcher struct {
 	eps   atomic.Pointer[endpoints] // replaced whole by SetEndpoints
 	mu    sync.Mutex
 	group map[string]bool // streams whose group exists
+	scan  map[int]string  // per shard: the last pending delivery the scan passed
+	pool  *pool
 }
 
 // endpoints are the endpoints in force, as listed and by id.
@@ -193,7 +203,7 @@ func New(b *redisx.Base, cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("webhooks: Send and Consumer are required")
 	}
 	cfg = cfg.withDefaults()
-	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}}
+	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, pool: newPool(cfg.Workers)}
 	d.SetEndpoints(cfg.Endpoints)
 	return d, nil
 }
@@ -211,98 +221,164 @@ func (d *Dispatcher) SetEndpoints(eps []Endpoint) {
 	d.eps.Store(e)
 }
 
-// Run dispatches until ctx ends, pausing Poll after a round with nothing
-// to do or an error (reported to onErr, which may be nil).
+// Run dispatches until ctx ends, continuously: a round reads and starts
+// what it can and the next one follows at once, while the sends it started
+// run (a slow endpoint's sends hold their workers, never the reading); it
+// pauses Poll, or until a send ends, after a round that started nothing
+// (or failed: reported to onErr, which may be nil). Once ctx ends it starts
+// nothing more and waits up to ShutdownWait for the sends in flight to
+// end and settle; those still running then are cut and left pending in
+// the consumer group, as every delivery read and not started is, for
+// another instance to take over after ClaimIdle.
 func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
-	for ctx.Err() == nil {
-		n, err := d.Step(ctx)
+	sendCtx, cut := context.WithCancel(context.WithoutCancel(ctx))
+	defer cut()
+	report := func(err error) {
 		if err != nil && onErr != nil && ctx.Err() == nil {
 			onErr(err)
 		}
-		if n == 0 || err != nil {
+	}
+	for ctx.Err() == nil {
+		n, more, err := d.round(ctx, sendCtx)
+		report(errors.Join(append([]error{err}, d.pool.takeErrs()...)...))
+		if (n == 0 && !more) || err != nil {
 			select {
 			case <-ctx.Done():
+			case <-d.pool.freed:
 			case <-time.After(d.cfg.Poll):
 			}
 		}
 	}
+	ended := make(chan struct{})
+	go func() { d.pool.wg.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(d.cfg.ShutdownWait):
+		cut()
+		<-ended
+	}
 }
 
-// Step runs one round over every shard: due retries back into deliveries,
-// the outbox fanned out (its abandoned entries claimed first), then the
-// deliveries read (abandoned ones claimed) and sent, every shard's at
-// once, by at most Workers at a time and at most half of them (one at
-// least) to one endpoint, each settled. It returns the number of entries
-// it handled once every send it started has ended: a slow endpoint holds
-// the round for its timeout once, not once a shard, and never every
-// worker.
+// Step runs one round over every shard (see round) and then waits for
+// every send in flight to end and settle: a deterministic round for tests
+// and benchmarks (Run does not wait). It returns the number of entries the
+// round handled (retries moved, outbox entries fanned out, deliveries
+// started), and the errors of the round and of the sends.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
-	total := 0
+	n, _, err := d.round(ctx, ctx)
+	d.pool.wg.Wait()
+	return n, errors.Join(append([]error{err}, d.pool.takeErrs()...)...)
+}
+
+// round runs one round over every shard: due retries back into
+// deliveries, the outbox fanned out (its abandoned entries claimed first),
+// then this consumer's pending deliveries scanned from where the last
+// round left off and those the pool has room for started; once the scan
+// has passed every pending one, new deliveries (abandoned ones claimed
+// first) are read and started likewise. A delivery the pool has no room
+// for (its endpoint has half the workers, or every worker is busy) is not
+// kept in memory: it stays pending for this consumer and a later scan
+// starts it (see pool). Sends run with sendCtx, settled after the round
+// returns. n counts the entries handled; more says that a shard's scan
+// has not yet passed every pending delivery (the next round goes on).
+func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, more bool, err error) {
 	var errs []error
 	var lag time.Duration
-	s := d.newSends()
 	for shard := range d.b.Shards {
-		n, l, err := d.stepShard(ctx, shard, s)
-		total += n
+		h, m, l, err := d.roundShard(ctx, sendCtx, shard)
+		n += h
+		more = more || m
 		lag = max(lag, l)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("webhooks shard %d: %w", shard, err))
 		}
 	}
-	errs = append(errs, s.wait()...)
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.WebhookLag(lag)
 	}
-	return total, errors.Join(errs...)
+	return n, more, errors.Join(errs...)
 }
 
-// sends are a round's sends in flight: Workers at most, and at most
-// perEndpoint of them to one endpoint.
-type sends struct {
-	workers     chan struct{}
-	perEndpoint int
+// pool is the dispatcher's sends in flight, across rounds: Workers at
+// most, at most perEndpoint of them to one endpoint, and never the same
+// delivery twice at once (an entry of this consumer's pending list, read
+// again by a scan or by XAUTOCLAIM while its send runs, is skipped). It
+// holds no delivery waiting: start starts one at once or refuses it.
+type pool struct {
 	mu          sync.Mutex
-	endpoints   map[string]chan struct{}
-	wg          sync.WaitGroup
+	workers     int
+	perEndpoint int
+	busy        int
+	byEndpoint  map[string]int
+	held        map[string]bool // shard/entry id of each send in flight
 	errs        []error
+	wg          sync.WaitGroup
+	freed       chan struct{} // a send ended (capacity 1: a wake-up, not a count)
 }
 
-func (d *Dispatcher) newSends() *sends {
-	return &sends{workers: make(chan struct{}, d.cfg.Workers), perEndpoint: max(d.cfg.Workers/2, 1),
-		endpoints: map[string]chan struct{}{}}
+func newPool(workers int) *pool {
+	return &pool{workers: workers, perEndpoint: max(workers/2, 1), byEndpoint: map[string]int{},
+		held: map[string]bool{}, freed: make(chan struct{}, 1)}
 }
 
-// start runs send for a delivery to endpoint once the endpoint and a
-// worker are free (in that order: a delivery waiting for its endpoint
-// holds no worker).
-func (s *sends) start(endpoint string, send func() error) {
-	s.mu.Lock()
-	ep := s.endpoints[endpoint]
-	if ep == nil {
-		ep = make(chan struct{}, s.perEndpoint)
-		s.endpoints[endpoint] = ep
+// full says whether every worker is busy.
+func (p *pool) full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.busy >= p.workers
+}
+
+// start runs send for the delivery key to endpoint if ctx has not ended,
+// it is not in flight already and a worker and the endpoint have room;
+// started says it did,
+// inFlight that the delivery's send runs already.
+func (p *pool) start(ctx context.Context, key, endpoint string, send func() error) (started, inFlight bool) {
+	p.mu.Lock()
+	if ctx.Err() != nil { // checked under mu: a send that ended after ctx did cannot make room for another
+		p.mu.Unlock()
+		return false, false
 	}
-	s.mu.Unlock()
-	s.wg.Add(1)
+	if p.held[key] {
+		p.mu.Unlock()
+		return false, true
+	}
+	if p.busy >= p.workers || p.byEndpoint[endpoint] >= p.perEndpoint {
+		p.mu.Unlock()
+		return false, false
+	}
+	p.busy++
+	p.byEndpoint[endpoint]++
+	p.held[key] = true
+	p.wg.Add(1)
+	p.mu.Unlock()
 	go func() {
-		defer s.wg.Done()
-		ep <- struct{}{}
-		s.workers <- struct{}{}
+		defer p.wg.Done()
 		err := send()
-		<-s.workers
-		<-ep
+		p.mu.Lock()
+		p.busy--
+		if p.byEndpoint[endpoint]--; p.byEndpoint[endpoint] == 0 {
+			delete(p.byEndpoint, endpoint)
+		}
+		delete(p.held, key)
 		if err != nil {
-			s.mu.Lock()
-			s.errs = append(s.errs, err)
-			s.mu.Unlock()
+			p.errs = append(p.errs, err)
+		}
+		p.mu.Unlock()
+		select {
+		case p.freed <- struct{}{}:
+		default:
 		}
 	}()
+	return true, false
 }
 
-// wait waits for every send started and returns their errors.
-func (s *sends) wait() []error {
-	s.wg.Wait()
-	return s.errs
+// takeErrs returns the errors of the sends ended since the last call.
+func (p *pool) takeErrs() []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	errs := p.errs
+	p.errs = nil
+	return errs
 }
 
 // age is how long ago, by Config.Now, the stream entry id was added.
@@ -315,28 +391,29 @@ func (d *Dispatcher) age(id string) time.Duration {
 	return max(d.cfg.Now().Sub(time.UnixMilli(t)), 0)
 }
 
-// stepShard runs Step's round over one shard, its sends started in s;
-// lag is the age of the oldest outbox entry it read, or left there for
-// want of room in the deliveries (0: none).
-func (d *Dispatcher) stepShard(ctx context.Context, shard int, s *sends) (int, time.Duration, error) {
+// roundShard runs round over one shard, its sends started in d.pool with
+// sendCtx; lag is the age of the oldest outbox entry it read, or left
+// there for want of room in the deliveries (0: none); more, that its scan
+// of this consumer's pending deliveries stopped short of the end.
+func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, bool, time.Duration, error) {
 	k := keys{d.b}
 	outbox, dels := k.outbox(shard), k.deliveries(shard)
 	now := d.cfg.Now()
 	moved, err := d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: dels,
 		nowMs: now.UnixMilli(), limit: 256}).Int()
 	if err != nil {
-		return 0, 0, redisx.Wrap(err)
+		return 0, false, 0, redisx.Wrap(err)
 	}
 	handled := moved
 	queued, err := d.b.Client.XLen(ctx, dels).Result()
 	if err != nil {
-		return handled, 0, redisx.Wrap(err)
+		return handled, false, 0, redisx.Wrap(err)
 	}
 	var entries []redis.XMessage
 	var lag time.Duration
 	if room := int64(d.cfg.MaxDeliveries) - queued; room > 0 {
 		if entries, err = d.read(ctx, outbox, min(room, 256)); err != nil {
-			return handled, 0, err
+			return handled, false, 0, err
 		}
 		if len(entries) > 0 {
 			lag = d.age(entries[0].ID)
@@ -344,7 +421,7 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int, s *sends) (int, t
 	} else { // the backlog waits in the outbox: its oldest entry's age
 		first, err := d.b.Client.XRangeN(ctx, outbox, "-", "+", 1).Result()
 		if err != nil {
-			return handled, 0, redisx.Wrap(err)
+			return handled, false, 0, redisx.Wrap(err)
 		}
 		if len(first) > 0 {
 			lag = d.age(first[0].ID)
@@ -361,19 +438,66 @@ func (d *Dispatcher) stepShard(ctx context.Context, shard int, s *sends) (int, t
 		call := fanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
 			message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, endpoints: want}
 		if err := d.b.Runner.Run(ctx, call).Err(); err != nil {
-			return handled, lag, redisx.Wrap(err)
+			return handled, false, lag, redisx.Wrap(err)
 		}
 		handled++
 	}
-	todo, err := d.read(ctx, dels, int64(d.cfg.Workers)*4)
+	count := int64(d.cfg.Workers) * 4
+	// this consumer's pending deliveries, from where the last scan stopped
+	if err := d.ensureGroup(ctx, dels); err != nil {
+		return handled, false, lag, err
+	}
+	d.mu.Lock()
+	from := d.scan[shard]
+	d.mu.Unlock()
+	if from == "" {
+		from = "0-0"
+	}
+	res, err := d.b.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: d.cfg.Consumer,
+		Streams: []string{dels, from}, Count: count, Block: -1}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return handled, false, lag, redisx.Wrap(err)
+	}
+	var pending []redis.XMessage
+	for _, r := range res {
+		pending = append(pending, r.Messages...)
+	}
+	more := int64(len(pending)) >= count
+	next := "0-0"
+	if more {
+		next = pending[len(pending)-1].ID
+	}
+	d.mu.Lock()
+	d.scan[shard] = next
+	d.mu.Unlock()
+	handled += d.startAll(ctx, sendCtx, shard, dels, pending)
+	if more || d.pool.full() {
+		return handled, more, lag, nil
+	}
+	todo, err := d.read(ctx, dels, count)
 	if err != nil {
-		return handled, lag, err
+		return handled, false, lag, err
 	}
-	for _, e := range todo {
+	return handled + d.startAll(ctx, sendCtx, shard, dels, todo), false, lag, nil
+}
+
+// startAll (until ctx ends) starts the sends of the delivery entries es of shard that the
+// pool has room for and returns how many it started; the others stay
+// pending for this consumer. An entry deleted while pending (read back
+// without its fields) is acknowledged: there is nothing left to send.
+func (d *Dispatcher) startAll(ctx, sendCtx context.Context, shard int, dels string, es []redis.XMessage) int {
+	n := 0
+	for _, e := range es {
+		if len(e.Values) == 0 {
+			d.b.Client.XAck(sendCtx, dels, group, e.ID) //nolint:errcheck // the next scan tries again
+			continue
+		}
 		ep, _ := e.Values["e"].(string)
-		s.start(ep, func() error { return d.deliver(ctx, shard, e) })
+		if ok, _ := d.pool.start(ctx, strconv.Itoa(shard)+"/"+e.ID, ep, func() error { return d.deliver(sendCtx, shard, e) }); ok {
+			n++
+		}
 	}
-	return handled + len(todo), lag, nil
+	return n
 }
 
 // read returns up to count entries of stream for this consumer: first those

@@ -691,3 +691,250 @@ func TestWebhooksSlowEndpointTakesHalfTheWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksHealthyEndpointFlowsWhileAnotherHangs: Run keeps reading and
+// sending while an endpoint hangs on every send: the healthy endpoint gets
+// every event, made before and after the other hung, while the hung
+// sends still run (until the test's end; 10 s bound aside); the hung
+// endpoint never has more than half the workers, and no delivery is sent
+// twice by the instance, though its pending ones are read again every
+// round (the scan) and its own idle ones claimed (ClaimIdle 20 ms). Run
+// waited for every send of a round before reading more: the healthy
+// endpoint got only the first round's deliveries.
+func TestWebhooksHealthyEndpointFlowsWhileAnotherHangs(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			const workers = 4
+			release := make(chan struct{})
+			var mu sync.Mutex
+			hung, maxHung := 0, 0
+			tries := map[string]int{} // endpoint/message id
+			rec := &hookRecorder{down: map[string]bool{}}
+			send := func(ctx context.Context, w webhooks.Delivery) error {
+				mu.Lock()
+				tries[w.Endpoint+"/"+w.MessageID]++
+				mu.Unlock()
+				if w.Endpoint != "hangs" {
+					return rec.send(ctx, w)
+				}
+				mu.Lock()
+				hung++
+				maxHung = max(maxHung, hung)
+				mu.Unlock()
+				defer func() { mu.Lock(); hung--; mu.Unlock() }()
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: workers,
+				ClaimIdle: 20 * time.Millisecond, Poll: 10 * time.Millisecond, ShutdownWait: 10 * time.Second,
+				Endpoints: []webhooks.Endpoint{{ID: "hangs", Events: []string{"*"}}, {ID: "good", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const before, after = 3, 3
+			for range before {
+				roomEvents(t, s)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { defer close(ran); d.Run(ctx, func(err error) { t.Error(err) }) }()
+			stop := func() { close(release); cancel(); <-ran }
+			// the hung endpoint holds its sends from the first round on
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				mu.Lock()
+				h := hung
+				mu.Unlock()
+				if h == workers/2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					stop()
+					t.Fatalf("the hanging endpoint has %d sends in flight, want %d", h, workers/2)
+				}
+			}
+			for range after {
+				roomEvents(t, s)
+			}
+			want := (before + after) * len(wantRoomEvents)
+			for deadline := time.Now().Add(10 * time.Second); len(rec.of("good")) < want; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					stop()
+					t.Fatalf("the healthy endpoint got %d of %d deliveries while the other hung", len(rec.of("good")), want)
+				}
+			}
+			time.Sleep(50 * time.Millisecond) // more rounds scan and claim the hung ones
+			mu.Lock()
+			m := maxHung
+			for k, n := range tries {
+				if n > 1 {
+					mu.Unlock()
+					stop()
+					t.Fatalf("%s sent %d times", k, n)
+				}
+			}
+			mu.Unlock()
+			stop()
+			if m > workers/2 {
+				t.Fatalf("the hanging endpoint had %d sends in flight, more than half the %d workers", m, workers)
+			}
+		})
+	}
+}
+
+// TestWebhooksShutdownWaitsThenLeavesPending: Run's ctx ended, the sends in
+// flight that end within ShutdownWait are settled (acknowledged and
+// deleted: not sent again by anyone), nothing new is started, and those
+// still running past it are cut and left pending, which another instance
+// takes over. A send ending after the cancel was not settled (its
+// acknowledgement ran with the cancelled ctx): another instance sent it
+// again.
+func TestWebhooksShutdownWaitsThenLeavesPending(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			eps := []webhooks.Endpoint{{ID: "slow", Events: []string{"*"}}, {ID: "stuck", Events: []string{"room_closed"}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			var mu sync.Mutex
+			var sent []webhooks.Delivery
+			inFlight := make(chan struct{}, 100)
+			send := func(sctx context.Context, w webhooks.Delivery) error {
+				inFlight <- struct{}{}
+				if w.Endpoint == "stuck" {
+					<-sctx.Done() // hangs until cut
+					return sctx.Err()
+				}
+				<-ctx.Done() // the slow one ends after the shutdown began
+				mu.Lock()
+				sent = append(sent, w)
+				mu.Unlock()
+				return nil
+			}
+			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Send: send, Workers: 4, Endpoints: eps,
+				ShutdownWait: 300 * time.Millisecond, ClaimIdle: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := roomEvents(t, s)
+			ran := make(chan struct{})
+			go func() { defer close(ran); a.Run(ctx, nil) }()
+			for range 3 { // two slow, one stuck (half of 4 workers each)
+				select {
+				case <-inFlight:
+				case <-time.After(10 * time.Second):
+					cancel()
+					<-ran
+					t.Fatal("instance a did not start its sends")
+				}
+			}
+			cancel()
+			select {
+			case <-ran:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after its ShutdownWait")
+			}
+			mu.Lock()
+			first := slices.Clone(sent)
+			mu.Unlock()
+			if len(first) != 2 {
+				t.Fatalf("the slow endpoint's sends in flight at the shutdown: %d ended, want 2", len(first))
+			}
+			// another instance takes over what a left: never what a settled
+			rec := &hookRecorder{down: map[string]bool{}}
+			bInst, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "b", Endpoints: eps, Send: rec.send, ClaimIdle: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // a's pending ones idle past b's ClaimIdle
+			drain(t, bInst)
+			if got := hookTypes(t, rec.of("stuck"), id); !slices.Equal(got, []string{"room_closed"}) {
+				t.Fatalf("instance b sent the stuck endpoint %v, want the room_closed a left pending", got)
+			}
+			again := map[string]bool{}
+			for _, w := range rec.of("slow") {
+				again[w.MessageID] = true
+			}
+			for _, w := range first {
+				if again[w.MessageID] {
+					t.Fatalf("%s was settled by a at its shutdown and sent again by b", w.MessageID)
+				}
+			}
+			if got := len(first) + len(rec.of("slow")); got != len(wantRoomEvents) {
+				t.Fatalf("the slow endpoint got %d deliveries, want %d", got, len(wantRoomEvents))
+			}
+		})
+	}
+}
+
+// TestWebhooksNoDeliverySentTwiceAcrossRounds: a delivery whose send is in
+// flight stays pending for the instance, and Run's next rounds read it
+// again (the scan of its pending deliveries, XAUTOCLAIM once idle past
+// ClaimIdle, 1 ms here) while its endpoint has room: it is not started a
+// second time.
+func TestWebhooksNoDeliverySentTwiceAcrossRounds(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s := openWebhooks(t, b)
+			release := make(chan struct{})
+			var mu sync.Mutex
+			tries := map[string]int{}
+			send := func(ctx context.Context, w webhooks.Delivery) error {
+				mu.Lock()
+				tries[w.MessageID]++
+				mu.Unlock()
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return ctx.Err()
+			}
+			rounds := &lagRecorder{}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 8, Metrics: rounds,
+				ClaimIdle: time.Millisecond, Poll: time.Millisecond,
+				Endpoints: []webhooks.Endpoint{{ID: "ep", Events: []string{"room_closed"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			roomEvents(t, s)
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { defer close(ran); d.Run(ctx, nil) }()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				mu.Lock()
+				n := len(tries)
+				mu.Unlock()
+				if n > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					break
+				}
+			}
+			_, start := rounds.last()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				if _, n := rounds.last(); n >= start+20 || time.Now().After(deadline) {
+					break
+				}
+			}
+			close(release)
+			cancel()
+			<-ran
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tries) != 1 {
+				t.Fatalf("tried %v, want the room_closed", tries)
+			}
+			for m, n := range tries {
+				if n != 1 {
+					t.Fatalf("%s sent %d times", m, n)
+				}
+			}
+		})
+	}
+}
