@@ -99,7 +99,8 @@ func (w webhookSettings) outboxLen() int {
 }
 
 // runWebhooks delivers the webhook outbox until ctx ends (a no-op with
-// webhooks off), as consumer instance.
+// webhooks off), as consumer instance; then it waits up to the webhook
+// timeout for the sends in flight to end and settle (webhooks.Dispatcher.Run).
 func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m webhookMetrics, log *slog.Logger) {
 	if w.WebhooksFile == "" {
 		return
@@ -111,6 +112,7 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 	}
 	d, err := webhooks.New(st.Base(), webhooks.Config{Endpoints: dispatcherEndpoints(w.WebhookEndpoints), Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Workers: w.WebhookWorkers, Metrics: m,
 		BackoffBase: w.WebhookBackoffBase, BackoffMax: w.WebhookBackoffMax, ClaimIdle: webhookClaimFactor * w.WebhookTimeout,
+		ShutdownWait: w.WebhookTimeout,
 		Send: func(ctx context.Context, d webhooks.Delivery) error {
 			return sender.Send(ctx, webhook.Delivery(d))
 		}})

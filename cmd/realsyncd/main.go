@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 
 	background, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
-	janitorDone := make(chan struct{})
+	janitorDone, webhooksDone := make(chan struct{}), make(chan struct{})
 	var member *fleet.Member
 	connected := make(chan error, 1)
 	go func() { connected <- connect(background, st, log) }()
@@ -248,7 +248,10 @@ wait:
 				defer close(janitorDone)
 				st.RunJanitor(background, hub.Instance(), min(time.Second, cfg.PresenceTTL/3), log)
 			}()
-			go runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), m, log)
+			go func() {
+				defer close(webhooksDone)
+				runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), m, log)
+			}()
 			go runMatcher(background, mm, st, hub.Instance(), log)
 		case <-ctx.Done():
 			break wait
@@ -257,8 +260,9 @@ wait:
 	log.Info("shutting down", "streams", hub.Streams(), "timeout", cfg.ShutdownTimeout)
 	stop := func(ctx context.Context) {
 		// The janitor stops first, so it takes no lease again; then the
-		// instance leaves the registry (the instance list drops it now).
-		// Both within what is left of the shutdown's time.
+		// instance leaves the registry (the instance list drops it now),
+		// and the webhook dispatcher's sends in flight end. All within
+		// what is left of the shutdown's time.
 		stopBackground()
 		if member == nil {
 			return
@@ -270,6 +274,12 @@ wait:
 		}
 		if err := member.Leave(ctx); err != nil {
 			log.Warn("leaving the instance registry", "err", err)
+		}
+		// the webhook sends in flight end and settle before the store
+		// closes (what is left then is taken over by another instance)
+		select {
+		case <-webhooksDone:
+		case <-ctx.Done():
 		}
 	}
 	closeHub, closeStore = func() {}, func() {}

@@ -45,6 +45,29 @@ import (
 //   - an entry another consumer read and never settled (it crashed) is
 //     taken over with XAUTOCLAIM after ClaimIdle: delivery is at least once.
 //
+// Run is continuous: the pool (Workers sends at most, at most half of them
+// to one endpoint) lives across rounds, and a round never waits for the
+// sends it started, so an endpoint answering at its timeout holds its own
+// workers, never the reading nor the other endpoints' deliveries. Nothing
+// waits in memory: a delivery read when the pool has no room for it (its
+// endpoint at its half, or every worker busy) stays pending for this
+// consumer, and each round goes on scanning the consumer's pending
+// deliveries of every shard (XREADGROUP from the id where the last round
+// stopped, 4·Workers at a time) and starts those the pool now has room
+// for; new entries are read once a scan has passed the end of the list,
+// so what this instance holds pending grows by at most one read a
+// cycle. A scan's read resets an entry's idle time (Redis and the
+// embedded store alike): an entry this instance holds stays its own as
+// long as the scan passes it within ClaimIdle (4·Workers entries a shard
+// a round, the rounds back to back while a scan goes on); one not passed
+// in time (a pending list of many thousands) is taken over by another
+// instance, which then sends it, and this one no longer reads it. An
+// entry is started only right after this instance read it (its idle time
+// 0, no other instance can claim it for ClaimIdle, longer than a send),
+// and never while its own send runs: a scan or this instance's own
+// XAUTOCLAIM reading it again is skipped. The deliveries stream keeps its
+// MaxDeliveries bound: the entries held pending are in it.
+//
 // Keys (all of a shard's slot): {p:s}:webhooks (outbox, MAXLEN ~
 // WebhookOutboxLen, entries deleted once fanned out: the cap only bounds a
 // backlog no instance dispatches), {p:s}:webhooks:deliveries (entries
@@ -90,7 +113,8 @@ type Delivery struct {
 type Metrics interface {
 	// WebhookDelivered counts a try by outcome: "delivered", "retry", "dead".
 	WebhookDelivered(endpoint, outcome string)
-	// WebhookLag is, once per round, the age of the oldest outbox entry the
+	// WebhookLag is, once per round (back to back while Run has work, every
+	// Poll when idle), the age of the oldest outbox entry the
 	// round read or left waiting (deliveries full) over every shard; 0
 	// when it found every outbox empty.
 	WebhookLag(d time.Duration)
