@@ -48,25 +48,29 @@ import (
 // Run is continuous: the pool (Workers sends at most, at most half of them
 // to one endpoint) lives across rounds, and a round never waits for the
 // sends it started, so an endpoint answering at its timeout holds its own
-// workers, never the reading nor the other endpoints' deliveries. Nothing
-// waits in memory: a delivery read when the pool has no room for it (its
-// endpoint at its half, or every worker busy) stays pending for this
-// consumer, and each round goes on scanning the consumer's pending
-// deliveries of every shard (XREADGROUP from the id where the last round
-// stopped, 4·Workers at a time) and starts those the pool now has room
-// for; new entries are read once a scan has passed the end of the list,
-// so what this instance holds pending grows by at most one read a
-// cycle. A scan's read resets an entry's idle time (Redis and the
-// embedded store alike): an entry this instance holds stays its own as
-// long as the scan passes it within ClaimIdle (4·Workers entries a shard
-// a round, the rounds back to back while a scan goes on); one not passed
-// in time (a pending list of many thousands) is taken over by another
-// instance, which then sends it, and this one no longer reads it. An
-// entry is started only right after this instance read it (its idle time
-// 0, no other instance can claim it for ClaimIdle, longer than a send),
-// and never while its own send runs: a scan or this instance's own
-// XAUTOCLAIM reading it again is skipped. The deliveries stream keeps its
-// MaxDeliveries bound: the entries held pending are in it.
+// workers, never the reading nor the other endpoints' deliveries. What
+// waits in memory is bounded: a delivery read when the pool has no room
+// to send it (its endpoint at its half, or every worker busy) waits there
+// (32·Workers in all, 16·Workers for one endpoint, ClaimIdle/2 after it
+// was read at most); one with no room to wait, or dropped after that
+// time, stays pending for this consumer, unsent. Each round scans the
+// consumer's pending deliveries of every shard (XREADGROUP from the id
+// where the last round stopped, 4·Workers at a time) and takes those the
+// pool has room for; new entries are read once a scan has passed the end
+// of the list, so what this instance holds pending grows by at most one
+// read a cycle. A read resets an entry's idle time (Redis and the
+// embedded store alike: the scan, XREADGROUP and XAUTOCLAIM): an entry
+// this instance holds stays its own as long as the scan passes it within
+// ClaimIdle (4·Workers entries a shard a round, the rounds back to back
+// while a scan goes on); one not passed in time (a pending list of many
+// thousands) is taken over by another instance, which then sends it, and
+// this one no longer reads it. A send starts within ClaimIdle/2 of this
+// instance's read of its entry, so it has ended (bounded by the sender's
+// timeout, ClaimIdle/6 in realsyncd) before another instance could claim
+// it; and never while the delivery's send runs or waits already: a scan
+// or this instance's own XAUTOCLAIM reading it again is skipped. The
+// deliveries stream keeps its MaxDeliveries bound: the entries held
+// pending are in it.
 //
 // Keys (all of a shard's slot): {p:s}:webhooks (outbox, MAXLEN ~
 // WebhookOutboxLen, entries deleted once fanned out: the cap only bounds a
@@ -227,7 +231,7 @@ func New(b *redisx.Base, cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("webhooks: Send and Consumer are required")
 	}
 	cfg = cfg.withDefaults()
-	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, pool: newPool(cfg.Workers)}
+	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, pool: newPool(cfg.Workers, cfg.ClaimIdle)}
 	d.SetEndpoints(cfg.Endpoints)
 	return d, nil
 }
@@ -248,12 +252,13 @@ func (d *Dispatcher) SetEndpoints(eps []Endpoint) {
 // Run dispatches until ctx ends, continuously: a round reads and starts
 // what it can and the next one follows at once, while the sends it started
 // run (a slow endpoint's sends hold their workers, never the reading); it
-// pauses Poll, or until a send ends, after a round that started nothing
-// (or failed: reported to onErr, which may be nil). Once ctx ends it starts
-// nothing more and waits up to ShutdownWait for the sends in flight to
-// end and settle; those still running then are cut and left pending in
-// the consumer group, as every delivery read and not started is, for
-// another instance to take over after ClaimIdle.
+// pauses Poll, or until a worker falls idle, after a round that took
+// nothing (or failed: reported to onErr, which may be nil). Once ctx ends
+// it starts nothing more (the sends waiting in the pool are dropped) and
+// waits up to ShutdownWait for the sends in flight to end and settle;
+// those still running then are cut and left pending in the consumer
+// group, as every delivery read and not sent is, for another instance to
+// take over after ClaimIdle.
 func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 	sendCtx, cut := context.WithCancel(context.WithoutCancel(ctx))
 	defer cut()
@@ -273,6 +278,7 @@ func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 			}
 		}
 	}
+	d.pool.dropWaiting()
 	ended := make(chan struct{})
 	go func() { d.pool.wg.Wait(); close(ended) }()
 	select {
@@ -297,13 +303,13 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 // round runs one round over every shard: due retries back into
 // deliveries, the outbox fanned out (its abandoned entries claimed first),
 // then this consumer's pending deliveries scanned from where the last
-// round left off and those the pool has room for started; once the scan
-// has passed every pending one, new deliveries (abandoned ones claimed
-// first) are read and started likewise. A delivery the pool has no room
-// for (its endpoint has half the workers, or every worker is busy) is not
-// kept in memory: it stays pending for this consumer and a later scan
-// starts it (see pool). Sends run with sendCtx, settled after the round
-// returns. n counts the entries handled; more says that a shard's scan
+// round left off and those the pool has room for taken (sent, or waiting
+// in it); once the scan has passed every pending one, new deliveries
+// (abandoned ones claimed first) are read and taken likewise. A delivery
+// the pool has no room for stays pending for this consumer and a later
+// scan takes it (see pool). Sends run with sendCtx, settled after the
+// round returns. n counts the entries handled (retries moved, outbox
+// entries fanned out, deliveries taken); more says that a shard's scan
 // has not yet passed every pending delivery (the next round goes on).
 func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, more bool, err error) {
 	var errs []error
@@ -323,77 +329,157 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, more bool, err 
 	return n, more, errors.Join(errs...)
 }
 
-// pool is the dispatcher's sends in flight, across rounds: Workers at
+// pool is the dispatcher's sends, across rounds: Workers in flight at
 // most, at most perEndpoint of them to one endpoint, and never the same
 // delivery twice at once (an entry of this consumer's pending list, read
-// again by a scan or by XAUTOCLAIM while its send runs, is skipped). It
-// holds no delivery waiting: start starts one at once or refuses it.
+// again by a scan or by XAUTOCLAIM while its send runs or waits, is
+// skipped). A delivery with no room to start waits in memory, bounded:
+// waitCap in all, waitPerEndpoint for one endpoint, and for maxWait after
+// it was read at most (it is dropped then: it stays pending and a later
+// scan reads it again, so its send never starts when another instance
+// may have taken it over, ClaimIdle after that read); one with no room to
+// wait is refused.
 type pool struct {
-	mu          sync.Mutex
-	workers     int
-	perEndpoint int
-	busy        int
-	byEndpoint  map[string]int
-	held        map[string]bool // shard/entry id of each send in flight
-	errs        []error
-	wg          sync.WaitGroup
-	freed       chan struct{} // a send ended (capacity 1: a wake-up, not a count)
+	mu              sync.Mutex
+	workers         int
+	perEndpoint     int
+	waitCap         int
+	waitPerEndpoint int
+	maxWait         time.Duration
+	busy            int
+	byEndpoint      map[string]int      // sends in flight per endpoint
+	waiting         map[string][]queued // per endpoint, oldest first
+	nWaiting        int
+	held            map[string]bool // shard/entry id of each send in flight or waiting
+	errs            []error
+	wg              sync.WaitGroup // one per send in flight or waiting
+	freed           chan struct{}  // a worker fell idle (capacity 1: a wake-up, not a count)
 }
 
-func newPool(workers int) *pool {
-	return &pool{workers: workers, perEndpoint: max(workers/2, 1), byEndpoint: map[string]int{},
+// queued is a send waiting in the pool.
+type queued struct {
+	ctx           context.Context
+	key, endpoint string
+	send          func() error
+	readAt        time.Time
+}
+
+func newPool(workers int, claimIdle time.Duration) *pool {
+	return &pool{workers: workers, perEndpoint: max(workers/2, 1), waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
+		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, waiting: map[string][]queued{},
 		held: map[string]bool{}, freed: make(chan struct{}, 1)}
 }
 
-// full says whether every worker is busy.
-func (p *pool) full() bool {
+// hasRoom says whether start could take a delivery of an endpoint with
+// room: a worker is idle or one more may wait.
+func (p *pool) hasRoom() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.busy >= p.workers
+	return p.busy < p.workers || p.nWaiting < p.waitCap
 }
 
-// start runs send for the delivery key to endpoint if ctx has not ended,
-// it is not in flight already and a worker and the endpoint have room;
-// started says it did,
-// inFlight that the delivery's send runs already.
-func (p *pool) start(ctx context.Context, key, endpoint string, send func() error) (started, inFlight bool) {
+// start takes the send of the delivery key to endpoint, read just now,
+// unless ctx has ended or it is in flight or waiting already: it runs at
+// once if a worker and the endpoint have room, else waits if it may;
+// taken says it did either.
+func (p *pool) start(ctx context.Context, key, endpoint string, send func() error) (taken bool) {
 	p.mu.Lock()
-	if ctx.Err() != nil { // checked under mu: a send that ended after ctx did cannot make room for another
-		p.mu.Unlock()
-		return false, false
+	defer p.mu.Unlock()
+	if ctx.Err() != nil || p.held[key] { // ctx checked under mu: a send that ended after it did makes room for none
+		return false
 	}
-	if p.held[key] {
-		p.mu.Unlock()
-		return false, true
+	q := queued{ctx: ctx, key: key, endpoint: endpoint, send: send, readAt: time.Now()}
+	switch {
+	case p.busy < p.workers && p.byEndpoint[endpoint] < p.perEndpoint:
+		p.busy++
+		p.byEndpoint[endpoint]++
+		go p.run(q)
+	case p.nWaiting < p.waitCap && len(p.waiting[endpoint]) < p.waitPerEndpoint:
+		p.waiting[endpoint] = append(p.waiting[endpoint], q)
+		p.nWaiting++
+	default:
+		return false
 	}
-	if p.busy >= p.workers || p.byEndpoint[endpoint] >= p.perEndpoint {
-		p.mu.Unlock()
-		return false, false
-	}
-	p.busy++
-	p.byEndpoint[endpoint]++
 	p.held[key] = true
 	p.wg.Add(1)
-	p.mu.Unlock()
-	go func() {
-		defer p.wg.Done()
-		err := send()
+	return true
+}
+
+// run sends q, then the waiting sends its worker has room for, one at a
+// time, until none.
+func (p *pool) run(q queued) {
+	for {
+		err := q.send()
 		p.mu.Lock()
-		p.busy--
-		if p.byEndpoint[endpoint]--; p.byEndpoint[endpoint] == 0 {
-			delete(p.byEndpoint, endpoint)
-		}
-		delete(p.held, key)
 		if err != nil {
 			p.errs = append(p.errs, err)
 		}
-		p.mu.Unlock()
-		select {
-		case p.freed <- struct{}{}:
-		default:
+		p.busy--
+		if p.byEndpoint[q.endpoint]--; p.byEndpoint[q.endpoint] == 0 {
+			delete(p.byEndpoint, q.endpoint)
 		}
-	}()
-	return true, false
+		delete(p.held, q.key)
+		p.wg.Done()
+		next, ok := p.next()
+		if ok {
+			p.busy++
+			p.byEndpoint[next.endpoint]++
+		}
+		p.mu.Unlock()
+		if !ok {
+			select {
+			case p.freed <- struct{}{}:
+			default:
+			}
+			return
+		}
+		q = next
+	}
+}
+
+// next takes the oldest waiting send of an endpoint with room (a worker
+// is idle: the caller's), dropping on the way those whose ctx ended or
+// that waited past maxWait; p.mu held.
+func (p *pool) next() (queued, bool) {
+	for ep, list := range p.waiting {
+		for len(list) > 0 && (list[0].ctx.Err() != nil || time.Since(list[0].readAt) > p.maxWait) {
+			p.drop(list[0])
+			list = list[1:]
+		}
+		if len(list) == 0 {
+			delete(p.waiting, ep)
+			continue
+		}
+		p.waiting[ep] = list
+		if p.byEndpoint[ep] < p.perEndpoint {
+			q := list[0]
+			if p.waiting[ep] = list[1:]; len(list) == 1 {
+				delete(p.waiting, ep)
+			}
+			p.nWaiting--
+			return q, true
+		}
+	}
+	return queued{}, false
+}
+
+// drop forgets the waiting send q: its delivery stays pending; p.mu held.
+func (p *pool) drop(q queued) {
+	delete(p.held, q.key)
+	p.nWaiting--
+	p.wg.Done()
+}
+
+// dropWaiting forgets every waiting send (shutting down).
+func (p *pool) dropWaiting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ep, list := range p.waiting {
+		for _, q := range list {
+			p.drop(q)
+		}
+		delete(p.waiting, ep)
+	}
 }
 
 // takeErrs returns the errors of the sends ended since the last call.
@@ -495,7 +581,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 	d.scan[shard] = next
 	d.mu.Unlock()
 	handled += d.startAll(ctx, sendCtx, shard, dels, pending)
-	if more || d.pool.full() {
+	if more || !d.pool.hasRoom() {
 		return handled, more, lag, nil
 	}
 	todo, err := d.read(ctx, dels, count)
@@ -505,8 +591,8 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 	return handled + d.startAll(ctx, sendCtx, shard, dels, todo), false, lag, nil
 }
 
-// startAll (until ctx ends) starts the sends of the delivery entries es of shard that the
-// pool has room for and returns how many it started; the others stay
+// startAll (until ctx ends) gives the pool the sends of the delivery
+// entries es of shard and returns how many it took; the others stay
 // pending for this consumer. An entry deleted while pending (read back
 // without its fields) is acknowledged: there is nothing left to send.
 func (d *Dispatcher) startAll(ctx, sendCtx context.Context, shard int, dels string, es []redis.XMessage) int {
@@ -517,7 +603,7 @@ func (d *Dispatcher) startAll(ctx, sendCtx context.Context, shard int, dels stri
 			continue
 		}
 		ep, _ := e.Values["e"].(string)
-		if ok, _ := d.pool.start(ctx, strconv.Itoa(shard)+"/"+e.ID, ep, func() error { return d.deliver(sendCtx, shard, e) }); ok {
+		if d.pool.start(ctx, strconv.Itoa(shard)+"/"+e.ID, ep, func() error { return d.deliver(sendCtx, shard, e) }) {
 			n++
 		}
 	}
