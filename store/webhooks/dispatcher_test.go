@@ -787,9 +787,30 @@ func TestWebhooksHealthyEndpointFlowsWhileAnotherHangs(t *testing.T) {
 	}
 }
 
+// outcomeRecorder records the dispatcher's tries by outcome.
+type outcomeRecorder struct {
+	mu  sync.Mutex
+	out []string
+}
+
+func (r *outcomeRecorder) WebhookDelivered(endpoint, outcome string) {
+	r.mu.Lock()
+	r.out = append(r.out, endpoint+"/"+outcome)
+	r.mu.Unlock()
+}
+func (r *outcomeRecorder) WebhookLag(time.Duration) {}
+
+// all returns the recorded "endpoint/outcome"s, sorted.
+func (r *outcomeRecorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(slices.Values(r.out))
+}
+
 // TestWebhooksShutdownWaitsThenLeavesPending: Run's ctx ended, the sends in
 // flight that end within ShutdownWait are settled (acknowledged and
-// deleted: not sent again by anyone), nothing new is started, and those
+// deleted: not sent again by anyone) and counted delivered, nothing new is
+// started, and those
 // still running past it are cut and left pending, which another instance
 // takes over. A send ending after the cancel was not settled (its
 // acknowledgement ran with the cancelled ctx): another instance sent it
@@ -816,8 +837,9 @@ func TestWebhooksShutdownWaitsThenLeavesPending(t *testing.T) {
 				mu.Unlock()
 				return nil
 			}
+			outcomes := &outcomeRecorder{}
 			a, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "a", Send: send, Workers: 4, Endpoints: eps,
-				ShutdownWait: 300 * time.Millisecond, ClaimIdle: time.Hour})
+				ShutdownWait: 300 * time.Millisecond, ClaimIdle: time.Hour, Metrics: outcomes})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -844,6 +866,10 @@ func TestWebhooksShutdownWaitsThenLeavesPending(t *testing.T) {
 			mu.Unlock()
 			if len(first) != 2 {
 				t.Fatalf("the slow endpoint's sends in flight at the shutdown: %d ended, want 2", len(first))
+			}
+			// the cut send is no failed try: left pending, not counted
+			if got := outcomes.all(); !slices.Equal(got, []string{"slow/delivered", "slow/delivered"}) {
+				t.Fatalf("instance a counted %v, want the slow endpoint's 2 delivered", got)
 			}
 			// another instance takes over what a left: never what a settled
 			rec := &hookRecorder{down: map[string]bool{}}
