@@ -65,7 +65,8 @@
 --          (tries, tickets walked, search nodes) before it is cut
 -- Reply: {"OK", expired count, where the next pass starts ("": from the
 --        lowest), the ticket the pass was cut at ("": not cut), match
---        JSON...}
+--        JSON...}; out of memory (Redis full) {"OK", 0, ARGV[17], ""}: only
+--        final tickets past their grace were dropped
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local teams, cap, size, needed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local wstart, wstep, wevery, wmax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -79,22 +80,35 @@ else
   now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 end
 
+-- Out of memory (maxmemory, noeviction) Redis refuses a script's write
+-- only while the script has changed nothing yet, and only a write that
+-- may grow memory: a final ticket dropped (HDEL) or the backfill's expiry
+-- moved first, the matches' records would then be written past maxmemory.
+-- A ZADD XX of no member changes nothing and is refused out of memory:
+-- full, the pass only drops final tickets (memory back) and matches none.
+local probe = redis.pcall('ZADD', sched, 'XX', 0, '')
+local full = type(probe) == 'table' and probe.err ~= nil
+if full and string.sub(probe.err, 1, 3) ~= 'OOM' then return probe end
+
 -- 1. the schedule
 local expired = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', sched, '-inf', now, 'LIMIT', 0, sweep)) do
   local s = redis.call('HGET', tickets, id .. ':s')
   local st = s and cjson.decode(s)
   if st and st.st == 'searching' then
-    st.st, st.fin = 'expired', now
-    redis.call('HSET', tickets, id .. ':s', cjson.encode(st))
-    redis.call('ZREM', queue, id)
-    redis.call('ZADD', sched, now + grace, id)
-    expired = expired + 1
+    if not full then -- full: expired by a later pass, with memory to spare
+      st.st, st.fin = 'expired', now
+      redis.call('HSET', tickets, id .. ':s', cjson.encode(st))
+      redis.call('ZREM', queue, id)
+      redis.call('ZADD', sched, now + grace, id)
+      expired = expired + 1
+    end
   else
     redis.call('HDEL', tickets, id, id .. ':g', id .. ':s')
     redis.call('ZREM', sched, id)
   end
 end
+if full then return {'OK', 0, ARGV[17], ''} end
 
 local function window(waited)
   if wstep <= 0 or wevery <= 0 or waited <= 0 then return wstart end
