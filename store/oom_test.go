@@ -2,11 +2,15 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 // A full Redis (maxmemory, noeviction) lets a script that changed
@@ -40,5 +44,67 @@ func TestFullRedisRefusesFollowing(t *testing.T) {
 			t.Fatal(err)
 		}
 		following(ids...)
+	}
+}
+
+// A full Redis refuses a user's first personal event (a new history):
+// user_send began it with a DEL of the old log, which Redis lets through
+// out of memory (whatever it deletes), and then wrote the history's meta,
+// log and event past maxmemory, for every user sent to for the first time.
+func TestFullRedisRefusesANewHistory(t *testing.T) {
+	srv := ownServer(t)
+	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	if _, err := s.UserLogs().Send(ctx, alice.ID, []byte(`{"type":"message","n":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Fill(t, srv.Addr)
+	for _, uid := range []string{alice.ID, bob.ID} {
+		_, err := s.UserLogs().Send(ctx, uid, []byte(`{"type":"message","n":1}`))
+		wantErr(t, err, rooms.ErrUnavailable)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	if n, err := rdb.Exists(ctx, s.UserLogs().KeysOf(bob.ID).Meta, s.UserLogs().KeysOf(bob.ID).Log).Result(); err != nil || n != 0 {
+		t.Fatalf("a new history out of memory: %d keys (%v), want none", n, err)
+	}
+	redistest.Unfill(t, srv.Addr)
+	if seq, err := s.UserLogs().Send(ctx, bob.ID, []byte(`{"type":"message","n":1}`)); err != nil || seq != 1 {
+		t.Fatalf("with memory to spare: seq %d (%v), want 1", seq, err)
+	}
+}
+
+// A full Redis keeps taking a personal stream's acks, which free memory
+// (the log trimmed to what the platforms have not got): user_ack began
+// with its cursor's HSET, which Redis refuses out of memory, and the log
+// stayed whole.
+func TestFullRedisTakesAcks(t *testing.T) {
+	srv := ownServer(t)
+	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	const sent = userlog.ResumeMargin + 20
+	for i := range sent {
+		if _, err := s.UserLogs().Send(ctx, alice.ID, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	k := s.UserLogs().KeysOf(alice.ID)
+	tag, err := rdb.HGet(ctx, k.Meta, "tag").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	redistest.Fill(t, srv.Addr)
+	for _, platform := range []string{"pc", "web"} { // a cursor moved, a platform's first
+		if moved, err := s.UserLogs().Ack(ctx, alice.ID, platform, tag, sent); err != nil || !moved {
+			t.Fatalf("%s ack out of memory: %v (%v), want the cursor moved", platform, moved, err)
+		}
+	}
+	if n, err := rdb.XLen(ctx, k.Log).Result(); err != nil || n != userlog.ResumeMargin {
+		t.Fatalf("log after the acks: %d entries (%v), want %d", n, err, userlog.ResumeMargin)
+	}
+	if ttl, err := rdb.PTTL(ctx, k.Cursors).Result(); err != nil || ttl <= 0 {
+		t.Fatalf("cursors' TTL %v (%v)", ttl, err)
 	}
 }

@@ -12,10 +12,16 @@ if redis.call('HGET', meta, 'tag') ~= ARGV[2] then return 0 end
 local seq = tonumber(ARGV[3])
 if seq > tonumber(redis.call('HGET', meta, 'seq') or '0') then return 0 end
 if seq <= tonumber(redis.call('HGET', cur, ARGV[1]) or '-1') then return 0 end
+-- An ack frees memory (the log trimmed) and grows none but a platform's
+-- cursor: it runs out of memory (maxmemory, noeviction) too. Redis
+-- refuses a script's write that may grow memory (the HSET) only while
+-- the script has changed nothing yet: the cursors' expiry, moved first,
+-- lets it through.
+local kept = redis.call('PEXPIRE', cur, ARGV[5])
 redis.call('HSET', cur, ARGV[1], seq)
+if kept == 0 then redis.call('PEXPIRE', cur, ARGV[5]) end -- the first cursor
 local low = seq
 for _, v in ipairs(redis.call('HVALS', cur)) do low = math.min(low, tonumber(v)) end
 local to = low - tonumber(ARGV[4])
 if to > 0 then redis.call('XTRIM', log, 'MINID', (to + 1) .. '-0') end
-redis.call('PEXPIRE', cur, ARGV[5])
 return 1

@@ -40,8 +40,12 @@ local seq = tonumber(redis.call('HGET', meta, 'seq') or '-1')
 local tag = redis.call('HGET', meta, 'tag')
 if seq < 0 or not tag then
   tag = ARGV[5]
-  redis.call('DEL', log, cur)
+  -- the meta first: out of memory (maxmemory, noeviction) Redis refuses
+  -- a script's write only while the script has changed nothing yet (a DEL
+  -- counts, whatever it deletes), and only a write that may grow memory
+  -- (an HSET): a new user's first send is refused whole
   redis.call('HSET', meta, 'seq', 0, 'tag', tag)
+  redis.call('DEL', log, cur)
 end
 seq = redis.call('HINCRBY', meta, 'seq', 1)
 local ev = string.sub(ARGV[6], 1, -2) .. ',"seq":' .. seq .. '}'
