@@ -8,8 +8,21 @@ import "github.com/realsync/realsync/store/internal/redisx"
 // store; Redis before 7) or Config.ScriptsOnly says so.
 
 // mutation is a room mutation script of the library, with the prelude
-// prepended for EVALSHA.
-func mutation(name, src string) *redisx.Script { return redisx.Mutation(preludeLua, name, src) }
+// (and the OOM probe) prepended for EVALSHA.
+func mutation(name, src string) *redisx.Script { return redisx.Mutation(scriptPrelude, name, src) }
+
+// scriptPrelude is what a mutation's EVALSHA runs ahead of its body: the
+// prelude, then a write that changes nothing but that Redis refuses out of
+// memory (maxmemory, noeviction). Redis refuses a function not flagged
+// allow-oom whole out of memory, but a plain script only until its first
+// write (whatever it changes), and only a write that may grow memory: a
+// mutation that began with a delete (a state patch's HDEL, a stale index
+// entry or a lapsed hold dropped) then wrote its room past maxmemory. So
+// a mutation is refused whole out of memory as EVALSHA as it is as FCALL.
+// KEYS[12] (the shard's presence schedule, a zset) is every mutation's,
+// quick_join's before it picks its room too. The library's functions go
+// without it.
+var scriptPrelude = preludeLua + "\nredis.call('ZADD', KEYS[12], 'XX', 0, '') -- refused out of memory: see functions.go\n"
 
 // plain is a script run as it is written (no prelude, not in the library).
 func plain(name, src string) *redisx.Script { return redisx.Plain(name, src) }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/userlog"
 )
 
@@ -106,5 +108,37 @@ func TestFullRedisTakesAcks(t *testing.T) {
 	}
 	if ttl, err := rdb.PTTL(ctx, k.Cursors).Result(); err != nil || ttl <= 0 {
 		t.Fatalf("cursors' TTL %v (%v)", ttl, err)
+	}
+}
+
+// A full Redis refuses a room mutation whole, as FCALL of the library (a
+// function not flagged allow-oom) and as EVALSHA of its script alike
+// (Config.ScriptsOnly; Redis before 7): a state patch that only deletes
+// began with an HDEL, which Redis lets through out of memory, and then
+// wrote the room's new version and its event past maxmemory as EVALSHA.
+func TestFullRedisRefusesMutationsWhole(t *testing.T) {
+	for _, scriptsOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("scriptsOnly=%v", scriptsOnly), func(t *testing.T) {
+			srv := ownServer(t)
+			s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr}, func(c *store.Config) { c.ScriptsOnly = scriptsOnly })
+			ctx := context.Background()
+			id := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.State = rooms.State{"hp": json.RawMessage("10")} })).Room.ID
+			before, _, err := s.Get(ctx, id, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			del := rooms.StatePatch{Del: []string{"hp"}, IfMatch: rooms.NoIfMatch}
+			redistest.Fill(t, srv.Addr)
+			_, err = s.PatchState(ctx, alice, id, del)
+			wantErr(t, err, rooms.ErrUnavailable)
+			room, state, err := s.Get(ctx, id, true)
+			if err != nil || room.Version != before.Version || string(state["hp"]) != "10" {
+				t.Fatalf("room out of memory: version %d, state %s (%v), want version %d and hp", room.Version, state, err, before.Version)
+			}
+			redistest.Unfill(t, srv.Addr)
+			if _, err := s.PatchState(ctx, alice, id, del); err != nil {
+				t.Fatalf("patch with memory to spare: %v", err)
+			}
+		})
 	}
 }

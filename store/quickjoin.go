@@ -708,7 +708,7 @@ var quickJoinLua string
 // as room_join does, or creates as room_create does (see
 // lua/quick_join.lua), each body in a function of its own: a function of
 // the library (functions.go), as the mutations it joins or creates as.
-var quickJoin = redisx.MutationAfter(preludeLua, "quick_join", quickJoinLua,
+var quickJoin = redisx.MutationAfter(scriptPrelude, "quick_join", quickJoinLua,
 	"local function qj_join()\n"+roomJoinLua+"\nend\nlocal function qj_make()\n"+roomCreateLua+"\nend\n"+
 		"if not qj_create then return qj_join() end\n"+
 		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")
