@@ -24,6 +24,24 @@ func mutation(name, src string) *redisx.Script { return redisx.Mutation(scriptPr
 // without it.
 var scriptPrelude = preludeLua + "\nredis.call('ZADD', KEYS[12], 'XX', 0, '') -- refused out of memory: see functions.go\n"
 
+// cleanup is a mutation that frees more than it writes (a leave, a
+// delete, a room closed, a stream closed, a sweep of lapsed presences): it
+// runs out of memory too, so that a full Redis gets memory back as players
+// leave and rooms end. Its function is flagged allow-oom; its EVALSHA
+// begins with a write that changes nothing and that Redis does not refuse
+// out of memory (a ZREM of no member), after which Redis lets a plain
+// script's writes through. What it writes beside the room it frees, its
+// events, goes to logs and streams capped by length.
+func cleanup(name, src string) *redisx.Script {
+	s := redisx.Mutation(cleanupPrelude, name, src)
+	s.AllowOOM = true
+	return s
+}
+
+// cleanupPrelude is what a cleanup's EVALSHA runs ahead of its body: see
+// cleanup.
+var cleanupPrelude = preludeLua + "\nredis.call('ZREM', KEYS[12], '') -- lets the rest write out of memory: see functions.go\n"
+
 // plain is a script run as it is written (no prelude, not in the library).
 func plain(name, src string) *redisx.Script { return redisx.Plain(name, src) }
 

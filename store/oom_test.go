@@ -142,3 +142,39 @@ func TestFullRedisRefusesMutationsWhole(t *testing.T) {
 		})
 	}
 }
+
+// A full Redis still lets players leave and rooms end, which is how its
+// memory comes back: the cleanups (a leave, a delete, a stream closed, the
+// janitor's closes and sweeps) run out of memory, as functions flagged
+// allow-oom and as EVALSHA without the probe, while a join is refused.
+// They were refused whole (503) like every mutation: a full Redis kept
+// every player in their room and every room open.
+func TestFullRedisLetsRoomsEmpty(t *testing.T) {
+	for _, scriptsOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("scriptsOnly=%v", scriptsOnly), func(t *testing.T) {
+			srv := ownServer(t)
+			s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr}, func(c *store.Config) { c.ScriptsOnly = scriptsOnly })
+			ctx := context.Background()
+			id := mustCreate(t, s, alice, newRoom()).Room.ID
+			mustJoin(t, s, bob, id)
+			other := mustCreate(t, s, carol, newRoom()).Room.ID
+			redistest.Fill(t, srv.Addr)
+			_, err := s.Join(ctx, carol, id)
+			wantErr(t, err, rooms.ErrUnavailable)
+			if err := s.Leave(ctx, bob, id); err != nil {
+				t.Fatalf("a leave out of memory: %v", err)
+			}
+			if err := s.Delete(ctx, carol, other); err != nil {
+				t.Fatalf("a delete out of memory: %v", err)
+			}
+			room, _, err := s.Get(ctx, id, false)
+			if err != nil || room.PlayerCount != 1 {
+				t.Fatalf("the room after the leave: %d players (%v), want 1", room.PlayerCount, err)
+			}
+			_, _, err = s.Get(ctx, other, false)
+			wantErr(t, err, rooms.ErrRoomNotFound)
+			redistest.Unfill(t, srv.Addr)
+			mustJoin(t, s, carol, id)
+		})
+	}
+}

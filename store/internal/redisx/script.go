@@ -22,7 +22,11 @@ type Script struct {
 	Before string // a mutation's code ahead of begin() (MutationAfter)
 	Body   string // a mutation's body, for the library
 	FName  string // a mutation's function in the library ("" for the others)
-	src    string // what EVAL runs
+	// AllowOOM: a mutation whose function runs out of memory too (flagged
+	// allow-oom): one that frees more than it writes (a leave, a delete).
+	// Set before the library is made.
+	AllowOOM bool
+	src      string // what EVAL runs
 	// resend: the script writes nothing (ReadOnly), so go-redis may send it
 	// again when its reply was lost, as it does any read; every other
 	// script is sent once (sentOnce).
@@ -144,7 +148,11 @@ func NewLibrary(prelude string, ms ...*Script) *Library {
 	b.WriteString("local KEYS, ARGV\n")
 	b.WriteString(prelude)
 	for _, m := range ms {
-		fmt.Fprintf(&b, "\nredis.register_function('%s_@', function(keys, args)\nKEYS, ARGV = keys, args\n%sbegin()\n%s\nend)\n", m.Name, lines(m.Before), m.Body)
+		flags := ""
+		if m.AllowOOM {
+			flags = ", flags={'allow-oom'}"
+		}
+		fmt.Fprintf(&b, "\nredis.register_function{function_name='%s_@', callback=function(keys, args)\nKEYS, ARGV = keys, args\n%sbegin()\n%s\nend%s}\n", m.Name, lines(m.Before), m.Body, flags)
 	}
 	sum := sha1.Sum([]byte(b.String()))
 	hash := hex.EncodeToString(sum[:6])
@@ -153,7 +161,7 @@ func NewLibrary(prelude string, ms ...*Script) *Library {
 		register(m.FName, m.Name)
 	}
 	name := "realsync_" + hash
-	return &Library{Name: name, Code: "#!lua name=" + name + "\n" + strings.ReplaceAll(b.String(), "_@', function(keys, args)", "_"+hash+"', function(keys, args)")}
+	return &Library{Name: name, Code: "#!lua name=" + name + "\n" + strings.ReplaceAll(b.String(), "_@', callback=", "_"+hash+"', callback=")}
 }
 
 // Runner runs Calls on a client: a mutation as FCALL of its function where
