@@ -34,7 +34,15 @@
 //	go run ./cmd/rsload -serve-minimal 127.0.0.1:8090 &
 //	go run ./cmd/rsload -scenario fanout -urls http://127.0.0.1:8090 -streams 10000 -rooms 100 -rate 500 -duration 10s
 //
-// Everything it does is bounded by -duration.
+// With -min-count N a closed-loop ops run goes on past -duration until
+// every operation of the mix was answered N times: a short run on a slow
+// or busy machine still measures every kind (a random draw of the mix
+// may leave a rare one out).
+//
+//	go run ./cmd/rsload -scenario ops -clients 4 -mix join=1,get=8,quickjoin=1 -duration 2s -min-count 20
+//
+// Everything it does is bounded by -duration, and with -min-count or an
+// open loop's -drain by -duration + -drain + 5 minutes.
 package main
 
 import (
@@ -88,6 +96,9 @@ type Config struct {
 	// answered within GoodWithin of its schedule counts as good
 	ArrivalRate, MaxOutstanding int
 	Drain, GoodWithin           time.Duration
+	// MinCount (ops, closed loop): the run goes on past Duration until
+	// every operation of the mix was answered this many times (runOps)
+	MinCount int
 }
 
 func main() {
@@ -119,6 +130,7 @@ func main() {
 	flag.IntVar(&c.MaxOutstanding, "max-outstanding", 20000, "ops with -arrival-rate: the generator's bound on steps in flight; a step due past it is skipped and counted")
 	flag.DurationVar(&c.Drain, "drain", 30*time.Second, "ops with -arrival-rate: how long to wait for the steps in flight after -duration; those still unanswered are cut and counted")
 	flag.DurationVar(&c.GoodWithin, "good-within", time.Second, "ops with -arrival-rate: a step answered without error within this of its scheduled start counts as good (goodput)")
+	flag.IntVar(&c.MinCount, "min-count", 0, "ops, closed loop: go on past -duration until every operation of the mix (weight above 0) was answered at least this many times, errors included (each step ends with its undo); rsload's own bound (-duration + -drain + 5 min) still ends the run, with an error if one of them is short")
 	h2c := flag.Bool("h2c", false, "speak unencrypted HTTP/2 with prior knowledge to the instances (realsyncd with REALSYNC_H2C=true): streams and requests share connections, up to the server's concurrent streams per connection (250), instead of a connection each")
 	serve := flag.String("serve-minimal", "", "serve a minimal handler (the machine's HTTP baseline) on this loopback address instead")
 	flag.Parse()
@@ -141,6 +153,10 @@ func main() {
 	}
 	if c.ArrivalRate < 0 || c.ArrivalRate > 1_000_000 || c.MaxOutstanding < 1 || c.Drain < 0 || c.Drain > 10*time.Minute || c.GoodWithin <= 0 {
 		fmt.Fprintln(os.Stderr, "rsload: -arrival-rate must be in 0..1000000, -max-outstanding positive, -drain in [0, 10m] and -good-within positive")
+		os.Exit(2)
+	}
+	if c.MinCount < 0 || c.MinCount > 0 && c.ArrivalRate > 0 {
+		fmt.Fprintln(os.Stderr, "rsload: -min-count must not be negative, and is for the closed loop (no -arrival-rate)")
 		os.Exit(2)
 	}
 	if c.Rooms < 1 || c.Streams < 0 || c.Rate < 1 || c.Duration <= 0 || c.Duration > time.Hour {

@@ -90,6 +90,38 @@ func (r *recorder) add(op string, d time.Duration, err error) {
 	r.errs[op][errCode(err)]++
 }
 
+// answered is how many times op was answered, errors included.
+func (r *recorder) answered(op string) int {
+	n := len(r.lat[op])
+	for _, e := range r.errs[op] {
+		n += e
+	}
+	return n
+}
+
+// reached reports whether each of ops was answered at least n times.
+func (r *recorder) reached(ops []string, n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, op := range ops {
+		if r.answered(op) < n {
+			return false
+		}
+	}
+	return true
+}
+
+// counts says how many times each of ops was answered: "get 3, join 0".
+func (r *recorder) counts(ops []string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = fmt.Sprintf("%s %d", op, r.answered(op))
+	}
+	return strings.Join(out, ", ")
+}
+
 // errCode is the problem+json code of an error answer, else its kind.
 func errCode(err error) string {
 	var he *httpError
@@ -111,8 +143,20 @@ func (c *opsClient) do(ctx context.Context, method, path string, body, out any) 
 	return call(ctx, method, c.base+path, c.token, body, out)
 }
 
-// runOps runs c.Clients players doing the mix for c.Duration.
+// runOps runs c.Clients players doing the mix for c.Duration; with
+// c.MinCount (closed loop only) for as long as it takes every operation
+// of the mix (weight above 0) to be answered that many times, errors
+// included, at least c.Duration, and bounded by ctx: a step is not cut at
+// c.Duration then, and each step runs to its undo. Its error, when ctx
+// ends first, says each operation's count.
 func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
+	if c.MinCount > 0 && c.ArrivalRate > 0 {
+		return nil, errors.New("-min-count is for the closed loop (no -arrival-rate)")
+	}
+	if c.MinCount > 0 && mix["join"] > 0 && c.Rooms < 2 {
+		// a client joins a pool room not its own: with one, join never runs
+		return nil, errors.New("-min-count with join in the mix needs -rooms 2 or more")
+	}
 	if err := seedRooms(ctx, c); err != nil {
 		return nil, fmt.Errorf("seeding rooms: %w", err)
 	}
@@ -139,10 +183,13 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 		return cl.base + "/v1/rooms/" + cl.home.id + "/events", cl.token, cl.home
 	})
 	defer streams.stop()
-	var ops []string
+	var ops, kinds []string
 	for _, name := range opNames {
 		for range mix[name] {
 			ops = append(ops, name)
+		}
+		if mix[name] > 0 {
+			kinds = append(kinds, name)
 		}
 	}
 	if len(ops) == 0 {
@@ -196,17 +243,27 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 	if c.ArrivalRate > 0 {
 		open = runOpen(ctx, c, clients, ops, pool, rec)
 	} else {
+		// with a minimum count, steps are bounded by ctx, not cut at the
+		// run's duration
+		stepCtx, more := runCtx, func() bool { return true }
+		if c.MinCount > 0 {
+			stepCtx = ctx
+			more = func() bool { return time.Since(start) < c.Duration || !rec.reached(kinds, c.MinCount) }
+		}
 		var wg sync.WaitGroup
 		for _, cl := range clients {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for runCtx.Err() == nil {
-					cl.step(runCtx, ops[cl.rng.IntN(len(ops))], pool, rec, time.Now(), cl.rng)
+				for stepCtx.Err() == nil && more() {
+					cl.step(stepCtx, ops[cl.rng.IntN(len(ops))], pool, rec, time.Now(), cl.rng)
 				}
 			}()
 		}
 		wg.Wait()
+		if c.MinCount > 0 && !rec.reached(kinds, c.MinCount) {
+			return nil, fmt.Errorf("-min-count %d not reached within the run's bound: %s", c.MinCount, rec.counts(kinds))
+		}
 	}
 	took := time.Since(start)
 	rep := rec.report(c.Clients, took)

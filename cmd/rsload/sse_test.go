@@ -174,13 +174,16 @@ func TestFanoutRunDeliversEverything(t *testing.T) {
 }
 
 // A short ops run with streams open: every kind of the mix is measured,
-// nothing fails, and the streams get every patch of their rooms.
+// nothing fails, and the streams get every patch of their rooms. The run
+// goes on until each kind was answered 3 times (-min-count): on a busy
+// machine 1 s of 4 clients drawing from 7 kinds left one out.
 func TestOpsRunMeasuresEveryKind(t *testing.T) {
 	mix, err := ParseMix("create=1,join=1,patch=1,list=1,quickjoin=1,get=1,healthz=1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runOps(context.Background(), Config{URLs: []string{server(t)}, Clients: 4, Rooms: 2, Streams: 6, Duration: time.Second}, mix)
+	r, err := runOps(context.Background(), Config{URLs: []string{server(t)}, Clients: 4, Rooms: 2, Streams: 6, Duration: time.Second,
+		MinCount: 3}, mix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +198,81 @@ func TestOpsRunMeasuresEveryKind(t *testing.T) {
 	}
 	if _, err := ParseMix("join=1,fly=2"); err == nil {
 		t.Error("an unknown operation was accepted")
+	}
+}
+
+// A closed ops run with a minimum count goes on past its duration until
+// every kind of the mix was answered that many times, errors included,
+// each step with its undo: against a server whose answers take 20 ms, a
+// run of 1 ms of 2 clients measures at least 10 of each. A kind that is
+// never answered ends the run with ctx, with an error that says the
+// counts; a mix with join and a single pool room (joins go to another's)
+// and an open loop refuse a minimum count.
+func TestOpsRunGoesOnToTheMinimumCount(t *testing.T) {
+	url := serverWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(20 * time.Millisecond)
+			h.ServeHTTP(w, r)
+		})
+	})
+	mix, err := ParseMix("join=1,get=1,healthz=1,list=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{URLs: []string{url}, Clients: 2, Rooms: 2, Duration: time.Millisecond, MinCount: 10}
+	r, err := runOps(context.Background(), c, mix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"join", "leave", "get", "healthz"} {
+		if s := r.Ops[op]; s == nil || s.Count < 10 || len(s.ErrorCodes) > 0 {
+			t.Errorf("%s: %+v", op, s)
+		}
+	}
+	if r.Ops["list"] != nil {
+		t.Errorf("list, weighed 0, ran: %+v", r.Ops["list"])
+	}
+	if j, l := r.Ops["join"], r.Ops["leave"]; j != nil && l != nil && j.Count != l.Count {
+		t.Errorf("joins %d, leaves %d: a step was cut before its undo", j.Count, l.Count)
+	}
+
+	// anchor: the API has no POST /anchor, answered 404 each time, and
+	// counted: the run reaches its count all the same
+	anchor, _ := ParseMix("get=1,anchor=1")
+	r, err = runOps(context.Background(), c, anchor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Ops["anchor"]; s == nil || s.ErrorCodes["NOT_FOUND"] < 10 {
+		t.Errorf("anchor: %+v", s)
+	}
+
+	// a server that never answers one kind: the run's ctx ends it (here
+	// cancelled by that kind's first request)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hang := serverWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/healthz" {
+				cancel()
+				<-r.Context().Done()
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	c.URLs = []string{hang}
+	if _, err := runOps(ctx, c, mix); err == nil || !strings.Contains(err.Error(), "healthz 0") {
+		t.Errorf("a kind never answered: %v", err)
+	}
+
+	c.URLs, c.Rooms = []string{url}, 1
+	if _, err := runOps(context.Background(), c, mix); err == nil {
+		t.Error("a minimum count of joins with one pool room (never joined: a client's own) was taken")
+	}
+	c.Rooms, c.ArrivalRate, c.MaxOutstanding = 2, 10, 10
+	if _, err := runOps(context.Background(), c, mix); err == nil {
+		t.Error("an open loop took a minimum count")
 	}
 }
 
