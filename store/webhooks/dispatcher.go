@@ -67,8 +67,10 @@ import (
 // this one no longer reads it. A send starts within ClaimIdle/2 of this
 // instance's read of its entry, so it has ended (bounded by the sender's
 // timeout, ClaimIdle/6 in realsyncd) before another instance could claim
-// it; and never while the delivery's send runs or waits already: a scan
-// or this instance's own XAUTOCLAIM reading it again is skipped. The
+// it; and never while the delivery's send runs or waits already, nor
+// once it ended: a scan or this instance's own XAUTOCLAIM reading it again
+// is skipped, and so is an entry a read returned before its send, ending
+// meanwhile, settled it (the read's copy is stale). The
 // deliveries stream keeps its MaxDeliveries bound: the entries held
 // pending are in it.
 //
@@ -351,6 +353,7 @@ type pool struct {
 	waiting         map[string][]queued // per endpoint, oldest first
 	nWaiting        int
 	held            map[string]bool // shard/entry id of each send in flight or waiting
+	ended           map[string]bool // shard/entry id of each send ended since the last mark
 	errs            []error
 	wg              sync.WaitGroup // one per send in flight or waiting
 	freed           chan struct{}  // a worker fell idle (capacity 1: a wake-up, not a count)
@@ -367,7 +370,7 @@ type queued struct {
 func newPool(workers int, claimIdle time.Duration) *pool {
 	return &pool{workers: workers, perEndpoint: max(workers/2, 1), waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
 		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, waiting: map[string][]queued{},
-		held: map[string]bool{}, freed: make(chan struct{}, 1)}
+		held: map[string]bool{}, ended: map[string]bool{}, freed: make(chan struct{}, 1)}
 }
 
 // hasRoom says whether start could take a delivery of an endpoint with
@@ -378,14 +381,25 @@ func (p *pool) hasRoom() bool {
 	return p.busy < p.workers || p.nWaiting < p.waitCap
 }
 
+// mark is called before each read of deliveries whose entries go to
+// start: a send that ends from then on is settled (acknowledged, or moved
+// to the retries) after that read may have returned its entry, so start
+// refuses it until the next mark. The reads and starts are one
+// goroutine's (Run's, or Step's), one round after another.
+func (p *pool) mark() {
+	p.mu.Lock()
+	clear(p.ended)
+	p.mu.Unlock()
+}
+
 // start takes the send of the delivery key to endpoint, read just now,
-// unless ctx has ended or it is in flight or waiting already: it runs at
-// once if a worker and the endpoint have room, else waits if it may;
-// taken says it did either.
+// unless ctx has ended, it is in flight or waiting already, or its send
+// ended since the read began (mark): it runs at once if a worker and the
+// endpoint have room, else waits if it may; taken says it did either.
 func (p *pool) start(ctx context.Context, key, endpoint string, send func() error) (taken bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if ctx.Err() != nil || p.held[key] { // ctx checked under mu: a send that ended after it did makes room for none
+	if ctx.Err() != nil || p.held[key] || p.ended[key] { // ctx checked under mu: a send that ended after it did makes room for none
 		return false
 	}
 	q := queued{ctx: ctx, key: key, endpoint: endpoint, send: send, readAt: time.Now()}
@@ -419,6 +433,7 @@ func (p *pool) run(q queued) {
 			delete(p.byEndpoint, q.endpoint)
 		}
 		delete(p.held, q.key)
+		p.ended[q.key] = true
 		p.wg.Done()
 		next, ok := p.next()
 		if ok {
@@ -563,6 +578,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 	if from == "" {
 		from = "0-0"
 	}
+	d.pool.mark()
 	res, err := d.b.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: d.cfg.Consumer,
 		Streams: []string{dels, from}, Count: count, Block: -1}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -584,6 +600,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 	if more || !d.pool.hasRoom() {
 		return handled, more, lag, nil
 	}
+	d.pool.mark()
 	todo, err := d.read(ctx, dels, count)
 	if err != nil {
 		return handled, false, lag, err

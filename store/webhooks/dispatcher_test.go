@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/webhook/deadletter"
 	"github.com/realsync/realsync/rooms"
@@ -949,6 +951,109 @@ func TestWebhooksNoDeliverySentTwiceAcrossRounds(t *testing.T) {
 				}
 			}
 			close(release)
+			cancel()
+			<-ran
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tries) != 1 {
+				t.Fatalf("tried %v, want the room_closed", tries)
+			}
+			for m, n := range tries {
+				if n != 1 {
+					t.Fatalf("%s sent %d times", m, n)
+				}
+			}
+		})
+	}
+}
+
+// scanHook holds the first reply of the dispatcher's scan of its pending
+// deliveries (XREADGROUP from an id, not ">") that carries an entry, once
+// armed, and runs settle before the dispatcher gets it.
+type scanHook struct {
+	armed  atomic.Bool
+	settle func()
+}
+
+func (h *scanHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scanHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *scanHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		xs, ok := cmd.(*redis.XStreamSliceCmd)
+		if ok && strings.EqualFold(cmd.Name(), "xreadgroup") && fmt.Sprint(args[len(args)-1]) != ">" &&
+			len(xs.Val()) > 0 && len(xs.Val()[0].Messages) > 0 && h.armed.CompareAndSwap(true, false) {
+			h.settle()
+		}
+		return err
+	}
+}
+
+// TestWebhooksSettledAfterTheScanReadItIsNotSentAgain: the scan of the
+// instance's pending deliveries reads a delivery whose send is in flight;
+// that send ends and settles (acknowledged, deleted) before the scan's
+// reply is handled. The delivery is not started again. The pool forgot
+// the delivery when its send ended, so the scan's stale copy of it was
+// sent a second time.
+func TestWebhooksSettledAfterTheScanReadItIsNotSentAgain(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			release := make(chan struct{})
+			hook := &scanHook{settle: func() {
+				close(release) // the send in flight ends now, after the scan read its delivery
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+					if _, dels, _, _ := webhookKeys(t, s, prefix, 8); dels == 0 {
+						break
+					}
+				}
+				time.Sleep(20 * time.Millisecond) // its worker lets it go
+			}}
+			s.Client().AddHook(hook)
+			var mu sync.Mutex
+			tries := map[string]int{}
+			send := func(ctx context.Context, w webhooks.Delivery) error {
+				mu.Lock()
+				tries[w.MessageID]++
+				first := tries[w.MessageID] == 1
+				mu.Unlock()
+				if first {
+					hook.armed.Store(true)
+				}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return ctx.Err()
+			}
+			rounds := &lagRecorder{}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 2, Metrics: rounds,
+				ClaimIdle: time.Hour, Poll: time.Millisecond,
+				Endpoints: []webhooks.Endpoint{{ID: "ep", Events: []string{"room_closed"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			roomEvents(t, s)
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { defer close(ran); d.Run(ctx, nil) }()
+			select {
+			case <-release:
+			case <-time.After(10 * time.Second):
+				cancel()
+				<-ran
+				t.Fatal("no scan read the delivery in flight")
+			}
+			_, start := rounds.last()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				if _, n := rounds.last(); n >= start+20 || time.Now().After(deadline) {
+					break
+				}
+			}
 			cancel()
 			<-ran
 			mu.Lock()
