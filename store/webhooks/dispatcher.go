@@ -215,8 +215,9 @@ type Dispatcher struct {
 	cfg   Config
 	eps   atomic.Pointer[endpoints] // replaced whole by SetEndpoints
 	mu    sync.Mutex
-	group map[string]bool // streams whose group exists
-	scan  map[int]string  // per shard: the last pending delivery the scan passed
+	group map[string]bool   // streams whose group exists
+	scan  map[int]string    // per shard: the last pending delivery the scan passed
+	claim map[string]string // per stream: where the next XAUTOCLAIM starts
 	pool  *pool
 }
 
@@ -233,7 +234,7 @@ func New(b *redisx.Base, cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("webhooks: Send and Consumer are required")
 	}
 	cfg = cfg.withDefaults()
-	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, pool: newPool(cfg.Workers, cfg.ClaimIdle)}
+	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, claim: map[string]string{}, pool: newPool(cfg.Workers, cfg.ClaimIdle)}
 	d.SetEndpoints(cfg.Endpoints)
 	return d, nil
 }
@@ -628,17 +629,31 @@ func (d *Dispatcher) startAll(ctx, sendCtx context.Context, shard int, dels stri
 }
 
 // read returns up to count entries of stream for this consumer: first those
-// other consumers left unsettled past ClaimIdle (XAUTOCLAIM), then new ones.
+// consumers left unsettled past ClaimIdle (XAUTOCLAIM), then new ones. The
+// XAUTOCLAIM goes on from where the last one of stream stopped (back to
+// the start once it reached the end): one looks at 10·count pending
+// entries at most (Redis 7), so starting from the first every time it
+// never reached the entries of a dead instance pending behind hundreds
+// that live ones hold.
 func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]redis.XMessage, error) {
 	if err := d.ensureGroup(ctx, stream); err != nil {
 		return nil, err
 	}
 	c := d.b.Client
-	claimed, _, err := c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: group,
-		MinIdle: d.cfg.ClaimIdle, Start: "0-0", Count: count, Consumer: d.cfg.Consumer}).Result()
+	d.mu.Lock()
+	from := d.claim[stream]
+	d.mu.Unlock()
+	if from == "" {
+		from = "0-0"
+	}
+	claimed, next, err := c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: group,
+		MinIdle: d.cfg.ClaimIdle, Start: from, Count: count, Consumer: d.cfg.Consumer}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, redisx.Wrap(err)
 	}
+	d.mu.Lock()
+	d.claim[stream] = next
+	d.mu.Unlock()
 	if int64(len(claimed)) >= count {
 		return claimed, nil
 	}

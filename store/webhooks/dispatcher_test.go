@@ -1069,3 +1069,72 @@ func TestWebhooksSettledAfterTheScanReadItIsNotSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksAbandonedBehindManyLiveDeliveriesAreTakenOver: a dead
+// instance's deliveries lie in the pending list behind hundreds that a
+// live instance holds (read again by its scan every round, so never idle).
+// Another instance takes them over. XAUTOCLAIM looks at 10·COUNT pending
+// entries a call (Redis 7): from 0-0 every round it never got past the
+// live ones and the dead instance's deliveries were never sent.
+func TestWebhooksAbandonedBehindManyLiveDeliveriesAreTakenOver(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			ctx := context.Background()
+			c := s.Client()
+			key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
+			if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			const live, abandoned = 400, 5
+			var ids []string
+			for i := range live + abandoned {
+				id, err := c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"m", fmt.Sprintf("msg_0_%d", i),
+					"e", "ep", "t", "room_closed", "d", "{}", "n", "0"}}).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			// instance "dead" read them all and died an hour ago; "live" holds the first 400
+			if err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "wh", Consumer: "dead", Streams: []string{key, ">"},
+				Count: live + abandoned, Block: -1}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			args := []any{"XCLAIM", key, "wh", "dead", 0}
+			for _, id := range ids[live:] {
+				args = append(args, id)
+			}
+			if err := c.Do(ctx, append(args, "IDLE", time.Hour.Milliseconds())...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.XClaim(ctx, &redis.XClaimArgs{Stream: key, Group: "wh", Consumer: "live", Messages: ids[:live]}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rec := &hookRecorder{down: map[string]bool{}}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "b", Send: rec.send, Workers: 8,
+				ClaimIdle: time.Minute, Endpoints: []webhooks.Endpoint{{ID: "ep", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 10 {
+				if _, err := d.Step(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for _, w := range rec.of("ep") {
+				got = append(got, w.MessageID)
+			}
+			slices.Sort(got)
+			var want []string
+			for i := range abandoned {
+				want = append(want, fmt.Sprintf("msg_0_%d", live+i))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("instance b sent %v, want the dead instance's %v", got, want)
+			}
+		})
+	}
+}
