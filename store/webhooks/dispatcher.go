@@ -61,10 +61,11 @@ import (
 // read a cycle. A read resets an entry's idle time (Redis and the
 // embedded store alike: the scan, XREADGROUP and XAUTOCLAIM): an entry
 // this instance holds stays its own as long as the scan passes it within
-// ClaimIdle (4·Workers entries a shard a round, the rounds back to back
-// while a scan goes on); one not passed in time (a pending list of many
-// thousands) is taken over by another instance, which then sends it, and
-// this one no longer reads it. A send starts within ClaimIdle/2 of this
+// ClaimIdle (4·Workers entries a shard a round; after a round that took
+// nothing, the next waits Poll or a worker falling idle); one not passed
+// in time (a pending list of many thousands the pool has no room for) is
+// taken over by the first XAUTOCLAIM to find it idle (another
+// instance's, or this one's), and the instance that took it sends it. A send starts within ClaimIdle/2 of this
 // instance's read of its entry, so it has ended (bounded by the sender's
 // timeout, ClaimIdle/6 in realsyncd) before another instance could claim
 // it; and never while the delivery's send runs or waits already, nor
@@ -256,7 +257,11 @@ func (d *Dispatcher) SetEndpoints(eps []Endpoint) {
 // what it can and the next one follows at once, while the sends it started
 // run (a slow endpoint's sends hold their workers, never the reading); it
 // pauses Poll, or until a worker falls idle, after a round that took
-// nothing (or failed: reported to onErr, which may be nil). Once ctx ends
+// nothing (or failed: reported to onErr, which may be nil), though its
+// scan of the pending deliveries has not reached their end (the next
+// round goes on from where it stopped): a pending list the pool has no
+// room for is read 4·Workers entries a shard a Poll, not over and over
+// back to back. Once ctx ends
 // it starts nothing more (the sends waiting in the pool are dropped) and
 // waits up to ShutdownWait for the sends in flight to end and settle;
 // those still running then are cut and left pending in the consumer
@@ -271,9 +276,9 @@ func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 		}
 	}
 	for ctx.Err() == nil {
-		n, more, err := d.round(ctx, sendCtx)
+		n, err := d.round(ctx, sendCtx)
 		report(errors.Join(append([]error{err}, d.pool.takeErrs()...)...))
-		if (n == 0 && !more) || err != nil {
+		if n == 0 || err != nil {
 			select {
 			case <-ctx.Done():
 			case <-d.pool.freed:
@@ -298,7 +303,7 @@ func (d *Dispatcher) Run(ctx context.Context, onErr func(error)) {
 // round handled (retries moved, outbox entries fanned out, deliveries
 // started), and the errors of the round and of the sends.
 func (d *Dispatcher) Step(ctx context.Context) (int, error) {
-	n, _, err := d.round(ctx, ctx)
+	n, err := d.round(ctx, ctx)
 	d.pool.wg.Wait()
 	return n, errors.Join(append([]error{err}, d.pool.takeErrs()...)...)
 }
@@ -312,15 +317,13 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 // the pool has no room for stays pending for this consumer and a later
 // scan takes it (see pool). Sends run with sendCtx, settled after the
 // round returns. n counts the entries handled (retries moved, outbox
-// entries fanned out, deliveries taken); more says that a shard's scan
-// has not yet passed every pending delivery (the next round goes on).
-func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, more bool, err error) {
+// entries fanned out, deliveries taken).
+func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 	var errs []error
 	var lag time.Duration
 	for shard := range d.b.Shards {
-		h, m, l, err := d.roundShard(ctx, sendCtx, shard)
+		h, l, err := d.roundShard(ctx, sendCtx, shard)
 		n += h
-		more = more || m
 		lag = max(lag, l)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("webhooks shard %d: %w", shard, err))
@@ -329,7 +332,7 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, more bool, err 
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.WebhookLag(lag)
 	}
-	return n, more, errors.Join(errs...)
+	return n, errors.Join(errs...)
 }
 
 // pool is the dispatcher's sends, across rounds: Workers in flight at
@@ -519,27 +522,26 @@ func (d *Dispatcher) age(id string) time.Duration {
 
 // roundShard runs round over one shard, its sends started in d.pool with
 // sendCtx; lag is the age of the oldest outbox entry it read, or left
-// there for want of room in the deliveries (0: none); more, that its scan
-// of this consumer's pending deliveries stopped short of the end.
-func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, bool, time.Duration, error) {
+// there for want of room in the deliveries (0: none).
+func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, time.Duration, error) {
 	k := keys{d.b}
 	outbox, dels := k.outbox(shard), k.deliveries(shard)
 	now := d.cfg.Now()
 	moved, err := d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: dels,
 		nowMs: now.UnixMilli(), limit: 256}).Int()
 	if err != nil {
-		return 0, false, 0, redisx.Wrap(err)
+		return 0, 0, redisx.Wrap(err)
 	}
 	handled := moved
 	queued, err := d.b.Client.XLen(ctx, dels).Result()
 	if err != nil {
-		return handled, false, 0, redisx.Wrap(err)
+		return handled, 0, redisx.Wrap(err)
 	}
 	var entries []redis.XMessage
 	var lag time.Duration
 	if room := int64(d.cfg.MaxDeliveries) - queued; room > 0 {
 		if entries, err = d.read(ctx, outbox, min(room, 256)); err != nil {
-			return handled, false, 0, err
+			return handled, 0, err
 		}
 		if len(entries) > 0 {
 			lag = d.age(entries[0].ID)
@@ -547,7 +549,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 	} else { // the backlog waits in the outbox: its oldest entry's age
 		first, err := d.b.Client.XRangeN(ctx, outbox, "-", "+", 1).Result()
 		if err != nil {
-			return handled, false, 0, redisx.Wrap(err)
+			return handled, 0, redisx.Wrap(err)
 		}
 		if len(first) > 0 {
 			lag = d.age(first[0].ID)
@@ -564,14 +566,14 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 		call := fanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
 			message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, endpoints: want}
 		if err := d.b.Runner.Run(ctx, call).Err(); err != nil {
-			return handled, false, lag, redisx.Wrap(err)
+			return handled, lag, redisx.Wrap(err)
 		}
 		handled++
 	}
 	count := int64(d.cfg.Workers) * 4
 	// this consumer's pending deliveries, from where the last scan stopped
 	if err := d.ensureGroup(ctx, dels); err != nil {
-		return handled, false, lag, err
+		return handled, lag, err
 	}
 	d.mu.Lock()
 	from := d.scan[shard]
@@ -583,7 +585,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 	res, err := d.b.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: d.cfg.Consumer,
 		Streams: []string{dels, from}, Count: count, Block: -1}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return handled, false, lag, redisx.Wrap(err)
+		return handled, lag, redisx.Wrap(err)
 	}
 	var pending []redis.XMessage
 	for _, r := range res {
@@ -599,14 +601,14 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, b
 	d.mu.Unlock()
 	handled += d.startAll(ctx, sendCtx, shard, dels, pending)
 	if more || !d.pool.hasRoom() {
-		return handled, more, lag, nil
+		return handled, lag, nil
 	}
 	d.pool.mark()
 	todo, err := d.read(ctx, dels, count)
 	if err != nil {
-		return handled, false, lag, err
+		return handled, lag, err
 	}
-	return handled + d.startAll(ctx, sendCtx, shard, dels, todo), false, lag, nil
+	return handled + d.startAll(ctx, sendCtx, shard, dels, todo), lag, nil
 }
 
 // startAll (until ctx ends) gives the pool the sends of the delivery

@@ -1138,3 +1138,71 @@ func TestWebhooksAbandonedBehindManyLiveDeliveriesAreTakenOver(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksLargePendingListThatCannotStartWaitsPoll: an instance holds
+// 2000 pending deliveries to an endpoint whose sends hang; once its pool
+// holds what it may of them, its rounds take nothing and it pauses Poll
+// (an hour here) between them. It scanned the rest back to back, 8 a
+// round, and paused only at the end of the list: a cycle of 250 rounds of
+// every shard's reads per Poll, re-reading every pending delivery, for as
+// long as the endpoint hung.
+func TestWebhooksLargePendingListThatCannotStartWaitsPoll(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			ctx := context.Background()
+			c := s.Client()
+			key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
+			if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			const pending = 2000
+			p := c.Pipeline()
+			for i := range pending {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"m", fmt.Sprintf("msg_0_%d", i),
+					"e", "hangs", "t", "room_closed", "d", "{}", "n", "0"}})
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// read by this instance before (its consumer name is its instance id)
+			if err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "wh", Consumer: "i1", Streams: []string{key, ">"},
+				Count: pending, Block: -1}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			started := make(chan struct{}, pending)
+			send := func(sctx context.Context, _ webhooks.Delivery) error {
+				started <- struct{}{}
+				<-sctx.Done() // hangs until cut at the shutdown
+				return sctx.Err()
+			}
+			rounds := &lagRecorder{}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 2, Metrics: rounds,
+				ClaimIdle: time.Hour, Poll: time.Hour, ShutdownWait: time.Millisecond,
+				Endpoints: []webhooks.Endpoint{{ID: "hangs", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runCtx, cancel := context.WithCancel(ctx)
+			ran := make(chan struct{})
+			go func() { defer close(ran); d.Run(runCtx, nil) }()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+			}
+			time.Sleep(time.Second) // rounds that take nothing would follow
+			_, n := rounds.last()
+			cancel()
+			<-ran
+			// one send (1 of 2 workers: half to one endpoint) and 32
+			// waiting (16·Workers) take 5 rounds of 8; the 6th takes nothing
+			if n > 10 {
+				t.Fatalf("%d rounds in a second with nothing to start and Poll an hour", n)
+			}
+			if len(started) > 0 {
+				t.Fatalf("%d more sends started to the hung endpoint", len(started))
+			}
+		})
+	}
+}
