@@ -145,8 +145,10 @@ type Config struct {
 	// Workers bounds the concurrent sends of this instance; default 8.
 	Workers int
 	// ClaimIdle: an entry read by a consumer and unsettled for this long is
-	// taken over by another (XAUTOCLAIM); default 1 min. Must exceed the
-	// sender's timeout.
+	// taken over by another (XAUTOCLAIM); default 1 min. Must exceed twice
+	// the sender's timeout: a send starts up to ClaimIdle/2 after the read
+	// of its entry, and must have ended before another instance may take
+	// the entry over (realsyncd: 6 times).
 	ClaimIdle time.Duration
 	// DeadMaxLen caps each shard's dead-letter stream (MAXLEN ~); default 10000.
 	DeadMaxLen int
