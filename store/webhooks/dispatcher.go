@@ -56,9 +56,12 @@ import (
 // time, stays pending for this consumer, unsent. Each round scans the
 // consumer's pending deliveries of every shard (XREADGROUP from the id
 // where the last round stopped, 4·Workers at a time) and takes those the
-// pool has room for; new entries are read once a scan has passed the end
-// of the list, so what this instance holds pending grows by at most one
-// read a cycle. A read resets an entry's idle time (Redis and the
+// pool has room for; then, while the pool has room, abandoned entries
+// (XAUTOCLAIM) and new ones, 4·Workers of them, are read and taken
+// likewise, wherever the scan is: a new delivery to a healthy endpoint
+// never waits for the scan to pass a long list of deliveries to one the
+// pool has no room for. What this instance holds pending is bounded by
+// the deliveries stream (MaxDeliveries). A read resets an entry's idle time (Redis and the
 // embedded store alike: the scan, XREADGROUP and XAUTOCLAIM): an entry
 // this instance holds stays its own as long as the scan passes it within
 // ClaimIdle (4·Workers entries a shard a round; after a round that took
@@ -314,8 +317,8 @@ func (d *Dispatcher) Step(ctx context.Context) (int, error) {
 // deliveries, the outbox fanned out (its abandoned entries claimed first),
 // then this consumer's pending deliveries scanned from where the last
 // round left off and those the pool has room for taken (sent, or waiting
-// in it); once the scan has passed every pending one, new deliveries
-// (abandoned ones claimed first) are read and taken likewise. A delivery
+// in it); then, if the pool has room, new deliveries (abandoned ones
+// claimed first) are read and taken likewise. A delivery
 // the pool has no room for stays pending for this consumer and a later
 // scan takes it (see pool). Sends run with sendCtx, settled after the
 // round returns. n counts the entries handled (retries moved, outbox
@@ -593,16 +596,15 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 	for _, r := range res {
 		pending = append(pending, r.Messages...)
 	}
-	more := int64(len(pending)) >= count
 	next := "0-0"
-	if more {
+	if int64(len(pending)) >= count {
 		next = pending[len(pending)-1].ID
 	}
 	d.mu.Lock()
 	d.scan[shard] = next
 	d.mu.Unlock()
 	handled += d.startAll(ctx, sendCtx, shard, dels, pending)
-	if more || !d.pool.hasRoom() {
+	if !d.pool.hasRoom() {
 		return handled, lag, nil
 	}
 	d.pool.mark()

@@ -1206,3 +1206,89 @@ func TestWebhooksLargePendingListThatCannotStartWaitsPoll(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksNewDeliveryIsNotHeldBehindALargePendingList: an instance holds
+// 2000 pending deliveries to an endpoint whose sends hang (its pool full of
+// them); a new delivery to a healthy endpoint is read and sent by the next
+// rounds. New deliveries were read only once the scan of the pending list
+// had reached its end: 250 rounds of 8 (a Poll each, none taking anything),
+// so the healthy endpoint waited for the whole list.
+func TestWebhooksNewDeliveryIsNotHeldBehindALargePendingList(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			ctx := context.Background()
+			c := s.Client()
+			key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
+			if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			const pending = 2000
+			p := c.Pipeline()
+			for i := range pending {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"m", fmt.Sprintf("msg_0_%d", i),
+					"e", "hangs", "t", "room_closed", "d", "{}", "n", "0"}})
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "wh", Consumer: "i1", Streams: []string{key, ">"},
+				Count: pending, Block: -1}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			hung := make(chan struct{}, pending)
+			good := make(chan string, 10)
+			send := func(sctx context.Context, w webhooks.Delivery) error {
+				if w.Endpoint == "good" {
+					good <- w.MessageID
+					return nil
+				}
+				hung <- struct{}{}
+				<-sctx.Done() // hangs until cut at the shutdown
+				return sctx.Err()
+			}
+			rounds := &lagRecorder{}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 2, Metrics: rounds,
+				ClaimIdle: time.Hour, Poll: 20 * time.Millisecond, ShutdownWait: time.Millisecond,
+				Endpoints: []webhooks.Endpoint{{ID: "hangs", Events: []string{"*"}}, {ID: "good", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			ran := make(chan struct{})
+			go func() { defer close(ran); d.Run(runCtx, nil) }()
+			select {
+			case <-hung:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no send to the hanging endpoint")
+			}
+			// the pool holds what it may of the hung endpoint's deliveries
+			_, n := rounds.last()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if _, m := rounds.last(); m >= n+10 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the dispatcher stopped its rounds")
+				}
+			}
+			_, before := rounds.last()
+			if err := c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"m", "msg_0_new",
+				"e", "good", "t", "room_closed", "d", "{}", "n", "0"}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-good:
+			case <-time.After(20 * time.Second):
+			}
+			_, after := rounds.last()
+			cancel()
+			<-ran
+			if after-before > 3 {
+				t.Fatalf("the healthy endpoint's new delivery waited %d rounds", after-before)
+			}
+		})
+	}
+}
