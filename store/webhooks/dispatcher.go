@@ -49,34 +49,38 @@ import (
 // to one endpoint) lives across rounds, and a round never waits for the
 // sends it started, so an endpoint answering at its timeout holds its own
 // workers, never the reading nor the other endpoints' deliveries. What
-// waits in memory is bounded: a delivery read when the pool has no room
-// to send it (its endpoint at its half, or every worker busy) waits there
-// (32·Workers in all, 16·Workers for one endpoint, ClaimIdle/2 after it
-// was read at most); one with no room to wait, or dropped after that
-// time, stays pending for this consumer, unsent. Each round scans the
-// consumer's pending deliveries of every shard (XREADGROUP from the id
-// where the last round stopped, 4·Workers at a time) and takes those the
-// pool has room for; then, while the pool has room, abandoned entries
-// (XAUTOCLAIM) and new ones, 4·Workers of them, are read and taken
-// likewise, wherever the scan is: a new delivery to a healthy endpoint
-// never waits for the scan to pass a long list of deliveries to one the
-// pool has no room for. What this instance holds pending is bounded by
-// the deliveries stream (MaxDeliveries). A read resets an entry's idle time (Redis and the
-// embedded store alike: the scan, XREADGROUP and XAUTOCLAIM): an entry
-// this instance holds stays its own as long as the scan passes it within
-// ClaimIdle (4·Workers entries a shard a round; after a round that took
-// nothing, the next waits Poll or a worker falling idle); one not passed
-// in time (a pending list of many thousands the pool has no room for) is
-// taken over by the first XAUTOCLAIM to find it idle (another
-// instance's, or this one's), and the instance that took it sends it. A send starts within ClaimIdle/2 of this
-// instance's read of its entry, so it has ended (bounded by the sender's
-// timeout, ClaimIdle/6 in realsyncd) before another instance could claim
-// it; and never while the delivery's send runs or waits already, nor
-// once it ended: a scan or this instance's own XAUTOCLAIM reading it again
-// is skipped, and so is an entry a read returned before its send, ending
-// meanwhile, settled it (the read's copy is stale). The
-// deliveries stream keeps its MaxDeliveries bound: the entries held
-// pending are in it.
+// waits in memory is bounded: a delivery read when the pool has no room to
+// send it (its endpoint at its half, or every worker busy) waits there
+// (32·Workers in all, 16·Workers for one endpoint, ClaimIdle/2 after it was
+// read at most); one with no room to wait, or dropped after that time,
+// stays pending for this consumer, unsent. Each round scans the consumer's
+// pending deliveries of every shard (XREADGROUP from the id where the last
+// round stopped, 4·Workers at a time; the embedded store returns them all
+// at once) and takes those the pool has room for; then, while the pool has
+// room, abandoned entries (XAUTOCLAIM) and new ones, 4·Workers of them, are
+// read and taken likewise, wherever the scan is: a new delivery to a
+// healthy endpoint never waits for the scan to pass a long list of
+// deliveries to one the pool has no room for. What this instance holds
+// pending is bounded by the deliveries stream (MaxDeliveries). A read
+// resets an entry's idle time (Redis and the embedded store alike: the
+// scan, XREADGROUP and XAUTOCLAIM; the scan's reset, a read of pending
+// entries, is not replicated: after a failover what this instance holds
+// looks idle since it first read it, and another instance may take it over
+// at once, while this one sends it: a duplicate, at least once still): an
+// entry this instance holds stays its own as long as the scan passes it
+// within ClaimIdle (4·Workers entries a shard a round; after a round that
+// took nothing, the next waits Poll or a worker falling idle); one not
+// passed in time (a pending list of many thousands the pool has no room
+// for) is taken over by the first XAUTOCLAIM to find it idle (another
+// instance's, or this one's), and the instance that took it sends it. A
+// send starts within ClaimIdle/2 of this instance's read of its entry, so
+// it has ended (bounded by the sender's timeout, ClaimIdle/6 in realsyncd)
+// before another instance could claim it; and never while the delivery's
+// send runs or waits already, nor once it ended: a scan or this instance's
+// own XAUTOCLAIM reading it again is skipped, and so is an entry a read
+// returned before its send, ending meanwhile, settled it (the read's copy
+// is stale). The deliveries stream keeps its MaxDeliveries bound: the
+// entries held pending are in it.
 //
 // Keys (all of a shard's slot): {p:s}:webhooks (outbox, MAXLEN ~
 // WebhookOutboxLen, entries deleted once fanned out: the cap only bounds a
