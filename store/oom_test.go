@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/userlog"
 )
@@ -177,4 +179,44 @@ func TestFullRedisLetsRoomsEmpty(t *testing.T) {
 			mustJoin(t, s, carol, id)
 		})
 	}
+}
+
+// A full Redis keeps renewing the leases of the streams open and the
+// instances' registrations: the renewals and the heartbeat only move what
+// exists, and they were refused (their first write, a ZADD, is one Redis
+// refuses out of memory), so every open stream, room, lobby and personal,
+// ended lapsed within a TTL, its client came back to a refusal every 5 s,
+// and the janitor took the live instances for dead.
+func TestFullRedisKeepsStreamsAlive(t *testing.T) {
+	srv := ownServer(t)
+	// the users' streams counted, as by default (REALSYNC_MAX_STREAMS_PER_USER)
+	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr}, func(c *store.Config) { c.Quotas.StreamsPerUser = 4 })
+	ctx := context.Background()
+	id := mustCreate(t, s, alice, newRoom()).Room.ID
+	room, lob := lease(id, alice, "full-room"), lease("", bob, "full-lobby")
+	room.PlayerID = open(t, s, room, sse.Cursor{}).PlayerID
+	if err := s.OpenLobby(ctx, lob); err != nil {
+		t.Fatal(err)
+	}
+	sess := sse.Session{UserID: carol.ID, Platform: "pc", ID: "full"}
+	if _, err := s.Sessions().OpenSession(ctx, sess, sse.Cursor{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	in := self("full-instance", time.Now())
+	heartbeat(t, s, in)
+	redistest.Fill(t, srv.Addr)
+	for range 2 {
+		if lost, err := s.RenewStreams(ctx, []sse.Lease{room, lob}); err != nil || len(lost) != 0 {
+			t.Fatalf("streams renewed out of memory: lost %v (%v), want none", lost, err)
+		}
+		if lost, err := s.Sessions().RenewSessions(ctx, []sse.Session{sess}); err != nil || len(lost) != 0 {
+			t.Fatalf("sessions renewed out of memory: lost %v (%v), want none", lost, err)
+		}
+		if renewed, err := s.Fleet().HeartbeatInstance(ctx, in); err != nil || !renewed {
+			t.Fatalf("heartbeat out of memory: renewed %v (%v), want a renewal", renewed, err)
+		}
+	}
+	// still refused: what would grow memory
+	_, err := s.OpenStream(ctx, lease(id, bob, "full-new"), sse.ReadFrom, sse.Cursor{}, 1000)
+	wantErr(t, err, rooms.ErrUnavailable)
 }

@@ -3,6 +3,13 @@
 -- KEYS[i] presence zset of the room of lease i (all in one shard)
 -- ARGV[1] lease TTL (ms)  ARGV[1 + i] lease member i
 -- Reply: {indexes of the leases no longer held (1-based)}
+-- Out of memory (maxmemory, noeviction) Redis refuses a script's first
+-- write that may grow memory, and lets everything through once the script
+-- wrote anything: this one only moves what exists (scores, expiries), so
+-- it begins with a write that changes nothing and that Redis lets through
+-- (a ZREM of no member), and a full Redis keeps renewing: open streams
+-- stay open rather than all lapsing within a TTL.
+redis.call('ZREM', KEYS[1], '')
 local T = redis.call('TIME')
 local expiry = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + tonumber(ARGV[1])
 local lost = {}

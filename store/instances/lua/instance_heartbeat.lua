@@ -12,6 +12,14 @@
 -- Reply: {"OK", renewed (1: it was still registered; 0: registered anew), heartbeatAt}
 local live, inst = KEYS[1], KEYS[2]
 local id, ttl = ARGV[1], tonumber(ARGV[2])
+-- Out of memory (maxmemory, noeviction) Redis refuses a script's first
+-- write that may grow memory, and lets everything through once the script
+-- wrote anything: a heartbeat rewrites what exists (a registration lapsed
+-- meanwhile is a few bytes), so it begins with a write that changes
+-- nothing and that Redis lets through (a ZREM of no member): a full Redis
+-- keeps every live instance registered, and the janitor does not take a
+-- live instance for dead and release its streams' leases.
+redis.call('ZREM', live, '')
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local expiry = now + ttl

@@ -10,6 +10,13 @@
 -- (ms, see session_open)
 -- ARGV[2 + 2i] userId of lease i  ARGV[3 + 2i] member "<platform>/<session>"
 -- Reply: {indexes of the leases no longer held (1-based)}
+-- Out of memory (maxmemory, noeviction) Redis refuses a script's first
+-- write that may grow memory, and lets everything through once the script
+-- wrote anything: this one only moves what exists (scores, expiries), so
+-- it begins with a write that changes nothing and that Redis lets through
+-- (a ZREM of no member), and a full Redis keeps renewing: open streams
+-- stay open rather than all lapsing within a TTL.
+redis.call('ZREM', KEYS[1], '')
 local T = redis.call('TIME')
 local expiry = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000) + tonumber(ARGV[1])
 local quota, linger = ARGV[2] == '1', tonumber(ARGV[3])

@@ -6,6 +6,13 @@
 -- KEYS[i] the streams zset of the user of lease i (all in one slot)
 -- ARGV[1] lease TTL (ms)  ARGV[1 + i] lease member i
 -- Reply: {indexes of the leases no longer held (1-based): gone, or lapsed}
+-- Out of memory (maxmemory, noeviction) Redis refuses a script's first
+-- write that may grow memory, and lets everything through once the script
+-- wrote anything: this one only moves what exists (scores, expiries), so
+-- it begins with a write that changes nothing and that Redis lets through
+-- (a ZREM of no member), and a full Redis keeps renewing: open streams
+-- stay open rather than all lapsing within a TTL.
+redis.call('ZREM', KEYS[1], '')
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local expiry = now + tonumber(ARGV[1])
