@@ -24,8 +24,9 @@ var _ sse.Source = (*Store)(nil)
 // untouched), then one script (membership, lease, and the replay, or the
 // version of a snapshot) and, when it reads, the room and state in the
 // same transaction. A fresh user lease is dropped again when the room
-// refuses or fails.
+// refuses or fails. Its calls wait for Redis up to redisx.OpeningBound.
 func (s *Store) OpenStream(ctx context.Context, l sse.Lease, read sse.Read, c sse.Cursor, limit int) (sse.Opening, error) {
+	ctx = redisx.Opening(ctx)
 	shard, ok := layout.RoomShard(l.Room, s.shards)
 	if !ok {
 		return sse.Opening{}, rooms.ErrRoomNotFound
@@ -238,9 +239,10 @@ func parseFrame(payload string) (sse.Event, error) {
 }
 
 // OpenLobby implements sse.Source: the lobby stream's lease in its user's
-// open streams (the lobby has no presence of its own).
+// open streams (the lobby has no presence of its own), waiting for Redis
+// up to redisx.OpeningBound.
 func (s *Store) OpenLobby(ctx context.Context, l sse.Lease) error {
-	_, err := s.sess.TakeStream(ctx, l)
+	_, err := s.sess.TakeStream(redisx.Opening(ctx), l)
 	return err
 }
 

@@ -175,8 +175,10 @@ func (s *Sessions) outbox(shard int) (string, int) {
 }
 
 // OpenSession implements sse.UserSource. The log holds up to its cap: so
-// many events may be replayed, whatever limit.
+// many events may be replayed, whatever limit. Its call waits for Redis up
+// to redisx.OpeningBound.
 func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor, limit int) (sse.UserOpening, error) {
+	ctx = redisx.Opening(ctx)
 	logs := s.cfg.Logs
 	limit = max(limit, logs.Config().MaxLen)
 	if err := players.CheckPlatform(ss.Platform); err != nil {

@@ -35,32 +35,67 @@ func (Bound) DialHook(next redis.DialHook) redis.DialHook { return next }
 // ProcessHook implements redis.Hook.
 func (b Bound) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if b.within(ctx) {
+		d, ok := b.of(ctx)
+		if !ok {
 			return next(ctx, cmd)
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(b))
+		ctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		return next(ctx, cmd)
 	}
 }
 
-// within reports whether ctx already ends within b: its deadline is the
-// call's, and a context of its own (a timer, a goroutine's worth of
-// allocations) would add nothing. So a batch's pipeline, whose context
-// ends at its callers' latest deadline, each bounded here, gets none.
-func (b Bound) within(ctx context.Context) bool {
-	d, ok := ctx.Deadline()
-	return ok && time.Until(d) <= time.Duration(b)
+// patientKey marks a context whose calls have a bound of their own
+// (Patient).
+type patientKey struct{}
+
+// Patient gives the calls made with ctx the bound d instead of their
+// client's Bound (0: none): for calls that queue behind many others by
+// design, where waiting beats failing, such as a stream's opening in a
+// burst of thousands.
+func Patient(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, patientKey{}, d)
+}
+
+// OpeningBound is the bound of an event stream's opening (Opening).
+// Thousands of openings at once on one instance (clients coming back
+// after a restart) queue for Redis for seconds: on 2 cores, 10 000 at
+// once, a tenth of them passed 3 s (docs/bench/2026-11-29-all.log), were
+// refused as store unavailable and came back 5 s later (the stream's
+// retry), more load. 24 s is what the wait for a free pooled connection
+// allowed before calls had a bound (12 s, tried twice).
+const OpeningBound = 24 * time.Second
+
+// Opening is ctx for the store calls of an event stream's opening: bounded
+// by OpeningBound (Patient).
+func Opening(ctx context.Context) context.Context { return Patient(ctx, OpeningBound) }
+
+// of is the bound of a call made with ctx, false when it needs none of
+// its own: Patient says none, or ctx already ends within it (its
+// deadline is the call's, and a context of its own, a timer and a few
+// allocations, would add nothing: so a batch's pipeline, whose context
+// ends at its callers' latest deadline, each bounded here, gets none).
+func (b Bound) of(ctx context.Context) (time.Duration, bool) {
+	bound := time.Duration(b)
+	if d, ok := ctx.Value(patientKey{}).(time.Duration); ok {
+		bound = d
+	}
+	if bound <= 0 {
+		return 0, false
+	}
+	end, ok := ctx.Deadline()
+	return bound, !ok || time.Until(end) > bound
 }
 
 // ProcessPipelineHook implements redis.Hook, for pipelines and
 // transactions.
 func (b Bound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if b.within(ctx) {
+		d, ok := b.of(ctx)
+		if !ok {
 			return next(ctx, cmds)
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(b))
+		ctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		return next(ctx, cmds)
 	}
