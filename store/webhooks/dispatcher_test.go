@@ -1152,25 +1152,8 @@ func TestWebhooksLargePendingListThatCannotStartWaitsPoll(t *testing.T) {
 			prefix := redistest.Prefix(t)
 			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
 			ctx := context.Background()
-			c := s.Client()
-			key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
-			if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
-				t.Fatal(err)
-			}
 			const pending = 2000
-			p := c.Pipeline()
-			for i := range pending {
-				p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"m", fmt.Sprintf("msg_0_%d", i),
-					"e", "hangs", "t", "room_closed", "d", "{}", "n", "0"}})
-			}
-			if _, err := p.Exec(ctx); err != nil {
-				t.Fatal(err)
-			}
-			// read by this instance before (its consumer name is its instance id)
-			if err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "wh", Consumer: "i1", Streams: []string{key, ">"},
-				Count: pending, Block: -1}).Err(); err != nil {
-				t.Fatal(err)
-			}
+			holdPending(t, s.Client(), prefix, "hangs", pending)
 			started := make(chan struct{}, pending)
 			send := func(sctx context.Context, _ webhooks.Delivery) error {
 				started <- struct{}{}
@@ -1220,23 +1203,8 @@ func TestWebhooksNewDeliveryIsNotHeldBehindALargePendingList(t *testing.T) {
 			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
 			ctx := context.Background()
 			c := s.Client()
-			key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
-			if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
-				t.Fatal(err)
-			}
 			const pending = 2000
-			p := c.Pipeline()
-			for i := range pending {
-				p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"m", fmt.Sprintf("msg_0_%d", i),
-					"e", "hangs", "t", "room_closed", "d", "{}", "n", "0"}})
-			}
-			if _, err := p.Exec(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "wh", Consumer: "i1", Streams: []string{key, ">"},
-				Count: pending, Block: -1}).Err(); err != nil {
-				t.Fatal(err)
-			}
+			key := holdPending(t, c, prefix, "hangs", pending)
 			hung := make(chan struct{}, pending)
 			good := make(chan string, 10)
 			send := func(sctx context.Context, w webhooks.Delivery) error {
@@ -1291,4 +1259,29 @@ func TestWebhooksNewDeliveryIsNotHeldBehindALargePendingList(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdPending adds n deliveries to endpoint in shard 0's deliveries stream
+// of prefix and has instance "i1" read them (its consumer name is its
+// instance id): they are its pending deliveries. It returns the stream.
+func holdPending(t *testing.T, c redis.UniversalClient, prefix, endpoint string, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
+	if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := c.Pipeline()
+	for i := range n {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"m", fmt.Sprintf("msg_0_%d", i),
+			"e", endpoint, "t", "room_closed", "d", "{}", "n", "0"}})
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "wh", Consumer: "i1", Streams: []string{key, ">"},
+		Count: int64(n), Block: -1}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return key
 }
