@@ -84,9 +84,11 @@ func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.D
 // lease, and reports what it did (also when it stops at an error).
 func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
 	rep := Report{}
-	won, err := s.client.SetNX(ctx, s.keys.Janitor(shard), instance, lease).Result()
-	if err != nil || !won {
-		return rep, redisx.Wrap(err)
+	// a script (not SET NX), so that a full Redis lets the visit that
+	// gives memory back take its lease (janitor_lease.lua)
+	res, err := s.result(ctx, leaseTakeCall{lease: s.keys.Janitor(shard), schedule: s.keys.Due(shard), instance: instance, ttl: lease})
+	if err != nil || layout.ToInt64(res[0]) != 1 {
+		return rep, err
 	}
 	// a dead instance's rooms, then its users, batch after batch
 	// (thousands), the rooms within a quarter of the lease this visit

@@ -220,3 +220,34 @@ func TestFullRedisKeepsStreamsAlive(t *testing.T) {
 	_, err := s.OpenStream(ctx, lease(id, bob, "full-new"), sse.ReadFrom, sse.Cursor{}, 1000)
 	wantErr(t, err, rooms.ErrUnavailable)
 }
+
+// A full Redis lets the janitor close idle rooms, which is what gives
+// memory back on its own: a visit began by taking the shard's lease with
+// SET NX, which Redis refuses out of memory, so no visit ran at all (no
+// room closed, no lapsed presence or session swept) until Redis had room.
+func TestFullRedisJanitorClosesIdleRooms(t *testing.T) {
+	srv := ownServer(t)
+	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr}, func(c *store.Config) {
+		c.Lifecycle = store.Lifecycle{IdleTimeout: 200 * time.Millisecond}
+	})
+	ctx := context.Background()
+	id := mustCreate(t, s, alice, newRoom()).Room.ID
+	redistest.Fill(t, srv.Addr)
+	var errs []error
+	for deadline := time.Now().Add(10 * time.Second); !gone(s, id)(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("an idle room still open after 10 s of janitor visits out of memory (errors: %v)", errs)
+		}
+		for shard := range 8 {
+			if _, err := s.Sweep(ctx, shard, "test", time.Millisecond); err != nil && len(errs) < 3 {
+				errs = append(errs, err) // a repair refused out of memory ends a visit: not this test's
+			}
+			time.Sleep(time.Millisecond) // the lease lapses
+		}
+	}
+	closedWith(t, s, id, "expired")
+	redistest.Unfill(t, srv.Addr)
+	if bad, err := invariantsCheck(s); err != nil || len(bad) != 0 {
+		t.Fatalf("invariants after the room closed out of memory: %v (%v)", bad, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -316,6 +317,18 @@ type messageListCall struct {
 func (messageListCall) Script() *redisx.Script { return messageList }
 func (c messageListCall) KeysArgs() ([]string, []any) {
 	return []string{c.room, c.users, c.messages}, []any{c.caller, c.end, c.count}
+}
+
+// leaseTakeCall is janitor_lease.lua: the shard's janitor lease taken by
+// instance for ttl unless someone holds it; it runs out of memory.
+type leaseTakeCall struct {
+	lease, schedule, instance string
+	ttl                       time.Duration
+}
+
+func (leaseTakeCall) Script() *redisx.Script { return janitorLease }
+func (c leaseTakeCall) KeysArgs() ([]string, []any) {
+	return []string{c.lease, c.schedule}, []any{c.instance, c.ttl.Milliseconds()}
 }
 
 // leaseReleaseCall is janitor_release.lua: the shard's janitor lease goes

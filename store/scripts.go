@@ -93,3 +93,10 @@ var (
 var janitorReleaseLua string
 
 var janitorRelease = plain("janitor_release", janitorReleaseLua)
+
+// The janitor's lease taken for a visit (janitor.go).
+
+//go:embed lua/janitor_lease.lua
+var janitorLeaseLua string
+
+var janitorLease = plain("janitor_lease", janitorLeaseLua)
