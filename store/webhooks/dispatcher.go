@@ -710,11 +710,9 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 		sendErr = d.cfg.Send(ctx, wd)
 	}
 	if sendErr == nil {
-		_, err := d.b.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.XAck(ctx, dels, group, e.ID)
-			p.XDel(ctx, dels, e.ID)
-			return nil
-		})
+		// a script, not MULTI: a full Redis refuses whatever a MULTI
+		// queues, and a delivery left pending is sent again
+		err := d.b.Runner.Run(ctx, settleCall{deliveries: dels, entry: e.ID}).Err()
 		if err == nil && d.cfg.Metrics != nil {
 			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
 		}

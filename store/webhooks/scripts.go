@@ -32,6 +32,9 @@ var fanoutLua string
 //go:embed lua/webhook_fail.lua
 var failLua string
 
+//go:embed lua/webhook_settle.lua
+var settleLua string
+
 //go:embed lua/webhook_due.lua
 var dueLua string
 
@@ -41,6 +44,7 @@ var replayLua string
 var (
 	fanoutScript = redisx.Plain("webhook_fanout", fanoutLua)
 	failScript   = redisx.Plain("webhook_fail", failLua)
+	settleScript = redisx.Plain("webhook_settle", settleLua)
 	dueScript    = redisx.Plain("webhook_due", dueLua)
 	replayScript = redisx.Plain("webhook_replay", replayLua)
 )
@@ -76,6 +80,17 @@ func (failCall) Script() *redisx.Script { return failScript }
 func (c failCall) KeysArgs() ([]string, []any) {
 	return []string{c.deliveries, c.retries, c.dead},
 		[]any{group, c.entry, c.dueMs, c.maxAttempts, c.deadMaxLen, c.nowMs, c.lastErr}
+}
+
+// settleCall is webhook_settle.lua: delivery entry was sent; it runs out
+// of memory.
+type settleCall struct {
+	deliveries, entry string
+}
+
+func (settleCall) Script() *redisx.Script { return settleScript }
+func (c settleCall) KeysArgs() ([]string, []any) {
+	return []string{c.deliveries}, []any{group, c.entry}
 }
 
 // dueCall is webhook_due.lua: at most limit retries due by nowMs go back

@@ -16,6 +16,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
 		fanoutCall{outbox: "o", deliveries: "d", entry: "1-0", message: "msg_0_1-0", endpoints: []string{"a"}},
 		failCall{deliveries: "d", retries: "r", dead: "x", entry: "1-0", dueMs: 1, maxAttempts: 3, deadMaxLen: 10, nowMs: 1, lastErr: "e"},
+		settleCall{deliveries: "d", entry: "1-0"},
 		dueCall{retries: "r", deliveries: "d", nowMs: 1, limit: 10},
 		replayCall{dead: "x", deliveries: "d", entry: "1-0"},
 	}, scripttest.Prelude{})
