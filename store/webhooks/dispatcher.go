@@ -353,7 +353,10 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 // it was read at most (it is dropped then: it stays pending and a later
 // scan reads it again, so its send never starts when another instance
 // may have taken it over, ClaimIdle after that read); one with no room to
-// wait is refused.
+// wait is refused. A send whose settle failed (Redis refused or lost it:
+// a full Redis refuses a failed try's move to the retries) is not started
+// again for maxWait: its delivery stays pending, and every round's scan
+// read it and sent it again at once.
 type pool struct {
 	mu              sync.Mutex
 	workers         int
@@ -365,8 +368,10 @@ type pool struct {
 	byEndpoint      map[string]int      // sends in flight per endpoint
 	waiting         map[string][]queued // per endpoint, oldest first
 	nWaiting        int
-	held            map[string]bool // shard/entry id of each send in flight or waiting
-	ended           map[string]bool // shard/entry id of each send ended since the last mark
+	held            map[string]bool      // shard/entry id of each send in flight or waiting
+	ended           map[string]bool      // shard/entry id of each send ended since the last mark
+	unsettled       map[string]time.Time // shard/entry id of each send whose settle failed: not started again before then
+	settleWait      time.Duration
 	errs            []error
 	wg              sync.WaitGroup // one per send in flight or waiting
 	freed           chan struct{}  // a worker fell idle (capacity 1: a wake-up, not a count)
@@ -383,7 +388,8 @@ type queued struct {
 func newPool(workers int, claimIdle time.Duration) *pool {
 	return &pool{workers: workers, perEndpoint: max(workers/2, 1), waitCap: 32 * workers, waitPerEndpoint: 16 * workers,
 		maxWait: claimIdle / 2, byEndpoint: map[string]int{}, waiting: map[string][]queued{},
-		held: map[string]bool{}, ended: map[string]bool{}, freed: make(chan struct{}, 1)}
+		held: map[string]bool{}, ended: map[string]bool{}, unsettled: map[string]time.Time{}, settleWait: claimIdle / 2,
+		freed: make(chan struct{}, 1)}
 }
 
 // hasRoom says whether start could take a delivery of an endpoint with
@@ -402,6 +408,12 @@ func (p *pool) hasRoom() bool {
 func (p *pool) mark() {
 	p.mu.Lock()
 	clear(p.ended)
+	now := time.Now()
+	for key, until := range p.unsettled {
+		if !now.Before(until) {
+			delete(p.unsettled, key)
+		}
+	}
 	p.mu.Unlock()
 }
 
@@ -413,6 +425,9 @@ func (p *pool) start(ctx context.Context, key, endpoint string, send func() erro
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if ctx.Err() != nil || p.held[key] || p.ended[key] { // ctx checked under mu: a send that ended after it did makes room for none
+		return false
+	}
+	if until, ok := p.unsettled[key]; ok && time.Now().Before(until) {
 		return false
 	}
 	q := queued{ctx: ctx, key: key, endpoint: endpoint, send: send, readAt: time.Now()}
@@ -440,6 +455,7 @@ func (p *pool) run(q queued) {
 		p.mu.Lock()
 		if err != nil {
 			p.errs = append(p.errs, err)
+			p.unsettled[q.key] = time.Now().Add(p.settleWait)
 		}
 		p.busy--
 		if p.byEndpoint[q.endpoint]--; p.byEndpoint[q.endpoint] == 0 {

@@ -1350,3 +1350,64 @@ func TestWebhooksFullRedisSendsEachDeliveryOnce(t *testing.T) {
 		t.Fatalf("left behind: outbox %d, deliveries %d", outbox, dels)
 	}
 }
+
+// A full Redis does not make the dispatcher try a failing endpoint again
+// and again: a failed try's move to the retries (webhook_fail) is refused
+// out of memory, so the delivery stayed pending and every round's scan
+// read it and tried it again at once, with no backoff, as long as Redis
+// was full. Out of memory each is tried once (ClaimIdle/2 passes before
+// the next) and stays pending, nothing lost.
+func TestWebhooksFullRedisDoesNotRetryAtOnce(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	prefix := redistest.Prefix(t)
+	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr},
+		func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+	rec := &hookRecorder{down: map[string]bool{"bad": true}}
+	started, filled := make(chan struct{}, 1), make(chan struct{})
+	send := func(ctx context.Context, d webhooks.Delivery) error {
+		select { // the first try waits for Redis to be full: the move to the retries is refused
+		case started <- struct{}{}:
+		default:
+		}
+		<-filled
+		return rec.send(ctx, d)
+	}
+	d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, ClaimIdle: time.Hour,
+		Endpoints: []webhooks.Endpoint{{ID: "bad", Events: []string{"*"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roomEvents(t, s)
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		d.Step(context.Background()) //nolint:errcheck // out of memory the tries' moves are refused: what this test is about
+	}()
+	<-started
+	redistest.Fill(t, srv.Addr)
+	close(filled)
+	<-stepped
+	for range 5 {
+		d.Step(context.Background()) //nolint:errcheck // as above
+	}
+	times := map[string]int{}
+	for _, g := range rec.of("bad") {
+		times[g.MessageID]++
+	}
+	if len(times) != len(wantRoomEvents) {
+		t.Fatalf("tried %v, want each of the %d deliveries", times, len(wantRoomEvents))
+	}
+	for m, n := range times {
+		if n != 1 {
+			t.Fatalf("delivery %s tried %d times out of memory, want once (all: %v)", m, n, times)
+		}
+	}
+	redistest.Unfill(t, srv.Addr)
+	if _, dels, retries, dead := webhookKeys(t, s, prefix, 8); dels+retries+dead != int64(len(wantRoomEvents)) {
+		t.Fatalf("deliveries %d, retries %d, dead %d: want the %d deliveries kept", dels, retries, dead, len(wantRoomEvents))
+	}
+}
