@@ -53,3 +53,33 @@ func TestFullRedisPassMatchesNone(t *testing.T) {
 		t.Fatalf("pass with memory to spare: %+v (%v), want one match", p, err)
 	}
 }
+
+// A full Redis lets a mode's matcher take and keep its lease: the lease
+// was a SET, which Redis refuses out of memory, so no matcher renewed or
+// took a lease and no pass ran (no final ticket past its grace dropped)
+// until Redis had room. Another holder's lease is still left alone.
+func TestFullRedisMatcherKeepsItsLease(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	e := open(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr}, matchmaking.RuleSet{})
+	if ok, err := e.tickets.Lease(ctx, "squad", "m1", time.Minute); err != nil || !ok {
+		t.Fatalf("lease: %v (%v)", ok, err)
+	}
+	redistest.Fill(t, srv.Addr)
+	if ok, err := e.tickets.Lease(ctx, "squad", "m1", time.Minute); err != nil || !ok {
+		t.Fatalf("renewed out of memory: %v (%v), want held", ok, err)
+	}
+	if ok, err := e.tickets.Lease(ctx, "squad", "m2", time.Minute); err != nil || ok {
+		t.Fatalf("another holder's lease out of memory: taken %v (%v), want refused", ok, err)
+	}
+	if err := e.tickets.DropLease(ctx, "squad", "m1"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.tickets.Lease(ctx, "squad", "m2", time.Minute); err != nil || !ok {
+		t.Fatalf("a free lease taken out of memory: %v (%v), want taken", ok, err)
+	}
+}
