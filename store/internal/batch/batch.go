@@ -205,7 +205,7 @@ func (b *Batcher) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			if !ok {
 				return next(ctx, cmds)
 			}
-			if err := b.run(ctx, b.txLane(key, c.runsScript()), c); err != errStalled {
+			if err := b.run(ctx, b.txLane(ctx, key, c.runsScript()), c); err != errStalled {
 				return err
 			}
 			return next(ctx, cmds)
@@ -232,18 +232,19 @@ const (
 // of its slot: on the reader client go-redis still sends each read of the
 // batch to a replica of it when so configured).
 func (b *Batcher) nodeLane(ctx context.Context, kind, key string) *lane {
+	patient := redisx.IsPatient(ctx)
 	if b.cluster != nil && key != "" {
 		if n, err := b.cluster.MasterForKey(ctx, key); err == nil {
-			return b.lane(kind, n.Options().Addr)
+			return b.lane(kind, n.Options().Addr, patient)
 		}
 	}
-	return b.lane(kind, "")
+	return b.lane(kind, "", patient)
 }
 
 // txLane is the lane of key's slot (of its hash tag, which decides it),
 // for transactions that run a script, or for those that only read: a room
 // read never waits for a batch of scripts to come back.
-func (b *Batcher) txLane(key string, script bool) *lane {
+func (b *Batcher) txLane(ctx context.Context, key string, script bool) *lane {
 	place := "r"
 	if script {
 		place = "s"
@@ -251,19 +252,28 @@ func (b *Batcher) txLane(key string, script bool) *lane {
 	if b.cluster != nil {
 		place += hashTag(key)
 	}
-	return b.lane(laneTx, place)
+	return b.lane(laneTx, place, redisx.IsPatient(ctx))
 }
 
-// laneName names a lane in Batcher.lanes.
-type laneName struct{ kind, place string }
+// laneName names a lane in Batcher.lanes. The calls of a patient context
+// (redisx.Patient: a stream's opening, bounded by redisx.OpeningBound)
+// have lanes of their own: a batch's pipeline ends at its callers' latest
+// deadline (latest), so a call of the client's own bound (3 s) batched
+// with one of 24 s would wait for a node that stopped answering eight
+// times as long as its bound.
+type laneName struct {
+	kind, place string
+	patient     bool
+}
 
-func (b *Batcher) lane(kind, place string) *lane {
+func (b *Batcher) lane(kind, place string, patient bool) *lane {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	l := b.lanes[laneName{kind, place}]
+	name := laneName{kind, place, patient}
+	l := b.lanes[name]
 	if l == nil {
 		l = &lane{kind: kind, full: make(chan struct{}, 1)}
-		b.lanes[laneName{kind, place}] = l
+		b.lanes[name] = l
 	}
 	return l
 }
@@ -423,7 +433,9 @@ func (b *Batcher) send(l *lane, batch []*call) error {
 // in it, and a batch of calls that all have a deadline (the store's
 // callers, each bounded by redisx.Bound) is not waited for longer than
 // its latest. A call whose own deadline is earlier still waits for the
-// batch's answer (see callSent), at most until that latest one.
+// batch's answer (see callSent), at most until that latest one: within
+// the client's bound (redisx.Bound), since calls with a longer bound of
+// their own (redisx.Patient) have lanes of their own (laneName).
 func latest(calls []*call) (time.Time, bool) {
 	var d time.Time
 	for _, c := range calls {

@@ -57,6 +57,13 @@ func Patient(ctx context.Context, d time.Duration) context.Context {
 	return context.WithValue(ctx, patientKey{}, d)
 }
 
+// IsPatient says whether the calls made with ctx have a bound of their
+// own (Patient): a batch keeps them apart from the others (store/internal/batch).
+func IsPatient(ctx context.Context) bool {
+	_, ok := ctx.Value(patientKey{}).(time.Duration)
+	return ok
+}
+
 // OpeningBound is the bound of an event stream's opening (Opening).
 // Thousands of openings at once on one instance (clients coming back
 // after a restart) queue for Redis for seconds: on 2 cores, 10 000 at
