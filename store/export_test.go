@@ -258,3 +258,6 @@ type LayoutSlots = layoutSource
 func NewLayoutSlots(seeds []string, dial, read time.Duration) *LayoutSlots {
 	return newLayoutSource(seeds, dial, read)
 }
+
+// CheckMeta is checkMeta, for tests.
+func (s *Store) CheckMeta(ctx context.Context) (bool, error) { return s.checkMeta(ctx) }

@@ -251,3 +251,21 @@ func TestFullRedisJanitorClosesIdleRooms(t *testing.T) {
 		t.Fatalf("invariants after the room closed out of memory: %v (%v)", bad, err)
 	}
 }
+
+// A full Redis refuses every HSETNX, even of a field that exists: the
+// janitor's every tick re-asserted the layout and stripe records so, and
+// each was refused (a warning a tick). They are read first now and
+// written only when missing.
+func TestFullRedisReadsTheLayoutRecords(t *testing.T) {
+	srv := ownServer(t)
+	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	redistest.Fill(t, srv.Addr)
+	if err := s.RefreshStripes(ctx); err != nil {
+		t.Errorf("the stripe record, out of memory: %v", err)
+	}
+	if restored, err := s.CheckMeta(ctx); err != nil || restored {
+		t.Errorf("the layout record, out of memory: restored %v, %v", restored, err)
+	}
+	redistest.Unfill(t, srv.Addr)
+}

@@ -517,30 +517,39 @@ func (s *Store) notAClusterNode(ctx context.Context) error {
 // checkMeta records the store's shard count and schema version in the
 // meta hash where they are missing (HSETNX: the first instance's start,
 // or a running instance's janitor after Redis lost its data, see
-// guardLayout), then checks the recorded ones against the store's.
-// restored reports that a field was missing and this call wrote it.
-// Errors: ErrLayout on a mismatch, rooms.ErrUnavailable (also when the
-// record vanished between the writes and the read).
+// guardLayout), then checks the recorded ones against the store's. It
+// reads first and writes only a missing field: the janitor calls it every
+// tick, and a full Redis (maxmemory, noeviction) refuses every HSETNX,
+// even of a field that exists. restored reports that a field was missing
+// and this call wrote it. Errors: ErrLayout on a mismatch,
+// rooms.ErrUnavailable (also when the record vanished between the writes
+// and the read).
 func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	key := s.keys.Meta()
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"shards", s.shards}, {"schema", SchemaVersion}} {
-		set, err := s.client.HSetNX(ctx, key, f.name, f.v).Result()
-		if err != nil {
-			return restored, redisx.Wrap(err)
-		}
-		restored = restored || set
-	}
+	want := [2]int{s.shards, SchemaVersion}
 	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
 	if err != nil {
-		return restored, redisx.Wrap(err)
+		return false, redisx.Wrap(err)
 	}
 	if got[0] == nil || got[1] == nil {
-		// gone since the HSETNX: Redis lost its data right then (a
-		// FLUSHALL, a restart); not a record that disagrees
-		return restored, fmt.Errorf("%w: the layout record %s vanished while it was checked", rooms.ErrUnavailable, key)
+		for i, name := range []string{"shards", "schema"} {
+			if got[i] != nil {
+				continue
+			}
+			set, err := s.client.HSetNX(ctx, key, name, want[i]).Result()
+			if err != nil {
+				return restored, redisx.Wrap(err)
+			}
+			restored = restored || set
+		}
+		if got, err = s.client.HMGet(ctx, key, "shards", "schema").Result(); err != nil {
+			return restored, redisx.Wrap(err)
+		}
+		if got[0] == nil || got[1] == nil {
+			// gone since the HSETNX: Redis lost its data right then (a
+			// FLUSHALL, a restart); not a record that disagrees
+			return restored, fmt.Errorf("%w: the layout record %s vanished while it was checked", rooms.ErrUnavailable, key)
+		}
 	}
 	if got[0] != strconv.Itoa(s.shards) {
 		return restored, fmt.Errorf("%w: redis holds data for %v shards; this instance is configured for %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/realsync/realsync/store/internal/layout"
@@ -21,20 +22,24 @@ func ParseStripes(v string) (Stripes, error) { return layout.ParseStripes(v) }
 // The union of the recorded configurations is what every read covers.
 const stripeMetaField = "stripes:"
 
-// RefreshStripes records the store's stripe configuration in the meta
-// hash (once) and reads every configuration recorded there, so reads cover
-// rooms placed by any instance's configuration, past or present. Init
-// calls it, and the janitor on every tick: an instance learns another
-// instance's new configuration within one janitor interval.
+// RefreshStripes reads every stripe configuration recorded in the meta
+// hash, and records the store's own there when it is missing, so reads
+// cover rooms placed by any instance's configuration, past or present.
+// Init calls it, and the janitor on every tick: an instance learns another
+// instance's new configuration within one janitor interval. It writes only
+// a missing record: a full Redis (maxmemory, noeviction) refuses every
+// HSETNX, even of a field that exists.
 func (s *Store) RefreshStripes(ctx context.Context) error {
 	cur := s.stripes.Current()
 	key := s.keys.Meta()
-	if err := s.client.HSetNX(ctx, key, stripeMetaField+cur.String(), "1").Err(); err != nil {
-		return redisx.Wrap(err)
-	}
 	fields, err := s.client.HKeys(ctx, key).Result()
 	if err != nil {
 		return redisx.Wrap(err)
+	}
+	if !slices.Contains(fields, stripeMetaField+cur.String()) {
+		if err := s.client.HSetNX(ctx, key, stripeMetaField+cur.String(), "1").Err(); err != nil {
+			return redisx.Wrap(err)
+		}
 	}
 	var others []Stripes
 	for _, f := range fields {
