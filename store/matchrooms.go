@@ -10,9 +10,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/layout"
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 var _ matchmaking.RoomOpener = (*Store)(nil)
@@ -179,12 +182,26 @@ func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string
 // and size less the players and held seats, of a waiting room (open);
 // (0, false) for any other. An owner may raise a match room's maxPlayers
 // (friends join by its invite code), but backfill fills it to its mode's
-// size only.
+// size only. It reads the room's hash alone (one HMGET, batched with other
+// reads), not its players: a pass reads every backfill room of its mode.
 func (s *Store) FreeSeats(ctx context.Context, id string, size int) (int, bool, error) {
-	r, _, err := s.Get(ctx, id, false)
-	if errors.Is(err, rooms.ErrRoomNotFound) {
+	shard, ok := layout.RoomShard(id, s.shards)
+	if !ok {
 		return 0, false, nil
 	}
+	var cmd *redis.StringSliceCmd
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = layout.QueueRoomHash(ctx, p, s.keys.Room(shard, id))
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return 0, false, redisx.Wrap(err)
+	}
+	h := layout.RoomHashOf(cmd)
+	if h == nil {
+		return 0, false, nil
+	}
+	r, err := layout.DecodeRoom(id, h, nil, nil, nil)
 	if err != nil {
 		return 0, false, err
 	}
