@@ -261,3 +261,10 @@ func NewLayoutSlots(seeds []string, dial, read time.Duration) *LayoutSlots {
 
 // CheckMeta is checkMeta, for tests.
 func (s *Store) CheckMeta(ctx context.Context) (bool, error) { return s.checkMeta(ctx) }
+
+// SetIndexScan makes the repair walk's index scan SCAN count keys a call,
+// every every-th visit of a shard: a test on a node that holds many other
+// tests' keys gets through it in a few visits.
+func (s *Store) SetIndexScan(count, every int) {
+	s.repairs.scanCount, s.repairs.scanEvery = count, every
+}

@@ -79,9 +79,15 @@ type indexKey struct{ key, kind, mode, region string }
 type repairWalks struct {
 	mu sync.Mutex
 	m  map[int]*repairWalk
+	// the index scan's SCAN COUNT and how many visits apart its calls are:
+	// indexScanCount and indexScanEvery (tests on a node shared with many
+	// others' keys make it quicker)
+	scanCount, scanEvery int
 }
 
-func newRepairWalks() *repairWalks { return &repairWalks{m: map[int]*repairWalk{}} }
+func newRepairWalks() *repairWalks {
+	return &repairWalks{m: map[int]*repairWalk{}, scanCount: indexScanCount, scanEvery: indexScanEvery}
+}
 
 func (r *repairWalks) get(shard int) *repairWalk {
 	r.mu.Lock()
@@ -119,7 +125,7 @@ func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
 	if next == 0 && (w.phase != phaseIndexes || w.key >= len(w.keys)) {
 		w.phase, w.keys, w.key = (w.phase+1)%phases, nil, 0
 	}
-	if w.visits++; w.visits%indexScanEvery == 0 {
+	if w.visits++; w.visits%s.repairs.scanEvery == 0 {
 		return s.scanIndexes(ctx, shard, w)
 	}
 	return nil
@@ -274,7 +280,7 @@ func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) error
 	if err != nil {
 		return err
 	}
-	page, next, err := node.Scan(ctx, w.scan, globEscape(s.keys.Tag(shard)+":idx:")+"*", indexScanCount).Result()
+	page, next, err := node.Scan(ctx, w.scan, globEscape(s.keys.Tag(shard)+":idx:")+"*", int64(s.repairs.scanCount)).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
