@@ -47,17 +47,29 @@ type webhookSettings struct {
 	// at a receiver's answer time t an instance sends at most Workers/t a
 	// second.
 	WebhookWorkers int
+	// WebhookMaxBacklog: REALSYNC_WEBHOOK_MAX_BACKLOG, default 10 000 (the
+	// shards' deliveries bound, webhooks.Config.MaxDeliveries, and at most
+	// that): one endpoint's deliveries pending or retrying in a shard;
+	// past it the endpoint's new events go to the dead letters untried
+	// (webhooks.Config.MaxBacklog).
+	WebhookMaxBacklog int
 }
+
+// webhookMaxDeliveries is each shard's deliveries bound
+// (webhooks.Config.MaxDeliveries, its default), the most
+// REALSYNC_WEBHOOK_MAX_BACKLOG may be.
+const webhookMaxDeliveries = 10_000
 
 // webhookFlags declares the settings' flags on fs, with env's values as
 // defaults; the returned function checks them after fs.Parse.
 func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) webhookSettings {
-	var file, attempts, timeout, backoff, workers string
+	var file, attempts, timeout, backoff, workers, backlog string
 	fs.StringVar(&file, "webhooks-file", env("REALSYNC_WEBHOOKS_FILE", ""), "YAML or JSON file of webhook endpoints (id, url, secret, events); unset: no webhooks (REALSYNC_WEBHOOKS_FILE)")
 	fs.StringVar(&attempts, "webhook-max-attempts", env("REALSYNC_WEBHOOK_MAX_ATTEMPTS", "8"), "tries of a webhook delivery before it goes to the dead letters (REALSYNC_WEBHOOK_MAX_ATTEMPTS)")
 	fs.StringVar(&timeout, "webhook-timeout", env("REALSYNC_WEBHOOK_TIMEOUT", "10s"), "bound of one webhook try; a delivery left 6x as long by a dead instance is taken over (REALSYNC_WEBHOOK_TIMEOUT)")
 	fs.StringVar(&backoff, "webhook-backoff", env("REALSYNC_WEBHOOK_BACKOFF", "1s,10m"), "base,max of the full-jitter exponential wait before a webhook retry (REALSYNC_WEBHOOK_BACKOFF)")
 	fs.StringVar(&workers, "webhook-workers", env("REALSYNC_WEBHOOK_WORKERS", "8"), "webhook sends at once per instance, at most half to one endpoint (REALSYNC_WEBHOOK_WORKERS)")
+	fs.StringVar(&backlog, "webhook-max-backlog", env("REALSYNC_WEBHOOK_MAX_BACKLOG", strconv.Itoa(webhookMaxDeliveries)), "one endpoint's webhook deliveries pending or retrying in a shard; past it its new events go to the dead letters untried (REALSYNC_WEBHOOK_MAX_BACKLOG)")
 	return func(bad func(name, msg string)) webhookSettings {
 		w := webhookSettings{WebhooksFile: file}
 		n, err := strconv.Atoi(attempts)
@@ -67,6 +79,9 @@ func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fun
 		w.WebhookMaxAttempts = n
 		if w.WebhookWorkers, err = strconv.Atoi(workers); err != nil || w.WebhookWorkers < 1 || w.WebhookWorkers > 1024 {
 			bad("REALSYNC_WEBHOOK_WORKERS", "must be a whole number from 1 to 1024")
+		}
+		if w.WebhookMaxBacklog, err = strconv.Atoi(backlog); err != nil || w.WebhookMaxBacklog < 1 || w.WebhookMaxBacklog > webhookMaxDeliveries {
+			bad("REALSYNC_WEBHOOK_MAX_BACKLOG", "must be a whole number from 1 to 10000 (a shard's deliveries bound)")
 		}
 		if d, err := time.ParseDuration(timeout); err != nil || d < 100*time.Millisecond || d > time.Minute {
 			bad("REALSYNC_WEBHOOK_TIMEOUT", "must be a duration from 100ms to 1m")
@@ -111,6 +126,7 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 		return
 	}
 	d, err := webhooks.New(st.Base(), webhooks.Config{Endpoints: dispatcherEndpoints(w.WebhookEndpoints), Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Workers: w.WebhookWorkers, Metrics: m,
+		MaxDeliveries: webhookMaxDeliveries, MaxBacklog: w.WebhookMaxBacklog,
 		BackoffBase: w.WebhookBackoffBase, BackoffMax: w.WebhookBackoffMax, ClaimIdle: webhookClaimFactor * w.WebhookTimeout,
 		ShutdownWait: w.WebhookTimeout,
 		Send: func(ctx context.Context, d webhooks.Delivery) error {

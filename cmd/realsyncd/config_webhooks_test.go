@@ -9,10 +9,12 @@ import (
 )
 
 // REALSYNC_WEBHOOKS_FILE, REALSYNC_WEBHOOK_MAX_ATTEMPTS,
-// REALSYNC_WEBHOOK_TIMEOUT, REALSYNC_WEBHOOK_BACKOFF and
-// REALSYNC_WEBHOOK_WORKERS: off by default (no outbox); a good file turns
-// the outbox on; a missing or bad file, a bad attempt count, timeout,
-// backoff or worker count are reported naming the variable; the flags win.
+// REALSYNC_WEBHOOK_TIMEOUT, REALSYNC_WEBHOOK_BACKOFF,
+// REALSYNC_WEBHOOK_WORKERS and REALSYNC_WEBHOOK_MAX_BACKLOG: off by
+// default (no outbox); a good file turns the outbox on; a missing or bad
+// file, a bad attempt count, timeout, backoff, worker count or backlog
+// bound (above the shards' deliveries bound, 10 000, too) are reported
+// naming the variable; the flags win.
 func TestParseConfigWebhooks(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "hooks.yaml")
@@ -29,6 +31,7 @@ func TestParseConfigWebhooks(t *testing.T) {
 	}
 	const file, attempts = "REALSYNC_WEBHOOKS_FILE", "REALSYNC_WEBHOOK_MAX_ATTEMPTS"
 	const timeout, backoff, workers = "REALSYNC_WEBHOOK_TIMEOUT", "REALSYNC_WEBHOOK_BACKOFF", "REALSYNC_WEBHOOK_WORKERS"
+	const backlog = "REALSYNC_WEBHOOK_MAX_BACKLOG"
 	tests := []struct {
 		name       string
 		env        map[string]string
@@ -38,6 +41,7 @@ func TestParseConfigWebhooks(t *testing.T) {
 		timeout    time.Duration // 0: the default 10 s
 		base, most time.Duration // 0: the defaults 1 s, 10 min
 		workers    int           // 0: the default 8
+		backlog    int           // 0: the default 10 000
 		wantErr    string
 	}{
 		{name: "DefaultOff", maxTry: 8},
@@ -66,6 +70,12 @@ func TestParseConfigWebhooks(t *testing.T) {
 		{name: "WorkersZero", env: map[string]string{workers: "0"}, wantErr: workers},
 		{name: "WorkersTooMany", env: map[string]string{workers: "5000"}, wantErr: workers},
 		{name: "WorkersWord", env: map[string]string{workers: "lots"}, wantErr: workers},
+		{name: "Backlog", env: map[string]string{backlog: "500"}, maxTry: 8, backlog: 500},
+		{name: "BacklogAtMost", env: map[string]string{backlog: "10000"}, maxTry: 8, backlog: 10000},
+		{name: "BacklogFlag", env: map[string]string{backlog: "500"}, args: []string{"-webhook-max-backlog", "1"}, maxTry: 8, backlog: 1},
+		{name: "BacklogZero", env: map[string]string{backlog: "0"}, wantErr: backlog},
+		{name: "BacklogAboveTheDeliveries", env: map[string]string{backlog: "10001"}, wantErr: backlog},
+		{name: "BacklogWord", env: map[string]string{backlog: "lots"}, wantErr: backlog},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +92,9 @@ func TestParseConfigWebhooks(t *testing.T) {
 			}
 			if want := cmp.Or(tc.workers, 8); c.WebhookWorkers != want {
 				t.Errorf("workers %d, want %d", c.WebhookWorkers, want)
+			}
+			if want := cmp.Or(tc.backlog, 10000); c.WebhookMaxBacklog != want {
+				t.Errorf("max backlog %d, want %d", c.WebhookMaxBacklog, want)
 			}
 		})
 	}

@@ -80,6 +80,7 @@ func TestDeployMetricsList(t *testing.T) {
 	m.APIKeysLoaded(2)
 	m.APIKeysReloadFailed()
 	m.WebhookDelivered("crm", "delivered")
+	m.WebhookRefused("crm")
 	m.WebhookLag(time.Second)
 	m.Searching("duel", 3)
 	m.Matched("duel", []time.Duration{time.Second})

@@ -9,11 +9,15 @@ import (
 )
 
 // webhookMetrics are the webhook dispatcher's (issue 16 item 6):
-// realsync_webhook_deliveries_total{endpoint,outcome} and
+// realsync_webhook_deliveries_total{endpoint,outcome},
+// realsync_webhook_backlog_refused_total{endpoint} and
 // realsync_webhook_outbox_lag_seconds; and the endpoints file's reloads,
-// realsync_webhooks_file_reloads_total{result}.
+// realsync_webhooks_file_reloads_total{result}. The endpoint label is an
+// endpoint id of the endpoints file (one removed by a reload keeps its
+// series until the instance restarts).
 type webhookMetrics struct {
 	tries   *prometheus.CounterVec
+	refused *prometheus.CounterVec
 	lag     prometheus.Gauge
 	reloads *prometheus.CounterVec
 }
@@ -25,13 +29,16 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 		tries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhook_deliveries_total",
 			Help: "Webhook delivery tries by endpoint id (REALSYNC_WEBHOOKS_FILE) and outcome: delivered, retry (failed, retried later), dead (failed its last try: dead-lettered)."},
 			[]string{"endpoint", "outcome"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhook_backlog_refused_total",
+			Help: "Webhook deliveries sent to the dead letters untried because the endpoint's backlog in its shard (deliveries pending or retrying) was at REALSYNC_WEBHOOK_MAX_BACKLOG, by endpoint id."},
+			[]string{"endpoint"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_outbox_lag_seconds",
 			Help: "Age of the oldest event this instance's last round over the webhook outboxes read, or left waiting while the deliveries were full; 0 when it found them empty: how far delivery runs behind the rooms."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
 			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},
 			[]string{"result"}),
 	}
-	reg.MustRegister(w.tries, w.lag, w.reloads)
+	reg.MustRegister(w.tries, w.refused, w.lag, w.reloads)
 	w.reloads.WithLabelValues("ok")
 	w.reloads.WithLabelValues("error")
 	return w
@@ -50,6 +57,11 @@ func (m *Metrics) WebhooksFileLoaded(ok bool) {
 // WebhookDelivered implements webhooks.Metrics.
 func (m *Metrics) WebhookDelivered(endpoint, outcome string) {
 	m.webhooks.tries.WithLabelValues(endpoint, outcome).Inc()
+}
+
+// WebhookRefused implements webhooks.Metrics.
+func (m *Metrics) WebhookRefused(endpoint string) {
+	m.webhooks.refused.WithLabelValues(endpoint).Inc()
 }
 
 // WebhookLag implements webhooks.Metrics.

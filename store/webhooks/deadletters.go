@@ -104,7 +104,7 @@ func (q *DeadLetters) ReplayDeadLetter(ctx context.Context, id string) error {
 		return deadletter.ErrNotFound
 	}
 	k := keys{q.b}
-	n, err := q.b.Runner.Run(ctx, replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), entry: entry}).Int()
+	n, err := q.b.Runner.Run(ctx, replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), backlog: k.backlog(shard), entry: entry}).Int()
 	if err != nil {
 		return redisx.Wrap(err)
 	}

@@ -35,7 +35,10 @@ import (
 //   - outbox → deliveries: webhook_fanout.lua turns an outbox entry into one
 //     delivery per endpoint that wants its type and acknowledges and
 //     deletes the entry, in one script: one endpoint's failure never
-//     re-sends to another.
+//     re-sends to another. An endpoint whose backlog in the shard (its
+//     deliveries in the stream and in the retries) has reached MaxBacklog
+//     gets none: the event goes to the dead letters for it, untried, its
+//     lastError saying why (ErrBacklogFull), replayable as any.
 //   - deliveries → the endpoint: a bounded pool of workers sends each
 //     (Config.Send); success acknowledges and deletes it; a failure moves it
 //     (webhook_fail.lua) to the retry zset, due after an exponential backoff
@@ -61,8 +64,9 @@ import (
 // read and taken likewise, wherever the scan is: a new delivery to a
 // healthy endpoint never waits for the scan to pass a long list of
 // deliveries to one the pool has no room for. What this instance holds
-// pending is bounded by the deliveries stream (MaxDeliveries). A read
-// resets an entry's idle time (Redis and the embedded store alike: the
+// pending is bounded by the deliveries stream (MaxDeliveries, plus
+// MaxBacklog for each endpoint at its bound). A read resets an entry's
+// idle time (Redis and the embedded store alike: the
 // scan, XREADGROUP and XAUTOCLAIM; the scan's reset, a read of pending
 // entries, is not replicated: after a failover what this instance holds
 // looks idle since it first read it, and another instance may take it over
@@ -79,18 +83,29 @@ import (
 // send runs or waits already, nor once it ended: a scan or this instance's
 // own XAUTOCLAIM reading it again is skipped, and so is an entry a read
 // returned before its send, ending meanwhile, settled it (the read's copy
-// is stale). The deliveries stream keeps its MaxDeliveries bound: the
-// entries held pending are in it.
+// is stale). The deliveries stream keeps its bound: the entries held
+// pending are in it.
 //
 // Keys (all of a shard's slot): {p:s}:webhooks (outbox, MAXLEN ~
 // WebhookOutboxLen, entries deleted once fanned out: the cap only bounds a
 // backlog no instance dispatches), {p:s}:webhooks:deliveries (entries
 // deleted once settled), {p:s}:webhooks:retries (members leave when due),
-// {p:s}:webhooks:dead (MAXLEN ~ DeadMaxLen).
+// {p:s}:webhooks:dead (MAXLEN ~ DeadMaxLen), {p:s}:webhooks:backlog (a
+// hash, endpoint → its deliveries and retries in the shard: a field is
+// deleted at 0, the hash once the shard's deliveries and retries are
+// empty, so a count gone astray, such as a delivery deleted by hand, ends
+// with the backlog; deliveries written before the hash existed are not
+// counted, and their settles take nothing below 0).
 
 // group is the consumer group of every instance on the outbox and
 // deliveries streams.
 const group = "wh"
+
+// ErrBacklogFull starts the lastError of a delivery that went to the dead
+// letters untried because its endpoint's backlog in the shard was at
+// Config.MaxBacklog (the bound follows it: "… (10000 deliveries pending or
+// retrying in its shard)").
+const ErrBacklogFull = "not sent: the endpoint's backlog is full"
 
 // Endpoint is one configured endpoint as the dispatcher sees it: its id
 // and the event types it wants ("*": all).
@@ -127,6 +142,11 @@ type Delivery struct {
 type Metrics interface {
 	// WebhookDelivered counts a try by outcome: "delivered", "retry", "dead".
 	WebhookDelivered(endpoint, outcome string)
+	// WebhookRefused counts a delivery to endpoint that went to the dead
+	// letters untried, the endpoint's backlog in its shard at MaxBacklog.
+	// endpoint is one of the endpoints in force (Config.Endpoints,
+	// SetEndpoints).
+	WebhookRefused(endpoint string)
 	// WebhookLag is, once per round (back to back while Run has work, every
 	// Poll when idle), the age of the oldest outbox entry the
 	// round read or left waiting (deliveries full) over every shard; 0
@@ -159,13 +179,29 @@ type Config struct {
 	ClaimIdle time.Duration
 	// DeadMaxLen caps each shard's dead-letter stream (MAXLEN ~); default 10000.
 	DeadMaxLen int
-	// MaxDeliveries bounds each shard's deliveries stream: a round fans out
-	// no more outbox entries than leave it at most this long (each instance
-	// may add one round's fan-out, 256 entries times the endpoints wanting
-	// them, past it). While deliveries run behind, the backlog waits in the
-	// outbox, capped MAXLEN ~ (oldest dropped), where the lag metric sees
-	// it; default 10000.
+	// MaxDeliveries bounds each shard's deliveries stream, the deliveries
+	// of endpoints whose backlog is at MaxBacklog aside while another
+	// endpoint in force is not (each of those holds MaxBacklog at most):
+	// a round fans out no more outbox entries than leave the rest at most
+	// this long (each instance may add one round's fan-out, 256 entries
+	// times the endpoints wanting them, past it). While deliveries run
+	// behind (every endpoint's, or those of endpoints under their bound),
+	// the backlog waits in the outbox, capped MAXLEN ~ (oldest dropped),
+	// where the lag metric sees it; default 10000.
 	MaxDeliveries int
+	// MaxBacklog bounds one endpoint's backlog in a shard: its deliveries
+	// in the deliveries stream (pending, in flight) and in the retries. An
+	// event fanned out while its endpoint's backlog is at the bound goes to
+	// the dead letters for that endpoint, untried (0 attempts), its
+	// lastError ErrBacklogFull's text, and Metrics.WebhookRefused counts
+	// it; the other endpoints get theirs. So a dead or slow endpoint's
+	// backlog, which leaves only as each try times out, never holds the
+	// others' events in the outbox (see MaxDeliveries: when every endpoint
+	// in force is at its bound and the stream is full, the events wait in
+	// the outbox instead). Default and at most MaxDeliveries (a larger
+	// bound would let one endpoint's deliveries fill the stream before
+	// they count as its own).
+	MaxBacklog int
 	// Poll is the pause between rounds that started nothing (cut short
 	// when a send ends); default 250 ms.
 	Poll time.Duration
@@ -203,6 +239,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxDeliveries <= 0 {
 		c.MaxDeliveries = 10000
 	}
+	if c.MaxBacklog <= 0 || c.MaxBacklog > c.MaxDeliveries {
+		c.MaxBacklog = c.MaxDeliveries
+	}
 	if c.Poll <= 0 {
 		c.Poll = 250 * time.Millisecond
 	}
@@ -229,6 +268,9 @@ type Dispatcher struct {
 	scan  map[int]string    // per shard: the last pending delivery the scan passed
 	claim map[string]string // per stream: where the next XAUTOCLAIM starts
 	pool  *pool
+	// refusedErr is the lastError of a delivery refused for its
+	// endpoint's backlog.
+	refusedErr string
 }
 
 // endpoints are the endpoints in force, as listed and by id.
@@ -244,7 +286,8 @@ func New(b *redisx.Base, cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("webhooks: Send and Consumer are required")
 	}
 	cfg = cfg.withDefaults()
-	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, claim: map[string]string{}, pool: newPool(cfg.Workers, cfg.ClaimIdle)}
+	d := &Dispatcher{b: b, cfg: cfg, group: map[string]bool{}, scan: map[int]string{}, claim: map[string]string{}, pool: newPool(cfg.Workers, cfg.ClaimIdle),
+		refusedErr: fmt.Sprintf("%s (%d deliveries pending or retrying in its shard)", ErrBacklogFull, cfg.MaxBacklog)}
 	d.SetEndpoints(cfg.Endpoints)
 	return d, nil
 }
@@ -558,9 +601,9 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 		return 0, 0, redisx.Wrap(err)
 	}
 	handled := moved
-	queued, err := d.b.Client.XLen(ctx, dels).Result()
+	queued, err := d.queued(ctx, shard)
 	if err != nil {
-		return handled, 0, redisx.Wrap(err)
+		return handled, 0, err
 	}
 	var entries []redis.XMessage
 	var lag time.Duration
@@ -588,10 +631,17 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 				want = append(want, ep.ID)
 			}
 		}
-		call := fanoutCall{outbox: outbox, deliveries: dels, entry: e.ID,
-			message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, endpoints: want}
-		if err := d.b.Runner.Run(ctx, call).Err(); err != nil {
+		call := fanoutCall{outbox: outbox, deliveries: dels, backlog: k.backlog(shard), dead: k.dead(shard),
+			entry: e.ID, message: "msg_" + strconv.Itoa(shard) + "_" + e.ID, maxBacklog: d.cfg.MaxBacklog,
+			deadMaxLen: d.cfg.DeadMaxLen, nowMs: d.cfg.Now().UnixMilli(), refusedErr: d.refusedErr, endpoints: want}
+		refused, err := d.b.Runner.Run(ctx, call).StringSlice()
+		if err != nil {
 			return handled, lag, redisx.Wrap(err)
+		}
+		if d.cfg.Metrics != nil {
+			for _, ep := range refused {
+				d.cfg.Metrics.WebhookRefused(ep)
+			}
 		}
 		handled++
 	}
@@ -633,6 +683,41 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 		return handled, lag, err
 	}
 	return handled + d.startAll(ctx, sendCtx, shard, dels, todo), lag, nil
+}
+
+// queued is what counts against MaxDeliveries in shard's deliveries
+// stream: its length, less the backlog of each endpoint at MaxBacklog
+// (read only when the stream is that long), as long as an endpoint in
+// force is not at it: refusing the full ones lets that one's events
+// through. When every endpoint in force is at its bound, refusing would
+// let no one through: the stream's length counts whole, and the events
+// wait in the outbox, as a backlog of every endpoint does. The backlog
+// counts retries too, so this may take a little more off than the stream
+// holds of the full endpoints: the stream stays bounded, by MaxDeliveries
+// plus MaxBacklog for each endpoint at it.
+func (d *Dispatcher) queued(ctx context.Context, shard int) (int64, error) {
+	k := keys{d.b}
+	n, err := d.b.Client.XLen(ctx, k.deliveries(shard)).Result()
+	if err != nil || n < int64(d.cfg.MaxDeliveries) {
+		return n, redisx.Wrap(err)
+	}
+	counts, err := d.b.Client.HGetAll(ctx, k.backlog(shard)).Result()
+	if err != nil {
+		return n, redisx.Wrap(err)
+	}
+	full := func(ep string) (int64, bool) {
+		c, _ := strconv.ParseInt(counts[ep], 10, 64)
+		return c, c >= int64(d.cfg.MaxBacklog)
+	}
+	if !slices.ContainsFunc(d.eps.Load().list, func(ep Endpoint) bool { _, ok := full(ep.ID); return !ok }) {
+		return n, nil
+	}
+	for ep := range counts {
+		if c, ok := full(ep); ok {
+			n -= c
+		}
+	}
+	return max(n, 0), nil
 }
 
 // startAll (until ctx ends) gives the pool the sends of the delivery
@@ -728,7 +813,7 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 	if sendErr == nil {
 		// a script, not MULTI: a full Redis refuses whatever a MULTI
 		// queues, and a delivery left pending is sent again
-		err := d.b.Runner.Run(ctx, settleCall{deliveries: dels, entry: e.ID}).Err()
+		err := d.b.Runner.Run(ctx, settleCall{deliveries: dels, backlog: k.backlog(shard), retries: k.retries(shard), entry: e.ID}).Err()
 		if err == nil && d.cfg.Metrics != nil {
 			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
 		}
@@ -738,7 +823,7 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 		return nil
 	}
 	due := d.cfg.Now().Add(d.backoff(n + 1))
-	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard),
+	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard), backlog: k.backlog(shard),
 		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
 		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
 	if err != nil {

@@ -368,6 +368,7 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			if outbox+dels+retries+dead != 0 {
 				t.Fatalf("left behind: outbox %d, deliveries %d, retries %d, dead %d", outbox, dels, retries, dead)
 			}
+			checkBacklogCounts(t, s, prefix)
 		})
 	}
 }
@@ -542,6 +543,7 @@ type lagRecorder struct {
 }
 
 func (r *lagRecorder) WebhookDelivered(string, string) {}
+func (r *lagRecorder) WebhookRefused(string)           {}
 func (r *lagRecorder) WebhookLag(d time.Duration) {
 	r.mu.Lock()
 	r.lag = append(r.lag, d)
@@ -798,6 +800,11 @@ type outcomeRecorder struct {
 func (r *outcomeRecorder) WebhookDelivered(endpoint, outcome string) {
 	r.mu.Lock()
 	r.out = append(r.out, endpoint+"/"+outcome)
+	r.mu.Unlock()
+}
+func (r *outcomeRecorder) WebhookRefused(endpoint string) {
+	r.mu.Lock()
+	r.out = append(r.out, endpoint+"/refused")
 	r.mu.Unlock()
 }
 func (r *outcomeRecorder) WebhookLag(time.Duration) {}
@@ -1330,6 +1337,8 @@ func TestWebhooksFullRedisSendsEachDeliveryOnce(t *testing.T) {
 	for range 5 {
 		d.Step(context.Background()) //nolint:errcheck // as above
 	}
+	// each settle out of memory took its delivery off its endpoint's backlog
+	checkBacklogCounts(t, s, prefix)
 	times := map[string]int{}
 	for _, g := range rec.of("good") {
 		times[g.MessageID]++
@@ -1349,6 +1358,7 @@ func TestWebhooksFullRedisSendsEachDeliveryOnce(t *testing.T) {
 	if outbox, dels, _, _ := webhookKeys(t, s, prefix, 8); outbox != 0 || dels != 0 {
 		t.Fatalf("left behind: outbox %d, deliveries %d", outbox, dels)
 	}
+	checkBacklogCounts(t, s, prefix)
 }
 
 // A full Redis does not make the dispatcher try a failing endpoint again

@@ -26,6 +26,12 @@ func (k keys) retries(shard int) string { return k.b.Tag(shard) + ":webhooks:ret
 // dead is the shard's dead-letter stream (capped MAXLEN ~).
 func (k keys) dead(shard int) string { return k.b.Tag(shard) + ":webhooks:dead" }
 
+// backlog is the shard's hash of each endpoint's backlog: its deliveries
+// in the deliveries stream and in the retries. The scripts that add and
+// remove them keep it (a field deleted at 0, the hash once the shard's
+// deliveries and retries are empty).
+func (k keys) backlog(shard int) string { return k.b.Tag(shard) + ":webhooks:backlog" }
+
 //go:embed lua/webhook_fanout.lua
 var fanoutLua string
 
@@ -50,47 +56,51 @@ var (
 )
 
 // fanoutCall is webhook_fanout.lua: outbox entry becomes message's
-// delivery to each of endpoints.
+// delivery to each of endpoints, but for those whose backlog has reached
+// maxBacklog: theirs goes to the dead letters, untried, with refusedErr.
 type fanoutCall struct {
-	outbox, deliveries string
-	entry, message     string
-	endpoints          []string
+	outbox, deliveries, backlog, dead string
+	entry, message                    string
+	maxBacklog, deadMaxLen            int
+	nowMs                             int64
+	refusedErr                        string
+	endpoints                         []string
 }
 
 func (fanoutCall) Script() *redisx.Script { return fanoutScript }
 func (c fanoutCall) KeysArgs() ([]string, []any) {
-	args := []any{group, c.entry, c.message}
+	args := []any{group, c.entry, c.message, c.maxBacklog, c.deadMaxLen, c.nowMs, c.refusedErr}
 	for _, e := range c.endpoints {
 		args = append(args, e)
 	}
-	return []string{c.outbox, c.deliveries}, args
+	return []string{c.outbox, c.deliveries, c.backlog, c.dead}, args
 }
 
 // failCall is webhook_fail.lua: delivery entry failed a try.
 type failCall struct {
-	deliveries, retries, dead string
-	entry                     string
-	dueMs                     int64
-	maxAttempts, deadMaxLen   int
-	nowMs                     int64
-	lastErr                   string
+	deliveries, retries, dead, backlog string
+	entry                              string
+	dueMs                              int64
+	maxAttempts, deadMaxLen            int
+	nowMs                              int64
+	lastErr                            string
 }
 
 func (failCall) Script() *redisx.Script { return failScript }
 func (c failCall) KeysArgs() ([]string, []any) {
-	return []string{c.deliveries, c.retries, c.dead},
+	return []string{c.deliveries, c.retries, c.dead, c.backlog},
 		[]any{group, c.entry, c.dueMs, c.maxAttempts, c.deadMaxLen, c.nowMs, c.lastErr}
 }
 
 // settleCall is webhook_settle.lua: delivery entry was sent; it runs out
 // of memory.
 type settleCall struct {
-	deliveries, entry string
+	deliveries, backlog, retries, entry string
 }
 
 func (settleCall) Script() *redisx.Script { return settleScript }
 func (c settleCall) KeysArgs() ([]string, []any) {
-	return []string{c.deliveries}, []any{group, c.entry}
+	return []string{c.deliveries, c.backlog, c.retries}, []any{group, c.entry}
 }
 
 // dueCall is webhook_due.lua: at most limit retries due by nowMs go back
@@ -107,12 +117,12 @@ func (c dueCall) KeysArgs() ([]string, []any) {
 }
 
 // replayCall is webhook_replay.lua: dead letter entry goes back into the
-// deliveries.
+// deliveries and its endpoint's backlog.
 type replayCall struct {
-	dead, deliveries, entry string
+	dead, deliveries, backlog, entry string
 }
 
 func (replayCall) Script() *redisx.Script { return replayScript }
 func (c replayCall) KeysArgs() ([]string, []any) {
-	return []string{c.dead, c.deliveries}, []any{c.entry}
+	return []string{c.dead, c.deliveries, c.backlog}, []any{c.entry}
 }

@@ -14,10 +14,11 @@ var luaFiles embed.FS
 // Each descriptor lays out what its Lua reads, one per lua/ file.
 func TestScriptCallsMatchTheirLua(t *testing.T) {
 	scripttest.CheckCalls(t, luaFiles, "lua", []redisx.Call{
-		fanoutCall{outbox: "o", deliveries: "d", entry: "1-0", message: "msg_0_1-0", endpoints: []string{"a"}},
-		failCall{deliveries: "d", retries: "r", dead: "x", entry: "1-0", dueMs: 1, maxAttempts: 3, deadMaxLen: 10, nowMs: 1, lastErr: "e"},
-		settleCall{deliveries: "d", entry: "1-0"},
+		fanoutCall{outbox: "o", deliveries: "d", backlog: "b", dead: "x", entry: "1-0", message: "msg_0_1-0",
+			maxBacklog: 10, deadMaxLen: 10, nowMs: 1, refusedErr: "e", endpoints: []string{"a"}},
+		failCall{deliveries: "d", retries: "r", dead: "x", backlog: "b", entry: "1-0", dueMs: 1, maxAttempts: 3, deadMaxLen: 10, nowMs: 1, lastErr: "e"},
+		settleCall{deliveries: "d", backlog: "b", retries: "r", entry: "1-0"},
 		dueCall{retries: "r", deliveries: "d", nowMs: 1, limit: 10},
-		replayCall{dead: "x", deliveries: "d", entry: "1-0"},
+		replayCall{dead: "x", deliveries: "d", backlog: "b", entry: "1-0"},
 	}, scripttest.Prelude{})
 }

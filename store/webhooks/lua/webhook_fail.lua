@@ -1,8 +1,12 @@
 -- webhook_fail: a delivery's try failed. It leaves the deliveries stream
 -- and waits in the retry zset until due (scored by due time, ms), with its
--- retry count one higher, or, once it has been tried max times, goes to
--- the dead-letter stream (capped MAXLEN ~). One shard's keys:
+-- retry count one higher (still in its endpoint's backlog), or, once it
+-- has been tried max times, goes to the dead-letter stream (capped MAXLEN
+-- ~) and leaves its endpoint's backlog (one less; the field deleted at 0,
+-- the hash once the shard's deliveries and retries are empty). One
+-- shard's keys:
 --   KEYS[1] deliveries   KEYS[2] retries (zset)   KEYS[3] dead letters
+--   KEYS[4] backlog (hash)
 --   ARGV[1] consumer group   ARGV[2] delivery entry id   ARGV[3] due (ms)
 --   ARGV[4] max tries   ARGV[5] dead-letter MAXLEN ~   ARGV[6] now (ms)
 --   ARGV[7] the last error
@@ -17,6 +21,11 @@ if e[1] then
   if tries >= tonumber(ARGV[4]) then
     redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', d.e, 'm', d.m, 't', d.t, 'd', d.d,
       'n', tries, 'at', ARGV[6], 'err', ARGV[7])
+    if tonumber(redis.call('HGET', KEYS[4], d.e) or '0') > 1 then
+      redis.call('HINCRBY', KEYS[4], d.e, -1)
+    else
+      redis.call('HDEL', KEYS[4], d.e)
+    end
     out = 'dead'
   else
     -- the delivery's own id makes the member unique
@@ -26,4 +35,7 @@ if e[1] then
 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
+if redis.call('XLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[2]) == 0 then
+  redis.call('DEL', KEYS[4])
+end
 return out

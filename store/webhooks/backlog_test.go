@@ -1,0 +1,307 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/webhook/deadletter"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/webhooks"
+)
+
+// held returns the message ids of endpoint ep's deliveries in s's webhook
+// keys of every shard: in the deliveries stream, in the retries.
+func held(t *testing.T, s *store.Store, prefix, ep string) []string {
+	t.Helper()
+	ctx := context.Background()
+	c := s.Client()
+	var out []string
+	for sh := range 8 {
+		tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+		msgs, err := c.XRange(ctx, tag+":webhooks:deliveries", "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.Values["e"] == ep {
+				out = append(out, m.Values["m"].(string))
+			}
+		}
+		members, err := c.ZRange(ctx, tag+":webhooks:retries", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			var r struct{ E, M string }
+			if err := json.Unmarshal([]byte(m), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.E == ep {
+				out = append(out, r.M)
+			}
+		}
+	}
+	return out
+}
+
+// checkBacklogCounts checks each shard's backlog hash against what its
+// deliveries stream and retries hold, endpoint by endpoint: equal, no
+// field at 0, and no hash once both are empty.
+func checkBacklogCounts(t *testing.T, s *store.Store, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	c := s.Client()
+	for sh := range 8 {
+		tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+		want := map[string]string{}
+		msgs, err := c.XRange(ctx, tag+":webhooks:deliveries", "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, m := range msgs {
+			n[m.Values["e"].(string)]++
+		}
+		members, err := c.ZRange(ctx, tag+":webhooks:retries", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			var r struct{ E string }
+			if err := json.Unmarshal([]byte(m), &r); err != nil {
+				t.Fatal(err)
+			}
+			n[r.E]++
+		}
+		for ep, k := range n {
+			want[ep] = strconv.Itoa(k)
+		}
+		got, err := c.HGetAll(ctx, tag+":webhooks:backlog").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 && len(want) == 0 {
+			if exists := c.Exists(ctx, tag+":webhooks:backlog").Val(); exists != 0 {
+				t.Fatalf("shard %d: an empty backlog hash left", sh)
+			}
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("shard %d: backlog counts %v, its deliveries and retries hold %v", sh, got, want)
+		}
+	}
+}
+
+// deadOf returns the dead letters of endpoint ep.
+func deadOf(t *testing.T, s *store.Store, ep string) []deadletter.Letter {
+	t.Helper()
+	var out []deadletter.Letter
+	for cur := ""; ; {
+		page, next, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), cur, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range page {
+			if l.Endpoint == ep {
+				out = append(out, l)
+			}
+		}
+		if next == "" {
+			return out
+		}
+		cur = next
+	}
+}
+
+// messageIDs are the distinct message ids of ds.
+func messageIDs(ds []webhooks.Delivery) map[string]bool {
+	out := map[string]bool{}
+	for _, d := range ds {
+		out[d.MessageID] = true
+	}
+	return out
+}
+
+// TestWebhooksDeadEndpointDoesNotHoldTheOthers: one endpoint is dead
+// (every try hangs to its timeout, or is refused at once), one healthy,
+// and the rooms make more events than the dead one's backlog may hold
+// (MaxDeliveries 8: the per-endpoint bound defaults to it). Run delivers
+// every event to the healthy endpoint while the dead one's sends hang;
+// the dead endpoint keeps exactly its bound of deliveries (pending, or
+// waiting to retry) and the rest of its events are in the dead letters,
+// untried, saying why; no event of either is lost. The deliveries stream
+// held the outbox back once it was MaxDeliveries long, whoever's
+// deliveries filled it: the dead endpoint's backlog (a hung send holds
+// its delivery for the timeout, half the workers at a time) stopped every
+// endpoint's events in the outbox.
+func TestWebhooksDeadEndpointDoesNotHoldTheOthers(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, dead := range []string{"hangs", "refuses"} {
+			t.Run(b.Name+"/"+dead, func(t *testing.T) {
+				prefix := redistest.Prefix(t)
+				s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+				rec := &hookRecorder{down: map[string]bool{"dead": true}}
+				send := func(ctx context.Context, w webhooks.Delivery) error {
+					if w.Endpoint == "dead" && dead == "hangs" {
+						<-ctx.Done() // to its timeout: the test's end here
+						return ctx.Err()
+					}
+					return rec.send(ctx, w)
+				}
+				const maxDels, rooms = 8, 10
+				outcomes := &outcomeRecorder{}
+				clock := &fakeClock{t: time.Now()} // still: a failed try's retry never comes due
+				d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: send, Workers: 4, Now: clock.Now,
+					MaxDeliveries: maxDels, Poll: 10 * time.Millisecond, ShutdownWait: time.Millisecond, Metrics: outcomes,
+					Endpoints: []webhooks.Endpoint{{ID: "dead", Events: []string{"*"}}, {ID: "good", Events: []string{"*"}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range rooms {
+					roomEvents(t, s)
+				}
+				events := rooms * len(wantRoomEvents)
+				ctx, cancel := context.WithCancel(context.Background())
+				ran := make(chan struct{})
+				go func() { defer close(ran); d.Run(ctx, nil) }()
+				for deadline := time.Now().Add(20 * time.Second); len(rec.of("good")) < events && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
+				cancel()
+				<-ran
+				good := messageIDs(rec.of("good"))
+				if len(good) != events || len(rec.of("good")) != events {
+					outbox, dels, retries, deadN := webhookKeys(t, s, prefix, 8)
+					t.Fatalf("the healthy endpoint got %d deliveries of %d distinct events, want each of %d once (outbox %d, deliveries %d, retries %d, dead %d)",
+						len(rec.of("good")), len(good), events, outbox, dels, retries, deadN)
+				}
+				kept := held(t, s, prefix, "dead")
+				if len(kept) != maxDels {
+					t.Fatalf("the dead endpoint holds %d deliveries, want its bound %d", len(kept), maxDels)
+				}
+				letters := deadOf(t, s, "dead")
+				all := map[string]bool{}
+				for _, m := range kept {
+					all[m] = true
+				}
+				for _, l := range letters {
+					if !strings.HasPrefix(l.LastError, webhooks.ErrBacklogFull) || l.Attempts != 0 {
+						t.Fatalf("dead letter %+v: want %q, 0 attempts", l, webhooks.ErrBacklogFull)
+					}
+					if all[l.MessageID] {
+						t.Fatalf("%s both held and dead-lettered", l.MessageID)
+					}
+					all[l.MessageID] = true
+				}
+				if len(letters) != events-maxDels || len(all) != events {
+					t.Fatalf("the dead endpoint: %d held, %d dead letters, %d distinct events; want %d, %d, %d",
+						len(kept), len(letters), len(all), maxDels, events-maxDels, events)
+				}
+				for m := range good {
+					if !all[m] {
+						t.Fatalf("event %s reached the healthy endpoint and is lost for the dead one", m)
+					}
+				}
+				refused := 0
+				for _, o := range outcomes.all() {
+					if o == "dead/refused" {
+						refused++
+					}
+				}
+				if refused != len(letters) {
+					t.Fatalf("%d refusals counted, %d dead letters", refused, len(letters))
+				}
+				if outbox, _, _, _ := webhookKeys(t, s, prefix, 8); outbox != 0 {
+					t.Fatalf("%d events left in the outbox", outbox)
+				}
+				checkBacklogCounts(t, s, prefix)
+			})
+		}
+	}
+}
+
+// TestWebhooksBacklogBoundThenRecovery: an endpoint down keeps exactly
+// MaxBacklog deliveries (3; MaxDeliveries 100) waiting to retry, the next
+// event to it is refused into the dead letters while the other endpoint
+// gets it; once the endpoint is back its retries are delivered, its
+// backlog falls to nothing and new events reach it again, and the refused
+// ones, replayed, are delivered; then no webhook key is left (the backlog
+// hash included). The counts follow every move (fan-out, retry, due,
+// delivery, dead letter, replay).
+func TestWebhooksBacklogBoundThenRecovery(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"flaky": true}}
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			const bound = 3
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now,
+				MaxDeliveries: 100, MaxBacklog: bound,
+				Endpoints: []webhooks.Endpoint{{ID: "flaky", Events: []string{"room_closed"}}, {ID: "good", Events: []string{"room_closed"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range bound {
+				roomEvents(t, s)
+				drain(t, d)
+				if n := len(held(t, s, prefix, "flaky")); n != i+1 {
+					t.Fatalf("after %d events the down endpoint holds %d", i+1, n)
+				}
+				checkBacklogCounts(t, s, prefix)
+			}
+			if n := len(deadOf(t, s, "flaky")); n != 0 {
+				t.Fatalf("%d dead letters below the bound", n)
+			}
+			roomEvents(t, s) // one past the bound
+			drain(t, d)
+			letters := deadOf(t, s, "flaky")
+			if len(letters) != 1 || !strings.HasPrefix(letters[0].LastError, webhooks.ErrBacklogFull) ||
+				!strings.Contains(letters[0].LastError, "3 deliveries") {
+				t.Fatalf("past the bound: dead letters %+v", letters)
+			}
+			if n := len(held(t, s, prefix, "flaky")); n != bound {
+				t.Fatalf("past the bound the down endpoint holds %d, want %d", n, bound)
+			}
+			if n := len(rec.of("good")); n != bound+1 {
+				t.Fatalf("the healthy endpoint got %d, want %d", n, bound+1)
+			}
+			checkBacklogCounts(t, s, prefix)
+
+			rec.setDown("flaky", false)
+			clock.Add(time.Hour) // its retries come due
+			drain(t, d)
+			if n := len(held(t, s, prefix, "flaky")); n != 0 {
+				t.Fatalf("recovered: %d still held", n)
+			}
+			checkBacklogCounts(t, s, prefix)
+			for range 2 * bound { // more than the bound: each delivered before the next
+				roomEvents(t, s)
+				drain(t, d)
+			}
+			if n := len(deadOf(t, s, "flaky")); n != 1 {
+				t.Fatalf("recovered: %d dead letters, want the one refused before", n)
+			}
+			if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), letters[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			checkBacklogCounts(t, s, prefix)
+			drain(t, d)
+			got := messageIDs(rec.of("flaky"))
+			if want := 1 + 3*bound; len(got) != want || !got[letters[0].MessageID] {
+				t.Fatalf("the recovered endpoint got %d distinct events, want %d with the replayed %s", len(got), want, letters[0].MessageID)
+			}
+			outbox, dels, retries, deadN := webhookKeys(t, s, prefix, 8)
+			if outbox+dels+retries+deadN != 0 {
+				t.Fatalf("left behind: outbox %d, deliveries %d, retries %d, dead %d", outbox, dels, retries, deadN)
+			}
+			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}
