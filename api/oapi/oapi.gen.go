@@ -360,7 +360,7 @@ type CreateTicketRequest struct {
 
 // DeadLetter defines model for DeadLetter.
 type DeadLetter struct {
-	// Attempts Tries made.
+	// Attempts Tries made; 0 for an event refused untried because the endpoint's backlog in its shard was full (`REALSYNC_WEBHOOK_MAX_BACKLOG`).
 	Attempts int `json:"attempts"`
 
 	// Endpoint The endpoint's `id` in `REALSYNC_WEBHOOKS_FILE`.
@@ -371,7 +371,7 @@ type DeadLetter struct {
 	// Event The event as delivered (the `data` of the webhook's body).
 	Event map[string]interface{} `json:"event"`
 
-	// FailedAt When the last try failed.
+	// FailedAt When the last try failed, or the event was refused.
 	FailedAt time.Time `json:"failedAt"`
 
 	// Id Names it for replay (`<shard>.<stream entry id>`).
@@ -379,7 +379,7 @@ type DeadLetter struct {
 	// Example: 3.1764000000000-0
 	Id string `json:"id"`
 
-	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped.
+	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped. An event refused for the endpoint's backlog says `not sent: the endpoint's backlog is full (<bound> deliveries pending or retrying in its shard)`.
 	LastError string `json:"lastError"`
 
 	// MessageId The `webhook-id` of every try of this event, to every endpoint.

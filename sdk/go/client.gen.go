@@ -365,7 +365,7 @@ type CreateTicketRequest struct {
 
 // DeadLetter defines model for DeadLetter.
 type DeadLetter struct {
-	// Attempts Tries made.
+	// Attempts Tries made; 0 for an event refused untried because the endpoint's backlog in its shard was full (`REALSYNC_WEBHOOK_MAX_BACKLOG`).
 	Attempts int `json:"attempts"`
 
 	// Endpoint The endpoint's `id` in `REALSYNC_WEBHOOKS_FILE`.
@@ -376,7 +376,7 @@ type DeadLetter struct {
 	// Event The event as delivered (the `data` of the webhook's body).
 	Event map[string]interface{} `json:"event"`
 
-	// FailedAt When the last try failed.
+	// FailedAt When the last try failed, or the event was refused.
 	FailedAt time.Time `json:"failedAt"`
 
 	// Id Names it for replay (`<shard>.<stream entry id>`).
@@ -384,7 +384,7 @@ type DeadLetter struct {
 	// Example: 3.1764000000000-0
 	Id string `json:"id"`
 
-	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped.
+	// LastError The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped. An event refused for the endpoint's backlog says `not sent: the endpoint's backlog is full (<bound> deliveries pending or retrying in its shard)`.
 	LastError string `json:"lastError"`
 
 	// MessageId The `webhook-id` of every try of this event, to every endpoint.
@@ -1663,7 +1663,10 @@ type ClientInterface interface {
 	// A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
 	// that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
 	// shard's dead-letter stream (capped at about 10 000 per shard, oldest
-	// dropped). Lists them shard by shard, oldest first within a shard:
+	// dropped), and so does an event for an endpoint whose backlog in the
+	// shard (deliveries pending or waiting to retry) is at
+	// `REALSYNC_WEBHOOK_MAX_BACKLOG`: untried (`attempts` 0), its
+	// `lastError` saying so. Lists them shard by shard, oldest first within a shard:
 	// `limit` (1..100, default 20), then `nextCursor` (null on the last
 	// page) for the next. A page may hold fewer than `limit` while
 	// `nextCursor` is not null. A dead letter stays until it is replayed
@@ -2986,7 +2989,10 @@ func (c *APIClient) ListInstances(ctx context.Context, reqEditors ...RequestEdit
 // A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
 // that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
 // shard's dead-letter stream (capped at about 10 000 per shard, oldest
-// dropped). Lists them shard by shard, oldest first within a shard:
+// dropped), and so does an event for an endpoint whose backlog in the
+// shard (deliveries pending or waiting to retry) is at
+// `REALSYNC_WEBHOOK_MAX_BACKLOG`: untried (`attempts` 0), its
+// `lastError` saying so. Lists them shard by shard, oldest first within a shard:
 // `limit` (1..100, default 20), then `nextCursor` (null on the last
 // page) for the next. A page may hold fewer than `limit` while
 // `nextCursor` is not null. A dead letter stays until it is replayed
@@ -6713,7 +6719,10 @@ type ClientWithResponsesInterface interface {
 	// A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
 	// that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
 	// shard's dead-letter stream (capped at about 10 000 per shard, oldest
-	// dropped). Lists them shard by shard, oldest first within a shard:
+	// dropped), and so does an event for an endpoint whose backlog in the
+	// shard (deliveries pending or waiting to retry) is at
+	// `REALSYNC_WEBHOOK_MAX_BACKLOG`: untried (`attempts` 0), its
+	// `lastError` saying so. Lists them shard by shard, oldest first within a shard:
 	// `limit` (1..100, default 20), then `nextCursor` (null on the last
 	// page) for the next. A page may hold fewer than `limit` while
 	// `nextCursor` is not null. A dead letter stays until it is replayed
@@ -12634,7 +12643,10 @@ func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, req
 // A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
 // that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
 // shard's dead-letter stream (capped at about 10 000 per shard, oldest
-// dropped). Lists them shard by shard, oldest first within a shard:
+// dropped), and so does an event for an endpoint whose backlog in the
+// shard (deliveries pending or waiting to retry) is at
+// `REALSYNC_WEBHOOK_MAX_BACKLOG`: untried (`attempts` 0), its
+// `lastError` saying so. Lists them shard by shard, oldest first within a shard:
 // `limit` (1..100, default 20), then `nextCursor` (null on the last
 // page) for the next. A page may hold fewer than `limit` while
 // `nextCursor` is not null. A dead letter stays until it is replayed

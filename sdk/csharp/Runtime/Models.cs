@@ -447,7 +447,7 @@ namespace RealSync
         }
     }
 
-    /// <summary>DeadLetter is a webhook delivery that failed every try (GET /v1/admin/webhooks/dead-letters).</summary>
+    /// <summary>DeadLetter is a webhook delivery that failed every try, or was refused untried for its endpoint's backlog (GET /v1/admin/webhooks/dead-letters).</summary>
     public class DeadLetter
     {
         /// <summary>Its id, for ReplayWebhookDeadLetterAsync.</summary>
@@ -460,9 +460,9 @@ namespace RealSync
         public string Type;
         /// <summary>The event as delivered.</summary>
         public JsonObject Event;
-        /// <summary>Tries made.</summary>
+        /// <summary>Tries made; 0 for an event refused untried, its endpoint's backlog full (REALSYNC_WEBHOOK_MAX_BACKLOG).</summary>
         public int Attempts;
-        /// <summary>When the last try failed.</summary>
+        /// <summary>When the last try failed, or the event was refused.</summary>
         public DateTime FailedAt;
         /// <summary>The last try's failure.</summary>
         public string LastError;

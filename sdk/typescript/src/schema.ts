@@ -1182,7 +1182,10 @@ export interface paths {
          * @description A delivery (one event to one endpoint of `REALSYNC_WEBHOOKS_FILE`)
          *     that failed `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries lands in its
          *     shard's dead-letter stream (capped at about 10 000 per shard, oldest
-         *     dropped). Lists them shard by shard, oldest first within a shard:
+         *     dropped), and so does an event for an endpoint whose backlog in the
+         *     shard (deliveries pending or waiting to retry) is at
+         *     `REALSYNC_WEBHOOK_MAX_BACKLOG`: untried (`attempts` 0), its
+         *     `lastError` saying so. Lists them shard by shard, oldest first within a shard:
          *     `limit` (1..100, default 20), then `nextCursor` (null on the last
          *     page) for the next. A page may hold fewer than `limit` while
          *     `nextCursor` is not null. A dead letter stays until it is replayed
@@ -1752,14 +1755,14 @@ export interface components {
             event: {
                 [key: string]: unknown;
             };
-            /** @description Tries made. */
+            /** @description Tries made; 0 for an event refused untried because the endpoint's backlog in its shard was full (`REALSYNC_WEBHOOK_MAX_BACKLOG`). */
             attempts: number;
             /**
              * Format: date-time
-             * @description When the last try failed.
+             * @description When the last try failed, or the event was refused.
              */
             failedAt: string;
-            /** @description The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped. */
+            /** @description The last try's failure (the endpoint's status, a timeout, a network error), at most 512 bytes. The endpoint's URL appears with its password and query values written `***`, its fragment dropped. An event refused for the endpoint's backlog says `not sent: the endpoint's backlog is full (<bound> deliveries pending or retrying in its shard)`. */
             lastError: string;
         };
         Instance: {
