@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/webhook/deadletter"
 	"github.com/realsync/realsync/store"
@@ -302,6 +304,142 @@ func TestWebhooksBacklogBoundThenRecovery(t *testing.T) {
 				t.Fatalf("left behind: outbox %d, deliveries %d, retries %d, dead %d", outbox, dels, retries, deadN)
 			}
 			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}
+
+// driftBacklogs adds n to endpoint ep's count in every shard's backlog
+// hash: a count gone astray (a delivery settled by an instance that does
+// not count, or deleted by hand), and ends each shard's recount pause.
+func driftBacklogs(t *testing.T, s *store.Store, prefix, ep string, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	for sh := range 8 {
+		tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+		if err := s.Client().HIncrBy(ctx, tag+":webhooks:backlog", ep, n).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Client().Del(ctx, tag+":webhooks:recount").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestWebhooksBacklogCountGoneAstrayIsRepaired: a healthy endpoint's count
+// gone astray up to the bound (driftBacklogs) on shards that never drain
+// (a down endpoint's retries wait there) is recounted from the deliveries
+// and retries once the recount's pause ends, and the endpoint's next event
+// reaches it. The count was repaired only when a shard's deliveries and
+// retries were empty at once: the healthy endpoint's every event went to
+// the dead letters, untried, for as long as the other one was down.
+func TestWebhooksBacklogCountGoneAstrayIsRepaired(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"down": true}}
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)} // still: the retries never come due
+			const bound = 10                                    // above a round's fan-out: 2 rooms' events
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now,
+				MaxDeliveries: 100, MaxBacklog: bound, RecountEvery: time.Hour,
+				Endpoints: []webhooks.Endpoint{{ID: "down", Events: []string{"*"}}, {ID: "good", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the down endpoint's retries on a shard or two
+				roomEvents(t, s)
+			}
+			drain(t, d)
+			checkBacklogCounts(t, s, prefix)
+			driftBacklogs(t, s, prefix, "good", bound)
+			if _, err := d.Step(context.Background()); err != nil { // the recount
+				t.Fatal(err)
+			}
+			checkBacklogCounts(t, s, prefix)
+			before := len(rec.of("good"))
+			roomEvents(t, s)
+			drain(t, d)
+			if got := len(rec.of("good")) - before; got != len(wantRoomEvents) {
+				t.Fatalf("the healthy endpoint got %d of %d events after its count went astray (dead letters: %d)",
+					got, len(wantRoomEvents), len(deadOf(t, s, "good")))
+			}
+			if n := len(deadOf(t, s, "good")); n != 0 {
+				t.Fatalf("%d of the healthy endpoint's events in the dead letters", n)
+			}
+			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}
+
+// TestWebhooksBacklogRecountWalksWhileDeliveriesMove: a recount walks a
+// shard's deliveries two a step (RecountStep) while, between its steps,
+// deliveries it walked are settled, fail into the retries or go to the
+// dead letters, deliveries it has not walked yet are settled, and new ones
+// are added; the counts it leaves are what the deliveries and retries
+// hold, the drift it started from gone. A delivery the walk had counted
+// and a settle or a failed try then removed was counted still.
+func TestWebhooksBacklogRecountWalksWhileDeliveriesMove(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: (&hookRecorder{}).send,
+				MaxAttempts: 3, RecountEvery: time.Hour, RecountStep: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			c := s.Client()
+			tag := fmt.Sprintf("{%s:%d}", prefix, 0)
+			dels, backlog := tag+":webhooks:deliveries", tag+":webhooks:backlog"
+			if err := c.XGroupCreateMkStream(ctx, dels, "wh", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			add := func(ep string, tries int) string { // a delivery as the fan-out (or the due move) adds it
+				t.Helper()
+				id, err := c.XAdd(ctx, &redis.XAddArgs{Stream: dels, Values: []any{"e", ep, "m", "msg_0_" + ep, "t", "x", "d", "{}", "n", tries}}).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.HIncrBy(ctx, backlog, ep, 1).Err(); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			step := func() {
+				t.Helper()
+				if err := d.RecountStep(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fail := func(id, want string) {
+				t.Helper()
+				if out, err := d.Fail(ctx, 0, id, 1); err != nil || out != want {
+					t.Fatalf("fail %s: %q, %v; want %q", id, out, err, want)
+				}
+			}
+			e1, e2, e3, _, e5, _ := add("a", 0), add("a", 0), add("b", 2), add("b", 0), add("a", 0), add("b", 0)
+			if err := c.HIncrBy(ctx, backlog, "a", 7).Err(); err != nil { // gone astray
+				t.Fatal(err)
+			}
+			step() // walks e1, e2
+			if err := d.Settle(ctx, 0, e1); err != nil {
+				t.Fatal(err)
+			}
+			fail(e2, "retry")
+			if err := d.Settle(ctx, 0, e5); err != nil { // not walked yet
+				t.Fatal(err)
+			}
+			add("a", 0)
+			step() // walks e3, e4
+			fail(e3, "dead")
+			step() // walks e6, e7
+			add("b", 0)
+			step() // walks e8, reaches the end
+			checkBacklogCounts(t, s, prefix)
+			if got := c.HGetAll(ctx, backlog).Val(); fmt.Sprint(got) != "map[a:2 b:3]" {
+				t.Fatalf("recounted %v, want a: the retry and the one added, b: e4, e6 and the one added", got)
+			}
 		})
 	}
 }

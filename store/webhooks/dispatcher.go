@@ -93,9 +93,12 @@ import (
 // {p:s}:webhooks:dead (MAXLEN ~ DeadMaxLen), {p:s}:webhooks:backlog (a
 // hash, endpoint → its deliveries and retries in the shard: a field is
 // deleted at 0, the hash once the shard's deliveries and retries are
-// empty, so a count gone astray, such as a delivery deleted by hand, ends
-// with the backlog; deliveries written before the hash existed are not
-// counted, and their settles take nothing below 0).
+// empty; a count gone astray (a delivery deleted by hand, one settled by
+// an instance that does not count, deliveries written before the hash
+// existed) is repaired by the next recount, every RecountEvery, see
+// Dispatcher.recount), {p:s}:webhooks:recount (a hash: the recount's walk,
+// expiring a minute after its last step, or its pause, expiring after
+// RecountEvery).
 
 // group is the consumer group of every instance on the outbox and
 // deliveries streams.
@@ -202,6 +205,15 @@ type Config struct {
 	// bound would let one endpoint's deliveries fill the stream before
 	// they count as its own).
 	MaxBacklog int
+	// RecountEvery is the pause between two recounts of a shard's
+	// backlog counts (MaxBacklog is checked against them) from what its
+	// deliveries and retries hold, cluster-wide: a count gone astray is
+	// repaired within it and a walk of the deliveries (RecountStep a
+	// round, by every instance); default a minute, at least a millisecond.
+	RecountEvery time.Duration
+	// RecountStep is how many deliveries a round's step of a recount walks
+	// (a script: its time, about 3 µs a delivery); default 1000.
+	RecountStep int
 	// Poll is the pause between rounds that started nothing (cut short
 	// when a send ends); default 250 ms.
 	Poll time.Duration
@@ -241,6 +253,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBacklog <= 0 || c.MaxBacklog > c.MaxDeliveries {
 		c.MaxBacklog = c.MaxDeliveries
+	}
+	if c.RecountEvery < time.Millisecond {
+		c.RecountEvery = time.Minute
+	}
+	if c.RecountStep <= 0 {
+		c.RecountStep = 1000
 	}
 	if c.Poll <= 0 {
 		c.Poll = 250 * time.Millisecond
@@ -379,6 +397,9 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 		lag = max(lag, l)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("webhooks shard %d: %w", shard, err))
+		}
+		if err := d.recount(ctx, shard); err != nil {
+			errs = append(errs, fmt.Errorf("webhooks shard %d: the backlog's recount: %w", shard, err))
 		}
 	}
 	if d.cfg.Metrics != nil {
@@ -720,6 +741,27 @@ func (d *Dispatcher) queued(ctx context.Context, shard int) (int64, error) {
 	return max(n, 0), nil
 }
 
+// recountWalkTTL is how long a recount's walk left by every instance
+// (each round steps it) lasts before another may start.
+const recountWalkTTL = time.Minute
+
+// recount runs a step of shard's backlog recount (webhook_recount.lua):
+// each round of every instance walks the next RecountStep deliveries of
+// the recount under way, or starts one once RecountEvery has passed since
+// the last one ended; the step that reaches the stream's end replaces the
+// backlog counts with what the deliveries and retries hold. So a count
+// gone astray (a delivery deleted by hand, one settled by an instance
+// that does not count, one written before the counts) refuses a healthy
+// endpoint for RecountEvery and a walk at most, where it lasted until the
+// shard's deliveries and retries were empty at once, which a busy shard's
+// never are.
+func (d *Dispatcher) recount(ctx context.Context, shard int) error {
+	k := keys{d.b}
+	return redisx.Wrap(d.b.Runner.Run(ctx, recountCall{deliveries: k.deliveries(shard), retries: k.retries(shard),
+		backlog: k.backlog(shard), recount: k.recount(shard), step: d.cfg.RecountStep,
+		ttlMs: recountWalkTTL.Milliseconds(), pauseMs: d.cfg.RecountEvery.Milliseconds()}).Err())
+}
+
 // startAll (until ctx ends) gives the pool the sends of the delivery
 // entries es of shard and returns how many it took; the others stay
 // pending for this consumer. An entry deleted while pending (read back
@@ -813,7 +855,7 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 	if sendErr == nil {
 		// a script, not MULTI: a full Redis refuses whatever a MULTI
 		// queues, and a delivery left pending is sent again
-		err := d.b.Runner.Run(ctx, settleCall{deliveries: dels, backlog: k.backlog(shard), retries: k.retries(shard), entry: e.ID}).Err()
+		err := d.b.Runner.Run(ctx, settleCall{deliveries: dels, backlog: k.backlog(shard), retries: k.retries(shard), recount: k.recount(shard), entry: e.ID}).Err()
 		if err == nil && d.cfg.Metrics != nil {
 			d.cfg.Metrics.WebhookDelivered(wd.Endpoint, "delivered")
 		}
@@ -823,7 +865,7 @@ func (d *Dispatcher) deliver(ctx context.Context, shard int, e redis.XMessage) e
 		return nil
 	}
 	due := d.cfg.Now().Add(d.backoff(n + 1))
-	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard), backlog: k.backlog(shard),
+	out, err := d.b.Runner.Run(ctx, failCall{deliveries: dels, retries: k.retries(shard), dead: k.dead(shard), backlog: k.backlog(shard), recount: k.recount(shard),
 		entry: e.ID, dueMs: due.UnixMilli(), maxAttempts: d.cfg.MaxAttempts, deadMaxLen: d.cfg.DeadMaxLen,
 		nowMs: d.cfg.Now().UnixMilli(), lastErr: truncate(sendErr.Error(), 512)}).Text()
 	if err != nil {

@@ -32,6 +32,11 @@ func (k keys) dead(shard int) string { return k.b.Tag(shard) + ":webhooks:dead" 
 // deliveries and retries are empty).
 func (k keys) backlog(shard int) string { return k.b.Tag(shard) + ":webhooks:backlog" }
 
+// recount is the shard's backlog recount (a hash, webhook_recount.lua):
+// the walk under way, expiring a while after its last step, or the pause
+// after a recount, expiring when the next may start.
+func (k keys) recount(shard int) string { return k.b.Tag(shard) + ":webhooks:recount" }
+
 //go:embed lua/webhook_fanout.lua
 var fanoutLua string
 
@@ -47,12 +52,18 @@ var dueLua string
 //go:embed lua/webhook_replay.lua
 var replayLua string
 
+//go:embed lua/webhook_recount.lua
+var recountLua string
+
 var (
 	fanoutScript = redisx.Plain("webhook_fanout", fanoutLua)
 	failScript   = redisx.Plain("webhook_fail", failLua)
 	settleScript = redisx.Plain("webhook_settle", settleLua)
 	dueScript    = redisx.Plain("webhook_due", dueLua)
 	replayScript = redisx.Plain("webhook_replay", replayLua)
+	// recountScript writes only what it recounts (a hash replaced by one
+	// of about its size)
+	recountScript = redisx.Plain("webhook_recount", recountLua)
 )
 
 // fanoutCall is webhook_fanout.lua: outbox entry becomes message's
@@ -78,29 +89,29 @@ func (c fanoutCall) KeysArgs() ([]string, []any) {
 
 // failCall is webhook_fail.lua: delivery entry failed a try.
 type failCall struct {
-	deliveries, retries, dead, backlog string
-	entry                              string
-	dueMs                              int64
-	maxAttempts, deadMaxLen            int
-	nowMs                              int64
-	lastErr                            string
+	deliveries, retries, dead, backlog, recount string
+	entry                                       string
+	dueMs                                       int64
+	maxAttempts, deadMaxLen                     int
+	nowMs                                       int64
+	lastErr                                     string
 }
 
 func (failCall) Script() *redisx.Script { return failScript }
 func (c failCall) KeysArgs() ([]string, []any) {
-	return []string{c.deliveries, c.retries, c.dead, c.backlog},
+	return []string{c.deliveries, c.retries, c.dead, c.backlog, c.recount},
 		[]any{group, c.entry, c.dueMs, c.maxAttempts, c.deadMaxLen, c.nowMs, c.lastErr}
 }
 
 // settleCall is webhook_settle.lua: delivery entry was sent; it runs out
 // of memory.
 type settleCall struct {
-	deliveries, backlog, retries, entry string
+	deliveries, backlog, retries, recount, entry string
 }
 
 func (settleCall) Script() *redisx.Script { return settleScript }
 func (c settleCall) KeysArgs() ([]string, []any) {
-	return []string{c.deliveries, c.backlog, c.retries}, []any{group, c.entry}
+	return []string{c.deliveries, c.backlog, c.retries, c.recount}, []any{group, c.entry}
 }
 
 // dueCall is webhook_due.lua: at most limit retries due by nowMs go back
@@ -125,4 +136,18 @@ type replayCall struct {
 func (replayCall) Script() *redisx.Script { return replayScript }
 func (c replayCall) KeysArgs() ([]string, []any) {
 	return []string{c.dead, c.deliveries, c.backlog}, []any{c.entry}
+}
+
+// recountCall is webhook_recount.lua: one step of the shard's backlog
+// recount, walking at most step stream entries; a walk left expires ttlMs
+// after its last step, a recount done pauses pauseMs.
+type recountCall struct {
+	deliveries, retries, backlog, recount string
+	step                                  int
+	ttlMs, pauseMs                        int64
+}
+
+func (recountCall) Script() *redisx.Script { return recountScript }
+func (c recountCall) KeysArgs() ([]string, []any) {
+	return []string{c.deliveries, c.retries, c.backlog, c.recount}, []any{c.step, c.ttlMs, c.pauseMs}
 }

@@ -3,14 +3,24 @@
 -- retry count one higher (still in its endpoint's backlog), or, once it
 -- has been tried max times, goes to the dead-letter stream (capped MAXLEN
 -- ~) and leaves its endpoint's backlog (one less; the field deleted at 0,
--- the hash once the shard's deliveries and retries are empty). One
+-- the hash once the shard's deliveries and retries are empty). Either way
+-- it leaves the stream: a recount that walked it takes it off
+-- (webhook_recount.lua; the retries are counted when the walk ends). One
 -- shard's keys:
 --   KEYS[1] deliveries   KEYS[2] retries (zset)   KEYS[3] dead letters
---   KEYS[4] backlog (hash)
+--   KEYS[4] backlog (hash)   KEYS[5] recount (hash)
 --   ARGV[1] consumer group   ARGV[2] delivery entry id   ARGV[3] due (ms)
 --   ARGV[4] max tries   ARGV[5] dead-letter MAXLEN ~   ARGV[6] now (ms)
 --   ARGV[7] the last error
 -- Returns "retry", "dead" or "gone" (another consumer settled it).
+
+-- walked says whether stream entry id a is at or before id b.
+local function walked(a, b)
+  local a1, a2 = string.match(a, '^(%d+)-(%d+)$')
+  local b1, b2 = string.match(b, '^(%d+)-(%d+)$')
+  a1, b1 = tonumber(a1), tonumber(b1)
+  return a1 < b1 or (a1 == b1 and tonumber(a2) <= tonumber(b2))
+end
 local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
 local out = 'gone'
 if e[1] then
@@ -32,6 +42,8 @@ if e[1] then
     redis.call('ZADD', KEYS[2], ARGV[3], cjson.encode({id = ARGV[2], e = d.e, m = d.m, t = d.t, d = d.d, n = tries}))
     out = 'retry'
   end
+  local s = redis.call('HGET', KEYS[5], '#s')
+  if s and walked(ARGV[2], s) then redis.call('HINCRBY', KEYS[5], 'e:' .. d.e, -1) end
 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])

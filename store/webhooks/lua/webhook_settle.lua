@@ -1,9 +1,10 @@
 -- webhook_settle: a delivery was sent: it leaves the deliveries stream
 -- (acknowledged, deleted) and its endpoint's backlog (one less; the field
 -- deleted at 0, the hash once the shard's deliveries and retries are
--- empty: a count that went astray does not outlive the backlog). One
--- shard's keys:
+-- empty: a count that went astray does not outlive the backlog), and off
+-- a recount that walked it (webhook_recount.lua). One shard's keys:
 --   KEYS[1] deliveries   KEYS[2] backlog (hash)   KEYS[3] retries (zset)
+--   KEYS[4] recount (hash)
 --   ARGV[1] consumer group   ARGV[2] delivery entry id
 -- Returns "OK".
 -- Out of memory (maxmemory, noeviction) Redis lets XACK and XDEL through,
@@ -13,6 +14,14 @@
 -- until Redis had room. The XACK is this script's first write, so Redis
 -- lets the backlog's HINCRBY after it through too (it refuses a plain
 -- script out of memory only until its first write).
+
+-- walked says whether stream entry id a is at or before id b.
+local function walked(a, b)
+  local a1, a2 = string.match(a, '^(%d+)-(%d+)$')
+  local b1, b2 = string.match(b, '^(%d+)-(%d+)$')
+  a1, b1 = tonumber(a1), tonumber(b1)
+  return a1 < b1 or (a1 == b1 and tonumber(a2) <= tonumber(b2))
+end
 local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 if redis.call('XDEL', KEYS[1], ARGV[2]) == 1 and e[1] then
@@ -24,6 +33,8 @@ if redis.call('XDEL', KEYS[1], ARGV[2]) == 1 and e[1] then
       else
         redis.call('HDEL', KEYS[2], f[i + 1])
       end
+      local s = redis.call('HGET', KEYS[4], '#s')
+      if s and walked(ARGV[2], s) then redis.call('HINCRBY', KEYS[4], 'e:' .. f[i + 1], -1) end
     end
   end
 end

@@ -1,0 +1,22 @@
+package webhooks
+
+import "context"
+
+// RecountStep runs one step of shard's backlog recount (webhook_recount.lua).
+func (d *Dispatcher) RecountStep(ctx context.Context, shard int) error { return d.recount(ctx, shard) }
+
+// Settle settles delivery entry id of shard as sent (webhook_settle.lua).
+func (d *Dispatcher) Settle(ctx context.Context, shard int, id string) error {
+	k := keys{d.b}
+	return d.b.Runner.Run(ctx, settleCall{deliveries: k.deliveries(shard), backlog: k.backlog(shard),
+		retries: k.retries(shard), recount: k.recount(shard), entry: id}).Err()
+}
+
+// Fail fails a try of delivery entry id of shard (webhook_fail.lua), due
+// at dueMs, and returns the outcome.
+func (d *Dispatcher) Fail(ctx context.Context, shard int, id string, dueMs int64) (string, error) {
+	k := keys{d.b}
+	return d.b.Runner.Run(ctx, failCall{deliveries: k.deliveries(shard), retries: k.retries(shard), dead: k.dead(shard),
+		backlog: k.backlog(shard), recount: k.recount(shard), entry: id, dueMs: dueMs, maxAttempts: d.cfg.MaxAttempts,
+		deadMaxLen: d.cfg.DeadMaxLen, nowMs: dueMs, lastErr: "down"}).Text()
+}
