@@ -443,3 +443,64 @@ func TestWebhooksBacklogRecountWalksWhileDeliveriesMove(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksEveryEndpointAtItsBoundWaitsInTheOutbox: the only endpoint
+// is down and at its bound (3, MaxDeliveries 100) in its shard: the
+// events that come next wait in the outbox, not in the dead letters
+// (refusing them would let no endpoint's events through), and the lag
+// says so; once it answers they are delivered, none refused. They went
+// to the dead letters: the deliveries stream, its failed tries waiting
+// in the retries, was never MaxDeliveries long, the one case where the
+// outbox held them.
+func TestWebhooksEveryEndpointAtItsBoundWaitsInTheOutbox(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"down": true}}
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			outcomes := &outcomeRecorder{}
+			const bound = 3
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now,
+				MaxDeliveries: 100, MaxBacklog: bound, Metrics: outcomes,
+				Endpoints: []webhooks.Endpoint{{ID: "down", Events: []string{"room_closed"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nr := newRoom() // one shard
+			for range bound {
+				roomEventsOf(t, s, nr)
+				drain(t, d)
+			}
+			if n := len(held(t, s, prefix, "down")); n != bound {
+				t.Fatalf("the down endpoint holds %d, want its bound %d", n, bound)
+			}
+			for range 2 {
+				roomEventsOf(t, s, nr)
+			}
+			drain(t, d)
+			if n := len(deadOf(t, s, "down")); n != 0 {
+				t.Fatalf("%d events in the dead letters while the only endpoint is at its bound, want them in the outbox", n)
+			}
+			if outbox, _, _, _ := webhookKeys(t, s, prefix, 8); outbox != int64(2*len(wantRoomEvents)) {
+				t.Fatalf("outbox holds %d, want the 2 rooms' events past the bound", outbox)
+			}
+			if lag := outcomes.lastLag(); lag <= 0 {
+				t.Fatalf("lag %v while events wait in the outbox", lag)
+			}
+			rec.setDown("down", false)
+			clock.Add(time.Hour) // its retries come due
+			for range 5 {
+				drain(t, d)
+			}
+			if got := messageIDs(rec.of("down")); len(got) != bound+2 {
+				t.Fatalf("delivered %d distinct events, want %d", len(got), bound+2)
+			}
+			outbox, dels, retries, deadN := webhookKeys(t, s, prefix, 8)
+			if outbox+dels+retries+deadN != 0 {
+				t.Fatalf("left behind: outbox %d, deliveries %d, retries %d, dead %d", outbox, dels, retries, deadN)
+			}
+			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}

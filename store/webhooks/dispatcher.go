@@ -199,9 +199,11 @@ type Config struct {
 	// lastError ErrBacklogFull's text, and Metrics.WebhookRefused counts
 	// it; the other endpoints get theirs. So a dead or slow endpoint's
 	// backlog, which leaves only as each try times out, never holds the
-	// others' events in the outbox (see MaxDeliveries: when every endpoint
-	// in force is at its bound and the stream is full, the events wait in
-	// the outbox instead). Default and at most MaxDeliveries (a larger
+	// others' events in the outbox. When every endpoint in force is at its
+	// bound in a shard (the only one is down), the shard's events wait in
+	// the outbox instead, none refused (the round that brings the last one
+	// to its bound may still refuse the rest of its fan-out), until one
+	// has room. Default and at most MaxDeliveries (a larger
 	// bound would let one endpoint's deliveries fill the stream before
 	// they count as its own).
 	MaxBacklog int
@@ -707,20 +709,35 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 }
 
 // queued is what counts against MaxDeliveries in shard's deliveries
-// stream: its length, less the backlog of each endpoint at MaxBacklog
-// (read only when the stream is that long), as long as an endpoint in
-// force is not at it: refusing the full ones lets that one's events
-// through. When every endpoint in force is at its bound, refusing would
-// let no one through: the stream's length counts whole, and the events
-// wait in the outbox, as a backlog of every endpoint does. The backlog
-// counts retries too, so this may take a little more off than the stream
-// holds of the full endpoints: the stream stays bounded, by MaxDeliveries
-// plus MaxBacklog for each endpoint at it.
+// stream. When every endpoint in force is at MaxBacklog there, refusing
+// would let no one's events through: the stream counts as full, and the
+// events wait in the outbox, as a backlog of every endpoint does (the
+// lag metric sees them), whatever the stream's length (a dead endpoint's
+// deliveries wait mostly in the retries); the round that brings the last
+// endpoint to its bound may still refuse the rest of its fan-out. Else it
+// is the stream's length, less, once that reaches MaxDeliveries, the
+// backlog of each endpoint at MaxBacklog: refusing the full ones lets the
+// others' events through. The backlog counts retries too, so this may
+// take a little more off than the stream holds of the full endpoints: the
+// stream stays bounded, by MaxDeliveries plus MaxBacklog for each
+// endpoint at it. The counts are read only when the stream is that long
+// or the hash has a field for each endpoint in force.
 func (d *Dispatcher) queued(ctx context.Context, shard int) (int64, error) {
 	k := keys{d.b}
-	n, err := d.b.Client.XLen(ctx, k.deliveries(shard)).Result()
-	if err != nil || n < int64(d.cfg.MaxDeliveries) {
-		return n, redisx.Wrap(err)
+	eps := d.eps.Load().list
+	var xlen *redis.IntCmd
+	var hlen *redis.IntCmd
+	_, err := d.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		xlen = p.XLen(ctx, k.deliveries(shard))
+		hlen = p.HLen(ctx, k.backlog(shard))
+		return nil
+	})
+	if err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	n := xlen.Val()
+	if n < int64(d.cfg.MaxDeliveries) && (len(eps) == 0 || hlen.Val() < int64(len(eps))) {
+		return n, nil
 	}
 	counts, err := d.b.Client.HGetAll(ctx, k.backlog(shard)).Result()
 	if err != nil {
@@ -730,7 +747,10 @@ func (d *Dispatcher) queued(ctx context.Context, shard int) (int64, error) {
 		c, _ := strconv.ParseInt(counts[ep], 10, 64)
 		return c, c >= int64(d.cfg.MaxBacklog)
 	}
-	if !slices.ContainsFunc(d.eps.Load().list, func(ep Endpoint) bool { _, ok := full(ep.ID); return !ok }) {
+	if len(eps) > 0 && !slices.ContainsFunc(eps, func(ep Endpoint) bool { _, ok := full(ep.ID); return !ok }) {
+		return max(n, int64(d.cfg.MaxDeliveries)), nil
+	}
+	if n < int64(d.cfg.MaxDeliveries) {
 		return n, nil
 	}
 	for ep := range counts {

@@ -795,6 +795,7 @@ func TestWebhooksHealthyEndpointFlowsWhileAnotherHangs(t *testing.T) {
 type outcomeRecorder struct {
 	mu  sync.Mutex
 	out []string
+	lag time.Duration // the last round's
 }
 
 func (r *outcomeRecorder) WebhookDelivered(endpoint, outcome string) {
@@ -807,7 +808,18 @@ func (r *outcomeRecorder) WebhookRefused(endpoint string) {
 	r.out = append(r.out, endpoint+"/refused")
 	r.mu.Unlock()
 }
-func (r *outcomeRecorder) WebhookLag(time.Duration) {}
+func (r *outcomeRecorder) WebhookLag(d time.Duration) {
+	r.mu.Lock()
+	r.lag = d
+	r.mu.Unlock()
+}
+
+// lastLag is the lag the last round reported.
+func (r *outcomeRecorder) lastLag() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lag
+}
 
 // all returns the recorded "endpoint/outcome"s, sorted.
 func (r *outcomeRecorder) all() []string {
