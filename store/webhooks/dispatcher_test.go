@@ -1433,3 +1433,39 @@ func TestWebhooksFullRedisDoesNotRetryAtOnce(t *testing.T) {
 		t.Fatalf("deliveries %d, retries %d, dead %d: want the %d deliveries kept", dels, retries, dead, len(wantRoomEvents))
 	}
 }
+
+// TestWebhooksFullRedisRecounts: out of memory (maxmemory, noeviction) a
+// shard's backlog recount runs, and repairs a count gone astray, without
+// an error: its first write, a field's increment, was refused, and every
+// round of every instance warned of it while Redis was full.
+func TestWebhooksFullRedisRecounts(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	prefix := redistest.Prefix(t)
+	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr},
+		func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+	d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: (&hookRecorder{}).send, RecountEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tag := fmt.Sprintf("{%s:%d}", prefix, 0)
+	for range 3 { // deliveries read by no one yet
+		if err := s.Client().XAdd(ctx, &redis.XAddArgs{Stream: tag + ":webhooks:deliveries",
+			Values: []any{"e", "a", "m", "msg_0_1", "t", "x", "d", "{}", "n", 0}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Client().HSet(ctx, tag+":webhooks:backlog", "a", 9, "b", 4).Err(); err != nil { // gone astray
+		t.Fatal(err)
+	}
+	redistest.Fill(t, srv.Addr)
+	if err := d.RecountStep(ctx, 0); err != nil {
+		t.Fatalf("a recount out of memory: %v", err)
+	}
+	redistest.Unfill(t, srv.Addr)
+	checkBacklogCounts(t, s, prefix)
+}

@@ -26,6 +26,12 @@ if not s then
   if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
   s = '0-0'
 end
+-- a write that changes nothing and that Redis does not refuse out of
+-- memory (maxmemory, noeviction): a plain script's writes after it go
+-- through, so the recount runs in a full Redis too (it writes a field per
+-- endpoint, and replaces the backlog hash with one of its size), where a
+-- refused step was a warning every round of every instance
+redis.call('HDEL', KEYS[4], '#none')
 local es = redis.call('XRANGE', KEYS[1], '(' .. s, '+', 'COUNT', ARGV[1])
 for _, e in ipairs(es) do
   local f = e[2]
