@@ -33,7 +33,7 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 			Help: "Webhook deliveries sent to the dead letters untried because the endpoint's backlog in its shard (deliveries pending or retrying) was at REALSYNC_WEBHOOK_MAX_BACKLOG, by endpoint id."},
 			[]string{"endpoint"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_outbox_lag_seconds",
-			Help: "Age of the oldest event this instance's last round over the webhook outboxes read, or left waiting while the deliveries were full; 0 when it found them empty: how far delivery runs behind the rooms."}),
+			Help: "Age of the oldest event this instance's last round over the webhook outboxes read, or left waiting while the deliveries were full or every endpoint at its backlog bound; 0 when it found them empty: how far delivery runs behind the rooms."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
 			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},
 			[]string{"result"}),

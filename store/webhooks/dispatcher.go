@@ -152,7 +152,8 @@ type Metrics interface {
 	WebhookRefused(endpoint string)
 	// WebhookLag is, once per round (back to back while Run has work, every
 	// Poll when idle), the age of the oldest outbox entry the
-	// round read or left waiting (deliveries full) over every shard; 0
+	// round read or left waiting (deliveries full, or every endpoint at
+	// its backlog bound) over every shard; 0
 	// when it found every outbox empty.
 	WebhookLag(d time.Duration)
 }
