@@ -424,6 +424,7 @@ func TestWebhooksTakenOverAfterACrash(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			checkBacklogCounts(t, s, s.Base().Prefix) // the delivery taken over counted once
 		})
 	}
 }
@@ -472,6 +473,7 @@ func TestWebhooksSetEndpoints(t *testing.T) {
 					t.Fatalf("dead letter %+v", l)
 				}
 			}
+			checkBacklogCounts(t, s, s.Base().Prefix) // the removed endpoint's count gone with its deliveries
 		})
 	}
 }
