@@ -769,8 +769,10 @@ const recountWalkTTL = time.Minute
 // recount runs a step of shard's backlog recount (webhook_recount.lua):
 // each round of every instance walks the next RecountStep deliveries of
 // the recount under way, or starts one once RecountEvery has passed since
-// the last one ended; the step that reaches the stream's end replaces the
-// backlog counts with what the deliveries and retries hold. So a count
+// the last one ended, if the counts do not add up to the deliveries and
+// retries held; the step that reaches the stream's end counts the retries
+// (whole: about 3 µs each) and replaces the backlog counts with what the
+// deliveries and retries hold. So a count
 // gone astray (a delivery deleted by hand, one settled by an instance
 // that does not count, one written before the counts) refuses a healthy
 // endpoint for RecountEvery and a walk at most, where it lasted until the

@@ -10,10 +10,12 @@
 -- (a stream's ids only grow) and is walked later, and the settle and fail
 -- scripts take an entry they remove at or before it off the recount
 -- (webhook_settle.lua, webhook_fail.lua). The step that reaches the
--- stream's end counts the retries, whole, and replaces the backlog hash
--- with the sums (no field at 0, no hash when none), atomically; the
--- recount hash then holds only '#done' until the pause ends. One shard's
--- keys:
+-- stream's end counts the retries, whole (about 3 µs a retry: 30 ms for
+-- 10 000), and replaces the backlog hash with the sums (no field at 0, no
+-- hash when none), atomically; the recount hash then holds only '#done'
+-- until the pause ends. A recount starts with a walk only when the counts
+-- do not add up to the deliveries and retries held, so that cost is paid
+-- once a count has gone astray, not every pause. One shard's keys:
 --   KEYS[1] deliveries   KEYS[2] retries (zset)   KEYS[3] backlog (hash)
 --   KEYS[4] recount (hash)
 --   ARGV[1] at most this many stream entries a step
@@ -22,16 +24,26 @@
 -- Returns 1: the walk goes on; 0: this step ended it, the backlog
 -- replaced; -1: in the pause, nothing done.
 local s = redis.call('HGET', KEYS[4], '#s')
-if not s then
-  if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
-  s = '0-0'
-end
+if not s and redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
 -- a write that changes nothing and that Redis does not refuse out of
 -- memory (maxmemory, noeviction): a plain script's writes after it go
 -- through, so the recount runs in a full Redis too (it writes a field per
 -- endpoint, and replaces the backlog hash with one of its size), where a
 -- refused step was a warning every round of every instance
 redis.call('HDEL', KEYS[4], '#none')
+if not s then
+  -- counts that add up to what the deliveries and retries hold are taken
+  -- as right (a count gone astray one way and another the other way at
+  -- once is not seen): no walk, the pause
+  local total = 0
+  for _, c in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(c) end
+  if total == redis.call('XLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) then
+    redis.call('HSET', KEYS[4], '#done', 1)
+    redis.call('PEXPIRE', KEYS[4], ARGV[3])
+    return 0
+  end
+  s = '0-0'
+end
 local es = redis.call('XRANGE', KEYS[1], '(' .. s, '+', 'COUNT', ARGV[1])
 for _, e in ipairs(es) do
   local f = e[2]
@@ -53,10 +65,7 @@ for i = 1, #walked, 2 do
   end
 end
 for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  -- the endpoint without decoding the event: "e":"…" can only be the key
-  -- (a quote inside a value is escaped); one with an escape is decoded
-  local ep = string.match(m, '"e":"([^"\\]*)"')
-  if not ep then ep = cjson.decode(m).e end
+  local ep = cjson.decode(m).e
   n[ep] = (n[ep] or 0) + 1
 end
 redis.call('DEL', KEYS[3], KEYS[4])
