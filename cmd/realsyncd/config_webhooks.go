@@ -60,6 +60,12 @@ type webhookSettings struct {
 // REALSYNC_WEBHOOK_MAX_BACKLOG may be.
 const webhookMaxDeliveries = 10_000
 
+// webhookMinBacklog is the least REALSYNC_WEBHOOK_MAX_BACKLOG may be: a
+// dispatch round fans out up to 256 of a shard's events per instance
+// before it sends them, and they count until sent, so a bound of a few
+// hundred refused a healthy endpoint's events in a burst.
+const webhookMinBacklog = 1000
+
 // webhookFlags declares the settings' flags on fs, with env's values as
 // defaults; the returned function checks them after fs.Parse.
 func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) webhookSettings {
@@ -80,8 +86,8 @@ func webhookFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad fun
 		if w.WebhookWorkers, err = strconv.Atoi(workers); err != nil || w.WebhookWorkers < 1 || w.WebhookWorkers > 1024 {
 			bad("REALSYNC_WEBHOOK_WORKERS", "must be a whole number from 1 to 1024")
 		}
-		if w.WebhookMaxBacklog, err = strconv.Atoi(backlog); err != nil || w.WebhookMaxBacklog < 1 || w.WebhookMaxBacklog > webhookMaxDeliveries {
-			bad("REALSYNC_WEBHOOK_MAX_BACKLOG", "must be a whole number from 1 to 10000 (a shard's deliveries bound)")
+		if w.WebhookMaxBacklog, err = strconv.Atoi(backlog); err != nil || w.WebhookMaxBacklog < webhookMinBacklog || w.WebhookMaxBacklog > webhookMaxDeliveries {
+			bad("REALSYNC_WEBHOOK_MAX_BACKLOG", "must be a whole number from 1000 (above a burst) to 10000 (a shard's deliveries bound)")
 		}
 		if d, err := time.ParseDuration(timeout); err != nil || d < 100*time.Millisecond || d > time.Minute {
 			bad("REALSYNC_WEBHOOK_TIMEOUT", "must be a duration from 100ms to 1m")
