@@ -52,19 +52,13 @@ var dueLua string
 //go:embed lua/webhook_replay.lua
 var replayLua string
 
-// walkedLua is put before the scripts that take a delivery off the
-// backlog recount's walk.
-//
-//go:embed lua/walked.lua
-var walkedLua string
-
 //go:embed lua/webhook_recount.lua
 var recountLua string
 
 var (
 	fanoutScript = redisx.Plain("webhook_fanout", fanoutLua)
-	failScript   = redisx.Plain("webhook_fail", walkedLua+failLua)
-	settleScript = redisx.Plain("webhook_settle", walkedLua+settleLua)
+	failScript   = redisx.Plain("webhook_fail", failLua)
+	settleScript = redisx.Plain("webhook_settle", settleLua)
 	dueScript    = redisx.Plain("webhook_due", dueLua)
 	replayScript = redisx.Plain("webhook_replay", replayLua)
 	// recountScript writes only what it recounts (a hash replaced by one

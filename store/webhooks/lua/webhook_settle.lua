@@ -15,7 +15,13 @@
 -- lets the backlog's HINCRBY after it through too (it refuses a plain
 -- script out of memory only until its first write).
 
--- walked: walked.lua, put before this script (scripts.go).
+-- walked says whether stream entry id a is at or before id b.
+local function walked(a, b)
+  local a1, a2 = string.match(a, '^(%d+)-(%d+)$')
+  local b1, b2 = string.match(b, '^(%d+)-(%d+)$')
+  a1, b1 = tonumber(a1), tonumber(b1)
+  return a1 < b1 or (a1 == b1 and tonumber(a2) <= tonumber(b2))
+end
 local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 if redis.call('XDEL', KEYS[1], ARGV[2]) == 1 and e[1] then
