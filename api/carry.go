@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/realsync/realsync/sse"
 )
 
 // A stream that stays with its request (HTTP/2, TLS, lobby and personal
@@ -19,13 +21,17 @@ import (
 // stream request's router, middlewares and handler on a goroutine of
 // their own instead; the handler's opening hands the rest of the stream
 // back (streamClient.Carry, sse.Carrier), and the request's goroutine runs
-// it on a stack that never held the opening.
+// it on a stack that never held the opening, waiting (sse.Rest's Wait)
+// right under carryStreams: an idle stream's frames, net/http's included,
+// stay under a quarter of a 4 KiB stack, which the collector shrinks its
+// stack to (they were over a quarter of 8 KiB while the stream's loop
+// waited under its handler's closures: 8 KiB a stream).
 
 // carrying is a stream request's hand-over from its handler to
 // carryStreams: the rest of the stream, and what must run after it (the
 // request's access line, from observe).
 type carrying struct {
-	rest  func()
+	rest  sse.Rest
 	after func()
 	// broken: the handler's goroutine panicked; rest only ends the stream
 	// (streamClient.Send fails)
@@ -91,15 +97,26 @@ func takenOver(r *http.Request) bool {
 	return takeable(r) && strings.HasPrefix(r.URL.Path, "/v1/rooms/")
 }
 
-// runRest runs the carried rest of r's stream and reports whether it
-// panicked (logged).
-func (cs carryStreams) runRest(r *http.Request, rest func()) (panicked bool) {
+// runRest runs the carried rest of r's stream to its end and reports
+// whether it panicked (logged; the stream released itself). An idle
+// stream waits here, in rest.Wait: keep this frame small.
+func (cs carryStreams) runRest(r *http.Request, rest sse.Rest) (panicked bool) {
+	for {
+		rest.Wait()
+		goOn, panicked := cs.step(r, rest)
+		if !goOn {
+			return panicked
+		}
+	}
+}
+
+// step runs rest's Step; a panic of it is logged and ends the stream.
+func (cs carryStreams) step(r *http.Request, rest sse.Rest) (goOn, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			cs.log.Error("panic", pathAttr(r.URL.Path), "panic", v, "request_id", requestID(r.Context()))
-			panicked = true
+			goOn, panicked = false, true
 		}
 	}()
-	rest()
-	return false
+	return rest.Step(), false
 }

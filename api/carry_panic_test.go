@@ -22,10 +22,10 @@ func TestCarryStreamsEndsTheStreamOnAPanic(t *testing.T) {
 	ran := false
 	r.Get("/v1/lobby/events", func(w http.ResponseWriter, req *http.Request) {
 		c := &streamClient{w: w, rc: http.NewResponseController(w), carrying: carryingFrom(req.Context())}
-		if !c.Carry(func() { ran, sendErr = true, c.Send([]byte("data: x\n\n")) }) {
+		if !c.Carry(restFunc(func() { ran, sendErr = true, c.Send([]byte("data: x\n\n")) })) {
 			t.Error("a stream request's client refused to carry")
 		}
-		if c.Carry(func() {}) {
+		if c.Carry(restFunc(func() {})) {
 			t.Error("a second rest was carried")
 		}
 		panic("after carrying")
@@ -47,7 +47,7 @@ func TestCarryStreamsEndsTheStreamOnAPanic(t *testing.T) {
 	}
 	// any other request is served on its own goroutine, as usual
 	c := &streamClient{}
-	if c.Carry(func() {}) {
+	if c.Carry(restFunc(func() {})) {
 		t.Fatal("a client outside carryStreams carried")
 	}
 }
@@ -60,7 +60,7 @@ func TestCarriedRestPanicIsLoggedAndAborts(t *testing.T) {
 	logged := false
 	r.Get("/v1/me/events", func(w http.ResponseWriter, req *http.Request) {
 		c := carryingFrom(req.Context())
-		c.rest = func() { panic("in the stream") }
+		c.rest = restFunc(func() { panic("in the stream") })
 		c.after = func() { logged = true }
 	})
 	var logs bytes.Buffer
@@ -77,3 +77,10 @@ func TestCarriedRestPanicIsLoggedAndAborts(t *testing.T) {
 		t.Fatalf("access line written %v, log %q", logged, logs.String())
 	}
 }
+
+// restFunc is a stream's rest that does f in one step and ends.
+type restFunc func()
+
+func (f restFunc) Wait() {}
+
+func (f restFunc) Step() bool { f(); return false }

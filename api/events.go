@@ -122,7 +122,7 @@ func takeable(r *http.Request) bool {
 
 // Carry implements sse.Carrier: rest runs once the handler returned (see
 // carryStreams), when the request came through carryStreams.
-func (c *streamClient) Carry(rest func()) bool {
+func (c *streamClient) Carry(rest sse.Rest) bool {
 	if c.carrying == nil || c.carrying.rest != nil {
 		return false
 	}

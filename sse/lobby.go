@@ -170,17 +170,16 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 	out := lent(client, h.cfg.Metrics, KindLobby)
 	out.write(retryFrame(0))
 	out.writeEvent(first)
-	opened.carry(client, func() {
-		why := h.pumpLobby(ctx, st, out)
+	carryLooper(&opened, client, h.pumpLobby(ctx, st, out), func(why string) {
 		h.cfg.Metrics.StreamEnded(KindLobby, why)
 	})
 	return nil
 }
 
-// pumpLobby flushes the first list, then writes the stream's changes,
-// with heartbeats while idle. Returns why the stream ended (End…).
-func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) string {
-	return loop(ctx, h, &st.held, out, st.q, func(it *lobbyItem) string {
+// pumpLobby is the rest of lobby stream st (see looper): it flushes the
+// first list, then writes the stream's changes, with heartbeats while idle.
+func (h *Hub) pumpLobby(ctx context.Context, st *lobbyStream, out *writer) *looper[*lobbyItem] {
+	return newLooper(ctx, h, &st.held, out, st.q, func(it *lobbyItem) string {
 		if !it.resync {
 			if ev := st.change(it); ev != nil {
 				out.writeEvent(ev)

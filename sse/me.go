@@ -219,30 +219,32 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	for _, s := range first {
 		st.writeStatus(out, s)
 	}
-	opened.carry(client, func() {
-		why := end
-		if why == "" {
-			// a lost inbox's snapshot, once written, moves the cursor past
-			// what is gone, replay or none
-			why = h.pumpMe(ctx, feed, st, out, tag, sent, len(o.Replay) > 0 || o.Lost)
-		} else {
+	l := h.pumpMe(ctx, feed, st, out, tag, sent)
+	// a lost inbox's snapshot, once written, moves the cursor past what is
+	// gone, replay or none
+	replayed := len(o.Replay) > 0 || o.Lost
+	l.begin = func() string {
+		if end != "" {
 			out.flush()
+			return end
 		}
+		if replayed && out.flush() == nil {
+			h.delivered(ctx, st, tag, sent)
+		}
+		return ""
+	}
+	carryLooper(&opened, client, l, func(why string) {
 		h.cfg.Metrics.StreamEnded(KindMe, why)
 	})
 	return nil
 }
 
-// pumpMe flushes the opening, then writes the stream's events, with
+// pumpMe is the rest of personal stream st (see looper): it writes the
+// stream's events after the opening (up to log position sent), with
 // heartbeats while idle. Each logged event written is acknowledged once
-// flushed (Delivered), so the platform's offline inbox starts after it;
-// replayed tells the opening wrote some. Returns why the stream ended
-// (End…).
-func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, tag string, sent int64, replayed bool) string {
-	if replayed && out.flush() == nil {
-		h.delivered(ctx, st, tag, sent)
-	}
-	return loop(ctx, h, &st.held, out, st.q, func(it meItem) (why string) {
+// flushed (Delivered), so the platform's offline inbox starts after it.
+func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, tag string, sent int64) *looper[meItem] {
+	return newLooper(ctx, h, &st.held, out, st.q, func(it meItem) (why string) {
 		was := sent
 		sent, why = h.meItem(ctx, feed, st, out, it, tag, sent)
 		if sent > was && out.flush() == nil {

@@ -226,13 +226,7 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 		return nil
 	}
 	why = ""
-	carry(client, func() {
-		why := EndClientGone
-		defer func() { h.ended(r, st, why) }()
-		why = h.pump(ctx, st, out, u, sent, end)
-		h.cfg.Metrics.StreamEnded(KindRoom, why)
-		h.cfg.Log.Debug("sse: stream ended", "room", id, "player", st.lease.PlayerID, "why", why)
-	})
+	carry(client, h.pump(ctx, st, out, u, sent, end))
 	return nil
 }
 
@@ -293,18 +287,13 @@ func (h *Hub) release(st *stream) {
 	}
 }
 
-// pump flushes the opening (up to version sent; end: why the stream ends
-// after it, "" when it goes on), then writes queued events, flushing once
-// per batch, with heartbeats while idle. Returns why the stream ended (End…).
-func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, end string) string {
-	if end != "" {
-		if out.flush() != nil {
-			return EndWriteError
-		}
-		return end
-	}
+// pump is the rest of room stream st (see looper): it flushes the opening
+// (up to version sent; end: why the stream ends after it, "" when it goes
+// on), then writes queued events, flushing once per batch, with heartbeats
+// while idle; once the stream ended (End…), it releases it.
+func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, sent int64, end string) Rest {
 	pid := st.lease.PlayerID
-	return loop(ctx, h, &st.held, out, st.wake, func(struct{}) string {
+	l := newLooper(ctx, h, &st.held, out, st.wake, func(struct{}) string {
 		batch, _ := st.take()
 		for _, e := range batch {
 			if sent, end = h.next(ctx, out, u, st, e, sent, pid); end != "" {
@@ -314,6 +303,20 @@ func (h *Hub) pump(ctx context.Context, st *stream, out *writer, u rooms.User, s
 		st.recycle(batch)
 		return ""
 	})
+	if end != "" {
+		l.begin = func() string {
+			if out.flush() != nil {
+				return EndWriteError
+			}
+			return end
+		}
+	}
+	l.done = func(why string) {
+		defer h.ended(st.room, st, why)
+		h.cfg.Metrics.StreamEnded(KindRoom, why)
+		h.cfg.Log.Debug("sse: stream ended", "room", st.lease.Room, "player", pid, "why", why)
+	}
+	return l
 }
 
 // opening writes the snapshot or the replay. Returns the version sent and
@@ -398,24 +401,47 @@ type Client interface {
 	Send(frames []byte) error
 }
 
+// Rest is the rest of a stream, from its opening on, as its goroutine
+// runs it: Wait blocks until the stream has something to do (an event to
+// write, a heartbeat, its end), Step does it and reports whether the
+// stream goes on. Once Step reported false the stream ended and was
+// released; neither is called again. Step cleans up after itself when it
+// panics. Wait holds a few hundred bytes of stack: called from a shallow
+// frame, an idle stream's goroutine keeps the runtime's smallest stacks
+// (what it held during the opening is given back by the next collections).
+type Rest interface {
+	Wait()
+	Step() bool
+}
+
+// run runs rest to the stream's end.
+func run(rest Rest) {
+	for {
+		rest.Wait()
+		if !rest.Step() {
+			return
+		}
+	}
+}
+
 // Carrier is a Client that may run the rest of a stream after Serve (or
 // ServeLobby, ServeMe) returned: Carry takes rest, the stream's life
-// from its opening on, and reports whether it will run it, on the
-// request's goroutine once the handler and its middlewares returned (so
-// that an idle stream holds none of their frames or stack), and before
-// the response ends. Serve runs rest itself when the Client is no Carrier
-// or refuses.
+// from its opening on, and reports whether it will run it to its end, on
+// the request's goroutine once the handler and its middlewares returned
+// (so that an idle stream holds none of their frames or stack), and
+// before the response ends. Serve runs rest itself when the Client is no
+// Carrier or refuses.
 type Carrier interface {
-	Carry(rest func()) bool
+	Carry(rest Rest) bool
 }
 
 // carry hands rest to client when it is a Carrier that takes it, else
 // runs it now.
-func carry(client Client, rest func()) {
+func carry(client Client, rest Rest) {
 	if c, ok := client.(Carrier); ok && c.Carry(rest) {
 		return
 	}
-	rest()
+	run(rest)
 }
 
 // undo is what a stream's opening set up, undone in the reverse order
@@ -443,13 +469,15 @@ func (u *undo) runUnlessCarried() {
 	}
 }
 
-// carry runs rest, then the undo, now or later (see the function carry).
-func (u *undo) carry(client Client, rest func()) {
+// carry runs l, the rest of the stream, calling done and then the undo
+// when it ends, now or later (see the function carry).
+func carryLooper[T any](u *undo, client Client, l *looper[T], done func(why string)) {
 	u.carried = true
-	carry(client, func() {
+	l.done = func(why string) {
 		defer u.run()
-		rest()
-	})
+		done(why)
+	}
+	carry(client, l)
 }
 
 // sender is what a writer sends its batches to: a Client or a Line.
