@@ -22,10 +22,12 @@ import (
 // their own instead; the handler's opening hands the rest of the stream
 // back (streamClient.Carry, sse.Carrier), and the request's goroutine runs
 // it on a stack that never held the opening, waiting (sse.Rest's Wait)
-// right under carryStreams: an idle stream's frames, net/http's included,
-// stay under a quarter of a 4 KiB stack, which the collector shrinks its
-// stack to (they were over a quarter of 8 KiB while the stream's loop
-// waited under its handler's closures: 8 KiB a stream).
+// right under carryStreams. The collector halves a stack when less than a
+// quarter of it is in use (the runtime's 800-byte guard counted): an idle
+// HTTP/2 stream's frames, net/http's included, are about 1.2 KiB, so its
+// stack shrinks to 4 KiB; they were about 1.8 KiB while the stream's loop
+// waited under its handler's closures, and the stack stayed at 8 KiB.
+// Keep runRest's frame small.
 
 // carrying is a stream request's hand-over from its handler to
 // carryStreams: the rest of the stream, and what must run after it (the

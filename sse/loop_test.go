@@ -48,3 +48,37 @@ func TestLoopEndsWhenTheHandlersFlushFails(t *testing.T) {
 		t.Fatal("the ended stream is still among the sweep's")
 	}
 }
+
+// A carried stream's Step that panics (an item's handler) still ends the
+// stream: it leaves the sweep's streams and its done runs, once, as the
+// carrier that recovers the panic (api.carryStreams) relies on.
+func TestLooperStepThatPanicsReleasesTheStream(t *testing.T) {
+	h := &Hub{done: make(chan struct{}), looped: map[*held]struct{}{}}
+	hd := newHeld(Lease{})
+	out := lent(&failingSender{sends: -10}, noMetrics{}, KindLobby)
+	items := make(chan int, 1)
+	l := newLooper(context.Background(), h, &hd, out, items, func(int) string { panic("in a handler") })
+	var ended []string
+	l.done = func(why string) { ended = append(ended, why) }
+	l.Wait()
+	if !l.Step() || len(h.looped) != 1 {
+		t.Fatalf("the stream did not begin: %d among the sweep's", len(h.looped))
+	}
+	items <- 1
+	l.Wait()
+	func() {
+		defer func() {
+			if v := recover(); v != "in a handler" {
+				t.Fatalf("recovered %v", v)
+			}
+		}()
+		l.Step()
+	}()
+	if len(h.looped) != 0 || len(ended) != 1 || ended[0] != EndClientGone {
+		t.Fatalf("after the panic: %d among the sweep's, ended %q", len(h.looped), ended)
+	}
+	l.end(EndShutdown)
+	if len(ended) != 1 {
+		t.Fatalf("done ran again: %q", ended)
+	}
+}
