@@ -102,7 +102,7 @@ type Hub struct {
 	rooms   map[string]*room
 	streams map[*stream]struct{}
 	lines   map[*stream]struct{} // the streams taken over (line.go)
-	looped  map[*held]struct{}   // the streams served by loop
+	looped  map[*held]struct{}   // the streams served by a looper
 
 	lobby lobbyHub
 	me    meHub

@@ -173,11 +173,3 @@ func (l *looper[T]) end(why string) {
 		l.done(why)
 	}
 }
-
-// loop runs a looper to its end on the calling goroutine and returns why
-// the stream ended.
-func loop[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-chan T, handle func(T) string) string {
-	l := newLooper(ctx, h, hd, out, items, handle)
-	run(l)
-	return l.why
-}

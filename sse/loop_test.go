@@ -7,6 +7,14 @@ import (
 	"time"
 )
 
+// loop runs a looper to its end on the calling goroutine, as a Client
+// that is no Carrier has it run, and returns why the stream ended.
+func loop[T any](ctx context.Context, h *Hub, hd *held, out *writer, items <-chan T, handle func(T) string) string {
+	l := newLooper(ctx, h, hd, out, items, handle)
+	run(l)
+	return l.why
+}
+
 // failingSender accepts its first Send (the opening) and fails the others.
 type failingSender struct{ sends int }
 

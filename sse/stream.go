@@ -15,7 +15,7 @@ import (
 // held is what the hub holds of an open stream of either kind: its lease,
 // which the hub renews, and its end; and what the hub's sweep, the one
 // clock of every stream that has no goroutine waiting on its own timers
-// (taken over, or served by loop), reads of it.
+// (taken over, or served by a looper), reads of it.
 type held struct {
 	lease Lease
 	// renewed is when the lease was last recorded or renewed (Unix ns).
