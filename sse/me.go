@@ -196,7 +196,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	client.Start()
 	out := lent(client, h.cfg.Metrics, KindMe)
 	out.write(retryFrame(0))
-	tag, sent := o.Tag, o.From
+	at := mePos{seq: o.From, tag: o.Tag}
 	if start != StartReplay {
 		pending := 0
 		for i := range o.Replay {
@@ -204,22 +204,22 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 				pending++
 			}
 		}
-		st.writeSnapshot(out, tag, o.From, c.Set || o.Lost, pending)
+		st.writeSnapshot(out, o.Tag, o.From, c.Set || o.Lost, pending)
 	}
 	end := ""
 	for i := range o.Replay {
-		sent = o.Replay[i].Seq
+		at = mePos{seq: o.Replay[i].Seq, tag: o.Replay[i].Tag}
 		if end = st.writeLogged(out, &o.Replay[i]); end != "" {
 			break
 		}
 	}
 	if start == StartReplay && end == "" {
-		st.writeResumed(out, sent)
+		st.writeResumed(out, at.seq)
 	}
 	for _, s := range first {
 		st.writeStatus(out, s)
 	}
-	l := h.pumpMe(ctx, feed, st, out, tag, sent)
+	l := h.pumpMe(ctx, feed, st, out, at)
 	// a lost inbox's snapshot, once written, moves the cursor past what is
 	// gone, replay or none
 	replayed := len(o.Replay) > 0 || o.Lost
@@ -229,7 +229,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 			return end
 		}
 		if replayed && out.flush() == nil {
-			h.delivered(ctx, st, tag, sent)
+			h.delivered(ctx, st, at)
 		}
 		return ""
 	}
@@ -239,55 +239,64 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	return nil
 }
 
+// mePos is a personal stream's position in its user's log: the seq of
+// the last logged event written (or of the opening's snapshot) and the
+// tag of its write (an event's id is "<seq>-<tag>"), or the history's
+// for a position without an event (see UserOpening.Tag).
+type mePos struct {
+	seq int64
+	tag string
+}
+
 // pumpMe is the rest of personal stream st (see looper): it writes the
-// stream's events after the opening (up to log position sent), with
+// stream's events after the opening (up to log position at), with
 // heartbeats while idle. Each logged event written is acknowledged once
 // flushed (Delivered), so the platform's offline inbox starts after it.
-func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, tag string, sent int64) *looper[meItem] {
+func (h *Hub) pumpMe(ctx context.Context, feed UserFeed, st *meStream, out *writer, at mePos) *looper[meItem] {
 	return newLooper(ctx, h, &st.held, out, st.q, func(it meItem) (why string) {
-		was := sent
-		sent, why = h.meItem(ctx, feed, st, out, it, tag, sent)
-		if sent > was && out.flush() == nil {
-			h.delivered(ctx, st, tag, sent)
+		was := at
+		at, why = h.meItem(ctx, feed, st, out, it, at)
+		if at != was && out.flush() == nil {
+			h.delivered(ctx, st, at)
 		}
 		return why
 	})
 }
 
 // delivered records that st's client was written its user's log up to
-// seq. A failure is logged: the events after the last recorded position
+// at. A failure is logged: the events after the last recorded position
 // go out again to the platform's next session without Last-Event-ID.
-func (h *Hub) delivered(ctx context.Context, st *meStream, tag string, seq int64) {
-	if err := h.cfg.Users.Delivered(ctx, st.session, tag, seq); err != nil {
-		h.cfg.Log.Debug("sse: recording a delivery", "user", st.session.UserID, "seq", seq, "err", err)
+func (h *Hub) delivered(ctx context.Context, st *meStream, at mePos) {
+	if err := h.cfg.Users.Delivered(ctx, st.session, at.tag, at.seq); err != nil {
+		h.cfg.Log.Debug("sse: recording a delivery", "user", st.session.UserID, "seq", at.seq, "err", err)
 	}
 }
 
 // meItem writes what item it calls for; returns the log position sent and
 // why the stream ends ("" when it goes on).
-func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writer, it meItem, tag string, sent int64) (int64, string) {
+func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writer, it meItem, at mePos) (mePos, string) {
 	switch {
 	case it.status != nil:
 		st.writeStatus(out, *it.status)
 	case it.reload != "":
 		if !slices.Contains(st.follows, it.reload) {
-			return sent, ""
+			return at, ""
 		}
 		ss, err := h.cfg.Users.Statuses(ctx, []string{it.reload})
 		if err != nil {
-			return sent, storeEnd(ctx)
+			return at, storeEnd(ctx)
 		}
 		st.writeStatus(out, ss[0])
 	case it.catchUp, it.ev != nil && it.ev.Control:
 		if it.catchUp {
 			var end string
-			if sent, end = h.catchUp(ctx, st, out, tag, sent, nil); end != "" {
-				return sent, end
+			if at, end = h.catchUp(ctx, st, out, at, nil); end != "" {
+				return at, end
 			}
 		}
 		ids, err := h.cfg.Users.Following(ctx, st.session.UserID)
 		if err != nil {
-			return sent, storeEnd(ctx)
+			return at, storeEnd(ctx)
 		}
 		var added, dropped []string
 		for _, id := range ids {
@@ -307,7 +316,7 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 		st.follows = slices.DeleteFunc(st.follows, func(id string) bool { return slices.Contains(dropped, id) })
 		ss, err := h.follow(ctx, feed, st, added)
 		if err != nil {
-			return sent, storeEnd(ctx)
+			return at, storeEnd(ctx)
 		}
 		for _, s := range ss {
 			st.writeStatus(out, s)
@@ -316,22 +325,29 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 		// session_replaced, not logged: this session's ends it, after the
 		// logged events before it that the stream missed (lost messages);
 		// another session's is none of this stream's (nor is its position)
-		if it.ev.Seq > sent && st.writes(it.ev) {
-			return h.catchUp(ctx, st, out, tag, sent, it.ev)
+		if it.ev.Seq > at.seq && st.writes(it.ev) {
+			return h.catchUp(ctx, st, out, at, it.ev)
 		}
-		return sent, st.writeLogged(out, it.ev)
-	case it.ev.Seq <= sent && it.ev.Tag == tag:
-	case it.ev.Tag != tag || it.ev.Seq > sent+1:
-		// missed events: catch up from the log
-		return h.meItem(ctx, feed, st, out, meItem{catchUp: true}, tag, sent)
+		return at, st.writeLogged(out, it.ev)
+	case it.ev.Seq < at.seq, it.ev.Seq == at.seq && it.ev.Tag == at.tag:
+		// written already (published while the stream opened); after a
+		// failover the resubscription's catch-up checks the history
+	case it.ev.Seq != at.seq+1:
+		// missed events, or another write of the seq written last (the
+		// history changed: a failover lost it): catch up from the log,
+		// which tells a gap (EndGap: the client resumes, and a resume
+		// from a lost event gets a snapshot)
+		return h.meItem(ctx, feed, st, out, meItem{catchUp: true}, at)
 	default:
-		return it.ev.Seq, st.writeLogged(out, it.ev)
+		return mePos{seq: it.ev.Seq, tag: it.ev.Tag}, st.writeLogged(out, it.ev)
 	}
-	return sent, ""
+	return at, ""
 }
 
-// catchUp writes st the logged events after sent from its user's log;
-// returns the position sent and why the stream ends ("" when it goes on).
+// catchUp writes st the logged events after at from its user's log, when
+// the log still holds at's event (the same write: a failover may have
+// lost it) or position, else ends the stream (EndGap); returns the
+// position sent and why the stream ends ("" when it goes on).
 // It then reads its session's tombstone (Replaced; repl, when not nil, is
 // the session_replaced already received): a catch-up follows a lost
 // message (a resubscription, a gap in the live events, a renewal that
@@ -344,13 +360,13 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 // one before has its tombstone by the time it is read. An older release's
 // replacement logged session_replaced instead: the log has it, and it
 // ends the stream the same way.
-func (h *Hub) catchUp(ctx context.Context, st *meStream, out *writer, tag string, sent int64, repl *UserEvent) (int64, string) {
-	evs, gap, err := h.cfg.Users.UserLog(ctx, st.session.UserID, sent, tag, h.cfg.ReplayLimit)
+func (h *Hub) catchUp(ctx context.Context, st *meStream, out *writer, at mePos, repl *UserEvent) (mePos, string) {
+	evs, gap, err := h.cfg.Users.UserLog(ctx, st.session.UserID, at.seq, at.tag, h.cfg.ReplayLimit)
 	if repl == nil {
 		e, ok, rerr := h.cfg.Users.Replaced(ctx, st.session)
 		switch {
 		case rerr != nil:
-			return sent, storeEnd(ctx)
+			return at, storeEnd(ctx)
 		case ok:
 			repl = &e
 		}
@@ -359,9 +375,9 @@ func (h *Hub) catchUp(ctx context.Context, st *meStream, out *writer, tag string
 	case repl != nil && (err != nil || gap):
 		evs = nil
 	case err != nil:
-		return sent, storeEnd(ctx)
+		return at, storeEnd(ctx)
 	case gap:
-		return sent, EndGap
+		return at, EndGap
 	}
 	for i := range evs {
 		if repl != nil && evs[i].Seq > repl.Seq {
@@ -369,15 +385,15 @@ func (h *Hub) catchUp(ctx context.Context, st *meStream, out *writer, tag string
 		}
 		evs[i].parse()
 		if end := st.writeLogged(out, &evs[i]); end != "" {
-			return evs[i].Seq, end
+			return mePos{seq: evs[i].Seq, tag: evs[i].Tag}, end
 		}
-		sent = evs[i].Seq
+		at = mePos{seq: evs[i].Seq, tag: evs[i].Tag}
 	}
 	if repl != nil {
 		repl.parse()
-		return sent, st.writeLogged(out, repl)
+		return at, st.writeLogged(out, repl)
 	}
-	return sent, ""
+	return at, ""
 }
 
 func storeEnd(ctx context.Context) string {

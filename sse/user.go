@@ -23,8 +23,10 @@ type Session struct {
 }
 
 // UserEvent is one logged event of a user's personal stream as logged and
-// published: its place in the user's log, the tag of the log's history and
-// its one-line JSON. A control message (Control set) is no event: the
+// published: its place in the user's log, the tag of its write (each
+// write has its own, as a room's events: after a failover that lost
+// events, the new history's event of the same Seq has another) and its
+// one-line JSON. A control message (Control set) is no event: the
 // user's following changed. A notice (Notice set) is an event that is not
 // logged, session_replaced: Seq is the log's position when it was
 // published (the events up to it were logged before it), and it has no
@@ -59,8 +61,10 @@ func (e *UserEvent) parse() {
 }
 
 // UserOpening is what a new personal stream starts from: the log's
-// position (Seq, Tag) after the session was recorded, and the events
-// after From (Replay, seqs From+1 on): for a cursor, the events after it
+// position (Seq) after the session was recorded, and the events after
+// From (Replay, seqs From+1 on), Tag being From's (the tag of its event's
+// write, or the history's for a position without an event: 0, or one
+// the log trimmed; the snapshot's id is "<From>-<Tag>"): for a cursor, the events after it
 // (From is the cursor's seq), or Gap when the log could not serve them;
 // without one (or for a gap), the events the session's platform was not
 // delivered yet, its offline inbox. Replaced counts the sessions the open
@@ -88,17 +92,21 @@ type UserSource interface {
 	// log position, with c set the events after c (at most limit) or a gap,
 	// without it (or for a gap) the events its platform was not delivered.
 	OpenSession(ctx context.Context, s Session, c Cursor, limit int) (UserOpening, error)
-	// Delivered records that session s wrote its user's log up to seq of
-	// history tag to its client: its platform's offline inbox starts after
-	// it.
+	// Delivered records that session s wrote its user's log up to seq to
+	// its client, tag being the seq's (UserEvent.Tag, or UserOpening.Tag
+	// for its From): its platform's offline inbox starts after it, unless
+	// the log's seq is another write's or history's (a failover lost the
+	// event written).
 	Delivered(ctx context.Context, s Session, tag string, seq int64) error
 	// CloseSession drops s; the status follows (published when changed).
 	CloseSession(ctx context.Context, s Session) error
 	// RenewSessions extends the sessions' leases and returns those no
 	// longer held (replaced, or lapsed while the instance was cut off).
 	RenewSessions(ctx context.Context, ss []Session) (lost []Session, err error)
-	// UserLog returns the user's logged events after seq of history tag,
-	// gap when the log no longer holds them all (or is another history).
+	// UserLog returns the user's logged events after seq, whose tag is
+	// tag (of its event's write, or the history's for a position without
+	// an event), gap when the log no longer holds them all or seq's event
+	// is another write's (a failover lost the one written) or history's.
 	UserLog(ctx context.Context, user string, seq int64, tag string, limit int) (evs []UserEvent, gap bool, err error)
 	// Replaced returns the session_replaced (a Notice) that ended session
 	// s, kept a while after the replacement for s's instance to read when

@@ -95,10 +95,12 @@ func TestFullRedisTakesAcks(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rdb.Close()
 	k := s.UserLogs().KeysOf(alice.ID)
-	tag, err := rdb.HGet(ctx, k.Meta, "tag").Result()
-	if err != nil {
-		t.Fatal(err)
+	id := fmt.Sprintf("%d-0", sent)
+	last, err := rdb.XRange(ctx, k.Log, id, id).Result()
+	if err != nil || len(last) != 1 {
+		t.Fatal(last, err)
 	}
+	tag, _ := last[0].Values["g"].(string) // the write's (user_ack checks it)
 	redistest.Fill(t, srv.Addr)
 	for _, platform := range []string{"pc", "web"} { // a cursor moved, a platform's first
 		if moved, err := s.UserLogs().Ack(ctx, alice.ID, platform, tag, sent); err != nil || !moved {

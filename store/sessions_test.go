@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
@@ -286,8 +288,10 @@ func TestSessionLapsesOffline(t *testing.T) {
 }
 
 // A resume with the last id of the user's log replays the events after
-// it; an id of another history, or one the log no longer reaches, is a
-// gap. Replacing a session logs nothing.
+// it; the id's tag must be the tag of that event's write (each has its
+// own), or the history's for a position without an event (0). An id of
+// another history, another write's tag, or one the log no longer reaches
+// is a gap. Replacing a session logs nothing.
 func TestSessionResume(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -298,6 +302,7 @@ func TestSessionResume(t *testing.T) {
 			if err != nil || o.Seq != 0 || o.Tag == "" {
 				t.Fatalf("first open %+v %v", o, err)
 			}
+			history := o.Tag
 			for i := range 3 { // three logged events, two replacements between them
 				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
 					t.Fatal(err)
@@ -306,19 +311,25 @@ func TestSessionResume(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := sse.Cursor{Set: true, Version: 1, Tag: o.Tag}
+			tags := writeTags(t, s, uid, history, 3)
+			c := sse.Cursor{Set: true, Version: 1, Tag: tags[1]}
 			r, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}, c, 100)
-			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Seq != 2 || r.Seq != 3 {
+			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Seq != 2 || r.Seq != 3 || r.From != 1 || r.Tag != tags[1] {
 				t.Fatalf("resume from 1: %+v %v", r, err)
 			}
-			if !strings.Contains(string(r.Replay[1].Data), `"n":2`) {
-				t.Errorf("replayed %s", r.Replay[1].Data)
+			if !strings.Contains(string(r.Replay[1].Data), `"n":2`) || r.Replay[0].Tag != tags[2] || r.Replay[1].Tag != tags[3] {
+				t.Errorf("replayed %s, tags %s %s, want %v", r.Replay[1].Data, r.Replay[0].Tag, r.Replay[1].Tag, tags)
 			}
-			r, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: "c.1"}, sse.Cursor{Set: true, Version: 1, Tag: "other"}, 100)
-			// a gap: then the platform's inbox, here what the log holds (console
-			// never had a session)
-			if err != nil || !r.Gap || r.From != 0 || len(r.Replay) != 3 || r.Seq != 3 {
-				t.Errorf("resume from another history: %+v %v", r, err)
+			for i, tag := range []string{"other", history, tags[2]} { // another history, the history's, another write's
+				r, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "console", ID: fmt.Sprintf("c.%d", i)}, sse.Cursor{Set: true, Version: 1, Tag: tag}, 100)
+				// a gap: then the platform's inbox, here what the log holds
+				// (console was delivered nothing)
+				if err != nil || !r.Gap || r.From != 0 || r.Tag != history || len(r.Replay) != 3 || r.Seq != 3 {
+					t.Errorf("resume from 1-%s: %+v %v", tag, r, err)
+				}
+			}
+			if r.Tag != history || r.Replay[0].Tag != tags[1] {
+				t.Errorf("inbox from 0: tag %s, first event's %s, want %s, %s", r.Tag, r.Replay[0].Tag, history, tags[1])
 			}
 			for _, tc := range []struct {
 				seq   int64
@@ -326,12 +337,123 @@ func TestSessionResume(t *testing.T) {
 				limit int
 				gap   bool
 				n     int
-			}{{1, o.Tag, 100, false, 2}, {3, o.Tag, 100, false, 0}, {0, o.Tag, 2, false, 3}, // the log's cap is the least limit
-				{9, o.Tag, 100, true, 0}, {1, "other", 100, true, 0}} {
+			}{{1, tags[1], 100, false, 2}, {3, tags[3], 100, false, 0}, {0, history, 2, false, 3}, // the log's cap is the least limit
+				{9, tags[1], 100, true, 0}, {1, "other", 100, true, 0}, {1, history, 100, true, 0}, {2, tags[1], 100, true, 0}, {0, tags[1], 100, true, 0}} {
 				evs, gap, err := s.Sessions().UserLog(ctx, uid, tc.seq, tc.tag, tc.limit)
 				if err != nil || gap != tc.gap || len(evs) != tc.n {
 					t.Errorf("user log after %d-%s (limit %d): %d events, gap %v, %v", tc.seq, tc.tag, tc.limit, len(evs), gap, err)
 				}
+				for _, e := range evs {
+					if e.Tag != tags[e.Seq] {
+						t.Errorf("user log after %d: event %d tagged %s, want %s", tc.seq, e.Seq, e.Tag, tags[e.Seq])
+					}
+				}
+			}
+		})
+	}
+}
+
+// writeTags returns the tags of user uid's logged events 1..n (index:
+// seq), read from the log of history.
+func writeTags(t *testing.T, s *store.Store, uid, history string, n int) []string {
+	t.Helper()
+	evs, gap, err := s.Sessions().UserLog(context.Background(), uid, 0, history, n)
+	if err != nil || gap || len(evs) != n {
+		t.Fatalf("%s's log: %d events, gap %v, %v", uid, len(evs), gap, err)
+	}
+	tags := []string{history}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.Tag == "" || seen[e.Tag] {
+			t.Fatalf("%s's event %d tagged %q: want a tag of its own", uid, e.Seq, e.Tag)
+		}
+		seen[e.Tag] = true
+		tags = append(tags, e.Tag)
+	}
+	return tags
+}
+
+// A failover that lost a user's last events (the replica had the log up
+// to 2; simulated: the entries after it deleted, the meta's seq set back,
+// as the promoted replica holds them) and the new history's writes that
+// reuse their seqs: a client whose last event was a lost one (3) resumes
+// with a gap (a snapshot), not after the new history's 3; a stream that
+// wrote it catches up with a gap; its ack changes nothing, so the
+// platform's next session gets the new history's events. With one tag per
+// history, the resume replayed from 4 and the new 3 was never delivered,
+// and the ack moved the cursor past it.
+func TestResumeFromALostWriteIsAGap(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := sessionStore(t, b, players.PolicyReplace, time.Minute)
+			uid := "u-" + redistest.Prefix(t)
+			o, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.0"}, sse.Cursor{}, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 3; i++ {
+				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d}`, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lost := writeTags(t, s, uid, o.Tag, 3)
+			if err := s.Sessions().Delivered(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.0"}, lost[2], 2); err != nil {
+				t.Fatal(err)
+			}
+			// the failover: the promoted replica had the log up to 2 (and
+			// web's cursor at 2)
+			k := s.UserLogs().KeysOf(uid)
+			kept, err := s.Client().XRange(ctx, k.Log, "-", "2-0").Result()
+			if err != nil || len(kept) != 2 {
+				t.Fatal(kept, err)
+			}
+			p := s.Client().TxPipeline()
+			p.Del(ctx, k.Log)
+			for _, x := range kept {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: k.Log, ID: x.ID, Values: []any{"g", x.Values["g"], "d", x.Values["d"]}})
+			}
+			p.HSet(ctx, k.Meta, "seq", 2)
+			p.PExpire(ctx, k.Log, time.Hour)
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i := 3; i <= 4; i++ { // the new history
+				if _, err := s.UserLogs().Send(ctx, uid, fmt.Appendf(nil, `{"type":"message","n":%d,"new":true}`, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := writeTags(t, s, uid, o.Tag, 4)
+			if now[2] != lost[2] || now[3] == lost[3] {
+				t.Fatalf("tags before %v, after %v: want 2 kept, 3 another", lost, now)
+			}
+			web := sse.Session{UserID: uid, Platform: "web", ID: "w.1"}
+			// the stream that wrote the lost 3 acknowledges it: nothing moves
+			if err := s.Sessions().Delivered(ctx, web, lost[3], 3); err != nil {
+				t.Fatal(err)
+			}
+			// web's inbox (a session without Last-Event-ID) starts after 2
+			r, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.2"}, sse.Cursor{}, 100)
+			if err != nil || r.From != 2 || len(r.Replay) != 2 || r.Replay[0].Tag != now[3] {
+				t.Fatalf("web's inbox after the lost 3's ack: from %d, %d events; want from 2, the new 3 and 4 (%v)", r.From, len(r.Replay), err)
+			}
+			// it catches up (a resubscription): a gap, so it ends and its
+			// client resumes
+			if evs, gap, err := s.Sessions().UserLog(ctx, uid, 3, lost[3], 100); err != nil || !gap {
+				t.Errorf("catch-up from the lost 3: %d events, gap %v, %v; want a gap", len(evs), gap, err)
+			}
+			// the client resumes from the lost 3: a snapshot, then web's
+			// inbox from its cursor (2): the new 3 and 4
+			r, err = s.Sessions().OpenSession(ctx, web, sse.Cursor{Set: true, Version: 3, Tag: lost[3]}, 100)
+			if err != nil || !r.Gap || r.From != 2 || r.Tag != now[2] || len(r.Replay) != 2 ||
+				!strings.Contains(string(r.Replay[0].Data), `"n":3,"new":true`) || r.Replay[0].Tag != now[3] {
+				t.Fatalf("resume from the lost 3: gap %v, from %d-%s, %d events %v; want a gap, from 2-%s, the new 3 and 4",
+					r.Gap, r.From, r.Tag, len(r.Replay), r.Replay, now[2])
+			}
+			// from the kept 2: the new 3 and 4
+			r, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{Set: true, Version: 2, Tag: lost[2]}, 100)
+			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Tag != now[3] {
+				t.Fatalf("resume from the kept 2: %+v %v", r, err)
 			}
 		})
 	}

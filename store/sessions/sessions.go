@@ -41,7 +41,8 @@
 //     users go offline (published) within the TTL plus a janitor
 //     interval, however many they are. Its size is the shard's online
 //     users.
-// The user's channel carries the logged events ("E <seq> <tag> <json>"),
+// The user's channel carries the logged events ("E <seq> <tag> <json>",
+// the tag of the event's write: store/userlog),
 // session_replaced ("R <json>", not logged) and control messages ("F":
 // the following changed); the status channel "<version> <platforms>".
 
@@ -220,12 +221,13 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 		return sse.UserOpening{}, err
 	}
 	for _, e := range es {
-		o.Replay = append(o.Replay, sse.UserEvent{Seq: e.Seq, Tag: o.Tag, Data: e.Data})
+		o.Replay = append(o.Replay, sse.UserEvent{Seq: e.Seq, Tag: e.Tag, Data: e.Data})
 	}
 	return o, nil
 }
 
-// Delivered implements sse.UserSource, even when ctx is done.
+// Delivered implements sse.UserSource, even when ctx is done: tag is the
+// tag of the event seq written (userlog.Log.Ack).
 func (s *Sessions) Delivered(ctx context.Context, ss sse.Session, tag string, seq int64) error {
 	_, err := s.cfg.Logs.Ack(context.WithoutCancel(ctx), ss.UserID, ss.Platform, tag, seq)
 	return err
@@ -282,32 +284,45 @@ func (s *Sessions) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.S
 		func(sh int, batch []sse.Session) redisx.Call { return sessionRenewCall{x: s, shard: sh, ss: batch} })
 }
 
-// UserLog implements sse.UserSource.
-// The log holds up to its cap: so many may be replayed, whatever limit.
+// UserLog implements sse.UserSource: tag must be the tag of the log's
+// entry seq (its write's), or the history's for a position without an
+// entry (0, or trimmed: the oldest entry is seq+1), as session_open's
+// resume checks a cursor. The log holds up to its cap: so many may be
+// replayed, whatever limit.
 func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag string, limit int) ([]sse.UserEvent, bool, error) {
 	logs := s.cfg.Logs
 	limit = max(limit, logs.Config().MaxLen)
 	p := s.b.Client.Pipeline()
 	k := logs.KeysOf(uid)
 	meta := p.HMGet(ctx, k.Meta, "seq", "tag")
-	evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("(%d-0", seq), "+", int64(limit))
+	evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("%d-0", seq), "+", int64(limit)+1)
 	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, false, redisx.Wrap(err)
 	}
 	m := meta.Val()
 	cur := redisx.Int(m[0])
-	t, _ := m[1].(string)
-	if t != tag || cur < seq || cur-seq > int64(limit) {
+	history, _ := m[1].(string)
+	if history == "" || cur < seq || cur-seq > int64(limit) {
+		return nil, true, nil
+	}
+	xs := evs.Val()
+	switch {
+	case len(xs) > 0 && xs[0].ID == fmt.Sprintf("%d-0", seq):
+		if userlog.TagOf(xs[0], history) != tag {
+			return nil, true, nil
+		}
+		xs = xs[1:]
+	case tag != history || (seq < cur && (len(xs) == 0 || xs[0].ID != fmt.Sprintf("%d-0", seq+1))):
 		return nil, true, nil
 	}
 	var es []userlog.Entry
-	for i, x := range evs.Val() {
+	for i, x := range xs {
 		if x.ID != fmt.Sprintf("%d-0", seq+1+int64(i)) {
 			return nil, true, nil
 		}
 		d, _ := x.Values["d"].(string)
 		ref, _ := x.Values["r"].(string)
-		es = append(es, userlog.Entry{Seq: seq + 1 + int64(i), Data: []byte(d), Ref: ref})
+		es = append(es, userlog.Entry{Seq: seq + 1 + int64(i), Tag: userlog.TagOf(x, history), Data: []byte(d), Ref: ref})
 	}
 	es, err := logs.Resolve(ctx, uid, es)
 	if err != nil {
@@ -315,7 +330,7 @@ func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag strin
 	}
 	out := make([]sse.UserEvent, len(es))
 	for i, e := range es {
-		out[i] = sse.UserEvent{Seq: e.Seq, Tag: t, Data: e.Data}
+		out[i] = sse.UserEvent{Seq: e.Seq, Tag: e.Tag, Data: e.Data}
 	}
 	return out, false, nil
 }

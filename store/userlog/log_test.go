@@ -24,7 +24,8 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // The cap drops the oldest events, counted; an ack moves one platform's
 // cursor forward only, and drops what every platform with a cursor got,
-// but the resume margin; an ack of another history changes nothing.
+// but the resume margin; an ack of another write (its seq's event is not
+// the tagged one: the history's tag, another) or history changes nothing.
 func TestLogCapAndAcks(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -51,11 +52,13 @@ func TestLogCapAndAcks(t *testing.T) {
 				t.Fatalf("log of %d, %d dropped", got, dropped.Load())
 			}
 			tag := c.HGet(ctx, k.Meta, "tag").Val()
+			at := func(uid string, seq int64) string { return writeTag(t, st, uid, seq) }
 			for _, a := range []struct {
 				platform, tag string
 				seq           int64
 				moved         bool
-			}{{"pc", tag, 240, true}, {"pc", tag, 230, false}, {"pc", "other", 250, false}, {"pc", tag, 251, false}, {"mobile", tag, 245, true}} {
+			}{{"pc", at(uid, 240), 240, true}, {"pc", at(uid, 230), 230, false}, {"pc", "other", 250, false},
+				{"pc", tag, 250, false}, {"pc", at(uid, 249), 250, false}, {"pc", tag, 251, false}, {"mobile", at(uid, 245), 245, true}} {
 				moved, err := l.Ack(ctx, uid, a.platform, a.tag, a.seq)
 				if err != nil || moved != a.moved {
 					t.Fatalf("ack %+v: %v %v", a, moved, err)
@@ -81,8 +84,7 @@ func TestLogCapAndAcks(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			tag2 := c.HGet(ctx, l.KeysOf(u2).Meta, "tag").Val()
-			if moved, err := l.Ack(ctx, u2, "pc", tag2, 150); err != nil || !moved {
+			if moved, err := l.Ack(ctx, u2, "pc", at(u2, 150), 150); err != nil || !moved {
 				t.Fatalf("ack: %v %v", moved, err)
 			}
 			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
@@ -242,4 +244,20 @@ func TestSendEventOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeTag is the tag of the write of uid's logged event seq (its entry's
+// field g).
+func writeTag(t *testing.T, st *store.Store, uid string, seq int64) string {
+	t.Helper()
+	id := fmt.Sprintf("%d-0", seq)
+	xs, err := st.Client().XRange(context.Background(), st.UserLogs().KeysOf(uid).Log, id, id).Result()
+	if err != nil || len(xs) != 1 {
+		t.Fatalf("%s's entry %s: %v %v", uid, id, xs, err)
+	}
+	g, _ := xs[0].Values["g"].(string)
+	if g == "" {
+		t.Fatalf("%s's entry %s has no tag: %v", uid, id, xs[0].Values)
+	}
+	return g
 }

@@ -3,9 +3,16 @@
 // user's offline inbox. Everything of a user lies in the slot of the
 // user's shard (redisx.Base.UserShard), so each script touches one slot:
 //   - the log: a stream of event JSON (ids "<seq>-0", field d), capped
-//     exactly at Config.MaxLen entries (the oldest dropped, counted);
+//     exactly at Config.MaxLen entries (the oldest dropped, counted), each
+//     with the tag of its write (field g): the event's SSE id is
+//     "<seq>-<tag>", so an event a failover lost and the new history's
+//     event of the same seq have different ids, and a resume, a catch-up
+//     or an Ack from the lost one is told from the new one (as a room's
+//     events, store/lua/prelude.lua emit);
 //   - its meta: hash seq (the last event's), tag (the history: a log that
 //     expired starts a new one, so a resume from the old one is a gap);
+//     the tag of a position without an entry (0, or trimmed) and of an
+//     older release's entries (without g);
 //   - the delivery cursors: hash platform → the last seq a session of that
 //     platform delivered (Ack). A session that opens without
 //     Last-Event-ID gets what its platform has not been delivered yet, in
@@ -135,7 +142,8 @@ type SendCall struct {
 	PubCmd string
 	MaxLen int
 	TTL    time.Duration
-	Tag    string
+	// Tag is the write's (a new history's too).
+	Tag string
 	// Event is the event's JSON object without its seq.
 	Event []byte
 	// Ref, when set, is the key of the event's body stored once for many
@@ -283,10 +291,12 @@ func (l *Log) SendToMany(ctx context.Context, uids []string, ev any) error {
 	return first
 }
 
-// Entry is a logged event as a log holds it: its JSON, or the key of its
-// body stored once for many users (Ref; Data empty until Resolve).
+// Entry is a logged event as a log holds it: the tag of its write (its
+// SSE id is "<Seq>-<Tag>"), its JSON, or the key of its body stored once
+// for many users (Ref; Data empty until Resolve).
 type Entry struct {
 	Seq  int64
+	Tag  string
 	Data []byte
 	Ref  string
 }
@@ -295,12 +305,23 @@ type Entry struct {
 // body stored once, before the body's key.
 const RefMark = "\x01"
 
-// EntryOf reads a reply's entry of seq: its JSON, or RefMark and a key.
+// EntryOf reads a reply's entry of seq: its tag, a space, then its JSON,
+// or RefMark and a key.
 func EntryOf(seq int64, s string) Entry {
+	tag, s, _ := strings.Cut(s, " ")
 	if key, ok := strings.CutPrefix(s, RefMark); ok {
-		return Entry{Seq: seq, Ref: key}
+		return Entry{Seq: seq, Tag: tag, Ref: key}
 	}
-	return Entry{Seq: seq, Data: []byte(s)}
+	return Entry{Seq: seq, Tag: tag, Data: []byte(s)}
+}
+
+// TagOf is the tag of a log entry's write, its field g; history, the
+// history's tag (the log's meta), for an older release's entry (none).
+func TagOf(x redis.XMessage, history string) string {
+	if g, ok := x.Values["g"].(string); ok {
+		return g
+	}
+	return history
 }
 
 // Resolve fills the Data of uid's entries that refer to a body stored
@@ -345,8 +366,10 @@ func (l *Log) Resolve(ctx context.Context, uid string, es []Entry) ([]Entry, err
 	return out, nil
 }
 
-// Ack records that a session of platform delivered uid's log of history
-// tag up to seq; reports whether the platform's cursor moved. Errors: the
+// Ack records that a session of platform delivered uid's log up to seq,
+// whose event's tag (of its write: Entry.Tag) is tag; reports whether the
+// platform's cursor moved: not when the log's entry seq is another write's
+// (a failover lost the event delivered) or another history's. Errors: the
 // store's.
 func (l *Log) Ack(ctx context.Context, uid, platform, tag string, seq int64) (bool, error) {
 	n, err := l.b.Runner.Run(ctx, AckCall{K: l.KeysOf(uid), Platform: platform, Tag: tag, Seq: seq,

@@ -20,7 +20,8 @@
 -- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
 -- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
 --         expires the linger after the last lease)
--- KEYS[3] user log (stream, ids "<seq>-0", field d: event JSON)
+-- KEYS[3] user log (stream, ids "<seq>-0", fields g: the write's tag, d:
+--         event JSON or r: a body's key; see user_send.lua)
 -- KEYS[4] log meta (hash seq, tag)
 -- KEYS[5] shard online index (zset userId → earliest lease expiry, ms)
 -- KEYS[6] user's open streams (zset, see userstreams_open)
@@ -47,11 +48,13 @@
 -- ARGV[22] how long a replaced session's tombstone is kept (ms)
 -- ARGV[23] the most tombstones kept
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from,
---        lost "1"|"0", json...}: lost says the platform's inbox lost
---        events before their delivery (its cursor is behind the log's
---        oldest entry: the cap dropped them); the events after from (seq
---        from + 1 on; an event whose body is stored once for many users is
---        "\1<body key>", store/userlog) |
+--        lost "1"|"0", entry...}: tag is the tag of position from (its
+--        entry's write's, or the history's: see the resume below); lost
+--        says the platform's inbox lost events before their delivery (its
+--        cursor is behind the log's oldest entry: the cap dropped them);
+--        the events after from (seq from + 1 on), each "<tag> <json>",
+--        the tag of its write (an event whose body is stored once for
+--        many users: "<tag> \1<body key>", store/userlog) |
 --        {"SESSION_EXISTS", ms}: ms until the platform's open session's
 --        lease runs out unless renewed | {"STREAM_LIMIT", held}
 local K_SESS, K_STATUS, K_LOG, K_META, K_ONLINE, K_STREAMS, K_FOLLOW, K_CUR, K_REPL =
@@ -148,24 +151,39 @@ set_status(K_SESS, K_STATUS, uid, now, 0, nil, now_us, sch, pubcmd, ARGV[16], KE
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 
--- a log entry as the reply carries it: its JSON, or "\1" and the key of
--- its body stored once for many users
+-- a log entry's tag: its write's (field g, user_send.lua), or the
+-- history's for an older release's entry (none)
+local function tag_of(e)
+  if e[2][1] == 'g' then return e[2][2] end
+  return tag
+end
+-- a log entry as the reply carries it: its tag, a space, then its JSON,
+-- or "\1" and the key of its body stored once for many users
 local function entry(e)
-  if e[2][1] == 'r' then return '\1' .. e[2][2] end
-  return e[2][2]
+  local f = e[2]
+  if f[#f - 1] == 'r' then return tag_of(e) .. ' \1' .. f[#f] end
+  return tag_of(e) .. ' ' .. f[#f]
 end
 local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', '0'}
 if cseq and ARGV[14] ~= '' then
+  -- the cursor names a write: the log's entry cseq must carry its tag; a
+  -- position without an entry (0, or trimmed: the oldest entry follows
+  -- it) has the history's. Another history's id (the log expired, or a
+  -- failover lost the event and the number is now another write's, or
+  -- not reached yet) or one the log no longer serves is a gap.
   local limit = tonumber(ARGV[15])
-  if ARGV[14] ~= tag or cseq > seq or seq - cseq > limit then
-    reply[4] = '1'
-  else
-    local evs = redis.call('XRANGE', K_LOG, '(' .. cseq .. '-0', '+', 'COUNT', limit)
-    if cseq < seq and (#evs == 0 or evs[1][1] ~= (cseq + 1) .. '-0') then
-      reply[4] = '1'
+  if cseq <= seq and seq - cseq <= limit then
+    local evs = redis.call('XRANGE', K_LOG, cseq .. '-0', '+', 'COUNT', limit + 1)
+    local at = evs[1] and evs[1][1] == cseq .. '-0'
+    local ok
+    if at then
+      ok = tag_of(evs[1]) == ARGV[14]
     else
-      reply[6] = tostring(cseq)
-      for _, e in ipairs(evs) do reply[#reply + 1] = entry(e) end
+      ok = ARGV[14] == tag and (cseq == seq or (evs[1] and evs[1][1] == (cseq + 1) .. '-0'))
+    end
+    if ok then
+      reply[3], reply[6] = ARGV[14], tostring(cseq)
+      for i = at and 2 or 1, #evs do reply[#reply + 1] = entry(evs[i]) end
       -- the client had everything up to its cursor
       if cseq > tonumber(redis.call('HGET', K_CUR, platform) or '-1') then
         redis.call('HSET', K_CUR, platform, cseq)
@@ -174,6 +192,7 @@ if cseq and ARGV[14] ~= '' then
       return reply
     end
   end
+  reply[4] = '1'
 end
 -- no cursor, or a gap: what the platform was not delivered yet
 local had = redis.call('HGET', K_CUR, platform)
@@ -190,9 +209,10 @@ reply[6] = tostring(from)
 if lost then reply[7] = '1'
 -- a platform that opened holds back the trim of what it was not delivered
 elseif redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
-if from < seq then
-  for _, e in ipairs(redis.call('XRANGE', K_LOG, '(' .. from .. '-0', '+', 'COUNT', tonumber(ARGV[20]))) do
-    reply[#reply + 1] = entry(e)
-  end
-end
+-- from's entry (when the log holds it) gives the position's tag, the
+-- snapshot's id; the events after it follow
+local evs = redis.call('XRANGE', K_LOG, from .. '-0', '+', 'COUNT', tonumber(ARGV[20]) + 1)
+local i = 1
+if evs[1] and evs[1][1] == from .. '-0' then reply[3], i = tag_of(evs[1]), 2 end
+for j = i, math.min(#evs, i + tonumber(ARGV[20]) - 1) do reply[#reply + 1] = entry(evs[j]) end
 return reply

@@ -3,15 +3,22 @@
 -- log is capped exactly (the oldest entries dropped, counted in the
 -- reply); log, meta and cursors expire together, the TTL after the last
 -- event. An expired log starts a new history: its cursors go with it.
--- No prelude.
--- KEYS[1] user log (stream, ids "<seq>-0", field d: event JSON)
+-- Each write has a tag of its own, kept with its entry (field g) and
+-- published with it, as a room's events: an event's id "<seq>-<tag>" names
+-- that write, so after a failover that lost events the new history's
+-- events of the same numbers have other ids (the readers compare the tag
+-- at the client's position: session_open, UserLog, user_ack). The meta's
+-- tag names the history, the tag of a position without an entry (0, or
+-- an entry trimmed) and of an older release's entries (no g). No prelude.
+-- KEYS[1] user log (stream, ids "<seq>-0", fields g: the write's tag,
+--         d: event JSON)
 -- KEYS[2] log meta (hash seq, tag)
 -- KEYS[3] delivery cursors (hash platform → last seq delivered)
 -- KEYS[4] the Idempotency-Keys of messages sent to the user (hash key ->
 --         "<seq> <digest> <ms sent, the answer's>")  KEYS[5] the same keys ->
 --         when sent, ms by the Redis clock (zset: the window's)
 -- ARGV[1] user channel  ARGV[2] PUBLISH|SPUBLISH  ARGV[3] log MAXLEN (exact)
--- ARGV[4] TTL, ms  ARGV[5] a new history's tag
+-- ARGV[4] TTL, ms  ARGV[5] the write's tag (a new history's too)
 -- ARGV[6] the event's JSON object without its seq: the script appends "seq"
 -- ARGV[7] "" (the log keeps the event), or the key of a body stored once
 --         for many users (SendToMany): the log keeps that key (field r),
@@ -36,27 +43,25 @@ if key ~= '' then -- sent already, within the window (by the Redis clock): the f
     return {'OK', tonumber(s), 0, tonumber(t)}
   end
 end
-local seq = tonumber(redis.call('HGET', meta, 'seq') or '-1')
-local tag = redis.call('HGET', meta, 'tag')
-if seq < 0 or not tag then
-  tag = ARGV[5]
+local m = redis.call('HMGET', meta, 'seq', 'tag')
+if not (m[1] and m[2]) then
   -- the meta first: out of memory (maxmemory, noeviction) Redis refuses
   -- a script's write only while the script has changed nothing yet (a DEL
   -- counts, whatever it deletes), and only a write that may grow memory
   -- (an HSET): a new user's first send is refused whole
-  redis.call('HSET', meta, 'seq', 0, 'tag', tag)
+  redis.call('HSET', meta, 'seq', 0, 'tag', ARGV[5])
   redis.call('DEL', log, cur)
 end
-seq = redis.call('HINCRBY', meta, 'seq', 1)
+local seq = redis.call('HINCRBY', meta, 'seq', 1)
 local ev = string.sub(ARGV[6], 1, -2) .. ',"seq":' .. seq .. '}'
 local before = redis.call('XLEN', log)
 if ARGV[7] == '' then
-  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'd', ev)
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'g', ARGV[5], 'd', ev)
 else
-  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'r', ARGV[7])
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'g', ARGV[5], 'r', ARGV[7])
 end
 local dropped = before + 1 - redis.call('XLEN', log)
-redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. tag .. ' ' .. ev)
+redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. ARGV[5] .. ' ' .. ev)
 redis.call('PEXPIRE', log, ARGV[4])
 redis.call('PEXPIRE', meta, ARGV[4])
 redis.call('PEXPIRE', cur, ARGV[4])
