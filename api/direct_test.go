@@ -321,3 +321,33 @@ func TestDirectSentTSIsTheEvents(t *testing.T) {
 		}
 	}
 }
+
+// A message or an invite sent with an Idempotency-Key carries messageId,
+// the same for every send of that key and sender (a hash of both), so
+// that a client drops a retry that a Redis failover made a new event;
+// one sent without a key carries none.
+func TestKeyedMessagesCarryAMessageID(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	alice, aliceID := e.guest("alice")
+	bob, bobID := e.guest("bob")
+	room := e.create(alice, map[string]any{"name": "den", "mode": "m", "region": "eu"})
+	for _, r := range []resp{
+		e.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": 1}, "Idempotency-Key", "k1"),
+		e.do("POST", "/v1/rooms/"+room["id"].(string)+"/invites", alice, map[string]any{"userId": bobID}, "Idempotency-Key", "k2"),
+		e.do("POST", "/v1/users/"+bobID+"/messages", alice, map[string]any{"type": "chat", "data": 2}),
+	} {
+		want(t, r, 202, "")
+	}
+	_, evs := opening(t, e.me(bob, "pc"))
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want two messages and the invite", len(evs))
+	}
+	for i, id := range []any{players.MessageID("k1", aliceID), players.MessageID("k2", aliceID), nil} {
+		if got := evs[i].data["messageId"]; got != id {
+			t.Errorf("%s: messageId %v, want %v", evs[i].event, got, id)
+		}
+	}
+	if players.MessageID("k1", aliceID) == players.MessageID("k1", bobID) || len(players.MessageID("k1", aliceID)) != 32 {
+		t.Errorf("MessageID: one key of two senders %q, %q", players.MessageID("k1", aliceID), players.MessageID("k1", bobID))
+	}
+}

@@ -2064,10 +2064,15 @@ type ClientInterface interface {
 	//   delivered yet (`pending` of them), in order, each with its id;
 	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
 	//   events after it, then `resumed` (no id), when the user's log
-	//   still holds them and the id is of this log's history; otherwise
-	//   (another history, an id the log no longer serves, one not of the
-	//   server's form) a `snapshot` with `resync: true`, then the
-	//   platform's offline inbox as without `Last-Event-ID`.
+	//   still holds them and the event of that id (each logged event's
+	//   id names its write, so after a Redis failover that lost events
+	//   the new events of the same `seq` have other ids); otherwise
+	//   (another history, an event a failover lost, an id the log no
+	//   longer serves, one not of the server's form) a `snapshot` with
+	//   `resync: true`, then the platform's offline inbox as without
+	//   `Last-Event-ID`. An open stream that finds the event it wrote
+	//   last replaced that way ends, and its client's resume gets the
+	//   `snapshot`.
 	//
 	// Offline delivery: every logged event (`message`, `invite`,
 	// `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -2111,8 +2116,8 @@ type ClientInterface interface {
 	// |---|---|---|
 	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 	// | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
-	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
-	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
+	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
 	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
@@ -2121,7 +2126,10 @@ type ClientInterface interface {
 	// | token_expiring | no | as on room streams |
 	//
 	// The data of every event is the schema `UserEvent`. Logged events
-	// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+	// have `id: <seq>-<tag>` (opaque; the tag names the event's write:
+	// each has its own, the snapshot's that of its position; an id of
+	// an older release, whose tag named the log's history, still
+	// resumes from the events it wrote).
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
@@ -2508,8 +2516,10 @@ type ClientInterface interface {
 	// for 10 minutes (its last 1 000 keyed messages and invites), so the
 	// same invite from the same caller sent again gets the first one's
 	// `ts` (202) and delivers nothing more, and the key with an invite to
-	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-	// invite sent again after a lost answer is delivered twice.
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+	// carries a `messageId`, as a keyed direct message (which see: a
+	// retry after a Redis failover that lost the first). Without a key,
+	// an invite sent again after a lost answer is delivered twice.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2535,8 +2545,10 @@ type ClientInterface interface {
 	// for 10 minutes (its last 1 000 keyed messages and invites), so the
 	// same invite from the same caller sent again gets the first one's
 	// `ts` (202) and delivers nothing more, and the key with an invite to
-	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-	// invite sent again after a lost answer is delivered twice.
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+	// carries a `messageId`, as a keyed direct message (which see: a
+	// retry after a Redis failover that lost the first). Without a key,
+	// an invite sent again after a lost answer is delivered twice.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2812,7 +2824,13 @@ type ClientInterface interface {
 	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
 	// same key from the same sender sent again gets the first message's
 	// `ts` (202) and sends nothing, and with another message it is 422
-	// `IDEMPOTENCY_KEY_REUSED`.
+	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+	// (a hash of the key and the sender), the same for every send with
+	// that key: a Redis failover that lost the first send loses its key
+	// too, so a retry then sends the message again, as a new event (a
+	// client that received the lost one resumes with a `snapshot`, see
+	// `GET /v1/me/events`), and a client that already has that
+	// `messageId` drops it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2839,7 +2857,13 @@ type ClientInterface interface {
 	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
 	// same key from the same sender sent again gets the first message's
 	// `ts` (202) and sends nothing, and with another message it is 422
-	// `IDEMPOTENCY_KEY_REUSED`.
+	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+	// (a hash of the key and the sender), the same for every send with
+	// that key: a Redis failover that lost the first send loses its key
+	// too, so a retry then sends the message again, as a new event (a
+	// client that received the lost one resumes with a `snapshot`, see
+	// `GET /v1/me/events`), and a client that already has that
+	// `messageId` drops it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3530,10 +3554,15 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 //     delivered yet (`pending` of them), in order, each with its id;
 //   - with `Last-Event-ID` (header, or `lastEventId`): the logged
 //     events after it, then `resumed` (no id), when the user's log
-//     still holds them and the id is of this log's history; otherwise
-//     (another history, an id the log no longer serves, one not of the
-//     server's form) a `snapshot` with `resync: true`, then the
-//     platform's offline inbox as without `Last-Event-ID`.
+//     still holds them and the event of that id (each logged event's
+//     id names its write, so after a Redis failover that lost events
+//     the new events of the same `seq` have other ids); otherwise
+//     (another history, an event a failover lost, an id the log no
+//     longer serves, one not of the server's form) a `snapshot` with
+//     `resync: true`, then the platform's offline inbox as without
+//     `Last-Event-ID`. An open stream that finds the event it wrote
+//     last replaced that way ends, and its client's resume gets the
+//     `snapshot`.
 //
 // Offline delivery: every logged event (`message`, `invite`,
 // `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -3577,8 +3606,8 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // |---|---|---|
 // | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 // | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
-// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
-// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
+// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
 // | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 // | match_found | yes | see `POST /v1/matchmaking/tickets` |
@@ -3587,7 +3616,10 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // | token_expiring | no | as on room streams |
 //
 // The data of every event is the schema `UserEvent`. Logged events
-// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+// have `id: <seq>-<tag>` (opaque; the tag names the event's write:
+// each has its own, the snapshot's that of its position; an id of
+// an older release, whose tag named the log's history, still
+// resumes from the events it wrote).
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
@@ -4145,8 +4177,10 @@ func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params 
 // for 10 minutes (its last 1 000 keyed messages and invites), so the
 // same invite from the same caller sent again gets the first one's
 // `ts` (202) and delivers nothing more, and the key with an invite to
-// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-// invite sent again after a lost answer is delivered twice.
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+// carries a `messageId`, as a keyed direct message (which see: a
+// retry after a Redis failover that lost the first). Without a key,
+// an invite sent again after a lost answer is delivered twice.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4182,8 +4216,10 @@ func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, par
 // for 10 minutes (its last 1 000 keyed messages and invites), so the
 // same invite from the same caller sent again gets the first one's
 // `ts` (202) and delivers nothing more, and the key with an invite to
-// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-// invite sent again after a lost answer is delivered twice.
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+// carries a `messageId`, as a keyed direct message (which see: a
+// retry after a Redis failover that lost the first). Without a key,
+// an invite sent again after a lost answer is delivered twice.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4599,7 +4635,13 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 // sent to it for 10 minutes (its last 1 000 keyed messages), so the
 // same key from the same sender sent again gets the first message's
 // `ts` (202) and sends nothing, and with another message it is 422
-// `IDEMPOTENCY_KEY_REUSED`.
+// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+// (a hash of the key and the sender), the same for every send with
+// that key: a Redis failover that lost the first send loses its key
+// too, so a retry then sends the message again, as a new event (a
+// client that received the lost one resumes with a `snapshot`, see
+// `GET /v1/me/events`), and a client that already has that
+// `messageId` drops it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4636,7 +4678,13 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 // sent to it for 10 minutes (its last 1 000 keyed messages), so the
 // same key from the same sender sent again gets the first message's
 // `ts` (202) and sends nothing, and with another message it is 422
-// `IDEMPOTENCY_KEY_REUSED`.
+// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+// (a hash of the key and the sender), the same for every send with
+// that key: a Redis failover that lost the first send loses its key
+// too, so a retry then sends the message again, as a new event (a
+// client that received the lost one resumes with a `snapshot`, see
+// `GET /v1/me/events`), and a client that already has that
+// `messageId` drops it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7136,10 +7184,15 @@ type ClientWithResponsesInterface interface {
 	//   delivered yet (`pending` of them), in order, each with its id;
 	// - with `Last-Event-ID` (header, or `lastEventId`): the logged
 	//   events after it, then `resumed` (no id), when the user's log
-	//   still holds them and the id is of this log's history; otherwise
-	//   (another history, an id the log no longer serves, one not of the
-	//   server's form) a `snapshot` with `resync: true`, then the
-	//   platform's offline inbox as without `Last-Event-ID`.
+	//   still holds them and the event of that id (each logged event's
+	//   id names its write, so after a Redis failover that lost events
+	//   the new events of the same `seq` have other ids); otherwise
+	//   (another history, an event a failover lost, an id the log no
+	//   longer serves, one not of the server's form) a `snapshot` with
+	//   `resync: true`, then the platform's offline inbox as without
+	//   `Last-Event-ID`. An open stream that finds the event it wrote
+	//   last replaced that way ends, and its client's resume gets the
+	//   `snapshot`.
 	//
 	// Offline delivery: every logged event (`message`, `invite`,
 	// `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -7183,8 +7236,8 @@ type ClientWithResponsesInterface interface {
 	// |---|---|---|
 	// | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 	// | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
-	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
-	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+	// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
+	// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 	// | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
 	// | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 	// | match_found | yes | see `POST /v1/matchmaking/tickets` |
@@ -7193,7 +7246,10 @@ type ClientWithResponsesInterface interface {
 	// | token_expiring | no | as on room streams |
 	//
 	// The data of every event is the schema `UserEvent`. Logged events
-	// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+	// have `id: <seq>-<tag>` (opaque; the tag names the event's write:
+	// each has its own, the snapshot's that of its position; an id of
+	// an older release, whose tag named the log's history, still
+	// resumes from the events it wrote).
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
 	// but `200` with only a `retry: 5000` line and a comment `: store
@@ -7596,8 +7652,10 @@ type ClientWithResponsesInterface interface {
 	// for 10 minutes (its last 1 000 keyed messages and invites), so the
 	// same invite from the same caller sent again gets the first one's
 	// `ts` (202) and delivers nothing more, and the key with an invite to
-	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-	// invite sent again after a lost answer is delivered twice.
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+	// carries a `messageId`, as a keyed direct message (which see: a
+	// retry after a Redis failover that lost the first). Without a key,
+	// an invite sent again after a lost answer is delivered twice.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7623,8 +7681,10 @@ type ClientWithResponsesInterface interface {
 	// for 10 minutes (its last 1 000 keyed messages and invites), so the
 	// same invite from the same caller sent again gets the first one's
 	// `ts` (202) and delivers nothing more, and the key with an invite to
-	// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-	// invite sent again after a lost answer is delivered twice.
+	// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+	// carries a `messageId`, as a keyed direct message (which see: a
+	// retry after a Redis failover that lost the first). Without a key,
+	// an invite sent again after a lost answer is delivered twice.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7912,7 +7972,13 @@ type ClientWithResponsesInterface interface {
 	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
 	// same key from the same sender sent again gets the first message's
 	// `ts` (202) and sends nothing, and with another message it is 422
-	// `IDEMPOTENCY_KEY_REUSED`.
+	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+	// (a hash of the key and the sender), the same for every send with
+	// that key: a Redis failover that lost the first send loses its key
+	// too, so a retry then sends the message again, as a new event (a
+	// client that received the lost one resumes with a `snapshot`, see
+	// `GET /v1/me/events`), and a client that already has that
+	// `messageId` drops it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7939,7 +8005,13 @@ type ClientWithResponsesInterface interface {
 	// sent to it for 10 minutes (its last 1 000 keyed messages), so the
 	// same key from the same sender sent again gets the first message's
 	// `ts` (202) and sends nothing, and with another message it is 422
-	// `IDEMPOTENCY_KEY_REUSED`.
+	// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+	// (a hash of the key and the sender), the same for every send with
+	// that key: a Redis failover that lost the first send loses its key
+	// too, so a retry then sends the message again, as a new event (a
+	// client that received the lost one resumes with a `snapshot`, see
+	// `GET /v1/me/events`), and a client that already has that
+	// `messageId` drops it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13144,10 +13216,15 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 //     delivered yet (`pending` of them), in order, each with its id;
 //   - with `Last-Event-ID` (header, or `lastEventId`): the logged
 //     events after it, then `resumed` (no id), when the user's log
-//     still holds them and the id is of this log's history; otherwise
-//     (another history, an id the log no longer serves, one not of the
-//     server's form) a `snapshot` with `resync: true`, then the
-//     platform's offline inbox as without `Last-Event-ID`.
+//     still holds them and the event of that id (each logged event's
+//     id names its write, so after a Redis failover that lost events
+//     the new events of the same `seq` have other ids); otherwise
+//     (another history, an event a failover lost, an id the log no
+//     longer serves, one not of the server's form) a `snapshot` with
+//     `resync: true`, then the platform's offline inbox as without
+//     `Last-Event-ID`. An open stream that finds the event it wrote
+//     last replaced that way ends, and its client's resume gets the
+//     `snapshot`.
 //
 // Offline delivery: every logged event (`message`, `invite`,
 // `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -13191,8 +13268,8 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // |---|---|---|
 // | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
 // | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
-// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
-// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+// | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
+// | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
 // | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
 // | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
 // | match_found | yes | see `POST /v1/matchmaking/tickets` |
@@ -13201,7 +13278,10 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // | token_expiring | no | as on room streams |
 //
 // The data of every event is the schema `UserEvent`. Logged events
-// have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+// have `id: <seq>-<tag>` (opaque; the tag names the event's write:
+// each has its own, the snapshot's that of its position; an id of
+// an older release, whose tag named the log's history, still
+// resumes from the events it wrote).
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
 // but `200` with only a `retry: 5000` line and a comment `: store
@@ -13707,8 +13787,10 @@ func (c *ClientWithResponses) StreamRoomEventsWithResponse(ctx context.Context, 
 // for 10 minutes (its last 1 000 keyed messages and invites), so the
 // same invite from the same caller sent again gets the first one's
 // `ts` (202) and delivers nothing more, and the key with an invite to
-// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-// invite sent again after a lost answer is delivered twice.
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+// carries a `messageId`, as a keyed direct message (which see: a
+// retry after a Redis failover that lost the first). Without a key,
+// an invite sent again after a lost answer is delivered twice.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13740,8 +13822,10 @@ func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Conte
 // for 10 minutes (its last 1 000 keyed messages and invites), so the
 // same invite from the same caller sent again gets the first one's
 // `ts` (202) and delivers nothing more, and the key with an invite to
-// another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-// invite sent again after a lost answer is delivered twice.
+// another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+// carries a `messageId`, as a keyed direct message (which see: a
+// retry after a Redis failover that lost the first). Without a key,
+// an invite sent again after a lost answer is delivered twice.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14113,7 +14197,13 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 // sent to it for 10 minutes (its last 1 000 keyed messages), so the
 // same key from the same sender sent again gets the first message's
 // `ts` (202) and sends nothing, and with another message it is 422
-// `IDEMPOTENCY_KEY_REUSED`.
+// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+// (a hash of the key and the sender), the same for every send with
+// that key: a Redis failover that lost the first send loses its key
+// too, so a retry then sends the message again, as a new event (a
+// client that received the lost one resumes with a `snapshot`, see
+// `GET /v1/me/events`), and a client that already has that
+// `messageId` drops it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14146,7 +14236,13 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 // sent to it for 10 minutes (its last 1 000 keyed messages), so the
 // same key from the same sender sent again gets the first message's
 // `ts` (202) and sends nothing, and with another message it is 422
-// `IDEMPOTENCY_KEY_REUSED`.
+// `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+// (a hash of the key and the sender), the same for every send with
+// that key: a Redis failover that lost the first send loses its key
+// too, so a retry then sends the message again, as a new event (a
+// client that received the lost one resumes with a `snapshot`, see
+// `GET /v1/me/events`), and a client that already has that
+// `messageId` drops it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -917,10 +917,15 @@ export interface paths {
          *       delivered yet (`pending` of them), in order, each with its id;
          *     - with `Last-Event-ID` (header, or `lastEventId`): the logged
          *       events after it, then `resumed` (no id), when the user's log
-         *       still holds them and the id is of this log's history; otherwise
-         *       (another history, an id the log no longer serves, one not of the
-         *       server's form) a `snapshot` with `resync: true`, then the
-         *       platform's offline inbox as without `Last-Event-ID`.
+         *       still holds them and the event of that id (each logged event's
+         *       id names its write, so after a Redis failover that lost events
+         *       the new events of the same `seq` have other ids); otherwise
+         *       (another history, an event a failover lost, an id the log no
+         *       longer serves, one not of the server's form) a `snapshot` with
+         *       `resync: true`, then the platform's offline inbox as without
+         *       `Last-Event-ID`. An open stream that finds the event it wrote
+         *       last replaced that way ends, and its client's resume gets the
+         *       `snapshot`.
          *
          *     Offline delivery: every logged event (`message`, `invite`,
          *     `kicked`, `banned`, `room_closed`, `match_found`) enters the
@@ -964,8 +969,8 @@ export interface paths {
          *     |---|---|---|
          *     | snapshot | yes (the position) | `{"type","userId","seq","ts","platform","session","resync","pending"}` |
          *     | session_replaced | no | `{"type","userId","seq","ts","platform","session","by"}`: only the replaced session receives it, as its last event; `seq` is the log's position at the replacement (an older release's, during a rolling upgrade, was logged: `seq` its own) |
-         *     | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"}}`: a direct message (`POST /v1/users/{userId}/messages`) |
-         *     | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?}` (`POST /v1/rooms/{roomId}/invites`) |
+         *     | message | yes | `{"type","userId","seq","ts","from","message":{"type","data"},"messageId"?}`: a direct message (`POST /v1/users/{userId}/messages`); `messageId` when sent with an `Idempotency-Key` |
+         *     | invite | yes | `{"type","userId","seq","ts","from","roomId","name","mode","region","inviteCode"?,"messageId"?}` (`POST /v1/rooms/{roomId}/invites`) |
          *     | kicked, banned | yes | `{"type","userId","seq","ts","roomId"}`: the user was removed from a room |
          *     | room_closed | yes | `{"type","userId","seq","ts","roomId","reason"}`: a room the user was in closed: its owner or the server deleted it (`closed`), or the janitor closed it (`expired`, `finished`) |
          *     | match_found | yes | see `POST /v1/matchmaking/tickets` |
@@ -974,7 +979,10 @@ export interface paths {
          *     | token_expiring | no | as on room streams |
          *
          *     The data of every event is the schema `UserEvent`. Logged events
-         *     have `id: <seq>-<tag>` (opaque; the tag names the log's history).
+         *     have `id: <seq>-<tag>` (opaque; the tag names the event's write:
+         *     each has its own, the snapshot's that of its position; an id of
+         *     an older release, whose tag named the log's history, still
+         *     resumes from the events it wrote).
          *     Store unavailable: while Redis is unreachable, or before the
          *     instance connected to it, the answer is not 503 as on other routes
          *     but `200` with only a `retry: 5000` line and a comment `: store
@@ -1056,7 +1064,13 @@ export interface paths {
          *     sent to it for 10 minutes (its last 1 000 keyed messages), so the
          *     same key from the same sender sent again gets the first message's
          *     `ts` (202) and sends nothing, and with another message it is 422
-         *     `IDEMPOTENCY_KEY_REUSED`.
+         *     `IDEMPOTENCY_KEY_REUSED`. A keyed message carries a `messageId`
+         *     (a hash of the key and the sender), the same for every send with
+         *     that key: a Redis failover that lost the first send loses its key
+         *     too, so a retry then sends the message again, as a new event (a
+         *     client that received the lost one resumes with a `snapshot`, see
+         *     `GET /v1/me/events`), and a client that already has that
+         *     `messageId` drops it.
          */
         post: operations["sendDirectMessage"];
         delete?: never;
@@ -1096,8 +1110,10 @@ export interface paths {
          *     for 10 minutes (its last 1 000 keyed messages and invites), so the
          *     same invite from the same caller sent again gets the first one's
          *     `ts` (202) and delivers nothing more, and the key with an invite to
-         *     another room is 422 `IDEMPOTENCY_KEY_REUSED`. Without a key, an
-         *     invite sent again after a lost answer is delivered twice.
+         *     another room is 422 `IDEMPOTENCY_KEY_REUSED`; a keyed invite
+         *     carries a `messageId`, as a keyed direct message (which see: a
+         *     retry after a Redis failover that lost the first). Without a key,
+         *     an invite sent again after a lost answer is delivered twice.
          */
         post: operations["inviteToRoom"];
         delete?: never;
@@ -2175,6 +2191,8 @@ export interface components {
             region: string;
             /** @description A private room's invite code (POST /v1/rooms/join-by-code); absent for a public room. */
             inviteCode?: string;
+            /** @description Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A send retried after a failover of Redis that lost the first (its id then no longer resumes) may be delivered again as a new event with the same messageId: a client that already has that messageId drops it. */
+            messageId?: string;
         };
         Sender: {
             /** @description The sending player's user id, so the recipient can answer: sending a message or an invite discloses it to the recipient (in rooms, players still see only playerIds). Absent when the server sent it. */
@@ -2197,6 +2215,8 @@ export interface components {
             ts: string;
             from: components["schemas"]["Sender"];
             message: components["schemas"]["DirectMessageBody"];
+            /** @description Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A send retried after a failover of Redis that lost the first (its id then no longer resumes) may be delivered again as a new event with the same messageId: a client that already has that messageId drops it. */
+            messageId?: string;
         };
         DirectMessageBody: {
             type: string;
