@@ -455,6 +455,13 @@ func TestResumeFromALostWriteIsAGap(t *testing.T) {
 			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Tag != now[3] {
 				t.Fatalf("resume from the kept 2: %+v %v", r, err)
 			}
+			// the tags live in the log's entries: no key of their own, and
+			// every key of the user expires
+			for _, key := range userKeys(t, s, uid) {
+				if ttl := s.Client().PTTL(ctx, key).Val(); ttl <= 0 {
+					t.Errorf("%s: TTL %v", key, ttl)
+				}
+			}
 		})
 	}
 }
