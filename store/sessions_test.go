@@ -776,3 +776,48 @@ func tombstoneKeys(t *testing.T, s *store.Store, uid string) []string {
 	}
 	return keys
 }
+
+// A log an older release wrote has no tag per entry (one tag, the
+// history's, in every id): after the upgrade the ids its clients kept
+// still resume (the history's tag is those entries'), and its streams'
+// acks still count; an event written since has its own tag, and the
+// history's is not its.
+func TestOlderReleasesIDsStillResume(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := sessionStore(t, b, players.PolicyReplace, time.Minute)
+			uid := "u-" + redistest.Prefix(t)
+			k := s.UserLogs().KeysOf(uid)
+			const history = "older1"
+			p := s.Client().TxPipeline()
+			for seq := 1; seq <= 2; seq++ { // as user_send.lua wrote them: field d alone
+				p.XAdd(ctx, &redis.XAddArgs{Stream: k.Log, ID: fmt.Sprintf("%d-0", seq), Values: []any{"d", fmt.Sprintf(`{"type":"message","seq":%d}`, seq)}})
+			}
+			p.HSet(ctx, k.Meta, "seq", 2, "tag", history)
+			for _, key := range []string{k.Log, k.Meta} {
+				p.PExpire(ctx, key, time.Hour)
+			}
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.UserLogs().Send(ctx, uid, []byte(`{"type":"message","new":true}`)); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.1"}, sse.Cursor{Set: true, Version: 1, Tag: history}, 100)
+			if err != nil || r.Gap || len(r.Replay) != 2 || r.Replay[0].Tag != history || r.Replay[1].Tag == history || r.Replay[1].Tag == "" {
+				t.Fatalf("resume from an older release's 1-%s: %+v %v; want 2 (the history's tag) and 3 (its own)", history, r, err)
+			}
+			if moved, err := s.UserLogs().Ack(ctx, uid, "web", history, 2); err != nil || !moved {
+				t.Fatalf("an older release's stream's ack of 2: %v %v", moved, err)
+			}
+			if moved, err := s.UserLogs().Ack(ctx, uid, "web", history, 3); err != nil || moved {
+				t.Fatalf("an ack of 3 with the history's tag: %v %v; want nothing moved (3 has its own)", moved, err)
+			}
+			r, err = s.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{Set: true, Version: 3, Tag: history}, 100)
+			if err != nil || !r.Gap {
+				t.Fatalf("resume from 3-%s: %+v %v; want a gap", history, r, err)
+			}
+		})
+	}
+}
