@@ -108,7 +108,7 @@ func setBack(t *testing.T, st *store.Store, uid string, seq int64) {
 	p.Del(ctx, k.Log)
 	for _, x := range kept {
 		var vs []any
-		for _, f := range []string{"g", "d", "r"} { // in their order (user_send.lua)
+		for _, f := range []string{"d", "r", "g"} { // in their order (user_send.lua)
 			if v, ok := x.Values[f]; ok {
 				vs = append(vs, f, v)
 			}

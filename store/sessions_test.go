@@ -411,7 +411,7 @@ func TestResumeFromALostWriteIsAGap(t *testing.T) {
 			p := s.Client().TxPipeline()
 			p.Del(ctx, k.Log)
 			for _, x := range kept {
-				p.XAdd(ctx, &redis.XAddArgs{Stream: k.Log, ID: x.ID, Values: []any{"g", x.Values["g"], "d", x.Values["d"]}})
+				p.XAdd(ctx, &redis.XAddArgs{Stream: k.Log, ID: x.ID, Values: []any{"d", x.Values["d"], "g", x.Values["g"]}})
 			}
 			p.HSet(ctx, k.Meta, "seq", 2)
 			p.PExpire(ctx, k.Log, time.Hour)

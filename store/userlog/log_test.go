@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,4 +261,64 @@ func writeTag(t *testing.T, st *store.Store, uid string, seq int64) string {
 		t.Fatalf("%s's entry %s has no tag: %v", uid, id, xs[0].Values)
 	}
 	return g
+}
+
+// olderEntryReader is how the release before the tag per write read a
+// log entry (session_open.lua's entry(), as it was): the first field's
+// value, the event JSON (d) or, after "\1", a shared body's key (r). Its
+// instances run it against the entries a newer one writes during a
+// rolling upgrade.
+const olderEntryReader = `local out = {}
+for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
+  if e[2][1] == 'r' then out[#out + 1] = '\1' .. e[2][2] else out[#out + 1] = e[2][2] end
+end
+return out`
+
+// During a rolling upgrade an older instance opens personal streams on
+// logs a newer one writes: its reader takes an entry's first field as
+// the event (or "r", the shared body's key), so the write's tag (g) comes
+// after it. With g first, the older instance sent the tag as the event's
+// data.
+func TestOlderReleaseReadsANewerLog(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
+			if _, err := l.Send(ctx, uid, []byte(`{"type":"message","n":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			ev := players.RoomClosedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventRoomClosed, TS: "2026-11-28T00:00:00Z"},
+				RoomID: "r1", Reason: rooms.ClosedByOwner}
+			if err := l.SendToMany(ctx, []string{uid}, ev); err != nil {
+				t.Fatal(err)
+			}
+			got, err := st.Client().Eval(ctx, olderEntryReader, []string{l.KeysOf(uid).Log}).StringSlice()
+			if err != nil || len(got) != 2 {
+				t.Fatalf("the older reader: %q %v", got, err)
+			}
+			if got[0] != `{"type":"message","n":1,"seq":1}` {
+				t.Errorf("the older reader's event 1: %q, want the event JSON", got[0])
+			}
+			if key, ok := strings.CutPrefix(got[1], userlog.RefMark); !ok || !strings.Contains(key, ":ubody:") || st.Client().Exists(ctx, key).Val() != 1 {
+				t.Errorf("the older reader's event 2: %q, want the shared body's key", got[1])
+			}
+			for seq := int64(1); seq <= 2; seq++ { // and the newer reader's tags
+				writeTag(t, st, uid, seq)
+			}
+			evs, gap, err := st.Sessions().UserLog(ctx, uid, 0, st.Client().HGet(ctx, l.KeysOf(uid).Meta, "tag").Val(), 10)
+			if err != nil || gap || len(evs) != 2 || evs[0].Tag != writeTag(t, st, uid, 1) || evs[1].Tag != writeTag(t, st, uid, 2) {
+				t.Fatalf("the newer reader: %+v %v %v", evs, gap, err)
+			}
+			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
+			if err != nil || len(o.Replay) != 2 || string(o.Replay[0].Data) != got[0] || o.Replay[0].Tag != evs[0].Tag ||
+				o.Replay[1].Tag != evs[1].Tag || !strings.Contains(string(o.Replay[1].Data), `"roomId":"r1"`) {
+				t.Fatalf("the newer opening: %+v %v", o, err)
+			}
+		})
+	}
 }

@@ -4,7 +4,7 @@
 // user's shard (redisx.Base.UserShard), so each script touches one slot:
 //   - the log: a stream of event JSON (ids "<seq>-0", field d), capped
 //     exactly at Config.MaxLen entries (the oldest dropped, counted), each
-//     with the tag of its write (field g): the event's SSE id is
+//     with the tag of its write (field g, after d or r): the event's SSE id is
 //     "<seq>-<tag>", so an event a failover lost and the new history's
 //     event of the same seq have different ids, and a resume, a catch-up
 //     or an Ack from the lost one is told from the new one (as a room's

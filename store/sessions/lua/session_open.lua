@@ -20,8 +20,8 @@
 -- KEYS[1] sessions (zset "<platform>/<session>" → lease expiry, ms)
 -- KEYS[2] status (hash v: version (µs), p: "pc,web"; gone when offline;
 --         expires the linger after the last lease)
--- KEYS[3] user log (stream, ids "<seq>-0", fields g: the write's tag, d:
---         event JSON or r: a body's key; see user_send.lua)
+-- KEYS[3] user log (stream, ids "<seq>-0", fields d: event JSON or r: a
+--         body's key, then g: the write's tag; see user_send.lua)
 -- KEYS[4] log meta (hash seq, tag)
 -- KEYS[5] shard online index (zset userId → earliest lease expiry, ms)
 -- KEYS[6] user's open streams (zset, see userstreams_open)
@@ -151,18 +151,18 @@ set_status(K_SESS, K_STATUS, uid, now, 0, nil, now_us, sch, pubcmd, ARGV[16], KE
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 
--- a log entry's tag: its write's (field g, user_send.lua), or the
--- history's for an older release's entry (none)
+-- a log entry's tag: its write's (field g, after d or r: user_send.lua),
+-- or the history's for an older release's entry (none)
 local function tag_of(e)
-  if e[2][1] == 'g' then return e[2][2] end
+  if e[2][3] == 'g' then return e[2][4] end
   return tag
 end
 -- a log entry as the reply carries it: its tag, a space, then its JSON,
 -- or "\1" and the key of its body stored once for many users
 local function entry(e)
   local f = e[2]
-  if f[#f - 1] == 'r' then return tag_of(e) .. ' \1' .. f[#f] end
-  return tag_of(e) .. ' ' .. f[#f]
+  if f[1] == 'r' then return tag_of(e) .. ' \1' .. f[2] end
+  return tag_of(e) .. ' ' .. f[2]
 end
 local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', '0'}
 if cseq and ARGV[14] ~= '' then

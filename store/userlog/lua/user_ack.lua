@@ -18,7 +18,7 @@ local seq = tonumber(ARGV[3])
 if not m[2] or seq > tonumber(m[1] or '0') then return 0 end
 if seq <= tonumber(redis.call('HGET', cur, ARGV[1]) or '-1') then return 0 end
 local tag, e = m[2], redis.call('XRANGE', log, seq .. '-0', seq .. '-0')[1]
-if e and e[2][1] == 'g' then tag = e[2][2] end
+if e and e[2][3] == 'g' then tag = e[2][4] end -- d or r first, then g
 if tag ~= ARGV[2] then return 0 end
 -- An ack frees memory (the log trimmed) and grows none but a platform's
 -- cursor: it runs out of memory (maxmemory, noeviction) too. Redis

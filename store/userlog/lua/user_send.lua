@@ -3,15 +3,16 @@
 -- log is capped exactly (the oldest entries dropped, counted in the
 -- reply); log, meta and cursors expire together, the TTL after the last
 -- event. An expired log starts a new history: its cursors go with it.
--- Each write has a tag of its own, kept with its entry (field g) and
--- published with it, as a room's events: an event's id "<seq>-<tag>" names
+-- Each write has a tag of its own, kept with its entry (field g, after
+-- d or r: an older release's session_open.lua, during a rolling upgrade,
+-- reads an entry's first field as its body) and published with it, as a room's events: an event's id "<seq>-<tag>" names
 -- that write, so after a failover that lost events the new history's
 -- events of the same numbers have other ids (the readers compare the tag
 -- at the client's position: session_open, UserLog, user_ack). The meta's
 -- tag names the history, the tag of a position without an entry (0, or
 -- an entry trimmed) and of an older release's entries (no g). No prelude.
--- KEYS[1] user log (stream, ids "<seq>-0", fields g: the write's tag,
---         d: event JSON)
+-- KEYS[1] user log (stream, ids "<seq>-0", fields d: event JSON (or r),
+--         then g: the write's tag)
 -- KEYS[2] log meta (hash seq, tag)
 -- KEYS[3] delivery cursors (hash platform → last seq delivered)
 -- KEYS[4] the Idempotency-Keys of messages sent to the user (hash key ->
@@ -56,9 +57,9 @@ local seq = redis.call('HINCRBY', meta, 'seq', 1)
 local ev = string.sub(ARGV[6], 1, -2) .. ',"seq":' .. seq .. '}'
 local before = redis.call('XLEN', log)
 if ARGV[7] == '' then
-  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'g', ARGV[5], 'd', ev)
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'd', ev, 'g', ARGV[5])
 else
-  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'g', ARGV[5], 'r', ARGV[7])
+  redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'r', ARGV[7], 'g', ARGV[5])
 end
 local dropped = before + 1 - redis.call('XLEN', log)
 redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. ARGV[5] .. ' ' .. ev)
