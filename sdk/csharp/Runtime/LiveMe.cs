@@ -7,8 +7,8 @@ namespace RealSync
 {
     /// <summary>UserEvent is one event of the personal stream: snapshot (Platform, Session, Resync,
     /// Pending), presence (UserId, Presence), session_replaced (Session, By: this session ended),
-    /// message (Message, FromUserId, FromName, FromServer), invite (RoomId, Name, Mode, Region,
-    /// InviteCode, FromUserId, FromName, FromServer), kicked and banned (RoomId), room_closed (RoomId,
+    /// message (Message, FromUserId, FromName, FromServer, MessageId), invite (RoomId, Name, Mode,
+    /// Region, InviteCode, FromUserId, FromName, FromServer, MessageId), kicked and banned (RoomId), room_closed (RoomId,
     /// Reason), match_found (RoomId: a seat is held; TicketId, MatchId, Mode, Region, Team). Every
     /// event but presence carries Seq, every event Ts. Data holds the whole payload.</summary>
     public class UserEvent
@@ -43,6 +43,11 @@ namespace RealSync
         public bool FromServer;
         /// <summary>message: the direct message, its Type and Data as sent (SendDirectMessageAsync).</summary>
         public DirectMessage Message;
+        /// <summary>message, invite sent with an idempotency key: the same for every send of that key
+        /// by that sender (32 hex digits), else null. A retry that a Redis failover made a new event
+        /// (after a snapshot with Resync) carries the first send's: drop an event whose MessageId you
+        /// already handled.</summary>
+        public string MessageId;
         /// <summary>invite: the room's name.</summary>
         public string Name;
         /// <summary>invite, match_found: the room's mode.</summary>
@@ -148,6 +153,7 @@ namespace RealSync
             e.TicketId = data.String("ticketId");
             e.MatchId = data.String("matchId");
             e.Team = data.Int("team");
+            e.MessageId = data.String("messageId");
             var from = data.Object("from");
             if (from != null)
             {

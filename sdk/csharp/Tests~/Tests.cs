@@ -1212,7 +1212,7 @@ static class Tests
         var bob = new RealSyncClient(s.BaseUrl);
         var bobId = (await bob.GuestAsync("bob")).UserId;
         var id = (await alice.CreateRoomAsync(NewRoom(Unique("d"), "private"))).Room.Id;
-        await alice.SendDirectMessageAsync(bobId, "chat", new Dictionary<string, object> { { "text", "hi" } });
+        await alice.SendDirectMessageAsync(bobId, "chat", new Dictionary<string, object> { { "text", "hi" } }, "dm-1");
         await alice.InviteAsync(id, bobId);
         var seen = new System.Collections.Concurrent.ConcurrentQueue<UserEvent>();
         using (var me = bob.Me("mobile", new LiveOptions { Dispatch = LiveDispatch.Immediate }))
@@ -1231,6 +1231,8 @@ static class Tests
             Check.Eq("hi", ((JsonObject)evs[0].Message.Data).String("text"), "its data");
             Check.Eq("alice", evs[0].FromName, "the sender's name");
             Check.True(evs[0].Seq > 0 && evs[0].Ts > DateTime.UtcNow.AddMinutes(-5), "its seq and time");
+            Check.True(System.Text.RegularExpressions.Regex.IsMatch(evs[0].MessageId ?? "", "^[0-9a-f]{32}$"), "a keyed message's MessageId");
+            Check.Eq(null, evs[1].MessageId, "an invite sent without a key has none");
             Check.Eq(id, evs[1].RoomId, "the invite's room");
             Check.Eq("Room " + evs[1].Mode, evs[1].Name, "the invite's room name and mode");
             Check.Eq("eu", evs[1].Region, "the invite's region");
