@@ -59,6 +59,18 @@ type meStream struct {
 	follows []string
 	// lost: a renewal found the session's lease gone (see renewSessions)
 	lost atomic.Bool
+	// written: the last logged events written, at written[seq %
+	// len(written)]: a live event of a seq written already is a
+	// duplicate when its tag is the one written (its message came after
+	// the opening's or a catch-up's read of the log), else another
+	// history's (see meItem)
+	written [32]mePos
+}
+
+// wrote says whether st wrote logged event e as it is (its seq and tag),
+// among its last len(st.written) logged events.
+func (st *meStream) wrote(e *UserEvent) bool {
+	return st.written[e.Seq%int64(len(st.written))] == mePos{seq: e.Seq, tag: e.Tag}
 }
 
 func (st *meStream) offer(it meItem) bool {
@@ -329,14 +341,15 @@ func (h *Hub) meItem(ctx context.Context, feed UserFeed, st *meStream, out *writ
 			return h.catchUp(ctx, st, out, at, it.ev)
 		}
 		return at, st.writeLogged(out, it.ev)
-	case it.ev.Seq < at.seq, it.ev.Seq == at.seq && it.ev.Tag == at.tag:
-		// written already (published while the stream opened); after a
-		// failover the resubscription's catch-up checks the history
+	case it.ev.Seq == at.seq && it.ev.Tag == at.tag, it.ev.Seq < at.seq && st.wrote(it.ev):
+		// written already (published while the stream opened, or before
+		// a catch-up read it from the log)
 	case it.ev.Seq != at.seq+1:
-		// missed events, or another write of the seq written last (the
-		// history changed: a failover lost it): catch up from the log,
-		// which tells a gap (EndGap: the client resumes, and a resume
-		// from a lost event gets a snapshot)
+		// missed events, or another write of a seq written already (the
+		// history changed: a failover lost events, or the log expired
+		// while the stream was idle and a new history starts at 1): catch
+		// up from the log, which tells a gap (EndGap: the client resumes,
+		// and a resume from a lost event gets a snapshot)
 		return h.meItem(ctx, feed, st, out, meItem{catchUp: true}, at)
 	default:
 		return mePos{seq: it.ev.Seq, tag: it.ev.Tag}, st.writeLogged(out, it.ev)
@@ -546,6 +559,9 @@ func (st *meStream) writeLogged(out *writer, e *UserEvent) string {
 		return ""
 	}
 	out.writeEvent(e.frame)
+	if !e.Notice {
+		st.written[e.Seq%int64(len(st.written))] = mePos{seq: e.Seq, tag: e.Tag}
+	}
 	if e.meta.Type == players.EventSessionReplaced {
 		return EndReplaced
 	}

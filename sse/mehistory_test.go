@@ -126,3 +126,86 @@ func setBack(t *testing.T, st *store.Store, uid string, seq int64) {
 		t.Fatal(err)
 	}
 }
+
+// A personal stream open while its user's log expired (no event, no
+// opening within REALSYNC_OFFLINE_TTL: simulated, the log, meta and
+// cursors deleted as their expiry would) gets the new history's events
+// from 1 on, below the seq it wrote last: the first ends it (gap), as a
+// changed history, and its client's resume gets a snapshot (resync) then
+// the new event. Dropped as written already, they never reached the
+// client (until the new history reached the stream's seq). Late messages
+// of the events it wrote (their tags) are still dropped.
+func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		rec := newRecorder()
+		var st *store.Store
+		e := newEnv(t, b, func(c *sse.Config) {
+			st = c.Source.(*store.Store)
+			c.Metrics, c.Users = rec, st.Sessions()
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		send := func(n int) {
+			t.Helper()
+			dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, bob.ID, time.Now()),
+				From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: fmt.Appendf(nil, "%d", n)}}
+			if err := st.Sessions().Send(ctx, bob.ID, dm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cl := newClient()
+		done := make(chan error, 1)
+		go func() { done <- e.hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
+		waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
+		for n := 1; n <= 3; n++ {
+			send(n)
+		}
+		waitUntil(t, "3 written", func() bool { return len(cl.all()) == 4 })
+		// late messages of events written (as after a catch-up) are
+		// dropped: 4 comes next
+		for _, f := range cl.all()[2:4] {
+			seq, tag, _ := strings.Cut(f.ID, "-")
+			n, _ := strconv.ParseInt(seq, 10, 64)
+			e.hub.DeliverUser(bob.ID, sse.UserEvent{Seq: n, Tag: tag, Data: []byte(f.Data)})
+		}
+		send(4)
+		waitUntil(t, "4 written", func() bool { return len(cl.all()) >= 5 })
+		if fs := cl.all(); len(fs) != 5 || !strings.Contains(fs[4].Data, `"data":4`) {
+			t.Fatalf("after late messages of 2 and 3, then 4: %+v", fs[4:])
+		}
+		last := cl.all()[4]
+		k := st.UserLogs().KeysOf(bob.ID)
+		waitUntil(t, "4 acknowledged", func() bool { return st.Client().HGet(ctx, k.Cursors, "web").Val() == "4" })
+
+		for _, key := range []string{k.Log, k.Meta, k.Cursors} { // as their expiry
+			if err := st.Client().Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send(10) // the new history's 1
+		var ended bool
+		waitUntil(t, "the stream that wrote 4 ended, or wrote on", func() bool {
+			select {
+			case <-done:
+				ended = true
+			default:
+			}
+			return ended || len(cl.all()) > 5
+		})
+		if _, why, _, _ := rec.snapshot(); !ended || why["me "+sse.EndGap] != 1 {
+			t.Fatalf("the stream that wrote 4: ended %v (%v), wrote %+v; want it ended by a gap", ended, why, cl.all()[5:])
+		}
+
+		cl2 := newClient()
+		done2 := make(chan error, 1)
+		go func() { done2 <- e.hub.ServeMe(ctx, cl2, bob, "web", sse.ParseCursor(last.ID)) }()
+		waitUntil(t, "the resume's snapshot and event", func() bool { return len(cl2.all()) >= 2 })
+		fs := cl2.all()
+		if fs[0].Type != players.EventSnapshot || !strings.Contains(fs[0].Data, `"resync":true`) ||
+			!strings.Contains(fs[1].Data, `"data":10`) || !strings.HasPrefix(fs[1].ID, "1-") {
+			t.Fatalf("resume from %s: %+v; want a snapshot (resync), the new 1", last.ID, fs)
+		}
+		cancel()
+		wait(t, done2, "the resumed stream")
+	})
+}
