@@ -107,8 +107,8 @@ func TestFullRedisTakesAcks(t *testing.T) {
 			t.Fatalf("%s ack out of memory: %v (%v), want the cursor moved", platform, moved, err)
 		}
 	}
-	if n, err := rdb.XLen(ctx, k.Log).Result(); err != nil || n != userlog.ResumeMargin {
-		t.Fatalf("log after the acks: %d entries (%v), want %d", n, err, userlog.ResumeMargin)
+	if n, err := rdb.XLen(ctx, k.Log).Result(); err != nil || n != userlog.ResumeMargin+1 { // the margin and its resume's position
+		t.Fatalf("log after the acks: %d entries (%v), want %d", n, err, userlog.ResumeMargin+1)
 	}
 	if ttl, err := rdb.PTTL(ctx, k.Cursors).Result(); err != nil || ttl <= 0 {
 		t.Fatalf("cursors' TTL %v (%v)", ttl, err)

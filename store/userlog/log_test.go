@@ -54,6 +54,7 @@ func TestLogCapAndAcks(t *testing.T) {
 			}
 			tag := c.HGet(ctx, k.Meta, "tag").Val()
 			at := func(uid string, seq int64) string { return writeTag(t, st, uid, seq) }
+			tag140 := at(uid, 140)
 			for _, a := range []struct {
 				platform, tag string
 				seq           int64
@@ -65,10 +66,16 @@ func TestLogCapAndAcks(t *testing.T) {
 					t.Fatalf("ack %+v: %v %v", a, moved, err)
 				}
 			}
-			// pc has 240, mobile 245: entries up to 240-100 are gone
+			// pc has 240, mobile 245: entries before 240-100 are gone; 140
+			// stays, the position of a resume that asks for the last 100
+			// delivered (its tag tells it from another history's)
 			first := c.XRangeN(ctx, k.Log, "-", "+", 1).Val()
-			if len(first) != 1 || first[0].ID != "141-0" {
+			if len(first) != 1 || first[0].ID != "140-0" {
 				t.Fatalf("first kept %v", first)
+			}
+			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{Set: true, Version: 140, Tag: tag140}, 500)
+			if err != nil || o.Gap || o.From != 140 || len(o.Replay) != 110 || o.Replay[0].Seq != 141 {
+				t.Fatalf("resume from 140, ResumeMargin behind pc's cursor: gap %v, from %d, %d events (%v)", o.Gap, o.From, len(o.Replay), err)
 			}
 			// a platform that opened (and was delivered nothing) holds back
 			// the trim: what it was not delivered stays for it
@@ -88,7 +95,7 @@ func TestLogCapAndAcks(t *testing.T) {
 			if moved, err := l.Ack(ctx, u2, "pc", at(u2, 150), 150); err != nil || !moved {
 				t.Fatalf("ack: %v %v", moved, err)
 			}
-			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
+			o, err = st.Sessions().OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
 			if err != nil || o.From != 0 || len(o.Replay) != 150 {
 				t.Fatalf("console's inbox: from %d, %d events, %v", o.From, len(o.Replay), err)
 			}

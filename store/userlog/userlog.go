@@ -22,7 +22,8 @@
 //
 // An entry is dropped once every platform with a cursor was delivered it,
 // but for the last ResumeMargin delivered ones, which a resume may still
-// ask for. Each event expires Config.TTL (REALSYNC_OFFLINE_TTL) after it
+// ask for, and the one before them (the position a resume that asks for
+// them all names: its tag tells it from another history's). Each event expires Config.TTL (REALSYNC_OFFLINE_TTL) after it
 // was sent: Resolve drops older ones from what is read. Log, meta and
 // cursors expire Config.TTL after the last event, or stream open of the
 // user. Each event's body

@@ -1,7 +1,9 @@
 -- user_ack: records that a session of a platform delivered a user's log up
 -- to seq (its cursor only moves forward), in the user's slot, then drops
 -- the entries every platform with a cursor got, but the last margin of
--- them (what a resume with Last-Event-ID may still ask for). Only the
+-- them (what a resume with Last-Event-ID may still ask for) and the one
+-- before them (the position of a resume that asks for them all: its
+-- tag is checked, session_open.lua). Only the
 -- event the stream wrote counts: the log's entry seq must carry tag, the
 -- tag of its write (user_send.lua), or, for a position without an entry
 -- (0, trimmed) or an older release's entry (no g), the history's. So an
@@ -31,5 +33,5 @@ if kept == 0 then redis.call('PEXPIRE', cur, ARGV[5]) end -- the first cursor
 local low = seq
 for _, v in ipairs(redis.call('HVALS', cur)) do low = math.min(low, tonumber(v)) end
 local to = low - tonumber(ARGV[4])
-if to > 0 then redis.call('XTRIM', log, 'MINID', (to + 1) .. '-0') end
+if to > 0 then redis.call('XTRIM', log, 'MINID', to .. '-0') end
 return 1
