@@ -64,7 +64,7 @@ type meStream struct {
 	// duplicate when its tag is the one written (its message came after
 	// the opening's or a catch-up's read of the log), else another
 	// history's (see meItem)
-	written [32]mePos
+	written [16]mePos
 }
 
 // wrote says whether st wrote logged event e as it is (its seq and tag),

@@ -559,7 +559,8 @@ func (s *Sessions) sweep(ctx context.Context, shard int, users []string) (change
 
 // ParseUserEvent decodes a message of the user's channel: "E <seq> <tag>
 // <json>", a logged event, or "R <json>", a session_replaced (not
-// logged: Notice).
+// logged: Notice). The tag is a copy: a stream keeps the tags of the
+// events it wrote, not the messages.
 func ParseUserEvent(payload string) (sse.UserEvent, error) {
 	if ev, ok := strings.CutPrefix(payload, "R "); ok {
 		return replacedEvent(ev)
@@ -568,5 +569,5 @@ func ParseUserEvent(payload string) (sse.UserEvent, error) {
 	if len(f) != 4 || f[0] != "E" {
 		return sse.UserEvent{}, fmt.Errorf("store: malformed user event %.60q", payload)
 	}
-	return sse.UserEvent{Seq: redisx.Int(f[1]), Tag: f[2], Data: []byte(f[3])}, nil
+	return sse.UserEvent{Seq: redisx.Int(f[1]), Tag: strings.Clone(f[2]), Data: []byte(f[3])}, nil
 }

@@ -307,9 +307,11 @@ type Entry struct {
 const RefMark = "\x01"
 
 // EntryOf reads a reply's entry of seq: its tag, a space, then its JSON,
-// or RefMark and a key.
+// or RefMark and a key. The tag is a copy (a stream keeps the tags of the
+// events it wrote, not the entries).
 func EntryOf(seq int64, s string) Entry {
 	tag, s, _ := strings.Cut(s, " ")
+	tag = strings.Clone(tag)
 	if key, ok := strings.CutPrefix(s, RefMark); ok {
 		return Entry{Seq: seq, Tag: tag, Ref: key}
 	}
