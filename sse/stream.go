@@ -469,8 +469,8 @@ func (u *undo) runUnlessCarried() {
 	}
 }
 
-// carry runs l, the rest of the stream, calling done and then the undo
-// when it ends, now or later (see the function carry).
+// carryLooper runs l, the rest of the stream, calling done and then u
+// when it ends (also when a Step panics), now or later (see carry).
 func carryLooper[T any](u *undo, client Client, l *looper[T], done func(why string)) {
 	u.carried = true
 	l.done = func(why string) {
