@@ -100,8 +100,9 @@ func takenOver(r *http.Request) bool {
 }
 
 // runRest runs the carried rest of r's stream to its end and reports
-// whether it panicked (logged; the stream released itself). An idle
-// stream waits here, in rest.Wait: keep this frame small.
+// whether a Step panicked (logged; the stream released itself). An idle
+// stream waits here, in rest.Wait, which does not panic (sse.Rest) and is
+// not recovered: keep this frame small, with no defer.
 func (cs carryStreams) runRest(r *http.Request, rest sse.Rest) (panicked bool) {
 	for {
 		rest.Wait()

@@ -406,9 +406,12 @@ type Client interface {
 // write, a heartbeat, its end), Step does it and reports whether the
 // stream goes on. Once Step reported false the stream ended and was
 // released; neither is called again. Step cleans up after itself when it
-// panics. Wait holds a few hundred bytes of stack: called from a shallow
-// frame, an idle stream's goroutine keeps the runtime's smallest stacks
-// (what it held during the opening is given back by the next collections).
+// panics; Wait must not panic (a select and its results: a carrier
+// recovers Step's panics only, keeping its idle frame small). Wait holds
+// a few hundred bytes of stack: called from a shallow frame, an idle
+// stream's goroutine keeps a small stack (4 KiB over HTTP/2, see api's
+// carryStreams; what it held during the opening is given back by the
+// next collections).
 type Rest interface {
 	Wait()
 	Step() bool
