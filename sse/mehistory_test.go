@@ -26,30 +26,9 @@ import (
 // client.
 func TestPersonalStreamNoticesAChangedHistory(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		rec := newRecorder()
-		var st *store.Store
-		e := newEnv(t, b, func(c *sse.Config) {
-			st = c.Source.(*store.Store)
-			c.Metrics, c.Users = rec, st.Sessions()
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		send := func(n int) {
-			t.Helper()
-			dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, bob.ID, time.Now()),
-				From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: fmt.Appendf(nil, "%d", n)}}
-			if err := st.Sessions().Send(ctx, bob.ID, dm); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cl := newClient()
-		done := make(chan error, 1)
-		go func() { done <- e.hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
-		waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
-		for n := 1; n <= 3; n++ {
-			send(n)
-		}
-		waitUntil(t, "3 written", func() bool { return len(cl.all()) == 4 })
+		m := openBobsStream(t, b)
+		e, st, cl, ctx := m.e, m.st, m.cl, m.ctx
+		send := func(n int) { t.Helper(); m.send(t, n) }
 		lost := cl.all()[3]
 		k := st.UserLogs().KeysOf(bob.ID)
 		waitUntil(t, "3 acknowledged", func() bool { return st.Client().HGet(ctx, k.Cursors, "web").Val() == "3" })
@@ -57,21 +36,7 @@ func TestPersonalStreamNoticesAChangedHistory(t *testing.T) {
 		setBack(t, st, bob.ID, 2)
 		send(30) // the new 3
 		send(4)
-		var ended bool
-		waitUntil(t, "the stream that wrote the lost 3 ended, or wrote on", func() bool {
-			select {
-			case <-done:
-				ended = true
-			default:
-			}
-			return ended || len(cl.all()) > 4
-		})
-		for _, f := range cl.all()[4:] {
-			t.Errorf("written after the lost 3 (%s): %s %s", lost.ID, f.ID, f.Data)
-		}
-		if _, why, _, _ := rec.snapshot(); !ended || why["me "+sse.EndGap] != 1 {
-			t.Fatalf("the stream that wrote the lost 3: ended %v (%v); want it ended by a gap", ended, why)
-		}
+		m.endedByGap(t, "the stream that wrote the lost 3", 4)
 
 		cl2 := newClient()
 		done2 := make(chan error, 1)
@@ -83,9 +48,67 @@ func TestPersonalStreamNoticesAChangedHistory(t *testing.T) {
 			!strings.HasPrefix(fs[1].ID, "3-") || fs[1].ID == lost.ID {
 			t.Fatalf("resume from the lost %s: %+v; want a snapshot (resync), the new 3 (another id), 4", lost.ID, fs)
 		}
-		cancel()
+		m.cancel()
 		wait(t, done2, "the resumed stream")
 	})
+}
+
+// bobsStream is bob's personal stream (platform web) on a hub of its own,
+// which was sent direct messages 1, 2 and 3 and wrote them.
+type bobsStream struct {
+	e      *env
+	st     *store.Store
+	rec    *recorder
+	cl     *client
+	done   chan error
+	ctx    context.Context
+	cancel context.CancelFunc // ends the streams
+}
+
+func openBobsStream(t *testing.T, b redistest.Backend) *bobsStream {
+	m := &bobsStream{rec: newRecorder(), cl: newClient(), done: make(chan error, 1)}
+	m.e = newEnv(t, b, func(c *sse.Config) {
+		m.st = c.Source.(*store.Store)
+		c.Metrics, c.Users = m.rec, m.st.Sessions()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	m.ctx, m.cancel = ctx, cancel
+	t.Cleanup(cancel)
+	go func() { m.done <- m.e.hub.ServeMe(ctx, m.cl, bob, "web", sse.Cursor{}) }()
+	waitUntil(t, "the personal stream opened", func() bool { return len(m.cl.all()) > 0 })
+	for n := 1; n <= 3; n++ {
+		m.send(t, n)
+	}
+	waitUntil(t, "3 written", func() bool { return len(m.cl.all()) == 4 })
+	return m
+}
+
+// send sends bob a direct message whose data is n.
+func (m *bobsStream) send(t *testing.T, n int) {
+	t.Helper()
+	dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, bob.ID, time.Now()),
+		From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: fmt.Appendf(nil, "%d", n)}}
+	if err := m.st.Sessions().Send(m.ctx, bob.ID, dm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// endedByGap fails unless the stream ends by a gap, having written no
+// frame past its first written.
+func (m *bobsStream) endedByGap(t *testing.T, what string, written int) {
+	t.Helper()
+	var ended bool
+	waitUntil(t, what+" ended, or wrote on", func() bool {
+		select {
+		case <-m.done:
+			ended = true
+		default:
+		}
+		return ended || len(m.cl.all()) > written
+	})
+	if _, why, _, _ := m.rec.snapshot(); !ended || why["me "+sse.EndGap] != 1 {
+		t.Fatalf("%s: ended %v (%v), wrote %+v; want it ended by a gap", what, ended, why, m.cl.all()[written:])
+	}
 }
 
 // setBack makes uid's log, meta and cursors what a replica that had the
@@ -137,30 +160,9 @@ func setBack(t *testing.T, st *store.Store, uid string, seq int64) {
 // of the events it wrote (their tags) are still dropped.
 func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		rec := newRecorder()
-		var st *store.Store
-		e := newEnv(t, b, func(c *sse.Config) {
-			st = c.Source.(*store.Store)
-			c.Metrics, c.Users = rec, st.Sessions()
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		send := func(n int) {
-			t.Helper()
-			dm := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, bob.ID, time.Now()),
-				From: players.Sender{Server: true}, Message: players.DirectMessageBody{Type: "n", Data: fmt.Appendf(nil, "%d", n)}}
-			if err := st.Sessions().Send(ctx, bob.ID, dm); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cl := newClient()
-		done := make(chan error, 1)
-		go func() { done <- e.hub.ServeMe(ctx, cl, bob, "web", sse.Cursor{}) }()
-		waitUntil(t, "the personal stream opened", func() bool { return len(cl.all()) > 0 })
-		for n := 1; n <= 3; n++ {
-			send(n)
-		}
-		waitUntil(t, "3 written", func() bool { return len(cl.all()) == 4 })
+		m := openBobsStream(t, b)
+		e, st, cl, ctx := m.e, m.st, m.cl, m.ctx
+		send := func(n int) { t.Helper(); m.send(t, n) }
 		// late messages of events written (as after a catch-up) are
 		// dropped: 4 comes next
 		for _, f := range cl.all()[2:4] {
@@ -183,18 +185,7 @@ func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 			}
 		}
 		send(10) // the new history's 1
-		var ended bool
-		waitUntil(t, "the stream that wrote 4 ended, or wrote on", func() bool {
-			select {
-			case <-done:
-				ended = true
-			default:
-			}
-			return ended || len(cl.all()) > 5
-		})
-		if _, why, _, _ := rec.snapshot(); !ended || why["me "+sse.EndGap] != 1 {
-			t.Fatalf("the stream that wrote 4: ended %v (%v), wrote %+v; want it ended by a gap", ended, why, cl.all()[5:])
-		}
+		m.endedByGap(t, "the stream that wrote 4", 5)
 
 		cl2 := newClient()
 		done2 := make(chan error, 1)
@@ -205,7 +196,7 @@ func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 			!strings.Contains(fs[1].Data, `"data":10`) || !strings.HasPrefix(fs[1].ID, "1-") {
 			t.Fatalf("resume from %s: %+v; want a snapshot (resync), the new 1", last.ID, fs)
 		}
-		cancel()
+		m.cancel()
 		wait(t, done2, "the resumed stream")
 	})
 }
