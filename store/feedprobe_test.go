@@ -316,10 +316,14 @@ func TestFeedFollowsASlotMove(t *testing.T) {
 	moved := time.Now()
 	const bound = 10 * time.Second
 	var first int64
+	var lastErr error
 	for time.Since(moved) < bound {
 		v, err := patch()
 		if err == nil && first == 0 {
 			first = v
+		}
+		if err != nil {
+			lastErr = err
 		}
 		if first > 0 && sink.has(first) {
 			break
@@ -327,7 +331,7 @@ func TestFeedFollowsASlotMove(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if first == 0 {
-		t.Fatalf("no write succeeded within %v of the move", bound)
+		t.Fatalf("no write succeeded within %v of the move (the last: %v)", bound, lastErr)
 	}
 	if !sink.has(first) {
 		t.Fatalf("version %d (written after the move) not delivered within %v of it", first, bound)
