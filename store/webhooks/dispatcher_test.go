@@ -1307,14 +1307,11 @@ func holdPending(t *testing.T, c redis.UniversalClient, prefix, endpoint string,
 	return key
 }
 
-// A full Redis (maxmemory, noeviction) does not make the dispatcher send a
-// delivery again and again: a delivery sent was settled with XACK and
-// XDEL in a MULTI, every command of which Redis refuses out of memory, so
-// it stayed pending and every round's scan read it and sent it again (a
-// tester's run: 25 deliveries sent 93 500 times in 3 minutes, up to 7 376
-// times one, to a healthy endpoint). Out of memory, each delivery sent is
-// settled, sent once, and nothing is left behind.
-func TestWebhooksFullRedisSendsEachDeliveryOnce(t *testing.T) {
+// fullRedisStore is a store with webhooks on (an outbox of 1 000) on a
+// Redis server of its own, which the test may fill (redistest.Fill), and
+// the store's key prefix.
+func fullRedisStore(t *testing.T) (*redistest.Server, *store.Store, string) {
+	t.Helper()
 	srv, err := redistest.StartServer()
 	if err != nil {
 		t.Fatal(err)
@@ -1323,6 +1320,18 @@ func TestWebhooksFullRedisSendsEachDeliveryOnce(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr},
 		func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+	return srv, s, prefix
+}
+
+// A full Redis (maxmemory, noeviction) does not make the dispatcher send a
+// delivery again and again: a delivery sent was settled with XACK and
+// XDEL in a MULTI, every command of which Redis refuses out of memory, so
+// it stayed pending and every round's scan read it and sent it again (a
+// tester's run: 25 deliveries sent 93 500 times in 3 minutes, up to 7 376
+// times one, to a healthy endpoint). Out of memory, each delivery sent is
+// settled, sent once, and nothing is left behind.
+func TestWebhooksFullRedisSendsEachDeliveryOnce(t *testing.T) {
+	srv, s, prefix := fullRedisStore(t)
 	rec := &hookRecorder{down: map[string]bool{}}
 	started, filled := make(chan struct{}, 1), make(chan struct{})
 	send := func(ctx context.Context, d webhooks.Delivery) error {
@@ -1382,14 +1391,7 @@ func TestWebhooksFullRedisSendsEachDeliveryOnce(t *testing.T) {
 // was full. Out of memory each is tried once (ClaimIdle/2 passes before
 // the next) and stays pending, nothing lost.
 func TestWebhooksFullRedisDoesNotRetryAtOnce(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	prefix := redistest.Prefix(t)
-	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr},
-		func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+	srv, s, prefix := fullRedisStore(t)
 	rec := &hookRecorder{down: map[string]bool{"bad": true}}
 	started, filled := make(chan struct{}, 1), make(chan struct{})
 	send := func(ctx context.Context, d webhooks.Delivery) error {
@@ -1441,14 +1443,7 @@ func TestWebhooksFullRedisDoesNotRetryAtOnce(t *testing.T) {
 // an error: its first write, a field's increment, was refused, and every
 // round of every instance warned of it while Redis was full.
 func TestWebhooksFullRedisRecounts(t *testing.T) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	prefix := redistest.Prefix(t)
-	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr},
-		func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+	srv, s, prefix := fullRedisStore(t)
 	d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: (&hookRecorder{}).send, RecountEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
