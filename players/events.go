@@ -146,7 +146,7 @@ type DirectMessageEvent struct {
 	Message DirectMessageBody `json:"message"`
 	// MessageID names the send for its sender's Idempotency-Key
 	// (MessageID): "" without one.
-	MessageID string `json:"messageId,omitempty" schema:"desc=Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A send retried after a failover of Redis that lost the first (its id then no longer resumes) may be delivered again as a new event with the same messageId: a client that already has that messageId drops it."`
+	MessageID string `json:"messageId,omitempty" schema:"pattern=^[0-9a-f]{32}$,desc=Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A send retried after a failover of Redis that lost the first (its id then no longer resumes) may be delivered again as a new event with the same messageId: a client that already has that messageId drops it."`
 }
 
 // DirectMessageBody is a direct message as sent.
@@ -170,7 +170,7 @@ type InviteEvent struct {
 	InviteCode string `json:"inviteCode,omitempty" schema:"desc=A private room's invite code (POST /v1/rooms/join-by-code); absent for a public room."`
 	// MessageID names the send for its sender's Idempotency-Key
 	// (MessageID): "" without one.
-	MessageID string `json:"messageId,omitempty" schema:"desc=Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A send retried after a failover of Redis that lost the first (its id then no longer resumes) may be delivered again as a new event with the same messageId: a client that already has that messageId drops it."`
+	MessageID string `json:"messageId,omitempty" schema:"pattern=^[0-9a-f]{32}$,desc=Present when the sender gave an Idempotency-Key: the same for every send with that key and sender, a hash of both (32 hex digits). A send retried after a failover of Redis that lost the first (its id then no longer resumes) may be delivered again as a new event with the same messageId: a client that already has that messageId drops it."`
 }
 
 // KickedEvent tells the user they were removed from a room (banned: they

@@ -179,10 +179,12 @@ func (g *gen) object(t reflect.Type, typ string) *yaml.Node {
 	return n
 }
 
-// tag is a field's `schema` tag.
+// tag is a field's `schema` tag: comma-separated ref=, type=, format=,
+// pattern= (a regular expression without commas) and nullable, then
+// desc= (the rest of the tag, commas and all).
 type tag struct {
-	ref, typ, format, desc string
-	nullable               bool
+	ref, typ, format, pattern, desc string
+	nullable                        bool
 }
 
 func parseTag(s string) tag {
@@ -199,6 +201,8 @@ func parseTag(s string) tag {
 			t.typ = v
 		case "format":
 			t.format = v
+		case "pattern":
+			t.pattern = v
 		case "nullable":
 			t.nullable = true
 		}
@@ -259,6 +263,9 @@ func (g *gen) field(t reflect.Type, tg tag) *yaml.Node {
 	}
 	if tg.format != "" {
 		n.Content = append(n.Content, scalar("format"), scalar(tg.format))
+	}
+	if tg.pattern != "" {
+		n.Content = append(n.Content, scalar("pattern"), scalar(tg.pattern))
 	}
 	if tg.nullable {
 		n.Content = append(n.Content, scalar("nullable"), scalar("true"))
