@@ -2483,7 +2483,7 @@ export interface components {
          *     or address), `TOO_MANY_STREAMS` (the player already holds 8 event
          *     streams of this room), or `STREAM_LIMIT` (the caller holds
          *     `REALSYNC_MAX_STREAMS_PER_USER` event streams, default 16, `0`: no
-         *     limit, open at once already, room and lobby streams together,
+         *     limit, open at once already, room, lobby and personal streams together,
          *     counted across every instance; the server's, an API key's, are not
          *     counted). A stream refused for either changes nothing in the room
          *     (no `player_connected`). The new stream is refused; none of the
