@@ -108,6 +108,30 @@ if ! grep -q '^bob joined$' "$tmp/readme-console/out.txt" ||
   cat "$tmp/readme-console/out.txt"; echo "the README's console program printed something else" >&2; exit 1
 fi
 cat "$tmp/readme-console/out.txt"
+# the README's REST and live room blocks (their first csharp blocks), one after
+# the other in a method, run against realsyncd with Unity's Debug.Log on the console
+mkdir -p "$tmp/readme-rest"
+cp "$tmp/RealSync.dll" "$tmp/readme-rest/"
+{
+  printf '%s\n' 'using System; using System.Collections.Generic; using System.Threading.Tasks; using RealSync;' \
+    'static class Debug { public static void Log(object message) { Console.WriteLine(message); } }' \
+    'static class Program { static void Main(string[] args) { Run(args[0]).GetAwaiter().GetResult(); }' \
+    'static async Task Run(string url) {'
+  awk '/^## REST/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md" | sed 's#"http://localhost:8080"#url#'
+  awk '/^## Live rooms and lobbies/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md"
+  printf '%s\n' 'Console.WriteLine(live.Players.Count + " player, state " + Json.Write(live.State));' 'live.Close(); } }'
+} >"$tmp/readme-rest/Program.cs"
+grep -q 'CreateRoomAsync' "$tmp/readme-rest/Program.cs" && grep -q 'client.Live(' "$tmp/readme-rest/Program.cs" ||
+  { echo "no csharp blocks under 'REST' and 'Live rooms and lobbies' in sdk/csharp/README.md" >&2; exit 1; }
+(cd "$tmp/readme-rest" && mcs -langversion:7.2 -warnaserror -r:RealSync.dll -r:System.Net.Http.dll -out:Program.exe Program.cs)
+if ! (cd "$tmp/readme-rest" && timeout 30 mono Program.exe "http://127.0.0.1:$cport" >out.txt 2>&1); then
+  cat "$tmp/readme-rest/out.txt"; echo "the README's REST and live room blocks failed" >&2; exit 1
+fi
+if ! grep -q '^404 ROOM_NOT_FOUND$' "$tmp/readme-rest/out.txt" ||
+  ! grep -q '^1 player, state {"score":10}$' "$tmp/readme-rest/out.txt"; then
+  cat "$tmp/readme-rest/out.txt"; echo "the README's REST and live room blocks printed something else" >&2; exit 1
+fi
+cat "$tmp/readme-rest/out.txt"
 # the README's Unity sample (its csharp block under "Unity sample"), compiled
 # against RealSync.dll and stubs of the few UnityEngine types it uses
 mkdir -p "$tmp/readme-unity"
