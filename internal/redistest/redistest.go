@@ -273,14 +273,29 @@ func startNodes(n, nodeTimeoutMs int) (*Cluster, error) {
 	return c, nil
 }
 
-// form splits the slots evenly over the first masters nodes, has every node
-// meet the first one, and records each node's ID.
+// form gives every node a config epoch of its own (1, 2, ...), splits the
+// slots evenly over the first masters nodes, has every node meet the first
+// one, and records each node's ID.
+//
+// The epochs are what redis-cli --cluster create sets (CLUSTER
+// SET-CONFIG-EPOCH, on nodes that know no other yet). Without them every
+// node starts at epoch 0 and the nodes resolve the collisions themselves
+// once they met, each bump reaching the others by gossip up to a second
+// later, after cluster_state:ok. A slot moved then (MoveSlot) was split
+// for good in 2 runs of 80 with both cores busy: its new owner, which had not
+// heard yet of its old owner's bump, claimed it with an epoch below that
+// one; a third node, not yet told of the move and knowing the bump, sent
+// it an UPDATE naming the old owner, which it took: it gave the slot back
+// to the old owner, deleting the slot's keys (a dirty slot), while the old
+// owner said it was the new one's, and every call was MOVED back and
+// forth from then on: what TestFeedFollowsASlotMove's one CI failure
+// looked like ("no write succeeded within 10s of the move").
 func (c *Cluster) form(masters int) error {
 	ctx := context.Background()
 	for i, s := range c.Nodes {
 		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
-		var err error
-		if i < masters {
+		err := cl.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err()
+		if err == nil && i < masters {
 			lo, hi := i*16384/masters, (i+1)*16384/masters-1
 			err = cl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err()
 		}
@@ -298,15 +313,33 @@ func (c *Cluster) form(masters int) error {
 	return nil
 }
 
+// waitOK waits until every node reports cluster_state:ok and knows every
+// node of Nodes, then until the nodes agree on the epochs (waitSettled).
 func (c *Cluster) waitOK(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if c.allOK() {
-			return nil
+	for !c.allOK() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster not ok within %s", timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("cluster not ok within %s", timeout)
+	return c.waitSettled(context.Background(), time.Until(deadline))
+}
+
+// waitSettled waits until the nodes agree on the epochs (settled), within
+// timeout.
+func (c *Cluster) waitSettled(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := c.settled(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Cluster's nodes disagree on the epochs after %s: %w", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (c *Cluster) allOK() bool {
@@ -320,6 +353,56 @@ func (c *Cluster) allOK() bool {
 		}
 	}
 	return true
+}
+
+// settled says (nil) that the nodes agree on the epochs, as in a Cluster
+// that has run a while: every node has the same current epoch, and sees
+// each master with the same config epoch, so that a slot's new owner,
+// which takes an epoch above every one it knows (CLUSTER SETSLOT NODE on
+// the importing node), claims it above its old owner's everywhere (see
+// form). Its error names the first disagreement.
+func (c *Cluster) settled(ctx context.Context) error {
+	current := map[string]string{}   // node's address: its current epoch
+	epochs := map[string][2]string{} // master's ID: its config epoch, and who said so
+	for _, s := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2})
+		info, err := cl.ClusterInfo(ctx).Result()
+		var nodes string
+		if err == nil {
+			nodes, err = cl.ClusterNodes(ctx).Result()
+		}
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Addr, err)
+		}
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "cluster_current_epoch:"); ok {
+				current[s.Addr] = v
+			}
+		}
+		// "<id> <ip:port@bus> <flags> <master id or -> <ping> <pong> <config epoch> ..."
+		for _, l := range strings.Split(strings.TrimSpace(nodes), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 8 || !strings.Contains(f[2], "master") {
+				continue
+			}
+			seen, ok := epochs[f[0]]
+			if !ok {
+				epochs[f[0]] = [2]string{f[6], s.Addr}
+			} else if seen[0] != f[6] {
+				return fmt.Errorf("master %.8s has config epoch %s as %s sees it, %s as %s does", f[0], seen[0], seen[1], f[6], s.Addr)
+			}
+		}
+	}
+	first := ""
+	for addr, e := range current {
+		if first == "" {
+			first = addr
+		} else if e != current[first] {
+			return fmt.Errorf("current epoch %s on %s, %s on %s", current[first], first, e, addr)
+		}
+	}
+	return nil
 }
 
 var (

@@ -74,7 +74,16 @@ func (c *Cluster) AddMaster(ctx context.Context) (*Server, error) {
 // then every node is told the new master serves the slot. It returns the
 // new master, set once it was chosen even when a later step failed, and
 // how many keys were migrated.
+//
+// It first waits (up to 10 s) for the nodes to agree on the epochs, as in a
+// Cluster that has run a while (settled; redis-cli --cluster reshard
+// moves slots of such a Cluster): a new master that claims the slot below
+// an epoch it has not heard of yet can have it taken back by a node not yet
+// told of the move, its keys deleted, the slot split for good (see form).
 func (c *Cluster) MoveSlot(ctx context.Context, key string, how SlotMove) (to *Server, moved int, err error) {
+	if err := c.waitSettled(ctx, 10*time.Second); err != nil {
+		return nil, 0, err
+	}
 	from, slot, err := c.MasterOf(ctx, key)
 	if err != nil {
 		return nil, 0, err
