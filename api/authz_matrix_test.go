@@ -531,7 +531,7 @@ func newMatrixEnv(t *testing.T, b redistest.Backend) *matrixEnv {
 	auth := &api.Auth{Secret: []byte(matrixSecret), GuestEnabled: true}
 	keys, apiKeys := matrixKeys(t)
 	e := newEnvAuth(t, b, auth, func(c *api.Config, st *store.Store, _ string) {
-		c.APIKeys, c.AdminToken, c.Instances, c.DeadLetters = apiKeys, matrixAdminToken, st.Fleet().Instances, webhooks.NewDeadLetters(st.Base())
+		c.APIKeys, c.AdminToken, c.Instances, c.DeadLetters = apiKeys, matrixAdminToken, st.Fleet().Instances, webhooks.NewDeadLetters(st.Base(), webhooks.Config{})
 	})
 	return &matrixEnv{url: e.url, store: e.store, auth: auth, keys: keys}
 }

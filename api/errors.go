@@ -82,6 +82,7 @@ var problems = []problem{
 	{matchmaking.ErrMemberQueuedInParty, 409, "MEMBER_QUEUED_IN_PARTY", "Queued in a party's ticket"},
 	{matchmaking.ErrTicketMatched, 409, "TICKET_MATCHED", "Ticket already matched"},
 	{matchmaking.ErrQueueFull, 409, "QUEUE_FULL", "Matchmaking queue full"},
+	{deadletter.ErrBacklogFull, 409, "WEBHOOK_BACKLOG_FULL", "Webhook endpoint's backlog full"},
 	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},
 	{rooms.ErrTooLarge, 413, "PAYLOAD_TOO_LARGE", "Payload too large"},
 	{rooms.ErrTooManyStreams, 429, "TOO_MANY_STREAMS", "Too many event streams"},

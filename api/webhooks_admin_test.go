@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +45,7 @@ func newDeadEnv(t *testing.T, b redistest.Backend) *deadEnv {
 	t.Cleanup(func() { st.Close() })
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
-		Ready: st.Ping, Spec: realsync.OpenAPI, AdminToken: adminToken, Instances: st.Fleet().Instances, DeadLetters: webhooks.NewDeadLetters(st.Base()),
+		Ready: st.Ping, Spec: realsync.OpenAPI, AdminToken: adminToken, Instances: st.Fleet().Instances, DeadLetters: webhooks.NewDeadLetters(st.Base(), webhooks.Config{}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -200,6 +201,47 @@ func TestWebhookDeadLettersOverHTTP(t *testing.T) {
 			}
 			if left := de.list(t, 100); len(left) != len(all)-1 {
 				t.Fatalf("%d dead letters after the replayed one was delivered, want %d", len(left), len(all)-1)
+			}
+		})
+	}
+}
+
+// A replay of a dead letter whose endpoint's backlog in its shard is at
+// the bound (the default 10 000, written as the counts would have it) is
+// 409 WEBHOOK_BACKLOG_FULL, a problem saying so, and the letter stays
+// listed; once the backlog is below the bound it is replayed (202).
+func TestWebhookReplayOfAFullBacklogOverHTTP(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			de := newDeadEnv(t, b)
+			all := de.list(t, 100)
+			if len(all) == 0 {
+				t.Fatal("no dead letter")
+			}
+			id := all[0]["id"].(string)
+			sh, _, _ := strings.Cut(id, ".")
+			n, _ := strconv.Atoi(sh)
+			backlog := de.store.Base().Tag(n) + ":webhooks:backlog"
+			ctx := context.Background()
+			if err := de.store.Client().HSet(ctx, backlog, "ep", 10000).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
+			if detail, _ := r.body["detail"].(string); r.status != 409 || r.code() != "WEBHOOK_BACKLOG_FULL" ||
+				!strings.Contains(detail, "10000 deliveries pending or retrying") || r.body["title"] != "Webhook endpoint's backlog full" {
+				t.Fatalf("replay at the bound: %d %s, want 409 WEBHOOK_BACKLOG_FULL naming the count", r.status, r.raw)
+			}
+			if left := de.list(t, 100); fmt.Sprint(left) != fmt.Sprint(all) {
+				t.Fatalf("a refused replay changed the dead letters: %v, was %v", left, all)
+			}
+			if err := de.store.Client().HSet(ctx, backlog, "ep", 9999).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
+				t.Fatalf("replay below the bound: %d %s", r.status, r.raw)
+			}
+			if err := de.store.Client().HIncrBy(ctx, backlog, "ep", -9999).Err(); err != nil { // the hand-written count gone
+				t.Fatal(err)
 			}
 		})
 	}

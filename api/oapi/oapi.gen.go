@@ -88,6 +88,7 @@ const (
 	USERBANNED           ProblemCode = "USER_BANNED"
 	VALIDATIONFAILED     ProblemCode = "VALIDATION_FAILED"
 	VERSIONMISMATCH      ProblemCode = "VERSION_MISMATCH"
+	WEBHOOKBACKLOGFULL   ProblemCode = "WEBHOOK_BACKLOG_FULL"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -188,6 +189,8 @@ func (e ProblemCode) Valid() bool {
 	case VALIDATIONFAILED:
 		return true
 	case VERSIONMISMATCH:
+		return true
+	case WEBHOOKBACKLOGFULL:
 		return true
 	default:
 		return false
@@ -973,6 +976,9 @@ type Unavailable = Problem
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Problem
+
+// WebhookBacklogFull defines model for WebhookBacklogFull.
+type WebhookBacklogFull = Problem
 
 // ListWebhookDeadLettersParams defines parameters for ListWebhookDeadLetters.
 type ListWebhookDeadLettersParams struct {

@@ -119,6 +119,12 @@ func (w webhookSettings) outboxLen() int {
 	return webhookOutboxLen
 }
 
+// bounds are the dispatcher's bounds (MaxDeliveries, MaxBacklog), which
+// a dead letter's replay keeps too (webhooks.NewDeadLetters).
+func (w webhookSettings) bounds() webhooks.Config {
+	return webhooks.Config{MaxDeliveries: webhookMaxDeliveries, MaxBacklog: w.WebhookMaxBacklog}
+}
+
 // runWebhooks delivers the webhook outbox until ctx ends (a no-op with
 // webhooks off), as consumer instance; then it waits up to the webhook
 // timeout for the sends in flight to end and settle (webhooks.Dispatcher.Run).
@@ -131,13 +137,14 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 		log.Error("webhooks", "err", err)
 		return
 	}
-	d, err := webhooks.New(st.Base(), webhooks.Config{Endpoints: dispatcherEndpoints(w.WebhookEndpoints), Consumer: instance, MaxAttempts: w.WebhookMaxAttempts, Workers: w.WebhookWorkers, Metrics: m,
-		MaxDeliveries: webhookMaxDeliveries, MaxBacklog: w.WebhookMaxBacklog,
-		BackoffBase: w.WebhookBackoffBase, BackoffMax: w.WebhookBackoffMax, ClaimIdle: webhookClaimFactor * w.WebhookTimeout,
-		ShutdownWait: w.WebhookTimeout,
-		Send: func(ctx context.Context, d webhooks.Delivery) error {
-			return sender.Send(ctx, webhook.Delivery(d))
-		}})
+	cfg := w.bounds()
+	cfg.Endpoints, cfg.Consumer, cfg.MaxAttempts, cfg.Workers, cfg.Metrics = dispatcherEndpoints(w.WebhookEndpoints), instance, w.WebhookMaxAttempts, w.WebhookWorkers, m
+	cfg.BackoffBase, cfg.BackoffMax = w.WebhookBackoffBase, w.WebhookBackoffMax
+	cfg.ClaimIdle, cfg.ShutdownWait = webhookClaimFactor*w.WebhookTimeout, w.WebhookTimeout
+	cfg.Send = func(ctx context.Context, d webhooks.Delivery) error {
+		return sender.Send(ctx, webhook.Delivery(d))
+	}
+	d, err := webhooks.New(st.Base(), cfg)
 	if err != nil {
 		log.Error("webhooks", "err", err)
 		return

@@ -184,7 +184,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			return st.Ready(ctx)
 		},
 		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
-		AdminToken: cfg.AdminToken, Instances: st.Fleet().Instances, DeadLetters: whstore.NewDeadLetters(st.Base()),
+		AdminToken: cfg.AdminToken, Instances: st.Fleet().Instances, DeadLetters: whstore.NewDeadLetters(st.Base(), cfg.webhookSettings.bounds()),
 		Metrics: m, MetricsHandler: apiMetrics,
 		RateLimiter: ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: cfg.KeyPrefix,
 			RoomTag:  func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) },

@@ -93,6 +93,7 @@ const (
 	USERBANNED           ProblemCode = "USER_BANNED"
 	VALIDATIONFAILED     ProblemCode = "VALIDATION_FAILED"
 	VERSIONMISMATCH      ProblemCode = "VERSION_MISMATCH"
+	WEBHOOKBACKLOGFULL   ProblemCode = "WEBHOOK_BACKLOG_FULL"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -193,6 +194,8 @@ func (e ProblemCode) Valid() bool {
 	case VALIDATIONFAILED:
 		return true
 	case VERSIONMISMATCH:
+		return true
+	case WEBHOOKBACKLOGFULL:
 		return true
 	default:
 		return false
@@ -979,6 +982,9 @@ type Unavailable = Problem
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Problem
 
+// WebhookBacklogFull defines model for WebhookBacklogFull.
+type WebhookBacklogFull = Problem
+
 // ListWebhookDeadLettersParams defines parameters for ListWebhookDeadLetters.
 type ListWebhookDeadLettersParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1684,6 +1690,14 @@ type ClientInterface interface {
 	// `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
 	// Replaying the same id twice: the second is 404
 	// `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+	// A replay never takes an endpoint past the bound its new events are
+	// refused at: when the letter's endpoint already has
+	// `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
+	// the letter's shard (its `realsync_webhook_backlog` gauge), or that
+	// shard's deliveries stream is full, it is 409
+	// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
+	// the letter stays in the dead letters, untouched: replay it once the
+	// endpoint has caught up. The check and the move are one script.
 	//
 	// Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
 	ReplayWebhookDeadLetter(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3044,6 +3058,14 @@ func (c *APIClient) ListWebhookDeadLetters(ctx context.Context, params *ListWebh
 // `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
 // Replaying the same id twice: the second is 404
 // `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+// A replay never takes an endpoint past the bound its new events are
+// refused at: when the letter's endpoint already has
+// `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
+// the letter's shard (its `realsync_webhook_backlog` gauge), or that
+// shard's deliveries stream is full, it is 409
+// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
+// the letter stays in the dead letters, untouched: replay it once the
+// endpoint has caught up. The check and the move are one script.
 //
 // Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
 func (c *APIClient) ReplayWebhookDeadLetter(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6790,6 +6812,14 @@ type ClientWithResponsesInterface interface {
 	// `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
 	// Replaying the same id twice: the second is 404
 	// `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+	// A replay never takes an endpoint past the bound its new events are
+	// refused at: when the letter's endpoint already has
+	// `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
+	// the letter's shard (its `realsync_webhook_backlog` gauge), or that
+	// shard's deliveries stream is full, it is 409
+	// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
+	// the letter stays in the dead letters, untouched: replay it once the
+	// endpoint has caught up. The check and the move are one script.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8617,6 +8647,8 @@ type ReplayWebhookDeadLetterResponse struct {
 	ApplicationproblemJSON404 *DeadLetterNotFound
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *WebhookBacklogFull
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -8649,6 +8681,11 @@ func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON404() *DeadLet
 // GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
 func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON408() *RequestTimeout {
 	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON409() *WebhookBacklogFull {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -12744,6 +12781,14 @@ func (c *ClientWithResponses) ListWebhookDeadLettersWithResponse(ctx context.Con
 // `REALSYNC_WEBHOOK_MAX_ATTEMPTS` tries before it may come back here.
 // Replaying the same id twice: the second is 404
 // `DEAD_LETTER_NOT_FOUND`, so a delivery is never put back twice.
+// A replay never takes an endpoint past the bound its new events are
+// refused at: when the letter's endpoint already has
+// `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
+// the letter's shard (its `realsync_webhook_backlog` gauge), or that
+// shard's deliveries stream is full, it is 409
+// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
+// the letter stays in the dead letters, untouched: replay it once the
+// endpoint has caught up. The check and the move are one script.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14818,6 +14863,13 @@ func ParseReplayWebhookDeadLetterResponse(rsp *http.Response) (*ReplayWebhookDea
 			return nil, err
 		}
 		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest WebhookBacklogFull
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge

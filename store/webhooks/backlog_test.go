@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func deadOf(t *testing.T, s *store.Store, ep string) []deadletter.Letter {
 	t.Helper()
 	var out []deadletter.Letter
 	for cur := ""; ; {
-		page, next, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), cur, 100)
+		page, next, err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).DeadLetters(context.Background(), cur, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +291,7 @@ func TestWebhooksBacklogBoundThenRecovery(t *testing.T) {
 			if n := len(deadOf(t, s, "flaky")); n != 1 {
 				t.Fatalf("recovered: %d dead letters, want the one refused before", n)
 			}
-			if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), letters[0].ID); err != nil {
+			if err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).ReplayDeadLetter(context.Background(), letters[0].ID); err != nil {
 				t.Fatal(err)
 			}
 			checkBacklogCounts(t, s, prefix)
@@ -499,6 +500,119 @@ func TestWebhooksEveryEndpointAtItsBoundWaitsInTheOutbox(t *testing.T) {
 			outbox, dels, retries, deadN := webhookKeys(t, s, prefix, 8)
 			if outbox+dels+retries+deadN != 0 {
 				t.Fatalf("left behind: outbox %d, deliveries %d, retries %d, dead %d", outbox, dels, retries, deadN)
+			}
+			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}
+
+// TestWebhooksReplayKeepsTheBound: a dead letter of an endpoint still
+// down and at its bound (3) in the letter's shard is not replayed:
+// ErrBacklogFull, the letter still listed as it was, the endpoint still
+// holding its bound, the counts unchanged; nor while the shard's
+// deliveries stream is at its own bound (MaxDeliveries 4: 2 and 2 of two
+// other endpoints), though one whose deliveries are all of an endpoint at
+// its bound (3 of the 4) leaves room, as for the fan-out. Once the
+// endpoint has caught up the replay goes through and the letter is
+// delivered. A replay was never refused: the endpoint went one past its
+// bound with each.
+func TestWebhooksReplayKeepsTheBound(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"flaky": true}}
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			const bound = 3
+			cfg := webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now, MaxDeliveries: 100, MaxBacklog: bound,
+				Endpoints: []webhooks.Endpoint{{ID: "flaky", Events: []string{"room_closed"}}, {ID: "good", Events: []string{"room_closed"}}}}
+			d, err := webhooks.New(s.Base(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nr := newRoom() // one shard
+			for range bound + 1 {
+				roomEventsOf(t, s, nr)
+				drain(t, d)
+			}
+			letters := deadOf(t, s, "flaky")
+			if len(letters) != 1 {
+				t.Fatalf("dead letters %+v, want the one refused past the bound", letters)
+			}
+			ctx := context.Background()
+			q := webhooks.NewDeadLetters(s.Base(), cfg)
+			err = q.ReplayDeadLetter(ctx, letters[0].ID)
+			if !errors.Is(err, deadletter.ErrBacklogFull) || !strings.Contains(err.Error(), "3 deliveries pending or retrying") {
+				t.Fatalf("replay of a letter of an endpoint at its bound: %v, want ErrBacklogFull saying 3", err)
+			}
+			if after := deadOf(t, s, "flaky"); fmt.Sprint(after) != fmt.Sprint(letters) {
+				t.Fatalf("a refused replay changed the dead letters: %+v, was %+v", after, letters)
+			}
+			if n := len(held(t, s, prefix, "flaky")); n != bound {
+				t.Fatalf("after a refused replay the endpoint holds %d, want its bound %d", n, bound)
+			}
+			checkBacklogCounts(t, s, prefix)
+
+			rec.setDown("flaky", false)
+			clock.Add(time.Hour) // its retries come due
+			drain(t, d)
+			if n := len(held(t, s, prefix, "flaky")); n != 0 {
+				t.Fatalf("recovered: %d still held", n)
+			}
+			// the letter's shard's deliveries stream at its bound (4)
+			shard, _, _ := strings.Cut(letters[0].ID, ".")
+			tag := fmt.Sprintf("{%s:%s}", prefix, shard)
+			c := s.Client()
+			var added []string
+			add := func(ep string) {
+				t.Helper()
+				id, err := c.XAdd(ctx, &redis.XAddArgs{Stream: tag + ":webhooks:deliveries",
+					Values: []any{"e", ep, "m", "msg_x", "t", "x", "d", "{}", "n", 0}}).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.HIncrBy(ctx, tag+":webhooks:backlog", ep, 1).Err(); err != nil {
+					t.Fatal(err)
+				}
+				added = append(added, id)
+			}
+			for _, ep := range []string{"p", "p", "q", "q"} {
+				add(ep)
+			}
+			small := webhooks.NewDeadLetters(s.Base(), webhooks.Config{MaxDeliveries: 4, MaxBacklog: bound})
+			err = small.ReplayDeadLetter(ctx, letters[0].ID)
+			if !errors.Is(err, deadletter.ErrBacklogFull) || !strings.Contains(err.Error(), "deliveries stream holds 4") {
+				t.Fatalf("replay into a full deliveries stream: %v, want ErrBacklogFull saying 4", err)
+			}
+			if after := deadOf(t, s, "flaky"); fmt.Sprint(after) != fmt.Sprint(letters) {
+				t.Fatalf("a refused replay changed the dead letters: %+v, was %+v", after, letters)
+			}
+			checkBacklogCounts(t, s, prefix)
+			// q's 2 become p's: p at its bound (3 of the 4) does not count
+			if err := c.XDel(ctx, tag+":webhooks:deliveries", added[3]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HIncrBy(ctx, tag+":webhooks:backlog", "q", -1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			add("p")
+			checkBacklogCounts(t, s, prefix)
+			if err := small.ReplayDeadLetter(ctx, letters[0].ID); err != nil {
+				t.Fatalf("replay while the stream's other deliveries are of an endpoint at its bound: %v", err)
+			}
+			if n := len(deadOf(t, s, "flaky")); n != 0 {
+				t.Fatalf("replayed, %d dead letters left", n)
+			}
+			checkBacklogCounts(t, s, prefix)
+			if err := c.XDel(ctx, tag+":webhooks:deliveries", added[0], added[1], added[2], added[4]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HDel(ctx, tag+":webhooks:backlog", "p", "q").Err(); err != nil {
+				t.Fatal(err)
+			}
+			drain(t, d)
+			if got := messageIDs(rec.of("flaky")); !got[letters[0].MessageID] {
+				t.Fatalf("the replayed %s never delivered", letters[0].MessageID)
 			}
 			checkBacklogCounts(t, s, prefix)
 		})

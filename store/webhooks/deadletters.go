@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -14,12 +15,22 @@ import (
 
 // DeadLetters is the dead-letter queue of every shard: the deliveries that
 // failed MaxAttempts tries, for the admin routes (deadletter.Queue).
-type DeadLetters struct{ b *redisx.Base }
+type DeadLetters struct {
+	b *redisx.Base
+	// maxBacklog, maxDeliveries: the dispatchers' Config.MaxBacklog and
+	// MaxDeliveries, which a replay may not pass
+	maxBacklog, maxDeliveries int
+}
 
 var _ deadletter.Queue = (*DeadLetters)(nil)
 
-// NewDeadLetters reads and replays the dead letters of b's shards.
-func NewDeadLetters(b *redisx.Base) *DeadLetters { return &DeadLetters{b: b} }
+// NewDeadLetters reads and replays the dead letters of b's shards. Of
+// cfg it takes the bounds a replay keeps, MaxBacklog and MaxDeliveries
+// (their defaults when zero): give it the dispatchers' Config.
+func NewDeadLetters(b *redisx.Base, cfg Config) *DeadLetters {
+	cfg = cfg.withDefaults()
+	return &DeadLetters{b: b, maxBacklog: cfg.MaxBacklog, maxDeliveries: cfg.MaxDeliveries}
+}
 
 // DeadLetters lists up to limit dead letters, shard by shard, oldest first,
 // after the cursor (a DeadLetter.ID; "" from the start; anything else is
@@ -97,19 +108,35 @@ func canonical(s string) bool {
 }
 
 // ReplayDeadLetter puts dead letter id back into its shard's deliveries,
-// retry count reset; deadletter.ErrNotFound when there is no such one.
+// retry count reset, and its endpoint's backlog; deadletter.ErrNotFound
+// when there is no such one. When its endpoint's backlog in the shard is
+// at MaxBacklog, or the shard's deliveries at MaxDeliveries (counted as
+// the fan-out counts them: less the backlogs at MaxBacklog), it is
+// deadletter.ErrBacklogFull and the letter stays where it is, untouched:
+// the check is the replay script's, atomic with the move, so replays at
+// once never take an endpoint past its bound.
 func (q *DeadLetters) ReplayDeadLetter(ctx context.Context, id string) error {
 	shard, entry, ok := parseDeadID(id, q.b.Shards)
 	if !ok {
 		return deadletter.ErrNotFound
 	}
 	k := keys{q.b}
-	n, err := q.b.Runner.Run(ctx, replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), backlog: k.backlog(shard), entry: entry}).Int()
+	out, err := q.b.Runner.Run(ctx, replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), backlog: k.backlog(shard), entry: entry,
+		maxBacklog: q.maxBacklog, maxDeliveries: q.maxDeliveries}).Int64Slice()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
-	if n == 0 {
+	switch {
+	case len(out) == 0:
+		return fmt.Errorf("webhooks: the replay script answered nothing")
+	case out[0] == 0:
 		return deadletter.ErrNotFound
+	case out[0] == -1 && len(out) > 1:
+		return fmt.Errorf("%w: its endpoint has %d deliveries pending or retrying in its shard, the bound (REALSYNC_WEBHOOK_MAX_BACKLOG %d); replay it once the endpoint has caught up",
+			deadletter.ErrBacklogFull, out[1], q.maxBacklog)
+	case out[0] == -2 && len(out) > 1:
+		return fmt.Errorf("%w: its shard's deliveries stream holds %d deliveries, its bound (%d); replay it once they have been sent",
+			deadletter.ErrBacklogFull, out[1], q.maxDeliveries)
 	}
 	return nil
 }

@@ -292,7 +292,7 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 					}
 				}
 			}
-			list, next, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), "", 100)
+			list, next, err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).DeadLetters(context.Background(), "", 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,13 +301,13 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			}
 			// a page that holds the last letter is the last: no cursor to an
 			// empty page
-			if all, nxt, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), "", len(list)); err != nil || len(all) != len(list) || nxt != "" {
+			if all, nxt, err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).DeadLetters(context.Background(), "", len(list)); err != nil || len(all) != len(list) || nxt != "" {
 				t.Fatalf("a page of all %d dead letters: %d, next %q, %v", len(list), len(all), nxt, err)
 			}
 			// paging: one at a time reaches the same letters
 			var paged []string
 			for cur := ""; ; {
-				page, nxt, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), cur, 1)
+				page, nxt, err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).DeadLetters(context.Background(), cur, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -326,7 +326,7 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 				t.Fatalf("paged %d dead letters, listed %d", len(paged), len(list))
 			}
 			for _, bad := range []string{"x", "0.1", "99.1-0", "-1.1-0", "0.1-x", "+0.1-0", "00.1-0", "0.01-0", "0.1-00"} {
-				if _, _, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), bad, 1); !errors.Is(err, deadletter.ErrBadCursor) {
+				if _, _, err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).DeadLetters(context.Background(), bad, 1); !errors.Is(err, deadletter.ErrBadCursor) {
 					t.Fatalf("cursor %q: %v, want ErrBadCursor", bad, err)
 				}
 			}
@@ -338,17 +338,17 @@ func TestWebhooksHourOfFailuresThenReplay(t *testing.T) {
 			if _, _, retries, _ := webhookKeys(t, s, prefix, 8); retries != 0 {
 				t.Fatalf("%d retries left after dead-lettering", retries)
 			}
-			if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), "0.1-0"); !errors.Is(err, deadletter.ErrNotFound) {
+			if err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).ReplayDeadLetter(context.Background(), "0.1-0"); !errors.Is(err, deadletter.ErrNotFound) {
 				t.Fatalf("replay of an unknown id: %v", err)
 			}
 			rec.setDown("ep", false)
 			before := len(rec.of("ep"))
 			for _, l := range list {
-				if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), l.ID); err != nil {
+				if err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).ReplayDeadLetter(context.Background(), l.ID); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := webhooks.NewDeadLetters(s.Base()).ReplayDeadLetter(context.Background(), list[0].ID); !errors.Is(err, deadletter.ErrNotFound) {
+			if err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).ReplayDeadLetter(context.Background(), list[0].ID); !errors.Is(err, deadletter.ErrNotFound) {
 				t.Fatalf("second replay: %v", err)
 			}
 			drain(t, d)
@@ -461,7 +461,7 @@ func TestWebhooksSetEndpoints(t *testing.T) {
 			if got := hookTypes(t, rec.of("b"), second); !slices.Equal(got, []string{"room_closed"}) {
 				t.Fatalf("b got %v, want the second room's room_closed only (not %s's)", got, first)
 			}
-			dead, _, err := webhooks.NewDeadLetters(s.Base()).DeadLetters(context.Background(), "", 100)
+			dead, _, err := webhooks.NewDeadLetters(s.Base(), webhooks.Config{}).DeadLetters(context.Background(), "", 100)
 			if err != nil {
 				t.Fatal(err)
 			}

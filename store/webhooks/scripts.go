@@ -128,14 +128,16 @@ func (c dueCall) KeysArgs() ([]string, []any) {
 }
 
 // replayCall is webhook_replay.lua: dead letter entry goes back into the
-// deliveries and its endpoint's backlog.
+// deliveries and its endpoint's backlog, unless that backlog is at
+// maxBacklog or the deliveries at maxDeliveries.
 type replayCall struct {
 	dead, deliveries, backlog, entry string
+	maxBacklog, maxDeliveries        int
 }
 
 func (replayCall) Script() *redisx.Script { return replayScript }
 func (c replayCall) KeysArgs() ([]string, []any) {
-	return []string{c.dead, c.deliveries, c.backlog}, []any{c.entry}
+	return []string{c.dead, c.deliveries, c.backlog}, []any{c.entry, c.maxBacklog, c.maxDeliveries}
 }
 
 // recountCall is webhook_recount.lua: one step of the shard's backlog

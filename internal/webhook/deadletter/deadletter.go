@@ -37,6 +37,13 @@ type Letter struct {
 // was, or not an id at all).
 var ErrNotFound = errors.New("dead letter not found")
 
+// ErrBacklogFull: the dead letter was not replayed, and stays in the dead
+// letters untouched, because its endpoint's backlog in its shard is at the
+// bound its new events are refused at (REALSYNC_WEBHOOK_MAX_BACKLOG), or
+// its shard's deliveries stream is at its own: a replay would take it
+// past. The error wrapping it says which, and the counts.
+var ErrBacklogFull = errors.New("the dead letter's endpoint backlog is full")
+
 // ErrBadCursor: a list cursor that is not a dead letter id of this
 // deployment.
 var ErrBadCursor = errors.New("not a cursor of the dead-letter list")
@@ -51,6 +58,8 @@ type Queue interface {
 	DeadLetters(ctx context.Context, cursor string, limit int) (list []Letter, next string, err error)
 	// ReplayDeadLetter moves dead letter id back into the deliveries with
 	// its retry count reset, atomically: a second replay of the same id
-	// is ErrNotFound.
+	// is ErrNotFound. When its endpoint's backlog (or its shard's
+	// deliveries) is at its bound it is ErrBacklogFull and the letter
+	// stays, untouched, checked atomically with the move.
 	ReplayDeadLetter(ctx context.Context, id string) error
 }
