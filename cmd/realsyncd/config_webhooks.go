@@ -144,6 +144,7 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 	cfg.Send = func(ctx context.Context, d webhooks.Delivery) error {
 		return sender.Send(ctx, webhook.Delivery(d))
 	}
+	m.WebhookMaxBacklog(cfg.MaxBacklog)
 	d, err := webhooks.New(st.Base(), cfg)
 	if err != nil {
 		log.Error("webhooks", "err", err)
@@ -163,6 +164,8 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 type webhookMetrics interface {
 	webhooks.Metrics
 	WebhooksFileLoaded(ok bool)
+	// WebhookMaxBacklog is REALSYNC_WEBHOOK_MAX_BACKLOG in force.
+	WebhookMaxBacklog(n int)
 }
 
 // dispatcherEndpoints are eps as the dispatcher sees them.

@@ -79,6 +79,8 @@ func TestDeployMetricsList(t *testing.T) {
 	m.StreamEnded(sse.KindRoom, sse.EndTokenExpiry)
 	m.APIKeysLoaded(2)
 	m.APIKeysReloadFailed()
+	m.WebhookEndpoints([]string{"crm"})
+	m.WebhookMaxBacklog(10000)
 	m.WebhookDelivered("crm", "delivered")
 	m.WebhookRefused("crm")
 	m.WebhookLag(time.Second)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,17 +11,29 @@ import (
 
 // webhookMetrics are the webhook dispatcher's (issue 16 item 6):
 // realsync_webhook_deliveries_total{endpoint,outcome},
-// realsync_webhook_backlog_refused_total{endpoint} and
+// realsync_webhook_backlog_refused_total{endpoint},
+// realsync_webhook_backlog{endpoint}, realsync_webhook_max_backlog and
 // realsync_webhook_outbox_lag_seconds; and the endpoints file's reloads,
 // realsync_webhooks_file_reloads_total{result}. The endpoint label is an
-// endpoint id of the endpoints file (one removed by a reload keeps its
-// series until the instance restarts).
+// endpoint id of the endpoints file. The counters of every endpoint of
+// the file start at 0 when the file is loaded or reloaded with it (so
+// that an alert's increase() sees its first refusal); one removed by a
+// reload keeps its counters until the instance restarts, and loses its
+// backlog gauge at once.
 type webhookMetrics struct {
 	tries   *prometheus.CounterVec
 	refused *prometheus.CounterVec
+	backlog *prometheus.GaugeVec
+	bound   prometheus.Gauge
 	lag     prometheus.Gauge
 	reloads *prometheus.CounterVec
+	mu      *sync.Mutex
+	inForce map[string]bool // the endpoints of the file (mu): the backlog gauge's series
 }
+
+// webhookOutcomes are realsync_webhook_deliveries_total's outcomes
+// (webhooks.Metrics.WebhookDelivered).
+var webhookOutcomes = []string{"delivered", "retry", "dead"}
 
 var _ webhooks.Metrics = (*Metrics)(nil)
 
@@ -32,13 +45,20 @@ func newWebhookMetrics(reg prometheus.Registerer) webhookMetrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhook_backlog_refused_total",
 			Help: "Webhook deliveries sent to the dead letters untried because the endpoint's backlog in its shard (deliveries pending or retrying) was at REALSYNC_WEBHOOK_MAX_BACKLOG, by endpoint id."},
 			[]string{"endpoint"}),
+		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "realsync_webhook_backlog",
+			Help: "Each webhook endpoint's backlog (deliveries pending or retrying) in the shard where it is largest, the figure REALSYNC_WEBHOOK_MAX_BACKLOG is checked against, read from Redis every 5 s: the same on every instance. By endpoint id of REALSYNC_WEBHOOKS_FILE."},
+			[]string{"endpoint"}),
+		bound: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_max_backlog",
+			Help: "REALSYNC_WEBHOOK_MAX_BACKLOG in force on this instance (0: webhooks off): the bound realsync_webhook_backlog is checked against."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "realsync_webhook_outbox_lag_seconds",
 			Help: "Age of the oldest event this instance's last round over the webhook outboxes read, or left waiting while the deliveries were full or every endpoint at its backlog bound; 0 when it found them empty: how far delivery runs behind the rooms."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_webhooks_file_reloads_total",
 			Help: "Reads of a changed REALSYNC_WEBHOOKS_FILE, by result: ok (read; the endpoints replaced when they differ), error (refused, the endpoints in force kept)."},
 			[]string{"result"}),
+		mu:      new(sync.Mutex),
+		inForce: map[string]bool{},
 	}
-	reg.MustRegister(w.tries, w.refused, w.lag, w.reloads)
+	reg.MustRegister(w.tries, w.refused, w.backlog, w.bound, w.lag, w.reloads)
 	w.reloads.WithLabelValues("ok")
 	w.reloads.WithLabelValues("error")
 	return w
@@ -53,6 +73,51 @@ func (m *Metrics) WebhooksFileLoaded(ok bool) {
 	}
 	m.webhooks.reloads.WithLabelValues(result).Inc()
 }
+
+// WebhookEndpoints implements webhooks.Metrics: the counters of each of
+// ids start at 0 (those it had stay), its backlog gauge at 0 if new; the
+// backlog gauge of an endpoint no longer in ids is deleted.
+func (m *Metrics) WebhookEndpoints(ids []string) {
+	w := &m.webhooks
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	next := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		next[id] = true
+		w.refused.WithLabelValues(id)
+		for _, o := range webhookOutcomes {
+			w.tries.WithLabelValues(id, o)
+		}
+		if !w.inForce[id] {
+			w.backlog.WithLabelValues(id).Set(0)
+		}
+	}
+	for id := range w.inForce {
+		if !next[id] {
+			w.backlog.DeleteLabelValues(id)
+		}
+	}
+	w.inForce = next
+}
+
+// WebhookBacklog implements webhooks.Metrics: the gauge of each endpoint
+// in force (the last WebhookEndpoints); one named that is no longer is
+// left out (a report read before its removal).
+func (m *Metrics) WebhookBacklog(backlogs map[string]int64) {
+	w := &m.webhooks
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, n := range backlogs {
+		if w.inForce[id] {
+			w.backlog.WithLabelValues(id).Set(float64(n))
+		}
+	}
+}
+
+// WebhookMaxBacklog sets realsync_webhook_max_backlog, the bound of one
+// endpoint's backlog in a shard (REALSYNC_WEBHOOK_MAX_BACKLOG), which
+// the alerts compare realsync_webhook_backlog with.
+func (m *Metrics) WebhookMaxBacklog(n int) { m.webhooks.bound.Set(float64(n)) }
 
 // WebhookDelivered implements webhooks.Metrics.
 func (m *Metrics) WebhookDelivered(endpoint, outcome string) {

@@ -618,3 +618,84 @@ func TestWebhooksReplayKeepsTheBound(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksBacklogGauge: every BacklogEvery (here every round) the
+// dispatcher reports each endpoint in force's backlog in its fullest
+// shard, what the fan-out compares with the bound: the down endpoint's 3
+// in its rooms' shard, 0 for the healthy one (it had a count a moment in
+// each shard); a larger count in another shard is reported instead, a
+// smaller one is not; an endpoint removed from the file is no longer
+// reported, one added is at 0 (WebhookEndpoints names the endpoints at
+// New and at each SetEndpoints). Before, no backlog was reported: an
+// operator learnt of a dying receiver at its first refusal.
+func TestWebhooksBacklogGauge(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"down": true}}
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)} // still: the retries never come due
+			m := &outcomeRecorder{}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now,
+				MaxDeliveries: 100, MaxBacklog: 10, Metrics: m, BacklogEvery: time.Nanosecond,
+				Endpoints: []webhooks.Endpoint{{ID: "down", Events: []string{"room_closed"}}, {ID: "good", Events: []string{"room_closed"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(m.eps); got != "[down good]" {
+				t.Fatalf("WebhookEndpoints at New: %s", got)
+			}
+			nr := newRoom() // one shard
+			for range 3 {
+				roomEventsOf(t, s, nr)
+			}
+			drain(t, d)
+			if got := m.lastBacklog(); got != "map[down:3 good:0]" {
+				t.Fatalf("backlogs %s, want down 3 (its shard's), good 0", got)
+			}
+			// the counts of another shard: larger, then smaller
+			l := held(t, s, prefix, "down")
+			if len(l) != 3 {
+				t.Fatalf("the down endpoint holds %v", l)
+			}
+			var shard int
+			if _, err := fmt.Sscanf(l[0], "msg_%d_", &shard); err != nil { // msg_<shard>_<outbox id>
+				t.Fatal(err)
+			}
+			other := fmt.Sprintf("{%s:%d}:webhooks:backlog", prefix, (shard+1)%8)
+			ctx := context.Background()
+			if err := s.Client().HSet(ctx, other, "down", 7, "gone", 9).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.lastBacklog(); got != "map[down:7 good:0]" {
+				t.Fatalf("backlogs %s, want down 7 (the fullest shard's), good 0, no endpoint out of the file", got)
+			}
+			if err := s.Client().HSet(ctx, other, "down", 2).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.lastBacklog(); got != "map[down:3 good:0]" {
+				t.Fatalf("backlogs %s, want down 3 (its fullest shard's)", got)
+			}
+			if err := s.Client().Del(ctx, other).Err(); err != nil {
+				t.Fatal(err)
+			}
+			d.SetEndpoints([]webhooks.Endpoint{{ID: "down", Events: []string{"room_closed"}}, {ID: "new", Events: []string{"room_closed"}}})
+			if got := fmt.Sprint(m.eps); got != "[down new]" {
+				t.Fatalf("WebhookEndpoints at SetEndpoints: %s", got)
+			}
+			if _, err := d.Step(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.lastBacklog(); got != "map[down:3 new:0]" {
+				t.Fatalf("backlogs %s after a reload, want down 3, new 0, good gone", got)
+			}
+			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}

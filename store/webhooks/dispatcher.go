@@ -150,6 +150,19 @@ type Metrics interface {
 	// endpoint is one of the endpoints in force (Config.Endpoints,
 	// SetEndpoints).
 	WebhookRefused(endpoint string)
+	// WebhookEndpoints is called with the ids of the endpoints put in
+	// force (New, SetEndpoints), before any other call names them: an
+	// observer starts each one's series (at 0, so that its first
+	// refusal is an increase) and drops those of endpoints no longer in
+	// force that WebhookBacklog set.
+	WebhookEndpoints(ids []string)
+	// WebhookBacklog is, every Config.BacklogEvery (at a round's end), the
+	// backlog of each endpoint in force (its deliveries pending or
+	// retrying, as counted) in the shard where it is largest, the figure
+	// MaxBacklog is checked against (0: none in any shard). It is read
+	// from Redis, the same figure on every instance. An endpoint that
+	// WebhookEndpoints has since removed may still be named.
+	WebhookBacklog(backlogs map[string]int64)
 	// WebhookLag is, once per round (back to back while Run has work, every
 	// Poll when idle), the age of the oldest outbox entry the
 	// round read or left waiting (deliveries full, or every endpoint at
@@ -217,6 +230,10 @@ type Config struct {
 	// RecountStep is how many deliveries a round's step of a recount walks
 	// (a script: its time, about 3 µs a delivery); default 1000.
 	RecountStep int
+	// BacklogEvery is how often a round reads every shard's backlog
+	// counts (one HGETALL a shard, pipelined) for Metrics.WebhookBacklog;
+	// default 5 s.
+	BacklogEvery time.Duration
 	// Poll is the pause between rounds that started nothing (cut short
 	// when a send ends); default 250 ms.
 	Poll time.Duration
@@ -266,6 +283,9 @@ func (c Config) withDefaults() Config {
 	if c.Poll <= 0 {
 		c.Poll = 250 * time.Millisecond
 	}
+	if c.BacklogEvery <= 0 {
+		c.BacklogEvery = 5 * time.Second
+	}
 	if c.ShutdownWait <= 0 {
 		c.ShutdownWait = 5 * time.Second
 	}
@@ -289,6 +309,9 @@ type Dispatcher struct {
 	scan  map[int]string    // per shard: the last pending delivery the scan passed
 	claim map[string]string // per stream: where the next XAUTOCLAIM starts
 	pool  *pool
+	// backlogAt is when the last round read the backlogs for
+	// Metrics.WebhookBacklog (d.mu)
+	backlogAt time.Time
 	// refusedErr is the lastError of a delivery refused for its
 	// endpoint's backlog.
 	refusedErr string
@@ -318,12 +341,20 @@ func New(b *redisx.Base, cfg Config) (*Dispatcher, error) {
 // pending delivery to an endpoint no longer in eps fails its tries (and
 // ends in the dead letters), one to an endpoint still there is sent as it
 // is now configured.
+//
+// Metrics.WebhookEndpoints learns the ids of eps (New calls it too), so
+// every endpoint of the file has its series from the file's load on.
 func (d *Dispatcher) SetEndpoints(eps []Endpoint) {
 	e := &endpoints{list: slices.Clone(eps), byID: make(map[string]Endpoint, len(eps))}
+	ids := make([]string, 0, len(eps))
 	for _, ep := range eps {
 		e.byID[ep.ID] = ep
+		ids = append(ids, ep.ID)
 	}
 	d.eps.Store(e)
+	if d.cfg.Metrics != nil {
+		d.cfg.Metrics.WebhookEndpoints(ids)
+	}
 }
 
 // Run dispatches until ctx ends, continuously: a round reads and starts
@@ -407,8 +438,56 @@ func (d *Dispatcher) round(ctx, sendCtx context.Context) (n int, err error) {
 	}
 	if d.cfg.Metrics != nil {
 		d.cfg.Metrics.WebhookLag(lag)
+		if err := d.reportBacklog(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("webhooks: the backlogs' gauge: %w", err))
+		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// reportBacklog gives Metrics.WebhookBacklog each endpoint in force's
+// backlog in its fullest shard, once BacklogEvery has passed since the
+// last report: one pipelined HGETALL of every shard's backlog hash (a
+// field per endpoint with deliveries there). The fullest shard's is the
+// figure the fan-out checks MaxBacklog against, so its gauge over the
+// bound says how close the endpoint's first refusal is; a sum over the
+// shards would not (it may be several times the bound before any).
+func (d *Dispatcher) reportBacklog(ctx context.Context) error {
+	d.mu.Lock()
+	due := time.Since(d.backlogAt) >= d.cfg.BacklogEvery
+	if due {
+		d.backlogAt = time.Now()
+	}
+	d.mu.Unlock()
+	if !due {
+		return nil
+	}
+	k := keys{d.b}
+	cmds := make([]*redis.MapStringStringCmd, d.b.Shards)
+	_, err := d.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for sh := range cmds {
+			cmds[sh] = p.HGetAll(ctx, k.backlog(sh))
+		}
+		return nil
+	})
+	if err != nil {
+		return redisx.Wrap(err)
+	}
+	eps := d.eps.Load().list
+	out := make(map[string]int64, len(eps))
+	for _, ep := range eps {
+		out[ep.ID] = 0
+	}
+	for _, c := range cmds {
+		for ep, v := range c.Val() {
+			if cur, ok := out[ep]; ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				out[ep] = max(cur, n)
+			}
+		}
+	}
+	d.cfg.Metrics.WebhookBacklog(out)
+	return nil
 }
 
 // pool is the dispatcher's sends, across rounds: Workers in flight at

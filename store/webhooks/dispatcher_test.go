@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -546,6 +547,8 @@ type lagRecorder struct {
 
 func (r *lagRecorder) WebhookDelivered(string, string) {}
 func (r *lagRecorder) WebhookRefused(string)           {}
+func (r *lagRecorder) WebhookEndpoints([]string)       {}
+func (r *lagRecorder) WebhookBacklog(map[string]int64) {}
 func (r *lagRecorder) WebhookLag(d time.Duration) {
 	r.mu.Lock()
 	r.lag = append(r.lag, d)
@@ -793,11 +796,35 @@ func TestWebhooksHealthyEndpointFlowsWhileAnotherHangs(t *testing.T) {
 	}
 }
 
-// outcomeRecorder records the dispatcher's tries by outcome.
+// outcomeRecorder records the dispatcher's tries by outcome, its lag and
+// its backlogs.
 type outcomeRecorder struct {
-	mu  sync.Mutex
-	out []string
-	lag time.Duration // the last round's
+	mu       sync.Mutex
+	out      []string
+	lag      time.Duration    // the last round's
+	eps      []string         // the last WebhookEndpoints
+	backlogs map[string]int64 // the last WebhookBacklog
+}
+
+func (r *outcomeRecorder) WebhookEndpoints(ids []string) {
+	r.mu.Lock()
+	r.eps = slices.Clone(ids)
+	r.mu.Unlock()
+}
+func (r *outcomeRecorder) WebhookBacklog(b map[string]int64) {
+	r.mu.Lock()
+	r.backlogs = maps.Clone(b)
+	r.mu.Unlock()
+}
+
+// lastBacklog is the last WebhookBacklog's map, printed ("" before one).
+func (r *outcomeRecorder) lastBacklog() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.backlogs == nil {
+		return ""
+	}
+	return fmt.Sprint(r.backlogs)
 }
 
 func (r *outcomeRecorder) WebhookDelivered(endpoint, outcome string) {
