@@ -440,9 +440,10 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 	_, keys := webhookEntries(t, c, prefix)
 	for _, k := range keys {
 		// what stays: each shard's outbox and deliveries, empty, with the
-		// consumer group, and the backlog recount's pause, expiring; no
-		// retry zset, no dead-letter stream, no backlog hash
-		if strings.HasSuffix(k, ":webhooks:recount") {
+		// consumer group, and the backlog recount's pause and count of
+		// recounts, expiring; no retry zset, no dead-letter stream, no
+		// backlog hash
+		if strings.HasSuffix(k, ":webhooks:recount") || strings.HasSuffix(k, ":webhooks:recount:checks") {
 			if ttl := c.PTTL(context.Background(), k).Val(); ttl <= 0 {
 				t.Errorf("key %s left without an expiry (%v)", k, ttl)
 			}

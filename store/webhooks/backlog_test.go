@@ -699,3 +699,84 @@ func TestWebhooksBacklogGauge(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksBacklogDriftThatAddsUpIsRepaired: in the shard where a down
+// endpoint holds its bound (10), its count goes astray by -10 and a
+// healthy endpoint's by +10: the counts still add up to the deliveries
+// and retries held, so a recount takes them as right, and the healthy
+// endpoint's events are refused. Every RecountWalkEvery-th recount (3)
+// walks anyway: the third repairs the counts, and the healthy endpoint's
+// next events reach it. The count of recounts that added up has an
+// expiry, and is gone after the walk. Before, the counts were never
+// walked while they added up: the healthy endpoint was refused for as
+// long as the other one was down.
+func TestWebhooksBacklogDriftThatAddsUpIsRepaired(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"down": true}}
+			clock := &fakeClock{t: time.Unix(1_800_000_000, 0)} // still: the retries never come due
+			const bound = 10
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send, Now: clock.Now,
+				MaxDeliveries: 100, MaxBacklog: bound, RecountEvery: time.Hour, RecountWalkEvery: 3,
+				Endpoints: []webhooks.Endpoint{{ID: "down", Events: []string{"*"}}, {ID: "good", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nr := newRoom() // one shard
+			for range 3 {   // more than the bound's worth
+				roomEventsOf(t, s, nr)
+				drain(t, d) // the shard's first recount: the counts add up
+			}
+			l := held(t, s, prefix, "down")
+			if len(l) != bound {
+				t.Fatalf("the down endpoint holds %d, want its bound %d", len(l), bound)
+			}
+			var shard int
+			if _, err := fmt.Sscanf(l[0], "msg_%d_", &shard); err != nil { // msg_<shard>_<outbox id>
+				t.Fatal(err)
+			}
+			tag := fmt.Sprintf("{%s:%d}", prefix, shard)
+			ctx := context.Background()
+			c := s.Client()
+			if err := c.HIncrBy(ctx, tag+":webhooks:backlog", "down", -bound).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.HIncrBy(ctx, tag+":webhooks:backlog", "good", bound).Err(); err != nil {
+				t.Fatal(err)
+			}
+			recount := func() { // the pause over, a recount
+				t.Helper()
+				if err := c.Del(ctx, tag+":webhooks:recount").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.RecountStep(ctx, shard); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recount() // the second: the counts add up, no walk
+			if ttl := c.PTTL(ctx, tag+":webhooks:recount:checks").Val(); ttl <= 0 {
+				t.Fatalf("the recounts' count has no expiry (%v)", ttl)
+			}
+			before := len(rec.of("good"))
+			roomEventsOf(t, s, nr)
+			drain(t, d)
+			if got := len(rec.of("good")) - before; got != 0 {
+				t.Fatalf("the healthy endpoint got %d events while its count was at the bound, want them refused (as set up)", got)
+			}
+			recount() // the third: walks
+			checkBacklogCounts(t, s, prefix)
+			if n := c.Exists(ctx, tag+":webhooks:recount:checks").Val(); n != 0 {
+				t.Fatal("the recounts' count left after the walk")
+			}
+			before = len(rec.of("good"))
+			roomEventsOf(t, s, nr)
+			drain(t, d)
+			if got := len(rec.of("good")) - before; got != len(wantRoomEvents) {
+				t.Fatalf("the healthy endpoint got %d of %d events after the walk", got, len(wantRoomEvents))
+			}
+			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}

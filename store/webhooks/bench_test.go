@@ -2,9 +2,14 @@ package webhooks_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/store"
@@ -78,4 +83,78 @@ func benchDispatch(b *testing.B, dispatch func(ctx context.Context, d *webhooks.
 		elapsed += time.Since(start)
 	}
 	b.ReportMetric(float64(sent.Load())/elapsed.Seconds(), "deliveries/s")
+}
+
+// BenchmarkRecountWalk: one whole recount walk of a shard holding 10 000
+// deliveries of 10 endpoints (RecountStep 1 000: 11 steps, the last
+// replacing the counts), forced as every RecountWalkEvery-th recount
+// forces it, on a standalone Redis; redis-µs/walk is the scripts' time
+// inside Redis (INFO commandstats: evalsha, eval, fcall), the rest the
+// round trips.
+func BenchmarkRecountWalk(b *testing.B) {
+	prefix := redistest.Prefix(b)
+	s := openStoreWith(b, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(b)},
+		func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+	d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: (&hookRecorder{}).send,
+		RecountEvery: time.Hour, RecountWalkEvery: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	c := s.Client()
+	tag := fmt.Sprintf("{%s:0}", prefix)
+	const n = 10_000
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			ep := fmt.Sprintf("ep%d", i%10)
+			p.XAdd(ctx, &redis.XAddArgs{Stream: tag + ":webhooks:deliveries",
+				Values: []any{"e", ep, "m", fmt.Sprintf("msg_0_%d-0", i), "t", "room_closed", "d", `{"type":"room_closed","roomId":"r"}`, "n", 0}})
+			p.HIncrBy(ctx, tag+":webhooks:backlog", ep, 1)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	scriptUsec := func() int64 {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total int64
+		for _, line := range strings.Split(info, "\n") {
+			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
+				continue
+			}
+			for _, f := range strings.Split(stats, ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					u, _ := strconv.ParseInt(v, 10, 64)
+					total += u
+				}
+			}
+		}
+		return total
+	}
+	var redisUsec int64
+	for b.Loop() {
+		b.StopTimer()
+		if err := c.Del(ctx, tag+":webhooks:recount").Err(); err != nil {
+			b.Fatal(err)
+		}
+		before := scriptUsec()
+		b.StartTimer()
+		for range n/1000 + 1 {
+			if err := d.RecountStep(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		redisUsec += scriptUsec() - before
+		if done := c.HExists(ctx, tag+":webhooks:recount", "#done").Val(); !done {
+			b.Fatal("the walk did not end in 11 steps")
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(redisUsec)/float64(b.N), "redis-µs/walk")
 }

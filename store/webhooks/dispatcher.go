@@ -98,7 +98,9 @@ import (
 // existed) is repaired by the next recount, every RecountEvery, see
 // Dispatcher.recount), {p:s}:webhooks:recount (a hash: the recount's walk,
 // expiring a minute after its last step, or its pause, expiring after
-// RecountEvery).
+// RecountEvery), {p:s}:webhooks:recount:checks (the recounts whose counts
+// added up since the last walk: deleted by the walk, expiring
+// 2·RecountWalkEvery·RecountEvery after the last).
 
 // group is the consumer group of every instance on the outbox and
 // deliveries streams.
@@ -230,6 +232,12 @@ type Config struct {
 	// RecountStep is how many deliveries a round's step of a recount walks
 	// (a script: its time, about 3 µs a delivery); default 1000.
 	RecountStep int
+	// RecountWalkEvery: a recount whose counts add up to the deliveries
+	// and retries held walks them anyway every this many recounts, for
+	// counts gone astray one way for an endpoint and the other way for
+	// another, which add up: repaired within RecountWalkEvery·RecountEvery
+	// and a walk; default 10 (10 minutes).
+	RecountWalkEvery int
 	// BacklogEvery is how often a round reads every shard's backlog
 	// counts (one HGETALL a shard, pipelined) for Metrics.WebhookBacklog;
 	// default 5 s.
@@ -279,6 +287,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecountStep <= 0 {
 		c.RecountStep = 1000
+	}
+	if c.RecountWalkEvery <= 0 {
+		c.RecountWalkEvery = 10
 	}
 	if c.Poll <= 0 {
 		c.Poll = 250 * time.Millisecond
@@ -849,19 +860,25 @@ const recountWalkTTL = time.Minute
 // each round of every instance walks the next RecountStep deliveries of
 // the recount under way, or starts one once RecountEvery has passed since
 // the last one ended, if the counts do not add up to the deliveries and
-// retries held; the step that reaches the stream's end counts the retries
-// (whole: about 3 µs each) and replaces the backlog counts with what the
-// deliveries and retries hold. So a count
-// gone astray (a delivery deleted by hand, one settled by an instance
-// that does not count, one written before the counts) refuses a healthy
-// endpoint for RecountEvery and a walk at most, where it lasted until the
-// shard's deliveries and retries were empty at once, which a busy shard's
-// never are.
+// retries held, or every RecountWalkEvery-th time they do; the step that
+// reaches the stream's end counts the retries (whole: about 3 µs each)
+// and replaces the backlog counts with what the deliveries and retries
+// hold. So a count gone astray (a delivery deleted by hand, one settled
+// by an instance that does not count, one written before the counts)
+// refuses a healthy endpoint for RecountEvery and a walk at most, where
+// it lasted until the shard's deliveries and retries were empty at once,
+// which a busy shard's never are; and counts gone astray that cancel out
+// over the endpoints (one +5, another -5: they add up) for
+// RecountWalkEvery·RecountEvery and a walk at most, where they lasted as
+// long. That walk costs a shard's deliveries a step of 1 000 (about 3 ms
+// of Redis) each round until the end, every RecountWalkEvery pauses
+// (BenchmarkRecountWalk: 10 000 deliveries).
 func (d *Dispatcher) recount(ctx context.Context, shard int) error {
 	k := keys{d.b}
 	return redisx.Wrap(d.b.Runner.Run(ctx, recountCall{deliveries: k.deliveries(shard), retries: k.retries(shard),
-		backlog: k.backlog(shard), recount: k.recount(shard), step: d.cfg.RecountStep,
-		ttlMs: recountWalkTTL.Milliseconds(), pauseMs: d.cfg.RecountEvery.Milliseconds()}).Err())
+		backlog: k.backlog(shard), recount: k.recount(shard), checks: k.recountChecks(shard), step: d.cfg.RecountStep,
+		ttlMs: recountWalkTTL.Milliseconds(), pauseMs: d.cfg.RecountEvery.Milliseconds(),
+		walkEvery: d.cfg.RecountWalkEvery, checksTTLMs: 2 * int64(d.cfg.RecountWalkEvery) * d.cfg.RecountEvery.Milliseconds()}).Err())
 }
 
 // startAll (until ctx ends) gives the pool the sends of the delivery

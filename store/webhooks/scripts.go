@@ -37,6 +37,11 @@ func (k keys) backlog(shard int) string { return k.b.Tag(shard) + ":webhooks:bac
 // after a recount, expiring when the next may start.
 func (k keys) recount(shard int) string { return k.b.Tag(shard) + ":webhooks:recount" }
 
+// recountChecks is the number of the shard's recounts whose counts added
+// up since the last walk (webhook_recount.lua): deleted by the walk it
+// leads to, expiring a while after the last recount.
+func (k keys) recountChecks(shard int) string { return k.b.Tag(shard) + ":webhooks:recount:checks" }
+
 //go:embed lua/webhook_fanout.lua
 var fanoutLua string
 
@@ -142,14 +147,19 @@ func (c replayCall) KeysArgs() ([]string, []any) {
 
 // recountCall is webhook_recount.lua: one step of the shard's backlog
 // recount, walking at most step stream entries; a walk left expires ttlMs
-// after its last step, a recount done pauses pauseMs.
+// after its last step, a recount done pauses pauseMs; every walkEvery-th
+// recount walks though the counts add up (checks counts them, expiring
+// checksTTLMs after the last).
 type recountCall struct {
-	deliveries, retries, backlog, recount string
-	step                                  int
-	ttlMs, pauseMs                        int64
+	deliveries, retries, backlog, recount, checks string
+	step                                          int
+	ttlMs, pauseMs                                int64
+	walkEvery                                     int
+	checksTTLMs                                   int64
 }
 
 func (recountCall) Script() *redisx.Script { return recountScript }
 func (c recountCall) KeysArgs() ([]string, []any) {
-	return []string{c.deliveries, c.retries, c.backlog, c.recount}, []any{c.step, c.ttlMs, c.pauseMs}
+	return []string{c.deliveries, c.retries, c.backlog, c.recount, c.checks},
+		[]any{c.step, c.ttlMs, c.pauseMs, c.walkEvery, c.checksTTLMs}
 }

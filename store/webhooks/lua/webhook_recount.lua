@@ -13,14 +13,23 @@
 -- stream's end counts the retries, whole (about 3 µs a retry: 30 ms for
 -- 10 000), and replaces the backlog hash with the sums (no field at 0, no
 -- hash when none), atomically; the recount hash then holds only '#done'
--- until the pause ends. A recount starts with a walk only when the counts
--- do not add up to the deliveries and retries held, so that cost is paid
--- once a count has gone astray, not every pause. One shard's keys:
+-- until the pause ends. A recount starts with a walk when the counts do
+-- not add up to the deliveries and retries held, so that cost is paid
+-- once a count has gone astray, not every pause; and also every ARGV[4]th
+-- recount whose counts add up (KEYS[5] counts them), as counts gone
+-- astray one way for an endpoint and the other way for another add up:
+-- that drift is repaired within ARGV[4] pauses, at the cost of a walk
+-- (about 3 µs a delivery) that often. One shard's keys:
 --   KEYS[1] deliveries   KEYS[2] retries (zset)   KEYS[3] backlog (hash)
 --   KEYS[4] recount (hash)
+--   KEYS[5] recounts whose totals added up since the last walk (a
+--           number, expiring ARGV[5] ms after the last one; deleted when
+--           a walk starts)
 --   ARGV[1] at most this many stream entries a step
 --   ARGV[2] a walk's expiry after its last step (ms; another starts then)
 --   ARGV[3] the pause after a recount (ms)
+--   ARGV[4] a recount walks even when the totals add up every this many
+--   ARGV[5] KEYS[5]'s expiry (ms)
 -- Returns 1: the walk goes on; 0: this step ended it, the backlog
 -- replaced; -1: in the pause, nothing done.
 local s = redis.call('HGET', KEYS[4], '#s')
@@ -33,15 +42,20 @@ if not s and redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
 redis.call('HDEL', KEYS[4], '#none')
 if not s then
   -- counts that add up to what the deliveries and retries hold are taken
-  -- as right (a count gone astray one way and another the other way at
-  -- once is not seen): no walk, the pause
+  -- as right but every ARGV[4]th time (a count gone astray one way and
+  -- another the other way at once add up): no walk, the pause
   local total = 0
   for _, c in ipairs(redis.call('HVALS', KEYS[3])) do total = total + tonumber(c) end
   if total == redis.call('XLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) then
-    redis.call('HSET', KEYS[4], '#done', 1)
-    redis.call('PEXPIRE', KEYS[4], ARGV[3])
-    return 0
+    local n = redis.call('INCR', KEYS[5])
+    if n < tonumber(ARGV[4]) then
+      redis.call('PEXPIRE', KEYS[5], ARGV[5])
+      redis.call('HSET', KEYS[4], '#done', 1)
+      redis.call('PEXPIRE', KEYS[4], ARGV[3])
+      return 0
+    end
   end
+  redis.call('DEL', KEYS[5])
   s = '0-0'
 end
 local es = redis.call('XRANGE', KEYS[1], '(' .. s, '+', 'COUNT', ARGV[1])
