@@ -42,7 +42,7 @@ var ErrNotFound = errors.New("dead letter not found")
 // bound its new events are refused at (REALSYNC_WEBHOOK_MAX_BACKLOG), or
 // its shard's deliveries stream is at its own: a replay would take it
 // past. The error wrapping it says which, and the counts.
-var ErrBacklogFull = errors.New("the dead letter's endpoint backlog is full")
+var ErrBacklogFull = errors.New("the dead letter's endpoint's backlog is full")
 
 // ErrBadCursor: a list cursor that is not a dead letter id of this
 // deployment.
