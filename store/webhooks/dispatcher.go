@@ -221,7 +221,8 @@ type Config struct {
 	// to its bound may still refuse the rest of its fan-out), until one
 	// has room. Default and at most MaxDeliveries (a larger
 	// bound would let one endpoint's deliveries fill the stream before
-	// they count as its own).
+	// they count as its own). A dead letter's replay keeps it too
+	// (NewDeadLetters: give it this Config).
 	MaxBacklog int
 	// RecountEvery is the pause between two recounts of a shard's
 	// backlog counts (MaxBacklog is checked against them) from what its
