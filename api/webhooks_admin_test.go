@@ -227,9 +227,10 @@ func TestWebhookReplayOfAFullBacklogOverHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
+			want := fmt.Sprintf(`Endpoint "ep" has 10000 deliveries pending or retrying in shard %d, its bound REALSYNC_WEBHOOK_MAX_BACKLOG (10000): replay dead letter %s once it has caught up.`, n, id)
 			if detail, _ := r.body["detail"].(string); r.status != 409 || r.code() != "WEBHOOK_BACKLOG_FULL" ||
-				!strings.Contains(detail, "10000 deliveries pending or retrying") || r.body["title"] != "Webhook endpoint's backlog full" {
-				t.Fatalf("replay at the bound: %d %s, want 409 WEBHOOK_BACKLOG_FULL naming the count", r.status, r.raw)
+				detail != want || r.body["title"] != "Webhook endpoint's backlog full" {
+				t.Fatalf("replay at the bound: %d %s, want 409 WEBHOOK_BACKLOG_FULL, detail %q", r.status, r.raw, want)
 			}
 			if left := de.list(t, 100); fmt.Sprint(left) != fmt.Sprint(all) {
 				t.Fatalf("a refused replay changed the dead letters: %v, was %v", left, all)

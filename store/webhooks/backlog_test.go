@@ -542,8 +542,10 @@ func TestWebhooksReplayKeepsTheBound(t *testing.T) {
 			ctx := context.Background()
 			q := webhooks.NewDeadLetters(s.Base(), cfg)
 			err = q.ReplayDeadLetter(ctx, letters[0].ID)
-			if !errors.Is(err, deadletter.ErrBacklogFull) || !strings.Contains(err.Error(), "3 deliveries pending or retrying") {
-				t.Fatalf("replay of a letter of an endpoint at its bound: %v, want ErrBacklogFull saying 3", err)
+			shard, _, _ := strings.Cut(letters[0].ID, ".")
+			want := fmt.Sprintf(`endpoint "flaky" has 3 deliveries pending or retrying in shard %s, its bound REALSYNC_WEBHOOK_MAX_BACKLOG (3): replay dead letter %s once it has caught up`, shard, letters[0].ID)
+			if !errors.Is(err, deadletter.ErrBacklogFull) || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("replay of a letter of an endpoint at its bound: %v, want ErrBacklogFull saying %q", err, want)
 			}
 			if after := deadOf(t, s, "flaky"); fmt.Sprint(after) != fmt.Sprint(letters) {
 				t.Fatalf("a refused replay changed the dead letters: %+v, was %+v", after, letters)
@@ -560,7 +562,6 @@ func TestWebhooksReplayKeepsTheBound(t *testing.T) {
 				t.Fatalf("recovered: %d still held", n)
 			}
 			// the letter's shard's deliveries stream at its bound (4)
-			shard, _, _ := strings.Cut(letters[0].ID, ".")
 			tag := fmt.Sprintf("{%s:%s}", prefix, shard)
 			c := s.Client()
 			var added []string
@@ -581,8 +582,9 @@ func TestWebhooksReplayKeepsTheBound(t *testing.T) {
 			}
 			small := webhooks.NewDeadLetters(s.Base(), webhooks.Config{MaxDeliveries: 4, MaxBacklog: bound})
 			err = small.ReplayDeadLetter(ctx, letters[0].ID)
-			if !errors.Is(err, deadletter.ErrBacklogFull) || !strings.Contains(err.Error(), "deliveries stream holds 4") {
-				t.Fatalf("replay into a full deliveries stream: %v, want ErrBacklogFull saying 4", err)
+			want = fmt.Sprintf(`shard %s's deliveries stream holds 4 deliveries of endpoints under their backlog bound, its bound (4): replay dead letter %s once they have been sent`, shard, letters[0].ID)
+			if !errors.Is(err, deadletter.ErrBacklogFull) || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("replay into a full deliveries stream: %v, want ErrBacklogFull saying %q", err, want)
 			}
 			if after := deadOf(t, s, "flaky"); fmt.Sprint(after) != fmt.Sprint(letters) {
 				t.Fatalf("a refused replay changed the dead letters: %+v, was %+v", after, letters)

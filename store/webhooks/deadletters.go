@@ -122,21 +122,37 @@ func (q *DeadLetters) ReplayDeadLetter(ctx context.Context, id string) error {
 	}
 	k := keys{q.b}
 	out, err := q.b.Runner.Run(ctx, replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), backlog: k.backlog(shard), entry: entry,
-		maxBacklog: q.maxBacklog, maxDeliveries: q.maxDeliveries}).Int64Slice()
+		maxBacklog: q.maxBacklog, maxDeliveries: q.maxDeliveries}).Slice()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
-	switch {
-	case len(out) == 0:
-		return fmt.Errorf("webhooks: the replay script answered nothing")
-	case out[0] == 0:
-		return deadletter.ErrNotFound
-	case out[0] == -1 && len(out) > 1:
-		return fmt.Errorf("%w: its endpoint has %d deliveries pending or retrying in its shard, the bound (REALSYNC_WEBHOOK_MAX_BACKLOG %d); replay it once the endpoint has caught up",
-			deadletter.ErrBacklogFull, out[1], q.maxBacklog)
-	case out[0] == -2 && len(out) > 1:
-		return fmt.Errorf("%w: its shard's deliveries stream holds %d deliveries, its bound (%d); replay it once they have been sent",
-			deadletter.ErrBacklogFull, out[1], q.maxDeliveries)
+	code, ok := elem[int64](out, 0)
+	if !ok {
+		return fmt.Errorf("webhooks: the replay script answered %v", out)
 	}
-	return nil
+	count, _ := elem[int64](out, 1)
+	switch code {
+	case 1:
+		return nil
+	case 0:
+		return deadletter.ErrNotFound
+	case -1:
+		ep, _ := elem[string](out, 2)
+		return fmt.Errorf("endpoint %q has %d deliveries pending or retrying in shard %d, its bound REALSYNC_WEBHOOK_MAX_BACKLOG (%d): replay dead letter %s once it has caught up: %w",
+			ep, count, shard, q.maxBacklog, id, deadletter.ErrBacklogFull)
+	case -2:
+		return fmt.Errorf("shard %d's deliveries stream holds %d deliveries of endpoints under their backlog bound, its bound (%d): replay dead letter %s once they have been sent: %w",
+			shard, count, q.maxDeliveries, id, deadletter.ErrBacklogFull)
+	}
+	return fmt.Errorf("webhooks: the replay script answered %v", out)
+}
+
+// elem is out[i] as a T, and whether it is one.
+func elem[T any](out []any, i int) (T, bool) {
+	var zero T
+	if i >= len(out) {
+		return zero, false
+	}
+	v, ok := out[i].(T)
+	return v, ok
 }

@@ -12,8 +12,8 @@
 --   ARGV[2] the bound of an endpoint's backlog (Config.MaxBacklog)
 --   ARGV[3] the bound of the deliveries stream (Config.MaxDeliveries)
 -- Returns {1}; {0} when there is no such dead letter; {-1, its endpoint's
--- backlog} when that is at the bound; {-2, the deliveries counted} when
--- the stream is at its bound.
+-- backlog, its endpoint} when that is at the bound; {-2, the deliveries
+-- counted} when the stream is at its bound.
 local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
 if not e[1] then return {0} end
 local d = {}
@@ -21,7 +21,7 @@ local f = e[1][2]
 for i = 1, #f, 2 do d[f[i]] = f[i + 1] end
 local bound = tonumber(ARGV[2])
 local held = tonumber(redis.call('HGET', KEYS[3], d.e) or '0')
-if held >= bound then return {-1, held} end
+if held >= bound then return {-1, held, d.e} end
 local n = redis.call('XLEN', KEYS[2])
 if n >= tonumber(ARGV[3]) then
   local counts = redis.call('HGETALL', KEYS[3])
