@@ -83,6 +83,7 @@ var problems = []problem{
 	{matchmaking.ErrTicketMatched, 409, "TICKET_MATCHED", "Ticket already matched"},
 	{matchmaking.ErrQueueFull, 409, "QUEUE_FULL", "Matchmaking queue full"},
 	{deadletter.ErrBacklogFull, 409, "WEBHOOK_BACKLOG_FULL", "Webhook endpoint's backlog full"},
+	{deadletter.ErrEndpointRemoved, 409, "WEBHOOK_ENDPOINT_REMOVED", "Webhook endpoint no longer configured"},
 	{rooms.ErrVersionMismatch, 412, "VERSION_MISMATCH", "State version mismatch"},
 	{rooms.ErrTooLarge, 413, "PAYLOAD_TOO_LARGE", "Payload too large"},
 	{rooms.ErrTooManyStreams, 429, "TOO_MANY_STREAMS", "Too many event streams"},

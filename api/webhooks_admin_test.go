@@ -27,6 +27,7 @@ import (
 type deadEnv struct {
 	*env
 	d    *webhooks.Dispatcher
+	q    *webhooks.DeadLetters // the API's
 	mu   sync.Mutex
 	down bool
 	got  []webhooks.Delivery // tries, in order
@@ -43,9 +44,10 @@ func newDeadEnv(t *testing.T, b redistest.Backend) *deadEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	de.q = webhooks.NewDeadLetters(st.Base(), webhooks.Config{})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
 		Auth:  &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
-		Ready: st.Ping, Spec: realsync.OpenAPI, AdminToken: adminToken, Instances: st.Fleet().Instances, DeadLetters: webhooks.NewDeadLetters(st.Base(), webhooks.Config{}),
+		Ready: st.Ping, Spec: realsync.OpenAPI, AdminToken: adminToken, Instances: st.Fleet().Instances, DeadLetters: de.q,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -243,6 +245,37 @@ func TestWebhookReplayOfAFullBacklogOverHTTP(t *testing.T) {
 			}
 			if err := de.store.Client().HIncrBy(ctx, backlog, "ep", -9999).Err(); err != nil { // the hand-written count gone
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A replay of a dead letter whose endpoint ("ep") the endpoints file no
+// longer names is 409 WEBHOOK_ENDPOINT_REMOVED, a problem naming it, and
+// the letter stays listed as it was; once "ep" is back in the file it is
+// replayed (202).
+func TestWebhookReplayOfARemovedEndpointsLetterOverHTTP(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			de := newDeadEnv(t, b)
+			all := de.list(t, 100)
+			if len(all) == 0 {
+				t.Fatal("no dead letter")
+			}
+			id := all[0]["id"].(string)
+			de.q.SetEndpoints([]string{"other"}) // the file reloaded without ep
+			r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
+			want := fmt.Sprintf(`Endpoint "ep" of dead letter %s is not in the endpoints file: its tries would all fail ("no longer configured"); add the endpoint back to replay it.`, id)
+			if detail, _ := r.body["detail"].(string); r.status != 409 || r.code() != "WEBHOOK_ENDPOINT_REMOVED" ||
+				detail != want || r.body["title"] != "Webhook endpoint no longer configured" {
+				t.Fatalf("replay of a removed endpoint's letter: %d %s, want 409 WEBHOOK_ENDPOINT_REMOVED, detail %q", r.status, r.raw, want)
+			}
+			if left := de.list(t, 100); fmt.Sprint(left) != fmt.Sprint(all) {
+				t.Fatalf("a refused replay changed the dead letters: %v, was %v", left, all)
+			}
+			de.q.SetEndpoints([]string{"other", "ep"})
+			if r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil); r.status != 202 {
+				t.Fatalf("replay once ep is back: %d %s", r.status, r.raw)
 			}
 		})
 	}

@@ -40,55 +40,56 @@ func (e Platform) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
-	BANNED               ProblemCode = "BANNED"
-	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
-	DEADLETTERNOTFOUND   ProblemCode = "DEAD_LETTER_NOT_FOUND"
-	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
-	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
-	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
-	INTERNAL             ProblemCode = "INTERNAL"
-	INVALIDPLATFORM      ProblemCode = "INVALID_PLATFORM"
-	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
-	INVALIDUSERIDS       ProblemCode = "INVALID_USER_IDS"
-	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
-	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
-	MEMBERQUEUEDINPARTY  ProblemCode = "MEMBER_QUEUED_IN_PARTY"
-	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
-	NOMATCH              ProblemCode = "NO_MATCH"
-	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
-	NOTFOUND             ProblemCode = "NOT_FOUND"
-	NOTOWNER             ProblemCode = "NOT_OWNER"
-	OVERLOADED           ProblemCode = "OVERLOADED"
-	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
-	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
-	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
-	QUEUEFULL            ProblemCode = "QUEUE_FULL"
-	RATELIMITED          ProblemCode = "RATE_LIMITED"
-	REFRESHNOTALLOWED    ProblemCode = "REFRESH_NOT_ALLOWED"
-	REQUESTTIMEOUT       ProblemCode = "REQUEST_TIMEOUT"
-	ROOMFINISHED         ProblemCode = "ROOM_FINISHED"
-	ROOMFULL             ProblemCode = "ROOM_FULL"
-	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
-	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
-	ROOMRATELIMITED      ProblemCode = "ROOM_RATE_LIMITED"
-	SCOPEREQUIRED        ProblemCode = "SCOPE_REQUIRED"
-	SESSIONEXISTS        ProblemCode = "SESSION_EXISTS"
-	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
-	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
-	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
-	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
-	STREAMTOKENREQUIRED  ProblemCode = "STREAM_TOKEN_REQUIRED"
-	TICKETACTIVE         ProblemCode = "TICKET_ACTIVE"
-	TICKETMATCHED        ProblemCode = "TICKET_MATCHED"
-	TICKETNOTFOUND       ProblemCode = "TICKET_NOT_FOUND"
-	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
-	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
-	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
-	USERBANNED           ProblemCode = "USER_BANNED"
-	VALIDATIONFAILED     ProblemCode = "VALIDATION_FAILED"
-	VERSIONMISMATCH      ProblemCode = "VERSION_MISMATCH"
-	WEBHOOKBACKLOGFULL   ProblemCode = "WEBHOOK_BACKLOG_FULL"
+	ADMINREQUIRED          ProblemCode = "ADMIN_REQUIRED"
+	BANNED                 ProblemCode = "BANNED"
+	CODEGUESSESLIMITED     ProblemCode = "CODE_GUESSES_LIMITED"
+	DEADLETTERNOTFOUND     ProblemCode = "DEAD_LETTER_NOT_FOUND"
+	GUESTAUTHDISABLED      ProblemCode = "GUEST_AUTH_DISABLED"
+	IDEMPOTENCYKEYINUSE    ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
+	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
+	INTERNAL               ProblemCode = "INTERNAL"
+	INVALIDPLATFORM        ProblemCode = "INVALID_PLATFORM"
+	INVALIDTRANSITION      ProblemCode = "INVALID_TRANSITION"
+	INVALIDUSERIDS         ProblemCode = "INVALID_USER_IDS"
+	JOINEDROOMSLIMIT       ProblemCode = "JOINED_ROOMS_LIMIT"
+	MALFORMEDREQUEST       ProblemCode = "MALFORMED_REQUEST"
+	MEMBERQUEUEDINPARTY    ProblemCode = "MEMBER_QUEUED_IN_PARTY"
+	METHODNOTALLOWED       ProblemCode = "METHOD_NOT_ALLOWED"
+	NOMATCH                ProblemCode = "NO_MATCH"
+	NOTAMEMBER             ProblemCode = "NOT_A_MEMBER"
+	NOTFOUND               ProblemCode = "NOT_FOUND"
+	NOTOWNER               ProblemCode = "NOT_OWNER"
+	OVERLOADED             ProblemCode = "OVERLOADED"
+	OWNEDROOMSLIMIT        ProblemCode = "OWNED_ROOMS_LIMIT"
+	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
+	PLAYERNOTFOUND         ProblemCode = "PLAYER_NOT_FOUND"
+	QUEUEFULL              ProblemCode = "QUEUE_FULL"
+	RATELIMITED            ProblemCode = "RATE_LIMITED"
+	REFRESHNOTALLOWED      ProblemCode = "REFRESH_NOT_ALLOWED"
+	REQUESTTIMEOUT         ProblemCode = "REQUEST_TIMEOUT"
+	ROOMFINISHED           ProblemCode = "ROOM_FINISHED"
+	ROOMFULL               ProblemCode = "ROOM_FULL"
+	ROOMNOTFOUND           ProblemCode = "ROOM_NOT_FOUND"
+	ROOMNOTJOINABLE        ProblemCode = "ROOM_NOT_JOINABLE"
+	ROOMRATELIMITED        ProblemCode = "ROOM_RATE_LIMITED"
+	SCOPEREQUIRED          ProblemCode = "SCOPE_REQUIRED"
+	SESSIONEXISTS          ProblemCode = "SESSION_EXISTS"
+	STATEKEYFORBIDDEN      ProblemCode = "STATE_KEY_FORBIDDEN"
+	STOREUNAVAILABLE       ProblemCode = "STORE_UNAVAILABLE"
+	STREAMLIMIT            ProblemCode = "STREAM_LIMIT"
+	STREAMOPENSLIMITED     ProblemCode = "STREAM_OPENS_LIMITED"
+	STREAMTOKENREQUIRED    ProblemCode = "STREAM_TOKEN_REQUIRED"
+	TICKETACTIVE           ProblemCode = "TICKET_ACTIVE"
+	TICKETMATCHED          ProblemCode = "TICKET_MATCHED"
+	TICKETNOTFOUND         ProblemCode = "TICKET_NOT_FOUND"
+	TOOMANYSTREAMS         ProblemCode = "TOO_MANY_STREAMS"
+	UNAUTHENTICATED        ProblemCode = "UNAUTHENTICATED"
+	UNSUPPORTEDMEDIATYPE   ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	USERBANNED             ProblemCode = "USER_BANNED"
+	VALIDATIONFAILED       ProblemCode = "VALIDATION_FAILED"
+	VERSIONMISMATCH        ProblemCode = "VERSION_MISMATCH"
+	WEBHOOKBACKLOGFULL     ProblemCode = "WEBHOOK_BACKLOG_FULL"
+	WEBHOOKENDPOINTREMOVED ProblemCode = "WEBHOOK_ENDPOINT_REMOVED"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -191,6 +192,8 @@ func (e ProblemCode) Valid() bool {
 	case VERSIONMISMATCH:
 		return true
 	case WEBHOOKBACKLOGFULL:
+		return true
+	case WEBHOOKENDPOINTREMOVED:
 		return true
 	default:
 		return false
@@ -923,6 +926,9 @@ type Conflict = Problem
 // DeadLetterNotFound defines model for DeadLetterNotFound.
 type DeadLetterNotFound = Problem
 
+// DeadLetterReplayConflict defines model for DeadLetterReplayConflict.
+type DeadLetterReplayConflict = Problem
+
 // Forbidden defines model for Forbidden.
 type Forbidden = Problem
 
@@ -976,9 +982,6 @@ type Unavailable = Problem
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Problem
-
-// WebhookBacklogFull defines model for WebhookBacklogFull.
-type WebhookBacklogFull = Problem
 
 // ListWebhookDeadLettersParams defines parameters for ListWebhookDeadLetters.
 type ListWebhookDeadLettersParams struct {

@@ -125,10 +125,32 @@ func (w webhookSettings) bounds() webhooks.Config {
 	return webhooks.Config{MaxDeliveries: webhookMaxDeliveries, MaxBacklog: w.WebhookMaxBacklog}
 }
 
+// deadLetters are the admin routes' dead letters: a replay keeps the
+// dispatcher's bounds, and with webhooks on refuses a letter of an
+// endpoint not in the file (runWebhooks follows its reloads); with
+// webhooks off the instance knows no endpoints and does not check.
+func (w webhookSettings) deadLetters(st *store.Store) *webhooks.DeadLetters {
+	q := webhooks.NewDeadLetters(st.Base(), w.bounds())
+	if w.WebhooksFile != "" {
+		q.SetEndpoints(endpointIDs(w.WebhookEndpoints))
+	}
+	return q
+}
+
+// endpointIDs are the ids of eps.
+func endpointIDs(eps []webhook.Endpoint) []string {
+	ids := make([]string, len(eps))
+	for i, ep := range eps {
+		ids[i] = ep.ID
+	}
+	return ids
+}
+
 // runWebhooks delivers the webhook outbox until ctx ends (a no-op with
 // webhooks off), as consumer instance; then it waits up to the webhook
 // timeout for the sends in flight to end and settle (webhooks.Dispatcher.Run).
-func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instance string, m webhookMetrics, log *slog.Logger) {
+// Each reload of the endpoints file gives dl its endpoints too.
+func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, dl *webhooks.DeadLetters, instance string, m webhookMetrics, log *slog.Logger) {
 	if w.WebhooksFile == "" {
 		return
 	}
@@ -156,6 +178,7 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, instan
 			return
 		}
 		d.SetEndpoints(dispatcherEndpoints(eps))
+		dl.SetEndpoints(endpointIDs(eps))
 	}, m.WebhooksFileLoaded, log)
 	d.Run(ctx, func(err error) { log.Warn("webhook dispatch", "err", err) })
 }

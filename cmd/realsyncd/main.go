@@ -34,7 +34,6 @@ import (
 	idemstore "github.com/realsync/realsync/store/idempotency"
 	"github.com/realsync/realsync/store/ratelimit"
 	"github.com/realsync/realsync/store/userlog"
-	whstore "github.com/realsync/realsync/store/webhooks"
 	"github.com/realsync/realsync/web"
 )
 
@@ -170,6 +169,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// them before it closes the store (over HTTP/2 srv.Shutdown does not
 	// wait for the handler of a stream its client reset)
 	detached := new(api.Detached)
+	deadLetters := cfg.webhookSettings.deadLetters(st)
 	handler := api.NewHandler(api.Config{
 		Rooms:   roomService,
 		Direct:  players.NewDirect(st.Sessions(), roomService),
@@ -184,7 +184,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 			return st.Ready(ctx)
 		},
 		Available: up.Load, Spec: realsync.OpenAPI, Demo: web.Demo(), Log: log,
-		AdminToken: cfg.AdminToken, Instances: st.Fleet().Instances, DeadLetters: whstore.NewDeadLetters(st.Base(), cfg.webhookSettings.bounds()),
+		AdminToken: cfg.AdminToken, Instances: st.Fleet().Instances, DeadLetters: deadLetters,
 		Metrics: m, MetricsHandler: apiMetrics,
 		RateLimiter: ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: cfg.KeyPrefix,
 			RoomTag:  func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) },
@@ -250,7 +250,7 @@ wait:
 			}()
 			go func() {
 				defer close(webhooksDone)
-				runWebhooks(background, cfg.webhookSettings, st, hub.Instance(), m, log)
+				runWebhooks(background, cfg.webhookSettings, st, deadLetters, hub.Instance(), m, log)
 			}()
 			go runMatcher(background, mm, st, hub.Instance(), log)
 		case <-ctx.Done():

@@ -459,7 +459,9 @@ func webhooksEndToEnd(t *testing.T, bin, backend string) {
 // An endpoints file with an empty list (`endpoints: []`) starts webhooks
 // with no endpoint: events go nowhere (the outbox is drained, nothing
 // kept), and the endpoints a reload adds get the events made from then
-// on; emptying the list again stops the deliveries without a restart. An
+// on; emptying the list again stops the deliveries without a restart. A
+// dead letter of an endpoint the file does not name is not replayed (409
+// WEBHOOK_ENDPOINT_REMOVED), one of an endpoint a reload added is. An
 // empty file is refused at start (exit 2).
 func TestWebhooksWithNoEndpoint(t *testing.T) {
 	t.Parallel()
@@ -478,9 +480,27 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 	}
 	write("endpoints: []\n")
 	env, prefix, c := sharedBackend(t, "standalone")
-	env = append(env, "REALSYNC_WEBHOOKS_FILE="+file, "REALSYNC_WEBHOOK_TIMEOUT=1s", loadTestLimits)
+	env = append(env, "REALSYNC_WEBHOOKS_FILE="+file, "REALSYNC_WEBHOOK_TIMEOUT=1s", "REALSYNC_ADMIN_TOKEN="+e2eAdminToken, loadTestLimits)
 	a := start(t, bin, env...)
 	owner, _ := guestWithID(t, a, "owner")
+	dead := "{" + prefix + ":0}:webhooks:dead"
+	t.Cleanup(func() { c.Del(context.Background(), dead) })
+	letter := func() string { // a dead letter of crm, as a failed try leaves it
+		t.Helper()
+		id, err := c.XAdd(context.Background(), &redis.XAddArgs{Stream: dead, Values: []any{"e", "crm", "m", "msg_0_hand",
+			"t", "room_closed", "d", `{"type":"room_closed","roomId":"hand"}`, "n", 0, "at", time.Now().UnixMilli(), "err", "crm answered 500"}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "0." + id
+	}
+	replay := func(id string, status int, code string) {
+		t.Helper()
+		got, body := call(t, "POST", a.url+"/v1/admin/webhooks/dead-letters/"+id+"/replay", e2eAdminToken, nil)
+		if got != status || (code != "" && body["code"] != code) {
+			t.Fatalf("replay of %s: %d %v, want %d %s", id, got, body, status, code)
+		}
+	}
 	create := func(name string) string {
 		t.Helper()
 		status, body := call(t, "POST", a.url+"/v1/rooms", owner, map[string]any{"name": name, "mode": "hooks", "region": "eu", "maxPlayers": 8})
@@ -494,6 +514,8 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 		n, _ := webhookEntries(t, c, prefix)
 		return n == 0
 	})
+	crmLetter := letter()
+	replay(crmLetter, 409, "WEBHOOK_ENDPOINT_REMOVED") // crm not in the file
 	write(fmt.Sprintf("endpoints:\n- id: crm\n  url: %s/hooks\n  secret: %s\n  events: ['*']\n", rc.srv.URL, rc.secret))
 	reloaded := func(n int) { // the file was read again, the n-th time it changed
 		t.Helper()
@@ -502,6 +524,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 		})
 	}
 	reloaded(1)
+	replay(crmLetter, 202, "") // the reload added crm
 	after := create("after")
 	waitFor(t, 10*time.Second, "an event of a room made after the reload", func() bool {
 		tries, _ := rc.snapshot()
@@ -527,6 +550,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 			t.Fatalf("delivered after the list was emptied: %+v", tr)
 		}
 	}
+	replay(letter(), 409, "WEBHOOK_ENDPOINT_REMOVED") // the reload removed crm
 
 	// an empty file is most likely one caught half written: refused
 	write("")

@@ -45,55 +45,56 @@ func (e Platform) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ADMINREQUIRED        ProblemCode = "ADMIN_REQUIRED"
-	BANNED               ProblemCode = "BANNED"
-	CODEGUESSESLIMITED   ProblemCode = "CODE_GUESSES_LIMITED"
-	DEADLETTERNOTFOUND   ProblemCode = "DEAD_LETTER_NOT_FOUND"
-	GUESTAUTHDISABLED    ProblemCode = "GUEST_AUTH_DISABLED"
-	IDEMPOTENCYKEYINUSE  ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
-	IDEMPOTENCYKEYREUSED ProblemCode = "IDEMPOTENCY_KEY_REUSED"
-	INTERNAL             ProblemCode = "INTERNAL"
-	INVALIDPLATFORM      ProblemCode = "INVALID_PLATFORM"
-	INVALIDTRANSITION    ProblemCode = "INVALID_TRANSITION"
-	INVALIDUSERIDS       ProblemCode = "INVALID_USER_IDS"
-	JOINEDROOMSLIMIT     ProblemCode = "JOINED_ROOMS_LIMIT"
-	MALFORMEDREQUEST     ProblemCode = "MALFORMED_REQUEST"
-	MEMBERQUEUEDINPARTY  ProblemCode = "MEMBER_QUEUED_IN_PARTY"
-	METHODNOTALLOWED     ProblemCode = "METHOD_NOT_ALLOWED"
-	NOMATCH              ProblemCode = "NO_MATCH"
-	NOTAMEMBER           ProblemCode = "NOT_A_MEMBER"
-	NOTFOUND             ProblemCode = "NOT_FOUND"
-	NOTOWNER             ProblemCode = "NOT_OWNER"
-	OVERLOADED           ProblemCode = "OVERLOADED"
-	OWNEDROOMSLIMIT      ProblemCode = "OWNED_ROOMS_LIMIT"
-	PAYLOADTOOLARGE      ProblemCode = "PAYLOAD_TOO_LARGE"
-	PLAYERNOTFOUND       ProblemCode = "PLAYER_NOT_FOUND"
-	QUEUEFULL            ProblemCode = "QUEUE_FULL"
-	RATELIMITED          ProblemCode = "RATE_LIMITED"
-	REFRESHNOTALLOWED    ProblemCode = "REFRESH_NOT_ALLOWED"
-	REQUESTTIMEOUT       ProblemCode = "REQUEST_TIMEOUT"
-	ROOMFINISHED         ProblemCode = "ROOM_FINISHED"
-	ROOMFULL             ProblemCode = "ROOM_FULL"
-	ROOMNOTFOUND         ProblemCode = "ROOM_NOT_FOUND"
-	ROOMNOTJOINABLE      ProblemCode = "ROOM_NOT_JOINABLE"
-	ROOMRATELIMITED      ProblemCode = "ROOM_RATE_LIMITED"
-	SCOPEREQUIRED        ProblemCode = "SCOPE_REQUIRED"
-	SESSIONEXISTS        ProblemCode = "SESSION_EXISTS"
-	STATEKEYFORBIDDEN    ProblemCode = "STATE_KEY_FORBIDDEN"
-	STOREUNAVAILABLE     ProblemCode = "STORE_UNAVAILABLE"
-	STREAMLIMIT          ProblemCode = "STREAM_LIMIT"
-	STREAMOPENSLIMITED   ProblemCode = "STREAM_OPENS_LIMITED"
-	STREAMTOKENREQUIRED  ProblemCode = "STREAM_TOKEN_REQUIRED"
-	TICKETACTIVE         ProblemCode = "TICKET_ACTIVE"
-	TICKETMATCHED        ProblemCode = "TICKET_MATCHED"
-	TICKETNOTFOUND       ProblemCode = "TICKET_NOT_FOUND"
-	TOOMANYSTREAMS       ProblemCode = "TOO_MANY_STREAMS"
-	UNAUTHENTICATED      ProblemCode = "UNAUTHENTICATED"
-	UNSUPPORTEDMEDIATYPE ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
-	USERBANNED           ProblemCode = "USER_BANNED"
-	VALIDATIONFAILED     ProblemCode = "VALIDATION_FAILED"
-	VERSIONMISMATCH      ProblemCode = "VERSION_MISMATCH"
-	WEBHOOKBACKLOGFULL   ProblemCode = "WEBHOOK_BACKLOG_FULL"
+	ADMINREQUIRED          ProblemCode = "ADMIN_REQUIRED"
+	BANNED                 ProblemCode = "BANNED"
+	CODEGUESSESLIMITED     ProblemCode = "CODE_GUESSES_LIMITED"
+	DEADLETTERNOTFOUND     ProblemCode = "DEAD_LETTER_NOT_FOUND"
+	GUESTAUTHDISABLED      ProblemCode = "GUEST_AUTH_DISABLED"
+	IDEMPOTENCYKEYINUSE    ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
+	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
+	INTERNAL               ProblemCode = "INTERNAL"
+	INVALIDPLATFORM        ProblemCode = "INVALID_PLATFORM"
+	INVALIDTRANSITION      ProblemCode = "INVALID_TRANSITION"
+	INVALIDUSERIDS         ProblemCode = "INVALID_USER_IDS"
+	JOINEDROOMSLIMIT       ProblemCode = "JOINED_ROOMS_LIMIT"
+	MALFORMEDREQUEST       ProblemCode = "MALFORMED_REQUEST"
+	MEMBERQUEUEDINPARTY    ProblemCode = "MEMBER_QUEUED_IN_PARTY"
+	METHODNOTALLOWED       ProblemCode = "METHOD_NOT_ALLOWED"
+	NOMATCH                ProblemCode = "NO_MATCH"
+	NOTAMEMBER             ProblemCode = "NOT_A_MEMBER"
+	NOTFOUND               ProblemCode = "NOT_FOUND"
+	NOTOWNER               ProblemCode = "NOT_OWNER"
+	OVERLOADED             ProblemCode = "OVERLOADED"
+	OWNEDROOMSLIMIT        ProblemCode = "OWNED_ROOMS_LIMIT"
+	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
+	PLAYERNOTFOUND         ProblemCode = "PLAYER_NOT_FOUND"
+	QUEUEFULL              ProblemCode = "QUEUE_FULL"
+	RATELIMITED            ProblemCode = "RATE_LIMITED"
+	REFRESHNOTALLOWED      ProblemCode = "REFRESH_NOT_ALLOWED"
+	REQUESTTIMEOUT         ProblemCode = "REQUEST_TIMEOUT"
+	ROOMFINISHED           ProblemCode = "ROOM_FINISHED"
+	ROOMFULL               ProblemCode = "ROOM_FULL"
+	ROOMNOTFOUND           ProblemCode = "ROOM_NOT_FOUND"
+	ROOMNOTJOINABLE        ProblemCode = "ROOM_NOT_JOINABLE"
+	ROOMRATELIMITED        ProblemCode = "ROOM_RATE_LIMITED"
+	SCOPEREQUIRED          ProblemCode = "SCOPE_REQUIRED"
+	SESSIONEXISTS          ProblemCode = "SESSION_EXISTS"
+	STATEKEYFORBIDDEN      ProblemCode = "STATE_KEY_FORBIDDEN"
+	STOREUNAVAILABLE       ProblemCode = "STORE_UNAVAILABLE"
+	STREAMLIMIT            ProblemCode = "STREAM_LIMIT"
+	STREAMOPENSLIMITED     ProblemCode = "STREAM_OPENS_LIMITED"
+	STREAMTOKENREQUIRED    ProblemCode = "STREAM_TOKEN_REQUIRED"
+	TICKETACTIVE           ProblemCode = "TICKET_ACTIVE"
+	TICKETMATCHED          ProblemCode = "TICKET_MATCHED"
+	TICKETNOTFOUND         ProblemCode = "TICKET_NOT_FOUND"
+	TOOMANYSTREAMS         ProblemCode = "TOO_MANY_STREAMS"
+	UNAUTHENTICATED        ProblemCode = "UNAUTHENTICATED"
+	UNSUPPORTEDMEDIATYPE   ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	USERBANNED             ProblemCode = "USER_BANNED"
+	VALIDATIONFAILED       ProblemCode = "VALIDATION_FAILED"
+	VERSIONMISMATCH        ProblemCode = "VERSION_MISMATCH"
+	WEBHOOKBACKLOGFULL     ProblemCode = "WEBHOOK_BACKLOG_FULL"
+	WEBHOOKENDPOINTREMOVED ProblemCode = "WEBHOOK_ENDPOINT_REMOVED"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -196,6 +197,8 @@ func (e ProblemCode) Valid() bool {
 	case VERSIONMISMATCH:
 		return true
 	case WEBHOOKBACKLOGFULL:
+		return true
+	case WEBHOOKENDPOINTREMOVED:
 		return true
 	default:
 		return false
@@ -928,6 +931,9 @@ type Conflict = Problem
 // DeadLetterNotFound defines model for DeadLetterNotFound.
 type DeadLetterNotFound = Problem
 
+// DeadLetterReplayConflict defines model for DeadLetterReplayConflict.
+type DeadLetterReplayConflict = Problem
+
 // Forbidden defines model for Forbidden.
 type Forbidden = Problem
 
@@ -981,9 +987,6 @@ type Unavailable = Problem
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Problem
-
-// WebhookBacklogFull defines model for WebhookBacklogFull.
-type WebhookBacklogFull = Problem
 
 // ListWebhookDeadLettersParams defines parameters for ListWebhookDeadLetters.
 type ListWebhookDeadLettersParams struct {
@@ -1695,9 +1698,14 @@ type ClientInterface interface {
 	// `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
 	// the letter's shard (its `realsync_webhook_backlog` gauge), or that
 	// shard's deliveries stream is full, it is 409
-	// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
-	// the letter stays in the dead letters, untouched: replay it once the
-	// endpoint has caught up. The check and the move are one script.
+	// `WEBHOOK_BACKLOG_FULL` (the detail names the endpoint, the shard
+	// and the count) and the letter stays in the dead letters, untouched:
+	// replay it once the endpoint has caught up. A letter of an endpoint
+	// no longer in `REALSYNC_WEBHOOKS_FILE` is 409
+	// `WEBHOOK_ENDPOINT_REMOVED` and stays too (its tries would all fail,
+	// "no longer configured", and bring it back with its error lost); add
+	// the endpoint back to replay it. The checks and the move are one
+	// script.
 	//
 	// Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
 	ReplayWebhookDeadLetter(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3063,9 +3071,14 @@ func (c *APIClient) ListWebhookDeadLetters(ctx context.Context, params *ListWebh
 // `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
 // the letter's shard (its `realsync_webhook_backlog` gauge), or that
 // shard's deliveries stream is full, it is 409
-// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
-// the letter stays in the dead letters, untouched: replay it once the
-// endpoint has caught up. The check and the move are one script.
+// `WEBHOOK_BACKLOG_FULL` (the detail names the endpoint, the shard
+// and the count) and the letter stays in the dead letters, untouched:
+// replay it once the endpoint has caught up. A letter of an endpoint
+// no longer in `REALSYNC_WEBHOOKS_FILE` is 409
+// `WEBHOOK_ENDPOINT_REMOVED` and stays too (its tries would all fail,
+// "no longer configured", and bring it back with its error lost); add
+// the endpoint back to replay it. The checks and the move are one
+// script.
 //
 // Corresponds with POST /v1/admin/webhooks/dead-letters/{deadLetterId}/replay (the `ReplayWebhookDeadLetter` operationId).
 func (c *APIClient) ReplayWebhookDeadLetter(ctx context.Context, deadLetterId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6817,9 +6830,14 @@ type ClientWithResponsesInterface interface {
 	// `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
 	// the letter's shard (its `realsync_webhook_backlog` gauge), or that
 	// shard's deliveries stream is full, it is 409
-	// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
-	// the letter stays in the dead letters, untouched: replay it once the
-	// endpoint has caught up. The check and the move are one script.
+	// `WEBHOOK_BACKLOG_FULL` (the detail names the endpoint, the shard
+	// and the count) and the letter stays in the dead letters, untouched:
+	// replay it once the endpoint has caught up. A letter of an endpoint
+	// no longer in `REALSYNC_WEBHOOKS_FILE` is 409
+	// `WEBHOOK_ENDPOINT_REMOVED` and stays too (its tries would all fail,
+	// "no longer configured", and bring it back with its error lost); add
+	// the endpoint back to replay it. The checks and the move are one
+	// script.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8648,7 +8666,7 @@ type ReplayWebhookDeadLetterResponse struct {
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *WebhookBacklogFull
+	ApplicationproblemJSON409 *DeadLetterReplayConflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -8684,7 +8702,7 @@ func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON408() *Request
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON409() *WebhookBacklogFull {
+func (r ReplayWebhookDeadLetterResponse) GetApplicationproblemJSON409() *DeadLetterReplayConflict {
 	return r.ApplicationproblemJSON409
 }
 
@@ -12786,9 +12804,14 @@ func (c *ClientWithResponses) ListWebhookDeadLettersWithResponse(ctx context.Con
 // `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
 // the letter's shard (its `realsync_webhook_backlog` gauge), or that
 // shard's deliveries stream is full, it is 409
-// `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
-// the letter stays in the dead letters, untouched: replay it once the
-// endpoint has caught up. The check and the move are one script.
+// `WEBHOOK_BACKLOG_FULL` (the detail names the endpoint, the shard
+// and the count) and the letter stays in the dead letters, untouched:
+// replay it once the endpoint has caught up. A letter of an endpoint
+// no longer in `REALSYNC_WEBHOOKS_FILE` is 409
+// `WEBHOOK_ENDPOINT_REMOVED` and stays too (its tries would all fail,
+// "no longer configured", and bring it back with its error lost); add
+// the endpoint back to replay it. The checks and the move are one
+// script.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14865,7 +14888,7 @@ func ParseReplayWebhookDeadLetterResponse(rsp *http.Response) (*ReplayWebhookDea
 		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest WebhookBacklogFull
+		var dest DeadLetterReplayConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

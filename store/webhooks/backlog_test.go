@@ -782,3 +782,63 @@ func TestWebhooksBacklogDriftThatAddsUpIsRepaired(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksReplayOfARemovedEndpointsLetter: once the endpoints file no
+// longer names an endpoint (SetEndpoints), a replay of one of its dead
+// letters is ErrEndpointRemoved naming it, and the letter stays as it
+// was, its last error kept; a letter of an endpoint still in the file is
+// replayed, and the removed endpoint's once it is back in the file.
+// Before, the letter went back into the deliveries, held a place in the
+// shard's deliveries for its every try (each "no longer configured") and
+// came back to the dead letters with its own error lost.
+func TestWebhooksReplayOfARemovedEndpointsLetter(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{"gone": true, "kept": true}}
+			both := []webhooks.Endpoint{{ID: "gone", Events: []string{"room_closed"}}, {ID: "kept", Events: []string{"room_closed"}}}
+			cfg := webhooks.Config{Consumer: "i1", Send: rec.send, MaxAttempts: 1, Endpoints: both}
+			d, err := webhooks.New(s.Base(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			roomEventsOf(t, s, newRoom())
+			drain(t, d)
+			gone, kept := deadOf(t, s, "gone"), deadOf(t, s, "kept")
+			if len(gone) != 1 || len(kept) != 1 {
+				t.Fatalf("dead letters: gone %+v, kept %+v, want one each", gone, kept)
+			}
+			rec.setDown("gone", false)
+			rec.setDown("kept", false)
+			q := webhooks.NewDeadLetters(s.Base(), cfg)
+			q.SetEndpoints([]string{"kept"}) // the file reloaded without gone
+			d.SetEndpoints(both[1:])
+			ctx := context.Background()
+			err = q.ReplayDeadLetter(ctx, gone[0].ID)
+			want := fmt.Sprintf(`endpoint "gone" of dead letter %s is not in the endpoints file: its tries would all fail ("no longer configured"); add the endpoint back to replay it`, gone[0].ID)
+			if !errors.Is(err, deadletter.ErrEndpointRemoved) || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("replay of a removed endpoint's letter: %v, want ErrEndpointRemoved saying %q", err, want)
+			}
+			if after := deadOf(t, s, "gone"); fmt.Sprint(after) != fmt.Sprint(gone) {
+				t.Fatalf("a refused replay changed the dead letters: %+v, was %+v", after, gone)
+			}
+			checkBacklogCounts(t, s, prefix)
+			if err := q.ReplayDeadLetter(ctx, kept[0].ID); err != nil {
+				t.Fatalf("replay of a letter of an endpoint in the file: %v", err)
+			}
+			q.SetEndpoints([]string{"kept", "gone"}) // back in the file
+			d.SetEndpoints(both)
+			if err := q.ReplayDeadLetter(ctx, gone[0].ID); err != nil {
+				t.Fatalf("replay of a letter of an endpoint back in the file: %v", err)
+			}
+			drain(t, d)
+			for ep, l := range map[string][]deadletter.Letter{"gone": gone, "kept": kept} {
+				if got := messageIDs(rec.of(ep)); !got[l[0].MessageID] {
+					t.Fatalf("the replayed %s never delivered to %s", l[0].MessageID, ep)
+				}
+			}
+			checkBacklogCounts(t, s, prefix)
+		})
+	}
+}

@@ -3,8 +3,10 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +22,9 @@ type DeadLetters struct {
 	// maxBacklog, maxDeliveries: the dispatchers' Config.MaxBacklog and
 	// MaxDeliveries, which a replay may not pass
 	maxBacklog, maxDeliveries int
+	// inForce is the ids of the endpoints in force (SetEndpoints); nil
+	// until then: not checked
+	inForce atomic.Pointer[[]string]
 }
 
 var _ deadletter.Queue = (*DeadLetters)(nil)
@@ -30,6 +35,20 @@ var _ deadletter.Queue = (*DeadLetters)(nil)
 func NewDeadLetters(b *redisx.Base, cfg Config) *DeadLetters {
 	cfg = cfg.withDefaults()
 	return &DeadLetters{b: b, maxBacklog: cfg.MaxBacklog, maxDeliveries: cfg.MaxDeliveries}
+}
+
+// SetEndpoints gives the ids of the endpoints in force (the endpoints
+// file's, at its load and at each reload): from then on a replay of a
+// dead letter whose endpoint is not among them is
+// deadletter.ErrEndpointRemoved, the letter untouched, as its tries would
+// all fail ("no longer configured") and bring it back with its error
+// lost. Until it is called, no endpoint is refused.
+func (q *DeadLetters) SetEndpoints(ids []string) {
+	ids = slices.Clone(ids)
+	if ids == nil {
+		ids = []string{}
+	}
+	q.inForce.Store(&ids)
 }
 
 // DeadLetters lists up to limit dead letters, shard by shard, oldest first,
@@ -114,15 +133,20 @@ func canonical(s string) bool {
 // the fan-out counts them: less the backlogs at MaxBacklog), it is
 // deadletter.ErrBacklogFull and the letter stays where it is, untouched:
 // the check is the replay script's, atomic with the move, so replays at
-// once never take an endpoint past its bound.
+// once never take an endpoint past its bound. A letter of an endpoint
+// not in force (SetEndpoints) is deadletter.ErrEndpointRemoved, untouched.
 func (q *DeadLetters) ReplayDeadLetter(ctx context.Context, id string) error {
 	shard, entry, ok := parseDeadID(id, q.b.Shards)
 	if !ok {
 		return deadletter.ErrNotFound
 	}
 	k := keys{q.b}
-	out, err := q.b.Runner.Run(ctx, replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), backlog: k.backlog(shard), entry: entry,
-		maxBacklog: q.maxBacklog, maxDeliveries: q.maxDeliveries}).Slice()
+	call := replayCall{dead: k.dead(shard), deliveries: k.deliveries(shard), backlog: k.backlog(shard), entry: entry,
+		maxBacklog: q.maxBacklog, maxDeliveries: q.maxDeliveries}
+	if ids := q.inForce.Load(); ids != nil {
+		call.inForce = *ids
+	}
+	out, err := q.b.Runner.Run(ctx, call).Slice()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
@@ -140,6 +164,10 @@ func (q *DeadLetters) ReplayDeadLetter(ctx context.Context, id string) error {
 		ep, _ := elem[string](out, 2)
 		return fmt.Errorf("endpoint %q has %d deliveries pending or retrying in shard %d, its bound REALSYNC_WEBHOOK_MAX_BACKLOG (%d): replay dead letter %s once it has caught up: %w",
 			ep, count, shard, q.maxBacklog, id, deadletter.ErrBacklogFull)
+	case -3:
+		ep, _ := elem[string](out, 2)
+		return fmt.Errorf("endpoint %q of dead letter %s is not in the endpoints file: its tries would all fail (\"no longer configured\"); add the endpoint back to replay it: %w",
+			ep, id, deadletter.ErrEndpointRemoved)
 	case -2:
 		return fmt.Errorf("shard %d's deliveries stream holds %d deliveries of endpoints under their backlog bound, its bound (%d): replay dead letter %s once they have been sent: %w",
 			shard, count, q.maxDeliveries, id, deadletter.ErrBacklogFull)

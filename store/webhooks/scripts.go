@@ -134,15 +134,24 @@ func (c dueCall) KeysArgs() ([]string, []any) {
 
 // replayCall is webhook_replay.lua: dead letter entry goes back into the
 // deliveries and its endpoint's backlog, unless that backlog is at
-// maxBacklog or the deliveries at maxDeliveries.
+// maxBacklog or the deliveries at maxDeliveries, or (inForce not nil) its
+// endpoint is not among inForce.
 type replayCall struct {
 	dead, deliveries, backlog, entry string
 	maxBacklog, maxDeliveries        int
+	inForce                          []string
 }
 
 func (replayCall) Script() *redisx.Script { return replayScript }
 func (c replayCall) KeysArgs() ([]string, []any) {
-	return []string{c.dead, c.deliveries, c.backlog}, []any{c.entry, c.maxBacklog, c.maxDeliveries}
+	args := []any{c.entry, c.maxBacklog, c.maxDeliveries, 0}
+	if c.inForce != nil {
+		args[3] = 1
+		for _, id := range c.inForce {
+			args = append(args, id)
+		}
+	}
+	return []string{c.dead, c.deliveries, c.backlog}, args
 }
 
 // recountCall is webhook_recount.lua: one step of the shard's backlog

@@ -44,6 +44,13 @@ var ErrNotFound = errors.New("dead letter not found")
 // past. The error wrapping it says which, and the counts.
 var ErrBacklogFull = errors.New("the dead letter's endpoint's backlog is full")
 
+// ErrEndpointRemoved: the dead letter was not replayed, and stays in the
+// dead letters untouched, because its endpoint is no longer in the
+// endpoints file: every try of it would fail ("no longer configured") and
+// bring it back with its last error lost. The error wrapping it names the
+// endpoint.
+var ErrEndpointRemoved = errors.New("the dead letter's endpoint is no longer configured")
+
 // ErrBadCursor: a list cursor that is not a dead letter id of this
 // deployment.
 var ErrBadCursor = errors.New("not a cursor of the dead-letter list")
@@ -59,7 +66,8 @@ type Queue interface {
 	// ReplayDeadLetter moves dead letter id back into the deliveries with
 	// its retry count reset, atomically: a second replay of the same id
 	// is ErrNotFound. When its endpoint's backlog (or its shard's
-	// deliveries) is at its bound it is ErrBacklogFull and the letter
-	// stays, untouched, checked atomically with the move.
+	// deliveries) is at its bound it is ErrBacklogFull, and when its
+	// endpoint is no longer in the endpoints file ErrEndpointRemoved; the
+	// letter stays, untouched, checked atomically with the move.
 	ReplayDeadLetter(ctx context.Context, id string) error
 }

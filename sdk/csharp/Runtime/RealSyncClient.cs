@@ -569,7 +569,7 @@ namespace RealSync
             return page;
         }
 
-        /// <summary>ReplayWebhookDeadLetterAsync puts a dead letter back into the deliveries, its retry count reset (the operator's admin token); 404 DEAD_LETTER_NOT_FOUND when it is gone; 409 WEBHOOK_BACKLOG_FULL while its endpoint's backlog is at its bound (the letter stays).</summary>
+        /// <summary>ReplayWebhookDeadLetterAsync puts a dead letter back into the deliveries, its retry count reset (the operator's admin token); 404 DEAD_LETTER_NOT_FOUND when it is gone; 409 WEBHOOK_BACKLOG_FULL while its endpoint's backlog is at its bound, 409 WEBHOOK_ENDPOINT_REMOVED when its endpoint is no longer in the webhooks file (the letter stays).</summary>
         [Operation("POST", "/v1/admin/webhooks/dead-letters/{deadLetterId}/replay", "replayWebhookDeadLetter")]
         public async Task ReplayWebhookDeadLetterAsync(string adminToken, string deadLetterId, CancellationToken ct = default(CancellationToken))
         {

@@ -1239,9 +1239,14 @@ export interface paths {
          *     `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
          *     the letter's shard (its `realsync_webhook_backlog` gauge), or that
          *     shard's deliveries stream is full, it is 409
-         *     `WEBHOOK_BACKLOG_FULL` (the detail says which, and the count) and
-         *     the letter stays in the dead letters, untouched: replay it once the
-         *     endpoint has caught up. The check and the move are one script.
+         *     `WEBHOOK_BACKLOG_FULL` (the detail names the endpoint, the shard
+         *     and the count) and the letter stays in the dead letters, untouched:
+         *     replay it once the endpoint has caught up. A letter of an endpoint
+         *     no longer in `REALSYNC_WEBHOOKS_FILE` is 409
+         *     `WEBHOOK_ENDPOINT_REMOVED` and stays too (its tries would all fail,
+         *     "no longer configured", and bring it back with its error lost); add
+         *     the endpoint back to replay it. The checks and the move are one
+         *     script.
          */
         post: operations["replayWebhookDeadLetter"];
         delete?: never;
@@ -1403,7 +1408,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2329,8 +2334,8 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `WEBHOOK_BACKLOG_FULL`: the dead letter's endpoint has `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in the letter's shard, or the shard's deliveries stream is full; the letter was not replayed and stays in the dead letters. */
-        WebhookBacklogFull: {
+        /** @description `WEBHOOK_BACKLOG_FULL`: the dead letter's endpoint has `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in the letter's shard, or the shard's deliveries stream is full; or `WEBHOOK_ENDPOINT_REMOVED`: its endpoint is no longer in `REALSYNC_WEBHOOKS_FILE`. The letter was not replayed and stays in the dead letters. */
+        DeadLetterReplayConflict: {
             headers: {
                 [name: string]: unknown;
             };
@@ -4330,7 +4335,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["DeadLetterNotFound"];
             408: components["responses"]["RequestTimeout"];
-            409: components["responses"]["WebhookBacklogFull"];
+            409: components["responses"]["DeadLetterReplayConflict"];
             413: components["responses"]["TooLarge"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];

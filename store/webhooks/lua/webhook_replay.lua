@@ -11,14 +11,25 @@
 --   ARGV[1] the dead letter's entry id
 --   ARGV[2] the bound of an endpoint's backlog (Config.MaxBacklog)
 --   ARGV[3] the bound of the deliveries stream (Config.MaxDeliveries)
+--   ARGV[4] '1': the endpoints in force follow (ARGV[5..]), a letter of
+--           another one is not replayed (its tries would all fail, "no
+--           longer configured"); '0': not checked
 -- Returns {1}; {0} when there is no such dead letter; {-1, its endpoint's
 -- backlog, its endpoint} when that is at the bound; {-2, the deliveries
--- counted} when the stream is at its bound.
+-- counted} when the stream is at its bound; {-3, 0, its endpoint} when
+-- that is not in force.
 local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
 if not e[1] then return {0} end
 local d = {}
 local f = e[1][2]
 for i = 1, #f, 2 do d[f[i]] = f[i + 1] end
+if ARGV[4] == '1' then
+  local known = false
+  for i = 5, #ARGV do
+    if ARGV[i] == d.e then known = true break end
+  end
+  if not known then return {-3, 0, d.e} end
+end
 local bound = tonumber(ARGV[2])
 local held = tonumber(redis.call('HGET', KEYS[3], d.e) or '0')
 if held >= bound then return {-1, held, d.e} end
