@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -85,13 +86,20 @@ func benchDispatch(b *testing.B, dispatch func(ctx context.Context, d *webhooks.
 	b.ReportMetric(float64(sent.Load())/elapsed.Seconds(), "deliveries/s")
 }
 
-// BenchmarkRecountWalk: one whole recount walk of a shard holding 10 000
+// BenchmarkRecountWalk: one whole recount walk of a shard, forced as
+// every RecountWalkEvery-th recount forces it, on a standalone Redis;
+// redis-µs/walk is the scripts' time inside Redis (INFO commandstats:
+// evalsha, eval, fcall), the rest the round trips. deliveries: 10 000
 // deliveries of 10 endpoints (RecountStep 1 000: 11 steps, the last
-// replacing the counts), forced as every RecountWalkEvery-th recount
-// forces it, on a standalone Redis; redis-µs/walk is the scripts' time
-// inside Redis (INFO commandstats: evalsha, eval, fcall), the rest the
-// round trips.
+// replacing the counts); retries: 30 000 retries of 3 endpoints (3 dead
+// endpoints at the default bound), all counted by the walk's last step,
+// one script: its time is a stall of the shard's Redis.
 func BenchmarkRecountWalk(b *testing.B) {
+	b.Run("deliveries=10000", func(b *testing.B) { benchRecountWalk(b, 10_000, 0) })
+	b.Run("retries=30000", func(b *testing.B) { benchRecountWalk(b, 0, 30_000) })
+}
+
+func benchRecountWalk(b *testing.B, n, retries int) {
 	prefix := redistest.Prefix(b)
 	s := openStoreWith(b, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(b)},
 		func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
@@ -103,12 +111,18 @@ func BenchmarkRecountWalk(b *testing.B) {
 	ctx := context.Background()
 	c := s.Client()
 	tag := fmt.Sprintf("{%s:0}", prefix)
-	const n = 10_000
 	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			ep := fmt.Sprintf("ep%d", i%10)
 			p.XAdd(ctx, &redis.XAddArgs{Stream: tag + ":webhooks:deliveries",
 				Values: []any{"e", ep, "m", fmt.Sprintf("msg_0_%d-0", i), "t", "room_closed", "d", `{"type":"room_closed","roomId":"r"}`, "n", 0}})
+			p.HIncrBy(ctx, tag+":webhooks:backlog", ep, 1)
+		}
+		for i := range retries { // as webhook_fail.lua writes them
+			ep := fmt.Sprintf("dead%d", i%3)
+			m, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("%d-0", i+1), "e": ep, "m": fmt.Sprintf("msg_0_%d-0", i), "t": "room_closed",
+				"d": `{"type":"room_closed","roomId":"r"}`, "n": 3})
+			p.ZAdd(ctx, tag+":webhooks:retries", redis.Z{Score: float64(i), Member: string(m)})
 			p.HIncrBy(ctx, tag+":webhooks:backlog", ep, 1)
 		}
 		return nil
@@ -152,7 +166,7 @@ func BenchmarkRecountWalk(b *testing.B) {
 		b.StopTimer()
 		redisUsec += scriptUsec() - before
 		if done := c.HExists(ctx, tag+":webhooks:recount", "#done").Val(); !done {
-			b.Fatal("the walk did not end in 11 steps")
+			b.Fatalf("the walk did not end in %d steps", n/1000+1)
 		}
 		b.StartTimer()
 	}
