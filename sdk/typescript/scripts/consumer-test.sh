@@ -21,8 +21,13 @@ trap cleanup EXIT
 # machine's own config (nodedir), and that nobody is logged in (a dry run).
 machine_noise='Unknown (user|env) config|requires you to be logged in'
 
+# dist built once here; publish and pack below would each build it again
+# (prepack), the same files twice more.
+echo "-- npm run build"
+npm run --silent build
+
 echo "-- npm publish --dry-run"
-npm publish --dry-run >"$tmp/publish.log" 2>&1 || { cat "$tmp/publish.log"; exit 1; }
+npm publish --dry-run --ignore-scripts >"$tmp/publish.log" 2>&1 || { cat "$tmp/publish.log"; exit 1; }
 if grep -i 'warn' "$tmp/publish.log" | grep -Ev "$machine_noise"; then
   echo "npm publish --dry-run warned (above)" >&2
   exit 1
@@ -36,7 +41,7 @@ if grep -E ' (src/|dist/test/|test/|scripts/)' "$tmp/publish.log"; then
 fi
 
 echo "-- npm pack, install into a fresh project"
-tgz="$(npm pack --silent --pack-destination "$tmp" 2>/dev/null | tail -n 1)"
+tgz="$(npm pack --silent --ignore-scripts --pack-destination "$tmp" 2>/dev/null | tail -n 1)"
 cp -r scripts/consumer "$tmp/game"
 cd "$tmp/game"
 tsv="$(node -p "require('$sdk/package.json').devDependencies.typescript")"
