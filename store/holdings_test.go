@@ -204,10 +204,7 @@ func TestRoomQuotasFollowTheRooms(t *testing.T) {
 // the entry's role changed between its read and the drop (it used to stay,
 // and quick-join + leave churn reached the joined-rooms limit in seconds).
 func TestHoldingsExactAfterQuickJoinChurn(t *testing.T) {
-	// parallel (with the other parallel tests, after the serial ones): keys
-	// under prefixes of its own, no flush, no server-wide figure, no lease or
-	// timer it must beat
-	t.Parallel()
+	alongside(t)
 	const users, cycles = 16, 30
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {

@@ -325,10 +325,7 @@ func TestEventLogTrimmedByCount(t *testing.T) {
 }
 
 func TestIdleLogIsDropped(t *testing.T) {
-	// parallel (with the other parallel tests, after the serial ones): keys
-	// under prefixes of its own, no flush, no server-wide figure, no lease or
-	// timer it must beat
-	t.Parallel()
+	alongside(t)
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			s := openStoreWith(t, b, func(c *store.Config) { c.Lifecycle.LogIdleTrim = 200 * time.Millisecond })
@@ -380,10 +377,7 @@ func countKeys(tb testing.TB, s *store.Store) []string {
 }
 
 func TestRepairWalkFixesDrift(t *testing.T) {
-	// parallel (with the other parallel tests, after the serial ones): keys
-	// under prefixes of its own, no flush, no server-wide figure, no lease or
-	// timer it must beat
-	t.Parallel()
+	alongside(t)
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		// the index scan walks the whole node, whose keys are mostly other
 		// tests': a call of 1 000 every 10th visit may need more rounds

@@ -291,3 +291,10 @@ func invariantsCheck(s *store.Store) ([]string, error) {
 // backendsForChurn are all backends; a function so a slow one can be
 // singled out in one place.
 func backendsForChurn(tb testing.TB) []redistest.Backend { return redistest.Backends(tb) }
+
+// alongside runs t in parallel with the other tests that call it, after
+// the serial ones (t.Parallel): only for a test whose keys are under
+// prefixes of its own (or on a Cluster of its own), that flushes nothing,
+// reads no server-wide figure and has no lease or timer it must beat, so
+// that the slow ones overlap in CI.
+func alongside(t *testing.T) { t.Parallel() }

@@ -32,9 +32,7 @@ import (
 // during the move must succeed or answer ErrUnavailable, and the first
 // one after the move succeed.
 func TestScriptsFollowASlotToAnAddedMaster(t *testing.T) {
-	// parallel (with the other parallel tests, after the serial ones): a
-	// Cluster of its own, no flush, no bound on a call's time
-	t.Parallel()
+	alongside(t)
 	c := ownCluster(t)
 	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
 	ctx := t.Context()

@@ -630,10 +630,7 @@ func messagesMissedOnMobile(t *testing.T, s *store.Store, uid string) {
 // was logged, the replacements dropped the messages: mobile's next
 // session said resync, pending 0.)
 func TestReplacingSessionsKeepsTheOtherPlatformsInbox(t *testing.T) {
-	// parallel (with the other parallel tests, after the serial ones): keys
-	// under prefixes of its own, no flush, no server-wide figure, no lease or
-	// timer it must beat
-	t.Parallel()
+	alongside(t)
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()

@@ -55,10 +55,7 @@ func unheld(t *testing.T, s *store.Store) []string {
 // a disconnected player, the last player removed) leaves no holdings entry
 // after one janitor visit, and ownership the janitor passes on is recorded.
 func TestEveryRemovalReleasesItsHoldings(t *testing.T) {
-	// parallel (with the other parallel tests, after the serial ones): keys
-	// under prefixes of its own, no flush, no server-wide figure, no lease or
-	// timer it must beat
-	t.Parallel()
+	alongside(t)
 	server := rooms.User{Server: true}
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
