@@ -166,12 +166,12 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, dl *we
 	cfg.Send = func(ctx context.Context, d webhooks.Delivery) error {
 		return sender.Send(ctx, webhook.Delivery(d))
 	}
-	m.WebhookMaxBacklog(cfg.MaxBacklog)
 	d, err := webhooks.New(st.Base(), cfg)
 	if err != nil {
 		log.Error("webhooks", "err", err)
 		return
 	}
+	m.WebhookMaxBacklog(cfg.MaxBacklog) // in force once the dispatcher is
 	go webhook.Watch(ctx, w.WebhooksFile, webhook.Reload, w.WebhookEndpoints, func(eps []webhook.Endpoint) {
 		if err := sender.SetEndpoints(eps); err != nil { // checked by Parse already
 			log.Error("webhooks", "err", err)

@@ -1237,7 +1237,8 @@ export interface paths {
          *     A replay never takes an endpoint past the bound its new events are
          *     refused at: when the letter's endpoint already has
          *     `REALSYNC_WEBHOOK_MAX_BACKLOG` deliveries pending or retrying in
-         *     the letter's shard (its `realsync_webhook_backlog` gauge), or that
+         *     the letter's shard (`realsync_webhook_backlog` shows its fullest
+         *     shard's), or that
          *     shard's deliveries stream is full, it is 409
          *     `WEBHOOK_BACKLOG_FULL` (the detail names the endpoint, the shard
          *     and the count) and the letter stays in the dead letters, untouched:
