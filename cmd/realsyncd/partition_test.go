@@ -141,17 +141,27 @@ func when(deadline time.Time, ok func() bool) chan time.Time {
 	return at
 }
 
-// connected reports whether player pid's last presence event is
-// player_connected.
+// connected reports whether the last of es that tells player pid's
+// presence says connected: a player_connected or player_disconnected of
+// it, or a snapshot (its room's players), which a follower that opened,
+// or reopened, after the player connected gets instead of the event.
 func connected(es []sseEvent, pid float64) bool {
 	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].data["playerId"] == pid {
-			switch es[i].typ {
-			case "player_connected":
-				return true
-			case "player_disconnected":
-				return false
+		switch e := es[i]; {
+		case e.typ == "snapshot":
+			room, _ := e.data["room"].(map[string]any)
+			players, _ := room["players"].([]any)
+			for _, p := range players {
+				if p, _ := p.(map[string]any); p["playerId"] == pid {
+					return p["connected"] == true
+				}
 			}
+			return false
+		case e.data["playerId"] != pid:
+		case e.typ == "player_connected":
+			return true
+		case e.typ == "player_disconnected":
+			return false
 		}
 	}
 	return false
