@@ -101,6 +101,15 @@ func (de *deadEnv) drain(t *testing.T) {
 	t.Fatal("the dispatcher never ran dry")
 }
 
+// first lists every dead letter (list) and returns them with the first's id.
+func (de *deadEnv) first(t *testing.T) (all []map[string]any, id string) {
+	t.Helper()
+	if all = de.list(t, 100); len(all) == 0 {
+		t.Fatal("no dead letter")
+	}
+	return all, all[0]["id"].(string)
+}
+
 // list pages through every dead letter over HTTP, limit at a time.
 func (de *deadEnv) list(t *testing.T, limit int) []map[string]any {
 	t.Helper()
@@ -216,11 +225,7 @@ func TestWebhookReplayOfAFullBacklogOverHTTP(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			de := newDeadEnv(t, b)
-			all := de.list(t, 100)
-			if len(all) == 0 {
-				t.Fatal("no dead letter")
-			}
-			id := all[0]["id"].(string)
+			all, id := de.first(t)
 			sh, _, _ := strings.Cut(id, ".")
 			n, _ := strconv.Atoi(sh)
 			backlog := de.store.Base().Tag(n) + ":webhooks:backlog"
@@ -258,11 +263,7 @@ func TestWebhookReplayOfARemovedEndpointsLetterOverHTTP(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			de := newDeadEnv(t, b)
-			all := de.list(t, 100)
-			if len(all) == 0 {
-				t.Fatal("no dead letter")
-			}
-			id := all[0]["id"].(string)
+			all, id := de.first(t)
 			de.q.SetEndpoints([]string{"other"}) // the file reloaded without ep
 			r := de.do("POST", "/v1/admin/webhooks/dead-letters/"+id+"/replay", adminToken, nil)
 			want := fmt.Sprintf(`Endpoint "ep" of dead letter %s is not in the endpoints file: its tries would all fail ("no longer configured"); add the endpoint back to replay it.`, id)
