@@ -296,8 +296,14 @@ func TestMeFollowPresence(t *testing.T) {
 			if f.data["userId"] != aliceID || f.data["online"] != false || f.data["version"].(float64) <= v1 {
 				t.Fatalf("alice offline: %+v", f)
 			}
-			// unfollowed: no more of carol
-			want(t, bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID}}), 200, "")
+			// unfollowed: no more of carol, once the stream has sent the
+			// newly followed dave's status (the following and carol's
+			// status reach it apart: on a Cluster by different nodes)
+			_, daveID := a.guest("dave")
+			want(t, bb.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{aliceID, daveID}}), 200, "")
+			if f := watch.next(); f.data["userId"] != daveID || f.data["online"] != false {
+				t.Fatalf("after following dave: %+v", f)
+			}
 			c2 := a.me(carol, "pc")
 			c2.next()
 			al := a.me(alice, "console")

@@ -2133,7 +2133,12 @@ type ClientInterface interface {
 	// /v1/me/following`), one `presence` event each (no id), then live:
 	// logged events and the followed users' status changes. A change of
 	// the followed users while the stream is open sends the newly
-	// followed users' current status first, then their changes.
+	// followed users' current status first, then their changes. The
+	// stream takes a change of following in a moment after the `PUT`
+	// answered (the following and the statuses reach it apart: on a Redis
+	// Cluster, by different nodes): a status change of an unfollowed user
+	// in that moment may still arrive; once the stream has sent the
+	// newly followed users' statuses, none does.
 	//
 	// | event | logged (has an id) | data |
 	// |---|---|---|
@@ -2180,7 +2185,9 @@ type ClientInterface interface {
 	// ids may be sent, duplicates included; more, an empty or malformed
 	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
-	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// their changes; unfollowed users' changes stop (a change in the
+	// moment the stream takes the new following in may still arrive: see
+	// `GET /v1/me/events`). Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
 	//
 	// Takes any type of body and a specified content type.
@@ -2195,7 +2202,9 @@ type ClientInterface interface {
 	// ids may be sent, duplicates included; more, an empty or malformed
 	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
-	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// their changes; unfollowed users' changes stop (a change in the
+	// moment the stream takes the new following in may still arrive: see
+	// `GET /v1/me/events`). Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
 	//
 	// Takes a body of the `application/json` content type.
@@ -3637,7 +3646,12 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // /v1/me/following`), one `presence` event each (no id), then live:
 // logged events and the followed users' status changes. A change of
 // the followed users while the stream is open sends the newly
-// followed users' current status first, then their changes.
+// followed users' current status first, then their changes. The
+// stream takes a change of following in a moment after the `PUT`
+// answered (the following and the statuses reach it apart: on a Redis
+// Cluster, by different nodes): a status change of an unfollowed user
+// in that moment may still arrive; once the stream has sent the
+// newly followed users' statuses, none does.
 //
 // | event | logged (has an id) | data |
 // |---|---|---|
@@ -3694,7 +3708,9 @@ func (c *APIClient) StreamMeEvents(ctx context.Context, params *StreamMeEventsPa
 // ids may be sent, duplicates included; more, an empty or malformed
 // id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
-// their changes; unfollowed users' changes stop. Kept 30 days after
+// their changes; unfollowed users' changes stop (a change in the
+// moment the stream takes the new following in may still arrive: see
+// `GET /v1/me/events`). Kept 30 days after
 // the last set or the last personal stream opened. Players only.
 //
 // Takes any type of body and a specified content type.
@@ -3719,7 +3735,9 @@ func (c *APIClient) SetFollowingWithBody(ctx context.Context, contentType string
 // ids may be sent, duplicates included; more, an empty or malformed
 // id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
-// their changes; unfollowed users' changes stop. Kept 30 days after
+// their changes; unfollowed users' changes stop (a change in the
+// moment the stream takes the new following in may still arrive: see
+// `GET /v1/me/events`). Kept 30 days after
 // the last set or the last personal stream opened. Players only.
 //
 // Takes a body of the `application/json` content type.
@@ -7281,7 +7299,12 @@ type ClientWithResponsesInterface interface {
 	// /v1/me/following`), one `presence` event each (no id), then live:
 	// logged events and the followed users' status changes. A change of
 	// the followed users while the stream is open sends the newly
-	// followed users' current status first, then their changes.
+	// followed users' current status first, then their changes. The
+	// stream takes a change of following in a moment after the `PUT`
+	// answered (the following and the statuses reach it apart: on a Redis
+	// Cluster, by different nodes): a status change of an unfollowed user
+	// in that moment may still arrive; once the stream has sent the
+	// newly followed users' statuses, none does.
 	//
 	// | event | logged (has an id) | data |
 	// |---|---|---|
@@ -7330,7 +7353,9 @@ type ClientWithResponsesInterface interface {
 	// ids may be sent, duplicates included; more, an empty or malformed
 	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
-	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// their changes; unfollowed users' changes stop (a change in the
+	// moment the stream takes the new following in may still arrive: see
+	// `GET /v1/me/events`). Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7345,7 +7370,9 @@ type ClientWithResponsesInterface interface {
 	// ids may be sent, duplicates included; more, an empty or malformed
 	// id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 	// instance, send the newly followed users' current status, then
-	// their changes; unfollowed users' changes stop. Kept 30 days after
+	// their changes; unfollowed users' changes stop (a change in the
+	// moment the stream takes the new following in may still arrive: see
+	// `GET /v1/me/events`). Kept 30 days after
 	// the last set or the last personal stream opened. Players only.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -13334,7 +13361,12 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // /v1/me/following`), one `presence` event each (no id), then live:
 // logged events and the followed users' status changes. A change of
 // the followed users while the stream is open sends the newly
-// followed users' current status first, then their changes.
+// followed users' current status first, then their changes. The
+// stream takes a change of following in a moment after the `PUT`
+// answered (the following and the statuses reach it apart: on a Redis
+// Cluster, by different nodes): a status change of an unfollowed user
+// in that moment may still arrive; once the stream has sent the
+// newly followed users' statuses, none does.
 //
 // | event | logged (has an id) | data |
 // |---|---|---|
@@ -13389,7 +13421,9 @@ func (c *ClientWithResponses) StreamMeEventsWithResponse(ctx context.Context, pa
 // ids may be sent, duplicates included; more, an empty or malformed
 // id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
-// their changes; unfollowed users' changes stop. Kept 30 days after
+// their changes; unfollowed users' changes stop (a change in the
+// moment the stream takes the new following in may still arrive: see
+// `GET /v1/me/events`). Kept 30 days after
 // the last set or the last personal stream opened. Players only.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13410,7 +13444,9 @@ func (c *ClientWithResponses) SetFollowingWithBodyWithResponse(ctx context.Conte
 // ids may be sent, duplicates included; more, an empty or malformed
 // id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
 // instance, send the newly followed users' current status, then
-// their changes; unfollowed users' changes stop. Kept 30 days after
+// their changes; unfollowed users' changes stop (a change in the
+// moment the stream takes the new following in may still arrive: see
+// `GET /v1/me/events`). Kept 30 days after
 // the last set or the last personal stream opened. Players only.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

@@ -963,7 +963,12 @@ export interface paths {
          *     /v1/me/following`), one `presence` event each (no id), then live:
          *     logged events and the followed users' status changes. A change of
          *     the followed users while the stream is open sends the newly
-         *     followed users' current status first, then their changes.
+         *     followed users' current status first, then their changes. The
+         *     stream takes a change of following in a moment after the `PUT`
+         *     answered (the following and the statuses reach it apart: on a Redis
+         *     Cluster, by different nodes): a status change of an unfollowed user
+         *     in that moment may still arrive; once the stream has sent the
+         *     newly followed users' statuses, none does.
          *
          *     | event | logged (has an id) | data |
          *     |---|---|---|
@@ -1024,7 +1029,9 @@ export interface paths {
          *     ids may be sent, duplicates included; more, an empty or malformed
          *     id: 400 `INVALID_USER_IDS`, and nothing changes). The caller's open personal streams, on every
          *     instance, send the newly followed users' current status, then
-         *     their changes; unfollowed users' changes stop. Kept 30 days after
+         *     their changes; unfollowed users' changes stop (a change in the
+         *     moment the stream takes the new following in may still arrive: see
+         *     `GET /v1/me/events`). Kept 30 days after
          *     the last set or the last personal stream opened. Players only.
          */
         put: operations["setFollowing"];
