@@ -202,18 +202,21 @@ func writeProblem(w http.ResponseWriter, p oapi.Problem) {
 // in one write, rather than encoded piecewise into the response, chunked
 // once past net/http's 2 KiB buffer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	writeBuilt(w, status, func(b []byte) []byte {
-		b, ok := appendHot(b, v)
-		if ok {
-			return append(b, '\n')
-		}
-		out := bytes.NewBuffer(b)
-		if err := json.NewEncoder(out).Encode(v); err != nil {
-			// a value encoding/json cannot write is a bug of ours
-			panic(fmt.Sprintf("api: encoding a %T answer: %v", v, err))
-		}
-		return out.Bytes()
-	})
+	writeBuilt(w, status, func(b []byte) []byte { return appendJSON(b, v) })
+}
+
+// appendJSON appends v's JSON and a newline to b.
+func appendJSON(b []byte, v any) []byte {
+	b, ok := appendHot(b, v)
+	if ok {
+		return append(b, '\n')
+	}
+	out := bytes.NewBuffer(b)
+	if err := json.NewEncoder(out).Encode(v); err != nil {
+		// a value encoding/json cannot write is a bug of ours
+		panic(fmt.Sprintf("api: encoding a %T answer: %v", v, err))
+	}
+	return out.Bytes()
 }
 
 // writeBuilt answers with status and the JSON body build appends to a
@@ -222,15 +225,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeBuilt(w http.ResponseWriter, status int, build func([]byte) []byte) {
 	buf := bodyBuffers.Get().(*[]byte)
 	b := build((*buf)[:0])
+	writeBody(w, status, b)
+	if cap(b) <= maxPooledBody {
+		*buf = b
+		bodyBuffers.Put(buf)
+	}
+}
+
+// writeBody answers with status and b, a JSON body.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	w.Write(b)
-	if cap(b) <= maxPooledBody {
-		*buf = b
-		bodyBuffers.Put(buf)
-	}
 }
 
 // bodyBuffers hold answer bodies being built (writeJSON); a buffer that

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/realsync/realsync/api/oapi"
 	"github.com/realsync/realsync/lobby"
@@ -18,13 +20,30 @@ func (s *Server) ListRooms(w http.ResponseWriter, r *http.Request, params oapi.L
 	}
 	p := lobby.ListParams{Status: deref(params.Status), Joinable: deref(params.Joinable), Mode: deref(params.Mode), Region: deref(params.Region),
 		Sort: string(deref(params.Sort)), Limit: params.Limit, Cursor: deref(params.Cursor), Query: query}
-	page, err := s.lobby.List(r.Context(), p)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeBuilt(w, http.StatusOK, func(b []byte) []byte { return append(appendRoomPage(b, page), '\n') })
+	s.browse(w, r, "/v1/rooms", listKey(query), func(ctx context.Context, b []byte) ([]byte, error) {
+		page, err := s.lobby.List(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return append(appendRoomPage(b, page), '\n'), nil
+	})
 }
+
+// listKey is a list request's key in the BrowseCache: the parameters the
+// list reads (listReads and the attribute filters), in one order whatever
+// the request's, so other parameters (ignored) make no other key.
+func listKey(q url.Values) string {
+	k := make(url.Values, len(q))
+	for name, v := range q {
+		if listReads[name] || strings.HasPrefix(name, "attr.") {
+			k[name] = v
+		}
+	}
+	return k.Encode()
+}
+
+// listReads are the parameters of GET /v1/rooms, but the attribute filters.
+var listReads = map[string]bool{"status": true, "joinable": true, "mode": true, "region": true, "sort": true, "limit": true, "cursor": true}
 
 // canonicalInts refuses an integer query parameter of q (the request's
 // query) that is not in canonical form (rooms.ParseCanonical: "020" is not
@@ -104,15 +123,15 @@ func (s *Server) MyRooms(w http.ResponseWriter, r *http.Request, params oapi.MyR
 
 // LobbyStats implements GET /v1/lobby/stats.
 func (s *Server) LobbyStats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.lobby.Stats(r.Context())
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	finished := st.Rooms[rooms.Finished]
-	out := oapi.LobbyStats{Players: st.Players, Modes: counts(st.Modes), Regions: counts(st.Regions),
-		Rooms: oapi.StatusCounts{Waiting: st.Rooms[rooms.Waiting], Playing: st.Rooms[rooms.Playing], Finished: &finished}}
-	writeJSON(w, http.StatusOK, out)
+	s.browse(w, r, "/v1/lobby/stats", "", func(ctx context.Context, b []byte) ([]byte, error) {
+		st, err := s.lobby.Stats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		finished := st.Rooms[rooms.Finished]
+		return appendJSON(b, oapi.LobbyStats{Players: st.Players, Modes: counts(st.Modes), Regions: counts(st.Regions),
+			Rooms: oapi.StatusCounts{Waiting: st.Rooms[rooms.Waiting], Playing: st.Rooms[rooms.Playing], Finished: &finished}}), nil
+	})
 }
 
 func counts(by map[string]map[rooms.Status]int) map[string]oapi.StatusCounts {

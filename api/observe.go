@@ -32,6 +32,11 @@ type Metrics interface {
 	// InFlight adds delta to the requests admission counts in flight
 	// (overload.go).
 	InFlight(delta int)
+	// BrowseCache records a browsing read of route (GET /v1/rooms, GET
+	// /v1/lobby/stats) taken through the BrowseCache: hit when it read
+	// nothing itself (a kept answer, or another request's read it waited
+	// for).
+	BrowseCache(route string, hit bool)
 }
 
 type noMetrics struct{}
@@ -39,6 +44,7 @@ type noMetrics struct{}
 func (noMetrics) Request(string, string, int, time.Duration, bool) {}
 func (noMetrics) RateLimited(string, string)                       {}
 func (noMetrics) InFlight(int)                                     {}
+func (noMetrics) BrowseCache(string, bool)                         {}
 
 // unmatchedRoute is the route of a request that matched no route: one
 // label, whatever the path, so made-up paths cannot make up series.

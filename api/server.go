@@ -97,6 +97,9 @@ type Config struct {
 	// end ends it too. nil: such a request ends at its request timeout, or
 	// when its own context is cut with ErrShutdown before its client left.
 	Base context.Context
+	// BrowseCache keeps room list pages and the lobby's counts for a
+	// while (browsecache.go); nil: every such request reads Redis.
+	BrowseCache *BrowseCache
 	// Detached counts those requests while they run on (a shutdown waits
 	// for them with its Drain before it closes the store: over HTTP/2
 	// http.Server.Shutdown does not wait for the handler of a stream its
@@ -131,6 +134,7 @@ type Server struct {
 	detached       *Detached       // see Config.Detached
 	deadLetters    deadletter.Queue
 	admission      *admitter // nil: no bound
+	browseCache    *BrowseCache
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -140,7 +144,7 @@ func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
-		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission)}
+		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission), browseCache: cfg.BrowseCache}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

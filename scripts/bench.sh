@@ -4,7 +4,7 @@
 # fan-out, redis-benchmark on the join and patch scripts) and RealSync's
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
-# them). Usage: scripts/bench.sh [section...]; sections: http ceiling batch
+# them). Usage: scripts/bench.sh [section...]; sections: http browse ceiling batch
 # sse h2 lobby go redistime capacity stripes security match (default: all). Keep the
 # whole output: docs/BENCHMARKS.md cites one run's log, committed verbatim
 # in docs/bench/ (its "Run:" line names it and the commit).
@@ -54,7 +54,7 @@ master_cpu() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(http ceiling batch sse h2 lobby go redistime capacity stripes security match)
+[ ${#sections[@]} -gt 0 ] || sections=(http browse ceiling batch sse h2 lobby go redistime capacity stripes security match)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 
 # What the run was: the commit, the time, the machine and its load, so a
@@ -89,7 +89,8 @@ minimal_pid=$!
 pids+=("$minimal_pid")
 
 rsd_pid=""
-# start_rsd restarts realsyncd on an empty Redis; sets rsd and rsd_pid.
+# start_rsd restarts realsyncd on an empty Redis, with the settings given
+# (VAR=value ...) on top of the bench's; sets rsd and rsd_pid.
 # Rate limits are off: one load generator on one address is the flood they
 # refuse; their own cost is measured apart (docs/BENCHMARKS.md, "Security
 # costs"). Room quotas are off too: -seed creates thousands of rooms as one
@@ -99,7 +100,8 @@ start_rsd() {
   redis-cli -p "$redis_port" flushall >/dev/null
   local port; port=$(free_port)
   REALSYNC_ADDR=127.0.0.1:$port REALSYNC_REDIS_URL=redis://127.0.0.1:$redis_port \
-    REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 REALSYNC_MAX_ROOMS_JOINED=0 "${server_on[@]}" "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
+    REALSYNC_JWT_SECRET=bench REALSYNC_LOG_LEVEL=warn REALSYNC_RATE_LIMITS=off REALSYNC_MAX_ROOMS_OWNED=0 REALSYNC_MAX_ROOMS_JOINED=0 \
+    env "$@" "${server_on[@]}" "$tmp/realsyncd" 2>>"$tmp/realsyncd.log" &
   rsd_pid=$!
   pids+=("$rsd_pid")
   rsd=http://127.0.0.1:$port
@@ -137,6 +139,20 @@ if want http; then
     say "server CPU, round $round: GET room" ops -duration 4s -urls "$rsd" -mix get=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
     say "server CPU, round $round: list page of 20" ops -duration 4s -urls "$rsd" -rooms 80 -mix list=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
     say "server CPU, round $round: join + leave" ops -duration 4s -urls "$rsd" -mix join=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
+  done
+fi
+
+# The browsing cache (REALSYNC_BROWSE_CACHE_TTL): list pages of 20 (4
+# distinct pages, one per region, asked by 64 clients) without it and with
+# it at 1s, alternating with the minimal handler, 3 rounds of 4 s; the
+# server's and Redis' CPU per request.
+if want browse; then
+  for round in 1 2 3; do
+    start_rsd
+    say "browse, round $round: minimal handler" ops -duration 4s -urls "http://$minimal" -mix get=1 -cpu-pid "$minimal_pid"
+    say "browse, round $round: list page of 20" ops -duration 4s -urls "$rsd" -rooms 80 -mix list=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
+    start_rsd REALSYNC_BROWSE_CACHE_TTL=1s
+    say "browse, round $round: list page of 20, cached (REALSYNC_BROWSE_CACHE_TTL=1s)" ops -duration 4s -urls "$rsd" -rooms 80 -mix list=1 -cpu-pid "$rsd_pid" -redis "redis://127.0.0.1:$redis_port"
   done
 fi
 

@@ -75,6 +75,8 @@ type Config struct {
 
 	batchSettings // REALSYNC_REDIS_BATCH_WINDOW: script runs per node in one pipeline (config_batch.go)
 
+	browseSettings // REALSYNC_BROWSE_CACHE_TTL: room lists and lobby stats kept a while (config_browse.go)
+
 	stripeSettings // REALSYNC_MODE_STRIPES: a (mode, region) over K shards (config_stripes.go)
 
 	secretGenerated bool
@@ -141,6 +143,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	quotas := quotaFlags(fs, env)
 	protocols := protocolFlags(fs, env)
 	batching := batchFlags(fs, env)
+	browsing := browseFlags(fs, env)
 	striping := stripeFlags(fs, env)
 	playerOpts := playerFlags(fs, env)
 	webhooks := webhookFlags(fs, env)
@@ -175,6 +178,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	c.quotaSettings = quotas(bad)
 	c.protocolSettings = protocols(bad)
 	c.batchSettings = batching(bad)
+	c.browseSettings = browsing(bad)
 	c.playerSettings = playerOpts(bad)
 	c.webhookSettings = webhooks(bad)
 	c.matchSettings = matchmakingOpts(bad)

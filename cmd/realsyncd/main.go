@@ -192,7 +192,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout, Admission: cfg.Admission,
 		Idempotency: idemstore.New(st.Base()), Base: base, Detached: detached,
-		Tickets: ticketService,
+		Tickets: ticketService, BrowseCache: api.NewBrowseCache(cfg.BrowseCacheTTL, m),
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on

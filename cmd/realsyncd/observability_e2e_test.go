@@ -67,7 +67,7 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 	bin := buildBinary(t)
 	env := append(backendEnv(t, "standalone"), "REALSYNC_ROOM_IDLE_TIMEOUT=5s")
 	metricsAddr := freeAddr(t)
-	a := start(t, bin, append(env, "REALSYNC_METRICS_ADDR="+metricsAddr, "REALSYNC_LOG_FORMAT=json")...)
+	a := start(t, bin, append(env, "REALSYNC_METRICS_ADDR="+metricsAddr, "REALSYNC_LOG_FORMAT=json", "REALSYNC_BROWSE_CACHE_TTL=10s")...)
 	b := start(t, bin, env...)
 
 	owner := guest(t, a, "owner")
@@ -82,6 +82,11 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 		tokens = append(tokens, tok)
 		if status, body := call(t, "POST", a.url+"/v1/rooms/"+id+"/join", tok, nil); status != 200 {
 			t.Fatalf("join: %d %v", status, body)
+		}
+	}
+	for range 2 { // a reads the list once, then answers it from its cache (REALSYNC_BROWSE_CACHE_TTL)
+		if status, body := call(t, "GET", a.url+"/v1/rooms?mode=m", owner, nil); status != 200 || len(body["rooms"].([]any)) != 1 {
+			t.Fatalf("list: %d %v", status, body)
 		}
 	}
 	if status, body := call(t, "GET", a.url+"/metrics", "", nil); status != 404 || body["code"] != "NOT_FOUND" {
@@ -105,6 +110,9 @@ func TestMetricsAndJSONLogs(t *testing.T) {
 		{"redis up on a", metricValue(ma, "realsync_redis_up"), 1},
 		{"live instances seen by b", metricValue(mb, "realsync_instances"), 2},
 		{"build info", metricValue(ma, "realsync_build_info", "goversion", runtime.Version()), 1},
+		{"lists a read", metricValue(ma, "realsync_browse_cache_requests_total", "route", "/v1/rooms", "result", "miss"), 1},
+		{"lists a kept", metricValue(ma, "realsync_browse_cache_requests_total", "route", "/v1/rooms", "result", "hit"), 1},
+		{"lists through b's cache, off", metricValue(mb, "realsync_browse_cache_requests_total", "route", "/v1/rooms"), 0},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -61,6 +61,7 @@ type Metrics struct {
 	rateDecided    map[string]prometheus.Counter // rateChecks by "decided", looked up once
 	jwtReloads     *prometheus.CounterVec
 	batch          batchMetrics   // realsync_redis_batch_size (batch.go)
+	browse         browseMetrics  // realsync_browse_cache_requests_total (browse.go)
 	players        playerMetrics  // realsync_sessions… (players.go)
 	webhooks       webhookMetrics // realsync_webhook_… (webhooks.go)
 	matchmaking    *mmMetrics     // realsync_matchmaking_… (matchmaking.go)
@@ -164,6 +165,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		Help: "1 when a Redis master's maxmemory-policy, as the janitor last read it, evicts keys (anything but noeviction: evicted keys corrupt rooms), 0 otherwise or when CONFIG GET is refused."})
 	reg.MustRegister(m.evictUnsafe)
 	m.batch = newBatchMetrics(reg)
+	m.browse = newBrowseMetrics(reg)
 	m.players = newPlayerMetrics(reg)
 	m.webhooks = newWebhookMetrics(reg)
 	m.matchmaking = newMatchmakingMetrics(reg)

@@ -1797,6 +1797,8 @@ type ClientInterface interface {
 	// the same scripts that change rooms, so always exact; reads one small
 	// hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
 	// on a Cluster: as of the replication lag, typically under a millisecond).
+	// With `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance
+	// answers from counts at most that old (at most 10 s).
 	//
 	// API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -2272,7 +2274,12 @@ type ClientInterface interface {
 	// is read from replicas: a room created or changed within the
 	// replication lag (typically under a millisecond) may be missing or
 	// shown as it was; its join re-checks on the master. A room, its
-	// state, joins and `/v1/me/rooms` always read masters.
+	// state, joins and `/v1/me/rooms` always read masters. With
+	// `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance answers a
+	// query (its filters, sort, `limit` and `cursor`, in any order) from
+	// an answer at most that old (at most 10 s), read once for all who
+	// ask meanwhile: a room created, changed or closed within it may be
+	// missing or shown as it was, as above. Refusals are never kept.
 	//
 	// `joinable=true` keeps the rooms a player could join now: waiting,
 	// unlocked, not full (its own indexes, so full or locked rooms cost
@@ -3230,6 +3237,8 @@ func (c *APIClient) StreamLobbyEvents(ctx context.Context, params *StreamLobbyEv
 // the same scripts that change rooms, so always exact; reads one small
 // hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
 // on a Cluster: as of the replication lag, typically under a millisecond).
+// With `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance
+// answers from counts at most that old (at most 10 s).
 //
 // API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 //
@@ -3845,7 +3854,12 @@ func (c *APIClient) GetPresence(ctx context.Context, params *GetPresenceParams, 
 // is read from replicas: a room created or changed within the
 // replication lag (typically under a millisecond) may be missing or
 // shown as it was; its join re-checks on the master. A room, its
-// state, joins and `/v1/me/rooms` always read masters.
+// state, joins and `/v1/me/rooms` always read masters. With
+// `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance answers a
+// query (its filters, sort, `limit` and `cursor`, in any order) from
+// an answer at most that old (at most 10 s), read once for all who
+// ask meanwhile: a room created, changed or closed within it may be
+// missing or shown as it was, as above. Refusals are never kept.
 //
 // `joinable=true` keeps the rooms a player could join now: waiting,
 // unlocked, not full (its own indexes, so full or locked rooms cost
@@ -6955,6 +6969,8 @@ type ClientWithResponsesInterface interface {
 	// the same scripts that change rooms, so always exact; reads one small
 	// hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
 	// on a Cluster: as of the replication lag, typically under a millisecond).
+	// With `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance
+	// answers from counts at most that old (at most 10 s).
 	//
 	// API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 	//
@@ -7446,7 +7462,12 @@ type ClientWithResponsesInterface interface {
 	// is read from replicas: a room created or changed within the
 	// replication lag (typically under a millisecond) may be missing or
 	// shown as it was; its join re-checks on the master. A room, its
-	// state, joins and `/v1/me/rooms` always read masters.
+	// state, joins and `/v1/me/rooms` always read masters. With
+	// `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance answers a
+	// query (its filters, sort, `limit` and `cursor`, in any order) from
+	// an answer at most that old (at most 10 s), read once for all who
+	// ask meanwhile: a room created, changed or closed within it may be
+	// missing or shown as it was, as above. Refusals are never kept.
 	//
 	// `joinable=true` keeps the rooms a player could join now: waiting,
 	// unlocked, not full (its own indexes, so full or locked rooms cost
@@ -12969,6 +12990,8 @@ func (c *ClientWithResponses) StreamLobbyEventsWithResponse(ctx context.Context,
 // the same scripts that change rooms, so always exact; reads one small
 // hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
 // on a Cluster: as of the replication lag, typically under a millisecond).
+// With `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance
+// answers from counts at most that old (at most 10 s).
 //
 // API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
 //
@@ -13544,7 +13567,12 @@ func (c *ClientWithResponses) GetPresenceWithResponse(ctx context.Context, param
 // is read from replicas: a room created or changed within the
 // replication lag (typically under a millisecond) may be missing or
 // shown as it was; its join re-checks on the master. A room, its
-// state, joins and `/v1/me/rooms` always read masters.
+// state, joins and `/v1/me/rooms` always read masters. With
+// `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance answers a
+// query (its filters, sort, `limit` and `cursor`, in any order) from
+// an answer at most that old (at most 10 s), read once for all who
+// ask meanwhile: a room created, changed or closed within it may be
+// missing or shown as it was, as above. Refusals are never kept.
 //
 // `joinable=true` keeps the rooms a player could join now: waiting,
 // unlocked, not full (its own indexes, so full or locked rooms cost

@@ -73,7 +73,12 @@ export interface paths {
          *     is read from replicas: a room created or changed within the
          *     replication lag (typically under a millisecond) may be missing or
          *     shown as it was; its join re-checks on the master. A room, its
-         *     state, joins and `/v1/me/rooms` always read masters.
+         *     state, joins and `/v1/me/rooms` always read masters. With
+         *     `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance answers a
+         *     query (its filters, sort, `limit` and `cursor`, in any order) from
+         *     an answer at most that old (at most 10 s), read once for all who
+         *     ask meanwhile: a room created, changed or closed within it may be
+         *     missing or shown as it was, as above. Refusals are never kept.
          *
          *     `joinable=true` keeps the rooms a player could join now: waiting,
          *     unlocked, not full (its own indexes, so full or locked rooms cost
@@ -757,6 +762,8 @@ export interface paths {
          *     the same scripts that change rooms, so always exact; reads one small
          *     hash per shard (from replicas with `REALSYNC_REDIS_READ_FROM_REPLICAS`
          *     on a Cluster: as of the replication lag, typically under a millisecond).
+         *     With `REALSYNC_BROWSE_CACHE_TTL` (off by default) an instance
+         *     answers from counts at most that old (at most 10 s).
          *
          *     API keys: scope `rooms:read` (the counts); without it 403 `SCOPE_REQUIRED`.
          */

@@ -1,0 +1,166 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
+)
+
+// browseEnv is a server whose browsing reads go through a BrowseCache of
+// ttl on a clock the test moves.
+func browseEnv(t *testing.T, b redistest.Backend, ttl time.Duration) (*env, *api.TestClock) {
+	t.Helper()
+	var clock *api.TestClock
+	e := newEnv(t, b, true, func(c *api.Config, _ *store.Store, _ string) {
+		c.BrowseCache, clock = api.NewBrowseCacheAt(ttl, c.Metrics)
+	})
+	return e, clock
+}
+
+// listIDs is the ids of the rooms of a list page.
+func listIDs(t *testing.T, r resp) []string {
+	t.Helper()
+	want(t, r, 200, "")
+	var ids []string
+	for _, room := range r.body["rooms"].([]any) {
+		ids = append(ids, room.(map[string]any)["id"].(string))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// A list page and the lobby's counts are answered from the cache until
+// they are ttl old, whatever changed meanwhile; one query however its
+// parameters are ordered, or with parameters the list does not read, is
+// one answer; another query is read apart; a bad query is refused each
+// time, never kept; the metrics count what was read and what was not.
+func TestBrowseCacheKeepsAnswersForTheTTL(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e, clock := browseEnv(t, b, time.Second)
+			tok, _ := e.guest("ann")
+			room := func(name string) string {
+				return e.create(tok, map[string]any{"name": name, "mode": "duel", "region": "eu", "maxPlayers": 4})["id"].(string)
+			}
+			a := room("a")
+			players := func() float64 { return e.do("GET", "/v1/lobby/stats", tok, nil).body["players"].(float64) }
+			if ids := listIDs(t, e.do("GET", "/v1/rooms?mode=duel&limit=10", tok, nil)); !slices.Equal(ids, []string{a}) {
+				t.Fatalf("first page %v, want [%s]", ids, a)
+			}
+			if p := players(); p != 1 {
+				t.Fatalf("players %v, want 1", p)
+			}
+			bb := room("b")
+			for _, q := range []string{"mode=duel&limit=10", "limit=10&mode=duel", "limit=10&mode=duel&utm=x"} {
+				if ids := listIDs(t, e.do("GET", "/v1/rooms?"+q, tok, nil)); !slices.Equal(ids, []string{a}) {
+					t.Fatalf("%s within the TTL: %v, want the kept [%s]", q, ids, a)
+				}
+			}
+			if p := players(); p != 1 {
+				t.Fatalf("players within the TTL %v, want the kept 1", p)
+			}
+			both := []string{a, bb}
+			slices.Sort(both)
+			if ids := listIDs(t, e.do("GET", "/v1/rooms?mode=duel&limit=5", tok, nil)); !slices.Equal(ids, both) {
+				t.Fatalf("another query: %v, want %v", ids, both)
+			}
+			for range 2 {
+				want(t, e.do("GET", "/v1/rooms?mode=duel&attr.x.gte=abc", tok, nil), 422, "VALIDATION_FAILED")
+			}
+			clock.Add(time.Second)
+			if ids := listIDs(t, e.do("GET", "/v1/rooms?limit=10&mode=duel", tok, nil)); !slices.Equal(ids, both) {
+				t.Fatalf("after the TTL: %v, want %v", ids, both)
+			}
+			if p := players(); p != 2 {
+				t.Fatalf("players after the TTL %v, want 2", p)
+			}
+			m := e.scrape()
+			for _, c := range []struct {
+				route, result string
+				want          float64
+			}{
+				// reads: the first page, the other query, the two refused, the page after the TTL
+				{"/v1/rooms", "miss", 5}, {"/v1/rooms", "hit", 3},
+				{"/v1/lobby/stats", "miss", 2}, {"/v1/lobby/stats", "hit", 1},
+			} {
+				if got := m.value("realsync_browse_cache_requests_total", "route", c.route, "result", c.result); got != c.want {
+					t.Errorf("%s %s: %v, want %v", c.route, c.result, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// Many requests for one answer that is not kept read it once: the others
+// wait for that read and get its answer.
+func TestBrowseCacheReadsOnceForManyAtOnce(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e, _ := browseEnv(t, b, time.Second)
+			tok, _ := e.guest("ann")
+			for i := range 30 {
+				e.create(tok, map[string]any{"name": fmt.Sprint("r", i), "mode": "duel", "region": "eu", "maxPlayers": 4})
+			}
+			const n = 32
+			bodies := make([]string, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					r := e.do("GET", "/v1/rooms?mode=duel&limit=20", tok, nil)
+					if r.status != 200 {
+						t.Errorf("request %d: %d %s", i, r.status, r.raw)
+					}
+					bodies[i] = r.raw
+				})
+			}
+			wg.Wait()
+			for i := range n {
+				if bodies[i] != bodies[0] {
+					t.Fatalf("answer %d differs from the first:\n%s\n%s", i, bodies[i], bodies[0])
+				}
+			}
+			m := e.scrape()
+			if miss, hit := m.value("realsync_browse_cache_requests_total", "route", "/v1/rooms", "result", "miss"),
+				m.value("realsync_browse_cache_requests_total", "route", "/v1/rooms", "result", "hit"); miss != 1 || hit != n-1 {
+				t.Errorf("%d requests: %v read, %v not, want 1 and %d", n, miss, hit, n-1)
+			}
+		})
+	}
+}
+
+// A cached answer is the answer: the same bytes and headers the same
+// server without the cache sends for the same rooms.
+func TestBrowseCacheAnswersAsWithout(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			var plain *httptest.Server
+			cached := newEnv(t, b, true, func(c *api.Config, _ *store.Store, _ string) {
+				plain = httptest.NewServer(api.NewHandler(*c))
+				t.Cleanup(plain.Close)
+				c.BrowseCache, _ = api.NewBrowseCacheAt(time.Second, c.Metrics)
+			})
+			tok, _ := cached.guest("ann")
+			for i := range 3 {
+				cached.create(tok, map[string]any{"name": fmt.Sprint("r", i), "mode": "duel", "region": "eu", "maxPlayers": 4, "attributes": map[string]any{"lvl": i}})
+			}
+			without := &env{t: t, url: plain.URL}
+			for _, path := range []string{"/v1/rooms?mode=duel&limit=2", "/v1/rooms?attr.lvl.gte=1", "/v1/lobby/stats"} {
+				want := without.do("GET", path, tok, nil)
+				for range 2 { // read, then kept
+					got := cached.do("GET", path, tok, nil)
+					if got.status != want.status || got.raw != want.raw || got.header.Get("Content-Type") != want.header.Get("Content-Type") ||
+						got.header.Get("Content-Length") != want.header.Get("Content-Length") {
+						t.Fatalf("%s: cached %d %v %q, without %d %v %q", path, got.status, got.header, got.raw, want.status, want.header, want.raw)
+					}
+				}
+			}
+		})
+	}
+}
