@@ -97,10 +97,12 @@ import (
 // an instance that does not count, deliveries written before the hash
 // existed) is repaired by the next recount, every RecountEvery, see
 // Dispatcher.recount), {p:s}:webhooks:recount (a hash: the recount's walk,
-// expiring a minute after its last step, or its pause, expiring after
-// RecountEvery), {p:s}:webhooks:recount:checks (the recounts whose counts
-// added up since the last walk: deleted by the walk, expiring
-// 2·RecountWalkEvery·RecountEvery after the last).
+// its cursors (the last retry walked, a copy of its member, then the last
+// delivery) and counts, expiring a minute after its last step, or its
+// pause, expiring after RecountEvery), {p:s}:webhooks:recount:checks (the
+// recounts whose counts added up since the last walk: deleted when a walk
+// ends, so a forced walk every instance left is walked again; expiring
+// 2·RecountWalkEvery·RecountEvery after the last recount that checked).
 
 // group is the consumer group of every instance on the outbox and
 // deliveries streams.
@@ -230,16 +232,18 @@ type Config struct {
 	// repaired within it and a walk of the deliveries (RecountStep a
 	// round, by every instance); default a minute, at least a millisecond.
 	RecountEvery time.Duration
-	// RecountStep is how many deliveries a round's step of a recount walks
-	// (a script: its time, about 3 µs a delivery); default 1000.
+	// RecountStep is how many entries (retries, then deliveries) a
+	// round's step of a recount walks (a script: its time, about 3 µs an
+	// entry, every client of the shard's Redis waiting); default 1000.
 	RecountStep int
 	// RecountWalkEvery: a recount whose counts add up to the deliveries
 	// and retries held walks them anyway every this many recounts, for
 	// counts gone astray one way for an endpoint and the other way for
 	// another, which add up: repaired within RecountWalkEvery·RecountEvery
-	// and a walk; default 60 (an hour: the walk's last step counts the
-	// shard's retries in one script, about 45 ms where dead endpoints hold
-	// 30 000, and such drift is rare: a rolling upgrade, a hand edit).
+	// and a walk; default 60 (an hour: a walk costs about 3 µs an entry
+	// of Redis time, in steps of RecountStep, and such drift is rare: a
+	// rolling upgrade, a hand edit). A forced walk left unfinished (every
+	// instance stopped) is walked by the next recount.
 	RecountWalkEvery int
 	// BacklogEvery is how often a round reads every shard's backlog
 	// counts (one HGETALL a shard, pipelined) for Metrics.WebhookBacklog;
@@ -712,7 +716,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 	k := keys{d.b}
 	outbox, dels := k.outbox(shard), k.deliveries(shard)
 	now := d.cfg.Now()
-	moved, err := d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: dels,
+	moved, err := d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: dels, recount: k.recount(shard),
 		nowMs: now.UnixMilli(), limit: 256}).Int()
 	if err != nil {
 		return 0, 0, redisx.Wrap(err)
@@ -860,30 +864,52 @@ func (d *Dispatcher) queued(ctx context.Context, shard int) (int64, error) {
 const recountWalkTTL = time.Minute
 
 // recount runs a step of shard's backlog recount (webhook_recount.lua):
-// each round of every instance walks the next RecountStep deliveries of
-// the recount under way, or starts one once RecountEvery has passed since
-// the last one ended, if the counts do not add up to the deliveries and
-// retries held, or every RecountWalkEvery-th time they do; the step that
-// reaches the stream's end counts the retries (whole: about 3 µs each)
-// and replaces the backlog counts with what the deliveries and retries
-// hold. So a count gone astray (a delivery deleted by hand, one settled
-// by an instance that does not count, one written before the counts)
-// refuses a healthy endpoint for RecountEvery and a walk at most, where
-// it lasted until the shard's deliveries and retries were empty at once,
+// each round of every instance walks the next RecountStep entries of the
+// recount under way, the shard's retries first, then its deliveries, or
+// starts one once RecountEvery has passed since the last one ended, if
+// the counts do not add up to the deliveries and retries held, or every
+// RecountWalkEvery-th time they do; the step that reaches the
+// deliveries' end replaces the backlog counts with what the retries and
+// deliveries hold. The walk is exact though its steps are apart: a
+// retry or delivery that moves meanwhile is added to or taken off the
+// walk's counts by the script that moves it (fail, due, settle) when it
+// is at or before the walk's cursor (see webhook_recount.lua). So a
+// count gone astray (a delivery deleted by hand, one settled by an
+// instance that does not count, one written before the counts) refuses
+// a healthy endpoint for RecountEvery and a walk at most, where it
+// lasted until the shard's deliveries and retries were empty at once,
 // which a busy shard's never are; and counts gone astray that cancel out
 // over the endpoints (one +5, another -5: they add up) for
 // RecountWalkEvery·RecountEvery and a walk at most, where they lasted as
-// long. That walk costs a shard's deliveries a step of 1 000 (about 3 ms
-// of Redis) each round until the end, every RecountWalkEvery pauses, and
-// its last step counts the retries whole, one script (about 1.5 µs each:
-// 45 ms for the 30 000 of 3 dead endpoints at the default bound; see
-// BenchmarkRecountWalk).
+// long. A forced walk that every instance left (the walk expired after
+// recountWalkTTL) keeps its turn: the recount after it walks again. That
+// walk costs a shard a step of at most RecountStep entries (1 000: about
+// 3 ms of Redis for deliveries, a little more for retries) each round
+// until the end, every RecountWalkEvery pauses; no step's work grows
+// with the backlog: until 2026-11-30 the last step counted the retries
+// whole, one script (about 1.5 µs each: 45 ms for the 30 000 of 3 dead
+// endpoints at the default bound, a stall of every client of the
+// shard's Redis; see BenchmarkRecountWalk).
 func (d *Dispatcher) recount(ctx context.Context, shard int) error {
+	_, err := d.recountStep(ctx, shard)
+	return err
+}
+
+// recountStep is recount, also returning the entries (retries and
+// deliveries) its script read: at most RecountStep.
+func (d *Dispatcher) recountStep(ctx context.Context, shard int) (int, error) {
 	k := keys{d.b}
-	return redisx.Wrap(d.b.Runner.Run(ctx, recountCall{deliveries: k.deliveries(shard), retries: k.retries(shard),
+	out, err := d.b.Runner.Run(ctx, recountCall{deliveries: k.deliveries(shard), retries: k.retries(shard),
 		backlog: k.backlog(shard), recount: k.recount(shard), checks: k.recountChecks(shard), step: d.cfg.RecountStep,
 		ttlMs: recountWalkTTL.Milliseconds(), pauseMs: d.cfg.RecountEvery.Milliseconds(),
-		walkEvery: d.cfg.RecountWalkEvery, checksTTLMs: 2 * int64(d.cfg.RecountWalkEvery) * d.cfg.RecountEvery.Milliseconds()}).Err())
+		walkEvery: d.cfg.RecountWalkEvery, checksTTLMs: 2 * int64(d.cfg.RecountWalkEvery) * d.cfg.RecountEvery.Milliseconds()}).Int64Slice()
+	if err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	if len(out) != 2 {
+		return 0, fmt.Errorf("webhook_recount: unexpected reply %v", out)
+	}
+	return int(out[1]), nil
 }
 
 // startAll (until ctx ends) gives the pool the sends of the delivery

@@ -5,6 +5,20 @@ import "context"
 // RecountStep runs one step of shard's backlog recount (webhook_recount.lua).
 func (d *Dispatcher) RecountStep(ctx context.Context, shard int) error { return d.recount(ctx, shard) }
 
+// RecountStepRead is RecountStep, also returning how many entries
+// (retries and deliveries) the step's script read.
+func (d *Dispatcher) RecountStepRead(ctx context.Context, shard int) (int, error) {
+	return d.recountStep(ctx, shard)
+}
+
+// Due moves at most limit retries of shard due by nowMs back into the
+// deliveries (webhook_due.lua) and returns how many it moved.
+func (d *Dispatcher) Due(ctx context.Context, shard int, nowMs int64, limit int) (int, error) {
+	k := keys{d.b}
+	return d.b.Runner.Run(ctx, dueCall{retries: k.retries(shard), deliveries: k.deliveries(shard),
+		recount: k.recount(shard), nowMs: nowMs, limit: limit}).Int()
+}
+
 // Settle settles delivery entry id of shard as sent (webhook_settle.lua).
 func (d *Dispatcher) Settle(ctx context.Context, shard int, id string) error {
 	k := keys{d.b}

@@ -120,16 +120,16 @@ func (c settleCall) KeysArgs() ([]string, []any) {
 }
 
 // dueCall is webhook_due.lua: at most limit retries due by nowMs go back
-// into the deliveries.
+// into the deliveries (and off the recount's walk, if it counted them).
 type dueCall struct {
-	retries, deliveries string
-	nowMs               int64
-	limit               int
+	retries, deliveries, recount string
+	nowMs                        int64
+	limit                        int
 }
 
 func (dueCall) Script() *redisx.Script { return dueScript }
 func (c dueCall) KeysArgs() ([]string, []any) {
-	return []string{c.retries, c.deliveries}, []any{c.nowMs, c.limit}
+	return []string{c.retries, c.deliveries, c.recount}, []any{c.nowMs, c.limit}
 }
 
 // replayCall is webhook_replay.lua: dead letter entry goes back into the

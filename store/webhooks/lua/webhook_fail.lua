@@ -4,8 +4,10 @@
 -- has been tried max times, goes to the dead-letter stream (capped MAXLEN
 -- ~) and leaves its endpoint's backlog (one less; the field deleted at 0,
 -- the hash once the shard's deliveries and retries are empty). Either way
--- it leaves the stream: a recount that walked it takes it off
--- (webhook_recount.lua; the retries are counted when the walk ends). One
+-- it leaves the stream: a recount that walked it takes it off its
+-- endpoint's walked deliveries; and a retry added at or before the
+-- recount's retries cursor, or any once the walk has passed every retry,
+-- is added to its endpoint's walked retries (webhook_recount.lua). One
 -- shard's keys:
 --   KEYS[1] deliveries   KEYS[2] retries (zset)   KEYS[3] dead letters
 --   KEYS[4] backlog (hash)   KEYS[5] recount (hash)
@@ -20,6 +22,34 @@ local function walked(a, b)
   local b1, b2 = string.match(b, '^(%d+)-(%d+)$')
   a1, b1 = tonumber(a1), tonumber(b1)
   return a1 < b1 or (a1 == b1 and tonumber(a2) <= tonumber(b2))
+end
+-- lessEq says whether string a sorts at or before b byte by byte, as a
+-- zset orders the members of one score (Lua's < on strings follows the
+-- server's locale).
+local function lessEq(a, b)
+  local n = math.min(#a, #b)
+  local i = 1
+  while i + 63 <= n and string.sub(a, i, i + 63) == string.sub(b, i, i + 63) do i = i + 64 end
+  while i <= n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+    i = i + 1
+  end
+  return #a <= #b
+end
+-- retryWalked says whether the retry m scored sc is counted by the
+-- recount's walk: every retry once the walk passed them all, else those
+-- at or before its cursor (score, then member).
+local function retryWalked(sc, m)
+  local r = redis.call('HGET', KEYS[5], '#r')
+  if r == 'done' then return true end
+  if r ~= '1' then return false end
+  local rm = redis.call('HGET', KEYS[5], '#rm')
+  if not rm then return false end
+  local rs = tonumber(redis.call('HGET', KEYS[5], '#rs'))
+  sc = tonumber(sc)
+  if sc ~= rs then return sc < rs end
+  return lessEq(m, rm)
 end
 local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
 local out = 'gone'
@@ -39,7 +69,9 @@ if e[1] then
     out = 'dead'
   else
     -- the delivery's own id makes the member unique
-    redis.call('ZADD', KEYS[2], ARGV[3], cjson.encode({id = ARGV[2], e = d.e, m = d.m, t = d.t, d = d.d, n = tries}))
+    local m = cjson.encode({id = ARGV[2], e = d.e, m = d.m, t = d.t, d = d.d, n = tries})
+    redis.call('ZADD', KEYS[2], ARGV[3], m)
+    if retryWalked(ARGV[3], m) then redis.call('HINCRBY', KEYS[5], 'r:' .. d.e, 1) end
     out = 'retry'
   end
   local s = redis.call('HGET', KEYS[5], '#s')
