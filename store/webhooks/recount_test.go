@@ -313,3 +313,71 @@ func TestWebhooksForcedRecountWalkKeepsItsTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksBacklogRecountExactUnderConcurrentMoves: while a recount
+// walks a shard's retries and deliveries 7 entries a step, two clients
+// move them at the same time, 150 moves each: one fails deliveries into
+// the retries (due at one of 40 ms, many at each) or to the dead letters,
+// or settles them; the other moves due retries back to the deliveries, 3
+// at a time. The walk repairs counts gone astray, whatever the moves'
+// order around its steps, and the counts stay exact after it.
+func TestWebhooksBacklogRecountExactUnderConcurrentMoves(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			r := newRecountShard(t, b, 7, 0)
+			ctx := context.Background()
+			eps := []string{"a", "b", "c"}
+			for i := range 60 {
+				r.retry(eps[i%3], int64(1+i%40))
+			}
+			for i := range 60 {
+				r.add(eps[i%3], i%5)
+			}
+			r.drift("a", 4)
+			r.drift("b", -3)
+			errs := make(chan error, 2)
+			go func() { // fails and settles
+				for i := range 150 {
+					es, err := r.c.XRangeN(ctx, r.key("deliveries"), "-", "+", 5).Result()
+					if err != nil || len(es) == 0 {
+						errs <- err
+						return
+					}
+					id := es[i%len(es)].ID
+					if i%4 == 3 {
+						err = r.d.Settle(ctx, 0, id)
+					} else {
+						_, err = r.d.Fail(ctx, 0, id, int64(1+(i*7)%40))
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+			go func() { // due moves
+				for i := range 150 {
+					if _, err := r.d.Due(ctx, 0, int64(1+(i*11)%40), 3); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+			walking := true
+			for n := 0; walking && n < 500; n++ {
+				walking = r.step()
+			}
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if walking {
+				t.Fatal("the walk did not end in 500 steps")
+			}
+			checkBacklogCounts(t, r.s, r.prefix)
+		})
+	}
+}
