@@ -53,8 +53,12 @@ func BenchmarkHTTP(b *testing.B) {
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	defer hub.Close()
 	auth := &api.Auth{Secret: []byte("bench-secret"), GuestEnabled: true}
-	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
-		Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m})
+	cfg := api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
+		Auth: auth, Ready: st.Ping, Spec: realsync.OpenAPI, Log: log, Metrics: m}
+	h := api.NewHandler(cfg)
+	// cached is h with the browsing cache on (REALSYNC_BROWSE_CACHE_TTL=1s).
+	cfg.BrowseCache = api.NewBrowseCache(time.Second, m)
+	cached := api.NewHandler(cfg)
 
 	var seq atomic.Int64
 	token := func() string {
@@ -64,8 +68,8 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 		return g.Token
 	}
-	// serve runs one request and checks its status.
-	serve := func(method, path, tok, body string, want int) error {
+	// serveOn runs one request on handler and checks its status.
+	serveOn := func(handler http.Handler, method, path, tok, body string, want int) error {
 		var rd io.Reader
 		if body != "" {
 			rd = strings.NewReader(body)
@@ -78,11 +82,15 @@ func BenchmarkHTTP(b *testing.B) {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		handler.ServeHTTP(rec, req)
 		if rec.Code != want {
 			return fmt.Errorf("%s %s: %d, want %d: %s", method, path, rec.Code, want, rec.Body)
 		}
 		return nil
+	}
+	// serve runs one request on h and checks its status.
+	serve := func(method, path, tok, body string, want int) error {
+		return serveOn(h, method, path, tok, body, want)
 	}
 	// room creates a public room of 100 seats with an open state policy.
 	room := func(mode string) (id, owner string) {
@@ -153,6 +161,14 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 		parallel(b, func(tok string, _ int) error {
 			return serve("GET", "/v1/rooms?mode=list&region=eu&joinable=true&sort=fill", tok, "", 200)
+		})
+	})
+	b.Run("GET rooms joinable fill, cached", func(b *testing.B) {
+		for range 40 {
+			room("cached")
+		}
+		parallel(b, func(tok string, _ int) error {
+			return serveOn(cached, "GET", "/v1/rooms?mode=cached&region=eu&joinable=true&sort=fill", tok, "", 200)
 		})
 	})
 	b.Run("POST quick-join+leave", func(b *testing.B) {

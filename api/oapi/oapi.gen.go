@@ -2014,9 +2014,12 @@ func (siw *ServerInterfaceWrapper) ListWebhookDeadLetters(w http.ResponseWriter,
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListWebhookDeadLettersParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Optional query parameter "limit" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", queryValues, &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2029,7 +2032,7 @@ func (siw *ServerInterfaceWrapper) ListWebhookDeadLetters(w http.ResponseWriter,
 
 	// ------------- Optional query parameter "cursor" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", queryValues, &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2114,9 +2117,12 @@ func (siw *ServerInterfaceWrapper) StreamLobbyEvents(w http.ResponseWriter, r *h
 	// Parameter object where we will unmarshal all parameters from the context
 	var params StreamLobbyEventsParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Optional query parameter "mode" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "mode", r.URL.Query(), &params.Mode, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mode", queryValues, &params.Mode, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2129,7 +2135,7 @@ func (siw *ServerInterfaceWrapper) StreamLobbyEvents(w http.ResponseWriter, r *h
 
 	// ------------- Optional query parameter "region" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "region", r.URL.Query(), &params.Region, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "region", queryValues, &params.Region, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2322,9 +2328,12 @@ func (siw *ServerInterfaceWrapper) StreamMeEvents(w http.ResponseWriter, r *http
 	// Parameter object where we will unmarshal all parameters from the context
 	var params StreamMeEventsParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Required query parameter "platform" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "platform", r.URL.Query(), &params.Platform, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "platform", queryValues, &params.Platform, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2337,7 +2346,7 @@ func (siw *ServerInterfaceWrapper) StreamMeEvents(w http.ResponseWriter, r *http
 
 	// ------------- Optional query parameter "lastEventId" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "lastEventId", r.URL.Query(), &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lastEventId", queryValues, &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2403,9 +2412,12 @@ func (siw *ServerInterfaceWrapper) MyRooms(w http.ResponseWriter, r *http.Reques
 	// Parameter object where we will unmarshal all parameters from the context
 	var params MyRoomsParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Optional query parameter "limit" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", queryValues, &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2418,7 +2430,7 @@ func (siw *ServerInterfaceWrapper) MyRooms(w http.ResponseWriter, r *http.Reques
 
 	// ------------- Optional query parameter "cursor" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", queryValues, &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2463,9 +2475,12 @@ func (siw *ServerInterfaceWrapper) GetPresence(w http.ResponseWriter, r *http.Re
 	// Parameter object where we will unmarshal all parameters from the context
 	var params GetPresenceParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Required query parameter "userIds" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", false, true, "userIds", r.URL.Query(), &params.UserIds, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", false, true, "userIds", queryValues, &params.UserIds, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2496,9 +2511,12 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListRoomsParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Optional query parameter "status" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", r.URL.Query(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", queryValues, &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2511,7 +2529,7 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 
 	// ------------- Optional query parameter "joinable" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "joinable", r.URL.Query(), &params.Joinable, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "joinable", queryValues, &params.Joinable, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2524,7 +2542,7 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 
 	// ------------- Optional query parameter "attr" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "attr", r.URL.Query(), &params.Attr, runtime.BindQueryParameterOptions{Type: "object", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "attr", queryValues, &params.Attr, runtime.BindQueryParameterOptions{Type: "object", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2537,7 +2555,7 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 
 	// ------------- Optional query parameter "mode" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "mode", r.URL.Query(), &params.Mode, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "mode", queryValues, &params.Mode, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2550,7 +2568,7 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 
 	// ------------- Optional query parameter "region" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "region", r.URL.Query(), &params.Region, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "region", queryValues, &params.Region, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2563,7 +2581,7 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 
 	// ------------- Optional query parameter "sort" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", r.URL.Query(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", queryValues, &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2576,7 +2594,7 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 
 	// ------------- Optional query parameter "limit" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", queryValues, &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2589,7 +2607,7 @@ func (siw *ServerInterfaceWrapper) ListRooms(w http.ResponseWriter, r *http.Requ
 
 	// ------------- Optional query parameter "cursor" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", queryValues, &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2762,9 +2780,12 @@ func (siw *ServerInterfaceWrapper) StreamRoomEvents(w http.ResponseWriter, r *ht
 	// Parameter object where we will unmarshal all parameters from the context
 	var params StreamRoomEventsParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Optional query parameter "lastEventId" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "lastEventId", r.URL.Query(), &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "lastEventId", queryValues, &params.LastEventId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2927,9 +2948,12 @@ func (siw *ServerInterfaceWrapper) ListMessages(w http.ResponseWriter, r *http.R
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListMessagesParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Optional query parameter "limit" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", queryValues, &params.Limit, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -2942,7 +2966,7 @@ func (siw *ServerInterfaceWrapper) ListMessages(w http.ResponseWriter, r *http.R
 
 	// ------------- Optional query parameter "before" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "before", r.URL.Query(), &params.Before, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "before", queryValues, &params.Before, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
@@ -3041,9 +3065,12 @@ func (siw *ServerInterfaceWrapper) KickPlayer(w http.ResponseWriter, r *http.Req
 	// Parameter object where we will unmarshal all parameters from the context
 	var params KickPlayerParams
 
+	// The query, parsed once (RealSync: the template this one overrides parses it again for every parameter).
+	queryValues := r.URL.Query()
+
 	// ------------- Optional query parameter "ban" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "ban", r.URL.Query(), &params.Ban, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ban", queryValues, &params.Ban, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
