@@ -21,9 +21,9 @@ const browseCacheBytes = 32 << 20
 // pages (GET /v1/rooms) and the lobby's counts (GET /v1/lobby/stats), for
 // a TTL on this instance: a request answered from it reads nothing from
 // Redis and encodes nothing. An answer is read once however many requests
-// ask for it together (they wait for that one read), and kept by the
-// request's route and query, so two spellings of one query (parameters in
-// another order) share it. Errors are never kept. What it costs clients:
+// ask for it together (they wait for that one read, each at most until it
+// ends itself), and kept by the request's route and query, so two
+// spellings of one query (parameters in another order) share it. Errors are never kept. What it costs clients:
 // a room created, changed or closed within the TTL may be missing from a
 // page or shown as it was (a join re-checks the room, as it does with
 // replica reads); see openapi.yaml's GET /v1/rooms.
@@ -76,14 +76,22 @@ func (s *Server) browse(w http.ResponseWriter, r *http.Request, route, key strin
 		return
 	}
 	loaded := false
-	// The read is shared: a caller leaving must not end it for the
-	// others. Every store call of it is bounded on its own (redisx.Bound).
-	b, err := s.browseCache.c.Get(context.WithoutCancel(r.Context()), route+"?"+key, otter.LoaderFunc[string, []byte](
+	// The read runs on the context of the request that runs it, bounded as
+	// that request is (its timeout, its client's hang-up, a shutdown's
+	// cut), as a read of its own would be. Its end fails no other request:
+	// otter hands a read that failed after its runner's context ended to
+	// no waiter, and a waiter still live reads again. A waiter stops
+	// waiting when its own context ends.
+	b, err := s.browseCache.c.Get(r.Context(), route+"?"+key, otter.LoaderFunc[string, []byte](
 		func(ctx context.Context, _ string) ([]byte, error) {
 			loaded = true
 			return build(ctx, nil)
 		}))
-	s.browseCache.metrics.BrowseCache(route, !loaded)
+	// A request that read nothing and got nothing (it left, or reached
+	// its timeout, while it waited) is neither a hit nor a miss.
+	if loaded || err == nil || r.Context().Err() == nil {
+		s.browseCache.metrics.BrowseCache(route, !loaded)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -1,15 +1,22 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/store"
 )
 
@@ -160,6 +167,128 @@ func TestBrowseCacheAnswersAsWithout(t *testing.T) {
 						t.Fatalf("%s: cached %d %v %q, without %d %v %q", path, got.status, got.header, got.raw, want.status, want.header, want.raw)
 					}
 				}
+			}
+		})
+	}
+}
+
+// heldIndex is a store's listing whose List, while hold is set, waits
+// for its context to end, as a read from a Redis that does not answer
+// does (or for 10 s, the test's bound), and then fails with the
+// context's error. Each held List's context is sent on held.
+type heldIndex struct {
+	lobby.Index
+	hold atomic.Bool
+	held chan context.Context
+}
+
+func (h *heldIndex) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
+	if h.hold.Load() {
+		h.held <- ctx
+		select {
+		case <-ctx.Done():
+			return lobby.Result{}, ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+	}
+	return h.Index.List(ctx, q)
+}
+
+// try is do for another goroutine than the test's: a request that gets
+// no answer is status 0, its error as raw.
+func (e *env) try(method, path, token string) resp {
+	req, _ := http.NewRequest(method, e.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return resp{raw: err.Error()}
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	json.Unmarshal(raw, &out.body)
+	return out
+}
+
+// heldEnv is browseEnv on a heldIndex, its requests bounded by timeout.
+func heldEnv(t *testing.T, b redistest.Backend, timeout time.Duration) (*env, *heldIndex) {
+	t.Helper()
+	idx := &heldIndex{held: make(chan context.Context, 8)}
+	e := newEnv(t, b, true, func(c *api.Config, st *store.Store, _ string) {
+		idx.Index = st.Listing()
+		c.Lobby = lobby.NewService(idx)
+		c.RequestTimeout = timeout
+		c.BrowseCache, _ = api.NewBrowseCacheAt(time.Second, c.Metrics)
+	})
+	return e, idx
+}
+
+// A read shared through the cache is bounded by the request timeout of
+// the request that runs it, as a read of its own is: requests waiting on
+// a Redis that does not answer are answered 503 at their timeout, and
+// the failure is not kept.
+func TestBrowseCacheReadEndsAtTheRequestTimeout(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			const timeout = 500 * time.Millisecond
+			e, idx := heldEnv(t, b, timeout)
+			tok, _ := e.guest("ann")
+			id := e.create(tok, map[string]any{"name": "a", "mode": "duel", "region": "eu", "maxPlayers": 4})["id"].(string)
+			idx.hold.Store(true)
+			answers := make(chan resp, 2)
+			go func() { answers <- e.try("GET", "/v1/rooms?mode=duel", tok) }()
+			ctx := <-idx.held
+			if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
+				t.Errorf("the shared read's context has no deadline within the request timeout %s (deadline %v)", timeout, d)
+			}
+			go func() { answers <- e.try("GET", "/v1/rooms?mode=duel", tok) }() // waits for that read, or reads itself
+			for range 2 {
+				r := <-answers
+				want(t, r, 503, "STORE_UNAVAILABLE")
+			}
+			idx.hold.Store(false)
+			for range len(idx.held) { // a second request that came after the first read failed held a read of its own
+				<-idx.held
+			}
+			if ids := listIDs(t, e.do("GET", "/v1/rooms?mode=duel", tok, nil)); !slices.Equal(ids, []string{id}) {
+				t.Fatalf("after the failed read: %v, want [%s]", ids, id)
+			}
+		})
+	}
+}
+
+// A request that runs a shared read and whose client leaves ends its
+// read; the requests that were waiting for that read read again and are
+// answered.
+func TestBrowseCacheReaderLeavingFailsNoOther(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e, idx := heldEnv(t, b, 0)
+			tok, _ := e.guest("ann")
+			id := e.create(tok, map[string]any{"name": "a", "mode": "duel", "region": "eu", "maxPlayers": 4})["id"].(string)
+			idx.hold.Store(true)
+			ctx, leave := context.WithCancel(context.Background())
+			defer leave()
+			left := make(chan error, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/rooms?mode=duel", nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				res, err := http.DefaultClient.Do(req)
+				if err == nil {
+					res.Body.Close()
+				}
+				left <- err
+			}()
+			<-idx.held
+			idx.hold.Store(false) // the reads from here on are answered
+			answer := make(chan resp, 1)
+			go func() { answer <- e.try("GET", "/v1/rooms?mode=duel", tok) }()
+			leave() // the waiting request joined the held read, or reads on its own
+			if err := <-left; !errors.Is(err, context.Canceled) {
+				t.Errorf("the leaving client: %v, want its cancellation", err)
+			}
+			if ids := listIDs(t, <-answer); !slices.Equal(ids, []string{id}) {
+				t.Fatalf("the request that stayed: %v, want [%s]", ids, id)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ type Metrics interface {
 	// BrowseCache records a browsing read of route (GET /v1/rooms, GET
 	// /v1/lobby/stats) taken through the BrowseCache: hit when it read
 	// nothing itself (a kept answer, or another request's read it waited
-	// for).
+	// for). A request that ended while it waited is not recorded.
 	BrowseCache(route string, hit bool)
 }
 

@@ -13,7 +13,7 @@ type browseMetrics map[string][2]prometheus.Counter
 // series at 0, and registers it on reg.
 func newBrowseMetrics(reg prometheus.Registerer) browseMetrics {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_browse_cache_requests_total",
-		Help: "Browsing reads answered through REALSYNC_BROWSE_CACHE_TTL's cache, by route and result: hit (read nothing of its own: a kept answer, or another request's read it waited for), miss (read Redis)."},
+		Help: "Browsing reads answered through REALSYNC_BROWSE_CACHE_TTL's cache, by route and result: hit (read nothing of its own: a kept answer, or another request's read it waited for), miss (read Redis); a request that ended while it waited counts in neither."},
 		[]string{"route", "result"})
 	reg.MustRegister(c)
 	b := browseMetrics{}
