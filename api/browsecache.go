@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"math"
 	"net/http"
 	"time"
 
@@ -12,10 +14,24 @@ import (
 // (REALSYNC_BROWSE_CACHE_TTL).
 const MaxBrowseCacheTTL = 10 * time.Second
 
-// browseCacheBytes bounds the answers a BrowseCache holds, keys included:
-// past it the least used go first. A list page of 100 rooms is tens of
-// KiB, so this holds hundreds of distinct pages.
+// browseCacheBytes bounds the memory a BrowseCache holds (browseWeight):
+// past it the least used answers go first. A list page of 100 rooms is
+// tens of KiB, so this holds hundreds of distinct pages.
 const browseCacheBytes = 32 << 20
+
+// browseEntryBytes is what the cache spends on an answer besides its key's
+// and its body's bytes: its node (key and slice headers, links, expiry,
+// weight), its hash table slot, the key's rounding to an allocation size.
+// Measured near 150 bytes (TestBrowseCacheMemoryBound); an empty page is
+// 31 bytes, so without this a cache of empty pages took three to four
+// times its bound.
+const browseEntryBytes = 192
+
+// browseWeight is an answer's share of the bound: its key's and its
+// body's bytes (the body's capacity: what it holds), and its bookkeeping.
+func browseWeight(key string, body []byte) uint32 {
+	return uint32(min(len(key)+cap(body)+browseEntryBytes, math.MaxUint32))
+}
 
 // BrowseCache keeps the encoded answers of the browsing reads, room list
 // pages (GET /v1/rooms) and the lobby's counts (GET /v1/lobby/stats), for
@@ -36,11 +52,12 @@ type BrowseCache struct {
 // 1ms to MaxBrowseCacheTTL; 0 or less: nil, no cache), counting what it
 // answers on metrics (nil: nothing counted).
 func NewBrowseCache(ttl time.Duration, metrics Metrics) *BrowseCache {
-	return newBrowseCache(ttl, metrics, nil)
+	return newBrowseCache(ttl, metrics, nil, browseCacheBytes)
 }
 
-// newBrowseCache is NewBrowseCache on clock (nil: the system's).
-func newBrowseCache(ttl time.Duration, metrics Metrics, clock otter.Clock) *BrowseCache {
+// newBrowseCache is NewBrowseCache on clock (nil: the system's), holding
+// at most maxBytes.
+func newBrowseCache(ttl time.Duration, metrics Metrics, clock otter.Clock, maxBytes uint64) *BrowseCache {
 	if ttl <= 0 {
 		return nil
 	}
@@ -48,11 +65,40 @@ func newBrowseCache(ttl time.Duration, metrics Metrics, clock otter.Clock) *Brow
 		metrics = noMetrics{}
 	}
 	return &BrowseCache{metrics: metrics, c: otter.Must(&otter.Options[string, []byte]{
-		MaximumWeight:    browseCacheBytes,
-		Weigher:          func(k string, v []byte) uint32 { return uint32(len(k) + len(v)) },
+		MaximumWeight:    maxBytes,
+		Weigher:          browseWeight,
 		ExpiryCalculator: otter.ExpiryWriting[string, []byte](min(ttl, MaxBrowseCacheTTL)),
 		Clock:            clock,
 	})}
+}
+
+// get returns the answer kept under key, or the one build makes (into a
+// pooled buffer, kept as a copy of its exact size: an answer grown by
+// appending holds up to twice its bytes), and whether this call ran
+// build. Concurrent calls for one key run build once, on the context of
+// the call that runs it, bounded as that call is (its timeout, its
+// client's hang-up, a shutdown's cut), as a read of its own would be. Its
+// end fails no other call: otter hands a build that failed after its
+// runner's context ended to no waiter, and a waiter still live builds
+// again. A call stops waiting when its own ctx ends (its error). build's
+// errors are not kept.
+func (bc *BrowseCache) get(ctx context.Context, key string, build func(context.Context, []byte) ([]byte, error)) (body []byte, built bool, err error) {
+	body, err = bc.c.Get(ctx, key, otter.LoaderFunc[string, []byte](func(ctx context.Context, _ string) ([]byte, error) {
+		built = true
+		buf := bodyBuffers.Get().(*[]byte)
+		b, err := build(ctx, (*buf)[:0])
+		if err != nil {
+			bodyBuffers.Put(buf)
+			return nil, err
+		}
+		kept := bytes.Clone(b)
+		if cap(b) <= maxPooledBody {
+			*buf = b
+			bodyBuffers.Put(buf)
+		}
+		return kept, nil
+	}))
+	return body, built, err
 }
 
 // browse answers r with 200 and the JSON body build makes: through the
@@ -75,18 +121,7 @@ func (s *Server) browse(w http.ResponseWriter, r *http.Request, route, key strin
 		}
 		return
 	}
-	loaded := false
-	// The read runs on the context of the request that runs it, bounded as
-	// that request is (its timeout, its client's hang-up, a shutdown's
-	// cut), as a read of its own would be. Its end fails no other request:
-	// otter hands a read that failed after its runner's context ended to
-	// no waiter, and a waiter still live reads again. A waiter stops
-	// waiting when its own context ends.
-	b, err := s.browseCache.c.Get(r.Context(), route+"?"+key, otter.LoaderFunc[string, []byte](
-		func(ctx context.Context, _ string) ([]byte, error) {
-			loaded = true
-			return build(ctx, nil)
-		}))
+	b, loaded, err := s.browseCache.get(r.Context(), route+"?"+key, build)
 	// A request that read nothing and got nothing (it left, or reached
 	// its timeout, while it waited) is neither a hit nor a miss.
 	if loaded || err == nil || r.Context().Err() == nil {

@@ -13,7 +13,7 @@ var BodyLimit = bodyLimit
 func NewBrowseCacheAt(ttl time.Duration, m Metrics) (*BrowseCache, *TestClock) {
 	c := &TestClock{}
 	c.now.Store(int64(time.Hour))
-	return newBrowseCache(ttl, m, c), c
+	return newBrowseCache(ttl, m, c, browseCacheBytes), c
 }
 
 // TestClock is a clock the test moves; it never ticks (the cache then
