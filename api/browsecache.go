@@ -101,14 +101,18 @@ func (bc *BrowseCache) get(ctx context.Context, key string, build func(context.C
 	return body, built, err
 }
 
-// browse answers r with 200 and the JSON body build makes: through the
-// cache, when there is one, under r's route and key (the request's query,
-// canonical), else built for this request alone. build's errors go to
-// writeError and are not kept.
-func (s *Server) browse(w http.ResponseWriter, r *http.Request, route, key string, build func(context.Context, []byte) ([]byte, error)) {
+// browse answers r with 200 and the JSON body build makes from arg:
+// through the cache, when there is one, under key() (route and the
+// request's query, canonical; counted under route), else built for this
+// request alone. build is a function of its arguments alone and arg a
+// value, so without a cache the request allocates nothing for them (no
+// closure, no key): browsing costs what it cost before the cache. build's
+// errors go to writeError and are not kept.
+func browse[T any](s *Server, w http.ResponseWriter, r *http.Request, route string, key func() string, arg T,
+	build func(context.Context, T, []byte) ([]byte, error)) {
 	if s.browseCache == nil {
 		buf := bodyBuffers.Get().(*[]byte)
-		b, err := build(r.Context(), (*buf)[:0])
+		b, err := build(r.Context(), arg, (*buf)[:0])
 		if err != nil {
 			bodyBuffers.Put(buf)
 			s.writeError(w, r, err)
@@ -121,11 +125,13 @@ func (s *Server) browse(w http.ResponseWriter, r *http.Request, route, key strin
 		}
 		return
 	}
-	b, loaded, err := s.browseCache.get(r.Context(), route+"?"+key, build)
+	b, built, err := s.browseCache.get(r.Context(), key(), func(ctx context.Context, b []byte) ([]byte, error) {
+		return build(ctx, arg, b)
+	})
 	// A request that read nothing and got nothing (it left, or reached
 	// its timeout, while it waited) is neither a hit nor a miss.
-	if loaded || err == nil || r.Context().Err() == nil {
-		s.browseCache.metrics.BrowseCache(route, !loaded)
+	if built || err == nil || r.Context().Err() == nil {
+		s.browseCache.metrics.BrowseCache(route, !built)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
