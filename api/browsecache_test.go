@@ -175,11 +175,13 @@ func TestBrowseCacheAnswersAsWithout(t *testing.T) {
 // heldIndex is a store's listing whose List, while hold is set, waits
 // for its context to end, as a read from a Redis that does not answer
 // does (or for 10 s, the test's bound), and then fails with the
-// context's error. Each held List's context is sent on held.
+// context's error. Each held List's context is sent on held; arrived
+// gets a value when a list request reaches the API (heldEnv).
 type heldIndex struct {
 	lobby.Index
-	hold atomic.Bool
-	held chan context.Context
+	hold    atomic.Bool
+	held    chan context.Context
+	arrived chan struct{}
 }
 
 func (h *heldIndex) List(ctx context.Context, q lobby.Query) (lobby.Result, error) {
@@ -213,8 +215,19 @@ func (e *env) try(method, path, token string) resp {
 // heldEnv is browseEnv on a heldIndex, its requests bounded by timeout.
 func heldEnv(t *testing.T, b redistest.Backend, timeout time.Duration) (*env, *heldIndex) {
 	t.Helper()
-	idx := &heldIndex{held: make(chan context.Context, 8)}
-	e := newEnv(t, b, true, func(c *api.Config, st *store.Store, _ string) {
+	idx := &heldIndex{held: make(chan context.Context, 8), arrived: make(chan struct{}, 8)}
+	arrive := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/rooms" && r.Method == "GET" {
+				select {
+				case idx.arrived <- struct{}{}:
+				default:
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	e := newEnvWrapped(t, b, store.Quotas{}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}, arrive, func(c *api.Config, st *store.Store, _ string) {
 		idx.Index = st.Listing()
 		c.Lobby = lobby.NewService(idx)
 		c.RequestTimeout = timeout
@@ -279,11 +292,13 @@ func TestBrowseCacheReaderLeavingFailsNoOther(t *testing.T) {
 				}
 				left <- err
 			}()
+			<-idx.arrived
 			<-idx.held
 			idx.hold.Store(false) // the reads from here on are answered
 			answer := make(chan resp, 1)
 			go func() { answer <- e.try("GET", "/v1/rooms?mode=duel", tok) }()
-			leave() // the waiting request joined the held read, or reads on its own
+			<-idx.arrived // in the API, about to wait for the held read (or, later, to read on its own)
+			leave()
 			if err := <-left; !errors.Is(err, context.Canceled) {
 				t.Errorf("the leaving client: %v, want its cancellation", err)
 			}
