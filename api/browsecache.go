@@ -39,10 +39,13 @@ func browseWeight(key string, body []byte) uint32 {
 // Redis and encodes nothing. An answer is read once however many requests
 // ask for it together (they wait for that one read, each at most until it
 // ends itself), and kept by the request's route and query, so two
-// spellings of one query (parameters in another order) share it. Errors are never kept. What it costs clients:
-// a room created, changed or closed within the TTL may be missing from a
+// spellings of one query (parameters in another order) share it. Errors
+// are never kept. What it costs clients: a room created, changed or
+// closed within the TTL (from the end of the read) may be missing from a
 // page or shown as it was (a join re-checks the room, as it does with
-// replica reads); see openapi.yaml's GET /v1/rooms.
+// replica reads); see openapi.yaml's GET /v1/rooms. Safe for concurrent
+// use; it starts one goroutine (otter's clean-ups, every second), which
+// ends once the cache is collected.
 type BrowseCache struct {
 	c       *otter.Cache[string, []byte]
 	metrics Metrics
