@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -304,6 +305,46 @@ func TestBrowseCacheReaderLeavingFailsNoOther(t *testing.T) {
 			}
 			if ids := listIDs(t, <-answer); !slices.Equal(ids, []string{id}) {
 				t.Fatalf("the request that stayed: %v, want [%s]", ids, id)
+			}
+		})
+	}
+}
+
+// panicIndex is a store's listing whose Stats panics while panics is set.
+type panicIndex struct {
+	lobby.Index
+	panics atomic.Bool
+}
+
+func (p *panicIndex) Stats(ctx context.Context) (lobby.Stats, error) {
+	if p.panics.Load() {
+		panic("a bug in the stats read")
+	}
+	return p.Index.Stats(ctx)
+}
+
+// A read that panics is answered 500 INTERNAL and logged as a panic, as
+// without the cache, and leaves nothing behind: the next request reads
+// again (otter finishes a load that panicked; a load left registered
+// would hold every later request for its key).
+func TestBrowseCacheReadThatPanics(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			idx := &panicIndex{}
+			e := newEnv(t, b, true, func(c *api.Config, st *store.Store, _ string) {
+				idx.Index = st.Listing()
+				c.Lobby = lobby.NewService(idx)
+				c.BrowseCache, _ = api.NewBrowseCacheAt(time.Second, c.Metrics)
+			})
+			tok, _ := e.guest("ann")
+			idx.panics.Store(true)
+			want(t, e.do("GET", "/v1/lobby/stats", tok, nil), 500, "INTERNAL")
+			if !strings.Contains(e.logs.String(), `"msg":"panic"`) {
+				t.Errorf("no panic logged: %s", e.logs.String())
+			}
+			idx.panics.Store(false)
+			if r := e.do("GET", "/v1/lobby/stats", tok, nil); r.status != 200 || r.body["players"] == nil {
+				t.Fatalf("after the panic: %d %s", r.status, r.raw)
 			}
 		})
 	}
