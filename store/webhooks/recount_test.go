@@ -381,3 +381,55 @@ func TestWebhooksBacklogRecountExactUnderConcurrentMoves(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksBacklogRecountWalkExpiredMidScript: a walk's hash expires
+// while a due move writes to it. Redis never expires a key while a script
+// runs (its clock stands still), but the embedded store (miniredis, its
+// TTLs applied on every access) does, between two of a script's calls: the
+// due move read the walk ('#r'), the hash expired, and its next HINCRBY
+// made a hash of its own, the move's counts alone, with no expiry. The
+// recount goes on: such a leftover is dropped, a count gone astray is
+// repaired by the next walk, and the hash keeps an expiry. Before, a hash
+// without '#r' or '#s' was taken for the pause after a recount: the
+// shard's counts were never recounted again, and the leftover never
+// expired. The walk is made to expire during the move (its expiry set a
+// few ms ahead, the move of 256 retries, all walked, taking longer on the
+// embedded store), tried up to 10 times until a leftover is seen.
+func TestWebhooksBacklogRecountWalkExpiredMidScript(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var r *recountShard
+			left := false
+			for attempt := 1; attempt <= 10 && !left; attempt++ {
+				r = newRecountShard(t, b, 300, 0)
+				for i := range 300 {
+					r.retry("a", int64(1+i))
+				}
+				r.drift("a", 1)
+				if !r.step() { // walks the 300 retries: the cursor at the last
+					t.Fatal("the walk ended at its first step")
+				}
+				if err := r.c.PExpire(ctx, r.key("recount"), time.Duration(attempt)*time.Millisecond).Err(); err != nil {
+					t.Fatal(err)
+				}
+				r.due(300, 256, 256) // each walked: off the walk's 'r:a'
+				left = r.c.PTTL(ctx, r.key("recount")).Val() == -1
+			}
+			t.Logf("a leftover without expiry seen: %v", left)
+			r.drift("a", 3)
+			walking := true
+			for n := 0; walking && n < 20; n++ {
+				walking = r.step()
+			}
+			if walking {
+				t.Fatalf("the recount did not end in 20 steps (its hash: %v, expiry %v)",
+					r.c.HGetAll(ctx, r.key("recount")).Val(), r.c.PTTL(ctx, r.key("recount")).Val())
+			}
+			checkBacklogCounts(t, r.s, r.prefix)
+			if ttl := r.c.PTTL(ctx, r.key("recount")).Val(); ttl <= 0 {
+				t.Fatalf("the recount's hash has no expiry (%v)", ttl)
+			}
+		})
+	}
+}

@@ -62,7 +62,13 @@ local dels, retries, backlog, rc, checks = KEYS[1], KEYS[2], KEYS[3], KEYS[4], K
 local step, walkTTL, pause = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local r = redis.call('HGET', rc, '#r')
 local s = redis.call('HGET', rc, '#s')
-if not r and redis.call('EXISTS', rc) == 1 and not s then return {-1, 0} end
+-- the pause is the hash holding '#done'; one holding none of '#r', '#s'
+-- and '#done' is a leftover, dropped below (with the check's DEL, or the
+-- walk's): the embedded store (miniredis) expires a key between two calls
+-- of a script, so a walk's hash that expired while a move wrote to it
+-- leaves that move's counts in a hash of their own, with no expiry
+-- (Redis's clock stands still while a script runs)
+if not r and not s and redis.call('HEXISTS', rc, '#done') == 1 then return {-1, 0} end
 -- a write that changes nothing and that Redis does not refuse out of
 -- memory (maxmemory, noeviction): a plain script's writes after it go
 -- through, so the recount runs in a full Redis too (it writes a field per
@@ -80,6 +86,7 @@ if not r then
       local n = redis.call('INCR', checks)
       redis.call('PEXPIRE', checks, ARGV[5])
       if n < tonumber(ARGV[4]) then
+        redis.call('DEL', rc) -- a leftover, if any (above)
         redis.call('HSET', rc, '#done', 1)
         redis.call('PEXPIRE', rc, pause)
         return {0, 0}
