@@ -34,3 +34,7 @@ func (d *Dispatcher) Fail(ctx context.Context, shard int, id string, dueMs int64
 		backlog: k.backlog(shard), recount: k.recount(shard), entry: id, dueMs: dueMs, maxAttempts: d.cfg.MaxAttempts,
 		deadMaxLen: d.cfg.DeadMaxLen, nowMs: dueMs, lastErr: "down"}).Text()
 }
+
+// RecountStepBytes is how many bytes of entries a recount step reads at
+// most, give or take a chunk of 16 entries (recountStepBytes).
+const RecountStepBytes = recountStepBytes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -430,6 +431,61 @@ func TestWebhooksBacklogRecountWalkExpiredMidScript(t *testing.T) {
 			if ttl := r.c.PTTL(ctx, r.key("recount")).Val(); ttl <= 0 {
 				t.Fatalf("the recount's hash has no expiry (%v)", ttl)
 			}
+		})
+	}
+}
+
+// TestWebhooksBacklogRecountStepsAreBoundedInBytes: a recount step stops
+// once it has read RecountStepBytes of entries (give or take its last
+// chunk of 16), whatever RecountStep (1 000): 40 retries and 40
+// deliveries, each holding a 64 KiB event (a state change can carry up to
+// some 80 KiB), are walked 16 a step, in 5 steps, the counts exact.
+// Before, the step read RecountStep entries whatever their size: all 80,
+// 5 MB, in one script (1 000 of them: 80 MB, about 700 ms of the shard's
+// Redis, measured on a loaded machine).
+func TestWebhooksBacklogRecountStepsAreBoundedInBytes(t *testing.T) {
+	const chunk, n = 16, 40
+	event := `{"type":"state_changed","state":{"k":"` + strings.Repeat("x", 64<<10) + `"}}`
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			r := newRecountShard(t, b, 1000, 0)
+			ctx := context.Background()
+			add := func(ep string) string {
+				t.Helper()
+				id, err := r.c.XAdd(ctx, &redis.XAddArgs{Stream: r.key("deliveries"),
+					Values: []any{"e", ep, "m", "msg_0_1-0", "t", "state_changed", "d", event, "n", 0}}).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.c.HIncrBy(ctx, r.key("backlog"), ep, 1).Err(); err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			for i := range n {
+				r.fail(add(fmt.Sprintf("dead%d", i%2)), int64(1+i), "retry")
+				add(fmt.Sprintf("ep%d", i%2))
+			}
+			r.drift("ep0", 2)
+			maxRead := webhooks.RecountStepBytes/len(event) + chunk
+			steps := 0
+			for ; steps < 20; steps++ {
+				read, err := r.d.RecountStepRead(ctx, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if read > maxRead {
+					t.Fatalf("step %d read %d entries of %d KiB, more than RecountStepBytes (%d KiB) and a chunk (%d)",
+						steps+1, read, len(event)>>10, webhooks.RecountStepBytes>>10, chunk)
+				}
+				if r.c.HExists(ctx, r.key("recount"), "#done").Val() {
+					break
+				}
+			}
+			if steps+1 != (2*n+chunk-1)/chunk {
+				t.Fatalf("the walk of %d entries ended in %d steps, want %d", 2*n, steps+1, (2*n+chunk-1)/chunk)
+			}
+			checkBacklogCounts(t, r.s, r.prefix)
 		})
 	}
 }

@@ -155,13 +155,14 @@ func (c replayCall) KeysArgs() ([]string, []any) {
 }
 
 // recountCall is webhook_recount.lua: one step of the shard's backlog
-// recount, walking at most step stream entries; a walk left expires ttlMs
+// recount, walking at most step entries, and stopping once it has read
+// stepBytes of them (16 entries at a time); a walk left expires ttlMs
 // after its last step, a recount done pauses pauseMs; every walkEvery-th
 // recount walks though the counts add up (checks counts them, expiring
 // checksTTLMs after the last).
 type recountCall struct {
 	deliveries, retries, backlog, recount, checks string
-	step                                          int
+	step, stepBytes                               int
 	ttlMs, pauseMs                                int64
 	walkEvery                                     int
 	checksTTLMs                                   int64
@@ -170,5 +171,5 @@ type recountCall struct {
 func (recountCall) Script() *redisx.Script { return recountScript }
 func (c recountCall) KeysArgs() ([]string, []any) {
 	return []string{c.deliveries, c.retries, c.backlog, c.recount, c.checks},
-		[]any{c.step, c.ttlMs, c.pauseMs, c.walkEvery, c.checksTTLMs}
+		[]any{c.step, c.ttlMs, c.pauseMs, c.walkEvery, c.checksTTLMs, c.stepBytes}
 }

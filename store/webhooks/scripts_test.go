@@ -20,7 +20,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		settleCall{deliveries: "d", backlog: "b", retries: "r", recount: "c", entry: "1-0"},
 		dueCall{retries: "r", deliveries: "d", recount: "c", nowMs: 1, limit: 10},
 		replayCall{dead: "x", deliveries: "d", backlog: "b", entry: "1-0", maxBacklog: 10, maxDeliveries: 10, inForce: []string{"a"}},
-		recountCall{deliveries: "d", retries: "r", backlog: "b", recount: "c", checks: "n", step: 10, ttlMs: 1000, pauseMs: 1000,
+		recountCall{deliveries: "d", retries: "r", backlog: "b", recount: "c", checks: "n", step: 10, stepBytes: 1000, ttlMs: 1000, pauseMs: 1000,
 			walkEvery: 10, checksTTLMs: 1000},
 	}, scripttest.Prelude{})
 }

@@ -5,8 +5,9 @@
 -- never drains. Every instance's round runs a step; the first starts a
 -- recount once the last one's pause is over (the recount hash expired).
 --
--- A walk reads ARGV[1] entries a step at most, whatever the backlog (a
--- script blocks every client of the shard's Redis while it runs): first
+-- A walk reads ARGV[1] entries a step at most, and about ARGV[6] bytes,
+-- whatever the backlog (a script blocks every client of the shard's
+-- Redis while it runs): first
 -- the retries, in the zset's order (score, then member bytes), then the
 -- deliveries stream, oldest first, into the recount hash ('r:' ..
 -- endpoint -> its retries walked, 'e:' .. endpoint -> its deliveries
@@ -55,6 +56,8 @@
 --   ARGV[3] the pause after a recount (ms)
 --   ARGV[4] a recount walks even when the totals add up every this many
 --   ARGV[5] KEYS[5]'s expiry (ms)
+--   ARGV[6] a step stops once it has read this many bytes of entries
+--           (members, field values; it reads 16 entries at a time)
 -- Returns {1, entries read}: the walk goes on; {0, entries read}: this
 -- step ended it, the backlog replaced (or found adding up: no walk);
 -- {-1, 0}: in the pause, nothing done.
@@ -101,7 +104,11 @@ end
 local function add(prefix, counts)
   for ep, c in pairs(counts) do redis.call('HINCRBY', rc, prefix .. ep, c) end
 end
-local read = 0
+-- a step reads in chunks of 16 entries and stops once it has read
+-- ARGV[6] bytes (or ARGV[1] entries): its time follows the bytes (an
+-- entry holds its event, up to some 80 KiB), not only the entries
+local chunk, maxBytes = 16, tonumber(ARGV[6])
+local read, bytes = 0, 0
 if r == '1' then
   local from = 0
   local rm = redis.call('HGET', rc, '#rm')
@@ -113,16 +120,27 @@ if r == '1' then
     from = redis.call('ZRANK', retries, rm) + 1 - added
     if added == 1 then redis.call('ZREM', retries, rm) end
   end
-  local ms = redis.call('ZRANGE', retries, from, from + step - 1, 'WITHSCORES')
-  local counts = {}
-  for i = 1, #ms, 2 do
-    local ep = cjson.decode(ms[i]).e
-    counts[ep] = (counts[ep] or 0) + 1
+  local counts, lastM, lastS = {}, nil, nil
+  local ended = false
+  while read < step and bytes < maxBytes do
+    local n = math.min(chunk, step - read)
+    local ms = redis.call('ZRANGE', retries, from, from + n - 1, 'WITHSCORES')
+    for i = 1, #ms, 2 do
+      local ep = cjson.decode(ms[i]).e
+      counts[ep] = (counts[ep] or 0) + 1
+      bytes = bytes + #ms[i]
+    end
+    read = read + #ms / 2
+    if #ms > 0 then lastM, lastS = ms[#ms - 1], ms[#ms] end
+    if #ms / 2 < n then
+      ended = true
+      break
+    end
+    from = from + n
   end
   add('r:', counts)
-  read = #ms / 2
-  if read == step then
-    redis.call('HSET', rc, '#rs', ms[#ms], '#rm', ms[#ms - 1])
+  if not ended then
+    redis.call('HSET', rc, '#rs', lastS, '#rm', lastM)
     redis.call('PEXPIRE', rc, walkTTL)
     return {1, read}
   end
@@ -131,19 +149,28 @@ if r == '1' then
   redis.call('HSET', rc, '#r', 'done', '#s', '0-0')
   s = '0-0'
 end
-local budget = step - read
-local es = redis.call('XRANGE', dels, '(' .. s, '+', 'COUNT', budget)
 local counts = {}
-for _, e in ipairs(es) do
-  local f = e[2]
-  for i = 1, #f, 2 do
-    if f[i] == 'e' then counts[f[i + 1]] = (counts[f[i + 1]] or 0) + 1 end
+local ended = false
+while read < step and bytes < maxBytes do
+  local n = math.min(chunk, step - read)
+  local es = redis.call('XRANGE', dels, '(' .. s, '+', 'COUNT', n)
+  for _, e in ipairs(es) do
+    local f = e[2]
+    for i = 1, #f, 2 do
+      if f[i] == 'e' then counts[f[i + 1]] = (counts[f[i + 1]] or 0) + 1 end
+      bytes = bytes + #f[i + 1]
+    end
+  end
+  read = read + #es
+  if #es > 0 then s = es[#es][1] end
+  if #es < n then
+    ended = true
+    break
   end
 end
 add('e:', counts)
-read = read + #es
-if #es == budget then
-  if #es > 0 then redis.call('HSET', rc, '#s', es[#es][1]) end
+if not ended then
+  redis.call('HSET', rc, '#s', s)
   redis.call('PEXPIRE', rc, walkTTL)
   return {1, read}
 end
