@@ -489,3 +489,45 @@ func TestWebhooksBacklogRecountStepsAreBoundedInBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksBacklogRecountWalkExpiredInItsLastStep: a walk's hash
+// expires during the step that reaches the deliveries' end (the embedded
+// store expires a key between two calls of a script; Redis does not). That
+// step does not replace the backlog counts with the walk's counts it
+// finds then (its own step's alone, in a hash the step's writes made
+// again): the walk starts again, and the counts it leaves are exact.
+// Before, the backlog was replaced with that one step's counts (b: 400 of
+// its 995 deliveries, a: none of its 5 retries), kept for RecountEvery.
+// The walk's expiry is set a few ms ahead of its last step, 400 entries,
+// tried on 10 shards.
+func TestWebhooksBacklogRecountWalkExpiredInItsLastStep(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			for attempt := 1; attempt <= 10; attempt++ {
+				r := newRecountShard(t, b, 600, 0)
+				for i := range 5 {
+					r.retry("a", int64(1+i))
+				}
+				for range 995 {
+					r.add("b", 0)
+				}
+				r.drift("a", 2)
+				if !r.step() { // the 5 retries and 595 deliveries
+					t.Fatal("the walk ended at its first step")
+				}
+				if err := r.c.PExpire(ctx, r.key("recount"), time.Duration(attempt)*time.Millisecond).Err(); err != nil {
+					t.Fatal(err)
+				}
+				walking := true
+				for n := 0; walking && n < 10; n++ {
+					walking = r.step()
+				}
+				if walking {
+					t.Fatal("the walk did not end in 10 steps")
+				}
+				checkBacklogCounts(t, r.s, r.prefix)
+			}
+		})
+	}
+}

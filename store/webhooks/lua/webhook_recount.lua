@@ -144,7 +144,12 @@ if r == '1' then
     redis.call('PEXPIRE', rc, walkTTL)
     return {1, read}
   end
-  -- every retry walked: the deliveries, with what is left of the step
+  -- every retry walked: the deliveries, with what is left of the step;
+  -- unless the walk's hash expired during this step (below)
+  if not redis.call('HGET', rc, '#r') then
+    redis.call('DEL', rc)
+    return {1, read}
+  end
   redis.call('HDEL', rc, '#rs', '#rm')
   redis.call('HSET', rc, '#r', 'done', '#s', '0-0')
   s = '0-0'
@@ -175,13 +180,23 @@ if not ended then
   return {1, read}
 end
 local n = {}
+local whole = false
 local walked = redis.call('HGETALL', rc)
 for i = 1, #walked, 2 do
   local kind = string.sub(walked[i], 1, 2)
   if kind == 'e:' or kind == 'r:' then
     local ep = string.sub(walked[i], 3)
     n[ep] = (n[ep] or 0) + tonumber(walked[i + 1])
+  elseif walked[i] == '#r' then
+    whole = true
   end
+end
+if not whole then
+  -- the walk's hash expired during this step (the embedded store expires
+  -- a key between two calls of a script): the counts found are this
+  -- step's alone; they replace nothing, and the next step starts again
+  redis.call('DEL', rc)
+  return {1, read}
 end
 redis.call('DEL', backlog, rc, checks)
 for ep, c in pairs(n) do
