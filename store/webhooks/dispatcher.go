@@ -895,9 +895,10 @@ const recountStepBytes = 1 << 20
 // long. A forced walk that every instance left (the walk expired after
 // recountWalkTTL) keeps its turn: the recount after it walks again. That
 // walk costs a shard a step of at most RecountStep entries (1 000: about
-// 3 ms of Redis for deliveries, a little more for retries) each round
-// until the end, every RecountWalkEvery pauses; no step's work grows
-// with the backlog: until 2026-11-30 the last step counted the retries
+// 3 ms of Redis for deliveries, a little more for retries) and about
+// recountStepBytes of them (large events) each round until the end,
+// every RecountWalkEvery pauses; no step's work grows with the backlog
+// nor with its events' size: until 2026-11-30 the last step counted the retries
 // whole, one script (about 1.5 µs each: 45 ms for the 30 000 of 3 dead
 // endpoints at the default bound, a stall of every client of the
 // shard's Redis; see BenchmarkRecountWalk).
