@@ -783,7 +783,7 @@ func (d *Dispatcher) roundShard(ctx, sendCtx context.Context, shard int) (int, t
 	res, err := d.b.Client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: d.cfg.Consumer,
 		Streams: []string{dels, from}, Count: count, Block: -1}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return handled, lag, redisx.Wrap(err)
+		return handled, lag, redisx.Wrap(d.groupLost(dels, err))
 	}
 	var pending []redis.XMessage
 	for _, r := range res {
@@ -964,7 +964,7 @@ func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]re
 	claimed, next, err := c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: group,
 		MinIdle: d.cfg.ClaimIdle, Start: from, Count: count, Consumer: d.cfg.Consumer}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, redisx.Wrap(err)
+		return nil, redisx.Wrap(d.groupLost(stream, err))
 	}
 	d.mu.Lock()
 	d.claim[stream] = next
@@ -975,7 +975,7 @@ func (d *Dispatcher) read(ctx context.Context, stream string, count int64) ([]re
 	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: group, Consumer: d.cfg.Consumer,
 		Streams: []string{stream, ">"}, Count: count - int64(len(claimed)), Block: -1}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return claimed, redisx.Wrap(err)
+		return claimed, redisx.Wrap(d.groupLost(stream, err))
 	}
 	for _, r := range res {
 		claimed = append(claimed, r.Messages...)
@@ -999,6 +999,22 @@ func (d *Dispatcher) ensureGroup(ctx context.Context, stream string) error {
 	d.group[stream] = true
 	d.mu.Unlock()
 	return nil
+}
+
+// groupLost returns err, and when it says the group of stream does not
+// exist (NOGROUP: the stream was deleted, by hand, or with everything by
+// a Redis restarted without persistence; a script writing to it made it
+// again, without a group) forgets that it was created, and where the
+// stream's XAUTOCLAIM was, so the next round creates it again: the
+// dispatcher read nothing of that stream again until it restarted.
+func (d *Dispatcher) groupLost(stream string, err error) error {
+	if redis.HasErrorPrefix(err, "NOGROUP") {
+		d.mu.Lock()
+		delete(d.group, stream)
+		delete(d.claim, stream)
+		d.mu.Unlock()
+	}
+	return err
 }
 
 // deliver sends one delivery entry and settles it.

@@ -236,6 +236,59 @@ func TestWebhooksDeliverOnceEachAndIsolateEndpoints(t *testing.T) {
 	}
 }
 
+// TestWebhooksDeliversAfterTheShardsKeysAreDeleted: every webhook key of
+// every shard is deleted under a running dispatcher (by hand, or with all
+// else by a Redis restarted without persistence); the next events, their
+// outbox made again by the scripts that write them, without its consumer
+// group, are delivered all the same once a round has found the groups
+// gone. Before, the dispatcher took the groups it had created for good:
+// every round failed with NOGROUP on every shard, and nothing was
+// delivered again until it restarted (4 events delivered, then none).
+func TestWebhooksDeliversAfterTheShardsKeysAreDeleted(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
+			rec := &hookRecorder{down: map[string]bool{}}
+			d, err := webhooks.New(s.Base(), webhooks.Config{Consumer: "i1", Send: rec.send,
+				Endpoints: []webhooks.Endpoint{{ID: "good", Events: []string{"*"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			roomEvents(t, s)
+			drain(t, d)
+			if n := len(rec.of("good")); n != len(wantRoomEvents) {
+				t.Fatalf("delivered %d events, want %d", n, len(wantRoomEvents))
+			}
+			for sh := range 8 {
+				tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+				for _, k := range []string{"", ":deliveries", ":retries", ":dead", ":backlog", ":recount", ":recount:checks"} {
+					if err := s.Client().Del(ctx, tag+":webhooks"+k).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			id := roomEvents(t, s)
+			var stepErr error
+			for range 10 {
+				_, stepErr = d.Step(ctx)
+				if stepErr == nil && len(rec.of("good")) == 2*len(wantRoomEvents) {
+					break
+				}
+			}
+			if stepErr != nil {
+				t.Fatalf("a round after the keys were deleted: %v", stepErr)
+			}
+			got := hookTypes(t, rec.of("good")[len(wantRoomEvents):], id)
+			slices.Sort(got)
+			if want := slices.Sorted(slices.Values(wantRoomEvents)); !slices.Equal(got, want) {
+				t.Fatalf("after the keys were deleted the endpoint got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestWebhooksHourOfFailuresThenReplay is the acceptance: an
 // endpoint broken for an hour of simulated time is retried with growing
 // delays and a growing retry count, dead-lettered after MaxAttempts tries,
