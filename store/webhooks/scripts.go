@@ -60,11 +60,17 @@ var replayLua string
 //go:embed lua/webhook_recount.lua
 var recountLua string
 
+// preludeLua is what the scripts that move deliveries and retries ask of
+// a recount's walk, put before them.
+//
+//go:embed lua/prelude.lua
+var preludeLua string
+
 var (
 	fanoutScript = redisx.Plain("webhook_fanout", fanoutLua)
-	failScript   = redisx.Plain("webhook_fail", failLua)
-	settleScript = redisx.Plain("webhook_settle", settleLua)
-	dueScript    = redisx.Plain("webhook_due", dueLua)
+	failScript   = redisx.Plain("webhook_fail", preludeLua+failLua)
+	settleScript = redisx.Plain("webhook_settle", preludeLua+settleLua)
+	dueScript    = redisx.Plain("webhook_due", preludeLua+dueLua)
 	replayScript = redisx.Plain("webhook_replay", replayLua)
 	// recountScript writes only what it recounts (a hash replaced by one
 	// of about its size)

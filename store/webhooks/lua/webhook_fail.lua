@@ -16,41 +16,6 @@
 --   ARGV[7] the last error
 -- Returns "retry", "dead" or "gone" (another consumer settled it).
 
--- walked says whether stream entry id a is at or before id b.
-local function walked(a, b)
-  local a1, a2 = string.match(a, '^(%d+)-(%d+)$')
-  local b1, b2 = string.match(b, '^(%d+)-(%d+)$')
-  a1, b1 = tonumber(a1), tonumber(b1)
-  return a1 < b1 or (a1 == b1 and tonumber(a2) <= tonumber(b2))
-end
--- lessEq says whether string a sorts at or before b byte by byte, as a
--- zset orders the members of one score (Lua's < on strings follows the
--- server's locale).
-local function lessEq(a, b)
-  local n = math.min(#a, #b)
-  local i = 1
-  while i + 63 <= n and string.sub(a, i, i + 63) == string.sub(b, i, i + 63) do i = i + 64 end
-  while i <= n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-    i = i + 1
-  end
-  return #a <= #b
-end
--- retryWalked says whether the retry m scored sc is counted by the
--- recount's walk: every retry once the walk passed them all, else those
--- at or before its cursor (score, then member).
-local function retryWalked(sc, m)
-  local r = redis.call('HGET', KEYS[5], '#r')
-  if r == 'done' then return true end
-  if r ~= '1' then return false end
-  local rm = redis.call('HGET', KEYS[5], '#rm')
-  if not rm then return false end
-  local rs = tonumber(redis.call('HGET', KEYS[5], '#rs'))
-  sc = tonumber(sc)
-  if sc ~= rs then return sc < rs end
-  return lessEq(m, rm)
-end
 local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
 local out = 'gone'
 if e[1] then
@@ -71,11 +36,11 @@ if e[1] then
     -- the delivery's own id makes the member unique
     local m = cjson.encode({id = ARGV[2], e = d.e, m = d.m, t = d.t, d = d.d, n = tries})
     redis.call('ZADD', KEYS[2], ARGV[3], m)
-    if retryWalked(ARGV[3], m) then redis.call('HINCRBY', KEYS[5], 'r:' .. d.e, 1) end
+    if retryWalker(KEYS[5])(ARGV[3], m) then redis.call('HINCRBY', KEYS[5], 'r:' .. d.e, 1) end
     out = 'retry'
   end
   local s = redis.call('HGET', KEYS[5], '#s')
-  if s and walked(ARGV[2], s) then redis.call('HINCRBY', KEYS[5], 'e:' .. d.e, -1) end
+  if s and idWalked(ARGV[2], s) then redis.call('HINCRBY', KEYS[5], 'e:' .. d.e, -1) end
 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])

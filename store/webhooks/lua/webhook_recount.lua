@@ -63,15 +63,18 @@
 -- {-1, 0}: in the pause, nothing done.
 local dels, retries, backlog, rc, checks = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local step, walkTTL, pause = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local r = redis.call('HGET', rc, '#r')
-local s = redis.call('HGET', rc, '#s')
+-- the walk's state in one read: the embedded store may expire the hash
+-- between two calls, and a '#r' read without its '#s' or '#rs' then made
+-- a step fail (a concatenation with false)
+local state = redis.call('HMGET', rc, '#r', '#s', '#rm', '#rs', '#done')
+local r, s, rm, rs = state[1], state[2], state[3], state[4]
 -- the pause is the hash holding '#done'; one holding none of '#r', '#s'
 -- and '#done' is a leftover, dropped below (with the check's DEL, or the
 -- walk's): the embedded store (miniredis) expires a key between two calls
 -- of a script, so a walk's hash that expired while a move wrote to it
 -- leaves that move's counts in a hash of their own, with no expiry
 -- (Redis's clock stands still while a script runs)
-if not r and not s and redis.call('HEXISTS', rc, '#done') == 1 then return {-1, 0} end
+if not r and not s and state[5] then return {-1, 0} end
 -- a write that changes nothing and that Redis does not refuse out of
 -- memory (maxmemory, noeviction): a plain script's writes after it go
 -- through, so the recount runs in a full Redis too (it writes a field per
@@ -98,7 +101,12 @@ if not r then
   end
   redis.call('DEL', rc) -- an older version's walk, if any, starts again
   redis.call('HSET', rc, '#r', 1)
-  r = '1'
+  r, rm = '1', nil
+elseif (r == 'done' and not s) or (rm and not rs) then
+  -- a walk's hash that expired between a move's two writes (the embedded
+  -- store, above), then written to again: the walk starts again
+  redis.call('DEL', rc)
+  return {1, 0}
 end
 -- add counts into the recount hash once per endpoint, not per entry
 local function add(prefix, counts)
@@ -111,9 +119,7 @@ local chunk, maxBytes = 16, tonumber(ARGV[6])
 local read, bytes = 0, 0
 if r == '1' then
   local from = 0
-  local rm = redis.call('HGET', rc, '#rm')
   if rm then
-    local rs = redis.call('HGET', rc, '#rs')
     -- the cursor's retry back for a ZRANK if it left (due), and out again
     -- (the ranks after it then one lower)
     local added = redis.call('ZADD', retries, 'NX', rs, rm)

@@ -15,13 +15,6 @@
 -- lets the backlog's HINCRBY after it through too (it refuses a plain
 -- script out of memory only until its first write).
 
--- walked says whether stream entry id a is at or before id b.
-local function walked(a, b)
-  local a1, a2 = string.match(a, '^(%d+)-(%d+)$')
-  local b1, b2 = string.match(b, '^(%d+)-(%d+)$')
-  a1, b1 = tonumber(a1), tonumber(b1)
-  return a1 < b1 or (a1 == b1 and tonumber(a2) <= tonumber(b2))
-end
 local e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 if redis.call('XDEL', KEYS[1], ARGV[2]) == 1 and e[1] then
@@ -34,7 +27,7 @@ if redis.call('XDEL', KEYS[1], ARGV[2]) == 1 and e[1] then
         redis.call('HDEL', KEYS[2], f[i + 1])
       end
       local s = redis.call('HGET', KEYS[4], '#s')
-      if s and walked(ARGV[2], s) then redis.call('HINCRBY', KEYS[4], 'e:' .. f[i + 1], -1) end
+      if s and idWalked(ARGV[2], s) then redis.call('HINCRBY', KEYS[4], 'e:' .. f[i + 1], -1) end
     end
   end
 end
