@@ -494,25 +494,69 @@ function eventSourceTransport(factory) {
     connect(req, on) {
       const es = factory(req.url);
       let done = false;
+      let opened = false;
+      let asking;
       const finish = (f) => {
         if (done) return;
         done = true;
         es.close();
         on.error(f);
       };
-      es.onopen = () => !done && on.open();
+      es.onopen = () => {
+        if (done) return;
+        opened = true;
+        on.open();
+      };
       for (const t of req.types) {
         es.addEventListener(t, (e) => !done && on.event(t, e.data, e.lastEventId));
       }
-      es.onerror = (e) => finish({ status: 0, cause: e });
+      es.onerror = (e) => {
+        if (done || asking) return;
+        if (opened || es.readyState !== eventSourceClosed) {
+          finish({ status: 0, cause: e });
+          return;
+        }
+        es.close();
+        asking = new AbortController();
+        void refusal(req, asking.signal).then((f) => finish(f ?? { status: 0, cause: e }));
+      };
       return {
         close() {
           done = true;
+          asking?.abort();
           es.close();
         }
       };
     }
   };
+}
+var eventSourceClosed = 2;
+var refusalTimeoutMs = 1e4;
+async function refusal(req, signal) {
+  const ctl = new AbortController();
+  const stop = () => ctl.abort();
+  signal.addEventListener("abort", stop, { once: true });
+  const timer = setTimeout(stop, refusalTimeoutMs);
+  try {
+    const f = req.fetch;
+    const res = await f(req.url, { headers: { Accept: "text/event-stream" }, cache: "no-store", signal: ctl.signal });
+    if (res.status === 200) {
+      ctl.abort();
+      const type = res.headers.get("Content-Type") ?? "";
+      if (type.startsWith("text/event-stream")) return void 0;
+      return {
+        status: 200,
+        cause: new Error(`the server answered 200 with ${type ? `content type ${type}` : "no content type"}, not an event stream (text/event-stream)`)
+      };
+    }
+    const body = await res.json().catch(() => void 0);
+    return { status: res.status, problem: isProblem(body) ? body : void 0, retryAfterMs: retryAfterMs(res.headers.get("Retry-After")) };
+  } catch {
+    return void 0;
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", stop);
+  }
 }
 var browserTransport = {
   auth: "url",

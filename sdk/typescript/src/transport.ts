@@ -1,6 +1,6 @@
 // How a live stream connects: one connection at a time, opened by the
 // live clients (live.ts), which decide on every reconnect themselves.
-import type { Problem } from "./client.js";
+import { isProblem, retryAfterMs, type Problem } from "./client.js";
 
 /** One connection to open: its URL, headers, and the event types to listen to. */
 export interface StreamRequest {
@@ -73,9 +73,17 @@ export type EventSourceFactory = (url: string) => EventSourceLike;
 
 /**
  * eventSourceTransport is a "url" transport over an EventSource factory.
- * EventSource does not tell why it failed: a refused stream is reported as
- * status 0, and the live stream learns a permanent refusal from the next
- * stream-token request (403, 404, …).
+ * EventSource does not tell why it failed. When it failed the connection
+ * before it opened (readyState CLOSED: the server answered with a status
+ * other than 200, or not with an event stream; a network error leaves it
+ * CONNECTING), the transport asks the same URL once more with fetch (the
+ * stream token opens its stream any number of times within its minute) to
+ * read the refusal: its status, problem+json and Retry-After, so that a
+ * 409 SESSION_EXISTS or a 429 STREAM_LIMIT is reported as such, and waited
+ * for as the server asks. Should that answer be the stream itself (the
+ * refusal passed meanwhile), it is closed at once and the failure reported
+ * as a dropped connection (status 0); so is one that fails or takes longer
+ * than refusalTimeoutMs.
  */
 export function eventSourceTransport(factory: EventSourceFactory): Transport {
   return {
@@ -83,25 +91,83 @@ export function eventSourceTransport(factory: EventSourceFactory): Transport {
     connect(req, on) {
       const es = factory(req.url);
       let done = false;
+      let opened = false;
+      let asking: AbortController | undefined;
       const finish = (f: StreamFailure) => {
         if (done) return;
         done = true;
         es.close();
         on.error(f);
       };
-      es.onopen = () => !done && on.open();
+      es.onopen = () => {
+        if (done) return;
+        opened = true;
+        on.open();
+      };
       for (const t of req.types) {
         es.addEventListener(t, (e) => !done && on.event(t, e.data, e.lastEventId));
       }
-      es.onerror = (e) => finish({ status: 0, cause: e });
+      es.onerror = (e) => {
+        if (done || asking) return;
+        if (opened || es.readyState !== eventSourceClosed) {
+          finish({ status: 0, cause: e });
+          return;
+        }
+        es.close(); // refused: it would not reconnect by itself anyway
+        asking = new AbortController();
+        void refusal(req, asking.signal).then((f) => finish(f ?? { status: 0, cause: e }));
+      };
       return {
         close() {
           done = true;
+          asking?.abort();
           es.close();
         },
       };
     },
   };
+}
+
+/** eventSourceClosed is EventSource.CLOSED: the readyState of a connection the browser failed and will not retry. */
+const eventSourceClosed = 2;
+
+/** refusalTimeoutMs bounds the request that reads why a stream was refused (see eventSourceTransport). */
+const refusalTimeoutMs = 10000;
+
+/**
+ * refusal requests a stream's URL that EventSource was refused, and returns
+ * the refusal: status, problem and Retry-After of an answer that is not
+ * 200; status 200 for a 200 that is not an event stream (a captive portal,
+ * a proxy's page: permanent, as the Node transport reports it); undefined
+ * when the stream opened this time (closed at once), or the request failed
+ * or took over refusalTimeoutMs (or signal aborted it).
+ */
+async function refusal(req: StreamRequest, signal: AbortSignal): Promise<StreamFailure | undefined> {
+  const ctl = new AbortController();
+  const stop = () => ctl.abort();
+  signal.addEventListener("abort", stop, { once: true });
+  const timer = setTimeout(stop, refusalTimeoutMs);
+  try {
+    const f = req.fetch; // called as req's method, a browser's fetch throws (Illegal invocation)
+    const res = await f(req.url, { headers: { Accept: "text/event-stream" }, cache: "no-store", signal: ctl.signal });
+    if (res.status === 200) {
+      ctl.abort(); // the stream opened (or a page came): not kept
+      const type = res.headers.get("Content-Type") ?? "";
+      if (type.startsWith("text/event-stream")) return undefined;
+      return {
+        status: 200,
+        cause: new Error(`the server answered 200 with ${type ? `content type ${type}` : "no content type"}, ` +
+          "not an event stream (text/event-stream)"),
+      };
+    }
+    const body: unknown = await res.json().catch(() => undefined);
+    return { status: res.status, problem: isProblem(body) ? body : undefined, retryAfterMs: retryAfterMs(res.headers.get("Retry-After")) };
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", stop);
+  }
 }
 
 /** browserTransport uses the global EventSource (browsers), with stream tokens in URLs. */

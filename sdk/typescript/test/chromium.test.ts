@@ -115,3 +115,43 @@ it("the page's online event, and a page visible again after being hidden idleTim
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+it("two tabs of one user (reject-new): the second tab's personal stream says SESSION_EXISTS, waits its Retry-After, opens after the first", async () => {
+  // A short lease: the Retry-After of a refusal is the seconds until the first tab's lease runs out (1–3 s here).
+  const strict = await startServer({ REALSYNC_SESSION_POLICY: "reject-new", REALSYNC_PRESENCE_TTL: "3s" });
+  const context = await browser.newContext();
+  try {
+    const { token } = await (await fetch(`${strict.url}/v1/auth/guest`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "tabs" }),
+    })).json() as { token: string };
+    type Tab = { me: { close(): void }; seq: string[] };
+    const tabs: Page[] = [];
+    for (let i = 0; i < 2; i++) {
+      const page = await context.newPage();
+      page.setDefaultTimeout(15000);
+      await page.goto(`${strict.url}/demo/`);
+      await page.evaluate(async (token) => {
+        const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
+        const me = new RealSync({ baseUrl: location.origin, token }).me("web");
+        const seq: string[] = [];
+        me.on("open", () => seq.push("open"));
+        me.on("reconnecting", (r: { delayMs: number; error: { status: number; code: string; retryAfterMs?: number } }) =>
+          seq.push(`reconnecting(${r.error.status} ${r.error.code}, waits its Retry-After: ${r.delayMs >= (r.error.retryAfterMs ?? Infinity)})`));
+        Object.assign(globalThis, { me, seq });
+      }, token);
+      await page.waitForFunction(() => (globalThis as unknown as Tab).seq.length >= 1); // open, or refused
+      tabs.push(page);
+    }
+    const [first, second] = tabs;
+    assert.deepEqual(await first.evaluate(() => (globalThis as unknown as Tab).seq), ["open"]);
+    await first.evaluate(() => (globalThis as unknown as Tab).me.close()); // the first tab's session ends
+    await second.waitForFunction(() => (globalThis as unknown as Tab).seq.includes("open"));
+    const seq = await second.evaluate(() => (globalThis as unknown as Tab).seq);
+    assert.equal(seq.at(-1), "open", seq.join(" "));
+    assert.ok(seq.length >= 2, seq.join(" "));
+    for (const s of seq.slice(0, -1)) assert.equal(s, "reconnecting(409 SESSION_EXISTS, waits its Retry-After: true)", seq.join(" "));
+  } finally {
+    await context.close();
+    await strict.stop();
+  }
+});

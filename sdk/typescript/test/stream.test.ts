@@ -257,6 +257,32 @@ describe("transient errors reconnect", () => {
     }
   });
 
+  it("url: a stream refused with a status (EventSource hides it) reports the server's code and waits its Retry-After", async () => {
+    const alice = await player("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    // The server refuses every open with the first stream token, as it would
+    // a user past REALSYNC_MAX_STREAMS_PER_USER until one of theirs ends.
+    let first: string | null | undefined;
+    proxy.intercept = (s) => {
+      const u = new URL(s.url, "http://x");
+      if (!u.pathname.endsWith("/events")) return undefined;
+      first ??= u.searchParams.get("token");
+      return u.searchParams.get("token") === first
+        ? { status: 429, headers: { "Retry-After": "1" }, body: problem(429, "STREAM_LIMIT", "Too many streams.") }
+        : undefined;
+    };
+    const live = alice.live(room.id, { ...urlMode, playerId: 1, backoff: { random: () => 0 } });
+    const log = record(live);
+    try {
+      await live.ready;
+      assert.deepEqual(log.reconnecting.map((r) => [r.delayMs, r.error.status, r.error.code]), [[1000, 429, "STREAM_LIMIT"]]);
+      assert.deepEqual(log.open, [{}]);
+    } finally {
+      proxy.intercept = undefined;
+      live.close();
+    }
+  });
+
   it("url: a caller-supplied stream token is asked for before every connection", async () => {
     const alice = await player("alice");
     const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
