@@ -11,8 +11,9 @@ import (
 var (
 	corsRequestHeaders = []string{"Authorization", "Content-Type", "If-Match", "Last-Event-ID", "X-API-Key",
 		"X-Request-Id", "Idempotency-Key"}
-	corsExposedHeaders = []string{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id"}
-	corsMethods        = []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete}
+	corsExposedHeaders = []string{"ETag", "Location", "Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id",
+		"Idempotent-Replayed"}
+	corsMethods = []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete}
 )
 
 // corsMaxAge (seconds) is how long a browser keeps a preflight's answer:

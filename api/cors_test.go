@@ -56,7 +56,7 @@ func TestCORS(t *testing.T) {
 				return
 			}
 			exposed := strings.ToLower(r.header.Get("Access-Control-Expose-Headers"))
-			for _, h := range []string{"etag", "location", "retry-after", "ratelimit", "ratelimit-policy", "x-request-id"} {
+			for _, h := range []string{"etag", "location", "retry-after", "ratelimit", "ratelimit-policy", "x-request-id", "idempotent-replayed"} {
 				if !strings.Contains(exposed, h) {
 					t.Fatalf("%s not exposed: %q", h, exposed)
 				}
