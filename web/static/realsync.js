@@ -1192,6 +1192,8 @@ var RealSync = class {
     __publicField(this, "renewing");
     __publicField(this, "unrenewable");
     // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
+    __publicField(this, "clockSkewMs", 0);
+    // the token issuer's clock minus this device's (see learnClock)
     __publicField(this, "players", /* @__PURE__ */ new Map());
     this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
@@ -1220,12 +1222,17 @@ var RealSync = class {
   /**
    * freshToken renews the token when it expires within refreshMarginMs, or
    * at or before `before` (ms since the epoch: a stream said its token is
-   * expiring). One renewal at a time; a failed renewal throws.
+   * expiring). One renewal at a time; a failed renewal throws. "Within"
+   * is by the clock of the token's issuer when a token told it (see
+   * learnClock): a device clock set wrong by more than the margin would
+   * otherwise renew before every request (ahead), or not until the token
+   * is refused (behind).
    */
   async freshToken(before) {
     const exp = this.tokenExpiresAt();
     if (exp === void 0) return;
-    const due = exp - Date.now() < (this.opts.refreshMarginMs ?? 12e4) || before !== void 0 && exp <= before;
+    const now = Date.now() + this.clockSkewMs;
+    const due = exp - now < (this.opts.refreshMarginMs ?? 12e4) || before !== void 0 && exp <= before;
     if (!due || this.token === this.unrenewable && !this.opts.refreshToken) return;
     this.renewing ?? (this.renewing = this.renew().finally(() => this.renewing = void 0));
     await this.renewing;
@@ -1277,23 +1284,39 @@ var RealSync = class {
     this.token = token;
     this.opts.onToken?.(token);
   }
+  /**
+   * learnClock takes the server's clock, which decides when a token is
+   * refused, from a token the server issued just now (a guest, refresh or
+   * stream token answer): its `iat`, to within the round trip and a second.
+   * Tokens of unknown age (the `token` option, getToken's, refreshToken's:
+   * a login may hand back a cached one) teach nothing.
+   */
+  learnClock(token) {
+    const iat = tokenClaims(token)?.iat;
+    if (typeof iat === "number" && Number.isFinite(iat)) this.clockSkewMs = iat * 1e3 - Date.now();
+  }
+  /** issued is a token answer of the server, its clock learned (learnClock). */
+  issued(answer) {
+    this.learnClock(answer.token);
+    return answer;
+  }
   /** refresh renews the token with POST /v1/auth/refresh (same user) and uses the new one. */
   async refresh() {
-    const g = await this.call(this.api.POST("/v1/auth/refresh", {}));
+    const g = this.issued(await this.call(this.api.POST("/v1/auth/refresh", {})));
     this.setToken(g.token);
     return g;
   }
   /** roomStreamToken gets a token that opens the room's event stream for 60 s (members). */
   roomStreamToken(roomId) {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/stream-token", { params: { path: { roomId } } }));
+    return this.call(this.api.POST("/v1/rooms/{roomId}/stream-token", { params: { path: { roomId } } })).then((t) => this.issued(t));
   }
   /** lobbyStreamToken gets a token that opens the lobby stream for 60 s. */
   lobbyStreamToken() {
-    return this.call(this.api.POST("/v1/lobby/stream-token", {}));
+    return this.call(this.api.POST("/v1/lobby/stream-token", {})).then((t) => this.issued(t));
   }
   /** meStreamToken gets a token that opens the caller's personal stream for 60 s (players only). */
   meStreamToken() {
-    return this.call(this.api.POST("/v1/me/stream-token", {}));
+    return this.call(this.api.POST("/v1/me/stream-token", {})).then((t) => this.issued(t));
   }
   /** getPresence returns the online status of each of userIds (1..100), in the order given. */
   async getPresence(userIds) {
@@ -1350,7 +1373,7 @@ var RealSync = class {
   }
   /** guest gets a guest token and uses it from now on. */
   async guest(name) {
-    const g = await this.call(this.api.POST("/v1/auth/guest", { body: name === void 0 ? {} : { name } }));
+    const g = this.issued(await this.call(this.api.POST("/v1/auth/guest", { body: name === void 0 ? {} : { name } })));
     this.setToken(g.token);
     return g;
   }

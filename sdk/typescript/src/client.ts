@@ -125,6 +125,7 @@ export class RealSync {
   private readonly opts: RealSyncOptions;
   private renewing?: Promise<void>;
   private unrenewable?: string; // a token the server refused to refresh (REFRESH_NOT_ALLOWED)
+  private clockSkewMs = 0; // the token issuer's clock minus this device's (see learnClock)
   private players = new Map<string, number>(); // the caller's playerId by room, from the answers that say
 
   constructor(opts: RealSyncOptions) {
@@ -161,12 +162,17 @@ export class RealSync {
   /**
    * freshToken renews the token when it expires within refreshMarginMs, or
    * at or before `before` (ms since the epoch: a stream said its token is
-   * expiring). One renewal at a time; a failed renewal throws.
+   * expiring). One renewal at a time; a failed renewal throws. "Within"
+   * is by the clock of the token's issuer when a token told it (see
+   * learnClock): a device clock set wrong by more than the margin would
+   * otherwise renew before every request (ahead), or not until the token
+   * is refused (behind).
    */
   async freshToken(before?: number): Promise<void> {
     const exp = this.tokenExpiresAt();
     if (exp === undefined) return;
-    const due = exp - Date.now() < (this.opts.refreshMarginMs ?? 120000) || (before !== undefined && exp <= before);
+    const now = Date.now() + this.clockSkewMs;
+    const due = exp - now < (this.opts.refreshMarginMs ?? 120000) || (before !== undefined && exp <= before);
     if (!due || (this.token === this.unrenewable && !this.opts.refreshToken)) return;
     this.renewing ??= this.renew().finally(() => (this.renewing = undefined));
     await this.renewing;
@@ -225,26 +231,44 @@ export class RealSync {
     this.opts.onToken?.(token);
   }
 
+  /**
+   * learnClock takes the server's clock, which decides when a token is
+   * refused, from a token the server issued just now (a guest, refresh or
+   * stream token answer): its `iat`, to within the round trip and a second.
+   * Tokens of unknown age (the `token` option, getToken's, refreshToken's:
+   * a login may hand back a cached one) teach nothing.
+   */
+  private learnClock(token: string): void {
+    const iat = tokenClaims(token)?.iat;
+    if (typeof iat === "number" && Number.isFinite(iat)) this.clockSkewMs = iat * 1000 - Date.now();
+  }
+
+  /** issued is a token answer of the server, its clock learned (learnClock). */
+  private issued<T extends { token: string }>(answer: T): T {
+    this.learnClock(answer.token);
+    return answer;
+  }
+
   /** refresh renews the token with POST /v1/auth/refresh (same user) and uses the new one. */
   async refresh(): Promise<GuestToken> {
-    const g = await this.call(this.api.POST("/v1/auth/refresh", {}));
+    const g = this.issued(await this.call(this.api.POST("/v1/auth/refresh", {})));
     this.setToken(g.token);
     return g;
   }
 
   /** roomStreamToken gets a token that opens the room's event stream for 60 s (members). */
   roomStreamToken(roomId: string): Promise<StreamToken> {
-    return this.call(this.api.POST("/v1/rooms/{roomId}/stream-token", { params: { path: { roomId } } }));
+    return this.call(this.api.POST("/v1/rooms/{roomId}/stream-token", { params: { path: { roomId } } })).then((t) => this.issued(t));
   }
 
   /** lobbyStreamToken gets a token that opens the lobby stream for 60 s. */
   lobbyStreamToken(): Promise<StreamToken> {
-    return this.call(this.api.POST("/v1/lobby/stream-token", {}));
+    return this.call(this.api.POST("/v1/lobby/stream-token", {})).then((t) => this.issued(t));
   }
 
   /** meStreamToken gets a token that opens the caller's personal stream for 60 s (players only). */
   meStreamToken(): Promise<StreamToken> {
-    return this.call(this.api.POST("/v1/me/stream-token", {}));
+    return this.call(this.api.POST("/v1/me/stream-token", {})).then((t) => this.issued(t));
   }
 
   /** getPresence returns the online status of each of userIds (1..100), in the order given. */
@@ -300,7 +324,7 @@ export class RealSync {
 
   /** guest gets a guest token and uses it from now on. */
   async guest(name?: string): Promise<GuestToken> {
-    const g = await this.call(this.api.POST("/v1/auth/guest", { body: name === undefined ? {} : { name } }));
+    const g = this.issued(await this.call(this.api.POST("/v1/auth/guest", { body: name === undefined ? {} : { name } })));
     this.setToken(g.token);
     return g;
   }
@@ -490,9 +514,9 @@ export class RealSync {
 }
 
 /** tokenClaims reads a JWT's payload without checking it: the user id
- * (`sub`), the player's `name` and `exp` (seconds since the epoch); undefined
- * when token is not a JWT. */
-export function tokenClaims(token?: string): { sub?: string; name?: string; exp?: number } | undefined {
+ * (`sub`), the player's `name`, `exp` and `iat` (seconds since the epoch);
+ * undefined when token is not a JWT. */
+export function tokenClaims(token?: string): { sub?: string; name?: string; exp?: number; iat?: number } | undefined {
   const payload = token?.split(".")[1];
   if (!payload) return undefined;
   try {

@@ -155,3 +155,37 @@ it("two tabs of one user (reject-new): the second tab's personal stream says SES
     await strict.stop();
   }
 });
+
+it("a device clock a day ahead: a guest token is not renewed before every request and stream", async () => {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(10000);
+  try {
+    await page.clock.install({ time: new Date(Date.now() + 24 * 3600 * 1000) }); // the page's clock; time flows
+    const asked: string[] = [];
+    page.on("request", (r) => { if (r.url().includes("/v1/")) asked.push(`${r.method()} ${new URL(r.url()).pathname}`); });
+    await page.goto(`${server.url}/demo/`);
+    await page.evaluate(async () => {
+      const { RealSync } = await import(`${location.origin}/demo/realsync.js`);
+      const rs = new RealSync({ baseUrl: location.origin });
+      await rs.guest("ahead");
+      const { room } = await rs.createRoom({ name: "r", mode: "m", region: "r" });
+      for (let i = 0; i < 3; i++) await rs.getRoom(room.id);
+      const live = rs.live(room.id);
+      await live.ready;
+      live.close();
+      // The page reloaded with the token kept: its age is unknown, so the first request
+      // renews it; the answer tells the server's clock.
+      const again = new RealSync({ baseUrl: location.origin, token: rs.token });
+      for (let i = 0; i < 3; i++) await again.getRoom(room.id);
+    });
+    // To this clock the guest token's 24 h look spent; the server's tokens tell its clock
+    // (their iat, as the server issued them): nothing is renewed for that.
+    assert.deepEqual(asked.map((a) => a.replace(/rooms\/[^/]+/, "rooms/ID")), [
+      "POST /v1/auth/guest", "POST /v1/rooms", "GET /v1/rooms/ID", "GET /v1/rooms/ID", "GET /v1/rooms/ID",
+      "POST /v1/rooms/ID/stream-token", "GET /v1/rooms/ID/events",
+      "POST /v1/auth/refresh", "GET /v1/rooms/ID", "GET /v1/rooms/ID", "GET /v1/rooms/ID",
+    ]);
+  } finally {
+    await page.close();
+  }
+});
