@@ -1195,6 +1195,7 @@ var RealSync = class {
     __publicField(this, "clockSkewMs", 0);
     // the token issuer's clock minus this device's (see learnClock)
     __publicField(this, "players", /* @__PURE__ */ new Map());
+    __publicField(this, "refused");
     this.opts = opts;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.token = opts.token;
@@ -1204,16 +1205,54 @@ var RealSync = class {
       baseUrl: this.baseUrl,
       fetch: timeoutMs > 0 ? (req, init) => limited(base ?? globalThis.fetch, req, init, timeoutMs) : base
     });
+    const copies = /* @__PURE__ */ new WeakMap();
     const auth = {
       onRequest: async ({ request, schemaPath }) => {
-        if (!schemaPath.startsWith("/v1/auth/")) await this.identityToken().catch(() => void 0);
+        const renewable = !schemaPath.startsWith("/v1/auth/");
+        if (renewable) await this.identityToken().catch(() => void 0);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
+          if (renewable) copies.set(request, request.clone());
         }
         return request;
+      },
+      // A 401 to the client's token (its key removed from the server, an
+      // early expiry) renews the token once through getToken or
+      // refreshToken and sends the request again: nothing was done
+      // (authentication comes first). Not POST /v1/auth/refresh: it
+      // authenticates with the token refused. A token whose renewal
+      // failed, or brought the same token, is not renewed again for a
+      // 401: the 401 stands.
+      onResponse: async ({ request, response, options }) => {
+        const copy = copies.get(request);
+        if (response.status !== 401 || !copy) return void 0;
+        const sent = copy.headers.get("Authorization") ?? "";
+        if (!await this.renewedAfter401(sent)) return void 0;
+        copy.headers.set("Authorization", `Bearer ${this.token}`);
+        const send = options.fetch;
+        return send(copy);
       }
     };
     this.api.use(auth);
+  }
+  // a token refused 401 whose renewal failed or brought no other (see renewedAfter401)
+  /**
+   * renewedAfter401 renews the token through getToken or refreshToken
+   * after a request sent with the Authorization `sent` was refused 401,
+   * unless it was renewed meanwhile (another request, a stream), and tells
+   * whether there is another token to send. One try per refused token.
+   */
+  async renewedAfter401(sent) {
+    if (this.token && sent !== `Bearer ${this.token}`) return true;
+    const old = this.token;
+    if (!old || old === this.refused || !(this.opts.getToken || this.opts.refreshToken)) return false;
+    try {
+      await this.renewToken();
+    } catch {
+    }
+    if (this.token && this.token !== old) return true;
+    this.refused = old;
+    return false;
   }
   /** tokenExpiresAt is when the current token expires (ms since the epoch), if it says. */
   tokenExpiresAt() {

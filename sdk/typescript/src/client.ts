@@ -94,8 +94,9 @@ export interface RealSyncOptions {
   fetch?: typeof fetch;
   /**
    * Renews a token your own login signed (the server cannot: it answers
-   * REFRESH_NOT_ALLOWED): called shortly before the token expires, it returns
-   * a new one. Without it, tokens are renewed with POST /v1/auth/refresh
+   * REFRESH_NOT_ALLOWED): called shortly before the token expires, and once
+   * after a request refused 401 (which is then sent again), it returns a new
+   * one. Without it, tokens are renewed with POST /v1/auth/refresh
    * (guest tokens and tokens signed with the server's secret).
    */
   refreshToken?: () => Promise<string>;
@@ -140,18 +141,60 @@ export class RealSync {
         ? (req: Request, init?: RequestInit) => limited(base ?? globalThis.fetch, req, init, timeoutMs)
         : base,
     });
+    // A copy of each request sent with the client's token, to send again once after a 401 (see onResponse).
+    const copies = new WeakMap<Request, Request>();
     const auth: Middleware = {
       onRequest: async ({ request, schemaPath }) => {
         // A failed renewal leaves the request to the token it has (still
         // valid, or the answer says 401); streams report it as an error.
-        if (!schemaPath.startsWith("/v1/auth/")) await this.identityToken().catch(() => undefined);
+        const renewable = !schemaPath.startsWith("/v1/auth/");
+        if (renewable) await this.identityToken().catch(() => undefined);
         if (this.token && !request.headers.has("Authorization")) {
           request.headers.set("Authorization", `Bearer ${this.token}`);
+          if (renewable) copies.set(request, request.clone());
         }
         return request;
       },
+      // A 401 to the client's token (its key removed from the server, an
+      // early expiry) renews the token once through getToken or
+      // refreshToken and sends the request again: nothing was done
+      // (authentication comes first). Not POST /v1/auth/refresh: it
+      // authenticates with the token refused. A token whose renewal
+      // failed, or brought the same token, is not renewed again for a
+      // 401: the 401 stands.
+      onResponse: async ({ request, response, options }) => {
+        const copy = copies.get(request);
+        if (response.status !== 401 || !copy) return undefined;
+        const sent = copy.headers.get("Authorization") ?? "";
+        if (!(await this.renewedAfter401(sent))) return undefined;
+        copy.headers.set("Authorization", `Bearer ${this.token}`);
+        const send = options.fetch; // unbound: a browser's fetch called as a method of options throws
+        return send(copy);
+      },
     };
     this.api.use(auth);
+  }
+
+  private refused?: string; // a token refused 401 whose renewal failed or brought no other (see renewedAfter401)
+
+  /**
+   * renewedAfter401 renews the token through getToken or refreshToken
+   * after a request sent with the Authorization `sent` was refused 401,
+   * unless it was renewed meanwhile (another request, a stream), and tells
+   * whether there is another token to send. One try per refused token.
+   */
+  private async renewedAfter401(sent: string): Promise<boolean> {
+    if (this.token && sent !== `Bearer ${this.token}`) return true;
+    const old = this.token;
+    if (!old || old === this.refused || !(this.opts.getToken || this.opts.refreshToken)) return false;
+    try {
+      await this.renewToken();
+    } catch {
+      // the 401 stands
+    }
+    if (this.token && this.token !== old) return true;
+    this.refused = old;
+    return false;
   }
 
   /** tokenExpiresAt is when the current token expires (ms since the epoch), if it says. */

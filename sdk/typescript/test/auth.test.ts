@@ -173,6 +173,37 @@ describe("identity and stream tokens", () => {
     }
   });
 
+  it("a REST call refused 401 (its token's key was removed) renews the token once and is sent again", async () => {
+    // A token of a key the server no longer has (a compromised key removed from the JWKS file).
+    const revoked = jwt({ alg: "EdDSA", typ: "JWT", kid: "studio-0" },
+      { sub: "player-10", name: "stu", exp: now() + 3600, iat: now(), iss: "https://login.studio.test", aud: "realsync" },
+      (d) => sign(null, d, studio.privateKey));
+    let renewals = 0;
+    const log: string[] = [];
+    const c = new RealSync({
+      baseUrl: studioServer.url, token: revoked, fetch: counting(log),
+      refreshToken: async () => {
+        renewals++;
+        return studioToken("player-10", 3600);
+      },
+    });
+    const { room } = await c.createRoom({ name: "sent again", mode: "m", region: "r" }); // its body too
+    assert.equal(room.name, "sent again");
+    assert.equal(renewals, 1);
+    assert.deepEqual(await c.myRooms().then((rs) => rs.map((r) => r.id)), [room.id]);
+    assert.equal(renewals, 1);
+    assert.deepEqual(log.map((l) => l.split(" ")[0] + " " + (l.includes(revoked) ? "revoked" : "renewed")),
+      ["POST revoked", "POST renewed", "GET renewed"]);
+
+    // A callback that has nothing better: the 401 stands, and the next call asks it no more.
+    let asked = 0;
+    const stuck = new RealSync({ baseUrl: studioServer.url, token: revoked, refreshToken: async () => (asked++, revoked) });
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(stuck.getRoom(room.id), (e) => e instanceof RealSyncError && e.status === 401 && e.code === "UNAUTHENTICATED");
+    }
+    assert.equal(asked, 1);
+  });
+
   it("renews a studio's token through the game's callback", async () => {
     let renewals = 0;
     const c = new RealSync({
