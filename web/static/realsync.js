@@ -645,6 +645,7 @@ var LiveStream = class extends Emitter {
     __publicField(this, "resuming", false);
     // the next event is the first after a reconnect
     __publicField(this, "renewedFor401", false);
+    __publicField(this, "newStreamTokenFor401", false);
     __publicField(this, "lastExpiring", "");
     /** The last event was a player_left (left or kicked) of a player the stream
      * could not tell from the caller's: a refusal to reconnect (403
@@ -741,12 +742,19 @@ var LiveStream = class extends Emitter {
           if (!live()) return;
           this.conn = void 0;
           const dropped = f.status === 0 && !f.problem && !(f.cause instanceof Error);
-          this.fail(new RealSyncError(
+          const err = new RealSyncError(
             f.status,
             f.problem,
             f.cause,
             { retryAfterMs: f.retryAfterMs, message: dropped ? "the event stream dropped" : void 0 }
-          ));
+          );
+          if (transport.auth === "url" && f.status === 401 && !this.newStreamTokenFor401) {
+            this.newStreamTokenFor401 = true;
+            this.signal("error", err);
+            if (live()) this.retry(err, 0);
+            return;
+          }
+          this.fail(err);
         }
       });
     } catch (e) {
@@ -782,6 +790,7 @@ var LiveStream = class extends Emitter {
     this.openedAt = Date.now();
     this.attempt = 0;
     this.renewedFor401 = false;
+    this.newStreamTokenFor401 = false;
     this.resuming = this.everOpen;
     this.everOpen = true;
     this.signal("open", {});

@@ -198,7 +198,10 @@ class Emitter<E> {
  * the other listeners still run, a room_closed or own player_left still ends
  * the stream.
  *
- * Errors: a 401 makes it renew the identity token once and retry; a 401
+ * Errors: a 401 makes it renew the identity token once and retry (with a
+ * "url" transport, a 401 to the stream itself refuses the stream token,
+ * not the identity token: the next attempt, at once, fetches a new one;
+ * a 401 again renews the identity token); a 401
  * again, a 403, 404, 410 or any other 4xx but 408 and 429 is permanent: the
  * stream ends with closed {reason: "error", error} and `ready` rejects if it
  * had not resolved (a room stream refused 403 NOT_A_MEMBER or 404 after it was
@@ -249,6 +252,7 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
   protected everOpen = false;
   private resuming = false; // the next event is the first after a reconnect
   private renewedFor401 = false;
+  private newStreamTokenFor401 = false;
   private lastExpiring = "";
   /** The last event was a player_left (left or kicked) of a player the stream
    * could not tell from the caller's: a refusal to reconnect (403
@@ -364,8 +368,19 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
           this.conn = undefined;
           // The cause's message when it has one (a 200 that is not an event stream, a network error).
           const dropped = f.status === 0 && !f.problem && !(f.cause instanceof Error);
-          this.fail(new RealSyncError(f.status, f.problem, f.cause,
-            { retryAfterMs: f.retryAfterMs, message: dropped ? "the event stream dropped" : undefined }));
+          const err = new RealSyncError(f.status, f.problem, f.cause,
+            { retryAfterMs: f.retryAfterMs, message: dropped ? "the event stream dropped" : undefined });
+          if (transport.auth === "url" && f.status === 401 && !this.newStreamTokenFor401) {
+            // The stream token was refused, not the identity token, which
+            // just got it: it expired before the connection went out (a
+            // browser holds an EventSource back while its 6 connections to
+            // the origin are taken). Once, at once, with a new one.
+            this.newStreamTokenFor401 = true;
+            this.signal("error", err);
+            if (live()) this.retry(err, 0);
+            return;
+          }
+          this.fail(err);
         },
       });
     } catch (e) {
@@ -401,6 +416,7 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     this.openedAt = Date.now();
     this.attempt = 0;
     this.renewedFor401 = false;
+    this.newStreamTokenFor401 = false;
     this.resuming = this.everOpen;
     this.everOpen = true;
     this.signal("open", {});

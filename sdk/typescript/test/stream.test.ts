@@ -283,6 +283,29 @@ describe("transient errors reconnect", () => {
     }
   });
 
+  it("url: a stream token refused 401 (it expired while the connection waited) is replaced at once, the identity token kept", async () => {
+    const alice = await player("alice");
+    const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
+    // The first connection is refused, and so is the request that reads why (eventSourceTransport).
+    let refused = 0;
+    proxy.intercept = (s) => new URL(s.url, "http://x").pathname.endsWith("/events") && refused++ < 2
+      ? { status: 401, body: problem(401, "UNAUTHENTICATED", "Invalid stream token (expired).") }
+      : undefined;
+    const token = alice.token;
+    const from = proxy.seen.length;
+    const live = alice.live(room.id, { ...urlMode, playerId: 1, backoff: { random: () => 0 } });
+    const log = record(live);
+    try {
+      await live.ready;
+      assert.deepEqual(log.reconnecting.map((r) => [r.delayMs, r.error.status, r.error.code]), [[0, 401, "UNAUTHENTICATED"]]);
+      assert.equal(alice.token, token);
+      assert.deepEqual(requests("/v1/auth/refresh", from), []);
+    } finally {
+      proxy.intercept = undefined;
+      live.close();
+    }
+  });
+
   it("url: a caller-supplied stream token is asked for before every connection", async () => {
     const alice = await player("alice");
     const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
