@@ -4,19 +4,20 @@
 // renews the guest token before it expires (onToken keeps it for the next
 // page) and opens event streams with short-lived stream tokens, never the
 // guest token itself.
-import { RealSync, tokenClaims, tokenExpiry } from "./realsync.js";
+import { RealSync, tokenClaims } from "./realsync.js";
 import { $, bindForm, el } from "./ui.js";
 import { withReload } from "./errors.js";
 
 /**
  * session returns the tab's client, signed in as its guest, the player's
  * user id (its friend code) and the rooms the player is in (newest first). Without a guest token, or with one the
- * server refuses (it was restarted with another secret), it shows the name
+ * server refuses (it expired, or the server restarted with another secret), it shows the name
  * form and waits for it; the page's #app is shown once the player is known.
  */
 export async function session() {
-  let token = sessionStorage.getItem("token") ?? undefined;
-  if (token && (tokenExpiry(token) ?? 0) <= Date.now()) token = undefined; // expired: a new guest
+  // An expired token is refused by the server (401, below): a new guest. Not
+  // judged by this device's clock, which may be set a day off.
+  const token = sessionStorage.getItem("token") ?? undefined;
   const c = new RealSync({ baseUrl: location.origin, token, onToken: (t) => sessionStorage.setItem("token", t) });
   let rooms;
   if (c.token) {

@@ -495,6 +495,27 @@ describe("the demo in a browser", () => {
     clean(ola, pia);
   });
 
+  it("a device clock a day ahead: the player stays signed in across pages (the server judges the token)", async () => {
+    const context = await browser.newContext({ viewport: desktop });
+    try {
+      const page = await context.newPage();
+      page.setDefaultTimeout(10000);
+      await page.clock.install({ time: new Date(Date.now() + 24 * 3600 * 1000) }); // time flows, a day ahead
+      const p: Player = { name: "ahead", page, problems: [] };
+      page.on("pageerror", (e) => p.problems.push(`page error: ${e.message}`));
+      await page.goto(`${server.url}/demo/`);
+      await signIn(p);
+      await page.locator("#create").getByRole("button", { name: "Create room" }).click();
+      await row(p, "ahead").waitFor(); // the room page: a page of its own, signed in afresh
+      await page.reload();
+      await row(p, "ahead").waitFor();
+      assert.equal(await page.getByRole("heading", { name: "Welcome!" }).isVisible(), false);
+      clean(p);
+    } finally {
+      await context.close();
+    }
+  });
+
   it("errors the server sends are sentences, by field where they have one", async () => {
     // A deployment that accepts only some modes: the server's field error names them.
     const strict = await startServer({ REALSYNC_MODES: "battle,coop", REALSYNC_JWT_SECRET: "another-secret" });
