@@ -699,7 +699,7 @@ var LiveStream = class extends Emitter {
     const online = () => this.reconnect();
     scope.addEventListener("online", online);
     const doc = g.document;
-    let hiddenAt = 0;
+    let hiddenAt = doc?.visibilityState === "hidden" ? Date.now() : 0;
     const visibility = () => {
       if (doc?.visibilityState === "hidden") {
         hiddenAt = Date.now();

@@ -323,7 +323,7 @@ export abstract class LiveStream<E> extends Emitter<E & StreamEvents & { change:
     const online = () => this.reconnect();
     scope.addEventListener("online", online);
     const doc = g.document;
-    let hiddenAt = 0;
+    let hiddenAt = doc?.visibilityState === "hidden" ? Date.now() : 0; // a page opened in the background
     const visibility = () => {
       if (doc?.visibilityState === "hidden") {
         hiddenAt = Date.now();

@@ -189,3 +189,25 @@ it("a device clock a day ahead: a guest token is not renewed before every reques
     await page.close();
   }
 });
+
+it("a page opened in the background (hidden from its start) reconnects and resumes when shown after idleTimeoutMs", async () => {
+  const { page, problems } = await demoRoom();
+  const got = await page.evaluate(async () => {
+    const { rs, room, seq, until } = globalThis as unknown as Demo;
+    let visibility = "hidden"; // a tab opened with a middle click: hidden before the stream starts
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => visibility });
+    const live = rs.live(room.id, { idleTimeoutMs: 300 });
+    live.on("open", () => seq.push("open"));
+    live.on("resumed", (r: { snapshot: boolean }) => seq.push(`resumed(${r.snapshot})`));
+    await live.ready;
+    await new Promise((r) => setTimeout(r, 400));
+    visibility = "visible";
+    document.dispatchEvent(new Event("visibilitychange")); // shown after idleTimeoutMs hidden
+    await until(() => seq.includes("resumed(false)"), "resumed after visible");
+    live.close();
+    return seq;
+  });
+  assert.deepEqual(got, ["open", "open", "resumed(false)"]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
