@@ -28,7 +28,7 @@ func parseHardening(h hardening, c *Config, bad func(name, msg string)) {
 		bad("REALSYNC_REGIONS", "must be a comma list of names matching ^[a-z0-9][a-z0-9_-]{0,31}$ (unset: any such name)")
 	}
 	if c.CORSOrigins, ok = originList(h.cors); !ok {
-		bad("REALSYNC_CORS_ORIGINS", "must be a comma list of origins such as https://game.example or http://localhost:5173 (scheme, host, optional port; no path), or * alone")
+		bad("REALSYNC_CORS_ORIGINS", "must be a comma list of origins such as https://game.example or http://localhost:5173 (scheme, host, optional port but not the scheme's own, 80 or 443, which browsers leave out; no path), or * alone")
 	}
 	var err error
 	if c.RequestTimeout, err = time.ParseDuration(h.requestTimeout); err != nil || c.RequestTimeout < 100*time.Millisecond || c.RequestTimeout > 10*time.Minute {
@@ -63,7 +63,8 @@ func nameList(s string) ([]string, bool) {
 }
 
 // originList reads a comma list of origins (scheme://host[:port], as a
-// browser sends them in Origin), or "*" alone; "" is none (no CORS).
+// browser sends them in Origin: without the scheme's default port, which
+// would never match), or "*" alone; "" is none (no CORS).
 func originList(s string) ([]string, bool) {
 	if strings.TrimSpace(s) == "" {
 		return nil, true
@@ -77,7 +78,8 @@ func originList(s string) ([]string, bool) {
 		}
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" ||
-			u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "/") || o != strings.ToLower(u.Scheme)+"://"+u.Host {
+			u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "/") || o != strings.ToLower(u.Scheme)+"://"+u.Host ||
+			strings.HasSuffix(u.Host, ":") || u.Port() == defaultPort(u.Scheme) {
 			return nil, false
 		}
 		out = append(out, o)
@@ -86,4 +88,13 @@ func originList(s string) ([]string, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// defaultPort is the port an http or https origin has when it names none:
+// browsers leave it out of Origin.
+func defaultPort(scheme string) string {
+	if scheme == "https" {
+		return "443"
+	}
+	return "80"
 }

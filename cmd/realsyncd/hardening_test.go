@@ -39,6 +39,12 @@ func TestParseConfigHardening(t *testing.T) {
 		{name: "OriginScheme", env: map[string]string{"REALSYNC_CORS_ORIGINS": "game.example"}, err: "REALSYNC_CORS_ORIGINS"},
 		{name: "OriginUpper", env: map[string]string{"REALSYNC_CORS_ORIGINS": "HTTPS://game.example"}, err: "REALSYNC_CORS_ORIGINS"},
 		{name: "StarAmongOthers", env: map[string]string{"REALSYNC_CORS_ORIGINS": "*,https://game.example"}, err: "REALSYNC_CORS_ORIGINS"},
+		// a browser leaves a scheme's default port out of Origin: such an entry would never match
+		{name: "OriginDefaultPortHTTPS", env: map[string]string{"REALSYNC_CORS_ORIGINS": "https://game.example:443"}, err: "REALSYNC_CORS_ORIGINS"},
+		{name: "OriginDefaultPortHTTP", env: map[string]string{"REALSYNC_CORS_ORIGINS": "http://localhost:80"}, err: "REALSYNC_CORS_ORIGINS"},
+		{name: "OriginEmptyPort", env: map[string]string{"REALSYNC_CORS_ORIGINS": "https://game.example:"}, err: "REALSYNC_CORS_ORIGINS"},
+		{name: "OriginOtherPort", env: map[string]string{"REALSYNC_CORS_ORIGINS": "http://game.example:443,https://game.example:80"},
+			cors: []string{"http://game.example:443", "https://game.example:80"}, timeout: 10 * time.Second},
 		{name: "TimeoutForm", env: map[string]string{"REALSYNC_REQUEST_TIMEOUT": "10"}, err: "REALSYNC_REQUEST_TIMEOUT"},
 		{name: "TimeoutShort", env: map[string]string{"REALSYNC_REQUEST_TIMEOUT": "10ms"}, err: "REALSYNC_REQUEST_TIMEOUT"},
 		// the default in-flight wait (500ms) refuses no short timeout while
