@@ -518,7 +518,18 @@ function eventSourceTransport(factory) {
         }
         es.close();
         asking = new AbortController();
-        void refusal(req, asking.signal).then((f) => finish(f ?? { status: 0, cause: e }));
+        const signal = asking.signal;
+        void refusal(req, signal).then(async (r) => {
+          if (r instanceof Response) {
+            if (done) return;
+            opened = true;
+            on.open();
+            const cause = await readEvents(r, req.types, signal, (t, data, id) => !done && on.event(t, data, id));
+            finish({ status: 0, cause });
+            return;
+          }
+          finish(r ?? { status: 0, cause: e });
+        });
       };
       return {
         close() {
@@ -537,13 +548,18 @@ async function refusal(req, signal) {
   const stop = () => ctl.abort();
   signal.addEventListener("abort", stop, { once: true });
   const timer = setTimeout(stop, refusalTimeoutMs);
+  let stream = false;
   try {
     const f = req.fetch;
     const res = await f(req.url, { headers: { Accept: "text/event-stream" }, cache: "no-store", signal: ctl.signal });
+    clearTimeout(timer);
     if (res.status === 200) {
-      ctl.abort();
       const type = res.headers.get("Content-Type") ?? "";
-      if (type.startsWith("text/event-stream")) return void 0;
+      if (type.startsWith("text/event-stream") && res.body) {
+        stream = true;
+        return res;
+      }
+      ctl.abort();
       return {
         status: 200,
         cause: new Error(`the server answered 200 with ${type ? `content type ${type}` : "no content type"}, not an event stream (text/event-stream)`)
@@ -555,6 +571,47 @@ async function refusal(req, signal) {
     return void 0;
   } finally {
     clearTimeout(timer);
+    if (!stream) signal.removeEventListener("abort", stop);
+  }
+}
+async function readEvents(res, types, signal, event) {
+  const reader = res.body.getReader();
+  const stop = () => void reader.cancel().catch(() => void 0);
+  signal.addEventListener("abort", stop, { once: true });
+  const text = new TextDecoder();
+  let buf = "";
+  let id = "";
+  let type = "";
+  let data = [];
+  try {
+    for (; ; ) {
+      const { value, done } = await reader.read();
+      if (done) return new Error("the stream ended");
+      buf += text.decode(value, { stream: true });
+      for (let nl = buf.search(/\r\n|[\r\n]/); nl >= 0; nl = buf.search(/\r\n|[\r\n]/)) {
+        if (buf[nl] === "\r" && nl + 1 === buf.length) break;
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+        if (line === "") {
+          const t = type || "message";
+          if (data.length > 0 && types.includes(t)) event(t, data.join("\n"), id);
+          type = "";
+          data = [];
+          continue;
+        }
+        const colon = line.indexOf(":");
+        if (colon === 0) continue;
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let v = colon < 0 ? "" : line.slice(colon + 1);
+        if (v.startsWith(" ")) v = v.slice(1);
+        if (field === "event") type = v;
+        else if (field === "data") data.push(v);
+        else if (field === "id" && !v.includes("\0")) id = v;
+      }
+    }
+  } catch (err) {
+    return err;
+  } finally {
     signal.removeEventListener("abort", stop);
   }
 }

@@ -81,9 +81,11 @@ export type EventSourceFactory = (url: string) => EventSourceLike;
  * read the refusal: its status, problem+json and Retry-After, so that a
  * 409 SESSION_EXISTS or a 429 STREAM_LIMIT is reported as such, and waited
  * for as the server asks. Should that answer be the stream itself (the
- * refusal passed meanwhile), it is closed at once and the failure reported
- * as a dropped connection (status 0); so is one that fails or takes longer
- * than refusalTimeoutMs.
+ * refusal passed meanwhile), it is the connection from then on, read as
+ * EventSource would (readEvents): what the server wrote to it counts as
+ * delivered (a personal stream's waiting messages), so it must not be
+ * dropped. One that fails or takes longer than refusalTimeoutMs to answer
+ * is reported as a dropped connection (status 0).
  */
 export function eventSourceTransport(factory: EventSourceFactory): Transport {
   return {
@@ -115,7 +117,19 @@ export function eventSourceTransport(factory: EventSourceFactory): Transport {
         }
         es.close(); // refused: it would not reconnect by itself anyway
         asking = new AbortController();
-        void refusal(req, asking.signal).then((f) => finish(f ?? { status: 0, cause: e }));
+        const signal = asking.signal;
+        void refusal(req, signal).then(async (r) => {
+          if (r instanceof Response) {
+            // the stream opened this time: read it until it ends
+            if (done) return;
+            opened = true;
+            on.open();
+            const cause = await readEvents(r, req.types, signal, (t, data, id) => !done && on.event(t, data, id));
+            finish({ status: 0, cause });
+            return;
+          }
+          finish(r ?? { status: 0, cause: e });
+        });
       };
       return {
         close() {
@@ -138,22 +152,28 @@ const refusalTimeoutMs = 10000;
  * refusal requests a stream's URL that EventSource was refused, and returns
  * the refusal: status, problem and Retry-After of an answer that is not
  * 200; status 200 for a 200 that is not an event stream (a captive portal,
- * a proxy's page: permanent, as the Node transport reports it); undefined
- * when the stream opened this time (closed at once), or the request failed
- * or took over refusalTimeoutMs (or signal aborted it).
+ * a proxy's page: permanent, as the Node transport reports it); the answer
+ * itself when it is the stream (it opened this time; signal ends it);
+ * undefined when the request failed or took over refusalTimeoutMs to
+ * answer (or signal aborted it).
  */
-async function refusal(req: StreamRequest, signal: AbortSignal): Promise<StreamFailure | undefined> {
+async function refusal(req: StreamRequest, signal: AbortSignal): Promise<StreamFailure | Response | undefined> {
   const ctl = new AbortController();
   const stop = () => ctl.abort();
   signal.addEventListener("abort", stop, { once: true });
   const timer = setTimeout(stop, refusalTimeoutMs);
+  let stream = false;
   try {
     const f = req.fetch; // called as req's method, a browser's fetch throws (Illegal invocation)
     const res = await f(req.url, { headers: { Accept: "text/event-stream" }, cache: "no-store", signal: ctl.signal });
+    clearTimeout(timer);
     if (res.status === 200) {
-      ctl.abort(); // the stream opened (or a page came): not kept
       const type = res.headers.get("Content-Type") ?? "";
-      if (type.startsWith("text/event-stream")) return undefined;
+      if (type.startsWith("text/event-stream") && res.body) {
+        stream = true; // signal's abort ends it
+        return res;
+      }
+      ctl.abort(); // a page came: not kept
       return {
         status: 200,
         cause: new Error(`the server answered 200 with ${type ? `content type ${type}` : "no content type"}, ` +
@@ -166,6 +186,54 @@ async function refusal(req: StreamRequest, signal: AbortSignal): Promise<StreamF
     return undefined;
   } finally {
     clearTimeout(timer);
+    if (!stream) signal.removeEventListener("abort", stop);
+  }
+}
+
+/**
+ * readEvents reads an event stream's answer as EventSource does (the
+ * event's type, data lines and id, the id kept from event to event;
+ * comments and retry fields skipped), reporting each event of types, until
+ * the answer ends or signal aborts it; returns why it ended.
+ */
+async function readEvents(res: Response, types: string[], signal: AbortSignal, event: (type: string, data: string, id: string) => void): Promise<unknown> {
+  const reader = res.body!.getReader();
+  const stop = () => void reader.cancel().catch(() => undefined);
+  signal.addEventListener("abort", stop, { once: true });
+  const text = new TextDecoder();
+  let buf = "";
+  let id = "";
+  let type = "";
+  let data: string[] = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return new Error("the stream ended");
+      buf += text.decode(value, { stream: true });
+      for (let nl = buf.search(/\r\n|[\r\n]/); nl >= 0; nl = buf.search(/\r\n|[\r\n]/)) {
+        if (buf[nl] === "\r" && nl + 1 === buf.length) break; // a \r\n split by the read
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+        if (line === "") {
+          const t = type || "message";
+          if (data.length > 0 && types.includes(t)) event(t, data.join("\n"), id);
+          type = "";
+          data = [];
+          continue;
+        }
+        const colon = line.indexOf(":");
+        if (colon === 0) continue; // a comment (heartbeat)
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let v = colon < 0 ? "" : line.slice(colon + 1);
+        if (v.startsWith(" ")) v = v.slice(1);
+        if (field === "event") type = v;
+        else if (field === "data") data.push(v);
+        else if (field === "id" && !v.includes("\0")) id = v;
+      }
+    }
+  } catch (err) {
+    return err;
+  } finally {
     signal.removeEventListener("abort", stop);
   }
 }

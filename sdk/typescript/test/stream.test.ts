@@ -283,6 +283,33 @@ describe("transient errors reconnect", () => {
     }
   });
 
+  it("url: a personal stream refused, then opened by the request that reads why, loses none of the messages waiting for it", async () => {
+    // The refusal lifts between EventSource's refused open and the request
+    // that reads why (eventSourceTransport), which then opens the stream:
+    // the messages written to it count as delivered, so they must reach the
+    // client through it, not be dropped with it.
+    const bob = new RealSync({ baseUrl: proxy.url });
+    const { userId } = await bob.guest("bob");
+    const sender = await player("sender");
+    const sent = 5;
+    for (let i = 0; i < sent; i++) await sender.sendDirectMessage(userId, { type: "chat", data: { i } });
+    let refused = 0;
+    proxy.intercept = (s) => new URL(s.url, "http://x").pathname.endsWith("/v1/me/events") && refused++ === 0
+      ? { status: 409, headers: { "Retry-After": "1" }, body: problem(409, "SESSION_EXISTS", "A session of this platform is open.") }
+      : undefined;
+    const me = bob.me("web", { ...urlMode, backoff: { random: () => 0 } });
+    const got: number[] = [];
+    me.on("message", (m) => got.push((m.message.data as { i: number }).i));
+    try {
+      await me.ready;
+      await eventually(() => got.length >= sent, `the ${sent} messages (got ${JSON.stringify(got)})`);
+      assert.deepEqual([...new Set(got)].sort(), [0, 1, 2, 3, 4]);
+    } finally {
+      proxy.intercept = undefined;
+      me.close();
+    }
+  });
+
   it("url: a stream token refused 401 (it expired while the connection waited) is replaced at once, the identity token kept", async () => {
     const alice = await player("alice");
     const { room } = await alice.createRoom({ name: "r", mode: "m", region: "r" });
