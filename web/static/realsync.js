@@ -521,7 +521,10 @@ function eventSourceTransport(factory) {
         const signal = asking.signal;
         void refusal(req, signal).then(async (r) => {
           if (r instanceof Response) {
-            if (done) return;
+            if (done) {
+              void r.body?.cancel().catch(() => void 0);
+              return;
+            }
             opened = true;
             on.open();
             const cause = await readEvents(r, req.types, signal, (t, data, id) => !done && on.event(t, data, id));
@@ -555,7 +558,8 @@ async function refusal(req, signal) {
     clearTimeout(timer);
     if (res.status === 200) {
       const type = res.headers.get("Content-Type") ?? "";
-      if (type.startsWith("text/event-stream") && res.body) {
+      if (type.startsWith("text/event-stream")) {
+        if (!res.body) return void 0;
         stream = true;
         return res;
       }
@@ -578,41 +582,62 @@ async function readEvents(res, types, signal, event) {
   const reader = res.body.getReader();
   const stop = () => void reader.cancel().catch(() => void 0);
   signal.addEventListener("abort", stop, { once: true });
+  if (signal.aborted) stop();
   const text = new TextDecoder();
-  let buf = "";
+  let line = "";
+  let cr = false;
   let id = "";
   let type = "";
   let data = [];
+  const field = (ln) => {
+    if (ln === "") {
+      const t = type || "message";
+      if (data.length > 0 && types.includes(t)) event(t, data.join("\n"), id);
+      type = "";
+      data = [];
+      return;
+    }
+    const colon = ln.indexOf(":");
+    if (colon === 0) return;
+    const name = colon < 0 ? ln : ln.slice(0, colon);
+    let v = colon < 0 ? "" : ln.slice(colon + 1);
+    if (v.startsWith(" ")) v = v.slice(1);
+    if (name === "event") type = v;
+    else if (name === "data") data.push(v);
+    else if (name === "id" && !v.includes("\0")) id = v;
+  };
+  const ends = /[\r\n]/g;
   try {
     for (; ; ) {
       const { value, done } = await reader.read();
       if (done) return new Error("the stream ended");
-      buf += text.decode(value, { stream: true });
-      for (let nl = buf.search(/\r\n|[\r\n]/); nl >= 0; nl = buf.search(/\r\n|[\r\n]/)) {
-        if (buf[nl] === "\r" && nl + 1 === buf.length) break;
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
-        if (line === "") {
-          const t = type || "message";
-          if (data.length > 0 && types.includes(t)) event(t, data.join("\n"), id);
-          type = "";
-          data = [];
-          continue;
+      const s = text.decode(value, { stream: true });
+      if (s === "") continue;
+      let i = cr && s[0] === "\n" ? 1 : 0;
+      cr = false;
+      for (; ; ) {
+        ends.lastIndex = i;
+        const m = ends.exec(s);
+        if (!m) {
+          line += s.slice(i);
+          break;
         }
-        const colon = line.indexOf(":");
-        if (colon === 0) continue;
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let v = colon < 0 ? "" : line.slice(colon + 1);
-        if (v.startsWith(" ")) v = v.slice(1);
-        if (field === "event") type = v;
-        else if (field === "data") data.push(v);
-        else if (field === "id" && !v.includes("\0")) id = v;
+        const j = m.index;
+        const l = line + s.slice(i, j);
+        line = "";
+        i = j + 1;
+        if (s[j] === "\r") {
+          if (i === s.length) cr = true;
+          else if (s[i] === "\n") i++;
+        }
+        field(l);
       }
     }
   } catch (err) {
     return err;
   } finally {
     signal.removeEventListener("abort", stop);
+    stop();
   }
 }
 var browserTransport = {

@@ -121,7 +121,11 @@ export function eventSourceTransport(factory: EventSourceFactory): Transport {
         void refusal(req, signal).then(async (r) => {
           if (r instanceof Response) {
             // the stream opened this time: read it until it ends
-            if (done) return;
+            if (done) {
+              // closed meanwhile: a fetch that ignored its signal left it open
+              void r.body?.cancel().catch(() => undefined);
+              return;
+            }
             opened = true;
             on.open();
             const cause = await readEvents(r, req.types, signal, (t, data, id) => !done && on.event(t, data, id));
@@ -155,7 +159,7 @@ const refusalTimeoutMs = 10000;
  * a proxy's page: permanent, as the Node transport reports it); the answer
  * itself when it is the stream (it opened this time; signal ends it);
  * undefined when the request failed or took over refusalTimeoutMs to
- * answer (or signal aborted it).
+ * answer (or signal aborted it), or the stream came without a body.
  */
 async function refusal(req: StreamRequest, signal: AbortSignal): Promise<StreamFailure | Response | undefined> {
   const ctl = new AbortController();
@@ -169,7 +173,8 @@ async function refusal(req: StreamRequest, signal: AbortSignal): Promise<StreamF
     clearTimeout(timer);
     if (res.status === 200) {
       const type = res.headers.get("Content-Type") ?? "";
-      if (type.startsWith("text/event-stream") && res.body) {
+      if (type.startsWith("text/event-stream")) {
+        if (!res.body) return undefined; // a stream that ended before it began: dropped
         stream = true; // signal's abort ends it
         return res;
       }
@@ -191,50 +196,76 @@ async function refusal(req: StreamRequest, signal: AbortSignal): Promise<StreamF
 }
 
 /**
- * readEvents reads an event stream's answer as EventSource does (the
- * event's type, data lines and id, the id kept from event to event;
- * comments and retry fields skipped), reporting each event of types, until
- * the answer ends or signal aborts it; returns why it ended.
+ * readEvents reads an event stream's answer as EventSource does (WHATWG
+ * HTML, "event stream interpretation": lines end with CR, LF or CRLF; the
+ * event's type, data lines and id, the id kept from event to event and
+ * reset by an empty one, one holding NUL ignored; an event dispatched at
+ * its blank line, one without data not at all, nor one the answer ends
+ * in; comments and retry fields skipped), reporting each event of types,
+ * until the answer ends, signal aborts it or event throws; returns why it
+ * ended. The answer's body is cancelled however it ends: its connection is
+ * not left open (the server would keep counting the stream).
  */
 async function readEvents(res: Response, types: string[], signal: AbortSignal, event: (type: string, data: string, id: string) => void): Promise<unknown> {
   const reader = res.body!.getReader();
   const stop = () => void reader.cancel().catch(() => undefined);
   signal.addEventListener("abort", stop, { once: true });
-  const text = new TextDecoder();
-  let buf = "";
+  if (signal.aborted) stop(); // closed before this began (from on.open)
+  const text = new TextDecoder(); // UTF-8, a leading BOM skipped, characters split across chunks joined
+  let line = ""; // the start of the current line
+  let cr = false; // the last line ended with a CR: an LF that follows it is part of that line end
   let id = "";
   let type = "";
   let data: string[] = [];
+  const field = (ln: string) => {
+    if (ln === "") {
+      const t = type || "message";
+      if (data.length > 0 && types.includes(t)) event(t, data.join("\n"), id);
+      type = "";
+      data = [];
+      return;
+    }
+    const colon = ln.indexOf(":");
+    if (colon === 0) return; // a comment (heartbeat)
+    const name = colon < 0 ? ln : ln.slice(0, colon);
+    let v = colon < 0 ? "" : ln.slice(colon + 1);
+    if (v.startsWith(" ")) v = v.slice(1);
+    if (name === "event") type = v;
+    else if (name === "data") data.push(v);
+    else if (name === "id" && !v.includes("\0")) id = v;
+  };
+  const ends = /[\r\n]/g;
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return new Error("the stream ended");
-      buf += text.decode(value, { stream: true });
-      for (let nl = buf.search(/\r\n|[\r\n]/); nl >= 0; nl = buf.search(/\r\n|[\r\n]/)) {
-        if (buf[nl] === "\r" && nl + 1 === buf.length) break; // a \r\n split by the read
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
-        if (line === "") {
-          const t = type || "message";
-          if (data.length > 0 && types.includes(t)) event(t, data.join("\n"), id);
-          type = "";
-          data = [];
-          continue;
+      const s = text.decode(value, { stream: true });
+      if (s === "") continue;
+      let i = cr && s[0] === "\n" ? 1 : 0; // a CRLF split by the read
+      cr = false;
+      for (;;) {
+        ends.lastIndex = i;
+        const m = ends.exec(s);
+        if (!m) {
+          line += s.slice(i);
+          break;
         }
-        const colon = line.indexOf(":");
-        if (colon === 0) continue; // a comment (heartbeat)
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let v = colon < 0 ? "" : line.slice(colon + 1);
-        if (v.startsWith(" ")) v = v.slice(1);
-        if (field === "event") type = v;
-        else if (field === "data") data.push(v);
-        else if (field === "id" && !v.includes("\0")) id = v;
+        const j = m.index;
+        const l = line + s.slice(i, j);
+        line = "";
+        i = j + 1;
+        if (s[j] === "\r") {
+          if (i === s.length) cr = true;
+          else if (s[i] === "\n") i++;
+        }
+        field(l);
       }
     }
   } catch (err) {
     return err;
   } finally {
     signal.removeEventListener("abort", stop);
+    stop(); // a no-op once it ended by itself
   }
 }
 
