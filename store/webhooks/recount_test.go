@@ -583,3 +583,52 @@ func TestWebhooksBacklogRecountTornWalkStartsAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhooksDueIsBoundedInBytes: the script that moves due retries back
+// into the deliveries stops after about RecountStepBytes of them, as a
+// recount step does (a retry holds its event, up to some 80 KiB: 256 of
+// them were some 20 MB read, decoded and written by one script, every
+// client of the shard waiting); the rest move at the next calls, none
+// lost, the counts exact.
+func TestWebhooksDueIsBoundedInBytes(t *testing.T) {
+	const chunk, n = 16, 40
+	event := `{"type":"state_changed","state":{"k":"` + strings.Repeat("x", 64<<10) + `"}}`
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			r := newRecountShard(t, b, 1000, 0)
+			ctx := context.Background()
+			for i := range n {
+				id, err := r.c.XAdd(ctx, &redis.XAddArgs{Stream: r.key("deliveries"),
+					Values: []any{"e", "dead", "m", "msg_0_1-0", "t", "state_changed", "d", event, "n", 0}}).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.c.HIncrBy(ctx, r.key("backlog"), "dead", 1).Err(); err != nil {
+					t.Fatal(err)
+				}
+				r.fail(id, int64(1+i), "retry")
+			}
+			most := webhooks.RecountStepBytes/len(event) + chunk
+			moved, calls := 0, 0
+			for moved < n && calls < 20 {
+				m, err := r.d.Due(ctx, 0, n+1, 256)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m > most || m == 0 {
+					t.Fatalf("call %d moved %d retries of %d KiB, want 1 to %d (RecountStepBytes, %d KiB, and a chunk)",
+						calls+1, m, len(event)>>10, most, webhooks.RecountStepBytes>>10)
+				}
+				moved += m
+				calls++
+			}
+			if moved != n {
+				t.Fatalf("%d retries moved in %d calls, want %d", moved, calls, n)
+			}
+			if left := r.c.ZCard(ctx, r.key("retries")).Val(); left != 0 {
+				t.Fatalf("%d retries left", left)
+			}
+			checkBacklogCounts(t, r.s, r.prefix)
+		})
+	}
+}

@@ -126,7 +126,9 @@ func (c settleCall) KeysArgs() ([]string, []any) {
 }
 
 // dueCall is webhook_due.lua: at most limit retries due by nowMs go back
-// into the deliveries (and off the recount's walk, if it counted them).
+// into the deliveries (and off the recount's walk, if it counted them),
+// stopping after about recountStepBytes of them (a chunk of 16 past it at
+// most), as a recount step does.
 type dueCall struct {
 	retries, deliveries, recount string
 	nowMs                        int64
@@ -135,7 +137,7 @@ type dueCall struct {
 
 func (dueCall) Script() *redisx.Script { return dueScript }
 func (c dueCall) KeysArgs() ([]string, []any) {
-	return []string{c.retries, c.deliveries, c.recount}, []any{c.nowMs, c.limit}
+	return []string{c.retries, c.deliveries, c.recount}, []any{c.nowMs, c.limit, recountStepBytes}
 }
 
 // replayCall is webhook_replay.lua: dead letter entry goes back into the
