@@ -99,6 +99,17 @@ func (r *recountShard) step() bool {
 	return !r.c.HExists(context.Background(), r.key("recount"), "#done").Val()
 }
 
+// walk runs recount steps until the walk ends, at most most of them, and
+// says whether it ended.
+func (r *recountShard) walk(most int) bool {
+	r.t.Helper()
+	walking := true
+	for n := 0; walking && n < most; n++ {
+		walking = r.step()
+	}
+	return !walking
+}
+
 // drift adds n to ep's count: a count gone astray.
 func (r *recountShard) drift(ep string, n int64) {
 	r.t.Helper()
@@ -366,10 +377,7 @@ func TestWebhooksBacklogRecountExactUnderConcurrentMoves(t *testing.T) {
 				}
 				errs <- nil
 			}()
-			walking := true
-			for n := 0; walking && n < 500; n++ {
-				walking = r.step()
-			}
+			walking := !r.walk(500)
 			for range 2 {
 				if err := <-errs; err != nil {
 					t.Fatal(err)
@@ -419,10 +427,7 @@ func TestWebhooksBacklogRecountWalkExpiredMidScript(t *testing.T) {
 			}
 			t.Logf("a leftover without expiry seen: %v", left)
 			r.drift("a", 3)
-			walking := true
-			for n := 0; walking && n < 20; n++ {
-				walking = r.step()
-			}
+			walking := !r.walk(20)
 			if walking {
 				t.Fatalf("the recount did not end in 20 steps (its hash: %v, expiry %v)",
 					r.c.HGetAll(ctx, r.key("recount")).Val(), r.c.PTTL(ctx, r.key("recount")).Val())
@@ -519,10 +524,7 @@ func TestWebhooksBacklogRecountWalkExpiredInItsLastStep(t *testing.T) {
 				if err := r.c.PExpire(ctx, r.key("recount"), time.Duration(attempt)*time.Millisecond).Err(); err != nil {
 					t.Fatal(err)
 				}
-				walking := true
-				for n := 0; walking && n < 10; n++ {
-					walking = r.step()
-				}
+				walking := !r.walk(10)
 				if walking {
 					t.Fatal("the walk did not end in 10 steps")
 				}
@@ -571,10 +573,7 @@ func TestWebhooksBacklogRecountTornWalkStartsAgain(t *testing.T) {
 				if n := r.c.Exists(ctx, r.key("recount")).Val(); n != 0 {
 					t.Fatalf("the torn walk's hash kept (%v)", r.c.HGetAll(ctx, r.key("recount")).Val())
 				}
-				walking := true
-				for n := 0; walking && n < 10; n++ { // 8 entries, 2 a step
-					walking = r.step()
-				}
+				walking := !r.walk(10) // 8 entries, 2 a step
 				if walking {
 					t.Fatal("the walk did not end in 10 steps")
 				}
