@@ -25,16 +25,22 @@ export interface Server {
   kill(): Promise<void>;
 }
 
-/** freePort returns a loopback port free at the time of asking. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const l = createServer();
-    l.on("error", reject);
-    l.listen(0, "127.0.0.1", () => {
-      const port = (l.address() as { port: number }).port;
-      l.close(() => resolve(port));
+/** freePort returns a loopback port free at the time of asking, below the
+ * kernel's ephemeral range (32768 and up by default), where the ports of
+ * servers bound to port 0 and of every outgoing connection come from: CI
+ * runs the Go tests beside these, and a port from there could be taken
+ * between this check and the server's bind. */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise<boolean>((resolve) => {
+      const l = createServer();
+      l.on("error", () => resolve(false));
+      l.listen(port, "127.0.0.1", () => l.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
+  throw new Error("no free loopback port below 32000");
 }
 
 export interface Redis {
