@@ -17,8 +17,9 @@ import (
 	"github.com/realsync/realsync/store"
 )
 
-// TestMain runs the suite and, when it ran whole, requires that the
-// scripts published every room event and reason they can emit on the
+// TestMain runs the suite and, when it ran without -run (whole, or with
+// -skip as CI's second store lane runs it: scripts/test.sh), requires that
+// the scripts published every room event and reason they can emit on the
 // shared standalone server, each valid under the event contract
 // (redistest.Main checks each): the contract test covers every emitter.
 func TestMain(m *testing.M) {
