@@ -24,7 +24,8 @@ const sweepBatch = 100
 // Report counts what a janitor visit did, by kind: "presence_disconnect"
 // (a dead instance's lease lapsed), "presence_debounced" (a player's last
 // stream closed and none opened within the debounce), "presence_removal" (a player removed
-// after the grace), "expired", "finished", "lifetime" (rooms closed),
+// after the grace), "presence_unconnected" (a player removed for opening no
+// stream within the connect grace), "expired", "finished", "lifetime" (rooms closed),
 // "trimmed" (idle logs dropped), "repair_<what>" (index drift repaired).
 type Report map[string]int
 
@@ -162,6 +163,7 @@ func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report)
 	rep.add("presence_removal", int(layout.ToInt64(rest[0])))
 	rep.add("presence_disconnect", int(layout.ToInt64(rest[1])))
 	rep.add("presence_debounced", int(layout.ToInt64(rest[2])))
+	rep.add("presence_unconnected", int(layout.ToInt64(rest[3])))
 	return nil
 }
 

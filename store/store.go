@@ -89,6 +89,14 @@ type Config struct {
 	// DisconnectGrace is how long a player who had a stream may stay
 	// without one before removal; 0 never removes.
 	DisconnectGrace time.Duration
+	// ConnectGrace, when > 0, is how long a player who joins a room (by
+	// create, join, invite code or quick-join) may take to open a stream of
+	// it: one who opened none by then is removed by the janitor
+	// (player_left, reason disconnected; Report kind
+	// "presence_unconnected"), so a client that joined and never connected
+	// (a page unloaded mid-join) holds no seat. 0 (the zero value) never
+	// does: players who only use REST (bots, turn-based clients) stay.
+	ConnectGrace time.Duration
 	// PresenceDebounce delays player_disconnected after a player's last
 	// stream closes: a stream opened within it cancels the announcement, so
 	// a reconnect or a flapping client emits no presence events. The
@@ -154,7 +162,7 @@ type Store struct {
 	sess        *sessions.Sessions // personal streams' sessions, status, a user's open streams
 	fleet       *instances.Registry
 	scriptsOnly bool
-	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", closed log TTL (s); see common()
+	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", "<closed log TTL (s)>[ <connect grace (ms)>]"; see common()
 	outboxLen   int       // webhook outbox MAXLEN ~; 0: webhooks off
 	places      *placeCache
 	metrics     Metrics
@@ -215,6 +223,9 @@ func New(cfg Config) (*Store, error) {
 		outboxLen: cfg.WebhookOutboxLen}
 	if s.outboxLen > 0 {
 		s.argv[0] += " " + strconv.Itoa(s.outboxLen)
+	}
+	if ms := cfg.ConnectGrace.Milliseconds(); ms > 0 {
+		s.argv[1] += " " + strconv.FormatInt(ms, 10)
 	}
 	s.stripes = layout.NewPlacement(s.keys, s.shards, cfg.Stripes)
 	if err := s.connect(cfg); err != nil {

@@ -36,6 +36,7 @@ type Config struct {
 	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
 	TCPUserTimeout  time.Duration // REALSYNC_TCP_USER_TIMEOUT, default 30s: TCP_USER_TIMEOUT of the API's and metrics' connections (usertimeout.go); 0 the kernel's, else 1s..1h
 	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never, else 100ms..8760h
+	ConnectGrace    time.Duration // REALSYNC_CONNECT_GRACE, default 0 (never); else 100ms..8760h: a joined player who opened no stream by then is removed
 	PresenceTTL     time.Duration // REALSYNC_PRESENCE_TTL, default 15s; 300ms..10m
 	LogLevel        string        // REALSYNC_LOG_LEVEL: debug, info (default), warn, error
 	PprofAddr       string        // REALSYNC_PPROF_ADDR: loopback address for net/http/pprof; unset: off
@@ -110,7 +111,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, userTimeout, grace, presence, idle, retention, lifetime, shutdown, headerTimeout, rateLimits, rateLease, proxies string
+	var cluster, shards, heartbeat, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, shutdown, headerTimeout, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -128,6 +129,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
 	fs.StringVar(&userTimeout, "tcp-user-timeout", env("REALSYNC_TCP_USER_TIMEOUT", "30s"), "longest time data written to a client may stay unacknowledged before its connection is dropped (Linux TCP_USER_TIMEOUT); 0: the kernel's (REALSYNC_TCP_USER_TIMEOUT)")
 	fs.StringVar(&grace, "disconnect-grace", env("REALSYNC_DISCONNECT_GRACE", "30s"), "removal delay of disconnected players, 0 never (REALSYNC_DISCONNECT_GRACE)")
+	fs.StringVar(&connectGrace, "connect-grace", env("REALSYNC_CONNECT_GRACE", "0"), "removal delay of joined players who never open a stream, 0 never (REALSYNC_CONNECT_GRACE)")
 	fs.StringVar(&presence, "presence-ttl", env("REALSYNC_PRESENCE_TTL", "15s"), "lifetime of a stream's presence lease, renewed every third (REALSYNC_PRESENCE_TTL)")
 	fs.StringVar(&idle, "room-idle-timeout", env("REALSYNC_ROOM_IDLE_TIMEOUT", "30m"), "close rooms with no mutation and no stream for this long, 0 never (REALSYNC_ROOM_IDLE_TIMEOUT)")
 	fs.StringVar(&retention, "finished-retention", env("REALSYNC_FINISHED_RETENTION", "10m"), "close finished rooms this long after they finished, 0 never (REALSYNC_FINISHED_RETENTION)")
@@ -266,6 +268,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		{"REALSYNC_TCP_USER_TIMEOUT", userTimeout, &c.TCPUserTimeout, minUserTimeout, maxUserTimeout, true},
 		{"REALSYNC_PRESENCE_TTL", presence, &c.PresenceTTL, minPresenceTTL, maxPresenceTTL, false},
 		{"REALSYNC_DISCONNECT_GRACE", grace, &c.DisconnectGrace, minRule, maxRule, true},
+		{"REALSYNC_CONNECT_GRACE", connectGrace, &c.ConnectGrace, minRule, maxRule, true},
 		{"REALSYNC_ROOM_IDLE_TIMEOUT", idle, &c.RoomIdleTimeout, minRule, maxRule, true},
 		{"REALSYNC_FINISHED_RETENTION", retention, &c.FinishedRetention, minRule, maxRule, true},
 		{"REALSYNC_ROOM_MAX_LIFETIME", lifetime, &c.RoomMaxLifetime, minRule, maxRule, true},
@@ -361,7 +364,7 @@ func zeroMeans(name string) string {
 
 // durationDefaults are the defaults shown as examples in range errors.
 var durationDefaults = map[string]string{"REALSYNC_SSE_HEARTBEAT": "15s", "REALSYNC_TCP_USER_TIMEOUT": "30s", "REALSYNC_PRESENCE_TTL": "15s",
-	"REALSYNC_DISCONNECT_GRACE": "30s", "REALSYNC_ROOM_IDLE_TIMEOUT": "30m", "REALSYNC_FINISHED_RETENTION": "10m",
+	"REALSYNC_DISCONNECT_GRACE": "30s", "REALSYNC_CONNECT_GRACE": "15s", "REALSYNC_ROOM_IDLE_TIMEOUT": "30m", "REALSYNC_FINISHED_RETENTION": "10m",
 	"REALSYNC_ROOM_MAX_LIFETIME": "24h", "REALSYNC_SHUTDOWN_TIMEOUT": "30s", "REALSYNC_READ_HEADER_TIMEOUT": "10s"}
 
 // fmtDuration writes d as an operator would: 5m, 8760h, 300ms.

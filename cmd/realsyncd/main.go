@@ -403,6 +403,7 @@ func doneWithin(ctx context.Context, f func()) bool {
 func storeConfig(cfg Config) store.Config {
 	return store.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReplicaReads, Batch: cfg.RedisBatch,
 		Prefix: cfg.KeyPrefix, Shards: cfg.Shards, Stripes: cfg.ModeStripes, PresenceTTL: cfg.PresenceTTL, DisconnectGrace: cfg.DisconnectGrace,
+		ConnectGrace:     cfg.ConnectGrace,
 		PresenceDebounce: cfg.PresenceDebounce, SessionPolicy: cfg.SessionPolicy, WebhookOutboxLen: cfg.outboxLen(),
 		Offline: userlog.Config{MaxLen: cfg.OfflineMax, TTL: cfg.OfflineTTL},
 		Quotas:  store.Quotas{RoomsOwned: cfg.MaxRoomsOwned, RoomsJoined: cfg.MaxRoomsJoined, StreamsPerUser: cfg.MaxStreamsPerUser},

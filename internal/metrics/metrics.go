@@ -22,7 +22,7 @@ import (
 
 // Janitor action kinds known in advance; their series exist from the start
 // (repair_<what> kinds appear when first counted).
-var janitorKinds = []string{"expired", "finished", "lifetime", "trimmed", "presence_disconnect", "presence_debounced", "presence_removal", "session_lapsed"}
+var janitorKinds = []string{"expired", "finished", "lifetime", "trimmed", "presence_disconnect", "presence_debounced", "presence_removal", "presence_unconnected", "session_lapsed"}
 
 // The starts and end reasons each stream kind can have.
 var (

@@ -2520,7 +2520,14 @@ type ClientInterface interface {
 	// (`player_connected` / `player_disconnected` only on real change;
 	// several streams count once). A player who had a stream and stays
 	// without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
-	// it off) is removed: `player_left` with reason `disconnected`.
+	// it off) is removed: `player_left` with reason `disconnected`. With
+	// `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
+	// room (create, join, invite code, quick-join) and opens no stream of
+	// it within that time is removed the same way (`player_left`, reason
+	// `disconnected`, with no `player_connected` or
+	// `player_disconnected` before it): open the room's stream right
+	// after the join answers. The removal comes at the janitor's next
+	// visit after the deadline (about a second later).
 	//
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
@@ -4201,7 +4208,14 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // (`player_connected` / `player_disconnected` only on real change;
 // several streams count once). A player who had a stream and stays
 // without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
-// it off) is removed: `player_left` with reason `disconnected`.
+// it off) is removed: `player_left` with reason `disconnected`. With
+// `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
+// room (create, join, invite code, quick-join) and opens no stream of
+// it within that time is removed the same way (`player_left`, reason
+// `disconnected`, with no `player_connected` or
+// `player_disconnected` before it): open the room's stream right
+// after the join answers. The removal comes at the janitor's next
+// visit after the deadline (about a second later).
 //
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
@@ -7714,7 +7728,14 @@ type ClientWithResponsesInterface interface {
 	// (`player_connected` / `player_disconnected` only on real change;
 	// several streams count once). A player who had a stream and stays
 	// without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
-	// it off) is removed: `player_left` with reason `disconnected`.
+	// it off) is removed: `player_left` with reason `disconnected`. With
+	// `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
+	// room (create, join, invite code, quick-join) and opens no stream of
+	// it within that time is removed the same way (`player_left`, reason
+	// `disconnected`, with no `player_connected` or
+	// `player_disconnected` before it): open the room's stream right
+	// after the join answers. The removal comes at the janitor's next
+	// visit after the deadline (about a second later).
 	//
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
@@ -13880,7 +13901,14 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // (`player_connected` / `player_disconnected` only on real change;
 // several streams count once). A player who had a stream and stays
 // without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
-// it off) is removed: `player_left` with reason `disconnected`.
+// it off) is removed: `player_left` with reason `disconnected`. With
+// `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
+// room (create, join, invite code, quick-join) and opens no stream of
+// it within that time is removed the same way (`player_left`, reason
+// `disconnected`, with no `player_connected` or
+// `player_disconnected` before it): open the room's stream right
+// after the join answers. The removal comes at the janitor's next
+// visit after the deadline (about a second later).
 //
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes

@@ -42,7 +42,9 @@
 --           more than the byte cap (see trim_log); the third number is only
 --           there when webhooks are on, and then the last of KEYS is the shard's
 --           webhook outbox (a stream, see outbox)
---   ARGV[6] TTL (s) of a closed room's log
+--   ARGV[6] "<TTL (s) of a closed room's log>[ <connect grace (ms)>]": the
+--           second number only when REALSYNC_CONNECT_GRACE is on (see
+--           add_player)
 -- A caller userId of "" is the server (an API key; rooms.User.Server): no
 -- player has an empty userId. The scripts that take it skip the membership,
 -- owner and state-policy checks for it, and it is player 0 in events.
@@ -50,7 +52,7 @@
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
 local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED
 local K_OUTBOX, outbox_len
-local room_id, channel, pubcmd, tag, closed_ttl, maxlen, log_cap, LOG_SLACK
+local room_id, channel, pubcmd, tag, closed_ttl, connect_ms, maxlen, log_cap, LOG_SLACK
 local now_us, now
 -- now_iso: now as RFC 3339 once formatted (iso_now); known_ver, known_lb
 -- and known_ln: the room's version, "lb" and "ln" once this script has
@@ -71,7 +73,9 @@ local function begin()
   K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[33], KEYS[34], KEYS[35], KEYS[36]
   K_RESERVED = K_ROOM .. ':reserved'
   room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
-  tag, closed_ttl = ARGV[4], ARGV[6]
+  tag = ARGV[4]
+  closed_ttl, connect_ms = string.match(ARGV[6], '^(%d+) ?(%d*)$')
+  connect_ms = tonumber(connect_ms) or 0
   maxlen, log_cap, outbox_len = string.match(ARGV[5], '^(%d+) (%d+) ?(%d*)$')
   maxlen, log_cap = tonumber(maxlen), tonumber(log_cap)
   LOG_SLACK = math.min(100, math.ceil(maxlen / 10))
@@ -361,7 +365,10 @@ end
 -- add_player makes uid the next player of the room placed at p (playerIds
 -- are never reused) and emits player_joined; seated: the users hash holds
 -- uid already (room_join); rv: the seats still reserved after (when uid
--- took a reserved seat, else nil). Returns the playerId.
+-- took a reserved seat, else nil). With a connect grace (connect_ms > 0)
+-- the player gets a deadline "c:<playerId>" (see Presence below): unless a
+-- stream of theirs opens before it, the janitor removes them. Returns the
+-- playerId.
 local function add_player(uid, name_json, p, seated, rv)
   local pid = tostring(p.sq + 1) -- a number becomes a string on every use
   local after = math.max(0, now - math.floor(tonumber(p.cr) / 1000))
@@ -374,6 +381,10 @@ local function add_player(uid, name_json, p, seated, rv)
     emit('player_joined', body .. ',"reservedSeats":' .. rv, 'sq', pid, 'pc', tostring(p.pc + 1), 'rv', rv)
   else
     emit('player_joined', body, 'sq', pid, 'pc', tostring(p.pc + 1))
+  end
+  if connect_ms > 0 then
+    redis.call('ZADD', K_PRESENCE, now + connect_ms, 'c:' .. pid)
+    redis.call('ZADD', K_DUE, 'LT', now + connect_ms, room_id)
   end
   return p.sq + 1
 end
@@ -424,7 +435,10 @@ end
 -- is not announced at once: "d:<playerId>" holds the end of a short window
 -- (the debounce) within which a new stream cancels it silently, so a
 -- client that reconnects, or flaps, emits no presence events; the janitor
--- announces the disconnect when the window passes without a stream. K_DUE holds, per room, the earliest
+-- announces the disconnect when the window passes without a stream. A
+-- player who joined with a connect grace on holds "c:<playerId>" until
+-- their first stream opens; past it the janitor removes them, as a player
+-- past "g:". K_DUE holds, per room, the earliest
 -- presence score, so the janitor visits only rooms with something due.
 
 local function lease_prefix(pid)
@@ -456,7 +470,9 @@ local function drop_presence(pid)
   if #all == 0 then return end -- nothing scheduled either
   local p = lease_prefix(pid)
   for _, m in ipairs(all) do
-    if string.sub(m, 1, #p) == p or m == 'g:' .. pid or m == 'd:' .. pid then redis.call('ZREM', K_PRESENCE, m) end
+    if string.sub(m, 1, #p) == p or m == 'g:' .. pid or m == 'd:' .. pid or m == 'c:' .. pid then
+      redis.call('ZREM', K_PRESENCE, m)
+    end
   end
   reschedule()
 end

@@ -1,7 +1,8 @@
 -- stream_open: a member opens an event stream. Records the stream's presence
 -- lease (player_connected when it is the player's first stream, and any
--- removal deadline cancelled; a stream within the debounce window of the
--- player's last one emits nothing: the player never showed disconnected),
+-- removal or connect deadline cancelled; a stream within the debounce
+-- window of the player's last one emits nothing: the player never showed
+-- disconnected),
 -- then reads what the stream sends first: the
 -- logged events after the client's cursor when the log still holds them and
 -- the cursor belongs to this history, else a snapshot, whose room and state
@@ -37,7 +38,7 @@ if uid ~= '' then
     if held >= max_streams then return {'TOO_MANY_STREAMS'} end
   end
   redis.call('ZADD', K_PRESENCE, now + ttl, lease)
-  redis.call('ZREM', K_PRESENCE, 'g:' .. pid, 'd:' .. pid)
+  redis.call('ZREM', K_PRESENCE, 'g:' .. pid, 'd:' .. pid, 'c:' .. pid)
   reschedule()
   if redis.call('HSETNX', K_CONN, pid, '1') == 1 then
     emit('player_connected', ',"playerId":' .. pid)

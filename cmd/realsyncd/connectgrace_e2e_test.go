@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/realsync/realsync/internal/redistest"
+)
+
+// REALSYNC_CONNECT_GRACE over HTTP: a player who joined and opened no
+// stream is removed once it passes, one whose stream is open stays, and
+// the janitor counts the removal as presence_unconnected.
+func TestConnectGraceRemovesJoinedPlayersWithoutAStream(t *testing.T) {
+	t.Parallel()
+	in := start(t, buildBinary(t), "REALSYNC_REDIS_URL="+redistest.StandaloneURL(t), "REALSYNC_KEY_PREFIX="+redistest.Prefix(t),
+		"REALSYNC_CONNECT_GRACE=300ms", "REALSYNC_PRESENCE_TTL=600ms")
+	alice, bob := guest(t, in, "alice"), guest(t, in, "bob")
+	status, res := call(t, "POST", in.url+"/v1/rooms", alice, map[string]any{"name": "r", "mode": "duel", "region": "eu", "maxPlayers": 2})
+	if status != 201 {
+		t.Fatalf("create: %d %v", status, res)
+	}
+	id := res["room"].(map[string]any)["id"].(string)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", in.url+"/v1/rooms/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("alice's stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	if status, res := call(t, "POST", in.url+"/v1/rooms/"+id+"/join", bob, nil); status != 200 {
+		t.Fatalf("bob's join: %d %v", status, res)
+	}
+	players := func() []any {
+		status, res := call(t, "GET", in.url+"/v1/rooms/"+id, alice, nil)
+		if status != 200 {
+			t.Fatalf("GET room: %d %v", status, res)
+		}
+		return res["players"].([]any)
+	}
+	if n := len(players()); n != 2 {
+		t.Fatalf("%d players after bob's join, want 2", n)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(players()) != 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("bob, who opened no stream, still in the room 10 s after joining: %v", players())
+		}
+	}
+	if p := players()[0].(map[string]any); p["name"] != "alice" || p["connected"] != true {
+		t.Errorf("player left %v, want alice, connected", p)
+	}
+	if got := in.metric(t, "realsync_janitor_actions_total", `kind="presence_unconnected"`); got != "1" {
+		t.Errorf("realsync_janitor_actions_total{kind=\"presence_unconnected\"} %q, want 1", got)
+	}
+}
