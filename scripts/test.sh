@@ -50,8 +50,8 @@ go vet ./...
 echo "== govulncheck (known-vulnerable code called)"
 scripts/vulncheck.sh
 
-# The rest runs in four lanes at once, each timed: the store package's
-# tests in two (the longest package, about 7.5 minutes alone, and mostly
+# The rest runs in three lanes at once, each timed: the store package's
+# tests (the longest package, about 7.5 minutes alone, and mostly
 # waiting: on failovers, leases, paused servers; ~80 s of CPU), the other
 # Go packages then the fuzz targets, and the deploy linters, the C# SDK and
 # the TypeScript SDK (in the foreground, printed as they run). One after
@@ -87,21 +87,29 @@ await() { # name: waits for lane name and prints its output
 }
 elapsed() { echo "   ($(( $(date +%s) - began )) s)"; }
 
-# The store package's tests run as two processes, each with its own shared
-# servers: those of Cluster topology (failovers, slot moves, added and
-# removed masters, paused servers, the layout, repairs: about half its
-# time, mostly waiting) and the rest (which run the suite's check that the
-# scripts emitted every event kind, store/main_test.go). Together they run
-# every test once: one runs -run's pattern, the other skips it.
+# The store package's tests run as two processes of one test binary
+# (built once: two go test commands would each compile and link it), each
+# with its own shared servers: those of Cluster topology (failovers, slot
+# moves, added and removed masters, paused servers, the layout, repairs:
+# about half its time, mostly waiting) and the rest (which run the suite's
+# check that the scripts emitted every event kind, store/main_test.go).
+# Together they run every test once: one runs -run's pattern, the other
+# skips it.
 store_topology='Paused|Failover|Master|Replica|Slot|Repair|FeedProbe|Ping|Deadline|Layout'
-store_tests() { # topology|rest
-  echo "== tests of the store package, $1 (race detector, real Redis: standalone, 3-master Cluster, embedded)"
-  local sel=(-run "$store_topology")
-  [ "$1" = topology ] || sel=(-skip "$store_topology")
-  go test -race -count=1 -timeout 20m "${sel[@]}" ./store/
+store_tests() {
+  echo "== tests of the store package (race detector, real Redis: standalone, 3-master Cluster, embedded)"
+  go test -race -c -o "$lanes/store.test" ./store/
+  local rc=0 topology
+  # as go test runs it: in the package's directory
+  (cd store && "$lanes/store.test" -test.timeout=20m -test.run "$store_topology") >"$lanes/store-topology.log" 2>&1 &
+  topology=$!
+  echo "-- all but the Cluster topology tests (-skip '$store_topology')"
+  (cd store && "$lanes/store.test" -test.timeout=20m -test.skip "$store_topology") || rc=1
+  wait "$topology" || rc=1
+  echo "-- the Cluster topology tests (-run '$store_topology'), at the same time"
+  cat "$lanes/store-topology.log"
+  return "$rc"
 }
-store_topology_tests() { store_tests topology; }
-store_rest_tests() { store_tests rest; }
 go_tests() {
   echo "== tests of the other packages (race detector, real Redis: standalone, 3-master Cluster, embedded)"
   # Three packages at a time, not GOMAXPROCS (2 here): the suites mostly
@@ -136,13 +144,11 @@ sdk_tests() {
   elapsed
 }
 
-lane store-topology store_topology_tests
-lane store store_rest_tests
+lane store store_tests
 lane go go_tests
 lane sdk sdk_tests live
 await sdk
 await go
-await store-topology
 await store
 if [ -n "$failed" ]; then
   echo "failed:$failed" >&2
