@@ -96,20 +96,30 @@ elapsed() { echo "   ($(( $(date +%s) - began )) s)"; }
 # Together they run every test once: one runs -run's pattern, the other
 # skips it.
 store_topology='Paused|Failover|Master|Replica|Slot|Repair|FeedProbe|Ping|Deadline|Layout'
+store_half() { # name -test.run|-test.skip: runs one half, its output shown only when it fails (as go test does)
+  local out="$lanes/store-$1.out" t0
+  t0=$(date +%s)
+  # as go test runs it: in the package's directory
+  if (cd store && "$lanes/store.test" -test.timeout=20m "$2" "$store_topology") >"$out" 2>&1; then
+    echo "ok   store ($1: $2 '$store_topology')  $(( $(date +%s) - t0 )) s"
+  else
+    cat "$out"
+    echo "FAIL store ($1: $2 '$store_topology')  $(( $(date +%s) - t0 )) s"
+    return 1
+  fi
+}
 store_tests() {
   echo "== tests of the store package (race detector, real Redis: standalone, 3-master Cluster, embedded)"
   go test -race -c -o "$lanes/store.test" ./store/
   local rc=0 topology
-  # as go test runs it: in the package's directory
-  (cd store && "$lanes/store.test" -test.timeout=20m -test.run "$store_topology") >"$lanes/store-topology.log" 2>&1 &
+  store_half topology -test.run >"$lanes/store-topology.log" 2>&1 &
   topology=$!
-  echo "-- all but the Cluster topology tests (-skip '$store_topology')"
-  (cd store && "$lanes/store.test" -test.timeout=20m -test.skip "$store_topology") || rc=1
+  store_half rest -test.skip || rc=1
   wait "$topology" || rc=1
-  echo "-- the Cluster topology tests (-run '$store_topology'), at the same time"
   cat "$lanes/store-topology.log"
   return "$rc"
 }
+
 go_tests() {
   echo "== tests of the other packages (race detector, real Redis: standalone, 3-master Cluster, embedded)"
   # Three packages at a time, not GOMAXPROCS (2 here): the suites mostly

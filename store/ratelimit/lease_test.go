@@ -206,9 +206,16 @@ func TestLeasesConcurrentWithinBurst(t *testing.T) {
 // What an expired lease held unspent goes back to the shared counter with
 // the instance's next call for it: every request the counter gave is
 // allowed, held, or handed back (the counter's remaining counts it again).
+// The call hands back no more than it takes, and it takes as many as the
+// counter's requests in the last window of the lease TTL: the TTL is a
+// second, so that the window of the 8 requests is still the last one when
+// the lease has expired, however much a loaded machine delays the test
+// (with 100 ms, 50 ms of delay rolled it past: a lease of 1 took 1 and
+// handed back 1 of the 7, CI 2026-11-30).
 func TestLeaseHandsBackWhatExpired(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: 100 * time.Millisecond})
+		const ttl = time.Second
+		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: ttl})
 		plain := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix})
 		c := []limits.Check{user("erin", eighty)}
 		take := func() {
@@ -232,7 +239,7 @@ func TestLeaseHandsBackWhatExpired(t *testing.T) {
 		if held == 0 || left()+8+held != 80 {
 			t.Fatalf("%d left, 8 allowed, %d held: want 80 in all", left(), held)
 		}
-		time.Sleep(150 * time.Millisecond) // the lease expires
+		time.Sleep(ttl + 100*time.Millisecond) // the lease expires
 		take()
 		if got := left() + 9 + ratelimit.Spare(lim); got != 80 {
 			t.Fatalf("%d left, 9 allowed, %d held: %d in all, want 80 (the %d held at expiry handed back)", left(), ratelimit.Spare(lim), got, held)
