@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
@@ -134,6 +136,128 @@ func TestNoConnectGraceKeepsPlayersWhoNeverConnect(t *testing.T) {
 			if len(total) != 0 {
 				t.Errorf("janitor report %v, want nothing done", total)
 			}
+		})
+	}
+}
+
+// connectDeadlines lists room id's connect deadlines ("c:<playerId>").
+func connectDeadlines(tb testing.TB, s *store.Store, id string) []string {
+	tb.Helper()
+	var out []string
+	for _, m := range presence(tb, s, id) {
+		if strings.HasPrefix(m, "c:") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Every path that removes a player drops their connect deadline, and one
+// who joins again (a new playerId) gets a deadline of their own: a leave
+// and a join again, a kick, a ban, a stream opened; a match room's leader,
+// put in it by the matcher, holds one from the match, as a user who takes
+// a reserved seat does from the join.
+func TestConnectGraceDeadlinesFollowPlayers(t *testing.T) {
+	dave := rooms.User{ID: "u-dave", Name: "dave"}
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStoreWith(t, b, func(c *store.Config) {
+				c.ConnectGrace = time.Hour
+				c.PresenceTTL = time.Minute
+			})
+			id := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 6 })).Room.ID
+			mustJoin(t, s, bob, id) // 2
+			if err := s.Leave(ctx, bob, id); err != nil {
+				t.Fatal(err)
+			}
+			mustJoin(t, s, bob, id)   // 3
+			mustJoin(t, s, carol, id) // 4
+			mustJoin(t, s, dave, id)  // 5
+			if err := s.Kick(ctx, alice, id, 4); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Ban(ctx, alice, id, 5); err != nil {
+				t.Fatal(err)
+			}
+			open(t, s, lease(id, alice, "web"), sse.Cursor{})
+			if got := connectDeadlines(t, s, id); !slices.Equal(got, []string{"c:3"}) {
+				t.Errorf("deadlines %v, want bob's second player's alone, [c:3]", got)
+			}
+			m := matchmaking.Match{ID: "m-connect-grace", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+				{Users: []string{alice.ID}}, {Users: []string{bob.ID}}}}
+			mid, err := s.OpenMatchRoom(ctx, m, 2, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustJoin(t, s, bob, mid)
+			if got := connectDeadlines(t, s, mid); !slices.Equal(got, []string{"c:1", "c:2"}) {
+				t.Errorf("match room's deadlines %v, want the leader's and bob's, [c:1 c:2]", got)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
+
+// The connect grace removes with the disconnect grace off too; the
+// deadline is a minimum: a stream opened past it but before the janitor's
+// visit keeps the seat; an owner who never connects hands the room on; a
+// stream opened after the removal is refused as any non-member's (403
+// NOT_A_MEMBER, a private room's 404 ROOM_NOT_FOUND); a player whose
+// stream opened and closed within the debounce waits out the disconnect
+// grace, counted as a debounced disconnect, never as unconnected.
+func TestConnectGraceRemovalsAndRefusals(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStoreWith(t, b, func(c *store.Config) {
+				c.ConnectGrace = 200 * time.Millisecond
+				c.DisconnectGrace = 0 // never: the connect grace alone removes
+				c.PresenceDebounce = 50 * time.Millisecond
+				c.PresenceTTL = time.Minute
+			})
+			id := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) { r.MaxPlayers = 4 })).Room.ID // never connects
+			mustJoin(t, s, bob, id)
+			mustJoin(t, s, carol, id)
+			dave := rooms.User{ID: "u-dave", Name: "dave"}
+			dj := mustJoin(t, s, dave, id)
+			open(t, s, lease(id, bob, "web"), sse.Cursor{})
+			open(t, s, lease(id, dave, "web"), sse.Cursor{})
+			if err := s.CloseStream(ctx, sse.Lease{Room: id, UserID: dave.ID, PlayerID: dj.PlayerID, Stream: "web"}); err != nil {
+				t.Fatal(err)
+			}
+			priv := mustCreate(t, s, carol, newRoom(func(r *rooms.NewRoom) { r.Visibility = rooms.Private; r.Mode = "code" }))
+			if _, err := s.JoinByCode(ctx, bob, priv.Room.InviteCode); err != nil { // never connects
+				t.Fatal(err)
+			}
+			open(t, s, lease(priv.Room.ID, carol, "web"), sse.Cursor{})
+			// past every connect deadline (the janitor runs only in sweepUntil),
+			// carol's stream opens before any visit
+			time.Sleep(300 * time.Millisecond)
+			open(t, s, lease(id, carol, "late"), sse.Cursor{})
+			total := store.Report{}
+			sweepUntil(t, s, total, func() bool { return total["presence_unconnected"] >= 2 && total["presence_debounced"] >= 1 })
+			r, _, err := s.Get(ctx, id, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range r.Players {
+				names = append(names, p.Name)
+			}
+			if !slices.Equal(names, []string{"bob", "carol", "dave"}) || r.OwnerPlayerID != 2 {
+				t.Errorf("players %v, owner %d, want bob, carol and dave, bob the owner", names, r.OwnerPlayerID)
+			}
+			if total["presence_unconnected"] != 2 || total["presence_removal"] != 0 || total["presence_debounced"] != 1 {
+				t.Errorf("janitor report %v, want presence_unconnected 2 (alice, bob in the private room), presence_debounced 1 (dave), no presence_removal", total)
+			}
+			if _, err := s.OpenStream(ctx, lease(id, alice, "web"), sse.ReadFrom, sse.Cursor{}, 100); !errors.Is(err, rooms.ErrNotMember) {
+				t.Errorf("alice's stream after her removal: %v, want ErrNotMember", err)
+			}
+			if _, err := s.OpenStream(ctx, lease(priv.Room.ID, bob, "web"), sse.ReadFrom, sse.Cursor{}, 100); !errors.Is(err, rooms.ErrRoomNotFound) {
+				t.Errorf("bob's stream of the private room after his removal: %v, want ErrRoomNotFound", err)
+			}
+			checkInvariants(t, s)
 		})
 	}
 }

@@ -31,7 +31,8 @@ import (
 //     a room; user index and invite codes match the rooms;
 //   - presence: connected players, stream leases and removal deadlines
 //     name players of the room (a deadline only for a disconnected one,
-//     a debounced disconnect only for a connected one);
+//     a debounced disconnect only for a connected one, a connect deadline
+//     only for one never connected: no lease, not shown connected);
 //     a room with presence entries is in the shard's due set no later than
 //     its earliest entry; no due entry, presence or message log outlives
 //     its room; every room is in its shard's lifecycle schedule, and no
@@ -164,10 +165,20 @@ func (ch *checker) presence(ctx context.Context, tag, id, base string, players m
 	if err != nil || len(entries) == 0 {
 		return err
 	}
+	leased := map[string]bool{}
+	for _, e := range entries {
+		if kind, rest, _ := strings.Cut(e.Member.(string), ":"); kind == "s" {
+			pid, _, _ := strings.Cut(rest, ":")
+			leased[pid] = true
+		}
+	}
 	for _, e := range entries {
 		m := e.Member.(string)
 		kind, rest, _ := strings.Cut(m, ":")
 		pid, _, _ := strings.Cut(rest, ":")
+		if kind == "c" && (connected[pid] || leased[pid]) {
+			ch.fail("room %s: connect deadline for player %s, who has a stream", id, pid)
+		}
 		if _, ok := players[pid]; !ok {
 			ch.fail("room %s: presence entry %s of a missing player", id, m)
 		}
