@@ -205,7 +205,10 @@ func TestConnectGraceDeadlinesFollowPlayers(t *testing.T) {
 // stream opened after the removal is refused as any non-member's (403
 // NOT_A_MEMBER, a private room's 404 ROOM_NOT_FOUND); a player whose
 // stream opened and closed within the debounce waits out the disconnect
-// grace, counted as a debounced disconnect, never as unconnected.
+// grace, counted as a debounced disconnect, never as unconnected; a
+// match room's leader is removed from the match, and a room they leave
+// empty (the others hold seats only) closes (docs: README, "Matchmaking
+// tickets").
 func TestConnectGraceRemovalsAndRefusals(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -231,12 +234,18 @@ func TestConnectGraceRemovalsAndRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			open(t, s, lease(priv.Room.ID, carol, "web"), sse.Cursor{})
+			m := matchmaking.Match{ID: "m-leader-away", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+				{Users: []string{alice.ID}}, {Users: []string{bob.ID}}}}
+			mid, err := s.OpenMatchRoom(ctx, m, 2, time.Hour) // its leader alice never connects, bob holds a seat
+			if err != nil {
+				t.Fatal(err)
+			}
 			// past every connect deadline (the janitor runs only in sweepUntil),
 			// carol's stream opens before any visit
 			time.Sleep(300 * time.Millisecond)
 			open(t, s, lease(id, carol, "late"), sse.Cursor{})
 			total := store.Report{}
-			sweepUntil(t, s, total, func() bool { return total["presence_unconnected"] >= 2 && total["presence_debounced"] >= 1 })
+			sweepUntil(t, s, total, func() bool { return total["presence_unconnected"] >= 3 && total["presence_debounced"] >= 1 })
 			r, _, err := s.Get(ctx, id, false)
 			if err != nil {
 				t.Fatal(err)
@@ -248,8 +257,13 @@ func TestConnectGraceRemovalsAndRefusals(t *testing.T) {
 			if !slices.Equal(names, []string{"bob", "carol", "dave"}) || r.OwnerPlayerID != 2 {
 				t.Errorf("players %v, owner %d, want bob, carol and dave, bob the owner", names, r.OwnerPlayerID)
 			}
-			if total["presence_unconnected"] != 2 || total["presence_removal"] != 0 || total["presence_debounced"] != 1 {
-				t.Errorf("janitor report %v, want presence_unconnected 2 (alice, bob in the private room), presence_debounced 1 (dave), no presence_removal", total)
+			if total["presence_unconnected"] != 3 || total["presence_removal"] != 0 || total["presence_debounced"] != 1 {
+				t.Errorf("janitor report %v, want presence_unconnected 3 (alice twice, bob in the private room), presence_debounced 1 (dave), no presence_removal", total)
+			}
+			// the match room its leader left empty closed, bob's seat with it
+			closedWith(t, s, mid, "empty")
+			if _, err := s.Join(ctx, bob, mid); !errors.Is(err, rooms.ErrRoomNotFound) {
+				t.Errorf("bob's join of the closed match room: %v, want ErrRoomNotFound", err)
 			}
 			if _, err := s.OpenStream(ctx, lease(id, alice, "web"), sse.ReadFrom, sse.Cursor{}, 100); !errors.Is(err, rooms.ErrNotMember) {
 				t.Errorf("alice's stream after her removal: %v, want ErrNotMember", err)

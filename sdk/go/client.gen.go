@@ -1921,7 +1921,11 @@ type ClientInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
-	// per user and match: a server completing a match that another died
+	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+	// in the room from the match, must open its stream within the grace
+	// counted from then, the others within it from their join; a leader
+	// removed before anyone joined closes the room, and the others' joins
+	// are 404: they queue again): a server completing a match that another died
 	// or stalled in does not tell again the users told already (only a
 	// completion more than 10 minutes after a user was told, no server
 	// having matched the mode meanwhile, or after the user was sent over
@@ -1981,7 +1985,11 @@ type ClientInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
-	// per user and match: a server completing a match that another died
+	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+	// in the room from the match, must open its stream within the grace
+	// counted from then, the others within it from their join; a leader
+	// removed before anyone joined closes the room, and the others' joins
+	// are 404: they queue again): a server completing a match that another died
 	// or stalled in does not tell again the users told already (only a
 	// completion more than 10 minutes after a user was told, no server
 	// having matched the mode meanwhile, or after the user was sent over
@@ -2522,12 +2530,16 @@ type ClientInterface interface {
 	// without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 	// it off) is removed: `player_left` with reason `disconnected`. With
 	// `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
-	// room (create, join, invite code, quick-join) and opens no stream of
+	// room (create, join, invite code, quick-join; a match's leader, whom
+	// the matcher puts in its room, from the match) and opens no stream of
 	// it within that time is removed the same way (`player_left`, reason
 	// `disconnected`, with no `player_connected` or
 	// `player_disconnected` before it): open the room's stream right
-	// after the join answers. The removal comes at the janitor's next
-	// visit after the deadline (about a second later).
+	// after the join answers. A join again (idempotent) does not restart
+	// the time. The removal comes at the janitor's next visit after the
+	// deadline (about a second later): a stream opened meanwhile keeps
+	// the seat; one opened after it is refused as any non-member's, 403
+	// `NOT_A_MEMBER` (404 `ROOM_NOT_FOUND` for a private room); join again.
 	//
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
@@ -3408,7 +3420,11 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
-// per user and match: a server completing a match that another died
+// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+// in the room from the match, must open its stream within the grace
+// counted from then, the others within it from their join; a leader
+// removed before anyone joined closes the room, and the others' joins
+// are 404: they queue again): a server completing a match that another died
 // or stalled in does not tell again the users told already (only a
 // completion more than 10 minutes after a user was told, no server
 // having matched the mode meanwhile, or after the user was sent over
@@ -3478,7 +3494,11 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
-// per user and match: a server completing a match that another died
+// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+// in the room from the match, must open its stream within the grace
+// counted from then, the others within it from their join; a leader
+// removed before anyone joined closes the room, and the others' joins
+// are 404: they queue again): a server completing a match that another died
 // or stalled in does not tell again the users told already (only a
 // completion more than 10 minutes after a user was told, no server
 // having matched the mode meanwhile, or after the user was sent over
@@ -4210,12 +4230,16 @@ func (c *APIClient) UpdateRoomWithApplicationMergePatchPlusJSONBody(ctx context.
 // without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 // it off) is removed: `player_left` with reason `disconnected`. With
 // `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
-// room (create, join, invite code, quick-join) and opens no stream of
+// room (create, join, invite code, quick-join; a match's leader, whom
+// the matcher puts in its room, from the match) and opens no stream of
 // it within that time is removed the same way (`player_left`, reason
 // `disconnected`, with no `player_connected` or
 // `player_disconnected` before it): open the room's stream right
-// after the join answers. The removal comes at the janitor's next
-// visit after the deadline (about a second later).
+// after the join answers. A join again (idempotent) does not restart
+// the time. The removal comes at the janitor's next visit after the
+// deadline (about a second later): a stream opened meanwhile keeps
+// the seat; one opened after it is refused as any non-member's, 403
+// `NOT_A_MEMBER` (404 `ROOM_NOT_FOUND` for a private room); join again.
 //
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes
@@ -7111,7 +7135,11 @@ type ClientWithResponsesInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
-	// per user and match: a server completing a match that another died
+	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+	// in the room from the match, must open its stream within the grace
+	// counted from then, the others within it from their join; a leader
+	// removed before anyone joined closes the room, and the others' joins
+	// are 404: they queue again): a server completing a match that another died
 	// or stalled in does not tell again the users told already (only a
 	// completion more than 10 minutes after a user was told, no server
 	// having matched the mode meanwhile, or after the user was sent over
@@ -7171,7 +7199,11 @@ type ClientWithResponsesInterface interface {
 	// reserved for every other user of the match, 15 s), the ticket shows
 	// `matched` with `roomId`, and every user of the match gets
 	// `match_found` on their personal stream (`GET /v1/me/events`), once
-	// per user and match: a server completing a match that another died
+	// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+	// in the room from the match, must open its stream within the grace
+	// counted from then, the others within it from their join; a leader
+	// removed before anyone joined closes the room, and the others' joins
+	// are 404: they queue again): a server completing a match that another died
 	// or stalled in does not tell again the users told already (only a
 	// completion more than 10 minutes after a user was told, no server
 	// having matched the mode meanwhile, or after the user was sent over
@@ -7730,12 +7762,16 @@ type ClientWithResponsesInterface interface {
 	// without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 	// it off) is removed: `player_left` with reason `disconnected`. With
 	// `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
-	// room (create, join, invite code, quick-join) and opens no stream of
+	// room (create, join, invite code, quick-join; a match's leader, whom
+	// the matcher puts in its room, from the match) and opens no stream of
 	// it within that time is removed the same way (`player_left`, reason
 	// `disconnected`, with no `player_connected` or
 	// `player_disconnected` before it): open the room's stream right
-	// after the join answers. The removal comes at the janitor's next
-	// visit after the deadline (about a second later).
+	// after the join answers. A join again (idempotent) does not restart
+	// the time. The removal comes at the janitor's next visit after the
+	// deadline (about a second later): a stream opened meanwhile keeps
+	// the seat; one opened after it is refused as any non-member's, 403
+	// `NOT_A_MEMBER` (404 `ROOM_NOT_FOUND` for a private room); join again.
 	//
 	// Store unavailable: while Redis is unreachable, or before the
 	// instance connected to it, the answer is not 503 as on other routes
@@ -13163,7 +13199,11 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
-// per user and match: a server completing a match that another died
+// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+// in the room from the match, must open its stream within the grace
+// counted from then, the others within it from their join; a leader
+// removed before anyone joined closes the room, and the others' joins
+// are 404: they queue again): a server completing a match that another died
 // or stalled in does not tell again the users told already (only a
 // completion more than 10 minutes after a user was told, no server
 // having matched the mode meanwhile, or after the user was sent over
@@ -13229,7 +13269,11 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // reserved for every other user of the match, 15 s), the ticket shows
 // `matched` with `roomId`, and every user of the match gets
 // `match_found` on their personal stream (`GET /v1/me/events`), once
-// per user and match: a server completing a match that another died
+// per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+// in the room from the match, must open its stream within the grace
+// counted from then, the others within it from their join; a leader
+// removed before anyone joined closes the room, and the others' joins
+// are 404: they queue again): a server completing a match that another died
 // or stalled in does not tell again the users told already (only a
 // completion more than 10 minutes after a user was told, no server
 // having matched the mode meanwhile, or after the user was sent over
@@ -13903,12 +13947,16 @@ func (c *ClientWithResponses) UpdateRoomWithApplicationMergePatchPlusJSONBodyWit
 // without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
 // it off) is removed: `player_left` with reason `disconnected`. With
 // `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
-// room (create, join, invite code, quick-join) and opens no stream of
+// room (create, join, invite code, quick-join; a match's leader, whom
+// the matcher puts in its room, from the match) and opens no stream of
 // it within that time is removed the same way (`player_left`, reason
 // `disconnected`, with no `player_connected` or
 // `player_disconnected` before it): open the room's stream right
-// after the join answers. The removal comes at the janitor's next
-// visit after the deadline (about a second later).
+// after the join answers. A join again (idempotent) does not restart
+// the time. The removal comes at the janitor's next visit after the
+// deadline (about a second later): a stream opened meanwhile keeps
+// the seat; one opened after it is refused as any non-member's, 403
+// `NOT_A_MEMBER` (404 `ROOM_NOT_FOUND` for a private room); join again.
 //
 // Store unavailable: while Redis is unreachable, or before the
 // instance connected to it, the answer is not 503 as on other routes

@@ -493,12 +493,16 @@ export interface paths {
          *     without one longer than `REALSYNC_DISCONNECT_GRACE` (30 s; 0 turns
          *     it off) is removed: `player_left` with reason `disconnected`. With
          *     `REALSYNC_CONNECT_GRACE` set (off by default), a player who joins a
-         *     room (create, join, invite code, quick-join) and opens no stream of
+         *     room (create, join, invite code, quick-join; a match's leader, whom
+         *     the matcher puts in its room, from the match) and opens no stream of
          *     it within that time is removed the same way (`player_left`, reason
          *     `disconnected`, with no `player_connected` or
          *     `player_disconnected` before it): open the room's stream right
-         *     after the join answers. The removal comes at the janitor's next
-         *     visit after the deadline (about a second later).
+         *     after the join answers. A join again (idempotent) does not restart
+         *     the time. The removal comes at the janitor's next visit after the
+         *     deadline (about a second later): a stream opened meanwhile keeps
+         *     the seat; one opened after it is refused as any non-member's, 403
+         *     `NOT_A_MEMBER` (404 `ROOM_NOT_FOUND` for a private room); join again.
          *
          *     Store unavailable: while Redis is unreachable, or before the
          *     instance connected to it, the answer is not 503 as on other routes
@@ -648,7 +652,11 @@ export interface paths {
          *     reserved for every other user of the match, 15 s), the ticket shows
          *     `matched` with `roomId`, and every user of the match gets
          *     `match_found` on their personal stream (`GET /v1/me/events`), once
-         *     per user and match: a server completing a match that another died
+         *     per user and match (with `REALSYNC_CONNECT_GRACE` on, the leader,
+         *     in the room from the match, must open its stream within the grace
+         *     counted from then, the others within it from their join; a leader
+         *     removed before anyone joined closes the room, and the others' joins
+         *     are 404: they queue again): a server completing a match that another died
          *     or stalled in does not tell again the users told already (only a
          *     completion more than 10 minutes after a user was told, no server
          *     having matched the mode meanwhile, or after the user was sent over
