@@ -1034,7 +1034,11 @@ type QuickJoinParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. Checked after authentication and rate limits, before the body.
+	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// answer replayed later than the grace may name a room the caller was
+	// removed from for opening no stream of it (its stream is then 403
+	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+	// in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
 	//
 	// Which operations take a key: `POST /v1/rooms`, `POST
 	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -1099,7 +1103,11 @@ type CreateTicketParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. Checked after authentication and rate limits, before the body.
+	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// answer replayed later than the grace may name a room the caller was
+	// removed from for opening no stream of it (its stream is then 403
+	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+	// in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
 	//
 	// Which operations take a key: `POST /v1/rooms`, `POST
 	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -1212,7 +1220,11 @@ type CreateRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. Checked after authentication and rate limits, before the body.
+	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// answer replayed later than the grace may name a room the caller was
+	// removed from for opening no stream of it (its stream is then 403
+	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+	// in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
 	//
 	// Which operations take a key: `POST /v1/rooms`, `POST
 	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -1286,7 +1298,11 @@ type InviteToRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. Checked after authentication and rate limits, before the body.
+	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// answer replayed later than the grace may name a room the caller was
+	// removed from for opening no stream of it (its stream is then 403
+	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+	// in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
 	//
 	// Which operations take a key: `POST /v1/rooms`, `POST
 	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -1360,7 +1376,11 @@ type SendMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. Checked after authentication and rate limits, before the body.
+	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// answer replayed later than the grace may name a room the caller was
+	// removed from for opening no stream of it (its stream is then 403
+	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+	// in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
 	//
 	// Which operations take a key: `POST /v1/rooms`, `POST
 	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -1451,7 +1471,11 @@ type SendDirectMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. Checked after authentication and rate limits, before the body.
+	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// answer replayed later than the grace may name a room the caller was
+	// removed from for opening no stream of it (its stream is then 403
+	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+	// in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
 	//
 	// Which operations take a key: `POST /v1/rooms`, `POST
 	// /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST

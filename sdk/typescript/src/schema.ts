@@ -2655,7 +2655,11 @@ export interface components {
          *     may be cut at any step, and its outcome is unknown. A
          *     request whose instance died before answering holds its key for twice
          *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-         *     again. Checked after authentication and rate limits, before the body.
+         *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+         *     answer replayed later than the grace may name a room the caller was
+         *     removed from for opening no stream of it (its stream is then 403
+         *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+         *     in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
          *
          *     Which operations take a key: `POST /v1/rooms`, `POST
          *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -2854,7 +2858,11 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. Checked after authentication and rate limits, before the body.
+                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     answer replayed later than the grace may name a room the caller was
+                 *     removed from for opening no stream of it (its stream is then 403
+                 *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+                 *     in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
                  *
                  *     Which operations take a key: `POST /v1/rooms`, `POST
                  *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -3457,7 +3465,11 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. Checked after authentication and rate limits, before the body.
+                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     answer replayed later than the grace may name a room the caller was
+                 *     removed from for opening no stream of it (its stream is then 403
+                 *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+                 *     in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
                  *
                  *     Which operations take a key: `POST /v1/rooms`, `POST
                  *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -3570,7 +3582,11 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. Checked after authentication and rate limits, before the body.
+                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     answer replayed later than the grace may name a room the caller was
+                 *     removed from for opening no stream of it (its stream is then 403
+                 *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+                 *     in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
                  *
                  *     Which operations take a key: `POST /v1/rooms`, `POST
                  *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -3695,7 +3711,11 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. Checked after authentication and rate limits, before the body.
+                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     answer replayed later than the grace may name a room the caller was
+                 *     removed from for opening no stream of it (its stream is then 403
+                 *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+                 *     in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
                  *
                  *     Which operations take a key: `POST /v1/rooms`, `POST
                  *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -4078,7 +4098,11 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. Checked after authentication and rate limits, before the body.
+                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     answer replayed later than the grace may name a room the caller was
+                 *     removed from for opening no stream of it (its stream is then 403
+                 *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+                 *     in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
                  *
                  *     Which operations take a key: `POST /v1/rooms`, `POST
                  *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
@@ -4186,7 +4210,11 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. Checked after authentication and rate limits, before the body.
+                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     answer replayed later than the grace may name a room the caller was
+                 *     removed from for opening no stream of it (its stream is then 403
+                 *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
+                 *     in it and it closed): send a new request, with a new key. Checked after authentication and rate limits, before the body.
                  *
                  *     Which operations take a key: `POST /v1/rooms`, `POST
                  *     /v1/matchmaking/quick-join`, `POST /v1/matchmaking/tickets`, `POST
