@@ -14,8 +14,12 @@ import (
 // the janitor counts the removal as presence_unconnected.
 func TestConnectGraceRemovesJoinedPlayersWithoutAStream(t *testing.T) {
 	t.Parallel()
+	// the grace is also alice's time from her create to her stream's
+	// opening, with the janitor running: 2 s, so that a loaded machine
+	// (the CI's lanes at once) does not remove her too (300 ms did, with a
+	// create and a stream open 1.5 s apart)
 	in := start(t, buildBinary(t), "REALSYNC_REDIS_URL="+redistest.StandaloneURL(t), "REALSYNC_KEY_PREFIX="+redistest.Prefix(t),
-		"REALSYNC_CONNECT_GRACE=300ms", "REALSYNC_PRESENCE_TTL=600ms")
+		"REALSYNC_CONNECT_GRACE=2s", "REALSYNC_PRESENCE_TTL=600ms")
 	alice, bob := guest(t, in, "alice"), guest(t, in, "bob")
 	status, res := call(t, "POST", in.url+"/v1/rooms", alice, map[string]any{"name": "r", "mode": "duel", "region": "eu", "maxPlayers": 2})
 	if status != 201 {
