@@ -275,3 +275,29 @@ func TestConnectGraceRemovalsAndRefusals(t *testing.T) {
 		})
 	}
 }
+
+// The repair walk restores a room's presence schedule from a connect
+// deadline, its only presence entry, as from any other: a room dropped
+// from the shard's due set is due again at its deadline.
+func TestConnectGraceDeadlineRepaired(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStoreWith(t, b, func(c *store.Config) { c.ConnectGrace = time.Hour })
+			id := mustCreate(t, s, alice, newRoom()).Room.ID
+			key := s.RoomKey(id)
+			due := key[:strings.IndexByte(key, '}')+1] + ":presence:due"
+			want := s.Client().ZScore(ctx, key+":presence", "c:1").Val()
+			if got := s.Client().ZScore(ctx, due, id).Val(); got != want || want == 0 {
+				t.Fatalf("due at %v, want the deadline %v", got, want)
+			}
+			s.Client().ZRem(ctx, due, id)
+			rep := store.Report{}
+			sweepUntil(t, s, rep, func() bool { return s.Client().ZScore(ctx, due, id).Val() == want })
+			if rep["repair_schedule"] != 1 {
+				t.Errorf("report %v, want repair_schedule 1", rep)
+			}
+			checkInvariants(t, s)
+		})
+	}
+}
