@@ -9,8 +9,9 @@
 --   KEYS[4]  users hash         KEYS[8]  shard clock (string, last createdAt in µs)
 --   KEYS[9]  connected players (hash playerId -> "1")
 --   KEYS[10] presence (zset: "s:<playerId>:<stream>" leases, "d:<playerId>"
---            debounced disconnects and "g:<playerId>" grace deadlines, scored
---            by expiry in ms)
+--            debounced disconnects, "g:<playerId>" grace deadlines and
+--            "c:<playerId>" connect deadlines (add_player), scored by expiry
+--            in ms)
 --   KEYS[11] room message log (stream, capped apart from the event log)
 --   KEYS[12] shard presence due (zset roomId -> earliest presence deadline, ms)
 --   KEYS[13..24] status indexes: waiting, playing, finished, each as
