@@ -420,11 +420,14 @@ func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
 		}
 		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 		crash := &closing{RoomOpener: e.rooms, rooms: e.rooms}
-		mcfg := func(holder string, rooms matchmaking.RoomOpener) matchmaking.MatcherConfig {
+		// a never repairs (its own pass would repair the match it left
+		// pending once 100 ms old, as on a loaded machine: CI 2026-11-30);
+		// b repairs what is 100 ms old
+		mcfg := func(holder string, rooms matchmaking.RoomOpener, repairAfter time.Duration) matchmaking.MatcherConfig {
 			return matchmaking.MatcherConfig{Config: e.cfg, Rooms: rooms, Notifier: rec, Holder: holder,
-				LeaseTTL: 200 * time.Millisecond, RepairAfter: 100 * time.Millisecond}
+				LeaseTTL: 200 * time.Millisecond, RepairAfter: repairAfter}
 		}
-		matchmaking.NewMatcher(mcfg("a", crash)).Round(ctx)
+		matchmaking.NewMatcher(mcfg("a", crash, time.Hour)).Round(ctx)
 		if len(crash.ids) != 1 {
 			t.Fatalf("rooms opened: %v, want one", crash.ids)
 		}
@@ -432,7 +435,7 @@ func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
 			t.Fatalf("%d pending matches after the crash, want 1", len(p))
 		}
 		time.Sleep(300 * time.Millisecond) // a's lease lapses, the match is old enough to repair
-		bm := matchmaking.NewMatcher(mcfg("b", e.rooms))
+		bm := matchmaking.NewMatcher(mcfg("b", e.rooms, 100*time.Millisecond))
 		for range 3 {
 			bm.Round(ctx)
 		}
