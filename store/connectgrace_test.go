@@ -25,6 +25,20 @@ func presence(tb testing.TB, s *store.Store, id string) []string {
 	return got
 }
 
+// playerNames reads room id and its players' names, in playerId order.
+func playerNames(tb testing.TB, s *store.Store, id string) (rooms.Room, []string) {
+	tb.Helper()
+	r, _, err := s.Get(context.Background(), id, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var names []string
+	for _, p := range r.Players {
+		names = append(names, p.Name)
+	}
+	return r, names
+}
+
 // With a connect grace, a player who joins (create, join, invite code,
 // quick-join) and opens no stream of the room within it is removed by the
 // janitor: player_left, reason disconnected, counted as
@@ -83,15 +97,7 @@ func TestConnectGraceRemovesPlayersWhoNeverConnect(t *testing.T) {
 			if total["presence_unconnected"] != 3 || total["presence_removal"] != 0 {
 				t.Errorf("janitor report %v, want presence_unconnected 3 (carol twice, erin), presence_removal 0", total)
 			}
-			r, _, err := s.Get(ctx, id, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, p := range r.Players {
-				names = append(names, p.Name)
-			}
-			if !slices.Equal(names, []string{"alice", "bob"}) {
+			if _, names := playerNames(t, s, id); !slices.Equal(names, []string{"alice", "bob"}) {
 				t.Errorf("players %v, want alice and bob (carol removed)", names)
 			}
 			evs := events(t, s, id)
@@ -246,15 +252,7 @@ func TestConnectGraceRemovalsAndRefusals(t *testing.T) {
 			open(t, s, lease(id, carol, "late"), sse.Cursor{})
 			total := store.Report{}
 			sweepUntil(t, s, total, func() bool { return total["presence_unconnected"] >= 3 && total["presence_debounced"] >= 1 })
-			r, _, err := s.Get(ctx, id, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, p := range r.Players {
-				names = append(names, p.Name)
-			}
-			if !slices.Equal(names, []string{"bob", "carol", "dave"}) || r.OwnerPlayerID != 2 {
+			if r, names := playerNames(t, s, id); !slices.Equal(names, []string{"bob", "carol", "dave"}) || r.OwnerPlayerID != 2 {
 				t.Errorf("players %v, owner %d, want bob, carol and dave, bob the owner", names, r.OwnerPlayerID)
 			}
 			if total["presence_unconnected"] != 3 || total["presence_removal"] != 0 || total["presence_debounced"] != 1 {
