@@ -295,9 +295,15 @@ func TestLeasesKeepTheBurst(t *testing.T) {
 // the hand-back of what it held moves the counter's TAT behind the one
 // the lease left: the hand-back is then skipped (its requests can no
 // longer be told apart), never applied on top of the give.
+// The 8 requests' leases are 1, 2, 4 and 8 (7 held, then lost) only if
+// they all fall in one window of the lease TTL and the lease of 4 lives
+// until the 8th: the TTL is a second, so a loaded machine's delay between
+// them changes nothing (with 100 ms, 100 ms of delay before the 8th made
+// its lease one of 7: 6 lost, 75 in all).
 func TestLeaseHandBackSkippedAfterAGive(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: 100 * time.Millisecond})
+		const ttl = time.Second
+		lim := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: ttl})
 		plain := ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix})
 		c := []limits.Check{user("gina", eighty)}
 		for range 8 { // leases of 1, 2, 4, then 8: 7 held
@@ -308,7 +314,7 @@ func TestLeaseHandBackSkippedAfterAGive(t *testing.T) {
 		if _, err := plain.Do(context.Background(), limits.Give, c); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond) // the lease expires
+		time.Sleep(ttl + 100*time.Millisecond) // the lease expires
 		if d, err := lim.Do(context.Background(), limits.Take, c); err != nil || !d[0].Allowed {
 			t.Fatalf("take: %+v %v", d, err)
 		}
