@@ -11,6 +11,7 @@ import (
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/instances"
 )
 
 // registryTTL is the presence TTL (= registration TTL) of the registry
@@ -160,14 +161,12 @@ func TestInstanceLapse(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now()
 		heartbeat(t, s, self("dead", now))
-		heartbeat(t, s, self("live", now.Add(time.Millisecond)))
+		registerLive(t, s, self("live", now.Add(time.Millisecond)))
 		// Leases far longer than the janitor's own, so only a release ends them.
 		s.Client().Set(ctx, s.JanitorKey(0), "dead", time.Minute)
 		s.Client().Set(ctx, s.JanitorKey(1), "live", time.Minute)
 		s.Client().Set(ctx, s.JanitorKey(2), "dead", time.Minute)
-		stop := keepAlive(t, s, self("live", now.Add(time.Millisecond)))
 		waitListed(t, s, 2*registryTTL+time.Second, "live")
-		stop()
 		// The listing reaps before it reads, but "dead" may lapse between the
 		// two (its hash expires with it): a reap now names it unless the
 		// listing's did.
@@ -191,30 +190,22 @@ func TestInstanceLapse(t *testing.T) {
 	})
 }
 
-// keepAlive renews in every third of the TTL until stop.
-func keepAlive(tb testing.TB, s *store.Store, in fleet.Instance) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(registryTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if _, err := s.Fleet().HeartbeatInstance(context.Background(), in); err != nil {
-					tb.Error(err)
-				}
-			}
+// registerLive registers in on s's deployment for a minute (through a
+// registry of its own with that TTL): an instance that stays live however
+// long a loaded machine makes the test's steps (one renewed every third of
+// registryTTL lapsed, and was reaped, when its renewals stalled for the
+// TTL). It is deregistered at the test's end.
+func registerLive(tb testing.TB, s *store.Store, in fleet.Instance) {
+	tb.Helper()
+	r := instances.New(s.Base(), time.Minute, func(context.Context, []string) error { return nil })
+	if _, err := r.HeartbeatInstance(context.Background(), in); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Fleet().DeregisterInstance(context.Background(), in.ID); err != nil {
+			tb.Error(err)
 		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
-	tb.Cleanup(stop)
-	return stop
+	})
 }
 
 // A lapsed registration that nobody reaped is not listed as live.
@@ -281,7 +272,7 @@ func TestInstanceReapRace(t *testing.T) {
 				heartbeat(t, s1, self("d"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Now()))
 			}
 			time.Sleep(registryTTL + 100*time.Millisecond)
-			heartbeat(t, s1, self("alive", time.Now()))
+			registerLive(t, s1, self("alive", time.Now()))
 			var wg sync.WaitGroup
 			got := make([][]string, 2)
 			for i, s := range []*store.Store{s1, s2} {
