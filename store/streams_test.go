@@ -138,12 +138,15 @@ func equal(a, b []string) bool {
 
 // A stream whose instance stops renewing it lapses: the janitor announces
 // the player disconnected, and removes them once the grace has passed.
+// The kept stream, renewed once a loop, must not lapse between a renewal
+// and the sweeps that follow it: the TTL is a second (with 300 ms, a
+// loaded machine's 300 ms between them lapsed it too).
 func TestJanitorRemovesPlayersOfDeadInstances(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			s, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-				Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: 300 * time.Millisecond, DisconnectGrace: 300 * time.Millisecond})
+				Prefix: redistest.Prefix(t), Shards: 4, PresenceTTL: time.Second, DisconnectGrace: 300 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
