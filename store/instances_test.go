@@ -121,9 +121,28 @@ func scanAll(ctx context.Context, c *redis.Client, match string) ([]string, erro
 }
 
 // Register, renew, list: fields as registered, heartbeatAt from Redis'
-// clock, streams as of the last heartbeat, sorted by startedAt.
+// clock, streams as of the last heartbeat, sorted by startedAt. The
+// heartbeats register for a minute (a registry of their own with that
+// TTL): at registryTTL, a loaded machine's 400 ms between the first
+// heartbeat and the renewal made it a new registration.
 func TestInstanceRegisterRenewList(t *testing.T) {
 	eachRegistry(t, func(t *testing.T, s *store.Store) {
+		r := instances.New(s.Base(), time.Minute, func(context.Context, []string) error { return nil })
+		heartbeat := func(t *testing.T, _ *store.Store, in fleet.Instance) bool {
+			t.Helper()
+			renewed, err := r.HeartbeatInstance(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return renewed
+		}
+		t.Cleanup(func() {
+			for _, id := range []string{"aaaa", "bbbb"} {
+				if err := s.Fleet().DeregisterInstance(context.Background(), id); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 		t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 		later, earlier := self("bbbb", t0.Add(time.Minute)), self("aaaa", t0)
 		later.Addr = "10.0.0.2:9090"
