@@ -82,10 +82,12 @@ func TestLifecycleClosesRooms(t *testing.T) {
 	}{
 		{name: "IdleRoomExpires", life: store.Lifecycle{IdleTimeout: short},
 			reason: "expired", action: "expired"},
-		{name: "ActivityPostponesExpiry", life: store.Lifecycle{IdleTimeout: time.Second},
+		{name: "ActivityPostponesExpiry", life: store.Lifecycle{IdleTimeout: 2 * time.Second},
 			setup: func(t *testing.T, s *store.Store, id string) {
-				// a patch every 200 ms for 1.6 s: never idle for 1 s
-				for range 8 {
+				// a patch every 200 ms for 2.4 s: never idle for 2 s (a
+				// step may take 1.8 s on a loaded machine; with a 1 s
+				// timeout 0.8 s of delay expired the room mid-test)
+				for range 12 {
 					time.Sleep(200 * time.Millisecond)
 					sweepAll(t, s, store.Report{})
 					if _, err := s.PatchState(context.Background(), alice, id, rooms.StatePatch{IfMatch: -1, Set: rooms.State{"k": []byte("1")}}); err != nil {
