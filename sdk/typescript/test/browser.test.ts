@@ -420,7 +420,13 @@ describe("the demo in a browser", () => {
     await follow.getByRole("button", { name: "Follow" }).click();
     const friend = kim.page.locator(`#friends li[data-user="${leeCode}"]`);
     await friend.filter({ hasText: "Lee" }).filter({ hasText: "online · web" }).locator(".dot.on").waitFor();
-    assert.equal(await follow.getByLabel("Friend code").inputValue(), "", "the form is cleared once followed");
+    // the form is reset when the PUT answers, which may come after the
+    // friend's status reached the list (the personal stream): wait for it
+    const code = follow.getByLabel("Friend code");
+    for (const until = Date.now() + 10000; (await code.inputValue()) !== "" && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(await code.inputValue(), "", "the form is cleared once followed");
     await shoot(kim, "30-friends");
 
     // A reload keeps the list; lee is still online.
