@@ -10,9 +10,9 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
+	"github.com/realsync/realsync/store/feed"
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/layout"
-	"github.com/realsync/realsync/store/internal/pubsub"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -239,15 +239,17 @@ func (s *Store) ReadRoomPlain(ctx context.Context, id string) (rooms.Room, error
 
 // FeedProbing is Feed with the probe's timing: every, wait (0: defaults).
 func (s *Store) FeedProbing(sink sse.Sink, every, wait time.Duration) sse.Feed {
-	return s.feed(sink, pubsub.Probe{Every: every, Wait: wait})
+	cfg := s.feedConfig()
+	cfg.ProbeEvery, cfg.ProbeWait = every, wait
+	return feed.New(cfg, sink)
 }
 
 // FeedProbes returns how many probes feed (of Feed or FeedProbing)
 // published.
-func FeedProbes(feed sse.Feed) int64 { return feed.(*Feed).mux.Probes() }
+func FeedProbes(f sse.Feed) int64 { return f.(*feed.Feed).Probes() }
 
 // FeedTracked returns the entries feed's Pub/Sub keeps (pubsub.Mux.Tracked).
-func FeedTracked(feed sse.Feed) int { return feed.(*Feed).mux.Tracked() }
+func FeedTracked(f sse.Feed) int { return f.(*feed.Feed).Tracked() }
 
 // LayoutSlots reads a Cluster's slot layout as the store's Cluster clients
 // do (layout.go), from seeds; it keeps what it read between calls as the

@@ -4,7 +4,7 @@
 // for standalone Redis, Redis Cluster and the embedded in-process store.
 // How a room is kept (keys, ids, placement) is store/internal/layout; the
 // listing is store/listing; other concepts have packages of their own
-// (sessions, holdings, userlog, tickets, webhooks, instances).
+// (sessions, holdings, userlog, tickets, webhooks, instances, feed).
 package store
 
 import (

@@ -20,7 +20,7 @@ import (
 // -redis (the same Redis as realsyncd's) an event reaches the fan-out as
 // realsyncd's do: the POST publishes the event's JSON to the room's channel
 // ("<version> <tag> <json>", as the store's scripts do), one Pub/Sub
-// connection (go-redis, as store/feed.go) receives it, and the frame is
+// connection (go-redis, as store/feed/feed.go) receives it, and the frame is
 // built once per event and shared by the room's streams. Without -redis
 // the POST hands its frame to the streams itself. The load is the sse
 // scenario's (measureStreams): -streams readers over -rooms, a publish

@@ -1,4 +1,4 @@
-package store
+package feed
 
 import (
 	"context"
@@ -6,37 +6,31 @@ import (
 
 	"github.com/realsync/realsync/sse"
 
-	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/sessions"
 )
 
-// The feed carries the users' channels (store/sessions): a user's logged
-// events and control messages, and the user's status changes.
-
-var _ sse.UserFeed = (*Feed)(nil)
+// The feed carries the users' channels (store/sessions, store/userlog): a
+// user's logged events and control messages, and the user's status
+// changes. A sink that is no sse.UserSink receives none of them.
 
 // SubscribeUser implements sse.UserFeed.
 func (f *Feed) SubscribeUser(ctx context.Context, uid string) error {
-	sh := redisx.UserShard(uid, f.s.shards)
-	return f.mux.Subscribe(ctx, sh, f.s.ulog.KeysOf(uid).Channel)
+	return f.mux.Subscribe(ctx, f.userShard(uid), f.cfg.UserChannel(uid))
 }
 
 // UnsubscribeUser implements sse.UserFeed.
 func (f *Feed) UnsubscribeUser(uid string) {
-	sh := redisx.UserShard(uid, f.s.shards)
-	f.mux.Unsubscribe(sh, f.s.ulog.KeysOf(uid).Channel)
+	f.mux.Unsubscribe(f.userShard(uid), f.cfg.UserChannel(uid))
 }
 
 // SubscribeStatus implements sse.UserFeed.
 func (f *Feed) SubscribeStatus(ctx context.Context, uid string) error {
-	sh := redisx.UserShard(uid, f.s.shards)
-	return f.mux.Subscribe(ctx, sh, f.s.sess.StatusChannel(uid))
+	return f.mux.Subscribe(ctx, f.userShard(uid), f.cfg.StatusChannel(uid))
 }
 
 // UnsubscribeStatus implements sse.UserFeed.
 func (f *Feed) UnsubscribeStatus(uid string) {
-	sh := redisx.UserShard(uid, f.s.shards)
-	f.mux.Unsubscribe(sh, f.s.sess.StatusChannel(uid))
+	f.mux.Unsubscribe(f.userShard(uid), f.cfg.StatusChannel(uid))
 }
 
 // userMessage hands a message of a user or status channel to the sink;
