@@ -12,6 +12,7 @@ import (
 
 	"github.com/realsync/realsync/store/feed"
 	"github.com/realsync/realsync/store/holdings"
+	"github.com/realsync/realsync/store/internal/conn"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
@@ -252,13 +253,13 @@ func FeedProbes(f sse.Feed) int64 { return f.(*feed.Feed).Probes() }
 func FeedTracked(f sse.Feed) int { return f.(*feed.Feed).Tracked() }
 
 // LayoutSlots reads a Cluster's slot layout as the store's Cluster clients
-// do (layout.go), from seeds; it keeps what it read between calls as the
-// clients' source does. Close it when done.
-type LayoutSlots = layoutSource
+// do (conn.SlotSource), from seeds; it keeps what it read between calls as
+// the clients' source does. Close it when done.
+type LayoutSlots = conn.SlotSource
 
 // NewLayoutSlots is a layout source of seeds.
 func NewLayoutSlots(seeds []string, dial, read time.Duration) *LayoutSlots {
-	return newLayoutSource(seeds, dial, read)
+	return conn.NewSlotSource(seeds, dial, read)
 }
 
 // CheckMeta is checkMeta, for tests.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/store/internal/conn"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -62,7 +63,7 @@ func (s *Store) startGuardEviction(ctx context.Context, wg *sync.WaitGroup, log 
 
 // guardEviction reads maxmemory-policy (CONFIG GET) on the server, or on
 // every master of a Cluster that serves the store's shards
-// (shardMasters), on every janitor tick (the first one within
+// (conn.Masters), on every janitor tick (the first one within
 // a second of the start), and reports to GuardMetrics whether one of them
 // evicts. A policy found evicting, or changed, is logged at warn naming
 // the node and policy; a node back to noeviction at info. CONFIG refused
@@ -74,7 +75,7 @@ func (s *Store) startGuardEviction(ctx context.Context, wg *sync.WaitGroup, log 
 // keeps the policy last read. The embedded store never evicts and is not
 // checked.
 func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
-	if s.embedded != nil {
+	if s.Embedded() {
 		return
 	}
 	s.guard.mu.Lock()
@@ -99,13 +100,13 @@ func (s *Store) guardEviction(ctx context.Context, log *slog.Logger) {
 	}
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
-		masters, err := s.shardMasters(ctx, c)
+		masters, err := conn.Masters(ctx, c, s.keys, s.shards)
 		if err != nil {
 			return // no layout yet: next tick
 		}
 		var wg sync.WaitGroup
 		for _, m := range masters {
-			wg.Go(func() { read(ctx, m.client) })
+			wg.Go(func() { read(ctx, m) })
 		}
 		wg.Wait()
 	case *redis.Client:

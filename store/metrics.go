@@ -52,9 +52,9 @@ func (s *Store) observe(m Metrics) {
 	s.metrics = m
 	s.client.AddHook(metricsHook{m})
 	// a failed readiness check counts as any failed call; on a Cluster
-	// the probe pings each master's own client (shardMasters), which
+	// the probe pings each master's own client (conn.Masters), which
 	// the Cluster client's hooks do not see: not counted there
-	s.probe.AddHook(metricsHook{m})
+	s.conn.Probe.AddHook(metricsHook{m})
 	s.renewals.AddHook(metricsHook{m})
 	if s.reads != nil {
 		s.reads.AddHook(metricsHook{m})

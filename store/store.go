@@ -1,10 +1,11 @@
 // Package store implements the RealSync domain stores on Redis: the rooms'
 // Lua scripts (one per mutation) and what writes or repairs rooms
-// (quick-join, lifecycle, the janitor, migrations), and one client path
-// for standalone Redis, Redis Cluster and the embedded in-process store.
-// How a room is kept (keys, ids, placement) is store/internal/layout; the
-// listing is store/listing; other concepts have packages of their own
-// (sessions, holdings, userlog, tickets, webhooks, instances, feed).
+// (quick-join, lifecycle, the janitor, migrations), on one client path
+// for standalone Redis, Redis Cluster and the embedded in-process store
+// (store/internal/conn). How a room is kept (keys, ids, placement) is
+// store/internal/layout; the listing is store/listing; other concepts
+// have packages of their own (sessions, holdings, userlog, tickets,
+// webhooks, instances, feed).
 package store
 
 import (
@@ -17,13 +18,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/realsync/realsync/internal/redisurl"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/instances"
 	"github.com/realsync/realsync/store/internal/batch"
+	"github.com/realsync/realsync/store/internal/conn"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/listing"
@@ -58,7 +59,7 @@ type Config struct {
 	ReadFromReplicas ReplicaReads
 
 	// ReadTimeout bounds the wait for each reply from Redis; default 2 s
-	// (readTimeout). With RedisURL, the URL's read_timeout wins. The
+	// (conn.ReadTimeout). With RedisURL, the URL's read_timeout wins. The
 	// embedded store keeps go-redis' own (5 s).
 	ReadTimeout time.Duration
 
@@ -143,15 +144,13 @@ type Config struct {
 // Store is the Redis implementation of the room and lobby stores. Safe for
 // concurrent use.
 type Store struct {
-	client   redis.UniversalClient
-	reads    redis.UniversalClient // browsing reads (replicas.go); nil: client
-	probe    redis.UniversalClient // Ping's own connections (probe.go)
-	renewals redis.UniversalClient // the presence renewals' own connections (probe.go)
-	layout   *layoutSource         // a Cluster's slot layout for its clients (layout.go); nil: not a Cluster
-	embedded *embedded
+	conn     *conn.Clients         // every connection to Redis (store/internal/conn)
+	client   redis.UniversalClient // conn.Client
+	reads    redis.UniversalClient // conn.Reads: browsing reads; nil: client
+	renewals redis.UniversalClient // conn.Renewals: the presence renewals' own connections
 	keys     layout.Keys
 	shards   int
-	pubcmd   string
+	pubcmd   string // conn.PubCmd
 	// runner runs every script (FCALL of the library's mutations where
 	// loaded, functions.go)
 	runner      *redisx.Runner
@@ -177,7 +176,7 @@ type Store struct {
 	stripes            *layout.Placement
 	list               *listing.Index
 	readBatch          *batch.Batcher // the reader client's; nil: no batching or no reader client
-	bound              time.Duration  // each call's own deadline (callBound); 0: none (embedded)
+	bound              time.Duration  // conn.Bound: each call's own deadline; 0: none (embedded)
 	guard              guard          // what the janitor last found wrong with Redis (guard.go)
 }
 
@@ -228,9 +227,11 @@ func New(cfg Config) (*Store, error) {
 		s.argv[1] += " " + strconv.FormatInt(ms, 10)
 	}
 	s.stripes = layout.NewPlacement(s.keys, s.shards, cfg.Stripes)
-	if err := s.connect(cfg); err != nil {
+	c, err := conn.Open(conn.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReadFromReplicas, ReadTimeout: cfg.ReadTimeout})
+	if err != nil {
 		return nil, err
 	}
+	s.conn, s.client, s.reads, s.renewals, s.pubcmd, s.bound = c, c.Client, c.Reads, c.Renewals, c.PubCmd, c.Bound
 	s.runner = redisx.NewRunner(s.client, library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
@@ -309,7 +310,7 @@ func withDefaults(cfg Config) Config {
 		cfg.PresenceTTL = 15 * time.Second
 	}
 	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = readTimeout
+		cfg.ReadTimeout = conn.ReadTimeout
 	}
 	switch {
 	case cfg.Lifecycle.LogIdleTrim == 0:
@@ -320,137 +321,9 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// How long a Redis connection may take to open, a command to answer, and
-// how often a failed command is tried again. go-redis' defaults (a dial of
-// 5 s tried 5 times, for each of a command's 4 tries, and 5 s for a reply)
-// suit a server that is slow, not one that is gone: behind a network
-// partition, where packets vanish, a request would hang for minutes. With
-// these a store call fails within about 3 s (a reply that never comes, then
-// a dial that gets no answer) with rooms.ErrUnavailable (503), and the calls
-// to a failed-over Cluster master fail at once until its replica is
-// promoted. Redis answers a RealSync script in well under a millisecond.
-// The wait for a free connection keeps its former total (go-redis: 6 s,
-// tried 4 times), within a call's own deadline (callBound): behind a
-// partition the pool empties within seconds anyway, as replies time out
-// and dials fail, and batched calls queue in the batcher, not for the
-// pool. In REALSYNC_REDIS_URL, the
-// dial_timeout, read_timeout, max_retries and pool_timeout parameters win
-// over these.
-const (
-	dialTimeout = time.Second
-	readTimeout = 2 * time.Second
-	poolTimeout = 12 * time.Second // tried twice
-	// maxRetries: one more try of a command that is not a script run (a
-	// script run is sent once, redisx.sentOnce, and once more only when it
-	// did not run, redisx.NotSent); maxRedirects: a Cluster's tries after
-	// the first, which also follow MOVED and ASK.
-	maxRetries   = 1
-	maxRedirects = 2
-	// clusterTries: a Cluster's store call is bounded by this many
-	// callBound (a node it cannot reach is tried again, then the script
-	// run once more when it did not run)
-	clusterTries = 2
-)
-
-// callBound is how long one store call (a command, a pipeline, a
-// transaction) may take on a standalone Redis, whatever Redis does: a
-// connection opened and a reply waited for, with the request's deadline
-// when that comes first (redisx.Bound, on a client with
-// ContextTimeoutEnabled). 3 s at the defaults, as a partition costs
-// (a reply that never comes, then a dial that gets no answer); a Redis
-// that accepts connections and answers nothing ends at it too. The
-// wait for a free pooled connection is part of it. 0 (no bound) when
-// REALSYNC_REDIS_URL's read_timeout says replies are not waited for
-// within a time (-1, -2).
-func callBound(dial, read time.Duration) time.Duration {
-	if read < 0 {
-		return 0
-	}
-	return max(dial, 0) + read
-}
-
-func (s *Store) connect(cfg Config) error {
-	if _, err := ParseReplicaReads(string(cfg.ReadFromReplicas)); err != nil {
-		return fmt.Errorf("REALSYNC_REDIS_READ_FROM_REPLICAS: %w", err)
-	}
-	if len(cfg.ClusterAddrs) == 0 && cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
-		return fmt.Errorf("REALSYNC_REDIS_READ_FROM_REPLICAS: replicas are read only on a Redis Cluster (REALSYNC_REDIS_CLUSTER_ADDRS)")
-	}
-	switch {
-	case len(cfg.ClusterAddrs) > 0:
-		// go-redis re-reads the Cluster layout every 60 s by default (while
-		// commands flow; a dead master refuses connections, which triggers
-		// no re-read); after a failover commands would go to the dead master
-		// for that long. Every second: a shard serves again within about a
-		// second of its replica's promotion.
-		opt := redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
-			ClusterStateReloadInterval: time.Second, Protocol: 2,
-			DialTimeout: dialTimeout, DialerRetries: 1, ReadTimeout: cfg.ReadTimeout, PoolTimeout: poolTimeout,
-			MaxRedirects: maxRedirects}
-		// the layout from a node that serves slots (layout.go): not from
-		// a master removed from the Cluster, which knows none
-		s.layout = newLayoutSource(cfg.ClusterAddrs, opt.DialTimeout, opt.ReadTimeout)
-		opt.ClusterSlots = s.layout.Slots
-		s.probe = redis.NewClusterClient(probeClusterOptions(opt))
-		s.renewals = redis.NewClusterClient(probeClusterOptions(opt))
-		opt.ContextTimeoutEnabled = true
-		s.bound = clusterTries * callBound(opt.DialTimeout, opt.ReadTimeout)
-		s.client = redis.NewClusterClient(&opt)
-		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
-			// the same layout, READONLY sent by the reader itself
-			// (readerClient)
-			s.reads = readerClient(opt, cfg.ReadFromReplicas)
-		}
-		s.pubcmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
-	case cfg.RedisURL != "":
-		opt, err := redisurl.Parse(cfg.RedisURL) // its errors hide the password
-		if err != nil {
-			return fmt.Errorf("REALSYNC_REDIS_URL: %w", err)
-		}
-		if opt.Protocol == 0 {
-			opt.Protocol = 2
-		}
-		if opt.DialTimeout == 0 {
-			opt.DialTimeout = dialTimeout
-		}
-		if opt.ReadTimeout == 0 {
-			opt.ReadTimeout = cfg.ReadTimeout
-		}
-		if opt.MaxRetries == 0 {
-			opt.MaxRetries = maxRetries
-		}
-		if opt.PoolTimeout == 0 {
-			opt.PoolTimeout = poolTimeout
-		}
-		opt.DialerRetries = 1
-		if opt.TLSConfig != nil && opt.Dialer == nil && opt.Protocol == 2 {
-			opt.Dialer = tlsDialer(opt.TLSConfig, opt.DialTimeout)
-		}
-		s.probe = redis.NewClient(probeOptions(*opt))
-		s.renewals = redis.NewClient(probeOptions(*opt))
-		opt.ContextTimeoutEnabled = true
-		s.bound = callBound(opt.DialTimeout, opt.ReadTimeout)
-		s.client = redis.NewClient(opt)
-		s.pubcmd = "PUBLISH" // one node: classic Pub/Sub, works on any Redis
-	default:
-		m, err := startEmbedded()
-		if err != nil {
-			return err
-		}
-		s.embedded = m
-		opt := redis.Options{Addr: m.Addr(), Protocol: 2}
-		s.probe = redis.NewClient(probeOptions(opt))
-		s.renewals = redis.NewClient(probeOptions(opt))
-		opt.ContextTimeoutEnabled = true // a request's deadline ends its calls
-		s.client = redis.NewClient(&opt)
-		s.pubcmd = "PUBLISH" // miniredis has no sharded Pub/Sub
-	}
-	return nil
-}
-
 // Embedded reports whether the store runs in-process, keeping data in
 // memory only.
-func (s *Store) Embedded() bool { return s.embedded != nil }
+func (s *Store) Embedded() bool { return s.conn.Embedded != nil }
 
 // Close releases the connections and stops the embedded store. Script
 // runs already queued for a batch are sent and answered first.
@@ -461,16 +334,7 @@ func (s *Store) Close() error {
 	if s.readBatch != nil {
 		s.readBatch.Close()
 	}
-	err := errors.Join(s.client.Close(), s.probe.Close(), s.renewals.Close())
-	if s.reads != nil {
-		err = errors.Join(err, s.reads.Close())
-	}
-	if s.layout != nil {
-		err = errors.Join(err, s.layout.Close())
-	}
-	if s.embedded != nil {
-		s.embedded.Close()
-	}
+	err := s.conn.Close()
 	return err
 }
 

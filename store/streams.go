@@ -105,7 +105,7 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 // taken from Redis' clock like every other score; then one pipeline renews
 // the leases of every stream (lobby ones included) in their users' open
 // streams. A lease lost in either is returned once. Both go through
-// connections of their own (see probePoolSize), never queued behind the
+// connections of their own (conn.Clients.Renewals), never queued behind the
 // requests: when thousands of streams open at once, each waiting for a
 // request connection (up to the pool timeout), a renewal behind them came
 // after the lease's TTL and the hub ended the streams of its chunk as

@@ -35,7 +35,7 @@ import (
 // (runThenRead), or a room read alone (readRoom, GET room); and pipelines
 // of reads alone (those and ZRANGE: a list's index ranges, then its rooms).
 // Every other command and pipeline goes to Redis as before. The reader
-// client of browsing reads (replicas.go) has a Batcher of its own, so its
+// client of browsing reads (store/internal/conn/replicas.go) has a Batcher of its own, so its
 // batches go where its reads would (replicas when so configured).
 //
 // A lane holds the calls bound for one place: the script runs for one node

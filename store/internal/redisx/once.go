@@ -20,7 +20,7 @@ import (
 // sent once more by Runner.Run and the store's transactions; a pooled
 // connection that Redis closed (a restart) is found so, and replaced,
 // before the write: go-redis checks each one it hands out (over TLS too:
-// the store's dialer shows it the socket, store/tlsdial.go).
+// the store's dialer shows it the socket, store/internal/conn/tlsdial.go).
 type sentOnce struct{ *redis.Cmd }
 
 // NoRetry implements redis.Cmder: never send it again.

@@ -1,4 +1,4 @@
-package store
+package conn
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func ParseReplicaReads(s string) (ReplicaReads, error) {
 // main one with read-only commands (ZRANGE, HGETALL) routed per mode.
 // Every connection says READONLY (a replica serves reads only after it;
 // a master ignores it): go-redis sends none itself to the nodes of a
-// client whose layout is supplied (ClusterSlots, layout.go), and the
+// client whose layout is supplied (ClusterSlots, slots.go), and the
 // reader takes the store's, which passes over a removed master's empty
 // layout (read by go-redis itself, that layout sent the reads to random
 // nodes, the removed master among them, for a minute). go-redis marks a

@@ -1,4 +1,4 @@
-package store
+package conn
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// layoutSource reads a Cluster's slot layout for the store's Cluster
+// SlotSource reads a Cluster's slot layout for the store's Cluster
 // clients (redis.ClusterOptions.ClusterSlots) as go-redis would, CLUSTER
 // SLOTS from the first node that answers, in random order, of the seeds
 // (REALSYNC_REDIS_CLUSTER_ADDRS) and the nodes of the last layout read,
@@ -26,7 +26,7 @@ import (
 // Cluster not yet formed); once one was, the answer is an error, so that
 // go-redis keeps the last layout it read (a removed master that answers
 // while the others are briefly unreachable is not taken for the Cluster).
-type layoutSource struct {
+type SlotSource struct {
 	seeds []string
 	opt   redis.Options // a node's client: dial and read settings
 
@@ -36,19 +36,21 @@ type layoutSource struct {
 	closed  bool
 }
 
-func newLayoutSource(seeds []string, dial, read time.Duration) *layoutSource {
-	return &layoutSource{seeds: seeds, clients: map[string]*redis.Client{},
+// NewSlotSource is the layout source of a Cluster of seeds, whose nodes
+// it dials and reads with the timeouts dial and read.
+func NewSlotSource(seeds []string, dial, read time.Duration) *SlotSource {
+	return &SlotSource{seeds: seeds, clients: map[string]*redis.Client{},
 		opt: redis.Options{Protocol: 2, DialTimeout: dial, DialerRetries: 1, ReadTimeout: read,
 			MaxRetries: -1, PoolSize: 2, MaxIdleConns: 1, ContextTimeoutEnabled: true}}
 }
 
 var (
-	errLayoutClosed = errors.New("store closed")
+	errLayoutClosed = errors.New("the slot source is closed")
 	errNoSlots      = errors.New("no Cluster node serves a slot")
 )
 
 // Slots is the layout (redis.ClusterOptions.ClusterSlots).
-func (l *layoutSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
+func (l *SlotSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -96,7 +98,7 @@ func (l *layoutSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 }
 
 // client is the client of the node at addr, nil once closed.
-func (l *layoutSource) client(addr string) *redis.Client {
+func (l *SlotSource) client(addr string) *redis.Client {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -114,7 +116,7 @@ func (l *layoutSource) client(addr string) *redis.Client {
 
 // remember records the nodes of slots as the known ones, and closes the
 // clients of nodes neither known nor seeds.
-func (l *layoutSource) remember(slots []redis.ClusterSlot) {
+func (l *SlotSource) remember(slots []redis.ClusterSlot) {
 	var known []string
 	for _, s := range slots {
 		for _, n := range s.Nodes {
@@ -135,7 +137,7 @@ func (l *layoutSource) remember(slots []redis.ClusterSlot) {
 }
 
 // Close closes the nodes' clients; Slots fails from then on.
-func (l *layoutSource) Close() error {
+func (l *SlotSource) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true

@@ -1,4 +1,4 @@
-package store
+package conn
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/layout"
 )
 
 // Readiness asks Redis through connections of its own: a client built from
@@ -37,7 +39,8 @@ func probeClusterOptions(opt redis.ClusterOptions) *redis.ClusterOptions {
 	return &opt
 }
 
-// Ping reports whether this instance reaches Redis: PING on the server,
+// Ping reports whether this instance reaches the Redis of the shards
+// (keys names their tags and the meta key): PING on the server,
 // or on a Cluster on every master that serves the store's shards at once
 // (as the probe's layout, re-read every second, says), through the probe's own
 // connections (see probePoolSize), so that it answers as fast while every
@@ -58,11 +61,11 @@ func probeClusterOptions(opt redis.ClusterOptions) *redis.ClusterOptions {
 // shards decides. Replicas that serve browsing reads (ReadFromReplicas)
 // are not asked. Errors: go-redis' (unreachable, a timeout, an error
 // reply; on a Cluster the failed masters', joined), ctx's end.
-func (s *Store) Ping(ctx context.Context) error {
-	if c, ok := s.probe.(*redis.ClusterClient); ok {
-		return s.pingMasters(ctx, c)
+func (c *Clients) Ping(ctx context.Context, keys layout.Keys, shards int) error {
+	if cc, ok := c.Probe.(*redis.ClusterClient); ok {
+		return pingMasters(ctx, cc, keys, shards)
 	}
-	return s.probe.Ping(ctx).Err()
+	return c.Probe.Ping(ctx).Err()
 }
 
 // pingMasters pings the masters of c that serve the store's shards
@@ -71,8 +74,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // cancelled. Its error, once those that failed hold more than half, joins
 // the failed masters', or is the Cluster layout's (no node answered
 // CLUSTER SLOTS yet).
-func (s *Store) pingMasters(ctx context.Context, c *redis.ClusterClient) error {
-	masters, err := s.shardMasters(ctx, c)
+func pingMasters(ctx context.Context, c *redis.ClusterClient, keys layout.Keys, shards int) error {
+	masters, err := shardMasters(ctx, c, keys, shards)
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func (s *Store) pingMasters(ctx context.Context, c *redis.ClusterClient) error {
 		go func() {
 			err := m.client.Ping(ctx).Err()
 			if err != nil {
-				err = fmt.Errorf("%s (%d of %d shards): %w", m.client.Options().Addr, m.shards, s.shards, err)
+				err = fmt.Errorf("%s (%d of %d shards): %w", m.client.Options().Addr, m.shards, shards, err)
 			}
 			answers <- answer{m.shards, err}
 		}()
@@ -104,20 +107,20 @@ func (s *Store) pingMasters(ctx context.Context, c *redis.ClusterClient) error {
 		select {
 		case a = <-answers:
 		case <-ctx.Done(): // a reply timeout longer than ctx's: not waited for
-			return fmt.Errorf("the masters of %d of %d shards answered in time: %w", up, s.shards, errors.Join(append(failed, context.Cause(ctx))...))
+			return fmt.Errorf("the masters of %d of %d shards answered in time: %w", up, shards, errors.Join(append(failed, context.Cause(ctx))...))
 		}
 		if a.err == nil {
-			if up += a.shards; 2*up >= s.shards {
+			if up += a.shards; 2*up >= shards {
 				return nil
 			}
 			continue
 		}
 		failed = append(failed, a.err)
-		if down += a.shards; 2*down > s.shards {
+		if down += a.shards; 2*down > shards {
 			break
 		}
 	}
-	return fmt.Errorf("the masters of %d of %d shards unreachable: %w", down, s.shards, errors.Join(failed...))
+	return fmt.Errorf("the masters of %d of %d shards unreachable: %w", down, shards, errors.Join(failed...))
 }
 
 // shardMaster is a master of a Cluster and how many of the store's shards
@@ -135,7 +138,7 @@ type shardMaster struct {
 // readiness check that picked it until its timeout, long after the
 // Cluster had failed it over. Only the first call, before c holds a
 // layout, waits for one.
-func (s *Store) shardMasters(ctx context.Context, c *redis.ClusterClient) ([]shardMaster, error) {
+func shardMasters(ctx context.Context, c *redis.ClusterClient, keys layout.Keys, shards int) ([]shardMaster, error) {
 	at := map[string]int{} // address: index in out
 	var out []shardMaster
 	add := func(key string, shards int) error {
@@ -153,13 +156,25 @@ func (s *Store) shardMasters(ctx context.Context, c *redis.ClusterClient) ([]sha
 		out[i].shards += shards
 		return nil
 	}
-	if err := add(s.keys.Meta(), 0); err != nil {
+	if err := add(keys.Meta(), 0); err != nil {
 		return nil, err
 	}
-	for i := range s.shards {
-		if err := add(s.keys.Tag(i), 1); err != nil {
+	for i := range shards {
+		if err := add(keys.Tag(i), 1); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// Masters returns c's masters that serve the shards keys names, or their
+// meta key, once each, from the layout c holds (as Ping finds them: never
+// waiting for a re-read but the first).
+func Masters(ctx context.Context, c *redis.ClusterClient, keys layout.Keys, shards int) ([]*redis.Client, error) {
+	ms, err := shardMasters(ctx, c, keys, shards)
+	out := make([]*redis.Client, len(ms))
+	for i, m := range ms {
+		out[i] = m.client
+	}
+	return out, err
 }

@@ -1,4 +1,4 @@
-package store
+package conn
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// The embedded store's clock (see embedded): a walk over every key costing
+// The embedded store's clock (see Embedded): a walk over every key costing
 // more than embeddedExactMax switches from exact expiries to ticks, one
 // costing less than half of it back; ticks come every embeddedTick, or 20
 // (embeddedShare) times a walk's cost when that is longer, at most
@@ -22,7 +22,7 @@ const (
 	embeddedShare    = 20
 )
 
-// embedded is the in-process store (miniredis) on a loopback port, with its
+// Embedded is the in-process store (miniredis) on a loopback port, with its
 // keys' expiries applied by a clock of its own.
 //
 // miniredis applies TTLs only when told that time passed. Its ClockTTL
@@ -34,7 +34,7 @@ const (
 // ticks: then a key may go up to one tick (10 ms to 1 s, by the walk's
 // cost) before or after its expiry, and PTTL reads up to a tick off.
 // Development only, as the embedded store is.
-type embedded struct {
+type Embedded struct {
 	*miniredis.Miniredis
 	// exactMax is the walk's cost past which the clock ticks
 	// (embeddedExactMax; ns, tests set their own); ticking is true while
@@ -46,19 +46,19 @@ type embedded struct {
 	once     sync.Once
 }
 
-// startEmbedded starts miniredis on 127.0.0.1 and its clock.
-func startEmbedded() (*embedded, error) {
+// StartEmbedded starts miniredis on 127.0.0.1 and its clock.
+func StartEmbedded() (*Embedded, error) {
 	return startEmbeddedWith(embeddedExactMax)
 }
 
-// startEmbeddedWith is startEmbedded ticking past a walk of exactMax.
-func startEmbeddedWith(exactMax time.Duration) (*embedded, error) {
+// startEmbeddedWith is StartEmbedded ticking past a walk of exactMax.
+func startEmbeddedWith(exactMax time.Duration) (*Embedded, error) {
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
-	e := &embedded{Miniredis: m, stop: make(chan struct{})}
+	e := &Embedded{Miniredis: m, stop: make(chan struct{})}
 	e.exactMax.Store(int64(exactMax))
 	e.done.Add(1)
 	go e.clock()
@@ -67,7 +67,7 @@ func startEmbeddedWith(exactMax time.Duration) (*embedded, error) {
 
 // clock measures the walk's cost and, while it is high, applies the
 // expiries on ticks, until Close.
-func (e *embedded) clock() {
+func (e *Embedded) clock() {
 	defer e.done.Done()
 	exact, last := true, time.Now()
 	var took [4]time.Duration // the last walks' times: their least is a walk's cost
@@ -110,7 +110,7 @@ func (e *embedded) clock() {
 }
 
 // Close stops the clock and the server; later calls do nothing.
-func (e *embedded) Close() {
+func (e *Embedded) Close() {
 	e.once.Do(func() {
 		close(e.stop)
 		e.done.Wait()
