@@ -14,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/janitor"
 )
 
 // sweepBatch is how many rooms of a schedule one read takes: a visit
@@ -26,18 +27,41 @@ const sweepBatch = 100
 // stream closed and none opened within the debounce), "presence_removal" (a player removed
 // after the grace), "presence_unconnected" (a player removed for opening no
 // stream within the connect grace), "expired", "finished", "lifetime" (rooms closed),
-// "trimmed" (idle logs dropped), "repair_<what>" (index drift repaired).
-type Report map[string]int
+// "trimmed" (idle logs dropped), "session_lapsed" (store/sessions),
+// "repair_<what>" (index drift repaired).
+type Report = janitor.Report
 
-func (r Report) add(kind string, n int) {
-	if n > 0 {
-		r[kind] += n
-	}
+// newJanitor is the store's janitor (store/janitor): its tick guards Redis
+// and rereads the stripes, its visits run the store's tasks in order.
+func (s *Store) newJanitor() *janitor.Janitor {
+	return janitor.New(janitor.Config{Base: s.base, Lease: s.keys.Janitor, Schedule: s.keys.Due,
+		Tick: s.janitorTick, Actions: s.janitorActions,
+		Tasks: []janitor.Task{
+			// a dead instance's rooms, then its users, batch after batch
+			// (thousands), the rooms within a quarter of the lease the
+			// visit holds, the users within half of it from their start,
+			// so neither crowds out the other (each at least one batch)
+			func(ctx context.Context, shard int, lease time.Duration, rep Report) error {
+				return s.sweepPresence(ctx, shard, rep, time.Now().Add(lease/4))
+			},
+			func(ctx context.Context, shard int, _ time.Duration, rep Report) error {
+				return s.sweepLifecycle(ctx, shard, rep)
+			},
+			func(ctx context.Context, shard int, lease time.Duration, rep Report) error {
+				lapsed, err := s.sess.Sweep(ctx, shard, time.Now().Add(lease/2))
+				rep.Add("session_lapsed", lapsed)
+				return err
+			},
+			func(ctx context.Context, shard int, _ time.Duration, _ Report) error { return s.held.Sweep(ctx, shard) },
+			func(ctx context.Context, shard int, _ time.Duration, rep Report) error {
+				return s.repair(ctx, shard, rep)
+			},
+		}})
 }
 
 // RunJanitor visits, every interval until ctx ends, each shard whose
-// janitor lease it wins (SET NX PX, so one instance per shard per
-// interval): rooms whose presence is due (leases of streams whose instance
+// janitor lease it wins (so one instance per shard per interval;
+// store/janitor): rooms whose presence is due (leases of streams whose instance
 // stopped renewing them lapse: player_disconnected; players still
 // disconnected after the grace are removed: player_left, reason
 // disconnected), rooms whose lifecycle check is due (closed when idle,
@@ -52,64 +76,22 @@ func (r Report) add(kind string, n int) {
 // it started has ended too (within guardEvictionTimeout or a reply
 // timeout), so the store may be closed then.
 func (s *Store) RunJanitor(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var checks sync.WaitGroup
-	defer checks.Wait()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.guardLayout(ctx, log)
-		s.startGuardEviction(ctx, &checks, log)
-		if err := s.RefreshStripes(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("janitor: stripe configurations", "err", err)
-		}
-		for shard := range s.shards {
-			rep, err := s.Sweep(ctx, shard, instance, interval)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("janitor", "shard", shard, "err", err)
-			}
-			if s.janitorActions != nil {
-				for kind, n := range rep {
-					s.janitorActions(kind, n)
-				}
-			}
-		}
+	s.janitor.Run(ctx, instance, interval, log)
+}
+
+// janitorTick is what each of the janitor's rounds does first.
+func (s *Store) janitorTick(ctx context.Context, checks *sync.WaitGroup, log *slog.Logger) {
+	s.guardLayout(ctx, log)
+	s.startGuardEviction(ctx, checks, log)
+	if err := s.RefreshStripes(ctx); err != nil && ctx.Err() == nil {
+		log.Warn("janitor: stripe configurations", "err", err)
 	}
 }
 
 // Sweep does one janitor visit of shard if instance wins its lease for
 // lease, and reports what it did (also when it stops at an error).
 func (s *Store) Sweep(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
-	rep := Report{}
-	// a script (not SET NX), so that a full Redis lets the visit that
-	// gives memory back take its lease (janitor_lease.lua)
-	res, err := s.result(ctx, leaseTakeCall{lease: s.keys.Janitor(shard), schedule: s.keys.Due(shard), instance: instance, ttl: lease})
-	if err != nil || layout.ToInt64(res[0]) != 1 {
-		return rep, err
-	}
-	// a dead instance's rooms, then its users, batch after batch
-	// (thousands), the rooms within a quarter of the lease this visit
-	// holds, the users within half of it from their start, so neither
-	// crowds out the other (each at least one batch)
-	if err := s.sweepPresence(ctx, shard, rep, time.Now().Add(lease/4)); err != nil {
-		return rep, err
-	}
-	if err := s.sweepLifecycle(ctx, shard, rep); err != nil {
-		return rep, err
-	}
-	lapsed, err := s.sess.Sweep(ctx, shard, time.Now().Add(lease/2))
-	rep.add("session_lapsed", lapsed)
-	if err != nil {
-		return rep, err
-	}
-	if err := s.held.Sweep(ctx, shard); err != nil {
-		return rep, err
-	}
-	return rep, s.repair(ctx, shard, rep)
+	return s.janitor.Visit(ctx, shard, instance, lease)
 }
 
 // due lists up to sweepBatch rooms of the schedule key whose time has come.
@@ -160,10 +142,10 @@ func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report)
 	if err != nil {
 		return err
 	}
-	rep.add("presence_removal", int(layout.ToInt64(rest[0])))
-	rep.add("presence_disconnect", int(layout.ToInt64(rest[1])))
-	rep.add("presence_debounced", int(layout.ToInt64(rest[2])))
-	rep.add("presence_unconnected", int(layout.ToInt64(rest[3])))
+	rep.Add("presence_removal", int(layout.ToInt64(rest[0])))
+	rep.Add("presence_disconnect", int(layout.ToInt64(rest[1])))
+	rep.Add("presence_debounced", int(layout.ToInt64(rest[2])))
+	rep.Add("presence_unconnected", int(layout.ToInt64(rest[3])))
 	return nil
 }
 
@@ -184,7 +166,7 @@ func (s *Store) sweepLifecycle(ctx context.Context, shard int, rep Report) error
 			return err
 		}
 		if action != "none" && action != "gone" {
-			rep.add(action, 1)
+			rep.Add(action, 1)
 		}
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/janitor"
 )
 
 // maxQuickJoinAttempts bounds the retries of a quick-join whose pick was
@@ -171,7 +172,7 @@ func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
 		}
 		if ok {
 			return func() {
-				s.runner.Run(context.WithoutCancel(ctx), leaseReleaseCall{lease: key, ids: []string{token}})
+				s.runner.Run(context.WithoutCancel(ctx), janitor.ReleaseCall(key, token))
 			}, nil
 		}
 		select {

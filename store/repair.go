@@ -144,7 +144,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 			if err != nil {
 				return 0, redisx.Wrap(err)
 			}
-			rep.add("repair_schedule", int(n))
+			rep.Add("repair_schedule", int(n))
 			continue
 		}
 		if err != nil {
@@ -155,7 +155,7 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 			return 0, err
 		}
 		for _, kind := range rest {
-			rep.add("repair_"+kind.(string), 1)
+			rep.Add("repair_"+kind.(string), 1)
 		}
 	}
 	return next, nil
@@ -179,8 +179,8 @@ func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep R
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
-	rep.add("repair_user_index", int(res[0]))
-	rep.add("repair_schedule", int(res[1]))
+	rep.Add("repair_user_index", int(res[0]))
+	rep.Add("repair_schedule", int(res[1]))
 	return next, nil
 }
 
@@ -197,8 +197,8 @@ func (s *Store) repairCodes(ctx context.Context, shard int, cursor uint64, rep R
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
-	rep.add("repair_code", int(n[0]))
-	rep.add("repair_schedule", int(n[1]))
+	rep.Add("repair_code", int(n[0]))
+	rep.Add("repair_schedule", int(n[1]))
 	return next, nil
 }
 
@@ -234,8 +234,8 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
-	rep.add("repair_index", int(n[0]))
-	rep.add("repair_schedule", int(n[1]))
+	rep.Add("repair_index", int(n[0]))
+	rep.Add("repair_schedule", int(n[1]))
 	return next, nil
 }
 
@@ -425,7 +425,7 @@ func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
 			return nil
 		})
 		if err == nil {
-			rep.add("repair_stats", len(fix))
+			rep.Add("repair_stats", len(fix))
 		}
 		return err
 	}, statsKey, dueKey)

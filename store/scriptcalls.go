@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -317,34 +316,6 @@ type messageListCall struct {
 func (messageListCall) Script() *redisx.Script { return messageList }
 func (c messageListCall) KeysArgs() ([]string, []any) {
 	return []string{c.room, c.users, c.messages}, []any{c.caller, c.end, c.count}
-}
-
-// leaseTakeCall is janitor_lease.lua: the shard's janitor lease taken by
-// instance for ttl unless someone holds it; it runs out of memory.
-type leaseTakeCall struct {
-	lease, schedule, instance string
-	ttl                       time.Duration
-}
-
-func (leaseTakeCall) Script() *redisx.Script { return janitorLease }
-func (c leaseTakeCall) KeysArgs() ([]string, []any) {
-	return []string{c.lease, c.schedule}, []any{c.instance, c.ttl.Milliseconds()}
-}
-
-// leaseReleaseCall is janitor_release.lua: the shard's janitor lease goes
-// if one of ids holds it.
-type leaseReleaseCall struct {
-	lease string
-	ids   []string
-}
-
-func (leaseReleaseCall) Script() *redisx.Script { return janitorRelease }
-func (c leaseReleaseCall) KeysArgs() ([]string, []any) {
-	args := make([]any, len(c.ids))
-	for i, id := range c.ids {
-		args[i] = id
-	}
-	return []string{c.lease}, args
 }
 
 // userRepairCall is user_repair.lua: the shard user index's entries

@@ -86,17 +86,3 @@ var (
 	messageList   = readOnly("message_list", messageListLua)
 	presenceRenew = plain("presence_renew", presenceRenewLua)
 )
-
-// The janitor's lease release (a dead instance's leases; instances.go).
-
-//go:embed lua/janitor_release.lua
-var janitorReleaseLua string
-
-var janitorRelease = plain("janitor_release", janitorReleaseLua)
-
-// The janitor's lease taken for a visit (janitor.go).
-
-//go:embed lua/janitor_lease.lua
-var janitorLeaseLua string
-
-var janitorLease = plain("janitor_lease", janitorLeaseLua)

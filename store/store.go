@@ -1,11 +1,11 @@
 // Package store implements the RealSync domain stores on Redis: the rooms'
 // Lua scripts (one per mutation) and what writes or repairs rooms
-// (quick-join, lifecycle, the janitor, migrations), on one client path
+// (quick-join, lifecycle, the janitor's tasks, migrations), on one client path
 // for standalone Redis, Redis Cluster and the embedded in-process store
 // (store/internal/conn). How a room is kept (keys, ids, placement) is
 // store/internal/layout; the listing is store/listing; other concepts
 // have packages of their own (sessions, holdings, userlog, tickets,
-// webhooks, instances, feed).
+// webhooks, instances, feed, janitor).
 package store
 
 import (
@@ -27,6 +27,7 @@ import (
 	"github.com/realsync/realsync/store/internal/conn"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/janitor"
 	"github.com/realsync/realsync/store/listing"
 	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
@@ -160,6 +161,7 @@ type Store struct {
 	held        *holdings.Holdings // the room quotas
 	sess        *sessions.Sessions // personal streams' sessions, status, a user's open streams
 	fleet       *instances.Registry
+	janitor     *janitor.Janitor // the upkeep's schedule and leases (store/janitor)
 	scriptsOnly bool
 	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", "<closed log TTL (s)>[ <connect grace (ms)>]"; see common()
 	outboxLen   int       // webhook outbox MAXLEN ~; 0: webhooks off
@@ -239,7 +241,8 @@ func New(cfg Config) (*Store, error) {
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})
 	s.sess = sessions.New(sessions.Config{Base: s.base, Renewals: s.renewalBase, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy, Debounce: cfg.PresenceDebounce,
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
-	s.fleet = instances.New(s.base, s.presenceTTL, s.releaseJanitorLeases)
+	s.janitor = s.newJanitor()
+	s.fleet = instances.New(s.base, s.presenceTTL, s.janitor.Release)
 	s.list = listing.New(s.client, s.reads, s.keys, s.shards, s.stripes)
 	if s.bound > 0 { // first hook: a batch's pipeline, made by the batcher's, is bounded too
 		s.client.AddHook(redisx.Bound(s.bound))
@@ -436,6 +439,12 @@ func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	}
 	return restored, nil
 }
+
+// Fleet is the instance registry of the store's deployment
+// (store/instances); what a deregistered or lapsed instance held here, the
+// shards' janitor leases, the janitor releases (janitor.Janitor.Release,
+// which the registry calls).
+func (s *Store) Fleet() *instances.Registry { return s.fleet }
 
 // Sessions returns the player layer's per-user state (store/sessions):
 // personal streams' sessions, online status, following, a user's open

@@ -1,0 +1,202 @@
+// Package janitor runs the store's upkeep on a schedule: every interval,
+// each instance visits each shard whose janitor lease it wins (one instance
+// per shard per interval), and a visit runs the store's tasks on the shard
+// in order (the root store's: lapsed presences, room lifecycles, sessions,
+// holdings, the repair walk), each reporting what it did. The leases of an
+// instance that stopped or lapsed are released (Release) so that a live
+// instance takes its shards at once. What a task does is its own package's
+// concern; the janitor owns the schedule, the leases and the report.
+package janitor
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+// Report counts what a visit did, by kind (each task's kinds: the root
+// store's Report documents them); kinds with nothing done are absent.
+type Report map[string]int
+
+// Add counts n of kind (nothing when n ≤ 0).
+func (r Report) Add(kind string, n int) {
+	if n > 0 {
+		r[kind] += n
+	}
+}
+
+// Task is one kind of upkeep of a shard, given the lease the visit holds
+// (a task bounds its own work by a share of it); it adds what it did to
+// rep, also when it returns an error, which ends the visit.
+type Task func(ctx context.Context, shard int, lease time.Duration, rep Report) error
+
+// Config is what a Janitor runs.
+type Config struct {
+	// Base runs the lease scripts (its Shards: the shards visited).
+	Base *redisx.Base
+	// Lease is shard's janitor lease key; Schedule a key of the shard
+	// that a visit may write out of memory (its presence schedule: see
+	// lua/janitor_lease.lua).
+	Lease, Schedule func(shard int) string
+	// Tick runs before each round's visits (checks of Redis itself,
+	// configuration rereads); checks it starts beside the round are
+	// added to the group the janitor waits for when it ends. nil: none.
+	Tick func(ctx context.Context, checks *sync.WaitGroup, log *slog.Logger)
+	// Tasks run in order on every shard visited.
+	Tasks []Task
+	// Actions, when set, is told what each visit did (kind, count).
+	Actions func(kind string, n int)
+}
+
+// Janitor visits shards; safe for concurrent use.
+type Janitor struct{ cfg Config }
+
+// New returns a janitor of cfg.
+func New(cfg Config) *Janitor { return &Janitor{cfg: cfg} }
+
+// Run visits, every interval until ctx ends, each shard whose lease
+// instance wins for interval, after cfg.Tick; failures are logged and the
+// round goes on. It returns once ctx ended and the checks Tick started
+// have ended too.
+func (j *Janitor) Run(ctx context.Context, instance string, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var checks sync.WaitGroup
+	defer checks.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if j.cfg.Tick != nil {
+			j.cfg.Tick(ctx, &checks, log)
+		}
+		for shard := range j.cfg.Base.Shards {
+			rep, err := j.Visit(ctx, shard, instance, interval)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("janitor", "shard", shard, "err", err)
+			}
+			if j.cfg.Actions != nil {
+				for kind, n := range rep {
+					j.cfg.Actions(kind, n)
+				}
+			}
+		}
+	}
+}
+
+// Visit runs the tasks on shard if instance wins its lease for lease, and
+// reports what they did (also when one stops at an error). A lease held by
+// anyone is no error: nothing is done.
+func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease time.Duration) (Report, error) {
+	rep := Report{}
+	// a script (not SET NX), so that a full Redis lets the visit that
+	// gives memory back take its lease (lua/janitor_lease.lua)
+	res, err := run(ctx, j.cfg.Base, leaseTakeCall{lease: j.cfg.Lease(shard), schedule: j.cfg.Schedule(shard), instance: instance, ttl: lease})
+	if err != nil || res != 1 {
+		return rep, err
+	}
+	for _, task := range j.cfg.Tasks {
+		if err := task(ctx, shard, lease, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// Release deletes every shard's lease held by one of ids (instances that
+// stopped or whose registration lapsed): one pipelined read of every
+// lease, then the compare-and-delete script only on the shards one of ids
+// held when read (it checks again).
+func (j *Janitor) Release(ctx context.Context, ids []string) error {
+	b := j.cfg.Base
+	holders := make([]*redis.StringCmd, b.Shards)
+	if _, err := b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for shard := range b.Shards {
+			holders[shard] = p.Get(ctx, j.cfg.Lease(shard))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return redisx.Wrap(err)
+	}
+	var errs []error
+	for shard, h := range holders {
+		if !slices.Contains(ids, h.Val()) {
+			continue
+		}
+		if _, err := run(ctx, b, leaseReleaseCall{lease: j.cfg.Lease(shard), ids: ids}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+//go:embed lua/janitor_lease.lua
+var leaseLua string
+
+//go:embed lua/janitor_release.lua
+var releaseLua string
+
+var (
+	leaseScript   = redisx.Plain("janitor_lease", leaseLua)
+	releaseScript = redisx.Plain("janitor_release", releaseLua)
+)
+
+// leaseTakeCall is janitor_lease.lua: the shard's janitor lease taken by
+// instance for ttl unless someone holds it; it runs out of memory.
+type leaseTakeCall struct {
+	lease, schedule, instance string
+	ttl                       time.Duration
+}
+
+func (leaseTakeCall) Script() *redisx.Script { return leaseScript }
+func (c leaseTakeCall) KeysArgs() ([]string, []any) {
+	return []string{c.lease, c.schedule}, []any{c.instance, c.ttl.Milliseconds()}
+}
+
+// leaseReleaseCall is janitor_release.lua: the shard's janitor lease goes
+// if one of ids holds it.
+type leaseReleaseCall struct {
+	lease string
+	ids   []string
+}
+
+func (leaseReleaseCall) Script() *redisx.Script { return releaseScript }
+func (c leaseReleaseCall) KeysArgs() ([]string, []any) {
+	args := make([]any, len(c.ids))
+	for i, id := range c.ids {
+		args[i] = id
+	}
+	return []string{c.lease}, args
+}
+
+// run runs call, whose reply is {"OK", 0 or 1}, and returns the number.
+func run(ctx context.Context, b *redisx.Base, call redisx.Call) (int64, error) {
+	res, err := b.Runner.Run(ctx, call).Result()
+	if err != nil {
+		return 0, redisx.Wrap(err)
+	}
+	arr, _ := res.([]any)
+	if len(arr) != 2 || arr[0] != "OK" {
+		return 0, fmt.Errorf("janitor: unexpected reply %v", res)
+	}
+	n, _ := arr[1].(int64)
+	return n, nil
+}
+
+// ReleaseCall is janitor_release.lua on any lease key (a string holding
+// its holder's id or token): key is deleted if one of holders holds it.
+// The quick-join lock is released with it too.
+func ReleaseCall(key string, holders ...string) redisx.Call {
+	return leaseReleaseCall{lease: key, ids: holders}
+}
