@@ -215,15 +215,3 @@ func (s *Store) scanKeys(ctx context.Context, pattern string) ([]string, error) 
 	slices.Sort(out)
 	return out, redisx.Wrap(err)
 }
-
-// globEscape quotes the glob characters of s for SCAN MATCH.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

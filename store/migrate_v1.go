@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/rediskeys"
+
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
@@ -34,7 +36,7 @@ const absoluteMs = 1_000_000_000_000
 const migrateBatch = 512
 
 func migrateV1(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, error) {
-	keys, err := s.scanKeys(ctx, "{"+globEscape(s.keys.Prefix())+":*}:room:*:players")
+	keys, err := s.scanKeys(ctx, "{"+rediskeys.GlobEscape(s.keys.Prefix())+":*}:room:*:players")
 	if err != nil {
 		return 0, err
 	}

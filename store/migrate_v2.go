@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/realsync/realsync/internal/rediskeys"
+
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -24,7 +26,7 @@ func migrateV2(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, 
 		// each shard's own tag, exactly: user ids may hold "}", so a key
 		// of another kind ("…:held:x}:ulog:y:meta") must not match
 		prefix := s.keys.Tag(shard) + ":ulog:"
-		keys, err := s.scanKeys(ctx, globEscape(prefix)+"*")
+		keys, err := s.scanKeys(ctx, rediskeys.GlobEscape(prefix)+"*")
 		if err != nil {
 			return moved, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/rooms"
 
 	"github.com/realsync/realsync/store/internal/layout"
@@ -280,7 +281,7 @@ func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) error
 	if err != nil {
 		return err
 	}
-	page, next, err := node.Scan(ctx, w.scan, globEscape(s.keys.Tag(shard)+":idx:")+"*", int64(s.repairs.scanCount)).Result()
+	page, next, err := node.Scan(ctx, w.scan, rediskeys.GlobEscape(s.keys.Tag(shard)+":idx:")+"*", int64(s.repairs.scanCount)).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}

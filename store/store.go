@@ -34,10 +34,9 @@ import (
 )
 
 // SchemaVersion is the version of the key schema; an instance refuses to
-// start on data written with another. 2: player records
-// "<joinedAt offset>|<name>", the user index a hash; 3: a user's log meta
-// and cursors keyed {p:s}:ulogm:<userId> and {p:s}:ulogc:<userId>.
-const SchemaVersion = 3
+// start on data written with another (Init: ErrLayout), and Migrate
+// upgrades older data to it. Its history: layout.SchemaVersion.
+const SchemaVersion = layout.SchemaVersion
 
 // DefaultLogMaxBytes is the default byte cap of a room's event log.
 const DefaultLogMaxBytes = 256 << 10
@@ -186,8 +185,9 @@ var _ rooms.Store = (*Store)(nil)
 
 // ErrLayout says Redis holds data laid out for another deployment: another
 // shard count or key-schema version. It is a configuration error, never an
-// outage: retrying cannot help.
-var ErrLayout = errors.New("redis holds data of another layout")
+// outage: retrying cannot help. (The same value as layout.ErrLayout, which
+// store/migrate returns too.)
+var ErrLayout = layout.ErrLayout
 
 // Open is New then Init: a store connected to Redis whose layout was
 // checked. Errors: as New and Init.

@@ -5,6 +5,7 @@ package rediskeys
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -30,4 +31,18 @@ func Scan(ctx context.Context, c redis.UniversalClient, pattern string) ([]strin
 		return out, err
 	}
 	return out, one(ctx, c)
+}
+
+// GlobEscape quotes the glob characters of s (* ? [ ] \) for SCAN MATCH,
+// so a pattern built from a prefix or an id (user ids may hold any of
+// them) matches that text literally.
+func GlobEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -2,8 +2,10 @@
 // packages that read or write rooms (the root store's scripts, the
 // listing): every key and channel name of the rooms and their indexes
 // (Keys), room ids and invite codes that carry their shard, the stripes a
-// (mode, region)'s rooms are placed on (Placement), and the room hash read
-// back into a rooms.Room (RoomHash, DecodeRoom). It talks to no server.
+// (mode, region)'s rooms are placed on (Placement), the room hash read
+// back into a rooms.Room (RoomHash, DecodeRoom), and the key schema's
+// version with the error for data of another layout (SchemaVersion,
+// ErrLayout). It talks to no server.
 package layout
 
 import (
