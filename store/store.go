@@ -29,6 +29,7 @@ import (
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/janitor"
 	"github.com/realsync/realsync/store/listing"
+	"github.com/realsync/realsync/store/migrate"
 	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
 )
@@ -435,7 +436,7 @@ func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	}
 	if got[1] != strconv.Itoa(SchemaVersion) {
 		return restored, fmt.Errorf("%w: redis holds data of key schema %v; this instance uses schema %d%s",
-			ErrLayout, got[1], SchemaVersion, schemaHint(fmt.Sprint(got[1])))
+			ErrLayout, got[1], SchemaVersion, migrate.Hint(fmt.Sprint(got[1])))
 	}
 	return restored, nil
 }

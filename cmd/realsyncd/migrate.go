@@ -11,14 +11,16 @@ import (
 	"syscall"
 
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/migrate"
 )
 
 // migrateMain runs `realsyncd migrate [-dry-run]`: it upgrades the data in
-// Redis to this release's key schema (store.Migrate), with the same
-// variables and flags as the server. Every instance must be stopped first;
-// it refuses while one holds a janitor lease. -dry-run only counts what
-// would change, and may run beside instances. Returns the exit code: 0 done
-// (or nothing to do), 1 failed (run it again to resume), 2 bad usage.
+// Redis to this release's key schema (store.Migrate, package
+// store/migrate), with the same variables and flags as the server. Every
+// instance must be stopped first; it refuses while one holds a janitor
+// lease. -dry-run only counts what would change, and may run beside
+// instances. Returns the exit code: 0 done (or nothing to do), 1 failed
+// (run it again to resume), 2 bad usage.
 func migrateMain(getenv func(string) string, args []string, stdout, stderr io.Writer) int {
 	var dry bool
 	cfg, err := parseConfig(getenv, args, func(fs *flag.FlagSet) {
@@ -41,7 +43,7 @@ func migrateMain(getenv func(string) string, args []string, stdout, stderr io.Wr
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m, err := st.Migrate(ctx, store.MigrateOptions{DryRun: dry, Log: log})
+	m, err := st.Migrate(ctx, migrate.Options{DryRun: dry, Log: log})
 	report(stdout, cfg.KeyPrefix, dry, m)
 	if err != nil {
 		fmt.Fprintln(stderr, "realsyncd migrate:", err)
@@ -50,7 +52,7 @@ func migrateMain(getenv func(string) string, args []string, stdout, stderr io.Wr
 	return 0
 }
 
-func report(w io.Writer, prefix string, dry bool, m store.Migration) {
+func report(w io.Writer, prefix string, dry bool, m migrate.Report) {
 	switch {
 	case m.From == 0:
 		fmt.Fprintf(w, "no RealSync data under prefix %q: nothing to migrate\n", prefix)

@@ -1,4 +1,4 @@
-package store
+package migrate
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 // meta or cursors. Idempotent: a key already moved is gone from the old
 // name, and a new name that exists already (written by this release) wins
 // (the old one is deleted: schema 3 would read it as a log).
-func migrateV2(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, error) {
+func migrateV2(ctx context.Context, m *migrator, dry bool, log *slog.Logger) (int, error) {
 	moved := 0
-	for shard := range s.shards {
+	for shard := range m.b.Shards {
 		// each shard's own tag, exactly: user ids may hold "}", so a key
 		// of another kind ("…:held:x}:ulog:y:meta") must not match
-		prefix := s.keys.Tag(shard) + ":ulog:"
-		keys, err := s.scanKeys(ctx, rediskeys.GlobEscape(prefix)+"*")
+		prefix := m.keys.Tag(shard) + ":ulog:"
+		keys, err := m.scanKeys(ctx, rediskeys.GlobEscape(prefix)+"*")
 		if err != nil {
 			return moved, err
 		}
@@ -38,13 +38,13 @@ func migrateV2(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, 
 			var to string
 			switch {
 			case strings.HasSuffix(uid, ":meta"):
-				to = s.keys.Tag(shard) + ":ulogm:" + strings.TrimSuffix(uid, ":meta")
+				to = m.keys.Tag(shard) + ":ulogm:" + strings.TrimSuffix(uid, ":meta")
 			case strings.HasSuffix(uid, ":cur"):
-				to = s.keys.Tag(shard) + ":ulogc:" + strings.TrimSuffix(uid, ":cur")
+				to = m.keys.Tag(shard) + ":ulogc:" + strings.TrimSuffix(uid, ":cur")
 			default:
 				continue
 			}
-			typ, err := s.client.Type(ctx, k).Result()
+			typ, err := m.b.Client.Type(ctx, k).Result()
 			if err != nil {
 				return moved, redisx.Wrap(err)
 			}
@@ -55,12 +55,12 @@ func migrateV2(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, 
 			if dry {
 				continue
 			}
-			done, err := s.client.RenameNX(ctx, k, to).Result()
+			done, err := m.b.Client.RenameNX(ctx, k, to).Result()
 			if err != nil {
 				return moved, redisx.Wrap(err)
 			}
 			if !done { // the new name exists already and wins: the old one would read as a log
-				if err := s.client.Del(ctx, k).Err(); err != nil {
+				if err := m.b.Client.Del(ctx, k).Err(); err != nil {
 					return moved, redisx.Wrap(err)
 				}
 			}

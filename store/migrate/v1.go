@@ -1,4 +1,4 @@
-package store
+package migrate
 
 import (
 	"context"
@@ -35,28 +35,28 @@ const absoluteMs = 1_000_000_000_000
 // migrateBatch bounds the user index entries one round trip moves.
 const migrateBatch = 512
 
-func migrateV1(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, error) {
-	keys, err := s.scanKeys(ctx, "{"+rediskeys.GlobEscape(s.keys.Prefix())+":*}:room:*:players")
+func migrateV1(ctx context.Context, m *migrator, dry bool, log *slog.Logger) (int, error) {
+	keys, err := m.scanKeys(ctx, "{"+rediskeys.GlobEscape(m.keys.Prefix())+":*}:room:*:players")
 	if err != nil {
 		return 0, err
 	}
 	byShard := map[int][]string{}
 	for _, k := range keys {
-		if shard, ok := s.shardOfKey(k); ok {
+		if shard, ok := m.shardOfKey(k); ok {
 			byShard[shard] = append(byShard[shard], k)
 		}
 	}
 	total := 0
-	for shard := range s.shards {
+	for shard := range m.b.Shards {
 		players := 0
 		for _, k := range byShard[shard] {
-			n, err := s.migratePlayersV1(ctx, k, dry)
+			n, err := m.migratePlayersV1(ctx, k, dry)
 			if err != nil {
 				return total, err
 			}
 			players += n
 		}
-		entries, err := s.migrateUserIndexV1(ctx, shard, dry)
+		entries, err := m.migrateUserIndexV1(ctx, shard, dry)
 		if err != nil {
 			return total, err
 		}
@@ -69,23 +69,23 @@ func migrateV1(ctx context.Context, s *Store, dry bool, log *slog.Logger) (int, 
 }
 
 // shardOfKey reads the shard of a key "{<prefix>:<shard>}:...".
-func (s *Store) shardOfKey(k string) (int, bool) {
-	rest, ok := strings.CutPrefix(k, "{"+s.keys.Prefix()+":")
+func (m *migrator) shardOfKey(k string) (int, bool) {
+	rest, ok := strings.CutPrefix(k, "{"+m.keys.Prefix()+":")
 	if !ok {
 		return 0, false
 	}
 	n, _, ok := strings.Cut(rest, "}")
 	shard, err := strconv.Atoi(n)
-	return shard, ok && err == nil && shard >= 0 && shard < s.shards
+	return shard, ok && err == nil && shard >= 0 && shard < m.b.Shards
 }
 
 // migratePlayersV1 converts the records of one players hash; records
 // already converted are left alone. Returns how many it converted.
-func (s *Store) migratePlayersV1(ctx context.Context, key string, dry bool) (int, error) {
+func (m *migrator) migratePlayersV1(ctx context.Context, key string, dry bool) (int, error) {
 	room := strings.TrimSuffix(key, ":players")
 	var cr *redis.StringCmd
 	var recs *redis.MapStringStringCmd
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := m.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cr = p.HGet(ctx, room, "cr")
 		recs = p.HGetAll(ctx, key)
 		return nil
@@ -110,7 +110,7 @@ func (s *Store) migratePlayersV1(ctx context.Context, key string, dry bool) (int
 	if dry || len(set) == 0 {
 		return len(set) / 2, nil
 	}
-	return len(set) / 2, redisx.Wrap(s.client.HSet(ctx, key, set...).Err())
+	return len(set) / 2, redisx.Wrap(m.b.Client.HSet(ctx, key, set...).Err())
 }
 
 // playerRecordV2 converts a schema-1 player record of a room created at
@@ -124,7 +124,8 @@ func playerRecordV2(rec string, createdMs int64) (string, bool, error) {
 		if err := json.Unmarshal([]byte(rec), &p); err != nil {
 			return "", false, fmt.Errorf("record %q: %w", rec, err)
 		}
-		return strconv.FormatInt(max(0, p.JoinedAt.UnixMilli()-createdMs), 10) + "|" + jsonString(p.Name), true, nil
+		name, _ := json.Marshal(p.Name) // a string always marshals
+		return strconv.FormatInt(max(0, p.JoinedAt.UnixMilli()-createdMs), 10) + "|" + string(name), true, nil
 	}
 	ms, name, ok := strings.Cut(rec, "|")
 	n, err := strconv.ParseInt(ms, 10, 64)
@@ -141,35 +142,35 @@ func playerRecordV2(rec string, createdMs int64) (string, bool, error) {
 // a batch at a time: each batch adds its rooms to the users' lists (a
 // room already listed is not added twice) and then removes its entries,
 // so a run interrupted anywhere resumes. Returns the entries moved.
-func (s *Store) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (int, error) {
-	old, idx := userIndexV1(s.keys, shard), s.keys.UserIndex(shard)
+func (m *migrator) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (int, error) {
+	old, idx := userIndexV1(m.keys, shard), m.keys.UserIndex(shard)
 	if dry {
-		n, err := s.client.ZCard(ctx, old).Result()
+		n, err := m.b.Client.ZCard(ctx, old).Result()
 		return int(n), redisx.Wrap(err)
 	}
 	moved := 0
 	for {
-		members, err := s.client.ZRange(ctx, old, 0, migrateBatch-1).Result()
+		members, err := m.b.Client.ZRange(ctx, old, 0, migrateBatch-1).Result()
 		if err != nil || len(members) == 0 {
 			return moved, redisx.Wrap(err)
 		}
 		byUser := map[string][]string{}
 		var users []string
-		for _, m := range members {
-			uid, rid, ok := strings.Cut(m, "\t")
+		for _, e := range members {
+			uid, rid, ok := strings.Cut(e, "\t")
 			if !ok {
-				return moved, fmt.Errorf("%s: entry %q is not \"<user>\\t<room>\"", old, m)
+				return moved, fmt.Errorf("%s: entry %q is not \"<user>\\t<room>\"", old, e)
 			}
 			if byUser[uid] == nil {
 				users = append(users, uid)
 			}
 			byUser[uid] = append(byUser[uid], rid)
 		}
-		cur, err := s.client.HMGet(ctx, idx, users...).Result()
+		cur, err := m.b.Client.HMGet(ctx, idx, users...).Result()
 		if err != nil {
 			return moved, redisx.Wrap(err)
 		}
-		_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = m.b.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			set := make([]any, 0, 2*len(users))
 			for i, uid := range users {
 				ids, _ := cur[i].(string)
@@ -183,8 +184,8 @@ func (s *Store) migrateUserIndexV1(ctx context.Context, shard int, dry bool) (in
 			}
 			p.HSet(ctx, idx, set...)
 			rm := make([]any, len(members))
-			for i, m := range members {
-				rm[i] = m
+			for i, e := range members {
+				rm[i] = e
 			}
 			p.ZRem(ctx, old, rm...)
 			return nil

@@ -1,16 +1,20 @@
-package store
+package migrate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/realsync/realsync/store/internal/layout"
+)
 
 // The steps lead from schema 1 to SchemaVersion, one schema at a time.
 func TestMigrationStepsChain(t *testing.T) {
-	for i, st := range migrations {
+	for i, st := range steps {
 		if st.from != 1+i || st.run == nil || st.what == "" {
 			t.Errorf("step %d: from %d, want %d, with a run and a description", i, st.from, 1+i)
 		}
 	}
-	if got := 1 + len(migrations); got != SchemaVersion {
-		t.Errorf("the steps end at schema %d, want SchemaVersion %d", got, SchemaVersion)
+	if got := 1 + len(steps); got != layout.SchemaVersion {
+		t.Errorf("the steps end at schema %d, want SchemaVersion %d", got, layout.SchemaVersion)
 	}
 }
 

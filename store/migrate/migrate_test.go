@@ -1,4 +1,4 @@
-package store_test
+package migrate_test
 
 import (
 	"context"
@@ -19,7 +19,12 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/holdings"
+	"github.com/realsync/realsync/store/internal/layout"
+	"github.com/realsync/realsync/store/migrate"
 )
+
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // Data written by the schema-1 release (both of its player record formats,
 // the zset user index) is refused by Open; Migrate upgrades it, resumes an
@@ -34,12 +39,8 @@ func TestMigrateFromSchema1(t *testing.T) {
 
 func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 	ctx := context.Background()
-	cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 8}
-	s, err := store.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	cfg := config(t, b)
+	s := open(t, cfg)
 	c := s.Client()
 	dave := rooms.User{ID: "u-dave", Name: `dave "the <brave>"`}
 	r1 := create(t, s, alice, newRoom(), bob, dave)
@@ -47,19 +48,20 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 	r3 := create(t, s, bob, newRoom(func(r *rooms.NewRoom) { r.Region = "eu" }), alice, carol)
 	ids := []string{r1, r2, r3}
 	before := map[string]rooms.Room{}
+	var err error
 	for _, id := range ids {
 		before[id], _, err = s.Get(ctx, id, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec := c.HGet(ctx, s.RoomKey(r3)+":players", "1").Val()
+	rec := c.HGet(ctx, roomKey(cfg, r3)+":players", "1").Val()
 	if err := schema1.Downgrade(ctx, c, cfg.Prefix); err != nil {
 		t.Fatal(err)
 	}
 	// An interrupted run left one record and one user converted already.
-	tag := s.RoomKey(r3)[:strings.Index(s.RoomKey(r3), "}")+1]
-	c.HSet(ctx, s.RoomKey(r3)+":players", "1", rec)
+	tag := roomKey(cfg, r3)[:strings.Index(roomKey(cfg, r3), "}")+1]
+	c.HSet(ctx, roomKey(cfg, r3)+":players", "1", rec)
 	c.HSet(ctx, tag+":users", bob.ID, r3)
 	c.ZRem(ctx, tag+":idx:users", bob.ID+"\t"+r3)
 	const records, entries = 3 + 2 + 3 - 1, 3 + 2 + 3 - 1
@@ -67,7 +69,7 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 	if _, err := store.Open(ctx, cfg); !errors.Is(err, store.ErrLayout) || !strings.Contains(err.Error(), "realsyncd migrate") {
 		t.Fatalf("open on schema 1: %v, want ErrLayout saying to migrate", err)
 	}
-	m, err := newStore(t, cfg).Migrate(ctx, store.MigrateOptions{DryRun: true, Log: quiet})
+	m, err := newStore(t, cfg).Migrate(ctx, migrate.Options{DryRun: true, Log: quiet})
 	if err != nil || m.From != 1 || m.To != 1 || len(m.Steps) != store.SchemaVersion-1 || m.Steps[0].Changed != records+entries {
 		t.Fatalf("dry run: %+v %v, want 1→1 counting %d changes", m, err, records+entries)
 	}
@@ -77,8 +79,8 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 
 	// A running instance holds a janitor lease: nothing is written.
 	c.Set(ctx, tag+":janitor", "inst-1", 2*time.Second)
-	short := store.MigrateOptions{LeaseWatch: 300 * time.Millisecond, Log: quiet}
-	if _, err := newStore(t, cfg).Migrate(ctx, short); !errors.Is(err, store.ErrInstancesRunning) {
+	short := migrate.Options{LeaseWatch: 300 * time.Millisecond, Log: quiet}
+	if _, err := newStore(t, cfg).Migrate(ctx, short); !errors.Is(err, migrate.ErrInstancesRunning) {
 		t.Fatalf("migrate beside an instance: %v", err)
 	}
 	c.Del(ctx, tag+":janitor")
@@ -95,11 +97,7 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 		t.Fatalf("second run: %+v %v, want nothing to do", m, err)
 	}
 
-	s2, err := store.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("open after migrating: %v", err)
-	}
-	defer s2.Close()
+	s2 := open(t, cfg)
 	for _, id := range ids {
 		got, _, err := s2.Get(ctx, id, false)
 		if err != nil || !reflect.DeepEqual(got.Players, before[id].Players) {
@@ -164,6 +162,46 @@ func create(t *testing.T, s *store.Store, owner rooms.User, p rooms.NewRoom, mem
 
 var quiet = slog.New(slog.DiscardHandler)
 
+var (
+	alice = rooms.User{ID: "u-alice", Name: "alice"}
+	bob   = rooms.User{ID: "u-bob", Name: "bob"}
+	carol = rooms.User{ID: "u-carol", Name: "carol"}
+)
+
+// newRoom is a public room of 4 seats, changed by mut.
+func newRoom(mut ...func(*rooms.NewRoom)) rooms.NewRoom {
+	r := rooms.NewRoom{Name: "Arena", Mode: "battle", Region: "us-west", MaxPlayers: 4, Visibility: rooms.Public,
+		Attributes: map[string]any{"map": "dust2"}, State: rooms.State{}, StatePolicy: rooms.PolicyOwner}
+	for _, m := range mut {
+		m(&r)
+	}
+	return r
+}
+
+// roomKey is the hash key of room id (a store of cfg's prefix and shards).
+func roomKey(cfg store.Config, id string) string {
+	shard, _ := layout.RoomShard(id, cfg.Shards)
+	return layout.New(cfg.Prefix, false, false).Room(shard, id)
+}
+
+// config is a store's configuration on backend b: a key prefix of the
+// test's own, 8 shards.
+func config(t *testing.T, b redistest.Backend) store.Config {
+	return store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 8}
+}
+
+// open is a store of cfg that checked the data (Open), closed when the
+// test ends.
+func open(t *testing.T, cfg store.Config) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open %s: %v", cfg.Prefix, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // newStore is a store that has not checked the data (for Migrate).
 func newStore(t *testing.T, cfg store.Config) *store.Store {
 	t.Helper()
@@ -178,7 +216,7 @@ func newStore(t *testing.T, cfg store.Config) *store.Store {
 // Migrate on a prefix with no data does nothing and writes nothing.
 func TestMigrateNothing(t *testing.T) {
 	cfg := store.Config{RedisURL: redistest.StandaloneURL(t), Prefix: redistest.Prefix(t), Shards: 4}
-	m, err := newStore(t, cfg).Migrate(context.Background(), store.MigrateOptions{Log: quiet})
+	m, err := newStore(t, cfg).Migrate(context.Background(), migrate.Options{Log: quiet})
 	if err != nil || m.From != 0 || len(m.Steps) != 0 {
 		t.Fatalf("%+v %v", m, err)
 	}
@@ -197,12 +235,8 @@ func TestMigrateFromSchema2(t *testing.T) {
 	for _, b := range redistest.Backends(t)[:2] { // the embedded store keeps no data to upgrade
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 8}
-			s, err := store.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			cfg := config(t, b)
+			s := open(t, cfg)
 			c := s.Client()
 			ann, bo := "u-ann", "u-bo:meta"
 			for i := range 2 {
@@ -241,7 +275,7 @@ func TestMigrateFromSchema2(t *testing.T) {
 			if _, err := store.Open(ctx, cfg); !errors.Is(err, store.ErrLayout) {
 				t.Fatalf("open on schema 2: %v, want ErrLayout", err)
 			}
-			short := store.MigrateOptions{LeaseWatch: 300 * time.Millisecond, Log: quiet}
+			short := migrate.Options{LeaseWatch: 300 * time.Millisecond, Log: quiet}
 			m, err := newStore(t, cfg).Migrate(ctx, short)
 			if err != nil || m.From != 2 || m.To != store.SchemaVersion || len(m.Steps) != 1 || m.Steps[0].Changed != renamed || renamed != 3 {
 				t.Fatalf("migrate: %+v %v, want %d keys renamed (3)", m, err, renamed)
@@ -249,11 +283,7 @@ func TestMigrateFromSchema2(t *testing.T) {
 			if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || len(m.Steps) != 0 {
 				t.Fatalf("second run: %+v %v", m, err)
 			}
-			s2, err := store.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s2.Close()
+			s2 := open(t, cfg)
 			for _, uid := range []string{ann, bo} {
 				k := s2.UserLogs().KeysOf(uid)
 				if typ := c.Type(ctx, k.Log).Val(); typ != "stream" {
@@ -279,25 +309,22 @@ func TestMigrateV2LeavesOtherKeysAlone(t *testing.T) {
 	for _, b := range redistest.Backends(t)[:2] {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			cfg := store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 8,
-				Quotas: store.Quotas{RoomsOwned: 3}}
-			s, err := store.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			cfg := config(t, b)
+			cfg.Quotas = store.Quotas{RoomsOwned: 3}
+			s := open(t, cfg)
 			u := rooms.User{ID: "x}:ulog:y:meta", Name: "x"}
-			mustCreate(t, s, u, newRoom())
-			before, _, _ := s.HoldingsRaw(ctx, u.ID)
+			create(t, s, u, newRoom())
+			held := holdings.New(holdings.Config{Base: s.Base()}).Key(u.ID)
+			before := s.Client().HGetAll(ctx, held).Val()
 			if len(before) == 0 {
 				t.Fatal("no holdings written")
 			}
 			s.Client().HSet(ctx, cfg.Prefix+":meta", "schema", "2")
-			m, err := newStore(t, cfg).Migrate(ctx, store.MigrateOptions{LeaseWatch: 300 * time.Millisecond, Log: quiet})
+			m, err := newStore(t, cfg).Migrate(ctx, migrate.Options{LeaseWatch: 300 * time.Millisecond, Log: quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
-			after, _, _ := s.HoldingsRaw(ctx, u.ID)
+			after := s.Client().HGetAll(ctx, held).Val()
 			if len(after) == 0 {
 				t.Fatalf("migration (%+v) renamed away the holdings of user %q: before %v, after %v", m, u.ID, before, after)
 			}
