@@ -1,11 +1,12 @@
 // Package store implements the RealSync domain stores on Redis: the rooms'
 // Lua scripts (one per mutation) and what writes or repairs rooms
-// (quick-join, lifecycle, the janitor's tasks, migrations), on one client path
-// for standalone Redis, Redis Cluster and the embedded in-process store
-// (store/internal/conn). How a room is kept (keys, ids, placement) is
-// store/internal/layout; the listing is store/listing; other concepts
-// have packages of their own (sessions, holdings, userlog, tickets,
-// webhooks, instances, feed, janitor).
+// (quick-join, lifecycle, the janitor's tasks), on one client path for
+// standalone Redis, Redis Cluster and the embedded in-process store
+// (store/internal/conn). How a room is kept (keys, ids, placement, the
+// key-schema version) is store/internal/layout; the listing is
+// store/listing; other concepts have packages of their own (sessions,
+// holdings, userlog, tickets, webhooks, instances, feed, janitor, and
+// migrate: the key-schema migrations behind Store.Migrate).
 package store
 
 import (
