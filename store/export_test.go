@@ -269,5 +269,5 @@ func (s *Store) CheckMeta(ctx context.Context) (bool, error) { return s.checkMet
 // every every-th visit of a shard: a test on a node that holds many other
 // tests' keys gets through it in a few visits.
 func (s *Store) SetIndexScan(count, every int) {
-	s.repairs.scanCount, s.repairs.scanEvery = count, every
+	s.repairs.SetIndexScan(count, every)
 }

@@ -54,7 +54,7 @@ func (s *Store) newJanitor() *janitor.Janitor {
 			},
 			func(ctx context.Context, shard int, _ time.Duration, _ Report) error { return s.held.Sweep(ctx, shard) },
 			func(ctx context.Context, shard int, _ time.Duration, rep Report) error {
-				return s.repair(ctx, shard, rep)
+				return s.repairs.Step(ctx, shard, rep)
 			},
 		}})
 }

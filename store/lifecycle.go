@@ -82,3 +82,22 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 	}
 	return action, nil
 }
+
+// repairRoom runs room_repair.lua on room id of shard (the repair walk's
+// Config.Room): the kinds of what it repaired; rooms.ErrRoomNotFound when
+// the room is gone.
+func (s *Store) repairRoom(ctx context.Context, shard int, id string) ([]string, error) {
+	_, scope, err := s.scopeOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := s.result(ctx, roomRepairCall{scope})
+	if err != nil {
+		return nil, err
+	}
+	kinds := make([]string, len(rest))
+	for i, k := range rest {
+		kinds[i], _ = k.(string)
+	}
+	return kinds, nil
+}

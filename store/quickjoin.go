@@ -22,6 +22,7 @@ import (
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/janitor"
+	"github.com/realsync/realsync/store/repair"
 )
 
 // maxQuickJoinAttempts bounds the retries of a quick-join whose pick was
@@ -559,11 +560,11 @@ const goneHead = 64
 // try at a time.
 func (s *Store) dropGoneHead(ctx context.Context, mode string, c candidate) error {
 	k := s.fillKey(c.shard, mode, c.region)
-	head, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k.key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
+	head, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k.Key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
-	return s.checkIndex(ctx, c.shard, k, head)
+	return s.repairs.Check(ctx, c.shard, k, head)
 }
 
 // repairPick repairs the indexes of (mode, region) on shard after its
@@ -574,17 +575,17 @@ func (s *Store) repairPick(ctx context.Context, shard int, mode, region string, 
 	if err := s.dropGoneHead(ctx, mode, candidate{shard: shard, region: region}); err != nil {
 		return err
 	}
-	joinable := indexKey{key: s.keys.JoinableIndex(shard, mode, region), kind: "joinable", mode: mode, region: region}
-	return s.checkIndex(ctx, shard, joinable, cands)
+	joinable := repair.Index{Key: s.keys.JoinableIndex(shard, mode, region), Kind: "joinable", Mode: mode, Region: region}
+	return s.repairs.Check(ctx, shard, joinable, cands)
 }
 
 // dropGone removes each of cands from the fill index of mode it was read
 // from if its room is gone (index_repair.lua checks that, and leaves an
 // entry of a room that exists as it should be), one script per index.
 func (s *Store) dropGone(ctx context.Context, mode string, cands []candidate) error {
-	entries := map[indexKey][]string{}
-	shards := map[indexKey]int{}
-	var order []indexKey
+	entries := map[repair.Index][]string{}
+	shards := map[repair.Index]int{}
+	var order []repair.Index
 	for _, c := range cands {
 		k := s.fillKey(c.shard, mode, c.region)
 		if _, ok := entries[k]; !ok {
@@ -593,7 +594,7 @@ func (s *Store) dropGone(ctx context.Context, mode string, cands []candidate) er
 		entries[k] = append(entries[k], c.pos.Key)
 	}
 	for _, k := range order {
-		if err := s.checkIndex(ctx, shards[k], k, entries[k]); err != nil {
+		if err := s.repairs.Check(ctx, shards[k], k, entries[k]); err != nil {
 			return err
 		}
 	}
@@ -602,8 +603,8 @@ func (s *Store) dropGone(ctx context.Context, mode string, cands []candidate) er
 
 // fillKey is the fill index of (mode, region) in shard (region "": the
 // mode's), as the repair script checks it.
-func (s *Store) fillKey(shard int, mode, region string) indexKey {
-	return indexKey{key: s.keys.FillIndex(shard, mode, region), kind: "fill", mode: mode, region: region}
+func (s *Store) fillKey(shard int, mode, region string) repair.Index {
+	return repair.Index{Key: s.keys.FillIndex(shard, mode, region), Kind: "fill", Mode: mode, Region: region}
 }
 
 // allMatching reads the candidates' attributes in one pipeline and returns

@@ -44,9 +44,6 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		roomRepairCall{indexed},
 		messageListCall{room: "r", users: "u", messages: "m", caller: "u1", end: "+", count: 10},
 		redisx.RenewCall{Sc: presenceRenew, Keys: []string{"p"}, Members: []string{"s:1:a"}, TTLMs: 1000},
-		userRepairCall{index: "i", schedule: "s", entries: []userEntry{{"u1", id, "r"}}},
-		codeRepairCall{codes: "c", schedule: "s", entries: []codeEntry{{"CODE", id, "r"}}},
-		indexRepairCall{index: indexKey{key: "k", kind: "waiting"}, schedule: "s", entries: []string{id}, roomHashes: []string{"r"}},
 		quickJoinCall{keys: s.keys, shard: 1, mode: "pool", region: "eu", pubcmd: "PUBLISH", logArgs: s.argv,
 			user: "u1", nameJSON: `"Ann"`, candidates: []string{id}, createID: id, create: nr},
 	}

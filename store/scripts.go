@@ -49,15 +49,6 @@ var roomLifecycleLua string
 //go:embed lua/room_repair.lua
 var roomRepairLua string
 
-//go:embed lua/index_repair.lua
-var indexRepairLua string
-
-//go:embed lua/user_repair.lua
-var userRepairLua string
-
-//go:embed lua/code_repair.lua
-var codeRepairLua string
-
 //go:embed lua/seats_reserve.lua
 var seatsReserveLua string
 
@@ -80,9 +71,6 @@ var (
 	roomLifecycle = cleanup("room_lifecycle", roomLifecycleLua)
 	roomRepair    = mutation("room_repair", roomRepairLua)
 	seatsReserve  = mutation("seats_reserve", seatsReserveLua)
-	indexRepair   = plain("index_repair", indexRepairLua)
-	userRepair    = plain("user_repair", userRepairLua)
-	codeRepair    = plain("code_repair", codeRepairLua)
 	messageList   = readOnly("message_list", messageListLua)
 	presenceRenew = plain("presence_renew", presenceRenewLua)
 )

@@ -5,8 +5,8 @@
 // (store/internal/conn). How a room is kept (keys, ids, placement, the
 // key-schema version) is store/internal/layout; the listing is
 // store/listing; other concepts have packages of their own (sessions,
-// holdings, userlog, tickets, webhooks, instances, feed, janitor, and
-// migrate: the key-schema migrations behind Store.Migrate).
+// holdings, userlog, tickets, webhooks, instances, feed, janitor, repair,
+// and migrate: the key-schema migrations behind Store.Migrate).
 package store
 
 import (
@@ -31,6 +31,7 @@ import (
 	"github.com/realsync/realsync/store/janitor"
 	"github.com/realsync/realsync/store/listing"
 	"github.com/realsync/realsync/store/migrate"
+	"github.com/realsync/realsync/store/repair"
 	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
 )
@@ -174,7 +175,7 @@ type Store struct {
 	quotas             Quotas
 	life               Lifecycle
 	janitorActions     func(kind string, n int)
-	repairs            *repairWalks
+	repairs            *repair.Walks  // the repair walk (store/repair)
 	batch              *batch.Batcher // nil: no batching
 	stripes            *layout.Placement
 	list               *listing.Index
@@ -221,7 +222,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	s := &Store{keys: layout.New(cfg.Prefix, cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, true), shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
-		janitorActions: cfg.JanitorActions, repairs: newRepairWalks(), scriptsOnly: cfg.ScriptsOnly,
+		janitorActions: cfg.JanitorActions, scriptsOnly: cfg.ScriptsOnly,
 		argv:      [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))},
 		outboxLen: cfg.WebhookOutboxLen}
 	if s.outboxLen > 0 {
@@ -243,6 +244,7 @@ func New(cfg Config) (*Store, error) {
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})
 	s.sess = sessions.New(sessions.Config{Base: s.base, Renewals: s.renewalBase, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy, Debounce: cfg.PresenceDebounce,
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
+	s.repairs = repair.New(repair.Config{Base: s.base, Keys: s.keys, Stripes: s.stripes, Room: s.repairRoom})
 	s.janitor = s.newJanitor()
 	s.fleet = instances.New(s.base, s.presenceTTL, s.janitor.Release)
 	s.list = listing.New(s.client, s.reads, s.keys, s.shards, s.stripes)

@@ -1,7 +1,15 @@
-package store
+// Package repair is the janitor's repair walk: each visit of a shard
+// checks one bounded page of the shard's structures against its rooms and
+// repairs what drifted (a fault, a script of an older release, a write
+// lost mid-way): the rooms' own entries (by their script, Config.Room),
+// the user index, the invite codes, every index key and the stats, phase
+// after phase, so a walk's cost per visit is bounded whatever the data.
+// Quick-join repairs the index entries it finds gone with Check.
+package repair
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"slices"
 	"strconv"
@@ -15,6 +23,37 @@ import (
 
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/janitor"
+)
+
+// Config is what the walk reads and repairs with.
+type Config struct {
+	// Base runs the walk's reads and scripts (its Client: the shards' masters).
+	Base *redisx.Base
+	// Keys names the shards' keys; Stripes says which shards hold a (mode,
+	// region)'s indexes.
+	Keys    layout.Keys
+	Stripes *layout.Placement
+	// Room repairs room id of shard with the room's own script (its index
+	// entries, user index, code and schedule as the room says) and returns
+	// the kinds of what it repaired; rooms.ErrRoomNotFound when the room
+	// is gone (its schedule entry is then dropped here).
+	Room func(ctx context.Context, shard int, id string) ([]string, error)
+}
+
+//go:embed lua/index_repair.lua
+var indexRepairLua string
+
+//go:embed lua/user_repair.lua
+var userRepairLua string
+
+//go:embed lua/code_repair.lua
+var codeRepairLua string
+
+var (
+	indexRepair = redisx.Plain("index_repair", indexRepairLua)
+	userRepair  = redisx.Plain("user_repair", userRepairLua)
+	codeRepair  = redisx.Plain("code_repair", codeRepairLua)
 )
 
 // repairBudget bounds the entries one janitor visit of a shard checks: one
@@ -64,33 +103,49 @@ type repairWalk struct {
 	mu     sync.Mutex
 	phase  int
 	cursor uint64
-	keys   []indexKey // phaseIndexes: the shard's index keys, and which
+	keys   []Index // phaseIndexes: the shard's index keys, and which
 	key    int
 	// the index scan: its cursor, the visits that count to its next call,
 	// the keys it found that the stats did not name (phaseIndexes checks
 	// them too), and, during a scan, the keys already known
 	scan   uint64
 	visits int
-	found  []indexKey
+	found  []Index
 	named  map[string]bool
 }
 
-type indexKey struct{ key, kind, mode, region string }
+// Index is an index key of a shard and what it indexes: Kind is a room
+// status, "joinable" or "fill"; Mode and Region are "" for the
+// shard-wide (or mode-wide) index.
+type Index struct{ Key, Kind, Mode, Region string }
 
-type repairWalks struct {
-	mu sync.Mutex
-	m  map[int]*repairWalk
+// Walks is every shard's place in the repair walk, this instance's own;
+// safe for concurrent use.
+type Walks struct {
+	cfg Config
+	mu  sync.Mutex
+	m   map[int]*repairWalk
 	// the index scan's SCAN COUNT and how many visits apart its calls are:
 	// indexScanCount and indexScanEvery (tests on a node shared with many
 	// others' keys make it quicker)
 	scanCount, scanEvery int
 }
 
-func newRepairWalks() *repairWalks {
-	return &repairWalks{m: map[int]*repairWalk{}, scanCount: indexScanCount, scanEvery: indexScanEvery}
+// New returns the walks of cfg, every shard at its beginning.
+func New(cfg Config) *Walks {
+	return &Walks{cfg: cfg, m: map[int]*repairWalk{}, scanCount: indexScanCount, scanEvery: indexScanEvery}
 }
 
-func (r *repairWalks) get(shard int) *repairWalk {
+// SetIndexScan makes the index scan SCAN count keys a call, every
+// every-th visit of a shard (tests on a node that holds many others'
+// keys).
+func (r *Walks) SetIndexScan(count, every int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scanCount, r.scanEvery = count, every
+}
+
+func (r *Walks) get(shard int) *repairWalk {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m[shard] == nil {
@@ -99,10 +154,11 @@ func (r *repairWalks) get(shard int) *repairWalk {
 	return r.m[shard]
 }
 
-// repair does one step of shard's repair walk, adding what it repaired to
-// rep as "repair_<what>": index, user_index, code, schedule, stats.
-func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
-	w := s.repairs.get(shard)
+// Step does one step of shard's repair walk, adding what it repaired to
+// rep as "repair_<what>": index, user_index, code, schedule, stats, and
+// the kinds Config.Room reports.
+func (s *Walks) Step(ctx context.Context, shard int, rep janitor.Report) error {
+	w := s.get(shard)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var next uint64
@@ -126,22 +182,22 @@ func (s *Store) repair(ctx context.Context, shard int, rep Report) error {
 	if next == 0 && (w.phase != phaseIndexes || w.key >= len(w.keys)) {
 		w.phase, w.keys, w.key = (w.phase+1)%phases, nil, 0
 	}
-	if w.visits++; w.visits%s.repairs.scanEvery == 0 {
+	if w.visits++; w.visits%s.every() == 0 {
 		return s.scanIndexes(ctx, shard, w)
 	}
 	return nil
 }
 
-func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
-	page, next, err := s.client.ZScan(ctx, s.keys.RoomsDue(shard), cursor, "", repairBudget).Result()
+func (s *Walks) repairRooms(ctx context.Context, shard int, cursor uint64, rep janitor.Report) (uint64, error) {
+	page, next, err := s.cfg.Base.Client.ZScan(ctx, s.cfg.Keys.RoomsDue(shard), cursor, "", repairBudget).Result()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
 	for i := 0; i < len(page); i += 2 {
 		id := page[i]
-		_, scope, err := s.scopeOf(ctx, id)
+		kinds, err := s.cfg.Room(ctx, shard, id)
 		if errors.Is(err, rooms.ErrRoomNotFound) {
-			n, err := s.client.ZRem(ctx, s.keys.RoomsDue(shard), id).Result()
+			n, err := s.cfg.Base.Client.ZRem(ctx, s.cfg.Keys.RoomsDue(shard), id).Result()
 			if err != nil {
 				return 0, redisx.Wrap(err)
 			}
@@ -151,32 +207,28 @@ func (s *Store) repairRooms(ctx context.Context, shard int, cursor uint64, rep R
 		if err != nil {
 			return 0, err
 		}
-		rest, err := s.result(ctx, roomRepairCall{scope})
-		if err != nil {
-			return 0, err
-		}
-		for _, kind := range rest {
-			rep.Add("repair_"+kind.(string), 1)
+		for _, kind := range kinds {
+			rep.Add("repair_"+kind, 1)
 		}
 	}
 	return next, nil
 }
 
-func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
-	page, next, err := s.client.HScan(ctx, s.keys.UserIndex(shard), cursor, "", repairBudget).Result()
+func (s *Walks) repairUsers(ctx context.Context, shard int, cursor uint64, rep janitor.Report) (uint64, error) {
+	page, next, err := s.cfg.Base.Client.HScan(ctx, s.cfg.Keys.UserIndex(shard), cursor, "", repairBudget).Result()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
-	call := userRepairCall{index: s.keys.UserIndex(shard), schedule: s.keys.RoomsDue(shard)}
+	call := userRepairCall{index: s.cfg.Keys.UserIndex(shard), schedule: s.cfg.Keys.RoomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
 		for _, id := range strings.Fields(page[i+1]) {
-			call.entries = append(call.entries, userEntry{user: page[i], room: id, roomHash: s.keys.Room(shard, id)})
+			call.entries = append(call.entries, userEntry{user: page[i], room: id, roomHash: s.cfg.Keys.Room(shard, id)})
 		}
 	}
 	if len(call.entries) == 0 {
 		return next, nil
 	}
-	res, err := s.runner.Run(ctx, call).Int64Slice()
+	res, err := s.cfg.Base.Runner.Run(ctx, call).Int64Slice()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
@@ -185,16 +237,16 @@ func (s *Store) repairUsers(ctx context.Context, shard int, cursor uint64, rep R
 	return next, nil
 }
 
-func (s *Store) repairCodes(ctx context.Context, shard int, cursor uint64, rep Report) (uint64, error) {
-	page, next, err := s.client.HScan(ctx, s.keys.Codes(shard), cursor, "", repairBudget).Result()
+func (s *Walks) repairCodes(ctx context.Context, shard int, cursor uint64, rep janitor.Report) (uint64, error) {
+	page, next, err := s.cfg.Base.Client.HScan(ctx, s.cfg.Keys.Codes(shard), cursor, "", repairBudget).Result()
 	if err != nil || len(page) == 0 {
 		return next, redisx.Wrap(err)
 	}
-	call := codeRepairCall{codes: s.keys.Codes(shard), schedule: s.keys.RoomsDue(shard)}
+	call := codeRepairCall{codes: s.cfg.Keys.Codes(shard), schedule: s.cfg.Keys.RoomsDue(shard)}
 	for i := 0; i+1 < len(page); i += 2 {
-		call.entries = append(call.entries, codeEntry{code: page[i], room: page[i+1], roomHash: s.keys.Room(shard, page[i+1])})
+		call.entries = append(call.entries, codeEntry{code: page[i], room: page[i+1], roomHash: s.cfg.Keys.Room(shard, page[i+1])})
 	}
-	n, err := s.runner.Run(ctx, call).Int64Slice()
+	n, err := s.cfg.Base.Runner.Run(ctx, call).Int64Slice()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
@@ -205,9 +257,9 @@ func (s *Store) repairCodes(ctx context.Context, shard int, cursor uint64, rep R
 
 // repairIndexes checks one page of the current index key, moving to the
 // next key when that one is done.
-func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep Report) (uint64, error) {
+func (s *Walks) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep janitor.Report) (uint64, error) {
 	if w.keys == nil {
-		keys, err := s.indexKeysOf(ctx, shard)
+		keys, err := s.IndexsOf(ctx, shard)
 		if err != nil {
 			return 0, err
 		}
@@ -217,7 +269,7 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 		return 0, nil
 	}
 	k := w.keys[w.key]
-	page, next, err := s.client.ZScan(ctx, k.key, w.cursor, "", repairBudget).Result()
+	page, next, err := s.cfg.Base.Client.ZScan(ctx, k.Key, w.cursor, "", repairBudget).Result()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
@@ -231,7 +283,7 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 	for i := 0; i < len(page); i += 2 {
 		entries = append(entries, page[i])
 	}
-	n, err := s.runner.Run(ctx, s.indexCheck(shard, k, entries)).Int64Slice()
+	n, err := s.cfg.Base.Runner.Run(ctx, s.indexCheck(shard, k, entries)).Int64Slice()
 	if err != nil {
 		return 0, redisx.Wrap(err)
 	}
@@ -242,46 +294,47 @@ func (s *Store) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep
 
 // indexCheck is index_repair.lua over entries of index k of shard (room
 // ids; fill members for a fill index).
-func (s *Store) indexCheck(shard int, k indexKey, entries []string) indexRepairCall {
-	call := indexRepairCall{index: k, schedule: s.keys.RoomsDue(shard), entries: entries}
+func (s *Walks) indexCheck(shard int, k Index, entries []string) indexRepairCall {
+	call := indexRepairCall{index: k, schedule: s.cfg.Keys.RoomsDue(shard), entries: entries}
 	for _, e := range entries {
 		id := e
-		if k.kind == "fill" {
+		if k.Kind == "fill" {
 			id = layout.FillID(e)
 		}
-		call.roomHashes = append(call.roomHashes, s.keys.Room(shard, id))
+		call.roomHashes = append(call.roomHashes, s.cfg.Keys.Room(shard, id))
 	}
 	return call
 }
 
-// checkIndex runs indexCheck when there are entries, reporting nothing
-// (quick-join's repairs on its way).
-func (s *Store) checkIndex(ctx context.Context, shard int, k indexKey, entries []string) error {
+// Check runs index_repair.lua over entries of index k of shard when there
+// are any, reporting nothing (quick-join's repairs on its way): entries of
+// rooms gone or no longer belonging to k leave it.
+func (s *Walks) Check(ctx context.Context, shard int, k Index, entries []string) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return redisx.Wrap(s.runner.Run(ctx, s.indexCheck(shard, k, entries)).Err())
+	return redisx.Wrap(s.cfg.Base.Runner.Run(ctx, s.indexCheck(shard, k, entries)).Err())
 }
 
 // scanIndexes makes one SCAN call of the index scan on the node of shard:
-// the index keys of the shard that indexKeysOf does not list are kept in
+// the index keys of the shard that IndexsOf does not list are kept in
 // w.found, for the next indexes phase.
-func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) error {
+func (s *Walks) scanIndexes(ctx context.Context, shard int, w *repairWalk) error {
 	if w.scan == 0 || w.named == nil { // a scan starts
-		keys, err := s.indexKeysOf(ctx, shard)
+		keys, err := s.IndexsOf(ctx, shard)
 		if err != nil {
 			return err
 		}
 		w.named = make(map[string]bool, len(keys)+len(w.found))
 		for _, k := range append(keys, w.found...) {
-			w.named[k.key] = true
+			w.named[k.Key] = true
 		}
 	}
 	node, err := s.nodeOf(ctx, shard)
 	if err != nil {
 		return err
 	}
-	page, next, err := node.Scan(ctx, w.scan, rediskeys.GlobEscape(s.keys.Tag(shard)+":idx:")+"*", int64(s.repairs.scanCount)).Result()
+	page, next, err := node.Scan(ctx, w.scan, rediskeys.GlobEscape(s.cfg.Keys.Tag(shard)+":idx:")+"*", int64(s.count())).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
@@ -296,22 +349,22 @@ func (s *Store) scanIndexes(ctx context.Context, shard int, w *repairWalk) error
 
 // nodeOf is the client of the node that holds shard's slot: the Cluster
 // master of its tag, or the one server.
-func (s *Store) nodeOf(ctx context.Context, shard int) (redis.UniversalClient, error) {
-	cc, ok := s.client.(*redis.ClusterClient)
+func (s *Walks) nodeOf(ctx context.Context, shard int) (redis.UniversalClient, error) {
+	cc, ok := s.cfg.Base.Client.(*redis.ClusterClient)
 	if !ok {
-		return s.client, nil
+		return s.cfg.Base.Client, nil
 	}
-	n, err := cc.MasterForKey(ctx, s.keys.Tag(shard))
+	n, err := cc.MasterForKey(ctx, s.cfg.Keys.Tag(shard))
 	return n, redisx.Wrap(err)
 }
 
 // parseIndexKey reads an index key of shard, "<tag>:idx:<kind>[:mode:<m>]
 // [:region:<r>]"; false for any other key (the key must be exactly what
 // layout.Keys names for what it reads).
-func (s *Store) parseIndexKey(shard int, key string) (indexKey, bool) {
-	rest, ok := strings.CutPrefix(key, s.keys.Tag(shard)+":idx:")
+func (s *Walks) parseIndexKey(shard int, key string) (Index, bool) {
+	rest, ok := strings.CutPrefix(key, s.cfg.Keys.Tag(shard)+":idx:")
 	if !ok {
-		return indexKey{}, false
+		return Index{}, false
 	}
 	kind, rest, _ := strings.Cut(rest, ":")
 	var mode, region string
@@ -321,16 +374,16 @@ func (s *Store) parseIndexKey(shard int, key string) (indexKey, bool) {
 	if r, ok := strings.CutPrefix(rest, "region:"); ok {
 		region = r
 	}
-	k := indexKey{key: key, kind: kind, mode: mode, region: region}
+	k := Index{Key: key, Kind: kind, Mode: mode, Region: region}
 	known := slices.Contains(layout.IndexStatuses[:], rooms.Status(kind))
-	return k, known && s.keys.StatusIndex(shard, rooms.Status(kind), mode, region) == key
+	return k, known && s.cfg.Keys.StatusIndex(shard, rooms.Status(kind), mode, region) == key
 }
 
-// indexKeysOf lists shard's index keys: the shard-wide ones, and those of
+// IndexsOf lists shard's index keys: the shard-wide ones, and those of
 // each mode and region the shard's stats name (a pair's keys only in its
 // stripes, every recorded configuration's).
-func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) {
-	fields, err := s.client.HKeys(ctx, s.keys.Stats(shard)).Result()
+func (s *Walks) IndexsOf(ctx context.Context, shard int) ([]Index, error) {
+	fields, err := s.cfg.Base.Client.HKeys(ctx, s.cfg.Keys.Stats(shard)).Result()
 	if err != nil {
 		return nil, redisx.Wrap(err)
 	}
@@ -344,17 +397,17 @@ func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) 
 			regions[parts[1]] = true
 		}
 	}
-	var out []indexKey
+	var out []Index
 	add := func(mode, region string) {
 		for _, kind := range []rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"} {
-			out = append(out, indexKey{key: s.keys.StatusIndex(shard, kind, mode, region), kind: string(kind), mode: mode, region: region})
+			out = append(out, Index{Key: s.cfg.Keys.StatusIndex(shard, kind, mode, region), Kind: string(kind), Mode: mode, Region: region})
 		}
 	}
 	add("", "")
 	for m := range modes {
 		add(m, "")
 		for r := range regions {
-			if slices.Contains(s.stripes.ReadShards(m, r), shard) {
+			if slices.Contains(s.cfg.Stripes.ReadShards(m, r), shard) {
 				add(m, r)
 			}
 		}
@@ -368,9 +421,9 @@ func (s *Store) indexKeysOf(ctx context.Context, shard int) ([]indexKey, error) 
 // repairStats recounts the shard's stats from its rooms and corrects the
 // fields that differ, in one optimistic transaction: any change to the
 // stats or to the set of rooms meanwhile aborts it (tried again next pass).
-func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
-	statsKey, dueKey := s.keys.Stats(shard), s.keys.RoomsDue(shard)
-	err := s.client.Watch(ctx, func(tx *redis.Tx) error {
+func (s *Walks) repairStats(ctx context.Context, shard int, rep janitor.Report) error {
+	statsKey, dueKey := s.cfg.Keys.Stats(shard), s.cfg.Keys.RoomsDue(shard)
+	err := s.cfg.Base.Client.Watch(ctx, func(tx *redis.Tx) error {
 		ids, err := tx.ZRange(ctx, dueKey, 0, statsCheckMax).Result()
 		if err != nil || len(ids) > statsCheckMax {
 			return err
@@ -379,7 +432,7 @@ func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
 		var have *redis.MapStringStringCmd
 		if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
-				cmds[i] = p.HMGet(ctx, s.keys.Room(shard, id), "st", "m", "r", "pc")
+				cmds[i] = p.HMGet(ctx, s.cfg.Keys.Room(shard, id), "st", "m", "r", "pc")
 			}
 			have = p.HGetAll(ctx, statsKey)
 			return nil
@@ -434,4 +487,17 @@ func (s *Store) repairStats(ctx context.Context, shard int, rep Report) error {
 		return nil
 	}
 	return redisx.Wrap(err)
+}
+
+// count and every are the index scan's SCAN COUNT and visits between calls.
+func (r *Walks) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.scanCount
+}
+
+func (r *Walks) every() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.scanEvery
 }
