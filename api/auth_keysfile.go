@@ -9,14 +9,17 @@ import (
 	"time"
 )
 
+// keysFileInterval is how often a KeysFile reads its file by default: a
+// removed key stops working within it.
+const keysFileInterval = 2 * time.Second
+
 // KeysFile keeps an Auth's studio keys in step with a JWKS file.
 type KeysFile struct {
 	// Path is the JWKS file (REALSYNC_JWT_KEYS_FILE).
 	Path string
 	// Auth receives the keys.
 	Auth *Auth
-	// Interval between reads of the file;
-	// default 2s.
+	// Interval between reads of the file; keysFileInterval when 0.
 	Interval time.Duration
 	Log      *slog.Logger
 	// Reloaded, when set, counts each load: ok true when the keys were
@@ -63,7 +66,7 @@ func (f *KeysFile) loaded(err error) error {
 func (f *KeysFile) Watch(ctx context.Context) {
 	d := f.Interval
 	if d <= 0 {
-		d = 2 * time.Second
+		d = keysFileInterval
 	}
 	log := f.Log
 	if log == nil {
