@@ -25,7 +25,7 @@ const securityDoc = "../docs/SECURITY.md"
 func TestEveryLimitTableStatesTheAPI(t *testing.T) {
 	const def = 1 // the default cell of both tables
 	for _, s := range []struct {
-		section, row string // the table's heading, the row's first cell
+		section, row string // the table's heading, the row's first cell (or its start)
 		want         string // a text the default cell holds
 		from         string // the code's figure, named
 	}{
@@ -41,7 +41,7 @@ func TestEveryLimitTableStatesTheAPI(t *testing.T) {
 		{"### Settings", "keys file check", "every " + doctable.Seconds(keysFileInterval) + " (fixed)", "keysFileInterval"},
 		{"### Settings", "refresh lifetime", strconv.FormatFloat(GuestTokenTTL.Hours(), 'f', -1, 64) + " h, as guest tokens", "GuestTokenTTL"},
 	} {
-		if got := securityCell(t, s.section, s.row, def); !strings.Contains(got, s.want) {
+		if got := securityCell(t, s.section, s.row, def); !doctable.States(got, s.want) {
 			t.Errorf("%s, row %q: %q does not state %q (%s)", s.section, s.row, got, s.want, s.from)
 		}
 	}
@@ -126,27 +126,25 @@ func TestRequestBodyRowStatesEveryCap(t *testing.T) {
 			t.Errorf("row %q gives %q a size, but no route is named so (bodyNames)", row, name)
 		}
 	}
-	if want := "never over " + doctable.KiB(MaxBodyBytes); !strings.Contains(text, want) {
+	if want := "never over " + doctable.KiB(MaxBodyBytes); !doctable.States(text, want) {
 		t.Errorf("row %q: %q does not state %q (MaxBodyBytes)", row, text, want)
 	}
-	if want := fmt.Sprintf("%d user ids of %d bytes", players.MaxFollowing, rooms.MaxUserIDLen); !strings.Contains(text, want) {
+	if want := fmt.Sprintf("%d user ids of %d bytes", players.MaxFollowing, rooms.MaxUserIDLen); !doctable.States(text, want) {
 		t.Errorf("row %q: %q does not state %q (players.MaxFollowing, rooms.MaxUserIDLen)", row, text, want)
 	}
 }
 
 // securityCell is cell i of the row of docs/SECURITY.md's table under
-// heading whose first cell is row.
+// heading whose first cell is row (or starts with it: doctable.Row).
 func securityCell(t *testing.T, heading, row string, i int) string {
 	t.Helper()
 	rows, err := doctable.Table(securityDoc, heading)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
-		if r[0] == row {
-			return r[i]
-		}
+	r, err := doctable.Row(rows, row)
+	if err != nil {
+		t.Fatalf("%s: %v", heading, err)
 	}
-	t.Fatalf("%s: no row %q", heading, row)
-	return ""
+	return r[i]
 }

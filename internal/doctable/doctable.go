@@ -83,3 +83,27 @@ func split(line string) []string {
 	}
 	return cells
 }
+
+// Row returns the row of rows whose first cell is prefix, else the one
+// whose first cell starts with it (a row's first cell may be a long
+// sentence: the prefix names it). It is an error when no row or several
+// do.
+func Row(rows [][]string, prefix string) ([]string, error) {
+	var found []string
+	for _, r := range rows {
+		if r[0] == prefix {
+			return r, nil
+		}
+		if !strings.HasPrefix(r[0], prefix) {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("two rows start with %q: %q and %q", prefix, found[0], r[0])
+		}
+		found = r
+	}
+	if found == nil {
+		return nil, fmt.Errorf("no row starts with %q", prefix)
+	}
+	return found, nil
+}

@@ -90,3 +90,55 @@ func TestFigures(t *testing.T) {
 		}
 	}
 }
+
+func TestRow(t *testing.T) {
+	rows := [][]string{{"stream token", "60 s"}, {"stream token lifetime", "60 s"}, {"bans per room", "1 000"}}
+	for _, c := range []struct {
+		name, prefix string
+		want         string // the row's first cell; "" for an error
+	}{
+		{"Exact", "bans per room", "bans per room"},
+		{"Prefix", "bans", "bans per room"},
+		{"ExactWins", "stream token", "stream token"},
+		{"Ambiguous", "stream", ""},
+		{"Longer", "stream token l", "stream token lifetime"},
+		{"None", "invite codes", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := doctable.Row(rows, c.prefix)
+			if c.want == "" {
+				if err == nil {
+					t.Fatalf("got %q, want an error", r)
+				}
+				return
+			}
+			if err != nil || r[0] != c.want {
+				t.Fatalf("got %q, %v; want the row %q", r, err, c.want)
+			}
+		})
+	}
+}
+
+func TestStates(t *testing.T) {
+	for _, c := range []struct {
+		text, figure string
+		want         bool
+	}{
+		{"5", "5", true},
+		{"15", "5", false},
+		{"5 000", "5", false},
+		{"at most 5 000 sent", "5 000", true},
+		{"1..1000", "1..100", false},
+		{"ids 1..100 a page", "1..100", true},
+		{"1 000 events", "1 000", true},
+		{"1 000 000 events", "1 000", false},
+		{"21 000 events", "1 000", false},
+		{"within 3 s, within 3 s", "within 3 s", true},
+		{"15 or 5", "5", true}, // a later whole occurrence
+		{"64 KiB", "6", false},
+	} {
+		if got := doctable.States(c.text, c.figure); got != c.want {
+			t.Errorf("States(%q, %q) = %v, want %v", c.text, c.figure, got, c.want)
+		}
+	}
+}

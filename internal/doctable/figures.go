@@ -2,6 +2,7 @@ package doctable
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,3 +27,32 @@ func Days(d time.Duration) string {
 
 // KiB writes n bytes as the documents do: "64 KiB" (n/1024, rounded down).
 func KiB(n int64) string { return strconv.FormatInt(n>>10, 10) + " KiB" }
+
+// States reports whether text holds figure as a whole: not as a part of a
+// larger number, so "1..100" is not stated by "1..1000", nor "5" by "15"
+// or "5 000" (no digit, and no digit after a space, right before or after
+// it).
+func States(text, figure string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], figure)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(figure)
+		if !digitNear(text[:start], true) && !digitNear(text[end:], false) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// digitNear reports whether s has a digit, or a space then a digit, at
+// its end (before) or its start (after).
+func digitNear(s string, before bool) bool {
+	isDigit := func(k int) bool { return k >= 0 && k < len(s) && s[k] >= '0' && s[k] <= '9' }
+	if before {
+		n := len(s)
+		return isDigit(n-1) || (n >= 2 && s[n-1] == ' ' && isDigit(n-2))
+	}
+	return isDigit(0) || (len(s) >= 2 && s[0] == ' ' && isDigit(1))
+}
