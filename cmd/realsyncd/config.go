@@ -158,7 +158,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&h.modes, "modes", env("REALSYNC_MODES", ""), "allowed modes, comma-separated; unset: any (REALSYNC_MODES)")
 	fs.StringVar(&h.regions, "regions", env("REALSYNC_REGIONS", ""), "allowed regions, comma-separated; unset: any (REALSYNC_REGIONS)")
 	fs.StringVar(&h.cors, "cors-origins", env("REALSYNC_CORS_ORIGINS", ""), "origins allowed by CORS, comma-separated, or *; unset: no CORS (REALSYNC_CORS_ORIGINS)")
-	fs.StringVar(&h.requestTimeout, "request-timeout", env("REALSYNC_REQUEST_TIMEOUT", "10s"), "deadline of a request's body and answer, streams excepted (REALSYNC_REQUEST_TIMEOUT)")
+	fs.StringVar(&h.requestTimeout, "request-timeout", env("REALSYNC_REQUEST_TIMEOUT", api.DefaultRequestTimeout.String()), "deadline of a request's body and answer, streams excepted (REALSYNC_REQUEST_TIMEOUT)")
 	fs.StringVar(&h.maxInFlight, "max-in-flight", env("REALSYNC_MAX_IN_FLIGHT", "0"), "requests an instance works on at once, streams and probes excepted; past it 503 OVERLOADED; 0: no bound (REALSYNC_MAX_IN_FLIGHT)")
 	fs.StringVar(&h.inFlightWait, "in-flight-wait", env("REALSYNC_IN_FLIGHT_WAIT", api.DefaultInFlightWait.String()), "how long a request past REALSYNC_MAX_IN_FLIGHT waits for a place before 503 OVERLOADED (REALSYNC_IN_FLIGHT_WAIT)")
 	if more != nil {
