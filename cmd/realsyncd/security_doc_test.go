@@ -135,7 +135,9 @@ func figure(l limits.Limit) string {
 // them with no setting), the domain's constants, and the rate limits'
 // defaults of the rows that restate them. The setting ranges it states
 // are the ones realsyncd accepts: each bound accepted, one step past it
-// refused. api's own figures (body caps, headers, stream tokens, API keys,
+// refused. The rows whose default is a choice (guest tokens, browser
+// origins, the session policy) and a member's half share agree with what
+// realsyncd does. api's own figures (body caps, headers, stream tokens, API keys,
 // the log's cut) are checked by api's TestEveryLimitTableStatesTheAPI.
 func TestEveryLimitTableStatesTheCode(t *testing.T) {
 	rows, err := doctable.Table(securityDoc, "## Every limit")
@@ -209,6 +211,35 @@ func TestEveryLimitTableStatesTheCode(t *testing.T) {
 		{"direct messages and invites one user sends", []string{"direct.user", "direct.ip"}, true},
 	} {
 		checkRates(t, r.row, cell(r.row, def), r.keys, r.bursts)
+	}
+
+	// A member's (one sender's) share of a room's (an inbox's) rate: half.
+	for _, key := range []string{"messages.room", "patches.room"} {
+		l := limits.Defaults().Limits[key]
+		if share := limits.MemberShare(l); share.Rate*2 != l.Rate || share.Burst*2 != l.Burst {
+			t.Errorf("rows \"messages and state patches per room\", \"direct messages and invites to one user\": a member's share is half, limits.MemberShare of %s (%s) is %s", key, figure(l), figure(share))
+		}
+	}
+
+	// The rows whose default is a choice rather than a figure.
+	prod, err := parseConfig(envOf(map[string]string{"REALSYNC_ENV": envProduction,
+		"REALSYNC_JWT_SECRET": strings.Repeat("x", minProductionSecret), "REALSYNC_REDIS_URL": "redis://127.0.0.1:6379"}), nil, nil)
+	if err != nil {
+		t.Fatalf("production's defaults do not parse: %v", err)
+	}
+	if got := cell("guest tokens", def); got != "on; off in production" || !c.GuestAuth || prod.GuestAuth {
+		t.Errorf("row \"guest tokens\": %q; realsyncd's default is %v, in production %v", got, c.GuestAuth, prod.GuestAuth)
+	}
+	if got := cell("browser origins", def); !strings.HasPrefix(got, "none") || len(c.CORSOrigins) > 0 {
+		t.Errorf("row \"browser origins\": %q; realsyncd's default is %q", got, c.CORSOrigins)
+	}
+	if got := cell("personal stream sessions", def); !strings.Contains(got, "a new one replaces the old") || c.SessionPolicy != players.PolicyReplace {
+		t.Errorf("row \"personal stream sessions\": %q; realsyncd's default policy is %s", got, c.SessionPolicy)
+	}
+	for _, m := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(cell("personal stream sessions", setting), -1) {
+		if _, err := players.ParsePolicy(m[1]); err != nil {
+			t.Errorf("row \"personal stream sessions\": the policy %q: %v", m[1], err)
+		}
 	}
 
 	// The ranges of the settings: the bounds the cell states are accepted,
@@ -299,12 +330,7 @@ func checkRange(t *testing.T, variable, lo, hi, step string) {
 		return (d + time.Duration(sign)*s).String()
 	}
 	parse := func(v string) error {
-		_, err := parseConfig(func(k string) string {
-			if k == variable {
-				return v
-			}
-			return ""
-		}, nil, nil)
+		_, err := parseConfig(envOf(map[string]string{variable: v}), nil, nil)
 		return err
 	}
 	cases := map[string]bool{hi: true, past(hi, 1): false}
@@ -316,6 +342,11 @@ func checkRange(t *testing.T, variable, lo, hi, step string) {
 			t.Errorf("%s=%s: the table states the range %s..%s, realsyncd's answer is %v", variable, value, lo, hi, cmp.Or(err, errors.New("accepted")))
 		}
 	}
+}
+
+// envOf is an environment of the variables of m.
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
 }
 
 // shortDuration is d as a setting is written: 168h, 5m, 30s.
