@@ -137,21 +137,25 @@ func figure(l limits.Limit) string {
 // are the ones realsyncd accepts: each bound accepted, one step past it
 // refused. The rows whose default is a choice (guest tokens, browser
 // origins, the session policy) and a member's half share agree with what
-// realsyncd does. api's own figures (body caps, headers, stream tokens, API keys,
-// the log's cut) are checked by api's TestEveryLimitTableStatesTheAPI.
+// realsyncd does. api's own figures (body caps, headers, stream tokens,
+// API keys, the log's cut) are checked by api's tests (checkedElsewhere);
+// a row no test reads fails.
 func TestEveryLimitTableStatesTheCode(t *testing.T) {
 	rows, err := doctable.Table(securityDoc, "## Every limit")
 	if err != nil {
 		t.Fatal(err)
 	}
+	checked := map[string]bool{} // the rows read, by first cell
 	cell := func(row string, i int) string {
 		t.Helper()
 		r, err := doctable.Row(rows, row)
 		if err != nil {
 			t.Fatalf("## Every limit: %v", err)
 		}
+		checked[r[0]] = true
 		return r[i]
 	}
+
 	c, err := parseConfig(func(string) string { return "" }, nil, nil)
 	if err != nil {
 		t.Fatalf("the defaults do not parse: %v", err)
@@ -277,6 +281,30 @@ func TestEveryLimitTableStatesTheCode(t *testing.T) {
 			t.Errorf("row \"modes and regions\": %s says %q is %v, rooms.ValidName says %v", m[1], name, form.MatchString(name), rooms.ValidName(name))
 		}
 	}
+
+	// Every row is checked, here or elsewhere: a row added without a check
+	// fails.
+	for _, elsewhere := range checkedElsewhere {
+		cell(elsewhere, 0)
+	}
+	for _, r := range rows {
+		if !checked[r[0]] {
+			t.Errorf("row %q: no test checks its figures: check them here or in api's TestEveryLimitTableStatesTheAPI (and list it in checkedElsewhere)", r[0])
+		}
+	}
+}
+
+// checkedElsewhere are the rows of the "Every limit" table other tests
+// check: the rate limits' (TestRateLimitsTableStatesTheDefaults) and
+// api's (TestEveryLimitTableStatesTheAPI, TestRequestBodyRowStatesEveryCap).
+var checkedElsewhere = []string{
+	"requests per route class",
+	"stream token",
+	"an event stream's life",
+	"API keys",
+	"request line and header block",
+	"request body",
+	"a request's path and method in a log line",
 }
 
 // checkRates checks the rates (and bursts) a cell of the "Every limit"
