@@ -341,8 +341,7 @@ func (s *Store) Close() error {
 	if s.readBatch != nil {
 		s.readBatch.Close()
 	}
-	err := s.conn.Close()
-	return err
+	return s.conn.Close()
 }
 
 // Base is the client, script runner and key layout the store's concept
