@@ -34,6 +34,17 @@ func (r *userRecorder) ResubscribedStatus(uid string) {
 	r.got = append(r.got, "resubscribed status "+uid)
 }
 
+// newSink returns a sink that takes the users' channels when user says
+// so, and the recorder of what it gets.
+func newSink(user bool) (sse.Sink, *recorder) {
+	if user {
+		u := &userRecorder{}
+		return u, &u.recorder
+	}
+	r := &recorder{}
+	return r, r
+}
+
 // What each channel's message becomes at the sink, from the payloads the
 // scripts publish; a malformed payload is dropped, and a sink without the
 // users' methods receives nothing of a user's or status channel.
@@ -61,15 +72,7 @@ func TestRoutes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var sink sse.Sink
-			var rec *recorder
-			if tc.user {
-				u := &userRecorder{}
-				sink, rec = u, &u.recorder
-			} else {
-				rec = &recorder{}
-				sink = rec
-			}
+			sink, rec := newSink(tc.user)
 			routes{&Feed{sink: sink}}.Message(tc.channel, tc.payload)
 			if !slices.Equal(rec.got, tc.want) {
 				t.Fatalf("got %q, want %q", rec.got, tc.want)
@@ -95,15 +98,7 @@ func TestRoutesResubscribed(t *testing.T) {
 		{"{rs:1}:st:u-1", false, nil},
 	}
 	for _, tc := range tests {
-		var sink sse.Sink
-		var rec *recorder
-		if tc.user {
-			u := &userRecorder{}
-			sink, rec = u, &u.recorder
-		} else {
-			rec = &recorder{}
-			sink = rec
-		}
+		sink, rec := newSink(tc.user)
 		routes{&Feed{sink: sink}}.Resubscribed(tc.channel)
 		if !slices.Equal(rec.got, tc.want) {
 			t.Errorf("%s (user sink %v): got %q, want %q", tc.channel, tc.user, rec.got, tc.want)
