@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -53,8 +52,6 @@ type Page struct {
 	NextCursor string
 }
 
-var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
-
 // List returns one page of public rooms. A ValidationError names each bad
 // parameter; a cursor made for other filters or sort is invalid too.
 func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
@@ -78,8 +75,8 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 func (s *Service) CheckFilter(mode, region string) error {
 	var errs []rooms.FieldError
 	for _, f := range [][2]string{{"mode", mode}, {"region", region}} {
-		if f[1] != "" && !slugRe.MatchString(f[1]) {
-			errs = append(errs, rooms.FieldError{Field: f[0], Message: "must match ^[a-z0-9][a-z0-9_-]{0,31}$"})
+		if f[1] != "" && !rooms.ValidName(f[1]) {
+			errs = append(errs, rooms.FieldError{Field: f[0], Message: rooms.NameRule})
 		}
 	}
 	if mode != "" {

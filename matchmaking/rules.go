@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/realsync/realsync/rooms"
 )
 
 // Rules is how one mode matches. Exactly one of TeamSize or
@@ -121,7 +123,6 @@ func (s RuleSet) Of(mode string) Rules {
 	return Default()
 }
 
-var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 var attrRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,31}$`)
 
 // LoadRules reads the rules file at path (REALSYNC_MATCHMAKING_FILE).
@@ -165,7 +166,7 @@ func (s RuleSet) Normalize() (RuleSet, error) {
 	out := RuleSet{Modes: make(map[string]Rules, len(s.Modes))}
 	var errs []error
 	for _, m := range names {
-		if !nameRe.MatchString(m) {
+		if !rooms.ValidName(m) {
 			errs = append(errs, fmt.Errorf("modes.%s: a mode is 1..32 of a-z 0-9 _ -, starting with a letter or digit", m))
 			continue
 		}

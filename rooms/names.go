@@ -5,8 +5,16 @@ import (
 	"strings"
 )
 
+// NamePattern is the form of a mode's or region's name, everywhere one is
+// read (rooms, the lobby's filters, matchmaking rules, REALSYNC_MODES and
+// REALSYNC_REGIONS); NameRule states it as a field error does.
+const (
+	NamePattern = `^[a-z0-9][a-z0-9_-]{0,31}$`
+	NameRule    = "must match " + NamePattern
+)
+
 // Names are the modes and regions a deployment accepts. An empty list
-// accepts any name of the documented form (^[a-z0-9][a-z0-9_-]{0,31}$);
+// accepts any name of the documented form (NamePattern);
 // a list accepts only its names (each of that form, cmd/realsyncd checks).
 type Names struct {
 	Modes   []string // REALSYNC_MODES

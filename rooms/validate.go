@@ -28,7 +28,7 @@ const (
 )
 
 var (
-	slugRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	slugRe     = regexp.MustCompile(NamePattern)
 	attrKeyRe  = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
 	stateKeyRe = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 	roomIDRe   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
@@ -40,7 +40,7 @@ var messages = map[string]string{
 	"max":       "is too long or too large",
 	"nocontrol": "must not contain control characters",
 	"notblank":  "must not be only white space",
-	"slug":      "must match ^[a-z0-9][a-z0-9_-]{0,31}$",
+	"slug":      NameRule,
 	"oneof":     "must be one of: ",
 	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
 	"attrvalue": "must be a string of at most 128 characters or a finite number",

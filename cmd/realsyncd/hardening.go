@@ -22,10 +22,10 @@ type hardening struct {
 func parseHardening(h hardening, c *Config, bad func(name, msg string)) {
 	var ok bool
 	if c.Modes, ok = nameList(h.modes); !ok {
-		bad("REALSYNC_MODES", "must be a comma list of names matching ^[a-z0-9][a-z0-9_-]{0,31}$ (unset: any such name)")
+		bad("REALSYNC_MODES", "must be a comma list of names matching "+rooms.NamePattern+" (unset: any such name)")
 	}
 	if c.Regions, ok = nameList(h.regions); !ok {
-		bad("REALSYNC_REGIONS", "must be a comma list of names matching ^[a-z0-9][a-z0-9_-]{0,31}$ (unset: any such name)")
+		bad("REALSYNC_REGIONS", "must be a comma list of names matching "+rooms.NamePattern+" (unset: any such name)")
 	}
 	if c.CORSOrigins, ok = originList(h.cors); !ok {
 		bad("REALSYNC_CORS_ORIGINS", "must be a comma list of origins such as https://game.example or http://localhost:5173 (scheme, host, optional port but not the scheme's own, 80 or 443, which browsers leave out; no path), or * alone")
