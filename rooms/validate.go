@@ -17,11 +17,14 @@ import (
 // Documented limits.
 const (
 	DefaultMaxPlayers = 8
-	MaxPlayersLimit   = 100
-	MaxAttributes     = 16
-	MaxStateValue     = 8 << 10  // bytes of JSON per state value
-	MaxStateKeys      = 256      // keys per room state
-	MaxStateBytes     = 64 << 10 // keys + values per room state
+	// MaxPlayersLimit bounds a room's seats. The stores' fill index writes
+	// the seats left in three digits (store/lua/prelude.lua, fill_member;
+	// store's TestQuickJoinFillOrderAtTheSeatLimit fails past 100).
+	MaxPlayersLimit = 100
+	MaxAttributes   = 16
+	MaxStateValue   = 8 << 10  // bytes of JSON per state value
+	MaxStateKeys    = 256      // keys per room state
+	MaxStateBytes   = 64 << 10 // keys + values per room state
 	// MaxStreamsPerPlayer bounds the event streams one player holds open
 	// in one room at once (each is a presence lease in the room).
 	MaxStreamsPerPlayer = 8

@@ -493,3 +493,32 @@ func TestQuickJoinWithoutCreateSearchesEveryStripe(t *testing.T) {
 		})
 	}
 }
+
+// The fill order holds up to the seat limit: of two rooms of
+// rooms.MaxPlayersLimit seats, two players short and one short, a
+// quick-join picks the fuller although it is the younger. The fill index
+// orders rooms by the seats left, which the scripts write in three digits
+// (lua/prelude.lua, fill_member): a seat limit past 100 would sort a
+// fuller room after an emptier one, and this test would fail.
+func TestQuickJoinFillOrderAtTheSeatLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		max := rooms.MaxPlayersLimit
+		fill := func(first, players int) string {
+			id := mustCreate(t, s, user(first), *quickRoom("crowd", "eu", max)).Room.ID
+			for i := 1; i < players; i++ {
+				mustJoin(t, s, user(first+i), id)
+			}
+			return id
+		}
+		twoShort := fill(0, max-2)
+		oneShort := fill(max, max-1)
+		q, err := s.QuickJoin(context.Background(), user(3*max), "crowd", []string{"eu"}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Room.ID != oneShort {
+			t.Fatalf("quick-joined %s, want the room one player short of %d (%s), not the one two short (%s)", q.Room.ID, max, oneShort, twoShort)
+		}
+		checkInvariants(t, s)
+	})
+}
