@@ -63,7 +63,7 @@ type Config struct {
 
 	// ReadTimeout bounds the wait for each reply from Redis; default 2 s
 	// (conn.ReadTimeout). With RedisURL, the URL's read_timeout wins. The
-	// embedded store keeps go-redis' own (5 s).
+	// embedded store's calls wait conn.EmbeddedReadTimeout.
 	ReadTimeout time.Duration
 
 	// Prefix starts every key; default "rs".

@@ -29,8 +29,8 @@ type Config struct {
 	// (Clients.Reads); only with ClusterAddrs; "" is off.
 	ReadFromReplicas ReplicaReads
 	// ReadTimeout bounds the wait for each reply; 0: ReadTimeout. With
-	// RedisURL, the URL's read_timeout wins; the embedded store keeps
-	// go-redis' own (5 s).
+	// RedisURL, the URL's read_timeout wins; the embedded store's calls
+	// wait EmbeddedReadTimeout.
 	ReadTimeout time.Duration
 }
 
@@ -89,6 +89,17 @@ const (
 	// run once more when it did not run)
 	clusterTries = 2
 )
+
+// EmbeddedReadTimeout bounds the wait for each reply of the embedded
+// store to the store's calls. The store is the process' own and runs one
+// command at a time, so a call waits behind the others queued before it,
+// and no partition can hang it: go-redis' default (5 s; a command other
+// than a script tried twice) failed calls of a burst that would have been
+// answered (50 concurrent joins under the race detector on a loaded
+// machine). A request's own deadline still ends its calls
+// (ContextTimeoutEnabled); readiness and the presence renewals keep their
+// own clients at go-redis' default.
+const EmbeddedReadTimeout = 30 * time.Second
 
 // callBound is how long one store call (a command, a pipeline, a
 // transaction) may take on a standalone Redis, whatever Redis does: a
@@ -187,6 +198,7 @@ func Open(cfg Config) (*Clients, error) {
 		c.Probe = redis.NewClient(probeOptions(opt))
 		c.Renewals = redis.NewClient(probeOptions(opt))
 		opt.ContextTimeoutEnabled = true // a request's deadline ends its calls
+		opt.ReadTimeout = EmbeddedReadTimeout
 		c.Client = redis.NewClient(&opt)
 		c.PubCmd = "PUBLISH" // miniredis has no sharded Pub/Sub
 	}
