@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,17 +224,6 @@ func events(es []logEntry) []sse.Event {
 		out[i] = sse.Event{Version: e.version, Tag: e.tag, Data: []byte(e.data)}
 	}
 	return out
-}
-
-// parseFrame decodes a published message "<version> <tag> <json>".
-func parseFrame(payload string) (sse.Event, error) {
-	v, rest, ok1 := strings.Cut(payload, " ")
-	tag, data, ok2 := strings.Cut(rest, " ")
-	n, err := strconv.ParseInt(v, 10, 64)
-	if !ok1 || !ok2 || err != nil {
-		return sse.Event{}, fmt.Errorf("store: malformed event frame %.40q", payload)
-	}
-	return sse.Event{Version: n, Tag: tag, Data: []byte(data)}, nil
 }
 
 // OpenLobby implements sse.Source: the lobby stream's lease in its user's
