@@ -259,7 +259,7 @@ func (s *Walks) repairCodes(ctx context.Context, shard int, cursor uint64, rep j
 // next key when that one is done.
 func (s *Walks) repairIndexes(ctx context.Context, shard int, w *repairWalk, rep janitor.Report) (uint64, error) {
 	if w.keys == nil {
-		keys, err := s.IndexsOf(ctx, shard)
+		keys, err := s.indexKeysOf(ctx, shard)
 		if err != nil {
 			return 0, err
 		}
@@ -317,11 +317,11 @@ func (s *Walks) Check(ctx context.Context, shard int, k Index, entries []string)
 }
 
 // scanIndexes makes one SCAN call of the index scan on the node of shard:
-// the index keys of the shard that IndexsOf does not list are kept in
+// the index keys of the shard that indexKeysOf does not list are kept in
 // w.found, for the next indexes phase.
 func (s *Walks) scanIndexes(ctx context.Context, shard int, w *repairWalk) error {
 	if w.scan == 0 || w.named == nil { // a scan starts
-		keys, err := s.IndexsOf(ctx, shard)
+		keys, err := s.indexKeysOf(ctx, shard)
 		if err != nil {
 			return err
 		}
@@ -379,10 +379,10 @@ func (s *Walks) parseIndexKey(shard int, key string) (Index, bool) {
 	return k, known && s.cfg.Keys.StatusIndex(shard, rooms.Status(kind), mode, region) == key
 }
 
-// IndexsOf lists shard's index keys: the shard-wide ones, and those of
+// indexKeysOf lists shard's index keys: the shard-wide ones, and those of
 // each mode and region the shard's stats name (a pair's keys only in its
 // stripes, every recorded configuration's).
-func (s *Walks) IndexsOf(ctx context.Context, shard int) ([]Index, error) {
+func (s *Walks) indexKeysOf(ctx context.Context, shard int) ([]Index, error) {
 	fields, err := s.cfg.Base.Client.HKeys(ctx, s.cfg.Keys.Stats(shard)).Result()
 	if err != nil {
 		return nil, redisx.Wrap(err)
