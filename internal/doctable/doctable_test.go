@@ -136,6 +136,10 @@ func TestStates(t *testing.T) {
 		{"within 3 s, within 3 s", "within 3 s", true},
 		{"15 or 5", "5", true}, // a later whole occurrence
 		{"64 KiB", "6", false},
+		{"0.5 s", "5 s", false},        // a decimal's fraction
+		{"2.5 s", "2", false},          // a decimal's whole part
+		{"within 5. Then", "5", true},  // a full stop
+		{"1..100 a page", "100", true}, // a range's bound
 	} {
 		if got := doctable.States(c.text, c.figure); got != c.want {
 			t.Errorf("States(%q, %q) = %v, want %v", c.text, c.figure, got, c.want)

@@ -29,9 +29,9 @@ func Days(d time.Duration) string {
 func KiB(n int64) string { return strconv.FormatInt(n>>10, 10) + " KiB" }
 
 // States reports whether text holds figure as a whole: not as a part of a
-// larger number, so "1..100" is not stated by "1..1000", nor "5" by "15"
-// or "5 000" (no digit, and no digit after a space, right before or after
-// it).
+// larger number, so "1..100" is not stated by "1..1000", nor "5" by "15",
+// "5 000" or "0.5", nor "5 s" by "0.5 s" (no digit, and no digit after a
+// space or a decimal point, right before or after it).
 func States(text, figure string) bool {
 	for i := 0; ; {
 		j := strings.Index(text[i:], figure)
@@ -46,13 +46,15 @@ func States(text, figure string) bool {
 	}
 }
 
-// digitNear reports whether s has a digit, or a space then a digit, at
-// its end (before) or its start (after).
+// digitNear reports whether s has a digit, or a space or a decimal point
+// then a digit, at its end (before) or its start (after). A range's ".."
+// is no decimal point: "1..100" states 100.
 func digitNear(s string, before bool) bool {
 	isDigit := func(k int) bool { return k >= 0 && k < len(s) && s[k] >= '0' && s[k] <= '9' }
+	joins := func(k int) bool { return k >= 0 && k < len(s) && (s[k] == ' ' || s[k] == '.') }
 	if before {
 		n := len(s)
-		return isDigit(n-1) || (n >= 2 && s[n-1] == ' ' && isDigit(n-2))
+		return isDigit(n-1) || (joins(n-1) && isDigit(n-2))
 	}
-	return isDigit(0) || (len(s) >= 2 && s[0] == ' ' && isDigit(1))
+	return isDigit(0) || (joins(0) && isDigit(1))
 }
