@@ -56,7 +56,9 @@ func TestVisitTakesTheLease(t *testing.T) {
 			var r recorded
 			boom := errors.New("boom")
 			j, st, lease := newJanitor(t, b, r.task("a", "x", nil), r.task("b", "y", boom), r.task("c", "z", nil))
-			const ttl = time.Second
+			// long enough that no pause of a loaded machine lets it lapse
+			// between the visits; its end is brought forward below
+			const ttl = time.Minute
 			rep, err := j.Visit(ctx, 2, "i1", ttl)
 			if !errors.Is(err, boom) {
 				t.Fatalf("visit: %v, want the task's error", err)
@@ -67,12 +69,18 @@ func TestVisitTakesTheLease(t *testing.T) {
 			if got := st.Client().Get(ctx, lease(2)).Val(); got != "i1" {
 				t.Fatalf("lease held by %q, want i1", got)
 			}
+			if pttl := st.Client().PTTL(ctx, lease(2)).Val(); pttl <= 0 || pttl > ttl {
+				t.Fatalf("lease's PTTL %v, want within (0, %v]: held for the visit's lease", pttl, ttl)
+			}
 			rep, err = j.Visit(ctx, 2, "i2", ttl)
 			if err != nil || len(rep) != 0 || len(r.calls) != 2 {
 				t.Fatalf("a visit while another instance holds the lease: %v, %v, calls %q; want nothing done", rep, err, r.calls)
 			}
 			if _, err := j.Visit(ctx, 3, "i2", ttl); !errors.Is(err, boom) || len(r.calls) != 4 {
 				t.Fatalf("another shard's lease is free: %v, calls %q", err, r.calls)
+			}
+			if err := st.Client().PExpire(ctx, lease(2), time.Millisecond).Err(); err != nil {
+				t.Fatal(err)
 			}
 			for deadline := time.Now().Add(10 * time.Second); st.Client().Exists(ctx, lease(2)).Val() == 1; time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
