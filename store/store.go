@@ -88,7 +88,7 @@ type Config struct {
 	ClosedLogTTL time.Duration
 	// PresenceTTL is how long a stream's presence lease lives unless its
 	// instance renews it (every third of it); default 15s. It is also the
-	// lifetime of an instance's registration (instances.go).
+	// lifetime of an instance's registration (store/instances).
 	PresenceTTL time.Duration
 	// DisconnectGrace is how long a player who had a stream may stay
 	// without one before removal; 0 never removes.
@@ -124,7 +124,7 @@ type Config struct {
 	Metrics Metrics
 
 	// Batch, when set, sends concurrent script runs bound for the same node
-	// in one pipeline (batch.go); nil: each its own round trip.
+	// in one pipeline (store/internal/batch); nil: each its own round trip.
 	Batch *Batching
 
 	// Stripes spreads the rooms of a (mode, region) over K shards
