@@ -55,8 +55,13 @@ const (
 	// ResumeMargin is how many delivered events the log keeps for resumes
 	// (a client's Last-Event-ID may lag what the server wrote).
 	ResumeMargin = 100
-	// MinMaxLen keeps at least the resume margin and some inbox.
+	// MinMaxLen keeps at least the resume margin and some inbox; MaxMaxLen
+	// bounds a log's memory (a few hundred bytes an event).
 	MinMaxLen = 2 * ResumeMargin
+	MaxMaxLen = 100_000
+	// MinTTL and MaxTTL bound Config.TTL.
+	MinTTL = time.Minute
+	MaxTTL = 90 * 24 * time.Hour
 )
 
 // Config bounds the logs.
@@ -75,10 +80,10 @@ type Config struct {
 
 // Check returns an error for a bound out of range (after defaults).
 func (c Config) Check() error {
-	if c.MaxLen != 0 && (c.MaxLen < MinMaxLen || c.MaxLen > 100000) {
-		return fmt.Errorf("the personal log cap %d is out of range %d..100000", c.MaxLen, MinMaxLen)
+	if c.MaxLen != 0 && (c.MaxLen < MinMaxLen || c.MaxLen > MaxMaxLen) {
+		return fmt.Errorf("the personal log cap %d is out of range %d..%d", c.MaxLen, MinMaxLen, MaxMaxLen)
 	}
-	if c.TTL != 0 && (c.TTL < time.Minute || c.TTL > 90*24*time.Hour) {
+	if c.TTL != 0 && (c.TTL < MinTTL || c.TTL > MaxTTL) {
 		return fmt.Errorf("the personal log TTL %s is out of range 1m..2160h", c.TTL)
 	}
 	return nil
