@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
-	"github.com/realsync/realsync/store"
+
+	"github.com/realsync/realsync/store/internal/conn"
+	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/janitor"
 )
 
@@ -30,19 +34,19 @@ func (r *recorded) task(name, kind string, err error) janitor.Task {
 }
 
 // newJanitor returns a janitor of 4 shards on backend b with tasks, its
-// leases under a prefix of the test's own, and the store whose Base it
-// runs on.
-func newJanitor(t *testing.T, b redistest.Backend, tasks ...janitor.Task) (*janitor.Janitor, *store.Store, func(int) string) {
+// leases under a prefix of the test's own, the client it runs on, and
+// its lease key.
+func newJanitor(t *testing.T, b redistest.Backend, tasks ...janitor.Task) (*janitor.Janitor, redis.UniversalClient, func(int) string) {
 	t.Helper()
-	st, err := store.Open(t.Context(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
+	c, err := conn.Open(conn.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	tag := func(shard int) string { return "{" + st.Base().Prefix + ":" + string(rune('0'+shard)) + "}" }
-	lease := func(shard int) string { return tag(shard) + ":jtest" }
-	j := janitor.New(janitor.Config{Base: st.Base(), Lease: lease, Schedule: func(shard int) string { return tag(shard) + ":jtestdue" }, Tasks: tasks})
-	return j, st, lease
+	t.Cleanup(func() { c.Close() })
+	base := &redisx.Base{Client: c.Client, Runner: redisx.NewRunner(c.Client, nil), Prefix: redistest.Prefix(t), Shards: 4, PubCmd: c.PubCmd}
+	lease := func(shard int) string { return base.Tag(shard) + ":jtest" }
+	j := janitor.New(janitor.Config{Base: base, Lease: lease, Schedule: func(shard int) string { return base.Tag(shard) + ":jtestdue" }, Tasks: tasks})
+	return j, c.Client, lease
 }
 
 // One instance per shard per lease: a visit whose lease another instance
@@ -55,7 +59,7 @@ func TestVisitTakesTheLease(t *testing.T) {
 			ctx := t.Context()
 			var r recorded
 			boom := errors.New("boom")
-			j, st, lease := newJanitor(t, b, r.task("a", "x", nil), r.task("b", "y", boom), r.task("c", "z", nil))
+			j, client, lease := newJanitor(t, b, r.task("a", "x", nil), r.task("b", "y", boom), r.task("c", "z", nil))
 			// long enough that no pause of a loaded machine lets it lapse
 			// between the visits; its end is brought forward below
 			const ttl = time.Minute
@@ -66,10 +70,10 @@ func TestVisitTakesTheLease(t *testing.T) {
 			if want := (janitor.Report{"x": 1, "y": 1}); !maps.Equal(rep, want) || !slices.Equal(r.calls, []string{"a 2", "b 2"}) {
 				t.Fatalf("report %v, calls %q; want %v, [a 2 b 2]", rep, r.calls, want)
 			}
-			if got := st.Client().Get(ctx, lease(2)).Val(); got != "i1" {
+			if got := client.Get(ctx, lease(2)).Val(); got != "i1" {
 				t.Fatalf("lease held by %q, want i1", got)
 			}
-			if pttl := st.Client().PTTL(ctx, lease(2)).Val(); pttl <= 0 || pttl > ttl {
+			if pttl := client.PTTL(ctx, lease(2)).Val(); pttl <= 0 || pttl > ttl {
 				t.Fatalf("lease's PTTL %v, want within (0, %v]: held for the visit's lease", pttl, ttl)
 			}
 			rep, err = j.Visit(ctx, 2, "i2", ttl)
@@ -79,10 +83,10 @@ func TestVisitTakesTheLease(t *testing.T) {
 			if _, err := j.Visit(ctx, 3, "i2", ttl); !errors.Is(err, boom) || len(r.calls) != 4 {
 				t.Fatalf("another shard's lease is free: %v, calls %q", err, r.calls)
 			}
-			if err := st.Client().PExpire(ctx, lease(2), time.Millisecond).Err(); err != nil {
+			if err := client.PExpire(ctx, lease(2), time.Millisecond).Err(); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); st.Client().Exists(ctx, lease(2)).Val() == 1; time.Sleep(50 * time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); client.Exists(ctx, lease(2)).Val() == 1; time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the lease did not expire")
 				}
@@ -99,7 +103,7 @@ func TestReleaseOnlyTheNamedHolders(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := t.Context()
-			j, st, lease := newJanitor(t, b)
+			j, client, lease := newJanitor(t, b)
 			holders := []string{"dead1", "live", "dead2", ""} // shard 3: nobody
 			for shard, h := range holders {
 				if h == "" {
@@ -113,11 +117,11 @@ func TestReleaseOnlyTheNamedHolders(t *testing.T) {
 				t.Fatal(err)
 			}
 			for shard, want := range []string{"", "live", "", ""} {
-				if got := st.Client().Get(ctx, lease(shard)).Val(); got != want {
+				if got := client.Get(ctx, lease(shard)).Val(); got != want {
 					t.Errorf("shard %d: lease held by %q, want %q", shard, got, want)
 				}
 			}
-			st.Client().Del(ctx, lease(1))
+			client.Del(ctx, lease(1))
 		})
 	}
 }

@@ -139,19 +139,19 @@ func New(cfg Config) *Walks {
 // SetIndexScan makes the index scan SCAN count keys a call, every
 // every-th visit of a shard (tests on a node that holds many others'
 // keys).
-func (r *Walks) SetIndexScan(count, every int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.scanCount, r.scanEvery = count, every
+func (s *Walks) SetIndexScan(count, every int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scanCount, s.scanEvery = count, every
 }
 
-func (r *Walks) get(shard int) *repairWalk {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m[shard] == nil {
-		r.m[shard] = &repairWalk{}
+func (s *Walks) get(shard int) *repairWalk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[shard] == nil {
+		s.m[shard] = &repairWalk{}
 	}
-	return r.m[shard]
+	return s.m[shard]
 }
 
 // Step does one step of shard's repair walk, adding what it repaired to
@@ -490,14 +490,14 @@ func (s *Walks) repairStats(ctx context.Context, shard int, rep janitor.Report) 
 }
 
 // count and every are the index scan's SCAN COUNT and visits between calls.
-func (r *Walks) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.scanCount
+func (s *Walks) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scanCount
 }
 
-func (r *Walks) every() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.scanEvery
+func (s *Walks) every() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scanEvery
 }
