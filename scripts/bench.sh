@@ -341,6 +341,10 @@ while True:
   for _ in $(seq 50); do redis-cli -p "$1" ping >/dev/null 2>&1 && redis-cli -p "$3" ping >/dev/null 2>&1 && break; sleep 0.1; done
   i=0
   for p in $cluster_ports; do
+    # a config epoch of its own, as redis-cli --cluster create sets (and
+    # internal/redistest): left at 0, the nodes settle their collisions by
+    # gossip after cluster_state:ok
+    redis-cli -p "$p" cluster set-config-epoch $((i + 1)) >/dev/null
     redis-cli -p "$p" cluster addslotsrange $((i * 16384 / 3)) $(((i + 1) * 16384 / 3 - 1)) >/dev/null
     [ "$p" = "$1" ] || redis-cli -p "$p" cluster meet 127.0.0.1 "$1" >/dev/null
     i=$((i + 1))
