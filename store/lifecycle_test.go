@@ -20,6 +20,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/janitor"
 	"github.com/realsync/realsync/store/userlog"
 )
 
@@ -27,15 +28,24 @@ import (
 // wins it) and adds up the reports.
 func sweepAll(tb testing.TB, s *store.Store, total store.Report) {
 	tb.Helper()
+	ctx := context.Background()
 	for shard := range 8 {
-		rep, err := s.Sweep(context.Background(), shard, "test", time.Millisecond)
+		// the lease of an earlier visit by "test" (this helper's, or a
+		// test's own sweeper's) goes first, so this visit runs: a 1 ms
+		// lease may outlive a sleep on the embedded store, whose clock
+		// applies expiries on ticks of 10 ms and more when it is busy
+		// (store/internal/conn, embedded.go), and the visit would be
+		// skipped (CI run S: an unheld entry left after the last round)
+		if err := s.Base().Runner.Run(ctx, janitor.ReleaseCall(s.JanitorKey(shard), "test")).Err(); err != nil {
+			tb.Fatal(err)
+		}
+		rep, err := s.Sweep(ctx, shard, "test", time.Millisecond)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		for k, n := range rep {
 			total[k] += n
 		}
-		time.Sleep(time.Millisecond) // the lease lapses
 	}
 }
 
