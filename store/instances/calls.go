@@ -1,9 +1,7 @@
 package instances
 
 import (
-	"context"
 	_ "embed"
-	"fmt"
 
 	"github.com/realsync/realsync/internal/fleet"
 	"github.com/realsync/realsync/store/internal/redisx"
@@ -42,17 +40,4 @@ type reapCall struct {
 func (reapCall) Script() *redisx.Script { return reapScript }
 func (c reapCall) KeysArgs() ([]string, []any) {
 	return []string{c.live}, []any{c.batch}
-}
-
-// run runs call and returns what follows its "OK".
-func run(ctx context.Context, b *redisx.Base, call redisx.Call) ([]any, error) {
-	res, err := b.Runner.Run(ctx, call).Result()
-	if err != nil {
-		return nil, redisx.Wrap(err)
-	}
-	arr, _ := res.([]any)
-	if len(arr) < 2 || arr[0] != "OK" {
-		return nil, fmt.Errorf("instances: unexpected reply %v", res)
-	}
-	return arr[1:], nil
 }

@@ -57,7 +57,7 @@ func (r *Registry) Pattern() string { return r.tag() + "*" }
 // renews the instance for the TTL, by Redis' clock; true when it was still
 // registered.
 func (r *Registry) HeartbeatInstance(ctx context.Context, in fleet.Instance) (bool, error) {
-	rest, err := run(ctx, r.b, heartbeatCall{live: r.live(), hash: r.instance(in.ID), in: in, ttlMs: r.ttl.Milliseconds()})
+	rest, err := r.b.RunOK(ctx, heartbeatCall{live: r.live(), hash: r.instance(in.ID), in: in, ttlMs: r.ttl.Milliseconds()})
 	if err != nil {
 		return false, err
 	}
@@ -87,7 +87,7 @@ func (r *Registry) DeregisterInstance(ctx context.Context, id string) error {
 func (r *Registry) ReapInstances(ctx context.Context) ([]string, error) {
 	var reaped []string
 	for {
-		rest, err := run(ctx, r.b, reapCall{live: r.live(), batch: reapBatch})
+		rest, err := r.b.RunOK(ctx, reapCall{live: r.live(), batch: reapBatch})
 		if err != nil {
 			return reaped, err
 		}

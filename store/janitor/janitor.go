@@ -12,7 +12,6 @@ import (
 	"context"
 	_ "embed"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -102,8 +101,8 @@ func (j *Janitor) Visit(ctx context.Context, shard int, instance string, lease t
 	rep := Report{}
 	// a script (not SET NX), so that a full Redis lets the visit that
 	// gives memory back take its lease (lua/janitor_lease.lua)
-	res, err := run(ctx, j.cfg.Base, leaseTakeCall{lease: j.cfg.Lease(shard), schedule: j.cfg.Schedule(shard), instance: instance, ttl: lease})
-	if err != nil || res != 1 {
+	res, err := j.cfg.Base.RunOK(ctx, leaseTakeCall{lease: j.cfg.Lease(shard), schedule: j.cfg.Schedule(shard), instance: instance, ttl: lease})
+	if err != nil || res[0] != int64(1) {
 		return rep, err
 	}
 	for _, task := range j.cfg.Tasks {
@@ -134,7 +133,7 @@ func (j *Janitor) Release(ctx context.Context, ids []string) error {
 		if !slices.Contains(ids, h.Val()) {
 			continue
 		}
-		if _, err := run(ctx, b, leaseReleaseCall{lease: j.cfg.Lease(shard), ids: ids}); err != nil {
+		if _, err := b.RunOK(ctx, leaseReleaseCall{lease: j.cfg.Lease(shard), ids: ids}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -178,20 +177,6 @@ func (c leaseReleaseCall) KeysArgs() ([]string, []any) {
 		args[i] = id
 	}
 	return []string{c.lease}, args
-}
-
-// run runs call, whose reply is {"OK", 0 or 1}, and returns the number.
-func run(ctx context.Context, b *redisx.Base, call redisx.Call) (int64, error) {
-	res, err := b.Runner.Run(ctx, call).Result()
-	if err != nil {
-		return 0, redisx.Wrap(err)
-	}
-	arr, _ := res.([]any)
-	if len(arr) != 2 || arr[0] != "OK" {
-		return 0, fmt.Errorf("janitor: unexpected reply %v", res)
-	}
-	n, _ := arr[1].(int64)
-	return n, nil
 }
 
 // ReleaseCall is janitor_release.lua on any lease key (a string holding

@@ -1,6 +1,8 @@
 package redisx
 
 import (
+	"context"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 
@@ -37,4 +39,18 @@ func UserShard(uid string, shards int) int {
 	h := fnv.New32a()
 	h.Write([]byte(uid))
 	return int(h.Sum32() % uint32(shards))
+}
+
+// RunOK runs call, a script whose reply is {"OK", ...}, and returns what
+// follows the "OK"; any other reply is an error naming the script.
+func (b *Base) RunOK(ctx context.Context, call Call) ([]any, error) {
+	res, err := b.Runner.Run(ctx, call).Result()
+	if err != nil {
+		return nil, Wrap(err)
+	}
+	arr, _ := res.([]any)
+	if len(arr) < 2 || arr[0] != "OK" {
+		return nil, fmt.Errorf("%s: unexpected reply %v", call.Script().Name, res)
+	}
+	return arr[1:], nil
 }
