@@ -56,6 +56,8 @@ type Clients struct {
 	// Bound is each store call's own deadline (callBound); 0: none (the
 	// embedded store, or a URL whose read_timeout waits forever).
 	Bound time.Duration
+
+	nearest *nearest // Reads' routing by latency; nil: none
 }
 
 // How long a Redis connection may take to open, a command to answer, and
@@ -155,7 +157,7 @@ func Open(cfg Config) (*Clients, error) {
 		if cfg.ReadFromReplicas != "" && cfg.ReadFromReplicas != ReplicasOff {
 			// the same layout, READONLY sent by the reader itself
 			// (readerClient)
-			c.Reads = readerClient(opt, cfg.ReadFromReplicas)
+			c.Reads, c.nearest = readerClient(opt, cfg.ReadFromReplicas, c.Slots.RTT)
 		}
 		c.PubCmd = "SPUBLISH" // sharded: a publish reaches only the slot's node
 	case cfg.RedisURL != "":
@@ -210,6 +212,9 @@ func (c *Clients) Close() error {
 	err := errors.Join(c.Client.Close(), c.Probe.Close(), c.Renewals.Close())
 	if c.Reads != nil {
 		err = errors.Join(err, c.Reads.Close())
+	}
+	if c.nearest != nil {
+		c.nearest.Close()
 	}
 	if c.Slots != nil {
 		err = errors.Join(err, c.Slots.Close())

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -36,7 +37,7 @@ const (
 	// replicas at random (skipping failing nodes).
 	ReplicasRandom ReplicaReads = "random"
 	// ReplicasLatency reads browsing reads from the shard's node (master or
-	// replica) of the lowest measured latency.
+	// replica) of the lowest measured latency (nearest.go).
 	ReplicasLatency ReplicaReads = "latency"
 )
 
@@ -64,8 +65,9 @@ func ParseReplicaReads(s string) (ReplicaReads, error) {
 // routes the failed commands again, so a dead replica's reads go to its
 // master within the same call. A second client, not ReadOnly on the main one: that would
 // send every read-only command of the store to replicas, joins' and room
-// reads' included.
-func readerClient(opt redis.ClusterOptions, mode ReplicaReads) redis.UniversalClient {
+// reads' included. With ReplicasLatency, near measures the nodes with rtt
+// until closed (nil otherwise).
+func readerClient(opt redis.ClusterOptions, mode ReplicaReads, rtt func(context.Context, string) (time.Duration, error)) (_ redis.UniversalClient, near *nearest) {
 	opt.ReadOnly = true
 	opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 		return cn.ReadOnly(ctx).Err()
@@ -74,7 +76,8 @@ func readerClient(opt redis.ClusterOptions, mode ReplicaReads) redis.UniversalCl
 	case ReplicasRandom:
 		opt.RouteRandomly = true
 	case ReplicasLatency:
-		opt.RouteByLatency = true
+		near = newNearest(opt.ClusterSlots, rtt)
+		opt.ClusterSlots = near.Slots
 	}
-	return redis.NewClusterClient(&opt)
+	return redis.NewClusterClient(&opt), near
 }

@@ -97,6 +97,18 @@ func (l *SlotSource) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 	return nil, firstErr
 }
 
+// RTT is the round trip of a PING to the node at addr, through the
+// node's client of the source.
+func (l *SlotSource) RTT(ctx context.Context, addr string) (time.Duration, error) {
+	c := l.client(addr)
+	if c == nil {
+		return 0, errLayoutClosed
+	}
+	start := time.Now()
+	err := c.Ping(ctx).Err()
+	return time.Since(start), err
+}
+
 // client is the client of the node at addr, nil once closed.
 func (l *SlotSource) client(addr string) *redis.Client {
 	l.mu.Lock()

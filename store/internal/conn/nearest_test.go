@@ -1,0 +1,189 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redistest"
+)
+
+func TestRoute(t *testing.T) {
+	m, r1, r2 := redis.ClusterNode{Addr: "m:1"}, redis.ClusterNode{Addr: "r:1"}, redis.ClusterNode{Addr: "r:2"}
+	whole := []redis.ClusterNode{m, r1, r2}
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name string
+		rtt  map[string]time.Duration
+		want []redis.ClusterNode
+	}{
+		{"nothing measured: kept whole", map[string]time.Duration{}, whole},
+		{"a replica nearest", map[string]time.Duration{"m:1": 3 * ms, "r:1": 2 * ms, "r:2": ms}, []redis.ClusterNode{m, r2}},
+		{"the master nearest: alone", map[string]time.Duration{"m:1": ms, "r:1": 2 * ms, "r:2": 3 * ms}, []redis.ClusterNode{m}},
+		{"a failed node passed over", map[string]time.Duration{"m:1": 3 * ms, "r:1": 2 * ms, "r:2": failed}, []redis.ClusterNode{m, r1}},
+		{"only some measured: the nearest of those", map[string]time.Duration{"r:2": 5 * ms}, []redis.ClusterNode{m, r2}},
+		{"every node failed: kept whole", map[string]time.Duration{"m:1": failed, "r:1": failed, "r:2": failed}, whole},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := []redis.ClusterSlot{{Start: 0, End: 100, Nodes: whole}}
+			got := route(in, tc.rtt)
+			if len(got) != 1 || got[0].Start != 0 || got[0].End != 100 || !reflect.DeepEqual(got[0].Nodes, tc.want) {
+				t.Errorf("route = %+v, want the range with %v", got, tc.want)
+			}
+			if !reflect.DeepEqual(in[0].Nodes, whole) {
+				t.Errorf("route changed its input: %v", in[0].Nodes)
+			}
+		})
+	}
+}
+
+// ReplicasLatency's reader reads each shard's browsing reads from the node
+// measured nearest, master or replica, and passes over a node whose PING
+// fails. The round trips are the real PINGs' plus a delay the test adds per
+// node (on loopback every node is about as near).
+func TestNearestRoutesReadsByLatency(t *testing.T) {
+	c, err := redistest.StartClusterWithReplicas(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	// a key of each master, with its master and replica
+	type shard struct {
+		key             string
+		master, replica string
+	}
+	var shards []shard
+	for i := 0; len(shards) < 2 && i < 100; i++ {
+		key := "k" + strconv.Itoa(i)
+		slot, err := c.Slot(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, rs, err := c.Shard(ctx, slot)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("shard of %s: %v %v, %v", key, m, rs, err)
+		}
+		if len(shards) == 0 || shards[0].master != m.Addr {
+			shards = append(shards, shard{key, m.Addr, rs[0].Addr})
+		}
+	}
+
+	slots := NewSlotSource(c.Addrs(), time.Second, 2*time.Second)
+	t.Cleanup(func() { slots.Close() })
+	var mu sync.Mutex
+	added := map[string]time.Duration{} // by node; < 0: its PING fails
+	rtt := func(ctx context.Context, addr string) (time.Duration, error) {
+		d, err := slots.RTT(ctx, addr)
+		mu.Lock()
+		defer mu.Unlock()
+		if added[addr] < 0 {
+			return 0, errors.New("unreachable")
+		}
+		return d + added[addr], err
+	}
+	set := func(d map[string]time.Duration) {
+		mu.Lock()
+		added = d
+		mu.Unlock()
+	}
+	reader, near := readerClient(redis.ClusterOptions{Addrs: c.Addrs(), ClusterSlots: slots.Slots,
+		ClusterStateReloadInterval: time.Second, Protocol: 2}, ReplicasLatency, rtt)
+	t.Cleanup(func() {
+		reader.Close()
+		near.Close()
+	})
+
+	// reads reads each shard's key until, in one round of 20 reads each,
+	// every read of a shard went to the node want names, or 15 s passed
+	// (the layout is read again about every second while reads flow).
+	reads := func(t *testing.T, want map[string]string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			resetGets(t, c.Addrs())
+			for _, s := range shards {
+				for range 20 {
+					if err := reader.Get(ctx, s.key).Err(); err != nil && err != redis.Nil {
+						t.Fatalf("GET %s: %v", s.key, err)
+					}
+				}
+			}
+			got := map[string]int{}
+			for _, a := range c.Addrs() {
+				got[a] = gets(t, a)
+			}
+			ok := true
+			for _, s := range shards {
+				ok = ok && got[want[s.key]] == 20
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reads per node %v; want 20 of each key on %v", got, want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	a, b := shards[0], shards[1]
+
+	t.Run("the replicas nearest", func(t *testing.T) {
+		set(map[string]time.Duration{a.master: 20 * time.Millisecond, b.master: 20 * time.Millisecond})
+		near.measure(ctx)
+		reads(t, map[string]string{a.key: a.replica, b.key: b.replica})
+	})
+	t.Run("one master nearest", func(t *testing.T) {
+		set(map[string]time.Duration{a.replica: 20 * time.Millisecond, b.master: 20 * time.Millisecond})
+		near.measure(ctx)
+		reads(t, map[string]string{a.key: a.master, b.key: b.replica})
+	})
+	t.Run("a replica whose PING fails passed over", func(t *testing.T) {
+		set(map[string]time.Duration{a.master: 20 * time.Millisecond, b.master: 20 * time.Millisecond, b.replica: -1})
+		near.measure(ctx)
+		reads(t, map[string]string{a.key: a.replica, b.key: b.master})
+	})
+}
+
+// resetGets zeroes the command counters of the nodes at addrs.
+func resetGets(t *testing.T, addrs []string) {
+	t.Helper()
+	for _, a := range addrs {
+		cl := redis.NewClient(&redis.Options{Addr: a})
+		err := cl.ConfigResetStat(t.Context()).Err()
+		cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// gets is how many GETs the node at addr answered (INFO commandstats).
+func gets(t *testing.T, addr string) int {
+	t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: addr})
+	defer cl.Close()
+	info, err := cl.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(l, "cmdstat_get:calls="); ok {
+			n, _, _ := strings.Cut(rest, ",")
+			v, err := strconv.Atoi(n)
+			if err != nil {
+				t.Fatal(fmt.Errorf("%q: %w", l, err))
+			}
+			return v
+		}
+	}
+	return 0
+}
