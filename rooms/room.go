@@ -99,7 +99,7 @@ type Room struct {
 // Joinable reports whether anyone may join r without an invite code: it
 // is public, waiting, unlocked and has a seat neither taken nor reserved.
 // The one rule of what the lobby shows, quick-join picks and the joinable
-// and fill indexes hold (store/lua/prelude.lua places rooms by the same
+// and fill indexes hold (store/internal/roomlua/lua/prelude.lua places rooms by the same
 // fields).
 func (r *Room) Joinable() bool {
 	return r.Visibility == Public && r.Status == Waiting && !r.Locked && r.PlayerCount+r.ReservedSeats < r.MaxPlayers
@@ -109,7 +109,7 @@ func (r *Room) Joinable() bool {
 // it: nothing of a private room (ErrRoomNotFound, the answer for a room
 // that does not exist, so ids and codes cannot be probed), and that they
 // are not a member of a public one (ErrNotMember); nil for members and the
-// server. The scripts' deny() (store/lua/prelude.lua) answers the same.
+// server. The scripts' deny() (store/internal/roomlua/lua/prelude.lua) answers the same.
 func (r *Room) Refusal(u User) error {
 	if _, ok := r.Member(u.ID); ok || u.Server {
 		return nil

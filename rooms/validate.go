@@ -18,7 +18,7 @@ import (
 const (
 	DefaultMaxPlayers = 8
 	// MaxPlayersLimit bounds a room's seats. The stores' fill index writes
-	// the seats left in three digits (store/lua/prelude.lua, fill_member;
+	// the seats left in three digits (store/internal/roomlua/lua/prelude.lua, fill_member;
 	// store's TestQuickJoinFillOrderAtTheSeatLimit fails past 100).
 	MaxPlayersLimit = 100
 	MaxAttributes   = 16

@@ -15,6 +15,7 @@ import (
 	"github.com/realsync/realsync/store/internal/conn"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/roomlua"
 )
 
 // Test-only access to key names and events, so tests can read Redis
@@ -44,9 +45,9 @@ func (s *Store) EvalShaArgs(ctx context.Context, script, id, uid string) ([]stri
 	if err != nil {
 		return nil, err
 	}
-	var call redisx.Call = joinCall{scope, uid, `"bench"`, ""}
+	var call redisx.Call = roomlua.JoinCall{Scope: scope, User: uid, NameJSON: `"bench"`}
 	if script == "patch" {
-		call = patchCall{s.scope(shard, id), uid, -1, rooms.State{"k": []byte("1")}, nil}
+		call = roomlua.PatchCall{Scope: s.env.Scope(shard, id), Caller: uid, IfMatch: -1, Set: rooms.State{"k": []byte("1")}}
 	}
 	sc := call.Script()
 	keys, args := call.KeysArgs()
@@ -167,10 +168,10 @@ func (s *Store) BatchLanesBusy() int {
 }
 
 // LibraryName is the name of the store's Functions library.
-func LibraryName() string { return library.Name }
+func LibraryName() string { return roomlua.Library.Name }
 
 // QuickJoinSHA is the SHA1 of quick_join as EVALSHA runs it.
-func QuickJoinSHA() string { return quickJoin.Hash() }
+func QuickJoinSHA() string { return roomlua.QuickJoinCall{}.Script().Hash() }
 
 // UsesFunctions says whether the mutations run as FCALL of the library.
 func (s *Store) UsesFunctions() bool { return s.runner.Functions() }
@@ -184,7 +185,7 @@ func (s *Store) LeaveSlowly(ctx context.Context, u rooms.User, id string) (func(
 		return nil, err
 	}
 	before := s.held.Value(ctx, u.ID, id)
-	rest, err := s.result(ctx, removeCall{scope, u.ID, "", "left", false})
+	rest, err := s.result(ctx, roomlua.RemoveCall{Scope: scope, Caller: u.ID, Reason: "left"})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/roomlua"
 	"github.com/realsync/realsync/store/janitor"
 )
 
@@ -138,7 +139,7 @@ func (s *Store) sweepRoom(ctx context.Context, shard int, id string, rep Report)
 	if err != nil {
 		return err
 	}
-	rest, err := s.result(ctx, sweepCall{scope, s.grace.Milliseconds()})
+	rest, err := s.result(ctx, roomlua.SweepCall{Scope: scope, GraceMs: s.grace.Milliseconds()})
 	if err != nil {
 		return err
 	}

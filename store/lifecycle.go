@@ -7,6 +7,7 @@ import (
 
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/roomlua"
 )
 
 // Lifecycle says when the janitor closes rooms and drops idle event logs.
@@ -44,8 +45,9 @@ func (l Lifecycle) firstCheck() string {
 	return strconv.FormatInt(first.Milliseconds(), 10)
 }
 
-func (l Lifecycle) argv() []any {
-	return []any{l.IdleTimeout.Milliseconds(), l.FinishedRetention.Milliseconds(),
+// rules are l as room_lifecycle.lua takes them (roomlua.LifecycleCall).
+func (l Lifecycle) rules() [4]int64 {
+	return [4]int64{l.IdleTimeout.Milliseconds(), l.FinishedRetention.Milliseconds(),
 		l.MaxLifetime.Milliseconds(), l.LogIdleTrim.Milliseconds()}
 }
 
@@ -58,7 +60,7 @@ func (s *Store) lifecycleRoom(ctx context.Context, shard int, id string) (string
 	if err != nil {
 		return "", err
 	}
-	rest, err := s.result(ctx, lifecycleCall{scope, s.life})
+	rest, err := s.result(ctx, roomlua.LifecycleCall{Scope: scope, Rules: s.life.rules()})
 	if err != nil {
 		return "", err
 	}
@@ -91,7 +93,7 @@ func (s *Store) repairRoom(ctx context.Context, shard int, id string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	rest, err := s.result(ctx, roomRepairCall{scope})
+	rest, err := s.result(ctx, roomlua.RoomRepairCall{Scope: scope})
 	if err != nil {
 		return nil, err
 	}

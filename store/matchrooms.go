@@ -16,6 +16,7 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/roomlua"
 )
 
 var _ matchmaking.RoomOpener = (*Store)(nil)
@@ -129,9 +130,9 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 	if !ok {
 		return fmt.Errorf("store: match room id %q", id)
 	}
-	attrs := []byte(`{"matchId":` + jsonString(p.Attributes["matchId"].(string)) + `}`)
+	attrs := []byte(`{"matchId":` + roomlua.JSONString(p.Attributes["matchId"].(string)) + `}`)
 	recorded := false
-	for range maxCollisionRetries {
+	for range roomlua.CollisionRetries {
 		if _, _, err := s.Get(ctx, id, false); err == nil {
 			return nil
 		} else if !errors.Is(err, rooms.ErrRoomNotFound) {
@@ -144,20 +145,20 @@ func (s *Store) createWithID(ctx context.Context, u rooms.User, p rooms.NewRoom,
 			recorded = true
 		}
 		code := layout.NewCode(shard, s.shards)
-		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, 0, code, false)}
+		call := roomlua.CreateCall{Scope: s.env.Indexed(shard, id, p.Mode, p.Region), Room: s.newRoom(u, p, attrs, 0, code, false)}
 		_, err := s.runThenRead(ctx, call, shard, id, false)
-		if errors.Is(err, errIDTaken) {
+		if errors.Is(err, roomlua.ErrIDTaken) {
 			if _, _, err := s.Get(ctx, id, false); !errors.Is(err, rooms.ErrRoomNotFound) {
 				return err // nil: a concurrent repair made it
 			}
 			return fmt.Errorf("store: match room %s was made and is gone: %w", id, rooms.ErrRoomNotFound)
 		}
-		if errors.Is(err, errCodeTaken) {
+		if errors.Is(err, roomlua.ErrCodeTaken) {
 			continue // the code
 		}
 		return err
 	}
-	return fmt.Errorf("store: %d collisions in a row creating match room %s", maxCollisionRetries, id)
+	return fmt.Errorf("store: %d collisions in a row creating match room %s", roomlua.CollisionRetries, id)
 }
 
 // ReserveMatchSeats implements matchmaking.RoomOpener: the server holds

@@ -8,10 +8,8 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/layout"
+	"github.com/realsync/realsync/store/internal/roomlua"
 )
-
-// messageLogLen caps a room's message log (MAXLEN ~ keeps at least this).
-const messageLogLen = rooms.MessageHistoryMin
 
 // SendMessage implements rooms.MessageStore.
 func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m rooms.Message) (int64, error) {
@@ -23,10 +21,10 @@ func (s *Store) SendMessage(ctx context.Context, u rooms.User, id string, m room
 	if !ok {
 		return 0, rooms.ErrRoomNotFound
 	}
-	call := messageSendCall{roomScope: s.scope(shard, id), caller: c, typeJSON: jsonString(m.Type), data: []byte(m.Data), to: m.To}
+	call := roomlua.MessageSendCall{Scope: s.env.Scope(shard, id), Caller: c, TypeJSON: roomlua.JSONString(m.Type), Data: []byte(m.Data), To: m.To}
 	if m.Key != "" {
 		// a key is visible ASCII, without spaces: the first space ends it
-		call.key, call.digest = m.Key+" "+u.ID, rooms.MessageDigest(m.Type, call.data, m.To)
+		call.Key, call.Digest = m.Key+" "+u.ID, rooms.MessageDigest(m.Type, call.Data, m.To)
 	}
 	rest, err := s.result(ctx, call)
 	if err != nil {
@@ -51,7 +49,7 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 		end = strconv.FormatInt(before-1, 10) + "-0" // "0-0" holds nothing
 	}
 	k := s.keys.MessageKeys(shard, id)
-	rest, err := s.result(ctx, messageListCall{room: k[0], users: k[1], messages: k[2], caller: c, end: end, count: 4 * messageLogLen})
+	rest, err := s.result(ctx, roomlua.MessageListCall{Room: k[0], Users: k[1], Messages: k[2], Caller: c, End: end, Count: 4 * roomlua.MessageLogLen})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -20,7 +20,7 @@ import (
 // block.
 type Metrics interface {
 	// ScriptCall records one run of a Lua script: script is its file name
-	// in lua/ without ".lua" (room_join), d the time of its round trip (of
+	// in store/internal/roomlua/lua/ without ".lua" (room_join), d the time of its round trip (of
 	// the whole MULTI/EXEC when the room is read in the same transaction),
 	// outcome the first element of its reply ("OK" or an error status such
 	// as ROOM_FULL), or "unavailable" (Redis unreachable, timed out, or
@@ -62,7 +62,7 @@ func (s *Store) observe(m Metrics) {
 }
 
 // scriptOf returns the name of the script cmd runs, "" when cmd runs none.
-// An unknown script (none of lua/) is "unknown".
+// An unknown script (none of the scripts) is "unknown".
 func scriptOf(cmd redis.Cmder) string {
 	args := cmd.Args()
 	if len(args) < 2 {

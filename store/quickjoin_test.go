@@ -498,7 +498,7 @@ func TestQuickJoinWithoutCreateSearchesEveryStripe(t *testing.T) {
 // rooms.MaxPlayersLimit seats, two players short and one short, a
 // quick-join picks the fuller although it is the younger. The fill index
 // orders rooms by the seats left, which the scripts write in three digits
-// (lua/prelude.lua, fill_member): a seat limit past 100 would sort a
+// (store/internal/roomlua/lua/prelude.lua, fill_member): a seat limit past 100 would sort a
 // fuller room after an emptier one, and this test would fail.
 func TestQuickJoinFillOrderAtTheSeatLimit(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -16,24 +15,14 @@ import (
 
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/roomlua"
 )
 
-// errCodeTaken: a fresh room id or invite code collided; the caller retries
-// with new random ones. errIDTaken is errCodeTaken for the id: a room, or
-// a closed room's log, holds it.
-var (
-	errCodeTaken = errors.New("store: room id or invite code taken")
-	errIDTaken   = fmt.Errorf("%w: the id", errCodeTaken)
-)
+var _ rooms.Matchmaker = (*Store)(nil)
 
-// errJoinableExists: a quick-join create found a joinable room meanwhile.
-var errJoinableExists = errors.New("store: a joinable room exists")
-
-const maxCollisionRetries = 5
-
-// common is the ARGV every mutation script starts with (lua/prelude.lua).
-func (s *Store) common(shard int, id string) []any {
-	return []any{id, s.keys.Channel(shard, id), s.pubcmd, layout.EventTag(), s.argv[0], s.argv[1]}
+// QuickJoin implements rooms.Matchmaker: store/quickjoin.
+func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
+	return s.quick.QuickJoin(ctx, u, mode, regions, filters, create)
 }
 
 // Create implements rooms.Store. The room lives in a stripe of its (mode,
@@ -44,7 +33,7 @@ func (s *Store) Create(ctx context.Context, u rooms.User, p rooms.NewRoom) (room
 }
 
 // create creates p; with onlyIfNone, only when no joinable room of its mode
-// and region exists (errJoinableExists otherwise).
+// and region exists (roomlua.ErrJoinableExists otherwise).
 func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyIfNone bool) (rooms.Joined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.Joined{}, err
@@ -55,33 +44,33 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 	}
 	shard := s.stripes.RandomCreateShard(p.Mode, p.Region)
 	_, size := rooms.StateTotals(p.State)
-	for range maxCollisionRetries {
+	for range roomlua.CollisionRetries {
 		id := layout.NewRoomID(shard)
 		code := ""
 		if p.Visibility == rooms.Private {
 			code = layout.NewCode(shard, s.shards)
 		}
-		call := createCall{s.indexedScope(shard, id, p.Mode, p.Region), s.newRoom(u, p, attrs, size, code, onlyIfNone)}
+		call := roomlua.CreateCall{Scope: s.env.Indexed(shard, id, p.Mode, p.Region), Room: s.newRoom(u, p, attrs, size, code, onlyIfNone)}
 		h, err := s.held.Reserve(ctx, u.ID, id, true)
 		if err != nil {
 			return rooms.Joined{}, err
 		}
 		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
-		if notRun(err) {
+		if roomlua.NotRun(err) {
 			s.held.Release(ctx, h)
 		}
-		if errors.Is(err, errCodeTaken) {
+		if errors.Is(err, roomlua.ErrCodeTaken) {
 			continue
 		}
 		return j, err
 	}
-	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
+	return rooms.Joined{}, fmt.Errorf("store: %d id collisions in a row", roomlua.CollisionRetries)
 }
 
 // newRoom is room p created by u, with the encoded attributes and the
 // state's size, its invite code ("" public), as room_create takes it.
-func (s *Store) newRoom(u rooms.User, p rooms.NewRoom, attrs []byte, size int, code string, onlyIfNone bool) newRoom {
-	return newRoom{p: p, owner: u, attrs: attrs, code: code, stateSize: size, onlyIfNone: onlyIfNone, firstCheck: s.life.firstCheck()}
+func (s *Store) newRoom(u rooms.User, p rooms.NewRoom, attrs []byte, size int, code string, onlyIfNone bool) roomlua.NewRoom {
+	return roomlua.NewRoom{P: p, Owner: u, Attrs: attrs, Code: code, StateSize: size, OnlyIfNone: onlyIfNone, FirstCheck: s.life.firstCheck()}
 }
 
 // Get implements rooms.Store with one consistent read.
@@ -131,8 +120,8 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	j, err := s.joined(s.runThenRead(ctx, joinCall{scope, u.ID, jsonString(u.Name), code}, shard, id, false))
-	if notRun(err) {
+	j, err := s.joined(s.runThenRead(ctx, roomlua.JoinCall{Scope: scope, User: u.ID, NameJSON: roomlua.JSONString(u.Name), Code: code}, shard, id, false))
+	if roomlua.NotRun(err) {
 		s.held.Release(ctx, h)
 	}
 	return j, err
@@ -144,7 +133,7 @@ func (s *Store) joined(r ran, err error) (rooms.Joined, error) {
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	rest, err := reply(r.cmd)
+	rest, err := roomlua.Reply(r.cmd)
 	if err != nil {
 		return rooms.Joined{}, err
 	}
@@ -189,7 +178,7 @@ func (s *Store) remove(ctx context.Context, id string, u rooms.User, target, rea
 	if leaver != "" {
 		before = s.held.Value(ctx, leaver, id)
 	}
-	rest, err := s.result(ctx, removeCall{scope, c, target, reason, ban})
+	rest, err := s.result(ctx, roomlua.RemoveCall{Scope: scope, Caller: c, Target: target, Reason: reason, Ban: ban})
 	if err != nil {
 		return err
 	}
@@ -245,41 +234,41 @@ func (s *Store) Update(ctx context.Context, u rooms.User, id string, p rooms.Upd
 	if err != nil {
 		return rooms.Room{}, err
 	}
-	for range maxCollisionRetries {
-		call := updateCall{scope, c, changes, layout.NewCode(shard, s.shards)}
+	for range roomlua.CollisionRetries {
+		call := roomlua.UpdateCall{Scope: scope, Caller: c, Changes: changes, NewCode: layout.NewCode(shard, s.shards)}
 		j, err := s.joined(s.runThenRead(ctx, call, shard, id, false))
-		if errors.Is(err, errCodeTaken) {
+		if errors.Is(err, roomlua.ErrCodeTaken) {
 			continue
 		}
 		return j.Room, err
 	}
-	return rooms.Room{}, fmt.Errorf("store: %d invite code collisions in a row", maxCollisionRetries)
+	return rooms.Room{}, fmt.Errorf("store: %d invite code collisions in a row", roomlua.CollisionRetries)
 }
 
 // changesOf is p as room_update takes it.
-func changesOf(p rooms.UpdateParams) (roomChanges, error) {
-	var out roomChanges
+func changesOf(p rooms.UpdateParams) (roomlua.RoomChanges, error) {
+	var out roomlua.RoomChanges
 	if p.Name != nil {
-		out.name, out.nameJSON = *p.Name, jsonString(*p.Name)
+		out.Name, out.NameJSON = *p.Name, roomlua.JSONString(*p.Name)
 	}
 	if p.Status != nil {
-		out.status = string(*p.Status)
+		out.Status = string(*p.Status)
 	}
 	if p.Locked != nil {
-		out.locked = map[bool]string{false: "0", true: "1"}[*p.Locked]
+		out.Locked = map[bool]string{false: "0", true: "1"}[*p.Locked]
 	}
 	if p.MaxPlayers != nil {
-		out.maxPlayers = strconv.Itoa(*p.MaxPlayers)
+		out.MaxPlayers = strconv.Itoa(*p.MaxPlayers)
 	}
 	if p.Visibility != nil {
-		out.visibility = string(*p.Visibility)
+		out.Visibility = string(*p.Visibility)
 	}
 	if p.Attributes != nil {
 		b, err := json.Marshal(*p.Attributes)
 		if err != nil {
-			return roomChanges{}, fmt.Errorf("store: attributes: %w", err)
+			return roomlua.RoomChanges{}, fmt.Errorf("store: attributes: %w", err)
 		}
-		out.attributes = string(b)
+		out.Attributes = string(b)
 	}
 	return out, nil
 }
@@ -298,7 +287,7 @@ func (s *Store) Delete(ctx context.Context, u rooms.User, id string) error {
 	if c != "" {
 		before = s.held.Value(ctx, c, id)
 	}
-	if _, err = s.result(ctx, deleteCall{scope, c}); err != nil {
+	if _, err = s.result(ctx, roomlua.DeleteCall{Scope: scope, Caller: c}); err != nil {
 		return err
 	}
 	// the owner's entry at once, as a leave's (the others' with the
@@ -317,25 +306,11 @@ func (s *Store) PatchState(ctx context.Context, u rooms.User, id string, p rooms
 	if !ok {
 		return rooms.Versions{}, rooms.ErrRoomNotFound
 	}
-	rest, err := s.result(ctx, patchCall{s.scope(shard, id), c, p.IfMatch, p.Set, p.Del})
+	rest, err := s.result(ctx, roomlua.PatchCall{Scope: s.env.Scope(shard, id), Caller: c, IfMatch: p.IfMatch, Set: p.Set, Del: p.Del})
 	if err != nil {
 		return rooms.Versions{}, err
 	}
 	return rooms.Versions{Version: layout.ToInt64(rest[0]), StateVersion: layout.ToInt64(rest[1])}, nil
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-func sortedKeys(m rooms.State) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // ReserveSeats implements rooms.SeatReserver with one script.
@@ -359,13 +334,13 @@ func (s *Store) reserveSeats(ctx context.Context, u rooms.User, id string, userI
 	if err != nil {
 		return rooms.Reservation{}, err
 	}
-	cmd := s.runner.Run(ctx, reserveSeatsCall{scope, c, ttl.Milliseconds(), seatCap, matcher, userIDs})
-	if refused := refusedUsers(cmd); refused != nil && matcher != "" {
+	cmd := s.runner.Run(ctx, roomlua.ReserveSeatsCall{Scope: scope, Caller: c, TTLMs: ttl.Milliseconds(), SeatCap: seatCap, Matcher: matcher, Users: userIDs})
+	if refused := roomlua.RefusedUsers(cmd); refused != nil && matcher != "" {
 		return rooms.Reservation{}, &matchmaking.SeatsRefusedError{Users: refused}
 	} else if refused != nil { // the owner's or the server's: banned users only
 		return rooms.Reservation{}, &rooms.BannedUsersError{Users: refused}
 	}
-	rest, err := reply(cmd)
+	rest, err := roomlua.Reply(cmd)
 	if err != nil {
 		return rooms.Reservation{}, err
 	}

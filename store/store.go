@@ -1,9 +1,10 @@
-// Package store implements the RealSync domain stores on Redis: the rooms'
-// Lua scripts (one per mutation) and what writes or repairs rooms
-// (quick-join, lifecycle, the janitor's tasks), on one client path for
-// standalone Redis, Redis Cluster and the embedded in-process store
-// (store/internal/conn). How a room is kept (keys, ids, placement, the
-// key-schema version) is store/internal/layout; the listing is
+// Package store implements the RealSync domain stores on Redis: the rooms,
+// run as the rooms' Lua library (one script per mutation, their typed
+// descriptors and replies: store/internal/roomlua), and what writes or
+// repairs rooms (quick-join, lifecycle, the janitor's tasks), on one client
+// path for standalone Redis, Redis Cluster and the embedded in-process
+// store (store/internal/conn). How a room is kept (keys, ids, placement,
+// the key-schema version) is store/internal/layout; the listing is
 // store/listing; other concepts have packages of their own (sessions,
 // holdings, userlog, tickets, webhooks, instances, feed, janitor, repair,
 // and migrate: the key-schema migrations behind Store.Migrate).
@@ -28,9 +29,11 @@ import (
 	"github.com/realsync/realsync/store/internal/conn"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/roomlua"
 	"github.com/realsync/realsync/store/janitor"
 	"github.com/realsync/realsync/store/listing"
 	"github.com/realsync/realsync/store/migrate"
+	"github.com/realsync/realsync/store/quickjoin"
 	"github.com/realsync/realsync/store/repair"
 	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
@@ -140,7 +143,7 @@ type Config struct {
 	Offline userlog.Config
 
 	// ScriptsOnly runs the mutation scripts with EVALSHA even where Redis
-	// has Functions (functions.go): for measuring one against the other.
+	// has Functions (store/internal/roomlua/library.go): for measuring one against the other.
 	ScriptsOnly bool
 }
 
@@ -155,7 +158,7 @@ type Store struct {
 	shards   int
 	pubcmd   string // conn.PubCmd
 	// runner runs every script (FCALL of the library's mutations where
-	// loaded, functions.go)
+	// loaded, store/internal/roomlua/library.go)
 	runner      *redisx.Runner
 	base        *redisx.Base       // what the store's concept packages share
 	renewalBase *redisx.Base       // base on renewals (EVALSHA only: no renewal script is a mutation)
@@ -165,8 +168,8 @@ type Store struct {
 	fleet       *instances.Registry
 	janitor     *janitor.Janitor // the upkeep's schedule and leases (store/janitor)
 	scriptsOnly bool
-	argv        [3]string // "<log MAXLEN> <log bytes>[ <outbox MAXLEN>]", "<closed log TTL (s)>[ <connect grace (ms)>]"; see common()
-	outboxLen   int       // webhook outbox MAXLEN ~; 0: webhooks off
+	env         roomlua.Env // what the room scripts' scopes are built from
+	outboxLen   int         // webhook outbox MAXLEN ~; 0: webhooks off
 	places      *placeCache
 	metrics     Metrics
 
@@ -175,8 +178,9 @@ type Store struct {
 	quotas             Quotas
 	life               Lifecycle
 	janitorActions     func(kind string, n int)
-	repairs            *repair.Walks  // the repair walk (store/repair)
-	batch              *batch.Batcher // nil: no batching
+	repairs            *repair.Walks        // the repair walk (store/repair)
+	quick              *quickjoin.QuickJoin // QuickJoin (store/quickjoin)
+	batch              *batch.Batcher       // nil: no batching
 	stripes            *layout.Placement
 	list               *listing.Index
 	readBatch          *batch.Batcher // the reader client's; nil: no batching or no reader client
@@ -223,13 +227,13 @@ func New(cfg Config) (*Store, error) {
 	s := &Store{keys: layout.New(cfg.Prefix, cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, true), shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
 		janitorActions: cfg.JanitorActions, scriptsOnly: cfg.ScriptsOnly,
-		argv:      [3]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))},
 		outboxLen: cfg.WebhookOutboxLen}
+	logArgs := [2]string{strconv.Itoa(cfg.LogMaxLen) + " " + strconv.Itoa(cfg.LogMaxBytes), strconv.Itoa(int(cfg.ClosedLogTTL.Seconds()))}
 	if s.outboxLen > 0 {
-		s.argv[0] += " " + strconv.Itoa(s.outboxLen)
+		logArgs[0] += " " + strconv.Itoa(s.outboxLen)
 	}
 	if ms := cfg.ConnectGrace.Milliseconds(); ms > 0 {
-		s.argv[1] += " " + strconv.FormatInt(ms, 10)
+		logArgs[1] += " " + strconv.FormatInt(ms, 10)
 	}
 	s.stripes = layout.NewPlacement(s.keys, s.shards, cfg.Stripes)
 	c, err := conn.Open(conn.Config{RedisURL: cfg.RedisURL, ClusterAddrs: cfg.ClusterAddrs, ReadFromReplicas: cfg.ReadFromReplicas, ReadTimeout: cfg.ReadTimeout})
@@ -237,7 +241,8 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.conn, s.client, s.reads, s.renewals, s.pubcmd, s.bound = c, c.Client, c.Reads, c.Renewals, c.PubCmd, c.Bound
-	s.runner = redisx.NewRunner(s.client, library)
+	s.env = roomlua.Env{Keys: s.keys, PubCmd: s.pubcmd, LogArgs: logArgs, Outbox: s.outboxLen > 0}
+	s.runner = redisx.NewRunner(s.client, roomlua.Library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
@@ -245,6 +250,12 @@ func New(cfg Config) (*Store, error) {
 	s.sess = sessions.New(sessions.Config{Base: s.base, Renewals: s.renewalBase, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy, Debounce: cfg.PresenceDebounce,
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
 	s.repairs = repair.New(repair.Config{Base: s.base, Keys: s.keys, Stripes: s.stripes, Room: s.repairRoom})
+	s.quick = quickjoin.New(quickjoin.Config{Client: s.client, Runner: s.runner, Keys: s.keys, Shards: s.shards, Stripes: s.stripes,
+		Env: s.env, Held: s.held, Repairs: s.repairs, Join: s.Join, Create: s.create, NewRoom: s.newRoom, UserRooms: s.userRooms,
+		Read: func(ctx context.Context, shard int, id string) (rooms.Room, error) {
+			r, _, err := s.readRoom(ctx, shard, id, false)
+			return r, err
+		}})
 	s.janitor = s.newJanitor()
 	s.fleet = instances.New(s.base, s.presenceTTL, s.janitor.Release)
 	s.list = listing.New(s.client, s.reads, s.keys, s.shards, s.stripes)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/roomlua"
 )
 
 var _ sse.Source = (*Store)(nil)
@@ -52,12 +53,12 @@ func (s *Store) openRoomStream(ctx context.Context, shard int, l sse.Lease, read
 	}
 	uid := l.UserID
 	if l.Server {
-		uid = "" // the server: see lua/stream_open.lua
+		uid = "" // the server: see store/internal/roomlua/lua/stream_open.lua
 	} else if uid == "" {
 		return sse.Opening{}, errors.New("store: a stream without a userId")
 	}
-	call := streamOpenCall{roomScope: s.scope(shard, l.Room), user: uid, stream: l.Stream,
-		ttlMs: s.presenceTTL.Milliseconds(), read: mode, cursor: c, limit: limit}
+	call := roomlua.StreamOpenCall{Scope: s.env.Scope(shard, l.Room), User: uid, Stream: l.Stream,
+		TTLMs: s.presenceTTL.Milliseconds(), Read: mode, Cursor: c, Limit: limit}
 	var r ran
 	var err error
 	if mode == "none" {
@@ -65,7 +66,7 @@ func (s *Store) openRoomStream(ctx context.Context, shard int, l sse.Lease, read
 	} else if r, err = s.runThenRead(ctx, call, shard, l.Room, true); err != nil {
 		return sse.Opening{}, err
 	}
-	rest, err := reply(r.cmd)
+	rest, err := roomlua.Reply(r.cmd)
 	if err != nil {
 		return sse.Opening{}, err
 	}
@@ -95,7 +96,7 @@ func (s *Store) CloseStream(ctx context.Context, l sse.Lease) error {
 	if !ok {
 		return rooms.ErrRoomNotFound
 	}
-	_, err := s.result(ctx, streamCloseCall{s.scope(shard, l.Room), l.PlayerID, l.Stream, s.grace.Milliseconds(), s.debounce.Milliseconds()})
+	_, err := s.result(ctx, roomlua.StreamCloseCall{Scope: s.env.Scope(shard, l.Room), Player: l.PlayerID, Stream: l.Stream, GraceMs: s.grace.Milliseconds(), DebounceMs: s.debounce.Milliseconds()})
 	return errors.Join(err, s.sess.DropStream(ctx, l))
 }
 
@@ -133,7 +134,7 @@ func (s *Store) renewRoomStreams(ctx context.Context, ls []sse.Lease) ([]sse.Lea
 	var errs []error
 	for shard, all := range byShard {
 		for batch := range slices.Chunk(all, redisx.RenewBatch) {
-			call := redisx.RenewCall{Sc: presenceRenew, TTLMs: s.presenceTTL.Milliseconds()}
+			call := redisx.RenewCall{Sc: roomlua.PresenceRenew, TTLMs: s.presenceTTL.Milliseconds()}
 			for _, l := range batch {
 				call.Keys = append(call.Keys, s.keys.Room(shard, l.Room)+":presence")
 				call.Members = append(call.Members, leaseMember(l))
@@ -212,7 +213,7 @@ func logEntries(v any) []logEntry {
 		}
 		id, _ := e[0].(string)
 		ver, _ := strings.CutSuffix(id, "-0")
-		f := pairs(e[1])
+		f := roomlua.Pairs(e[1])
 		out = append(out, logEntry{version: layout.Atoi64(ver), tag: f["g"], data: f["d"]})
 	}
 	return out

@@ -205,9 +205,9 @@ func TestSetEndpoints(t *testing.T) {
 // name it.
 func TestEventTypesCoverTheOutbox(t *testing.T) {
 	emitted := map[string]bool{"user_online": true, "user_platforms_changed": true, "user_offline": true} // store/sessions/lua/prelude.lua
-	files, _ := filepath.Glob("../../store/lua/*.lua")
+	files, _ := filepath.Glob("../../store/internal/roomlua/lua/*.lua")
 	if len(files) == 0 {
-		t.Fatal("no scripts under store/lua")
+		t.Fatal("no scripts under store/internal/roomlua/lua")
 	}
 	re := regexp.MustCompile(`emit\('([a-z_]+)'`)
 	for _, f := range files {

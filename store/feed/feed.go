@@ -6,7 +6,7 @@
 // master after a failover, a slot moved) is reopened on the slot's current
 // node.
 //
-// The channels' names and payloads are the scripts' (store/lua,
+// The channels' names and payloads are the scripts' (store/internal/roomlua/lua,
 // store/sessions/lua, store/userlog/lua): a room's event frame
 // "<version> <tag> <json>", a lobby notice "<kind> <roomId> <version>
 // <mode> <region>".

@@ -19,7 +19,7 @@ import (
 // server delete, the lifecycle, the last player removed) cannot reach its
 // users' holdings, which are in their own slots. It lists them instead, in
 // the shard's unheld list (Rooms.UnheldKey, in the room's slot: unhold in
-// store/lua/prelude.lua), and every janitor visit of the shard pops a batch
+// store/internal/roomlua/lua/prelude.lua), and every janitor visit of the shard pops a batch
 // and corrects each user's holdings (holdings_release.lua; a key left
 // with no room keeps its marker until it expires):
 //   - "c", the room closed: the entry is dropped whatever it holds (room

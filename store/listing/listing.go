@@ -24,7 +24,7 @@ var _ lobby.Index = (*Index)(nil)
 
 // Index is the rooms' listing: pages of the status, joinable and fill
 // indexes (lobby.Index), the lobby stats, and the lobby stream's reads
-// (sse.LobbySource). It reads what the room scripts keep (store/lua,
+// (sse.LobbySource). It reads what the room scripts keep (store/internal/roomlua/lua,
 // layout.Keys) and writes nothing.
 type Index struct {
 	client redis.UniversalClient // the masters

@@ -8,7 +8,7 @@
 //     "<seq>-<tag>", so an event a failover lost and the new history's
 //     event of the same seq have different ids, and a resume, a catch-up
 //     or an Ack from the lost one is told from the new one (as a room's
-//     events, store/lua/prelude.lua emit);
+//     events, store/internal/roomlua/lua/prelude.lua emit);
 //   - its meta: hash seq (the last event's), tag (the history: a log that
 //     expired starts a new one, so a resume from the old one is a gap);
 //     the tag of a position without an entry (0, or trimmed) and of an

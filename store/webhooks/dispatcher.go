@@ -25,7 +25,7 @@ import (
 )
 
 // With the root store's Config.WebhookOutboxLen > 0 every room event enters
-// its shard's outbox stream in the script that makes it (store/lua/
+// its shard's outbox stream in the script that makes it (store/internal/roomlua/lua/
 // prelude.lua emit), and every online-status change its user shard's
 // (session_open.lua, session_close.lua), so nothing committed is lost. A Dispatcher on
 // every instance reads each shard's outbox and deliveries streams through

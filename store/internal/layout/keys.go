@@ -113,7 +113,7 @@ func (k Keys) StatusIndex(shard int, st rooms.Status, mode, region string) strin
 	return string(b)
 }
 
-// RoomKeys are the KEYS every mutation script gets (store/lua/prelude.lua).
+// RoomKeys are the KEYS every mutation script gets (store/internal/roomlua/lua/prelude.lua).
 func (k Keys) RoomKeys(shard int, id string) []string {
 	return k.AppendRoomKeys(make([]string, 0, NRoomKeys), shard, id)
 }

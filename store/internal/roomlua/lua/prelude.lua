@@ -1,4 +1,4 @@
--- Prelude prepended to every mutation script (see scripts.go).
+-- Prelude prepended to every mutation script (see library.go).
 --
 -- Every mutation script gets the same KEYS, all built by layout.Keys (store/internal/layout) from the
 -- room's shard tag, so every key shares one hash slot:
@@ -62,7 +62,7 @@ local now_us, now
 local now_iso, known_ver, known_lb, known_ln
 
 -- begin binds the call's KEYS and ARGV and reads the clock; every script
--- calls it before anything of the prelude (scripts.go: as "begin()" right
+-- calls it before anything of the prelude (redisx.Mutation: as "begin()" right
 -- after the prelude, or first thing in its function of the Functions
 -- library; quick_join.lua's pick alone runs ahead of it, rewriting KEYS
 -- and ARGV: redisx.MutationAfter), so that nothing of one call outlives it
@@ -99,7 +99,7 @@ end
 -- iso formats epoch milliseconds as RFC 3339 UTC, e.g. 2026-11-21T20:11:06.12Z
 -- (days to civil date after H. Hinnant's algorithm).
 -- iso_sec is the last second iso formatted and its text: as a function of
--- the library (functions.go) it outlives the call, so the events of one
+-- the library (library.go) it outlives the call, so the events of one
 -- second share the date arithmetic; a script's lasts one call.
 local iso_sec, iso_text
 local function iso(ms)

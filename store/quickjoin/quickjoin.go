@@ -1,13 +1,17 @@
-package store
+// Package quickjoin is the store's quick-join (rooms.Matchmaker): the
+// fullest joinable room of a mode in its regions' stripes, picked and
+// joined in one script (quick_join.lua, a function of the rooms' library,
+// store/internal/roomlua) where one region is asked, read then joined
+// where several are, created when none is joinable; a user's quick-joins
+// one at a time.
+package quickjoin
 
 import (
-	_ "embed"
-	"encoding/json"
-	"math/rand/v2"
-
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -21,15 +25,53 @@ import (
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/internal/roomlua"
 	"github.com/realsync/realsync/store/janitor"
 	"github.com/realsync/realsync/store/repair"
 )
+
+// Config is what a quick-join is made of: the store's clients and layout,
+// the room quotas and the repair walk it checks its picks with, and the
+// rooms' own operations (the store's) it ends in when quick_join.lua does
+// not do it all (several regions, attribute filters no room matched).
+type Config struct {
+	Client  redis.UniversalClient
+	Runner  *redisx.Runner // runs quick_join.lua and the lock's release
+	Keys    layout.Keys
+	Shards  int
+	Stripes *layout.Placement
+	Env     roomlua.Env // quick_join.lua's scope
+	Held    *holdings.Holdings
+	Repairs *repair.Walks
+
+	// Join joins u into room id (rooms.Store.Join).
+	Join func(ctx context.Context, u rooms.User, id string) (rooms.Joined, error)
+	// Create creates room p owned by u; with onlyIfNone it is refused
+	// (roomlua.ErrJoinableExists) while a joinable room of its mode and
+	// region exists.
+	Create func(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyIfNone bool) (rooms.Joined, error)
+	// NewRoom is room_create.lua's arguments of room p by u, with the
+	// encoded attributes, the state's size and the invite code.
+	NewRoom func(u rooms.User, p rooms.NewRoom, attrs []byte, size int, code string, onlyIfNone bool) roomlua.NewRoom
+	// Read reads room id of shard, from its master.
+	Read func(ctx context.Context, shard int, id string) (rooms.Room, error)
+	// UserRooms are the rooms user u is in on shards, as the shards' user
+	// indexes say.
+	UserRooms func(ctx context.Context, u rooms.User, shards []int) ([]string, error)
+}
+
+// QuickJoin places players into the fullest joinable room of a mode and
+// its regions, or creates one (rooms.Matchmaker). Safe for concurrent use.
+type QuickJoin struct{ Config }
+
+// New is the quick-join of cfg.
+func New(cfg Config) *QuickJoin { return &QuickJoin{cfg} }
 
 // maxQuickJoinAttempts bounds the retries of a quick-join whose pick was
 // taken (filled, locked, closed) before it could join.
 const maxQuickJoinAttempts = 32
 
-var _ rooms.Matchmaker = (*Store)(nil)
+var _ rooms.Matchmaker = (*QuickJoin)(nil)
 
 // QuickJoin implements rooms.Matchmaker. Every joinable room of a (mode,
 // region) is in that pair's fill index in its stripe (layout.Placement; with
@@ -48,29 +90,29 @@ var _ rooms.Matchmaker = (*Store)(nil)
 // A room that banned u is passed over, and then creating is not held back
 // by joinable rooms: a banned user is never placed in the room, and
 // packing holds for the others.
-func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
+func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.QuickJoined{}, err
 	}
-	unlock, err := s.lockQuickJoin(ctx, u.ID)
+	unlock, err := q.lockQuickJoin(ctx, u.ID)
 	if err != nil {
 		return rooms.QuickJoined{}, err
 	}
 	defer unlock()
-	if j, ok, err := s.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
+	if j, ok, err := q.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
 		return rooms.QuickJoined{Joined: j}, err
 	}
 	if len(regions) == 1 {
-		return s.quickJoinOne(ctx, u, mode, regions[0], filters, create)
+		return q.quickJoinOne(ctx, u, mode, regions[0], filters, create)
 	}
 	skip, banned := map[string]bool{}, false
 	for range maxQuickJoinAttempts {
-		c, seen, err := s.bestJoinable(ctx, mode, regions, filters, skip)
+		c, seen, err := q.bestJoinable(ctx, mode, regions, filters, skip)
 		if err != nil {
 			return rooms.QuickJoined{}, err
 		}
 		if id := c.pos.ID; id != "" {
-			j, err := s.Join(ctx, u, id)
+			j, err := q.Join(ctx, u, id)
 			switch {
 			case errors.Is(err, rooms.ErrBanned):
 				skip[id], banned = true, true
@@ -82,7 +124,7 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 				// next callers, and this one's next read, need not)
 				skip[id] = true
 				if c.pos.Key != "" {
-					if err := s.dropGoneHead(ctx, mode, c); err != nil {
+					if err := q.dropGoneHead(ctx, mode, c); err != nil {
 						return rooms.QuickJoined{}, err
 					}
 				}
@@ -100,8 +142,8 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 			}
 			return rooms.QuickJoined{}, noMatch(mode, regions, stage)
 		}
-		j, err := s.create(ctx, u, *create, len(filters) == 0 && !banned)
-		if errors.Is(err, errJoinableExists) {
+		j, err := q.Create(ctx, u, *create, len(filters) == 0 && !banned)
+		if errors.Is(err, roomlua.ErrJoinableExists) {
 			continue
 		}
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
@@ -113,14 +155,14 @@ func (s *Store) QuickJoin(ctx context.Context, u rooms.User, mode string, region
 // region) but tried, until one joins (or asks to be read again: pickTaken);
 // outcome is tried's (none or noneBanned), worsened to noneBanned when a
 // stripe passed over a ban.
-func (s *Store) joinOtherStripe(ctx context.Context, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
-	for _, sh := range s.stripes.ReadShards(mode, region) {
+func (q *QuickJoin) joinOtherStripe(ctx context.Context, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
+	for _, sh := range q.Stripes.ReadShards(mode, region) {
 		if sh == tried {
 			continue
 		}
-		q, o, err := s.pickAndJoin(ctx, u, sh, mode, region, nil, nil)
+		j, o, err := q.pickAndJoin(ctx, u, sh, mode, region, nil, nil)
 		if err != nil || o == picked || o == pickTaken { // taken: read again
-			return q, o, err
+			return j, o, err
 		}
 		if o == noneBanned {
 			outcome = noneBanned
@@ -159,21 +201,21 @@ const quickJoinLockPoll = 10 * time.Millisecond
 // retry) run one after the other and the later finds the earlier's room
 // (memberOf) instead of joining or creating another; quick-joins of
 // different users never wait for each other.
-func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
-	key, token := s.keys.QuickJoinLock(redisx.UserShard(uid, s.shards), uid), layout.RandomString(layout.IDRandLen, layout.Base62)
+func (q *QuickJoin) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
+	key, token := q.Keys.QuickJoinLock(redisx.UserShard(uid, q.Shards), uid), layout.RandomString(layout.IDRandLen, layout.Base62)
 	for {
-		ok, err := s.client.SetNX(ctx, key, token, quickJoinLockTTL).Result()
+		ok, err := q.Client.SetNX(ctx, key, token, quickJoinLockTTL).Result()
 		if err != nil {
 			return nil, redisx.Wrap(err)
 		}
 		// taken by this very SETNX: go-redis sent it again after its reply
 		// was lost, and the second found the first's token
 		if !ok {
-			ok = s.client.Get(ctx, key).Val() == token
+			ok = q.Client.Get(ctx, key).Val() == token
 		}
 		if ok {
 			return func() {
-				s.runner.Run(context.WithoutCancel(ctx), janitor.ReleaseCall(key, token))
+				q.Runner.Run(context.WithoutCancel(ctx), janitor.ReleaseCall(key, token))
 			}, nil
 		}
 		select {
@@ -198,32 +240,32 @@ func (s *Store) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
 // being joinable before the script ran, and a fresh room id or invite
 // code that collided, go round again. With filters that no room of the
 // fill order's top matches, the room is created as before (create).
-func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
+func (q *QuickJoin) quickJoinOne(ctx context.Context, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	for range maxQuickJoinAttempts {
 		var cands []string
 		var shard, seen int
 		var err error
 		stage := stageNoRoom
 		if len(filters) > 0 {
-			shard, cands, seen, err = s.matching(ctx, mode, region, filters)
+			shard, cands, seen, err = q.matching(ctx, mode, region, filters)
 			if seen > 0 {
 				stage = stageFilters
 			}
 		} else {
-			shard, err = s.quickJoinShard(ctx, mode, region)
+			shard, err = q.quickJoinShard(ctx, mode, region)
 		}
 		if err != nil {
 			return rooms.QuickJoined{}, err
 		}
 		if len(filters) == 0 || len(cands) > 0 {
 			offer := create
-			if s.stripes.Drained(mode, region, shard) {
+			if q.Stripes.Drained(mode, region, shard) {
 				offer = nil // drained: join only
 			}
-			q, outcome, err := s.pickAndJoin(ctx, u, shard, mode, region, cands, offer)
+			j, outcome, err := q.pickAndJoin(ctx, u, shard, mode, region, cands, offer)
 			if err == nil && offer == nil && len(filters) == 0 && (outcome == none || outcome == noneBanned) {
 				// nothing to join on that stripe: the others may have
-				q, outcome, err = s.joinOtherStripe(ctx, u, shard, mode, region, outcome)
+				j, outcome, err = q.joinOtherStripe(ctx, u, shard, mode, region, outcome)
 			}
 			if outcome == noneBanned {
 				stage = stageBanned
@@ -232,18 +274,18 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 			case err != nil:
 				return rooms.QuickJoined{}, err
 			case outcome == picked:
-				return q, nil
+				return j, nil
 			case outcome == pickTaken:
 				continue
 			case offer == nil && create != nil && len(filters) == 0:
 				// the drained stripe's rooms went meanwhile (or banned u):
 				// a current stripe, which creates when it has none
-				q, outcome, err = s.pickAndJoin(ctx, u, s.stripes.RandomCreateShard(mode, region), mode, region, nil, create)
+				j, outcome, err = q.pickAndJoin(ctx, u, q.Stripes.RandomCreateShard(mode, region), mode, region, nil, create)
 				switch {
 				case err != nil:
 					return rooms.QuickJoined{}, err
 				case outcome == picked:
-					return q, nil
+					return j, nil
 				}
 			}
 		}
@@ -252,7 +294,7 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 		}
 		// filters no room matched, or the script was not offered the
 		// create (u owns all it may: create says so)
-		j, err := s.create(ctx, u, *create, false)
+		j, err := q.Create(ctx, u, *create, false)
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
 	}
 	return rooms.QuickJoined{}, fmt.Errorf("%w: quick-join lost %d races in a row", rooms.ErrUnavailable, maxQuickJoinAttempts)
@@ -263,8 +305,8 @@ func (s *Store) quickJoinOne(ctx context.Context, u rooms.User, mode, region str
 // random (no read); else the stripe no longer configured whose fill
 // index's head is fullest (one pipelined read of each such head), when any
 // holds a joinable room, or one of the current stripes at random.
-func (s *Store) quickJoinShard(ctx context.Context, mode, region string) (int, error) {
-	cur, all := s.stripes.CreateShards(mode, region), s.stripes.ReadShards(mode, region)
+func (q *QuickJoin) quickJoinShard(ctx context.Context, mode, region string) (int, error) {
+	cur, all := q.Stripes.CreateShards(mode, region), q.Stripes.ReadShards(mode, region)
 	if len(all) == len(cur) { // cur ⊆ all
 		return cur[rand.IntN(len(cur))], nil
 	}
@@ -275,9 +317,9 @@ func (s *Store) quickJoinShard(ctx context.Context, mode, region string) (int, e
 		}
 	}
 	heads := make([]*redis.StringSliceCmd, len(old))
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := q.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range old {
-			heads[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.FillIndex(sh, mode, region),
+			heads[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: q.Keys.FillIndex(sh, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: 1})
 		}
 		return nil
@@ -318,60 +360,57 @@ const (
 // entry after it (holdings_rebind.lua), or dropped.
 // The room is read right after the script (not in its transaction: its id
 // comes from the script), so it may show changes made in between.
-func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
-	call := quickJoinCall{keys: s.keys, shard: shard, mode: mode, region: region,
-		pubcmd: s.pubcmd, logArgs: s.argv, user: u.ID, nameJSON: jsonString(u.Name), candidates: cands}
-	if s.outboxLen > 0 { // webhooks on: logArgs say so, the outbox is the last key
-		call.outbox = s.keys.WebhookOutbox(shard)
-	}
+func (q *QuickJoin) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
+	call := roomlua.QuickJoinCall{Env: q.Env, Shard: shard, Mode: mode, Region: region,
+		User: u.ID, NameJSON: roomlua.JSONString(u.Name), Candidates: cands}
 	ph := holdings.Placeholder(layout.RandomString(layout.IDRandLen, layout.Base62))
-	h, mayCreate, err := s.held.ReservePlaceholder(ctx, u.ID, ph, create != nil)
+	h, mayCreate, err := q.Held.ReservePlaceholder(ctx, u.ID, ph, create != nil)
 	if !mayCreate {
 		create = nil // it may still join: as a member
 	}
 	if err != nil {
 		return rooms.QuickJoined{}, none, err
 	}
-	for range maxCollisionRetries {
+	for range roomlua.CollisionRetries {
 		if create != nil {
 			p := *create
 			attrs, err := json.Marshal(p.Attributes)
 			if err != nil {
-				s.held.Release(ctx, h)
+				q.Held.Release(ctx, h)
 				return rooms.QuickJoined{}, none, fmt.Errorf("store: attributes: %w", err)
 			}
 			_, size := rooms.StateTotals(p.State)
 			code := ""
 			if p.Visibility == rooms.Private {
-				code = layout.NewCode(shard, s.shards)
+				code = layout.NewCode(shard, q.Shards)
 			}
-			call.createID, call.create = layout.NewRoomID(shard), s.newRoom(u, p, attrs, size, code, false)
+			call.CreateID, call.Create = layout.NewRoomID(shard), q.NewRoom(u, p, attrs, size, code, false)
 		}
-		rest, err := s.result(ctx, call)
+		rest, err := roomlua.Reply(q.Runner.Run(ctx, call))
 		switch {
-		case errors.Is(err, errCodeTaken):
+		case errors.Is(err, roomlua.ErrCodeTaken):
 			continue
-		case errors.Is(err, errNothingPicked):
-			s.held.Release(ctx, h)
+		case errors.Is(err, roomlua.ErrNothingPicked):
+			q.Held.Release(ctx, h)
 			return rooms.QuickJoined{}, none, nil
-		case errors.Is(err, errAllBanned):
-			s.held.Release(ctx, h)
+		case errors.Is(err, roomlua.ErrAllBanned):
+			q.Held.Release(ctx, h)
 			return rooms.QuickJoined{}, noneBanned, nil
-		case errors.Is(err, errPickTaken):
-			s.held.Release(ctx, h)
+		case errors.Is(err, roomlua.ErrPickTaken):
+			q.Held.Release(ctx, h)
 			return rooms.QuickJoined{}, pickTaken, nil
 		case err == nil && len(rest) < 2:
 			err = fmt.Errorf("store: unexpected quick_join reply %v", rest)
 		}
 		if err != nil {
-			if notRun(err) { // else the script may have joined: keep the count (recheck)
-				s.held.Release(ctx, h)
+			if roomlua.NotRun(err) { // else the script may have joined: keep the count (recheck)
+				q.Held.Release(ctx, h)
 			}
 			if taken(err) {
 				// the pick and the join are one script: the stripe's
 				// indexes named a room the join refused, which only a fault
 				// leaves; repaired, read again
-				if err := s.repairPick(ctx, shard, mode, region, cands); err != nil {
+				if err := q.repairPick(ctx, shard, mode, region, cands); err != nil {
 					return rooms.QuickJoined{}, none, err
 				}
 				return rooms.QuickJoined{}, pickTaken, nil
@@ -380,22 +419,22 @@ func (s *Store) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, 
 		}
 		id, _ := rest[1].(string)
 		created := len(rest) > 2 && rest[2] == "created"
-		s.held.Rebind(ctx, h, id, created)
-		room, _, err := s.readRoom(ctx, shard, id, false)
+		q.Held.Rebind(ctx, h, id, created)
+		room, err := q.Read(ctx, shard, id)
 		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(layout.ToInt64(rest[0]))}, Created: created}, picked, err
 	}
-	s.held.Release(ctx, h)
-	return rooms.QuickJoined{}, none, fmt.Errorf("store: %d id collisions in a row", maxCollisionRetries)
+	q.Held.Release(ctx, h)
+	return rooms.QuickJoined{}, none, fmt.Errorf("store: %d id collisions in a row", roomlua.CollisionRetries)
 }
 
 // matching returns the stripe of the first room, in fill order, among the
 // top filteredCandidates of each of (mode, region)'s stripes' fill indexes
 // whose attributes pass filters, and the matching rooms of that stripe in
 // fill order (none: no room matched).
-func (s *Store) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen int, err error) {
+func (q *QuickJoin) matching(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen int, err error) {
 	for range goneRereads {
 		var gone int
-		shard, ids, seen, gone, err = s.matchingOnce(ctx, mode, region, filters)
+		shard, ids, seen, gone, err = q.matchingOnce(ctx, mode, region, filters)
 		if err != nil || len(ids) > 0 || gone == 0 {
 			break
 		}
@@ -409,12 +448,12 @@ const goneRereads = maxQuickJoinAttempts
 
 // matchingOnce is one read of matching, also returning how many of the
 // entries read were of rooms that are gone (and dropped).
-func (s *Store) matchingOnce(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen, gone int, err error) {
-	shards := s.stripes.ReadShards(mode, region)
+func (q *QuickJoin) matchingOnce(ctx context.Context, mode, region string, filters []rooms.AttrFilter) (shard int, ids []string, seen, gone int, err error) {
+	shards := q.Stripes.ReadShards(mode, region)
 	tops := make([]*redis.StringSliceCmd, len(shards))
-	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = q.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sh := range shards {
-			tops[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.FillIndex(sh, mode, region),
+			tops[i] = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: q.Keys.FillIndex(sh, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: filteredCandidates})
 		}
 		return nil
@@ -429,14 +468,14 @@ func (s *Store) matchingOnce(ctx context.Context, mode, region string, filters [
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].pos.Key < cands[j].pos.Key })
-	ids, gone, err = s.allMatching(ctx, mode, cands, filters)
+	ids, gone, err = q.allMatching(ctx, mode, cands, filters)
 	if err != nil || len(ids) == 0 {
 		return shards[0], nil, len(cands) - gone, gone, err
 	}
-	shard, _ = layout.RoomShard(ids[0], s.shards)
+	shard, _ = layout.RoomShard(ids[0], q.Shards)
 	var out []string
 	for _, id := range ids {
-		if sh, _ := layout.RoomShard(id, s.shards); sh == shard {
+		if sh, _ := layout.RoomShard(id, q.Shards); sh == shard {
 			out = append(out, id)
 		}
 	}
@@ -466,10 +505,10 @@ const filteredCandidates = 64
 // index without regions). With filters it reads the top 64 of each and the candidates'
 // attributes, and takes the first that matches. The rooms in skip are
 // passed over (the top of each index is read that much deeper).
-func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (c candidate, seen int, err error) {
+func (q *QuickJoin) bestJoinable(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (c candidate, seen int, err error) {
 	for range goneRereads {
 		var gone int
-		c, seen, gone, err = s.bestJoinableOnce(ctx, mode, regions, filters, skip)
+		c, seen, gone, err = q.bestJoinableOnce(ctx, mode, regions, filters, skip)
 		if err != nil || c.pos.ID != "" || gone == 0 {
 			break
 		}
@@ -479,7 +518,7 @@ func (s *Store) bestJoinable(ctx context.Context, mode string, regions []string,
 
 // bestJoinableOnce is one read of bestJoinable, also returning how many of
 // the entries read with filters were of rooms that are gone (and dropped).
-func (s *Store) bestJoinableOnce(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (_ candidate, seen, gone int, err error) {
+func (q *QuickJoin) bestJoinableOnce(ctx context.Context, mode string, regions []string, filters []rooms.AttrFilter, skip map[string]bool) (_ candidate, seen, gone int, err error) {
 	type index struct {
 		shard, region int // region: its place in regions
 		top           *redis.StringSliceCmd
@@ -490,18 +529,18 @@ func (s *Store) bestJoinableOnce(ctx context.Context, mode string, regions []str
 		depth = filteredCandidates
 	}
 	depth += int64(len(skip))
-	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = q.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		read := func(shard int, region string, ri int) {
-			idx = append(idx, index{shard, ri, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.keys.FillIndex(shard, mode, region),
+			idx = append(idx, index{shard, ri, p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: q.Keys.FillIndex(shard, mode, region),
 				ByLex: true, Start: "-", Stop: "+", Count: depth})})
 		}
 		if len(regions) == 0 {
-			for shard := range s.shards {
+			for shard := range q.Shards {
 				read(shard, "", 0)
 			}
 		}
 		for ri, r := range regions {
-			for _, sh := range s.stripes.ReadShards(mode, r) {
+			for _, sh := range q.Stripes.ReadShards(mode, r) {
 				read(sh, r, ri)
 			}
 		}
@@ -543,7 +582,7 @@ func (s *Store) bestJoinableOnce(ctx context.Context, mode string, regions []str
 	for i, e := range es {
 		cands[i] = e.candidate
 	}
-	ids, gone, err := s.allMatching(ctx, mode, cands, filters)
+	ids, gone, err := q.allMatching(ctx, mode, cands, filters)
 	if err != nil || len(ids) == 0 {
 		return candidate{}, len(cands) - gone, gone, err
 	}
@@ -558,43 +597,43 @@ const goneHead = 64
 // (index_repair.lua, which checks each in the script): a fault or an old
 // release left them, and each would be every quick-join's first pick, one
 // try at a time.
-func (s *Store) dropGoneHead(ctx context.Context, mode string, c candidate) error {
-	k := s.fillKey(c.shard, mode, c.region)
-	head, err := s.client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k.Key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
+func (q *QuickJoin) dropGoneHead(ctx context.Context, mode string, c candidate) error {
+	k := q.fillKey(c.shard, mode, c.region)
+	head, err := q.Client.ZRangeArgs(ctx, redis.ZRangeArgs{Key: k.Key, ByLex: true, Start: "-", Stop: "+", Count: goneHead}).Result()
 	if err != nil {
 		return redisx.Wrap(err)
 	}
-	return s.repairs.Check(ctx, c.shard, k, head)
+	return q.Repairs.Check(ctx, c.shard, k, head)
 }
 
 // repairPick repairs the indexes of (mode, region) on shard after its
 // quick_join.lua picked a room the join refused: the fill index's head,
 // and the candidates' entries in the joinable index (index_repair.lua
 // drops what does not belong, whatever the reason).
-func (s *Store) repairPick(ctx context.Context, shard int, mode, region string, cands []string) error {
-	if err := s.dropGoneHead(ctx, mode, candidate{shard: shard, region: region}); err != nil {
+func (q *QuickJoin) repairPick(ctx context.Context, shard int, mode, region string, cands []string) error {
+	if err := q.dropGoneHead(ctx, mode, candidate{shard: shard, region: region}); err != nil {
 		return err
 	}
-	joinable := repair.Index{Key: s.keys.JoinableIndex(shard, mode, region), Kind: "joinable", Mode: mode, Region: region}
-	return s.repairs.Check(ctx, shard, joinable, cands)
+	joinable := repair.Index{Key: q.Keys.JoinableIndex(shard, mode, region), Kind: "joinable", Mode: mode, Region: region}
+	return q.Repairs.Check(ctx, shard, joinable, cands)
 }
 
 // dropGone removes each of cands from the fill index of mode it was read
 // from if its room is gone (index_repair.lua checks that, and leaves an
 // entry of a room that exists as it should be), one script per index.
-func (s *Store) dropGone(ctx context.Context, mode string, cands []candidate) error {
+func (q *QuickJoin) dropGone(ctx context.Context, mode string, cands []candidate) error {
 	entries := map[repair.Index][]string{}
 	shards := map[repair.Index]int{}
 	var order []repair.Index
 	for _, c := range cands {
-		k := s.fillKey(c.shard, mode, c.region)
+		k := q.fillKey(c.shard, mode, c.region)
 		if _, ok := entries[k]; !ok {
 			order, shards[k] = append(order, k), c.shard
 		}
 		entries[k] = append(entries[k], c.pos.Key)
 	}
 	for _, k := range order {
-		if err := s.repairs.Check(ctx, shards[k], k, entries[k]); err != nil {
+		if err := q.Repairs.Check(ctx, shards[k], k, entries[k]); err != nil {
 			return err
 		}
 	}
@@ -603,18 +642,18 @@ func (s *Store) dropGone(ctx context.Context, mode string, cands []candidate) er
 
 // fillKey is the fill index of (mode, region) in shard (region "": the
 // mode's), as the repair script checks it.
-func (s *Store) fillKey(shard int, mode, region string) repair.Index {
-	return repair.Index{Key: s.keys.FillIndex(shard, mode, region), Kind: "fill", Mode: mode, Region: region}
+func (q *QuickJoin) fillKey(shard int, mode, region string) repair.Index {
+	return repair.Index{Key: q.Keys.FillIndex(shard, mode, region), Kind: "fill", Mode: mode, Region: region}
 }
 
 // allMatching reads the candidates' attributes in one pipeline and returns
 // those that pass the filters, in order, and how many are gone (no room
 // hash: their entries are dropped, dropGone).
-func (s *Store) allMatching(ctx context.Context, mode string, cands []candidate, filters []rooms.AttrFilter) ([]string, int, error) {
+func (q *QuickJoin) allMatching(ctx context.Context, mode string, cands []candidate, filters []rooms.AttrFilter) ([]string, int, error) {
 	cmds := make([]*redis.StringCmd, len(cands))
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := q.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range cands {
-			cmds[i] = p.HGet(ctx, s.keys.Room(c.shard, c.pos.ID), "at")
+			cmds[i] = p.HGet(ctx, q.Keys.Room(c.shard, c.pos.ID), "at")
 		}
 		return nil
 	})
@@ -633,7 +672,7 @@ func (s *Store) allMatching(ctx context.Context, mode string, cands []candidate,
 			out = append(out, c.pos.ID)
 		}
 	}
-	return out, len(gone), s.dropGone(ctx, mode, gone)
+	return out, len(gone), q.dropGone(ctx, mode, gone)
 }
 
 // memberOf finds a room of mode, in one of regions (any without regions),
@@ -644,31 +683,31 @@ func (s *Store) allMatching(ctx context.Context, mode string, cands []candidate,
 // or rebind); each is checked for u's membership. The room found gets its
 // holdings entry (room quotas) whatever the limits: u is in it already,
 // and a quick-join whose reply was lost may not have recorded it.
-func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
+func (q *QuickJoin) memberOf(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter) (rooms.Joined, bool, error) {
 	var shards []int
 	for _, r := range regions {
-		for _, shard := range s.stripes.ReadShards(mode, r) {
+		for _, shard := range q.Stripes.ReadShards(mode, r) {
 			if !slices.Contains(shards, shard) {
 				shards = append(shards, shard)
 			}
 		}
 	}
 	if len(regions) == 0 {
-		for shard := range s.shards {
+		for shard := range q.Shards {
 			shards = append(shards, shard)
 		}
 	}
-	ids, err := s.userRooms(ctx, u, shards)
+	ids, err := q.UserRooms(ctx, u, shards)
 	if err != nil || len(ids) == 0 {
 		return rooms.Joined{}, false, err
 	}
 	fields := make([]*redis.SliceCmd, len(ids))
 	pids := make([]*redis.StringCmd, len(ids))
-	if _, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := q.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			shard, _ := layout.RoomShard(id, s.shards)
-			fields[i] = p.HMGet(ctx, s.keys.Room(shard, id), "m", "r", "st", "at", "ow")
-			pids[i] = p.HGet(ctx, s.keys.Room(shard, id)+":users", u.ID)
+			shard, _ := layout.RoomShard(id, q.Shards)
+			fields[i] = p.HMGet(ctx, q.Keys.Room(shard, id), "m", "r", "st", "at", "ow")
+			pids[i] = p.HGet(ctx, q.Keys.Room(shard, id)+":users", u.ID)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -685,14 +724,14 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 			h[2] == string(rooms.Finished) || !rooms.MatchAll(filters, attrs) {
 			continue
 		}
-		held, err := s.held.Record(ctx, u.ID, id, h[4] == pid)
+		held, err := q.Held.Record(ctx, u.ID, id, h[4] == pid)
 		if err != nil {
 			return rooms.Joined{}, false, err
 		}
-		shard, _ := layout.RoomShard(id, s.shards)
-		room, _, err := s.readRoom(ctx, shard, id, false)
+		shard, _ := layout.RoomShard(id, q.Shards)
+		room, err := q.Read(ctx, shard, id)
 		if errors.Is(err, rooms.ErrRoomNotFound) { // closed meanwhile: the entry just made goes
-			s.held.Forget(ctx, held)
+			q.Held.Forget(ctx, held)
 			continue
 		}
 		if err != nil {
@@ -701,58 +740,4 @@ func (s *Store) memberOf(ctx context.Context, u rooms.User, mode string, regions
 		return rooms.Joined{Room: room, PlayerID: int(layout.Atoi64(pid))}, true, nil
 	}
 	return rooms.Joined{}, false, nil
-}
-
-//go:embed lua/quick_join.lua
-var quickJoinLua string
-
-// quickJoin picks before begin() binds the keys and arguments, then joins
-// as room_join does, or creates as room_create does (see
-// lua/quick_join.lua), each body in a function of its own: a function of
-// the library (functions.go), as the mutations it joins or creates as.
-var quickJoin = redisx.MutationAfter(scriptPrelude, "quick_join", quickJoinLua,
-	"local function qj_join()\n"+roomJoinLua+"\nend\nlocal function qj_make()\n"+roomCreateLua+"\nend\n"+
-		"if not qj_create then return qj_join() end\n"+
-		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")
-
-// quickJoinCall is quick_join.lua's descriptor: user (the caller's userId,
-// a player) with nameJSON (the name as a JSON string) joins the best room
-// of (mode, region), in the pair's home shard, or the first of candidates
-// that is still joinable when given.
-type quickJoinCall struct {
-	keys         layout.Keys
-	shard        int
-	mode, region string
-	pubcmd       string    // PUBLISH or SPUBLISH
-	logArgs      [3]string // Store.argv: log bounds, closed log TTL
-	user         string
-	nameJSON     string
-	candidates   []string
-	outbox       string // the shard's webhook outbox, when webhooks are on
-	// createID, create: the room to create when there is none to join
-	// (createID "": never create)
-	createID string
-	create   newRoom
-}
-
-func (quickJoinCall) Script() *redisx.Script { return quickJoin }
-
-// KeysArgs: the prelude's KEYS and ARGV of a join, built for a room id of
-// "" (the script appends the id it picks), then the candidates, then what
-// to create.
-func (c quickJoinCall) KeysArgs() ([]string, []any) {
-	args := []any{"", c.keys.Channel(c.shard, ""), c.pubcmd, layout.EventTag(), c.logArgs[0], c.logArgs[1],
-		c.user, c.nameJSON, "", len(c.candidates)}
-	for _, id := range c.candidates {
-		args = append(args, id)
-	}
-	args = append(args, c.createID)
-	if c.createID != "" {
-		args = append(args, c.create.args()...)
-	}
-	keys := c.keys.RoomKeysWithIndexes(c.shard, "", c.mode, c.region)
-	if c.outbox != "" {
-		keys = append(keys, c.outbox)
-	}
-	return keys, args
 }

@@ -1,4 +1,11 @@
-package store
+// Package roomlua is the rooms' Lua library and its typed contract: the
+// prelude and every room script (lua/), loaded as one Redis Functions
+// library (library.go); one descriptor per script, its keys and
+// arguments by name (calls.go), on the scope every mutation starts with
+// (scope.go); and the scripts' replies decoded into the domain's errors
+// (reply.go). The store runs them (store/rooms.go and the rest); nothing
+// here reaches Redis.
+package roomlua
 
 import "github.com/realsync/realsync/store/internal/redisx"
 
@@ -22,7 +29,7 @@ func mutation(name, src string) *redisx.Script { return redisx.Mutation(scriptPr
 // KEYS[12] (the shard's presence schedule, a zset) is every mutation's,
 // quick_join's before it picks its room too. The library's functions go
 // without it.
-var scriptPrelude = preludeLua + "\nredis.call('ZADD', KEYS[12], 'XX', 0, '') -- refused out of memory: see functions.go\n"
+var scriptPrelude = preludeLua + "\nredis.call('ZADD', KEYS[12], 'XX', 0, '') -- refused out of memory: see library.go\n"
 
 // cleanup is a mutation that frees more than it writes (a leave, a
 // delete, a room closed, a stream closed, a sweep of lapsed presences): it
@@ -40,7 +47,7 @@ func cleanup(name, src string) *redisx.Script {
 
 // cleanupPrelude is what a cleanup's EVALSHA runs ahead of its body: see
 // cleanup.
-var cleanupPrelude = preludeLua + "\nredis.call('ZREM', KEYS[12], '') -- lets the rest write out of memory: see functions.go\n"
+var cleanupPrelude = preludeLua + "\nredis.call('ZREM', KEYS[12], '') -- lets the rest write out of memory: see library.go\n"
 
 // plain is a script run as it is written (no prelude, not in the library).
 func plain(name, src string) *redisx.Script { return redisx.Plain(name, src) }
@@ -49,6 +56,6 @@ func plain(name, src string) *redisx.Script { return redisx.Plain(name, src) }
 // lost reply, as any read (redisx.ReadOnly).
 func readOnly(name, src string) *redisx.Script { return redisx.ReadOnly(name, src) }
 
-// library is the library of every mutation script.
-var library = redisx.NewLibrary(preludeLua, roomCreate, roomJoin, playerRemove, roomUpdate, roomDelete, statePatch,
+// Library is the library of every mutation script.
+var Library = redisx.NewLibrary(preludeLua, roomCreate, roomJoin, playerRemove, roomUpdate, roomDelete, statePatch,
 	streamOpen, streamClose, presenceSweep, messageSend, roomLifecycle, roomRepair, seatsReserve, quickJoin)

@@ -1,4 +1,4 @@
-package store
+package roomlua
 
 import (
 	"errors"
@@ -10,9 +10,20 @@ import (
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
-// replyStatus splits a script reply into its status and the rest, mapping
+// Reply decodes the status reply of a script's cmd, run or queued: what
+// follows "OK", or the error its status names (ReplyStatus), or Redis'
+// own (redisx.Wrap).
+func Reply(cmd *redis.Cmd) ([]any, error) {
+	res, err := cmd.Result()
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	return ReplyStatus(res)
+}
+
+// ReplyStatus splits a script reply into its status and the rest, mapping
 // error statuses to the domain's sentinel errors.
-func replyStatus(v any) ([]any, error) {
+func ReplyStatus(v any) ([]any, error) {
 	arr, ok := v.([]any)
 	if !ok || len(arr) == 0 {
 		return nil, fmt.Errorf("store: unexpected script reply %T", v)
@@ -47,32 +58,46 @@ var scriptErrors = map[string]error{
 	"PAYLOAD_TOO_LARGE":   fmt.Errorf("state over %d keys or %d bytes: %w", rooms.MaxStateKeys, rooms.MaxStateBytes, rooms.ErrTooLarge),
 	"KICK_SELF":           rooms.Invalid("playerId", "the owner cannot kick themself; leave instead"),
 	"MAX_BELOW_COUNT":     rooms.Invalid("maxPlayers", "must not be below the current playerCount plus the seats reserved"),
-	"CODE_TAKEN":          errCodeTaken,
-	"ID_TAKEN":            errIDTaken,
-	"JOINABLE_EXISTS":     errJoinableExists,
+	"CODE_TAKEN":          ErrCodeTaken,
+	"ID_TAKEN":            ErrIDTaken,
+	"JOINABLE_EXISTS":     ErrJoinableExists,
 	"BANNED":              rooms.ErrBanned,
 	"KEY_REUSED":          rooms.ErrKeyReused,
 	"BANS_FULL":           rooms.Invalid("ban", "the room already holds %d bans, the most it may", rooms.MaxBans),
-	"NONE":                errNothingPicked,
-	"NONE_BANNED":         errAllBanned,
-	"TAKEN":               errPickTaken,
+	"NONE":                ErrNothingPicked,
+	"NONE_BANNED":         ErrAllBanned,
+	"TAKEN":               ErrPickTaken,
 }
 
-// quick_join.lua's refusals, turned into outcomes by pickAndJoin: no
-// joinable room and none to create, or every candidate taken before the
-// script ran.
+// CollisionRetries is how many fresh ids or invite codes a create tries
+// while the script answers ErrCodeTaken.
+const CollisionRetries = 5
+
+// ErrCodeTaken: a fresh room id or invite code collided; the caller
+// retries with new random ones (at most CollisionRetries times). ErrIDTaken is ErrCodeTaken for the id: a
+// room, or a closed room's log, holds it. ErrJoinableExists: a
+// quick-join's create found a joinable room meanwhile.
 var (
-	errNothingPicked = errors.New("store: no room to join and none to create")
-	errAllBanned     = errors.New("store: no room to join but rooms that banned the caller")
-	errPickTaken     = errors.New("store: every candidate was taken")
+	ErrCodeTaken      = errors.New("store: room id or invite code taken")
+	ErrIDTaken        = fmt.Errorf("%w: the id", ErrCodeTaken)
+	ErrJoinableExists = errors.New("store: a joinable room exists")
 )
 
-// refused reports whether err is a refusal a script answered (one of
+// quick_join.lua's refusals, turned into outcomes by the store's
+// quick-join: no joinable room and none to create, or every candidate
+// taken before the script ran.
+var (
+	ErrNothingPicked = errors.New("store: no room to join and none to create")
+	ErrAllBanned     = errors.New("store: no room to join but rooms that banned the caller")
+	ErrPickTaken     = errors.New("store: every candidate was taken")
+)
+
+// Refused reports whether err is a refusal a script answered (one of
 // scriptErrors): the script made no change the caller asked for (at most
 // it dropped index entries of rooms that are gone: room_create's
 // JOINABLE_EXISTS). Any other error (a timeout, a lost connection, a
 // failover) may have come after the script ran.
-func refused(err error) bool {
+func Refused(err error) bool {
 	for _, e := range scriptErrors {
 		if errors.Is(err, e) {
 			return true
@@ -81,19 +106,19 @@ func refused(err error) bool {
 	return false
 }
 
-// notRun reports whether err says a create's or join's script certainly
+// NotRun reports whether err says a create's or join's script certainly
 // did not do what it was sent to do, so the quota reservation made for it
-// is released: the script refused (refused), or it was never sent, its
+// is released: the script refused (Refused), or it was never sent, its
 // caller having given up first (a client that hung up while the script
 // waited its turn: redisx.NeverSent). Any other error (a lost reply, a
 // read timeout) leaves the outcome unknown: the reservation is kept, and
 // the holdings check drops it within a minute if no room took it.
-func notRun(err error) bool {
-	return refused(err) || redisx.NeverSent(err)
+func NotRun(err error) bool {
+	return Refused(err) || redisx.NeverSent(err)
 }
 
-// pairs turns a flat HGETALL reply into a map.
-func pairs(v any) map[string]string {
+// Pairs turns a flat HGETALL reply into a map.
+func Pairs(v any) map[string]string {
 	arr, _ := v.([]any)
 	m := make(map[string]string, len(arr)/2)
 	for i := 0; i+1 < len(arr); i += 2 {
@@ -104,9 +129,9 @@ func pairs(v any) map[string]string {
 	return m
 }
 
-// refusedUsers is the users a backfill's seats_reserve refused (its
+// RefusedUsers is the users a backfill's seats_reserve refused (its
 // {"REFUSED", userId...} reply), nil for any other reply.
-func refusedUsers(cmd *redis.Cmd) []string {
+func RefusedUsers(cmd *redis.Cmd) []string {
 	arr, ok := cmd.Val().([]any)
 	if !ok || len(arr) < 2 || arr[0] != "REFUSED" {
 		return nil

@@ -1,7 +1,9 @@
-package store
+package roomlua
 
 import (
 	_ "embed"
+
+	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 //go:embed lua/prelude.lua
@@ -52,11 +54,11 @@ var roomRepairLua string
 //go:embed lua/seats_reserve.lua
 var seatsReserveLua string
 
-// Each script is run only through its descriptor (scriptcalls.go) by
-// Store.run, result, queue or runAll (scriptcall.go): a mutation as FCALL
-// of its function in the library where Redis has Functions
-// (functions.go), anything else, and a mutation elsewhere, as EVALSHA
-// (EVAL when the node does not know it: after a restart or SCRIPT FLUSH).
+// Each script is run only through its descriptor (calls.go) by the
+// store's redisx.Runner: a mutation as FCALL of its function in the
+// library where Redis has Functions (library.go), anything else, and a
+// mutation elsewhere, as EVALSHA (EVAL when the node does not know it:
+// after a restart or SCRIPT FLUSH).
 var (
 	roomCreate    = mutation("room_create", roomCreateLua)
 	roomJoin      = mutation("room_join", roomJoinLua)
@@ -72,5 +74,19 @@ var (
 	roomRepair    = mutation("room_repair", roomRepairLua)
 	seatsReserve  = mutation("seats_reserve", seatsReserveLua)
 	messageList   = readOnly("message_list", messageListLua)
-	presenceRenew = plain("presence_renew", presenceRenewLua)
+	// PresenceRenew renews room streams' presence leases (the store's
+	// redisx.RenewCall)
+	PresenceRenew = plain("presence_renew", presenceRenewLua)
 )
+
+//go:embed lua/quick_join.lua
+var quickJoinLua string
+
+// quickJoin picks before begin() binds the keys and arguments, then joins
+// as room_join does, or creates as room_create does (see
+// lua/quick_join.lua), each body in a function of its own: a function of
+// the library (library.go), as the mutations it joins or creates as.
+var quickJoin = redisx.MutationAfter(scriptPrelude, "quick_join", quickJoinLua,
+	"local function qj_join()\n"+roomJoinLua+"\nend\nlocal function qj_make()\n"+roomCreateLua+"\nend\n"+
+		"if not qj_create then return qj_join() end\n"+
+		"local r = qj_make()\nif r[1] == 'OK' then r[3], r[4] = room_id, 'created' end\nreturn r\n")

@@ -3,11 +3,11 @@
 -- callers never lose a race for the same room and never retry. Runs before
 -- the prelude's begin() binds the keys and arguments: the call runs this
 -- part, begin(), then room_join.lua's or room_create.lua's body
--- (quickjoin.go; a function of the library, as the other mutations), and
+-- (scripts.go; a function of the library, as the other mutations), and
 -- this part fills in the picked room's keys and id, so the prelude and
 -- room_join then run as for a join of that room by id.
 -- KEYS: the prelude's, with the indexes of the (mode, region), built for a
---   room id of "" (quickJoinCall): every key that starts with KEYS[1] (the
+--   room id of "" (QuickJoinCall): every key that starts with KEYS[1] (the
 --   room hash's name up to the id) is the picked room's once the id is
 --   appended there. KEYS[28] the (mode, region)'s joinable index, KEYS[32]
 --   its fill index, KEYS[35] the bans (all in the pair's home shard).
