@@ -17,9 +17,11 @@ import (
 // Documented limits.
 const (
 	DefaultMaxPlayers = 8
-	// MaxPlayersLimit bounds a room's seats. The stores' fill index writes
-	// the seats left in three digits (store/internal/roomlua/lua/prelude.lua, fill_member;
-	// store's TestQuickJoinFillOrderAtTheSeatLimit fails past 100).
+	// MaxPlayersLimit bounds a room's seats. The Redis store's fill
+	// indexes count seats down from it in three digits
+	// (store/internal/layout.FillSeats, which writes it into the scripts):
+	// below 1 000, and a change of it is a change of the store's key
+	// schema.
 	MaxPlayersLimit = 100
 	MaxAttributes   = 16
 	MaxStateValue   = 8 << 10  // bytes of JSON per state value

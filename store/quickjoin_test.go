@@ -497,9 +497,10 @@ func TestQuickJoinWithoutCreateSearchesEveryStripe(t *testing.T) {
 // The fill order holds up to the seat limit: of two rooms of
 // rooms.MaxPlayersLimit seats, two players short and one short, a
 // quick-join picks the fuller although it is the younger. The fill index
-// orders rooms by the seats left, which the scripts write in three digits
-// (store/internal/roomlua/lua/prelude.lua, fill_member): a seat limit past 100 would sort a
-// fuller room after an emptier one, and this test would fail.
+// orders rooms by seats counted down from the limit in three digits
+// (layout.FillSeats, written into the scripts by layout.FillLua): with the
+// limit raised to 150 this passes, and failed while the scripts counted
+// down from a 100 of their own.
 func TestQuickJoinFillOrderAtTheSeatLimit(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		max := rooms.MaxPlayersLimit

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/realsync/realsync/rooms"
 )
 
 // Check returns every violation found under prefix (nil when consistent):
@@ -393,7 +394,7 @@ func joinable(h map[string]string) bool {
 // seats taken or reserved.
 func fillMember(id string, h map[string]string) string {
 	cr, _ := strconv.ParseInt(h["cr"], 10, 64)
-	return fmt.Sprintf("%03d|%017d|%s", 100-taken(h), cr, id)
+	return fmt.Sprintf("%03d|%017d|%s", rooms.MaxPlayersLimit-taken(h), cr, id)
 }
 
 func indexKeys(tag, st, mode, region string) []string {

@@ -51,7 +51,7 @@ var userRepairLua string
 var codeRepairLua string
 
 var (
-	indexRepair = redisx.Plain("index_repair", indexRepairLua)
+	indexRepair = redisx.Plain("index_repair", layout.FillLua("index_repair.lua", indexRepairLua))
 	userRepair  = redisx.Plain("user_repair", userRepairLua)
 	codeRepair  = redisx.Plain("code_repair", codeRepairLua)
 )

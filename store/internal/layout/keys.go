@@ -138,7 +138,8 @@ func (k Keys) JoinableIndex(shard int, mode, region string) string {
 }
 
 // FillIndex holds the same rooms as lexicographic members
-// "<100-playerCount>|<createdAt>|<id>" (score 0): fullest first, then oldest.
+// "<FillSeats - seats taken>|<createdAt>|<id>" (score 0): fullest first,
+// then oldest (fill.go).
 func (k Keys) FillIndex(shard int, mode, region string) string {
 	return k.StatusIndex(shard, "fill", mode, region)
 }

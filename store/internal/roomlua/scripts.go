@@ -3,11 +3,15 @@ package roomlua
 import (
 	_ "embed"
 
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
 //go:embed lua/prelude.lua
-var preludeLua string
+var preludeSrc string
+
+// preludeLua is the prelude with the seat limit written in (layout.FillLua).
+var preludeLua = layout.FillLua("prelude.lua", preludeSrc)
 
 //go:embed lua/room_create.lua
 var roomCreateLua string

@@ -10,6 +10,8 @@
 -- ARGV[2] the key's mode ("" any)  ARGV[3] the key's region ("" any)
 -- ARGV[4..] the entries (room ids; fill members for "fill")
 -- Reply: {entries removed, rooms scheduled}
+-- FILL_SEATS is rooms.MaxPlayersLimit: Go writes it in (layout.FillLua).
+local FILL_SEATS = 100
 local key, kind, mode, region = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
@@ -29,7 +31,7 @@ for i = 4, #ARGV do
     local open = r[2] == 'waiting' and r[3] ~= '1' and taken < tonumber(r[5])
     local score = redis.call('ZSCORE', key, member)
     if kind == 'fill' then
-      ok = open and member == string.format('%03d', 100 - taken) .. '|' ..
+      ok = open and member == string.format('%03d', FILL_SEATS - taken) .. '|' ..
         string.rep('0', 17 - #r[6]) .. r[6] .. '|' .. id
     elseif kind == 'joinable' then
       ok = open and score and tonumber(score) == tonumber(r[6])

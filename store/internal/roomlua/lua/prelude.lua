@@ -19,8 +19,8 @@
 --   KEYS[25..28] joinable indexes (public, waiting, unlocked, not full) as
 --               (all, mode, region, mode+region), score createdAt;
 --   KEYS[29..32] fill indexes of the same rooms, lexicographic members
---               "<100 - playerCount, 3 digits>|<createdAt, 17 digits>|<id>":
---               fullest first, then oldest.
+--               "<FILL_SEATS - seats taken or reserved, 3 digits>|<createdAt,
+--               17 digits>|<id>": fullest first, then oldest (fill_member).
 --   KEYS[33]     shard stats (hash: "rooms:<status>", "players",
 --               "m:<mode>:<status>", "r:<region>:<status>" → count, over
 --               every room, public or private)
@@ -282,9 +282,13 @@ local function joinable(p)
   return p ~= nil and p.vi == 'public' and p.st == 'waiting' and p.lk ~= '1' and p.pc + p.rv < p.mx
 end
 
+-- FILL_SEATS is rooms.MaxPlayersLimit: Go writes it in when the library
+-- loads (layout.FillLua), its one source.
+local FILL_SEATS = 100
+
 -- fill_member orders the fill index by seats taken or reserved.
 local function fill_member(p)
-  return string.format('%03d', 100 - p.pc - p.rv) .. '|' .. string.rep('0', 17 - #p.cr) .. p.cr .. '|' .. room_id
+  return string.format('%03d', FILL_SEATS - p.pc - p.rv) .. '|' .. string.rep('0', 17 - #p.cr) .. p.cr .. '|' .. room_id
 end
 
 -- lobby_notice tells lobby feeds that a joinable room was added, updated
