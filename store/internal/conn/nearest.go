@@ -10,13 +10,13 @@ import (
 
 // nearest routes the browsing reads of ReplicasLatency: the reader's
 // layout (redis.ClusterOptions.ClusterSlots) keeps, of each slot range's
-// nodes, the master and the node (master or replica) of the lowest
-// measured round trip, so go-redis, which reads a ReadOnly client's
-// commands from a range's replicas and from its master while they fail,
-// reads them from that node. Not go-redis' own RouteByLatency: it starts
-// each node's latency probe before the node's client is set up, a data
-// race inside go-redis v9.23.0 (the race detector caught it in CI), and
-// measures a node once a minute of use at most.
+// nodes, the node (master or replica) of the lowest measured round trip
+// and one to fall back on (route), so go-redis, which reads a ReadOnly
+// client's commands from a range's second node and from its first while
+// the second fails, reads them from that node. Not go-redis' own
+// RouteByLatency: it starts each node's latency probe before the node's
+// client is set up, a data race inside go-redis v9.23.0 (the race detector
+// caught it in CI), and measures a node once a minute of use at most.
 //
 // Every node of the last layout is measured every nearestEvery, and
 // first as soon as a layout names it: PING nearestPings times, the mean of
@@ -81,22 +81,30 @@ func (n *nearest) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 	return route(slots, n.last), nil
 }
 
-// route is slots with each range's nodes cut to its master and its node of
-// the lowest round trip in rtt (the master alone when it is that node);
-// a range with no node measured in rtt, or only failed ones, is kept
-// whole.
+// route is slots with each range's nodes cut to two (the master alone
+// when it has no replica): go-redis reads a ReadOnly client's commands of
+// a two-node range from its second node, and from its first while the
+// second is failing or loading. A replica of the lowest round trip in rtt
+// is second, after the master; a master of the lowest round trip is second,
+// after its replica of the next lowest (or its first replica, when none was
+// measured to answer), so that a dead master's reads still go to a replica
+// within the call, as with go-redis' RouteByLatency or ReplicasOn, and not
+// nowhere until the next measurement. go-redis takes a range's first node
+// for its master, which only read-only commands of the reader's (browsing
+// reads) never ask for. A range with no node measured in rtt, or only
+// failed ones, is kept whole.
 func route(slots []redis.ClusterSlot, rtt map[string]time.Duration) []redis.ClusterSlot {
 	out := make([]redis.ClusterSlot, len(slots))
 	for i, s := range slots {
 		out[i] = s
-		best := -1
-		for j, node := range s.Nodes {
-			d, ok := rtt[node.Addr]
-			if ok && d != failed && (best < 0 || d < rtt[s.Nodes[best].Addr]) {
-				best = j
-			}
-		}
+		best := nearestOf(s.Nodes, rtt, -1)
 		switch {
+		case best == 0 && len(s.Nodes) > 1:
+			next := nearestOf(s.Nodes, rtt, 0)
+			if next < 0 {
+				next = 1
+			}
+			out[i].Nodes = []redis.ClusterNode{s.Nodes[next], s.Nodes[0]}
 		case best == 0:
 			out[i].Nodes = []redis.ClusterNode{s.Nodes[0]}
 		case best > 0:
@@ -104,6 +112,19 @@ func route(slots []redis.ClusterSlot, rtt map[string]time.Duration) []redis.Clus
 		}
 	}
 	return out
+}
+
+// nearestOf is the index in nodes of the node of the lowest round trip in
+// rtt, but skip, measured and not failed; -1: none.
+func nearestOf(nodes []redis.ClusterNode, rtt map[string]time.Duration, skip int) int {
+	best := -1
+	for j, node := range nodes {
+		d, ok := rtt[node.Addr]
+		if j != skip && ok && d != failed && (best < 0 || d < rtt[nodes[best].Addr]) {
+			best = j
+		}
+	}
+	return best
 }
 
 func (n *nearest) run(ctx context.Context) {

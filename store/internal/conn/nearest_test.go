@@ -21,24 +21,31 @@ func TestRoute(t *testing.T) {
 	whole := []redis.ClusterNode{m, r1, r2}
 	ms := time.Millisecond
 	for _, tc := range []struct {
-		name string
-		rtt  map[string]time.Duration
-		want []redis.ClusterNode
+		name  string
+		nodes []redis.ClusterNode // the range's; nil: whole
+		rtt   map[string]time.Duration
+		want  []redis.ClusterNode
 	}{
-		{"nothing measured: kept whole", map[string]time.Duration{}, whole},
-		{"a replica nearest", map[string]time.Duration{"m:1": 3 * ms, "r:1": 2 * ms, "r:2": ms}, []redis.ClusterNode{m, r2}},
-		{"the master nearest: alone", map[string]time.Duration{"m:1": ms, "r:1": 2 * ms, "r:2": 3 * ms}, []redis.ClusterNode{m}},
-		{"a failed node passed over", map[string]time.Duration{"m:1": 3 * ms, "r:1": 2 * ms, "r:2": failed}, []redis.ClusterNode{m, r1}},
-		{"only some measured: the nearest of those", map[string]time.Duration{"r:2": 5 * ms}, []redis.ClusterNode{m, r2}},
-		{"every node failed: kept whole", map[string]time.Duration{"m:1": failed, "r:1": failed, "r:2": failed}, whole},
+		{"nothing measured: kept whole", nil, map[string]time.Duration{}, whole},
+		{"a replica nearest", nil, map[string]time.Duration{"m:1": 3 * ms, "r:1": 2 * ms, "r:2": ms}, []redis.ClusterNode{m, r2}},
+		{"the master nearest: second, after the next nearest", nil, map[string]time.Duration{"m:1": ms, "r:1": 3 * ms, "r:2": 2 * ms}, []redis.ClusterNode{r2, m}},
+		{"the master nearest, no replica answered: after the first", nil, map[string]time.Duration{"m:1": ms, "r:1": failed}, []redis.ClusterNode{r1, m}},
+		{"a failed node passed over", nil, map[string]time.Duration{"m:1": 3 * ms, "r:1": 2 * ms, "r:2": failed}, []redis.ClusterNode{m, r1}},
+		{"only some measured: the nearest of those", nil, map[string]time.Duration{"r:2": 5 * ms}, []redis.ClusterNode{m, r2}},
+		{"every node failed: kept whole", nil, map[string]time.Duration{"m:1": failed, "r:1": failed, "r:2": failed}, whole},
+		{"a master without replicas: alone", []redis.ClusterNode{m}, map[string]time.Duration{"m:1": ms}, []redis.ClusterNode{m}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := []redis.ClusterSlot{{Start: 0, End: 100, Nodes: whole}}
+			nodes := tc.nodes
+			if nodes == nil {
+				nodes = whole
+			}
+			in := []redis.ClusterSlot{{Start: 0, End: 100, Nodes: nodes}}
 			got := route(in, tc.rtt)
 			if len(got) != 1 || got[0].Start != 0 || got[0].End != 100 || !reflect.DeepEqual(got[0].Nodes, tc.want) {
 				t.Errorf("route = %+v, want the range with %v", got, tc.want)
 			}
-			if !reflect.DeepEqual(in[0].Nodes, whole) {
+			if !reflect.DeepEqual(in[0].Nodes, nodes) {
 				t.Errorf("route changed its input: %v", in[0].Nodes)
 			}
 		})
@@ -186,4 +193,68 @@ func gets(t *testing.T, addr string) int {
 		}
 	}
 	return 0
+}
+
+// A shard whose master is measured nearest reads from its replica as soon
+// as the master dies (go-redis marks it failing within the call), before
+// any new measurement and before the failover, as go-redis' RouteByLatency
+// and ReplicasOn do: a layout of the master alone left the reads nowhere
+// else to go until the next measurement, up to 10 s later.
+func TestNearestReadsADeadNearestMastersShardFromItsReplica(t *testing.T) {
+	c, err := redistest.StartClusterWithReplicas(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	slot, err := c.Slot(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, rs, err := c.Shard(ctx, slot)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("shard of k: %v %v, %v", m, rs, err)
+	}
+	mc := redis.NewClient(&redis.Options{Addr: m.Addr})
+	err = mc.Set(ctx, "k", "v", 0).Err()
+	mc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReplicated(m, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	slots := NewSlotSource(c.Addrs(), time.Second, 2*time.Second)
+	t.Cleanup(func() { slots.Close() })
+	rtt := func(ctx context.Context, addr string) (time.Duration, error) {
+		d, err := slots.RTT(ctx, addr)
+		if addr == rs[0].Addr {
+			d += 20 * time.Millisecond // the master nearest
+		}
+		return d, err
+	}
+	reader, near := readerClient(redis.ClusterOptions{Addrs: c.Addrs(), ClusterSlots: slots.Slots,
+		ClusterStateReloadInterval: time.Second, Protocol: 2, MaxRedirects: maxRedirects}, ReplicasLatency, rtt)
+	t.Cleanup(func() {
+		reader.Close()
+		near.Close()
+	})
+	// every node measured before the reader reads its first layout
+	if _, err := near.Slots(ctx); err != nil {
+		t.Fatal(err)
+	}
+	near.measure(ctx)
+	resetGets(t, []string{m.Addr})
+	if v, err := reader.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET k = %q, %v", v, err)
+	}
+	if n := gets(t, m.Addr); n != 1 {
+		t.Fatalf("the nearest master answered %d GETs, want 1", n)
+	}
+
+	m.Kill()
+	if v, err := reader.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET k with the nearest master dead = %q, %v; want v from its replica", v, err)
+	}
 }
