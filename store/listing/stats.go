@@ -14,8 +14,8 @@ import (
 )
 
 // Stats implements lobby.Index: the sum of every shard's stats hash, which
-// the scripts keep with each change (lua/prelude.lua, restat). A browsing
-// read: from replicas when configured (ReplicaReads).
+// the scripts keep with each change (store/internal/roomlua/lua/prelude.lua,
+// restat). A browsing read: from replicas when configured (ReplicaReads).
 func (s *Index) Stats(ctx context.Context) (lobby.Stats, error) {
 	cmds := make([]*redis.MapStringStringCmd, s.shards)
 	err := s.browse(ctx, func(c redis.UniversalClient) error {

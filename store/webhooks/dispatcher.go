@@ -1,8 +1,9 @@
 // Package webhooks delivers the webhook outbox (issue 16 item 6): the
 // dispatcher every instance runs, and the dead-letter queue the admin
 // routes read (deadletter.Queue). The outbox itself is written by the
-// root store's scripts (lua/prelude.lua emit, session_open/session_close)
-// in the slot of the shard the event belongs to; this package reads it
+// rooms' scripts (store/internal/roomlua/lua/prelude.lua emit) and the
+// sessions' (store/sessions/lua: session_open, session_close) in the slot
+// of the shard the event belongs to; this package reads it
 // through its own scripts (lua/), built on redisx.Base as every store
 // package is.
 package webhooks

@@ -34,7 +34,8 @@ func newIndexKeyCache() *indexKeyCache {
 }
 
 // IndexStatuses are the statuses a room's indexes are named after, in the
-// order of RoomKeysWithIndexes (and of lua/prelude.lua's index keys).
+// order of RoomKeysWithIndexes (and of store/internal/roomlua/lua/prelude.lua's
+// index keys).
 var IndexStatuses = [...]rooms.Status{rooms.Waiting, rooms.Playing, rooms.Finished, "joinable", "fill"}
 
 // indexKeys are the 20 index keys of a room of mode and region in shard,

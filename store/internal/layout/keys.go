@@ -147,7 +147,8 @@ func (k Keys) FillIndex(shard int, mode, region string) string {
 // FillID is the room id of a fill index member "<...>|<...>|<id>".
 func FillID(member string) string { return member[strings.LastIndexByte(member, '|')+1:] }
 
-// Stats is the shard's room and player counts (see lua/prelude.lua).
+// Stats is the shard's room and player counts (see
+// store/internal/roomlua/lua/prelude.lua).
 func (k Keys) Stats(shard int) string { return k.Tag(shard) + ":stats" }
 
 // RoomKeysWithIndexes adds every index of a room of mode and region (12

@@ -15,8 +15,9 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// A room's hash (the room record the scripts keep, lua/prelude.lua) read
-// and decoded into a rooms.Room.
+// A room's hash (the room record the scripts keep,
+// store/internal/roomlua/lua/prelude.lua) read and decoded into a
+// rooms.Room.
 
 // roomFields are the fields of a room's hash a room is built from, in the
 // order of RoomHash: a room read reads these (HMGET) rather than the whole
