@@ -90,9 +90,10 @@ func (n *nearest) Slots(ctx context.Context) ([]redis.ClusterSlot, error) {
 // measured to answer), so that a dead master's reads still go to a replica
 // within the call, as with go-redis' RouteByLatency or ReplicasOn, and not
 // nowhere until the next measurement. go-redis takes a range's first node
-// for its master, which only read-only commands of the reader's (browsing
-// reads) never ask for. A range with no node measured in rtt, or only
-// failed ones, is kept whole.
+// for its master, which the reader's commands, all read-only (browsing
+// reads), are never sent to for that; only the batcher's lanes are named
+// after it (store/internal/batch, nodeLane), one lane per node still. A
+// range with no node measured in rtt, or only failed ones, is kept whole.
 func route(slots []redis.ClusterSlot, rtt map[string]time.Duration) []redis.ClusterSlot {
 	out := make([]redis.ClusterSlot, len(slots))
 	for i, s := range slots {
