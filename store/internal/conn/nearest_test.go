@@ -84,29 +84,17 @@ func TestNearestRoutesReadsByLatency(t *testing.T) {
 		}
 	}
 
-	slots := NewSlotSource(c.Addrs(), time.Second, 2*time.Second)
-	t.Cleanup(func() { slots.Close() })
 	var mu sync.Mutex
 	added := map[string]time.Duration{} // by node; < 0: its PING fails
-	rtt := func(ctx context.Context, addr string) (time.Duration, error) {
-		d, err := slots.RTT(ctx, addr)
-		mu.Lock()
-		defer mu.Unlock()
-		if added[addr] < 0 {
-			return 0, errors.New("unreachable")
-		}
-		return d + added[addr], err
-	}
 	set := func(d map[string]time.Duration) {
 		mu.Lock()
 		added = d
 		mu.Unlock()
 	}
-	reader, near := readerClient(redis.ClusterOptions{Addrs: c.Addrs(), ClusterSlots: slots.Slots,
-		ClusterStateReloadInterval: time.Second, Protocol: 2}, ReplicasLatency, rtt)
-	t.Cleanup(func() {
-		reader.Close()
-		near.Close()
+	reader, near := latencyReader(t, c, func(addr string) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return added[addr]
 	})
 
 	// reads reads each shard's key until, in one round of 20 reads each,
@@ -158,6 +146,30 @@ func TestNearestRoutesReadsByLatency(t *testing.T) {
 		near.measure(ctx)
 		reads(t, map[string]string{a.key: a.replica, b.key: b.master})
 	})
+}
+
+// latencyReader is a ReplicasLatency reader of c with Open's redirects,
+// closed with t, whose round trip to a node is a real PING's plus what
+// added says of the node (< 0: its PING fails).
+func latencyReader(t *testing.T, c *redistest.Cluster, added func(addr string) time.Duration) (redis.UniversalClient, *nearest) {
+	t.Helper()
+	slots := NewSlotSource(c.Addrs(), time.Second, 2*time.Second)
+	rtt := func(ctx context.Context, addr string) (time.Duration, error) {
+		d, err := slots.RTT(ctx, addr)
+		a := added(addr)
+		if a < 0 {
+			return 0, errors.New("unreachable")
+		}
+		return d + a, err
+	}
+	reader, near := readerClient(redis.ClusterOptions{Addrs: c.Addrs(), ClusterSlots: slots.Slots,
+		ClusterStateReloadInterval: time.Second, Protocol: 2, MaxRedirects: maxRedirects}, ReplicasLatency, rtt)
+	t.Cleanup(func() {
+		reader.Close()
+		near.Close()
+		slots.Close()
+	})
+	return reader, near
 }
 
 // resetGets zeroes the command counters of the nodes at addrs.
@@ -215,30 +227,30 @@ func TestNearestReadsADeadNearestMastersShardFromItsReplica(t *testing.T) {
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("shard of k: %v %v, %v", m, rs, err)
 	}
-	mc := redis.NewClient(&redis.Options{Addr: m.Addr})
-	err = mc.Set(ctx, "k", "v", 0).Err()
-	mc.Close()
-	if err != nil {
+	// CLUSTER SLOTS lists a replica once it gossiped a replication offset,
+	// which a first write of its master makes: k, and keys of both masters
+	w := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer w.Close()
+	for i := range 100 {
+		if err := w.Set(ctx, "k"+strconv.Itoa(i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitReplicated(m, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-
-	slots := NewSlotSource(c.Addrs(), time.Second, 2*time.Second)
-	t.Cleanup(func() { slots.Close() })
-	rtt := func(ctx context.Context, addr string) (time.Duration, error) {
-		d, err := slots.RTT(ctx, addr)
-		if addr == rs[0].Addr {
-			d += 20 * time.Millisecond // the master nearest
-		}
-		return d, err
+	if err := c.WaitSlotsListReplicas(10 * time.Second); err != nil {
+		t.Fatal(err)
 	}
-	reader, near := readerClient(redis.ClusterOptions{Addrs: c.Addrs(), ClusterSlots: slots.Slots,
-		ClusterStateReloadInterval: time.Second, Protocol: 2, MaxRedirects: maxRedirects}, ReplicasLatency, rtt)
-	t.Cleanup(func() {
-		reader.Close()
-		near.Close()
+
+	reader, near := latencyReader(t, c, func(addr string) time.Duration {
+		if addr == rs[0].Addr {
+			return 20 * time.Millisecond // the master nearest
+		}
+		return 0
 	})
 	// every node measured before the reader reads its first layout
 	if _, err := near.Slots(ctx); err != nil {
