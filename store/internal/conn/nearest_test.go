@@ -57,11 +57,7 @@ func TestRoute(t *testing.T) {
 // fails. The round trips are the real PINGs' plus a delay the test adds per
 // node (on loopback every node is about as near).
 func TestNearestRoutesReadsByLatency(t *testing.T) {
-	c, err := redistest.StartClusterWithReplicas(2, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := startListedCluster(t)
 	ctx := t.Context()
 	// a key of each master, with its master and replica
 	type shard struct {
@@ -148,6 +144,30 @@ func TestNearestRoutesReadsByLatency(t *testing.T) {
 	})
 }
 
+// startListedCluster starts a Cluster of 2 masters with a replica each
+// and waits until CLUSTER SLOTS, the readers' layout, lists the replicas:
+// once they gossiped a replication offset, which a write of their masters
+// makes (keys k0..k99, of both masters); stopped with t.
+func startListedCluster(t *testing.T) *redistest.Cluster {
+	t.Helper()
+	c, err := redistest.StartClusterWithReplicas(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	w := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer w.Close()
+	for i := range 100 {
+		if err := w.Set(t.Context(), "k"+strconv.Itoa(i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitSlotsListReplicas(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // latencyReader is a ReplicasLatency reader of c with Open's redirects,
 // closed with t, whose round trip to a node is a real PING's plus what
 // added says of the node (< 0: its PING fails).
@@ -213,36 +233,17 @@ func gets(t *testing.T, addr string) int {
 // and ReplicasOn do: a layout of the master alone left the reads nowhere
 // else to go until the next measurement, up to 10 s later.
 func TestNearestReadsADeadNearestMastersShardFromItsReplica(t *testing.T) {
-	c, err := redistest.StartClusterWithReplicas(2, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := startListedCluster(t)
 	ctx := t.Context()
-	slot, err := c.Slot(ctx, "k")
+	slot, err := c.Slot(ctx, "k0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, rs, err := c.Shard(ctx, slot)
 	if err != nil || len(rs) != 1 {
-		t.Fatalf("shard of k: %v %v, %v", m, rs, err)
-	}
-	// CLUSTER SLOTS lists a replica once it gossiped a replication offset,
-	// which a first write of its master makes: k, and keys of both masters
-	w := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
-	defer w.Close()
-	for i := range 100 {
-		if err := w.Set(ctx, "k"+strconv.Itoa(i), "v", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("shard of k0: %v %v, %v", m, rs, err)
 	}
 	if err := c.WaitReplicated(m, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitSlotsListReplicas(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 
@@ -258,15 +259,15 @@ func TestNearestReadsADeadNearestMastersShardFromItsReplica(t *testing.T) {
 	}
 	near.measure(ctx)
 	resetGets(t, []string{m.Addr})
-	if v, err := reader.Get(ctx, "k").Result(); err != nil || v != "v" {
-		t.Fatalf("GET k = %q, %v", v, err)
+	if v, err := reader.Get(ctx, "k0").Result(); err != nil || v != "v" {
+		t.Fatalf("GET k0 = %q, %v", v, err)
 	}
 	if n := gets(t, m.Addr); n != 1 {
 		t.Fatalf("the nearest master answered %d GETs, want 1", n)
 	}
 
 	m.Kill()
-	if v, err := reader.Get(ctx, "k").Result(); err != nil || v != "v" {
-		t.Fatalf("GET k with the nearest master dead = %q, %v; want v from its replica", v, err)
+	if v, err := reader.Get(ctx, "k0").Result(); err != nil || v != "v" {
+		t.Fatalf("GET k0 with the nearest master dead = %q, %v; want v from its replica", v, err)
 	}
 }
