@@ -20,7 +20,9 @@ import (
 // block.
 type Metrics interface {
 	// ScriptCall records one run of a Lua script: script is its file name
-	// in store/internal/roomlua/lua/ without ".lua" (room_join), d the time of its round trip (of
+	// without ".lua" (room_join: the rooms' scripts are in
+	// store/internal/roomlua/lua/, the other store packages' in their own
+	// lua/), d the time of its round trip (of
 	// the whole MULTI/EXEC when the room is read in the same transaction),
 	// outcome the first element of its reply ("OK" or an error status such
 	// as ROOM_FULL), or "unavailable" (Redis unreachable, timed out, or
