@@ -54,49 +54,6 @@ func TestReplicaReadsNeedACluster(t *testing.T) {
 // browsing read.
 var browsingCmds = []string{"zrange", "hgetall", "hmget"}
 
-// calls reads INFO commandstats of addr: calls per command.
-func calls(t *testing.T, addr string) map[string]int {
-	t.Helper()
-	cl := redis.NewClient(&redis.Options{Addr: addr})
-	defer cl.Close()
-	info, err := cl.Info(t.Context(), "commandstats").Result()
-	if err != nil {
-		t.Fatalf("INFO commandstats of %s: %v", addr, err)
-	}
-	out := map[string]int{}
-	for _, l := range strings.Split(info, "\r\n") {
-		// cmdstat_hgetall:calls=3,usec=12,...
-		name, rest, ok := strings.Cut(strings.TrimPrefix(l, "cmdstat_"), ":calls=")
-		if !ok {
-			continue
-		}
-		n, _, _ := strings.Cut(rest, ",")
-		out[name], _ = strconv.Atoi(n)
-	}
-	return out
-}
-
-func sum(m map[string]int, names ...string) int {
-	n := 0
-	for _, c := range names {
-		n += m[c]
-	}
-	return n
-}
-
-// resetStats zeroes the command counters of every live node.
-func resetStats(t *testing.T, nodes []*redistest.Server) {
-	t.Helper()
-	for _, s := range nodes {
-		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
-		err := cl.ConfigResetStat(t.Context()).Err()
-		cl.Close()
-		if err != nil {
-			t.Fatalf("CONFIG RESETSTAT %s: %v", s.Addr, err)
-		}
-	}
-}
-
 // shardNodes returns the masters that hold at least one of the store's
 // shards, each with its replicas.
 func shardNodes(t *testing.T, c *redistest.Cluster, prefix string, shards int) map[*redistest.Server][]*redistest.Server {
@@ -205,26 +162,26 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 	waitReplicated()
 
 	t.Run("browsing reads hit replicas only", func(t *testing.T) {
-		resetStats(t, c.Nodes)
+		redistest.ResetStats(t, c.Nodes...)
 		_, before := rec.sizes("read")
 		browseAll(t, s, 9, 9)
 		if _, after := rec.sizes("read"); testBatch() != nil && after == before {
 			t.Error("no browsing read went out in a batch of reads")
 		}
 		for _, m := range masters {
-			if n := sum(calls(t, m.Addr), browsingCmds...); n != 0 {
+			if n := m.CallsOf(t, browsingCmds...); n != 0 {
 				t.Errorf("master %s answered %d browsing reads, want 0", m.Addr, n)
 			}
 		}
 		for _, r := range replicas {
-			if n := sum(calls(t, r.Addr), browsingCmds...); n == 0 {
+			if n := r.CallsOf(t, browsingCmds...); n == 0 {
 				t.Errorf("replica %s answered no browsing read (Stats reads every shard)", r.Addr)
 			}
 		}
 	})
 
 	t.Run("joins and room reads hit masters only", func(t *testing.T) {
-		resetStats(t, c.Nodes)
+		redistest.ResetStats(t, c.Nodes...)
 		u := rooms.User{ID: "joiner"}
 		if _, err := s.Join(ctx, u, ids[0]); err != nil {
 			t.Fatal(err)
@@ -239,9 +196,9 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 		if _, err := s.QuickJoin(ctx, rooms.User{ID: "quick"}, "race", []string{"us"}, nil, nil); err != nil {
 			t.Fatalf("QuickJoin: %v", err)
 		}
-		scripts := 0
+		var scripts int64
 		for _, m := range masters {
-			scripts += sum(calls(t, m.Addr), "evalsha", "eval")
+			scripts += m.CallsOf(t, "evalsha", "eval")
 		}
 		if scripts == 0 {
 			t.Error("the masters ran no script")
@@ -249,8 +206,8 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 		for _, r := range replicas {
 			// replicas apply the masters' writes (hset, zadd, exec...) but
 			// answer no script and no read of ours
-			if n := sum(calls(t, r.Addr), "evalsha", "eval", "evalsha_ro", "eval_ro", "hgetall", "hkeys", "hmget", "zrange"); n != 0 {
-				t.Errorf("replica %s answered %d scripts or reads of a join, want 0: %v", r.Addr, n, calls(t, r.Addr))
+			if n := r.CallsOf(t, "evalsha", "eval", "evalsha_ro", "eval_ro", "hgetall", "hkeys", "hmget", "zrange"); n != 0 {
+				t.Errorf("replica %s answered %d scripts or reads of a join, want 0: %v", r.Addr, n, r.Calls(t))
 			}
 		}
 		waitReplicated()
@@ -263,7 +220,7 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resetStats(t, c.Nodes)
+			redistest.ResetStats(t, c.Nodes...)
 			for range 10 {
 				browseAll(t, o, 9, 11)
 			}
@@ -273,12 +230,12 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 			}
 			// about half the reads each: none on either side is as likely as
 			// a fair coin landing the same way over a hundred throws
-			onMasters, onReplicas := 0, 0
+			var onMasters, onReplicas int64
 			for _, m := range masters {
-				onMasters += sum(calls(t, m.Addr), browsingCmds...)
+				onMasters += m.CallsOf(t, browsingCmds...)
 			}
 			for _, r := range replicas {
-				onReplicas += sum(calls(t, r.Addr), browsingCmds...)
+				onReplicas += r.CallsOf(t, browsingCmds...)
 			}
 			if onMasters == 0 || onReplicas == 0 {
 				t.Errorf("random: %d browsing reads on masters, %d on replicas; want some on each", onMasters, onReplicas)
@@ -292,16 +249,16 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 			dead, its = rs[0], m
 			break
 		}
-		resetStats(t, masters)
+		redistest.ResetStats(t, masters...)
 		dead.Kill()
 		for range 5 {
 			browseAll(t, s, 9, 11)
 		}
-		if n := sum(calls(t, its.Addr), browsingCmds...); n == 0 {
+		if n := its.CallsOf(t, browsingCmds...); n == 0 {
 			t.Errorf("master %s of the dead replica answered no browsing read", its.Addr)
 		}
 		for _, m := range masters {
-			if n := sum(calls(t, m.Addr), browsingCmds...); m != its && n != 0 {
+			if n := m.CallsOf(t, browsingCmds...); m != its && n != 0 {
 				t.Errorf("master %s, whose replica lives, answered %d browsing reads", m.Addr, n)
 			}
 		}

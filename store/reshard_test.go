@@ -296,7 +296,7 @@ func TestRemovedMasterLeavesTheReadersLayout(t *testing.T) {
 		_ = browse()
 		time.Sleep(10 * time.Millisecond)
 	}
-	resetStats(t, []*redistest.Server{added})
+	redistest.ResetStats(t, added)
 	fails, calls := 0, 0
 	for time.Since(removed) < 8*time.Second {
 		calls++

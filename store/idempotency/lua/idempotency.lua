@@ -1,4 +1,4 @@
--- idempotency: a caller's Idempotency-Key record (store/idempotency.go).
+-- idempotency: a caller's Idempotency-Key record (store/idempotency/idempotency.go).
 -- No prelude.
 -- KEYS[1] the record: hash fp (the request's fingerprint), tk (the claim's
 --         token), st ("run" while the request runs, "done" once answered),

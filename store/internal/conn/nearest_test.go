@@ -3,10 +3,8 @@ package conn
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +98,7 @@ func TestNearestRoutesReadsByLatency(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
 		for {
-			resetGets(t, c.Addrs())
+			redistest.ResetStats(t, c.Nodes...)
 			for _, s := range shards {
 				for range 20 {
 					if err := reader.Get(ctx, s.key).Err(); err != nil && err != redis.Nil {
@@ -108,9 +106,9 @@ func TestNearestRoutesReadsByLatency(t *testing.T) {
 					}
 				}
 			}
-			got := map[string]int{}
-			for _, a := range c.Addrs() {
-				got[a] = gets(t, a)
+			got := map[string]int64{}
+			for _, n := range c.Nodes {
+				got[n.Addr] = n.Calls(t)["get"]
 			}
 			ok := true
 			for _, s := range shards {
@@ -192,41 +190,6 @@ func latencyReader(t *testing.T, c *redistest.Cluster, added func(addr string) t
 	return reader, near
 }
 
-// resetGets zeroes the command counters of the nodes at addrs.
-func resetGets(t *testing.T, addrs []string) {
-	t.Helper()
-	for _, a := range addrs {
-		cl := redis.NewClient(&redis.Options{Addr: a})
-		err := cl.ConfigResetStat(t.Context()).Err()
-		cl.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// gets is how many GETs the node at addr answered (INFO commandstats).
-func gets(t *testing.T, addr string) int {
-	t.Helper()
-	cl := redis.NewClient(&redis.Options{Addr: addr})
-	defer cl.Close()
-	info, err := cl.Info(t.Context(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(l, "cmdstat_get:calls="); ok {
-			n, _, _ := strings.Cut(rest, ",")
-			v, err := strconv.Atoi(n)
-			if err != nil {
-				t.Fatal(fmt.Errorf("%q: %w", l, err))
-			}
-			return v
-		}
-	}
-	return 0
-}
-
 // A shard whose master is measured nearest reads from its replica as soon
 // as the master dies (go-redis marks it failing within the call), before
 // any new measurement and before the failover, as go-redis' RouteByLatency
@@ -258,11 +221,11 @@ func TestNearestReadsADeadNearestMastersShardFromItsReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	near.measure(ctx)
-	resetGets(t, []string{m.Addr})
+	redistest.ResetStats(t, m)
 	if v, err := reader.Get(ctx, "k0").Result(); err != nil || v != "v" {
 		t.Fatalf("GET k0 = %q, %v", v, err)
 	}
-	if n := gets(t, m.Addr); n != 1 {
+	if n := m.Calls(t)["get"]; n != 1 {
 		t.Fatalf("the nearest master answered %d GETs, want 1", n)
 	}
 
