@@ -53,10 +53,10 @@ func (s *Store) Messages(ctx context.Context, u rooms.User, id string, before in
 	if err != nil {
 		return 0, nil, err
 	}
-	entries := logEntries(rest[1])
+	entries := roomlua.LogEntries(rest[1])
 	out := make([]rooms.Message, 0, len(entries))
 	for _, e := range entries {
-		m, err := decodeMessage(e.data)
+		m, err := decodeMessage(e.Data)
 		if err != nil {
 			return 0, nil, err
 		}

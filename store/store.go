@@ -1,13 +1,14 @@
 // Package store implements the RealSync domain stores on Redis: the rooms,
 // run as the rooms' Lua library (one script per mutation, their typed
 // descriptors and replies: store/internal/roomlua), and what writes or
-// repairs rooms (quick-join, lifecycle, the janitor's tasks), on one client
-// path for standalone Redis, Redis Cluster and the embedded in-process
-// store (store/internal/conn). How a room is kept (keys, ids, placement,
-// the key-schema version) is store/internal/layout; the listing is
-// store/listing; other concepts have packages of their own (sessions,
-// holdings, userlog, tickets, webhooks, instances, feed, janitor, repair,
-// and migrate: the key-schema migrations behind Store.Migrate).
+// repairs rooms (lifecycle, the janitor's tasks), on one client path for
+// standalone Redis, Redis Cluster and the embedded in-process store
+// (store/internal/conn). How a room is kept (keys, ids, placement, the
+// key-schema version) is store/internal/layout; the listing is
+// store/listing; other concepts have packages of their own (quickjoin,
+// roomstreams, sessions, holdings, userlog, tickets, webhooks, instances,
+// feed, janitor, repair, and migrate: the key-schema migrations behind
+// Store.Migrate), which New wires together.
 package store
 
 import (
@@ -22,6 +23,7 @@ import (
 
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/instances"
@@ -35,6 +37,7 @@ import (
 	"github.com/realsync/realsync/store/migrate"
 	"github.com/realsync/realsync/store/quickjoin"
 	"github.com/realsync/realsync/store/repair"
+	"github.com/realsync/realsync/store/roomstreams"
 	"github.com/realsync/realsync/store/sessions"
 	"github.com/realsync/realsync/store/userlog"
 )
@@ -150,6 +153,10 @@ type Config struct {
 // Store is the Redis implementation of the room and lobby stores. Safe for
 // concurrent use.
 type Store struct {
+	// the room event streams' side (sse.Source): OpenStream, CloseStream,
+	// RenewStreams, Log, Versions, OpenLobby, CloseLobby (store/roomstreams)
+	*roomstreams.Streams
+
 	conn     *conn.Clients         // every connection to Redis (store/internal/conn)
 	client   redis.UniversalClient // conn.Client
 	reads    redis.UniversalClient // conn.Reads: browsing reads; nil: client
@@ -188,7 +195,10 @@ type Store struct {
 	guard              guard          // what the janitor last found wrong with Redis (guard.go)
 }
 
-var _ rooms.Store = (*Store)(nil)
+var (
+	_ rooms.Store = (*Store)(nil)
+	_ sse.Source  = (*Store)(nil)
+)
 
 // ErrLayout says Redis holds data laid out for another deployment: another
 // shard count or key-schema version. It is a configuration error, never an
@@ -255,6 +265,12 @@ func New(cfg Config) (*Store, error) {
 		Read: func(ctx context.Context, shard int, id string) (rooms.Room, error) {
 			r, _, err := s.readRoom(ctx, shard, id, false)
 			return r, err
+		}})
+	s.Streams = roomstreams.New(roomstreams.Config{Client: s.client, Runner: s.runner, Renewals: s.renewalBase.Runner,
+		Keys: s.keys, Shards: s.shards, Env: s.env, Sessions: s.sess, TTL: s.presenceTTL, Grace: s.grace, Debounce: s.debounce,
+		RunThenRead: func(ctx context.Context, call redisx.Call, shard int, id string) (*redis.Cmd, func() (rooms.Room, rooms.State, error), error) {
+			r, err := s.runThenRead(ctx, call, shard, id, true)
+			return r.cmd, func() (rooms.Room, rooms.State, error) { return s.decodeRead(id, r.read) }, err
 		}})
 	s.janitor = s.newJanitor()
 	s.fleet = instances.New(s.base, s.presenceTTL, s.janitor.Release)

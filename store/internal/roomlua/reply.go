@@ -3,10 +3,12 @@ package roomlua
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -140,6 +142,32 @@ func RefusedUsers(cmd *redis.Cmd) []string {
 	for _, v := range arr[1:] {
 		u, _ := v.(string)
 		out = append(out, u)
+	}
+	return out
+}
+
+// LogEntry is one entry of a room's event or message log.
+type LogEntry struct {
+	Version int64
+	Tag     string // the event log's only
+	Data    string
+}
+
+// LogEntries decodes an XRANGE reply of a room's log: entries
+// "<version>-0" with fields g (tag, event log only) and d (the event's
+// JSON).
+func LogEntries(v any) []LogEntry {
+	arr, _ := v.([]any)
+	out := make([]LogEntry, 0, len(arr))
+	for _, x := range arr {
+		e, _ := x.([]any)
+		if len(e) != 2 {
+			continue
+		}
+		id, _ := e[0].(string)
+		ver, _ := strings.CutSuffix(id, "-0")
+		f := Pairs(e[1])
+		out = append(out, LogEntry{Version: layout.Atoi64(ver), Tag: f["g"], Data: f["d"]})
 	}
 	return out
 }
