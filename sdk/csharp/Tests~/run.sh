@@ -51,7 +51,7 @@ awk '/^```csharp file=TicTacToe.cs$/{f=1;next} f&&/^```$/{exit} f' "$root/docs/G
 [ -s "$tmp/TicTacToe.cs" ] || { echo "no csharp file=TicTacToe.cs block in docs/GUIDE.md" >&2; exit 1; }
 mcs -langversion:7.2 -warnaserror -r:"$tmp/RealSync.dll" -r:System.Net.Http.dll -out:"$tmp/tests.exe" \
   "$here/Harness.cs" "$here/Tests.cs" "$here/GuideTest.cs" "$tmp/TicTacToe.cs"
-(cd "$root" && go build -o "$tmp/realsyncd" ./cmd/realsyncd)
+"$root/scripts/build-realsyncd.sh" "$tmp/realsyncd"
 
 # free_port prints a loopback port nothing listens on, below the kernel's
 # ephemeral range (32768 and up by default), where the ports the Go tests'

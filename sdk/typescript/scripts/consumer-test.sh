@@ -56,7 +56,7 @@ echo "-- type-check a strict game: browser"
 npx --no-install tsc -p tsconfig.browser.json
 
 echo "-- run the Node game against a real realsyncd"
-(cd "$root" && go build -o "$tmp/realsyncd" ./cmd/realsyncd)
+"$root/scripts/build-realsyncd.sh" "$tmp/realsyncd"
 REALSYNC_ADDR=127.0.0.1:0 REALSYNC_REDIS_URL="" REALSYNC_REDIS_CLUSTER_ADDRS="" REALSYNC_JWT_SECRET=consumer-test \
   "$tmp/realsyncd" 2>"$tmp/server.log" &
 server=$!

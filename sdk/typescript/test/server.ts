@@ -10,10 +10,11 @@ import { chromium, type Browser } from "playwright-core";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 const bin = path.join(root, "sdk/typescript/.bin/realsyncd");
 
-// build (re)builds the binary: go's cache makes it quick when nothing changed.
+// build (re)builds the binary as the image does (scripts/build-realsyncd.sh):
+// go's cache makes it quick when nothing changed.
 function build(): string {
   if (process.env.REALSYNC_BIN) return process.env.REALSYNC_BIN;
-  execFileSync("go", ["build", "-o", bin, "./cmd/realsyncd"], { cwd: root, stdio: "inherit" });
+  execFileSync(path.join(root, "scripts/build-realsyncd.sh"), [bin], { cwd: root, stdio: "inherit" });
   return bin;
 }
 
