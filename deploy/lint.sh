@@ -93,6 +93,13 @@ build_cmd='go build -trimpath -ldflags="-s -w" -o /out/realsyncd ./cmd/realsyncd
 if ! grep -qF "$build_cmd" Dockerfile || ! grep -qF 'CGO_ENABLED=0' Dockerfile; then
   echo "Dockerfile: its build command changed; update the context build check in deploy/lint.sh" >&2; exit 1
 fi
+# The tests build the image's binary as the Dockerfile does, and compile the
+# module for vet and generate with its CGO_ENABLED and -trimpath (one
+# compile shared): a change of the Dockerfile's flags goes to both.
+if ! grep -qF "CGO_ENABLED=0 exec ${build_cmd%% -o *} " "$root/scripts/build-realsyncd.sh" ||
+  ! grep -qE '^static_build\(\) \{ CGO_ENABLED=0 GOFLAGS="[^"]*-trimpath"' "$root/scripts/test.sh"; then
+  echo "Dockerfile: scripts/build-realsyncd.sh or scripts/test.sh's static_build no longer builds as it does" >&2; exit 1
+fi
 # The build context as BuildKit would send it: the repository's files less
 # what Dockerfile.dockerignore excludes. Then the Dockerfile's build command.
 (cd "$root" && git ls-files -co --exclude-standard) | python3 -c '
