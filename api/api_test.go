@@ -84,6 +84,7 @@ func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), a
 	reg.MustRegister(metrics.NewShardStats(st.Listing().Stats, statsTTL, 0))
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	hangups := newHangups(t) // closed after the server and the hub
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st.Sessions()}})
 	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st.Listing()), Events: hub, Players: players.NewService(st.Sessions()),
@@ -91,7 +92,8 @@ func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), a
 		Auth:   auth,
 		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
 		Tickets: mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs())}),
-		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Hangups: hangups}
 	for _, f := range mut {
 		f(&cfg, st, prefix)
 	}
@@ -104,6 +106,19 @@ func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), a
 	srv.Start()
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs, prefix: prefix}
+}
+
+// newHangups is a server's Hangups (api.Config.Hangups), as realsyncd's:
+// closed when the test ends, after what the test registers later to
+// clean up (its server and hub among them).
+func newHangups(t testing.TB) *api.Hangups {
+	t.Helper()
+	h, err := api.NewHangups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }
 
 // mustTickets is the tickets service of cfg.

@@ -21,10 +21,14 @@ var crlf = []byte("\r\n")
 // net/http (sse.Line): the response headers (Transfer-Encoding: chunked,
 // Connection: close) are out, and each Send is one chunk, written with
 // writev from the frames as they are. No reader and no buffer stay with
-// it: a client that went away is noticed by Alive (a read that does not
-// block) or by a failed write.
+// it: a client that went away is noticed by Alive (its watch's flag, set
+// by the server's Hangups, or else a read that does not block) or by a
+// failed write.
 type eventLine struct {
-	conn     net.Conn
+	conn net.Conn
+	// watch: the connection is watched by the server's Hangups (set
+	// before the hub has the line, never changed); nil: Alive peeks
+	watch    *hangupWatch
 	deadline time.Time   // of writes, moved at most once a second
 	size     [18]byte    // the chunk's size line
 	bufs     net.Buffers // size line, frames, CRLF
@@ -127,11 +131,19 @@ func (l *eventLine) TrySend(frames []byte) (bool, error) {
 	return false, nil
 }
 
-// Alive reports whether the client has not closed its end.
-func (l *eventLine) Alive() bool { return !peerClosed(l.conn) }
+// Alive reports whether the client has not closed its end: what the
+// watch knows when it knows (no system call), else by a peek
+// (peerClosed).
+func (l *eventLine) Alive() bool {
+	if gone, known := l.watch.state(); known {
+		return !gone
+	}
+	return !peerClosed(l.conn)
+}
 
 // End writes final as a last chunk, then the end of the body, within
-// endWriteTimeout, and closes the connection.
+// endWriteTimeout, and closes the connection, unwatched first (its
+// descriptor is another connection's once closed).
 func (l *eventLine) End(final []byte) {
 	b := l.rest // the end of a chunk begun
 	l.rest = nil
@@ -144,6 +156,7 @@ func (l *eventLine) End(final []byte) {
 	b = append(b, "0\r\n\r\n"...)
 	l.conn.SetWriteDeadline(time.Now().Add(endWriteTimeout))
 	l.conn.Write(b)
+	l.watch.unwatch()
 	l.conn.Close()
 	l.mu.Lock()
 	l.ended = true

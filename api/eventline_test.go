@@ -34,8 +34,16 @@ import (
 const lineHeartbeat = 300 * time.Millisecond
 
 // newLineEnv is newEnvStore with a hub heartbeat of lineHeartbeat and the
-// hub returned, for the tests of HTTP/1.1 streams taken over (eventLine).
+// hub returned, for the tests of HTTP/1.1 streams taken over (eventLine),
+// their connections watched by a Hangups of the server's.
 func newLineEnv(t *testing.T, b redistest.Backend, q store.Quotas) (*env, *sse.Hub) {
+	t.Helper()
+	return newLineEnvWith(t, b, q, newHangups(t))
+}
+
+// newLineEnvWith is newLineEnv with hangups as the server's Hangups (nil:
+// none, the streams' lines peek at their connections).
+func newLineEnvWith(t *testing.T, b redistest.Backend, q store.Quotas, hangups *api.Hangups) (*env, *sse.Hub) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "test")
@@ -51,7 +59,7 @@ func newLineEnv(t *testing.T, b redistest.Backend, q store.Quotas) (*env, *sse.H
 		Heartbeat: lineHeartbeat})
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()), Events: hub,
 		Auth: &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI,
-		Log: log, Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})})
+		Log: log, Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Hangups: hangups})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 	return &env{t: t, url: srv.URL, store: st, logs: logs}, hub
@@ -155,50 +163,71 @@ func TestTakenOverStreamSpeaksChunkedSSE(t *testing.T) {
 // A client that closes its connection without a word is noticed within
 // a sweep of the hub (half a heartbeat here): its stream ends (client_gone), its presence closes (the
 // player shows disconnected) and its place among the user's streams is
-// free again (the cap of one stream lets the next one open).
+// free again (the cap of one stream lets the next one open). Whether the
+// server's Hangups tells the hub (watched) or each sweep peeks at the
+// connection (no Hangups).
 func TestTakenOverStreamNoticesGoneClient(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e, _ := newLineEnv(t, b, store.Quotas{StreamsPerUser: 1})
-			alice, _ := e.guest("alice")
-			bob, _ := e.guest("bob")
-			id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
-			e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
-			path := "/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id)
+		for _, tc := range []struct {
+			name    string
+			watched bool // by a Hangups of the server's; else peeked
+		}{{"watched", true}, {"peeked", false}} {
+			t.Run(b.Name+"/"+tc.name, func(t *testing.T) { testTakenOverStreamNoticesGoneClient(t, b, tc.watched) })
+		}
+	}
+}
 
-			s, status := e.openRaw(path)
-			if status != 200 {
-				t.Fatalf("open: %d", status)
-			}
-			connected := func() bool {
-				r := e.do("GET", "/v1/rooms/"+id, alice, nil)
-				for _, p := range r.body["players"].([]any) {
-					if p := p.(map[string]any); p["name"] == "bob" {
-						return p["connected"] == true
-					}
-				}
-				t.Fatalf("bob is not in %s", r.raw)
-				return false
-			}
-			if !connected() {
-				t.Fatal("bob does not show connected while his stream is open")
-			}
-			if _, status := e.openRaw(path); status != http.StatusTooManyRequests {
-				t.Fatalf("a second stream past the cap of one: %d, want 429", status)
-			}
+// testTakenOverStreamNoticesGoneClient is TestTakenOverStreamNoticesGoneClient
+// on backend b, its stream watched or peeked.
+func testTakenOverStreamNoticesGoneClient(t *testing.T, b redistest.Backend, watched bool) {
+	var hangups *api.Hangups
+	if watched {
+		hangups = newHangups(t)
+	}
+	e, _ := newLineEnvWith(t, b, store.Quotas{StreamsPerUser: 1}, hangups)
+	alice, _ := e.guest("alice")
+	bob, _ := e.guest("bob")
+	id := e.create(alice, map[string]any{"name": "r", "mode": "m", "region": "r"})["id"].(string)
+	e.do("POST", "/v1/rooms/"+id+"/join", bob, nil)
+	path := "/v1/rooms/" + id + "/events?token=" + e.streamToken(bob, "/v1/rooms/"+id)
 
-			s.conn.Close()
-			limit := 2*lineHeartbeat + time.Second // the heartbeat, a sweep, and the store's calls
-			eventually(t, limit, "bob's stream closed", func() bool { return !connected() })
-			eventually(t, limit, "the cap's place released", func() bool {
-				_, status := e.openRaw(path)
-				return status == 200
-			})
-			m := e.do("GET", "/metrics", "", nil).raw
-			if !strings.Contains(m, `realsync_sse_stream_ends_total{kind="room",reason="client_gone"} 1`) {
-				t.Errorf("no client_gone end counted:\n%s", grepLines(m, "realsync_sse_stream_ends_total"))
+	s, status := e.openRaw(path)
+	if status != 200 {
+		t.Fatalf("open: %d", status)
+	}
+	connected := func() bool {
+		r := e.do("GET", "/v1/rooms/"+id, alice, nil)
+		for _, p := range r.body["players"].([]any) {
+			if p := p.(map[string]any); p["name"] == "bob" {
+				return p["connected"] == true
 			}
-		})
+		}
+		t.Fatalf("bob is not in %s", r.raw)
+		return false
+	}
+	if !connected() {
+		t.Fatal("bob does not show connected while his stream is open")
+	}
+	if watched && runtime.GOOS == "linux" {
+		eventually(t, 5*time.Second, "the stream's connection watched", func() bool { return hangups.Watching() == 1 })
+	}
+	if _, status := e.openRaw(path); status != http.StatusTooManyRequests {
+		t.Fatalf("a second stream past the cap of one: %d, want 429", status)
+	}
+
+	s.conn.Close()
+	limit := 2*lineHeartbeat + time.Second // the heartbeat, a sweep, and the store's calls
+	eventually(t, limit, "bob's stream closed", func() bool { return !connected() })
+	eventually(t, limit, "the cap's place released", func() bool {
+		_, status := e.openRaw(path)
+		return status == 200
+	})
+	if watched && runtime.GOOS == "linux" { // the gone stream's connection unwatched as it ended, the new one's watched
+		eventually(t, 5*time.Second, "one connection watched", func() bool { return hangups.Watching() == 1 })
+	}
+	m := e.do("GET", "/metrics", "", nil).raw
+	if !strings.Contains(m, `realsync_sse_stream_ends_total{kind="room",reason="client_gone"} 1`) {
+		t.Errorf("no client_gone end counted:\n%s", grepLines(m, "realsync_sse_stream_ends_total"))
 	}
 }
 

@@ -65,7 +65,7 @@ func streamFor(ctx context.Context, scope string) error {
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
 	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(), timer: r.ProtoMajor >= 2,
-		takeable: takeable(r),
+		takeable: takeable(r), hangups: s.hangups,
 		carrying: carryingFrom(r.Context())}
 	err := serve(c)
 	switch {
@@ -109,6 +109,9 @@ type streamClient struct {
 	// over (Detach); its response says Connection: close, since the
 	// connection ends with the stream.
 	takeable bool
+	// hangups watches the connection once taken over (Config.Hangups);
+	// nil: its line peeks
+	hangups *Hangups
 	// carrying: the request came through carryStreams, which runs the
 	// rest of the stream it is handed (Carry)
 	carrying *carrying
@@ -132,8 +135,9 @@ func (c *streamClient) Carry(rest sse.Rest) bool {
 
 // Detach implements sse.Detacher: a plain HTTP/1.1 stream's connection is
 // hijacked, after its headers and opening were flushed as chunks, and
-// becomes an eventLine writing the rest of the chunked body itself;
-// net/http's reader goroutine and buffers go away with the handler. nil
+// becomes an eventLine writing the rest of the chunked body itself,
+// watched by the server's Hangups when it has one; net/http's reader
+// goroutine and buffers go away with the handler. nil
 // for HTTP/2 and TLS (their streams stay with their request: see
 // carryStreams).
 func (c *streamClient) Detach() sse.Line {
@@ -144,7 +148,7 @@ func (c *streamClient) Detach() sse.Line {
 	if err != nil {
 		return nil
 	}
-	l := &eventLine{conn: conn}
+	l := &eventLine{conn: conn, watch: c.hangups.watch(conn)}
 	if x := exchangeFrom(c.ctx); x != nil {
 		x.line = l // the request is counted and logged when the stream ends
 	}

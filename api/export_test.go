@@ -28,3 +28,6 @@ func (c *TestClock) Tick(time.Duration) <-chan time.Time { return nil }
 
 // Add moves the clock by d.
 func (c *TestClock) Add(d time.Duration) { c.now.Add(int64(d)) }
+
+// Watching is how many connections h watches (0 off Linux).
+func (h *Hangups) Watching() int { return h.watching() }

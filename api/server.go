@@ -100,6 +100,13 @@ type Config struct {
 	// BrowseCache keeps room list pages and the lobby's counts for a
 	// while (browsecache.go); nil: every such request reads Redis.
 	BrowseCache *BrowseCache
+	// Hangups tells the HTTP/1.1 event streams taken over by the hub
+	// (eventLine) that their client hung up, for all of them at once
+	// (Linux; hangups_linux.go): each sweep of the hub reads a flag per
+	// stream. nil: each Alive peeks at its connection, a system call per
+	// stream and sweep (peerClosed). Its owner closes it once the HTTP
+	// server and the hub have stopped (the lines still open then peek).
+	Hangups *Hangups
 	// Detached counts those requests while they run on (a shutdown waits
 	// for them with its Drain before it closes the store: over HTTP/2
 	// http.Server.Shutdown does not wait for the handler of a stream its
@@ -135,6 +142,7 @@ type Server struct {
 	deadLetters    deadletter.Queue
 	admission      *admitter // nil: no bound
 	browseCache    *BrowseCache
+	hangups        *Hangups // see Config.Hangups
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)
@@ -144,7 +152,8 @@ func NewHandler(cfg Config) http.Handler {
 	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
-		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission), browseCache: cfg.BrowseCache}
+		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission), browseCache: cfg.BrowseCache,
+		hangups: cfg.Hangups}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
