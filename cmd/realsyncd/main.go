@@ -145,6 +145,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		defer stop()
 		go keys.Watch(watch)
 	}
+	// the taken-over streams' hang-ups, told by the kernel (api.Hangups):
+	// closed last, once the HTTP server and the hub have stopped (a
+	// deferred call runs after those made later); without it each sweep
+	// peeks at every stream's connection
+	hangups, err := api.NewHangups()
+	if err != nil {
+		log.Warn("event streams: no epoll instance for their hang-ups; each sweep peeks at every connection", "err", err)
+		hangups = nil
+	}
+	defer hangups.Close()
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON,
 		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m})
 	// shutdown closes the hub within REALSYNC_SHUTDOWN_TIMEOUT; a return
@@ -193,6 +203,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout, Admission: cfg.Admission,
 		Idempotency: idemstore.New(st.Base()), Base: base, Detached: detached,
 		Tickets: ticketService, BrowseCache: api.NewBrowseCache(cfg.BrowseCacheTTL, m),
+		Hangups: hangups,
 	})
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on
