@@ -257,8 +257,10 @@ func (h *Hub) hangUp(st *stream, out *writer) {
 // sweep is the shared clock of the streams, every lineTick (or half the
 // heartbeat): a stream past its token's end ends (EndTokenExpiry); a
 // taken-over one whose client closed its connection ends (EndClientGone),
-// seen by a read that does not block (one system call per stream and
-// tick); one that would write nothing for a heartbeat is sent one (so a
+// as its Line's Alive says: on Linux the server's api.Hangups, told by the
+// kernel, without a system call per stream (elsewhere, or without one, a
+// read that does not block: one system call per stream and tick); one
+// that would write nothing for a heartbeat is sent one (so a
 // ping follows the last write within the heartbeat, at least a tick
 // before it). A client that went away is thus noticed within a tick, and
 // no stream needs a timer of its own.
