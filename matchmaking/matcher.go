@@ -189,6 +189,12 @@ func (m *Matcher) Round(ctx context.Context) []string {
 	return held
 }
 
+// modeConcurrency is how many modes' passes of a round run at once:
+// modes are independent (a lease and a slot each), and a pass waits on
+// its matches' completions, round trips more than CPU, so one mode at a
+// time would have a round last as long as every mode's pass together.
+const modeConcurrency = 4
+
 // round is Round, saying too what it could not tell: listed is false when
 // the modes could not be listed (nothing is known of any lease), unsure
 // holds the modes whose lease call failed.
@@ -200,38 +206,54 @@ func (m *Matcher) round(ctx context.Context) (held []string, unsure map[string]b
 		}
 		return nil, nil, false
 	}
+	var mu sync.Mutex
 	unsure = map[string]bool{}
-	for _, mode := range modes {
-		if ctx.Err() != nil {
-			break
+	concurrently(modes, modeConcurrency, func(mode string) error {
+		ok, known := m.passMode(ctx, mode)
+		mu.Lock()
+		defer mu.Unlock()
+		if ok {
+			held = append(held, mode)
 		}
-		ok, err := m.cfg.Queue.Lease(ctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
-		if err != nil {
+		if !known {
 			unsure[mode] = true
 		}
-		if err != nil || !ok {
-			continue
-		}
-		pctx, cancel := context.WithTimeout(ctx, m.cfg.PassTimeout)
-		stop := m.keepLease(pctx, mode)
-		err = m.pass(pctx, mode)
-		lost := stop()
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
-		}
-		if lost { // another instance holds it: that one reports the queue
-			m.released(mode)
-			continue
-		}
-		held = append(held, mode)
-		if m.cfg.Observer != nil && ctx.Err() == nil {
-			if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
-				m.cfg.Observer.Searching(mode, n)
-			}
+		return nil
+	})
+	slices.Sort(held)
+	return held, unsure, true
+}
+
+// passMode takes (or renews) mode's lease and, holding it, runs the
+// mode's pass and reports its queue (Searching): held says whether this
+// instance holds the lease after it, known is false when the lease call
+// failed (nothing is known of it).
+func (m *Matcher) passMode(ctx context.Context, mode string) (held, known bool) {
+	if ctx.Err() != nil {
+		return false, true
+	}
+	ok, err := m.cfg.Queue.Lease(ctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
+	if err != nil || !ok {
+		return false, err == nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, m.cfg.PassTimeout)
+	stop := m.keepLease(pctx, mode)
+	err = m.pass(pctx, mode)
+	lost := stop()
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
+	}
+	if lost { // another instance holds it: that one reports the queue
+		m.released(mode)
+		return false, true
+	}
+	if m.cfg.Observer != nil && ctx.Err() == nil {
+		if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
+			m.cfg.Observer.Searching(mode, n)
 		}
 	}
-	return held, unsure, true
+	return true, true
 }
 
 // keepLease renews mode's lease every third of LeaseTTL until stop is
@@ -336,7 +358,7 @@ func (m *Matcher) refreshBackfill(ctx context.Context, mode string, r Rules) err
 	if err != nil {
 		return err
 	}
-	return errors.Join(concurrently(rs, func(room BackfillRoom) error { return m.refreshRoom(ctx, mode, room, r.Size()) })...)
+	return errors.Join(concurrently(rs, completeConcurrency, func(room BackfillRoom) error { return m.refreshRoom(ctx, mode, room, r.Size()) })...)
 }
 
 // refreshRoom records backfill room's free seats now (of size seats at
@@ -364,7 +386,7 @@ const completeConcurrency = 16
 // completeAll completes a pass's matches, completeConcurrency at once,
 // and returns their errors.
 func (m *Matcher) completeAll(ctx context.Context, mode string, matches []Match, r Rules) []error {
-	return concurrently(matches, func(match Match) error {
+	return concurrently(matches, completeConcurrency, func(match Match) error {
 		done, err := m.complete(ctx, match, r, false)
 		if err == nil && done {
 			m.matched(mode, match)
@@ -386,14 +408,14 @@ func (m *Matcher) matched(mode string, match Match) {
 	m.cfg.Observer.Matched(mode, waits)
 }
 
-// concurrently runs f on each of items, completeConcurrency at once, and
-// returns the errors it returned.
-func concurrently[T any](items []T, f func(T) error) []error {
+// concurrently runs f on each of items, limit at once, and returns the
+// errors it returned.
+func concurrently[T any](items []T, limit int, f func(T) error) []error {
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
-		sem  = make(chan struct{}, completeConcurrency)
+		sem  = make(chan struct{}, limit)
 	)
 	for _, it := range items {
 		sem <- struct{}{}
@@ -481,15 +503,27 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 			}
 		}
 	}
+	// every user told (at once: each user's log is a slot of its own)
+	// before the tickets record the room
+	var notices []userNotice
 	for _, t := range match.Tickets {
 		for _, uid := range t.Users {
-			if err := m.cfg.Notifier.MatchFound(ctx, uid, MatchFound{TicketID: t.ID, MatchID: match.ID, RoomID: room,
-				Mode: match.Mode, Region: match.Region, Team: t.Team}); err != nil {
-				return false, err
-			}
+			notices = append(notices, userNotice{uid, MatchFound{TicketID: t.ID, MatchID: match.ID, RoomID: room,
+				Mode: match.Mode, Region: match.Region, Team: t.Team}})
 		}
 	}
+	if err := errors.Join(concurrently(notices, len(notices), func(n userNotice) error {
+		return m.cfg.Notifier.MatchFound(ctx, n.uid, n.e)
+	})...); err != nil {
+		return false, err
+	}
 	return m.cfg.Queue.Assign(ctx, match, room)
+}
+
+// userNotice is one user's match_found.
+type userNotice struct {
+	uid string
+	e   MatchFound
 }
 
 // requeueRefused puts match's tickets that hold any of users (whole: a
