@@ -12,12 +12,8 @@ import (
 // connection, and returns how many bytes went out: fewer than all (none
 // included) when the socket's send buffer is full.
 func writeNow(c net.Conn, bufs ...[]byte) (int, error) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return 0, nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc, err := rawConn(c)
+	if rc == nil {
 		return 0, err
 	}
 	var n int
@@ -40,18 +36,29 @@ func writeNow(c net.Conn, bufs ...[]byte) (int, error) {
 	return max(n, 0), err
 }
 
+// rawConn is c's raw connection: nil with no error when c has none (not a
+// socket of this process), nil with the error when it could not be had
+// (closed).
+func rawConn(c net.Conn) (syscall.RawConn, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
 // peerClosed reports whether the peer of c closed its end (or the
 // connection failed), by peeking at one byte without blocking: a
 // connection with nothing to read is open; end of file or an error means
 // it is gone. Bytes the client sent count as open.
 func peerClosed(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return true
+	rc, err := rawConn(c)
+	if rc == nil {
+		return err != nil
 	}
 	closed := false
 	var b [1]byte

@@ -136,12 +136,8 @@ func (h *Hangups) watch(c net.Conn) *hangupWatch {
 	if h == nil {
 		return nil
 	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc, _ := rawConn(c)
+	if rc == nil {
 		return nil
 	}
 	h.mu.Lock()
