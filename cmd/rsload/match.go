@@ -22,10 +22,11 @@ import (
 // or at -ticket-rate per second,
 // waits until the matchers emptied the queues or the rest stopped moving
 // (the instances' realsync_matchmaking_tickets, bounded by -duration), then reads every
-// ticket and reports, from the server's own timestamps: tickets matched per
+// ticket (those still searching again, until a read changes nothing: a
+// match made during the read is seen whole) and reports, from the server's own timestamps: tickets matched per
 // second, time to match p50/p90/p99 by rating band, the rating spread of
 // matches, and whether every team came out whole (its size, a party in one
-// team). The server must run with REALSYNC_RATE_LIMITS=off and the modes'
+// team; up to 5 matches with a team that did not are shown). The server must run with REALSYNC_RATE_LIMITS=off and the modes'
 // rules (scripts/bench.sh writes them: 2 teams of 2).
 //
 //	go run ./cmd/rsload -scenario match -tickets 100000 -modes 4 -regions 2 -party 20 -duration 10m
@@ -65,7 +66,10 @@ type MatchReport struct {
 	// TeamsWrongSize counts teams whose users (a party's all in its
 	// ticket's team) are not the rules' team size.
 	TeamsWrongSize int
-	teamSize       int
+	// WrongTeams shows up to 5 matches with such a team: the match id,
+	// then each ticket's id, team and users.
+	WrongTeams []string
+	teamSize   int
 	// ErrorCodes counts failed requests by step and answer ("create
 	// 503 STORE_UNAVAILABLE").
 	ErrorCodes map[string]int
@@ -172,12 +176,20 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	// read every ticket back
-	parallel(ctx, c.Clients, len(ts), func(i int) error {
+	readBack(ctx, c, ts, fail)
+	rep = rep.analyse(ts, c.TeamSize)
+	rep.ErrorCodes = codes
+	return rep, nil
+}
+
+// readBack reads every ticket of ts back, then those still searching
+// again until a read of them changes nothing (at most 20 reads): a match
+// the matcher made while they were read (a straggler's window widened)
+// would otherwise show its tickets read before it as searching and the
+// others as matched, a team short. A failed read is status "error".
+func readBack(ctx context.Context, c Config, ts []*matchTicket, fail func(step string, err error)) {
+	read := func(i int) error {
 		t := ts[i]
-		if t.id == "" {
-			return nil
-		}
 		var out struct {
 			Ticket struct {
 				Status, MatchID string
@@ -194,10 +206,32 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		t.status, t.matchID, t.team = out.Ticket.Status, out.Ticket.MatchID, out.Ticket.Team
 		t.created, t.matched = out.Ticket.CreatedAt, out.Ticket.MatchedAt
 		return nil
-	})
-	rep = rep.analyse(ts, c.TeamSize)
-	rep.ErrorCodes = codes
-	return rep, nil
+	}
+	var todo []int
+	for i, t := range ts {
+		if t.id != "" {
+			todo = append(todo, i)
+		}
+	}
+	for round := 0; len(todo) > 0 && round < 20; round++ {
+		before := make([]string, len(todo))
+		for k, i := range todo {
+			before[k] = ts[i].status
+		}
+		parallel(ctx, c.Clients, len(todo), func(k int) error { return read(todo[k]) })
+		changed := false
+		var searching []int
+		for k, i := range todo {
+			changed = changed || ts[i].status != before[k]
+			if ts[i].status == "searching" {
+				searching = append(searching, i)
+			}
+		}
+		if !changed && round > 0 {
+			return
+		}
+		todo = searching
+	}
 }
 
 // analyse fills the report from the tickets read back.
@@ -276,10 +310,19 @@ func (rep MatchReport) analyse(ts []*matchTicket, teamSize int) MatchReport {
 			teams[t.team] += t.users // a ticket is in one team: its party whole
 		}
 		spreads = append(spreads, hi-lo)
+		wrong := false
 		for _, n := range teams {
 			if n != teamSize {
 				rep.TeamsWrongSize++
+				wrong = true
 			}
+		}
+		if wrong && len(rep.WrongTeams) < 5 {
+			d := m[0].matchID + ":"
+			for _, t := range m {
+				d += fmt.Sprintf(" %s team %d users %d;", t.id, t.team, t.users)
+			}
+			rep.WrongTeams = append(rep.WrongTeams, d)
 		}
 	}
 	rep.Spread = percentiles(spreads)
@@ -363,4 +406,7 @@ func (rep MatchReport) print(w io.Writer) {
 		fmt.Fprintf(w, "errors: %s: %d\n", k, n)
 	}
 	fmt.Fprintf(w, "teams not of the rules' size %d: %d (a party's users count in its ticket's team)\n", rep.teamSize, rep.TeamsWrongSize)
+	for _, d := range rep.WrongTeams {
+		fmt.Fprintf(w, "  a match with such a team: %s\n", d)
+	}
 }

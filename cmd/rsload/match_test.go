@@ -1,6 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -14,8 +22,8 @@ func TestMatchAnalyse(t *testing.T) {
 		{rating: 1500, users: 2, status: "matched", matchID: "a", team: 0, created: at(0), matched: at(1)},
 		{rating: 1540, users: 1, status: "matched", matchID: "a", team: 1, created: at(0), matched: at(1)},
 		{rating: 1560, users: 1, status: "matched", matchID: "a", team: 1, created: at(0.5), matched: at(1)},
-		{rating: 2200, users: 2, status: "matched", matchID: "b", team: 0, created: at(0), matched: at(3)},
-		{rating: 2300, users: 1, status: "matched", matchID: "b", team: 1, created: at(1), matched: at(3)}, // a team of 1
+		{id: "b0", rating: 2200, users: 2, status: "matched", matchID: "b", team: 0, created: at(0), matched: at(3)},
+		{id: "b1", rating: 2300, users: 1, status: "matched", matchID: "b", team: 1, created: at(1), matched: at(3)}, // a team of 1
 		{rating: 900, users: 1, status: "searching"},
 		{rating: 1500, users: 1, status: "expired"},
 	}
@@ -26,6 +34,9 @@ func TestMatchAnalyse(t *testing.T) {
 	if rep.TeamsWrongSize != 1 {
 		t.Errorf("teams of the wrong size: %d, want 1", rep.TeamsWrongSize)
 	}
+	if want := []string{"b: b0 team 0 users 2; b1 team 1 users 1;"}; !slices.Equal(rep.WrongTeams, want) {
+		t.Errorf("the match shown: %q, want %q", rep.WrongTeams, want)
+	}
 	if rep.Spread.N != 2 || rep.Spread.P50 != 60 || rep.Spread.Max != 100 {
 		t.Errorf("spread %+v", rep.Spread)
 	}
@@ -34,5 +45,38 @@ func TestMatchAnalyse(t *testing.T) {
 	}
 	if rep.Wait.N != 5 || rep.Wait.Max != 3 || rep.MatchSpanSeconds != 2 || rep.PeakPerSecond != 3 {
 		t.Errorf("waits %+v, span %v, peak %d", rep.Wait, rep.MatchSpanSeconds, rep.PeakPerSecond)
+	}
+}
+
+// A match the matcher makes while the tickets are read back (a
+// straggler's window widened) is seen whole: the tickets read before it
+// are read again. Read once, the first ticket read showed searching and
+// its match a team short (a run of 2026-12-01: one team of 30 005).
+func TestReadBackSeesAMatchMadeDuringTheRead(t *testing.T) {
+	var mu sync.Mutex
+	reads := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.TrimPrefix(r.URL.Path, "/v1/matchmaking/tickets/")
+		mu.Lock()
+		reads++
+		matched := reads > 1 // the match is made right after the first read
+		mu.Unlock()
+		team := map[string]int{"a": 0, "b": 0, "c": 1, "d": 1}[id]
+		st := `"status":"searching"`
+		if matched {
+			st = `"status":"matched","matchId":"m1","team":` + strconv.Itoa(team)
+		}
+		fmt.Fprintf(w, `{"ticket":{%s,"createdAt":"2026-12-01T00:00:00Z","matchedAt":"2026-12-01T00:00:01Z"}}`, st)
+	}))
+	defer srv.Close()
+	var ts []*matchTicket
+	for _, id := range []string{"a", "b", "c", "d"} {
+		ts = append(ts, &matchTicket{id: id, users: 1, rating: 1500})
+	}
+	readBack(context.Background(), Config{URLs: []string{srv.URL}, Clients: 1}, ts, func(step string, err error) { t.Error(step, err) })
+	rep := MatchReport{}.analyse(ts, 2)
+	if rep.Matched != 4 || rep.Searching != 0 || rep.TeamsWrongSize != 0 || rep.Matches != 1 {
+		t.Fatalf("read back: %d matched, %d searching, %d teams of the wrong size over %d matches; want the one match whole",
+			rep.Matched, rep.Searching, rep.TeamsWrongSize, rep.Matches)
 	}
 }
