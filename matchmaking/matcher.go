@@ -75,12 +75,13 @@ type MatcherConfig struct {
 	Budget      PassBudget
 }
 
-// Matcher runs the passes: each round, for every mode with tickets, it
-// takes (or renews) the mode's lease, so one instance at a time matches
-// a mode; runs one pass (atomic in Redis: tickets grouped, marked matched
+// Matcher runs the passes: each round, for every mode with tickets
+// (modeConcurrency modes at once), it takes (or renews) the mode's
+// lease, so one instance at a time matches a mode; runs one pass (atomic in Redis: tickets grouped, marked matched
 // and recorded pending, expired ones ended); then, per match, makes the
 // room with the seats reserved for exactly its users, tells each user
-// (match_found, once per user and match: the Notifier's contract) and
+// (match_found, once per user and match: the Notifier's contract; the
+// match's users at once) and
 // records the room on the tickets, which ends the pending record. The
 // lease is kept renewed while the pass and its completions run, up to
 // PassTimeout, which cuts the pass. Pending matches a dead instance (or a
@@ -503,8 +504,8 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 			}
 		}
 	}
-	// every user told (at once: each user's log is a slot of its own)
-	// before the tickets record the room
+	// every user told (completeConcurrency at once: each user's log is a
+	// slot of its own) before the tickets record the room
 	var notices []userNotice
 	for _, t := range match.Tickets {
 		for _, uid := range t.Users {
@@ -512,7 +513,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 				Mode: match.Mode, Region: match.Region, Team: t.Team}})
 		}
 	}
-	if err := errors.Join(concurrently(notices, len(notices), func(n userNotice) error {
+	if err := errors.Join(concurrently(notices, completeConcurrency, func(n userNotice) error {
 		return m.cfg.Notifier.MatchFound(ctx, n.uid, n.e)
 	})...); err != nil {
 		return false, err
