@@ -1129,8 +1129,12 @@ func TestRoundPassesModesAndTellsUsersAtOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		duelPair(t, e, "duel", "d0", "d1")
-		duelPair(t, e, "joust", "j0", "j1")
+		ids := map[string]string{}
+		for _, p := range [][]string{{"duel", "d0", "d1"}, {"joust", "j0", "j1"}} {
+			for i, id := range duelPair(t, e, p[0], p[1], p[2]) {
+				ids[p[1+i]] = id
+			}
+		}
 		users := newBarrier(4) // both modes' users: each mode's two at once, the modes at once
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Holder: "a", RepairAfter: time.Hour,
 			Rooms:    openingTogether{RoomOpener: e.rooms, b: newBarrier(2)},
@@ -1143,19 +1147,13 @@ func TestRoundPassesModesAndTellsUsersAtOnce(t *testing.T) {
 				t.Errorf("%s: %d matches pending after the round (%v), want every one completed", mode, len(p), err)
 			}
 		}
-		for _, u := range []string{"d0", "d1", "j0", "j1"} {
-			got := 0
-			xs, err := e.rooms.Client().XRange(ctx, e.rooms.UserLogs().KeysOf(u).Log, "-", "+").Result()
-			if err != nil {
-				t.Fatal(err)
+		for u, id := range ids {
+			tk, err := e.tickets.Get(ctx, id)
+			if err != nil || tk.Status != matchmaking.Matched || tk.RoomID == "" {
+				t.Fatalf("%s's ticket: %+v %v, want matched with its room", u, tk, err)
 			}
-			for _, x := range xs {
-				if d, _ := x.Values["d"].(string); strings.Contains(d, `"type":"`+players.EventMatchFound+`"`) {
-					got++
-				}
-			}
-			if got != 1 {
-				t.Errorf("%s's log holds %d match_found, want 1", u, got)
+			if n := matchFoundLogged(t, e, u, tk.MatchID); n != 1 {
+				t.Errorf("%s's log holds %d match_found of %s, want 1", u, n, tk.MatchID)
 			}
 		}
 	})
