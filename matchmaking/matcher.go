@@ -77,13 +77,16 @@ type MatcherConfig struct {
 
 // Matcher runs the passes: each round, for every mode with tickets
 // (modeConcurrency modes at once), it takes (or renews) the mode's
-// lease, so one instance at a time matches a mode; runs one pass (atomic in Redis: tickets grouped, marked matched
-// and recorded pending, expired ones ended); then, per match, makes the
+// lease, so one instance at a time matches a mode; runs one pass (atomic
+// in Redis: tickets grouped, marked matched and recorded pending, expired
+// ones ended); then, per match (completeConcurrency at once), makes the
 // room with the seats reserved for exactly its users, tells each user
-// (match_found, once per user and match: the Notifier's contract; the
-// match's users at once) and
-// records the room on the tickets, which ends the pending record. The
-// lease is kept renewed while the pass and its completions run, up to
+// (match_found, once per user and match: the Notifier's contract;
+// completeConcurrency of a match's users at once) and records the room on
+// the tickets, which ends the pending record. So a round has at most
+// modeConcurrency × completeConcurrency² calls under way, and the Queue,
+// RoomOpener and Notifier it is given must be safe for concurrent use.
+// The lease is kept renewed while the pass and its completions run, up to
 // PassTimeout, which cuts the pass. Pending matches a dead instance (or a
 // cut pass) left are completed the same way (idempotent: the room id
 // derives from the match, the notice is not repeated).
@@ -191,7 +194,8 @@ func (m *Matcher) Round(ctx context.Context) []string {
 }
 
 // modeConcurrency is how many modes' passes of a round run at once:
-// modes are independent (a lease and a slot each), and a pass waits on
+// modes are independent (a lease each, their passes atomic scripts on
+// their queues' slots), and a pass waits on
 // its matches' completions, round trips more than CPU, so one mode at a
 // time would have a round last as long as every mode's pass together.
 const modeConcurrency = 4
@@ -379,9 +383,10 @@ func (m *Matcher) refreshRoom(ctx context.Context, mode string, room BackfillRoo
 	return m.cfg.Queue.PutBackfill(ctx, mode, room)
 }
 
-// completeConcurrency is how many matches of a pass are completed at once:
-// each is a few round trips (room, seats, one notice per user, tickets),
-// so one at a time would bound a mode to a few hundred matches a second.
+// completeConcurrency is how many matches of a pass are completed at
+// once, and how many users of a match are told at once: a completion is
+// a few round trips (room, seats, one notice per user, tickets), so one
+// at a time would bound a mode to a few hundred matches a second.
 const completeConcurrency = 16
 
 // completeAll completes a pass's matches, completeConcurrency at once,
@@ -513,10 +518,10 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 				Mode: match.Mode, Region: match.Region, Team: t.Team}})
 		}
 	}
-	if err := errors.Join(concurrently(notices, completeConcurrency, func(n userNotice) error {
+	if errs := concurrently(notices, completeConcurrency, func(n userNotice) error {
 		return m.cfg.Notifier.MatchFound(ctx, n.uid, n.e)
-	})...); err != nil {
-		return false, err
+	}); len(errs) > 0 {
+		return false, errs[0] // one is enough: the rest failed alike (Redis)
 	}
 	return m.cfg.Queue.Assign(ctx, match, room)
 }

@@ -186,7 +186,8 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 // again until a read of them changes nothing (at most 20 reads): a match
 // the matcher made while they were read (a straggler's window widened)
 // would otherwise show its tickets read before it as searching and the
-// others as matched, a team short. A failed read is status "error".
+// others as matched, a team short. A ticket whose first read failed is
+// status "error"; a failed read again keeps the status read before.
 func readBack(ctx context.Context, c Config, ts []*matchTicket, fail func(step string, err error)) {
 	read := func(i int) error {
 		t := ts[i]
@@ -199,7 +200,9 @@ func readBack(ctx context.Context, c Config, ts []*matchTicket, fail func(step s
 			}
 		}
 		if err := call(ctx, "GET", c.URLs[i%len(c.URLs)]+"/v1/matchmaking/tickets/"+t.id, t.token, nil, &out); err != nil {
-			t.status = "error"
+			if t.status == "" { // a read again keeps what the last said
+				t.status = "error"
+			}
 			fail("read", err)
 			return nil
 		}

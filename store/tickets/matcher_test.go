@@ -496,7 +496,7 @@ func (c *crashing) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int
 }
 
 // failsOnce is a Notifier whose first match_found fails (the instance
-// dying before it tells the users).
+// dying as it tells the users: the match's others may be told, at once).
 type failsOnce struct {
 	matchmaking.Notifier
 	mu sync.Mutex
@@ -1119,7 +1119,7 @@ func (tt tellingTogether) MatchFound(ctx context.Context, uid string, e matchmak
 // A round passes its modes at once, and a match's users are told at
 // once: one mode at a time, a round lasted as long as every mode's pass
 // and its completions together, and a burst of 100 000 tickets over 4
-// modes waited 17–19 s at the median (docs/PERFORMANCE-HISTORY.md,
+// modes waited 19 s at the median (docs/PERFORMANCE-HISTORY.md,
 // "Modes passed at once"). Each mode's match is opened only while the
 // other's is being opened too, and each user told only while the other
 // users of the match are being told: done one after the other, the
