@@ -56,7 +56,7 @@ func TestLargestValidBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, _ string) {
-		c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs()), Rules: rules})
+		c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Rules: rules})
 	})
 	alice, _ := e.guest("alice")
 	bob, _ := e.guest("bob")

@@ -84,7 +84,7 @@ func TestTicketsOverHTTP(t *testing.T) {
 			t.Fatalf("first event %s", f.event)
 		}
 		want(t, e.do("POST", path, bob, map[string]any{"mode": "duel", "regions": []string{"eu"}, "rating": 1060}), 201, "")
-		ts := tickets.New(e.store.Base(), e.store.UserLogs())
+		ts := tickets.New(e.store.Base(), e.store.UserLogs(), e.store.Renewals())
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts}, Rooms: e.store,
 			Notifier: ts, Holder: "test"})
 		m.Round(context.Background())

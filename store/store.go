@@ -160,7 +160,7 @@ type Store struct {
 	conn     *conn.Clients         // every connection to Redis (store/internal/conn)
 	client   redis.UniversalClient // conn.Client
 	reads    redis.UniversalClient // conn.Reads: browsing reads; nil: client
-	renewals redis.UniversalClient // conn.Renewals: the presence renewals' own connections
+	renewals redis.UniversalClient // conn.Renewals: the lease renewals' own connections (presence, sessions, matchmaker modes)
 	keys     layout.Keys
 	shards   int
 	pubcmd   string // conn.PubCmd
@@ -374,6 +374,12 @@ func (s *Store) Close() error {
 // Base is the client, script runner and key layout the store's concept
 // packages (store/...) are built on.
 func (s *Store) Base() *redisx.Base { return s.base }
+
+// Renewals is Base on connections of their own (a small pool per node,
+// store/internal/conn), for leases that must be renewed in time while the
+// requests queue for Base's pool: the streams' and sessions' leases, the
+// matchmaker's mode leases (tickets.New). Its runner runs EVALSHA only.
+func (s *Store) Renewals() *redisx.Base { return s.renewalBase }
 
 // Client is the underlying client, for tests and tools that read Redis
 // directly.

@@ -67,7 +67,7 @@ func (c Config) checkRuleModes(bad func(name, msg string)) {
 // mode labels to the modes configured (labelModes).
 func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaking.Config {
 	m.MatchmakingModes(c.labelModes())
-	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs()), Rules: c.MatchmakingRules,
+	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Rules: c.MatchmakingRules,
 		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m}
 }
 

@@ -126,7 +126,7 @@ func BenchmarkPass(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { s.Close() })
-			e := env{rooms: s, tickets: tickets.New(s.Base(), s.UserLogs())}
+			e := env{rooms: s, tickets: tickets.New(s.Base(), s.UserLogs(), s.Renewals())}
 			rng := rand.New(rand.NewPCG(1, 2))
 			var usec, matched, cut int64
 			var cpu float64

@@ -41,7 +41,7 @@ func openQuotas(tb testing.TB, b redistest.Backend, q store.Quotas, rs matchmaki
 		tb.Fatalf("open store on %s: %v", b.Name, err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	ts := tickets.New(s.Base(), s.UserLogs())
+	ts := tickets.New(s.Base(), s.UserLogs(), s.Renewals())
 	cfg := matchmaking.Config{Queue: ts, Rules: rs, Grace: time.Minute}
 	for _, m := range mut {
 		m(&cfg)

@@ -24,6 +24,7 @@
 package tickets
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -72,8 +73,9 @@ var (
 // Store keeps tickets on b's Redis, in b's key layout; match_found goes
 // to the users' personal logs.
 type Store struct {
-	b    *redisx.Base
-	logs *userlog.Log
+	b      *redisx.Base
+	logs   *userlog.Log
+	leases *redisx.Base // Lease and DropLease; never nil
 }
 
 var (
@@ -82,9 +84,14 @@ var (
 )
 
 // New keeps tickets with b's client and layout, and sends match_found to
-// logs (the store's: store.Store.UserLogs).
-func New(b *redisx.Base, logs *userlog.Log) *Store {
-	return &Store{b: b, logs: logs}
+// logs (the store's: store.Store.UserLogs). The mode leases (Lease,
+// DropLease) run on leases (the store's: store.Store.Renewals, connections
+// of their own): a matcher renews its lease while its round's calls, a
+// few hundred at once, and every request queue for b's pool, and a
+// renewal that waited behind them could come after the lease's TTL. nil:
+// on b.
+func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
+	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b)}
 }
 
 // modeShard is the shard whose slot holds mode's queue.
@@ -443,13 +450,13 @@ func (s *Store) PutBackfill(ctx context.Context, mode string, r matchmaking.Back
 
 // Lease implements matchmaking.Queue with one script.
 func (s *Store) Lease(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error) {
-	st, _, err := status(s.b.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "take", holder: holder, ms: ttl.Milliseconds()}).Result())
+	st, _, err := status(s.leases.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "take", holder: holder, ms: ttl.Milliseconds()}).Result())
 	return st == "OK", err
 }
 
 // DropLease implements matchmaking.Queue with one script.
 func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
-	_, _, err := status(s.b.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "drop", holder: holder}).Result())
+	_, _, err := status(s.leases.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "drop", holder: holder}).Result())
 	return err
 }
 

@@ -1,0 +1,94 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redistest"
+)
+
+// A mode's lease is taken, renewed and dropped on connections of its own
+// (tickets.New's leases, the store's Renewals): with every connection of
+// the requests' pool held by a blocking call, as when a round's few
+// hundred calls and the requests queue for it, Lease still answers at
+// once. On the requests' pool it waited for a connection, and a renewal
+// that waits past the lease's TTL loses the mode to another instance
+// while this one still completes its matches.
+func TestLeaseIsNotQueuedBehindRequests(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		base := e.rooms.Base()
+		var size int
+		switch c := base.Client.(type) {
+		case *redis.Client:
+			size = c.Options().PoolSize
+		case *redis.ClusterClient:
+			size = c.Options().PoolSize
+		default:
+			t.Fatalf("client %T", base.Client)
+		}
+		// One key of each shard's node (a Cluster's pools are per node):
+		// size blocking pops on each hold every connection of its pool.
+		holds := map[string]string{} // node → a key it owns
+		for shard := range base.Shards {
+			key := base.Tag(shard) + ":hold"
+			node := "one"
+			if cc, ok := base.Client.(*redis.ClusterClient); ok {
+				c, err := cc.MasterForKey(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				node = c.Options().Addr
+			}
+			if _, ok := holds[node]; !ok {
+				holds[node] = key
+			}
+		}
+		const hold = 2 * time.Second
+		var wg sync.WaitGroup
+		for _, key := range holds {
+			for range size {
+				wg.Go(func() { base.Client.BLPop(ctx, hold, key) })
+			}
+		}
+		defer wg.Wait()
+		// Every pool is held: a request waits (the test would pass
+		// without this, proving nothing).
+		time.Sleep(200 * time.Millisecond)
+		for node, key := range holds {
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			err := base.Client.Get(pctx, key).Err()
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("a request to %s while its pool is held: %v, want it to wait past its deadline", node, err)
+			}
+		}
+
+		lctx, cancel := context.WithTimeout(ctx, hold/2)
+		defer cancel()
+		for i, step := range []func() error{
+			func() error { return leaseOK(e.tickets.Lease(lctx, "duel", "a", time.Minute)) }, // take
+			func() error { return leaseOK(e.tickets.Lease(lctx, "duel", "a", time.Minute)) }, // renew
+			func() error { return e.tickets.DropLease(lctx, "duel", "a") },
+			func() error { return leaseOK(e.tickets.Lease(lctx, "duel", "b", time.Minute)) }, // another takes it
+		} {
+			if err := step(); err != nil {
+				t.Fatalf("lease step %d while the requests' pool is held: %v", i, err)
+			}
+		}
+	})
+}
+
+func leaseOK(ok bool, err error) error {
+	if err == nil && !ok {
+		err = errors.New("not taken")
+	}
+	return err
+}
