@@ -19,15 +19,17 @@ import (
 // The match scenario queues -tickets matchmaking tickets over -modes modes
 // and -regions regions (ratings drawn from N(1500, 300), a share of them
 // parties of 2: -party percent), as fast as -clients workers create them
-// or at -ticket-rate per second,
-// waits until the matchers emptied the queues or the rest stopped moving
-// (the instances' realsync_matchmaking_tickets, bounded by -duration), then reads every
+// or at -ticket-rate per second, waits until the matchers emptied the
+// queues or the rest stopped moving (the instances'
+// realsync_matchmaking_tickets, bounded by -duration), then reads every
 // ticket (those still searching again, until a read changes nothing: a
-// match made during the read is seen whole) and reports, from the server's own timestamps: tickets matched per
-// second, time to match p50/p90/p99 by rating band, the rating spread of
-// matches, and whether every team came out whole (its size, a party in one
-// team; up to 5 matches with a team that did not are shown). The server must run with REALSYNC_RATE_LIMITS=off and the modes'
-// rules (scripts/bench.sh writes them: 2 teams of 2).
+// match made during the read is seen whole) and reports, from the
+// server's own timestamps: tickets matched per second, time to match
+// p50/p90/p99 by rating band, the rating spread of matches, and whether
+// every team came out whole (its size, a party in one team; up to 5
+// matches with a team that did not are shown). The server must run with
+// REALSYNC_RATE_LIMITS=off and the modes' rules (scripts/bench.sh writes
+// them: 2 teams of 2).
 //
 //	go run ./cmd/rsload -scenario match -tickets 100000 -modes 4 -regions 2 -party 20 -duration 10m
 
