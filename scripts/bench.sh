@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every measurement of docs/BENCHMARKS.md in one go, on this machine,
-# in about 15 minutes: the machine's limits (minimal Go handler, its SSE
+# in about 26 minutes on 2 cores: the machine's limits (minimal Go handler, its SSE
 # fan-out, redis-benchmark on the join and patch scripts) and RealSync's
 # figures side by side. Everything listens on loopback and is stopped on
 # exit. Needs redis-server and redis-benchmark (scripts/test.sh installs
