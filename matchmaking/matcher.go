@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/realsync/realsync/rooms"
@@ -55,7 +57,7 @@ type MatcherConfig struct {
 	Holder string
 	// Interval between rounds (DefaultInterval); LeaseTTL how long a
 	// mode's lease outlives its last renewal (DefaultLeaseTTL), renewed
-	// each round and every third of it while a pass runs: a killed
+	// each round and every third of it while the round runs: a killed
 	// instance's modes pass to another after it, a live one's do not.
 	Interval, LeaseTTL time.Duration
 	// RepairAfter: a pending match older than this (its instance died
@@ -86,10 +88,14 @@ type MatcherConfig struct {
 // the tickets, which ends the pending record. So a round has at most
 // modeConcurrency × completeConcurrency² calls under way, and the Queue,
 // RoomOpener and Notifier it is given must be safe for concurrent use.
-// The lease is kept renewed while the pass and its completions run, up to
-// PassTimeout, which cuts the pass. Pending matches a dead instance (or a
-// cut pass) left are completed the same way (idempotent: the room id
-// derives from the match, the notice is not repeated).
+// Every lease the round holds is kept renewed until the round ends (its
+// slowest pass), up to PassTimeout, which cuts a pass and gives up its
+// lease; a lease another instance took meanwhile ends its mode's pass at
+// once. A failed lease call is logged, and so is a backfill room whose
+// seats could not be read (the pass goes on without it). Pending matches
+// a dead instance (or a cut pass) left are completed the same way
+// (idempotent: the room id derives from the match, the notice is not
+// repeated).
 type Matcher struct {
 	cfg MatcherConfig
 	mu  sync.Mutex
@@ -203,6 +209,13 @@ const modeConcurrency = 4
 // round is Round, saying too what it could not tell: listed is false when
 // the modes could not be listed (nothing is known of any lease), unsure
 // holds the modes whose lease call failed.
+//
+// It takes (or renews) every mode's lease first, and keeps each one it
+// holds renewed until the round ends: a round lasts as long as its
+// slowest pass, and a mode whose pass ended early (or that waits for
+// one of the modeConcurrency slots) must not lapse meanwhile, or another
+// instance takes it from a live one. Then it passes the modes it holds,
+// modeConcurrency at once.
 func (m *Matcher) round(ctx context.Context) (held []string, unsure map[string]bool, listed bool) {
 	modes, err := m.cfg.Queue.Modes(ctx)
 	if err != nil {
@@ -213,100 +226,137 @@ func (m *Matcher) round(ctx context.Context) (held []string, unsure map[string]b
 	}
 	var mu sync.Mutex
 	unsure = map[string]bool{}
-	concurrently(modes, modeConcurrency, func(mode string) error {
-		ok, known := m.passMode(ctx, mode)
+	keepers := map[string]*keeper{}
+	concurrently(modes, completeConcurrency, func(mode string) error {
+		ok, err := m.lease(ctx, mode)
 		mu.Lock()
 		defer mu.Unlock()
-		if ok {
-			held = append(held, mode)
-		}
-		if !known {
+		if err != nil {
 			unsure[mode] = true
+		} else if ok {
+			keepers[mode] = m.keepLease(ctx, mode)
 		}
 		return nil
 	})
-	slices.Sort(held)
+	taken := slices.Sorted(maps.Keys(keepers))
+	concurrently(taken, modeConcurrency, func(mode string) error {
+		m.passMode(ctx, mode, keepers[mode])
+		return nil
+	})
+	for _, mode := range taken {
+		if keepers[mode].stop() { // another instance holds it: that one reports the queue
+			m.released(mode)
+			continue
+		}
+		held = append(held, mode)
+	}
 	return held, unsure, true
 }
 
-// passMode takes (or renews) mode's lease and, holding it, runs the
-// mode's pass and reports its queue (Searching): held says whether this
-// instance holds the lease after it, known is false when the lease call
-// failed (nothing is known of it).
-func (m *Matcher) passMode(ctx context.Context, mode string) (held, known bool) {
-	if ctx.Err() != nil {
-		return false, true
-	}
-	ok, err := m.cfg.Queue.Lease(ctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
-	if err != nil || !ok {
-		return false, err == nil
-	}
-	pctx, cancel := context.WithTimeout(ctx, m.cfg.PassTimeout)
-	stop := m.keepLease(pctx, mode)
-	err = m.pass(pctx, mode)
-	lost := stop()
-	cancel()
+// lease takes or renews mode's lease for this instance, within a third
+// of its TTL, and logs a failed call (not the shutdown's).
+func (m *Matcher) lease(ctx context.Context, mode string) (bool, error) {
+	lctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
+	defer cancel()
+	ok, err := m.cfg.Queue.Lease(lctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
 	if err != nil && ctx.Err() == nil {
+		m.cfg.Logger.Warn("matchmaking: lease", "mode", mode, "err", err)
+	}
+	return ok, err
+}
+
+// passMode runs mode's pass, its lease kept by k, and reports its queue
+// (Searching) while the lease is held. A pass cut at PassTimeout stops
+// k: a pass that long is stuck on a call, and the mode goes to the next
+// holder, which repairs what it left pending. A lease lost during the
+// pass (this instance paused past its TTL) ends the pass at once: the
+// holder now completes and repairs its matches.
+func (m *Matcher) passMode(ctx context.Context, mode string, k *keeper) {
+	pctx, cancel := context.WithTimeout(k.ctx, m.cfg.PassTimeout)
+	err := m.pass(pctx, mode)
+	cut := errors.Is(pctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err != nil && ctx.Err() == nil && !k.isLost() {
 		m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
 	}
-	if lost { // another instance holds it: that one reports the queue
-		m.released(mode)
-		return false, true
+	if cut {
+		k.stop()
 	}
-	if m.cfg.Observer != nil && ctx.Err() == nil {
+	if m.cfg.Observer != nil && ctx.Err() == nil && !k.isLost() {
 		if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
 			m.cfg.Observer.Searching(mode, n)
 		}
 	}
-	return true, true
 }
 
-// keepLease renews mode's lease every third of LeaseTTL until stop is
-// called (stop waits for the renewal under way) or ctx ends (the pass's,
-// cut at PassTimeout): a pass whose completion
+// A keeper renews one mode's lease every third of LeaseTTL, each call
+// bounded by that third, until stop is called (stop waits for the
+// renewal under way) or the round's ctx ends: a pass whose completion
 // outlasts the lease (hundreds of matches of one pass on a busy machine)
-// keeps its mode, so no other instance takes the mode and repairs the
-// matches this one is still completing. Renewals stop once another
-// instance holds the lease (this one paused past it): that one repairs
-// what is left pending. A failed renewal (Redis) is tried again at the
-// next tick. stop reports whether the lease was lost so.
-func (m *Matcher) keepLease(ctx context.Context, mode string) (stop func() (lost bool)) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	var lost bool // written by the goroutine before done closes
+// keeps its mode, and so does a mode whose pass is over while the
+// round's others run, so no other instance takes the mode and repairs
+// the matches this one is still completing. Renewals stop once another
+// instance holds the lease (this one paused past it): ctx, which the
+// mode's pass runs under, ends then, and that instance repairs what is
+// left pending. A failed renewal (Redis) is logged and tried again at the
+// next tick.
+type keeper struct {
+	ctx    context.Context // the mode's: ends when the lease is lost or the keeper stops
+	cancel context.CancelFunc
+	done   chan struct{}
+	lost   atomic.Bool
+	once   sync.Once
+}
+
+func (m *Matcher) keepLease(ctx context.Context, mode string) *keeper {
+	k := &keeper{done: make(chan struct{})}
+	k.ctx, k.cancel = context.WithCancel(ctx)
 	go func() {
-		defer close(done)
+		defer close(k.done)
 		t := time.NewTicker(m.cfg.LeaseTTL / 3)
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-k.ctx.Done():
 				return
 			case <-t.C:
 			}
-			if ok, err := m.cfg.Queue.Lease(ctx, mode, m.cfg.Holder, m.cfg.LeaseTTL); err == nil && !ok {
-				if ctx.Err() == nil {
-					m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", mode)
+			if ok, err := m.lease(k.ctx, mode); err == nil && !ok {
+				if k.ctx.Err() == nil {
+					m.cfg.Logger.Warn("matchmaking: lease lost during a round", "mode", mode)
 				}
-				lost = true
+				k.lost.Store(true)
+				k.cancel()
 				return
 			}
 		}
 	}()
-	return func() bool {
-		cancel()
-		<-done
-		return lost
-	}
+	return k
 }
+
+// stop ends k's renewals, waits for the one under way, and reports
+// whether the lease was lost.
+func (k *keeper) stop() (lost bool) {
+	k.once.Do(func() {
+		k.cancel()
+		<-k.done
+	})
+	return k.lost.Load()
+}
+
+func (k *keeper) isLost() bool { return k.lost.Load() }
 
 // pass runs one pass of mode and completes its matches, then the pending
 // ones left by a dead instance.
 func (m *Matcher) pass(ctx context.Context, mode string) error {
 	r := m.cfg.Rules.Of(mode)
 	if r.Backfill {
-		if err := m.refreshBackfill(ctx, mode, r); err != nil {
-			return err
+		// A room whose seats could not be read keeps the count last
+		// recorded (a ticket offered a seat it no longer has goes back to
+		// the queue): one room's error, a Cluster master of its slot down,
+		// must not stop the mode's matches, expiries and repairs.
+		if err := m.refreshBackfill(ctx, mode, r); err != nil && ctx.Err() == nil {
+			m.cfg.Logger.Warn("matchmaking: backfill rooms' seats", "mode", mode, "err", err)
 		}
 	}
 	m.mu.Lock()

@@ -1,8 +1,12 @@
 package matchmaking
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,5 +89,29 @@ func TestMatcherForgetsTheWalksOfModesItReleased(t *testing.T) {
 	waitRounds()
 	if n := m.walks(); n != 1 {
 		t.Fatalf("%d walks kept after 99 of 100 modes went, want the one still held", n)
+	}
+}
+
+// failingLeases is a Queue whose every Lease call fails.
+type failingLeases struct{ listedQueue }
+
+func (q *failingLeases) Lease(context.Context, string, string, time.Duration) (bool, error) {
+	return false, errors.New("NOPERM this user has no permissions to run the 'evalsha' command")
+}
+
+// A lease call that fails is logged: the matcher passes no mode while
+// the leases' connections fail (an ACL, a dial), and said nothing (a
+// reviewer's find).
+func TestLeaseErrorsAreLogged(t *testing.T) {
+	q := &failingLeases{}
+	q.set([]string{"duel"})
+	var buf bytes.Buffer
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "i1",
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if held := m.Round(context.Background()); len(held) != 0 {
+		t.Fatalf("a round whose lease call failed holds %v", held)
+	}
+	if !strings.Contains(buf.String(), "NOPERM") || !strings.Contains(buf.String(), "mode=duel") {
+		t.Errorf("the failed lease call was not logged with its mode: %q", buf.String())
 	}
 }

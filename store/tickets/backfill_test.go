@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -754,5 +757,47 @@ func TestBackfillWithinThePassBudget(t *testing.T) {
 			from = p.Next
 		}
 		t.Fatalf("%d of 12 rooms backfilled in 12 passes", filled)
+	})
+}
+
+// seatsFail is a RoomOpener whose FreeSeats fails for one room, as when
+// the Cluster master of its slot is down.
+type seatsFail struct {
+	matchmaking.RoomOpener
+	room string
+}
+
+func (f seatsFail) FreeSeats(ctx context.Context, id string, size int) (int, bool, error) {
+	if id == f.room {
+		return 0, false, errors.New("CLUSTERDOWN The cluster is down")
+	}
+	return f.RoomOpener.FreeSeats(ctx, id, size)
+}
+
+// One backfill room whose seats cannot be read does not stop its mode:
+// the pass goes on with the count last recorded, making the other
+// matches, expiries and repairs. The pass returned at the error: no
+// match of the mode at all while the room's master was down (a
+// reviewer's find).
+func TestOneRoomsSeatsErrorDoesNotStopTheMode(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		room, _ := matchRoomOf(t, e, backfillMatcher(e), "u1", "u2") // a free seat, backfilled
+		q := ffaQueue(t, e)
+		t3, t4 := q("u3", 5000), q("u4", 5001) // too far from the room: a match of their own
+		var logs testlog.Buffer
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: seatsFail{e.rooms, room}, Notifier: e.tickets,
+			Holder: "a", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		m.Round(ctx)
+		for _, id := range []string{t3.ID, t4.ID} {
+			if got, err := e.tickets.Get(ctx, id); err != nil || got.Status != matchmaking.Matched {
+				t.Errorf("ticket %s: %+v %v, want matched though one backfill room's seats could not be read", id, got, err)
+			}
+		}
+		if !strings.Contains(logs.String(), "CLUSTERDOWN") {
+			t.Errorf("the room's error was not logged: %q", logs.String())
+		}
 	})
 }

@@ -1158,3 +1158,93 @@ func TestRoundPassesModesAndTellsUsersAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// stallMode is a RoomOpener whose first OpenMatchRoom of one mode waits
+// until release is closed (entered closed as it starts) or its ctx ends.
+type stallMode struct {
+	matchmaking.RoomOpener
+	mode             string
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (s *stallMode) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
+	first := false
+	if m.Mode == s.mode {
+		s.once.Do(func() { first = true })
+	}
+	if first {
+		close(s.entered)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return s.RoomOpener.OpenMatchRoom(ctx, m, n, hold)
+}
+
+// A round keeps renewing every lease it holds until it ends, not only
+// the leases of the passes under way: a mode whose pass is over while
+// another mode's pass runs past the lease's TTL stays this live
+// instance's. Renewed only while its own pass ran, it lapsed and another
+// instance took it (a reviewer's find: the round waits for its slowest
+// pass).
+func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n  joust: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "d0", "d1")
+		duelPair(t, e, "joust", "j0", "j1")
+		const ttl = time.Second
+		stall := &stallMode{RoomOpener: e.rooms, mode: "duel", entered: make(chan struct{}), release: make(chan struct{})}
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: ttl, RepairAfter: time.Hour})
+		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
+			LeaseTTL: ttl, RepairAfter: time.Hour})
+		done := make(chan []string, 1)
+		go func() { done <- a.Round(ctx) }()
+		<-stall.entered
+		// joust's pass is over (its match made); duel's stalls past the TTL
+		for until := time.Now().Add(5 * ttl / 2); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+			if held := bm.Round(ctx); len(held) > 0 {
+				t.Errorf("b took %v while a, alive, held them in its round", held)
+				break
+			}
+		}
+		close(stall.release)
+		if held := <-done; !slices.Equal(held, []string{"duel", "joust"}) {
+			t.Errorf("a's round holds %v at its end, want duel and joust", held)
+		}
+	})
+}
+
+// A round whose lease another instance took (this one paused past it)
+// ends that mode's pass at once: the holder completes and repairs its
+// matches. The pass went on completing them, its users told by two
+// instances at a time (a reviewer's find).
+func TestLostLeaseEndsThePass(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "s0", "s1")
+		stall := newStalling(e.rooms)
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: 300 * time.Millisecond, RepairAfter: time.Hour})
+		done := make(chan []string, 1)
+		go func() { done <- a.Round(ctx) }()
+		defer close(stall.release)
+		<-stall.entered
+		takeLease(t, e, "duel", "a", "b")
+		select {
+		case held := <-done:
+			if len(held) != 0 {
+				t.Errorf("a's round holds %v, want none: b took duel", held)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a's pass still completing its match 10 s after b took the lease")
+		}
+	})
+}
