@@ -23,6 +23,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	p.Key = r.Header.Get("Idempotency-Key") // the ticket's id derives from it (TicketParams.Key)
 	t, err := s.tickets.Create(r.Context(), userFrom(r.Context()), p)
 	if err != nil {
 		s.writeError(w, r, err)

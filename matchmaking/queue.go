@@ -21,6 +21,10 @@ var (
 	ErrTicketMatched = errors.New("ticket already matched")
 	// ErrQueueFull: the mode's queue holds MaxQueue tickets.
 	ErrQueueFull = errors.New("the mode's queue is full")
+	// ErrTicketExists: Queue.Add found a ticket of that id queued already
+	// (a keyed create run again: Service.Create answers that ticket; never
+	// an answer of the API).
+	ErrTicketExists = errors.New("a ticket of that id exists")
 )
 
 // GroupKey is what a pass groups a ticket by, as the store keeps it.
@@ -93,11 +97,15 @@ type Queue interface {
 	Claim(ctx context.Context, uid, ticketID, replace string, ttl time.Duration) (Held, error)
 	// Release frees the user's claim if it is ticketID's.
 	Release(ctx context.Context, uid, ticketID string) error
-	// NewID is a new ticket id for mode (it names the mode's slot).
-	NewID(mode string) string
+	// NewID is a ticket id for mode (it names the mode's slot): a new one
+	// for seed "", else the same one for the same mode and seed (a keyed
+	// create's: its caller and Idempotency-Key).
+	NewID(mode, seed string) string
 	// Add queues t (searching) for ttl; it returns t with its CreatedAt
 	// and ExpiresAt (Redis's clock). ErrQueueFull past maxQueue;
-	// rooms.ErrUnavailable when it is not known whether t was queued.
+	// ErrTicketExists when a ticket of t's id is kept (in any status: it
+	// is left as it is); rooms.ErrUnavailable when it is not known
+	// whether t was queued.
 	Add(ctx context.Context, t Ticket, g GroupKey, ttl time.Duration, maxQueue int) (Ticket, error)
 	// Get reads a ticket: ErrTicketNotFound when it is unknown or gone.
 	Get(ctx context.Context, id string) (Ticket, error)

@@ -96,6 +96,13 @@ type TicketParams struct {
 	Rating       *float64       `json:"rating"`
 	Attributes   map[string]any `json:"attributes"`
 	PartyUserIDs []string       `json:"partyUserIds"`
+	// Key is the create's Idempotency-Key, if any (not of the body: the
+	// API sets it). The ticket's id derives from it and the caller, so a
+	// create run again under the key after its first run's answer was
+	// lost (its instance died, the key's claim lapsed) answers the first
+	// run's ticket, in whatever status, instead of queueing a second one
+	// (its users matched twice).
+	Key string `json:"-"`
 }
 
 // Create validates p against its mode's rules (a ValidationError naming
@@ -122,8 +129,19 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if attrs == nil {
 		attrs = map[string]any{}
 	}
-	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
+	seed := ""
+	if p.Key != "" {
+		seed = u.ID + "\x00" + p.Key
+	}
+	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode, seed), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
 		UserID: u.ID, Name: u.Name, PartyUserIDs: p.PartyUserIDs}
+	if seed != "" {
+		if first, err := s.cfg.Queue.Get(ctx, t.ID); err == nil {
+			return s.view(first, r), nil // the key's first run queued it
+		} else if !errors.Is(err, ErrTicketNotFound) {
+			return Ticket{}, err
+		}
+	}
 	if t.PartyUserIDs == nil {
 		t.PartyUserIDs = []string{}
 	}
@@ -141,6 +159,13 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		// stay its users', or they could queue a second searching ticket
 		// next to it. Claims of a ticket that was not queued free
 		// themselves after InFlight (claimAll).
+		if errors.Is(err, ErrTicketExists) { // the key's first run, queued meanwhile
+			first, gerr := s.cfg.Queue.Get(ctx, t.ID)
+			if gerr != nil {
+				return Ticket{}, gerr
+			}
+			return s.view(first, r), nil
+		}
 		if !errors.Is(err, rooms.ErrUnavailable) {
 			s.releaseAll(claimed, t.ID)
 		}

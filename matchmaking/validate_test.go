@@ -17,7 +17,7 @@ import (
 // nothing.
 type noQueue struct{ Queue }
 
-func (noQueue) NewID(string) string { return "00test" }
+func (noQueue) NewID(string, string) string { return "00test" }
 
 var errReached = errors.New("the ticket reached the queue")
 

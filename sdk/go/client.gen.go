@@ -1940,6 +1940,12 @@ type ClientInterface interface {
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
+	// With an `Idempotency-Key`, the ticket's id derives from the caller
+	// and the key: the same create sent again answers that ticket (201,
+	// in whatever status it is now, `matched` included) even when the
+	// key's first answer was lost with its server (the key's claim lapsed
+	// after twice the request timeout), instead of queueing a second one.
+	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
 	// reserved for every other user of the match, 15 s), the ticket shows
@@ -2003,6 +2009,12 @@ type ClientInterface interface {
 	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
+	//
+	// With an `Idempotency-Key`, the ticket's id derives from the caller
+	// and the key: the same create sent again answers that ticket (201,
+	// in whatever status it is now, `matched` included) even when the
+	// key's first answer was lost with its server (the key's claim lapsed
+	// after twice the request timeout), instead of queueing a second one.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -3439,6 +3451,12 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
+// With an `Idempotency-Key`, the ticket's id derives from the caller
+// and the key: the same create sent again answers that ticket (201,
+// in whatever status it is now, `matched` included) even when the
+// key's first answer was lost with its server (the key's claim lapsed
+// after twice the request timeout), instead of queueing a second one.
+//
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
 // reserved for every other user of the match, 15 s), the ticket shows
@@ -3512,6 +3530,12 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
+//
+// With an `Idempotency-Key`, the ticket's id derives from the caller
+// and the key: the same create sent again answers that ticket (201,
+// in whatever status it is now, `matched` included) even when the
+// key's first answer was lost with its server (the key's claim lapsed
+// after twice the request timeout), instead of queueing a second one.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
@@ -7154,6 +7178,12 @@ type ClientWithResponsesInterface interface {
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
+	// With an `Idempotency-Key`, the ticket's id derives from the caller
+	// and the key: the same create sent again answers that ticket (201,
+	// in whatever status it is now, `matched` included) even when the
+	// key's first answer was lost with its server (the key's claim lapsed
+	// after twice the request timeout), instead of queueing a second one.
+	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
 	// reserved for every other user of the match, 15 s), the ticket shows
@@ -7217,6 +7247,12 @@ type ClientWithResponsesInterface interface {
 	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
+	//
+	// With an `Idempotency-Key`, the ticket's id derives from the caller
+	// and the key: the same create sent again answers that ticket (201,
+	// in whatever status it is now, `matched` included) even when the
+	// key's first answer was lost with its server (the key's claim lapsed
+	// after twice the request timeout), instead of queueing a second one.
 	//
 	// Once matched, a private room of the mode and region is created for
 	// the match (the first ticket's leader its owner, player 1; a seat
@@ -13218,6 +13254,12 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
+// With an `Idempotency-Key`, the ticket's id derives from the caller
+// and the key: the same create sent again answers that ticket (201,
+// in whatever status it is now, `matched` included) even when the
+// key's first answer was lost with its server (the key's claim lapsed
+// after twice the request timeout), instead of queueing a second one.
+//
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat
 // reserved for every other user of the match, 15 s), the ticket shows
@@ -13287,6 +13329,12 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
+//
+// With an `Idempotency-Key`, the ticket's id derives from the caller
+// and the key: the same create sent again answers that ticket (201,
+// in whatever status it is now, `matched` included) even when the
+// key's first answer was lost with its server (the key's claim lapsed
+// after twice the request timeout), instead of queueing a second one.
 //
 // Once matched, a private room of the mode and region is created for
 // the match (the first ticket's leader its owner, player 1; a seat

@@ -144,7 +144,7 @@ func BenchmarkPass(b *testing.B) {
 					for k := 1; k < tc.regions; k++ {
 						regions = append(regions, fmt.Sprintf("r%d", k))
 					}
-					t := matchmaking.Ticket{ID: e.tickets.NewID("duel"), Mode: "duel", Regions: regions,
+					t := matchmaking.Ticket{ID: e.tickets.NewID("duel", ""), Mode: "duel", Regions: regions,
 						Rating: 1000 + rng.Float64()*spread, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
 					g := matchmaking.GroupKey{Rating: t.Rating, Size: 1 + len(party), Regions: t.Regions, Users: append([]string{uid}, party...)}
 					if _, err := e.tickets.Add(ctx, t, g, time.Minute, 1_000_000); err != nil {

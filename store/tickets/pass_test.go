@@ -218,7 +218,7 @@ func walksInPages(t *testing.T, budget matchmaking.PassBudget, passes int) {
 		ctx := context.Background()
 		e := open(t, b, matchmaking.RuleSet{})
 		add := func(uid string, rating float64) {
-			tk := matchmaking.Ticket{ID: e.tickets.NewID("duel"), Mode: "duel", Regions: []string{"eu"}, Rating: rating,
+			tk := matchmaking.Ticket{ID: e.tickets.NewID("duel", ""), Mode: "duel", Regions: []string{"eu"}, Rating: rating,
 				Attributes: map[string]any{}, UserID: uid, PartyUserIDs: []string{}}
 			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: rating, Size: 1, Regions: tk.Regions, Users: []string{uid}}, time.Minute, 1000); err != nil {
 				t.Fatal(err)
@@ -263,7 +263,7 @@ func addParty(t *testing.T, e env, uid string, rating float64, size int) string 
 	for k := 1; k < size; k++ {
 		party = append(party, fmt.Sprintf("%s-%d", uid, k))
 	}
-	tk := matchmaking.Ticket{ID: e.tickets.NewID("squad"), Mode: "squad", Regions: []string{"eu"}, Rating: rating,
+	tk := matchmaking.Ticket{ID: e.tickets.NewID("squad", ""), Mode: "squad", Regions: []string{"eu"}, Rating: rating,
 		Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
 	users := append([]string{uid}, party...)
 	if _, err := e.tickets.Add(context.Background(), tk, matchmaking.GroupKey{Rating: rating, Size: size, Regions: tk.Regions, Users: users}, time.Minute, 1000); err != nil {
@@ -356,7 +356,7 @@ func TestPassSearchKeepsEveryWindow(t *testing.T) {
 			for k := 1; k < tk.size; k++ {
 				party = append(party, fmt.Sprintf("%s-%d", tk.name, k))
 			}
-			t0 := matchmaking.Ticket{ID: e.tickets.NewID("squad"), Mode: "squad", Regions: []string{"eu"}, Rating: tk.rating,
+			t0 := matchmaking.Ticket{ID: e.tickets.NewID("squad", ""), Mode: "squad", Regions: []string{"eu"}, Rating: tk.rating,
 				Attributes: map[string]any{}, UserID: tk.name, PartyUserIDs: party}
 			users := append([]string{tk.name}, party...)
 			if _, err := e.tickets.Add(ctx, t0, matchmaking.GroupKey{Rating: tk.rating, Size: tk.size, Regions: t0.Regions, Users: users}, time.Minute, 1000); err != nil {
@@ -474,7 +474,7 @@ func TestPassPagesThroughEqualRatings(t *testing.T) {
 		e := open(t, b, matchmaking.RuleSet{})
 		ids := make([]string, 12)
 		for k := range ids {
-			ids[k] = e.tickets.NewID("duel")
+			ids[k] = e.tickets.NewID("duel", "")
 		}
 		sort.Strings(ids) // ties of a rating are in id order
 		for k, id := range ids {

@@ -27,6 +27,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -104,8 +105,8 @@ func (s *Store) modeShard(mode string) int {
 const idShardLen, idRandLen = 2, 14
 
 // NewID implements matchmaking.Queue: "<mode's shard, base 36, 2
-// chars><14 random base-62 chars>".
-func (s *Store) NewID(mode string) string {
+// chars><14 base-62 chars>", random, or of seed's SHA-256.
+func (s *Store) NewID(mode, seed string) string {
 	sh := strconv.FormatInt(int64(s.modeShard(mode)), 36)
 	if len(sh) < idShardLen {
 		sh = "0" + sh
@@ -113,6 +114,13 @@ func (s *Store) NewID(mode string) string {
 	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	var b strings.Builder
 	b.WriteString(sh)
+	if seed != "" {
+		sum := sha256.Sum256([]byte(seed))
+		for _, c := range sum[:idRandLen] {
+			b.WriteByte(alphabet[int(c)%len(alphabet)])
+		}
+		return b.String()
+	}
 	for range idRandLen {
 		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
 		b.WriteByte(alphabet[n.Int64()])
@@ -219,8 +227,11 @@ func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.Gro
 	if err != nil {
 		return t, err
 	}
-	if st == "QUEUE_FULL" {
+	switch st {
+	case "QUEUE_FULL":
 		return t, fmt.Errorf("%w (%d tickets)", matchmaking.ErrQueueFull, maxQueue)
+	case "EXISTS":
+		return t, matchmaking.ErrTicketExists
 	}
 	t.Status = matchmaking.Searching
 	t.CreatedAt, t.ExpiresAt = ms(rest[0]), ms(rest[1])

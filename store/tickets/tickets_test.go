@@ -128,7 +128,7 @@ func TestClaimOfATicketNeverQueued(t *testing.T) {
 			c.Queue = e.tickets
 			c.Now = func() time.Time { return time.Now().Add(matchmaking.InFlight) }
 		})
-		ghost := e.tickets.NewID("duel")
+		ghost := e.tickets.NewID("duel", "")
 		if held, err := e.tickets.Claim(ctx, "alice", ghost, "", time.Minute); err != nil || held.ID != "" {
 			t.Fatalf("claim %v %v", held, err)
 		}
@@ -235,6 +235,55 @@ func TestServiceOfRulesBuiltInCode(t *testing.T) {
 				}()
 				matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Holder: "a"})
 			})
+		}
+	})
+}
+
+// A keyed create run again (its first run's answer lost: the instance
+// died, the key's claim lapsed, the client's retry ran it once more)
+// answers the first run's ticket, in whatever status, and queues no
+// second: the ticket's id derives from the caller and the key. A chaos
+// test found users matched twice so: the first ticket was matched by
+// then, and the retry queued another.
+func TestKeyedCreateRunAgainAnswersItsTicket(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		keyed := func(u, key string) matchmaking.Ticket {
+			t.Helper()
+			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}, Key: key})
+			if err != nil {
+				t.Fatalf("create %s under %q: %v", u, key, err)
+			}
+			return tk
+		}
+		first := keyed("k0", "key-1")
+		if again := keyed("k0", "key-1"); again.ID != first.ID || again.Status != matchmaking.Searching {
+			t.Fatalf("run again while searching: %s %s, want %s searching", again.ID, again.Status, first.ID)
+		}
+		keyed("k1", "key-1") // another caller's key: a ticket of its own
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a"})
+		m.Round(ctx)
+		again := keyed("k0", "key-1")
+		if again.ID != first.ID || again.Status != matchmaking.Matched || again.RoomID == "" {
+			t.Fatalf("run again once matched: %s %s room %q, want %s matched with its room", again.ID, again.Status, again.RoomID, first.ID)
+		}
+		if n, err := e.tickets.Searching(ctx, "duel"); err != nil || n != 0 {
+			t.Fatalf("%d tickets searching (%v), want none: the run again queued a second", n, err)
+		}
+		// the script's guard, for a run again that passed the read before
+		// the first run's ticket was queued: the ticket is left as it is
+		_, err := e.tickets.Add(ctx, matchmaking.Ticket{ID: first.ID, Mode: "duel", Regions: []string{"eu"}, UserID: "k0"},
+			matchmaking.GroupKey{Size: 1, Regions: []string{"eu"}, Users: []string{"k0"}}, time.Minute, 100)
+		if !errors.Is(err, matchmaking.ErrTicketExists) {
+			t.Fatalf("Add of a kept ticket's id: %v, want ErrTicketExists", err)
+		}
+		if got, err := e.tickets.Get(ctx, first.ID); err != nil || got.Status != matchmaking.Matched {
+			t.Fatalf("after that Add: %+v %v, want it matched still", got, err)
+		}
+		if other := keyed("k0", "key-2"); other.ID == first.ID || other.Status != matchmaking.Searching {
+			t.Fatalf("another key: %s %s, want a new searching ticket", other.ID, other.Status)
 		}
 	})
 }

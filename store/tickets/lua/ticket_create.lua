@@ -9,9 +9,12 @@
 -- KEYS[3] the mode's queue (zset id → rating)
 -- ARGV[1] id  ARGV[2] ticket JSON  ARGV[3] group JSON  ARGV[4] rating
 -- ARGV[5] TTL, ms  ARGV[6] the most tickets the mode's queue holds
--- Reply: {"OK", created ms, expires ms} | {"QUEUE_FULL"}
+-- Reply: {"OK", created ms, expires ms} | {"QUEUE_FULL"} | {"EXISTS"} (a
+-- ticket of that id is kept, in any status: a keyed create run again; it
+-- is left as it is)
 local tickets, sched, queue = KEYS[1], KEYS[2], KEYS[3]
 local id = ARGV[1]
+if redis.call('HEXISTS', tickets, id) == 1 then return {'EXISTS'} end
 if redis.call('ZCARD', queue) >= tonumber(ARGV[6]) then return {'QUEUE_FULL'} end
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
