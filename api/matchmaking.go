@@ -10,10 +10,15 @@ import (
 
 // CreateTicket implements POST /v1/matchmaking/tickets: 201 {ticket}.
 func (s *Server) CreateTicket(w http.ResponseWriter, r *http.Request, params oapi.CreateTicketParams) {
-	s.idempotent(w, r, params.IdempotencyKey, s.createTicket)
+	s.idempotent(w, r, params.IdempotencyKey, func(w http.ResponseWriter, r *http.Request) {
+		s.createTicket(w, r, s.keyOf(params.IdempotencyKey))
+	})
 }
 
-func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) {
+// createTicket queues the body's ticket; key is the request's
+// Idempotency-Key when keys are kept ("" else), from which the ticket's
+// id derives (TicketParams.Key).
+func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string) {
 	if s.tickets == nil {
 		s.writeError(w, r, rooms.ErrUnavailable)
 		return
@@ -23,7 +28,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p.Key = r.Header.Get("Idempotency-Key") // the ticket's id derives from it (TicketParams.Key)
+	p.Key = key
 	t, err := s.tickets.Create(r.Context(), userFrom(r.Context()), p)
 	if err != nil {
 		s.writeError(w, r, err)

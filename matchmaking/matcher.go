@@ -102,6 +102,9 @@ type Matcher struct {
 	// from is where each held mode's next pass starts its walk (a page of
 	// a large queue at a time); released drops a mode's.
 	from map[string]string
+	// resting holds the modes whose pass was cut here (stuck on a call),
+	// until when this instance leaves them to the others.
+	resting map[string]time.Time
 }
 
 // NewMatcher returns a Matcher as cfg says. It panics when cfg.Rules do
@@ -132,7 +135,7 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Matcher{cfg: cfg, from: map[string]string{}}
+	return &Matcher{cfg: cfg, from: map[string]string{}, resting: map[string]time.Time{}}
 }
 
 // Run runs rounds every Interval until ctx ends, then gives up its
@@ -224,6 +227,7 @@ func (m *Matcher) round(ctx context.Context) (held []string, unsure map[string]b
 		}
 		return nil, nil, false
 	}
+	modes = m.awake(modes)
 	var mu sync.Mutex
 	unsure = map[string]bool{}
 	keepers := map[string]*keeper{}
@@ -239,18 +243,40 @@ func (m *Matcher) round(ctx context.Context) (held []string, unsure map[string]b
 		return nil
 	})
 	taken := slices.Sorted(maps.Keys(keepers))
+	cut := map[string]bool{}
 	concurrently(taken, modeConcurrency, func(mode string) error {
-		m.passMode(ctx, mode, keepers[mode])
+		if m.passMode(ctx, mode, keepers[mode]) {
+			mu.Lock()
+			cut[mode] = true
+			mu.Unlock()
+		}
 		return nil
 	})
 	for _, mode := range taken {
-		if keepers[mode].stop() { // another instance holds it: that one reports the queue
+		// another instance holds it (that one reports the queue), or its
+		// pass was cut and its lease given up
+		if keepers[mode].stop() || cut[mode] {
 			m.released(mode)
 			continue
 		}
 		held = append(held, mode)
 	}
 	return held, unsure, true
+}
+
+// awake is modes but those resting: a mode whose pass was cut here is
+// left to the other instances for PassTimeout, so one instance whose
+// calls for it hang does not take it back at its next round.
+func (m *Matcher) awake(modes []string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for mode, until := range m.resting {
+		if now.After(until) {
+			delete(m.resting, mode)
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(modes), func(mode string) bool { _, ok := m.resting[mode]; return ok })
 }
 
 // lease takes or renews mode's lease for this instance, within a third
@@ -266,27 +292,40 @@ func (m *Matcher) lease(ctx context.Context, mode string) (bool, error) {
 }
 
 // passMode runs mode's pass, its lease kept by k, and reports its queue
-// (Searching) while the lease is held. A pass cut at PassTimeout stops
-// k: a pass that long is stuck on a call, and the mode goes to the next
-// holder, which repairs what it left pending. A lease lost during the
-// pass (this instance paused past its TTL) ends the pass at once: the
-// holder now completes and repairs its matches.
-func (m *Matcher) passMode(ctx context.Context, mode string, k *keeper) {
+// (Searching) while the lease is held. A pass cut at PassTimeout (cut
+// true) stops k and gives the lease up, and this instance leaves the
+// mode alone for PassTimeout (awake): a pass that long is stuck on a
+// call, and the mode goes to another instance, which repairs what it
+// left pending. A lease lost during the pass (this instance paused past
+// its TTL) ends the pass at once: the holder now completes and repairs
+// its matches.
+func (m *Matcher) passMode(ctx context.Context, mode string, k *keeper) (cut bool) {
 	pctx, cancel := context.WithTimeout(k.ctx, m.cfg.PassTimeout)
 	err := m.pass(pctx, mode)
-	cut := errors.Is(pctx.Err(), context.DeadlineExceeded)
+	cut = errors.Is(pctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil && ctx.Err() == nil && !k.isLost() {
 		m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
 	}
 	if cut {
 		k.stop()
+		m.mu.Lock()
+		m.resting[mode] = time.Now().Add(m.cfg.PassTimeout)
+		m.mu.Unlock()
+		dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
+		defer cancel()
+		if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
+			m.cfg.Logger.Warn("matchmaking: giving up a cut pass's lease", "mode", mode, "err", err)
+		}
+		m.cfg.Logger.Warn("matchmaking: pass cut, its mode left to other instances", "mode", mode, "for", m.cfg.PassTimeout)
+		return true
 	}
 	if m.cfg.Observer != nil && ctx.Err() == nil && !k.isLost() {
 		if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
 			m.cfg.Observer.Searching(mode, n)
 		}
 	}
+	return false
 }
 
 // A keeper renews one mode's lease every third of LeaseTTL, each call

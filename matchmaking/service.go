@@ -97,11 +97,13 @@ type TicketParams struct {
 	Attributes   map[string]any `json:"attributes"`
 	PartyUserIDs []string       `json:"partyUserIds"`
 	// Key is the create's Idempotency-Key, if any (not of the body: the
-	// API sets it). The ticket's id derives from it and the caller, so a
-	// create run again under the key after its first run's answer was
-	// lost (its instance died, the key's claim lapsed) answers the first
-	// run's ticket, in whatever status, instead of queueing a second one
-	// (its users matched twice).
+	// API sets it). The ticket's id derives from it, the caller and the
+	// rest of the params, so the same create run again under the key after
+	// its first run's answer was lost (its instance died, the key's claim
+	// lapsed) answers the first run's ticket, in whatever status, while it
+	// is readable (its grace after it ended), instead of queueing a second
+	// one (its users matched twice); another body under the key is another
+	// ticket.
 	Key string `json:"-"`
 }
 
@@ -131,7 +133,11 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	}
 	seed := ""
 	if p.Key != "" {
-		seed = u.ID + "\x00" + p.Key
+		params, err := json.Marshal(p) // Key left out; map keys sorted
+		if err != nil {
+			return Ticket{}, err
+		}
+		seed = u.ID + "\x00" + p.Key + "\x00" + string(params)
 	}
 	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode, seed), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
 		UserID: u.ID, Name: u.Name, PartyUserIDs: p.PartyUserIDs}

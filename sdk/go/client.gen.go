@@ -1940,9 +1940,10 @@ type ClientInterface interface {
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
-	// With an `Idempotency-Key`, the ticket's id derives from the caller
-	// and the key: the same create sent again answers that ticket (201,
-	// in whatever status it is now, `matched` included) even when the
+	// With an `Idempotency-Key`, the ticket's id derives from the caller,
+	// the key and the body: the same create sent again answers that
+	// ticket (201, in whatever status it is now, `matched` included,
+	// while it is readable: up to 5 minutes after it ended) even when the
 	// key's first answer was lost with its server (the key's claim lapsed
 	// after twice the request timeout), instead of queueing a second one.
 	//
@@ -2010,9 +2011,10 @@ type ClientInterface interface {
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
-	// With an `Idempotency-Key`, the ticket's id derives from the caller
-	// and the key: the same create sent again answers that ticket (201,
-	// in whatever status it is now, `matched` included) even when the
+	// With an `Idempotency-Key`, the ticket's id derives from the caller,
+	// the key and the body: the same create sent again answers that
+	// ticket (201, in whatever status it is now, `matched` included,
+	// while it is readable: up to 5 minutes after it ended) even when the
 	// key's first answer was lost with its server (the key's claim lapsed
 	// after twice the request timeout), instead of queueing a second one.
 	//
@@ -3451,9 +3453,10 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
-// With an `Idempotency-Key`, the ticket's id derives from the caller
-// and the key: the same create sent again answers that ticket (201,
-// in whatever status it is now, `matched` included) even when the
+// With an `Idempotency-Key`, the ticket's id derives from the caller,
+// the key and the body: the same create sent again answers that
+// ticket (201, in whatever status it is now, `matched` included,
+// while it is readable: up to 5 minutes after it ended) even when the
 // key's first answer was lost with its server (the key's claim lapsed
 // after twice the request timeout), instead of queueing a second one.
 //
@@ -3531,9 +3534,10 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
-// With an `Idempotency-Key`, the ticket's id derives from the caller
-// and the key: the same create sent again answers that ticket (201,
-// in whatever status it is now, `matched` included) even when the
+// With an `Idempotency-Key`, the ticket's id derives from the caller,
+// the key and the body: the same create sent again answers that
+// ticket (201, in whatever status it is now, `matched` included,
+// while it is readable: up to 5 minutes after it ended) even when the
 // key's first answer was lost with its server (the key's claim lapsed
 // after twice the request timeout), instead of queueing a second one.
 //
@@ -7178,9 +7182,10 @@ type ClientWithResponsesInterface interface {
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
-	// With an `Idempotency-Key`, the ticket's id derives from the caller
-	// and the key: the same create sent again answers that ticket (201,
-	// in whatever status it is now, `matched` included) even when the
+	// With an `Idempotency-Key`, the ticket's id derives from the caller,
+	// the key and the body: the same create sent again answers that
+	// ticket (201, in whatever status it is now, `matched` included,
+	// while it is readable: up to 5 minutes after it ended) even when the
 	// key's first answer was lost with its server (the key's claim lapsed
 	// after twice the request timeout), instead of queueing a second one.
 	//
@@ -7248,9 +7253,10 @@ type ClientWithResponsesInterface interface {
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 	// the mode's queue holds 100 000 tickets.
 	//
-	// With an `Idempotency-Key`, the ticket's id derives from the caller
-	// and the key: the same create sent again answers that ticket (201,
-	// in whatever status it is now, `matched` included) even when the
+	// With an `Idempotency-Key`, the ticket's id derives from the caller,
+	// the key and the body: the same create sent again answers that
+	// ticket (201, in whatever status it is now, `matched` included,
+	// while it is readable: up to 5 minutes after it ended) even when the
 	// key's first answer was lost with its server (the key's claim lapsed
 	// after twice the request timeout), instead of queueing a second one.
 	//
@@ -13254,9 +13260,10 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
-// With an `Idempotency-Key`, the ticket's id derives from the caller
-// and the key: the same create sent again answers that ticket (201,
-// in whatever status it is now, `matched` included) even when the
+// With an `Idempotency-Key`, the ticket's id derives from the caller,
+// the key and the body: the same create sent again answers that
+// ticket (201, in whatever status it is now, `matched` included,
+// while it is readable: up to 5 minutes after it ended) even when the
 // key's first answer was lost with its server (the key's claim lapsed
 // after twice the request timeout), instead of queueing a second one.
 //
@@ -13330,9 +13337,10 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
 // the mode's queue holds 100 000 tickets.
 //
-// With an `Idempotency-Key`, the ticket's id derives from the caller
-// and the key: the same create sent again answers that ticket (201,
-// in whatever status it is now, `matched` included) even when the
+// With an `Idempotency-Key`, the ticket's id derives from the caller,
+// the key and the body: the same create sent again answers that
+// ticket (201, in whatever status it is now, `matched` included,
+// while it is readable: up to 5 minutes after it ended) even when the
 // key's first answer was lost with its server (the key's claim lapsed
 // after twice the request timeout), instead of queueing a second one.
 //

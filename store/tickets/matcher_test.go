@@ -1248,3 +1248,36 @@ func TestLostLeaseEndsThePass(t *testing.T) {
 		}
 	})
 }
+
+// A pass cut at PassTimeout (stuck on a call) gives its lease up, and
+// its instance leaves the mode alone for PassTimeout: another instance
+// takes it at once and repairs the match. The cut pass's lease was kept
+// to its TTL, and renewed by the instance's next round: an instance whose
+// calls for a mode hang kept the mode for as long as it ran (a
+// reviewer's find).
+func TestCutPassLeavesItsModeToAnother(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "s0", "s1")
+		stall := newStalling(e.rooms)
+		defer close(stall.release)
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: time.Minute, RepairAfter: 0, PassTimeout: time.Second})
+		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
+			LeaseTTL: time.Minute, RepairAfter: time.Millisecond})
+		if held := a.Round(ctx); len(held) != 0 {
+			t.Fatalf("a's round, its pass cut, holds %v", held)
+		}
+		if held := a.Round(ctx); len(held) != 0 {
+			t.Fatalf("a's next round holds %v: it took the cut mode back", held)
+		}
+		if held := bm.Round(ctx); !slices.Equal(held, []string{"duel"}) {
+			t.Fatalf("b's round holds %v, want duel at once (a gave it up)", held)
+		}
+		if left, err := e.tickets.Pending(ctx, "duel"); err != nil || len(left) != 0 {
+			t.Fatalf("pending after b's round: %+v %v, want the match repaired", left, err)
+		}
+	})
+}

@@ -282,8 +282,10 @@ func TestKeyedCreateRunAgainAnswersItsTicket(t *testing.T) {
 		if got, err := e.tickets.Get(ctx, first.ID); err != nil || got.Status != matchmaking.Matched {
 			t.Fatalf("after that Add: %+v %v, want it matched still", got, err)
 		}
-		if other := keyed("k0", "key-2"); other.ID == first.ID || other.Status != matchmaking.Searching {
-			t.Fatalf("another key: %s %s, want a new searching ticket", other.ID, other.Status)
+		// another body under the key is another create
+		other, err := e.svc.Create(ctx, player("k0"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"us"}, Key: "key-1"})
+		if err != nil || other.ID == first.ID || other.Status != matchmaking.Searching {
+			t.Fatalf("another body under the key: %s %s %v, want a new searching ticket", other.ID, other.Status, err)
 		}
 	})
 }

@@ -647,9 +647,10 @@ export interface paths {
          *     member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
          *     the mode's queue holds 100 000 tickets.
          *
-         *     With an `Idempotency-Key`, the ticket's id derives from the caller
-         *     and the key: the same create sent again answers that ticket (201,
-         *     in whatever status it is now, `matched` included) even when the
+         *     With an `Idempotency-Key`, the ticket's id derives from the caller,
+         *     the key and the body: the same create sent again answers that
+         *     ticket (201, in whatever status it is now, `matched` included,
+         *     while it is readable: up to 5 minutes after it ended) even when the
          *     key's first answer was lost with its server (the key's claim lapsed
          *     after twice the request timeout), instead of queueing a second one.
          *
