@@ -859,11 +859,13 @@ func TestCanceledRoundLogsNothing(t *testing.T) {
 	})
 }
 
-// stalling is a RoomOpener whose first OpenMatchRoom waits until release
-// is closed (entered closed as it starts): a completion that takes long,
-// as a pass of hundreds of matches does on a busy machine.
+// stalling is a RoomOpener whose first OpenMatchRoom (of mode, when set)
+// waits until release is closed (entered closed as it starts) or its ctx
+// ends: a completion that takes long, as a pass of hundreds of matches
+// does on a busy machine.
 type stalling struct {
 	matchmaking.RoomOpener
+	mode             string
 	entered, release chan struct{}
 	once             sync.Once
 }
@@ -874,7 +876,9 @@ func newStalling(r matchmaking.RoomOpener) *stalling {
 
 func (s *stalling) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
 	first := false
-	s.once.Do(func() { first = true })
+	if s.mode == "" || m.Mode == s.mode {
+		s.once.Do(func() { first = true })
+	}
 	if first {
 		close(s.entered)
 		select {
@@ -1159,31 +1163,6 @@ func TestRoundPassesModesAndTellsUsersAtOnce(t *testing.T) {
 	})
 }
 
-// stallMode is a RoomOpener whose first OpenMatchRoom of one mode waits
-// until release is closed (entered closed as it starts) or its ctx ends.
-type stallMode struct {
-	matchmaking.RoomOpener
-	mode             string
-	entered, release chan struct{}
-	once             sync.Once
-}
-
-func (s *stallMode) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
-	first := false
-	if m.Mode == s.mode {
-		s.once.Do(func() { first = true })
-	}
-	if first {
-		close(s.entered)
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
-	return s.RoomOpener.OpenMatchRoom(ctx, m, n, hold)
-}
-
 // A round keeps renewing every lease it holds until it ends, not only
 // the leases of the passes under way: a mode whose pass is over while
 // another mode's pass runs past the lease's TTL stays this live
@@ -1198,7 +1177,8 @@ func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 		duelPair(t, e, "duel", "d0", "d1")
 		duelPair(t, e, "joust", "j0", "j1")
 		const ttl = time.Second
-		stall := &stallMode{RoomOpener: e.rooms, mode: "duel", entered: make(chan struct{}), release: make(chan struct{})}
+		stall := newStalling(e.rooms)
+		stall.mode = "duel"
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
 			LeaseTTL: ttl, RepairAfter: time.Hour})
 		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
