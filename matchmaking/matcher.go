@@ -528,22 +528,29 @@ func concurrently[T any](items []T, limit int, f func(T) error) []error {
 }
 
 // Complete makes match's room (seats reserved for its users) or, for a
-// backfill, holds seats of its open room, tells each user, and records
-// the room on its tickets, ending the pending record. A backfill the room
-// cannot take any more (full, started, closed), or a match whose room was
-// made and closed before it was completed (a repair), puts its tickets
-// back in the queue. Safe to run again for the same match, even while a
-// first completion still runs: the room is found, and the Notifier tells
-// each user of a match once (match_found of a user and match id sent
-// already is not sent again). It completes a pending match (a repair): a
-// backfill's seats may have been held, and taken, by a first completion
-// that died before recording the room, so members are skipped and holds
-// made again; users the room banned are still refused. So are, in a
-// match room made by a first completion that died, the users its room
-// banned since: their tickets go back to the queue barred from the room,
-// and the others are told and recorded. A ticket one of whose users is in
-// that room keeps the match, its banned user unable to join: sent back,
-// the room's member would be matched again, in two matches.
+// backfill, holds seats of its open room, commits the match to the room
+// (Queue.Commit), tells each user, and records the room on its tickets,
+// ending the pending record. A backfill the room cannot take any more
+// (full, started, closed), or a match whose room was made and closed
+// before it was completed (a repair), puts its tickets back in the queue,
+// unless the match was committed. Safe to run again for the same match,
+// even while a first completion still runs: the room is found, the
+// Notifier tells each user of a match once (match_found of a user and
+// match id sent already is not sent again), and the commit orders the
+// two: of a completion that puts the tickets back and one that tells
+// their users, the first to reach the pending record wins, the other
+// then telling no one or putting nothing back. It completes a pending
+// match (a repair): a backfill's seats may have been held, and taken, by
+// a first completion that died before recording the room, so members are
+// skipped and holds made again; users the room banned are still refused,
+// while the match is not committed. So are, in a match room made by a
+// first completion that died, the users its room banned since: their
+// tickets go back to the queue barred from the room, and the others are
+// told and recorded. A ticket one of whose users is in that room keeps
+// the match, its banned user unable to join: sent back, the room's member
+// would be matched again, in two matches. A committed match stands
+// whatever its room became (locked, full, closed, banning some of its
+// users): some of its users may have been told of it.
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 	_, err := m.complete(ctx, match, r, true)
 	return err
@@ -551,52 +558,12 @@ func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 
 // complete is Complete; done is true when this completion ended the
 // match's pending record (so a match is counted once, whichever of a
-// first completion and a repair records it first), false for a backfill
-// put back. A
-// backfill holds no seat for a user the room refuses (banned; on the
-// first completion, repair false, also in it or holding a seat of it
-// already): the match goes back to the queue, its tickets of such users
-// barred from the room, the others free to be matched again. A match
-// room found again by a repair refuses the users it banned since: their
-// tickets go back to the queue barred from it, untold (but those with a
-// user in the room: OpenMatchRoom), and the others keep the match (done;
-// false when it refused every ticket).
+// first completion and a repair records it first), false for a match put
+// back or left to another completion.
 func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair bool) (done bool, err error) {
-	room := match.RoomID
-	if room != "" {
-		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, repair)
-		if refused := (*SeatsRefusedError)(nil); errors.As(err, &refused) {
-			return false, m.cfg.Queue.Requeue(ctx, match, match.ticketsOf(refused.Users), m.cfg.Grace)
-		}
-		if errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound) {
-			return false, m.cfg.Queue.Requeue(ctx, match, nil, m.cfg.Grace)
-		}
-		if err != nil {
-			return false, err
-		}
-	} else {
-		if t, err := m.cfg.Queue.Get(ctx, match.Tickets[0].ID); err == nil {
-			match.OwnerName = t.Name // else the store's placeholder name
-		}
-		room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold)
-		if refused := (*SeatsRefusedError)(nil); errors.As(err, &refused) && room != "" {
-			// a repair, the room having banned some users since: their
-			// tickets go back to the queue, as a refused backfill's
-			if match, err = m.requeueRefused(ctx, match, room, refused.Users); err != nil || len(match.Tickets) == 0 {
-				return false, err
-			}
-		} else if errors.Is(err, rooms.ErrRoomNotFound) {
-			return false, m.cfg.Queue.Requeue(ctx, match, nil, m.cfg.Grace) // made before a crash, closed since
-		} else if err != nil {
-			return false, err
-		}
-		if r.Backfill { // full or not: a seat may free up later
-			free := r.Size() - len(match.Users())
-			if err := m.cfg.Queue.PutBackfill(ctx, match.Mode, BackfillRoom{ID: room, Region: match.Region,
-				Rating: match.Rating, EqKey: match.EqKey, Free: max(free, 0)}); err != nil {
-				return false, err
-			}
-		}
+	match, room, ok, err := m.seat(ctx, match, r, repair)
+	if err != nil || !ok {
+		return false, err
 	}
 	// every user told (completeConcurrency at once: each user's log is a
 	// slot of its own) before the tickets record the room
@@ -613,6 +580,80 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 		return false, errs[0] // one is enough: the rest failed alike (Redis)
 	}
 	return m.cfg.Queue.Assign(ctx, match, room)
+}
+
+// seat makes match's room or holds its seats of a backfill's, and commits
+// the match to it (Queue.Commit). It returns the match to tell (less the
+// tickets put back, refused by the room a repair found again) and its
+// room; ok is false when none of it is to be told: the room could not
+// take it and its tickets went back to the queue, or another completion
+// put them back or committed the match first (that one tells them). A
+// first hold (repair false) refuses a user in the room or holding a seat
+// already (queued again), a repair's does not. A committed match
+// (match.Told: a repair of a completion that died telling) holds its
+// seats again where the room lets it and stands whatever the room says.
+func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (_ Match, room string, ok bool, err error) {
+	told := match.Told != ""
+	gone := func(err error) bool {
+		return errors.Is(err, rooms.ErrRoomFull) || errors.Is(err, rooms.ErrNotJoinable) || errors.Is(err, rooms.ErrRoomNotFound)
+	}
+	refused := (*SeatsRefusedError)(nil)
+	// requeue puts tickets back; another completion committed the match
+	// first: it stands, and that one tells its users
+	requeue := func(barred []string) (Match, string, bool, error) {
+		if err := m.cfg.Queue.Requeue(ctx, match, barred, m.cfg.Grace); err != nil && !errors.Is(err, ErrMatchTold) {
+			return match, "", false, err
+		}
+		return match, "", false, nil
+	}
+	if room = match.RoomID; room != "" {
+		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, repair)
+		switch {
+		case told && (errors.As(err, &refused) || gone(err)):
+			// the match stands: its users are told of the room as it is
+		case errors.As(err, &refused):
+			return requeue(match.ticketsOf(refused.Users))
+		case gone(err):
+			return requeue(nil)
+		case err != nil:
+			return match, "", false, err
+		}
+	} else {
+		if t, err := m.cfg.Queue.Get(ctx, match.Tickets[0].ID); err == nil {
+			match.OwnerName = t.Name // else the store's placeholder name
+		}
+		room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold)
+		switch {
+		case told && errors.Is(err, rooms.ErrRoomNotFound): // closed since it was told
+			room = match.Told
+		case errors.As(err, &refused) && room != "":
+			// a repair, the room having banned some users since: their
+			// tickets go back to the queue, as a refused backfill's
+			kept, err := m.requeueRefused(ctx, match, room, refused.Users)
+			if errors.Is(err, ErrMatchTold) || err == nil && len(kept.Tickets) == 0 {
+				return match, "", false, nil
+			} else if err != nil {
+				return match, "", false, err
+			}
+			match = kept
+		case errors.Is(err, rooms.ErrRoomNotFound):
+			return requeue(nil) // made before a crash, closed since
+		case err != nil:
+			return match, "", false, err
+		}
+		if r.Backfill { // full or not: a seat may free up later
+			free := r.Size() - len(match.Users())
+			if err := m.cfg.Queue.PutBackfill(ctx, match.Mode, BackfillRoom{ID: room, Region: match.Region,
+				Rating: match.Rating, EqKey: match.EqKey, Free: max(free, 0)}); err != nil {
+				return match, "", false, err
+			}
+		}
+	}
+	if told {
+		return match, match.Told, true, nil
+	}
+	ok, err = m.cfg.Queue.Commit(ctx, match, room)
+	return match, room, ok, err
 }
 
 // userNotice is one user's match_found.

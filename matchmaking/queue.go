@@ -25,6 +25,10 @@ var (
 	// (a keyed create run again: Service.Create answers that ticket; never
 	// an answer of the API).
 	ErrTicketExists = errors.New("a ticket of that id exists")
+	// ErrMatchTold: Queue.Requeue found its match committed (Queue.Commit):
+	// a completion began telling its users, so it stands, and nothing was
+	// put back (never an answer of the API).
+	ErrMatchTold = errors.New("the match's users are being told")
 )
 
 // GroupKey is what a pass groups a ticket by, as the store keeps it.
@@ -117,6 +121,16 @@ type Queue interface {
 	Pass(ctx context.Context, mode string, r Rules, p PassParams) (Pass, error)
 	// Pending is mode's matches whose rooms are not made yet.
 	Pending(ctx context.Context, mode string) ([]Match, error)
+	// Commit marks m's pending record as committed to roomID, before its
+	// users are told of it: from then on the match stands (Requeue
+	// refuses it: ErrMatchTold; Pending reports it in Match.Told, and a
+	// repair tells the rest and assigns it, whatever the room became).
+	// false when the record is gone (another completion assigned it) or
+	// no longer holds each of m's tickets (another completion requeued
+	// them): this completion must tell no one. So a completion racing
+	// another never tells a user of a match whose tickets go back to the
+	// queue, however the two interleave.
+	Commit(ctx context.Context, m Match, roomID string) (bool, error)
 	// Assign records m's room on its tickets and ends m's pending record;
 	// ended is false when another completion of m ended it first.
 	Assign(ctx context.Context, m Match, roomID string) (ended bool, err error)
@@ -125,7 +139,8 @@ type Queue interface {
 	// they were all of its tickets) and leaves m's room among the backfill
 	// rooms without a free seat until the next refresh: the room could not
 	// take them (m.RoomID: a backfill's, or a match room a repair found
-	// again, whose other tickets keep their match). The tickets named in
+	// again, whose other tickets keep their match); ErrMatchTold, and
+	// nothing changed, when m was committed (Commit). The tickets named in
 	// barred (of m) are never offered m's room again: it refused their
 	// users (SeatsRefusedError). A ticket it ends (expired, or cancelled:
 	// its cancel came while it was matched) stays readable for grace, as
@@ -177,7 +192,8 @@ type RoomOpener interface {
 	// *SeatsRefusedError naming the refused tickets' banned users; a
 	// ticket one of whose users is in the room is not refused (that user
 	// would be matched again while in this match): its banned users get
-	// no seat.
+	// no seat. A committed match (m.Told) refuses no ticket: each keeps
+	// the match, its banned users without a seat.
 	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
 	// ReserveMatchSeats holds seats of room id for users for hold (a
 	// backfill), the room's players and held seats never more than size

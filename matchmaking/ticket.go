@@ -70,6 +70,9 @@ type Match struct {
 	// OwnerName names the room's owner, the first ticket's leader (the
 	// matcher reads it from that ticket; "" when it could not).
 	OwnerName string
+	// Told is the room a completion committed the match to (Queue.Commit)
+	// before telling its users: the match stands; "" before.
+	Told string
 }
 
 // BackfillRoom is an open match room of a backfill mode: its region, the

@@ -61,7 +61,9 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // the matcher puts back in the queue, barred from the room). A ticket
 // with a user in the room keeps the match, its banned users simply unable
 // to join: sent back, that user would be matched again while in this
-// match.
+// match. So does every ticket of a committed match (m.Told: some of its
+// users may have been told of the room): its banned users get no seat,
+// the others are held theirs again, none is refused.
 func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlayers int, hold time.Duration) (string, error) {
 	users := m.Users()
 	if len(users) == 0 {
@@ -84,7 +86,7 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 	// meanwhile refuses more; each refusal takes a ticket off, so it ends)
 	var refused []string
 	for tickets := m.Tickets; len(tickets) > 0; {
-		err := s.holdMatchSeats(ctx, id, tickets, hold)
+		err := s.holdMatchSeats(ctx, id, tickets, hold, m.Told != "")
 		var r *matchmaking.SeatsRefusedError
 		if !errors.As(err, &r) {
 			if err != nil && !errors.Is(err, rooms.ErrNotJoinable) { // a started room: as it is
@@ -109,12 +111,18 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 // user the room banned and none in it refused, its users' seats released
 // (*matchmaking.SeatsRefusedError naming the banned, nothing held) whatever
 // the room's status; then a room not waiting is rooms.ErrNotJoinable.
-func (s *Store) holdMatchSeats(ctx context.Context, id string, tickets []matchmaking.MatchedTicket, hold time.Duration) error {
+// A match that stands (committed) refuses no ticket: every ticket keeps
+// it as one with a user in the room does.
+func (s *Store) holdMatchSeats(ctx context.Context, id string, tickets []matchmaking.MatchedTicket, hold time.Duration, stands bool) error {
 	var args []string
 	for _, t := range tickets {
 		args = append(append(args, t.Users...), "") // a ticket's end
 	}
-	_, err := s.reserveSeats(ctx, matchmaker, id, args, hold, 0, "m")
+	mode := "m"
+	if stands {
+		mode = "s"
+	}
+	_, err := s.reserveSeats(ctx, matchmaker, id, args, hold, 0, mode)
 	return err
 }
 

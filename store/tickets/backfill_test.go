@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -798,6 +799,116 @@ func TestOneRoomsSeatsErrorDoesNotStopTheMode(t *testing.T) {
 		}
 		if !strings.Contains(logs.String(), "CLUSTERDOWN") {
 			t.Errorf("the room's error was not logged: %q", logs.String())
+		}
+	})
+}
+
+// pauses is a RoomOpener and Notifier whose first ReserveMatchSeats (at
+// "held": once the seats are held) or first MatchFound (at "telling":
+// before the notice) waits until release is closed or its ctx ends: an
+// instance paused mid-completion past its lease.
+type pauses struct {
+	matchmaking.RoomOpener
+	matchmaking.Notifier
+	at               string
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (p *pauses) pause(ctx context.Context, at string) error {
+	first := false
+	if at == p.at {
+		p.once.Do(func() { first = true })
+	}
+	if !first {
+		return nil
+	}
+	close(p.entered)
+	select {
+	case <-p.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *pauses) ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, repair bool) error {
+	if err := p.RoomOpener.ReserveMatchSeats(ctx, id, users, size, hold, repair); err != nil {
+		return err
+	}
+	return p.pause(ctx, "held")
+}
+
+func (p *pauses) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
+	if err := p.pause(ctx, "telling"); err != nil {
+		return err
+	}
+	return p.Notifier.MatchFound(ctx, uid, e)
+}
+
+// A repair racing a backfill's first completion, which its instance
+// paused past its lease, never has a user told of two matches: the owner
+// locks the room meanwhile, so the repair's hold is refused. Paused once
+// the seats were held (before any user was told), the repair puts the
+// ticket back and the first completion then tells no one; paused telling
+// (the match stands from the first notice on), the repair tells and
+// records the room, and puts nothing back. A reviewer's test found both
+// orders telling the user of the room, then requeueing the ticket, which
+// the next round matched again.
+func TestRepairRacingABackfillTellsOneMatch(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		for _, tc := range []struct {
+			at       string
+			backfill bool // u3 ends in the room (else matched anew with u4)
+		}{{at: "held"}, {at: "telling", backfill: true}} {
+			t.Run(tc.at, func(t *testing.T) {
+				ctx := context.Background()
+				e := open(t, b, rs)
+				m := backfillMatcher(e)
+				room, _ := matchRoomOf(t, e, m, "u1", "u2")
+				t3 := ffaQueue(t, e)("u3", 1002)
+				p, err := e.tickets.Pass(ctx, "ffa", r, matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+				if err != nil || len(p.Matches) != 1 || p.Matches[0].RoomID != room {
+					t.Fatalf("pass %+v %v, want a backfill of %s", p, err, room)
+				}
+				pa := &pauses{RoomOpener: e.rooms, Notifier: e.tickets, at: tc.at, entered: make(chan struct{}),
+					release: make(chan struct{})}
+				a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: pa, Notifier: pa, Holder: "a"})
+				first := make(chan error, 1)
+				go func() { first <- a.Complete(ctx, p.Matches[0], r) }()
+				<-pa.entered
+				locked := true
+				if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{Locked: &locked}); err != nil {
+					t.Fatal(err)
+				}
+				bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b"})
+				if err := bm.Complete(ctx, p.Matches[0], r); err != nil {
+					t.Fatal(err)
+				}
+				close(pa.release)
+				if err := <-first; err != nil {
+					t.Fatal(err)
+				}
+				t4 := ffaQueue(t, e)("u4", 1003)
+				m.Round(ctx)
+				if n := matchFoundLogged(t, e, "u3", ""); n != 1 {
+					t.Errorf("u3's log holds %d match_found, want 1", n)
+				}
+				got, err := e.tickets.Get(ctx, t3.ID)
+				want := room
+				if !tc.backfill {
+					g4, _ := e.tickets.Get(ctx, t4.ID)
+					want = g4.RoomID
+				}
+				if err != nil || got.Status != matchmaking.Matched || got.RoomID == "" || got.RoomID != want {
+					t.Errorf("u3's ticket: %+v %v, want matched in %q", got, err, want)
+				}
+				if pd, _ := e.tickets.Pending(ctx, "ffa"); len(pd) != 0 {
+					t.Errorf("pending left: %+v", pd)
+				}
+			})
 		}
 	})
 }

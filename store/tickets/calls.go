@@ -97,6 +97,21 @@ func (c assignCall) KeysArgs() ([]string, []any) {
 	return []string{c.tickets, c.pending}, args
 }
 
+// commitCall is ticket_commit.lua.
+type commitCall struct {
+	pending, match, room string
+	ids                  []string
+}
+
+func (commitCall) Script() *redisx.Script { return commitScript }
+func (c commitCall) KeysArgs() ([]string, []any) {
+	args := []any{c.match, c.room}
+	for _, id := range c.ids {
+		args = append(args, id)
+	}
+	return []string{c.pending}, args
+}
+
 // leaseCall is matcher_lease.lua.
 type leaseCall struct {
 	key, op, holder string

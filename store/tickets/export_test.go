@@ -16,6 +16,7 @@ func ExportedCalls() []redisx.Call {
 		passCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e"},
 		requeueCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e", match: "m", room: "r", grace: 1, barred: 1, ids: []string{"t"}},
 		assignCall{tickets: "a", pending: "b", match: "m", room: "r", ids: []string{"t"}},
+		commitCall{pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		leaseCall{key: "k", op: "take", holder: "h", ms: 1},
 	}
 }

@@ -708,62 +708,90 @@ func (d diesTelling) MatchFound(ctx context.Context, uid string, e matchmaking.M
 	return d.Notifier.MatchFound(ctx, uid, e)
 }
 
-// The repair of a match room that banned a party's member releases the
-// seat its first completion held for the party's other member, whom it
-// told before dying: the party's ticket goes back to the queue, and that
-// seat, taken, would put him in a match his ticket left (and the next
-// round in a second one; a reviewer's find). The other tickets' seats are
-// held again.
-func TestRepairReleasesTheSeatsOfARefusedParty(t *testing.T) {
+// The repair of a match room that banned a party's member (who had
+// joined) after its first completion died: died before telling anyone,
+// the party's ticket goes back to the queue and the seat held for its
+// other member is released (taken, it would put him in a match his
+// ticket left, and the next round in a second one; a reviewer's find);
+// died telling (the match committed, its users told but u4), the match
+// stands as it would have had the completion lived: the party keeps it,
+// its other member his seat, and the banned member cannot join (before
+// the commit, the repair put the party back, its members told of the
+// room, and the next round matched them again). The other tickets' seats
+// are held again.
+func TestRepairOfAMatchRoomThatBannedAPartyMember(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
 	r := rs.Of("ffa")
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		ctx := context.Background()
-		e := open(t, b, rs)
-		ids := map[string]string{}
-		for i, p := range [][]string{{"u1"}, {"u2", "u3"}, {"u4"}} {
-			tk, err := e.svc.Create(ctx, player(p[0]), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
-				Rating: rating(float64(1000 + i)), PartyUserIDs: p[1:]})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[p[0]] = tk.ID
-		}
-		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-		// the first completion tells u1, u2 and u3, and dies before u4
-		mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: diesTelling{Notifier: rec, untold: "u4"}, Holder: "a"}
-		matchmaking.NewMatcher(mcfg).Round(ctx)
-		pending, err := e.tickets.Pending(ctx, "ffa")
-		if err != nil || len(pending) != 1 {
-			t.Fatalf("pending after the crash: %+v %v, want the match", pending, err)
-		}
-		room := rec.got["u3"][pending[0].ID].RoomID
-		if room == "" {
-			t.Fatalf("u3 not told: %+v", rec.got)
-		}
-		j, err := e.rooms.Join(ctx, player("u2"), room)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.rooms.Ban(ctx, player("u1"), room, j.PlayerID); err != nil {
-			t.Fatal(err)
-		}
-		mcfg.Notifier, mcfg.Holder = rec, "b"
-		if err := matchmaking.NewMatcher(mcfg).Complete(ctx, pending[0], r); err != nil {
-			t.Fatal(err)
-		}
-		if tk, err := e.tickets.Get(ctx, ids["u2"]); err != nil || tk.Status != matchmaking.Searching {
-			t.Fatalf("the refused party's ticket: %+v %v, want searching", tk, err)
-		}
-		rm, _, err := e.rooms.Get(ctx, room, false)
-		if err != nil || rm.ReservedSeats != 1 {
-			t.Fatalf("room after the repair: %d seats held (%v), want u4's alone", rm.ReservedSeats, err)
-		}
-		if _, err := e.rooms.Join(ctx, player("u3"), room); !errors.Is(err, rooms.ErrRoomNotFound) {
-			t.Fatalf("u3, of the refused party, joins the match room: %v, want not found (his seat released)", err)
-		}
-		if _, err := e.rooms.Join(ctx, player("u4"), room); err != nil {
-			t.Fatalf("u4 joins the room: %v", err)
+		for _, told := range []bool{false, true} {
+			t.Run(fmt.Sprintf("told=%v", told), func(t *testing.T) {
+				ctx := context.Background()
+				e := open(t, b, rs)
+				ids := map[string]string{}
+				for i, p := range [][]string{{"u1"}, {"u2", "u3"}, {"u4"}} {
+					tk, err := e.svc.Create(ctx, player(p[0]), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
+						Rating: rating(float64(1000 + i)), PartyUserIDs: p[1:]})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids[p[0]] = tk.ID
+				}
+				rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+				crash := &crashing{RoomOpener: e.rooms}
+				mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: crash, Notifier: rec, Holder: "a"}
+				if told { // it tells u1, u2 and u3, and dies before u4
+					mcfg.Rooms, mcfg.Notifier = e.rooms, diesTelling{Notifier: rec, untold: "u4"}
+				}
+				matchmaking.NewMatcher(mcfg).Round(ctx)
+				pending, err := e.tickets.Pending(ctx, "ffa")
+				if err != nil || len(pending) != 1 || (pending[0].Told != "") != told {
+					t.Fatalf("pending after the crash: %+v %v, want the match, committed: %v", pending, err, told)
+				}
+				room := pending[0].Told
+				if !told {
+					room = crash.ids[0]
+				} else if rec.got["u3"][pending[0].ID].RoomID != room {
+					t.Fatalf("u3 not told of %s: %+v", room, rec.got)
+				}
+				j, err := e.rooms.Join(ctx, player("u2"), room)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.rooms.Ban(ctx, player("u1"), room, j.PlayerID); err != nil {
+					t.Fatal(err)
+				}
+				mcfg.Rooms, mcfg.Notifier, mcfg.Holder = e.rooms, rec, "b"
+				if err := matchmaking.NewMatcher(mcfg).Complete(ctx, pending[0], r); err != nil {
+					t.Fatal(err)
+				}
+				tk, err := e.tickets.Get(ctx, ids["u2"])
+				if err != nil {
+					t.Fatal(err)
+				}
+				rm, _, err := e.rooms.Get(ctx, room, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, u3Joins := e.rooms.Join(ctx, player("u3"), room)
+				if told {
+					if tk.Status != matchmaking.Matched || tk.RoomID != room || rm.ReservedSeats != 2 || u3Joins != nil {
+						t.Fatalf("the party's ticket: %s in %q, %d seats held, u3 joins: %v; want it matched in %s, u3 and u4 holding seats",
+							tk.Status, tk.RoomID, rm.ReservedSeats, u3Joins, room)
+					}
+				} else if tk.Status != matchmaking.Searching || rm.ReservedSeats != 1 || !errors.Is(u3Joins, rooms.ErrRoomNotFound) {
+					t.Fatalf("the refused party's ticket: %s, %d seats held, u3 joins: %v; want searching, u4's seat alone, u3 not found",
+						tk.Status, rm.ReservedSeats, u3Joins)
+				}
+				if _, err := e.rooms.Join(ctx, player("u4"), room); err != nil {
+					t.Fatalf("u4 joins the room: %v", err)
+				}
+				if _, err := e.rooms.Join(ctx, player("u2"), room); err == nil {
+					t.Fatal("banned u2 joined the room")
+				}
+				if p, _ := e.tickets.Pending(ctx, "ffa"); len(p) != 0 {
+					t.Fatalf("pending after the repair: %+v", p)
+				}
+			})
 		}
 	})
 }
@@ -891,7 +919,7 @@ func (s *stalling) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int
 }
 
 // matchFoundLogged is how many match_found events of match id uid's
-// personal log holds.
+// personal log holds (of any match for id "").
 func matchFoundLogged(t *testing.T, e env, uid, id string) int {
 	t.Helper()
 	xs, err := e.rooms.Client().XRange(context.Background(), e.rooms.UserLogs().KeysOf(uid).Log, "-", "+").Result()
@@ -905,7 +933,7 @@ func matchFoundLogged(t *testing.T, e env, uid, id string) int {
 			Type    string `json:"type"`
 			MatchID string `json:"matchId"`
 		}
-		if json.Unmarshal([]byte(d), &ev) == nil && ev.Type == players.EventMatchFound && ev.MatchID == id {
+		if json.Unmarshal([]byte(d), &ev) == nil && ev.Type == players.EventMatchFound && (id == "" || ev.MatchID == id) {
 			n++
 		}
 	}

@@ -11,6 +11,7 @@
 //	{p:m}:mm:q:<mode>       zset id → rating: the searching tickets
 //	{p:m}:mm:sched:<mode>   zset id → ms: expiry (searching), end of grace (final)
 //	{p:m}:mm:pend:<mode>    hash match id → JSON: matches whose room is not made
+//	                        or whose users are not all told (ticket_commit)
 //	{p:m}:mm:lease:<mode>   string: the matcher holding the mode (PX)
 //	{p:m}:mm:bf:<mode>      hash room id → JSON: the mode's rooms to backfill
 //	                        (expires an hour after its last write)
@@ -57,6 +58,8 @@ var (
 	passLua string
 	//go:embed lua/ticket_assign.lua
 	assignLua string
+	//go:embed lua/ticket_commit.lua
+	commitLua string
 	//go:embed lua/matcher_lease.lua
 	leaseLua string
 	//go:embed lua/ticket_requeue.lua
@@ -67,6 +70,7 @@ var (
 	cancelScript  = redisx.Plain("ticket_cancel", cancelLua)
 	passScript    = redisx.Plain("ticket_pass", passLua)
 	assignScript  = redisx.Plain("ticket_assign", assignLua)
+	commitScript  = redisx.Plain("ticket_commit", commitLua)
 	leaseScript   = redisx.Plain("matcher_lease", leaseLua)
 	requeueScript = redisx.Plain("ticket_requeue", requeueLua)
 )
@@ -308,6 +312,7 @@ type pendingRecord struct {
 	Rating  float64 `json:"rating"`
 	Eq      string  `json:"eq"`
 	Room    string  `json:"room"`
+	Told    string  `json:"told"`
 	Tickets []struct {
 		ID    string   `json:"id"`
 		Users []string `json:"users"`
@@ -322,7 +327,7 @@ func decodeMatch(raw string) (matchmaking.Match, error) {
 		return matchmaking.Match{}, fmt.Errorf("store: pending match: %w", err)
 	}
 	m := matchmaking.Match{ID: p.ID, Mode: p.Mode, Region: p.Region, At: time.UnixMilli(p.At).UTC(),
-		RoomID: p.Room, Rating: p.Rating, EqKey: p.Eq}
+		RoomID: p.Room, Rating: p.Rating, EqKey: p.Eq, Told: p.Told}
 	for _, t := range p.Tickets {
 		m.Tickets = append(m.Tickets, matchmaking.MatchedTicket{ID: t.ID, Users: t.Users, Team: t.Team,
 			CreatedAt: time.UnixMilli(t.Cr).UTC()})
@@ -381,12 +386,8 @@ func (s *Store) Pending(ctx context.Context, mode string) ([]matchmaking.Match, 
 
 // Assign implements matchmaking.Queue with one script.
 func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
-	ids := make([]string, len(m.Tickets))
-	for i, t := range m.Tickets {
-		ids[i] = t.ID
-	}
 	_, rest, err := status(s.b.Runner.Run(ctx, assignCall{tickets: s.modeTickets(m.Mode), pending: s.pending(m.Mode),
-		match: m.ID, room: roomID, ids: ids}).Result())
+		match: m.ID, room: roomID, ids: ticketIDs(m)}).Result())
 	if err != nil {
 		return false, err
 	}
@@ -395,6 +396,22 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 	}
 	ended, _ := rest[1].(int64)
 	return ended == 1, nil
+}
+
+// Commit implements matchmaking.Queue with one script.
+func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
+	st, _, err := status(s.b.Runner.Run(ctx, commitCall{pending: s.pending(m.Mode), match: m.ID, room: roomID,
+		ids: ticketIDs(m)}).Result())
+	return st == "OK", err
+}
+
+// ticketIDs is the ids of m's tickets.
+func ticketIDs(m matchmaking.Match) []string {
+	ids := make([]string, len(m.Tickets))
+	for i, t := range m.Tickets {
+		ids[i] = t.ID
+	}
+	return ids
 }
 
 // Requeue implements matchmaking.Queue with one script: the barred
@@ -412,9 +429,12 @@ func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []strin
 			ids = append(ids, t.ID)
 		}
 	}
-	_, _, err := status(s.b.Runner.Run(ctx, requeueCall{tickets: s.modeTickets(m.Mode), schedule: s.schedule(m.Mode),
+	st, _, err := status(s.b.Runner.Run(ctx, requeueCall{tickets: s.modeTickets(m.Mode), schedule: s.schedule(m.Mode),
 		queue: s.queue(m.Mode), pending: s.pending(m.Mode), backfill: s.backfill(m.Mode), match: m.ID, room: m.RoomID,
 		grace: grace.Milliseconds(), barred: nbarred, ids: ids}).Result())
+	if st == "TOLD" {
+		return matchmaking.ErrMatchTold
+	}
 	return err
 }
 

@@ -20,9 +20,13 @@
 --         room
 -- ARGV[5] the most rooms a ticket is barred from (MAX_BARRED)
 -- ARGV[6..] the ids of the match's tickets to requeue (all of a backfill's)
--- Reply: {"OK", tickets requeued}
+-- Reply: {"OK", tickets requeued} | {"TOLD"}: a completion began telling
+-- the match's users (ticket_commit): the match stands, nothing changed
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mid, room, barred = ARGV[1], ARGV[2], tonumber(ARGV[4])
+local rec = redis.call('HGET', pending, mid)
+local m = rec and cjson.decode(rec)
+if m and m.told then return {'TOLD'} end
 local MAX_BARRED = tonumber(ARGV[5])
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
@@ -55,9 +59,8 @@ end
 -- the pending record keeps the tickets not requeued (a match room that
 -- refused some: the others' match goes on, and a crash before they are
 -- told leaves it to a repair), and goes with the last
-local rec = redis.call('HGET', pending, mid)
-if rec then
-  local m, gone, left = cjson.decode(rec), {}, {}
+if m then
+  local gone, left = {}, {}
   for i = 6, #ARGV do gone[ARGV[i]] = true end
   for _, t in ipairs(m.tickets) do
     if not gone[t.id] then left[#left + 1] = t end

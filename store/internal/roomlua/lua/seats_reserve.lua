@@ -33,6 +33,9 @@
 --   keeps the match (that user must not be matched again): its banned
 --   users are skipped, they cannot join. Then a room not waiting is
 --   ROOM_NOT_JOINABLE, a locked one is not (as "").
+--   "s": a repair of a match room whose match stands (its users are being
+--   told: ticket_commit) as "m", but every ticket keeps the match: its
+--   banned users are skipped, its others held again, none refused.
 --   "": the owner's: members are skipped, a user the room banned is
 --   refused as in "b" and "r" ({"REFUSED", userId...}, nothing held)
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
@@ -43,7 +46,7 @@
 --        {"REFUSED", userId...} | {"ROOM_FULL"}
 local caller, ttl, seat_cap = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
 local mode = ARGV[10]
-local backfill, first_hold, match_room = mode == 'b' or mode == 'r', mode == 'b', mode == 'm'
+local backfill, first_hold, match_room = mode == 'b' or mode == 'r', mode == 'b', mode == 'm' or mode == 's'
 -- the userIds, and ("m") the tickets: each ticket's userIds
 local users, tickets, ticket = {}, {}, {}
 for i = 11, #ARGV do
@@ -80,7 +83,7 @@ local skipped = {}
 if match_room and p.bn ~= '0' then
   local refused, released = {'REFUSED'}, 0
   for _, t in ipairs(tickets) do
-    local banned, inside = {}, false
+    local banned, inside = {}, mode == 's'
     for _, uid in ipairs(t) do
       if redis.call('SISMEMBER', K_BANS, uid) == 1 then
         banned[#banned + 1] = uid
