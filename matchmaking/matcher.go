@@ -55,10 +55,11 @@ type MatcherConfig struct {
 	Logger   *slog.Logger
 	// Holder names this instance in the leases (its instance id).
 	Holder string
-	// Interval between rounds (DefaultInterval); LeaseTTL how long a
+	// Interval between ticks (DefaultInterval); LeaseTTL how long a
 	// mode's lease outlives its last renewal (DefaultLeaseTTL), renewed
-	// each round and every third of it while the round runs: a killed
-	// instance's modes pass to another after it, a live one's do not.
+	// each tick, a pass under way or not (Round: every third of it while
+	// its passes run): a killed instance's modes pass to another after
+	// it, a live one's do not.
 	Interval, LeaseTTL time.Duration
 	// RepairAfter: a pending match older than this (its instance died
 	// between the pass and the room) is completed by the lease holder.
@@ -77,34 +78,50 @@ type MatcherConfig struct {
 	Budget      PassBudget
 }
 
-// Matcher runs the passes: each round, for every mode with tickets
-// (modeConcurrency modes at once), it takes (or renews) the mode's
-// lease, so one instance at a time matches a mode; runs one pass (atomic
-// in Redis: tickets grouped, marked matched and recorded pending, expired
-// ones ended); then, per match (completeConcurrency at once), makes the
-// room with the seats reserved for exactly its users, tells each user
-// (match_found, once per user and match: the Notifier's contract;
-// completeConcurrency of a match's users at once) and records the room on
-// the tickets, which ends the pending record. So a round has at most
-// modeConcurrency × completeConcurrency² calls under way, and the Queue,
-// RoomOpener and Notifier it is given must be safe for concurrent use.
-// Every lease the round holds is kept renewed until the round ends (its
-// slowest pass), up to PassTimeout, which cuts a pass and gives up its
-// lease; a lease another instance took meanwhile ends its mode's pass at
-// once. A failed lease call is logged, and so is a backfill room whose
-// seats could not be read (the pass goes on without it). Pending matches
-// a dead instance (or a cut pass) left are completed the same way
-// (idempotent: the room id derives from the match, the notice is not
-// repeated).
+// Matcher runs the passes: every Interval, a tick lists the modes with
+// tickets and takes (or renews) each one's lease, so one instance at a
+// time matches a mode, and starts a pass of each mode it holds whose last
+// pass is over (modeConcurrency passes at once). A pass is atomic in
+// Redis (tickets grouped, marked matched and recorded pending, expired
+// ones ended); then, per match (completeConcurrency at once), it makes
+// the room with the seats reserved for exactly its users, commits the
+// match to it, tells each user (match_found, once per user and match:
+// the Notifier's contract; completeConcurrency of a match's users at
+// once) and records the room on the tickets, which ends the pending
+// record. So at most modeConcurrency × completeConcurrency² calls are
+// under way, and the Queue, RoomOpener and Notifier it is given must be
+// safe for concurrent use. A pass runs apart from the ticks: a slow one
+// (a Cluster master of its mode's slot failing over, hundreds of matches)
+// holds up no other mode, and the ticks renew its lease meanwhile, up to
+// PassTimeout, which cuts it and gives its lease up; a lease another
+// instance took meanwhile ends its pass at once. A failed lease call is
+// logged, and so is a backfill room whose seats could not be read (the
+// pass goes on without it). Pending matches a dead instance (or a cut
+// pass) left are completed the same way (idempotent: the room id derives
+// from the match, the notice is not repeated).
 type Matcher struct {
 	cfg MatcherConfig
-	mu  sync.Mutex
+	// slots holds a token per pass under way (modeConcurrency).
+	slots chan struct{}
+	// wg counts the passes under way.
+	wg sync.WaitGroup
+	mu sync.Mutex
 	// from is where each held mode's next pass starts its walk (a page of
-	// a large queue at a time); released drops a mode's.
+	// a large queue at a time); release drops a mode's.
 	from map[string]string
 	// resting holds the modes whose pass was cut here (stuck on a call),
 	// until when this instance leaves them to the others.
 	resting map[string]time.Time
+	// held is the modes whose lease this instance holds; passes the held
+	// modes whose pass is under way.
+	held   map[string]bool
+	passes map[string]*passRun
+}
+
+// passRun is one mode's pass under way.
+type passRun struct {
+	cancel context.CancelFunc // ends the pass: its lease was lost
+	lost   atomic.Bool
 }
 
 // NewMatcher returns a Matcher as cfg says. It panics when cfg.Rules do
@@ -135,56 +152,73 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Matcher{cfg: cfg, from: map[string]string{}, resting: map[string]time.Time{}}
+	return &Matcher{cfg: cfg, slots: make(chan struct{}, modeConcurrency), from: map[string]string{},
+		resting: map[string]time.Time{}, held: map[string]bool{}, passes: map[string]*passRun{}}
 }
 
-// Run runs rounds every Interval until ctx ends, then gives up its
-// leases.
+// Run ticks every Interval until ctx ends, then waits for the passes
+// under way and gives up its leases.
 func (m *Matcher) Run(ctx context.Context) {
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
-	held := map[string]bool{} // modes whose lease a round took
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		for mode := range held {
-			_ = m.cfg.Queue.DropLease(ctx, mode, m.cfg.Holder)
-			m.released(mode)
-		}
-	}()
 	for {
-		now := map[string]bool{}
-		modes, unsure, listed := m.round(ctx)
-		for _, mode := range modes {
-			now[mode] = true
-		}
-		// a round cut short, or one that could not tell (the modes not
-		// listed, a lease call failed), holds what it held
-		if ctx.Err() == nil && listed {
-			for mode := range held {
-				if !now[mode] && !unsure[mode] {
-					m.released(mode)
-					delete(held, mode)
-				}
-			}
-		}
-		for mode := range now {
-			held[mode] = true
-		}
+		m.tick(ctx, true)
 		select {
 		case <-ctx.Done():
+			m.wg.Wait()
+			dctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			for _, mode := range m.heldModes() {
+				_ = m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder)
+				m.release(mode)
+			}
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// released withdraws this instance's Searching figure of mode and forgets
+// Round is one tick that starts the passes of the modes it holds, then
+// ticks (renewals only) every third of LeaseTTL until those passes are
+// over; it returns the modes whose lease this instance holds then,
+// having reported each one's queue (Searching): a mode whose lease
+// another instance took during its pass is not held (Released), nor is
+// one whose pass was cut. Errors are logged, but those of a round whose
+// ctx ended (the shutdown). Tests and tools run rounds; Run does not
+// wait for a pass, and Round is not to be called while Run runs.
+func (m *Matcher) Round(ctx context.Context) []string {
+	m.tick(ctx, true)
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTicker(m.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return m.heldModes()
+		case <-t.C:
+			m.tick(ctx, false)
+		}
+	}
+}
+
+// heldModes is the modes whose lease this instance holds, sorted.
+func (m *Matcher) heldModes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.held))
+}
+
+// release withdraws this instance's Searching figure of mode and forgets
 // where its walk was: the mode is no longer held (no tickets left, or
 // another instance's), and an entry kept per mode ever held would grow
 // for as long as the instance runs.
-func (m *Matcher) released(mode string) {
+func (m *Matcher) release(mode string) {
 	m.mu.Lock()
+	delete(m.held, mode)
 	delete(m.from, mode) // the next holder's walk starts from the lowest
 	m.mu.Unlock()
 	if m.cfg.Observer != nil {
@@ -192,84 +226,140 @@ func (m *Matcher) released(mode string) {
 	}
 }
 
-// Round runs one round over every mode with tickets and returns the
-// modes whose lease it holds, reporting each one's queue (Searching); a
-// mode whose lease another instance took during the pass is not held
-// (Released). Errors are logged, but those of a round
-// whose ctx ended (the shutdown): the next round retries.
-func (m *Matcher) Round(ctx context.Context) []string {
-	held, _, _ := m.round(ctx)
-	return held
-}
-
-// modeConcurrency is how many modes' passes of a round run at once:
-// modes are independent (a lease each, their passes atomic scripts on
-// their queues' slots), and a pass waits on
-// its matches' completions, round trips more than CPU, so one mode at a
-// time would have a round last as long as every mode's pass together.
+// modeConcurrency is how many modes' passes run at once: modes are
+// independent (a lease each, their passes atomic scripts on their queues'
+// slots), and a pass waits on its matches' completions, round trips more
+// than CPU, so one mode at a time would have each mode wait for every
+// other's pass.
 const modeConcurrency = 4
 
-// round is Round, saying too what it could not tell: listed is false when
-// the modes could not be listed (nothing is known of any lease), unsure
-// holds the modes whose lease call failed.
-//
-// It takes (or renews) every mode's lease first, and keeps each one it
-// holds renewed until the round ends: a round lasts as long as its
-// slowest pass, and a mode whose pass ended early (or that waits for
-// one of the modeConcurrency slots) must not lapse meanwhile, or another
-// instance takes it from a live one. Then it passes the modes it holds,
-// modeConcurrency at once.
-func (m *Matcher) round(ctx context.Context) (held []string, unsure map[string]bool, listed bool) {
-	modes, err := m.cfg.Queue.Modes(ctx)
-	if err != nil {
-		if ctx.Err() == nil { // not the shutdown's own
+// tick takes or renews the lease of every mode with tickets but those
+// resting, and of every mode whose pass is under way, listed or not
+// (completeConcurrency calls at once, each bounded by a third of the
+// TTL), and starts a pass of each mode it holds whose last pass is over.
+// Without start it only renews the leases held. A mode another instance
+// holds is not held, and its pass under way ends at once (this instance
+// paused past its lease: the holder completes and repairs its matches).
+// A tick that cannot tell (the modes not listed, a lease call failed)
+// keeps what it held; a held mode no longer listed (no tickets left) and
+// not passing is released, its lease left to lapse.
+func (m *Matcher) tick(ctx context.Context, start bool) {
+	var (
+		modes  []string
+		listed bool
+	)
+	if start {
+		var err error
+		modes, err = m.cfg.Queue.Modes(ctx)
+		listed = err == nil
+		if err != nil && ctx.Err() == nil { // not the shutdown's own
 			m.cfg.Logger.Warn("matchmaking: modes", "err", err)
 		}
-		return nil, nil, false
 	}
-	modes = m.awake(modes)
-	var mu sync.Mutex
-	unsure = map[string]bool{}
-	keepers := map[string]*keeper{}
-	concurrently(modes, completeConcurrency, func(mode string) error {
+	m.mu.Lock()
+	want := map[string]bool{}
+	for mode := range m.passes {
+		want[mode] = true
+	}
+	if listed {
+		for _, mode := range m.awake(modes) {
+			want[mode] = true
+		}
+	} else {
+		for mode := range m.held {
+			want[mode] = true
+		}
+	}
+	m.mu.Unlock()
+	type lease struct {
+		mode string
+		ok   bool
+		err  error
+	}
+	var (
+		rmu    sync.Mutex
+		leases []lease
+	)
+	concurrently(slices.Sorted(maps.Keys(want)), completeConcurrency, func(mode string) error {
 		ok, err := m.lease(ctx, mode)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			unsure[mode] = true
-		} else if ok {
-			keepers[mode] = m.keepLease(ctx, mode)
-		}
+		rmu.Lock()
+		leases = append(leases, lease{mode, ok, err})
+		rmu.Unlock()
 		return nil
 	})
-	taken := slices.Sorted(maps.Keys(keepers))
-	cut := map[string]bool{}
-	concurrently(taken, modeConcurrency, func(mode string) error {
-		if m.passMode(ctx, mode, keepers[mode]) {
-			mu.Lock()
-			cut[mode] = true
-			mu.Unlock()
+	var released []string
+	m.mu.Lock()
+	for _, l := range leases {
+		switch {
+		case l.err != nil: // unknown: as it was
+		case l.ok:
+			m.held[l.mode] = true
+			if start && m.passes[l.mode] == nil && ctx.Err() == nil {
+				m.startPass(ctx, l.mode)
+			}
+		default: // another instance's
+			if p := m.passes[l.mode]; p != nil && !p.lost.Swap(true) {
+				if ctx.Err() == nil {
+					m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", l.mode)
+				}
+				p.cancel()
+			}
+			if m.held[l.mode] {
+				released = append(released, l.mode)
+			}
 		}
-		return nil
-	})
-	for _, mode := range taken {
-		// another instance holds it (that one reports the queue), or its
-		// pass was cut and its lease given up
-		if keepers[mode].stop() || cut[mode] {
-			m.released(mode)
-			continue
-		}
-		held = append(held, mode)
 	}
-	return held, unsure, true
+	if listed && ctx.Err() == nil {
+		for mode := range m.held {
+			if !want[mode] && m.passes[mode] == nil {
+				released = append(released, mode)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, mode := range released {
+		m.release(mode)
+	}
+}
+
+// startPass starts mode's pass, which waits for one of the
+// modeConcurrency slots; m.mu held.
+func (m *Matcher) startPass(ctx context.Context, mode string) {
+	pctx, cancel := context.WithCancel(ctx)
+	p := &passRun{cancel: cancel}
+	m.passes[mode] = p
+	m.wg.Go(func() {
+		defer cancel()
+		cut := false
+		select {
+		case m.slots <- struct{}{}:
+			cut = m.passMode(ctx, pctx, mode, p)
+			<-m.slots
+		case <-pctx.Done():
+		}
+		m.mu.Lock()
+		delete(m.passes, mode)
+		if cut {
+			m.resting[mode] = time.Now().Add(m.cfg.PassTimeout)
+		}
+		m.mu.Unlock()
+		if cut || p.lost.Load() {
+			m.release(mode)
+		}
+		if cut {
+			dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
+			defer cancel()
+			if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
+				m.cfg.Logger.Warn("matchmaking: giving up a cut pass's lease", "mode", mode, "err", err)
+			}
+		}
+	})
 }
 
 // awake is modes but those resting: a mode whose pass was cut here is
 // left to the other instances for PassTimeout, so one instance whose
-// calls for it hang does not take it back at its next round.
+// calls for it hang does not take it back at its next tick; m.mu held.
 func (m *Matcher) awake(modes []string) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	now := time.Now()
 	for mode, until := range m.resting {
 		if now.After(until) {
@@ -291,99 +381,32 @@ func (m *Matcher) lease(ctx context.Context, mode string) (bool, error) {
 	return ok, err
 }
 
-// passMode runs mode's pass, its lease kept by k, and reports its queue
-// (Searching) while the lease is held. A pass cut at PassTimeout (cut
-// true) stops k and gives the lease up, and this instance leaves the
-// mode alone for PassTimeout (awake): a pass that long is stuck on a
-// call, and the mode goes to another instance, which repairs what it
-// left pending. A lease lost during the pass (this instance paused past
-// its TTL) ends the pass at once: the holder now completes and repairs
-// its matches.
-func (m *Matcher) passMode(ctx context.Context, mode string, k *keeper) (cut bool) {
-	pctx, cancel := context.WithTimeout(k.ctx, m.cfg.PassTimeout)
-	err := m.pass(pctx, mode)
-	cut = errors.Is(pctx.Err(), context.DeadlineExceeded)
+// passMode runs mode's pass under pctx (which ends when its lease is
+// lost: p.lost), and reports its queue (Searching) while the lease is
+// held. A pass cut at PassTimeout (cut true: its caller gives the lease
+// up and this instance leaves the mode alone for PassTimeout, awake) is
+// stuck on a call, and the mode goes to another instance, which repairs
+// what it left pending. A pass whose lease was lost ends at once: the
+// holder now completes and repairs its matches.
+func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (cut bool) {
+	tctx, cancel := context.WithTimeout(pctx, m.cfg.PassTimeout)
+	err := m.pass(tctx, mode)
+	cut = errors.Is(tctx.Err(), context.DeadlineExceeded)
 	cancel()
-	if err != nil && ctx.Err() == nil && !k.isLost() {
+	if err != nil && ctx.Err() == nil && !p.lost.Load() {
 		m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)
 	}
 	if cut {
-		k.stop()
-		m.mu.Lock()
-		m.resting[mode] = time.Now().Add(m.cfg.PassTimeout)
-		m.mu.Unlock()
-		dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
-		defer cancel()
-		if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("matchmaking: giving up a cut pass's lease", "mode", mode, "err", err)
-		}
 		m.cfg.Logger.Warn("matchmaking: pass cut, its mode left to other instances", "mode", mode, "for", m.cfg.PassTimeout)
 		return true
 	}
-	if m.cfg.Observer != nil && ctx.Err() == nil && !k.isLost() {
+	if m.cfg.Observer != nil && ctx.Err() == nil && !p.lost.Load() {
 		if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
 			m.cfg.Observer.Searching(mode, n)
 		}
 	}
 	return false
 }
-
-// A keeper renews one mode's lease every third of LeaseTTL, each call
-// bounded by that third, until stop is called (stop waits for the
-// renewal under way) or the round's ctx ends: a pass whose completion
-// outlasts the lease (hundreds of matches of one pass on a busy machine)
-// keeps its mode, and so does a mode whose pass is over while the
-// round's others run, so no other instance takes the mode and repairs
-// the matches this one is still completing. Renewals stop once another
-// instance holds the lease (this one paused past it): ctx, which the
-// mode's pass runs under, ends then, and that instance repairs what is
-// left pending. A failed renewal (Redis) is logged and tried again at the
-// next tick.
-type keeper struct {
-	ctx    context.Context // the mode's: ends when the lease is lost or the keeper stops
-	cancel context.CancelFunc
-	done   chan struct{}
-	lost   atomic.Bool
-	once   sync.Once
-}
-
-func (m *Matcher) keepLease(ctx context.Context, mode string) *keeper {
-	k := &keeper{done: make(chan struct{})}
-	k.ctx, k.cancel = context.WithCancel(ctx)
-	go func() {
-		defer close(k.done)
-		t := time.NewTicker(m.cfg.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-k.ctx.Done():
-				return
-			case <-t.C:
-			}
-			if ok, err := m.lease(k.ctx, mode); err == nil && !ok {
-				if k.ctx.Err() == nil {
-					m.cfg.Logger.Warn("matchmaking: lease lost during a round", "mode", mode)
-				}
-				k.lost.Store(true)
-				k.cancel()
-				return
-			}
-		}
-	}()
-	return k
-}
-
-// stop ends k's renewals, waits for the one under way, and reports
-// whether the lease was lost.
-func (k *keeper) stop() (lost bool) {
-	k.once.Do(func() {
-		k.cancel()
-		<-k.done
-	})
-	return k.lost.Load()
-}
-
-func (k *keeper) isLost() bool { return k.lost.Load() }
 
 // pass runs one pass of mode and completes its matches, then the pending
 // ones left by a dead instance.
@@ -444,7 +467,7 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 // refreshBackfill reads the free seats of mode's backfill rooms again
 // (players leave, holds lapse, rooms start or close), full ones too, so a
 // pass offers what each room can take now; completeConcurrency rooms at
-// once (a mode's open match rooms are all read each round). A room never
+// once (a mode's open match rooms are all read each pass). A room never
 // offers more than the mode's size (r.Size()) less its players and held
 // seats, whatever maxPlayers its owner set since.
 func (m *Matcher) refreshBackfill(ctx context.Context, mode string, r Rules) error {

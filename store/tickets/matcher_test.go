@@ -1289,3 +1289,36 @@ func TestCutPassLeavesItsModeToAnother(t *testing.T) {
 		}
 	})
 }
+
+// A running matcher whose pass of one mode stalls (a Cluster master of its
+// slot failing over, say) goes on passing its other modes, and keeps the
+// stalled mode's lease while the pass is under way: another instance
+// takes neither. Rounds waited for their slowest pass, so one mode's
+// stall held every mode of the instance up to PassTimeout (30 s).
+func TestStalledPassHoldsUpNoOtherMode(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n  joust: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "d0", "d1")
+		const ttl = time.Second
+		stall := newStalling(e.rooms)
+		stall.mode = "duel"
+		defer close(stall.release)
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: ttl, RepairAfter: time.Hour, Interval: 50 * time.Millisecond})
+		running(t, a)
+		<-stall.entered
+		ids := duelPair(t, e, "joust", "j0", "j1")
+		within(t, 5*time.Second, "joust matched while duel's pass stalls", func() bool {
+			tk, err := e.tickets.Get(ctx, ids[0])
+			return err == nil && tk.Status == matchmaking.Matched && tk.RoomID != ""
+		})
+		time.Sleep(3 * ttl / 2)
+		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
+			LeaseTTL: ttl, RepairAfter: time.Hour})
+		if held := bm.Round(ctx); len(held) > 0 {
+			t.Errorf("b took %v while a, alive, held them", held)
+		}
+	})
+}
