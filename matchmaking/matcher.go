@@ -624,13 +624,18 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 	// requeue puts tickets back; another completion committed the match
 	// first: it stands, and that one tells its users
 	requeue := func(barred []string) (Match, string, bool, error) {
-		if err := m.cfg.Queue.Requeue(ctx, match, barred, m.cfg.Grace); err != nil && !errors.Is(err, ErrMatchTold) {
+		if _, err := m.cfg.Queue.Requeue(ctx, match, barred, m.cfg.Grace); err != nil && !errors.Is(err, ErrMatchTold) {
 			return match, "", false, err
 		}
 		return match, "", false, nil
 	}
 	if room = match.RoomID; room != "" {
 		err := m.cfg.Rooms.ReserveMatchSeats(ctx, room, match.Users(), r.Size(), m.cfg.Hold, repair)
+		if told && errors.As(err, &refused) { // the others' seats, the banned left out
+			err = m.cfg.Rooms.ReserveMatchSeats(ctx, room, slices.DeleteFunc(match.Users(), func(u string) bool {
+				return slices.Contains(refused.Users, u)
+			}), r.Size(), m.cfg.Hold, repair)
+		}
 		switch {
 		case told && (errors.As(err, &refused) || gone(err)):
 			// the match stands: its users are told of the room as it is
@@ -647,7 +652,9 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 		}
 		room, err = m.cfg.Rooms.OpenMatchRoom(ctx, match, r.Size(), m.cfg.Hold)
 		switch {
-		case told && errors.Is(err, rooms.ErrRoomNotFound): // closed since it was told
+		case told && (errors.Is(err, rooms.ErrRoomNotFound) || errors.Is(err, rooms.ErrRoomFull)):
+			// closed, or full (its owner lowered maxPlayers, friends took
+			// the seats of users who left), since it was told: it stands
 			room = match.Told
 		case errors.As(err, &refused) && room != "":
 			// a repair, the room having banned some users since: their
@@ -664,7 +671,7 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 		case err != nil:
 			return match, "", false, err
 		}
-		if r.Backfill { // full or not: a seat may free up later
+		if r.Backfill && !errors.Is(err, rooms.ErrRoomNotFound) { // full or not: a seat may free up later
 			free := r.Size() - len(match.Users())
 			if err := m.cfg.Queue.PutBackfill(ctx, match.Mode, BackfillRoom{ID: room, Region: match.Region,
 				Rating: match.Rating, EqKey: match.EqKey, Free: max(free, 0)}); err != nil {
@@ -687,8 +694,12 @@ type userNotice struct {
 
 // requeueRefused puts match's tickets that hold any of users (whole: a
 // party is not split) back in the queue, barred from room, which refused
-// those users, and returns match without them: the pending record keeps
+// those users, releases the seats their users hold in it (a first
+// completion's), and returns match without them: the pending record keeps
 // the others, so a crash before they are told leaves them to a repair.
+// The seats go only once the tickets went back: a stale completion's
+// refusal (another completion told and recorded the match meanwhile)
+// must not take a told user's seat.
 func (m *Matcher) requeueRefused(ctx context.Context, match Match, room string, users []string) (Match, error) {
 	barred := match.ticketsOf(users)
 	back := match
@@ -702,5 +713,20 @@ func (m *Matcher) requeueRefused(ctx context.Context, match Match, room string, 
 			kept.Tickets = append(kept.Tickets, t)
 		}
 	}
-	return kept, m.cfg.Queue.Requeue(ctx, back, barred, m.cfg.Grace)
+	gone, err := m.cfg.Queue.Requeue(ctx, back, barred, m.cfg.Grace)
+	if err != nil {
+		return kept, err
+	}
+	var free []string
+	for _, t := range back.Tickets {
+		if slices.Contains(gone, t.ID) {
+			free = append(free, t.Users...)
+		}
+	}
+	if len(free) > 0 {
+		if err := m.cfg.Rooms.ReleaseMatchSeats(ctx, room, free); err != nil {
+			return kept, err
+		}
+	}
+	return kept, nil
 }

@@ -140,12 +140,14 @@ type Queue interface {
 	// rooms without a free seat until the next refresh: the room could not
 	// take them (m.RoomID: a backfill's, or a match room a repair found
 	// again, whose other tickets keep their match); ErrMatchTold, and
-	// nothing changed, when m was committed (Commit). The tickets named in
+	// nothing changed, when m was committed (Commit); back is the ids of
+	// m's tickets it took off the match (none of another completion's
+	// recorded match). The tickets named in
 	// barred (of m) are never offered m's room again: it refused their
 	// users (SeatsRefusedError). A ticket it ends (expired, or cancelled:
 	// its cancel came while it was matched) stays readable for grace, as
 	// Cancel's.
-	Requeue(ctx context.Context, m Match, barred []string, grace time.Duration) error
+	Requeue(ctx context.Context, m Match, barred []string, grace time.Duration) (back []string, err error)
 	// BackfillRooms is mode's open rooms a pass backfills (when its rules
 	// allow), full ones included (Free 0: kept so that a seat freed later
 	// is found); PutBackfill records room (Free < 0: drops it, the room
@@ -192,7 +194,8 @@ type RoomOpener interface {
 	// *SeatsRefusedError naming the refused tickets' banned users; a
 	// ticket one of whose users is in the room is not refused (that user
 	// would be matched again while in this match): its banned users get
-	// no seat. A committed match (m.Told) refuses no ticket: each keeps
+	// no seat. A refused ticket's seats stay held (ReleaseMatchSeats, once
+	// its ticket went back). A committed match (m.Told) refuses no ticket: each keeps
 	// the match, its banned users without a seat.
 	OpenMatchRoom(ctx context.Context, m Match, maxPlayers int, hold time.Duration) (string, error)
 	// ReserveMatchSeats holds seats of room id for users for hold (a
@@ -205,6 +208,10 @@ type RoomOpener interface {
 	// with the room's bans, players and holds. A repair (the first hold may
 	// have been made, and taken) skips members and holds again.
 	ReserveMatchSeats(ctx context.Context, id string, users []string, size int, hold time.Duration, repair bool) error
+	// ReleaseMatchSeats releases the seats users hold in room id (their
+	// ticket went back to the queue: a seat taken would put them in two
+	// matches), whatever the room's status; a room gone is nil.
+	ReleaseMatchSeats(ctx context.Context, id string, users []string) error
 	// FreeSeats is the seats of room id neither taken nor held, counting
 	// at most size seats (the mode's match size: an owner who raised the
 	// room's maxPlayers lets friends in by code, not the matcher), and

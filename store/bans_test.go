@@ -330,11 +330,14 @@ func TestReservationRefusesBannedUsers(t *testing.T) {
 // without a banned user, none for the banned user's ticket (a party whole),
 // and returns the room's id with a *matchmaking.SeatsRefusedError naming
 // the banned user, for the matcher to put their ticket back in the queue.
-// The seat the first open held for the refused party's other member is
-// released (reservation_expired), not left to lapse: taken, it would put
-// him in the match his ticket left, and then in another (a reviewer's
-// find). The owner too is refused once banned (by the server): their seat
-// is not held again, and the error names them.
+// The seat the first open held for the refused party's other member stays
+// until the matcher, the ticket back in the queue, releases it
+// (ReleaseMatchSeats: reservation_expired), not left to lapse: taken, it
+// would put him in the match his ticket left, and then in another (a
+// reviewer's find); released by the refusal itself, a stale completion's
+// refusal took the seat of a user another completion had told. The owner
+// too is refused once banned (by the server): their seat is not held
+// again, and the error names them.
 func TestMatchRoomRetryAfterABan(t *testing.T) {
 	dave := rooms.User{ID: "u-dave", Name: "dave"}
 	eachBackend(t, func(t *testing.T, s *store.Store) {
@@ -355,11 +358,17 @@ func TestMatchRoomRetryAfterABan(t *testing.T) {
 			t.Fatalf("retry: %q %v, want %s and %s refused", again, err, id, bob.ID)
 		}
 		r, _, err := s.Get(ctx, id, false)
-		if err != nil || r.ReservedSeats != 1 || r.PlayerCount != 1 {
-			t.Fatalf("room after the retry: %d players, %d held (%v), want alice, and carol's hold", r.PlayerCount, r.ReservedSeats, err)
+		if err != nil || r.ReservedSeats != 2 || r.PlayerCount != 1 {
+			t.Fatalf("room after the retry: %d players, %d held (%v), want alice, and carol's and dave's holds", r.PlayerCount, r.ReservedSeats, err)
 		}
-		// the retry held carol's seat again (an hour) and released dave's,
-		// whose party goes back to the queue
+		if evs := events(t, s, id); len(evs) != before+1 || evs[before].Type != rooms.EventSeatsReserved {
+			t.Fatalf("events of the retry: %+v, want carol's seat held again alone", evs[before:])
+		}
+		// the retry held carol's seat again (an hour); the matcher releases
+		// dave's, whose party went back to the queue
+		if err := s.ReleaseMatchSeats(ctx, id, []string{bob.ID, dave.ID}); err != nil {
+			t.Fatal(err)
+		}
 		reserved := s.RoomKeys(id)[9]
 		if until, err := s.Client().HGet(ctx, reserved, carol.ID).Int64(); err != nil || !time.UnixMilli(until).After(time.Now().Add(30*time.Minute)) {
 			t.Fatalf("carol's seat held until %v (%v), want the retry's hour", time.UnixMilli(until), err)
@@ -447,7 +456,8 @@ func TestMatchRoomRetryKeepsATicketWithAUserInTheRoom(t *testing.T) {
 // checked before the status): the retry answered ROOM_NOT_JOINABLE first,
 // taken for success, and the banned user was told match_found and their
 // ticket ended matched (a reviewer's find). The refused party's seats are
-// released; a ticket with a user in the room keeps the match there too.
+// released (ReleaseMatchSeats, the room started or not); a ticket with a
+// user in the room keeps the match there too.
 func TestMatchRoomRetryOfAStartedRoomAfterABan(t *testing.T) {
 	dave, erin := rooms.User{ID: "u-dave", Name: "dave"}, rooms.User{ID: "u-erin", Name: "erin"}
 	eachBackend(t, func(t *testing.T, s *store.Store) {
@@ -471,8 +481,15 @@ func TestMatchRoomRetryOfAStartedRoomAfterABan(t *testing.T) {
 			t.Fatalf("retry of the started room: %q %v, want %s and %s refused", again, err, id, bob.ID)
 		}
 		r, _, err := s.Get(ctx, id, false)
+		if err != nil || r.ReservedSeats != 1 || r.Status != rooms.Playing {
+			t.Fatalf("room after the retry: %s, %d seats held (%v), want playing, erin's seat held", r.Status, r.ReservedSeats, err)
+		}
+		if err := s.ReleaseMatchSeats(ctx, id, []string{bob.ID, erin.ID}); err != nil {
+			t.Fatal(err)
+		}
+		r, _, err = s.Get(ctx, id, false)
 		if err != nil || r.ReservedSeats != 0 || r.Status != rooms.Playing {
-			t.Fatalf("room after the retry: %s, %d seats held (%v), want playing, erin's seat released", r.Status, r.ReservedSeats, err)
+			t.Fatalf("room after the release: %s, %d seats held (%v), want playing, erin's seat released", r.Status, r.ReservedSeats, err)
 		}
 	})
 }

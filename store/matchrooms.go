@@ -53,9 +53,9 @@ func (s *Store) matchRoomID(m matchmaking.Match) string {
 // leaves a room that started as it is; a room it made that closed since is
 // rooms.ErrRoomNotFound (its id is never used again). A ticket with a user
 // the room banned since (the owner too, whom the server may ban) and none
-// in the room is refused, a party whole, whether the room started or not:
-// the seats its users hold (the first open's) are released, so that none
-// of them joins a match their ticket left, the users of the other tickets
+// in the room is refused, a party whole, whether the room started or not
+// (the seats its users hold, the first open's, stay until the matcher put
+// the ticket back: ReleaseMatchSeats), the users of the other tickets
 // are held their seats (a waiting room), and the room's id comes with a
 // *matchmaking.SeatsRefusedError naming the banned users (whose tickets
 // the matcher puts back in the queue, barred from the room). A ticket
@@ -108,9 +108,9 @@ func (s *Store) OpenMatchRoom(ctx context.Context, m matchmaking.Match, maxPlaye
 // holdMatchSeats is seats_reserve.lua's "m" for tickets of match room id:
 // their users' seats held for hold (members skipped, and a ticket's
 // banned users when another of its users is in the room); a ticket with a
-// user the room banned and none in it refused, its users' seats released
-// (*matchmaking.SeatsRefusedError naming the banned, nothing held) whatever
-// the room's status; then a room not waiting is rooms.ErrNotJoinable.
+// user the room banned and none in it refused (*matchmaking.SeatsRefusedError
+// naming the banned, nothing held) whatever the room's status; then a room
+// not waiting is rooms.ErrNotJoinable.
 // A match that stands (committed) refuses no ticket: every ticket keeps
 // it as one with a user in the room does.
 func (s *Store) holdMatchSeats(ctx context.Context, id string, tickets []matchmaking.MatchedTicket, hold time.Duration, stands bool) error {
@@ -184,6 +184,16 @@ func (s *Store) ReserveMatchSeats(ctx context.Context, id string, users []string
 		mode = "r"
 	}
 	_, err := s.reserveSeats(ctx, matchmaker, id, users, hold, size, mode)
+	return err
+}
+
+// ReleaseMatchSeats implements matchmaking.RoomOpener: seats_reserve.lua's
+// "x", reservation_expired for the seats released.
+func (s *Store) ReleaseMatchSeats(ctx context.Context, id string, users []string) error {
+	_, err := s.reserveSeats(ctx, matchmaker, id, users, 0, 0, "x")
+	if errors.Is(err, rooms.ErrRoomNotFound) {
+		return nil
+	}
 	return err
 }
 

@@ -378,9 +378,9 @@ type requeueFailsOnce struct {
 	n atomic.Int32
 }
 
-func (q *requeueFailsOnce) Requeue(ctx context.Context, m matchmaking.Match, barred []string, grace time.Duration) error {
+func (q *requeueFailsOnce) Requeue(ctx context.Context, m matchmaking.Match, barred []string, grace time.Duration) ([]string, error) {
 	if q.n.Add(1) == 1 {
-		return errors.New("requeue lost")
+		return nil, errors.New("requeue lost")
 	}
 	return q.Queue.Requeue(ctx, m, barred, grace)
 }
@@ -699,7 +699,7 @@ func TestTicketRefusedByManyRoomsIsMatchedAnew(t *testing.T) {
 				t.Fatalf("round %d: backfill %+v, want x's ticket alone", round, m)
 			}
 			refused[m.RoomID] = true // the room banned x: back to the queue, barred
-			if err := e.tickets.Requeue(ctx, m, []string{x.ID}, time.Minute); err != nil {
+			if _, err := e.tickets.Requeue(ctx, m, []string{x.ID}, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -851,8 +851,9 @@ func (p *pauses) MatchFound(ctx context.Context, uid string, e matchmaking.Match
 // locks the room meanwhile, so the repair's hold is refused. Paused once
 // the seats were held (before any user was told), the repair puts the
 // ticket back and the first completion then tells no one; paused telling
-// (the match stands from the first notice on), the repair tells and
-// records the room, and puts nothing back. A reviewer's test found both
+// (the match committed before the first notice), the repair's requeue
+// changes nothing, and the first completion tells and records the room.
+// A reviewer's test found both
 // orders telling the user of the room, then requeueing the ticket, which
 // the next round matched again.
 func TestRepairRacingABackfillTellsOneMatch(t *testing.T) {

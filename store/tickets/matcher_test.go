@@ -1322,3 +1322,113 @@ func TestStalledPassHoldsUpNoOtherMode(t *testing.T) {
 		}
 	})
 }
+
+// A stale completion never takes a told user's seat: the pass's
+// completion pauses before its room; a repair completes the whole match
+// (room, commit, everyone told, recorded); the owner bans party member
+// u2, who joined; the first completion wakes, and its hold refuses u2's
+// party. Its refusal released u3's seat at once, before finding the
+// match recorded, and u3, told and matched into the room, could never
+// join it (a reviewer's find); the seats now go only once the ticket went
+// back to the queue.
+func TestStaleCompletionKeepsAToldUsersSeat(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n    backfill: true\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		ids := map[string]string{}
+		for i, p := range [][]string{{"u1"}, {"u2", "u3"}, {"u4"}} {
+			tk, err := e.svc.Create(ctx, player(p[0]), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
+				Rating: rating(float64(1000 + i)), PartyUserIDs: p[1:]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[p[0]] = tk.ID
+		}
+		stall := newStalling(e.rooms)
+		fcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a"}
+		finish := roundStalled(t, ctx, matchmaking.NewMatcher(fcfg), stall)
+		pending, err := e.tickets.Pending(ctx, "ffa")
+		if err != nil || len(pending) != 1 {
+			t.Fatalf("pending: %+v %v", pending, err)
+		}
+		mid := pending[0].ID
+		rcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b"}
+		if err := matchmaking.NewMatcher(rcfg).Complete(ctx, pending[0], r); err != nil {
+			t.Fatal(err)
+		}
+		tk, _ := e.tickets.Get(ctx, ids["u2"])
+		room := tk.RoomID
+		if room == "" || matchFoundLogged(t, e, "u3", mid) != 1 {
+			t.Fatalf("repair did not complete: %+v", tk)
+		}
+		j, err := e.rooms.Join(ctx, player("u2"), room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rooms.Ban(ctx, player("u1"), room, j.PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		finish()
+		tk, _ = e.tickets.Get(ctx, ids["u2"])
+		if tk.Status != matchmaking.Matched || tk.RoomID != room || matchFoundLogged(t, e, "u3", mid) != 1 {
+			t.Fatalf("the party's ticket after the stale completion: %s in %q, u3 told %d times; want matched in %s, told once",
+				tk.Status, tk.RoomID, matchFoundLogged(t, e, "u3", mid), room)
+		}
+		if _, err := e.rooms.Join(ctx, player("u3"), room); err != nil {
+			t.Fatalf("u3, told of %s and matched into it, cannot join: %v", room, err)
+		}
+	})
+}
+
+// A committed match (u1 and u2 told, its completion died before u3) whose
+// room became full (u2 joined and left, the owner lowered maxPlayers)
+// stands: the repair tells u3 and records the room. Every repair failed
+// with ROOM_FULL, the match pending and u3 untold until the room closed (a
+// reviewer's find).
+func TestCommittedMatchRoomGoneFullStands(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 3\n    maxPlayers: 4\n")
+	r := rs.Of("ffa")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		ids := map[string]string{}
+		for i, u := range []string{"u1", "u2", "u3"} {
+			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: rating(float64(1000 + i))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[u] = tk.ID
+		}
+		cfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: diesTelling{Notifier: e.tickets, untold: "u3"}, Holder: "a"}
+		matchmaking.NewMatcher(cfg).Round(ctx)
+		pending, err := e.tickets.Pending(ctx, "ffa")
+		if err != nil || len(pending) != 1 || pending[0].Told == "" {
+			t.Fatalf("pending %+v %v, want committed", pending, err)
+		}
+		room := pending[0].Told
+		if _, err := e.rooms.Join(ctx, player("u2"), room); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rooms.Leave(ctx, player("u2"), room); err != nil {
+			t.Fatal(err)
+		}
+		two := 2
+		if _, err := e.rooms.Update(ctx, player("u1"), room, rooms.UpdateParams{MaxPlayers: &two}); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Notifier, cfg.Holder = e.tickets, "b"
+		for i := range 3 {
+			if err := matchmaking.NewMatcher(cfg).Complete(ctx, pending[0], r); err != nil {
+				t.Errorf("repair %d of a committed match: %v", i, err)
+			}
+		}
+		p, _ := e.tickets.Pending(ctx, "ffa")
+		tk, _ := e.tickets.Get(ctx, ids["u3"])
+		if len(p) != 0 || matchFoundLogged(t, e, "u3", pending[0].ID) != 1 || tk.RoomID != room {
+			t.Fatalf("after the repairs: %d pending, u3 told %d, u3's ticket %s in %q: want the match to stand",
+				len(p), matchFoundLogged(t, e, "u3", pending[0].ID), tk.Status, tk.RoomID)
+		}
+	})
+}

@@ -416,7 +416,7 @@ func ticketIDs(m matchmaking.Match) []string {
 
 // Requeue implements matchmaking.Queue with one script: the barred
 // tickets first, the script bars the first len(barred) from the room.
-func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []string, grace time.Duration) error {
+func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []string, grace time.Duration) ([]string, error) {
 	ids := make([]string, 0, len(m.Tickets))
 	for _, t := range m.Tickets {
 		if slices.Contains(barred, t.ID) {
@@ -429,13 +429,21 @@ func (s *Store) Requeue(ctx context.Context, m matchmaking.Match, barred []strin
 			ids = append(ids, t.ID)
 		}
 	}
-	st, _, err := status(s.b.Runner.Run(ctx, requeueCall{tickets: s.modeTickets(m.Mode), schedule: s.schedule(m.Mode),
+	st, rest, err := status(s.b.Runner.Run(ctx, requeueCall{tickets: s.modeTickets(m.Mode), schedule: s.schedule(m.Mode),
 		queue: s.queue(m.Mode), pending: s.pending(m.Mode), backfill: s.backfill(m.Mode), match: m.ID, room: m.RoomID,
 		grace: grace.Milliseconds(), barred: nbarred, ids: ids}).Result())
-	if st == "TOLD" {
-		return matchmaking.ErrMatchTold
+	if err != nil {
+		return nil, err
 	}
-	return err
+	if st == "TOLD" {
+		return nil, matchmaking.ErrMatchTold
+	}
+	var back []string
+	for _, v := range rest[min(1, len(rest)):] {
+		id, _ := v.(string)
+		back = append(back, id)
+	}
+	return back, nil
 }
 
 // backfillTTL: the backfill rooms of a mode go this long after its last

@@ -177,7 +177,7 @@ type ReserveSeatsCall struct {
 	Caller  string
 	TTLMs   int64
 	SeatCap int
-	Matcher string // "", or the matcher's: a backfill's "b" (its first hold), "r" (a repair); a match room's "m", "s" (a committed match's repair; seats_reserve.lua)
+	Matcher string // "", or the matcher's: a backfill's "b" (its first hold), "r" (a repair); a match room's "m", "s" (a committed match's repair), "x" (seats released; seats_reserve.lua)
 	Users   []string
 }
 

@@ -20,8 +20,10 @@
 --         room
 -- ARGV[5] the most rooms a ticket is barred from (MAX_BARRED)
 -- ARGV[6..] the ids of the match's tickets to requeue (all of a backfill's)
--- Reply: {"OK", tickets requeued} | {"TOLD"}: a completion began telling
--- the match's users (ticket_commit): the match stands, nothing changed
+-- Reply: {"OK", tickets requeued, the ids of the tickets taken off the
+-- match (searching again, or ended)...} | {"TOLD"}: a completion began
+-- telling the match's users (ticket_commit): the match stands, nothing
+-- changed
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mid, room, barred = ARGV[1], ARGV[2], tonumber(ARGV[4])
 local rec = redis.call('HGET', pending, mid)
@@ -30,7 +32,7 @@ if m and m.told then return {'TOLD'} end
 local MAX_BARRED = tonumber(ARGV[5])
 local T = redis.call('TIME')
 local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
-local n = 0
+local n, back = 0, {}
 for i = 6, #ARGV do
   local id = ARGV[i]
   local r = redis.call('HMGET', tickets, id .. ':g', id .. ':s')
@@ -54,6 +56,7 @@ for i = 6, #ARGV do
       redis.call('ZADD', sched, now + tonumber(ARGV[3]), id)
     end
     redis.call('HSET', tickets, id .. ':s', cjson.encode(st))
+    back[#back + 1] = id
   end
 end
 -- the pending record keeps the tickets not requeued (a match room that
@@ -81,4 +84,4 @@ if raw then
   r.free = 0
   redis.call('HSET', backfill, room, cjson.encode(r))
 end
-return {'OK', n}
+return {'OK', n, unpack(back)}

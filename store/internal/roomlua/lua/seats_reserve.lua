@@ -26,16 +26,20 @@
 --   bans come first, whatever the room's status (a room that started
 --   after its ban refuses the banned alike): a ticket with a user the
 --   room banned and none in the room is refused whole (a party is not
---   split), the seats its users hold (a first hold's) released at once
---   (reservation_expired: their ticket goes back to the queue, and a seat
---   taken would put them in two matches), and no seat is held for anyone:
---   {"REFUSED", its banned userIds...}. A ticket with a user in the room
+--   split), and no seat is held for anyone: {"REFUSED", its banned
+--   userIds...}; the seats its users hold (a first hold's) stay until the
+--   matcher has put its ticket back ("x"): a stale completion's refusal
+--   of a match another completion told must not take a told user's seat. A ticket with a user in the room
 --   keeps the match (that user must not be matched again): its banned
 --   users are skipped, they cannot join. Then a room not waiting is
 --   ROOM_NOT_JOINABLE, a locked one is not (as "").
 --   "s": a repair of a match room whose match stands (its users are being
 --   told: ticket_commit) as "m", but every ticket keeps the match: its
 --   banned users are skipped, its others held again, none refused.
+--   "x": the seats the userIds hold are released (reservation_expired),
+--   whatever the room's status: their ticket went back to the queue, and
+--   a seat taken would put them in two matches. Reply {"OK", seats held
+--   left, "0"}.
 --   "": the owner's: members are skipped, a user the room banned is
 --   refused as in "b" and "r" ({"REFUSED", userId...}, nothing held)
 -- ARGV[11..] the userIds (distinct); members already in are skipped, a user
@@ -67,6 +71,17 @@ if caller ~= '' then
   if not cp then return deny(p.vi) end
   if p.ow ~= cp then return {'NOT_OWNER'} end
 end
+if mode == 'x' then
+  local released = 0
+  if p.rv > 0 then
+    for _, uid in ipairs(users) do released = released + redis.call('HDEL', K_RESERVED, uid) end
+  end
+  if released > 0 then
+    emit('reservation_expired', ',"seats":' .. released .. ',"reservedSeats":' .. (p.rv - released), 'rv', p.rv - released)
+    reindex(p, nil, with_count(p, p.pc, p.rv - released))
+  end
+  return {'OK', p.rv - released, '0'}
+end
 if mode == 'r' then -- a repair whose users all took their seats: done
   local done = true
   for _, uid in ipairs(users) do
@@ -81,7 +96,7 @@ end
 -- users is in the room), who get no seat
 local skipped = {}
 if match_room and p.bn ~= '0' then
-  local refused, released = {'REFUSED'}, 0
+  local refused = {'REFUSED'}
   for _, t in ipairs(tickets) do
     local banned, inside = {}, mode == 's'
     for _, uid in ipairs(t) do
@@ -94,14 +109,6 @@ if match_room and p.bn ~= '0' then
     for _, uid in ipairs(banned) do
       if inside then skipped[uid] = true else refused[#refused + 1] = uid end
     end
-    if not inside and #banned > 0 and p.rv > 0 then -- the first hold's seats
-      for _, uid in ipairs(t) do released = released + redis.call('HDEL', K_RESERVED, uid) end
-    end
-  end
-  if released > 0 then
-    local rv = p.rv - released
-    emit('reservation_expired', ',"seats":' .. released .. ',"reservedSeats":' .. rv, 'rv', rv)
-    reindex(p, nil, with_count(p, p.pc, rv))
   end
   if #refused > 1 then return refused end
 end
