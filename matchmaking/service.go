@@ -103,7 +103,9 @@ type TicketParams struct {
 	// lapsed) answers the first run's ticket, in whatever status, while it
 	// is readable (its grace after it ended), instead of queueing a second
 	// one (its users matched twice); another body under the key is another
-	// ticket.
+	// ticket. Two runs at once (the key's claim lapsed while the first
+	// still ran) share the ticket and its claims: a run that fails once
+	// the other queued it answers that ticket and releases nothing.
 	Key string `json:"-"`
 }
 
@@ -153,34 +155,38 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	}
 	ttl := time.Duration(r.TicketTTL)
 	claimed, err := s.claimAll(ctx, t, ttl+s.cfg.Grace)
-	if err != nil {
-		s.releaseAll(claimed, t.ID)
-		return Ticket{}, err
+	queuing := err == nil
+	if queuing {
+		g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
+		var queued Ticket
+		if queued, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.MaxQueue); err == nil {
+			// until the ticket's grace could end, and a tenth of ttl more: a
+			// later ticket within that tenth is not touched again (touch)
+			s.touch(ctx, t.Mode, ttl+s.cfg.Grace+ttl/10)
+			return s.view(queued, r), nil
+		}
 	}
-	g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
-	t, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.MaxQueue)
-	if err != nil {
-		// rooms.ErrUnavailable: the ticket may be queued (a reply lost, or
-		// cut by ctx's deadline after the queueing was sent); its claims
-		// stay its users', or they could queue a second searching ticket
-		// next to it. Claims of a ticket that was not queued free
-		// themselves after InFlight (claimAll).
-		if errors.Is(err, ErrTicketExists) { // the key's first run, queued meanwhile
-			first, gerr := s.cfg.Queue.Get(ctx, t.ID)
-			if gerr != nil {
-				return Ticket{}, gerr
-			}
+	if seed != "" {
+		// the key's other run queued the ticket meanwhile (ErrTicketExists;
+		// or two runs at once, the key's claim lapsed while one still ran,
+		// and this one failed): that ticket is the answer, and the claims,
+		// the same ticket's, stay
+		first, gerr := s.cfg.Queue.Get(ctx, t.ID)
+		if gerr == nil {
 			return s.view(first, r), nil
+		} else if errors.Is(err, ErrTicketExists) {
+			return Ticket{}, gerr
 		}
-		if !errors.Is(err, rooms.ErrUnavailable) {
-			s.releaseAll(claimed, t.ID)
-		}
-		return Ticket{}, err
 	}
-	// until the ticket's grace could end, and a tenth of ttl more: a later
-	// ticket within that tenth is not touched again (touch)
-	s.touch(ctx, t.Mode, ttl+s.cfg.Grace+ttl/10)
-	return s.view(t, r), nil
+	// rooms.ErrUnavailable from Add: the ticket may be queued (a reply
+	// lost, or cut by ctx's deadline after the queueing was sent); its
+	// claims stay its users', or they could queue a second searching
+	// ticket next to it. Claims of a ticket that was not queued free
+	// themselves after InFlight (claimAll).
+	if !queuing || !errors.Is(err, rooms.ErrUnavailable) {
+		s.releaseAll(claimed, t.ID)
+	}
+	return Ticket{}, err
 }
 
 // touch records that mode has tickets for ttl, at most once per tenth of

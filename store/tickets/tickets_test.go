@@ -289,3 +289,58 @@ func TestKeyedCreateRunAgainAnswersItsTicket(t *testing.T) {
 		}
 	})
 }
+
+// overlapping is a Queue whose first Add runs another create first (the
+// same key's other run, alive while this one's key claim had lapsed) and
+// then fails as a full queue would.
+type overlapping struct {
+	matchmaking.Queue
+	other func()
+	once  sync.Once
+}
+
+func (q *overlapping) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl time.Duration, maxQueue int) (matchmaking.Ticket, error) {
+	failed := false
+	q.once.Do(func() {
+		q.other()
+		failed = true
+	})
+	if failed {
+		return matchmaking.Ticket{}, matchmaking.ErrQueueFull
+	}
+	return q.Queue.Add(ctx, t, g, ttl, maxQueue)
+}
+
+// Two runs of one keyed create at once (the key's claim lapsed while the
+// first still ran) share the ticket id and so its users' claims: one run
+// failing after the other queued the ticket answers that ticket and
+// releases no claim. It released them, and the user could queue a second
+// ticket beside the searching one.
+func TestOverlappingKeyedCreatesKeepTheClaims(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		p := matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}, Key: "key-1"}
+		var first matchmaking.Ticket
+		cfg := e.cfg
+		cfg.Queue = &overlapping{Queue: e.tickets, other: func() {
+			var err error
+			if first, err = e.svc.Create(ctx, player("o0"), p); err != nil {
+				t.Errorf("the other run: %v", err)
+			}
+		}}
+		svc, err := matchmaking.NewService(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := svc.Create(ctx, player("o0"), p)
+		if err != nil || got.ID != first.ID || got.Status != matchmaking.Searching {
+			t.Fatalf("the run that failed after the other queued: %+v %v, want %s searching", got, err, first.ID)
+		}
+		_, err = e.svc.Create(ctx, player("o0"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+		if !errors.Is(err, matchmaking.ErrTicketActive) {
+			t.Fatalf("a second ticket beside the searching one: %v, want ErrTicketActive", err)
+		}
+	})
+}
