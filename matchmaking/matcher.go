@@ -57,9 +57,9 @@ type MatcherConfig struct {
 	Holder string
 	// Interval between ticks (DefaultInterval); LeaseTTL how long a
 	// mode's lease outlives its last renewal (DefaultLeaseTTL), renewed
-	// each tick, a pass under way or not (Round: every third of it while
-	// its passes run): a killed instance's modes pass to another after
-	// it, a live one's do not.
+	// every Interval (at most a third of LeaseTTL), a pass under way or
+	// not: a killed instance's modes pass to another after it, a live
+	// one's do not.
 	Interval, LeaseTTL time.Duration
 	// RepairAfter: a pending match older than this (its instance died
 	// between the pass and the room) is completed by the lease holder.
@@ -79,26 +79,28 @@ type MatcherConfig struct {
 }
 
 // Matcher runs the passes: every Interval, a tick lists the modes with
-// tickets and takes (or renews) each one's lease, so one instance at a
-// time matches a mode, and starts a pass of each mode it holds whose last
-// pass is over (modeConcurrency passes at once). A pass is atomic in
-// Redis (tickets grouped, marked matched and recorded pending, expired
-// ones ended); then, per match (completeConcurrency at once), it makes
-// the room with the seats reserved for exactly its users, commits the
-// match to it, tells each user (match_found, once per user and match:
-// the Notifier's contract; completeConcurrency of a match's users at
-// once) and records the room on the tickets, which ends the pending
+// tickets and, for each not passing, takes (or renews) its lease, so one
+// instance at a time matches a mode, and starts its pass when it holds it
+// (modeConcurrency passes at once). The leases held are renewed apart
+// (renewing), each mode on its own, a pass under way or not. A pass is
+// atomic in Redis (tickets grouped, marked matched and recorded pending,
+// expired ones ended); then, per match (completeConcurrency at once), it
+// makes the room with the seats reserved for exactly its users, commits
+// the match to it, tells each user (match_found, once per user and
+// match: the Notifier's contract; completeConcurrency of a match's users
+// at once) and records the room on the tickets, which ends the pending
 // record. So at most modeConcurrency × completeConcurrency² calls are
 // under way, and the Queue, RoomOpener and Notifier it is given must be
 // safe for concurrent use. A pass runs apart from the ticks: a slow one
-// (a Cluster master of its mode's slot failing over, hundreds of matches)
-// holds up no other mode, and the ticks renew its lease meanwhile, up to
-// PassTimeout, which cuts it and gives its lease up; a lease another
-// instance took meanwhile ends its pass at once. A failed lease call is
-// logged, and so is a backfill room whose seats could not be read (the
-// pass goes on without it). Pending matches a dead instance (or a cut
-// pass) left are completed the same way (idempotent: the room id derives
-// from the match, the notice is not repeated).
+// (a Cluster master of its mode's slot failing over, hundreds of
+// matches) keeps its lease and holds up no other mode (but that it keeps
+// one of the modeConcurrency slots), up to PassTimeout, which cuts it and
+// gives its lease up; a lease another instance took meanwhile ends its
+// pass at once. A failed lease call is logged, and so is a backfill room
+// whose seats could not be read (the pass goes on without it). Pending
+// matches a dead instance (or a cut pass) left are completed the same
+// way (idempotent: the room id derives from the match, the notice is not
+// repeated).
 type Matcher struct {
 	cfg MatcherConfig
 	// slots holds a token per pass under way (modeConcurrency).
@@ -112,10 +114,12 @@ type Matcher struct {
 	// resting holds the modes whose pass was cut here (stuck on a call),
 	// until when this instance leaves them to the others.
 	resting map[string]time.Time
-	// held is the modes whose lease this instance holds; passes the held
-	// modes whose pass is under way.
-	held   map[string]bool
-	passes map[string]*passRun
+	// held is the modes whose lease this instance holds, and when it was
+	// last taken or renewed; passes the modes whose pass is under way;
+	// renewals the modes whose renewal is under way (closed once over).
+	held     map[string]time.Time
+	passes   map[string]*passRun
+	renewals map[string]chan struct{}
 }
 
 // passRun is one mode's pass under way.
@@ -153,19 +157,23 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Matcher{cfg: cfg, slots: make(chan struct{}, modeConcurrency), from: map[string]string{},
-		resting: map[string]time.Time{}, held: map[string]bool{}, passes: map[string]*passRun{}}
+		resting: map[string]time.Time{}, held: map[string]time.Time{}, passes: map[string]*passRun{},
+		renewals: map[string]chan struct{}{}}
 }
 
-// Run ticks every Interval until ctx ends, then waits for the passes
-// under way and gives up its leases.
+// Run ticks every Interval until ctx ends, renewing the leases it holds
+// apart (renewing), then waits for the passes under way and gives up its
+// leases.
 func (m *Matcher) Run(ctx context.Context) {
+	stop := m.renewing(ctx)
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
 	for {
-		m.tick(ctx, true)
+		m.tick(ctx)
 		select {
 		case <-ctx.Done():
 			m.wg.Wait()
+			stop()
 			dctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			for _, mode := range m.heldModes() {
@@ -178,31 +186,19 @@ func (m *Matcher) Run(ctx context.Context) {
 	}
 }
 
-// Round is one tick that starts the passes of the modes it holds, then
-// ticks (renewals only) every third of LeaseTTL until those passes are
-// over; it returns the modes whose lease this instance holds then,
-// having reported each one's queue (Searching): a mode whose lease
+// Round is one tick, its leases renewed (renewing) until the passes it
+// started are over; it returns the modes whose lease this instance holds
+// then, having reported each one's queue (Searching): a mode whose lease
 // another instance took during its pass is not held (Released), nor is
 // one whose pass was cut. Errors are logged, but those of a round whose
 // ctx ended (the shutdown). Tests and tools run rounds; Run does not
 // wait for a pass, and Round is not to be called while Run runs.
 func (m *Matcher) Round(ctx context.Context) []string {
-	m.tick(ctx, true)
-	done := make(chan struct{})
-	go func() {
-		m.wg.Wait()
-		close(done)
-	}()
-	t := time.NewTicker(m.cfg.LeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return m.heldModes()
-		case <-t.C:
-			m.tick(ctx, false)
-		}
-	}
+	stop := m.renewing(ctx)
+	m.tick(ctx)
+	m.wg.Wait()
+	stop()
+	return m.heldModes()
 }
 
 // heldModes is the modes whose lease this instance holds, sorted.
@@ -212,119 +208,170 @@ func (m *Matcher) heldModes() []string {
 	return slices.Sorted(maps.Keys(m.held))
 }
 
-// release withdraws this instance's Searching figure of mode and forgets
-// where its walk was: the mode is no longer held (no tickets left, or
-// another instance's), and an entry kept per mode ever held would grow
-// for as long as the instance runs.
-func (m *Matcher) release(mode string) {
+// release withdraws this instance's Searching figure of each of modes and
+// forgets where its walk was: the mode is no longer held (no tickets
+// left, or another instance's), and an entry kept per mode ever held
+// would grow for as long as the instance runs.
+func (m *Matcher) release(modes ...string) {
 	m.mu.Lock()
-	delete(m.held, mode)
-	delete(m.from, mode) // the next holder's walk starts from the lowest
+	for _, mode := range modes {
+		m.forget(mode)
+	}
 	m.mu.Unlock()
 	if m.cfg.Observer != nil {
-		m.cfg.Observer.Released(mode)
+		for _, mode := range modes {
+			m.cfg.Observer.Released(mode)
+		}
 	}
+}
+
+// forget is release's part under m.mu.
+func (m *Matcher) forget(mode string) {
+	delete(m.held, mode)
+	delete(m.from, mode) // the next holder's walk starts from the lowest
 }
 
 // modeConcurrency is how many modes' passes run at once: modes are
 // independent (a lease each, their passes atomic scripts on their queues'
 // slots), and a pass waits on its matches' completions, round trips more
 // than CPU, so one mode at a time would have each mode wait for every
-// other's pass.
+// other's pass. A pass stuck on its calls keeps its slot until they fail
+// or it is cut (PassTimeout): four stuck at once hold up the others.
 const modeConcurrency = 4
 
-// tick takes or renews the lease of every mode with tickets but those
-// resting, and of every mode whose pass is under way, listed or not
-// (completeConcurrency calls at once, each bounded by a third of the
-// TTL), and starts a pass of each mode it holds whose last pass is over.
-// Without start it only renews the leases held. A mode another instance
-// holds is not held, and its pass under way ends at once (this instance
-// paused past its lease: the holder completes and repairs its matches).
-// A tick that cannot tell (the modes not listed, a lease call failed)
-// keeps what it held; a held mode no longer listed (no tickets left) and
-// not passing is released, its lease left to lapse.
-func (m *Matcher) tick(ctx context.Context, start bool) {
-	var (
-		modes  []string
-		listed bool
-	)
-	if start {
-		var err error
-		modes, err = m.cfg.Queue.Modes(ctx)
-		listed = err == nil
-		if err != nil && ctx.Err() == nil { // not the shutdown's own
+// tick lists the modes with tickets (within a third of LeaseTTL) and, for
+// each not resting and not passing, takes or renews its lease
+// (completeConcurrency calls at once, each bounded by a third of the TTL)
+// and starts its pass when it holds it: a pass starts only right after
+// its lease was confirmed. A mode another instance holds is not held; a
+// held mode no longer listed (no tickets left) and not passing is
+// released, its lease left to lapse. A tick that cannot list the modes
+// does nothing: the leases held are renewed apart (renewing), so a slow
+// listing, or lease calls that hang for some modes, never let a held
+// mode's lease lapse.
+func (m *Matcher) tick(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
+	modes, err := m.cfg.Queue.Modes(lctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil { // not the shutdown's own
 			m.cfg.Logger.Warn("matchmaking: modes", "err", err)
 		}
+		return
 	}
 	m.mu.Lock()
-	want := map[string]bool{}
-	for mode := range m.passes {
-		want[mode] = true
-	}
-	if listed {
-		for _, mode := range m.awake(modes) {
-			want[mode] = true
-		}
-	} else {
-		for mode := range m.held {
-			want[mode] = true
+	modes = slices.DeleteFunc(m.awake(modes), func(mode string) bool { return m.passes[mode] != nil })
+	var unlisted []string
+	for mode := range m.held {
+		if !slices.Contains(modes, mode) && m.passes[mode] == nil {
+			unlisted = append(unlisted, mode)
 		}
 	}
 	m.mu.Unlock()
-	type lease struct {
-		mode string
-		ok   bool
-		err  error
+	if ctx.Err() == nil {
+		m.release(unlisted...)
 	}
-	var (
-		rmu    sync.Mutex
-		leases []lease
-	)
-	concurrently(slices.Sorted(maps.Keys(want)), completeConcurrency, func(mode string) error {
+	concurrently(modes, completeConcurrency, func(mode string) error {
 		ok, err := m.lease(ctx, mode)
-		rmu.Lock()
-		leases = append(leases, lease{mode, ok, err})
-		rmu.Unlock()
+		if err != nil {
+			return nil // unknown: as it was
+		}
+		m.mu.Lock()
+		_, held := m.held[mode]
+		if ok {
+			m.held[mode] = time.Now()
+			if ctx.Err() == nil {
+				m.startPass(ctx, mode)
+			}
+		}
+		m.mu.Unlock()
+		if !ok && held { // another instance's
+			m.release(mode)
+		}
 		return nil
 	})
-	var released []string
-	m.mu.Lock()
-	for _, l := range leases {
-		switch {
-		case l.err != nil: // unknown: as it was
-		case l.ok:
-			m.held[l.mode] = true
-			if start && m.passes[l.mode] == nil && ctx.Err() == nil {
-				m.startPass(ctx, l.mode)
+}
+
+// renewing renews the lease of every mode held (passing or not) whose
+// last renewal is a renewal period old (the smaller of Interval and a
+// third of LeaseTTL), each mode on its own (one renewal of a mode at a
+// time, bounded by a third of LeaseTTL), apart from the ticks: a lease
+// call that hangs for one mode (its slot's master failing over), or the
+// ticks' listing, delays no other mode's renewal. A renewal that finds
+// the lease another instance's ends the mode's pass under way at once
+// (this instance paused past its lease: the holder completes and repairs
+// its matches) and releases the mode. stop ends the renewals and waits
+// for those under way.
+func (m *Matcher) renewing(ctx context.Context) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	period := min(m.cfg.Interval, m.cfg.LeaseTTL/3)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(period / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
 			}
-		default: // another instance's
-			if p := m.passes[l.mode]; p != nil && !p.lost.Swap(true) {
-				if ctx.Err() == nil {
-					m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", l.mode)
+			m.mu.Lock()
+			for mode, at := range m.held {
+				if time.Since(at) >= period && m.renewals[mode] == nil {
+					done := make(chan struct{})
+					m.renewals[mode] = done
+					wg.Go(func() { m.renew(rctx, mode, done) })
 				}
-				p.cancel()
 			}
-			if m.held[l.mode] {
-				released = append(released, l.mode)
-			}
+			m.mu.Unlock()
 		}
-	}
-	if listed && ctx.Err() == nil {
-		for mode := range m.held {
-			if !want[mode] && m.passes[mode] == nil {
-				released = append(released, mode)
-			}
-		}
-	}
-	m.mu.Unlock()
-	for _, mode := range released {
-		m.release(mode)
+	})
+	return func() {
+		cancel()
+		wg.Wait()
 	}
 }
 
+// renew is one renewal of mode's lease (renewing); done is closed once it
+// is over.
+func (m *Matcher) renew(ctx context.Context, mode string, done chan struct{}) {
+	defer func() {
+		m.mu.Lock()
+		delete(m.renewals, mode)
+		m.mu.Unlock()
+		close(done)
+	}()
+	ok, err := m.lease(ctx, mode)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	_, held := m.held[mode]
+	if ok && held {
+		m.held[mode] = time.Now()
+	}
+	p := m.passes[mode]
+	m.mu.Unlock()
+	if ok || !held {
+		return
+	}
+	if p != nil && !p.lost.Swap(true) {
+		if ctx.Err() == nil {
+			m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", mode)
+		}
+		p.cancel()
+	}
+	m.release(mode)
+}
+
 // startPass starts mode's pass, which waits for one of the
-// modeConcurrency slots; m.mu held.
+// modeConcurrency slots; m.mu held. A pass cut at PassTimeout leaves its
+// mode resting, released, and gives its lease up once the mode's renewal
+// under way, which may take it again, is over.
 func (m *Matcher) startPass(ctx context.Context, mode string) {
+	if m.passes[mode] != nil {
+		return
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	p := &passRun{cancel: cancel}
 	m.passes[mode] = p
@@ -339,19 +386,25 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 		}
 		m.mu.Lock()
 		delete(m.passes, mode)
+		renewal := m.renewals[mode]
 		if cut {
 			m.resting[mode] = time.Now().Add(m.cfg.PassTimeout)
+			m.forget(mode)
 		}
 		m.mu.Unlock()
-		if cut || p.lost.Load() {
-			m.release(mode)
+		if !cut {
+			return
 		}
-		if cut {
-			dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
-			defer cancel()
-			if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
-				m.cfg.Logger.Warn("matchmaking: giving up a cut pass's lease", "mode", mode, "err", err)
-			}
+		if m.cfg.Observer != nil {
+			m.cfg.Observer.Released(mode)
+		}
+		if renewal != nil {
+			<-renewal
+		}
+		dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
+		defer cancel()
+		if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
+			m.cfg.Logger.Warn("matchmaking: giving up a cut pass's lease", "mode", mode, "err", err)
 		}
 	})
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
 )
 
 // A mode's lease is taken, renewed and dropped on connections of its own
 // (tickets.New's leases, the store's Renewals): with every connection of
-// the requests' pool held by a blocking call, as when a round's few
+// the requests' pool held by a blocking call, as when the passes' few
 // hundred calls and the requests queue for it, Lease still answers at
 // once. On the requests' pool it waited for a connection, and a renewal
 // that waits past the lease's TTL loses the mode to another instance
@@ -25,40 +26,9 @@ func TestLeaseIsNotQueuedBehindRequests(t *testing.T) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		base := e.rooms.Base()
-		var size int
-		switch c := base.Client.(type) {
-		case *redis.Client:
-			size = c.Options().PoolSize
-		case *redis.ClusterClient:
-			size = c.Options().PoolSize
-		default:
-			t.Fatalf("client %T", base.Client)
-		}
-		// One key of each shard's node (a Cluster's pools are per node):
-		// size blocking pops on each hold every connection of its pool.
-		holds := map[string]string{} // node → a key it owns
-		for shard := range base.Shards {
-			key := base.Tag(shard) + ":hold"
-			node := "one"
-			if cc, ok := base.Client.(*redis.ClusterClient); ok {
-				c, err := cc.MasterForKey(ctx, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				node = c.Options().Addr
-			}
-			if _, ok := holds[node]; !ok {
-				holds[node] = key
-			}
-		}
 		const hold = 2 * time.Second
-		var wg sync.WaitGroup
-		for _, key := range holds {
-			for range size {
-				wg.Go(func() { base.Client.BLPop(ctx, hold, key) })
-			}
-		}
-		defer wg.Wait()
+		holds, wait := holdPools(t, e, hold)
+		defer wait()
 		// Every pool is held: a request waits (the test would pass
 		// without this, proving nothing).
 		time.Sleep(200 * time.Millisecond)
@@ -84,6 +54,75 @@ func TestLeaseIsNotQueuedBehindRequests(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A running matcher's pass under way keeps its lease while the requests'
+// pool is busy: its renewals have connections of their own and run apart
+// from the ticks, which list the modes through that pool. The ticks
+// renewed every lease after listing the modes, so a pool busy past the
+// lease's TTL let it lapse under the pass, and another instance took the
+// mode while this one, alive, still completed its match (a reviewer's
+// find).
+func TestPassingLeaseOutlivesABusyPool(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		duelPair(t, e, "duel", "d0", "d1")
+		const ttl = time.Second
+		stall := newStalling(e.rooms)
+		defer close(stall.release)
+		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: ttl, RepairAfter: time.Hour, Interval: 50 * time.Millisecond})
+		running(t, a)
+		<-stall.entered
+		_, wait := holdPools(t, e, 3*time.Second)
+		defer wait()
+		time.Sleep(2 * ttl)
+		if ok, err := e.tickets.Lease(ctx, "duel", "b", ttl); err != nil || ok {
+			t.Errorf("b's take of duel %v into a busy pool, while a, alive, was passing it: %v %v, want held by a", 2*ttl, ok, err)
+		}
+	})
+}
+
+// holdPools holds every connection of e's requests' pools (one per node
+// on a Cluster) with blocking pops for d; holds names a key of each node,
+// wait waits for the pops.
+func holdPools(t *testing.T, e env, d time.Duration) (holds map[string]string, wait func()) {
+	t.Helper()
+	ctx := context.Background()
+	base := e.rooms.Base()
+	var size int
+	switch c := base.Client.(type) {
+	case *redis.Client:
+		size = c.Options().PoolSize
+	case *redis.ClusterClient:
+		size = c.Options().PoolSize
+	default:
+		t.Fatalf("client %T", base.Client)
+	}
+	holds = map[string]string{} // node → a key it owns
+	for shard := range base.Shards {
+		key := base.Tag(shard) + ":hold"
+		node := "one"
+		if cc, ok := base.Client.(*redis.ClusterClient); ok {
+			c, err := cc.MasterForKey(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			node = c.Options().Addr
+		}
+		if _, ok := holds[node]; !ok {
+			holds[node] = key
+		}
+	}
+	var wg sync.WaitGroup
+	for _, key := range holds {
+		for range size {
+			wg.Go(func() { base.Client.BLPop(ctx, d, key) })
+		}
+	}
+	return holds, wg.Wait
 }
 
 func leaseOK(ok bool, err error) error {
