@@ -569,15 +569,11 @@ func TestRepairOfAMatchRoomThatBannedSomeUsers(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				ctx := context.Background()
 				e := open(t, b, rs)
-				ids := map[string]string{} // leader → ticket id
-				for i, p := range c.tickets {
-					tk, err := e.svc.Create(ctx, player(p.leader), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
-						Rating: rating(float64(1000 + i)), PartyUserIDs: p.members})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ids[p.leader] = tk.ID
+				var parties [][]string
+				for _, p := range c.tickets {
+					parties = append(parties, append([]string{p.leader}, p.members...))
 				}
+				ids := queueParties(t, e, parties...) // leader → ticket id
 				rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 				crash := &crashing{RoomOpener: e.rooms}
 				mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: crash, Notifier: rec, Holder: "a"}
@@ -727,15 +723,7 @@ func TestRepairOfAMatchRoomThatBannedAPartyMember(t *testing.T) {
 			t.Run(fmt.Sprintf("told=%v", told), func(t *testing.T) {
 				ctx := context.Background()
 				e := open(t, b, rs)
-				ids := map[string]string{}
-				for i, p := range [][]string{{"u1"}, {"u2", "u3"}, {"u4"}} {
-					tk, err := e.svc.Create(ctx, player(p[0]), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
-						Rating: rating(float64(1000 + i)), PartyUserIDs: p[1:]})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ids[p[0]] = tk.ID
-				}
+				ids := queueParties(t, e, []string{"u1"}, []string{"u2", "u3"}, []string{"u4"})
 				rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 				crash := &crashing{RoomOpener: e.rooms}
 				mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: crash, Notifier: rec, Holder: "a"}
@@ -809,14 +797,7 @@ func TestRepairOfAStartedMatchRoomThatBannedAUser(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		ids := map[string]string{}
-		for i, uid := range []string{"u1", "u2", "u3"} {
-			tk, err := e.svc.Create(ctx, player(uid), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: rating(float64(1000 + i))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[uid] = tk.ID
-		}
+		ids := queueParties(t, e, []string{"u1"}, []string{"u2"}, []string{"u3"})
 		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 		crash := &crashing{RoomOpener: e.rooms}
 		mcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: crash, Notifier: rec, Holder: "a"}
@@ -938,6 +919,23 @@ func matchFoundLogged(t *testing.T, e env, uid, id string) int {
 		}
 	}
 	return n
+}
+
+// queueParties queues a ticket of mode ffa in eu for each party (its
+// leader first), rated 1000, 1001, ... in order, and returns each
+// leader's ticket id.
+func queueParties(t *testing.T, e env, parties ...[]string) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for i, p := range parties {
+		tk, err := e.svc.Create(context.Background(), player(p[0]), matchmaking.TicketParams{Mode: "ffa",
+			Regions: []string{"eu"}, Rating: rating(float64(1000 + i)), PartyUserIDs: p[1:]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[p[0]] = tk.ID
+	}
+	return ids
 }
 
 // duelPair queues two tickets of mode for users u0 and u1 and returns
@@ -1337,15 +1335,7 @@ func TestStaleCompletionKeepsAToldUsersSeat(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		ids := map[string]string{}
-		for i, p := range [][]string{{"u1"}, {"u2", "u3"}, {"u4"}} {
-			tk, err := e.svc.Create(ctx, player(p[0]), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"},
-				Rating: rating(float64(1000 + i)), PartyUserIDs: p[1:]})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[p[0]] = tk.ID
-		}
+		ids := queueParties(t, e, []string{"u1"}, []string{"u2", "u3"}, []string{"u4"})
 		stall := newStalling(e.rooms)
 		fcfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a"}
 		finish := roundStalled(t, ctx, matchmaking.NewMatcher(fcfg), stall)
@@ -1393,14 +1383,7 @@ func TestCommittedMatchRoomGoneFullStands(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
-		ids := map[string]string{}
-		for i, u := range []string{"u1", "u2", "u3"} {
-			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "ffa", Regions: []string{"eu"}, Rating: rating(float64(1000 + i))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids[u] = tk.ID
-		}
+		ids := queueParties(t, e, []string{"u1"}, []string{"u2"}, []string{"u3"})
 		cfg := matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: diesTelling{Notifier: e.tickets, untold: "u3"}, Holder: "a"}
 		matchmaking.NewMatcher(cfg).Round(ctx)
 		pending, err := e.tickets.Pending(ctx, "ffa")
