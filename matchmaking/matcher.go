@@ -94,9 +94,10 @@ type MatcherConfig struct {
 // safe for concurrent use. A pass runs apart from the ticks: a slow one
 // (a Cluster master of its mode's slot failing over, hundreds of
 // matches) keeps its lease and holds up no other mode (but that it keeps
-// one of the modeConcurrency slots), up to PassTimeout, which cuts it and
-// gives its lease up; a lease another instance took meanwhile ends its
-// pass at once. A failed lease call is logged, and so is a backfill room
+// one of the modeConcurrency slots: a pass that finds none free in time
+// gives its mode to the other instances for a while), up to PassTimeout,
+// which cuts it and gives its lease up; a lease another instance took
+// meanwhile ends its pass at once. A failed lease call is logged, and so is a backfill room
 // whose seats could not be read (the pass goes on without it). Pending
 // matches a dead instance (or a cut pass) left are completed the same
 // way (idempotent: the room id derives from the match, the notice is not
@@ -120,12 +121,15 @@ type Matcher struct {
 	held     map[string]time.Time
 	passes   map[string]*passRun
 	renewals map[string]chan struct{}
+	// listed is when each held mode was last listed by a tick.
+	listed map[string]time.Time
 }
 
 // passRun is one mode's pass under way.
 type passRun struct {
-	cancel context.CancelFunc // ends the pass: its lease was lost
-	lost   atomic.Bool
+	cancel  context.CancelFunc // ends the pass: its lease was lost
+	lost    atomic.Bool
+	slotted atomic.Bool // it holds one of the modeConcurrency slots
 }
 
 // NewMatcher returns a Matcher as cfg says. It panics when cfg.Rules do
@@ -158,7 +162,7 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	}
 	return &Matcher{cfg: cfg, slots: make(chan struct{}, modeConcurrency), from: map[string]string{},
 		resting: map[string]time.Time{}, held: map[string]time.Time{}, passes: map[string]*passRun{},
-		renewals: map[string]chan struct{}{}}
+		renewals: map[string]chan struct{}{}, listed: map[string]time.Time{}}
 }
 
 // Run ticks every Interval until ctx ends, renewing the leases it holds
@@ -169,7 +173,7 @@ func (m *Matcher) Run(ctx context.Context) {
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
 	for {
-		m.tick(ctx)
+		m.tick(ctx, true)
 		select {
 		case <-ctx.Done():
 			m.wg.Wait()
@@ -186,19 +190,34 @@ func (m *Matcher) Run(ctx context.Context) {
 	}
 }
 
-// Round is one tick, its leases renewed (renewing) until the passes it
-// started are over; it returns the modes whose lease this instance holds
-// then, having reported each one's queue (Searching): a mode whose lease
-// another instance took during its pass is not held (Released), nor is
-// one whose pass was cut. Errors are logged, but those of a round whose
-// ctx ended (the shutdown). Tests and tools run rounds; Run does not
-// wait for a pass, and Round is not to be called while Run runs.
+// Round is one tick, its leases renewed (renewing) and the modes listed
+// again (without starting passes) every third of LeaseTTL until the
+// passes it started are over; it returns the modes whose lease this
+// instance holds then, having reported each one's queue (Searching): a
+// mode whose lease another instance took during its pass is not held
+// (Released), nor is one whose pass was cut. Errors are logged, but those
+// of a round whose ctx ended (the shutdown). Tests and tools run rounds;
+// Run does not wait for a pass, and Round is not to be called while Run
+// runs.
 func (m *Matcher) Round(ctx context.Context) []string {
 	stop := m.renewing(ctx)
-	m.tick(ctx)
-	m.wg.Wait()
-	stop()
-	return m.heldModes()
+	defer stop()
+	m.tick(ctx, true)
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTicker(max(m.cfg.LeaseTTL/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return m.heldModes()
+		case <-t.C:
+			m.tick(ctx, false)
+		}
+	}
 }
 
 // heldModes is the modes whose lease this instance holds, sorted.
@@ -228,6 +247,7 @@ func (m *Matcher) release(modes ...string) {
 // forget is release's part under m.mu.
 func (m *Matcher) forget(mode string) {
 	delete(m.held, mode)
+	delete(m.listed, mode)
 	delete(m.from, mode) // the next holder's walk starts from the lowest
 }
 
@@ -235,21 +255,28 @@ func (m *Matcher) forget(mode string) {
 // independent (a lease each, their passes atomic scripts on their queues'
 // slots), and a pass waits on its matches' completions, round trips more
 // than CPU, so one mode at a time would have each mode wait for every
-// other's pass. A pass stuck on its calls keeps its slot until they fail
-// or it is cut (PassTimeout): four stuck at once hold up the others.
+// other's pass. A pass that finds no slot free within a third of
+// LeaseTTL gives its lease up and its mode rests that long (another
+// instance may have a slot), then a later tick takes it again: a pass
+// stuck on its calls keeps its slot until they fail or it is cut
+// (PassTimeout), and four stuck must not keep the other modes from every
+// instance.
 const modeConcurrency = 4
 
-// tick lists the modes with tickets (within a third of LeaseTTL) and, for
-// each not resting and not passing, takes or renews its lease
-// (completeConcurrency calls at once, each bounded by a third of the TTL)
-// and starts its pass when it holds it: a pass starts only right after
-// its lease was confirmed. A mode another instance holds is not held; a
-// held mode no longer listed (no tickets left) and not passing is
-// released, its lease left to lapse. A tick that cannot list the modes
-// does nothing: the leases held are renewed apart (renewing), so a slow
-// listing, or lease calls that hang for some modes, never let a held
-// mode's lease lapse.
-func (m *Matcher) tick(ctx context.Context) {
+// tick lists the modes with tickets (within a third of LeaseTTL; each
+// listed mode not resting is confirmed: renewing renews a held mode that
+// is not passing only while it was listed within LeaseTTL); a held mode
+// no longer listed (no tickets left) and not passing is released, its
+// lease left to lapse. With start, for each mode listed not passing, it
+// takes or renews its lease (completeConcurrency calls at once, each
+// bounded by a third of the TTL) and starts its pass when it holds it: a
+// pass starts only right after its lease was confirmed. A mode another
+// instance holds is not held. A tick that cannot list the modes does
+// nothing: the passes' leases are renewed apart (renewing), so a slow
+// listing, or lease calls that hang for some modes, never let a passing
+// mode's lease lapse, and the modes not passing go to another instance
+// once their listing is LeaseTTL old.
+func (m *Matcher) tick(ctx context.Context, start bool) {
 	lctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
 	modes, err := m.cfg.Queue.Modes(lctx)
 	cancel()
@@ -260,19 +287,27 @@ func (m *Matcher) tick(ctx context.Context) {
 		return
 	}
 	m.mu.Lock()
-	modes = slices.DeleteFunc(m.awake(modes), func(mode string) bool { return m.passes[mode] != nil })
+	now := time.Now()
+	modes = m.awake(modes)
+	for _, mode := range modes {
+		m.listed[mode] = now
+	}
 	var unlisted []string
 	for mode := range m.held {
-		if !slices.Contains(modes, mode) && m.passes[mode] == nil {
+		if m.passes[mode] == nil && !slices.Contains(modes, mode) {
 			unlisted = append(unlisted, mode)
 		}
 	}
+	modes = slices.DeleteFunc(modes, func(mode string) bool { return m.passes[mode] != nil })
 	m.mu.Unlock()
 	if ctx.Err() == nil {
 		m.release(unlisted...)
 	}
+	if !start {
+		return
+	}
 	concurrently(modes, completeConcurrency, func(mode string) error {
-		ok, err := m.lease(ctx, mode)
+		ok, err := m.lease(ctx, mode, false)
 		if err != nil {
 			return nil // unknown: as it was
 		}
@@ -283,6 +318,8 @@ func (m *Matcher) tick(ctx context.Context) {
 			if ctx.Err() == nil {
 				m.startPass(ctx, mode)
 			}
+		} else if !held {
+			delete(m.from, mode) // kept by a pass that found no slot
 		}
 		m.mu.Unlock()
 		if !ok && held { // another instance's
@@ -292,19 +329,20 @@ func (m *Matcher) tick(ctx context.Context) {
 	})
 }
 
-// renewing renews the lease of every mode held (passing or not) whose
-// last renewal is a renewal period old (the smaller of Interval and a
-// third of LeaseTTL), each mode on its own (one renewal of a mode at a
+// renewing renews the lease of every mode held whose last renewal is a
+// renewal period old (the smaller of Interval and a third of LeaseTTL):
+// of a mode passing (in one of the slots), or not passing but listed
+// within LeaseTTL (tick). Each mode's renewal runs on its own (one at a
 // time, bounded by a third of LeaseTTL), apart from the ticks: a lease
 // call that hangs for one mode (its slot's master failing over), or the
 // ticks' listing, delays no other mode's renewal. A renewal that finds
-// the lease another instance's ends the mode's pass under way at once
-// (this instance paused past its lease: the holder completes and repairs
-// its matches) and releases the mode. stop ends the renewals and waits
-// for those under way.
+// the lease another instance's, or lapsed, ends the mode's pass under
+// way at once (this instance paused past its lease: the holder completes
+// and repairs its matches) and releases the mode. stop ends the renewals
+// and waits for those under way.
 func (m *Matcher) renewing(ctx context.Context) (stop func()) {
 	rctx, cancel := context.WithCancel(ctx)
-	period := min(m.cfg.Interval, m.cfg.LeaseTTL/3)
+	period := max(min(m.cfg.Interval, m.cfg.LeaseTTL/3), 2*time.Millisecond)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(period / 2)
@@ -316,11 +354,14 @@ func (m *Matcher) renewing(ctx context.Context) (stop func()) {
 			case <-t.C:
 			}
 			m.mu.Lock()
+			now := time.Now()
 			for mode, at := range m.held {
-				if time.Since(at) >= period && m.renewals[mode] == nil {
+				p, listed := m.passes[mode], m.listed[mode]
+				due := now.Sub(at) >= period && m.renewals[mode] == nil
+				if due && (p != nil && p.slotted.Load() || now.Sub(listed) < m.cfg.LeaseTTL) {
 					done := make(chan struct{})
 					m.renewals[mode] = done
-					wg.Go(func() { m.renew(rctx, mode, done) })
+					wg.Go(func() { m.renew(rctx, mode, at, done) })
 				}
 			}
 			m.mu.Unlock()
@@ -332,27 +373,30 @@ func (m *Matcher) renewing(ctx context.Context) (stop func()) {
 	}
 }
 
-// renew is one renewal of mode's lease (renewing); done is closed once it
-// is over.
-func (m *Matcher) renew(ctx context.Context, mode string, done chan struct{}) {
+// renew is one renewal of mode's lease, held since at (renewing); done is
+// closed once it is over. An answer that the lease is not this
+// instance's counts only if no other lease call of the mode answered
+// since at (a tick's take after it is newer).
+func (m *Matcher) renew(ctx context.Context, mode string, at time.Time, done chan struct{}) {
 	defer func() {
 		m.mu.Lock()
 		delete(m.renewals, mode)
 		m.mu.Unlock()
 		close(done)
 	}()
-	ok, err := m.lease(ctx, mode)
+	ok, err := m.lease(ctx, mode, true)
 	if err != nil {
 		return
 	}
 	m.mu.Lock()
-	_, held := m.held[mode]
+	cur, held := m.held[mode]
+	current := held && cur.Equal(at)
 	if ok && held {
 		m.held[mode] = time.Now()
 	}
 	p := m.passes[mode]
 	m.mu.Unlock()
-	if ok || !held {
+	if ok || !current {
 		return
 	}
 	if p != nil && !p.lost.Swap(true) {
@@ -365,9 +409,11 @@ func (m *Matcher) renew(ctx context.Context, mode string, done chan struct{}) {
 }
 
 // startPass starts mode's pass, which waits for one of the
-// modeConcurrency slots; m.mu held. A pass cut at PassTimeout leaves its
-// mode resting, released, and gives its lease up once the mode's renewal
-// under way, which may take it again, is over.
+// modeConcurrency slots, up to a third of LeaseTTL; m.mu held. A pass
+// cut at PassTimeout leaves its mode resting for PassTimeout; one that
+// found no slot for a third of LeaseTTL (its walk's place kept). Either
+// gives its lease up (released), once the mode's renewal under way is
+// over.
 func (m *Matcher) startPass(ctx context.Context, mode string) {
 	if m.passes[mode] != nil {
 		return
@@ -377,22 +423,37 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 	m.passes[mode] = p
 	m.wg.Go(func() {
 		defer cancel()
-		cut := false
+		cut, slotless := false, false
+		wait := time.NewTimer(m.cfg.LeaseTTL / 3)
 		select {
 		case m.slots <- struct{}{}:
+			wait.Stop()
+			p.slotted.Store(true)
 			cut = m.passMode(ctx, pctx, mode, p)
 			<-m.slots
+		case <-wait.C:
+			slotless = true
 		case <-pctx.Done():
+			wait.Stop()
 		}
 		m.mu.Lock()
 		delete(m.passes, mode)
 		renewal := m.renewals[mode]
+		gone := cut || slotless && !p.lost.Load()
 		if cut {
 			m.resting[mode] = time.Now().Add(m.cfg.PassTimeout)
+		} else if slotless { // for another instance's ticks to find it free
+			m.resting[mode] = time.Now().Add(m.cfg.LeaseTTL / 3)
+		}
+		if gone {
+			from, kept := m.from[mode]
 			m.forget(mode)
+			if kept && slotless {
+				m.from[mode] = from
+			}
 		}
 		m.mu.Unlock()
-		if !cut {
+		if !gone {
 			return
 		}
 		if m.cfg.Observer != nil {
@@ -404,7 +465,7 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 		dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
 		defer cancel()
 		if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("matchmaking: giving up a cut pass's lease", "mode", mode, "err", err)
+			m.cfg.Logger.Warn("matchmaking: giving up a pass's lease", "mode", mode, "err", err)
 		}
 	})
 }
@@ -422,12 +483,17 @@ func (m *Matcher) awake(modes []string) []string {
 	return slices.DeleteFunc(slices.Clone(modes), func(mode string) bool { _, ok := m.resting[mode]; return ok })
 }
 
-// lease takes or renews mode's lease for this instance, within a third
-// of its TTL, and logs a failed call (not the shutdown's).
-func (m *Matcher) lease(ctx context.Context, mode string) (bool, error) {
+// lease takes or renews mode's lease for this instance (renew: only
+// while it holds it, Queue.Renew), within a third of its TTL, and logs a
+// failed call (not the shutdown's).
+func (m *Matcher) lease(ctx context.Context, mode string, renew bool) (bool, error) {
 	lctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
 	defer cancel()
-	ok, err := m.cfg.Queue.Lease(lctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
+	call := m.cfg.Queue.Lease
+	if renew {
+		call = m.cfg.Queue.Renew
+	}
+	ok, err := call(lctx, mode, m.cfg.Holder, m.cfg.LeaseTTL)
 	if err != nil && ctx.Err() == nil {
 		m.cfg.Logger.Warn("matchmaking: lease", "mode", mode, "err", err)
 	}
@@ -454,8 +520,13 @@ func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (
 		return true
 	}
 	if m.cfg.Observer != nil && ctx.Err() == nil && !p.lost.Load() {
-		if n, err := m.cfg.Queue.Searching(ctx, mode); err == nil {
-			m.cfg.Observer.Searching(mode, n)
+		if n, err := m.cfg.Queue.Searching(pctx, mode); err == nil {
+			// not once released (lost meanwhile): only the holder reports
+			m.mu.Lock()
+			if _, held := m.held[mode]; held && !p.lost.Load() {
+				m.cfg.Observer.Searching(mode, n)
+			}
+			m.mu.Unlock()
 		}
 	}
 	return false

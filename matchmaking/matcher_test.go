@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,9 @@ func (q *listedQueue) Modes(context.Context) ([]string, error) {
 }
 func (q *listedQueue) Lease(context.Context, string, string, time.Duration) (bool, error) {
 	return true, nil
+}
+func (q *listedQueue) Renew(ctx context.Context, mode, h string, ttl time.Duration) (bool, error) {
+	return q.Lease(ctx, mode, h, ttl)
 }
 func (q *listedQueue) DropLease(context.Context, string, string) error { return nil }
 func (q *listedQueue) Pass(_ context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
@@ -158,6 +162,9 @@ func (q *stallQueue) Lease(ctx context.Context, mode, _ string, _ time.Duration)
 		q.leaseAfterDropOfDuel = true
 	}
 	return true, nil
+}
+func (q *stallQueue) Renew(ctx context.Context, mode, h string, ttl time.Duration) (bool, error) {
+	return q.Lease(ctx, mode, h, ttl)
 }
 func (q *stallQueue) DropLease(context.Context, string, string) error {
 	q.mu.Lock()
@@ -286,5 +293,228 @@ func TestCutPassDropsItsLeaseLast(t *testing.T) {
 	if q.leaseAfterDropOfDuel || q.passes != 1 || q.drops != 1 {
 		t.Errorf("after the cut: a lease call answered after the drop %v, %d passes, %d drops; want none, 1, 1",
 			q.leaseAfterDropOfDuel, q.passes, q.drops)
+	}
+}
+
+// observed records the Searching and Released figures in order.
+type observed struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (o *observed) add(e string)                    { o.mu.Lock(); o.events = append(o.events, e); o.mu.Unlock() }
+func (o *observed) Searching(mode string, n int)    { o.add(fmt.Sprintf("Searching(%s,%d)", mode, n)) }
+func (o *observed) Released(mode string)            { o.add("Released(" + mode + ")") }
+func (o *observed) Matched(string, []time.Duration) {}
+func (o *observed) Ended(string, string, int)       {}
+func (o *observed) PassCut(string)                  {}
+func (o *observed) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.events)
+}
+
+// lostWhileCounting: the pass is over and its queue being read (slowly:
+// a busy pool) when another instance takes the lease.
+type lostWhileCounting struct {
+	listedQueue
+	lost, counting, counted chan struct{}
+}
+
+func (q *lostWhileCounting) Lease(context.Context, string, string, time.Duration) (bool, error) {
+	select {
+	case <-q.lost:
+		return false, nil
+	default:
+		return true, nil
+	}
+}
+func (q *lostWhileCounting) Renew(ctx context.Context, mode, h string, ttl time.Duration) (bool, error) {
+	return q.Lease(ctx, mode, h, ttl)
+}
+func (q *lostWhileCounting) Searching(ctx context.Context, mode string) (int, error) {
+	close(q.counting)
+	<-q.counted
+	return 7, nil
+}
+
+// A mode released (its lease found another instance's) while its pass
+// read the queue is not reported searching after: only the holder
+// reports the mode. The figure came after the release and stayed (a
+// reviewer's find).
+func TestQueueFigureNotReportedOnceReleased(t *testing.T) {
+	q := &lostWhileCounting{lost: make(chan struct{}), counting: make(chan struct{}), counted: make(chan struct{})}
+	q.set([]string{"duel"})
+	o := &observed{}
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q, Observer: o}, Holder: "a", LeaseTTL: 300 * time.Millisecond,
+		Interval: 20 * time.Millisecond})
+	done := make(chan []string)
+	go func() { done <- m.Round(context.Background()) }()
+	<-q.counting
+	close(q.lost)
+	for deadline := time.Now().Add(5 * time.Second); len(o.all()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lost lease was not released within 5 s")
+		}
+	}
+	close(q.counted)
+	held := <-done
+	if ev := o.all(); len(held) != 0 || !slices.Equal(ev, []string{"Released(duel)"}) {
+		t.Errorf("held %v, figures %v: want none held, duel released and not reported after", held, ev)
+	}
+}
+
+// listedOnce lists duel once, then fails every listing; it records each
+// lease call.
+type listedOnce struct {
+	listedQueue
+	lmu    sync.Mutex
+	lists  int
+	leases []time.Time
+}
+
+func (q *listedOnce) Modes(context.Context) ([]string, error) {
+	q.lmu.Lock()
+	defer q.lmu.Unlock()
+	if q.lists++; q.lists == 1 {
+		return []string{"duel"}, nil
+	}
+	return nil, errors.New("i/o timeout")
+}
+func (q *listedOnce) Lease(context.Context, string, string, time.Duration) (bool, error) {
+	q.lmu.Lock()
+	q.leases = append(q.leases, time.Now())
+	q.lmu.Unlock()
+	return true, nil
+}
+func (q *listedOnce) Renew(ctx context.Context, mode, h string, ttl time.Duration) (bool, error) {
+	return q.Lease(ctx, mode, h, ttl)
+}
+
+// A held mode not passing is renewed only while the ticks list it: when
+// every listing fails (the requests' pool busy), it lapses after LeaseTTL
+// for another instance to pass it. It was renewed forever, passed by no
+// one (a reviewer's find).
+func TestHeldModeLapsesWhileListingFails(t *testing.T) {
+	q := &listedOnce{}
+	const ttl = 300 * time.Millisecond
+	runMatcher(t, NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", LeaseTTL: ttl,
+		Interval: 10 * time.Millisecond}))
+	time.Sleep(10 * ttl)
+	q.lmu.Lock()
+	defer q.lmu.Unlock()
+	last := q.leases[len(q.leases)-1]
+	if since := time.Since(last); since < 5*ttl {
+		t.Errorf("duel's lease renewed %v ago, %d calls in all, while every listing failed for %v", since.Round(time.Millisecond),
+			len(q.leases), 10*ttl)
+	}
+}
+
+// sharedLeases is one Redis' mode leases (no TTL) for several instances'
+// queues.
+type sharedLeases struct {
+	mu     sync.Mutex
+	holder map[string]string
+	passed map[string]map[string]int // holder → mode → passes
+}
+
+// slotsQueue is an instance's view: modes s0..s3 and e; the passes of
+// s0..s3 stall on this instance when stall is set.
+type slotsQueue struct {
+	Queue
+	l     *sharedLeases
+	stall bool
+}
+
+func (q *slotsQueue) Modes(context.Context) ([]string, error) {
+	return []string{"e", "s0", "s1", "s2", "s3"}, nil
+}
+func (q *slotsQueue) Lease(_ context.Context, mode, h string, _ time.Duration) (bool, error) {
+	q.l.mu.Lock()
+	defer q.l.mu.Unlock()
+	if cur := q.l.holder[mode]; cur != "" && cur != h {
+		return false, nil
+	}
+	q.l.holder[mode] = h
+	return true, nil
+}
+func (q *slotsQueue) Renew(_ context.Context, mode, h string, _ time.Duration) (bool, error) {
+	q.l.mu.Lock()
+	defer q.l.mu.Unlock()
+	return q.l.holder[mode] == h, nil
+}
+func (q *slotsQueue) DropLease(_ context.Context, mode, h string) error {
+	q.l.mu.Lock()
+	defer q.l.mu.Unlock()
+	if q.l.holder[mode] == h {
+		delete(q.l.holder, mode)
+	}
+	return nil
+}
+func (q *slotsQueue) Pass(ctx context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
+	if q.stall && mode != "e" {
+		<-ctx.Done()
+		return Pass{}, ctx.Err()
+	}
+	q.l.mu.Lock()
+	h := q.l.holder[mode]
+	if q.l.passed[h] == nil {
+		q.l.passed[h] = map[string]int{}
+	}
+	q.l.passed[h][mode]++
+	q.l.mu.Unlock()
+	return Pass{}, nil
+}
+func (q *slotsQueue) Pending(context.Context, string) ([]Match, error) { return nil, nil }
+
+// Four passes stuck on an instance (their calls hanging) take its four
+// slots; a fifth mode whose pass waits for one gives its lease up, and
+// another instance passes it. The waiting pass kept its lease renewed, so
+// no instance passed the mode until the stuck ones were cut (a
+// reviewer's find).
+func TestModeWithoutASlotGoesToAnotherInstance(t *testing.T) {
+	l := &sharedLeases{holder: map[string]string{}, passed: map[string]map[string]int{}}
+	const ttl = 300 * time.Millisecond
+	cfg := func(q Queue, holder string) MatcherConfig {
+		return MatcherConfig{Config: Config{Queue: q}, Holder: holder, LeaseTTL: ttl, PassTimeout: time.Minute,
+			Interval: 10 * time.Millisecond}
+	}
+	// a takes the four stalling modes first
+	l.holder["e"] = "b"
+	runMatcher(t, NewMatcher(cfg(&slotsQueue{l: l, stall: true}, "a")))
+	time.Sleep(100 * time.Millisecond)
+	l.mu.Lock()
+	delete(l.holder, "e")
+	l.mu.Unlock()
+	time.Sleep(ttl) // a takes e too, its pass waiting for a slot
+	runMatcher(t, NewMatcher(cfg(&slotsQueue{l: l}, "b")))
+	for deadline := time.Now().Add(10 * ttl); ; time.Sleep(5 * time.Millisecond) {
+		l.mu.Lock()
+		n := l.passed["b"]["e"]
+		l.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("e not passed by b within %v while a's four slots are stuck", 10*ttl)
+		}
+	}
+}
+
+// Rounds leave no goroutine behind (their renewals stopped), and a tiny
+// Interval is run (the renewals' period has a floor).
+func TestRoundsLeaveNoGoroutines(t *testing.T) {
+	q := &listedQueue{}
+	q.set([]string{"a", "b", "c", "d", "e", "f"})
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: time.Nanosecond, LeaseTTL: 30 * time.Millisecond})
+	m.Round(context.Background())
+	time.Sleep(50 * time.Millisecond)
+	base := runtime.NumGoroutine()
+	for range 200 {
+		m.Round(context.Background())
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := runtime.NumGoroutine(); n > base {
+		t.Errorf("%d goroutines after 200 rounds, %d before", n, base)
 	}
 }

@@ -157,6 +157,10 @@ type Queue interface {
 	// Lease takes or renews mode's matcher lease for holder (false: another
 	// holds it); DropLease gives it up.
 	Lease(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error)
+	// Renew renews mode's lease while holder holds it: false when another
+	// holds it or it lapsed (a lease given up, or past its TTL, is not
+	// taken again by a renewal that answers late).
+	Renew(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error)
 	DropLease(ctx context.Context, mode, holder string) error
 	// Touch records that mode has tickets (until ttl passes); Modes is the
 	// modes touched within their ttl.

@@ -131,3 +131,30 @@ func leaseOK(ok bool, err error) error {
 	}
 	return err
 }
+
+// A renewal renews only a lease its holder still holds: one given up
+// (or lapsed) is not taken again by a renewal that answers late, as a
+// take would, and another holder's is not touched.
+func TestRenewTakesNoLease(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		for i, step := range []struct {
+			call func() (bool, error)
+			want bool
+		}{
+			{func() (bool, error) { return e.tickets.Renew(ctx, "duel", "a", time.Minute) }, false}, // no one holds it
+			{func() (bool, error) { return e.tickets.Lease(ctx, "duel", "a", time.Minute) }, true},
+			{func() (bool, error) { return e.tickets.Renew(ctx, "duel", "a", time.Minute) }, true},
+			{func() (bool, error) { return e.tickets.Renew(ctx, "duel", "b", time.Minute) }, false}, // a's
+			{func() (bool, error) { return false, e.tickets.DropLease(ctx, "duel", "a") }, false},
+			{func() (bool, error) { return e.tickets.Renew(ctx, "duel", "a", time.Minute) }, false}, // given up
+			{func() (bool, error) { return e.tickets.Lease(ctx, "duel", "b", time.Minute) }, true},  // free for b
+		} {
+			if ok, err := step.call(); err != nil || ok != step.want {
+				t.Fatalf("step %d: %v %v, want %v", i, ok, err, step.want)
+			}
+		}
+	})
+}

@@ -493,6 +493,12 @@ func (s *Store) Lease(ctx context.Context, mode, holder string, ttl time.Duratio
 	return st == "OK", err
 }
 
+// Renew implements matchmaking.Queue with one script.
+func (s *Store) Renew(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error) {
+	st, _, err := status(s.leases.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "renew", holder: holder, ms: ttl.Milliseconds()}).Result())
+	return st == "OK", err
+}
+
 // DropLease implements matchmaking.Queue with one script.
 func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
 	_, _, err := status(s.leases.Runner.Run(ctx, leaseCall{key: s.lease(mode), op: "drop", holder: holder}).Result())

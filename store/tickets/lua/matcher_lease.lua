@@ -2,11 +2,17 @@
 -- at a time; a holder that stops renewing loses it when it lapses. No
 -- prelude.
 -- KEYS[1] the lease (string: the holder)
--- ARGV[1] op: "take" (take or renew) or "drop"  ARGV[2] holder
--- ARGV[3] take: TTL, ms
--- Reply: {"OK"} | {"HELD"} (another holds it)
+-- ARGV[1] op: "take" (take or renew), "renew" (only while holder holds
+--         it: a lease that lapsed is not taken again) or "drop"
+-- ARGV[2] holder  ARGV[3] take, renew: TTL, ms
+-- Reply: {"OK"} | {"HELD"} (another holds it; renew: or no one)
 local key, op, me = KEYS[1], ARGV[1], ARGV[2]
 local cur = redis.call('GET', key)
+if op == 'renew' then
+  if cur ~= me then return {'HELD'} end
+  redis.call('PEXPIRE', key, ARGV[3])
+  return {'OK'}
+end
 if op == 'take' then
   if cur and cur ~= me then return {'HELD'} end
   -- Out of memory (maxmemory, noeviction) Redis refuses a SET, and a
