@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -57,9 +59,10 @@ type MatcherConfig struct {
 	Holder string
 	// Interval between ticks (DefaultInterval); LeaseTTL how long a
 	// mode's lease outlives its last renewal (DefaultLeaseTTL), renewed
-	// every Interval (at most a third of LeaseTTL), a pass under way or
-	// not: a killed instance's modes pass to another after it, a live
-	// one's do not.
+	// every Interval (at most a third of LeaseTTL) while its pass holds a
+	// slot or a tick listed it within LeaseTTL: a killed instance's modes
+	// pass to another after it, a live one's do not (but one whose modes
+	// it cannot list, or cannot pass for want of a slot).
 	Interval, LeaseTTL time.Duration
 	// RepairAfter: a pending match older than this (its instance died
 	// between the pass and the room) is completed by the lease holder.
@@ -104,16 +107,19 @@ type MatcherConfig struct {
 // repeated).
 type Matcher struct {
 	cfg MatcherConfig
-	// slots holds a token per pass under way (modeConcurrency).
-	slots chan struct{}
+	// slots are the passes under way (modeConcurrency at most); freedAt
+	// is when one was last given back (unix ns).
+	slots   *semaphore.Weighted
+	freedAt atomic.Int64
 	// wg counts the passes under way.
 	wg sync.WaitGroup
 	mu sync.Mutex
 	// from is where each held mode's next pass starts its walk (a page of
 	// a large queue at a time); release drops a mode's.
 	from map[string]string
-	// resting holds the modes whose pass was cut here (stuck on a call),
-	// until when this instance leaves them to the others.
+	// resting holds the modes whose pass was cut here (stuck on a call)
+	// or found no slot, until when this instance leaves them to the
+	// others.
 	resting map[string]time.Time
 	// held is the modes whose lease this instance holds, and when it was
 	// last taken or renewed; passes the modes whose pass is under way;
@@ -160,7 +166,7 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Matcher{cfg: cfg, slots: make(chan struct{}, modeConcurrency), from: map[string]string{},
+	return &Matcher{cfg: cfg, slots: semaphore.NewWeighted(modeConcurrency), from: map[string]string{},
 		resting: map[string]time.Time{}, held: map[string]time.Time{}, passes: map[string]*passRun{},
 		renewals: map[string]chan struct{}{}, listed: map[string]time.Time{}}
 }
@@ -290,7 +296,9 @@ func (m *Matcher) tick(ctx context.Context, start bool) {
 	now := time.Now()
 	modes = m.awake(modes)
 	for _, mode := range modes {
-		m.listed[mode] = now
+		if _, held := m.held[mode]; held {
+			m.listed[mode] = now
+		}
 	}
 	var unlisted []string
 	for mode := range m.held {
@@ -315,11 +323,10 @@ func (m *Matcher) tick(ctx context.Context, start bool) {
 		_, held := m.held[mode]
 		if ok {
 			m.held[mode] = time.Now()
+			m.listed[mode] = m.held[mode]
 			if ctx.Err() == nil {
 				m.startPass(ctx, mode)
 			}
-		} else if !held {
-			delete(m.from, mode) // kept by a pass that found no slot
 		}
 		m.mu.Unlock()
 		if !ok && held { // another instance's
@@ -395,8 +402,12 @@ func (m *Matcher) renew(ctx context.Context, mode string, at time.Time, done cha
 		m.held[mode] = time.Now()
 	}
 	p := m.passes[mode]
+	lost := !ok && current
+	if lost { // forgotten here: a take answered later is a new hold
+		m.forget(mode)
+	}
 	m.mu.Unlock()
-	if ok || !current {
+	if !lost {
 		return
 	}
 	if p != nil && !p.lost.Swap(true) {
@@ -405,15 +416,17 @@ func (m *Matcher) renew(ctx context.Context, mode string, at time.Time, done cha
 		}
 		p.cancel()
 	}
-	m.release(mode)
+	if m.cfg.Observer != nil {
+		m.cfg.Observer.Released(mode)
+	}
 }
 
 // startPass starts mode's pass, which waits for one of the
-// modeConcurrency slots, up to a third of LeaseTTL; m.mu held. A pass
-// cut at PassTimeout leaves its mode resting for PassTimeout; one that
-// found no slot for a third of LeaseTTL (its walk's place kept). Either
-// gives its lease up (released), once the mode's renewal under way is
-// over.
+// modeConcurrency slots (acquire); m.mu held. A pass cut at PassTimeout
+// leaves its mode resting for PassTimeout; one that found no slot, every
+// pass holding one stuck, for a third of LeaseTTL. Either gives its lease
+// up (released) once the mode's renewal under way is over, and the rest
+// runs from then: a tick takes the mode again only after the drop.
 func (m *Matcher) startPass(ctx context.Context, mode string) {
 	if m.passes[mode] != nil {
 		return
@@ -424,33 +437,24 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 	m.wg.Go(func() {
 		defer cancel()
 		cut, slotless := false, false
-		wait := time.NewTimer(m.cfg.LeaseTTL / 3)
-		select {
-		case m.slots <- struct{}{}:
-			wait.Stop()
+		if got := m.acquire(pctx); got {
 			p.slotted.Store(true)
 			cut = m.passMode(ctx, pctx, mode, p)
-			<-m.slots
-		case <-wait.C:
-			slotless = true
-		case <-pctx.Done():
-			wait.Stop()
+			m.free()
+		} else {
+			slotless = pctx.Err() == nil
+		}
+		rest := m.cfg.PassTimeout
+		if !cut {
+			rest = m.cfg.LeaseTTL / 3
 		}
 		m.mu.Lock()
 		delete(m.passes, mode)
 		renewal := m.renewals[mode]
-		gone := cut || slotless && !p.lost.Load()
-		if cut {
-			m.resting[mode] = time.Now().Add(m.cfg.PassTimeout)
-		} else if slotless { // for another instance's ticks to find it free
-			m.resting[mode] = time.Now().Add(m.cfg.LeaseTTL / 3)
-		}
+		gone := cut || slotless
 		if gone {
-			from, kept := m.from[mode]
+			m.resting[mode] = time.Now().Add(rest + m.cfg.LeaseTTL) // until the drop, below
 			m.forget(mode)
-			if kept && slotless {
-				m.from[mode] = from
-			}
 		}
 		m.mu.Unlock()
 		if !gone {
@@ -462,17 +466,58 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 		if renewal != nil {
 			<-renewal
 		}
-		dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
-		defer cancel()
+		dctx, dcancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
+		defer dcancel()
 		if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("matchmaking: giving up a pass's lease", "mode", mode, "err", err)
 		}
+		m.mu.Lock()
+		m.resting[mode] = time.Now().Add(rest)
+		m.mu.Unlock()
 	})
+}
+
+// acquire takes one of the modeConcurrency slots, in the order the
+// passes asked (semaphore.Weighted serves its waiters first come, first
+// served), waiting for as long as slots keep freeing; false when none
+// freed for a third of LeaseTTL (every pass holding one stuck on its
+// calls) or ctx ended.
+func (m *Matcher) acquire(ctx context.Context) bool {
+	d := m.cfg.LeaseTTL / 3
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	go func() { // no slot freed for d since the wait began: give up
+		t := time.NewTimer(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case <-t.C:
+			}
+			last := max(start.UnixNano(), m.freedAt.Load())
+			if left := d - time.Since(time.Unix(0, last)); left > 0 {
+				t.Reset(left)
+				continue
+			}
+			cancel()
+			return
+		}
+	}()
+	return m.slots.Acquire(actx, 1) == nil
+}
+
+// free gives a slot back.
+func (m *Matcher) free() {
+	m.freedAt.Store(time.Now().UnixNano())
+	m.slots.Release(1)
 }
 
 // awake is modes but those resting: a mode whose pass was cut here is
 // left to the other instances for PassTimeout, so one instance whose
-// calls for it hang does not take it back at its next tick; m.mu held.
+// calls for it hang does not take it back at its next tick, and one whose
+// pass found no slot for a third of LeaseTTL; m.mu held.
 func (m *Matcher) awake(modes []string) []string {
 	now := time.Now()
 	for mode, until := range m.resting {
@@ -554,7 +599,9 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 		return err
 	}
 	m.mu.Lock()
-	m.from[mode] = p.Next
+	if _, held := m.held[mode]; held { // not once lost: released, its walk forgotten
+		m.from[mode] = p.Next
+	}
 	m.mu.Unlock()
 	if p.Cut != "" && m.cfg.Observer != nil {
 		m.cfg.Observer.PassCut(mode)
@@ -563,11 +610,10 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	if p.Expired > 0 && m.cfg.Observer != nil {
 		m.cfg.Observer.Ended(mode, "expired", p.Expired)
 	}
-	if p.Expired > 0 {
-		// their grace runs from now: the mode stays listed until a pass
-		// after it can drop them (else they would never go); best effort,
-		// the next pass that expires tickets touches it again
-		if err := m.cfg.Queue.Touch(ctx, mode, m.cfg.Grace+m.cfg.Interval+m.cfg.LeaseTTL); err != nil {
+	if p.Left == 0 && len(p.Matches) == 0 {
+		// nothing left: the mode leaves the list, unless a create since
+		// touched it (best effort: the next pass tries again)
+		if err := m.cfg.Queue.Forget(ctx, mode); err != nil {
 			errs = append(errs, err)
 		}
 	}

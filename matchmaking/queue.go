@@ -57,6 +57,9 @@ type Pass struct {
 	// ran out: the first it did not try, where Next starts; "" when the
 	// pass tried every ticket of its page.
 	Cut string
+	// Left is how many tickets (any status) and pending matches the mode
+	// has after the pass: none, and the mode may leave the list (Forget).
+	Left int
 }
 
 // PassParams bound a pass.
@@ -162,10 +165,15 @@ type Queue interface {
 	// taken again by a renewal that answers late).
 	Renew(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error)
 	DropLease(ctx context.Context, mode, holder string) error
-	// Touch records that mode has tickets (until ttl passes); Modes is the
-	// modes touched within their ttl.
+	// Touch records that mode has tickets (listed at least until ttl
+	// passes); Modes is every mode recorded; Forget drops mode from them
+	// when its time passed (a pass found it with no ticket or pending
+	// match: Pass.Left): a mode stays listed while it has any, however
+	// long since its last create (an outage longer than a ticket's TTL
+	// and grace must not leave its pending matches and tickets unpassed).
 	Touch(ctx context.Context, mode string, ttl time.Duration) error
 	Modes(ctx context.Context) ([]string, error)
+	Forget(ctx context.Context, mode string) error
 	// Searching is how many tickets mode's queue holds.
 	Searching(ctx context.Context, mode string) (int, error)
 }

@@ -112,6 +112,17 @@ func (c commitCall) KeysArgs() ([]string, []any) {
 	return []string{c.pending}, args
 }
 
+// forgetCall is modes_forget.lua.
+type forgetCall struct {
+	key, mode string
+	now       int64
+}
+
+func (forgetCall) Script() *redisx.Script { return forgetScript }
+func (c forgetCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.mode, c.now}
+}
+
 // leaseCall is matcher_lease.lua.
 type leaseCall struct {
 	key, op, holder string

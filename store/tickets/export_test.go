@@ -18,8 +18,12 @@ func ExportedCalls() []redisx.Call {
 		assignCall{tickets: "a", pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		commitCall{pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		leaseCall{key: "k", op: "take", holder: "h", ms: 1},
+		forgetCall{key: "k", mode: "m", now: 1},
 	}
 }
+
+// ModesKey is the key listing the modes with tickets.
+func (s *Store) ModesKey() string { return s.modes() }
 
 // BackfillKey is mode's backfill rooms' key.
 func (s *Store) BackfillKey(mode string) string { return s.backfill(mode) }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/rediskeys"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/internal/testlog"
 	"github.com/realsync/realsync/matchmaking"
@@ -340,41 +342,47 @@ func roundsUntilKeysGo(t *testing.T, m *matchmaking.Matcher, keys func() []strin
 	}
 }
 
-// failingTouch is a queue whose Touch always fails.
-type failingTouch struct{ matchmaking.Queue }
-
-func (failingTouch) Touch(context.Context, string, time.Duration) error {
-	return errors.New("touch: connection reset")
-}
-
-// A pass that expires a ticket and forms a match in the same pass: a
-// failed Touch (best effort) must not skip completing the match (a
-// reviewer's find).
-func TestFailedTouchStillCompletesMatches(t *testing.T) {
-	rs := mustRules(t, "modes:\n  duel:\n    ticketTTL: 1s\n")
+// A mode stays listed while it has tickets or pending matches, however
+// long since its last ticket was created (an outage longer than a
+// ticket's TTL and grace: its Cluster master down): its pending match is
+// repaired and its tickets end. A mode a pass finds empty leaves the list
+// once its time is past. A chaos test's 14-minute pause of a master left
+// a mode's time past: the listing dropped it, and its pending matches
+// (told some of their users) and searching tickets sat until a new
+// ticket of the mode came.
+func TestModeListedWhileItHasTickets(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
-		e := open(t, b, rs, func(c *matchmaking.Config) { c.Grace = 500 * time.Millisecond })
-		if _, err := e.svc.Create(ctx, player("lone"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"us"}}); err != nil {
+		e := open(t, b, rs)
+		ids := duelPair(t, e, "duel", "o0", "o1")
+		crash := &crashing{RoomOpener: e.rooms}
+		matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: crash, Notifier: e.tickets, Holder: "a"}).Round(ctx)
+		if p, err := e.tickets.Pending(ctx, "duel"); err != nil || len(p) != 1 {
+			t.Fatalf("pending after the crash: %+v %v", p, err)
+		}
+		past := float64(time.Now().Add(-time.Hour).UnixMilli())
+		future := float64(time.Now().Add(time.Hour).UnixMilli())
+		c := e.rooms.Client()
+		if err := c.ZAdd(ctx, e.tickets.ModesKey(), redis.Z{Score: past, Member: "duel"}, redis.Z{Score: past, Member: "ghost"},
+			redis.Z{Score: future, Member: "fresh"}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1200 * time.Millisecond)
-		var ids []string
-		for i := range 2 {
-			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("p%d", i)), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, tk.ID)
-		}
-		cfg := e.cfg
-		cfg.Queue = failingTouch{e.tickets}
-		rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: "a", LeaseTTL: 500 * time.Millisecond})
+		takeLease(t, e, "duel", "a", "b")
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
+			RepairAfter: time.Millisecond})
 		m.Round(ctx)
-		if len(rec.got) == 0 {
-			tk, _ := e.svc.Get(ctx, player("p0"), ids[0])
-			t.Fatalf("the pass matched p0 and p1 but a failed Touch skipped completing it: no match_found; p0's ticket %+v", tk)
+		if p, err := e.tickets.Pending(ctx, "duel"); err != nil || len(p) != 0 {
+			t.Fatalf("pending after b's round: %+v %v, want the match repaired", p, err)
+		}
+		for _, id := range ids {
+			if tk, err := e.tickets.Get(ctx, id); err != nil || tk.Status != matchmaking.Matched || tk.RoomID == "" {
+				t.Fatalf("ticket %s after b's round: %+v %v, want matched into its room", id, tk, err)
+			}
+		}
+		modes, err := c.ZRange(ctx, e.tickets.ModesKey(), 0, -1).Result()
+		if err != nil || !slices.Equal(modes, []string{"duel", "fresh"}) {
+			t.Fatalf("modes listed: %v %v, want duel (its tickets in their grace) and fresh (its time ahead), not ghost", modes, err)
 		}
 	})
 }

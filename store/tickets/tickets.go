@@ -15,13 +15,16 @@
 //	{p:m}:mm:lease:<mode>   string: the matcher holding the mode (PX)
 //	{p:m}:mm:bf:<mode>      hash room id → JSON: the mode's rooms to backfill
 //	                        (expires an hour after its last write)
-//	{p:0}:mm:modes          zset mode → ms: modes with tickets, until then
+//	{p:0}:mm:modes          zset mode → ms: modes with tickets (the latest
+//	                        create's time ahead); a mode leaves once a pass
+//	                        finds it with no ticket or pending match and
+//	                        its time is past (modes_forget)
 //	{p:u}:mm:u:<userId>     string: the user's active ticket (PX: TTL + grace)
 //
 // Every key empties itself: a ticket's fields go when its grace ends
 // (the pass's schedule sweep), so the hash, queue and schedule vanish with
 // the last; a pending record with its match's room; leases and claims
-// expire; modes past their time are trimmed by Modes.
+// expire; a mode leaves the modes once a pass finds it empty.
 package tickets
 
 import (
@@ -64,6 +67,8 @@ var (
 	leaseLua string
 	//go:embed lua/ticket_requeue.lua
 	requeueLua string
+	//go:embed lua/modes_forget.lua
+	forgetLua string
 
 	userScript    = redisx.Plain("ticket_user", userLua)
 	createScript  = redisx.Plain("ticket_create", createLua)
@@ -73,6 +78,7 @@ var (
 	commitScript  = redisx.Plain("ticket_commit", commitLua)
 	leaseScript   = redisx.Plain("matcher_lease", leaseLua)
 	requeueScript = redisx.Plain("ticket_requeue", requeueLua)
+	forgetScript  = redisx.Plain("modes_forget", forgetLua)
 )
 
 // Store keeps tickets on b's Redis, in b's key layout; match_found goes
@@ -349,14 +355,15 @@ func (s *Store) Pass(ctx context.Context, mode string, r matchmaking.Rules, p ma
 	if err != nil {
 		return matchmaking.Pass{}, err
 	}
-	if len(rest) < 3 {
+	if len(rest) < 4 {
 		return matchmaking.Pass{}, fmt.Errorf("store: unexpected ticket_pass reply %v", rest)
 	}
 	n, _ := rest[0].(int64)
 	next, _ := rest[1].(string)
 	cut, _ := rest[2].(string)
-	out := matchmaking.Pass{Expired: int(n), Next: next, Cut: cut}
-	for _, v := range rest[3:] {
+	left, _ := rest[3].(int64)
+	out := matchmaking.Pass{Expired: int(n), Next: next, Cut: cut, Left: int(left)}
+	for _, v := range rest[4:] {
 		raw, _ := v.(string)
 		m, err := decodeMatch(raw)
 		if err != nil {
@@ -513,14 +520,16 @@ func (s *Store) Touch(ctx context.Context, mode string, ttl time.Duration) error
 		Members: []redis.Z{{Score: until, Member: mode}}}).Err())
 }
 
-// Modes implements matchmaking.Queue; it trims the modes past their time.
+// Modes implements matchmaking.Queue.
 func (s *Store) Modes(ctx context.Context) ([]string, error) {
-	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	if err := s.b.Client.ZRemRangeByScore(ctx, s.modes(), "-inf", "("+now).Err(); err != nil {
-		return nil, redisx.Wrap(err)
-	}
 	out, err := s.b.Client.ZRange(ctx, s.modes(), 0, -1).Result()
 	return out, redisx.Wrap(err)
+}
+
+// Forget implements matchmaking.Queue with one script.
+func (s *Store) Forget(ctx context.Context, mode string) error {
+	_, _, err := status(s.b.Runner.Run(ctx, forgetCall{key: s.modes(), mode: mode, now: time.Now().UnixMilli()}).Result())
+	return err
 }
 
 // Searching implements matchmaking.Queue.

@@ -64,9 +64,11 @@
 -- ARGV[19] the search's nodes a try at most  ARGV[20] the pass's steps
 --          (tries, tickets walked, search nodes) before it is cut
 -- Reply: {"OK", expired count, where the next pass starts ("": from the
---        lowest), the ticket the pass was cut at ("": not cut), match
---        JSON...}; out of memory (Redis full) {"OK", 0, ARGV[17], ""}: only
---        final tickets past their grace were dropped
+--        lowest), the ticket the pass was cut at ("": not cut), the
+--        tickets (any status) and pending matches the mode has after the
+--        pass, match JSON...}; out of memory (Redis full) {"OK", 0,
+--        ARGV[17], "", 1}: only final tickets past their grace were
+--        dropped
 local tickets, sched, queue, pending, backfill = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local teams, cap, size, needed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local wstart, wstep, wevery, wmax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -108,7 +110,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', sched, '-inf', now, 'LIMIT', 0, 
     redis.call('ZREM', sched, id)
   end
 end
-if full then return {'OK', 0, ARGV[17], ''} end
+if full then return {'OK', 0, ARGV[17], '', 1} end
 
 local function window(waited)
   if wstep <= 0 or wevery <= 0 or waited <= 0 then return wstart end
@@ -442,7 +444,7 @@ if cut then
     next_from = string.format('%.17g', es[cut].rating) .. ' ' .. cut_id
   end
 end
-local out = {'OK', expired, next_from, cut_id}
+local out = {'OK', expired, next_from, cut_id, 0}
 for m, g in ipairs(matches) do
   local mid = prefix .. m
   local list = {}
@@ -462,4 +464,7 @@ for m, g in ipairs(matches) do
   redis.call('HSET', pending, mid, rec)
   out[#out + 1] = rec
 end
+-- what the mode has left: a mode with none leaves the list of modes
+-- (modes_forget.lua), one with any stays, however old its last ticket
+out[5] = redis.call('ZCARD', sched) + redis.call('HLEN', pending)
 return out

@@ -1,0 +1,266 @@
+package matchmaking
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The matcher's scheduling against fakes: fairness of the pass slots,
+// stale renewal answers, and the maps it keeps.
+
+// burstQueue: n modes always listed, every lease granted, each pass takes d.
+type burstQueue struct {
+	Queue
+	modes  []string
+	d      time.Duration
+	mu     sync.Mutex
+	passes map[string]int
+	last   map[string]time.Time
+	gap    map[string]time.Duration
+}
+
+func (q *burstQueue) Modes(context.Context) ([]string, error) { return q.modes, nil }
+func (q *burstQueue) Lease(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
+func (q *burstQueue) Renew(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
+func (q *burstQueue) DropLease(context.Context, string, string) error { return nil }
+func (q *burstQueue) Pass(ctx context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
+	select {
+	case <-time.After(q.d):
+	case <-ctx.Done():
+		return Pass{}, ctx.Err()
+	}
+	q.mu.Lock()
+	now := time.Now()
+	q.passes[mode]++
+	if l, ok := q.last[mode]; ok {
+		q.gap[mode] = max(q.gap[mode], now.Sub(l))
+	}
+	q.last[mode] = now
+	q.mu.Unlock()
+	return Pass{}, nil
+}
+func (q *burstQueue) Pending(context.Context, string) ([]Match, error) { return nil, nil }
+
+func (q *burstQueue) Forget(context.Context, string) error { return nil }
+
+// More modes than slots on one healthy instance, each pass long enough
+// that a mode waits for a slot longer than a third of LeaseTTL: every
+// mode is passed in turn (the slots serve their waiters first come, first
+// served, and a wait gives up only when no slot frees). A wait gave up at
+// that third whatever the slots did, and its mode, at the front of the
+// queue, rested and went to the back: the same modes starved (a
+// reviewer's find: at the defaults, 24 modes of 300 ms passes, a mode
+// 10.7 s without a pass in 20 s; here, a third of the times, 2 modes
+// passed once in 7 s).
+func TestNoModeStarvesWithMoreModesThanSlots(t *testing.T) {
+	q := &burstQueue{d: 100 * time.Millisecond, passes: map[string]int{}, last: map[string]time.Time{}, gap: map[string]time.Duration{}}
+	for i := range 24 {
+		q.modes = append(q.modes, fmt.Sprintf("m%02d", i))
+	}
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", PassTimeout: time.Minute,
+		Interval: 83 * time.Millisecond, LeaseTTL: time.Second})
+	start := time.Now()
+	runMatcher(t, m)
+	time.Sleep(7 * time.Second)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	worst, who := time.Duration(0), ""
+	for _, mode := range q.modes {
+		g := time.Since(start)
+		if l, ok := q.last[mode]; ok {
+			g = max(q.gap[mode], time.Since(l))
+		}
+		if g > worst {
+			worst, who = g, mode
+		}
+	}
+	// in turn: 24 modes of 100 ms over 4 slots come round every 600 ms
+	if worst > 2*time.Second {
+		t.Errorf("%s went %v without a pass on a healthy instance (passes per mode in 7 s: %v)", who, worst.Round(time.Millisecond), q.passes)
+	}
+}
+
+// blockingHandler blocks the "lease lost" warning until resume is closed
+// (a slow log sink, or the renewing goroutine descheduled there).
+type blockingHandler struct {
+	slog.Handler
+	warned, resume chan struct{}
+	once           sync.Once
+}
+
+func (h *blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *blockingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "lease lost during a pass") {
+		h.once.Do(func() { close(h.warned) })
+		<-h.resume
+	}
+	return nil
+}
+
+type releaseRaceQueue struct {
+	Queue
+	lapse                    atomic.Bool
+	passes                   atomic.Int32
+	inPass1, inPass2, warned chan struct{}
+	renewsInPass2            atomic.Int32
+	pass2                    atomic.Bool
+}
+
+func (q *releaseRaceQueue) Modes(context.Context) ([]string, error) { return []string{"duel"}, nil }
+func (q *releaseRaceQueue) Lease(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil // the lease lapsed: free for a take
+}
+func (q *releaseRaceQueue) Renew(context.Context, string, string, time.Duration) (bool, error) {
+	if q.pass2.Load() {
+		q.renewsInPass2.Add(1)
+	}
+	return !q.lapse.Load(), nil
+}
+func (q *releaseRaceQueue) DropLease(context.Context, string, string) error  { return nil }
+func (q *releaseRaceQueue) Pending(context.Context, string) ([]Match, error) { return nil, nil }
+func (q *releaseRaceQueue) Pass(ctx context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
+	switch q.passes.Add(1) {
+	case 1:
+		close(q.inPass1)
+		<-q.warned // the renewal that found the lease lapsed is logging it
+		return Pass{}, nil
+	case 2:
+		q.lapse.Store(false)
+		close(q.inPass2)
+		q.pass2.Store(true)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+		q.pass2.Store(false)
+		return Pass{}, ctx.Err()
+	}
+	<-ctx.Done()
+	return Pass{}, ctx.Err()
+}
+
+// A renewal that finds the lease lapsed forgets the mode in the same
+// locked step as it decides so: a tick that took the free lease and
+// started a new pass meanwhile keeps its hold, renewed. The release came
+// after (the renewal logging, descheduled), and the new pass ran
+// unrenewed, its lease lapsing under it (a reviewer's find).
+func TestLapsedLeaseForgetsNoNewHold(t *testing.T) {
+	h := &blockingHandler{warned: make(chan struct{}), resume: make(chan struct{})}
+	q := &releaseRaceQueue{inPass1: make(chan struct{}), inPass2: make(chan struct{}), warned: h.warned}
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: 10 * time.Millisecond,
+		LeaseTTL: 300 * time.Millisecond, PassTimeout: time.Minute, Logger: slog.New(h)})
+	runMatcher(t, m)
+	<-q.inPass1
+	q.lapse.Store(true)
+	select {
+	case <-q.inPass2:
+	case <-time.After(2 * time.Second):
+		close(h.resume)
+		t.Fatal("no second pass")
+	}
+	close(h.resume)
+	time.Sleep(600 * time.Millisecond) // twice the TTL into pass 2
+	m.mu.Lock()
+	_, held := m.held["duel"]
+	passing := m.passes["duel"] != nil
+	m.mu.Unlock()
+	if n := q.renewsInPass2.Load(); passing && (!held || n == 0) {
+		t.Errorf("duel's second pass under way 600 ms (TTL 300 ms): held %v, %d renewals", held, n)
+	}
+}
+
+func (q *releaseRaceQueue) Forget(context.Context, string) error { return nil }
+
+// phasedQueue lists what the test sets; leases as held says; passes of
+// s* stall until their ctx ends, others return a walk cursor.
+type phasedQueue struct {
+	Queue
+	mu    sync.Mutex
+	modes []string
+	grant bool
+}
+
+func (q *phasedQueue) set(modes []string) { q.mu.Lock(); q.modes = modes; q.mu.Unlock() }
+func (q *phasedQueue) Modes(context.Context) ([]string, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.modes, nil
+}
+func (q *phasedQueue) Lease(context.Context, string, string, time.Duration) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.grant, nil
+}
+func (q *phasedQueue) Renew(ctx context.Context, mode, h string, ttl time.Duration) (bool, error) {
+	return q.Lease(ctx, mode, h, ttl)
+}
+func (q *phasedQueue) DropLease(context.Context, string, string) error { return nil }
+func (q *phasedQueue) Pass(ctx context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
+	if mode[0] == 's' {
+		<-ctx.Done()
+		return Pass{}, ctx.Err()
+	}
+	return Pass{Next: "1000|" + mode}, nil
+}
+func (q *phasedQueue) Pending(context.Context, string) ([]Match, error) { return nil, nil }
+
+func (m *Matcher) sizes() (from, listed, resting, held int, fromKeys []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.from {
+		fromKeys = append(fromKeys, k)
+	}
+	return len(m.from), len(m.listed), len(m.resting), len(m.held), fromKeys
+}
+
+// The matcher keeps entries of the modes it holds only: listing modes
+// another instance holds stamped each of them for good (with
+// REALSYNC_MODES unset, every mode name clients ever queued in), and a
+// pass that gave up for want of a slot kept its walk's place after its
+// mode was forgotten (reviewer's finds).
+func TestListingKeepsNoModeHeldElsewhere(t *testing.T) {
+	q := &phasedQueue{grant: false} // every mode another instance's
+	var modes []string
+	for i := range 1000 {
+		modes = append(modes, fmt.Sprintf("m%d", i))
+	}
+	q.set(modes)
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: time.Millisecond,
+		LeaseTTL: 300 * time.Millisecond})
+	runMatcher(t, m)
+	time.Sleep(100 * time.Millisecond)
+	q.set(nil) // the modes' tickets all gone
+	time.Sleep(200 * time.Millisecond)
+	if _, listed, _, held, _ := m.sizes(); listed != 0 {
+		t.Errorf("no mode listed any more, none held (%d): m.listed still has %d entries", held, listed)
+	}
+}
+
+// See TestListingKeepsNoModeHeldElsewhere.
+func TestSlotlessPassKeepsNoWalk(t *testing.T) {
+	q := &phasedQueue{grant: true}
+	q.set([]string{"e"})
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: 10 * time.Millisecond,
+		LeaseTTL: 300 * time.Millisecond, PassTimeout: time.Minute})
+	runMatcher(t, m)
+	time.Sleep(50 * time.Millisecond) // e passed: from[e] set
+	q.set([]string{"e", "s0", "s1", "s2", "s3"})
+	time.Sleep(400 * time.Millisecond)      // s* stall in the 4 slots; e's pass goes slotless
+	q.set([]string{"s0", "s1", "s2", "s3"}) // e's tickets gone
+	time.Sleep(time.Second)
+	if n, _, _, held, keys := m.sizes(); n != 0 {
+		t.Errorf("e no longer listed nor held (held %d: the stalled s*): walk cursors kept %v", held, keys)
+	}
+}
+
+func (q *phasedQueue) Forget(context.Context, string) error { return nil }
