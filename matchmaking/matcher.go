@@ -117,9 +117,8 @@ type Matcher struct {
 	// from is where each held mode's next pass starts its walk (a page of
 	// a large queue at a time); release drops a mode's.
 	from map[string]string
-	// resting holds the modes whose pass was cut here (stuck on a call)
-	// or found no slot, until when this instance leaves them to the
-	// others.
+	// resting holds the modes whose pass was cut here (stuck on a call),
+	// until when this instance leaves them to the others.
 	resting map[string]time.Time
 	// held is the modes whose lease this instance holds, and when it was
 	// last taken or renewed; passes the modes whose pass is under way;
@@ -127,8 +126,10 @@ type Matcher struct {
 	held     map[string]time.Time
 	passes   map[string]*passRun
 	renewals map[string]chan struct{}
-	// listed is when each held mode was last listed by a tick.
+	// listed is when each held mode was last listed by a tick; kept
+	// until when a held mode found empty stays listed (Queue.Forget).
 	listed map[string]time.Time
+	kept   map[string]time.Time
 }
 
 // passRun is one mode's pass under way.
@@ -168,7 +169,7 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	}
 	return &Matcher{cfg: cfg, slots: semaphore.NewWeighted(modeConcurrency), from: map[string]string{},
 		resting: map[string]time.Time{}, held: map[string]time.Time{}, passes: map[string]*passRun{},
-		renewals: map[string]chan struct{}{}, listed: map[string]time.Time{}}
+		renewals: map[string]chan struct{}{}, listed: map[string]time.Time{}, kept: map[string]time.Time{}}
 }
 
 // Run ticks every Interval until ctx ends, renewing the leases it holds
@@ -254,6 +255,7 @@ func (m *Matcher) release(modes ...string) {
 func (m *Matcher) forget(mode string) {
 	delete(m.held, mode)
 	delete(m.listed, mode)
+	delete(m.kept, mode)
 	delete(m.from, mode) // the next holder's walk starts from the lowest
 }
 
@@ -261,12 +263,11 @@ func (m *Matcher) forget(mode string) {
 // independent (a lease each, their passes atomic scripts on their queues'
 // slots), and a pass waits on its matches' completions, round trips more
 // than CPU, so one mode at a time would have each mode wait for every
-// other's pass. A pass that finds no slot free within a third of
-// LeaseTTL gives its lease up and its mode rests that long (another
-// instance may have a slot), then a later tick takes it again: a pass
-// stuck on its calls keeps its slot until they fail or it is cut
-// (PassTimeout), and four stuck must not keep the other modes from every
-// instance.
+// other's pass. A pass waiting for a slot while none frees for a third
+// of LeaseTTL gives its lease up (another instance may have a slot) and
+// waits on in its place (acquire): a pass stuck on its calls keeps its
+// slot until they fail or it is cut (PassTimeout), and four stuck, or
+// long, must not keep the other modes from every instance.
 const modeConcurrency = 4
 
 // tick lists the modes with tickets (within a third of LeaseTTL; each
@@ -304,6 +305,11 @@ func (m *Matcher) tick(ctx context.Context, start bool) {
 	for mode := range m.held {
 		if m.passes[mode] == nil && !slices.Contains(modes, mode) {
 			unlisted = append(unlisted, mode)
+		}
+	}
+	for mode, p := range m.passes {
+		if _, held := m.held[mode]; !held && !slices.Contains(modes, mode) {
+			p.cancel() // let go waiting for a slot (acquire), and no tickets left
 		}
 	}
 	modes = slices.DeleteFunc(modes, func(mode string) bool { return m.passes[mode] != nil })
@@ -423,10 +429,9 @@ func (m *Matcher) renew(ctx context.Context, mode string, at time.Time, done cha
 
 // startPass starts mode's pass, which waits for one of the
 // modeConcurrency slots (acquire); m.mu held. A pass cut at PassTimeout
-// leaves its mode resting for PassTimeout; one that found no slot, every
-// pass holding one stuck, for a third of LeaseTTL. Either gives its lease
-// up (released) once the mode's renewal under way is over, and the rest
-// runs from then: a tick takes the mode again only after the drop.
+// leaves its mode resting for PassTimeout and gives its lease up
+// (released) once the mode's renewal under way is over; the rest runs
+// from the drop: a tick takes the mode again only after it.
 func (m *Matcher) startPass(ctx context.Context, mode string) {
 	if m.passes[mode] != nil {
 		return
@@ -436,63 +441,73 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 	m.passes[mode] = p
 	m.wg.Go(func() {
 		defer cancel()
-		cut, slotless := false, false
-		if got := m.acquire(pctx); got {
+		cut := false
+		if m.acquire(pctx, mode) {
 			p.slotted.Store(true)
 			cut = m.passMode(ctx, pctx, mode, p)
 			m.free()
-		} else {
-			slotless = pctx.Err() == nil
-		}
-		rest := m.cfg.PassTimeout
-		if !cut {
-			rest = m.cfg.LeaseTTL / 3
 		}
 		m.mu.Lock()
 		delete(m.passes, mode)
-		renewal := m.renewals[mode]
-		gone := cut || slotless
-		if gone {
-			m.resting[mode] = time.Now().Add(rest + m.cfg.LeaseTTL) // until the drop, below
-			m.forget(mode)
+		if cut {
+			m.resting[mode] = time.Now().Add(m.cfg.PassTimeout + m.cfg.LeaseTTL) // until the drop, below
 		}
 		m.mu.Unlock()
-		if !gone {
-			return
+		if cut {
+			m.letGo(ctx, mode)
+			m.mu.Lock()
+			delete(m.from, mode)
+			m.resting[mode] = time.Now().Add(m.cfg.PassTimeout)
+			m.mu.Unlock()
 		}
-		if m.cfg.Observer != nil {
-			m.cfg.Observer.Released(mode)
-		}
-		if renewal != nil {
-			<-renewal
-		}
-		dctx, dcancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
-		defer dcancel()
-		if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("matchmaking: giving up a pass's lease", "mode", mode, "err", err)
-		}
-		m.mu.Lock()
-		m.resting[mode] = time.Now().Add(rest)
-		m.mu.Unlock()
 	})
 }
 
-// acquire takes one of the modeConcurrency slots, in the order the
-// passes asked (semaphore.Weighted serves its waiters first come, first
-// served), waiting for as long as slots keep freeing; false when none
-// freed for a third of LeaseTTL (every pass holding one stuck on its
-// calls) or ctx ended.
-func (m *Matcher) acquire(ctx context.Context) bool {
-	d := m.cfg.LeaseTTL / 3
-	actx, cancel := context.WithCancel(ctx)
+// letGo gives mode's lease up: forgotten (released: its walk's place
+// kept), then, once the mode's renewal under way is over (it may renew
+// the lease), dropped.
+func (m *Matcher) letGo(ctx context.Context, mode string) {
+	m.mu.Lock()
+	delete(m.held, mode)
+	delete(m.listed, mode)
+	delete(m.kept, mode)
+	renewal := m.renewals[mode]
+	m.mu.Unlock()
+	if m.cfg.Observer != nil {
+		m.cfg.Observer.Released(mode)
+	}
+	if renewal != nil {
+		<-renewal
+	}
+	dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
 	defer cancel()
+	if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
+		m.cfg.Logger.Warn("matchmaking: giving up a pass's lease", "mode", mode, "err", err)
+	}
+}
+
+// acquire takes one of the modeConcurrency slots for mode's pass, in the
+// order the passes asked (semaphore.Weighted serves its waiters first
+// come, first served). While no slot frees for a third of LeaseTTL (the
+// passes holding them stuck on their calls, or long) it lets the mode go
+// (letGo: another instance with a slot free may take it) and waits on in
+// its place; given a slot then, it takes the lease again, and gives the
+// slot back when another instance holds the mode. false when it has no
+// slot, or ctx ended.
+func (m *Matcher) acquire(ctx context.Context, mode string) bool {
+	d := m.cfg.LeaseTTL / 3
+	wctx, stop := context.WithCancel(ctx)
+	var (
+		wg      sync.WaitGroup
+		dropped atomic.Bool
+	)
 	start := time.Now()
-	go func() { // no slot freed for d since the wait began: give up
+	wg.Go(func() { // no slot freed for d since the wait began: let go
 		t := time.NewTimer(d)
 		defer t.Stop()
 		for {
 			select {
-			case <-actx.Done():
+			case <-wctx.Done():
 				return
 			case <-t.C:
 			}
@@ -501,11 +516,33 @@ func (m *Matcher) acquire(ctx context.Context) bool {
 				t.Reset(left)
 				continue
 			}
-			cancel()
+			m.letGo(ctx, mode)
+			dropped.Store(true)
 			return
 		}
-	}()
-	return m.slots.Acquire(actx, 1) == nil
+	})
+	err := m.slots.Acquire(ctx, 1)
+	stop()
+	wg.Wait()
+	if err == nil && !dropped.Load() {
+		return true
+	}
+	if err == nil {
+		if ok, lerr := m.lease(ctx, mode, false); lerr == nil && ok {
+			m.mu.Lock()
+			now := time.Now()
+			m.held[mode], m.listed[mode] = now, now
+			m.mu.Unlock()
+			return true
+		}
+		m.free()
+	}
+	if dropped.Load() {
+		m.mu.Lock()
+		delete(m.from, mode) // another instance's now, or the shutdown's
+		m.mu.Unlock()
+	}
+	return false
 }
 
 // free gives a slot back.
@@ -516,8 +553,7 @@ func (m *Matcher) free() {
 
 // awake is modes but those resting: a mode whose pass was cut here is
 // left to the other instances for PassTimeout, so one instance whose
-// calls for it hang does not take it back at its next tick, and one whose
-// pass found no slot for a third of LeaseTTL; m.mu held.
+// calls for it hang does not take it back at its next tick; m.mu held.
 func (m *Matcher) awake(modes []string) []string {
 	now := time.Now()
 	for mode, until := range m.resting {
@@ -611,10 +647,24 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 		m.cfg.Observer.Ended(mode, "expired", p.Expired)
 	}
 	if p.Left == 0 && len(p.Matches) == 0 {
-		// nothing left: the mode leaves the list, unless a create since
-		// touched it (best effort: the next pass tries again)
-		if err := m.cfg.Queue.Forget(ctx, mode); err != nil {
-			errs = append(errs, err)
+		// nothing left: the mode leaves the list, unless its time (a
+		// create's) is ahead, then not asked again before it (the list is
+		// one key: every pass of every empty mode would write it); best
+		// effort, the next pass tries again
+		m.mu.Lock()
+		until := m.kept[mode]
+		m.mu.Unlock()
+		if time.Now().After(until) {
+			until, err := m.cfg.Queue.Forget(ctx, mode)
+			if err != nil {
+				errs = append(errs, err)
+			} else if !until.IsZero() {
+				m.mu.Lock()
+				if _, held := m.held[mode]; held {
+					m.kept[mode] = until
+				}
+				m.mu.Unlock()
+			}
 		}
 	}
 	pending, err := m.cfg.Queue.Pending(ctx, mode)

@@ -49,8 +49,8 @@ func (q *listedQueue) Lease(context.Context, string, string, time.Duration) (boo
 func (q *listedQueue) Renew(ctx context.Context, mode, h string, ttl time.Duration) (bool, error) {
 	return q.Lease(ctx, mode, h, ttl)
 }
-func (q *listedQueue) DropLease(context.Context, string, string) error { return nil }
-func (q *listedQueue) Forget(context.Context, string) error            { return nil }
+func (q *listedQueue) DropLease(context.Context, string, string) error   { return nil }
+func (q *listedQueue) Forget(context.Context, string) (time.Time, error) { return time.Time{}, nil }
 func (q *listedQueue) Pass(_ context.Context, mode string, _ Rules, _ PassParams) (Pass, error) {
 	return Pass{Next: "1000|" + mode}, nil
 }
@@ -466,8 +466,8 @@ func (q *slotsQueue) Pass(ctx context.Context, mode string, _ Rules, _ PassParam
 	q.l.mu.Unlock()
 	return Pass{}, nil
 }
-func (q *slotsQueue) Pending(context.Context, string) ([]Match, error) { return nil, nil }
-func (q *slotsQueue) Forget(context.Context, string) error             { return nil }
+func (q *slotsQueue) Pending(context.Context, string) ([]Match, error)  { return nil, nil }
+func (q *slotsQueue) Forget(context.Context, string) (time.Time, error) { return time.Time{}, nil }
 
 // Four passes stuck on an instance (their calls hanging) take its four
 // slots; a fifth mode whose pass waits for one gives its lease up, and

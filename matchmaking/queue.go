@@ -168,12 +168,13 @@ type Queue interface {
 	// Touch records that mode has tickets (listed at least until ttl
 	// passes); Modes is every mode recorded; Forget drops mode from them
 	// when its time passed (a pass found it with no ticket or pending
-	// match: Pass.Left): a mode stays listed while it has any, however
-	// long since its last create (an outage longer than a ticket's TTL
-	// and grace must not leave its pending matches and tickets unpassed).
+	// match: Pass.Left), else returns its time (no need to ask again
+	// before): a mode stays listed while it has any, however long since
+	// its last create (an outage longer than a ticket's TTL and grace must
+	// not leave its pending matches and tickets unpassed).
 	Touch(ctx context.Context, mode string, ttl time.Duration) error
 	Modes(ctx context.Context) ([]string, error)
-	Forget(ctx context.Context, mode string) error
+	Forget(ctx context.Context, mode string) (until time.Time, err error)
 	// Searching is how many tickets mode's queue holds.
 	Searching(ctx context.Context, mode string) (int, error)
 }

@@ -51,7 +51,7 @@ func (q *burstQueue) Pass(ctx context.Context, mode string, _ Rules, _ PassParam
 }
 func (q *burstQueue) Pending(context.Context, string) ([]Match, error) { return nil, nil }
 
-func (q *burstQueue) Forget(context.Context, string) error { return nil }
+func (q *burstQueue) Forget(context.Context, string) (time.Time, error) { return time.Time{}, nil }
 
 // More modes than slots on one healthy instance, each pass long enough
 // that a mode waits for a slot longer than a third of LeaseTTL: every
@@ -179,7 +179,9 @@ func TestLapsedLeaseForgetsNoNewHold(t *testing.T) {
 	}
 }
 
-func (q *releaseRaceQueue) Forget(context.Context, string) error { return nil }
+func (q *releaseRaceQueue) Forget(context.Context, string) (time.Time, error) {
+	return time.Time{}, nil
+}
 
 // phasedQueue lists what the test sets; leases as held says; passes of
 // s* stall until their ctx ends, others return a walk cursor.
@@ -263,4 +265,72 @@ func TestSlotlessPassKeepsNoWalk(t *testing.T) {
 	}
 }
 
-func (q *phasedQueue) Forget(context.Context, string) error { return nil }
+func (q *phasedQueue) Forget(context.Context, string) (time.Time, error) { return time.Time{}, nil }
+
+// Healthy passes longer than a third of LeaseTTL, more modes than slots,
+// one instance: every mode is still passed in turn. A wait gave up its
+// lease and its place in the slots' queue when no slot freed for that
+// third, its mode resting, and the modes holding the slots took them
+// again at their next tick: the others starved (a reviewer's find: 4 of
+// 8 modes passed twice or less in 8 s). A wait now gives its lease up
+// but keeps its place.
+func TestNoModeStarvesBehindLongPasses(t *testing.T) {
+	const d = 700 * time.Millisecond
+	q := &burstQueue{d: d, passes: map[string]int{}, last: map[string]time.Time{}, gap: map[string]time.Duration{}}
+	for i := range 8 {
+		q.modes = append(q.modes, fmt.Sprintf("m%02d", i))
+	}
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", PassTimeout: time.Minute,
+		Interval: 83 * time.Millisecond, LeaseTTL: time.Second})
+	start := time.Now()
+	runMatcher(t, m)
+	time.Sleep(8 * time.Second)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	worst, who := time.Duration(0), ""
+	for _, mode := range q.modes {
+		g := time.Since(start)
+		if l, ok := q.last[mode]; ok {
+			g = max(q.gap[mode], time.Since(l))
+		}
+		if g > worst {
+			worst, who = g, mode
+		}
+	}
+	// in turn: 8 modes over 4 slots come round every 2 × 700 ms
+	if worst > 3*2*d {
+		t.Errorf("%s went %v without a pass on a healthy instance (passes per mode in 8 s: %v)", who, worst.Round(time.Millisecond), q.passes)
+	}
+}
+
+// forgetCounter counts the Forget calls, each answering that the mode's
+// time is an hour ahead.
+type forgetCounter struct {
+	burstQueue
+	forgets int
+}
+
+func (q *forgetCounter) Forget(context.Context, string) (time.Time, error) {
+	q.mu.Lock()
+	q.forgets++
+	q.mu.Unlock()
+	return time.Now().Add(time.Hour), nil
+}
+
+// An empty mode whose time is ahead (its last create's TTL and grace) is
+// asked to leave the list once, not at every pass: the list is one key.
+// Every pass of every empty mode wrote it (a reviewer's find: 50 empty
+// modes, 200 scripts a second).
+func TestEmptyModeAskedToLeaveOnce(t *testing.T) {
+	q := &forgetCounter{burstQueue: burstQueue{passes: map[string]int{}, last: map[string]time.Time{}, gap: map[string]time.Duration{}}}
+	for i := range 50 {
+		q.modes = append(q.modes, fmt.Sprintf("m%02d", i))
+	}
+	runMatcher(t, NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: 20 * time.Millisecond}))
+	time.Sleep(time.Second)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if passes := len(q.passes); q.forgets > 50 || passes == 0 {
+		t.Errorf("50 empty modes passed (%d passed at all) 1 s: %d Forget calls, want one each", passes, q.forgets)
+	}
+}

@@ -160,9 +160,8 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
 		var queued Ticket
 		if queued, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.MaxQueue); err == nil {
-			// until the ticket's grace could end, and a tenth of ttl more: a
-			// later ticket within that tenth is not touched again (touch)
-			s.touch(ctx, t.Mode, ttl+s.cfg.Grace+ttl/10)
+			// until the ticket's grace could end (touch adds a tenth)
+			s.touch(ctx, t.Mode, ttl+s.cfg.Grace)
 			return s.view(queued, r), nil
 		}
 	}
@@ -189,16 +188,19 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	return Ticket{}, err
 }
 
-// touch records that mode has tickets for ttl, at most once per tenth of
-// ttl from this instance (one key holds every mode: touching it on every
-// ticket would make it a hot key). The matcher finds the mode by it; a
-// failure only delays that to the next ticket of the mode.
-func (s *Service) touch(ctx context.Context, mode string, ttl time.Duration) {
+// touch records that mode has a ticket for d (its TTL and grace), and a
+// tenth of d more: it touches at most once per tenth of d from this
+// instance (one key holds every mode: touching it on every ticket would
+// make it a hot key), so a ticket created within that tenth is still
+// within the time recorded. The matcher finds the mode by it (and keeps
+// it while it has tickets, Queue.Forget); a failure only delays that to
+// the next ticket of the mode.
+func (s *Service) touch(ctx context.Context, mode string, d time.Duration) {
 	now := s.cfg.Now()
-	if last, ok := s.touched.Load(mode); ok && now.Sub(last.(time.Time)) < ttl/10 {
+	if last, ok := s.touched.Load(mode); ok && now.Sub(last.(time.Time)) < d/10 {
 		return
 	}
-	if s.cfg.Queue.Touch(ctx, mode, ttl) == nil {
+	if s.cfg.Queue.Touch(ctx, mode, d+d/10) == nil {
 		s.touched.Store(mode, now)
 	}
 }

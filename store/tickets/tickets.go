@@ -527,9 +527,17 @@ func (s *Store) Modes(ctx context.Context) ([]string, error) {
 }
 
 // Forget implements matchmaking.Queue with one script.
-func (s *Store) Forget(ctx context.Context, mode string) error {
-	_, _, err := status(s.b.Runner.Run(ctx, forgetCall{key: s.modes(), mode: mode, now: time.Now().UnixMilli()}).Result())
-	return err
+func (s *Store) Forget(ctx context.Context, mode string) (time.Time, error) {
+	_, rest, err := status(s.b.Runner.Run(ctx, forgetCall{key: s.modes(), mode: mode, now: time.Now().UnixMilli()}).Result())
+	if err != nil || len(rest) == 0 {
+		return time.Time{}, err
+	}
+	at, _ := rest[0].(string)
+	ms, err := strconv.ParseFloat(at, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("store: unexpected modes_forget reply %v", rest)
+	}
+	return time.UnixMilli(int64(ms)), nil
 }
 
 // Searching implements matchmaking.Queue.

@@ -4,9 +4,9 @@
 -- its ticket is the pass's next. No prelude.
 -- KEYS[1] the modes (zset mode → ms)
 -- ARGV[1] mode  ARGV[2] now, ms
--- Reply: {"OK", 1 when it left, 0 when it stays}
+-- Reply: {"OK"} (it left, or was not listed) | {"OK", its time, ms} (it
+-- stays until then: a pass finding it empty before need not ask again)
 local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if at and tonumber(at) <= tonumber(ARGV[2]) then
-  return {'OK', redis.call('ZREM', KEYS[1], ARGV[1])}
-end
-return {'OK', 0}
+if at and tonumber(at) > tonumber(ARGV[2]) then return {'OK', at} end
+if at then redis.call('ZREM', KEYS[1], ARGV[1]) end
+return {'OK'}
