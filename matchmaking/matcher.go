@@ -123,9 +123,11 @@ type Matcher struct {
 	// held is the modes whose lease this instance holds, and when it was
 	// last taken or renewed; passes the modes whose pass is under way;
 	// renewals the modes whose renewal is under way (closed once over).
-	held     map[string]time.Time
-	passes   map[string]*passRun
-	renewals map[string]chan struct{}
+	held   map[string]time.Time
+	passes map[string]*passRun
+	// continuous: Run's passes go on at once while they find work.
+	continuous bool
+	renewals   map[string]chan struct{}
 	// listed is when each held mode was last listed by a tick; kept
 	// until when a held mode found empty stays listed (Queue.Forget).
 	listed map[string]time.Time
@@ -176,6 +178,7 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 // apart (renewing), then waits for the passes under way and gives up its
 // leases.
 func (m *Matcher) Run(ctx context.Context) {
+	m.continuous = true
 	stop := m.renewing(ctx)
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
@@ -442,10 +445,19 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 	m.wg.Go(func() {
 		defer cancel()
 		cut := false
-		if m.acquire(pctx, mode) {
+		for m.acquire(pctx, mode) {
 			p.slotted.Store(true)
-			cut = m.passMode(ctx, pctx, mode, p)
+			var busy bool
+			cut, busy = m.passMode(ctx, pctx, mode, p)
+			p.slotted.Store(false)
 			m.free()
+			// Run passes a mode that had work again at once (its place in
+			// the slots' queue taken anew), its lease confirmed first, not
+			// at the next tick: a burst's passes came up to an Interval
+			// apart
+			if cut || !busy || !m.continuous || !m.confirm(pctx, mode) {
+				break
+			}
 		}
 		m.mu.Lock()
 		delete(m.passes, mode)
@@ -461,6 +473,30 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 			m.mu.Unlock()
 		}
 	})
+}
+
+// confirm renews mode's lease before another pass: false when it is no
+// longer this instance's (released) or the call failed.
+func (m *Matcher) confirm(ctx context.Context, mode string) bool {
+	m.mu.Lock()
+	at, held := m.held[mode]
+	m.mu.Unlock()
+	if !held {
+		return false
+	}
+	ok, err := m.lease(ctx, mode, true)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, still := m.held[mode]; err == nil && ok && still {
+		m.held[mode] = time.Now()
+		return true
+	} else if err == nil && !ok && still && cur.Equal(at) {
+		m.forget(mode)
+		if m.cfg.Observer != nil {
+			m.cfg.Observer.Released(mode)
+		}
+	}
+	return false
 }
 
 // letGo gives mode's lease up: forgotten (released: its walk's place
@@ -588,9 +624,9 @@ func (m *Matcher) lease(ctx context.Context, mode string, renew bool) (bool, err
 // stuck on a call, and the mode goes to another instance, which repairs
 // what it left pending. A pass whose lease was lost ends at once: the
 // holder now completes and repairs its matches.
-func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (cut bool) {
+func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (cut, busy bool) {
 	tctx, cancel := context.WithTimeout(pctx, m.cfg.PassTimeout)
-	err := m.pass(tctx, mode)
+	busy, err := m.pass(tctx, mode)
 	cut = errors.Is(tctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil && ctx.Err() == nil && !p.lost.Load() {
@@ -598,7 +634,7 @@ func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (
 	}
 	if cut {
 		m.cfg.Logger.Warn("matchmaking: pass cut, its mode left to other instances", "mode", mode, "for", m.cfg.PassTimeout)
-		return true
+		return true, false
 	}
 	if m.cfg.Observer != nil && ctx.Err() == nil && !p.lost.Load() {
 		if n, err := m.cfg.Queue.Searching(pctx, mode); err == nil {
@@ -610,12 +646,12 @@ func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (
 			m.mu.Unlock()
 		}
 	}
-	return false
+	return false, busy && err == nil
 }
 
 // pass runs one pass of mode and completes its matches, then the pending
 // ones left by a dead instance.
-func (m *Matcher) pass(ctx context.Context, mode string) error {
+func (m *Matcher) pass(ctx context.Context, mode string) (busy bool, err error) {
 	r := m.cfg.Rules.Of(mode)
 	if r.Backfill {
 		// A room whose seats could not be read keeps the count last
@@ -632,8 +668,9 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	p, err := m.cfg.Queue.Pass(ctx, mode, r, PassParams{Walk: m.cfg.Walk, Sweep: m.cfg.Sweep, Grace: m.cfg.Grace, From: from,
 		Budget: m.cfg.Budget})
 	if err != nil {
-		return err
+		return false, err
 	}
+	busy = len(p.Matches) > 0 || p.Cut != ""
 	m.mu.Lock()
 	if _, held := m.held[mode]; held { // not once lost: released, its walk forgotten
 		m.from[mode] = p.Next
@@ -669,7 +706,7 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 	}
 	pending, err := m.cfg.Queue.Pending(ctx, mode)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return busy, errors.Join(append(errs, err)...)
 	}
 	for _, match := range pending {
 		if m.cfg.Now().Sub(match.At) >= m.cfg.RepairAfter {
@@ -681,7 +718,7 @@ func (m *Matcher) pass(ctx context.Context, mode string) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return busy, errors.Join(errs...)
 }
 
 // refreshBackfill reads the free seats of mode's backfill rooms again

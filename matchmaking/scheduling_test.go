@@ -334,3 +334,37 @@ func TestEmptyModeAskedToLeaveOnce(t *testing.T) {
 		t.Errorf("50 empty modes passed (%d passed at all) 1 s: %d Forget calls, want one each", passes, q.forgets)
 	}
 }
+
+// cutQueue lists one mode whose first passes are cut by their budget
+// (work left), the rest finding none.
+type cutQueue struct {
+	listedQueue
+	cmu    sync.Mutex
+	passes int
+}
+
+func (q *cutQueue) Pass(context.Context, string, Rules, PassParams) (Pass, error) {
+	q.cmu.Lock()
+	defer q.cmu.Unlock()
+	if q.passes++; q.passes <= 5 {
+		return Pass{Cut: "t", Left: 1}, nil
+	}
+	return Pass{Left: 1}, nil
+}
+
+// A running matcher passes a mode whose pass found work again at once,
+// not at its next tick: a burst's passes (matches made, or cut by their
+// budget) came an Interval apart, and the time to match of a burst of
+// 100 000 tickets rose from 0.11 to 0.34 s at the median (rsload's match
+// scenario, docs/PERFORMANCE-HISTORY.md).
+func TestBusyModeIsPassedAgainAtOnce(t *testing.T) {
+	q := &cutQueue{}
+	q.set([]string{"duel"})
+	runMatcher(t, NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: 5 * time.Second}))
+	time.Sleep(time.Second)
+	q.cmu.Lock()
+	defer q.cmu.Unlock()
+	if q.passes != 6 {
+		t.Errorf("%d passes 1 s into a run ticking every 5 s, want the 5 cut ones and the one after them", q.passes)
+	}
+}
