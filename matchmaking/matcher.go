@@ -445,17 +445,22 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 	m.wg.Go(func() {
 		defer cancel()
 		cut := false
+		// a pass starts only right after its lease was confirmed, the wait
+		// for a slot however long; Run passes a mode whose pass made
+		// matches again at once (its place in the slots' queue taken
+		// anew), not at the next tick: a burst's passes came up to an
+		// Interval apart
 		for m.acquire(pctx, mode) {
+			if !m.confirm(pctx, mode) {
+				m.free()
+				break
+			}
 			p.slotted.Store(true)
 			var busy bool
 			cut, busy = m.passMode(ctx, pctx, mode, p)
 			p.slotted.Store(false)
 			m.free()
-			// Run passes a mode that had work again at once (its place in
-			// the slots' queue taken anew), its lease confirmed first, not
-			// at the next tick: a burst's passes came up to an Interval
-			// apart
-			if cut || !busy || !m.continuous || !m.confirm(pctx, mode) {
+			if cut || !busy || !m.continuous {
 				break
 			}
 		}
@@ -475,8 +480,8 @@ func (m *Matcher) startPass(ctx context.Context, mode string) {
 	})
 }
 
-// confirm renews mode's lease before another pass: false when it is no
-// longer this instance's (released) or the call failed.
+// confirm renews mode's lease before a pass: false when it is no longer
+// this instance's (released) or the call failed.
 func (m *Matcher) confirm(ctx context.Context, mode string) bool {
 	m.mu.Lock()
 	at, held := m.held[mode]
@@ -670,7 +675,7 @@ func (m *Matcher) pass(ctx context.Context, mode string) (busy bool, err error) 
 	if err != nil {
 		return false, err
 	}
-	busy = len(p.Matches) > 0 || p.Cut != ""
+	busy = len(p.Matches) > 0 // a cut pass that made none waits for the tick
 	m.mu.Lock()
 	if _, held := m.held[mode]; held { // not once lost: released, its walk forgotten
 		m.from[mode] = p.Next
