@@ -256,10 +256,15 @@ func (m *Matcher) release(modes ...string) {
 
 // forget is release's part under m.mu.
 func (m *Matcher) forget(mode string) {
+	m.forgetHold(mode)
+	delete(m.from, mode) // the next holder's walk starts from the lowest
+}
+
+// forgetHold forgets that mode is held, its walk's place kept; m.mu held.
+func (m *Matcher) forgetHold(mode string) {
 	delete(m.held, mode)
 	delete(m.listed, mode)
 	delete(m.kept, mode)
-	delete(m.from, mode) // the next holder's walk starts from the lowest
 }
 
 // modeConcurrency is how many modes' passes run at once: modes are
@@ -390,9 +395,7 @@ func (m *Matcher) renewing(ctx context.Context) (stop func()) {
 }
 
 // renew is one renewal of mode's lease, held since at (renewing); done is
-// closed once it is over. An answer that the lease is not this
-// instance's counts only if no other lease call of the mode answered
-// since at (a tick's take after it is newer).
+// closed once it is over.
 func (m *Matcher) renew(ctx context.Context, mode string, at time.Time, done chan struct{}) {
 	defer func() {
 		m.mu.Lock()
@@ -400,9 +403,20 @@ func (m *Matcher) renew(ctx context.Context, mode string, at time.Time, done cha
 		m.mu.Unlock()
 		close(done)
 	}()
+	m.renewHeld(ctx, mode, at)
+}
+
+// renewHeld renews mode's lease, held since at: true when it is still
+// this instance's. An answer that it is not (another instance's, or
+// lapsed) counts only if no other lease call of the mode answered since
+// at (a tick's take after it is newer): the mode is forgotten in the same
+// step, its pass under way ends at once (this instance paused past its
+// lease: the holder completes and repairs its matches), and it is
+// released.
+func (m *Matcher) renewHeld(ctx context.Context, mode string, at time.Time) bool {
 	ok, err := m.lease(ctx, mode, true)
 	if err != nil {
-		return
+		return false
 	}
 	m.mu.Lock()
 	cur, held := m.held[mode]
@@ -416,18 +430,18 @@ func (m *Matcher) renew(ctx context.Context, mode string, at time.Time, done cha
 		m.forget(mode)
 	}
 	m.mu.Unlock()
-	if !lost {
-		return
-	}
-	if p != nil && !p.lost.Swap(true) {
-		if ctx.Err() == nil {
-			m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", mode)
+	if lost {
+		if p != nil && !p.lost.Swap(true) {
+			if ctx.Err() == nil {
+				m.cfg.Logger.Warn("matchmaking: lease lost during a pass", "mode", mode)
+			}
+			p.cancel()
 		}
-		p.cancel()
+		if m.cfg.Observer != nil {
+			m.cfg.Observer.Released(mode)
+		}
 	}
-	if m.cfg.Observer != nil {
-		m.cfg.Observer.Released(mode)
-	}
+	return ok && held
 }
 
 // startPass starts mode's pass, which waits for one of the
@@ -486,22 +500,7 @@ func (m *Matcher) confirm(ctx context.Context, mode string) bool {
 	m.mu.Lock()
 	at, held := m.held[mode]
 	m.mu.Unlock()
-	if !held {
-		return false
-	}
-	ok, err := m.lease(ctx, mode, true)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cur, still := m.held[mode]; err == nil && ok && still {
-		m.held[mode] = time.Now()
-		return true
-	} else if err == nil && !ok && still && cur.Equal(at) {
-		m.forget(mode)
-		if m.cfg.Observer != nil {
-			m.cfg.Observer.Released(mode)
-		}
-	}
-	return false
+	return held && m.renewHeld(ctx, mode, at)
 }
 
 // letGo gives mode's lease up: forgotten (released: its walk's place
@@ -509,9 +508,7 @@ func (m *Matcher) confirm(ctx context.Context, mode string) bool {
 // the lease), dropped.
 func (m *Matcher) letGo(ctx context.Context, mode string) {
 	m.mu.Lock()
-	delete(m.held, mode)
-	delete(m.listed, mode)
-	delete(m.kept, mode)
+	m.forgetHold(mode)
 	renewal := m.renewals[mode]
 	m.mu.Unlock()
 	if m.cfg.Observer != nil {
