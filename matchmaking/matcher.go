@@ -134,11 +134,15 @@ type Matcher struct {
 	kept   map[string]time.Time
 }
 
-// passRun is one mode's pass under way.
+// passRun is one mode's pass under way (in Run, the passes that follow
+// one another while they make matches).
 type passRun struct {
 	cancel  context.CancelFunc // ends the pass: its lease was lost
 	lost    atomic.Bool
 	slotted atomic.Bool // it holds one of the modeConcurrency slots
+	// refreshed is when its backfill rooms were last read (pass); only
+	// the pass's goroutine touches it.
+	refreshed time.Time
 }
 
 // NewMatcher returns a Matcher as cfg says. It panics when cfg.Rules do
@@ -628,7 +632,7 @@ func (m *Matcher) lease(ctx context.Context, mode string, renew bool) (bool, err
 // holder now completes and repairs its matches.
 func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (cut, busy bool) {
 	tctx, cancel := context.WithTimeout(pctx, m.cfg.PassTimeout)
-	busy, err := m.pass(tctx, mode)
+	busy, err := m.pass(tctx, mode, p)
 	cut = errors.Is(tctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil && ctx.Err() == nil && !p.lost.Load() {
@@ -651,11 +655,18 @@ func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (
 	return false, busy && err == nil
 }
 
-// pass runs one pass of mode and completes its matches, then the pending
-// ones left by a dead instance.
-func (m *Matcher) pass(ctx context.Context, mode string) (busy bool, err error) {
+// pass runs one pass of mode (one of run's) and completes its matches,
+// then the pending ones left by a dead instance. A backfill mode's rooms
+// are read again (refreshBackfill) by the first pass of a run and then at
+// most once an Interval: passes that follow one another at once (Run,
+// while they make matches) keep the rooms' records themselves (a pass
+// takes the seats it offers off them), and reading every room of the mode
+// before each would cost Redis a read per room and pass where a tick's
+// pass cost one per room and Interval.
+func (m *Matcher) pass(ctx context.Context, mode string, run *passRun) (busy bool, err error) {
 	r := m.cfg.Rules.Of(mode)
-	if r.Backfill {
+	if r.Backfill && (run.refreshed.IsZero() || time.Since(run.refreshed) >= m.cfg.Interval) {
+		run.refreshed = time.Now()
 		// A room whose seats could not be read keeps the count last
 		// recorded (a ticket offered a seat it no longer has goes back to
 		// the queue): one room's error, a Cluster master of its slot down,
@@ -726,7 +737,8 @@ func (m *Matcher) pass(ctx context.Context, mode string) (busy bool, err error) 
 // refreshBackfill reads the free seats of mode's backfill rooms again
 // (players leave, holds lapse, rooms start or close), full ones too, so a
 // pass offers what each room can take now; completeConcurrency rooms at
-// once (a mode's open match rooms are all read each pass). A room never
+// once (a mode's open match rooms are all read: see pass for how often).
+// A room never
 // offers more than the mode's size (r.Size()) less its players and held
 // seats, whatever maxPlayers its owner set since.
 func (m *Matcher) refreshBackfill(ctx context.Context, mode string, r Rules) error {

@@ -775,6 +775,63 @@ func (f seatsFail) FreeSeats(ctx context.Context, id string, size int) (int, boo
 	return f.RoomOpener.FreeSeats(ctx, id, size)
 }
 
+// seatsRead counts the FreeSeats reads of a RoomOpener.
+type seatsRead struct {
+	matchmaking.RoomOpener
+	n atomic.Int64
+}
+
+func (c *seatsRead) FreeSeats(ctx context.Context, id string, size int) (int, bool, error) {
+	c.n.Add(1)
+	return c.RoomOpener.FreeSeats(ctx, id, size)
+}
+
+// A backfill mode whose passes follow one another at once while they
+// make matches (Run) reads its rooms' seats once an Interval, not before
+// every pass: three rooms recorded, six pairs far from them and from each
+// other made one a pass (Walk 2), an Interval longer than the test: the
+// first pass of the run reads the three rooms, the six after it none.
+// Every pass read every room of the mode (42 reads here; with hundreds of
+// match rooms, hundreds of reads a pass, passes back to back).
+func TestBusyBackfillModeReadsItsRoomsOnceAnInterval(t *testing.T) {
+	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		queue := ffaQueue(t, e)
+		pairs := func(from, n int) (ids []string) {
+			for k := from; k < from+n; k++ {
+				rating := float64(10000 * (k + 1))
+				ids = append(ids, queue(fmt.Sprintf("p%d-a", k), rating).ID, queue(fmt.Sprintf("p%d-b", k), rating+10).ID)
+			}
+			return ids
+		}
+		ids := pairs(0, 3)
+		backfillMatcher(e).Round(ctx)
+		if rs := backfillRooms(t, e); len(rs) != 3 {
+			t.Fatalf("backfill rooms %v, want 3 with 2 free seats each", rs)
+		}
+		ids = append(ids, pairs(3, 6)...)
+		seats := &seatsRead{RoomOpener: e.rooms}
+		running(t, matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: seats, Notifier: e.tickets,
+			Holder: "a", Interval: time.Minute, Walk: 2}))
+		within(t, 10*time.Second, "every pair matched", func() bool {
+			for _, id := range ids {
+				if tk, err := e.tickets.Get(ctx, id); err != nil || tk.RoomID == "" {
+					return false
+				}
+			}
+			return true
+		})
+		if rs := backfillRooms(t, e); len(rs) != 9 {
+			t.Fatalf("backfill rooms %v, want 9: a pair a room", rs)
+		}
+		if n := seats.n.Load(); n != 3 {
+			t.Fatalf("%d reads of the rooms' seats in a run of 7 passes, want 3: the run's first pass reads the 3 rooms", n)
+		}
+	})
+}
+
 // One backfill room whose seats cannot be read does not stop its mode:
 // the pass goes on with the count last recorded, making the other
 // matches, expiries and repairs. The pass returned at the error: no
