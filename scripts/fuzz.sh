@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for a bounded time each (FUZZTIME, default 4s: all nine in about a minute on 2 cores),
+# Runs every fuzz target for a bounded time each (FUZZTIME, default 4s: all ten in about a minute on 2 cores),
 # after its seed corpus (the f.Add seeds and testdata/fuzz, which plain
 # `go test` also runs). A failure leaves the failing input in the package's
 # testdata/fuzz directory: commit it with the fix, so it is replayed forever.
@@ -9,6 +9,7 @@ fuzztime=${FUZZTIME:-4s}
 targets=(
   "./api FuzzDecodeJSONObject"
   "./api FuzzVerifyToken"
+  "./api FuzzAppendRoom"
   "./rooms FuzzParseAttrQuery"
   "./rooms FuzzStatePatch"
   "./rooms FuzzMyRoomsCursor"
