@@ -521,9 +521,11 @@ func (m *Matcher) letGo(ctx context.Context, mode string) {
 	if renewal != nil {
 		<-renewal
 	}
-	dctx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL/3)
+	// dropped even if ctx ended meanwhile (the shutdown's): Run drops the
+	// modes held then, which this one no longer is
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.LeaseTTL/3)
 	defer cancel()
-	if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil && ctx.Err() == nil {
+	if err := m.cfg.Queue.DropLease(dctx, mode, m.cfg.Holder); err != nil {
 		m.cfg.Logger.Warn("matchmaking: giving up a pass's lease", "mode", mode, "err", err)
 	}
 }
@@ -643,7 +645,12 @@ func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (
 		return true, false
 	}
 	if m.cfg.Observer != nil && ctx.Err() == nil && !p.lost.Load() {
-		if n, err := m.cfg.Queue.Searching(pctx, mode); err == nil {
+		// bounded as a lease call: the pass holds its slot, and its lease
+		// is renewed, until this returns
+		sctx, cancel := context.WithTimeout(pctx, m.cfg.LeaseTTL/3)
+		n, serr := m.cfg.Queue.Searching(sctx, mode)
+		cancel()
+		if serr == nil {
 			// not once released (lost meanwhile): only the holder reports
 			m.mu.Lock()
 			if _, held := m.held[mode]; held && !p.lost.Load() {
@@ -721,16 +728,19 @@ func (m *Matcher) pass(ctx context.Context, mode string, run *passRun) (busy boo
 	if err != nil {
 		return busy, errors.Join(append(errs, err)...)
 	}
-	for _, match := range pending {
-		if m.cfg.Now().Sub(match.At) >= m.cfg.RepairAfter {
-			m.cfg.Logger.Info("matchmaking: completing a pending match", "mode", mode, "match", match.ID)
-			done, err := m.complete(ctx, match, r, true)
-			if err == nil && done {
-				m.matched(mode, match) // its first completion did not end it
-			}
-			errs = append(errs, err)
+	// a dead instance's leftovers, as many as a pass of its may have made,
+	// completeConcurrency at once as a pass's own: one at a time, a few
+	// hundred took longer than PassTimeout, which cut the survivor's pass
+	// and rested its mode
+	pending = slices.DeleteFunc(pending, func(match Match) bool { return m.cfg.Now().Sub(match.At) < m.cfg.RepairAfter })
+	errs = append(errs, concurrently(pending, completeConcurrency, func(match Match) error {
+		m.cfg.Logger.Info("matchmaking: completing a pending match", "mode", mode, "match", match.ID)
+		done, err := m.complete(ctx, match, r, true)
+		if err == nil && done {
+			m.matched(mode, match) // its first completion did not end it
 		}
-	}
+		return err
+	})...)
 	return busy, errors.Join(errs...)
 }
 

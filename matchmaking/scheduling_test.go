@@ -1,6 +1,7 @@
 package matchmaking
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -431,3 +432,225 @@ func TestNoPassOnALapsedLease(t *testing.T) {
 		t.Errorf("%d passes started on a lapsed lease (mode, how long after the lapse): %v", n, s)
 	}
 }
+
+// hangingCount: duel's passes return at once; reading its queue
+// (Searching, for the metrics) hangs until its ctx ends (a Cluster master
+// of its slot failing over, a pool with no free connection).
+type hangingCount struct {
+	listedQueue
+	renews   atomic.Int64
+	counting atomic.Bool
+	returned atomic.Bool
+}
+
+func (q *hangingCount) Renew(context.Context, string, string, time.Duration) (bool, error) {
+	q.renews.Add(1)
+	return true, nil
+}
+func (q *hangingCount) Searching(ctx context.Context, _ string) (int, error) {
+	if !q.counting.Swap(true) {
+		defer q.returned.Store(true)
+	}
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// The queue read after a pass (passMode's Searching, for the metrics) is
+// bounded as a lease call: the pass holds its slot, and its lease is
+// renewed as a passing mode's, until it returns. A reviewer's find: it
+// ran without a deadline, past PassTimeout, which bounds a pass "and the
+// renewals of its lease with it" (the read hanging, the slot kept from
+// the other modes and the mode from the other instances).
+func TestQueueReadAfterAPassIsBounded(t *testing.T) {
+	q := &hangingCount{}
+	q.set([]string{"duel"})
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q, Observer: &observed{}}, Holder: "a",
+		Interval: 10 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, PassTimeout: 300 * time.Millisecond})
+	runMatcher(t, m)
+	for !q.counting.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(1200 * time.Millisecond) // 4×PassTimeout
+	m.mu.Lock()
+	p := m.passes["duel"]
+	m.mu.Unlock()
+	slotted := p != nil && p.slotted.Load()
+	if !q.returned.Load() {
+		t.Errorf("duel's queue read still hanging 4×PassTimeout after it began: its pass holds a slot (%v), its lease renewed %d times meanwhile",
+			slotted, q.renews.Load())
+	}
+}
+
+// deadLeftovers: duel's queue holds the pending matches a killed instance
+// left (older than RepairAfter); each completion's room takes roomTime
+// (a busy Redis: the killed instance's pass of hundreds of matches took
+// ~4 s at 16 at once, docs/MATCHMAKING.md).
+type deadLeftovers struct {
+	listedQueue
+	pending  []Match
+	mu       sync.Mutex
+	assigned map[string]bool
+}
+
+func (q *deadLeftovers) Pending(context.Context, string) ([]Match, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []Match
+	for _, m := range q.pending {
+		if !q.assigned[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+func (q *deadLeftovers) Get(context.Context, string) (Ticket, error) {
+	return Ticket{}, ErrTicketNotFound
+}
+func (q *deadLeftovers) Commit(context.Context, Match, string) (bool, error) { return true, nil }
+func (q *deadLeftovers) Assign(_ context.Context, m Match, _ string) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.assigned[m.ID] = true
+	return true, nil
+}
+
+type slowRooms struct {
+	RoomOpener
+	d time.Duration
+}
+
+func (r slowRooms) OpenMatchRoom(ctx context.Context, m Match, _ int, _ time.Duration) (string, error) {
+	select {
+	case <-time.After(r.d):
+		return "r-" + m.ID, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// A pass repairs the pending matches a dead instance left
+// completeConcurrency at once, as it completes its own, within the same
+// PassTimeout. A reviewer's find: it repaired them one at a time, so 40
+// leftovers of 50 ms each took 2 s (0.15 s 16 at once), past a 1 s
+// PassTimeout: the pass was cut, the survivor gave the lease up and left
+// the mode alone for PassTimeout, and with no other instance nobody
+// passed it.
+func TestDeadInstancesLeftoversRepairedConcurrently(t *testing.T) {
+	q := &deadLeftovers{assigned: map[string]bool{}}
+	q.set([]string{"duel"})
+	at := time.Now().Add(-10 * time.Second)
+	for i := range 40 {
+		q.pending = append(q.pending, Match{ID: fmt.Sprintf("m%d", i), Mode: "duel", At: at,
+			Tickets: []MatchedTicket{{ID: fmt.Sprintf("t%d", i), Users: []string{fmt.Sprintf("u%d", i)}}}})
+	}
+	var buf bytes.Buffer
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Rooms: slowRooms{d: 50 * time.Millisecond},
+		Notifier: silentNotifier{}, Holder: "a", Logger: slog.New(slog.NewTextHandler(&buf, nil)),
+		LeaseTTL: 300 * time.Millisecond, PassTimeout: time.Second})
+	held := m.Round(context.Background())
+	q.mu.Lock()
+	n := len(q.assigned)
+	q.mu.Unlock()
+	if len(held) == 0 || n < 40 {
+		t.Errorf("a healthy instance's pass repaired %d of 40 leftovers within PassTimeout (1 s at 50 ms each); held after: %v; cut: %v",
+			n, held, strings.Contains(buf.String(), "pass cut"))
+	}
+}
+
+// ctxLeases: one lease, held by "a" once taken; lease calls take d and
+// honour their ctx (as the store's do: a cancelled ctx fails the call).
+type ctxLeases struct {
+	listedQueue
+	d       time.Duration
+	lmu     sync.Mutex
+	holder  string
+	dropped bool
+}
+
+func (q *ctxLeases) wait(ctx context.Context) error {
+	select {
+	case <-time.After(q.d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (q *ctxLeases) Lease(ctx context.Context, _, h string, _ time.Duration) (bool, error) {
+	if err := q.wait(ctx); err != nil {
+		return false, err
+	}
+	q.lmu.Lock()
+	defer q.lmu.Unlock()
+	if q.holder == "" || q.holder == h {
+		q.holder = h
+		return true, nil
+	}
+	return false, nil
+}
+func (q *ctxLeases) Renew(ctx context.Context, m, h string, ttl time.Duration) (bool, error) {
+	return q.Lease(ctx, m, h, ttl)
+}
+func (q *ctxLeases) DropLease(ctx context.Context, _, h string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	q.lmu.Lock()
+	defer q.lmu.Unlock()
+	if q.holder == h {
+		q.holder, q.dropped = "", true
+	}
+	return nil
+}
+func (q *ctxLeases) Pass(ctx context.Context, _ string, _ Rules, _ PassParams) (Pass, error) {
+	<-ctx.Done()
+	return Pass{}, ctx.Err()
+}
+
+// signalHandler closes cut when the matcher logs a pass cut.
+type signalHandler struct {
+	slog.Handler
+	cut  chan struct{}
+	once sync.Once
+}
+
+func (h *signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "pass cut") {
+		h.once.Do(func() { close(h.cut) })
+	}
+	return nil
+}
+
+// A shutdown that comes while a cut pass gives its lease up (letGo,
+// waiting for the mode's renewal under way) still gives it up: Run's own
+// drops go over the modes held, which no longer names it. A reviewer's
+// find: letGo dropped under Run's ctx, ended by then (the call failed),
+// and the lease lapsed after its TTL instead of being free at once.
+func TestShutdownDuringACutPassGivesItsLeaseUp(t *testing.T) {
+	q := &ctxLeases{d: 200 * time.Millisecond}
+	q.set([]string{"duel"})
+	h := &signalHandler{cut: make(chan struct{})}
+	m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Logger: slog.New(h),
+		Interval: 10 * time.Millisecond, LeaseTTL: 900 * time.Millisecond, PassTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	select {
+	case <-h.cut:
+	case <-time.After(5 * time.Second):
+		cancel()
+		<-done
+		t.Fatal("no cut")
+	}
+	cancel() // the shutdown, while the cut pass waits for duel's renewal
+	<-done
+	q.lmu.Lock()
+	defer q.lmu.Unlock()
+	if q.holder != "" {
+		t.Errorf("Run returned: duel's lease still held by %q (dropped %v), left to lapse", q.holder, q.dropped)
+	}
+}
+
+type silentNotifier struct{}
+
+func (silentNotifier) MatchFound(context.Context, string, MatchFound) error { return nil }

@@ -234,7 +234,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 
 	background, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
-	janitorDone, webhooksDone := make(chan struct{}), make(chan struct{})
+	janitorDone, webhooksDone, matcherDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var member *fleet.Member
 	connected := make(chan error, 1)
 	go func() { connected <- connect(background, st, log) }()
@@ -263,7 +263,10 @@ wait:
 				defer close(webhooksDone)
 				runWebhooks(background, cfg.webhookSettings, st, deadLetters, hub.Instance(), m, log)
 			}()
-			go runMatcher(background, mm, st, hub.Instance(), log)
+			go func() {
+				defer close(matcherDone)
+				runMatcher(background, mm, st, hub.Instance(), log)
+			}()
 		case <-ctx.Done():
 			break wait
 		}
@@ -286,11 +289,16 @@ wait:
 		if err := member.Leave(ctx); err != nil {
 			log.Warn("leaving the instance registry", "err", err)
 		}
-		// the webhook sends in flight end and settle before the store
-		// closes (what is left then is taken over by another instance)
-		select {
-		case <-webhooksDone:
-		case <-ctx.Done():
+		// the webhook sends in flight end and settle, and the matcher's
+		// passes end and it gives its modes' leases up, before the store
+		// closes (what is left then is taken over by another instance; a
+		// lease not given up keeps its modes from the others for its TTL)
+		for _, done := range []chan struct{}{webhooksDone, matcherDone} {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 	closeHub, closeStore = func() {}, func() {}
