@@ -23,12 +23,10 @@ interface Scripted {
 }
 async function scripted(serve: (n: number, req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<Scripted> {
   const requests: http.IncomingMessage[] = [];
-  const timers = new Set<ReturnType<typeof setInterval>>();
   const server = http.createServer((req, res) => {
     requests.push(req);
     serve(requests.length - 1, req, res);
   });
-  server.on("close", () => timers.forEach(clearInterval));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
@@ -50,8 +48,16 @@ describe("the heartbeat watchdog (Node)", () => {
   it("a connection silent for idleTimeoutMs is dropped (reconnecting, NETWORK) and resumed with Last-Event-ID", async () => {
     const s = await scripted((n, _req, res) => {
       res.writeHead(200, { "Content-Type": "text/event-stream" });
-      if (n === 0) res.write(`id: 3\nevent: snapshot\ndata: ${snapshot("r1")}\n\n`); // then nothing: a half-open connection
-      else res.write("event: resumed\ndata: {\"type\":\"resumed\"}\n\n");
+      if (n === 0) {
+        res.write(`id: 3\nevent: snapshot\ndata: ${snapshot("r1")}\n\n`); // then nothing: a half-open connection
+        return;
+      }
+      // the resumed connection stays alive (heartbeats): on a loaded machine
+      // the checks below may come more than idleTimeoutMs after it resumed,
+      // and a silent one would have been dropped again meanwhile
+      res.write("event: resumed\ndata: {\"type\":\"resumed\"}\n\n");
+      const beat = setInterval(() => res.write(": ping\n\n"), 50);
+      res.on("close", () => clearInterval(beat));
     });
     const rs = new RealSync({ baseUrl: s.url, token: "t" });
     const live = rs.live("r1", { idleTimeoutMs: 300, backoff: { initialMs: 10, maxMs: 20 } });
