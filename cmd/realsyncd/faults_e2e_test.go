@@ -164,8 +164,18 @@ func TestOutageLogsAreBounded(t *testing.T) {
 	if lines > outageLogBound || !strings.Contains(window, "store unavailable") {
 		t.Fatalf("%d lines logged during the outage, want 1..%d naming it", lines, outageLogBound)
 	}
-	if !patch(t, in, id, toks[0], map[string]any{"after": "outage"}) {
-		t.Fatal("patch after the outage failed")
+	// served again: on a loaded machine (CI at load 9) the first patch 4 s
+	// after Redis came back failed once, its answer not kept; a bounded
+	// wait, and the answer named when it runs out
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		status, body := call(t, "PATCH", in.url+"/v1/rooms/"+id+"/state", toks[0], map[string]any{"after": "outage"})
+		if status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("patch after the outage: %d %v", status, body)
+		}
+		t.Logf("patch after the outage: %d %v", status, body)
 	}
 	final := roomVersion(t, in, id, toks[0])
 	for i, f := range fs {
