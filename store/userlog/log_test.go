@@ -329,3 +329,46 @@ func TestOlderReleaseReadsANewerLog(t *testing.T) {
 		})
 	}
 }
+
+// A logged event keeps what the user sent as they sent it: a message of
+// 4 KiB of '<' (rooms.MaxMessageData) is logged at about that size, and
+// read back the same. json.Marshal's HTML escaping logged each '<' as the
+// six bytes of \u003c: 24.7 KB a message in a tester's run, every inbox
+// up to 6 times what its limits say (docs/SECURITY.md).
+func TestLoggedEventKeepsTheDataAsSent(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
+			data := json.RawMessage(`"` + strings.Repeat("<&>", (rooms.MaxMessageData-2)/3) + `"`)
+			ev := func(to string) players.DirectMessageEvent {
+				return players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, to, time.Now()),
+					Message: players.DirectMessageBody{Type: "chat", Data: data}}
+			}
+			if _, err := l.SendEvent(ctx, uid, ev(uid)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.SendToMany(ctx, []string{uid}, ev("")); err != nil { // its body stored once, for many
+				t.Fatal(err)
+			}
+			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
+			if err != nil || len(o.Replay) != 2 {
+				t.Fatalf("inbox %+v %v", o, err)
+			}
+			for i, e := range o.Replay {
+				var got players.DirectMessageEvent
+				if err := json.Unmarshal(e.Data, &got); err != nil || string(got.Message.Data) != string(data) {
+					t.Fatalf("event %d read back: %.80s… (%v)", i+1, e.Data, err)
+				}
+				if n := len(e.Data); n > len(data)+300 {
+					t.Errorf("event %d: %d bytes for %d bytes of data", i+1, n, len(data))
+				}
+			}
+		})
+	}
+}
