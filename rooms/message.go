@@ -121,6 +121,8 @@ func (s *Service) checkMessage(p MessageParams) ([]byte, error) {
 		errs.add("data", "must be valid JSON")
 	case data.Len() > MaxMessageData:
 		errs.add("data", "must be at most %d bytes of JSON", MaxMessageData)
+	case !FiniteNumbers(data.Bytes()):
+		errs.add("data", finiteRule)
 	}
 	return data.Bytes(), errs.err()
 }

@@ -1,12 +1,14 @@
 package rooms
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -189,6 +191,8 @@ func validateState(field string, s State, patch bool) fieldErrors {
 			out.add(name, "key must match ^[A-Za-z0-9_.:-]{1,64}$")
 		case len(v) > MaxStateValue:
 			out.add(name, "value must be at most %d bytes of JSON", MaxStateValue)
+		case !FiniteNumbers(v):
+			out.add(name, "value "+finiteRule)
 		case !patch && isNull(v):
 			out.add(name, "must not be null in a new room's state")
 		}
@@ -197,6 +201,42 @@ func validateState(field string, s State, patch bool) fieldErrors {
 }
 
 func isNull(v json.RawMessage) bool { return string(v) == "null" }
+
+// FiniteNumbers reports whether every number of JSON text v (valid JSON)
+// is a finite float64. A number past ±1.7976931348623157e308 (1e400, an
+// integer of 400 digits) is valid JSON that JavaScript reads as Infinity
+// and the Go and C# SDKs fail to read: held in a room's state or a
+// message, it failed every such client's stream at every reconnect (a
+// tester's find). State values and message data hold to it, as
+// attributes do (ValidAttrValue).
+func FiniteNumbers(v []byte) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			for i++; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(v) && strings.IndexByte("+-.eE0123456789", v[j]) >= 0 {
+				j++
+			}
+			// no exponent and 15 characters at most: below 1e15 whatever
+			if j-i > 15 || bytes.ContainsAny(v[i:j], "eE") {
+				if _, err := strconv.ParseFloat(string(v[i:j]), 64); err != nil {
+					return false // out of range (an underflow reads as 0: no error)
+				}
+			}
+			i = j - 1
+		}
+	}
+	return true
+}
+
+// finiteRule is what a field whose JSON holds a number out of range is told.
+const finiteRule = "must hold no number beyond ±1.7976931348623157e308 (a finite double)"
 
 // StateTotals returns the number of keys and bytes (keys + values) a state
 // holds, as the totals limits count them.

@@ -1,7 +1,10 @@
 package rooms
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +53,47 @@ func TestRangesFromTheirConstants(t *testing.T) {
 				t.Fatalf("%s: %q, want %q", tc.field, got.Message, tc.msg)
 			}
 		})
+	}
+}
+
+// A number past a double's range is refused in a state value and a
+// message's data, whatever its spelling or place; every number a double
+// holds passes, an underflow too (read as 0), and digits inside strings
+// are not numbers. The server took 1e400, which the Go and C# SDKs fail
+// to read, at every reconnect (a tester's find).
+func TestFiniteNumbers(t *testing.T) {
+	s := New(Config{})
+	for _, tc := range []struct {
+		json string
+		ok   bool
+	}{
+		{`1`, true},
+		{`-0.5e-3`, true},
+		{`1.7976931348623157e308`, true},
+		{`-1.7976931348623157e308`, true},
+		{`1e-400`, true},
+		{`123456789012345678901234567890`, true},
+		{`{"a":[1,2,{"b":"1e400"}],"c":"\"1e400"}`, true},
+		{`"\\" `, true},
+		{`1e400`, false},
+		{`-1e400`, false},
+		{`1.8e308`, false},
+		{`1E+309`, false},
+		{strings.Repeat("9", 400), false},
+		{`{"hp":1e400}`, false},
+		{`[true, null, {"x": ["a\"b", -1e999]}]`, false},
+		{`{"s":"\\","n":1e400}`, false},
+	} {
+		if got := FiniteNumbers([]byte(tc.json)); got != tc.ok {
+			t.Errorf("FiniteNumbers(%.60s) = %v, want %v", tc.json, got, tc.ok)
+		}
+		state := validateState("", State{"k": json.RawMessage(tc.json)}, true).err()
+		_, msg := s.checkMessage(MessageParams{Type: "chat", Data: json.RawMessage(tc.json)})
+		for what, err := range map[string]error{"state value": state, "message data": msg} {
+			var ve *ValidationError
+			if refused := errors.As(err, &ve) && strings.Contains(err.Error(), "finite double"); refused == tc.ok {
+				t.Errorf("%s %.60s: %v", what, tc.json, err)
+			}
+		}
 	}
 }

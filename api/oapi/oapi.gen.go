@@ -328,7 +328,8 @@ type CreateRoomRequest struct {
 	Region Region `json:"region"`
 
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
-	// value at most 8 KiB of JSON, at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
+	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.
 	State       *State       `json:"state,omitempty"`
 	StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
@@ -407,7 +408,7 @@ type DeadLetterList struct {
 
 // DirectMessageRequest defines model for DirectMessageRequest.
 type DirectMessageRequest struct {
-	// Data Any JSON, at most 4 KiB once compacted.
+	// Data Any JSON, at most 4 KiB once compacted, every number in it a finite double (1e400 is 422).
 	Data json.RawMessage `json:"data"`
 
 	// Type Application-defined kind, e.g. `chat`; no control characters.
@@ -539,7 +540,7 @@ type MessageList struct {
 
 // MessageRequest defines model for MessageRequest.
 type MessageRequest struct {
-	// Data Any JSON, at most 4 KiB once compacted.
+	// Data Any JSON, at most 4 KiB once compacted, every number in it a finite double (1e400 is 422).
 	Data json.RawMessage `json:"data"`
 
 	// To Only these players (and the sender) get the message.
@@ -797,7 +798,8 @@ type SeatReservation struct {
 }
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
-// value at most 8 KiB of JSON, at most 256 keys and 64 KiB in all.
+// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
+// 422), at most 256 keys and 64 KiB in all.
 // In a merge patch, `null` deletes the key.
 type State map[string]interface{}
 
@@ -813,7 +815,8 @@ type StateVersions struct {
 // StateView defines model for StateView.
 type StateView struct {
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
-	// value at most 8 KiB of JSON, at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
+	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.
 	State        State `json:"state"`
 	StateVersion int64 `json:"stateVersion"`

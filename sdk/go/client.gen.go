@@ -333,7 +333,8 @@ type CreateRoomRequest struct {
 	Region Region `json:"region"`
 
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
-	// value at most 8 KiB of JSON, at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
+	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.
 	State       *State       `json:"state,omitempty"`
 	StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
@@ -412,7 +413,7 @@ type DeadLetterList struct {
 
 // DirectMessageRequest defines model for DirectMessageRequest.
 type DirectMessageRequest struct {
-	// Data Any JSON, at most 4 KiB once compacted.
+	// Data Any JSON, at most 4 KiB once compacted, every number in it a finite double (1e400 is 422).
 	Data json.RawMessage `json:"data"`
 
 	// Type Application-defined kind, e.g. `chat`; no control characters.
@@ -544,7 +545,7 @@ type MessageList struct {
 
 // MessageRequest defines model for MessageRequest.
 type MessageRequest struct {
-	// Data Any JSON, at most 4 KiB once compacted.
+	// Data Any JSON, at most 4 KiB once compacted, every number in it a finite double (1e400 is 422).
 	Data json.RawMessage `json:"data"`
 
 	// To Only these players (and the sender) get the message.
@@ -802,7 +803,8 @@ type SeatReservation struct {
 }
 
 // State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
-// value at most 8 KiB of JSON, at most 256 keys and 64 KiB in all.
+// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
+// 422), at most 256 keys and 64 KiB in all.
 // In a merge patch, `null` deletes the key.
 type State map[string]interface{}
 
@@ -818,7 +820,8 @@ type StateVersions struct {
 // StateView defines model for StateView.
 type StateView struct {
 	// State Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
-	// value at most 8 KiB of JSON, at most 256 keys and 64 KiB in all.
+	// value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
+	// 422), at most 256 keys and 64 KiB in all.
 	// In a merge patch, `null` deletes the key.
 	State        State `json:"state"`
 	StateVersion int64 `json:"stateVersion"`
@@ -2816,8 +2819,11 @@ type ClientInterface interface {
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	// JSON whose every number is a finite double (422: a number past
+	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+	// JavaScript reads as Infinity and other clients cannot read), at
+	// most 256 keys and 64 KiB (keys + values) in all after the patch
+	// (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -2842,8 +2848,11 @@ type ClientInterface interface {
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	// JSON whose every number is a finite double (422: a number past
+	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+	// JavaScript reads as Infinity and other clients cannot read), at
+	// most 256 keys and 64 KiB (keys + values) in all after the patch
+	// (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -2868,8 +2877,11 @@ type ClientInterface interface {
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	// JSON whose every number is a finite double (422: a number past
+	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+	// JavaScript reads as Infinity and other clients cannot read), at
+	// most 256 keys and 64 KiB (keys + values) in all after the patch
+	// (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -4650,8 +4662,11 @@ func (c *APIClient) GetRoomState(ctx context.Context, roomId RoomId, reqEditors 
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-// the patch (413 `PAYLOAD_TOO_LARGE`).
+// JSON whose every number is a finite double (422: a number past
+// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+// JavaScript reads as Infinity and other clients cannot read), at
+// most 256 keys and 64 KiB (keys + values) in all after the patch
+// (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -4686,8 +4701,11 @@ func (c *APIClient) PatchRoomStateWithBody(ctx context.Context, roomId RoomId, p
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-// the patch (413 `PAYLOAD_TOO_LARGE`).
+// JSON whose every number is a finite double (422: a number past
+// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+// JavaScript reads as Infinity and other clients cannot read), at
+// most 256 keys and 64 KiB (keys + values) in all after the patch
+// (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -4722,8 +4740,11 @@ func (c *APIClient) PatchRoomState(ctx context.Context, roomId RoomId, params *P
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-// the patch (413 `PAYLOAD_TOO_LARGE`).
+// JSON whose every number is a finite double (422: a number past
+// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+// JavaScript reads as Infinity and other clients cannot read), at
+// most 256 keys and 64 KiB (keys + values) in all after the patch
+// (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -8088,8 +8109,11 @@ type ClientWithResponsesInterface interface {
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	// JSON whose every number is a finite double (422: a number past
+	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+	// JavaScript reads as Infinity and other clients cannot read), at
+	// most 256 keys and 64 KiB (keys + values) in all after the patch
+	// (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -8114,8 +8138,11 @@ type ClientWithResponsesInterface interface {
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	// JSON whose every number is a finite double (422: a number past
+	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+	// JavaScript reads as Infinity and other clients cannot read), at
+	// most 256 keys and 64 KiB (keys + values) in all after the patch
+	// (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -8140,8 +8167,11 @@ type ClientWithResponsesInterface interface {
 	// and another member only keys starting `player_<their playerId>_`
 	// (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 	// Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-	// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-	// the patch (413 `PAYLOAD_TOO_LARGE`).
+	// JSON whose every number is a finite double (422: a number past
+	// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+	// JavaScript reads as Infinity and other clients cannot read), at
+	// most 256 keys and 64 KiB (keys + values) in all after the patch
+	// (413 `PAYLOAD_TOO_LARGE`).
 	//
 	// Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 	// with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -14359,8 +14389,11 @@ func (c *ClientWithResponses) GetRoomStateWithResponse(ctx context.Context, room
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-// the patch (413 `PAYLOAD_TOO_LARGE`).
+// JSON whose every number is a finite double (422: a number past
+// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+// JavaScript reads as Infinity and other clients cannot read), at
+// most 256 keys and 64 KiB (keys + values) in all after the patch
+// (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -14391,8 +14424,11 @@ func (c *ClientWithResponses) PatchRoomStateWithBodyWithResponse(ctx context.Con
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-// the patch (413 `PAYLOAD_TOO_LARGE`).
+// JSON whose every number is a finite double (422: a number past
+// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+// JavaScript reads as Infinity and other clients cannot read), at
+// most 256 keys and 64 KiB (keys + values) in all after the patch
+// (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -14423,8 +14459,11 @@ func (c *ClientWithResponses) PatchRoomStateWithResponse(ctx context.Context, ro
 // and another member only keys starting `player_<their playerId>_`
 // (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
 // Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-// JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-// the patch (413 `PAYLOAD_TOO_LARGE`).
+// JSON whose every number is a finite double (422: a number past
+// ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+// JavaScript reads as Infinity and other clients cannot read), at
+// most 256 keys and 64 KiB (keys + values) in all after the patch
+// (413 `PAYLOAD_TOO_LARGE`).
 //
 // Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
 // with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the

@@ -338,7 +338,12 @@ namespace RealSync
                 var text = s.Substring(start, Pos - start);
                 long l;
                 if (integral && long.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out l)) return l;
-                return double.Parse(text, NumberStyles.Float, CultureInfo.InvariantCulture);
+                double d;
+                if (double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out d)) return d;
+                // valid JSON past a double's range (1e400): infinity, as .NET Core
+                // and JavaScript read it, where Mono and .NET Framework throw
+                // (an OverflowException that failed the stream at every reconnect)
+                return text[0] == '-' ? double.NegativeInfinity : double.PositiveInfinity;
             }
         }
     }

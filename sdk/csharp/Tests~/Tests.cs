@@ -100,6 +100,14 @@ static class Tests
             new[] { "0.1", "0.1" },
         };
         foreach (var c in cases) Check.Eq(c[1], Json.Write(Json.Parse(c[0])), "round trip of " + c[0]);
+        // a number past a double's range (the server refuses it since 2026-12-01,
+        // an older one stored it) reads as infinity on every runtime, not an
+        // OverflowException on Mono that failed a stream at every reconnect
+        var huge = Json.ParseObject("{\"hp\":1e400,\"lo\":-1E+999,\"n\":" + new string('9', 400) + ",\"tiny\":1e-400}");
+        Check.Eq(double.PositiveInfinity, huge.Get("hp"), "1e400");
+        Check.Eq(double.NegativeInfinity, huge.Get("lo"), "-1E+999");
+        Check.Eq(double.PositiveInfinity, huge.Get("n"), "400 digits");
+        Check.Eq(0.0, huge.Get("tiny"), "1e-400");
         var o = Json.ParseObject("{\"i\":3,\"d\":2.5,\"s\":\"t\",\"o\":{\"k\":[1]}}");
         Check.Eq(3L, o.Get("i"), "integer as long");
         Check.Eq(2.5, o.Get("d"), "fraction as double");

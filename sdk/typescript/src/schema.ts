@@ -353,8 +353,11 @@ export interface paths {
          *     and another member only keys starting `player_<their playerId>_`
          *     (403 `STATE_KEY_FORBIDDEN`); with `open`, any member any key.
          *     Limits: keys `^[A-Za-z0-9_.:-]{1,64}$`, each value at most 8 KiB of
-         *     JSON (422), at most 256 keys and 64 KiB (keys + values) in all after
-         *     the patch (413 `PAYLOAD_TOO_LARGE`).
+         *     JSON whose every number is a finite double (422: a number past
+         *     ±1.7976931348623157e308, such as `1e400`, is valid JSON that
+         *     JavaScript reads as Infinity and other clients cannot read), at
+         *     most 256 keys and 64 KiB (keys + values) in all after the patch
+         *     (413 `PAYLOAD_TOO_LARGE`).
          *
          *     Takes no `Idempotency-Key`. Sent again after a lost answer, a patch
          *     with `If-Match` is 412 `VERSION_MISMATCH` (its first run moved the
@@ -1422,7 +1425,7 @@ export interface components {
         DirectMessageRequest: {
             /** @description Application-defined kind, e.g. `chat`; no control characters. */
             type: string;
-            /** @description Any JSON, at most 4 KiB once compacted. */
+            /** @description Any JSON, at most 4 KiB once compacted, every number in it a finite double (1e400 is 422). */
             data: unknown;
         };
         InviteRequest: {
@@ -1494,7 +1497,8 @@ export interface components {
         };
         /**
          * @description Flat map of key → any JSON value. Keys `^[A-Za-z0-9_.:-]{1,64}$`, each
-         *     value at most 8 KiB of JSON, at most 256 keys and 64 KiB in all.
+         *     value at most 8 KiB of JSON, its numbers finite doubles (1e400 is
+         *     422), at most 256 keys and 64 KiB in all.
          *     In a merge patch, `null` deletes the key.
          */
         State: {
@@ -1576,7 +1580,7 @@ export interface components {
         MessageRequest: {
             /** @description Application-defined kind, e.g. `chat`; no control characters. */
             type: string;
-            /** @description Any JSON, at most 4 KiB once compacted. */
+            /** @description Any JSON, at most 4 KiB once compacted, every number in it a finite double (1e400 is 422). */
             data: unknown;
             /** @description Only these players (and the sender) get the message. */
             to?: number[];
