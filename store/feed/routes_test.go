@@ -69,6 +69,12 @@ func TestRoutes(t *testing.T) {
 		{"status online", "{rs:1}:st:u-1", "4 web,ios", true, []string{"status u-1 v4 true [web ios]"}},
 		{"status offline", "{rs:1}:st:u-1", "5", true, []string{"status u-1 v5 false []"}},
 		{"status, sink without users", "{rs:1}:st:u-1", "5", false, nil},
+		// a user id may hold either infix: the one right after the tag counts
+		{"status of a user id holding the user infix", "{rs:1}:st:ev}:uch:bob7", "4 web", true,
+			[]string{"status ev}:uch:bob7 v4 true [web]"}},
+		{"user event of a user id holding the status infix", "{rs:1}:uch:a}:st:b", "F", true,
+			[]string{"user a}:st:b seq0   control=true"}},
+		{"status of a user id holding the lobby suffix", "{rs:1}:st:x}:lobby", "5", true, []string{"status x}:lobby v5 false []"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +102,7 @@ func TestRoutesResubscribed(t *testing.T) {
 		{"{rs:1}:st:u-1", true, []string{"resubscribed status u-1"}},
 		{"{rs:1}:uch:u-1", false, nil},
 		{"{rs:1}:st:u-1", false, nil},
+		{"{rs:1}:st:ev}:uch:bob7", true, []string{"resubscribed status ev}:uch:bob7"}},
 	}
 	for _, tc := range tests {
 		sink, rec := newSink(tc.user)

@@ -33,44 +33,54 @@ func (f *Feed) UnsubscribeStatus(uid string) {
 	f.mux.Unsubscribe(f.userShard(uid), f.cfg.StatusChannel(uid))
 }
 
+// userChannel reads a user channel ("<tag>}:uch:<userId>") or a status
+// channel ("<tag>}:st:<userId>"): the infix right after the hash tag's
+// closing brace, the rest the user's id, which may hold either infix
+// itself (a follower of "ev}:uch:bob7" was sent its status as bob7's
+// logged events, which failed to parse: a tester's find).
+func userChannel(channel string) (uid string, user, status bool) {
+	i := strings.IndexByte(channel, '}')
+	if i < 0 {
+		return "", false, false
+	}
+	rest := channel[i:]
+	if uid, ok := strings.CutPrefix(rest, sessions.UserChannelInfix); ok {
+		return uid, true, false
+	}
+	if uid, ok := strings.CutPrefix(rest, sessions.StatusChannelInfix); ok {
+		return uid, false, true
+	}
+	return "", false, false
+}
+
 // userMessage hands a message of a user or status channel to the sink;
 // reports whether channel was one.
 func (f *Feed) userMessage(channel, payload string) bool {
+	uid, user, status := userChannel(channel)
 	us, ok := f.sink.(sse.UserSink)
-	if _, uid, found := strings.Cut(channel, sessions.UserChannelInfix); found {
-		if ok {
-			if payload == "F" {
-				us.DeliverUser(uid, sse.UserEvent{Control: true})
-			} else if e, err := sessions.ParseUserEvent(payload); err == nil {
-				us.DeliverUser(uid, e)
-			}
+	switch {
+	case user && ok:
+		if payload == "F" {
+			us.DeliverUser(uid, sse.UserEvent{Control: true})
+		} else if e, err := sessions.ParseUserEvent(payload); err == nil {
+			us.DeliverUser(uid, e)
 		}
-		return true
+	case status && ok:
+		us.DeliverStatus(sessions.ParseStatus(uid, payload))
 	}
-	if _, uid, found := strings.Cut(channel, sessions.StatusChannelInfix); found {
-		if ok {
-			us.DeliverStatus(sessions.ParseStatus(uid, payload))
-		}
-		return true
-	}
-	return false
+	return user || status
 }
 
 // userResubscribed tells the sink a user or status channel was
 // resubscribed; reports whether channel was one.
 func (f *Feed) userResubscribed(channel string) bool {
+	uid, user, status := userChannel(channel)
 	us, ok := f.sink.(sse.UserSink)
-	if _, uid, found := strings.Cut(channel, sessions.UserChannelInfix); found {
-		if ok {
-			us.ResubscribedUser(uid)
-		}
-		return true
+	switch {
+	case user && ok:
+		us.ResubscribedUser(uid)
+	case status && ok:
+		us.ResubscribedStatus(uid)
 	}
-	if _, uid, found := strings.Cut(channel, sessions.StatusChannelInfix); found {
-		if ok {
-			us.ResubscribedStatus(uid)
-		}
-		return true
-	}
-	return false
+	return user || status
 }
