@@ -1143,10 +1143,10 @@ type StreamMeEventsParams struct {
 	// Platform The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`.
 	Platform Platform `form:"platform" json:"platform"`
 
-	// LastEventId The `Last-Event-ID`, for clients that cannot set the header.
+	// LastEventId The `Last-Event-ID`, for clients that cannot set the header; given twice, 422 `VALIDATION_FAILED`.
 	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
 
-	// LastEventID The id of the last logged event the client received.
+	// LastEventID The id of the last logged event the client received; sent twice, 422 `VALIDATION_FAILED` (a value the server cannot serve is a `snapshot` with `resync`, not an error).
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
@@ -1257,10 +1257,10 @@ type CreateRoomParams struct {
 
 // StreamRoomEventsParams defines parameters for StreamRoomEvents.
 type StreamRoomEventsParams struct {
-	// LastEventId Same as the `Last-Event-ID` header, which wins when both are sent.
+	// LastEventId Same as the `Last-Event-ID` header, which wins when both are sent; given twice, 422 `VALIDATION_FAILED`.
 	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
 
-	// LastEventID The id of the last event the client received.
+	// LastEventID The id of the last event the client received; sent twice, 422 `VALIDATION_FAILED` (a value the server cannot serve is a `snapshot`, not an error).
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 

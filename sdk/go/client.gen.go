@@ -1148,10 +1148,10 @@ type StreamMeEventsParams struct {
 	// Platform The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`.
 	Platform Platform `form:"platform" json:"platform"`
 
-	// LastEventId The `Last-Event-ID`, for clients that cannot set the header.
+	// LastEventId The `Last-Event-ID`, for clients that cannot set the header; given twice, 422 `VALIDATION_FAILED`.
 	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
 
-	// LastEventID The id of the last logged event the client received.
+	// LastEventID The id of the last logged event the client received; sent twice, 422 `VALIDATION_FAILED` (a value the server cannot serve is a `snapshot` with `resync`, not an error).
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
@@ -1262,10 +1262,10 @@ type CreateRoomParams struct {
 
 // StreamRoomEventsParams defines parameters for StreamRoomEvents.
 type StreamRoomEventsParams struct {
-	// LastEventId Same as the `Last-Event-ID` header, which wins when both are sent.
+	// LastEventId Same as the `Last-Event-ID` header, which wins when both are sent; given twice, 422 `VALIDATION_FAILED`.
 	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
 
-	// LastEventID The id of the last event the client received.
+	// LastEventID The id of the last event the client received; sent twice, 422 `VALIDATION_FAILED` (a value the server cannot serve is a `snapshot`, not an error).
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
@@ -10045,6 +10045,8 @@ type StreamMeEventsResponse struct {
 	ApplicationproblemJSON409 *SessionExists
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -10087,6 +10089,11 @@ func (r StreamMeEventsResponse) GetApplicationproblemJSON409() *SessionExists {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r StreamMeEventsResponse) GetApplicationproblemJSON413() *TooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r StreamMeEventsResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11366,6 +11373,8 @@ type StreamRoomEventsResponse struct {
 	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -11401,6 +11410,11 @@ func (r StreamRoomEventsResponse) GetApplicationproblemJSON408() *RequestTimeout
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r StreamRoomEventsResponse) GetApplicationproblemJSON413() *TooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r StreamRoomEventsResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -16445,6 +16459,13 @@ func ParseStreamMeEventsResponse(rsp *http.Response) (*StreamMeEventsResponse, e
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17882,6 +17903,13 @@ func ParseStreamRoomEventsResponse(rsp *http.Response) (*StreamRoomEventsRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

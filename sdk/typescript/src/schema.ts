@@ -3360,11 +3360,11 @@ export interface operations {
     streamRoomEvents: {
         parameters: {
             query?: {
-                /** @description Same as the `Last-Event-ID` header, which wins when both are sent. */
+                /** @description Same as the `Last-Event-ID` header, which wins when both are sent; given twice, 422 `VALIDATION_FAILED`. */
                 lastEventId?: string;
             };
             header?: {
-                /** @description The id of the last event the client received. */
+                /** @description The id of the last event the client received; sent twice, 422 `VALIDATION_FAILED` (a value the server cannot serve is a `snapshot`, not an error). */
                 "Last-Event-ID"?: string;
             };
             path: {
@@ -3396,6 +3396,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
+            422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
@@ -4006,11 +4007,11 @@ export interface operations {
             query: {
                 /** @description The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`. */
                 platform: components["schemas"]["Platform"];
-                /** @description The `Last-Event-ID`, for clients that cannot set the header. */
+                /** @description The `Last-Event-ID`, for clients that cannot set the header; given twice, 422 `VALIDATION_FAILED`. */
                 lastEventId?: string;
             };
             header?: {
-                /** @description The id of the last logged event the client received. */
+                /** @description The id of the last logged event the client received; sent twice, 422 `VALIDATION_FAILED` (a value the server cannot serve is a `snapshot` with `resync`, not an error). */
                 "Last-Event-ID"?: string;
             };
             path?: never;
@@ -4033,6 +4034,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             409: components["responses"]["SessionExists"];
             413: components["responses"]["TooLarge"];
+            422: components["responses"]["Invalid"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
