@@ -25,7 +25,9 @@
 // not silent), reopens the shard's connection (a new one, on the slot's
 // current node, every channel subscribed again; each confirmation is a
 // resubscription, told to the Handler, which catches up) and tells
-// Probe.Silent. A connection whose probe channel Redis did not confirm is
+// Probe.Silent. Once a reopened connection's first probe comes back,
+// every channel is told resubscribed once more (echoed: a subscription
+// may be confirmed before it receives the slot's messages). A connection whose probe channel Redis did not confirm is
 // probed too once Probe.Wait passed since it was opened: reopened after
 // its slot moved, on the owner its client had not re-read yet, it got
 // MOVED for its subscription and would never deliver anything. A probe
@@ -124,6 +126,9 @@ type shardSub struct {
 	opened  time.Time
 	nonce   int64
 	sentAt  time.Time
+	// recheck: the connection was reopened and no probe came back on it
+	// yet (echoed tells every channel resubscribed once more then)
+	recheck bool
 }
 
 // New returns a Mux on client that hands what it receives to h, probing
@@ -341,7 +346,7 @@ func (x *Mux) reopen(shard int, sub *shardSub) {
 	for ch := range sub.channels {
 		chans = append(chans, ch)
 	}
-	sub.armed, sub.nonce, sub.opened = false, 0, time.Now()
+	sub.armed, sub.nonce, sub.opened, sub.recheck = false, 0, time.Now(), sub.probeCh != ""
 	clear(sub.unsubs) // the old connection's confirmations are dropped
 	sub.ps = x.open(context.Background(), sub.with(chans...)...)
 	sub.cur.Store(sub.ps)
@@ -365,17 +370,37 @@ func (x *Mux) probeConfirmed(shard int, sub *shardSub, kind string) {
 }
 
 // echoed handles a message of sub's probe channel: the outstanding probe
-// came back.
+// came back. The first to come back on a reopened connection tells every
+// channel resubscribed once more: a subscription may be confirmed before
+// it receives what the slot's master publishes. After a live master's
+// failover the reopened connection went to the node the client still
+// took for the slot's owner, the demoted one, which as the new master's
+// replica confirms a sharded subscription and receives its messages only
+// once it has synced, 0.5–2 s later: the catch-up at the confirmation ran
+// before that, and an event published in between (a lone match_found, a
+// direct message) reached no stream (a chaos tester's find). A probe that
+// came back was published after the path was whole: a catch-up from then
+// on misses nothing.
 func (x *Mux) echoed(sub *shardSub, payload string) {
 	n, err := strconv.ParseInt(payload, 10, 64)
 	if err != nil {
 		return
 	}
+	var again []string
 	x.mu.Lock()
 	if sub.nonce != 0 && n >= sub.nonce {
 		sub.nonce = 0
+		if sub.recheck {
+			sub.recheck = false
+			for ch := range sub.channels {
+				again = append(again, ch)
+			}
+		}
 	}
 	x.mu.Unlock()
+	for _, ch := range again {
+		x.h.Resubscribed(ch)
+	}
 }
 
 // probeLoop probes every Probe.Every until Close.
