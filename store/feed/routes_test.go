@@ -72,6 +72,11 @@ func TestRoutes(t *testing.T) {
 		// a user id may hold either infix: the one right after the tag counts
 		{"status of a user id holding the user infix", "{rs:1}:st:ev}:uch:bob7", "4 web", true,
 			[]string{"status ev}:uch:bob7 v4 true [web]"}},
+		// a status channel as store/sessions names it: the tag's brace, then the infix's
+		{"status, the channel's two braces", "{rs:1}}:st:u-1", "4 web", true, []string{"status u-1 v4 true [web]"}},
+		{"status of a user id holding the user infix, two braces", "{rs:1}}:st:ev}:uch:bob7", "4 web", true,
+			[]string{"status ev}:uch:bob7 v4 true [web]"}},
+		{"status of a user id starting with a brace", "{rs:1}}:st:}x", "5", true, []string{"status }x v5 false []"}},
 		{"user event of a user id holding the status infix", "{rs:1}:uch:a}:st:b", "F", true,
 			[]string{"user a}:st:b seq0   control=true"}},
 		{"status of a user id holding the lobby suffix", "{rs:1}:st:x}:lobby", "5", true, []string{"status x}:lobby v5 false []"}},
@@ -103,6 +108,7 @@ func TestRoutesResubscribed(t *testing.T) {
 		{"{rs:1}:uch:u-1", false, nil},
 		{"{rs:1}:st:u-1", false, nil},
 		{"{rs:1}:st:ev}:uch:bob7", true, []string{"resubscribed status ev}:uch:bob7"}},
+		{"{rs:1}}:st:u-1", true, []string{"resubscribed status u-1"}},
 	}
 	for _, tc := range tests {
 		sink, rec := newSink(tc.user)

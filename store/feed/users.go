@@ -33,17 +33,21 @@ func (f *Feed) UnsubscribeStatus(uid string) {
 	f.mux.Unsubscribe(f.userShard(uid), f.cfg.StatusChannel(uid))
 }
 
-// userChannel reads a user channel ("<tag>}:uch:<userId>") or a status
-// channel ("<tag>}:st:<userId>"): the infix right after the hash tag's
-// closing brace, the rest the user's id, which may hold either infix
-// itself (a follower of "ev}:uch:bob7" was sent its status as bob7's
-// logged events, which failed to parse: a tester's find).
+// userChannel reads a user channel ("{<tag>}:uch:<userId>") or a status
+// channel ("{<tag>}}:st:<userId>", store/sessions.StatusChannel: its
+// infix's brace follows the tag's own): the infix right after the hash
+// tag, the rest the user's id, which may hold either infix itself (a
+// follower of "ev}:uch:bob7" was sent its status as bob7's logged events,
+// which failed to parse: a tester's find).
 func userChannel(channel string) (uid string, user, status bool) {
 	i := strings.IndexByte(channel, '}')
 	if i < 0 {
 		return "", false, false
 	}
 	rest := channel[i:]
+	if strings.HasPrefix(rest, "}}") {
+		rest = rest[1:]
+	}
 	if uid, ok := strings.CutPrefix(rest, sessions.UserChannelInfix); ok {
 		return uid, true, false
 	}

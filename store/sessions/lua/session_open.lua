@@ -47,12 +47,17 @@
 -- ARGV[21] how long an offline status is kept (ms), as session_close's
 -- ARGV[22] how long a replaced session's tombstone is kept (ms)
 -- ARGV[23] the most tombstones kept
+-- ARGV[24] the most bytes of entries the reply carries (at least one
+--          entry): the caller reads the rest of the replay itself, in
+--          pages, so that one open of a full log (its 1 000 entries of up
+--          to ~4 KiB each) does not hold Redis for its whole reply
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from,
 --        lost "1"|"0", entry...}: tag is the tag of position from (its
 --        entry's write's, or the history's: see the resume below); lost
 --        says the platform's inbox lost events before their delivery (its
 --        cursor is behind the log's oldest entry: the cap dropped them);
---        the events after from (seq from + 1 on), each "<tag> <json>",
+--        the events after from (seq from + 1 on; ARGV[24] bytes of them
+--        at most, the first always), each "<tag> <json>",
 --        the tag of its write (an event whose body is stored once for
 --        many users: "<tag> \1<body key>", store/userlog) |
 --        {"SESSION_EXISTS", ms}: ms until the platform's open session's
@@ -165,6 +170,16 @@ local function entry(e)
   return tag_of(e) .. ' ' .. f[2]
 end
 local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', '0'}
+-- add puts entry e in the reply unless the byte budget is spent (the
+-- first always goes); false once it is
+local budget = tonumber(ARGV[24])
+local function add(e)
+  if #reply > 7 and budget <= 0 then return false end
+  local s = entry(e)
+  budget = budget - #s
+  reply[#reply + 1] = s
+  return true
+end
 if cseq and ARGV[14] ~= '' then
   -- the cursor names a write: the log's entry cseq must carry its tag; a
   -- position without an entry (0, or trimmed: the oldest entry follows
@@ -183,7 +198,9 @@ if cseq and ARGV[14] ~= '' then
     end
     if ok then
       reply[3], reply[6] = ARGV[14], tostring(cseq)
-      for i = at and 2 or 1, #evs do reply[#reply + 1] = entry(evs[i]) end
+      for i = at and 2 or 1, #evs do
+        if not add(evs[i]) then break end
+      end
       -- the client had everything up to its cursor
       if cseq > tonumber(redis.call('HGET', K_CUR, platform) or '-1') then
         redis.call('HSET', K_CUR, platform, cseq)
@@ -214,5 +231,7 @@ elseif redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE
 local evs = redis.call('XRANGE', K_LOG, from .. '-0', '+', 'COUNT', tonumber(ARGV[20]) + 1)
 local i = 1
 if evs[1] and evs[1][1] == from .. '-0' then reply[3], i = tag_of(evs[1]), 2 end
-for j = i, math.min(#evs, i + tonumber(ARGV[20]) - 1) do reply[#reply + 1] = entry(evs[j]) end
+for j = i, math.min(#evs, i + tonumber(ARGV[20]) - 1) do
+  if not add(evs[j]) then break end
+end
 return reply
