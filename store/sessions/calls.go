@@ -92,7 +92,7 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 		log.Channel, x.StatusChannel(u), x.b.PubCmd, x.cfg.Logs.Config().MaxLen, x.cfg.Logs.Config().TTL.Milliseconds(), c.newTag,
 		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTL.Milliseconds(),
 		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline, offlineStatusTTL.Milliseconds(),
-		x.replacedKeep().Milliseconds(), ReplacedKept, replayBytes}
+		x.replacedKeep().Milliseconds(), ReplacedKept, replayBytes, replayPage}
 	if outboxLen > 0 {
 		keys = append(keys, outbox)
 	}

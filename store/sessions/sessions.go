@@ -217,25 +217,37 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 		str, _ := d.(string)
 		es = append(es, userlog.EntryOf(o.From+1+int64(i), str))
 	}
-	// the reply stops at replayBytes: the rest of the replay, up to the
-	// log's last entry when the script ran, in pages
+	// the reply stops at a page (replayPage entries, replayBytes): the rest
+	// of the replay, up to the log's last entry when the script ran, in
+	// pages. Entries trimmed meanwhile (new writes past the cap) end it
+	// short: those writes reach the stream live, past a gap it catches up
+	// on and finds (EndGap: the client resumes into a snapshot).
 	if n := len(es); n > 0 && es[n-1].Seq < o.Seq && n < limit {
-		rest, gap, err := s.logAfter(ctx, ss.UserID, es[n-1].Seq, es[n-1].Tag, o.Seq, limit-n)
+		rest, _, err := s.logAfter(ctx, ss.UserID, es[n-1].Seq, "", o.Seq, limit-n)
+		if err == nil {
+			es = append(es, rest...)
+		}
 		if err != nil {
+			s.abandon(ctx, ss)
 			return sse.UserOpening{}, err
 		}
-		if gap { // trimmed or lost since the script read it: open again
-			return sse.UserOpening{}, fmt.Errorf("%w: the log changed while its replay was read", rooms.ErrUnavailable)
-		}
-		es = append(es, rest...)
 	}
 	if es, err = logs.Resolve(ctx, ss.UserID, es); err != nil {
+		s.abandon(ctx, ss)
 		return sse.UserOpening{}, err
 	}
 	for _, e := range es {
 		o.Replay = append(o.Replay, sse.UserEvent{Seq: e.Seq, Tag: e.Tag, Data: e.Data})
 	}
 	return o, nil
+}
+
+// abandon closes session ss, opened by a session_open whose replay could
+// not be read (best effort): its caller fails, and the lease, the online
+// status and the stream's slot would otherwise stay until the lease lapses
+// (under reject-new, the client's retry refused that long).
+func (s *Sessions) abandon(ctx context.Context, ss sse.Session) {
+	_, _ = s.closeSession(context.WithoutCancel(ctx), ss.UserID, sessionMember(ss))
 }
 
 // Delivered implements sse.UserSource, even when ctx is done: tag is the
@@ -317,9 +329,10 @@ func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag strin
 	return out, false, nil
 }
 
-// Replay bounds: session_open's reply carries at most replayBytes of
-// entries (at least one), and the rest of a replay, as every read of a
-// user's log, is read replayPage entries at a time. A log holds up to its
+// Replay bounds: session_open reads replayPage entries at most and its
+// reply carries at most replayBytes of them (at least one); the rest of a
+// replay, as every read of a user's log, is read replayPage entries at a
+// time. A log holds up to its
 // cap of entries of up to ~4 KiB each (rooms.MaxMessageData): read whole,
 // in one script or one XRANGE, it held Redis for its whole reply (a
 // tester's 1 000-entry log: 0.16-0.2 s an open, 4-6 s with 20 opens at
@@ -334,14 +347,26 @@ const (
 // until (0: the last), in pages of replayPage entries, limit in all at
 // most: unresolved (userlog.Log.Resolve). gap: the log no longer serves
 // the position (trimmed past it, another history, more than limit
-// behind), or it changed between pages.
+// behind). tag "" continues from a position already checked (the opening
+// script's last entry): no check of it, nor of the limit. After the first
+// page each continues from the last entry read; one that finds the next
+// entry gone (trimmed by new writes meanwhile) or the history changed
+// ends the read short, without a gap: the new writes reach the streams
+// live, and a catch-up from there finds the gap.
 func (s *Sessions) logAfter(ctx context.Context, uid string, seq int64, tag string, until int64, limit int) ([]userlog.Entry, bool, error) {
 	k := s.cfg.Logs.KeysOf(uid)
-	var es []userlog.Entry
-	for first := true; ; first = false {
+	var (
+		es    []userlog.Entry
+		first = ""
+	)
+	for cont := tag == ""; ; cont = true {
+		from := seq
+		if cont {
+			from = seq + 1
+		}
 		p := s.b.Client.Pipeline()
 		meta := p.HMGet(ctx, k.Meta, "seq", "tag")
-		evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("%d-0", seq), "+", replayPage+1)
+		evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("%d-0", from), "+", replayPage+1)
 		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
 			return nil, false, redisx.Wrap(err)
 		}
@@ -351,35 +376,42 @@ func (s *Sessions) logAfter(ctx context.Context, uid string, seq int64, tag stri
 		if until <= 0 || until > cur {
 			until = cur
 		}
-		if history == "" || cur < seq || first && until-seq > int64(limit) {
-			return nil, true, nil
-		}
 		xs := evs.Val()
-		switch {
-		case len(xs) > 0 && xs[0].ID == fmt.Sprintf("%d-0", seq):
-			if userlog.TagOf(xs[0], history) != tag {
+		if cont {
+			if history == "" || first != "" && history != first || len(xs) == 0 || xs[0].ID != fmt.Sprintf("%d-0", from) {
+				return es, false, nil
+			}
+		} else {
+			if history == "" || cur < seq || until-seq > int64(limit) {
 				return nil, true, nil
 			}
-			xs = xs[1:]
-		case tag != history || (seq < cur && (len(xs) == 0 || xs[0].ID != fmt.Sprintf("%d-0", seq+1))):
-			return nil, true, nil
+			switch {
+			case len(xs) > 0 && xs[0].ID == fmt.Sprintf("%d-0", seq):
+				if userlog.TagOf(xs[0], history) != tag {
+					return nil, true, nil
+				}
+				xs = xs[1:]
+			case tag != history || (seq < cur && (len(xs) == 0 || xs[0].ID != fmt.Sprintf("%d-0", seq+1))):
+				return nil, true, nil
+			}
 		}
+		first = history
 		for i, x := range xs {
 			n := seq + 1 + int64(i)
 			if n > until || len(es) == limit {
 				return es, false, nil
 			}
 			if x.ID != fmt.Sprintf("%d-0", n) {
-				return nil, true, nil
+				return es, false, nil // a hole: as a trim, the live writes tell
 			}
 			d, _ := x.Values["d"].(string)
 			ref, _ := x.Values["r"].(string)
 			es = append(es, userlog.Entry{Seq: n, Tag: userlog.TagOf(x, history), Data: []byte(d), Ref: ref})
 		}
-		if len(xs) == 0 || es[len(es)-1].Seq >= until {
+		if len(xs) == 0 || len(es) == 0 || es[len(es)-1].Seq >= until {
 			return es, false, nil
 		}
-		seq, tag = es[len(es)-1].Seq, es[len(es)-1].Tag
+		seq = es[len(es)-1].Seq
 	}
 }
 

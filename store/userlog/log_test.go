@@ -484,3 +484,84 @@ func TestReplayReadInPages(t *testing.T) {
 		})
 	}
 }
+
+// onXrange runs f before the client's next pipeline holding an XRANGE (a
+// page of a replay), once; failing, that pipeline fails.
+type onXrange struct {
+	armed atomic.Bool
+	f     func() error
+}
+
+func (h *onXrange) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *onXrange) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *onXrange) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "xrange" && h.armed.CompareAndSwap(true, false) {
+				if err := h.f(); err != nil {
+					return err
+				}
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// An opening whose replay pages find the inbox moved (a full log, new
+// events trimming the entries the script had read) still opens, its
+// replay whole up to where the log still holds it (the new events come
+// live, past a gap the stream catches up on); and one whose page read
+// fails gives its session back, so the client's retry is not refused
+// under reject-new. A reviewer's find: the first answered 503 with the
+// session kept, the retry then refused SESSION_EXISTS until its lease
+// lapsed.
+func TestOpeningWhoseReplayPagesFail(t *testing.T) {
+	ctx := context.Background()
+	cfg := store.Config{RedisURL: redistest.StandaloneURL(t), Prefix: redistest.Prefix(t), Shards: 4,
+		SessionPolicy: players.PolicyRejectNew, Offline: userlog.Config{MaxLen: 200}}
+	st, err := store.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	uid := "u-" + redistest.Prefix(t)
+	send := func(from, to int) error {
+		for i := from; i <= to; i++ {
+			ev := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
+				Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage(fmt.Sprintf(`{"n":%d,"b":"%s"}`, i, strings.Repeat("x", 4000)))}}
+			if _, err := st.UserLogs().SendEvent(ctx, uid, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := send(1, 200); err != nil {
+		t.Fatal(err)
+	}
+	h := &onXrange{f: func() error { return send(201, 220) }} // the 20 oldest trimmed
+	h.armed.Store(true)
+	st.Client().AddHook(h)
+	o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "s1"}, sse.Cursor{}, 10)
+	if err != nil {
+		t.Fatalf("open while the inbox moved: %v", err)
+	}
+	if len(o.Replay) == 0 || o.Replay[0].Seq != 1 {
+		t.Fatalf("replay of %d from %v", len(o.Replay), o.Replay)
+	}
+	for i, e := range o.Replay {
+		if e.Seq != int64(1+i) || e.Seq > 200 {
+			t.Fatalf("replay entry %d: seq %d", i, e.Seq)
+		}
+	}
+	if err := st.Sessions().CloseSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.f = func() error { return errors.New("connection reset") }
+	h.armed.Store(true)
+	if _, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "s2"}, sse.Cursor{}, 10); err == nil {
+		t.Fatal("an open whose page read failed succeeded")
+	}
+	if _, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "s3"}, sse.Cursor{}, 10); err != nil {
+		t.Fatalf("the retry: %v (the failed open's session was kept)", err)
+	}
+}

@@ -317,6 +317,12 @@ func (x *Mux) confirmed(shard int, sub *shardSub, m *redis.Subscription) {
 		// says nothing about the new subscription
 		waiters = sub.waiters[m.Channel]
 		delete(sub.waiters, m.Channel)
+		if len(waiters) == 0 && wanted && sub.probeCh != "" {
+			// go-redis' resubscription after a reconnect, perhaps on a node
+			// just demoted: caught up again once a probe comes back, as
+			// after a reopen (echoed)
+			sub.recheck = true
+		}
 	case "unsubscribe", "sunsubscribe":
 		if n := sub.unsubs[m.Channel]; n > 1 {
 			sub.unsubs[m.Channel] = n - 1

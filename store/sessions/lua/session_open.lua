@@ -48,9 +48,10 @@
 -- ARGV[22] how long a replaced session's tombstone is kept (ms)
 -- ARGV[23] the most tombstones kept
 -- ARGV[24] the most bytes of entries the reply carries (at least one
---          entry): the caller reads the rest of the replay itself, in
---          pages, so that one open of a full log (its 1 000 entries of up
---          to ~4 KiB each) does not hold Redis for its whole reply
+--          entry)  ARGV[25] the most entries it reads: the caller reads
+--          the rest of the replay itself, in pages, so that one open of a
+--          full log (its 1 000 entries of up to ~4 KiB each) holds Redis
+--          for a page, not for the whole log read into Lua
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from,
 --        lost "1"|"0", entry...}: tag is the tag of position from (its
 --        entry's write's, or the history's: see the resume below); lost
@@ -172,7 +173,7 @@ end
 local reply = {'OK', tostring(seq), tag, '0', tostring(#same), '', '0'}
 -- add puts entry e in the reply unless the byte budget is spent (the
 -- first always goes); false once it is
-local budget = tonumber(ARGV[24])
+local budget, page = tonumber(ARGV[24]), tonumber(ARGV[25])
 local function add(e)
   if #reply > 7 and budget <= 0 then return false end
   local s = entry(e)
@@ -188,7 +189,7 @@ if cseq and ARGV[14] ~= '' then
   -- not reached yet) or one the log no longer serves is a gap.
   local limit = tonumber(ARGV[15])
   if cseq <= seq and seq - cseq <= limit then
-    local evs = redis.call('XRANGE', K_LOG, cseq .. '-0', '+', 'COUNT', limit + 1)
+    local evs = redis.call('XRANGE', K_LOG, cseq .. '-0', '+', 'COUNT', math.min(limit, page) + 1)
     local at = evs[1] and evs[1][1] == cseq .. '-0'
     local ok
     if at then
@@ -228,7 +229,7 @@ if lost then reply[7] = '1'
 elseif redis.call('HSETNX', K_CUR, platform, from) == 1 then redis.call('PEXPIRE', K_CUR, logttl) end
 -- from's entry (when the log holds it) gives the position's tag, the
 -- snapshot's id; the events after it follow
-local evs = redis.call('XRANGE', K_LOG, from .. '-0', '+', 'COUNT', tonumber(ARGV[20]) + 1)
+local evs = redis.call('XRANGE', K_LOG, from .. '-0', '+', 'COUNT', math.min(tonumber(ARGV[20]), page) + 1)
 local i = 1
 if evs[1] and evs[1][1] == from .. '-0' then reply[3], i = tag_of(evs[1]), 2 end
 for j = i, math.min(#evs, i + tonumber(ARGV[20]) - 1) do
