@@ -228,6 +228,13 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	if start == StartReplay && end == "" {
 		st.writeResumed(out, at.seq)
 	}
+	if end == "" && at.seq < o.Seq {
+		// the replay ended short of the log (its rest trimmed or rewritten
+		// while it was read: UserSource.OpenSession): a catch-up from
+		// there, first thing, reads what is left or finds the gap, so the
+		// stream does not wait for the user's next event to learn it
+		st.offer(meItem{catchUp: true})
+	}
 	for _, s := range first {
 		st.writeStatus(out, s)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,5 +199,91 @@ func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 		}
 		m.cancel()
 		wait(t, done2, "the resumed stream")
+	})
+}
+
+// beforeXrange runs f before the client's next pipeline holding an XRANGE
+// (a page of a personal stream's replay), once.
+type beforeXrange struct {
+	armed atomic.Bool
+	f     func()
+}
+
+func (h *beforeXrange) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *beforeXrange) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *beforeXrange) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "xrange" && h.armed.CompareAndSwap(true, false) {
+				h.f()
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A stream that resumes into a replay ending short of the log (its rest
+// trimmed while the pages were read: the other platforms' streams acked
+// the whole log meanwhile, and no new event comes) catches up at once and
+// finds the gap: it ends (gap), and its client resumes into a snapshot.
+// A reviewer's find: it wrote `resumed` and waited, the events after its
+// replay missing until the user's next event.
+func TestResumeWhoseReplayEndsShortEndsByAGap(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		m := &bobsStream{rec: newRecorder(), cl: newClient(), done: make(chan error, 1)}
+		m.e = newEnv(t, b, func(c *sse.Config) {
+			m.st = c.Source.(*store.Store)
+			c.Metrics, c.Users = m.rec, m.st.Sessions()
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		m.ctx, m.cancel = ctx, cancel
+		t.Cleanup(cancel)
+		for n := 1; n <= 400; n++ {
+			m.send(t, n)
+		}
+		o, err := m.st.Sessions().OpenSession(ctx, sse.Session{UserID: bob.ID, Platform: "mobile", ID: "m"}, sse.Cursor{}, 10)
+		if err != nil || len(o.Replay) != 400 {
+			t.Fatalf("the log: %d events, %v", len(o.Replay), err)
+		}
+		tags := map[int64]string{}
+		for _, e := range o.Replay {
+			tags[e.Seq] = e.Tag
+		}
+		if err := m.st.Sessions().CloseSession(ctx, sse.Session{UserID: bob.ID, Platform: "mobile", ID: "m"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []struct {
+			platform string
+			seq      int64
+		}{{"mobile", 50}, {"web", 50}, {"pc", 400}} {
+			if _, err := m.st.UserLogs().Ack(ctx, bob.ID, a.platform, tags[a.seq], a.seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := &beforeXrange{f: func() { // the others acked it all: the log trimmed to its last 100
+			for _, p := range []string{"mobile", "web"} {
+				if _, err := m.st.UserLogs().Ack(ctx, bob.ID, p, tags[400], 400); err != nil {
+					t.Error(err)
+				}
+			}
+		}}
+		h.armed.Store(true)
+		m.st.Client().AddHook(h)
+		go func() {
+			m.done <- m.e.hub.ServeMe(ctx, m.cl, bob, "pc", sse.Cursor{Set: true, Version: 60, Tag: tags[60]})
+		}()
+		var ended bool
+		waitUntil(t, "the resumed stream ended", func() bool {
+			select {
+			case <-m.done:
+				ended = true
+			default:
+			}
+			return ended
+		})
+		fs := m.cl.all()
+		if _, why, _, _ := m.rec.snapshot(); why["me "+sse.EndGap] != 1 || len(fs) == 0 || fs[0].ID != "61-"+tags[61] {
+			t.Fatalf("ended %v (%v) after %d frames: want its replay from 61, then the end by a gap", ended, why, len(fs))
+		}
 	})
 }

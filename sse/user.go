@@ -67,7 +67,9 @@ func (e *UserEvent) parse() {
 // the log trimmed; the snapshot's id is "<From>-<Tag>"): for a cursor, the events after it
 // (From is the cursor's seq), or Gap when the log could not serve them;
 // without one (or for a gap), the events the session's platform was not
-// delivered yet, its offline inbox. Replaced counts the sessions the open
+// delivered yet, its offline inbox. The replay may end short of Seq (its
+// rest trimmed or rewritten while it was read): the stream then catches
+// up from its last event at once. Replaced counts the sessions the open
 // replaced.
 type UserOpening struct {
 	Seq      int64

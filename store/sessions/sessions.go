@@ -219,11 +219,11 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 	}
 	// the reply stops at a page (replayPage entries, replayBytes): the rest
 	// of the replay, up to the log's last entry when the script ran, in
-	// pages. Entries trimmed meanwhile (new writes past the cap) end it
-	// short: those writes reach the stream live, past a gap it catches up
-	// on and finds (EndGap: the client resumes into a snapshot).
+	// pages. An entry trimmed or rewritten meanwhile ends it short (the
+	// stream catches up from there at once and finds the gap: EndGap, the
+	// client resumes into a snapshot).
 	if n := len(es); n > 0 && es[n-1].Seq < o.Seq && n < limit {
-		rest, _, err := s.logAfter(ctx, ss.UserID, es[n-1].Seq, "", o.Seq, limit-n)
+		rest, _, err := s.logAfter(ctx, ss.UserID, es[n-1].Seq, es[n-1].Tag, o.Seq, limit-n, false)
 		if err == nil {
 			es = append(es, rest...)
 		}
@@ -315,7 +315,7 @@ func (s *Sessions) RenewSessions(ctx context.Context, ss []sse.Session) ([]sse.S
 // replayed, whatever limit; they are read in pages (logAfter).
 func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag string, limit int) ([]sse.UserEvent, bool, error) {
 	logs := s.cfg.Logs
-	es, gap, err := s.logAfter(ctx, uid, seq, tag, 0, max(limit, logs.Config().MaxLen))
+	es, gap, err := s.logAfter(ctx, uid, seq, tag, 0, max(limit, logs.Config().MaxLen), true)
 	if err != nil || gap {
 		return nil, gap, err
 	}
@@ -345,28 +345,22 @@ const (
 // logAfter reads uid's log after position seq, whose entry (or the
 // history, for a position without an entry) carries tag, up to entry
 // until (0: the last), in pages of replayPage entries, limit in all at
-// most: unresolved (userlog.Log.Resolve). gap: the log no longer serves
-// the position (trimmed past it, another history, more than limit
-// behind). tag "" continues from a position already checked (the opening
-// script's last entry): no check of it, nor of the limit. After the first
-// page each continues from the last entry read; one that finds the next
-// entry gone (trimmed by new writes meanwhile) or the history changed
-// ends the read short, without a gap: the new writes reach the streams
-// live, and a catch-up from there finds the gap.
-func (s *Sessions) logAfter(ctx context.Context, uid string, seq int64, tag string, until int64, limit int) ([]userlog.Entry, bool, error) {
+// most: unresolved (userlog.Log.Resolve). Each page after the first goes
+// on from the last entry read, its write checked again. A position the
+// log no longer serves (trimmed past it by new writes or another
+// platform's ack, rewritten by another history after a failover lost it,
+// more than limit behind the log), at the first page or any after it, is
+// a gap (nil, true) when strict; else (the rest of an opening's replay,
+// after the script's page) the read ends short there, without a gap, at
+// what was read whole: the stream catches up from there at once and
+// finds the gap (sse's openMe).
+func (s *Sessions) logAfter(ctx context.Context, uid string, seq int64, tag string, until int64, limit int, strict bool) ([]userlog.Entry, bool, error) {
 	k := s.cfg.Logs.KeysOf(uid)
-	var (
-		es    []userlog.Entry
-		first = ""
-	)
-	for cont := tag == ""; ; cont = true {
-		from := seq
-		if cont {
-			from = seq + 1
-		}
+	var es []userlog.Entry
+	for first := true; ; first = false {
 		p := s.b.Client.Pipeline()
 		meta := p.HMGet(ctx, k.Meta, "seq", "tag")
-		evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("%d-0", from), "+", replayPage+1)
+		evs := p.XRangeN(ctx, k.Log, fmt.Sprintf("%d-0", seq), "+", replayPage+1)
 		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
 			return nil, false, redisx.Wrap(err)
 		}
@@ -377,32 +371,25 @@ func (s *Sessions) logAfter(ctx context.Context, uid string, seq int64, tag stri
 			until = cur
 		}
 		xs := evs.Val()
-		if cont {
-			if history == "" || first != "" && history != first || len(xs) == 0 || xs[0].ID != fmt.Sprintf("%d-0", from) {
-				return es, false, nil
-			}
-		} else {
-			if history == "" || cur < seq || until-seq > int64(limit) {
-				return nil, true, nil
-			}
-			switch {
-			case len(xs) > 0 && xs[0].ID == fmt.Sprintf("%d-0", seq):
-				if userlog.TagOf(xs[0], history) != tag {
-					return nil, true, nil
-				}
-				xs = xs[1:]
-			case tag != history || (seq < cur && (len(xs) == 0 || xs[0].ID != fmt.Sprintf("%d-0", seq+1))):
-				return nil, true, nil
-			}
+		ok := history != "" && cur >= seq && !(first && until-seq > int64(limit))
+		switch {
+		case !ok:
+		case len(xs) > 0 && xs[0].ID == fmt.Sprintf("%d-0", seq):
+			ok = userlog.TagOf(xs[0], history) == tag
+			xs = xs[1:]
+		case tag != history || (seq < cur && (len(xs) == 0 || xs[0].ID != fmt.Sprintf("%d-0", seq+1))):
+			ok = false
 		}
-		first = history
+		if !ok {
+			return cut(es, strict)
+		}
 		for i, x := range xs {
 			n := seq + 1 + int64(i)
 			if n > until || len(es) == limit {
 				return es, false, nil
 			}
 			if x.ID != fmt.Sprintf("%d-0", n) {
-				return es, false, nil // a hole: as a trim, the live writes tell
+				return cut(es, strict)
 			}
 			d, _ := x.Values["d"].(string)
 			ref, _ := x.Values["r"].(string)
@@ -411,8 +398,17 @@ func (s *Sessions) logAfter(ctx context.Context, uid string, seq int64, tag stri
 		if len(xs) == 0 || len(es) == 0 || es[len(es)-1].Seq >= until {
 			return es, false, nil
 		}
-		seq = es[len(es)-1].Seq
+		seq, tag = es[len(es)-1].Seq, es[len(es)-1].Tag
 	}
+}
+
+// cut is how logAfter ends at a position the log no longer serves: a gap
+// when strict, else what was read.
+func cut(es []userlog.Entry, strict bool) ([]userlog.Entry, bool, error) {
+	if strict {
+		return nil, true, nil
+	}
+	return es, false, nil
 }
 
 // Replaced implements sse.UserSource: the tombstone of session ss, kept

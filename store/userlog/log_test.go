@@ -565,3 +565,70 @@ func TestOpeningWhoseReplayPagesFail(t *testing.T) {
 		t.Fatalf("the retry: %v (the failed open's session was kept)", err)
 	}
 }
+
+// The pages of an opening's replay go on from the last entry read, its
+// write checked again: a failover that lost the log's last 30 writes
+// while the pages were read (simulated: the log and its meta set back to
+// 10), then 20 new writes of seqs 11 to 30, end the replay at what the
+// script had read (the old 1 to 16), never the new history's 17 on,
+// whose 11 to 16 it would skip: the stream catches up from there and
+// finds the gap. A reviewer's find: the pages spliced the new 17..30 onto
+// the old 1..16, and the stream's ack moved the platform's cursor past
+// the new 11..16, never delivered.
+func TestReplayPagesStopAtARewrittenHistory(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(t), Prefix: redistest.Prefix(t), Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	uid := "u-" + redistest.Prefix(t)
+	send := func(from, to int, what string) error {
+		for i := from; i <= to; i++ {
+			ev := players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
+				Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage(fmt.Sprintf(`{"n":"%s%d","b":"%s"}`, what, i, strings.Repeat("x", 4000)))}}
+			if _, err := st.UserLogs().SendEvent(ctx, uid, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := send(1, 40, "old"); err != nil {
+		t.Fatal(err)
+	}
+	k, c := st.UserLogs().KeysOf(uid), st.Client()
+	h := &onXrange{f: func() error { // the failover: the promoted replica had 1..10
+		xs, err := c.XRange(ctx, k.Log, "-", "10-0").Result()
+		if err != nil {
+			return err
+		}
+		c.Del(ctx, k.Log)
+		for _, x := range xs {
+			var vals []any
+			for _, f := range []string{"d", "r", "g"} {
+				if v, ok := x.Values[f]; ok {
+					vals = append(vals, f, v)
+				}
+			}
+			c.XAdd(ctx, &redis.XAddArgs{Stream: k.Log, ID: x.ID, Values: vals})
+		}
+		c.HSet(ctx, k.Meta, "seq", 10)
+		return send(11, 30, "new")
+	}}
+	h.armed.Store(true)
+	c.AddHook(h)
+	o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Replay) == 0 || o.Replay[len(o.Replay)-1].Seq >= o.Seq {
+		t.Fatalf("replay of %d to seq %d: want it short", len(o.Replay), o.Seq)
+	}
+	for i, e := range o.Replay {
+		var ev players.DirectMessageEvent
+		var d struct{ N string }
+		if json.Unmarshal(e.Data, &ev) != nil || json.Unmarshal(ev.Message.Data, &d) != nil || e.Seq != int64(i+1) || d.N != fmt.Sprint("old", i+1) {
+			t.Fatalf("replay entry %d: seq %d %q, want the old history's %d", i, e.Seq, d.N, i+1)
+		}
+	}
+}
