@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,20 +66,26 @@ type bobsStream struct {
 }
 
 func openBobsStream(t *testing.T, b redistest.Backend) *bobsStream {
-	m := &bobsStream{rec: newRecorder(), cl: newClient(), done: make(chan error, 1)}
-	m.e = newEnv(t, b, func(c *sse.Config) {
-		m.st = c.Source.(*store.Store)
-		c.Metrics, c.Users = m.rec, m.st.Sessions()
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	m.ctx, m.cancel = ctx, cancel
-	t.Cleanup(cancel)
-	go func() { m.done <- m.e.hub.ServeMe(ctx, m.cl, bob, "web", sse.Cursor{}) }()
+	m := newBobs(t, b)
+	go func() { m.done <- m.e.hub.ServeMe(m.ctx, m.cl, bob, "web", sse.Cursor{}) }()
 	waitUntil(t, "the personal stream opened", func() bool { return len(m.cl.all()) > 0 })
 	for n := 1; n <= 3; n++ {
 		m.send(t, n)
 	}
 	waitUntil(t, "3 written", func() bool { return len(m.cl.all()) == 4 })
+	return m
+}
+
+// newBobs is a hub of its own, its store's sessions serving bob's
+// personal streams, no stream open yet.
+func newBobs(t *testing.T, b redistest.Backend) *bobsStream {
+	m := &bobsStream{rec: newRecorder(), cl: newClient(), done: make(chan error, 1)}
+	m.e = newEnv(t, b, func(c *sse.Config) {
+		m.st = c.Source.(*store.Store)
+		c.Metrics, c.Users = m.rec, m.st.Sessions()
+	})
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	t.Cleanup(m.cancel)
 	return m
 }
 
@@ -202,26 +207,6 @@ func TestPersonalStreamNoticesAnExpiredLog(t *testing.T) {
 	})
 }
 
-// beforeXrange runs f before the client's next pipeline holding an XRANGE
-// (a page of a personal stream's replay), once.
-type beforeXrange struct {
-	armed atomic.Bool
-	f     func()
-}
-
-func (h *beforeXrange) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *beforeXrange) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *beforeXrange) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if c.Name() == "xrange" && h.armed.CompareAndSwap(true, false) {
-				h.f()
-			}
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // A stream that resumes into a replay ending short of the log (its rest
 // trimmed while the pages were read: the other platforms' streams acked
 // the whole log meanwhile, and no new event comes) catches up at once and
@@ -230,14 +215,8 @@ func (h *beforeXrange) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // replay missing until the user's next event.
 func TestResumeWhoseReplayEndsShortEndsByAGap(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		m := &bobsStream{rec: newRecorder(), cl: newClient(), done: make(chan error, 1)}
-		m.e = newEnv(t, b, func(c *sse.Config) {
-			m.st = c.Source.(*store.Store)
-			c.Metrics, c.Users = m.rec, m.st.Sessions()
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		m.ctx, m.cancel = ctx, cancel
-		t.Cleanup(cancel)
+		m := newBobs(t, b)
+		ctx := m.ctx
 		for n := 1; n <= 400; n++ {
 			m.send(t, n)
 		}
@@ -260,14 +239,15 @@ func TestResumeWhoseReplayEndsShortEndsByAGap(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h := &beforeXrange{f: func() { // the others acked it all: the log trimmed to its last 100
+		h := &redistest.BeforePipeline{Name: "xrange", F: func() error { // the others acked it all: the log trimmed to its last 100
 			for _, p := range []string{"mobile", "web"} {
 				if _, err := m.st.UserLogs().Ack(ctx, bob.ID, p, tags[400], 400); err != nil {
-					t.Error(err)
+					return err
 				}
 			}
+			return nil
 		}}
-		h.armed.Store(true)
+		h.Arm()
 		m.st.Client().AddHook(h)
 		go func() {
 			m.done <- m.e.hub.ServeMe(ctx, m.cl, bob, "pc", sse.Cursor{Set: true, Version: 60, Tag: tags[60]})

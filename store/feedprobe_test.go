@@ -81,37 +81,7 @@ func (s *probeSink) counts(room string) (resubs, silent int) {
 // the old master is still stopped, and the room was told it resubscribed
 // (its streams catch up from the log).
 func TestFeedLeavesAHungMasterAfterFailover(t *testing.T) {
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	ctx := t.Context()
-	s := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()})
-	sink := newProbeSink()
-	feed := s.Feed(sink)
-	defer feed.Close()
-	r, patch := watchedRoom(t, s, feed, sink, "before the failover")
-
-	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	master, replicas, err := c.Shard(ctx, slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(replicas) != 1 {
-		t.Fatalf("slot %d: %d replicas, want 1", slot, len(replicas))
-	}
-	// Redis replicates asynchronously: a replica promoted before it has
-	// the room answers every patch "room not found" (under load it had
-	// none of it when the room was written just before the pause; as in
-	// sse's TestRoomStreamFollowsAFailoverFromAHungMaster). The feed's
-	// following the failover is tested, not the writes' durability.
-	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	sink, r, patch, master, replicas := watchedRoomOfAShard(t)
 	master.Pause() // stays stopped to the end (Stop kills it)
 	waitPromoted(t, replicas[0], 30*time.Second)
 	promoted := time.Now()
@@ -156,28 +126,8 @@ func TestFeedLeavesAHungMasterAfterFailover(t *testing.T) {
 // flow. A chaos tester's match_found, logged, never reached its open
 // stream: the one catch-up ran before the gap, and nothing came after it.
 func TestFeedCatchesUpAgainOnceItsReopenedConnectionIsProbed(t *testing.T) {
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
 	ctx := t.Context()
-	s := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()})
-	sink := newProbeSink()
-	feed := s.Feed(sink)
-	defer feed.Close()
-	r, patch := watchedRoom(t, s, feed, sink, "before the failover")
-	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	master, replicas, err := c.Shard(ctx, slot)
-	if err != nil || len(replicas) != 1 {
-		t.Fatalf("slot %d: %d replicas, %v", slot, len(replicas), err)
-	}
-	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	sink, r, patch, _, replicas := watchedRoomOfAShard(t)
 	cl := redis.NewClient(&redis.Options{Addr: replicas[0].Addr})
 	defer cl.Close()
 	if err := cl.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil { // the master live
@@ -233,6 +183,42 @@ func TestFeedProbeQuietOnHealthyRedis(t *testing.T) {
 			t.Fatalf("%d resubscriptions, %d silent connections after %d probes: want none", resubs, silent, store.FeedProbes(feed))
 		}
 	})
+}
+
+// watchedRoomOfAShard starts a 3-master Cluster with a replica each and
+// a store's feed on it, watching a room (watchedRoom); returns the feed's
+// sink, the room, its patch, and its slot's master and replica, the
+// replica holding the room. Redis replicates asynchronously: a replica
+// promoted before it has the room answers every patch "room not found"
+// (under load it had none of it when the room was written just before a
+// pause; as in sse's TestRoomStreamFollowsAFailoverFromAHungMaster): the
+// feed's following a failover is what the tests test, not the writes'
+// durability.
+func watchedRoomOfAShard(t *testing.T) (*probeSink, rooms.Room, func() (int64, error), *redistest.Server, []*redistest.Server) {
+	t.Helper()
+	c, err := redistest.StartClusterWithReplicas(3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	s := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()})
+	sink := newProbeSink()
+	feed := s.Feed(sink)
+	t.Cleanup(func() { feed.Close() })
+	r, patch := watchedRoom(t, s, feed, sink, "before the failover")
+	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, replicas, err := c.Shard(ctx, slot)
+	if err != nil || len(replicas) != 1 {
+		t.Fatalf("slot %d: %d replicas, want 1 (%v)", slot, len(replicas), err)
+	}
+	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return sink, r, patch, master, replicas
 }
 
 // watchedRoom creates a room the feed subscribes, and returns it with a

@@ -187,11 +187,7 @@ func TestSendEventOnce(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := openLogStore(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			k, c := l.KeysOf(uid), st.Client()
 			ev := func(n int) any {
@@ -291,11 +287,7 @@ func TestOlderReleaseReadsANewerLog(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := openLogStore(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			if _, err := l.Send(ctx, uid, []byte(`{"type":"message","n":1}`)); err != nil {
 				t.Fatal(err)
@@ -340,11 +332,7 @@ func TestLoggedEventKeepsTheDataAsSent(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := openLogStore(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			data := json.RawMessage(`"` + strings.Repeat("<&>", (rooms.MaxMessageData-2)/3) + `"`)
 			ev := func(to string) players.DirectMessageEvent {
@@ -419,15 +407,12 @@ func TestReplayReadInPages(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := openLogStore(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 			hook := &xranges{}
 			st.Client().AddHook(hook)
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			const n = 300
+			var err error
 			body := strings.Repeat("x", 1000)
 			for i := 1; i <= n; i++ {
 				to := uid
@@ -485,28 +470,6 @@ func TestReplayReadInPages(t *testing.T) {
 	}
 }
 
-// onXrange runs f before the client's next pipeline holding an XRANGE (a
-// page of a replay), once; failing, that pipeline fails.
-type onXrange struct {
-	armed atomic.Bool
-	f     func() error
-}
-
-func (h *onXrange) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *onXrange) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *onXrange) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if c.Name() == "xrange" && h.armed.CompareAndSwap(true, false) {
-				if err := h.f(); err != nil {
-					return err
-				}
-			}
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // An opening whose replay pages find the inbox moved (a full log, new
 // events trimming the entries the script had read) still opens, its
 // replay whole up to where the log still holds it (the new events come
@@ -517,13 +480,8 @@ func (h *onXrange) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // lapsed.
 func TestOpeningWhoseReplayPagesFail(t *testing.T) {
 	ctx := context.Background()
-	cfg := store.Config{RedisURL: redistest.StandaloneURL(t), Prefix: redistest.Prefix(t), Shards: 4,
-		SessionPolicy: players.PolicyRejectNew, Offline: userlog.Config{MaxLen: 200}}
-	st, err := store.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openLogStore(t, store.Config{RedisURL: redistest.StandaloneURL(t), SessionPolicy: players.PolicyRejectNew,
+		Offline: userlog.Config{MaxLen: 200}})
 	uid := "u-" + redistest.Prefix(t)
 	send := func(from, to int) error {
 		for i := from; i <= to; i++ {
@@ -538,8 +496,8 @@ func TestOpeningWhoseReplayPagesFail(t *testing.T) {
 	if err := send(1, 200); err != nil {
 		t.Fatal(err)
 	}
-	h := &onXrange{f: func() error { return send(201, 220) }} // the 20 oldest trimmed
-	h.armed.Store(true)
+	h := &redistest.BeforePipeline{Name: "xrange", F: func() error { return send(201, 220) }} // the 20 oldest trimmed
+	h.Arm()
 	st.Client().AddHook(h)
 	o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "s1"}, sse.Cursor{}, 10)
 	if err != nil {
@@ -556,8 +514,8 @@ func TestOpeningWhoseReplayPagesFail(t *testing.T) {
 	if err := st.Sessions().CloseSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	h.f = func() error { return errors.New("connection reset") }
-	h.armed.Store(true)
+	h.F = func() error { return errors.New("connection reset") }
+	h.Arm()
 	if _, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "s2"}, sse.Cursor{}, 10); err == nil {
 		t.Fatal("an open whose page read failed succeeded")
 	}
@@ -577,11 +535,7 @@ func TestOpeningWhoseReplayPagesFail(t *testing.T) {
 // the new 11..16, never delivered.
 func TestReplayPagesStopAtARewrittenHistory(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Config{RedisURL: redistest.StandaloneURL(t), Prefix: redistest.Prefix(t), Shards: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openLogStore(t, store.Config{RedisURL: redistest.StandaloneURL(t)})
 	uid := "u-" + redistest.Prefix(t)
 	send := func(from, to int, what string) error {
 		for i := from; i <= to; i++ {
@@ -597,7 +551,7 @@ func TestReplayPagesStopAtARewrittenHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, c := st.UserLogs().KeysOf(uid), st.Client()
-	h := &onXrange{f: func() error { // the failover: the promoted replica had 1..10
+	h := &redistest.BeforePipeline{Name: "xrange", F: func() error { // the failover: the promoted replica had 1..10
 		xs, err := c.XRange(ctx, k.Log, "-", "10-0").Result()
 		if err != nil {
 			return err
@@ -615,7 +569,7 @@ func TestReplayPagesStopAtARewrittenHistory(t *testing.T) {
 		c.HSet(ctx, k.Meta, "seq", 10)
 		return send(11, 30, "new")
 	}}
-	h.armed.Store(true)
+	h.Arm()
 	c.AddHook(h)
 	o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
 	if err != nil {
@@ -631,4 +585,17 @@ func TestReplayPagesStopAtARewrittenHistory(t *testing.T) {
 			t.Fatalf("replay entry %d: seq %d %q, want the old history's %d", i, e.Seq, d.N, i+1)
 		}
 	}
+}
+
+// openLogStore opens a store as cfg says, on the test's own prefix and 4
+// shards, closed with the test.
+func openLogStore(t *testing.T, cfg store.Config) *store.Store {
+	t.Helper()
+	cfg.Prefix, cfg.Shards = redistest.Prefix(t), 4
+	st, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

@@ -1,0 +1,42 @@
+package redistest
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BeforePipeline is a go-redis hook (Client.AddHook) that runs F once,
+// armed, before the next pipeline holding a command named Name is sent;
+// an error from F fails that pipeline. Tests use it to change Redis
+// between two steps of one store call (a page of a replay read after its
+// script: the log trimmed, rewritten or unreachable meanwhile).
+type BeforePipeline struct {
+	Name  string
+	F     func() error
+	armed atomic.Bool
+}
+
+// Arm makes the hook run F before the next matching pipeline.
+func (h *BeforePipeline) Arm() { h.armed.Store(true) }
+
+// DialHook implements redis.Hook.
+func (h *BeforePipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (h *BeforePipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook implements redis.Hook.
+func (h *BeforePipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == h.Name && h.armed.CompareAndSwap(true, false) {
+				if err := h.F(); err != nil {
+					return err
+				}
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
