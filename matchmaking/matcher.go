@@ -748,9 +748,8 @@ func (m *Matcher) pass(ctx context.Context, mode string, run *passRun) (busy boo
 // (players leave, holds lapse, rooms start or close), full ones too, so a
 // pass offers what each room can take now; completeConcurrency rooms at
 // once (a mode's open match rooms are all read: see pass for how often).
-// A room never
-// offers more than the mode's size (r.Size()) less its players and held
-// seats, whatever maxPlayers its owner set since.
+// A room never offers more than the mode's size (r.Size()) less its
+// players and held seats, whatever maxPlayers its owner set since.
 func (m *Matcher) refreshBackfill(ctx context.Context, mode string, r Rules) error {
 	rs, err := m.cfg.Queue.BackfillRooms(ctx, mode)
 	if err != nil {

@@ -224,13 +224,11 @@ func (s *Sessions) OpenSession(ctx context.Context, ss sse.Session, c sse.Cursor
 	// client resumes into a snapshot).
 	if n := len(es); n > 0 && es[n-1].Seq < o.Seq && n < limit {
 		rest, _, err := s.logAfter(ctx, ss.UserID, es[n-1].Seq, es[n-1].Tag, o.Seq, limit-n, false)
-		if err == nil {
-			es = append(es, rest...)
-		}
 		if err != nil {
 			s.abandon(ctx, ss)
 			return sse.UserOpening{}, err
 		}
+		es = append(es, rest...)
 	}
 	if es, err = logs.Resolve(ctx, ss.UserID, es); err != nil {
 		s.abandon(ctx, ss)
@@ -332,11 +330,10 @@ func (s *Sessions) UserLog(ctx context.Context, uid string, seq int64, tag strin
 // Replay bounds: session_open reads replayPage entries at most and its
 // reply carries at most replayBytes of them (at least one); the rest of a
 // replay, as every read of a user's log, is read replayPage entries at a
-// time. A log holds up to its
-// cap of entries of up to ~4 KiB each (rooms.MaxMessageData): read whole,
-// in one script or one XRANGE, it held Redis for its whole reply (a
-// tester's 1 000-entry log: 0.16-0.2 s an open, 4-6 s with 20 opens at
-// once, every client of the Redis waiting).
+// time. A log holds up to its cap of entries of up to ~4 KiB each
+// (rooms.MaxMessageData): read whole, in one script or one XRANGE, it held
+// Redis for its whole reply (a tester's 1 000-entry log: 0.16-0.2 s an
+// open, 4-6 s with 20 opens at once, every client of the Redis waiting).
 const (
 	replayBytes = 64 << 10
 	replayPage  = 64

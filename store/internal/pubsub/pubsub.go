@@ -25,9 +25,10 @@
 // not silent), reopens the shard's connection (a new one, on the slot's
 // current node, every channel subscribed again; each confirmation is a
 // resubscription, told to the Handler, which catches up) and tells
-// Probe.Silent. Once a reopened connection's first probe comes back,
-// every channel is told resubscribed once more (echoed: a subscription
-// may be confirmed before it receives the slot's messages). A connection whose probe channel Redis did not confirm is
+// Probe.Silent. Once a reopened (or resubscribed) connection's first
+// probe comes back, every channel is told resubscribed once more (echoed:
+// a subscription may be confirmed before it receives the slot's
+// messages). A connection whose probe channel Redis did not confirm is
 // probed too once Probe.Wait passed since it was opened: reopened after
 // its slot moved, on the owner its client had not re-read yet, it got
 // MOVED for its subscription and would never deliver anything. A probe
