@@ -1209,7 +1209,7 @@ func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "d0", "d1")
-		duelPair(t, e, "joust", "j0", "j1")
+		jousts := duelPair(t, e, "joust", "j0", "j1")
 		// 2 s: with 1 s, joust's lease lapsed once on embedded in CI at load
 		// 9 (a held mode not passing is renewed while a listing within the
 		// TTL named it, each listing bounded by a third of it)
@@ -1223,7 +1223,17 @@ func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 		done := make(chan []string, 1)
 		go func() { done <- a.Round(ctx) }()
 		<-stall.entered
-		// joust's pass is over (its match made); duel's stalls past the TTL
+		// joust's pass is over (its match made: a took its lease, which
+		// under load it may not have done yet when duel's pass stalled);
+		// duel's stalls past the TTL
+		within(t, 5*time.Second, "joust's pair matched", func() bool {
+			for _, id := range jousts {
+				if tk, err := e.tickets.Get(ctx, id); err != nil || tk.RoomID == "" {
+					return false
+				}
+			}
+			return true
+		})
 		for until := time.Now().Add(5 * ttl / 2); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
 			if held := bm.Round(ctx); len(held) > 0 {
 				t.Errorf("b took %v while a, alive, held them in its round", held)
