@@ -368,7 +368,11 @@ func (s *Sessions) logAfter(ctx context.Context, uid string, seq int64, tag stri
 			until = cur
 		}
 		xs := evs.Val()
-		ok := history != "" && cur >= seq && !(first && until-seq > int64(limit))
+		// the limit is a strict read's (a catch-up's: the log too far ahead
+		// of it is a gap); the rest of an opening's replay is bounded by it
+		// below (a log longer than this instance's cap, written by one of
+		// another cap or before it was lowered, replays limit events)
+		ok := history != "" && cur >= seq && !(strict && first && until-seq > int64(limit))
 		switch {
 		case !ok:
 		case len(xs) > 0 && xs[0].ID == fmt.Sprintf("%d-0", seq):

@@ -599,3 +599,38 @@ func openLogStore(t *testing.T, cfg store.Config) *store.Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// A log longer than the opening instance's cap (written by an instance of
+// another cap during a rollout, or before REALSYNC_OFFLINE_MAX was
+// lowered) is replayed up to the cap to a stream opened without a
+// cursor, and a catch-up from there reads on. A reviewer's find: the
+// pages after the script's stopped at the cap's check, the replay was 65
+// events and the catch-up a gap, every resume then another snapshot.
+func TestLogLongerThanTheCapReplaysTheCap(t *testing.T) {
+	ctx := context.Background()
+	url, prefix := redistest.StandaloneURL(t), redistest.Prefix(t)
+	open := func(maxLen int) *store.Store { // two instances of one deployment
+		st, err := store.Open(ctx, store.Config{RedisURL: url, Prefix: prefix, Shards: 4, Offline: userlog.Config{MaxLen: maxLen}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	big, small := open(400), open(200)
+	uid := "u-" + prefix
+	for range 400 {
+		if _, err := big.UserLogs().SendEvent(ctx, uid, players.NewHeader("x", uid, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := small.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p"}, sse.Cursor{}, 10)
+	if err != nil || len(o.Replay) != 200 || o.Replay[0].Seq != 1 || o.Replay[199].Seq != 200 {
+		t.Fatalf("replay of %d events (%v), want 1..200: the cap", len(o.Replay), err)
+	}
+	last := o.Replay[199]
+	evs, gap, err := small.Sessions().UserLog(ctx, uid, last.Seq, last.Tag, 10)
+	if err != nil || gap || len(evs) != 200 || evs[0].Seq != 201 {
+		t.Fatalf("the catch-up after it: %d events, gap %v, %v; want 201..400", len(evs), gap, err)
+	}
+}
