@@ -34,14 +34,6 @@ func TestRoomStreamFollowsAFailoverFromAHungMaster(t *testing.T) {
 	e.patch(t, alice, id, 0)
 	cl.waitFor(t, version(t, e, id))
 
-	slot, err := c.Slot(ctx, e.st.RoomKeys(id)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	master, replicas, err := c.Shard(ctx, slot)
-	if err != nil || len(replicas) != 1 {
-		t.Fatalf("slot %d: replicas %v, %v", slot, replicas, err)
-	}
 	// Redis replicates asynchronously (docs/OPERATIONS.md, What Redis
 	// Cluster can lose): a replica promoted before it has the room's
 	// writes answers every patch "room not found", as it would any
@@ -49,11 +41,12 @@ func TestRoomStreamFollowsAFailoverFromAHungMaster(t *testing.T) {
 	// of the master's 77 257, the room created 0.1 s before the pause),
 	// and no patch could succeed: the stream's following the failover is
 	// what is tested here, not the writes' durability.
-	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
+	master, replica, err := c.ReplicatedShard(ctx, e.st.RoomKeys(id)[0], 20*time.Second)
+	if err != nil {
 		t.Fatal(err)
 	}
 	master.Pause() // stopped to the end (Stop kills it)
-	promote := redis.NewClient(&redis.Options{Addr: replicas[0].Addr})
+	promote := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	defer promote.Close()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if role, err := promote.Do(ctx, "ROLE").Slice(); err == nil && len(role) > 0 && role[0] == "master" {

@@ -212,18 +212,11 @@ func watchedRoomOfAShard(t *testing.T) (*probeSink, rooms.Room, func() (int64, e
 	feed := s.Feed(sink)
 	t.Cleanup(func() { feed.Close() })
 	r, patch := watchedRoom(t, s, feed, sink, "before the failover")
-	slot, err := c.Slot(ctx, s.RoomKey(r.ID))
+	master, replica, err := c.ReplicatedShard(ctx, s.RoomKey(r.ID), 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	master, replicas, err := c.Shard(ctx, slot)
-	if err != nil || len(replicas) != 1 {
-		t.Fatalf("slot %d: %d replicas, want 1 (%v)", slot, len(replicas), err)
-	}
-	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	return sink, r, patch, master, replicas
+	return sink, r, patch, master, []*redistest.Server{replica}
 }
 
 // watchedRoom creates a room the feed subscribes, and returns it with a

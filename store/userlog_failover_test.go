@@ -65,15 +65,8 @@ func TestPersonalLogAcrossAFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	slot, err := c.Slot(ctx, s.UserLogs().KeysOf(uid).Meta)
+	master, replica, err := c.ReplicatedShard(ctx, s.UserLogs().KeysOf(uid).Meta, 20*time.Second)
 	if err != nil {
-		t.Fatal(err)
-	}
-	master, replicas, err := c.Shard(ctx, slot)
-	if err != nil || len(replicas) != 1 {
-		t.Fatalf("slot %d: %d replicas (%v), want 1", slot, len(replicas), err)
-	}
-	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := redistest.CutReplication(ctx, master); err != nil {
@@ -94,7 +87,7 @@ func TestPersonalLogAcrossAFailover(t *testing.T) {
 	}
 
 	master.Kill()
-	waitPromoted(t, replicas[0], 30*time.Second)
+	waitPromoted(t, replica, 30*time.Second)
 	// the sender retries with the same key until the store follows the
 	// promotion: the new master never had it, so it is sent again
 	deadline := time.Now().Add(30 * time.Second)

@@ -114,6 +114,29 @@ func (c *Cluster) Shard(ctx context.Context, slot int) (master *Server, replicas
 	return master, replicas, err
 }
 
+// ReplicatedShard returns the master serving key's slot and its one
+// replica once the replica has every write the master took so far
+// (WaitReplicated, within wait): a failover test's starting point, the
+// test's data on both. An error when the slot has not exactly one
+// replica.
+func (c *Cluster) ReplicatedShard(ctx context.Context, key string, wait time.Duration) (master, replica *Server, err error) {
+	slot, err := c.Slot(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	master, replicas, err := c.Shard(ctx, slot)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(replicas) != 1 {
+		return nil, nil, fmt.Errorf("redistest: slot %d has %d replicas, want 1", slot, len(replicas))
+	}
+	if err := c.WaitReplicated(master, wait); err != nil {
+		return nil, nil, err
+	}
+	return master, replicas[0], nil
+}
+
 // shard reads a CLUSTER NODES reply: "<id> <ip:port@bus> <flags> <master
 // id or -> <ping> <pong> <epoch> <link> <slot ranges...>".
 func (c *Cluster) shard(text string, slot int) (*Server, []*Server, error) {
