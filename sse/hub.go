@@ -52,6 +52,15 @@ type Config struct {
 	Log      *slog.Logger
 	// Metrics observes streams and events; none when nil.
 	Metrics Metrics
+	// AfterBurst, when set, is called once at least BurstOpenings streams
+	// (of any kind) opened since its last call and then a second passed
+	// without an opening, at most once every 10 seconds, with the openings
+	// since its last call; from a goroutine of the hub's, which it may
+	// block. cmd/realsyncd gives the burst's memory back to the OS
+	// (burst.go).
+	AfterBurst func(openings int64)
+	// BurstOpenings: how many openings make a burst; default 1000.
+	BurstOpenings int
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplayLimit <= 0 {
 		c.ReplayLimit = 1000
+	}
+	if c.BurstOpenings <= 0 {
+		c.BurstOpenings = defaultBurstOpenings
 	}
 	if c.Instance == "" {
 		b := make([]byte, 4)
@@ -97,6 +109,10 @@ type Hub struct {
 	linesLeft atomic.Int64
 	loops     sync.WaitGroup
 	seq       atomic.Int64
+	// openings counts the streams opened; burst, of the watch loop, when
+	// their bursts end (burst.go)
+	openings atomic.Int64
+	burst    burstWatch
 
 	mu      sync.Mutex
 	rooms   map[string]*room
@@ -127,6 +143,10 @@ func NewHub(cfg Config) *Hub {
 	h.every(h.cfg.CheckInterval, h.check)
 	h.every(lobbyCoalesce, h.flushLobby)
 	h.every(sweepEvery(h.cfg.Heartbeat), h.sweep)
+	if h.cfg.AfterBurst != nil {
+		h.burst.least = int64(h.cfg.BurstOpenings)
+		h.every(burstQuiet, h.watchBursts)
+	}
 	return h
 }
 

@@ -43,3 +43,42 @@ func waitStreams(t *testing.T, h *sse.Hub, want int, started func() bool) {
 		t.Fatalf("%d streams, want %d", n, want)
 	}
 }
+
+// AfterBurst is called once a burst of openings (of every kind) is over,
+// with how many it counted, and not again without a new burst.
+func TestAfterBurstCalledOnceABurstIsOver(t *testing.T) {
+	calls := make(chan int64, 4)
+	e := newEnv(t, redistest.Backend{Name: "embedded"}, func(c *sse.Config) {
+		c.BurstOpenings = 3
+		c.AfterBurst = func(n int64) { calls <- n }
+	})
+	id := e.room(t, bob)
+	for i := range 2 {
+		room := newClient()
+		stop, _ := e.serve(t, bob, id, sse.Cursor{}, room)
+		waitStreams(t, e.hub, 1, func() bool { return len(room.all()) > 0 })
+		stop()
+		select {
+		case n := <-calls:
+			t.Fatalf("AfterBurst(%d) after %d openings of 3", n, i+1)
+		default:
+		}
+	}
+	lobby := newClient()
+	stop, _ := e.serveLobby(t, alice, lobby)
+	defer stop()
+	waitStreams(t, e.hub, 1, func() bool { return len(lobby.all()) > 0 })
+	select {
+	case n := <-calls:
+		if n != 3 {
+			t.Fatalf("AfterBurst(%d), want 3", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("AfterBurst not called 10 s after the third opening")
+	}
+	select {
+	case n := <-calls:
+		t.Fatalf("AfterBurst(%d) again without a new burst", n)
+	case <-time.After(3 * time.Second):
+	}
+}
