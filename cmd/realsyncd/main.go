@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	reg.MustRegister(metrics.NewShardStats(stats, 0, 0).WithInstances(func(ctx context.Context) (int, error) {
 		live, err := st.Fleet().Instances(ctx)
 		return len(live), err
-	}))
+	}).WithMasterShards(st.MasterShards))
 	reg.MustRegister(metrics.NewOnlineUsers(func(ctx context.Context) (int64, error) {
 		if !up.Load() {
 			return 0, errConnecting

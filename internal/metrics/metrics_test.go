@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -231,5 +232,37 @@ func TestMatchmakingModeLabels(t *testing.T) {
 	m.Released("ranked")
 	if _, ok := promtest.Sample(t, reg, "realsync_matchmaking_tickets", "mode", "ranked"); ok {
 		t.Fatal("ranked's queue still reported after its release")
+	}
+}
+
+// realsync_redis_master_shards has a series per master MasterShards
+// names, none without a Cluster (a nil map), and none once the read fails.
+func TestShardStatsMasterShards(t *testing.T) {
+	stats := func(context.Context) (lobby.Stats, error) { return lobby.Stats{}, nil }
+	tests := []struct {
+		name    string
+		masters map[string]int
+		err     error
+		want    string
+	}{
+		{"three masters", map[string]int{"10.0.0.1:6379": 8, "10.0.0.2:6379": 4, "10.0.0.3:6379": 0}, nil, `
+# HELP realsync_redis_master_shards Shards whose hash slot each Redis Cluster master owns: the load spreads by these, not by slot counts (every instance reports the same; none without a Cluster).
+# TYPE realsync_redis_master_shards gauge
+realsync_redis_master_shards{master="10.0.0.1:6379"} 8
+realsync_redis_master_shards{master="10.0.0.2:6379"} 4
+realsync_redis_master_shards{master="10.0.0.3:6379"} 0
+`},
+		{"no Cluster", nil, nil, ""},
+		{"read failed", nil, errors.New("CLUSTERDOWN"), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(metrics.NewShardStats(stats, time.Hour, time.Second).
+				WithMasterShards(func(context.Context) (map[string]int, error) { return tc.masters, tc.err }))
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want), "realsync_redis_master_shards"); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -27,15 +27,20 @@ type ShardStats struct {
 	ttl     time.Duration
 	timeout time.Duration
 
-	rooms, players, up, instances *prometheus.Desc
+	rooms, players, up, instances, masterShards *prometheus.Desc
 	// live counts the registered instances (store.Store.Instances); nil:
 	// realsync_instances is not reported.
 	live func(context.Context) (int, error)
+	// masters counts each Cluster master's shards (store.Store.MasterShards;
+	// nil without a Cluster); nil: realsync_redis_master_shards is not
+	// reported.
+	masters func(context.Context) (map[string]int, error)
 
 	mu      sync.Mutex
 	at      time.Time // of the last read; zero: none yet
 	stats   lobby.Stats
-	n       int // live instances, when live is set
+	n       int            // live instances, when live is set
+	shards  map[string]int // shards by master, when masters is set
 	err     error
 	reading chan struct{} // closed when the read under way ends; nil: none
 }
@@ -60,6 +65,9 @@ func NewShardStats(read func(context.Context) (lobby.Stats, error), ttl, timeout
 		players:   prometheus.NewDesc("realsync_players", "Players in rooms in Redis (from the shard stats; every instance reports the same).", nil, nil),
 		up:        prometheus.NewDesc("realsync_redis_up", "1 when the last read of the shard stats succeeded, 0 when Redis could not be read.", nil, nil),
 		instances: prometheus.NewDesc("realsync_instances", "Live registered instances (the instance registry; every instance reports the same).", nil, nil),
+		masterShards: prometheus.NewDesc("realsync_redis_master_shards",
+			"Shards whose hash slot each Redis Cluster master owns: the load spreads by these, not by slot counts (every instance reports the same; none without a Cluster).",
+			[]string{"master"}, nil),
 	}
 }
 
@@ -70,6 +78,14 @@ func (c *ShardStats) WithInstances(live func(context.Context) (int, error)) *Sha
 	return c
 }
 
+// WithMasterShards makes the collector also report
+// realsync_redis_master_shards{master}, read by masters with the stats
+// (same TTL and timeout); a nil map (no Cluster) reports none.
+func (c *ShardStats) WithMasterShards(masters func(context.Context) (map[string]int, error)) *ShardStats {
+	c.masters = masters
+	return c
+}
+
 // Describe implements prometheus.Collector.
 func (c *ShardStats) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.rooms
@@ -77,6 +93,9 @@ func (c *ShardStats) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	if c.live != nil {
 		ch <- c.instances
+	}
+	if c.masters != nil {
+		ch <- c.masterShards
 	}
 }
 
@@ -97,6 +116,12 @@ func (c *ShardStats) Collect(ch chan<- prometheus.Metric) {
 		n := c.n
 		c.mu.Unlock()
 		ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(n))
+	}
+	c.mu.Lock()
+	shards := c.shards
+	c.mu.Unlock()
+	for m, n := range shards {
+		ch <- prometheus.MustNewConstMetric(c.masterShards, prometheus.GaugeValue, float64(n), m)
 	}
 }
 
@@ -138,9 +163,13 @@ func (c *ShardStats) read1(done chan struct{}) {
 	if err == nil && c.live != nil {
 		n, err = c.live(ctx)
 	}
+	var shards map[string]int
+	if err == nil && c.masters != nil {
+		shards, err = c.masters(ctx)
+	}
 	cancel()
 	c.mu.Lock()
-	c.stats, c.n, c.err, c.at, c.reading = st, n, err, time.Now(), nil
+	c.stats, c.n, c.shards, c.err, c.at, c.reading = st, n, shards, err, time.Now(), nil
 	c.mu.Unlock()
 	close(done)
 }

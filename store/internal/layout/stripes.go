@@ -123,6 +123,9 @@ func NewPlacement(k Keys, shards int, cur Stripes) *Placement {
 	return p
 }
 
+// Slot is the hash slot of shard's tag.
+func (p *Placement) Slot(shard int) int { return p.slots[shard] }
+
 // Current is the configuration new rooms are placed by.
 func (p *Placement) Current() Stripes { return p.state.Load().current }
 

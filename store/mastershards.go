@@ -1,0 +1,44 @@
+package store
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/redisx"
+)
+
+// MasterShards counts the shards each Redis Cluster master holds, by the
+// master's address as CLUSTER SLOTS gives it, every master that owns a
+// slot included (0: none of the shards). A master carries the shards whose
+// tags' slots it owns, whatever its count of slots: these counts, not
+// the slot counts Redis' tools balance, are how the deployment's load
+// spreads (the defaults' 16 shards fall 8/4/4 on 3 masters of equal slot
+// ranges). A shard whose slot no master owns is not counted. nil without
+// a Cluster (one master holds every shard).
+func (s *Store) MasterShards(ctx context.Context) (map[string]int, error) {
+	c, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return nil, nil
+	}
+	ranges, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	out := map[string]int{}
+	for _, r := range ranges {
+		if len(r.Nodes) > 0 {
+			out[r.Nodes[0].Addr] = 0 // before any count
+		}
+	}
+	for shard := range s.shards {
+		slot := s.stripes.Slot(shard)
+		for _, r := range ranges {
+			if slot >= int(r.Start) && slot <= int(r.End) && len(r.Nodes) > 0 {
+				out[r.Nodes[0].Addr]++
+				break
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,74 @@
+package store_test
+
+import (
+	"context"
+	"maps"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
+)
+
+// MasterShards counts each Cluster master's shards as go-redis routes the
+// shards' keys, every master included; nil without a Cluster.
+func TestMasterShards(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix, c.Shards = prefix, 16 })
+			got, err := s.MasterShards(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, ok := s.Client().(*redis.ClusterClient)
+			if !ok {
+				if got != nil {
+					t.Fatalf("MasterShards without a Cluster: %v, want nil", got)
+				}
+				return
+			}
+			// by port: go-redis names the test Cluster's nodes ":<port>"
+			// (they announce no host), CLUSTER SLOTS "127.0.0.1:<port>"
+			got = byPort(t, got)
+			want := map[string]int{}
+			if err := cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+				want[port(t, m.Options().Addr)] = 0
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for shard := range 16 {
+				m, err := cc.MasterForKey(ctx, "{"+prefix+":"+strconv.Itoa(shard)+"}:x")
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[port(t, m.Options().Addr)]++
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("MasterShards = %v, want %v (go-redis' routing of the shards' keys)", got, want)
+			}
+		})
+	}
+}
+
+func port(t *testing.T, addr string) string {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func byPort(t *testing.T, m map[string]int) map[string]int {
+	out := map[string]int{}
+	for a, n := range m {
+		out[port(t, a)] += n
+	}
+	return out
+}
