@@ -9,17 +9,26 @@ import (
 // network came back) leaves its garbage behind: every opening's snapshot,
 // request buffers and grown handler stack. An idle server collects it only
 // at the runtime's forced collection, every 2 minutes, and gives the pages
-// back to the OS a few MB a second after that: 10 000 room streams opened
-// at once held 12–42 KiB resident a stream 2 s later, 6.5–9.6 KiB once
+// back to the OS over the following minute: 10 000 room streams opened at
+// once held 12–42 KiB resident a stream 2 s later, 6.5–9.6 KiB once
 // released (docs/PERFORMANCE-HISTORY.md, "Giving a burst's memory back").
-// Config.AfterBurst is called once such a burst is over, for
-// cmd/realsyncd to release it at once.
-
-// Defaults of Config.BurstOpenings and the watch's gaps.
+// Config.AfterBurst is called once such a burst is over, for cmd/realsyncd
+// to release it at once.
+//
+// A burst is a run of stormy looks (a look every burstLook; stormy: at
+// least a twentieth of Config.BurstOpenings openings since the look
+// before, 50 in half a second by default), over once burstCalm passed
+// since its last stormy look, and worth a call when it counted at least
+// BurstOpenings. The openings of calm looks count for nothing: steady
+// churn below the storm rate, however long, is no burst, and churn beside
+// a storm does not keep it from ending. A pause shorter than burstCalm
+// within a storm keeps it one burst. A burst that ends within burstGap of
+// the last call is kept, and added to, until the gap has passed; a smaller
+// one ends with nothing (its garbage is the runtime's, as before).
 const (
 	defaultBurstOpenings = 1000
-	// burstQuiet: a burst is over once this long passed without an opening.
-	burstQuiet = time.Second
+	burstLook            = 500 * time.Millisecond
+	burstCalm            = time.Second
 	// burstGap: the least time between two AfterBurst calls, so that
 	// bursts coming one after another cost one release each burstGap.
 	burstGap = 10 * time.Second
@@ -28,36 +37,46 @@ const (
 // burstWatch decides when a burst of openings is over. Used by one
 // goroutine, the hub's watch loop.
 type burstWatch struct {
-	least    int64     // openings that make a burst (Config.BurstOpenings)
-	seen     int64     // the openings counted at the last look
-	released int64     // the openings counted at the last release
-	at       time.Time // of the last release
+	least  int64     // openings that make a burst (Config.BurstOpenings)
+	seen   int64     // the openings counted at the last look
+	run    int64     // the openings of the burst under way (its stormy looks)
+	stormy time.Time // of the burst's last stormy look
+	at     time.Time // of the last call
 }
 
-// over says whether, with opened openings counted since the hub started
-// and the last look burstQuiet ago, a burst is over and to be released
-// now: no opening since the last look, at least least of them since the
-// last release, which was at least burstGap ago. It records the release
-// and returns the openings since the one before (0: none due).
+// over takes a look at now, opened openings counted since the hub
+// started, and returns the openings of the burst that is over and to be
+// released now, or 0: none.
 func (b *burstWatch) over(opened int64, now time.Time) int64 {
-	quiet := opened == b.seen
+	d := opened - b.seen
 	b.seen = opened
-	n := opened - b.released
-	if !quiet || n < b.least || now.Sub(b.at) < burstGap {
+	if d > 0 && d*20 >= b.least {
+		b.run += d
+		b.stormy = now
 		return 0
 	}
-	b.released, b.at = opened, now
+	switch {
+	case b.run == 0 || now.Sub(b.stormy) < burstCalm:
+		return 0
+	case b.run < b.least:
+		b.run = 0 // a small burst: nothing to call for
+		return 0
+	case now.Sub(b.at) < burstGap:
+		return 0 // kept until the gap has passed
+	}
+	n := b.run
+	b.run, b.at = 0, now
 	return n
 }
 
-// opened counts a stream's opening and tells the metrics of it.
-func (h *Hub) opened(kind, start string) {
+// streamOpened counts a stream's opening and tells the metrics of it.
+func (h *Hub) streamOpened(kind, start string) {
 	h.openings.Add(1)
 	h.cfg.Metrics.StreamOpened(kind, start)
 }
 
 // watchBursts calls Config.AfterBurst when a burst of openings is over;
-// run every burstQuiet.
+// run every burstLook.
 func (h *Hub) watchBursts(context.Context) {
 	if n := h.burst.over(h.openings.Load(), time.Now()); n > 0 {
 		h.cfg.AfterBurst(n)

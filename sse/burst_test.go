@@ -5,28 +5,45 @@ import (
 	"time"
 )
 
-// A burst is over once a look finds no opening since the one before, with
-// at least least openings since the last release, burstGap after it.
+// A burst is a run of stormy looks (≥ least/20 openings since the look
+// before), over a second after its last, worth a call with ≥ least
+// openings, at most one call every burstGap.
 func TestBurstWatch(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	type look struct {
-		opened int64
-		at     time.Duration // after t0
-		want   int64
+		at     time.Duration // since the start
+		opened int64         // openings counted since the hub started
+		want   int64         // over's answer
+	}
+	// steady adds n openings at each look from..to (every burstLook).
+	steady := func(looks []look, from, to time.Duration, opened, n int64) []look {
+		for at := from; at <= to; at += burstLook {
+			opened += n
+			looks = append(looks, look{at, opened, 0})
+		}
+		return looks
 	}
 	tests := []struct {
 		name  string
 		looks []look
 	}{
-		{"a burst, then quiet", []look{{400, 1 * time.Second, 0}, {1000, 2 * time.Second, 0}, {1000, 3 * time.Second, 1000}, {1000, 4 * time.Second, 0}}},
-		{"quiet only once the openings stop", []look{{1000, 1 * time.Second, 0}, {1001, 2 * time.Second, 0}, {1002, 3 * time.Second, 0}, {1002, 4 * time.Second, 1002}}},
-		{"too few openings", []look{{999, 1 * time.Second, 0}, {999, 2 * time.Second, 0}, {999, 3 * time.Second, 0}}},
-		{"openings add up across quiet looks", []look{{600, 1 * time.Second, 0}, {600, 2 * time.Second, 0}, {1200, 3 * time.Second, 0}, {1200, 4 * time.Second, 1200}}},
-		{"the next burst waits for the gap", []look{
-			{1000, 1 * time.Second, 0}, {1000, 2 * time.Second, 1000},
-			{2500, 3 * time.Second, 0}, {2500, 4 * time.Second, 0}, {2500, 11 * time.Second, 0},
-			{2500, 12 * time.Second, 1500}, {2500, 30 * time.Second, 0}}},
+		{"a burst, then calm", []look{{500 * time.Millisecond, 400, 0}, {time.Second, 1000, 0},
+			{1500 * time.Millisecond, 1000, 0}, {2 * time.Second, 1000, 1000}, {2500 * time.Millisecond, 1000, 0}}},
+		{"steady churn below the storm's pace is no burst", steady(nil, burstLook, time.Hour, 0, 49)},
+		{"churn beside a storm does not keep it from ending", append(steady([]look{
+			{500 * time.Millisecond, 2500, 0}, {time.Second, 5000, 0}, {1500 * time.Millisecond, 7500, 0}, {2 * time.Second, 10000, 0}},
+			2500*time.Millisecond, 2500*time.Millisecond, 10000, 40), look{3 * time.Second, 10080, 10000})},
+		{"a pause within a storm keeps it one burst", []look{{500 * time.Millisecond, 750, 0}, {time.Second, 1500, 0},
+			{1500 * time.Millisecond, 1500, 0}, {2 * time.Second, 1950, 0}, {2500 * time.Millisecond, 2400, 0},
+			{3 * time.Second, 2400, 0}, {3500 * time.Millisecond, 2400, 2400}}},
+		{"small bursts do not add up", []look{{500 * time.Millisecond, 600, 0}, {time.Second, 600, 0}, {1500 * time.Millisecond, 600, 0},
+			{2 * time.Second, 1200, 0}, {2500 * time.Millisecond, 1200, 0}, {3 * time.Second, 1200, 0}, {10 * time.Second, 1200, 0}}},
+		{"the next burst waits for the gap, and is added to meanwhile", []look{{500 * time.Millisecond, 1000, 0},
+			{1500 * time.Millisecond, 1000, 1000},
+			{3 * time.Second, 2500, 0}, {4 * time.Second, 2500, 0}, {5 * time.Second, 2500, 0},
+			{8 * time.Second, 2600, 0}, {9 * time.Second, 2600, 0}, {11 * time.Second, 2600, 0},
+			{11500 * time.Millisecond, 2600, 1600}, {30 * time.Second, 2600, 0}}},
 	}
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := burstWatch{least: 1000}

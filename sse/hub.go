@@ -52,12 +52,13 @@ type Config struct {
 	Log      *slog.Logger
 	// Metrics observes streams and events; none when nil.
 	Metrics Metrics
-	// AfterBurst, when set, is called once at least BurstOpenings streams
-	// (of any kind) opened since its last call and then a second passed
-	// without an opening, at most once every 10 seconds, with the openings
-	// since its last call; from a goroutine of the hub's, which it may
-	// block. cmd/realsyncd gives the burst's memory back to the OS
-	// (burst.go).
+	// AfterBurst, when set, is called once a burst of at least
+	// BurstOpenings stream openings (of any kind, at least a twentieth of
+	// that each half second) is over (a second without such a pace), at
+	// most once every 10 seconds, with the burst's openings (burst.go).
+	// Calls come one at a time from a goroutine of the hub's, which they
+	// may block; Close waits for one under way. cmd/realsyncd gives the
+	// burst's memory back to the OS.
 	AfterBurst func(openings int64)
 	// BurstOpenings: how many openings make a burst; default 1000.
 	BurstOpenings int
@@ -145,7 +146,7 @@ func NewHub(cfg Config) *Hub {
 	h.every(sweepEvery(h.cfg.Heartbeat), h.sweep)
 	if h.cfg.AfterBurst != nil {
 		h.burst.least = int64(h.cfg.BurstOpenings)
-		h.every(burstQuiet, h.watchBursts)
+		h.every(burstLook, h.watchBursts)
 	}
 	return h
 }

@@ -165,7 +165,7 @@ func (h *Hub) ServeLobby(ctx context.Context, client Client, u rooms.User, mode,
 	if err != nil {
 		return err
 	}
-	h.opened(KindLobby, StartFresh)
+	h.streamOpened(KindLobby, StartFresh)
 	client.Start()
 	out := lent(client, h.cfg.Metrics, KindLobby)
 	out.write(retryFrame(0))

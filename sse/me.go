@@ -204,7 +204,7 @@ func (h *Hub) ServeMe(ctx context.Context, client Client, u rooms.User, platform
 	case c.Set:
 		start = StartReplay
 	}
-	h.opened(KindMe, start)
+	h.streamOpened(KindMe, start)
 	client.Start()
 	out := lent(client, h.cfg.Metrics, KindMe)
 	out.write(retryFrame(0))

@@ -213,7 +213,7 @@ func (h *Hub) Serve(ctx context.Context, client Client, u rooms.User, id string,
 			h.ended(r, st, why)
 		}
 	}()
-	h.opened(KindRoom, startOf(c, o))
+	h.streamOpened(KindRoom, startOf(c, o))
 	client.Start()
 	out := lent(client, h.cfg.Metrics, KindRoom)
 	out.write(retryFrame(0))

@@ -34,6 +34,7 @@ type Config struct {
 	Shards          int           // REALSYNC_SHARDS, default 16
 	KeyPrefix       string        // REALSYNC_KEY_PREFIX, default rs
 	SSEHeartbeat    time.Duration // REALSYNC_SSE_HEARTBEAT, default 15s; 1s..5m
+	BurstRelease    bool          // REALSYNC_SSE_BURST_RELEASE, default true: a burst of stream openings has its memory given back once over (memory.go)
 	TCPUserTimeout  time.Duration // REALSYNC_TCP_USER_TIMEOUT, default 30s: TCP_USER_TIMEOUT of the API's and metrics' connections (usertimeout.go); 0 the kernel's, else 1s..1h
 	DisconnectGrace time.Duration // REALSYNC_DISCONNECT_GRACE, default 30s; 0 never, else 100ms..8760h
 	ConnectGrace    time.Duration // REALSYNC_CONNECT_GRACE, default 0 (never); else 100ms..8760h: a joined player who opened no stream by then is removed
@@ -111,7 +112,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	var c Config
 	var envName, guest, leeway string
 	var replicaReads string
-	var cluster, shards, heartbeat, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, shutdown, headerTimeout, rateLimits, rateLease, proxies string
+	var cluster, shards, heartbeat, userTimeout, grace, connectGrace, presence, idle, retention, lifetime, burstRelease, shutdown, headerTimeout, rateLimits, rateLease, proxies string
 	fs := flag.NewFlagSet("realsyncd", flag.ContinueOnError)
 	fs.StringVar(&c.Addr, "addr", env("REALSYNC_ADDR", ":8080"), "listen address (REALSYNC_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REALSYNC_REDIS_URL", ""), "standalone Redis URL (REALSYNC_REDIS_URL); none: embedded store")
@@ -127,6 +128,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	fs.StringVar(&shards, "shards", env("REALSYNC_SHARDS", "16"), "hash-tag shards, fixed for a deployment (REALSYNC_SHARDS)")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("REALSYNC_KEY_PREFIX", "rs"), "prefix of every Redis key (REALSYNC_KEY_PREFIX)")
 	fs.StringVar(&heartbeat, "sse-heartbeat", env("REALSYNC_SSE_HEARTBEAT", "15s"), "SSE comment interval (REALSYNC_SSE_HEARTBEAT)")
+	fs.StringVar(&burstRelease, "sse-burst-release", env("REALSYNC_SSE_BURST_RELEASE", "true"), "give the memory of a burst of stream openings back to the OS once it is over (REALSYNC_SSE_BURST_RELEASE)")
 	fs.StringVar(&userTimeout, "tcp-user-timeout", env("REALSYNC_TCP_USER_TIMEOUT", "30s"), "longest time data written to a client may stay unacknowledged before its connection is dropped (Linux TCP_USER_TIMEOUT); 0: the kernel's (REALSYNC_TCP_USER_TIMEOUT)")
 	fs.StringVar(&grace, "disconnect-grace", env("REALSYNC_DISCONNECT_GRACE", "30s"), "removal delay of disconnected players, 0 never (REALSYNC_DISCONNECT_GRACE)")
 	fs.StringVar(&connectGrace, "connect-grace", env("REALSYNC_CONNECT_GRACE", "0"), "removal delay of joined players who never open a stream, 0 never (REALSYNC_CONNECT_GRACE)")
@@ -211,6 +213,9 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 		bad("REALSYNC_REDIS_READ_FROM_REPLICAS", err.Error())
 	} else if c.ReplicaReads != store.ReplicasOff && len(c.ClusterAddrs) == 0 {
 		bad("REALSYNC_REDIS_READ_FROM_REPLICAS", "needs REALSYNC_REDIS_CLUSTER_ADDRS: replicas are read on a Redis Cluster only")
+	}
+	if c.BurstRelease, err = strconv.ParseBool(burstRelease); err != nil {
+		bad("REALSYNC_SSE_BURST_RELEASE", "must be true or false")
 	}
 	c.Env = envName
 	if c.Env != envDevelopment && c.Env != envProduction {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -470,6 +472,35 @@ func TestParseConfigAddresses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if c, ok := parseCase(t, tc.env, tc.args, tc.err); ok && (c.Addr != tc.addr || c.PprofAddr != tc.pprof) {
 				t.Errorf("addr %q pprof %q; want %q and %q", c.Addr, c.PprofAddr, tc.addr, tc.pprof)
+			}
+		})
+	}
+}
+
+// REALSYNC_SSE_BURST_RELEASE: on by default, off with false (the hub gets
+// no AfterBurst), refused unless a boolean.
+func TestBurstReleaseSetting(t *testing.T) {
+	base := map[string]string{"REALSYNC_JWT_SECRET": "0123456789abcdef0123456789abcdef"}
+	tests := []struct {
+		name  string
+		value string // "": unset
+		on    bool   // the hub gets an AfterBurst
+		err   string
+	}{
+		{"Default", "", true, ""},
+		{"On", "true", true, ""},
+		{"Off", "false", false, ""},
+		{"Bad", "sometimes", false, "REALSYNC_SSE_BURST_RELEASE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := maps.Clone(base)
+			if tc.value != "" {
+				env["REALSYNC_SSE_BURST_RELEASE"] = tc.value
+			}
+			c, ok := parseCase(t, env, nil, tc.err)
+			if ok && (c.afterBurst(slog.Default()) != nil) != tc.on {
+				t.Fatalf("AfterBurst set: %v, want %v", !tc.on, tc.on)
 			}
 		})
 	}

@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	}
 	defer hangups.Close()
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON,
-		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m, AfterBurst: releaseBurst(log)})
+		Heartbeat: cfg.SSEHeartbeat, PresenceTTL: cfg.PresenceTTL, Log: log, Metrics: m, AfterBurst: cfg.afterBurst(log)})
 	// shutdown closes the hub within REALSYNC_SHUTDOWN_TIMEOUT; a return
 	// before it (a failed start) closes it here
 	closeHub := hub.Close
