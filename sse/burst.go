@@ -17,18 +17,23 @@ import (
 //
 // A burst is a run of stormy looks (a look every burstLook; stormy: at
 // least a twentieth of Config.BurstOpenings openings since the look
-// before, 50 in half a second by default), over once burstCalm passed
-// since its last stormy look, and worth a call when it counted at least
-// BurstOpenings. The openings of calm looks count for nothing: steady
-// churn below the storm rate, however long, is no burst, and churn beside
-// a storm does not keep it from ending. A pause shorter than burstCalm
-// within a storm keeps it one burst. A burst that ends within burstGap of
-// the last call is kept, and added to, until the gap has passed; a smaller
-// one ends with nothing (its garbage is the runtime's, as before).
+// before, 50 a half second by default, and at least 4 times the usual
+// pace, the openings a look averaged over about a minute), over once
+// burstCalm passed since its last stormy look, and worth a call when it
+// counted at least BurstOpenings. The openings of calm looks count for
+// nothing: steady churn, however long and at whatever pace, is no burst
+// once its pace is the usual one, and churn beside a storm does not keep
+// it from ending. A pause shorter than burstCalm within a storm keeps it
+// one burst. A burst that ends within burstGap of the last call is kept,
+// and added to, until the gap has passed; a smaller one ends with nothing
+// (its garbage is the runtime's, as before). A look that comes late
+// (a starved CPU) scales its openings to a look's time.
 const (
 	defaultBurstOpenings = 1000
 	burstLook            = 500 * time.Millisecond
 	burstCalm            = time.Second
+	// burstPace: the time over which the usual pace is averaged.
+	burstPace = time.Minute
 	// burstGap: the least time between two AfterBurst calls, so that
 	// bursts coming one after another cost one release each burstGap.
 	burstGap = 10 * time.Second
@@ -42,6 +47,8 @@ type burstWatch struct {
 	run    int64     // the openings of the burst under way (its stormy looks)
 	stormy time.Time // of the burst's last stormy look
 	at     time.Time // of the last call
+	last   time.Time // of the last look
+	pace   float64   // the usual openings a look (an average over burstPace)
 }
 
 // over takes a look at now, opened openings counted since the hub
@@ -50,7 +57,15 @@ type burstWatch struct {
 func (b *burstWatch) over(opened int64, now time.Time) int64 {
 	d := opened - b.seen
 	b.seen = opened
-	if d > 0 && d*20 >= b.least {
+	look := burstLook
+	if !b.last.IsZero() && now.After(b.last) {
+		look = now.Sub(b.last)
+	}
+	b.last = now
+	perLook := float64(d) * float64(burstLook) / float64(look) // d over a look's time
+	stormy := d > 0 && perLook*20 >= float64(b.least) && perLook >= 4*b.pace
+	b.pace += (perLook - b.pace) * min(1, float64(look)/float64(burstPace))
+	if stormy {
 		b.run += d
 		b.stormy = now
 		return 0

@@ -54,8 +54,9 @@ type Config struct {
 	Metrics Metrics
 	// AfterBurst, when set, is called once a burst of at least
 	// BurstOpenings stream openings (of any kind, at least a twentieth of
-	// that each half second) is over (a second without such a pace), at
-	// most once every 10 seconds, with the burst's openings (burst.go).
+	// that each half second and 4 times the usual pace) is over (a second
+	// without such a pace), at most once every 10 seconds, with the
+	// burst's openings (burst.go).
 	// Calls come one at a time from a goroutine of the hub's, which they
 	// may block; Close waits for one under way. cmd/realsyncd gives the
 	// burst's memory back to the OS.

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -15,13 +13,17 @@ import (
 // the slot counts Redis' tools balance, are how the deployment's load
 // spreads (the defaults' 16 shards fall 8/4/4 on 3 masters of equal slot
 // ranges). A shard whose slot no master owns is not counted. nil without
-// a Cluster (one master holds every shard).
+// a Cluster (one master holds every shard). The error, when no node
+// answers with a layout, is rooms.ErrUnavailable's (redisx.Wrap).
 func (s *Store) MasterShards(ctx context.Context) (map[string]int, error) {
-	c, ok := s.client.(*redis.ClusterClient)
-	if !ok {
+	if s.conn.Slots == nil {
 		return nil, nil
 	}
-	ranges, err := c.ClusterSlots(ctx).Result()
+	// the layout as the store's clients read it: node after node until one
+	// answers, addresses named as the clients dial them (not CLUSTER SLOTS
+	// of the client's next node, which may be a master holding no shard,
+	// or hung)
+	ranges, err := s.conn.Slots.Slots(ctx)
 	if err != nil {
 		return nil, redisx.Wrap(err)
 	}

@@ -236,7 +236,8 @@ func TestMatchmakingModeLabels(t *testing.T) {
 }
 
 // realsync_redis_master_shards has a series per master MasterShards
-// names, none without a Cluster (a nil map), and none once the read fails.
+// names, none without a Cluster (a nil map), and none once the read fails,
+// which leaves realsync_redis_up at 1 (the stats were read).
 func TestShardStatsMasterShards(t *testing.T) {
 	stats := func(context.Context) (lobby.Stats, error) { return lobby.Stats{}, nil }
 	tests := []struct {
@@ -262,6 +263,9 @@ realsync_redis_master_shards{master="10.0.0.3:6379"} 0
 				WithMasterShards(func(context.Context) (map[string]int, error) { return tc.masters, tc.err }))
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(tc.want), "realsync_redis_master_shards"); err != nil {
 				t.Fatal(err)
+			}
+			if v, _ := promtest.Sample(t, reg, "realsync_redis_up"); v != 1 {
+				t.Fatalf("realsync_redis_up %v, want 1", v)
 			}
 		})
 	}

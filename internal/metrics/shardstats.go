@@ -80,7 +80,8 @@ func (c *ShardStats) WithInstances(live func(context.Context) (int, error)) *Sha
 
 // WithMasterShards makes the collector also report
 // realsync_redis_master_shards{master}, read by masters with the stats
-// (same TTL and timeout); a nil map (no Cluster) reports none.
+// (same TTL and timeout); a nil map (no Cluster) reports none, and so does
+// a failed read, which leaves realsync_redis_up to the stats.
 func (c *ShardStats) WithMasterShards(masters func(context.Context) (map[string]int, error)) *ShardStats {
 	c.masters = masters
 	return c
@@ -165,7 +166,11 @@ func (c *ShardStats) read1(done chan struct{}) {
 	}
 	var shards map[string]int
 	if err == nil && c.masters != nil {
-		shards, err = c.masters(ctx)
+		// a failed read drops the series, not realsync_redis_up: the
+		// layout may come from a master holding no shard
+		if m, merr := c.masters(ctx); merr == nil {
+			shards = m
+		}
 	}
 	cancel()
 	c.mu.Lock()
