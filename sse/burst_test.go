@@ -6,8 +6,9 @@ import (
 )
 
 // A burst is a run of stormy looks (≥ least/20 openings since the look
-// before), over a second after its last, worth a call with ≥ least
-// openings, at most one call every burstGap.
+// before, scaled to a look's time, and ≥ 4× the usual pace), over a
+// second after its last, worth a call with ≥ least openings, at most one
+// call every burstGap.
 func TestBurstWatch(t *testing.T) {
 	type look struct {
 		at     time.Duration // since the start
