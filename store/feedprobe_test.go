@@ -201,11 +201,7 @@ func TestFeedProbeQuietOnHealthyRedis(t *testing.T) {
 // durability.
 func watchedRoomOfAShard(t *testing.T) (*probeSink, rooms.Room, func() (int64, error), *redistest.Server, []*redistest.Server) {
 	t.Helper()
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownReplicatedCluster(t)
 	ctx := t.Context()
 	s := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()})
 	sink := newProbeSink()
@@ -337,11 +333,7 @@ func TestFeedProbeQuietBehindABacklog(t *testing.T) {
 // shard's events reached nobody on this instance from then on. Patches
 // written after the move must come through.
 func TestFeedFollowsASlotMove(t *testing.T) {
-	c, err := redistest.StartCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownCluster(t)
 	ctx := t.Context()
 	s := openStore(t, redistest.Backend{Name: "own-cluster", ClusterAddrs: c.Addrs()})
 	sink := newProbeSink()

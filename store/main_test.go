@@ -143,6 +143,18 @@ func ownCluster(tb testing.TB) *redistest.Cluster {
 	return c
 }
 
+// ownReplicatedCluster starts a Cluster of tb's own of 3 masters with a
+// replica each (for a failover test), stopped when tb ends.
+func ownReplicatedCluster(tb testing.TB) *redistest.Cluster {
+	tb.Helper()
+	c, err := redistest.StartClusterWithReplicas(3, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
 // aclServer starts a redis-server of tb's own (extra: its arguments) with
 // the user name, on, password "pw", and the ACL rules rules; it returns a
 // backend that connects as that user and a client of the default user.

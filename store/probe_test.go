@@ -73,11 +73,7 @@ func TestPingAnswersWhileAMasterIsDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Cluster of its own")
 	}
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownReplicatedCluster(t)
 	const shards = 8
 	var prefix string
 	var fewest, most *redistest.Server

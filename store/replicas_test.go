@@ -105,11 +105,7 @@ func browseAll(t *testing.T, s *store.Store, wantRooms, wantPlayers int) {
 // of replicas that refuse reads while cut off from their master, without
 // an error.
 func TestBrowsingReadsFromReplicas(t *testing.T) {
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownReplicatedCluster(t)
 	ctx := t.Context()
 	const shards = 16
 	prefix := redistest.Prefix(t)

@@ -27,11 +27,7 @@ import (
 // ids of both 3s were equal: the resume replayed 4 alone, the new 3 never
 // delivered to web, and the ack moved web's cursor past it.
 func TestPersonalLogAcrossAFailover(t *testing.T) {
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := ownReplicatedCluster(t)
 	ctx := t.Context()
 	s := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()})
 	uid := "u-" + redistest.Prefix(t)
