@@ -259,7 +259,7 @@ func TestHungUpMessageCountsAsItsAnswer(t *testing.T) {
 		t.Run(pb.b.Name, func(t *testing.T) {
 			e := newHangupEnv(t, pb.b, pb.proxies, func(c *api.Config, st *store.Store, prefix string) {
 				c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
-					RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, 4, id) }})
+					RoomTag: st.RoomTag})
 				c.RateLimits = set
 			})
 			alice, _ := e.guest("alice")

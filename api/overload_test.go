@@ -19,7 +19,7 @@ import (
 func quickJoinLock(prefix, uid string) string {
 	h := fnv.New32a()
 	h.Write([]byte(uid))
-	return "{" + prefix + ":" + strconv.Itoa(int(h.Sum32()%4)) + "}:qjlock:" + uid
+	return store.ShardTags(prefix, 4, store.SchemaVersion)[h.Sum32()%4] + ":qjlock:" + uid
 }
 
 // An instance with REALSYNC_MAX_IN_FLIGHT requests in flight refuses the

@@ -53,7 +53,7 @@ func TestClientHangupDoesNotPauseLimits(t *testing.T) {
 	slow := &slowOnce{}
 	e := newEnv(t, b, true, func(c *api.Config, st *store.Store, prefix string) {
 		slow.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
-			RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, 4, id) }})
+			RoomTag: st.RoomTag})
 		c.RateLimiter = slow
 		c.RateLimits = set
 	})

@@ -27,7 +27,7 @@ func limitedEnv(t *testing.T, b redistest.Backend, spec string) *env {
 	}
 	return newEnv(t, b, true, func(c *api.Config, st *store.Store, prefix string) {
 		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
-			RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, 4, id) }})
+			RoomTag: st.RoomTag})
 		c.RateLimits = set
 	})
 }
@@ -210,7 +210,7 @@ func TestDirectLimitSparesAPIKeys(t *testing.T) {
 	}
 	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, prefix string) {
 		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
-			RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, 4, id) }})
+			RoomTag: st.RoomTag})
 		c.RateLimits, c.APIKeys = set, keys
 	})
 	msg := map[string]any{"type": "notice", "data": "hi"}

@@ -13,8 +13,11 @@ func (s *Store) CreateStripesOf(mode, region string) []int {
 	return s.stripes.CreateShards(mode, region)
 }
 
-// ShardTag is shard's hash tag "{<prefix>:<shard>}".
+// ShardTag is shard's hash tag (layout.Tags).
 func (s *Store) ShardTag(shard int) string { return s.keys.Tag(shard) }
+
+// PlacedSlot is the slot the placement takes shard's tag to be at.
+func (s *Store) PlacedSlot(shard int) int { return s.stripes.Slot(shard) }
 
 // ShardOfRoom decodes the shard of a room id (-1 if none).
 func (s *Store) ShardOfRoom(id string) int {

@@ -192,7 +192,7 @@ func (s *Store) guardLayout(ctx context.Context, log *slog.Logger) {
 	}
 	if restored {
 		log.Warn("janitor: the layout record was missing (Redis lost its data?), restored from this instance's settings",
-			"key", s.keys.Meta(), "shards", s.shards, "schema", SchemaVersion)
+			"key", s.keys.Meta(), "shards", s.shards, "schema", s.Schema())
 	}
 	// one janitor per store: nothing else writes layoutErr meanwhile; it
 	// is logged before Ready sees it

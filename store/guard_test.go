@@ -140,7 +140,7 @@ func TestJanitorWarnsOfAnEvictingPolicy(t *testing.T) {
 			s, rec, log := guardedJanitor(t, be.b)
 			eventually(t, "no report of a safe policy", func() bool { return rec.unsafe.Load() == 0 })
 			if be.node == "" { // a master that serves the store (a fixed node may serve none of its 8 shards)
-				m, err := s.Client().(*redis.ClusterClient).MasterForKey(ctx, "{"+s.Prefix()+":0}")
+				m, err := s.Client().(*redis.ClusterClient).MasterForKey(ctx, s.Base().Tag(0))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,7 +11,8 @@ import (
 // slot included (0: none of the shards). A master carries the shards whose
 // tags' slots it owns, whatever its count of slots: these counts, not
 // the slot counts Redis' tools balance, are how the deployment's load
-// spreads (the defaults' 16 shards fall 8/4/4 on 3 masters of equal slot
+// spreads (spread tags, key schema 4, hold even counts on masters of equal
+// slot ranges; plain tags do not: the defaults' 16 fall 8/4/4 on 3 such
 // ranges). A shard whose slot no master owns is not counted. nil without
 // a Cluster (one master holds every shard). The error, when no node
 // answers with a layout, is rooms.ErrUnavailable's (redisx.Wrap).

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"maps"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +46,7 @@ func TestMasterShards(t *testing.T) {
 				t.Fatal(err)
 			}
 			for shard := range 16 {
-				m, err := cc.MasterForKey(ctx, "{"+prefix+":"+strconv.Itoa(shard)+"}:x")
+				m, err := cc.MasterForKey(ctx, s.Base().Tag(shard)+":x")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -55,6 +54,16 @@ func TestMasterShards(t *testing.T) {
 			}
 			if !maps.Equal(got, want) {
 				t.Fatalf("MasterShards = %v, want %v (go-redis' routing of the shards' keys)", got, want)
+			}
+			// a new deployment's tags are spread: the test Cluster's
+			// masters own equal slot ranges, so they hold 16/m shards,
+			// rounded either way (plain tags: 8/4/4 on 3)
+			lo, hi := 16, 0
+			for _, n := range got {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+			if hi-lo > 1 {
+				t.Errorf("a new deployment's shards spread %v over the masters, want even counts (±1)", got)
 			}
 		})
 	}

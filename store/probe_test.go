@@ -145,7 +145,7 @@ func shardsHeld(tb testing.TB, c *redistest.Cluster, prefix string, shards int) 
 	ctx := context.Background()
 	held := map[*redistest.Server]int{}
 	for i := range shards {
-		m, _, err := c.MasterOf(ctx, fmt.Sprintf("{%s:%d}", prefix, i))
+		m, _, err := c.MasterOf(ctx, store.ShardTags(prefix, shards, store.SchemaVersion)[i])
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestPingWeighsMastersByShards(t *testing.T) {
 	var metaMaster, shardMaster *redistest.Server
 	for i := 0; metaMaster == shardMaster; i++ {
 		prefix = fmt.Sprintf("%s%d", redistest.Prefix(t), i)
-		metaMaster, shardMaster = master(prefix+":meta"), master("{"+prefix+":0}")
+		metaMaster, shardMaster = master(prefix+":meta"), master(store.ShardTags(prefix, 1, store.SchemaVersion)[0])
 	}
 	ping := clusterPing(t, c, prefix, 1)
 	metaMaster.Kill()

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +59,7 @@ func shardNodes(t *testing.T, c *redistest.Cluster, prefix string, shards int) m
 	t.Helper()
 	out := map[*redistest.Server][]*redistest.Server{}
 	for shard := range shards {
-		slot, err := c.Slot(t.Context(), "{"+prefix+":"+strconv.Itoa(shard)+"}")
+		slot, err := c.Slot(t.Context(), store.ShardTags(prefix, shards, store.SchemaVersion)[shard])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +114,7 @@ func TestBrowsingReadsFromReplicas(t *testing.T) {
 	w := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 	defer w.Close()
 	for shard := range shards {
-		if err := w.Set(ctx, "{"+prefix+":"+strconv.Itoa(shard)+"}probe", 1, 0).Err(); err != nil {
+		if err := w.Set(ctx, store.ShardTags(prefix, shards, store.SchemaVersion)[shard]+"probe", 1, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -23,19 +23,39 @@ func (s *Store) RoomKeys(id string) []string {
 		room + ":mkeys", room + ":mkeyt"}
 }
 
-// RoomTag returns the hash tag of the keys of room id ("{<prefix>:<shard>}")
-// in a deployment of shards shards, so an adapter of its own can keep keys
-// in the room's slot; false for an id the deployment never issued.
+// RoomTag returns the hash tag of the keys of room id (layout.Tags: the
+// tag of the room's shard in the scheme the deployment recorded, so call
+// it after Init), so an adapter of its own can keep keys in the room's
+// slot; false for an id the deployment never issued.
 //
 // An id "@<userId>" is a user's inbox (the direct messages' rate limit,
 // counted like a room's): its tag is the user's slot.
-func RoomTag(prefix string, shards int, id string) (string, bool) {
+func (s *Store) RoomTag(id string) (string, bool) {
 	if uid, ok := strings.CutPrefix(id, "@"); ok && uid != "" {
-		return layout.New(prefix, false, false).Tag(redisx.UserShard(uid, shards)), true
+		return s.keys.Tag(redisx.UserShard(uid, s.shards)), true
 	}
-	shard, ok := layout.RoomShard(id, shards)
+	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {
 		return "", false
 	}
-	return layout.New(prefix, false, false).Tag(shard), true
+	return s.keys.Tag(shard), true
+}
+
+// ShardTags are the shards' hash tags of a deployment of prefix, shards
+// shards and key schema schema, as its meta hash ("<prefix>:meta", field
+// schema) records it: plain for PlainSchema, spread for SchemaVersion
+// (layout.TagScheme); nil for a schema this release does not serve. For
+// tools and tests that read a deployment's keys directly.
+func ShardTags(prefix string, shards, schema int) []string {
+	sc, ok := layout.SchemeOf(schema)
+	if !ok {
+		return nil
+	}
+	t := layout.NewTags(prefix, shards)
+	t.Use(sc)
+	out := make([]string, shards)
+	for i := range out {
+		out[i] = t.Tag(i)
+	}
+	return out
 }

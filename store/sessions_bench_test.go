@@ -104,7 +104,7 @@ func BenchmarkDeadInstanceSweep(b *testing.B) {
 			}
 			took += time.Since(start)
 			for shard := range 16 { // the next pass need not wait for the leases
-				c.Del(ctx, fmt.Sprintf("{%s:%d}:janitor", s.Prefix(), shard))
+				c.Del(ctx, s.Base().Tag(shard)+":janitor")
 			}
 			var err error
 			if n, err = s.Sessions().OnlineUsers(ctx); err != nil {

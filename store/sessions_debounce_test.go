@@ -142,7 +142,7 @@ func statusFields(t *testing.T, s *store.Store, uid string) []string {
 	t.Helper()
 	ctx := context.Background()
 	for shard := range 8 {
-		k := fmt.Sprintf("{%s:%d}:status:%s", s.Prefix(), shard, uid)
+		k := s.Base().Tag(shard) + ":status:" + uid
 		fs, err := s.Client().HKeys(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -200,7 +200,7 @@ func lapseSession(t *testing.T, s *store.Store, ss sse.Session) {
 	t.Helper()
 	ctx := context.Background()
 	for shard := range 8 {
-		k := fmt.Sprintf("{%s:%d}:sess:%s", s.Prefix(), shard, ss.UserID)
+		k := s.Base().Tag(shard) + ":sess:" + ss.UserID
 		n, err := s.Client().ZAddXX(ctx, k, redis.Z{Score: 1, Member: ss.Platform + "/" + ss.ID}).Result()
 		if err != nil {
 			t.Fatal(err)

@@ -51,7 +51,7 @@ func outboxEvents(tb testing.TB, s *store.Store) map[string]map[string]int {
 	tb.Helper()
 	out := map[string]map[string]int{}
 	for shard := range 8 {
-		entries, err := s.Client().XRange(context.Background(), fmt.Sprintf("{%s:%d}:webhooks", s.Prefix(), shard), "-", "+").Result()
+		entries, err := s.Client().XRange(context.Background(), s.Base().Tag(shard)+":webhooks", "-", "+").Result()
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,10 +43,17 @@ import (
 	"github.com/realsync/realsync/store/userlog"
 )
 
-// SchemaVersion is the version of the key schema; an instance refuses to
-// start on data written with another (Init: ErrLayout), and Migrate
-// upgrades older data to it. Its history: layout.SchemaVersion.
+// SchemaVersion is the version of the key schema new deployments record:
+// their shards' hash tags spread evenly over the slots. An instance also
+// serves PlainSchema's data, whose tags stay plain; it refuses to start on
+// data of any other schema (Init: ErrLayout), and Migrate upgrades older
+// data to PlainSchema. Its history: layout.SchemaVersion.
 const SchemaVersion = layout.SchemaVersion
+
+// PlainSchema is the key schema of the deployments made before
+// SchemaVersion: served as they are, their shards' tags "{<prefix>:<shard>}"
+// (layout.PlainTags).
+const PlainSchema = layout.PlainSchema
 
 // DefaultLogMaxBytes is the default byte cap of a room's event log.
 const DefaultLogMaxBytes = 256 << 10
@@ -162,6 +170,8 @@ type Store struct {
 	reads    redis.UniversalClient // conn.Reads: browsing reads; nil: client
 	renewals redis.UniversalClient // conn.Renewals: the lease renewals' own connections (presence, sessions, matchmaker modes)
 	keys     layout.Keys
+	tags     *layout.Tags // keys' and base's: their scheme set by Init (checkMeta)
+	schema   atomic.Int32 // the key schema recorded, adopted by Init (checkMeta); 0 before
 	shards   int
 	pubcmd   string // conn.PubCmd
 	// runner runs every script (FCALL of the library's mutations where
@@ -234,7 +244,8 @@ func New(cfg Config) (*Store, error) {
 	if k := cfg.Stripes.Max(); k > cfg.Shards {
 		return nil, fmt.Errorf("mode stripes must be 1..shards (%d), got %d", cfg.Shards, k)
 	}
-	s := &Store{keys: layout.New(cfg.Prefix, cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, true), shards: cfg.Shards, places: newPlaceCache(100_000),
+	tags := layout.NewTags(cfg.Prefix, cfg.Shards)
+	s := &Store{keys: layout.New(tags, cfg.Quotas.RoomsOwned > 0 || cfg.Quotas.RoomsJoined > 0, true), tags: tags, shards: cfg.Shards, places: newPlaceCache(100_000),
 		presenceTTL: cfg.PresenceTTL, grace: cfg.DisconnectGrace, debounce: cfg.PresenceDebounce, quotas: cfg.Quotas, life: cfg.Lifecycle,
 		janitorActions: cfg.JanitorActions, scriptsOnly: cfg.ScriptsOnly,
 		outboxLen: cfg.WebhookOutboxLen}
@@ -253,8 +264,8 @@ func New(cfg Config) (*Store, error) {
 	s.conn, s.client, s.reads, s.renewals, s.pubcmd, s.bound = c, c.Client, c.Reads, c.Renewals, c.PubCmd, c.Bound
 	s.env = roomlua.Env{Keys: s.keys, PubCmd: s.pubcmd, LogArgs: logArgs, Outbox: s.outboxLen > 0}
 	s.runner = redisx.NewRunner(s.client, roomlua.Library)
-	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
-	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, PubCmd: s.pubcmd}
+	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd}
+	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})
 	s.sess = sessions.New(sessions.Config{Base: s.base, Renewals: s.renewalBase, Logs: s.ulog, TTL: s.presenceTTL, Policy: cfg.SessionPolicy, Debounce: cfg.PresenceDebounce,
@@ -406,7 +417,7 @@ func (s *Store) notAClusterNode(ctx context.Context) error {
 	var cmds []*redis.IntCmd
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range 4 {
-			cmds = append(cmds, p.Exists(ctx, s.keys.Tag(i)+":probe"))
+			cmds = append(cmds, p.Exists(ctx, layout.PlainTag(s.keys.Prefix(), i)+":probe"))
 		}
 		return nil
 	})
@@ -435,17 +446,34 @@ func (s *Store) notAClusterNode(ctx context.Context) error {
 // reads first and writes only a missing field: the janitor calls it every
 // tick, and a full Redis (maxmemory, noeviction) refuses every HSETNX,
 // even of a field that exists. restored reports that a field was missing
-// and this call wrote it. Errors: ErrLayout on a mismatch,
-// rooms.ErrUnavailable (also when the record vanished between the writes
-// and the read).
+// and this call wrote it.
+//
+// The schema recorded says the shards' tags (layout.SchemeOf): the
+// store's first call (Init's) adopts it, setting the tags' scheme before
+// anything uses them, and later calls require it. The schema a store
+// records: the one it adopted; before that (a first start) SchemaVersion,
+// spread tags, unless plain-tagged data of the prefix is found
+// (plainDataFound: a deployment whose record alone was lost), then
+// PlainSchema. Errors: ErrLayout on a mismatch or a schema this release
+// does not serve, rooms.ErrUnavailable (also when the record vanished
+// between the writes and the read).
 func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	key := s.keys.Meta()
-	want := [2]int{s.shards, SchemaVersion}
 	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
 	if err != nil {
 		return false, redisx.Wrap(err)
 	}
+	adopted := int(s.schema.Load())
 	if got[0] == nil || got[1] == nil {
+		want := [2]int{s.shards, adopted}
+		if got[1] == nil && adopted == 0 {
+			want[1] = SchemaVersion
+			if plain, err := s.plainDataFound(ctx); err != nil {
+				return false, err
+			} else if plain {
+				want[1] = PlainSchema
+			}
+		}
 		for i, name := range []string{"shards", "schema"} {
 			if got[i] != nil {
 				continue
@@ -469,12 +497,49 @@ func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 		return restored, fmt.Errorf("%w: redis holds data for %v shards; this instance is configured for %d (REALSYNC_SHARDS is fixed for a deployment's lifetime)",
 			ErrLayout, got[0], s.shards)
 	}
-	if got[1] != strconv.Itoa(SchemaVersion) {
-		return restored, fmt.Errorf("%w: redis holds data of key schema %v; this instance uses schema %d%s",
-			ErrLayout, got[1], SchemaVersion, migrate.Hint(fmt.Sprint(got[1])))
+	v, err := strconv.Atoi(fmt.Sprint(got[1]))
+	scheme, served := layout.SchemeOf(v)
+	switch {
+	case err != nil || !served:
+		return restored, fmt.Errorf("%w: redis holds data of key schema %v; this instance serves schemas %d and %d%s",
+			ErrLayout, got[1], PlainSchema, SchemaVersion, migrate.Hint(fmt.Sprint(got[1])))
+	case adopted != 0 && v != adopted:
+		return restored, fmt.Errorf("%w: redis holds data of key schema %d (%s shard tags); this instance serves the deployment's schema %d (%s), as it found it at its start",
+			ErrLayout, v, scheme, adopted, s.tags.Scheme())
+	case adopted == 0:
+		s.tags.Use(scheme)
+		s.schema.Store(int32(v))
 	}
 	return restored, nil
 }
+
+// plainDataFound reports whether any shard holds keys under its plain tag
+// (layout.PlainTag) that every deployment that served keeps while it
+// has data: the lifecycle schedule, the user index, the stats, the
+// online users, the janitor lease. One EXISTS a shard, pipelined.
+func (s *Store) plainDataFound(ctx context.Context) (bool, error) {
+	cmds := make([]*redis.IntCmd, s.shards)
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range s.shards {
+			tag := layout.PlainTag(s.keys.Prefix(), i)
+			cmds[i] = p.Exists(ctx, tag+":rooms:due", tag+":users", tag+":stats", tag+":online", tag+":janitor")
+		}
+		return nil
+	})
+	if err != nil {
+		return false, redisx.Wrap(err)
+	}
+	for _, c := range cmds {
+		if c.Val() > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Schema is the key schema the store serves (as Init found it recorded,
+// or recorded it): PlainSchema or SchemaVersion; 0 before Init.
+func (s *Store) Schema() int { return int(s.schema.Load()) }
 
 // Fleet is the instance registry of the store's deployment
 // (store/instances); what a deregistered or lapsed instance held here, the

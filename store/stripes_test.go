@@ -70,8 +70,8 @@ func TestStripeSlotsAreTheClusters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := int64(store.CRC16(strings.Trim(tag, "{}")) % 16384); got != want {
-			t.Fatalf("shard %d (%s): slot %d, Cluster says %d", shard, tag, got, want)
+		if got := int64(store.CRC16(strings.Trim(tag, "{}")) % 16384); got != want || int64(s.PlacedSlot(shard)) != want {
+			t.Fatalf("shard %d (%s): slot %d, placed at %d, Cluster says %d", shard, tag, got, s.PlacedSlot(shard), want)
 		}
 	}
 	slots, err := c.ClusterSlots(ctx).Result()

@@ -76,7 +76,7 @@ func TestWebhooksOutboxTakesEveryScriptsEvents(t *testing.T) {
 			var types []string
 			c := s.Client()
 			for shard := range 8 {
-				entries, _ := c.XRange(ctx, fmt.Sprintf("{%s:%d}:webhooks", prefix, shard), "-", "+").Result()
+				entries, _ := c.XRange(ctx, s.Base().Tag(shard)+":webhooks", "-", "+").Result()
 				for _, e := range entries {
 					types = append(types, e.Values["t"].(string))
 				}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -285,6 +287,23 @@ func sharedBackend(t *testing.T, backend string) (env []string, prefix string, c
 	}
 	t.Cleanup(func() { c.Close() })
 	return env, prefix, c
+}
+
+// shardTag is the hash tag of shard of the deployment under prefix, as
+// its layout record (written by the first instance's start) says.
+func shardTag(t *testing.T, c redis.UniversalClient, prefix string, shard int) string {
+	t.Helper()
+	rec, err := c.HMGet(t.Context(), prefix+":meta", "shards", "schema").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, _ := strconv.Atoi(fmt.Sprint(rec[0]))
+	schema, _ := strconv.Atoi(fmt.Sprint(rec[1]))
+	tags := store.ShardTags(prefix, shards, schema)
+	if shard >= len(tags) {
+		t.Fatalf("no shard %d in the layout record %v of %s", shard, rec, prefix)
+	}
+	return tags[shard]
 }
 
 func twoInstancesShareRooms(t *testing.T, bin, backend string) {

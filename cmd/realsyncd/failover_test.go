@@ -19,6 +19,7 @@ import (
 
 	"github.com/realsync/realsync/internal/invariants"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/store"
 )
 
 // requestTimeout is how long a test client waits for an answer: a request
@@ -142,7 +143,7 @@ func finalLog(t *testing.T, c redis.UniversalClient, prefix, room string) map[in
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := fmt.Sprintf("{%s:%d}:room:%s:log", prefix, shard, room)
+	key := shardTag(t, c, prefix, int(shard)) + ":room:" + room + ":log"
 	xs, err := c.XRange(t.Context(), key, "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +292,7 @@ func TestClusterMasterFailover(t *testing.T) {
 			}
 		}
 		shard, _ := strconv.ParseInt(r.id[:2], 36, 32)
-		if r.slot, err = cluster.Slot(ctx, fmt.Sprintf("{%s:%d}", prefix, shard)); err != nil {
+		if r.slot, err = cluster.Slot(ctx, store.ShardTags(prefix, 16, store.SchemaVersion)[shard]); err != nil {
 			t.Fatal(err)
 		}
 		if r.master, _, err = cluster.Shard(ctx, r.slot); err != nil {

@@ -39,7 +39,7 @@ func hangUpKeyedQuickJoin(t *testing.T, bin string, env ...string) *keyedHangUp 
 	}
 	k := &keyedHangUp{t: t, env: env, rdb: client(t, env), in: start(t, bin, env...)}
 	tok, uid := guestWithID(t, k.in, "hangup")
-	k.tok, k.lock = tok, "{"+prefix+":0}:qjlock:"+uid
+	k.tok, k.lock = tok, shardTag(t, k.rdb, prefix, 0)+":qjlock:"+uid
 	if err := k.rdb.Set(t.Context(), k.lock, "by-hand", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func hangUpKeyedQuickJoin(t *testing.T, bin string, env ...string) *keyedHangUp 
 	}()
 	// the key is claimed: the quick-join waits on the lock
 	for i := 0; ; i++ {
-		keys, err := k.rdb.Keys(t.Context(), "{"+prefix+":0}:idem:*").Result()
+		keys, err := k.rdb.Keys(t.Context(), shardTag(t, k.rdb, prefix, 0)+":idem:*").Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -197,7 +197,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		AdminToken: cfg.AdminToken, Instances: st.Fleet().Instances, DeadLetters: deadLetters,
 		Metrics: m, MetricsHandler: apiMetrics,
 		RateLimiter: ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: cfg.KeyPrefix,
-			RoomTag:  func(id string) (string, bool) { return store.RoomTag(cfg.KeyPrefix, cfg.Shards, id) },
+			RoomTag:  func(id string) (string, bool) { return st.RoomTag(id) },
 			LeaseTTL: cfg.RateLimitLease, Checked: m.RateLimitCheck}),
 		RateLimits: cfg.RateLimits, TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins: cfg.CORSOrigins, RequestTimeout: cfg.RequestTimeout, Admission: cfg.Admission,

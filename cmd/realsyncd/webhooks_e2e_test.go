@@ -487,7 +487,7 @@ func TestWebhooksWithNoEndpoint(t *testing.T) {
 	env = append(env, "REALSYNC_WEBHOOKS_FILE="+file, "REALSYNC_WEBHOOK_TIMEOUT=1s", "REALSYNC_ADMIN_TOKEN="+e2eAdminToken, loadTestLimits)
 	a := start(t, bin, env...)
 	owner, _ := guestWithID(t, a, "owner")
-	dead := "{" + prefix + ":0}:webhooks:dead"
+	dead := shardTag(t, c, prefix, 0) + ":webhooks:dead"
 	t.Cleanup(func() { c.Del(context.Background(), dead) })
 	letter := func() string { // a dead letter of crm, as a failed try leaves it
 		t.Helper()

@@ -51,7 +51,7 @@ func TestMemberLifecycle(t *testing.T) {
 			if _, err := s.Fleet().HeartbeatInstance(ctx, dead); err != nil {
 				t.Fatal(err)
 			}
-			lease := "{" + prefix + ":1}:janitor" // shard 1's janitor lease (README's key schema)
+			lease := s.Base().Tag(1) + ":janitor" // shard 1's janitor lease (README's key schema)
 			s.Client().Set(ctx, lease, "dead", time.Minute)
 
 			// No listing here: it would reap too.

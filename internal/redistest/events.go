@@ -17,7 +17,7 @@ import (
 
 // The event contract test: while a package's tests run, every event a
 // script publishes on the shared standalone server (room channels
-// "{<prefix>:<shard>}:ch:<id>", payload "<version> <tag> <event JSON>") is
+// "<shard tag>:ch:<id>", payload "<version> <tag> <event JSON>") is
 // checked against openapi.yaml's event schemas, which are generated from
 // the domain's event types. Main fails the package when one did not pass,
 // so a script that drifts from the contract fails every suite that makes

@@ -1,5 +1,7 @@
-// Package migrate upgrades the data of a deployment to this release's key
-// schema (layout.SchemaVersion): the steps from one schema to the next,
+// Package migrate upgrades the data of a deployment to a key schema this
+// release serves (layout.PlainSchema; SchemaVersion differs from it only
+// by its shards' tags, which new deployments get, and a deployment of
+// PlainSchema keeps): the steps from one schema to the next,
 // the check that no instance is running, the dry run, and the marker
 // "<from>to<to>" the meta hash holds while a step runs. It is built on the
 // root store's redisx.Base (client, prefix, shard count) and builds the few
@@ -9,7 +11,7 @@
 //
 // A key-schema change ships with a migration step from the schema before
 // it. Run runs the steps from the schema recorded in Redis up to
-// SchemaVersion, one after the other, each over every shard, and records
+// PlainSchema, one after the other, each over every shard, and records
 // each step's new schema in the meta hash once it is done everywhere.
 // While a step runs, the meta hash's schema reads "<from>to<to>", so no
 // instance of either release starts on half-converted data.
@@ -98,8 +100,11 @@ type Options struct {
 // migration is offline, every instance must be stopped first.
 var ErrInstancesRunning = errors.New("instances are running")
 
-// Run upgrades the data under b's prefix to layout.SchemaVersion (see
-// steps). b is the root store's Base (store.Store.Base), of a store from
+// Run upgrades the data under b's prefix to a schema this release
+// serves: data of a schema before layout.PlainSchema to PlainSchema (see
+// steps; its tags stay plain), and leaves PlainSchema's and
+// SchemaVersion's (spread tags: only new deployments have them) as they
+// are. b is the root store's Base (store.Store.Base), of a store from
 // New, never Init (Init refuses old data). Errors: layout.ErrLayout (which
 // is store.ErrLayout) when the shard count differs from the data's or the
 // data is newer than this binary; ErrInstancesRunning (nothing written);
@@ -112,7 +117,9 @@ func Run(ctx context.Context, b *redisx.Base, opt Options) (Report, error) {
 	if opt.LeaseWatch <= 0 {
 		opt.LeaseWatch = 2500 * time.Millisecond
 	}
-	m := &migrator{b: b, keys: layout.New(b.Prefix, false, false)}
+	// the steps convert data of schemas before layout.PlainSchema, whose
+	// tags are plain
+	m := &migrator{b: b, keys: layout.New(layout.NewTags(b.Prefix, b.Shards), false, false)}
 	meta, err := b.Client.HMGet(ctx, m.keys.Meta(), "shards", "schema").Result()
 	if err != nil {
 		return Report{}, redisx.Wrap(err)
@@ -129,7 +136,7 @@ func Run(ctx context.Context, b *redisx.Base, opt Options) (Report, error) {
 		return Report{}, fmt.Errorf("%w: redis holds data of key schema %v, newer than this binary's %d", layout.ErrLayout, meta[1], layout.SchemaVersion)
 	}
 	r := Report{From: from, To: from}
-	if from == layout.SchemaVersion || opt.DryRun {
+	if _, served := layout.SchemeOf(from); served || opt.DryRun {
 		return m.runSteps(ctx, r, opt)
 	}
 	if err := m.checkNoInstances(ctx, opt.LeaseWatch); err != nil {
@@ -163,8 +170,8 @@ func (m *migrator) runSteps(ctx context.Context, r Report, opt Options) (Report,
 		}
 		r.To = to
 	}
-	if !opt.DryRun && r.To != layout.SchemaVersion {
-		return r, fmt.Errorf("store: no migration step from schema %d to %d", r.To, layout.SchemaVersion)
+	if _, served := layout.SchemeOf(r.To); !opt.DryRun && !served {
+		return r, fmt.Errorf("store: no migration step from schema %d to %d", r.To, layout.PlainSchema)
 	}
 	return r, nil
 }
@@ -190,7 +197,7 @@ func Hint(v string) string {
 	switch {
 	case ok && strings.Contains(v, "to"):
 		return "; a migration is under way or was interrupted: run `realsyncd migrate` (again) to finish it"
-	case ok && n < layout.SchemaVersion:
+	case ok && n < layout.PlainSchema:
 		return "; stop every instance and run `realsyncd migrate` with this release to upgrade the data (README: Upgrades)"
 	case ok && n > layout.SchemaVersion:
 		return "; the data was written by a newer release: run that release"

@@ -40,7 +40,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 	ctx := context.Background()
 	cfg := config(t, b)
-	s := open(t, cfg)
+	s := openPlain(t, cfg)
 	c := s.Client()
 	dave := rooms.User{ID: "u-dave", Name: `dave "the <brave>"`}
 	r1 := create(t, s, alice, newRoom(), bob, dave)
@@ -70,7 +70,7 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 		t.Fatalf("open on schema 1: %v, want ErrLayout saying to migrate", err)
 	}
 	m, err := newStore(t, cfg).Migrate(ctx, migrate.Options{DryRun: true, Log: quiet})
-	if err != nil || m.From != 1 || m.To != 1 || len(m.Steps) != store.SchemaVersion-1 || m.Steps[0].Changed != records+entries {
+	if err != nil || m.From != 1 || m.To != 1 || len(m.Steps) != store.PlainSchema-1 || m.Steps[0].Changed != records+entries {
 		t.Fatalf("dry run: %+v %v, want 1→1 counting %d changes", m, err, records+entries)
 	}
 	if got := c.HGet(ctx, cfg.Prefix+":meta", "schema").Val(); got != "1" {
@@ -90,10 +90,10 @@ func migrateFromSchema1(t *testing.T, b redistest.Backend) {
 		t.Fatalf("open during a migration: %v", err)
 	}
 	m, err = newStore(t, cfg).Migrate(ctx, short)
-	if err != nil || m.From != 1 || m.To != store.SchemaVersion || m.Steps[0].Changed != records+entries {
+	if err != nil || m.From != 1 || m.To != store.PlainSchema || m.Steps[0].Changed != records+entries {
 		t.Fatalf("migrate: %+v %v", m, err)
 	}
-	if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || m.From != store.SchemaVersion || len(m.Steps) != 0 {
+	if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || m.From != store.PlainSchema || len(m.Steps) != 0 {
 		t.Fatalf("second run: %+v %v, want nothing to do", m, err)
 	}
 
@@ -181,7 +181,7 @@ func newRoom(mut ...func(*rooms.NewRoom)) rooms.NewRoom {
 // roomKey is the hash key of room id (a store of cfg's prefix and shards).
 func roomKey(cfg store.Config, id string) string {
 	shard, _ := layout.RoomShard(id, cfg.Shards)
-	return layout.New(cfg.Prefix, false, false).Room(shard, id)
+	return layout.New(layout.NewTags(cfg.Prefix, cfg.Shards), false, false).Room(shard, id) // plain: openPlain
 }
 
 // config is a store's configuration on backend b: a key prefix of the
@@ -200,6 +200,17 @@ func open(t *testing.T, cfg store.Config) *store.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// openPlain is open on a deployment of store.PlainSchema (plain shard
+// tags, as every deployment made before SchemaVersion): the data the
+// steps convert is older still, so its tags are plain.
+func openPlain(t *testing.T, cfg store.Config) *store.Store {
+	t.Helper()
+	if err := newStore(t, cfg).Client().HSet(context.Background(), cfg.Prefix+":meta", "shards", cfg.Shards, "schema", store.PlainSchema).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return open(t, cfg)
 }
 
 // newStore is a store that has not checked the data (for Migrate).
@@ -236,7 +247,7 @@ func TestMigrateFromSchema2(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := config(t, b)
-			s := open(t, cfg)
+			s := openPlain(t, cfg)
 			c := s.Client()
 			ann, bo := "u-ann", "u-bo:meta"
 			for i := range 2 {
@@ -277,7 +288,7 @@ func TestMigrateFromSchema2(t *testing.T) {
 			}
 			short := migrate.Options{LeaseWatch: 300 * time.Millisecond, Log: quiet}
 			m, err := newStore(t, cfg).Migrate(ctx, short)
-			if err != nil || m.From != 2 || m.To != store.SchemaVersion || len(m.Steps) != 1 || m.Steps[0].Changed != renamed || renamed != 3 {
+			if err != nil || m.From != 2 || m.To != store.PlainSchema || len(m.Steps) != 1 || m.Steps[0].Changed != renamed || renamed != 3 {
 				t.Fatalf("migrate: %+v %v, want %d keys renamed (3)", m, err, renamed)
 			}
 			if m, err = newStore(t, cfg).Migrate(ctx, short); err != nil || len(m.Steps) != 0 {
@@ -311,7 +322,7 @@ func TestMigrateV2LeavesOtherKeysAlone(t *testing.T) {
 			ctx := context.Background()
 			cfg := config(t, b)
 			cfg.Quotas = store.Quotas{RoomsOwned: 3}
-			s := open(t, cfg)
+			s := openPlain(t, cfg)
 			u := rooms.User{ID: "x}:ulog:y:meta", Name: "x"}
 			create(t, s, u, newRoom())
 			held := holdings.New(holdings.Config{Base: s.Base()}).Key(u.ID)

@@ -41,7 +41,7 @@ func BenchmarkRateLimit(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	tag := func(id string) (string, bool) { return store.RoomTag("bench", shards, id) }
+	tag := st.RoomTag
 	plain := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag})
 	leased := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: "bench", RoomTag: tag, LeaseTTL: time.Second})
 	big := limits.Limit{Rate: 1_000_000, Period: time.Second, Burst: 1_000_000} // never refuses

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/internal/limits"
-	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/ratelimit"
 )
 
@@ -16,7 +15,7 @@ import (
 // expires during a test) and counts where it decided.
 func (b backend) leasing(redis, instance *atomic.Int64) *ratelimit.Limiter {
 	return ratelimit.New(ratelimit.Config{Client: b.client, Prefix: b.prefix, LeaseTTL: time.Hour,
-		RoomTag: func(id string) (string, bool) { return store.RoomTag(b.prefix, shards, id) },
+		RoomTag: b.st.RoomTag,
 		Checked: func(where string) {
 			if where == "redis" {
 				redis.Add(1)

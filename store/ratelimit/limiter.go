@@ -35,7 +35,7 @@ type Config struct {
 	Client redis.UniversalClient
 	// Prefix is the deployment's key prefix (REALSYNC_KEY_PREFIX).
 	Prefix string
-	// RoomTag returns the hash tag of a room's keys ("{<prefix>:<shard>}"),
+	// RoomTag returns the hash tag of a room's keys (store.Store.RoomTag),
 	// false for an id the deployment never issued: a room's counters live
 	// beside the room. nil: a tag of the room id's own.
 	RoomTag func(roomID string) (string, bool)
@@ -78,8 +78,8 @@ func New(cfg Config) *Limiter {
 //
 //	<prefix>:rl:{u:<userId>}:<name>          a user's counter
 //	<prefix>:rl:{ip:<address>}:<name>        a client address's counter
-//	{<prefix>:<shard>}:rl:<roomId>:<name>    a room's counter, in the room's slot
-//	{<prefix>:<shard>}:rl:<roomId>:<name>:m:<userId>   a member's share of it
+//	<room tag>:rl:<roomId>:<name>    a room's counter, in the room's slot
+//	<room tag>:rl:<roomId>:<name>:m:<userId>   a member's share of it
 //
 // Each holds the counter's TAT (µs) and expires when it has drained.
 

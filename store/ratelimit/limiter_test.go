@@ -28,6 +28,7 @@ type backend struct {
 	lim    *ratelimit.Limiter
 	client redis.UniversalClient
 	prefix string
+	st     *store.Store
 }
 
 // eachBackend runs f on standalone, Cluster and the embedded store, each
@@ -43,8 +44,8 @@ func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 			}
 			t.Cleanup(func() { st.Close() })
 			lim := ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
-				RoomTag: func(id string) (string, bool) { return store.RoomTag(prefix, shards, id) }})
-			f(t, backend{lim, st.Client(), prefix})
+				RoomTag: st.RoomTag})
+			f(t, backend{lim, st.Client(), prefix, st})
 		})
 	}
 }
@@ -190,7 +191,7 @@ func TestRoomAndMemberShare(t *testing.T) {
 			t.Fatalf("carol: %+v, want refused: the room's 4 are used", d)
 		}
 		// the room's keys are in the room's slot
-		tag, _ := store.RoomTag(b.prefix, shards, room)
+		tag, _ := b.st.RoomTag(room)
 		for _, k := range b.rlKeys(t) {
 			if !strings.HasPrefix(k, tag) {
 				t.Errorf("key %q outside the room's tag %s", k, tag)

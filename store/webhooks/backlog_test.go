@@ -26,7 +26,7 @@ func held(t *testing.T, s *store.Store, prefix, ep string) []string {
 	c := s.Client()
 	var out []string
 	for sh := range 8 {
-		tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+		tag := s.Base().Tag(sh)
 		msgs, err := c.XRange(ctx, tag+":webhooks:deliveries", "-", "+").Result()
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func checkBacklogCounts(t *testing.T, s *store.Store, prefix string) {
 	ctx := context.Background()
 	c := s.Client()
 	for sh := range 8 {
-		tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+		tag := s.Base().Tag(sh)
 		want := map[string]string{}
 		msgs, err := c.XRange(ctx, tag+":webhooks:deliveries", "-", "+").Result()
 		if err != nil {
@@ -316,7 +316,7 @@ func driftBacklogs(t *testing.T, s *store.Store, prefix, ep string, n int64) {
 	t.Helper()
 	ctx := context.Background()
 	for sh := range 8 {
-		tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+		tag := s.Base().Tag(sh)
 		if err := s.Client().HIncrBy(ctx, tag+":webhooks:backlog", ep, n).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func TestWebhooksBacklogRecountWalksWhileDeliveriesMove(t *testing.T) {
 			}
 			ctx := context.Background()
 			c := s.Client()
-			tag := fmt.Sprintf("{%s:%d}", prefix, 0)
+			tag := s.Base().Tag(0)
 			dels, backlog := tag+":webhooks:deliveries", tag+":webhooks:backlog"
 			if err := c.XGroupCreateMkStream(ctx, dels, "wh", "0").Err(); err != nil {
 				t.Fatal(err)
@@ -562,7 +562,8 @@ func TestWebhooksReplayKeepsTheBound(t *testing.T) {
 				t.Fatalf("recovered: %d still held", n)
 			}
 			// the letter's shard's deliveries stream at its bound (4)
-			tag := fmt.Sprintf("{%s:%s}", prefix, shard)
+			n, _ := strconv.Atoi(shard)
+			tag := s.Base().Tag(n)
 			c := s.Client()
 			var added []string
 			add := func(ep string) {
@@ -664,7 +665,7 @@ func TestWebhooksBacklogGauge(t *testing.T) {
 			if _, err := fmt.Sscanf(l[0], "msg_%d_", &shard); err != nil { // msg_<shard>_<outbox id>
 				t.Fatal(err)
 			}
-			other := fmt.Sprintf("{%s:%d}:webhooks:backlog", prefix, (shard+1)%8)
+			other := s.Base().Tag((shard+1)%8) + ":webhooks:backlog"
 			ctx := context.Background()
 			if err := s.Client().HSet(ctx, other, "down", 7, "gone", 9).Err(); err != nil {
 				t.Fatal(err)
@@ -739,7 +740,7 @@ func TestWebhooksBacklogDriftThatAddsUpIsRepaired(t *testing.T) {
 			if _, err := fmt.Sscanf(l[0], "msg_%d_", &shard); err != nil { // msg_<shard>_<outbox id>
 				t.Fatal(err)
 			}
-			tag := fmt.Sprintf("{%s:%d}", prefix, shard)
+			tag := s.Base().Tag(shard)
 			ctx := context.Background()
 			c := s.Client()
 			if err := c.HIncrBy(ctx, tag+":webhooks:backlog", "down", -bound).Err(); err != nil {

@@ -113,7 +113,7 @@ func benchRecountWalk(b *testing.B, n, retries int) {
 	}
 	ctx := context.Background()
 	c := s.Client()
-	tag := fmt.Sprintf("{%s:0}", prefix)
+	tag := s.Base().Tag(0)
 	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range n {
 			ep := fmt.Sprintf("ep%d", i%10)

@@ -173,7 +173,7 @@ func webhookKeys(t *testing.T, s *store.Store, prefix string, shards int) (outbo
 	ctx := context.Background()
 	c := s.Client()
 	for sh := range shards {
-		tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+		tag := s.Base().Tag(sh)
 		outbox += c.XLen(ctx, tag+":webhooks").Val()
 		deliveries += c.XLen(ctx, tag+":webhooks:deliveries").Val()
 		retries += c.ZCard(ctx, tag+":webhooks:retries").Val()
@@ -262,7 +262,7 @@ func TestWebhooksDeliversAfterTheShardsKeysAreDeleted(t *testing.T) {
 				t.Fatalf("delivered %d events, want %d", n, len(wantRoomEvents))
 			}
 			for sh := range 8 {
-				tag := fmt.Sprintf("{%s:%d}", prefix, sh)
+				tag := s.Base().Tag(sh)
 				for _, k := range []string{"", ":deliveries", ":retries", ":dead", ":backlog", ":recount", ":recount:checks"} {
 					if err := s.Client().Del(ctx, tag+":webhooks"+k).Err(); err != nil {
 						t.Fatal(err)
@@ -1184,7 +1184,7 @@ func TestWebhooksAbandonedBehindManyLiveDeliveriesAreTakenOver(t *testing.T) {
 			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
 			ctx := context.Background()
 			c := s.Client()
-			key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
+			key := s.Base().Tag(0) + ":webhooks:deliveries"
 			if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -1254,7 +1254,7 @@ func TestWebhooksLargePendingListThatCannotStartWaitsPoll(t *testing.T) {
 			s := openStoreWith(t, b, func(c *store.Config) { c.Prefix = prefix; c.WebhookOutboxLen = 1000 })
 			ctx := context.Background()
 			const pending = 2000
-			holdPending(t, s.Client(), prefix, "hangs", pending)
+			holdPending(t, s, "hangs", pending)
 			started := make(chan struct{}, pending)
 			send := func(sctx context.Context, _ webhooks.Delivery) error {
 				started <- struct{}{}
@@ -1305,7 +1305,7 @@ func TestWebhooksNewDeliveryIsNotHeldBehindALargePendingList(t *testing.T) {
 			ctx := context.Background()
 			c := s.Client()
 			const pending = 2000
-			key := holdPending(t, c, prefix, "hangs", pending)
+			key := holdPending(t, s, "hangs", pending)
 			hung := make(chan struct{}, pending)
 			good := make(chan string, 10)
 			send := func(sctx context.Context, w webhooks.Delivery) error {
@@ -1363,12 +1363,13 @@ func TestWebhooksNewDeliveryIsNotHeldBehindALargePendingList(t *testing.T) {
 }
 
 // holdPending adds n deliveries to endpoint in shard 0's deliveries stream
-// of prefix and has instance "i1" read them (its consumer name is its
+// of s and has instance "i1" read them (its consumer name is its
 // instance id): they are its pending deliveries. It returns the stream.
-func holdPending(t *testing.T, c redis.UniversalClient, prefix, endpoint string, n int) string {
+func holdPending(t *testing.T, s *store.Store, endpoint string, n int) string {
 	t.Helper()
 	ctx := context.Background()
-	key := fmt.Sprintf("{%s:0}:webhooks:deliveries", prefix)
+	c := s.Client()
+	key := s.Base().Tag(0) + ":webhooks:deliveries"
 	if err := c.XGroupCreateMkStream(ctx, key, "wh", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -1529,7 +1530,7 @@ func TestWebhooksFullRedisRecounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	tag := fmt.Sprintf("{%s:%d}", prefix, 0)
+	tag := s.Base().Tag(0)
 	for range 3 { // deliveries read by no one yet
 		if err := s.Client().XAdd(ctx, &redis.XAddArgs{Stream: tag + ":webhooks:deliveries",
 			Values: []any{"e", "a", "m", "msg_0_1", "t", "x", "d", "{}", "n", 0}}).Err(); err != nil {

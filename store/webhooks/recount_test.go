@@ -39,7 +39,7 @@ func newRecountShard(t *testing.T, b redistest.Backend, step, walkEvery int) *re
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recountShard{t: t, s: s, d: d, c: s.Client(), tag: fmt.Sprintf("{%s:0}", prefix), prefix: prefix}
+	r := &recountShard{t: t, s: s, d: d, c: s.Client(), tag: s.Base().Tag(0), prefix: prefix}
 	if err := r.c.XGroupCreateMkStream(context.Background(), r.key("deliveries"), "wh", "0").Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,10 @@ type indexKeyCache struct {
 	places map[indexPlace][]string
 }
 
-// indexPlace is the (shard, mode, region) of a room's indexes.
+// indexPlace is the (shard, mode, region) of a room's indexes, and the
+// scheme of the tags they were named with.
 type indexPlace struct {
+	scheme       TagScheme
 	shard        int
 	mode, region string
 }
@@ -46,7 +48,7 @@ func (c *indexKeyCache) indexKeys(k Keys, shard int, mode, region string) []stri
 	if c == nil {
 		return buildIndexKeys(k, shard, mode, region)
 	}
-	p := indexPlace{shard, mode, region}
+	p := indexPlace{k.Scheme(), shard, mode, region}
 	c.mu.RLock()
 	out, ok := c.places[p]
 	c.mu.RUnlock()

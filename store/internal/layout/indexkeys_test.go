@@ -13,7 +13,8 @@ func TestIndexKeyCache(t *testing.T) {
 	plain := Keys{prefix: "rs", held: true}
 	cached := plain
 	cached.idx = newIndexKeyCache()
-	places := []indexPlace{{0, "battle", "eu"}, {7, "battle", "eu"}, {0, "race", "eu"}, {0, "battle", "us"}, {3, "", ""}}
+	places := []indexPlace{{shard: 0, mode: "battle", region: "eu"}, {shard: 7, mode: "battle", region: "eu"},
+		{shard: 0, mode: "race", region: "eu"}, {shard: 0, mode: "battle", region: "us"}, {shard: 3}}
 	for round := range 2 {
 		for _, p := range places {
 			id := NewRoomID(p.shard)

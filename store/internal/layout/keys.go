@@ -9,7 +9,6 @@
 package layout
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/realsync/realsync/rooms"
@@ -17,10 +16,12 @@ import (
 
 // Keys builds every Redis key and channel name of the rooms. All keys of
 // one room and every index it appears in share the room's shard tag
-// "{<prefix>:<shard>}", so each script touches a single hash slot on a
+// (Tags), so each script touches a single hash slot on a
 // Cluster. Nothing else in the store builds a room's key.
 type Keys struct {
 	prefix string
+	// tags: the shards' tags (nil: PlainTags of prefix, for tests)
+	tags *Tags
 	// held: a room quota is on, so the scripts that remove players get the
 	// shard's unheld list (RoomKeysWithIndexes).
 	held bool
@@ -29,11 +30,12 @@ type Keys struct {
 	idx *indexKeyCache
 }
 
-// New returns the keys of a deployment's prefix. held: a room quota is on
-// (RoomKeysWithIndexes adds the unheld list); cached: the index keys of a
-// place are built once (IndexKeys), for a long-lived store.
-func New(prefix string, held, cached bool) Keys {
-	k := Keys{prefix: prefix, held: held}
+// New returns the keys of a deployment: its prefix and shards' tags.
+// held: a room quota is on (RoomKeysWithIndexes adds the unheld list);
+// cached: the index keys of a place are built once (IndexKeys), for a
+// long-lived store whose tags' scheme is set before their first use.
+func New(tags *Tags, held, cached bool) Keys {
+	k := Keys{prefix: tags.Prefix(), tags: tags, held: held}
 	if cached {
 		k.idx = newIndexKeyCache()
 	}
@@ -49,9 +51,29 @@ func (k Keys) IndexKeys(shard int, mode, region string) []string {
 	return k.idx.indexKeys(k, shard, mode, region)
 }
 
-// Tag is shard's hash tag, "{<prefix>:<shard>}".
+// Tag is shard's hash tag (Tags: "{<prefix>:<shard>}" or, spread,
+// "{<prefix>:<shard>:<salt>}").
 func (k Keys) Tag(shard int) string {
-	return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}"
+	if k.tags == nil {
+		return PlainTag(k.prefix, shard)
+	}
+	return k.tags.Tag(shard)
+}
+
+// Slot is the hash slot of shard's tag.
+func (k Keys) Slot(shard int) int {
+	if k.tags == nil {
+		return Slot(PlainTag(k.prefix, shard))
+	}
+	return k.tags.Slot(shard)
+}
+
+// Scheme is the scheme of the shards' tags.
+func (k Keys) Scheme() TagScheme {
+	if k.tags == nil {
+		return PlainTags
+	}
+	return k.tags.Scheme()
 }
 
 // Meta holds the deployment's shard count and key-schema version.
@@ -102,8 +124,7 @@ func (k Keys) Janitor(shard int) string { return k.Tag(shard) + ":janitor" }
 func (k Keys) StatusIndex(shard int, st rooms.Status, mode, region string) string {
 	// one allocation (a script of a room names 20 of these per call)
 	var buf [128]byte
-	b := append(append(append(buf[:0], '{'), k.prefix...), ':')
-	b = append(append(strconv.AppendInt(b, int64(shard), 10), "}:idx:"...), st...)
+	b := append(append(append(buf[:0], k.Tag(shard)...), ":idx:"...), st...)
 	if mode != "" {
 		b = append(append(b, ":mode:"...), mode...)
 	}

@@ -108,23 +108,25 @@ type stripeState struct {
 // Placement holds a store's stripe configuration and places the rooms of
 // each (mode, region) on its stripes.
 type Placement struct {
-	state atomic.Pointer[stripeState]
-	slots []int // slots[shard]: the hash slot of the shard's tag
-	// cache: "<mode>\x00<region>\x00<K>" → the pair's first K stripes
+	state  atomic.Pointer[stripeState]
+	keys   Keys // the shards' tags' slots
+	shards int
+	// cache: "<scheme><mode>\x00<region>\x00<K>" → the pair's first K
+	// stripes
 	cache sync.Map
 }
 
+// NewPlacement places rooms by cur on shards shards, by the slots of k's
+// tags (as they are when a pair is first placed: the root store sets
+// their scheme before its first request).
 func NewPlacement(k Keys, shards int, cur Stripes) *Placement {
-	p := &Placement{slots: make([]int, shards)}
-	for i := range shards {
-		p.slots[i] = int(CRC16(k.Tag(i)[1:len(k.Tag(i))-1]) % 16384)
-	}
+	p := &Placement{keys: k, shards: shards}
 	p.state.Store(&stripeState{current: cur, used: []Stripes{cur}})
 	return p
 }
 
 // Slot is the hash slot of shard's tag.
-func (p *Placement) Slot(shard int) int { return p.slots[shard] }
+func (p *Placement) Slot(shard int) int { return p.keys.Slot(shard) }
 
 // Current is the configuration new rooms are placed by.
 func (p *Placement) Current() Stripes { return p.state.Load().current }
@@ -159,18 +161,18 @@ func SlotRange(slot, k int) int {
 // own k equal contiguous slot ranges each stripe is on a master of its
 // own: placement follows slot ranges, not the live topology.
 func (p *Placement) shardsOf(mode, region string, k int) []int {
-	shards := len(p.slots)
+	shards := p.shards
 	k = min(k, shards)
 	if k <= 1 {
 		return []int{HomeShard(mode, region, shards)}
 	}
-	key := mode + "\x00" + region + "\x00" + strconv.Itoa(k)
+	key := string(rune('0'+p.keys.Scheme())) + mode + "\x00" + region + "\x00" + strconv.Itoa(k)
 	if v, ok := p.cache.Load(key); ok {
 		return v.([]int)
 	}
 	home := HomeShard(mode, region, shards)
 	out := []int{home}
-	r0 := SlotRange(p.slots[home], k)
+	r0 := SlotRange(p.Slot(home), k)
 	for i := 1; i < k; i++ {
 		want, pick, spare := (r0+i)%k, -1, -1
 		for j := 1; j < shards && pick < 0; j++ {
@@ -181,7 +183,7 @@ func (p *Placement) shardsOf(mode, region string, k int) []int {
 			if spare < 0 {
 				spare = sh
 			}
-			if SlotRange(p.slots[sh], k) == want {
+			if SlotRange(p.Slot(sh), k) == want {
 				pick = sh
 			}
 		}
@@ -235,17 +237,4 @@ func (p *Placement) RandomCreateShard(mode, region string) int {
 
 // CRC16 is Redis Cluster's key hash (CRC-16/XMODEM: polynomial 0x1021,
 // initial value 0), taken mod 16384 for the hash slot.
-func CRC16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
+func CRC16(s string) uint16 { return crc16Update(0, s) }

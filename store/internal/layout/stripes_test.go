@@ -26,11 +26,15 @@ func TestSlotRange(t *testing.T) {
 func TestShardsOf(t *testing.T) {
 	for _, tc := range []struct {
 		shards, k int
-	}{{64, 3}, {16, 3}, {16, 4}, {2, 2}, {3, 3}, {8, 8}} {
-		p := NewPlacement(Keys{prefix: "rs"}, tc.shards, Stripes{Default: tc.k})
+		scheme    TagScheme
+	}{{64, 3, PlainTags}, {16, 3, PlainTags}, {16, 4, PlainTags}, {2, 2, PlainTags}, {3, 3, PlainTags}, {8, 8, PlainTags},
+		{16, 3, SpreadTags}, {16, 5, SpreadTags}, {2, 2, SpreadTags}} {
+		tags := NewTags("rs", tc.shards)
+		tags.Use(tc.scheme)
+		p := NewPlacement(New(tags, false, false), tc.shards, Stripes{Default: tc.k})
 		covered := map[int]bool{} // which ranges hold a shard
 		for sh := range tc.shards {
-			covered[SlotRange(p.slots[sh], tc.k)] = true
+			covered[SlotRange(p.Slot(sh), tc.k)] = true
 		}
 		for _, pair := range [][2]string{{"ranked", "eu"}, {"casual", "us"}, {"duel", ""}, {"", "ap"}} {
 			st := p.shardsOf(pair[0], pair[1], tc.k)
@@ -45,7 +49,7 @@ func TestShardsOf(t *testing.T) {
 			if len(covered) == tc.k {
 				ranges := map[int]bool{}
 				for _, sh := range st {
-					ranges[SlotRange(p.slots[sh], tc.k)] = true
+					ranges[SlotRange(p.Slot(sh), tc.k)] = true
 				}
 				if len(ranges) != tc.k {
 					t.Fatalf("%d shards, K=%d, %v: stripes %v cover %d slot ranges, want %d", tc.shards, tc.k, pair, st, len(ranges), tc.k)

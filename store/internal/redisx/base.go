@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/layout"
 )
 
 // Base is what every store package shares: one client, one runner of
@@ -19,15 +20,21 @@ type Base struct {
 	Runner *Runner
 	Prefix string
 	Shards int
+	// Tags are the shards' hash tags (the root store's, whose Init sets
+	// their scheme); nil: the plain tags of Prefix, for tests.
+	Tags *layout.Tags
 	// PubCmd publishes: SPUBLISH on a Cluster (a publish reaches only the
 	// slot's node), PUBLISH elsewhere.
 	PubCmd string
 }
 
-// Tag is shard's hash tag "{<prefix>:<shard>}": every key that starts
-// with it lives in one slot.
+// Tag is shard's hash tag (layout.Tags): every key that starts with it
+// lives in one slot.
 func (b *Base) Tag(shard int) string {
-	return "{" + b.Prefix + ":" + strconv.Itoa(shard) + "}"
+	if b.Tags == nil {
+		return layout.PlainTag(b.Prefix, shard)
+	}
+	return b.Tags.Tag(shard)
 }
 
 // UserShard is the shard of the slot that holds user uid's own keys.

@@ -22,7 +22,7 @@ var luaFiles embed.FS
 // it computes. A descriptor that drops or adds an argument fails here,
 // before any Redis.
 func TestScriptCallsMatchTheirLua(t *testing.T) {
-	env := Env{Keys: layout.New("t", true, false), PubCmd: "PUBLISH", LogArgs: [2]string{"100 1000", "60"}}
+	env := Env{Keys: layout.New(layout.NewTags("t", 16), true, false), PubCmd: "PUBLISH", LogArgs: [2]string{"100 1000", "60"}}
 	id := layout.NewRoomID(1)
 	scope, indexed := env.Scope(1, id), env.Indexed(1, id, "pool", "eu")
 	nr := NewRoom{P: rooms.NewRoom{Name: "r", Mode: "pool", Region: "eu", Visibility: rooms.Public, MaxPlayers: 4,

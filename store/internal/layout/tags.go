@@ -1,0 +1,207 @@
+package layout
+
+import (
+	"strconv"
+	"sync/atomic"
+)
+
+// TagScheme is how a deployment's shards' hash tags are made. Every key of
+// a shard starts with the shard's tag, so the shard's keys share one hash
+// slot, and on a Cluster a master carries the shards whose tags' slots it
+// owns: the tags' slots, not the masters' slot counts, are how the load
+// spreads.
+type TagScheme uint8
+
+const (
+	// PlainTags (key schema 3 and older): shard s's tag is "{<prefix>:<s>}",
+	// its slot wherever CRC16 puts it. CRC16 is linear, so such slots bunch:
+	// the defaults' 16 shards (prefix rs) fall 8/4/4 on three masters of
+	// equal slot ranges, and 48 shards 19/15/14.
+	PlainTags TagScheme = iota
+	// SpreadTags (key schema 4, every deployment since): shard s of n has
+	// the tag "{<prefix>:<s>:<salt>}", its salt the first base-62 string
+	// (shortest first) that puts the tag at slot ⌊(2s+1)·16384/(2n)⌋, the
+	// middle of the shard's 1/n of the slot space. The slots are evenly
+	// spaced, so m masters of equal slot ranges (as `redis-cli --cluster
+	// create` makes them) hold ⌊n/m⌋ or ⌈n/m⌉ shards each, for every m.
+	SpreadTags
+)
+
+// PlainSchema is the last key schema without spread tags: a deployment
+// that recorded it keeps PlainTags (its keys stay where they are) and is
+// served as is; SchemaVersion's deployments have SpreadTags.
+const PlainSchema = 3
+
+// SchemeOf is the tag scheme of data of key schema v: PlainTags for
+// PlainSchema, SpreadTags for SchemaVersion; false for a schema this
+// release does not serve (older ones are migrated to PlainSchema first).
+func SchemeOf(v int) (TagScheme, bool) {
+	switch v {
+	case PlainSchema:
+		return PlainTags, true
+	case SchemaVersion:
+		return SpreadTags, true
+	}
+	return 0, false
+}
+
+// SchemaOf is the key schema a deployment of tag scheme sc records.
+func SchemaOf(sc TagScheme) int {
+	if sc == SpreadTags {
+		return SchemaVersion
+	}
+	return PlainSchema
+}
+
+func (sc TagScheme) String() string {
+	if sc == SpreadTags {
+		return "spread"
+	}
+	return "plain"
+}
+
+// Tags are a deployment's shards' hash tags and their slots, shared by
+// every copy of its Keys and by its redisx.Base. They start PlainTags; the
+// root store's Init sets the scheme the deployment recorded (Use) before
+// anything else uses them.
+type Tags struct {
+	prefix string
+	shards int
+	cur    atomic.Pointer[tagTable]
+}
+
+type tagTable struct {
+	scheme TagScheme
+	tags   []string
+	slots  []int
+}
+
+// NewTags returns the PlainTags of shards shards under prefix.
+func NewTags(prefix string, shards int) *Tags {
+	t := &Tags{prefix: prefix, shards: shards}
+	t.cur.Store(makeTags(prefix, shards, PlainTags))
+	return t
+}
+
+// Use sets the scheme; a no-op when it is the scheme in use.
+func (t *Tags) Use(sc TagScheme) {
+	if t.cur.Load().scheme != sc {
+		t.cur.Store(makeTags(t.prefix, t.shards, sc))
+	}
+}
+
+// Scheme is the scheme in use.
+func (t *Tags) Scheme() TagScheme { return t.cur.Load().scheme }
+
+// Prefix is the deployment's key prefix.
+func (t *Tags) Prefix() string { return t.prefix }
+
+// Shards is the deployment's shard count.
+func (t *Tags) Shards() int { return t.shards }
+
+// Tag is shard's hash tag, braces included.
+func (t *Tags) Tag(shard int) string { return t.cur.Load().tags[shard] }
+
+// Slot is the hash slot of shard's tag.
+func (t *Tags) Slot(shard int) int { return t.cur.Load().slots[shard] }
+
+// PlainTag is shard's tag under PlainTags: "{<prefix>:<shard>}".
+func PlainTag(prefix string, shard int) string {
+	return "{" + prefix + ":" + strconv.Itoa(shard) + "}"
+}
+
+func makeTags(prefix string, shards int, sc TagScheme) *tagTable {
+	tt := &tagTable{scheme: sc, tags: make([]string, shards), slots: make([]int, shards)}
+	for s := range shards {
+		if sc == SpreadTags {
+			tt.tags[s], tt.slots[s] = spreadTag(prefix, s, shards)
+			continue
+		}
+		tt.tags[s] = PlainTag(prefix, s)
+		tt.slots[s] = Slot(tt.tags[s])
+	}
+	return tt
+}
+
+// spreadTag finds shard s of n's SpreadTags tag and its slot: the CRC of
+// "<prefix>:<s>:" once, then each salt's few bytes on top of it.
+func spreadTag(prefix string, s, n int) (string, int) {
+	want := uint16((2*s + 1) * 16384 / (2 * n))
+	head := prefix + ":" + strconv.Itoa(s) + ":"
+	crc := crc16Update(0, head)
+	var salt [6]byte
+	for size := 1; size <= len(salt); size++ {
+		// every base-62 string of size chars, in order: salt[i] counts
+		// through Base62 like an odometer
+		idx := make([]int, size)
+		for {
+			for i, d := range idx {
+				salt[i] = Base62[d]
+			}
+			c := crc
+			for _, b := range salt[:size] {
+				c = c<<8 ^ crc16Table[byte(c>>8)^b]
+			}
+			if c%16384 == want {
+				return "{" + head + string(salt[:size]) + "}", int(want)
+			}
+			i := size - 1
+			for ; i >= 0; i-- {
+				if idx[i]++; idx[i] < len(Base62) {
+					break
+				}
+				idx[i] = 0
+			}
+			if i < 0 {
+				break
+			}
+		}
+	}
+	// unreachable: 62^3 salts already cover every slot many times over
+	panic("layout: no salt puts shard " + strconv.Itoa(s) + "'s tag at its slot")
+}
+
+// Slot is the hash slot of a key: CRC16 of its hash tag (the first
+// "{...}" with something inside) or of the whole key, mod 16384, as Redis
+// Cluster computes it.
+func Slot(key string) int {
+	for i := 0; i < len(key); i++ {
+		if key[i] != '{' {
+			continue
+		}
+		for j := i + 1; j < len(key); j++ {
+			if key[j] == '}' {
+				if j > i+1 {
+					key = key[i+1 : j]
+				}
+				return int(CRC16(key) % 16384)
+			}
+		}
+		break
+	}
+	return int(CRC16(key) % 16384)
+}
+
+// crc16Table is CRC-16/XMODEM by the byte (CRC16).
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		crc := uint16(i) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+		t[i] = crc
+	}
+	return t
+}()
+
+// crc16Update continues CRC16 from crc over s.
+func crc16Update(crc uint16, s string) uint16 {
+	for i := 0; i < len(s); i++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
