@@ -6,7 +6,8 @@ import (
 	"github.com/realsync/realsync/store/migrate"
 )
 
-// Migrate upgrades the data under the store's prefix to SchemaVersion:
+// Migrate upgrades the data under the store's prefix to PlainSchema when
+// it is older (SchemaVersion's data is only ever a new deployment's):
 // migrate.Run on the store's Base (store/migrate holds the steps, the
 // running-instances check and the dry run). Call it on a store from New,
 // never Init (Init refuses old data). Errors: ErrLayout when the shard

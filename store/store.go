@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -454,7 +455,10 @@ func (s *Store) notAClusterNode(ctx context.Context) error {
 // records: the one it adopted; before that (a first start) SchemaVersion,
 // spread tags, unless plain-tagged data of the prefix is found
 // (plainDataFound: a deployment whose record alone was lost), then
-// PlainSchema. Errors: ErrLayout on a mismatch or a schema this release
+// PlainSchema. (Not caught: Redis lost everything, a PlainSchema
+// instance still runs, and a store starts in the second before that
+// instance's janitor restores the record: the new store records
+// SchemaVersion, and the running one turns unready, see guardLayout.) Errors: ErrLayout on a mismatch or a schema this release
 // does not serve, rooms.ErrUnavailable (also when the record vanished
 // between the writes and the read).
 func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
@@ -513,28 +517,22 @@ func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	return restored, nil
 }
 
-// plainDataFound reports whether any shard holds keys under its plain tag
-// (layout.PlainTag) that every deployment that served keeps while it
-// has data: the lifecycle schedule, the user index, the stats, the
-// online users, the janitor lease. One EXISTS a shard, pipelined.
+// plainDataFound reports whether any key of the prefix has a plain tag
+// ("{<prefix>:<digits>}"): data of a PlainSchema deployment whose record
+// alone was lost (evicted, deleted), whatever is left of it (an idle
+// deployment may hold nothing but users' logs, webhook letters or
+// tickets). It scans the keyspace (every master of a Cluster) for keys
+// starting "{<prefix>:", 1 000 keys a call, and stops at the first plain
+// one: a cost paid only where the record is missing, at a deployment's
+// first start (a second or so a million keys of a Redis shared with
+// others).
 func (s *Store) plainDataFound(ctx context.Context) (bool, error) {
-	cmds := make([]*redis.IntCmd, s.shards)
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range s.shards {
-			tag := layout.PlainTag(s.keys.Prefix(), i)
-			cmds[i] = p.Exists(ctx, tag+":rooms:due", tag+":users", tag+":stats", tag+":online", tag+":janitor")
-		}
-		return nil
+	prefix := "{" + s.keys.Prefix() + ":"
+	found, err := rediskeys.Find(ctx, s.client, rediskeys.GlobEscape(prefix)+"*", func(k string) bool {
+		tag, _, ok := strings.Cut(strings.TrimPrefix(k, prefix), "}")
+		return ok && tag != "" && strings.Trim(tag, "0123456789") == ""
 	})
-	if err != nil {
-		return false, redisx.Wrap(err)
-	}
-	for _, c := range cmds {
-		if c.Val() > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
+	return found, redisx.Wrap(err)
 }
 
 // Schema is the key schema the store serves (as Init found it recorded,

@@ -127,6 +127,37 @@ func TestShardTagsOfADeployment(t *testing.T) {
 				}
 			})
 
+			t.Run("plain, idle", func(t *testing.T) {
+				if b.Name == "embedded" { // the process' own: no second store shares it
+					return
+				}
+				// no room, no one online, no instance running: a user's
+				// offline message is all the deployment holds when its
+				// record is lost
+				prefix := redistest.Prefix(t)
+				s, err := openOn(t, b, prefix, seed("shards", 8, "schema", store.PlainSchema))
+				if err != nil {
+					t.Fatal(err)
+				}
+				const uid = "u-offline"
+				if _, err := s.UserLogs().Send(ctx, uid, []byte(`{"type":"message","n":1}`)); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Client().Del(ctx, prefix+":meta").Err(); err != nil {
+					t.Fatal(err)
+				}
+				r, err := openOn(t, b, prefix, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Schema() != store.PlainSchema {
+					t.Fatalf("the record lost, a plain deployment's user log kept: serves schema %d, want %d", r.Schema(), store.PlainSchema)
+				}
+				if n := r.Client().XLen(ctx, r.UserLogs().KeysOf(uid).Log).Val(); n != 1 {
+					t.Fatalf("the user's log as the new store names it holds %d events, want 1", n)
+				}
+			})
+
 			t.Run("refused", func(t *testing.T) {
 				for _, v := range []string{"2", strconv.Itoa(store.SchemaVersion + 1), "x"} {
 					prefix := redistest.Prefix(t)

@@ -15,7 +15,7 @@ import (
 )
 
 // migrateMain runs `realsyncd migrate [-dry-run]`: it upgrades the data in
-// Redis to this release's key schema (store.Migrate, package
+// Redis to a key schema this release serves (store.Migrate, package
 // store/migrate), with the same variables and flags as the server. Every
 // instance must be stopped first; it refuses while one holds a janitor
 // lease. -dry-run only counts what would change, and may run beside

@@ -21,9 +21,11 @@ const (
 	// SpreadTags (key schema 4, every deployment since): shard s of n has
 	// the tag "{<prefix>:<s>:<salt>}", its salt the first base-62 string
 	// (shortest first) that puts the tag at slot ⌊(2s+1)·16384/(2n)⌋, the
-	// middle of the shard's 1/n of the slot space. The slots are evenly
-	// spaced, so m masters of equal slot ranges (as `redis-cli --cluster
-	// create` makes them) hold ⌊n/m⌋ or ⌈n/m⌉ shards each, for every m.
+	// middle of the shard's 1/n of the slot space (spreadSlot). The slots
+	// are evenly spaced, so m masters of equal slot ranges hold ⌊n/m⌋ or
+	// ⌈n/m⌉ shards each for any shard count: up to m = 24 for the ranges
+	// `redis-cli --cluster create` makes (43 for exact i·16384/m ranges);
+	// beyond, a master may hold one more or one fewer (checked up to 128).
 	SpreadTags
 )
 
@@ -126,7 +128,7 @@ func makeTags(prefix string, shards int, sc TagScheme) *tagTable {
 // spreadTag finds shard s of n's SpreadTags tag and its slot: the CRC of
 // "<prefix>:<s>:" once, then each salt's few bytes on top of it.
 func spreadTag(prefix string, s, n int) (string, int) {
-	want := uint16((2*s + 1) * 16384 / (2 * n))
+	want := uint16(spreadSlot(s, n))
 	head := prefix + ":" + strconv.Itoa(s) + ":"
 	crc := crc16Update(0, head)
 	var salt [6]byte
@@ -160,6 +162,10 @@ func spreadTag(prefix string, s, n int) (string, int) {
 	// unreachable: 62^3 salts already cover every slot many times over
 	panic("layout: no salt puts shard " + strconv.Itoa(s) + "'s tag at its slot")
 }
+
+// spreadSlot is shard s of n's slot under SpreadTags: the middle of its
+// 1/n of the slot space.
+func spreadSlot(s, n int) int { return (2*s + 1) * 16384 / (2 * n) }
 
 // Slot is the hash slot of a key: CRC16 of its hash tag (the first
 // "{...}" with something inside) or of the whole key, mod 16384, as Redis

@@ -2,6 +2,8 @@ package layout
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -16,7 +18,7 @@ func TestSpreadTags(t *testing.T) {
 			tags.Use(SpreadTags)
 			seen := map[string]bool{}
 			for s := range n {
-				tag, want := tags.Tag(s), (2*s+1)*16384/(2*n)
+				tag, want := tags.Tag(s), spreadSlot(s, n)
 				salt, ok := strings.CutPrefix(tag, fmt.Sprintf("{%s:%d:", prefix, s))
 				salt, closed := strings.CutSuffix(salt, "}")
 				if !ok || !closed || salt == "" || strings.Trim(salt, Base62) != "" {
@@ -30,31 +32,85 @@ func TestSpreadTags(t *testing.T) {
 				}
 				seen[tag] = true
 			}
-			for m := 1; m <= min(n, 12); m++ {
-				if lo, hi := spread(tags, n, m); hi-lo > 1 {
-					t.Errorf("%s, %d shards on %d masters: from %d to %d shards a master, want ⌊n/m⌋ or ⌈n/m⌉", prefix, n, m, lo, hi)
-				}
-			}
 		}
 	}
 	plain := NewTags("rs", 16)
-	if lo, hi := spread(plain, 16, 3); lo != 4 || hi != 8 {
+	if lo, hi := spread(16, cliRanges(3), plain.Slot); lo != 4 || hi != 8 {
 		t.Errorf("plain defaults on 3 masters: %d to %d shards a master, want 4 to 8 (the reason for spread tags)", lo, hi)
 	}
 }
 
-// spread is the fewest and most shards of tags any of m masters of equal
-// slot ranges holds.
-func spread(tags *Tags, n, m int) (lo, hi int) {
-	counts := make([]int, m)
+// Spread slots hold ⌊n/m⌋ or ⌈n/m⌉ shards a master for every shard count
+// and up to 24 masters of redis-cli's ranges (43 of exact ranges), and at
+// most one more or fewer than that up to 128 masters: what SpreadTags'
+// doc says.
+func TestSpreadSlotsOnMasters(t *testing.T) {
+	for _, kind := range []struct {
+		name   string
+		ranges func(m int) []int
+		even   int // masters up to which the counts differ by 1 at most
+	}{{"redis-cli", cliRanges, 24}, {"exact", exactRanges, 43}} {
+		for m := 1; m <= 128; m++ {
+			ends := kind.ranges(m)
+			for n := m; n <= MaxShards; n++ {
+				lo, hi := spread(n, ends, func(s int) int { return spreadSlot(s, n) })
+				if want := 1 + btoi(m > kind.even); hi-lo > want {
+					t.Fatalf("%s ranges, %d shards on %d masters: from %d to %d shards a master, want a spread of %d at most", kind.name, n, m, lo, hi, want)
+				}
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// spread is the fewest and most of n shards (their slots slot(s)) any
+// master holds, the masters' ranges ending at ends (ascending, the last
+// 16383).
+func spread(n int, ends []int, slot func(s int) int) (lo, hi int) {
+	counts := make([]int, len(ends))
 	for s := range n {
-		counts[SlotRange(tags.Slot(s), m)]++
+		counts[sort.SearchInts(ends, slot(s))]++
 	}
 	lo, hi = n, 0
 	for _, c := range counts {
 		lo, hi = min(lo, c), max(hi, c)
 	}
 	return lo, hi
+}
+
+// cliRanges are the last slots of m masters' ranges as `redis-cli
+// --cluster create` assigns them (redis-cli.c: a float32 cursor advanced
+// by 16384/m, each range ending at lroundf(cursor + 16384/m - 1), the last
+// at 16383).
+func cliRanges(m int) []int {
+	per := float32(16384) / float32(m)
+	var cursor float32
+	ends, first := make([]int, m), 0
+	for i := range m {
+		last := int(math.Round(float64(cursor + per - 1)))
+		if last > 16384 || i == m-1 {
+			last = 16383
+		}
+		last = max(last, first)
+		ends[i], first = last, last+1
+		cursor += per
+	}
+	return ends
+}
+
+// exactRanges are the last slots of m ranges [i·16384/m, (i+1)·16384/m).
+func exactRanges(m int) []int {
+	ends := make([]int, m)
+	for i := range m {
+		ends[i] = (i+1)*16384/m - 1
+	}
+	return ends
 }
 
 // Use switches every copy of the Keys built on the tags, and what they
