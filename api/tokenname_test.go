@@ -56,6 +56,29 @@ func TestTokenNameRule(t *testing.T) {
 			t.Errorf("%q: errors %v, want one naming the separators", name, r.body["errors"])
 		}
 	}
+	// a name must show something: wholly invisible (zero-width spaces and
+	// joiners, format characters, lone combining marks, the Hangul and
+	// braille fillers) it is no guest's name, and no name of a token's;
+	// invisible runes beside a visible one stay
+	for _, name := range []string{"\u200b", "\u200b\u200c\u200d\u2060", "\u3164", "\u3164\u3164 \u3164", "\u115f\u1160", "\uffa0",
+		"\u2800\u2800", "\u034f", "\u0301\u0301", "\ufe0f", "\U000E0041", "\u00ad"} {
+		r := e.do("POST", "/v1/auth/guest", "", map[string]any{"name": name})
+		want(t, r, 422, "VALIDATION_FAILED")
+		if errs, _ := r.body["errors"].([]any); len(errs) != 1 || !strings.Contains(errs[0].(map[string]any)["message"].(string), "visible") {
+			t.Errorf("%q: errors %v, want one saying a character must be visible", name, r.body["errors"])
+		}
+		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(name), map[string]any{"type": "chat", "data": 4}), 202, "")
+		order = append(order, "")
+	}
+	for _, name := range []string{"\u3164Jo", "Jo\u200bAnn", "\ue000", "·"} {
+		g := e.do("POST", "/v1/auth/guest", "", map[string]any{"name": name})
+		want(t, g, 201, "")
+		if g.body["name"] != name {
+			t.Errorf("guest %q named %q", name, g.body["name"])
+		}
+		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(name), map[string]any{"type": "chat", "data": 5}), 202, "")
+		order = append(order, name)
+	}
 	long := strings.Repeat("é", 40)
 	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", token(long), map[string]any{"type": "chat", "data": 2}), 202, "")
 	order = append(order, long[:64])

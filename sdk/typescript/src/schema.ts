@@ -1458,7 +1458,7 @@ export interface components {
             message: string;
         };
         GuestRequest: {
-            /** @description Not only white space; no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` answered, signed and shown to others). */
+            /** @description At least one visible character (not only white space, format characters, combining marks, or the invisible fillers U+115F, U+1160, U+3164, U+FFA0, U+2800 and their kin); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` answered, signed and shown to others). */
             name?: string;
         };
         GuestToken: {
