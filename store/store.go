@@ -22,7 +22,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
@@ -517,22 +516,35 @@ func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	return restored, nil
 }
 
-// plainDataFound reports whether any key of the prefix has a plain tag
-// ("{<prefix>:<digits>}"): data of a PlainSchema deployment whose record
-// alone was lost (evicted, deleted), whatever is left of it (an idle
-// deployment may hold nothing but users' logs, webhook letters or
-// tickets). It scans the keyspace (every master of a Cluster) for keys
-// starting "{<prefix>:", 1 000 keys a call, and stops at the first plain
-// one: a cost paid only where the record is missing, at a deployment's
-// first start (a second or so a million keys of a Redis shared with
-// others).
+// plainDataFound reports whether any shard holds, under its plain tag
+// (layout.PlainTag), a key a PlainSchema deployment keeps while it has
+// data: above all the shard's clock, which the first room created in the
+// shard writes and nothing removes, then the lifecycle schedule, the user
+// index, the stats, the invite codes, the online users, the webhook
+// outbox and the janitor lease. One EXISTS a shard, pipelined: a look
+// over the whole keyspace for plain-tagged keys would find more (a
+// deployment that never had a room, only users' logs) but cost a walk of
+// every key of a Redis shared with others, at every new deployment's
+// first start.
 func (s *Store) plainDataFound(ctx context.Context) (bool, error) {
-	prefix := "{" + s.keys.Prefix() + ":"
-	found, err := rediskeys.Find(ctx, s.client, rediskeys.GlobEscape(prefix)+"*", func(k string) bool {
-		tag, _, ok := strings.Cut(strings.TrimPrefix(k, prefix), "}")
-		return ok && tag != "" && strings.Trim(tag, "0123456789") == ""
+	cmds := make([]*redis.IntCmd, s.shards)
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range s.shards {
+			tag := layout.PlainTag(s.keys.Prefix(), i)
+			cmds[i] = p.Exists(ctx, tag+":clock", tag+":rooms:due", tag+":users", tag+":stats", tag+":codes",
+				tag+":online", tag+":webhooks", tag+":janitor")
+		}
+		return nil
 	})
-	return found, redisx.Wrap(err)
+	if err != nil {
+		return false, redisx.Wrap(err)
+	}
+	for _, c := range cmds {
+		if c.Val() > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Schema is the key schema the store serves (as Init found it recorded,

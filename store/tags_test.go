@@ -131,12 +131,24 @@ func TestShardTagsOfADeployment(t *testing.T) {
 				if b.Name == "embedded" { // the process' own: no second store shares it
 					return
 				}
-				// no room, no one online, no instance running: a user's
-				// offline message is all the deployment holds when its
-				// record is lost
+				// its rooms deleted, no one online, no instance running: a
+				// user's offline message (and the shard's clock) is all the
+				// deployment holds when its record is lost
 				prefix := redistest.Prefix(t)
 				s, err := openOn(t, b, prefix, seed("shards", 8, "schema", store.PlainSchema))
 				if err != nil {
+					t.Fatal(err)
+				}
+				ann := rooms.User{ID: "u-ann", Name: "ann"}
+				j, err := s.Create(ctx, ann, rooms.NewRoom{Name: "a", Mode: "m", Region: "eu",
+					MaxPlayers: 4, Visibility: rooms.Public, State: rooms.State{}, StatePolicy: rooms.PolicyOwner})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Delete(ctx, ann, j.Room.ID); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Client().Del(ctx, s.Base().Tag(shardOfKey(s.RoomKeys(j.Room.ID)[0]))+":janitor").Err(); err != nil {
 					t.Fatal(err)
 				}
 				const uid = "u-offline"

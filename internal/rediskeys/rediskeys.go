@@ -1,14 +1,12 @@
 // Package rediskeys lists keys by pattern on standalone Redis and on every
 // master of a Cluster, for the tools that must see every key: migrations,
-// the invariant checker, tests that count keys, and the store's look for
-// an older layout's data where its layout record is missing.
+// the invariant checker, tests that count keys.
 package rediskeys
 
 import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,57 +17,20 @@ import (
 func Scan(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
 	var mu sync.Mutex
 	var out []string
-	err := each(ctx, c, pattern, func(k string) bool {
-		mu.Lock()
-		out = append(out, k)
-		mu.Unlock()
-		return true
-	})
-	return out, err
-}
-
-// Find reports whether a key matching pattern passes ok, walking as Scan
-// does and stopping at the first (on every master of a Cluster). ok may
-// run on several masters' walks at once.
-func Find(ctx context.Context, c redis.UniversalClient, pattern string, ok func(key string) bool) (bool, error) {
-	var found atomic.Bool
-	err := each(ctx, c, pattern, func(k string) bool {
-		if ok(k) {
-			found.Store(true)
-		}
-		return !found.Load()
-	})
-	if found.Load() {
-		return true, nil
-	}
-	return false, err
-}
-
-// each calls f with every key matching pattern, on each master of a
-// Cluster at once, until f returns false (then every walk stops, with no
-// error).
-func each(ctx context.Context, c redis.UniversalClient, pattern string, f func(string) bool) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var stopped atomic.Bool
 	one := func(ctx context.Context, n redis.UniversalClient) error {
 		it := n.Scan(ctx, 0, pattern, 1000).Iterator()
 		for it.Next(ctx) {
-			if !f(it.Val()) {
-				stopped.Store(true)
-				cancel()
-				return nil
-			}
-		}
-		if stopped.Load() {
-			return nil
+			mu.Lock()
+			out = append(out, it.Val())
+			mu.Unlock()
 		}
 		return it.Err()
 	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return one(ctx, n) })
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return one(ctx, n) })
+		return out, err
 	}
-	return one(ctx, c)
+	return out, one(ctx, c)
 }
 
 // GlobEscape quotes the glob characters of s (* ? [ ] \) for SCAN MATCH,

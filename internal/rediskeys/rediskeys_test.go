@@ -2,10 +2,7 @@ package rediskeys_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -59,59 +56,6 @@ func TestGlobEscape(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("GlobEscape(%q) = %q finds %q, want %q", tc.text, rediskeys.GlobEscape(tc.text), got, want)
 			}
-		})
-	}
-}
-
-// Find walks the keys of a pattern on every master until one passes, and
-// stops there: here 3 000 keys on standalone and on a Cluster, the one
-// sought among them, and a walk that finds none.
-func TestFind(t *testing.T) {
-	ctx := context.Background()
-	for _, b := range redistest.Backends(t)[:2] {
-		t.Run(b.Name, func(t *testing.T) {
-			var c redis.UniversalClient
-			if b.ClusterAddrs != nil {
-				c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: b.ClusterAddrs})
-			} else {
-				opt, err := redis.ParseURL(b.URL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c = redis.NewClient(opt)
-			}
-			t.Cleanup(func() { c.Close() }) // after the keys' cleanup
-			p := redistest.Prefix(t)
-			var keys []string
-			for i := range 3000 {
-				keys = append(keys, fmt.Sprintf("{%s%d}:k%d", p, i%64, i))
-			}
-			for _, k := range keys {
-				if err := c.Set(ctx, k, 1, 0).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Cleanup(func() {
-				c.Pipelined(context.Background(), func(p redis.Pipeliner) error {
-					for _, k := range keys {
-						p.Del(context.Background(), k)
-					}
-					return nil
-				})
-			})
-			var seen atomic.Int64
-			found, err := rediskeys.Find(ctx, c, "{"+p+"*", func(k string) bool {
-				seen.Add(1)
-				return strings.HasSuffix(k, ":k1234")
-			})
-			if err != nil || !found {
-				t.Fatalf("Find of :k1234 = %v, %v; want found", found, err)
-			}
-			none, err := rediskeys.Find(ctx, c, "{"+p+"*", func(k string) bool { return strings.HasSuffix(k, ":k9999") })
-			if err != nil || none {
-				t.Fatalf("Find of a key that is not there = %v, %v", none, err)
-			}
-			t.Logf("%d keys looked at before :k1234 (of %d)", seen.Load(), len(keys))
 		})
 	}
 }
