@@ -547,6 +547,10 @@ func (s *Store) plainDataFound(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// ShardTagScheme names the scheme of the shards' hash tags the store
+// uses: "spread" (SchemaVersion) or "plain" (PlainSchema, and before Init).
+func (s *Store) ShardTagScheme() string { return s.tags.Scheme().String() }
+
 // Schema is the key schema the store serves (as Init found it recorded,
 // or recorded it): PlainSchema or SchemaVersion; 0 before Init.
 func (s *Store) Schema() int { return int(s.schema.Load()) }

@@ -309,6 +309,11 @@ func shardTag(t *testing.T, c redis.UniversalClient, prefix string, shard int) s
 func twoInstancesShareRooms(t *testing.T, bin, backend string) {
 	env, prefix, c := sharedBackend(t, backend)
 	a, b := start(t, bin, env...), start(t, bin, env...)
+	for _, in := range []*instance{a, b} { // a new deployment: spread tags
+		if logs := in.logText(); !strings.Contains(logs, "store: layout") || !strings.Contains(logs, "schema=4 shardTags=spread") {
+			t.Errorf("no log of the layout served, schema 4, spread tags:\n%s", logs)
+		}
+	}
 
 	owner := guest(t, a, "owner")
 	status, created := call(t, "POST", a.url+"/v1/rooms", owner, map[string]any{"name": "Rush", "mode": "battle", "region": "eu", "maxPlayers": 4})

@@ -357,6 +357,9 @@ func TestMigrateCommand(t *testing.T) {
 			}
 
 			b := start(t, bin, env...)
+			if logs := b.logText(); !strings.Contains(logs, "schema=3 shardTags=plain") {
+				t.Errorf("after migrate: no log of the layout served, schema 3, plain tags:\n%s", logs)
+			}
 			if _, got := call(t, "GET", b.url+"/v1/rooms/"+id, toks[1], nil); fmt.Sprint(got["players"]) != fmt.Sprint(want["players"]) {
 				t.Errorf("players after migrate:\n got %v\nwant %v", got["players"], want["players"])
 			}

@@ -252,6 +252,7 @@ wait:
 				return err
 			}
 			connected = nil // a nil channel never delivers
+			log.Info("store: layout", "shards", cfg.Shards, "schema", st.Schema(), "shardTags", st.ShardTagScheme())
 			up.Store(true)
 			// "ready" once requests are served: tests and scripts wait for it
 			log.Info("ready")
