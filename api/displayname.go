@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/clipperhouse/uax29/v2/graphemes"
+
+	"github.com/realsync/realsync/rooms"
 )
 
 // maxDisplayName is the most characters (code points) of a display name.
@@ -13,10 +15,9 @@ const maxDisplayName = 32
 
 // displayNameRule is what a display name must be, in the words of the
 // 422 of a guest's name.
-const displayNameRule = "must be 1..32 characters, one of them visible (not only white space, format characters, " +
-	"combining marks or invisible fillers such as U+3164 and U+2800), without control characters, " +
+const displayNameRule = "must be 1..32 characters without control characters, " +
 	"bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) " +
-	"or line and paragraph separators (U+2028, U+2029)"
+	"or line and paragraph separators (U+2028, U+2029), and " + rooms.ShowsRule
 
 // nameControl reports whether r may not appear in a display name: a
 // control character (Cc: NUL, ESC, ...), a bidirectional formatting one
@@ -32,29 +33,17 @@ func nameControl(r rune) bool {
 // characters, one of them visible, no nameControl character.
 func validGuestName(name string) bool {
 	n := utf8.RuneCountInString(name)
-	return n >= 1 && n <= maxDisplayName && strings.ContainsFunc(name, visible) && strings.IndexFunc(name, nameControl) < 0
-}
-
-// visible reports whether r shows as something: a letter, digit,
-// punctuation or symbol (Unicode's L, N, P, S) or a private-use
-// character (a game's font may draw it), but for the ones that draw
-// nothing: Unicode's Other_Default_Ignorable_Code_Point (the Hangul
-// fillers U+115F, U+1160, U+3164, U+FFA0, the combining grapheme joiner)
-// and the braille pattern blank U+2800. A display name of none of them
-// (zero-width spaces, format characters, combining marks, fillers)
-// would show other players an empty name, or a blank one to impersonate.
-func visible(r rune) bool {
-	return unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S, unicode.Co) &&
-		!unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) && r != '\u2800'
+	return n >= 1 && n <= maxDisplayName && rooms.Shows(name) && strings.IndexFunc(name, nameControl) < 0
 }
 
 // tokenName is the display name of a token's name claim, and of a guest's
 // name validGuestName took: the claim without its nameControl characters
-// and U+FEFF (a zero-width no-break space, which rooms.Blank counts as
-// white space while strings.Fields does not: "\uFEFF \uFEFF Jo" is "Jo"),
+// and U+FEFF (a zero-width no-break space, which ECMAScript's \s counts
+// as white space while strings.Fields does not: "\uFEFF \uFEFF Jo" is "Jo"),
 // each run of white space one space and none at the ends, cut to 32
-// characters by cutName; "" for none, or none visible (only white space,
-// format characters, marks or fillers), the cut's included. They are dropped, not refused as a guest's name's are: the
+// characters by cutName; "" for none, or none visible (rooms.Shows: only
+// white space, format characters, marks or fillers), the cut's included.
+// They are dropped, not refused as a guest's name's are: the
 // user cannot change what their issuer signed, and a refused token would
 // lock them out (right-to-left marks are common in Arabic and Hebrew
 // names; a reviewer's find), while other players still never see them.
@@ -72,7 +61,7 @@ func tokenName(claim string) string {
 	if utf8.RuneCountInString(claim) > maxDisplayName {
 		claim = cutName(claim)
 	}
-	if !strings.ContainsFunc(claim, visible) {
+	if !rooms.Shows(claim) {
 		return ""
 	}
 	return claim

@@ -46,7 +46,7 @@ var messages = map[string]string{
 	"min":       "is too short or too small",
 	"max":       "is too long or too large",
 	"nocontrol": "must not contain control characters",
-	"notblank":  "must not be only white space",
+	"shows":     ShowsRule,
 	"slug":      NameRule,
 	"oneof":     "must be one of: ",
 	"attrkey":   "key must match ^[A-Za-z0-9_]{1,32}$",
@@ -63,7 +63,7 @@ func newValidator() *validator.Validate {
 		return strings.Split(f.Tag.Get("json"), ",")[0]
 	})
 	must(v.RegisterValidation("nocontrol", func(fl validator.FieldLevel) bool { return !hasControl(fl.Field().String()) }))
-	must(v.RegisterValidation("notblank", func(fl validator.FieldLevel) bool { return !Blank(fl.Field().String()) }))
+	must(v.RegisterValidation("shows", func(fl validator.FieldLevel) bool { return Shows(fl.Field().String()) }))
 	must(v.RegisterValidation("slug", func(fl validator.FieldLevel) bool { return slugRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("attrkey", func(fl validator.FieldLevel) bool { return attrKeyRe.MatchString(fl.Field().String()) }))
 	must(v.RegisterValidation("userid", func(fl validator.FieldLevel) bool { return ValidUserID(fl.Field().String()) }))
@@ -74,11 +74,28 @@ func newValidator() *validator.Validate {
 	return v
 }
 
-// Blank reports whether s is only white space: Unicode's, and U+FEFF,
-// which the ECMAScript \s of openapi.yaml's pattern "\S" counts as white
-// space too. Names (rooms, guests) must not be blank.
-func Blank(s string) bool {
-	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' }) == ""
+// ShowsRule is Shows as a field error states it.
+const ShowsRule = "must show at least one visible character (not only white space, format characters such as U+200B, " +
+	"combining marks, or invisible fillers such as U+3164 and U+2800)"
+
+// Shows reports whether s holds a visible character (invisible), as every
+// name others see must (rooms', players'): one of only white space, format
+// characters (zero-width spaces, U+FEFF), marks or fillers would show them
+// an empty or blank name, one to pass for nobody or for another.
+func Shows(s string) bool { return strings.ContainsFunc(s, func(r rune) bool { return !invisible(r) }) }
+
+// invisible reports whether r draws nothing by itself: white space (Zs,
+// Zl, Zp), a control, format or surrogate code point (Cc, Cf, Cs), a
+// non-spacing or enclosing mark (Mn, Me: nothing without a base), one of
+// Unicode's Other_Default_Ignorable_Code_Point (the Hangul fillers U+115F,
+// U+1160, U+3164, U+FFA0, the combining grapheme joiner U+034F), or a
+// blank symbol: the braille pattern blank U+2800, the musical null
+// notehead U+1D159, the object replacement U+FFFC. Anything else is
+// visible, a code point Go's Unicode tables do not know yet included (an
+// emoji of Unicode 16, say): an allow-list of categories would refuse it.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Cc, unicode.Cf, unicode.Cs, unicode.Mn, unicode.Me) ||
+		unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || r == '\u2800' || r == '\U0001D159' || r == '\uFFFC'
 }
 
 func must(err error) {

@@ -326,7 +326,7 @@ type CreateRoomRequest struct {
 	// Mode Example: battle
 	Mode Mode `json:"mode"`
 
-	// Name Not only white space.
+	// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422.
 	Name string `json:"name"`
 
 	// Region Example: us-west
@@ -449,7 +449,7 @@ type FollowingRequest struct {
 
 // GuestRequest defines model for GuestRequest.
 type GuestRequest struct {
-	// Name At least one visible character (not only white space, format characters, combining marks, or the invisible fillers U+115F, U+1160, U+3164, U+FFA0, U+2800 and their kin); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` answered, signed and shown to others).
+	// Name At least one visible character (not only white space, format characters, combining marks, or the invisible fillers U+115F, U+1160, U+3164, U+FFA0, U+2800 and their kin: see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` answered, signed and shown to others).
 	Name *string `json:"name,omitempty"`
 }
 
@@ -694,7 +694,7 @@ type QuickJoinRequest struct {
 		Attributes *Attributes `json:"attributes,omitempty"`
 		MaxPlayers *int        `json:"maxPlayers,omitempty"`
 
-		// Name Not only white space.
+		// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422.
 		Name        string       `json:"name"`
 		StatePolicy *StatePolicy `json:"statePolicy,omitempty"`
 	} `json:"create,omitempty"`
@@ -904,7 +904,7 @@ type UpdateRoomRequest struct {
 	Locked     *bool       `json:"locked,omitempty"`
 	MaxPlayers *int        `json:"maxPlayers,omitempty"`
 
-	// Name Not only white space.
+	// Name At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422.
 	Name       *string     `json:"name,omitempty"`
 	Status     *Status     `json:"status,omitempty"`
 	Visibility *Visibility `json:"visibility,omitempty"`

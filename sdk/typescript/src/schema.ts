@@ -1458,7 +1458,7 @@ export interface components {
             message: string;
         };
         GuestRequest: {
-            /** @description At least one visible character (not only white space, format characters, combining marks, or the invisible fillers U+115F, U+1160, U+3164, U+FFA0, U+2800 and their kin); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` answered, signed and shown to others). */
+            /** @description At least one visible character (not only white space, format characters, combining marks, or the invisible fillers U+115F, U+1160, U+3164, U+FFA0, U+2800 and their kin: see the conventions); no control characters (Cc), bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) or line and paragraph separators (U+2028, U+2029); else 422. Its white space is folded: each run of white space of any kind becomes one space, none at the ends, and U+FEFF is dropped (the `name` answered, signed and shown to others). */
             name?: string;
         };
         GuestToken: {
@@ -1627,7 +1627,7 @@ export interface components {
             };
             /** @description The room to create when nothing can be joined (public, caller as owner). */
             create?: {
-                /** @description Not only white space. */
+                /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422. */
                 name: string;
                 /** @default 8 */
                 maxPlayers?: number;
@@ -1747,7 +1747,7 @@ export interface components {
             nextCursor: string | null;
         };
         CreateRoomRequest: {
-            /** @description Not only white space. */
+            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422. */
             name: string;
             mode: components["schemas"]["Mode"];
             region: components["schemas"]["Region"];
@@ -1759,7 +1759,7 @@ export interface components {
             statePolicy?: components["schemas"]["StatePolicy"];
         };
         UpdateRoomRequest: {
-            /** @description Not only white space. */
+            /** @description At least one visible character: not only white space, format characters, combining marks or invisible fillers (see the conventions); else 422. */
             name?: string;
             status?: components["schemas"]["Status"];
             locked?: boolean;
