@@ -520,9 +520,10 @@ func TestTLSRestartKeepsServing(t *testing.T) {
 	}
 }
 
-// A quick-join whose lock's SETNX lost its reply (go-redis sends that
-// plain command again, and the second finds the first's token) holds the
-// lock at once: it waited for the lock's 5 s expiry, past a 2 s deadline.
+// A quick-join whose lock's call lost its reply (go-redis sends that
+// idempotent script again, and the second run finds the first's token)
+// holds the lock at once: it waited for the lock's 5 s expiry, past a 2 s
+// deadline, and as a script sent once it failed (503).
 func TestQuickJoinLockAfterALostReply(t *testing.T) {
 	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
 	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) { c.Batch = nil })

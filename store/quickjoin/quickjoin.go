@@ -15,7 +15,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,7 +25,6 @@ import (
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/internal/roomlua"
-	"github.com/realsync/realsync/store/janitor"
 	"github.com/realsync/realsync/store/repair"
 )
 
@@ -185,45 +183,6 @@ func noMatch(mode string, regions []string, stage string) error {
 		where = strings.Join(regions, ", ")
 	}
 	return fmt.Errorf("%s of mode %s in %s: %w", stage, mode, where, rooms.ErrNoMatch)
-}
-
-// quickJoinLockTTL bounds how long one quick-join of a user holds back
-// the user's next (lockQuickJoin), should its instance die holding it.
-const quickJoinLockTTL = 5 * time.Second
-
-// quickJoinLockPoll is how often a waiting quick-join tries the lock.
-const quickJoinLockPoll = 10 * time.Millisecond
-
-// lockQuickJoin takes user uid's quick-join lock (SET NX in the user's
-// slot, expiring after quickJoinLockTTL), waiting while another
-// quick-join of uid holds it, and returns its release (compare and
-// delete). So quick-joins of one user at once (two tabs, a client's
-// retry) run one after the other and the later finds the earlier's room
-// (memberOf) instead of joining or creating another; quick-joins of
-// different users never wait for each other.
-func (q *QuickJoin) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
-	key, token := q.Keys.QuickJoinLock(redisx.UserShard(uid, q.Shards), uid), layout.RandomString(layout.IDRandLen, layout.Base62)
-	for {
-		ok, err := q.Client.SetNX(ctx, key, token, quickJoinLockTTL).Result()
-		if err != nil {
-			return nil, redisx.Wrap(err)
-		}
-		// taken by this very SETNX: go-redis sent it again after its reply
-		// was lost, and the second found the first's token
-		if !ok {
-			ok = q.Client.Get(ctx, key).Val() == token
-		}
-		if ok {
-			return func() {
-				q.Runner.Run(context.WithoutCancel(ctx), janitor.ReleaseCall(key, token))
-			}, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, redisx.Wrap(ctx.Err())
-		case <-time.After(quickJoinLockPoll):
-		}
-	}
 }
 
 // quickJoinOne is QuickJoin into one region: pickAndJoin on one stripe of

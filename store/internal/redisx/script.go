@@ -27,9 +27,10 @@ type Script struct {
 	// Set before the library is made.
 	AllowOOM bool
 	src      string // what EVAL runs
-	// resend: the script writes nothing (ReadOnly), so go-redis may send it
-	// again when its reply was lost, as it does any read; every other
-	// script is sent once (sentOnce).
+	// resend: the script writes nothing (ReadOnly) or nothing more when
+	// run again (Idempotent), so go-redis may send it again when its reply
+	// was lost, as it does any read; every other script is sent once
+	// (sentOnce).
 	resend bool
 }
 
@@ -48,6 +49,12 @@ func ReadOnly(name, src string) *Script {
 	s.resend = true
 	return s
 }
+
+// Idempotent is a Plain script whose second run of one call changes
+// nothing the first did not and answers as the first did (a lock taken
+// for a token, found held by that token): sent again when its reply was
+// lost, as ReadOnly's.
+func Idempotent(name, src string) *Script { return ReadOnly(name, src) }
 
 // Mutation is a script of a library: prelude, "begin()", then src for
 // EVALSHA; src alone as a function of the library (NewLibrary).
