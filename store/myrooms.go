@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 
@@ -95,19 +94,25 @@ func (s *Store) readMine(ctx context.Context, u rooms.User, positions []rooms.Ro
 // userRooms returns the ids of the rooms u is in within shards: one
 // pipelined read of each shard's user index (userId → "<roomId> ...").
 func (s *Store) userRooms(ctx context.Context, u rooms.User, shards []int) ([]string, error) {
-	reads := make([]*redis.StringCmd, len(shards))
+	// HMGET of one field read as strings, not HGET: a pipeline of these
+	// leaves in the batcher's read batches (store/internal/batch: it takes
+	// typed hash reads), where HGETs went alone, a round trip each
+	reads := make([]*redis.StringSliceCmd, len(shards))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, shard := range shards {
-			reads[i] = p.HGet(ctx, s.keys.UserIndex(shard), u.ID)
+			reads[i] = redis.NewStringSliceCmd(ctx, "hmget", s.keys.UserIndex(shard), u.ID)
+			_ = p.Process(ctx, reads[i]) // a pipeline only queues it; its error is the command's
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, redisx.Wrap(err)
 	}
 	var ids []string
 	for _, c := range reads {
-		ids = append(ids, strings.Fields(c.Val())...)
+		for _, v := range c.Val() { // "": not in the shard
+			ids = append(ids, strings.Fields(v)...)
+		}
 	}
 	return ids, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
@@ -540,6 +543,57 @@ func TestQuickJoinLockAfterALostReply(t *testing.T) {
 	if proxy.Lost() != 1 {
 		t.Fatalf("%d replies lost, want the lock's", proxy.Lost())
 	}
+}
+
+// A lock call that ran but whose reply was lost and not sent again (in a
+// batch with scripts sent once, go-redis resends no part of it) fails the
+// quick-join (503) and gives the lock back: the user's retry finds it
+// free, where it waited out the lock's 5 s TTL, past its 2 s deadline.
+func TestQuickJoinLockLostUnsentIsGivenBack(t *testing.T) {
+	s := openStoreWith(t, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(t)}, func(c *store.Config) { c.Batch = nil })
+	lock := s.QuickJoinLockKey(alice.ID)
+	h := &loseAfterRun{key: lock}
+	s.Client().AddHook(h)
+	h.armed.Store(true)
+	if _, err := s.QuickJoin(context.Background(), alice, "qlost", []string{"eu"}, nil, quickRoom("qlost", "eu", 4)); !errors.Is(err, rooms.ErrUnavailable) {
+		t.Fatalf("quick-join whose lock's reply was lost: %v, want ErrUnavailable", err)
+	}
+	if !h.ran.Load() {
+		t.Fatal("the lock's call was not made")
+	}
+	if n := s.Client().Exists(context.Background(), lock).Val(); n != 0 {
+		t.Fatalf("the lock is still held after its lost reply")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := s.QuickJoin(ctx, alice, "qlost", []string{"eu"}, nil, quickRoom("qlost", "eu", 4)); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+}
+
+// loseAfterRun lets the first script run naming key reach Redis and run
+// there, then answers it with a transport error, as a reply lost and not
+// sent again.
+type loseAfterRun struct {
+	key        string
+	armed, ran atomic.Bool
+}
+
+func (*loseAfterRun) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *loseAfterRun) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if err == nil && len(args) > 3 && fmt.Sprint(args[3]) == h.key && h.armed.CompareAndSwap(true, false) { // ran (not a NOSCRIPT)
+			h.ran.Store(true)
+			cmd.SetErr(io.ErrUnexpectedEOF)
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+}
+func (*loseAfterRun) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // refusing answers as Redis does when it refuses a call before running it

@@ -3,7 +3,10 @@ package quickjoin
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
@@ -28,15 +31,21 @@ const quickJoinLockPoll = 10 * time.Millisecond
 // different users never wait for each other.
 func (q *QuickJoin) lockQuickJoin(ctx context.Context, uid string) (func(), error) {
 	key, token := q.Keys.QuickJoinLock(redisx.UserShard(uid, q.Shards), uid), layout.RandomString(layout.IDRandLen, layout.Base62)
+	release := func() { q.Runner.Run(context.WithoutCancel(ctx), janitor.ReleaseCall(key, token)) }
 	for {
 		res, err := q.Runner.Run(ctx, lockCall{key: key, token: token, ttl: quickJoinLockTTL}).Slice()
 		if err != nil {
+			// the reply lost and not sent again (in a batch with a script
+			// sent once, go-redis resends none of it): the lock may be
+			// ours; released, so that the user's retry does not wait for
+			// its TTL
+			if !redisx.NeverSent(err) && !errors.As(err, new(redis.Error)) {
+				release()
+			}
 			return nil, redisx.Wrap(err)
 		}
 		if len(res) == 2 && res[1] == int64(1) {
-			return func() {
-				q.Runner.Run(context.WithoutCancel(ctx), janitor.ReleaseCall(key, token))
-			}, nil
+			return release, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -55,9 +55,9 @@ import (
 // first error. A batch that fails in transport fails the callers whose
 // commands had no reply yet; a command's error reply is its caller's only.
 // On a Cluster the pipelines are go-redis' own, which follow MOVED and ASK
-// as for an unbatched call; a batch holding a script run is not sent again
-// after a transport failure (redisx.sentOnce), as a script run alone is
-// not. Only a batch that timed out fails the calls queued behind it (the
+// as for an unbatched call; a batch holding a script run sent once (any
+// but a redisx.ReadOnly or Idempotent one: redisx.sentOnce) is not sent
+// again after a transport failure, as such a run alone is not. Only a batch that timed out fails the calls queued behind it (the
 // node does not answer); after any other failure they leave in the next
 // batch, on another connection.
 //

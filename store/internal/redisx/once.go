@@ -12,7 +12,7 @@ import (
 // Redis may have run it. A mutation that ran and lost its reply would run
 // twice: a leave's second run answers NOT_A_MEMBER to a leave that
 // worked, a message is sent twice, a patch makes two versions. A script
-// run (but a ReadOnly script's) is therefore marked NoRetry (a pipeline that holds one is not sent
+// run (but a ReadOnly or Idempotent script's) is therefore marked NoRetry (a pipeline that holds one is not sent
 // again either): its caller gets the transport error, rooms.ErrUnavailable
 // (503), whose outcome is unknown, and decides. MOVED and ASK are still
 // followed (the script did not run there); a call that did not run

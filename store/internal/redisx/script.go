@@ -42,8 +42,9 @@ func Plain(name, src string) *Script {
 }
 
 // ReadOnly is a Plain script that writes nothing: a run whose reply was
-// lost is sent again, as go-redis sends any read again, where a script
-// that writes is sent once (sentOnce) and its caller gets a 503.
+// lost is sent again, as go-redis sends any read again, where any other
+// script but an Idempotent one is sent once (sentOnce) and its caller
+// gets a 503.
 func ReadOnly(name, src string) *Script {
 	s := Plain(name, src)
 	s.resend = true
@@ -53,7 +54,9 @@ func ReadOnly(name, src string) *Script {
 // Idempotent is a Plain script whose second run of one call changes
 // nothing the first did not and answers as the first did (a lock taken
 // for a token, found held by that token): sent again when its reply was
-// lost, as ReadOnly's.
+// lost, as ReadOnly's. Not when it left in a batch (store/internal/batch)
+// with a script sent once: go-redis sends no part of such a pipeline
+// again, and the caller gets the transport error.
 func Idempotent(name, src string) *Script { return ReadOnly(name, src) }
 
 // Mutation is a script of a library: prelude, "begin()", then src for
