@@ -457,9 +457,10 @@ func (s *Store) notAClusterNode(ctx context.Context) error {
 // PlainSchema. (Not caught: Redis lost everything, a PlainSchema
 // instance still runs, and a store starts in the second before that
 // instance's janitor restores the record: the new store records
-// SchemaVersion, and the running one turns unready, see guardLayout.) Errors: ErrLayout on a mismatch or a schema this release
-// does not serve, rooms.ErrUnavailable (also when the record vanished
-// between the writes and the read).
+// SchemaVersion, and the running one turns unready, see guardLayout.)
+// Errors: ErrLayout on a mismatch or a schema this release does not
+// serve, rooms.ErrUnavailable (also when the record vanished between the
+// writes and the read).
 func (s *Store) checkMeta(ctx context.Context) (restored bool, err error) {
 	key := s.keys.Meta()
 	got, err := s.client.HMGet(ctx, key, "shards", "schema").Result()
