@@ -15,7 +15,7 @@ func TestSpreadTags(t *testing.T) {
 	for _, prefix := range []string{"rs", "t", "game:prod-eu"} {
 		for _, n := range []int{1, 2, 3, 5, 16, 17, 48, 64, 100, MaxShards} {
 			if n == MaxShards && prefix != "rs" {
-				continue // 130 ms each, seconds under -race: one prefix is enough
+				continue // one prefix is enough
 			}
 			tags := NewTags(prefix, n)
 			tags.Use(SpreadTags)
@@ -210,6 +210,22 @@ func TestSchemeOf(t *testing.T) {
 		}
 		if tc.ok && SchemaOf(tc.want) != tc.v {
 			t.Errorf("SchemaOf(%v) = %d, want %d", tc.want, SchemaOf(tc.want), tc.v)
+		}
+	}
+}
+
+// The solved salts are the ones a search in order finds: shortest first,
+// the first of their length.
+func TestSpreadTagSolvedAsSearched(t *testing.T) {
+	for _, prefix := range []string{"rs", "t", "game:prod-eu", "x9"} {
+		for _, n := range []int{1, 7, 16, 100} {
+			for s := range n {
+				gotTag, gotSlot := spreadTag(prefix, s, n)
+				wantTag, wantSlot := spreadTagSearch(prefix, s, n)
+				if gotTag != wantTag || gotSlot != wantSlot {
+					t.Fatalf("%s, shard %d of %d: solved %q at %d, searched %q at %d", prefix, s, n, gotTag, gotSlot, wantTag, wantSlot)
+				}
+			}
 		}
 	}
 }
