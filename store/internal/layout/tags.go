@@ -99,9 +99,6 @@ func (t *Tags) Scheme() TagScheme { return t.cur.Load().scheme }
 // Prefix is the deployment's key prefix.
 func (t *Tags) Prefix() string { return t.prefix }
 
-// Shards is the deployment's shard count.
-func (t *Tags) Shards() int { return t.shards }
-
 // Tag is shard's hash tag, braces included.
 func (t *Tags) Tag(shard int) string { return t.cur.Load().tags[shard] }
 
