@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
 )
@@ -71,8 +73,8 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 	e := open(t, b, rs)
 	rng := rand.New(rand.NewPCG(1, uint64(len(b.Name))))
 	regions := []string{"eu", "us", "asia"}
-	var ids []string
-	for i := range 160 {
+	params := make([]matchmaking.TicketParams, 160)
+	for i := range params {
 		p := matchmaking.TicketParams{Mode: mode, Rating: rating(float64(1000 + rng.IntN(400))),
 			Attributes: map[string]any{"platform": []string{"pc", "console"}[rng.IntN(2)]}}
 		for _, k := range rng.Perm(3)[:1+rng.IntN(3)] {
@@ -81,14 +83,26 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 		for k := 1; k < size(rng); k++ {
 			p.PartyUserIDs = append(p.PartyUserIDs, fmt.Sprintf("m%d-%d", i, k))
 		}
-		tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, tk.ID)
+		params[i] = p
+	}
+	// created at once, as close in time as the store allows: Redis stamps
+	// each ticket's creation, and the rounds below hold their windows and
+	// regions only while the tickets' ages differ by less than 2 s
+	ids := make([]string, len(params))
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, p := range params {
+		g.Go(func() error {
+			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), p)
+			ids[i] = tk.ID
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	var entries []matchmaking.Entry
-	var last time.Time
+	var first, last time.Time
 	for _, id := range ids {
 		tk, err := e.tickets.Get(ctx, id)
 		if err != nil {
@@ -96,7 +110,10 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 		}
 		entries = append(entries, matchmaking.Entry{ID: id, Rating: tk.Rating, Size: tk.Size(), Created: tk.CreatedAt,
 			Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes)})
-		last = tk.CreatedAt
+		if first.IsZero() || tk.CreatedAt.Before(first) {
+			first = tk.CreatedAt
+		}
+		last = later(last, tk.CreatedAt)
 	}
 	rated := map[string]float64{}
 	for _, en := range entries {
@@ -104,11 +121,15 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 	}
 	searched := 0 // tickets matched beyond a search of one node
 	cuts := 0     // passes cut by the budget
-	for round, wait := range []time.Duration{0, 3 * time.Second, 9 * time.Second} {
+	// the rounds, from the last ticket's creation, fall on a window's step
+	// (every 2 s) and 2 s before the next step or region fallback (every
+	// 4 s): every ticket's window and regions are the round's own while the
+	// creates took less than 2 s
+	for round, wait := range []time.Duration{0, 2 * time.Second, 8 * time.Second} {
 		now := last.Add(wait)
 		all, _ := matchmaking.GroupWithin(r, entries, now, matchmaking.PassBudget{Try: budget.Try, Work: 1 << 30})
 		if round > 0 && len(all) == 0 {
-			t.Fatalf("round %d can make no match: the test checks nothing", round)
+			t.Fatalf("round %d can make no match (the creates took %s): the test checks nothing", round, last.Sub(first))
 		}
 		walked, _ := matchmaking.GroupWithin(r, entries, now, matchmaking.PassBudget{Try: 1, Work: 1 << 30})
 		searched += playersIn(all, entries) - playersIn(walked, entries)
@@ -178,7 +199,15 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 	if r.TeamSize == 5 && searched <= 0 {
 		t.Fatalf("the search matched %d players more than the walk: the test checks little of it", searched)
 	}
-	t.Logf("%d players matched by the search beyond the walk, %d passes cut", searched, cuts)
+	t.Logf("%d players matched by the search beyond the walk, %d passes cut; the creates took %s", searched, cuts, last.Sub(first))
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // playersIn is the players of the matches gs, of entries.
