@@ -381,15 +381,16 @@ func TestLateLeaveCorrectionKeepsRejoin(t *testing.T) {
 	}
 }
 
-// lostRebindHook drops the next holdings_rebind run unsent, as when the
-// instance died between a quick-join's script and its rebind.
+// lostRebindHook drops the next quickjoin_end run unsent (the
+// placeholder's rebind and the lock's release), as when the instance died
+// between a quick-join's script and its end.
 type lostRebindHook struct{ armed atomic.Bool }
 
 func (h *lostRebindHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *lostRebindHook) drop(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
 		if args := c.Args(); len(args) > 1 && strings.EqualFold(c.Name(), "evalsha") &&
-			store.ScriptNames()[fmt.Sprint(args[1])] == "holdings_rebind" && h.armed.CompareAndSwap(true, false) {
+			store.ScriptNames()[fmt.Sprint(args[1])] == "quickjoin_end" && h.armed.CompareAndSwap(true, false) {
 			return true
 		}
 	}

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/rooms"
@@ -290,5 +293,87 @@ func TestKickFreesTheJoinedQuotaAtOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A quick-join with the room quotas on reaches its user's slot in two
+// calls, its lock with the placeholder's reservation and their end
+// (quickjoin_end.lua: the rebind, or the placeholder dropped, and the
+// lock's release), where it took four (lock, reservation, rebind or
+// release, the lock's release); three when the user is in a room of the
+// mode already (memberOf records it: holdings.Record); and the holdings
+// are exact after each outcome.
+func TestQuickJoinReachesItsUserInTwoCalls(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 2, RoomsJoined: 4})
+			u := user(1)
+			hook := &userSlotCalls{marks: []string{":qjlock:" + u.ID, ":held:" + u.ID}}
+			s.Client().AddHook(hook)
+			// the holdings key built (a cold key takes calls of its own)
+			first, err := s.QuickJoin(ctx, u, "twocalls", []string{"eu"}, nil, quickRoom("twocalls", "eu", 4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Leave(ctx, u, first.Room.ID); err != nil {
+				t.Fatal(err)
+			}
+			other := mustCreate(t, s, user(2), *quickRoom("joined", "eu", 4)).Room.ID
+			for _, tc := range []struct {
+				name, mode string
+				create     *rooms.NewRoom
+				want       func(rooms.QuickJoined, error) bool
+				calls      int64
+			}{
+				{"created", "twocalls", quickRoom("twocalls", "eu", 4), func(q rooms.QuickJoined, err error) bool { return err == nil && q.Created }, 2},
+				{"joined", "joined", nil, func(q rooms.QuickJoined, err error) bool { return err == nil && q.Room.ID == other }, 2},
+				{"in it already", "joined", nil, func(q rooms.QuickJoined, err error) bool { return err == nil && q.Room.ID == other }, 3},
+				{"no match", "nothing", nil, func(q rooms.QuickJoined, err error) bool { return errors.Is(err, rooms.ErrNoMatch) }, 2},
+			} {
+				hook.n.Store(0)
+				q, err := s.QuickJoin(ctx, u, tc.mode, []string{"eu"}, nil, tc.create)
+				if !tc.want(q, err) {
+					t.Fatalf("%s: %+v, %v", tc.name, q.Room, err)
+				}
+				if n := hook.n.Load(); n != tc.calls {
+					t.Errorf("%s: %d calls in the user's slot, want %d", tc.name, n, tc.calls)
+				}
+				holdsExactly(t, s, u)
+			}
+		})
+	}
+}
+
+// userSlotCalls counts the commands with an argument holding one of marks.
+type userSlotCalls struct {
+	marks []string
+	n     atomic.Int64
+}
+
+func (h *userSlotCalls) count(cmds []redis.Cmder) {
+	for _, c := range cmds {
+	args:
+		for _, a := range c.Args() {
+			for _, m := range h.marks {
+				if s, _ := a.(string); strings.Contains(s, m) {
+					h.n.Add(1)
+					break args
+				}
+			}
+		}
+	}
+}
+func (*userSlotCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *userSlotCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+func (h *userSlotCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.count(cmds)
+		return next(ctx, cmds)
 	}
 }

@@ -549,25 +549,45 @@ func TestQuickJoinLockAfterALostReply(t *testing.T) {
 // batch with scripts sent once, go-redis resends no part of it) fails the
 // quick-join (503) and gives the lock back: the user's retry finds it
 // free, where it waited out the lock's 5 s TTL, past its 2 s deadline.
+// With the room quotas on the call also reserved the quick-join's
+// placeholder, which is dropped with the lock.
 func TestQuickJoinLockLostUnsentIsGivenBack(t *testing.T) {
-	s := openStoreWith(t, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(t)}, func(c *store.Config) { c.Batch = nil })
-	lock := s.QuickJoinLockKey(alice.ID)
-	h := &loseAfterRun{key: lock}
-	s.Client().AddHook(h)
-	h.armed.Store(true)
-	if _, err := s.QuickJoin(context.Background(), alice, "qlost", []string{"eu"}, nil, quickRoom("qlost", "eu", 4)); !errors.Is(err, rooms.ErrUnavailable) {
-		t.Fatalf("quick-join whose lock's reply was lost: %v, want ErrUnavailable", err)
-	}
-	if !h.ran.Load() {
-		t.Fatal("the lock's call was not made")
-	}
-	if n := s.Client().Exists(context.Background(), lock).Val(); n != 0 {
-		t.Fatalf("the lock is still held after its lost reply")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := s.QuickJoin(ctx, alice, "qlost", []string{"eu"}, nil, quickRoom("qlost", "eu", 4)); err != nil {
-		t.Fatalf("the retry: %v", err)
+	for _, quotas := range []store.Quotas{{}, {RoomsOwned: 2, RoomsJoined: 4}} {
+		t.Run(fmt.Sprintf("quotas=%v", quotas != store.Quotas{}), func(t *testing.T) {
+			ctx := context.Background()
+			s := openStoreWith(t, redistest.Backend{Name: "standalone", URL: redistest.StandaloneURL(t)}, func(c *store.Config) {
+				c.Batch, c.Quotas = nil, quotas
+			})
+			// the holdings key built: a cold key's first try reserves nothing
+			warm, err := s.QuickJoin(ctx, alice, "qwarm", []string{"eu"}, nil, quickRoom("qwarm", "eu", 4))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Leave(ctx, alice, warm.Room.ID); err != nil {
+				t.Fatal(err)
+			}
+			lock := s.QuickJoinLockKey(alice.ID)
+			h := &loseAfterRun{key: lock}
+			s.Client().AddHook(h)
+			h.armed.Store(true)
+			if _, err := s.QuickJoin(ctx, alice, "qlost", []string{"eu"}, nil, quickRoom("qlost", "eu", 4)); !errors.Is(err, rooms.ErrUnavailable) {
+				t.Fatalf("quick-join whose lock's reply was lost: %v, want ErrUnavailable", err)
+			}
+			if !h.ran.Load() {
+				t.Fatal("the lock's call was not made")
+			}
+			if n := s.Client().Exists(ctx, lock).Val(); n != 0 {
+				t.Fatalf("the lock is still held after its lost reply")
+			}
+			if held, _, err := s.HoldingsRaw(ctx, alice.ID); err != nil || len(held) > 1 {
+				t.Fatalf("holdings after the lost reply: %v (%v), want none", held, err)
+			}
+			ctx2, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if _, err := s.QuickJoin(ctx2, alice, "qlost", []string{"eu"}, nil, quickRoom("qlost", "eu", 4)); err != nil {
+				t.Fatalf("the retry: %v", err)
+			}
+		})
 	}
 }
 

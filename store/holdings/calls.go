@@ -15,6 +15,14 @@ var releaseLua string
 //go:embed lua/holdings_rebind.lua
 var rebindLua string
 
+// FunctionsLua defines holdings_reserve.lua and holdings_rebind.lua as the
+// Lua functions holdings_reserve(KEYS, ARGV) and holdings_rebind(KEYS,
+// ARGV), each answering as its script, for a script of the quick-join that
+// runs one beside its lock in the user's slot: one call where there were
+// two (PlaceholderTry, EndPlaceholder).
+var FunctionsLua = "local function holdings_reserve(KEYS, ARGV)\n" + reserveLua + "\nend\n" +
+	"local function holdings_rebind(KEYS, ARGV)\n" + rebindLua + "\nend\n"
+
 var (
 	holdingsReserve = redisx.Plain("holdings_reserve", reserveLua)
 	holdingsRelease = redisx.Plain("holdings_release", releaseLua)
@@ -63,7 +71,7 @@ func (c releaseCall) KeysArgs() ([]string, []any) {
 }
 
 // rebindCall is holdings_rebind.lua: the placeholder entry becomes room's,
-// as role.
+// as role, or is dropped (room "").
 type rebindCall struct{ key, placeholder, room, role string }
 
 func (rebindCall) Script() *redisx.Script { return holdingsRebind }

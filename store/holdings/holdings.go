@@ -126,12 +126,10 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 		return Hold{}, nil
 	}
 	key := h.Key(uid)
-	role := map[bool]string{true: "o", false: "m"}[owner]
 	var seed []any
 	checked := false
 	for range 3 {
-		res, err := h.b.Runner.Run(ctx, reserveCall{key: key, room: room, role: role, owned: maxOwned,
-			joined: maxJoined, ttlMs: TTL.Milliseconds(), seed: seed}).Result()
+		res, err := h.b.Runner.Run(ctx, h.reserveCall(uid, room, owner, maxOwned, maxJoined, seed)).Result()
 		if err != nil {
 			return Hold{}, redisx.Wrap(err)
 		}
@@ -139,8 +137,7 @@ func (h *Holdings) reserve(ctx context.Context, uid, room string, owner bool, ma
 		status, _ := arr[0].(string)
 		switch status {
 		case "OK":
-			v, _ := arr[1].(string)
-			return Hold{key: key, room: room, value: v, fresh: arr[2] == "1"}, nil
+			return held(key, room, arr), nil
 		case "COLD":
 			if seed, err = h.seed(ctx, uid); err != nil {
 				return Hold{}, err
@@ -175,6 +172,21 @@ func (h *Holdings) Release(ctx context.Context, r Hold) {
 	}
 }
 
+// reserveCall is holdings_reserve.lua's call reserving room for uid.
+func (h *Holdings) reserveCall(uid, room string, owner bool, maxOwned, maxJoined int, seed []any) reserveCall {
+	return reserveCall{key: h.Key(uid), room: room, role: map[bool]string{true: "o", false: "m"}[owner],
+		owned: maxOwned, joined: maxJoined, ttlMs: TTL.Milliseconds(), seed: seed}
+}
+
+// held is the reservation of room in key that reply, holdings_reserve's
+// "OK", made.
+func held(key, room string, reply []any) Hold {
+	v, _ := reply[1].(string)
+	// a placeholder is new to its quick-join: held before only when the
+	// first run of a call sent again (its reply lost) made it
+	return Hold{key: key, room: room, value: v, fresh: reply[2] == "1" || isPlaceholder(room)}
+}
+
 // ReservePlaceholder reserves ph, a Placeholder, for a quick-join of uid,
 // and reports whether the quick-join may create its room: as owner within
 // the owned limit when create, else (and past that limit) past the owned
@@ -192,25 +204,52 @@ func (h *Holdings) ReservePlaceholder(ctx context.Context, uid, ph string, creat
 	return r, false, err
 }
 
+// PlaceholderTry is ReservePlaceholder's first call as holdings_reserve's
+// KEYS[1] and ARGV, for a script of the quick-join's own in uid's slot
+// that runs it as the function holdings_reserve(KEYS, ARGV) (FunctionsLua)
+// beside its lock; Reserved reads its reply.
+func (h *Holdings) PlaceholderTry(uid, ph string, create bool) (key string, args []any) {
+	maxOwned := 0
+	if create {
+		maxOwned = h.cfg.Owned
+	}
+	keys, args := h.reserveCall(uid, ph, true, maxOwned, h.cfg.Joined, nil).KeysArgs()
+	return keys[0], args
+}
+
+// Reserved is the reservation PlaceholderTry's call made, from its reply,
+// and whether the quick-join may create its room (as ReservePlaceholder
+// says); ok is false when it made none (a cold key, a limit reached:
+// nothing written; ReservePlaceholder makes it, with a check of the
+// holdings against the rooms when needed).
+func (h *Holdings) Reserved(uid, ph string, create bool, reply []any) (r Hold, mayCreate, ok bool) {
+	if len(reply) != 3 || reply[0] != "OK" {
+		return Hold{}, false, false
+	}
+	return held(h.Key(uid), ph, reply), create, true
+}
+
 // Placeholder returns a new id under which a quick-join reserves its room
-// before its script picks the room (Rebind turns it into the room's
-// entry); no room id has its prefix. One left behind (a lost reply, a
-// crash before the rebind) counts until a check finds it stale.
+// before its script picks the room (EndPlaceholder turns it into the
+// room's entry); no room id has its prefix. One left behind (a lost reply,
+// a crash before the rebind) counts until a check finds it stale.
 func Placeholder(random string) string { return placeholderPrefix + random }
 
 const placeholderPrefix = "qj:"
 
 func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPrefix) }
 
-// Rebind turns r, a reservation under a placeholder, into room's entry
-// (as its owner when created) after the quick-join's script joined or
-// created room (holdings_rebind.lua). Best effort, as Release.
-func (h *Holdings) Rebind(ctx context.Context, r Hold, room string, created bool) {
-	if r.key == "" {
-		return
-	}
-	role := map[bool]string{true: "o", false: "m"}[created]
-	h.b.Runner.Run(context.WithoutCancel(ctx), rebindCall{key: r.key, placeholder: r.room, room: room, role: role})
+// EndPlaceholder is holdings_rebind's KEYS[1] and ARGV that end uid's
+// reservation under placeholder ph, for a script of the quick-join's own
+// that runs it as the function holdings_rebind(KEYS, ARGV) (FunctionsLua)
+// beside its lock's release: turned into room's entry (as its owner when
+// created), or dropped when room is "" (the quick-join joined nothing).
+// Best effort, as Release: a rebind lost leaves the placeholder, which a
+// check finds stale.
+func (h *Holdings) EndPlaceholder(uid, ph, room string, created bool) (key string, args []any) {
+	keys, args := rebindCall{key: h.Key(uid), placeholder: ph, room: room,
+		role: map[bool]string{true: "o", false: "m"}[created]}.KeysArgs()
+	return keys[0], args
 }
 
 // Forget drops the entry r made or refreshed, if it still holds r's

@@ -92,16 +92,22 @@ func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, re
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.QuickJoined{}, err
 	}
-	unlock, err := q.lockQuickJoin(ctx, u.ID)
+	// with the room quotas on, a quick-join into one region reserves its
+	// room under a placeholder with the lock (pickAndJoin); into several,
+	// the store's Join or Create reserves
+	l, err := q.begin(ctx, u.ID, len(regions) == 1 && q.Held.On(), create != nil)
 	if err != nil {
 		return rooms.QuickJoined{}, err
 	}
-	defer unlock()
+	defer q.end(ctx, l)
 	if j, ok, err := q.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
 		return rooms.QuickJoined{Joined: j}, err
 	}
+	if err := q.reserve(ctx, l); err != nil {
+		return rooms.QuickJoined{}, err
+	}
 	if len(regions) == 1 {
-		return q.quickJoinOne(ctx, u, mode, regions[0], filters, create)
+		return q.quickJoinOne(ctx, l, u, mode, regions[0], filters, create)
 	}
 	skip, banned := map[string]bool{}, false
 	for range maxQuickJoinAttempts {
@@ -153,12 +159,12 @@ func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, re
 // region) but tried, until one joins (or asks to be read again: pickTaken);
 // outcome is tried's (none or noneBanned), worsened to noneBanned when a
 // stripe passed over a ban.
-func (q *QuickJoin) joinOtherStripe(ctx context.Context, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
+func (q *QuickJoin) joinOtherStripe(ctx context.Context, l *userHold, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
 	for _, sh := range q.Stripes.ReadShards(mode, region) {
 		if sh == tried {
 			continue
 		}
-		j, o, err := q.pickAndJoin(ctx, u, sh, mode, region, nil, nil)
+		j, o, err := q.pickAndJoin(ctx, l, u, sh, mode, region, nil, nil)
 		if err != nil || o == picked || o == pickTaken { // taken: read again
 			return j, o, err
 		}
@@ -199,7 +205,7 @@ func noMatch(mode string, regions []string, stage string) error {
 // being joinable before the script ran, and a fresh room id or invite
 // code that collided, go round again. With filters that no room of the
 // fill order's top matches, the room is created as before (create).
-func (q *QuickJoin) quickJoinOne(ctx context.Context, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
+func (q *QuickJoin) quickJoinOne(ctx context.Context, l *userHold, u rooms.User, mode, region string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	for range maxQuickJoinAttempts {
 		var cands []string
 		var shard, seen int
@@ -221,10 +227,10 @@ func (q *QuickJoin) quickJoinOne(ctx context.Context, u rooms.User, mode, region
 			if q.Stripes.Drained(mode, region, shard) {
 				offer = nil // drained: join only
 			}
-			j, outcome, err := q.pickAndJoin(ctx, u, shard, mode, region, cands, offer)
+			j, outcome, err := q.pickAndJoin(ctx, l, u, shard, mode, region, cands, offer)
 			if err == nil && offer == nil && len(filters) == 0 && (outcome == none || outcome == noneBanned) {
 				// nothing to join on that stripe: the others may have
-				j, outcome, err = q.joinOtherStripe(ctx, u, shard, mode, region, outcome)
+				j, outcome, err = q.joinOtherStripe(ctx, l, u, shard, mode, region, outcome)
 			}
 			if outcome == noneBanned {
 				stage = stageBanned
@@ -239,7 +245,7 @@ func (q *QuickJoin) quickJoinOne(ctx context.Context, u rooms.User, mode, region
 			case offer == nil && create != nil && len(filters) == 0:
 				// the drained stripe's rooms went meanwhile (or banned u):
 				// a current stripe, which creates when it has none
-				j, outcome, err = q.pickAndJoin(ctx, u, q.Stripes.RandomCreateShard(mode, region), mode, region, nil, create)
+				j, outcome, err = q.pickAndJoin(ctx, l, u, q.Stripes.RandomCreateShard(mode, region), mode, region, nil, create)
 				switch {
 				case err != nil:
 					return rooms.QuickJoined{}, err
@@ -252,7 +258,9 @@ func (q *QuickJoin) quickJoinOne(ctx context.Context, u rooms.User, mode, region
 			return rooms.QuickJoined{}, noMatch(mode, []string{region}, stage)
 		}
 		// filters no room matched, or the script was not offered the
-		// create (u owns all it may: create says so)
+		// create (u owns all it may: create says so); the store's create
+		// reserves the room it creates, so the placeholder goes first
+		q.dropPlaceholder(ctx, l)
 		j, err := q.Create(ctx, u, *create, false)
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err
 	}
@@ -312,30 +320,25 @@ const (
 // u joins the first room of the stripe's fill order of the pair (of cands,
 // rooms of that stripe, in order, when given) that did not ban
 // u, or, when there is none and create is given, creates it. With the room
-// quotas on, the reservation is made before the script under a placeholder
-// id (the room is not known yet), always as an owner, within the owned
-// limit only when the script may create (no create is offered when u owns
-// all it may; holdings.ReservePlaceholder), and turned into the room's
-// entry after it (holdings_rebind.lua), or dropped.
+// quotas on, l holds the reservation made with the quick-join's lock under
+// a placeholder id (the room is not known yet), always as an owner, within
+// the owned limit only when it may create (no create is offered when u
+// owns all it may; holdings.ReservePlaceholder): the room picked is
+// recorded in l, whose end turns the placeholder into the room's entry
+// (holdings_rebind.lua), or drops it when nothing was picked.
 // The room is read right after the script (not in its transaction: its id
 // comes from the script), so it may show changes made in between.
-func (q *QuickJoin) pickAndJoin(ctx context.Context, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
+func (q *QuickJoin) pickAndJoin(ctx context.Context, l *userHold, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
 	call := roomlua.QuickJoinCall{Env: q.Env, Shard: shard, Mode: mode, Region: region,
 		User: u.ID, NameJSON: roomlua.JSONString(u.Name), Candidates: cands}
-	ph := holdings.Placeholder(layout.RandomString(layout.IDRandLen, layout.Base62))
-	h, mayCreate, err := q.Held.ReservePlaceholder(ctx, u.ID, ph, create != nil)
-	if !mayCreate {
+	if !l.mayCreate {
 		create = nil // it may still join: as a member
-	}
-	if err != nil {
-		return rooms.QuickJoined{}, none, err
 	}
 	for range roomlua.CollisionRetries {
 		if create != nil {
 			p := *create
 			attrs, err := json.Marshal(p.Attributes)
 			if err != nil {
-				q.Held.Release(ctx, h)
 				return rooms.QuickJoined{}, none, fmt.Errorf("store: attributes: %w", err)
 			}
 			_, size := rooms.StateTotals(p.State)
@@ -350,21 +353,15 @@ func (q *QuickJoin) pickAndJoin(ctx context.Context, u rooms.User, shard int, mo
 		case errors.Is(err, roomlua.ErrCodeTaken):
 			continue
 		case errors.Is(err, roomlua.ErrNothingPicked):
-			q.Held.Release(ctx, h)
 			return rooms.QuickJoined{}, none, nil
 		case errors.Is(err, roomlua.ErrAllBanned):
-			q.Held.Release(ctx, h)
 			return rooms.QuickJoined{}, noneBanned, nil
 		case errors.Is(err, roomlua.ErrPickTaken):
-			q.Held.Release(ctx, h)
 			return rooms.QuickJoined{}, pickTaken, nil
 		case err == nil && len(rest) < 2:
 			err = fmt.Errorf("store: unexpected quick_join reply %v", rest)
 		}
 		if err != nil {
-			if roomlua.NotRun(err) { // else the script may have joined: keep the count (recheck)
-				q.Held.Release(ctx, h)
-			}
 			if taken(err) {
 				// the pick and the join are one script: the stripe's
 				// indexes named a room the join refused, which only a fault
@@ -374,15 +371,17 @@ func (q *QuickJoin) pickAndJoin(ctx context.Context, u rooms.User, shard int, mo
 				}
 				return rooms.QuickJoined{}, pickTaken, nil
 			}
+			// the script may have joined: the placeholder keeps the count
+			// (a check finds the room)
+			l.keep = !roomlua.NotRun(err)
 			return rooms.QuickJoined{}, none, err
 		}
 		id, _ := rest[1].(string)
 		created := len(rest) > 2 && rest[2] == "created"
-		q.Held.Rebind(ctx, h, id, created)
+		l.room, l.created = id, created
 		room, err := q.Read(ctx, shard, id)
 		return rooms.QuickJoined{Joined: rooms.Joined{Room: room, PlayerID: int(layout.ToInt64(rest[0]))}, Created: created}, picked, err
 	}
-	q.Held.Release(ctx, h)
 	return rooms.QuickJoined{}, none, fmt.Errorf("store: %d id collisions in a row", roomlua.CollisionRetries)
 }
 

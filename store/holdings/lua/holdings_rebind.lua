@@ -9,16 +9,19 @@
 -- the stamp it read) cannot drop the entry of the room the user is in
 -- again; it stays owned if it was (an over-count at most, which a check
 -- corrects). The count of the user's rooms does not grow, and an owner's
--- becomes a member's at most, so no quota is checked again.
+-- becomes a member's at most, so no quota is checked again. A room id of
+-- "" drops the placeholder: the quick-join joined nothing.
 -- No prelude.
 -- KEYS[1] the user's holdings (see holdings_reserve)
--- ARGV[1] the placeholder id  ARGV[2] the room id  ARGV[3] role: o or m
+-- ARGV[1] the placeholder id  ARGV[2] the room id ("": none)
+-- ARGV[3] role: o or m
 -- Reply: {"OK", the room entry's value ("" when the key is gone: the next
---        reservation rebuilds it from the rooms)}
+--        reservation rebuilds it from the rooms; or no room)}
 local key, placeholder, room, role = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 if redis.call('EXISTS', key) == 0 then return {'OK', ''} end
 local v = redis.call('HGET', key, placeholder)
 redis.call('HDEL', key, placeholder)
+if room == '' then return {'OK', ''} end
 local stamp
 if v then
   stamp = string.sub(v, 3)
