@@ -132,51 +132,38 @@ func TestRefusedSeedKeyExpires(t *testing.T) {
 	}
 }
 
-// lostUserScript makes the next room script run for user uid (a script
-// with uid among its arguments that is not a holdings script) lose its
-// reply after Redis ran it, alone, in a batch or in a transaction (a run
-// that failed, such as an EVALSHA of a script not loaded yet, is left be).
-type lostUserScript struct {
-	uid   string
-	armed atomic.Bool
-}
-
-func (h *lostUserScript) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *lostUserScript) hits(cmds []redis.Cmder) bool {
-	for _, c := range cmds {
-		if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" && n != "fcall" {
-			continue
+// lostUserScript is a hook that makes the next room script run for user
+// uid (a script with uid among its arguments that is not a holdings
+// script) lose its reply after Redis ran it, alone, in a batch or in a
+// transaction (a run that failed, such as an EVALSHA of a script not
+// loaded yet, is left be), once armed.
+func lostUserScript(uid string, armed *atomic.Bool) redistest.Around {
+	hits := func(cmds []redis.Cmder) bool {
+		for _, c := range cmds {
+			if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" && n != "fcall" {
+				continue
+			}
+			mine, holdings := false, false
+			for _, a := range c.Args() {
+				s, _ := a.(string)
+				mine = mine || s == uid
+				holdings = holdings || strings.Contains(s, ":held:")
+			}
+			if mine && !holdings {
+				return true
+			}
 		}
-		mine, holdings := false, false
-		for _, a := range c.Args() {
-			s, _ := a.(string)
-			mine = mine || s == h.uid
-			holdings = holdings || strings.Contains(s, ":held:")
+		return false
+	}
+	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+		if err := send(); err != nil || !hits(cmds) || !armed.CompareAndSwap(true, false) {
+			return err
 		}
-		if mine && !holdings {
-			return true
+		timeout := &net.OpError{Op: "read", Net: "tcp", Err: context.DeadlineExceeded}
+		for _, c := range cmds {
+			c.SetErr(timeout)
 		}
-	}
-	return false
-}
-func (h *lostUserScript) lose(cmds []redis.Cmder, err error) error {
-	if err != nil || !h.hits(cmds) || !h.armed.CompareAndSwap(true, false) {
-		return err
-	}
-	timeout := &net.OpError{Op: "read", Net: "tcp", Err: context.DeadlineExceeded}
-	for _, c := range cmds {
-		c.SetErr(timeout)
-	}
-	return timeout
-}
-func (h *lostUserScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		return h.lose([]redis.Cmder{cmd}, next(ctx, cmd))
-	}
-}
-func (h *lostUserScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		return h.lose(cmds, next(ctx, cmds))
+		return timeout
 	}
 }
 
@@ -192,8 +179,8 @@ func TestLostQuickJoinReply(t *testing.T) {
 				ctx := context.Background()
 				s, _ := quotaInstances(t, b, store.Quotas{RoomsJoined: 2})
 				u := user(1)
-				hook := &lostUserScript{uid: u.ID}
-				s.Client().AddHook(hook)
+				var lose atomic.Bool
+				s.Client().AddHook(lostUserScript(u.ID, &lose))
 				var others []string
 				for i := range 2 {
 					others = append(others, mustCreate(t, s, user(100+i), spread(i)).Room.ID)
@@ -201,7 +188,7 @@ func TestLostQuickJoinReply(t *testing.T) {
 				if _, err := s.Join(ctx, u, others[0]); err != nil {
 					t.Fatal(err)
 				}
-				hook.armed.Store(true)
+				lose.Store(true)
 				if _, err := s.QuickJoin(ctx, u, "lostqj", []string{"eu"}, nil, quickRoom("lostqj", "eu", 4)); err == nil {
 					t.Fatal("the lost reply was not lost")
 				}
@@ -381,39 +368,21 @@ func TestLateLeaveCorrectionKeepsRejoin(t *testing.T) {
 	}
 }
 
-// lostRebindHook drops the next quickjoin_end run unsent (the
-// placeholder's rebind and the lock's release), as when the instance died
-// between a quick-join's script and its end.
-type lostRebindHook struct{ armed atomic.Bool }
-
-func (h *lostRebindHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *lostRebindHook) drop(cmds []redis.Cmder) bool {
-	for _, c := range cmds {
-		if args := c.Args(); len(args) > 1 && strings.EqualFold(c.Name(), "evalsha") &&
-			store.ScriptNames()[fmt.Sprint(args[1])] == "quickjoin_end" && h.armed.CompareAndSwap(true, false) {
-			return true
-		}
-	}
-	return false
-}
-func (h *lostRebindHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.drop([]redis.Cmder{cmd}) {
-			cmd.SetErr(net.ErrClosed)
-			return net.ErrClosed
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h *lostRebindHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.drop(cmds) {
-			for _, c := range cmds {
-				c.SetErr(net.ErrClosed)
+// lostRebind is a hook that drops the next quickjoin_end run unsent (the
+// placeholder's rebind and the lock's release), once armed, as when the
+// instance died between a quick-join's script and its end.
+func lostRebind(armed *atomic.Bool) redistest.Around {
+	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+		for _, c := range cmds {
+			if args := c.Args(); len(args) > 1 && strings.EqualFold(c.Name(), "evalsha") &&
+				store.ScriptNames()[fmt.Sprint(args[1])] == "quickjoin_end" && armed.CompareAndSwap(true, false) {
+				for _, c := range cmds {
+					c.SetErr(net.ErrClosed)
+				}
+				return net.ErrClosed
 			}
-			return net.ErrClosed
 		}
-		return next(ctx, cmds)
+		return send()
 	}
 }
 
@@ -430,13 +399,13 @@ func TestLostRebindThenHandoff(t *testing.T) {
 			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 3})
 			u, o := user(8), user(800)
 			id := mustCreate(t, s, o, *quickRoom("handoff", "eu", 4)).Room.ID
-			hook := &lostRebindHook{}
-			s.Client().AddHook(hook)
-			hook.armed.Store(true)
+			var lose atomic.Bool
+			s.Client().AddHook(lostRebind(&lose))
+			lose.Store(true)
 			if qj, err := s.QuickJoin(ctx, u, "handoff", []string{"eu"}, nil, nil); err != nil || qj.Room.ID != id {
 				t.Fatalf("quick-join: %v %v", qj.Room.ID, err)
 			}
-			if hook.armed.Load() {
+			if lose.Load() {
 				t.Fatal("no rebind was lost")
 			}
 			if err := s.Leave(ctx, o, id); err != nil { // u becomes the owner
@@ -458,46 +427,31 @@ func TestLostRebindThenHandoff(t *testing.T) {
 	}
 }
 
-// cancelAfterReserve ends a request's context as soon as a quota
-// reservation for user uid is answered OK (a holdings script on uid's
-// holdings key), alone, in a batch or in a transaction: a client that hung
-// up after the reservation, before its room script was sent.
-type cancelAfterReserve struct {
-	uid    string
-	cancel atomic.Pointer[context.CancelFunc]
-}
-
-func (h *cancelAfterReserve) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *cancelAfterReserve) after(cmds []redis.Cmder) {
-	for _, c := range cmds {
-		mine := false
-		for _, a := range c.Args() {
-			s, _ := a.(string)
-			mine = mine || strings.HasSuffix(s, ":held:"+h.uid)
-		}
-		v, _ := c.(interface{ Val() any })
-		if v == nil {
-			continue
-		}
-		if reply, _ := v.Val().([]any); mine && len(reply) > 0 && reply[0] == "OK" {
-			if cancel := h.cancel.Swap(nil); cancel != nil {
-				(*cancel)()
+// cancelAfterReserve is a hook that ends a request's context (the one
+// cancel holds, once) as soon as a quota reservation for user uid is
+// answered OK (a holdings script on uid's holdings key, the quick-join's
+// lock among them), alone, in a batch or in a transaction: a client that
+// hung up after the reservation, before its room script was sent.
+func cancelAfterReserve(uid string, cancel *atomic.Pointer[context.CancelFunc]) redistest.Around {
+	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+		err := send()
+		for _, c := range cmds {
+			mine := false
+			for _, a := range c.Args() {
+				s, _ := a.(string)
+				mine = mine || strings.HasSuffix(s, ":held:"+uid)
 			}
-			return
+			v, _ := c.(interface{ Val() any })
+			if v == nil {
+				continue
+			}
+			if reply, _ := v.Val().([]any); mine && len(reply) > 0 && reply[0] == "OK" {
+				if cancel := cancel.Swap(nil); cancel != nil {
+					(*cancel)()
+				}
+				break
+			}
 		}
-	}
-}
-func (h *cancelAfterReserve) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		h.after([]redis.Cmder{cmd})
-		return err
-	}
-}
-func (h *cancelAfterReserve) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		h.after(cmds)
 		return err
 	}
 }
@@ -514,8 +468,8 @@ func TestHungUpCallLeavesQuotaFree(t *testing.T) {
 			ctx := context.Background()
 			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2})
 			u := user(1)
-			hook := &cancelAfterReserve{uid: u.ID}
-			s.Client().AddHook(hook)
+			var hangUp atomic.Pointer[context.CancelFunc]
+			s.Client().AddHook(cancelAfterReserve(u.ID, &hangUp))
 			// hungUp runs call with a context that ends once u's reservation
 			// is answered; call must give up with the context's error, u
 			// still in the held rooms alone
@@ -523,11 +477,11 @@ func TestHungUpCallLeavesQuotaFree(t *testing.T) {
 				t.Helper()
 				cctx, cancel := context.WithCancel(ctx)
 				defer cancel()
-				hook.cancel.Store(&cancel)
+				hangUp.Store(&cancel)
 				if err := call(cctx); !errors.Is(err, context.Canceled) {
 					t.Fatalf("%s hung up after its reservation: %v, want context.Canceled", what, err)
 				}
-				if hook.cancel.Load() != nil {
+				if hangUp.Load() != nil {
 					t.Fatalf("%s: no reservation of %s seen", what, u.ID)
 				}
 				if got := reality(t, s, u); len(got) != held {

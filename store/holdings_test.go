@@ -309,8 +309,18 @@ func TestQuickJoinReachesItsUserInTwoCalls(t *testing.T) {
 			ctx := context.Background()
 			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 2, RoomsJoined: 4})
 			u := user(1)
-			hook := &userSlotCalls{marks: []string{":qjlock:" + u.ID, ":held:" + u.ID}}
-			s.Client().AddHook(hook)
+			var calls atomic.Int64 // the commands with an argument in u's slot: its lock, its holdings
+			s.Client().AddHook(redistest.Around(func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+				for _, c := range cmds {
+					for _, a := range c.Args() {
+						if a, _ := a.(string); strings.Contains(a, ":qjlock:"+u.ID) || strings.Contains(a, ":held:"+u.ID) {
+							calls.Add(1)
+							break
+						}
+					}
+				}
+				return send()
+			}))
 			// the holdings key built (a cold key takes calls of its own)
 			first, err := s.QuickJoin(ctx, u, "twocalls", []string{"eu"}, nil, quickRoom("twocalls", "eu", 4))
 			if err != nil {
@@ -331,49 +341,16 @@ func TestQuickJoinReachesItsUserInTwoCalls(t *testing.T) {
 				{"in it already", "joined", nil, func(q rooms.QuickJoined, err error) bool { return err == nil && q.Room.ID == other }, 3},
 				{"no match", "nothing", nil, func(q rooms.QuickJoined, err error) bool { return errors.Is(err, rooms.ErrNoMatch) }, 2},
 			} {
-				hook.n.Store(0)
+				calls.Store(0)
 				q, err := s.QuickJoin(ctx, u, tc.mode, []string{"eu"}, nil, tc.create)
 				if !tc.want(q, err) {
 					t.Fatalf("%s: %+v, %v", tc.name, q.Room, err)
 				}
-				if n := hook.n.Load(); n != tc.calls {
+				if n := calls.Load(); n != tc.calls {
 					t.Errorf("%s: %d calls in the user's slot, want %d", tc.name, n, tc.calls)
 				}
 				holdsExactly(t, s, u)
 			}
 		})
-	}
-}
-
-// userSlotCalls counts the commands with an argument holding one of marks.
-type userSlotCalls struct {
-	marks []string
-	n     atomic.Int64
-}
-
-func (h *userSlotCalls) count(cmds []redis.Cmder) {
-	for _, c := range cmds {
-	args:
-		for _, a := range c.Args() {
-			for _, m := range h.marks {
-				if s, _ := a.(string); strings.Contains(s, m) {
-					h.n.Add(1)
-					break args
-				}
-			}
-		}
-	}
-}
-func (*userSlotCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *userSlotCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-func (h *userSlotCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.count(cmds)
-		return next(ctx, cmds)
 	}
 }

@@ -40,3 +40,27 @@ func (h *BeforePipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 		return next(ctx, cmds)
 	}
 }
+
+// Around is a go-redis hook (Client.AddHook) that runs around every
+// sending of commands, one alone or a pipeline's (a transaction's, a
+// batch's): send sends cmds and returns their error; what Around returns
+// is the caller's. Tests use it to watch calls, or to lose a reply after
+// Redis ran the command (set each command's error, return it).
+type Around func(ctx context.Context, cmds []redis.Cmder, send func() error) error
+
+// DialHook implements redis.Hook.
+func (Around) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (f Around) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return f(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (f Around) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return f(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
+}

@@ -366,19 +366,13 @@ func TestLoggedEventKeepsTheDataAsSent(t *testing.T) {
 // sends itself (not those of scripts) and the largest COUNT they ask for.
 type xranges struct{ n, most atomic.Int64 }
 
-func (h *xranges) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *xranges) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.record(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *xranges) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
+// hook is h as a go-redis hook.
+func (h *xranges) hook() redistest.Around {
+	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
 		for _, c := range cmds {
 			h.record(c)
 		}
-		return next(ctx, cmds)
+		return send()
 	}
 }
 func (h *xranges) record(cmd redis.Cmder) {
@@ -409,7 +403,7 @@ func TestReplayReadInPages(t *testing.T) {
 			ctx := context.Background()
 			st := openLogStore(t, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs})
 			hook := &xranges{}
-			st.Client().AddHook(hook)
+			st.Client().AddHook(hook.hook())
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			const n = 300
 			var err error
