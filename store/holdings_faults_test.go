@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -427,32 +428,60 @@ func TestLostRebindThenHandoff(t *testing.T) {
 	}
 }
 
-// cancelAfterReserve is a hook that ends a request's context (the one
-// cancel holds, once) as soon as a quota reservation for user uid is
-// answered OK (a holdings script on uid's holdings key, the quick-join's
-// lock among them), alone, in a batch or in a transaction: a client that
-// hung up after the reservation, before its room script was sent.
-func cancelAfterReserve(uid string, cancel *atomic.Pointer[context.CancelFunc]) redistest.Around {
+// hangUp is a hook's order to end a request's context (cancel) right
+// after a command that when says is answered, alone, in a batch or in a
+// transaction: a client that hung up there.
+type hangUp struct {
+	when   func(c redis.Cmder) bool
+	cancel context.CancelFunc
+}
+
+// hangUpAfter is a hook that carries out the order in h, once.
+func hangUpAfter(h *atomic.Pointer[hangUp]) redistest.Around {
 	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
 		err := send()
 		for _, c := range cmds {
-			mine := false
-			for _, a := range c.Args() {
-				s, _ := a.(string)
-				mine = mine || strings.HasSuffix(s, ":held:"+uid)
-			}
-			v, _ := c.(interface{ Val() any })
-			if v == nil {
-				continue
-			}
-			if reply, _ := v.Val().([]any); mine && len(reply) > 0 && reply[0] == "OK" {
-				if cancel := cancel.Swap(nil); cancel != nil {
-					(*cancel)()
-				}
-				break
+			if o := h.Load(); o != nil && o.when(c) && h.CompareAndSwap(o, nil) {
+				o.cancel()
 			}
 		}
 		return err
+	}
+}
+
+// heldValue is a holdings entry's value, "<o|m>:<µs>".
+var heldValue = regexp.MustCompile(`^[om]:[0-9]+$`)
+
+// reservedFor: c, a call on uid's holdings (the quick-join's lock among
+// them), made a reservation (its reply holds the entry's value).
+func reservedFor(uid string) func(redis.Cmder) bool {
+	return func(c redis.Cmder) bool {
+		mine := false
+		for _, a := range c.Args() {
+			s, _ := a.(string)
+			mine = mine || strings.HasSuffix(s, ":held:"+uid)
+		}
+		v, _ := c.(interface{ Val() any })
+		if !mine || v == nil {
+			return false
+		}
+		reply, _ := v.Val().([]any)
+		for _, r := range reply {
+			if s, _ := r.(string); heldValue.MatchString(s) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// userIndexReadOf: c read uid's rooms from a shard's user index (the
+// quick-join's look for a room uid is in already).
+func userIndexReadOf(uid string) func(redis.Cmder) bool {
+	return func(c redis.Cmder) bool {
+		a := c.Args()
+		k, _ := a[min(1, len(a)-1)].(string)
+		return strings.EqualFold(c.Name(), "hmget") && len(a) == 3 && a[2] == uid && strings.HasSuffix(k, ":users")
 	}
 }
 
@@ -468,34 +497,43 @@ func TestHungUpCallLeavesQuotaFree(t *testing.T) {
 			ctx := context.Background()
 			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2})
 			u := user(1)
-			var hangUp atomic.Pointer[context.CancelFunc]
-			s.Client().AddHook(cancelAfterReserve(u.ID, &hangUp))
-			// hungUp runs call with a context that ends once u's reservation
-			// is answered; call must give up with the context's error, u
-			// still in the held rooms alone
-			hungUp := func(what string, held int, call func(context.Context) error) {
+			var order atomic.Pointer[hangUp]
+			s.Client().AddHook(hangUpAfter(&order))
+			// hungUp runs call with a context that ends once a command when
+			// says is answered; call must give up with the context's error,
+			// u still in the held rooms alone
+			hungUp := func(what string, when func(redis.Cmder) bool, held int, call func(context.Context) error) {
 				t.Helper()
 				cctx, cancel := context.WithCancel(ctx)
 				defer cancel()
-				hangUp.Store(&cancel)
+				order.Store(&hangUp{when: when, cancel: cancel})
 				if err := call(cctx); !errors.Is(err, context.Canceled) {
-					t.Fatalf("%s hung up after its reservation: %v, want context.Canceled", what, err)
+					t.Fatalf("%s hung up: %v, want context.Canceled", what, err)
 				}
-				if hangUp.Load() != nil {
-					t.Fatalf("%s: no reservation of %s seen", what, u.ID)
+				if order.Load() != nil {
+					t.Fatalf("%s: it did not hang up (the call it hangs up after not seen)", what)
 				}
 				if got := reality(t, s, u); len(got) != held {
 					t.Fatalf("%s hung up before its script: u is in %v", what, got)
 				}
 			}
-			hungUp("create", 0, func(c context.Context) error { _, err := s.Create(c, u, spread(0)); return err })
+			reserved := reservedFor(u.ID)
+			hungUp("create", reserved, 0, func(c context.Context) error { _, err := s.Create(c, u, spread(0)); return err })
 			own := mustCreate(t, s, u, spread(1)) // refused OWNED_ROOMS_LIMIT when the hung-up create kept its reservation
 			other := mustCreate(t, s, user(100), spread(2))
-			hungUp("join", 1, func(c context.Context) error { _, err := s.Join(c, u, other.Room.ID); return err })
-			hungUp("quick-join", 1, func(c context.Context) error {
-				_, err := s.QuickJoin(c, u, "m9", []string{"r0"}, nil, &rooms.NewRoom{Name: "q", Mode: "m9", Region: "r0", MaxPlayers: 4})
-				return err
-			})
+			hungUp("join", reserved, 1, func(c context.Context) error { _, err := s.Join(c, u, other.Room.ID); return err })
+			quickJoin := func(create *rooms.NewRoom) func(context.Context) error {
+				return func(c context.Context) error {
+					_, err := s.QuickJoin(c, u, "m9", []string{"r0"}, nil, create)
+					return err
+				}
+			}
+			// u owns all it may: the lock's first try is refused, the
+			// placeholder reserved by a call of its own
+			hungUp("quick-join to create", reserved, 1, quickJoin(&rooms.NewRoom{Name: "q", Mode: "m9", Region: "r0", MaxPlayers: 4}))
+			// join only: the placeholder reserved with the lock
+			hungUp("quick-join, after its lock", reserved, 1, quickJoin(nil))
+			hungUp("quick-join, before its script", userIndexReadOf(u.ID), 1, quickJoin(nil))
 			if _, err := s.Join(ctx, u, other.Room.ID); err != nil { // refused JOINED_ROOMS_LIMIT when a hung-up join kept its reservation
 				t.Fatalf("join after the hung-up calls: %v", err)
 			}

@@ -526,22 +526,39 @@ func TestTLSRestartKeepsServing(t *testing.T) {
 // A quick-join whose lock's call lost its reply (go-redis sends that
 // idempotent script again, and the second run finds the first's token)
 // holds the lock at once: it waited for the lock's 5 s expiry, past a 2 s
-// deadline, and as a script sent once it failed (503).
+// deadline, and as a script sent once it failed (503). With the room
+// quotas on the call also reserved the placeholder, which the second run
+// finds and stamps anew: the holdings end exact, no placeholder left.
 func TestQuickJoinLockAfterALostReply(t *testing.T) {
-	proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
-	s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) { c.Batch = nil })
-	if _, err := s.QuickJoin(context.Background(), bob, "qlock", []string{"eu"}, nil, quickRoom("qlock", "eu", 4)); err != nil {
-		t.Fatal(err)
-	}
-	proxy.LoseReplyTo(s.QuickJoinLockKey(alice.ID))
-	defer proxy.LoseReplyTo("")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := s.QuickJoin(ctx, alice, "qlock", []string{"eu"}, nil, quickRoom("qlock", "eu", 4)); err != nil {
-		t.Fatalf("quick-join after its lock's reply was lost: %v", err)
-	}
-	if proxy.Lost() != 1 {
-		t.Fatalf("%d replies lost, want the lock's", proxy.Lost())
+	for _, quotas := range []store.Quotas{{}, {RoomsOwned: 2, RoomsJoined: 2}} {
+		t.Run(fmt.Sprintf("quotas=%v", quotas != store.Quotas{}), func(t *testing.T) {
+			proxy := redistest.StartProxy(t, strings.TrimPrefix(redistest.StandaloneURL(t), "redis://"))
+			s := openStoreWith(t, redistest.Backend{Name: "proxied", URL: "redis://" + proxy.Addr}, func(c *store.Config) {
+				c.Batch, c.Quotas = nil, quotas
+			})
+			ctx := context.Background()
+			if _, err := s.QuickJoin(ctx, bob, "qlock", []string{"eu"}, nil, quickRoom("qlock", "eu", 4)); err != nil {
+				t.Fatal(err)
+			}
+			// alice's holdings key built: a cold key's first try reserves nothing
+			warm := mustCreate(t, s, alice, newRoom())
+			if err := s.Leave(ctx, alice, warm.Room.ID); err != nil {
+				t.Fatal(err)
+			}
+			proxy.LoseReplyTo(s.QuickJoinLockKey(alice.ID))
+			defer proxy.LoseReplyTo("")
+			ctx2, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if _, err := s.QuickJoin(ctx2, alice, "qlock", []string{"eu"}, nil, quickRoom("qlock", "eu", 4)); err != nil {
+				t.Fatalf("quick-join after its lock's reply was lost: %v", err)
+			}
+			if proxy.Lost() != 1 {
+				t.Fatalf("%d replies lost, want the lock's", proxy.Lost())
+			}
+			if quotas != (store.Quotas{}) {
+				holdsExactly(t, s, alice)
+			}
+		})
 	}
 }
 

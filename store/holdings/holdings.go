@@ -52,8 +52,10 @@ const (
 	// longest a store call may take to send its script after reserving:
 	// a wait for a pooled connection (12 s, tried twice), dials and
 	// replies of its tries (about 3 s each), a batch's wait; some 30 s at
-	// worst. A check that dropped a reservation whose script then ran
-	// would let the user past a limit.
+	// worst. A quick-join reserves with its lock, before its look for a
+	// room the user is in and its reads of candidates: those run within
+	// the API's request timeout (10 s) too. A check that dropped a
+	// reservation whose script then ran would let the user past a limit.
 	InFlight = time.Minute
 	// unheldBatch bounds the unheld entries one shard visit handles; the
 	// rest wait for the next visit.
@@ -103,7 +105,7 @@ func (h *Holdings) Key(uid string) string { return h.b.Tag(h.b.UserShard(uid)) +
 // Hold is a reservation made by Reserve; Release undoes it.
 type Hold struct {
 	key, room, value string
-	fresh            bool // the room was not held before
+	fresh            bool // the room was not held before (a placeholder: always)
 }
 
 // Reserve records that uid is about to be in room (as its owner when

@@ -3,10 +3,7 @@ package quickjoin
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/store/holdings"
 	"github.com/realsync/realsync/store/internal/layout"
@@ -61,10 +58,12 @@ func (q *QuickJoin) begin(ctx context.Context, uid string, reserve, create bool)
 		res, err := q.Runner.Run(ctx, call).Slice()
 		if err != nil {
 			// the reply lost and not sent again (in a batch with a script
-			// sent once, go-redis resends none of it): the lock and the
-			// placeholder may be ours; given back, so that the user's
-			// retry does not wait for the lock's TTL
-			if !redisx.NeverSent(err) && !errors.As(err, new(redis.Error)) {
+			// sent once, go-redis resends none of it), or an error reply
+			// to a resend whose first run went through (a failover's
+			// READONLY): the lock and the placeholder may be ours; given
+			// back, so that the user's retry does not wait for the lock's
+			// TTL nor find its quota taken
+			if !redisx.NeverSent(err) {
 				q.end(ctx, l)
 			}
 			return nil, redisx.Wrap(err)

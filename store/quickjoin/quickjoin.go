@@ -325,7 +325,9 @@ const (
 // the owned limit only when it may create (no create is offered when u
 // owns all it may; holdings.ReservePlaceholder): the room picked is
 // recorded in l, whose end turns the placeholder into the room's entry
-// (holdings_rebind.lua), or drops it when nothing was picked.
+// (holdings_rebind.lua), drops it when nothing was picked, or leaves it
+// when the script's outcome is not known (it counts until a check of the
+// holdings finds it stale and records the rooms the user is in).
 // The room is read right after the script (not in its transaction: its id
 // comes from the script), so it may show changes made in between.
 func (q *QuickJoin) pickAndJoin(ctx context.Context, l *userHold, u rooms.User, shard int, mode, region string, cands []string, create *rooms.NewRoom) (rooms.QuickJoined, pickOutcome, error) {
