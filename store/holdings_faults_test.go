@@ -543,3 +543,89 @@ func TestHungUpCallLeavesQuotaFree(t *testing.T) {
 		})
 	}
 }
+
+// blockUserScript is a hook that holds the next room script of uid (a
+// script naming uid that is not a holdings or quick-join lock script)
+// until release is closed, once armed; reached is closed when it is held.
+func blockUserScript(uid string, armed *atomic.Bool, reached, release chan struct{}) redistest.Around {
+	hits := func(cmds []redis.Cmder) bool {
+		for _, c := range cmds {
+			if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" && n != "fcall" {
+				continue
+			}
+			mine, holdings := false, false
+			for _, a := range c.Args() {
+				s, _ := a.(string)
+				mine = mine || s == uid
+				holdings = holdings || strings.Contains(s, ":held:") || strings.Contains(s, ":qjlock:")
+			}
+			if mine && !holdings {
+				return true
+			}
+		}
+		return false
+	}
+	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
+		if hits(cmds) && armed.CompareAndSwap(true, false) {
+			close(reached)
+			<-release
+		}
+		return send()
+	}
+}
+
+// A join of a room the user is in already (a retry, a second tab) whose
+// reservation re-stamps the entry before a leave or kick reads it, and
+// whose script runs after theirs: the correction drops the re-stamped
+// entry and the join puts the user back in, so the holdings lack a room
+// the user is in. The user's quick-join into that room's mode still
+// answers that room (it looks in the user indexes, not the holdings: a
+// reviewer's test that broke d0b6f76, which read empty holdings as "in
+// no room" and created a second room of the mode).
+func TestLeaveRacingRejoinKeepsTheQuickJoinsRoom(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, kick := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/kick=%v", b.Name, kick), func(t *testing.T) {
+				ctx := context.Background()
+				s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 20})
+				u, o := user(1), user(900)
+				id := mustCreate(t, s2, o, *quickRoom("race", "eu", 2)).Room.ID
+				uj, err := s2.Join(ctx, u, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s2.AgeHoldings(ctx, u.ID, time.Second); err != nil { // a distinct earlier stamp
+					t.Fatal(err)
+				}
+				var armed atomic.Bool
+				reached, release := make(chan struct{}), make(chan struct{})
+				s1.Client().AddHook(blockUserScript(u.ID, &armed, reached, release))
+				armed.Store(true)
+				done := make(chan error, 1)
+				go func() { _, err := s1.Join(ctx, u, id); done <- err }() // a retried join: u is in the room
+				<-reached                                                  // its reservation made (re-stamped), its script held
+				if kick {
+					if err := s2.Kick(ctx, o, id, uj.PlayerID); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := s2.Leave(ctx, u, id); err != nil {
+					t.Fatal(err)
+				}
+				close(release)
+				if err := <-done; err != nil {
+					t.Fatalf("join: %v", err)
+				}
+				if real := reality(t, s2, u); len(real) != 1 || real[id] == "" {
+					t.Fatalf("u is in %v after the race, want %s", real, id)
+				}
+				q, err := s2.QuickJoin(ctx, u, "race", []string{"eu"}, nil, quickRoom("race", "eu", 2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if q.Room.ID != id || q.Created {
+					t.Errorf("quick-join of a user in %s (full) gave %s (created %v): u is in %v", id, q.Room.ID, q.Created, reality(t, s2, u))
+				}
+			})
+		}
+	}
+}

@@ -22,8 +22,7 @@
 // finds such a placeholder stale adds every room the user is in and the
 // holdings lack (read from the user indexes). So the holdings bound the
 // quotas, and nothing reads them as the list of a user's rooms (quick-join's
-// memberOf reads the user indexes), only as proof of none: a reservation
-// that found nothing else held is of a user in no room (Hold.Alone). A key left with no room keeps its
+// memberOf reads the user indexes). A key left with no room keeps its
 // marker, "in no room", until it expires; a missing key (new user, or
 // expired after TTL without a reservation) is rebuilt from the
 // shard user indexes. Ownership the janitor passed on (a disconnected owner
@@ -107,17 +106,7 @@ func (h *Holdings) Key(uid string) string { return h.b.Tag(h.b.UserShard(uid)) +
 type Hold struct {
 	key, room, value string
 	fresh            bool // the room was not held before (a placeholder: always)
-	alone            bool // the key held no other room or placeholder
 }
-
-// Alone reports whether the reservation found its user holding nothing
-// else: no room, no other placeholder. Every room a user is in is held
-// (each create and join reserves before its script, a match room is
-// recorded before it is made, a quick-join's placeholder stays while its
-// outcome is unknown, a rebuilt key is read from the rooms), so such a
-// user is in no room, but after a failover of the user's master that lost
-// writes the rooms' own slots kept (Redis replicates asynchronously).
-func (r Hold) Alone() bool { return r.alone }
 
 // Reserve records that uid is about to be in room (as its owner when
 // owner) and returns the reservation; rooms.ErrOwnedRoomsLimit or
@@ -197,8 +186,7 @@ func held(key, room string, reply []any) Hold {
 	v, _ := reply[1].(string)
 	// a placeholder is new to its quick-join: held before only when the
 	// first run of a call sent again (its reply lost) made it
-	return Hold{key: key, room: room, value: v, fresh: reply[2] == "1" || isPlaceholder(room),
-		alone: len(reply) > 3 && reply[3] == int64(0)}
+	return Hold{key: key, room: room, value: v, fresh: reply[2] == "1" || isPlaceholder(room)}
 }
 
 // ReservePlaceholder reserves ph, a Placeholder, for a quick-join of uid,
@@ -237,7 +225,7 @@ func (h *Holdings) PlaceholderTry(uid, ph string, create bool) (key string, args
 // nothing written; ReservePlaceholder makes it, with a check of the
 // holdings against the rooms when needed).
 func (h *Holdings) Reserved(uid, ph string, create bool, reply []any) (r Hold, mayCreate, ok bool) {
-	if len(reply) < 3 || reply[0] != "OK" {
+	if len(reply) != 3 || reply[0] != "OK" {
 		return Hold{}, false, false
 	}
 	return held(h.Key(uid), ph, reply), create, true

@@ -100,13 +100,8 @@ func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, re
 		return rooms.QuickJoined{}, err
 	}
 	defer q.end(ctx, l)
-	// a user whose reservation found it holding nothing else is in no
-	// room (holdings.Hold.Alone): the look in each stripe's user index
-	// (a read on every stripe's master) is spared
-	if !l.held.Alone() {
-		if j, ok, err := q.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
-			return rooms.QuickJoined{Joined: j}, err
-		}
+	if j, ok, err := q.memberOf(ctx, u, mode, regions, filters); err != nil || ok {
+		return rooms.QuickJoined{Joined: j}, err
 	}
 	if err := q.reserve(ctx, l); err != nil {
 		return rooms.QuickJoined{}, err

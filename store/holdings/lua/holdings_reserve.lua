@@ -11,8 +11,7 @@
 -- ARGV[5] the key's TTL (ms)  ARGV[6] "seed" when ARGV[7..] follow, else ""
 -- ARGV[7..] roomId, role pairs the user holds, read from the rooms, to
 --           build a missing key from (only when it is still missing)
--- Reply: {"OK", value written, "1" new | "0" held before[, the entries of
---        other rooms and placeholders the key held, when new]} | {"COLD"} (no key:
+-- Reply: {"OK", value written, "1" new | "0" held before} | {"COLD"} (no key:
 --        read the user's rooms and call again with the seed) |
 --        {"OWNED_ROOMS_LIMIT", now µs, roomId, value, ...} |
 --        {"JOINED_ROOMS_LIMIT", now µs, roomId, value, ...}
@@ -61,4 +60,4 @@ end
 local v = role .. ':' .. now
 redis.call('HSET', key, room, v)
 redis.call('PEXPIRE', key, ttl)
-return {'OK', v, '1', joined}
+return {'OK', v, '1'}
