@@ -577,11 +577,12 @@ func blockUserScript(uid string, armed *atomic.Bool, reached, release chan struc
 // A join of a room the user is in already (a retry, a second tab) whose
 // reservation re-stamps the entry before a leave or kick reads it, and
 // whose script runs after theirs: the correction drops the re-stamped
-// entry and the join puts the user back in, so the holdings lack a room
-// the user is in. The user's quick-join into that room's mode still
-// answers that room (it looks in the user indexes, not the holdings: a
-// reviewer's test that broke d0b6f76, which read empty holdings as "in
-// no room" and created a second room of the mode).
+// entry and the join puts the user back in. The join then stamps the
+// entry anew (it found the room held), so the holdings keep the room (they
+// lacked it, a quota bypass by one, before). The user's quick-join into
+// that room's mode answers that room (it looks in the user indexes, not
+// the holdings: a reviewer's test that broke d0b6f76, which read empty
+// holdings as "in no room" and created a second room of the mode).
 func TestLeaveRacingRejoinKeepsTheQuickJoinsRoom(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		for _, kick := range []bool{false, true} {
@@ -618,6 +619,7 @@ func TestLeaveRacingRejoinKeepsTheQuickJoinsRoom(t *testing.T) {
 				if real := reality(t, s2, u); len(real) != 1 || real[id] == "" {
 					t.Fatalf("u is in %v after the race, want %s", real, id)
 				}
+				holdsExactly(t, s2, u)
 				q, err := s2.QuickJoin(ctx, u, "race", []string{"eu"}, nil, quickRoom("race", "eu", 2))
 				if err != nil {
 					t.Fatal(err)

@@ -121,8 +121,16 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 		return rooms.Joined{}, err
 	}
 	j, err := s.joined(s.runThenRead(ctx, roomlua.JoinCall{Scope: scope, User: u.ID, NameJSON: roomlua.JSONString(u.Name), Code: code}, shard, id, false))
-	if roomlua.NotRun(err) {
+	switch {
+	case roomlua.NotRun(err):
 		s.held.Release(ctx, h)
+	case err == nil && h.HeldBefore():
+		// a join of a room held already (a retry, a second tab): a leave or
+		// kick that read the entry this reservation stamped, and whose
+		// script ran before this join's, drops that entry though the join
+		// put the user back in; stamped anew (added back when dropped), the
+		// correction finds another stamp. Best effort, as Release.
+		s.held.Record(ctx, u.ID, id, false)
 	}
 	return j, err
 }

@@ -9,7 +9,9 @@
 // room script, and drops the reservation when that fails. A leave drops
 // the entry after the room script, an owner's leave marks the new owner;
 // a kick or ban drops the kicked user's entry the same way (Left, with the
-// value read before the kick).
+// value read before the kick). A join of a room the user held already (a
+// retry racing a leave of the same room) stamps its entry anew after its
+// script, so a correction that read the join's first stamp keeps it.
 //
 // Entries of rooms the user left otherwise (removed by the janitor, the
 // room closed, or a kick whose own correction was lost) are listed by the room script in the room's
@@ -107,6 +109,10 @@ type Hold struct {
 	key, room, value string
 	fresh            bool // the room was not held before (a placeholder: always)
 }
+
+// HeldBefore reports whether r found its room held already (the user in
+// it, or left it a moment ago): its stamp was renewed, not made.
+func (r Hold) HeldBefore() bool { return r.key != "" && !r.fresh }
 
 // Reserve records that uid is about to be in room (as its owner when
 // owner) and returns the reservation; rooms.ErrOwnedRoomsLimit or
