@@ -544,33 +544,48 @@ func TestHungUpCallLeavesQuotaFree(t *testing.T) {
 	}
 }
 
-// blockUserScript is a hook that holds the next room script of uid (a
-// script naming uid that is not a holdings or quick-join lock script)
-// until release is closed, once armed; reached is closed when it is held.
-func blockUserScript(uid string, armed *atomic.Bool, reached, release chan struct{}) redistest.Around {
-	hits := func(cmds []redis.Cmder) bool {
+// holdUserScript is a hook that holds uid's next room script (a script
+// naming uid that is not a holdings or quick-join lock script), once
+// armed: before sending it (before) or after its reply, closing reached
+// and waiting for release; after the send it runs after (nil: nothing),
+// whose error, when not nil, is the caller's instead.
+func holdUserScript(uid string, armed *atomic.Bool, before bool, reached, release chan struct{}, after func([]redis.Cmder) error) redistest.Around {
+	mine := func(cmds []redis.Cmder) bool {
 		for _, c := range cmds {
 			if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" && n != "fcall" {
 				continue
 			}
-			mine, holdings := false, false
+			named, holdings := false, false
 			for _, a := range c.Args() {
 				s, _ := a.(string)
-				mine = mine || s == uid
+				named = named || s == uid
 				holdings = holdings || strings.Contains(s, ":held:") || strings.Contains(s, ":qjlock:")
 			}
-			if mine && !holdings {
+			if named && !holdings {
 				return true
 			}
 		}
 		return false
 	}
 	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
-		if hits(cmds) && armed.CompareAndSwap(true, false) {
+		if !mine(cmds) || !armed.CompareAndSwap(true, false) {
+			return send()
+		}
+		if before {
 			close(reached)
 			<-release
 		}
-		return send()
+		err := send()
+		if !before {
+			close(reached)
+			<-release
+		}
+		if after != nil {
+			if e := after(cmds); e != nil {
+				return e
+			}
+		}
+		return err
 	}
 }
 
@@ -600,7 +615,7 @@ func TestLeaveRacingRejoinKeepsTheQuickJoinsRoom(t *testing.T) {
 				}
 				var armed atomic.Bool
 				reached, release := make(chan struct{}), make(chan struct{})
-				s1.Client().AddHook(blockUserScript(u.ID, &armed, reached, release))
+				s1.Client().AddHook(holdUserScript(u.ID, &armed, true, reached, release, nil))
 				armed.Store(true)
 				done := make(chan error, 1)
 				go func() { _, err := s1.Join(ctx, u, id); done <- err }() // a retried join: u is in the room
@@ -626,6 +641,113 @@ func TestLeaveRacingRejoinKeepsTheQuickJoinsRoom(t *testing.T) {
 				}
 				if q.Room.ID != id || q.Created {
 					t.Errorf("quick-join of a user in %s (full) gave %s (created %v): u is in %v", id, q.Room.ID, q.Created, reality(t, s2, u))
+				}
+			})
+		}
+	}
+}
+
+// The other order of that race: the retried join's script runs first (u
+// is in the room already: it changes nothing), then the leave or kick
+// runs whole. The join stamps nothing anew (only a join that added the
+// user does), so the entry goes with the leave and u may join elsewhere
+// at once at a joined-rooms quota of 1 (a reviewer's test: a first
+// version re-stamped after every join of a held room and kept the entry
+// of a room u had left).
+func TestRejoinRunFirstLeavesNoEntry(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, kick := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/kick=%v", b.Name, kick), func(t *testing.T) {
+				ctx := context.Background()
+				s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+				u, o := user(1), user(900)
+				id := mustCreate(t, s2, o, spread(0)).Room.ID
+				other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+				uj := mustJoin(t, s2, u, id)
+				if err := s2.AgeHoldings(ctx, u.ID, time.Second); err != nil { // a distinct earlier stamp
+					t.Fatal(err)
+				}
+				var armed atomic.Bool
+				reached, release := make(chan struct{}), make(chan struct{})
+				s1.Client().AddHook(holdUserScript(u.ID, &armed, false, reached, release, nil))
+				armed.Store(true)
+				done := make(chan error, 1)
+				go func() { _, err := s1.Join(ctx, u, id); done <- err }()
+				<-reached // the join's script ran (u was in: nothing changed), its reply held
+				if kick {
+					if err := s2.Kick(ctx, o, id, uj.PlayerID); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := s2.Leave(ctx, u, id); err != nil {
+					t.Fatal(err)
+				}
+				close(release)
+				if err := <-done; err != nil {
+					t.Fatalf("join: %v", err)
+				}
+				if real := reality(t, s2, u); len(real) != 0 {
+					t.Fatalf("u is in %v", real)
+				}
+				holdsExactly(t, s2, u)
+				if _, err := s2.Join(ctx, u, other); err != nil {
+					t.Errorf("join elsewhere right after the leave or kick: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// The race's first order again (the leave whole before the retried join's
+// script), the join's outcome unknown: its reply lost, or its client gone
+// once the reply came (the re-stamp then runs on, past the request). The
+// join may have put u back, so the entry is stamped anew: u, back in the
+// room, cannot join a second one at a joined-rooms quota of 1 (a
+// reviewer's test: a first version stamped only after a join that
+// answered, with the request's context).
+func TestRejoinOfUnknownOutcomeKeepsItsEntry(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		for _, mode := range []string{"lostReply", "hungUp"} {
+			t.Run(b.Name+"/"+mode, func(t *testing.T) {
+				ctx := context.Background()
+				s1, s2 := quotaInstances(t, b, store.Quotas{RoomsOwned: 5, RoomsJoined: 1})
+				u, o := user(1), user(900)
+				id := mustCreate(t, s2, o, spread(0)).Room.ID
+				other := mustCreate(t, s2, user(901), spread(1)).Room.ID
+				mustJoin(t, s2, u, id)
+				if err := s2.AgeHoldings(ctx, u.ID, time.Second); err != nil {
+					t.Fatal(err)
+				}
+				jctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				after := func(cmds []redis.Cmder) error {
+					if mode == "hungUp" {
+						cancel()
+						return nil
+					}
+					timeout := &net.OpError{Op: "read", Net: "tcp", Err: context.DeadlineExceeded}
+					for _, c := range cmds {
+						c.SetErr(timeout)
+					}
+					return timeout
+				}
+				var armed atomic.Bool
+				reached, release := make(chan struct{}), make(chan struct{})
+				s1.Client().AddHook(holdUserScript(u.ID, &armed, true, reached, release, after))
+				armed.Store(true)
+				done := make(chan error, 1)
+				go func() { _, err := s1.Join(jctx, u, id); done <- err }()
+				<-reached
+				if err := s2.Leave(ctx, u, id); err != nil {
+					t.Fatal(err)
+				}
+				close(release)
+				<-done // an error or not: the outcome is the room's
+				if real := reality(t, s2, u); len(real) != 1 {
+					t.Fatalf("u is in %v, want %s", real, id)
+				}
+				holdsExactly(t, s2, u)
+				if _, err := s2.Join(ctx, u, other); !errors.Is(err, rooms.ErrJoinedRoomsLimit) {
+					t.Errorf("a second room at a joined-rooms quota of 1: %v (u in %v)", err, reality(t, s2, u))
 				}
 			})
 		}

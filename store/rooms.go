@@ -120,17 +120,25 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	j, err := s.joined(s.runThenRead(ctx, roomlua.JoinCall{Scope: scope, User: u.ID, NameJSON: roomlua.JSONString(u.Name), Code: code}, shard, id, false))
+	r, err := s.runThenRead(ctx, roomlua.JoinCall{Scope: scope, User: u.ID, NameJSON: roomlua.JSONString(u.Name), Code: code}, shard, id, false)
+	added := false
+	if err == nil {
+		rest, _ := roomlua.Reply(r.cmd)
+		added = len(rest) > 2 && rest[2] == "added"
+	}
+	j, err := s.joined(r, err)
 	switch {
 	case roomlua.NotRun(err):
 		s.held.Release(ctx, h)
-	case err == nil && h.HeldBefore():
-		// a join of a room held already (a retry, a second tab): a leave or
-		// kick that read the entry this reservation stamped, and whose
-		// script ran before this join's, drops that entry though the join
-		// put the user back in; stamped anew (added back when dropped), the
-		// correction finds another stamp. Best effort, as Release.
-		s.held.Record(ctx, u.ID, id, false)
+	case h.HeldBefore() && (added || err != nil): // err: the outcome unknown
+		// the user joined (or may have) a room held already (a retry
+		// racing a leave of it): a leave or kick that read the entry this
+		// reservation stamped, and whose script ran before this join's,
+		// drops that entry though the join put the user back in; stamped
+		// anew (added back when dropped), the correction finds another
+		// stamp. A join that found the user a member changes nothing.
+		// Best effort, as Release.
+		s.held.Record(context.WithoutCancel(ctx), u.ID, id, false)
 	}
 	return j, err
 }

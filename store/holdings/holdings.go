@@ -9,9 +9,11 @@
 // room script, and drops the reservation when that fails. A leave drops
 // the entry after the room script, an owner's leave marks the new owner;
 // a kick or ban drops the kicked user's entry the same way (Left, with the
-// value read before the kick). A join of a room the user held already (a
-// retry racing a leave of the same room) stamps its entry anew after its
-// script, so a correction that read the join's first stamp keeps it.
+// value read before the kick). A join that added the user to a room held
+// already (a retry racing a leave of the same room), or whose outcome is
+// unknown, stamps its entry anew after its script, so a correction that
+// read the join's first stamp keeps it; one that found the user a member
+// stamps nothing, and a leave after it drops the entry.
 //
 // Entries of rooms the user left otherwise (removed by the janitor, the
 // room closed, or a kick whose own correction was lost) are listed by the room script in the room's

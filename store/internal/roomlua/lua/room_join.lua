@@ -6,8 +6,8 @@
 -- private room from those without its code). A user with a seat reserved
 -- (seats_reserve.lua) takes it: the room is never full for them, and a
 -- private room needs no code.
--- Reply: {"OK", playerId, roomId} | {"ROOM_NOT_FOUND"} | {"BANNED"} |
---        {"ROOM_NOT_JOINABLE"} | {"ROOM_FULL"}
+-- Reply: {"OK", playerId, roomId[, "added": the user was not a member]} |
+--        {"ROOM_NOT_FOUND"} | {"BANNED"} | {"ROOM_NOT_JOINABLE"} | {"ROOM_FULL"}
 local uid, name_json, code = ARGV[7], ARGV[8], ARGV[9]
 
 local p = placement()
@@ -37,4 +37,4 @@ if reserved then
 end
 local new_pid = add_player(uid, name_json, p, true, rv)
 reindex(p, nil, with_count(p, p.pc + 1, rv))
-return {'OK', new_pid, room_id}
+return {'OK', new_pid, room_id, 'added'}
