@@ -75,7 +75,7 @@ func TestPassingLeaseOutlivesABusyPool(t *testing.T) {
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
 			LeaseTTL: ttl, RepairAfter: time.Hour, Interval: 50 * time.Millisecond})
 		running(t, a)
-		<-stall.entered
+		stall.waitEntered(t)
 		_, wait := holdPools(t, e, 3*time.Second)
 		defer wait()
 		time.Sleep(2 * ttl)

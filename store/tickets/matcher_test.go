@@ -891,6 +891,18 @@ func newStalling(r matchmaking.RoomOpener) *stalling {
 	return &stalling{RoomOpener: r, entered: make(chan struct{}), release: make(chan struct{})}
 }
 
+// waitEntered waits until s holds its first OpenMatchRoom, failing tb
+// after a minute: a round that ended, or stalled, before it opened the
+// room would leave the test waiting forever.
+func (s *stalling) waitEntered(tb testing.TB) {
+	tb.Helper()
+	select {
+	case <-s.entered:
+	case <-time.After(time.Minute):
+		tb.Fatal("no match room opened within a minute: the round ended or stalled before it")
+	}
+}
+
 func (s *stalling) OpenMatchRoom(ctx context.Context, m matchmaking.Match, n int, hold time.Duration) (string, error) {
 	first := false
 	if s.mode == "" || m.Mode == s.mode {
@@ -1222,7 +1234,7 @@ func TestRoundKeepsEveryLeaseItHolds(t *testing.T) {
 			LeaseTTL: ttl, RepairAfter: time.Hour})
 		done := make(chan []string, 1)
 		go func() { done <- a.Round(ctx) }()
-		<-stall.entered
+		stall.waitEntered(t)
 		// joust's pass is over (its match made: a took its lease, which
 		// under load it may not have done yet when duel's pass stalled);
 		// duel's stalls past the TTL
@@ -1258,12 +1270,15 @@ func TestLostLeaseEndsThePass(t *testing.T) {
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
 		stall := newStalling(e.rooms)
+		// a TTL of 3 s: a pass that finds no slot within a third of it gives
+		// its lease up, and 100 ms (a TTL of 300 ms) ran out under CI's load,
+		// the round ending before its pass opened the room
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
-			LeaseTTL: 300 * time.Millisecond, RepairAfter: time.Hour})
+			LeaseTTL: 3 * time.Second, RepairAfter: time.Hour})
 		done := make(chan []string, 1)
 		go func() { done <- a.Round(ctx) }()
 		defer close(stall.release)
-		<-stall.entered
+		stall.waitEntered(t)
 		takeLease(t, e, "duel", "a", "b")
 		select {
 		case held := <-done:
@@ -1327,7 +1342,7 @@ func TestStalledPassHoldsUpNoOtherMode(t *testing.T) {
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
 			LeaseTTL: ttl, RepairAfter: time.Hour, Interval: 50 * time.Millisecond})
 		running(t, a)
-		<-stall.entered
+		stall.waitEntered(t)
 		ids := duelPair(t, e, "joust", "j0", "j1")
 		within(t, 5*time.Second, "joust matched while duel's pass stalls", func() bool {
 			tk, err := e.tickets.Get(ctx, ids[0])

@@ -161,7 +161,7 @@ func roundStalled(t *testing.T, ctx context.Context, m *matchmaking.Matcher, sta
 		return held
 	}
 	t.Cleanup(func() { finish() })
-	<-stall.entered
+	stall.waitEntered(t)
 	return finish
 }
 
