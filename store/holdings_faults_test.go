@@ -133,29 +133,35 @@ func TestRefusedSeedKeyExpires(t *testing.T) {
 	}
 }
 
-// lostUserScript is a hook that makes the next room script run for user
-// uid (a script with uid among its arguments that is not a holdings
-// script) lose its reply after Redis ran it, alone, in a batch or in a
-// transaction (a run that failed, such as an EVALSHA of a script not
-// loaded yet, is left be), once armed.
-func lostUserScript(uid string, armed *atomic.Bool) redistest.Around {
-	hits := func(cmds []redis.Cmder) bool {
+// userRoomScript says whether cmds hold a room script of user uid: a
+// script naming uid among its arguments that is not a holdings or
+// quick-join lock script.
+func userRoomScript(uid string) func(cmds []redis.Cmder) bool {
+	return func(cmds []redis.Cmder) bool {
 		for _, c := range cmds {
 			if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" && n != "fcall" {
 				continue
 			}
-			mine, holdings := false, false
+			named, holdings := false, false
 			for _, a := range c.Args() {
 				s, _ := a.(string)
-				mine = mine || s == uid
-				holdings = holdings || strings.Contains(s, ":held:")
+				named = named || s == uid
+				holdings = holdings || strings.Contains(s, ":held:") || strings.Contains(s, ":qjlock:")
 			}
-			if mine && !holdings {
+			if named && !holdings {
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// lostUserScript is a hook that makes the next room script run for user
+// uid (userRoomScript) lose its reply after Redis ran it, alone, in a batch or in a
+// transaction (a run that failed, such as an EVALSHA of a script not
+// loaded yet, is left be), once armed.
+func lostUserScript(uid string, armed *atomic.Bool) redistest.Around {
+	hits := userRoomScript(uid)
 	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
 		if err := send(); err != nil || !hits(cmds) || !armed.CompareAndSwap(true, false) {
 			return err
@@ -544,29 +550,13 @@ func TestHungUpCallLeavesQuotaFree(t *testing.T) {
 	}
 }
 
-// holdUserScript is a hook that holds uid's next room script (a script
-// naming uid that is not a holdings or quick-join lock script), once
+// holdUserScript is a hook that holds uid's next room script
+// (userRoomScript), once
 // armed: before sending it (before) or after its reply, closing reached
 // and waiting for release; after the send it runs after (nil: nothing),
 // whose error, when not nil, is the caller's instead.
 func holdUserScript(uid string, armed *atomic.Bool, before bool, reached, release chan struct{}, after func([]redis.Cmder) error) redistest.Around {
-	mine := func(cmds []redis.Cmder) bool {
-		for _, c := range cmds {
-			if n := strings.ToLower(c.Name()); n != "evalsha" && n != "eval" && n != "fcall" {
-				continue
-			}
-			named, holdings := false, false
-			for _, a := range c.Args() {
-				s, _ := a.(string)
-				named = named || s == uid
-				holdings = holdings || strings.Contains(s, ":held:") || strings.Contains(s, ":qjlock:")
-			}
-			if named && !holdings {
-				return true
-			}
-		}
-		return false
-	}
+	mine := userRoomScript(uid)
 	return func(_ context.Context, cmds []redis.Cmder, send func() error) error {
 		if !mine(cmds) || !armed.CompareAndSwap(true, false) {
 			return send()
