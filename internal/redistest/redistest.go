@@ -315,15 +315,62 @@ func (c *Cluster) form(masters int) error {
 
 // waitOK waits until every node reports cluster_state:ok and knows every
 // node of Nodes, then until the nodes agree on the epochs (waitSettled).
+// Every 3 s without it, a node that does not know every node meets the
+// first one again: Redis drops a handshake that took longer than the node
+// timeout and never tries it again, which on a loaded machine left a node
+// out for good (a CI run: "cluster not ok within 20s").
 func (c *Cluster) waitOK(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	nextMeet := time.Now().Add(3 * time.Second)
 	for !c.allOK() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster not ok within %s", timeout)
+			return fmt.Errorf("cluster not ok within %s: %s", timeout, c.states())
+		}
+		if time.Now().After(nextMeet) {
+			c.meetAgain()
+			nextMeet = time.Now().Add(3 * time.Second)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return c.waitSettled(context.Background(), time.Until(deadline))
+}
+
+// meetAgain has every node that does not know every node of Nodes meet
+// the first one (a node known already is met without harm: the handshake
+// ends when its ID turns out known).
+func (c *Cluster) meetAgain() {
+	ctx := context.Background()
+	want := "cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))
+	for _, s := range c.Nodes[1:] {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
+		if info, err := cl.ClusterInfo(ctx).Result(); err == nil && !strings.Contains(info, want) {
+			cl.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(c.Nodes[0].Port))
+		}
+		cl.Close()
+	}
+}
+
+// states is each node's cluster_state and known nodes, for an error.
+func (c *Cluster) states() string {
+	var out []string
+	for _, s := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
+		info, err := cl.ClusterInfo(context.Background()).Result()
+		cl.Close()
+		state, known := "?", "?"
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_state:"); ok {
+				state = v
+			} else if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_known_nodes:"); ok {
+				known = v
+			}
+		}
+		if err != nil {
+			state = err.Error()
+		}
+		out = append(out, fmt.Sprintf("%s %s, knows %s", s.Addr, state, known))
+	}
+	return strings.Join(out, "; ")
 }
 
 // waitSettled waits until the nodes agree on the epochs (settled), within

@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A server started with REALSYNC_BENCH_REDIS_CPUS runs on those CPUs
@@ -49,4 +52,37 @@ func allowedCPUs(t *testing.T, pid int) string {
 	}
 	t.Fatalf("no Cpus_allowed_list in /proc/%d/status", pid)
 	return ""
+}
+
+// A node whose meet was lost (Redis drops a handshake that outlasts the
+// node timeout, and never tries it again) is met again while the Cluster
+// is awaited: it forms within the wait, where it stayed out for good.
+func TestWaitOKMeetsALostNodeAgain(t *testing.T) {
+	c, err := startNodes(3, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	for i, s := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
+		err := cl.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err()
+		if err == nil {
+			lo, hi := i*16384/3, (i+1)*16384/3-1
+			err = cl.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err()
+		}
+		if err == nil && i == 1 { // the last node's meet is the lost one
+			err = cl.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(c.Nodes[0].Port)).Err()
+		}
+		if err == nil {
+			s.ID, err = cl.ClusterMyID(ctx).Result()
+		}
+		cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.waitOK(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 }
