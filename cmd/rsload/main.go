@@ -99,6 +99,9 @@ type Config struct {
 	// MinCount (ops, closed loop): the run goes on past Duration until
 	// every operation of the mix was answered this many times (runOps)
 	MinCount int
+	// cpuOf reads a process' CPU time (sse, fanout, with RSSPid); nil:
+	// cpuTime (/proc)
+	cpuOf func(pid int) time.Duration
 }
 
 func main() {

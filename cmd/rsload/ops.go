@@ -295,6 +295,7 @@ func runOps(ctx context.Context, c Config, mix Mix) (*OpsReport, error) {
 		for _, r := range pool {
 			ok += int64(len(r.sent))
 		}
+		streams.lastEvents()
 		rep.Streams = streams.close(c, pool, ok, 0, took)
 	}
 	return rep, nil

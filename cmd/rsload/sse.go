@@ -68,6 +68,11 @@ type Report struct {
 	// write to the end of the delivery, and per event delivered
 	ServerCPUSeconds  float64 `json:"serverCPUSeconds,omitempty"`
 	ServerCPUPerEvent float64 `json:"serverCPUPerEventMicros,omitempty"`
+	// with -rss-pid: the server's CPU time from the last delivery until
+	// it is quiet again once the streams closed (quietCPU), and per
+	// stream: what a stream's end costs, outside the window above
+	ServerCloseCPUSeconds   float64 `json:"serverCloseCPUSeconds,omitempty"`
+	ServerCloseCPUPerStream float64 `json:"serverCloseCPUPerStreamMicros,omitempty"`
 }
 
 type room struct {
@@ -136,19 +141,33 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 	}
 	goroutines[1] = serverGoroutines(c.URLs[0])
 	var cpu [2]time.Duration
+	cpuOf := c.cpuOf
+	if cpuOf == nil {
+		cpuOf = cpuTime
+	}
 	if c.RSSPid != 0 {
-		cpu[0] = cpuTime(c.RSSPid)
+		cpu[0] = cpuOf(c.RSSPid)
 	}
 	start := time.Now()
 	streams.writing.Store(true)
 	patches, errs := write(ctx, c, rooms, send)
-	rep := streams.close(c, rooms, patches, errs, time.Since(start))
+	took := time.Since(start)
+	streams.lastEvents()
+	// the window ends with the last delivery: the streams' closing
+	// (the server's hang-up handling, for realsyncd a lease and a
+	// session entry given back in Redis a stream) is reported apart
 	if c.RSSPid != 0 {
-		cpu[1] = cpuTime(c.RSSPid)
+		cpu[1] = cpuOf(c.RSSPid)
+	}
+	rep := streams.close(c, rooms, patches, errs, took)
+	if c.RSSPid != 0 {
 		rep.ServerCPUSeconds = (cpu[1] - cpu[0]).Seconds()
 		if rep.Delivered > 0 {
 			rep.ServerCPUPerEvent = float64((cpu[1] - cpu[0]).Microseconds()) / float64(rep.Delivered)
 		}
+		closing := quietCPU(c.RSSPid, cpuOf) - cpu[1]
+		rep.ServerCloseCPUSeconds = closing.Seconds()
+		rep.ServerCloseCPUPerStream = float64(closing.Microseconds()) / float64(c.Streams)
 	}
 	if c.RSSPid != 0 {
 		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
@@ -204,6 +223,21 @@ func cpuTime(pid int) time.Duration {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// quietCPU waits until process pid is quiet (under 20 ms of CPU in 2 s,
+// by cpu: cpuTime; realsyncd's sweep acts on gone clients once a second)
+// or 30 s passed, and returns its CPU time then.
+func quietCPU(pid int, cpu func(int) time.Duration) time.Duration {
+	reads := []time.Duration{cpu(pid)} // one every half second
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+		time.Sleep(500 * time.Millisecond)
+		reads = append(reads, cpu(pid))
+		if k := len(reads); k > 4 && reads[k-1]-reads[k-5] < 20*time.Millisecond {
+			break
+		}
+	}
+	return reads[len(reads)-1]
 }
 
 // serverGoroutines reads go_goroutines from base's /metrics; 0 when it has
@@ -283,10 +317,12 @@ func openStreams(ctx context.Context, n int, open opener) *streamSet {
 	return s
 }
 
-// close waits for the last events, ends the streams and reports what they
+// lastEvents waits for the last events of the writes: 2 s.
+func (s *streamSet) lastEvents() { time.Sleep(2 * time.Second) }
+
+// close ends the streams (after lastEvents) and reports what they
 // received of the ok changes recorded in rooms, sent over took.
 func (s *streamSet) close(c Config, rooms []*room, ok, failed int64, took time.Duration) *Report {
-	time.Sleep(2 * time.Second)
 	s.stop()
 	s.done.Wait()
 	rep := report(c, rooms, s.arrivals, ok, failed, took, s.drops.Load())
@@ -552,6 +588,7 @@ func (r *Report) print(w io.Writer, c Config) {
 	}
 	if r.ServerCPUSeconds != 0 {
 		fmt.Fprintf(w, "  server CPU  %.2f s from the first write to the last delivery: %.1f µs per event delivered\n", r.ServerCPUSeconds, r.ServerCPUPerEvent)
+		fmt.Fprintf(w, "  closing     %.2f s of server CPU once the streams closed: %.1f µs per stream\n", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream)
 	}
 	if r.GoroutinesStreams != 0 {
 		fmt.Fprintf(w, "  goroutines  %d before the streams, %d with them idle: %.2f per stream\n", r.GoroutinesBefore, r.GoroutinesStreams,
