@@ -28,8 +28,11 @@ type eventLine struct {
 	conn net.Conn
 	// watch: the connection is watched by the server's Hangups (set
 	// before the hub has the line, never changed); nil: Alive peeks
-	watch    *hangupWatch
-	deadline time.Time   // of writes, moved at most once a second
+	watch *hangupWatch
+	// deadline: of Send's writes, moved at most once a second; zero:
+	// none (TrySend's writes never wait, and clear it)
+	deadline time.Time
+	now      nowWriter   // TrySend's
 	size     [18]byte    // the chunk's size line
 	bufs     net.Buffers // size line, frames, CRLF
 	parts    [3][]byte
@@ -85,9 +88,11 @@ func (l *eventLine) Send(frames []byte) error {
 	return err
 }
 
-// extend moves the write deadline streamWriteTimeout ahead, at most once a
-// second: every write, blocking or not, must find it in the future (a
-// deadline past fails even a write that would not wait).
+// extend moves Send's write deadline streamWriteTimeout ahead, at most once
+// a second: every write must find it in the future (a deadline past fails
+// even a write that would not wait). TrySend's writes need none: they
+// clear it, so that the streams written by their room's worker, most of
+// them, cost no timer change per write.
 func (l *eventLine) extend() error {
 	if now := time.Now(); l.deadline.Sub(now) < streamWriteTimeout-time.Second {
 		l.deadline = now.Add(streamWriteTimeout)
@@ -102,9 +107,9 @@ func (l *eventLine) sizeLine(frames []byte) []byte {
 }
 
 // TrySend writes frames as one chunk without waiting for the connection
-// (one writev that does not block); what the connection did not take is
-// kept in rest for the next Send. With a rest already kept it writes
-// nothing and keeps frames too.
+// (one writev that does not block, with no deadline and no allocation);
+// what the connection did not take is kept in rest for the next Send.
+// With a rest already kept it writes nothing and keeps frames too.
 func (l *eventLine) TrySend(frames []byte) (bool, error) {
 	if len(frames) == 0 {
 		return len(l.rest) == 0, nil
@@ -112,9 +117,16 @@ func (l *eventLine) TrySend(frames []byte) (bool, error) {
 	size := l.sizeLine(frames)
 	n := 0
 	if len(l.rest) == 0 {
-		err := l.extend()
+		var err error
+		if !l.deadline.IsZero() {
+			// a deadline Send set would fail this write once past
+			l.deadline = time.Time{}
+			err = l.conn.SetWriteDeadline(l.deadline)
+		}
 		if err == nil {
-			n, err = writeNow(l.conn, size, frames, crlf)
+			l.parts = [3][]byte{size, frames, crlf}
+			n, err = l.now.write(l.conn, l.parts[:])
+			l.parts = [3][]byte{}
 		}
 		if err != nil {
 			return false, err

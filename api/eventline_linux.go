@@ -8,32 +8,50 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writeNow writes bufs to c with one writev that does not wait for the
-// connection, and returns how many bytes went out: fewer than all (none
-// included) when the socket's send buffer is full.
-func writeNow(c net.Conn, bufs ...[]byte) (int, error) {
-	rc, err := rawConn(c)
-	if rc == nil {
-		return 0, err
+// nowWriter writes a line's pieces with one writev that does not wait for
+// the connection. It keeps the connection's raw form and the callback it
+// runs, so that a write allocates nothing.
+type nowWriter struct {
+	raw  syscall.RawConn
+	bufs [][]byte
+	n    int
+	err  error
+	call func(fd uintptr) bool // w.writev, bound once
+}
+
+// write writes bufs to c and returns how many bytes went out: fewer than
+// all (none included) when the socket's send buffer is full.
+func (w *nowWriter) write(c net.Conn, bufs [][]byte) (int, error) {
+	if w.raw == nil {
+		rc, err := rawConn(c)
+		if rc == nil {
+			return 0, err
+		}
+		w.raw, w.call = rc, w.writev
 	}
-	var n int
-	var werr error
-	err = rc.Write(func(fd uintptr) bool {
-		for {
-			n, werr = unix.Writev(int(fd), bufs)
-			if werr != unix.EINTR {
-				break
-			}
-		}
-		if errors.Is(werr, unix.EAGAIN) {
-			n, werr = 0, nil
-		}
-		return true // never wait: the caller's drain does
-	})
+	w.bufs = bufs
+	err := w.raw.Write(w.call)
+	n, werr := w.n, w.err
+	w.bufs, w.n, w.err = nil, 0, nil
 	if err == nil {
 		err = werr
 	}
 	return max(n, 0), err
+}
+
+// writev is the write on descriptor fd: never waits (the caller's drain
+// does).
+func (w *nowWriter) writev(fd uintptr) bool {
+	for {
+		w.n, w.err = unix.Writev(int(fd), w.bufs)
+		if w.err != unix.EINTR {
+			break
+		}
+	}
+	if errors.Is(w.err, unix.EAGAIN) {
+		w.n, w.err = 0, nil
+	}
+	return true
 }
 
 // rawConn is c's raw connection: nil with no error when c has none (not a

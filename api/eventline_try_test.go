@@ -10,26 +10,34 @@ import (
 	"time"
 )
 
+// tcpPair is a connection over loopback TCP: its server's end and its
+// client's, closed at the test's end.
+func tcpPair(tb testing.TB) (server, client net.Conn) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { server.Close() })
+	return server, client
+}
+
 // linePair is a taken-over stream's connection over loopback TCP with small
 // socket buffers (so that a client that does not read soon blocks the
 // server's writes) and its client's end.
 func linePair(t *testing.T) (*eventLine, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
+	server, client := tcpPair(t)
 	server.(*net.TCPConn).SetWriteBuffer(4096)
 	client.(*net.TCPConn).SetReadBuffer(4096)
 	return &eventLine{conn: server}, client
@@ -112,5 +120,87 @@ func TestEventLineTrySendAfterDeadlinePassed(t *testing.T) {
 	want := append(append(testFrame(1), testFrame(2)...), testFrame(3)...)
 	if b := <-got; !bytes.Equal(b, want) {
 		t.Fatalf("the client got %q, want %q", b, want)
+	}
+}
+
+// deadlineCounter is a TCP connection that counts its write deadline's
+// changes.
+type deadlineCounter struct {
+	*net.TCPConn
+	set int
+}
+
+func (c *deadlineCounter) SetWriteDeadline(t time.Time) error {
+	c.set++
+	return c.TCPConn.SetWriteDeadline(t)
+}
+
+// TrySend changes no write deadline but to clear the one a Send set, and
+// allocates nothing: the room's worker writes most streams' events with
+// it, each costing one system call and nothing more. Send sets its
+// deadline again; the client gets every frame in order.
+func TestEventLineTrySendNeedsNoDeadline(t *testing.T) {
+	server, client := tcpPair(t) // socket buffers that take every write
+	c := &deadlineCounter{TCPConn: server.(*net.TCPConn)}
+	l := &eventLine{conn: c}
+	got := readBody(client)
+	var want []byte
+	send := func(f []byte, try bool) {
+		t.Helper()
+		want = append(want, f...)
+		if try {
+			if all, err := l.TrySend(f); !all || err != nil {
+				t.Fatalf("TrySend: %v %v", all, err)
+			}
+		} else if err := l.Send(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		try  bool
+		sets int // deadline changes after the step
+	}{{false, 1}, {true, 2}, {true, 2}, {true, 2}, {false, 3}, {false, 3}, {true, 4}}
+	for i, s := range steps {
+		send([]byte(fmt.Sprintf("data: %d\n\n", i)), s.try)
+		if c.set != s.sets {
+			t.Fatalf("step %d (TrySend %v): %d deadline changes, want %d", i, s.try, c.set, s.sets)
+		}
+	}
+	f := []byte("data: x\n\n")
+	if a := testing.AllocsPerRun(100, func() {
+		if all, err := l.TrySend(f); !all || err != nil {
+			t.Fatalf("TrySend: %v %v", all, err)
+		}
+	}); a != 0 {
+		t.Errorf("TrySend allocates %v times a write", a)
+	}
+	for range 101 { // AllocsPerRun's runs and its warm-up
+		want = append(want, f...)
+	}
+	l.End(nil)
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("the client got %q, want %q", b, want)
+	}
+}
+
+// BenchmarkEventLineTrySend: one idle stream's write of an event, as the
+// room's worker does it (tryDrain), to a client that reads everything:
+// its time and allocations besides the system call.
+func BenchmarkEventLineTrySend(b *testing.B) {
+	server, client := tcpPair(b)
+	go io.Copy(io.Discard, client)
+	l := &eventLine{conn: server}
+	f := []byte("id: 42-0\nevent: state\ndata: {\"version\":42,\"state\":{\"n\":1}}\n\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if all, err := l.TrySend(f); !all || err != nil {
+			// the reader fell behind: let it catch up
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Send(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
