@@ -40,6 +40,9 @@ var userStreamsOpenLua string
 //go:embed lua/userstreams_renew.lua
 var userStreamsRenewLua string
 
+//go:embed lua/userstreams_close.lua
+var userStreamsCloseLua string
+
 var (
 	sessionOpen      = redisx.Plain("session_open", prelude()+sessionOpenLua)
 	statusesLapsed   = redisx.ReadOnly("statuses_lapsed", statusesLapsedLua)
@@ -49,6 +52,7 @@ var (
 	followingSet     = redisx.Plain("following_set", followingSetLua)
 	userStreamsOpen  = redisx.Plain("userstreams_open", userStreamsOpenLua)
 	userStreamsRenew = redisx.Plain("userstreams_renew", userStreamsRenewLua)
+	userStreamsClose = redisx.Idempotent("userstreams_close", userStreamsCloseLua)
 )
 
 // prelude is what runs in front of session_open, session_close,
@@ -211,6 +215,15 @@ type streamTakeCall struct {
 func (streamTakeCall) Script() *redisx.Script { return userStreamsOpen }
 func (c streamTakeCall) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.member, c.limit, c.ttlMs}
+}
+
+// streamDropCall is userstreams_close.lua: member leaves the user's open
+// streams (key).
+type streamDropCall struct{ key, member string }
+
+func (streamDropCall) Script() *redisx.Script { return userStreamsClose }
+func (c streamDropCall) KeysArgs() ([]string, []any) {
+	return []string{c.key}, []any{c.member}
 }
 
 // statusesLapsedCall is statuses_lapsed.lua's descriptor: users of the

@@ -30,6 +30,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		followingSetCall{x: s, user: "u1", ids: []string{"u2"}},
 		statusesLapsedCall{key: "k", users: []string{"u1", "u2"}},
 		streamTakeCall{key: "k", member: "r/a", limit: 3, ttlMs: 1000},
+		streamDropCall{key: "k", member: "r/a"},
 		redisx.RenewCall{Sc: userStreamsRenew, Keys: []string{"k"}, Members: []string{"r/a"}, TTLMs: 1000},
 	}, scripttest.Prelude{Src: prelude(), Runs: func(sc *redisx.Script) bool {
 		return sc.Name == "session_open" || sc.Name == "session_close" || sc.Name == "sessions_sweep"

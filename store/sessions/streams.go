@@ -70,7 +70,7 @@ func (s *Sessions) DropStream(ctx context.Context, l sse.Lease) error {
 	if !s.capsStreams() || l.Server {
 		return nil
 	}
-	return redisx.Wrap(s.b.Client.ZRem(context.WithoutCancel(ctx), s.StreamsKey(l.UserID), streamMember(l)).Err())
+	return redisx.Wrap(s.b.Runner.Run(context.WithoutCancel(ctx), streamDropCall{key: s.StreamsKey(l.UserID), member: streamMember(l)}).Err())
 }
 
 // RenewStreams extends the leases ls hold in their users' stream sets:
