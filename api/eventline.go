@@ -29,8 +29,11 @@ type eventLine struct {
 	// watch: the connection is watched by the server's Hangups (set
 	// before the hub has the line, never changed); nil: Alive peeks
 	watch *hangupWatch
-	// deadline: of Send's writes, moved at most once a second; zero:
-	// none (TrySend's writes never wait, and clear it)
+	// deadline is the connection's write deadline: none when the line is
+	// made (net/http's Hijack clears a connection's deadlines), then
+	// set by Send (moved at most once a second) and End only; TrySend's
+	// writes never wait and need none, and clear one that is about to
+	// pass. Set the connection's deadline through it only.
 	deadline time.Time
 	now      nowWriter   // TrySend's
 	size     [18]byte    // the chunk's size line
@@ -91,8 +94,9 @@ func (l *eventLine) Send(frames []byte) error {
 // extend moves Send's write deadline streamWriteTimeout ahead, at most once
 // a second: every write must find it in the future (a deadline past fails
 // even a write that would not wait). TrySend's writes need none: they
-// clear it, so that the streams written by their room's worker, most of
-// them, cost no timer change per write.
+// leave it as it is, or clear it within a second of its end, so that the
+// streams written by their room's worker alone, most of them, cost no
+// timer change per write, and a slow one at most one a second.
 func (l *eventLine) extend() error {
 	if now := time.Now(); l.deadline.Sub(now) < streamWriteTimeout-time.Second {
 		l.deadline = now.Add(streamWriteTimeout)
@@ -118,7 +122,7 @@ func (l *eventLine) TrySend(frames []byte) (bool, error) {
 	n := 0
 	if len(l.rest) == 0 {
 		var err error
-		if !l.deadline.IsZero() {
+		if !l.deadline.IsZero() && time.Until(l.deadline) < time.Second {
 			// a deadline Send set would fail this write once past
 			l.deadline = time.Time{}
 			err = l.conn.SetWriteDeadline(l.deadline)

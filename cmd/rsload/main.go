@@ -100,8 +100,10 @@ type Config struct {
 	// every operation of the mix was answered this many times (runOps)
 	MinCount int
 	// cpuOf reads a process' CPU time (sse, fanout, with RSSPid); nil:
-	// cpuTime (/proc)
-	cpuOf func(pid int) time.Duration
+	// cpuTime (/proc). closing, when set, is called as the streams
+	// begin to close. Both for tests.
+	cpuOf   func(pid int) time.Duration
+	closing func()
 }
 
 func main() {

@@ -65,12 +65,17 @@ type Report struct {
 	GoroutinesBefore  int64 `json:"goroutinesBefore,omitempty"`
 	GoroutinesStreams int64 `json:"goroutinesStreams,omitempty"`
 	// with -rss-pid: the server's CPU time (user + system) from the first
-	// write to the end of the delivery, and per event delivered
+	// write until 2 s after the last (its deliveries: lastEvents), all
+	// streams still open, and per event delivered
 	ServerCPUSeconds  float64 `json:"serverCPUSeconds,omitempty"`
 	ServerCPUPerEvent float64 `json:"serverCPUPerEventMicros,omitempty"`
-	// with -rss-pid: the server's CPU time from the last delivery until
-	// it is quiet again once the streams closed (quietCPU), and per
-	// stream: what a stream's end costs, outside the window above
+	// with -rss-pid: the server's CPU time from the end of the window
+	// above until it is quiet again once the streams closed (quietCPU),
+	// and per stream: what a stream's end costs, outside the window;
+	// ServerCloseNotQuiet: the server was not quiet within 30 s, or went
+	// away (the figures are what it used until then); none of them when
+	// the server's CPU time could not be read
+	ServerCloseNotQuiet     bool    `json:"serverCloseNotQuiet,omitempty"`
 	ServerCloseCPUSeconds   float64 `json:"serverCloseCPUSeconds,omitempty"`
 	ServerCloseCPUPerStream float64 `json:"serverCloseCPUPerStreamMicros,omitempty"`
 }
@@ -165,9 +170,12 @@ func measureStreams(ctx context.Context, c Config, rooms []*room, open opener, s
 		if rep.Delivered > 0 {
 			rep.ServerCPUPerEvent = float64((cpu[1] - cpu[0]).Microseconds()) / float64(rep.Delivered)
 		}
-		closing := quietCPU(c.RSSPid, cpuOf) - cpu[1]
-		rep.ServerCloseCPUSeconds = closing.Seconds()
-		rep.ServerCloseCPUPerStream = float64(closing.Microseconds()) / float64(c.Streams)
+		if end, quiet := quietCPU(c.RSSPid, cpuOf); cpu[1] > 0 && end >= cpu[1] {
+			closing := end - cpu[1]
+			rep.ServerCloseCPUSeconds = closing.Seconds()
+			rep.ServerCloseCPUPerStream = float64(closing.Microseconds()) / float64(c.Streams)
+			rep.ServerCloseNotQuiet = !quiet
+		}
 	}
 	if c.RSSPid != 0 {
 		rep.RSSBeforeKiB, rep.RSSStreamsKiB = rss[0], rss[1]
@@ -227,17 +235,22 @@ func cpuTime(pid int) time.Duration {
 
 // quietCPU waits until process pid is quiet (under 20 ms of CPU in 2 s,
 // by cpu: cpuTime; realsyncd's sweep acts on gone clients once a second)
-// or 30 s passed, and returns its CPU time then.
-func quietCPU(pid int, cpu func(int) time.Duration) time.Duration {
+// and returns its CPU time then and true; false with the last time read
+// when it was not quiet within 30 s or went away (its time unreadable).
+func quietCPU(pid int, cpu func(int) time.Duration) (time.Duration, bool) {
 	reads := []time.Duration{cpu(pid)} // one every half second
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
 		time.Sleep(500 * time.Millisecond)
-		reads = append(reads, cpu(pid))
-		if k := len(reads); k > 4 && reads[k-1]-reads[k-5] < 20*time.Millisecond {
+		now := cpu(pid)
+		if now == 0 {
 			break
 		}
+		reads = append(reads, now)
+		if k := len(reads); k > 4 && reads[k-1]-reads[k-5] < 20*time.Millisecond {
+			return now, true
+		}
 	}
-	return reads[len(reads)-1]
+	return reads[len(reads)-1], false
 }
 
 // serverGoroutines reads go_goroutines from base's /metrics; 0 when it has
@@ -323,6 +336,9 @@ func (s *streamSet) lastEvents() { time.Sleep(2 * time.Second) }
 // close ends the streams (after lastEvents) and reports what they
 // received of the ok changes recorded in rooms, sent over took.
 func (s *streamSet) close(c Config, rooms []*room, ok, failed int64, took time.Duration) *Report {
+	if c.closing != nil {
+		c.closing()
+	}
 	s.stop()
 	s.done.Wait()
 	rep := report(c, rooms, s.arrivals, ok, failed, took, s.drops.Load())
@@ -588,7 +604,13 @@ func (r *Report) print(w io.Writer, c Config) {
 	}
 	if r.ServerCPUSeconds != 0 {
 		fmt.Fprintf(w, "  server CPU  %.2f s from the first write to the last delivery: %.1f µs per event delivered\n", r.ServerCPUSeconds, r.ServerCPUPerEvent)
-		fmt.Fprintf(w, "  closing     %.2f s of server CPU once the streams closed: %.1f µs per stream\n", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream)
+	}
+	if r.ServerCloseCPUSeconds != 0 {
+		fmt.Fprintf(w, "  closing     %.2f s of server CPU once the streams closed: %.1f µs per stream", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream)
+		if r.ServerCloseNotQuiet {
+			fmt.Fprint(w, " (not quiet again within 30 s, or gone: what it used until then)")
+		}
+		fmt.Fprintln(w)
 	}
 	if r.GoroutinesStreams != 0 {
 		fmt.Fprintf(w, "  goroutines  %d before the streams, %d with them idle: %.2f per stream\n", r.GoroutinesBefore, r.GoroutinesStreams,

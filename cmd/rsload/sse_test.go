@@ -175,39 +175,44 @@ func TestFanoutRunDeliversEverything(t *testing.T) {
 }
 
 // The server's CPU per event is read from the first write to the last
-// delivery, all streams still open; the streams' closing is read apart,
-// after it: each read of the CPU sees how many of the minimal server's
-// stream handlers are still running.
+// delivery, before the streams begin to close; the streams' closing is
+// read apart, after it, until the server is quiet. A server whose CPU time
+// cannot be read once the streams closed (gone) gives no closing figure.
 func TestStreamsRunLeavesTheClosingOutOfTheWindow(t *testing.T) {
 	h, err := minimalHandler(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var open atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/fanout/events" {
-			open.Add(1)
-			defer open.Add(-1)
-		}
-		h.ServeHTTP(w, r)
-	}))
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	var seen []int64 // streams open at each read
-	c := Config{URLs: []string{srv.URL}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second, RSSPid: os.Getpid(),
-		cpuOf: func(int) time.Duration {
-			seen = append(seen, open.Load())
-			return min(time.Duration(len(seen)), 4) * time.Second // a second a read, quiet from the 4th
-		}}
-	r, err := runFanout(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) < 4 || seen[0] != 6 || seen[1] != 6 || seen[len(seen)-1] != 0 {
-		t.Fatalf("streams open at the CPU reads: %v; want 6 at the window's start and end, 0 at the closing's last", seen)
-	}
-	if r.ServerCPUSeconds != 1 || r.ServerCPUPerEvent != 1e6/float64(r.Delivered) || r.ServerCloseCPUSeconds != 2 || r.ServerCloseCPUPerStream != 2e6/6 {
-		t.Errorf("CPU in the window %v s (%v µs an event of %d), closing %v s (%v µs a stream); want 1 s and 2 s",
-			r.ServerCPUSeconds, r.ServerCPUPerEvent, r.Delivered, r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream)
+	for _, gone := range []bool{false, true} {
+		var closed atomic.Bool
+		var seen []bool // whether the streams had begun to close, at each read
+		c := Config{URLs: []string{srv.URL}, Rooms: 2, Streams: 6, Rate: 40, Duration: time.Second, RSSPid: os.Getpid(),
+			closing: func() { closed.Store(true) },
+			cpuOf: func(int) time.Duration {
+				seen = append(seen, closed.Load())
+				if gone && closed.Load() {
+					return 0 // unreadable
+				}
+				return min(time.Duration(len(seen)), 4) * time.Second // a second a read, quiet from the 4th
+			}}
+		r, err := runFanout(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) < 3 || seen[0] || seen[1] || !seen[len(seen)-1] {
+			t.Fatalf("gone %v: the streams had begun to close at the CPU reads: %v; want not at the window's start and end, then so", gone, seen)
+		}
+		if r.ServerCPUSeconds != 1 || r.ServerCPUPerEvent != 1e6/float64(r.Delivered) {
+			t.Errorf("gone %v: CPU in the window %v s (%v µs an event of %d); want 1 s", gone, r.ServerCPUSeconds, r.ServerCPUPerEvent, r.Delivered)
+		}
+		switch {
+		case gone && (r.ServerCloseCPUSeconds != 0 || r.ServerCloseCPUPerStream != 0):
+			t.Errorf("a server gone: closing %v s (%v µs a stream), want none", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream)
+		case !gone && (r.ServerCloseCPUSeconds != 2 || r.ServerCloseCPUPerStream != 2e6/6 || r.ServerCloseNotQuiet):
+			t.Errorf("closing %v s (%v µs a stream, not quiet %v); want 2 s, quiet", r.ServerCloseCPUSeconds, r.ServerCloseCPUPerStream, r.ServerCloseNotQuiet)
+		}
 	}
 }
 
