@@ -64,9 +64,12 @@ func streamFor(ctx context.Context, scope string) error {
 // nothing was sent yet: it is answered as usual, except that the store
 // being down is answered 200 with a retry line.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, serve func(sse.Client) error) {
-	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(), timer: r.ProtoMajor >= 2,
+	c := &streamClient{w: w, rc: http.NewResponseController(w), ctx: r.Context(),
 		takeable: takeable(r), hangups: s.hangups,
 		carrying: carryingFrom(r.Context())}
+	if r.ProtoMajor >= 2 {
+		s.stalls.watch(&c.stall, c.ctx, c.rc)
+	}
 	err := serve(c)
 	switch {
 	case errors.Is(err, rooms.ErrUnavailable):
@@ -90,7 +93,8 @@ const unavailableRetry = 5000
 
 // streamWriteTimeout bounds each write to a stream's client: a server-wide
 // WriteTimeout would cut every long-lived stream, and a client that stops
-// reading must not hold its stream forever.
+// reading must not hold its stream forever. Over HTTP/1.1 a write deadline
+// bounds it, over HTTP/2 the server's stall watch (stalls.go).
 const streamWriteTimeout = 10 * time.Second
 
 // streamClient is an SSE response (sse.Client).
@@ -98,13 +102,10 @@ type streamClient struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	ctx      context.Context // the request's (its exchange: see Detach)
-	deadline time.Time       // of writes, moved at most once a second
-	// timer: an HTTP/2 stream, whose write deadline is a timer that resets
-	// the stream when it fires, write or no write (HTTP/1.1's applies only
-	// to writes under way). A deadline left set would kill an idle stream
-	// streamWriteTimeout after its last event (the heartbeat comes later):
-	// each Send sets it and clears it once written.
-	timer bool
+	deadline time.Time       // of writes over HTTP/1.1, moved at most once a second
+	// stall: an HTTP/2 stream's part in the server's stall watch, which
+	// bounds its writes (stalls.go); none over HTTP/1.1
+	stall stallable
 	// takeable: a plain HTTP/1.1 GET, whose connection the hub may take
 	// over (Detach); its response says Connection: close, since the
 	// connection ends with the stream.
@@ -168,15 +169,19 @@ func (c *streamClient) Start() {
 	c.w.WriteHeader(http.StatusOK)
 }
 
-// Send writes and flushes frames, each Send within 9 to 10 s
-// (streamWriteTimeout; over HTTP/1.1 moved forward at most once a second,
-// since setting a deadline costs about as much as the write of a small
-// event; over HTTP/2 set for each Send and cleared after it).
+// Send writes and flushes frames: over HTTP/1.1 within 9 to 10 s
+// (streamWriteTimeout: a write deadline moved forward at most once a
+// second, since setting one costs about as much as the write of a small
+// event); over HTTP/2 the stall watch resets the stream once a Send has
+// been under way for 10 to 11 s, and the Send fails.
 func (c *streamClient) Send(frames []byte) error {
 	if c.carrying != nil && c.carrying.broken {
 		return errHandlerPanicked
 	}
-	if now := time.Now(); c.timer || c.deadline.Sub(now) < streamWriteTimeout-time.Second {
+	if c.stall.watched() {
+		c.stall.begin()
+		defer c.stall.ended()
+	} else if now := time.Now(); c.deadline.Sub(now) < streamWriteTimeout-time.Second {
 		c.deadline = now.Add(streamWriteTimeout)
 		if err := c.rc.SetWriteDeadline(c.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
@@ -185,10 +190,7 @@ func (c *streamClient) Send(frames []byte) error {
 	if _, err := c.w.Write(frames); err != nil {
 		return err
 	}
-	if err := c.rc.Flush(); err != nil || !c.timer {
-		return err
-	}
-	return c.rc.SetWriteDeadline(time.Time{})
+	return c.rc.Flush()
 }
 
 // RoomJSON renders a room for events as the REST API does: with its

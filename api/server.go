@@ -143,6 +143,7 @@ type Server struct {
 	admission      *admitter // nil: no bound
 	browseCache    *BrowseCache
 	hangups        *Hangups // see Config.Hangups
+	stalls         stallWatch
 }
 
 var _ oapi.ServerInterface = (*Server)(nil)

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Over HTTP/2 a write deadline is a timer that resets the stream when it
+// fires, write or no write, so an event stream cannot leave one set
+// between its events as an HTTP/1.1 stream does (a quiet stream would die
+// streamWriteTimeout after its last event). Setting one before each Send
+// and clearing it after costs two messages to the connection's serve loop
+// and a timer change an event: 8.7% of realsyncd's CPU over 10 000 h2c
+// streams (docs/PERFORMANCE-HISTORY.md, "The 10 000-stream fan-out, taken
+// apart"). Instead an HTTP/2 stream's Send records when it began, and the
+// server's stallWatch, once a second, resets the streams whose Send has
+// been under way for streamWriteTimeout or longer (a write deadline in the
+// past resets an HTTP/2 stream at once; the blocked write returns an
+// error and the stream ends as a failed write does). A write is thus
+// bounded by 10 to 11 s with no timer and no serve-loop message of its
+// own.
+
+// stallTick is the time between two looks of the stall watch.
+const stallTick = time.Second
+
+// stallWatch cuts the HTTP/2 event streams of one Server whose write has
+// been under way for too long (see above). Its goroutine runs while it
+// watches a stream: started by the first, it ends at the first look that
+// finds none (a stream leaves the watch at the first look that finds its
+// request's context ended and no Send under way). The zero value is ready
+// to use.
+type stallWatch struct {
+	// every and timeout, when set, replace stallTick and
+	// streamWriteTimeout (tests)
+	every, timeout time.Duration
+
+	mu      sync.Mutex
+	streams map[*stallable]struct{}
+	running bool
+}
+
+// stallable is an HTTP/2 stream's part in the watch: when its Send under
+// way began, and its request, to reset it. The zero value is no part:
+// its stream is not watched.
+type stallable struct {
+	// writing is when the Send under way began (Unix ns); 0: none
+	writing atomic.Int64
+	// mu keeps a reset and the end of a Send apart: the watch resets only
+	// a stream whose Send has not ended, so its handler has not returned
+	// (after it, an HTTP/2 response writer must not be used)
+	mu  sync.Mutex
+	ctx context.Context // the stream's request's
+	rc  *http.ResponseController
+}
+
+// watched reports whether s is a watched stream's part.
+func (s *stallable) watched() bool { return s.rc != nil }
+
+// begin marks a Send under way; ended must follow.
+func (s *stallable) begin() { s.writing.Store(time.Now().UnixNano()) }
+
+// ended marks the Send done.
+func (s *stallable) ended() {
+	s.mu.Lock()
+	s.writing.Store(0)
+	s.mu.Unlock()
+}
+
+// cut resets the stream when its Send under way began at or before
+// since.
+func (s *stallable) cut(since int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.writing.Load(); w != 0 && w <= since {
+		s.rc.SetWriteDeadline(time.Unix(0, 1)) // in the past: resets the stream at once
+	}
+}
+
+// watch makes s the part of the HTTP/2 stream of the request of ctx,
+// written through rc, and watches it until its request ends.
+func (w *stallWatch) watch(s *stallable, ctx context.Context, rc *http.ResponseController) {
+	s.ctx, s.rc = ctx, rc
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.streams == nil {
+		w.streams = make(map[*stallable]struct{})
+	}
+	w.streams[s] = struct{}{}
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+}
+
+// run looks at the watched streams every tick until there are none.
+func (w *stallWatch) run() {
+	every, timeout := cmp.Or(w.every, stallTick), cmp.Or(w.timeout, streamWriteTimeout)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var due []*stallable
+	for range t.C {
+		since := time.Now().Add(-timeout).UnixNano()
+		due = due[:0]
+		w.mu.Lock()
+		for s := range w.streams {
+			switch at := s.writing.Load(); {
+			case at != 0 && at <= since:
+				due = append(due, s)
+			case at == 0 && s.ctx.Err() != nil:
+				delete(w.streams, s)
+			}
+		}
+		if len(w.streams) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		for _, s := range due {
+			s.cut(since)
+		}
+		clear(due)
+	}
+}
+
+// watching returns how many streams the watch holds (tests).
+func (w *stallWatch) watching() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.streams)
+}
