@@ -160,8 +160,9 @@ func routePattern(r *http.Request) string {
 
 // limitTime gives every request but event streams the request timeout:
 // its context ends then (store calls give up, 503), and its answer must be
-// written within a few seconds more. Event streams keep their own
-// deadlines (a write deadline per event, see streamClient).
+// written within a few seconds more. Event streams bound each write
+// themselves (a write deadline over HTTP/1.1, the stall watch over
+// HTTP/2: see streamClient.Send).
 func (s *Server) limitTime(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isStream(r) {

@@ -30,9 +30,10 @@ const stallTick = time.Second
 // stallWatch cuts the HTTP/2 event streams of one Server whose write has
 // been under way for too long (see above). Its goroutine runs while it
 // watches a stream: started by the first, it ends at the first look that
-// finds none (a stream leaves the watch at the first look that finds its
-// request's context ended and no Send under way). The zero value is ready
-// to use.
+// finds none. A stream leaves the watch at the first look that finds its
+// request's context ended and no Send under way, and comes back with its
+// next Send, if any (a shutdown ends the requests' contexts before their
+// streams). The zero value is ready to use.
 type stallWatch struct {
 	// every and timeout, when set, replace stallTick and
 	// streamWriteTimeout (tests)
@@ -41,14 +42,21 @@ type stallWatch struct {
 	mu      sync.Mutex
 	streams map[*stallable]struct{}
 	running bool
+	// epoch: the times of the watch are the monotonic clock's since
+	// epoch, set by the first stream (a step of the wall clock cuts no
+	// write and spares none)
+	epoch time.Time
 }
 
 // stallable is an HTTP/2 stream's part in the watch: when its Send under
 // way began, and its request, to reset it. The zero value is no part:
 // its stream is not watched.
 type stallable struct {
-	// writing is when the Send under way began (Unix ns); 0: none
+	w *stallWatch
+	// writing is when the Send under way began (the watch's now); 0: none
 	writing atomic.Int64
+	// listed: among the watch's streams (changed under w.mu)
+	listed atomic.Bool
 	// mu keeps a reset and the end of a Send apart: the watch resets only
 	// a stream whose Send has not ended, so its handler has not returned
 	// (after it, an HTTP/2 response writer must not be used)
@@ -58,10 +66,18 @@ type stallable struct {
 }
 
 // watched reports whether s is a watched stream's part.
-func (s *stallable) watched() bool { return s.rc != nil }
+func (s *stallable) watched() bool { return s.w != nil }
 
-// begin marks a Send under way; ended must follow.
-func (s *stallable) begin() { s.writing.Store(time.Now().UnixNano()) }
+// begin marks a Send under way; ended must follow. A stream that left the
+// watch comes back. (The watch drops a stream only after it found it
+// writing nothing, and looks again once it dropped it: either it sees
+// this Send, or begin sees the stream gone.)
+func (s *stallable) begin() {
+	s.writing.Store(s.w.now())
+	if !s.listed.Load() {
+		s.w.add(s)
+	}
+}
 
 // ended marks the Send done.
 func (s *stallable) ended() {
@@ -75,26 +91,37 @@ func (s *stallable) ended() {
 func (s *stallable) cut(since int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w := s.writing.Load(); w != 0 && w <= since {
+	if at := s.writing.Load(); at != 0 && at <= since {
 		s.rc.SetWriteDeadline(time.Unix(0, 1)) // in the past: resets the stream at once
 	}
 }
 
 // watch makes s the part of the HTTP/2 stream of the request of ctx,
-// written through rc, and watches it until its request ends.
+// written through rc, and watches it.
 func (w *stallWatch) watch(s *stallable, ctx context.Context, rc *http.ResponseController) {
-	s.ctx, s.rc = ctx, rc
+	s.ctx, s.rc, s.w = ctx, rc, w
+	w.add(s)
+}
+
+// add puts s among the watched streams.
+func (w *stallWatch) add(s *stallable) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.streams == nil {
 		w.streams = make(map[*stallable]struct{})
+		w.epoch = time.Now()
 	}
 	w.streams[s] = struct{}{}
+	s.listed.Store(true)
 	if !w.running {
 		w.running = true
 		go w.run()
 	}
 }
+
+// now is the watch's time: nanoseconds since its epoch, plus one (never
+// 0). Called once a stream was added (so after the epoch was set).
+func (w *stallWatch) now() int64 { return int64(time.Since(w.epoch)) + 1 }
 
 // run looks at the watched streams every tick until there are none.
 func (w *stallWatch) run() {
@@ -103,7 +130,7 @@ func (w *stallWatch) run() {
 	defer t.Stop()
 	var due []*stallable
 	for range t.C {
-		since := time.Now().Add(-timeout).UnixNano()
+		since := w.now() - int64(timeout)
 		due = due[:0]
 		w.mu.Lock()
 		for s := range w.streams {
@@ -112,6 +139,11 @@ func (w *stallWatch) run() {
 				due = append(due, s)
 			case at == 0 && s.ctx.Err() != nil:
 				delete(w.streams, s)
+				s.listed.Store(false)
+				if s.writing.Load() != 0 { // a Send began meanwhile, and may not have seen it gone
+					w.streams[s] = struct{}{}
+					s.listed.Store(true)
+				}
 			}
 		}
 		if len(w.streams) == 0 {

@@ -208,7 +208,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// No WriteTimeout and no ReadTimeout: both would cut the long-lived
 	// event streams (see api's limitBody); the API sets a read deadline on
 	// each body, a context and write deadline on each request but streams,
-	// and streams a deadline per write instead.
+	// and streams bound each write instead (api's streamClient.Send).
 	srv := &http.Server{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout,
 		MaxHeaderBytes: api.MaxHeaderBytes, BaseContext: func(net.Listener) context.Context { return base }}
 	if err := cfg.protocolSettings.configure(srv); err != nil {
