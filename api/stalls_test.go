@@ -54,6 +54,27 @@ func sendUntilCut(c sse.Client, failed chan<- int) {
 	}
 }
 
+// openStalled opens a stream of s over HTTP/2 whose client never reads
+// its body: once its opening went out, the stream waits for resume to be
+// closed, then sends 64 KiB frames until a Send fails.
+func openStalled(t *testing.T, base context.Context, s *Server) (resume chan<- struct{}, failed <-chan int) {
+	t.Helper()
+	fails, resumed := make(chan int, 1), make(chan struct{})
+	srv := h2Streams(t, base, s, func(c sse.Client) error {
+		c.Start()
+		c.Send([]byte(": open\n\n")) // the headers go with it
+		<-resumed
+		sendUntilCut(c, fails)
+		return nil
+	})
+	res, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	return resumed, fails
+}
+
 // awaitCut waits for sendUntilCut's report: the Send that blocked once the
 // client's stream window (4 MiB for net/http's transport) was full was
 // cut.
@@ -76,24 +97,11 @@ func awaitCut(t *testing.T, failed <-chan int) {
 // goroutine ends, once it ended.
 func TestStallWatchCutsABlockedHTTP2Send(t *testing.T) {
 	s := stallServer(20*time.Millisecond, 200*time.Millisecond)
-	failed := make(chan int, 1)
-	started := make(chan struct{})
-	srv := h2Streams(t, t.Context(), s, func(c sse.Client) error {
-		c.Start()
-		c.Send([]byte(": open\n\n")) // the headers go with it
-		<-started
-		sendUntilCut(c, failed)
-		return nil
-	})
-	res, err := srv.Client().Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close() // never read
+	resume, failed := openStalled(t, t.Context(), s)
 	if n := s.stalls.watching(); n != 1 {
 		t.Errorf("%d streams watched while one is open, want 1", n)
 	}
-	close(started)
+	close(resume)
 	awaitCut(t, failed)
 	soon(t, "the stream to leave the watch", func() bool { return s.stalls.watching() == 0 })
 	soon(t, "the watch's goroutine to end", func() bool {
@@ -110,20 +118,7 @@ func TestStallWatchTakesBackAStreamWhoseContextEnded(t *testing.T) {
 	s := stallServer(20*time.Millisecond, 200*time.Millisecond)
 	base, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	failed := make(chan int, 1)
-	resume := make(chan struct{})
-	srv := h2Streams(t, base, s, func(c sse.Client) error {
-		c.Start()
-		c.Send([]byte(": open\n\n"))
-		<-resume
-		sendUntilCut(c, failed)
-		return nil
-	})
-	res, err := srv.Client().Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close() // never read
+	resume, failed := openStalled(t, base, s)
 	cancel()
 	soon(t, "the stream to leave the watch", func() bool { return s.stalls.watching() == 0 })
 	close(resume)
