@@ -345,6 +345,45 @@ func TestHTTP2StalledStreamIsCutOffAlone(t *testing.T) {
 	}
 }
 
+// A client that stops reading one HTTP/2 stream, when what it leaves
+// unread fills the stream's window but not the stream's queue: the Send
+// under way blocks, nothing else ends the stream, and the server's stall
+// watch resets it once the Send has been under way for the write timeout
+// (10 s), through every middleware's ResponseWriter. 160 events of 32 KB:
+// about 130 fill the client's 4 MiB window, the rest wait in the queue of
+// 256.
+func TestHTTP2StalledWriteIsCutByTheWatch(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	in := start(t, bin, append(backendEnv(t, "standalone"), loadTestLimits, "REALSYNC_H2C=true")...)
+	id, toks := party(t, in, 1)
+	c := newH2Client(t, nil, true)
+	stalled := c.do(t, t.Context(), "GET", in.url+"/v1/rooms/"+id+"/events", toks[1], nil)
+	defer stalled.Body.Close() // never read
+	if stalled.StatusCode != 200 {
+		t.Fatalf("stalled stream: %d", stalled.StatusCode)
+	}
+	big := strings.Repeat("x", 7900) // four values a patch: 32 KB an event
+	for i := range 160 {
+		n := strconv.Itoa(i)
+		if !patch(t, in, id, toks[0], map[string]any{"a": big + n, "b": big + n, "c": big + n, "d": big + n}) {
+			t.Fatal("patch failed")
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		l := grep(in.logText(), "player=2")
+		if strings.Contains(l, "why=slow") {
+			t.Fatalf("the stalled stream was cut as slow, not by the watch:\n%s", l)
+		}
+		if strings.Contains(l, "why=write_error") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled stream's write was not cut within 60 s:\n%s", l)
+		}
+	}
+}
+
 // Over HTTP/2 a write deadline is a timer that resets the stream when it
 // fires, write or no write: an event stream that stays quiet longer than
 // the server's per-write timeout (10 s) between heartbeats must not be
