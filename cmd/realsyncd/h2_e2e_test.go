@@ -349,24 +349,24 @@ func TestHTTP2StalledStreamIsCutOffAlone(t *testing.T) {
 // unread fills the stream's window but not the stream's queue: the Send
 // under way blocks, nothing else ends the stream, and the server's stall
 // watch resets it once the Send has been under way for the write timeout
-// (10 s), through every middleware's ResponseWriter. 160 events of 32 KB:
-// about 130 fill the client's 4 MiB window, the rest wait in the queue of
-// 256.
+// (10 s), through every middleware's ResponseWriter. The client's
+// window is 64 KiB a stream: 40 events of 8 KB, about 8 of which fill
+// it, the rest waiting in the queue of 256.
 func TestHTTP2StalledWriteIsCutByTheWatch(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	in := start(t, bin, append(backendEnv(t, "standalone"), loadTestLimits, "REALSYNC_H2C=true")...)
 	id, toks := party(t, in, 1)
 	c := newH2Client(t, nil, true)
+	c.Transport.(*http.Transport).HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}
 	stalled := c.do(t, t.Context(), "GET", in.url+"/v1/rooms/"+id+"/events", toks[1], nil)
 	defer stalled.Body.Close() // never read
 	if stalled.StatusCode != 200 {
 		t.Fatalf("stalled stream: %d", stalled.StatusCode)
 	}
-	big := strings.Repeat("x", 7900) // four values a patch: 32 KB an event
-	for i := range 160 {
-		n := strconv.Itoa(i)
-		if !patch(t, in, id, toks[0], map[string]any{"a": big + n, "b": big + n, "c": big + n, "d": big + n}) {
+	big := strings.Repeat("x", 8000)
+	for i := range 40 {
+		if !patch(t, in, id, toks[0], map[string]any{"big": big + strconv.Itoa(i)}) {
 			t.Fatal("patch failed")
 		}
 	}
