@@ -210,7 +210,7 @@ func (s *Store) FreeSeats(ctx context.Context, id string, size int) (int, bool, 
 	}
 	var cmd *redis.StringSliceCmd
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = layout.QueueRoomHash(ctx, p, s.keys.Room(shard, id))
+		cmd = redisx.HMGet(ctx, p, s.keys.Room(shard, id), layout.RoomHashFields()...)
 		return nil
 	})
 	if err != nil && err != redis.Nil {

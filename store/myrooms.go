@@ -94,14 +94,10 @@ func (s *Store) readMine(ctx context.Context, u rooms.User, positions []rooms.Ro
 // userRooms returns the ids of the rooms u is in within shards: one
 // pipelined read of each shard's user index (userId → "<roomId> ...").
 func (s *Store) userRooms(ctx context.Context, u rooms.User, shards []int) ([]string, error) {
-	// HMGET of one field read as strings, not HGET: a pipeline of these
-	// leaves in the batcher's read batches (store/internal/batch: it takes
-	// typed hash reads), where HGETs went alone, a round trip each
 	reads := make([]*redis.StringSliceCmd, len(shards))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, shard := range shards {
-			reads[i] = redis.NewStringSliceCmd(ctx, "hmget", s.keys.UserIndex(shard), u.ID)
-			_ = p.Process(ctx, reads[i]) // a pipeline only queues it; its error is the command's
+			reads[i] = redisx.HMGet(ctx, p, s.keys.UserIndex(shard), u.ID)
 		}
 		return nil
 	})

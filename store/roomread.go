@@ -27,7 +27,7 @@ type roomRead struct {
 // queueRoomRead queues the reads of room id on p.
 func (s *Store) queueRoomRead(ctx context.Context, p redis.Pipeliner, shard int, id string, withState bool) roomRead {
 	k := s.keys.ReadKeys(shard, id)
-	rr := roomRead{room: layout.QueueRoomHash(ctx, p, k[0]), players: p.HGetAll(ctx, k[1]),
+	rr := roomRead{room: redisx.HMGet(ctx, p, k[0], layout.RoomHashFields()...), players: p.HGetAll(ctx, k[1]),
 		users: p.HGetAll(ctx, k[2]), conn: p.HKeys(ctx, k[4])}
 	if withState {
 		rr.state = p.HGetAll(ctx, k[3])

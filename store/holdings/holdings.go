@@ -278,11 +278,13 @@ func (h *Holdings) Value(ctx context.Context, uid, room string) string {
 	if !h.On() {
 		return ""
 	}
-	// a pipeline of one HMGET read as strings, not an HGET: it leaves in
-	// the batcher's read batches (store/internal/batch), where an HGET
-	// went alone, a round trip of its own before every leave
-	cmd := redis.NewStringSliceCmd(ctx, "hmget", h.Key(uid), room)
-	h.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Process(ctx, cmd) })
+	// a pipeline of one (redisx.HMGet), not an HGET, which went alone: a
+	// round trip of its own before every leave
+	var cmd *redis.StringSliceCmd
+	h.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = redisx.HMGet(ctx, p, h.Key(uid), room)
+		return nil
+	})
 	if v := cmd.Val(); len(v) == 1 {
 		return v[0] // "": no entry
 	}

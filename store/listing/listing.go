@@ -279,7 +279,7 @@ func (s *Index) fetchListed(ctx context.Context, q lobby.Query, cands []candidat
 		err := s.browse(ctx, func(cl redis.UniversalClient) error {
 			pipe := cl.Pipeline()
 			for i, c := range cands {
-				cmds[i] = layout.QueueRoomHash(ctx, pipe, s.keys.Room(c.shard, c.pos.ID))
+				cmds[i] = redisx.HMGet(ctx, pipe, s.keys.Room(c.shard, c.pos.ID), layout.RoomHashFields()...)
 			}
 			_, err := pipe.Exec(ctx)
 			return err

@@ -2,7 +2,6 @@ package layout
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -62,19 +61,13 @@ var roomHashArgs = func() []any {
 	return a
 }()
 
-// QueueRoomHash queues the read of a room's hash (key) on p: HMGET of
-// roomFields, read as strings ("" for a field not set: a StringSliceCmd
-// holds each value once, where HMGet's SliceCmd boxes each again).
-func QueueRoomHash(ctx context.Context, p redis.Pipeliner, key string) *redis.StringSliceCmd {
-	args := make([]any, 2, 2+len(roomHashArgs))
-	args[0], args[1] = "hmget", key
-	cmd := redis.NewStringSliceCmd(ctx, append(args, roomHashArgs...)...)
-	_ = p.Process(ctx, cmd) // a pipeline only queues it; its error is the command's
-	return cmd
-}
+// RoomHashFields are the fields a room's hash is read by, as command
+// arguments (redisx.HMGet, read by RoomHashOf). The slice is shared:
+// callers pass it on, never change it.
+func RoomHashFields() []any { return roomHashArgs }
 
-// RoomHashOf reads a QueueRoomHash: nil when no field is set (the room is
-// gone).
+// RoomHashOf reads a room's hash read by its RoomHashFields: nil when no
+// field is set (the room is gone).
 func RoomHashOf(c *redis.StringSliceCmd) RoomHash {
 	vals := c.Val()
 	if len(vals) != nRoomFields {
