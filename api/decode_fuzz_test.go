@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/realsync/realsync/rooms"
@@ -48,7 +49,10 @@ func FuzzDecodeJSONObject(f *testing.F) {
 				t.Fatalf("%T decoded from %q does not encode: %v", v, body, err)
 			}
 			w := dst()
-			if err := decodeJSONObject(again, w); err != nil {
+			// encoding/json writes a field left nil as null, which a
+			// request may not send (refuseNulls): the round trip decodes
+			// with decodeJSONObject's options alone
+			if err := jsonv2.Unmarshal(again, w, strictJSON); err != nil {
 				t.Fatalf("%T re-encoded as %s is refused: %v", v, again, err)
 			}
 			if !reflect.DeepEqual(normal(t, v), normal(t, w)) {

@@ -205,6 +205,8 @@ func TestDirectBadInput(t *testing.T) {
 		{"a user id not UTF-8", "POST", "/v1/users/%FF%FE/messages", alice, ok, 422, "VALIDATION_FAILED"},
 		{"no type", "POST", "/v1/users/" + bobID + "/messages", alice, map[string]any{"data": 1}, 422, "VALIDATION_FAILED"},
 		{"no data", "POST", "/v1/users/" + bobID + "/messages", alice, map[string]any{"type": "chat"}, 422, "VALIDATION_FAILED"},
+		{"null data", "POST", "/v1/users/" + bobID + "/messages", alice, `{"type":"chat","data":null}`, 422, "VALIDATION_FAILED"},
+		{"a null type", "POST", "/v1/users/" + bobID + "/messages", alice, `{"type":null,"data":1}`, 400, "MALFORMED_REQUEST"},
 		{"data over 4 KiB", "POST", "/v1/users/" + bobID + "/messages", alice, map[string]any{"type": "chat", "data": strings.Repeat("x", 5000)}, 422, "VALIDATION_FAILED"},
 		{"an unknown field (to)", "POST", "/v1/users/" + bobID + "/messages", alice, map[string]any{"type": "chat", "data": 1, "to": []int{1}}, 422, "VALIDATION_FAILED"},
 		{"no token", "POST", "/v1/users/" + bobID + "/messages", "", ok, 401, "UNAUTHENTICATED"},

@@ -56,6 +56,17 @@ func TestStrictInput(t *testing.T) {
 			{"MessagesBeforeLeadingZero", "GET", "/v1/rooms/" + id + "/messages?before=07", nil, nil, 422, "VALIDATION_FAILED", "before", ""},
 			{"MessagesLimitLeadingZero", "GET", "/v1/rooms/" + id + "/messages?limit=010", nil, nil, 422, "VALIDATION_FAILED", "limit", ""},
 			{"RoomsLimitLeadingZero", "GET", "/v1/rooms?limit=020", nil, nil, 422, "VALIDATION_FAILED", "limit", ""},
+			// null is no field's value: it would read as the field left out
+			{"NullName", "PATCH", "/v1/rooms/" + id, `{"name":null}`, nil, 400, "MALFORMED_REQUEST", "", `"name" must be a string, not null`},
+			{"NullAttributes", "PATCH", "/v1/rooms/" + id, `{"attributes":null}`, []string{"Content-Type", "application/merge-patch+json"}, 400, "MALFORMED_REQUEST", "", `"attributes" must be an object, not null`},
+			{"NullAfterAGoodField", "PATCH", "/v1/rooms/" + id, `{"locked":true,"maxPlayers":null}`, nil, 400, "MALFORMED_REQUEST", "", `"maxPlayers" must be an integer, not null`},
+			{"NullOnCreate", "POST", "/v1/rooms", `{"name":"a","mode":"battle","region":"eu","visibility":null}`, nil, 400, "MALFORMED_REQUEST", "", `"visibility" must be a string, not null`},
+			{"NullState", "POST", "/v1/rooms", `{"name":"a","mode":"battle","region":"eu","state":null}`, nil, 400, "MALFORMED_REQUEST", "", `"state" must be an object, not null`},
+			{"NullNested", "POST", "/v1/matchmaking/quick-join", `{"mode":"battle","regions":["eu"],"create":{"name":"x","maxPlayers":null}}`, nil, 400, "MALFORMED_REQUEST", "", `"create.maxPlayers" must be an integer, not null`},
+			{"NullRegions", "POST", "/v1/matchmaking/quick-join", `{"mode":"battle","regions":null}`, nil, 400, "MALFORMED_REQUEST", "", `"regions" must be an array, not null`},
+			{"NullRecipients", "POST", "/v1/rooms/" + id + "/messages", `{"type":"chat","data":1,"to":null}`, nil, 400, "MALFORMED_REQUEST", "", `"to" must be an array, not null`},
+			{"NullMessageData", "POST", "/v1/rooms/" + id + "/messages", `{"type":"chat","data":null}`, nil, 422, "VALIDATION_FAILED", "data", ""},
+			{"NullAttributeValue", "PATCH", "/v1/rooms/" + id, `{"attributes":{"rank":null}}`, nil, 422, "VALIDATION_FAILED", "attributes.rank", ""},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -75,6 +86,9 @@ func TestStrictInput(t *testing.T) {
 		if after := e.do("GET", "/v1/rooms/"+id, alice, nil).raw; after != before {
 			t.Fatalf("refused input changed the room:\n%s\n%s", before, after)
 		}
+		// null keeps its meaning in a merge patch of the state: the key
+		// is deleted
+		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"gone":null}`, "Content-Type", "application/merge-patch+json"), 200, "")
 		// The canonical spellings work.
 		want(t, e.do("GET", "/v1/rooms?attr.rank.gte=1400&attr.rank.lte=1.6e3", alice, nil), 200, "")
 		want(t, e.do("GET", "/v1/rooms/"+id+"/messages?before=7&limit=10", alice, nil), 200, "")

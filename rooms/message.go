@@ -117,6 +117,8 @@ func (s *Service) checkMessage(p MessageParams) ([]byte, error) {
 	switch {
 	case len(p.Data) == 0:
 		errs.add("data", "is required")
+	case bytes.Equal(bytes.TrimSpace(p.Data), []byte("null")):
+		errs.add("data", "must be a JSON value other than null")
 	case json.Compact(&data, p.Data) != nil:
 		errs.add("data", "must be valid JSON")
 	case data.Len() > MaxMessageData:
