@@ -264,7 +264,7 @@ func New(cfg Config) (*Store, error) {
 	s.conn, s.client, s.reads, s.renewals, s.pubcmd, s.bound = c, c.Client, c.Reads, c.Renewals, c.PubCmd, c.Bound
 	s.env = roomlua.Env{Keys: s.keys, PubCmd: s.pubcmd, LogArgs: logArgs, Outbox: s.outboxLen > 0}
 	s.runner = redisx.NewRunner(s.client, roomlua.Library)
-	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd}
+	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd, Bound: redisx.Bound(s.bound)}
 	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})

@@ -1037,7 +1037,9 @@ type QuickJoinParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// again. A request answered 503 because Redis did not answer its
+	// claim of the key holds nothing: a claim Redis would run only after
+	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
 	// removed from for opening no stream of it (its stream is then 403
 	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -1106,7 +1108,9 @@ type CreateTicketParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// again. A request answered 503 because Redis did not answer its
+	// claim of the key holds nothing: a claim Redis would run only after
+	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
 	// removed from for opening no stream of it (its stream is then 403
 	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -1223,7 +1227,9 @@ type CreateRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// again. A request answered 503 because Redis did not answer its
+	// claim of the key holds nothing: a claim Redis would run only after
+	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
 	// removed from for opening no stream of it (its stream is then 403
 	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -1301,7 +1307,9 @@ type InviteToRoomParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// again. A request answered 503 because Redis did not answer its
+	// claim of the key holds nothing: a claim Redis would run only after
+	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
 	// removed from for opening no stream of it (its stream is then 403
 	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -1379,7 +1387,9 @@ type SendMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// again. A request answered 503 because Redis did not answer its
+	// claim of the key holds nothing: a claim Redis would run only after
+	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
 	// removed from for opening no stream of it (its stream is then 403
 	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -1474,7 +1484,9 @@ type SendDirectMessageParams struct {
 	// may be cut at any step, and its outcome is unknown. A
 	// request whose instance died before answering holds its key for twice
 	// the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-	// again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+	// again. A request answered 503 because Redis did not answer its
+	// claim of the key holds nothing: a claim Redis would run only after
+	// that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
 	// answer replayed later than the grace may name a room the caller was
 	// removed from for opening no stream of it (its stream is then 403
 	// `NOT_A_MEMBER`, or 404 when private or when the caller was alone

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	contract "github.com/realsync/realsync/internal/idempotency"
+	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -29,13 +30,19 @@ type call struct {
 	key, op, token, fingerprint string
 	ms                          int64 // claim: the hold; record: the TTL
 	answer                      contract.Answer
+	by                          int64 // claim: made until then (ms since the epoch; 0 any)
 }
 
 func (call) Script() *redisx.Script { return script }
 func (c call) KeysArgs() ([]string, []any) {
 	return []string{c.key}, []any{c.op, c.token, c.fingerprint, c.ms,
-		c.answer.Status, c.answer.ContentType, c.answer.Location, c.answer.Body}
+		c.answer.Status, c.answer.ContentType, c.answer.Location, c.answer.Body, c.by}
 }
+
+// lateMargin is how long after its caller gave up a claim is still made:
+// Redis' clock and this instance's may differ by that much, and a claim
+// refused while its caller still waits is a 503.
+const lateMargin = time.Second
 
 // Store implements contract.Store on the store's Redis.
 type Store struct{ b *redisx.Base }
@@ -53,10 +60,14 @@ func (s *Store) key(scope, key string) string {
 	return s.b.Tag(s.b.UserShard(scope)) + ":idem:" + hex.EncodeToString(sum[:16])
 }
 
-// Claim implements contract.Store with one script.
+// Claim implements contract.Store with one script. A claim Redis would
+// run after this call gave up is not made (idempotency.lua's ARGV[9]).
 func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold time.Duration) (contract.Claim, error) {
 	c := call{key: s.key(scope, key), op: "claim", token: rand.Text(),
 		fingerprint: fingerprint, ms: max(hold.Milliseconds(), 1)}
+	if ends := s.b.Bound.Ends(ctx); !ends.IsZero() {
+		c.by = ends.Add(lateMargin).UnixMilli()
+	}
 	res, err := s.b.Runner.Run(ctx, c).Slice()
 	if err != nil {
 		return contract.Claim{}, redisx.Wrap(err)
@@ -69,6 +80,8 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold 
 		return contract.Claim{Outcome: contract.Mismatch}, nil
 	case status == "IN_USE":
 		return contract.Claim{Outcome: contract.InUse}, nil
+	case status == "LATE": // only with clocks apart by more than lateMargin
+		return contract.Claim{}, fmt.Errorf("%w: the key's claim reached Redis after its call gave up", rooms.ErrUnavailable)
 	case status == "DONE" && len(res) == 5:
 		code, _ := res[1].(string)
 		ct, _ := res[2].(string)

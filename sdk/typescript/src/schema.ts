@@ -2666,7 +2666,9 @@ export interface components {
          *     may be cut at any step, and its outcome is unknown. A
          *     request whose instance died before answering holds its key for twice
          *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-         *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+         *     again. A request answered 503 because Redis did not answer its
+         *     claim of the key holds nothing: a claim Redis would run only after
+         *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
          *     answer replayed later than the grace may name a room the caller was
          *     removed from for opening no stream of it (its stream is then 403
          *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -2869,7 +2871,9 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     again. A request answered 503 because Redis did not answer its
+                 *     claim of the key holds nothing: a claim Redis would run only after
+                 *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
                  *     removed from for opening no stream of it (its stream is then 403
                  *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -3477,7 +3481,9 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     again. A request answered 503 because Redis did not answer its
+                 *     claim of the key holds nothing: a claim Redis would run only after
+                 *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
                  *     removed from for opening no stream of it (its stream is then 403
                  *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -3594,7 +3600,9 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     again. A request answered 503 because Redis did not answer its
+                 *     claim of the key holds nothing: a claim Redis would run only after
+                 *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
                  *     removed from for opening no stream of it (its stream is then 403
                  *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -3723,7 +3731,9 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     again. A request answered 503 because Redis did not answer its
+                 *     claim of the key holds nothing: a claim Redis would run only after
+                 *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
                  *     removed from for opening no stream of it (its stream is then 403
                  *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -4111,7 +4121,9 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     again. A request answered 503 because Redis did not answer its
+                 *     claim of the key holds nothing: a claim Redis would run only after
+                 *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
                  *     removed from for opening no stream of it (its stream is then 403
                  *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone
@@ -4223,7 +4235,9 @@ export interface operations {
                  *     may be cut at any step, and its outcome is unknown. A
                  *     request whose instance died before answering holds its key for twice
                  *     the request timeout (`REALSYNC_REQUEST_TIMEOUT`), then it may run
-                 *     again. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
+                 *     again. A request answered 503 because Redis did not answer its
+                 *     claim of the key holds nothing: a claim Redis would run only after
+                 *     that (a hung Redis going on) is not made, and the retry runs. With `REALSYNC_CONNECT_GRACE` on, a create or quick-join
                  *     answer replayed later than the grace may name a room the caller was
                  *     removed from for opening no stream of it (its stream is then 403
                  *     `NOT_A_MEMBER`, or 404 when private or when the caller was alone

@@ -26,6 +26,8 @@ type Base struct {
 	// PubCmd publishes: SPUBLISH on a Cluster (a publish reaches only the
 	// slot's node), PUBLISH elsewhere.
 	PubCmd string
+	// Bound is Client's bound on each call (0: none; see Bound.Ends).
+	Bound Bound
 }
 
 // Tag is shard's hash tag (layout.Tags): every key that starts with it

@@ -94,6 +94,18 @@ func (b Bound) of(ctx context.Context) (time.Duration, bool) {
 	return bound, !ok || time.Until(end) > bound
 }
 
+// Ends is when a call made now with ctx is cut: by its bound (of), else
+// by ctx's deadline; the zero time when neither cuts it. What a call sent
+// then did is unknown (the reply is lost), but a call Redis runs later
+// runs for a caller that has given up.
+func (b Bound) Ends(ctx context.Context) time.Time {
+	if d, ok := b.of(ctx); ok {
+		return time.Now().Add(d)
+	}
+	end, _ := ctx.Deadline()
+	return end
+}
+
 // ProcessPipelineHook implements redis.Hook, for pipelines and
 // transactions.
 func (b Bound) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
