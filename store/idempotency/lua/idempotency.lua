@@ -17,7 +17,7 @@
 --          release {"OK"}
 local op, token = ARGV[1], ARGV[2]
 if op == 'claim' then
-  local by = tonumber(ARGV[9])
+  local by = tonumber(ARGV[9]) or 0
   if by > 0 then
     local t = redis.call('TIME')
     if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > by then return {'LATE'} end
