@@ -148,7 +148,7 @@ func (s *Store) runThenRead(ctx context.Context, call redisx.Call, shard int, id
 			source = true
 			continue
 		}
-		if !again && redisx.NotSent(err) && redisx.NotSent(redisx.CmdErr(r.cmd, err)) && redisx.Again(ctx) {
+		if !again && redisx.NotSent(err) && redisx.NotSent(redisx.CmdErr(r.cmd, err)) && !redisx.Redialed(redisx.CmdErr(r.cmd, err)) && redisx.Again(ctx) {
 			again = true
 			continue
 		}

@@ -304,6 +304,12 @@ func New(cfg Config) (*Store, error) {
 			s.reads.AddHook(s.readBatch)
 		}
 	}
+	// then: a call whose dial failed sent again after the pool's breaker
+	// had time to close (what is really sent: a batch once)
+	s.client.AddHook(redisx.Redial{})
+	if s.reads != nil {
+		s.reads.AddHook(redisx.Redial{})
+	}
 	s.observe(cfg.Metrics)
 	return s, nil
 }

@@ -117,7 +117,8 @@ func NotSent(err error) bool {
 }
 
 // Again waits before a call NotSent is sent again (a slot moving, a
-// restart loading): 20 ms, or less when ctx ends first (false).
+// restart loading): 20 ms, or less when ctx ends first (false). Not for a
+// failed dial: Redial sent it again already (Redialed).
 func Again(ctx context.Context) bool {
 	t := time.NewTimer(20 * time.Millisecond)
 	defer t.Stop()

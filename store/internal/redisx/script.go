@@ -255,7 +255,7 @@ func (r *Runner) Run(ctx context.Context, call Call) *redis.Cmd {
 	}
 	run := func(command, script string) *redis.Cmd {
 		send, cmd := scriptCmd(ctx, sc.resend, command, script, keys, args)
-		if _ = r.client.Process(ctx, send); NotSent(cmd.Err()) && Again(ctx) {
+		if _ = r.client.Process(ctx, send); NotSent(cmd.Err()) && !Redialed(cmd.Err()) && Again(ctx) {
 			send, cmd = scriptCmd(ctx, sc.resend, command, script, keys, args)
 			_ = r.client.Process(ctx, send)
 		}
@@ -342,7 +342,7 @@ func (r *Runner) RunAll(ctx context.Context, calls []Call) ([]*redis.Cmd, error)
 					done[sc] = true
 				}
 			}
-		case !again && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return NotSent(c.Err()) }) && Again(ctx):
+		case !again && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return NotSent(c.Err()) }) && !allRedialed(cmds) && Again(ctx):
 			again = true
 		default:
 			return cmds, err
