@@ -119,8 +119,11 @@ func NotSent(err error) bool {
 // Again waits before a call NotSent is sent again (a slot moving, a
 // restart loading): 20 ms, or less when ctx ends first (false). Not for a
 // failed dial: Redial sent it again already (Redialed).
-func Again(ctx context.Context) bool {
-	t := time.NewTimer(20 * time.Millisecond)
+func Again(ctx context.Context) bool { return wait(ctx, 20*time.Millisecond) }
+
+// wait waits d; false when ctx ends first.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

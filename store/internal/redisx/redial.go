@@ -38,7 +38,7 @@ func (Redial) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (Redial) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if Redialed(err) && redialWait(ctx) {
+		if Redialed(err) && wait(ctx, RedialWait) {
 			cmd.SetErr(nil)
 			err = next(ctx, cmd)
 		}
@@ -53,7 +53,7 @@ func (Redial) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (Redial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if !allRedialed(cmds) || !redialWait(ctx) {
+		if !allRedialed(cmds) || !wait(ctx, RedialWait) {
 			return err
 		}
 		for _, c := range cmds {
@@ -81,16 +81,4 @@ func allRedialed[C redis.Cmder](cmds []C) bool {
 		}
 	}
 	return len(cmds) > 0
-}
-
-// redialWait waits RedialWait; false when ctx ends first.
-func redialWait(ctx context.Context) bool {
-	t := time.NewTimer(RedialWait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
