@@ -430,10 +430,13 @@ func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
 		crash := &closing{RoomOpener: e.rooms, rooms: e.rooms}
 		// a never repairs (its own pass would repair the match it left
 		// pending once 100 ms old, as on a loaded machine: CI 2026-11-30);
-		// b repairs what is 100 ms old
+		// b repairs what is 100 ms old. A lease of 1 s: each lease call is
+		// bounded by a third of the TTL, and with 200 ms (67 ms a call) a's
+		// confirmation before its pass failed once on a loaded machine
+		// (CI 2026-12-02, Cluster, under -race): no pass, no room
 		mcfg := func(holder string, rooms matchmaking.RoomOpener, repairAfter time.Duration) matchmaking.MatcherConfig {
 			return matchmaking.MatcherConfig{Config: e.cfg, Rooms: rooms, Notifier: rec, Holder: holder,
-				LeaseTTL: 200 * time.Millisecond, RepairAfter: repairAfter}
+				LeaseTTL: time.Second, RepairAfter: repairAfter}
 		}
 		matchmaking.NewMatcher(mcfg("a", crash, time.Hour)).Round(ctx)
 		if len(crash.ids) != 1 {
@@ -442,7 +445,7 @@ func TestRepairOfAMatchWhoseRoomClosedRequeues(t *testing.T) {
 		if p, _ := e.tickets.Pending(ctx, "duel"); len(p) != 1 {
 			t.Fatalf("%d pending matches after the crash, want 1", len(p))
 		}
-		time.Sleep(300 * time.Millisecond) // a's lease lapses, the match is old enough to repair
+		time.Sleep(1100 * time.Millisecond) // a's lease lapses, the match is old enough to repair
 		bm := matchmaking.NewMatcher(mcfg("b", e.rooms, 100*time.Millisecond))
 		for range 3 {
 			bm.Round(ctx)
