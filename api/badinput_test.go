@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"AuthBeforeBody", "PATCH", "/v1/rooms/" + id, "", `{`, nil, 401, "UNAUTHENTICATED", ""},
 			{"MediaTypeBeforeSyntax", "PATCH", "/v1/rooms/" + id, alice, `{`, []string{"Content-Type", "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 			{"MissingMediaType", "POST", "/v1/rooms", alice, `{}`, []string{"Content-Type", ""}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"Charset", "PATCH", "/v1/rooms/" + id, alice, `{"name":"b"}`, []string{"Content-Type", "application/json; charset=utf-16"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"MergePatchCharset", "PATCH", "/v1/rooms/" + id, alice, `{"name":"b"}`, []string{"Content-Type", "application/merge-patch+json; charset=iso-8859-1"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"ContentEncoding", "PATCH", "/v1/rooms/" + id, alice, `{"name":"b"}`, []string{"Content-Encoding", "gzip"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+			{"ContentEncodingListed", "POST", "/v1/rooms/" + id + "/messages", alice, `{"type":"chat"}`, []string{"Content-Encoding", "identity, br"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
 			{"Syntax", "PATCH", "/v1/rooms/" + id, alice, `{"name":`, nil, 400, "MALFORMED_REQUEST", ""},
 			{"NotAnObject", "PATCH", "/v1/rooms/" + id, alice, `null`, nil, 400, "MALFORMED_REQUEST", ""},
 			{"TrailingData", "PATCH", "/v1/rooms/" + id, alice, `{"name":"a"} {}`, nil, 400, "MALFORMED_REQUEST", ""},
@@ -101,6 +106,25 @@ func TestBadInputChangesNothing(t *testing.T) {
 			t.Fatalf("bad creates made rooms: %s", list.raw)
 		}
 	})
+}
+
+// A body declared UTF-8 in any case, or sent with the identity coding, is
+// taken as one without either.
+func TestBodyInUTF8Accepted(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	alice, _ := e.guest("alice")
+	id := e.create(alice, arena)["id"].(string)
+	for i, hdr := range [][]string{
+		{"Content-Type", "application/json; charset=UTF-8"},
+		{"Content-Type", `application/merge-patch+json;charset="utf-8"`},
+		{"Content-Encoding", "identity"},
+	} {
+		name := fmt.Sprint("n", i)
+		want(t, e.do("PATCH", "/v1/rooms/"+id, alice, `{"name":"`+name+`"}`, hdr...), 200, "")
+		if got := e.do("GET", "/v1/rooms/"+id, alice, nil).body["name"]; got != name {
+			t.Fatalf("%v: name %v, want %s", hdr, got, name)
+		}
+	}
 }
 
 func TestOperations(t *testing.T) {

@@ -2501,7 +2501,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `UNSUPPORTED_MEDIA_TYPE`: the Content-Type is not one this route accepts. */
+        /** @description `UNSUPPORTED_MEDIA_TYPE`: the Content-Type is not one this route accepts, its charset is not UTF-8, or the body has a Content-Encoding other than identity. */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
