@@ -1082,7 +1082,10 @@ func TestStuckPassGivesUpItsLease(t *testing.T) {
 		e := open(t, b, rs)
 		duelPair(t, e, "duel", "s0", "s1")
 		stall := newStalling(e.rooms) // released only as the test ends
-		const ttl = 300 * time.Millisecond
+		// each lease call is bounded by a third of the TTL: 1 s, not less,
+		// so that a's confirmation before its pass holds on a loaded
+		// Cluster under -race (see TestRepairOfAMatchWhoseRoomClosedRequeues)
+		const ttl = time.Second
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
 			LeaseTTL: ttl, RepairAfter: ttl, PassTimeout: time.Second})
 		bm := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",

@@ -90,7 +90,7 @@ func TestLeaseLostDuringAPassReportsNoQueue(t *testing.T) {
 		stall := newStalling(e.rooms)
 		var logs testlog.Buffer
 		a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
-			LeaseTTL: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			LeaseTTL: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))}) // a lease call: 333 ms at most
 		finish := roundStalled(t, ctx, a, stall)
 		takeLease(t, e, "duel", "a", "b")
 		within(t, 5*time.Second, "a finding its lease taken", func() bool { return strings.Contains(logs.String(), "lease lost during a pass") })
