@@ -195,6 +195,23 @@ func TestHTTP2StreamsShareOneConnection(t *testing.T) {
 			if want := map[string]string{"tls": "https://", "h2c": "http://"}[tc.name]; !strings.HasPrefix(in.url, want) {
 				t.Fatalf("url %s, want %s", in.url, want)
 			}
+			if tc.name == "tls" {
+				// net/http's own lines go through the instance's log: a
+				// handshake a client broke off, at debug
+				plain, err := net.Dial("tcp", strings.TrimPrefix(in.url, "https://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprint(plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				io.Copy(io.Discard, plain)
+				plain.Close()
+				for began := time.Now(); !strings.Contains(grep(in.logText(), `msg="http server"`), `level=DEBUG`) ||
+					!strings.Contains(grep(in.logText(), `msg="http server"`), "TLS handshake error"); time.Sleep(20 * time.Millisecond) {
+					if time.Since(began) > 5*time.Second {
+						t.Fatalf("no debug line of net/http's handshake error:\n%s", in.logText())
+					}
+				}
+			}
 			c := newH2Client(t, pool, true)
 			tokens := make([]string, 10)
 			for i := range tokens {

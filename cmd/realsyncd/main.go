@@ -210,7 +210,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 	// each body, a context and write deadline on each request but streams,
 	// and streams bound each write instead (api's streamClient.Send).
 	srv := &http.Server{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: idleTimeout,
-		MaxHeaderBytes: api.MaxHeaderBytes, BaseContext: func(net.Listener) context.Context { return base }}
+		MaxHeaderBytes: api.MaxHeaderBytes, BaseContext: func(net.Listener) context.Context { return base },
+		ErrorLog: httpErrorLog(log)}
 	if err := cfg.protocolSettings.configure(srv); err != nil {
 		return err
 	}
@@ -466,7 +467,8 @@ func servePprof(addr string, log *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	log.Info("pprof", "addr", addr)
-	if err := http.ListenAndServe(addr, mux); err != nil {
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
+	if err := srv.ListenAndServe(); err != nil {
 		log.Error("pprof", "err", err)
 	}
 }

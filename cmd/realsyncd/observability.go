@@ -65,7 +65,7 @@ func serveMetrics(addr string, userTimeout time.Duration, h http.Handler, log *s
 	ln = withUserTimeout(ln, userTimeout, log)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, ErrorLog: httpErrorLog(log)}
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics listener", "err", err)
