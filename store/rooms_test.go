@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -424,6 +425,45 @@ func TestPatchStateLimits(t *testing.T) {
 		if len(st) > rooms.MaxStateKeys || total > rooms.MaxStateBytes {
 			t.Fatalf("state holds %d keys, %d bytes", len(st), total)
 		}
+		checkInvariants(t, s) // "sk" and "sb" count the state exactly
+
+		// A room from before "sk" (the state's keys in the room hash), or
+		// one an older release patched since (its keys added, "sv" moved,
+		// "sk" left), has its keys counted at its next patch, the limit
+		// kept.
+		for _, tc := range []struct {
+			name string
+			age  func(key string) error
+		}{
+			{"before sk", func(key string) error { return s.Client().HDel(ctx, key, "sk", "kv").Err() }},
+			{"older release's patch", func(key string) error {
+				if err := s.Client().HSet(ctx, key+":state", "o1", "1", "o2", "1").Err(); err != nil {
+					return err
+				}
+				return s.Client().HSet(ctx, key, "sv", "1", "sb", "10").Err() // a 1, b 2, o1 1, o2 1
+			}},
+		} {
+			room := mustCreate(t, s, alice, newRoom(func(r *rooms.NewRoom) {
+				r.StatePolicy, r.State = rooms.PolicyOpen, rooms.State{"a": []byte("1"), "b": []byte("2")}
+			})).Room
+			if err := tc.age(s.RoomKey(room.ID)); err != nil {
+				t.Fatal(err)
+			}
+			have, _ := s.Client().HLen(ctx, s.RoomKey(room.ID)+":state").Result()
+			almost := rooms.State{}
+			for i := range rooms.MaxStateKeys - int(have) {
+				almost[fmt.Sprint("k", i)] = []byte("1")
+			}
+			if _, err := s.PatchState(ctx, alice, room.ID, rooms.StatePatch{Set: almost, IfMatch: -1}); err != nil {
+				t.Fatalf("%s: %d keys more into a room of %d: %v", tc.name, len(almost), have, err)
+			}
+			_, err = s.PatchState(ctx, alice, room.ID, rooms.StatePatch{Set: rooms.State{"c": []byte("1")}, IfMatch: -1})
+			wantErr(t, err, rooms.ErrTooLarge)
+			if sk, _ := s.Client().HGet(ctx, s.RoomKey(room.ID), "sk").Result(); sk != strconv.Itoa(rooms.MaxStateKeys) {
+				t.Fatalf("%s: sk %q after the patch, want %d", tc.name, sk, rooms.MaxStateKeys)
+			}
+		}
+		checkInvariants(t, s)
 	})
 }
 

@@ -38,6 +38,8 @@ import (
 //     its earliest entry; no due entry, presence or message log outlives
 //     its room; every room is in its shard's lifecycle schedule, and no
 //     room that is gone;
+//   - the room hash counts its state's keys and bytes exactly ("sk" when
+//     counted at its stateVersion, "sb");
 //   - a room's log stays within its byte cap and its length (and slack),
 //     is whole unless trimmed by count, by bytes, or dropped while the room
 //     idled, and the room hash counts it exactly ("ln", "lb");
@@ -250,6 +252,9 @@ func (ch *checker) room(ctx context.Context, tag, id string) error {
 	if _, ok := players[h["ow"]]; !ok {
 		ch.fail("room %s: owner %s is not a player", id, h["ow"])
 	}
+	if err := ch.state(ctx, id, base, h); err != nil {
+		return err
+	}
 	if err := ch.log(ctx, id, base, h, players); err != nil {
 		return err
 	}
@@ -261,6 +266,28 @@ func (ch *checker) room(ctx context.Context, tag, id string) error {
 		if got, _ := ch.c.HGet(ctx, "{"+tag+"}:codes", h["cd"]).Result(); got != id {
 			ch.fail("room %s: invite code %q maps to %q", id, h["cd"], got)
 		}
+	}
+	return nil
+}
+
+// state checks that the room hash counts its state exactly: "sb" the
+// bytes of its keys and values, "sk" its keys when counted at the room's
+// stateVersion ("kv": a room from before them, or patched by an older
+// release since, has them counted at its next patch).
+func (ch *checker) state(ctx context.Context, id, base string, h map[string]string) error {
+	st, err := ch.c.HGetAll(ctx, base+":state").Result()
+	if err != nil {
+		return err
+	}
+	bytes := 0
+	for k, v := range st {
+		bytes += len(k) + len(v)
+	}
+	if sb, ok := h["sb"]; ok && sb != strconv.Itoa(bytes) {
+		ch.fail("room %s: sb %s, the state holds %d bytes", id, sb, bytes)
+	}
+	if sk, ok := h["sk"]; ok && h["kv"] == h["sv"] && sk != strconv.Itoa(len(st)) {
+		ch.fail("room %s: sk %s, the state holds %d keys", id, sk, len(st))
 	}
 	return nil
 }

@@ -3,7 +3,8 @@
 -- ARGV[7] name  ARGV[8] mode  ARGV[9] region  ARGV[10] visibility
 -- ARGV[11] maxPlayers  ARGV[12] statePolicy  ARGV[13] attributes JSON
 -- ARGV[14] invite code ("" for public)  ARGV[15] creator userId
--- ARGV[16] creator name as a JSON string  ARGV[17] state bytes
+-- ARGV[16] creator name as a JSON string  ARGV[17] state bytes ("sb"; its
+-- keys, "sk" counted at stateVersion "kv" 0, are the pairs of ARGV[20..])
 -- ARGV[18] "1": only when no joinable room of the same mode and region
 -- exists (quick-join; gone rooms' entries at the fill index's head are
 -- dropped, up to 16, and do not count), else ""
@@ -48,7 +49,8 @@ redis.call('SET', K_CLOCK, num(created))
 
 redis.call('HSET', K_ROOM, 'n', name, 'm', mode, 'r', region, 'vi', vis, 'st', 'waiting',
   'lk', '0', 'mx', max, 'pc', '0', 'ow', '1', 'sq', '0', 'ver', '0', 'sv', '0', 'po', policy, 'bn', '0',
-  'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes)
+  'at', attrs, 'cr', num(created), 'up', num(now), 'sb', state_bytes,
+  'sk', tostring((#ARGV - 19) / 2), 'kv', '0')
 if code ~= '' then redis.call('HSET', K_ROOM, 'cd', code) end
 known_ver, known_lb, known_ln = 0, 0, 0 -- a new room (ids are never reused, above): an empty log
 if #ARGV > 19 then redis.call('HSET', K_STATE, unpack(ARGV, 20)) end

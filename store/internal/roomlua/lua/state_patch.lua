@@ -11,7 +11,7 @@ local caller, if_match = ARGV[7], tonumber(ARGV[8])
 local max_keys, max_bytes, nset = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 local first_del = 12 + 2 * nset
 
-local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi', 'st', 'lb', 'ln', 'lv')
+local r = redis.call('HMGET', K_ROOM, 'ver', 'sv', 'po', 'ow', 'sb', 'vi', 'st', 'lb', 'ln', 'lv', 'sk', 'kv')
 if not r[6] then return {'ROOM_NOT_FOUND'} end
 local pid = '0'
 if caller ~= '' then
@@ -31,7 +31,11 @@ end
 if if_match ~= -1 and if_match ~= tonumber(r[2]) then return {'VERSION_MISMATCH'} end
 if #ARGV < 12 then return {'OK', tonumber(r[1]), tonumber(r[2])} end
 
-local keys, bytes = redis.call('HLEN', K_STATE), tonumber(r[5])
+-- the state's keys and bytes, as the room hash counts them ("sk", "sb");
+-- "sk" holds at the stateVersion it was counted at ("kv"): a room created
+-- before them, or patched since by an older release (which moves "sv"
+-- alone), has its keys counted
+local keys, bytes = r[12] == r[2] and tonumber(r[11]) or redis.call('HLEN', K_STATE), tonumber(r[5])
 local set, sets, dels = {}, {}, {}
 for i = 12, first_del - 1, 2 do
   local k, v = ARGV[i], ARGV[i + 1]
@@ -53,5 +57,5 @@ if #set > 0 then redis.call('HSET', K_STATE, unpack(set)) end
 if first_del <= #ARGV then redis.call('HDEL', K_STATE, unpack(ARGV, first_del)) end
 local sv = tonumber(r[2]) + 1
 local v = emit('state', ',"by":' .. pid .. ',"set":{' .. table.concat(sets, ',') ..
-  '},"del":[' .. table.concat(dels, ',') .. '],"stateVersion":' .. sv, 'sb', bytes, 'sv', sv)
+  '},"del":[' .. table.concat(dels, ',') .. '],"stateVersion":' .. sv, 'sb', bytes, 'sk', keys, 'kv', sv, 'sv', sv)
 return {'OK', v, sv}
