@@ -47,6 +47,17 @@ type follower struct {
 	ended   chan struct{}
 }
 
+// followers is the client of the followers' requests (stream tokens and
+// streams), not http.DefaultClient: many followers opening at once make a
+// transport dial connections that no request ends up using (a request
+// handed a connection freed meanwhile, or cancelled, leaves the dial it
+// started to the idle pool). realsyncd closes such a connection once it
+// has carried no request for 10 s of its accept (ReadHeaderTimeout,
+// headerDeadline); a request sent on it just then gets EOF, which Go's
+// transport does not send again for a PATCH or POST (not idempotent): so
+// call and patch must not be handed those connections.
+var followers = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 func follow(t *testing.T, urls []string, room, token string, query bool) *follower {
 	return followFrom(t, urls, room, token, query, "")
 }
@@ -98,7 +109,7 @@ func (f *follower) connect(ctx context.Context, base string) bool {
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := followers.Do(req)
 	if err != nil {
 		return false
 	}
@@ -568,7 +579,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 func streamToken(ctx context.Context, base, route, token string) (string, bool) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", base+route, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
+	res, err := followers.Do(req)
 	if err != nil {
 		return "", false
 	}
