@@ -31,10 +31,35 @@ type headerDeadline struct {
 	conns   sync.Map // net.Conn → *connDeadline, until the connection closes
 }
 
-// connDeadline is one connection's timer and whether a request came.
+// connDeadline is one connection's timer and what became of it: the
+// first of its request and its timer decides, once (a check then a
+// store let the timer close a connection whose first handler had just
+// begun).
 type connDeadline struct {
-	timer  *time.Timer
-	served atomic.Bool
+	timer *time.Timer
+	state atomic.Int32 // pending, then served or expired
+}
+
+const (
+	pending int32 = iota
+	served        // a request came in time: the timer does nothing
+	expired       // the timer came first: the connection is closed
+)
+
+// serve records a request's arrival; false when the timer came first.
+func (cd *connDeadline) serve() bool {
+	if cd.state.CompareAndSwap(pending, served) {
+		cd.timer.Stop()
+		return true
+	}
+	return cd.state.Load() == served
+}
+
+// expire is the timer's: it closes c unless a request came first.
+func (cd *connDeadline) expire(c net.Conn) {
+	if cd.state.CompareAndSwap(pending, expired) {
+		c.Close() // Serve's read fails: the connection ends, StateClosed
+	}
 }
 
 type connDeadlineKey struct{}
@@ -50,11 +75,7 @@ func (d *headerDeadline) install(srv *http.Server, h http.Handler) http.Handler 
 			ctx = connContext(ctx, c)
 		}
 		cd := &connDeadline{}
-		cd.timer = time.AfterFunc(d.timeout, func() {
-			if !cd.served.Load() {
-				c.Close() // Serve's read fails: the connection ends, StateClosed
-			}
-		})
+		cd.timer = time.AfterFunc(d.timeout, func() { cd.expire(c) })
 		d.conns.Store(c, cd)
 		return context.WithValue(ctx, connDeadlineKey{}, cd)
 	}
@@ -69,9 +90,8 @@ func (d *headerDeadline) install(srv *http.Server, h http.Handler) http.Handler 
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if cd, ok := r.Context().Value(connDeadlineKey{}).(*connDeadline); ok && !cd.served.Load() {
-			cd.served.Store(true)
-			cd.timer.Stop()
+		if cd, ok := r.Context().Value(connDeadlineKey{}).(*connDeadline); ok && !cd.serve() {
+			return // its connection closed as it came: nobody reads an answer
 		}
 		h.ServeHTTP(w, r)
 	})
