@@ -92,6 +92,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 				}
 			})
 		}
+		// a 415 for a content coding names the one taken (RFC 9110)
+		if r := e.do("PATCH", "/v1/rooms/"+id, alice, `{"name":"b"}`, "Content-Encoding", "gzip"); r.header.Get("Accept-Encoding") != "identity" {
+			t.Fatalf("415 of a gzip body: Accept-Encoding %q, want identity", r.header.Get("Accept-Encoding"))
+		}
 		// a 405 names what the resource allows (RFC 9110)
 		if r := e.do("PUT", "/v1/rooms/"+id, alice, nil); r.header.Get("Allow") != "GET, PATCH, DELETE" {
 			t.Fatalf("405 Allow %q, want GET, PATCH, DELETE", r.header.Get("Allow"))
@@ -118,6 +122,7 @@ func TestBodyInUTF8Accepted(t *testing.T) {
 		{"Content-Type", "application/json; charset=UTF-8"},
 		{"Content-Type", `application/merge-patch+json;charset="utf-8"`},
 		{"Content-Encoding", "identity"},
+		{"Content-Type", "application/json; charset=utf8"},
 	} {
 		name := fmt.Sprint("n", i)
 		want(t, e.do("PATCH", "/v1/rooms/"+id, alice, `{"name":"`+name+`"}`, hdr...), 200, "")

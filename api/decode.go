@@ -41,22 +41,24 @@ func decodeBody(r *http.Request, dst any, optional bool, types ...string) error 
 }
 
 // checkContentType accepts a body of one of types, in UTF-8 (RFC 8259: a
-// charset parameter, if any, must say so; one naming another charset was
-// decoded as UTF-8 all the same), sent as it is: a Content-Encoding other
-// than identity (a gzip body was refused as malformed JSON, 400) is 415,
-// as RFC 9110 answers a content coding the server does not take.
+// charset parameter, if any, must say so, as utf-8 or utf8, the WHATWG
+// label some clients send; one naming another charset was decoded as
+// UTF-8 all the same), sent as it is: a Content-Encoding other than
+// identity (a gzip body was refused as malformed JSON, 400) is 415 with
+// Accept-Encoding: identity, as RFC 9110 answers a content coding the
+// server does not take.
 func checkContentType(r *http.Request, types []string) error {
 	for _, ce := range r.Header.Values("Content-Encoding") {
 		for _, c := range strings.Split(ce, ",") {
 			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-				return fmt.Errorf("content-Encoding %q is not accepted: send the body unencoded: %w", c, errUnsupportedMedia)
+				return fmt.Errorf("content-Encoding %q is not accepted: send the body unencoded: %w", c, errContentCoding)
 			}
 		}
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	for _, t := range types {
 		if err == nil && mt == t {
-			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
 				return fmt.Errorf("charset %q is not accepted: JSON bodies are UTF-8: %w", cs, errUnsupportedMedia)
 			}
 			return nil

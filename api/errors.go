@@ -23,6 +23,9 @@ import (
 var (
 	errMalformed        = errors.New("malformed request")
 	errUnsupportedMedia = errors.New("unsupported media type")
+	// errContentCoding: a body's Content-Encoding is not identity; its 415
+	// says Accept-Encoding: identity (RFC 9110 15.5.16)
+	errContentCoding    = fmt.Errorf("unsupported content coding: %w", errUnsupportedMedia)
 	errUnauthenticated  = errors.New("unauthenticated")
 	errGuestDisabled    = errors.New("guest tokens are disabled")
 	errRouteNotFound    = errors.New("no such route")
@@ -143,6 +146,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if p.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="realsync"`)
+	}
+	if errors.Is(err, errContentCoding) {
+		w.Header().Set("Accept-Encoding", "identity")
 	}
 	var until interface{ RetryAfter() time.Duration } // what the error knows of the wait (players.SessionExistsError)
 	if errors.As(err, &until) && until.RetryAfter() > 0 && w.Header().Get("Retry-After") == "" {
