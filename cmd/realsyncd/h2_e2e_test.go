@@ -205,8 +205,8 @@ func TestHTTP2StreamsShareOneConnection(t *testing.T) {
 				fmt.Fprint(plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 				io.Copy(io.Discard, plain)
 				plain.Close()
-				for began := time.Now(); !strings.Contains(grep(in.logText(), `msg="http server"`), `level=DEBUG`) ||
-					!strings.Contains(grep(in.logText(), `msg="http server"`), "TLS handshake error"); time.Sleep(20 * time.Millisecond) {
+				for began := time.Now(); !strings.Contains(grep(in.logText(), `msg="http server: TLS handshake broken off"`), `level=DEBUG`) ||
+					!strings.Contains(grep(in.logText(), `msg="http server: TLS handshake broken off"`), "TLS handshake error"); time.Sleep(20 * time.Millisecond) {
 					if time.Since(began) > 5*time.Second {
 						t.Fatalf("no debug line of net/http's handshake error:\n%s", in.logText())
 					}

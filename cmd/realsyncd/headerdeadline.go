@@ -91,7 +91,10 @@ func (d *headerDeadline) install(srv *http.Server, h http.Handler) http.Handler 
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cd, ok := r.Context().Value(connDeadlineKey{}).(*connDeadline); ok && !cd.serve() {
-			return // its connection closed as it came: nobody reads an answer
+			// its connection is closing as it came: no answer at all (a
+			// handler that returned would have a 200 sent, if the close
+			// were late, for a request that never ran)
+			panic(http.ErrAbortHandler)
 		}
 		h.ServeHTTP(w, r)
 	})
