@@ -48,7 +48,9 @@ func (p UpdateParams) Empty() bool {
 }
 
 // StatePatch is a validated merge patch: Set holds compacted values to write,
-// Del the keys to delete, IfMatch the expected stateVersion or -1.
+// Del the keys to delete, IfMatch the expected stateVersion or -1. Set and
+// Del are disjoint and Del repeats no key (statePatch builds both from one
+// map): the store counts the state's keys and bytes from them.
 type StatePatch struct {
 	Set     State
 	Del     []string
