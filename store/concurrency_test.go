@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -175,7 +176,14 @@ func churnStep(ctx context.Context, s *store.Store, rng *rand.Rand, ids []string
 			MaxPlayers: ptr(3 + rng.IntN(4))})
 		return 3, err
 	default:
-		_, err := s.PatchState(ctx, u, id, rooms.StatePatch{Set: rooms.State{"score": []byte("1")}, IfMatch: -1})
+		// keys set and deleted, values of several sizes: the room hash's
+		// counts of them ("sk", "sb") are checked after the churn
+		k := fmt.Sprint("k", rng.IntN(4))
+		p := rooms.StatePatch{Set: rooms.State{k: []byte(strconv.Itoa(rng.IntN(1000)))}, IfMatch: -1}
+		if rng.IntN(3) == 0 {
+			p = rooms.StatePatch{Del: []string{k}, IfMatch: -1}
+		}
+		_, err := s.PatchState(ctx, u, id, p)
 		return 4, err
 	}
 }
