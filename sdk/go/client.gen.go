@@ -2191,7 +2191,9 @@ type ClientInterface interface {
 	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 	// its positions that long after its last event or the user's last
 	// stream open; an event every platform with a position was
-	// delivered is dropped, but for the last 100, kept for resumes.
+	// delivered is dropped, but for the last 1 000, kept for resumes (a
+	// resume replays up to 1 000 events: the ones a client never read
+	// although they were written to its connection come back).
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
 	// logged events and the followed users' status changes. A change of
@@ -3753,7 +3755,9 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 // its positions that long after its last event or the user's last
 // stream open; an event every platform with a position was
-// delivered is dropped, but for the last 100, kept for resumes.
+// delivered is dropped, but for the last 1 000, kept for resumes (a
+// resume replays up to 1 000 events: the ones a client never read
+// although they were written to its connection come back).
 // Then the current status of every user the caller follows (`PUT
 // /v1/me/following`), one `presence` event each (no id), then live:
 // logged events and the followed users' status changes. A change of
@@ -7455,7 +7459,9 @@ type ClientWithResponsesInterface interface {
 	// `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 	// its positions that long after its last event or the user's last
 	// stream open; an event every platform with a position was
-	// delivered is dropped, but for the last 100, kept for resumes.
+	// delivered is dropped, but for the last 1 000, kept for resumes (a
+	// resume replays up to 1 000 events: the ones a client never read
+	// although they were written to its connection come back).
 	// Then the current status of every user the caller follows (`PUT
 	// /v1/me/following`), one `presence` event each (no id), then live:
 	// logged events and the followed users' status changes. A change of
@@ -13580,7 +13586,9 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // `REALSYNC_OFFLINE_TTL` (7 days) after it was sent, and the log with
 // its positions that long after its last event or the user's last
 // stream open; an event every platform with a position was
-// delivered is dropped, but for the last 100, kept for resumes.
+// delivered is dropped, but for the last 1 000, kept for resumes (a
+// resume replays up to 1 000 events: the ones a client never read
+// although they were written to its connection come back).
 // Then the current status of every user the caller follows (`PUT
 // /v1/me/following`), one `presence` event each (no id), then live:
 // logged events and the followed users' status changes. A change of

@@ -29,20 +29,23 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // but the resume margin; an ack of another write (its seq's event is not
 // the tagged one: the history's tag, another) or history changes nothing.
 func TestLogCapAndAcks(t *testing.T) {
+	// a cap past the resume margin, so that acks trim; seqs below are
+	// relative to o (the sends' number past the margin)
+	const capped, o = userlog.ResumeMargin + 100, userlog.ResumeMargin
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
 			var dropped atomic.Int64
 			prefix := redistest.Prefix(t)
 			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: prefix, Shards: 4,
-				Offline: userlog.Config{MaxLen: userlog.MinMaxLen, Dropped: func(n int) { dropped.Add(int64(n)) }}})
+				Offline: userlog.Config{MaxLen: capped, Dropped: func(n int) { dropped.Add(int64(n)) }}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
 			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
 			k := l.KeysOf(uid)
-			n := userlog.MinMaxLen + 50
+			n := capped + 50
 			for i := 1; i <= n; i++ {
 				seq, err := l.Send(ctx, uid, []byte(fmt.Sprintf(`{"type":"message","n":%d}`, i)))
 				if err != nil || seq != int64(i) {
@@ -50,7 +53,7 @@ func TestLogCapAndAcks(t *testing.T) {
 				}
 			}
 			c := st.Client()
-			if got := c.XLen(ctx, k.Log).Val(); got != int64(userlog.MinMaxLen) || dropped.Load() != 50 {
+			if got := c.XLen(ctx, k.Log).Val(); got != int64(capped) || dropped.Load() != 50 {
 				t.Fatalf("log of %d, %d dropped", got, dropped.Load())
 			}
 			tag := c.HGet(ctx, k.Meta, "tag").Val()
@@ -60,23 +63,25 @@ func TestLogCapAndAcks(t *testing.T) {
 				platform, tag string
 				seq           int64
 				moved         bool
-			}{{"pc", at(uid, 240), 240, true}, {"pc", at(uid, 230), 230, false}, {"pc", "other", 250, false},
-				{"pc", tag, 250, false}, {"pc", at(uid, 249), 250, false}, {"pc", tag, 251, false}, {"mobile", at(uid, 245), 245, true}} {
+			}{{"pc", at(uid, o+140), o + 140, true}, {"pc", at(uid, o+130), o + 130, false}, {"pc", "other", o + 150, false},
+				{"pc", tag, o + 150, false}, {"pc", at(uid, o+149), o + 150, false}, {"pc", tag, o + 151, false},
+				{"mobile", at(uid, o+145), o + 145, true}} {
 				moved, err := l.Ack(ctx, uid, a.platform, a.tag, a.seq)
 				if err != nil || moved != a.moved {
 					t.Fatalf("ack %+v: %v %v", a, moved, err)
 				}
 			}
-			// pc has 240, mobile 245: entries before 240-100 are gone; 140
-			// stays, the position of a resume that asks for the last 100
-			// delivered (its tag tells it from another history's)
+			// pc has o+140, mobile o+145: entries before o+140-ResumeMargin
+			// are gone; 140 stays, the position of a resume that asks for
+			// the last ResumeMargin delivered (its tag tells it from
+			// another history's)
 			first := c.XRangeN(ctx, k.Log, "-", "+", 1).Val()
 			if len(first) != 1 || first[0].ID != "140-0" {
 				t.Fatalf("first kept %v", first)
 			}
-			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{Set: true, Version: 140, Tag: tag140}, 500)
-			if err != nil || o.Gap || o.From != 140 || len(o.Replay) != 110 || o.Replay[0].Seq != 141 {
-				t.Fatalf("resume from 140, ResumeMargin behind pc's cursor: gap %v, from %d, %d events (%v)", o.Gap, o.From, len(o.Replay), err)
+			op, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.1"}, sse.Cursor{Set: true, Version: 140, Tag: tag140}, 2*o)
+			if err != nil || op.Gap || op.From != 140 || len(op.Replay) == 0 || op.Replay[0].Seq != 141 {
+				t.Fatalf("resume from 140, ResumeMargin behind pc's cursor: gap %v, from %d, %d events (%v)", op.Gap, op.From, len(op.Replay), err)
 			}
 			// a platform that opened (and was delivered nothing) holds back
 			// the trim: what it was not delivered stays for it
@@ -88,17 +93,20 @@ func TestLogCapAndAcks(t *testing.T) {
 			if err := st.Sessions().CloseSession(ctx, c1); err != nil {
 				t.Fatal(err)
 			}
-			for range 150 {
+			for range capped {
 				if _, err := l.Send(ctx, u2, []byte(`{"type":"message"}`)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if moved, err := l.Ack(ctx, u2, "pc", at(u2, 150), 150); err != nil || !moved {
+			if moved, err := l.Ack(ctx, u2, "pc", at(u2, capped), capped); err != nil || !moved {
 				t.Fatalf("ack: %v %v", moved, err)
 			}
-			o, err = st.Sessions().OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
-			if err != nil || o.From != 0 || len(o.Replay) != 150 {
-				t.Fatalf("console's inbox: from %d, %d events, %v", o.From, len(o.Replay), err)
+			if first := c.XRangeN(ctx, l.KeysOf(u2).Log, "-", "+", 1).Val(); len(first) != 1 || first[0].ID != "1-0" {
+				t.Fatalf("console's undelivered events trimmed: first kept %v", first)
+			}
+			op, err = st.Sessions().OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
+			if err != nil || op.From != 0 || len(op.Replay) == 0 || op.Replay[0].Seq != 1 {
+				t.Fatalf("console's inbox: from %d, %d events, %v", op.From, len(op.Replay), err)
 			}
 			// one body for many users: stored once, each log refers to it,
 			// each user reads it with its own id and seq; gone when it expires
@@ -253,6 +261,45 @@ func TestSendEventOnce(t *testing.T) {
 
 // writeTag is the tag of the write of uid's logged event seq (its entry's
 // field g).
+// A client that stopped reading (a suspended app, a half-open
+// connection) while its stream wrote many events, all recorded delivered,
+// resumes from the last id it read and gets every one of them. With a
+// resume margin of 100 a tester's client lagging 101 events got a
+// snapshot (resync) and none of them, 100 still in the log.
+func TestResumeAfterManyWrittenUnread(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
+			const unread = 300
+			var read sse.Cursor // the client read the first
+			for i := range unread + 1 {
+				seq, err := l.Send(ctx, uid, []byte(`{"type":"message"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tag := writeTag(t, st, uid, seq)
+				if i == 0 {
+					read = sse.Cursor{Set: true, Version: seq, Tag: tag}
+				}
+				// the stream wrote it: delivered, as far as the server knows
+				if moved, err := l.Ack(ctx, uid, "pc", tag, seq); err != nil || !moved {
+					t.Fatalf("ack %d: %v %v", i, moved, err)
+				}
+			}
+			o, err := st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "pc", ID: "p.2"}, read, 1000)
+			if err != nil || o.Gap || o.From != 1 || len(o.Replay) == 0 || o.Replay[0].Seq != 2 {
+				t.Fatalf("resume from 1 after %d delivered unread: gap %v, from %d, %d events (%v)", unread, o.Gap, o.From, len(o.Replay), err)
+			}
+		})
+	}
+}
+
 func writeTag(t *testing.T, st *store.Store, uid string, seq int64) string {
 	t.Helper()
 	id := fmt.Sprintf("%d-0", seq)

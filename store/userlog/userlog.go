@@ -52,12 +52,18 @@ import (
 const (
 	DefaultMaxLen = 1000
 	DefaultTTL    = 7 * 24 * time.Hour
-	// ResumeMargin is how many delivered events the log keeps for resumes
-	// (a client's Last-Event-ID may lag what the server wrote).
-	ResumeMargin = 100
-	// MinMaxLen keeps at least the resume margin and some inbox; MaxMaxLen
-	// bounds a log's memory (a few hundred bytes an event).
-	MinMaxLen = 2 * ResumeMargin
+	// ResumeMargin is how many delivered events the log keeps for resumes:
+	// a client's Last-Event-ID may lag what the server wrote by as much as
+	// the connection took and never handed it (a half-open connection, a
+	// suspended app, each a socket buffer of events: a tester's client
+	// that stopped reading lagged 900 events, and lost them all with a
+	// margin of 100). As many as a resume replays (sse's ReplayLimit), so
+	// with the default cap (DefaultMaxLen) the log keeps what it holds,
+	// delivered or not, until the cap or the TTL drops it.
+	ResumeMargin = 1000
+	// MinMaxLen keeps some inbox; MaxMaxLen bounds a log's memory (a few
+	// hundred bytes an event).
+	MinMaxLen = 200
 	MaxMaxLen = 100_000
 	// MinTTL and MaxTTL bound Config.TTL.
 	MinTTL = time.Minute
