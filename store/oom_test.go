@@ -84,7 +84,9 @@ func TestFullRedisRefusesANewHistory(t *testing.T) {
 // stayed whole.
 func TestFullRedisTakesAcks(t *testing.T) {
 	srv := ownServer(t)
-	s := openStore(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr})
+	s := openStoreWith(t, redistest.Backend{Name: "full", URL: "redis://" + srv.Addr}, func(c *store.Config) {
+		c.Offline.MaxLen = userlog.ResumeMargin + 100 // past the margin: the acks trim
+	})
 	ctx := context.Background()
 	const sent = userlog.ResumeMargin + 20
 	for i := range sent {
