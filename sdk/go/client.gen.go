@@ -1152,7 +1152,7 @@ type StreamMeEventsParams struct {
 	// Platform The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`.
 	Platform Platform `form:"platform" json:"platform"`
 
-	// LastEventId The `Last-Event-ID`, for clients that cannot set the header; given twice, 422 `VALIDATION_FAILED`.
+	// LastEventId The `Last-Event-ID`, for clients that cannot set the header (which wins when both are sent); given twice, 422 `VALIDATION_FAILED`.
 	LastEventId *string `form:"lastEventId,omitempty" json:"lastEventId,omitempty"`
 
 	// LastEventID The id of the last logged event the client received; sent twice, 422 `VALIDATION_FAILED` (a value the server cannot serve is a `snapshot` with `resync`, not an error).

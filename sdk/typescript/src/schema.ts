@@ -4019,7 +4019,7 @@ export interface operations {
             query: {
                 /** @description The session's platform, given once; missing, unknown or repeated is 400 `INVALID_PLATFORM`. */
                 platform: components["schemas"]["Platform"];
-                /** @description The `Last-Event-ID`, for clients that cannot set the header; given twice, 422 `VALIDATION_FAILED`. */
+                /** @description The `Last-Event-ID`, for clients that cannot set the header (which wins when both are sent); given twice, 422 `VALIDATION_FAILED`. */
                 lastEventId?: string;
             };
             header?: {
