@@ -437,7 +437,8 @@ func TestMeStreamResume(t *testing.T) {
 			r := e.do("POST", "/v1/me/stream-token", alice, nil)
 			want(t, r, 201, "")
 			tok := r.body["token"].(string)
-			res := e.open("/v1/me/events?platform=web&token="+tok, "Last-Event-ID", snap.id)
+			// the header wins over the query parameter ("x" alone: a snapshot)
+			res := e.open("/v1/me/events?platform=web&lastEventId=x&token="+tok, "Last-Event-ID", snap.id)
 			msg := res.next()
 			if msg.event != "message" || msg.data["seq"] != 1.0 {
 				t.Fatalf("resume from %s: %+v, want the message", snap.id, msg)
