@@ -226,6 +226,14 @@ func launchCmd(t *testing.T, cmd *exec.Cmd, addr string, env ...string) *instanc
 // text or JSON.
 var listeningRE = regexp.MustCompile(`msg="?listening"?[^\n]*? addr=(\S+)|"msg":"listening"[^\n]*?"addr":"([^"]+)"`)
 
+// calls is call's client, its pool apart from the streams' and probes'
+// (http.DefaultClient): a burst of requests opening at once leaves
+// connections dialed and never used in its client's pool, which realsyncd
+// closes 10 s after their accept (no request came); a POST or PATCH sent
+// on one just then gets EOF, and Go's transport does not resend it (see
+// the followers' client, and docs/SECURITY.md).
+var calls = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 func call(t *testing.T, method, url, token string, body any) (int, map[string]any) {
 	var rd io.Reader
 	if body != nil {
@@ -239,7 +247,7 @@ func call(t *testing.T, method, url, token string, body any) (int, map[string]an
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := calls.Do(req)
 	if err != nil {
 		t.Error(err)
 		return 0, nil
