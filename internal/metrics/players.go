@@ -30,7 +30,7 @@ func newPlayerMetrics(reg prometheus.Registerer) playerMetrics {
 			Help: "Sessions ended by a new session of the same user and platform (REALSYNC_SESSION_POLICY replace), by platform, counted by the instance that opened the new one."},
 			[]string{"platform"}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "realsync_offline_dropped_total",
-			Help: "Events a user's personal log (the offline inbox) dropped at its cap (REALSYNC_OFFLINE_MAX), oldest first, counted by the instance that sent the event that dropped them."}),
+			Help: "Events a user's personal log (the offline inbox) dropped at its cap (REALSYNC_OFFLINE_MAX), oldest first, before a platform of the user with a delivery cursor was delivered them (any, when none has one), counted by the instance that sent the event that dropped them."}),
 	}
 	reg.MustRegister(p.sessions, p.replaced, p.dropped)
 	for _, pl := range players.Platforms {

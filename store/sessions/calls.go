@@ -11,6 +11,7 @@ import (
 	"github.com/realsync/realsync/sse"
 
 	"github.com/realsync/realsync/store/internal/redisx"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 //go:embed lua/prelude.lua
@@ -96,7 +97,7 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 		log.Channel, x.StatusChannel(u), x.b.PubCmd, x.cfg.Logs.Config().MaxLen, x.cfg.Logs.Config().TTL.Milliseconds(), c.newTag,
 		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTL.Milliseconds(),
 		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline, offlineStatusTTL.Milliseconds(),
-		x.replacedKeep().Milliseconds(), ReplacedKept, replayBytes, replayPage}
+		x.replacedKeep().Milliseconds(), ReplacedKept, replayBytes, replayPage, userlog.FirstInbox}
 	if outboxLen > 0 {
 		keys = append(keys, outbox)
 	}

@@ -83,6 +83,26 @@ func TestLogCapAndAcks(t *testing.T) {
 			if err != nil || op.Gap || op.From != 140 || len(op.Replay) == 0 || op.Replay[0].Seq != 141 {
 				t.Fatalf("resume from 140, ResumeMargin behind pc's cursor: gap %v, from %d, %d events (%v)", op.Gap, op.From, len(op.Replay), err)
 			}
+			// the cap dropping what every platform with a cursor was
+			// delivered (kept for resumes) is no loss: not counted (the log
+			// holds 140..o+150, 1 011 entries: 99 more drop 140..149)
+			for range 99 {
+				if _, err := l.Send(ctx, uid, []byte(`{"type":"message"}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if first := c.XRangeN(ctx, k.Log, "-", "+", 1).Val(); len(first) != 1 || first[0].ID != "150-0" {
+				t.Fatalf("first kept after the cap %v, want 150", first)
+			}
+			if n := dropped.Load(); n != 50 {
+				t.Fatalf("%d dropped counted after the cap dropped 10 delivered events, want 50", n)
+			}
+			// a platform's first session starts FirstInbox behind the
+			// others' lowest cursor (pc's, o+140), not at the log's oldest
+			op, err = st.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "web", ID: "w.1"}, sse.Cursor{}, 2*o)
+			if want := int64(o + 140 - userlog.FirstInbox); err != nil || op.From != want || len(op.Replay) == 0 || op.Replay[0].Seq != want+1 {
+				t.Fatalf("web's first session: from %d (want %d), %d events (%v)", op.From, want, len(op.Replay), err)
+			}
 			// a platform that opened (and was delivered nothing) holds back
 			// the trim: what it was not delivered stays for it
 			u2 := uid + "-2"
@@ -107,6 +127,14 @@ func TestLogCapAndAcks(t *testing.T) {
 			op, err = st.Sessions().OpenSession(ctx, sse.Session{UserID: u2, Platform: "console", ID: "c.2"}, sse.Cursor{}, 10)
 			if err != nil || op.From != 0 || len(op.Replay) == 0 || op.Replay[0].Seq != 1 {
 				t.Fatalf("console's inbox: from %d, %d events, %v", op.From, len(op.Replay), err)
+			}
+			// the cap dropping what console was not delivered is a loss
+			before := dropped.Load()
+			if _, err := l.Send(ctx, u2, []byte(`{"type":"message"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if n := dropped.Load() - before; n != 1 {
+				t.Fatalf("%d dropped counted for an event console was not delivered, want 1", n)
 			}
 			// one body for many users: stored once, each log refers to it,
 			// each user reads it with its own id and seq; gone when it expires
@@ -259,8 +287,6 @@ func TestSendEventOnce(t *testing.T) {
 	}
 }
 
-// writeTag is the tag of the write of uid's logged event seq (its entry's
-// field g).
 // A client that stopped reading (a suspended app, a half-open
 // connection) while its stream wrote many events, all recorded delivered,
 // resumes from the last id it read and gets every one of them. With a
@@ -300,6 +326,8 @@ func TestResumeAfterManyWrittenUnread(t *testing.T) {
 	}
 }
 
+// writeTag is the tag of the write of uid's logged event seq (its entry's
+// field g).
 func writeTag(t *testing.T, st *store.Store, uid string, seq int64) string {
 	t.Helper()
 	id := fmt.Sprintf("%d-0", seq)

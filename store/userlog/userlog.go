@@ -18,7 +18,8 @@
 //     Last-Event-ID gets what its platform has not been delivered yet, in
 //     order (the offline inbox of that user and platform); a platform
 //     without a cursor (never used, or its cursor expired) gets what the
-//     log holds.
+//     other platforms were not delivered, after the last FirstInbox they
+//     were (what the log holds, when none has a cursor).
 //
 // An entry is dropped once every platform with a cursor was delivered it,
 // but for the last ResumeMargin delivered ones, which a resume may still
@@ -61,6 +62,11 @@ const (
 	// with the default cap (DefaultMaxLen) the log keeps what it holds,
 	// delivered or not, until the cap or the TTL drops it.
 	ResumeMargin = 1000
+	// FirstInbox is how many of the events the user's other platforms
+	// were delivered a platform's first session gets (with all they were
+	// not): the log keeps ResumeMargin of them for resumes, not for it (a
+	// new platform would get a week of old invites and matches).
+	FirstInbox = 100
 	// MinMaxLen keeps some inbox; MaxMaxLen bounds a log's memory (a few
 	// hundred bytes an event).
 	MinMaxLen = 200

@@ -978,9 +978,10 @@ export interface paths {
          *     writing it and recording that, or when it replaced a session that
          *     was still writing: the old one writes until its
          *     `session_replaced`, so a replacing client should send the last id
-         *     it received to get each event once). A platform never used gets what
-         *     the log holds; a platform that opened once holds back what it was
-         *     not delivered. The log holds at
+         *     it received to get each event once). A platform never used gets
+         *     what the user's other platforms were not delivered, after the last
+         *     100 they were (all the log holds when none was used); a platform
+         *     that opened once holds back what it was not delivered. The log holds at
          *     most `REALSYNC_OFFLINE_MAX` events per user (1 000; past it the
          *     oldest are dropped, counted by
          *     `realsync_offline_dropped_total`, whatever the event; replacing

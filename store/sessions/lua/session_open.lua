@@ -52,6 +52,9 @@
 --          the rest of the replay itself, in pages, so that one open of a
 --          full log (its 1 000 entries of up to ~4 KiB each) holds Redis
 --          for a page, not for the whole log read into Lua
+-- ARGV[26] how far behind the other platforms' lowest cursor a platform
+--          without one starts (userlog.FirstInbox): its first session gets
+--          the last of what they were delivered, and what they were not
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from,
 --        lost "1"|"0", entry...}: tag is the tag of position from (its
 --        entry's write's, or the history's: see the resume below); lost
@@ -215,6 +218,14 @@ end
 -- no cursor, or a gap: what the platform was not delivered yet
 local had = redis.call('HGET', K_CUR, platform)
 local from = tonumber(had or '0')
+if not had then
+  -- a platform's first session: the log keeps what the others were
+  -- delivered for their resumes (userlog.ResumeMargin), not as an inbox
+  -- of a new platform: it starts ARGV[26] behind the lowest of them
+  local low
+  for _, v in ipairs(redis.call('HVALS', K_CUR)) do low = math.min(low or math.huge, tonumber(v)) end
+  if low then from = math.max(from, low - tonumber(ARGV[26])) end
+end
 local first = redis.call('XRANGE', K_LOG, '-', '+', 'COUNT', 1)
 local oldest = #first > 0 and tonumber(string.match(first[1][1], '^(%d+)')) or seq + 1
 -- the platform had a cursor, and the cap dropped events after it: its

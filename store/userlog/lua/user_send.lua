@@ -1,7 +1,7 @@
 -- user_send: appends a logged event to a user's personal log and publishes
 -- it on the user's channel, in the user's slot (userlog.go's layout). The
--- log is capped exactly (the oldest entries dropped, counted in the
--- reply); log, meta and cursors expire together, the TTL after the last
+-- log is capped exactly (the oldest entries dropped; those some platform
+-- with a cursor was not delivered counted in the reply); log, meta and cursors expire together, the TTL after the last
 -- event. An expired log starts a new history: its cursors go with it.
 -- Each write has a tag of its own, kept with its entry (field g, after
 -- d or r: an older release's session_open.lua, during a rolling upgrade,
@@ -62,6 +62,18 @@ else
   redis.call('XADD', log, 'MAXLEN', ARGV[3], seq .. '-0', 'r', ARGV[7], 'g', ARGV[5])
 end
 local dropped = before + 1 - redis.call('XLEN', log)
+if dropped > 0 then
+  -- an entry every platform with a cursor was delivered is no loss (the
+  -- log keeps them for resumes, up to the cap): only the dropped entries
+  -- past the lowest cursor count (all of them when no platform has one)
+  local low
+  for _, v in ipairs(redis.call('HVALS', cur)) do low = math.min(low or math.huge, tonumber(v)) end
+  if low then
+    local first = redis.call('XRANGE', log, '-', '+', 'COUNT', 1)[1]
+    local gone = first and tonumber(string.match(first[1], '^(%d+)')) - 1 or seq -- the last seq dropped
+    dropped = math.min(dropped, math.max(0, gone - low))
+  end
+end
 redis.call(ARGV[2], ARGV[1], 'E ' .. seq .. ' ' .. ARGV[5] .. ' ' .. ev)
 redis.call('PEXPIRE', log, ARGV[4])
 redis.call('PEXPIRE', meta, ARGV[4])
