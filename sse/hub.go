@@ -40,7 +40,7 @@ type Config struct {
 	// is full is ended and its client resumes with Last-Event-ID. Default 256.
 	QueueSize int
 	// ReplayLimit is the most events a resume replays; beyond it the client
-	// gets a snapshot. Default 1000.
+	// gets a snapshot. Default DefaultReplayLimit.
 	ReplayLimit int
 	// CheckInterval: how often every watched room's version is compared
 	// with the store's, to repair a subscription that went silent, and to
@@ -78,7 +78,7 @@ func (c Config) withDefaults() Config {
 		c.QueueSize = 256
 	}
 	if c.ReplayLimit <= 0 {
-		c.ReplayLimit = 1000
+		c.ReplayLimit = DefaultReplayLimit
 	}
 	if c.BurstOpenings <= 0 {
 		c.BurstOpenings = defaultBurstOpenings
@@ -556,3 +556,8 @@ func (h *Hub) untrack(st *stream) {
 	delete(h.streams, st)
 	h.mu.Unlock()
 }
+
+// DefaultReplayLimit is Config.ReplayLimit's default: the most events a
+// resume replays (the personal logs keep as many delivered ones for it:
+// store/userlog's ResumeMargin).
+const DefaultReplayLimit = 1000

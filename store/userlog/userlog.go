@@ -46,6 +46,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -61,7 +62,7 @@ const (
 	// margin of 100). As many as a resume replays (sse's ReplayLimit), so
 	// with the default cap (DefaultMaxLen) the log keeps what it holds,
 	// delivered or not, until the cap or the TTL drops it.
-	ResumeMargin = 1000
+	ResumeMargin = sse.DefaultReplayLimit
 	// FirstInbox is how many of the events the user's other platforms
 	// were delivered a platform's first session gets (with all they were
 	// not): the log keeps ResumeMargin of them for resumes, not for it (a
