@@ -47,6 +47,10 @@ type Observer interface {
 	// PassCut counts a pass of mode, this instance's, cut by its budget
 	// (PassBudget.Work): the next pass goes on from there.
 	PassCut(mode string)
+	// CommitNotReplicated counts a match of mode whose commit the
+	// replicas asked for did not acknowledge in time
+	// (ErrCommitNotReplicated): its users are told by a later repair.
+	CommitNotReplicated(mode string)
 }
 
 // MatcherConfig is what a Matcher needs; cmd/realsyncd wires it.
@@ -960,9 +964,14 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 		}
 	}
 	if told {
-		return match, match.Told, true, nil
+		// committed again to its room (changing nothing) for the commit's
+		// wait for replicas: the first completion's may have ended short
+		room = match.Told
 	}
 	ok, err = m.cfg.Queue.Commit(ctx, match, room)
+	if errors.Is(err, ErrCommitNotReplicated) && m.cfg.Observer != nil {
+		m.cfg.Observer.CommitNotReplicated(match.Mode)
+	}
 	return match, room, ok, err
 }
 

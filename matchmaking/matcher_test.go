@@ -309,6 +309,7 @@ func (o *observed) Released(mode string)            { o.add("Released(" + mode +
 func (o *observed) Matched(string, []time.Duration) {}
 func (o *observed) Ended(string, string, int)       {}
 func (o *observed) PassCut(string)                  {}
+func (o *observed) CommitNotReplicated(string)      {}
 func (o *observed) all() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -29,6 +29,12 @@ var (
 	// a completion began telling its users, so it stands, and nothing was
 	// put back (never an answer of the API).
 	ErrMatchTold = errors.New("the match's users are being told")
+	// ErrCommitNotReplicated: Queue.Commit committed the match on the mode's
+	// Redis master, but fewer of its replicas than asked acknowledged the
+	// commit in time, so a failover could still lose it (and match its
+	// tickets again): no user is told yet, and a repair (Pending, after
+	// RepairAfter) commits and waits again (never an answer of the API).
+	ErrCommitNotReplicated = errors.New("the match's commit is not on the replicas asked for")
 )
 
 // GroupKey is what a pass groups a ticket by, as the store keeps it.
@@ -132,7 +138,11 @@ type Queue interface {
 	// no longer holds each of m's tickets (another completion requeued
 	// them): this completion must tell no one. So a completion racing
 	// another never tells a user of a match whose tickets go back to the
-	// queue, however the two interleave.
+	// queue, however the two interleave. A commit may wait for replicas
+	// of the mode's Redis master to have it (ErrCommitNotReplicated when
+	// they did not in time): a failover then cannot lose a match whose
+	// users were told, and match their tickets again. Committing again to
+	// the same room changes nothing (a repair's, and waits again).
 	Commit(ctx context.Context, m Match, roomID string) (bool, error)
 	// Assign records m's room on its tickets and ends m's pending record;
 	// ended is false when another completion of m ended it first.

@@ -265,6 +265,9 @@ func New(cfg Config) (*Store, error) {
 	s.env = roomlua.Env{Keys: s.keys, PubCmd: s.pubcmd, LogArgs: logArgs, Outbox: s.outboxLen > 0}
 	s.runner = redisx.NewRunner(s.client, roomlua.Library)
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd, Bound: redisx.Bound(s.bound)}
+	if c.Slots != nil {
+		s.base.Replicas = c.Slots.Replicas
+	}
 	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
 	s.held = holdings.New(holdings.Config{Base: s.base, Owned: cfg.Quotas.RoomsOwned, Joined: cfg.Quotas.RoomsJoined, Rooms: heldRooms{s}})

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/matchmaking"
@@ -24,17 +26,32 @@ type matchSettings struct {
 	// matchmaking.Default().
 	MatchmakingFile  string
 	MatchmakingRules matchmaking.RuleSet
+	// MatchCommit: REALSYNC_MATCH_COMMIT_REPLICAS (default 1, 0..5) and
+	// REALSYNC_MATCH_COMMIT_WAIT (default 500ms, 10ms..2s: a pass waits
+	// for its matches' completions), the replicas of a Cluster master that
+	// acknowledge a match's commit before its users are told, and for how
+	// long they are waited for (tickets.Durability).
+	MatchCommit tickets.Durability
 }
 
 // matchmakingFlags declares the settings' flags on fs, with env's values
 // as defaults; the returned function checks them after fs.Parse.
 func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) matchSettings {
-	var file string
+	var file, replicas, wait string
 	fs.StringVar(&file, "matchmaking-file", env("REALSYNC_MATCHMAKING_FILE", ""), "YAML or JSON file of matchmaking rules per mode (teams, rating window, regions, attributes, ticket TTL, backfill); unset: every mode matches 2 players (REALSYNC_MATCHMAKING_FILE)")
+	d := tickets.DefaultDurability
+	fs.StringVar(&replicas, "match-commit-replicas", env("REALSYNC_MATCH_COMMIT_REPLICAS", strconv.Itoa(d.Replicas)), "replicas of a Redis Cluster master that must have a match's commit before its users are told, 0 not waited for (REALSYNC_MATCH_COMMIT_REPLICAS)")
+	fs.StringVar(&wait, "match-commit-wait", env("REALSYNC_MATCH_COMMIT_WAIT", d.Wait.String()), "how long a match's commit waits for those replicas; short of them, its users are told by a repair (REALSYNC_MATCH_COMMIT_WAIT)")
 	return func(bad func(name, msg string)) matchSettings {
 		s := matchSettings{MatchmakingFile: file}
+		var err error
+		if s.MatchCommit.Replicas, err = strconv.Atoi(replicas); err != nil || s.MatchCommit.Replicas < 0 || s.MatchCommit.Replicas > 5 {
+			bad("REALSYNC_MATCH_COMMIT_REPLICAS", "must be an integer 0..5 (0: not waited for)")
+		}
+		if s.MatchCommit.Wait, err = time.ParseDuration(wait); err != nil || s.MatchCommit.Wait < 10*time.Millisecond || s.MatchCommit.Wait > 2*time.Second {
+			bad("REALSYNC_MATCH_COMMIT_WAIT", "must be a duration from 10ms to 2s such as 500ms")
+		}
 		if file != "" {
-			var err error
 			if s.MatchmakingRules, err = matchmaking.LoadRules(file); err != nil {
 				bad("REALSYNC_MATCHMAKING_FILE", err.Error())
 			}
@@ -67,7 +84,7 @@ func (c Config) checkRuleModes(bad func(name, msg string)) {
 // mode labels to the modes configured (labelModes).
 func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaking.Config {
 	m.MatchmakingModes(c.labelModes())
-	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Rules: c.MatchmakingRules,
+	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()).WithDurability(c.MatchCommit), Rules: c.MatchmakingRules,
 		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m}
 }
 

@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/realsync/realsync/store/tickets"
 )
 
 // REALSYNC_MATCHMAKING_FILE: unset, every mode gets the defaults; a good
@@ -51,6 +54,40 @@ func TestParseConfigMatchmaking(t *testing.T) {
 			}
 			if got := c.MatchmakingRules.Of("ranked").Size(); got != tc.size {
 				t.Errorf("mode ranked matches %d players, want %d", got, tc.size)
+			}
+		})
+	}
+}
+
+// REALSYNC_MATCH_COMMIT_REPLICAS and REALSYNC_MATCH_COMMIT_WAIT: one
+// replica within 500 ms by default; 0 turns the wait off; values out of
+// range are refused naming the variable; the flags win.
+func TestParseConfigMatchCommit(t *testing.T) {
+	const replicas, wait = "REALSYNC_MATCH_COMMIT_REPLICAS", "REALSYNC_MATCH_COMMIT_WAIT"
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    tickets.Durability
+		wantErr string
+	}{
+		{name: "Default", want: tickets.Durability{Replicas: 1, Wait: 500 * time.Millisecond}},
+		{name: "Off", env: map[string]string{replicas: "0"}, want: tickets.Durability{Wait: 500 * time.Millisecond}},
+		{name: "Two", env: map[string]string{replicas: "2", wait: "1s"}, want: tickets.Durability{Replicas: 2, Wait: time.Second}},
+		{name: "FlagsWin", env: map[string]string{replicas: "2", wait: "1s"}, args: []string{"-match-commit-replicas", "3", "-match-commit-wait", "50ms"},
+			want: tickets.Durability{Replicas: 3, Wait: 50 * time.Millisecond}},
+		{name: "Negative", env: map[string]string{replicas: "-1"}, wantErr: replicas},
+		{name: "TooMany", env: map[string]string{replicas: "6"}, wantErr: replicas},
+		{name: "NotANumber", env: map[string]string{replicas: "one"}, wantErr: replicas},
+		{name: "WaitNoUnit", env: map[string]string{wait: "500"}, wantErr: wait},
+		{name: "WaitTooShort", env: map[string]string{wait: "5ms"}, wantErr: wait},
+		{name: "WaitTooLong", env: map[string]string{wait: "3s"}, wantErr: wait},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseCase(t, tc.env, tc.args, tc.wantErr)
+			if ok && c.MatchCommit != tc.want {
+				t.Errorf("commit durability %+v, want %+v", c.MatchCommit, tc.want)
 			}
 		})
 	}

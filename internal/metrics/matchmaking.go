@@ -12,14 +12,16 @@ import (
 // mmMetrics are the matcher's (issue 17):
 // realsync_matchmaking_tickets{mode}, realsync_matchmaking_matches_total{mode},
 // realsync_matchmaking_time_to_match_seconds{mode},
-// realsync_matchmaking_tickets_ended_total{mode,outcome} and
-// realsync_matchmaking_pass_cut_total{mode}.
+// realsync_matchmaking_tickets_ended_total{mode,outcome},
+// realsync_matchmaking_pass_cut_total{mode} and
+// realsync_matchmaking_commits_not_replicated_total{mode}.
 type mmMetrics struct {
 	tickets *prometheus.GaugeVec
 	matches *prometheus.CounterVec
 	wait    *prometheus.HistogramVec
 	ended   *prometheus.CounterVec
 	cut     *prometheus.CounterVec
+	short   *prometheus.CounterVec
 
 	mu sync.Mutex
 	// known are the modes labelled by name once MatchmakingModes was
@@ -79,8 +81,11 @@ func newMatchmakingMetrics(reg prometheus.Registerer) *mmMetrics {
 		cut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_pass_cut_total",
 			Help: "Passes of this instance's matcher cut by their work budget (the next pass goes on from the cut), by mode."},
 			[]string{"mode"}),
+		short: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_commits_not_replicated_total",
+			Help: "Matches of this instance's matcher whose commit fewer replicas of the mode's Redis master acknowledged than REALSYNC_MATCH_COMMIT_REPLICAS within REALSYNC_MATCH_COMMIT_WAIT: their users are told by a later repair, by mode."},
+			[]string{"mode"}),
 	}
-	reg.MustRegister(m.tickets, m.matches, m.wait, m.ended, m.cut)
+	reg.MustRegister(m.tickets, m.matches, m.wait, m.ended, m.cut, m.short)
 	return m
 }
 
@@ -147,4 +152,9 @@ func (m *Metrics) Ended(mode, outcome string, n int) {
 // PassCut implements matchmaking.Observer.
 func (m *Metrics) PassCut(mode string) {
 	m.matchmaking.cut.WithLabelValues(m.matchmaking.label(mode)).Inc()
+}
+
+// CommitNotReplicated implements matchmaking.Observer.
+func (m *Metrics) CommitNotReplicated(mode string) {
+	m.matchmaking.short.WithLabelValues(m.matchmaking.label(mode)).Inc()
 }

@@ -175,8 +175,10 @@ func TestMatchmakingModeLabels(t *testing.T) {
 		m.Matched(mode, []time.Duration{time.Second, time.Second})
 		m.Ended(mode, "cancelled", 1)
 		m.PassCut(mode)
+		m.CommitNotReplicated(mode)
 	}
 	m.Searching("ranked", 7)
+	m.CommitNotReplicated("ranked")
 	m.Matched("ranked", []time.Duration{time.Second})
 	count := func() int {
 		mfs, err := reg.Gather()
@@ -191,9 +193,10 @@ func TestMatchmakingModeLabels(t *testing.T) {
 		}
 		return n
 	}
-	// other: tickets, matches, wait, ended{cancelled} and pass_cut; ranked: the first three
-	if n := count(); n != 8 {
-		t.Fatalf("%d matchmaking series for 100 made-up modes and a configured one, want 8", n)
+	// other: tickets, matches, wait, ended{cancelled}, pass_cut and
+	// commits_not_replicated; ranked: the first three and the last
+	if n := count(); n != 10 {
+		t.Fatalf("%d matchmaking series for 100 made-up modes and a configured one, want 10", n)
 	}
 	sample := func(name string, labels ...string) float64 {
 		v, ok := promtest.Sample(t, reg, name, labels...)
@@ -213,6 +216,12 @@ func TestMatchmakingModeLabels(t *testing.T) {
 	}
 	if v := sample("realsync_matchmaking_pass_cut_total", "mode", "other"); v != 100 {
 		t.Fatalf("other's cut passes %v, want 100", v)
+	}
+	if v := sample("realsync_matchmaking_commits_not_replicated_total", "mode", "other"); v != 100 {
+		t.Fatalf("other's commits not replicated %v, want 100", v)
+	}
+	if v := sample("realsync_matchmaking_commits_not_replicated_total", "mode", "ranked"); v != 1 {
+		t.Fatalf("ranked's commits not replicated %v, want 1", v)
 	}
 	if v := sample("realsync_matchmaking_tickets", "mode", "ranked"); v != 7 {
 		t.Fatalf("ranked's queue %v, want 7", v)

@@ -59,3 +59,6 @@ func (s *Store) Barred(ctx context.Context, mode, id string) ([]string, error) {
 	}
 	return st.Nb, nil
 }
+
+// PendingKey is mode's pending matches' key (in the mode's slot).
+func (s *Store) PendingKey(mode string) string { return s.pending(mode) }

@@ -34,6 +34,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/big"
@@ -87,7 +88,28 @@ type Store struct {
 	b      *redisx.Base
 	logs   *userlog.Log
 	leases *redisx.Base // Lease and DropLease; never nil
+	commit Durability
 }
+
+// Durability is what a match's commit waits for before any of its users
+// is told (Commit): Replicas of the Redis Cluster master of its mode's
+// slot (at most as many as the Cluster's layout lists for it) must
+// acknowledge it within Wait (WAIT), or the commit reports
+// matchmaking.ErrCommitNotReplicated. Redis replicates asynchronously:
+// without it, a master that fails over after the commit but before its
+// replica had it loses the match, its tickets go back to the queue and
+// are matched again, and users told of the first match are told of a
+// second (docs/OPERATIONS.md, "What Redis Cluster can lose"). Replicas 0,
+// or no Cluster: not waited for.
+type Durability struct {
+	Replicas int
+	Wait     time.Duration
+}
+
+// DefaultDurability is REALSYNC_MATCH_COMMIT_REPLICAS and
+// REALSYNC_MATCH_COMMIT_WAIT's defaults: one replica, within half a
+// second (a replica in sync acknowledges within a round trip).
+var DefaultDurability = Durability{Replicas: 1, Wait: 500 * time.Millisecond}
 
 var (
 	_ matchmaking.Queue    = (*Store)(nil)
@@ -102,7 +124,13 @@ var (
 // renewal that waited behind them could come after the lease's TTL. nil:
 // on b.
 func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
-	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b)}
+	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability}
+}
+
+// WithDurability has s's commits wait as d says (New's: DefaultDurability).
+func (s *Store) WithDurability(d Durability) *Store {
+	s.commit = d
+	return s
 }
 
 // modeShard is the shard whose slot holds mode's queue.
@@ -405,10 +433,19 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 	return ended == 1, nil
 }
 
-// Commit implements matchmaking.Queue with one script.
+// Commit implements matchmaking.Queue with one script, then waits for
+// the replicas Durability asks for (redisx.RunReplicated).
 func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
-	st, _, err := status(s.b.Runner.Run(ctx, commitCall{pending: s.pending(m.Mode), match: m.ID, room: roomID,
-		ids: ticketIDs(m)}).Result())
+	res, err := s.b.RunReplicated(ctx, commitCall{pending: s.pending(m.Mode), match: m.ID, room: roomID,
+		ids: ticketIDs(m)}, s.commit.Replicas, s.commit.Wait)
+	var short *redisx.ShortOfReplicasError
+	if errors.As(err, &short) {
+		if st, _, _ := status(res, nil); st != "OK" {
+			return false, nil // nothing committed: nothing to wait for
+		}
+		return false, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+	}
+	st, _, err := status(res, err)
 	return st == "OK", err
 }
 

@@ -32,6 +32,7 @@ type SlotSource struct {
 
 	mu      sync.Mutex
 	known   []string                 // the nodes of the last layout read
+	last    []redis.ClusterSlot      // the last layout read
 	clients map[string]*redis.Client // by address: the seeds and known
 	closed  bool
 }
@@ -109,6 +110,23 @@ func (l *SlotSource) RTT(ctx context.Context, addr string) (time.Duration, error
 	return time.Since(start), err
 }
 
+// Replicas is how many replicas the last layout read lists beside the
+// master of slot: Redis lists a replica that is not marked failed and has
+// replicated something, whether its link to the master is up or not (0:
+// none, or no layout read yet). The store's clients read the layout again
+// after a MOVED, and at their next call once it is a second old
+// (ClusterStateReloadInterval).
+func (l *SlotSource) Replicas(slot int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.last {
+		if slot >= int(r.Start) && slot <= int(r.End) && len(r.Nodes) > 0 {
+			return len(r.Nodes) - 1
+		}
+	}
+	return 0
+}
+
 // client is the client of the node at addr, nil once closed.
 func (l *SlotSource) client(addr string) *redis.Client {
 	l.mu.Lock()
@@ -139,7 +157,7 @@ func (l *SlotSource) remember(slots []redis.ClusterSlot) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.known = known
+	l.known, l.last = known, slots
 	for addr, c := range l.clients {
 		if !contains(known, addr) && !contains(l.seeds, addr) {
 			c.Close()

@@ -28,6 +28,9 @@ type Base struct {
 	PubCmd string
 	// Bound is Client's bound on each call (0: none; see Bound.Ends).
 	Bound Bound
+	// Replicas is how many replicas a Cluster's layout lists for the
+	// master of a slot (RunReplicated); nil: none known.
+	Replicas func(slot int) int
 }
 
 // Tag is shard's hash tag (layout.Tags): every key that starts with it

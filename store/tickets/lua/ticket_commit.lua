@@ -20,8 +20,8 @@ for _, t in ipairs(m.tickets) do kept[t.id] = true end
 for i = 3, #ARGV do
   if not kept[ARGV[i]] then return {'GONE'} end
 end
-if m.told ~= ARGV[2] then
-  m.told = ARGV[2]
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(m))
-end
+-- written even when marked already (a repair's commit): the caller may
+-- WAIT for replicas to have it, which waits for the connection's last write
+m.told = ARGV[2]
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(m))
 return {'OK'}

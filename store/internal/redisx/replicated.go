@@ -1,0 +1,80 @@
+package redisx
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/realsync/realsync/store/internal/layout"
+)
+
+// ShortOfReplicasError is a call run by RunReplicated whose writes fewer
+// replicas than asked acknowledged within its wait: they stand on the
+// master, which loses them if it fails before its replicas have them and
+// a replica is promoted.
+type ShortOfReplicasError struct {
+	Want, Acked int
+}
+
+func (e *ShortOfReplicasError) Error() string {
+	return fmt.Sprintf("%d of the %d replicas asked for acknowledged the write in time", e.Acked, e.Want)
+}
+
+// RunReplicated runs call on a connection of its own to the Cluster
+// master of its first key's slot, as EVAL of its code, then waits on that
+// connection (WAIT) until want of the master's replicas acknowledged
+// every write the master took up to the call's, for timeout at most; no
+// more than the replicas the Cluster's layout lists for the slot
+// (Base.Replicas: a replica marked failed is not waited for, one whose
+// link to the master is down is). So
+// a write that must not be lost in a failover (Redis replicates
+// asynchronously) is known to be on a replica before anything outside
+// Redis acts on it. The call must write something (WAIT waits for the
+// connection's last write, whichever call made it). It returns the call's
+// reply, or a *ShortOfReplicasError with it when fewer acknowledged in
+// time. want 0, or a client other than a Cluster's (a standalone Redis
+// has no failover), runs call as Runner.Run does.
+//
+// The master is the one the client's layout names; a call that reaches a
+// node no longer serving the slot fails with its MOVED, as no call is
+// followed there. Each call is bounded by the Base's Bound plus timeout:
+// the node's client has none of the Cluster client's hooks.
+func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (any, error) {
+	keys, _ := call.KeysArgs()
+	cc, ok := b.Client.(*redis.ClusterClient)
+	if ok && b.Replicas != nil {
+		want = min(want, b.Replicas(layout.Slot(keys[0])))
+	}
+	if want <= 0 || !ok {
+		return b.Runner.Run(ctx, call).Result()
+	}
+	if d := time.Duration(b.Bound); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d+timeout)
+		defer cancel()
+	}
+	node, err := cc.MasterForKey(ctx, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	var cmd *redis.Cmd
+	if _, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = b.Runner.QueueSource(ctx, p, call)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	res := cmd.Val()
+	acked, err := conn.Wait(ctx, want, timeout).Result()
+	if err != nil {
+		return res, err
+	}
+	if int(acked) < want {
+		return res, &ShortOfReplicasError{Want: want, Acked: int(acked)}
+	}
+	return res, nil
+}
