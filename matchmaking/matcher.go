@@ -47,10 +47,12 @@ type Observer interface {
 	// PassCut counts a pass of mode, this instance's, cut by its budget
 	// (PassBudget.Work): the next pass goes on from there.
 	PassCut(mode string)
-	// CommitNotReplicated counts a match of mode whose commit the
+	// CommitNotReplicated counts a commit of a match of mode that the
 	// replicas asked for did not acknowledge in time
-	// (ErrCommitNotReplicated): its users are told by a later repair.
-	CommitNotReplicated(mode string)
+	// (ErrCommitNotReplicated): held (told false: its users are told by
+	// a later repair), or told all the same (the replicas short for too
+	// long).
+	CommitNotReplicated(mode string, told bool)
 }
 
 // MatcherConfig is what a Matcher needs; cmd/realsyncd wires it.
@@ -969,8 +971,14 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 		room = match.Told
 	}
 	ok, err = m.cfg.Queue.Commit(ctx, match, room)
-	if errors.Is(err, ErrCommitNotReplicated) && m.cfg.Observer != nil {
-		m.cfg.Observer.CommitNotReplicated(match.Mode)
+	if errors.Is(err, ErrCommitNotReplicated) {
+		if m.cfg.Observer != nil {
+			m.cfg.Observer.CommitNotReplicated(match.Mode, ok)
+		}
+		if ok { // told all the same: the replicas short for too long
+			m.cfg.Logger.Warn("matchmaking: match told without its replicas' acknowledgement", "mode", match.Mode, "err", err)
+			err = nil
+		}
 	}
 	return match, room, ok, err
 }

@@ -303,13 +303,13 @@ type observed struct {
 	events []string
 }
 
-func (o *observed) add(e string)                    { o.mu.Lock(); o.events = append(o.events, e); o.mu.Unlock() }
-func (o *observed) Searching(mode string, n int)    { o.add(fmt.Sprintf("Searching(%s,%d)", mode, n)) }
-func (o *observed) Released(mode string)            { o.add("Released(" + mode + ")") }
-func (o *observed) Matched(string, []time.Duration) {}
-func (o *observed) Ended(string, string, int)       {}
-func (o *observed) PassCut(string)                  {}
-func (o *observed) CommitNotReplicated(string)      {}
+func (o *observed) add(e string)                     { o.mu.Lock(); o.events = append(o.events, e); o.mu.Unlock() }
+func (o *observed) Searching(mode string, n int)     { o.add(fmt.Sprintf("Searching(%s,%d)", mode, n)) }
+func (o *observed) Released(mode string)             { o.add("Released(" + mode + ")") }
+func (o *observed) Matched(string, []time.Duration)  {}
+func (o *observed) Ended(string, string, int)        {}
+func (o *observed) PassCut(string)                   {}
+func (o *observed) CommitNotReplicated(string, bool) {}
 func (o *observed) all() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()

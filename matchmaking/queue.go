@@ -32,8 +32,10 @@ var (
 	// ErrCommitNotReplicated: Queue.Commit committed the match on the mode's
 	// Redis master, but fewer of its replicas than asked acknowledged the
 	// commit in time, so a failover could still lose it (and match its
-	// tickets again): no user is told yet, and a repair (Pending, after
-	// RepairAfter) commits and waits again (never an answer of the API).
+	// tickets again). With ok false the match is held: no user is told
+	// yet, and a repair (Pending, after RepairAfter) commits and waits
+	// again; with ok true the replicas have been short for long enough
+	// that the match is told all the same (never an answer of the API).
 	ErrCommitNotReplicated = errors.New("the match's commit is not on the replicas asked for")
 )
 
@@ -140,9 +142,10 @@ type Queue interface {
 	// another never tells a user of a match whose tickets go back to the
 	// queue, however the two interleave. A commit may wait for replicas
 	// of the mode's Redis master to have it (ErrCommitNotReplicated when
-	// they did not in time): a failover then cannot lose a match whose
-	// users were told, and match their tickets again. Committing again to
-	// the same room changes nothing (a repair's, and waits again).
+	// they did not in time; ok false: held, tell no one yet): a failover
+	// then cannot lose a match whose users were told, and match their
+	// tickets again. Committing again to the same room changes nothing (a
+	// repair's, and waits again).
 	Commit(ctx context.Context, m Match, roomID string) (bool, error)
 	// Assign records m's room on its tickets and ends m's pending record;
 	// ended is false when another completion of m ended it first.

@@ -30,7 +30,8 @@ type matchSettings struct {
 	// REALSYNC_MATCH_COMMIT_WAIT (default 500ms, 10ms..2s: a pass waits
 	// for its matches' completions), the replicas of a Cluster master that
 	// acknowledge a match's commit before its users are told, and for how
-	// long they are waited for (tickets.Durability).
+	// long they are waited for; its Hold is tickets.DefaultDurability's
+	// (tickets.Durability).
 	MatchCommit tickets.Durability
 }
 
@@ -43,7 +44,7 @@ func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad
 	fs.StringVar(&replicas, "match-commit-replicas", env("REALSYNC_MATCH_COMMIT_REPLICAS", strconv.Itoa(d.Replicas)), "replicas of a Redis Cluster master that must have a match's commit before its users are told, 0 not waited for (REALSYNC_MATCH_COMMIT_REPLICAS)")
 	fs.StringVar(&wait, "match-commit-wait", env("REALSYNC_MATCH_COMMIT_WAIT", d.Wait.String()), "how long a match's commit waits for those replicas; short of them, its users are told by a repair (REALSYNC_MATCH_COMMIT_WAIT)")
 	return func(bad func(name, msg string)) matchSettings {
-		s := matchSettings{MatchmakingFile: file}
+		s := matchSettings{MatchmakingFile: file, MatchCommit: tickets.DefaultDurability}
 		var err error
 		if s.MatchCommit.Replicas, err = strconv.Atoi(replicas); err != nil || s.MatchCommit.Replicas < 0 || s.MatchCommit.Replicas > 5 {
 			bad("REALSYNC_MATCH_COMMIT_REPLICAS", "must be an integer 0..5 (0: not waited for)")

@@ -71,11 +71,11 @@ func TestParseConfigMatchCommit(t *testing.T) {
 		want    tickets.Durability
 		wantErr string
 	}{
-		{name: "Default", want: tickets.Durability{Replicas: 1, Wait: 500 * time.Millisecond}},
-		{name: "Off", env: map[string]string{replicas: "0"}, want: tickets.Durability{Wait: 500 * time.Millisecond}},
-		{name: "Two", env: map[string]string{replicas: "2", wait: "1s"}, want: tickets.Durability{Replicas: 2, Wait: time.Second}},
+		{name: "Default", want: tickets.DefaultDurability},
+		{name: "Off", env: map[string]string{replicas: "0"}, want: tickets.Durability{Wait: 500 * time.Millisecond, Hold: 10 * time.Second}},
+		{name: "Two", env: map[string]string{replicas: "2", wait: "1s"}, want: tickets.Durability{Replicas: 2, Wait: time.Second, Hold: 10 * time.Second}},
 		{name: "FlagsWin", env: map[string]string{replicas: "2", wait: "1s"}, args: []string{"-match-commit-replicas", "3", "-match-commit-wait", "50ms"},
-			want: tickets.Durability{Replicas: 3, Wait: 50 * time.Millisecond}},
+			want: tickets.Durability{Replicas: 3, Wait: 50 * time.Millisecond, Hold: 10 * time.Second}},
 		{name: "Negative", env: map[string]string{replicas: "-1"}, wantErr: replicas},
 		{name: "TooMany", env: map[string]string{replicas: "6"}, wantErr: replicas},
 		{name: "NotANumber", env: map[string]string{replicas: "one"}, wantErr: replicas},

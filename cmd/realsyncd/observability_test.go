@@ -89,6 +89,7 @@ func TestDeployMetricsList(t *testing.T) {
 	m.Matched("duel", []time.Duration{time.Second})
 	m.Ended("duel", "expired", 1)
 	m.PassCut("duel")
+	m.CommitNotReplicated("duel", false)
 
 	mfs, err := reg.Gather()
 	if err != nil {

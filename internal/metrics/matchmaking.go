@@ -14,7 +14,7 @@ import (
 // realsync_matchmaking_time_to_match_seconds{mode},
 // realsync_matchmaking_tickets_ended_total{mode,outcome},
 // realsync_matchmaking_pass_cut_total{mode} and
-// realsync_matchmaking_commits_not_replicated_total{mode}.
+// realsync_matchmaking_commits_not_replicated_total{mode,outcome}.
 type mmMetrics struct {
 	tickets *prometheus.GaugeVec
 	matches *prometheus.CounterVec
@@ -82,8 +82,8 @@ func newMatchmakingMetrics(reg prometheus.Registerer) *mmMetrics {
 			Help: "Passes of this instance's matcher cut by their work budget (the next pass goes on from the cut), by mode."},
 			[]string{"mode"}),
 		short: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_matchmaking_commits_not_replicated_total",
-			Help: "Matches of this instance's matcher whose commit fewer replicas of the mode's Redis master acknowledged than REALSYNC_MATCH_COMMIT_REPLICAS within REALSYNC_MATCH_COMMIT_WAIT: their users are told by a later repair, by mode."},
-			[]string{"mode"}),
+			Help: "Commits of matches by this instance's matcher that fewer replicas of the mode's Redis master acknowledged than REALSYNC_MATCH_COMMIT_REPLICAS within REALSYNC_MATCH_COMMIT_WAIT, by mode and outcome: held (no user told; a repair commits again) or told (the replicas short for 10 s: told without them)."},
+			[]string{"mode", "outcome"}),
 	}
 	reg.MustRegister(m.tickets, m.matches, m.wait, m.ended, m.cut, m.short)
 	return m
@@ -155,6 +155,10 @@ func (m *Metrics) PassCut(mode string) {
 }
 
 // CommitNotReplicated implements matchmaking.Observer.
-func (m *Metrics) CommitNotReplicated(mode string) {
-	m.matchmaking.short.WithLabelValues(m.matchmaking.label(mode)).Inc()
+func (m *Metrics) CommitNotReplicated(mode string, told bool) {
+	outcome := "held"
+	if told {
+		outcome = "told"
+	}
+	m.matchmaking.short.WithLabelValues(m.matchmaking.label(mode), outcome).Inc()
 }

@@ -175,10 +175,10 @@ func TestMatchmakingModeLabels(t *testing.T) {
 		m.Matched(mode, []time.Duration{time.Second, time.Second})
 		m.Ended(mode, "cancelled", 1)
 		m.PassCut(mode)
-		m.CommitNotReplicated(mode)
+		m.CommitNotReplicated(mode, false)
 	}
 	m.Searching("ranked", 7)
-	m.CommitNotReplicated("ranked")
+	m.CommitNotReplicated("ranked", true)
 	m.Matched("ranked", []time.Duration{time.Second})
 	count := func() int {
 		mfs, err := reg.Gather()
@@ -217,10 +217,10 @@ func TestMatchmakingModeLabels(t *testing.T) {
 	if v := sample("realsync_matchmaking_pass_cut_total", "mode", "other"); v != 100 {
 		t.Fatalf("other's cut passes %v, want 100", v)
 	}
-	if v := sample("realsync_matchmaking_commits_not_replicated_total", "mode", "other"); v != 100 {
+	if v := sample("realsync_matchmaking_commits_not_replicated_total", "mode", "other", "outcome", "held"); v != 100 {
 		t.Fatalf("other's commits not replicated %v, want 100", v)
 	}
-	if v := sample("realsync_matchmaking_commits_not_replicated_total", "mode", "ranked"); v != 1 {
+	if v := sample("realsync_matchmaking_commits_not_replicated_total", "mode", "ranked", "outcome", "told"); v != 1 {
 		t.Fatalf("ranked's commits not replicated %v, want 1", v)
 	}
 	if v := sample("realsync_matchmaking_tickets", "mode", "ranked"); v != 7 {

@@ -3,9 +3,14 @@ package tickets_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
@@ -16,13 +21,16 @@ import (
 // acknowledge in time (matchmaking.Observer).
 type shortCommits struct {
 	matchmaking.Observer
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n, told map[string]int // commits short, and of those told all the same
 }
 
-func (o *shortCommits) CommitNotReplicated(mode string) {
+func (o *shortCommits) CommitNotReplicated(mode string, told bool) {
 	o.mu.Lock()
 	o.n[mode]++
+	if told {
+		o.told[mode]++
+	}
 	o.mu.Unlock()
 }
 
@@ -35,12 +43,12 @@ func (o *shortCommits) of(mode string) int {
 // nopObserver is a matchmaking.Observer that records nothing.
 type nopObserver struct{}
 
-func (nopObserver) Searching(string, int)           {}
-func (nopObserver) Released(string)                 {}
-func (nopObserver) Matched(string, []time.Duration) {}
-func (nopObserver) Ended(string, string, int)       {}
-func (nopObserver) PassCut(string)                  {}
-func (nopObserver) CommitNotReplicated(string)      {}
+func (nopObserver) Searching(string, int)            {}
+func (nopObserver) Released(string)                  {}
+func (nopObserver) Matched(string, []time.Duration)  {}
+func (nopObserver) Ended(string, string, int)        {}
+func (nopObserver) PassCut(string)                   {}
+func (nopObserver) CommitNotReplicated(string, bool) {}
 
 // A Cluster master fails over after a pass matched two tickets, their
 // room was made and the match committed, but before its replica had any
@@ -52,7 +60,8 @@ func (nopObserver) CommitNotReplicated(string)      {}
 // first, then of the new one: two matches for one ticket. A repair of the
 // committed match before the failover waits again, and tells no one
 // either. A match made while the replica is in sync is told at once,
-// after one WAIT.
+// after one WAIT. A mode whose master's replica never catches up has its
+// matches held for Durability.Hold, then told all the same, once.
 func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Cluster of its own")
@@ -68,9 +77,10 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	}
 	rs := mustRules(t, "modes:\n  duel: {}\n")
 	e := open(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, rs)
-	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond})
+	// a wait long enough for a loaded machine while in sync, short once cut
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 2 * time.Second, Hold: time.Hour})
 	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-	short := &shortCommits{Observer: nopObserver{}, n: map[string]int{}}
+	short := &shortCommits{Observer: nopObserver{}, n: map[string]int{}, told: map[string]int{}}
 	cfg := e.cfg
 	cfg.Observer = short
 	matcher := func(holder string) *matchmaking.Matcher {
@@ -78,16 +88,17 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 			LeaseTTL: 500 * time.Millisecond, RepairAfter: 100 * time.Millisecond})
 	}
 	ids := map[string]string{} // user → ticket
-	queue := func(users ...string) {
+	queueIn := func(mode string, users ...string) {
 		t.Helper()
 		for _, u := range users {
-			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ids[u] = tk.ID
 		}
 	}
+	queue := func(users ...string) { t.Helper(); queueIn("duel", users...) }
 	// assigned: the user's ticket is matched and records its room (its
 	// match complete), as the master now serving it says
 	assigned := func(uid string) bool {
@@ -116,29 +127,112 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 		t.Fatalf("the mode's master ran WAIT %d times for one commit, want 1", n)
 	}
 
-	// replication cut: the commit comes back short, no one is told
+	// a mode of another master whose replica never catches up: its
+	// commits are held (the first after a wait, the next after a look)
+	// for Hold, then told all the same, each user once
+	other, otherMaster := "", (*redistest.Server)(nil)
+	for i := 0; other == ""; i++ {
+		mode := fmt.Sprintf("x%d", i)
+		slot, err := c.Slot(ctx, e.tickets.PendingKey(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, _, err := c.Shard(ctx, slot); err != nil {
+			t.Fatal(err)
+		} else if m.Addr != master.Addr {
+			other, otherMaster = mode, m
+		}
+	}
+	if err := c.WaitReplicated(otherMaster, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	queueIn(other, "held-1", "held-2")
+	if err := redistest.CutReplication(ctx, otherMaster); err != nil {
+		t.Fatal(err)
+	}
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Second})
+	deadline := time.Now().Add(20 * time.Second)
+	for told("held-1") == 0 || told("held-2") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a match held past its Hold: told %d and %d within 20 s, %d commits short", told("held-1"), told("held-2"), short.of(other))
+		}
+		a.Round(ctx)
+		time.Sleep(100 * time.Millisecond)
+	}
+	short.mu.Lock()
+	held, toldAnyway := short.n[other]-short.told[other], short.told[other]
+	short.mu.Unlock()
+	if told("held-1") != 1 || told("held-2") != 1 || held < 1 || toldAnyway != 1 {
+		t.Fatalf("held then told: told %d and %d times, %d commits held and %d told all the same; want 1, 1, some and 1",
+			told("held-1"), told("held-2"), held, toldAnyway)
+	}
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
+
+	// replication cut: the commits come back short, no one is told; at
+	// most 4 wait at once (store.replicaWaits), so the waits never hold
+	// every pooled connection of the master
 	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	queue("u1", "u2")
+	var users []string
+	for i := range 20 {
+		users = append(users, fmt.Sprintf("u%d", i))
+	}
+	queue(users...)
 	if err := redistest.CutReplication(ctx, master); err != nil {
 		t.Fatal(err)
 	}
+	noneTold := func() bool {
+		for _, u := range users {
+			if told(u) != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	waiting := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer waiting.Close()
+	most, stop, done := 0, make(chan struct{}), make(chan struct{})
+	go func() { // the master's clients blocked (in WAIT), at most
+		defer close(done)
+		for ctx.Err() == nil {
+			info, err := waiting.Info(ctx, "clients").Result()
+			if err != nil {
+				return
+			}
+			for l := range strings.SplitSeq(info, "\r\n") {
+				if v, ok := strings.CutPrefix(l, "blocked_clients:"); ok {
+					n, _ := strconv.Atoi(v)
+					most = max(most, n)
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
 	a.Round(ctx)
-	if told("u1") != 0 || told("u2") != 0 {
-		t.Fatalf("told %d and %d of a match its master's replica never had, want 0", told("u1"), told("u2"))
+	close(stop)
+	<-done
+	if !noneTold() {
+		t.Fatalf("told of matches their master's replica never had: %v", rec.got)
 	}
 	n := short.of("duel")
-	if n == 0 {
-		t.Fatal("no commit reported short of its replica")
+	if n < 10 {
+		t.Fatalf("%d commits reported short of their replica, want the 10 matches' at least", n)
 	}
-	// its repair (the match committed, on the master alone) commits again
-	// and comes back short again: still no one told (the round's own
-	// repairs, past RepairAfter, may have done so already)
+	if most < 1 || most > 4 {
+		t.Fatalf("at most %d commits waited for the replica at once, want 1 to 4", most)
+	}
+	// their repair (each match committed, on the master alone) commits
+	// again and comes back short again: still no one told (the round's
+	// own repairs, past RepairAfter, may have done so already)
 	time.Sleep(150 * time.Millisecond) // past RepairAfter
 	a.Round(ctx)
-	if told("u1") != 0 || told("u2") != 0 || short.of("duel") <= n {
-		t.Fatalf("after a repair: told %d and %d, %d commits short (%d before); want 0, 0 and more", told("u1"), told("u2"), short.of("duel"), n)
+	if !noneTold() || short.of("duel") <= n {
+		t.Fatalf("after a repair: %d commits short (%d before), told %v; want more and none", short.of("duel"), n, rec.got)
 	}
 
 	// the master dies, its replica (without the pass) takes over: the
@@ -148,22 +242,57 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := matcher("b")
-	deadline := time.Now().Add(30 * time.Second)
-	for !assigned("u1") || !assigned("u2") {
+	deadline = time.Now().Add(30 * time.Second)
+	for slices.ContainsFunc(users, func(u string) bool { return !assigned(u) }) {
 		if time.Now().After(deadline) {
-			t.Fatalf("u1's and u2's tickets not matched within 30 s of the promotion (told %d and %d times)", told("u1"), told("u2"))
+			t.Fatalf("tickets not all matched within 30 s of the promotion (told: %v)", rec.got)
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		b.Round(rctx)
 		cancel()
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, u := range []string{"u1", "u2"} {
+	for _, u := range users {
 		rec.mu.Lock()
 		got := fmt.Sprint(rec.got[u])
 		rec.mu.Unlock()
 		if told(u) != 1 {
 			t.Errorf("%s told of %d matches for one ticket: %s", u, told(u), got)
+		}
+	}
+}
+
+// A commit made again to the same room (a repair's) still writes the
+// pending record, so that the WAIT after it, which waits for its
+// connection's last write, covers the mark whichever connection first
+// made it: a repair's commit that wrote nothing waited for an older
+// write of its pooled connection, and WAIT answered at once that
+// replicas had it.
+func TestCommitAgainWritesTheRecord(t *testing.T) {
+	srv, err := redistest.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := t.Context()
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	e := open(t, redistest.Backend{Name: "own", URL: "redis://" + srv.Addr}, rs)
+	for _, u := range []string{"a", "b"} {
+		if _, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := e.tickets.Pass(ctx, "duel", rs.Of("duel"), matchmaking.PassParams{Walk: 100, Sweep: 100, Grace: time.Minute})
+	if err != nil || len(p.Matches) != 1 {
+		t.Fatalf("pass: %+v %v", p, err)
+	}
+	for i := range 2 {
+		before := srv.CallsOf(t, "hset")
+		if ok, err := e.tickets.Commit(ctx, p.Matches[0], "room-1"); !ok || err != nil {
+			t.Fatalf("commit %d: %v %v", i+1, ok, err)
+		}
+		if n := srv.CallsOf(t, "hset") - before; n != 1 {
+			t.Fatalf("commit %d wrote the pending record %d times, want 1", i+1, n)
 		}
 	}
 }

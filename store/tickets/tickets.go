@@ -41,11 +41,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/userlog"
 	"github.com/redis/go-redis/v9"
@@ -89,32 +91,47 @@ type Store struct {
 	logs   *userlog.Log
 	leases *redisx.Base // Lease and DropLease; never nil
 	commit Durability
+	mu     sync.Mutex
+	// short is when the commits of each slot (of a mode's pending
+	// matches) first came back short of their replicas, since the last
+	// one acknowledged (Durability).
+	short map[int]time.Time
 }
 
 // Durability is what a match's commit waits for before any of its users
 // is told (Commit): Replicas of the Redis Cluster master of its mode's
 // slot (at most as many as the Cluster's layout lists for it) must
-// acknowledge it within Wait (WAIT), or the commit reports
-// matchmaking.ErrCommitNotReplicated. Redis replicates asynchronously:
-// without it, a master that fails over after the commit but before its
-// replica had it loses the match, its tickets go back to the queue and
-// are matched again, and users told of the first match are told of a
-// second (docs/OPERATIONS.md, "What Redis Cluster can lose"). Replicas 0,
-// or no Cluster: not waited for.
+// acknowledge it within Wait (WAIT), or the commit is held: it reports
+// matchmaking.ErrCommitNotReplicated and no one is told (a repair commits
+// again). Redis replicates asynchronously: without it, a master that
+// fails over after the commit but before its replica had it loses the
+// match, its tickets go back to the queue and are matched again, and
+// users told of the first match are told of a second (docs/OPERATIONS.md,
+// "What Redis Cluster can lose"). Replicas 0, or no Cluster: not waited
+// for.
+//
+// A slot whose commits came back short waits only a look (commitLook)
+// for the next ones, until one is acknowledged; and once its commits have
+// been short for Hold, they are told all the same (ok, with
+// ErrCommitNotReplicated): a replica that is listed but never catches up
+// (a resynchronization that fails, a replication link refused) holds
+// matches back for Hold at most, not until an operator comes.
 type Durability struct {
 	Replicas int
 	Wait     time.Duration
+	Hold     time.Duration
 }
 
 // DefaultDurability is REALSYNC_MATCH_COMMIT_REPLICAS and
-// REALSYNC_MATCH_COMMIT_WAIT's defaults: one replica, within half a
-// second (a replica in sync acknowledges within a round trip).
-var DefaultDurability = Durability{Replicas: 1, Wait: 500 * time.Millisecond}
+// REALSYNC_MATCH_COMMIT_WAIT's defaults (one replica, within half a
+// second: a replica in sync acknowledges within a round trip) and a hold
+// of 10 s.
+var DefaultDurability = Durability{Replicas: 1, Wait: 500 * time.Millisecond, Hold: 10 * time.Second}
 
-var (
-	_ matchmaking.Queue    = (*Store)(nil)
-	_ matchmaking.Notifier = (*Store)(nil)
-)
+// commitLook is how long a commit waits for the replicas of a slot whose
+// commits came back short (Durability): a look, for whether they caught
+// up.
+const commitLook = 10 * time.Millisecond
 
 // New keeps tickets with b's client and layout, and sends match_found to
 // logs (the store's: store.Store.UserLogs). The mode leases (Lease,
@@ -124,7 +141,7 @@ var (
 // renewal that waited behind them could come after the lease's TTL. nil:
 // on b.
 func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
-	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability}
+	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability, short: map[int]time.Time{}}
 }
 
 // WithDurability has s's commits wait as d says (New's: DefaultDurability).
@@ -434,19 +451,45 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 }
 
 // Commit implements matchmaking.Queue with one script, then waits for
-// the replicas Durability asks for (redisx.RunReplicated).
+// the replicas Durability asks for (redisx.RunReplicated): short of them,
+// it holds the match (false, ErrCommitNotReplicated), but for a slot
+// whose commits have been short for Durability.Hold (true, and the
+// error).
 func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
-	res, err := s.b.RunReplicated(ctx, commitCall{pending: s.pending(m.Mode), match: m.ID, room: roomID,
-		ids: ticketIDs(m)}, s.commit.Replicas, s.commit.Wait)
-	var short *redisx.ShortOfReplicasError
-	if errors.As(err, &short) {
-		if st, _, _ := status(res, nil); st != "OK" {
-			return false, nil // nothing committed: nothing to wait for
-		}
-		return false, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+	key := s.pending(m.Mode)
+	slot := layout.Slot(key)
+	s.mu.Lock()
+	since, short := s.short[slot]
+	s.mu.Unlock()
+	wait := s.commit.Wait
+	if short {
+		wait = min(wait, commitLook)
 	}
-	st, _, err := status(res, err)
-	return st == "OK", err
+	res, err := s.b.RunReplicated(ctx, commitCall{pending: key, match: m.ID, room: roomID, ids: ticketIDs(m)},
+		s.commit.Replicas, wait)
+	var lack *redisx.ShortOfReplicasError
+	if !errors.As(err, &lack) {
+		st, _, err := status(res, err)
+		if err == nil && short {
+			s.mu.Lock()
+			delete(s.short, slot) // acknowledged (or nothing to wait for)
+			s.mu.Unlock()
+		}
+		return st == "OK", err
+	}
+	if st, _, _ := status(res, nil); st != "OK" {
+		return false, nil // nothing committed: nothing to wait for
+	}
+	now := time.Now()
+	if !short {
+		s.mu.Lock()
+		if since, short = s.short[slot]; !short {
+			since = now
+			s.short[slot] = now
+		}
+		s.mu.Unlock()
+	}
+	return now.Sub(since) >= s.commit.Hold, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
 }
 
 // ticketIDs is the ids of m's tickets.

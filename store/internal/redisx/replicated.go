@@ -40,7 +40,10 @@ func (e *ShortOfReplicasError) Error() string {
 // The master is the one the client's layout names; a call that reaches a
 // node no longer serving the slot fails with its MOVED, as no call is
 // followed there. Each call is bounded by the Base's Bound plus timeout:
-// the node's client has none of the Cluster client's hooks.
+// the node's client has none of the Cluster client's hooks. At most
+// Base.Waiting calls wait at once, the others queue for a turn (within
+// ctx): a replica that stops acknowledging must not have the waits hold
+// every pooled connection of its master, which the requests share.
 func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (any, error) {
 	keys, _ := call.KeysArgs()
 	cc, ok := b.Client.(*redis.ClusterClient)
@@ -49,6 +52,12 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 	}
 	if want <= 0 || !ok {
 		return b.Runner.Run(ctx, call).Result()
+	}
+	if b.Waiting != nil {
+		if err := b.Waiting.Acquire(ctx, 1); err != nil {
+			return nil, GaveUp(err)
+		}
+		defer b.Waiting.Release(1)
 	}
 	if d := time.Duration(b.Bound); d > 0 {
 		var cancel context.CancelFunc
