@@ -18,7 +18,8 @@
 // each shard's connection also subscribes a probe channel of its own, in
 // the shard's slot and unique to the Mux; every Probe.Every the Mux
 // publishes a small message on it through the ordinary client (which
-// follows the slot to its current master) and expects it back on the
+// follows the slot to its current master; on a Cluster from a script,
+// which no replica runs: probeLua) and expects it back on the
 // subscription within Probe.Wait of the publish's reply. A probe that does
 // not come back, on a connection that handed nothing on for Probe.Wait
 // either (a busy one, its probe waiting behind a backlog of messages, is
@@ -386,8 +387,8 @@ func (x *Mux) probeConfirmed(shard int, sub *shardSub, kind string) {
 // once it has synced, 0.5–2 s later: the catch-up at the confirmation ran
 // before that, and an event published in between (a lone match_found, a
 // direct message) reached no stream (a chaos tester's find). A probe that
-// came back was published after the path was whole: a catch-up from then
-// on misses nothing.
+// came back was published on the slot's master (probeLua) after the path
+// from it was whole: a catch-up from then on misses nothing.
 func (x *Mux) echoed(sub *shardSub, payload string) {
 	n, err := strconv.ParseInt(payload, 10, 64)
 	if err != nil {
@@ -409,6 +410,19 @@ func (x *Mux) echoed(sub *shardSub, payload string) {
 		x.h.Resubscribed(ch)
 	}
 }
+
+// probeLua publishes a sharded probe from a script: a replica answers a
+// script from a client that did not say READONLY with MOVED, so the
+// probe is published on the slot's master whatever node the client's
+// layout names. A bare SPUBLISH is not a write, and a replica serves it
+// for its master's slots, to its own subscribers alone: just after a
+// failover the client's layout (a second old at most) still named the
+// demoted master, now a replica, where the reopened connection was too;
+// the probe came back at once, the catch-up ran before the replica had
+// synced with the new master, and what that master published meanwhile
+// reached no stream (a chaos tester's graceful failovers: match_found
+// told 14 to 45 s late, at the next failover, or never on its stream).
+const probeLua = "return redis.call('SPUBLISH', KEYS[1], ARGV[1])"
 
 // probeLoop probes every Probe.Every until Close.
 func (x *Mux) probeLoop() {
@@ -469,13 +483,13 @@ func (x *Mux) probeRound() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), x.probe.Wait)
 	defer cancel()
-	cmd := "PUBLISH"
-	if x.sharded {
-		cmd = "SPUBLISH"
-	}
 	p := x.client.Pipeline()
 	for i := range out {
-		c := redis.NewIntCmd(ctx, cmd, out[i].sub.probeCh, strconv.FormatInt(out[i].nonce, 10))
+		nonce := strconv.FormatInt(out[i].nonce, 10)
+		c := redis.NewIntCmd(ctx, "PUBLISH", out[i].sub.probeCh, nonce)
+		if x.sharded {
+			c = redis.NewIntCmd(ctx, "EVAL", probeLua, 1, out[i].sub.probeCh, nonce)
+		}
 		p.Process(ctx, c)
 		out[i].cmd = c
 	}
