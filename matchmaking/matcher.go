@@ -138,6 +138,9 @@ type Matcher struct {
 	// until when a held mode found empty stays listed (Queue.Forget).
 	listed map[string]time.Time
 	kept   map[string]time.Time
+	// warned is when each mode last logged matches told without their
+	// replicas (warnUnreplicated)
+	warned map[string]time.Time
 }
 
 // passRun is one mode's pass under way (in Run, the passes that follow
@@ -181,7 +184,8 @@ func NewMatcher(cfg MatcherConfig) *Matcher {
 	}
 	return &Matcher{cfg: cfg, slots: semaphore.NewWeighted(modeConcurrency), from: map[string]string{},
 		resting: map[string]time.Time{}, held: map[string]time.Time{}, passes: map[string]*passRun{},
-		renewals: map[string]chan struct{}{}, listed: map[string]time.Time{}, kept: map[string]time.Time{}}
+		renewals: map[string]chan struct{}{}, listed: map[string]time.Time{}, kept: map[string]time.Time{},
+		warned: map[string]time.Time{}}
 }
 
 // Run ticks every Interval until ctx ends, renewing the leases it holds
@@ -976,11 +980,28 @@ func (m *Matcher) seat(ctx context.Context, match Match, r Rules, repair bool) (
 			m.cfg.Observer.CommitNotReplicated(match.Mode, ok)
 		}
 		if ok { // told all the same: the replicas short for too long
-			m.cfg.Logger.Warn("matchmaking: match told without its replicas' acknowledgement", "mode", match.Mode, "err", err)
+			m.warnUnreplicated(match.Mode, err)
 			err = nil
 		}
 	}
 	return match, room, ok, err
+}
+
+// warnUnreplicated logs that mode's matches are told without their
+// replicas' acknowledgement: once a minute a mode at most (the metric
+// counts each; a broken replica would log every match of its master's
+// modes).
+func (m *Matcher) warnUnreplicated(mode string, err error) {
+	m.mu.Lock()
+	last, now := m.warned[mode], time.Now()
+	log := now.Sub(last) >= time.Minute
+	if log {
+		m.warned[mode] = now
+	}
+	m.mu.Unlock()
+	if log {
+		m.cfg.Logger.Warn("matchmaking: matches told without their replicas' acknowledgement (logged once a minute)", "mode", mode, "err", err)
+	}
 }
 
 // userNotice is one user's match_found.

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
@@ -268,7 +267,6 @@ func New(cfg Config) (*Store, error) {
 	s.base = &redisx.Base{Client: s.client, Runner: s.runner, Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd, Bound: redisx.Bound(s.bound)}
 	if c.Slots != nil {
 		s.base.Replicas = c.Slots.Replicas
-		s.base.Waiting = semaphore.NewWeighted(replicaWaits)
 	}
 	s.renewalBase = &redisx.Base{Client: s.renewals, Runner: redisx.NewRunner(s.renewals, nil), Prefix: cfg.Prefix, Shards: s.shards, Tags: tags, PubCmd: s.pubcmd}
 	s.ulog = userlog.New(s.base, cfg.Offline, layout.EventTag)
@@ -392,14 +390,6 @@ func (s *Store) Close() error {
 	}
 	return s.conn.Close()
 }
-
-// replicaWaits bounds the store calls waiting for replicas at once
-// (redisx.RunReplicated: a match's commit, tickets.Durability), on the
-// whole instance: each holds a pooled connection of its master (10 a
-// CPU) while it waits, up to REALSYNC_MATCH_COMMIT_WAIT when a replica
-// stops acknowledging, and the matcher completes up to 64 matches at
-// once. With a replica in sync a wait is a round trip.
-const replicaWaits = 4
 
 // Base is the client, script runner and key layout the store's concept
 // packages (store/...) are built on.

@@ -51,6 +51,7 @@ import (
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/userlog"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/semaphore"
 )
 
 var (
@@ -91,12 +92,28 @@ type Store struct {
 	logs   *userlog.Log
 	leases *redisx.Base // Lease and DropLease; never nil
 	commit Durability
-	mu     sync.Mutex
-	// short is when the commits of each slot (of a mode's pending
-	// matches) first came back short of their replicas, since the last
-	// one acknowledged (Durability).
-	short map[int]time.Time
+	// waiting bounds the commits waiting for replicas at once (commitWaits)
+	waiting *semaphore.Weighted
+	mu      sync.Mutex
+	// short is, for each slot (of a mode's pending matches) whose commits
+	// came back short of their replicas since the last one acknowledged,
+	// on which master and since when (Durability)
+	short map[int]shortSlot
 }
+
+// shortSlot is a slot whose commits came back short of their replicas:
+// on master addr, since when, and when one last waited the whole wait.
+type shortSlot struct {
+	addr        string
+	since, full time.Time
+}
+
+// commitWaits bounds the commits of an instance waiting for replicas at
+// once (Durability): each holds a pooled connection of its master, which
+// the requests share, while it waits, up to REALSYNC_MATCH_COMMIT_WAIT
+// when a replica does not acknowledge, and the matcher completes up to 64
+// matches at once. With replicas in sync a wait is a round trip.
+const commitWaits = 4
 
 // Durability is what a match's commit waits for before any of its users
 // is told (Commit): Replicas of the Redis Cluster master of its mode's
@@ -111,8 +128,9 @@ type Store struct {
 // for.
 //
 // A slot whose commits came back short waits only a look (commitLook)
-// for the next ones, until one is acknowledged; and once its commits have
-// been short for Hold, they are told all the same (ok, with
+// for the next ones, but for one a second that waits the whole Wait,
+// until one is acknowledged; once its commits have been short for Hold
+// (on the same master), they are told all the same (ok, with
 // ErrCommitNotReplicated): a replica that is listed but never catches up
 // (a resynchronization that fails, a replication link refused) holds
 // matches back for Hold at most, not until an operator comes.
@@ -141,7 +159,8 @@ const commitLook = 10 * time.Millisecond
 // renewal that waited behind them could come after the lease's TTL. nil:
 // on b.
 func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
-	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability, short: map[int]time.Time{}}
+	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability,
+		waiting: semaphore.NewWeighted(commitWaits), short: map[int]shortSlot{}}
 }
 
 // WithDurability has s's commits wait as d says (New's: DefaultDurability).
@@ -451,28 +470,37 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 }
 
 // Commit implements matchmaking.Queue with one script, then waits for
-// the replicas Durability asks for (redisx.RunReplicated): short of them,
-// it holds the match (false, ErrCommitNotReplicated), but for a slot
-// whose commits have been short for Durability.Hold (true, and the
-// error).
+// the replicas Durability asks for (redisx.RunReplicated), commitWaits
+// commits at once: short of them, it holds the match (false,
+// ErrCommitNotReplicated), but for a slot whose commits have been short
+// for Durability.Hold (true, and the error).
 func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
 	key := s.pending(m.Mode)
 	slot := layout.Slot(key)
-	s.mu.Lock()
-	since, short := s.short[slot]
-	s.mu.Unlock()
-	wait := s.commit.Wait
-	if short {
-		wait = min(wait, commitLook)
+	if s.commit.Replicas > 0 && s.b.Replicas != nil {
+		if err := s.waiting.Acquire(ctx, 1); err != nil {
+			return false, redisx.Wrap(redisx.GaveUp(err))
+		}
+		defer s.waiting.Release(1)
 	}
-	res, err := s.b.RunReplicated(ctx, commitCall{pending: key, match: m.ID, room: roomID, ids: ticketIDs(m)},
+	wait := s.commit.Wait
+	now := time.Now()
+	s.mu.Lock()
+	if st, short := s.short[slot]; short && now.Sub(st.full) < time.Second {
+		wait = min(wait, commitLook)
+	} else if short {
+		st.full = now // a whole wait a second: a replica slower than a look may be back
+		s.short[slot] = st
+	}
+	s.mu.Unlock()
+	res, acked, err := s.b.RunReplicated(ctx, commitCall{pending: key, match: m.ID, room: roomID, ids: ticketIDs(m)},
 		s.commit.Replicas, wait)
 	var lack *redisx.ShortOfReplicasError
 	if !errors.As(err, &lack) {
 		st, _, err := status(res, err)
-		if err == nil && short {
+		if err == nil && st == "OK" && acked {
 			s.mu.Lock()
-			delete(s.short, slot) // acknowledged (or nothing to wait for)
+			delete(s.short, slot)
 			s.mu.Unlock()
 		}
 		return st == "OK", err
@@ -480,16 +508,15 @@ func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) 
 	if st, _, _ := status(res, nil); st != "OK" {
 		return false, nil // nothing committed: nothing to wait for
 	}
-	now := time.Now()
-	if !short {
-		s.mu.Lock()
-		if since, short = s.short[slot]; !short {
-			since = now
-			s.short[slot] = now
-		}
-		s.mu.Unlock()
+	now = time.Now()
+	s.mu.Lock()
+	st, short := s.short[slot]
+	if !short || st.addr != lack.Addr { // short from now (on a new master: afresh)
+		st = shortSlot{addr: lack.Addr, since: now, full: now}
+		s.short[slot] = st
 	}
-	return now.Sub(since) >= s.commit.Hold, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+	s.mu.Unlock()
+	return now.Sub(st.since) >= s.commit.Hold, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
 }
 
 // ticketIDs is the ids of m's tickets.

@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/realsync/realsync/store/internal/layout"
 )
@@ -32,10 +31,6 @@ type Base struct {
 	// Replicas is how many replicas a Cluster's layout lists for the
 	// master of a slot (RunReplicated); nil: none known.
 	Replicas func(slot int) int
-	// Waiting bounds the RunReplicated calls that wait for replicas at
-	// once (nil: no bound): each holds a pooled connection of its master
-	// while it waits.
-	Waiting *semaphore.Weighted
 }
 
 // Tag is shard's hash tag (layout.Tags): every key that starts with it

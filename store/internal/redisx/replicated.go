@@ -12,9 +12,10 @@ import (
 
 // ShortOfReplicasError is a call run by RunReplicated whose writes fewer
 // replicas than asked acknowledged within its wait: they stand on the
-// master, which loses them if it fails before its replicas have them and
-// a replica is promoted.
+// master (at Addr), which loses them if it fails before its replicas
+// have them and a replica is promoted.
 type ShortOfReplicasError struct {
+	Addr        string
 	Want, Acked int
 }
 
@@ -28,36 +29,30 @@ func (e *ShortOfReplicasError) Error() string {
 // every write the master took up to the call's, for timeout at most; no
 // more than the replicas the Cluster's layout lists for the slot
 // (Base.Replicas: a replica marked failed is not waited for, one whose
-// link to the master is down is). So
-// a write that must not be lost in a failover (Redis replicates
-// asynchronously) is known to be on a replica before anything outside
-// Redis acts on it. The call must write something (WAIT waits for the
-// connection's last write, whichever call made it). It returns the call's
-// reply, or a *ShortOfReplicasError with it when fewer acknowledged in
-// time. want 0, or a client other than a Cluster's (a standalone Redis
-// has no failover), runs call as Runner.Run does.
+// link to the master is down is). So a write that must not be lost in a
+// failover (Redis replicates asynchronously) is known to be on a replica
+// before anything outside Redis acts on it. The call must write something
+// (WAIT waits for the connection's last write, whichever call made it).
+// It returns the call's reply and whether a WAIT was answered in full
+// (acked), or a *ShortOfReplicasError with the reply when fewer
+// acknowledged in time. want 0, a slot the layout lists no replica for,
+// or a client other than a Cluster's (a standalone Redis has no failover
+// RealSync follows) runs call as Runner.Run does, acked false.
 //
 // The master is the one the client's layout names; a call that reaches a
 // node no longer serving the slot fails with its MOVED, as no call is
 // followed there. Each call is bounded by the Base's Bound plus timeout:
-// the node's client has none of the Cluster client's hooks. At most
-// Base.Waiting calls wait at once, the others queue for a turn (within
-// ctx): a replica that stops acknowledging must not have the waits hold
-// every pooled connection of its master, which the requests share.
-func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (any, error) {
+// the node's client has none of the Cluster client's hooks (nor its
+// metrics).
+func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (reply any, acked bool, err error) {
 	keys, _ := call.KeysArgs()
 	cc, ok := b.Client.(*redis.ClusterClient)
 	if ok && b.Replicas != nil {
 		want = min(want, b.Replicas(layout.Slot(keys[0])))
 	}
 	if want <= 0 || !ok {
-		return b.Runner.Run(ctx, call).Result()
-	}
-	if b.Waiting != nil {
-		if err := b.Waiting.Acquire(ctx, 1); err != nil {
-			return nil, GaveUp(err)
-		}
-		defer b.Waiting.Release(1)
+		reply, err = b.Runner.Run(ctx, call).Result()
+		return reply, false, err
 	}
 	if d := time.Duration(b.Bound); d > 0 {
 		var cancel context.CancelFunc
@@ -66,7 +61,7 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 	}
 	node, err := cc.MasterForKey(ctx, keys[0])
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	conn := node.Conn()
 	defer conn.Close()
@@ -75,15 +70,15 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 		cmd = b.Runner.QueueSource(ctx, p, call)
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	res := cmd.Val()
-	acked, err := conn.Wait(ctx, want, timeout).Result()
+	reply = cmd.Val()
+	n, err := conn.Wait(ctx, want, timeout).Result()
 	if err != nil {
-		return res, err
+		return reply, false, err
 	}
-	if int(acked) < want {
-		return res, &ShortOfReplicasError{Want: want, Acked: int(acked)}
+	if int(n) < want {
+		return reply, false, &ShortOfReplicasError{Addr: node.Options().Addr, Want: want, Acked: int(n)}
 	}
-	return res, nil
+	return reply, true, nil
 }
