@@ -101,6 +101,11 @@ type Store struct {
 	short map[int]shortSlot
 }
 
+var (
+	_ matchmaking.Queue    = (*Store)(nil)
+	_ matchmaking.Notifier = (*Store)(nil)
+)
+
 // shortSlot is a slot whose commits came back short of their replicas:
 // on master addr, since when, and when one last waited the whole wait.
 type shortSlot struct {
