@@ -63,7 +63,7 @@ func (nopObserver) CommitNotReplicated(string, bool) {}
 // after one WAIT. A mode whose master's replica never catches up has its
 // matches held for Durability.Hold, then told all the same, once; once
 // the replica is back and a commit acknowledged, a new cut holds the next
-// match afresh.
+// match afresh. A master that refuses WAIT is held and told alike.
 func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Cluster of its own")
@@ -132,19 +132,25 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	// a mode of another master whose replica never catches up: its
 	// commits are held (the first after a wait, the next after a look)
 	// for Hold, then told all the same, each user once
-	other, otherMaster := "", (*redistest.Server)(nil)
-	for i := 0; other == ""; i++ {
-		mode := fmt.Sprintf("x%d", i)
-		slot, err := c.Slot(ctx, e.tickets.PendingKey(mode))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m, _, err := c.Shard(ctx, slot); err != nil {
-			t.Fatal(err)
-		} else if m.Addr != master.Addr {
-			other, otherMaster = mode, m
+	// modeOn is a mode whose queue's slot is served by none of the
+	// masters not (x0, x1, ...), and that master
+	modeOn := func(not ...*redistest.Server) (string, *redistest.Server) {
+		for i := 0; ; i++ {
+			mode := fmt.Sprintf("x%d", i)
+			slot, err := c.Slot(ctx, e.tickets.PendingKey(mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _, err := c.Shard(ctx, slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(not, func(s *redistest.Server) bool { return s.Addr == m.Addr }) {
+				return mode, m
+			}
 		}
 	}
+	other, otherMaster := modeOn(master)
 	if err := c.WaitReplicated(otherMaster, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +219,29 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	if told("recut-1") != 0 || told("recut-2") != 0 || toldAfter != toldBefore {
 		t.Fatalf("cut again: told %d and %d, %d commits told without the replica (%d before); want a match held afresh",
 			told("recut-1"), told("recut-2"), toldAfter, toldBefore)
+	}
+
+	// a master that refuses WAIT (an ACL without it, a managed Redis that
+	// hides it): held for Hold, then told all the same, as a replica that
+	// never acknowledges; nothing waits on it for good
+	refusing, refusingMaster := modeOn(master, otherMaster)
+	rc := redis.NewClient(&redis.Options{Addr: refusingMaster.Addr})
+	defer rc.Close()
+	if err := rc.Do(ctx, "ACL", "SETUSER", "default", "-wait").Err(); err != nil {
+		t.Fatal(err)
+	}
+	queueIn(refusing, "refused-1", "refused-2")
+	for deadline := time.Now().Add(20 * time.Second); told("refused-1") == 0 || told("refused-2") == 0; a.Round(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a match of a master refusing WAIT not told within 20 s (%d commits short)", short.of(refusing))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	short.mu.Lock()
+	toldAnyway = short.told[refusing]
+	short.mu.Unlock()
+	if told("refused-1") != 1 || told("refused-2") != 1 || toldAnyway < 1 {
+		t.Fatalf("WAIT refused: told %d and %d times, %d commits told all the same; want 1, 1 and some", told("refused-1"), told("refused-2"), toldAnyway)
 	}
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
 

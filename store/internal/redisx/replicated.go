@@ -2,6 +2,7 @@ package redisx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,9 +18,15 @@ import (
 type ShortOfReplicasError struct {
 	Addr        string
 	Want, Acked int
+	// Refused is the master's error reply to WAIT (a managed Redis that
+	// hides it, an ACL without it): nothing can be waited for there.
+	Refused error
 }
 
 func (e *ShortOfReplicasError) Error() string {
+	if e.Refused != nil {
+		return fmt.Sprintf("WAIT refused, the write's replicas unknown: %v", e.Refused)
+	}
 	return fmt.Sprintf("%d of the %d replicas asked for acknowledged the write in time", e.Acked, e.Want)
 }
 
@@ -35,7 +42,7 @@ func (e *ShortOfReplicasError) Error() string {
 // (WAIT waits for the connection's last write, whichever call made it).
 // It returns the call's reply and whether a WAIT was answered in full
 // (acked), or a *ShortOfReplicasError with the reply when fewer
-// acknowledged in time. want 0, a slot the layout lists no replica for,
+// acknowledged in time, or the master refused WAIT. want 0, a slot the layout lists no replica for,
 // or a client other than a Cluster's (a standalone Redis has no failover
 // RealSync follows) runs call as Runner.Run does, acked false.
 //
@@ -74,7 +81,10 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 	}
 	reply = cmd.Val()
 	n, err := conn.Wait(ctx, want, timeout).Result()
-	if err != nil {
+	var refused redis.Error
+	if errors.As(err, &refused) {
+		return reply, false, &ShortOfReplicasError{Addr: node.Options().Addr, Want: want, Refused: err}
+	} else if err != nil {
 		return reply, false, err
 	}
 	if int(n) < want {
