@@ -23,7 +23,9 @@
 // subscription within Probe.Wait of the publish's reply. A probe that does
 // not come back, on a connection that handed nothing on for Probe.Wait
 // either (a busy one, its probe waiting behind a backlog of messages, is
-// not silent), reopens the shard's connection (a new one, on the slot's
+// not silent, and is probed again: when the later probe comes back before
+// the overdue one, that one was lost, and every channel is told
+// resubscribed), reopens the shard's connection (a new one, on the slot's
 // current node, every channel subscribed again; each confirmation is a
 // resubscription, told to the Handler, which catches up) and tells
 // Probe.Silent. Once a reopened (or resubscribed) connection's first
@@ -131,6 +133,11 @@ type shardSub struct {
 	// recheck: the connection was reopened and no probe came back on it
 	// yet (echoed tells every channel resubscribed once more then)
 	recheck bool
+	// overdue is a probe still out past Probe.Wait on a connection that
+	// kept handing messages on, so another was sent (nonce): when a later
+	// one comes back first, overdue was lost on the way, and what was
+	// published with it may have been too (echoed)
+	overdue int64
 }
 
 // New returns a Mux on client that hands what it receives to h, probing
@@ -354,7 +361,7 @@ func (x *Mux) reopen(shard int, sub *shardSub) {
 	for ch := range sub.channels {
 		chans = append(chans, ch)
 	}
-	sub.armed, sub.nonce, sub.opened, sub.recheck = false, 0, time.Now(), sub.probeCh != ""
+	sub.armed, sub.nonce, sub.overdue, sub.opened, sub.recheck = false, 0, 0, time.Now(), sub.probeCh != ""
 	clear(sub.unsubs) // the old connection's confirmations are dropped
 	sub.ps = x.open(context.Background(), sub.with(chans...)...)
 	sub.cur.Store(sub.ps)
@@ -369,7 +376,7 @@ func (x *Mux) reopen(shard int, sub *shardSub) {
 func (x *Mux) probeConfirmed(shard int, sub *shardSub, kind string) {
 	switch kind {
 	case "subscribe", "ssubscribe":
-		sub.armed, sub.nonce = true, 0
+		sub.armed, sub.nonce, sub.overdue = true, 0, 0
 	case "sunsubscribe":
 		if x.shards[shard] == sub {
 			x.reopen(shard, sub)
@@ -396,8 +403,17 @@ func (x *Mux) echoed(sub *shardSub, payload string) {
 	}
 	var again []string
 	x.mu.Lock()
+	if sub.overdue != 0 && n == sub.overdue {
+		sub.overdue = 0 // late behind a backlog, not lost
+	}
 	if sub.nonce != 0 && n >= sub.nonce {
 		sub.nonce = 0
+		if sub.overdue != 0 {
+			// a probe sent before this one never came: lost, as may be
+			// what the slot published with it (a new master that does not
+			// know this node as its replica yet sends it nothing)
+			sub.overdue, sub.recheck = 0, true
+		}
 		if sub.recheck {
 			sub.recheck = false
 			for ch := range sub.channels {
@@ -470,6 +486,15 @@ func (x *Mux) probeRound() {
 			now.Sub(time.Unix(0, sub.seen.Load())) >= x.probe.Wait:
 			quiet = append(quiet, silent{shard, len(sub.channels)})
 			x.reopen(shard, sub)
+		case !sub.sentAt.IsZero() && now.Sub(sub.sentAt) >= x.probe.Wait:
+			// overdue on a connection that hands messages on: behind a
+			// backlog, or lost (echoed tells which); probed again
+			if sub.overdue == 0 {
+				sub.overdue = sub.nonce
+			}
+			x.nonce++
+			sub.nonce, sub.sentAt = x.nonce, time.Time{}
+			out = append(out, probe{shard: shard, sub: sub, nonce: x.nonce})
 		}
 	}
 	x.mu.Unlock()
