@@ -47,8 +47,10 @@ func (e *ShortOfReplicasError) Error() string {
 // RealSync follows) runs call as Runner.Run does, acked false.
 //
 // The master is the one the client's layout names; a call that reaches a
-// node no longer serving the slot fails with its MOVED, as no call is
-// followed there. Each call is bounded by the Base's Bound plus timeout:
+// node no longer serving the slot (MOVED: it did not run) is sent again
+// once the layout was read again (movedBackoff), as go-redis follows a
+// MOVED, instead of failing until a repair (a chaos tester's graceful
+// failovers: matches told 5 s late). Each call is bounded by the Base's Bound plus timeout:
 // the node's client has none of the Cluster client's hooks (nor its
 // metrics).
 func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (reply any, acked bool, err error) {
@@ -66,17 +68,36 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 		ctx, cancel = context.WithTimeout(ctx, d+timeout)
 		defer cancel()
 	}
-	node, err := cc.MasterForKey(ctx, keys[0])
-	if err != nil {
-		return nil, false, err
+	var (
+		node *redis.Client
+		conn *redis.Conn
+		cmd  *redis.Cmd
+	)
+	for try := 0; ; try++ {
+		if node, err = cc.MasterForKey(ctx, keys[0]); err != nil {
+			return nil, false, err
+		}
+		conn = node.Conn()
+		_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = b.Runner.QueueSource(ctx, p, call)
+			return nil
+		})
+		if _, moved := redis.IsMovedError(err); !moved || try == len(movedBackoff) {
+			break
+		}
+		conn.Close()
+		// the slot moved (a failover the layout does not show yet): the
+		// call did not run; the layout read again, and the call sent to
+		// the slot's master then
+		cc.ReloadState(ctx)
+		select {
+		case <-ctx.Done():
+			return nil, false, err
+		case <-time.After(movedBackoff[try]):
+		}
 	}
-	conn := node.Conn()
 	defer conn.Close()
-	var cmd *redis.Cmd
-	if _, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = b.Runner.QueueSource(ctx, p, call)
-		return nil
-	}); err != nil {
+	if err != nil {
 		return nil, false, err
 	}
 	reply = cmd.Val()
@@ -92,3 +113,8 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 	}
 	return reply, true, nil
 }
+
+// movedBackoff is how long RunReplicated waits, after each MOVED, for the
+// layout to be read again before it sends the call once more (go-redis
+// reads it in the background).
+var movedBackoff = []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond}
