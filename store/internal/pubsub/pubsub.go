@@ -136,8 +136,19 @@ type shardSub struct {
 	// overdue is a probe still out past Probe.Wait on a connection that
 	// kept handing messages on, so another was sent (nonce): when a later
 	// one comes back first, overdue was lost on the way, and what was
-	// published with it may have been too (echoed)
-	overdue int64
+	// published with it may have been too (echoed); overdueAt is when its
+	// publish was answered
+	overdue   int64
+	overdueAt time.Time
+}
+
+// firstAt is when the oldest probe still out on sub's connection was
+// published (zero: none, or in flight); Mux.mu held.
+func (sub *shardSub) firstAt() time.Time {
+	if sub.overdue != 0 {
+		return sub.overdueAt
+	}
+	return sub.sentAt
 }
 
 // New returns a Mux on client that hands what it receives to h, probing
@@ -482,15 +493,20 @@ func (x *Mux) probeRound() {
 			x.nonce++
 			sub.nonce, sub.sentAt = x.nonce, time.Time{}
 			out = append(out, probe{shard: shard, sub: sub, nonce: x.nonce})
-		case !sub.sentAt.IsZero() && now.Sub(sub.sentAt) >= x.probe.Wait &&
+		case !sub.firstAt().IsZero() && now.Sub(sub.firstAt()) >= x.probe.Wait &&
 			now.Sub(time.Unix(0, sub.seen.Load())) >= x.probe.Wait:
 			quiet = append(quiet, silent{shard, len(sub.channels)})
 			x.reopen(shard, sub)
-		case !sub.sentAt.IsZero() && now.Sub(sub.sentAt) >= x.probe.Wait:
+		case !sub.sentAt.IsZero() && now.Sub(sub.sentAt) >= x.probe.Every &&
+			now.Sub(time.Unix(0, sub.seen.Load())) < x.probe.Wait:
 			// overdue on a connection that hands messages on: behind a
-			// backlog, or lost (echoed tells which); probed again
+			// backlog, or lost (echoed tells which); probed again after
+			// Every, not Wait (a probe comes back within a millisecond):
+			// a loss is caught up within about two rounds (chaos re-runs
+			// at Wait: 3.5 to 5 s late), and a backlog costs one probe a
+			// round
 			if sub.overdue == 0 {
-				sub.overdue = sub.nonce
+				sub.overdue, sub.overdueAt = sub.nonce, sub.sentAt
 			}
 			x.nonce++
 			sub.nonce, sub.sentAt = x.nonce, time.Time{}
