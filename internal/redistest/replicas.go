@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -321,4 +322,25 @@ func (c *Cluster) WaitSlotsListReplicas(timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// OwnReplicatedPair starts a Cluster of tb's own of one master, holding
+// every slot, and its replica, stopped when tb ends, and returns the
+// master and the replica once the replica is in sync. It skips tb under
+// -short.
+func OwnReplicatedPair(tb testing.TB) (master, replica *Server) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts a Cluster of its own")
+	}
+	c, err := StartClusterWithReplicas(1, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	master, replica = c.Nodes[0], c.Nodes[1]
+	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
+		tb.Fatal(err)
+	}
+	return master, replica
 }

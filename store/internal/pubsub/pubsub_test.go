@@ -31,19 +31,8 @@ func (nopHandler) Resubscribed(string)    {}
 // (which the replica answers with MOVED, followed to the master), never
 // comes back, and the connection is found silent.
 func TestProbeAnsweredByAReplicaProvesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of its own")
-	}
-	c, err := redistest.StartClusterWithReplicas(1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	master, replica := redistest.OwnReplicatedPair(t)
 	ctx := t.Context()
-	master, replica := c.Nodes[0], c.Nodes[1]
-	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	stale := func(context.Context) ([]redis.ClusterSlot, error) {
 		return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: replica.Addr}}}}, nil
 	}

@@ -26,19 +26,8 @@ func (c setCall) KeysArgs() ([]string, []any) { return []string{c.key}, []any{c.
 // failed with the MOVED before, and a match's commit waited for a repair
 // (a chaos tester's graceful failovers: matches told 5 s late).
 func TestRunReplicatedFollowsAMovedSlot(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of its own")
-	}
-	c, err := redistest.StartClusterWithReplicas(1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	master, replica := redistest.OwnReplicatedPair(t)
 	ctx := t.Context()
-	master, replica := c.Nodes[0], c.Nodes[1]
-	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	var reads atomic.Int32
 	layout := func(context.Context) ([]redis.ClusterSlot, error) {
 		owner, other := master.Addr, replica.Addr
