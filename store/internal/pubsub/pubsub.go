@@ -133,7 +133,7 @@ type shardSub struct {
 	// recheck: the connection was reopened and no probe came back on it
 	// yet (echoed tells every channel resubscribed once more then)
 	recheck bool
-	// overdue is a probe still out past Probe.Wait on a connection that
+	// overdue is a probe still out past Probe.Every on a connection that
 	// kept handing messages on, so another was sent (nonce): when a later
 	// one comes back first, overdue was lost on the way, and what was
 	// published with it may have been too (echoed); overdueAt is when its
@@ -445,8 +445,9 @@ func (x *Mux) echoed(sub *shardSub, payload string) {
 // for its master's slots, to its own subscribers alone: just after a
 // failover the client's layout (a second old at most) still named the
 // demoted master, now a replica, where the reopened connection was too;
-// the probe came back at once, the catch-up ran before the replica had
-// synced with the new master, and what that master published meanwhile
+// the probe came back at once, the catch-up ran before the new master
+// sent that node anything (it sends sharded messages over the cluster bus
+// to the nodes it knows in its shard), and what it published meanwhile
 // reached no stream (a chaos tester's graceful failovers: match_found
 // told 14 to 45 s late, at the next failover, or never on its stream).
 const probeLua = "return redis.call('SPUBLISH', KEYS[1], ARGV[1])"
