@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,82 +40,96 @@ func (e *ShortOfReplicasError) Error() string {
 // link to the master is down is). So a write that must not be lost in a
 // failover (Redis replicates asynchronously) is known to be on a replica
 // before anything outside Redis acts on it. The call must write something
-// (WAIT waits for the connection's last write, whichever call made it).
+// (WAIT waits for the connection's last write, whichever call made it),
+// and must be safe to run again: see below.
 // It returns the call's reply and whether a WAIT was answered in full
 // (acked), or a *ShortOfReplicasError with the reply when fewer
 // acknowledged in time, or the master refused WAIT. want 0, a slot the layout lists no replica for,
 // or a client other than a Cluster's (a standalone Redis has no failover
 // RealSync follows) runs call as Runner.Run does, acked false.
 //
-// The master is the one the client's layout names; a call that reaches a
-// node no longer serving the slot (MOVED: it did not run) is sent again
-// once the layout was read again (movedBackoff), as go-redis follows a
-// MOVED, instead of failing until a repair (a chaos tester's graceful
-// failovers: matches told 5 s late). Each call is bounded by the Base's Bound plus timeout:
-// the node's client has none of the Cluster client's hooks (nor its
-// metrics).
+// The master is the one the client's layout names. A call sent again
+// once the layout was read again (movedBackoff), to the slot's master
+// then, when it reached a node no longer serving the slot (MOVED: it did
+// not run; as go-redis follows a MOVED, instead of failing until a
+// repair: a chaos tester's graceful failovers, matches told 5 s late),
+// and when its master was made a replica during the wait (Redis ends the
+// WAIT with UNBLOCKED): it ran, but whether the new master has its write
+// is known only by running it there (in a graceful failover it has; in a
+// forced one it may not), and only that master's replicas can be waited
+// for. Each run is bounded by the Base's Bound plus timeout: the node's
+// client has none of the Cluster client's hooks (nor its metrics).
 func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (reply any, acked bool, err error) {
 	keys, _ := call.KeysArgs()
 	cc, ok := b.Client.(*redis.ClusterClient)
-	if ok && b.Replicas != nil {
-		want = min(want, b.Replicas(layout.Slot(keys[0])))
-	}
-	if want <= 0 || !ok {
+	if !ok {
 		reply, err = b.Runner.Run(ctx, call).Result()
 		return reply, false, err
 	}
+	for try := 0; ; try++ {
+		n := want
+		if b.Replicas != nil {
+			n = min(want, b.Replicas(layout.Slot(keys[0])))
+		}
+		if n <= 0 {
+			reply, err = b.Runner.Run(ctx, call).Result()
+			return reply, false, err
+		}
+		var again bool
+		reply, acked, again, err = b.runOnMaster(ctx, cc, keys[0], call, n, timeout)
+		if !again || try == len(movedBackoff) {
+			return reply, acked, err
+		}
+		// the layout read again, and the call sent to the slot's master then
+		cc.ReloadState(ctx)
+		select {
+		case <-ctx.Done():
+			return reply, acked, err
+		case <-time.After(movedBackoff[try]):
+		}
+	}
+}
+
+// runOnMaster is one run of RunReplicated's on the master of key's slot
+// the layout names; again when it is to be sent again once the layout
+// was read again: it did not run there (MOVED), or that master was made a
+// replica during the wait (UNBLOCKED).
+func (b *Base) runOnMaster(ctx context.Context, cc *redis.ClusterClient, key string, call Call, want int, timeout time.Duration) (reply any, acked, again bool, err error) {
 	if d := time.Duration(b.Bound); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d+timeout)
 		defer cancel()
 	}
-	var (
-		node *redis.Client
-		conn *redis.Conn
-		cmd  *redis.Cmd
-	)
-	for try := 0; ; try++ {
-		if node, err = cc.MasterForKey(ctx, keys[0]); err != nil {
-			return nil, false, err
-		}
-		conn = node.Conn()
-		_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = b.Runner.QueueSource(ctx, p, call)
-			return nil
-		})
-		if _, moved := redis.IsMovedError(err); !moved || try == len(movedBackoff) {
-			break
-		}
-		conn.Close()
-		// the slot moved (a failover the layout does not show yet): the
-		// call did not run; the layout read again, and the call sent to
-		// the slot's master then
-		cc.ReloadState(ctx)
-		select {
-		case <-ctx.Done():
-			return nil, false, err
-		case <-time.After(movedBackoff[try]):
-		}
-	}
-	defer conn.Close()
+	node, err := cc.MasterForKey(ctx, key)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	var cmd *redis.Cmd
+	if _, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = b.Runner.QueueSource(ctx, p, call)
+		return nil
+	}); err != nil {
+		_, moved := redis.IsMovedError(err)
+		return nil, false, moved, err
 	}
 	reply = cmd.Val()
 	n, err := conn.Wait(ctx, want, timeout).Result()
 	var refused redis.Error
 	if errors.As(err, &refused) {
-		return reply, false, &ShortOfReplicasError{Addr: node.Options().Addr, Want: want, Refused: err}
+		demoted := strings.HasPrefix(refused.Error(), "UNBLOCKED")
+		return reply, false, demoted, &ShortOfReplicasError{Addr: node.Options().Addr, Want: want, Refused: err}
 	} else if err != nil {
-		return reply, false, err
+		return reply, false, false, err
 	}
 	if int(n) < want {
-		return reply, false, &ShortOfReplicasError{Addr: node.Options().Addr, Want: want, Acked: int(n)}
+		return reply, false, false, &ShortOfReplicasError{Addr: node.Options().Addr, Want: want, Acked: int(n)}
 	}
-	return reply, true, nil
+	return reply, true, false, nil
 }
 
-// movedBackoff is how long RunReplicated waits, after each MOVED, for the
-// layout to be read again before it sends the call once more (go-redis
+// movedBackoff is how long RunReplicated waits, after each MOVED or
+// UNBLOCKED, for the layout to be read again before it sends the call once more (go-redis
 // reads it in the background).
 var movedBackoff = []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond}

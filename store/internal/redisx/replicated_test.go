@@ -2,6 +2,8 @@ package redisx
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,5 +52,91 @@ func TestRunReplicatedFollowsAMovedSlot(t *testing.T) {
 	}
 	if n := reads.Load(); n < 2 {
 		t.Fatalf("the layout was read %d times, want again after the MOVED", n)
+	}
+}
+
+// incrScript counts its runs in a key.
+var incrScript = Plain("test_incr", "return redis.call('INCR', KEYS[1])")
+
+type incrCall struct{ key string }
+
+func (incrCall) Script() *Script               { return incrScript }
+func (c incrCall) KeysArgs() ([]string, []any) { return []string{c.key}, nil }
+
+// A call whose master is made a replica while its WAIT blocks (a graceful
+// failover: Redis ends the WAIT with UNBLOCKED) is run again on the new
+// master, and that master's replicas are waited for: its reply is the
+// second run's, which found the first run's write kept, and a shortfall
+// is the new master's. Before, the UNBLOCKED was taken for a refused
+// WAIT: the old master's shortfall, and a match's commit held until a
+// repair (a chaos tester's graceful failovers: matches told 4.7 s late).
+// One of the master's two replicas never acknowledges (its link refused),
+// so that the wait blocks while the other takes over.
+func TestRunReplicatedRunsAgainAfterAFailoverMidWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Cluster of its own")
+	}
+	c, err := redistest.StartClusterWithReplicas(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	master, taker, mute := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	mc := redis.NewClient(&redis.Options{Addr: mute.Addr})
+	defer mc.Close()
+	// its link to the master refused from now on (AUTH of a user that
+	// does not exist), and ended
+	for _, kv := range [][2]string{{"masteruser", "nobody"}, {"masterauth", "wrong"}} {
+		if err := mc.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "master").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2})
+	defer cc.Close()
+	b := &Base{Client: cc, Runner: NewRunner(cc, nil), Replicas: func(int) int { return 2 }}
+	type result struct {
+		reply any
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		reply, _, err := b.RunReplicated(ctx, incrCall{"{t}:runs"}, 2, 3*time.Second)
+		done <- result{reply, err}
+	}()
+	// the WAIT blocks on the master: the taker takes over, gracefully
+	watch := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer watch.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no client blocked on the master within 10 s")
+		}
+		if info, err := watch.Info(ctx, "clients").Result(); err == nil && strings.Contains(info, "blocked_clients:1") {
+			break
+		}
+	}
+	tc := redis.NewClient(&redis.Options{Addr: taker.Addr})
+	defer tc.Close()
+	if err := tc.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("RunReplicated did not return within 30 s of the failover")
+	}
+	var short *ShortOfReplicasError
+	if !errors.As(got.err, &short) || short.Addr != taker.Addr || short.Refused != nil || short.Acked >= 2 {
+		t.Fatalf("run: %v (%#v); want the new master's (%s) replicas short, not a refused WAIT", got.err, short, taker.Addr)
+	}
+	if got.reply != int64(2) {
+		t.Fatalf("reply %v, want 2: run again on the new master, which has the first run's write", got.reply)
+	}
+	if v, err := tc.Get(ctx, "{t}:runs").Result(); err != nil || v != "2" {
+		t.Fatalf("the new master holds %q runs (%v), want 2", v, err)
 	}
 }
