@@ -108,8 +108,9 @@ func watchedByBob(t *testing.T, aliceOn, bobOn, via *instance) (alice, aliceID, 
 // online on the other; a second login on pc through the first instance
 // replaces the pc session on the second (session_replaced, then the end);
 // the second instance killed with a console session open, the follower
-// sees the user lose console within the TTL (1 s) plus the janitor's
-// sweep, and GET /v1/presence agrees.
+// sees the user lose console within the TTL (1 s) plus the debounce (3
+// s, a lapse's as a close's) plus the janitor's sweeps, and GET
+// /v1/presence agrees.
 func TestPersonalStreamsAcrossInstances(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)

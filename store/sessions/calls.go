@@ -97,7 +97,7 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 		log.Channel, x.StatusChannel(u), x.b.PubCmd, x.cfg.Logs.Config().MaxLen, x.cfg.Logs.Config().TTL.Milliseconds(), c.newTag,
 		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTL.Milliseconds(),
 		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline, offlineStatusTTL.Milliseconds(),
-		x.replacedKeep().Milliseconds(), ReplacedKept, replayBytes, replayPage, userlog.FirstInbox}
+		x.replacedKeep().Milliseconds(), ReplacedKept, replayBytes, replayPage, userlog.FirstInbox, x.cfg.Debounce.Milliseconds()}
 	if outboxLen > 0 {
 		keys = append(keys, outbox)
 	}
@@ -156,7 +156,7 @@ func (c sessionsSweepCall) KeysArgs() ([]string, []any) {
 		keys = append(keys, outbox)
 	}
 	args := []any{x.b.PubCmd, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), outboxArg(outboxLen),
-		offlineStatusTTL.Milliseconds()}
+		offlineStatusTTL.Milliseconds(), x.cfg.Debounce.Milliseconds()}
 	for _, u := range c.users {
 		keys = append(keys, x.sessionsKey(u), x.statusKey(u))
 		args = append(args, u, x.StatusChannel(u))

@@ -37,9 +37,10 @@
 //   - the shard's online index: zset userId → the user's earliest lease
 //     expiry or platform deadline. The janitor of the shard sweeps the
 //     users whose earliest lease or deadline is due (sessions_sweep, SweepBatch users a call, as many calls
-//     as a visit finds due): a dead instance's sessions lapse and their
-//     users go offline (published) within the TTL plus a janitor
-//     interval, however many they are. Its size is the shard's online
+//     as a visit finds due): a dead instance's sessions lapse, their
+//     platforms are debounced as closed ones, and their users go offline
+//     (published) within the TTL plus the debounce plus two janitor
+//     intervals, however many they are. Its size is the shard's online
 //     users.
 // The user's channel carries the logged events ("E <seq> <tag> <json>",
 // the tag of the event's write: store/userlog),
@@ -111,7 +112,8 @@ type Config struct {
 	// session of it opened meanwhile changes nothing (no status event: a
 	// reconnect or a flapping client is not shown offline); then the
 	// janitor's sweep takes it away (user_offline for the last platform).
-	// A session that lapsed (its instance died) is not debounced. 0: at
+	// A platform whose sessions lapsed (their instance died) is debounced
+	// alike, from when a sweep, an open or a close finds it lapsed. 0: at
 	// once.
 	Debounce time.Duration
 	// StreamsPerUser caps a user's open streams of every kind, on every
@@ -588,15 +590,16 @@ func (s *Sessions) OnlineUsers(ctx context.Context) (int64, error) {
 // as before: 7 passes, 60 µs a user.)
 const SweepBatch = 64
 
-// Sweep takes the shard's users whose earliest lease is due through
-// sessions_sweep, SweepBatch at a time, as long as each batch comes back
-// full and due and until the time until: their lapsed sessions are
-// purged and their status follows, published when it changed; the
-// platforms whose debounce deadline passed are dropped too. Returns how
-// many users' status changed by a lapse (went offline, or lost a
-// platform: their instance died), the janitor's session_lapsed; a drop
-// by a deadline alone (a session closed, its user not back within
-// Config.Debounce) is not counted. The
+// Sweep takes the shard's users whose earliest lease or deadline is due
+// through sessions_sweep, SweepBatch at a time, as long as each batch
+// comes back full and due and until the time until: their lapsed
+// sessions are purged, the platforms those leave get their debounce
+// deadline (Config.Debounce; 0: dropped at once), the platforms whose
+// deadline passed are dropped, and their status follows, published when
+// it changed. Returns how many users it found with a lapse (a platform
+// whose leases lapsed: their instance died), the janitor's
+// session_lapsed, counted when found; a drop at a deadline is not
+// counted. The
 // shard's janitor calls it on every visit, so a dead instance's sessions
 // lapse within the TTL and one visit, however many they are; until
 // bounds a visit (the janitor's lease), the rest waits for the next.

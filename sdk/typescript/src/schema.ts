@@ -919,7 +919,9 @@ export interface paths {
          *     changes nothing (followers see no `presence` event, no webhook);
          *     otherwise the platform is dropped (the user goes offline with the
          *     last one) within a janitor interval after. A session whose instance
-         *     died lapses without a debounce, within the TTL.
+         *     died lapses within the TTL and is debounced the same way from
+         *     then: a session of the platform opened within the debounce
+         *     (under `reject-new`, at the 409's `Retry-After`) changes nothing.
          *
          *     Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
          *     default): a new session of the same user and platform replaces the
@@ -1183,8 +1185,9 @@ export interface paths {
          *     never seen (or offline for more than 30 days) is offline with
          *     `version` 0; an offline status otherwise keeps the version of going
          *     offline, later than any status of the user online. An instance that dies takes
-         *     its sessions offline within `REALSYNC_PRESENCE_TTL` plus a janitor
-         *     interval, however many it held. When no instance ran that long
+         *     its sessions offline within `REALSYNC_PRESENCE_TTL` plus
+         *     `REALSYNC_PRESENCE_DEBOUNCE` plus two janitor intervals, however
+         *     many it held. When no instance ran that long
          *     (10 minutes or more: a full outage), a user online at the time
          *     reads offline at a version later than any of the user online,
          *     and goes offline (`presence` event, `user_offline` webhook) in the

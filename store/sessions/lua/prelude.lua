@@ -15,23 +15,26 @@ for i, p in ipairs(PLATFORMS) do G_FIELDS[i], KNOWN[p] = 'g:' .. p, true end
 -- when offline, the hash then kept offline_ms, so that a client that saw
 -- the user online reads the offline status as the later one). A platform
 -- shown (in p) without a session left stays shown until its deadline
--- "g:<platform>" in k_status; when it has none and it is closed, the
--- platform of the session a session_close dropped, and debounce_ms > 0,
--- the deadline is set to now_ms + debounce_ms (any other platform left
--- without a session, its leases lapsed, is dropped at once: its instance
--- died, no debounce): a session of it opened before then cancels the deadline
+-- "g:<platform>" in k_status; when it has none and debounce_ms > 0, the
+-- deadline is set to now_ms + debounce_ms, whether its last session
+-- closed (closed: the platform of the session a session_close dropped)
+-- or its leases lapsed (its instance died: a client that may open a
+-- session of the platform only once the dead one lapsed, policy
+-- reject-new, would else race the janitor's sweep and be shown offline,
+-- then online); a session of it opened before then cancels the deadline
 -- and nothing changed (a reconnect or a flapping client emits no status
--- event); once the deadline passed (the janitor's sweep, found through the
--- online index, index_online) the platform is dropped. Deadlines of
--- platforms with a session, or not shown, are dropped. Only when the
--- platforms changed it publishes
+-- event); once the deadline passed (the janitor's sweep, found through
+-- the online index, index_online) the platform is dropped. debounce_ms
+-- 0: dropped at once. Deadlines of platforms with a session, or not
+-- shown, are dropped. Only when the platforms changed it publishes
 -- "<version> <platforms>" on channel sch (with pubcmd) and, when
 -- outbox_len is not "", queues the webhook event (user_online,
 -- user_platforms_changed or user_offline, at ts) in outbox. The version is
 -- the Redis clock in µs (now_us), kept increasing. Returns "1" when it
 -- changed, else "0", the platforms as a comma-separated string, and
--- whether the change dropped a platform without a deadline (a lapse: its
--- leases lapsed, or the "?" of lapsed_online), not only by its deadline.
+-- whether it found a lapse: a platform shown, other than closed, whose
+-- leases are gone and which had no deadline (given one now, or dropped
+-- at once), or the "?" of lapsed_online.
 local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, now_us, sch, pubcmd, ts, outbox, outbox_len, offline_ms)
   local on = {}
   for _, m in ipairs(redis.call('ZRANGE', k_sess, 0, -1)) do
@@ -44,23 +47,21 @@ local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, no
   local ps, lapse = {}, false
   for q in pairs(shown) do if not KNOWN[q] then lapse = true end end
   for i, q in ipairs(PLATFORMS) do
-    local had = tonumber(cur[2 + i] or '')
-    local due = had
-    if not on[q] and shown[q] and not due and debounce_ms > 0 and q == closed then
-      due = now_ms + debounce_ms
-      redis.call('HSET', k_status, G_FIELDS[i], string.format('%d', due))
+    local due = tonumber(cur[2 + i] or '')
+    if not on[q] and shown[q] and not due then
+      if q ~= closed then lapse = true end
+      if debounce_ms > 0 then
+        due = now_ms + debounce_ms
+        redis.call('HSET', k_status, G_FIELDS[i], string.format('%d', due))
+      end
     elseif due and (on[q] or not shown[q] or due <= now_ms) then
       redis.call('HDEL', k_status, G_FIELDS[i])
       due = nil
     end
-    if on[q] or due then
-      ps[#ps + 1] = q
-    elseif shown[q] and not had then
-      lapse = true
-    end
+    if on[q] or due then ps[#ps + 1] = q end
   end
   local p = table.concat(ps, ',')
-  if was == p then return '0', p, false end
+  if was == p then return '0', p, lapse end
   local v = math.max(now_us, tonumber(cur[1] or '0') + 1)
   redis.call('HSET', k_status, 'v', string.format('%d', v), 'p', p)
   if p == '' then redis.call('PEXPIRE', k_status, offline_ms) end

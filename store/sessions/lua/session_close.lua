@@ -17,12 +17,12 @@
 --         the user shard's webhook outbox, and a status change enters it:
 --         user_offline, or user_platforms_changed while still online
 -- ARGV[7] how long an offline status is kept (ms)
--- ARGV[8] the presence debounce (ms; 0 or absent: at once): when the member
---         was the last session of its platform, the platform stays shown
---         until then (set_status), and a session of it opened meanwhile
---         changes nothing; the janitor's sweep drops it once due. A
---         platform whose leases lapsed (purged here) is dropped at once, as
---         the sweep drops it: only the member's platform is debounced.
+-- ARGV[8] the presence debounce (ms; 0 or absent: at once): a platform
+--         left without a session, the member's last one closed or its
+--         leases lapsed (purged here, as the sweep purges them), stays
+--         shown until then (set_status), and a session of it opened
+--         meanwhile changes nothing; the janitor's sweep drops it once
+--         due.
 -- Reply: {"OK", "1" when the status changed | "0", lapsed leases purged}
 local K_SESS, K_STATUS, K_ONLINE, K_STREAMS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local uid, member, sch, pubcmd = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -31,11 +31,9 @@ local now = tonumber(T[1]) * 1000 + math.floor(tonumber(T[2]) / 1000)
 local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 
 local lapsed = redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
-local debounce, closed = 0, nil
+local debounce, closed = tonumber(ARGV[8] or '0'), nil
 if member ~= '' then
-  if redis.call('ZREM', K_SESS, member) == 1 then
-    debounce, closed = tonumber(ARGV[8] or '0'), string.match(member, '^([^/]*)/')
-  end
+  if redis.call('ZREM', K_SESS, member) == 1 then closed = string.match(member, '^([^/]*)/') end
   local sid = string.match(member, '/(.*)$')
   if sid then redis.call('ZREM', K_STREAMS, '/' .. sid) end
 end

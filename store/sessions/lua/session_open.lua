@@ -55,6 +55,9 @@
 -- ARGV[26] how far behind the other platforms' lowest cursor a platform
 --          without one starts (userlog.FirstInbox): its first session gets
 --          the last of what they were delivered, and what they were not
+-- ARGV[27] the presence debounce (ms): another platform whose leases
+--          lapsed (purged here) stays shown that long, as the janitor's
+--          sweep and a close keep it (set_status)
 -- Reply: {"OK", seq, tag, gap "1"|"0", replaced count, from,
 --        lost "1"|"0", entry...}: tag is the tag of position from (its
 --        entry's write's, or the history's: see the resume below); lost
@@ -154,9 +157,9 @@ end
 redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
 
 -- the status: published when it changed
--- (a deadline of this platform, its last session closed within the
--- debounce, is dropped: no change, nothing published)
-set_status(K_SESS, K_STATUS, uid, now, 0, nil, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19]) -- online: never offline_ms
+-- (a deadline of this platform, its last session closed or lapsed within
+-- the debounce, is dropped: no change, nothing published)
+set_status(K_SESS, K_STATUS, uid, now, tonumber(ARGV[27] or '0'), nil, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19]) -- online: never offline_ms
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 
