@@ -37,17 +37,8 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 				PresenceDebounce: debounce, WebhookOutboxLen: 100000})
 			uid := "u-" + redistest.Prefix(t)
 			follower := watchUser(t, s2, uid)
-			lapsed := 0 // the janitor's session_lapsed: no lease lapses here
-			sweep := func() {
-				t.Helper()
-				for shard := range 8 {
-					rep, err := s1.Sweep(ctx, shard, "test", time.Millisecond)
-					if err != nil {
-						t.Fatal(err)
-					}
-					lapsed += rep["session_lapsed"]
-				}
-			}
+			reps := store.Report{} // the janitor's: no lease lapses here
+			sweep := func() { t.Helper(); sweepAll(t, s1, reps) }
 			published := func() []string { ss, _ := follower.snapshot(); return platformsOf(ss) }
 			status := func() players.Status {
 				t.Helper()
@@ -123,8 +114,8 @@ func TestUserStatusFlapsAreDebounced(t *testing.T) {
 			if n, _ := s1.Sessions().OnlineUsers(ctx); n != 0 {
 				t.Errorf("online users %d, want 0", n)
 			}
-			if lapsed != 0 {
-				t.Errorf("the janitor reported %d session_lapsed, want 0: every session closed, none lapsed", lapsed)
+			if n := reps["session_lapsed"]; n != 0 {
+				t.Errorf("the janitor reported %d session_lapsed, want 0: every session closed, none lapsed", n)
 			}
 			if fs := statusFields(t, s1, uid); !slices.Equal(fs, []string{"p", "v"}) {
 				t.Errorf("status fields %q, want p and v only (the deadlines dropped)", fs)
@@ -181,17 +172,8 @@ func TestLapsedSessionIsDebounced(t *testing.T) {
 					uid := "u-" + redistest.Prefix(t)
 					follower := watchUser(t, live, uid)
 					published := func() []string { ss, _ := follower.snapshot(); return platformsOf(ss) }
-					lapsed := 0
-					sweep := func() {
-						t.Helper()
-						for shard := range 8 {
-							rep, err := live.Sweep(ctx, shard, "test", time.Millisecond)
-							if err != nil {
-								t.Fatal(err)
-							}
-							lapsed += rep["session_lapsed"]
-						}
-					}
+					reps := store.Report{}
+					sweep := func() { t.Helper(); sweepAll(t, live, reps) }
 					pc := sse.Session{UserID: uid, Platform: "pc", ID: "pc.dead"}
 					if _, err := dead.Sessions().OpenSession(ctx, pc, sse.Cursor{}, 0); err != nil {
 						t.Fatal(err)
@@ -199,8 +181,8 @@ func TestLapsedSessionIsDebounced(t *testing.T) {
 					waitUntil(t, "online", func() bool { return len(published()) >= 1 })
 					lapseSession(t, dead, pc)
 					sweep()
-					if fs := statusFields(t, live, uid); lapsed != 1 || !slices.Equal(fs, []string{"g:pc", "p", "v"}) {
-						t.Errorf("swept: %d session_lapsed, status fields %q; want 1, and pc's deadline", lapsed, fs)
+					if fs := statusFields(t, live, uid); reps["session_lapsed"] != 1 || !slices.Equal(fs, []string{"g:pc", "p", "v"}) {
+						t.Errorf("swept: %d session_lapsed, status fields %q; want 1, and pc's deadline", reps["session_lapsed"], fs)
 					}
 					if c.back {
 						again := sse.Session{UserID: uid, Platform: "pc", ID: "pc.back"}
@@ -225,8 +207,8 @@ func TestLapsedSessionIsDebounced(t *testing.T) {
 						if got := published(); !slices.Equal(got, []string{"pc", ""}) {
 							t.Fatalf("published %q, want online on pc, then offline, once", got)
 						}
-						if lapsed != 1 {
-							t.Errorf("%d session_lapsed, want the one lapse counted once", lapsed)
+						if n := reps["session_lapsed"]; n != 1 {
+							t.Errorf("%d session_lapsed, want the one lapse counted once", n)
 						}
 						if n, _ := live.Sessions().OnlineUsers(ctx); n != 0 {
 							t.Errorf("online users %d, want 0", n)
