@@ -53,6 +53,9 @@ func (s *Store) observe(m Metrics) {
 	}
 	s.metrics = m
 	s.client.AddHook(metricsHook{m})
+	// a match's commit, pinned to its master's connection on a Cluster
+	// (redisx.RunReplicated), is measured alike
+	s.base.ConnHooks = append(s.base.ConnHooks, metricsHook{m})
 	// a failed readiness check counts as any failed call; on a Cluster
 	// the probe pings each master's own client (conn.Masters), which
 	// the Cluster client's hooks do not see: not counted there

@@ -14,6 +14,7 @@ import (
 
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/tickets"
 )
 
@@ -42,6 +43,27 @@ func (o *shortCommits) of(mode string) int {
 
 // nopObserver is a matchmaking.Observer that records nothing.
 type nopObserver struct{}
+
+// scriptRuns is a store.Metrics that counts script runs by script and
+// outcome.
+type scriptRuns struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *scriptRuns) ScriptCall(script, outcome string, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[script+" "+outcome]++
+}
+
+func (*scriptRuns) RedisError(string) {}
+
+func (r *scriptRuns) of(script, outcome string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[script+" "+outcome]
+}
 
 func (nopObserver) Searching(string, int)            {}
 func (nopObserver) Released(string)                  {}
@@ -78,7 +100,8 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := mustRules(t, "modes:\n  duel: {}\n")
-	e := open(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, rs)
+	scripts := &scriptRuns{n: map[string]int{}}
+	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{Metrics: scripts}, rs)
 	// a wait long enough for a loaded machine while in sync, short once cut
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 2 * time.Second, Hold: time.Hour})
 	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
@@ -127,6 +150,11 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	}
 	if n := master.CallsOf(t, "wait"); n != 1 {
 		t.Fatalf("the mode's master ran WAIT %d times for one commit, want 1", n)
+	}
+	// the commit, on a connection pinned to the master, is in the
+	// script metrics as every other script run
+	if n := scripts.of("ticket_commit", "OK"); n != 1 {
+		t.Fatalf("the script metrics saw %d ticket_commit runs answering OK, want 1", n)
 	}
 
 	// a mode of another master whose replica never catches up: its

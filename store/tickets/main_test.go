@@ -35,8 +35,15 @@ func open(tb testing.TB, b redistest.Backend, rs matchmaking.RuleSet, mut ...fun
 // openQuotas is open on a store with the room quotas q.
 func openQuotas(tb testing.TB, b redistest.Backend, q store.Quotas, rs matchmaking.RuleSet, mut ...func(*matchmaking.Config)) env {
 	tb.Helper()
-	s, err := store.Open(context.Background(), store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs,
-		Prefix: redistest.Prefix(tb), Shards: 8, Quotas: q})
+	return openStore(tb, b, store.Config{Quotas: q}, rs, mut...)
+}
+
+// openStore is open on a store of cfg, its backend, prefix and shards
+// set here.
+func openStore(tb testing.TB, b redistest.Backend, sc store.Config, rs matchmaking.RuleSet, mut ...func(*matchmaking.Config)) env {
+	tb.Helper()
+	sc.RedisURL, sc.ClusterAddrs, sc.Prefix, sc.Shards = b.URL, b.ClusterAddrs, redistest.Prefix(tb), 8
+	s, err := store.Open(context.Background(), sc)
 	if err != nil {
 		tb.Fatalf("open store on %s: %v", b.Name, err)
 	}

@@ -31,6 +31,10 @@ type Base struct {
 	// Replicas is how many replicas a Cluster's layout lists for the
 	// master of a slot (RunReplicated); nil: none known.
 	Replicas func(slot int) int
+	// ConnHooks are added to the connection RunReplicated pins to a
+	// Cluster master, which the Cluster client's own hooks do not see
+	// (the metrics').
+	ConnHooks []redis.Hook
 }
 
 // Tag is shard's hash tag (layout.Tags): every key that starts with it

@@ -58,7 +58,8 @@ func (e *ShortOfReplicasError) Error() string {
 // is known only by running it there (in a graceful failover it has; in a
 // forced one it may not), and only that master's replicas can be waited
 // for. Each run is bounded by the Base's Bound plus timeout: the node's
-// client has none of the Cluster client's hooks (nor its metrics).
+// client has none of the Cluster client's hooks; the Base's ConnHooks
+// (the metrics') see the run.
 func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (reply any, acked bool, err error) {
 	keys, _ := call.KeysArgs()
 	cc, ok := b.Client.(*redis.ClusterClient)
@@ -106,6 +107,9 @@ func (b *Base) runOnMaster(ctx context.Context, cc *redis.ClusterClient, key str
 	}
 	conn := node.Conn()
 	defer conn.Close()
+	for _, h := range b.ConnHooks {
+		conn.AddHook(h)
+	}
 	var cmd *redis.Cmd
 	if _, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cmd = b.Runner.QueueSource(ctx, p, call)
