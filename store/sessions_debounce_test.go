@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/sse"
@@ -226,6 +228,99 @@ func TestLapsedSessionIsDebounced(t *testing.T) {
 					}
 					checkInvariants(t, live)
 				})
+			}
+		})
+	}
+}
+
+// An open refused (reject-new's SESSION_EXISTS; a stream cap's
+// STREAM_LIMIT goes the same way) still settles the lapsed leases it
+// purged (a reviewer's find): the platform they leave gets its deadline
+// and the user its entry in the online index at it. It returned before,
+// and the renewal of the user's other session then moved the entry past
+// the lapsed platform, which stayed shown for as long as that session was
+// renewed.
+func TestRefusedOpenSettlesLapsedPlatforms(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dead, live := twoInstances(t, b, store.Config{PresenceTTL: time.Minute, SessionPolicy: players.PolicyRejectNew,
+				PresenceDebounce: 300 * time.Millisecond})
+			uid := "u-" + redistest.Prefix(t)
+			pc := sse.Session{UserID: uid, Platform: "pc", ID: "pc.dead"}
+			mobile := sse.Session{UserID: uid, Platform: "mobile", ID: "m.1"}
+			if _, err := dead.Sessions().OpenSession(ctx, pc, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := live.Sessions().OpenSession(ctx, mobile, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			lapseSession(t, dead, pc)
+			_, err := live.Sessions().OpenSession(ctx, sse.Session{UserID: uid, Platform: "mobile", ID: "m.2"}, sse.Cursor{}, 0)
+			if !errors.Is(err, players.ErrSessionExists) {
+				t.Fatalf("a second mobile session: %v, want ErrSessionExists", err)
+			}
+			if fs := statusFields(t, live, uid); !slices.Equal(fs, []string{"g:pc", "p", "v"}) {
+				t.Errorf("after the refusal: status fields %q, want pc's deadline", fs)
+			}
+			reps := store.Report{}
+			waitUntil(t, "pc dropped after its debounce", func() bool {
+				if lost, err := live.Sessions().RenewSessions(ctx, []sse.Session{mobile}); err != nil || len(lost) != 0 {
+					t.Fatalf("renew: lost %v, %v", lost, err)
+				}
+				sweepAll(t, live, reps)
+				got, err := live.Sessions().Statuses(ctx, []string{uid})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return slices.Equal(got[0].Platforms, []string{"mobile"})
+			})
+		})
+	}
+}
+
+// A lapse the sweep finds late (no janitor ran for most of the linger the
+// last lease gave the status record; here the record's expiry is cut to
+// 200 ms before the sweep) keeps the record past the platform's deadline
+// (a reviewer's find): the sweep after the deadline announces the offline
+// once, and the lapse is counted once. Before, the record expired first,
+// and the offline came through lapsed_online, counted as a second lapse.
+func TestLapseFoundLateIsCountedOnce(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dead, live := twoInstances(t, b, store.Config{PresenceTTL: time.Minute, PresenceDebounce: 500 * time.Millisecond,
+				WebhookOutboxLen: 1000})
+			uid := "u-" + redistest.Prefix(t)
+			pc := sse.Session{UserID: uid, Platform: "pc", ID: "pc.dead"}
+			if _, err := dead.Sessions().OpenSession(ctx, pc, sse.Cursor{}, 0); err != nil {
+				t.Fatal(err)
+			}
+			lapseSession(t, dead, pc)
+			if n, err := rediskeys.Scan(ctx, live.Client(), "*:status:"+uid); err != nil || len(n) != 1 {
+				t.Fatalf("status keys %v, %v", n, err)
+			} else if err := live.Client().PExpire(ctx, n[0], 200*time.Millisecond).Err(); err != nil {
+				t.Fatal(err)
+			}
+			reps := store.Report{}
+			sweepAll(t, live, reps)
+			if ttl := statusTTL(t, live, uid); ttl < 10*time.Minute {
+				t.Errorf("the record expires in %s once the sweep set the deadline, want past it by the linger (10 min)", ttl)
+			}
+			waitUntil(t, "offline after the debounce", func() bool {
+				sweepAll(t, live, reps)
+				got, err := live.Sessions().Statuses(ctx, []string{uid})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return !got[0].Online
+			})
+			sweepAll(t, live, reps)
+			if n := reps["session_lapsed"]; n != 1 {
+				t.Errorf("%d session_lapsed for one lapse, want 1", n)
+			}
+			if hooks := outboxEvents(t, live); hooks["user_offline"][uid] != 1 {
+				t.Errorf("webhook events %v, want one user_offline", hooks)
 			}
 		})
 	}

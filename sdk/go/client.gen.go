@@ -2121,8 +2121,9 @@ type ClientInterface interface {
 	// otherwise the platform is dropped (the user goes offline with the
 	// last one) within a janitor interval after. A session whose instance
 	// died lapses within the TTL and is debounced the same way from
-	// then: a session of the platform opened within the debounce
-	// (under `reject-new`, at the 409's `Retry-After`) changes nothing.
+	// when an instance finds it lapsed (within a janitor interval): a
+	// session of the platform opened within the debounce (under
+	// `reject-new`, at the 409's `Retry-After`) changes nothing.
 	//
 	// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 	// default): a new session of the same user and platform replaces the
@@ -3689,8 +3690,9 @@ func (c *APIClient) GetTicket(ctx context.Context, ticketId string, reqEditors .
 // otherwise the platform is dropped (the user goes offline with the
 // last one) within a janitor interval after. A session whose instance
 // died lapses within the TTL and is debounced the same way from
-// then: a session of the platform opened within the debounce
-// (under `reject-new`, at the 409's `Retry-After`) changes nothing.
+// when an instance finds it lapsed (within a janitor interval): a
+// session of the platform opened within the debounce (under
+// `reject-new`, at the 409's `Retry-After`) changes nothing.
 //
 // Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 // default): a new session of the same user and platform replaces the
@@ -7397,8 +7399,9 @@ type ClientWithResponsesInterface interface {
 	// otherwise the platform is dropped (the user goes offline with the
 	// last one) within a janitor interval after. A session whose instance
 	// died lapses within the TTL and is debounced the same way from
-	// then: a session of the platform opened within the debounce
-	// (under `reject-new`, at the 409's `Retry-After`) changes nothing.
+	// when an instance finds it lapsed (within a janitor interval): a
+	// session of the platform opened within the debounce (under
+	// `reject-new`, at the 409's `Retry-After`) changes nothing.
 	//
 	// Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 	// default): a new session of the same user and platform replaces the
@@ -13528,8 +13531,9 @@ func (c *ClientWithResponses) GetTicketWithResponse(ctx context.Context, ticketI
 // otherwise the platform is dropped (the user goes offline with the
 // last one) within a janitor interval after. A session whose instance
 // died lapses within the TTL and is debounced the same way from
-// then: a session of the platform opened within the debounce
-// (under `reject-new`, at the 409's `Retry-After`) changes nothing.
+// when an instance finds it lapsed (within a janitor interval): a
+// session of the platform opened within the debounce (under
+// `reject-new`, at the 409's `Retry-After`) changes nothing.
 //
 // Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
 // default): a new session of the same user and platform replaces the

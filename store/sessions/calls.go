@@ -58,13 +58,15 @@ var (
 
 // prelude is what runs in front of session_open, session_close,
 // sessions_sweep and session_renew:
-// PLATFORMS, players.Platforms in their order, then lua/prelude.lua.
+// PLATFORMS, players.Platforms in their order, STATUS_LINGER
+// (statusLinger, ms), then lua/prelude.lua.
 func prelude() string {
 	quoted := make([]string, len(players.Platforms))
 	for i, p := range players.Platforms {
 		quoted[i] = "'" + p + "'"
 	}
-	return "local PLATFORMS = {" + strings.Join(quoted, ", ") + "}\n" + preludeLua + "\n"
+	return "local PLATFORMS = {" + strings.Join(quoted, ", ") + "}\n" +
+		"local STATUS_LINGER = " + strconv.FormatInt(statusLinger.Milliseconds(), 10) + "\n" + preludeLua + "\n"
 }
 
 // sessionOpenCall is session_open.lua's descriptor: session s opens with

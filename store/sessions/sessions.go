@@ -10,8 +10,9 @@
 //   - status: hash v (version, µs of the Redis clock, kept increasing) and
 //     p (the platforms, "pc,web"); derived from the sessions by every
 //     script that changes them and published on the user's status channel
-//     only when p changed; a platform whose last session closed stays in
-//     p for the debounce (Config.Debounce), its deadline in field
+//     only when p changed; a platform whose last session closed or
+//     lapsed stays in p for the debounce (Config.Debounce), its deadline
+//     (outlived by the record by statusLinger) in field
 //     "g:<platform>" (ms), and a session of it opened meanwhile changes
 //     nothing; p "" once the user went offline, the status
 //     then kept offlineStatusTTL with its version (a client that saw the
@@ -623,8 +624,8 @@ func (s *Sessions) Sweep(ctx context.Context, shard int, until time.Time) (int, 
 	}
 }
 
-// sweep runs sessions_sweep for users of shard; reports how many changed
-// status by a lapse and how many were due.
+// sweep runs sessions_sweep for users of shard; reports how many it found
+// with a lapse and how many were due.
 func (s *Sessions) sweep(ctx context.Context, shard int, users []string) (changed, due int, err error) {
 	res, err := s.b.Runner.Run(ctx, sessionsSweepCall{x: s, shard: shard, users: users, now: time.Now()}).Result()
 	if err != nil {

@@ -920,8 +920,9 @@ export interface paths {
          *     otherwise the platform is dropped (the user goes offline with the
          *     last one) within a janitor interval after. A session whose instance
          *     died lapses within the TTL and is debounced the same way from
-         *     then: a session of the platform opened within the debounce
-         *     (under `reject-new`, at the 409's `Retry-After`) changes nothing.
+         *     when an instance finds it lapsed (within a janitor interval): a
+         *     session of the platform opened within the debounce (under
+         *     `reject-new`, at the 409's `Retry-After`) changes nothing.
          *
          *     Sessions per platform (`REALSYNC_SESSION_POLICY`): `replace` (the
          *     default): a new session of the same user and platform replaces the

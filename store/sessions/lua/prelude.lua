@@ -1,12 +1,13 @@
 -- prelude of session_open, session_close, sessions_sweep and session_renew:
 -- the part (run in front of each) that derives a user's status from the
 -- sessions and records a change. PLATFORMS, the platforms in their order,
--- is set by the store above this (from players.Platforms, the one list).
--- Reads no KEYS or ARGV.
+-- and STATUS_LINGER, how long (ms) a status record outlives what it
+-- waits for (sessions.go statusLinger), are set by the store above this
+-- (from players.Platforms, the one list). Reads no KEYS or ARGV.
 
 -- G_FIELDS: per platform, the status hash's field "g:<platform>" holding
 -- the deadline (ms, Redis clock) until which a platform whose last session
--- closed is still shown (the presence debounce).
+-- closed or lapsed is still shown (the presence debounce).
 local G_FIELDS, KNOWN = {}, {}
 for i, p in ipairs(PLATFORMS) do G_FIELDS[i], KNOWN[p] = 'g:' .. p, true end
 
@@ -53,6 +54,13 @@ local function set_status(k_sess, k_status, uid, now_ms, debounce_ms, closed, no
       if debounce_ms > 0 then
         due = now_ms + debounce_ms
         redis.call('HSET', k_status, G_FIELDS[i], string.format('%d', due))
+        -- the record outlives the deadline by the linger, so that the
+        -- sweep finds it then (a lapse found late, near the end of the
+        -- linger the last lease gave it, would else expire first)
+        local left = redis.call('PTTL', k_status)
+        if left >= 0 and left < debounce_ms + STATUS_LINGER then
+          redis.call('PEXPIRE', k_status, debounce_ms + STATUS_LINGER)
+        end
       end
     elseif due and (on[q] or not shown[q] or due <= now_ms) then
       redis.call('HDEL', k_status, G_FIELDS[i])

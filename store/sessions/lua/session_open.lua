@@ -1,6 +1,6 @@
 -- session_open: opens a personal stream's session (sessions.go) of one
 -- user on one platform, in the user's slot. Leases that lapsed are purged
--- first. By the policy, a session of the same platform still held makes
+-- first (and the status settled after them, the open refused or not). By the policy, a session of the same platform still held makes
 -- the open fail (reject-new), or is replaced (replace: its lease dropped,
 -- a tombstone of it kept in the user's replaced sessions and
 -- session_replaced published on the user's channel, "R <json>", for the
@@ -86,7 +86,20 @@ local now_us = tonumber(T[1]) * 1000000 + tonumber(T[2])
 -- past maxmemory. A ZADD XX of no member changes nothing and is refused
 -- out of memory: the open fails whole, as a room's does.
 redis.call('ZADD', K_SESS, 'XX', 0, '')
-redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
+local purged = redis.call('ZREMRANGEBYSCORE', K_SESS, '-inf', now)
+local debounce = tonumber(ARGV[27] or '0')
+-- refuse returns reply, a refusal, once what the purge changed is
+-- settled: the platforms the lapsed leases leave get their deadlines
+-- (set_status) and the user its entry in the online index at them, which
+-- a renewal of another session would else move past them, and the
+-- platforms stayed shown while that session is renewed
+local function refuse(reply)
+  if purged > 0 then
+    set_status(K_SESS, K_STATUS, uid, now, debounce, nil, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19], tonumber(ARGV[21]))
+    index_online(K_SESS, K_STATUS, K_ONLINE, uid)
+  end
+  return reply
+end
 -- a status that lapsed while online (every instance down for the
 -- linger, no lease left): its offline is announced first, as a close
 -- would, then this open's online. With leases left (the record gone
@@ -102,14 +115,14 @@ end
 if policy == 'reject-new' and #same > 0 then
   local last = 0
   for _, m in ipairs(same) do last = math.max(last, tonumber(redis.call('ZSCORE', K_SESS, m))) end
-  return {'SESSION_EXISTS', tostring(last - now)}
+  return refuse({'SESSION_EXISTS', tostring(last - now)})
 end
 if policy ~= 'replace' then same = {} end
 if quota > 0 then
   redis.call('ZREMRANGEBYSCORE', K_STREAMS, '-inf', now)
   local held = redis.call('ZCARD', K_STREAMS) - #same
   if not redis.call('ZSCORE', K_STREAMS, '/' .. sid) and held >= quota then
-    return {'STREAM_LIMIT', held}
+    return refuse({'STREAM_LIMIT', held})
   end
 end
 
@@ -159,7 +172,7 @@ redis.call('PEXPIRE', K_FOLLOW, tonumber(ARGV[17]))
 -- the status: published when it changed
 -- (a deadline of this platform, its last session closed or lapsed within
 -- the debounce, is dropped: no change, nothing published)
-set_status(K_SESS, K_STATUS, uid, now, tonumber(ARGV[27] or '0'), nil, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19]) -- online: never offline_ms
+set_status(K_SESS, K_STATUS, uid, now, debounce, nil, now_us, sch, pubcmd, ARGV[16], KEYS[10], ARGV[19]) -- online: never offline_ms
 redis.call('PEXPIRE', K_STATUS, ttl + tonumber(ARGV[18]))
 index_online(K_SESS, K_STATUS, K_ONLINE, uid)
 
