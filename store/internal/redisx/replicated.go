@@ -57,15 +57,24 @@ func (e *ShortOfReplicasError) Error() string {
 // WAIT with UNBLOCKED): it ran, but whether the new master has its write
 // is known only by running it there (in a graceful failover it has; in a
 // forced one it may not), and only that master's replicas can be waited
-// for. Each run is bounded by the Base's Bound plus timeout: the node's
-// client has none of the Cluster client's hooks; the Base's ConnHooks
-// (the metrics') see the run.
+// for. (An operator's CLIENT UNBLOCK … ERROR ends a WAIT with UNBLOCKED
+// too: the call then runs again on the same master, which an idempotent
+// call allows.) The whole call is bounded by the Base's Bound plus twice
+// timeout: the node's client has none of the Cluster client's hooks; the
+// Base's ConnHooks (the metrics') see the run.
 func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (reply any, acked bool, err error) {
 	keys, _ := call.KeysArgs()
 	cc, ok := b.Client.(*redis.ClusterClient)
 	if !ok {
 		reply, err = b.Runner.Run(ctx, call).Result()
 		return reply, false, err
+	}
+	if d := time.Duration(b.Bound); d > 0 {
+		// the whole call, sent again after MOVED or run again after
+		// UNBLOCKED: the second run waits for its replicas once more
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d+2*timeout)
+		defer cancel()
 	}
 	for try := 0; ; try++ {
 		n := want
@@ -96,11 +105,6 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 // was read again: it did not run there (MOVED), or that master was made a
 // replica during the wait (UNBLOCKED).
 func (b *Base) runOnMaster(ctx context.Context, cc *redis.ClusterClient, key string, call Call, want int, timeout time.Duration) (reply any, acked, again bool, err error) {
-	if d := time.Duration(b.Bound); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d+timeout)
-		defer cancel()
-	}
 	node, err := cc.MasterForKey(ctx, key)
 	if err != nil {
 		return nil, false, false, err
