@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/internal/webhook/deadletter"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
@@ -199,7 +199,7 @@ func problemType(code string) string {
 func writeProblem(w http.ResponseWriter, p oapi.Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
-	json.NewEncoder(w).Encode(p)
+	jsonout.NewEncoder(w).Encode(p)
 }
 
 // writeJSON answers v with status: the body is built in a pooled buffer
@@ -218,7 +218,7 @@ func appendJSON(b []byte, v any) []byte {
 		return append(b, '\n')
 	}
 	out := bytes.NewBuffer(b)
-	if err := json.NewEncoder(out).Encode(v); err != nil {
+	if err := jsonout.NewEncoder(out).Encode(v); err != nil {
 		// a value encoding/json cannot write is a bug of ours
 		panic(fmt.Sprintf("api: encoding a %T answer: %v", v, err))
 	}

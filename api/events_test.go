@@ -241,3 +241,40 @@ func TestMessagesOverHTTP(t *testing.T) {
 		want(t, e.do("GET", path, eve, nil), 403, "NOT_A_MEMBER")
 	})
 }
+
+// What users send goes out as they sent it: <, > and & in a room's name,
+// its state and a message are written as they are by the room's GET, the
+// state's, the messages' and the stream's snapshot, not as six bytes each
+// (\u003c: an abuse tester's 64 KiB of '<' in a state went out as 384 KiB
+// in every GET and snapshot).
+func TestHTMLCharactersGoAsSent(t *testing.T) {
+	const sent = "<b>&amp;</b>"
+	eachBackend(t, func(t *testing.T, e *env) {
+		alice, _ := e.guest("alice")
+		id := e.create(alice, map[string]any{"name": sent, "mode": "m", "region": "r"})["id"].(string)
+		// as a client sends them, not as encoding/json writes a request
+		want(t, e.do("PATCH", "/v1/rooms/"+id+"/state", alice, `{"k":"`+sent+`"}`), 200, "")
+		want(t, e.do("POST", "/v1/rooms/"+id+"/messages", alice, `{"type":"chat","data":"`+sent+`"}`), 202, "")
+		s := e.open("/v1/rooms/" + id + "/events?token=" + e.streamToken(alice, "/v1/rooms/"+id))
+		var snapshot string
+		for snapshot == "" {
+			line, err := s.rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream ended before its snapshot: %v", err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				snapshot = line
+			}
+		}
+		for what, body := range map[string]string{
+			"GET room":     e.do("GET", "/v1/rooms/"+id, alice, nil).raw,
+			"GET state":    e.do("GET", "/v1/rooms/"+id+"/state", alice, nil).raw,
+			"GET messages": e.do("GET", "/v1/rooms/"+id+"/messages", alice, nil).raw,
+			"snapshot":     snapshot,
+		} {
+			if !strings.Contains(body, sent) || strings.Contains(body, `\u00`) {
+				t.Errorf("%s: %s, want %q as sent", what, body, sent)
+			}
+		}
+	})
+}

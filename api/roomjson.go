@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/lobby"
 )
 
@@ -177,7 +178,7 @@ func appendValue(b []byte, v any) []byte {
 			return append(b, x...)
 		}
 	}
-	out, err := json.Marshal(v)
+	out, err := jsonout.Marshal(v)
 	if err != nil {
 		// encoding/json would have failed the whole answer; an attribute
 		// the store decoded cannot get here
@@ -214,14 +215,14 @@ func appendTime(b []byte, t time.Time) []byte {
 }
 
 // appendString appends s quoted. A string of printable ASCII without
-// anything encoding/json escapes (", \, <, >, &) goes as it is; any other
-// goes through encoding/json, so escapes, invalid UTF-8 and U+2028/U+2029
-// come out exactly as before.
+// anything JSON escapes (", \) goes as it is; any other goes through
+// jsonout, so escapes, invalid UTF-8 and U+2028/U+2029 come out exactly
+// as encoding/json writes them, but <, > and & as they are.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			out, _ := json.Marshal(s)
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			out, _ := jsonout.Marshal(s)
 			return append(b, out...)
 		}
 	}

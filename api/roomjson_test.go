@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 )
@@ -28,7 +29,8 @@ func testRoom() oapi.Room {
 }
 
 // TestAppendHotMatchesEncodingJSON: the hand-written encoder writes every
-// hot answer byte for byte as encoding/json does.
+// hot answer byte for byte as encoding/json does (without its HTML
+// escaping: jsonout).
 func TestAppendHotMatchesEncodingJSON(t *testing.T) {
 	full := testRoom()
 	bare := oapi.Room{} // zero everything: null attributes, zero times, no players
@@ -63,7 +65,7 @@ func TestAppendHotMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want, err := json.Marshal(tt.v)
+			want, err := jsonout.Marshal(tt.v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +100,7 @@ func TestAppendRoomPage(t *testing.T) {
 		if page.NextCursor != "" {
 			list.NextCursor = &page.NextCursor
 		}
-		want, err := json.Marshal(list)
+		want, err := jsonout.Marshal(list)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +122,7 @@ func TestWriteJSON(t *testing.T) {
 		rec := httptest.NewRecorder()
 		writeJSON(rec, 201, v)
 		var want bytes.Buffer
-		json.NewEncoder(&want).Encode(v)
+		jsonout.NewEncoder(&want).Encode(v)
 		if rec.Code != 201 || rec.Header().Get("Content-Type") != "application/json" ||
 			rec.Header().Get("Content-Length") != strconv.Itoa(want.Len()) || !bytes.Equal(rec.Body.Bytes(), want.Bytes()) {
 			t.Fatalf("answer %d: %d %v\n%s\nwant\n%s", i, rec.Code, rec.Header(), rec.Body, want.Bytes())
@@ -142,7 +144,7 @@ func FuzzAppendRoom(f *testing.F) {
 		} else {
 			(*r.Players)[1].Name = value
 		}
-		want, err := json.Marshal(r)
+		want, err := jsonout.Marshal(r)
 		if err != nil {
 			return // encoding/json refuses it (a bad json.Number): never a stored attribute
 		}

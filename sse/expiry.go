@@ -2,9 +2,9 @@ package sse
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -73,6 +73,6 @@ func deadlineOf(ctx context.Context) (end time.Time, last []byte, ok bool) {
 
 // expiringFrame is the token_expiring event for a token expiring at.
 func expiringFrame(at time.Time) []byte {
-	data, _ := json.Marshal(rooms.TokenExpiringEvent{Type: TokenExpiringEvent, ExpiresAt: stamp(at)})
+	data, _ := jsonout.Marshal(rooms.TokenExpiringEvent{Type: TokenExpiringEvent, ExpiresAt: stamp(at)})
 	return appendFrame(nil, "", TokenExpiringEvent, data)
 }

@@ -2,10 +2,10 @@ package sse
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 )
@@ -130,7 +130,7 @@ func (h *Hub) lobbyItem(n LobbyNotice, r *rooms.Room) lobbyItem {
 	if r.Version > it.n.Version {
 		it.n.Version = r.Version
 	}
-	it.public, _ = json.Marshal(h.cfg.RoomJSON(*r))
+	it.public, _ = jsonout.Marshal(h.cfg.RoomJSON(*r))
 	if r.Joinable() {
 		it.room = it.public
 	}
@@ -212,7 +212,7 @@ func (h *Hub) lobbyList(ctx context.Context, st *lobbyStream) ([]byte, error) {
 		list[i] = h.cfg.RoomJSON(r)
 		st.seen[r.ID] = r.Version
 	}
-	data, _ := json.Marshal(lobby.RoomsEvent{Type: lobby.EventRooms, Rooms: list})
+	data, _ := jsonout.Marshal(lobby.RoomsEvent{Type: lobby.EventRooms, Rooms: list})
 	return appendFrame(nil, "", lobby.EventRooms, data), nil
 }
 
@@ -236,7 +236,7 @@ func (st *lobbyStream) change(it *lobbyItem) []byte {
 	case ok:
 		typ, room = lobby.EventRoomRemoved, it.public
 		if room == nil { // closed or private: say no more than its id
-			room, _ = json.Marshal(lobby.RemovedRoom{ID: id, Version: it.n.Version})
+			room, _ = jsonout.Marshal(lobby.RemovedRoom{ID: id, Version: it.n.Version})
 		}
 	default:
 		return nil
@@ -246,7 +246,7 @@ func (st *lobbyStream) change(it *lobbyItem) []byte {
 	} else {
 		delete(st.seen, id)
 	}
-	data, _ := json.Marshal(lobby.RoomChangeEvent{Type: typ, Version: it.n.Version, Room: room})
+	data, _ := jsonout.Marshal(lobby.RoomChangeEvent{Type: typ, Version: it.n.Version, Room: room})
 	return appendFrame(nil, "", typ, data)
 }
 

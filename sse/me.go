@@ -2,12 +2,12 @@ package sse
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 )
@@ -583,19 +583,19 @@ func (st *meStream) writeStatus(out *writer, s players.Status) {
 		return
 	}
 	st.seen[s.UserID] = s.Version
-	data, _ := json.Marshal(s.Event(stamp(time.Now())))
+	data, _ := jsonout.Marshal(s.Event(stamp(time.Now())))
 	out.writeEvent(appendFrame(nil, "", players.EventPresence, data))
 }
 
 func (st *meStream) writeSnapshot(out *writer, tag string, seq int64, resync bool, pending int) {
-	data, _ := json.Marshal(players.SnapshotEvent{UserEventHeader: players.UserEventHeader{Type: players.EventSnapshot,
+	data, _ := jsonout.Marshal(players.SnapshotEvent{UserEventHeader: players.UserEventHeader{Type: players.EventSnapshot,
 		UserID: st.session.UserID, Seq: seq, TS: stamp(time.Now())}, Platform: st.session.Platform,
 		Session: st.session.ID, Resync: resync, Pending: pending})
 	out.writeEvent(appendFrame(nil, formatID(seq, tag), players.EventSnapshot, data))
 }
 
 func (st *meStream) writeResumed(out *writer, seq int64) {
-	data, _ := json.Marshal(players.ResumedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventResumed,
+	data, _ := jsonout.Marshal(players.ResumedEvent{UserEventHeader: players.UserEventHeader{Type: players.EventResumed,
 		UserID: st.session.UserID, Seq: seq, TS: stamp(time.Now())}})
 	out.write(appendFrame(nil, "", players.EventResumed, data))
 }

@@ -2,12 +2,12 @@ package sse
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -245,7 +245,7 @@ func (r *room) resync(ctx context.Context) bool {
 // of a room whose data vanished from the store: one version above the last
 // one sent, without a tag (no history holds it).
 func goneEvent(id string, version int64) Event {
-	data, _ := json.Marshal(rooms.RoomClosedEvent{EventHeader: rooms.EventHeader{Type: rooms.EventRoomClosed,
+	data, _ := jsonout.Marshal(rooms.RoomClosedEvent{EventHeader: rooms.EventHeader{Type: rooms.EventRoomClosed,
 		RoomID: id, Version: version, TS: stamp(time.Now())}, Reason: rooms.ClosedGone})
 	e := Event{Version: version, Data: data}
 	e.parse()

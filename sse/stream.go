@@ -3,12 +3,12 @@ package sse
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/rooms"
 )
 
@@ -252,7 +252,7 @@ const ResumedEvent = rooms.EventResumed
 
 // resumedFrame is the resumed event of room id after a replay up to version.
 func resumedFrame(id string, version int64) []byte {
-	data, _ := json.Marshal(rooms.ResumedEvent{EventHeader: rooms.EventHeader{Type: rooms.EventResumed,
+	data, _ := jsonout.Marshal(rooms.ResumedEvent{EventHeader: rooms.EventHeader{Type: rooms.EventResumed,
 		RoomID: id, Version: version, TS: stamp(time.Now())}})
 	return appendFrame(nil, "", ResumedEvent, data)
 }
@@ -380,7 +380,7 @@ func (h *Hub) writeSnapshot(out *writer, u rooms.User, s *Snapshot) {
 	out.buf = append(out.buf, oneLine(formatID(s.Version, s.Tag))...)
 	out.buf = append(out.buf, "\nevent: snapshot\ndata: "...)
 	b := bytes.NewBuffer(out.buf)
-	err := json.NewEncoder(b).Encode(rooms.SnapshotEvent{EventHeader: rooms.EventHeader{Type: rooms.EventSnapshot,
+	err := jsonout.NewEncoder(b).Encode(rooms.SnapshotEvent{EventHeader: rooms.EventHeader{Type: rooms.EventSnapshot,
 		RoomID: s.Room.ID, Version: s.Version, TS: stamp(time.Now())}, Room: h.cfg.RoomJSON(rooms.ViewFor(s.Room, u)),
 		State: state, StateVersion: s.Room.StateVersion})
 	if err != nil {

@@ -30,6 +30,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/realsync/realsync/internal/jsonout"
 )
 
 // Endpoint is one configured receiver.
@@ -209,7 +211,7 @@ func Payload(d Delivery) ([]byte, error) {
 	if err := json.Unmarshal(d.Event, &ev); err != nil {
 		return nil, fmt.Errorf("webhook: event %s is not JSON: %w", d.MessageID, err)
 	}
-	return json.Marshal(struct {
+	return jsonout.Marshal(struct {
 		Type      string          `json:"type"`
 		Timestamp string          `json:"timestamp"`
 		Data      json.RawMessage `json:"data"`

@@ -91,7 +91,8 @@ func TestSendSignsTheStandardWebhooksWay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := `{"type":"room_closed","roomId":"r1","version":4,"ts":"2026-11-23T22:00:00.5Z","reason":"closed"}`
+	// the event as logged, <, > and & as a user sent them (a room's name)
+	ev := `{"type":"room_closed","roomId":"r1","version":4,"ts":"2026-11-23T22:00:00.5Z","reason":"closed","name":"<b>&</b>"}`
 	if err := s.Send(context.Background(), webhook.Delivery{MessageID: "msg_1_5-0", Endpoint: "a", Type: "room_closed",
 		Event: []byte(ev), RetryCount: 2}); err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store/internal/redisx"
@@ -261,7 +262,7 @@ func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) 
 // first send's seq and time (ms) are returned, or rooms.ErrKeyReused when
 // its digest differs; else the event is sent and once.AtMs returned.
 func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) (int64, int64, error) {
-	b, err := marshal(ev)
+	b, err := jsonout.Marshal(ev)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -270,21 +271,6 @@ func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) 
 		return 0, 0, fmt.Errorf("userlog: %T has no seq 0", ev)
 	}
 	return l.sendOnce(ctx, uid, append(b[:i], b[i+len(seqZero):]...), "", once)
-}
-
-// marshal is json.Marshal without its HTML escaping: a logged event
-// carries what a user sent as they sent it (a message's data, up to
-// rooms.MaxMessageData checked on its compact JSON), where json.Marshal
-// writes each <, > and & as the six bytes of \u003c: a tester's 4 KiB of
-// '<' was logged, kept and sent to every stream as 24.7 KB.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // userIDEmpty is how a logged event's header marshals an empty UserID.
@@ -298,7 +284,7 @@ var userIDEmpty = []byte(`"userId":"",`)
 // (the TTL after it was sent) takes its entries with it. Errors: the
 // store's, the first of them (the other users are still sent to).
 func (l *Log) SendToMany(ctx context.Context, uids []string, ev any) error {
-	b, err := marshal(ev)
+	b, err := jsonout.Marshal(ev)
 	if err != nil {
 		return err
 	}
