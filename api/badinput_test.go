@@ -62,6 +62,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"CreateMode", "POST", "/v1/rooms", alice, `{"name":"a","mode":"-x","region":"eu"}`, nil, 422, "VALIDATION_FAILED", "mode"},
 			{"CreateStateKey", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","state":{"a b":1}}`, nil, 422, "VALIDATION_FAILED", "state.a b"},
 			{"StateHugeNumber", "PATCH", "/v1/rooms/" + id + "/state", alice, `{"hp":1e400}`, nil, 422, "VALIDATION_FAILED", "hp"},
+			// a value no SDK reads back (the C# SDK's parser stops at 256)
+			{"StateTooDeep", "PATCH", "/v1/rooms/" + id + "/state", alice, `{"hp":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`, nil, 400, "MALFORMED_REQUEST", ""},
 			{"CreateStateHugeNumber", "POST", "/v1/rooms", alice, `{"name":"a","mode":"x","region":"eu","state":{"hp":[` + strings.Repeat("9", 400) + `]}}`, nil, 422, "VALIDATION_FAILED", "state.hp"},
 			{"MessageHugeNumber", "POST", "/v1/rooms/" + id + "/messages", alice, `{"type":"chat","data":{"hp":-1E+999}}`, nil, 422, "VALIDATION_FAILED", "data"},
 			{"DirectMessageHugeNumber", "POST", "/v1/users/bob/messages", alice, `{"type":"chat","data":1.8e308}`, nil, 422, "VALIDATION_FAILED", "data"},

@@ -81,6 +81,9 @@ func decodeJSONObject(body []byte, dst any) error {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return fmt.Errorf("body must be a JSON object: %w", errMalformed)
 	}
+	if depth := nesting(trimmed); depth > MaxBodyDepth {
+		return fmt.Errorf("the body nests objects and arrays %d deep, more than %d: %w", depth, MaxBodyDepth, errMalformed)
+	}
 	if err := jsonv2.Unmarshal(trimmed, dst, strictJSON); err != nil {
 		// Decoding stops at the first error; a body that is malformed
 		// further on (a repeated name after an unknown one) is malformed.
@@ -90,6 +93,41 @@ func decodeJSONObject(body []byte, dst any) error {
 		return jsonError(err)
 	}
 	return refuseNulls(trimmed, reflect.TypeOf(dst))
+}
+
+// MaxBodyDepth is how deep a request body may nest objects and arrays,
+// itself the first: state values, message data and attributes within it
+// somewhat less. A value that every SDK can read back: the C# SDK's
+// parser stops at 256 (sdk/csharp/Runtime/Json.cs) and refused the snapshot of a
+// room whose state a member had nested 300 deep, on every reconnect (an
+// abuse tester's find; encoding/json and jsonv2 take 10 000).
+const MaxBodyDepth = 32
+
+// nesting is how deep body nests objects and arrays at most (a body
+// jsonv2 then decodes: one that is malformed past the limit is refused
+// as too deep, a malformed body all the same). A scan of the bytes, in
+// and out of strings, escapes included: no allocation.
+func nesting(body []byte) int {
+	depth, most, inString := 0, 0, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			most = max(most, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return most
 }
 
 // refuseNulls refuses a null given for a field of struct t (or of a

@@ -1,0 +1,39 @@
+package api
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/realsync/realsync/rooms"
+)
+
+// A body nested deeper than MaxBodyDepth is malformed (400), whatever
+// carries the depth (a state value, message data, an attribute); brackets
+// inside strings, escaped quotes among them, count for nothing; one at the
+// limit decodes.
+func TestBodyDepth(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, c := range []struct {
+		name string
+		body string
+		dst  any
+		ok   bool
+	}{
+		{"state value at the limit", `{"k":` + deep(MaxBodyDepth-1) + `}`, new(rooms.State), true},
+		{"state value past it", `{"k":` + deep(MaxBodyDepth) + `}`, new(rooms.State), false},
+		{"message data past it", `{"type":"t","data":` + deep(MaxBodyDepth) + `}`, new(rooms.MessageParams), false},
+		{"objects past it", `{"k":` + strings.Repeat(`{"a":`, MaxBodyDepth) + "1" + strings.Repeat("}", MaxBodyDepth) + `}`, new(rooms.State), false},
+		{"brackets in strings", `{"k":"` + strings.Repeat("[{", 100) + `\"[[[` + `"}`, new(rooms.State), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := decodeJSONObject([]byte(c.body), c.dst)
+			if c.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !c.ok && (!errors.Is(err, errMalformed) || !strings.Contains(err.Error(), "deep")) {
+				t.Fatalf("got %v, want malformed, too deep", err)
+			}
+		})
+	}
+}
