@@ -24,6 +24,9 @@ var (
 	errKeyReused = rooms.ErrKeyReused
 	// errKeyInUse: the same request with the key is still running.
 	errKeyInUse = errors.New("a request with this idempotency key is still running")
+	// errKeysLimited: the caller's kept answers hold idempotency.Budget
+	// bytes already; a new key waits for the oldest to expire
+	errKeysLimited = errors.New("the answers kept for this caller's idempotency keys hold their budget: send a new key later, or the request without one")
 )
 
 // idempotent serves r with h, honouring its Idempotency-Key (key, nil
@@ -88,6 +91,10 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, key *string,
 		return
 	case idempotency.Mismatch:
 		s.writeError(w, r, errKeyReused)
+		return
+	case idempotency.OverBudget:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(c.RetryAfter)))
+		s.writeError(w, r, errKeysLimited)
 		return
 	}
 	rec := &answerRecorder{header: http.Header{}}

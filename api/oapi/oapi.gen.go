@@ -47,6 +47,7 @@ const (
 	GUESTAUTHDISABLED      ProblemCode = "GUEST_AUTH_DISABLED"
 	IDEMPOTENCYKEYINUSE    ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
+	IDEMPOTENCYKEYSLIMITED ProblemCode = "IDEMPOTENCY_KEYS_LIMITED"
 	INTERNAL               ProblemCode = "INTERNAL"
 	INVALIDPLATFORM        ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION      ProblemCode = "INVALID_TRANSITION"
@@ -108,6 +109,8 @@ func (e ProblemCode) Valid() bool {
 	case IDEMPOTENCYKEYINUSE:
 		return true
 	case IDEMPOTENCYKEYREUSED:
+		return true
+	case IDEMPOTENCYKEYSLIMITED:
 		return true
 	case INTERNAL:
 		return true
@@ -1021,8 +1024,13 @@ type QuickJoinParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1092,8 +1100,13 @@ type CreateTicketParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1211,8 +1224,13 @@ type CreateRoomParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1291,8 +1309,13 @@ type InviteToRoomParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1371,8 +1394,13 @@ type SendMessageParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1468,8 +1496,13 @@ type SendDirectMessageParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts

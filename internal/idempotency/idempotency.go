@@ -14,6 +14,13 @@ import (
 // answer for 24 hours.
 const TTL = 24 * time.Hour
 
+// Budget is how many bytes of answers one user's records may hold at once
+// (each kept TTL): a new key of a user whose records hold it already is
+// refused (OverBudget) until the oldest expires. An API key's (a game
+// server's) are not bounded. Without it one account's keyed quick-joins
+// kept 40 KB each, 6.5 GB a day (an abuse tester's find).
+const Budget = 4 << 20
+
 // Outcome is what claiming a key found.
 type Outcome int
 
@@ -28,6 +35,9 @@ const (
 	// Mismatch: the key was used with another request (another body or
 	// route).
 	Mismatch
+	// OverBudget: the key is new, and the caller's records hold its
+	// Budget already; RetryAfter says when the oldest expires.
+	OverBudget
 )
 
 // Answer is a recorded response.
@@ -44,8 +54,12 @@ type Claim struct {
 	Outcome Outcome
 	// Answer: the recorded answer of a Replay.
 	Answer Answer
-	// Key and Token identify a New claim to Record and Release.
-	Key, Token string
+	// Key and Token identify a New claim to Record and Release, Scope its
+	// caller.
+	Key, Token, Scope string
+	// RetryAfter: of an OverBudget claim, how long until the caller's
+	// oldest record expires.
+	RetryAfter time.Duration
 }
 
 // Store keeps claims and answers per caller (scope: the user's or API

@@ -52,6 +52,7 @@ const (
 	GUESTAUTHDISABLED      ProblemCode = "GUEST_AUTH_DISABLED"
 	IDEMPOTENCYKEYINUSE    ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
+	IDEMPOTENCYKEYSLIMITED ProblemCode = "IDEMPOTENCY_KEYS_LIMITED"
 	INTERNAL               ProblemCode = "INTERNAL"
 	INVALIDPLATFORM        ProblemCode = "INVALID_PLATFORM"
 	INVALIDTRANSITION      ProblemCode = "INVALID_TRANSITION"
@@ -113,6 +114,8 @@ func (e ProblemCode) Valid() bool {
 	case IDEMPOTENCYKEYINUSE:
 		return true
 	case IDEMPOTENCYKEYREUSED:
+		return true
+	case IDEMPOTENCYKEYSLIMITED:
 		return true
 	case INTERNAL:
 		return true
@@ -1026,8 +1029,13 @@ type QuickJoinParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1097,8 +1105,13 @@ type CreateTicketParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1216,8 +1229,13 @@ type CreateRoomParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1296,8 +1314,13 @@ type InviteToRoomParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1376,8 +1399,13 @@ type SendMessageParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -1473,8 +1501,13 @@ type SendDirectMessageParams struct {
 	// inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
 	// `inviteToRoom`). The same key with another body or route is 422
 	// `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-	// request with a key runs to its end when its client disconnects
+	// request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+	// The answers kept for one user's keys hold at most 4 MiB (about what
+	// they take in Redis; an API key's are not bounded): a new key past it
+	// is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+	// oldest expires, and nothing is done (send the request again later,
+	// or without a key); a key already answered is replayed all the same.
+	// A request with a key runs to its end when its client disconnects
 	// before the answer (a lost connection, a client-side timeout): the
 	// server neither cuts it where it stands nor forgets it, within the
 	// request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	contract "github.com/realsync/realsync/internal/idempotency"
@@ -31,12 +32,21 @@ type call struct {
 	ms                          int64 // claim: the hold; record: the TTL
 	answer                      contract.Answer
 	by                          int64 // claim: made until then (ms since the epoch; 0 any)
+	// budget: the caller's budget (0: none); kept and spent its answers'
+	// keys (ledger)
+	budget      int
+	kept, spent string
 }
 
 func (call) Script() *redisx.Script { return script }
 func (c call) KeysArgs() ([]string, []any) {
-	return []string{c.key}, []any{c.op, c.token, c.fingerprint, c.ms,
-		c.answer.Status, c.answer.ContentType, c.answer.Location, c.answer.Body, c.by}
+	keys := []string{c.key}
+	if c.budget > 0 {
+		keys = append(keys, c.kept, c.spent)
+	}
+	return keys, []any{c.op, c.token, c.fingerprint, c.ms,
+		c.answer.Status, c.answer.ContentType, c.answer.Location, c.answer.Body, c.by,
+		c.budget, contract.TTL.Milliseconds()}
 }
 
 // lateMargin is how long after its caller gave up a claim is still made:
@@ -45,12 +55,32 @@ func (c call) KeysArgs() ([]string, []any) {
 const lateMargin = time.Second
 
 // Store implements contract.Store on the store's Redis.
-type Store struct{ b *redisx.Base }
+type Store struct {
+	b      *redisx.Base
+	budget int
+}
 
 var _ contract.Store = (*Store)(nil)
 
-// New keeps records with b's client, in b's key layout.
-func New(b *redisx.Base) *Store { return &Store{b: b} }
+// New keeps records with b's client, in b's key layout, each user's
+// within contract.Budget.
+func New(b *redisx.Base) *Store { return &Store{b: b, budget: contract.Budget} }
+
+// WithBudget sets the bytes of answers one user's records may hold
+// (tests: a small one), and returns s.
+func (s *Store) WithBudget(n int) *Store { s.budget = n; return s }
+
+// ledger is scope's budget: 0 for an API key (a game server), else the
+// Store's; and the keys of its kept answers and their bytes, in the slot
+// of its records.
+func (s *Store) ledger(c *call, scope string) {
+	if strings.HasPrefix(scope, rooms.ServerUserPrefix) || s.budget <= 0 {
+		return
+	}
+	sum := sha256.Sum256([]byte(scope))
+	h := s.b.Tag(s.b.UserShard(scope)) + ":idemq:" + hex.EncodeToString(sum[:16])
+	c.budget, c.kept, c.spent = s.budget, h, h+":n"
+}
 
 // key is the record of scope's key, "<user tag>:idem:<hash>", in the slot
 // of scope's shard (as the user's other keys): the pair hashed, so neither
@@ -65,6 +95,7 @@ func (s *Store) key(scope, key string) string {
 func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold time.Duration) (contract.Claim, error) {
 	c := call{key: s.key(scope, key), op: "claim", token: rand.Text(),
 		fingerprint: fingerprint, ms: max(hold.Milliseconds(), 1)}
+	s.ledger(&c, scope)
 	if ends := s.b.Bound.Ends(ctx); !ends.IsZero() {
 		c.by = ends.Add(lateMargin).UnixMilli()
 	}
@@ -75,7 +106,11 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold 
 	status, _ := res[0].(string)
 	switch {
 	case status == "NEW":
-		return contract.Claim{Outcome: contract.New, Key: c.key, Token: c.token}, nil
+		return contract.Claim{Outcome: contract.New, Key: c.key, Token: c.token, Scope: scope}, nil
+	case status == "OVER" && len(res) == 2:
+		ms, _ := res[1].(string)
+		n, _ := strconv.ParseInt(ms, 10, 64)
+		return contract.Claim{Outcome: contract.OverBudget, RetryAfter: time.Duration(n) * time.Millisecond}, nil
 	case status == "MISMATCH":
 		return contract.Claim{Outcome: contract.Mismatch}, nil
 	case status == "IN_USE":
@@ -99,8 +134,9 @@ func (s *Store) Claim(ctx context.Context, scope, key, fingerprint string, hold 
 
 // Record implements contract.Store.
 func (s *Store) Record(ctx context.Context, c contract.Claim, a contract.Answer) (bool, error) {
-	res, err := s.b.Runner.Run(ctx, call{key: c.Key, op: "record", token: c.Token,
-		ms: contract.TTL.Milliseconds(), answer: a}).Slice()
+	rc := call{key: c.Key, op: "record", token: c.Token, ms: contract.TTL.Milliseconds(), answer: a}
+	s.ledger(&rc, c.Scope)
+	res, err := s.b.Runner.Run(ctx, rc).Slice()
 	if err != nil {
 		return false, redisx.Wrap(err)
 	}

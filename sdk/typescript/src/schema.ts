@@ -1455,7 +1455,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2547,7 +2547,9 @@ export interface components {
         };
         /**
          * @description `RATE_LIMITED` (the route class's limit per user or per client
-         *     address), `ROOM_RATE_LIMITED` (the room's message or state-patch cap;
+         *     address), `IDEMPOTENCY_KEYS_LIMITED` (a new `Idempotency-Key` of a
+         *     user whose kept answers hold 4 MiB already: see the header),
+         *     `ROOM_RATE_LIMITED` (the room's message or state-patch cap;
          *     a member may use half of it), `STREAM_OPENS_LIMITED` (event streams
          *     opened per user), `CODE_GUESSES_LIMITED` (wrong invite codes per user
          *     or address), `TOO_MANY_STREAMS` (the player already holds 8 event
@@ -2657,8 +2659,13 @@ export interface components {
          *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
          *     `inviteToRoom`). The same key with another body or route is 422
          *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-         *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-         *     request with a key runs to its end when its client disconnects
+         *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+         *     The answers kept for one user's keys hold at most 4 MiB (about what
+         *     they take in Redis; an API key's are not bounded): a new key past it
+         *     is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+         *     oldest expires, and nothing is done (send the request again later,
+         *     or without a key); a key already answered is replayed all the same.
+         *     A request with a key runs to its end when its client disconnects
          *     before the answer (a lost connection, a client-side timeout): the
          *     server neither cuts it where it stands nor forgets it, within the
          *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -2862,8 +2869,13 @@ export interface operations {
                  *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
                  *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-                 *     request with a key runs to its end when its client disconnects
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+                 *     The answers kept for one user's keys hold at most 4 MiB (about what
+                 *     they take in Redis; an API key's are not bounded): a new key past it
+                 *     is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+                 *     oldest expires, and nothing is done (send the request again later,
+                 *     or without a key); a key already answered is replayed all the same.
+                 *     A request with a key runs to its end when its client disconnects
                  *     before the answer (a lost connection, a client-side timeout): the
                  *     server neither cuts it where it stands nor forgets it, within the
                  *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -3472,8 +3484,13 @@ export interface operations {
                  *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
                  *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-                 *     request with a key runs to its end when its client disconnects
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+                 *     The answers kept for one user's keys hold at most 4 MiB (about what
+                 *     they take in Redis; an API key's are not bounded): a new key past it
+                 *     is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+                 *     oldest expires, and nothing is done (send the request again later,
+                 *     or without a key); a key already answered is replayed all the same.
+                 *     A request with a key runs to its end when its client disconnects
                  *     before the answer (a lost connection, a client-side timeout): the
                  *     server neither cuts it where it stands nor forgets it, within the
                  *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -3591,8 +3608,13 @@ export interface operations {
                  *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
                  *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-                 *     request with a key runs to its end when its client disconnects
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+                 *     The answers kept for one user's keys hold at most 4 MiB (about what
+                 *     they take in Redis; an API key's are not bounded): a new key past it
+                 *     is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+                 *     oldest expires, and nothing is done (send the request again later,
+                 *     or without a key); a key already answered is replayed all the same.
+                 *     A request with a key runs to its end when its client disconnects
                  *     before the answer (a lost connection, a client-side timeout): the
                  *     server neither cuts it where it stands nor forgets it, within the
                  *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -3722,8 +3744,13 @@ export interface operations {
                  *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
                  *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-                 *     request with a key runs to its end when its client disconnects
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+                 *     The answers kept for one user's keys hold at most 4 MiB (about what
+                 *     they take in Redis; an API key's are not bounded): a new key past it
+                 *     is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+                 *     oldest expires, and nothing is done (send the request again later,
+                 *     or without a key); a key already answered is replayed all the same.
+                 *     A request with a key runs to its end when its client disconnects
                  *     before the answer (a lost connection, a client-side timeout): the
                  *     server neither cuts it where it stands nor forgets it, within the
                  *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -4112,8 +4139,13 @@ export interface operations {
                  *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
                  *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-                 *     request with a key runs to its end when its client disconnects
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+                 *     The answers kept for one user's keys hold at most 4 MiB (about what
+                 *     they take in Redis; an API key's are not bounded): a new key past it
+                 *     is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+                 *     oldest expires, and nothing is done (send the request again later,
+                 *     or without a key); a key already answered is replayed all the same.
+                 *     A request with a key runs to its end when its client disconnects
                  *     before the answer (a lost connection, a client-side timeout): the
                  *     server neither cuts it where it stands nor forgets it, within the
                  *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts
@@ -4226,8 +4258,13 @@ export interface operations {
                  *     inbox, knows the key: see `sendMessage`, `sendDirectMessage`,
                  *     `inviteToRoom`). The same key with another body or route is 422
                  *     `IDEMPOTENCY_KEY_REUSED`; while the first request runs, the same
-                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A
-                 *     request with a key runs to its end when its client disconnects
+                 *     request again is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`.
+                 *     The answers kept for one user's keys hold at most 4 MiB (about what
+                 *     they take in Redis; an API key's are not bounded): a new key past it
+                 *     is 429 `IDEMPOTENCY_KEYS_LIMITED`, with a `Retry-After` until the
+                 *     oldest expires, and nothing is done (send the request again later,
+                 *     or without a key); a key already answered is replayed all the same.
+                 *     A request with a key runs to its end when its client disconnects
                  *     before the answer (a lost connection, a client-side timeout): the
                  *     server neither cuts it where it stands nor forgets it, within the
                  *     request timeout (`REALSYNC_REQUEST_TIMEOUT`). An instance that shuts

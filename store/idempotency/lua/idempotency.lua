@@ -3,6 +3,10 @@
 -- KEYS[1] the record: hash fp (the request's fingerprint), tk (the claim's
 --         token), st ("run" while the request runs, "done" once answered),
 --         and once done: code, ct (Content-Type), loc (Location), body
+-- KEYS[2], KEYS[3] when ARGV[10] > 0 (the caller's budget): the caller's
+--         answers kept (zset "<record key> <token> <bytes>" → ms recorded)
+--         and their bytes in all (a string); both expire with the last
+--         answer, in the record's slot
 -- ARGV[1] op: "claim", "record" or "release"  ARGV[2] the claim's token
 -- ARGV[3] fingerprint (claim)  ARGV[4] hold (claim) or TTL (record), ms
 -- ARGV[5] code  ARGV[6] ct  ARGV[7] loc  ARGV[8] body (record)
@@ -11,19 +15,43 @@
 --         was cut, the request answered 503: Redis had hung with the claim
 --         in its socket), and a claim made then would hold the key for
 --         nothing, every retry 409 IN_USE until the hold passed
+-- ARGV[10] the caller's budget: the bytes its kept answers may hold ("0":
+--          none); a new key is refused while they hold it
+-- ARGV[11] claim: how long an answer is kept (ms), after which it leaves
+--          the budget
 -- Replies: claim {"NEW"} | {"MISMATCH"} | {"IN_USE"} |
---          {"DONE", code, ct, loc, body} | {"LATE"} (nothing written);
---          record {"OK"} | {"LOST"} (the hold passed and another claimed it);
---          release {"OK"}
+--          {"DONE", code, ct, loc, body} | {"LATE"} (nothing written) |
+--          {"OVER", ms until the oldest kept answer expires} (nothing
+--          written); record {"OK"} | {"LOST"} (the hold passed and another
+--          claimed it); release {"OK"}
 local op, token = ARGV[1], ARGV[2]
+local budget = tonumber(ARGV[10]) or 0
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 if op == 'claim' then
   local by = tonumber(ARGV[9]) or 0
-  if by > 0 then
-    local t = redis.call('TIME')
-    if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > by then return {'LATE'} end
-  end
+  if by > 0 and now_ms() > by then return {'LATE'} end
   local r = redis.call('HMGET', KEYS[1], 'fp', 'st', 'code', 'ct', 'loc', 'body')
   if not r[1] then
+    if budget > 0 then
+      -- the answers kept past their TTL leave the budget
+      local now, ttl = now_ms(), tonumber(ARGV[11])
+      local gone, n = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl), 0
+      for _, m in ipairs(gone) do n = n + tonumber(string.match(m, ' (%d+)$')) end
+      local spent
+      if #gone > 0 then
+        redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
+        spent = redis.call('DECRBY', KEYS[3], n)
+      else
+        spent = tonumber(redis.call('GET', KEYS[3]) or '0')
+      end
+      if spent >= budget then
+        local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+        return {'OVER', tostring(math.max((tonumber(first[2]) or now) + ttl - now, 0))}
+      end
+    end
     redis.call('HSET', KEYS[1], 'fp', ARGV[3], 'tk', token, 'st', 'run')
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
     return {'NEW'}
@@ -39,6 +67,15 @@ end
 if op == 'record' then
   redis.call('HSET', KEYS[1], 'st', 'done', 'code', ARGV[5], 'ct', ARGV[6], 'loc', ARGV[7], 'body', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  if budget > 0 then
+    -- the record's bytes: its answer, and about what its other fields
+    -- (fingerprint, token) and Redis' own take
+    local size = #ARGV[6] + #ARGV[7] + #ARGV[8] + 200
+    redis.call('ZADD', KEYS[2], now_ms(), KEYS[1] .. ' ' .. token .. ' ' .. size)
+    redis.call('INCRBY', KEYS[3], size)
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  end
   return {'OK'}
 end
 if redis.call('HGET', KEYS[1], 'st') == 'run' then redis.call('DEL', KEYS[1]) end
