@@ -266,11 +266,36 @@ func TestHTMLCharactersGoAsSent(t *testing.T) {
 				snapshot = line
 			}
 		}
+		// live events, built by the scripts from what the store wrote: a
+		// room_updated with the attributes and the name, a player_joined
+		// with a player's name
+		bob, _ := e.guest(sent)
+		want(t, e.do("PATCH", "/v1/rooms/"+id, alice, `{"name":"`+sent+`!","attributes":{"a":"`+sent+`"}}`), 200, "")
+		want(t, e.do("POST", "/v1/rooms/"+id+"/join", bob, nil), 200, "")
+		var updated, joined string
+		for updated == "" || joined == "" {
+			line, err := s.rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream ended before room_updated and player_joined: %v", err)
+			}
+			switch {
+			case strings.Contains(line, `"type":"room_updated"`):
+				updated = line
+			case strings.Contains(line, `"type":"player_joined"`):
+				joined = line
+			}
+		}
+		state := e.do("GET", "/v1/rooms/"+id+"/state", alice, nil)
+		if state.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("headers %v, want X-Content-Type-Options: nosniff", state.header)
+		}
 		for what, body := range map[string]string{
-			"GET room":     e.do("GET", "/v1/rooms/"+id, alice, nil).raw,
-			"GET state":    e.do("GET", "/v1/rooms/"+id+"/state", alice, nil).raw,
-			"GET messages": e.do("GET", "/v1/rooms/"+id+"/messages", alice, nil).raw,
-			"snapshot":     snapshot,
+			"GET room":      e.do("GET", "/v1/rooms/"+id, alice, nil).raw,
+			"GET state":     state.raw,
+			"GET messages":  e.do("GET", "/v1/rooms/"+id+"/messages", alice, nil).raw,
+			"snapshot":      snapshot,
+			"room_updated":  updated,
+			"player_joined": joined,
 		} {
 			if !strings.Contains(body, sent) || strings.Contains(body, `\u00`) {
 				t.Errorf("%s: %s, want %q as sent", what, body, sent)

@@ -167,7 +167,7 @@ func NewHandler(cfg Config) http.Handler {
 		s.requestTimeout = DefaultRequestTimeout
 	}
 	r := chi.NewRouter()
-	r.Use(s.observe, s.recoverPanics)
+	r.Use(s.observe, s.recoverPanics, noSniff)
 	if c := newCORS(cfg.CORSOrigins); c != nil {
 		r.Use(c)
 	}
@@ -249,4 +249,15 @@ func (s *Server) GetMetrics(w http.ResponseWriter, r *http.Request) {
 func (s *Server) GetSpec(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
 	w.Write(s.spec)
+}
+
+// noSniff tells browsers to take every answer as its Content-Type says:
+// answers and events carry what users sent as they sent it, <, > and &
+// included (internal/jsonout), which a browser sniffing a JSON answer
+// could read as HTML.
+func noSniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }

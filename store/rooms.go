@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 
@@ -38,7 +38,7 @@ func (s *Store) create(ctx context.Context, u rooms.User, p rooms.NewRoom, onlyI
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.Joined{}, err
 	}
-	attrs, err := json.Marshal(p.Attributes)
+	attrs, err := jsonout.Marshal(p.Attributes)
 	if err != nil {
 		return rooms.Joined{}, fmt.Errorf("store: attributes: %w", err)
 	}
@@ -280,7 +280,7 @@ func changesOf(p rooms.UpdateParams) (roomlua.RoomChanges, error) {
 		out.Visibility = string(*p.Visibility)
 	}
 	if p.Attributes != nil {
-		b, err := json.Marshal(*p.Attributes)
+		b, err := jsonout.Marshal(*p.Attributes)
 		if err != nil {
 			return roomlua.RoomChanges{}, fmt.Errorf("store: attributes: %w", err)
 		}

@@ -8,7 +8,6 @@ package quickjoin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 
@@ -339,7 +339,7 @@ func (q *QuickJoin) pickAndJoin(ctx context.Context, l *userHold, u rooms.User, 
 	for range roomlua.CollisionRetries {
 		if create != nil {
 			p := *create
-			attrs, err := json.Marshal(p.Attributes)
+			attrs, err := jsonout.Marshal(p.Attributes)
 			if err != nil {
 				return rooms.QuickJoined{}, none, fmt.Errorf("store: attributes: %w", err)
 			}

@@ -1,11 +1,11 @@
 package roomlua
 
 import (
-	"encoding/json"
 	"slices"
 	"sort"
 	"strconv"
 
+	"github.com/realsync/realsync/internal/jsonout"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 
@@ -302,9 +302,9 @@ func flag(b bool) string {
 	return ""
 }
 
-// JSONString is s as a JSON string.
+// JSONString is s as a JSON string (jsonout's: <, > and & as they are).
 func JSONString(s string) string {
-	b, _ := json.Marshal(s)
+	b, _ := jsonout.Marshal(s)
 	return string(b)
 }
 
