@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/doctable"
+	"github.com/realsync/realsync/internal/idempotency"
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/players"
@@ -192,6 +194,9 @@ func TestEveryLimitTableStatesTheCode(t *testing.T) {
 		{"lists", def, fmt.Sprintf("rooms and `/v1/me/rooms` 1..%d a page (default %d)", lobby.MaxLimit, lobby.DefaultLimit), "lobby.MaxLimit, lobby.DefaultLimit"},
 		{"lists", def, fmt.Sprintf("rooms and `/v1/me/rooms` 1..%d a page (default %d)", rooms.MaxMyRooms, rooms.DefaultMyRooms), "rooms.MaxMyRooms, rooms.DefaultMyRooms"},
 		{"lists", def, fmt.Sprintf("messages 1..%d (default %d)", rooms.MaxMessagesPage, rooms.DefaultMessages), "rooms.MaxMessagesPage, rooms.DefaultMessages"},
+		{"request body nesting", def, fmt.Sprintf("objects and arrays %d deep", api.MaxBodyDepth), "api.MaxBodyDepth"},
+		{"answers kept for `Idempotency-Key`s per user", def, fmt.Sprintf("%d MiB", idempotency.Budget>>20), "idempotency.Budget"},
+		{"answers kept for `Idempotency-Key`s per user", def, fmt.Sprintf("each %d h", int(idempotency.TTL.Hours())), "idempotency.TTL"},
 	} {
 		if got := cell(s.row, s.cell); !doctable.States(got, s.want) {
 			t.Errorf("row %q: %q does not state %q (%s)", s.row, got, s.want, s.from)

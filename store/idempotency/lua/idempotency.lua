@@ -47,6 +47,12 @@ if op == 'claim' then
       else
         spent = tonumber(redis.call('GET', KEYS[3]) or '0')
       end
+      -- a count below zero, or without its entries: a memory policy that
+      -- evicts took one of the two keys; counted afresh
+      if spent ~= 0 and (spent < 0 or redis.call('EXISTS', KEYS[2]) == 0) then
+        redis.call('DEL', KEYS[3])
+        spent = 0
+      end
       if spent >= budget then
         local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
         return {'OVER', tostring(math.max((tonumber(first[2]) or now) + ttl - now, 0))}
