@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
-import { RealSync } from "../src/index.js";
+import { RealSync, backoffMaxMs } from "../src/index.js";
 import { launchChromium, startServer, type Server } from "./server.js";
 
 let server: Server;
@@ -353,7 +353,11 @@ describe("the demo in a browser", () => {
       await shoot(kim, "31-reconnecting");
       // The same address, an empty embedded store: the room is gone.
       flaky = await startServer({ REALSYNC_ADDR: addr });
-      await kim.page.getByRole("heading", { name: "This room is gone" }).waitFor();
+      // The page's next attempt comes after the SDK's backoff, which grows
+      // with the attempts made while the server was down (full jitter, up
+      // to backoffMaxMs): under load the restart took long enough for a
+      // wait past the default 10 s (CI, once in 19 runs).
+      await kim.page.getByRole("heading", { name: "This room is gone" }).waitFor({ timeout: backoffMaxMs() + 5000 });
       await shoot(kim, "32-gone");
 
       // The room's stream stays ended: no more stream tokens asked for it
