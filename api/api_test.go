@@ -91,7 +91,7 @@ func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), a
 		Direct: players.NewDirect(st.Sessions(), rs),
 		Auth:   auth,
 		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),
-		Tickets: mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals())}),
+		Tickets: mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Quotas: st}),
 		Metrics: m, MetricsHandler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Hangups: hangups}
 	for _, f := range mut {

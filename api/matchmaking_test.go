@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/tickets"
 )
 
@@ -114,4 +117,105 @@ func TestTicketsOverHTTP(t *testing.T) {
 		// free again: a new ticket for alice after her match
 		want(t, e.do("POST", path, alice, map[string]any{"mode": "duel", "regions": []string{"eu"}}), 201, "")
 	})
+}
+
+// TestTicketsKeepRoomQuotas: a match's room counts for its owner past the
+// room quotas (the matcher makes it), so a ticket is refused when its
+// leader could not own one more room or a user of it could not be in
+// one more, and nothing is queued or claimed; two users queueing against
+// each other again and again own no more rooms than the quota.
+func TestTicketsKeepRoomQuotas(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newEnvStore(t, b, store.Quotas{RoomsOwned: 2, RoomsJoined: 3}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true})
+			path := "/v1/matchmaking/tickets"
+			alice, aliceID := e.guest("alice")
+			bob, bobID := e.guest("bob")
+			carol, carolID := e.guest("carol")
+			ticket := func(tok string, party ...string) resp {
+				t.Helper()
+				return e.do("POST", path, tok, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": append([]string{}, party...)})
+			}
+			create := func(tok string) string {
+				t.Helper()
+				r := e.do("POST", "/v1/rooms", tok, map[string]any{"name": "r", "mode": "other", "region": "eu"})
+				want(t, r, 201, "")
+				return r.body["room"].(map[string]any)["id"].(string)
+			}
+
+			// alice owns two rooms: she may not own a match's
+			owned := []string{create(alice), create(alice)}
+			r := ticket(alice)
+			want(t, r, 409, "OWNED_ROOMS_LIMIT")
+			if !strings.Contains(r.raw, "You have no room left") {
+				t.Fatalf("detail %s", r.raw)
+			}
+			// carol is in three rooms: she may not be in a match's, as
+			// alice's party member or as a leader
+			for _, id := range append(owned, create(bob)) {
+				want(t, e.do("POST", "/v1/rooms/"+id+"/join", carol, nil), 200, "")
+			}
+			r = ticket(bob, carolID)
+			want(t, r, 409, "JOINED_ROOMS_LIMIT")
+			if !strings.Contains(r.raw, "partyUserIds.0 has no room left") {
+				t.Fatalf("detail %s", r.raw)
+			}
+			want(t, ticket(carol), 409, "JOINED_ROOMS_LIMIT")
+			// nothing was claimed or queued: once alice and carol left a
+			// room each, the same tickets queue
+			want(t, e.do("POST", "/v1/rooms/"+owned[0]+"/leave", carol, nil), 204, "")
+			want(t, e.do("POST", "/v1/rooms/"+owned[0]+"/leave", alice, nil), 204, "")
+			for _, c := range []struct {
+				tok   string
+				party []string
+			}{{bob, []string{carolID}}, {alice, nil}} {
+				r := ticket(c.tok, c.party...)
+				want(t, r, 201, "")
+				want(t, e.do("DELETE", r.header.Get("Location"), c.tok, nil), 204, "")
+			}
+
+			// alice (one room owned) and bob (one) queue against each other
+			// eight times: each match's room is its first ticket's leader's
+			ts := tickets.New(e.store.Base(), e.store.UserLogs(), e.store.Renewals())
+			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: matchmaking.Config{Queue: ts}, Rooms: e.store,
+				Notifier: ts, Holder: "test"})
+			refused := 0
+			for range 8 {
+				for _, tok := range []string{alice, bob} {
+					switch r := ticket(tok); r.code() {
+					case "OWNED_ROOMS_LIMIT":
+						refused++
+					case "TICKET_ACTIVE": // searching still: its other was refused
+					default:
+						want(t, r, 201, "")
+					}
+				}
+				m.Round(context.Background())
+			}
+			if refused == 0 {
+				t.Fatal("no ticket refused in eight rounds")
+			}
+			matches := 0
+			for _, u := range []struct{ tok, id string }{{alice, aliceID}, {bob, bobID}} {
+				r := e.do("GET", "/v1/me/rooms?limit=100", u.tok, nil)
+				want(t, r, 200, "")
+				n := 0
+				for _, x := range r.body["rooms"].([]any) {
+					room := x.(map[string]any)
+					if room["playerId"] == room["ownerPlayerId"] {
+						n++
+					}
+					if strings.HasPrefix(room["name"].(string), "match ") {
+						matches++
+					}
+				}
+				if n > 2 {
+					t.Errorf("%s owns %d rooms, the quota is 2: %s", u.id, n, r.raw)
+				}
+			}
+			if matches == 0 {
+				t.Fatal("no match made")
+			}
+		})
+	}
 }

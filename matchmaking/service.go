@@ -52,6 +52,20 @@ type Config struct {
 	MaxQueue int
 	// Now is the clock for the window and wait shown (time.Now when nil).
 	Now func() time.Time
+	// Quotas checks the room quotas of a new ticket's users; nil: none.
+	Quotas RoomQuotas
+}
+
+// RoomQuotas checks, at a ticket's create, that a match's room would be
+// within its users' room quotas: the room of a match counts for its owner
+// even past them (the matcher, not the user, makes it), so without the
+// check a user could hold rooms past the quotas by queueing again and
+// again.
+type RoomQuotas interface {
+	// MayHoldRoom reports whether user uid may be in one more room (as
+	// its owner when owner): nil, or rooms.ErrOwnedRoomsLimit or
+	// rooms.ErrJoinedRoomsLimit.
+	MayHoldRoom(ctx context.Context, uid string, owner bool) error
 }
 
 // withDefaults is c with its defaults filled in and its rules normalized
@@ -110,7 +124,11 @@ type TicketParams struct {
 }
 
 // Create validates p against its mode's rules (a ValidationError naming
-// every bad field), makes the ticket u's and its party's one active
+// every bad field), checks that a match's room is within the room quotas
+// of u (who may own it: the first ticket's leader does) and of its party
+// (rooms.ErrOwnedRoomsLimit, rooms.ErrJoinedRoomsLimit: so a user holds at
+// most one room past a quota, its one active ticket's), makes the ticket
+// u's and its party's one active
 // ticket (ErrTicketActive when u or a member has another active: searching,
 // or matched while its room is not known yet,
 // ErrMemberQueuedInParty when u is covered by another leader's), and
@@ -153,6 +171,9 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if t.PartyUserIDs == nil {
 		t.PartyUserIDs = []string{}
 	}
+	if err := s.roomQuotas(ctx, t); err != nil {
+		return Ticket{}, err
+	}
 	ttl := time.Duration(r.TicketTTL)
 	claimed, err := s.claimAll(ctx, t, ttl+s.cfg.Grace)
 	queuing := err == nil
@@ -186,6 +207,20 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		s.releaseAll(claimed, t.ID)
 	}
 	return Ticket{}, err
+}
+
+// roomQuotas checks that each of t's users may be in the room of a match,
+// its leader as the owner.
+func (s *Service) roomQuotas(ctx context.Context, t Ticket) error {
+	if s.cfg.Quotas == nil {
+		return nil
+	}
+	for i, uid := range t.Users() {
+		if err := s.cfg.Quotas.MayHoldRoom(ctx, uid, i == 0); err != nil {
+			return fmt.Errorf("%s no room left under the room quotas for a match (leave a room first): %w", whose(i), err)
+		}
+	}
+	return nil
 }
 
 // touch records that mode has a ticket for d (its TTL and grace), and a

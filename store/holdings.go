@@ -28,6 +28,11 @@ type Quotas struct {
 	StreamsPerUser int
 }
 
+// MayHoldRoom implements matchmaking.RoomQuotas: holdings.Check.
+func (s *Store) MayHoldRoom(ctx context.Context, uid string, owner bool) error {
+	return s.held.Check(ctx, uid, owner)
+}
+
 // The room quotas are kept by store/holdings; heldRooms is what it reads
 // of the rooms, whose layout the root store owns.
 type heldRooms struct{ s *Store }

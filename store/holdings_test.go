@@ -354,3 +354,33 @@ func TestQuickJoinReachesItsUserInTwoCalls(t *testing.T) {
 		})
 	}
 }
+
+// MayHoldRoom (a ticket's check of the room quotas) answers as a
+// reservation would, and leaves the holdings as they were.
+func TestMayHoldRoomChecksWithoutHolding(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := quotaInstances(t, b, store.Quotas{RoomsOwned: 1, RoomsJoined: 2})
+			owner, other := user(1), user(2)
+			id := mustCreate(t, s, owner, spread(0)).Room.ID
+			check := func(u rooms.User, asOwner bool, want error) {
+				t.Helper()
+				before := holdings(t, s, u)
+				if err := s.MayHoldRoom(ctx, u.ID, asOwner); !errors.Is(err, want) || (want == nil) != (err == nil) {
+					t.Fatalf("%s as owner %v: %v, want %v", u.ID, asOwner, err, want)
+				}
+				if after := holdings(t, s, u); !maps.Equal(before, after) {
+					t.Fatalf("holdings changed: %v, then %v", before, after)
+				}
+			}
+			check(owner, false, nil)
+			check(owner, true, rooms.ErrOwnedRoomsLimit)
+			check(other, true, nil) // a new user's holdings, built
+			mustJoin(t, s, other, id)
+			mustCreate(t, s, other, spread(1))
+			check(other, false, rooms.ErrJoinedRoomsLimit)
+			check(other, true, rooms.ErrOwnedRoomsLimit)
+		})
+	}
+}

@@ -86,7 +86,7 @@ func (c Config) checkRuleModes(bad func(name, msg string)) {
 func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaking.Config {
 	m.MatchmakingModes(c.labelModes())
 	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()).WithDurability(c.MatchCommit), Rules: c.MatchmakingRules,
-		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m}
+		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m, Quotas: st}
 }
 
 // runMatcher runs the matcher until ctx ends, as holder instance.
