@@ -53,8 +53,8 @@ func New(baseURL string, opts ...Option) *Client {
 		c.hc = &http.Client{}
 	}
 	// NewClientWithResponses fails only when one of its options does;
-	// WithHTTPClient cannot.
-	c.API, _ = NewClientWithResponses(c.base, WithHTTPClient(authDoer{c}))
+	// these cannot.
+	c.API, _ = NewClientWithResponses(c.base, WithHTTPClient(authDoer{c}), WithRequestEditorFn(sendHTMLAsIs))
 	return c
 }
 
