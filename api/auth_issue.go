@@ -12,9 +12,6 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// guestPrefix starts the user id of every guest.
-const guestPrefix = "g_"
-
 // Issue returns a token for a new guest user named tokenName(name) (a
 // generated name for ""): the name the answer, the token and so every
 // later answer (a refresh, from.name) carry alike, its white space folded.
@@ -22,7 +19,7 @@ func (a *Auth) Issue(name string) (oapi.GuestToken, error) {
 	if name = tokenName(name); name == "" {
 		name = "guest-" + randomHex(2)
 	}
-	return a.issue(rooms.User{ID: guestPrefix + randomHex(12), Name: name})
+	return a.issue(rooms.User{ID: rooms.GuestPrefix + randomHex(12), Name: name})
 }
 
 // issue signs a token for u with the server's secret, valid GuestTokenTTL,
@@ -47,7 +44,7 @@ func (a *Auth) Refresh(id Identity) (oapi.GuestToken, error) {
 	if !id.ServerIssued {
 		return oapi.GuestToken{}, fmt.Errorf("this token was signed by a studio key: renew it with the studio's login: %w", errRefreshNotAllowed)
 	}
-	if strings.HasPrefix(id.User.ID, guestPrefix) && !a.GuestEnabled {
+	if strings.HasPrefix(id.User.ID, rooms.GuestPrefix) && !a.GuestEnabled {
 		return oapi.GuestToken{}, fmt.Errorf("guest tokens are turned off on this server: %w", errGuestDisabled)
 	}
 	return a.issue(id.User)

@@ -94,6 +94,7 @@ var problems = []problem{
 	{errRoomRateLimited, 429, "ROOM_RATE_LIMITED", "Too many requests to this room"},
 	{errStreamOpensLimited, 429, "STREAM_OPENS_LIMITED", "Too many event streams opened"},
 	{errCodeGuessesLimited, 429, "CODE_GUESSES_LIMITED", "Too many wrong invite codes"},
+	{errGuestsLimited, 429, "GUESTS_LIMITED", "Too many guest accounts"},
 	{errKeysLimited, 429, "IDEMPOTENCY_KEYS_LIMITED", "Idempotency keys' budget spent"},
 	{rooms.ErrStreamLimit, 429, "STREAM_LIMIT", "Too many open event streams"},
 	{errUnsupportedMedia, 415, "UNSUPPORTED_MEDIA_TYPE", "Unsupported media type"},

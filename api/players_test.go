@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/eventschema"
@@ -666,6 +668,39 @@ func testInboxOverflow(t *testing.T, b redistest.Backend, age time.Duration, pen
 			if f := mobile.next(); f.event != "snapshot" || f.data["resync"] != false {
 				t.Errorf("the next open, nothing dropped since: %+v", f)
 			}
+		}
+	}
+}
+
+// A guest's following is kept as long as its identity, a day after its
+// last PUT or personal stream open; any other user's for 30 days.
+func TestGuestFollowingKeptADay(t *testing.T) {
+	e := newEnv(t, redistestEmbedded, true)
+	guest, guestID := e.guest("alice")
+	member, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u-member", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte("test-secret"))
+	for _, c := range []struct {
+		token, uid string
+		min, max   time.Duration
+	}{
+		{guest, guestID, 23 * time.Hour, 24 * time.Hour},
+		{member, "u-member", 29 * 24 * time.Hour, 30 * 24 * time.Hour},
+	} {
+		want(t, e.do("PUT", "/v1/me/following", c.token, map[string]any{"userIds": []string{"u-x"}}), 200, "")
+		keys, err := e.store.Client().Keys(context.Background(), "*"+e.prefix+"*:follow:"+c.uid).Result()
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("%s's following keys: %v %v", c.uid, keys, err)
+		}
+		ttl := e.store.Client().PTTL(context.Background(), keys[0]).Val()
+		if ttl <= c.min || ttl > c.max {
+			t.Errorf("%s's following expires in %s, want (%s, %s]", c.uid, ttl, c.min, c.max)
+		}
+		// a personal stream's open keeps it as long again
+		e.store.Client().PExpire(context.Background(), keys[0], time.Minute)
+		s := e.me(c.token, "pc")
+		s.next()
+		s.close()
+		if ttl := e.store.Client().PTTL(context.Background(), keys[0]).Val(); ttl <= c.min || ttl > c.max {
+			t.Errorf("%s's following expires in %s after a stream opened, want (%s, %s]", c.uid, ttl, c.min, c.max)
 		}
 	}
 }

@@ -45,6 +45,7 @@ var (
 	errRoomRateLimited    = fmt.Errorf("room rate limited")
 	errStreamOpensLimited = fmt.Errorf("stream opens limited")
 	errCodeGuessesLimited = fmt.Errorf("code guesses limited")
+	errGuestsLimited      = fmt.Errorf("guest accounts limited")
 )
 
 // rateLimits is the server's rate limiting: nil limiter, no limits.
@@ -182,6 +183,8 @@ func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
 		if user != "" {
 			checks = append(checks, limits.Check{Name: extra, Scope: limits.User, Subject: user, Limit: s.limits.set.Get(extra, limits.User)})
 		}
+	case "guests":
+		checks = append(checks, limits.Check{Name: extra, Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get(extra, limits.IP)})
 	case "guess":
 		if user != "" {
 			checks = append(checks, limits.Check{Name: extra, Scope: limits.User, Subject: user, Limit: s.limits.set.Get(extra, limits.User)})
@@ -329,6 +332,8 @@ func codeOf(c limits.Check) error {
 		return errStreamOpensLimited
 	case c.Name == "guess":
 		return errCodeGuessesLimited
+	case c.Name == "guests":
+		return errGuestsLimited
 	}
 	return errRateLimited
 }
@@ -343,6 +348,8 @@ func refusal(c limits.Check) string {
 		return "too many wrong invite codes from this user"
 	case c.Name == "guess":
 		return "too many wrong invite codes from this address"
+	case c.Name == "guests":
+		return "too many guest accounts made from this address"
 	case c.Scope == limits.User:
 		return "too many " + c.Name + " requests from this user"
 	}

@@ -367,6 +367,23 @@ func TestCodeGuessesLimited(t *testing.T) {
 	}
 }
 
+// Guest accounts made from one address are limited on their own (every
+// per-user bound is per account); a guest's refresh is not one.
+func TestGuestsLimited(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "guests=2/h")
+	alice, _ := e.guest("alice")
+	e.guest("bob")
+	want429(t, e.do("POST", "/v1/auth/guest", "", map[string]any{"name": "carol"}), "GUESTS_LIMITED", "guests.ip", 2, 3600, 1800)
+	r := e.do("POST", "/v1/auth/refresh", alice, nil)
+	want(t, r, 201, "")
+	if p := r.header.Get("RateLimit-Policy"); strings.Contains(p, "guests") {
+		t.Fatalf("a refresh counted on the guests limit: %s", p)
+	}
+	if v := e.scrape().value("realsync_rate_limited_total", "class", "guests", "scope", "ip"); v != 1 {
+		t.Fatalf("realsync_rate_limited_total{guests,ip} = %v, want 1", v)
+	}
+}
+
 // REALSYNC_RATE_LIMITS=off: no limit, no header.
 func TestRateLimitsOff(t *testing.T) {
 	e := limitedEnv(t, redistestEmbedded, "off")

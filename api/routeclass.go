@@ -55,9 +55,11 @@ var routeClasses = map[string]string{
 
 // routeExtras are the limits some routes are counted on besides their
 // class's: stream opens per user (STREAM_OPENS_LIMITED), invite-code guesses
-// (CODE_GUESSES_LIMITED, only failed ones stay counted), and the room's
-// message and state-patch caps (ROOM_RATE_LIMITED).
+// (CODE_GUESSES_LIMITED, only failed ones stay counted), guest accounts
+// made per address (GUESTS_LIMITED), and the room's message and
+// state-patch caps (ROOM_RATE_LIMITED).
 var routeExtras = map[string]string{
+	"POST /v1/auth/guest":              "guests",
 	"GET /v1/rooms/{roomId}/events":    "opens",
 	"GET /v1/lobby/events":             "opens",
 	"GET /v1/me/events":                "opens",

@@ -59,6 +59,10 @@ type User struct {
 // player's userId has it (tokens with such a subject are refused).
 const ServerUserPrefix = "key:"
 
+// GuestPrefix starts the user id of every guest (POST /v1/auth/guest): a
+// guest's data is kept as long as its identity, a day unless renewed.
+const GuestPrefix = "g_"
+
 // Player is a member of a room. PlayerIDs are unique within a room and
 // never reused; UserID is private to the player.
 type Player struct {

@@ -216,6 +216,7 @@ func TestEveryLimitTableStatesTheCode(t *testing.T) {
 		{"messages and state patches per room", []string{"messages.room", "patches.room"}, true},
 		{"event streams opened per user", []string{"opens.user"}, true},
 		{"wrong invite codes", []string{"guess.user", "guess.ip"}, false},
+		{"guest accounts made", []string{"guests.ip"}, true},
 		{"direct messages and invites to one user", []string{"messages.room"}, true},
 		{"direct messages and invites one user sends", []string{"direct.user", "direct.ip"}, true},
 	} {

@@ -33,7 +33,7 @@ const (
 
 // Check is one counter to count a request on.
 type Check struct {
-	Name    string // the limit's name: a route class, "opens", "guess", "messages", "patches"
+	Name    string // the limit's name: a route class, "opens", "guess", "guests", "messages", "patches"
 	Scope   Scope
 	Subject string // the user id, the client address, or the room id
 	Limit   Limit

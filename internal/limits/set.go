@@ -36,6 +36,7 @@ var known = map[string][]Scope{
 	"stream":   {User, IP},
 	"opens":    {User},
 	"guess":    {User, IP},
+	"guests":   {IP},
 	"messages": {Room},
 	"patches":  {Room},
 }
@@ -61,15 +62,19 @@ func Defaults() Set {
 		"write.ip":    per(100, time.Second, 200),
 		// what lands in other users' personal logs, kept there
 		// REALSYNC_OFFLINE_TTL (7 days) whether read or not: a chat's pace
-		"direct.user":   per(60, time.Minute, 20),
-		"direct.ip":     per(600, time.Minute, 100),
-		"read.user":     per(10, time.Second, 30),
-		"read.ip":       per(100, time.Second, 300),
-		"stream.user":   per(2, time.Second, 20),
-		"stream.ip":     per(20, time.Second, 100),
-		"opens.user":    per(60, time.Minute, 30),
-		"guess.user":    per(10, time.Minute, 10),
-		"guess.ip":      per(30, time.Minute, 30),
+		"direct.user": per(60, time.Minute, 20),
+		"direct.ip":   per(600, time.Minute, 100),
+		"read.user":   per(10, time.Second, 30),
+		"read.ip":     per(100, time.Second, 300),
+		"stream.user": per(2, time.Second, 20),
+		"stream.ip":   per(20, time.Second, 100),
+		"opens.user":  per(60, time.Minute, 30),
+		"guess.user":  per(10, time.Minute, 10),
+		"guess.ip":    per(30, time.Minute, 30),
+		// new guest accounts: every per-user bound (following lists,
+		// idempotency answers, room quotas) is per account, so the
+		// accounts one address makes bound what it may store
+		"guests.ip":     per(60, time.Hour, 60),
 		"messages.room": per(20, time.Second, 40),
 		"patches.room":  per(30, time.Second, 60),
 	}}

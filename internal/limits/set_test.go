@@ -95,8 +95,8 @@ func TestDefaultsComplete(t *testing.T) {
 			t.Errorf("%s: %+v after a round trip, want %+v", k, back.Limits[k], l)
 		}
 	}
-	if len(def.Limits) != 18 {
-		t.Errorf("%d defaults, want 18", len(def.Limits))
+	if len(def.Limits) != 19 {
+		t.Errorf("%d defaults, want 19", len(def.Limits))
 	}
 }
 

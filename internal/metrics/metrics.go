@@ -141,7 +141,7 @@ func New(reg prometheus.Registerer, version string) *Metrics {
 		janitor: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_janitor_actions_total",
 			Help: "Janitor actions, by kind."}, []string{"kind"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_rate_limited_total",
-			Help: "Requests refused by a rate limit (429), by limit (route class, opens, guess, messages, patches) and scope (user, ip, room)."},
+			Help: "Requests refused by a rate limit (429), by limit (route class, opens, guess, guests, messages, patches) and scope (user, ip, room)."},
 			[]string{"class", "scope"}),
 		rateChecks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "realsync_rate_limit_checks_total",
 			Help: "Rate-limit counters counted, by where the check was decided: instance (from requests this instance took ahead, REALSYNC_RATE_LIMIT_LEASE) or redis."},

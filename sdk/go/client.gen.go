@@ -50,6 +50,7 @@ const (
 	CODEGUESSESLIMITED     ProblemCode = "CODE_GUESSES_LIMITED"
 	DEADLETTERNOTFOUND     ProblemCode = "DEAD_LETTER_NOT_FOUND"
 	GUESTAUTHDISABLED      ProblemCode = "GUEST_AUTH_DISABLED"
+	GUESTSLIMITED          ProblemCode = "GUESTS_LIMITED"
 	IDEMPOTENCYKEYINUSE    ProblemCode = "IDEMPOTENCY_KEY_IN_USE"
 	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
 	IDEMPOTENCYKEYSLIMITED ProblemCode = "IDEMPOTENCY_KEYS_LIMITED"
@@ -110,6 +111,8 @@ func (e ProblemCode) Valid() bool {
 	case DEADLETTERNOTFOUND:
 		return true
 	case GUESTAUTHDISABLED:
+		return true
+	case GUESTSLIMITED:
 		return true
 	case IDEMPOTENCYKEYINUSE:
 		return true
@@ -1788,6 +1791,9 @@ type ClientInterface interface {
 	// Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 	// the server runs with `REALSYNC_GUEST_AUTH=false` (403
 	// `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+	// Guest accounts made from one client address are limited (60 an
+	// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+	// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1799,6 +1805,9 @@ type ClientInterface interface {
 	// Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 	// the server runs with `REALSYNC_GUEST_AUTH=false` (403
 	// `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+	// Guest accounts made from one client address are limited (60 an
+	// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+	// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2302,7 +2311,8 @@ type ClientInterface interface {
 	// their changes; unfollowed users' changes stop (a change in the
 	// moment the stream takes the new following in may still arrive: see
 	// `GET /v1/me/events`). Kept 30 days after
-	// the last set or the last personal stream opened. Players only.
+	// the last set or the last personal stream opened (a guest's: 24
+	// hours, its token's lifetime). Players only.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2319,7 +2329,8 @@ type ClientInterface interface {
 	// their changes; unfollowed users' changes stop (a change in the
 	// moment the stream takes the new following in may still arrive: see
 	// `GET /v1/me/events`). Kept 30 days after
-	// the last set or the last personal stream opened. Players only.
+	// the last set or the last personal stream opened (a guest's: 24
+	// hours, its token's lifetime). Players only.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3249,6 +3260,9 @@ func (c *APIClient) ReplayWebhookDeadLetter(ctx context.Context, deadLetterId st
 // Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 // the server runs with `REALSYNC_GUEST_AUTH=false` (403
 // `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+// Guest accounts made from one client address are limited (60 an
+// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3270,6 +3284,9 @@ func (c *APIClient) CreateGuestTokenWithBody(ctx context.Context, contentType st
 // Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 // the server runs with `REALSYNC_GUEST_AUTH=false` (403
 // `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+// Guest accounts made from one client address are limited (60 an
+// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3893,7 +3910,8 @@ func (c *APIClient) StreamMeEvents(ctx context.Context, params *StreamMeEventsPa
 // their changes; unfollowed users' changes stop (a change in the
 // moment the stream takes the new following in may still arrive: see
 // `GET /v1/me/events`). Kept 30 days after
-// the last set or the last personal stream opened. Players only.
+// the last set or the last personal stream opened (a guest's: 24
+// hours, its token's lifetime). Players only.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3920,7 +3938,8 @@ func (c *APIClient) SetFollowingWithBody(ctx context.Context, contentType string
 // their changes; unfollowed users' changes stop (a change in the
 // moment the stream takes the new following in may still arrive: see
 // `GET /v1/me/events`). Kept 30 days after
-// the last set or the last personal stream opened. Players only.
+// the last set or the last personal stream opened (a guest's: 24
+// hours, its token's lifetime). Players only.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7078,6 +7097,9 @@ type ClientWithResponsesInterface interface {
 	// Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 	// the server runs with `REALSYNC_GUEST_AUTH=false` (403
 	// `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+	// Guest accounts made from one client address are limited (60 an
+	// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+	// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7089,6 +7111,9 @@ type ClientWithResponsesInterface interface {
 	// Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 	// the server runs with `REALSYNC_GUEST_AUTH=false` (403
 	// `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+	// Guest accounts made from one client address are limited (60 an
+	// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+	// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7606,7 +7631,8 @@ type ClientWithResponsesInterface interface {
 	// their changes; unfollowed users' changes stop (a change in the
 	// moment the stream takes the new following in may still arrive: see
 	// `GET /v1/me/events`). Kept 30 days after
-	// the last set or the last personal stream opened. Players only.
+	// the last set or the last personal stream opened (a guest's: 24
+	// hours, its token's lifetime). Players only.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7623,7 +7649,8 @@ type ClientWithResponsesInterface interface {
 	// their changes; unfollowed users' changes stop (a change in the
 	// moment the stream takes the new following in may still arrive: see
 	// `GET /v1/me/events`). Kept 30 days after
-	// the last set or the last personal stream opened. Players only.
+	// the last set or the last personal stream opened (a guest's: 24
+	// hours, its token's lifetime). Players only.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13150,6 +13177,9 @@ func (c *ClientWithResponses) ReplayWebhookDeadLetterWithResponse(ctx context.Co
 // Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 // the server runs with `REALSYNC_GUEST_AUTH=false` (403
 // `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+// Guest accounts made from one client address are limited (60 an
+// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13167,6 +13197,9 @@ func (c *ClientWithResponses) CreateGuestTokenWithBodyWithResponse(ctx context.C
 // Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
 // the server runs with `REALSYNC_GUEST_AUTH=false` (403
 // `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+// Guest accounts made from one client address are limited (60 an
+// hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+// `GUESTS_LIMITED`. A guest's user id starts `g_`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13756,7 +13789,8 @@ func (c *ClientWithResponses) StreamMeEventsWithResponse(ctx context.Context, pa
 // their changes; unfollowed users' changes stop (a change in the
 // moment the stream takes the new following in may still arrive: see
 // `GET /v1/me/events`). Kept 30 days after
-// the last set or the last personal stream opened. Players only.
+// the last set or the last personal stream opened (a guest's: 24
+// hours, its token's lifetime). Players only.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13779,7 +13813,8 @@ func (c *ClientWithResponses) SetFollowingWithBodyWithResponse(ctx context.Conte
 // their changes; unfollowed users' changes stop (a change in the
 // moment the stream takes the new following in may still arrive: see
 // `GET /v1/me/events`). Kept 30 days after
-// the last set or the last personal stream opened. Players only.
+// the last set or the last personal stream opened (a guest's: 24
+// hours, its token's lifetime). Players only.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -97,7 +97,7 @@ func (c sessionOpenCall) KeysArgs() ([]string, []any) {
 	outbox, outboxLen := x.outbox(shard)
 	args := []any{u, c.s.Platform, c.s.ID, string(x.cfg.Policy), x.cfg.TTL.Milliseconds(), x.cfg.StreamsPerUser,
 		log.Channel, x.StatusChannel(u), x.b.PubCmd, x.cfg.Logs.Config().MaxLen, x.cfg.Logs.Config().TTL.Milliseconds(), c.newTag,
-		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTL.Milliseconds(),
+		cseq, ctag, c.limit, c.now.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano), followingTTLOf(u).Milliseconds(),
 		statusLinger.Milliseconds(), outboxArg(outboxLen), c.offline, offlineStatusTTL.Milliseconds(),
 		x.replacedKeep().Milliseconds(), ReplacedKept, replayBytes, replayPage, userlog.FirstInbox, x.cfg.Debounce.Milliseconds()}
 	if outboxLen > 0 {
@@ -200,7 +200,7 @@ type followingSetCall struct {
 func (followingSetCall) Script() *redisx.Script { return followingSet }
 
 func (c followingSetCall) KeysArgs() ([]string, []any) {
-	args := []any{followingTTL.Milliseconds(), c.x.cfg.Logs.KeysOf(c.user).Channel, c.x.b.PubCmd}
+	args := []any{followingTTLOf(c.user).Milliseconds(), c.x.cfg.Logs.KeysOf(c.user).Channel, c.x.b.PubCmd}
 	for _, id := range c.ids {
 		args = append(args, id)
 	}

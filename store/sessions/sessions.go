@@ -34,7 +34,8 @@
 //     Tombstones are kept replacedKeep (three lease TTLs), at most
 //     ReplacedKept; the key expires replacedKeep after the last;
 //   - following: a set of user ids, replaced by PUT /v1/me/following,
-//     expiring followingTTL after the last PUT or stream open;
+//     expiring followingTTL (a guest's: guestFollowingTTL) after the
+//     last PUT or stream open;
 //   - the shard's online index: zset userId → the user's earliest lease
 //     expiry or platform deadline. The janitor of the shard sweeps the
 //     users whose earliest lease or deadline is due (sessions_sweep, SweepBatch users a call, as many calls
@@ -72,8 +73,10 @@ import (
 
 const (
 	// followingTTL: a user's following expires this long after it was last
-	// set or a personal stream of the user opened.
-	followingTTL = 30 * 24 * time.Hour
+	// set or a personal stream of the user opened; a guest's after
+	// guestFollowingTTL, its token's lifetime (followingTTLOf).
+	followingTTL      = 30 * 24 * time.Hour
+	guestFollowingTTL = 24 * time.Hour
 	// statusLinger: a status outlives its user's last lease by this much,
 	// so that the janitor's sweep of a dead instance's sessions still finds
 	// it and publishes "offline".
@@ -87,6 +90,18 @@ const (
 	// many replacements ago, its live message lost, ends lapsed).
 	ReplacedKept = 100
 )
+
+// followingTTLOf is how long user uid's following is kept after its last
+// PUT or stream open: a guest's as long as a guest token lives (a guest
+// who stays away longer has lost its identity unless it refreshed it),
+// so the accounts an address may mint (the guests rate limit) each store
+// a list for a day, not a month.
+func followingTTLOf(uid string) time.Duration {
+	if strings.HasPrefix(uid, rooms.GuestPrefix) {
+		return guestFollowingTTL
+	}
+	return followingTTL
+}
 
 var (
 	_ players.Inbox  = (*Sessions)(nil)

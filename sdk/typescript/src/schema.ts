@@ -18,6 +18,9 @@ export interface paths {
          * @description Issues an HS256 JWT for a new guest user, valid for 24 hours. Off when
          *     the server runs with `REALSYNC_GUEST_AUTH=false` (403
          *     `GUEST_AUTH_DISABLED`). A missing name becomes `guest-<4 chars>`.
+         *     Guest accounts made from one client address are limited (60 an
+         *     hour, burst 60; `REALSYNC_RATE_LIMITS` `guests`): past it, 429
+         *     `GUESTS_LIMITED`. A guest's user id starts `g_`.
          */
         post: operations["createGuestToken"];
         delete?: never;
@@ -1076,7 +1079,8 @@ export interface paths {
          *     their changes; unfollowed users' changes stop (a change in the
          *     moment the stream takes the new following in may still arrive: see
          *     `GET /v1/me/events`). Kept 30 days after
-         *     the last set or the last personal stream opened. Players only.
+         *     the last set or the last personal stream opened (a guest's: 24
+         *     hours, its token's lifetime). Players only.
          */
         put: operations["setFollowing"];
         post?: never;
@@ -1461,7 +1465,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2558,7 +2562,8 @@ export interface components {
          *     `ROOM_RATE_LIMITED` (the room's message or state-patch cap;
          *     a member may use half of it), `STREAM_OPENS_LIMITED` (event streams
          *     opened per user), `CODE_GUESSES_LIMITED` (wrong invite codes per user
-         *     or address), `TOO_MANY_STREAMS` (the player already holds 8 event
+         *     or address), `GUESTS_LIMITED` (guest accounts made per address),
+         *     `TOO_MANY_STREAMS` (the player already holds 8 event
          *     streams of this room), or `STREAM_LIMIT` (the caller holds
          *     `REALSYNC_MAX_STREAMS_PER_USER` event streams, default 16, `0`: no
          *     limit, open at once already, room, lobby and personal streams together,
@@ -2577,7 +2582,7 @@ export interface components {
          *     client that lost all its connections at once is refused for at most
          *     that long, and should retry after a few seconds.
          *     Rate-limited answers (`RATE_LIMITED`, `ROOM_RATE_LIMITED`,
-         *     `STREAM_OPENS_LIMITED`, `CODE_GUESSES_LIMITED`) carry `Retry-After`
+         *     `STREAM_OPENS_LIMITED`, `CODE_GUESSES_LIMITED`, `GUESTS_LIMITED`) carry `Retry-After`
          *     and the RateLimit headers; `TOO_MANY_STREAMS` and `STREAM_LIMIT`
          *     carry `Retry-After: 5`.
          */
