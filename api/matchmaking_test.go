@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/realsync/realsync/api"
@@ -127,7 +128,12 @@ func TestTicketsOverHTTP(t *testing.T) {
 func TestTicketsKeepRoomQuotas(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
-			e := newEnvStore(t, b, store.Quotas{RoomsOwned: 2, RoomsJoined: 3}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true})
+			var checks atomic.Int32
+			e := newEnvStore(t, b, store.Quotas{RoomsOwned: 2, RoomsJoined: 3}, &api.Auth{Secret: []byte("test-secret"), GuestEnabled: true},
+				func(c *api.Config, st *store.Store, _ string) {
+					c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()),
+						Quotas: countedQuotas{st, &checks}})
+				})
 			path := "/v1/matchmaking/tickets"
 			alice, aliceID := e.guest("alice")
 			bob, bobID := e.guest("bob")
@@ -147,7 +153,7 @@ func TestTicketsKeepRoomQuotas(t *testing.T) {
 			owned := []string{create(alice), create(alice)}
 			r := ticket(alice)
 			want(t, r, 409, "OWNED_ROOMS_LIMIT")
-			if !strings.Contains(r.raw, "You have no room left") {
+			if !strings.Contains(r.raw, "past your room quotas") {
 				t.Fatalf("detail %s", r.raw)
 			}
 			// carol is in three rooms: she may not be in a match's, as
@@ -157,7 +163,7 @@ func TestTicketsKeepRoomQuotas(t *testing.T) {
 			}
 			r = ticket(bob, carolID)
 			want(t, r, 409, "JOINED_ROOMS_LIMIT")
-			if !strings.Contains(r.raw, "partyUserIds.0 has no room left") {
+			if !strings.Contains(r.raw, "quotas of the party member partyUserIds.0:") {
 				t.Fatalf("detail %s", r.raw)
 			}
 			want(t, ticket(carol), 409, "JOINED_ROOMS_LIMIT")
@@ -173,6 +179,18 @@ func TestTicketsKeepRoomQuotas(t *testing.T) {
 				want(t, r, 201, "")
 				want(t, e.do("DELETE", r.header.Get("Location"), c.tok, nil), 204, "")
 			}
+
+			// the quotas are checked once the users' claims are the new
+			// ticket's (their previous tickets final, their match rooms
+			// counted): a create refused TICKET_ACTIVE checks none
+			r = ticket(alice)
+			want(t, r, 201, "")
+			before := checks.Load()
+			want(t, ticket(alice), 409, "TICKET_ACTIVE")
+			if n := checks.Load() - before; n != 0 {
+				t.Fatalf("%d quota checks before the claims", n)
+			}
+			want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
 
 			// alice (one room owned) and bob (one) queue against each other
 			// eight times: each match's room is its first ticket's leader's
@@ -218,4 +236,15 @@ func TestTicketsKeepRoomQuotas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countedQuotas counts the checks of its RoomQuotas.
+type countedQuotas struct {
+	matchmaking.RoomQuotas
+	n *atomic.Int32
+}
+
+func (q countedQuotas) MayHoldRoom(ctx context.Context, uid string, owner bool) error {
+	q.n.Add(1)
+	return q.RoomQuotas.MayHoldRoom(ctx, uid, owner)
 }

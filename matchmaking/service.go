@@ -124,15 +124,15 @@ type TicketParams struct {
 }
 
 // Create validates p against its mode's rules (a ValidationError naming
-// every bad field), checks that a match's room is within the room quotas
-// of u (who may own it: the first ticket's leader does) and of its party
-// (rooms.ErrOwnedRoomsLimit, rooms.ErrJoinedRoomsLimit: so a user holds at
-// most one room past a quota, its one active ticket's), makes the ticket
-// u's and its party's one active
+// every bad field), makes the ticket u's and its party's one active
 // ticket (ErrTicketActive when u or a member has another active: searching,
 // or matched while its room is not known yet,
-// ErrMemberQueuedInParty when u is covered by another leader's), and
-// queues it (ErrQueueFull). On rooms.ErrUnavailable the ticket may be
+// ErrMemberQueuedInParty when u is covered by another leader's), checks
+// that a match's room is within the room quotas of u (who may own it: the
+// first ticket's leader does) and of its party (rooms.ErrOwnedRoomsLimit,
+// rooms.ErrJoinedRoomsLimit, the claims released: a user holds at most one
+// room past a quota, its one active ticket's), and queues it
+// (ErrQueueFull). On rooms.ErrUnavailable the ticket may be
 // queued: its users' claims stay (a next create is ErrTicketActive until
 // the ticket ends, or for InFlight when it was not queued).
 func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Ticket, error) {
@@ -171,11 +171,13 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if t.PartyUserIDs == nil {
 		t.PartyUserIDs = []string{}
 	}
-	if err := s.roomQuotas(ctx, t); err != nil {
-		return Ticket{}, err
-	}
 	ttl := time.Duration(r.TicketTTL)
 	claimed, err := s.claimAll(ctx, t, ttl+s.cfg.Grace)
+	if err == nil {
+		// once the users' claims are this ticket's: each user's previous
+		// ticket is final then, its match's room made (and counted)
+		err = s.roomQuotas(ctx, t)
+	}
 	queuing := err == nil
 	if queuing {
 		g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
@@ -217,7 +219,10 @@ func (s *Service) roomQuotas(ctx context.Context, t Ticket) error {
 	}
 	for i, uid := range t.Users() {
 		if err := s.cfg.Quotas.MayHoldRoom(ctx, uid, i == 0); err != nil {
-			return fmt.Errorf("%s no room left under the room quotas for a match (leave a room first): %w", whose(i), err)
+			if i == 0 {
+				return fmt.Errorf("a match's room would be past your room quotas (leave a room first): %w", err)
+			}
+			return fmt.Errorf("a match's room would be past the room quotas of the party member partyUserIds.%d: %w", i-1, err)
 		}
 	}
 	return nil

@@ -161,3 +161,17 @@ func TestMatchmakingMetricsLabelConfiguredModes(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// realsyncd checks a new ticket's users against the room quotas (a
+// match's room would be past them: matchmaking.Config.Quotas wired).
+func TestTicketsCheckTheRoomQuotas(t *testing.T) {
+	t.Parallel()
+	in := start(t, buildBinary(t), append(backendEnv(t, "standalone"), "REALSYNC_MAX_ROOMS_OWNED=1")...)
+	token := guest(t, in, "owner")
+	if status, res := call(t, "POST", in.url+"/v1/rooms", token, map[string]any{"name": "r", "mode": "m", "region": "eu"}); status != 201 {
+		t.Fatalf("create: %d %v", status, res)
+	}
+	if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", token, map[string]any{"mode": "duel", "regions": []string{"eu"}}); status != 409 || res["code"] != "OWNED_ROOMS_LIMIT" {
+		t.Fatalf("ticket at the owned-rooms quota: %d %v", status, res)
+	}
+}

@@ -1995,13 +1995,14 @@ type ClientInterface interface {
 	// not known yet (its match may still go back to the queue; the detail
 	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-	// the mode's queue holds 100 000 tickets. The room quotas: 409
+	// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 	// `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 	// (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 	// rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 	// member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 	// who); nothing is queued. The match's room is made even if its owner
-	// created rooms up to the quota meanwhile.
+	// created rooms up to the quota meanwhile: one room past a quota at
+	// most.
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
@@ -2072,13 +2073,14 @@ type ClientInterface interface {
 	// not known yet (its match may still go back to the queue; the detail
 	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-	// the mode's queue holds 100 000 tickets. The room quotas: 409
+	// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 	// `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 	// (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 	// rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 	// member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 	// who); nothing is queued. The match's room is made even if its owner
-	// created rooms up to the quota meanwhile.
+	// created rooms up to the quota meanwhile: one room past a quota at
+	// most.
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
@@ -3544,13 +3546,14 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // not known yet (its match may still go back to the queue; the detail
 // says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-// the mode's queue holds 100 000 tickets. The room quotas: 409
+// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 // `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 // (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 // rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 // member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 // who); nothing is queued. The match's room is made even if its owner
-// created rooms up to the quota meanwhile.
+// created rooms up to the quota meanwhile: one room past a quota at
+// most.
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that
@@ -3631,13 +3634,14 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // not known yet (its match may still go back to the queue; the detail
 // says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-// the mode's queue holds 100 000 tickets. The room quotas: 409
+// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 // `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 // (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 // rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 // member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 // who); nothing is queued. The match's room is made even if its owner
-// created rooms up to the quota meanwhile.
+// created rooms up to the quota meanwhile: one room past a quota at
+// most.
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that
@@ -7309,13 +7313,14 @@ type ClientWithResponsesInterface interface {
 	// not known yet (its match may still go back to the queue; the detail
 	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-	// the mode's queue holds 100 000 tickets. The room quotas: 409
+	// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 	// `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 	// (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 	// rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 	// member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 	// who); nothing is queued. The match's room is made even if its owner
-	// created rooms up to the quota meanwhile.
+	// created rooms up to the quota meanwhile: one room past a quota at
+	// most.
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
@@ -7386,13 +7391,14 @@ type ClientWithResponsesInterface interface {
 	// not known yet (its match may still go back to the queue; the detail
 	// says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 	// member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-	// the mode's queue holds 100 000 tickets. The room quotas: 409
+	// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 	// `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 	// (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 	// rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 	// member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 	// who); nothing is queued. The match's room is made even if its owner
-	// created rooms up to the quota meanwhile.
+	// created rooms up to the quota meanwhile: one room past a quota at
+	// most.
 	//
 	// With an `Idempotency-Key`, the ticket's id derives from the caller,
 	// the key and the body: the same create sent again answers that
@@ -13437,13 +13443,14 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // not known yet (its match may still go back to the queue; the detail
 // says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-// the mode's queue holds 100 000 tickets. The room quotas: 409
+// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 // `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 // (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 // rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 // member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 // who); nothing is queued. The match's room is made even if its owner
-// created rooms up to the quota meanwhile.
+// created rooms up to the quota meanwhile: one room past a quota at
+// most.
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that
@@ -13520,13 +13527,14 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // not known yet (its match may still go back to the queue; the detail
 // says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
 // member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-// the mode's queue holds 100 000 tickets. The room quotas: 409
+// the mode's queue holds 100 000 tickets. Then the room quotas: 409
 // `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
 // (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
 // rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
 // member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
 // who); nothing is queued. The match's room is made even if its owner
-// created rooms up to the quota meanwhile.
+// created rooms up to the quota meanwhile: one room past a quota at
+// most.
 //
 // With an `Idempotency-Key`, the ticket's id derives from the caller,
 // the key and the body: the same create sent again answers that

@@ -44,7 +44,6 @@ import (
 
 	"github.com/realsync/realsync/rooms"
 
-	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
 
@@ -127,15 +126,10 @@ func (h *Holdings) Reserve(ctx context.Context, uid, room string, owner bool) (H
 
 // Check reports whether uid may be in one more room (as its owner when
 // owner): nil, or the error Reserve would give, after the same check of
-// the holdings against the rooms. It reserves a placeholder and drops it
-// at once, so it counts as a room while it runs (two checks of one user at
-// once at the limit's last room may both refuse); one whose drop is lost
-// counts until a check finds it stale.
+// the holdings against the rooms. It reserves nothing (a cold key is
+// built, as for a reservation).
 func (h *Holdings) Check(ctx context.Context, uid string, owner bool) error {
-	r, err := h.Reserve(ctx, uid, Placeholder(layout.RandomString(layout.IDRandLen, layout.Base62)), owner)
-	if err == nil {
-		h.Release(ctx, r)
-	}
+	_, err := h.Reserve(ctx, uid, "", owner)
 	return err
 }
 

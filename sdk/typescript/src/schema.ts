@@ -651,13 +651,14 @@ export interface paths {
          *     not known yet (its match may still go back to the queue; the detail
          *     says which), 409 `MEMBER_QUEUED_IN_PARTY` when the caller is a
          *     member of a party whose leader's active ticket covers them. 409 `QUEUE_FULL` when
-         *     the mode's queue holds 100 000 tickets. The room quotas: 409
+         *     the mode's queue holds 100 000 tickets. Then the room quotas: 409
          *     `OWNED_ROOMS_LIMIT` when the caller, who may own the match's room
          *     (the first ticket's leader does), owns `REALSYNC_MAX_ROOMS_OWNED`
          *     rooms already, `JOINED_ROOMS_LIMIT` when the caller or a party
          *     member is in `REALSYNC_MAX_ROOMS_JOINED` rooms (the detail says
          *     who); nothing is queued. The match's room is made even if its owner
-         *     created rooms up to the quota meanwhile.
+         *     created rooms up to the quota meanwhile: one room past a quota at
+         *     most.
          *
          *     With an `Idempotency-Key`, the ticket's id derives from the caller,
          *     the key and the body: the same create sent again answers that

@@ -6,7 +6,10 @@
 -- No prelude.
 -- KEYS[1] the user's holdings (hash: "#" -> "1" marks the key as built;
 --         roomId -> "<o|m>:<µs of the last reservation>", o: owned)
--- ARGV[1] room id  ARGV[2] role: "o" (the user creates it) or "m"
+-- ARGV[1] room id, or "": only check that the user may take one more room
+--         as role (the same answers; nothing reserved, but a cold key is
+--         built from the seed)
+-- ARGV[2] role: "o" (the user creates it) or "m"
 -- ARGV[3] rooms owned at most (0: no limit)  ARGV[4] rooms joined at most
 -- ARGV[5] the key's TTL (ms)  ARGV[6] "seed" when ARGV[7..] follow, else ""
 -- ARGV[7..] roomId, role pairs the user holds, read from the rooms, to
@@ -28,7 +31,7 @@ if redis.call('EXISTS', key) == 0 then
   redis.call('PEXPIRE', key, ttl)
 end
 
-local cur = redis.call('HGET', key, room)
+local cur = room ~= '' and redis.call('HGET', key, room)
 if cur then
   local r = string.sub(cur, 1, 1)
   if role == 'o' then r = 'o' end
@@ -57,6 +60,7 @@ if over then
   for i = 1, #all do out[#out + 1] = all[i] end
   return out
 end
+if room == '' then return {'OK', '', '0'} end
 local v = role .. ':' .. now
 redis.call('HSET', key, room, v)
 redis.call('PEXPIRE', key, ttl)
