@@ -61,7 +61,9 @@ func (e *ShortOfReplicasError) Error() string {
 // too: the call then runs again on the same master, which an idempotent
 // call allows.) The whole call is bounded by the Base's Bound plus twice
 // timeout: the node's client has none of the Cluster client's hooks; the
-// Base's ConnHooks (the metrics') see the run.
+// Base's ConnHooks (the metrics') see the run. The call goes by its
+// function or script hash, as Runner.Run sends it; its code only to a
+// node that lacks it.
 func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (reply any, acked bool, err error) {
 	keys, _ := call.KeysArgs()
 	cc, ok := b.Client.(*redis.ClusterClient)
@@ -115,10 +117,18 @@ func (b *Base) runOnMaster(ctx context.Context, cc *redis.ClusterClient, key str
 		conn.AddHook(h)
 	}
 	var cmd *redis.Cmd
-	if _, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = b.Runner.QueueSource(ctx, p, call)
-		return nil
-	}); err != nil {
+	for _, queue := range []func(context.Context, redis.Pipeliner, Call) *redis.Cmd{b.Runner.Queue, b.Runner.QueueSource} {
+		// by its hash or function (the code sent only when the node
+		// lacks it: nothing ran then, nor was written for the WAIT)
+		_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = queue(ctx, p, call)
+			return nil
+		})
+		if !MissingCode(err) {
+			break
+		}
+	}
+	if err != nil {
 		_, moved := redis.IsMovedError(err)
 		return nil, false, moved, err
 	}

@@ -3,6 +3,7 @@ package redisx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,5 +139,55 @@ func TestRunReplicatedRunsAgainAfterAFailoverMidWait(t *testing.T) {
 	}
 	if v, err := tc.Get(ctx, "{t}:runs").Result(); err != nil || v != "2" {
 		t.Fatalf("the new master holds %q runs (%v), want 2", v, err)
+	}
+}
+
+// The call goes by its script's hash: the code is sent only to a node
+// that lacks it (the first run, and after a SCRIPT FLUSH), where the
+// hash ran nothing, so the run's write is still the one waited for.
+func TestRunReplicatedSendsTheCodeOnlyWhenMissing(t *testing.T) {
+	master, replica := redistest.OwnReplicatedPair(t)
+	ctx := t.Context()
+	layout := func(context.Context) ([]redis.ClusterSlot, error) {
+		return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: master.Addr}, {Addr: replica.Addr}}}}, nil
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{ClusterSlots: layout, Protocol: 2})
+	defer cc.Close()
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer mc.Close()
+	calls := func() (eval, evalsha int) {
+		t.Helper()
+		info, err := mc.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(info, "\r\n") {
+			name, stats, _ := strings.Cut(l, ":")
+			n := 0
+			if v, ok := strings.CutPrefix(stats, "calls="); ok {
+				v, _, _ = strings.Cut(v, ",")
+				fmt.Sscan(v, &n)
+			}
+			switch name {
+			case "cmdstat_eval":
+				eval = n
+			case "cmdstat_evalsha":
+				evalsha = n
+			}
+		}
+		return eval, evalsha
+	}
+	b := &Base{Client: cc, Runner: NewRunner(cc, nil), Replicas: func(int) int { return 1 }}
+	for i, want := range []struct{ eval, evalsha int }{{1, 1}, {1, 2}, {2, 3}} {
+		if i == 2 {
+			mc.ScriptFlush(ctx)
+		}
+		reply, acked, err := b.RunReplicated(ctx, incrCall{"{t}:runs"}, 1, 2*time.Second)
+		if err != nil || !acked || reply != int64(i+1) {
+			t.Fatalf("run %d: %v, acked %v, reply %v", i+1, err, acked, reply)
+		}
+		if eval, evalsha := calls(); eval != want.eval || evalsha != want.evalsha {
+			t.Fatalf("after run %d: %d EVAL and %d EVALSHA, want %d and %d", i+1, eval, evalsha, want.eval, want.evalsha)
+		}
 	}
 }
