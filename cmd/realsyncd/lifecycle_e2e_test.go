@@ -88,6 +88,10 @@ func TestAbandonedRoomsLeaveNothing(t *testing.T) {
 				if ttl := r.PTTL(context.Background(), k).Val(); ttl <= 0 || ttl > time.Hour {
 					t.Fatalf("holdings marker %s has TTL %v, want an hour at most", k, ttl)
 				}
+			case strings.HasSuffix(k, ":guests"): // the address' guest accounts made, expiring once drained
+				if ttl := r.PTTL(context.Background(), k).Val(); ttl <= 0 || ttl > time.Hour {
+					t.Fatalf("guests counter %s has TTL %v, want an hour at most (60 an hour)", k, ttl)
+				}
 			case strings.HasSuffix(k, ":log") && r.TTL(context.Background(), k).Val() > 0:
 				if ttl := r.TTL(context.Background(), k).Val(); ttl > 5*time.Minute {
 					t.Fatalf("closed log %s has TTL %v", k, ttl)

@@ -23,7 +23,7 @@ func TestMatchmakingAcrossInstances(t *testing.T) {
 	}
 	for _, backend := range []string{"standalone", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
-			env := append(backendEnv(t, backend), "REALSYNC_MATCHMAKING_FILE="+rules)
+			env := append(backendEnv(t, backend), "REALSYNC_MATCHMAKING_FILE="+rules, loadTestLimits)
 			a, b := start(t, bin, env...), start(t, bin, env...)
 			rng := rand.New(rand.NewPCG(3, 4))
 			type ticket struct {
