@@ -82,7 +82,8 @@ const (
 	// it and publishes "offline".
 	statusLinger = 10 * time.Minute
 	// offlineStatusTTL: an offline status (its version) is kept this long
-	// after the user went offline, the following's TTL: a user offline
+	// after the user went offline, as long as its followers' lists live
+	// (a guest's too: its followers need not be guests): a user offline
 	// longer reads as never seen (version 0).
 	offlineStatusTTL = followingTTL
 	// ReplacedKept is the most tombstones of replaced sessions a user's

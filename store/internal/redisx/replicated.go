@@ -62,8 +62,9 @@ func (e *ShortOfReplicasError) Error() string {
 // call allows.) The whole call is bounded by the Base's Bound plus twice
 // timeout: the node's client has none of the Cluster client's hooks; the
 // Base's ConnHooks (the metrics') see the run. The call goes by its
-// function or script hash, as Runner.Run sends it; its code only to a
-// node that lacks it.
+// function or script hash, as Runner.Run sends it: a node that lacks the
+// code gets it loaded, and the code goes with the call only where it is
+// still missing.
 func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout time.Duration) (reply any, acked bool, err error) {
 	keys, _ := call.KeysArgs()
 	cc, ok := b.Client.(*redis.ClusterClient)
@@ -116,17 +117,24 @@ func (b *Base) runOnMaster(ctx context.Context, cc *redis.ClusterClient, key str
 	for _, h := range b.ConnHooks {
 		conn.AddHook(h)
 	}
+	// by its function or hash, as Runner.Run: where the node lacks its
+	// code (nothing ran, nor was written for the WAIT), the code is
+	// loaded on the key's node and the call sent again, and where it is
+	// still missing (not the node loaded) the code goes with the call
 	var cmd *redis.Cmd
-	for _, queue := range []func(context.Context, redis.Pipeliner, Call) *redis.Cmd{b.Runner.Queue, b.Runner.QueueSource} {
-		// by its hash or function (the code sent only when the node
-		// lacks it: nothing ran then, nor was written for the WAIT)
-		_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+	send := func(queue func(context.Context, redis.Pipeliner, Call) *redis.Cmd) error {
+		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 			cmd = queue(ctx, p, call)
 			return nil
 		})
-		if !MissingCode(err) {
-			break
-		}
+		return err
+	}
+	err = send(b.Runner.Queue)
+	if MissingCode(err) && b.Runner.LoadCode(ctx, call) == nil {
+		err = send(b.Runner.Queue)
+	}
+	if MissingCode(err) {
+		err = send(b.Runner.QueueSource)
 	}
 	if err != nil {
 		_, moved := redis.IsMovedError(err)

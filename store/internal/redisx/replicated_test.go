@@ -142,9 +142,24 @@ func TestRunReplicatedRunsAgainAfterAFailoverMidWait(t *testing.T) {
 	}
 }
 
-// The call goes by its script's hash: the code is sent only to a node
-// that lacks it (the first run, and after a SCRIPT FLUSH), where the
-// hash ran nothing, so the run's write is still the one waited for.
+// rvPrelude, rvIncr and rvLibrary are a mutation in a library (FCALL
+// where the library is loaded) counting its runs in a key.
+var (
+	rvPrelude = "local function begin() end"
+	rvIncr    = Mutation(rvPrelude, "test_rv_incr", "return redis.call('INCR', KEYS[1])")
+	rvLibrary = NewLibrary(rvPrelude, rvIncr)
+)
+
+type rvIncrCall struct{ key string }
+
+func (rvIncrCall) Script() *Script               { return rvIncr }
+func (c rvIncrCall) KeysArgs() ([]string, []any) { return []string{c.key}, nil }
+
+// The call goes as Runner.Run sends it, by its script's hash or its
+// library's function: a node that lacks the code (the first run, and
+// after a flush) gets it loaded, and the call is sent again; nothing ran
+// the first time, so the run's write is still the one waited for, and
+// the code never goes with the call (it did with every commit before).
 func TestRunReplicatedSendsTheCodeOnlyWhenMissing(t *testing.T) {
 	master, replica := redistest.OwnReplicatedPair(t)
 	ctx := t.Context()
@@ -155,39 +170,65 @@ func TestRunReplicatedSendsTheCodeOnlyWhenMissing(t *testing.T) {
 	defer cc.Close()
 	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
 	defer mc.Close()
-	calls := func() (eval, evalsha int) {
+	calls := func() map[string]int {
 		t.Helper()
 		info, err := mc.Info(ctx, "commandstats").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
+		out := map[string]int{}
 		for _, l := range strings.Split(info, "\r\n") {
 			name, stats, _ := strings.Cut(l, ":")
-			n := 0
 			if v, ok := strings.CutPrefix(stats, "calls="); ok {
 				v, _, _ = strings.Cut(v, ",")
+				n := 0
 				fmt.Sscan(v, &n)
-			}
-			switch name {
-			case "cmdstat_eval":
-				eval = n
-			case "cmdstat_evalsha":
-				evalsha = n
+				out[strings.TrimPrefix(name, "cmdstat_")] = n
 			}
 		}
-		return eval, evalsha
+		return out
 	}
-	b := &Base{Client: cc, Runner: NewRunner(cc, nil), Replicas: func(int) int { return 1 }}
-	for i, want := range []struct{ eval, evalsha int }{{1, 1}, {1, 2}, {2, 3}} {
-		if i == 2 {
-			mc.ScriptFlush(ctx)
-		}
-		reply, acked, err := b.RunReplicated(ctx, incrCall{"{t}:runs"}, 1, 2*time.Second)
-		if err != nil || !acked || reply != int64(i+1) {
-			t.Fatalf("run %d: %v, acked %v, reply %v", i+1, err, acked, reply)
-		}
-		if eval, evalsha := calls(); eval != want.eval || evalsha != want.evalsha {
-			t.Fatalf("after run %d: %d EVAL and %d EVALSHA, want %d and %d", i+1, eval, evalsha, want.eval, want.evalsha)
-		}
+	for _, c := range []struct {
+		name  string
+		lib   *Library
+		call  Call
+		flush func() error
+		// by run: the calls by hash or function, and the loads
+		sent, loads []int
+		by, load    string
+	}{
+		{"script", nil, incrCall{"{t}:script"}, func() error { return mc.ScriptFlush(ctx).Err() },
+			[]int{2, 3, 5}, []int{1, 1, 2}, "evalsha", "script|load"},
+		{"function", rvLibrary, rvIncrCall{"{t}:function"}, func() error { return mc.FunctionFlush(ctx).Err() },
+			[]int{1, 2, 4}, []int{1, 1, 2}, "fcall", "function|load"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := mc.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(cc, c.lib)
+			if c.lib != nil {
+				if err := r.LoadLibrary(ctx); err != nil || !r.Functions() {
+					t.Fatalf("library: %v, functions %v", err, r.Functions())
+				}
+			}
+			b := &Base{Client: cc, Runner: r, Replicas: func(int) int { return 1 }}
+			for i := range 3 {
+				if i == 2 {
+					if err := c.flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				reply, acked, err := b.RunReplicated(ctx, c.call, 1, 2*time.Second)
+				if err != nil || !acked || reply != int64(i+1) {
+					t.Fatalf("run %d: %v, acked %v, reply %v", i+1, err, acked, reply)
+				}
+				got := calls()
+				if got[c.by] != c.sent[i] || got[c.load] != c.loads[i] || got["eval"] != 0 {
+					t.Fatalf("after run %d: %d %s, %d %s, %d eval; want %d, %d, 0", i+1,
+						got[c.by], c.by, got[c.load], c.load, got["eval"], c.sent[i], c.loads[i])
+				}
+			}
+		})
 	}
 }
