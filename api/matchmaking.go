@@ -29,6 +29,15 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	p.Key = key
+	if len(p.PartyUserIDs) > 0 {
+		if err := s.tickets.Validate(userFrom(r.Context()), p); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if !s.limitParty(w, r, p.PartyUserIDs) {
+			return
+		}
+	}
 	t, err := s.tickets.Create(r.Context(), userFrom(r.Context()), p)
 	if err != nil {
 		s.writeError(w, r, err)

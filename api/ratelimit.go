@@ -422,6 +422,33 @@ func pathParam(r *http.Request, name string) string {
 	return v
 }
 
+// limitParty counts a ticket's party as invites of the caller's to each
+// member (a match tells every member: match_found in their personal log,
+// kept like a direct message): each member on the caller's and the
+// address' direct limits and on the member's inbox, so naming users, real
+// or made up, writes no more to personal logs than direct messages may.
+// False when a limit refused it and the 429 was written (the members
+// counted before it stay counted, as any refused request's counters).
+func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []string) bool {
+	if !s.limits.on() {
+		return true
+	}
+	u := userFrom(r.Context())
+	addr := clientAddr(r, s.trustedProxies)
+	for _, m := range members {
+		checks := []limits.Check{
+			{Name: "direct", Scope: limits.User, Subject: u.ID, Limit: s.limits.set.Get("direct", limits.User)},
+			{Name: "direct", Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get("direct", limits.IP)},
+			{Name: "messages", Scope: limits.Room, Subject: "@" + m, Member: u.ID, Limit: s.limits.set.Get("messages", limits.Room)},
+		}
+		checks = slices.DeleteFunc(checks, func(c limits.Check) bool { return c.Limit.Zero() })
+		if _, ok := s.count(w, r, checks); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // limitInbox counts an invite on its recipient's inbox too (the route's
 // extra limit counted it on the room: the recipient is in the body, which
 // the middleware does not read), as a direct message to them is: false

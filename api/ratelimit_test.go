@@ -384,6 +384,43 @@ func TestGuestsLimited(t *testing.T) {
 	}
 }
 
+// A ticket's party counts as the leader's invites to each member (a match
+// writes match_found to every member's personal log): each member on the
+// leader's direct limit and on the member's inbox, made-up ids too; a
+// refused ticket is not queued.
+func TestPartyCountsAsInvites(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "direct=2/h,messages=4/h")
+	path := "/v1/matchmaking/tickets"
+	ticket := func(tok string, party ...string) resp {
+		t.Helper()
+		return e.do("POST", path, tok, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": append([]string{}, party...)})
+	}
+	queued := func(tok string, party ...string) {
+		t.Helper()
+		r := ticket(tok, party...)
+		want(t, r, 201, "")
+		want(t, e.do("DELETE", r.header.Get("Location"), tok, nil), 204, "")
+	}
+	alice, _ := e.guest("alice")
+	queued(alice, "made-up-1")
+	queued(alice, "made-up-2")
+	want429(t, ticket(alice, "made-up-3"), "RATE_LIMITED", "direct.user", 2, 3600, 1800)
+	queued(alice) // not queued, not claimed: a ticket of her own still may be
+	// bob's inbox takes 4 an hour, 2 from one sender: two senders' tickets
+	// naming him take it all, and then a third sender's ticket or message
+	_, bobID := e.guest("bob")
+	for _, name := range []string{"carol", "dave"} {
+		tok, _ := e.guest(name)
+		queued(tok, bobID)
+		queued(tok, bobID)
+	}
+	erin, _ := e.guest("erin")
+	if r := ticket(erin, bobID); r.status != 429 || r.code() != "ROOM_RATE_LIMITED" {
+		t.Fatalf("a fifth ticket naming bob: %d %s", r.status, r.raw)
+	}
+	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", erin, map[string]any{"type": "chat", "data": map[string]any{"text": "hi"}}), 429, "ROOM_RATE_LIMITED")
+}
+
 // REALSYNC_RATE_LIMITS=off: no limit, no header.
 func TestRateLimitsOff(t *testing.T) {
 	e := limitedEnv(t, redistestEmbedded, "off")

@@ -211,6 +211,13 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	return Ticket{}, err
 }
 
+// Validate is Create's check of p against its mode's rules (a
+// ValidationError naming every bad field), for a caller that counts the
+// party on limits of its own before Create (which checks again).
+func (s *Service) Validate(u rooms.User, p TicketParams) error {
+	return s.validate(u, p, s.cfg.Rules.Of(p.Mode))
+}
+
 // roomQuotas checks that each of t's users may be in the room of a match,
 // its leader as the owner.
 func (s *Service) roomQuotas(ctx context.Context, t Ticket) error {

@@ -1990,6 +1990,11 @@ type ClientInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
+	// Each party member counts as an invite from the caller to them
+	// (a match writes `match_found` to their personal log): on the
+	// caller's `direct` rate limit and the member's inbox (429
+	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
 	// not known yet (its match may still go back to the queue; the detail
@@ -2067,6 +2072,11 @@ type ClientInterface interface {
 	// mode's equal attributes must be equal across a match (by value: `1`
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
+	//
+	// Each party member counts as an invite from the caller to them
+	// (a match writes `match_found` to their personal log): on the
+	// caller's `direct` rate limit and the member's inbox (429
+	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -3541,6 +3551,11 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
+// Each party member counts as an invite from the caller to them
+// (a match writes `match_found` to their personal log): on the
+// caller's `direct` rate limit and the member's inbox (429
+// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+//
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
 // not known yet (its match may still go back to the queue; the detail
@@ -3628,6 +3643,11 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // mode's equal attributes must be equal across a match (by value: `1`
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
+//
+// Each party member counts as an invite from the caller to them
+// (a match writes `match_found` to their personal log): on the
+// caller's `direct` rate limit and the member's inbox (429
+// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
@@ -7308,6 +7328,11 @@ type ClientWithResponsesInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
+	// Each party member counts as an invite from the caller to them
+	// (a match writes `match_found` to their personal log): on the
+	// caller's `direct` rate limit and the member's inbox (429
+	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
 	// not known yet (its match may still go back to the queue; the detail
@@ -7385,6 +7410,11 @@ type ClientWithResponsesInterface interface {
 	// mode's equal attributes must be equal across a match (by value: `1`
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
+	//
+	// Each party member counts as an invite from the caller to them
+	// (a match writes `match_found` to their personal log): on the
+	// caller's `direct` rate limit and the member's inbox (429
+	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -13438,6 +13468,11 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
+// Each party member counts as an invite from the caller to them
+// (a match writes `match_found` to their personal log): on the
+// caller's `direct` rate limit and the member's inbox (429
+// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+//
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
 // not known yet (its match may still go back to the queue; the detail
@@ -13521,6 +13556,11 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // mode's equal attributes must be equal across a match (by value: `1`
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
+//
+// Each party member counts as an invite from the caller to them
+// (a match writes `match_found` to their personal log): on the
+// caller's `direct` rate limit and the member's inbox (429
+// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is

@@ -646,6 +646,11 @@ export interface paths {
          *     and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
          *     required numbers within their range (422 otherwise).
          *
+         *     Each party member counts as an invite from the caller to them
+         *     (a match writes `match_found` to their personal log): on the
+         *     caller's `direct` rate limit and the member's inbox (429
+         *     `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+         *
          *     One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
          *     party member has a searching ticket, or one matched whose room is
          *     not known yet (its match may still go back to the queue; the detail
