@@ -287,7 +287,7 @@ func TestIdempotencyKeysBudget(t *testing.T) {
 			first := create(alice, "k1")
 			want(t, first, 201, "")
 			n := 1
-			for ; n < 10; n++ { // each answer about 800 bytes, 2 100 counted
+			for ; n < 10; n++ { // each answer about 800 bytes, 1 800 counted
 				if r := create(alice, fmt.Sprintf("k%d", n+1)); r.status != 201 {
 					want(t, r, 429, "IDEMPOTENCY_KEYS_LIMITED")
 					secs, err := strconv.Atoi(r.header.Get("Retry-After"))

@@ -424,28 +424,51 @@ func pathParam(r *http.Request, name string) string {
 
 // limitParty counts a ticket's party as invites of the caller's to each
 // member (a match tells every member: match_found in their personal log,
-// kept like a direct message): each member on the caller's and the
-// address' direct limits and on the member's inbox, so naming users, real
-// or made up, writes no more to personal logs than direct messages may.
-// False when a limit refused it and the 429 was written (the members
-// counted before it stay counted, as any refused request's counters).
+// kept like a direct message): each member on the member's inbox, and on
+// the caller's and the address' direct limits (at most the caller's
+// burst of members: a larger party could never queue), so naming users,
+// real or made up, writes no more to personal logs than direct messages
+// may. A refused party takes nothing from the direct limits (what it
+// took is handed back, as its inboxes' counts are by handBackRoomCounts),
+// so a client that waits the Retry-After and sends it again gets
+// through once the limit has room for the whole party. The route's
+// RateLimit headers are kept. False when a limit refused it and the 429
+// was written.
 func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []string) bool {
 	if !s.limits.on() {
 		return true
 	}
 	u := userFrom(r.Context())
 	addr := clientAddr(r, s.trustedProxies)
-	for _, m := range members {
-		checks := []limits.Check{
-			{Name: "direct", Scope: limits.User, Subject: u.ID, Limit: s.limits.set.Get("direct", limits.User)},
-			{Name: "direct", Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get("direct", limits.IP)},
-			{Name: "messages", Scope: limits.Room, Subject: "@" + m, Member: u.ID, Limit: s.limits.set.Get("messages", limits.Room)},
+	direct := []limits.Check{
+		{Name: "direct", Scope: limits.User, Subject: u.ID, Limit: s.limits.set.Get("direct", limits.User)},
+		{Name: "direct", Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get("direct", limits.IP)},
+	}
+	counted := min(len(members), max(1, direct[0].Limit.Burst))
+	policy, state := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
+	var taken []limits.Check
+	for i, m := range members {
+		checks := []limits.Check{{Name: "messages", Scope: limits.Room, Subject: "@" + m, Member: u.ID, Limit: s.limits.set.Get("messages", limits.Room)}}
+		if i < counted {
+			checks = append(checks, direct...)
 		}
 		checks = slices.DeleteFunc(checks, func(c limits.Check) bool { return c.Limit.Zero() })
-		if _, ok := s.count(w, r, checks); !ok {
+		decisions, ok := s.count(w, r, checks)
+		for j, c := range checks {
+			if c.Name == "direct" && decisions != nil && decisions[j].Allowed {
+				taken = append(taken, c)
+			}
+		}
+		if !ok {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+			defer cancel()
+			if _, err := limit(ctx, s.limits.limiter, limits.Give, taken); err != nil {
+				s.log.Debug("handing a party's direct counts back failed", "err", err, "request_id", requestID(r.Context()))
+			}
 			return false
 		}
 	}
+	w.Header()["RateLimit-Policy"], w.Header()["RateLimit"] = policy, state
 	return true
 }
 

@@ -12,9 +12,11 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/internal/redistest"
+	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/ratelimit"
+	"github.com/realsync/realsync/store/tickets"
 )
 
 // limitedEnv is the API on backend b with the limits of spec
@@ -419,6 +421,47 @@ func TestPartyCountsAsInvites(t *testing.T) {
 		t.Fatalf("a fifth ticket naming bob: %d %s", r.status, r.raw)
 	}
 	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", erin, map[string]any{"type": "chat", "data": map[string]any{"text": "hi"}}), 429, "ROOM_RATE_LIMITED")
+}
+
+// A party larger than the leader's direct burst still queues (its first
+// burst of members counted on direct, every member on their inbox), and
+// a party refused takes nothing from the leader's direct limit: waiting
+// and sending it again gets through once there is room for it.
+func TestPartyPastTheDirectBurst(t *testing.T) {
+	rules, err := matchmaking.ParseRules([]byte("modes:\n  big: {minPlayers: 2, maxPlayers: 8}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := limits.Parse("direct=3/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, prefix string) {
+		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix, RoomTag: st.RoomTag})
+		c.RateLimits = set
+		c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Rules: rules})
+	})
+	ticket := func(tok string, party ...string) resp {
+		return e.do("POST", "/v1/matchmaking/tickets", tok, map[string]any{"mode": "big", "regions": []string{"eu"}, "partyUserIds": party})
+	}
+	// carol's party of 4, past her burst of 3, queues
+	carol, _ := e.guest("carol")
+	r := ticket(carol, "m1", "m2", "m3", "m4")
+	want(t, r, 201, "")
+	if p := r.header.Get("RateLimit-Policy"); !strings.Contains(p, `"join.user"`) || strings.Contains(p, "direct") {
+		t.Fatalf("RateLimit-Policy %q, want the route's", p)
+	}
+	// alice has 1 of 3 left: her party of 2 takes it for its first member,
+	// is refused on the second, and gives it back
+	alice, _ := e.guest("alice")
+	_, bobID := e.guest("bob")
+	msg := map[string]any{"type": "chat", "data": map[string]any{"text": "hi"}}
+	for range 2 {
+		want(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), 202, "")
+	}
+	want429(t, ticket(alice, "m5", "m6"), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
+	want(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), 202, "")
+	want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
 }
 
 // REALSYNC_RATE_LIMITS=off: no limit, no header.

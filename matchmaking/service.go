@@ -215,6 +215,9 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 // ValidationError naming every bad field), for a caller that counts the
 // party on limits of its own before Create (which checks again).
 func (s *Service) Validate(u rooms.User, p TicketParams) error {
+	if err := rooms.PlayersOnly(u); err != nil {
+		return err
+	}
 	return s.validate(u, p, s.cfg.Rules.Of(p.Mode))
 }
 

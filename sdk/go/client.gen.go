@@ -1992,8 +1992,11 @@ type ClientInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// caller's `direct` rate limit and the member's inbox (429
-	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+	// member's inbox, and the first 20 (the `direct` burst) on the
+	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+	// those limits: after the `Retry-After` the same ticket may be sent
+	// again).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -2075,8 +2078,11 @@ type ClientInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// caller's `direct` rate limit and the member's inbox (429
-	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+	// member's inbox, and the first 20 (the `direct` burst) on the
+	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+	// those limits: after the `Retry-After` the same ticket may be sent
+	// again).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -3553,8 +3559,11 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// caller's `direct` rate limit and the member's inbox (429
-// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+// member's inbox, and the first 20 (the `direct` burst) on the
+// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+// those limits: after the `Retry-After` the same ticket may be sent
+// again).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
@@ -3646,8 +3655,11 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// caller's `direct` rate limit and the member's inbox (429
-// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+// member's inbox, and the first 20 (the `direct` burst) on the
+// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+// those limits: after the `Retry-After` the same ticket may be sent
+// again).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
@@ -7330,8 +7342,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// caller's `direct` rate limit and the member's inbox (429
-	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+	// member's inbox, and the first 20 (the `direct` burst) on the
+	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+	// those limits: after the `Retry-After` the same ticket may be sent
+	// again).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -7413,8 +7428,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// caller's `direct` rate limit and the member's inbox (429
-	// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+	// member's inbox, and the first 20 (the `direct` burst) on the
+	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+	// those limits: after the `Retry-After` the same ticket may be sent
+	// again).
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -13470,8 +13488,11 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// caller's `direct` rate limit and the member's inbox (429
-// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+// member's inbox, and the first 20 (the `direct` burst) on the
+// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+// those limits: after the `Retry-After` the same ticket may be sent
+// again).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
@@ -13559,8 +13580,11 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// caller's `direct` rate limit and the member's inbox (429
-// `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+// member's inbox, and the first 20 (the `direct` burst) on the
+// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+// those limits: after the `Retry-After` the same ticket may be sent
+// again).
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is

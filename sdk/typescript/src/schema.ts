@@ -648,8 +648,11 @@ export interface paths {
          *
          *     Each party member counts as an invite from the caller to them
          *     (a match writes `match_found` to their personal log): on the
-         *     caller's `direct` rate limit and the member's inbox (429
-         *     `RATE_LIMITED` or `ROOM_RATE_LIMITED`, nothing queued).
+         *     member's inbox, and the first 20 (the `direct` burst) on the
+         *     caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
+         *     or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
+         *     those limits: after the `Retry-After` the same ticket may be sent
+         *     again).
          *
          *     One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
          *     party member has a searching ticket, or one matched whose room is

@@ -74,12 +74,11 @@ if op == 'record' then
   redis.call('HSET', KEYS[1], 'st', 'done', 'code', ARGV[5], 'ct', ARGV[6], 'loc', ARGV[7], 'body', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   if budget > 0 then
-    -- what the record and its ledger entry take in Redis: about twice
-    -- the answer's bytes (a hash of a large value; an abuse tester's
-    -- MEMORY USAGE: a 2.5 KB answer's record 4.3 KB) and 500 more (the
-    -- other fields and Redis' own: a small answer's record 330 bytes, its
-    -- ledger entry 240)
-    local size = 2 * (#ARGV[6] + #ARGV[7] + #ARGV[8]) + 500
+    -- what the record and its ledger entry take in Redis: the answer's
+    -- bytes and 1 000 more (a reviewer's MEMORY USAGE of such records:
+    -- 768 bytes for a 100-byte answer, 3 216 for 2 500, 41 616 for
+    -- 40 000; a ledger entry about 200)
+    local size = #ARGV[6] + #ARGV[7] + #ARGV[8] + 1000
     redis.call('ZADD', KEYS[2], now_ms(), KEYS[1] .. ' ' .. token .. ' ' .. size)
     redis.call('INCRBY', KEYS[3], size)
     redis.call('PEXPIRE', KEYS[2], ARGV[4])
