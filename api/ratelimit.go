@@ -295,10 +295,20 @@ func (s *Server) keepGuesses(r *http.Request, checks []limits.Check, decisions [
 	if len(back) == 0 {
 		return
 	}
+	s.giveBack(r, back, "a guess")
+}
+
+// giveBack hands counts of request r back to their limits (what names
+// them for the log), within 2 s even when r's context ended. Best effort:
+// a failure is logged at debug.
+func (s *Server) giveBack(r *http.Request, checks []limits.Check, what string) {
+	if len(checks) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
 	defer cancel()
-	if _, err := limit(ctx, s.limits.limiter, limits.Give, back); err != nil {
-		s.log.Debug("handing a guess back failed", "err", err, "request_id", requestID(r.Context()))
+	if _, err := limit(ctx, s.limits.limiter, limits.Give, checks); err != nil {
+		s.log.Debug("handing "+what+" back failed", "err", err, "request_id", requestID(r.Context()))
 	}
 }
 
@@ -317,11 +327,7 @@ func (s *Server) handBackRoomCounts(r *http.Request) {
 	if x == nil || len(x.roomCounts) == 0 || x.status < 400 || x.status >= 500 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
-	defer cancel()
-	if _, err := limit(ctx, s.limits.limiter, limits.Give, x.roomCounts); err != nil {
-		s.log.Debug("handing a room's count back failed", "err", err, "request_id", requestID(r.Context()))
-	}
+	s.giveBack(r, x.roomCounts, "a room's count")
 }
 
 func codeOf(c limits.Check) error {
@@ -460,11 +466,7 @@ func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []st
 			}
 		}
 		if !ok {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
-			defer cancel()
-			if _, err := limit(ctx, s.limits.limiter, limits.Give, taken); err != nil {
-				s.log.Debug("handing a party's direct counts back failed", "err", err, "request_id", requestID(r.Context()))
-			}
+			s.giveBack(r, taken, "a party's direct counts")
 			return false
 		}
 	}

@@ -20,18 +20,19 @@ import (
 )
 
 // limitedEnv is the API on backend b with the limits of spec
-// (REALSYNC_RATE_LIMITS grammar) over the defaults.
-func limitedEnv(t *testing.T, b redistest.Backend, spec string) *env {
+// (REALSYNC_RATE_LIMITS grammar) over the defaults; mut, when given,
+// changes its configuration further.
+func limitedEnv(t *testing.T, b redistest.Backend, spec string, mut ...func(c *api.Config, st *store.Store, prefix string)) *env {
 	t.Helper()
 	set, err := limits.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newEnv(t, b, true, func(c *api.Config, st *store.Store, prefix string) {
+	return newEnv(t, b, true, append([]func(*api.Config, *store.Store, string){func(c *api.Config, st *store.Store, prefix string) {
 		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
 			RoomTag: st.RoomTag})
 		c.RateLimits = set
-	})
+	}}, mut...)...)
 }
 
 var retryAfterRe = regexp.MustCompile(`^[1-9][0-9]*$`)
@@ -206,14 +207,8 @@ func TestDirectLimitSparesAPIKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := limits.Parse("direct=2/h,write=4/h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, prefix string) {
-		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix,
-			RoomTag: st.RoomTag})
-		c.RateLimits, c.APIKeys = set, keys
+	e := limitedEnv(t, redistestEmbedded, "direct=2/h,write=4/h", func(c *api.Config, _ *store.Store, _ string) {
+		c.APIKeys = keys
 	})
 	msg := map[string]any{"type": "notice", "data": "hi"}
 	for i := range 4 {
@@ -432,13 +427,7 @@ func TestPartyPastTheDirectBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := limits.Parse("direct=3/h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, redistestEmbedded, true, func(c *api.Config, st *store.Store, prefix string) {
-		c.RateLimiter = ratelimit.New(ratelimit.Config{Client: st.Client(), Prefix: prefix, RoomTag: st.RoomTag})
-		c.RateLimits = set
+	e := limitedEnv(t, redistestEmbedded, "direct=3/h", func(c *api.Config, st *store.Store, _ string) {
 		c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Rules: rules})
 	})
 	ticket := func(tok string, party ...string) resp {
