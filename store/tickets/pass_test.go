@@ -70,7 +70,6 @@ modes:
 func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.RuleSet, mode string, r matchmaking.Rules,
 	size func(*rand.Rand) int, budget matchmaking.PassBudget) {
 	ctx := context.Background()
-	e := open(t, b, rs)
 	rng := rand.New(rand.NewPCG(1, uint64(len(b.Name))))
 	regions := []string{"eu", "us", "asia"}
 	params := make([]matchmaking.TicketParams, 160)
@@ -85,35 +84,24 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 		}
 		params[i] = p
 	}
-	// created at once, as close in time as the store allows: Redis stamps
-	// each ticket's creation, and the rounds below hold their windows and
-	// regions only while the tickets' ages differ by less than 2 s
-	ids := make([]string, len(params))
-	var g errgroup.Group
-	g.SetLimit(8)
-	for i, p := range params {
-		g.Go(func() error {
-			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), p)
-			ids[i] = tk.ID
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	var entries []matchmaking.Entry
-	var first, last time.Time
-	for _, id := range ids {
-		tk, err := e.tickets.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
+	// the rounds below hold their windows and regions only while the
+	// tickets' ages differ by less than 2 s: a slower queue (a loaded
+	// machine) is made again in a fresh namespace
+	var (
+		e           env
+		entries     []matchmaking.Entry
+		first, last time.Time
+	)
+	for try := 1; ; try++ {
+		e = open(t, b, rs)
+		entries, first, last = queueAtOnce(t, e, r, params)
+		if last.Sub(first) < 2*time.Second {
+			break
 		}
-		entries = append(entries, matchmaking.Entry{ID: id, Rating: tk.Rating, Size: tk.Size(), Created: tk.CreatedAt,
-			Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes)})
-		if first.IsZero() || tk.CreatedAt.Before(first) {
-			first = tk.CreatedAt
+		if try == 5 {
+			t.Fatalf("the creates took %s in each of %d tries: the rounds need less than 2 s", last.Sub(first), try)
 		}
-		last = later(last, tk.CreatedAt)
+		t.Logf("try %d: the creates took %s, made again", try, last.Sub(first))
 	}
 	rated := map[string]float64{}
 	for _, en := range entries {
@@ -200,6 +188,41 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 		t.Fatalf("the search matched %d players more than the walk: the test checks little of it", searched)
 	}
 	t.Logf("%d players matched by the search beyond the walk, %d passes cut; the creates took %s", searched, cuts, last.Sub(first))
+}
+
+// queueAtOnce queues a ticket of each params (the i-th of user "u<i>"),
+// as close in time as the store allows, and returns them as the
+// reference reads them, with the first and last creation (Redis stamps
+// each).
+func queueAtOnce(t *testing.T, e env, r matchmaking.Rules, params []matchmaking.TicketParams) (entries []matchmaking.Entry, first, last time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]string, len(params))
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, p := range params {
+		g.Go(func() error {
+			tk, err := e.svc.Create(ctx, player(fmt.Sprintf("u%d", i)), p)
+			ids[i] = tk.ID
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		tk, err := e.tickets.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, matchmaking.Entry{ID: id, Rating: tk.Rating, Size: tk.Size(), Created: tk.CreatedAt,
+			Regions: tk.Regions, EqKey: matchmaking.EqKey(r, tk.Attributes)})
+		if first.IsZero() || tk.CreatedAt.Before(first) {
+			first = tk.CreatedAt
+		}
+		last = later(last, tk.CreatedAt)
+	}
+	return entries, first, last
 }
 
 // later is the later of a and b.
