@@ -1,0 +1,182 @@
+// The demo in a browser, around rooms: friends, invites, matchmaking, a
+// device clock a day ahead, and the server's errors as sentences. The
+// players, pages and checks are test/demo.ts's.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { startServer } from "./server.js";
+import { type Player, clean, guest, newContext, phone, player, row, server, shoot, signIn } from "./demo.js";
+
+describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
+  it("friends: follow by friend code, see a friend come online on the web and go offline, kept across a reload", async () => {
+    const kim = await player("kim");
+    const lee = await player("lee", phone);
+    const leeCode = (await lee.page.locator("#my-code").textContent()) ?? "";
+    assert.match(leeCode, /^g_[0-9a-f]{24}$/, "the friend code is the player's user id");
+    await lee.page.getByRole("button", { name: "Copy" }).click();
+    assert.equal(await lee.page.evaluate(() => navigator.clipboard.readText()), leeCode);
+
+    const follow = kim.page.locator("#follow");
+    await follow.getByLabel("Friend code").fill((await kim.page.locator("#my-code").textContent()) ?? "");
+    await follow.getByRole("button", { name: "Follow" }).click();
+    await follow.locator(".form-error").filter({ hasText: "your own code" }).waitFor();
+
+    await follow.getByLabel("Friend code").fill(leeCode);
+    await follow.getByLabel("Name").fill("Lee");
+    await follow.getByRole("button", { name: "Follow" }).click();
+    const friend = kim.page.locator(`#friends li[data-user="${leeCode}"]`);
+    await friend.filter({ hasText: "Lee" }).filter({ hasText: "online · web" }).locator(".dot.on").waitFor();
+    // the form is reset when the PUT answers, which may come after the
+    // friend's status reached the list (the personal stream): wait for it
+    const code = follow.getByLabel("Friend code");
+    for (const until = Date.now() + 10000; (await code.inputValue()) !== "" && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(await code.inputValue(), "", "the form is cleared once followed");
+    await shoot(kim, "30-friends");
+
+    // A reload keeps the list; lee is still online.
+    await kim.page.reload();
+    await friend.filter({ hasText: "online · web" }).waitFor();
+
+    // Lee closes the demo: kim sees lee go offline, live.
+    clean(lee);
+    await lee.page.context().close();
+    await friend.filter({ hasText: "offline" }).waitFor();
+    assert.equal(await friend.locator(".dot.on").count(), 0);
+
+    await friend.getByRole("button", { name: "Unfollow Lee" }).click();
+    await friend.waitFor({ state: "detached" });
+    await kim.page.locator("#no-friends").waitFor();
+    clean(kim);
+  });
+
+  it("invites: a member invites a friend by code from a private room; the friend, in another browser's lobby, joins from the invite", async () => {
+    const moe = await player("moe");
+    const ned = await player("ned", phone);
+    const nedCode = (await ned.page.locator("#my-code").textContent()) ?? "";
+    const create = moe.page.locator("#create");
+    await create.getByLabel("Room name").fill("Moe's den");
+    await create.getByLabel("Private: invite code only").check();
+    await create.getByRole("button", { name: "Create room" }).click();
+    await moe.page.waitForURL(/room\.html\?id=/);
+    await row(moe, "moe").waitFor();
+    const roomId = new URL(moe.page.url()).searchParams.get("id") ?? "";
+
+    const form = moe.page.locator("#invite-friend");
+    await form.getByLabel("Invite by friend code").fill(nedCode);
+    await form.getByRole("button", { name: "Invite" }).click();
+    await moe.page.locator("#invite-sent").filter({ hasText: `Invite sent to ${nedCode}.` }).waitFor();
+
+    const invite = ned.page.locator(`#invites li[data-room="${roomId}"]`);
+    await invite.filter({ hasText: "moe invites you to Moe's den" }).waitFor();
+    await shoot(ned, "34-invite");
+    await invite.getByRole("button", { name: "Join Moe's den" }).click();
+    await ned.page.waitForURL(new RegExp(`room\\.html\\?id=${roomId}`));
+    await row(ned, "ned").waitFor();
+    await row(moe, "ned").waitFor();
+    assert.deepEqual(moe.problems, []);
+    assert.deepEqual(ned.problems, []);
+    clean(moe, ned);
+  });
+
+  it("find match: two players of close ratings queue from two browsers, see the wait, and land in one room", async () => {
+    const ola = await player("ola");
+    const pia = await player("pia", phone);
+    const mode = `duel${Date.now() % 100000}`;
+    for (const [p, rating] of [[ola, "1500"], [pia, "1560"]] as const) {
+      const form = p.page.locator("#match");
+      await form.getByLabel("Mode").fill(mode);
+      await form.getByLabel("Rating").fill(rating);
+    }
+    await ola.page.locator("#match").getByRole("button", { name: "Find match" }).click();
+    await ola.page.locator("#match-status").filter({ hasText: /Searching… \d+ s, rating window ±\d+/ }).waitFor();
+    await shoot(ola, "35-searching");
+    // Cancel, then queue again: a cancelled ticket is no match.
+    await ola.page.getByRole("button", { name: "Cancel" }).click();
+    await ola.page.locator("#match-status").filter({ hasText: "Search cancelled." }).waitFor();
+    await ola.page.locator("#match").getByRole("button", { name: "Find match" }).click();
+    await pia.page.locator("#match").getByRole("button", { name: "Find match" }).click();
+    await ola.page.waitForURL(/room\.html\?id=/, { timeout: 20000 });
+    await pia.page.waitForURL(/room\.html\?id=/, { timeout: 20000 });
+    assert.equal(new URL(ola.page.url()).searchParams.get("id"), new URL(pia.page.url()).searchParams.get("id"), "one room");
+    await row(ola, "pia").waitFor();
+    await row(pia, "ola").waitFor();
+    assert.deepEqual(ola.problems, []);
+    assert.deepEqual(pia.problems, []);
+    clean(ola, pia);
+  });
+
+  it("a device clock a day ahead: the player stays signed in across pages (the server judges the token)", async () => {
+    const context = await newContext();
+    try {
+      const page = await context.newPage();
+      page.setDefaultTimeout(10000);
+      await page.clock.install({ time: new Date(Date.now() + 24 * 3600 * 1000) }); // time flows, a day ahead
+      const p: Player = { name: "ahead", page, problems: [] };
+      page.on("pageerror", (e) => p.problems.push(`page error: ${e.message}`));
+      await page.goto(`${server.url}/demo/`);
+      await signIn(p);
+      await page.locator("#create").getByRole("button", { name: "Create room" }).click();
+      await row(p, "ahead").waitFor(); // the room page: a page of its own, signed in afresh
+      await page.reload();
+      await row(p, "ahead").waitFor();
+      assert.equal(await page.getByRole("heading", { name: "Welcome!" }).isVisible(), false);
+      clean(p);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("errors the server sends are sentences, by field where they have one", async () => {
+    // A deployment that accepts only some modes: the server's field error names them.
+    const strict = await startServer({ REALSYNC_MODES: "battle,coop", REALSYNC_JWT_SECRET: "another-secret" });
+    try {
+      const hana = await player("hana", phone, strict.url);
+      const create = hana.page.locator("#create");
+      await create.getByLabel("Mode").fill("race"); // the right form, not an allowed mode
+      await create.getByRole("button", { name: "Create room" }).click();
+      await hana.page.locator("#create-mode-error").filter({ hasText: "Choose one of: battle, coop." }).waitFor();
+      await hana.page.locator("#create .form-error").filter({ hasText: "Please check the fields marked below." }).waitFor();
+
+      const join = hana.page.locator("#code");
+      await join.getByLabel("Invite code").fill("ZZZZ-ZZZZ-ZZZZ");
+      await join.getByRole("button", { name: "Join" }).click();
+      await join.locator(".form-error").filter({ hasText: "No room has that invite code." }).waitFor();
+      await shoot(hana, "21-errors");
+
+      // A private room's link opened by a non-member: the invite-code form, which joins.
+      const owner = await guest("ivan", strict.url);
+      const made = await owner.createRoom({ name: "Hidden", mode: "coop", region: "eu", visibility: "private" });
+      await hana.page.goto(`${strict.url}/demo/room.html?id=${made.room.id}`);
+      await hana.page.locator("#visitor-title").filter({ hasText: "private or gone" }).waitFor();
+      await hana.page.locator("#code").getByLabel("Invite code").fill(made.room.inviteCode ?? "");
+      await hana.page.locator("#code").getByRole("button", { name: "Join" }).click();
+      await row(hana, "ivan").waitFor();
+
+      // A key that is not hers: the state policy, in words.
+      await hana.page.locator("#patch").getByLabel("Key").fill("score");
+      await hana.page.locator("#patch").getByLabel("Value").fill("1");
+      await hana.page.locator("#patch").getByRole("button", { name: "Set" }).click();
+      await hana.page.locator("#patch .form-error").filter({ hasText: "That key isn't yours" }).waitFor();
+      await shoot(hana, "22-state-forbidden");
+
+      // A token this server does not know (its secret changed, as a dev
+      // server's does at each start): the page asks for a name again.
+      const foreign = (await guest("old", server.url)).token ?? "";
+      await hana.page.evaluate((t) => sessionStorage.setItem("token", t), foreign);
+      await hana.page.goto(`${strict.url}/demo/`);
+      await hana.page.getByRole("heading", { name: "Welcome!" }).waitFor();
+      await signIn(hana);
+
+      // The browser logs each refused request; nothing else may appear.
+      const refused = hana.problems.map((m) => {
+        const hit = /^console error: Failed to load resource: the server responded with a status of (\d+) .*\((.+)\)$/.exec(m);
+        return hit ? `${hit[1]} ${new URL(hit[2]).pathname.replace(made.room.id, "ID")}` : m;
+      });
+      assert.deepEqual(refused, ["422 /v1/rooms", "404 /v1/rooms/join-by-code", "404 /v1/rooms/ID", "403 /v1/rooms/ID/state",
+        "401 /v1/me/rooms"]);
+    } finally {
+      await strict.stop();
+    }
+  });
+});
