@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
@@ -123,6 +125,52 @@ func TestBanLimit(t *testing.T) {
 		}
 		if n, _ := s.Client().SCard(ctx, bansKey(s, id)).Result(); n != rooms.MaxBans {
 			t.Fatalf("%d bans, want %d", n, rooms.MaxBans)
+		}
+	})
+}
+
+// A room remembers the users it kicked without a ban (the matcher's
+// backfill and quick-join pass it over for them), its last MaxBans kicks:
+// one more drops the oldest. A ban and a leave are not kicks to remember;
+// the server's kick is.
+func TestKicksRemembered(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		dave := rooms.User{ID: "u-dave", Name: "dave"}
+		id := mustCreate(t, s, alice, newRoom()).Room.ID
+		kicked := s.RoomKey(id) + ":kicked"
+		fill := make([]redis.Z, rooms.MaxBans)
+		for i := range fill {
+			fill[i] = redis.Z{Score: float64(i + 1), Member: fmt.Sprintf("u-%d", i)}
+		}
+		if err := s.Client().ZAdd(ctx, kicked, fill...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ban(ctx, alice, id, mustJoin(t, s, carol, id).PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		mustJoin(t, s, dave, id)
+		if err := s.Leave(ctx, dave, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Kick(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Client().ZRange(ctx, kicked, 0, -1).Result()
+		if err != nil || len(got) != rooms.MaxBans || got[0] != "u-1" || got[len(got)-1] != bob.ID {
+			t.Fatalf("kicks remembered: %d, first %q, last %q (%v); want %d, u-1 first (u-0 dropped), %s last",
+				len(got), got[0], got[len(got)-1], err, rooms.MaxBans, bob.ID)
+		}
+		if err := s.Kick(ctx, server, id, mustJoin(t, s, dave, id).PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Client().ZScore(ctx, kicked, dave.ID).Result(); err != nil {
+			t.Fatalf("the server's kick of %s not remembered: %v", dave.ID, err)
+		}
+		for _, u := range []rooms.User{carol, alice} {
+			if _, err := s.Client().ZScore(ctx, kicked, u.ID).Result(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("%s remembered as kicked (%v)", u.ID, err)
+			}
 		}
 	})
 }

@@ -460,7 +460,7 @@ func TestQuickJoinNoMatchSaysWhy(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = s.QuickJoin(ctx, bob, mode, regions, nil, nil)
-			wantNoMatch(t, err, "no joinable room that did not ban you")
+			wantNoMatch(t, err, "no joinable room that did not ban or kick you")
 			nowhere := "nowhere"
 			filters := []rooms.AttrFilter{{Key: "map", Eq: &nowhere}}
 			_, err = s.QuickJoin(ctx, carol, mode, regions, filters, nil)
@@ -522,4 +522,85 @@ func TestQuickJoinFillOrderAtTheSeatLimit(t *testing.T) {
 		}
 		checkInvariants(t, s)
 	})
+}
+
+// A quick-join never puts a user back into a room that kicked them (a
+// kick without a ban): the pick passes it over in every path (one region
+// by the script's fill order, one region with filters by candidates,
+// several regions by the store's join), while a join by id still gets
+// them in; with only that room to join, NO_MATCH says why; the room's
+// record of its kicks goes with it.
+func TestQuickJoinPassesOverARoomThatKickedTheCaller(t *testing.T) {
+	inferno, _ := rooms.ParseAttrQuery(map[string][]string{"attr.map": {"inferno"}})
+	for _, b := range redistest.Backends(t) {
+		for _, tc := range []struct {
+			name    string
+			regions []string
+			filters []rooms.AttrFilter
+		}{
+			{"one region", []string{"eu"}, nil},
+			{"one region, filters", []string{"eu"}, inferno},
+			{"two regions", []string{"eu", "us"}, nil},
+		} {
+			t.Run(b.Name+"/"+tc.name, func(t *testing.T) {
+				s, _ := twoInstances(t, b)
+				ctx := context.Background()
+				mk := func(owner rooms.User, players int) string {
+					r := quickRoom("ffa", "eu", 8)
+					r.Attributes = map[string]any{"map": "inferno"}
+					id := mustCreate(t, s, owner, *r).Room.ID
+					for i := 1; i < players; i++ {
+						if _, err := s.Join(ctx, rooms.User{ID: fmt.Sprintf("%s-%d", owner.ID, i)}, id); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return id
+				}
+				fullest, next := mk(user(1), 5), mk(user(2), 3)
+				victim := user(9)
+				j, err := s.Join(ctx, victim, fullest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Kick(ctx, user(1), fullest, j.PlayerID); err != nil {
+					t.Fatal(err)
+				}
+				q, err := s.QuickJoin(ctx, victim, "ffa", tc.regions, tc.filters, nil)
+				if err != nil || q.Room.ID != next {
+					t.Fatalf("kicked from %s: quick-joined %s (%v), want %s", fullest, q.Room.ID, err, next)
+				}
+				// others still go to the fullest room
+				if q, err := s.QuickJoin(ctx, user(10), "ffa", tc.regions, tc.filters, nil); err != nil || q.Room.ID != fullest {
+					t.Fatalf("another user quick-joined %s (%v), want %s", q.Room.ID, err, fullest)
+				}
+				if err := s.Leave(ctx, victim, next); err != nil {
+					t.Fatal(err)
+				}
+				// a kick is not a ban: by id the user gets back in
+				if _, err := s.Join(ctx, victim, fullest); err != nil {
+					t.Fatalf("join by id after a kick: %v", err)
+				}
+				if err := s.Leave(ctx, victim, fullest); err != nil {
+					t.Fatal(err)
+				}
+				// with only the room that kicked them, nothing to join
+				if err := s.Delete(ctx, user(2), next); err != nil {
+					t.Fatal(err)
+				}
+				_, err = s.QuickJoin(ctx, victim, "ffa", tc.regions, tc.filters, nil)
+				wantNoMatch(t, err, "no joinable room that did not ban or kick you")
+				checkInvariants(t, s)
+				kicked := s.RoomKeys(fullest)[0] + ":kicked"
+				if n, err := s.Client().ZCard(ctx, kicked).Result(); err != nil || n != 1 {
+					t.Fatalf("%s holds %d (%v), want the one kick", kicked, n, err)
+				}
+				if err := s.Delete(ctx, user(1), fullest); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := s.Client().Exists(ctx, kicked).Result(); err != nil || n != 0 {
+					t.Fatalf("%s left after the room was deleted (%d, %v)", kicked, n, err)
+				}
+			})
+		}
+	}
 }

@@ -9,7 +9,7 @@ import (
 
 // RoomKeys returns every key that holds room id's own data (hash, state,
 // players, users, event log, connected players, presence, messages, bans,
-// seat reservations, the Idempotency-Keys of its messages), for
+// seat reservations, kicks, the Idempotency-Keys of its messages), for
 // tools and tests that read or remove a room directly; nil for an id of the
 // wrong form.
 func (s *Store) RoomKeys(id string) []string {
@@ -20,7 +20,7 @@ func (s *Store) RoomKeys(id string) []string {
 	room := s.keys.Room(shard, id)
 	return []string{room, room + ":state", room + ":players", room + ":users", room + ":log",
 		room + ":conn", room + ":presence", room + ":messages", room + ":bans", room + ":reserved",
-		room + ":mkeys", room + ":mkeyt"}
+		room + ":kicked", room + ":mkeys", room + ":mkeyt"}
 }
 
 // RoomTag returns the hash tag of the keys of room id (layout.Tags: the

@@ -88,7 +88,18 @@ func (s *Store) Join(ctx context.Context, u rooms.User, id string) (rooms.Joined
 	if !ok {
 		return rooms.Joined{}, rooms.ErrRoomNotFound
 	}
-	return s.join(ctx, u, shard, id, "")
+	return s.join(ctx, u, shard, id, "", false)
+}
+
+// joinPicked is Join into a room the server picked for u (a quick-join): a
+// room that kicked u refuses them as one that banned them
+// (rooms.ErrBanned), so that u is not put back where they were kicked.
+func (s *Store) joinPicked(ctx context.Context, u rooms.User, id string) (rooms.Joined, error) {
+	shard, ok := layout.RoomShard(id, s.shards)
+	if !ok {
+		return rooms.Joined{}, rooms.ErrRoomNotFound
+	}
+	return s.join(ctx, u, shard, id, "", true)
 }
 
 // JoinByCode implements rooms.Store: the code's shard holds the code table
@@ -105,10 +116,10 @@ func (s *Store) JoinByCode(ctx context.Context, u rooms.User, code string) (room
 	if got, ok := layout.RoomShard(id, s.shards); !ok || got != shard {
 		return rooms.Joined{}, fmt.Errorf("store: code %s maps to room %s of another shard", code, id)
 	}
-	return s.join(ctx, u, shard, id, code)
+	return s.join(ctx, u, shard, id, code, false)
 }
 
-func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code string) (rooms.Joined, error) {
+func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code string, picked bool) (rooms.Joined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return rooms.Joined{}, err
 	}
@@ -120,7 +131,7 @@ func (s *Store) join(ctx context.Context, u rooms.User, shard int, id, code stri
 	if err != nil {
 		return rooms.Joined{}, err
 	}
-	r, err := s.runThenRead(ctx, roomlua.JoinCall{Scope: scope, User: u.ID, NameJSON: roomlua.JSONString(u.Name), Code: code}, shard, id, false)
+	r, err := s.runThenRead(ctx, roomlua.JoinCall{Scope: scope, User: u.ID, NameJSON: roomlua.JSONString(u.Name), Code: code, Picked: picked}, shard, id, false)
 	added := false
 	if err == nil {
 		rest, _ := roomlua.Reply(r.cmd)

@@ -275,7 +275,7 @@ func New(cfg Config) (*Store, error) {
 		StreamsPerUser: cfg.Quotas.StreamsPerUser, Outbox: s.keys.WebhookOutbox, OutboxLen: s.outboxLen})
 	s.repairs = repair.New(repair.Config{Base: s.base, Keys: s.keys, Stripes: s.stripes, Room: s.repairRoom})
 	s.quick = quickjoin.New(quickjoin.Config{Client: s.client, Runner: s.runner, Keys: s.keys, Shards: s.shards, Stripes: s.stripes,
-		Env: s.env, Held: s.held, Repairs: s.repairs, Join: s.Join, Create: s.create, NewRoom: s.newRoom, UserRooms: s.userRooms,
+		Env: s.env, Held: s.held, Repairs: s.repairs, Join: s.joinPicked, Create: s.create, NewRoom: s.newRoom, UserRooms: s.userRooms,
 		Read: func(ctx context.Context, shard int, id string) (rooms.Room, error) {
 			r, _, err := s.readRoom(ctx, shard, id, false)
 			return r, err

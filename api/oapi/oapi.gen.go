@@ -1460,7 +1460,11 @@ type KickPlayerParams struct {
 	// players, and the `player_left` event says reason `kicked` as for any
 	// kick. A room holds at most 1000 bans; one more is 422
 	// `VALIDATION_FAILED` on `ban` and kicks nobody. `false` or absent: a
-	// plain kick. Anything else is 422.
+	// plain kick: the player may join again by id or code, but the
+	// server puts them back no more, whether by a quick-join (it skips
+	// the room) or by a matchmaking backfill (the room's last 1000
+	// kicks are remembered, as long as the room lasts). Anything else
+	// is 422.
 	Ban *bool `form:"ban,omitempty" json:"ban,omitempty"`
 }
 

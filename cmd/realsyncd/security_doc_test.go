@@ -178,6 +178,7 @@ func TestEveryLimitTableStatesTheCode(t *testing.T) {
 		{"invite codes", def, fmt.Sprintf("%d Crockford base32 characters", rooms.CodeLength), "rooms.CodeLength"},
 		{"invite codes", def, fmt.Sprintf("%d random bits", rooms.CodeLength*(bits.Len(uint(len(rooms.CodeAlphabet)))-1)), "rooms.CodeLength × log2(len(rooms.CodeAlphabet))"},
 		{"bans per room", def, doctable.Thousands(rooms.MaxBans), "rooms.MaxBans"},
+		{"kicks a room remembers", def, "the last " + doctable.Thousands(rooms.MaxBans), "rooms.MaxBans"},
 		{"users one user follows", def, doctable.Thousands(players.MaxFollowing) + " distinct ids", "players.MaxFollowing"},
 		{"users one user follows", def, "at most " + doctable.Thousands(players.MaxFollowingSent) + " sent", "players.MaxFollowingSent"},
 		{"user ids per `GET /v1/presence`", def, fmt.Sprintf("1..%d", players.MaxPresenceIDs), "players.MaxPresenceIDs"},

@@ -35,8 +35,9 @@ import (
 //     a debounced disconnect only for a connected one, a connect deadline
 //     only for one never connected: no lease, not shown connected);
 //     a room with presence entries is in the shard's due set no later than
-//     its earliest entry; no due entry, presence or message log outlives
-//     its room; every room is in its shard's lifecycle schedule, and no
+//     its earliest entry; no due entry, nor any of a room's own keys
+//     (state, players, users, presence, connected players, messages,
+//     bans, seat holds, kicks) outlives its room; every room is in its shard's lifecycle schedule, and no
 //     room that is gone;
 //   - the room hash counts its state's keys and bytes exactly ("sk" when
 //     counted at its stateVersion, "sb");
@@ -127,7 +128,7 @@ func (ch *checker) stats(ctx context.Context, keys []string) error {
 	return nil
 }
 
-var roomPartRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+):(conn|presence|messages|state|players|users)$`)
+var roomPartRe = regexp.MustCompile(`^\{([^}]+)\}:room:([A-Za-z0-9]+):(conn|presence|messages|state|players|users|bans|reserved|kicked)$`)
 
 // orphan reports room keys without their room, and due entries of rooms
 // that are gone.

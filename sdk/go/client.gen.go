@@ -1465,7 +1465,11 @@ type KickPlayerParams struct {
 	// players, and the `player_left` event says reason `kicked` as for any
 	// kick. A room holds at most 1000 bans; one more is 422
 	// `VALIDATION_FAILED` on `ban` and kicks nobody. `false` or absent: a
-	// plain kick. Anything else is 422.
+	// plain kick: the player may join again by id or code, but the
+	// server puts them back no more, whether by a quick-join (it skips
+	// the room) or by a matchmaking backfill (the room's last 1000
+	// kicks are remembered, as long as the room lasts). Anything else
+	// is 422.
 	Ban *bool `form:"ban,omitempty" json:"ban,omitempty"`
 }
 
@@ -1926,7 +1930,7 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -1967,7 +1971,7 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -2051,9 +2055,9 @@ type ClientInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, that one of them is
-	// already in or holds a seat of, never takes the ticket, which keeps
-	// searching; a locked room takes no backfill until it is unlocked.
+	// room that banned or kicked one of the ticket's users, that one of
+	// them is already in or holds a seat of, never takes the ticket, which
+	// keeps searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -2137,9 +2141,9 @@ type ClientInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, that one of them is
-	// already in or holds a seat of, never takes the ticket, which keeps
-	// searching; a locked room takes no backfill until it is unlocked.
+	// room that banned or kicked one of the ticket's users, that one of
+	// them is already in or holds a seat of, never takes the ticket, which
+	// keeps searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -3473,7 +3477,7 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -3524,7 +3528,7 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -3618,9 +3622,9 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, that one of them is
-// already in or holds a seat of, never takes the ticket, which keeps
-// searching; a locked room takes no backfill until it is unlocked.
+// room that banned or kicked one of the ticket's users, that one of
+// them is already in or holds a seat of, never takes the ticket, which
+// keeps searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -3714,9 +3718,9 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, that one of them is
-// already in or holds a seat of, never takes the ticket, which keeps
-// searching; a locked room takes no backfill until it is unlocked.
+// room that banned or kicked one of the ticket's users, that one of
+// them is already in or holds a seat of, never takes the ticket, which
+// keeps searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -7276,7 +7280,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -7317,7 +7321,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -7401,9 +7405,9 @@ type ClientWithResponsesInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, that one of them is
-	// already in or holds a seat of, never takes the ticket, which keeps
-	// searching; a locked room takes no backfill until it is unlocked.
+	// room that banned or kicked one of the ticket's users, that one of
+	// them is already in or holds a seat of, never takes the ticket, which
+	// keeps searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -7487,9 +7491,9 @@ type ClientWithResponsesInterface interface {
 	// may be matched into an existing match room with a free seat (a
 	// seat held for its users, 15 s). A match room takes backfill up to
 	// its mode's size only, whatever `maxPlayers` its owner set since; a
-	// room that banned one of the ticket's users, that one of them is
-	// already in or holds a seat of, never takes the ticket, which keeps
-	// searching; a locked room takes no backfill until it is unlocked.
+	// room that banned or kicked one of the ticket's users, that one of
+	// them is already in or holds a seat of, never takes the ticket, which
+	// keeps searching; a locked room takes no backfill until it is unlocked.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -13410,7 +13414,7 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -13457,7 +13461,7 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -13547,9 +13551,9 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, that one of them is
-// already in or holds a seat of, never takes the ticket, which keeps
-// searching; a locked room takes no backfill until it is unlocked.
+// room that banned or kicked one of the ticket's users, that one of
+// them is already in or holds a seat of, never takes the ticket, which
+// keeps searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -13639,9 +13643,9 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // may be matched into an existing match room with a free seat (a
 // seat held for its users, 15 s). A match room takes backfill up to
 // its mode's size only, whatever `maxPlayers` its owner set since; a
-// room that banned one of the ticket's users, that one of them is
-// already in or holds a seat of, never takes the ticket, which keeps
-// searching; a locked room takes no backfill until it is unlocked.
+// room that banned or kicked one of the ticket's users, that one of
+// them is already in or holds a seat of, never takes the ticket, which
+// keeps searching; a locked room takes no backfill until it is unlocked.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //

@@ -42,7 +42,8 @@ type Config struct {
 	Held    *holdings.Holdings
 	Repairs *repair.Walks
 
-	// Join joins u into room id (rooms.Store.Join).
+	// Join joins u into room id, the quick-join's pick (rooms.Store.Join,
+	// but a room that kicked u refuses them as rooms.ErrBanned).
 	Join func(ctx context.Context, u rooms.User, id string) (rooms.Joined, error)
 	// Create creates room p owned by u; with onlyIfNone it is refused
 	// (roomlua.ErrJoinableExists) while a joinable room of its mode and
@@ -85,8 +86,9 @@ var _ rooms.Matchmaker = (*QuickJoin)(nil)
 // them). Concurrent
 // callers of one bucket therefore pack rooms: N callers, rooms of M seats
 // → ceil(N/M) rooms with K = 1, at most ceil(N/M) + K − 1 over K stripes.
-// A room that banned u is passed over, and then creating is not held back
-// by joinable rooms: a banned user is never placed in the room, and
+// A room that banned or kicked u is passed over, and then creating is not
+// held back by joinable rooms: a banned or kicked user is never placed in
+// the room (they may join a room that kicked them by id or code), and
 // packing holds for the others.
 func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, regions []string, filters []rooms.AttrFilter, create *rooms.NewRoom) (rooms.QuickJoined, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
@@ -158,7 +160,7 @@ func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, re
 // joinOtherStripe runs a join-only pickAndJoin on each stripe of (mode,
 // region) but tried, until one joins (or asks to be read again: pickTaken);
 // outcome is tried's (none or noneBanned), worsened to noneBanned when a
-// stripe passed over a ban.
+// stripe passed over a ban or a kick.
 func (q *QuickJoin) joinOtherStripe(ctx context.Context, l *userHold, u rooms.User, tried int, mode, region string, outcome pickOutcome) (rooms.QuickJoined, pickOutcome, error) {
 	for _, sh := range q.Stripes.ReadShards(mode, region) {
 		if sh == tried {
@@ -178,7 +180,7 @@ func (q *QuickJoin) joinOtherStripe(ctx context.Context, l *userHold, u rooms.Us
 // The stages at which a quick-join found nothing, for NO_MATCH's detail.
 const (
 	stageNoRoom  = "no joinable room"
-	stageBanned  = "no joinable room that did not ban you"
+	stageBanned  = "no joinable room that did not ban or kick you"
 	stageFilters = "no joinable room matching the attribute filters (among the first 64 in fill order)"
 )
 
@@ -312,13 +314,13 @@ type pickOutcome int
 const (
 	picked     pickOutcome = iota // joined or created a room
 	none                          // no joinable room, none created
-	noneBanned                    // none, a room that banned the caller passed over
+	noneBanned                    // none, a room that banned or kicked the caller passed over
 	pickTaken                     // every candidate stopped being joinable
 )
 
 // pickAndJoin runs quick_join.lua on shard, a stripe of (mode, region):
 // u joins the first room of the stripe's fill order of the pair (of cands,
-// rooms of that stripe, in order, when given) that did not ban
+// rooms of that stripe, in order, when given) that did not ban or kick
 // u, or, when there is none and create is given, creates it. With the room
 // quotas on, l holds the reservation made with the quick-join's lock under
 // a placeholder id (the room is not known yet), always as an owner, within

@@ -287,20 +287,37 @@ func TestBackfillStopsAtTheModeSize(t *testing.T) {
 	})
 }
 
-// A user a match room banned is never backfilled into it: the seat hold
-// refuses them in the script that sees the room's bans, holding nothing,
-// their ticket goes back to the queue barred from the room, and the
-// room's free seat goes to another ticket.
-func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
+// A user a match room banned, or kicked without a ban, is never
+// backfilled into it (the matcher does not put a kicked player back where
+// they were kicked; they may still join by id): the seat hold refuses
+// them in the script that sees the room's bans and kicks, holding
+// nothing, their ticket goes back to the queue barred from the room, and
+// the room's free seat goes to another ticket.
+func TestBackfillSkipsARoomThatBannedOrKickedTheUser(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 3\n    backfill: true\n")
 	r := rs.Of("ffa")
+	for _, tc := range []struct {
+		name string
+		ban  bool
+	}{{"banned", true}, {"kicked", false}} {
+		t.Run(tc.name, func(t *testing.T) { backfillSkipsRemoved(t, rs, r, tc.ban) })
+	}
+}
+
+// backfillSkipsRemoved is TestBackfillSkipsARoomThatBannedOrKickedTheUser
+// for a user kicked from the match room, and banned when ban.
+func backfillSkipsRemoved(t *testing.T, rs matchmaking.RuleSet, r matchmaking.Rules, ban bool) {
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
 		ctx := context.Background()
 		e := open(t, b, rs)
 		m := backfillMatcher(e)
 		room, pids := matchRoomOf(t, e, m, "u1", "u2", "u3")
 		queue := ffaQueue(t, e)
-		if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
+		remove := e.rooms.Kick
+		if ban {
+			remove = e.rooms.Ban
+		}
+		if err := remove(ctx, player("u1"), room, pids["u2"]); err != nil {
 			t.Fatal(err)
 		}
 		// u2 queues again: the room's one free seat is not for them
@@ -309,7 +326,7 @@ func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
 			m.Round(ctx)
 			got, _ := e.tickets.Get(ctx, again.ID)
 			if got.Status != matchmaking.Searching || got.RoomID != "" {
-				t.Fatalf("banned u2: %s in %q, want searching", got.Status, got.RoomID)
+				t.Fatalf("removed u2: %s in %q, want searching", got.Status, got.RoomID)
 			}
 			rm, _, err := e.rooms.Get(ctx, room, false)
 			if err != nil || rm.ReservedSeats != 0 {
@@ -320,7 +337,7 @@ func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
 		err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u4", "u2"}, r.Size(), time.Minute, false)
 		var refused *matchmaking.SeatsRefusedError
 		if !errors.As(err, &refused) || len(refused.Users) != 1 || refused.Users[0] != "u2" {
-			t.Fatalf("hold for u4 and banned u2: %v, want u2 refused", err)
+			t.Fatalf("hold for u4 and removed u2: %v, want u2 refused", err)
 		}
 		// another searching ticket takes the seat; u2 still searches
 		t4 := queue("u4", 1003)
@@ -329,7 +346,7 @@ func TestBackfillSkipsARoomThatBannedTheUser(t *testing.T) {
 			t.Fatalf("u4: %s in %q, want backfilled into %s", got.Status, got.RoomID, room)
 		}
 		if got, _ := e.tickets.Get(ctx, again.ID); got.Status != matchmaking.Searching {
-			t.Fatalf("banned u2 after u4's backfill: %s", got.Status)
+			t.Fatalf("removed u2 after u4's backfill: %s", got.Status)
 		}
 		if p, _ := e.tickets.Pending(ctx, "ffa"); len(p) != 0 {
 			t.Fatalf("pending left: %+v", p)
@@ -415,7 +432,8 @@ func matchRoomOf(t *testing.T, e env, m *matchmaking.Matcher, users ...string) (
 }
 
 // The refusals hold in every path a backfill takes: a repair of a
-// backfill whose requeue was lost still refuses a user the room banned,
+// backfill whose requeue was lost still refuses a user the room banned or
+// kicked,
 // and a repair whose users took their seats completes whatever the room
 // became (here locked) rather than sending them back to the queue; a
 // locked room (which no joiner gets into) is not backfilled until it is
@@ -426,27 +444,33 @@ func matchRoomOf(t *testing.T, e env, m *matchmaking.Matcher, users ...string) (
 func TestBackfillRefusalsEverywhere(t *testing.T) {
 	rs := mustRules(t, "modes:\n  ffa:\n    minPlayers: 2\n    maxPlayers: 4\n    backfill: true\n")
 	eachBackend(t, func(t *testing.T, b redistest.Backend) {
-		t.Run("repair", func(t *testing.T) {
-			ctx := context.Background()
-			e := open(t, b, rs)
-			cfg := e.cfg
-			cfg.Queue = &requeueFailsOnce{Queue: e.tickets}
-			m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a", RepairAfter: time.Millisecond})
-			room, pids := matchRoomOf(t, e, m, "u1", "u2", "u3")
-			if err := e.rooms.Ban(ctx, player("u1"), room, pids["u2"]); err != nil {
-				t.Fatal(err)
-			}
-			again := ffaQueue(t, e)("u2", 1001)
-			for range 4 {
-				m.Round(ctx)
-				time.Sleep(5 * time.Millisecond)
-			}
-			got, _ := e.tickets.Get(ctx, again.ID)
-			rm, _, _ := e.rooms.Get(ctx, room, false)
-			if got.Status != matchmaking.Searching || rm.ReservedSeats != 0 {
-				t.Fatalf("banned u2 after a lost requeue and its repair: %s in %q, the room holds %d seats", got.Status, got.RoomID, rm.ReservedSeats)
-			}
-		})
+		for _, ban := range []bool{true, false} {
+			t.Run(fmt.Sprintf("repair, ban %t", ban), func(t *testing.T) {
+				ctx := context.Background()
+				e := open(t, b, rs)
+				cfg := e.cfg
+				cfg.Queue = &requeueFailsOnce{Queue: e.tickets}
+				m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "a", RepairAfter: time.Millisecond})
+				room, pids := matchRoomOf(t, e, m, "u1", "u2", "u3")
+				remove := e.rooms.Kick
+				if ban {
+					remove = e.rooms.Ban
+				}
+				if err := remove(ctx, player("u1"), room, pids["u2"]); err != nil {
+					t.Fatal(err)
+				}
+				again := ffaQueue(t, e)("u2", 1001)
+				for range 4 {
+					m.Round(ctx)
+					time.Sleep(5 * time.Millisecond)
+				}
+				got, _ := e.tickets.Get(ctx, again.ID)
+				rm, _, _ := e.rooms.Get(ctx, room, false)
+				if got.Status != matchmaking.Searching || rm.ReservedSeats != 0 {
+					t.Fatalf("removed u2 after a lost requeue and its repair: %s in %q, the room holds %d seats", got.Status, got.RoomID, rm.ReservedSeats)
+				}
+			})
+		}
 		t.Run("repair of seats taken", func(t *testing.T) {
 			ctx := context.Background()
 			e := open(t, b, rs)
@@ -487,8 +511,7 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 			if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u4"}, r.Size(), time.Hour, true); err != nil {
 				t.Fatal(err)
 			}
-			keys := e.rooms.RoomKeys(room)
-			until, err := e.rooms.Client().HGet(ctx, keys[len(keys)-3], "u4").Int64()
+			until, err := e.rooms.Client().HGet(ctx, e.rooms.RoomKeys(room)[0]+":reserved", "u4").Int64()
 			if err != nil || time.UnixMilli(until).Before(time.Now().Add(time.Minute)) {
 				t.Fatalf("u4's seat after the repair held until %v (%v), want an hour from now", time.UnixMilli(until), err)
 			}

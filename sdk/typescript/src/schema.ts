@@ -612,7 +612,7 @@ export interface paths {
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          *
-         *     A room that banned the caller (kick with `ban=true`) is never joined: it is skipped, and then a room may be created even while it is joinable.
+         *     A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
          *
          *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
@@ -707,9 +707,9 @@ export interface paths {
          *     may be matched into an existing match room with a free seat (a
          *     seat held for its users, 15 s). A match room takes backfill up to
          *     its mode's size only, whatever `maxPlayers` its owner set since; a
-         *     room that banned one of the ticket's users, that one of them is
-         *     already in or holds a seat of, never takes the ticket, which keeps
-         *     searching; a locked room takes no backfill until it is unlocked.
+         *     room that banned or kicked one of the ticket's users, that one of
+         *     them is already in or holds a seat of, never takes the ticket, which
+         *     keeps searching; a locked room takes no backfill until it is unlocked.
          *
          *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
@@ -2459,7 +2459,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `NO_MATCH`: no room to join and no `create`; the `detail` says what left nothing (no joinable room of the mode in those regions, only rooms that banned the caller, or none of the first 64 in fill order matching the attribute filters). */
+        /** @description `NO_MATCH`: no room to join and no `create`; the `detail` says what left nothing (no joinable room of the mode in those regions, only rooms that banned or kicked the caller, or none of the first 64 in fill order matching the attribute filters). */
         NoMatch: {
             headers: {
                 [name: string]: unknown;
@@ -3196,7 +3196,11 @@ export interface operations {
                  *     players, and the `player_left` event says reason `kicked` as for any
                  *     kick. A room holds at most 1000 bans; one more is 422
                  *     `VALIDATION_FAILED` on `ban` and kicks nobody. `false` or absent: a
-                 *     plain kick. Anything else is 422.
+                 *     plain kick: the player may join again by id or code, but the
+                 *     server puts them back no more, whether by a quick-join (it skips
+                 *     the room) or by a matchmaking backfill (the room's last 1000
+                 *     kicks are remembered, as long as the room lasts). Anything else
+                 *     is 422.
                  */
                 ban?: boolean;
             };

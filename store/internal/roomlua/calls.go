@@ -58,11 +58,18 @@ func (c CreateCall) KeysArgs() ([]string, []any) { return c.with(c.Room.args()..
 type JoinCall struct {
 	Scope
 	User, NameJSON, Code string
+	// Picked: the server picked the room (a quick-join), so a room that
+	// kicked User refuses them as BANNED.
+	Picked bool
 }
 
 func (JoinCall) Script() *redisx.Script { return roomJoin }
 func (c JoinCall) KeysArgs() ([]string, []any) {
-	return c.with(c.User, c.NameJSON, c.Code)
+	picked := ""
+	if c.Picked {
+		picked = "p"
+	}
+	return c.with(c.User, c.NameJSON, c.Code, picked)
 }
 
 // RemoveCall is player_remove.lua, in an indexed scope: Caller ("" the

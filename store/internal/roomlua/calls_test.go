@@ -29,7 +29,7 @@ func TestScriptCallsMatchTheirLua(t *testing.T) {
 		State: rooms.State{"a": []byte("1")}}, Owner: rooms.User{ID: "u1", Name: "Ann"}, Attrs: []byte("{}"), StateSize: 3, FirstCheck: "inf"}
 	calls := []redisx.Call{
 		CreateCall{indexed, nr},
-		JoinCall{indexed, "u1", `"Ann"`, ""},
+		JoinCall{indexed, "u1", `"Ann"`, "", true},
 		RemoveCall{indexed, "u1", "", "left", false},
 		UpdateCall{indexed, "u1", RoomChanges{Name: "x", NameJSON: `"x"`}, "CODE"},
 		DeleteCall{indexed, "u1"},

@@ -8,7 +8,11 @@
 -- ARGV[9] reason: left | kicked
 -- ARGV[10] "1": also ban the target's user (a kick only), else ""
 -- ARGV[11] most bans the room may hold (a new one past it: BANS_FULL, and
--- nobody is kicked)
+-- nobody is kicked), and most kicks it remembers
+-- A kick without a ban is remembered in K_KICKED (the target's user, by
+-- when), the last ARGV[11] kicks: the server picks that room for that user
+-- no more (a backfill's seat hold, a quick-join), while the user may still
+-- join it by id or code.
 -- Reply: {"OK", userId of the new owner when ownership passed on, else ""} |
 --        {"ROOM_NOT_FOUND"} | {"NOT_A_MEMBER"} | {"NOT_OWNER"} |
 --        {"KICK_SELF"} | {"PLAYER_NOT_FOUND"} | {"BANS_FULL"}
@@ -42,6 +46,9 @@ if ban and target_arg ~= '' then
   end
   redis.call('SADD', K_BANS, target_uid)
   redis.call('HSET', K_ROOM, 'bn', '1') -- joins check the bans from now on
+elseif target_arg ~= '' and reason == 'kicked' then
+  redis.call('ZADD', K_KICKED, now, target_uid)
+  if redis.call('ZCARD', K_KICKED) > max_bans then redis.call('ZPOPMIN', K_KICKED) end
 end
 if remove_player(target, target_uid, reason, p) or tostring(target) ~= owner then return {'OK', ''} end
 return {'OK', uid_of(redis.call('HGET', K_ROOM, 'ow')) or ''}

@@ -34,7 +34,9 @@
 --   that may change them (KEYS[13..35] or KEYS[13..36] all together).
 --   K_RESERVED, the room's seat reservations (hash userId -> expiry, ms),
 --   is the room hash's name + ":reserved", in the room's slot; the room
---   hash's "rv" counts them.
+--   hash's "rv" counts them. K_KICKED, the users the room kicked without a
+--   ban (zset userId -> when, ms; its last rooms.MaxBans kicks, deleted
+--   with the room: player_remove.lua), is the room hash's name + ":kicked".
 -- and the same first ARGV:
 --   ARGV[1] room id   ARGV[2] channel   ARGV[3] PUBLISH or SPUBLISH
 --   ARGV[4] event tag
@@ -51,7 +53,7 @@
 -- owner and state-policy checks for it, and it is player 0 in events.
 -- Replies are arrays whose first element is "OK" or an error code.
 local K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_LOG, K_USERIDX, K_CODES, K_CLOCK
-local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED
+local K_CONN, K_PRESENCE, K_MESSAGES, K_DUE, K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD, K_RESERVED, K_KICKED
 local K_OUTBOX, outbox_len
 local room_id, channel, pubcmd, tag, closed_ttl, connect_ms, maxlen, log_cap, LOG_SLACK
 local now_us, now
@@ -72,7 +74,7 @@ local function begin()
   K_LOG, K_USERIDX, K_CODES, K_CLOCK = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
   K_CONN, K_PRESENCE, K_MESSAGES, K_DUE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
   K_STATS, K_ROOMS_DUE, K_BANS, K_UNHELD = KEYS[33], KEYS[34], KEYS[35], KEYS[36]
-  K_RESERVED = K_ROOM .. ':reserved'
+  K_RESERVED, K_KICKED = K_ROOM .. ':reserved', K_ROOM .. ':kicked'
   room_id, channel, pubcmd = ARGV[1], ARGV[2], ARGV[3]
   tag = ARGV[4]
   closed_ttl, connect_ms = string.match(ARGV[6], '^(%d+) ?(%d*)$')
@@ -425,7 +427,7 @@ local function close_room(reason, before)
     unhold('c', uid)
   end
   redis.call('DEL', K_ROOM, K_STATE, K_PLAYERS, K_USERS, K_CONN, K_PRESENCE, K_MESSAGES, K_BANS, K_RESERVED,
-    K_ROOM .. ':mkeys', K_ROOM .. ':mkeyt') -- message_send.lua's keys
+    K_KICKED, K_ROOM .. ':mkeys', K_ROOM .. ':mkeyt') -- message_send.lua's keys
   reindex(before, v)
   redis.call('ZREM', K_DUE, room_id)
   redis.call('ZREM', K_ROOMS_DUE, room_id)

@@ -19,7 +19,8 @@
 --   filters, read by the store beforehand);
 --   ARGV[11+n] "" (never create), or the id of the room to create when
 --   nothing is joined, followed by room_create's ARGV[7..] for it.
--- A room that banned the user is passed over; a fill entry whose room is
+-- A room that banned or kicked the user (its K_KICKED, the room hash's
+-- name + ":kicked") is passed over; a fill entry whose room is
 -- gone (a fault or an old release left it) is removed from the room's
 -- joinable and fill indexes at every level (KEYS[25..32]) and passed over
 -- (candidates need not be: their attributes matched, so the room was
@@ -31,7 +32,7 @@
 -- Reply: room_join's {"OK", playerId, roomId} | room_create's {"OK",
 --   playerId, roomId, "created"} or {"ID_TAKEN"} or {"CODE_TAKEN"} |
 --   {"NONE"} (nothing to join, nothing to create) | {"NONE_BANNED"} (the
---   same, a room having been passed over for a ban) | {"TAKEN"} (every
+--   same, a room having been passed over for a ban or a kick) | {"TAKEN"} (every
 --   candidate stopped being joinable, or the walk's budget went on gone
 --   entries it dropped: read them again)
 local QJ_SCAN = 256
@@ -50,7 +51,8 @@ local function qj_gone(id, member)
 end
 
 local function qj_allowed(id)
-  if redis.call('SISMEMBER', qj_base .. id .. qj_bans, qj_uid) == 1 then
+  if redis.call('SISMEMBER', qj_base .. id .. qj_bans, qj_uid) == 1 or
+      redis.call('ZSCORE', qj_base .. id .. ':kicked', qj_uid) then
     qj_banned = true
     return false
   end

@@ -10,15 +10,16 @@
 --   ("": its maxPlayers; the matcher's backfill passes its mode's size,
 --   which an owner's higher maxPlayers does not raise)
 -- ARGV[10] "b": the matcher's backfill (its first hold): a user the room
---   banned (KEYS[35]), as a join would refuse them, a member already in or
---   a user holding a seat already (they queued again: the match would
+--   banned (KEYS[35]), as a join would refuse them, or kicked (K_KICKED:
+--   the matcher does not put them back), a member already in or a user
+--   holding a seat already (they queued again: the match would
 --   count a seat they do not take) is refused, and no seat is held for
 --   anyone: {"REFUSED", userId...}; a locked room is ROOM_NOT_JOINABLE (no
 --   joiner gets in, a seat's holder neither).
 --   "r": a repair of a backfill (its first hold may have been made, and
 --   taken): when every user is in the room already, nothing is done and
 --   the reply is OK, whatever the room's status or lock (the match's seats
---   are taken); else banned users are refused, members skipped, holders
+--   are taken); else banned and kicked users are refused, members skipped, holders
 --   held again (their seats renewed for the new hold), and a locked or
 --   started room is ROOM_NOT_JOINABLE.
 --   "m": a match room's (the matcher's OpenMatchRoom, its first hold or a
@@ -115,12 +116,14 @@ end
 if p.st ~= 'waiting' or (backfill and p.lk == '1') then return {'ROOM_NOT_JOINABLE'} end
 -- a user the room banned is refused whoever holds the seats (a join would
 -- refuse them, and their seat would keep the room full for others until
--- it lapsed), and so, on a backfill's first hold, are its members and
--- holders: no seat is held for anyone
-if not match_room and (p.bn ~= '0' or first_hold) then
+-- it lapsed), and so, by a backfill, is a user the room kicked (K_KICKED:
+-- the matcher does not put them back), and, on a backfill's first hold,
+-- its members and holders: no seat is held for anyone
+if not match_room and (p.bn ~= '0' or backfill) then
   local refused = {'REFUSED'}
   for _, uid in ipairs(users) do
-    if (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) or (first_hold and
+    if (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) or
+        (backfill and redis.call('ZSCORE', K_KICKED, uid)) or (first_hold and
         (redis.call('HEXISTS', K_USERS, uid) == 1 or (p.rv > 0 and redis.call('HEXISTS', K_RESERVED, uid) == 1))) then
       refused[#refused + 1] = uid
     end
