@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/realsync/realsync/api/oapi"
+	"github.com/realsync/realsync/internal/limits"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/rooms"
 )
@@ -96,7 +97,8 @@ func deref[T any](p *T) T {
 }
 
 // QuickJoin implements POST /v1/matchmaking/quick-join: 201 when it
-// created the room, 200 when it joined one.
+// created the room, 200 when it joined one. One that offers create counts
+// on the create limits too, given back when it created nothing.
 func (s *Server) QuickJoin(w http.ResponseWriter, r *http.Request, params oapi.QuickJoinParams) {
 	s.idempotent(w, r, params.IdempotencyKey, s.quickJoin)
 }
@@ -107,7 +109,15 @@ func (s *Server) quickJoin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	var taken []limits.Check
+	if p.Create != nil {
+		var ok bool
+		if taken, ok = s.limitQuickCreate(w, r); !ok {
+			return
+		}
+	}
 	q, err := s.rooms.QuickJoin(r.Context(), userFrom(r.Context()), p)
+	s.handBackCreate(r, taken, q.Created, err)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

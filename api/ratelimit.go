@@ -474,6 +474,45 @@ func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []st
 	return true
 }
 
+// limitQuickCreate counts a quick-join that offers to create its room on
+// the create limits too (the user's and the address's), as a POST
+// /v1/rooms is: a quick-join counts on join, whose rate would otherwise
+// let an account create (and delete) rooms several times faster than
+// create allows. False when that refused it and the 429 was written;
+// else the counts taken, which handBackCreate gives back when no room was
+// created. The route's RateLimit headers stay the ones sent.
+func (s *Server) limitQuickCreate(w http.ResponseWriter, r *http.Request) ([]limits.Check, bool) {
+	if !s.limits.on() {
+		return nil, true
+	}
+	checks := slices.DeleteFunc([]limits.Check{
+		{Name: "create", Scope: limits.User, Subject: userFrom(r.Context()).ID, Limit: s.limits.set.Get("create", limits.User)},
+		{Name: "create", Scope: limits.IP, Subject: clientAddr(r, s.trustedProxies), Limit: s.limits.set.Get("create", limits.IP)},
+	}, func(c limits.Check) bool { return c.Limit.Zero() })
+	policy, state := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
+	decisions, ok := s.count(w, r, checks)
+	if !ok || decisions == nil { // refused, or not counted (the limiter failed)
+		return nil, ok
+	}
+	w.Header()["RateLimit-Policy"], w.Header()["RateLimit"] = policy, state
+	return checks, true
+}
+
+// handBackCreate gives a quick-join's create counts (limitQuickCreate)
+// back unless it created its room or may have: err a 5xx or the request
+// cut short (the script may have run).
+func (s *Server) handBackCreate(r *http.Request, taken []limits.Check, created bool, err error) {
+	if created || len(taken) == 0 {
+		return
+	}
+	if err != nil {
+		if p, ok := lookup(err); contextEnded(err) || !ok || p.status >= 500 {
+			return
+		}
+	}
+	s.giveBack(r, taken, "a quick-join's create counts")
+}
+
 // limitInbox counts an invite on its recipient's inbox too (the route's
 // extra limit counted it on the room: the recipient is in the body, which
 // the middleware does not read), as a direct message to them is: false

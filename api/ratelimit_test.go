@@ -453,6 +453,53 @@ func TestPartyPastTheDirectBurst(t *testing.T) {
 	want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", alice, msg), "RATE_LIMITED", "direct.user", 3, 3600, 1200)
 }
 
+// A quick-join that offers to create its room counts on create too, as a
+// POST /v1/rooms does: past the limit it is 429 and creates nothing, while
+// a quick-join without create is counted on join alone. The count is
+// given back when it joined a room, or was refused (422), so quick-joins
+// that only join never use up the creates.
+func TestQuickJoinCreatesCountOnCreate(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "create=2/h")
+	path := "/v1/matchmaking/quick-join"
+	quick := func(tok string, create map[string]any) resp {
+		body := map[string]any{"mode": "battle", "regions": []string{"eu"}}
+		if create != nil {
+			body["create"] = create
+		}
+		return e.do("POST", path, tok, body)
+	}
+	mine := map[string]any{"name": "Mine", "maxPlayers": 4}
+	alice, _ := e.guest("alice")
+	for range 2 {
+		r := quick(alice, mine)
+		want(t, r, 201, "")
+		if p := r.header.Get("RateLimit-Policy"); !strings.Contains(p, `"join.user"`) || strings.Contains(p, "create") {
+			t.Fatalf("RateLimit-Policy %q, want the route's", p)
+		}
+		want(t, e.do("DELETE", "/v1/rooms/"+r.body["room"].(map[string]any)["id"].(string), alice, nil), 204, "")
+	}
+	want429(t, quick(alice, mine), "RATE_LIMITED", "create.user", 2, 3600, 1800)
+	want(t, e.do("POST", "/v1/rooms", alice, arena), 429, "RATE_LIMITED")
+	if r := e.do("GET", "/v1/me/rooms", alice, nil); len(r.body["rooms"].([]any)) != 0 {
+		t.Fatalf("alice is in rooms after a refused quick-join: %s", r.raw)
+	}
+	want(t, quick(alice, nil), 404, "NO_MATCH") // join only: not counted on create
+
+	// bob's quick-joins that join carol's room, and one refused, give
+	// their counts back: his two creates are still his
+	carol, _ := e.guest("carol")
+	want(t, quick(carol, map[string]any{"name": "Open", "maxPlayers": 8}), 201, "")
+	bob, _ := e.guest("bob")
+	for range 3 {
+		want(t, quick(bob, mine), 200, "")
+	}
+	want(t, quick(bob, map[string]any{"name": "Bad", "maxPlayers": 0}), 422, "VALIDATION_FAILED")
+	for range 2 {
+		want(t, e.do("POST", "/v1/rooms", bob, arena), 201, "")
+	}
+	want429(t, e.do("POST", "/v1/rooms", bob, arena), "RATE_LIMITED", "create.user", 2, 3600, 1800)
+}
+
 // REALSYNC_RATE_LIMITS=off: no limit, no header.
 func TestRateLimitsOff(t *testing.T) {
 	e := limitedEnv(t, redistestEmbedded, "off")
