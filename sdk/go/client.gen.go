@@ -1915,8 +1915,15 @@ type ClientInterface interface {
 	// caller as owner (201, `created: true`); `create` without `regions`
 	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
-	// rooms that banned the caller, or none of the first 64 in fill order
-	// matching the attribute filters.
+	// rooms that banned or kicked the caller, or none of the first 64 in
+	// fill order matching the attribute filters.
+	//
+	// Rate limits: every quick-join counts on `join`; one that gives
+	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user), checked before anything is joined or created
+	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+	// and given back when it created nothing (it joined, or was refused
+	// with a 4xx).
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -1956,8 +1963,15 @@ type ClientInterface interface {
 	// caller as owner (201, `created: true`); `create` without `regions`
 	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
-	// rooms that banned the caller, or none of the first 64 in fill order
-	// matching the attribute filters.
+	// rooms that banned or kicked the caller, or none of the first 64 in
+	// fill order matching the attribute filters.
+	//
+	// Rate limits: every quick-join counts on `join`; one that gives
+	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user), checked before anything is joined or created
+	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+	// and given back when it created nothing (it joined, or was refused
+	// with a 4xx).
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -3462,8 +3476,15 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // caller as owner (201, `created: true`); `create` without `regions`
 // is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
-// rooms that banned the caller, or none of the first 64 in fill order
-// matching the attribute filters.
+// rooms that banned or kicked the caller, or none of the first 64 in
+// fill order matching the attribute filters.
+//
+// Rate limits: every quick-join counts on `join`; one that gives
+// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user), checked before anything is joined or created
+// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+// and given back when it created nothing (it joined, or was refused
+// with a 4xx).
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -3513,8 +3534,15 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // caller as owner (201, `created: true`); `create` without `regions`
 // is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
-// rooms that banned the caller, or none of the first 64 in fill order
-// matching the attribute filters.
+// rooms that banned or kicked the caller, or none of the first 64 in
+// fill order matching the attribute filters.
+//
+// Rate limits: every quick-join counts on `join`; one that gives
+// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user), checked before anything is joined or created
+// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+// and given back when it created nothing (it joined, or was refused
+// with a 4xx).
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7265,8 +7293,15 @@ type ClientWithResponsesInterface interface {
 	// caller as owner (201, `created: true`); `create` without `regions`
 	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
-	// rooms that banned the caller, or none of the first 64 in fill order
-	// matching the attribute filters.
+	// rooms that banned or kicked the caller, or none of the first 64 in
+	// fill order matching the attribute filters.
+	//
+	// Rate limits: every quick-join counts on `join`; one that gives
+	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user), checked before anything is joined or created
+	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+	// and given back when it created nothing (it joined, or was refused
+	// with a 4xx).
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7306,8 +7341,15 @@ type ClientWithResponsesInterface interface {
 	// caller as owner (201, `created: true`); `create` without `regions`
 	// is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 	// nothing to join: no joinable room of the mode in those regions, only
-	// rooms that banned the caller, or none of the first 64 in fill order
-	// matching the attribute filters.
+	// rooms that banned or kicked the caller, or none of the first 64 in
+	// fill order matching the attribute filters.
+	//
+	// Rate limits: every quick-join counts on `join`; one that gives
+	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user), checked before anything is joined or created
+	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+	// and given back when it created nothing (it joined, or was refused
+	// with a 4xx).
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -13399,8 +13441,15 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // caller as owner (201, `created: true`); `create` without `regions`
 // is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
-// rooms that banned the caller, or none of the first 64 in fill order
-// matching the attribute filters.
+// rooms that banned or kicked the caller, or none of the first 64 in
+// fill order matching the attribute filters.
+//
+// Rate limits: every quick-join counts on `join`; one that gives
+// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user), checked before anything is joined or created
+// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+// and given back when it created nothing (it joined, or was refused
+// with a 4xx).
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -13446,8 +13495,15 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // caller as owner (201, `created: true`); `create` without `regions`
 // is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
 // nothing to join: no joinable room of the mode in those regions, only
-// rooms that banned the caller, or none of the first 64 in fill order
-// matching the attribute filters.
+// rooms that banned or kicked the caller, or none of the first 64 in
+// fill order matching the attribute filters.
+//
+// Rate limits: every quick-join counts on `join`; one that gives
+// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user), checked before anything is joined or created
+// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+// and given back when it created nothing (it joined, or was refused
+// with a 4xx).
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks

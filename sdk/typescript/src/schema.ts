@@ -597,8 +597,15 @@ export interface paths {
          *     caller as owner (201, `created: true`); `create` without `regions`
          *     is 422. Otherwise 404 `NO_MATCH`, whose `detail` says what left
          *     nothing to join: no joinable room of the mode in those regions, only
-         *     rooms that banned the caller, or none of the first 64 in fill order
-         *     matching the attribute filters.
+         *     rooms that banned or kicked the caller, or none of the first 64 in
+         *     fill order matching the attribute filters.
+         *
+         *     Rate limits: every quick-join counts on `join`; one that gives
+         *     `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
+         *     burst 10, per user), checked before anything is joined or created
+         *     (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
+         *     and given back when it created nothing (it joined, or was refused
+         *     with a 4xx).
          *
          *     Picking and joining are atomic per region: every joinable room of a
          *     (mode, region) sits in one index on one Redis node, a join re-checks
