@@ -604,3 +604,39 @@ func TestQuickJoinPassesOverARoomThatKickedTheCaller(t *testing.T) {
 		}
 	}
 }
+
+// A user kicked from more rooms than a quick-join passes over (64 into
+// several regions) is answered as if none were left: NO_MATCH saying why,
+// or the room created; never the 503 of lost races.
+func TestQuickJoinPastManyRoomsThatKickedTheCaller(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			s, _ := twoInstances(t, b)
+			ctx := context.Background()
+			victim := user(999)
+			for i := range 70 {
+				owner := user(i + 1)
+				id := mustCreate(t, s, owner, *quickRoom("ffa", "eu", 8)).Room.ID
+				j, err := s.Join(ctx, victim, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Kick(ctx, owner, id, j.PlayerID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, regions := range [][]string{{"eu"}, {"eu", "us"}} {
+				_, err := s.QuickJoin(ctx, victim, "ffa", regions, nil, nil)
+				wantNoMatch(t, err, "no joinable room that did not ban or kick you")
+				q, err := s.QuickJoin(ctx, victim, "ffa", regions, nil, quickRoom("ffa", "eu", 8))
+				if err != nil || !q.Created {
+					t.Fatalf("%v: %+v %v, want a room created", regions, q, err)
+				}
+				if err := s.Leave(ctx, victim, q.Room.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkInvariants(t, s)
+		})
+	}
+}

@@ -70,6 +70,12 @@ func New(cfg Config) *QuickJoin { return &QuickJoin{cfg} }
 // taken (filled, locked, closed) before it could join.
 const maxQuickJoinAttempts = 32
 
+// maxPassedOver bounds the rooms a quick-join into several regions passes
+// over for having banned or kicked its caller (each a read and a join
+// refused, the reads deeper by one each time): past them, the rooms left
+// count as none, as past the 256 entries the one-region script walks.
+const maxPassedOver = 64
+
 var _ rooms.Matchmaker = (*QuickJoin)(nil)
 
 // QuickJoin implements rooms.Matchmaker. Every joinable room of a (mode,
@@ -111,19 +117,25 @@ func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, re
 	if len(regions) == 1 {
 		return q.quickJoinOne(ctx, l, u, mode, regions[0], filters, create)
 	}
-	skip, banned := map[string]bool{}, false
-	for range maxQuickJoinAttempts {
+	skip, banned, passed := map[string]bool{}, false, 0
+	for races := 0; races < maxQuickJoinAttempts; {
 		c, seen, err := q.bestJoinable(ctx, mode, regions, filters, skip)
 		if err != nil {
 			return rooms.QuickJoined{}, err
+		}
+		if passed >= maxPassedOver && c.pos.ID != "" {
+			// past so many rooms that banned or kicked u, the rest count
+			// as none: create, or NO_MATCH
+			c, seen = candidate{}, 0
 		}
 		if id := c.pos.ID; id != "" {
 			j, err := q.Join(ctx, u, id)
 			switch {
 			case errors.Is(err, rooms.ErrBanned):
-				skip[id], banned = true, true
+				skip[id], banned, passed = true, true, passed+1
 				continue
 			case taken(err):
+				races++
 				// filled, locked or gone since the read, or an entry a fault
 				// left: passed over, and the entries of that index's head
 				// whose room is gone or no longer belongs there dropped (the
@@ -150,6 +162,7 @@ func (q *QuickJoin) QuickJoin(ctx context.Context, u rooms.User, mode string, re
 		}
 		j, err := q.Create(ctx, u, *create, len(filters) == 0 && !banned)
 		if errors.Is(err, roomlua.ErrJoinableExists) {
+			races++
 			continue
 		}
 		return rooms.QuickJoined{Joined: j, Created: err == nil}, err

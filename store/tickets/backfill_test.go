@@ -471,6 +471,31 @@ func TestBackfillRefusalsEverywhere(t *testing.T) {
 				}
 			})
 		}
+		t.Run("repair, kicked and back by hand", func(t *testing.T) {
+			// u2, kicked, joined again by the invite code: a repair of a
+			// backfill of u2's party skips u2 as a member and holds the
+			// other's seat
+			ctx := context.Background()
+			e := open(t, b, rs)
+			r := rs.Of("ffa")
+			room, pids := matchRoomOf(t, e, backfillMatcher(e), "u1", "u2")
+			if err := e.rooms.Kick(ctx, player("u1"), room, pids["u2"]); err != nil {
+				t.Fatal(err)
+			}
+			rm, _, err := e.rooms.Get(ctx, room, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.rooms.JoinByCode(ctx, player("u2"), rm.InviteCode); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.rooms.ReserveMatchSeats(ctx, room, []string{"u2", "u5"}, r.Size(), time.Minute, true); err != nil {
+				t.Fatalf("repair with u2 back in the room: %v", err)
+			}
+			if rm, _, err := e.rooms.Get(ctx, room, false); err != nil || rm.ReservedSeats != 1 {
+				t.Fatalf("the room holds %d seats (%v), want u5's", rm.ReservedSeats, err)
+			}
+		})
 		t.Run("repair of seats taken", func(t *testing.T) {
 			ctx := context.Background()
 			e := open(t, b, rs)

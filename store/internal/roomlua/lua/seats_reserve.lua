@@ -117,13 +117,14 @@ if p.st ~= 'waiting' or (backfill and p.lk == '1') then return {'ROOM_NOT_JOINAB
 -- a user the room banned is refused whoever holds the seats (a join would
 -- refuse them, and their seat would keep the room full for others until
 -- it lapsed), and so, by a backfill, is a user the room kicked (K_KICKED:
--- the matcher does not put them back), and, on a backfill's first hold,
--- its members and holders: no seat is held for anyone
+-- the matcher does not put them back) unless they came back by hand (a
+-- member: a repair skips them), and, on a backfill's first hold, its
+-- members and holders: no seat is held for anyone
 if not match_room and (p.bn ~= '0' or backfill) then
   local refused = {'REFUSED'}
   for _, uid in ipairs(users) do
     if (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) or
-        (backfill and redis.call('ZSCORE', K_KICKED, uid)) or (first_hold and
+        (backfill and redis.call('ZSCORE', K_KICKED, uid) and redis.call('HEXISTS', K_USERS, uid) == 0) or (first_hold and
         (redis.call('HEXISTS', K_USERS, uid) == 1 or (p.rv > 0 and redis.call('HEXISTS', K_RESERVED, uid) == 1))) then
       refused[#refused + 1] = uid
     end
