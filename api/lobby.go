@@ -112,7 +112,7 @@ func (s *Server) quickJoin(w http.ResponseWriter, r *http.Request) {
 	var taken []limits.Check
 	if p.Create != nil {
 		var ok bool
-		if taken, ok = s.limitQuickCreate(w, r); !ok {
+		if taken, ok = s.limitCreate(w, r); !ok {
 			return
 		}
 	}

@@ -29,16 +29,23 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	p.Key = key
-	if len(p.PartyUserIDs) > 0 {
+	party := len(p.PartyUserIDs) > 0
+	if party {
 		if err := s.tickets.Validate(userFrom(r.Context()), p); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if !s.limitParty(w, r, p.PartyUserIDs) {
-			return
-		}
+	}
+	taken, ok := s.limitCreate(w, r) // its match may make a room the leader owns
+	if !ok {
+		return
+	}
+	if party && !s.limitParty(w, r, p.PartyUserIDs) {
+		s.handBackCreate(r, taken, false, nil)
+		return
 	}
 	t, err := s.tickets.Create(r.Context(), userFrom(r.Context()), p)
+	s.handBackCreate(r, taken, err == nil, err)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/realsync/realsync/internal/limits"
+	"github.com/realsync/realsync/rooms"
 )
 
 // RateLimiter counts requests on counters shared by every instance;
@@ -451,7 +452,7 @@ func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []st
 		{Name: "direct", Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get("direct", limits.IP)},
 	}
 	counted := min(len(members), max(1, direct[0].Limit.Burst))
-	policy, state := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
+	kept := keepRateLimitHeaders(w.Header())
 	var taken []limits.Check
 	for i, m := range members {
 		checks := []limits.Check{{Name: "messages", Scope: limits.Room, Subject: "@" + m, Member: u.ID, Limit: s.limits.set.Get("messages", limits.Room)}}
@@ -470,18 +471,19 @@ func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []st
 			return false
 		}
 	}
-	w.Header()["RateLimit-Policy"], w.Header()["RateLimit"] = policy, state
+	kept()
 	return true
 }
 
-// limitQuickCreate counts a quick-join that offers to create its room on
-// the create limits too (the user's and the address's), as a POST
-// /v1/rooms is: a quick-join counts on join, whose rate would otherwise
-// let an account create (and delete) rooms several times faster than
-// create allows. False when that refused it and the 429 was written;
-// else the counts taken, which handBackCreate gives back when no room was
-// created. The route's RateLimit headers stay the ones sent.
-func (s *Server) limitQuickCreate(w http.ResponseWriter, r *http.Request) ([]limits.Check, bool) {
+// limitCreate counts a request that may make a room besides a POST
+// /v1/rooms (a quick-join that offers create, a matchmaking ticket, whose
+// match may make a room its leader owns) on the create limits too (the
+// user's and the address's): such routes count on join, whose rate would
+// otherwise let an account make (and delete) rooms several times faster
+// than create allows. False when that refused it and the 429 was written;
+// else the counts taken, for handBackCreate. The route's RateLimit
+// headers stay the ones sent.
+func (s *Server) limitCreate(w http.ResponseWriter, r *http.Request) ([]limits.Check, bool) {
 	if !s.limits.on() {
 		return nil, true
 	}
@@ -489,20 +491,22 @@ func (s *Server) limitQuickCreate(w http.ResponseWriter, r *http.Request) ([]lim
 		{Name: "create", Scope: limits.User, Subject: userFrom(r.Context()).ID, Limit: s.limits.set.Get("create", limits.User)},
 		{Name: "create", Scope: limits.IP, Subject: clientAddr(r, s.trustedProxies), Limit: s.limits.set.Get("create", limits.IP)},
 	}, func(c limits.Check) bool { return c.Limit.Zero() })
-	policy, state := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
+	kept := keepRateLimitHeaders(w.Header())
 	decisions, ok := s.count(w, r, checks)
 	if !ok || decisions == nil { // refused, or not counted (the limiter failed)
 		return nil, ok
 	}
-	w.Header()["RateLimit-Policy"], w.Header()["RateLimit"] = policy, state
+	kept()
 	return checks, true
 }
 
-// handBackCreate gives a quick-join's create counts (limitQuickCreate)
-// back unless it created its room or may have: err a 5xx or the request
-// cut short (the script may have run).
-func (s *Server) handBackCreate(r *http.Request, taken []limits.Check, created bool, err error) {
-	if created || len(taken) == 0 {
+// handBackCreate gives a request's create counts (limitCreate) back
+// unless keep (a quick-join made its room; a ticket was queued) or it may
+// have made its room: err a 5xx, the request cut short (the script may
+// have run), or ROOM_NOT_FOUND (a quick-join's room, read after the
+// script that made or joined it, was gone by then).
+func (s *Server) handBackCreate(r *http.Request, taken []limits.Check, keep bool, err error) {
+	if keep || len(taken) == 0 || errors.Is(err, rooms.ErrRoomNotFound) {
 		return
 	}
 	if err != nil {
@@ -510,7 +514,29 @@ func (s *Server) handBackCreate(r *http.Request, taken []limits.Check, created b
 			return
 		}
 	}
-	s.giveBack(r, taken, "a quick-join's create counts")
+	s.giveBack(r, taken, "create counts")
+}
+
+// keepRateLimitHeaders saves h's RateLimit headers (the route's, the
+// middleware's) and returns what puts them back as they were, for a
+// handler whose further counts must not be the ones sent. With an
+// Idempotency-Key, h is the recorded answer's, empty of them at first:
+// what a count adds is dropped then, and the middleware's stay.
+func keepRateLimitHeaders(h http.Header) (restore func()) {
+	names := []string{http.CanonicalHeaderKey("RateLimit-Policy"), http.CanonicalHeaderKey("RateLimit")}
+	saved := make([][]string, len(names))
+	for i, n := range names {
+		saved[i] = h[n]
+	}
+	return func() {
+		for i, n := range names {
+			if saved[i] == nil {
+				delete(h, n)
+			} else {
+				h[n] = saved[i]
+			}
+		}
+	}
 }
 
 // limitInbox counts an invite on its recipient's inbox too (the route's

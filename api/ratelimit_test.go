@@ -437,9 +437,7 @@ func TestPartyPastTheDirectBurst(t *testing.T) {
 	carol, _ := e.guest("carol")
 	r := ticket(carol, "m1", "m2", "m3", "m4")
 	want(t, r, 201, "")
-	if p := r.header.Get("RateLimit-Policy"); !strings.Contains(p, `"join.user"`) || strings.Contains(p, "direct") {
-		t.Fatalf("RateLimit-Policy %q, want the route's", p)
-	}
+	wantRouteHeaders(t, r, "join")
 	// alice has 1 of 3 left: her party of 2 takes it for its first member,
 	// is refused on the second, and gives it back
 	alice, _ := e.guest("alice")
@@ -461,21 +459,23 @@ func TestPartyPastTheDirectBurst(t *testing.T) {
 func TestQuickJoinCreatesCountOnCreate(t *testing.T) {
 	e := limitedEnv(t, redistestEmbedded, "create=2/h")
 	path := "/v1/matchmaking/quick-join"
-	quick := func(tok string, create map[string]any) resp {
+	quick := func(tok string, create map[string]any, hdr ...string) resp {
 		body := map[string]any{"mode": "battle", "regions": []string{"eu"}}
 		if create != nil {
 			body["create"] = create
 		}
-		return e.do("POST", path, tok, body)
+		return e.do("POST", path, tok, body, hdr...)
 	}
 	mine := map[string]any{"name": "Mine", "maxPlayers": 4}
 	alice, _ := e.guest("alice")
-	for range 2 {
-		r := quick(alice, mine)
-		want(t, r, 201, "")
-		if p := r.header.Get("RateLimit-Policy"); !strings.Contains(p, `"join.user"`) || strings.Contains(p, "create") {
-			t.Fatalf("RateLimit-Policy %q, want the route's", p)
+	for i := range 2 {
+		var hdr []string
+		if i == 1 { // the answer recorded, then sent: the same headers
+			hdr = []string{"Idempotency-Key", "qj-1"}
 		}
+		r := quick(alice, mine, hdr...)
+		want(t, r, 201, "")
+		wantRouteHeaders(t, r, "join")
 		want(t, e.do("DELETE", "/v1/rooms/"+r.body["room"].(map[string]any)["id"].(string), alice, nil), 204, "")
 	}
 	want429(t, quick(alice, mine), "RATE_LIMITED", "create.user", 2, 3600, 1800)
@@ -498,6 +498,43 @@ func TestQuickJoinCreatesCountOnCreate(t *testing.T) {
 		want(t, e.do("POST", "/v1/rooms", bob, arena), 201, "")
 	}
 	want429(t, e.do("POST", "/v1/rooms", bob, arena), "RATE_LIMITED", "create.user", 2, 3600, 1800)
+}
+
+// A matchmaking ticket counts on create too (its match may make a room
+// its leader owns: a party ticket of a made-up id is a whole match of 2):
+// past the limit it is 429 and nothing is queued; a ticket refused (422,
+// or its party refused) gives the count back.
+func TestTicketsCountOnCreate(t *testing.T) {
+	e := limitedEnv(t, redistestEmbedded, "create=2/h,direct=1/h")
+	ticket := func(tok string, regions []string, party ...string) resp {
+		return e.do("POST", "/v1/matchmaking/tickets", tok, map[string]any{"mode": "duel", "regions": regions, "partyUserIds": append([]string{}, party...)})
+	}
+	alice, _ := e.guest("alice")
+	want(t, ticket(alice, []string{"EU!"}), 422, "VALIDATION_FAILED") // given back
+	r := ticket(alice, []string{"eu"}, "made-up-1")                   // takes alice's one direct count
+	want(t, r, 201, "")
+	wantRouteHeaders(t, r, "join")
+	want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
+	for range 3 { // her party refused: each create count given back
+		want429(t, ticket(alice, []string{"eu"}, "made-up-2"), "RATE_LIMITED", "direct.user", 1, 3600, 3600)
+	}
+	r = ticket(alice, []string{"eu"})
+	want(t, r, 201, "")
+	want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
+	want429(t, ticket(alice, []string{"eu"}), "RATE_LIMITED", "create.user", 2, 3600, 1800)
+}
+
+// wantRouteHeaders checks r carries one RateLimit-Policy and one RateLimit
+// header, both of the route's limit class alone (a handler's further
+// counts are not the ones sent).
+func wantRouteHeaders(t *testing.T, r resp, class string) {
+	t.Helper()
+	for _, h := range []string{"RateLimit-Policy", "RateLimit"} {
+		v := r.header.Values(h)
+		if len(v) != 1 || !strings.HasPrefix(v[0], `"`+class+`.user"`) || strings.Count(v[0], `"`) != 4 {
+			t.Fatalf("%s %q, want one of %s.user and %s.ip alone", h, v, class, class)
+		}
+	}
 }
 
 // REALSYNC_RATE_LIMITS=off: no limit, no header.

@@ -20,7 +20,7 @@ import (
 // (it sends hundreds of patches back to back, opens hundreds of streams
 // or makes hundreds of guests from one address): those tests measure
 // delivery and failover, not the limits, which stay on.
-const loadTestLimits = "REALSYNC_RATE_LIMITS=write=5000/s,write.ip=5000/s,patches=5000/s,messages=5000/s,read=5000/s,read.ip=5000/s," +
+const loadTestLimits = "REALSYNC_RATE_LIMITS=create=5000/s,create.ip=5000/s,write=5000/s,write.ip=5000/s,patches=5000/s,messages=5000/s,read=5000/s,read.ip=5000/s," +
 	"stream=5000/s,stream.ip=5000/s,opens=5000/s,join=5000/s,join.ip=5000/s,auth=5000/s,guests=5000/s,direct=5000/s,direct.ip=5000/s"
 
 // hammerLimits: per-hour rates, so during the test (well under a minute)

@@ -1920,10 +1920,12 @@ type ClientInterface interface {
 	//
 	// Rate limits: every quick-join counts on `join`; one that gives
 	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-	// burst 10, per user), checked before anything is joined or created
-	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-	// and given back when it created nothing (it joined, or was refused
-	// with a 4xx).
+	// burst 10, per user; 120 a minute, burst 60, per address), checked
+	// before anything is joined or created (past either: 429
+	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+	// as for any request), and given back when it created nothing (it
+	// joined, or was refused with a 4xx). The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -1937,7 +1939,7 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -1968,10 +1970,12 @@ type ClientInterface interface {
 	//
 	// Rate limits: every quick-join counts on `join`; one that gives
 	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-	// burst 10, per user), checked before anything is joined or created
-	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-	// and given back when it created nothing (it joined, or was refused
-	// with a 4xx).
+	// burst 10, per user; 120 a minute, burst 60, per address), checked
+	// before anything is joined or created (past either: 429
+	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+	// as for any request), and given back when it created nothing (it
+	// joined, or was refused with a 4xx). The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -1985,7 +1989,7 @@ type ClientInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -2015,6 +2019,14 @@ type ClientInterface interface {
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
 	// again).
+	//
+	// A ticket counts on `join` and, as its match may make a room the
+	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user; 120 a minute, burst 60, per address; past it:
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+	// refused (a 4xx) gives its `create` count back; one queued keeps it,
+	// whether or not its match makes a room. The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -2101,6 +2113,14 @@ type ClientInterface interface {
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
 	// again).
+	//
+	// A ticket counts on `join` and, as its match may make a room the
+	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user; 120 a minute, burst 60, per address; past it:
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+	// refused (a 4xx) gives its `create` count back; one queued keeps it,
+	// whether or not its match makes a room. The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -3481,10 +3501,12 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 //
 // Rate limits: every quick-join counts on `join`; one that gives
 // `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-// burst 10, per user), checked before anything is joined or created
-// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-// and given back when it created nothing (it joined, or was refused
-// with a 4xx).
+// burst 10, per user; 120 a minute, burst 60, per address), checked
+// before anything is joined or created (past either: 429
+// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+// as for any request), and given back when it created nothing (it
+// joined, or was refused with a 4xx). The answer's `RateLimit`
+// headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -3498,7 +3520,7 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -3539,10 +3561,12 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 //
 // Rate limits: every quick-join counts on `join`; one that gives
 // `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-// burst 10, per user), checked before anything is joined or created
-// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-// and given back when it created nothing (it joined, or was refused
-// with a 4xx).
+// burst 10, per user; 120 a minute, burst 60, per address), checked
+// before anything is joined or created (past either: 429
+// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+// as for any request), and given back when it created nothing (it
+// joined, or was refused with a 4xx). The answer's `RateLimit`
+// headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -3556,7 +3580,7 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -3596,6 +3620,14 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
 // again).
+//
+// A ticket counts on `join` and, as its match may make a room the
+// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user; 120 a minute, burst 60, per address; past it:
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+// refused (a 4xx) gives its `create` count back; one queued keeps it,
+// whether or not its match makes a room. The answer's `RateLimit`
+// headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
@@ -3692,6 +3724,14 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
 // again).
+//
+// A ticket counts on `join` and, as its match may make a room the
+// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user; 120 a minute, burst 60, per address; past it:
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+// refused (a 4xx) gives its `create` count back; one queued keeps it,
+// whether or not its match makes a room. The answer's `RateLimit`
+// headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
@@ -7298,10 +7338,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Rate limits: every quick-join counts on `join`; one that gives
 	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-	// burst 10, per user), checked before anything is joined or created
-	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-	// and given back when it created nothing (it joined, or was refused
-	// with a 4xx).
+	// burst 10, per user; 120 a minute, burst 60, per address), checked
+	// before anything is joined or created (past either: 429
+	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+	// as for any request), and given back when it created nothing (it
+	// joined, or was refused with a 4xx). The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7315,7 +7357,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -7346,10 +7388,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Rate limits: every quick-join counts on `join`; one that gives
 	// `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-	// burst 10, per user), checked before anything is joined or created
-	// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-	// and given back when it created nothing (it joined, or was refused
-	// with a 4xx).
+	// burst 10, per user; 120 a minute, burst 60, per address), checked
+	// before anything is joined or created (past either: 429
+	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+	// as for any request), and given back when it created nothing (it
+	// joined, or was refused with a 4xx). The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7363,7 +7407,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Players only: an API key is 403 `SCOPE_REQUIRED`.
 	//
-	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+	// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 	//
 	// Safe to retry with an `Idempotency-Key` (see the parameter).
 	//
@@ -7393,6 +7437,14 @@ type ClientWithResponsesInterface interface {
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
 	// again).
+	//
+	// A ticket counts on `join` and, as its match may make a room the
+	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user; 120 a minute, burst 60, per address; past it:
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+	// refused (a 4xx) gives its `create` count back; one queued keeps it,
+	// whether or not its match makes a room. The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -7479,6 +7531,14 @@ type ClientWithResponsesInterface interface {
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
 	// again).
+	//
+	// A ticket counts on `join` and, as its match may make a room the
+	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+	// burst 10, per user; 120 a minute, burst 60, per address; past it:
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+	// refused (a 4xx) gives its `create` count back; one queued keeps it,
+	// whether or not its match makes a room. The answer's `RateLimit`
+	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 	// party member has a searching ticket, or one matched whose room is
@@ -13446,10 +13506,12 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 //
 // Rate limits: every quick-join counts on `join`; one that gives
 // `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-// burst 10, per user), checked before anything is joined or created
-// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-// and given back when it created nothing (it joined, or was refused
-// with a 4xx).
+// burst 10, per user; 120 a minute, burst 60, per address), checked
+// before anything is joined or created (past either: 429
+// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+// as for any request), and given back when it created nothing (it
+// joined, or was refused with a 4xx). The answer's `RateLimit`
+// headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -13463,7 +13525,7 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -13500,10 +13562,12 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 //
 // Rate limits: every quick-join counts on `join`; one that gives
 // `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-// burst 10, per user), checked before anything is joined or created
-// (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-// and given back when it created nothing (it joined, or was refused
-// with a 4xx).
+// burst 10, per user; 120 a minute, burst 60, per address), checked
+// before anything is joined or created (past either: 429
+// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+// as for any request), and given back when it created nothing (it
+// joined, or was refused with a 4xx). The answer's `RateLimit`
+// headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -13517,7 +13581,7 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 //
 // Players only: an API key is 403 `SCOPE_REQUIRED`.
 //
-// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+// A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
 //
 // Safe to retry with an `Idempotency-Key` (see the parameter).
 //
@@ -13553,6 +13617,14 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
 // again).
+//
+// A ticket counts on `join` and, as its match may make a room the
+// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user; 120 a minute, burst 60, per address; past it:
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+// refused (a 4xx) gives its `create` count back; one queued keeps it,
+// whether or not its match makes a room. The answer's `RateLimit`
+// headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is
@@ -13645,6 +13717,14 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
 // again).
+//
+// A ticket counts on `join` and, as its match may make a room the
+// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+// burst 10, per user; 120 a minute, burst 60, per address; past it:
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+// refused (a 4xx) gives its `create` count back; one queued keeps it,
+// whether or not its match makes a room. The answer's `RateLimit`
+// headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
 // party member has a searching ticket, or one matched whose room is

@@ -602,10 +602,12 @@ export interface paths {
          *
          *     Rate limits: every quick-join counts on `join`; one that gives
          *     `create` counts on `create` too (as `POST /v1/rooms`: 20 a minute,
-         *     burst 10, per user), checked before anything is joined or created
-         *     (past it: 429 `RATE_LIMITED` naming `create`, and nothing done),
-         *     and given back when it created nothing (it joined, or was refused
-         *     with a 4xx).
+         *     burst 10, per user; 120 a minute, burst 60, per address), checked
+         *     before anything is joined or created (past either: 429
+         *     `RATE_LIMITED` naming it, nothing done, and the other's count kept,
+         *     as for any request), and given back when it created nothing (it
+         *     joined, or was refused with a 4xx). The answer's `RateLimit`
+         *     headers are `join`'s.
          *
          *     Picking and joining are atomic per region: every joinable room of a
          *     (mode, region) sits in one index on one Redis node, a join re-checks
@@ -619,7 +621,7 @@ export interface paths {
          *
          *     Players only: an API key is 403 `SCOPE_REQUIRED`.
          *
-         *     A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable.
+         *     A room that banned the caller (kick with `ban=true`) or kicked them (a plain kick) is never joined: it is skipped, and then a room may be created even while it is joinable. Past many such rooms (the first 256 of a region's fill order walked; 64 passed over with several regions) the rest count as none: the room is created, or 404 `NO_MATCH`.
          *
          *     Safe to retry with an `Idempotency-Key` (see the parameter).
          */
@@ -660,6 +662,14 @@ export interface paths {
          *     or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
          *     those limits: after the `Retry-After` the same ticket may be sent
          *     again).
+         *
+         *     A ticket counts on `join` and, as its match may make a room the
+         *     caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
+         *     burst 10, per user; 120 a minute, burst 60, per address; past it:
+         *     429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
+         *     refused (a 4xx) gives its `create` count back; one queued keeps it,
+         *     whether or not its match makes a room. The answer's `RateLimit`
+         *     headers are `join`'s.
          *
          *     One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
          *     party member has a searching ticket, or one matched whose room is
