@@ -857,7 +857,7 @@ func concurrently[T any](items []T, limit int, f func(T) error) []error {
 // a first completion that died before recording the room, so members are
 // skipped and holds made again; users the room banned are still refused,
 // while the match is not committed. So are, in a match room made by a
-// first completion that died, the users its room banned since: their
+// first completion that died, the users its room banned (or kicked) since: their
 // tickets go back to the queue barred from the room, and the others are
 // told and recorded. A ticket one of whose users is in that room keeps
 // the match, its banned user unable to join: sent back, the room's member

@@ -457,6 +457,41 @@ func TestMatchRoomRetryAfterABan(t *testing.T) {
 	})
 }
 
+// A match room's retry (a completion that died) treats a user the room
+// kicked since as one it banned: their ticket is refused whole, and the
+// seats of its other users are not held again; a kicked user who came back
+// by the invite code is a member, and their ticket keeps the match.
+func TestMatchRoomRetryAfterAKick(t *testing.T) {
+	dave := rooms.User{ID: "u-dave", Name: "dave"}
+	eachBackend(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		m := matchmaking.Match{ID: "m-kick-retry", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+			{Users: []string{alice.ID}}, {Users: []string{bob.ID, dave.ID}}, {Users: []string{carol.ID}}}}
+		id, err := s.OpenMatchRoom(ctx, m, 4, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Kick(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.OpenMatchRoom(ctx, m, 4, time.Hour)
+		var refused *matchmaking.SeatsRefusedError
+		if again != id || !errors.As(err, &refused) || !slices.Equal(refused.Users, []string{bob.ID}) {
+			t.Fatalf("retry: %q %v, want %s and %s refused", again, err, id, bob.ID)
+		}
+		r, _, err := s.Get(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.JoinByCode(ctx, bob, r.InviteCode); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := s.OpenMatchRoom(ctx, m, 4, time.Hour); again != id || err != nil {
+			t.Fatalf("retry with bob back: %q %v, want %s kept", again, err, id)
+		}
+	})
+}
+
 // A match room's retry keeps the match of a ticket one of whose users is
 // in the room, whatever ban it made of another since: its banned user gets
 // no seat (they cannot join), its other users are held theirs, and nothing

@@ -25,8 +25,9 @@
 --   "m": a match room's (the matcher's OpenMatchRoom, its first hold or a
 --   repair's): the userIds come by ticket, each ticket's ended by "". The
 --   bans come first, whatever the room's status (a room that started
---   after its ban refuses the banned alike): a ticket with a user the
---   room banned and none in the room is refused whole (a party is not
+--   after its ban refuses the banned alike), and kicks as bans (a user
+--   the room kicked, not back in it, is not sent back): a ticket with a
+--   user the room banned and none in the room is refused whole (a party is not
 --   split), and no seat is held for anyone: {"REFUSED", its banned
 --   userIds...}; the seats its users hold (a first hold's) stay until the
 --   matcher has put its ticket back ("x"): a stale completion's refusal
@@ -93,18 +94,18 @@ if mode == 'r' then -- a repair whose users all took their seats: done
   end
   if done then return {'OK', p.rv, '0'} end
 end
--- "m": the banned users of the tickets that keep the match (one of their
--- users is in the room), who get no seat
+-- "m": the banned (or kicked, and not back) users of the tickets that
+-- keep the match (one of their users is in the room), who get no seat
 local skipped = {}
-if match_room and p.bn ~= '0' then
+if match_room and (p.bn ~= '0' or redis.call('EXISTS', K_KICKED) == 1) then
   local refused = {'REFUSED'}
   for _, t in ipairs(tickets) do
     local banned, inside = {}, mode == 's'
     for _, uid in ipairs(t) do
-      if redis.call('SISMEMBER', K_BANS, uid) == 1 then
+      if redis.call('HEXISTS', K_USERS, uid) == 1 then
+        inside = true -- a member (a banned user never is one)
+      elseif (p.bn ~= '0' and redis.call('SISMEMBER', K_BANS, uid) == 1) or redis.call('ZSCORE', K_KICKED, uid) then
         banned[#banned + 1] = uid
-      elseif redis.call('HEXISTS', K_USERS, uid) == 1 then
-        inside = true
       end
     end
     for _, uid in ipairs(banned) do
