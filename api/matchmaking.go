@@ -29,20 +29,21 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	p.Key = key
-	party := len(p.PartyUserIDs) > 0
-	if party {
-		if err := s.tickets.Validate(userFrom(r.Context()), p); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	if err := s.tickets.Validate(userFrom(r.Context()), p); err != nil {
+		s.writeError(w, r, err) // counted on nothing but the route's limits
+		return
 	}
 	taken, ok := s.limitCreate(w, r) // its match may make a room the leader owns
 	if !ok {
 		return
 	}
-	if party && !s.limitParty(w, r, p.PartyUserIDs) {
-		s.handBackCreate(r, taken, false, nil)
-		return
+	if len(p.PartyUserIDs) > 0 {
+		direct, ok := s.limitParty(w, r, p.PartyUserIDs)
+		if !ok {
+			s.handBackCreate(r, taken, false, nil)
+			return
+		}
+		taken = append(taken, direct...) // handed back with the create counts when refused
 	}
 	t, err := s.tickets.Create(r.Context(), userFrom(r.Context()), p)
 	s.handBackCreate(r, taken, err == nil, err)

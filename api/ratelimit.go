@@ -440,10 +440,11 @@ func pathParam(r *http.Request, name string) string {
 // so a client that waits the Retry-After and sends it again gets
 // through once the limit has room for the whole party. The route's
 // RateLimit headers are kept. False when a limit refused it and the 429
-// was written.
-func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []string) bool {
+// was written; else the direct counts taken (for handBackCreate: the
+// ticket refused after, they are handed back too).
+func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []string) ([]limits.Check, bool) {
 	if !s.limits.on() {
-		return true
+		return nil, true
 	}
 	u := userFrom(r.Context())
 	addr := clientAddr(r, s.trustedProxies)
@@ -468,11 +469,11 @@ func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []st
 		}
 		if !ok {
 			s.giveBack(r, taken, "a party's direct counts")
-			return false
+			return nil, false
 		}
 	}
 	kept()
-	return true
+	return taken, true
 }
 
 // limitCreate counts a request that may make a room besides a POST
@@ -500,8 +501,8 @@ func (s *Server) limitCreate(w http.ResponseWriter, r *http.Request) ([]limits.C
 	return checks, true
 }
 
-// handBackCreate gives a request's create counts (limitCreate) back
-// unless keep (a quick-join made its room; a ticket was queued) or it may
+// handBackCreate gives a request's create counts (limitCreate), and a
+// ticket's party's direct counts (limitParty), back unless keep (a quick-join made its room; a ticket was queued) or it may
 // have made its room: err a 5xx, the request cut short (the script may
 // have run), or ROOM_NOT_FOUND (a quick-join's room, read after the
 // script that made or joined it, was gone by then).
@@ -514,7 +515,7 @@ func (s *Server) handBackCreate(r *http.Request, taken []limits.Check, keep bool
 			return
 		}
 	}
-	s.giveBack(r, taken, "create counts")
+	s.giveBack(r, taken, "a refused request's create counts")
 }
 
 // keepRateLimitHeaders saves h's RateLimit headers (the route's, the

@@ -502,8 +502,9 @@ func TestQuickJoinCreatesCountOnCreate(t *testing.T) {
 
 // A matchmaking ticket counts on create too (its match may make a room
 // its leader owns: a party ticket of a made-up id is a whole match of 2):
-// past the limit it is 429 and nothing is queued; a ticket refused (422,
-// or its party refused) gives the count back.
+// past the limit it is 429 and nothing is queued; a ticket refused (its
+// party refused, or 409 once counted) gives the count back, and its
+// party's direct counts too; one not valid (422) counts on neither.
 func TestTicketsCountOnCreate(t *testing.T) {
 	e := limitedEnv(t, redistestEmbedded, "create=2/h,direct=1/h")
 	ticket := func(tok string, regions []string, party ...string) resp {
@@ -522,6 +523,15 @@ func TestTicketsCountOnCreate(t *testing.T) {
 	want(t, r, 201, "")
 	want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
 	want429(t, ticket(alice, []string{"eu"}), "RATE_LIMITED", "create.user", 2, 3600, 1800)
+
+	// bob's party ticket refused TICKET_ACTIVE hands back his one direct
+	// count: once his solo ticket is cancelled, it queues
+	bob, _ := e.guest("bob")
+	solo := ticket(bob, []string{"eu"})
+	want(t, solo, 201, "")
+	want(t, ticket(bob, []string{"eu"}, "made-up-4"), 409, "TICKET_ACTIVE")
+	want(t, e.do("DELETE", solo.header.Get("Location"), bob, nil), 204, "")
+	want(t, ticket(bob, []string{"eu"}, "made-up-4"), 201, "")
 }
 
 // wantRouteHeaders checks r carries one RateLimit-Policy and one RateLimit

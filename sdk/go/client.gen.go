@@ -1924,8 +1924,9 @@ type ClientInterface interface {
 	// before anything is joined or created (past either: 429
 	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 	// as for any request), and given back when it created nothing (it
-	// joined, or was refused with a 4xx). The answer's `RateLimit`
-	// headers are `join`'s.
+	// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+	// room gone before it could be read, keeps it). The answer's
+	// `RateLimit` headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -1974,8 +1975,9 @@ type ClientInterface interface {
 	// before anything is joined or created (past either: 429
 	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 	// as for any request), and given back when it created nothing (it
-	// joined, or was refused with a 4xx). The answer's `RateLimit`
-	// headers are `join`'s.
+	// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+	// room gone before it could be read, keeps it). The answer's
+	// `RateLimit` headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -2023,9 +2025,10 @@ type ClientInterface interface {
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
-	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-	// refused (a 4xx) gives its `create` count back; one queued keeps it,
-	// whether or not its match makes a room. The answer's `RateLimit`
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+	// valid (422) counts on neither; one refused once counted (a 4xx)
+	// gives its `create` and party `direct` counts back; one queued keeps
+	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
@@ -2117,9 +2120,10 @@ type ClientInterface interface {
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
-	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-	// refused (a 4xx) gives its `create` count back; one queued keeps it,
-	// whether or not its match makes a room. The answer's `RateLimit`
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+	// valid (422) counts on neither; one refused once counted (a 4xx)
+	// gives its `create` and party `direct` counts back; one queued keeps
+	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
@@ -3505,8 +3509,9 @@ func (c *APIClient) CreateLobbyStreamToken(ctx context.Context, reqEditors ...Re
 // before anything is joined or created (past either: 429
 // `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 // as for any request), and given back when it created nothing (it
-// joined, or was refused with a 4xx). The answer's `RateLimit`
-// headers are `join`'s.
+// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+// room gone before it could be read, keeps it). The answer's
+// `RateLimit` headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -3565,8 +3570,9 @@ func (c *APIClient) QuickJoinWithBody(ctx context.Context, params *QuickJoinPara
 // before anything is joined or created (past either: 429
 // `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 // as for any request), and given back when it created nothing (it
-// joined, or was refused with a 4xx). The answer's `RateLimit`
-// headers are `join`'s.
+// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+// room gone before it could be read, keeps it). The answer's
+// `RateLimit` headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -3624,9 +3630,10 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
-// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-// refused (a 4xx) gives its `create` count back; one queued keeps it,
-// whether or not its match makes a room. The answer's `RateLimit`
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+// valid (422) counts on neither; one refused once counted (a 4xx)
+// gives its `create` and party `direct` counts back; one queued keeps
+// them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
@@ -3728,9 +3735,10 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
-// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-// refused (a 4xx) gives its `create` count back; one queued keeps it,
-// whether or not its match makes a room. The answer's `RateLimit`
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+// valid (422) counts on neither; one refused once counted (a 4xx)
+// gives its `create` and party `direct` counts back; one queued keeps
+// them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
@@ -7342,8 +7350,9 @@ type ClientWithResponsesInterface interface {
 	// before anything is joined or created (past either: 429
 	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 	// as for any request), and given back when it created nothing (it
-	// joined, or was refused with a 4xx). The answer's `RateLimit`
-	// headers are `join`'s.
+	// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+	// room gone before it could be read, keeps it). The answer's
+	// `RateLimit` headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7392,8 +7401,9 @@ type ClientWithResponsesInterface interface {
 	// before anything is joined or created (past either: 429
 	// `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 	// as for any request), and given back when it created nothing (it
-	// joined, or was refused with a 4xx). The answer's `RateLimit`
-	// headers are `join`'s.
+	// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+	// room gone before it could be read, keeps it). The answer's
+	// `RateLimit` headers are `join`'s.
 	//
 	// Picking and joining are atomic per region: every joinable room of a
 	// (mode, region) sits in one index on one Redis node, a join re-checks
@@ -7441,9 +7451,10 @@ type ClientWithResponsesInterface interface {
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
-	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-	// refused (a 4xx) gives its `create` count back; one queued keeps it,
-	// whether or not its match makes a room. The answer's `RateLimit`
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+	// valid (422) counts on neither; one refused once counted (a 4xx)
+	// gives its `create` and party `direct` counts back; one queued keeps
+	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
@@ -7535,9 +7546,10 @@ type ClientWithResponsesInterface interface {
 	// A ticket counts on `join` and, as its match may make a room the
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
-	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-	// refused (a 4xx) gives its `create` count back; one queued keeps it,
-	// whether or not its match makes a room. The answer's `RateLimit`
+	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+	// valid (422) counts on neither; one refused once counted (a 4xx)
+	// gives its `create` and party `direct` counts back; one queued keeps
+	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
 	// One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
@@ -13510,8 +13522,9 @@ func (c *ClientWithResponses) CreateLobbyStreamTokenWithResponse(ctx context.Con
 // before anything is joined or created (past either: 429
 // `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 // as for any request), and given back when it created nothing (it
-// joined, or was refused with a 4xx). The answer's `RateLimit`
-// headers are `join`'s.
+// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+// room gone before it could be read, keeps it). The answer's
+// `RateLimit` headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -13566,8 +13579,9 @@ func (c *ClientWithResponses) QuickJoinWithBodyWithResponse(ctx context.Context,
 // before anything is joined or created (past either: 429
 // `RATE_LIMITED` naming it, nothing done, and the other's count kept,
 // as for any request), and given back when it created nothing (it
-// joined, or was refused with a 4xx). The answer's `RateLimit`
-// headers are `join`'s.
+// joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+// room gone before it could be read, keeps it). The answer's
+// `RateLimit` headers are `join`'s.
 //
 // Picking and joining are atomic per region: every joinable room of a
 // (mode, region) sits in one index on one Redis node, a join re-checks
@@ -13621,9 +13635,10 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
-// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-// refused (a 4xx) gives its `create` count back; one queued keeps it,
-// whether or not its match makes a room. The answer's `RateLimit`
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+// valid (422) counts on neither; one refused once counted (a 4xx)
+// gives its `create` and party `direct` counts back; one queued keeps
+// them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
@@ -13721,9 +13736,10 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // A ticket counts on `join` and, as its match may make a room the
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
-// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-// refused (a 4xx) gives its `create` count back; one queued keeps it,
-// whether or not its match makes a room. The answer's `RateLimit`
+// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+// valid (422) counts on neither; one refused once counted (a 4xx)
+// gives its `create` and party `direct` counts back; one queued keeps
+// them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //
 // One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a

@@ -90,7 +90,8 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 	// times drawn together, in order, into the 1.5 s before the last
 	e := open(t, b, rs)
 	entries, first, last := queueAtOnce(t, e, r, params)
-	if spread := last.Sub(first); spread >= 2*time.Second {
+	spread := last.Sub(first) // how long the creates took
+	if spread >= 2*time.Second {
 		for _, en := range entries {
 			at := last.Add(-time.Duration(float64(last.Sub(en.Created)) * float64(1500*time.Millisecond) / float64(spread)))
 			if err := e.tickets.SetCreated(ctx, mode, en.ID, at.UnixMilli()); err != nil {
@@ -114,7 +115,7 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 		now := last.Add(wait)
 		all, _ := matchmaking.GroupWithin(r, entries, now, matchmaking.PassBudget{Try: budget.Try, Work: 1 << 30})
 		if round > 0 && len(all) == 0 {
-			t.Fatalf("round %d can make no match (the creates took %s): the test checks nothing", round, last.Sub(first))
+			t.Fatalf("round %d can make no match (the creates took %s, ages %s apart): the test checks nothing", round, spread, last.Sub(first))
 		}
 		walked, _ := matchmaking.GroupWithin(r, entries, now, matchmaking.PassBudget{Try: 1, Work: 1 << 30})
 		searched += playersIn(all, entries) - playersIn(walked, entries)
@@ -184,7 +185,7 @@ func passMatchesReference(t *testing.T, b redistest.Backend, rs matchmaking.Rule
 	if r.TeamSize == 5 && searched <= 0 {
 		t.Fatalf("the search matched %d players more than the walk: the test checks little of it", searched)
 	}
-	t.Logf("%d players matched by the search beyond the walk, %d passes cut; the creates took %s", searched, cuts, last.Sub(first))
+	t.Logf("%d players matched by the search beyond the walk, %d passes cut; the creates took %s", searched, cuts, spread)
 }
 
 // queueAtOnce queues a ticket of each params (the i-th of user "u<i>"),

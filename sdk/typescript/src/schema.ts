@@ -606,8 +606,9 @@ export interface paths {
          *     before anything is joined or created (past either: 429
          *     `RATE_LIMITED` naming it, nothing done, and the other's count kept,
          *     as for any request), and given back when it created nothing (it
-         *     joined, or was refused with a 4xx). The answer's `RateLimit`
-         *     headers are `join`'s.
+         *     joined, or was refused with a 4xx; a 404 `ROOM_NOT_FOUND`, its
+         *     room gone before it could be read, keeps it). The answer's
+         *     `RateLimit` headers are `join`'s.
          *
          *     Picking and joining are atomic per region: every joinable room of a
          *     (mode, region) sits in one index on one Redis node, a join re-checks
@@ -666,9 +667,10 @@ export interface paths {
          *     A ticket counts on `join` and, as its match may make a room the
          *     caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
          *     burst 10, per user; 120 a minute, burst 60, per address; past it:
-         *     429 `RATE_LIMITED` naming `create`, nothing queued). A ticket
-         *     refused (a 4xx) gives its `create` count back; one queued keeps it,
-         *     whether or not its match makes a room. The answer's `RateLimit`
+         *     429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
+         *     valid (422) counts on neither; one refused once counted (a 4xx)
+         *     gives its `create` and party `direct` counts back; one queued keeps
+         *     them, whether or not its match makes a room. The answer's `RateLimit`
          *     headers are `join`'s.
          *
          *     One active ticket per user: 409 `TICKET_ACTIVE` when the caller or a
