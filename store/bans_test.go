@@ -390,12 +390,7 @@ func TestMatchRoomRetryAfterABan(t *testing.T) {
 	dave := rooms.User{ID: "u-dave", Name: "dave"}
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		m := matchmaking.Match{ID: "m-ban-retry", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
-			{Users: []string{alice.ID}}, {Users: []string{bob.ID, dave.ID}}, {Users: []string{carol.ID}}}}
-		id, err := s.OpenMatchRoom(ctx, m, 4, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, id := partyMatchRoom(t, s, "m-ban-retry", dave)
 		if err := s.Ban(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
 			t.Fatal(err)
 		}
@@ -457,6 +452,19 @@ func TestMatchRoomRetryAfterABan(t *testing.T) {
 	})
 }
 
+// partyMatchRoom opens the room of match id: alice's ticket, bob's party
+// with member, and carol's, the seats held a minute.
+func partyMatchRoom(t *testing.T, s *store.Store, id string, member rooms.User) (matchmaking.Match, string) {
+	t.Helper()
+	m := matchmaking.Match{ID: id, Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
+		{Users: []string{alice.ID}}, {Users: []string{bob.ID, member.ID}}, {Users: []string{carol.ID}}}}
+	room, err := s.OpenMatchRoom(context.Background(), m, 4, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, room
+}
+
 // A match room's retry (a completion that died) treats a user the room
 // kicked since as one it banned: their ticket is refused whole, and the
 // seats of its other users are not held again; a kicked user who came back
@@ -465,12 +473,7 @@ func TestMatchRoomRetryAfterAKick(t *testing.T) {
 	dave := rooms.User{ID: "u-dave", Name: "dave"}
 	eachBackend(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
-		m := matchmaking.Match{ID: "m-kick-retry", Mode: "duel", Region: "eu", Tickets: []matchmaking.MatchedTicket{
-			{Users: []string{alice.ID}}, {Users: []string{bob.ID, dave.ID}}, {Users: []string{carol.ID}}}}
-		id, err := s.OpenMatchRoom(ctx, m, 4, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, id := partyMatchRoom(t, s, "m-kick-retry", dave)
 		if err := s.Kick(ctx, alice, id, mustJoin(t, s, bob, id).PlayerID); err != nil {
 			t.Fatal(err)
 		}

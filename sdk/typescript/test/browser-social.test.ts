@@ -74,8 +74,6 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
     await ned.page.waitForURL(new RegExp(`room\\.html\\?id=${roomId}`));
     await row(ned, "ned").waitFor();
     await row(moe, "ned").waitFor();
-    assert.deepEqual(moe.problems, []);
-    assert.deepEqual(ned.problems, []);
     clean(moe, ned);
   });
 
@@ -101,8 +99,6 @@ describe("the demo in a browser: friends, invites, matchmaking, errors", () => {
     assert.equal(new URL(ola.page.url()).searchParams.get("id"), new URL(pia.page.url()).searchParams.get("id"), "one room");
     await row(ola, "pia").waitFor();
     await row(pia, "ola").waitFor();
-    assert.deepEqual(ola.problems, []);
-    assert.deepEqual(pia.problems, []);
     clean(ola, pia);
   });
 
