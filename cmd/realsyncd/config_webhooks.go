@@ -164,7 +164,13 @@ func runWebhooks(ctx context.Context, w webhookSettings, st *store.Store, dl *we
 	cfg.BackoffBase, cfg.BackoffMax = w.WebhookBackoffBase, w.WebhookBackoffMax
 	cfg.ClaimIdle, cfg.ShutdownWait = webhookClaimFactor*w.WebhookTimeout, w.WebhookTimeout
 	cfg.Send = func(ctx context.Context, d webhooks.Delivery) error {
-		return sender.Send(ctx, webhook.Delivery(d))
+		err := sender.Send(ctx, webhook.Delivery(d))
+		if err != nil && ctx.Err() == nil {
+			// debug: an endpoint that is down fails every try (the
+			// metrics count them, a dead letter keeps the last error)
+			log.Debug("webhook try failed", "endpoint", d.Endpoint, "webhook_id", d.MessageID, "retry", d.RetryCount, "err", err)
+		}
+		return err
 	}
 	d, err := webhooks.New(st.Base(), cfg)
 	if err != nil {
