@@ -47,11 +47,12 @@ type Observer interface {
 	// PassCut counts a pass of mode, this instance's, cut by its budget
 	// (PassBudget.Work): the next pass goes on from there.
 	PassCut(mode string)
-	// CommitNotReplicated counts a commit of a match of mode that the
-	// replicas asked for did not acknowledge in time
-	// (ErrCommitNotReplicated): held (told false: its users are told by
-	// a later repair), or told all the same (the replicas short for too
-	// long).
+	// CommitNotReplicated counts a commit of a match of mode, or a
+	// user's notice of it (Notifier), that the replicas asked for did not
+	// acknowledge in time (ErrCommitNotReplicated): held (told false: a
+	// later repair tells its users, or tells that user again), or told
+	// all the same (the replicas short for too long: ErrToldUnreplicated
+	// for a notice).
 	CommitNotReplicated(mode string, told bool)
 }
 
@@ -863,7 +864,10 @@ func concurrently[T any](items []T, limit int, f func(T) error) []error {
 // the match, its banned user unable to join: sent back, the room's member
 // would be matched again, in two matches. A committed match stands
 // whatever its room became (locked, full, closed, banning some of its
-// users): some of its users may have been told of it.
+// users): some of its users may have been told of it. A notice short of
+// its replicas (Notifier: ErrCommitNotReplicated) holds a committed match
+// as a commit short of them holds one: the tickets do not record the
+// room, and a repair tells again.
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
 	_, err := m.complete(ctx, match, r, true)
 	return err
@@ -887,10 +891,29 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 				Mode: match.Mode, Region: match.Region, Team: t.Team}})
 		}
 	}
-	if errs := concurrently(notices, completeConcurrency, func(n userNotice) error {
+	// a notice short of its replicas holds the match (not assigned: a
+	// repair tells again and waits again), unless they have been short
+	// for too long (told all the same)
+	var held error
+	for _, err := range concurrently(notices, completeConcurrency, func(n userNotice) error {
 		return m.cfg.Notifier.MatchFound(ctx, n.uid, n.e)
-	}); len(errs) > 0 {
-		return false, errs[0] // one is enough: the rest failed alike (Redis)
+	}) {
+		anyway := errors.Is(err, ErrToldUnreplicated)
+		if anyway || errors.Is(err, ErrCommitNotReplicated) {
+			if m.cfg.Observer != nil {
+				m.cfg.Observer.CommitNotReplicated(match.Mode, anyway)
+			}
+			if anyway {
+				m.warnUnreplicated(match.Mode, err)
+				continue
+			}
+		}
+		if held == nil {
+			held = err // one is enough: the rest failed alike (Redis), or are held alike
+		}
+	}
+	if held != nil {
+		return false, held
 	}
 	return m.cfg.Queue.Assign(ctx, match, room)
 }

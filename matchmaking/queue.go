@@ -37,6 +37,11 @@ var (
 	// again; with ok true the replicas have been short for long enough
 	// that the match is told all the same (never an answer of the API).
 	ErrCommitNotReplicated = errors.New("the match's commit is not on the replicas asked for")
+	// ErrToldUnreplicated: Notifier.MatchFound told the user, but its
+	// write is on the master of the user's slot alone, whose replicas
+	// have been short for long enough that it stands all the same (never
+	// an answer of the API).
+	ErrToldUnreplicated = errors.New("the match was told without its replicas' acknowledgement")
 )
 
 // GroupKey is what a pass groups a ticket by, as the store keeps it.
@@ -198,6 +203,11 @@ type Queue interface {
 // instance paused past its lease, or repeating one that died having told
 // some users), so a call for a user and e.MatchID already told sends
 // nothing and returns nil (the store's: within rooms.MessageKeyWindow).
+// As a commit, a notice may wait for the replicas of its user's Redis
+// master (the store's, Durability): short of them it returns
+// ErrCommitNotReplicated (held: the completion records nothing, and a
+// repair tells the user again and waits again), or ErrToldUnreplicated
+// (told all the same: the replicas short for too long).
 type Notifier interface {
 	MatchFound(ctx context.Context, uid string, e MatchFound) error
 }

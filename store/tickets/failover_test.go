@@ -2,7 +2,9 @@ package tickets_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -279,9 +281,22 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// users whose logs are on master too: their match_found waits for
+	// its replica as the commits do (those of the other two masters'
+	// users would be held for their masters' cut replication and refused
+	// WAIT: Hold is an hour now)
 	var users []string
-	for i := range 20 {
-		users = append(users, fmt.Sprintf("u%d", i))
+	for i := 0; len(users) < 20; i++ {
+		u := fmt.Sprintf("u%d", i)
+		slot, err := c.Slot(ctx, e.rooms.UserLogs().KeysOf(u).Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, _, err := c.Shard(ctx, slot); err != nil {
+			t.Fatal(err)
+		} else if m.Addr == master.Addr {
+			users = append(users, u)
+		}
 	}
 	queue(users...)
 	if err := redistest.CutReplication(ctx, master); err != nil {
@@ -398,6 +413,165 @@ func TestCommitAgainWritesTheRecord(t *testing.T) {
 		}
 		if n := srv.CallsOf(t, "hset") - before; n != 1 {
 			t.Fatalf("commit %d wrote the pending record %d times, want 1", i+1, n)
+		}
+	}
+}
+
+// A user's match_found waits for the replica of the user's Redis master
+// as the match's commit does. With that master's replication cut, a
+// match is committed (its mode's master in sync) and its users' notices
+// come back short: the match is held, the event published and logged on
+// the master alone, the tickets not assigned. The master dies and its
+// replica, without the event, takes over: a repair tells the users
+// again, and each user's log on the new master then holds the match's
+// match_found once. Without the wait the tickets were assigned at once
+// and the promoted replica's logs had no match_found: the users' streams
+// never got it, nor would a resume. A repair before the failover waits
+// again and holds the match again (its send, the key known, logs
+// nothing). With the slot short for Hold (0 here), a notice is told all
+// the same, and counted so.
+func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Cluster of its own")
+	}
+	c, err := redistest.StartClusterWithReplicas(3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := t.Context()
+	if err := c.WaitSlotsListReplicas(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{}, mustRules(t, "modes:\n  duel: {}\n"))
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
+	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+	short := &shortCommits{Observer: nopObserver{}, n: map[string]int{}, told: map[string]int{}}
+	cfg := e.cfg
+	cfg.Observer = short
+	a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: "a",
+		LeaseTTL: 2 * time.Second, RepairAfter: 100 * time.Millisecond})
+	modeMaster, _, err := c.ReplicatedShard(ctx, e.tickets.PendingKey("duel"), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// four users whose logs are on one master, not the mode's
+	logs := e.rooms.UserLogs()
+	var users []string
+	var master, replica *redistest.Server
+	for i := 0; len(users) < 4; i++ {
+		u := fmt.Sprintf("u%d", i)
+		m, r, err := c.ReplicatedShard(ctx, logs.KeysOf(u).Log, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Addr != modeMaster.Addr && (master == nil || m.Addr == master.Addr) {
+			master, replica, users = m, r, append(users, u)
+		}
+	}
+	ids := map[string]string{}
+	queue := func(users ...string) {
+		t.Helper()
+		for _, u := range users {
+			tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[u] = tk.ID
+		}
+	}
+	assigned := func(uid string) bool {
+		tk, err := e.svc.Get(ctx, player(uid), ids[uid])
+		return err == nil && tk.Status == matchmaking.Matched && tk.RoomID != ""
+	}
+	// found counts the match_found events of uid's log on s, by match id
+	found := func(s *redistest.Server, uid string) map[string]int {
+		t.Helper()
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr, // a replica's too
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }})
+		defer cl.Close()
+		entries, err := cl.XRange(ctx, logs.KeysOf(uid).Log, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, en := range entries {
+			var ev struct{ Type, MatchID string }
+			d, _ := en.Values["d"].(string)
+			if json.Unmarshal([]byte(d), &ev) == nil && ev.Type == "match_found" {
+				out[ev.MatchID]++
+			}
+		}
+		return out
+	}
+	// the mode listed on every replica: the list may be on master, whose
+	// writes from the cut on are lost (a ticket's create lists it again)
+	if err := e.tickets.Touch(ctx, "duel", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := redistest.CutReplication(ctx, master); err != nil {
+		t.Fatal(err)
+	}
+	// short for Hold (0): told all the same
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: 0})
+	queue(users[2:]...)
+	a.Round(ctx)
+	short.mu.Lock()
+	toldAnyway := short.told["duel"]
+	short.mu.Unlock()
+	for _, u := range users[2:] {
+		if !assigned(u) || len(found(master, u)) != 1 || toldAnyway != 2 {
+			t.Fatalf("%s, its master's replicas short for Hold: assigned %v, match_found on the master %v, %d notices told all the same; want assigned, logged, 2",
+				u, assigned(u), found(master, u), toldAnyway)
+		}
+	}
+
+	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
+	users = users[:2]
+	queue(users...)
+	// held, and held again by a repair (its send logging nothing)
+	for range 2 {
+		a.Round(ctx)
+		for _, u := range users {
+			if assigned(u) || len(found(master, u)) != 1 || len(found(replica, u)) != 0 {
+				t.Fatalf("%s with its master's replica cut: assigned %v, match_found on the master %v and on the replica %v; want held, logged once on the master alone",
+					u, assigned(u), found(master, u), found(replica, u))
+			}
+		}
+		time.Sleep(150 * time.Millisecond) // past RepairAfter
+	}
+	if held := short.of("duel") - toldAnyway; held < 4 {
+		t.Fatalf("%d notices reported held, want 4 (2 users, twice)", held)
+	}
+
+	master.Kill()
+	if _, err := redistest.WaitMaster(replica, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); slices.ContainsFunc(users, func(u string) bool { return !assigned(u) }); {
+		if time.Now().After(deadline) {
+			t.Fatalf("tickets not assigned within 30 s of the promotion (told: %v)", rec.got)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		a.Round(rctx)
+		cancel()
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, u := range users {
+		rec.mu.Lock()
+		told := maps.Clone(rec.got[u])
+		rec.mu.Unlock()
+		got := found(replica, u)
+		if len(told) != 1 || len(got) != 1 {
+			t.Fatalf("%s: told of %v, its log on the new master holds match_found of %v; want one match, once", u, told, got)
+		}
+		for id, n := range got {
+			if _, ok := told[id]; !ok || n != 1 {
+				t.Fatalf("%s: its log on the new master holds match_found of %v, told of %v; want that match once", u, got, told)
+			}
 		}
 	}
 }

@@ -95,9 +95,10 @@ type Store struct {
 	// waiting bounds the commits waiting for replicas at once (commitWaits)
 	waiting *semaphore.Weighted
 	mu      sync.Mutex
-	// short is, for each slot (of a mode's pending matches) whose commits
-	// came back short of their replicas since the last one acknowledged,
-	// on which master and since when (Durability)
+	// short is, for each slot (of a mode's pending matches, of a user's
+	// log) whose writes (commits, match_found) came back short of their
+	// replicas since the last one acknowledged, on which master and since
+	// when (Durability)
 	short map[int]shortSlot
 }
 
@@ -113,11 +114,12 @@ type shortSlot struct {
 	since, full time.Time
 }
 
-// commitWaits bounds the commits of an instance waiting for replicas at
-// once (Durability): each holds a pooled connection of its master, which
-// the requests share, while it waits, up to REALSYNC_MATCH_COMMIT_WAIT
-// when a replica does not acknowledge, and the matcher completes up to 64
-// matches at once. With replicas in sync a wait is a round trip.
+// commitWaits bounds the writes of an instance waiting for replicas at
+// once (Durability: commits and match_found): each holds a pooled
+// connection of its master, which the requests share, while it waits, up
+// to REALSYNC_MATCH_COMMIT_WAIT when a replica does not acknowledge, and
+// the matcher completes up to 64 matches at once. With replicas in sync a
+// wait is a round trip.
 const commitWaits = 4
 
 // Durability is what a match's commit waits for before any of its users
@@ -130,13 +132,17 @@ const commitWaits = 4
 // match, its tickets go back to the queue and are matched again, and
 // users told of the first match are told of a second (docs/OPERATIONS.md,
 // "What Redis Cluster can lose"). Replicas 0, or no Cluster: not waited
-// for.
+// for. Each user's match_found waits alike for the replicas of the
+// user's master (MatchFound): short of them the match is held after its
+// commit, its tickets not assigned, and a repair tells the user again
+// (sent once: the log that kept it logs nothing) and waits again; a
+// failover that lost the event has it logged on the new master.
 //
-// A slot whose commits came back short waits only a look (commitLook)
+// A slot whose writes came back short waits only a look (commitLook)
 // for the next ones, but for one a second that waits the whole Wait,
-// until one is acknowledged; once its commits have been short for Hold
-// (on the same master), they are told all the same (ok, with
-// ErrCommitNotReplicated): a replica that is listed but never catches up
+// until one is acknowledged; once its writes have been short for Hold
+// (on the same master), they are told all the same (a commit ok, with
+// ErrCommitNotReplicated; a notice ErrToldUnreplicated): a replica that is listed but never catches up
 // (a resynchronization that fails, a replication link refused) holds
 // matches back for Hold at most, not until an operator comes.
 type Durability struct {
@@ -475,16 +481,35 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 }
 
 // Commit implements matchmaking.Queue with one script, then waits for
-// the replicas Durability asks for (redisx.RunReplicated), commitWaits
-// commits at once: short of them, it holds the match (false,
-// ErrCommitNotReplicated), but for a slot whose commits have been short
-// for Durability.Hold (true, and the error).
+// the replicas Durability asks for (durably): short of them, it holds
+// the match (false, ErrCommitNotReplicated), but for a slot whose writes
+// have been short for Durability.Hold (true, and the error).
 func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
-	key := s.pending(m.Mode)
-	slot := layout.Slot(key)
+	res, anyway, err := s.durably(ctx, commitCall{pending: s.pending(m.Mode), match: m.ID, room: roomID, ids: ticketIDs(m)},
+		func(res any) bool { st, _, _ := status(res, nil); return st == "OK" })
+	if lack := (*redisx.ShortOfReplicasError)(nil); errors.As(err, &lack) {
+		return anyway, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+	}
+	st, _, err := status(res, err)
+	return st == "OK", err
+}
+
+// durably runs call on the master of its first key's slot, then waits
+// for the replicas Durability asks for (redisx.RunReplicated), at most
+// commitWaits calls of s at once. wrote says from the reply whether the
+// call wrote what is waited for: only then does an acknowledgement end
+// the slot's shortness, and does a wait short of the replicas count
+// (*redisx.ShortOfReplicasError; else the reply and no error). A slot
+// whose writes came back short waits only a look (commitLook), but for
+// one a second that waits the whole Wait, until one is acknowledged;
+// anyway is true once its writes have been short for Hold on the same
+// master: the caller acts on them all the same.
+func (s *Store) durably(ctx context.Context, call redisx.Call, wrote func(reply any) bool) (reply any, anyway bool, err error) {
+	keys, _ := call.KeysArgs()
+	slot := layout.Slot(keys[0])
 	if s.commit.Replicas > 0 && s.b.Replicas != nil {
 		if err := s.waiting.Acquire(ctx, 1); err != nil {
-			return false, redisx.Wrap(redisx.GaveUp(err))
+			return nil, false, redisx.Wrap(redisx.GaveUp(err))
 		}
 		defer s.waiting.Release(1)
 	}
@@ -498,20 +523,18 @@ func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) 
 		s.short[slot] = st
 	}
 	s.mu.Unlock()
-	res, acked, err := s.b.RunReplicated(ctx, commitCall{pending: key, match: m.ID, room: roomID, ids: ticketIDs(m)},
-		s.commit.Replicas, wait)
+	reply, acked, err := s.b.RunReplicated(ctx, call, s.commit.Replicas, wait)
 	var lack *redisx.ShortOfReplicasError
 	if !errors.As(err, &lack) {
-		st, _, err := status(res, err)
-		if err == nil && st == "OK" && acked {
+		if err == nil && acked && wrote(reply) {
 			s.mu.Lock()
 			delete(s.short, slot)
 			s.mu.Unlock()
 		}
-		return st == "OK", err
+		return reply, false, err
 	}
-	if st, _, _ := status(res, nil); st != "OK" {
-		return false, nil // nothing committed: nothing to wait for
+	if !wrote(reply) {
+		return reply, false, nil // nothing written: nothing to wait for
 	}
 	now = time.Now()
 	s.mu.Lock()
@@ -521,7 +544,7 @@ func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) 
 		s.short[slot] = st
 	}
 	s.mu.Unlock()
-	return now.Sub(st.since) >= s.commit.Hold, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+	return reply, now.Sub(st.since) >= s.commit.Hold, err
 }
 
 // ticketIDs is the ids of m's tickets.
@@ -668,13 +691,34 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 // whose first completion told the user (or is telling them: the script
 // is atomic) logs nothing again. Past that window, or once the user's log
 // forgot the key among as many newer ones, a repeat is sent again.
+//
+// The send waits for the replicas of the user's master as a commit does
+// (Durability, durably): short of them it returns
+// matchmaking.ErrCommitNotReplicated (the event stands on the master
+// alone, published already: a repair sends it again, which logs nothing
+// when the master kept it, and waits again), or, for a slot whose writes
+// have been short for Hold, matchmaking.ErrToldUnreplicated.
 func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
 	now := time.Now()
-	_, _, err := s.logs.SendEventOnce(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
+	var short error
+	_, _, err := s.logs.SendEventOnceBy(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
 		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team},
 		userlog.Once{Key: matchFoundKey(e.MatchID), Digest: "match_found", AtMs: now.UnixMilli(),
-			Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept})
-	return err
+			Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept},
+		func(ctx context.Context, call redisx.Call) (any, error) {
+			reply, anyway, err := s.durably(ctx, call, func(any) bool { return true }) // a send writes, known key or not
+			if lack := (*redisx.ShortOfReplicasError)(nil); !errors.As(err, &lack) {
+				return reply, redisx.Wrap(err)
+			} else if !anyway {
+				return nil, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+			}
+			short = fmt.Errorf("%w: %w", matchmaking.ErrToldUnreplicated, err)
+			return reply, nil
+		})
+	if err != nil {
+		return err
+	}
+	return short
 }
 
 // matchFoundKey is the key a user's log remembers match id's match_found

@@ -237,6 +237,20 @@ func TestSendEventOnce(t *testing.T) {
 			if err != nil || seq != 1 || at != 1000 {
 				t.Fatalf("first send: seq %d at %d, %v", seq, at, err)
 			}
+			// a known key's send writes all the same, the key sets'
+			// expiry renewed: a WAIT after it (match_found's) waits for
+			// the first send's write too
+			for _, key := range []string{k.Seen, k.SeenAt} {
+				c.PExpire(ctx, key, time.Minute)
+			}
+			if seq, _, err := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 1500)); err != nil || seq != 1 {
+				t.Fatalf("the first send again: seq %d, %v", seq, err)
+			}
+			for _, key := range []string{k.Seen, k.SeenAt} {
+				if ttl := c.PTTL(ctx, key).Val(); ttl <= time.Minute {
+					t.Errorf("%s expires in %v after a known key's send, want renewed to %v", key, ttl, rooms.MessageKeyWindow)
+				}
+			}
 			for _, tc := range []struct {
 				name    string
 				o       userlog.Once

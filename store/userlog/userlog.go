@@ -217,19 +217,34 @@ func (l *Log) Send(ctx context.Context, uid string, event []byte) (int64, error)
 }
 
 func (l *Log) send(ctx context.Context, uid string, event []byte, ref string) (int64, error) {
-	seq, _, err := l.sendOnce(ctx, uid, event, ref, Once{})
+	seq, _, err := l.sendOnce(ctx, uid, event, ref, Once{}, nil)
 	return seq, err
 }
 
-// sendOnce runs user_send; returns the event's seq and the send's time
-// (ms: once.AtMs, or the first send's when once.Key was known, and then
-// the first's seq). Errors: rooms.ErrKeyReused, the store's.
-func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string, once Once) (int64, int64, error) {
-	res, err := l.b.Runner.Run(ctx, SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen,
-		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event, Ref: ref, Once: once}).Slice()
-	if err != nil {
-		return 0, 0, redisx.Wrap(err)
+// Run runs a call of the log's and returns its reply: a caller's own way
+// (tickets' match_found waits for replicas), where Runner.Run's will not do.
+type Run func(ctx context.Context, c redisx.Call) (any, error)
+
+// sendOnce runs user_send, with run (nil: Runner.Run, its errors
+// redisx.Wrap'd; run's are returned as they are); returns the event's seq
+// and the send's time (ms: once.AtMs, or the first send's when once.Key
+// was known, and then the first's seq). Errors: rooms.ErrKeyReused, the
+// store's.
+func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string, once Once, run Run) (int64, int64, error) {
+	call := SendCall{K: l.KeysOf(uid), PubCmd: l.b.PubCmd, MaxLen: l.cfg.MaxLen,
+		TTL: l.cfg.TTL, Tag: l.newTag(), Event: event, Ref: ref, Once: once}
+	var reply any
+	var err error
+	if run == nil {
+		reply, err = l.b.Runner.Run(ctx, call).Result()
+		err = redisx.Wrap(err)
+	} else {
+		reply, err = run(ctx, call)
 	}
+	if err != nil {
+		return 0, 0, err
+	}
+	res, _ := reply.([]any)
 	if len(res) == 1 && res[0] == "KEY_REUSED" {
 		return 0, 0, rooms.ErrKeyReused
 	}
@@ -262,6 +277,15 @@ func (l *Log) SendEvent(ctx context.Context, uid string, ev any) (int64, error) 
 // first send's seq and time (ms) are returned, or rooms.ErrKeyReused when
 // its digest differs; else the event is sent and once.AtMs returned.
 func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) (int64, int64, error) {
+	return l.SendEventOnceBy(ctx, uid, ev, once, nil)
+}
+
+// SendEventOnceBy is SendEventOnce with run running the script's call
+// (nil: as SendEventOnce); run's errors are returned as they are. A send
+// whose key the inbox remembers writes all the same (it renews the key
+// sets' expiry): a run that waits for replicas (WAIT) after it waits for
+// the first send's write too.
+func (l *Log) SendEventOnceBy(ctx context.Context, uid string, ev any, once Once, run Run) (int64, int64, error) {
 	b, err := jsonout.Marshal(ev)
 	if err != nil {
 		return 0, 0, err
@@ -270,7 +294,7 @@ func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) 
 	if i < 0 {
 		return 0, 0, fmt.Errorf("userlog: %T has no seq 0", ev)
 	}
-	return l.sendOnce(ctx, uid, append(b[:i], b[i+len(seqZero):]...), "", once)
+	return l.sendOnce(ctx, uid, append(b[:i], b[i+len(seqZero):]...), "", once, run)
 }
 
 // userIDEmpty is how a logged event's header marshals an empty UserID.
