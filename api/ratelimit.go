@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -194,11 +195,11 @@ func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
 	case "messages", "patches":
 		// as the handler reads them: decoded (another spelling of the same
 		// id, %61 for a, is the same room or inbox)
-		subject := pathParam(r, "roomId")
-		if subject == "" { // a direct message: the recipient's inbox ("@" starts no room id)
-			subject = "@" + pathParam(r, "userId")
+		if to := pathParam(r, "userId"); to != "" && pathParam(r, "roomId") == "" {
+			checks = append(checks, s.inboxCheck(r, to)) // a direct message
+			break
 		}
-		checks = append(checks, limits.Check{Name: extra, Scope: limits.Room, Subject: subject,
+		checks = append(checks, limits.Check{Name: extra, Scope: limits.Room, Subject: pathParam(r, "roomId"),
 			Member: user, Limit: s.limits.set.Get(extra, limits.Room)})
 	}
 	if user != "" {
@@ -347,6 +348,10 @@ func codeOf(c limits.Check) error {
 
 func refusal(c limits.Check) string {
 	switch {
+	case c.Scope == limits.Room && strings.HasPrefix(c.Subject, "@"):
+		return "too many messages, invites and party tickets to this user (a sender may use half of their rate)"
+	case c.Scope == limits.Room && strings.HasPrefix(c.Subject, "&"):
+		return "too many messages, invites and party tickets to this user from the users they follow (a sender may use half of that rate)"
 	case c.Scope == limits.Room:
 		return "too many " + c.Name + " in this room (a member may use half of the room's rate)"
 	case c.Name == "opens":
@@ -456,7 +461,7 @@ func (s *Server) limitParty(w http.ResponseWriter, r *http.Request, members []st
 	kept := keepRateLimitHeaders(w.Header())
 	var taken []limits.Check
 	for i, m := range members {
-		checks := []limits.Check{{Name: "messages", Scope: limits.Room, Subject: "@" + m, Member: u.ID, Limit: s.limits.set.Get("messages", limits.Room)}}
+		checks := []limits.Check{s.inboxCheck(r, m)}
 		if i < counted {
 			checks = append(checks, direct...)
 		}
@@ -540,6 +545,26 @@ func keepRateLimitHeaders(h http.Header) (restore func()) {
 	}
 }
 
+// inboxCheck is the count a direct message, an invite or a party ticket
+// of the caller's takes on the inbox of user to, counted as a room on the
+// messages limit, each sender at most half: the inbox of the senders to
+// follows ("&" + to) when to follows the caller, else the inbox of the
+// others ("@" + to; neither character starts a room id). So strangers
+// flooding a user leave the rate of the users they follow whole. One
+// SISMEMBER in to's slot, made only when the limit is on; a failed
+// lookup counts on the others' inbox.
+func (s *Server) inboxCheck(r *http.Request, to string) limits.Check {
+	from := userFrom(r.Context()).ID
+	c := limits.Check{Name: "messages", Scope: limits.Room, Subject: "@" + to, Member: from, Limit: s.limits.set.Get("messages", limits.Room)}
+	if c.Limit.Zero() || from == "" || s.players == nil {
+		return c
+	}
+	if ok, err := s.players.Follows(r.Context(), to, from); err == nil && ok {
+		c.Subject = "&" + to
+	}
+	return c
+}
+
 // limitInbox counts an invite on its recipient's inbox too (the route's
 // extra limit counted it on the room: the recipient is in the body, which
 // the middleware does not read), as a direct message to them is: false
@@ -548,8 +573,7 @@ func (s *Server) limitInbox(w http.ResponseWriter, r *http.Request, to string) b
 	if !s.limits.on() {
 		return true
 	}
-	c := limits.Check{Name: "messages", Scope: limits.Room, Subject: "@" + to, Member: userFrom(r.Context()).ID,
-		Limit: s.limits.set.Get("messages", limits.Room)}
+	c := s.inboxCheck(r, to)
 	if c.Limit.Zero() {
 		return true
 	}

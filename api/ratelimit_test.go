@@ -158,6 +158,50 @@ func TestDirectMessageRateLimit(t *testing.T) {
 	}
 }
 
+// A user's inbox keeps a share for the users they follow: strangers who
+// used up the inbox's rate (4 an hour here, 2 from one sender) leave it
+// whole for them, messages, invites and party tickets alike, each
+// followed sender at most half of it too. Unfollowed, a sender counts
+// with the strangers again. (Before, 20 accounts on each of 3 addresses
+// kept a friend's messages refused half the time.)
+func TestInboxKeepsAShareForFollowedSenders(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := limitedEnv(t, b, "messages=4/h")
+			bob, bobID := e.guest("bob")
+			carol, carolID := e.guest("carol")
+			dan, danID := e.guest("dan")
+			want(t, e.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID, danID}}), 200, "")
+			msg := map[string]any{"type": "chat", "data": "hi"}
+			for _, name := range []string{"mallory", "trudy"} {
+				tok, _ := e.guest(name)
+				for range 2 {
+					want(t, e.do("POST", "/v1/users/"+bobID+"/messages", tok, msg), 202, "")
+				}
+			}
+			eve, _ := e.guest("eve")
+			r := e.do("POST", "/v1/users/"+bobID+"/messages", eve, msg)
+			want429(t, r, "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			if d, _ := r.body["detail"].(string); !strings.Contains(d, "to this user (a sender") {
+				t.Fatalf("a stranger refused: %q, want it to name the user's inbox", d)
+			}
+			// carol, followed: a message and an invite; dan, followed: a party ticket
+			want(t, e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg), 202, "")
+			room := e.create(carol, arena)["id"].(string)
+			want(t, e.do("POST", "/v1/rooms/"+room+"/invites", carol, map[string]any{"userId": bobID}), 202, "")
+			r = e.do("POST", "/v1/users/"+bobID+"/messages", carol, msg)
+			want429(t, r, "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+			if d, _ := r.body["detail"].(string); !strings.Contains(d, "from the users they follow") {
+				t.Fatalf("a followed sender past half the share: %q, want it to name the share", d)
+			}
+			want(t, e.do("POST", "/v1/matchmaking/tickets", dan, map[string]any{"mode": "duel", "regions": []string{"eu"}, "partyUserIds": []string{bobID}}), 201, "")
+			// unfollowed, dan counts with the strangers: refused
+			want(t, e.do("PUT", "/v1/me/following", bob, map[string]any{"userIds": []string{carolID}}), 200, "")
+			want429(t, e.do("POST", "/v1/users/"+bobID+"/messages", dan, msg), "ROOM_RATE_LIMITED", "messages.room", 4, 3600, 1800)
+		})
+	}
+}
+
 // Direct messages and invites are counted on the sender's own "direct"
 // limit, a chat's pace: what they send stays in other users' personal
 // logs for REALSYNC_OFFLINE_TTL whether read or not, so the sender's

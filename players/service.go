@@ -17,6 +17,8 @@ type Store interface {
 	// SetFollowing replaces the users user follows and tells user's
 	// personal streams on every instance.
 	SetFollowing(ctx context.Context, user string, ids []string) error
+	// Follows says whether user follows other.
+	Follows(ctx context.Context, user, other string) (bool, error)
 }
 
 // Service checks and serves the presence routes.
@@ -32,6 +34,13 @@ func (s *Service) Presence(ctx context.Context, ids []string) ([]Status, error) 
 		return nil, err
 	}
 	return s.store.Statuses(ctx, ids)
+}
+
+// Follows says whether user follows other: an inbox keeps a share of its
+// rate for the senders its user follows (the API's limits). Errors:
+// rooms.ErrUnavailable.
+func (s *Service) Follows(ctx context.Context, user, other string) (bool, error) {
+	return s.store.Follows(ctx, user, other)
 }
 
 // SetFollowing makes player u follow ids (0..MaxFollowing distinct ones,

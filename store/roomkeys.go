@@ -1,8 +1,6 @@
 package store
 
 import (
-	"strings"
-
 	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 )
@@ -29,10 +27,11 @@ func (s *Store) RoomKeys(id string) []string {
 // slot; false for an id the deployment never issued.
 //
 // An id "@<userId>" is a user's inbox (the direct messages' rate limit,
-// counted like a room's): its tag is the user's slot.
+// counted like a room's), "&<userId>" its share for the users the user
+// follows: their tag is the user's slot.
 func (s *Store) RoomTag(id string) (string, bool) {
-	if uid, ok := strings.CutPrefix(id, "@"); ok && uid != "" {
-		return s.keys.Tag(redisx.UserShard(uid, s.shards)), true
+	if len(id) > 1 && (id[0] == '@' || id[0] == '&') {
+		return s.keys.Tag(redisx.UserShard(id[1:], s.shards)), true
 	}
 	shard, ok := layout.RoomShard(id, s.shards)
 	if !ok {

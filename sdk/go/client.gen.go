@@ -2016,7 +2016,8 @@ type ClientInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// member's inbox, and the first 20 (the `direct` burst) on the
+	// member's inbox (as a direct message: the share of the users the
+	// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
@@ -2111,7 +2112,8 @@ type ClientInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// member's inbox, and the first 20 (the `direct` burst) on the
+	// member's inbox (as a direct message: the share of the users the
+	// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
@@ -2741,7 +2743,8 @@ type ClientInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -2770,7 +2773,8 @@ type ClientInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -3056,7 +3060,10 @@ type ClientInterface interface {
 	// messages. Any user id is accepted (users are who tokens name);
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
-	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+	// it), the users the recipient follows (`PUT /v1/me/following`) on
+	// an inbox of their own of the same rate, so that strangers who
+	// use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -3089,7 +3096,10 @@ type ClientInterface interface {
 	// messages. Any user id is accepted (users are who tokens name);
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
-	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+	// it), the users the recipient follows (`PUT /v1/me/following`) on
+	// an inbox of their own of the same rate, so that strangers who
+	// use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -3621,7 +3631,8 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// member's inbox, and the first 20 (the `direct` burst) on the
+// member's inbox (as a direct message: the share of the users the
+// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
@@ -3726,7 +3737,8 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// member's inbox, and the first 20 (the `direct` burst) on the
+// member's inbox (as a direct message: the share of the users the
+// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
@@ -4557,7 +4569,8 @@ func (c *APIClient) StreamRoomEvents(ctx context.Context, roomId RoomId, params 
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+// invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
@@ -4596,7 +4609,8 @@ func (c *APIClient) InviteToRoomWithBody(ctx context.Context, roomId RoomId, par
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+// invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
@@ -5022,7 +5036,10 @@ func (c *APIClient) CreateRoomStreamToken(ctx context.Context, roomId RoomId, re
 // messages. Any user id is accepted (users are who tokens name);
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
-// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+// it), the users the recipient follows (`PUT /v1/me/following`) on
+// an inbox of their own of the same rate, so that strangers who
+// use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -5065,7 +5082,10 @@ func (c *APIClient) SendDirectMessageWithBody(ctx context.Context, userId UserId
 // messages. Any user id is accepted (users are who tokens name);
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
-// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+// it), the users the recipient follows (`PUT /v1/me/following`) on
+// an inbox of their own of the same rate, so that strangers who
+// use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -7442,7 +7462,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// member's inbox, and the first 20 (the `direct` burst) on the
+	// member's inbox (as a direct message: the share of the users the
+	// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
@@ -7537,7 +7558,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
-	// member's inbox, and the first 20 (the `direct` burst) on the
+	// member's inbox (as a direct message: the share of the users the
+	// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 	// caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 	// or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 	// those limits: after the `Retry-After` the same ticket may be sent
@@ -8187,7 +8209,8 @@ type ClientWithResponsesInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -8216,7 +8239,8 @@ type ClientWithResponsesInterface interface {
 	// `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 	// an API key's id is 422. Counted on the room's message rate limit
 	// and on the invitee's inbox, as a direct message to them
-	// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+	// invitee follows when they follow the caller), and on the caller's
 	// `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 	// `rooms:write` (invites to any room, `from.server`).
 	//
@@ -8514,7 +8538,10 @@ type ClientWithResponsesInterface interface {
 	// messages. Any user id is accepted (users are who tokens name);
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
-	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+	// it), the users the recipient follows (`PUT /v1/me/following`) on
+	// an inbox of their own of the same rate, so that strangers who
+	// use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -8547,7 +8574,10 @@ type ClientWithResponsesInterface interface {
 	// messages. Any user id is accepted (users are who tokens name);
 	// sending to oneself or to an API key's id is 422. Rate limited as
 	// room messages, with the recipient's inbox as the room
-	// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+	// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+	// it), the users the recipient follows (`PUT /v1/me/following`) on
+	// an inbox of their own of the same rate, so that strangers who
+	// use one up leave the other whole; besides the caller's
 	// `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 	// 100 per address; `RATE_LIMITED`): what is sent stays in the
 	// recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -13626,7 +13656,8 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// member's inbox, and the first 20 (the `direct` burst) on the
+// member's inbox (as a direct message: the share of the users the
+// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
@@ -13727,7 +13758,8 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
-// member's inbox, and the first 20 (the `direct` burst) on the
+// member's inbox (as a direct message: the share of the users the
+// member follows when they follow the caller), and the first 20 (the `direct` burst) on the
 // caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
 // or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
 // those limits: after the `Retry-After` the same ticket may be sent
@@ -14498,7 +14530,8 @@ func (c *ClientWithResponses) StreamRoomEventsWithResponse(ctx context.Context, 
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+// invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
@@ -14533,7 +14566,8 @@ func (c *ClientWithResponses) InviteToRoomWithBodyWithResponse(ctx context.Conte
 // `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
 // an API key's id is 422. Counted on the room's message rate limit
 // and on the invitee's inbox, as a direct message to them
-// (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+// invitee follows when they follow the caller), and on the caller's
 // `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
 // `rooms:write` (invites to any room, `from.server`).
 //
@@ -14915,7 +14949,10 @@ func (c *ClientWithResponses) CreateRoomStreamTokenWithResponse(ctx context.Cont
 // messages. Any user id is accepted (users are who tokens name);
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
-// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+// it), the users the recipient follows (`PUT /v1/me/following`) on
+// an inbox of their own of the same rate, so that strangers who
+// use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -14954,7 +14991,10 @@ func (c *ClientWithResponses) SendDirectMessageWithBodyWithResponse(ctx context.
 // messages. Any user id is accepted (users are who tokens name);
 // sending to oneself or to an API key's id is 422. Rate limited as
 // room messages, with the recipient's inbox as the room
-// (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+// (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+// it), the users the recipient follows (`PUT /v1/me/following`) on
+// an inbox of their own of the same rate, so that strangers who
+// use one up leave the other whole; besides the caller's
 // `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
 // 100 per address; `RATE_LIMITED`): what is sent stays in the
 // recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:

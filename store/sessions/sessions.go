@@ -469,6 +469,12 @@ func (s *Sessions) Following(ctx context.Context, uid string) ([]string, error) 
 	return ids, redisx.Wrap(err)
 }
 
+// Follows implements players.Store: one SISMEMBER in uid's slot.
+func (s *Sessions) Follows(ctx context.Context, uid, other string) (bool, error) {
+	ok, err := s.b.Client.SIsMember(ctx, s.followingKey(uid), other).Result()
+	return ok, redisx.Wrap(err)
+}
+
 // SetFollowing implements players.Store: it replaces the users uid follows
 // (checked by the caller) and tells uid's personal streams, which then
 // load them again.

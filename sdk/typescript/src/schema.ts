@@ -658,7 +658,8 @@ export interface paths {
          *
          *     Each party member counts as an invite from the caller to them
          *     (a match writes `match_found` to their personal log): on the
-         *     member's inbox, and the first 20 (the `direct` burst) on the
+         *     member's inbox (as a direct message: the share of the users the
+         *     member follows when they follow the caller), and the first 20 (the `direct` burst) on the
          *     caller's and the address' `direct` rate limits (429 `RATE_LIMITED`
          *     or `ROOM_RATE_LIMITED`, nothing queued, and nothing taken from
          *     those limits: after the `Retry-After` the same ticket may be sent
@@ -1136,7 +1137,10 @@ export interface paths {
          *     messages. Any user id is accepted (users are who tokens name);
          *     sending to oneself or to an API key's id is 422. Rate limited as
          *     room messages, with the recipient's inbox as the room
-         *     (`ROOM_RATE_LIMITED`, `messages.room`), besides the caller's
+         *     (`ROOM_RATE_LIMITED`, `messages.room`; a sender at most half of
+         *     it), the users the recipient follows (`PUT /v1/me/following`) on
+         *     an inbox of their own of the same rate, so that strangers who
+         *     use one up leave the other whole; besides the caller's
          *     `direct` limits (with invites: 1/s, burst 20 per user; 10/s, burst
          *     100 per address; `RATE_LIMITED`): what is sent stays in the
          *     recipient's log whether read or not. API keys: scope `rooms:write` (sent by the server:
@@ -1184,7 +1188,8 @@ export interface paths {
          *     `NOT_A_MEMBER`; a finished room is 409 `ROOM_FINISHED`; oneself or
          *     an API key's id is 422. Counted on the room's message rate limit
          *     and on the invitee's inbox, as a direct message to them
-         *     (`ROOM_RATE_LIMITED`, `messages.room`), and on the caller's
+         *     (`ROOM_RATE_LIMITED`, `messages.room`; the inbox of the users the
+         *     invitee follows when they follow the caller), and on the caller's
          *     `direct` limits with direct messages (`RATE_LIMITED`). API keys: scope
          *     `rooms:write` (invites to any room, `from.server`).
          *
