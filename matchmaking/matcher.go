@@ -49,7 +49,7 @@ type Observer interface {
 	PassCut(mode string)
 	// CommitNotReplicated counts a commit of a match of mode, or a
 	// user's notice of it (Notifier), that the replicas asked for did not
-	// acknowledge in time (ErrCommitNotReplicated): held (told false: a
+	// acknowledge in time (ErrCommitNotReplicated, ErrNoticeNotReplicated): held (told false: a
 	// later repair tells its users, or tells that user again), or told
 	// all the same (the replicas short for too long: ErrToldUnreplicated
 	// for a notice).
@@ -865,7 +865,7 @@ func concurrently[T any](items []T, limit int, f func(T) error) []error {
 // would be matched again, in two matches. A committed match stands
 // whatever its room became (locked, full, closed, banning some of its
 // users): some of its users may have been told of it. A notice short of
-// its replicas (Notifier: ErrCommitNotReplicated) holds a committed match
+// its replicas (Notifier: ErrNoticeNotReplicated) holds a committed match
 // as a commit short of them holds one: the tickets do not record the
 // room, and a repair tells again.
 func (m *Matcher) Complete(ctx context.Context, match Match, r Rules) error {
@@ -899,7 +899,7 @@ func (m *Matcher) complete(ctx context.Context, match Match, r Rules, repair boo
 		return m.cfg.Notifier.MatchFound(ctx, n.uid, n.e)
 	}) {
 		anyway := errors.Is(err, ErrToldUnreplicated)
-		if anyway || errors.Is(err, ErrCommitNotReplicated) {
+		if anyway || errors.Is(err, ErrNoticeNotReplicated) {
 			if m.cfg.Observer != nil {
 				m.cfg.Observer.CommitNotReplicated(match.Mode, anyway)
 			}

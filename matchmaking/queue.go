@@ -37,6 +37,12 @@ var (
 	// again; with ok true the replicas have been short for long enough
 	// that the match is told all the same (never an answer of the API).
 	ErrCommitNotReplicated = errors.New("the match's commit is not on the replicas asked for")
+	// ErrNoticeNotReplicated: Notifier.MatchFound logged the user's
+	// match_found on the Redis master of the user's slot (and published
+	// it), but fewer of its replicas than asked acknowledged it in time:
+	// the match is held as a commit short of them is (never an answer of
+	// the API).
+	ErrNoticeNotReplicated = errors.New("the user's match_found is not on the replicas asked for")
 	// ErrToldUnreplicated: Notifier.MatchFound told the user, but its
 	// write is on the master of the user's slot alone, whose replicas
 	// have been short for long enough that it stands all the same (never
@@ -205,7 +211,7 @@ type Queue interface {
 // nothing and returns nil (the store's: within rooms.MessageKeyWindow).
 // As a commit, a notice may wait for the replicas of its user's Redis
 // master (the store's, Durability): short of them it returns
-// ErrCommitNotReplicated (held: the completion records nothing, and a
+// ErrNoticeNotReplicated (held: the completion records nothing, and a
 // repair tells the user again and waits again), or ErrToldUnreplicated
 // (told all the same: the replicas short for too long).
 type Notifier interface {

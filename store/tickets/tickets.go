@@ -47,7 +47,6 @@ import (
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
-	"github.com/realsync/realsync/store/internal/layout"
 	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/userlog"
 	"github.com/redis/go-redis/v9"
@@ -95,11 +94,10 @@ type Store struct {
 	// waiting bounds the commits waiting for replicas at once (commitWaits)
 	waiting *semaphore.Weighted
 	mu      sync.Mutex
-	// short is, for each slot (of a mode's pending matches, of a user's
-	// log) whose writes (commits, match_found) came back short of their
-	// replicas since the last one acknowledged, on which master and since
-	// when (Durability)
-	short map[int]shortSlot
+	// short is, for each master (by address) whose writes (commits of a
+	// mode's matches, users' match_found) came back short of their
+	// replicas since the last one acknowledged, since when (Durability)
+	short map[string]shortMaster
 }
 
 var (
@@ -107,10 +105,9 @@ var (
 	_ matchmaking.Notifier = (*Store)(nil)
 )
 
-// shortSlot is a slot whose commits came back short of their replicas:
-// on master addr, since when, and when one last waited the whole wait.
-type shortSlot struct {
-	addr        string
+// shortMaster is a master whose writes came back short of their
+// replicas: since when, and when one last waited the whole wait.
+type shortMaster struct {
 	since, full time.Time
 }
 
@@ -118,8 +115,9 @@ type shortSlot struct {
 // once (Durability: commits and match_found): each holds a pooled
 // connection of its master, which the requests share, while it waits, up
 // to REALSYNC_MATCH_COMMIT_WAIT when a replica does not acknowledge, and
-// the matcher completes up to 64 matches at once. With replicas in sync a
-// wait is a round trip.
+// the matcher completes 16 matches at once, each telling 16 users at
+// once. With replicas in sync a wait is a round trip; with one short, a
+// look (commitLook) but for one whole wait a second per master.
 const commitWaits = 4
 
 // Durability is what a match's commit waits for before any of its users
@@ -138,10 +136,10 @@ const commitWaits = 4
 // (sent once: the log that kept it logs nothing) and waits again; a
 // failover that lost the event has it logged on the new master.
 //
-// A slot whose writes came back short waits only a look (commitLook)
-// for the next ones, but for one a second that waits the whole Wait,
-// until one is acknowledged; once its writes have been short for Hold
-// (on the same master), they are told all the same (a commit ok, with
+// A master whose writes came back short waits only a look (commitLook)
+// for the next ones (of every slot it serves), but for one a second that
+// waits the whole Wait, until one is acknowledged; once its writes have
+// been short for Hold, they are told all the same (a commit ok, with
 // ErrCommitNotReplicated; a notice ErrToldUnreplicated): a replica that is listed but never catches up
 // (a resynchronization that fails, a replication link refused) holds
 // matches back for Hold at most, not until an operator comes.
@@ -171,7 +169,7 @@ const commitLook = 10 * time.Millisecond
 // on b.
 func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
 	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability,
-		waiting: semaphore.NewWeighted(commitWaits), short: map[int]shortSlot{}}
+		waiting: semaphore.NewWeighted(commitWaits), short: map[string]shortMaster{}}
 }
 
 // WithDurability has s's commits wait as d says (New's: DefaultDurability).
@@ -498,29 +496,31 @@ func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) 
 // for the replicas Durability asks for (redisx.RunReplicated), at most
 // commitWaits calls of s at once. wrote says from the reply whether the
 // call wrote what is waited for: only then does an acknowledgement end
-// the slot's shortness, and does a wait short of the replicas count
-// (*redisx.ShortOfReplicasError; else the reply and no error). A slot
+// the master's shortness, and does a wait short of the replicas count
+// (*redisx.ShortOfReplicasError; else the reply and no error). A master
 // whose writes came back short waits only a look (commitLook), but for
 // one a second that waits the whole Wait, until one is acknowledged;
-// anyway is true once its writes have been short for Hold on the same
-// master: the caller acts on them all the same.
+// anyway is true once its writes have been short for Hold: the caller
+// acts on them all the same. Shortness is the master's, not the slot's:
+// one replica down makes one whole wait a second, whatever the slots
+// (modes' queues, users' logs) its master serves.
 func (s *Store) durably(ctx context.Context, call redisx.Call, wrote func(reply any) bool) (reply any, anyway bool, err error) {
-	keys, _ := call.KeysArgs()
-	slot := layout.Slot(keys[0])
 	if s.commit.Replicas > 0 && s.b.Replicas != nil {
 		if err := s.waiting.Acquire(ctx, 1); err != nil {
 			return nil, false, redisx.Wrap(redisx.GaveUp(err))
 		}
 		defer s.waiting.Release(1)
 	}
+	keys, _ := call.KeysArgs()
+	master := s.b.MasterAddr(ctx, keys[0])
 	wait := s.commit.Wait
 	now := time.Now()
 	s.mu.Lock()
-	if st, short := s.short[slot]; short && now.Sub(st.full) < time.Second {
+	if st, short := s.short[master]; short && now.Sub(st.full) < time.Second {
 		wait = min(wait, commitLook)
 	} else if short {
 		st.full = now // a whole wait a second: a replica slower than a look may be back
-		s.short[slot] = st
+		s.short[master] = st
 	}
 	s.mu.Unlock()
 	reply, acked, err := s.b.RunReplicated(ctx, call, s.commit.Replicas, wait)
@@ -528,7 +528,7 @@ func (s *Store) durably(ctx context.Context, call redisx.Call, wrote func(reply 
 	if !errors.As(err, &lack) {
 		if err == nil && acked && wrote(reply) {
 			s.mu.Lock()
-			delete(s.short, slot)
+			delete(s.short, master)
 			s.mu.Unlock()
 		}
 		return reply, false, err
@@ -538,10 +538,10 @@ func (s *Store) durably(ctx context.Context, call redisx.Call, wrote func(reply 
 	}
 	now = time.Now()
 	s.mu.Lock()
-	st, short := s.short[slot]
-	if !short || st.addr != lack.Addr { // short from now (on a new master: afresh)
-		st = shortSlot{addr: lack.Addr, since: now, full: now}
-		s.short[slot] = st
+	st, short := s.short[lack.Addr] // the master it ran on (a failover in between: afresh)
+	if !short {
+		st = shortMaster{since: now, full: now}
+		s.short[lack.Addr] = st
 	}
 	s.mu.Unlock()
 	return reply, now.Sub(st.since) >= s.commit.Hold, err
@@ -694,7 +694,7 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 //
 // The send waits for the replicas of the user's master as a commit does
 // (Durability, durably): short of them it returns
-// matchmaking.ErrCommitNotReplicated (the event stands on the master
+// matchmaking.ErrNoticeNotReplicated (the event stands on the master
 // alone, published already: a repair sends it again, which logs nothing
 // when the master kept it, and waits again), or, for a slot whose writes
 // have been short for Hold, matchmaking.ErrToldUnreplicated.
@@ -704,13 +704,14 @@ func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchF
 	_, _, err := s.logs.SendEventOnceBy(ctx, uid, players.MatchFoundEvent{UserEventHeader: players.NewHeader(players.EventMatchFound, uid, now),
 		TicketID: e.TicketID, MatchID: e.MatchID, RoomID: e.RoomID, Mode: e.Mode, Region: e.Region, Team: e.Team},
 		userlog.Once{Key: matchFoundKey(e.MatchID), Digest: "match_found", AtMs: now.UnixMilli(),
-			Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept},
+			Window: rooms.MessageKeyWindow, Kept: rooms.MessageKeysKept, Renew: true},
 		func(ctx context.Context, call redisx.Call) (any, error) {
-			reply, anyway, err := s.durably(ctx, call, func(any) bool { return true }) // a send writes, known key or not
+			// a send writes, its key known or not (Renew)
+			reply, anyway, err := s.durably(ctx, call, func(any) bool { return true })
 			if lack := (*redisx.ShortOfReplicasError)(nil); !errors.As(err, &lack) {
 				return reply, redisx.Wrap(err)
 			} else if !anyway {
-				return nil, fmt.Errorf("%w: %w", matchmaking.ErrCommitNotReplicated, err)
+				return nil, fmt.Errorf("%w: %w", matchmaking.ErrNoticeNotReplicated, err)
 			}
 			short = fmt.Errorf("%w: %w", matchmaking.ErrToldUnreplicated, err)
 			return reply, nil

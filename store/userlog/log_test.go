@@ -237,18 +237,22 @@ func TestSendEventOnce(t *testing.T) {
 			if err != nil || seq != 1 || at != 1000 {
 				t.Fatalf("first send: seq %d at %d, %v", seq, at, err)
 			}
-			// a known key's send writes all the same, the key sets'
-			// expiry renewed: a WAIT after it (match_found's) waits for
-			// the first send's write too
-			for _, key := range []string{k.Seen, k.SeenAt} {
-				c.PExpire(ctx, key, time.Minute)
-			}
-			if seq, _, err := l.SendEventOnce(ctx, uid, ev(1), once("k1 alice", "d1", 1500)); err != nil || seq != 1 {
-				t.Fatalf("the first send again: seq %d, %v", seq, err)
-			}
-			for _, key := range []string{k.Seen, k.SeenAt} {
-				if ttl := c.PTTL(ctx, key).Val(); ttl <= time.Minute {
-					t.Errorf("%s expires in %v after a known key's send, want renewed to %v", key, ttl, rooms.MessageKeyWindow)
+			// a known key's send writes nothing (a direct message's
+			// retry), or with Renew the key sets' expiry: a WAIT after
+			// it (match_found's) waits for the first send's write too
+			for _, renew := range []bool{false, true} {
+				for _, key := range []string{k.Seen, k.SeenAt} {
+					c.PExpire(ctx, key, time.Minute)
+				}
+				o := once("k1 alice", "d1", 1500)
+				o.Renew = renew
+				if seq, _, err := l.SendEventOnce(ctx, uid, ev(1), o); err != nil || seq != 1 {
+					t.Fatalf("the first send again (renew %v): seq %d, %v", renew, seq, err)
+				}
+				for _, key := range []string{k.Seen, k.SeenAt} {
+					if ttl := c.PTTL(ctx, key).Val(); (ttl > time.Minute) != renew {
+						t.Errorf("%s expires in %v after a known key's send (renew %v), want %v", key, ttl, renew, map[bool]string{false: "a minute, untouched", true: "renewed to " + rooms.MessageKeyWindow.String()}[renew])
+					}
 				}
 			}
 			for _, tc := range []struct {

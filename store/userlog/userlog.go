@@ -177,18 +177,31 @@ type SendCall struct {
 // Once names a send for its sender's Idempotency-Key: Key, Digest of the
 // content, AtMs the send's time (ms) that the first send's answer keeps;
 // the user's inbox remembers a key for Window, its last Kept keys at most.
+// Renew: a send of a key the inbox remembers writes all the same (renews
+// the key sets' expiry), so that a WAIT after it waits for the first
+// send's write too (match_found's); else it writes nothing (a direct
+// message's retry is answered by a master that refuses writes).
 type Once struct {
 	Key, Digest string
 	AtMs        int64
 	Window      time.Duration
 	Kept        int
+	Renew       bool
 }
 
 func (SendCall) Script() *redisx.Script { return sendScript }
 func (c SendCall) KeysArgs() ([]string, []any) {
 	return []string{c.K.Log, c.K.Meta, c.K.Cursors, c.K.Seen, c.K.SeenAt},
 		[]any{c.K.Channel, c.PubCmd, c.MaxLen, c.TTL.Milliseconds(), c.Tag, c.Event, c.Ref,
-			c.Once.Key, c.Once.Digest, c.Once.AtMs, c.Once.Window.Milliseconds(), c.Once.Kept}
+			c.Once.Key, c.Once.Digest, c.Once.AtMs, c.Once.Window.Milliseconds(), c.Once.Kept, renew(c.Once.Renew)}
+}
+
+// renew is Once.Renew as user_send takes it.
+func renew(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // AckCall is user_ack.lua's descriptor.
@@ -281,10 +294,8 @@ func (l *Log) SendEventOnce(ctx context.Context, uid string, ev any, once Once) 
 }
 
 // SendEventOnceBy is SendEventOnce with run running the script's call
-// (nil: as SendEventOnce); run's errors are returned as they are. A send
-// whose key the inbox remembers writes all the same (it renews the key
-// sets' expiry): a run that waits for replicas (WAIT) after it waits for
-// the first send's write too.
+// (nil: as SendEventOnce); run's errors are returned as they are. A run
+// that waits for replicas (WAIT) after the call sets once.Renew.
 func (l *Log) SendEventOnceBy(ctx context.Context, uid string, ev any, once Once, run Run) (int64, int64, error) {
 	b, err := jsonout.Marshal(ev)
 	if err != nil {

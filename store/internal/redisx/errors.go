@@ -17,8 +17,8 @@ import (
 // replies (a bug, never the client's fault) pass through as they are. A
 // call NeverSent stays so.
 func Wrap(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return err
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, rooms.ErrUnavailable) {
+		return err // nothing to wrap, or wrapped already
 	}
 	if rerr, ok := errors.AsType[redis.Error](err); ok && !IsTransient(rerr) {
 		return err

@@ -103,6 +103,21 @@ func (b *Base) RunReplicated(ctx context.Context, call Call, want int, timeout t
 	}
 }
 
+// MasterAddr is the address of the Cluster master the client's layout
+// names for key's slot (RunReplicated's), "" for a client other than a
+// Cluster's or when the layout cannot be read.
+func (b *Base) MasterAddr(ctx context.Context, key string) string {
+	cc, ok := b.Client.(*redis.ClusterClient)
+	if !ok {
+		return ""
+	}
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return ""
+	}
+	return node.Options().Addr
+}
+
 // runOnMaster is one run of RunReplicated's on the master of key's slot
 // the layout names; again when it is to be sent again once the layout
 // was read again: it did not run there (MOVED), or that master was made a

@@ -26,11 +26,12 @@
 --         the readers splice the user's id and seq into the body
 -- ARGV[8] "" or the send's key, "<Idempotency-Key> <sender>": a key the
 --         user's inbox remembers sends nothing and answers the first send
---         (KEY_REUSED when ARGV[9], the content's digest, differs), and
---         renews both key sets' expiry (a write: see below)
+--         (KEY_REUSED when ARGV[9], the content's digest, differs)
 -- ARGV[10] the send's time, ms  ARGV[11] how long a key is remembered, ms
 -- ARGV[12] the most keys remembered; both key sets expire ARGV[11] after
 --          the last keyed send
+-- ARGV[13] "1": a send of a remembered key renews both key sets' expiry
+--          (a write, for a WAIT after the call), "0": it writes nothing
 -- Reply: {"OK", seq, dropped, ms sent} | {"KEY_REUSED"}
 local log, meta, cur = KEYS[1], KEYS[2], KEYS[3]
 local key, digest, at = ARGV[8], ARGV[9], ARGV[10]
@@ -42,10 +43,12 @@ if key ~= '' then -- sent already, within the window (by the Redis clock): the f
   local s, d, t = string.match(seen or '', '^(%d+) (%S+) (%d+)$')
   if t and sent and tonumber(sent) > now - window then
     if d ~= digest then return {'KEY_REUSED'} end
-    -- a write all the same, the key sets' expiry renewed: a WAIT after
-    -- this call (match_found's) waits for it, so for the first send too
-    redis.call('PEXPIRE', KEYS[4], window)
-    redis.call('PEXPIRE', KEYS[5], window)
+    if ARGV[13] == '1' then
+      -- a write all the same, the key sets' expiry renewed: a WAIT after
+      -- this call (match_found's) waits for it, so for the first send too
+      redis.call('PEXPIRE', KEYS[4], window)
+      redis.call('PEXPIRE', KEYS[5], window)
+    end
     return {'OK', tonumber(s), 0, tonumber(t)}
   end
 end
