@@ -37,6 +37,28 @@ func (o *shortCommits) CommitNotReplicated(mode string, told bool) {
 	o.mu.Unlock()
 }
 
+func newShortCommits() *shortCommits {
+	return &shortCommits{Observer: nopObserver{}, n: map[string]int{}, told: map[string]int{}}
+}
+
+// startReplicatedCluster starts a Cluster of 3 masters with a replica
+// each, for the test alone, and returns once its layout lists them.
+func startReplicatedCluster(t *testing.T) *redistest.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Cluster of its own")
+	}
+	c, err := redistest.StartClusterWithReplicas(3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	if err := c.WaitSlotsListReplicas(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func (o *shortCommits) of(mode string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -89,25 +111,15 @@ func (nopObserver) CommitNotReplicated(string, bool) {}
 // the replica is back and a commit acknowledged, a new cut holds the next
 // match afresh. A master that refuses WAIT is held and told alike.
 func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of its own")
-	}
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := startReplicatedCluster(t)
 	ctx := t.Context()
-	if err := c.WaitSlotsListReplicas(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
 	rs := mustRules(t, "modes:\n  duel: {}\n")
 	scripts := &scriptRuns{n: map[string]int{}}
 	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{Metrics: scripts}, rs)
 	// a wait long enough for a loaded machine while in sync, short once cut
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 2 * time.Second, Hold: time.Hour})
 	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-	short := &shortCommits{Observer: nopObserver{}, n: map[string]int{}, told: map[string]int{}}
+	short := newShortCommits()
 	cfg := e.cfg
 	cfg.Observer = short
 	matcher := func(holder string) *matchmaking.Matcher {
@@ -431,22 +443,12 @@ func TestCommitAgainWritesTheRecord(t *testing.T) {
 // nothing). With the slot short for Hold (0 here), a notice is told all
 // the same, and counted so.
 func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Cluster of its own")
-	}
-	c, err := redistest.StartClusterWithReplicas(3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := startReplicatedCluster(t)
 	ctx := t.Context()
-	if err := c.WaitSlotsListReplicas(20 * time.Second); err != nil {
-		t.Fatal(err)
-	}
 	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{}, mustRules(t, "modes:\n  duel: {}\n"))
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
 	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
-	short := &shortCommits{Observer: nopObserver{}, n: map[string]int{}, told: map[string]int{}}
+	short := newShortCommits()
 	cfg := e.cfg
 	cfg.Observer = short
 	a := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: cfg, Rooms: e.rooms, Notifier: rec, Holder: "a",
