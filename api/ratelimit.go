@@ -551,15 +551,18 @@ func keepRateLimitHeaders(h http.Header) (restore func()) {
 // follows ("&" + to) when to follows the caller, else the inbox of the
 // others ("@" + to; neither character starts a room id). So strangers
 // flooding a user leave the rate of the users they follow whole. One
-// SISMEMBER in to's slot, made only when the limit is on; a failed
-// lookup counts on the others' inbox.
+// SISMEMBER in to's slot, made only when the limit is on and its checks
+// are not paused (count), bounded as a check is (limiterTimeout); a
+// failed or slow lookup counts on the others' inbox.
 func (s *Server) inboxCheck(r *http.Request, to string) limits.Check {
 	from := userFrom(r.Context()).ID
 	c := limits.Check{Name: "messages", Scope: limits.Room, Subject: "@" + to, Member: from, Limit: s.limits.set.Get("messages", limits.Room)}
-	if c.Limit.Zero() || from == "" || s.players == nil {
+	if c.Limit.Zero() || from == "" || s.players == nil || time.Now().UnixNano() < s.limits.pausedUntil.Load() {
 		return c
 	}
-	if ok, err := s.players.Follows(r.Context(), to, from); err == nil && ok {
+	ctx, cancel := context.WithTimeout(r.Context(), limiterTimeout)
+	defer cancel()
+	if ok, err := s.players.Follows(ctx, to, from); err == nil && ok {
 		c.Subject = "&" + to
 	}
 	return c

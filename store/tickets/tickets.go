@@ -106,9 +106,11 @@ var (
 )
 
 // shortMaster is a master whose writes came back short of their
-// replicas: since when, and when one last waited the whole wait.
+// replicas: since when, when one last waited the whole wait, and when
+// the last came back short (a shortness older than Hold is over: the
+// master failed over, or its writes stopped).
 type shortMaster struct {
-	since, full time.Time
+	since, full, last time.Time
 }
 
 // commitWaits bounds the writes of an instance waiting for replicas at
@@ -155,9 +157,9 @@ type Durability struct {
 // of 10 s.
 var DefaultDurability = Durability{Replicas: 1, Wait: 500 * time.Millisecond, Hold: 10 * time.Second}
 
-// commitLook is how long a commit waits for the replicas of a slot whose
-// commits came back short (Durability): a look, for whether they caught
-// up.
+// commitLook is how long a write waits for the replicas of a master
+// whose writes came back short (Durability): a look, for whether they
+// caught up.
 const commitLook = 10 * time.Millisecond
 
 // New keeps tickets with b's client and layout, and sends match_found to
@@ -480,8 +482,8 @@ func (s *Store) Assign(ctx context.Context, m matchmaking.Match, roomID string) 
 
 // Commit implements matchmaking.Queue with one script, then waits for
 // the replicas Durability asks for (durably): short of them, it holds
-// the match (false, ErrCommitNotReplicated), but for a slot whose writes
-// have been short for Durability.Hold (true, and the error).
+// the match (false, ErrCommitNotReplicated), but for a master whose
+// writes have been short for Durability.Hold (true, and the error).
 func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) (bool, error) {
 	res, anyway, err := s.durably(ctx, commitCall{pending: s.pending(m.Mode), match: m.ID, room: roomID, ids: ticketIDs(m)},
 		func(res any) bool { st, _, _ := status(res, nil); return st == "OK" })
@@ -511,12 +513,17 @@ func (s *Store) durably(ctx context.Context, call redisx.Call, wrote func(reply 
 		}
 		defer s.waiting.Release(1)
 	}
-	keys, _ := call.KeysArgs()
-	master := s.b.MasterAddr(ctx, keys[0])
+	var master string
+	if s.commit.Replicas > 0 && s.b.Replicas != nil {
+		keys, _ := call.KeysArgs()
+		master = s.b.MasterAddr(ctx, keys[0])
+	}
 	wait := s.commit.Wait
 	now := time.Now()
 	s.mu.Lock()
-	if st, short := s.short[master]; short && now.Sub(st.full) < time.Second {
+	if st, short := s.short[master]; short && now.Sub(st.last) >= s.commit.Hold {
+		delete(s.short, master) // stale: a whole wait, and afresh if short
+	} else if short && now.Sub(st.full) < time.Second {
 		wait = min(wait, commitLook)
 	} else if short {
 		st.full = now // a whole wait a second: a replica slower than a look may be back
@@ -539,9 +546,15 @@ func (s *Store) durably(ctx context.Context, call redisx.Call, wrote func(reply 
 	now = time.Now()
 	s.mu.Lock()
 	st, short := s.short[lack.Addr] // the master it ran on (a failover in between: afresh)
-	if !short {
+	if !short || now.Sub(st.last) >= s.commit.Hold {
 		st = shortMaster{since: now, full: now}
-		s.short[lack.Addr] = st
+	}
+	st.last = now
+	s.short[lack.Addr] = st
+	for addr, o := range s.short { // masters short no longer written to, failed over
+		if now.Sub(o.last) >= s.commit.Hold && now.Sub(o.last) >= time.Minute {
+			delete(s.short, addr)
+		}
 	}
 	s.mu.Unlock()
 	return reply, now.Sub(st.since) >= s.commit.Hold, err
@@ -696,8 +709,8 @@ func (s *Store) Searching(ctx context.Context, mode string) (int, error) {
 // (Durability, durably): short of them it returns
 // matchmaking.ErrNoticeNotReplicated (the event stands on the master
 // alone, published already: a repair sends it again, which logs nothing
-// when the master kept it, and waits again), or, for a slot whose writes
-// have been short for Hold, matchmaking.ErrToldUnreplicated.
+// when the master kept it, and waits again), or, for a master whose
+// writes have been short for Hold, matchmaking.ErrToldUnreplicated.
 func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchFound) error {
 	now := time.Now()
 	var short error
