@@ -142,9 +142,10 @@ const commitWaits = 4
 // for the next ones (of every slot it serves), but for one a second that
 // waits the whole Wait, until one is acknowledged; once its writes have
 // been short for Hold, they are told all the same (a commit ok, with
-// ErrCommitNotReplicated; a notice ErrToldUnreplicated): a replica that is listed but never catches up
-// (a resynchronization that fails, a replication link refused) holds
-// matches back for Hold at most, not until an operator comes.
+// ErrCommitNotReplicated; a notice ErrToldUnreplicated): a replica that
+// is listed but never catches up (a resynchronization that fails, a
+// replication link refused) holds matches back for Hold at most, not
+// until an operator comes.
 type Durability struct {
 	Replicas int
 	Wait     time.Duration
@@ -507,14 +508,12 @@ func (s *Store) Commit(ctx context.Context, m matchmaking.Match, roomID string) 
 // one replica down makes one whole wait a second, whatever the slots
 // (modes' queues, users' logs) its master serves.
 func (s *Store) durably(ctx context.Context, call redisx.Call, wrote func(reply any) bool) (reply any, anyway bool, err error) {
+	var master string // "": not waited for
 	if s.commit.Replicas > 0 && s.b.Replicas != nil {
 		if err := s.waiting.Acquire(ctx, 1); err != nil {
 			return nil, false, redisx.Wrap(redisx.GaveUp(err))
 		}
 		defer s.waiting.Release(1)
-	}
-	var master string
-	if s.commit.Replicas > 0 && s.b.Replicas != nil {
 		keys, _ := call.KeysArgs()
 		master = s.b.MasterAddr(ctx, keys[0])
 	}
