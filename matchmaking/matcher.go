@@ -49,10 +49,10 @@ type Observer interface {
 	PassCut(mode string)
 	// CommitNotReplicated counts a commit of a match of mode, or a
 	// user's notice of it (Notifier), that the replicas asked for did not
-	// acknowledge in time (ErrCommitNotReplicated, ErrNoticeNotReplicated): held (told false: a
-	// later repair tells its users, or tells that user again), or told
-	// all the same (the replicas short for too long: ErrToldUnreplicated
-	// for a notice).
+	// acknowledge in time (ErrCommitNotReplicated,
+	// ErrNoticeNotReplicated): held (told false: a later repair tells its
+	// users, or tells that user again), or told all the same (the
+	// replicas short for too long: ErrToldUnreplicated for a notice).
 	CommitNotReplicated(mode string, told bool)
 }
 
