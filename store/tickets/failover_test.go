@@ -59,6 +59,23 @@ func startReplicatedCluster(t *testing.T) *redistest.Cluster {
 	return c
 }
 
+// roundsUntil runs m's rounds, 5 s each at most and 100 ms apart, until
+// done, which it asks first; past 30 s the test fails with what (after
+// the promotion) and who rec says was told.
+func roundsUntil(t *testing.T, m *matchmaking.Matcher, rec *recorder, what string, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !done(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			t.Fatalf("%s within 30 s of the promotion (told: %v)", what, rec.got)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		m.Round(ctx)
+		cancel()
+	}
+}
+
 func (o *shortCommits) of(mode string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -363,17 +380,9 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	if _, err := redistest.WaitMaster(replica, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	b := matcher("b")
-	deadline = time.Now().Add(30 * time.Second)
-	for slices.ContainsFunc(users, func(u string) bool { return !assigned(u) }) {
-		if time.Now().After(deadline) {
-			t.Fatalf("tickets not all matched within 30 s of the promotion (told: %v)", rec.got)
-		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		b.Round(rctx)
-		cancel()
-		time.Sleep(100 * time.Millisecond)
-	}
+	roundsUntil(t, matcher("b"), rec, "tickets not all matched", func() bool {
+		return !slices.ContainsFunc(users, func(u string) bool { return !assigned(u) })
+	})
 	for _, u := range users {
 		rec.mu.Lock()
 		got := fmt.Sprint(rec.got[u])
@@ -543,15 +552,9 @@ func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
 	if _, err := redistest.WaitMaster(replica, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); slices.ContainsFunc(users, func(u string) bool { return !assigned(u) }); {
-		if time.Now().After(deadline) {
-			t.Fatalf("tickets not assigned within 30 s of the promotion (told: %v)", rec.got)
-		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		a.Round(rctx)
-		cancel()
-		time.Sleep(100 * time.Millisecond)
-	}
+	roundsUntil(t, a, rec, "tickets not assigned", func() bool {
+		return !slices.ContainsFunc(users, func(u string) bool { return !assigned(u) })
+	})
 	for _, u := range users {
 		rec.mu.Lock()
 		told := maps.Clone(rec.got[u])
