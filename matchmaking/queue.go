@@ -127,12 +127,14 @@ type Queue interface {
 	// for seed "", else the same one for the same mode and seed (a keyed
 	// create's: its caller and Idempotency-Key).
 	NewID(mode, seed string) string
-	// Add queues t (searching) for ttl; it returns t with its CreatedAt
-	// and ExpiresAt (Redis's clock). ErrQueueFull past maxQueue;
+	// Add queues t (searching) for ttl, its mode listed (Modes) at least
+	// until t's grace after ttl could end, atomically with t; it returns t
+	// with its CreatedAt and ExpiresAt (Redis's clock). ErrQueueFull past
+	// maxQueue;
 	// ErrTicketExists when a ticket of t's id is kept (in any status: it
 	// is left as it is); rooms.ErrUnavailable when it is not known
 	// whether t was queued.
-	Add(ctx context.Context, t Ticket, g GroupKey, ttl time.Duration, maxQueue int) (Ticket, error)
+	Add(ctx context.Context, t Ticket, g GroupKey, ttl, grace time.Duration, maxQueue int) (Ticket, error)
 	// Get reads a ticket: ErrTicketNotFound when it is unknown or gone.
 	Get(ctx context.Context, id string) (Ticket, error)
 	// Cancel ends searching ticket t as cancelled (expired when past its
@@ -189,14 +191,12 @@ type Queue interface {
 	// taken again by a renewal that answers late).
 	Renew(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error)
 	DropLease(ctx context.Context, mode, holder string) error
-	// Touch records that mode has tickets (listed at least until ttl
-	// passes); Modes is every mode recorded; Forget drops mode from them
+	// Modes is every mode listed (Add); Forget drops mode from them
 	// when its time passed (a pass found it with no ticket or pending
 	// match: Pass.Left), else returns its time (no need to ask again
 	// before): a mode stays listed while it has any, however long since
 	// its last create (an outage longer than a ticket's TTL and grace must
 	// not leave its pending matches and tickets unpassed).
-	Touch(ctx context.Context, mode string, ttl time.Duration) error
 	Modes(ctx context.Context) ([]string, error)
 	Forget(ctx context.Context, mode string) (until time.Time, err error)
 	// Searching is how many tickets mode's queue holds.

@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/realsync/realsync/rooms"
@@ -35,8 +34,7 @@ const (
 // rules, claims every party member's one active ticket, and queues it.
 // Safe for concurrent use.
 type Service struct {
-	cfg     Config
-	touched sync.Map // mode → when this instance last touched it
+	cfg Config
 }
 
 // Config is what a Service (and a Matcher) needs; cmd/realsyncd wires it.
@@ -182,9 +180,7 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if queuing {
 		g := GroupKey{Rating: t.Rating, Size: t.Size(), Regions: t.Regions, EqKey: EqKey(r, attrs), Users: t.Users()}
 		var queued Ticket
-		if queued, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.MaxQueue); err == nil {
-			// until the ticket's grace could end (touch adds a tenth)
-			s.touch(ctx, t.Mode, ttl+s.cfg.Grace)
+		if queued, err = s.cfg.Queue.Add(ctx, t, g, ttl, s.cfg.Grace, s.cfg.MaxQueue); err == nil {
 			return s.view(queued, r), nil
 		}
 	}
@@ -236,23 +232,6 @@ func (s *Service) roomQuotas(ctx context.Context, t Ticket) error {
 		}
 	}
 	return nil
-}
-
-// touch records that mode has a ticket for d (its TTL and grace), and a
-// tenth of d more: it touches at most once per tenth of d from this
-// instance (one key holds every mode: touching it on every ticket would
-// make it a hot key), so a ticket created within that tenth is still
-// within the time recorded. The matcher finds the mode by it (and keeps
-// it while it has tickets, Queue.Forget); a failure only delays that to
-// the next ticket of the mode.
-func (s *Service) touch(ctx context.Context, mode string, d time.Duration) {
-	now := s.cfg.Now()
-	if last, ok := s.touched.Load(mode); ok && now.Sub(last.(time.Time)) < d/10 {
-		return
-	}
-	if s.cfg.Queue.Touch(ctx, mode, d+d/10) == nil {
-		s.touched.Store(mode, now)
-	}
 }
 
 // claimAll claims each of t's users' one active ticket, and returns the

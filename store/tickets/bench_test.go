@@ -147,7 +147,7 @@ func BenchmarkPass(b *testing.B) {
 					t := matchmaking.Ticket{ID: e.tickets.NewID("duel", ""), Mode: "duel", Regions: regions,
 						Rating: 1000 + rng.Float64()*spread, Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
 					g := matchmaking.GroupKey{Rating: t.Rating, Size: 1 + len(party), Regions: t.Regions, Users: append([]string{uid}, party...)}
-					if _, err := e.tickets.Add(ctx, t, g, time.Minute, 1_000_000); err != nil {
+					if _, err := e.tickets.Add(ctx, t, g, time.Minute, 0, 1_000_000); err != nil {
 						b.Fatal(err)
 					}
 				}

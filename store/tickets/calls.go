@@ -24,16 +24,17 @@ func (c userCall) KeysArgs() ([]string, []any) {
 
 // createCall is ticket_create.lua.
 type createCall struct {
-	tickets, schedule, queue string
-	id, record, group        string
-	rating                   float64
-	ms                       int64
-	maxQueue                 int
+	tickets, schedule, queue, modes string
+	id, record, group, mode         string
+	rating                          float64
+	ms, grace                       int64
+	maxQueue                        int
 }
 
 func (createCall) Script() *redisx.Script { return createScript }
 func (c createCall) KeysArgs() ([]string, []any) {
-	return []string{c.tickets, c.schedule, c.queue}, []any{c.id, c.record, c.group, c.rating, c.ms, c.maxQueue}
+	return []string{c.tickets, c.schedule, c.queue, c.modes}, []any{c.id, c.record, c.group, c.rating, c.ms, c.maxQueue,
+		c.mode, c.grace}
 }
 
 // cancelCall is ticket_cancel.lua.

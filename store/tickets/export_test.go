@@ -22,8 +22,15 @@ func ExportedCalls() []redisx.Call {
 	}
 }
 
-// ModesKey is the key listing the modes with tickets.
-func (s *Store) ModesKey() string { return s.modes() }
+// ModesKey is the key listing mode among its shard's modes with tickets.
+func (s *Store) ModesKey(mode string) string { return s.modes(s.modeShard(mode)) }
+
+// ShardModesKey is the key listing shard's modes with tickets (shard
+// 0's: the one list of every mode, before the lists were per shard).
+func (s *Store) ShardModesKey(shard int) string { return s.modes(shard) }
+
+// ModeShard is the shard of mode's keys.
+func (s *Store) ModeShard(mode string) int { return s.modeShard(mode) }
 
 // BackfillKey is mode's backfill rooms' key.
 func (s *Store) BackfillKey(mode string) string { return s.backfill(mode) }

@@ -393,6 +393,73 @@ func TestMatchLostInAFailoverIsToldOnce(t *testing.T) {
 	}
 }
 
+// A mode is listed in its queue's slot, by the script that queues each
+// of its tickets, so a failover keeps a ticket and its mode's listing or
+// loses the two together. The modes were listed in one key, on one
+// master (shard 0's list), whose failover could lose a mode listed just
+// before while its tickets, on their own master, stayed: not passed until
+// another ticket of the mode came. Here shard 0's master loses every
+// write since its replication was cut: a mode of another master, queued
+// meanwhile, is still listed, and its two tickets matched.
+func TestModeListedWithItsTickets(t *testing.T) {
+	c := startReplicatedCluster(t)
+	ctx := t.Context()
+	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{}, mustRules(t, "modes:\n  duel: {}\n"))
+	e.tickets.WithDurability(tickets.Durability{}) // no WAIT: the promoted master has no replica
+	zero, replica, err := c.ReplicatedShard(ctx, e.tickets.ShardModesKey(0), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := ""
+	for i := 0; mode == ""; i++ {
+		m, _, err := c.MasterOf(ctx, e.tickets.ModesKey(fmt.Sprintf("x%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Addr != zero.Addr {
+			mode = fmt.Sprintf("x%d", i)
+		}
+	}
+	if err := c.WaitReplicated(zero, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := redistest.CutReplication(ctx, zero); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, u := range []string{"p1", "p2"} {
+		tk, err := e.svc.Create(ctx, player(u), matchmaking.TicketParams{Mode: mode, Regions: []string{"eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[u] = tk.ID
+	}
+	zero.Kill()
+	if _, err := redistest.WaitMaster(replica, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var modes []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if modes, err = e.tickets.Modes(ctx); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || !slices.Contains(modes, mode) {
+		t.Fatalf("modes listed after shard 0's master failed over: %v %v, want %s among them", modes, err, mode)
+	}
+	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
+	m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: rec, Holder: "a",
+		LeaseTTL: 2 * time.Second, RepairAfter: 100 * time.Millisecond})
+	roundsUntil(t, m, rec, "the mode's tickets not matched", func() bool {
+		for u, id := range ids {
+			if tk, err := e.svc.Get(ctx, player(u), id); err != nil || tk.Status != matchmaking.Matched || tk.RoomID == "" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // A commit made again to the same room (a repair's) still writes the
 // pending record, so that the WAIT after it, which waits for its
 // connection's last write, covers the mark whichever connection first
@@ -504,11 +571,6 @@ func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
 			}
 		}
 		return out
-	}
-	// the mode listed on every replica: the list may be on master, whose
-	// writes from the cut on are lost (a ticket's create lists it again)
-	if err := e.tickets.Touch(ctx, "duel", time.Hour); err != nil {
-		t.Fatal(err)
 	}
 	if err := c.WaitReplicated(master, 20*time.Second); err != nil {
 		t.Fatal(err)

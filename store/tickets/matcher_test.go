@@ -342,6 +342,68 @@ func roundsUntilKeysGo(t *testing.T, m *matchmaking.Matcher, keys func() []strin
 	}
 }
 
+// A ticket's create lists its mode in its shard's list until the ticket's
+// grace could end, never earlier than a later ticket listed it (GT). A
+// mode an instance from before the per-shard lists put on shard 0's list
+// (every mode's then) is listed too, and a pass finding it empty forgets
+// it there once its time is past (kept while it is ahead).
+func TestCreateListsItsMode(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, mustRules(t, "modes:\n  duel: {}\n"))
+		c := e.rooms.Client()
+		tk, err := e.svc.Create(ctx, player("l1"), matchmaking.TicketParams{Mode: "duel", Regions: []string{"eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := func(key, mode string) float64 {
+			t.Helper()
+			at, err := c.ZScore(ctx, key, mode).Result()
+			if err != nil {
+				t.Fatalf("%s in %s: %v", mode, key, err)
+			}
+			return at
+		}
+		want := float64(tk.ExpiresAt.Add(e.cfg.Grace).UnixMilli())
+		if at := listed(e.tickets.ModesKey("duel"), "duel"); at != want {
+			t.Fatalf("duel listed until %v, want its ticket's expiry and grace, %v", at, want)
+		}
+		short := matchmaking.Ticket{ID: e.tickets.NewID("duel", ""), Mode: "duel", Regions: []string{"eu"}, UserID: "l2"}
+		if _, err := e.tickets.Add(ctx, short, matchmaking.GroupKey{Size: 1, Regions: short.Regions, Users: []string{"l2"}},
+			time.Second, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+		if at := listed(e.tickets.ModesKey("duel"), "duel"); at != want {
+			t.Fatalf("duel listed until %v after a shorter ticket, want %v still", at, want)
+		}
+
+		// old instances' listings, on shard 0's list
+		var old []string
+		for i := 0; len(old) < 2; i++ {
+			if mode := fmt.Sprintf("old%d", i); e.tickets.ModeShard(mode) != 0 {
+				old = append(old, mode)
+			}
+		}
+		past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+		if err := c.ZAdd(ctx, e.tickets.ShardModesKey(0), redis.Z{Score: float64(past.UnixMilli()), Member: old[0]},
+			redis.Z{Score: float64(future.UnixMilli()), Member: old[1]}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if modes, err := e.tickets.Modes(ctx); err != nil || !slices.Equal(modes, slices.Sorted(slices.Values(append([]string{"duel"}, old...)))) {
+			t.Fatalf("modes %v %v, want duel and %v", modes, err, old)
+		}
+		if until, err := e.tickets.Forget(ctx, old[0]); err != nil || !until.IsZero() {
+			t.Fatalf("Forget of %s, its time past: %v %v, want it gone", old[0], until, err)
+		}
+		if until, err := e.tickets.Forget(ctx, old[1]); err != nil || until.UnixMilli() != future.UnixMilli() {
+			t.Fatalf("Forget of %s, its time ahead: %v %v, want kept until %v", old[1], until, err, future)
+		}
+		if modes, err := e.tickets.Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1]}) {
+			t.Fatalf("modes after the Forgets: %v %v, want duel and %s", modes, err, old[1])
+		}
+	})
+}
+
 // A mode stays listed while it has tickets or pending matches, however
 // long since its last ticket was created (an outage longer than a
 // ticket's TTL and grace: its Cluster master down): its pending match is
@@ -364,9 +426,10 @@ func TestModeListedWhileItHasTickets(t *testing.T) {
 		past := float64(time.Now().Add(-time.Hour).UnixMilli())
 		future := float64(time.Now().Add(time.Hour).UnixMilli())
 		c := e.rooms.Client()
-		if err := c.ZAdd(ctx, e.tickets.ModesKey(), redis.Z{Score: past, Member: "duel"}, redis.Z{Score: past, Member: "ghost"},
-			redis.Z{Score: future, Member: "fresh"}).Err(); err != nil {
-			t.Fatal(err)
+		for mode, at := range map[string]float64{"duel": past, "ghost": past, "fresh": future} {
+			if err := c.ZAdd(ctx, e.tickets.ModesKey(mode), redis.Z{Score: at, Member: mode}).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		takeLease(t, e, "duel", "a", "b")
 		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: e.rooms, Notifier: e.tickets, Holder: "b",
@@ -380,7 +443,7 @@ func TestModeListedWhileItHasTickets(t *testing.T) {
 				t.Fatalf("ticket %s after b's round: %+v %v, want matched into its room", id, tk, err)
 			}
 		}
-		modes, err := c.ZRange(ctx, e.tickets.ModesKey(), 0, -1).Result()
+		modes, err := e.tickets.Modes(ctx)
 		if err != nil || !slices.Equal(modes, []string{"duel", "fresh"}) {
 			t.Fatalf("modes listed: %v %v, want duel (its tickets in their grace) and fresh (its time ahead), not ghost", modes, err)
 		}

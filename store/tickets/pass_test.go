@@ -286,7 +286,7 @@ func walksInPages(t *testing.T, budget matchmaking.PassBudget, passes int) {
 		add := func(uid string, rating float64) {
 			tk := matchmaking.Ticket{ID: e.tickets.NewID("duel", ""), Mode: "duel", Regions: []string{"eu"}, Rating: rating,
 				Attributes: map[string]any{}, UserID: uid, PartyUserIDs: []string{}}
-			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: rating, Size: 1, Regions: tk.Regions, Users: []string{uid}}, time.Minute, 1000); err != nil {
+			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: rating, Size: 1, Regions: tk.Regions, Users: []string{uid}}, time.Minute, 0, 1000); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -332,7 +332,7 @@ func addParty(t *testing.T, e env, uid string, rating float64, size int) string 
 	tk := matchmaking.Ticket{ID: e.tickets.NewID("squad", ""), Mode: "squad", Regions: []string{"eu"}, Rating: rating,
 		Attributes: map[string]any{}, UserID: uid, PartyUserIDs: party}
 	users := append([]string{uid}, party...)
-	if _, err := e.tickets.Add(context.Background(), tk, matchmaking.GroupKey{Rating: rating, Size: size, Regions: tk.Regions, Users: users}, time.Minute, 1000); err != nil {
+	if _, err := e.tickets.Add(context.Background(), tk, matchmaking.GroupKey{Rating: rating, Size: size, Regions: tk.Regions, Users: users}, time.Minute, 0, 1000); err != nil {
 		t.Fatal(err)
 	}
 	return tk.ID
@@ -425,7 +425,7 @@ func TestPassSearchKeepsEveryWindow(t *testing.T) {
 			t0 := matchmaking.Ticket{ID: e.tickets.NewID("squad", ""), Mode: "squad", Regions: []string{"eu"}, Rating: tk.rating,
 				Attributes: map[string]any{}, UserID: tk.name, PartyUserIDs: party}
 			users := append([]string{tk.name}, party...)
-			if _, err := e.tickets.Add(ctx, t0, matchmaking.GroupKey{Rating: tk.rating, Size: tk.size, Regions: t0.Regions, Users: users}, time.Minute, 1000); err != nil {
+			if _, err := e.tickets.Add(ctx, t0, matchmaking.GroupKey{Rating: tk.rating, Size: tk.size, Regions: t0.Regions, Users: users}, time.Minute, 0, 1000); err != nil {
 				t.Fatal(err)
 			}
 			created := now.Add(-tk.waited)
@@ -550,7 +550,7 @@ func TestPassPagesThroughEqualRatings(t *testing.T) {
 			}
 			tk := matchmaking.Ticket{ID: id, Mode: "duel", Regions: []string{reg}, Rating: 1500,
 				Attributes: map[string]any{}, UserID: uid, PartyUserIDs: []string{}}
-			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: 1500, Size: 1, Regions: tk.Regions, Users: []string{uid}}, time.Minute, 1000); err != nil {
+			if _, err := e.tickets.Add(ctx, tk, matchmaking.GroupKey{Rating: 1500, Size: 1, Regions: tk.Regions, Users: []string{uid}}, time.Minute, 0, 1000); err != nil {
 				t.Fatal(err)
 			}
 		}

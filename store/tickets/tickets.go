@@ -15,10 +15,11 @@
 //	{p:m}:mm:lease:<mode>   string: the matcher holding the mode (PX)
 //	{p:m}:mm:bf:<mode>      hash room id → JSON: the mode's rooms to backfill
 //	                        (expires an hour after its last write)
-//	{p:0}:mm:modes          zset mode → ms: modes with tickets (the latest
-//	                        create's time ahead); a mode leaves once a pass
-//	                        finds it with no ticket or pending match and
-//	                        its time is past (modes_forget)
+//	{p:m}:mm:modes          zset mode → ms: the shard's modes with tickets
+//	                        (until the latest ticket's grace could end,
+//	                        listed by its create); a mode leaves once a
+//	                        pass finds it with no ticket or pending match
+//	                        and its time is past (modes_forget)
 //	{p:u}:mm:u:<userId>     string: the user's active ticket (PX: TTL + grace)
 //
 // Every key empties itself: a ticket's fields go when its grace ends
@@ -238,7 +239,7 @@ func (s *Store) schedule(mode string) string    { return s.b.Tag(s.modeShard(mod
 func (s *Store) pending(mode string) string     { return s.b.Tag(s.modeShard(mode)) + ":mm:pend:" + mode }
 func (s *Store) lease(mode string) string       { return s.b.Tag(s.modeShard(mode)) + ":mm:lease:" + mode }
 func (s *Store) backfill(mode string) string    { return s.b.Tag(s.modeShard(mode)) + ":mm:bf:" + mode }
-func (s *Store) modes() string                  { return s.b.Tag(0) + ":mm:modes" }
+func (s *Store) modes(shard int) string         { return s.b.Tag(shard) + ":mm:modes" }
 func (s *Store) userKey(uid string) string      { return s.b.Tag(s.b.UserShard(uid)) + ":mm:u:" + uid }
 func (s *Store) modeTickets(mode string) string { return s.tickets(s.modeShard(mode)) }
 
@@ -297,7 +298,7 @@ type state struct {
 }
 
 // Add implements matchmaking.Queue with one script.
-func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl time.Duration, maxQueue int) (matchmaking.Ticket, error) {
+func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl, grace time.Duration, maxQueue int) (matchmaking.Ticket, error) {
 	rec, err := json.Marshal(record{Mode: t.Mode, Regions: t.Regions, Rating: t.Rating, Attributes: t.Attributes,
 		UserID: t.UserID, Name: t.Name, Party: t.PartyUserIDs})
 	if err != nil {
@@ -308,8 +309,8 @@ func (s *Store) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.Gro
 		return t, fmt.Errorf("store: ticket: %w", err)
 	}
 	st, rest, err := status(s.b.Runner.Run(ctx, createCall{tickets: s.modeTickets(t.Mode), schedule: s.schedule(t.Mode),
-		queue: s.queue(t.Mode), id: t.ID, record: string(rec), group: string(gk), rating: t.Rating,
-		ms: ttl.Milliseconds(), maxQueue: maxQueue}).Result())
+		queue: s.queue(t.Mode), modes: s.modes(s.modeShard(t.Mode)), id: t.ID, record: string(rec), group: string(gk),
+		mode: t.Mode, rating: t.Rating, ms: ttl.Milliseconds(), grace: grace.Milliseconds(), maxQueue: maxQueue}).Result())
 	if err != nil {
 		return t, err
 	}
@@ -659,32 +660,53 @@ func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
 	return err
 }
 
-// Touch implements matchmaking.Queue: the mode's entry is kept at the
-// latest of its times (ZADD GT).
-func (s *Store) Touch(ctx context.Context, mode string, ttl time.Duration) error {
-	until := float64(time.Now().Add(ttl).UnixMilli())
-	return redisx.Wrap(s.b.Client.ZAddArgs(ctx, s.modes(), redis.ZAddArgs{GT: true,
-		Members: []redis.Z{{Score: until, Member: mode}}}).Err())
-}
-
-// Modes implements matchmaking.Queue.
+// Modes implements matchmaking.Queue: every shard's list, read in one
+// pipeline (a Cluster's nodes at once). Shard 0's key is the one list of
+// instances from before the lists were per shard (every mode's), read as
+// shard 0's: a rolling upgrade loses none of the modes it lists.
 func (s *Store) Modes(ctx context.Context) ([]string, error) {
-	out, err := s.b.Client.ZRange(ctx, s.modes(), 0, -1).Result()
-	return out, redisx.Wrap(err)
+	cmds := make([]*redis.StringSliceCmd, s.b.Shards)
+	_, err := s.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for sh := range cmds {
+			cmds[sh] = p.ZRange(ctx, s.modes(sh), 0, -1)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, redisx.Wrap(err)
+	}
+	var out []string
+	for _, c := range cmds {
+		out = append(out, c.Val()...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
-// Forget implements matchmaking.Queue with one script.
+// Forget implements matchmaking.Queue with one script on the mode's
+// shard's list, and one on shard 0's for a mode of another shard (an
+// instance from before the lists were per shard may have listed it
+// there): until is the later of the two times.
 func (s *Store) Forget(ctx context.Context, mode string) (time.Time, error) {
-	_, rest, err := status(s.b.Runner.Run(ctx, forgetCall{key: s.modes(), mode: mode, now: time.Now().UnixMilli()}).Result())
-	if err != nil || len(rest) == 0 {
-		return time.Time{}, err
+	var until time.Time
+	for _, sh := range slices.Compact([]int{s.modeShard(mode), 0}) {
+		_, rest, err := status(s.b.Runner.Run(ctx, forgetCall{key: s.modes(sh), mode: mode, now: time.Now().UnixMilli()}).Result())
+		if err != nil {
+			return time.Time{}, err
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		at, _ := rest[0].(string)
+		ms, err := strconv.ParseFloat(at, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("store: unexpected modes_forget reply %v", rest)
+		}
+		if at := time.UnixMilli(int64(ms)); at.After(until) {
+			until = at
+		}
 	}
-	at, _ := rest[0].(string)
-	ms, err := strconv.ParseFloat(at, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("store: unexpected modes_forget reply %v", rest)
-	}
-	return time.UnixMilli(int64(ms)), nil
+	return until, nil
 }
 
 // Searching implements matchmaking.Queue.

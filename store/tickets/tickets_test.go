@@ -275,7 +275,7 @@ func TestKeyedCreateRunAgainAnswersItsTicket(t *testing.T) {
 		// the script's guard, for a run again that passed the read before
 		// the first run's ticket was queued: the ticket is left as it is
 		_, err := e.tickets.Add(ctx, matchmaking.Ticket{ID: first.ID, Mode: "duel", Regions: []string{"eu"}, UserID: "k0"},
-			matchmaking.GroupKey{Size: 1, Regions: []string{"eu"}, Users: []string{"k0"}}, time.Minute, 100)
+			matchmaking.GroupKey{Size: 1, Regions: []string{"eu"}, Users: []string{"k0"}}, time.Minute, 0, 100)
 		if !errors.Is(err, matchmaking.ErrTicketExists) {
 			t.Fatalf("Add of a kept ticket's id: %v, want ErrTicketExists", err)
 		}
@@ -299,7 +299,7 @@ type overlapping struct {
 	once  sync.Once
 }
 
-func (q *overlapping) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl time.Duration, maxQueue int) (matchmaking.Ticket, error) {
+func (q *overlapping) Add(ctx context.Context, t matchmaking.Ticket, g matchmaking.GroupKey, ttl, grace time.Duration, maxQueue int) (matchmaking.Ticket, error) {
 	failed := false
 	q.once.Do(func() {
 		q.other()
@@ -308,7 +308,7 @@ func (q *overlapping) Add(ctx context.Context, t matchmaking.Ticket, g matchmaki
 	if failed {
 		return matchmaking.Ticket{}, matchmaking.ErrQueueFull
 	}
-	return q.Queue.Add(ctx, t, g, ttl, maxQueue)
+	return q.Queue.Add(ctx, t, g, ttl, grace, maxQueue)
 }
 
 // Two runs of one keyed create at once (the key's claim lapsed while the

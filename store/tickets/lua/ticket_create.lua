@@ -1,5 +1,6 @@
--- ticket_create: queues a ticket (tickets.go) in its mode's slot. No
--- prelude.
+-- ticket_create: queues a ticket (tickets.go) in its mode's slot, and
+-- lists the mode there until the ticket's grace could end: a failover
+-- keeps the two or loses them together. No prelude.
 -- KEYS[1] tickets (hash: <id> the ticket as created (JSON, Go's),
 --         <id>:g what the pass groups by (JSON: size, regions, eq,
 --         users), <id>:s its state (JSON: st, cr, ex, and fin, mid, reg,
@@ -7,8 +8,11 @@
 -- KEYS[2] the mode's schedule (zset id → ms: a searching ticket's expiry,
 --         a final one's end of grace)
 -- KEYS[3] the mode's queue (zset id → rating)
+-- KEYS[4] the modes of the slot's shard (zset mode → ms)
 -- ARGV[1] id  ARGV[2] ticket JSON  ARGV[3] group JSON  ARGV[4] rating
 -- ARGV[5] TTL, ms  ARGV[6] the most tickets the mode's queue holds
+-- ARGV[7] mode  ARGV[8] grace, ms (the mode listed until expiry + grace,
+-- or later: GT)
 -- Reply: {"OK", created ms, expires ms} | {"QUEUE_FULL"} | {"EXISTS"} (a
 -- ticket of that id is kept, in any status: a keyed create run again; it
 -- is left as it is)
@@ -23,4 +27,5 @@ redis.call('HSET', tickets, id, ARGV[2], id .. ':g', ARGV[3],
   id .. ':s', cjson.encode({st = 'searching', cr = now, ex = ex}))
 redis.call('ZADD', queue, ARGV[4], id)
 redis.call('ZADD', sched, ex, id)
+redis.call('ZADD', KEYS[4], 'GT', ex + tonumber(ARGV[8]), ARGV[7])
 return {'OK', string.format('%d', now), string.format('%d', ex)}
