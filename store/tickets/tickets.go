@@ -745,7 +745,7 @@ func (s *Store) MatchFound(ctx context.Context, uid string, e matchmaking.MatchF
 			if lack := (*redisx.ShortOfReplicasError)(nil); !errors.As(err, &lack) {
 				return reply, redisx.Wrap(err)
 			} else if !anyway {
-				return nil, fmt.Errorf("%w: %w", matchmaking.ErrNoticeNotReplicated, err)
+				return reply, fmt.Errorf("%w: %w", matchmaking.ErrNoticeNotReplicated, err)
 			}
 			short = fmt.Errorf("%w: %w", matchmaking.ErrToldUnreplicated, err)
 			return reply, nil

@@ -1,6 +1,7 @@
 package userlog_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,10 +20,45 @@ import (
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/sse"
 	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/internal/redisx"
 	"github.com/realsync/realsync/store/userlog"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
+
+// A send whose run fails after the script ran (match_found's, short of
+// replicas) returns the run's error and counts the entry the cap dropped.
+func TestDroppedCountedWhenTheRunFails(t *testing.T) {
+	const capped = userlog.ResumeMargin + 1
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			var dropped atomic.Int64
+			st, err := store.Open(ctx, store.Config{RedisURL: b.URL, ClusterAddrs: b.ClusterAddrs, Prefix: redistest.Prefix(t), Shards: 4,
+				Offline: userlog.Config{MaxLen: capped, Dropped: func(n int) { dropped.Add(int64(n)) }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			l, uid := st.UserLogs(), "u-"+redistest.Prefix(t)
+			for range capped {
+				if _, err := l.Send(ctx, uid, []byte(`{"type":"message"}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			short := errors.New("short of replicas")
+			_, _, err = l.SendEventOnceBy(ctx, uid, players.DirectMessageEvent{UserEventHeader: players.NewHeader(players.EventMessage, uid, time.Now()),
+				Message: players.DirectMessageBody{Type: "chat", Data: json.RawMessage("0")}}, userlog.Once{},
+				func(ctx context.Context, call redisx.Call) (any, error) {
+					reply, err := st.Base().Runner.Run(ctx, call).Result()
+					return reply, cmp.Or(err, short)
+				})
+			if n := st.Client().XLen(ctx, l.KeysOf(uid).Log).Val(); !errors.Is(err, short) || dropped.Load() != 1 || n != capped {
+				t.Fatalf("a send whose run failed after the script: %v, %d dropped, a log of %d; want the run's error, 1, %d", err, dropped.Load(), n, capped)
+			}
+		})
+	}
+}
 
 // The cap drops the oldest events, counted; an ack moves one platform's
 // cursor forward only, and drops what every platform with a cursor got,

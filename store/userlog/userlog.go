@@ -236,6 +236,8 @@ func (l *Log) send(ctx context.Context, uid string, event []byte, ref string) (i
 
 // Run runs a call of the log's and returns its reply: a caller's own way
 // (tickets' match_found waits for replicas), where Runner.Run's will not do.
+// A run that fails after the script ran (short of replicas) returns its
+// reply with the error: the entries the send dropped are counted still.
 type Run func(ctx context.Context, c redisx.Call) (any, error)
 
 // sendOnce runs user_send, with run (nil: Runner.Run, its errors
@@ -254,20 +256,23 @@ func (l *Log) sendOnce(ctx context.Context, uid string, event []byte, ref string
 	} else {
 		reply, err = run(ctx, call)
 	}
+	res, _ := reply.([]any)
+	ok := len(res) == 4 && res[0] == "OK"
+	if ok && l.cfg.Dropped != nil {
+		if n, _ := res[2].(int64); n > 0 {
+			l.cfg.Dropped(int(n))
+		}
+	}
 	if err != nil {
 		return 0, 0, err
 	}
-	res, _ := reply.([]any)
 	if len(res) == 1 && res[0] == "KEY_REUSED" {
 		return 0, 0, rooms.ErrKeyReused
 	}
-	if len(res) != 4 || res[0] != "OK" {
+	if !ok {
 		return 0, 0, fmt.Errorf("userlog: unexpected reply %v", res)
 	}
 	seq, _ := res[1].(int64)
-	if n, _ := res[2].(int64); n > 0 && l.cfg.Dropped != nil {
-		l.cfg.Dropped(int(n))
-	}
 	at, _ := res[3].(int64)
 	return seq, at, nil
 }
