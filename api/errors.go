@@ -83,6 +83,7 @@ var problems = []problem{
 	{matchmaking.ErrTicketNotFound, 404, "TICKET_NOT_FOUND", "Ticket not found"},
 	{matchmaking.ErrTicketActive, 409, "TICKET_ACTIVE", "An active ticket exists"},
 	{matchmaking.ErrMemberQueuedInParty, 409, "MEMBER_QUEUED_IN_PARTY", "Queued in a party's ticket"},
+	{matchmaking.ErrPartyConsent, 403, "PARTY_CONSENT_REQUIRED", "A party member has not consented"},
 	{matchmaking.ErrTicketMatched, 409, "TICKET_MATCHED", "Ticket already matched"},
 	{matchmaking.ErrQueueFull, 409, "QUEUE_FULL", "Matchmaking queue full"},
 	{deadletter.ErrBacklogFull, 409, "WEBHOOK_BACKLOG_FULL", "Webhook endpoint's backlog full"},

@@ -29,7 +29,7 @@ func (s *Server) createTicket(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	p.Key = key
-	if err := s.tickets.Validate(userFrom(r.Context()), p); err != nil {
+	if err := s.tickets.Validate(r.Context(), userFrom(r.Context()), p); err != nil {
 		s.writeError(w, r, err) // counted on nothing but the route's limits
 		return
 	}

@@ -14,6 +14,10 @@ var (
 	// ErrTicketActive: the user (or a party member: the error says which)
 	// already has a searching ticket.
 	ErrTicketActive = errors.New("an active ticket exists")
+	// ErrPartyConsent: a party member named in a ticket has not consented
+	// to be in the leader's party (Config.Consent: does not follow the
+	// leader).
+	ErrPartyConsent = errors.New("a party member has not consented")
 	// ErrMemberQueuedInParty: the user is a member of a party whose
 	// leader's searching ticket covers them; they cannot queue apart.
 	ErrMemberQueuedInParty = errors.New("queued in a party's ticket")

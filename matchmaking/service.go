@@ -52,6 +52,16 @@ type Config struct {
 	Now func() time.Time
 	// Quotas checks the room quotas of a new ticket's users; nil: none.
 	Quotas RoomQuotas
+	// Consent, when set, is how a party member consents to be named in a
+	// ticket: by following its leader (Follows(member, leader), the
+	// players' following lists). nil: any user may be named.
+	Consent Following
+}
+
+// Following says whether user follows other (the players' following
+// lists; errors: rooms.ErrUnavailable).
+type Following interface {
+	Follows(ctx context.Context, user, other string) (bool, error)
 }
 
 // RoomQuotas checks, at a ticket's create, that a match's room would be
@@ -122,7 +132,9 @@ type TicketParams struct {
 }
 
 // Create validates p against its mode's rules (a ValidationError naming
-// every bad field), makes the ticket u's and its party's one active
+// every bad field), checks that each party member consents
+// (Config.Consent: follows u; ErrPartyConsent), makes the ticket u's and
+// its party's one active
 // ticket (ErrTicketActive when u or a member has another active: searching,
 // or matched while its room is not known yet,
 // ErrMemberQueuedInParty when u is covered by another leader's), checks
@@ -139,6 +151,9 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	}
 	r := s.cfg.Rules.Of(p.Mode)
 	if err := s.validate(u, p, r); err != nil {
+		return Ticket{}, err
+	}
+	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
 		return Ticket{}, err
 	}
 	rating := *r.DefaultRating
@@ -207,14 +222,36 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	return Ticket{}, err
 }
 
-// Validate is Create's check of p against its mode's rules (a
-// ValidationError naming every bad field), for a caller that counts the
-// party on limits of its own before Create (which checks again).
-func (s *Service) Validate(u rooms.User, p TicketParams) error {
+// Validate is Create's checks of p before anything is claimed: against
+// its mode's rules (a ValidationError naming every bad field), then its
+// party's consent (ErrPartyConsent), for a caller that counts the party
+// on limits of its own before Create (which checks again).
+func (s *Service) Validate(ctx context.Context, u rooms.User, p TicketParams) error {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return err
 	}
-	return s.validate(u, p, s.cfg.Rules.Of(p.Mode))
+	if err := s.validate(u, p, s.cfg.Rules.Of(p.Mode)); err != nil {
+		return err
+	}
+	return s.consent(ctx, u, p.PartyUserIDs)
+}
+
+// consent checks that each of party follows u, its leader
+// (Config.Consent; nil: nothing checked).
+func (s *Service) consent(ctx context.Context, u rooms.User, party []string) error {
+	if s.cfg.Consent == nil {
+		return nil
+	}
+	for i, uid := range party {
+		ok, err := s.cfg.Consent.Follows(ctx, uid, u.ID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("the party member partyUserIds.%d does not follow you: a user consents to be in a player's party by following them (PUT /v1/me/following): %w", i, ErrPartyConsent)
+		}
+	}
+	return nil
 }
 
 // roomQuotas checks that each of t's users may be in the room of a match,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,59 @@ modes:
 			var ve *rooms.ValidationError
 			if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != tc.field {
 				t.Fatalf("%v, want a validation error on %s alone", err, tc.field)
+			}
+		})
+	}
+}
+
+// follows is a Following of the pairs it holds ("user other"), or err.
+type follows struct {
+	pairs map[string]bool
+	err   error
+}
+
+func (f follows) Follows(_ context.Context, user, other string) (bool, error) {
+	return f.pairs[user+" "+other], f.err
+}
+
+// With Config.Consent, Create and Validate refuse a party member who
+// does not follow the leader (ErrPartyConsent naming the first such
+// member), and a lookup's error, before anything is claimed; a party
+// every member of which follows the leader reaches the queue, as does
+// any party without Consent.
+func TestPartyConsent(t *testing.T) {
+	leader := rooms.User{ID: "leader", Name: "l"}
+	consenting := follows{pairs: map[string]bool{"a leader": true, "b leader": true, "c other": true}}
+	for _, tc := range []struct {
+		name    string
+		consent Following
+		party   []string
+		want    error
+		detail  string
+	}{
+		{name: "Off", party: []string{"x", "y"}, want: errReached},
+		{name: "NoParty", consent: follows{}, want: errReached},
+		{name: "AllFollow", consent: consenting, party: []string{"a", "b"}, want: errReached},
+		{name: "OneDoesNot", consent: consenting, party: []string{"a", "c", "b"}, want: ErrPartyConsent, detail: "partyUserIds.1 does not follow you"},
+		{name: "LookupFails", consent: follows{err: rooms.ErrUnavailable}, party: []string{"a"}, want: rooms.ErrUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := ParseRules([]byte("modes:\n  big: {minPlayers: 2, maxPlayers: 8}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc, err := NewService(Config{Queue: noQueue{}, Rules: rs, Consent: tc.consent})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: tc.party}
+			_, err = svc.Create(t.Context(), leader, p)
+			if !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.detail) {
+				t.Fatalf("Create: %v, want %v (%q)", err, tc.want, tc.detail)
+			}
+			verr := svc.Validate(t.Context(), leader, p)
+			if wantV := tc.want; wantV == errReached && verr != nil || wantV != errReached && !errors.Is(verr, wantV) {
+				t.Fatalf("Validate: %v, want %v", verr, tc.want)
 			}
 		})
 	}

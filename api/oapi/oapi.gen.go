@@ -63,6 +63,7 @@ const (
 	NOTOWNER               ProblemCode = "NOT_OWNER"
 	OVERLOADED             ProblemCode = "OVERLOADED"
 	OWNEDROOMSLIMIT        ProblemCode = "OWNED_ROOMS_LIMIT"
+	PARTYCONSENTREQUIRED   ProblemCode = "PARTY_CONSENT_REQUIRED"
 	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND         ProblemCode = "PLAYER_NOT_FOUND"
 	QUEUEFULL              ProblemCode = "QUEUE_FULL"
@@ -142,6 +143,8 @@ func (e ProblemCode) Valid() bool {
 	case OVERLOADED:
 		return true
 	case OWNEDROOMSLIMIT:
+		return true
+	case PARTYCONSENTREQUIRED:
 		return true
 	case PAYLOADTOOLARGE:
 		return true

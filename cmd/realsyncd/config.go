@@ -185,7 +185,6 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	c.browseSettings = browsing(bad)
 	c.playerSettings = playerOpts(bad)
 	c.webhookSettings = webhooks(bad)
-	c.matchSettings = matchmakingOpts(bad)
 	if cluster != "" {
 		for _, a := range strings.Split(cluster, ",") {
 			switch a = strings.TrimSpace(a); {
@@ -221,6 +220,7 @@ func parseConfig(getenv func(string) string, args []string, more func(*flag.Flag
 	if c.Env != envDevelopment && c.Env != envProduction {
 		bad("REALSYNC_ENV", "must be development or production")
 	}
+	c.matchSettings = matchmakingOpts(c.Env == envProduction, bad)
 	switch c.GuestAuth, err = strconv.ParseBool(guest); {
 	case guest == "":
 		c.GuestAuth = c.Env != envProduction

@@ -33,18 +33,32 @@ type matchSettings struct {
 	// long they are waited for; its Hold is tickets.DefaultDurability's
 	// (tickets.Durability).
 	MatchCommit tickets.Durability
+	// PartyConsent: REALSYNC_PARTY_CONSENT, "follow" (true: a ticket may
+	// name a user in its party only when the user follows its leader) or
+	// "none"; default follow in production, none in development.
+	PartyConsent bool
 }
 
 // matchmakingFlags declares the settings' flags on fs, with env's values
-// as defaults; the returned function checks them after fs.Parse.
-func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(bad func(name, msg string)) matchSettings {
-	var file, replicas, wait string
+// as defaults; the returned function checks them after fs.Parse
+// (production: REALSYNC_ENV's, for the defaults that depend on it).
+func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(production bool, bad func(name, msg string)) matchSettings {
+	var file, replicas, wait, consent string
 	fs.StringVar(&file, "matchmaking-file", env("REALSYNC_MATCHMAKING_FILE", ""), "YAML or JSON file of matchmaking rules per mode (teams, rating window, regions, attributes, ticket TTL, backfill); unset: every mode matches 2 players (REALSYNC_MATCHMAKING_FILE)")
 	d := tickets.DefaultDurability
 	fs.StringVar(&replicas, "match-commit-replicas", env("REALSYNC_MATCH_COMMIT_REPLICAS", strconv.Itoa(d.Replicas)), "replicas of a Redis Cluster master that must have a match's commit before its users are told, 0 not waited for (REALSYNC_MATCH_COMMIT_REPLICAS)")
 	fs.StringVar(&wait, "match-commit-wait", env("REALSYNC_MATCH_COMMIT_WAIT", d.Wait.String()), "how long a match's commit waits for those replicas; short of them, its users are told by a repair (REALSYNC_MATCH_COMMIT_WAIT)")
-	return func(bad func(name, msg string)) matchSettings {
+	fs.StringVar(&consent, "party-consent", env("REALSYNC_PARTY_CONSENT", ""), "follow: a ticket may name a user in its party only when the user follows its leader; none: any user; default follow in production, none in development (REALSYNC_PARTY_CONSENT)")
+	return func(production bool, bad func(name, msg string)) matchSettings {
 		s := matchSettings{MatchmakingFile: file, MatchCommit: tickets.DefaultDurability}
+		switch consent {
+		case "":
+			s.PartyConsent = production
+		case "follow", "none":
+			s.PartyConsent = consent == "follow"
+		default:
+			bad("REALSYNC_PARTY_CONSENT", "must be follow or none")
+		}
 		var err error
 		if s.MatchCommit.Replicas, err = strconv.Atoi(replicas); err != nil || s.MatchCommit.Replicas < 0 || s.MatchCommit.Replicas > 5 {
 			bad("REALSYNC_MATCH_COMMIT_REPLICAS", "must be an integer 0..5 (0: not waited for)")
@@ -85,8 +99,12 @@ func (c Config) checkRuleModes(bad func(name, msg string)) {
 // mode labels to the modes configured (labelModes).
 func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaking.Config {
 	m.MatchmakingModes(c.labelModes())
-	return matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()).WithDurability(c.MatchCommit), Rules: c.MatchmakingRules,
+	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()).WithDurability(c.MatchCommit), Rules: c.MatchmakingRules,
 		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m, Quotas: st}
+	if c.PartyConsent {
+		mc.Consent = st.Sessions()
+	}
+	return mc
 }
 
 // runMatcher runs the matcher until ctx ends, as holder instance.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,45 @@ func TestParseConfigMatchCommit(t *testing.T) {
 			c, ok := parseCase(t, tc.env, tc.args, tc.wantErr)
 			if ok && c.MatchCommit != tc.want {
 				t.Errorf("commit durability %+v, want %+v", c.MatchCommit, tc.want)
+			}
+		})
+	}
+}
+
+// REALSYNC_PARTY_CONSENT: follow in production, none in development by
+// default; either value in either; anything else refused naming the
+// variable; the flag wins.
+func TestParseConfigPartyConsent(t *testing.T) {
+	const consent = "REALSYNC_PARTY_CONSENT"
+	prod := map[string]string{"REALSYNC_ENV": "production", "REALSYNC_JWT_SECRET": strings.Repeat("s", 32), "REALSYNC_REDIS_URL": "redis://r:6379/0"}
+	with := func(m map[string]string, k, v string) map[string]string {
+		out := maps.Clone(m)
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+		return out
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    bool
+		wantErr string
+	}{
+		{name: "DevelopmentDefault"},
+		{name: "ProductionDefault", env: prod, want: true},
+		{name: "DevelopmentFollow", env: map[string]string{consent: "follow"}, want: true},
+		{name: "ProductionNone", env: with(prod, consent, "none")},
+		{name: "FlagWins", env: map[string]string{consent: "none"}, args: []string{"-party-consent", "follow"}, want: true},
+		{name: "Bad", env: map[string]string{consent: "friends"}, wantErr: consent + ": must be follow or none"},
+		{name: "BadCase", env: with(prod, consent, "Follow"), wantErr: consent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseCase(t, tc.env, tc.args, tc.wantErr)
+			if ok && c.PartyConsent != tc.want {
+				t.Errorf("party consent %v, want %v", c.PartyConsent, tc.want)
 			}
 		})
 	}

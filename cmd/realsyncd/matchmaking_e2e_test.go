@@ -175,3 +175,23 @@ func TestTicketsCheckTheRoomQuotas(t *testing.T) {
 		t.Fatalf("ticket at the owned-rooms quota: %d %v", status, res)
 	}
 }
+
+// realsyncd asks a party's consent with REALSYNC_PARTY_CONSENT=follow
+// (matchmaking.Config.Consent wired to the following lists): a member who
+// does not follow the leader is refused, one who does is queued.
+func TestTicketsAskThePartysConsent(t *testing.T) {
+	t.Parallel()
+	in := start(t, buildBinary(t), append(backendEnv(t, "standalone"), "REALSYNC_PARTY_CONSENT=follow")...)
+	leader, leaderID := guestWithID(t, in, "leader")
+	member, memberID := guestWithID(t, in, "member")
+	ticket := map[string]any{"mode": "trio", "regions": []string{"eu"}, "partyUserIds": []string{memberID}}
+	if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", leader, ticket); status != 403 || res["code"] != "PARTY_CONSENT_REQUIRED" {
+		t.Fatalf("a party member who does not follow the leader: %d %v", status, res)
+	}
+	if status, res := call(t, "PUT", in.url+"/v1/me/following", member, map[string]any{"userIds": []string{leaderID}}); status != 200 {
+		t.Fatalf("follow: %d %v", status, res)
+	}
+	if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", leader, ticket); status != 201 {
+		t.Fatalf("a party member who follows the leader: %d %v", status, res)
+	}
+}

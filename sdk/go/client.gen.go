@@ -68,6 +68,7 @@ const (
 	NOTOWNER               ProblemCode = "NOT_OWNER"
 	OVERLOADED             ProblemCode = "OVERLOADED"
 	OWNEDROOMSLIMIT        ProblemCode = "OWNED_ROOMS_LIMIT"
+	PARTYCONSENTREQUIRED   ProblemCode = "PARTY_CONSENT_REQUIRED"
 	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND         ProblemCode = "PLAYER_NOT_FOUND"
 	QUEUEFULL              ProblemCode = "QUEUE_FULL"
@@ -147,6 +148,8 @@ func (e ProblemCode) Valid() bool {
 	case OVERLOADED:
 		return true
 	case OWNEDROOMSLIMIT:
+		return true
+	case PARTYCONSENTREQUIRED:
 		return true
 	case PAYLOADTOOLARGE:
 		return true
@@ -2014,6 +2017,15 @@ type ClientInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
+	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+	// production), a user may be named in `partyUserIds` only when they
+	// follow the caller (`PUT /v1/me/following`: following a player is
+	// consenting to be in their parties): else 403
+	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+	// does not (`partyUserIds.<i>`), before anything is counted, claimed
+	// or queued. With `none` (the default in development) any user may
+	// be named.
+	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
 	// member's inbox (as a direct message: the share of the users the
@@ -2027,8 +2039,9 @@ type ClientInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422) counts on neither; one refused once counted (a 4xx)
-	// gives its `create` and party `direct` counts back; one queued keeps
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// neither; one refused once counted (a 4xx) gives its `create` and
+	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
@@ -2110,6 +2123,15 @@ type ClientInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
+	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+	// production), a user may be named in `partyUserIds` only when they
+	// follow the caller (`PUT /v1/me/following`: following a player is
+	// consenting to be in their parties): else 403
+	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+	// does not (`partyUserIds.<i>`), before anything is counted, claimed
+	// or queued. With `none` (the default in development) any user may
+	// be named.
+	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
 	// member's inbox (as a direct message: the share of the users the
@@ -2123,8 +2145,9 @@ type ClientInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422) counts on neither; one refused once counted (a 4xx)
-	// gives its `create` and party `direct` counts back; one queued keeps
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// neither; one refused once counted (a 4xx) gives its `create` and
+	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
@@ -3629,6 +3652,15 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
+// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+// production), a user may be named in `partyUserIds` only when they
+// follow the caller (`PUT /v1/me/following`: following a player is
+// consenting to be in their parties): else 403
+// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+// does not (`partyUserIds.<i>`), before anything is counted, claimed
+// or queued. With `none` (the default in development) any user may
+// be named.
+//
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
 // member's inbox (as a direct message: the share of the users the
@@ -3642,8 +3674,9 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422) counts on neither; one refused once counted (a 4xx)
-// gives its `create` and party `direct` counts back; one queued keeps
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// neither; one refused once counted (a 4xx) gives its `create` and
+// party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //
@@ -3735,6 +3768,15 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
+// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+// production), a user may be named in `partyUserIds` only when they
+// follow the caller (`PUT /v1/me/following`: following a player is
+// consenting to be in their parties): else 403
+// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+// does not (`partyUserIds.<i>`), before anything is counted, claimed
+// or queued. With `none` (the default in development) any user may
+// be named.
+//
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
 // member's inbox (as a direct message: the share of the users the
@@ -3748,8 +3790,9 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422) counts on neither; one refused once counted (a 4xx)
-// gives its `create` and party `direct` counts back; one queued keeps
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// neither; one refused once counted (a 4xx) gives its `create` and
+// party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //
@@ -7460,6 +7503,15 @@ type ClientWithResponsesInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
+	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+	// production), a user may be named in `partyUserIds` only when they
+	// follow the caller (`PUT /v1/me/following`: following a player is
+	// consenting to be in their parties): else 403
+	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+	// does not (`partyUserIds.<i>`), before anything is counted, claimed
+	// or queued. With `none` (the default in development) any user may
+	// be named.
+	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
 	// member's inbox (as a direct message: the share of the users the
@@ -7473,8 +7525,9 @@ type ClientWithResponsesInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422) counts on neither; one refused once counted (a 4xx)
-	// gives its `create` and party `direct` counts back; one queued keeps
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// neither; one refused once counted (a 4xx) gives its `create` and
+	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
@@ -7556,6 +7609,15 @@ type ClientWithResponsesInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
+	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+	// production), a user may be named in `partyUserIds` only when they
+	// follow the caller (`PUT /v1/me/following`: following a player is
+	// consenting to be in their parties): else 403
+	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+	// does not (`partyUserIds.<i>`), before anything is counted, claimed
+	// or queued. With `none` (the default in development) any user may
+	// be named.
+	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
 	// member's inbox (as a direct message: the share of the users the
@@ -7569,8 +7631,9 @@ type ClientWithResponsesInterface interface {
 	// caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-	// valid (422) counts on neither; one refused once counted (a 4xx)
-	// gives its `create` and party `direct` counts back; one queued keeps
+	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+	// neither; one refused once counted (a 4xx) gives its `create` and
+	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
 	//
@@ -13654,6 +13717,15 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
+// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+// production), a user may be named in `partyUserIds` only when they
+// follow the caller (`PUT /v1/me/following`: following a player is
+// consenting to be in their parties): else 403
+// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+// does not (`partyUserIds.<i>`), before anything is counted, claimed
+// or queued. With `none` (the default in development) any user may
+// be named.
+//
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
 // member's inbox (as a direct message: the share of the users the
@@ -13667,8 +13739,9 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422) counts on neither; one refused once counted (a 4xx)
-// gives its `create` and party `direct` counts back; one queued keeps
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// neither; one refused once counted (a 4xx) gives its `create` and
+// party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //
@@ -13756,6 +13829,15 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
+// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+// production), a user may be named in `partyUserIds` only when they
+// follow the caller (`PUT /v1/me/following`: following a player is
+// consenting to be in their parties): else 403
+// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+// does not (`partyUserIds.<i>`), before anything is counted, claimed
+// or queued. With `none` (the default in development) any user may
+// be named.
+//
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
 // member's inbox (as a direct message: the share of the users the
@@ -13769,8 +13851,9 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-// valid (422) counts on neither; one refused once counted (a 4xx)
-// gives its `create` and party `direct` counts back; one queued keeps
+// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+// neither; one refused once counted (a 4xx) gives its `create` and
+// party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
 //

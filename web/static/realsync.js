@@ -1561,7 +1561,9 @@ var RealSync = class {
     }));
   }
   /** createTicket queues the caller for a match of a mode (with partyUserIds, as their party's
-   * leader): one active ticket per user. The match arrives as `match_found` on the personal
+   * leader): one active ticket per user. Each party member must follow the caller (setFollowing)
+   * where the server asks a party's consent (REALSYNC_PARTY_CONSENT follow, production's
+   * default): else 403 PARTY_CONSENT_REQUIRED. The match arrives as `match_found` on the personal
    * stream (LiveMe) and on the ticket (getTicket). idempotencyKey makes a retry safe: the same
    * key and body get the same ticket. */
   async createTicket(body, idempotencyKey) {

@@ -471,7 +471,10 @@ namespace RealSync
         /// <summary>
         /// CreateTicketAsync queues the caller (and partyUserIds, its party) for a match
         /// of mode: 409 TICKET_ACTIVE or MEMBER_QUEUED_IN_PARTY when one of them has a
-        /// searching ticket. The match arrives as match_found on the personal stream.
+        /// searching ticket; 403 PARTY_CONSENT_REQUIRED when a party member does not
+        /// follow the caller (REALSYNC_PARTY_CONSENT follow, production's default:
+        /// members consent with SetFollowingAsync). The match arrives as match_found on
+        /// the personal stream.
         /// </summary>
         [Operation("POST", "/v1/matchmaking/tickets", "createTicket")]
         public Task<Ticket> CreateTicketAsync(string mode, IList<string> regions, double? rating = null,

@@ -656,6 +656,15 @@ export interface paths {
          *     and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
          *     required numbers within their range (422 otherwise).
          *
+         *     With `REALSYNC_PARTY_CONSENT` `follow` (the default in
+         *     production), a user may be named in `partyUserIds` only when they
+         *     follow the caller (`PUT /v1/me/following`: following a player is
+         *     consenting to be in their parties): else 403
+         *     `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
+         *     does not (`partyUserIds.<i>`), before anything is counted, claimed
+         *     or queued. With `none` (the default in development) any user may
+         *     be named.
+         *
          *     Each party member counts as an invite from the caller to them
          *     (a match writes `match_found` to their personal log): on the
          *     member's inbox (as a direct message: the share of the users the
@@ -669,8 +678,9 @@ export interface paths {
          *     caller owns, on `create` too (as `POST /v1/rooms`: 20 a minute,
          *     burst 10, per user; 120 a minute, burst 60, per address; past it:
          *     429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
-         *     valid (422) counts on neither; one refused once counted (a 4xx)
-         *     gives its `create` and party `direct` counts back; one queued keeps
+         *     valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
+         *     neither; one refused once counted (a 4xx) gives its `create` and
+         *     party `direct` counts back; one queued keeps
          *     them, whether or not its match makes a room. The answer's `RateLimit`
          *     headers are `join`'s.
          *
@@ -1498,7 +1508,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL" | "PARTY_CONSENT_REQUIRED";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2389,7 +2399,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), `BANNED` (a join of a room that banned the caller), `SCOPE_REQUIRED` (an API key without the route's scope, or on a route for players only), or `REFRESH_NOT_ALLOWED` (a studio's token on `POST /v1/auth/refresh`). */
+        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), `BANNED` (a join of a room that banned the caller), `SCOPE_REQUIRED` (an API key without the route's scope, or on a route for players only), `REFRESH_NOT_ALLOWED` (a studio's token on `POST /v1/auth/refresh`), or `PARTY_CONSENT_REQUIRED` (a ticket naming a party member who does not follow the caller, with `REALSYNC_PARTY_CONSENT` `follow`). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
