@@ -18,7 +18,9 @@ import (
 
 // The match scenario queues -tickets matchmaking tickets over -modes modes
 // and -regions regions (ratings drawn from N(1500, 300), a share of them
-// parties of 2: -party percent), as fast as -clients workers create them
+// parties of 2: -party percent; a party's member, a guest of its own,
+// follows its leader when the server asks a party's consent,
+// REALSYNC_PARTY_CONSENT follow), as fast as -clients workers create them
 // or at -ticket-rate per second, waits until the matchers emptied the
 // queues or the rest stopped moving (the instances'
 // realsync_matchmaking_tickets, bounded by -duration), then reads every
@@ -36,6 +38,7 @@ import (
 // matchTicket is one ticket of the run.
 type matchTicket struct {
 	id, token string
+	userID    string // the leader's
 	rating    float64
 	users     int
 	mode      string
@@ -114,8 +117,9 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 	// tokens first: the creation rate below is the tickets' own
 	if err := parallel(ctx, c.Clients, len(ts), func(i int) error {
 		base := c.URLs[i%len(c.URLs)]
-		var err error
-		ts[i].token, err = guest(ctx, base, "q"+strconv.Itoa(i))
+		var g struct{ Token, UserID string }
+		err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": "q" + strconv.Itoa(i)}, &g)
+		ts[i].token, ts[i].userID = g.Token, g.UserID
 		return err
 	}); err != nil {
 		return rep, fmt.Errorf("guest tokens: %w", err)
@@ -140,17 +144,28 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		t := ts[i]
 		base := c.URLs[i%len(c.URLs)]
 		body := map[string]any{"mode": t.mode, "regions": []string{fmt.Sprintf("r%d", (i/c.Modes)%c.Regions)}, "rating": t.rating}
+		var member struct{ Token, UserID string }
 		if t.users == 2 {
-			var g struct{ UserID string }
-			if err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": "p" + strconv.Itoa(i)}, &g); err != nil {
+			if err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": "p" + strconv.Itoa(i)}, &member); err != nil {
 				failed.Add(1)
 				fail("party guest", err)
 				return nil
 			}
-			body["partyUserIds"] = []string{g.UserID}
+			body["partyUserIds"] = []string{member.UserID}
 		}
 		var out struct{ Ticket struct{ TicketID string } }
-		if err := call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out); err != nil {
+		err := call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out)
+		if e, ok := err.(*httpError); ok && e.code == "PARTY_CONSENT_REQUIRED" {
+			// a server that asks a party's consent (REALSYNC_PARTY_CONSENT
+			// follow): the member follows the leader, and the create goes again
+			if err := call(ctx, "PUT", base+"/v1/me/following", member.Token, map[string]any{"userIds": []string{t.userID}}, nil); err != nil {
+				failed.Add(1)
+				fail("party follow", err)
+				return nil
+			}
+			err = call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out)
+		}
+		if err != nil {
 			failed.Add(1)
 			fail("create", err)
 			return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +12,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/realsync/realsync"
+	"github.com/realsync/realsync/api"
+	"github.com/realsync/realsync/lobby"
+	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/players"
+	"github.com/realsync/realsync/rooms"
+	"github.com/realsync/realsync/sse"
+	"github.com/realsync/realsync/store"
+	"github.com/realsync/realsync/store/tickets"
 )
 
 // analyse counts what was matched, the waits by band, the spread of each
@@ -78,5 +89,51 @@ func TestReadBackSeesAMatchMadeDuringTheRead(t *testing.T) {
 	if rep.Matched != 4 || rep.Searching != 0 || rep.TeamsWrongSize != 0 || rep.Matches != 1 {
 		t.Fatalf("read back: %d matched, %d searching, %d teams of the wrong size over %d matches; want the one match whole",
 			rep.Matched, rep.Searching, rep.TeamsWrongSize, rep.Matches)
+	}
+}
+
+// Against a server that asks a party's consent (matchmaking.Config.Consent,
+// REALSYNC_PARTY_CONSENT follow), each party member follows its leader
+// and the create goes again: every ticket is queued and matched (14
+// tickets: 8 parties, each a match of its own, and 6 solos, in pairs).
+func TestMatchRunGivesThePartysConsent(t *testing.T) {
+	st, err := store.Open(context.Background(), store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Consent: st.Sessions()}
+	svc, err := matchmaking.NewService(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON})
+	defer hub.Close()
+	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
+		Events: hub, Players: players.NewService(st.Sessions()), Tickets: svc, Log: slog.New(slog.DiscardHandler),
+		Auth: &api.Auth{Secret: []byte("s"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" { // the searching tickets, which the run waits to see gone
+			n, err := mc.Queue.Searching(r.Context(), "mm0")
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			fmt.Fprintf(w, "realsync_matchmaking_tickets{mode=\"mm0\"} %d\n", n)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: mc, Rooms: st, Notifier: mc.Queue.(matchmaking.Notifier), Holder: "t", Interval: 50 * time.Millisecond}).Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	rep, err := runMatch(ctx, Config{URLs: []string{srv.URL}, Clients: 2, Tickets: 14, Modes: 1, Regions: 1, Party: 50, Duration: 30 * time.Second})
+	if err != nil || rep.Errors != 0 || rep.Parties == 0 || rep.Matched != rep.Tickets {
+		t.Fatalf("%v: %d errors (%v), %d parties, %d of %d tickets matched; want none, some, all", err, rep.Errors, rep.ErrorCodes, rep.Parties, rep.Matched, rep.Tickets)
 	}
 }
