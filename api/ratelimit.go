@@ -138,7 +138,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		checks := s.checksOf(r, route, class)
+		checks := s.checksOf(r, route, class, true)
 		decisions, ok := s.count(w, r, checks)
 		if routeExtras[route] == "guess" && decisions != nil {
 			defer s.keepGuesses(r, checks, decisions) // also when refused here: a 429 is no wrong code
@@ -162,15 +162,16 @@ func (s *Server) limitMalformed(w http.ResponseWriter, r *http.Request) bool {
 	if !s.limits.on() || !ok {
 		return true
 	}
-	checks := slices.DeleteFunc(s.checksOf(r, route, class), func(c limits.Check) bool { return c.Scope == limits.Room })
+	checks := s.checksOf(r, route, class, false)
 	_, ok = s.count(w, r, checks)
 	return ok
 }
 
 // checksOf lists a request's checks: the route's extra limit first (its
-// code wins when several refuse), then the class's per user and per
-// address. Unauthenticated requests count per address only.
-func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
+// code wins when several refuse; a room's or an inbox's only with
+// rooms), then the class's per user and per address. Unauthenticated
+// requests count per address only.
+func (s *Server) checksOf(r *http.Request, route, class string, rooms bool) []limits.Check {
 	u := userFrom(r.Context())
 	user := u.ID
 	if class == "direct" && u.Server {
@@ -193,6 +194,9 @@ func (s *Server) checksOf(r *http.Request, route, class string) []limits.Check {
 		}
 		checks = append(checks, limits.Check{Name: extra, Scope: limits.IP, Subject: addr, Limit: s.limits.set.Get(extra, limits.IP)})
 	case "messages", "patches":
+		if !rooms {
+			break
+		}
 		// as the handler reads them: decoded (another spelling of the same
 		// id, %61 for a, is the same room or inbox)
 		if to := pathParam(r, "userId"); to != "" && pathParam(r, "roomId") == "" {
