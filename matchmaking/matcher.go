@@ -302,7 +302,9 @@ const modeConcurrency = 4
 // bounded by a third of the TTL) and starts its pass when it holds it: a
 // pass starts only right after its lease was confirmed. A mode another
 // instance holds is not held. A tick that cannot list the modes does
-// nothing: the passes' leases are renewed apart (renewing), so a slow
+// nothing (one that lists some, Queue.Modes' error aside, goes on with
+// those: the others are on a master that is down, with their queues and
+// leases): the passes' leases are renewed apart (renewing), so a slow
 // listing, or lease calls that hang for some modes, never let a passing
 // mode's lease lapse, and the modes not passing go to another instance
 // once their listing is LeaseTTL old.
@@ -314,7 +316,9 @@ func (m *Matcher) tick(ctx context.Context, start bool) {
 		if ctx.Err() == nil { // not the shutdown's own
 			m.cfg.Logger.Warn("matchmaking: modes", "err", err)
 		}
-		return
+		if modes == nil {
+			return
+		}
 	}
 	m.mu.Lock()
 	now := time.Now()

@@ -521,3 +521,39 @@ func TestRoundsLeaveNoGoroutines(t *testing.T) {
 		t.Errorf("%d goroutines after 200 rounds, %d before", n, base)
 	}
 }
+
+// partlyListed is a listedQueue whose Modes also fails with err (the
+// lists of some shards unread).
+type partlyListed struct {
+	*listedQueue
+	err error
+}
+
+func (q partlyListed) Modes(ctx context.Context) ([]string, error) {
+	modes, _ := q.listedQueue.Modes(ctx)
+	return modes, q.err
+}
+
+// A round whose listing read some lists only (a Redis master down) passes
+// the modes it read; one that read none does nothing.
+func TestRoundPassesTheModesOfTheListsRead(t *testing.T) {
+	unread := errors.New("the modes of shards [3] unread")
+	for _, tc := range []struct {
+		name  string
+		modes []string
+		held  []string
+	}{
+		{name: "Some", modes: []string{"a", "b"}, held: []string{"a", "b"}},
+		{name: "NoneListed", modes: []string{}},
+		{name: "NoneRead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := partlyListed{listedQueue: &listedQueue{}, err: unread}
+			q.set(tc.modes)
+			m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: time.Millisecond})
+			if held := m.Round(t.Context()); !slices.Equal(held, tc.held) {
+				t.Fatalf("held %v after the round, want %v", held, tc.held)
+			}
+		})
+	}
+}

@@ -195,7 +195,10 @@ type Queue interface {
 	// taken again by a renewal that answers late).
 	Renew(ctx context.Context, mode, holder string, ttl time.Duration) (bool, error)
 	DropLease(ctx context.Context, mode, holder string) error
-	// Modes is every mode listed (Add); Forget drops mode from them
+	// Modes is every mode listed (Add); with an error, the modes of the
+	// lists it could read (nil: none): a list unread is a Redis master
+	// down or hanging, where its modes' queues and leases are too, and
+	// the other modes are passed all the same. Forget drops mode from them
 	// when its time passed (a pass found it with no ticket or pending
 	// match: Pass.Left), else returns its time (no need to ask again
 	// before): a mode stays listed while it has any, however long since

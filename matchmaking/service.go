@@ -153,9 +153,6 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if err := s.validate(u, p, r); err != nil {
 		return Ticket{}, err
 	}
-	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
-		return Ticket{}, err
-	}
 	rating := *r.DefaultRating
 	if p.Rating != nil {
 		rating = *p.Rating
@@ -164,13 +161,9 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 	if attrs == nil {
 		attrs = map[string]any{}
 	}
-	seed := ""
-	if p.Key != "" {
-		params, err := json.Marshal(p) // Key left out; map keys sorted
-		if err != nil {
-			return Ticket{}, err
-		}
-		seed = u.ID + "\x00" + p.Key + "\x00" + string(params)
+	seed, err := seedOf(u, p)
+	if err != nil {
+		return Ticket{}, err
 	}
 	t := Ticket{ID: s.cfg.Queue.NewID(p.Mode, seed), Mode: p.Mode, Regions: p.Regions, Rating: rating, Attributes: attrs,
 		UserID: u.ID, Name: u.Name, PartyUserIDs: p.PartyUserIDs}
@@ -180,6 +173,10 @@ func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Tic
 		} else if !errors.Is(err, ErrTicketNotFound) {
 			return Ticket{}, err
 		}
+	}
+	// after the key's first run is looked up: its consent was asked then
+	if err := s.consent(ctx, u, p.PartyUserIDs); err != nil {
+		return Ticket{}, err
 	}
 	if t.PartyUserIDs == nil {
 		t.PartyUserIDs = []string{}
@@ -233,7 +230,35 @@ func (s *Service) Validate(ctx context.Context, u rooms.User, p TicketParams) er
 	if err := s.validate(u, p, s.cfg.Rules.Of(p.Mode)); err != nil {
 		return err
 	}
+	if s.cfg.Consent == nil || len(p.PartyUserIDs) == 0 {
+		return nil
+	}
+	if seed, err := seedOf(u, p); err != nil {
+		return err
+	} else if seed != "" {
+		// a keyed create run again (its first run's answer lost): the
+		// first run asked its party's consent, and Create answers its
+		// ticket whatever the follows say now
+		if _, err := s.cfg.Queue.Get(ctx, s.cfg.Queue.NewID(p.Mode, seed)); err == nil {
+			return nil
+		} else if !errors.Is(err, ErrTicketNotFound) {
+			return err
+		}
+	}
 	return s.consent(ctx, u, p.PartyUserIDs)
+}
+
+// seedOf is the seed of the id of u's ticket of p (Queue.NewID): of its
+// caller, Idempotency-Key and body when keyed, "" when not.
+func seedOf(u rooms.User, p TicketParams) (string, error) {
+	if p.Key == "" {
+		return "", nil
+	}
+	params, err := json.Marshal(p) // Key left out; map keys sorted
+	if err != nil {
+		return "", err
+	}
+	return u.ID + "\x00" + p.Key + "\x00" + string(params), nil
 }
 
 // consent checks that each of party follows u, its leader

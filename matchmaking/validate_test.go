@@ -115,6 +115,20 @@ func (f follows) Follows(_ context.Context, user, other string) (bool, error) {
 	return f.pairs[user+" "+other], f.err
 }
 
+// goneQueue is a noQueue that keeps no ticket (a keyed create's first
+// run).
+type goneQueue struct{ noQueue }
+
+func (goneQueue) Get(context.Context, string) (Ticket, error) { return Ticket{}, ErrTicketNotFound }
+
+// keptQueue is a noQueue that keeps a ticket of every id (a keyed
+// create's first run queued it).
+type keptQueue struct{ noQueue }
+
+func (keptQueue) Get(_ context.Context, id string) (Ticket, error) {
+	return Ticket{ID: id, Mode: "big", Regions: []string{"eu"}, Status: Searching}, nil
+}
+
 // With Config.Consent, Create and Validate refuse a party member who
 // does not follow the leader (ErrPartyConsent naming the first such
 // member), and a lookup's error, before anything is claimed; a party
@@ -127,6 +141,8 @@ func TestPartyConsent(t *testing.T) {
 		name    string
 		consent Following
 		party   []string
+		key     string
+		kept    bool // the key's first run queued its ticket
 		want    error
 		detail  string
 	}{
@@ -135,23 +151,33 @@ func TestPartyConsent(t *testing.T) {
 		{name: "AllFollow", consent: consenting, party: []string{"a", "b"}, want: errReached},
 		{name: "OneDoesNot", consent: consenting, party: []string{"a", "c", "b"}, want: ErrPartyConsent, detail: "partyUserIds.1 does not follow you"},
 		{name: "LookupFails", consent: follows{err: rooms.ErrUnavailable}, party: []string{"a"}, want: rooms.ErrUnavailable},
+		// a keyed create run again: its first run's ticket, whatever the
+		// follows say now (its consent asked then)
+		{name: "KeyedRunAgain", consent: consenting, party: []string{"c"}, key: "k1", kept: true},
+		{name: "KeyedFirstRun", consent: consenting, party: []string{"c"}, key: "k1", want: ErrPartyConsent, detail: "partyUserIds.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, err := ParseRules([]byte("modes:\n  big: {minPlayers: 2, maxPlayers: 8}\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc, err := NewService(Config{Queue: noQueue{}, Rules: rs, Consent: tc.consent})
+			var q Queue = noQueue{}
+			if tc.kept {
+				q = keptQueue{}
+			} else if tc.key != "" {
+				q = goneQueue{}
+			}
+			svc, err := NewService(Config{Queue: q, Rules: rs, Consent: tc.consent})
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: tc.party}
-			_, err = svc.Create(t.Context(), leader, p)
-			if !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.detail) {
-				t.Fatalf("Create: %v, want %v (%q)", err, tc.want, tc.detail)
+			p := TicketParams{Mode: "big", Regions: []string{"eu"}, PartyUserIDs: tc.party, Key: tc.key}
+			got, err := svc.Create(t.Context(), leader, p)
+			if tc.kept && (err != nil || got.ID != "00test") || !tc.kept && (!errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.detail)) {
+				t.Fatalf("Create: %+v %v, want %v (%q)", got, err, tc.want, tc.detail)
 			}
 			verr := svc.Validate(t.Context(), leader, p)
-			if wantV := tc.want; wantV == errReached && verr != nil || wantV != errReached && !errors.Is(verr, wantV) {
+			if wantV := tc.want; (wantV == errReached || wantV == nil) && verr != nil || wantV != errReached && wantV != nil && !errors.Is(verr, wantV) {
 				t.Fatalf("Validate: %v, want %v", verr, tc.want)
 			}
 		})

@@ -116,12 +116,11 @@ func (c commitCall) KeysArgs() ([]string, []any) {
 // forgetCall is modes_forget.lua.
 type forgetCall struct {
 	key, mode string
-	now       int64
 }
 
 func (forgetCall) Script() *redisx.Script { return forgetScript }
 func (c forgetCall) KeysArgs() ([]string, []any) {
-	return []string{c.key}, []any{c.mode, c.now}
+	return []string{c.key}, []any{c.mode}
 }
 
 // leaseCall is matcher_lease.lua.

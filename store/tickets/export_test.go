@@ -11,14 +11,14 @@ import (
 func ExportedCalls() []redisx.Call {
 	return []redisx.Call{
 		userCall{key: "k", op: "claim", id: "t", replace: "", ms: 1000},
-		createCall{tickets: "a", schedule: "b", queue: "c", id: "t", record: "{}", group: "{}", rating: 1, ms: 1, maxQueue: 1},
+		createCall{tickets: "a", schedule: "b", queue: "c", modes: "d", id: "t", record: "{}", group: "{}", mode: "m", rating: 1, ms: 1, grace: 1, maxQueue: 1},
 		cancelCall{tickets: "a", schedule: "b", queue: "c", id: "t", grace: 1},
 		passCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e"},
 		requeueCall{tickets: "a", schedule: "b", queue: "c", pending: "d", backfill: "e", match: "m", room: "r", grace: 1, barred: 1, ids: []string{"t"}},
 		assignCall{tickets: "a", pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		commitCall{pending: "b", match: "m", room: "r", ids: []string{"t"}},
 		leaseCall{key: "k", op: "take", holder: "h", ms: 1},
-		forgetCall{key: "k", mode: "m", now: 1},
+		forgetCall{key: "k", mode: "m"},
 	}
 }
 

@@ -401,6 +401,23 @@ func TestCreateListsItsMode(t *testing.T) {
 		if modes, err := e.tickets.Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1]}) {
 			t.Fatalf("modes after the Forgets: %v %v, want duel and %s", modes, err, old[1])
 		}
+		// WithModes (REALSYNC_MODES): the lists of those modes' shards and
+		// shard 0's are read, no other
+		other := ""
+		for i := 0; other == ""; i++ {
+			if m := fmt.Sprintf("z%d", i); e.tickets.ModeShard(m) != 0 && e.tickets.ModeShard(m) != e.tickets.ModeShard("duel") {
+				other = m
+			}
+		}
+		if err := c.ZAdd(ctx, e.tickets.ModesKey(other), redis.Z{Score: float64(future.UnixMilli()), Member: other}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if modes, err := e.tickets.WithModes([]string{"duel"}).Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1]}) {
+			t.Fatalf("modes of duel's shard and shard 0: %v %v, want duel and %s", modes, err, old[1])
+		}
+		if modes, err := e.tickets.WithModes(nil).Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1], other}) {
+			t.Fatalf("modes of every shard: %v %v, want duel, %s and %s", modes, err, old[1], other)
+		}
 	})
 }
 

@@ -99,6 +99,9 @@ type Store struct {
 	// mode's matches, users' match_found) came back short of their
 	// replicas since the last one acknowledged, since when (Durability)
 	short map[string]shortMaster
+	// listed is the shards whose lists Modes reads (WithModes); nil:
+	// every shard's
+	listed []int
 }
 
 var (
@@ -174,6 +177,24 @@ const commitLook = 10 * time.Millisecond
 func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
 	return &Store{b: b, logs: logs, leases: cmp.Or(leases, b), commit: DefaultDurability,
 		waiting: semaphore.NewWeighted(commitWaits), short: map[string]shortMaster{}}
+}
+
+// WithModes has Modes read the lists of the shards of modes only (and
+// shard 0's, the one list of older releases), for a deployment whose
+// tickets may be of those modes only (REALSYNC_MODES): a tick of each
+// instance's matcher reads one list per shard, 4 times a second. None:
+// every shard's.
+func (s *Store) WithModes(modes []string) *Store {
+	s.listed = nil
+	if len(modes) > 0 {
+		s.listed = []int{0}
+		for _, m := range modes {
+			s.listed = append(s.listed, s.modeShard(m))
+		}
+		slices.Sort(s.listed)
+		s.listed = slices.Compact(s.listed)
+	}
+	return s
 }
 
 // WithDurability has s's commits wait as d says (New's: DefaultDurability).
@@ -660,27 +681,47 @@ func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
 	return err
 }
 
-// Modes implements matchmaking.Queue: every shard's list, read in one
-// pipeline (a Cluster's nodes at once). Shard 0's key is the one list of
-// instances from before the lists were per shard (every mode's), read as
-// shard 0's: a rolling upgrade loses none of the modes it lists.
+// Modes implements matchmaking.Queue: every shard's list (WithModes: of
+// those modes' shards), read in one pipeline (a Cluster's nodes at once). A shard whose list could not be
+// read (its master down or hanging) leaves its modes out, with an error
+// that says so: the others' are listed (nil when none could be read).
+// Shard 0's key is the one list of instances from before the lists were
+// per shard (every mode's), read as shard 0's: a rolling upgrade loses
+// none of the modes it lists.
 func (s *Store) Modes(ctx context.Context) ([]string, error) {
-	cmds := make([]*redis.StringSliceCmd, s.b.Shards)
-	_, err := s.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for sh := range cmds {
-			cmds[sh] = p.ZRange(ctx, s.modes(sh), 0, -1)
+	shards := s.listed
+	if shards == nil {
+		shards = make([]int, s.b.Shards)
+		for sh := range shards {
+			shards[sh] = sh
+		}
+	}
+	cmds := make([]*redis.StringSliceCmd, len(shards))
+	_, _ = s.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sh := range shards {
+			cmds[i] = p.ZRange(ctx, s.modes(sh), 0, -1)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, redisx.Wrap(err)
-	}
-	var out []string
-	for _, c := range cmds {
+	out := []string{}
+	var unread []int
+	var first error
+	for i, c := range cmds {
+		if err := c.Err(); err != nil {
+			unread, first = append(unread, shards[i]), cmp.Or(first, err)
+			continue
+		}
 		out = append(out, c.Val()...)
 	}
+	if len(unread) == len(cmds) {
+		return nil, redisx.Wrap(first)
+	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	out = slices.Compact(out)
+	if len(unread) > 0 {
+		return out, fmt.Errorf("store: the modes of shards %v unread: %w", unread, redisx.Wrap(first))
+	}
+	return out, nil
 }
 
 // Forget implements matchmaking.Queue with one script on the mode's
@@ -690,7 +731,7 @@ func (s *Store) Modes(ctx context.Context) ([]string, error) {
 func (s *Store) Forget(ctx context.Context, mode string) (time.Time, error) {
 	var until time.Time
 	for _, sh := range slices.Compact([]int{s.modeShard(mode), 0}) {
-		_, rest, err := status(s.b.Runner.Run(ctx, forgetCall{key: s.modes(sh), mode: mode, now: time.Now().UnixMilli()}).Result())
+		_, rest, err := status(s.b.Runner.Run(ctx, forgetCall{key: s.modes(sh), mode: mode}).Result())
 		if err != nil {
 			return time.Time{}, err
 		}
