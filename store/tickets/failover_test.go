@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/realsync/realsync/matchmaking"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/tickets"
+	"github.com/realsync/realsync/store/userlog"
 )
 
 // shortCommits counts the matcher's commits the replicas did not
@@ -583,7 +585,11 @@ func TestCommitAgainWritesTheRecord(t *testing.T) {
 func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
 	c := startReplicatedCluster(t)
 	ctx := t.Context()
-	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{}, mustRules(t, "modes:\n  duel: {}\n"))
+	// a log of one event past the resume margin: a send to a full one
+	// drops its oldest entry, counted (realsync_offline_dropped_total)
+	var dropped atomic.Int64
+	e := openStore(t, redistest.Backend{Name: "failover", ClusterAddrs: c.Addrs()}, store.Config{Offline: userlog.Config{
+		MaxLen: userlog.ResumeMargin + 1, Dropped: func(n int) { dropped.Add(int64(n)) }}}, mustRules(t, "modes:\n  duel: {}\n"))
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
 	rec := &recorder{next: e.tickets, got: map[string]map[string]matchmaking.MatchFound{}}
 	short := newShortCommits()
@@ -666,6 +672,12 @@ func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
 
 	e.tickets.WithDurability(tickets.Durability{Replicas: 1, Wait: 300 * time.Millisecond, Hold: time.Hour})
 	users = users[:2]
+	for range userlog.ResumeMargin + 1 { // users[0]'s log full
+		if _, err := logs.Send(ctx, users[0], []byte(`{"type":"message"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dropped.Load()
 	queue(users...)
 	// held, and held again by a repair (its send logging nothing)
 	for range 2 {
@@ -680,6 +692,11 @@ func TestMatchFoundLostInAFailoverIsSentAgain(t *testing.T) {
 	}
 	if held := short.of("duel") - toldAnyway; held < 4 {
 		t.Fatalf("%d notices reported held, want 4 (2 users, twice)", held)
+	}
+	// the held notice's send dropped users[0]'s oldest entry, counted
+	// once (the repair's logged nothing)
+	if n := dropped.Load() - before; n != 1 {
+		t.Fatalf("%d entries counted dropped by the held notices, want 1", n)
 	}
 
 	master.Kill()
