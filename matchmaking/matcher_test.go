@@ -534,23 +534,30 @@ func (q partlyListed) Modes(ctx context.Context) ([]string, error) {
 	return modes, q.err
 }
 
-// A round whose listing read some lists only (a Redis master down) passes
-// the modes it read; one that read none does nothing.
+// A round whose listing read some lists only (a Redis master down) goes
+// on with the modes it read: it passes them, and releases a held mode
+// not among them (its list, queue and lease are on the master down); one
+// that read none does nothing, its held modes kept.
 func TestRoundPassesTheModesOfTheListsRead(t *testing.T) {
 	unread := errors.New("the modes of shards [3] unread")
 	for _, tc := range []struct {
 		name  string
-		modes []string
+		modes []string // listed with the error
 		held  []string
 	}{
 		{name: "Some", modes: []string{"a", "b"}, held: []string{"a", "b"}},
-		{name: "NoneListed", modes: []string{}},
-		{name: "NoneRead"},
+		{name: "NoneListed", modes: []string{}, held: nil},
+		{name: "NoneRead", held: []string{"c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := partlyListed{listedQueue: &listedQueue{}, err: unread}
-			q.set(tc.modes)
-			m := NewMatcher(MatcherConfig{Config: Config{Queue: q}, Holder: "a", Interval: time.Millisecond})
+			lq := &listedQueue{}
+			lq.set([]string{"c"})
+			m := NewMatcher(MatcherConfig{Config: Config{Queue: lq}, Holder: "a", Interval: time.Millisecond})
+			if held := m.Round(t.Context()); !slices.Equal(held, []string{"c"}) {
+				t.Fatalf("held %v after a round listing c, want c", held)
+			}
+			lq.set(tc.modes)
+			m.cfg.Queue = partlyListed{listedQueue: lq, err: unread}
 			if held := m.Round(t.Context()); !slices.Equal(held, tc.held) {
 				t.Fatalf("held %v after the round, want %v", held, tc.held)
 			}

@@ -3,6 +3,7 @@ package tickets
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/realsync/realsync/store/internal/redisx"
 )
@@ -28,6 +29,13 @@ func (s *Store) ModesKey(mode string) string { return s.modes(s.modeShard(mode))
 // ShardModesKey is the key listing shard's modes with tickets (shard
 // 0's: the one list of every mode, before the lists were per shard).
 func (s *Store) ShardModesKey(shard int) string { return s.modes(shard) }
+
+// ListAllDue has Modes read every shard's list next (listAllEvery past).
+func (s *Store) ListAllDue() {
+	s.mu.Lock()
+	s.listedAll = time.Time{}
+	s.mu.Unlock()
+}
 
 // ModeShard is the shard of mode's keys.
 func (s *Store) ModeShard(mode string) int { return s.modeShard(mode) }

@@ -415,6 +415,14 @@ func TestCreateListsItsMode(t *testing.T) {
 		if modes, err := e.tickets.WithModes([]string{"duel"}).Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1]}) {
 			t.Fatalf("modes of duel's shard and shard 0: %v %v, want duel and %s", modes, err, old[1])
 		}
+		// every shard's all the same once a minute (a mode taken out of
+		// REALSYNC_MODES with tickets left), then narrowed again
+		e.tickets.ListAllDue()
+		for i, want := range [][]string{{"duel", old[1], other}, {"duel", old[1]}} {
+			if modes, err := e.tickets.Modes(ctx); err != nil || !slices.Equal(modes, want) {
+				t.Fatalf("read %d once a minute was due: %v %v, want %v", i+1, modes, err, want)
+			}
+		}
 		if modes, err := e.tickets.WithModes(nil).Modes(ctx); err != nil || !slices.Equal(modes, []string{"duel", old[1], other}) {
 			t.Fatalf("modes of every shard: %v %v, want duel, %s and %s", modes, err, old[1], other)
 		}

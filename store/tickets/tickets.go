@@ -100,8 +100,10 @@ type Store struct {
 	// replicas since the last one acknowledged, since when (Durability)
 	short map[string]shortMaster
 	// listed is the shards whose lists Modes reads (WithModes); nil:
-	// every shard's
-	listed []int
+	// every shard's. listedAll is when Modes last read every shard's
+	// (listAllEvery); both under mu.
+	listed    []int
+	listedAll time.Time
 }
 
 var (
@@ -182,10 +184,13 @@ func New(b *redisx.Base, logs *userlog.Log, leases *redisx.Base) *Store {
 // WithModes has Modes read the lists of the shards of modes only (and
 // shard 0's, the one list of older releases), for a deployment whose
 // tickets may be of those modes only (REALSYNC_MODES): a tick of each
-// instance's matcher reads one list per shard, 4 times a second. None:
-// every shard's.
+// instance's matcher reads one list per shard, 4 times a second. Every
+// shard's is read all the same once a minute (listAllEvery). None: every
+// shard's, always.
 func (s *Store) WithModes(modes []string) *Store {
-	s.listed = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listed, s.listedAll = nil, time.Now()
 	if len(modes) > 0 {
 		s.listed = []int{0}
 		for _, m := range modes {
@@ -682,38 +687,40 @@ func (s *Store) DropLease(ctx context.Context, mode, holder string) error {
 }
 
 // Modes implements matchmaking.Queue: every shard's list (WithModes: of
-// those modes' shards), read in one pipeline (a Cluster's nodes at once). A shard whose list could not be
-// read (its master down or hanging) leaves its modes out, with an error
-// that says so: the others' are listed (nil when none could be read).
-// Shard 0's key is the one list of instances from before the lists were
-// per shard (every mode's), read as shard 0's: a rolling upgrade loses
-// none of the modes it lists.
+// those modes' shards, and every shard's once a minute), each read on its
+// own, modesReads at once. A shard whose list could not be read (its
+// master down, hanging or cut off: its read ends with ctx) leaves its
+// modes out, with an error that says so; the others' are listed (nil
+// when none could be read). One pipeline would not do: go-redis fails the
+// whole of a Cluster pipeline once ctx ends during a node's retry, the
+// replies already read included. Shard 0's key is the one list of
+// instances from before the lists were per shard (every mode's), read as
+// shard 0's: a rolling upgrade loses none of the modes it lists.
 func (s *Store) Modes(ctx context.Context) ([]string, error) {
-	shards := s.listed
-	if shards == nil {
-		shards = make([]int, s.b.Shards)
-		for sh := range shards {
-			shards[sh] = sh
-		}
+	shards := s.shardsToList()
+	lists := make([][]string, len(shards))
+	errs := make([]error, len(shards))
+	sem := make(chan struct{}, modesReads)
+	var wg sync.WaitGroup
+	for i, sh := range shards {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			lists[i], errs[i] = s.b.Client.ZRange(ctx, s.modes(sh), 0, -1).Result()
+		})
 	}
-	cmds := make([]*redis.StringSliceCmd, len(shards))
-	_, _ = s.b.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, sh := range shards {
-			cmds[i] = p.ZRange(ctx, s.modes(sh), 0, -1)
-		}
-		return nil
-	})
+	wg.Wait()
 	out := []string{}
 	var unread []int
 	var first error
-	for i, c := range cmds {
-		if err := c.Err(); err != nil {
+	for i, err := range errs {
+		if err != nil {
 			unread, first = append(unread, shards[i]), cmp.Or(first, err)
 			continue
 		}
-		out = append(out, c.Val()...)
+		out = append(out, lists[i]...)
 	}
-	if len(unread) == len(cmds) {
+	if len(unread) == len(shards) {
 		return nil, redisx.Wrap(first)
 	}
 	slices.Sort(out)
@@ -722,6 +729,30 @@ func (s *Store) Modes(ctx context.Context) ([]string, error) {
 		return out, fmt.Errorf("store: the modes of shards %v unread: %w", unread, redisx.Wrap(first))
 	}
 	return out, nil
+}
+
+// modesReads is how many shards' lists Modes reads at once.
+const modesReads = 16
+
+// listAllEvery is how often Modes reads every shard's list even when
+// WithModes narrowed them: a mode taken out of REALSYNC_MODES while it
+// had tickets or pending matches, on a shard no mode listed has, is still
+// passed (its tickets ended, its matches repaired), at least that often.
+const listAllEvery = time.Minute
+
+// shardsToList is the shards whose lists Modes reads now.
+func (s *Store) shardsToList() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listed != nil && time.Since(s.listedAll) < listAllEvery {
+		return s.listed
+	}
+	s.listedAll = time.Now()
+	all := make([]int, s.b.Shards)
+	for sh := range all {
+		all[sh] = sh
+	}
+	return all
 }
 
 // Forget implements matchmaking.Queue with one script on the mode's
