@@ -132,19 +132,19 @@ type TicketParams struct {
 }
 
 // Create validates p against its mode's rules (a ValidationError naming
-// every bad field), checks that each party member consents
-// (Config.Consent: follows u; ErrPartyConsent), makes the ticket u's and
-// its party's one active
-// ticket (ErrTicketActive when u or a member has another active: searching,
-// or matched while its room is not known yet,
+// every bad field), answers a keyed create's ticket when its first run
+// queued it, checks that each party member consents (Config.Consent:
+// follows u; ErrPartyConsent), makes the ticket u's and its party's one
+// active ticket (ErrTicketActive when u or a member has another active:
+// searching, or matched while its room is not known yet,
 // ErrMemberQueuedInParty when u is covered by another leader's), checks
 // that a match's room is within the room quotas of u (who may own it: the
 // first ticket's leader does) and of its party (rooms.ErrOwnedRoomsLimit,
 // rooms.ErrJoinedRoomsLimit, the claims released: a user holds at most one
 // room past a quota, its one active ticket's), and queues it
-// (ErrQueueFull). On rooms.ErrUnavailable the ticket may be
-// queued: its users' claims stay (a next create is ErrTicketActive until
-// the ticket ends, or for InFlight when it was not queued).
+// (ErrQueueFull). On rooms.ErrUnavailable the ticket may be queued: its
+// users' claims stay (a next create is ErrTicketActive until the ticket
+// ends, or for InFlight when it was not queued).
 func (s *Service) Create(ctx context.Context, u rooms.User, p TicketParams) (Ticket, error) {
 	if err := rooms.PlayersOnly(u); err != nil {
 		return Ticket{}, err
