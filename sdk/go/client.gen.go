@@ -2022,8 +2022,8 @@ type ClientInterface interface {
 	// follow the caller (`PUT /v1/me/following`: following a player is
 	// consenting to be in their parties): else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is counted, claimed
-	// or queued. With `none` (the default in development) any user may
+	// does not (`partyUserIds.<i>`), before anything is claimed or queued
+	// or counted but the route's `join` (below). With `none` (the default in development) any user may
 	// be named.
 	//
 	// Each party member counts as an invite from the caller to them
@@ -2040,7 +2040,8 @@ type ClientInterface interface {
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-	// neither; one refused once counted (a 4xx) gives its `create` and
+	// `join` alone (as every request to the route), not on `create` or
+	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
@@ -2128,8 +2129,8 @@ type ClientInterface interface {
 	// follow the caller (`PUT /v1/me/following`: following a player is
 	// consenting to be in their parties): else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is counted, claimed
-	// or queued. With `none` (the default in development) any user may
+	// does not (`partyUserIds.<i>`), before anything is claimed or queued
+	// or counted but the route's `join` (below). With `none` (the default in development) any user may
 	// be named.
 	//
 	// Each party member counts as an invite from the caller to them
@@ -2146,7 +2147,8 @@ type ClientInterface interface {
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-	// neither; one refused once counted (a 4xx) gives its `create` and
+	// `join` alone (as every request to the route), not on `create` or
+	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
@@ -3657,8 +3659,8 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // follow the caller (`PUT /v1/me/following`: following a player is
 // consenting to be in their parties): else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is counted, claimed
-// or queued. With `none` (the default in development) any user may
+// does not (`partyUserIds.<i>`), before anything is claimed or queued
+// or counted but the route's `join` (below). With `none` (the default in development) any user may
 // be named.
 //
 // Each party member counts as an invite from the caller to them
@@ -3675,7 +3677,8 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 // valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-// neither; one refused once counted (a 4xx) gives its `create` and
+// `join` alone (as every request to the route), not on `create` or
+// the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
@@ -3773,8 +3776,8 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // follow the caller (`PUT /v1/me/following`: following a player is
 // consenting to be in their parties): else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is counted, claimed
-// or queued. With `none` (the default in development) any user may
+// does not (`partyUserIds.<i>`), before anything is claimed or queued
+// or counted but the route's `join` (below). With `none` (the default in development) any user may
 // be named.
 //
 // Each party member counts as an invite from the caller to them
@@ -3791,7 +3794,8 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 // valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-// neither; one refused once counted (a 4xx) gives its `create` and
+// `join` alone (as every request to the route), not on `create` or
+// the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
@@ -7508,8 +7512,8 @@ type ClientWithResponsesInterface interface {
 	// follow the caller (`PUT /v1/me/following`: following a player is
 	// consenting to be in their parties): else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is counted, claimed
-	// or queued. With `none` (the default in development) any user may
+	// does not (`partyUserIds.<i>`), before anything is claimed or queued
+	// or counted but the route's `join` (below). With `none` (the default in development) any user may
 	// be named.
 	//
 	// Each party member counts as an invite from the caller to them
@@ -7526,7 +7530,8 @@ type ClientWithResponsesInterface interface {
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-	// neither; one refused once counted (a 4xx) gives its `create` and
+	// `join` alone (as every request to the route), not on `create` or
+	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
@@ -7614,8 +7619,8 @@ type ClientWithResponsesInterface interface {
 	// follow the caller (`PUT /v1/me/following`: following a player is
 	// consenting to be in their parties): else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is counted, claimed
-	// or queued. With `none` (the default in development) any user may
+	// does not (`partyUserIds.<i>`), before anything is claimed or queued
+	// or counted but the route's `join` (below). With `none` (the default in development) any user may
 	// be named.
 	//
 	// Each party member counts as an invite from the caller to them
@@ -7632,7 +7637,8 @@ type ClientWithResponsesInterface interface {
 	// burst 10, per user; 120 a minute, burst 60, per address; past it:
 	// 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 	// valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-	// neither; one refused once counted (a 4xx) gives its `create` and
+	// `join` alone (as every request to the route), not on `create` or
+	// the party's limits; one refused once counted (a 4xx) gives its `create` and
 	// party `direct` counts back; one queued keeps
 	// them, whether or not its match makes a room. The answer's `RateLimit`
 	// headers are `join`'s.
@@ -13722,8 +13728,8 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // follow the caller (`PUT /v1/me/following`: following a player is
 // consenting to be in their parties): else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is counted, claimed
-// or queued. With `none` (the default in development) any user may
+// does not (`partyUserIds.<i>`), before anything is claimed or queued
+// or counted but the route's `join` (below). With `none` (the default in development) any user may
 // be named.
 //
 // Each party member counts as an invite from the caller to them
@@ -13740,7 +13746,8 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 // valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-// neither; one refused once counted (a 4xx) gives its `create` and
+// `join` alone (as every request to the route), not on `create` or
+// the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.
@@ -13834,8 +13841,8 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // follow the caller (`PUT /v1/me/following`: following a player is
 // consenting to be in their parties): else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is counted, claimed
-// or queued. With `none` (the default in development) any user may
+// does not (`partyUserIds.<i>`), before anything is claimed or queued
+// or counted but the route's `join` (below). With `none` (the default in development) any user may
 // be named.
 //
 // Each party member counts as an invite from the caller to them
@@ -13852,7 +13859,8 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // burst 10, per user; 120 a minute, burst 60, per address; past it:
 // 429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
 // valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-// neither; one refused once counted (a 4xx) gives its `create` and
+// `join` alone (as every request to the route), not on `create` or
+// the party's limits; one refused once counted (a 4xx) gives its `create` and
 // party `direct` counts back; one queued keeps
 // them, whether or not its match makes a room. The answer's `RateLimit`
 // headers are `join`'s.

@@ -661,8 +661,8 @@ export interface paths {
          *     follow the caller (`PUT /v1/me/following`: following a player is
          *     consenting to be in their parties): else 403
          *     `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-         *     does not (`partyUserIds.<i>`), before anything is counted, claimed
-         *     or queued. With `none` (the default in development) any user may
+         *     does not (`partyUserIds.<i>`), before anything is claimed or queued
+         *     or counted but the route's `join` (below). With `none` (the default in development) any user may
          *     be named.
          *
          *     Each party member counts as an invite from the caller to them
@@ -679,7 +679,8 @@ export interface paths {
          *     burst 10, per user; 120 a minute, burst 60, per address; past it:
          *     429 `RATE_LIMITED` naming `create`, nothing queued). A ticket not
          *     valid (422), or refused 403 `PARTY_CONSENT_REQUIRED`, counts on
-         *     neither; one refused once counted (a 4xx) gives its `create` and
+         *     `join` alone (as every request to the route), not on `create` or
+         *     the party's limits; one refused once counted (a 4xx) gives its `create` and
          *     party `direct` counts back; one queued keeps
          *     them, whether or not its match makes a room. The answer's `RateLimit`
          *     headers are `join`'s.
