@@ -271,9 +271,18 @@ func (e *httpError) Error() string {
 }
 
 func guest(ctx context.Context, base, name string) (string, error) {
-	var g struct{ Token string }
-	err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": name}, &g)
+	g, err := guestAccount(ctx, base, name)
 	return g.Token, err
+}
+
+// account is a guest's token and user id.
+type account struct{ Token, UserID string }
+
+// guestAccount is a new guest account of name on base.
+func guestAccount(ctx context.Context, base, name string) (account, error) {
+	var g account
+	err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": name}, &g)
+	return g, err
 }
 
 // serveMinimal serves minimalHandler on a loopback address.

@@ -117,8 +117,7 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 	// tokens first: the creation rate below is the tickets' own
 	if err := parallel(ctx, c.Clients, len(ts), func(i int) error {
 		base := c.URLs[i%len(c.URLs)]
-		var g struct{ Token, UserID string }
-		err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": "q" + strconv.Itoa(i)}, &g)
+		g, err := guestAccount(ctx, base, "q"+strconv.Itoa(i))
 		ts[i].token, ts[i].userID = g.Token, g.UserID
 		return err
 	}); err != nil {
@@ -144,9 +143,10 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		t := ts[i]
 		base := c.URLs[i%len(c.URLs)]
 		body := map[string]any{"mode": t.mode, "regions": []string{fmt.Sprintf("r%d", (i/c.Modes)%c.Regions)}, "rating": t.rating}
-		var member struct{ Token, UserID string }
+		var member account
 		if t.users == 2 {
-			if err := call(ctx, "POST", base+"/v1/auth/guest", "", map[string]any{"name": "p" + strconv.Itoa(i)}, &member); err != nil {
+			var err error
+			if member, err = guestAccount(ctx, base, "p"+strconv.Itoa(i)); err != nil {
 				failed.Add(1)
 				fail("party guest", err)
 				return nil
