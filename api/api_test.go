@@ -87,7 +87,7 @@ func newEnvOn(t *testing.T, b redistest.Backend, storeMut func(*store.Config), a
 	hangups := newHangups(t) // closed after the server and the hub
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Users: st.Sessions(), Feed: st.Feed, RoomJSON: api.RoomJSON, Log: log, Metrics: m})
 	rs := rooms.New(rooms.Config{Store: st, Notices: players.Notices{Inbox: st.Sessions()}})
-	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st.Listing()), Events: hub, Players: players.NewService(st.Sessions()),
+	cfg := api.Config{Rooms: rs, Lobby: lobby.NewService(st.Listing()), Events: hub, Players: players.NewService(st.Sessions()), Parties: players.NewParties(st.Sessions()),
 		Direct: players.NewDirect(st.Sessions(), rs),
 		Auth:   auth,
 		Ready:  st.Ping, Spec: realsync.OpenAPI, Log: log, Idempotency: idemstore.New(st.Base()),

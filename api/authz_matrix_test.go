@@ -72,6 +72,7 @@ var cellAliases = map[string]string{
 	"SR": "403:SCOPE_REQUIRED",
 	"ST": "401:STREAM_TOKEN_REQUIRED",
 	"DL": "404:DEAD_LETTER_NOT_FOUND",
+	"PN": "404:PARTY_NOT_FOUND",
 }
 
 // authzMatrix is route × identity → expected answer. Columns: method, path
@@ -157,6 +158,9 @@ GET    /v1/lobby/events                      priv U    U         U       U      
 POST   /v1/me/stream-token                   -    U    U         U       U        U       201   201    201   201    201  201   U     U       201        SR    SR     SR     SR     U      ST      U           U
 GET    /v1/me/events                         -    U    U         U       U        U       200   200    200   200    200  200   U     ST      200        SR    SR     SR     SR     ST     ST      ST          ST
 PUT    /v1/me/following                      -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
+GET    /v1/me/party                          -    U    U         U       U        U       PN    PN     PN    PN     PN   PN    U     U       PN         SR    SR     SR     SR     U      ST      U           U
+PUT    /v1/me/party                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        SR    SR     SR     SR     U      ST      U           U
+DELETE /v1/me/party                          -    U    U         U       U        U       204   204    204   204    204  204   U     U       204        SR    SR     SR     SR     U      ST      U           U
 GET    /v1/presence                          -    U    U         U       U        U       200   200    200   200    200  200   U     U       200        200   SR     SR     200    U      ST      U           U
 GET    /v1/admin/instances                   -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
 GET    /v1/admin/webhooks/dead-letters       -    U    U         U       U        U       AR    AR     AR    AR     AR   AR    200   U       AR         U     U      U      U      U      U       U           U
@@ -357,6 +361,13 @@ var routeCalls = map[string]call{
 	"PUT /v1/me/following": {req: func(*matrixEnv, *fixture, string) (string, any) {
 		return "/v1/me/following", map[string]any{"userIds": []string{"someone"}}
 	}},
+	// a party changes no room; its GET row comes first, before any
+	// caller joined one
+	"GET /v1/me/party": {req: fixed("/v1/me/party")},
+	"PUT /v1/me/party": {req: func(*matrixEnv, *fixture, string) (string, any) {
+		return "/v1/me/party", map[string]any{"leaderUserId": "someone"}
+	}},
+	"DELETE /v1/me/party":     {req: fixed("/v1/me/party")},
 	"GET /v1/presence":        {req: fixed("/v1/presence?userIds=someone,else")},
 	"GET /v1/admin/instances": {req: fixed("/v1/admin/instances")},
 	// no dead letter in the matrix's store: the admin reaches the replay

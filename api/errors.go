@@ -69,6 +69,7 @@ var problems = []problem{
 	{rooms.ErrPlayerNotFound, 404, "PLAYER_NOT_FOUND", "Player not found"},
 	{rooms.ErrNoMatch, 404, "NO_MATCH", "No room matches"},
 	{deadletter.ErrNotFound, 404, "DEAD_LETTER_NOT_FOUND", "Dead letter not found"},
+	{players.ErrNotInParty, 404, "PARTY_NOT_FOUND", "Not in a party"},
 	{errRouteNotFound, 404, "NOT_FOUND", "Not found"},
 	{errMethodNotAllowed, 405, "METHOD_NOT_ALLOWED", "Method not allowed"},
 	{errRequestTimeout, 408, "REQUEST_TIMEOUT", "Request timeout"},

@@ -10,6 +10,7 @@ import (
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/tickets"
 )
@@ -121,60 +122,77 @@ func TestTicketsOverHTTP(t *testing.T) {
 }
 
 // TestPartyNeedsConsent: with Config.Consent (REALSYNC_PARTY_CONSENT
-// follow) a ticket may name a user in its party only when the user
-// follows its leader. One who does not is 403 PARTY_CONSENT_REQUIRED
-// naming the member, before anything is claimed, queued or counted on the
-// party's limits (direct); following the leader consents, and only to
-// that leader; unfollowing withdraws it.
+// party or follow) a ticket may name a user in its party only when the
+// user joined its leader's party (follows its leader). One who did not is
+// 403 PARTY_CONSENT_REQUIRED naming the member, before anything is
+// claimed, queued or counted on the party's limits (direct); joining the
+// leader's party (following the leader) consents, and only to that
+// leader; joining another's (following another instead) withdraws it.
 func TestPartyNeedsConsent(t *testing.T) {
 	rules, err := matchmaking.ParseRules([]byte("modes:\n  big: {minPlayers: 2, maxPlayers: 8}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			e := limitedEnv(t, b, "direct=2/h", func(c *api.Config, st *store.Store, _ string) {
-				c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Rules: rules,
-					Consent: st.Sessions()})
-			})
-			path := "/v1/matchmaking/tickets"
-			ticket := func(tok string, party ...string) resp {
-				t.Helper()
-				return e.do("POST", path, tok, map[string]any{"mode": "big", "regions": []string{"eu"}, "partyUserIds": append([]string{}, party...)})
-			}
-			follow := func(tok string, ids ...string) {
-				t.Helper()
-				want(t, e.do("PUT", "/v1/me/following", tok, map[string]any{"userIds": append([]string{}, ids...)}), 200, "")
-			}
-			alice, aliceID := e.guest("alice")
-			bob, bobID := e.guest("bob")
-			carol, carolID := e.guest("carol")
-			follow(bob, aliceID)
-			for range 3 { // past the direct burst (2) if it were counted
-				r := ticket(alice, bobID, carolID)
-				want(t, r, 403, "PARTY_CONSENT_REQUIRED")
-				if !strings.Contains(r.raw, "partyUserIds.1 does not follow you") {
-					t.Fatalf("detail %s", r.raw)
+	for _, mode := range []struct {
+		name    string
+		consent func(st *store.Store) matchmaking.Consent
+		// give makes tok's user consent to leader's tickets, and to no
+		// other leader's
+		give    func(e *env, tok, leader string)
+		refusal string
+	}{
+		{name: "Party", consent: func(st *store.Store) matchmaking.Consent { return players.NewParties(st.Sessions()) },
+			give: func(e *env, tok, leader string) {
+				want(e.t, e.do("PUT", "/v1/me/party", tok, map[string]any{"leaderUserId": leader}), 200, "")
+			},
+			refusal: "has not joined your party"},
+		{name: "Follow", consent: func(st *store.Store) matchmaking.Consent { return players.FollowConsent{Store: st.Sessions()} },
+			give: func(e *env, tok, leader string) {
+				want(e.t, e.do("PUT", "/v1/me/following", tok, map[string]any{"userIds": []string{leader}}), 200, "")
+			},
+			refusal: "does not follow you"},
+	} {
+		for _, b := range redistest.Backends(t) {
+			t.Run(mode.name+"/"+b.Name, func(t *testing.T) {
+				e := limitedEnv(t, b, "direct=2/h", func(c *api.Config, st *store.Store, _ string) {
+					c.Tickets = mustTickets(t, matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Rules: rules,
+						Consent: mode.consent(st)})
+				})
+				path := "/v1/matchmaking/tickets"
+				ticket := func(tok string, party ...string) resp {
+					t.Helper()
+					return e.do("POST", path, tok, map[string]any{"mode": "big", "regions": []string{"eu"}, "partyUserIds": append([]string{}, party...)})
 				}
-			}
-			// nothing claimed: bob queues on his own
-			r := ticket(bob)
-			want(t, r, 201, "")
-			want(t, e.do("DELETE", r.header.Get("Location"), bob, nil), 204, "")
-			// a follow consents to that leader only
-			want(t, ticket(bob, aliceID), 403, "PARTY_CONSENT_REQUIRED")
-			follow(carol, bobID, aliceID)
-			r = ticket(alice, bobID, carolID)
-			want(t, r, 201, "")
-			want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
-			// withdrawn by an unfollow
-			follow(carol, bobID)
-			r = ticket(alice, bobID, carolID)
-			want(t, r, 403, "PARTY_CONSENT_REQUIRED")
-			if !strings.Contains(r.raw, "partyUserIds.1 does not follow you") {
-				t.Fatalf("detail after carol's unfollow %s", r.raw)
-			}
-		})
+				alice, aliceID := e.guest("alice")
+				bob, bobID := e.guest("bob")
+				carol, carolID := e.guest("carol")
+				mode.give(e, bob, aliceID)
+				for range 3 { // past the direct burst (2) if it were counted
+					r := ticket(alice, bobID, carolID)
+					want(t, r, 403, "PARTY_CONSENT_REQUIRED")
+					if !strings.Contains(r.raw, "partyUserIds.1 "+mode.refusal) {
+						t.Fatalf("detail %s", r.raw)
+					}
+				}
+				// nothing claimed: bob queues on his own
+				r := ticket(bob)
+				want(t, r, 201, "")
+				want(t, e.do("DELETE", r.header.Get("Location"), bob, nil), 204, "")
+				// a consent is to that leader only
+				want(t, ticket(bob, aliceID), 403, "PARTY_CONSENT_REQUIRED")
+				mode.give(e, carol, aliceID)
+				r = ticket(alice, bobID, carolID)
+				want(t, r, 201, "")
+				want(t, e.do("DELETE", r.header.Get("Location"), alice, nil), 204, "")
+				// withdrawn by consenting to another leader
+				mode.give(e, carol, bobID)
+				r = ticket(alice, bobID, carolID)
+				want(t, r, 403, "PARTY_CONSENT_REQUIRED")
+				if !strings.Contains(r.raw, "partyUserIds.1 "+mode.refusal) {
+					t.Fatalf("detail after carol's change %s", r.raw)
+				}
+			})
+		}
 	}
 }
 

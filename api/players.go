@@ -169,3 +169,59 @@ func (s *Server) InviteToRoom(w http.ResponseWriter, r *http.Request, roomID oap
 		writeJSON(w, http.StatusAccepted, oapi.DirectSent{Ts: sent.TS.UTC()})
 	})
 }
+
+// JoinParty implements PUT /v1/me/party.
+func (s *Server) JoinParty(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		LeaderUserID *string `json:"leaderUserId"`
+	}
+	if err := decodeBody(r, &body, false, jsonType); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.LeaderUserID == nil {
+		s.writeError(w, r, rooms.Invalid("leaderUserId", "is required"))
+		return
+	}
+	if s.parties == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	p, err := s.parties.Join(r.Context(), userFrom(r.Context()), *body.LeaderUserID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, partyJSON(p))
+}
+
+// GetParty implements GET /v1/me/party.
+func (s *Server) GetParty(w http.ResponseWriter, r *http.Request) {
+	if s.parties == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	p, err := s.parties.Of(r.Context(), userFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, partyJSON(p))
+}
+
+// LeaveParty implements DELETE /v1/me/party.
+func (s *Server) LeaveParty(w http.ResponseWriter, r *http.Request) {
+	if s.parties == nil {
+		s.writeError(w, r, rooms.ErrUnavailable)
+		return
+	}
+	if err := s.parties.Leave(r.Context(), userFrom(r.Context())); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func partyJSON(p players.Party) oapi.Party {
+	return oapi.Party{LeaderUserId: p.LeaderUserID, ExpiresAt: p.ExpiresAt.UTC()}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
@@ -702,5 +703,105 @@ func TestGuestFollowingKeptADay(t *testing.T) {
 		if ttl := e.store.Client().PTTL(context.Background(), keys[0]).Val(); ttl <= c.min || ttl > c.max {
 			t.Errorf("%s's following expires in %s after a stream opened, want (%s, %s]", c.uid, ttl, c.min, c.max)
 		}
+	}
+}
+
+// TestMeParty: PUT /v1/me/party puts the caller in one leader's party at
+// a time, kept players.PartyTTL (its key's expiry too) and renewed by
+// joining again; GET reads it, 404 PARTY_NOT_FOUND in none; DELETE leaves
+// it and removes its key (204 in none as well); a leader id that is not a
+// user id, an API key's or the caller's own is 422 naming leaderUserId and
+// changes nothing.
+func TestMeParty(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			e := newEnv(t, b, true)
+			ctx := context.Background()
+			alice, aliceID := e.guest("alice")
+			partyKeys := func() []string {
+				t.Helper()
+				var keys []string
+				var mu sync.Mutex
+				read := func(ctx context.Context, c *redis.Client) error {
+					ks, err := c.Keys(ctx, "*"+e.prefix+"*:party:*").Result()
+					mu.Lock()
+					keys = append(keys, ks...)
+					mu.Unlock()
+					return err
+				}
+				var err error
+				if c, ok := e.store.Client().(*redis.ClusterClient); ok {
+					err = c.ForEachMaster(ctx, read)
+				} else {
+					err = read(ctx, e.store.Client().(*redis.Client))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return keys
+			}
+			want(t, e.do("GET", "/v1/me/party", alice, nil), 404, "PARTY_NOT_FOUND")
+			want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
+			join := func(leader string) time.Time {
+				t.Helper()
+				before := time.Now()
+				r := e.do("PUT", "/v1/me/party", alice, map[string]any{"leaderUserId": leader})
+				want(t, r, 200, "")
+				exp, err := time.Parse(time.RFC3339Nano, r.body["expiresAt"].(string))
+				if r.body["leaderUserId"] != leader || err != nil ||
+					exp.Before(before.Add(players.PartyTTL-time.Second)) || exp.After(time.Now().Add(players.PartyTTL)) {
+					t.Fatalf("joined %s: %v (%v)", leader, r.body, err)
+				}
+				g := e.do("GET", "/v1/me/party", alice, nil)
+				want(t, g, 200, "")
+				if g.body["leaderUserId"] != leader || g.body["expiresAt"] != r.body["expiresAt"] {
+					t.Fatalf("read %v after joining %v", g.body, r.body)
+				}
+				keys := partyKeys()
+				if len(keys) != 1 {
+					t.Fatalf("party keys %v", keys)
+				}
+				if ttl := e.store.Client().PTTL(ctx, keys[0]).Val(); ttl <= players.PartyTTL-time.Minute || ttl > players.PartyTTL {
+					t.Fatalf("the party's key expires in %s, want about %s", ttl, players.PartyTTL)
+				}
+				return exp
+			}
+			join("u-bob")
+			e.store.Client().PExpire(ctx, partyKeys()[0], time.Minute)
+			join("u-bob") // renewed
+			join("u-carol")
+			for _, c := range []struct {
+				body   any
+				status int
+				code   string
+			}{
+				{map[string]any{}, 422, "VALIDATION_FAILED"},
+				{map[string]any{"leaderUserId": ""}, 422, "VALIDATION_FAILED"},
+				{map[string]any{"leaderUserId": "a b"}, 422, "VALIDATION_FAILED"},
+				{map[string]any{"leaderUserId": strings.Repeat("x", 129)}, 422, "VALIDATION_FAILED"},
+				{map[string]any{"leaderUserId": "key:ops"}, 422, "VALIDATION_FAILED"},
+				{map[string]any{"leaderUserId": aliceID}, 422, "VALIDATION_FAILED"},
+				{map[string]any{"leaderUserId": 7}, 400, "MALFORMED_REQUEST"},
+				{map[string]any{"leaderUserId": "u-bob", "extra": 1}, 422, "VALIDATION_FAILED"},
+			} {
+				r := e.do("PUT", "/v1/me/party", alice, c.body)
+				want(t, r, c.status, c.code)
+				field := "leaderUserId"
+				if _, ok := c.body.(map[string]any)["extra"]; ok {
+					field = "extra"
+				}
+				if c.status == 422 && !strings.Contains(r.raw, `"field":"`+field+`"`) {
+					t.Errorf("%v: %s", c.body, r.raw)
+				}
+			}
+			if g := e.do("GET", "/v1/me/party", alice, nil); g.body["leaderUserId"] != "u-carol" {
+				t.Fatalf("party after refused joins: %v", g.body)
+			}
+			want(t, e.do("DELETE", "/v1/me/party", alice, nil), 204, "")
+			want(t, e.do("GET", "/v1/me/party", alice, nil), 404, "PARTY_NOT_FOUND")
+			if keys := partyKeys(); len(keys) != 0 {
+				t.Fatalf("party keys left after leaving: %v", keys)
+			}
+		})
 	}
 }

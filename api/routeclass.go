@@ -40,6 +40,9 @@ var routeClasses = map[string]string{
 	"GET /v1/me/events":                "stream",
 	"POST /v1/me/stream-token":         "stream",
 	"PUT /v1/me/following":             "write",
+	"PUT /v1/me/party":                 "write",
+	"DELETE /v1/me/party":              "write",
+	"GET /v1/me/party":                 "read",
 	"POST /v1/users/{userId}/messages": "direct", // "write" for API keys (checksOf)
 	"POST /v1/rooms/{roomId}/invites":  "direct",
 	"GET /v1/presence":                 "read",

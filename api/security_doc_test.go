@@ -59,6 +59,7 @@ var bodyNames = map[string]string{
 	"POST /v1/matchmaking/quick-join":      "quick-join",
 	"POST /v1/matchmaking/tickets":         "tickets",
 	"PUT /v1/me/following":                 "`PUT /v1/me/following`",
+	"PUT /v1/me/party":                     "party",
 	"POST /v1/rooms":                       "create",
 	"PATCH /v1/rooms/{roomId}/state":       "state `PATCH`",
 	"POST /v1/rooms/{roomId}/join":         "body-less routes",

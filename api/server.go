@@ -39,6 +39,8 @@ type Config struct {
 	Players *players.Service
 	// Direct sends direct messages and invites (nil: 503).
 	Direct *players.Direct
+	// Parties serves /v1/me/party (nil: 503).
+	Parties *players.Parties
 	// Tickets is matchmaking's tickets (POST/GET/DELETE
 	// /v1/matchmaking/tickets); nil: those routes are 503.
 	Tickets *matchmaking.Service
@@ -121,6 +123,7 @@ type Server struct {
 	events  *sse.Hub
 	players *players.Service
 	direct  *players.Direct
+	parties *players.Parties
 	tickets *matchmaking.Service
 	auth    *Auth
 	keys    *APIKeys
@@ -150,7 +153,7 @@ var _ oapi.ServerInterface = (*Server)(nil)
 
 // NewHandler returns the HTTP handler of the whole API.
 func NewHandler(cfg Config) http.Handler {
-	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
+	s := &Server{rooms: cfg.Rooms, lobby: cfg.Lobby, events: cfg.Events, players: cfg.Players, direct: cfg.Direct, parties: cfg.Parties, tickets: cfg.Tickets, auth: cfg.Auth, keys: cfg.APIKeys, ready: cfg.Ready, spec: cfg.Spec, log: cfg.Log,
 		metrics: cfg.Metrics, metricsHandler: cfg.MetricsHandler, ids: newRequestIDs(), available: cfg.Available,
 		limits: rateLimits{cfg.RateLimiter, cfg.RateLimits, new(atomic.Int64)}, trustedProxies: cfg.TrustedProxies, idem: cfg.Idempotency,
 		base: cfg.Base, detached: cfg.Detached, deadLetters: cfg.DeadLetters, admission: newAdmitter(cfg.Admission), browseCache: cfg.BrowseCache,

@@ -15,8 +15,8 @@ var (
 	// already has a searching ticket.
 	ErrTicketActive = errors.New("an active ticket exists")
 	// ErrPartyConsent: a party member named in a ticket has not consented
-	// to be in the leader's party (Config.Consent: does not follow the
-	// leader).
+	// to be in the leader's party (Config.Consent: has not joined it, or
+	// does not follow the leader).
 	ErrPartyConsent = errors.New("a party member has not consented")
 	// ErrMemberQueuedInParty: the user is a member of a party whose
 	// leader's searching ticket covers them; they cannot queue apart.

@@ -52,16 +52,21 @@ type Config struct {
 	Now func() time.Time
 	// Quotas checks the room quotas of a new ticket's users; nil: none.
 	Quotas RoomQuotas
-	// Consent, when set, is how a party member consents to be named in a
-	// ticket: by following its leader (Follows(member, leader), the
-	// players' following lists). nil: any user may be named.
-	Consent Following
+	// Consent, when set, says whether a party member consents to be named
+	// in a leader's ticket. nil: any user may be named.
+	Consent Consent
 }
 
-// Following says whether user follows other (the players' following
-// lists; errors: rooms.ErrUnavailable).
-type Following interface {
-	Follows(ctx context.Context, user, other string) (bool, error)
+// Consent says whether a party member consents to be named in a leader's
+// tickets (REALSYNC_PARTY_CONSENT: players.Parties, the member joined the
+// leader's party; players.FollowConsent, the member follows the leader).
+type Consent interface {
+	// Consents reports whether member consents to leader's tickets
+	// naming them (errors: rooms.ErrUnavailable).
+	Consents(ctx context.Context, member, leader string) (bool, error)
+	// Refusal says what a member who does not consent has not done, for
+	// the error ("has not joined your party: ...").
+	Refusal() string
 }
 
 // RoomQuotas checks, at a ticket's create, that a match's room would be
@@ -133,8 +138,8 @@ type TicketParams struct {
 
 // Create validates p against its mode's rules (a ValidationError naming
 // every bad field), answers a keyed create's ticket when its first run
-// queued it, checks that each party member consents (Config.Consent:
-// follows u; ErrPartyConsent), makes the ticket u's and its party's one
+// queued it, checks that each party member consents (Config.Consent;
+// ErrPartyConsent), makes the ticket u's and its party's one
 // active ticket (ErrTicketActive when u or a member has another active:
 // searching, or matched while its room is not known yet,
 // ErrMemberQueuedInParty when u is covered by another leader's), checks
@@ -261,19 +266,19 @@ func seedOf(u rooms.User, p TicketParams) (string, error) {
 	return u.ID + "\x00" + p.Key + "\x00" + string(params), nil
 }
 
-// consent checks that each of party follows u, its leader
-// (Config.Consent; nil: nothing checked).
+// consent checks that each of party consents to u, its leader, naming
+// them (Config.Consent; nil: nothing checked).
 func (s *Service) consent(ctx context.Context, u rooms.User, party []string) error {
 	if s.cfg.Consent == nil {
 		return nil
 	}
 	for i, uid := range party {
-		ok, err := s.cfg.Consent.Follows(ctx, uid, u.ID)
+		ok, err := s.cfg.Consent.Consents(ctx, uid, u.ID)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("the party member partyUserIds.%d does not follow you: a user consents to be in a player's party by following them (PUT /v1/me/following): %w", i, ErrPartyConsent)
+			return fmt.Errorf("the party member partyUserIds.%d %s: %w", i, s.cfg.Consent.Refusal(), ErrPartyConsent)
 		}
 	}
 	return nil

@@ -105,15 +105,17 @@ modes:
 	}
 }
 
-// follows is a Following of the pairs it holds ("user other"), or err.
+// follows is a Consent of the pairs it holds ("member leader"), or err.
 type follows struct {
 	pairs map[string]bool
 	err   error
 }
 
-func (f follows) Follows(_ context.Context, user, other string) (bool, error) {
-	return f.pairs[user+" "+other], f.err
+func (f follows) Consents(_ context.Context, member, leader string) (bool, error) {
+	return f.pairs[member+" "+leader], f.err
 }
+
+func (follows) Refusal() string { return "does not follow you" }
 
 // goneQueue is a noQueue that keeps no ticket (a keyed create's first
 // run).
@@ -139,7 +141,7 @@ func TestPartyConsent(t *testing.T) {
 	consenting := follows{pairs: map[string]bool{"a leader": true, "b leader": true, "c other": true}}
 	for _, tc := range []struct {
 		name    string
-		consent Following
+		consent Consent
 		party   []string
 		key     string
 		kept    bool // the key's first run queued its ticket

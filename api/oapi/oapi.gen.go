@@ -64,6 +64,7 @@ const (
 	OVERLOADED             ProblemCode = "OVERLOADED"
 	OWNEDROOMSLIMIT        ProblemCode = "OWNED_ROOMS_LIMIT"
 	PARTYCONSENTREQUIRED   ProblemCode = "PARTY_CONSENT_REQUIRED"
+	PARTYNOTFOUND          ProblemCode = "PARTY_NOT_FOUND"
 	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND         ProblemCode = "PLAYER_NOT_FOUND"
 	QUEUEFULL              ProblemCode = "QUEUE_FULL"
@@ -145,6 +146,8 @@ func (e ProblemCode) Valid() bool {
 	case OWNEDROOMSLIMIT:
 		return true
 	case PARTYCONSENTREQUIRED:
+		return true
+	case PARTYNOTFOUND:
 		return true
 	case PAYLOADTOOLARGE:
 		return true
@@ -522,6 +525,12 @@ type JoinByCodeRequest struct {
 	InviteCode string `json:"inviteCode"`
 }
 
+// JoinPartyRequest defines model for JoinPartyRequest.
+type JoinPartyRequest struct {
+	// LeaderUserId The leader whose party to join (the user-id rule, see the conventions); not the caller, not an API key's.
+	LeaderUserId string `json:"leaderUserId"`
+}
+
 // LobbyStats defines model for LobbyStats.
 type LobbyStats struct {
 	Modes   map[string]StatusCounts `json:"modes"`
@@ -621,6 +630,15 @@ type MyRoomList struct {
 		Version    int64      `json:"version"`
 		Visibility Visibility `json:"visibility"`
 	} `json:"rooms"`
+}
+
+// Party defines model for Party.
+type Party struct {
+	// ExpiresAt When the caller leaves the party unless they join it again (24 hours after the last join).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// LeaderUserId The leader whose tickets may name the caller.
+	LeaderUserId string `json:"leaderUserId"`
 }
 
 // Platform A session's platform; one session per user and platform by default.
@@ -961,6 +979,9 @@ type NoMatch = Problem
 
 // NotFound defines model for NotFound.
 type NotFound = Problem
+
+// PartyNotFound defines model for PartyNotFound.
+type PartyNotFound = Problem
 
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed = Problem
@@ -1573,6 +1594,9 @@ type CreateTicketJSONRequestBody = CreateTicketRequest
 // SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
 type SetFollowingJSONRequestBody = FollowingRequest
 
+// JoinPartyJSONRequestBody defines body for JoinParty for application/json ContentType.
+type JoinPartyJSONRequestBody = JoinPartyRequest
+
 // CreateRoomJSONRequestBody defines body for CreateRoom for application/json ContentType.
 type CreateRoomJSONRequestBody = CreateRoomRequest
 
@@ -1665,6 +1689,15 @@ type ServerInterface interface {
 	// SetFollowing Choose whose status changes reach the personal stream
 	// (PUT /v1/me/following)
 	SetFollowing(w http.ResponseWriter, r *http.Request)
+	// LeaveParty Leave the caller's party
+	// (DELETE /v1/me/party)
+	LeaveParty(w http.ResponseWriter, r *http.Request)
+	// GetParty Read the caller's party
+	// (GET /v1/me/party)
+	GetParty(w http.ResponseWriter, r *http.Request)
+	// JoinParty Join a player's party (consent to their tickets)
+	// (PUT /v1/me/party)
+	JoinParty(w http.ResponseWriter, r *http.Request)
 	// MyRooms The rooms the caller is in
 	// (GET /v1/me/rooms)
 	MyRooms(w http.ResponseWriter, r *http.Request, params MyRoomsParams)
@@ -1851,6 +1884,24 @@ func (_ Unimplemented) StreamMeEvents(w http.ResponseWriter, r *http.Request, pa
 // SetFollowing Choose whose status changes reach the personal stream
 // (PUT /v1/me/following)
 func (_ Unimplemented) SetFollowing(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// LeaveParty Leave the caller's party
+// (DELETE /v1/me/party)
+func (_ Unimplemented) LeaveParty(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetParty Read the caller's party
+// (GET /v1/me/party)
+func (_ Unimplemented) GetParty(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// JoinParty Join a player's party (consent to their tickets)
+// (PUT /v1/me/party)
+func (_ Unimplemented) JoinParty(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2476,6 +2527,48 @@ func (siw *ServerInterfaceWrapper) SetFollowing(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.SetFollowing(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// LeaveParty operation middleware
+func (siw *ServerInterfaceWrapper) LeaveParty(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LeaveParty(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetParty operation middleware
+func (siw *ServerInterfaceWrapper) GetParty(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetParty(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// JoinParty operation middleware
+func (siw *ServerInterfaceWrapper) JoinParty(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.JoinParty(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -3551,6 +3644,15 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Put(options.BaseURL+"/v1/me/following", wrapper.SetFollowing)
+	})
+	r.Group(func(r chi.Router) {
+		r.Delete(options.BaseURL+"/v1/me/party", wrapper.LeaveParty)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/me/party", wrapper.GetParty)
+	})
+	r.Group(func(r chi.Router) {
+		r.Put(options.BaseURL+"/v1/me/party", wrapper.JoinParty)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/users/{userId}/messages", wrapper.SendDirectMessage)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/realsync/realsync/internal/metrics"
 	"github.com/realsync/realsync/matchmaking"
+	"github.com/realsync/realsync/players"
 	"github.com/realsync/realsync/rooms"
 	"github.com/realsync/realsync/store"
 	"github.com/realsync/realsync/store/tickets"
@@ -33,10 +34,11 @@ type matchSettings struct {
 	// long they are waited for; its Hold is tickets.DefaultDurability's
 	// (tickets.Durability).
 	MatchCommit tickets.Durability
-	// PartyConsent: REALSYNC_PARTY_CONSENT, "follow" (true: a ticket may
-	// name a user in its party only when the user follows its leader) or
-	// "none"; default follow in production, none in development.
-	PartyConsent bool
+	// PartyConsent: REALSYNC_PARTY_CONSENT, how a user consents to be
+	// named in a ticket's party: "party" (joined its leader's party, PUT
+	// /v1/me/party), "follow" (follows its leader) or "none" (any user may
+	// be named); default party in production, none in development.
+	PartyConsent string
 }
 
 // matchmakingFlags declares the settings' flags on fs, with env's values
@@ -48,16 +50,19 @@ func matchmakingFlags(fs *flag.FlagSet, env func(k, def string) string) func(pro
 	d := tickets.DefaultDurability
 	fs.StringVar(&replicas, "match-commit-replicas", env("REALSYNC_MATCH_COMMIT_REPLICAS", strconv.Itoa(d.Replicas)), "replicas of a Redis Cluster master that must have a match's commit before its users are told, 0 not waited for (REALSYNC_MATCH_COMMIT_REPLICAS)")
 	fs.StringVar(&wait, "match-commit-wait", env("REALSYNC_MATCH_COMMIT_WAIT", d.Wait.String()), "how long a match's commit waits for those replicas; short of them, its users are told by a repair (REALSYNC_MATCH_COMMIT_WAIT)")
-	fs.StringVar(&consent, "party-consent", env("REALSYNC_PARTY_CONSENT", ""), "follow: a ticket may name a user in its party only when the user follows its leader; none: any user; default follow in production, none in development (REALSYNC_PARTY_CONSENT)")
+	fs.StringVar(&consent, "party-consent", env("REALSYNC_PARTY_CONSENT", ""), "party: a ticket may name a user in its party only while the user is in its leader's party (PUT /v1/me/party); follow: while the user follows its leader; none: any user; default party in production, none in development (REALSYNC_PARTY_CONSENT)")
 	return func(production bool, bad func(name, msg string)) matchSettings {
 		s := matchSettings{MatchmakingFile: file, MatchCommit: tickets.DefaultDurability}
 		switch consent {
 		case "":
-			s.PartyConsent = production
-		case "follow", "none":
-			s.PartyConsent = consent == "follow"
+			s.PartyConsent = "none"
+			if production {
+				s.PartyConsent = "party"
+			}
+		case "party", "follow", "none":
+			s.PartyConsent = consent
 		default:
-			bad("REALSYNC_PARTY_CONSENT", "must be follow or none")
+			bad("REALSYNC_PARTY_CONSENT", "must be party, follow or none")
 		}
 		var err error
 		if s.MatchCommit.Replicas, err = strconv.Atoi(replicas); err != nil || s.MatchCommit.Replicas < 0 || s.MatchCommit.Replicas > 5 {
@@ -101,8 +106,11 @@ func (c Config) matchmakingConfig(st *store.Store, m *metrics.Metrics) matchmaki
 	m.MatchmakingModes(c.labelModes())
 	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()).WithDurability(c.MatchCommit).WithModes(c.Modes), Rules: c.MatchmakingRules,
 		Names: rooms.Names{Modes: c.Modes, Regions: c.Regions}, Observer: m, Quotas: st}
-	if c.PartyConsent {
-		mc.Consent = st.Sessions()
+	switch c.PartyConsent {
+	case "party":
+		mc.Consent = players.NewParties(st.Sessions())
+	case "follow":
+		mc.Consent = players.FollowConsent{Store: st.Sessions()}
 	}
 	return mc
 }

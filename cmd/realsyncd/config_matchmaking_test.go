@@ -95,8 +95,8 @@ func TestParseConfigMatchCommit(t *testing.T) {
 	}
 }
 
-// REALSYNC_PARTY_CONSENT: follow in production, none in development by
-// default; either value in either; anything else refused naming the
+// REALSYNC_PARTY_CONSENT: party in production, none in development by
+// default; any value in either; anything else refused naming the
 // variable; the flag wins.
 func TestParseConfigPartyConsent(t *testing.T) {
 	const consent = "REALSYNC_PARTY_CONSENT"
@@ -113,22 +113,24 @@ func TestParseConfigPartyConsent(t *testing.T) {
 		name    string
 		env     map[string]string
 		args    []string
-		want    bool
+		want    string
 		wantErr string
 	}{
-		{name: "DevelopmentDefault"},
-		{name: "ProductionDefault", env: prod, want: true},
-		{name: "DevelopmentFollow", env: map[string]string{consent: "follow"}, want: true},
-		{name: "ProductionNone", env: with(prod, consent, "none")},
-		{name: "FlagWins", env: map[string]string{consent: "none"}, args: []string{"-party-consent", "follow"}, want: true},
-		{name: "Bad", env: map[string]string{consent: "friends"}, wantErr: consent + ": must be follow or none"},
+		{name: "DevelopmentDefault", want: "none"},
+		{name: "ProductionDefault", env: prod, want: "party"},
+		{name: "DevelopmentParty", env: map[string]string{consent: "party"}, want: "party"},
+		{name: "DevelopmentFollow", env: map[string]string{consent: "follow"}, want: "follow"},
+		{name: "ProductionFollow", env: with(prod, consent, "follow"), want: "follow"},
+		{name: "ProductionNone", env: with(prod, consent, "none"), want: "none"},
+		{name: "FlagWins", env: map[string]string{consent: "none"}, args: []string{"-party-consent", "party"}, want: "party"},
+		{name: "Bad", env: map[string]string{consent: "friends"}, wantErr: consent + ": must be party, follow or none"},
 		{name: "BadCase", env: with(prod, consent, "Follow"), wantErr: consent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, ok := parseCase(t, tc.env, tc.args, tc.wantErr)
 			if ok && c.PartyConsent != tc.want {
-				t.Errorf("party consent %v, want %v", c.PartyConsent, tc.want)
+				t.Errorf("party consent %q, want %q", c.PartyConsent, tc.want)
 			}
 		})
 	}

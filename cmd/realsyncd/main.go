@@ -186,6 +186,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string)
 		Lobby:   lobby.New(lobby.Config{Index: st.Listing(), Names: rooms.Names{Modes: cfg.Modes, Regions: cfg.Regions}}),
 		Events:  hub,
 		Players: players.NewService(st.Sessions()),
+		Parties: players.NewParties(st.Sessions()),
 		Auth:    auth, APIKeys: keys,
 		Ready: func(ctx context.Context) error {
 			if !up.Load() {

@@ -176,22 +176,50 @@ func TestTicketsCheckTheRoomQuotas(t *testing.T) {
 	}
 }
 
-// realsyncd asks a party's consent with REALSYNC_PARTY_CONSENT=follow
-// (matchmaking.Config.Consent wired to the following lists): a member who
-// does not follow the leader is refused, one who does is queued.
+// realsyncd asks a party's consent with REALSYNC_PARTY_CONSENT=party
+// (matchmaking.Config.Consent wired to the players' parties) and follow
+// (to the following lists): a member who has not consented is refused,
+// and so is one who consented the other setting's way (followed the
+// leader under party, joined their party under follow); one who joined
+// the leader's party (follows the leader) is queued.
 func TestTicketsAskThePartysConsent(t *testing.T) {
 	t.Parallel()
-	in := start(t, buildBinary(t), append(backendEnv(t, "standalone"), "REALSYNC_PARTY_CONSENT=follow")...)
-	leader, leaderID := guestWithID(t, in, "leader")
-	member, memberID := guestWithID(t, in, "member")
-	ticket := map[string]any{"mode": "trio", "regions": []string{"eu"}, "partyUserIds": []string{memberID}}
-	if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", leader, ticket); status != 403 || res["code"] != "PARTY_CONSENT_REQUIRED" {
-		t.Fatalf("a party member who does not follow the leader: %d %v", status, res)
+	join := func(leaderID string) (string, map[string]any) {
+		return "/v1/me/party", map[string]any{"leaderUserId": leaderID}
 	}
-	if status, res := call(t, "PUT", in.url+"/v1/me/following", member, map[string]any{"userIds": []string{leaderID}}); status != 200 {
-		t.Fatalf("follow: %d %v", status, res)
+	follow := func(leaderID string) (string, map[string]any) {
+		return "/v1/me/following", map[string]any{"userIds": []string{leaderID}}
 	}
-	if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", leader, ticket); status != 201 {
-		t.Fatalf("a party member who follows the leader: %d %v", status, res)
+	for _, c := range []struct {
+		consent string
+		// other is the way that does not consent with this setting, way
+		// the one that does
+		other, way func(leaderID string) (string, map[string]any)
+	}{{"party", follow, join}, {"follow", join, follow}} {
+		t.Run(c.consent, func(t *testing.T) {
+			t.Parallel()
+			in := start(t, buildBinary(t), append(backendEnv(t, "standalone"), "REALSYNC_PARTY_CONSENT="+c.consent)...)
+			leader, leaderID := guestWithID(t, in, "leader")
+			member, memberID := guestWithID(t, in, "member")
+			ticket := map[string]any{"mode": "trio", "regions": []string{"eu"}, "partyUserIds": []string{memberID}}
+			for i, give := range []func(string) (string, map[string]any){nil, c.other} {
+				if give != nil {
+					path, body := give(leaderID)
+					if status, res := call(t, "PUT", in.url+path, member, body); status != 200 {
+						t.Fatalf("PUT %s: %d %v", path, status, res)
+					}
+				}
+				if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", leader, ticket); status != 403 || res["code"] != "PARTY_CONSENT_REQUIRED" {
+					t.Fatalf("a party member who has not consented (step %d): %d %v", i, status, res)
+				}
+			}
+			path, body := c.way(leaderID)
+			if status, res := call(t, "PUT", in.url+path, member, body); status != 200 {
+				t.Fatalf("PUT %s: %d %v", path, status, res)
+			}
+			if status, res := call(t, "POST", in.url+"/v1/matchmaking/tickets", leader, ticket); status != 201 {
+				t.Fatalf("a party member who consented: %d %v", status, res)
+			}
+		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 var computedDefaults = map[string]string{
 	"REALSYNC_JWT_SECRET":     "random per start",
 	"REALSYNC_GUEST_AUTH":     "`true`; `false` in production",
-	"REALSYNC_PARTY_CONSENT":  "`none`; `follow` in production",
+	"REALSYNC_PARTY_CONSENT":  "`none`; `party` in production",
 	"REALSYNC_ADVERTISE_ADDR": "from the listener",
 	"REALSYNC_RATE_LIMITS":    "the defaults in",
 }

@@ -19,8 +19,8 @@ import (
 // The match scenario queues -tickets matchmaking tickets over -modes modes
 // and -regions regions (ratings drawn from N(1500, 300), a share of them
 // parties of 2: -party percent; a party's member, a guest of its own,
-// follows its leader when the server asks a party's consent,
-// REALSYNC_PARTY_CONSENT follow), as fast as -clients workers create them
+// joins its leader's party and follows them when the server asks a
+// party's consent, REALSYNC_PARTY_CONSENT party or follow), as fast as -clients workers create them
 // or at -ticket-rate per second, waits until the matchers emptied the
 // queues or the rest stopped moving (the instances'
 // realsync_matchmaking_tickets, bounded by -duration), then reads every
@@ -157,10 +157,15 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		err := call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out)
 		if e, ok := err.(*httpError); ok && e.code == "PARTY_CONSENT_REQUIRED" {
 			// a server that asks a party's consent (REALSYNC_PARTY_CONSENT
-			// follow): the member follows the leader, and the create goes again
-			if err := call(ctx, "PUT", base+"/v1/me/following", member.Token, map[string]any{"userIds": []string{t.userID}}, nil); err != nil {
+			// party or follow): the member joins the leader's party and
+			// follows them, and the create goes again
+			cerr := call(ctx, "PUT", base+"/v1/me/party", member.Token, map[string]any{"leaderUserId": t.userID}, nil)
+			if cerr == nil {
+				cerr = call(ctx, "PUT", base+"/v1/me/following", member.Token, map[string]any{"userIds": []string{t.userID}}, nil)
+			}
+			if cerr != nil {
 				failed.Add(1)
-				fail("party follow", err)
+				fail("party consent", cerr)
 				return nil
 			}
 			err = call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out)

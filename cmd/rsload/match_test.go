@@ -93,16 +93,26 @@ func TestReadBackSeesAMatchMadeDuringTheRead(t *testing.T) {
 }
 
 // Against a server that asks a party's consent (matchmaking.Config.Consent,
-// REALSYNC_PARTY_CONSENT follow), each party member follows its leader
-// and the create goes again: every ticket is queued and matched (14
-// tickets: 8 parties, each a match of its own, and 6 solos, in pairs).
+// REALSYNC_PARTY_CONSENT party or follow), each party member joins its
+// leader's party and follows them, and the create goes again: every
+// ticket is queued and matched (14 tickets: 8 parties, each a match of its
+// own, and 6 solos, in pairs).
 func TestMatchRunGivesThePartysConsent(t *testing.T) {
+	for _, mode := range []string{"party", "follow"} {
+		t.Run(mode, func(t *testing.T) { testMatchRunGivesThePartysConsent(t, mode) })
+	}
+}
+
+func testMatchRunGivesThePartysConsent(t *testing.T, consent string) {
 	st, err := store.Open(context.Background(), store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Consent: st.Sessions()}
+	mc := matchmaking.Config{Queue: tickets.New(st.Base(), st.UserLogs(), st.Renewals()), Consent: players.FollowConsent{Store: st.Sessions()}}
+	if consent == "party" {
+		mc.Consent = players.NewParties(st.Sessions())
+	}
 	svc, err := matchmaking.NewService(mc)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +120,7 @@ func TestMatchRunGivesThePartysConsent(t *testing.T) {
 	hub := sse.NewHub(sse.Config{Source: st, Lobby: st.Listing(), Feed: st.Feed, RoomJSON: api.RoomJSON})
 	defer hub.Close()
 	h := api.NewHandler(api.Config{Rooms: rooms.NewService(st), Lobby: lobby.NewService(st.Listing()),
-		Events: hub, Players: players.NewService(st.Sessions()), Tickets: svc, Log: slog.New(slog.DiscardHandler),
+		Events: hub, Players: players.NewService(st.Sessions()), Parties: players.NewParties(st.Sessions()), Tickets: svc, Log: slog.New(slog.DiscardHandler),
 		Auth: &api.Auth{Secret: []byte("s"), GuestEnabled: true}, Ready: st.Ping, Spec: realsync.OpenAPI})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" { // the searching tickets, which the run waits to see gone

@@ -69,6 +69,7 @@ const (
 	OVERLOADED             ProblemCode = "OVERLOADED"
 	OWNEDROOMSLIMIT        ProblemCode = "OWNED_ROOMS_LIMIT"
 	PARTYCONSENTREQUIRED   ProblemCode = "PARTY_CONSENT_REQUIRED"
+	PARTYNOTFOUND          ProblemCode = "PARTY_NOT_FOUND"
 	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
 	PLAYERNOTFOUND         ProblemCode = "PLAYER_NOT_FOUND"
 	QUEUEFULL              ProblemCode = "QUEUE_FULL"
@@ -150,6 +151,8 @@ func (e ProblemCode) Valid() bool {
 	case OWNEDROOMSLIMIT:
 		return true
 	case PARTYCONSENTREQUIRED:
+		return true
+	case PARTYNOTFOUND:
 		return true
 	case PAYLOADTOOLARGE:
 		return true
@@ -527,6 +530,12 @@ type JoinByCodeRequest struct {
 	InviteCode string `json:"inviteCode"`
 }
 
+// JoinPartyRequest defines model for JoinPartyRequest.
+type JoinPartyRequest struct {
+	// LeaderUserId The leader whose party to join (the user-id rule, see the conventions); not the caller, not an API key's.
+	LeaderUserId string `json:"leaderUserId"`
+}
+
 // LobbyStats defines model for LobbyStats.
 type LobbyStats struct {
 	Modes   map[string]StatusCounts `json:"modes"`
@@ -626,6 +635,15 @@ type MyRoomList struct {
 		Version    int64      `json:"version"`
 		Visibility Visibility `json:"visibility"`
 	} `json:"rooms"`
+}
+
+// Party defines model for Party.
+type Party struct {
+	// ExpiresAt When the caller leaves the party unless they join it again (24 hours after the last join).
+	ExpiresAt time.Time `json:"expiresAt"`
+
+	// LeaderUserId The leader whose tickets may name the caller.
+	LeaderUserId string `json:"leaderUserId"`
 }
 
 // Platform A session's platform; one session per user and platform by default.
@@ -966,6 +984,9 @@ type NoMatch = Problem
 
 // NotFound defines model for NotFound.
 type NotFound = Problem
+
+// PartyNotFound defines model for PartyNotFound.
+type PartyNotFound = Problem
 
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed = Problem
@@ -1578,6 +1599,9 @@ type CreateTicketJSONRequestBody = CreateTicketRequest
 // SetFollowingJSONRequestBody defines body for SetFollowing for application/json ContentType.
 type SetFollowingJSONRequestBody = FollowingRequest
 
+// JoinPartyJSONRequestBody defines body for JoinParty for application/json ContentType.
+type JoinPartyJSONRequestBody = JoinPartyRequest
+
 // CreateRoomJSONRequestBody defines body for CreateRoom for application/json ContentType.
 type CreateRoomJSONRequestBody = CreateRoomRequest
 
@@ -2017,14 +2041,16 @@ type ClientInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
-	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-	// production), a user may be named in `partyUserIds` only when they
-	// follow the caller (`PUT /v1/me/following`: following a player is
-	// consenting to be in their parties): else 403
+	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+	// production), a user may be named in `partyUserIds` only while they
+	// are in the caller's party (`PUT /v1/me/party` on their own client:
+	// joining a player's party is consenting to be named in their
+	// tickets; one party at a time); with `follow`, only when they follow
+	// the caller (`PUT /v1/me/following`); else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is claimed or queued
-	// or counted but the route's `join` (below). With `none` (the default in development) any user may
-	// be named.
+	// has not consented (`partyUserIds.<i>`), before anything is claimed
+	// or queued or counted but the route's `join` (below). With `none`
+	// (the default in development) any user may be named.
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
@@ -2124,14 +2150,16 @@ type ClientInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
-	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-	// production), a user may be named in `partyUserIds` only when they
-	// follow the caller (`PUT /v1/me/following`: following a player is
-	// consenting to be in their parties): else 403
+	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+	// production), a user may be named in `partyUserIds` only while they
+	// are in the caller's party (`PUT /v1/me/party` on their own client:
+	// joining a player's party is consenting to be named in their
+	// tickets; one party at a time); with `follow`, only when they follow
+	// the caller (`PUT /v1/me/following`); else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is claimed or queued
-	// or counted but the route's `join` (below). With `none` (the default in development) any user may
-	// be named.
+	// has not consented (`partyUserIds.<i>`), before anything is claimed
+	// or queued or counted but the route's `join` (below). With `none`
+	// (the default in development) any user may be named.
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
@@ -2423,6 +2451,67 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
 	SetFollowing(ctx context.Context, body SetFollowingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LeaveParty Leave the caller's party
+	//
+	// Takes the caller out of their party: its leader's next ticket may
+	// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
+	// queued already is not changed: any of its users may cancel it
+	// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
+	// well. Players only.
+	//
+	// Corresponds with DELETE /v1/me/party (the `LeaveParty` operationId).
+	LeaveParty(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetParty Read the caller's party
+	//
+	// The party the caller joined (`PUT`), until it expires or the caller
+	// leaves it; 404 `PARTY_NOT_FOUND` when in none. Players only.
+	//
+	// Corresponds with GET /v1/me/party (the `GetParty` operationId).
+	GetParty(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinPartyWithBody Join a player's party (consent to their tickets)
+	//
+	// Puts the caller in the party of `leaderUserId`, replacing any party
+	// the caller was in: one party at a time. With
+	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+	// `partyUserIds` only while the user is in its leader's party; no
+	// other leader's ticket may name them. Joining tells nobody: the
+	// game's own invite (a direct message, `POST
+	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+	// naming `leaderUserId` for an id that is not a user id, an API
+	// key's, or the caller's. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+	JoinPartyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinParty Join a player's party (consent to their tickets)
+	//
+	// Puts the caller in the party of `leaderUserId`, replacing any party
+	// the caller was in: one party at a time. With
+	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+	// `partyUserIds` only while the user is in its leader's party; no
+	// other leader's ticket may name them. Joining tells nobody: the
+	// game's own invite (a direct message, `POST
+	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+	// naming `leaderUserId` for an id that is not a user id, an API
+	// key's, or the caller's. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+	JoinParty(ctx context.Context, body JoinPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// MyRooms The rooms the caller is in
 	//
@@ -3654,14 +3743,16 @@ func (c *APIClient) QuickJoin(ctx context.Context, params *QuickJoinParams, body
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
-// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-// production), a user may be named in `partyUserIds` only when they
-// follow the caller (`PUT /v1/me/following`: following a player is
-// consenting to be in their parties): else 403
+// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+// production), a user may be named in `partyUserIds` only while they
+// are in the caller's party (`PUT /v1/me/party` on their own client:
+// joining a player's party is consenting to be named in their
+// tickets; one party at a time); with `follow`, only when they follow
+// the caller (`PUT /v1/me/following`); else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is claimed or queued
-// or counted but the route's `join` (below). With `none` (the default in development) any user may
-// be named.
+// has not consented (`partyUserIds.<i>`), before anything is claimed
+// or queued or counted but the route's `join` (below). With `none`
+// (the default in development) any user may be named.
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
@@ -3771,14 +3862,16 @@ func (c *APIClient) CreateTicketWithBody(ctx context.Context, params *CreateTick
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
-// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-// production), a user may be named in `partyUserIds` only when they
-// follow the caller (`PUT /v1/me/following`: following a player is
-// consenting to be in their parties): else 403
+// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+// production), a user may be named in `partyUserIds` only while they
+// are in the caller's party (`PUT /v1/me/party` on their own client:
+// joining a player's party is consenting to be named in their
+// tickets; one party at a time); with `follow`, only when they follow
+// the caller (`PUT /v1/me/following`); else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is claimed or queued
-// or counted but the route's `join` (below). With `none` (the default in development) any user may
-// be named.
+// has not consented (`partyUserIds.<i>`), before anything is claimed
+// or queued or counted but the route's `join` (below). With `none`
+// (the default in development) any user may be named.
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
@@ -4121,6 +4214,107 @@ func (c *APIClient) SetFollowingWithBody(ctx context.Context, contentType string
 // Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
 func (c *APIClient) SetFollowing(ctx context.Context, body SetFollowingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetFollowingRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LeaveParty Leave the caller's party
+//
+// Takes the caller out of their party: its leader's next ticket may
+// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
+// queued already is not changed: any of its users may cancel it
+// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
+// well. Players only.
+//
+// Corresponds with DELETE /v1/me/party (the `LeaveParty` operationId).
+func (c *APIClient) LeaveParty(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLeavePartyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetParty Read the caller's party
+//
+// The party the caller joined (`PUT`), until it expires or the caller
+// leaves it; 404 `PARTY_NOT_FOUND` when in none. Players only.
+//
+// Corresponds with GET /v1/me/party (the `GetParty` operationId).
+func (c *APIClient) GetParty(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPartyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinPartyWithBody Join a player's party (consent to their tickets)
+//
+// Puts the caller in the party of `leaderUserId`, replacing any party
+// the caller was in: one party at a time. With
+// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+// `partyUserIds` only while the user is in its leader's party; no
+// other leader's ticket may name them. Joining tells nobody: the
+// game's own invite (a direct message, `POST
+// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+// naming `leaderUserId` for an id that is not a user id, an API
+// key's, or the caller's. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+func (c *APIClient) JoinPartyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinPartyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinParty Join a player's party (consent to their tickets)
+//
+// Puts the caller in the party of `leaderUserId`, replacing any party
+// the caller was in: one party at a time. With
+// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+// `partyUserIds` only while the user is in its leader's party; no
+// other leader's ticket may name them. Joining tells nobody: the
+// game's own invite (a direct message, `POST
+// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+// naming `leaderUserId` for an id that is not a user id, an API
+// key's, or the caller's. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+func (c *APIClient) JoinParty(ctx context.Context, body JoinPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinPartyRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5937,6 +6131,100 @@ func NewSetFollowingRequestWithBody(server string, contentType string, body io.R
 	return req, nil
 }
 
+// NewLeavePartyRequest constructs an http.Request for the LeaveParty method
+func NewLeavePartyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/party")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPartyRequest constructs an http.Request for the GetParty method
+func NewGetPartyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/party")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewJoinPartyRequest calls the generic JoinParty builder with application/json body
+func NewJoinPartyRequest(server string, body JoinPartyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewJoinPartyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewJoinPartyRequestWithBody constructs an http.Request for the JoinParty method, with any body, and a specified content type
+func NewJoinPartyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/me/party")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewMyRoomsRequest constructs an http.Request for the MyRooms method
 func NewMyRoomsRequest(server string, params *MyRoomsParams) (*http.Request, error) {
 	var err error
@@ -7507,14 +7795,16 @@ type ClientWithResponsesInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
-	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-	// production), a user may be named in `partyUserIds` only when they
-	// follow the caller (`PUT /v1/me/following`: following a player is
-	// consenting to be in their parties): else 403
+	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+	// production), a user may be named in `partyUserIds` only while they
+	// are in the caller's party (`PUT /v1/me/party` on their own client:
+	// joining a player's party is consenting to be named in their
+	// tickets; one party at a time); with `follow`, only when they follow
+	// the caller (`PUT /v1/me/following`); else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is claimed or queued
-	// or counted but the route's `join` (below). With `none` (the default in development) any user may
-	// be named.
+	// has not consented (`partyUserIds.<i>`), before anything is claimed
+	// or queued or counted but the route's `join` (below). With `none`
+	// (the default in development) any user may be named.
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
@@ -7614,14 +7904,16 @@ type ClientWithResponsesInterface interface {
 	// and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 	// required numbers within their range (422 otherwise).
 	//
-	// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-	// production), a user may be named in `partyUserIds` only when they
-	// follow the caller (`PUT /v1/me/following`: following a player is
-	// consenting to be in their parties): else 403
+	// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+	// production), a user may be named in `partyUserIds` only while they
+	// are in the caller's party (`PUT /v1/me/party` on their own client:
+	// joining a player's party is consenting to be named in their
+	// tickets; one party at a time); with `follow`, only when they follow
+	// the caller (`PUT /v1/me/following`); else 403
 	// `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-	// does not (`partyUserIds.<i>`), before anything is claimed or queued
-	// or counted but the route's `join` (below). With `none` (the default in development) any user may
-	// be named.
+	// has not consented (`partyUserIds.<i>`), before anything is claimed
+	// or queued or counted but the route's `join` (below). With `none`
+	// (the default in development) any user may be named.
 	//
 	// Each party member counts as an invite from the caller to them
 	// (a match writes `match_found` to their personal log): on the
@@ -7919,6 +8211,71 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/me/following (the `SetFollowing` operationId).
 	SetFollowingWithResponse(ctx context.Context, body SetFollowingJSONRequestBody, reqEditors ...RequestEditorFn) (*SetFollowingResponse, error)
+
+	// LeavePartyWithResponse Leave the caller's party
+	//
+	// Takes the caller out of their party: its leader's next ticket may
+	// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
+	// queued already is not changed: any of its users may cancel it
+	// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
+	// well. Players only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/me/party (the `LeaveParty` operationId).
+	LeavePartyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LeavePartyResponse, error)
+
+	// GetPartyWithResponse Read the caller's party
+	//
+	// The party the caller joined (`PUT`), until it expires or the caller
+	// leaves it; 404 `PARTY_NOT_FOUND` when in none. Players only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/me/party (the `GetParty` operationId).
+	GetPartyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPartyResponse, error)
+
+	// JoinPartyWithBodyWithResponse Join a player's party (consent to their tickets)
+	//
+	// Puts the caller in the party of `leaderUserId`, replacing any party
+	// the caller was in: one party at a time. With
+	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+	// `partyUserIds` only while the user is in its leader's party; no
+	// other leader's ticket may name them. Joining tells nobody: the
+	// game's own invite (a direct message, `POST
+	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+	// naming `leaderUserId` for an id that is not a user id, an API
+	// key's, or the caller's. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+	JoinPartyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*JoinPartyResponse, error)
+
+	// JoinPartyWithResponse Join a player's party (consent to their tickets)
+	//
+	// Puts the caller in the party of `leaderUserId`, replacing any party
+	// the caller was in: one party at a time. With
+	// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+	// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+	// `partyUserIds` only while the user is in its leader's party; no
+	// other leader's ticket may name them. Joining tells nobody: the
+	// game's own invite (a direct message, `POST
+	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+	// naming `leaderUserId` for an id that is not a user id, an API
+	// key's, or the caller's. Players only: an API key is 403
+	// `SCOPE_REQUIRED`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+	JoinPartyWithResponse(ctx context.Context, body JoinPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*JoinPartyResponse, error)
 
 	// MyRoomsWithResponse The rooms the caller is in
 	//
@@ -10649,6 +11006,345 @@ func (r SetFollowingResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetFollowingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LeavePartyResponse401Headers the declared response headers of an HTTP 401 response for LeaveParty
+type LeavePartyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// LeavePartyResponse429Headers the declared response headers of an HTTP 429 response for LeaveParty
+type LeavePartyResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// LeavePartyResponse503Headers the declared response headers of an HTTP 503 response for LeaveParty
+type LeavePartyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type LeavePartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LeavePartyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LeavePartyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LeavePartyResponse503Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LeavePartyResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LeavePartyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r LeavePartyResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r LeavePartyResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LeavePartyResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r LeavePartyResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LeavePartyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LeavePartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LeavePartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LeavePartyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPartyResponse401Headers the declared response headers of an HTTP 401 response for GetParty
+type GetPartyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetPartyResponse429Headers the declared response headers of an HTTP 429 response for GetParty
+type GetPartyResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// GetPartyResponse503Headers the declared response headers of an HTTP 503 response for GetParty
+type GetPartyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetPartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Party
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *PartyNotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPartyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPartyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPartyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPartyResponse) GetJSON200() *Party {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPartyResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPartyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetPartyResponse) GetApplicationproblemJSON404() *PartyNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r GetPartyResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r GetPartyResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetPartyResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetPartyResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPartyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPartyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// JoinPartyResponse401Headers the declared response headers of an HTTP 401 response for JoinParty
+type JoinPartyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// JoinPartyResponse429Headers the declared response headers of an HTTP 429 response for JoinParty
+type JoinPartyResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// JoinPartyResponse503Headers the declared response headers of an HTTP 503 response for JoinParty
+type JoinPartyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type JoinPartyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Party
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Malformed
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Invalid
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *JoinPartyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *JoinPartyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *JoinPartyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r JoinPartyResponse) GetJSON200() *Party {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON400() *Malformed {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON422() *Invalid {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r JoinPartyResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r JoinPartyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JoinPartyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JoinPartyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JoinPartyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13723,14 +14419,16 @@ func (c *ClientWithResponses) QuickJoinWithResponse(ctx context.Context, params 
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
-// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-// production), a user may be named in `partyUserIds` only when they
-// follow the caller (`PUT /v1/me/following`: following a player is
-// consenting to be in their parties): else 403
+// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+// production), a user may be named in `partyUserIds` only while they
+// are in the caller's party (`PUT /v1/me/party` on their own client:
+// joining a player's party is consenting to be named in their
+// tickets; one party at a time); with `follow`, only when they follow
+// the caller (`PUT /v1/me/following`); else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is claimed or queued
-// or counted but the route's `join` (below). With `none` (the default in development) any user may
-// be named.
+// has not consented (`partyUserIds.<i>`), before anything is claimed
+// or queued or counted but the route's `join` (below). With `none`
+// (the default in development) any user may be named.
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
@@ -13836,14 +14534,16 @@ func (c *ClientWithResponses) CreateTicketWithBodyWithResponse(ctx context.Conte
 // and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
 // required numbers within their range (422 otherwise).
 //
-// With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-// production), a user may be named in `partyUserIds` only when they
-// follow the caller (`PUT /v1/me/following`: following a player is
-// consenting to be in their parties): else 403
+// With `REALSYNC_PARTY_CONSENT` `party` (the default in
+// production), a user may be named in `partyUserIds` only while they
+// are in the caller's party (`PUT /v1/me/party` on their own client:
+// joining a player's party is consenting to be named in their
+// tickets; one party at a time); with `follow`, only when they follow
+// the caller (`PUT /v1/me/following`); else 403
 // `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-// does not (`partyUserIds.<i>`), before anything is claimed or queued
-// or counted but the route's `join` (below). With `none` (the default in development) any user may
-// be named.
+// has not consented (`partyUserIds.<i>`), before anything is claimed
+// or queued or counted but the route's `join` (below). With `none`
+// (the default in development) any user may be named.
 //
 // Each party member counts as an invite from the caller to them
 // (a match writes `match_found` to their personal log): on the
@@ -14176,6 +14876,95 @@ func (c *ClientWithResponses) SetFollowingWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseSetFollowingResponse(rsp)
+}
+
+// LeavePartyWithResponse Leave the caller's party
+//
+// Takes the caller out of their party: its leader's next ticket may
+// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
+// queued already is not changed: any of its users may cancel it
+// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
+// well. Players only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/me/party (the `LeaveParty` operationId).
+func (c *ClientWithResponses) LeavePartyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LeavePartyResponse, error) {
+	rsp, err := c.LeaveParty(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLeavePartyResponse(rsp)
+}
+
+// GetPartyWithResponse Read the caller's party
+//
+// The party the caller joined (`PUT`), until it expires or the caller
+// leaves it; 404 `PARTY_NOT_FOUND` when in none. Players only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/me/party (the `GetParty` operationId).
+func (c *ClientWithResponses) GetPartyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPartyResponse, error) {
+	rsp, err := c.GetParty(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPartyResponse(rsp)
+}
+
+// JoinPartyWithBodyWithResponse Join a player's party (consent to their tickets)
+//
+// Puts the caller in the party of `leaderUserId`, replacing any party
+// the caller was in: one party at a time. With
+// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+// `partyUserIds` only while the user is in its leader's party; no
+// other leader's ticket may name them. Joining tells nobody: the
+// game's own invite (a direct message, `POST
+// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+// naming `leaderUserId` for an id that is not a user id, an API
+// key's, or the caller's. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+func (c *ClientWithResponses) JoinPartyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*JoinPartyResponse, error) {
+	rsp, err := c.JoinPartyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinPartyResponse(rsp)
+}
+
+// JoinPartyWithResponse Join a player's party (consent to their tickets)
+//
+// Puts the caller in the party of `leaderUserId`, replacing any party
+// the caller was in: one party at a time. With
+// `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+// ticket (`POST /v1/matchmaking/tickets`) may name a user in
+// `partyUserIds` only while the user is in its leader's party; no
+// other leader's ticket may name them. Joining tells nobody: the
+// game's own invite (a direct message, `POST
+// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+// naming `leaderUserId` for an id that is not a user id, an API
+// key's, or the caller's. Players only: an API key is 403
+// `SCOPE_REQUIRED`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/me/party (the `JoinParty` operationId).
+func (c *ClientWithResponses) JoinPartyWithResponse(ctx context.Context, body JoinPartyJSONRequestBody, reqEditors ...RequestEditorFn) (*JoinPartyResponse, error) {
+	rsp, err := c.JoinParty(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinPartyResponse(rsp)
 }
 
 // MyRoomsWithResponse The rooms the caller is in
@@ -17173,6 +17962,375 @@ func ParseSetFollowingResponse(rsp *http.Response) (*SetFollowingResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SetFollowingResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLeavePartyResponse parses an HTTP response from a LeavePartyWithResponse call
+func ParseLeavePartyResponse(rsp *http.Response) (*LeavePartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LeavePartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LeavePartyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers LeavePartyResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers LeavePartyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPartyResponse parses an HTTP response from a GetPartyWithResponse call
+func ParseGetPartyResponse(rsp *http.Response) (*GetPartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Party
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest PartyNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPartyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetPartyResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPartyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseJoinPartyResponse parses an HTTP response from a JoinPartyWithResponse call
+func ParseJoinPartyResponse(rsp *http.Response) (*JoinPartyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JoinPartyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Party
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Invalid
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers JoinPartyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers JoinPartyResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers JoinPartyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -36,6 +36,8 @@
 //   - following: a set of user ids, replaced by PUT /v1/me/following,
 //     expiring followingTTL (a guest's: guestFollowingTTL) after the
 //     last PUT or stream open;
+//   - party: the leader whose party the user joined (PUT /v1/me/party,
+//     party.go), expiring players.PartyTTL after the last join;
 //   - the shard's online index: zset userId → the user's earliest lease
 //     expiry or platform deadline. The janitor of the shard sweeps the
 //     users whose earliest lease or deadline is due (sessions_sweep, SweepBatch users a call, as many calls

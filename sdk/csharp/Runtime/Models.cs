@@ -317,6 +317,21 @@ namespace RealSync
         }
     }
 
+    /// <summary>Party is the party the caller joined (PUT /v1/me/party): the leader whose
+    /// tickets may name the caller, until ExpiresAt.</summary>
+    public class Party
+    {
+        /// <summary>The leader whose tickets may name the caller.</summary>
+        public string LeaderUserId;
+        /// <summary>When the caller leaves the party unless they join it again (24 hours after the last join).</summary>
+        public DateTime ExpiresAt;
+
+        internal static Party FromJson(JsonObject o)
+        {
+            return new Party { LeaderUserId = o.String("leaderUserId"), ExpiresAt = o.Time("expiresAt") };
+        }
+    }
+
     /// <summary>Page is a page of a listing; NextCursor is null on the last one.</summary>
     public class Page<T>
     {

@@ -387,6 +387,30 @@ namespace RealSync
             return list;
         }
 
+        /// <summary>JoinPartyAsync puts the caller in leaderUserId's party, replacing any other, for
+        /// 24 hours (joining again renews it): where the server asks a party's consent
+        /// (REALSYNC_PARTY_CONSENT party, production's default), only that leader's tickets may
+        /// name the caller. Tells nobody: the game's own invite asks.</summary>
+        [Operation("PUT", "/v1/me/party", "joinParty")]
+        public async Task<Party> JoinPartyAsync(string leaderUserId, CancellationToken ct = default(CancellationToken))
+        {
+            return Party.FromJson(await Call(HttpMethod.Put, "/v1/me/party", new Dictionary<string, object> { { "leaderUserId", leaderUserId } }, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>GetPartyAsync reads the caller's party: 404 PARTY_NOT_FOUND when in none.</summary>
+        [Operation("GET", "/v1/me/party", "getParty")]
+        public async Task<Party> GetPartyAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return Party.FromJson(await Call(HttpMethod.Get, "/v1/me/party", null, ct).ConfigureAwait(false));
+        }
+
+        /// <summary>LeavePartyAsync takes the caller out of their party (in none: done as well).</summary>
+        [Operation("DELETE", "/v1/me/party", "leaveParty")]
+        public Task LeavePartyAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return Call(HttpMethod.Delete, "/v1/me/party", null, ct);
+        }
+
         /// <summary>SendDirectMessageAsync sends userId a `message` event on their personal stream
         /// (offline delivery to each platform without a session); type and data as room messages.</summary>
         [Operation("POST", "/v1/users/{userId}/messages", "sendDirectMessage")]
@@ -471,10 +495,10 @@ namespace RealSync
         /// <summary>
         /// CreateTicketAsync queues the caller (and partyUserIds, its party) for a match
         /// of mode: 409 TICKET_ACTIVE or MEMBER_QUEUED_IN_PARTY when one of them has a
-        /// searching ticket; 403 PARTY_CONSENT_REQUIRED when a party member does not
-        /// follow the caller (REALSYNC_PARTY_CONSENT follow, production's default:
-        /// members consent with SetFollowingAsync). The match arrives as match_found on
-        /// the personal stream.
+        /// searching ticket; 403 PARTY_CONSENT_REQUIRED when a party member has not
+        /// joined the caller's party (REALSYNC_PARTY_CONSENT party, production's default:
+        /// members consent with JoinPartyAsync; with follow, by following the caller,
+        /// SetFollowingAsync). The match arrives as match_found on the personal stream.
         /// </summary>
         [Operation("POST", "/v1/matchmaking/tickets", "createTicket")]
         public Task<Ticket> CreateTicketAsync(string mode, IList<string> regions, double? rating = null,

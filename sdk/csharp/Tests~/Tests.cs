@@ -74,6 +74,7 @@ static class Tests
             T("Live_Lobby", () => LiveLobbyTest(s)),
             T("Live_MeOfflineMessageAndInvite", () => LiveMeOffline(s)),
             T("Live_MeMatchFound", () => LiveMeMatchFound(s)),
+            T("Party", () => Party(s)),
             T("Live_ClientDisposeClosesItsStreams", () => LiveClientDispose(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
             T("Live_ResumeAfterServerRestart", () => LiveResume(s)), // last: restarts the server
@@ -1247,6 +1248,23 @@ static class Tests
             Check.True(evs[1].InviteCode != null, "a private room's invite code");
             Check.Eq(id, (await bob.JoinByCodeAsync(evs[1].InviteCode)).Room.Id, "joined by the invite");
         }
+    }
+
+    static async Task Party(Server s)
+    {
+        // The caller's party: joined (one leader at a time, 24 hours), read, left.
+        var alice = new RealSyncClient(s.BaseUrl);
+        await alice.GuestAsync("alice");
+        await Check.Throws(404, "PARTY_NOT_FOUND", () => alice.GetPartyAsync(), "in no party");
+        var p = await alice.JoinPartyAsync("u-leader");
+        Check.Eq("u-leader", p.LeaderUserId, "the leader");
+        Check.True(p.ExpiresAt > DateTime.UtcNow.AddHours(23) && p.ExpiresAt <= DateTime.UtcNow.AddHours(24), "kept 24 hours: " + p.ExpiresAt.ToString("o"));
+        Check.Eq("u-other", (await alice.JoinPartyAsync("u-other")).LeaderUserId, "one party at a time");
+        Check.Eq("u-other", (await alice.GetPartyAsync()).LeaderUserId, "read back");
+        await Check.Throws(422, "VALIDATION_FAILED", () => alice.JoinPartyAsync("a b"), "not a user id");
+        await alice.LeavePartyAsync();
+        await Check.Throws(404, "PARTY_NOT_FOUND", () => alice.GetPartyAsync(), "left");
+        await alice.LeavePartyAsync();
     }
 
     static async Task LiveMeMatchFound(Server s)

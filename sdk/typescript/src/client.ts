@@ -28,6 +28,7 @@ export type Platform = Schemas["Platform"];
 export type Presence = Schemas["Presence"];
 export type Ticket = Schemas["Ticket"];
 export type CreateTicketRequest = Schemas["CreateTicketRequest"];
+export type Party = Schemas["Party"];
 
 /** ListRoomsQuery is GET /v1/rooms' query; attributes become attr.<key>[.<op>]. */
 export type ListRoomsQuery = Omit<NonNullable<paths["/v1/rooms"]["get"]["parameters"]["query"]>, "attr"> & {
@@ -326,6 +327,24 @@ export class RealSync {
     return r.userIds;
   }
 
+  /** joinParty puts the caller in leaderUserId's party, replacing any other, for 24 hours (joining
+   * again renews it): where the server asks a party's consent (REALSYNC_PARTY_CONSENT party,
+   * production's default), only that leader's tickets may name the caller. Tells nobody: the
+   * game's own invite (a direct message) asks. */
+  joinParty(leaderUserId: string): Promise<Party> {
+    return this.call(this.api.PUT("/v1/me/party", { body: { leaderUserId } }));
+  }
+
+  /** getParty is the caller's party: 404 PARTY_NOT_FOUND when in none. */
+  getParty(): Promise<Party> {
+    return this.call(this.api.GET("/v1/me/party"));
+  }
+
+  /** leaveParty takes the caller out of their party (in none: done as well). */
+  async leaveParty(): Promise<void> {
+    await this.call(this.api.DELETE("/v1/me/party"));
+  }
+
   /** sendDirectMessage sends userId a `message` event on their personal stream (LiveMe): at once
    * to their open sessions, later to each platform without one (offline delivery). idempotencyKey
    * makes a retry safe, after a 503 STORE_UNAVAILABLE too: the same key and message get the first
@@ -436,9 +455,10 @@ export class RealSync {
   }
 
   /** createTicket queues the caller for a match of a mode (with partyUserIds, as their party's
-   * leader): one active ticket per user. Each party member must follow the caller (setFollowing)
-   * where the server asks a party's consent (REALSYNC_PARTY_CONSENT follow, production's
-   * default): else 403 PARTY_CONSENT_REQUIRED. The match arrives as `match_found` on the personal
+   * leader): one active ticket per user. Each party member must have joined the caller's party
+   * (joinParty) where the server asks a party's consent (REALSYNC_PARTY_CONSENT party,
+   * production's default; with follow, follow the caller: setFollowing): else 403
+   * PARTY_CONSENT_REQUIRED. The match arrives as `match_found` on the personal
    * stream (LiveMe) and on the ticket (getTicket). idempotencyKey makes a retry safe: the same
    * key and body get the same ticket. */
   async createTicket(body: CreateTicketRequest, idempotencyKey?: string): Promise<Ticket> {

@@ -656,14 +656,16 @@ export interface paths {
          *     and `1.0` are equal, `"1"` and `1` are not); its ranged ones are
          *     required numbers within their range (422 otherwise).
          *
-         *     With `REALSYNC_PARTY_CONSENT` `follow` (the default in
-         *     production), a user may be named in `partyUserIds` only when they
-         *     follow the caller (`PUT /v1/me/following`: following a player is
-         *     consenting to be in their parties): else 403
+         *     With `REALSYNC_PARTY_CONSENT` `party` (the default in
+         *     production), a user may be named in `partyUserIds` only while they
+         *     are in the caller's party (`PUT /v1/me/party` on their own client:
+         *     joining a player's party is consenting to be named in their
+         *     tickets; one party at a time); with `follow`, only when they follow
+         *     the caller (`PUT /v1/me/following`); else 403
          *     `PARTY_CONSENT_REQUIRED`, the detail naming the first member who
-         *     does not (`partyUserIds.<i>`), before anything is claimed or queued
-         *     or counted but the route's `join` (below). With `none` (the default in development) any user may
-         *     be named.
+         *     has not consented (`partyUserIds.<i>`), before anything is claimed
+         *     or queued or counted but the route's `join` (below). With `none`
+         *     (the default in development) any user may be named.
          *
          *     Each party member counts as an invite from the caller to them
          *     (a match writes `match_found` to their personal log): on the
@@ -1130,6 +1132,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/party": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the caller's party
+         * @description The party the caller joined (`PUT`), until it expires or the caller
+         *     leaves it; 404 `PARTY_NOT_FOUND` when in none. Players only.
+         */
+        get: operations["getParty"];
+        /**
+         * Join a player's party (consent to their tickets)
+         * @description Puts the caller in the party of `leaderUserId`, replacing any party
+         *     the caller was in: one party at a time. With
+         *     `REALSYNC_PARTY_CONSENT` `party` (the default in production), a
+         *     ticket (`POST /v1/matchmaking/tickets`) may name a user in
+         *     `partyUserIds` only while the user is in its leader's party; no
+         *     other leader's ticket may name them. Joining tells nobody: the
+         *     game's own invite (a direct message, `POST
+         *     /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
+         *     24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
+         *     it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
+         *     naming `leaderUserId` for an id that is not a user id, an API
+         *     key's, or the caller's. Players only: an API key is 403
+         *     `SCOPE_REQUIRED`.
+         */
+        put: operations["joinParty"];
+        post?: never;
+        /**
+         * Leave the caller's party
+         * @description Takes the caller out of their party: its leader's next ticket may
+         *     not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
+         *     queued already is not changed: any of its users may cancel it
+         *     (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
+         *     well. Players only.
+         */
+        delete: operations["leaveParty"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{userId}/messages": {
         parameters: {
             query?: never;
@@ -1483,6 +1530,19 @@ export interface components {
             /** @description At most 500 distinct ids (duplicates are dropped before they are counted), at most 5 000 sent. Each 1..128 bytes of UTF-8 without commas, spaces, or control or format characters (the user-id rule, see the conventions; else 400 `INVALID_USER_IDS`). */
             userIds: string[];
         };
+        JoinPartyRequest: {
+            /** @description The leader whose party to join (the user-id rule, see the conventions); not the caller, not an API key's. */
+            leaderUserId: string;
+        };
+        Party: {
+            /** @description The leader whose tickets may name the caller. */
+            leaderUserId: string;
+            /**
+             * Format: date-time
+             * @description When the caller leaves the party unless they join it again (24 hours after the last join).
+             */
+            expiresAt: string;
+        };
         DirectMessageRequest: {
             /** @description Application-defined kind, e.g. `chat`; no control characters. */
             type: string;
@@ -1509,7 +1569,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL" | "PARTY_CONSENT_REQUIRED";
+            code: "MALFORMED_REQUEST" | "UNAUTHENTICATED" | "NOT_OWNER" | "NOT_A_MEMBER" | "STATE_KEY_FORBIDDEN" | "GUEST_AUTH_DISABLED" | "ROOM_NOT_FOUND" | "PLAYER_NOT_FOUND" | "NO_MATCH" | "ROOM_FULL" | "ROOM_NOT_JOINABLE" | "INVALID_TRANSITION" | "ROOM_FINISHED" | "VERSION_MISMATCH" | "PAYLOAD_TOO_LARGE" | "TOO_MANY_STREAMS" | "STREAM_LIMIT" | "OWNED_ROOMS_LIMIT" | "JOINED_ROOMS_LIMIT" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "ROOM_RATE_LIMITED" | "STREAM_OPENS_LIMITED" | "CODE_GUESSES_LIMITED" | "GUESTS_LIMITED" | "STORE_UNAVAILABLE" | "OVERLOADED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INTERNAL" | "ADMIN_REQUIRED" | "BANNED" | "USER_BANNED" | "SCOPE_REQUIRED" | "STREAM_TOKEN_REQUIRED" | "REFRESH_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "IDEMPOTENCY_KEY_IN_USE" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_KEYS_LIMITED" | "INVALID_PLATFORM" | "INVALID_USER_IDS" | "SESSION_EXISTS" | "DEAD_LETTER_NOT_FOUND" | "WEBHOOK_BACKLOG_FULL" | "WEBHOOK_ENDPOINT_REMOVED" | "TICKET_NOT_FOUND" | "TICKET_ACTIVE" | "MEMBER_QUEUED_IN_PARTY" | "TICKET_MATCHED" | "QUEUE_FULL" | "PARTY_CONSENT_REQUIRED" | "PARTY_NOT_FOUND";
             errors?: components["schemas"]["FieldError"][];
         };
         FieldError: {
@@ -2400,7 +2460,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), `BANNED` (a join of a room that banned the caller), `SCOPE_REQUIRED` (an API key without the route's scope, or on a route for players only), `REFRESH_NOT_ALLOWED` (a studio's token on `POST /v1/auth/refresh`), or `PARTY_CONSENT_REQUIRED` (a ticket naming a party member who does not follow the caller, with `REALSYNC_PARTY_CONSENT` `follow`). */
+        /** @description `NOT_OWNER`, `NOT_A_MEMBER`, `STATE_KEY_FORBIDDEN`, `GUEST_AUTH_DISABLED`, `ADMIN_REQUIRED` (a player token on an admin route), `BANNED` (a join of a room that banned the caller), `SCOPE_REQUIRED` (an API key without the route's scope, or on a route for players only), `REFRESH_NOT_ALLOWED` (a studio's token on `POST /v1/auth/refresh`), or `PARTY_CONSENT_REQUIRED` (a ticket naming a party member who has not joined the caller's party, with `REALSYNC_PARTY_CONSENT` `party`, or does not follow the caller, with `follow`). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -2505,6 +2565,15 @@ export interface components {
         };
         /** @description `TICKET_NOT_FOUND`: no such ticket (or its grace passed), or not one of the caller's. */
         TicketNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `PARTY_NOT_FOUND`: the caller is in no party (never joined one, left it, or it expired). */
+        PartyNotFound: {
             headers: {
                 [name: string]: unknown;
             };
@@ -4170,6 +4239,95 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getParty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's party. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Party"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["PartyNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    joinParty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "leaderUserId": "u-alice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JoinPartyRequest"];
+            };
+        };
+        responses: {
+            /** @description The party the caller is in now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Party"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Invalid"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    leaveParty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Out of any party. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["TooLarge"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

@@ -175,3 +175,34 @@ describe("personal stream", () => {
     assert.equal(s.closed, true);
   });
 });
+
+describe("party", () => {
+  it("a ticket names a member once they joined the leader's party (REALSYNC_PARTY_CONSENT party); read and left", async () => {
+    const strict = await startServer({ REALSYNC_PARTY_CONSENT: "party" });
+    try {
+      const join = async (name: string) => {
+        const c = new RealSync({ baseUrl: strict.url });
+        return { c, userId: (await c.guest(name)).userId };
+      };
+      const lea = await join("lea");
+      const max = await join("max");
+      const ticket = { mode: "duo", regions: ["eu"], partyUserIds: [max.userId] };
+      await assert.rejects(lea.c.createTicket(ticket),
+        (e) => e instanceof RealSyncError && e.code === "PARTY_CONSENT_REQUIRED" && e.status === 403);
+      await assert.rejects(max.c.getParty(), (e) => e instanceof RealSyncError && e.code === "PARTY_NOT_FOUND" && e.status === 404);
+      const p = await max.c.joinParty(lea.userId);
+      assert.equal(p.leaderUserId, lea.userId);
+      const left = Date.parse(p.expiresAt) - Date.now();
+      assert.ok(left > 23 * 3600e3 && left <= 24 * 3600e3, `expiresAt ${p.expiresAt}`);
+      assert.deepEqual(await max.c.getParty(), p);
+      const t = await lea.c.createTicket(ticket);
+      assert.deepEqual(t.partyUserIds, [max.userId]);
+      await lea.c.cancelTicket(t.ticketId);
+      await max.c.leaveParty();
+      await assert.rejects(max.c.getParty(), (e) => e instanceof RealSyncError && e.code === "PARTY_NOT_FOUND");
+      await assert.rejects(lea.c.createTicket(ticket), (e) => e instanceof RealSyncError && e.code === "PARTY_CONSENT_REQUIRED");
+    } finally {
+      await strict.stop();
+    }
+  });
+});
