@@ -52,7 +52,8 @@ var bodyLimits = map[string]int64{
 	// characters a JSON encoder escapes, " and \ twice their size, <, >
 	// and & six times, may pass the cap).
 	"PUT /v1/me/following": 80 << 10,
-	// {"leaderUserId": a user id of 128 bytes}: 0.2 KiB.
+	// {"leaderUserId": a user id of 128 bytes, escaped as \u sequences
+	// where a JSON encoder writes them so}: 0.4 KiB.
 	"PUT /v1/me/party": 1 << 10,
 	// no body
 	"POST /v1/rooms/{roomId}/join":         noBodyBytes,

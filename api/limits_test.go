@@ -116,7 +116,7 @@ func TestLargestValidBodies(t *testing.T) {
 		{"QuickJoinCreate", "POST", "/v1/matchmaking/quick-join", "/v1/matchmaking/quick-join", bob, quick, 201, nil},
 		{"Ticket", "POST", "/v1/matchmaking/tickets", "/v1/matchmaking/tickets", carol, ticket, 201, nil},
 		{"Following", "PUT", "/v1/me/following", "/v1/me/following", alice, `{"userIds":` + userIDs(500) + `}`, 200, nil},
-		{"Party", "PUT", "/v1/me/party", "/v1/me/party", alice, `{"leaderUserId":"u` + strings.Repeat("é", 63) + `"}`, 200, nil},
+		{"Party", "PUT", "/v1/me/party", "/v1/me/party", alice, `{"leaderUserId":"` + strings.Repeat(`\ud83d\ude00`, 32) + `"}`, 200, nil}, // 32 runes of 4 bytes, escaped
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/realsync/realsync"
 	"github.com/realsync/realsync/api"
 	"github.com/realsync/realsync/internal/eventschema"
+	"github.com/realsync/realsync/internal/rediskeys"
 	"github.com/realsync/realsync/internal/redistest"
 	"github.com/realsync/realsync/lobby"
 	"github.com/realsync/realsync/players"
@@ -720,21 +720,7 @@ func TestMeParty(t *testing.T) {
 			alice, aliceID := e.guest("alice")
 			partyKeys := func() []string {
 				t.Helper()
-				var keys []string
-				var mu sync.Mutex
-				read := func(ctx context.Context, c *redis.Client) error {
-					ks, err := c.Keys(ctx, "*"+e.prefix+"*:party:*").Result()
-					mu.Lock()
-					keys = append(keys, ks...)
-					mu.Unlock()
-					return err
-				}
-				var err error
-				if c, ok := e.store.Client().(*redis.ClusterClient); ok {
-					err = c.ForEachMaster(ctx, read)
-				} else {
-					err = read(ctx, e.store.Client().(*redis.Client))
-				}
+				keys, err := rediskeys.Scan(ctx, e.store.Client(), "*"+e.prefix+"*:party:*")
 				if err != nil {
 					t.Fatal(err)
 				}

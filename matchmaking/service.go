@@ -243,7 +243,7 @@ func (s *Service) Validate(ctx context.Context, u rooms.User, p TicketParams) er
 	} else if seed != "" {
 		// a keyed create run again (its first run's answer lost): the
 		// first run asked its party's consent, and Create answers its
-		// ticket whatever the follows say now
+		// ticket whatever its members' consent says now
 		if _, err := s.cfg.Queue.Get(ctx, s.cfg.Queue.NewID(p.Mode, seed)); err == nil {
 			return nil
 		} else if !errors.Is(err, ErrTicketNotFound) {

@@ -11,8 +11,8 @@ import (
 	"github.com/realsync/realsync/rooms"
 )
 
-// memParties is a players.PartyStore in memory (expiry not kept: the store tests
-// cover it), or err.
+// memParties is a players.PartyStore in memory (expiry not kept: store's TestParties
+// covers it), or err.
 type memParties struct {
 	m   map[string]players.Party
 	err error

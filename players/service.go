@@ -70,3 +70,18 @@ func (s *Service) SetFollowing(ctx context.Context, u rooms.User, ids []string) 
 	}
 	return ids, nil
 }
+
+// FollowConsent is matchmaking's party consent by following
+// (REALSYNC_PARTY_CONSENT=follow): a member consents to every party of
+// the users they follow.
+type FollowConsent struct{ Store Store }
+
+// Consents reports whether member follows leader.
+func (f FollowConsent) Consents(ctx context.Context, member, leader string) (bool, error) {
+	return f.Store.Follows(ctx, member, leader)
+}
+
+// Refusal says what a member who does not consent has not done.
+func (FollowConsent) Refusal() string {
+	return "does not follow you: a user consents to be in a player's party by following them (PUT /v1/me/following)"
+}

@@ -572,8 +572,9 @@ func (s *Store) Schema() int { return int(s.schema.Load()) }
 func (s *Store) Fleet() *instances.Registry { return s.fleet }
 
 // Sessions returns the player layer's per-user state (store/sessions):
-// personal streams' sessions, online status, following, a user's open
-// streams. It implements sse.UserSource, players.Inbox and players.Store.
+// personal streams' sessions, online status, following, parties, a
+// user's open streams. It implements sse.UserSource, players.Inbox,
+// players.Store and players.PartyStore.
 func (s *Store) Sessions() *sessions.Sessions { return s.sess }
 
 // Listing returns the rooms' listing (store/listing): the lobby's index

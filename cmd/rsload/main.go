@@ -248,9 +248,9 @@ func call(ctx context.Context, method, url, token string, body, out any) error {
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 300 {
-		var p struct{ Code string }
+		var p struct{ Code, Detail string }
 		json.NewDecoder(res.Body).Decode(&p)
-		return &httpError{method: method, url: url, status: res.StatusCode, code: p.Code}
+		return &httpError{method: method, url: url, status: res.StatusCode, code: p.Code, detail: p.Detail}
 	}
 	if out != nil {
 		return json.NewDecoder(res.Body).Decode(out)
@@ -261,9 +261,9 @@ func call(ctx context.Context, method, url, token string, body, out any) error {
 
 // httpError is an error answer.
 type httpError struct {
-	method, url string
-	status      int
-	code        string
+	method, url  string
+	status       int
+	code, detail string
 }
 
 func (e *httpError) Error() string {

@@ -19,7 +19,7 @@ import (
 // The match scenario queues -tickets matchmaking tickets over -modes modes
 // and -regions regions (ratings drawn from N(1500, 300), a share of them
 // parties of 2: -party percent; a party's member, a guest of its own,
-// joins its leader's party and follows them when the server asks a
+// joins its leader's party, or follows them, when the server asks a
 // party's consent, REALSYNC_PARTY_CONSENT party or follow), as fast as -clients workers create them
 // or at -ticket-rate per second, waits until the matchers emptied the
 // queues or the rest stopped moving (the instances'
@@ -157,13 +157,14 @@ func runMatch(ctx context.Context, c Config) (MatchReport, error) {
 		err := call(ctx, "POST", base+"/v1/matchmaking/tickets", t.token, body, &out)
 		if e, ok := err.(*httpError); ok && e.code == "PARTY_CONSENT_REQUIRED" {
 			// a server that asks a party's consent (REALSYNC_PARTY_CONSENT
-			// party or follow): the member joins the leader's party and
-			// follows them, and the create goes again
-			cerr := call(ctx, "PUT", base+"/v1/me/party", member.Token, map[string]any{"leaderUserId": t.userID}, nil)
-			if cerr == nil {
-				cerr = call(ctx, "PUT", base+"/v1/me/following", member.Token, map[string]any{"userIds": []string{t.userID}}, nil)
+			// party or follow): the member joins the leader's party, or
+			// follows them when the refusal says so, and the create goes
+			// again
+			consent, with := "/v1/me/party", map[string]any{"leaderUserId": t.userID}
+			if strings.Contains(e.detail, "/v1/me/following") {
+				consent, with = "/v1/me/following", map[string]any{"userIds": []string{t.userID}}
 			}
-			if cerr != nil {
+			if cerr := call(ctx, "PUT", base+consent, member.Token, with, nil); cerr != nil {
 				failed.Add(1)
 				fail("party consent", cerr)
 				return nil

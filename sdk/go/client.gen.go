@@ -2454,11 +2454,13 @@ type ClientInterface interface {
 
 	// LeaveParty Leave the caller's party
 	//
-	// Takes the caller out of their party: its leader's next ticket may
-	// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
-	// queued already is not changed: any of its users may cancel it
-	// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
-	// well. Players only.
+	// Takes the caller out of their party: a ticket its leader creates
+	// from then on may not name them (with `REALSYNC_PARTY_CONSENT`
+	// `party`). Consent is read once, as a create begins: a ticket queued
+	// already, or whose create began before the leave, is not changed;
+	// any of its users may cancel it (`DELETE
+	// /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as well.
+	// Players only.
 	//
 	// Corresponds with DELETE /v1/me/party (the `LeaveParty` operationId).
 	LeaveParty(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2480,12 +2482,18 @@ type ClientInterface interface {
 	// `partyUserIds` only while the user is in its leader's party; no
 	// other leader's ticket may name them. Joining tells nobody: the
 	// game's own invite (a direct message, `POST
-	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-	// naming `leaderUserId` for an id that is not a user id, an API
-	// key's, or the caller's. Players only: an API key is 403
-	// `SCOPE_REQUIRED`.
+	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+	// client joins the party of the invite's sender as the server names
+	// it (the `message` event's `fromUserId`), never of an id read from
+	// the message's data, which its sender chose. Kept 24 hours
+	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+	// leader needs no party of their own. The party is kept whatever
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+	// user id, an API key's, or the caller's. Players only: an API key
+	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+	// runs with `none`, and its service names only the players who
+	// agreed).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2501,12 +2509,18 @@ type ClientInterface interface {
 	// `partyUserIds` only while the user is in its leader's party; no
 	// other leader's ticket may name them. Joining tells nobody: the
 	// game's own invite (a direct message, `POST
-	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-	// naming `leaderUserId` for an id that is not a user id, an API
-	// key's, or the caller's. Players only: an API key is 403
-	// `SCOPE_REQUIRED`.
+	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+	// client joins the party of the invite's sender as the server names
+	// it (the `message` event's `fromUserId`), never of an id read from
+	// the message's data, which its sender chose. Kept 24 hours
+	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+	// leader needs no party of their own. The party is kept whatever
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+	// user id, an API key's, or the caller's. Players only: an API key
+	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+	// runs with `none`, and its service names only the players who
+	// agreed).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4226,11 +4240,13 @@ func (c *APIClient) SetFollowing(ctx context.Context, body SetFollowingJSONReque
 
 // LeaveParty Leave the caller's party
 //
-// Takes the caller out of their party: its leader's next ticket may
-// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
-// queued already is not changed: any of its users may cancel it
-// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
-// well. Players only.
+// Takes the caller out of their party: a ticket its leader creates
+// from then on may not name them (with `REALSYNC_PARTY_CONSENT`
+// `party`). Consent is read once, as a create begins: a ticket queued
+// already, or whose create began before the leave, is not changed;
+// any of its users may cancel it (`DELETE
+// /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as well.
+// Players only.
 //
 // Corresponds with DELETE /v1/me/party (the `LeaveParty` operationId).
 func (c *APIClient) LeaveParty(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4272,12 +4288,18 @@ func (c *APIClient) GetParty(ctx context.Context, reqEditors ...RequestEditorFn)
 // `partyUserIds` only while the user is in its leader's party; no
 // other leader's ticket may name them. Joining tells nobody: the
 // game's own invite (a direct message, `POST
-// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-// naming `leaderUserId` for an id that is not a user id, an API
-// key's, or the caller's. Players only: an API key is 403
-// `SCOPE_REQUIRED`.
+// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+// client joins the party of the invite's sender as the server names
+// it (the `message` event's `fromUserId`), never of an id read from
+// the message's data, which its sender chose. Kept 24 hours
+// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+// leader needs no party of their own. The party is kept whatever
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+// user id, an API key's, or the caller's. Players only: an API key
+// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+// runs with `none`, and its service names only the players who
+// agreed).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4303,12 +4325,18 @@ func (c *APIClient) JoinPartyWithBody(ctx context.Context, contentType string, b
 // `partyUserIds` only while the user is in its leader's party; no
 // other leader's ticket may name them. Joining tells nobody: the
 // game's own invite (a direct message, `POST
-// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-// naming `leaderUserId` for an id that is not a user id, an API
-// key's, or the caller's. Players only: an API key is 403
-// `SCOPE_REQUIRED`.
+// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+// client joins the party of the invite's sender as the server names
+// it (the `message` event's `fromUserId`), never of an id read from
+// the message's data, which its sender chose. Kept 24 hours
+// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+// leader needs no party of their own. The party is kept whatever
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+// user id, an API key's, or the caller's. Players only: an API key
+// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+// runs with `none`, and its service names only the players who
+// agreed).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8214,11 +8242,13 @@ type ClientWithResponsesInterface interface {
 
 	// LeavePartyWithResponse Leave the caller's party
 	//
-	// Takes the caller out of their party: its leader's next ticket may
-	// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
-	// queued already is not changed: any of its users may cancel it
-	// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
-	// well. Players only.
+	// Takes the caller out of their party: a ticket its leader creates
+	// from then on may not name them (with `REALSYNC_PARTY_CONSENT`
+	// `party`). Consent is read once, as a create begins: a ticket queued
+	// already, or whose create began before the leave, is not changed;
+	// any of its users may cancel it (`DELETE
+	// /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as well.
+	// Players only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8244,12 +8274,18 @@ type ClientWithResponsesInterface interface {
 	// `partyUserIds` only while the user is in its leader's party; no
 	// other leader's ticket may name them. Joining tells nobody: the
 	// game's own invite (a direct message, `POST
-	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-	// naming `leaderUserId` for an id that is not a user id, an API
-	// key's, or the caller's. Players only: an API key is 403
-	// `SCOPE_REQUIRED`.
+	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+	// client joins the party of the invite's sender as the server names
+	// it (the `message` event's `fromUserId`), never of an id read from
+	// the message's data, which its sender chose. Kept 24 hours
+	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+	// leader needs no party of their own. The party is kept whatever
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+	// user id, an API key's, or the caller's. Players only: an API key
+	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+	// runs with `none`, and its service names only the players who
+	// agreed).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8265,12 +8301,18 @@ type ClientWithResponsesInterface interface {
 	// `partyUserIds` only while the user is in its leader's party; no
 	// other leader's ticket may name them. Joining tells nobody: the
 	// game's own invite (a direct message, `POST
-	// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-	// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-	// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-	// naming `leaderUserId` for an id that is not a user id, an API
-	// key's, or the caller's. Players only: an API key is 403
-	// `SCOPE_REQUIRED`.
+	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+	// client joins the party of the invite's sender as the server names
+	// it (the `message` event's `fromUserId`), never of an id read from
+	// the message's data, which its sender chose. Kept 24 hours
+	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+	// leader needs no party of their own. The party is kept whatever
+	// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+	// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+	// user id, an API key's, or the caller's. Players only: an API key
+	// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+	// runs with `none`, and its service names only the players who
+	// agreed).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14880,11 +14922,13 @@ func (c *ClientWithResponses) SetFollowingWithResponse(ctx context.Context, body
 
 // LeavePartyWithResponse Leave the caller's party
 //
-// Takes the caller out of their party: its leader's next ticket may
-// not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
-// queued already is not changed: any of its users may cancel it
-// (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
-// well. Players only.
+// Takes the caller out of their party: a ticket its leader creates
+// from then on may not name them (with `REALSYNC_PARTY_CONSENT`
+// `party`). Consent is read once, as a create begins: a ticket queued
+// already, or whose create began before the leave, is not changed;
+// any of its users may cancel it (`DELETE
+// /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as well.
+// Players only.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14922,12 +14966,18 @@ func (c *ClientWithResponses) GetPartyWithResponse(ctx context.Context, reqEdito
 // `partyUserIds` only while the user is in its leader's party; no
 // other leader's ticket may name them. Joining tells nobody: the
 // game's own invite (a direct message, `POST
-// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-// naming `leaderUserId` for an id that is not a user id, an API
-// key's, or the caller's. Players only: an API key is 403
-// `SCOPE_REQUIRED`.
+// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+// client joins the party of the invite's sender as the server names
+// it (the `message` event's `fromUserId`), never of an id read from
+// the message's data, which its sender chose. Kept 24 hours
+// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+// leader needs no party of their own. The party is kept whatever
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+// user id, an API key's, or the caller's. Players only: an API key
+// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+// runs with `none`, and its service names only the players who
+// agreed).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14949,12 +14999,18 @@ func (c *ClientWithResponses) JoinPartyWithBodyWithResponse(ctx context.Context,
 // `partyUserIds` only while the user is in its leader's party; no
 // other leader's ticket may name them. Joining tells nobody: the
 // game's own invite (a direct message, `POST
-// /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-// 24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-// it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-// naming `leaderUserId` for an id that is not a user id, an API
-// key's, or the caller's. Players only: an API key is 403
-// `SCOPE_REQUIRED`.
+// /v1/users/{userId}/messages`) asks, and its answer says yes; a
+// client joins the party of the invite's sender as the server names
+// it (the `message` event's `fromUserId`), never of an id read from
+// the message's data, which its sender chose. Kept 24 hours
+// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+// leader needs no party of their own. The party is kept whatever
+// `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+// `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+// user id, an API key's, or the caller's. Players only: an API key
+// is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+// runs with `none`, and its service names only the players who
+// agreed).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -15,12 +15,13 @@ import (
 var _ players.PartyStore = (*Sessions)(nil)
 
 // partyKey is user uid's party: a string "<expiry, ms> <leader's userId>"
-// (a user id holds no space), expiring with it.
+// (a user id holds no space), expiring with it; a party read past its
+// expiry is none, should the key have lost its TTL (a restore, a tool).
 func (s *Sessions) partyKey(uid string) string { return s.tag(uid) + ":party:" + uid }
 
 // SetParty implements players.PartyStore: one SET in uid's slot.
 func (s *Sessions) SetParty(ctx context.Context, uid, leader string, ttl time.Duration) (players.Party, error) {
-	exp := time.Now().Add(ttl).Truncate(time.Millisecond)
+	exp := time.UnixMilli(time.Now().Add(ttl).UnixMilli()).UTC()
 	err := s.b.Client.Set(ctx, s.partyKey(uid), strconv.FormatInt(exp.UnixMilli(), 10)+" "+leader, ttl).Err()
 	if err != nil {
 		return players.Party{}, redisx.Wrap(err)
@@ -28,7 +29,8 @@ func (s *Sessions) SetParty(ctx context.Context, uid, leader string, ttl time.Du
 	return players.Party{LeaderUserID: leader, ExpiresAt: exp}, nil
 }
 
-// Party implements players.PartyStore: one GET in uid's slot.
+// Party implements players.PartyStore: one GET in uid's slot. A value not
+// of partyKey's form, or past its expiry, is no party.
 func (s *Sessions) Party(ctx context.Context, uid string) (players.Party, bool, error) {
 	v, err := s.b.Client.Get(ctx, s.partyKey(uid)).Result()
 	if err == redis.Nil {
@@ -38,8 +40,8 @@ func (s *Sessions) Party(ctx context.Context, uid string) (players.Party, bool, 
 	}
 	exp, leader, ok := strings.Cut(v, " ")
 	ms, perr := strconv.ParseInt(exp, 10, 64)
-	if !ok || perr != nil || leader == "" {
-		return players.Party{}, false, nil // not of this form: no consent
+	if !ok || perr != nil || leader == "" || ms <= time.Now().UnixMilli() {
+		return players.Party{}, false, nil
 	}
 	return players.Party{LeaderUserID: leader, ExpiresAt: time.UnixMilli(ms).UTC()}, true, nil
 }

@@ -1154,22 +1154,30 @@ export interface paths {
          *     `partyUserIds` only while the user is in its leader's party; no
          *     other leader's ticket may name them. Joining tells nobody: the
          *     game's own invite (a direct message, `POST
-         *     /v1/users/{userId}/messages`) asks, and its answer says yes. Kept
-         *     24 hours (`expiresAt`), joining again renews it; `DELETE` leaves
-         *     it. A leader needs no party of their own. 422 `VALIDATION_FAILED`
-         *     naming `leaderUserId` for an id that is not a user id, an API
-         *     key's, or the caller's. Players only: an API key is 403
-         *     `SCOPE_REQUIRED`.
+         *     /v1/users/{userId}/messages`) asks, and its answer says yes; a
+         *     client joins the party of the invite's sender as the server names
+         *     it (the `message` event's `fromUserId`), never of an id read from
+         *     the message's data, which its sender chose. Kept 24 hours
+         *     (`expiresAt`), joining again renews it; `DELETE` leaves it. A
+         *     leader needs no party of their own. The party is kept whatever
+         *     `REALSYNC_PARTY_CONSENT` says, and asked only with `party`. 422
+         *     `VALIDATION_FAILED` naming `leaderUserId` for an id that is not a
+         *     user id, an API key's, or the caller's. Players only: an API key
+         *     is 403 `SCOPE_REQUIRED` (a studio whose own service forms parties
+         *     runs with `none`, and its service names only the players who
+         *     agreed).
          */
         put: operations["joinParty"];
         post?: never;
         /**
          * Leave the caller's party
-         * @description Takes the caller out of their party: its leader's next ticket may
-         *     not name them (with `REALSYNC_PARTY_CONSENT` `party`). A ticket
-         *     queued already is not changed: any of its users may cancel it
-         *     (`DELETE /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as
-         *     well. Players only.
+         * @description Takes the caller out of their party: a ticket its leader creates
+         *     from then on may not name them (with `REALSYNC_PARTY_CONSENT`
+         *     `party`). Consent is read once, as a create begins: a ticket queued
+         *     already, or whose create began before the leave, is not changed;
+         *     any of its users may cancel it (`DELETE
+         *     /v1/matchmaking/tickets/{ticketId}`). In no party: 204 as well.
+         *     Players only.
          */
         delete: operations["leaveParty"];
         options?: never;
