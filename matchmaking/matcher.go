@@ -220,7 +220,8 @@ func (m *Matcher) Run(ctx context.Context) {
 // passes it started are over; it returns the modes whose lease this
 // instance holds then, having reported each one's queue (Searching): a
 // mode whose lease another instance took during its pass is not held
-// (Released), nor is one whose pass was cut. Errors are logged, but those
+// (Released), nor is one whose pass was cut (at PassTimeout; a pass that
+// ctx's end stopped leaves its mode held, its lease to lapse or renew). Errors are logged, but those
 // of a round whose ctx ended (the shutdown). Tests and tools run rounds;
 // Run does not wait for a pass, and Round is not to be called while Run
 // runs.
@@ -650,7 +651,10 @@ func (m *Matcher) lease(ctx context.Context, mode string, renew bool) (bool, err
 func (m *Matcher) passMode(ctx, pctx context.Context, mode string, p *passRun) (cut, busy bool) {
 	tctx, cancel := context.WithTimeout(pctx, m.cfg.PassTimeout)
 	busy, err := m.pass(tctx, mode, p)
-	cut = errors.Is(tctx.Err(), context.DeadlineExceeded)
+	// cut by PassTimeout itself, not by pctx's end (a lost lease, a
+	// shutdown, a Round's own deadline: those end the pass, the lease
+	// left as it is)
+	cut = errors.Is(tctx.Err(), context.DeadlineExceeded) && pctx.Err() == nil
 	cancel()
 	if err != nil && ctx.Err() == nil && !p.lost.Load() {
 		m.cfg.Logger.Warn("matchmaking: pass", "mode", mode, "err", err)

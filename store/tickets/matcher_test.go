@@ -1199,6 +1199,45 @@ func TestStuckPassGivesUpItsLease(t *testing.T) {
 	})
 }
 
+// A round whose own context ends while its pass completes (a tool's or a
+// test's deadline, far under PassTimeout) does not count the pass as cut:
+// the mode stays held, its lease as it was, and the next round passes it
+// at once (its match repaired, told once). Read as cut, the mode was let
+// go and left alone for PassTimeout (a CI run's red: a loaded round with
+// a master paused held nothing).
+func TestRoundEndedByItsDeadlineKeepsItsMode(t *testing.T) {
+	rs := mustRules(t, "modes:\n  duel: {}\n")
+	eachBackend(t, func(t *testing.T, b redistest.Backend) {
+		ctx := context.Background()
+		e := open(t, b, rs)
+		ids := duelPair(t, e, "duel", "s0", "s1")
+		stall := newStalling(e.rooms)
+		defer close(stall.release)
+		m := matchmaking.NewMatcher(matchmaking.MatcherConfig{Config: e.cfg, Rooms: stall, Notifier: e.tickets, Holder: "a",
+			LeaseTTL: 3 * time.Second, RepairAfter: time.Second})
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		held := m.Round(rctx) // its completion stalls until rctx ends
+		cancel()
+		if !slices.Equal(held, []string{"duel"}) {
+			t.Fatalf("a round ended by its deadline held %v, want duel", held)
+		}
+		// the next round (the match past RepairAfter) passes the mode:
+		// not left alone for PassTimeout
+		time.Sleep(time.Second)
+		rctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		m.Round(rctx)
+		cancel()
+		if left, err := e.tickets.Pending(ctx, "duel"); err != nil || len(left) != 0 {
+			t.Fatalf("pending after the next round: %+v %v, want the match completed", left, err)
+		}
+		for i, u := range []string{"s0", "s1"} {
+			if tk, err := e.tickets.Get(ctx, ids[i]); err != nil || tk.Status != matchmaking.Matched || tk.RoomID == "" {
+				t.Errorf("%s's ticket: %+v %v, want matched with its room", u, tk, err)
+			}
+		}
+	})
+}
+
 // barrier lets callers through once n of them have arrived, or fails
 // them after 15 s, and every caller after that: calls that must be under
 // way at once.
