@@ -2484,7 +2484,7 @@ type ClientInterface interface {
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
-	// it (the `message` event's `fromUserId`), never of an id read from
+	// it (the `message` event's `from.userId`), never of an id read from
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
@@ -2511,7 +2511,7 @@ type ClientInterface interface {
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
-	// it (the `message` event's `fromUserId`), never of an id read from
+	// it (the `message` event's `from.userId`), never of an id read from
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
@@ -4290,7 +4290,7 @@ func (c *APIClient) GetParty(ctx context.Context, reqEditors ...RequestEditorFn)
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names
-// it (the `message` event's `fromUserId`), never of an id read from
+// it (the `message` event's `from.userId`), never of an id read from
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever
@@ -4327,7 +4327,7 @@ func (c *APIClient) JoinPartyWithBody(ctx context.Context, contentType string, b
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names
-// it (the `message` event's `fromUserId`), never of an id read from
+// it (the `message` event's `from.userId`), never of an id read from
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever
@@ -8276,7 +8276,7 @@ type ClientWithResponsesInterface interface {
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
-	// it (the `message` event's `fromUserId`), never of an id read from
+	// it (the `message` event's `from.userId`), never of an id read from
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
@@ -8303,7 +8303,7 @@ type ClientWithResponsesInterface interface {
 	// game's own invite (a direct message, `POST
 	// /v1/users/{userId}/messages`) asks, and its answer says yes; a
 	// client joins the party of the invite's sender as the server names
-	// it (the `message` event's `fromUserId`), never of an id read from
+	// it (the `message` event's `from.userId`), never of an id read from
 	// the message's data, which its sender chose. Kept 24 hours
 	// (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 	// leader needs no party of their own. The party is kept whatever
@@ -14968,7 +14968,7 @@ func (c *ClientWithResponses) GetPartyWithResponse(ctx context.Context, reqEdito
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names
-// it (the `message` event's `fromUserId`), never of an id read from
+// it (the `message` event's `from.userId`), never of an id read from
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever
@@ -15001,7 +15001,7 @@ func (c *ClientWithResponses) JoinPartyWithBodyWithResponse(ctx context.Context,
 // game's own invite (a direct message, `POST
 // /v1/users/{userId}/messages`) asks, and its answer says yes; a
 // client joins the party of the invite's sender as the server names
-// it (the `message` event's `fromUserId`), never of an id read from
+// it (the `message` event's `from.userId`), never of an id read from
 // the message's data, which its sender chose. Kept 24 hours
 // (`expiresAt`), joining again renews it; `DELETE` leaves it. A
 // leader needs no party of their own. The party is kept whatever

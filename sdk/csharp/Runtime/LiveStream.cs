@@ -174,6 +174,7 @@ namespace RealSync
         readonly CancellationTokenSource stop = new CancellationTokenSource();
         readonly TaskCompletionSource<bool> ready = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
         int started;
+        Task running = Task.CompletedTask; // the connection loop, once started
         int ended; // 1 once the end was decided (by the loop or Close)
         volatile bool silenced; // set by Close, and once Closed was raised: posted work is skipped
         volatile string lastEventId = "";
@@ -212,7 +213,7 @@ namespace RealSync
         public void Start()
         {
             if (Interlocked.Exchange(ref started, 1) == 1) return;
-            Task.Run(() => Run());
+            Volatile.Write(ref running, Task.Run(() => Run()));
         }
 
         /// <summary>DispatchPending applies the queued events and raises their C# events on the caller's thread (LiveDispatch.Queue); returns how many.</summary>
@@ -247,6 +248,18 @@ namespace RealSync
 
         /// <summary>Dispose closes the stream.</summary>
         public void Dispose() { Close(); }
+
+        /// <summary>
+        /// CloseAsync closes the stream (Close) and completes once its connection is let go: the
+        /// request ended, its timers disposed. A program that exits right after closing a stream
+        /// awaits it: Mono aborts its timer thread at exit, and a connection still winding down then
+        /// could crash the exit (an aborted sort of the timers rethrown). Never fails.
+        /// </summary>
+        public Task CloseAsync()
+        {
+            Close();
+            return Volatile.Read(ref running);
+        }
 
         /// <summary>
         /// Post runs work where events are raised, after everything posted

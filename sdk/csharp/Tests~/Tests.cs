@@ -76,6 +76,7 @@ static class Tests
             T("Live_MeMatchFound", () => LiveMeMatchFound(s)),
             T("Party", () => Party(s)),
             T("Live_ClientDisposeClosesItsStreams", () => LiveClientDispose(s)),
+            T("Live_CloseAsyncLetsTheConnectionGo", () => LiveCloseAsync(s)),
             T("Guide_TicTacToe", () => GuideTest.Play(s)),
             T("Live_ResumeAfterServerRestart", () => LiveResume(s)), // last: restarts the server
         };
@@ -1310,6 +1311,22 @@ static class Tests
             Check.True(read.MatchedAt > DateTime.UtcNow.AddMinutes(-5), "matchedAt: " + read.MatchedAt.ToString("o"));
             await Check.Throws(409, "TICKET_MATCHED", () => bob.CancelTicketAsync(tb.TicketId), "a matched ticket is not cancelled");
         }
+    }
+
+    static async Task LiveCloseAsync(Server s)
+    {
+        // CloseAsync completes once the connection loop ended (a program may exit then); a stream
+        // never started, or closed already, completes at once.
+        var alice = await Guest(s, "alice");
+        var id = (await alice.CreateRoomAsync(NewRoom(Unique("x")))).Room.Id;
+        Check.True(alice.Live(id).CloseAsync().IsCompleted, "a stream never started");
+        var live = alice.Live(id);
+        live.Start();
+        await live.Ready;
+        var closing = live.CloseAsync();
+        Check.True(await Task.WhenAny(closing, Task.Delay(10000)) == closing, "CloseAsync completed within 10 s");
+        Check.True(live.IsClosed, "closed");
+        Check.True(live.CloseAsync().IsCompleted, "closed already");
     }
 
     static async Task LiveClientDispose(Server s)

@@ -119,7 +119,7 @@ cp "$tmp/RealSync.dll" "$tmp/readme-rest/"
     'static async Task Run(string url) {'
   awk '/^## REST/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md" | sed 's#"http://localhost:8080"#url#'
   awk '/^## Live rooms and lobbies/{s=1} s&&/^```csharp/{f=1;next} f&&/^```/{exit} f' "$sdk/README.md"
-  printf '%s\n' 'Console.WriteLine(live.Players.Count + " player, state " + Json.Write(live.State));' 'live.Close(); } }'
+  printf '%s\n' 'Console.WriteLine(live.Players.Count + " player, state " + Json.Write(live.State));' 'await live.CloseAsync(); } }'
 } >"$tmp/readme-rest/Program.cs"
 grep -q 'CreateRoomAsync' "$tmp/readme-rest/Program.cs" && grep -q 'client.Live(' "$tmp/readme-rest/Program.cs" ||
   { echo "no csharp blocks under 'REST' and 'Live rooms and lobbies' in sdk/csharp/README.md" >&2; exit 1; }

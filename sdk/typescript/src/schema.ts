@@ -1156,7 +1156,7 @@ export interface paths {
          *     game's own invite (a direct message, `POST
          *     /v1/users/{userId}/messages`) asks, and its answer says yes; a
          *     client joins the party of the invite's sender as the server names
-         *     it (the `message` event's `fromUserId`), never of an id read from
+         *     it (the `message` event's `from.userId`), never of an id read from
          *     the message's data, which its sender chose. Kept 24 hours
          *     (`expiresAt`), joining again renews it; `DELETE` leaves it. A
          *     leader needs no party of their own. The party is kept whatever
